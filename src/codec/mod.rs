@@ -1,0 +1,1 @@
+//! Framing codecs: turning a byte stream into frames and frames into bytes.
