@@ -8,6 +8,15 @@ extern crate alloc;
 extern crate std;
 
 pub mod codec;
+pub mod error;
+pub mod id;
+mod json;
 pub mod limits;
+pub mod message;
+mod raw;
 
+pub use error::{ErrorObject, ProtocolError};
+pub use id::{Id, IdKind};
 pub use limits::Limits;
+pub use message::{Classified, Classifier, Incoming, Notification, Request, Response, Version};
+pub use raw::{InvalidJson, RawValue};

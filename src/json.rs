@@ -1,0 +1,551 @@
+//! A small validating JSON scanner: it checks RFC 8259 syntax and UTF-8, measures nesting,
+//! and reports where tokens are, without building any value.
+//!
+//! It is iterative (a bit stack, not recursion), so no input can overflow the stack, and it
+//! allocates nothing. The classifier uses it to find the envelope members of a frame and to
+//! skip over `params`, `result` and `data` in one pass.
+
+/// Why a JSON text was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum JsonError {
+    /// Not JSON: a syntax error, invalid UTF-8, or the text ended early.
+    Syntax,
+    /// Nesting deeper than the configured limit.
+    TooDeep,
+}
+
+/// A byte range of the input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Span {
+    pub start: usize,
+    pub end: usize,
+}
+
+impl Span {
+    #[inline]
+    pub fn of<'a>(&self, text: &'a str) -> &'a str {
+        &text[self.start..self.end]
+    }
+}
+
+/// A string token: the span between its quotes, escapes still in place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct StrTok {
+    pub span: Span,
+    pub escaped: bool,
+}
+
+const ONES: u64 = u64::MAX / 255;
+const HIGHS: u64 = ONES << 7;
+
+/// Is `b` a byte that ends the fast path inside a string (quote, backslash, control, non-ASCII)?
+#[inline(always)]
+fn is_string_special(b: u8) -> bool {
+    b == b'"' || b == b'\\' || b < 0x20 || b >= 0x80
+}
+
+/// The scanner: a position in a byte slice.
+pub(crate) struct Scanner<'a> {
+    pub bytes: &'a [u8],
+    pub pos: usize,
+}
+
+impl<'a> Scanner<'a> {
+    #[inline]
+    pub fn new(bytes: &'a [u8]) -> Self {
+        Scanner { bytes, pos: 0 }
+    }
+
+    /// Skips whitespace and returns the next byte without consuming it.
+    #[inline]
+    pub fn peek_ws(&mut self) -> Option<u8> {
+        while let Some(&b) = self.bytes.get(self.pos) {
+            match b {
+                b' ' | b'\n' | b'\r' | b'\t' => self.pos += 1,
+                _ => return Some(b),
+            }
+        }
+        None
+    }
+
+    /// Skips whitespace, then consumes `expected` or fails.
+    #[inline]
+    pub fn expect(&mut self, expected: u8) -> Result<(), JsonError> {
+        if self.peek_ws() == Some(expected) {
+            self.pos += 1;
+            Ok(())
+        } else {
+            Err(JsonError::Syntax)
+        }
+    }
+
+    /// Scans a string whose opening quote is at `pos`; leaves `pos` after the closing quote.
+    pub fn string(&mut self) -> Result<StrTok, JsonError> {
+        debug_assert_eq!(self.bytes.get(self.pos), Some(&b'"'));
+        self.pos += 1;
+        let start = self.pos;
+        let mut escaped = false;
+        let bytes = self.bytes;
+        loop {
+            self.skip_plain();
+            let Some(&b) = bytes.get(self.pos) else {
+                return Err(JsonError::Syntax);
+            };
+            match b {
+                b'"' => {
+                    let span = Span {
+                        start,
+                        end: self.pos,
+                    };
+                    self.pos += 1;
+                    return Ok(StrTok { span, escaped });
+                }
+                b'\\' => {
+                    escaped = true;
+                    self.escape()?;
+                }
+                0x80.. => self.pos += utf8_char_len(&bytes[self.pos..])?,
+                _ => return Err(JsonError::Syntax),
+            }
+        }
+    }
+
+    /// Advances over ASCII bytes that need no attention inside a string, eight at a time.
+    #[inline(always)]
+    fn skip_plain(&mut self) {
+        let bytes = self.bytes;
+        let mut pos = self.pos;
+        while let Some(chunk) = bytes.get(pos..pos + 8) {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            let x = u64::from_le_bytes(word);
+            let ctrl = x.wrapping_sub(ONES * 0x20);
+            let q = x ^ (ONES * b'"' as u64);
+            let quote = q.wrapping_sub(ONES) & !q;
+            let s = x ^ (ONES * b'\\' as u64);
+            let slash = s.wrapping_sub(ONES) & !s;
+            // `ctrl` and the high bit of `x` together flag bytes < 0x20 and >= 0x80.
+            let mask = (ctrl | x | quote | slash) & HIGHS;
+            if mask != 0 {
+                pos += (mask.trailing_zeros() / 8) as usize;
+                self.pos = pos;
+                return;
+            }
+            pos += 8;
+        }
+        while let Some(&b) = bytes.get(pos) {
+            if is_string_special(b) {
+                break;
+            }
+            pos += 1;
+        }
+        self.pos = pos;
+    }
+
+    /// Validates one escape sequence starting at the backslash.
+    fn escape(&mut self) -> Result<(), JsonError> {
+        let Some(&b) = self.bytes.get(self.pos + 1) else {
+            return Err(JsonError::Syntax);
+        };
+        match b {
+            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {
+                self.pos += 2;
+                Ok(())
+            }
+            b'u' => {
+                let hex = self
+                    .bytes
+                    .get(self.pos + 2..self.pos + 6)
+                    .ok_or(JsonError::Syntax)?;
+                if hex.iter().all(u8::is_ascii_hexdigit) {
+                    self.pos += 6;
+                    Ok(())
+                } else {
+                    Err(JsonError::Syntax)
+                }
+            }
+            _ => Err(JsonError::Syntax),
+        }
+    }
+
+    /// Scans a number at `pos` per the JSON grammar; returns its span.
+    pub fn number(&mut self) -> Result<Span, JsonError> {
+        let bytes = self.bytes;
+        let start = self.pos;
+        let mut p = self.pos;
+        if bytes.get(p) == Some(&b'-') {
+            p += 1;
+        }
+        match bytes.get(p) {
+            Some(b'0') => p += 1,
+            Some(b'1'..=b'9') => {
+                p += 1;
+                while matches!(bytes.get(p), Some(b'0'..=b'9')) {
+                    p += 1;
+                }
+            }
+            _ => return Err(JsonError::Syntax),
+        }
+        if bytes.get(p) == Some(&b'.') {
+            p += 1;
+            if !matches!(bytes.get(p), Some(b'0'..=b'9')) {
+                return Err(JsonError::Syntax);
+            }
+            while matches!(bytes.get(p), Some(b'0'..=b'9')) {
+                p += 1;
+            }
+        }
+        if matches!(bytes.get(p), Some(b'e' | b'E')) {
+            p += 1;
+            if matches!(bytes.get(p), Some(b'+' | b'-')) {
+                p += 1;
+            }
+            if !matches!(bytes.get(p), Some(b'0'..=b'9')) {
+                return Err(JsonError::Syntax);
+            }
+            while matches!(bytes.get(p), Some(b'0'..=b'9')) {
+                p += 1;
+            }
+        }
+        self.pos = p;
+        Ok(Span { start, end: p })
+    }
+
+    /// Consumes the literal `word` (`true`, `false` or `null`) at `pos`.
+    #[inline]
+    pub fn literal(&mut self, word: &[u8]) -> Result<(), JsonError> {
+        if self.bytes.get(self.pos..self.pos + word.len()) == Some(word) {
+            self.pos += word.len();
+            Ok(())
+        } else {
+            Err(JsonError::Syntax)
+        }
+    }
+
+    /// Validates one value starting at the next non-whitespace byte and returns its span.
+    ///
+    /// `depth` is the nesting depth of the value's container (0 at top level); an array or
+    /// object that would be deeper than `max_depth` fails with [`JsonError::TooDeep`].
+    pub fn value(&mut self, depth: u32, max_depth: u32) -> Result<Span, JsonError> {
+        let first = self.peek_ws().ok_or(JsonError::Syntax)?;
+        let start = self.pos;
+        match first {
+            b'{' | b'[' => self.container(depth, max_depth)?,
+            b'"' => {
+                self.string()?;
+            }
+            b'-' | b'0'..=b'9' => {
+                self.number()?;
+            }
+            b't' => self.literal(b"true")?,
+            b'f' => self.literal(b"false")?,
+            b'n' => self.literal(b"null")?,
+            _ => return Err(JsonError::Syntax),
+        }
+        Ok(Span {
+            start,
+            end: self.pos,
+        })
+    }
+
+    /// Validates an array or object at `pos` without recursion: the kinds of the open
+    /// containers live in a bit stack (1 = object), so memory is fixed whatever the input.
+    fn container(&mut self, depth: u32, max_depth: u32) -> Result<(), JsonError> {
+        let max_depth = max_depth.min(crate::Limits::MAX_DEPTH_CAP);
+        let mut stack = [0u64; (crate::Limits::MAX_DEPTH_CAP as usize).div_ceil(64)];
+        // Number of containers opened by this call that are still open.
+        let mut open: usize = 0;
+        // Set when a value was just completed inside the innermost container.
+        let mut after_value = false;
+        loop {
+            let b = self.peek_ws().ok_or(JsonError::Syntax)?;
+            if after_value {
+                let in_object = stack[(open - 1) / 64] >> ((open - 1) % 64) & 1 == 1;
+                match (b, in_object) {
+                    (b',', false) => {
+                        self.pos += 1;
+                        after_value = false;
+                        continue;
+                    }
+                    (b',', true) => {
+                        self.pos += 1;
+                        self.key()?;
+                        after_value = false;
+                        continue;
+                    }
+                    (b']', false) | (b'}', true) => {
+                        self.pos += 1;
+                        open -= 1;
+                        if open == 0 {
+                            return Ok(());
+                        }
+                        continue;
+                    }
+                    _ => return Err(JsonError::Syntax),
+                }
+            }
+            match b {
+                b'[' | b'{' => {
+                    if depth + open as u32 + 1 > max_depth {
+                        return Err(JsonError::TooDeep);
+                    }
+                    let is_object = b == b'{';
+                    let (word, bit) = (open / 64, open % 64);
+                    stack[word] = (stack[word] & !(1 << bit)) | ((is_object as u64) << bit);
+                    open += 1;
+                    self.pos += 1;
+                    let close = if is_object { b'}' } else { b']' };
+                    if self.peek_ws() == Some(close) {
+                        self.pos += 1;
+                        open -= 1;
+                        if open == 0 {
+                            return Ok(());
+                        }
+                        after_value = true;
+                        continue;
+                    }
+                    if is_object {
+                        self.key()?;
+                    }
+                }
+                b'"' => {
+                    self.string()?;
+                    after_value = true;
+                }
+                b'-' | b'0'..=b'9' => {
+                    self.number()?;
+                    after_value = true;
+                }
+                b't' => {
+                    self.literal(b"true")?;
+                    after_value = true;
+                }
+                b'f' => {
+                    self.literal(b"false")?;
+                    after_value = true;
+                }
+                b'n' => {
+                    self.literal(b"null")?;
+                    after_value = true;
+                }
+                _ => return Err(JsonError::Syntax),
+            }
+        }
+    }
+
+    /// Scans `"key" :` and leaves `pos` before the member's value.
+    #[inline]
+    pub fn key(&mut self) -> Result<StrTok, JsonError> {
+        if self.peek_ws() != Some(b'"') {
+            return Err(JsonError::Syntax);
+        }
+        let tok = self.string()?;
+        self.expect(b':')?;
+        Ok(tok)
+    }
+
+    /// True when only whitespace remains.
+    #[inline]
+    pub fn at_end(&mut self) -> bool {
+        self.peek_ws().is_none()
+    }
+}
+
+/// Length of the valid UTF-8 sequence at the start of `b` (whose first byte is >= 0x80).
+#[inline]
+fn utf8_char_len(b: &[u8]) -> Result<usize, JsonError> {
+    let cont = |i: usize, lo: u8, hi: u8| matches!(b.get(i), Some(&c) if (lo..=hi).contains(&c));
+    let ok = match b[0] {
+        0xC2..=0xDF => cont(1, 0x80, 0xBF).then_some(2),
+        0xE0 => (cont(1, 0xA0, 0xBF) && cont(2, 0x80, 0xBF)).then_some(3),
+        0xE1..=0xEC | 0xEE..=0xEF => (cont(1, 0x80, 0xBF) && cont(2, 0x80, 0xBF)).then_some(3),
+        0xED => (cont(1, 0x80, 0x9F) && cont(2, 0x80, 0xBF)).then_some(3),
+        0xF0 => (cont(1, 0x90, 0xBF) && cont(2, 0x80, 0xBF) && cont(3, 0x80, 0xBF)).then_some(4),
+        0xF1..=0xF3 => {
+            (cont(1, 0x80, 0xBF) && cont(2, 0x80, 0xBF) && cont(3, 0x80, 0xBF)).then_some(4)
+        }
+        0xF4 => (cont(1, 0x80, 0x8F) && cont(2, 0x80, 0xBF) && cont(3, 0x80, 0xBF)).then_some(4),
+        _ => None,
+    };
+    ok.ok_or(JsonError::Syntax)
+}
+
+/// Validates that `text` is exactly one JSON value (surrounding whitespace allowed).
+pub(crate) fn validate(text: &[u8], max_depth: u32) -> Result<Span, JsonError> {
+    let mut s = Scanner::new(text);
+    let span = s.value(0, max_depth)?;
+    if s.at_end() {
+        Ok(span)
+    } else {
+        Err(JsonError::Syntax)
+    }
+}
+
+/// Iterates over the characters a JSON string token (escapes in place, already validated)
+/// stands for. Lone surrogates in `\u` escapes decode to U+FFFD.
+pub(crate) struct Unescape<'a> {
+    rest: core::str::Chars<'a>,
+}
+
+impl<'a> Unescape<'a> {
+    pub fn new(token: &'a str) -> Self {
+        Unescape { rest: token.chars() }
+    }
+
+    fn hex4(&mut self) -> Option<u32> {
+        let mut n = 0;
+        for _ in 0..4 {
+            n = n * 16 + self.rest.next()?.to_digit(16)?;
+        }
+        Some(n)
+    }
+}
+
+impl Iterator for Unescape<'_> {
+    type Item = char;
+
+    fn next(&mut self) -> Option<char> {
+        let c = self.rest.next()?;
+        if c != '\\' {
+            return Some(c);
+        }
+        Some(match self.rest.next()? {
+            'b' => '\u{8}',
+            'f' => '\u{c}',
+            'n' => '\n',
+            'r' => '\r',
+            't' => '\t',
+            'u' => {
+                let hi = self.hex4()?;
+                if (0xD800..0xDC00).contains(&hi) {
+                    // A high surrogate: pair it with a following `\uDC00..DFFF` if there is one.
+                    let mut look = self.rest.clone();
+                    if look.next() == Some('\\') && look.next() == Some('u') {
+                        let mut probe = Unescape { rest: look };
+                        if let Some(lo) = probe.hex4().filter(|lo| (0xDC00..0xE000).contains(lo)) {
+                            self.rest = probe.rest;
+                            let cp = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+                            return Some(char::from_u32(cp).unwrap_or('\u{FFFD}'));
+                        }
+                    }
+                    '\u{FFFD}'
+                } else {
+                    char::from_u32(hi).unwrap_or('\u{FFFD}')
+                }
+            }
+            other => other,
+        })
+    }
+}
+
+/// True when the string token (escapes in place) stands for exactly `plain`.
+pub(crate) fn token_eq(token: &str, escaped: bool, plain: &str) -> bool {
+    if !escaped {
+        token == plain
+    } else {
+        Unescape::new(token).eq(plain.chars())
+    }
+}
+
+/// Appends `s` as a JSON string literal, quotes included.
+pub(crate) fn write_str(out: &mut alloc::vec::Vec<u8>, s: &str) {
+    out.push(b'"');
+    write_str_body(out, s);
+    out.push(b'"');
+}
+
+/// Appends the escaped contents of `s`, without quotes.
+pub(crate) fn write_str_body(out: &mut alloc::vec::Vec<u8>, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let esc: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            0x00..=0x1f => &[],
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[start..i]);
+        if esc.is_empty() {
+            out.extend_from_slice(&[b'\\', b'u', b'0', b'0', HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]);
+        } else {
+            out.extend_from_slice(esc);
+        }
+        start = i + 1;
+    }
+    out.extend_from_slice(&bytes[start..]);
+}
+
+/// True when `s` can be written between quotes as it is.
+pub(crate) fn needs_no_escape(s: &str) -> bool {
+    s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(s: &str) -> bool {
+        validate(s.as_bytes(), 128).is_ok()
+    }
+
+    #[test]
+    fn accepts_what_json_allows() {
+        for s in [
+            "0", "-0", "1.5", "-7", "1e3", "1E+3", "1.0e-3", "123456789012345678901234567890",
+            "\"\"", "\"a\\u00e9\\n\\\"\"", "\"é😀\"", "true", "false", "null", "[]", "{}",
+            " [1, {\"a\": [true, null]}, \"x\"] ", "{\"a\":{\"b\":{}}}",
+        ] {
+            assert!(ok(s), "{s}");
+        }
+    }
+
+    #[test]
+    fn refuses_what_json_does_not_allow() {
+        for s in [
+            "", " ", "01", "1.", ".5", "-", "+1", "1e", "1e+", "tru", "nul", "[1,]", "{\"a\":1,}",
+            "{\"a\"}", "{1:2}", "[1 2]", "\"\\x\"", "\"\\u12G4\"", "\"a", "\"\u{1}\"", "[", "]",
+            "{\"a\":1]", "[1}", "1 2", "NaN", "[01]",
+        ] {
+            assert!(!ok(s), "{s:?}");
+        }
+        assert_eq!(validate(b"\"\xff\"", 8), Err(JsonError::Syntax));
+        assert_eq!(validate(b"\"\xed\xa0\x80\"", 8), Err(JsonError::Syntax));
+        assert_eq!(validate(b"\"\xc0\x80\"", 8), Err(JsonError::Syntax));
+    }
+
+    #[test]
+    fn depth_is_bounded_without_recursion() {
+        assert_eq!(validate(b"[[[]]]", 3), Ok(Span { start: 0, end: 6 }));
+        assert_eq!(validate(b"[[[[]]]]", 3), Err(JsonError::TooDeep));
+        let deep = alloc::vec![b'['; 1_000_000];
+        assert_eq!(validate(&deep, 128), Err(JsonError::TooDeep));
+        let mut balanced = alloc::vec![b'['; 1000];
+        balanced.extend(alloc::vec![b']'; 1000]);
+        assert_eq!(validate(&balanced, 1024).map(|s| s.end), Ok(2000));
+        assert_eq!(validate(&balanced, 999), Err(JsonError::TooDeep));
+    }
+
+    #[test]
+    fn unescape_decodes_pairs_and_lone_surrogates() {
+        let s: alloc::string::String = Unescape::new(r#"a\u00e9\ud83d\ude00\ud800x\n"#).collect();
+        assert_eq!(s, "aé😀\u{FFFD}x\n");
+        assert!(token_eq(r"\u006dethod", true, "method"));
+        assert!(!token_eq(r"\u006dethods", true, "method"));
+    }
+
+    #[test]
+    fn write_str_escapes_round_trip() {
+        let mut out = alloc::vec::Vec::new();
+        write_str(&mut out, "a\"b\\c\n\u{1}é");
+        assert_eq!(out, r#""a\"b\\c\n\u0001é""#.as_bytes());
+        let parsed: alloc::string::String = serde_json::from_slice(&out).unwrap();
+        assert_eq!(parsed, "a\"b\\c\n\u{1}é");
+    }
+}

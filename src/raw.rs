@@ -1,0 +1,112 @@
+//! `RawValue`: a piece of JSON text, validated once and then passed around unparsed.
+
+use alloc::borrow::ToOwned;
+use alloc::boxed::Box;
+use core::fmt;
+
+/// A validated JSON value kept as text: `params`, `result` and error `data` as the peer
+/// wrote them, borrowed from the receive buffer.
+///
+/// Decode it into a type with [`RawValue::deserialize`]; write it out again unchanged. It is
+/// unsized like `str`: hold it as `&RawValue` (borrowed) or `Box<RawValue>` (owned).
+#[repr(transparent)]
+#[derive(PartialEq, Eq, Hash)]
+pub struct RawValue(str);
+
+impl RawValue {
+    /// Wraps text known to be one valid JSON value.
+    #[inline]
+    pub(crate) fn from_validated(json: &str) -> &RawValue {
+        // SAFETY: `RawValue` is `repr(transparent)` over `str`, so the pointer cast keeps
+        // the same layout and the same lifetime.
+        unsafe { &*(json as *const str as *const RawValue) }
+    }
+
+    fn boxed_from_validated(json: Box<str>) -> Box<RawValue> {
+        // SAFETY: as in `from_validated`; the allocation's layout is unchanged.
+        unsafe { Box::from_raw(Box::into_raw(json) as *mut RawValue) }
+    }
+
+    /// Checks that `json` is exactly one JSON value (whitespace around it allowed, nesting up
+    /// to [`Limits::MAX_DEPTH_CAP`](crate::Limits::MAX_DEPTH_CAP)) and wraps it.
+    pub fn from_json(json: &str) -> Result<&RawValue, InvalidJson> {
+        crate::json::validate(json.as_bytes(), crate::Limits::MAX_DEPTH_CAP)
+            .map(|span| RawValue::from_validated(&json[span.start..span.end]))
+            .map_err(|_| InvalidJson)
+    }
+
+    /// Like [`RawValue::from_json`], owning the text.
+    pub fn from_string(json: alloc::string::String) -> Result<Box<RawValue>, InvalidJson> {
+        let span = crate::json::validate(json.as_bytes(), crate::Limits::MAX_DEPTH_CAP)
+            .map_err(|_| InvalidJson)?;
+        Ok(RawValue::boxed_from_validated(Box::from(&json[span.start..span.end])))
+    }
+
+    /// The JSON text `null`.
+    pub const NULL: &'static RawValue = {
+        // SAFETY: as in `from_validated`.
+        unsafe { &*("null" as *const str as *const RawValue) }
+    };
+
+    /// The JSON text.
+    #[inline]
+    pub fn get(&self) -> &str {
+        &self.0
+    }
+
+    /// Decodes the value into `T` with serde_json; borrowed fields borrow from `self`.
+    pub fn deserialize<'de, T: serde::Deserialize<'de>>(&'de self) -> Result<T, serde_json::Error> {
+        serde_json::from_str(&self.0)
+    }
+
+    /// True for `null`.
+    #[inline]
+    pub fn is_null(&self) -> bool {
+        &self.0 == "null"
+    }
+}
+
+/// The text given to [`RawValue::from_json`] was not one JSON value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InvalidJson;
+
+impl fmt::Display for InvalidJson {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("not a single valid JSON value")
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for InvalidJson {}
+
+impl ToOwned for RawValue {
+    type Owned = Box<RawValue>;
+
+    fn to_owned(&self) -> Box<RawValue> {
+        RawValue::boxed_from_validated(Box::from(&self.0))
+    }
+}
+
+impl Clone for Box<RawValue> {
+    fn clone(&self) -> Self {
+        (**self).to_owned()
+    }
+}
+
+impl fmt::Debug for RawValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RawValue({})", &self.0)
+    }
+}
+
+impl fmt::Display for RawValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl AsRef<str> for RawValue {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
