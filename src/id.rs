@@ -305,6 +305,34 @@ impl Hash for Id<'_> {
     }
 }
 
+/// A total order consistent with `Eq`: by kind (null, number, string), then numbers by
+/// token and strings by the characters they stand for. It exists so ids can key ordered maps
+/// in `no_std`; it is not numeric order.
+impl Ord for Id<'_> {
+    fn cmp(&self, other: &Id<'_>) -> core::cmp::Ordering {
+        let rank = |k: IdKind| match k {
+            IdKind::Null => 0u8,
+            IdKind::Number => 1,
+            IdKind::String => 2,
+        };
+        rank(self.kind).cmp(&rank(other.kind)).then_with(|| {
+            let (a, b) = (self.raw(), other.raw());
+            match self.kind {
+                IdKind::String if a.contains('\\') || b.contains('\\') => {
+                    json::Unescape::new(a).cmp(json::Unescape::new(b))
+                }
+                _ => a.cmp(b),
+            }
+        })
+    }
+}
+
+impl PartialOrd for Id<'_> {
+    fn partial_cmp(&self, other: &Id<'_>) -> Option<core::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
 impl fmt::Debug for Id<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(self, f)

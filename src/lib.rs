@@ -1,4 +1,80 @@
 //! sansrpc: a JSON-RPC 2.0 protocol core that does no I/O.
+//!
+//! Bytes go in, classified messages come out; messages go in, framed bytes come out. The
+//! core never reads a clock, spawns, locks, sleeps or touches a socket, so the same code runs
+//! under tokio, async-std, smol, plain threads, or on a microcontroller (`#![no_std]` +
+//! `alloc`; the `std` feature, on by default, only adds `std::error::Error` impls).
+//!
+//! # Layers
+//! - [`codec`]: framing. An incremental [`codec::Decoder`] for Content-Length headers (LSP)
+//!   and newline-delimited JSON (MCP stdio), fed any chunking, with a bounded buffer that
+//!   resynchronises after garbage; [`codec::encode_frame`] writes frames into your buffer;
+//!   [`codec::check_message`] for transports that deliver whole messages (WebSocket, HTTP).
+//! - [`message`]: the message model and the [`Classifier`], which validates a frame in one
+//!   pass and classifies it exactly per JSON-RPC 2.0 sections 4 to 6: requests,
+//!   notifications, responses, invalid entries (answered with `-32600` and their id when it
+//!   is valid) and malformed responses (typed [`ProtocolError`]s, never answered). Entries
+//!   borrow from the frame: method `&str`, params `&`[`RawValue`], the [`Id`] as its exact
+//!   token.
+//! - [`Limits`]: every bound, each with a documented default and a documented answer.
+//!
+//! # A server loop with no runtime
+//! ```
+//! use sansrpc::codec::{encode_frame, Decoder, Framing};
+//! use sansrpc::message::{write_error_response, BatchWriter};
+//! use sansrpc::{Classified, Classifier, ErrorObject, Incoming, Limits};
+//!
+//! let limits = Limits::default();
+//! let mut decoder = Decoder::new(Framing::ContentLength, &limits);
+//! let mut classifier = Classifier::new(limits);
+//! let (mut body, mut wire) = (Vec::new(), Vec::new());
+//!
+//! let answer = |entry: &Incoming<'_>, out: &mut Vec<u8>| match entry {
+//!     Incoming::Request(req) => {
+//!         write_error_response(out, req.version, &req.id, &ErrorObject::method_not_found())
+//!     }
+//!     Incoming::Invalid(invalid) => invalid.write_response(out),
+//!     _ => {}
+//! };
+//!
+//! // Input may arrive split anywhere, even inside a header.
+//! let input = b"Content-Length: 37\r\n\r\n{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"id\":7}";
+//! for chunk in input.chunks(5) {
+//!     let mut chunk = &chunk[..];
+//!     while !chunk.is_empty() {
+//!         let used = decoder.feed(chunk);
+//!         chunk = &chunk[used..];
+//!         while let Some(frame) = decoder.next_frame() {
+//!             let Ok(frame) = frame else { continue }; // a framing error event: log it
+//!             body.clear();
+//!             match classifier.classify(frame) {
+//!                 Classified::Single(entry) => answer(&entry, &mut body),
+//!                 Classified::Batch(batch) => {
+//!                     let mut w = BatchWriter::start(&mut body);
+//!                     for entry in batch.filter(Incoming::needs_response) {
+//!                         w.entry(&mut body);
+//!                         answer(&entry, &mut body);
+//!                     }
+//!                     w.finish(&mut body);
+//!                 }
+//!                 Classified::Rejected(r) => r.write_response(&limits, &mut body),
+//!             }
+//!             if !body.is_empty() {
+//!                 encode_frame(Framing::ContentLength, &body, &mut wire);
+//!             }
+//!         }
+//!     }
+//! }
+//! assert!(wire.ends_with(br#"{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"},"id":7}"#));
+//! ```
+//!
+//! # Duplicate members
+//! A message in which a protocol member (`jsonrpc`, `method`, `params`, `id`, `result`,
+//! `error`, or an error object's `code`, `message`, `data`) appears twice is refused: a
+//! request with `-32600` "duplicate member", a response as
+//! [`ProtocolError::DuplicateMember`]. Parsers disagree on which duplicate wins, and that
+//! disagreement is how request smuggling works; refusing is the one safe reading. Unknown
+//! members are ignored, duplicated or not.
 #![no_std]
 #![deny(missing_docs)]
 #![forbid(unsafe_op_in_unsafe_fn)]
@@ -8,15 +84,19 @@ extern crate alloc;
 extern crate std;
 
 pub mod codec;
+pub mod endpoint;
 pub mod error;
 pub mod id;
 mod json;
 pub mod limits;
 pub mod message;
 mod raw;
+mod time;
 
 pub use error::{ErrorObject, ProtocolError};
 pub use id::{Id, IdKind};
 pub use limits::Limits;
 pub use message::{Classified, Classifier, Incoming, Notification, Request, Response, Version};
 pub use raw::{InvalidJson, RawValue};
+pub use time::Instant;
+pub use endpoint::Endpoint;

@@ -110,3 +110,15 @@ impl AsRef<str> for RawValue {
         &self.0
     }
 }
+
+impl<'a> From<&'a RawValue> for alloc::borrow::Cow<'a, RawValue> {
+    fn from(raw: &'a RawValue) -> Self {
+        alloc::borrow::Cow::Borrowed(raw)
+    }
+}
+
+impl From<Box<RawValue>> for alloc::borrow::Cow<'_, RawValue> {
+    fn from(raw: Box<RawValue>) -> Self {
+        alloc::borrow::Cow::Owned(raw)
+    }
+}

@@ -50,6 +50,16 @@ pub enum Classified<'a> {
     Rejected(Rejection),
 }
 
+impl Classified<'_> {
+    /// The rejection, when the frame as a whole was refused.
+    pub fn rejection(&self) -> Option<Rejection> {
+        match self {
+            Classified::Rejected(r) => Some(*r),
+            _ => None,
+        }
+    }
+}
+
 /// Why a whole frame is refused; the answer is one error response with id `null`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -134,11 +144,7 @@ impl Classifier {
     /// Never panics and never recurses; the work is linear in the frame's length and stops
     /// at the first byte that decides the outcome (a syntax error, a limit).
     pub fn classify<'a>(&'a mut self, frame: &'a [u8]) -> Classified<'a> {
-        self.entries.clear();
-        if frame.len() > self.limits.max_frame_bytes {
-            return Classified::Rejected(Rejection::FrameTooLarge);
-        }
-        match scan_frame(frame, &self.limits, &mut self.entries) {
+        match self.scan(frame) {
             Ok(Shape::Single(entry)) => Classified::Single(entry.materialize(frame_str(frame))),
             Ok(Shape::Batch) => Classified::Batch(Batch {
                 frame: frame_str(frame),
@@ -147,11 +153,26 @@ impl Classifier {
             Err(r) => Classified::Rejected(r),
         }
     }
+
+    /// Classifies `frame` into positions: a single entry, or a batch whose entries are then
+    /// in [`Classifier::entries`]. On `Ok`, `frame` is known to be valid UTF-8 JSON.
+    pub(crate) fn scan(&mut self, frame: &[u8]) -> Result<Shape, Rejection> {
+        self.entries.clear();
+        if frame.len() > self.limits.max_frame_bytes {
+            return Err(Rejection::FrameTooLarge);
+        }
+        scan_frame(frame, &self.limits, &mut self.entries)
+    }
+
+    /// The entries of the batch the last [`Classifier::scan`] found.
+    pub(crate) fn entries(&self) -> &[RawEntry] {
+        &self.entries
+    }
 }
 
 /// The frame as text, once the scanner has validated all of it.
 #[inline]
-fn frame_str(frame: &[u8]) -> &str {
+pub(crate) fn frame_str(frame: &[u8]) -> &str {
     debug_assert!(core::str::from_utf8(frame).is_ok());
     // SAFETY: `scan_frame` returned `Ok`, so the scanner visited every byte of the frame:
     // bytes outside strings were matched against ASCII grammar and every byte inside a
@@ -159,7 +180,7 @@ fn frame_str(frame: &[u8]) -> &str {
     unsafe { core::str::from_utf8_unchecked(frame) }
 }
 
-enum Shape {
+pub(crate) enum Shape {
     Single(RawEntry),
     Batch,
 }
@@ -265,7 +286,7 @@ enum Kind {
 
 /// One classified entry, as positions in the frame.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct RawEntry {
+pub(crate) struct RawEntry {
     kind: Kind,
     version: Version,
     id: IdTok,
@@ -277,6 +298,11 @@ pub(super) struct RawEntry {
 }
 
 impl RawEntry {
+    /// True for a request (which the endpoint tracks until it is answered).
+    pub(crate) fn is_request(&self) -> bool {
+        matches!(self.kind, Kind::Request)
+    }
+
     fn invalid(id: IdTok, reason: InvalidReason) -> RawEntry {
         RawEntry {
             kind: Kind::Invalid(reason),
@@ -289,7 +315,7 @@ impl RawEntry {
         }
     }
 
-    fn materialize<'a>(&self, frame: &'a str) -> Incoming<'a> {
+    pub(crate) fn materialize<'a>(&self, frame: &'a str) -> Incoming<'a> {
         let id = || match self.id.valid() {
             Some((IdKind::Null, _)) | None => Id::NULL,
             Some((kind, span)) => Id::from_token(kind, span.of(frame)),

@@ -12,6 +12,8 @@ mod encode;
 use alloc::borrow::Cow;
 
 pub use classify::{Batch, Classified, Classifier, Rejection};
+pub(crate) use classify::{frame_str, RawEntry, Shape};
+pub(crate) use encode::write_call;
 pub use encode::{write_error_response, write_result_response, BatchWriter};
 
 use crate::error::{ErrorObject, ProtocolError};

@@ -1,0 +1,1070 @@
+//! The [`Endpoint`]: one symmetric JSON-RPC connection as a state machine.
+
+mod tables;
+
+use alloc::collections::VecDeque;
+use alloc::vec::Vec;
+use core::fmt;
+use core::time::Duration;
+
+use crate::codec::{self, Decoder, FrameError, Framing};
+use crate::error::{code, ErrorObject, ProtocolError};
+use crate::id::{Id, IdKind};
+use crate::json::Scanner;
+use crate::limits::Limits;
+use crate::message::{
+    frame_str, write_error_response, write_result_response, Incoming, Notification, RawEntry, Rejection, Request,
+    Response, Shape, Version,
+};
+use crate::raw::RawValue;
+use crate::time::Instant;
+use crate::Classifier;
+
+use tables::{EarlyCancels, Outgoing};
+
+/// The id of a request we sent: the number written as its `id` on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RequestId(u64);
+
+impl RequestId {
+    /// The number on the wire.
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A handle to a request the peer sent, to answer it with [`Endpoint::respond`].
+///
+/// Handles are never reused within one endpoint, so a stale handle can never answer a
+/// newer request that happens to carry the same wire id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct IncomingId(u64);
+
+/// What to do with an error response whose id is `null`: the peer could not parse something
+/// we sent, and could not tell which request it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NullIdPolicy {
+    /// Only report it, as [`Event::ErrorWithoutId`].
+    Report,
+    /// When exactly one request is pending, fail that request with the error (a
+    /// [`Event::Response`] carrying it); otherwise report it. The default.
+    FailSingle,
+    /// Report it and end every pending request with [`EndReason::PeerError`] (seed 000
+    /// §8.3's policy).
+    FailAll,
+}
+
+/// How an endpoint behaves; every bound it keeps is here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Config {
+    /// Framing of a byte stream ([`Endpoint::handle_input`]); `None` for transports that
+    /// deliver whole messages (WebSocket, HTTP: [`Endpoint::handle_message`]), whose output
+    /// is then one unframed message per [`Endpoint::poll_transmit`]. Default: Content-Length.
+    pub framing: Option<Framing>,
+    /// Bounds on frames, nesting, batches and ids.
+    pub limits: Limits,
+    /// Deadline of a request sent without its own (default 30 s, as seed 000 §8.2).
+    pub default_timeout: Option<Duration>,
+    /// Honour incoming and send outgoing cancellation notifications (default `true`).
+    pub cancellation: bool,
+    /// The method of cancellation notifications, params `{"id": …}` (default
+    /// `$/cancelRequest`, as LSP).
+    pub cancel_method: &'static str,
+    /// Also send a cancellation when a request times out (default `true`), so the peer can
+    /// stop working on an answer nobody waits for.
+    pub cancel_on_timeout: bool,
+    /// The code to answer a request cancelled before it arrived with (default `-32800`,
+    /// LSP's RequestCancelled; seed 000 appendix B uses `-32001`).
+    pub cancelled_code: i64,
+    /// Most cancels remembered for requests that have not arrived yet (default 64).
+    pub early_cancel_capacity: usize,
+    /// How long such a cancel is remembered (default 30 s).
+    pub early_cancel_ttl: Duration,
+    /// What an error response with a `null` id does (default [`NullIdPolicy::FailSingle`]).
+    pub null_id_policy: NullIdPolicy,
+    /// Most of our requests awaiting a response (default 4096); beyond it sending fails
+    /// with [`SendError::TooManyPending`].
+    pub max_pending_outgoing: usize,
+    /// Most of the peer's requests awaiting our answer (default 1024); beyond it a request
+    /// is answered at once with `-32002` Server busy and never surfaces as an event.
+    pub max_inflight_incoming: usize,
+    /// Most bytes of output waiting for [`Endpoint::poll_transmit`] (default 8 MiB). Beyond
+    /// it, sending fails with [`SendError::OutputFull`] and input is left unprocessed until
+    /// the output is drained.
+    pub max_buffered_output: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            framing: Some(Framing::ContentLength),
+            limits: Limits::default(),
+            default_timeout: Some(Duration::from_secs(30)),
+            cancellation: true,
+            cancel_method: "$/cancelRequest",
+            cancel_on_timeout: true,
+            cancelled_code: code::LSP_REQUEST_CANCELLED,
+            early_cancel_capacity: 64,
+            early_cancel_ttl: Duration::from_secs(30),
+            null_id_policy: NullIdPolicy::FailSingle,
+            max_pending_outgoing: 4096,
+            max_inflight_incoming: 1024,
+            max_buffered_output: 8 * 1024 * 1024,
+        }
+    }
+}
+
+/// When a request should time out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Timeout {
+    /// After [`Config::default_timeout`].
+    #[default]
+    Default,
+    /// Never.
+    Never,
+    /// After this long.
+    After(Duration),
+}
+
+/// Options for one outgoing request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct RequestOptions {
+    /// When the request times out.
+    pub timeout: Timeout,
+}
+
+impl RequestOptions {
+    /// Options with the given timeout.
+    pub fn timeout(timeout: Timeout) -> Self {
+        RequestOptions { timeout }
+    }
+}
+
+/// Why one of our requests ended without a response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EndReason {
+    /// Its deadline passed ([`Endpoint::handle_timeout`]).
+    TimedOut,
+    /// The application cancelled it ([`Endpoint::cancel`]).
+    Cancelled,
+    /// The connection closed first.
+    Closed,
+    /// The peer sent an error with a `null` id under [`NullIdPolicy::FailAll`].
+    PeerError,
+    /// The peer answered it with a malformed response.
+    MalformedResponse(ProtocolError),
+}
+
+/// Something the application should know or act on; from [`Endpoint::poll_event`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Event<'a> {
+    /// The peer sent a request: answer it exactly once with [`Endpoint::respond`].
+    Request {
+        /// The handle to answer with.
+        id: IncomingId,
+        /// The request, borrowed from the endpoint's receive buffer.
+        request: Request<'a>,
+    },
+    /// The peer sent a notification: never answered.
+    Notification(Notification<'a>),
+    /// The response to one of our requests.
+    Response {
+        /// Which request.
+        id: RequestId,
+        /// The result or the error object.
+        result: Result<alloc::borrow::Cow<'a, RawValue>, ErrorObject<'a>>,
+    },
+    /// One of our requests ended without a response.
+    Ended {
+        /// Which request.
+        id: RequestId,
+        /// Why.
+        reason: EndReason,
+    },
+    /// The peer cancelled a request it sent; stop the work and answer it (typically with
+    /// [`Config::cancelled_code`]), or answer normally if the answer is already there.
+    PeerCancelled {
+        /// The request the peer cancelled.
+        id: IncomingId,
+    },
+    /// A response whose id matches no request we ever sent; ignored otherwise. (A late
+    /// response to a request that timed out or was cancelled is dropped silently.)
+    UnknownResponse(Response<'a>),
+    /// An error response with a `null` id that [`Config::null_id_policy`] did not attribute.
+    ErrorWithoutId(ErrorObject<'a>),
+    /// The peer sent a malformed response that matched no pending request.
+    ProtocolError {
+        /// The response's id, when it had a valid one.
+        id: Option<Id<'a>>,
+        /// What was wrong.
+        error: ProtocolError,
+    },
+    /// A framing fault in the input; the decoder has already resynchronised.
+    FrameError(FrameError),
+    /// A frame was refused as a whole (not JSON, empty batch, limits); the peer has been
+    /// answered with an error whose id is `null`.
+    Rejected(Rejection),
+    /// The connection is closed: every pending request has ended. The last event.
+    Closed,
+}
+
+/// Why a message could not be sent. The caller's mistake or the caller's back-pressure,
+/// never the peer's fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SendError {
+    /// The endpoint is closed.
+    Closed,
+    /// [`Config::max_pending_outgoing`] requests are already pending.
+    TooManyPending,
+    /// More than [`Config::max_buffered_output`] bytes wait to be transmitted: drain
+    /// [`Endpoint::poll_transmit`] first.
+    OutputFull,
+}
+
+impl fmt::Display for SendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SendError::Closed => "the endpoint is closed",
+            SendError::TooManyPending => "too many requests pending",
+            SendError::OutputFull => "too much output waiting to be transmitted",
+        })
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for SendError {}
+
+/// [`Endpoint::respond`] was given a handle with nothing to answer: already answered,
+/// dropped by a close, or from another endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnknownRequest;
+
+impl fmt::Display for UnknownRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("no request in flight with this handle")
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for UnknownRequest {}
+
+/// [`Endpoint::handle_message`] refused a message because events or output are backed
+/// up: drain [`Endpoint::poll_event`] and [`Endpoint::poll_transmit`], then hand it in again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backpressure;
+
+impl fmt::Display for Backpressure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("events or output backed up; drain them first")
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for Backpressure {}
+
+/// What an event record in the queue is about, for entries that borrow from the arena.
+#[derive(Debug, Clone, Copy)]
+enum Role {
+    Request(IncomingId),
+    Notification,
+    Response(RequestId),
+    Unknown,
+    NullIdError,
+    Protocol,
+}
+
+#[derive(Debug)]
+enum Record {
+    Entry {
+        start: usize,
+        end: usize,
+        entry: RawEntry,
+        role: Role,
+    },
+    Ended(RequestId, EndReason),
+    PeerCancelled(IncomingId),
+    Frame(FrameError),
+    Rejected(Rejection),
+    Closed,
+}
+
+/// What to do about one incoming entry, decided while it is borrowed, done after.
+enum Action {
+    Nothing,
+    Record(Role),
+    Answer(Id<'static>, Version, ErrorObject<'static>),
+    Register(Id<'static>, Version),
+    PeerCancel(Id<'static>),
+    Matched(u64),
+    NullIdError,
+    Malformed(u64, ProtocolError),
+}
+
+/// One JSON-RPC connection as a state machine: symmetric (both sides send requests and
+/// notifications), with id correlation, deadlines, cancellation, batches and back-pressure,
+/// and no I/O.
+///
+/// # The calling contract
+/// The endpoint never reads a clock, never blocks and never does I/O. Drive it like this:
+///
+/// 1. **Input.** Hand arriving bytes to [`handle_input`](Endpoint::handle_input) (any
+///    chunking), or a whole message from a message transport to
+///    [`handle_message`](Endpoint::handle_message). `handle_input` returns how many bytes it
+///    took; it takes fewer only when events or output are backed up, and then wants them
+///    drained before the rest is offered (that is the back-pressure: stop reading the
+///    socket meanwhile). At end of input call [`handle_end_of_input`](Endpoint::handle_end_of_input).
+/// 2. **Application calls** at any time: [`send_request`](Endpoint::send_request),
+///    [`send_notification`](Endpoint::send_notification), [`batch`](Endpoint::batch),
+///    [`respond`](Endpoint::respond), [`cancel`](Endpoint::cancel), [`close`](Endpoint::close).
+/// 3. **Output.** After any input or call, drain [`poll_transmit`](Endpoint::poll_transmit)
+///    (one frame per call, into your buffer) and write the bytes; then drain
+///    [`poll_event`](Endpoint::poll_event) and act on each event (answering a request
+///    produces more output: drain again); then read [`poll_timeout`](Endpoint::poll_timeout)
+///    and call [`handle_timeout`](Endpoint::handle_timeout) when that instant comes.
+///
+/// Time is always an argument, as an [`Instant`] on the caller's clock: the same inputs give
+/// the same outputs, so tests can travel in time.
+///
+/// # A complete run loop
+/// Two endpoints over an in-memory link with a virtual clock:
+/// ```
+/// use sansrpc::endpoint::{Config, Endpoint, Event, RequestOptions};
+/// use sansrpc::{Instant, RawValue};
+///
+/// let mut client = Endpoint::new(Config::default());
+/// let mut server = Endpoint::new(Config::default());
+/// let mut now = Instant::ZERO;
+/// let params = RawValue::from_json("[1,2]").unwrap();
+/// let call = client.send_request("add", Some(params), RequestOptions::default(), now).unwrap();
+///
+/// let mut wire = Vec::new();
+/// let mut answer = None;
+/// while answer.is_none() {
+///     // Client → server.
+///     while client.poll_transmit(&mut wire).is_some() {}
+///     let taken = server.handle_input(&wire, now);
+///     wire.drain(..taken);
+///     while let Some(event) = server.poll_event() {
+///         if let Event::Request { id, request } = event {
+///             assert_eq!(request.method, "add");
+///             let (a, b): (i64, i64) = request.params.unwrap().deserialize().unwrap();
+///             let sum = (a + b).to_string();
+///             server.respond(id, Ok(RawValue::from_json(&sum).unwrap())).unwrap();
+///         }
+///     }
+///     // Server → client.
+///     let mut back = Vec::new();
+///     while server.poll_transmit(&mut back).is_some() {}
+///     client.handle_input(&back, now);
+///     while let Some(event) = client.poll_event() {
+///         if let Event::Response { id, result } = event {
+///             assert_eq!(id, call);
+///             answer = Some(result.unwrap().get().to_owned());
+///         }
+///     }
+///     // Sleep until the next deadline (here: jump there).
+///     if let Some(deadline) = client.poll_timeout() {
+///         if answer.is_none() {
+///             now = deadline;
+///             client.handle_timeout(now);
+///         }
+///     }
+/// }
+/// assert_eq!(answer.as_deref(), Some("3"));
+/// ```
+#[derive(Debug)]
+pub struct Endpoint {
+    config: Config,
+    decoder: Option<Decoder>,
+    classifier: Classifier,
+    now: Instant,
+    closed: bool,
+    next_id: u64,
+    outgoing: Outgoing,
+    incoming: tables::Incoming,
+    early: EarlyCancels,
+    /// Frames whose events are queued; events borrow from it. Cleared when the queue empties.
+    arena: Vec<u8>,
+    events: VecDeque<Record>,
+    /// Framed output, and the length of each frame in it, from `out_head` on.
+    out: Vec<u8>,
+    out_frames: VecDeque<usize>,
+    out_head: usize,
+    /// Scratch space for one message body before it is framed.
+    body: Vec<u8>,
+}
+
+impl Endpoint {
+    /// A new, open endpoint.
+    pub fn new(config: Config) -> Self {
+        Endpoint {
+            decoder: config.framing.map(|f| Decoder::new(f, &config.limits)),
+            classifier: Classifier::new(config.limits),
+            config,
+            now: Instant::ZERO,
+            closed: false,
+            next_id: 1,
+            outgoing: Outgoing::default(),
+            incoming: tables::Incoming::default(),
+            early: EarlyCancels::default(),
+            arena: Vec::new(),
+            events: VecDeque::new(),
+            out: Vec::new(),
+            out_frames: VecDeque::new(),
+            out_head: 0,
+            body: Vec::new(),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// True once [`close`](Endpoint::close) or [`handle_end_of_input`](Endpoint::handle_end_of_input) ran.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Our requests awaiting a response.
+    pub fn pending_requests(&self) -> usize {
+        self.outgoing.len()
+    }
+
+    /// The peer's requests awaiting our answer.
+    pub fn requests_in_flight(&self) -> usize {
+        self.incoming.len()
+    }
+
+    /// Bytes of output waiting for [`poll_transmit`](Endpoint::poll_transmit).
+    pub fn buffered_output(&self) -> usize {
+        self.out.len() - self.out_head
+    }
+
+    /// True when every table is empty: nothing pending, in flight, remembered or queued.
+    pub fn is_idle(&self) -> bool {
+        self.outgoing.is_empty()
+            && self.incoming.is_empty()
+            && self.early.is_empty()
+            && self.events.is_empty()
+            && self.out_frames.is_empty()
+    }
+
+    // ----- input -----
+
+    /// Takes bytes from a byte-stream transport, in any chunking, and returns how many it
+    /// took.
+    ///
+    /// It takes them all unless events or output are backed up (more than a frame's worth
+    /// of unpolled events, or more than [`Config::max_buffered_output`] of output): then drain
+    /// [`poll_event`](Endpoint::poll_event) and [`poll_transmit`](Endpoint::poll_transmit) and
+    /// offer the rest again. After close, input is taken and ignored.
+    ///
+    /// # Panics
+    /// If the endpoint was configured for a message transport (`framing: None`): that is a
+    /// wiring mistake, use [`handle_message`](Endpoint::handle_message).
+    pub fn handle_input(&mut self, mut bytes: &[u8], now: Instant) -> usize {
+        assert!(
+            self.decoder.is_some(),
+            "handle_input on an endpoint without framing; use handle_message"
+        );
+        self.now = now;
+        if self.closed {
+            return bytes.len();
+        }
+        if self.events.is_empty() {
+            self.arena.clear();
+        }
+        let offered = bytes.len();
+        let mut idle_feeds = 0;
+        loop {
+            self.process_decoded();
+            if bytes.is_empty() || !self.has_room() || idle_feeds == 2 {
+                break;
+            }
+            let used = self.decoder.as_mut().map_or(0, |d| d.feed(bytes));
+            bytes = &bytes[used..];
+            // The decoder takes nothing only while it holds complete frames; draining them
+            // (at the top of the loop) makes room, so a second idle feed means no room.
+            idle_feeds = if used == 0 { idle_feeds + 1 } else { 0 };
+        }
+        offered - bytes.len()
+    }
+
+    /// Takes one whole message from a message transport (a WebSocket text frame, an HTTP
+    /// body).
+    ///
+    /// Refused with [`Backpressure`] while events or output are backed up; drain them and
+    /// hand it in again. An oversize message is answered with `-32004` and reported as
+    /// [`Event::FrameError`]. After close, messages are ignored.
+    pub fn handle_message(&mut self, message: &[u8], now: Instant) -> Result<(), Backpressure> {
+        self.now = now;
+        if self.closed {
+            return Ok(());
+        }
+        if self.events.is_empty() {
+            self.arena.clear();
+        }
+        if !self.has_room() {
+            return Err(Backpressure);
+        }
+        match codec::check_message(message, &self.config.limits) {
+            Ok(()) => {
+                let start = self.arena.len();
+                self.arena.extend_from_slice(message);
+                self.process_frame(start, self.arena.len());
+            }
+            Err(e) => self.frame_error(e),
+        }
+        Ok(())
+    }
+
+    /// Signals the end of input: a partial frame is reported, then the endpoint closes as
+    /// with [`close`](Endpoint::close).
+    pub fn handle_end_of_input(&mut self, now: Instant) {
+        self.now = now;
+        if self.closed {
+            return;
+        }
+        self.process_decoded();
+        if let Some(e) = self.decoder.as_mut().and_then(Decoder::finish) {
+            self.events.push_back(Record::Frame(e));
+        }
+        self.close(now);
+    }
+
+    /// Ends requests whose deadline is at or before `now` (each with
+    /// [`EndReason::TimedOut`], and a cancellation sent when configured) and forgets early
+    /// cancels that expired. Before any deadline it changes nothing.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.now = now;
+        while let Some(id) = self.outgoing.pop_expired(now) {
+            self.events.push_back(Record::Ended(RequestId(id), EndReason::TimedOut));
+            if self.config.cancellation && self.config.cancel_on_timeout {
+                self.write_cancel(id);
+            }
+        }
+        self.early.expire(now);
+    }
+
+    fn has_room(&self) -> bool {
+        self.arena.len() < self.config.limits.max_frame_bytes.max(1)
+            && self.buffered_output() <= self.config.max_buffered_output
+    }
+
+    /// Processes frames the decoder has complete, while there is room for their events.
+    fn process_decoded(&mut self) {
+        while self.has_room() {
+            let Some(decoder) = self.decoder.as_mut() else { return };
+            match decoder.next_frame() {
+                None => return,
+                Some(Ok(frame)) => {
+                    let start = self.arena.len();
+                    self.arena.extend_from_slice(frame);
+                    let end = self.arena.len();
+                    self.process_frame(start, end);
+                }
+                Some(Err(e)) => self.frame_error(e),
+            }
+        }
+    }
+
+    fn frame_error(&mut self, e: FrameError) {
+        if matches!(e, FrameError::TooLarge { .. }) {
+            // The peer sent a message we will not read: tell it, once, with id null.
+            self.answer(None, &Id::NULL, Version::V2, Err(&Rejection::FrameTooLarge.error(&self.config.limits)));
+        }
+        self.events.push_back(Record::Frame(e));
+    }
+
+    /// Classifies the frame at `arena[start..end]` and acts on each entry.
+    fn process_frame(&mut self, start: usize, end: usize) {
+        match self.classifier.scan(&self.arena[start..end]) {
+            Err(rejection) => {
+                let error = rejection.error(&self.config.limits);
+                self.answer(None, &Id::NULL, Version::V2, Err(&error));
+                self.events.push_back(Record::Rejected(rejection));
+            }
+            Ok(Shape::Single(entry)) => self.process_entry(start, end, entry, None),
+            Ok(Shape::Batch) => {
+                let batch = self.incoming.open_batch();
+                for i in 0..self.classifier.entries().len() {
+                    let entry = self.classifier.entries()[i];
+                    self.process_entry(start, end, entry, Some(batch));
+                }
+                self.settle_batch(batch);
+            }
+        }
+    }
+
+    fn process_entry(&mut self, start: usize, end: usize, entry: RawEntry, batch: Option<u64>) {
+        let action = self.decide(start, end, &entry);
+        match action {
+            Action::Nothing => {}
+            Action::Record(role) => self.events.push_back(Record::Entry {
+                start,
+                end,
+                entry,
+                role,
+            }),
+            Action::Answer(id, version, error) => self.answer(batch, &id, version, Err(&error)),
+            Action::Register(id, version) => {
+                let handle = self.incoming.insert(id, version, batch);
+                if let Some(b) = batch.and_then(|b| self.incoming.batch(b)) {
+                    b.remaining += 1;
+                }
+                self.events.push_back(Record::Entry {
+                    start,
+                    end,
+                    entry,
+                    role: Role::Request(handle),
+                });
+            }
+            Action::PeerCancel(id) => match self.incoming.handle_of(&id) {
+                Some(handle) => self.events.push_back(Record::PeerCancelled(handle)),
+                None => {
+                    let expiry = self.now + self.config.early_cancel_ttl;
+                    self.early.remember(id, expiry, self.config.early_cancel_capacity);
+                }
+            },
+            Action::Matched(id) => self.events.push_back(Record::Entry {
+                start,
+                end,
+                entry,
+                role: Role::Response(RequestId(id)),
+            }),
+            Action::NullIdError => match (self.config.null_id_policy, self.outgoing.single()) {
+                (NullIdPolicy::FailSingle, Some(id)) => {
+                    self.outgoing.remove(id);
+                    self.events.push_back(Record::Entry {
+                        start,
+                        end,
+                        entry,
+                        role: Role::Response(RequestId(id)),
+                    });
+                }
+                (policy, _) => {
+                    self.events.push_back(Record::Entry {
+                        start,
+                        end,
+                        entry,
+                        role: Role::NullIdError,
+                    });
+                    if policy == NullIdPolicy::FailAll {
+                        for id in self.outgoing.drain() {
+                            self.events.push_back(Record::Ended(RequestId(id), EndReason::PeerError));
+                        }
+                    }
+                }
+            },
+            Action::Malformed(id, error) => {
+                self.outgoing.remove(id);
+                self.events
+                    .push_back(Record::Ended(RequestId(id), EndReason::MalformedResponse(error)));
+            }
+        }
+    }
+
+    /// Looks at one entry (borrowed from the arena) and decides what to do with it.
+    fn decide(&mut self, start: usize, end: usize, entry: &RawEntry) -> Action {
+        let frame = frame_str(&self.arena[start..end]);
+        match entry.materialize(frame) {
+            Incoming::Request(req) => {
+                let error = |message: &'static str, code: i64| ErrorObject::fixed(code, message);
+                if self.incoming.len() >= self.config.max_inflight_incoming {
+                    Action::Answer(req.id.into_owned(), req.version, error("Server busy", code::SERVER_BUSY))
+                } else if self.incoming.has_peer_id(&req.id) {
+                    Action::Answer(
+                        req.id.into_owned(),
+                        req.version,
+                        error("Invalid Request: id already in use by a request in flight", code::INVALID_REQUEST),
+                    )
+                } else if self.early.take(&req.id, self.now) {
+                    let cancelled = error("Request cancelled", self.config.cancelled_code);
+                    Action::Answer(req.id.into_owned(), req.version, cancelled)
+                } else {
+                    Action::Register(req.id.into_owned(), req.version)
+                }
+            }
+            Incoming::Notification(n) => {
+                if self.config.cancellation && n.method == self.config.cancel_method {
+                    match n.params.as_deref().and_then(cancel_target) {
+                        Some(id) => Action::PeerCancel(id.into_owned()),
+                        None => Action::Nothing,
+                    }
+                } else {
+                    Action::Record(Role::Notification)
+                }
+            }
+            Incoming::Response(resp) => {
+                if resp.id.is_null() {
+                    return if resp.result.is_err() {
+                        Action::NullIdError
+                    } else {
+                        Action::Record(Role::Unknown)
+                    };
+                }
+                match resp.id.as_u64() {
+                    Some(n) if self.outgoing.remove(n) => Action::Matched(n),
+                    // A late answer to a request that timed out or was cancelled.
+                    Some(n) if n < self.next_id => Action::Nothing,
+                    _ => Action::Record(Role::Unknown),
+                }
+            }
+            Incoming::Invalid(inv) => Action::Answer(inv.id.into_owned(), Version::V2, inv.error()),
+            Incoming::BadResponse { id, error } => match id.and_then(|id| id.as_u64()) {
+                Some(n) if self.outgoing.contains(n) => Action::Malformed(n, error),
+                _ => Action::Record(Role::Protocol),
+            },
+        }
+    }
+
+    /// Writes an answer: into its batch's array, or as a frame of its own.
+    fn answer(&mut self, batch: Option<u64>, id: &Id<'_>, version: Version, result: Result<&RawValue, &ErrorObject<'_>>) {
+        let write = |out: &mut Vec<u8>| match result {
+            Ok(r) => write_result_response(out, version, id, r),
+            Err(e) => write_error_response(out, version, id, e),
+        };
+        match batch.and_then(|b| self.incoming.batch(b)) {
+            Some(b) => write(b.entry()),
+            None => {
+                let mut body = core::mem::take(&mut self.body);
+                body.clear();
+                write(&mut body);
+                self.push_frame(&body);
+                self.body = body;
+            }
+        }
+    }
+
+    /// Sends a batch's array once every request in it is answered.
+    fn settle_batch(&mut self, key: u64) {
+        if self.incoming.batch(key).is_some_and(|b| b.remaining == 0) {
+            if let Some(mut b) = self.incoming.close_batch(key) {
+                if b.answers > 0 {
+                    b.body.push(b']');
+                    self.push_frame(&b.body);
+                }
+                self.incoming.recycle(b.body);
+            }
+        }
+    }
+
+    fn push_frame(&mut self, body: &[u8]) {
+        let before = self.out.len();
+        match self.config.framing {
+            Some(f) => codec::encode_frame(f, body, &mut self.out),
+            None => self.out.extend_from_slice(body),
+        }
+        self.out_frames.push_back(self.out.len() - before);
+    }
+
+    fn write_cancel(&mut self, id: u64) {
+        let mut body = core::mem::take(&mut self.body);
+        body.clear();
+        body.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":");
+        crate::json::write_str(&mut body, self.config.cancel_method);
+        body.extend_from_slice(b",\"params\":{\"id\":");
+        Id::number(id as i64).write_json(&mut body);
+        body.extend_from_slice(b"}}");
+        self.push_frame(&body);
+        self.body = body;
+    }
+
+    // ----- application calls -----
+
+    fn check_send(&self) -> Result<(), SendError> {
+        if self.closed {
+            Err(SendError::Closed)
+        } else if self.buffered_output() > self.config.max_buffered_output {
+            Err(SendError::OutputFull)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn register(&mut self, options: RequestOptions, now: Instant) -> Result<u64, SendError> {
+        self.check_send()?;
+        if self.outgoing.len() >= self.config.max_pending_outgoing {
+            return Err(SendError::TooManyPending);
+        }
+        self.now = now;
+        let id = self.next_id;
+        self.next_id += 1;
+        let deadline = match options.timeout {
+            Timeout::Default => self.config.default_timeout.map(|d| now + d),
+            Timeout::Never => None,
+            Timeout::After(d) => Some(now + d),
+        };
+        self.outgoing.insert(id, deadline);
+        Ok(id)
+    }
+
+    /// Sends a request and returns its id, which the matching [`Event::Response`] (or
+    /// [`Event::Ended`]) carries. Ids are sequential integers from 1, never reused.
+    pub fn send_request(
+        &mut self,
+        method: &str,
+        params: Option<&RawValue>,
+        options: RequestOptions,
+        now: Instant,
+    ) -> Result<RequestId, SendError> {
+        let id = self.register(options, now)?;
+        let mut body = core::mem::take(&mut self.body);
+        body.clear();
+        write_call(&mut body, Some(&Id::number(id as i64)), method, params);
+        self.push_frame(&body);
+        self.body = body;
+        Ok(RequestId(id))
+    }
+
+    /// Sends a notification.
+    pub fn send_notification(&mut self, method: &str, params: Option<&RawValue>) -> Result<(), SendError> {
+        self.check_send()?;
+        let mut body = core::mem::take(&mut self.body);
+        body.clear();
+        write_call(&mut body, None, method, params);
+        self.push_frame(&body);
+        self.body = body;
+        Ok(())
+    }
+
+    /// Starts an outgoing batch: add calls to the builder, then [`BatchBuilder::send`] it
+    /// as one array. Responses arrive as ordinary [`Event::Response`]s, matched by id,
+    /// whatever order the peer answers in.
+    pub fn batch(&mut self, now: Instant) -> BatchBuilder<'_> {
+        BatchBuilder {
+            endpoint: self,
+            now,
+            ids: Vec::new(),
+            body: Vec::new(),
+            sent: false,
+        }
+    }
+
+    /// Answers a request the peer sent (the handle from [`Event::Request`]), with a result or
+    /// an error object. A request in a batch is held until the whole batch is answered, then
+    /// the batch's array goes out as one frame.
+    pub fn respond(
+        &mut self,
+        id: IncomingId,
+        result: Result<&RawValue, &ErrorObject<'_>>,
+    ) -> Result<(), UnknownRequest> {
+        let entry = self.incoming.remove(id).ok_or(UnknownRequest)?;
+        self.answer(entry.batch, &entry.peer_id, entry.version, result);
+        if let Some(b) = entry.batch {
+            if let Some(batch) = self.incoming.batch(b) {
+                batch.remaining -= 1;
+            }
+            self.settle_batch(b);
+        }
+        Ok(())
+    }
+
+    /// The wire id of a request the peer sent and we have not answered yet.
+    pub fn peer_id(&self, id: IncomingId) -> Option<&Id<'static>> {
+        self.incoming.get(id).map(|e| &e.peer_id)
+    }
+
+    /// Cancels one of our requests: it ends with [`EndReason::Cancelled`] at once, a late
+    /// response is ignored, and (with [`Config::cancellation`]) the peer is sent a
+    /// cancellation. Returns false when the request was not pending.
+    pub fn cancel(&mut self, id: RequestId, now: Instant) -> bool {
+        self.now = now;
+        if !self.outgoing.remove(id.0) {
+            return false;
+        }
+        self.events.push_back(Record::Ended(id, EndReason::Cancelled));
+        if self.config.cancellation && !self.closed {
+            self.write_cancel(id.0);
+        }
+        true
+    }
+
+    /// Closes the endpoint: every pending request ends with [`EndReason::Closed`], requests
+    /// in flight are dropped without an answer, then [`Event::Closed`]. Output already
+    /// queued can still be drained. Idempotent.
+    pub fn close(&mut self, now: Instant) {
+        self.now = now;
+        if self.closed {
+            return;
+        }
+        self.closed = true;
+        for id in self.outgoing.drain() {
+            self.events.push_back(Record::Ended(RequestId(id), EndReason::Closed));
+        }
+        self.incoming.clear();
+        self.early.clear();
+        self.events.push_back(Record::Closed);
+    }
+
+    // ----- output -----
+
+    /// Appends the next frame to transmit to `buf` and returns its length; `None` when
+    /// there is nothing to send.
+    pub fn poll_transmit(&mut self, buf: &mut Vec<u8>) -> Option<usize> {
+        let len = self.out_frames.pop_front()?;
+        buf.extend_from_slice(&self.out[self.out_head..self.out_head + len]);
+        self.out_head += len;
+        if self.out_frames.is_empty() {
+            self.out.clear();
+            self.out_head = 0;
+        }
+        Some(len)
+    }
+
+    /// The next event, borrowing from the endpoint until the next call; `None` when there
+    /// is none.
+    pub fn poll_event(&mut self) -> Option<Event<'_>> {
+        let Some(record) = self.events.pop_front() else {
+            self.arena.clear();
+            return None;
+        };
+        Some(match record {
+            Record::Entry {
+                start,
+                end,
+                entry,
+                role,
+            } => {
+                let frame = frame_str(&self.arena[start..end]);
+                match (entry.materialize(frame), role) {
+                    (Incoming::Request(request), Role::Request(id)) => Event::Request { id, request },
+                    (Incoming::Notification(n), _) => Event::Notification(n),
+                    (Incoming::Response(r), Role::Response(id)) => Event::Response { id, result: r.result },
+                    (Incoming::Response(Response { result: Err(e), .. }), Role::NullIdError) => {
+                        Event::ErrorWithoutId(e)
+                    }
+                    (Incoming::Response(r), _) => Event::UnknownResponse(r),
+                    (Incoming::BadResponse { id, error }, _) => Event::ProtocolError { id, error },
+                    // Requests and invalid entries are recorded only with their own roles.
+                    (Incoming::Request(_) | Incoming::Invalid(_), _) => return self.poll_event(),
+                }
+            }
+            Record::Ended(id, reason) => Event::Ended { id, reason },
+            Record::PeerCancelled(id) => Event::PeerCancelled { id },
+            Record::Frame(e) => Event::FrameError(e),
+            Record::Rejected(r) => Event::Rejected(r),
+            Record::Closed => Event::Closed,
+        })
+    }
+
+    /// The next instant [`handle_timeout`](Endpoint::handle_timeout) has work at; `None`
+    /// when no deadline is set.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        match (self.outgoing.next_deadline(), self.early.next_expiry()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+/// The `id` member of a cancellation's params.
+fn cancel_target(params: &RawValue) -> Option<Id<'_>> {
+    let text = params.get();
+    let mut s = Scanner::new(text.as_bytes());
+    if s.peek_ws()? != b'{' {
+        return None;
+    }
+    s.pos += 1;
+    if s.peek_ws()? == b'}' {
+        return None;
+    }
+    loop {
+        let key = s.key().ok()?;
+        let first = s.peek_ws()?;
+        let is_id = key.span.of(text) == "id";
+        let value = s.value(0, Limits::MAX_DEPTH_CAP).ok()?;
+        if is_id {
+            let token = value.of(text);
+            return match first {
+                b'"' => Some(Id::from_token(IdKind::String, &token[1..token.len() - 1])),
+                b'-' | b'0'..=b'9' => Id::from_number_text(token),
+                _ => None,
+            };
+        }
+        match s.peek_ws()? {
+            b',' => s.pos += 1,
+            _ => return None,
+        }
+    }
+}
+
+/// Writes a JSON-RPC 2.0 call: a request when `id` is given, else a notification.
+fn write_call(out: &mut Vec<u8>, id: Option<&Id<'_>>, method: &str, params: Option<&RawValue>) {
+    crate::message::write_call(out, Version::V2, id, method, params);
+}
+
+/// Builds an outgoing batch; from [`Endpoint::batch`].
+///
+/// Dropping it without [`send`](BatchBuilder::send) sends nothing and forgets the requests
+/// it registered.
+#[derive(Debug)]
+pub struct BatchBuilder<'e> {
+    endpoint: &'e mut Endpoint,
+    now: Instant,
+    ids: Vec<u64>,
+    body: Vec<u8>,
+    sent: bool,
+}
+
+impl BatchBuilder<'_> {
+    fn entry(&mut self) {
+        self.body.push(if self.body.is_empty() { b'[' } else { b',' });
+    }
+
+    /// Adds a request and returns the id its response will carry.
+    pub fn request(
+        &mut self,
+        method: &str,
+        params: Option<&RawValue>,
+        options: RequestOptions,
+    ) -> Result<RequestId, SendError> {
+        let id = self.endpoint.register(options, self.now)?;
+        self.ids.push(id);
+        self.entry();
+        write_call(&mut self.body, Some(&Id::number(id as i64)), method, params);
+        Ok(RequestId(id))
+    }
+
+    /// Adds a notification.
+    pub fn notify(&mut self, method: &str, params: Option<&RawValue>) -> Result<(), SendError> {
+        self.endpoint.check_send()?;
+        self.entry();
+        write_call(&mut self.body, None, method, params);
+        Ok(())
+    }
+
+    /// Sends the batch as one frame (nothing when it is empty).
+    pub fn send(mut self) -> Result<(), SendError> {
+        self.endpoint.check_send()?;
+        self.sent = true;
+        if !self.body.is_empty() {
+            self.body.push(b']');
+            let body = core::mem::take(&mut self.body);
+            self.endpoint.push_frame(&body);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for BatchBuilder<'_> {
+    fn drop(&mut self) {
+        if !self.sent {
+            for &id in &self.ids {
+                self.endpoint.outgoing.remove(id);
+            }
+        }
+    }
+}

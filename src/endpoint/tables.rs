@@ -1,0 +1,258 @@
+//! The endpoint's bookkeeping: requests we sent and await, requests we received and owe an
+//! answer, incoming batches being assembled, and cancels that arrived early.
+
+use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
+use alloc::vec::Vec;
+
+use super::IncomingId;
+use crate::id::Id;
+use crate::message::Version;
+use crate::time::Instant;
+
+/// Requests we sent, by our id, with their deadlines in time order.
+#[derive(Debug, Default)]
+pub(super) struct Outgoing {
+    pending: BTreeMap<u64, Option<Instant>>,
+    deadlines: BTreeSet<(Instant, u64)>,
+}
+
+impl Outgoing {
+    pub fn len(&self) -> usize {
+        self.pending.len()
+    }
+
+    pub fn insert(&mut self, id: u64, deadline: Option<Instant>) {
+        self.pending.insert(id, deadline);
+        if let Some(d) = deadline {
+            self.deadlines.insert((d, id));
+        }
+    }
+
+    /// Removes a pending request; false when it was not pending.
+    pub fn remove(&mut self, id: u64) -> bool {
+        match self.pending.remove(&id) {
+            Some(deadline) => {
+                if let Some(d) = deadline {
+                    self.deadlines.remove(&(d, id));
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn contains(&self, id: u64) -> bool {
+        self.pending.contains_key(&id)
+    }
+
+    /// The only pending request, if exactly one is pending.
+    pub fn single(&self) -> Option<u64> {
+        let mut keys = self.pending.keys();
+        match (keys.next(), keys.next()) {
+            (Some(&id), None) => Some(id),
+            _ => None,
+        }
+    }
+
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.deadlines.first().map(|&(d, _)| d)
+    }
+
+    /// Removes and returns one request whose deadline is at or before `now`.
+    pub fn pop_expired(&mut self, now: Instant) -> Option<u64> {
+        let &(d, id) = self.deadlines.first()?;
+        if d > now {
+            return None;
+        }
+        self.deadlines.pop_first();
+        self.pending.remove(&id);
+        Some(id)
+    }
+
+    /// Removes every pending request, in id order.
+    pub fn drain(&mut self) -> impl Iterator<Item = u64> {
+        self.deadlines.clear();
+        core::mem::take(&mut self.pending).into_keys()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pending.is_empty() && self.deadlines.is_empty()
+    }
+}
+
+/// A request the peer sent that the application has not answered yet.
+#[derive(Debug)]
+pub(super) struct InFlight {
+    pub peer_id: Id<'static>,
+    pub version: Version,
+    /// The incoming batch this request belongs to, if any.
+    pub batch: Option<u64>,
+}
+
+/// An incoming batch whose answers are being collected into one array.
+#[derive(Debug, Default)]
+pub(super) struct BatchAnswer {
+    /// Requests of the batch still unanswered.
+    pub remaining: usize,
+    /// The array so far: `[` and the answers written, comma-separated.
+    pub body: Vec<u8>,
+    pub answers: usize,
+}
+
+impl BatchAnswer {
+    /// Prepares `body` for one more answer.
+    pub fn entry(&mut self) -> &mut Vec<u8> {
+        if self.answers == 0 {
+            self.body.clear();
+            self.body.push(b'[');
+        } else {
+            self.body.push(b',');
+        }
+        self.answers += 1;
+        &mut self.body
+    }
+}
+
+/// Requests received and owed an answer, and incoming batches in progress.
+#[derive(Debug, Default)]
+pub(super) struct Incoming {
+    next_handle: u64,
+    in_flight: BTreeMap<u64, InFlight>,
+    by_peer_id: BTreeMap<Id<'static>, u64>,
+    batches: BTreeMap<u64, BatchAnswer>,
+    next_batch: u64,
+    /// Spent batch buffers kept for reuse, so that steady batching allocates nothing.
+    spare: Vec<Vec<u8>>,
+}
+
+impl Incoming {
+    pub fn len(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    pub fn has_peer_id(&self, id: &Id<'_>) -> bool {
+        // Borrowed and owned ids compare alike; look up through an owned copy, which for
+        // short ids is inline and allocates nothing.
+        self.by_peer_id.contains_key(&id.to_owned_id())
+    }
+
+    pub fn handle_of(&self, id: &Id<'_>) -> Option<IncomingId> {
+        self.by_peer_id.get(&id.to_owned_id()).map(|&h| IncomingId(h))
+    }
+
+    pub fn insert(&mut self, peer_id: Id<'static>, version: Version, batch: Option<u64>) -> IncomingId {
+        let handle = self.next_handle;
+        self.next_handle += 1;
+        self.by_peer_id.insert(peer_id.clone(), handle);
+        self.in_flight.insert(
+            handle,
+            InFlight {
+                peer_id,
+                version,
+                batch,
+            },
+        );
+        IncomingId(handle)
+    }
+
+    pub fn remove(&mut self, handle: IncomingId) -> Option<InFlight> {
+        let entry = self.in_flight.remove(&handle.0)?;
+        self.by_peer_id.remove(&entry.peer_id);
+        Some(entry)
+    }
+
+    pub fn get(&self, handle: IncomingId) -> Option<&InFlight> {
+        self.in_flight.get(&handle.0)
+    }
+
+    pub fn open_batch(&mut self) -> u64 {
+        let key = self.next_batch;
+        self.next_batch += 1;
+        let body = self.spare.pop().unwrap_or_default();
+        self.batches.insert(
+            key,
+            BatchAnswer {
+                remaining: 0,
+                body,
+                answers: 0,
+            },
+        );
+        key
+    }
+
+    pub fn batch(&mut self, key: u64) -> Option<&mut BatchAnswer> {
+        self.batches.get_mut(&key)
+    }
+
+    /// Removes a batch, returning its array body when it holds answers. Give the buffer back
+    /// with [`Incoming::recycle`] once written.
+    pub fn close_batch(&mut self, key: u64) -> Option<BatchAnswer> {
+        self.batches.remove(&key)
+    }
+
+    pub fn recycle(&mut self, mut body: Vec<u8>) {
+        if self.spare.len() < 8 {
+            body.clear();
+            self.spare.push(body);
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.in_flight.clear();
+        self.by_peer_id.clear();
+        self.batches.clear();
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.in_flight.is_empty() && self.by_peer_id.is_empty() && self.batches.is_empty()
+    }
+}
+
+/// Cancels that arrived before their request: remembered, bounded in count and time.
+#[derive(Debug, Default)]
+pub(super) struct EarlyCancels {
+    entries: VecDeque<(Id<'static>, Instant)>,
+}
+
+impl EarlyCancels {
+    /// Remembers a cancel for `id` until `expiry`, forgetting the oldest beyond `capacity`.
+    pub fn remember(&mut self, id: Id<'static>, expiry: Instant, capacity: usize) {
+        if capacity == 0 {
+            return;
+        }
+        while self.entries.len() >= capacity {
+            self.entries.pop_front();
+        }
+        self.entries.push_back((id, expiry));
+    }
+
+    /// Takes a remembered cancel for `id`, if there is a live one.
+    pub fn take(&mut self, id: &Id<'_>, now: Instant) -> bool {
+        self.expire(now);
+        match self.entries.iter().position(|(x, _)| x == id) {
+            Some(i) => {
+                self.entries.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn expire(&mut self, now: Instant) {
+        while self.entries.front().is_some_and(|&(_, t)| t <= now) {
+            self.entries.pop_front();
+        }
+    }
+
+    pub fn next_expiry(&self) -> Option<Instant> {
+        self.entries.front().map(|&(_, t)| t)
+    }
+
+    pub fn clear(&mut self) {
+        self.entries.clear();
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}

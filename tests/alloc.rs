@@ -1,0 +1,149 @@
+//! Allocation counts: with warm buffers, the steady state allocates nothing.
+//!
+//! A counting global allocator counts allocations made by the current thread only, so tests
+//! running in parallel do not disturb each other.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use sansrpc::codec::{encode_frame, Decoder, Framing};
+use sansrpc::message::{write_error_response, write_result_response, BatchWriter};
+use sansrpc::{Classified, Classifier, ErrorObject, Incoming, Limits, RawValue};
+
+struct Counting;
+
+thread_local! {
+    static ALLOCS: Cell<usize> = const { Cell::new(0) };
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCS.with(|n| n.set(n.get() + 1));
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCS.with(|n| n.set(n.get() + 1));
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocations(f: impl FnOnce()) -> usize {
+    let before = ALLOCS.with(Cell::get);
+    f();
+    ALLOCS.with(Cell::get) - before
+}
+
+/// The whole server path for one decoded frame: classify, answer every request (the sum of
+/// its two positional params), and frame the answer.
+fn answer(classifier: &mut Classifier, frame: &[u8], body: &mut Vec<u8>, wire: &mut Vec<u8>, framing: Framing) {
+    body.clear();
+    let mut scratch = [0u8; 24];
+    let mut respond = |entry: Incoming<'_>, body: &mut Vec<u8>| match entry {
+        Incoming::Request(req) => {
+            let (a, b): (i64, i64) = req.params.as_deref().unwrap().deserialize().unwrap();
+            let len = format_i64(a + b, &mut scratch);
+            let text = std::str::from_utf8(&scratch[..len]).unwrap();
+            write_result_response(body, req.version, &req.id, RawValue::from_json(text).unwrap());
+        }
+        Incoming::Invalid(inv) => inv.write_response(body),
+        other => panic!("unexpected {other:?}"),
+    };
+    match classifier.classify(frame) {
+        Classified::Single(entry) => respond(entry, body),
+        Classified::Batch(batch) => {
+            let mut w = BatchWriter::start(body);
+            for entry in batch {
+                w.entry(body);
+                respond(entry, body);
+            }
+            assert!(w.finish(body));
+        }
+        Classified::Rejected(r) => panic!("rejected {r:?}"),
+    }
+    encode_frame(framing, body, wire);
+}
+
+fn format_i64(n: i64, buf: &mut [u8; 24]) -> usize {
+    use std::io::Write;
+    let mut cursor = std::io::Cursor::new(&mut buf[..]);
+    write!(cursor, "{n}").unwrap();
+    cursor.position() as usize
+}
+
+fn request(id: usize) -> String {
+    format!(r#"{{"jsonrpc":"2.0","method":"add","params":[1,2],"id":{id}}}"#)
+}
+
+fn run_framed(framing: Framing, body: &str, rounds: usize) -> usize {
+    let mut input = Vec::new();
+    encode_frame(framing, body.as_bytes(), &mut input);
+    let mut decoder = Decoder::new(framing, &Limits::default());
+    let mut classifier = Classifier::default();
+    let (mut out, mut wire) = (Vec::with_capacity(64 * 1024), Vec::with_capacity(64 * 1024));
+    let mut one_round = |count: bool| {
+        wire.clear();
+        let n = allocations(|| {
+            let mut rest = &input[..];
+            while !rest.is_empty() {
+                let used = decoder.feed(rest);
+                rest = &rest[used..];
+                while let Some(frame) = decoder.next_frame() {
+                    answer(&mut classifier, frame.unwrap(), &mut out, &mut wire, framing);
+                }
+            }
+        });
+        if count { n } else { 0 }
+    };
+    // Warm-up: buffers grow to their working size.
+    for _ in 0..3 {
+        one_round(false);
+    }
+    (0..rounds).map(|_| one_round(true)).sum()
+}
+
+#[test]
+fn small_framed_request_allocates_nothing_when_warm() {
+    for framing in [Framing::ContentLength, Framing::Newline] {
+        assert_eq!(run_framed(framing, &request(1), 100), 0, "{framing:?}");
+    }
+}
+
+#[test]
+fn framed_batch_of_100_allocates_nothing_when_warm() {
+    let batch = format!("[{}]", (1..=100).map(request).collect::<Vec<_>>().join(","));
+    for framing in [Framing::ContentLength, Framing::Newline] {
+        assert_eq!(run_framed(framing, &batch, 20), 0, "{framing:?}");
+    }
+}
+
+#[test]
+fn string_ids_and_error_answers_allocate_nothing_when_warm() {
+    let mut classifier = Classifier::default();
+    let mut out = Vec::with_capacity(1024);
+    let frame = br#"{"jsonrpc":"2.0","method":"nope","params":{"a":[1,2,{"b":"\u00e9"}]},"id":"req-4f2a"}"#;
+    let mut round = || {
+        out.clear();
+        match classifier.classify(frame) {
+            Classified::Single(Incoming::Request(req)) => {
+                write_error_response(&mut out, req.version, &req.id, &ErrorObject::method_not_found())
+            }
+            other => panic!("{other:?}"),
+        }
+    };
+    round();
+    assert_eq!(allocations(|| (0..100).for_each(|_| round())), 0);
+}
+
+#[test]
+fn the_counter_counts() {
+    // Guards the guard: an allocation on this thread is seen.
+    assert_eq!(allocations(|| drop(std::hint::black_box(Vec::<u8>::with_capacity(10)))), 1);
+}
