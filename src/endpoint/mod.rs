@@ -722,7 +722,10 @@ impl Endpoint {
                     _ => Action::Record(Role::Unknown),
                 }
             }
-            Incoming::Invalid(inv) => Action::Answer(inv.id.into_owned(), Version::V2, inv.error()),
+            Incoming::Invalid(inv) => {
+                let error = inv.error();
+                Action::Answer(inv.id.into_owned(), Version::V2, error)
+            }
             Incoming::BadResponse { id, error } => match id.and_then(|id| id.as_u64()) {
                 Some(n) if self.outgoing.contains(n) => Action::Malformed(n, error),
                 _ => Action::Record(Role::Protocol),
@@ -948,8 +951,10 @@ impl Endpoint {
                     }
                     (Incoming::Response(r), _) => Event::UnknownResponse(r),
                     (Incoming::BadResponse { id, error }, _) => Event::ProtocolError { id, error },
-                    // Requests and invalid entries are recorded only with their own roles.
-                    (Incoming::Request(_) | Incoming::Invalid(_), _) => return self.poll_event(),
+                    // Requests are recorded only with their own role, invalid entries never.
+                    (Incoming::Request(_) | Incoming::Invalid(_), _) => {
+                        unreachable!("request or invalid entry recorded with a foreign role")
+                    }
                 }
             }
             Record::Ended(id, reason) => Event::Ended { id, reason },

@@ -298,11 +298,6 @@ pub(crate) struct RawEntry {
 }
 
 impl RawEntry {
-    /// True for a request (which the endpoint tracks until it is answered).
-    pub(crate) fn is_request(&self) -> bool {
-        matches!(self.kind, Kind::Request)
-    }
-
     fn invalid(id: IdTok, reason: InvalidReason) -> RawEntry {
         RawEntry {
             kind: Kind::Invalid(reason),
