@@ -147,3 +147,39 @@ fn the_counter_counts() {
     // Guards the guard: an allocation on this thread is seen.
     assert_eq!(allocations(|| drop(std::hint::black_box(Vec::<u8>::with_capacity(10)))), 1);
 }
+
+#[test]
+fn endpoint_round_trip_allocates_nothing_when_warm() {
+    use sansrpc::endpoint::{Config, Endpoint, Event, RequestOptions};
+    use sansrpc::Instant;
+
+    let mut client = Endpoint::new(Config::default());
+    let mut server = Endpoint::new(Config::default());
+    let params = RawValue::from_json("[1,2]").unwrap();
+    let result = RawValue::from_json("3").unwrap();
+    let (mut wire, mut back) = (Vec::with_capacity(4096), Vec::with_capacity(4096));
+    let mut round = |t: u64| {
+        let now = Instant::from_millis(t);
+        let id = client.send_request("add", Some(params), RequestOptions::default(), now).unwrap();
+        wire.clear();
+        while client.poll_transmit(&mut wire).is_some() {}
+        assert_eq!(server.handle_input(&wire, now), wire.len());
+        while let Some(event) = server.poll_event() {
+            let Event::Request { id, .. } = event else { panic!("{event:?}") };
+            server.respond(id, Ok(result)).unwrap();
+        }
+        back.clear();
+        while server.poll_transmit(&mut back).is_some() {}
+        assert_eq!(client.handle_input(&back, now), back.len());
+        let mut answered = false;
+        while let Some(event) = client.poll_event() {
+            assert!(matches!(event, Event::Response { id: got, result: Ok(_) } if got == id));
+            answered = true;
+        }
+        assert!(answered);
+    };
+    for t in 0..10 {
+        round(t);
+    }
+    assert_eq!(allocations(|| (10..1010).for_each(&mut round)), 0);
+}

@@ -930,10 +930,15 @@ impl Endpoint {
     /// The next event, borrowing from the endpoint until the next call; `None` when there
     /// is none.
     pub fn poll_event(&mut self) -> Option<Event<'_>> {
-        let Some(record) = self.events.pop_front() else {
+        if self.events.is_empty() {
+            // Every event handed out so far is dead: reuse the arena for frames the decoder
+            // holds but had no room to process.
             self.arena.clear();
-            return None;
-        };
+            if !self.closed {
+                self.process_decoded();
+            }
+        }
+        let record = self.events.pop_front()?;
         Some(match record {
             Record::Entry {
                 start,
