@@ -1,0 +1,175 @@
+//! Endpoint benches: round trips between two endpoints in one thread (beside a serde_json
+//! floor doing the same parsing and writing by hand), and the cost of expiring one deadline
+//! among 10 and among 100,000 pending requests.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use sansrpc::codec::{encode_frame, Decoder, Framing};
+use sansrpc::endpoint::{Config, Endpoint, Event, RequestOptions, Timeout};
+use sansrpc::{Instant, Limits, RawValue};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue as SerdeRaw;
+
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[allow(dead_code)]
+    jsonrpc: &'a str,
+    method: Option<&'a str>,
+    #[serde(borrow)]
+    params: Option<&'a SerdeRaw>,
+    #[serde(borrow)]
+    id: Option<&'a SerdeRaw>,
+    #[serde(borrow)]
+    result: Option<&'a SerdeRaw>,
+}
+
+#[derive(Serialize)]
+struct Call<'a> {
+    jsonrpc: &'a str,
+    method: &'a str,
+    params: &'a SerdeRaw,
+    id: u64,
+}
+
+#[derive(Serialize)]
+struct Reply<'a> {
+    jsonrpc: &'a str,
+    result: i64,
+    id: &'a SerdeRaw,
+}
+
+/// The floor: the same bytes on the wire, produced and consumed with serde_json and a
+/// Content-Length decoder, with no correlation, deadlines or bookkeeping at all.
+fn floor_round_trip(id: u64, params: &SerdeRaw, wire: &mut Vec<u8>, body: &mut Vec<u8>, dec: &mut Decoder) -> i64 {
+    body.clear();
+    serde_json::to_writer(&mut *body, &Call { jsonrpc: "2.0", method: "add", params, id }).unwrap();
+    wire.clear();
+    encode_frame(Framing::ContentLength, body, wire);
+    let _ = dec.feed(wire);
+    let frame = dec.next_frame().unwrap().unwrap();
+    let req: Envelope<'_> = serde_json::from_slice(frame).unwrap();
+    let (a, b): (i64, i64) = serde_json::from_str(req.params.unwrap().get()).unwrap();
+    black_box(req.method);
+    body.clear();
+    serde_json::to_writer(&mut *body, &Reply { jsonrpc: "2.0", result: a + b, id: req.id.unwrap() }).unwrap();
+    wire.clear();
+    encode_frame(Framing::ContentLength, body, wire);
+    let _ = dec.feed(wire);
+    let frame = dec.next_frame().unwrap().unwrap();
+    let resp: Envelope<'_> = serde_json::from_slice(frame).unwrap();
+    serde_json::from_str::<u64>(resp.id.unwrap().get()).unwrap();
+    serde_json::from_str(resp.result.unwrap().get()).unwrap()
+}
+
+struct Link {
+    client: Endpoint,
+    server: Endpoint,
+    wire: Vec<u8>,
+    body: Vec<u8>,
+}
+
+impl Link {
+    fn new() -> Self {
+        Link {
+            client: Endpoint::new(Config::default()),
+            server: Endpoint::new(Config::default()),
+            wire: Vec::with_capacity(4096),
+            body: Vec::with_capacity(64),
+        }
+    }
+
+    fn round_trip(&mut self, params: &RawValue, now: Instant) -> i64 {
+        let id = self.client.send_request("add", Some(params), RequestOptions::default(), now).unwrap();
+        self.wire.clear();
+        while self.client.poll_transmit(&mut self.wire).is_some() {}
+        let _ = self.server.handle_input(&self.wire, now);
+        while let Some(event) = self.server.poll_event() {
+            if let Event::Request { id, request } = event {
+                let (a, b): (i64, i64) = request.params.unwrap().deserialize().unwrap();
+                self.body.clear();
+                itoa(a + b, &mut self.body);
+                let result = RawValue::from_json(std::str::from_utf8(&self.body).unwrap()).unwrap();
+                self.server.respond(id, Ok(result)).unwrap();
+            }
+        }
+        self.wire.clear();
+        while self.server.poll_transmit(&mut self.wire).is_some() {}
+        let _ = self.client.handle_input(&self.wire, now);
+        let mut sum = 0;
+        while let Some(event) = self.client.poll_event() {
+            if let Event::Response { id: got, result } = event {
+                assert_eq!(got, id);
+                sum = result.unwrap().deserialize().unwrap();
+            }
+        }
+        sum
+    }
+}
+
+fn itoa(n: i64, out: &mut Vec<u8>) {
+    use std::io::Write;
+    write!(out, "{n}").unwrap();
+}
+
+fn round_trips(c: &mut Criterion) {
+    let mut g = c.benchmark_group("round_trip");
+    g.throughput(Throughput::Elements(1));
+    g.measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1)).sample_size(30);
+    let serde_params = SerdeRaw::from_string("[1,2]".into()).unwrap();
+    let (mut wire, mut body) = (Vec::with_capacity(4096), Vec::with_capacity(4096));
+    let mut dec = Decoder::new(Framing::ContentLength, &Limits::default());
+    let mut id = 0;
+    g.bench_function("serde_json floor", |b| {
+        b.iter(|| {
+            id += 1;
+            floor_round_trip(id, &serde_params, &mut wire, &mut body, &mut dec)
+        })
+    });
+    let params = RawValue::from_json("[1,2]").unwrap();
+    let mut link = Link::new();
+    g.bench_function("sansrpc endpoints", |b| b.iter(|| link.round_trip(params, Instant::ZERO)));
+    g.finish();
+}
+
+/// Keeps `pending` requests outstanding with staggered deadlines; each iteration expires the
+/// oldest and sends one more, so the table size stays constant while deadlines fire.
+fn deadlines(c: &mut Criterion) {
+    let mut g = c.benchmark_group("expire_one_deadline");
+    g.measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1)).sample_size(30);
+    for pending in [10usize, 100_000] {
+        let mut config = Config::default();
+        config.max_pending_outgoing = pending + 1;
+        config.cancel_on_timeout = false;
+        let mut ep = Endpoint::new(config);
+        let step = Duration::from_millis(1);
+        let timeout = RequestOptions::timeout(Timeout::After(step * pending as u32));
+        let mut now = Instant::ZERO;
+        let mut sink = Vec::with_capacity(1 << 20);
+        for _ in 0..pending {
+            ep.send_request("m", None, timeout, now).unwrap();
+            now = now + step;
+        }
+        while ep.poll_transmit(&mut sink).is_some() {}
+        g.bench_with_input(BenchmarkId::from_parameter(pending), &pending, |b, _| {
+            b.iter(|| {
+                ep.handle_timeout(now);
+                let mut ended = 0;
+                while let Some(e) = ep.poll_event() {
+                    black_box(&e);
+                    ended += 1;
+                }
+                debug_assert_eq!(ended, 1);
+                ep.send_request("m", None, timeout, now).unwrap();
+                sink.clear();
+                while ep.poll_transmit(&mut sink).is_some() {}
+                now = now + step;
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, round_trips, deadlines);
+criterion_main!(benches);
