@@ -1,0 +1,1 @@
+#![no_main] libfuzzer_sys::fuzz_target!(|_d: &[u8]| {});
