@@ -1,1 +1,2 @@
-#![no_main] libfuzzer_sys::fuzz_target!(|_d: &[u8]| {});
+#![no_main]
+libfuzzer_sys::fuzz_target!(|_d: &[u8]| {});
