@@ -138,6 +138,9 @@ impl ContentLengthDecoder {
     }
 
     /// Signals the end of input; see [`Decoder::finish`](super::Decoder::finish).
+    ///
+    /// The body of a frame already refused (too large, bad charset, unknown length) that is
+    /// cut short is not reported a second time.
     pub fn finish(&mut self) -> Option<FrameError> {
         let rest = self.buf.len();
         let error = match &self.state {
