@@ -336,6 +336,19 @@ enum Action {
 /// Time is always an argument, as an [`Instant`] on the caller's clock: the same inputs give
 /// the same outputs, so tests can travel in time.
 ///
+/// # What the endpoint answers by itself
+/// - A frame that is not JSON, an empty batch, a batch or nesting over the limits: one error
+///   response with id `null` ([`Event::Rejected`] tells the application).
+/// - An invalid request object: `-32600` with its id when the id is valid.
+/// - A request while [`Config::max_inflight_incoming`] are in flight: `-32002` Server busy.
+/// - A request reusing the id of one of the peer's requests still in flight: `-32600` "id
+///   already in use by a request in flight", with that id; the first request stands.
+/// - A request whose cancellation arrived first: [`Config::cancelled_code`].
+/// - An oversize frame: `-32004` with id `null`.
+///
+/// Responses are never answered, whatever is wrong with them (answering garbage with
+/// garbage makes error storms between two peers).
+///
 /// # A complete run loop
 /// Two endpoints over an in-memory link with a virtual clock:
 /// ```
