@@ -41,7 +41,7 @@ const HIGHS: u64 = ONES << 7;
 /// Is `b` a byte that ends the fast path inside a string (quote, backslash, control, non-ASCII)?
 #[inline(always)]
 fn is_string_special(b: u8) -> bool {
-    b == b'"' || b == b'\\' || b < 0x20 || b >= 0x80
+    b == b'"' || b == b'\\' || !(0x20..0x80).contains(&b)
 }
 
 /// The scanner: a position in a byte slice.
