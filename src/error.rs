@@ -125,7 +125,8 @@ impl<'a> ErrorObject<'a> {
     /// Appends the object as JSON.
     pub fn write_json(&self, out: &mut alloc::vec::Vec<u8>) {
         out.extend_from_slice(b"{\"code\":");
-        write_int(out, self.code);
+        let (digits, start) = crate::json::decimal(self.code);
+        out.extend_from_slice(&digits[start..]);
         out.extend_from_slice(b",\"message\":");
         crate::json::write_str(out, &self.message);
         if let Some(data) = &self.data {
@@ -140,25 +141,6 @@ impl fmt::Display for ErrorObject<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} ({})", self.message, self.code)
     }
-}
-
-/// Appends the decimal form of `n`.
-pub(crate) fn write_int(out: &mut alloc::vec::Vec<u8>, n: i64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    let mut m = n.unsigned_abs();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (m % 10) as u8;
-        m /= 10;
-        if m == 0 {
-            break;
-        }
-    }
-    if n < 0 {
-        out.push(b'-');
-    }
-    out.extend_from_slice(&digits[i..]);
 }
 
 /// Something the peer sent that breaks the protocol and is not answered on the wire: a
@@ -207,7 +189,7 @@ impl fmt::Display for ProtocolError {
             ProtocolError::NonStringErrorMessage => "error message is not a string",
             ProtocolError::BadVersion => "jsonrpc member missing or not \"2.0\"",
             ProtocolError::DuplicateMember => "a member appears twice",
-            ProtocolError::IdTooLong => "string id longer than the limit",
+            ProtocolError::IdTooLong => "id longer than the limit",
         })
     }
 }

@@ -93,8 +93,10 @@ impl<'a> Id<'a> {
 
     /// A numeric id from an integer.
     pub fn number(n: i64) -> Id<'static> {
+        let (digits, start) = json::decimal(n);
+        let len = digits.len() - start;
         let mut buf = [0u8; INLINE];
-        let len = write_i64(&mut buf, n);
+        buf[..len].copy_from_slice(&digits[start..]);
         Id {
             kind: IdKind::Number,
             token: Token::Inline {
@@ -241,29 +243,6 @@ impl Token<'static> {
             Token::Heap(s.into_boxed_str())
         }
     }
-}
-
-/// Writes the decimal form of `n` into `buf`, returning its length (at most 20).
-fn write_i64(buf: &mut [u8; INLINE], n: i64) -> usize {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    let mut m = n.unsigned_abs();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (m % 10) as u8;
-        m /= 10;
-        if m == 0 {
-            break;
-        }
-    }
-    let mut len = 0;
-    if n < 0 {
-        buf[0] = b'-';
-        len = 1;
-    }
-    let d = &digits[i..];
-    buf[len..len + d.len()].copy_from_slice(d);
-    len + d.len()
 }
 
 impl PartialEq for Id<'_> {

@@ -33,10 +33,12 @@ pub struct Limits {
     /// appendix B) with id `null`, or `-32600` when [`Limits::batch_too_large_as_invalid_request`]
     /// is set (the WebSocket seed's choice). Scanning stops at the first entry past the limit.
     pub max_batch_len: usize,
-    /// Longest string id in bytes, as written on the wire including escapes (default 256).
+    /// Longest id token in bytes, as written on the wire: a string's contents with escapes
+    /// in place, or a number's digits (default 256).
     ///
-    /// A request whose string id is longer is answered `-32600` with id `null`: the id is
-    /// not echoed, so that it need not be stored.
+    /// A request whose id is longer is answered `-32600` with id `null`: the id is not
+    /// echoed, so that it need not be stored. A response with such an id is a
+    /// [`ProtocolError::IdTooLong`](crate::ProtocolError::IdTooLong).
     pub max_id_len: usize,
     /// Answer an oversize batch with `-32600` instead of `-32003` (default `false`).
     pub batch_too_large_as_invalid_request: bool,

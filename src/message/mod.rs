@@ -125,7 +125,7 @@ pub enum InvalidReason {
     BadParams,
     /// `id` is a boolean, an object or an array (answered with id `null`).
     BadId,
-    /// The string id is longer than [`Limits::max_id_len`](crate::Limits::max_id_len)
+    /// The id is longer than [`Limits::max_id_len`](crate::Limits::max_id_len)
     /// (answered with id `null`).
     IdTooLong,
     /// A protocol member (`jsonrpc`, `method`, `params`, `id`, `result`, `error`) appears
