@@ -562,6 +562,14 @@ mod tests {
     }
 
     #[test]
+    fn decimal_matches_display() {
+        for n in [0i64, 7, -7, 10, 12345, i64::MAX, i64::MIN] {
+            let (digits, start) = decimal(n);
+            assert_eq!(&digits[start..], alloc::format!("{n}").as_bytes());
+        }
+    }
+
+    #[test]
     fn write_str_escapes_round_trip() {
         let mut out = alloc::vec::Vec::new();
         write_str(&mut out, "a\"b\\c\n\u{1}é");

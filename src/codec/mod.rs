@@ -258,7 +258,9 @@ pub fn encode_frame(framing: Framing, body: &[u8], out: &mut Vec<u8>) {
     match framing {
         Framing::ContentLength => {
             out.extend_from_slice(b"Content-Length: ");
-            push_decimal(body.len() as u64, out);
+            // A body fits in memory, so its length fits an i64.
+            let (digits, start) = crate::json::decimal(body.len() as i64);
+            out.extend_from_slice(&digits[start..]);
             out.extend_from_slice(b"\r\n\r\n");
             out.extend_from_slice(body);
         }
@@ -287,20 +289,6 @@ pub fn check_message(body: &[u8], limits: &Limits) -> Result<(), FrameError> {
     Ok(())
 }
 
-fn push_decimal(mut n: u64, out: &mut Vec<u8>) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
-}
-
 /// Whitespace that may separate frames without being an error.
 fn is_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\r' | b'\n')
@@ -310,14 +298,6 @@ fn is_space(b: u8) -> bool {
 mod tests {
     use super::*;
 
-    #[test]
-    fn decimal() {
-        for n in [0u64, 7, 10, 12345, u64::MAX] {
-            let mut out = Vec::new();
-            push_decimal(n, &mut out);
-            assert_eq!(out, alloc::format!("{n}").as_bytes());
-        }
-    }
 
     #[test]
     fn newline_encoding_replaces_line_breaks() {
