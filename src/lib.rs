@@ -90,7 +90,9 @@ pub mod id;
 mod json;
 pub mod limits;
 pub mod message;
+pub mod method;
 mod raw;
+pub mod router;
 mod time;
 
 pub use error::{ErrorObject, ProtocolError};

@@ -1,6 +1,7 @@
 //! The [`Endpoint`]: one symmetric JSON-RPC connection as a state machine.
 
 mod tables;
+mod typed;
 
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
@@ -230,6 +231,8 @@ pub enum SendError {
     /// More than [`Config::max_buffered_output`] bytes wait to be transmitted: drain
     /// [`Endpoint::poll_transmit`] first.
     OutputFull,
+    /// Typed params failed to serialize (a map with non-string keys, a failing `Serialize`).
+    InvalidParams,
 }
 
 impl fmt::Display for SendError {
@@ -238,6 +241,7 @@ impl fmt::Display for SendError {
             SendError::Closed => "the endpoint is closed",
             SendError::TooManyPending => "too many requests pending",
             SendError::OutputFull => "too much output waiting to be transmitted",
+            SendError::InvalidParams => "params do not serialize to JSON",
         })
     }
 }
@@ -416,6 +420,8 @@ pub struct Endpoint {
     out_head: usize,
     /// Scratch space for one message body before it is framed.
     body: Vec<u8>,
+    /// Scratch space for serializing typed params.
+    params: Vec<u8>,
 }
 
 impl Endpoint {
@@ -437,6 +443,7 @@ impl Endpoint {
             out_frames: VecDeque::new(),
             out_head: 0,
             body: Vec::new(),
+            params: Vec::new(),
         }
     }
 

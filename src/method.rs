@@ -1,0 +1,256 @@
+//! Typed methods without macros: a type names a method and its params and result types, as
+//! lsp-types does.
+//!
+//! ```
+//! use sansrpc::method::Method;
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Serialize, Deserialize)]
+//! struct AddParams { a: i64, b: i64 }
+//!
+//! enum Add {}
+//! impl Method for Add {
+//!     const NAME: &'static str = "math.add";
+//!     type Params = AddParams;
+//!     type Result = i64;
+//! }
+//! ```
+
+use alloc::borrow::Cow;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use core::fmt;
+
+use serde::de::{self, DeserializeOwned, Visitor};
+use serde::Serialize;
+
+use crate::endpoint::EndReason;
+use crate::error::{code, ErrorObject};
+use crate::raw::RawValue;
+
+/// A request method: its name, what it takes and what it returns.
+pub trait Method {
+    /// The method name on the wire.
+    const NAME: &'static str;
+    /// The params, by name (a struct from an object) or by position (the same struct from an
+    /// array, fields in declared order; or a tuple).
+    type Params: Serialize + DeserializeOwned;
+    /// The result.
+    type Result: Serialize + DeserializeOwned;
+}
+
+/// A notification method: its name and what it takes.
+pub trait NotificationMethod {
+    /// The method name on the wire.
+    const NAME: &'static str;
+    /// The params.
+    type Params: Serialize + DeserializeOwned;
+}
+
+/// Why a typed call produced no result.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum CallError {
+    /// The peer answered with an error object.
+    Rpc(ErrorObject<'static>),
+    /// The peer answered with a result that does not decode into the method's result type.
+    Decode(serde_json::Error),
+    /// The request ended without an answer (timed out, cancelled, connection closed).
+    Ended(EndReason),
+}
+
+impl fmt::Display for CallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CallError::Rpc(e) => write!(f, "the peer answered with an error: {e}"),
+            CallError::Decode(e) => write!(f, "the result does not decode: {e}"),
+            CallError::Ended(r) => write!(f, "the request ended without an answer: {r:?}"),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for CallError {}
+
+/// Decodes the result of a call to `M` from a [`Event::Response`](crate::endpoint::Event)'s
+/// `result`: a typed error, never a panic, when the peer's answer does not fit.
+pub fn decode_result<M: Method>(result: Result<Cow<'_, RawValue>, ErrorObject<'_>>) -> Result<M::Result, CallError> {
+    match result {
+        Ok(raw) => serde_json::from_str(raw.get()).map_err(CallError::Decode),
+        Err(e) => Err(CallError::Rpc(e.into_owned())),
+    }
+}
+
+/// Appends `value` as JSON, with no `Value` between. With `std`, serde_json writes straight
+/// into the buffer; without it serde_json offers only `to_vec`, one allocation per value.
+pub(crate) fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> Result<(), serde_json::Error> {
+    #[cfg(feature = "std")]
+    {
+        let start = out.len();
+        let result = value.serialize(&mut serde_json::Serializer::new(&mut *out));
+        if result.is_err() {
+            out.truncate(start);
+        }
+        result
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        out.extend_from_slice(&serde_json::to_vec(value)?);
+        Ok(())
+    }
+}
+
+/// How params are laid out, learned once per method by asking its `Deserialize` impl.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ParamShape {
+    /// Field names in declared order, for a struct.
+    pub names: Option<&'static [&'static str]>,
+    /// Number of positions, for a struct or a tuple.
+    pub arity: Option<usize>,
+    /// True for `()`: no params at all.
+    pub unit: bool,
+}
+
+/// Finds out what shape `T` deserializes from, without any input: the derive hands its field
+/// names to `deserialize_struct`, tuples their length to `deserialize_tuple`.
+pub(crate) fn param_shape<T: DeserializeOwned>() -> ParamShape {
+    let mut shape = ParamShape::default();
+    let _ = T::deserialize(Sniffer(&mut shape));
+    shape
+}
+
+struct Sniffer<'s>(&'s mut ParamShape);
+
+#[derive(Debug)]
+struct Sniffed;
+
+impl fmt::Display for Sniffed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("shape sniffed")
+    }
+}
+
+impl de::StdError for Sniffed {}
+
+impl de::Error for Sniffed {
+    fn custom<T: fmt::Display>(_: T) -> Self {
+        Sniffed
+    }
+}
+
+impl<'de> de::Deserializer<'de> for Sniffer<'_> {
+    type Error = Sniffed;
+
+    fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Sniffed> {
+        Err(Sniffed)
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        fields: &'static [&'static str],
+        _: V,
+    ) -> Result<V::Value, Sniffed> {
+        self.0.names = Some(fields);
+        self.0.arity = Some(fields.len());
+        Err(Sniffed)
+    }
+
+    fn deserialize_unit<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Sniffed> {
+        self.0.unit = true;
+        Err(Sniffed)
+    }
+
+    fn deserialize_tuple<V: Visitor<'de>>(self, len: usize, _: V) -> Result<V::Value, Sniffed> {
+        self.0.arity = Some(len);
+        Err(Sniffed)
+    }
+
+    fn deserialize_tuple_struct<V: Visitor<'de>>(self, _: &'static str, len: usize, _: V) -> Result<V::Value, Sniffed> {
+        self.0.arity = Some(len);
+        Err(Sniffed)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit_struct newtype_struct seq map enum identifier ignored_any
+    }
+}
+
+/// Decodes params into `T`: by name from an object, by position from an array (missing
+/// trailing positions read as `null`, so `Option` fields may be left out), and absent params
+/// as if every position were missing. Errors are `-32602` with a message meant for the
+/// caller: what was expected, never where in our code.
+pub(crate) fn decode_params<T: DeserializeOwned>(params: Option<&RawValue>, shape: &ParamShape) -> Result<T, ErrorObject<'static>> {
+    let text = params.map_or("", RawValue::get);
+    let padded;
+    let text = match (text.as_bytes().first(), shape.arity) {
+        // No params for a method that takes none: absent, `[]` and `{}` all mean that.
+        (None, _) | (Some(b'[' | b'{'), _) if shape.unit && matches!(text, "" | "[]" | "{}") => "null",
+        (None, Some(n)) => {
+            padded = pad("[]", n);
+            padded.as_str()
+        }
+        (None, None) => "null",
+        (Some(b'['), Some(n)) => match array_len(text) {
+            Some(len) if len < n => {
+                padded = pad(text, n - len);
+                padded.as_str()
+            }
+            Some(len) if len > n => {
+                let message = alloc::format!("Invalid params: expected at most {n} params, got {len}");
+                return Err(ErrorObject::new(code::INVALID_PARAMS, message));
+            }
+            _ => text,
+        },
+        _ => text,
+    };
+    serde_json::from_str(text).map_err(|e| invalid_params(&e))
+}
+
+/// `array` with `missing` nulls appended.
+fn pad(array: &str, missing: usize) -> String {
+    let inner = array.trim().strip_prefix('[').and_then(|s| s.strip_suffix(']')).unwrap_or("").trim();
+    let mut out = String::with_capacity(inner.len() + 2 + missing * 5);
+    out.push('[');
+    out.push_str(inner);
+    for i in 0..missing {
+        if i > 0 || !inner.is_empty() {
+            out.push(',');
+        }
+        out.push_str("null");
+    }
+    out.push(']');
+    out
+}
+
+/// Number of elements of a JSON array text (already validated).
+fn array_len(text: &str) -> Option<usize> {
+    let mut s = crate::json::Scanner::new(text.as_bytes());
+    s.expect(b'[').ok()?;
+    if s.peek_ws()? == b']' {
+        return Some(0);
+    }
+    let mut n = 0;
+    loop {
+        s.value(1, crate::Limits::MAX_DEPTH_CAP).ok()?;
+        n += 1;
+        match s.peek_ws()? {
+            b',' => s.pos += 1,
+            _ => return Some(n),
+        }
+    }
+}
+
+/// `-32602` with serde's description of what was wrong, without the line and column of a
+/// text the caller never saw in that form.
+pub(crate) fn invalid_params(e: &serde_json::Error) -> ErrorObject<'static> {
+    let text = e.to_string();
+    let detail = match text.rfind(" at line ") {
+        Some(i) => &text[..i],
+        None => &text,
+    };
+    let mut message = String::from("Invalid params: ");
+    message.push_str(detail);
+    ErrorObject::new(code::INVALID_PARAMS, message)
+}

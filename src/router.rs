@@ -1,0 +1,597 @@
+//! The router: handlers per method, typed or raw, middleware layers, and the `rpc.`
+//! system extensions (`rpc.discover`). Synchronous handlers need no runtime at all.
+
+use alloc::boxed::Box;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use alloc::collections::BTreeMap;
+use core::fmt;
+
+use serde_json::{json, Map, Value};
+
+use crate::endpoint::{Endpoint, Event, IncomingId, UnknownRequest};
+use crate::error::ErrorObject;
+use crate::id::Id;
+use crate::message::{Notification, Request};
+use crate::method::{decode_params, param_shape, write_json, Method, NotificationMethod, ParamShape};
+use crate::raw::RawValue;
+
+/// What a handler or a layer returns: `Ok` once the result JSON is in the output buffer, or
+/// the error object to answer with.
+pub type Outcome = Result<(), ErrorObject<'static>>;
+
+type CallFn = dyn Fn(Option<&RawValue>, &mut Vec<u8>) -> Outcome + Send + Sync;
+type NotifyFn = dyn Fn(Option<&RawValue>) + Send + Sync;
+
+enum Handler {
+    Call(Box<CallFn>),
+    Notify(Box<NotifyFn>),
+}
+
+struct Entry {
+    handler: Handler,
+    /// True when the handler's output comes from serde_json, so it needs no re-validation.
+    trusted: bool,
+    shape: ParamShape,
+    doc: MethodDoc,
+}
+
+/// What `rpc.discover` says about a method beyond its name and param names.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct MethodDoc {
+    /// A one-line summary.
+    pub summary: Option<String>,
+    /// A JSON Schema of the params object; its `properties` give each param's schema.
+    pub params_schema: Option<Value>,
+    /// A JSON Schema of the result.
+    pub result_schema: Option<Value>,
+}
+
+impl MethodDoc {
+    /// A doc with a summary.
+    pub fn summary(summary: impl Into<String>) -> Self {
+        MethodDoc {
+            summary: Some(summary.into()),
+            ..MethodDoc::default()
+        }
+    }
+
+    /// Sets the params schema.
+    pub fn params_schema(mut self, schema: Value) -> Self {
+        self.params_schema = Some(schema);
+        self
+    }
+
+    /// Sets the result schema.
+    pub fn result_schema(mut self, schema: Value) -> Self {
+        self.result_schema = Some(schema);
+        self
+    }
+}
+
+/// Registration refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RegisterError {
+    /// A handler with this name is already registered (seed 000 §9.2).
+    Duplicate(String),
+    /// Names starting with `rpc.` are reserved for system extensions.
+    Reserved(String),
+    /// No method with this name is registered (from [`Router::document`]).
+    Unknown(String),
+    /// A system extension's name must start with `rpc.` (from [`Router::extension`]).
+    NotReserved(String),
+}
+
+impl fmt::Display for RegisterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RegisterError::Duplicate(n) => write!(f, "method {n:?} is already registered"),
+            RegisterError::Reserved(n) => write!(f, "method {n:?} uses the reserved prefix \"rpc.\""),
+            RegisterError::Unknown(n) => write!(f, "no method {n:?} is registered"),
+            RegisterError::NotReserved(n) => write!(f, "extension {n:?} must start with \"rpc.\""),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for RegisterError {}
+
+/// One call as layers see it.
+#[derive(Debug, Clone, Copy)]
+pub struct Call<'a> {
+    /// The method name.
+    pub method: &'a str,
+    /// The params, if any.
+    pub params: Option<&'a RawValue>,
+    /// The request id; `None` for a notification (whose outcome is discarded).
+    pub id: Option<&'a Id<'a>>,
+}
+
+/// Middleware around every call and notification.
+///
+/// Layers run in registration order on the way in and in reverse order on the way out
+/// (seed 000 §14): the first registered is the outermost. A layer answers early by returning
+/// without running [`Next::run`] (an error for a refused caller, or `Ok` after writing a
+/// result into `out`); it observes timing by reading its own clock around `next.run`.
+pub trait Layer: Send + Sync {
+    /// Handles `call`, usually by passing it on with `next.run(call, out)`.
+    fn call(&self, call: &Call<'_>, out: &mut Vec<u8>, next: Next<'_>) -> Outcome;
+}
+
+/// The rest of the chain, from inside a [`Layer`].
+pub struct Next<'r> {
+    router: &'r Router,
+    layer: usize,
+}
+
+impl Next<'_> {
+    /// Runs the remaining layers and then the handler.
+    pub fn run(self, call: &Call<'_>, out: &mut Vec<u8>) -> Outcome {
+        self.router.run_from(self.layer, call, out)
+    }
+}
+
+impl fmt::Debug for Next<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Next").field("layer", &self.layer).finish()
+    }
+}
+
+/// Handlers registered per method, layers around them, and the system extensions.
+///
+/// ```
+/// use sansrpc::router::{Reply, Router};
+/// use sansrpc::method::Method;
+/// use sansrpc::{ErrorObject, Id, Request, Version};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize)]
+/// struct Pair { a: f64, b: f64 }
+///
+/// enum Add {}
+/// impl Method for Add { const NAME: &'static str = "add"; type Params = Pair; type Result = f64; }
+/// enum Divide {}
+/// impl Method for Divide { const NAME: &'static str = "divide"; type Params = Pair; type Result = f64; }
+///
+/// let mut router = Router::new();
+/// let mut math = router.group("math");
+/// math.method::<Add, _>(|p| Ok(p.a + p.b)).unwrap();
+/// math.method::<Divide, _>(|p| {
+///     if p.b == 0.0 { Err(ErrorObject::new(1001, "division by zero")) } else { Ok(p.a / p.b) }
+/// }).unwrap();
+///
+/// let mut reply = Reply::default();
+/// let call = |method: &'static str, params: &'static str| Request {
+///     id: Id::number(1),
+///     method: method.into(),
+///     params: Some(sansrpc::RawValue::from_json(params).unwrap().into()),
+///     version: Version::V2,
+/// };
+/// // By position or by name, into the same params type.
+/// router.dispatch(&call("math.add", "[1, 2]"), &mut reply);
+/// assert_eq!(reply.result_json(), Some("3.0"));
+/// router.dispatch(&call("math.add", r#"{"b": 2, "a": 1}"#), &mut reply);
+/// assert_eq!(reply.result_json(), Some("3.0"));
+/// router.dispatch(&call("math.divide", "[1, 0]"), &mut reply);
+/// assert_eq!(reply.error().unwrap().code, 1001);
+/// router.dispatch(&call("math.nope", "[]"), &mut reply);
+/// assert_eq!(reply.error().unwrap().code, -32601);
+/// ```
+pub struct Router {
+    methods: BTreeMap<String, Entry>,
+    /// Providers of `rpc.` names, consulted before user methods.
+    providers: BTreeMap<String, Box<CallFn>>,
+    layers: Vec<Box<dyn Layer>>,
+    extensions: bool,
+    title: String,
+    version: String,
+}
+
+impl fmt::Debug for Router {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Router")
+            .field("methods", &self.methods.keys().collect::<Vec<_>>())
+            .field("layers", &self.layers.len())
+            .field("extensions", &self.extensions)
+            .finish()
+    }
+}
+
+impl Default for Router {
+    fn default() -> Self {
+        Router::new()
+    }
+}
+
+impl Router {
+    /// An empty router with the system extensions on.
+    pub fn new() -> Self {
+        Router {
+            methods: BTreeMap::new(),
+            providers: BTreeMap::new(),
+            layers: Vec::new(),
+            extensions: true,
+            title: "sansrpc service".to_string(),
+            version: "0.0.0".to_string(),
+        }
+    }
+
+    /// Sets the title and version `rpc.discover` reports.
+    pub fn info(&mut self, title: impl Into<String>, version: impl Into<String>) -> &mut Self {
+        self.title = title.into();
+        self.version = version.into();
+        self
+    }
+
+    /// Switches the `rpc.` system extensions on or off; off, every `rpc.` name is
+    /// "Method not found".
+    pub fn extensions(&mut self, on: bool) -> &mut Self {
+        self.extensions = on;
+        self
+    }
+
+    /// Registers a system extension: a raw handler for a name starting with `rpc.`,
+    /// dispatched before user methods and switched off with [`Router::extensions`]. The
+    /// built-in `rpc.discover` cannot be replaced.
+    pub fn extension<F>(&mut self, name: &str, handler: F) -> Result<(), RegisterError>
+    where
+        F: Fn(Option<&RawValue>, &mut Vec<u8>) -> Outcome + Send + Sync + 'static,
+    {
+        if !name.starts_with("rpc.") {
+            return Err(RegisterError::NotReserved(name.to_string()));
+        }
+        if name == "rpc.discover" || self.providers.contains_key(name) {
+            return Err(RegisterError::Duplicate(name.to_string()));
+        }
+        self.providers.insert(name.to_string(), Box::new(handler));
+        Ok(())
+    }
+
+    /// Adds a layer; the first added is the outermost.
+    pub fn layer(&mut self, layer: impl Layer + 'static) -> &mut Self {
+        self.layers.push(Box::new(layer));
+        self
+    }
+
+    /// Registers methods under `prefix.` (`math` gives `math.add`).
+    pub fn group(&mut self, prefix: &str) -> Group<'_> {
+        Group {
+            router: self,
+            prefix: alloc::format!("{prefix}."),
+        }
+    }
+
+    fn insert(&mut self, name: String, handler: Handler, trusted: bool, shape: ParamShape) -> Result<(), RegisterError> {
+        if name.starts_with("rpc.") {
+            return Err(RegisterError::Reserved(name));
+        }
+        if self.methods.contains_key(&name) {
+            return Err(RegisterError::Duplicate(name));
+        }
+        let entry = Entry {
+            handler,
+            trusted,
+            shape,
+            doc: MethodDoc::default(),
+        };
+        self.methods.insert(name, entry);
+        Ok(())
+    }
+
+    /// Registers a typed method handler under `M::NAME`.
+    pub fn method<M, F>(&mut self, handler: F) -> Result<(), RegisterError>
+    where
+        M: Method + 'static,
+        F: Fn(M::Params) -> Result<M::Result, ErrorObject<'static>> + Send + Sync + 'static,
+    {
+        self.typed_method::<M, F>(M::NAME.to_string(), handler)
+    }
+
+    /// Registers a typed notification handler under `N::NAME`. Params that do not decode
+    /// are dropped (a notification has no one to tell).
+    pub fn notification<N, F>(&mut self, handler: F) -> Result<(), RegisterError>
+    where
+        N: NotificationMethod + 'static,
+        F: Fn(N::Params) + Send + Sync + 'static,
+    {
+        self.typed_notification::<N, F>(N::NAME.to_string(), handler)
+    }
+
+    /// Registers a raw method handler: params as raw JSON in, one JSON value appended to the
+    /// output buffer (checked; anything else is answered `-32603`).
+    pub fn raw_method<F>(&mut self, name: &str, handler: F) -> Result<(), RegisterError>
+    where
+        F: Fn(Option<&RawValue>, &mut Vec<u8>) -> Outcome + Send + Sync + 'static,
+    {
+        self.insert(name.to_string(), Handler::Call(Box::new(handler)), false, ParamShape::default())
+    }
+
+    /// Registers a raw notification handler.
+    pub fn raw_notification<F>(&mut self, name: &str, handler: F) -> Result<(), RegisterError>
+    where
+        F: Fn(Option<&RawValue>) + Send + Sync + 'static,
+    {
+        self.insert(name.to_string(), Handler::Notify(Box::new(handler)), false, ParamShape::default())
+    }
+
+    fn typed_method<M, F>(&mut self, name: String, handler: F) -> Result<(), RegisterError>
+    where
+        M: Method + 'static,
+        F: Fn(M::Params) -> Result<M::Result, ErrorObject<'static>> + Send + Sync + 'static,
+    {
+        let shape = param_shape::<M::Params>();
+        let decode_shape = shape.clone();
+        let call = move |params: Option<&RawValue>, out: &mut Vec<u8>| -> Outcome {
+            let params = decode_params::<M::Params>(params, &decode_shape)?;
+            let result = handler(params)?;
+            write_json(out, &result).map_err(|_| ErrorObject::internal_error())
+        };
+        self.insert(name, Handler::Call(Box::new(call)), true, shape)
+    }
+
+    fn typed_notification<N, F>(&mut self, name: String, handler: F) -> Result<(), RegisterError>
+    where
+        N: NotificationMethod + 'static,
+        F: Fn(N::Params) + Send + Sync + 'static,
+    {
+        let shape = param_shape::<N::Params>();
+        let decode_shape = shape.clone();
+        let notify = move |params: Option<&RawValue>| {
+            if let Ok(params) = decode_params::<N::Params>(params, &decode_shape) {
+                handler(params);
+            }
+        };
+        self.insert(name, Handler::Notify(Box::new(notify)), true, shape)
+    }
+
+    /// Attaches documentation (summary, schemas) that `rpc.discover` reports.
+    pub fn document(&mut self, name: &str, doc: MethodDoc) -> Result<(), RegisterError> {
+        let entry = self.methods.get_mut(name).ok_or_else(|| RegisterError::Unknown(name.to_string()))?;
+        entry.doc = doc;
+        Ok(())
+    }
+
+    /// The registered method names, in order.
+    pub fn method_names(&self) -> impl Iterator<Item = &str> {
+        self.methods.keys().map(String::as_str)
+    }
+
+    /// Handles a request through the layers and its handler, leaving the outcome in `reply`.
+    pub fn dispatch(&self, request: &Request<'_>, reply: &mut Reply) {
+        reply.buf.clear();
+        let call = Call {
+            method: &request.method,
+            params: request.params.as_deref(),
+            id: Some(&request.id),
+        };
+        let outcome = self.run_from(0, &call, &mut reply.buf);
+        reply.outcome = Some(outcome);
+    }
+
+    /// Handles a notification through the layers and its handler; nothing is answered.
+    pub fn notify(&self, notification: &Notification<'_>) {
+        let call = Call {
+            method: &notification.method,
+            params: notification.params.as_deref(),
+            id: None,
+        };
+        let mut sink = Vec::new();
+        let _ = self.run_from(0, &call, &mut sink);
+    }
+
+    /// Drains `endpoint`'s events: requests are dispatched and answered, notifications
+    /// handled; every other event goes to `other`.
+    pub fn serve(&self, endpoint: &mut Endpoint, reply: &mut Reply, mut other: impl FnMut(Event<'_>)) {
+        while let Some(event) = endpoint.poll_event() {
+            match event {
+                Event::Request { id, request } => {
+                    self.dispatch(&request, reply);
+                    // The handle is ours and unanswered, so this cannot fail.
+                    let _ = reply.send(endpoint, id);
+                }
+                Event::Notification(n) => self.notify(&n),
+                other_event => other(other_event),
+            }
+        }
+    }
+
+    fn run_from(&self, layer: usize, call: &Call<'_>, out: &mut Vec<u8>) -> Outcome {
+        match self.layers.get(layer) {
+            Some(l) => l.call(
+                call,
+                out,
+                Next {
+                    router: self,
+                    layer: layer + 1,
+                },
+            ),
+            None => self.handle(call, out),
+        }
+    }
+
+    /// The innermost step: system extensions first, then the user's handler.
+    fn handle(&self, call: &Call<'_>, out: &mut Vec<u8>) -> Outcome {
+        #[cfg(feature = "tracing")]
+        let _span = tracing::debug_span!("rpc.handle", method = call.method, notification = call.id.is_none()).entered();
+        if call.method.starts_with("rpc.") {
+            if !self.extensions {
+                return Err(ErrorObject::method_not_found());
+            }
+            if call.method == "rpc.discover" {
+                return write_json(out, &self.discover()).map_err(|_| ErrorObject::internal_error());
+            }
+            return match self.providers.get(call.method) {
+                Some(f) => self.run_checked(f, call, out, false),
+                None => Err(ErrorObject::method_not_found()),
+            };
+        }
+        let Some(entry) = self.methods.get(call.method) else {
+            return Err(ErrorObject::method_not_found());
+        };
+        match &entry.handler {
+            Handler::Call(f) => self.run_checked(f, call, out, entry.trusted),
+            Handler::Notify(f) if call.id.is_none() => guard(|| {
+                f(call.params);
+                Ok(())
+            }),
+            // A request to a method that exists only as a notification has no answer to give.
+            Handler::Notify(_) => Err(ErrorObject::method_not_found()),
+        }
+    }
+
+    /// Runs a call handler; unless its output comes from serde_json (`trusted`), checks that
+    /// it wrote exactly one JSON value.
+    fn run_checked(&self, f: &CallFn, call: &Call<'_>, out: &mut Vec<u8>, trusted: bool) -> Outcome {
+        let start = out.len();
+        let outcome = guard(|| f(call.params, out));
+        if outcome.is_ok() && !trusted && crate::json::validate(&out[start..], crate::Limits::MAX_DEPTH_CAP).is_err() {
+            out.truncate(start);
+            return Err(ErrorObject::internal_error());
+        }
+        outcome
+    }
+
+    /// The OpenRPC 1.x document of the registered methods.
+    pub fn discover(&self) -> Value {
+        let methods: Vec<Value> = self
+            .methods
+            .iter()
+            .filter(|(_, e)| matches!(e.handler, Handler::Call(_)))
+            .map(|(name, e)| {
+                let props = e.doc.params_schema.as_ref().and_then(|s| s.get("properties"));
+                let params: Vec<Value> = match (e.shape.names, e.shape.arity) {
+                    (Some(names), _) => names
+                        .iter()
+                        .map(|n| {
+                            let schema = props.and_then(|p| p.get(*n)).cloned().unwrap_or_else(|| json!({}));
+                            json!({"name": n, "schema": schema})
+                        })
+                        .collect(),
+                    (None, Some(arity)) => (0..arity).map(|i| json!({"name": alloc::format!("arg{i}"), "schema": {}})).collect(),
+                    (None, None) => Vec::new(),
+                };
+                let mut m = Map::new();
+                m.insert("name".into(), json!(name));
+                if let Some(s) = &e.doc.summary {
+                    m.insert("summary".into(), json!(s));
+                }
+                m.insert("params".into(), Value::Array(params));
+                m.insert(
+                    "result".into(),
+                    json!({"name": "result", "schema": e.doc.result_schema.clone().unwrap_or_else(|| json!({}))}),
+                );
+                let structure = if e.shape.names.is_some() { "either" } else { "by-position" };
+                m.insert("paramStructure".into(), json!(structure));
+                Value::Object(m)
+            })
+            .collect();
+        json!({
+            "openrpc": "1.2.6",
+            "info": {"title": self.title, "version": self.version},
+            "methods": methods,
+        })
+    }
+}
+
+/// Runs a handler; with `std`, a panic becomes `-32603` Internal error and the peer sees
+/// neither its message nor a backtrace.
+fn guard(f: impl FnOnce() -> Outcome) -> Outcome {
+    #[cfg(feature = "std")]
+    {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| Err(ErrorObject::internal_error()))
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        f()
+    }
+}
+
+/// Registers methods under a prefix; from [`Router::group`].
+pub struct Group<'r> {
+    router: &'r mut Router,
+    prefix: String,
+}
+
+impl fmt::Debug for Group<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Group").field("prefix", &self.prefix).finish()
+    }
+}
+
+impl Group<'_> {
+    fn name(&self, name: &str) -> String {
+        let mut full = self.prefix.clone();
+        full.push_str(name);
+        full
+    }
+
+    /// Registers a typed method as `prefix.M::NAME`.
+    pub fn method<M, F>(&mut self, handler: F) -> Result<(), RegisterError>
+    where
+        M: Method + 'static,
+        F: Fn(M::Params) -> Result<M::Result, ErrorObject<'static>> + Send + Sync + 'static,
+    {
+        let name = self.name(M::NAME);
+        self.router.typed_method::<M, F>(name, handler)
+    }
+
+    /// Registers a typed notification as `prefix.N::NAME`.
+    pub fn notification<N, F>(&mut self, handler: F) -> Result<(), RegisterError>
+    where
+        N: NotificationMethod + 'static,
+        F: Fn(N::Params) + Send + Sync + 'static,
+    {
+        let name = self.name(N::NAME);
+        self.router.typed_notification::<N, F>(name, handler)
+    }
+
+    /// Registers a raw method as `prefix.name`.
+    pub fn raw_method<F>(&mut self, name: &str, handler: F) -> Result<(), RegisterError>
+    where
+        F: Fn(Option<&RawValue>, &mut Vec<u8>) -> Outcome + Send + Sync + 'static,
+    {
+        let name = self.name(name);
+        self.router.raw_method(&name, handler)
+    }
+}
+
+/// The outcome of one [`Router::dispatch`]: reused across calls, so answering allocates
+/// nothing once warm.
+#[derive(Debug, Default)]
+pub struct Reply {
+    buf: Vec<u8>,
+    outcome: Option<Outcome>,
+}
+
+impl Reply {
+    /// The result JSON, when the call succeeded.
+    pub fn result_json(&self) -> Option<&str> {
+        match self.outcome {
+            Some(Ok(())) => core::str::from_utf8(&self.buf).ok(),
+            _ => None,
+        }
+    }
+
+    /// The error object, when the call failed.
+    pub fn error(&self) -> Option<&ErrorObject<'static>> {
+        match &self.outcome {
+            Some(Err(e)) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// Answers request `id` on `endpoint` with this outcome.
+    pub fn send(&mut self, endpoint: &mut Endpoint, id: IncomingId) -> Result<(), UnknownRequest> {
+        match self.outcome.take() {
+            // The buffer holds what serde_json wrote or what `handle` validated.
+            Some(Ok(())) => {
+                let text = core::str::from_utf8(&self.buf).unwrap_or("null");
+                endpoint.respond(id, Ok(RawValue::from_validated(text)))
+            }
+            Some(Err(e)) => endpoint.respond(id, Err(&e)),
+            None => endpoint.respond(id, Err(&ErrorObject::internal_error())),
+        }
+    }
+}
