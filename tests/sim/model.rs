@@ -666,7 +666,7 @@ impl Sim {
             .map(|(h, _)| *h)
             .collect();
         let all: Vec<IncomingId> = m.inc.keys().copied().collect();
-        let handle = if pick % 4 != 0 && !open.is_empty() {
+        let handle = if pick & 3 != 0 && !open.is_empty() {
             open[pick / 4 % open.len()]
         } else if !all.is_empty() {
             all[pick / 4 % all.len()]
@@ -713,7 +713,7 @@ impl Sim {
         let m = &self.m[s];
         let pending: Vec<u64> = m.pending().map(|o| o.rid.get()).collect();
         let all: Vec<u64> = m.out.keys().copied().collect();
-        let id = if pick % 4 != 0 && !pending.is_empty() {
+        let id = if pick & 3 != 0 && !pending.is_empty() {
             pending[pick / 4 % pending.len()]
         } else if !all.is_empty() {
             all[pick / 4 % all.len()]
@@ -743,7 +743,7 @@ impl Sim {
             let now = self.now;
             for o in self.m[s].pending() {
                 assert!(
-                    o.deadline.map_or(true, |d| d > now),
+                    !matches!(o.deadline, Some(d) if d <= now),
                     "side {s}: request {} is past its deadline {:?} at {now:?} and still pending",
                     o.rid,
                     o.deadline
@@ -1248,10 +1248,11 @@ impl Sim {
                 continue;
             }
             for w in m.answers.keys() {
-                let settled = m.seen_req.contains(w)
-                    && self.m[1 - s].out[w].batch.map_or(true, |b| {
-                        m.peer_batches.get(&b).is_some_and(|st| st.settled)
-                    });
+                // A batch's answers go out together, once every request in it is answered.
+                let settled = match self.m[1 - s].out[w].batch {
+                    None => true,
+                    Some(b) => m.peer_batches.get(&b).is_some_and(|st| st.settled),
+                };
                 let count = m.tx_responses.get(w).copied().unwrap_or(0);
                 if settled {
                     assert_eq!(
