@@ -495,3 +495,39 @@ fn malformed_response_to_a_pending_request_ends_it() {
     assert_eq!(events, vec![Ev::Protocol]);
     assert!(transmitted(&mut ep).len() == 1, "only our request: malformed responses are never answered");
 }
+
+/// Found by the model (`tests/model.rs`): frames `handle_input` reported as taken sat in the
+/// decoder while the output was over its bound, and nothing told the caller to come back, so
+/// a caller following the contract once (transmit, events, transmit) left them unanswered.
+#[test]
+fn frames_taken_are_processed_even_past_the_output_bound() {
+    let mut ep = Endpoint::new(config(|c| {
+        c.max_inflight_incoming = 1;
+        c.max_buffered_output = 100;
+    }));
+    let mut wire = Vec::new();
+    for i in 1..=6 {
+        let body = format!(r#"{{"jsonrpc":"2.0","method":"m","id":{i}}}"#);
+        sansrpc::codec::encode_frame(Framing::ContentLength, body.as_bytes(), &mut wire);
+    }
+    let note = br#"{"jsonrpc":"2.0","method":"note"}"#;
+    sansrpc::codec::encode_frame(Framing::ContentLength, note, &mut wire);
+    assert_eq!(ep.handle_input(&wire, Instant::ZERO), wire.len());
+    // The calling contract, once: transmit, events (answering them), transmit.
+    let ids = |frames: Vec<serde_json::Value>| frames.into_iter().map(|f| f["id"].clone());
+    let mut answered: Vec<_> = ids(transmitted(&mut ep)).collect();
+    let mut notes = 0;
+    while let Some(e) = ep.poll_event() {
+        match e {
+            Event::Request { id, .. } => ep.respond(id, Ok(raw("null"))).unwrap(),
+            Event::Notification(_) => notes += 1,
+            other => panic!("{other:?}"),
+        }
+    }
+    answered.extend(ids(transmitted(&mut ep)));
+    answered.sort_by_key(|id| id.as_u64());
+    let expected: Vec<_> = (1..=6).map(serde_json::Value::from).collect();
+    assert_eq!(answered, expected);
+    assert_eq!(notes, 1);
+    assert!(ep.is_idle());
+}

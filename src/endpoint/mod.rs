@@ -578,14 +578,23 @@ impl Endpoint {
         self.early.expire(now);
     }
 
+    /// Room to take more input: for its events, and for the answers it may need.
     fn has_room(&self) -> bool {
+        self.has_event_room() && self.buffered_output() <= self.config.max_buffered_output
+    }
+
+    fn has_event_room(&self) -> bool {
         self.arena.len() < self.config.limits.max_frame_bytes.max(1)
-            && self.buffered_output() <= self.config.max_buffered_output
     }
 
     /// Processes frames the decoder has complete, while there is room for their events.
+    ///
+    /// The output bound is not checked here: these bytes were already reported as taken, and
+    /// once the events are drained nothing would bring the caller back for them. Output
+    /// overshoots the bound by at most the answers to one decoder's worth of frames, since
+    /// `handle_input` feeds the decoder only while the output is within it.
     fn process_decoded(&mut self) {
-        while self.has_room() {
+        while self.has_event_room() {
             let Some(decoder) = self.decoder.as_mut() else { return };
             match decoder.next_frame() {
                 None => return,
