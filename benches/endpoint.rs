@@ -42,9 +42,24 @@ struct Reply<'a> {
 
 /// The floor: the same bytes on the wire, produced and consumed with serde_json and a
 /// Content-Length decoder, with no correlation, deadlines or bookkeeping at all.
-fn floor_round_trip(id: u64, params: &SerdeRaw, wire: &mut Vec<u8>, body: &mut Vec<u8>, dec: &mut Decoder) -> i64 {
+fn floor_round_trip(
+    id: u64,
+    params: &SerdeRaw,
+    wire: &mut Vec<u8>,
+    body: &mut Vec<u8>,
+    dec: &mut Decoder,
+) -> i64 {
     body.clear();
-    serde_json::to_writer(&mut *body, &Call { jsonrpc: "2.0", method: "add", params, id }).unwrap();
+    serde_json::to_writer(
+        &mut *body,
+        &Call {
+            jsonrpc: "2.0",
+            method: "add",
+            params,
+            id,
+        },
+    )
+    .unwrap();
     wire.clear();
     encode_frame(Framing::ContentLength, body, wire);
     let _ = dec.feed(wire);
@@ -53,7 +68,15 @@ fn floor_round_trip(id: u64, params: &SerdeRaw, wire: &mut Vec<u8>, body: &mut V
     let (a, b): (i64, i64) = serde_json::from_str(req.params.unwrap().get()).unwrap();
     black_box(req.method);
     body.clear();
-    serde_json::to_writer(&mut *body, &Reply { jsonrpc: "2.0", result: a + b, id: req.id.unwrap() }).unwrap();
+    serde_json::to_writer(
+        &mut *body,
+        &Reply {
+            jsonrpc: "2.0",
+            result: a + b,
+            id: req.id.unwrap(),
+        },
+    )
+    .unwrap();
     wire.clear();
     encode_frame(Framing::ContentLength, body, wire);
     let _ = dec.feed(wire);
@@ -81,7 +104,10 @@ impl Link {
     }
 
     fn round_trip(&mut self, params: &RawValue, now: Instant) -> i64 {
-        let id = self.client.send_request("add", Some(params), RequestOptions::default(), now).unwrap();
+        let id = self
+            .client
+            .send_request("add", Some(params), RequestOptions::default(), now)
+            .unwrap();
         self.wire.clear();
         while self.client.poll_transmit(&mut self.wire).is_some() {}
         let _ = self.server.handle_input(&self.wire, now);
@@ -116,7 +142,9 @@ fn itoa(n: i64, out: &mut Vec<u8>) {
 fn round_trips(c: &mut Criterion) {
     let mut g = c.benchmark_group("round_trip");
     g.throughput(Throughput::Elements(1));
-    g.measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1)).sample_size(30);
+    g.measurement_time(Duration::from_secs(3))
+        .warm_up_time(Duration::from_secs(1))
+        .sample_size(30);
     let serde_params = SerdeRaw::from_string("[1,2]".into()).unwrap();
     let (mut wire, mut body) = (Vec::with_capacity(4096), Vec::with_capacity(4096));
     let mut dec = Decoder::new(Framing::ContentLength, &Limits::default());
@@ -129,7 +157,9 @@ fn round_trips(c: &mut Criterion) {
     });
     let params = RawValue::from_json("[1,2]").unwrap();
     let mut link = Link::new();
-    g.bench_function("sansrpc endpoints", |b| b.iter(|| link.round_trip(params, Instant::ZERO)));
+    g.bench_function("sansrpc endpoints", |b| {
+        b.iter(|| link.round_trip(params, Instant::ZERO))
+    });
     g.finish();
 }
 
@@ -137,7 +167,9 @@ fn round_trips(c: &mut Criterion) {
 /// oldest and sends one more, so the table size stays constant while deadlines fire.
 fn deadlines(c: &mut Criterion) {
     let mut g = c.benchmark_group("expire_one_deadline");
-    g.measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1)).sample_size(30);
+    g.measurement_time(Duration::from_secs(3))
+        .warm_up_time(Duration::from_secs(1))
+        .sample_size(30);
     for pending in [10usize, 100_000] {
         let mut config = Config::default();
         config.max_pending_outgoing = pending + 1;

@@ -25,7 +25,9 @@ struct Envelope<'a> {
 fn stream(n: usize) -> Vec<u8> {
     let mut wire = Vec::new();
     for i in 0..n {
-        let body = format!(r#"{{"jsonrpc":"2.0","method":"textDocument/hover","params":{{"textDocument":{{"uri":"file:///src/lib.rs"}},"position":{{"line":{i},"character":7}}}},"id":{i}}}"#);
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","method":"textDocument/hover","params":{{"textDocument":{{"uri":"file:///src/lib.rs"}},"position":{{"line":{i},"character":7}}}},"id":{i}}}"#
+        );
         encode_frame(Framing::ContentLength, body.as_bytes(), &mut wire);
     }
     wire
@@ -72,11 +74,17 @@ fn w5(c: &mut Criterion) {
     let wire = stream(10_000);
     let mut g = c.benchmark_group("W5 content-length x10000");
     g.throughput(Throughput::Bytes(wire.len() as u64));
-    g.measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1)).sample_size(20);
-    g.bench_function("serde_json floor", |b| b.iter(|| assert_eq!(floor(&wire), 10_000)));
+    g.measurement_time(Duration::from_secs(3))
+        .warm_up_time(Duration::from_secs(1))
+        .sample_size(20);
+    g.bench_function("serde_json floor", |b| {
+        b.iter(|| assert_eq!(floor(&wire), 10_000))
+    });
     let mut dec = Decoder::new(Framing::ContentLength, &Limits::default());
     let mut classifier = Classifier::default();
-    g.bench_function("sansrpc", |b| b.iter(|| assert_eq!(ours(&wire, &mut dec, &mut classifier), 10_000)));
+    g.bench_function("sansrpc", |b| {
+        b.iter(|| assert_eq!(ours(&wire, &mut dec, &mut classifier), 10_000))
+    });
     g.finish();
 }
 

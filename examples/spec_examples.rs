@@ -13,14 +13,38 @@ use sansrpc::message::{write_error_response, write_result_response, BatchWriter}
 use sansrpc::{Classified, Classifier, ErrorObject, Incoming, Limits, RawValue, Request};
 
 const EXAMPLES: &[(&str, &str)] = &[
-    ("positional parameters", r#"{"jsonrpc": "2.0", "method": "subtract", "params": [42, 23], "id": 1}"#),
-    ("positional parameters", r#"{"jsonrpc": "2.0", "method": "subtract", "params": [23, 42], "id": 2}"#),
-    ("named parameters", r#"{"jsonrpc": "2.0", "method": "subtract", "params": {"subtrahend": 23, "minuend": 42}, "id": 3}"#),
-    ("a notification", r#"{"jsonrpc": "2.0", "method": "update", "params": [1,2,3,4,5]}"#),
-    ("a non-existent method", r#"{"jsonrpc": "2.0", "method": "foobar", "id": "1"}"#),
-    ("invalid JSON", r#"{"jsonrpc": "2.0", "method": "foobar, "params": "bar", "baz]"#),
-    ("an invalid Request object", r#"{"jsonrpc": "2.0", "method": 1, "params": "bar"}"#),
-    ("a batch with invalid JSON", r#"[{"jsonrpc": "2.0", "method": "sum", "params": [1,2,4], "id": "1"}, {"jsonrpc": "2.0", "method"]"#),
+    (
+        "positional parameters",
+        r#"{"jsonrpc": "2.0", "method": "subtract", "params": [42, 23], "id": 1}"#,
+    ),
+    (
+        "positional parameters",
+        r#"{"jsonrpc": "2.0", "method": "subtract", "params": [23, 42], "id": 2}"#,
+    ),
+    (
+        "named parameters",
+        r#"{"jsonrpc": "2.0", "method": "subtract", "params": {"subtrahend": 23, "minuend": 42}, "id": 3}"#,
+    ),
+    (
+        "a notification",
+        r#"{"jsonrpc": "2.0", "method": "update", "params": [1,2,3,4,5]}"#,
+    ),
+    (
+        "a non-existent method",
+        r#"{"jsonrpc": "2.0", "method": "foobar", "id": "1"}"#,
+    ),
+    (
+        "invalid JSON",
+        r#"{"jsonrpc": "2.0", "method": "foobar, "params": "bar", "baz]"#,
+    ),
+    (
+        "an invalid Request object",
+        r#"{"jsonrpc": "2.0", "method": 1, "params": "bar"}"#,
+    ),
+    (
+        "a batch with invalid JSON",
+        r#"[{"jsonrpc": "2.0", "method": "sum", "params": [1,2,4], "id": "1"}, {"jsonrpc": "2.0", "method"]"#,
+    ),
     ("an empty array", "[]"),
     ("an invalid batch, not empty", "[1]"),
     ("an invalid batch", "[1,2,3]"),
@@ -32,8 +56,14 @@ const EXAMPLES: &[(&str, &str)] = &[
         "a batch of notifications",
         r#"[{"jsonrpc": "2.0", "method": "notify_sum", "params": [1,2,4]}, {"jsonrpc": "2.0", "method": "notify_hello", "params": [7]}]"#,
     ),
-    ("ids echoed exactly", r#"{"jsonrpc":"2.0","method":"get_data","id":1.50}"#),
-    ("a big integer id", r#"{"jsonrpc":"2.0","method":"get_data","id":123456789012345678901234567890}"#),
+    (
+        "ids echoed exactly",
+        r#"{"jsonrpc":"2.0","method":"get_data","id":1.50}"#,
+    ),
+    (
+        "a big integer id",
+        r#"{"jsonrpc":"2.0","method":"get_data","id":123456789012345678901234567890}"#,
+    ),
 ];
 
 fn main() {
@@ -79,7 +109,8 @@ fn respond(entry: &Incoming<'_>, out: &mut Vec<u8>) {
 
 fn call(req: &Request<'_>) -> Result<Box<RawValue>, ErrorObject<'static>> {
     let params = req.params.as_deref();
-    let number = |n: i64| RawValue::from_string(n.to_string()).map_err(|_| ErrorObject::internal_error());
+    let number =
+        |n: i64| RawValue::from_string(n.to_string()).map_err(|_| ErrorObject::internal_error());
     match &*req.method {
         "subtract" => {
             #[derive(serde::Deserialize)]
@@ -99,7 +130,8 @@ fn call(req: &Request<'_>) -> Result<Box<RawValue>, ErrorObject<'static>> {
             let values: Vec<i64> = p.deserialize().map_err(|_| ErrorObject::invalid_params())?;
             number(values.iter().sum())
         }
-        "get_data" => RawValue::from_string(r#"["hello",5]"#.to_string()).map_err(|_| ErrorObject::internal_error()),
+        "get_data" => RawValue::from_string(r#"["hello",5]"#.to_string())
+            .map_err(|_| ErrorObject::internal_error()),
         _ => Err(ErrorObject::method_not_found()),
     }
 }

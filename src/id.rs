@@ -359,7 +359,15 @@ mod tests {
 
     #[test]
     fn numbers_echo_exactly() {
-        for t in ["1", "-7", "1.0", "1.5", "1e3", "-0", "123456789012345678901234567890"] {
+        for t in [
+            "1",
+            "-7",
+            "1.0",
+            "1.5",
+            "1e3",
+            "-0",
+            "123456789012345678901234567890",
+        ] {
             let id = Id::from_number_text(t).unwrap();
             let mut out = Vec::new();
             id.write_json(&mut out);
@@ -380,8 +388,18 @@ mod tests {
         assert_eq!(Id::number(i64::MIN).as_i64(), Some(i64::MIN));
         assert_eq!(Id::number(i64::MIN).raw(), "-9223372036854775808");
         assert_eq!(Id::from_number_text("1.0").unwrap().as_u64(), None);
-        assert_eq!(Id::from_number_text("18446744073709551616").unwrap().as_u64(), None);
-        assert_eq!(Id::from_number_text("18446744073709551615").unwrap().as_u64(), Some(u64::MAX));
+        assert_eq!(
+            Id::from_number_text("18446744073709551616")
+                .unwrap()
+                .as_u64(),
+            None
+        );
+        assert_eq!(
+            Id::from_number_text("18446744073709551615")
+                .unwrap()
+                .as_u64(),
+            Some(u64::MAX)
+        );
         assert_eq!(Id::string("1").as_u64(), None);
     }
 

@@ -389,7 +389,9 @@ pub(crate) struct Unescape<'a> {
 
 impl<'a> Unescape<'a> {
     pub fn new(token: &'a str) -> Self {
-        Unescape { rest: token.chars() }
+        Unescape {
+            rest: token.chars(),
+        }
     }
 
     fn hex4(&mut self) -> Option<u32> {
@@ -473,7 +475,14 @@ pub(crate) fn write_str_body(out: &mut alloc::vec::Vec<u8>, s: &str) {
         };
         out.extend_from_slice(&bytes[start..i]);
         if esc.is_empty() {
-            out.extend_from_slice(&[b'\\', b'u', b'0', b'0', HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]);
+            out.extend_from_slice(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[(b >> 4) as usize],
+                HEX[(b & 15) as usize],
+            ]);
         } else {
             out.extend_from_slice(esc);
         }
@@ -519,9 +528,24 @@ mod tests {
     #[test]
     fn accepts_what_json_allows() {
         for s in [
-            "0", "-0", "1.5", "-7", "1e3", "1E+3", "1.0e-3", "123456789012345678901234567890",
-            "\"\"", "\"a\\u00e9\\n\\\"\"", "\"é😀\"", "true", "false", "null", "[]", "{}",
-            " [1, {\"a\": [true, null]}, \"x\"] ", "{\"a\":{\"b\":{}}}",
+            "0",
+            "-0",
+            "1.5",
+            "-7",
+            "1e3",
+            "1E+3",
+            "1.0e-3",
+            "123456789012345678901234567890",
+            "\"\"",
+            "\"a\\u00e9\\n\\\"\"",
+            "\"é😀\"",
+            "true",
+            "false",
+            "null",
+            "[]",
+            "{}",
+            " [1, {\"a\": [true, null]}, \"x\"] ",
+            "{\"a\":{\"b\":{}}}",
         ] {
             assert!(ok(s), "{s}");
         }
@@ -530,9 +554,33 @@ mod tests {
     #[test]
     fn refuses_what_json_does_not_allow() {
         for s in [
-            "", " ", "01", "1.", ".5", "-", "+1", "1e", "1e+", "tru", "nul", "[1,]", "{\"a\":1,}",
-            "{\"a\"}", "{1:2}", "[1 2]", "\"\\x\"", "\"\\u12G4\"", "\"a", "\"\u{1}\"", "[", "]",
-            "{\"a\":1]", "[1}", "1 2", "NaN", "[01]",
+            "",
+            " ",
+            "01",
+            "1.",
+            ".5",
+            "-",
+            "+1",
+            "1e",
+            "1e+",
+            "tru",
+            "nul",
+            "[1,]",
+            "{\"a\":1,}",
+            "{\"a\"}",
+            "{1:2}",
+            "[1 2]",
+            "\"\\x\"",
+            "\"\\u12G4\"",
+            "\"a",
+            "\"\u{1}\"",
+            "[",
+            "]",
+            "{\"a\":1]",
+            "[1}",
+            "1 2",
+            "NaN",
+            "[01]",
         ] {
             assert!(!ok(s), "{s:?}");
         }

@@ -95,10 +95,10 @@ mod raw;
 pub mod router;
 mod time;
 
+pub use endpoint::Endpoint;
 pub use error::{ErrorObject, ProtocolError};
 pub use id::{Id, IdKind};
 pub use limits::Limits;
 pub use message::{Classified, Classifier, Incoming, Notification, Request, Response, Version};
 pub use raw::{InvalidJson, RawValue};
 pub use time::Instant;
-pub use endpoint::Endpoint;

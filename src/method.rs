@@ -74,7 +74,9 @@ impl std::error::Error for CallError {}
 
 /// Decodes the result of a call to `M` from a [`Event::Response`](crate::endpoint::Event)'s
 /// `result`: a typed error, never a panic, when the peer's answer does not fit.
-pub fn decode_result<M: Method>(result: Result<Cow<'_, RawValue>, ErrorObject<'_>>) -> Result<M::Result, CallError> {
+pub fn decode_result<M: Method>(
+    result: Result<Cow<'_, RawValue>, ErrorObject<'_>>,
+) -> Result<M::Result, CallError> {
     match result {
         Ok(raw) => serde_json::from_str(raw.get()).map_err(CallError::Decode),
         Err(e) => Err(CallError::Rpc(e.into_owned())),
@@ -83,7 +85,10 @@ pub fn decode_result<M: Method>(result: Result<Cow<'_, RawValue>, ErrorObject<'_
 
 /// Appends `value` as JSON, with no `Value` between. With `std`, serde_json writes straight
 /// into the buffer; without it serde_json offers only `to_vec`, one allocation per value.
-pub(crate) fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> Result<(), serde_json::Error> {
+pub(crate) fn write_json<T: Serialize + ?Sized>(
+    out: &mut Vec<u8>,
+    value: &T,
+) -> Result<(), serde_json::Error> {
     #[cfg(feature = "std")]
     {
         let start = out.len();
@@ -166,7 +171,12 @@ impl<'de> de::Deserializer<'de> for Sniffer<'_> {
         Err(Sniffed)
     }
 
-    fn deserialize_tuple_struct<V: Visitor<'de>>(self, _: &'static str, len: usize, _: V) -> Result<V::Value, Sniffed> {
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        len: usize,
+        _: V,
+    ) -> Result<V::Value, Sniffed> {
         self.0.arity = Some(len);
         Err(Sniffed)
     }
@@ -181,12 +191,17 @@ impl<'de> de::Deserializer<'de> for Sniffer<'_> {
 /// trailing positions read as `null`, so `Option` fields may be left out), and absent params
 /// as if every position were missing. Errors are `-32602` with a message meant for the
 /// caller: what was expected, never where in our code.
-pub(crate) fn decode_params<T: DeserializeOwned>(params: Option<&RawValue>, shape: &ParamShape) -> Result<T, ErrorObject<'static>> {
+pub(crate) fn decode_params<T: DeserializeOwned>(
+    params: Option<&RawValue>,
+    shape: &ParamShape,
+) -> Result<T, ErrorObject<'static>> {
     let text = params.map_or("", RawValue::get);
     let padded;
     let text = match (text.as_bytes().first(), shape.arity) {
         // No params for a method that takes none: absent, `[]` and `{}` all mean that.
-        (None, _) | (Some(b'[' | b'{'), _) if shape.unit && matches!(text, "" | "[]" | "{}") => "null",
+        (None, _) | (Some(b'[' | b'{'), _) if shape.unit && matches!(text, "" | "[]" | "{}") => {
+            "null"
+        }
         (None, Some(n)) => {
             padded = pad("[]", n);
             padded.as_str()
@@ -198,7 +213,8 @@ pub(crate) fn decode_params<T: DeserializeOwned>(params: Option<&RawValue>, shap
                 padded.as_str()
             }
             Some(len) if len > n => {
-                let message = alloc::format!("Invalid params: expected at most {n} params, got {len}");
+                let message =
+                    alloc::format!("Invalid params: expected at most {n} params, got {len}");
                 return Err(ErrorObject::new(code::INVALID_PARAMS, message));
             }
             _ => text,
@@ -210,7 +226,12 @@ pub(crate) fn decode_params<T: DeserializeOwned>(params: Option<&RawValue>, shap
 
 /// `array` with `missing` nulls appended.
 fn pad(array: &str, missing: usize) -> String {
-    let inner = array.trim().strip_prefix('[').and_then(|s| s.strip_suffix(']')).unwrap_or("").trim();
+    let inner = array
+        .trim()
+        .strip_prefix('[')
+        .and_then(|s| s.strip_suffix(']'))
+        .unwrap_or("")
+        .trim();
     let mut out = String::with_capacity(inner.len() + 2 + missing * 5);
     out.push('[');
     out.push_str(inner);

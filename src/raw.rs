@@ -39,7 +39,9 @@ impl RawValue {
     pub fn from_string(json: alloc::string::String) -> Result<Box<RawValue>, InvalidJson> {
         let span = crate::json::validate(json.as_bytes(), crate::Limits::MAX_DEPTH_CAP)
             .map_err(|_| InvalidJson)?;
-        Ok(RawValue::boxed_from_validated(Box::from(&json[span.start..span.end])))
+        Ok(RawValue::boxed_from_validated(Box::from(
+            &json[span.start..span.end],
+        )))
     }
 
     /// The JSON text `null`.

@@ -2,9 +2,9 @@
 //! system extensions (`rpc.discover`). Synchronous handlers need no runtime at all.
 
 use alloc::boxed::Box;
+use alloc::collections::BTreeMap;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
-use alloc::collections::BTreeMap;
 use core::fmt;
 
 use serde_json::{json, Map, Value};
@@ -13,7 +13,9 @@ use crate::endpoint::{Endpoint, Event, IncomingId, UnknownRequest};
 use crate::error::ErrorObject;
 use crate::id::Id;
 use crate::message::{Notification, Request};
-use crate::method::{decode_params, param_shape, write_json, Method, NotificationMethod, ParamShape};
+use crate::method::{
+    decode_params, param_shape, write_json, Method, NotificationMethod, ParamShape,
+};
 use crate::raw::RawValue;
 
 /// What a handler or a layer returns: `Ok` once the result JSON is in the output buffer, or
@@ -88,7 +90,9 @@ impl fmt::Display for RegisterError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             RegisterError::Duplicate(n) => write!(f, "method {n:?} is already registered"),
-            RegisterError::Reserved(n) => write!(f, "method {n:?} uses the reserved prefix \"rpc.\""),
+            RegisterError::Reserved(n) => {
+                write!(f, "method {n:?} uses the reserved prefix \"rpc.\"")
+            }
             RegisterError::Unknown(n) => write!(f, "no method {n:?} is registered"),
             RegisterError::NotReserved(n) => write!(f, "extension {n:?} must start with \"rpc.\""),
         }
@@ -263,7 +267,13 @@ impl Router {
         }
     }
 
-    fn insert(&mut self, name: String, handler: Handler, trusted: bool, shape: ParamShape) -> Result<(), RegisterError> {
+    fn insert(
+        &mut self,
+        name: String,
+        handler: Handler,
+        trusted: bool,
+        shape: ParamShape,
+    ) -> Result<(), RegisterError> {
         if name.starts_with("rpc.") {
             return Err(RegisterError::Reserved(name));
         }
@@ -305,7 +315,12 @@ impl Router {
     where
         F: Fn(Option<&RawValue>, &mut Vec<u8>) -> Outcome + Send + Sync + 'static,
     {
-        self.insert(name.to_string(), Handler::Call(Box::new(handler)), false, ParamShape::default())
+        self.insert(
+            name.to_string(),
+            Handler::Call(Box::new(handler)),
+            false,
+            ParamShape::default(),
+        )
     }
 
     /// Registers a raw notification handler.
@@ -313,7 +328,12 @@ impl Router {
     where
         F: Fn(Option<&RawValue>) + Send + Sync + 'static,
     {
-        self.insert(name.to_string(), Handler::Notify(Box::new(handler)), false, ParamShape::default())
+        self.insert(
+            name.to_string(),
+            Handler::Notify(Box::new(handler)),
+            false,
+            ParamShape::default(),
+        )
     }
 
     fn typed_method<M, F>(&mut self, name: String, handler: F) -> Result<(), RegisterError>
@@ -348,7 +368,10 @@ impl Router {
 
     /// Attaches documentation (summary, schemas) that `rpc.discover` reports.
     pub fn document(&mut self, name: &str, doc: MethodDoc) -> Result<(), RegisterError> {
-        let entry = self.methods.get_mut(name).ok_or_else(|| RegisterError::Unknown(name.to_string()))?;
+        let entry = self
+            .methods
+            .get_mut(name)
+            .ok_or_else(|| RegisterError::Unknown(name.to_string()))?;
         entry.doc = doc;
         Ok(())
     }
@@ -383,7 +406,12 @@ impl Router {
 
     /// Drains `endpoint`'s events: requests are dispatched and answered, notifications
     /// handled; every other event goes to `other`.
-    pub fn serve(&self, endpoint: &mut Endpoint, reply: &mut Reply, mut other: impl FnMut(Event<'_>)) {
+    pub fn serve(
+        &self,
+        endpoint: &mut Endpoint,
+        reply: &mut Reply,
+        mut other: impl FnMut(Event<'_>),
+    ) {
         while let Some(event) = endpoint.poll_event() {
             match event {
                 Event::Request { id, request } => {
@@ -414,13 +442,19 @@ impl Router {
     /// The innermost step: system extensions first, then the user's handler.
     fn handle(&self, call: &Call<'_>, out: &mut Vec<u8>) -> Outcome {
         #[cfg(feature = "tracing")]
-        let _span = tracing::debug_span!("rpc.handle", method = call.method, notification = call.id.is_none()).entered();
+        let _span = tracing::debug_span!(
+            "rpc.handle",
+            method = call.method,
+            notification = call.id.is_none()
+        )
+        .entered();
         if call.method.starts_with("rpc.") {
             if !self.extensions {
                 return Err(ErrorObject::method_not_found());
             }
             if call.method == "rpc.discover" {
-                return write_json(out, &self.discover()).map_err(|_| ErrorObject::internal_error());
+                return write_json(out, &self.discover())
+                    .map_err(|_| ErrorObject::internal_error());
             }
             return match self.providers.get(call.method) {
                 Some(f) => self.run_checked(f, call, out, false),
@@ -443,10 +477,19 @@ impl Router {
 
     /// Runs a call handler; unless its output comes from serde_json (`trusted`), checks that
     /// it wrote exactly one JSON value.
-    fn run_checked(&self, f: &CallFn, call: &Call<'_>, out: &mut Vec<u8>, trusted: bool) -> Outcome {
+    fn run_checked(
+        &self,
+        f: &CallFn,
+        call: &Call<'_>,
+        out: &mut Vec<u8>,
+        trusted: bool,
+    ) -> Outcome {
         let start = out.len();
         let outcome = guard(|| f(call.params, out));
-        if outcome.is_ok() && !trusted && crate::json::validate(&out[start..], crate::Limits::MAX_DEPTH_CAP).is_err() {
+        if outcome.is_ok()
+            && !trusted
+            && crate::json::validate(&out[start..], crate::Limits::MAX_DEPTH_CAP).is_err()
+        {
             out.truncate(start);
             return Err(ErrorObject::internal_error());
         }
@@ -500,7 +543,8 @@ impl Router {
 fn guard(f: impl FnOnce() -> Outcome) -> Outcome {
     #[cfg(feature = "std")]
     {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| Err(ErrorObject::internal_error()))
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+            .unwrap_or_else(|_| Err(ErrorObject::internal_error()))
     }
     #[cfg(not(feature = "std"))]
     {
@@ -516,7 +560,9 @@ pub struct Group<'r> {
 
 impl fmt::Debug for Group<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Group").field("prefix", &self.prefix).finish()
+        f.debug_struct("Group")
+            .field("prefix", &self.prefix)
+            .finish()
     }
 }
 

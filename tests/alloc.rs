@@ -43,7 +43,13 @@ fn allocations(f: impl FnOnce()) -> usize {
 
 /// The whole server path for one decoded frame: classify, answer every request (the sum of
 /// its two positional params), and frame the answer.
-fn answer(classifier: &mut Classifier, frame: &[u8], body: &mut Vec<u8>, wire: &mut Vec<u8>, framing: Framing) {
+fn answer(
+    classifier: &mut Classifier,
+    frame: &[u8],
+    body: &mut Vec<u8>,
+    wire: &mut Vec<u8>,
+    framing: Framing,
+) {
     body.clear();
     let mut scratch = [0u8; 24];
     let mut respond = |entry: Incoming<'_>, body: &mut Vec<u8>| match entry {
@@ -51,7 +57,12 @@ fn answer(classifier: &mut Classifier, frame: &[u8], body: &mut Vec<u8>, wire: &
             let (a, b): (i64, i64) = req.params.as_deref().unwrap().deserialize().unwrap();
             let len = format_i64(a + b, &mut scratch);
             let text = std::str::from_utf8(&scratch[..len]).unwrap();
-            write_result_response(body, req.version, &req.id, RawValue::from_json(text).unwrap());
+            write_result_response(
+                body,
+                req.version,
+                &req.id,
+                RawValue::from_json(text).unwrap(),
+            );
         }
         Incoming::Invalid(inv) => inv.write_response(body),
         other => panic!("unexpected {other:?}"),
@@ -96,11 +107,21 @@ fn run_framed(framing: Framing, body: &str, rounds: usize) -> usize {
                 let used = decoder.feed(rest);
                 rest = &rest[used..];
                 while let Some(frame) = decoder.next_frame() {
-                    answer(&mut classifier, frame.unwrap(), &mut out, &mut wire, framing);
+                    answer(
+                        &mut classifier,
+                        frame.unwrap(),
+                        &mut out,
+                        &mut wire,
+                        framing,
+                    );
                 }
             }
         });
-        if count { n } else { 0 }
+        if count {
+            n
+        } else {
+            0
+        }
     };
     // Warm-up: buffers grow to their working size.
     for _ in 0..3 {
@@ -128,13 +149,17 @@ fn framed_batch_of_100_allocates_nothing_when_warm() {
 fn string_ids_and_error_answers_allocate_nothing_when_warm() {
     let mut classifier = Classifier::default();
     let mut out = Vec::with_capacity(1024);
-    let frame = br#"{"jsonrpc":"2.0","method":"nope","params":{"a":[1,2,{"b":"\u00e9"}]},"id":"req-4f2a"}"#;
+    let frame =
+        br#"{"jsonrpc":"2.0","method":"nope","params":{"a":[1,2,{"b":"\u00e9"}]},"id":"req-4f2a"}"#;
     let mut round = || {
         out.clear();
         match classifier.classify(frame) {
-            Classified::Single(Incoming::Request(req)) => {
-                write_error_response(&mut out, req.version, &req.id, &ErrorObject::method_not_found())
-            }
+            Classified::Single(Incoming::Request(req)) => write_error_response(
+                &mut out,
+                req.version,
+                &req.id,
+                &ErrorObject::method_not_found(),
+            ),
             other => panic!("{other:?}"),
         }
     };
@@ -145,7 +170,10 @@ fn string_ids_and_error_answers_allocate_nothing_when_warm() {
 #[test]
 fn the_counter_counts() {
     // Guards the guard: an allocation on this thread is seen.
-    assert_eq!(allocations(|| drop(std::hint::black_box(Vec::<u8>::with_capacity(10)))), 1);
+    assert_eq!(
+        allocations(|| drop(std::hint::black_box(Vec::<u8>::with_capacity(10)))),
+        1
+    );
 }
 
 #[test]
@@ -160,12 +188,16 @@ fn endpoint_round_trip_allocates_nothing_when_warm() {
     let (mut wire, mut back) = (Vec::with_capacity(4096), Vec::with_capacity(4096));
     let mut round = |t: u64| {
         let now = Instant::from_millis(t);
-        let id = client.send_request("add", Some(params), RequestOptions::default(), now).unwrap();
+        let id = client
+            .send_request("add", Some(params), RequestOptions::default(), now)
+            .unwrap();
         wire.clear();
         while client.poll_transmit(&mut wire).is_some() {}
         assert_eq!(server.handle_input(&wire, now), wire.len());
         while let Some(event) = server.poll_event() {
-            let Event::Request { id, .. } = event else { panic!("{event:?}") };
+            let Event::Request { id, .. } = event else {
+                panic!("{event:?}")
+            };
             server.respond(id, Ok(result)).unwrap();
         }
         back.clear();

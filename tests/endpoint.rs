@@ -5,7 +5,9 @@ mod pair;
 
 use pair::{raw, Ev, Pair};
 use sansrpc::codec::Framing;
-use sansrpc::endpoint::{Config, EndReason, Endpoint, Event, NullIdPolicy, RequestOptions, SendError, Timeout};
+use sansrpc::endpoint::{
+    Config, EndReason, Endpoint, Event, NullIdPolicy, RequestOptions, SendError, Timeout,
+};
 use sansrpc::{Instant, RawValue};
 use std::time::Duration;
 
@@ -22,14 +24,34 @@ fn config(f: impl FnOnce(&mut Config)) -> Config {
 #[test]
 fn request_and_response_round_trip() {
     let mut p = Pair::new();
-    let id = p.a.ep.send_request("add", Some(raw("[1,2]")), opts(), p.now).unwrap();
+    let id =
+        p.a.ep
+            .send_request("add", Some(raw("[1,2]")), opts(), p.now)
+            .unwrap();
     p.drive();
     let events = p.b.take_events();
-    let [Ev::Request { id: incoming, method, params, wire_id }] = &events[..] else { panic!("{events:?}") };
-    assert_eq!((method.as_str(), params.as_deref(), wire_id.as_str()), ("add", Some("[1,2]"), "1"));
+    let [Ev::Request {
+        id: incoming,
+        method,
+        params,
+        wire_id,
+    }] = &events[..]
+    else {
+        panic!("{events:?}")
+    };
+    assert_eq!(
+        (method.as_str(), params.as_deref(), wire_id.as_str()),
+        ("add", Some("[1,2]"), "1")
+    );
     p.b.respond(*incoming, "3");
     p.drive();
-    assert_eq!(p.a.take_events(), vec![Ev::Response { id, result: Ok("3".into()) }]);
+    assert_eq!(
+        p.a.take_events(),
+        vec![Ev::Response {
+            id,
+            result: Ok("3".into())
+        }]
+    );
     assert!(p.a.ep.is_idle() && p.b.ep.is_idle());
 }
 
@@ -37,7 +59,13 @@ fn request_and_response_round_trip() {
 fn responses_match_in_any_order_and_split_anywhere() {
     let mut p = Pair::new();
     p.chunk = 1;
-    let ids: Vec<_> = (0..5).map(|i| p.a.ep.send_request("echo", Some(raw(&format!("[{i}]"))), opts(), p.now).unwrap()).collect();
+    let ids: Vec<_> = (0..5)
+        .map(|i| {
+            p.a.ep
+                .send_request("echo", Some(raw(&format!("[{i}]"))), opts(), p.now)
+                .unwrap()
+        })
+        .collect();
     p.drive();
     let events = p.b.take_events();
     let incoming: Vec<_> = events
@@ -51,17 +79,20 @@ fn responses_match_in_any_order_and_split_anywhere() {
         p.b.respond(*id, params);
     }
     p.drive();
-    let mut got: Vec<_> = p
-        .a
-        .take_events()
-        .into_iter()
-        .map(|e| match e {
-            Ev::Response { id, result } => (id, result.unwrap()),
-            other => panic!("{other:?}"),
-        })
-        .collect();
+    let mut got: Vec<_> =
+        p.a.take_events()
+            .into_iter()
+            .map(|e| match e {
+                Ev::Response { id, result } => (id, result.unwrap()),
+                other => panic!("{other:?}"),
+            })
+            .collect();
     got.sort();
-    let expected: Vec<_> = ids.iter().enumerate().map(|(i, id)| (*id, format!("[{i}]"))).collect();
+    let expected: Vec<_> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (*id, format!("[{i}]")))
+        .collect();
     assert_eq!(got, expected);
 }
 
@@ -77,18 +108,35 @@ fn both_sides_send_requests() {
     p.a.respond(ra[0], "\"from a\"");
     p.b.respond(rb[0], "\"from b\"");
     p.drive();
-    assert!(p.a.events.contains(&Ev::Response { id: from_a, result: Ok("\"from b\"".into()) }));
-    assert!(p.b.events.contains(&Ev::Response { id: from_b, result: Ok("\"from a\"".into()) }));
+    assert!(p.a.events.contains(&Ev::Response {
+        id: from_a,
+        result: Ok("\"from b\"".into())
+    }));
+    assert!(p.b.events.contains(&Ev::Response {
+        id: from_b,
+        result: Ok("\"from a\"".into())
+    }));
 }
 
 #[test]
 fn ids_are_sequential_and_never_reused_while_pending() {
     let mut ep = Endpoint::new(Config::default());
-    let ids: Vec<u64> = (0..100).map(|_| ep.send_request("m", None, opts(), Instant::ZERO).unwrap().get()).collect();
+    let ids: Vec<u64> = (0..100)
+        .map(|_| {
+            ep.send_request("m", None, opts(), Instant::ZERO)
+                .unwrap()
+                .get()
+        })
+        .collect();
     assert_eq!(ids, (1..=100).collect::<Vec<_>>());
     let cancelled = ep.send_request("m", None, opts(), Instant::ZERO).unwrap();
     assert!(ep.cancel(cancelled, Instant::ZERO));
-    assert_eq!(ep.send_request("m", None, opts(), Instant::ZERO).unwrap().get(), 102);
+    assert_eq!(
+        ep.send_request("m", None, opts(), Instant::ZERO)
+            .unwrap()
+            .get(),
+        102
+    );
 }
 
 fn feed(ep: &mut Endpoint, frames: &[&str]) -> Vec<Ev> {
@@ -119,22 +167,56 @@ fn transmitted(ep: &mut Endpoint) -> Vec<serde_json::Value> {
 #[test]
 fn unknown_and_late_responses() {
     let mut ep = Endpoint::new(config(|c| c.cancellation = false));
-    let id = ep.send_request("m", None, RequestOptions::timeout(Timeout::After(Duration::from_secs(1))), Instant::ZERO).unwrap();
+    let id = ep
+        .send_request(
+            "m",
+            None,
+            RequestOptions::timeout(Timeout::After(Duration::from_secs(1))),
+            Instant::ZERO,
+        )
+        .unwrap();
     let other = ep.send_request("m", None, opts(), Instant::ZERO).unwrap();
     transmitted(&mut ep);
     // An id we never sent is reported, and otherwise ignored.
-    assert_eq!(feed(&mut ep, &[r#"{"jsonrpc":"2.0","result":1,"id":99}"#]), vec![Ev::Unknown("99".into())]);
-    assert_eq!(feed(&mut ep, &[r#"{"jsonrpc":"2.0","result":1,"id":"x"}"#]), vec![Ev::Unknown("\"x\"".into())]);
+    assert_eq!(
+        feed(&mut ep, &[r#"{"jsonrpc":"2.0","result":1,"id":99}"#]),
+        vec![Ev::Unknown("99".into())]
+    );
+    assert_eq!(
+        feed(&mut ep, &[r#"{"jsonrpc":"2.0","result":1,"id":"x"}"#]),
+        vec![Ev::Unknown("\"x\"".into())]
+    );
     // Timed out, then answered late: the late answer is dropped silently.
     ep.handle_timeout(Instant::from_millis(1000));
     let events: Vec<_> = std::iter::from_fn(|| ep.poll_event().map(pair::copy)).collect();
-    assert_eq!(events, vec![Ev::Ended { id, reason: EndReason::TimedOut }]);
-    assert_eq!(feed(&mut ep, &[r#"{"jsonrpc":"2.0","result":1,"id":1}"#]), vec![]);
+    assert_eq!(
+        events,
+        vec![Ev::Ended {
+            id,
+            reason: EndReason::TimedOut
+        }]
+    );
+    assert_eq!(
+        feed(&mut ep, &[r#"{"jsonrpc":"2.0","result":1,"id":1}"#]),
+        vec![]
+    );
     // Cancelled, then answered late: dropped too.
     assert!(ep.cancel(other, Instant::from_millis(1000)));
-    assert_eq!(ep.poll_event().map(pair::copy), Some(Ev::Ended { id: other, reason: EndReason::Cancelled }));
-    assert_eq!(feed(&mut ep, &[r#"{"jsonrpc":"2.0","result":1,"id":2}"#]), vec![]);
-    assert!(transmitted(&mut ep).is_empty(), "responses are never answered");
+    assert_eq!(
+        ep.poll_event().map(pair::copy),
+        Some(Ev::Ended {
+            id: other,
+            reason: EndReason::Cancelled
+        })
+    );
+    assert_eq!(
+        feed(&mut ep, &[r#"{"jsonrpc":"2.0","result":1,"id":2}"#]),
+        vec![]
+    );
+    assert!(
+        transmitted(&mut ep).is_empty(),
+        "responses are never answered"
+    );
     assert!(ep.is_idle());
 }
 
@@ -143,18 +225,29 @@ fn a_peer_reusing_an_in_flight_id_gets_an_error_and_the_first_request_stands() {
     let mut ep = Endpoint::new(Config::default());
     let events = feed(
         &mut ep,
-        &[r#"{"jsonrpc":"2.0","method":"slow","id":7}"#, r#"{"jsonrpc":"2.0","method":"again","id":7}"#],
+        &[
+            r#"{"jsonrpc":"2.0","method":"slow","id":7}"#,
+            r#"{"jsonrpc":"2.0","method":"again","id":7}"#,
+        ],
     );
     assert_eq!(events.len(), 1, "only the first surfaces: {events:?}");
     let out = transmitted(&mut ep);
     assert_eq!(out.len(), 1);
     assert_eq!(out[0]["error"]["code"], -32600);
     assert_eq!(out[0]["id"], 7);
-    let Ev::Request { id, .. } = &events[0] else { panic!() };
+    let Ev::Request { id, .. } = &events[0] else {
+        panic!()
+    };
     ep.respond(*id, Ok(raw("\"done\""))).unwrap();
-    assert_eq!(transmitted(&mut ep), vec![serde_json::json!({"jsonrpc":"2.0","result":"done","id":7})]);
+    assert_eq!(
+        transmitted(&mut ep),
+        vec![serde_json::json!({"jsonrpc":"2.0","result":"done","id":7})]
+    );
     // Once answered, the id may be used again.
-    assert_eq!(feed(&mut ep, &[r#"{"jsonrpc":"2.0","method":"again","id":7}"#]).len(), 1);
+    assert_eq!(
+        feed(&mut ep, &[r#"{"jsonrpc":"2.0","method":"again","id":7}"#]).len(),
+        1
+    );
     // Responding twice is the caller's mistake, reported as such.
     assert!(ep.respond(*id, Ok(raw("1"))).is_err());
 }
@@ -164,8 +257,17 @@ fn deadlines() {
     let mut ep = Endpoint::new(config(|c| c.cancel_on_timeout = false));
     let t0 = Instant::from_millis(500);
     let default = ep.send_request("m", None, opts(), t0).unwrap();
-    let short = ep.send_request("m", None, RequestOptions::timeout(Timeout::After(Duration::from_secs(2))), t0).unwrap();
-    let never = ep.send_request("m", None, RequestOptions::timeout(Timeout::Never), t0).unwrap();
+    let short = ep
+        .send_request(
+            "m",
+            None,
+            RequestOptions::timeout(Timeout::After(Duration::from_secs(2))),
+            t0,
+        )
+        .unwrap();
+    let never = ep
+        .send_request("m", None, RequestOptions::timeout(Timeout::Never), t0)
+        .unwrap();
     transmitted(&mut ep);
     assert_eq!(ep.poll_timeout(), Some(t0 + Duration::from_secs(2)));
     // Before any deadline, nothing changes.
@@ -173,10 +275,26 @@ fn deadlines() {
     assert!(ep.poll_event().is_none());
     assert_eq!(ep.pending_requests(), 3);
     ep.handle_timeout(t0 + Duration::from_secs(2));
-    assert_eq!(ep.poll_event().map(pair::copy), Some(Ev::Ended { id: short, reason: EndReason::TimedOut }));
-    assert_eq!(ep.poll_timeout(), Some(t0 + Duration::from_secs(30)), "30 s by default");
+    assert_eq!(
+        ep.poll_event().map(pair::copy),
+        Some(Ev::Ended {
+            id: short,
+            reason: EndReason::TimedOut
+        })
+    );
+    assert_eq!(
+        ep.poll_timeout(),
+        Some(t0 + Duration::from_secs(30)),
+        "30 s by default"
+    );
     ep.handle_timeout(t0 + Duration::from_secs(3600));
-    assert_eq!(ep.poll_event().map(pair::copy), Some(Ev::Ended { id: default, reason: EndReason::TimedOut }));
+    assert_eq!(
+        ep.poll_event().map(pair::copy),
+        Some(Ev::Ended {
+            id: default,
+            reason: EndReason::TimedOut
+        })
+    );
     assert!(ep.poll_event().is_none());
     assert_eq!(ep.pending_requests(), 1);
     assert_eq!(ep.poll_timeout(), None);
@@ -186,11 +304,25 @@ fn deadlines() {
 #[test]
 fn timing_out_sends_a_cancel_by_default() {
     let mut p = Pair::new();
-    let id = p.a.ep.send_request("slow", None, RequestOptions::timeout(Timeout::After(Duration::from_secs(5))), p.now).unwrap();
+    let id =
+        p.a.ep
+            .send_request(
+                "slow",
+                None,
+                RequestOptions::timeout(Timeout::After(Duration::from_secs(5))),
+                p.now,
+            )
+            .unwrap();
     p.drive();
     let incoming = p.b.requests()[0];
     assert!(p.step_timeout());
-    assert_eq!(p.a.take_events(), vec![Ev::Ended { id, reason: EndReason::TimedOut }]);
+    assert_eq!(
+        p.a.take_events(),
+        vec![Ev::Ended {
+            id,
+            reason: EndReason::TimedOut
+        }]
+    );
     assert!(p.b.events.contains(&Ev::PeerCancelled(incoming)));
 }
 
@@ -203,9 +335,18 @@ fn cancelling_an_outgoing_request() {
     assert!(p.a.ep.cancel(id, p.now));
     assert!(!p.a.ep.cancel(id, p.now), "only once");
     p.drive();
-    assert_eq!(p.a.take_events(), vec![Ev::Ended { id, reason: EndReason::Cancelled }]);
+    assert_eq!(
+        p.a.take_events(),
+        vec![Ev::Ended {
+            id,
+            reason: EndReason::Cancelled
+        }]
+    );
     let last_sent = String::from_utf8(p.a.sent.last().unwrap().clone()).unwrap();
-    assert!(last_sent.ends_with(r#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":1}}"#), "{last_sent}");
+    assert!(
+        last_sent.ends_with(r#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":1}}"#),
+        "{last_sent}"
+    );
     // The server is told and answers with the cancelled code; the client ignores the answer.
     assert!(p.b.events.contains(&Ev::PeerCancelled(incoming)));
     p.b.respond_err(incoming, -32800, "Request cancelled");
@@ -220,9 +361,14 @@ fn a_cancel_that_arrives_first_is_remembered_bounded_in_count_and_time() {
         c.early_cancel_capacity = 2;
         c.early_cancel_ttl = Duration::from_secs(10);
     }));
-    let cancel = |id: &str| format!(r#"{{"jsonrpc":"2.0","method":"$/cancelRequest","params":{{"id":{id}}}}}"#);
+    let cancel = |id: &str| {
+        format!(r#"{{"jsonrpc":"2.0","method":"$/cancelRequest","params":{{"id":{id}}}}}"#)
+    };
     assert!(feed(&mut ep, &[&cancel("1"), &cancel("\"two\""), &cancel("3")]).is_empty());
-    assert_eq!(ep.poll_timeout(), Some(Instant::ZERO + Duration::from_secs(10)));
+    assert_eq!(
+        ep.poll_timeout(),
+        Some(Instant::ZERO + Duration::from_secs(10))
+    );
     // "1" was pushed out by the capacity of 2; "two" and 3 are remembered.
     let events = feed(
         &mut ep,
@@ -235,7 +381,10 @@ fn a_cancel_that_arrives_first_is_remembered_bounded_in_count_and_time() {
     assert_eq!(events.len(), 1, "{events:?}");
     let out = transmitted(&mut ep);
     assert_eq!(out.len(), 2);
-    for (frame, id) in out.iter().zip([serde_json::json!("two"), serde_json::json!(3)]) {
+    for (frame, id) in out
+        .iter()
+        .zip([serde_json::json!("two"), serde_json::json!(3)])
+    {
         assert_eq!(frame["error"]["code"], -32800);
         assert_eq!(frame["id"], id);
     }
@@ -245,8 +394,16 @@ fn a_cancel_that_arrives_first_is_remembered_bounded_in_count_and_time() {
     let events = feed(&mut ep, &[r#"{"jsonrpc":"2.0","method":"m","id":4}"#]);
     assert!(matches!(events[..], [Ev::Request { .. }]), "{events:?}");
     // A cancel for nothing known, with junk params, is ignored.
-    assert!(feed(&mut ep, &[r#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":[1]}"#]).is_empty());
-    assert!(feed(&mut ep, &[r#"{"jsonrpc":"2.0","method":"$/cancelRequest"}"#]).is_empty());
+    assert!(feed(
+        &mut ep,
+        &[r#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":[1]}"#]
+    )
+    .is_empty());
+    assert!(feed(
+        &mut ep,
+        &[r#"{"jsonrpc":"2.0","method":"$/cancelRequest"}"#]
+    )
+    .is_empty());
 }
 
 #[test]
@@ -254,7 +411,9 @@ fn incoming_batch_is_answered_once_all_are_answered_in_any_order() {
     let mut ep = Endpoint::new(Config::default());
     let events = feed(
         &mut ep,
-        &[r#"[{"jsonrpc":"2.0","method":"a","id":1},{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","method":"b","id":2},5]"#],
+        &[
+            r#"[{"jsonrpc":"2.0","method":"a","id":1},{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","method":"b","id":2},5]"#,
+        ],
     );
     assert_eq!(events.len(), 3);
     let reqs: Vec<_> = events
@@ -265,17 +424,32 @@ fn incoming_batch_is_answered_once_all_are_answered_in_any_order() {
         })
         .collect();
     ep.respond(reqs[1], Ok(raw("\"b\""))).unwrap();
-    assert!(transmitted(&mut ep).is_empty(), "held until the whole batch is answered");
+    assert!(
+        transmitted(&mut ep).is_empty(),
+        "held until the whole batch is answered"
+    );
     ep.respond(reqs[0], Ok(raw("\"a\""))).unwrap();
     let out = transmitted(&mut ep);
     assert_eq!(out.len(), 1);
     let arr = out[0].as_array().unwrap();
     assert_eq!(arr.len(), 3);
-    assert_eq!(arr[0]["error"]["code"], -32600, "the invalid entry, answered at once");
-    assert_eq!(arr[1], serde_json::json!({"jsonrpc":"2.0","result":"b","id":2}));
-    assert_eq!(arr[2], serde_json::json!({"jsonrpc":"2.0","result":"a","id":1}));
+    assert_eq!(
+        arr[0]["error"]["code"], -32600,
+        "the invalid entry, answered at once"
+    );
+    assert_eq!(
+        arr[1],
+        serde_json::json!({"jsonrpc":"2.0","result":"b","id":2})
+    );
+    assert_eq!(
+        arr[2],
+        serde_json::json!({"jsonrpc":"2.0","result":"a","id":1})
+    );
     // All notifications: nothing at all.
-    let events = feed(&mut ep, &[r#"[{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","method":"m"}]"#]);
+    let events = feed(
+        &mut ep,
+        &[r#"[{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","method":"m"}]"#],
+    );
     assert_eq!(events.len(), 2);
     assert!(transmitted(&mut ep).is_empty());
     assert!(ep.is_idle());
@@ -294,13 +468,29 @@ fn outgoing_batch_handles_match_by_id() {
     assert_eq!(p.a.sent.len(), 1, "one frame for the whole batch");
     let reqs = p.b.requests();
     assert_eq!(reqs.len(), 2);
-    assert!(p.b.events.iter().any(|e| matches!(e, Ev::Notification { method, .. } if method == "note")));
+    assert!(p
+        .b
+        .events
+        .iter()
+        .any(|e| matches!(e, Ev::Notification { method, .. } if method == "note")));
     p.b.respond(reqs[1], "\"Y\"");
     p.b.respond(reqs[0], "\"X\"");
     p.drive();
     let mut got = p.a.take_events();
     got.sort_by_key(|e| format!("{e:?}"));
-    assert_eq!(got, vec![Ev::Response { id: x, result: Ok("\"X\"".into()) }, Ev::Response { id: y, result: Ok("\"Y\"".into()) }]);
+    assert_eq!(
+        got,
+        vec![
+            Ev::Response {
+                id: x,
+                result: Ok("\"X\"".into())
+            },
+            Ev::Response {
+                id: y,
+                result: Ok("\"Y\"".into())
+            }
+        ]
+    );
     // A batch dropped unsent registers nothing.
     let mut dropped = p.a.ep.batch(p.now);
     dropped.request("z", None, opts()).unwrap();
@@ -311,21 +501,34 @@ fn outgoing_batch_handles_match_by_id() {
 
 #[test]
 fn error_with_null_id_policies() {
-    let null_error = r#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"},"id":null}"#;
+    let null_error =
+        r#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"},"id":null}"#;
     // FailSingle (default): one pending request takes the error.
     let mut ep = Endpoint::new(Config::default());
     let id = ep.send_request("m", None, opts(), Instant::ZERO).unwrap();
-    assert_eq!(feed(&mut ep, &[null_error]), vec![Ev::Response { id, result: Err((-32700, "Parse error".into())) }]);
+    assert_eq!(
+        feed(&mut ep, &[null_error]),
+        vec![Ev::Response {
+            id,
+            result: Err((-32700, "Parse error".into()))
+        }]
+    );
     assert_eq!(ep.pending_requests(), 0);
     // With two pending it cannot be attributed: reported only.
     ep.send_request("m", None, opts(), Instant::ZERO).unwrap();
     ep.send_request("m", None, opts(), Instant::ZERO).unwrap();
-    assert_eq!(feed(&mut ep, &[null_error]), vec![Ev::ErrorWithoutId(-32700)]);
+    assert_eq!(
+        feed(&mut ep, &[null_error]),
+        vec![Ev::ErrorWithoutId(-32700)]
+    );
     assert_eq!(ep.pending_requests(), 2);
     // Report never fails anything.
     let mut ep = Endpoint::new(config(|c| c.null_id_policy = NullIdPolicy::Report));
     ep.send_request("m", None, opts(), Instant::ZERO).unwrap();
-    assert_eq!(feed(&mut ep, &[null_error]), vec![Ev::ErrorWithoutId(-32700)]);
+    assert_eq!(
+        feed(&mut ep, &[null_error]),
+        vec![Ev::ErrorWithoutId(-32700)]
+    );
     assert_eq!(ep.pending_requests(), 1);
     // FailAll ends everything.
     let mut ep = Endpoint::new(config(|c| c.null_id_policy = NullIdPolicy::FailAll));
@@ -335,17 +538,28 @@ fn error_with_null_id_policies() {
         feed(&mut ep, &[null_error]),
         vec![
             Ev::ErrorWithoutId(-32700),
-            Ev::Ended { id: a, reason: EndReason::PeerError },
-            Ev::Ended { id: b, reason: EndReason::PeerError }
+            Ev::Ended {
+                id: a,
+                reason: EndReason::PeerError
+            },
+            Ev::Ended {
+                id: b,
+                reason: EndReason::PeerError
+            }
         ]
     );
-    assert!(transmitted(&mut ep).len() == 2, "only our two requests went out; the error was not answered");
+    assert!(
+        transmitted(&mut ep).len() == 2,
+        "only our two requests went out; the error was not answered"
+    );
 }
 
 #[test]
 fn close_ends_everything_exactly_once_and_empties_every_table() {
     let mut p = Pair::new();
-    let ids: Vec<_> = (0..3).map(|_| p.a.ep.send_request("m", None, opts(), p.now).unwrap()).collect();
+    let ids: Vec<_> = (0..3)
+        .map(|_| p.a.ep.send_request("m", None, opts(), p.now).unwrap())
+        .collect();
     p.b.ep.send_request("from_b", None, opts(), p.now).unwrap();
     p.drive();
     let incoming = p.a.requests();
@@ -354,10 +568,27 @@ fn close_ends_everything_exactly_once_and_empties_every_table() {
     p.a.ep.close(p.now);
     p.drive();
     let events = p.a.take_events();
-    let ended: Vec<_> = events.iter().filter(|e| matches!(e, Ev::Ended { reason: EndReason::Closed, .. })).collect();
+    let ended: Vec<_> = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                Ev::Ended {
+                    reason: EndReason::Closed,
+                    ..
+                }
+            )
+        })
+        .collect();
     assert_eq!(ended.len(), 3);
     for id in &ids {
-        assert_eq!(events.iter().filter(|e| matches!(e, Ev::Ended { id: x, .. } if x == id)).count(), 1);
+        assert_eq!(
+            events
+                .iter()
+                .filter(|e| matches!(e, Ev::Ended { id: x, .. } if x == id))
+                .count(),
+            1
+        );
     }
     assert_eq!(events.last(), Some(&Ev::Closed));
     assert_eq!(events.iter().filter(|e| **e == Ev::Closed).count(), 1);
@@ -365,7 +596,10 @@ fn close_ends_everything_exactly_once_and_empties_every_table() {
     assert!(p.a.ep.respond(incoming[0], Ok(raw("1"))).is_err());
     assert_eq!(p.a.ep.buffered_output(), 0);
     assert!(p.a.ep.is_idle());
-    assert_eq!(p.a.ep.send_request("m", None, opts(), p.now), Err(SendError::Closed));
+    assert_eq!(
+        p.a.ep.send_request("m", None, opts(), p.now),
+        Err(SendError::Closed)
+    );
     assert_eq!(p.a.ep.send_notification("m", None), Err(SendError::Closed));
 }
 
@@ -373,12 +607,31 @@ fn close_ends_everything_exactly_once_and_empties_every_table() {
 fn end_of_input_reports_a_partial_frame_and_closes() {
     let mut ep = Endpoint::new(Config::default());
     let id = ep.send_request("m", None, opts(), Instant::ZERO).unwrap();
-    assert_eq!(ep.handle_input(b"Content-Length: 50\r\n\r\n{\"json", Instant::ZERO), 28);
+    assert_eq!(
+        ep.handle_input(b"Content-Length: 50\r\n\r\n{\"json", Instant::ZERO),
+        28
+    );
     ep.handle_end_of_input(Instant::ZERO);
     let events: Vec<_> = std::iter::from_fn(|| ep.poll_event().map(pair::copy)).collect();
-    assert!(matches!(&events[0], Ev::Frame(m) if m.contains("ended inside a frame")), "{events:?}");
-    assert_eq!(events[1..], [Ev::Ended { id, reason: EndReason::Closed }, Ev::Closed]);
-    assert_eq!(transmitted(&mut ep).len(), 1, "output queued before the end can still be drained");
+    assert!(
+        matches!(&events[0], Ev::Frame(m) if m.contains("ended inside a frame")),
+        "{events:?}"
+    );
+    assert_eq!(
+        events[1..],
+        [
+            Ev::Ended {
+                id,
+                reason: EndReason::Closed
+            },
+            Ev::Closed
+        ]
+    );
+    assert_eq!(
+        transmitted(&mut ep).len(),
+        1,
+        "output queued before the end can still be drained"
+    );
     assert!(ep.is_idle());
 }
 
@@ -391,10 +644,19 @@ fn bounded_pending_in_flight_and_output() {
     }));
     ep.send_request("m", None, opts(), Instant::ZERO).unwrap();
     ep.send_request("m", None, opts(), Instant::ZERO).unwrap();
-    assert_eq!(ep.send_request("m", None, opts(), Instant::ZERO), Err(SendError::TooManyPending));
+    assert_eq!(
+        ep.send_request("m", None, opts(), Instant::ZERO),
+        Err(SendError::TooManyPending)
+    );
     transmitted(&mut ep);
     // Beyond the in-flight bound, a request is answered -32002 at once and never surfaces.
-    let events = feed(&mut ep, &[r#"{"jsonrpc":"2.0","method":"a","id":1}"#, r#"{"jsonrpc":"2.0","method":"b","id":2}"#]);
+    let events = feed(
+        &mut ep,
+        &[
+            r#"{"jsonrpc":"2.0","method":"a","id":1}"#,
+            r#"{"jsonrpc":"2.0","method":"b","id":2}"#,
+        ],
+    );
     assert_eq!(events.len(), 1);
     let out = transmitted(&mut ep);
     assert_eq!(out[0]["error"]["code"], -32002);
@@ -405,11 +667,18 @@ fn bounded_pending_in_flight_and_output() {
     assert_eq!(ep.send_notification("n", None), Err(SendError::OutputFull));
     // ...and leaves input unprocessed (back-pressure), until the output is drained.
     let mut wire = Vec::new();
-    sansrpc::codec::encode_frame(Framing::ContentLength, br#"{"jsonrpc":"2.0","method":"n"}"#, &mut wire);
+    sansrpc::codec::encode_frame(
+        Framing::ContentLength,
+        br#"{"jsonrpc":"2.0","method":"n"}"#,
+        &mut wire,
+    );
     let taken = ep.handle_input(&wire, Instant::ZERO);
     assert!(ep.poll_event().is_none());
     transmitted(&mut ep);
-    assert_eq!(taken + ep.handle_input(&wire[taken..], Instant::ZERO), wire.len());
+    assert_eq!(
+        taken + ep.handle_input(&wire[taken..], Instant::ZERO),
+        wire.len()
+    );
     assert!(matches!(ep.poll_event(), Some(Event::Notification(_))));
 }
 
@@ -439,25 +708,41 @@ fn input_beyond_unpolled_events_is_pushed_back() {
         rounds += 1;
     }
     assert_eq!(seen, 1000);
-    assert!(rounds > 1, "unpolled events bound how much input is taken at once");
+    assert!(
+        rounds > 1,
+        "unpolled events bound how much input is taken at once"
+    );
 }
 
 #[test]
 fn message_transports_use_handle_message() {
     let mut server = Endpoint::new(config(|c| c.framing = None));
-    server.handle_message(br#"{"jsonrpc":"2.0","method":"m","params":[1],"id":"w"}"#, Instant::ZERO).unwrap();
-    let Some(Event::Request { id, request }) = server.poll_event() else { panic!() };
+    server
+        .handle_message(
+            br#"{"jsonrpc":"2.0","method":"m","params":[1],"id":"w"}"#,
+            Instant::ZERO,
+        )
+        .unwrap();
+    let Some(Event::Request { id, request }) = server.poll_event() else {
+        panic!()
+    };
     assert_eq!(request.params.unwrap().get(), "[1]");
     server.respond(id, Ok(raw("true"))).unwrap();
     let mut out = Vec::new();
     server.poll_transmit(&mut out).unwrap();
-    assert_eq!(out, br#"{"jsonrpc":"2.0","result":true,"id":"w"}"#, "unframed");
+    assert_eq!(
+        out, br#"{"jsonrpc":"2.0","result":true,"id":"w"}"#,
+        "unframed"
+    );
     // Garbage is answered, and the endpoint goes on.
     server.handle_message(b"{oops", Instant::ZERO).unwrap();
     assert!(matches!(server.poll_event(), Some(Event::Rejected(_))));
     out.clear();
     server.poll_transmit(&mut out).unwrap();
-    assert_eq!(out, br#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"},"id":null}"#);
+    assert_eq!(
+        out,
+        br#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"},"id":null}"#
+    );
     // Oversize: -32004, id null.
     let mut limits = sansrpc::Limits::default();
     limits.max_frame_bytes = 16;
@@ -465,7 +750,9 @@ fn message_transports_use_handle_message() {
         c.framing = None;
         c.limits = limits;
     }));
-    small.handle_message(br#"{"jsonrpc":"2.0","method":"mmmmmmmmmm"}"#, Instant::ZERO).unwrap();
+    small
+        .handle_message(br#"{"jsonrpc":"2.0","method":"mmmmmmmmmm"}"#, Instant::ZERO)
+        .unwrap();
     assert!(matches!(small.poll_event(), Some(Event::FrameError(_))));
     out.clear();
     small.poll_transmit(&mut out).unwrap();
@@ -482,18 +769,39 @@ fn garbage_on_a_stream_is_reported_and_the_stream_goes_on() {
     let r = p.b.requests()[0];
     p.b.respond(r, "1");
     p.drive();
-    assert_eq!(p.a.take_events(), vec![Ev::Response { id, result: Ok("1".into()) }]);
+    assert_eq!(
+        p.a.take_events(),
+        vec![Ev::Response {
+            id,
+            result: Ok("1".into())
+        }]
+    );
 }
 
 #[test]
 fn malformed_response_to_a_pending_request_ends_it() {
     let mut ep = Endpoint::new(Config::default());
     let id = ep.send_request("m", None, opts(), Instant::ZERO).unwrap();
-    let events = feed(&mut ep, &[r#"{"jsonrpc":"2.0","result":1,"error":{"code":1,"message":"x"},"id":1}"#]);
-    assert_eq!(events, vec![Ev::Ended { id, reason: EndReason::MalformedResponse(sansrpc::ProtocolError::ResultAndError) }]);
-    let events = feed(&mut ep, &[r#"{"jsonrpc":"2.0","result":1,"error":{"code":1,"message":"x"},"id":8}"#]);
+    let events = feed(
+        &mut ep,
+        &[r#"{"jsonrpc":"2.0","result":1,"error":{"code":1,"message":"x"},"id":1}"#],
+    );
+    assert_eq!(
+        events,
+        vec![Ev::Ended {
+            id,
+            reason: EndReason::MalformedResponse(sansrpc::ProtocolError::ResultAndError)
+        }]
+    );
+    let events = feed(
+        &mut ep,
+        &[r#"{"jsonrpc":"2.0","result":1,"error":{"code":1,"message":"x"},"id":8}"#],
+    );
     assert_eq!(events, vec![Ev::Protocol]);
-    assert!(transmitted(&mut ep).len() == 1, "only our request: malformed responses are never answered");
+    assert!(
+        transmitted(&mut ep).len() == 1,
+        "only our request: malformed responses are never answered"
+    );
 }
 
 /// Found by the model (`tests/model.rs`): frames `handle_input` reported as taken sat in the

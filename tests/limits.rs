@@ -35,7 +35,10 @@ fn a_million_open_brackets_is_an_error_not_a_stack_overflow() {
     // The same depth inside params of an otherwise fine request.
     let mut frame = br#"{"jsonrpc":"2.0","method":"m","id":1,"params":"#.to_vec();
     frame.extend(std::iter::repeat_n(b'{', 200_000).flat_map(|_| *br#"{"a":"#));
-    assert_eq!(code(&serve_with(Limits::default(), &frame).unwrap()), -32600);
+    assert_eq!(
+        code(&serve_with(Limits::default(), &frame).unwrap()),
+        -32600
+    );
 }
 
 #[test]
@@ -44,7 +47,10 @@ fn depth_limit_counts_the_envelope() {
     // Envelope (1) > params array (2) > inner array (3): allowed.
     let ok = br#"{"jsonrpc":"2.0","method":"sum","params":[[1]],"id":1}"#;
     let mut c = Classifier::new(l);
-    assert!(matches!(c.classify(ok), Classified::Single(Incoming::Request(_))));
+    assert!(matches!(
+        c.classify(ok),
+        Classified::Single(Incoming::Request(_))
+    ));
     // One more level is refused.
     let deep = br#"{"jsonrpc":"2.0","method":"sum","params":[[[1]]],"id":1}"#;
     assert_eq!(c.classify(deep).rejection(), Some(Rejection::TooDeep));
@@ -79,7 +85,10 @@ fn batch_length_limit() {
     frame.pop();
     frame.extend_from_slice(b", not json at all");
     let mut c = Classifier::new(limits(|l| l.max_batch_len = 3));
-    assert_eq!(c.classify(&frame).rejection(), Some(Rejection::BatchTooLarge));
+    assert_eq!(
+        c.classify(&frame).rejection(),
+        Some(Rejection::BatchTooLarge)
+    );
 }
 
 #[test]
@@ -96,13 +105,19 @@ fn string_id_length_limit() {
     let mut frame = br#"{"jsonrpc":"2.0","method":"get_data","id":"#.to_vec();
     frame.extend(std::iter::repeat_n(b'7', 1_000_000));
     frame.push(b'}');
-    assert_eq!(serve_with(Limits::default(), &frame).unwrap()["id"], json!(null));
+    assert_eq!(
+        serve_with(Limits::default(), &frame).unwrap()["id"],
+        json!(null)
+    );
 }
 
 #[test]
 fn frame_size_limit_for_single_message_transports() {
     let l = limits(|l| l.max_frame_bytes = 64);
-    let frame = format!(r#"{{"jsonrpc":"2.0","method":"sum","params":[{}],"id":1}}"#, vec!["1"; 40].join(","));
+    let frame = format!(
+        r#"{{"jsonrpc":"2.0","method":"sum","params":[{}],"id":1}}"#,
+        vec!["1"; 40].join(",")
+    );
     let v = serve_with(l, frame.as_bytes()).unwrap();
     assert_eq!(code(&v), -32004);
     assert_eq!(v["id"], json!(null));
@@ -114,6 +129,9 @@ fn classifier_is_reusable_after_every_rejection() {
     let good = br#"{"jsonrpc":"2.0","method":"m","id":1}"#;
     for bad in [&b"[[[[[["[..], b"[1,2,3]", b"{", b"[]", b"7", b"\xff"] {
         assert!(c.classify(bad).rejection().is_some(), "{bad:?}");
-        assert!(matches!(c.classify(good), Classified::Single(Incoming::Request(_))));
+        assert!(matches!(
+            c.classify(good),
+            Classified::Single(Incoming::Request(_))
+        ));
     }
 }

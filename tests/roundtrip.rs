@@ -4,7 +4,10 @@
 
 use proptest::prelude::*;
 use sansrpc::message::{write_error_response, write_result_response, BatchWriter};
-use sansrpc::{Classified, Classifier, ErrorObject, Id, Incoming, Notification, RawValue, Request, Response, Version};
+use sansrpc::{
+    Classified, Classifier, ErrorObject, Id, Incoming, Notification, RawValue, Request, Response,
+    Version,
+};
 use serde_json::Value;
 
 fn json_value() -> impl Strategy<Value = Value> {
@@ -12,13 +15,16 @@ fn json_value() -> impl Strategy<Value = Value> {
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(Value::from),
-        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(Value::from),
         ".{0,12}".prop_map(Value::String),
     ];
     leaf.prop_recursive(4, 32, 6, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            prop::collection::btree_map(".{0,6}", inner, 0..6).prop_map(|m| Value::Object(m.into_iter().collect())),
+            prop::collection::btree_map(".{0,6}", inner, 0..6)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
         ]
     })
 }
@@ -82,13 +88,23 @@ fn message() -> impl Strategy<Value = Msg> {
             result: Ok(raw(&result).into()),
             version: Version::V2,
         })),
-        (id(), any::<i64>(), ".{0,20}", proptest::option::of(json_value())).prop_map(|(id, code, message, data)| {
-            let mut e = ErrorObject::new(code, message);
-            if let Some(d) = data {
-                e = e.with_data(raw(&d));
-            }
-            Msg::Response(Response { id, result: Err(e), version: Version::V2 })
-        }),
+        (
+            id(),
+            any::<i64>(),
+            ".{0,20}",
+            proptest::option::of(json_value())
+        )
+            .prop_map(|(id, code, message, data)| {
+                let mut e = ErrorObject::new(code, message);
+                if let Some(d) = data {
+                    e = e.with_data(raw(&d));
+                }
+                Msg::Response(Response {
+                    id,
+                    result: Err(e),
+                    version: Version::V2,
+                })
+            }),
     ]
 }
 

@@ -51,8 +51,16 @@ impl NotificationMethod for Log {
 
 fn router() -> Router {
     let mut r = Router::new();
-    r.method::<Subtract, _>(|p| Ok(p.minuend - p.subtrahend)).unwrap();
-    r.method::<Hello, _>(|p| Ok(format!("{}, {}", p.greeting.as_deref().unwrap_or("hello"), p.name))).unwrap();
+    r.method::<Subtract, _>(|p| Ok(p.minuend - p.subtrahend))
+        .unwrap();
+    r.method::<Hello, _>(|p| {
+        Ok(format!(
+            "{}, {}",
+            p.greeting.as_deref().unwrap_or("hello"),
+            p.name
+        ))
+    })
+    .unwrap();
     r.method::<Now, _>(|()| Ok(42)).unwrap();
     r
 }
@@ -79,15 +87,27 @@ fn dispatch(r: &Router, method: &str, params: Option<&str>) -> Result<Value, Err
 fn params_by_position_or_by_name_decode_into_the_same_type() {
     let r = router();
     assert_eq!(dispatch(&r, "subtract", Some("[42, 23]")), Ok(json!(19)));
-    assert_eq!(dispatch(&r, "subtract", Some(r#"{"subtrahend": 23, "minuend": 42}"#)), Ok(json!(19)));
+    assert_eq!(
+        dispatch(&r, "subtract", Some(r#"{"subtrahend": 23, "minuend": 42}"#)),
+        Ok(json!(19))
+    );
 }
 
 #[test]
 fn optional_params_may_be_absent() {
     let r = router();
-    assert_eq!(dispatch(&r, "hello", Some(r#"{"name": "ada"}"#)), Ok(json!("hello, ada")));
-    assert_eq!(dispatch(&r, "hello", Some(r#"["ada"]"#)), Ok(json!("hello, ada")));
-    assert_eq!(dispatch(&r, "hello", Some(r#"["ada", "hi"]"#)), Ok(json!("hi, ada")));
+    assert_eq!(
+        dispatch(&r, "hello", Some(r#"{"name": "ada"}"#)),
+        Ok(json!("hello, ada"))
+    );
+    assert_eq!(
+        dispatch(&r, "hello", Some(r#"["ada"]"#)),
+        Ok(json!("hello, ada"))
+    );
+    assert_eq!(
+        dispatch(&r, "hello", Some(r#"["ada", "hi"]"#)),
+        Ok(json!("hi, ada"))
+    );
     assert_eq!(dispatch(&r, "now", None), Ok(json!(42)));
     assert_eq!(dispatch(&r, "now", Some("[]")), Ok(json!(42)));
 }
@@ -96,7 +116,10 @@ fn optional_params_may_be_absent() {
 fn wrong_params_give_a_helpful_invalid_params() {
     let r = router();
     for (params, needle) in [
-        (Some(r#"["a", 1]"#), "invalid type: string \"a\", expected i64"),
+        (
+            Some(r#"["a", 1]"#),
+            "invalid type: string \"a\", expected i64",
+        ),
         (Some(r#"{"minuend": 1}"#), "missing field `subtrahend`"),
         (Some("[1, 2, 3]"), "expected at most 2 params, got 3"),
         (None, "invalid type: null"),
@@ -105,7 +128,11 @@ fn wrong_params_give_a_helpful_invalid_params() {
         assert_eq!(e.code, -32602, "{params:?}");
         assert!(e.message.starts_with("Invalid params: "), "{}", e.message);
         assert!(e.message.contains(needle), "{params:?}: {}", e.message);
-        assert!(!e.message.contains("line"), "no position in a text the caller never saw: {}", e.message);
+        assert!(
+            !e.message.contains("line"),
+            "no position in a text the caller never saw: {}",
+            e.message
+        );
         assert!(!e.message.contains(".rs"), "no source paths: {}", e.message);
     }
 }
@@ -118,12 +145,22 @@ fn unknown_methods_and_registration_rules() {
         r.method::<Subtract, _>(|_| Ok(0)),
         Err(RegisterError::Duplicate("subtract".into()))
     );
-    assert_eq!(r.raw_method("rpc.mine", |_, _| Ok(())), Err(RegisterError::Reserved("rpc.mine".into())));
+    assert_eq!(
+        r.raw_method("rpc.mine", |_, _| Ok(())),
+        Err(RegisterError::Reserved("rpc.mine".into()))
+    );
     let mut math = r.group("math");
-    math.method::<Subtract, _>(|p| Ok(p.minuend - p.subtrahend)).unwrap();
-    assert_eq!(math.method::<Subtract, _>(|_| Ok(0)), Err(RegisterError::Duplicate("math.subtract".into())));
+    math.method::<Subtract, _>(|p| Ok(p.minuend - p.subtrahend))
+        .unwrap();
+    assert_eq!(
+        math.method::<Subtract, _>(|_| Ok(0)),
+        Err(RegisterError::Duplicate("math.subtract".into()))
+    );
     assert_eq!(dispatch(&r, "math.subtract", Some("[3, 1]")), Ok(json!(2)));
-    assert_eq!(r.method_names().collect::<Vec<_>>(), ["hello", "math.subtract", "now", "subtract"]);
+    assert_eq!(
+        r.method_names().collect::<Vec<_>>(),
+        ["hello", "math.subtract", "now", "subtract"]
+    );
 }
 
 #[test]
@@ -146,7 +183,10 @@ fn handler_errors_carry_code_message_and_data() {
 #[test]
 fn a_panicking_handler_is_an_internal_error_that_shows_nothing() {
     let mut r = Router::new();
-    r.raw_method("boom", |_, _| panic!("secret detail at /home/me/src/lib.rs")).unwrap();
+    r.raw_method("boom", |_, _| {
+        panic!("secret detail at /home/me/src/lib.rs")
+    })
+    .unwrap();
     let e = dispatch(&r, "boom", None).unwrap_err();
     assert_eq!(e, ErrorObject::internal_error());
     assert!(e.data.is_none());
@@ -172,7 +212,10 @@ fn raw_handlers_get_raw_json_and_their_output_is_checked() {
         Ok(())
     })
     .unwrap();
-    assert_eq!(dispatch(&r, "echo", Some(r#"{"a":[1,{"b":null}]}"#)), Ok(json!({"a":[1,{"b":null}]})));
+    assert_eq!(
+        dispatch(&r, "echo", Some(r#"{"a":[1,{"b":null}]}"#)),
+        Ok(json!({"a":[1,{"b":null}]}))
+    );
     assert_eq!(dispatch(&r, "broken", None).unwrap_err().code, -32603);
 }
 
@@ -184,7 +227,10 @@ struct Trace {
 
 impl Layer for Trace {
     fn call(&self, call: &Call<'_>, out: &mut Vec<u8>, next: Next<'_>) -> Outcome {
-        self.log.lock().unwrap().push(format!("{} in {}", self.name, call.method));
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("{} in {}", self.name, call.method));
         let outcome = next.run(call, out);
         self.log.lock().unwrap().push(format!("{} out", self.name));
         outcome
@@ -233,7 +279,10 @@ impl Layer for Timing {
         let start = *self.clock.lock().unwrap();
         let outcome = next.run(call, out);
         let end = *self.clock.lock().unwrap();
-        self.spans.lock().unwrap().push((call.method.to_owned(), end - start));
+        self.spans
+            .lock()
+            .unwrap()
+            .push((call.method.to_owned(), end - start));
         outcome
     }
 }
@@ -242,13 +291,31 @@ impl Layer for Timing {
 fn layers_run_in_order_in_and_reverse_out() {
     let log = Arc::new(Mutex::new(Vec::new()));
     let mut r = router();
-    r.layer(Trace { name: "outer", log: log.clone() });
-    r.layer(Trace { name: "inner", log: log.clone() });
+    r.layer(Trace {
+        name: "outer",
+        log: log.clone(),
+    });
+    r.layer(Trace {
+        name: "inner",
+        log: log.clone(),
+    });
     assert_eq!(dispatch(&r, "subtract", Some("[2, 1]")), Ok(json!(1)));
-    assert_eq!(*log.lock().unwrap(), ["outer in subtract", "inner in subtract", "inner out", "outer out"]);
+    assert_eq!(
+        *log.lock().unwrap(),
+        [
+            "outer in subtract",
+            "inner in subtract",
+            "inner out",
+            "outer out"
+        ]
+    );
     // Notifications go through the layers too.
     log.lock().unwrap().clear();
-    r.notify(&sansrpc::Notification { method: "log".into(), params: None, version: Version::V2 });
+    r.notify(&sansrpc::Notification {
+        method: "log".into(),
+        params: None,
+        version: Version::V2,
+    });
     assert_eq!(log.lock().unwrap().len(), 4);
 }
 
@@ -260,13 +327,22 @@ fn layers_answer_early_and_hide_which_methods_exist() {
     let unknown = dispatch(&r, "no.such.method", Some("[2, 1]")).unwrap_err();
     assert_eq!(known, unknown);
     assert_eq!(known.code, 1000);
-    assert_eq!(dispatch(&r, "subtract", Some(r#"{"minuend":2,"subtrahend":1,"token":"t"}"#)), Ok(json!(1)));
+    assert_eq!(
+        dispatch(
+            &r,
+            "subtract",
+            Some(r#"{"minuend":2,"subtrahend":1,"token":"t"}"#)
+        ),
+        Ok(json!(1))
+    );
 }
 
 #[test]
 fn rate_limiting_layer_answers_server_busy() {
     let mut r = router();
-    r.layer(RateLimit { left: Mutex::new(2) });
+    r.layer(RateLimit {
+        left: Mutex::new(2),
+    });
     assert!(dispatch(&r, "now", None).is_ok());
     assert!(dispatch(&r, "now", None).is_ok());
     assert_eq!(dispatch(&r, "now", None).unwrap_err().code, -32002);
@@ -283,7 +359,10 @@ fn layers_observe_timing() {
         Ok(1)
     })
     .unwrap();
-    r.layer(Timing { clock, spans: spans.clone() });
+    r.layer(Timing {
+        clock,
+        spans: spans.clone(),
+    });
     dispatch(&r, "now", None).unwrap();
     assert_eq!(*spans.lock().unwrap(), [("now".to_owned(), 7)]);
 }
@@ -299,19 +378,31 @@ fn rpc_discover_describes_the_registered_methods() {
             .result_schema(json!({"type":"integer"})),
     )
     .unwrap();
-    assert_eq!(r.document("nope", MethodDoc::default()), Err(RegisterError::Unknown("nope".into())));
+    assert_eq!(
+        r.document("nope", MethodDoc::default()),
+        Err(RegisterError::Unknown("nope".into()))
+    );
     let doc = dispatch(&r, "rpc.discover", None).unwrap();
     assert_eq!(doc["openrpc"], "1.2.6");
     assert_eq!(doc["info"], json!({"title":"calculator","version":"1.2.3"}));
     let methods = doc["methods"].as_array().unwrap();
-    assert_eq!(methods.iter().map(|m| m["name"].as_str().unwrap()).collect::<Vec<_>>(), ["hello", "now", "subtract"]);
+    assert_eq!(
+        methods
+            .iter()
+            .map(|m| m["name"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["hello", "now", "subtract"]
+    );
     let sub = &methods[2];
     assert_eq!(sub["summary"], "a minus b");
     assert_eq!(
         sub["params"],
         json!([{"name":"minuend","schema":{"type":"integer"}},{"name":"subtrahend","schema":{"type":"integer"}}])
     );
-    assert_eq!(sub["result"], json!({"name":"result","schema":{"type":"integer"}}));
+    assert_eq!(
+        sub["result"],
+        json!({"name":"result","schema":{"type":"integer"}})
+    );
     assert_eq!(methods[0]["params"][1]["name"], "greeting");
     // Extension providers answer `rpc.` names before user methods; switched off, system
     // names are unknown.
@@ -320,8 +411,14 @@ fn rpc_discover_describes_the_registered_methods() {
         Ok(())
     })
     .unwrap();
-    assert_eq!(r.extension("ping", |_, _| Ok(())), Err(RegisterError::NotReserved("ping".into())));
-    assert_eq!(r.extension("rpc.discover", |_, _| Ok(())), Err(RegisterError::Duplicate("rpc.discover".into())));
+    assert_eq!(
+        r.extension("ping", |_, _| Ok(())),
+        Err(RegisterError::NotReserved("ping".into()))
+    );
+    assert_eq!(
+        r.extension("rpc.discover", |_, _| Ok(())),
+        Err(RegisterError::Duplicate("rpc.discover".into()))
+    );
     assert_eq!(dispatch(&r, "rpc.ping", None), Ok(json!("pong")));
     r.extensions(false);
     assert_eq!(dispatch(&r, "rpc.discover", None).unwrap_err().code, -32601);
@@ -334,13 +431,33 @@ fn typed_calls_over_two_endpoints() {
     let logged = Arc::new(Mutex::new(Vec::new()));
     let mut server_router = server_router;
     let sink = logged.clone();
-    server_router.notification::<Log, _>(move |(line,)| sink.lock().unwrap().push(line)).unwrap();
+    server_router
+        .notification::<Log, _>(move |(line,)| sink.lock().unwrap().push(line))
+        .unwrap();
     let mut client = Endpoint::new(Config::default());
     let mut server = Endpoint::new(Config::default());
     let now = Instant::ZERO;
-    let id = client.call::<Subtract>(&Sub { minuend: 5, subtrahend: 3 }, RequestOptions::default(), now).unwrap();
+    let id = client
+        .call::<Subtract>(
+            &Sub {
+                minuend: 5,
+                subtrahend: 3,
+            },
+            RequestOptions::default(),
+            now,
+        )
+        .unwrap();
     client.notify::<Log>(&("started".to_owned(),)).unwrap();
-    let wrong = client.call::<Hello>(&Greet { name: "x".into(), greeting: None }, RequestOptions::default(), now).unwrap();
+    let wrong = client
+        .call::<Hello>(
+            &Greet {
+                name: "x".into(),
+                greeting: None,
+            },
+            RequestOptions::default(),
+            now,
+        )
+        .unwrap();
     let mut wire = Vec::new();
     while client.poll_transmit(&mut wire).is_some() {}
     server.handle_input(&wire, now);
@@ -352,13 +469,18 @@ fn typed_calls_over_two_endpoints() {
     client.handle_input(&wire, now);
     let mut results = Vec::new();
     while let Some(event) = client.poll_event() {
-        let Event::Response { id: got, result } = event else { panic!("{event:?}") };
+        let Event::Response { id: got, result } = event else {
+            panic!("{event:?}")
+        };
         if got == id {
             results.push(format!("{:?}", decode_result::<Subtract>(result).unwrap()));
         } else {
             assert_eq!(got, wrong);
             // "hello" answers a string; decoding it as Subtract's i64 is a typed error.
-            assert!(matches!(decode_result::<Subtract>(result), Err(CallError::Decode(_))));
+            assert!(matches!(
+                decode_result::<Subtract>(result),
+                Err(CallError::Decode(_))
+            ));
             results.push("decode error".into());
         }
     }
@@ -374,6 +496,9 @@ fn typed_params_must_serialize_to_an_array_or_object() {
         type Result = ();
     }
     let mut ep = Endpoint::new(Config::default());
-    assert_eq!(ep.call::<Scalar>(&5, RequestOptions::default(), Instant::ZERO), Err(SendError::InvalidParams));
+    assert_eq!(
+        ep.call::<Scalar>(&5, RequestOptions::default(), Instant::ZERO),
+        Err(SendError::InvalidParams)
+    );
     assert_eq!(ep.pending_requests(), 0);
 }

@@ -22,18 +22,25 @@ fn positional_parameters() {
 #[test]
 fn named_parameters() {
     assert_eq!(
-        serve(r#"{"jsonrpc": "2.0", "method": "subtract", "params": {"subtrahend": 23, "minuend": 42}, "id": 3}"#),
+        serve(
+            r#"{"jsonrpc": "2.0", "method": "subtract", "params": {"subtrahend": 23, "minuend": 42}, "id": 3}"#
+        ),
         Some(json!({"jsonrpc": "2.0", "result": 19, "id": 3}))
     );
     assert_eq!(
-        serve(r#"{"jsonrpc": "2.0", "method": "subtract", "params": {"minuend": 42, "subtrahend": 23}, "id": 4}"#),
+        serve(
+            r#"{"jsonrpc": "2.0", "method": "subtract", "params": {"minuend": 42, "subtrahend": 23}, "id": 4}"#
+        ),
         Some(json!({"jsonrpc": "2.0", "result": 19, "id": 4}))
     );
 }
 
 #[test]
 fn notifications_get_nothing() {
-    assert_eq!(serve(r#"{"jsonrpc": "2.0", "method": "update", "params": [1,2,3,4,5]}"#), None);
+    assert_eq!(
+        serve(r#"{"jsonrpc": "2.0", "method": "update", "params": [1,2,3,4,5]}"#),
+        None
+    );
     assert_eq!(serve(r#"{"jsonrpc": "2.0", "method": "foobar"}"#), None);
 }
 
@@ -41,7 +48,9 @@ fn notifications_get_nothing() {
 fn non_existent_method() {
     assert_eq!(
         serve(r#"{"jsonrpc": "2.0", "method": "foobar", "id": "1"}"#),
-        Some(json!({"jsonrpc": "2.0", "error": {"code": -32601, "message": "Method not found"}, "id": "1"}))
+        Some(
+            json!({"jsonrpc": "2.0", "error": {"code": -32601, "message": "Method not found"}, "id": "1"})
+        )
     );
 }
 
@@ -49,7 +58,9 @@ fn non_existent_method() {
 fn invalid_json() {
     assert_eq!(
         serve(r#"{"jsonrpc": "2.0", "method": "foobar, "params": "bar", "baz]"#),
-        Some(json!({"jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error"}, "id": null}))
+        Some(
+            json!({"jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error"}, "id": null})
+        )
     );
 }
 
@@ -122,8 +133,14 @@ fn mixed_batch() {
     assert_eq!(a[1], json!({"jsonrpc": "2.0", "result": 19, "id": "2"}));
     assert_eq!(code(&a[2]), -32600);
     assert_eq!(a[2]["id"], json!(null));
-    assert_eq!(a[3], json!({"jsonrpc": "2.0", "error": {"code": -32601, "message": "Method not found"}, "id": "5"}));
-    assert_eq!(a[4], json!({"jsonrpc": "2.0", "result": ["hello", 5], "id": "9"}));
+    assert_eq!(
+        a[3],
+        json!({"jsonrpc": "2.0", "error": {"code": -32601, "message": "Method not found"}, "id": "5"})
+    );
+    assert_eq!(
+        a[4],
+        json!({"jsonrpc": "2.0", "result": ["hello", 5], "id": "9"})
+    );
     // Any order is allowed; the same set of answers either way.
     assert_eq!(sorted(v.clone()).as_array().unwrap().len(), 5);
 }
@@ -166,10 +183,17 @@ fn version_must_be_exactly_2_0() {
         r#"{"jsonrpc":"2.0 ","method":"a","id":1}"#,
         r#"{"jsonrpc":null,"method":"a","id":1}"#,
     ] {
-        assert_eq!(invalid(frame)["id"], json!(1), "the valid id is echoed: {frame}");
+        assert_eq!(
+            invalid(frame)["id"],
+            json!(1),
+            "the valid id is echoed: {frame}"
+        );
     }
     // An escaped "2.0" is the same string.
-    assert_eq!(serve(r#"{"jsonrpc":"2\u002e0","method":"get_data","id":1}"#).unwrap()["result"], json!(["hello", 5]));
+    assert_eq!(
+        serve(r#"{"jsonrpc":"2\u002e0","method":"get_data","id":1}"#).unwrap()["result"],
+        json!(["hello", 5])
+    );
 }
 
 #[test]
@@ -183,7 +207,10 @@ fn method_must_be_a_string() {
         assert_eq!(invalid(frame)["id"], json!("x"), "{frame}");
     }
     // Without an id, an invalid notification is still answered, with id null.
-    assert_eq!(invalid(r#"{"jsonrpc":"2.0","method":7}"#)["id"], json!(null));
+    assert_eq!(
+        invalid(r#"{"jsonrpc":"2.0","method":7}"#)["id"],
+        json!(null)
+    );
 }
 
 #[test]
@@ -192,7 +219,10 @@ fn params_must_be_structured() {
         let frame = format!(r#"{{"jsonrpc":"2.0","method":"sum","params":{p},"id":9}}"#);
         assert_eq!(invalid(&frame)["id"], json!(9));
     }
-    assert_eq!(serve(r#"{"jsonrpc":"2.0","method":"sum","params":[],"id":9}"#).unwrap()["result"], json!(0));
+    assert_eq!(
+        serve(r#"{"jsonrpc":"2.0","method":"sum","params":[],"id":9}"#).unwrap()["result"],
+        json!(0)
+    );
 }
 
 #[test]
@@ -206,8 +236,22 @@ fn ids_of_a_wrong_type_answer_with_null() {
 #[test]
 fn ids_are_echoed_byte_for_byte() {
     for id in [
-        "1", "-7", "1.0", "1.5", "1e3", "-0", "0", "123456789012345678901234567890", "1E+2", "null",
-        r#""""#, r#""abc""#, r#""a\"b""#, r#""\u00e9t\u00e9""#, r#""été 😀""#, r#""\ud83d\ude00""#,
+        "1",
+        "-7",
+        "1.0",
+        "1.5",
+        "1e3",
+        "-0",
+        "0",
+        "123456789012345678901234567890",
+        "1E+2",
+        "null",
+        r#""""#,
+        r#""abc""#,
+        r#""a\"b""#,
+        r#""\u00e9t\u00e9""#,
+        r#""été 😀""#,
+        r#""\ud83d\ude00""#,
     ] {
         let frame = format!(r#"{{"jsonrpc":"2.0","method":"get_data","id":{id}}}"#);
         let mut classifier = Classifier::default();
@@ -224,7 +268,10 @@ fn ids_are_echoed_byte_for_byte() {
 #[test]
 fn absent_id_and_null_id_differ() {
     let mut c = Classifier::default();
-    assert!(matches!(c.classify(br#"{"jsonrpc":"2.0","method":"m"}"#), Classified::Single(Incoming::Notification(_))));
+    assert!(matches!(
+        c.classify(br#"{"jsonrpc":"2.0","method":"m"}"#),
+        Classified::Single(Incoming::Notification(_))
+    ));
     match c.classify(br#"{"jsonrpc":"2.0","method":"m","id":null}"#) {
         Classified::Single(Incoming::Request(r)) => assert!(r.id.is_null()),
         other => panic!("{other:?}"),
@@ -234,7 +281,9 @@ fn absent_id_and_null_id_differ() {
 #[test]
 fn unknown_members_are_ignored() {
     assert_eq!(
-        serve(r#"{"jsonrpc":"2.0","x-trace":{"deep":[1,2]},"method":"sum","params":[1,2],"id":1,"extra":null}"#),
+        serve(
+            r#"{"jsonrpc":"2.0","x-trace":{"deep":[1,2]},"method":"sum","params":[1,2],"id":1,"extra":null}"#
+        ),
         Some(json!({"jsonrpc":"2.0","result":3,"id":1}))
     );
 }
@@ -243,14 +292,36 @@ fn unknown_members_are_ignored() {
 fn duplicate_protocol_members_are_refused() {
     // Which of two methods (or ids) counts is exactly what a smuggling attack plays on;
     // the message is refused instead, and its id is not trusted when the id is the duplicate.
-    assert_eq!(invalid(r#"{"jsonrpc":"2.0","method":"sum","method":"subtract","params":[1],"id":1}"#)["id"], json!(1));
-    assert_eq!(invalid(r#"{"jsonrpc":"2.0","jsonrpc":"2.0","method":"sum","id":1}"#)["id"], json!(1));
-    assert_eq!(invalid(r#"{"jsonrpc":"2.0","method":"sum","params":[1],"params":[2],"id":1}"#)["id"], json!(1));
-    assert_eq!(code(&invalid(r#"{"jsonrpc":"2.0","method":"sum","id":1,"id":2}"#)), -32600);
+    assert_eq!(
+        invalid(r#"{"jsonrpc":"2.0","method":"sum","method":"subtract","params":[1],"id":1}"#)
+            ["id"],
+        json!(1)
+    );
+    assert_eq!(
+        invalid(r#"{"jsonrpc":"2.0","jsonrpc":"2.0","method":"sum","id":1}"#)["id"],
+        json!(1)
+    );
+    assert_eq!(
+        invalid(r#"{"jsonrpc":"2.0","method":"sum","params":[1],"params":[2],"id":1}"#)["id"],
+        json!(1)
+    );
+    assert_eq!(
+        code(&invalid(
+            r#"{"jsonrpc":"2.0","method":"sum","id":1,"id":2}"#
+        )),
+        -32600
+    );
     // Escaped member names are the same names.
-    assert_eq!(invalid(r#"{"jsonrpc":"2.0","method":"sum","\u006dethod":"x","id":1}"#)["id"], json!(1));
+    assert_eq!(
+        invalid(r#"{"jsonrpc":"2.0","method":"sum","\u006dethod":"x","id":1}"#)["id"],
+        json!(1)
+    );
     // Duplicate unknown members are harmless.
-    assert_eq!(serve(r#"{"jsonrpc":"2.0","x":1,"x":2,"method":"sum","params":[2],"id":1}"#).unwrap()["result"], json!(2));
+    assert_eq!(
+        serve(r#"{"jsonrpc":"2.0","x":1,"x":2,"method":"sum","params":[2],"id":1}"#).unwrap()
+            ["result"],
+        json!(2)
+    );
 }
 
 #[test]
@@ -277,8 +348,14 @@ fn escaped_method_names_are_decoded() {
 
 #[test]
 fn trailing_garbage_is_a_parse_error() {
-    assert_eq!(code(&serve(r#"{"jsonrpc":"2.0","method":"a","id":1} x"#).unwrap()), -32700);
-    assert_eq!(code(&serve(r#"[{"jsonrpc":"2.0","method":"a","id":1}] ]"#).unwrap()), -32700);
+    assert_eq!(
+        code(&serve(r#"{"jsonrpc":"2.0","method":"a","id":1} x"#).unwrap()),
+        -32700
+    );
+    assert_eq!(
+        code(&serve(r#"[{"jsonrpc":"2.0","method":"a","id":1}] ]"#).unwrap()),
+        -32700
+    );
     assert_eq!(code(&serve("").unwrap()), -32700);
     assert_eq!(code(&serve("   ").unwrap()), -32700);
     assert_eq!(code(&serve("\u{feff}{}").unwrap()), -32700);
@@ -286,7 +363,11 @@ fn trailing_garbage_is_a_parse_error() {
 
 #[test]
 fn invalid_utf8_is_a_parse_error() {
-    let v = serve_with(Limits::default(), b"{\"jsonrpc\":\"2.0\",\"method\":\"a\xff\",\"id\":1}").unwrap();
+    let v = serve_with(
+        Limits::default(),
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"a\xff\",\"id\":1}",
+    )
+    .unwrap();
     assert_eq!(code(&v), -32700);
 }
 
@@ -309,7 +390,9 @@ fn well_formed_responses() {
         }
         other => panic!("{other:?}"),
     }
-    match response(r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"boom","data":{"why":"x"}},"id":"q"}"#) {
+    match response(
+        r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"boom","data":{"why":"x"}},"id":"q"}"#,
+    ) {
         Incoming::Response(r) => {
             let e = r.result.unwrap_err();
             assert_eq!((e.code, &*e.message), (-32000, "boom"));
@@ -326,19 +409,52 @@ fn well_formed_responses() {
 #[test]
 fn malformed_responses_are_protocol_errors() {
     let cases = [
-        (r#"{"jsonrpc":"2.0","result":1,"error":{"code":1,"message":"m"},"id":1}"#, ProtocolError::ResultAndError),
-        (r#"{"jsonrpc":"2.0","error":{"code":1.5,"message":"m"},"id":1}"#, ProtocolError::NonIntegerErrorCode),
-        (r#"{"jsonrpc":"2.0","error":{"code":"1","message":"m"},"id":1}"#, ProtocolError::NonIntegerErrorCode),
-        (r#"{"jsonrpc":"2.0","error":{"code":99999999999999999999,"message":"m"},"id":1}"#, ProtocolError::NonIntegerErrorCode),
-        (r#"{"jsonrpc":"2.0","error":{"code":1},"id":1}"#, ProtocolError::MissingErrorMessage),
-        (r#"{"jsonrpc":"2.0","error":{"code":1,"message":2},"id":1}"#, ProtocolError::NonStringErrorMessage),
-        (r#"{"jsonrpc":"2.0","error":{"message":"m"},"id":1}"#, ProtocolError::MissingErrorCode),
-        (r#"{"jsonrpc":"2.0","error":"bad","id":1}"#, ProtocolError::ErrorNotObject),
-        (r#"{"jsonrpc":"2.0","error":null,"id":1}"#, ProtocolError::ErrorNotObject),
+        (
+            r#"{"jsonrpc":"2.0","result":1,"error":{"code":1,"message":"m"},"id":1}"#,
+            ProtocolError::ResultAndError,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","error":{"code":1.5,"message":"m"},"id":1}"#,
+            ProtocolError::NonIntegerErrorCode,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","error":{"code":"1","message":"m"},"id":1}"#,
+            ProtocolError::NonIntegerErrorCode,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","error":{"code":99999999999999999999,"message":"m"},"id":1}"#,
+            ProtocolError::NonIntegerErrorCode,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","error":{"code":1},"id":1}"#,
+            ProtocolError::MissingErrorMessage,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","error":{"code":1,"message":2},"id":1}"#,
+            ProtocolError::NonStringErrorMessage,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","error":{"message":"m"},"id":1}"#,
+            ProtocolError::MissingErrorCode,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","error":"bad","id":1}"#,
+            ProtocolError::ErrorNotObject,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","error":null,"id":1}"#,
+            ProtocolError::ErrorNotObject,
+        ),
         (r#"{"jsonrpc":"2.0","result":1}"#, ProtocolError::MissingId),
-        (r#"{"jsonrpc":"2.0","result":1,"id":true}"#, ProtocolError::InvalidId),
+        (
+            r#"{"jsonrpc":"2.0","result":1,"id":true}"#,
+            ProtocolError::InvalidId,
+        ),
         (r#"{"result":1,"id":1}"#, ProtocolError::BadVersion),
-        (r#"{"jsonrpc":"2.0","result":1,"result":2,"id":1}"#, ProtocolError::DuplicateMember),
+        (
+            r#"{"jsonrpc":"2.0","result":1,"result":2,"id":1}"#,
+            ProtocolError::DuplicateMember,
+        ),
     ];
     for (frame, expected) in cases {
         match response(frame) {

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sansrpc::message::{Rejection, write_error_response, BatchWriter};
+use sansrpc::message::{write_error_response, BatchWriter, Rejection};
 use sansrpc::{Classified, Classifier, ErrorObject, Incoming, Limits};
 
 /// serde_json's verdict on a JSON text, decoded into a `Value` so that strings are checked
@@ -16,7 +16,12 @@ fn serde_verdict(data: &[u8]) -> Option<bool> {
         // which the JSON grammar allows; no verdict on those.
         Err(e) => {
             let msg = e.to_string();
-            let no_verdict = ["number out of range", "recursion limit exceeded", "surrogate", "end of hex escape"];
+            let no_verdict = [
+                "number out of range",
+                "recursion limit exceeded",
+                "surrogate",
+                "end of hex escape",
+            ];
             if no_verdict.iter().any(|m| msg.contains(m)) {
                 None
             } else {
@@ -52,8 +57,12 @@ fn answer(limits: Limits, data: &[u8]) -> Option<Rejection> {
         }
     };
     if !out.is_empty() {
-        assert!(serde_json::from_slice::<serde_json::Value>(&out).is_ok() || serde_verdict(&out).is_none(),
-            "wrote invalid JSON: {}", String::from_utf8_lossy(&out));
+        assert!(
+            serde_json::from_slice::<serde_json::Value>(&out).is_ok()
+                || serde_verdict(&out).is_none(),
+            "wrote invalid JSON: {}",
+            String::from_utf8_lossy(&out)
+        );
     }
     rejection
 }
@@ -63,7 +72,12 @@ fn respond(entry: &Incoming<'_>, out: &mut Vec<u8>) {
         Incoming::Request(req) => {
             assert!(req.id.raw().len() <= 256);
             // Echo the method back as the error message: exercises escaping of decoded text.
-            write_error_response(out, req.version, &req.id, &ErrorObject::new(-32601, req.method.clone()));
+            write_error_response(
+                out,
+                req.version,
+                &req.id,
+                &ErrorObject::new(-32601, req.method.clone()),
+            );
         }
         Incoming::Invalid(inv) => inv.write_response(out),
         Incoming::Notification(n) => {
@@ -79,7 +93,12 @@ fn respond(entry: &Incoming<'_>, out: &mut Vec<u8>) {
 fuzz_target!(|data: &[u8]| {
     let parse_error = answer(Limits::default(), data) == Some(Rejection::Parse);
     if let Some(accepted) = serde_verdict(data) {
-        assert_eq!(!parse_error, accepted, "parse verdict differs from serde_json on {:?}", String::from_utf8_lossy(data));
+        assert_eq!(
+            !parse_error,
+            accepted,
+            "parse verdict differs from serde_json on {:?}",
+            String::from_utf8_lossy(data)
+        );
     }
     let mut tiny = Limits::default();
     tiny.max_depth = 3;

@@ -16,15 +16,25 @@ fuzz_target!(|data: &[u8]| {
             let msg = e.to_string();
             // No verdict where serde_json is stricter than the JSON grammar: numbers beyond
             // f64, depth beyond 128, unpaired surrogates in \u escapes.
-            let no_verdict = ["number out of range", "recursion limit exceeded", "surrogate", "end of hex escape"];
+            let no_verdict = [
+                "number out of range",
+                "recursion limit exceeded",
+                "surrogate",
+                "end of hex escape",
+            ];
             if !no_verdict.iter().any(|m| msg.contains(m)) {
-                assert!(ours.is_err(), "serde_json refuses ({msg}), we accept: {text:?}");
+                assert!(
+                    ours.is_err(),
+                    "serde_json refuses ({msg}), we accept: {text:?}"
+                );
             }
         }
     }
     // Strings: put the text in as a method name, compare the decoding with serde_json's.
     if text.starts_with('"') {
-        if let Ok(expected) = serde_json::from_str::<String>(text.trim_matches([' ', '\t', '\n', '\r'])) {
+        if let Ok(expected) =
+            serde_json::from_str::<String>(text.trim_matches([' ', '\t', '\n', '\r']))
+        {
             let frame = format!(r#"{{"jsonrpc":"2.0","method":{text},"id":1}}"#);
             let mut c = Classifier::default();
             match c.classify(frame.as_bytes()) {

@@ -298,7 +298,6 @@ fn is_space(b: u8) -> bool {
 mod tests {
     use super::*;
 
-
     #[test]
     fn newline_encoding_replaces_line_breaks() {
         let mut out = Vec::new();

@@ -14,8 +14,8 @@ use crate::id::{Id, IdKind};
 use crate::json::Scanner;
 use crate::limits::Limits;
 use crate::message::{
-    frame_str, write_error_response, write_result_response, Incoming, Notification, RawEntry, Rejection, Request,
-    Response, Shape, Version,
+    frame_str, write_error_response, write_result_response, Incoming, Notification, RawEntry,
+    Rejection, Request, Response, Shape, Version,
 };
 use crate::raw::RawValue;
 use crate::time::Instant;
@@ -570,7 +570,8 @@ impl Endpoint {
     pub fn handle_timeout(&mut self, now: Instant) {
         self.now = now;
         while let Some(id) = self.outgoing.pop_expired(now) {
-            self.events.push_back(Record::Ended(RequestId(id), EndReason::TimedOut));
+            self.events
+                .push_back(Record::Ended(RequestId(id), EndReason::TimedOut));
             if self.config.cancellation && self.config.cancel_on_timeout {
                 self.write_cancel(id);
             }
@@ -595,7 +596,9 @@ impl Endpoint {
     /// `handle_input` feeds the decoder only while the output is within it.
     fn process_decoded(&mut self) {
         while self.has_event_room() {
-            let Some(decoder) = self.decoder.as_mut() else { return };
+            let Some(decoder) = self.decoder.as_mut() else {
+                return;
+            };
             match decoder.next_frame() {
                 None => return,
                 Some(Ok(frame)) => {
@@ -612,7 +615,12 @@ impl Endpoint {
     fn frame_error(&mut self, e: FrameError) {
         if matches!(e, FrameError::TooLarge { .. }) {
             // The peer sent a message we will not read: tell it, once, with id null.
-            self.answer(None, &Id::NULL, Version::V2, Err(&Rejection::FrameTooLarge.error(&self.config.limits)));
+            self.answer(
+                None,
+                &Id::NULL,
+                Version::V2,
+                Err(&Rejection::FrameTooLarge.error(&self.config.limits)),
+            );
         }
         self.events.push_back(Record::Frame(e));
     }
@@ -664,7 +672,8 @@ impl Endpoint {
                 Some(handle) => self.events.push_back(Record::PeerCancelled(handle)),
                 None => {
                     let expiry = self.now + self.config.early_cancel_ttl;
-                    self.early.remember(id, expiry, self.config.early_cancel_capacity);
+                    self.early
+                        .remember(id, expiry, self.config.early_cancel_capacity);
                 }
             },
             Action::Matched(id) => self.events.push_back(Record::Entry {
@@ -692,15 +701,18 @@ impl Endpoint {
                     });
                     if policy == NullIdPolicy::FailAll {
                         for id in self.outgoing.drain() {
-                            self.events.push_back(Record::Ended(RequestId(id), EndReason::PeerError));
+                            self.events
+                                .push_back(Record::Ended(RequestId(id), EndReason::PeerError));
                         }
                     }
                 }
             },
             Action::Malformed(id, error) => {
                 self.outgoing.remove(id);
-                self.events
-                    .push_back(Record::Ended(RequestId(id), EndReason::MalformedResponse(error)));
+                self.events.push_back(Record::Ended(
+                    RequestId(id),
+                    EndReason::MalformedResponse(error),
+                ));
             }
         }
     }
@@ -712,12 +724,19 @@ impl Endpoint {
             Incoming::Request(req) => {
                 let error = |message: &'static str, code: i64| ErrorObject::fixed(code, message);
                 if self.incoming.len() >= self.config.max_inflight_incoming {
-                    Action::Answer(req.id.into_owned(), req.version, error("Server busy", code::SERVER_BUSY))
+                    Action::Answer(
+                        req.id.into_owned(),
+                        req.version,
+                        error("Server busy", code::SERVER_BUSY),
+                    )
                 } else if self.incoming.has_peer_id(&req.id) {
                     Action::Answer(
                         req.id.into_owned(),
                         req.version,
-                        error("Invalid Request: id already in use by a request in flight", code::INVALID_REQUEST),
+                        error(
+                            "Invalid Request: id already in use by a request in flight",
+                            code::INVALID_REQUEST,
+                        ),
                     )
                 } else if self.early.take(&req.id, self.now) {
                     let cancelled = error("Request cancelled", self.config.cancelled_code);
@@ -763,7 +782,13 @@ impl Endpoint {
     }
 
     /// Writes an answer: into its batch's array, or as a frame of its own.
-    fn answer(&mut self, batch: Option<u64>, id: &Id<'_>, version: Version, result: Result<&RawValue, &ErrorObject<'_>>) {
+    fn answer(
+        &mut self,
+        batch: Option<u64>,
+        id: &Id<'_>,
+        version: Version,
+        result: Result<&RawValue, &ErrorObject<'_>>,
+    ) {
         let write = |out: &mut Vec<u8>| match result {
             Ok(r) => write_result_response(out, version, id, r),
             Err(e) => write_error_response(out, version, id, e),
@@ -862,7 +887,11 @@ impl Endpoint {
     }
 
     /// Sends a notification.
-    pub fn send_notification(&mut self, method: &str, params: Option<&RawValue>) -> Result<(), SendError> {
+    pub fn send_notification(
+        &mut self,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<(), SendError> {
         self.check_send()?;
         let mut body = core::mem::take(&mut self.body);
         body.clear();
@@ -917,7 +946,8 @@ impl Endpoint {
         if !self.outgoing.remove(id.0) {
             return false;
         }
-        self.events.push_back(Record::Ended(id, EndReason::Cancelled));
+        self.events
+            .push_back(Record::Ended(id, EndReason::Cancelled));
         if self.config.cancellation && !self.closed {
             self.write_cancel(id.0);
         }
@@ -934,7 +964,8 @@ impl Endpoint {
         }
         self.closed = true;
         for id in self.outgoing.drain() {
-            self.events.push_back(Record::Ended(RequestId(id), EndReason::Closed));
+            self.events
+                .push_back(Record::Ended(RequestId(id), EndReason::Closed));
         }
         self.incoming.clear();
         self.early.clear();
@@ -977,9 +1008,14 @@ impl Endpoint {
             } => {
                 let frame = frame_str(&self.arena[start..end]);
                 match (entry.materialize(frame), role) {
-                    (Incoming::Request(request), Role::Request(id)) => Event::Request { id, request },
+                    (Incoming::Request(request), Role::Request(id)) => {
+                        Event::Request { id, request }
+                    }
                     (Incoming::Notification(n), _) => Event::Notification(n),
-                    (Incoming::Response(r), Role::Response(id)) => Event::Response { id, result: r.result },
+                    (Incoming::Response(r), Role::Response(id)) => Event::Response {
+                        id,
+                        result: r.result,
+                    },
                     (Incoming::Response(Response { result: Err(e), .. }), Role::NullIdError) => {
                         Event::ErrorWithoutId(e)
                     }
@@ -1060,7 +1096,8 @@ pub struct BatchBuilder<'e> {
 
 impl BatchBuilder<'_> {
     fn entry(&mut self) {
-        self.body.push(if self.body.is_empty() { b'[' } else { b',' });
+        self.body
+            .push(if self.body.is_empty() { b'[' } else { b',' });
     }
 
     /// Adds a request and returns the id its response will carry.

@@ -137,10 +137,17 @@ impl Incoming {
     }
 
     pub fn handle_of(&self, id: &Id<'_>) -> Option<IncomingId> {
-        self.by_peer_id.get(&id.to_owned_id()).map(|&h| IncomingId(h))
+        self.by_peer_id
+            .get(&id.to_owned_id())
+            .map(|&h| IncomingId(h))
     }
 
-    pub fn insert(&mut self, peer_id: Id<'static>, version: Version, batch: Option<u64>) -> IncomingId {
+    pub fn insert(
+        &mut self,
+        peer_id: Id<'static>,
+        version: Version,
+        batch: Option<u64>,
+    ) -> IncomingId {
         let handle = self.next_handle;
         self.next_handle += 1;
         self.by_peer_id.insert(peer_id.clone(), handle);

@@ -11,9 +11,16 @@ impl Endpoint {
     /// Sends a request to `M`: the params are serialized straight into a reused buffer (no
     /// `serde_json::Value` between), then sent as [`send_request`](Endpoint::send_request)
     /// does. Decode the answer with [`decode_result::<M>`](crate::method::decode_result).
-    pub fn call<M: Method>(&mut self, params: &M::Params, options: RequestOptions, now: Instant) -> Result<RequestId, SendError> {
+    pub fn call<M: Method>(
+        &mut self,
+        params: &M::Params,
+        options: RequestOptions,
+        now: Instant,
+    ) -> Result<RequestId, SendError> {
         let mut buf = core::mem::take(&mut self.params);
-        let result = self.with_params(&mut buf, params, |ep, raw| ep.send_request(M::NAME, raw, options, now));
+        let result = self.with_params(&mut buf, params, |ep, raw| {
+            ep.send_request(M::NAME, raw, options, now)
+        });
         self.params = buf;
         result
     }
@@ -21,7 +28,9 @@ impl Endpoint {
     /// Sends a notification to `N`, serializing the params as [`call`](Endpoint::call) does.
     pub fn notify<N: NotificationMethod>(&mut self, params: &N::Params) -> Result<(), SendError> {
         let mut buf = core::mem::take(&mut self.params);
-        let result = self.with_params(&mut buf, params, |ep, raw| ep.send_notification(N::NAME, raw));
+        let result = self.with_params(&mut buf, params, |ep, raw| {
+            ep.send_notification(N::NAME, raw)
+        });
         self.params = buf;
         result
     }

@@ -84,16 +84,25 @@ impl Rejection {
     pub fn error(self, limits: &Limits) -> ErrorObject<'static> {
         match self {
             Rejection::Parse => ErrorObject::parse_error(),
-            Rejection::NotObjectOrArray => {
-                ErrorObject::fixed(code::INVALID_REQUEST, "Invalid Request: expected an object or an array")
+            Rejection::NotObjectOrArray => ErrorObject::fixed(
+                code::INVALID_REQUEST,
+                "Invalid Request: expected an object or an array",
+            ),
+            Rejection::EmptyBatch => {
+                ErrorObject::fixed(code::INVALID_REQUEST, "Invalid Request: empty batch")
             }
-            Rejection::EmptyBatch => ErrorObject::fixed(code::INVALID_REQUEST, "Invalid Request: empty batch"),
             Rejection::BatchTooLarge if limits.batch_too_large_as_invalid_request => {
                 ErrorObject::fixed(code::INVALID_REQUEST, "Invalid Request: batch too large")
             }
-            Rejection::BatchTooLarge => ErrorObject::fixed(code::BATCH_TOO_LARGE, "Batch too large"),
-            Rejection::TooDeep => ErrorObject::fixed(code::INVALID_REQUEST, "Invalid Request: nesting too deep"),
-            Rejection::FrameTooLarge => ErrorObject::fixed(code::REQUEST_TOO_LARGE, "Request too large"),
+            Rejection::BatchTooLarge => {
+                ErrorObject::fixed(code::BATCH_TOO_LARGE, "Batch too large")
+            }
+            Rejection::TooDeep => {
+                ErrorObject::fixed(code::INVALID_REQUEST, "Invalid Request: nesting too deep")
+            }
+            Rejection::FrameTooLarge => {
+                ErrorObject::fixed(code::REQUEST_TOO_LARGE, "Request too large")
+            }
         }
     }
 
@@ -185,7 +194,11 @@ pub(crate) enum Shape {
     Batch,
 }
 
-fn scan_frame(frame: &[u8], limits: &Limits, entries: &mut Vec<RawEntry>) -> Result<Shape, Rejection> {
+fn scan_frame(
+    frame: &[u8],
+    limits: &Limits,
+    entries: &mut Vec<RawEntry>,
+) -> Result<Shape, Rejection> {
     let mut s = Scanner::new(frame);
     let reject = |e: JsonError| match e {
         JsonError::Syntax => Rejection::Parse,
@@ -210,7 +223,11 @@ fn scan_frame(frame: &[u8], limits: &Limits, entries: &mut Vec<RawEntry>) -> Res
             s.pos += 1;
             if s.peek_ws() == Some(b']') {
                 s.pos += 1;
-                return if s.at_end() { Err(Rejection::EmptyBatch) } else { Err(Rejection::Parse) };
+                return if s.at_end() {
+                    Err(Rejection::EmptyBatch)
+                } else {
+                    Err(Rejection::Parse)
+                };
             }
             loop {
                 if entries.len() == limits.max_batch_len {
@@ -315,7 +332,10 @@ impl RawEntry {
             Some((IdKind::Null, _)) | None => Id::NULL,
             Some((kind, span)) => Id::from_token(kind, span.of(frame)),
         };
-        let payload = || self.payload.map(|p| Cow::Borrowed(RawValue::from_validated(p.of(frame))));
+        let payload = || {
+            self.payload
+                .map(|p| Cow::Borrowed(RawValue::from_validated(p.of(frame))))
+        };
         match self.kind {
             Kind::Request => Incoming::Request(Request {
                 id: id(),
@@ -443,7 +463,8 @@ fn scan_entry(s: &mut Scanner<'_>, depth: u32, limits: &Limits) -> Result<RawEnt
                     m.jsonrpc = Some(if first == b'"' {
                         let tok = s.string()?;
                         let raw = &s.bytes[tok.span.start..tok.span.end];
-                        raw == b"2.0" || (tok.escaped && json::token_eq(frame_str(raw), true, "2.0"))
+                        raw == b"2.0"
+                            || (tok.escaped && json::token_eq(frame_str(raw), true, "2.0"))
                     } else {
                         s.value(depth, max_depth)?;
                         false
@@ -561,7 +582,9 @@ fn scan_error(
         loop {
             let key = s.key()?;
             let raw = &s.bytes[key.span.start..key.span.end];
-            let name = |n: &str| raw == n.as_bytes() || (key.escaped && json::token_eq(frame_str(raw), true, n));
+            let name = |n: &str| {
+                raw == n.as_bytes() || (key.escaped && json::token_eq(frame_str(raw), true, n))
+            };
             let first = s.peek_ws().ok_or(JsonError::Syntax)?;
             if name("code") {
                 duplicate |= code.is_some();
@@ -597,7 +620,11 @@ fn scan_error(
         (Some(Err(())), _) => Err(ProtocolError::NonIntegerErrorCode),
         (_, None) => Err(ProtocolError::MissingErrorMessage),
         (_, Some(Err(()))) => Err(ProtocolError::NonStringErrorMessage),
-        (Some(Ok(code)), Some(Ok(message))) => Ok(ErrorFields { code, message, data }),
+        (Some(Ok(code)), Some(Ok(message))) => Ok(ErrorFields {
+            code,
+            message,
+            data,
+        }),
     })
 }
 
@@ -614,7 +641,11 @@ fn parse_i64(raw: &[u8]) -> Option<i64> {
     for &d in digits {
         let d = i64::from(d - b'0');
         n = n.checked_mul(10)?;
-        n = if neg { n.checked_sub(d)? } else { n.checked_add(d)? };
+        n = if neg {
+            n.checked_sub(d)?
+        } else {
+            n.checked_add(d)?
+        };
     }
     Some(n)
 }
@@ -659,7 +690,11 @@ fn decide(frame: &[u8], m: Members, limits: &Limits) -> RawEntry {
             IdTok::Null => version == Some(Version::V1),
             _ => false,
         };
-        entry.kind = if notification { Kind::Notification } else { Kind::Request };
+        entry.kind = if notification {
+            Kind::Notification
+        } else {
+            Kind::Request
+        };
         return entry;
     }
     if m.result.is_some() || m.error.is_some() {
@@ -675,7 +710,11 @@ fn decide(frame: &[u8], m: Members, limits: &Limits) -> RawEntry {
             None => None,
         };
         // JSON-RPC 1.0 sends `"result": null` beside a real error.
-        let result = if v1 && result_is_null && error.is_some() { None } else { m.result };
+        let result = if v1 && result_is_null && error.is_some() {
+            None
+        } else {
+            m.result
+        };
         entry.kind = if m.duplicate {
             bad(ProtocolError::DuplicateMember)
         } else if version.is_none() {

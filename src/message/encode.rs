@@ -62,7 +62,12 @@ pub fn write_result_response(out: &mut Vec<u8>, version: Version, id: &Id<'_>, r
 
 /// Writes an error response carrying `error`; `id` is [`Id::NULL`] when the request's id
 /// could not be determined.
-pub fn write_error_response(out: &mut Vec<u8>, version: Version, id: &Id<'_>, error: &ErrorObject<'_>) {
+pub fn write_error_response(
+    out: &mut Vec<u8>,
+    version: Version,
+    id: &Id<'_>,
+    error: &ErrorObject<'_>,
+) {
     match version {
         Version::V2 => out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"error\":"),
         Version::V1 => out.extend_from_slice(b"{\"result\":null,\"error\":"),

@@ -11,8 +11,8 @@ mod encode;
 
 use alloc::borrow::Cow;
 
-pub use classify::{Batch, Classified, Classifier, Rejection};
 pub(crate) use classify::{frame_str, RawEntry, Shape};
+pub use classify::{Batch, Classified, Classifier, Rejection};
 pub(crate) use encode::write_call;
 pub use encode::{write_error_response, write_result_response, BatchWriter};
 
@@ -173,7 +173,13 @@ impl Request<'_> {
 
     /// Appends the request as JSON.
     pub fn write_json(&self, out: &mut alloc::vec::Vec<u8>) {
-        encode::write_call(out, self.version, Some(&self.id), &self.method, self.params.as_deref());
+        encode::write_call(
+            out,
+            self.version,
+            Some(&self.id),
+            &self.method,
+            self.params.as_deref(),
+        );
     }
 }
 
@@ -194,7 +200,13 @@ impl Notification<'_> {
 
     /// Appends the notification as JSON.
     pub fn write_json(&self, out: &mut alloc::vec::Vec<u8>) {
-        encode::write_call(out, self.version, None, &self.method, self.params.as_deref());
+        encode::write_call(
+            out,
+            self.version,
+            None,
+            &self.method,
+            self.params.as_deref(),
+        );
     }
 }
 

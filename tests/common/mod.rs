@@ -17,12 +17,21 @@ pub fn answer(req: &Request<'_>, out: &mut Vec<u8>) {
         "subtract" => {
             let (a, b) = match &params {
                 Value::Array(a) => (a[0].as_i64().unwrap(), a[1].as_i64().unwrap()),
-                Value::Object(o) => (o["minuend"].as_i64().unwrap(), o["subtrahend"].as_i64().unwrap()),
+                Value::Object(o) => (
+                    o["minuend"].as_i64().unwrap(),
+                    o["subtrahend"].as_i64().unwrap(),
+                ),
                 _ => panic!("bad params"),
             };
             Ok((a - b).to_string())
         }
-        "sum" => Ok(params.as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).sum::<i64>().to_string()),
+        "sum" => Ok(params
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_i64().unwrap())
+            .sum::<i64>()
+            .to_string()),
         "get_data" => Ok(r#"["hello",5]"#.to_string()),
         _ => Err(ErrorObject::method_not_found()),
     };
@@ -69,7 +78,14 @@ pub fn serve_with(limits: Limits, frame: &[u8]) -> Option<Value> {
         }
     };
     assert_eq!(wrote, !out.is_empty());
-    wrote.then(|| serde_json::from_slice(&out).unwrap_or_else(|e| panic!("we wrote invalid JSON {e}: {}", String::from_utf8_lossy(&out))))
+    wrote.then(|| {
+        serde_json::from_slice(&out).unwrap_or_else(|e| {
+            panic!(
+                "we wrote invalid JSON {e}: {}",
+                String::from_utf8_lossy(&out)
+            )
+        })
+    })
 }
 
 /// Serves one frame with the default limits.
@@ -79,7 +95,9 @@ pub fn serve(frame: &str) -> Option<Value> {
 
 /// The `error.code` of a single error response.
 pub fn code(v: &Value) -> i64 {
-    v["error"]["code"].as_i64().unwrap_or_else(|| panic!("no error code in {v}"))
+    v["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("no error code in {v}"))
 }
 
 /// Sorts a batch answer by id text so comparisons ignore order (the spec allows any order).

@@ -1,17 +1,31 @@
 //! A pair of endpoints over an in-memory link with a virtual clock, as quinn's `Pair`.
 #![allow(dead_code)]
 
-use sansrpc::endpoint::{Config, Endpoint, Event, EndReason, IncomingId, RequestId};
+use sansrpc::endpoint::{Config, EndReason, Endpoint, Event, IncomingId, RequestId};
 use sansrpc::{ErrorObject, Instant, RawValue};
 use std::time::Duration;
 
 /// An event copied out of the endpoint, so tests can collect and inspect them.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Ev {
-    Request { id: IncomingId, method: String, params: Option<String>, wire_id: String },
-    Notification { method: String, params: Option<String> },
-    Response { id: RequestId, result: Result<String, (i64, String)> },
-    Ended { id: RequestId, reason: EndReason },
+    Request {
+        id: IncomingId,
+        method: String,
+        params: Option<String>,
+        wire_id: String,
+    },
+    Notification {
+        method: String,
+        params: Option<String>,
+    },
+    Response {
+        id: RequestId,
+        result: Result<String, (i64, String)>,
+    },
+    Ended {
+        id: RequestId,
+        reason: EndReason,
+    },
     PeerCancelled(IncomingId),
     Unknown(String),
     ErrorWithoutId(i64),
@@ -35,7 +49,9 @@ pub fn copy(e: Event<'_>) -> Ev {
         },
         Event::Response { id, result } => Ev::Response {
             id,
-            result: result.map(|r| r.get().to_owned()).map_err(|e| (e.code, e.message.into_owned())),
+            result: result
+                .map(|r| r.get().to_owned())
+                .map_err(|e| (e.code, e.message.into_owned())),
         },
         Event::Ended { id, reason } => Ev::Ended { id, reason },
         Event::PeerCancelled { id } => Ev::PeerCancelled(id),
@@ -64,7 +80,11 @@ pub struct Side {
 
 impl Side {
     fn new(config: Config) -> Self {
-        Side { ep: Endpoint::new(config), events: Vec::new(), sent: Vec::new() }
+        Side {
+            ep: Endpoint::new(config),
+            events: Vec::new(),
+            sent: Vec::new(),
+        }
     }
 
     pub fn drain_events(&mut self) {
@@ -94,7 +114,9 @@ impl Side {
     }
 
     pub fn respond_err(&mut self, id: IncomingId, code: i64, message: &str) {
-        self.ep.respond(id, Err(&ErrorObject::new(code, message.to_owned()))).unwrap();
+        self.ep
+            .respond(id, Err(&ErrorObject::new(code, message.to_owned())))
+            .unwrap();
     }
 }
 
@@ -182,7 +204,10 @@ impl Pair {
     /// Jumps the clock to the earliest deadline of either side and fires it; false when no
     /// deadline is set.
     pub fn step_timeout(&mut self) -> bool {
-        let next = [self.a.ep.poll_timeout(), self.b.ep.poll_timeout()].into_iter().flatten().min();
+        let next = [self.a.ep.poll_timeout(), self.b.ep.poll_timeout()]
+            .into_iter()
+            .flatten()
+            .min();
         match next {
             Some(t) => {
                 self.now = self.now.max(t);
