@@ -1,0 +1,37 @@
+//! Calls the calculator over TCP (start `calculator_tcp_server` first).
+//!
+//! ```sh
+//! cargo run -p sansrpc-blocking --example calculator_tcp_client -- 127.0.0.1:7878
+//! ```
+mod calculator;
+
+use std::time::Duration;
+
+use calculator::{Add, Divide, Log, Logged, Operands, SubtractPositional};
+use sansrpc_blocking::{connect_tcp, Config};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let addr = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "127.0.0.1:7878".into());
+    let client = connect_tcp(&*addr, Config::default())?;
+    let timeout = Some(Duration::from_secs(5));
+
+    println!(
+        "2 + 3 = {}",
+        client.call::<Add>(&Operands { a: 2, b: 3 }, timeout)?
+    );
+    println!(
+        "7 - 4 = {}",
+        client.call::<SubtractPositional>(&(7, 4), timeout)?
+    );
+    println!("1 / 4 = {}", client.call::<Divide>(&(1.0, 4.0), timeout)?);
+    match client.call::<Divide>(&(1.0, 0.0), timeout) {
+        Ok(q) => println!("1 / 0 = {q}?"),
+        Err(e) => println!("1 / 0: {e}"),
+    }
+    client.notify::<Log>(&("hello from the client".into(),))?;
+    println!("logged: {:?}", client.call::<Logged>(&(), timeout)?);
+    client.close();
+    Ok(())
+}

@@ -1,0 +1,362 @@
+//! [`Client`]: blocking calls, notifications and batches over a connection's driver.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant as StdInstant};
+
+use sansrpc::endpoint::{EndReason, Endpoint, RequestId, RequestOptions, SendError, Timeout};
+use sansrpc::method::{decode_result, CallError, Method, NotificationMethod};
+use sansrpc::{Instant, RawValue};
+use serde_json::value::{to_raw_value, RawValue as SerdeRaw};
+
+use crate::driver::{self, Answer, Cmd, Handlers, Op, Transport};
+use crate::pool::join_by;
+use crate::{Config, Error};
+
+/// How much longer than a request's own deadline a caller waits for the driver to report
+/// it; only a driver blocked in a write to a peer that does not read needs it.
+const SLACK: Duration = Duration::from_secs(1);
+
+/// A handle to one connection: call the peer, notify it, close the connection.
+///
+/// Cheap to clone; every clone talks to the same driver thread and may be used from any
+/// thread. Calls block the calling thread until the answer arrives, the request's deadline
+/// passes, or the connection closes. Dropping the last clone closes the connection as
+/// [`Client::close`] does.
+#[derive(Clone)]
+pub struct Client {
+    shared: Arc<Shared>,
+}
+
+pub(crate) struct Shared {
+    cmds: Sender<Cmd>,
+    driver: Mutex<Option<JoinHandle<()>>>,
+    /// Forces the transport shut when the driver does not end in time.
+    abort: Box<dyn Fn() + Send + Sync>,
+    default_timeout: Option<Duration>,
+    grace: Duration,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("closed", &self.is_closed())
+            .finish()
+    }
+}
+
+/// Sends a request on the driver thread.
+type SendRequest = dyn FnOnce(&mut Endpoint, Instant) -> Result<RequestId, SendError> + Send;
+/// Sends a notification on the driver thread.
+type SendNotification = dyn FnOnce(&mut Endpoint) -> Result<(), SendError> + Send;
+
+/// `M` with its params already serialized, so that typed params are serialized on the
+/// caller's thread and the core still decides what may be sent as params (an array, an
+/// object, or nothing for `null`).
+struct Verbatim<M>(PhantomData<fn() -> M>);
+
+impl<M: Method> Method for Verbatim<M> {
+    const NAME: &'static str = M::NAME;
+    type Params = Box<SerdeRaw>;
+    type Result = ();
+}
+
+impl<N: NotificationMethod> NotificationMethod for Verbatim<N> {
+    const NAME: &'static str = N::NAME;
+    type Params = Box<SerdeRaw>;
+}
+
+fn options(timeout: Option<Duration>) -> RequestOptions {
+    RequestOptions::timeout(timeout.map_or(Timeout::Default, Timeout::After))
+}
+
+impl Client {
+    /// Starts a driver for `transport` and returns its handle.
+    pub(crate) fn spawn(
+        transport: Transport,
+        abort: Box<dyn Fn() + Send + Sync>,
+        handlers: Handlers,
+        config: &Config,
+    ) -> std::io::Result<Client> {
+        let (cmds, driver) = driver::spawn(transport, handlers, config)?;
+        Ok(Client {
+            shared: Arc::new(Shared {
+                cmds,
+                driver: Mutex::new(Some(driver)),
+                abort,
+                default_timeout: config.endpoint.default_timeout,
+                grace: config.shutdown_grace,
+            }),
+        })
+    }
+
+    /// Calls `M` and waits for its result.
+    ///
+    /// `timeout` is the request's deadline (`None`: the endpoint's `default_timeout`); when
+    /// it passes the call fails with [`CallError::Ended`]`(`[`EndReason::TimedOut`]`)` and
+    /// the peer is sent a cancellation. Params are sent by name or by position as `M::Params`
+    /// serializes (a struct by name, a tuple by position).
+    pub fn call<M: Method>(
+        &self,
+        params: &M::Params,
+        timeout: Option<Duration>,
+    ) -> Result<M::Result, Error> {
+        let params = to_raw_value(params).map_err(|_| Error::Send(SendError::InvalidParams))?;
+        let options = options(timeout);
+        let raw = self.request(
+            Box::new(move |ep, now| ep.call::<Verbatim<M>>(&params, options, now)),
+            timeout,
+        )?;
+        decode_result::<M>(Ok(Cow::Owned(raw))).map_err(Error::Call)
+    }
+
+    /// Calls `method` with raw params and waits for the raw result; `timeout` as for
+    /// [`Client::call`].
+    pub fn call_raw(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        timeout: Option<Duration>,
+    ) -> Result<Box<RawValue>, Error> {
+        let (method, params) = (method.to_owned(), params.map(ToOwned::to_owned));
+        let options = options(timeout);
+        self.request(
+            Box::new(move |ep, now| ep.send_request(&method, params.as_deref(), options, now)),
+            timeout,
+        )
+    }
+
+    /// Sends a notification to `N`. Returns once it is queued for writing.
+    pub fn notify<N: NotificationMethod>(&self, params: &N::Params) -> Result<(), Error> {
+        let params = to_raw_value(params).map_err(|_| Error::Send(SendError::InvalidParams))?;
+        self.send(Box::new(move |ep| ep.notify::<Verbatim<N>>(&params)))
+    }
+
+    /// Sends a notification with raw params.
+    pub fn notify_raw(&self, method: &str, params: Option<&RawValue>) -> Result<(), Error> {
+        let (method, params) = (method.to_owned(), params.map(ToOwned::to_owned));
+        self.send(Box::new(move |ep| {
+            ep.send_notification(&method, params.as_deref())
+        }))
+    }
+
+    /// Starts a batch: calls and notifications sent as one JSON array.
+    pub fn batch(&self) -> Batch<'_> {
+        Batch {
+            client: self,
+            entries: Vec::new(),
+        }
+    }
+
+    /// Closes the connection gracefully and waits for its threads: stops reading, gives
+    /// the handlers in flight the shutdown grace to answer, fails every pending call with
+    /// [`EndReason::Closed`], then shuts the transport down. Idempotent; other clones fail
+    /// from then on with [`SendError::Closed`].
+    pub fn close(&self) {
+        self.shared.begin_close();
+        self.shared.join();
+    }
+
+    /// True once the connection is closed (by either side) and its driver has ended.
+    pub fn is_closed(&self) -> bool {
+        let driver = self.shared.driver.lock().unwrap_or_else(|e| e.into_inner());
+        driver.as_ref().map_or(true, JoinHandle::is_finished)
+    }
+
+    /// Asks the driver to close without waiting for it.
+    pub(crate) fn begin_close(&self) {
+        self.shared.begin_close();
+    }
+
+    /// Waits until the connection ends by itself (the peer closes it), without asking.
+    pub(crate) fn wait(&self) {
+        let driver = self
+            .shared
+            .driver
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(driver) = driver {
+            let _ = driver.join();
+        }
+    }
+
+    fn run(&self, op: Op) -> Result<(), Error> {
+        self.shared
+            .cmds
+            .send(Cmd::With(op))
+            .map_err(|_| Error::Send(SendError::Closed))
+    }
+
+    /// Runs a notification send on the driver and returns its outcome.
+    fn send(&self, send: Box<SendNotification>) -> Result<(), Error> {
+        let (tx, rx) = mpsc::channel();
+        self.run(Box::new(move |ep, _, _| {
+            let _ = tx.send(send(ep));
+        }))?;
+        match rx.recv() {
+            Ok(result) => result.map_err(Error::Send),
+            Err(_) => Err(Error::Send(SendError::Closed)),
+        }
+    }
+
+    fn request(
+        &self,
+        send: Box<SendRequest>,
+        timeout: Option<Duration>,
+    ) -> Result<Box<RawValue>, Error> {
+        let (tx, rx) = mpsc::channel();
+        self.run(Box::new(move |ep, now, waiters| match send(ep, now) {
+            Ok(id) => {
+                waiters.insert(id, tx);
+            }
+            Err(e) => {
+                let _ = tx.send(Err(Error::Send(e)));
+            }
+        }))?;
+        wait(&rx, timeout.or(self.shared.default_timeout))
+    }
+}
+
+/// Waits for an answer, a little longer than the request's own deadline.
+fn wait(rx: &Receiver<Answer>, limit: Option<Duration>) -> Answer {
+    let answer = match limit {
+        Some(limit) => rx.recv_timeout(limit + SLACK),
+        None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+    };
+    match answer {
+        Ok(answer) => answer,
+        Err(RecvTimeoutError::Timeout) => Err(Error::Call(CallError::Ended(EndReason::TimedOut))),
+        // The driver ended before it ran the call.
+        Err(RecvTimeoutError::Disconnected) => Err(Error::Send(SendError::Closed)),
+    }
+}
+
+impl Shared {
+    fn begin_close(&self) {
+        let _ = self.cmds.send(Cmd::Shutdown);
+    }
+
+    fn join(&self) {
+        let mut driver = self.driver.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(thread) = driver.take() else { return };
+        if thread.thread().id() == thread::current().id() {
+            // The last clone was dropped by a handler the driver itself ran: it is ending.
+            return;
+        }
+        // Handlers get the grace, then the driver's teardown may take as long again.
+        let bound = self.grace * 2 + SLACK;
+        if let Err(thread) = join_by(thread, StdInstant::now() + bound) {
+            // Blocked in a write to a peer that does not read: unblock it.
+            (self.abort)();
+            let _ = join_by(thread, StdInstant::now() + SLACK);
+        }
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        self.begin_close();
+        self.join();
+    }
+}
+
+/// Calls and notifications to send as one batch; from [`Client::batch`].
+///
+/// Params are raw JSON; decode each result with [`Pending::wait_as`].
+pub struct Batch<'c> {
+    client: &'c Client,
+    entries: Vec<(String, Option<Box<RawValue>>, bool)>,
+}
+
+impl fmt::Debug for Batch<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Batch")
+            .field("entries", &self.entries.len())
+            .finish()
+    }
+}
+
+impl Batch<'_> {
+    /// Adds a call; its answer is the [`Pending`] at the same position among the calls in
+    /// what [`Batch::send`] returns.
+    pub fn call_raw(&mut self, method: &str, params: Option<&RawValue>) -> &mut Self {
+        let params = params.map(ToOwned::to_owned);
+        self.entries.push((method.to_owned(), params, true));
+        self
+    }
+
+    /// Adds a notification.
+    pub fn notify_raw(&mut self, method: &str, params: Option<&RawValue>) -> &mut Self {
+        let params = params.map(ToOwned::to_owned);
+        self.entries.push((method.to_owned(), params, false));
+        self
+    }
+
+    /// Sends the batch as one frame (nothing when it is empty) and returns one [`Pending`]
+    /// answer per call, in the order they were added; `timeout` as for [`Client::call`].
+    pub fn send(self, timeout: Option<Duration>) -> Result<Vec<Pending>, Error> {
+        let options = options(timeout);
+        let limit = timeout.or(self.client.shared.default_timeout);
+        let mut pending = Vec::new();
+        let entries: Vec<_> = self
+            .entries
+            .into_iter()
+            .map(|(method, params, call)| {
+                let tx = call.then(|| {
+                    let (tx, rx) = mpsc::channel();
+                    pending.push(Pending { rx, limit });
+                    tx
+                });
+                (method, params, tx)
+            })
+            .collect();
+        let (ack, acked) = mpsc::channel();
+        self.client.run(Box::new(move |ep, now, waiters| {
+            let mut batch = ep.batch(now);
+            let mut sent = Vec::new();
+            let result = entries.into_iter().try_for_each(|(method, params, tx)| {
+                let params = params.as_deref();
+                match tx {
+                    Some(tx) => sent.push((batch.request(&method, params, options)?, tx)),
+                    None => batch.notify(&method, params)?,
+                }
+                Ok(())
+            });
+            let result = result.and_then(|()| batch.send());
+            if result.is_ok() {
+                waiters.extend(sent);
+            }
+            let _ = ack.send(result);
+        }))?;
+        match acked.recv() {
+            Ok(Ok(())) => Ok(pending),
+            Ok(Err(e)) => Err(Error::Send(e)),
+            Err(_) => Err(Error::Send(SendError::Closed)),
+        }
+    }
+}
+
+/// The answer to one call of a [`Batch`], to wait for.
+#[derive(Debug)]
+pub struct Pending {
+    rx: Receiver<Answer>,
+    limit: Option<Duration>,
+}
+
+impl Pending {
+    /// Waits for the raw result.
+    pub fn wait(self) -> Result<Box<RawValue>, Error> {
+        wait(&self.rx, self.limit)
+    }
+
+    /// Waits for the result and decodes it as `M`'s.
+    pub fn wait_as<M: Method>(self) -> Result<M::Result, Error> {
+        let raw = self.wait()?;
+        decode_result::<M>(Ok(Cow::Owned(raw))).map_err(Error::Call)
+    }
+}

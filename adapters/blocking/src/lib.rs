@@ -1,0 +1,139 @@
+//! sansrpc-blocking: the [`sansrpc`] JSON-RPC 2.0 endpoint on `std::io` and threads, with
+//! no async runtime anywhere in its dependency tree.
+//!
+//! # Threads
+//! Each connection has one **driver** thread, the only one that touches its
+//! [`Endpoint`](sansrpc::Endpoint), and one **reader** thread that reads the transport and
+//! hands byte chunks to the driver over a channel. Everything else talks to the driver over
+//! that same channel: [`Client`] handles (calls, notifications, batches), and the handler
+//! **workers** that send their answers back. The driver follows the endpoint's calling
+//! contract: input and timeouts in, frames written to the transport, events routed (a
+//! response to the caller waiting for it, a request to a worker, a notification to the
+//! connection's notification thread, which runs them one at a time in arrival order).
+//!
+//! Requests run on a bounded pool of [`Config::workers`] threads. Requests beyond the pool
+//! wait in a queue bounded by the endpoint's own
+//! [`max_inflight_incoming`](sansrpc::endpoint::Config::max_inflight_incoming): beyond that
+//! the endpoint answers `-32002` Server busy by itself. A handler learns that its request
+//! was cancelled (by the peer, or by a shutdown) from [`is_cancelled`].
+//!
+//! Input is read in at most [`Config::read_buffers`] chunks ahead of the endpoint: when the
+//! endpoint pushes back, the reader stops reading.
+//!
+//! # Shutdown
+//! [`Server::shutdown`] and [`Client::close`] stop reading, give handlers in flight
+//! [`Config::shutdown_grace`] to answer (then raise their cancellation flag), end every
+//! pending call with [`EndReason::Closed`](sansrpc::endpoint::EndReason), shut the socket
+//! down so the reader's blocking `read` returns, and join every thread. A thread that does
+//! not end within the grace (a handler that ignores cancellation, a peer that never reads)
+//! is left behind rather than waited for: shutdown never hangs.
+//!
+//! # Example
+//! ```
+//! use std::sync::Arc;
+//! use sansrpc::method::Method;
+//! use sansrpc::router::Router;
+//! use sansrpc_blocking::{connect_tcp, serve_tcp, Config};
+//!
+//! enum Add {}
+//! impl Method for Add {
+//!     const NAME: &'static str = "add";
+//!     type Params = (i64, i64);
+//!     type Result = i64;
+//! }
+//!
+//! let mut router = Router::new();
+//! router.method::<Add, _>(|(a, b)| Ok(a + b)).unwrap();
+//! let server = serve_tcp("127.0.0.1:0", Arc::new(router), Config::default()).unwrap();
+//!
+//! let client = connect_tcp(server.local_addr(), Config::default()).unwrap();
+//! assert_eq!(client.call::<Add>(&(1, 2), None).unwrap(), 3);
+//! client.close();
+//! server.shutdown();
+//! ```
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod client;
+mod driver;
+mod pool;
+mod transport;
+
+use std::fmt;
+use std::time::Duration;
+
+use sansrpc::codec::Framing;
+use sansrpc::endpoint::SendError;
+use sansrpc::method::CallError;
+
+pub use client::{Batch, Client, Pending};
+pub use driver::is_cancelled;
+pub use transport::{connect_tcp, serve_stdio, serve_tcp, spawn_child, Server};
+
+/// How connections are driven; every bound the adapter keeps is here, the endpoint's own
+/// in [`Config::endpoint`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Config {
+    /// The endpoint's configuration. Its `framing` is ignored: [`Config::framing`] decides.
+    pub endpoint: sansrpc::endpoint::Config,
+    /// How the byte stream is cut into messages (default Content-Length, as LSP; newline
+    /// framing is what MCP uses over stdio).
+    pub framing: Framing,
+    /// Handler threads: per server for [`serve_tcp`], per connection otherwise (default 4).
+    pub workers: usize,
+    /// Most connections [`serve_tcp`] serves at once (default 64); a connection beyond it
+    /// is closed as soon as it is accepted.
+    pub max_connections: usize,
+    /// How long a shutdown, or the end of the peer's input, waits for handlers in flight
+    /// to answer before closing (default 5 s).
+    pub shutdown_grace: Duration,
+    /// Size of one read from the transport (default 16 KiB).
+    pub read_size: usize,
+    /// Most chunks read ahead of the endpoint (default 4): the back-pressure bound.
+    pub read_buffers: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            endpoint: sansrpc::endpoint::Config::default(),
+            framing: Framing::ContentLength,
+            workers: 4,
+            max_connections: 64,
+            shutdown_grace: Duration::from_secs(5),
+            read_size: 16 * 1024,
+            read_buffers: 4,
+        }
+    }
+}
+
+/// Why a call or a notification produced no result.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// Refused before anything was sent: the connection is closed, too many requests are
+    /// pending, output is backed up, or the params do not serialize to an array or object.
+    Send(SendError),
+    /// Sent, and then: the peer answered with an error, the result did not decode, or the
+    /// request ended without an answer (timed out, connection closed).
+    Call(CallError),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Send(e) => write!(f, "not sent: {e}"),
+            Error::Call(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Send(e) => Some(e),
+            Error::Call(e) => Some(e),
+        }
+    }
+}
