@@ -1,0 +1,107 @@
+//! The adapter over the stdio of a real child process: this test binary runs itself as the
+//! server (`--serve-stdio=<framing>`), so it has no libtest harness, whose output would mix
+//! with the protocol on stdout.
+
+#[path = "../examples/calculator/mod.rs"]
+mod calculator;
+mod common;
+
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use calculator::*;
+use common::{eventually, within};
+use sansrpc::codec::Framing;
+use sansrpc::endpoint::EndReason;
+use sansrpc::method::CallError;
+use sansrpc_blocking::{serve_stdio, spawn_child, Client, Config, Error};
+
+const T: Option<Duration> = Some(Duration::from_secs(5));
+
+fn framing(name: &str) -> Framing {
+    match name {
+        "newline" => Framing::Newline,
+        _ => Framing::ContentLength,
+    }
+}
+
+/// The child: the calculator, plus `exit`, which ends the process without answering.
+fn serve(framing_name: &str) {
+    let mut router = calculator::router();
+    router
+        .raw_method("exit", |_, _| std::process::exit(3))
+        .unwrap();
+    let mut config = Config::default();
+    config.framing = framing(framing_name);
+    serve_stdio(Arc::new(router), config).unwrap();
+}
+
+fn child(framing_name: &str) -> Client {
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command.arg(format!("--serve-stdio={framing_name}"));
+    let mut config = Config::default();
+    config.framing = framing(framing_name);
+    spawn_child(&mut command, config).unwrap()
+}
+
+fn calculator_over_stdio(framing_name: &'static str) {
+    let client = child(framing_name);
+    assert_eq!(client.call::<Add>(&Operands { a: 2, b: 3 }, T).unwrap(), 5);
+    assert_eq!(client.call::<SubtractPositional>(&(2, 3), T).unwrap(), -1);
+    match client.call::<Divide>(&(1.0, 0.0), T) {
+        Err(Error::Call(CallError::Rpc(e))) => assert_eq!(e.code, DIVISION_BY_ZERO),
+        other => panic!("{other:?}"),
+    }
+    client.notify::<Log>(&("over stdio".into(),)).unwrap();
+    eventually(Duration::from_secs(5), "the logged line", || {
+        client.call::<Logged>(&(), T).unwrap() == ["over stdio"]
+    });
+    // The child sees its stdin end and exits by itself, well within the 5 s grace after
+    // which it would be killed.
+    let start = Instant::now();
+    client.close();
+    assert!(
+        start.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+fn a_dying_child_fails_the_pending_call() {
+    let client = child("content-length");
+    assert_eq!(client.call::<AddPositional>(&(1, 2), T).unwrap(), 3);
+    let result = client.call_raw("exit", None, T);
+    assert!(
+        matches!(
+            result,
+            Err(Error::Call(CallError::Ended(EndReason::Closed)))
+        ),
+        "{result:?}"
+    );
+    assert!(client.call::<AddPositional>(&(1, 2), T).is_err());
+}
+
+fn main() {
+    if let Some(name) =
+        std::env::args().find_map(|a| a.strip_prefix("--serve-stdio=").map(str::to_owned))
+    {
+        return serve(&name);
+    }
+    let tests: [(&str, fn()); 3] = [
+        ("calculator over stdio, Content-Length", || {
+            calculator_over_stdio("content-length")
+        }),
+        ("calculator over stdio, newline", || {
+            calculator_over_stdio("newline")
+        }),
+        (
+            "a dying child fails the pending call",
+            a_dying_child_fails_the_pending_call,
+        ),
+    ];
+    for (name, test) in tests {
+        within(Duration::from_secs(30), test);
+        println!("test {name} ... ok");
+    }
+}

@@ -1,0 +1,272 @@
+//! The adapter over real TCP sockets on 127.0.0.1: the calculator, concurrency, batches,
+//! timeouts with cancellation, the handler pool's bound and the endpoint's busy answer.
+
+#[path = "../examples/calculator/mod.rs"]
+mod calculator;
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use calculator::*;
+use common::{eventually, within};
+use sansrpc::endpoint::{EndReason, SendError};
+use sansrpc::method::{CallError, Method};
+use sansrpc::router::Router;
+use sansrpc::RawValue;
+use sansrpc_blocking::{connect_tcp, is_cancelled, serve_tcp, Client, Config, Error, Server};
+
+const LIMIT: Duration = Duration::from_secs(20);
+const T: Option<Duration> = Some(Duration::from_secs(5));
+
+fn serve(router: Router, config: Config) -> (Server, Client) {
+    let server = serve_tcp("127.0.0.1:0", Arc::new(router), config).unwrap();
+    let client = connect_tcp(server.local_addr(), Config::default()).unwrap();
+    (server, client)
+}
+
+fn rpc_code<T: std::fmt::Debug>(result: Result<T, Error>) -> i64 {
+    match result {
+        Err(Error::Call(CallError::Rpc(e))) => e.code,
+        other => panic!("expected an error object, got {other:?}"),
+    }
+}
+
+#[test]
+fn calculator_over_tcp() {
+    within(LIMIT, || {
+        let (server, client) = serve(calculator::router(), Config::default());
+        let (two_three, ten_four) = (Operands { a: 2, b: 3 }, Operands { a: 10, b: 4 });
+        assert_eq!(client.call::<Add>(&two_three, T).unwrap(), 5);
+        assert_eq!(client.call::<AddPositional>(&(2, 3), T).unwrap(), 5);
+        assert_eq!(client.call::<Subtract>(&ten_four, T).unwrap(), 6);
+        assert_eq!(client.call::<SubtractPositional>(&(10, 4), T).unwrap(), 6);
+        assert_eq!(client.call::<Divide>(&(1.0, 4.0), T).unwrap(), 0.25);
+
+        let by_zero = client.call::<Divide>(&(1.0, 0.0), T);
+        assert_eq!(rpc_code(by_zero), DIVISION_BY_ZERO);
+        let params = RawValue::from_json("[2, 3]").unwrap();
+        assert_eq!(
+            rpc_code(client.call_raw("multiply", Some(params), T)),
+            -32601
+        );
+        let short = RawValue::from_json("[1]").unwrap();
+        assert_eq!(rpc_code(client.call_raw("add", Some(short), T)), -32602);
+        let raw = client.call_raw(
+            "add",
+            Some(RawValue::from_json(r#"{"b":1,"a":41}"#).unwrap()),
+            T,
+        );
+        assert_eq!(raw.unwrap().get(), "42");
+
+        // Notifications run in arrival order, on their own thread.
+        for line in ["one", "two", "three"] {
+            client.notify::<Log>(&(line.to_owned(),)).unwrap();
+        }
+        eventually(Duration::from_secs(5), "three log lines", || {
+            client.call::<Logged>(&(), T).unwrap().len() == 3
+        });
+        assert_eq!(
+            client.call::<Logged>(&(), T).unwrap(),
+            ["one", "two", "three"]
+        );
+
+        client.close();
+        assert!(client.is_closed());
+        assert!(matches!(
+            client.call::<Add>(&two_three, T),
+            Err(Error::Send(SendError::Closed))
+        ));
+        server.shutdown();
+    });
+}
+
+#[test]
+fn concurrent_calls_from_several_threads() {
+    within(LIMIT, || {
+        let (server, client) = serve(calculator::router(), Config::default());
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let client = client.clone();
+                thread::spawn(move || {
+                    for i in 0..50 {
+                        let sum = client.call::<AddPositional>(&(t, i), T).unwrap();
+                        assert_eq!(sum, t + i);
+                    }
+                })
+            })
+            .collect();
+        threads.into_iter().for_each(|t| t.join().unwrap());
+        drop(client);
+        server.shutdown();
+    });
+}
+
+#[test]
+fn batch_over_tcp() {
+    within(LIMIT, || {
+        let (server, client) = serve(calculator::router(), Config::default());
+        let json = |s| Some(RawValue::from_json(s).unwrap());
+        let mut batch = client.batch();
+        batch
+            .call_raw("add", json("[1, 2]"))
+            .notify_raw("log", json(r#"["batched"]"#))
+            .call_raw("divide", json("[1, 0]"))
+            .call_raw("nope", None);
+        let answers = batch.send(T).unwrap();
+        assert_eq!(answers.len(), 3);
+        let mut answers = answers.into_iter();
+        assert_eq!(
+            answers.next().unwrap().wait_as::<AddPositional>().unwrap(),
+            3
+        );
+        assert_eq!(rpc_code(answers.next().unwrap().wait()), DIVISION_BY_ZERO);
+        assert_eq!(rpc_code(answers.next().unwrap().wait()), -32601);
+        eventually(Duration::from_secs(5), "the batched notification", || {
+            client.call::<Logged>(&(), T).unwrap() == ["batched"]
+        });
+        server.shutdown();
+    });
+}
+
+enum Sleep {}
+impl Method for Sleep {
+    const NAME: &'static str = "sleep";
+    type Params = (u64,);
+    type Result = bool;
+}
+
+/// A handler that sleeps up to `ms`, stopping early when its request is cancelled; it
+/// returns whether it was cancelled, and records that in `cancelled`.
+fn sleeper(cancelled: Arc<AtomicBool>) -> Router {
+    let mut router = Router::new();
+    router
+        .method::<Sleep, _>(move |(ms,)| {
+            let end = Instant::now() + Duration::from_millis(ms);
+            while Instant::now() < end {
+                if is_cancelled() {
+                    cancelled.store(true, Ordering::SeqCst);
+                    return Ok(true);
+                }
+                thread::sleep(Duration::from_millis(5));
+            }
+            Ok(false)
+        })
+        .unwrap();
+    router
+        .method::<AddPositional, _>(|(a, b)| Ok(a + b))
+        .unwrap();
+    router
+}
+
+#[test]
+fn a_timed_out_call_fails_and_cancels_the_handler() {
+    within(LIMIT, || {
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let (server, client) = serve(sleeper(Arc::clone(&cancelled)), Config::default());
+        let start = Instant::now();
+        let result = client.call::<Sleep>(&(10_000,), Some(Duration::from_millis(200)));
+        let took = start.elapsed();
+        assert!(
+            matches!(
+                result,
+                Err(Error::Call(CallError::Ended(EndReason::TimedOut)))
+            ),
+            "{result:?}"
+        );
+        assert!(took >= Duration::from_millis(200), "{took:?}");
+        assert!(took < Duration::from_millis(1500), "{took:?}");
+        // The endpoint sent `$/cancelRequest`; the handler saw it and stopped early.
+        eventually(
+            Duration::from_secs(5),
+            "the handler sees the cancellation",
+            || cancelled.load(Ordering::SeqCst),
+        );
+        // The late answer is dropped and the connection goes on.
+        assert_eq!(client.call::<AddPositional>(&(1, 1), T).unwrap(), 2);
+        server.shutdown();
+    });
+}
+
+#[test]
+fn the_pool_bounds_concurrent_handlers() {
+    within(LIMIT, || {
+        let running = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let (now, max) = (Arc::clone(&running), Arc::clone(&most));
+        let mut router = Router::new();
+        router
+            .method::<Sleep, _>(move |(ms,)| {
+                let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+                max.fetch_max(n, Ordering::SeqCst);
+                thread::sleep(Duration::from_millis(ms));
+                now.fetch_sub(1, Ordering::SeqCst);
+                Ok(false)
+            })
+            .unwrap();
+        let mut config = Config::default();
+        config.workers = 2;
+        let (server, client) = serve(router, config);
+        let start = Instant::now();
+        let calls: Vec<_> = (0..4)
+            .map(|_| {
+                let client = client.clone();
+                thread::spawn(move || client.call::<Sleep>(&(300,), T).unwrap())
+            })
+            .collect();
+        calls.into_iter().for_each(|c| assert!(!c.join().unwrap()));
+        assert_eq!(most.load(Ordering::SeqCst), 2);
+        // Two waves of two.
+        assert!(start.elapsed() >= Duration::from_millis(600));
+        server.shutdown();
+    });
+}
+
+#[test]
+fn beyond_the_queue_the_endpoint_answers_busy() {
+    within(LIMIT, || {
+        let mut config = Config::default();
+        config.workers = 1;
+        config.endpoint.max_inflight_incoming = 2;
+        let (server, client) = serve(sleeper(Arc::default()), config);
+        let calls: Vec<_> = (0..3)
+            .map(|_| {
+                let client = client.clone();
+                thread::spawn(move || client.call::<Sleep>(&(500,), T))
+            })
+            .collect();
+        let results: Vec<_> = calls.into_iter().map(|c| c.join().unwrap()).collect();
+        let ok = results.iter().filter(|r| r.is_ok()).count();
+        let busy: Vec<_> = results
+            .into_iter()
+            .filter(Result::is_err)
+            .map(rpc_code)
+            .collect();
+        assert_eq!((ok, busy), (2, vec![-32002]));
+        server.shutdown();
+    });
+}
+
+#[test]
+fn connections_beyond_the_bound_are_closed() {
+    within(LIMIT, || {
+        let mut config = Config::default();
+        config.max_connections = 1;
+        let (server, first) = serve(calculator::router(), config);
+        assert_eq!(first.call::<AddPositional>(&(1, 2), T).unwrap(), 3);
+        let second = connect_tcp(server.local_addr(), Config::default()).unwrap();
+        let refused = second.call::<AddPositional>(&(1, 2), T);
+        assert!(
+            matches!(
+                refused,
+                Err(Error::Call(CallError::Ended(EndReason::Closed)))
+                    | Err(Error::Send(SendError::Closed))
+            ),
+            "{refused:?}"
+        );
+        assert_eq!(first.call::<AddPositional>(&(3, 4), T).unwrap(), 7);
+        server.shutdown();
+    });
+}
