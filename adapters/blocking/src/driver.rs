@@ -13,7 +13,7 @@ use std::time::{Duration, Instant as StdInstant};
 use sansrpc::endpoint::{Endpoint, Event, IncomingId, RequestId};
 use sansrpc::method::CallError;
 use sansrpc::router::{Reply, Router};
-use sansrpc::{ErrorObject, Instant, Notification, RawValue, Request};
+use sansrpc::{ErrorObject, Instant, RawValue, Request};
 
 use crate::pool::{join_by, Job, Pool};
 use crate::{Config, Error};
@@ -99,11 +99,7 @@ pub fn is_cancelled() -> bool {
     })
 }
 
-/// Most notifications queued for the notification thread; beyond it the driver stops
-/// reading until one is handled.
-const NOTIFICATION_QUEUE: usize = 64;
-
-/// Starts a connection's driver thread, which starts its reader and notification threads.
+/// Starts a connection's driver thread, which starts its reader thread.
 pub(crate) fn spawn(
     transport: Transport,
     handlers: Handlers,
@@ -125,7 +121,6 @@ pub(crate) fn spawn(
         inflight: BTreeMap::new(),
         router: handlers.router,
         jobs: handlers.jobs,
-        notes: None,
         closed: Arc::new(AtomicBool::new(false)),
         eof: false,
         shutdown: false,
@@ -162,7 +157,6 @@ struct Driver {
     inflight: BTreeMap<IncomingId, Arc<AtomicBool>>,
     router: Arc<Router>,
     jobs: Option<Sender<Job>>,
-    notes: Option<SyncSender<Notification<'static>>>,
     /// Set once the connection is closed: queued jobs of this connection are skipped.
     closed: Arc<AtomicBool>,
     eof: bool,
@@ -186,15 +180,6 @@ impl Driver {
         let reader = thread::Builder::new()
             .name("rpc-reader".into())
             .spawn(move || read(reader, &tx, &chunks, size));
-        let notifier = self.jobs.as_ref().and_then(|_| {
-            let (tx, rx) = mpsc::sync_channel(NOTIFICATION_QUEUE);
-            let router = Arc::clone(&self.router);
-            let thread = thread::Builder::new()
-                .name("rpc-notify".into())
-                .spawn(move || rx.iter().for_each(|n| router.notify(&n)));
-            self.notes = Some(tx);
-            thread.ok()
-        });
         if reader.is_err() {
             self.ep.close(self.now());
         }
@@ -214,10 +199,6 @@ impl Driver {
         self.free = None;
         if let (Ok(reader), true) = (reader, transport.join_reader) {
             let _ = join_by(reader, deadline);
-        }
-        self.notes = None;
-        if let Some(notifier) = notifier {
-            let _ = join_by(notifier, deadline);
         }
         self.jobs = None;
         if let Some(pool) = pool {
@@ -375,16 +356,9 @@ impl Driver {
                     let request = request.into_owned();
                     self.request(id, request);
                 }
-                Event::Notification(n) => {
-                    let n = n.into_owned();
-                    match &self.notes {
-                        // Blocks while the queue is full: reading stops meanwhile.
-                        Some(notes) => {
-                            let _ = notes.send(n);
-                        }
-                        None => self.router.notify(&n),
-                    }
-                }
+                // Here, in arrival order: its effects are visible to every request that
+                // arrived after it (LSP's didChange before completion).
+                Event::Notification(n) => self.router.notify(&n),
                 Event::Response { id, result } => {
                     let answer = match result {
                         Ok(raw) => Ok(raw.into_owned()),

@@ -7,9 +7,11 @@
 //! hands byte chunks to the driver over a channel. Everything else talks to the driver over
 //! that same channel: [`Client`] handles (calls, notifications, batches), and the handler
 //! **workers** that send their answers back. The driver follows the endpoint's calling
-//! contract: input and timeouts in, frames written to the transport, events routed (a
-//! response to the caller waiting for it, a request to a worker, a notification to the
-//! connection's notification thread, which runs them one at a time in arrival order).
+//! contract: input and timeouts in, frames written to the transport, events routed: a
+//! response to the caller waiting for it, a request to a handler worker, a notification to
+//! its handler right there on the driver thread. Notifications therefore run one at a time
+//! in arrival order, each before any request that arrived after it starts (as LSP needs for
+//! `didChange`); keep their handlers short, since the connection's I/O waits for them.
 //!
 //! Requests run on a bounded pool of [`Config::workers`] threads. Requests beyond the pool
 //! wait in a queue bounded by the endpoint's own

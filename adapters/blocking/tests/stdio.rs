@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use calculator::*;
-use common::{eventually, within};
+use common::within;
 use sansrpc::codec::Framing;
 use sansrpc::endpoint::EndReason;
 use sansrpc::method::CallError;
@@ -54,9 +54,7 @@ fn calculator_over_stdio(framing_name: &'static str) {
         other => panic!("{other:?}"),
     }
     client.notify::<Log>(&("over stdio".into(),)).unwrap();
-    eventually(Duration::from_secs(5), "the logged line", || {
-        client.call::<Logged>(&(), T).unwrap() == ["over stdio"]
-    });
+    assert_eq!(client.call::<Logged>(&(), T).unwrap(), ["over stdio"]);
     // The child sees its stdin end and exits by itself, well within the 5 s grace after
     // which it would be killed.
     let start = Instant::now();
