@@ -105,6 +105,26 @@ pub(crate) fn write_json<T: Serialize + ?Sized>(
     }
 }
 
+/// Serializes typed params into `buf` (cleared first) and returns them as they go on the
+/// wire: `None` for `()` or `None` (serialized as `null`: no params member at all), the
+/// array or object otherwise. A scalar is not valid params in JSON-RPC 2.0 and is refused,
+/// as is a value that fails to serialize.
+pub fn encode_params<'b, P: Serialize + ?Sized>(
+    params: &P,
+    buf: &'b mut Vec<u8>,
+) -> Result<Option<&'b RawValue>, crate::endpoint::SendError> {
+    use crate::endpoint::SendError;
+    buf.clear();
+    write_json(buf, params).map_err(|_| SendError::InvalidParams)?;
+    // serde_json wrote it, so it is one valid JSON value.
+    let text = core::str::from_utf8(buf).map_err(|_| SendError::InvalidParams)?;
+    match text.as_bytes().first() {
+        Some(b'n') => Ok(None),
+        Some(b'[' | b'{') => Ok(Some(RawValue::from_validated(text))),
+        _ => Err(SendError::InvalidParams),
+    }
+}
+
 /// How params are laid out, learned once per method by asking its `Deserialize` impl.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct ParamShape {

@@ -349,8 +349,15 @@ fn cancelling_an_outgoing_request() {
     );
     // The server is told and answers with the cancelled code; the client ignores the answer.
     assert!(p.b.events.contains(&Ev::PeerCancelled(incoming)));
-    p.b.respond_err(incoming, -32800, "Request cancelled");
+    p.b.ep.respond_cancelled(incoming).unwrap();
     p.drive();
+    let answer = String::from_utf8(p.b.sent.last().unwrap().clone()).unwrap();
+    assert!(
+        answer.ends_with(
+            r#"{"jsonrpc":"2.0","error":{"code":-32800,"message":"Request cancelled"},"id":1}"#
+        ),
+        "{answer}"
+    );
     assert!(p.a.take_events().is_empty());
     assert!(p.a.ep.is_idle() && p.b.ep.is_idle());
 }

@@ -933,6 +933,13 @@ impl Endpoint {
         Ok(())
     }
 
+    /// Answers a request the peer cancelled (after [`Event::PeerCancelled`]) with
+    /// [`Config::cancelled_code`] and the message "Request cancelled".
+    pub fn respond_cancelled(&mut self, id: IncomingId) -> Result<(), UnknownRequest> {
+        let error = ErrorObject::fixed(self.config.cancelled_code, "Request cancelled");
+        self.respond(id, Err(&error))
+    }
+
     /// The wire id of a request the peer sent and we have not answered yet.
     pub fn peer_id(&self, id: IncomingId) -> Option<&Id<'static>> {
         self.incoming.get(id).map(|e| &e.peer_id)

@@ -1,16 +1,14 @@
 //! Typed calls: `call::<M>(params)` and `notify::<N>(params)` on the endpoint.
 
-use alloc::vec::Vec;
-
 use super::{Endpoint, RequestId, RequestOptions, SendError};
-use crate::method::{write_json, Method, NotificationMethod};
-use crate::raw::RawValue;
+use crate::method::{encode_params, Method, NotificationMethod};
 use crate::time::Instant;
 
 impl Endpoint {
     /// Sends a request to `M`: the params are serialized straight into a reused buffer (no
-    /// `serde_json::Value` between), then sent as [`send_request`](Endpoint::send_request)
-    /// does. Decode the answer with [`decode_result::<M>`](crate::method::decode_result).
+    /// `serde_json::Value` between, see [`encode_params`]), then sent as
+    /// [`send_request`](Endpoint::send_request) does. Decode the answer with
+    /// [`decode_result::<M>`](crate::method::decode_result).
     pub fn call<M: Method>(
         &mut self,
         params: &M::Params,
@@ -18,9 +16,8 @@ impl Endpoint {
         now: Instant,
     ) -> Result<RequestId, SendError> {
         let mut buf = core::mem::take(&mut self.params);
-        let result = self.with_params(&mut buf, params, |ep, raw| {
-            ep.send_request(M::NAME, raw, options, now)
-        });
+        let result = encode_params(params, &mut buf)
+            .and_then(|raw| self.send_request(M::NAME, raw, options, now));
         self.params = buf;
         result
     }
@@ -28,28 +25,9 @@ impl Endpoint {
     /// Sends a notification to `N`, serializing the params as [`call`](Endpoint::call) does.
     pub fn notify<N: NotificationMethod>(&mut self, params: &N::Params) -> Result<(), SendError> {
         let mut buf = core::mem::take(&mut self.params);
-        let result = self.with_params(&mut buf, params, |ep, raw| {
-            ep.send_notification(N::NAME, raw)
-        });
+        let result =
+            encode_params(params, &mut buf).and_then(|raw| self.send_notification(N::NAME, raw));
         self.params = buf;
         result
-    }
-
-    fn with_params<P: serde::Serialize, T>(
-        &mut self,
-        buf: &mut Vec<u8>,
-        params: &P,
-        send: impl FnOnce(&mut Endpoint, Option<&RawValue>) -> Result<T, SendError>,
-    ) -> Result<T, SendError> {
-        buf.clear();
-        write_json(buf, params).map_err(|_| SendError::InvalidParams)?;
-        // serde_json wrote it, so it is one valid JSON value. `()` (or `None`) serializes
-        // as `null`, sent as no params at all; any other scalar is not valid params.
-        let text = core::str::from_utf8(buf).map_err(|_| SendError::InvalidParams)?;
-        match text.as_bytes().first() {
-            Some(b'n') => send(self, None),
-            Some(b'[' | b'{') => send(self, Some(RawValue::from_validated(text))),
-            _ => Err(SendError::InvalidParams),
-        }
     }
 }
