@@ -2,16 +2,14 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::marker::PhantomData;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant as StdInstant};
 
 use sansrpc::endpoint::{EndReason, Endpoint, RequestId, RequestOptions, SendError, Timeout};
-use sansrpc::method::{decode_result, CallError, Method, NotificationMethod};
+use sansrpc::method::{decode_result, encode_params, CallError, Method, NotificationMethod};
 use sansrpc::{Instant, RawValue};
-use serde_json::value::{to_raw_value, RawValue as SerdeRaw};
 
 use crate::driver::{self, Answer, Cmd, Handlers, Op, Transport};
 use crate::pool::join_by;
@@ -54,20 +52,11 @@ type SendRequest = dyn FnOnce(&mut Endpoint, Instant) -> Result<RequestId, SendE
 /// Sends a notification on the driver thread.
 type SendNotification = dyn FnOnce(&mut Endpoint) -> Result<(), SendError> + Send;
 
-/// `M` with its params already serialized, so that typed params are serialized on the
-/// caller's thread and the core still decides what may be sent as params (an array, an
-/// object, or nothing for `null`).
-struct Verbatim<M>(PhantomData<fn() -> M>);
-
-impl<M: Method> Method for Verbatim<M> {
-    const NAME: &'static str = M::NAME;
-    type Params = Box<SerdeRaw>;
-    type Result = ();
-}
-
-impl<N: NotificationMethod> NotificationMethod for Verbatim<N> {
-    const NAME: &'static str = N::NAME;
-    type Params = Box<SerdeRaw>;
+/// Typed params serialized on the caller's thread, by the core's rule ([`encode_params`]).
+fn owned_params<P: serde::Serialize>(params: &P) -> Result<Option<Box<RawValue>>, Error> {
+    let mut buf = Vec::new();
+    let raw = encode_params(params, &mut buf).map_err(Error::Send)?;
+    Ok(raw.map(ToOwned::to_owned))
 }
 
 fn options(timeout: Option<Duration>) -> RequestOptions {
@@ -105,10 +94,10 @@ impl Client {
         params: &M::Params,
         timeout: Option<Duration>,
     ) -> Result<M::Result, Error> {
-        let params = to_raw_value(params).map_err(|_| Error::Send(SendError::InvalidParams))?;
+        let params = owned_params(params)?;
         let options = options(timeout);
         let raw = self.request(
-            Box::new(move |ep, now| ep.call::<Verbatim<M>>(&params, options, now)),
+            Box::new(move |ep, now| ep.send_request(M::NAME, params.as_deref(), options, now)),
             timeout,
         )?;
         decode_result::<M>(Ok(Cow::Owned(raw))).map_err(Error::Call)
@@ -132,8 +121,10 @@ impl Client {
 
     /// Sends a notification to `N`. Returns once it is queued for writing.
     pub fn notify<N: NotificationMethod>(&self, params: &N::Params) -> Result<(), Error> {
-        let params = to_raw_value(params).map_err(|_| Error::Send(SendError::InvalidParams))?;
-        self.send(Box::new(move |ep| ep.notify::<Verbatim<N>>(&params)))
+        let params = owned_params(params)?;
+        self.send(Box::new(move |ep| {
+            ep.send_notification(N::NAME, params.as_deref())
+        }))
     }
 
     /// Sends a notification with raw params.
