@@ -17,6 +17,8 @@
 //! ```
 
 use alloc::borrow::Cow;
+use alloc::borrow::ToOwned;
+use alloc::boxed::Box;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::fmt;
@@ -24,7 +26,7 @@ use core::fmt;
 use serde::de::{self, DeserializeOwned, Visitor};
 use serde::Serialize;
 
-use crate::endpoint::EndReason;
+use crate::endpoint::{EndReason, SendError};
 use crate::error::{code, ErrorObject};
 use crate::raw::RawValue;
 
@@ -80,6 +82,89 @@ pub fn decode_result<M: Method>(
     match result {
         Ok(raw) => serde_json::from_str(raw.get()).map_err(CallError::Decode),
         Err(e) => Err(CallError::Rpc(e.into_owned())),
+    }
+}
+
+/// Serializes typed params as [`Endpoint::call`](crate::Endpoint::call) does, for callers
+/// that hand them to an endpoint later (an async driver on another task): `None` for `()`
+/// or `None` (sent as no params at all), an array or object otherwise. Any other JSON value
+/// is not valid params: [`SendError::InvalidParams`], as is a failing `Serialize`.
+pub fn encode_params<P: Serialize + ?Sized>(
+    params: &P,
+) -> Result<Option<Box<RawValue>>, SendError> {
+    let mut buf = Vec::new();
+    write_json(&mut buf, params).map_err(|_| SendError::InvalidParams)?;
+    Ok(params_of(&buf)?.map(ToOwned::to_owned))
+}
+
+/// The params serde_json wrote into `buf`: `null` means none, an array or object is
+/// sent as is, any other scalar is not valid params.
+pub(crate) fn params_of(buf: &[u8]) -> Result<Option<&RawValue>, SendError> {
+    let text = core::str::from_utf8(buf).map_err(|_| SendError::InvalidParams)?;
+    match text.as_bytes().first() {
+        Some(b'n') => Ok(None),
+        // serde_json wrote it, so it is one valid JSON value.
+        Some(b'[' | b'{') => Ok(Some(RawValue::from_validated(text))),
+        _ => Err(SendError::InvalidParams),
+    }
+}
+
+/// Decodes params into `T` exactly as the [`Router`](crate::router::Router) does for typed
+/// handlers: by name from an object, by position from an array (missing trailing positions
+/// read as `null`), absent params as if every position were missing. For handlers that run
+/// outside the router (an async adapter's); build it once per method, decode per call.
+///
+/// ```
+/// use sansrpc::method::{encode_params, ParamsDecoder};
+/// use sansrpc::RawValue;
+/// use serde::Deserialize;
+///
+/// #[derive(Deserialize, PartialEq, Debug)]
+/// struct Pair { a: i64, b: Option<i64> }
+///
+/// let decoder = ParamsDecoder::<Pair>::new();
+/// let by_position = decoder.decode(Some(RawValue::from_json("[1]").unwrap()));
+/// assert_eq!(by_position.unwrap(), Pair { a: 1, b: None });
+/// let by_name = decoder.decode(Some(RawValue::from_json(r#"{"b":2,"a":1}"#).unwrap()));
+/// assert_eq!(by_name.unwrap(), Pair { a: 1, b: Some(2) });
+/// assert_eq!(decoder.decode(Some(RawValue::from_json("[1,2,3]").unwrap())).unwrap_err().code, -32602);
+///
+/// assert_eq!(encode_params(&(1, 2)).unwrap().unwrap().get(), "[1,2]");
+/// assert!(encode_params(&()).unwrap().is_none());
+/// assert!(encode_params(&5).is_err());
+/// ```
+pub struct ParamsDecoder<T> {
+    shape: ParamShape,
+    _params: core::marker::PhantomData<fn() -> T>,
+}
+
+impl<T: DeserializeOwned> ParamsDecoder<T> {
+    /// Learns `T`'s shape (field names, arity) once.
+    pub fn new() -> Self {
+        ParamsDecoder {
+            shape: param_shape::<T>(),
+            _params: core::marker::PhantomData,
+        }
+    }
+
+    /// Decodes one call's params; a mismatch is `-32602` with a message for the caller.
+    pub fn decode(&self, params: Option<&RawValue>) -> Result<T, ErrorObject<'static>> {
+        decode_params(params, &self.shape)
+    }
+}
+
+impl<T: DeserializeOwned> Default for ParamsDecoder<T> {
+    fn default() -> Self {
+        ParamsDecoder::new()
+    }
+}
+
+impl<T> fmt::Debug for ParamsDecoder<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ParamsDecoder")
+            .field("names", &self.shape.names)
+            .field("arity", &self.shape.arity)
+            .finish()
     }
 }
 

@@ -3,7 +3,7 @@
 use alloc::vec::Vec;
 
 use super::{Endpoint, RequestId, RequestOptions, SendError};
-use crate::method::{write_json, Method, NotificationMethod};
+use crate::method::{params_of, write_json, Method, NotificationMethod};
 use crate::raw::RawValue;
 use crate::time::Instant;
 
@@ -43,13 +43,7 @@ impl Endpoint {
     ) -> Result<T, SendError> {
         buf.clear();
         write_json(buf, params).map_err(|_| SendError::InvalidParams)?;
-        // serde_json wrote it, so it is one valid JSON value. `()` (or `None`) serializes
-        // as `null`, sent as no params at all; any other scalar is not valid params.
-        let text = core::str::from_utf8(buf).map_err(|_| SendError::InvalidParams)?;
-        match text.as_bytes().first() {
-            Some(b'n') => send(self, None),
-            Some(b'[' | b'{') => send(self, Some(RawValue::from_validated(text))),
-            _ => Err(SendError::InvalidParams),
-        }
+        let raw = params_of(buf)?;
+        send(self, raw)
     }
 }
