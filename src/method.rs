@@ -83,6 +83,66 @@ pub fn decode_result<M: Method>(
     }
 }
 
+/// Decodes params into `T` exactly as the [`Router`](crate::router::Router) does for typed
+/// handlers: by name from an object, by position from an array (missing trailing positions
+/// read as `null`), absent params as if every position were missing. For handlers that run
+/// outside the router (an async adapter's); build it once per method, decode per call.
+///
+/// ```
+/// use sansrpc::method::{encode_params, ParamsDecoder};
+/// use sansrpc::RawValue;
+/// use serde::Deserialize;
+///
+/// #[derive(Deserialize, PartialEq, Debug)]
+/// struct Pair { a: i64, b: Option<i64> }
+///
+/// let decoder = ParamsDecoder::<Pair>::new();
+/// let by_position = decoder.decode(Some(RawValue::from_json("[1]").unwrap()));
+/// assert_eq!(by_position.unwrap(), Pair { a: 1, b: None });
+/// let by_name = decoder.decode(Some(RawValue::from_json(r#"{"b":2,"a":1}"#).unwrap()));
+/// assert_eq!(by_name.unwrap(), Pair { a: 1, b: Some(2) });
+/// assert_eq!(decoder.decode(Some(RawValue::from_json("[1,2,3]").unwrap())).unwrap_err().code, -32602);
+///
+/// let mut buf = Vec::new();
+/// assert_eq!(encode_params(&(1, 2), &mut buf).unwrap().unwrap().get(), "[1,2]");
+/// assert!(encode_params(&(), &mut buf).unwrap().is_none());
+/// assert!(encode_params(&5, &mut buf).is_err());
+/// ```
+pub struct ParamsDecoder<T> {
+    shape: ParamShape,
+    _params: core::marker::PhantomData<fn() -> T>,
+}
+
+impl<T: DeserializeOwned> ParamsDecoder<T> {
+    /// Learns `T`'s shape (field names, arity) once.
+    pub fn new() -> Self {
+        ParamsDecoder {
+            shape: param_shape::<T>(),
+            _params: core::marker::PhantomData,
+        }
+    }
+
+    /// Decodes one call's params; a mismatch is `-32602` with a message for the caller.
+    pub fn decode(&self, params: Option<&RawValue>) -> Result<T, ErrorObject<'static>> {
+        decode_params(params, &self.shape)
+    }
+}
+
+impl<T: DeserializeOwned> Default for ParamsDecoder<T> {
+    fn default() -> Self {
+        ParamsDecoder::new()
+    }
+}
+
+impl<T> fmt::Debug for ParamsDecoder<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ParamsDecoder")
+            .field("names", &self.shape.names)
+            .field("arity", &self.shape.arity)
+            .finish()
+    }
+}
+
 /// Appends `value` as JSON, with no `Value` between. With `std`, serde_json writes straight
 /// into the buffer; without it serde_json offers only `to_vec`, one allocation per value.
 pub(crate) fn write_json<T: Serialize + ?Sized>(
@@ -123,6 +183,15 @@ pub fn encode_params<'b, P: Serialize + ?Sized>(
         Some(b'[' | b'{') => Ok(Some(RawValue::from_validated(text))),
         _ => Err(SendError::InvalidParams),
     }
+}
+
+/// [`encode_params`] into a fresh buffer, owning the result: for callers that hand the
+/// params to an endpoint on another thread or task (the adapters' clients).
+pub fn encode_params_owned<P: Serialize + ?Sized>(
+    params: &P,
+) -> Result<Option<alloc::boxed::Box<RawValue>>, crate::endpoint::SendError> {
+    let mut buf = Vec::new();
+    Ok(encode_params(params, &mut buf)?.map(alloc::borrow::ToOwned::to_owned))
 }
 
 /// How params are laid out, learned once per method by asking its `Deserialize` impl.

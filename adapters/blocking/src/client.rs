@@ -8,7 +8,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant as StdInstant};
 
 use sansrpc::endpoint::{EndReason, Endpoint, RequestId, RequestOptions, SendError, Timeout};
-use sansrpc::method::{decode_result, encode_params, CallError, Method, NotificationMethod};
+use sansrpc::method::{decode_result, encode_params_owned, CallError, Method, NotificationMethod};
 use sansrpc::{Instant, RawValue};
 
 use crate::driver::{self, Answer, Cmd, Handlers, Op, Transport};
@@ -52,13 +52,6 @@ type SendRequest = dyn FnOnce(&mut Endpoint, Instant) -> Result<RequestId, SendE
 /// Sends a notification on the driver thread.
 type SendNotification = dyn FnOnce(&mut Endpoint) -> Result<(), SendError> + Send;
 
-/// Typed params serialized on the caller's thread, by the core's rule ([`encode_params`]).
-fn owned_params<P: serde::Serialize>(params: &P) -> Result<Option<Box<RawValue>>, Error> {
-    let mut buf = Vec::new();
-    let raw = encode_params(params, &mut buf).map_err(Error::Send)?;
-    Ok(raw.map(ToOwned::to_owned))
-}
-
 fn options(timeout: Option<Duration>) -> RequestOptions {
     RequestOptions::timeout(timeout.map_or(Timeout::Default, Timeout::After))
 }
@@ -94,7 +87,7 @@ impl Client {
         params: &M::Params,
         timeout: Option<Duration>,
     ) -> Result<M::Result, Error> {
-        let params = owned_params(params)?;
+        let params = encode_params_owned(params).map_err(Error::Send)?;
         let options = options(timeout);
         let raw = self.request(
             Box::new(move |ep, now| ep.send_request(M::NAME, params.as_deref(), options, now)),
@@ -121,7 +114,7 @@ impl Client {
 
     /// Sends a notification to `N`. Returns once it is queued for writing.
     pub fn notify<N: NotificationMethod>(&self, params: &N::Params) -> Result<(), Error> {
-        let params = owned_params(params)?;
+        let params = encode_params_owned(params).map_err(Error::Send)?;
         self.send(Box::new(move |ep| {
             ep.send_notification(N::NAME, params.as_deref())
         }))

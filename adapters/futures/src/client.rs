@@ -1,0 +1,418 @@
+//! The client handle: calls, notifications and batches, sent to the driver task.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures::channel::{mpsc, oneshot};
+use sansrpc::endpoint::{EndReason, SendError, Timeout};
+use sansrpc::method::{encode_params_owned, Method, NotificationMethod};
+use sansrpc::{ErrorObject, RawValue};
+
+/// What a raw call produces: the result JSON, or why there is none.
+pub type RawResult = Result<Box<RawValue>, CallError>;
+
+/// Why a call produced no result.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum CallError {
+    /// The peer answered with an error object.
+    Rpc(ErrorObject<'static>),
+    /// The peer's result does not decode into the method's result type.
+    Decode(serde_json::Error),
+    /// The request ended without an answer: timed out, connection closed, or a peer fault.
+    Ended(EndReason),
+    /// The call was refused locally before it went out (params that do not serialize, too
+    /// many requests pending, connection already closed).
+    Send(SendError),
+}
+
+impl CallError {
+    /// True when the call's deadline passed.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, CallError::Ended(EndReason::TimedOut))
+    }
+
+    /// True when the connection closed (or its driver stopped) before an answer came.
+    pub fn is_closed(&self) -> bool {
+        matches!(
+            self,
+            CallError::Ended(EndReason::Closed) | CallError::Send(SendError::Closed)
+        )
+    }
+
+    /// The error object's code, when the peer answered with one.
+    pub fn code(&self) -> Option<i64> {
+        match self {
+            CallError::Rpc(e) => Some(e.code),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for CallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CallError::Rpc(e) => write!(f, "the peer answered with an error: {e}"),
+            CallError::Decode(e) => write!(f, "the result does not decode: {e}"),
+            CallError::Ended(EndReason::TimedOut) => f.write_str("the request timed out"),
+            CallError::Ended(EndReason::Closed) => {
+                f.write_str("the connection closed before an answer came")
+            }
+            CallError::Ended(r) => write!(f, "the request ended without an answer: {r:?}"),
+            CallError::Send(e) => write!(f, "the request was not sent: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for CallError {}
+
+/// One call or notification of a batch, as it crosses to the driver.
+#[derive(Debug)]
+pub(crate) struct BatchEntry {
+    pub method: Cow<'static, str>,
+    pub params: Option<Box<RawValue>>,
+    pub call: bool,
+}
+
+/// What a handle asks of the driver.
+#[derive(Debug)]
+pub(crate) enum Command {
+    Call {
+        key: u64,
+        method: Cow<'static, str>,
+        params: Option<Box<RawValue>>,
+        timeout: Timeout,
+        reply: oneshot::Sender<RawResult>,
+    },
+    Notify {
+        method: Cow<'static, str>,
+        params: Option<Box<RawValue>>,
+        ack: oneshot::Sender<Result<(), CallError>>,
+    },
+    Batch {
+        key: u64,
+        entries: Vec<BatchEntry>,
+        timeout: Timeout,
+        reply: oneshot::Sender<Result<Vec<RawResult>, CallError>>,
+    },
+    /// The caller dropped the call (or batch) with this key before its answer came.
+    Cancel(u64),
+}
+
+/// A handle to a connection's driver: cheap to clone, usable from any task.
+///
+/// Every call is one message to the driver task; its future waits for the answer and
+/// **dropping the future cancels the request** (the endpoint ends it and, with
+/// cancellation configured, sends the peer `$/cancelRequest`). Calls fail with
+/// [`CallError::is_closed`] once the connection is gone.
+#[derive(Debug, Clone)]
+pub struct Client {
+    tx: mpsc::UnboundedSender<Command>,
+    keys: Arc<AtomicU64>,
+}
+
+impl Client {
+    pub(crate) fn new(tx: mpsc::UnboundedSender<Command>) -> Self {
+        Client {
+            tx,
+            keys: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// Calls `M` with the endpoint's default deadline ([`Config::default_timeout`](sansrpc::endpoint::Config)).
+    pub fn call<M: Method>(
+        &self,
+        params: &M::Params,
+    ) -> impl Future<Output = Result<M::Result, CallError>> + Send {
+        self.call_with::<M>(params, Timeout::Default)
+    }
+
+    /// Calls `M` with its own deadline.
+    pub fn call_with<M: Method>(
+        &self,
+        params: &M::Params,
+        timeout: Timeout,
+    ) -> impl Future<Output = Result<M::Result, CallError>> + Send {
+        let pending = encode_params_owned(params)
+            .map_err(CallError::Send)
+            .map(|params| self.start(Cow::Borrowed(M::NAME), params, timeout));
+        async move {
+            let raw = pending?.await?;
+            serde_json::from_str(raw.get()).map_err(CallError::Decode)
+        }
+    }
+
+    /// Calls `method` with raw params, with the endpoint's default deadline.
+    pub fn call_raw(&self, method: &str, params: Option<&RawValue>) -> PendingCall {
+        self.call_raw_with(method, params, Timeout::Default)
+    }
+
+    /// Calls `method` with raw params and its own deadline.
+    pub fn call_raw_with(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        timeout: Timeout,
+    ) -> PendingCall {
+        let params = params.map(ToOwned::to_owned);
+        self.start(Cow::Owned(method.to_owned()), params, timeout)
+    }
+
+    fn start(
+        &self,
+        method: Cow<'static, str>,
+        params: Option<Box<RawValue>>,
+        timeout: Timeout,
+    ) -> PendingCall {
+        let key = self.keys.fetch_add(1, Ordering::Relaxed);
+        let (reply, rx) = oneshot::channel();
+        let sent = self.tx.unbounded_send(Command::Call {
+            key,
+            method,
+            params,
+            timeout,
+            reply,
+        });
+        PendingCall {
+            rx,
+            guard: CancelGuard {
+                key,
+                tx: self.tx.clone(),
+                armed: sent.is_ok(),
+            },
+        }
+    }
+
+    /// Sends notification `N`; resolves once the endpoint has queued it for the wire.
+    pub fn notify<N: NotificationMethod>(
+        &self,
+        params: &N::Params,
+    ) -> impl Future<Output = Result<(), CallError>> + Send {
+        let queued = encode_params_owned(params)
+            .map_err(CallError::Send)
+            .map(|params| self.notify_owned(Cow::Borrowed(N::NAME), params));
+        async move { queued?.await }
+    }
+
+    /// Sends a notification with raw params; resolves once it is queued for the wire.
+    pub fn notify_raw(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> impl Future<Output = Result<(), CallError>> + Send {
+        self.notify_owned(Cow::Owned(method.to_owned()), params.map(ToOwned::to_owned))
+    }
+
+    fn notify_owned(
+        &self,
+        method: Cow<'static, str>,
+        params: Option<Box<RawValue>>,
+    ) -> impl Future<Output = Result<(), CallError>> + Send {
+        let (ack, rx) = oneshot::channel();
+        let _ = self.tx.unbounded_send(Command::Notify {
+            method,
+            params,
+            ack,
+        });
+        async move { rx.await.unwrap_or(Err(CallError::Ended(EndReason::Closed))) }
+    }
+
+    /// Starts a batch: calls and notifications sent as one array.
+    pub fn batch(&self) -> Batch {
+        Batch {
+            client: self.clone(),
+            entries: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// True once the driver has stopped: every call fails from now on.
+    pub fn is_closed(&self) -> bool {
+        self.tx.is_closed()
+    }
+}
+
+/// Sends a [`Command::Cancel`] when a call's future is dropped before its answer came.
+#[derive(Debug)]
+struct CancelGuard {
+    key: u64,
+    tx: mpsc::UnboundedSender<Command>,
+    armed: bool,
+}
+
+impl CancelGuard {
+    /// The answer came: nothing to cancel.
+    fn disarm(&mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for CancelGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = self.tx.unbounded_send(Command::Cancel(self.key));
+        }
+    }
+}
+
+/// The future of a raw call; dropping it before it completes cancels the request.
+#[derive(Debug)]
+#[must_use = "a call is cancelled when its future is dropped"]
+pub struct PendingCall {
+    rx: oneshot::Receiver<RawResult>,
+    guard: CancelGuard,
+}
+
+impl Future for PendingCall {
+    type Output = RawResult;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<RawResult> {
+        let result = futures::ready!(Pin::new(&mut self.rx).poll(cx));
+        self.guard.disarm();
+        Poll::Ready(result.unwrap_or(Err(CallError::Ended(EndReason::Closed))))
+    }
+}
+
+/// Where a call's result lands in the vector [`Batch::send`] returns.
+#[derive(Debug)]
+pub struct BatchSlot<M> {
+    index: usize,
+    _method: std::marker::PhantomData<fn() -> M>,
+}
+
+impl<M> Clone for BatchSlot<M> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<M> Copy for BatchSlot<M> {}
+
+impl<M: Method> BatchSlot<M> {
+    /// The index of this call's result among the batch's results.
+    pub fn index(self) -> usize {
+        self.index
+    }
+
+    /// Takes and decodes this call's result from the batch's results.
+    pub fn take(self, results: &mut [RawResult]) -> Result<M::Result, CallError> {
+        let slot = results
+            .get_mut(self.index)
+            .map(|r| std::mem::replace(r, Err(CallError::Ended(EndReason::Cancelled))));
+        let raw = slot.unwrap_or(Err(CallError::Ended(EndReason::Cancelled)))?;
+        serde_json::from_str(raw.get()).map_err(CallError::Decode)
+    }
+}
+
+/// An outgoing batch: one JSON array on the wire, one result per call, matched by id
+/// whatever order the peer answers in. From [`Client::batch`].
+#[derive(Debug)]
+pub struct Batch {
+    client: Client,
+    entries: Vec<BatchEntry>,
+    error: Option<SendError>,
+}
+
+impl Batch {
+    fn calls(&self) -> usize {
+        self.entries.iter().filter(|e| e.call).count()
+    }
+
+    /// Adds a call to `M`; its result is at the returned slot.
+    pub fn call<M: Method>(&mut self, params: &M::Params) -> BatchSlot<M> {
+        let index = self.calls();
+        match encode_params_owned(params) {
+            Ok(params) => self.entries.push(BatchEntry {
+                method: Cow::Borrowed(M::NAME),
+                params,
+                call: true,
+            }),
+            Err(e) => self.error = Some(e),
+        }
+        BatchSlot {
+            index,
+            _method: std::marker::PhantomData,
+        }
+    }
+
+    /// Adds a raw call; returns the index of its result.
+    pub fn call_raw(&mut self, method: &str, params: Option<&RawValue>) -> usize {
+        let index = self.calls();
+        self.entries.push(BatchEntry {
+            method: Cow::Owned(method.to_owned()),
+            params: params.map(ToOwned::to_owned),
+            call: true,
+        });
+        index
+    }
+
+    /// Adds notification `N`.
+    pub fn notify<N: NotificationMethod>(&mut self, params: &N::Params) -> &mut Self {
+        match encode_params_owned(params) {
+            Ok(params) => self.entries.push(BatchEntry {
+                method: Cow::Borrowed(N::NAME),
+                params,
+                call: false,
+            }),
+            Err(e) => self.error = Some(e),
+        }
+        self
+    }
+
+    /// Adds a raw notification.
+    pub fn notify_raw(&mut self, method: &str, params: Option<&RawValue>) -> &mut Self {
+        self.entries.push(BatchEntry {
+            method: Cow::Owned(method.to_owned()),
+            params: params.map(ToOwned::to_owned),
+            call: false,
+        });
+        self
+    }
+
+    /// Sends the batch with the default deadline and waits for every call's result, in the
+    /// order the calls were added. Dropping the future cancels the calls still pending.
+    pub fn send(self) -> impl Future<Output = Result<Vec<RawResult>, CallError>> + Send {
+        self.send_with(Timeout::Default)
+    }
+
+    /// Sends the batch with its own deadline (for every call in it).
+    pub fn send_with(
+        self,
+        timeout: Timeout,
+    ) -> impl Future<Output = Result<Vec<RawResult>, CallError>> + Send {
+        let Batch {
+            client,
+            entries,
+            error,
+        } = self;
+        let key = client.keys.fetch_add(1, Ordering::Relaxed);
+        let (reply, mut rx) = oneshot::channel();
+        let mut guard = CancelGuard {
+            key,
+            tx: client.tx.clone(),
+            armed: false,
+        };
+        if error.is_none() {
+            let command = Command::Batch {
+                key,
+                entries,
+                timeout,
+                reply,
+            };
+            guard.armed = client.tx.unbounded_send(command).is_ok();
+        }
+        async move {
+            if let Some(e) = error {
+                return Err(CallError::Send(e));
+            }
+            let result = (&mut rx).await;
+            guard.disarm();
+            result.unwrap_or(Err(CallError::Ended(EndReason::Closed)))
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! sansrpc-futures: the async driver of the [`sansrpc`] core, over futures-io, for any
+//! runtime (async-std, smol, tokio through `sansrpc-tokio`, or a hand-rolled executor).
+//!
+//! One [`Driver`] future per connection owns the [`Endpoint`](sansrpc::Endpoint) and runs
+//! its loop; cloneable [`Client`] handles send it calls, notifications and batches from any
+//! task. An [`AsyncRouter`] serves the peer's requests (async handlers run concurrently in
+//! the driver, up to a limit; notifications one at a time in arrival order) and falls back
+//! to the core [`Router`](sansrpc::router::Router) for sync handlers, layers and
+//! `rpc.discover`. The runtime supplies only I/O (a [`Transport`], usually a
+//! [`ByteStream`] over futures-io halves) and a [`Timer`].
+//!
+//! ```
+//! use sansrpc::method::Method;
+//! use sansrpc_futures::{transport, AsyncIoTimer, AsyncRouter, Builder};
+//!
+//! enum Add {}
+//! impl Method for Add {
+//!     const NAME: &'static str = "add";
+//!     type Params = (i64, i64);
+//!     type Result = i64;
+//! }
+//!
+//! smol::block_on(async {
+//!     let listener = async_net::TcpListener::bind("127.0.0.1:0").await?;
+//!     let addr = listener.local_addr()?;
+//!     let mut router = AsyncRouter::new();
+//!     router.method::<Add, _, _>(|(a, b)| async move { Ok(a + b) }).unwrap();
+//!     let server = smol::spawn(async move {
+//!         let (stream, _) = listener.accept().await?;
+//!         let (_, driver) = Builder::new().router(router).connect(transport::tcp(stream), AsyncIoTimer);
+//!         driver.await
+//!     });
+//!
+//!     let stream = async_net::TcpStream::connect(addr).await?;
+//!     let (client, driver) = Builder::new().connect(transport::tcp(stream), AsyncIoTimer);
+//!     let driver = smol::spawn(driver);
+//!     assert_eq!(client.call::<Add>(&(1, 2)).await.unwrap(), 3);
+//!     drop(client); // A client-only connection stops once its last handle is gone.
+//!     driver.await?;
+//!     server.await
+//! })
+//! .unwrap();
+//! ```
+#![deny(missing_docs)]
+
+mod client;
+mod driver;
+mod router;
+mod timer;
+pub mod transport;
+
+pub use client::{Batch, BatchSlot, CallError, Client, PendingCall, RawResult};
+pub use driver::{Builder, Driver, ShutdownHandle};
+pub use router::{AsyncRouter, BoxFuture, HandlerResult};
+#[cfg(feature = "async-io")]
+pub use timer::AsyncIoTimer;
+pub use timer::Timer;
+pub use transport::{ByteStream, Received, Transport};
+
+pub use sansrpc;

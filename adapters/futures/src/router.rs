@@ -1,0 +1,187 @@
+//! The async router: async handlers first, then the core [`Router`] (sync handlers, layers,
+//! `rpc.discover`).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+
+use futures::FutureExt;
+use sansrpc::method::{Method, NotificationMethod, ParamsDecoder};
+use sansrpc::router::{RegisterError, Router};
+use sansrpc::{ErrorObject, RawValue};
+
+/// What an async method handler's future resolves to: the result JSON or the error object.
+pub type HandlerResult = Result<Box<RawValue>, ErrorObject<'static>>;
+
+/// A boxed, sendable future.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+type CallFn = dyn Fn(Option<Box<RawValue>>) -> BoxFuture<HandlerResult> + Send + Sync;
+type NotifyFn = dyn Fn(Option<Box<RawValue>>) -> BoxFuture<()> + Send + Sync;
+
+/// Async handlers per method, with the core [`Router`] behind them.
+///
+/// A request goes to its async handler when one is registered under its method, otherwise
+/// to the core router, which runs sync handlers inside its layers and answers `rpc.`
+/// names (`rpc.discover`) and unknown methods (`-32601`). Layers wrap the core router's
+/// handlers only; `rpc.discover` lists the core router's methods only.
+///
+/// The driver runs requests concurrently (up to its limit) and notifications one at a
+/// time in arrival order; a request the peer cancels has its future dropped.
+#[derive(Default)]
+pub struct AsyncRouter {
+    methods: BTreeMap<String, Box<CallFn>>,
+    notifications: BTreeMap<String, Box<NotifyFn>>,
+    sync: Router,
+}
+
+impl fmt::Debug for AsyncRouter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AsyncRouter")
+            .field("methods", &self.methods.keys().collect::<Vec<_>>())
+            .field(
+                "notifications",
+                &self.notifications.keys().collect::<Vec<_>>(),
+            )
+            .field("sync", &self.sync)
+            .finish()
+    }
+}
+
+/// A handler's work for one request or notification, as the driver runs it.
+pub(crate) enum Work {
+    /// An async method handler's future.
+    Call(BoxFuture<HandlerResult>),
+    /// An async notification handler's future.
+    Notify(BoxFuture<()>),
+    /// No async handler: the core router takes it.
+    Sync,
+}
+
+impl AsyncRouter {
+    /// An empty router (the core router's system extensions on).
+    pub fn new() -> Self {
+        AsyncRouter::default()
+    }
+
+    /// Async handlers in front of an existing core router.
+    pub fn from_router(router: Router) -> Self {
+        AsyncRouter {
+            sync: router,
+            ..AsyncRouter::default()
+        }
+    }
+
+    /// The core router: register sync handlers, layers and extensions on it.
+    pub fn sync(&mut self) -> &mut Router {
+        &mut self.sync
+    }
+
+    pub(crate) fn core(&self) -> &Router {
+        &self.sync
+    }
+
+    fn check(&self, name: &str) -> Result<(), RegisterError> {
+        if name.starts_with("rpc.") {
+            return Err(RegisterError::Reserved(name.to_owned()));
+        }
+        let taken = self.methods.contains_key(name)
+            || self.notifications.contains_key(name)
+            || self.sync.method_names().any(|n| n == name);
+        if taken {
+            return Err(RegisterError::Duplicate(name.to_owned()));
+        }
+        Ok(())
+    }
+
+    /// Registers an async typed method handler under `M::NAME`. Params are decoded as the
+    /// core router decodes them (by name or by position; `-32602` when they do not fit).
+    pub fn method<M, F, Fut>(&mut self, handler: F) -> Result<(), RegisterError>
+    where
+        M: Method + 'static,
+        M::Result: Send,
+        F: Fn(M::Params) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<M::Result, ErrorObject<'static>>> + Send + 'static,
+    {
+        self.check(M::NAME)?;
+        let decoder = ParamsDecoder::<M::Params>::new();
+        let call = move |params: Option<Box<RawValue>>| -> BoxFuture<HandlerResult> {
+            match decoder.decode(params.as_deref()) {
+                Ok(params) => handler(params).map(|r| r.and_then(|r| to_raw(&r))).boxed(),
+                Err(e) => futures::future::ready(Err(e)).boxed(),
+            }
+        };
+        self.methods.insert(M::NAME.to_owned(), Box::new(call));
+        Ok(())
+    }
+
+    /// Registers an async raw method handler: params as raw JSON in, the result JSON out.
+    pub fn raw_method<F, Fut>(&mut self, name: &str, handler: F) -> Result<(), RegisterError>
+    where
+        F: Fn(Option<Box<RawValue>>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HandlerResult> + Send + 'static,
+    {
+        self.check(name)?;
+        let call = move |params| -> BoxFuture<HandlerResult> { handler(params).boxed() };
+        self.methods.insert(name.to_owned(), Box::new(call));
+        Ok(())
+    }
+
+    /// Registers an async typed notification handler under `N::NAME`; params that do not
+    /// decode are dropped (a notification has no one to tell).
+    pub fn notification<N, F, Fut>(&mut self, handler: F) -> Result<(), RegisterError>
+    where
+        N: NotificationMethod + 'static,
+        F: Fn(N::Params) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.check(N::NAME)?;
+        let decoder = ParamsDecoder::<N::Params>::new();
+        let notify = move |params: Option<Box<RawValue>>| -> BoxFuture<()> {
+            match decoder.decode(params.as_deref()) {
+                Ok(params) => handler(params).boxed(),
+                Err(_) => futures::future::ready(()).boxed(),
+            }
+        };
+        self.notifications
+            .insert(N::NAME.to_owned(), Box::new(notify));
+        Ok(())
+    }
+
+    /// Registers an async raw notification handler.
+    pub fn raw_notification<F, Fut>(&mut self, name: &str, handler: F) -> Result<(), RegisterError>
+    where
+        F: Fn(Option<Box<RawValue>>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.check(name)?;
+        let notify = move |params| -> BoxFuture<()> { handler(params).boxed() };
+        self.notifications.insert(name.to_owned(), Box::new(notify));
+        Ok(())
+    }
+
+    /// The work for a request to `method`.
+    pub(crate) fn request(&self, method: &str, params: Option<&RawValue>) -> Work {
+        match self.methods.get(method) {
+            Some(f) => Work::Call(f(params.map(ToOwned::to_owned))),
+            None => Work::Sync,
+        }
+    }
+
+    /// The work for a notification of `method`.
+    pub(crate) fn notification_work(&self, method: &str, params: Option<&RawValue>) -> Work {
+        match self.notifications.get(method) {
+            Some(f) => Work::Notify(f(params.map(ToOwned::to_owned))),
+            None => Work::Sync,
+        }
+    }
+}
+
+/// A typed result as raw JSON; `-32603` when it does not serialize.
+fn to_raw<T: serde::Serialize>(value: &T) -> HandlerResult {
+    serde_json::to_string(value)
+        .ok()
+        .and_then(|s| RawValue::from_string(s).ok())
+        .ok_or_else(ErrorObject::internal_error)
+}

@@ -1,0 +1,217 @@
+//! How bytes (or whole messages) move between the endpoint and the peer.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+use futures::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadHalf, WriteHalf};
+use sansrpc::{Endpoint, Instant};
+
+/// What [`Transport::poll_receive`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Received {
+    /// Input reached the endpoint.
+    Data,
+    /// Input is waiting but the endpoint took none of it (its events or output are backed
+    /// up): the driver drains them before offering it again.
+    Stalled,
+    /// The peer ended its output; the endpoint has been told.
+    End,
+}
+
+/// A connection to the peer as the driver sees it.
+///
+/// A byte stream ([`ByteStream`]) hands the endpoint bytes with
+/// [`Endpoint::handle_input`] and writes what [`Endpoint::poll_transmit`] framed; a message
+/// transport (WebSocket, HTTP: one message per frame) would use
+/// [`Endpoint::handle_message`] and send each frame as one message, with
+/// [`is_message_based`](Transport::is_message_based) true so the endpoint frames nothing.
+pub trait Transport: Send + Unpin + 'static {
+    /// True for transports that carry one message per frame; the driver then configures
+    /// the endpoint with `framing: None`.
+    fn is_message_based(&self) -> bool {
+        false
+    }
+
+    /// Reads what the peer sent and hands it to `endpoint` at `now`; at end of input calls
+    /// [`Endpoint::handle_end_of_input`] and returns [`Received::End`].
+    fn poll_receive(
+        &mut self,
+        cx: &mut Context<'_>,
+        endpoint: &mut Endpoint,
+        now: Instant,
+    ) -> Poll<io::Result<Received>>;
+
+    /// Takes frames from [`Endpoint::poll_transmit`] and writes them, taking more only
+    /// while its own buffer has room (so the endpoint's output bound pushes back on
+    /// input). Ready once everything taken is written and flushed.
+    fn poll_transmit(
+        &mut self,
+        cx: &mut Context<'_>,
+        endpoint: &mut Endpoint,
+    ) -> Poll<io::Result<()>>;
+
+    /// Flushes and closes the sending side.
+    fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
+}
+
+/// Bytes read per `poll_read`, and bytes buffered for writing before the endpoint keeps the
+/// rest.
+const CHUNK: usize = 64 * 1024;
+
+/// A byte-stream transport over any futures-io reader and writer (TCP, Unix sockets, pipes,
+/// stdio); the endpoint's [`Config::framing`](sansrpc::endpoint::Config) cuts it into
+/// messages.
+#[derive(Debug)]
+pub struct ByteStream<R, W> {
+    reader: R,
+    writer: W,
+    input: Box<[u8]>,
+    /// `input[start..end]` was read but not yet taken by the endpoint.
+    start: usize,
+    end: usize,
+    output: Vec<u8>,
+    written: usize,
+    unflushed: bool,
+}
+
+impl<R, W> ByteStream<R, W>
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    /// A transport reading from `reader` and writing to `writer`.
+    pub fn new(reader: R, writer: W) -> Self {
+        ByteStream {
+            reader,
+            writer,
+            input: vec![0; CHUNK].into_boxed_slice(),
+            start: 0,
+            end: 0,
+            output: Vec::new(),
+            written: 0,
+            unflushed: false,
+        }
+    }
+}
+
+impl<S> ByteStream<ReadHalf<S>, WriteHalf<S>>
+where
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    /// A transport over one duplex stream, split in two halves. Prefer
+    /// [`ByteStream::new`] with two clones for streams that are `Clone` (async-net's and
+    /// async-std's sockets), which needs no lock between the halves.
+    pub fn split(stream: S) -> Self {
+        let (reader, writer) = stream.split();
+        ByteStream::new(reader, writer)
+    }
+}
+
+impl<R, W> Transport for ByteStream<R, W>
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    fn poll_receive(
+        &mut self,
+        cx: &mut Context<'_>,
+        endpoint: &mut Endpoint,
+        now: Instant,
+    ) -> Poll<io::Result<Received>> {
+        if self.start == self.end {
+            let n = ready!(Pin::new(&mut self.reader).poll_read(cx, &mut self.input))?;
+            if n == 0 {
+                endpoint.handle_end_of_input(now);
+                return Poll::Ready(Ok(Received::End));
+            }
+            (self.start, self.end) = (0, n);
+        }
+        let taken = endpoint.handle_input(&self.input[self.start..self.end], now);
+        self.start += taken;
+        Poll::Ready(Ok(if taken == 0 {
+            Received::Stalled
+        } else {
+            Received::Data
+        }))
+    }
+
+    fn poll_transmit(
+        &mut self,
+        cx: &mut Context<'_>,
+        endpoint: &mut Endpoint,
+    ) -> Poll<io::Result<()>> {
+        loop {
+            if self.written == self.output.len() {
+                self.output.clear();
+                self.written = 0;
+            }
+            while self.output.len() < CHUNK && endpoint.poll_transmit(&mut self.output).is_some() {}
+            if self.written < self.output.len() {
+                let pending = &self.output[self.written..];
+                let n = ready!(Pin::new(&mut self.writer).poll_write(cx, pending))?;
+                if n == 0 {
+                    return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+                }
+                self.written += n;
+                self.unflushed = true;
+                continue;
+            }
+            if self.unflushed {
+                ready!(Pin::new(&mut self.writer).poll_flush(cx))?;
+                self.unflushed = false;
+            }
+            return Poll::Ready(Ok(()));
+        }
+    }
+
+    fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.writer).poll_close(cx)
+    }
+}
+
+/// A TCP connection as a transport (async-net's stream, cloned into its two halves).
+#[cfg(feature = "async-io")]
+pub fn tcp(stream: async_net::TcpStream) -> ByteStream<async_net::TcpStream, async_net::TcpStream> {
+    ByteStream::new(stream.clone(), stream)
+}
+
+/// A Unix socket connection as a transport.
+#[cfg(all(feature = "async-io", unix))]
+pub fn unix(
+    stream: async_net::unix::UnixStream,
+) -> ByteStream<async_net::unix::UnixStream, async_net::unix::UnixStream> {
+    ByteStream::new(stream.clone(), stream)
+}
+
+/// This process's stdin and stdout as a transport (a server spawned by its client, as LSP
+/// and MCP servers are). Reads and writes run on a blocking thread pool.
+#[cfg(feature = "async-io")]
+pub fn stdio() -> ByteStream<blocking::Unblock<std::io::Stdin>, blocking::Unblock<std::io::Stdout>>
+{
+    ByteStream::new(
+        blocking::Unblock::new(std::io::stdin()),
+        blocking::Unblock::new(std::io::stdout()),
+    )
+}
+
+/// Spawns `command` with piped stdin and stdout and speaks to it over them (the LSP and
+/// MCP client case). Keep the [`Child`](async_process::Child) to wait for or kill it;
+/// closing the transport closes the child's stdin.
+#[cfg(feature = "async-io")]
+pub fn child(
+    command: &mut async_process::Command,
+) -> io::Result<(
+    async_process::Child,
+    ByteStream<async_process::ChildStdout, async_process::ChildStdin>,
+)> {
+    use async_process::Stdio;
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()?;
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(io::Error::other("child spawned without piped stdio"));
+    };
+    Ok((child, ByteStream::new(stdout, stdin)))
+}

@@ -1,0 +1,371 @@
+//! The driver's guarantees, over real TCP sockets on smol: cancellation on drop, deadlines,
+//! notification order, the concurrency limit, closed connections and graceful shutdown.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{within, LIMIT};
+use futures::channel::{mpsc, oneshot};
+use futures::{AsyncReadExt, StreamExt};
+use sansrpc::endpoint::Timeout;
+use sansrpc::method::{Method, NotificationMethod};
+use sansrpc_futures::{transport, AsyncIoTimer, AsyncRouter, Builder, Client, ShutdownHandle};
+
+enum Sleep {}
+impl Method for Sleep {
+    const NAME: &'static str = "sleep";
+    /// Milliseconds.
+    type Params = (u64,);
+    type Result = u64;
+}
+
+enum Record {}
+impl NotificationMethod for Record {
+    const NAME: &'static str = "record";
+    type Params = (u64,);
+}
+
+async fn sleep_ms(ms: u64) {
+    async_io::Timer::after(Duration::from_millis(ms)).await;
+}
+
+struct Server {
+    addr: std::net::SocketAddr,
+    shutdown: oneshot::Receiver<ShutdownHandle>,
+    driver: smol::Task<std::io::Result<()>>,
+}
+
+/// Serves one connection with `builder` on a fresh port.
+async fn serve(builder: Builder) -> Server {
+    let listener = async_net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, shutdown) = oneshot::channel();
+    let driver = smol::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let (_, driver) = builder.connect(transport::tcp(stream), AsyncIoTimer);
+        let _ = tx.send(driver.shutdown_handle());
+        driver.await
+    });
+    Server {
+        addr,
+        shutdown,
+        driver,
+    }
+}
+
+struct Connection {
+    client: Client,
+    shutdown: ShutdownHandle,
+    driver: smol::Task<std::io::Result<()>>,
+}
+
+async fn connect(addr: std::net::SocketAddr, builder: Builder) -> Connection {
+    let stream = async_net::TcpStream::connect(addr).await.unwrap();
+    let (client, driver) = builder.connect(transport::tcp(stream), AsyncIoTimer);
+    Connection {
+        client,
+        shutdown: driver.shutdown_handle(),
+        driver: smol::spawn(driver),
+    }
+}
+
+/// Signals of the `sleep` handler: one message per start, and one when a future is dropped
+/// before it finished (cancelled).
+struct Signals {
+    started: mpsc::UnboundedReceiver<()>,
+    cancelled: mpsc::UnboundedReceiver<u64>,
+}
+
+/// A router whose `sleep` handler reports when it starts and when it is cancelled.
+fn sleeper() -> (AsyncRouter, Signals) {
+    let (started_tx, started) = mpsc::unbounded();
+    let (cancelled_tx, cancelled) = mpsc::unbounded();
+    let mut router = AsyncRouter::new();
+    router
+        .method::<Sleep, _, _>(move |(ms,)| {
+            let _ = started_tx.unbounded_send(());
+            let mut guard = OnDrop(Some(cancelled_tx.clone()), ms);
+            async move {
+                sleep_ms(ms).await;
+                guard.disarm(); // Finished: not cancelled.
+                Ok(ms)
+            }
+        })
+        .unwrap();
+    (router, Signals { started, cancelled })
+}
+
+/// Reports `.1` when dropped while armed: a handler's future dropped before it finished.
+struct OnDrop(Option<mpsc::UnboundedSender<u64>>, u64);
+impl OnDrop {
+    fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
+impl Drop for OnDrop {
+    fn drop(&mut self) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.unbounded_send(self.1);
+        }
+    }
+}
+
+#[test]
+fn dropping_a_call_cancels_the_handler() {
+    smol::block_on(within(LIMIT, async {
+        let (router, mut signals) = sleeper();
+        let server = serve(Builder::new().router(router)).await;
+        let conn = connect(server.addr, Builder::new()).await;
+        let call = Box::pin(conn.client.call::<Sleep>(&(60_000,)));
+        // Poll the call until the server's handler runs, then drop it.
+        let call = match futures::future::select(call, signals.started.next()).await {
+            futures::future::Either::Right((_, call)) => call,
+            futures::future::Either::Left(_) => panic!("the call finished"),
+        };
+        drop(call);
+        assert_eq!(signals.cancelled.next().await, Some(60_000));
+        // The connection still works.
+        assert_eq!(conn.client.call::<Sleep>(&(1,)).await.unwrap(), 1);
+        drop(conn.client);
+        conn.driver.await.unwrap();
+        server.driver.await.unwrap();
+    }));
+}
+
+#[test]
+fn dropping_a_call_sends_cancel_request() {
+    smol::block_on(within(LIMIT, async {
+        let listener = async_net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let conn = connect(listener.local_addr().unwrap(), Builder::new()).await;
+        let (mut peer, _) = listener.accept().await.unwrap();
+        let call = conn.client.call::<Sleep>(&(60_000,));
+        // The request goes out when the call is made, before the future is polled.
+        let mut seen = Vec::new();
+        let mut buf = [0; 1024];
+        let request = br#"{"jsonrpc":"2.0","method":"sleep","params":[60000],"id":1}"#;
+        while !seen.windows(request.len()).any(|w| w == request) {
+            let n = peer.read(&mut buf).await.unwrap();
+            assert!(n > 0, "connection closed early");
+            seen.extend_from_slice(&buf[..n]);
+        }
+        drop(call);
+        let cancel = br#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":1}}"#;
+        while !seen.windows(cancel.len()).any(|w| w == cancel) {
+            let n = peer.read(&mut buf).await.unwrap();
+            assert!(n > 0, "connection closed before the cancel");
+            seen.extend_from_slice(&buf[..n]);
+        }
+        conn.shutdown.shutdown(Duration::ZERO);
+        conn.driver.await.unwrap();
+    }));
+}
+
+#[test]
+fn a_call_past_its_deadline_times_out() {
+    smol::block_on(within(LIMIT, async {
+        let (router, mut signals) = sleeper();
+        let server = serve(Builder::new().router(router)).await;
+        let mut config = sansrpc::endpoint::Config::default();
+        config.default_timeout = Some(Duration::from_millis(300));
+        let conn = connect(server.addr, Builder::new().config(config)).await;
+
+        let start = Instant::now();
+        let timeout = Timeout::After(Duration::from_millis(100));
+        let err = conn
+            .client
+            .call_with::<Sleep>(&(60_000,), timeout)
+            .await
+            .unwrap_err();
+        assert!(err.is_timeout(), "{err}");
+        let elapsed = start.elapsed();
+        assert!(elapsed >= Duration::from_millis(100) && elapsed < Duration::from_secs(5));
+        // The timeout also cancelled the work on the server.
+        assert_eq!(signals.cancelled.next().await, Some(60_000));
+
+        // The configured default deadline.
+        let start = Instant::now();
+        let err = conn.client.call::<Sleep>(&(60_000,)).await.unwrap_err();
+        assert!(err.is_timeout());
+        assert!(start.elapsed() >= Duration::from_millis(300));
+        // A call within its deadline still answers.
+        let ok = conn
+            .client
+            .call_with::<Sleep>(&(10,), Timeout::After(Duration::from_secs(10)));
+        assert_eq!(ok.await.unwrap(), 10);
+        drop(conn.client);
+        conn.driver.await.unwrap();
+        server.driver.await.unwrap();
+    }));
+}
+
+#[test]
+fn notifications_run_in_arrival_order_beside_a_slow_request() {
+    smol::block_on(within(LIMIT, async {
+        let (mut router, mut signals) = sleeper();
+        let (done_tx, done) = mpsc::unbounded();
+        router
+            .notification::<Record, _, _>(move |(n,)| {
+                let done = done_tx.clone();
+                async move {
+                    // Uneven work: run concurrently, these would finish out of order.
+                    sleep_ms((n * 7) % 5).await;
+                    let _ = done.unbounded_send(n);
+                }
+            })
+            .unwrap();
+        let server = serve(Builder::new().router(router)).await;
+        let conn = connect(server.addr, Builder::new()).await;
+        let start = Instant::now();
+        let slow = conn.client.call::<Sleep>(&(60_000,));
+        signals.started.next().await;
+        for n in 0..100 {
+            conn.client.notify::<Record>(&(n,)).await.unwrap();
+        }
+        let order: Vec<u64> = done.take(100).collect().await;
+        assert_eq!(order, (0..100).collect::<Vec<_>>());
+        // The slow request was running all along and is still running.
+        assert!(start.elapsed() < Duration::from_secs(30));
+        drop(slow);
+        assert_eq!(signals.cancelled.next().await, Some(60_000));
+        drop(conn.client);
+        conn.driver.await.unwrap();
+        server.driver.await.unwrap();
+    }));
+}
+
+#[test]
+fn at_most_the_limit_of_handlers_run_at_once() {
+    smol::block_on(within(LIMIT, async {
+        let running = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let mut router = AsyncRouter::new();
+        let (r, m) = (running.clone(), most.clone());
+        router
+            .method::<Sleep, _, _>(move |(ms,)| {
+                let (running, most) = (r.clone(), m.clone());
+                async move {
+                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    sleep_ms(ms).await;
+                    running.fetch_sub(1, Ordering::SeqCst);
+                    Ok(ms)
+                }
+            })
+            .unwrap();
+        let server = serve(Builder::new().router(router).max_concurrent_requests(3)).await;
+        let conn = connect(server.addr, Builder::new()).await;
+        let calls = (0..12).map(|_| conn.client.call::<Sleep>(&(30,)));
+        let results = futures::future::join_all(calls).await;
+        assert!(results.iter().all(|r| r.as_ref().is_ok_and(|ms| *ms == 30)));
+        assert_eq!(most.load(Ordering::SeqCst), 3);
+        drop(conn.client);
+        conn.driver.await.unwrap();
+        server.driver.await.unwrap();
+    }));
+}
+
+#[test]
+fn a_closed_connection_fails_pending_calls() {
+    smol::block_on(within(LIMIT, async {
+        let listener = async_net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let conn = connect(listener.local_addr().unwrap(), Builder::new()).await;
+        let (mut peer, _) = listener.accept().await.unwrap();
+        let calls: Vec<_> = (0..3)
+            .map(|_| conn.client.call::<Sleep>(&(60_000,)))
+            .collect();
+        let notified = conn.client.notify::<Record>(&(1,));
+        // The peer reads the calls, then hangs up without answering.
+        let mut buf = [0; 4096];
+        let mut seen = Vec::new();
+        while !seen.windows(6).any(|w| w == b"\"id\":3") {
+            let n = peer.read(&mut buf).await.unwrap();
+            assert!(n > 0);
+            seen.extend_from_slice(&buf[..n]);
+        }
+        drop(peer);
+        for call in calls {
+            let err = call.await.unwrap_err();
+            assert!(err.is_closed(), "{err}");
+        }
+        notified.await.unwrap();
+        conn.driver.await.unwrap();
+        // Later calls fail at once.
+        let err = conn.client.call::<Sleep>(&(1,)).await.unwrap_err();
+        assert!(err.is_closed());
+        assert!(conn.client.is_closed());
+    }));
+}
+
+#[test]
+fn shutdown_lets_handlers_finish_within_the_grace_period() {
+    smol::block_on(within(LIMIT, async {
+        let (router, mut signals) = sleeper();
+        let mut server = serve(Builder::new().router(router)).await;
+        let conn = connect(server.addr, Builder::new()).await;
+        let call = conn.client.call::<Sleep>(&(200,));
+        signals.started.next().await;
+        let shutdown = (&mut server.shutdown).await.unwrap();
+        let start = Instant::now();
+        shutdown.shutdown(Duration::from_secs(10));
+        // The handler in flight finishes and is answered; then the server closes.
+        assert_eq!(call.await.unwrap(), 200);
+        server.driver.await.unwrap();
+        assert!(start.elapsed() < Duration::from_secs(5));
+        assert!(shutdown.is_finished());
+        conn.driver.await.unwrap();
+        assert!(conn
+            .client
+            .call::<Sleep>(&(1,))
+            .await
+            .unwrap_err()
+            .is_closed());
+    }));
+}
+
+#[test]
+fn shutdown_joins_within_its_deadline() {
+    smol::block_on(within(LIMIT, async {
+        let (router, mut signals) = sleeper();
+        let mut server = serve(Builder::new().router(router)).await;
+        let conn = connect(server.addr, Builder::new()).await;
+        let call = conn.client.call::<Sleep>(&(60_000,));
+        signals.started.next().await;
+        let start = Instant::now();
+        (&mut server.shutdown)
+            .await
+            .unwrap()
+            .shutdown(Duration::from_millis(200));
+        server.driver.await.unwrap();
+        let elapsed = start.elapsed();
+        assert!(
+            elapsed >= Duration::from_millis(200) && elapsed < Duration::from_secs(3),
+            "{elapsed:?}"
+        );
+        // The unfinished handler was dropped; the caller sees the connection close.
+        assert_eq!(signals.cancelled.next().await, Some(60_000));
+        assert!(call.await.unwrap_err().is_closed());
+        conn.driver.await.unwrap();
+    }));
+}
+
+#[test]
+fn client_shutdown_fails_its_pending_calls() {
+    smol::block_on(within(LIMIT, async {
+        let (router, mut signals) = sleeper();
+        let server = serve(Builder::new().router(router)).await;
+        let conn = connect(server.addr, Builder::new()).await;
+        let call = conn.client.call::<Sleep>(&(60_000,));
+        signals.started.next().await;
+        let start = Instant::now();
+        conn.shutdown.shutdown(Duration::from_millis(100));
+        assert!(call.await.unwrap_err().is_closed());
+        conn.driver.await.unwrap();
+        assert!(start.elapsed() < Duration::from_secs(3));
+        // The server sees the connection end and drops the handler.
+        server.driver.await.unwrap();
+        assert_eq!(signals.cancelled.next().await, Some(60_000));
+    }));
+}

@@ -1,0 +1,216 @@
+//! sansrpc-tokio: [`sansrpc`] on tokio, as a thin layer over the [`sansrpc_futures`] driver.
+//!
+//! tokio's I/O is adapted to futures-io with `tokio_util::compat`, and [`TokioTimer`]
+//! sleeps with `tokio::time::sleep_until`; everything else (the driver loop, the
+//! [`Client`], the [`AsyncRouter`]) is the futures adapter's, re-exported here. Transports:
+//! [`tcp`], [`unix`], [`stdio`], and [`child`] processes spoken to over their stdin/stdout;
+//! [`serve_tcp`] and [`serve_unix`] accept connections until a shutdown signal, then shut
+//! every connection down gracefully.
+//!
+//! ```
+//! use sansrpc::method::Method;
+//! use sansrpc_tokio::{AsyncRouter, Builder};
+//!
+//! enum Add {}
+//! impl Method for Add {
+//!     const NAME: &'static str = "add";
+//!     type Params = (i64, i64);
+//!     type Result = i64;
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> std::io::Result<()> {
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! let addr = listener.local_addr()?;
+//! let mut router = AsyncRouter::new();
+//! router.method::<Add, _, _>(|(a, b)| async move { Ok(a + b) }).unwrap();
+//! let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+//! let shutdown = async move { let _ = stopped.await; };
+//! let grace = std::time::Duration::from_secs(1);
+//! let server = tokio::spawn(sansrpc_tokio::serve_tcp(listener, Builder::new().router(router), shutdown, grace));
+//!
+//! let stream = tokio::net::TcpStream::connect(addr).await?;
+//! let conn = sansrpc_tokio::spawn(Builder::new(), sansrpc_tokio::tcp(stream));
+//! assert_eq!(conn.client.call::<Add>(&(1, 2)).await.unwrap(), 3);
+//! let _ = stop.send(());
+//! server.await??;
+//! # Ok(())
+//! # }
+//! ```
+#![deny(missing_docs)]
+
+use std::future::Future;
+use std::io;
+use std::time::{Duration, Instant};
+
+use tokio::task::{JoinHandle, JoinSet};
+use tokio_util::compat::{Compat, TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+
+pub use sansrpc_futures::{
+    sansrpc, AsyncRouter, Batch, BatchSlot, BoxFuture, Builder, ByteStream, CallError, Client,
+    Driver, HandlerResult, PendingCall, RawResult, Received, ShutdownHandle, Timer, Transport,
+};
+
+/// tokio's timer.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TokioTimer;
+
+impl Timer for TokioTimer {
+    fn sleep_until(&self, deadline: Instant) -> impl Future<Output = ()> + Send + 'static {
+        tokio::time::sleep_until(tokio::time::Instant::from_std(deadline))
+    }
+}
+
+/// A byte-stream transport over tokio reader and writer halves.
+pub type TokioStream<R, W> = ByteStream<Compat<R>, Compat<W>>;
+
+/// A transport over any tokio reader and writer.
+pub fn stream<R, W>(reader: R, writer: W) -> TokioStream<R, W>
+where
+    R: tokio::io::AsyncRead + Send + Unpin + 'static,
+    W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
+    ByteStream::new(reader.compat(), writer.compat_write())
+}
+
+/// A TCP connection as a transport.
+pub fn tcp(
+    stream: tokio::net::TcpStream,
+) -> TokioStream<tokio::net::tcp::OwnedReadHalf, tokio::net::tcp::OwnedWriteHalf> {
+    let (reader, writer) = stream.into_split();
+    self::stream(reader, writer)
+}
+
+/// A Unix socket connection as a transport.
+#[cfg(unix)]
+pub fn unix(
+    stream: tokio::net::UnixStream,
+) -> TokioStream<tokio::net::unix::OwnedReadHalf, tokio::net::unix::OwnedWriteHalf> {
+    let (reader, writer) = stream.into_split();
+    self::stream(reader, writer)
+}
+
+/// This process's stdin and stdout as a transport (an LSP or MCP server spawned by its
+/// client); pick the framing on the [`Builder`].
+pub fn stdio() -> TokioStream<tokio::io::Stdin, tokio::io::Stdout> {
+    stream(tokio::io::stdin(), tokio::io::stdout())
+}
+
+/// Spawns `command` with piped stdin and stdout and speaks to it over them (the LSP and
+/// MCP client case). Keep the [`Child`](tokio::process::Child) to wait for or kill it;
+/// closing the transport closes the child's stdin.
+pub fn child(
+    command: &mut tokio::process::Command,
+) -> io::Result<(
+    tokio::process::Child,
+    TokioStream<tokio::process::ChildStdout, tokio::process::ChildStdin>,
+)> {
+    use std::process::Stdio;
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()?;
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(io::Error::other("child spawned without piped stdio"));
+    };
+    Ok((child, stream(stdout, stdin)))
+}
+
+/// A connection whose driver runs on its own tokio task; from [`spawn`].
+#[derive(Debug)]
+pub struct Connection {
+    /// Calls the peer.
+    pub client: Client,
+    /// Shuts the connection down gracefully.
+    pub shutdown: ShutdownHandle,
+    /// The driver's task: completes when the connection ends.
+    pub driver: JoinHandle<io::Result<()>>,
+}
+
+/// Connects over `transport` and spawns the driver on the current tokio runtime.
+pub fn spawn<T: Transport>(builder: Builder, transport: T) -> Connection {
+    let (client, driver) = builder.connect(transport, TokioTimer);
+    Connection {
+        client,
+        shutdown: driver.shutdown_handle(),
+        driver: tokio::spawn(driver),
+    }
+}
+
+/// Serves every connection `listener` accepts with `builder` (give it a router), one task
+/// per connection, until `shutdown` completes; then stops accepting, shuts every
+/// connection down with `grace` for its handlers in flight (see
+/// [`ShutdownHandle::shutdown`]), and returns once they are all done (connections still
+/// running a second after the grace period are aborted).
+pub async fn serve_tcp(
+    listener: tokio::net::TcpListener,
+    builder: Builder,
+    shutdown: impl Future<Output = ()>,
+    grace: Duration,
+) -> io::Result<()> {
+    let accept = || async { listener.accept().await.map(|(s, _)| tcp(s)) };
+    serve(accept, builder, shutdown, grace).await
+}
+
+/// [`serve_tcp`] for a Unix socket listener.
+#[cfg(unix)]
+pub async fn serve_unix(
+    listener: tokio::net::UnixListener,
+    builder: Builder,
+    shutdown: impl Future<Output = ()>,
+    grace: Duration,
+) -> io::Result<()> {
+    let accept = || async { listener.accept().await.map(|(s, _)| unix(s)) };
+    serve(accept, builder, shutdown, grace).await
+}
+
+async fn serve<T, A, F>(
+    mut accept: A,
+    builder: Builder,
+    shutdown: impl Future<Output = ()>,
+    grace: Duration,
+) -> io::Result<()>
+where
+    T: Transport,
+    A: FnMut() -> F,
+    F: Future<Output = io::Result<T>>,
+{
+    let mut shutdown = std::pin::pin!(shutdown);
+    let mut connections = JoinSet::new();
+    let mut handles: Vec<ShutdownHandle> = Vec::new();
+    loop {
+        tokio::select! {
+            () = &mut shutdown => break,
+            accepted = accept() => match accepted {
+                Ok(transport) => {
+                    let (_client, driver) = builder.clone().connect(transport, TokioTimer);
+                    handles.retain(|h| !h.is_finished());
+                    handles.push(driver.shutdown_handle());
+                    connections.spawn(driver);
+                }
+                // A connection that failed while being accepted concerns only itself; for
+                // anything else (out of file descriptors) wait a moment before trying again.
+                Err(e) if is_connection_error(&e) => {}
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+    for handle in &handles {
+        handle.shutdown(grace);
+    }
+    let all_done = async { while connections.join_next().await.is_some() {} };
+    let _ = tokio::time::timeout(grace + Duration::from_secs(1), all_done).await;
+    connections.shutdown().await;
+    Ok(())
+}
+
+fn is_connection_error(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::Interrupted
+    )
+}
