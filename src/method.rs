@@ -47,7 +47,7 @@ pub trait NotificationMethod {
     type Params: Serialize + DeserializeOwned;
 }
 
-/// Why a typed call produced no result.
+/// Why a call produced no result.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum CallError {
@@ -55,8 +55,36 @@ pub enum CallError {
     Rpc(ErrorObject<'static>),
     /// The peer answered with a result that does not decode into the method's result type.
     Decode(serde_json::Error),
-    /// The request ended without an answer (timed out, cancelled, connection closed).
+    /// The request ended without an answer (timed out, cancelled, connection closed, a
+    /// malformed response).
     Ended(EndReason),
+    /// The call was refused locally before it went out (params that do not serialize, too
+    /// many requests pending, the connection already closed).
+    Send(crate::endpoint::SendError),
+}
+
+impl CallError {
+    /// True when the call's deadline passed.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, CallError::Ended(EndReason::TimedOut))
+    }
+
+    /// True when the connection closed before an answer came (or before the call went out).
+    pub fn is_closed(&self) -> bool {
+        matches!(
+            self,
+            CallError::Ended(EndReason::Closed)
+                | CallError::Send(crate::endpoint::SendError::Closed)
+        )
+    }
+
+    /// The error object's code, when the peer answered with one.
+    pub fn code(&self) -> Option<i64> {
+        match self {
+            CallError::Rpc(e) => Some(e.code),
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Display for CallError {
@@ -64,7 +92,12 @@ impl fmt::Display for CallError {
         match self {
             CallError::Rpc(e) => write!(f, "the peer answered with an error: {e}"),
             CallError::Decode(e) => write!(f, "the result does not decode: {e}"),
+            CallError::Ended(EndReason::TimedOut) => f.write_str("the request timed out"),
+            CallError::Ended(EndReason::Closed) => {
+                f.write_str("the connection closed before an answer came")
+            }
             CallError::Ended(r) => write!(f, "the request ended without an answer: {r:?}"),
+            CallError::Send(e) => write!(f, "the request was not sent: {e}"),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The client handle: calls, notifications and batches, sent to the driver task.
 
 use std::borrow::Cow;
-use std::fmt;
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,66 +10,12 @@ use std::task::{Context, Poll};
 
 use futures::channel::{mpsc, oneshot};
 use sansrpc::endpoint::{EndReason, SendError, Timeout};
+pub use sansrpc::method::CallError;
 use sansrpc::method::{encode_params_owned, Method, NotificationMethod};
-use sansrpc::{ErrorObject, RawValue};
+use sansrpc::RawValue;
 
 /// What a raw call produces: the result JSON, or why there is none.
 pub type RawResult = Result<Box<RawValue>, CallError>;
-
-/// Why a call produced no result.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum CallError {
-    /// The peer answered with an error object.
-    Rpc(ErrorObject<'static>),
-    /// The peer's result does not decode into the method's result type.
-    Decode(serde_json::Error),
-    /// The request ended without an answer: timed out, connection closed, or a peer fault.
-    Ended(EndReason),
-    /// The call was refused locally before it went out (params that do not serialize, too
-    /// many requests pending, connection already closed).
-    Send(SendError),
-}
-
-impl CallError {
-    /// True when the call's deadline passed.
-    pub fn is_timeout(&self) -> bool {
-        matches!(self, CallError::Ended(EndReason::TimedOut))
-    }
-
-    /// True when the connection closed (or its driver stopped) before an answer came.
-    pub fn is_closed(&self) -> bool {
-        matches!(
-            self,
-            CallError::Ended(EndReason::Closed) | CallError::Send(SendError::Closed)
-        )
-    }
-
-    /// The error object's code, when the peer answered with one.
-    pub fn code(&self) -> Option<i64> {
-        match self {
-            CallError::Rpc(e) => Some(e.code),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for CallError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CallError::Rpc(e) => write!(f, "the peer answered with an error: {e}"),
-            CallError::Decode(e) => write!(f, "the result does not decode: {e}"),
-            CallError::Ended(EndReason::TimedOut) => f.write_str("the request timed out"),
-            CallError::Ended(EndReason::Closed) => {
-                f.write_str("the connection closed before an answer came")
-            }
-            CallError::Ended(r) => write!(f, "the request ended without an answer: {r:?}"),
-            CallError::Send(e) => write!(f, "the request was not sent: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for CallError {}
 
 /// One call or notification of a batch, as it crosses to the driver.
 #[derive(Debug)]
