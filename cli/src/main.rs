@@ -2,6 +2,7 @@
 //! server for protocol compliance. Logs go to stderr, never to stdout.
 
 mod call;
+mod check;
 mod serve;
 mod target;
 
@@ -41,6 +42,9 @@ enum Verb {
     Serve(ServeArgs),
     /// Send one request, one notification or one batch to a server and print the answer.
     Call(call::CallArgs),
+    /// Check a server for JSON-RPC 2.0 compliance (our own demo server when no target is
+    /// given).
+    Check(check::CheckArgs),
 }
 
 /// How a byte stream is cut into messages.
@@ -124,6 +128,10 @@ fn main() -> ExitCode {
         Verb::Call(args) => {
             init_logs("warn");
             call::run(args)
+        }
+        Verb::Check(args) => {
+            init_logs("warn");
+            check::run(args)
         }
     };
     outcome.unwrap_or_else(|e| {
