@@ -197,7 +197,13 @@ impl Conn {
         let tail = self.stderr.lock().unwrap_or_else(|e| e.into_inner());
         let tail: Vec<u8> = tail.iter().copied().collect();
         let tail = String::from_utf8_lossy(&tail);
-        let tail = tail.trim();
+        // Its last few lines, on one line of the report.
+        let lines: Vec<&str> = tail
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
+        let tail = lines[lines.len().saturating_sub(3)..].join(" | ");
         Some(if tail.is_empty() {
             format!("the server exited ({status})")
         } else {
