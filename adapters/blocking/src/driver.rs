@@ -16,7 +16,7 @@ use sansrpc::router::{Reply, Router};
 use sansrpc::{ErrorObject, Instant, RawValue, Request};
 
 use crate::pool::{join_by, Job, Pool};
-use crate::{Config, Error};
+use crate::{Config, Direction, Error, Tap};
 
 /// What a caller waiting for a response is eventually given.
 pub(crate) type Answer = Result<Box<RawValue>, Error>;
@@ -99,12 +99,49 @@ pub fn is_cancelled() -> bool {
     })
 }
 
+/// Hands a copy of what passes through to a [`Tap`].
+struct Tapped<T> {
+    inner: T,
+    tap: Tap,
+}
+
+impl<R: Read> Read for Tapped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.tap.see(Direction::Received, &buf[..n]);
+        Ok(n)
+    }
+}
+
+impl<W: Write> Write for Tapped<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.tap.see(Direction::Sent, &buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 /// Starts a connection's driver thread, which starts its reader thread.
 pub(crate) fn spawn(
-    transport: Transport,
+    mut transport: Transport,
     handlers: Handlers,
     config: &Config,
 ) -> io::Result<(Sender<Cmd>, JoinHandle<()>)> {
+    if let Some(tap) = &config.tap {
+        let (reader, writer) = (transport.reader, transport.writer);
+        transport.reader = Box::new(Tapped {
+            inner: reader,
+            tap: tap.clone(),
+        });
+        transport.writer = Box::new(Tapped {
+            inner: writer,
+            tap: tap.clone(),
+        });
+    }
     let (me, cmds) = mpsc::channel();
     let mut endpoint = config.endpoint.clone();
     endpoint.framing = Some(config.framing);

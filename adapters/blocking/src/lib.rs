@@ -62,6 +62,7 @@ mod pool;
 mod transport;
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sansrpc::codec::Framing;
@@ -71,6 +72,8 @@ use sansrpc::method::CallError;
 pub use client::{Batch, Client, Pending};
 pub use driver::is_cancelled;
 pub use transport::{connect_tcp, serve_stdio, serve_tcp, spawn_child, Server};
+#[cfg(unix)]
+pub use transport::{connect_unix, serve_unix, UnixServer};
 
 /// How connections are driven; every bound the adapter keeps is here, the endpoint's own
 /// in [`Config::endpoint`].
@@ -94,6 +97,45 @@ pub struct Config {
     pub read_size: usize,
     /// Most chunks read ahead of the endpoint (default 4): the back-pressure bound.
     pub read_buffers: usize,
+    /// Sees a copy of every byte the connection reads and writes (default none): for
+    /// showing the wire, as `sansrpc call --raw` does.
+    pub tap: Option<Tap>,
+}
+
+/// Which way bytes went past a [`Tap`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Written to the peer.
+    Sent,
+    /// Read from the peer.
+    Received,
+}
+
+/// A function called with every chunk of bytes a connection writes or reads, as the
+/// transport hands them over (a chunk may hold part of a frame, or several frames). It runs
+/// on the connection's reader and driver threads: keep it short.
+#[derive(Clone)]
+pub struct Tap(Arc<TapFn>);
+
+type TapFn = dyn Fn(Direction, &[u8]) + Send + Sync;
+
+impl Tap {
+    /// A tap calling `f`.
+    pub fn new(f: impl Fn(Direction, &[u8]) + Send + Sync + 'static) -> Tap {
+        Tap(Arc::new(f))
+    }
+
+    pub(crate) fn see(&self, direction: Direction, bytes: &[u8]) {
+        if !bytes.is_empty() {
+            (self.0)(direction, bytes);
+        }
+    }
+}
+
+impl fmt::Debug for Tap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Tap")
+    }
 }
 
 impl Default for Config {
@@ -106,6 +148,7 @@ impl Default for Config {
             shutdown_grace: Duration::from_secs(5),
             read_size: 16 * 1024,
             read_buffers: 4,
+            tap: None,
         }
     }
 }

@@ -1,7 +1,13 @@
-//! Transports: TCP (`std::net`), the process's stdio, and a child process's stdio.
+//! Transports: TCP (`std::net`), Unix sockets (`std::os::unix::net`), the process's stdio,
+//! and a child process's stdio.
 
-use std::io;
+use std::fmt;
+use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+#[cfg(unix)]
+use std::os::unix::net::{UnixListener, UnixStream};
+#[cfg(unix)]
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -17,11 +23,44 @@ use crate::{Client, Config};
 /// Connects to a JSON-RPC server over TCP. Requests the server sends back are answered
 /// `-32601` Method not found.
 pub fn connect_tcp(addr: impl ToSocketAddrs, config: Config) -> io::Result<Client> {
-    tcp(TcpStream::connect(addr)?, Handlers::none(), &config)
+    let stream = TcpStream::connect(addr)?;
+    stream.set_nodelay(true)?;
+    socket(stream, Handlers::none(), &config)
 }
 
-fn tcp(stream: TcpStream, handlers: Handlers, config: &Config) -> io::Result<Client> {
-    stream.set_nodelay(true)?;
+/// Connects to a JSON-RPC server listening on the Unix socket at `path`. Requests the
+/// server sends back are answered `-32601` Method not found.
+#[cfg(unix)]
+pub fn connect_unix(path: impl AsRef<Path>, config: Config) -> io::Result<Client> {
+    socket(UnixStream::connect(path)?, Handlers::none(), &config)
+}
+
+/// A connected socket: TCP and Unix streams behave alike.
+trait Socket: Read + Write + Send + Sync + Sized + 'static {
+    fn try_clone(&self) -> io::Result<Self>;
+    fn shutdown(&self);
+}
+
+impl Socket for TcpStream {
+    fn try_clone(&self) -> io::Result<Self> {
+        TcpStream::try_clone(self)
+    }
+    fn shutdown(&self) {
+        let _ = TcpStream::shutdown(self, Shutdown::Both);
+    }
+}
+
+#[cfg(unix)]
+impl Socket for UnixStream {
+    fn try_clone(&self) -> io::Result<Self> {
+        UnixStream::try_clone(self)
+    }
+    fn shutdown(&self) {
+        let _ = UnixStream::shutdown(self, Shutdown::Both);
+    }
+}
+
+fn socket<S: Socket>(stream: S, handlers: Handlers, config: &Config) -> io::Result<Client> {
     let (reader, writer, closer) = (
         stream.try_clone()?,
         stream.try_clone()?,
@@ -31,10 +70,10 @@ fn tcp(stream: TcpStream, handlers: Handlers, config: &Config) -> io::Result<Cli
         reader: Box::new(reader),
         writer: Box::new(writer),
         // Makes the reader's blocking `read` return, on this side and the peer's.
-        close: Box::new(move || drop(closer.shutdown(Shutdown::Both))),
+        close: Box::new(move || closer.shutdown()),
         join_reader: true,
     };
-    let abort = Box::new(move || drop(stream.shutdown(Shutdown::Both)));
+    let abort = Box::new(move || stream.shutdown());
     Client::spawn(transport, abort, handlers, config)
 }
 
@@ -109,19 +148,84 @@ pub fn serve_tcp(
 ) -> io::Result<Server> {
     let listener = TcpListener::bind(addr)?;
     let addr = listener.local_addr()?;
-    let pool = Pool::new(config.workers)?;
-    let jobs = pool.sender();
-    let stop = Arc::new(AtomicBool::new(false));
-    let connections = Arc::new(Mutex::new(Vec::<Client>::new()));
-    let (stopped, live, grace) = (
-        Arc::clone(&stop),
-        Arc::clone(&connections),
-        config.shutdown_grace,
-    );
-    let acceptor = thread::Builder::new()
-        .name("rpc-accept".into())
-        .spawn(move || {
-            for stream in listener.incoming() {
+    let accept = move || {
+        let (stream, _) = listener.accept()?;
+        stream.set_nodelay(true)?;
+        Ok(stream)
+    };
+    // Wakes the blocking `accept` with a connection of our own.
+    let mut wake_addr = addr;
+    if wake_addr.ip().is_unspecified() {
+        wake_addr.set_ip(match wake_addr {
+            SocketAddr::V4(_) => [127, 0, 0, 1].into(),
+            SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    let wake = Box::new(move || {
+        let _ = TcpStream::connect_timeout(&wake_addr, Duration::from_secs(1));
+    });
+    let inner = Listening::start(accept, wake, router, config)?;
+    Ok(Server { addr, inner })
+}
+
+/// Listens on a Unix socket created at `path` and serves `router` on every connection, as
+/// [`serve_tcp`] does. The socket file is removed when the server shuts down; a file
+/// already at `path` makes binding fail (remove a stale one first).
+#[cfg(unix)]
+pub fn serve_unix(
+    path: impl AsRef<Path>,
+    router: Arc<Router>,
+    config: Config,
+) -> io::Result<UnixServer> {
+    let path = path.as_ref().to_path_buf();
+    let listener = UnixListener::bind(&path)?;
+    let accept = move || listener.accept().map(|(stream, _)| stream);
+    let wake_path = path.clone();
+    let wake = Box::new(move || drop(UnixStream::connect(&wake_path)));
+    let inner = Listening::start(accept, wake, router, config)?;
+    Ok(UnixServer { path, inner })
+}
+
+/// What a listening server shares between its transports: the acceptor thread, the live
+/// connections and the handler pool.
+struct Listening {
+    stop: Arc<AtomicBool>,
+    acceptor: Option<JoinHandle<()>>,
+    connections: Arc<Mutex<Vec<Client>>>,
+    pool: Option<Pool>,
+    grace: Duration,
+    /// Makes the acceptor's blocking `accept` return.
+    wake: Box<dyn Fn() + Send + Sync>,
+}
+
+impl fmt::Debug for Listening {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Listening")
+            .field("stopped", &self.stop.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl Listening {
+    fn start<S: Socket>(
+        mut accept: impl FnMut() -> io::Result<S> + Send + 'static,
+        wake: Box<dyn Fn() + Send + Sync>,
+        router: Arc<Router>,
+        config: Config,
+    ) -> io::Result<Listening> {
+        let pool = Pool::new(config.workers)?;
+        let jobs = pool.sender();
+        let stop = Arc::new(AtomicBool::new(false));
+        let connections = Arc::new(Mutex::new(Vec::<Client>::new()));
+        let (stopped, live, grace) = (
+            Arc::clone(&stop),
+            Arc::clone(&connections),
+            config.shutdown_grace,
+        );
+        let acceptor = thread::Builder::new()
+            .name("rpc-accept".into())
+            .spawn(move || loop {
+                let stream = accept();
                 if stopped.load(Ordering::SeqCst) {
                     return;
                 }
@@ -140,30 +244,50 @@ pub fn serve_tcp(
                     jobs: Some(jobs.clone()),
                     pool: None,
                 };
-                if let Ok(client) = tcp(stream, handlers, &config) {
+                if let Ok(client) = socket(stream, handlers, &config) {
                     live.push(client);
                 }
-            }
-        })?;
-    Ok(Server {
-        addr,
-        stop,
-        acceptor: Some(acceptor),
-        connections,
-        pool: Some(pool),
-        grace,
-    })
+            })?;
+        Ok(Listening {
+            stop,
+            acceptor: Some(acceptor),
+            connections,
+            pool: Some(pool),
+            grace,
+            wake,
+        })
+    }
+
+    /// Stops accepting, closes every connection as [`Client::close`] does (in parallel),
+    /// then stops the handler pool. Idempotent.
+    fn stop(&mut self) {
+        let Some(acceptor) = self.acceptor.take() else {
+            return;
+        };
+        self.stop.store(true, Ordering::SeqCst);
+        (self.wake)();
+        let _ = join_by(acceptor, Instant::now() + self.grace);
+        let connections = std::mem::take(&mut *lock(&self.connections));
+        connections.iter().for_each(Client::begin_close);
+        // Each drop waits for its connection; all of them are closing at once.
+        drop(connections);
+        if let Some(pool) = self.pool.take() {
+            pool.shutdown(Instant::now() + self.grace);
+        }
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        self.stop();
+    }
 }
 
 /// A running TCP server, from [`serve_tcp`]. Dropping it shuts it down.
 #[derive(Debug)]
 pub struct Server {
     addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    acceptor: Option<JoinHandle<()>>,
-    connections: Arc<Mutex<Vec<Client>>>,
-    pool: Option<Pool>,
-    grace: Duration,
+    inner: Listening,
 }
 
 impl Server {
@@ -176,36 +300,36 @@ impl Server {
     /// every connection as [`Client::close`] does (in parallel), then stops the handler
     /// pool.
     pub fn shutdown(mut self) {
-        self.stop();
-    }
-
-    fn stop(&mut self) {
-        let Some(acceptor) = self.acceptor.take() else {
-            return;
-        };
-        self.stop.store(true, Ordering::SeqCst);
-        // Wake the blocking `accept` with a connection of our own.
-        let mut wake = self.addr;
-        if wake.ip().is_unspecified() {
-            wake.set_ip(match wake {
-                SocketAddr::V4(_) => [127, 0, 0, 1].into(),
-                SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
-            });
-        }
-        let _ = TcpStream::connect_timeout(&wake, Duration::from_secs(1));
-        let _ = join_by(acceptor, Instant::now() + self.grace);
-        let connections = std::mem::take(&mut *lock(&self.connections));
-        connections.iter().for_each(Client::begin_close);
-        // Each drop waits for its connection; all of them are closing at once.
-        drop(connections);
-        if let Some(pool) = self.pool.take() {
-            pool.shutdown(Instant::now() + self.grace);
-        }
+        self.inner.stop();
     }
 }
 
-impl Drop for Server {
+/// A running Unix-socket server, from [`serve_unix`]. Dropping it shuts it down and
+/// removes its socket file.
+#[cfg(unix)]
+#[derive(Debug)]
+pub struct UnixServer {
+    path: PathBuf,
+    inner: Listening,
+}
+
+#[cfg(unix)]
+impl UnixServer {
+    /// The path of the socket the server listens on.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Shuts the server down as [`Server::shutdown`] does, and removes the socket file.
+    pub fn shutdown(self) {
+        // Drop does it.
+    }
+}
+
+#[cfg(unix)]
+impl Drop for UnixServer {
     fn drop(&mut self) {
-        self.stop();
+        self.inner.stop();
+        let _ = std::fs::remove_file(&self.path);
     }
 }

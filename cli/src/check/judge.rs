@@ -1,0 +1,417 @@
+//! Judging what a server answered, by the rules of JSON-RPC 2.0 sections 5 and 6, with
+//! serde_json and nothing of the core's: the checker must not share the bugs it looks for.
+
+use std::fmt;
+
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+/// One expected response inside a single answer or a batch.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Item {
+    /// An error object with this code, and this id token.
+    Error {
+        /// The required code.
+        code: i64,
+        /// The id token, exactly as it must be echoed (`null` when the id was unknown).
+        id: String,
+    },
+    /// A result equal to this value (numbers compared as numbers), and this id token.
+    Result {
+        /// The required result.
+        value: Value,
+        /// The id token.
+        id: String,
+    },
+}
+
+impl Item {
+    fn id(&self) -> &str {
+        match self {
+            Item::Error { id, .. } | Item::Result { id, .. } => id,
+        }
+    }
+}
+
+impl fmt::Display for Item {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Item::Error { code, id } => write!(f, "error {code} with id {id}"),
+            Item::Result { value, id } => write!(f, "result {value} with id {id}"),
+        }
+    }
+}
+
+/// What the specification requires in answer to one input.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expect {
+    /// No response at all (notifications, all-notification batches).
+    Nothing,
+    /// One response object (not an array).
+    Single(Item),
+    /// One array holding exactly these responses, in any order.
+    Batch(Vec<Item>),
+    /// Hostile input the server may answer with error objects (id `null`, or `id` when
+    /// given), a response to the request in it (id `id`), or nothing; on a socket it may
+    /// also close the connection. It must keep answering either way.
+    Tolerated {
+        /// The id of the request inside the input, if it has one.
+        id: Option<String>,
+    },
+}
+
+impl fmt::Display for Expect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Expect::Nothing => f.write_str("no response"),
+            Expect::Single(item) => item.fmt(f),
+            Expect::Batch(items) => {
+                f.write_str("an array of [")?;
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    item.fmt(f)?;
+                }
+                f.write_str("]")
+            }
+            Expect::Tolerated { .. } => {
+                f.write_str("an error response, or no response, and the server alive")
+            }
+        }
+    }
+}
+
+/// The members of one JSON object in order, values as raw text; duplicates kept.
+struct Members(Vec<(String, Box<RawValue>)>);
+
+impl<'de> Deserialize<'de> for Members {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Members;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members, A::Error> {
+                let mut members = Vec::new();
+                while let Some((k, v)) = map.next_entry::<String, Box<RawValue>>()? {
+                    members.push((k, v));
+                }
+                Ok(Members(members))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// One response object, checked for shape.
+#[derive(Debug)]
+pub struct Response {
+    /// The id token as written, when present.
+    pub id: Option<String>,
+    /// The result or error, when the response is well formed.
+    pub outcome: Result<Outcome, String>,
+}
+
+/// A well-formed response's content.
+#[derive(Debug)]
+pub enum Outcome {
+    /// `result`.
+    Result(Value),
+    /// `error.code`.
+    Error(i64),
+}
+
+/// Reads one response object; shape faults go in `outcome`.
+fn response(raw: &RawValue) -> Response {
+    let members = match serde_json::from_str::<Members>(raw.get()) {
+        Ok(m) => m.0,
+        Err(_) => {
+            return Response {
+                id: None,
+                outcome: Err(format!("not a response object: {}", raw.get())),
+            }
+        }
+    };
+    let get = |name: &str| {
+        let mut found = members.iter().filter(|(k, _)| k == name);
+        let first = found.next().map(|(_, v)| v);
+        (first, found.next().is_some())
+    };
+    let (id, dup_id) = get("id");
+    let id = id.map(|v| v.get().to_owned());
+    let shape = || -> Result<Outcome, String> {
+        let (version, dup_version) = get("jsonrpc");
+        let (result, dup_result) = get("result");
+        let (error, dup_error) = get("error");
+        if dup_id || dup_version || dup_result || dup_error {
+            return Err("a member appears twice".into());
+        }
+        match version.map(|v| v.get()) {
+            Some("\"2.0\"") => {}
+            Some(other) => return Err(format!("\"jsonrpc\" is {other}, not \"2.0\"")),
+            None => return Err("\"jsonrpc\" is missing".into()),
+        }
+        if id.is_none() {
+            return Err("\"id\" is missing (it is required, null when unknown)".into());
+        }
+        match (result, error) {
+            (Some(_), Some(_)) => Err("both \"result\" and \"error\"".into()),
+            (None, None) => Err("neither \"result\" nor \"error\"".into()),
+            (Some(result), None) => serde_json::from_str(result.get())
+                .map(Outcome::Result)
+                .map_err(|e| format!("result does not parse: {e}")),
+            (None, Some(error)) => error_code(error).map(Outcome::Error),
+        }
+    };
+    Response {
+        outcome: shape(),
+        id,
+    }
+}
+
+/// The code of an error object, checked for shape (§5.1).
+fn error_code(error: &RawValue) -> Result<i64, String> {
+    let members = serde_json::from_str::<Members>(error.get())
+        .map_err(|_| format!("\"error\" is not an object: {}", error.get()))?
+        .0;
+    let get = |name: &str| {
+        members
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.get())
+    };
+    let code = get("code").ok_or("the error object has no \"code\"")?;
+    let code: i64 = code
+        .parse()
+        .map_err(|_| format!("the error code {code} is not an integer"))?;
+    match get("message") {
+        Some(m) if m.starts_with('"') => Ok(code),
+        Some(m) => Err(format!("the error message {m} is not a string")),
+        None => Err("the error object has no \"message\"".into()),
+    }
+}
+
+/// A frame as responses: one object, or an array of them.
+pub enum Answer {
+    /// One response object.
+    Single(Response),
+    /// An array (of possibly malformed responses).
+    Batch(Vec<Response>),
+}
+
+/// Reads a frame.
+pub fn parse(frame: &[u8]) -> Result<Answer, String> {
+    let text = std::str::from_utf8(frame).map_err(|_| "the response is not UTF-8".to_owned())?;
+    let raw: Box<RawValue> =
+        serde_json::from_str(text).map_err(|e| format!("the response is not JSON: {e}"))?;
+    match text.trim_start().as_bytes().first() {
+        Some(b'[') => {
+            let items: Vec<Box<RawValue>> = serde_json::from_str(raw.get())
+                .map_err(|e| format!("the response array does not parse: {e}"))?;
+            Ok(Answer::Batch(items.iter().map(|r| response(r)).collect()))
+        }
+        _ => Ok(Answer::Single(response(&raw))),
+    }
+}
+
+/// The id token of a response, when the frame is one response object that has one.
+pub fn single_id(frame: &[u8]) -> Option<String> {
+    match parse(frame) {
+        Ok(Answer::Single(r)) => r.id,
+        _ => None,
+    }
+}
+
+/// Numbers compare as numbers (`7` and `7.0` are the same result), everything else exactly.
+pub fn same_json(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64()) {
+            (Some(x), Some(y)) => x == y,
+            _ => x.as_f64() == y.as_f64(),
+        },
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same_json(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| same_json(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// Why `response` is not `item`, if it is not.
+fn mismatch(item: &Item, response: &Response) -> Option<String> {
+    let outcome = match &response.outcome {
+        Ok(outcome) => outcome,
+        Err(why) => return Some(format!("malformed response: {why}")),
+    };
+    let id = response.id.as_deref().unwrap_or("");
+    if id != item.id() {
+        let same_value = match (
+            serde_json::from_str::<Value>(id),
+            serde_json::from_str::<Value>(item.id()),
+        ) {
+            (Ok(a), Ok(b)) => same_json(&a, &b),
+            _ => false,
+        };
+        return Some(if same_value {
+            format!(
+                "id echoed as {id}, sent as {}: the same value written differently (the id must come back exactly)",
+                item.id()
+            )
+        } else {
+            format!("id is {id}, expected {}", item.id())
+        });
+    }
+    match (item, outcome) {
+        (Item::Error { code, .. }, Outcome::Error(got)) if got == code => None,
+        (Item::Error { code, .. }, Outcome::Error(got)) => {
+            Some(format!("error code {got}, expected {code}"))
+        }
+        (Item::Error { code, .. }, Outcome::Result(v)) => {
+            Some(format!("a result ({v}), expected error {code}"))
+        }
+        (Item::Result { value, .. }, Outcome::Result(got)) if same_json(value, got) => None,
+        (Item::Result { value, .. }, Outcome::Result(got)) => {
+            Some(format!("result {got}, expected {value}"))
+        }
+        (Item::Result { value, .. }, Outcome::Error(code)) => {
+            Some(format!("error {code}, expected result {value}"))
+        }
+    }
+}
+
+/// Judges one received frame against what was required; `Err` says why it fails.
+pub fn judge(expect: &Expect, frame: &[u8]) -> Result<(), String> {
+    let answer = parse(frame)?;
+    match (expect, answer) {
+        (Expect::Nothing, _) => Err("answered, but nothing may be answered".into()),
+        (Expect::Single(item), Answer::Single(r)) => mismatch(item, &r).map_or(Ok(()), Err),
+        (Expect::Single(item), Answer::Batch(_)) => Err(format!(
+            "answered with an array, expected one response: {item}"
+        )),
+        (Expect::Batch(_), Answer::Single(_)) => {
+            Err("answered with one response object, expected an array".into())
+        }
+        (Expect::Batch(items), Answer::Batch(responses)) => batch(items, &responses),
+        (Expect::Tolerated { id }, answer) => {
+            let responses = match answer {
+                Answer::Single(r) => vec![r],
+                Answer::Batch(rs) => rs,
+            };
+            for r in &responses {
+                if let Err(why) = &r.outcome {
+                    return Err(format!("malformed response: {why}"));
+                }
+                let rid = r.id.as_deref().unwrap_or("");
+                if rid != "null" && Some(rid) != id.as_deref() {
+                    return Err(format!("answered with id {rid}, which was never sent"));
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+fn batch(items: &[Item], responses: &[Response]) -> Result<(), String> {
+    if responses.is_empty() {
+        return Err("answered with an empty array (send nothing instead)".into());
+    }
+    if responses.len() != items.len() {
+        return Err(format!(
+            "{} responses in the array, expected {}",
+            responses.len(),
+            items.len()
+        ));
+    }
+    let mut used = vec![false; responses.len()];
+    for item in items {
+        let found = responses
+            .iter()
+            .enumerate()
+            .find(|(i, r)| !used[*i] && mismatch(item, r).is_none());
+        match found {
+            Some((i, _)) => used[i] = true,
+            None => {
+                // Explain with the response carrying the same id, if there is one.
+                let same_id = responses
+                    .iter()
+                    .enumerate()
+                    .find(|(i, r)| !used[*i] && r.id.as_deref() == Some(item.id()));
+                return Err(match same_id {
+                    Some((_, r)) => {
+                        format!("for {item}: {}", mismatch(item, r).unwrap_or_default())
+                    }
+                    None => format!("no response matches {item}"),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(code: i64, id: &str) -> Item {
+        Item::Error {
+            code,
+            id: id.into(),
+        }
+    }
+
+    #[test]
+    fn ids_compare_as_tokens() {
+        let e = Expect::Single(err(-32601, "1e3"));
+        let ok = br#"{"jsonrpc":"2.0","error":{"code":-32601,"message":"x"},"id":1e3}"#;
+        assert_eq!(judge(&e, ok), Ok(()));
+        let float = br#"{"jsonrpc":"2.0","error":{"code":-32601,"message":"x"},"id":1000.0}"#;
+        assert!(judge(&e, float)
+            .unwrap_err()
+            .contains("written differently"));
+    }
+
+    #[test]
+    fn shapes_are_checked() {
+        let e = Expect::Single(err(-32600, "null"));
+        let no_version = br#"{"error":{"code":-32600,"message":"x"},"id":null}"#;
+        assert!(judge(&e, no_version).unwrap_err().contains("jsonrpc"));
+        let no_id = br#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"x"}}"#;
+        assert!(judge(&e, no_id).unwrap_err().contains("\"id\" is missing"));
+        let both =
+            br#"{"jsonrpc":"2.0","result":1,"error":{"code":-32600,"message":"x"},"id":null}"#;
+        assert!(judge(&e, both).unwrap_err().contains("both"));
+        let bad_code = br#"{"jsonrpc":"2.0","error":{"code":"x","message":"x"},"id":null}"#;
+        assert!(judge(&e, bad_code).unwrap_err().contains("not an integer"));
+    }
+
+    #[test]
+    fn batches_match_in_any_order() {
+        let e = Expect::Batch(vec![err(-32601, "\"a\""), err(-32600, "null")]);
+        let got = br#"[{"jsonrpc":"2.0","error":{"code":-32600,"message":"x"},"id":null},
+                      {"jsonrpc":"2.0","error":{"code":-32601,"message":"x"},"id":"a"}]"#;
+        assert_eq!(judge(&e, got), Ok(()));
+        let single = br#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"x"},"id":null}"#;
+        assert!(judge(&e, single).is_err());
+    }
+
+    #[test]
+    fn results_compare_numbers_as_numbers() {
+        let e = Expect::Single(Item::Result {
+            value: serde_json::json!(19),
+            id: "1".into(),
+        });
+        assert_eq!(
+            judge(&e, br#"{"jsonrpc":"2.0","result":19.0,"id":1}"#),
+            Ok(())
+        );
+        assert!(judge(&e, br#"{"jsonrpc":"2.0","result":-19,"id":1}"#).is_err());
+    }
+}

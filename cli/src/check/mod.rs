@@ -1,0 +1,616 @@
+//! `sansrpc check`: the compliance suite.
+//!
+//! The checker speaks raw bytes (it has to send malformed input), framed by the core's
+//! codec, and judges every answer itself with serde_json by the rules of JSON-RPC 2.0
+//! sections 4 to 6 (see [`judge`]). After every case it sends a probe request and waits
+//! for its answer: a server that stopped answering, closed the connection or died is
+//! reported, then restarted (stdio) or reconnected to (sockets).
+
+mod cases;
+mod conn;
+mod fuzz;
+mod judge;
+mod report;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use sansrpc::codec::Framing;
+
+use crate::target::{Kind, Target};
+use crate::{Fallible, FramingArg};
+use cases::{Case, Section};
+use conn::{Conn, Recv};
+use judge::Expect;
+
+#[derive(Args, Debug)]
+#[command(after_help = "\
+With no target, check starts its own demo server (sansrpc serve --stdio) and checks it.
+
+Exit status: 0 when every required case passes, 1 when one fails (or the server stopped
+answering for good), 2 when the target cannot be reached at all or the arguments are wrong.
+
+Examples:
+  sansrpc check                                    our own server, over stdio
+  sansrpc check --spec-methods --fuzz 500 --seed 7
+  sansrpc check --stdio \"node server.js --stdio\"
+  sansrpc check --tcp 127.0.0.1:7878 --framing newline --json > report.json
+  sansrpc check --unix /tmp/sansrpc.sock --timeout 5")]
+pub struct CheckArgs {
+    #[command(flatten)]
+    target: Target,
+    /// How messages are framed on the byte stream.
+    #[arg(long, value_enum, default_value_t = FramingArg::ContentLength)]
+    framing: FramingArg,
+    /// Also run the specification's examples (section 7); the server must implement
+    /// subtract, sum, update, get_data, notify_hello and notify_sum as the specification does.
+    /// On by itself when no target is given (the built-in server has them).
+    #[arg(long)]
+    spec_methods: bool,
+    /// Also send this many generated messages, valid and invalid.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    fuzz: u32,
+    /// The seed of the generated messages (default: from the clock; the report shows it).
+    #[arg(long, value_name = "S")]
+    seed: Option<u64>,
+    /// Seconds to wait for each answer before the case fails as timed out.
+    #[arg(long, value_name = "SECS", default_value_t = 2.0)]
+    timeout: f64,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// How a case failed; shrinking keeps an input only while it fails the same way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// A wrong answer.
+    Wrong,
+    /// An answer where none is allowed, or one too many.
+    Answered,
+    /// No answer in time.
+    TimedOut,
+    /// The server stopped answering, closed the connection or died.
+    Dead,
+}
+
+/// The outcome of one case.
+#[derive(Debug, Clone)]
+pub struct CaseResult {
+    /// The case's name.
+    pub id: String,
+    /// Where its rule is.
+    pub section: Section,
+    /// What it checks.
+    pub title: String,
+    /// Whether a failure fails the run.
+    pub required: bool,
+    /// What was required.
+    pub expected: String,
+    /// `None` when it passed.
+    pub failure: Option<Failure>,
+    /// Why it failed, or a note on how it passed.
+    pub why: String,
+    /// The body sent.
+    pub sent: Vec<u8>,
+    /// The frames received for it (the probe's answer excluded).
+    pub received: Vec<Vec<u8>>,
+}
+
+impl CaseResult {
+    /// True when it passed.
+    pub fn passed(&self) -> bool {
+        self.failure.is_none()
+    }
+}
+
+/// Runs cases against one target, keeping a connection and restoring it when needed.
+pub struct Runner {
+    kind: Kind,
+    framing: Framing,
+    timeout: Duration,
+    conn: Option<Conn>,
+    probes: u64,
+    restarts: u32,
+    /// Set when the run cannot go on.
+    pub aborted: Option<String>,
+}
+
+/// Restarts (or reconnections) allowed in one run.
+const MAX_RESTARTS: u32 = 25;
+
+impl Runner {
+    fn new(kind: Kind, framing: Framing, timeout: Duration) -> Runner {
+        Runner {
+            kind,
+            framing,
+            timeout,
+            conn: None,
+            probes: 0,
+            restarts: 0,
+            aborted: None,
+        }
+    }
+
+    fn probe_body(&mut self) -> (Vec<u8>, String) {
+        self.probes += 1;
+        let id = format!("\"probe-{}\"", self.probes);
+        let body = format!(r#"{{"jsonrpc":"2.0","method":"sansrpc.check.probe","id":{id}}}"#);
+        (body.into_bytes(), id)
+    }
+
+    /// Connects (or starts the server) and checks that it answers a plain request.
+    fn connect(&mut self) -> Result<(), String> {
+        self.conn = None;
+        let mut conn = Conn::open(&self.kind, self.framing)?;
+        let (body, id) = self.probe_body();
+        conn.send(&body);
+        let deadline = Instant::now() + self.timeout.max(Duration::from_secs(5));
+        loop {
+            match conn.recv(deadline) {
+                Recv::Frame(f) if judge::single_id(&f).as_deref() == Some(&id) => break,
+                Recv::Frame(_) | Recv::FramingError(_) => {}
+                Recv::TimedOut => {
+                    return Err(format!(
+                        "the server did not answer a plain request ({}) within {} s",
+                        String::from_utf8_lossy(&body),
+                        deadline_secs(self.timeout.max(Duration::from_secs(5)))
+                    ))
+                }
+                Recv::Closed => {
+                    let why = conn
+                        .exit_status()
+                        .unwrap_or_else(|| "the server closed the connection".into());
+                    return Err(format!("{why}, before answering a plain request"));
+                }
+            }
+        }
+        self.conn = Some(conn);
+        Ok(())
+    }
+
+    /// After a server stopped answering: start it again, or reconnect.
+    fn recover(&mut self) {
+        self.conn = None;
+        if self.restarts >= MAX_RESTARTS {
+            self.aborted = Some(format!(
+                "stopped after {MAX_RESTARTS} restarts of the server or reconnections"
+            ));
+            return;
+        }
+        self.restarts += 1;
+        if let Err(why) = self.connect() {
+            self.aborted = Some(format!("could not restore the server: {why}"));
+        }
+    }
+
+    fn is_socket(&self) -> bool {
+        !matches!(self.kind, Kind::Stdio(_))
+    }
+
+    /// Runs one case; also returns frames that arrived before it was sent (late answers to
+    /// the previous case).
+    pub fn run(&mut self, case: &Case) -> (CaseResult, Vec<Vec<u8>>) {
+        let mut result = CaseResult {
+            id: case.id.clone(),
+            section: case.section,
+            title: case.title.clone(),
+            required: case.required,
+            expected: case.expect.to_string(),
+            failure: None,
+            why: String::new(),
+            sent: case.body.clone(),
+            received: Vec::new(),
+        };
+        if self.conn.is_none() && self.aborted.is_none() {
+            self.recover();
+        }
+        if let Some(why) = &self.aborted {
+            result.failure = Some(Failure::Dead);
+            result.why = format!("not run: {why}");
+            return (result, Vec::new());
+        }
+        let (probe, probe_id) = self.probe_body();
+        let socket = self.is_socket();
+        let timeout = match case.expect {
+            Expect::Tolerated { .. } => self.timeout * 3,
+            _ => self.timeout,
+        };
+        let Some(conn) = self.conn.as_mut() else {
+            unreachable!("connected above")
+        };
+        let strays = conn
+            .drain()
+            .into_iter()
+            .filter_map(|r| match r {
+                Recv::Frame(f) => Some(f),
+                _ => None,
+            })
+            .collect();
+        conn.send(&case.body);
+        let fail = |result: &mut CaseResult, failure, why: String| {
+            if result.failure.is_none() {
+                result.failure = Some(failure);
+                result.why = why;
+            }
+        };
+        let secs = deadline_secs(timeout);
+        // The answer itself, when one is required.
+        if matches!(case.expect, Expect::Single(_) | Expect::Batch(_)) {
+            match conn.recv(Instant::now() + timeout) {
+                Recv::Frame(f) => {
+                    if let Err(why) = judge::judge(&case.expect, &f) {
+                        fail(&mut result, Failure::Wrong, why);
+                    }
+                    result.received.push(f);
+                }
+                Recv::FramingError(e) => {
+                    fail(
+                        &mut result,
+                        Failure::Wrong,
+                        format!("the answer broke the framing: {e}"),
+                    );
+                }
+                Recv::TimedOut => fail(
+                    &mut result,
+                    Failure::TimedOut,
+                    format!("timed out: no answer within {secs} s"),
+                ),
+                Recv::Closed => {
+                    let why = conn
+                        .exit_status()
+                        .unwrap_or_else(|| "the server closed the connection".into());
+                    fail(
+                        &mut result,
+                        Failure::Dead,
+                        format!("{why} instead of answering"),
+                    );
+                }
+            }
+        }
+        if result.failure == Some(Failure::Dead) {
+            self.recover();
+            return (result, strays);
+        }
+        // The probe: the server must still answer, and say nothing else first.
+        conn.send(&probe);
+        let deadline = Instant::now() + timeout;
+        let (mut lost, mut closed) = (false, None);
+        loop {
+            match conn.recv(deadline) {
+                Recv::Frame(f) if judge::single_id(&f).as_deref() == Some(&probe_id) => break,
+                Recv::Frame(f) => {
+                    match &case.expect {
+                        Expect::Nothing => fail(
+                            &mut result,
+                            Failure::Answered,
+                            "answered, but nothing may be answered".into(),
+                        ),
+                        Expect::Tolerated { .. } => {
+                            if let Err(why) = judge::judge(&case.expect, &f) {
+                                fail(&mut result, Failure::Wrong, why);
+                            }
+                        }
+                        _ => fail(
+                            &mut result,
+                            Failure::Answered,
+                            "a second response arrived for one input".into(),
+                        ),
+                    }
+                    result.received.push(f);
+                }
+                Recv::FramingError(e) => {
+                    fail(
+                        &mut result,
+                        Failure::Wrong,
+                        format!("the server's output broke the framing: {e}"),
+                    );
+                }
+                Recv::TimedOut => {
+                    let why = if matches!(case.expect, Expect::Tolerated { .. } | Expect::Nothing) {
+                        format!("timed out: the server did not answer a probe request sent after this input within {secs} s")
+                    } else {
+                        format!("the server stopped answering: no answer to a probe request sent after this input within {secs} s")
+                    };
+                    fail(&mut result, Failure::Dead, why);
+                    lost = true;
+                    break;
+                }
+                Recv::Closed => {
+                    closed = Some(conn.exit_status());
+                    break;
+                }
+            }
+        }
+        match closed {
+            Some(Some(status)) => {
+                fail(&mut result, Failure::Dead, status);
+                lost = true;
+            }
+            // Closing the connection is a fair refusal of hostile input; the server must
+            // live on.
+            Some(None) if socket && matches!(case.expect, Expect::Tolerated { .. }) => {
+                match self.connect() {
+                    Ok(()) if result.failure.is_none() => {
+                        result.why = "closed the connection (allowed for hostile input); a new connection is answered".into();
+                    }
+                    Ok(()) => {}
+                    Err(why) => {
+                        fail(
+                            &mut result,
+                            Failure::Dead,
+                            format!("closed the connection, and then: {why}"),
+                        );
+                        lost = true;
+                    }
+                }
+            }
+            Some(None) => {
+                fail(
+                    &mut result,
+                    Failure::Dead,
+                    "the server closed the connection".into(),
+                );
+                lost = true;
+            }
+            None => {}
+        }
+        if lost {
+            self.recover();
+        }
+        (result, strays)
+    }
+}
+
+fn deadline_secs(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{s:.0}")
+    } else {
+        format!("{s}")
+    }
+}
+
+/// A generated message that got a wrong answer, with the smallest input that still does.
+#[derive(Debug, Clone)]
+pub struct Violation {
+    /// The generated message's result.
+    pub original: CaseResult,
+    /// The smallest input found that fails the same way, with its result.
+    pub minimal: CaseResult,
+    /// How many inputs shrinking ran.
+    pub shrink_runs: u32,
+    /// The number of an earlier violation with the same minimal input.
+    pub same_as: Option<usize>,
+}
+
+/// Everything a run found.
+pub struct Outcome {
+    /// Fixed cases, in order.
+    pub results: Vec<CaseResult>,
+    /// Fuzz: seed, messages run, messages passed.
+    pub fuzz: Option<(u64, u32, u32)>,
+    /// Fuzz violations.
+    pub violations: Vec<Violation>,
+    /// Why the run ended early, if it did.
+    pub aborted: Option<String>,
+}
+
+/// A progress bar on stderr, when stderr is a terminal.
+struct Progress {
+    on: bool,
+    total: usize,
+    done: usize,
+}
+
+impl Progress {
+    fn new(total: usize) -> Progress {
+        Progress {
+            on: std::io::stderr().is_terminal(),
+            total,
+            done: 0,
+        }
+    }
+
+    fn tick(&mut self, label: &str) {
+        self.done += 1;
+        if !self.on {
+            return;
+        }
+        let width = 30;
+        let filled = width * self.done / self.total.max(1);
+        let label: String = label.chars().take(40).collect();
+        eprint!(
+            "\r\x1b[2K[{}{}] {}/{} {label}",
+            "#".repeat(filled),
+            " ".repeat(width - filled),
+            self.done,
+            self.total
+        );
+    }
+
+    fn finish(&self) {
+        if self.on {
+            eprint!("\r\x1b[2K");
+        }
+    }
+}
+
+/// Shrink budget per violation, and for the whole run.
+const SHRINK_RUNS: u32 = 300;
+const SHRINK_TOTAL: u32 = 4000;
+
+fn fuzz_case(n: u32, msg: &fuzz::Msg) -> Case {
+    Case {
+        id: format!("fuzz.{n}"),
+        section: Section::Fuzz,
+        title: format!("generated message {n}"),
+        body: msg.body(),
+        expect: msg.expect(),
+        required: true,
+    }
+}
+
+/// Records a case's result, charging late answers to the case before it.
+fn record(results: &mut Vec<CaseResult>, (result, strays): (CaseResult, Vec<Vec<u8>>)) {
+    if let (false, Some(last)) = (strays.is_empty(), results.last_mut()) {
+        if last.failure.is_none() {
+            last.failure = Some(Failure::Answered);
+            last.why = "an answer arrived after the case ended (late, or one too many)".into();
+        }
+        last.received.extend(strays);
+    }
+    results.push(result);
+}
+
+fn suite(runner: &mut Runner, args: &CheckArgs, seed: u64) -> Outcome {
+    let mut cases = cases::basic();
+    if args.spec_methods {
+        cases.extend(cases::spec_examples());
+    }
+    let mut progress = Progress::new(cases.len() + args.fuzz as usize);
+    let mut results = Vec::new();
+    for case in &cases {
+        progress.tick(&case.id);
+        record(&mut results, runner.run(case));
+    }
+    let mut violations: Vec<Violation> = Vec::new();
+    let mut fuzz = None;
+    if args.fuzz > 0 {
+        let mut gen = fuzz::Gen::new(seed, runner.framing);
+        let (mut passed, mut budget) = (0u32, SHRINK_TOTAL);
+        let mut fuzz_results = Vec::new();
+        for n in 1..=args.fuzz {
+            let msg = gen.message();
+            let case = fuzz_case(n, &msg);
+            progress.tick(&case.id);
+            let (result, strays) = runner.run(&case);
+            record(&mut fuzz_results, (result.clone(), strays));
+            let Some(failure) = result.failure else {
+                passed += 1;
+                continue;
+            };
+            if runner.aborted.is_some() {
+                break;
+            }
+            let (minimal, runs) = shrink(runner, msg, result.clone(), failure, &mut budget);
+            let same_as = violations
+                .iter()
+                .position(|v| v.minimal.sent == minimal.sent)
+                .map(|i| i + 1);
+            violations.push(Violation {
+                original: result,
+                minimal,
+                shrink_runs: runs,
+                same_as,
+            });
+        }
+        // Late answers charged to a generated message that had passed.
+        for r in fuzz_results.iter().filter(|r| !r.passed()) {
+            if !violations.iter().any(|v| v.original.id == r.id) {
+                passed = passed.saturating_sub(1);
+                violations.push(Violation {
+                    original: r.clone(),
+                    minimal: r.clone(),
+                    shrink_runs: 0,
+                    same_as: None,
+                });
+            }
+        }
+        fuzz = Some((seed, fuzz_results.len() as u32, passed));
+    }
+    progress.finish();
+    Outcome {
+        results,
+        fuzz,
+        violations,
+        aborted: runner.aborted.clone(),
+    }
+}
+
+/// Greedy shrinking: take the first smaller input that fails the same way, until none
+/// does or the budget is spent.
+fn shrink(
+    runner: &mut Runner,
+    msg: fuzz::Msg,
+    result: CaseResult,
+    failure: Failure,
+    budget: &mut u32,
+) -> (CaseResult, u32) {
+    let (mut best, mut best_result, mut runs) = (msg, result, 0);
+    'outer: loop {
+        for candidate in best.shrink(runner.framing) {
+            if runs >= SHRINK_RUNS || *budget == 0 || runner.aborted.is_some() {
+                break 'outer;
+            }
+            runs += 1;
+            *budget -= 1;
+            let case = fuzz_case(0, &candidate);
+            let (r, _) = runner.run(&case);
+            if r.failure == Some(failure) {
+                best = candidate;
+                best_result = r;
+                continue 'outer;
+            }
+        }
+        break;
+    }
+    best_result.id = format!("{} (shrunk)", best_result.id);
+    (best_result, runs)
+}
+
+/// Runs the verb.
+pub fn run(mut args: CheckArgs) -> Fallible<ExitCode> {
+    if !(args.timeout.is_finite() && args.timeout > 0.0) {
+        return Err("--timeout must be a positive number of seconds".into());
+    }
+    let kind = match args.target.kind()? {
+        Some(kind) => kind,
+        None => {
+            // Our own server implements the specification's example methods.
+            args.spec_methods = true;
+            let exe = std::env::current_exe()
+                .map_err(|e| format!("cannot find this program to start its server: {e}"))?;
+            Kind::Stdio(vec![
+                exe.to_string_lossy().into_owned(),
+                "serve".into(),
+                "--stdio".into(),
+                "--framing".into(),
+                args.framing.name().into(),
+            ])
+        }
+    };
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_secs())
+    });
+    let timeout = Duration::from_secs_f64(args.timeout);
+    let mut runner = Runner::new(kind.clone(), args.framing.framing(), timeout);
+    if let Err(why) = runner.connect() {
+        return Err(format!("cannot check {}: {why}", report::describe(&kind)).into());
+    }
+    let started = Instant::now();
+    let outcome = suite(&mut runner, &args, seed);
+    let header = report::Header {
+        target: report::describe(&kind),
+        framing: args.framing.name(),
+        timeout: args.timeout,
+        elapsed: started.elapsed(),
+        restarts: runner.restarts,
+    };
+    drop(runner);
+    let ok = report::ok(&outcome);
+    if args.json {
+        println!("{}", report::json(&header, &outcome));
+    } else {
+        print!("{}", report::text(&header, &outcome));
+    }
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

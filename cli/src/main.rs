@@ -1,0 +1,141 @@
+//! `sansrpc`: serve a demo JSON-RPC 2.0 service, call any JSON-RPC server, and check any
+//! server for protocol compliance. Logs go to stderr, never to stdout.
+
+mod call;
+mod check;
+mod serve;
+mod target;
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use sansrpc::codec::Framing;
+
+/// What every verb may fail with before it has a verdict of its own (exit status 2).
+pub type Fallible<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "sansrpc",
+    version,
+    about = "Serve, call and check JSON-RPC 2.0 servers",
+    after_help = "\
+Examples:
+  sansrpc check                                   check our own demo server (spawned over stdio)
+  sansrpc check --stdio \"python3 server.py\" --framing newline
+  sansrpc serve --tcp 127.0.0.1:7878
+  sansrpc call --tcp 127.0.0.1:7878 subtract '[42, 23]'
+
+Logs go to stderr; set RUST_LOG (e.g. RUST_LOG=debug) for more."
+)]
+struct Cli {
+    #[command(subcommand)]
+    verb: Verb,
+}
+
+#[derive(Subcommand, Debug)]
+enum Verb {
+    /// Serve the demo service: a calculator, the specification's example methods, a
+    /// notification sink and rpc.discover.
+    Serve(ServeArgs),
+    /// Send one request, one notification or one batch to a server and print the answer.
+    Call(call::CallArgs),
+    /// Check a server for JSON-RPC 2.0 compliance (our own demo server when no target is
+    /// given).
+    Check(check::CheckArgs),
+}
+
+/// How a byte stream is cut into messages.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FramingArg {
+    /// `Content-Length: N` headers, then N bytes (LSP).
+    ContentLength,
+    /// One JSON text per line (MCP stdio, JSON Lines).
+    Newline,
+}
+
+impl FramingArg {
+    /// The core's framing.
+    pub fn framing(self) -> Framing {
+        match self {
+            FramingArg::ContentLength => Framing::ContentLength,
+            FramingArg::Newline => Framing::Newline,
+        }
+    }
+
+    /// The name the command line takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            FramingArg::ContentLength => "content-length",
+            FramingArg::Newline => "newline",
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = "\
+Methods:
+  add {a, b} | [a, b]                         a + b
+  subtract {minuend, subtrahend} | [m, s]     m - s (the specification's example)
+  divide {dividend, divisor} | [x, y]         x / y; error 1 \"division by zero\" when y is 0
+  sum [x, ...]                                the sum of all params
+  get_data                                    [\"hello\", 5]
+  update, notify_hello, notify_sum            notifications from the specification (logged)
+  sink                                        a notification taking any params (logged)
+  sink_count                                  how many sink notifications arrived
+  rpc.discover                                the OpenRPC document of the methods above
+
+Examples:
+  sansrpc serve                                   stdio, Content-Length framing
+  sansrpc serve --framing newline                 stdio, one JSON text per line
+  sansrpc serve --tcp 127.0.0.1:7878
+  sansrpc serve --unix /tmp/sansrpc.sock")]
+struct ServeArgs {
+    /// Serve on this process's stdin and stdout (the default).
+    #[arg(long, conflicts_with_all = ["tcp", "unix"])]
+    stdio: bool,
+    /// Listen on a TCP address (port 0 picks one; the address is logged).
+    #[arg(long, value_name = "ADDR", conflicts_with = "unix")]
+    tcp: Option<String>,
+    /// Listen on a Unix socket at this path.
+    #[arg(long, value_name = "PATH")]
+    unix: Option<PathBuf>,
+    /// How messages are framed on the byte stream.
+    #[arg(long, value_enum, default_value_t = FramingArg::ContentLength)]
+    framing: FramingArg,
+}
+
+/// Logs to stderr only: stdout may be a protocol stream. `RUST_LOG` overrides `default`.
+fn init_logs(default: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.verb {
+        Verb::Serve(args) => {
+            init_logs("info");
+            serve::run(args.tcp, args.unix, args.framing).map(|()| ExitCode::SUCCESS)
+        }
+        Verb::Call(args) => {
+            init_logs("warn");
+            call::run(args)
+        }
+        Verb::Check(args) => {
+            init_logs("warn");
+            check::run(args)
+        }
+    };
+    outcome.unwrap_or_else(|e| {
+        eprintln!("sansrpc: {e}");
+        ExitCode::from(2)
+    })
+}

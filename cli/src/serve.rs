@@ -1,0 +1,262 @@
+//! `sansrpc serve`: the demo service over stdio, TCP or a Unix socket.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use sansrpc::method::{Method, NotificationMethod};
+use sansrpc::router::{MethodDoc, Router};
+use sansrpc::ErrorObject;
+use sansrpc_blocking::Config;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{Fallible, FramingArg};
+
+/// A number that stays an integer while it can: `7`, not `7.0`, for integer operands.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum Num {
+    /// An integer that fits an `i64`.
+    Int(i64),
+    /// Anything else.
+    Float(f64),
+}
+
+impl Num {
+    fn float(self) -> f64 {
+        match self {
+            Num::Int(i) => i as f64,
+            Num::Float(f) => f,
+        }
+    }
+
+    /// Integer arithmetic when both are integers and it does not overflow, else float.
+    fn combine(
+        self,
+        other: Num,
+        int: fn(i64, i64) -> Option<i64>,
+        float: fn(f64, f64) -> f64,
+    ) -> Num {
+        match (self, other) {
+            (Num::Int(a), Num::Int(b)) => {
+                int(a, b).map_or_else(|| Num::Float(float(a as f64, b as f64)), Num::Int)
+            }
+            (a, b) => Num::Float(float(a.float(), b.float())),
+        }
+    }
+}
+
+/// `add`: `{a, b}` or `[a, b]`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Pair {
+    a: Num,
+    b: Num,
+}
+
+enum Add {}
+impl Method for Add {
+    const NAME: &'static str = "add";
+    type Params = Pair;
+    type Result = Num;
+}
+
+/// `subtract`, as the specification's example names its params.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Difference {
+    minuend: Num,
+    subtrahend: Num,
+}
+
+enum Subtract {}
+impl Method for Subtract {
+    const NAME: &'static str = "subtract";
+    type Params = Difference;
+    type Result = Num;
+}
+
+/// `divide`: `{dividend, divisor}` or `[dividend, divisor]`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Quotient {
+    dividend: Num,
+    divisor: Num,
+}
+
+enum Divide {}
+impl Method for Divide {
+    const NAME: &'static str = "divide";
+    type Params = Quotient;
+    type Result = Num;
+}
+
+/// The application error code of a division by zero (outside the reserved range).
+pub const DIVISION_BY_ZERO: i64 = 1;
+
+enum Sum {}
+impl Method for Sum {
+    const NAME: &'static str = "sum";
+    type Params = Vec<Num>;
+    type Result = Num;
+}
+
+enum GetData {}
+impl Method for GetData {
+    const NAME: &'static str = "get_data";
+    type Params = ();
+    type Result = (String, i64);
+}
+
+enum SinkCount {}
+impl Method for SinkCount {
+    const NAME: &'static str = "sink_count";
+    type Params = ();
+    type Result = u64;
+}
+
+enum Update {}
+impl NotificationMethod for Update {
+    const NAME: &'static str = "update";
+    type Params = Value;
+}
+
+enum NotifyHello {}
+impl NotificationMethod for NotifyHello {
+    const NAME: &'static str = "notify_hello";
+    type Params = Value;
+}
+
+enum NotifySum {}
+impl NotificationMethod for NotifySum {
+    const NAME: &'static str = "notify_sum";
+    type Params = Vec<Num>;
+}
+
+enum Sink {}
+impl NotificationMethod for Sink {
+    const NAME: &'static str = "sink";
+    type Params = Value;
+}
+
+fn sum(numbers: &[Num]) -> Num {
+    numbers.iter().fold(Num::Int(0), |acc, &n| {
+        acc.combine(n, i64::checked_add, |a, b| a + b)
+    })
+}
+
+/// The demo service's router.
+pub fn router() -> Router {
+    let mut router = Router::new();
+    router.info("sansrpc demo", env!("CARGO_PKG_VERSION"));
+    let sinks = Arc::new(AtomicU64::new(0));
+    let counted = Arc::clone(&sinks);
+    let registered = [
+        router.method::<Add, _>(|p| Ok(p.a.combine(p.b, i64::checked_add, |a, b| a + b))),
+        router.method::<Subtract, _>(|p| {
+            Ok(p.minuend
+                .combine(p.subtrahend, i64::checked_sub, |a, b| a - b))
+        }),
+        router.method::<Divide, _>(|p| {
+            if p.divisor.float() == 0.0 {
+                return Err(ErrorObject::new(DIVISION_BY_ZERO, "division by zero"));
+            }
+            // An exact integer quotient stays an integer.
+            let exact = |a: i64, b: i64| match a.checked_rem(b) {
+                Some(0) => a.checked_div(b),
+                _ => None,
+            };
+            Ok(p.dividend.combine(p.divisor, exact, |a, b| a / b))
+        }),
+        router.method::<Sum, _>(|numbers| Ok(sum(&numbers))),
+        router.method::<GetData, _>(|()| Ok(("hello".to_owned(), 5))),
+        router.method::<SinkCount, _>(move |()| Ok(counted.load(Ordering::SeqCst))),
+        router.notification::<Update, _>(|p| tracing::info!(params = %p, "update")),
+        router.notification::<NotifyHello, _>(|p| tracing::info!(params = %p, "notify_hello")),
+        router.notification::<NotifySum, _>(|numbers| {
+            let total = serde_json::to_string(&sum(&numbers)).unwrap_or_default();
+            tracing::info!(sum = %total, "notify_sum");
+        }),
+        router.notification::<Sink, _>(move |p| {
+            sinks.fetch_add(1, Ordering::SeqCst);
+            tracing::info!(params = %p, "sink");
+        }),
+    ];
+    for result in registered {
+        // Distinct, unreserved names: registration cannot fail.
+        result.expect("the demo methods register");
+    }
+    let docs = [
+        ("add", "a + b"),
+        ("subtract", "minuend - subtrahend"),
+        (
+            "divide",
+            "dividend / divisor; error 1 when the divisor is 0",
+        ),
+        ("sum", "the sum of all params"),
+        ("get_data", "[\"hello\", 5]"),
+        ("sink_count", "how many sink notifications arrived"),
+    ];
+    for (name, summary) in docs {
+        let _ = router.document(name, MethodDoc::summary(summary));
+    }
+    router
+}
+
+/// Runs the service until stdin ends (stdio) or forever (sockets).
+pub fn run(tcp: Option<String>, unix: Option<PathBuf>, framing: FramingArg) -> Fallible<()> {
+    let router = Arc::new(router());
+    let mut config = Config::default();
+    config.framing = framing.framing();
+    let framing = framing.name();
+    if let Some(addr) = tcp {
+        let server = sansrpc_blocking::serve_tcp(&*addr, router, config)
+            .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+        tracing::info!(addr = %server.local_addr(), framing, "listening on TCP");
+        park_forever()
+    } else if let Some(path) = unix {
+        remove_stale_socket(&path);
+        let server = serve_unix(&path, router, config)?;
+        tracing::info!(path = %server.display(), framing, "listening on a Unix socket");
+        park_forever()
+    } else {
+        tracing::info!(framing, "serving on stdio");
+        sansrpc_blocking::serve_stdio(router, config)?;
+        tracing::info!("stdin ended");
+        Ok(())
+    }
+}
+
+#[cfg(unix)]
+fn serve_unix(path: &std::path::Path, router: Arc<Router>, config: Config) -> Fallible<PathBuf> {
+    let server = sansrpc_blocking::serve_unix(path, router, config)
+        .map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
+    let path = server.path().to_path_buf();
+    // Serves until the process ends.
+    std::mem::forget(server);
+    Ok(path)
+}
+
+#[cfg(not(unix))]
+fn serve_unix(_: &std::path::Path, _: Arc<Router>, _: Config) -> Fallible<PathBuf> {
+    Err("Unix sockets are not available on this platform".into())
+}
+
+/// A socket file left by a server that is gone (nothing accepts on it) is removed.
+fn remove_stale_socket(path: &std::path::Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let is_socket = std::fs::metadata(path).is_ok_and(|m| m.file_type().is_socket());
+        if is_socket && std::os::unix::net::UnixStream::connect(path).is_err() {
+            tracing::info!(path = %path.display(), "removing a stale socket file");
+            let _ = std::fs::remove_file(path);
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+}
+
+fn park_forever() -> ! {
+    loop {
+        std::thread::park();
+    }
+}

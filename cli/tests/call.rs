@@ -1,0 +1,167 @@
+//! `sansrpc call`: a request, a notification, a batch, an error, `--raw`, on real processes.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::{json, Value};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn stdout_json(out: &Output) -> Value {
+    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {:?}", out.stdout))
+}
+
+#[test]
+fn a_request_over_stdio_by_position_and_by_name() {
+    let server = serve_stdio_command("content-length");
+    let out = run(&["call", "--stdio", &server, "subtract", "[42, 23]"], LIMIT);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert_eq!(out.stdout, "19\n");
+    let named = r#"{"subtrahend": 23, "minuend": 42}"#;
+    let out = run(&["call", "--stdio", &server, "subtract", named], LIMIT);
+    assert_eq!(out.stdout, "19\n");
+    let out = run(&["call", "--stdio", &server, "get_data"], LIMIT);
+    assert_eq!(stdout_json(&out), json!(["hello", 5]));
+}
+
+#[test]
+fn an_error_object_is_printed_and_exits_1() {
+    let server = serve_stdio_command("newline");
+    let args = [
+        "call",
+        "--stdio",
+        &server,
+        "--framing",
+        "newline",
+        "divide",
+        "[1, 0]",
+    ];
+    let out = run(&args, LIMIT);
+    assert_eq!(out.status, 1);
+    assert_eq!(
+        stdout_json(&out),
+        json!({"code": 1, "message": "division by zero"})
+    );
+    let out = run(
+        &["call", "--stdio", &server, "--framing", "newline", "nope"],
+        LIMIT,
+    );
+    assert_eq!(out.status, 1);
+    assert_eq!(stdout_json(&out)["code"], -32601);
+}
+
+#[test]
+fn a_notification_then_a_request_over_tcp() {
+    let (_server, addr) = serve_tcp("content-length");
+    let out = run(
+        &["call", "--tcp", &addr, "--notify", "sink", r#"["hello"]"#],
+        LIMIT,
+    );
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert_eq!(out.stdout, "", "a notification prints nothing");
+    let out = run(&["call", "--tcp", &addr, "sink_count"], LIMIT);
+    assert_eq!(out.stdout, "1\n");
+}
+
+#[test]
+fn a_batch_from_arguments_and_from_a_file_over_a_unix_socket() {
+    let path = socket_path("call");
+    let _server = serve_unix(&path);
+    let socket = path.to_str().unwrap();
+    let args = [
+        "call",
+        "--unix",
+        socket,
+        "--call",
+        "sum",
+        "[1, 2, 4]",
+        "--call",
+        "get_data",
+        "[]",
+    ];
+    let out = run(&args, LIMIT);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert_eq!(
+        stdout_json(&out),
+        json!([
+            {"method": "sum", "result": 7},
+            {"method": "get_data", "result": ["hello", 5]},
+        ])
+    );
+
+    let file = std::env::temp_dir().join(format!("sansrpc-batch-{}.json", std::process::id()));
+    std::fs::write(
+        &file,
+        r#"[{"method": "add", "params": {"a": 1, "b": 2}},
+            {"method": "sink", "params": ["x"], "notification": true},
+            {"method": "divide", "params": [1, 0]}]"#,
+    )
+    .unwrap();
+    let out = run(
+        &["call", "--unix", socket, "--batch", file.to_str().unwrap()],
+        LIMIT,
+    );
+    std::fs::remove_file(&file).unwrap();
+    assert_eq!(out.status, 1, "an error inside the batch exits 1");
+    assert_eq!(
+        stdout_json(&out),
+        json!([
+            {"method": "add", "result": 3},
+            {"method": "divide", "error": {"code": 1, "message": "division by zero"}},
+        ])
+    );
+}
+
+#[test]
+fn raw_shows_the_frames_on_stderr() {
+    let server = serve_stdio_command("content-length");
+    let out = run(
+        &["call", "--stdio", &server, "--raw", "add", "[2, 3]"],
+        LIMIT,
+    );
+    assert_eq!(out.status, 0);
+    assert_eq!(out.stdout, "5\n");
+    assert!(
+        out.stderr
+            .contains(r#"--> {"jsonrpc":"2.0","method":"add","params":[2, 3],"id":1}"#),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains(r#"<-- {"jsonrpc":"2.0","result":5,"id":1}"#),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn bad_arguments_and_unreachable_targets_exit_2() {
+    let out = run(&["call", "--tcp", "127.0.0.1:1", "add", "[1, 2]"], LIMIT);
+    assert_eq!(out.status, 2);
+    assert!(out.stderr.contains("cannot connect"), "{}", out.stderr);
+    let server = serve_stdio_command("content-length");
+    let out = run(&["call", "--stdio", &server, "add", "7"], LIMIT);
+    assert_eq!(out.status, 2);
+    assert!(out.stderr.contains("array or object"), "{}", out.stderr);
+}
+
+#[test]
+fn a_server_that_never_answers_times_out() {
+    let out = run(
+        &[
+            "call",
+            "--stdio",
+            "sleep 30",
+            "--timeout",
+            "0.5",
+            "add",
+            "[1, 2]",
+        ],
+        LIMIT,
+    );
+    assert_eq!(out.status, 2);
+    assert!(out.stderr.contains("no answer"), "{}", out.stderr);
+}

@@ -1,0 +1,247 @@
+//! `sansrpc check` against our own server on every transport, and against a deliberately
+//! broken one.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+
+const LIMIT: Duration = Duration::from_secs(120);
+
+fn assert_all_pass(out: &Output, what: &str) {
+    assert_eq!(
+        out.status, 0,
+        "{what}: exit status {}\n{}\n{}",
+        out.status, out.stdout, out.stderr
+    );
+    assert!(
+        out.stdout.contains("PASS: every required case passed"),
+        "{what}: {}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains("  FAIL "), "{what}: {}", out.stdout);
+}
+
+#[test]
+fn our_server_over_stdio_started_by_check() {
+    let out = run(
+        &["check", "--spec-methods", "--fuzz", "200", "--seed", "1"],
+        LIMIT,
+    );
+    assert_all_pass(&out, "no target");
+    for heading in [
+        "§4 Request object",
+        "§4.1 Notification",
+        "§4.2 Parameter structures",
+        "§5 Response object",
+        "§5.1 Error object",
+        "§6 Batch",
+        "§7 Examples",
+        "Robustness: hostile input",
+        "Fuzz (--fuzz): seed 1, 200 generated messages, 200 answered as required, 0 violations",
+    ] {
+        assert!(
+            out.stdout.contains(heading),
+            "missing {heading:?}:\n{}",
+            out.stdout
+        );
+    }
+}
+
+#[test]
+fn our_server_over_stdio_as_a_command_with_newline_framing() {
+    let command = serve_stdio_command("newline");
+    let out = run(
+        &[
+            "check",
+            "--stdio",
+            &command,
+            "--framing",
+            "newline",
+            "--spec-methods",
+            "--fuzz",
+            "200",
+            "--seed",
+            "1",
+        ],
+        LIMIT,
+    );
+    assert_all_pass(&out, "stdio, newline");
+}
+
+#[test]
+fn our_server_over_tcp() {
+    for framing in ["content-length", "newline"] {
+        let (_server, addr) = serve_tcp(framing);
+        let out = run(
+            &[
+                "check",
+                "--tcp",
+                &addr,
+                "--framing",
+                framing,
+                "--spec-methods",
+                "--fuzz",
+                "200",
+                "--seed",
+                "1",
+            ],
+            LIMIT,
+        );
+        assert_all_pass(&out, &format!("tcp, {framing}"));
+    }
+}
+
+#[test]
+fn our_server_over_a_unix_socket() {
+    let path = socket_path("check");
+    let _server = serve_unix(&path);
+    let out = run(
+        &[
+            "check",
+            "--unix",
+            path.to_str().unwrap(),
+            "--spec-methods",
+            "--fuzz",
+            "200",
+            "--seed",
+            "1",
+        ],
+        LIMIT,
+    );
+    assert_all_pass(&out, "unix");
+}
+
+#[test]
+fn json_output_of_a_passing_run() {
+    let out = run(&["check", "--json", "--fuzz", "20", "--seed", "3"], LIMIT);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    let report: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON report");
+    assert_eq!(report["ok"], true);
+    assert_eq!(report["failed"], 0);
+    assert_eq!(report["fuzz"]["messages"], 20);
+    assert_eq!(report["fuzz"]["seed"], 3);
+    assert!(report["cases"].as_array().unwrap().len() > 60);
+}
+
+#[test]
+fn a_broken_server_fails_with_the_reasons() {
+    let server = broken_server();
+    let args = [
+        "check",
+        "--stdio",
+        &server,
+        "--framing",
+        "newline",
+        "--timeout",
+        "0.5",
+    ];
+    let out = run(&args, LIMIT);
+    assert_eq!(out.status, 1, "{}\n{}", out.stdout, out.stderr);
+    let text = &out.stdout;
+    // Ids echoed wrongly.
+    assert!(text.contains("FAIL id.exponent"), "{text}");
+    assert!(text.contains("id echoed as 1000.0, sent as 1e3"), "{text}");
+    // Notifications answered.
+    assert!(text.contains("FAIL notification.unknown"), "{text}");
+    assert!(
+        text.contains("answered, but nothing may be answered"),
+        "{text}"
+    );
+    assert!(text.contains("FAIL batch.all-notifications"), "{text}");
+    // An empty batch never answered: a timeout, not a hang.
+    assert!(text.contains("FAIL batch.empty"), "{text}");
+    assert!(text.contains("timed out: no answer within 0.5 s"), "{text}");
+    // Deep nesting kills it; the checker says so and starts it again.
+    assert!(text.contains("FAIL hostile.deep-array"), "{text}");
+    assert!(text.contains("the server exited"), "{text}");
+    assert!(text.contains("RecursionError"), "{text}");
+    // NaN accepted by Python's json module.
+    assert!(text.contains("FAIL parse.nan"), "{text}");
+    // What it gets right still passes, after the restarts.
+    assert!(text.contains("PASS parse.spec-example"), "{text}");
+    assert!(text.contains("PASS id.string"), "{text}");
+    assert!(
+        text.contains("FAIL: see the cases marked FAIL above"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_broken_server_in_json_with_fuzz_violations_shrunk() {
+    let server = broken_server();
+    let args = [
+        "check",
+        "--stdio",
+        &server,
+        "--framing",
+        "newline",
+        "--timeout",
+        "0.5",
+        "--json",
+        "--fuzz",
+        "25",
+        "--seed",
+        "1",
+    ];
+    let out = run(&args, LIMIT);
+    assert_eq!(out.status, 1, "{}", out.stderr);
+    let report: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON report");
+    assert_eq!(report["ok"], false);
+    let failed: Vec<&str> = report["failed_required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    for id in [
+        "id.integer",
+        "id.exponent",
+        "notification.unknown",
+        "batch.empty",
+        "batch.all-notifications",
+        "hostile.deep-array",
+        "parse.nan",
+    ] {
+        assert!(failed.contains(&id), "{id} not in {failed:?}");
+    }
+    let case = report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "id.integer")
+        .unwrap();
+    assert_eq!(case["status"], "fail");
+    assert_eq!(case["section"], "5");
+    assert!(case["received"][0].as_str().unwrap().contains("1.0"));
+    let violations = report["fuzz"]["violations"].as_array().unwrap();
+    assert!(!violations.is_empty());
+    for v in violations {
+        let (original, minimal) = (&v["original"], &v["minimal"]);
+        assert_eq!(original["status"], "fail");
+        assert_eq!(minimal["status"], "fail");
+        assert!(minimal["sent_bytes"].as_u64() <= original["sent_bytes"].as_u64());
+    }
+    // A notification with params shrinks to one without.
+    assert!(
+        violations
+            .iter()
+            .any(|v| v["minimal"]["sent_bytes"].as_u64() < v["original"]["sent_bytes"].as_u64()),
+        "nothing shrank: {violations:#?}"
+    );
+}
+
+#[test]
+fn a_target_that_does_not_answer_is_a_clear_error() {
+    let out = run(&["check", "--stdio", "sleep 30", "--timeout", "0.5"], LIMIT);
+    assert_eq!(out.status, 2);
+    assert!(
+        out.stderr.contains("did not answer a plain request"),
+        "{}",
+        out.stderr
+    );
+    let out = run(&["check", "--stdio", "true"], LIMIT);
+    assert_eq!(out.status, 2);
+    assert!(out.stderr.contains("the server exited"), "{}", out.stderr);
+}
