@@ -5,7 +5,8 @@
 //! [`Client`], the [`AsyncRouter`]) is the futures adapter's, re-exported here. Transports:
 //! [`tcp`], [`unix`], [`stdio`], and [`child`] processes spoken to over their stdin/stdout;
 //! [`serve_tcp`] and [`serve_unix`] accept connections until a shutdown signal, then shut
-//! every connection down gracefully.
+//! every connection down gracefully. Message transports: [`ws`] (WebSocket, one message per
+//! text frame) and [`http`] (one message per POST), on the same driver.
 //!
 //! ```
 //! use sansrpc::method::Method;
@@ -44,6 +45,7 @@ use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+pub mod http;
 pub mod ws;
 
 use tokio::task::{JoinHandle, JoinSet};
