@@ -82,6 +82,12 @@ impl Builder {
         self
     }
 
+    /// The endpoint's config as set so far (message transports size their own buffers from
+    /// its [`Limits`](sansrpc::Limits)).
+    pub fn endpoint_config(&self) -> &Config {
+        &self.config
+    }
+
     /// The framing of a byte stream (Content-Length unless set).
     pub fn framing(mut self, framing: sansrpc::codec::Framing) -> Self {
         self.config.framing = Some(framing);

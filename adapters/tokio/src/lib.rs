@@ -5,7 +5,8 @@
 //! [`Client`], the [`AsyncRouter`]) is the futures adapter's, re-exported here. Transports:
 //! [`tcp`], [`unix`], [`stdio`], and [`child`] processes spoken to over their stdin/stdout;
 //! [`serve_tcp`] and [`serve_unix`] accept connections until a shutdown signal, then shut
-//! every connection down gracefully.
+//! every connection down gracefully. Message transports: [`ws`] (WebSocket, one message per
+//! text frame) and [`http`] (one message per POST), on the same driver.
 //!
 //! ```
 //! use sansrpc::method::Method;
@@ -41,7 +42,11 @@
 
 use std::future::Future;
 use std::io;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+pub mod http;
+pub mod ws;
 
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::compat::{Compat, TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
@@ -148,7 +153,12 @@ pub async fn serve_tcp(
     shutdown: impl Future<Output = ()>,
     grace: Duration,
 ) -> io::Result<()> {
-    let accept = || async { listener.accept().await.map(|(s, _)| tcp(s)) };
+    let accept = || async {
+        listener
+            .accept()
+            .await
+            .map(|(s, _)| std::future::ready(Ok(tcp(s))))
+    };
     serve(accept, builder, shutdown, grace).await
 }
 
@@ -160,11 +170,18 @@ pub async fn serve_unix(
     shutdown: impl Future<Output = ()>,
     grace: Duration,
 ) -> io::Result<()> {
-    let accept = || async { listener.accept().await.map(|(s, _)| unix(s)) };
+    let accept = || async {
+        listener
+            .accept()
+            .await
+            .map(|(s, _)| std::future::ready(Ok(unix(s))))
+    };
     serve(accept, builder, shutdown, grace).await
 }
 
-async fn serve<T, A, F>(
+/// The accept loop of every `serve_*`: `accept` yields, per connection, a future that
+/// finishes setting it up (a WebSocket handshake) on the connection's own task.
+async fn serve<T, A, F, H>(
     mut accept: A,
     builder: Builder,
     shutdown: impl Future<Output = ()>,
@@ -173,20 +190,32 @@ async fn serve<T, A, F>(
 where
     T: Transport,
     A: FnMut() -> F,
-    F: Future<Output = io::Result<T>>,
+    F: Future<Output = io::Result<H>>,
+    H: Future<Output = io::Result<T>> + Send + 'static,
 {
     let mut shutdown = std::pin::pin!(shutdown);
     let mut connections = JoinSet::new();
-    let mut handles: Vec<ShutdownHandle> = Vec::new();
+    // `None` once shutting down: connections set up later are shut down at once.
+    let handles = Arc::new(Mutex::new(Some(Vec::<ShutdownHandle>::new())));
     loop {
         tokio::select! {
             () = &mut shutdown => break,
             accepted = accept() => match accepted {
-                Ok(transport) => {
-                    let (_client, driver) = builder.clone().connect(transport, TokioTimer);
-                    handles.retain(|h| !h.is_finished());
-                    handles.push(driver.shutdown_handle());
-                    connections.spawn(driver);
+                Ok(setup) => {
+                    let builder = builder.clone();
+                    let handles = handles.clone();
+                    connections.spawn(async move {
+                        let (_client, driver) = builder.connect(setup.await?, TokioTimer);
+                        let handle = driver.shutdown_handle();
+                        match handles.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+                            Some(handles) => {
+                                handles.retain(|h| !h.is_finished());
+                                handles.push(handle);
+                            }
+                            None => handle.shutdown(grace),
+                        }
+                        driver.await
+                    });
                 }
                 // A connection that failed while being accepted concerns only itself; for
                 // anything else (out of file descriptors) wait a moment before trying again.
@@ -196,7 +225,8 @@ where
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
         }
     }
-    for handle in &handles {
+    let registered = handles.lock().unwrap_or_else(|e| e.into_inner()).take();
+    for handle in registered.into_iter().flatten() {
         handle.shutdown(grace);
     }
     let all_done = async { while connections.join_next().await.is_some() {} };

@@ -1,0 +1,530 @@
+//! JSON-RPC over HTTP (hyper 1): one message per POST body, on the shared driver.
+//!
+//! Each HTTP exchange runs its own short-lived [`Driver`] over a one-shot
+//! message transport: the server hands the body to a fresh endpoint (which classifies it:
+//! parse errors, batches, notifications) and answers with whatever that endpoint sends
+//! back, 204 when it sends nothing; the client sends one call, notification or batch per
+//! POST and feeds the response body back to its endpoint. A per-request endpoint keeps ids
+//! from different HTTP clients apart without any correlation in the adapter.
+
+use std::convert::Infallible;
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{ready, Context, Poll};
+use std::time::Duration;
+
+use futures::FutureExt;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Body, Bytes, Incoming};
+use hyper::header::{HeaderValue, ACCEPT, ALLOW, CONTENT_TYPE};
+use hyper::{Request, Response, StatusCode, Uri};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use sansrpc::method::{Method, NotificationMethod};
+use sansrpc::{Endpoint, Instant, RawValue};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::{BatchSlot, BoxFuture, Builder, CallError, Driver, Received, ShutdownHandle};
+use crate::{TokioTimer, Transport};
+
+pub use hyper;
+
+type Answer = Response<Full<Bytes>>;
+
+fn reply(status: StatusCode, body: Option<Vec<u8>>) -> Answer {
+    let mut response = Response::new(Full::new(Bytes::from(body.unwrap_or_default())));
+    *response.status_mut() = status;
+    response
+}
+
+const JSON: HeaderValue = HeaderValue::from_static("application/json");
+
+/// `application/json`, with no charset or a UTF-8 one.
+fn is_json(value: Option<&HeaderValue>) -> bool {
+    let Some(value) = value.and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let mut parts = value.split(';').map(str::trim);
+    let media = parts.next().unwrap_or_default();
+    media.eq_ignore_ascii_case("application/json")
+        && parts.all(|param| match param.split_once('=') {
+            Some((name, charset)) if name.trim().eq_ignore_ascii_case("charset") => {
+                let charset = charset.trim().trim_matches('"');
+                charset.eq_ignore_ascii_case("utf-8") || charset.eq_ignore_ascii_case("utf8")
+            }
+            _ => true,
+        })
+}
+
+/// The server side of one exchange: the body in, then a shutdown that lets its handlers
+/// finish; every frame the endpoint sends is kept for the HTTP response.
+struct ServerExchange {
+    body: Option<Bytes>,
+    sent: Arc<Mutex<Vec<Vec<u8>>>>,
+    stop: Arc<OnceLock<ShutdownHandle>>,
+    handler_timeout: Duration,
+}
+
+impl Transport for ServerExchange {
+    fn is_message_based(&self) -> bool {
+        true
+    }
+
+    fn poll_receive(
+        &mut self,
+        _: &mut Context<'_>,
+        endpoint: &mut Endpoint,
+        now: Instant,
+    ) -> Poll<io::Result<Received>> {
+        // No end of input after the body: that would drop the handlers in flight.
+        let Some(body) = self.body.take() else {
+            return Poll::Pending;
+        };
+        if endpoint.handle_message(&body, now).is_err() {
+            self.body = Some(body);
+            return Poll::Ready(Ok(Received::Stalled));
+        }
+        if let Some(stop) = self.stop.get() {
+            stop.shutdown(self.handler_timeout);
+        }
+        Poll::Ready(Ok(Received::Data))
+    }
+
+    fn poll_transmit(
+        &mut self,
+        _: &mut Context<'_>,
+        endpoint: &mut Endpoint,
+    ) -> Poll<io::Result<()>> {
+        let mut sent = self.sent.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            let mut frame = Vec::new();
+            if endpoint.poll_transmit(&mut frame).is_none() {
+                return Poll::Ready(Ok(()));
+            }
+            sent.push(frame);
+        }
+    }
+
+    fn poll_close(&mut self, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// Answers one HTTP request.
+async fn answer(request: Request<Incoming>, builder: Builder, handler_timeout: Duration) -> Answer {
+    if request.method() != hyper::Method::POST {
+        let mut response = reply(StatusCode::METHOD_NOT_ALLOWED, None);
+        response
+            .headers_mut()
+            .insert(ALLOW, HeaderValue::from_static("POST"));
+        return response;
+    }
+    if !is_json(request.headers().get(CONTENT_TYPE)) {
+        return reply(StatusCode::UNSUPPORTED_MEDIA_TYPE, None);
+    }
+    let limit = builder.endpoint_config().limits.max_frame_bytes;
+    // A declared Content-Length over the limit is refused before reading any of the body.
+    if request.body().size_hint().lower() > limit as u64 {
+        return reply(StatusCode::PAYLOAD_TOO_LARGE, None);
+    }
+    let body = match Limited::new(request.into_body(), limit).collect().await {
+        Ok(body) => body.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            return reply(StatusCode::PAYLOAD_TOO_LARGE, None)
+        }
+        Err(_) => return reply(StatusCode::BAD_REQUEST, None),
+    };
+    let sent = Arc::new(Mutex::new(Vec::new()));
+    let stop = Arc::new(OnceLock::new());
+    let exchange = ServerExchange {
+        body: Some(body),
+        sent: sent.clone(),
+        stop: stop.clone(),
+        handler_timeout,
+    };
+    let (_client, driver) = builder.connect(exchange, TokioTimer);
+    let _ = stop.set(driver.shutdown_handle());
+    if driver.await.is_err() {
+        return reply(StatusCode::INTERNAL_SERVER_ERROR, None);
+    }
+    // One message in, at most one out (a batch is answered with one array).
+    let frame = sent
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .drain(..)
+        .next();
+    match frame {
+        Some(frame) => {
+            let mut response = reply(StatusCode::OK, Some(frame));
+            response.headers_mut().insert(CONTENT_TYPE, JSON);
+            response
+        }
+        None => reply(StatusCode::NO_CONTENT, None),
+    }
+}
+
+/// Serves JSON-RPC over HTTP/1.1 on `listener` with `builder` (give it a router) until
+/// `shutdown` completes; then stops accepting, lets requests in flight finish for up to
+/// `grace`, and returns. Each request's handlers may run for up to 60 seconds.
+///
+/// POST only (405 with `Allow: POST` otherwise); `Content-Type: application/json`
+/// (charset UTF-8 allowed) or 415; a body over the endpoint's
+/// [`max_frame_bytes`](sansrpc::Limits::max_frame_bytes) gets 413, read no further than the
+/// limit; the endpoint's answer with 200, or 204 when there is none (notifications).
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    builder: Builder,
+    shutdown: impl Future<Output = ()>,
+    grace: Duration,
+) -> io::Result<()> {
+    let handler_timeout = Duration::from_secs(60);
+    serve_with(listener, builder, handler_timeout, shutdown, grace).await
+}
+
+/// [`serve`], with how long each request's handlers may run before they are dropped (their
+/// requests then go unanswered in the response).
+pub async fn serve_with(
+    listener: tokio::net::TcpListener,
+    builder: Builder,
+    handler_timeout: Duration,
+    shutdown: impl Future<Output = ()>,
+    grace: Duration,
+) -> io::Result<()> {
+    let mut shutdown = std::pin::pin!(shutdown);
+    let (stop, stopping) = watch::channel(false);
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let builder = builder.clone();
+                    let mut stopping = stopping.clone();
+                    connections.spawn(async move {
+                        let service = hyper::service::service_fn(move |request| {
+                            let answer = answer(request, builder.clone(), handler_timeout);
+                            answer.map(Ok::<_, Infallible>)
+                        });
+                        let http = hyper::server::conn::http1::Builder::new();
+                        let connection = http.serve_connection(TokioIo::new(stream), service);
+                        let mut connection = std::pin::pin!(connection);
+                        tokio::select! {
+                            _ = connection.as_mut() => return,
+                            _ = stopping.wait_for(|s| *s) => connection.as_mut().graceful_shutdown(),
+                        }
+                        let _ = connection.await;
+                    });
+                }
+                Err(e) if crate::is_connection_error(&e) => {}
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+    let _ = stop.send(true);
+    let all_done = async { while connections.join_next().await.is_some() {} };
+    let _ = tokio::time::timeout(grace + Duration::from_secs(1), all_done).await;
+    connections.shutdown().await;
+    Ok(())
+}
+
+/// Why an HTTP call produced no result.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// The exchange went through and the call failed (an error object, a result that does
+    /// not decode, a timeout, params that do not serialize).
+    Call(CallError),
+    /// The server answered with a non-success HTTP status (the start of its body kept).
+    Status {
+        /// The HTTP status.
+        status: StatusCode,
+        /// Up to 512 bytes of the response body, lossily decoded.
+        body: String,
+    },
+    /// The server's response held no answer to a call.
+    NoAnswer,
+    /// The request could not be sent or its response read (connection refused, a response
+    /// body over the limit).
+    Transport(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl Error {
+    /// The JSON-RPC error code, when the server answered with an error object.
+    pub fn code(&self) -> Option<i64> {
+        match self {
+            Error::Call(e) => e.code(),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Call(e) => e.fmt(f),
+            Error::Status { status, body } => write!(f, "HTTP status {status}: {body}"),
+            Error::NoAnswer => f.write_str("the response held no answer to the call"),
+            Error::Transport(e) => write!(f, "HTTP transport error: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+type Hyper = hyper_util::client::legacy::Client<HttpConnector, Full<Bytes>>;
+
+/// POSTs `body`; the response body, `None` when empty (204, 202).
+async fn post(http: Hyper, uri: Uri, body: Vec<u8>, limit: usize) -> Result<Option<Bytes>, Error> {
+    let transport = |e| Error::Transport(e);
+    let request = Request::post(uri)
+        .header(CONTENT_TYPE, JSON)
+        .header(ACCEPT, JSON)
+        .body(Full::new(Bytes::from(body)))
+        .map_err(|e| transport(e.into()))?;
+    let response = http
+        .request(request)
+        .await
+        .map_err(|e| transport(e.into()))?;
+    let status = response.status();
+    let body = Limited::new(response.into_body(), limit).collect().await;
+    let body = body.map_err(transport)?.to_bytes();
+    if !status.is_success() {
+        let start = &body[..body.len().min(512)];
+        let body = String::from_utf8_lossy(start).into_owned();
+        return Err(Error::Status { status, body });
+    }
+    Ok(Some(body).filter(|b| !b.is_empty()))
+}
+
+/// The client side of one exchange: the endpoint's first frame POSTed, the response body
+/// handed back, then end of input. Later frames (a cancellation after a timeout) are
+/// dropped: the exchange is over by then.
+struct ClientExchange {
+    http: Hyper,
+    uri: Uri,
+    limit: usize,
+    posted: bool,
+    request: Option<BoxFuture<Result<Option<Bytes>, Error>>>,
+    failure: Arc<Mutex<Option<Error>>>,
+    done: Option<futures::channel::oneshot::Sender<()>>,
+}
+
+impl Transport for ClientExchange {
+    fn is_message_based(&self) -> bool {
+        true
+    }
+
+    fn poll_receive(
+        &mut self,
+        cx: &mut Context<'_>,
+        endpoint: &mut Endpoint,
+        now: Instant,
+    ) -> Poll<io::Result<Received>> {
+        let Some(request) = self.request.as_mut() else {
+            return Poll::Pending;
+        };
+        let outcome = ready!(request.poll_unpin(cx));
+        self.request = None;
+        let failure = match outcome {
+            Ok(Some(body)) => endpoint
+                .handle_message(&body, now)
+                .err()
+                .map(|_| Error::NoAnswer),
+            Ok(None) => None,
+            Err(e) => Some(e),
+        };
+        let failure = failure.or((endpoint.pending_requests() > 0).then_some(Error::NoAnswer));
+        *self.failure.lock().unwrap_or_else(|e| e.into_inner()) = failure;
+        endpoint.handle_end_of_input(now);
+        if let Some(done) = self.done.take() {
+            let _ = done.send(());
+        }
+        Poll::Ready(Ok(Received::End))
+    }
+
+    fn poll_transmit(
+        &mut self,
+        _: &mut Context<'_>,
+        endpoint: &mut Endpoint,
+    ) -> Poll<io::Result<()>> {
+        let mut frame = Vec::new();
+        while endpoint.poll_transmit(&mut frame).is_some() {
+            if !self.posted {
+                self.posted = true;
+                let body = std::mem::take(&mut frame);
+                let post = post(self.http.clone(), self.uri.clone(), body, self.limit);
+                self.request = Some(post.boxed());
+            }
+            frame.clear();
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_close(&mut self, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// One exchange's driver and the handle to queue its message with.
+struct Exchange {
+    client: crate::Client,
+    driver: Driver<ClientExchange, TokioTimer>,
+    failure: Arc<Mutex<Option<Error>>>,
+    done: futures::channel::oneshot::Receiver<()>,
+}
+
+impl Exchange {
+    /// Runs the driver until `work` (which queued one message) is done and, when it
+    /// succeeded, its POST has completed.
+    async fn run<T>(self, work: impl Future<Output = Result<T, CallError>>) -> Result<T, Error> {
+        let Exchange {
+            client,
+            driver,
+            failure,
+            done,
+        } = self;
+        let work = async move {
+            let result = work.await;
+            if result.is_ok() {
+                let _ = done.await; // A notification is queued before it is POSTed.
+            }
+            drop(client); // The driver then stops.
+            result
+        };
+        let (result, _) = tokio::join!(work, driver);
+        let failure = failure.lock().unwrap_or_else(|e| e.into_inner()).take();
+        match (result, failure) {
+            (Err(e), _) if !e.is_closed() => Err(Error::Call(e)),
+            (Err(e), failure) => Err(failure.unwrap_or(Error::Call(e))),
+            (Ok(_), Some(failure)) => Err(failure),
+            (Ok(value), None) => Ok(value),
+        }
+    }
+}
+
+/// A JSON-RPC client over HTTP: each call, notification or batch is one POST. Cheap to
+/// clone; connections are pooled.
+#[derive(Clone, Debug)]
+pub struct Client {
+    http: Hyper,
+    uri: Uri,
+    builder: Builder,
+}
+
+impl Client {
+    /// A client POSTing to `url` (`http://`), with the default endpoint config.
+    pub fn new(url: &str) -> Result<Self, hyper::http::uri::InvalidUri> {
+        Ok(Client {
+            http: hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build_http(),
+            uri: url.parse()?,
+            builder: Builder::new(),
+        })
+    }
+
+    /// Uses `builder`'s endpoint config: its default deadline bounds each call, its
+    /// `max_frame_bytes` each response body.
+    pub fn with_builder(mut self, builder: Builder) -> Self {
+        self.builder = builder;
+        self
+    }
+
+    fn open(&self) -> Exchange {
+        let failure = Arc::new(Mutex::new(None));
+        let (done_tx, done) = futures::channel::oneshot::channel();
+        let transport = ClientExchange {
+            http: self.http.clone(),
+            uri: self.uri.clone(),
+            limit: self.builder.endpoint_config().limits.max_frame_bytes,
+            posted: false,
+            request: None,
+            failure: failure.clone(),
+            done: Some(done_tx),
+        };
+        let (client, driver) = self.builder.clone().connect(transport, TokioTimer);
+        Exchange {
+            client,
+            driver,
+            failure,
+            done,
+        }
+    }
+
+    /// Calls `M`.
+    pub async fn call<M: Method>(&self, params: &M::Params) -> Result<M::Result, Error> {
+        let exchange = self.open();
+        let call = exchange.client.call::<M>(params);
+        exchange.run(call).await
+    }
+
+    /// Calls `method` with raw params; the raw result.
+    pub async fn call_raw(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<Box<RawValue>, Error> {
+        let exchange = self.open();
+        let call = exchange.client.call_raw(method, params);
+        exchange.run(call).await
+    }
+
+    /// Sends notification `N`; resolves once the server has accepted it.
+    pub async fn notify<N: NotificationMethod>(&self, params: &N::Params) -> Result<(), Error> {
+        let exchange = self.open();
+        let notify = exchange.client.notify::<N>(params);
+        exchange.run(notify).await
+    }
+
+    /// Starts a batch: calls and notifications POSTed as one array.
+    pub fn batch(&self) -> Batch {
+        let exchange = self.open();
+        let batch = exchange.client.batch();
+        Batch { exchange, batch }
+    }
+}
+
+/// An HTTP batch, from [`Client::batch`]; its results come back as with
+/// [`crate::Batch`].
+pub struct Batch {
+    exchange: Exchange,
+    batch: crate::Batch,
+}
+
+impl fmt::Debug for Batch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Batch").field("batch", &self.batch).finish()
+    }
+}
+
+impl Batch {
+    /// Adds a call to `M`; its result is at the returned slot.
+    pub fn call<M: Method>(&mut self, params: &M::Params) -> BatchSlot<M> {
+        self.batch.call::<M>(params)
+    }
+
+    /// Adds a raw call; returns the index of its result.
+    pub fn call_raw(&mut self, method: &str, params: Option<&RawValue>) -> usize {
+        self.batch.call_raw(method, params)
+    }
+
+    /// Adds notification `N`.
+    pub fn notify<N: NotificationMethod>(&mut self, params: &N::Params) -> &mut Self {
+        self.batch.notify::<N>(params);
+        self
+    }
+
+    /// Adds a raw notification.
+    pub fn notify_raw(&mut self, method: &str, params: Option<&RawValue>) -> &mut Self {
+        self.batch.notify_raw(method, params);
+        self
+    }
+
+    /// POSTs the batch; one result per call, in the order the calls were added.
+    pub async fn send(self) -> Result<Vec<crate::RawResult>, Error> {
+        let Batch { exchange, batch } = self;
+        exchange.run(batch.send()).await
+    }
+}

@@ -1,0 +1,297 @@
+//! JSON-RPC over WebSocket (tokio-tungstenite): one message per text frame, on the shared
+//! driver.
+//!
+//! A binary frame closes the connection with code 1003 (unsupported data), a message over
+//! the endpoint's [`Limits::max_frame_bytes`] with 1009 (too big; tungstenite refuses it
+//! before buffering more than the limit). Pings are answered (tungstenite does it); with a
+//! [`KeepAlive`], a ping goes out every interval and the connection fails if its pong does
+//! not come within the timeout. Calls pending when the socket closes fail with
+//! [`CallError::is_closed`](crate::CallError::is_closed).
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+use std::time::Duration;
+
+use futures::{SinkExt, StreamExt};
+use sansrpc::{Endpoint, Instant, Limits};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::time::Sleep;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
+use tokio_tungstenite::tungstenite::{Error as WsError, Message, Utf8Bytes};
+use tokio_tungstenite::WebSocketStream;
+
+use crate::{Builder, Connection, Received, Transport};
+
+pub use tokio_tungstenite::tungstenite;
+
+/// Keep-alive: a ping every `interval`, and the connection fails when the pong has not come
+/// `timeout` after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeepAlive {
+    /// Time from a pong (or the start) to the next ping.
+    pub interval: Duration,
+    /// How long a ping may wait for its pong.
+    pub timeout: Duration,
+}
+
+impl Default for KeepAlive {
+    /// A ping every 30 seconds, 10 seconds for its pong.
+    fn default() -> Self {
+        KeepAlive {
+            interval: Duration::from_secs(30),
+            timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// The keep-alive's one timer: the next ping, or the pong's deadline while `awaiting`.
+#[derive(Debug)]
+struct Pinger {
+    config: KeepAlive,
+    timer: Pin<Box<Sleep>>,
+    awaiting: bool,
+    due: bool,
+}
+
+impl Pinger {
+    fn reset(&mut self, after: Duration) {
+        let at = tokio::time::Instant::now() + after;
+        self.timer.as_mut().reset(at);
+    }
+}
+
+/// A WebSocket stream as a message [`Transport`].
+#[derive(Debug)]
+pub struct WebSocket<S> {
+    ws: WebSocketStream<S>,
+    /// A text message the endpoint refused while backed up, offered again next time.
+    held: Option<Utf8Bytes>,
+    unflushed: bool,
+    /// The close frame to send when the driver closes the transport.
+    close: Option<CloseFrame>,
+    pinger: Option<Pinger>,
+}
+
+impl<S> WebSocket<S>
+where
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    /// A transport over an open WebSocket (after the handshake), with an optional
+    /// keep-alive. Configure the stream's sizes with [`config`].
+    pub fn new(ws: WebSocketStream<S>, keepalive: Option<KeepAlive>) -> Self {
+        let pinger = keepalive.map(|config| Pinger {
+            config,
+            timer: Box::pin(tokio::time::sleep(config.interval)),
+            awaiting: false,
+            due: false,
+        });
+        WebSocket {
+            ws,
+            held: None,
+            unflushed: false,
+            close: None,
+            pinger,
+        }
+    }
+
+    /// Input ends: the endpoint closes, and `close` (if any) is sent when the driver closes.
+    fn end(
+        &mut self,
+        endpoint: &mut Endpoint,
+        now: Instant,
+        close: Option<(CloseCode, &'static str)>,
+    ) -> Poll<io::Result<Received>> {
+        self.close = close.map(|(code, reason)| CloseFrame {
+            code,
+            reason: reason.into(),
+        });
+        endpoint.handle_end_of_input(now);
+        Poll::Ready(Ok(Received::End))
+    }
+}
+
+fn io_error(e: WsError) -> io::Error {
+    match e {
+        WsError::Io(e) => e,
+        other => io::Error::other(other),
+    }
+}
+
+impl<S> Transport for WebSocket<S>
+where
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    fn is_message_based(&self) -> bool {
+        true
+    }
+
+    fn poll_receive(
+        &mut self,
+        cx: &mut Context<'_>,
+        endpoint: &mut Endpoint,
+        now: Instant,
+    ) -> Poll<io::Result<Received>> {
+        let text = match self.held.take() {
+            Some(text) => text,
+            None => loop {
+                match ready!(self.ws.poll_next_unpin(cx)) {
+                    Some(Ok(Message::Text(text))) => break text,
+                    Some(Ok(Message::Binary(_))) => {
+                        let close = (CloseCode::Unsupported, "binary frames are not supported");
+                        return self.end(endpoint, now, Some(close));
+                    }
+                    Some(Ok(Message::Pong(_))) => {
+                        if let Some(p) = self.pinger.as_mut().filter(|p| p.awaiting) {
+                            p.awaiting = false;
+                            let interval = p.config.interval;
+                            p.reset(interval);
+                        }
+                    }
+                    // tungstenite queues the pong, written with the next read or write.
+                    Some(Ok(Message::Ping(_) | Message::Frame(_))) => {}
+                    Some(Ok(Message::Close(_))) | None => return self.end(endpoint, now, None),
+                    Some(Err(WsError::Capacity(_))) => {
+                        let close = (CloseCode::Size, "message too big");
+                        return self.end(endpoint, now, Some(close));
+                    }
+                    Some(Err(e)) => return Poll::Ready(Err(io_error(e))),
+                }
+            },
+        };
+        match endpoint.handle_message(text.as_bytes(), now) {
+            Ok(()) => Poll::Ready(Ok(Received::Data)),
+            Err(_backpressure) => {
+                self.held = Some(text);
+                Poll::Ready(Ok(Received::Stalled))
+            }
+        }
+    }
+
+    fn poll_transmit(
+        &mut self,
+        cx: &mut Context<'_>,
+        endpoint: &mut Endpoint,
+    ) -> Poll<io::Result<()>> {
+        if let Some(p) = &mut self.pinger {
+            if p.timer.as_mut().poll(cx).is_ready() {
+                if p.awaiting {
+                    let e = format!("no pong within {:?}", p.config.timeout);
+                    return Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, e)));
+                }
+                p.due = true;
+                p.awaiting = true;
+                let timeout = p.config.timeout;
+                p.reset(timeout);
+                // Polled again next turn, which registers the new deadline.
+            }
+        }
+        loop {
+            let ping = self.pinger.as_ref().is_some_and(|p| p.due);
+            if !ping && endpoint.buffered_output() == 0 {
+                break;
+            }
+            ready!(self.ws.poll_ready_unpin(cx)).map_err(io_error)?;
+            let message = if ping {
+                if let Some(p) = &mut self.pinger {
+                    p.due = false;
+                }
+                Message::Ping(Default::default())
+            } else {
+                let mut frame = Vec::new();
+                if endpoint.poll_transmit(&mut frame).is_none() {
+                    break;
+                }
+                let text = Utf8Bytes::try_from(frame)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+                Message::Text(text)
+            };
+            self.ws.start_send_unpin(message).map_err(io_error)?;
+            self.unflushed = true;
+        }
+        if self.unflushed {
+            ready!(self.ws.poll_flush_unpin(cx)).map_err(io_error)?;
+            self.unflushed = false;
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.close.is_some() {
+            if ready!(self.ws.poll_ready_unpin(cx)).is_ok() {
+                let frame = self.close.take();
+                let _ = self.ws.start_send_unpin(Message::Close(frame));
+            }
+            self.close = None;
+        }
+        self.ws.poll_close_unpin(cx).map_err(io_error)
+    }
+}
+
+/// tungstenite's config with its message and frame size bounds set to `limits`'
+/// [`max_frame_bytes`](Limits::max_frame_bytes).
+pub fn config(limits: &Limits) -> WebSocketConfig {
+    WebSocketConfig::default()
+        .max_message_size(Some(limits.max_frame_bytes))
+        .max_frame_size(Some(limits.max_frame_bytes))
+}
+
+/// Opens a WebSocket to `url` (`ws://`) and spawns its driver, with the default
+/// [`KeepAlive`].
+pub async fn connect(
+    url: impl IntoClientRequest + Unpin,
+    builder: Builder,
+) -> Result<Connection, WsError> {
+    connect_with(url, builder, Some(KeepAlive::default())).await
+}
+
+/// [`connect`] with its own keep-alive (or none).
+pub async fn connect_with(
+    url: impl IntoClientRequest + Unpin,
+    builder: Builder,
+    keepalive: Option<KeepAlive>,
+) -> Result<Connection, WsError> {
+    let config = config(&builder.endpoint_config().limits);
+    let (ws, _) = tokio_tungstenite::connect_async_with_config(url, Some(config), false).await?;
+    Ok(crate::spawn(builder, WebSocket::new(ws, keepalive)))
+}
+
+/// Serves WebSocket connections on `listener` like [`serve_tcp`](crate::serve_tcp) (each
+/// handshake on the connection's own task), with the default [`KeepAlive`].
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    builder: Builder,
+    shutdown: impl Future<Output = ()>,
+    grace: Duration,
+) -> io::Result<()> {
+    serve_with(
+        listener,
+        builder,
+        Some(KeepAlive::default()),
+        shutdown,
+        grace,
+    )
+    .await
+}
+
+/// [`serve`] with its own keep-alive (or none).
+pub async fn serve_with(
+    listener: tokio::net::TcpListener,
+    builder: Builder,
+    keepalive: Option<KeepAlive>,
+    shutdown: impl Future<Output = ()>,
+    grace: Duration,
+) -> io::Result<()> {
+    let config = config(&builder.endpoint_config().limits);
+    let accept = || async {
+        let (stream, _) = listener.accept().await?;
+        Ok(async move {
+            let ws = tokio_tungstenite::accept_async_with_config(stream, Some(config)).await;
+            Ok(WebSocket::new(ws.map_err(io_error)?, keepalive))
+        })
+    };
+    crate::serve(accept, builder, shutdown, grace).await
+}

@@ -1,0 +1,230 @@
+//! The calculator over real HTTP on 127.0.0.1: the typed client, and the server's statuses
+//! checked with hand-written requests (405, 415, 413 without reading the body, 204, batches,
+//! parse errors).
+
+mod common;
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use common::{calculator, within, Add, Divide, Multiply, Pair, Tick, Ticks, LIMIT};
+use futures::future::join_all;
+use sansrpc::endpoint::Config;
+use sansrpc::RawValue;
+use sansrpc_tokio::http::{self, Error};
+use sansrpc_tokio::{sansrpc, Builder};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// The calculator served over HTTP with `config`; stop it with the sender.
+async fn server(
+    config: Config,
+) -> (
+    SocketAddr,
+    oneshot::Sender<()>,
+    JoinHandle<std::io::Result<()>>,
+) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let shutdown = async move {
+        let _ = stopped.await;
+    };
+    let builder = Builder::new().config(config).router(calculator());
+    let grace = Duration::from_secs(1);
+    (
+        addr,
+        stop,
+        tokio::spawn(http::serve(listener, builder, shutdown, grace)),
+    )
+}
+
+/// Sends `head` (and `body`) on a fresh connection and reads the response's status line,
+/// headers and body (by its Content-Length), without closing the sending side.
+async fn exchange(addr: SocketAddr, head: &str, body: &[u8]) -> (u16, String, String) {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(body).await.unwrap();
+    let mut received = Vec::new();
+    let mut chunk = [0; 4096];
+    loop {
+        let text = String::from_utf8_lossy(&received).into_owned();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let headers = text[..end].to_ascii_lowercase();
+            let length = headers
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .map_or(0, |n| n.trim().parse::<usize>().unwrap());
+            if received.len() >= end + 4 + length {
+                let status = text[9..12].parse().unwrap();
+                let body = text[end + 4..end + 4 + length].to_owned();
+                return (status, headers, body);
+            }
+        }
+        let n = stream.read(&mut chunk).await.unwrap();
+        assert!(n > 0, "connection closed mid-response: {received:?}");
+        received.extend_from_slice(&chunk[..n]);
+    }
+}
+
+async fn post(addr: SocketAddr, content_type: &str, body: &str) -> (u16, String, String) {
+    let head = format!(
+        "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    exchange(addr, &head, body.as_bytes()).await
+}
+
+#[tokio::test]
+async fn calculator_over_http() {
+    within(LIMIT, async {
+        let (addr, stop, task) = server(Config::default()).await;
+        let client = http::Client::new(&format!("http://{addr}/")).unwrap();
+        let p = Pair { a: 6.0, b: 3.0 };
+        assert_eq!(client.call::<Add>(&p).await.unwrap(), 9.0);
+        assert_eq!(client.call::<Divide>(&p).await.unwrap(), 2.0);
+        let zero = client.call::<Divide>(&Pair { a: 1.0, b: 0.0 }).await;
+        assert_eq!(zero.unwrap_err().code(), Some(1001));
+        let unknown = client.call_raw("nope", None).await.unwrap_err();
+        assert_eq!(unknown.code(), Some(-32601));
+        let raw = client.call_raw("add", Some(RawValue::from_json("[1, 2]").unwrap()));
+        assert_eq!(raw.await.unwrap().get(), "3.0");
+        // Concurrent calls, each its own POST.
+        let client = &client;
+        let calls = (0..16).map(|i| async move {
+            let p = Pair {
+                a: f64::from(i),
+                b: 2.0,
+            };
+            client.call::<Multiply>(&p).await
+        });
+        for (i, r) in join_all(calls).await.into_iter().enumerate() {
+            assert_eq!(r.unwrap(), i as f64 * 2.0);
+        }
+        // Notifications (204), seen by a later call.
+        let before = client.call::<Ticks>(&()).await.unwrap();
+        client.notify::<Tick>(&()).await.unwrap();
+        client.notify::<Tick>(&()).await.unwrap();
+        assert!(client.call::<Ticks>(&()).await.unwrap() >= before + 2);
+        // A batch: one POST, one result per call, in order.
+        let mut batch = client.batch();
+        let add = batch.call::<Add>(&p);
+        batch.notify::<Tick>(&());
+        let div = batch.call::<Divide>(&Pair { a: 1.0, b: 0.0 });
+        let mut results = batch.send().await.unwrap();
+        assert_eq!(add.take(&mut results).unwrap(), 9.0);
+        assert_eq!(div.take(&mut results).unwrap_err().code(), Some(1001));
+        // A batch of notifications only: 204, no results.
+        let mut batch = client.batch();
+        batch.notify::<Tick>(&()).notify::<Tick>(&());
+        assert!(batch.send().await.unwrap().is_empty());
+
+        let _ = stop.send(());
+        task.await.unwrap().unwrap();
+        // Stopped: nothing listens any more.
+        let gone = client.call::<Add>(&p).await.unwrap_err();
+        assert!(matches!(gone, Error::Transport(_)), "{gone:?}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn http_errors_reach_the_client() {
+    within(LIMIT, async {
+        let mut config = Config::default();
+        config.limits.max_frame_bytes = 256;
+        let (addr, stop, _task) = server(config).await;
+        let client = http::Client::new(&format!("http://{addr}/")).unwrap();
+        let big = format!("[\"{}\"]", "x".repeat(1024));
+        let big = RawValue::from_json(&big).unwrap();
+        match client.call_raw("add", Some(big)).await {
+            Err(Error::Status { status, .. }) => assert_eq!(status.as_u16(), 413),
+            other => panic!("expected 413, got {other:?}"),
+        }
+        // Small calls still go through.
+        assert_eq!(
+            client.call::<Add>(&Pair { a: 1.0, b: 2.0 }).await.unwrap(),
+            3.0
+        );
+        let _ = stop.send(());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn statuses() {
+    within(LIMIT, async {
+        let (addr, stop, _task) = server(Config::default()).await;
+        let call = r#"{"jsonrpc":"2.0","id":7,"method":"add","params":[1,2]}"#;
+
+        let (status, headers, _) = exchange(addr, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", b"").await;
+        assert_eq!(status, 405);
+        assert!(headers.contains("allow: post"), "{headers}");
+
+        assert_eq!(post(addr, "text/plain", call).await.0, 415);
+        assert_eq!(
+            post(addr, "application/json; charset=latin-1", call)
+                .await
+                .0,
+            415
+        );
+
+        let (status, headers, body) = post(addr, "application/json; charset=UTF-8", call).await;
+        assert_eq!(status, 200);
+        assert!(
+            headers.contains("content-type: application/json"),
+            "{headers}"
+        );
+        assert_eq!(body, r#"{"jsonrpc":"2.0","result":3.0,"id":7}"#);
+
+        let note = r#"{"jsonrpc":"2.0","method":"tick"}"#;
+        let (status, _, body) = post(addr, "application/json", note).await;
+        assert_eq!((status, body.as_str()), (204, ""));
+
+        let batch = format!(r#"[{call},{note},{{"jsonrpc":"2.0","id":8,"method":"nope"}}]"#);
+        let (status, _, body) = post(addr, "application/json", &batch).await;
+        assert_eq!(status, 200);
+        let answers: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let answers = answers.as_array().unwrap();
+        assert_eq!(answers.len(), 2, "{body}");
+        assert_eq!(answers[0]["result"], 3.0);
+        assert_eq!(answers[1]["error"]["code"], -32601);
+
+        let all_notes = format!("[{note},{note}]");
+        assert_eq!(post(addr, "application/json", &all_notes).await.0, 204);
+
+        let (status, _, body) = post(addr, "application/json", "{nope").await;
+        assert_eq!(status, 200);
+        let answer: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(answer["error"]["code"], -32700);
+        assert!(answer["id"].is_null());
+        let _ = stop.send(());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_oversize_body_gets_413_without_being_read() {
+    within(LIMIT, async {
+        let (addr, stop, _task) = server(Config::default()).await;
+        // 100 MB declared, 4 KB sent: the 413 comes at once, the rest never awaited.
+        let head = "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000000\r\n\r\n";
+        let start = Instant::now();
+        let (status, _, _) = exchange(addr, head, &[b' '; 4096]).await;
+        assert_eq!(status, 413);
+        assert!(start.elapsed() < Duration::from_secs(2));
+        // Undeclared (chunked) and over the limit: cut off at the limit.
+        let mut config = Config::default();
+        config.limits.max_frame_bytes = 1024;
+        let (small, stop_small, _task) = server(config).await;
+        let head = "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let chunk = format!("800\r\n{}\r\n", " ".repeat(0x800));
+        let (status, _, _) = exchange(small, head, chunk.as_bytes()).await;
+        assert_eq!(status, 413);
+        let _ = stop.send(());
+        let _ = stop_small.send(());
+    })
+    .await;
+}
