@@ -14,7 +14,10 @@ fn server_dir() -> PathBuf {
 
 fn ensure_installed() {
     let dir = server_dir();
-    if dir.join("node_modules/vscode-jsonrpc/package.json").exists() {
+    if dir
+        .join("node_modules/vscode-jsonrpc/package.json")
+        .exists()
+    {
         return;
     }
     let status = Command::new("npm")
@@ -30,18 +33,37 @@ fn vscode_jsonrpc_server_report() {
     ensure_installed();
     let server = format!("node {}", server_dir().join("server.js").display());
     let out = Command::new(env!("CARGO_BIN_EXE_sansrpc"))
-        .args(["check", "--spec-methods", "--json", "--timeout", "1", "--stdio", &server])
+        .args([
+            "check",
+            "--spec-methods",
+            "--json",
+            "--timeout",
+            "1",
+            "--stdio",
+            &server,
+        ])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1), "vscode-jsonrpc is not fully compliant; the check must say so");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "vscode-jsonrpc is not fully compliant; the check must say so"
+    );
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let status: BTreeMap<String, String> = report["cases"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|c| (c["id"].as_str().unwrap().to_owned(), c["status"].as_str().unwrap().to_owned()))
+        .map(|c| {
+            (
+                c["id"].as_str().unwrap().to_owned(),
+                c["status"].as_str().unwrap().to_owned(),
+            )
+        })
         .collect();
-    let expect = |id: &str, want: &str| assert_eq!(status.get(id).map(String::as_str), Some(want), "case {id}");
+    let expect = |id: &str, want: &str| {
+        assert_eq!(status.get(id).map(String::as_str), Some(want), "case {id}")
+    };
     // What it does right: notifications, unknown methods, the specification's methods,
     // integer and string ids.
     for id in [
