@@ -93,6 +93,9 @@ impl Conn {
                 )
             }
             Kind::Unix(path) => unix(path)?,
+            Kind::Ws(_) | Kind::Http(_) => {
+                return Err("checking over WebSocket or HTTP is not supported yet".into())
+            }
         };
         let (writes, to_write) = mpsc::channel::<Vec<u8>>();
         let (input, inputs) = mpsc::channel();
