@@ -245,3 +245,75 @@ fn a_target_that_does_not_answer_is_a_clear_error() {
     assert_eq!(out.status, 2);
     assert!(out.stderr.contains("the server exited"), "{}", out.stderr);
 }
+
+#[test]
+fn our_server_over_websocket_and_http() {
+    for transport in ["ws", "http"] {
+        let (_server, addr) = serve_web(transport);
+        let url = format!("{transport}://{addr}/");
+        let out = run(
+            &[
+                "check",
+                &format!("--{transport}"),
+                &url,
+                "--spec-methods",
+                "--fuzz",
+                "200",
+                "--seed",
+                "1",
+            ],
+            LIMIT,
+        );
+        assert_all_pass(&out, transport);
+        assert!(
+            out.stdout.contains("Fuzz (--fuzz): seed 1, 200 generated messages, 200 answered as required, 0 violations"),
+            "{transport}: {}",
+            out.stdout
+        );
+    }
+}
+
+#[test]
+fn http_no_content_for_a_request_is_no_answer() {
+    // A server answering every POST with 204: each request gets no response at all.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        use std::io::{BufRead, BufReader, Read, Write};
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(&stream);
+                loop {
+                    let mut length = 0;
+                    let mut line = String::new();
+                    loop {
+                        line.clear();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let lower = line.to_ascii_lowercase();
+                        if let Some(n) = lower.strip_prefix("content-length:") {
+                            length = n.trim().parse().unwrap();
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    if reader.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    let _ = (&stream).write_all(b"HTTP/1.1 204 No Content\r\n\r\n");
+                }
+            });
+        }
+    });
+    let out = run(&["check", "--http", &addr], LIMIT);
+    assert_eq!(out.status, 2, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr
+            .contains("the server had no response (HTTP 204) to a plain request"),
+        "{}",
+        out.stderr
+    );
+}
