@@ -273,9 +273,9 @@ fn our_server_over_websocket_and_http() {
     }
 }
 
-#[test]
-fn http_no_content_for_a_request_is_no_answer() {
-    // A server answering every POST with 204: each request gets no response at all.
+/// A hand-written HTTP server on a free port: `respond` turns each POST body into the
+/// whole response.
+fn http_server(respond: fn(&[u8]) -> Vec<u8>) -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     std::thread::spawn(move || {
@@ -303,11 +303,19 @@ fn http_no_content_for_a_request_is_no_answer() {
                     if reader.read_exact(&mut body).is_err() {
                         return;
                     }
-                    let _ = (&stream).write_all(b"HTTP/1.1 204 No Content\r\n\r\n");
+                    let _ = (&stream).write_all(&respond(&body));
                 }
             });
         }
     });
+    addr
+}
+
+const NO_CONTENT: &[u8] = b"HTTP/1.1 204 No Content\r\n\r\n";
+
+#[test]
+fn http_no_content_for_a_plain_request_is_a_clear_error() {
+    let addr = http_server(|_| NO_CONTENT.to_vec());
     let out = run(&["check", "--http", &addr], LIMIT);
     assert_eq!(out.status, 2, "{}\n{}", out.stdout, out.stderr);
     assert!(
@@ -316,4 +324,41 @@ fn http_no_content_for_a_request_is_no_answer() {
         "{}",
         out.stderr
     );
+}
+
+#[test]
+fn http_no_content_and_other_statuses_are_judged() {
+    // Probes are answered; batches refused with 400; everything else gets 204: right for
+    // notifications, wrong for requests.
+    let addr = http_server(|body| {
+        let text = String::from_utf8_lossy(body);
+        if text.contains("sansrpc.check.probe") {
+            let id = text.rsplit("\"id\":").next().unwrap().trim_end_matches('}');
+            let answer = format!(r#"{{"jsonrpc":"2.0","result":null,"id":{id}}}"#);
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                answer.len()
+            );
+            return [head.into_bytes(), answer.into_bytes()].concat();
+        }
+        if text.trim_start().starts_with('[') {
+            return b"HTTP/1.1 400 Bad Request\r\nContent-Length: 10\r\n\r\nno batches".to_vec();
+        }
+        NO_CONTENT.to_vec()
+    });
+    let out = run(&["check", "--http", &format!("http://{addr}/rpc")], LIMIT);
+    assert_eq!(out.status, 1, "{}\n{}", out.stdout, out.stderr);
+    for expected in [
+        "PASS notification.unknown",
+        "no response (HTTP 204 No Content), but one is required",
+        "refused instead of answering: HTTP 400 Bad Request: no batches",
+        "refused (allowed for hostile input): HTTP 400 Bad Request: no batches",
+    ] {
+        assert!(
+            out.stdout.contains(expected),
+            "missing {expected:?}:\n{}",
+            out.stdout
+        );
+    }
+    assert!(!out.stdout.contains("timed out"), "{}", out.stdout);
 }
