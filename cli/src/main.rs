@@ -27,6 +27,8 @@ Examples:
   sansrpc check --stdio \"python3 server.py\" --framing newline
   sansrpc serve --tcp 127.0.0.1:7878
   sansrpc call --tcp 127.0.0.1:7878 subtract '[42, 23]'
+  sansrpc serve --http 127.0.0.1:7880
+  sansrpc check --http http://127.0.0.1:7880/ --spec-methods
 
 Logs go to stderr; set RUST_LOG (e.g. RUST_LOG=debug) for more."
 )]
