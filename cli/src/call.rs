@@ -1,5 +1,5 @@
 //! `sansrpc call`: one request, one notification or one batch, through the blocking
-//! adapter's client.
+//! adapter's client (stdio, TCP, Unix sockets) or sansrpc-tokio's (WebSocket, HTTP).
 
 use std::path::PathBuf;
 use std::process::{ExitCode, Stdio};
@@ -12,6 +12,7 @@ use sansrpc::endpoint::EndReason;
 use sansrpc::method::CallError;
 use sansrpc::{ErrorObject, Limits, RawValue};
 use sansrpc_blocking::{Client, Config, Direction, Error, Tap};
+use sansrpc_tokio::http;
 use serde::Deserialize;
 
 use crate::target::{self, Kind, Target};
@@ -28,6 +29,8 @@ Examples:
   sansrpc call --unix /tmp/sansrpc.sock --notify sink '[\"hello\"]'
   sansrpc call --tcp 127.0.0.1:7878 --call sum '[1, 2, 4]' --call get_data '[]'
   sansrpc call --tcp 127.0.0.1:7878 --batch calls.json --raw
+  sansrpc call --ws 127.0.0.1:7879 subtract '[42, 23]'
+  sansrpc call --http http://127.0.0.1:7880/ --call sum '[1, 2]' --call get_data '[]'
 
 A batch file holds a JSON array of {\"method\": ..., \"params\": ..., \"notification\": bool};
 params and notification are optional.")]
@@ -55,13 +58,14 @@ pub struct CallArgs {
         conflicts_with = "method"
     )]
     calls: Vec<String>,
-    /// Show the frames sent and received, on stderr.
+    /// Show the frames sent and received, on stderr (stdio, TCP and Unix sockets).
     #[arg(long)]
     raw: bool,
     /// Seconds to wait for the answer.
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     timeout: f64,
-    /// How messages are framed on the byte stream.
+    /// How messages are framed on the byte stream (ignored for WebSocket and HTTP, which
+    /// carry one message per frame or body).
     #[arg(long, value_enum, default_value_t = FramingArg::ContentLength)]
     framing: FramingArg,
 }
@@ -116,6 +120,7 @@ fn raw_tap(framing: Framing) -> Tap {
 
 fn connect(kind: &Kind, config: Config) -> Fallible<Client> {
     let client = match kind {
+        Kind::Ws(_) | Kind::Http(_) => unreachable!("served by sansrpc-tokio"),
         Kind::Stdio(words) => {
             let mut command = target::command(words);
             command.stderr(Stdio::inherit());
@@ -154,14 +159,204 @@ fn error_json(e: &ErrorObject<'_>) -> String {
 }
 
 /// What one call came to: the JSON to print, and whether it was an error object.
-fn outcome(answer: Result<Box<RawValue>, Error>, timeout: Duration) -> Fallible<(String, bool)> {
+type Answer = Fallible<(String, bool)>;
+
+/// A call's answer, from any client.
+fn call_outcome(answer: Result<Box<RawValue>, CallError>, timeout: Duration) -> Answer {
     match answer {
         Ok(raw) => Ok((raw.get().to_owned(), false)),
-        Err(Error::Call(CallError::Rpc(e))) => Ok((error_json(&e), true)),
-        Err(Error::Call(CallError::Ended(EndReason::TimedOut))) => {
+        Err(CallError::Rpc(e)) => Ok((error_json(&e), true)),
+        Err(CallError::Ended(EndReason::TimedOut)) => {
             Err(format!("no answer within {} s", timeout.as_secs_f64()).into())
         }
         Err(e) => Err(format!("no answer: {e}").into()),
+    }
+}
+
+/// A call's answer, from the blocking client.
+fn outcome(answer: Result<Box<RawValue>, Error>, timeout: Duration) -> Answer {
+    match answer {
+        Ok(raw) => call_outcome(Ok(raw), timeout),
+        Err(Error::Call(e)) => call_outcome(Err(e), timeout),
+        Err(e) => Err(format!("no answer: {e}").into()),
+    }
+}
+
+/// A call's answer, from the HTTP client.
+fn http_outcome(answer: Result<Box<RawValue>, http::Error>, timeout: Duration) -> Answer {
+    match answer {
+        Ok(raw) => call_outcome(Ok(raw), timeout),
+        Err(http::Error::Call(e)) => call_outcome(Err(e), timeout),
+        Err(e) => Err(format!("no answer: {e}").into()),
+    }
+}
+
+/// One batch entry: method, params, and whether it is a call (else a notification).
+type Entry3 = (String, Option<Box<RawValue>>, bool);
+
+/// What `call` needs of a client, whatever the transport.
+trait Rpc {
+    /// One request.
+    fn call(&self, method: &str, params: Option<&RawValue>) -> Answer;
+    /// One notification.
+    fn notify(&self, method: &str, params: Option<&RawValue>) -> Fallible<()>;
+    /// One batch; an answer per call, in order.
+    fn batch(&self, entries: &[Entry3]) -> Fallible<Vec<Answer>>;
+}
+
+/// The blocking adapter's client (stdio, TCP, Unix sockets).
+struct Blocking {
+    client: Client,
+    timeout: Duration,
+}
+
+impl Rpc for Blocking {
+    fn call(&self, method: &str, params: Option<&RawValue>) -> Answer {
+        let answer = self.client.call_raw(method, params, Some(self.timeout));
+        outcome(answer, self.timeout)
+    }
+
+    fn notify(&self, method: &str, params: Option<&RawValue>) -> Fallible<()> {
+        self.client
+            .notify_raw(method, params)
+            .map_err(|e| format!("not sent: {e}").into())
+    }
+
+    fn batch(&self, entries: &[Entry3]) -> Fallible<Vec<Answer>> {
+        let mut batch = self.client.batch();
+        for (method, params, call) in entries {
+            if *call {
+                batch.call_raw(method, params.as_deref());
+            } else {
+                batch.notify_raw(method, params.as_deref());
+            }
+        }
+        let pending = batch
+            .send(Some(self.timeout))
+            .map_err(|e| format!("batch not sent: {e}"))?;
+        Ok(pending
+            .into_iter()
+            .map(|p| outcome(p.wait(), self.timeout))
+            .collect())
+    }
+}
+
+/// sansrpc-tokio's clients, on a runtime of their own.
+struct Tokio {
+    runtime: tokio::runtime::Runtime,
+    client: TokioClient,
+    timeout: Duration,
+}
+
+enum TokioClient {
+    Ws(sansrpc_tokio::Connection),
+    Http(Box<http::Client>),
+}
+
+impl Tokio {
+    fn connect(kind: &Kind, timeout: Duration) -> Fallible<Tokio> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start a tokio runtime: {e}"))?;
+        let mut config = sansrpc::endpoint::Config::default();
+        config.default_timeout = Some(timeout);
+        let builder = sansrpc_tokio::Builder::new().config(config);
+        let client = match kind {
+            Kind::Ws(url) => {
+                let connect = sansrpc_tokio::ws::connect(url.as_str(), builder);
+                let connection = runtime
+                    .block_on(async { tokio::time::timeout(timeout, connect).await })
+                    .map_err(|_| format!("cannot connect to {url}: timed out"))?
+                    .map_err(|e| format!("cannot connect to {url}: {e}"))?;
+                TokioClient::Ws(connection)
+            }
+            Kind::Http(url) => TokioClient::Http(Box::new(
+                http::Client::new(url)
+                    .map_err(|e| format!("not an HTTP URL: {url}: {e}"))?
+                    .with_builder(builder),
+            )),
+            _ => unreachable!("served by the blocking adapter"),
+        };
+        Ok(Tokio {
+            runtime,
+            client,
+            timeout,
+        })
+    }
+
+    /// Closes a WebSocket gracefully (what was queued goes out first).
+    fn close(self) {
+        if let TokioClient::Ws(connection) = self.client {
+            connection.shutdown.shutdown(Duration::from_secs(1));
+            let done =
+                async { tokio::time::timeout(Duration::from_secs(2), connection.driver).await };
+            let _ = self.runtime.block_on(done);
+        }
+    }
+}
+
+impl Rpc for Tokio {
+    fn call(&self, method: &str, params: Option<&RawValue>) -> Answer {
+        match &self.client {
+            TokioClient::Ws(c) => {
+                let answer = self.runtime.block_on(c.client.call_raw(method, params));
+                call_outcome(answer, self.timeout)
+            }
+            TokioClient::Http(c) => {
+                let answer = self.runtime.block_on(c.call_raw(method, params));
+                http_outcome(answer, self.timeout)
+            }
+        }
+    }
+
+    fn notify(&self, method: &str, params: Option<&RawValue>) -> Fallible<()> {
+        let sent = match &self.client {
+            TokioClient::Ws(c) => self
+                .runtime
+                .block_on(c.client.notify_raw(method, params))
+                .map_err(|e| e.to_string()),
+            TokioClient::Http(c) => self
+                .runtime
+                .block_on(c.notify_raw(method, params))
+                .map_err(|e| e.to_string()),
+        };
+        sent.map_err(|e| format!("not sent: {e}").into())
+    }
+
+    fn batch(&self, entries: &[Entry3]) -> Fallible<Vec<Answer>> {
+        let results = match &self.client {
+            TokioClient::Ws(c) => {
+                let mut batch = c.client.batch();
+                for (method, params, call) in entries {
+                    if *call {
+                        batch.call_raw(method, params.as_deref());
+                    } else {
+                        batch.notify_raw(method, params.as_deref());
+                    }
+                }
+                self.runtime
+                    .block_on(batch.send())
+                    .map_err(|e| format!("batch not sent: {e}"))?
+            }
+            TokioClient::Http(c) => {
+                let mut batch = c.batch();
+                for (method, params, call) in entries {
+                    if *call {
+                        batch.call_raw(method, params.as_deref());
+                    } else {
+                        batch.notify_raw(method, params.as_deref());
+                    }
+                }
+                self.runtime
+                    .block_on(batch.send())
+                    .map_err(|e| format!("batch not sent: {e}"))?
+            }
+        };
+        Ok(results
+            .into_iter()
+            .map(|r| call_outcome(r, self.timeout))
+            .collect())
     }
 }
 
@@ -170,7 +365,7 @@ pub fn run(args: CallArgs) -> Fallible<ExitCode> {
     let kind = args
         .target
         .kind()?
-        .ok_or("give a target: --stdio CMD, --tcp ADDR or --unix PATH")?;
+        .ok_or("give a target: --stdio CMD, --tcp ADDR, --unix PATH, --ws URL or --http URL")?;
     if !(args.timeout.is_finite() && args.timeout > 0.0) {
         return Err("--timeout must be a positive number of seconds".into());
     }
@@ -198,15 +393,29 @@ pub fn run(args: CallArgs) -> Fallible<ExitCode> {
         None => None,
     };
 
-    let mut config = Config::default();
-    config.framing = args.framing.framing();
-    config.endpoint.default_timeout = Some(timeout);
-    if args.raw {
-        config.tap = Some(raw_tap(config.framing));
-    }
-    let client = connect(&kind, config)?;
-    let result = send(&client, single, entries, args.notify, timeout);
-    client.close();
+    let result = if let Kind::Ws(_) | Kind::Http(_) = kind {
+        if args.raw {
+            return Err("--raw shows frames on stdio, TCP and Unix sockets only".into());
+        }
+        let client = Tokio::connect(&kind, timeout)?;
+        let result = send(&client, single, entries, args.notify);
+        client.close();
+        result
+    } else {
+        let mut config = Config::default();
+        config.framing = args.framing.framing();
+        config.endpoint.default_timeout = Some(timeout);
+        if args.raw {
+            config.tap = Some(raw_tap(config.framing));
+        }
+        let client = Blocking {
+            client: connect(&kind, config)?,
+            timeout,
+        };
+        let result = send(&client, single, entries, args.notify);
+        client.client.close();
+        result
+    };
     let (printed, failed) = result?;
     if let Some(text) = printed {
         println!("{}", target::pretty(&text));
@@ -222,40 +431,29 @@ type Call = (String, Option<Box<RawValue>>);
 
 /// Sends what was asked; returns what to print and whether an error object came back.
 fn send(
-    client: &Client,
+    client: &impl Rpc,
     single: Option<Call>,
-    entries: Vec<(String, Option<Box<RawValue>>, bool)>,
+    entries: Vec<Entry3>,
     notify: bool,
-    timeout: Duration,
 ) -> Fallible<(Option<String>, bool)> {
     if let Some((method, params)) = single {
         if notify {
-            client
-                .notify_raw(&method, params.as_deref())
-                .map_err(|e| format!("not sent: {e}"))?;
+            client.notify(&method, params.as_deref())?;
             return Ok((None, false));
         }
-        let answer = client.call_raw(&method, params.as_deref(), Some(timeout));
-        let (json, failed) = outcome(answer, timeout)?;
+        let (json, failed) = client.call(&method, params.as_deref())?;
         return Ok((Some(json), failed));
     }
-    let mut batch = client.batch();
-    let mut methods = Vec::new();
-    for (method, params, call) in &entries {
-        if *call {
-            batch.call_raw(method, params.as_deref());
-            methods.push(method.clone());
-        } else {
-            batch.notify_raw(method, params.as_deref());
-        }
-    }
-    let pending = batch
-        .send(Some(timeout))
-        .map_err(|e| format!("batch not sent: {e}"))?;
+    let methods: Vec<&String> = entries
+        .iter()
+        .filter(|(_, _, call)| *call)
+        .map(|(method, _, _)| method)
+        .collect();
+    let answers = client.batch(&entries)?;
     let mut failed = false;
     let mut items = Vec::new();
-    for (method, pending) in methods.iter().zip(pending) {
-        let (json, error) = outcome(pending.wait(), timeout)?;
+    for (method, answer) in methods.iter().zip(answers) {
+        let (json, error) = answer?;
         failed |= error;
         let method = serde_json::to_string(method)?;
         let key = if error { "error" } else { "result" };

@@ -27,6 +27,8 @@ Examples:
   sansrpc check --stdio \"python3 server.py\" --framing newline
   sansrpc serve --tcp 127.0.0.1:7878
   sansrpc call --tcp 127.0.0.1:7878 subtract '[42, 23]'
+  sansrpc serve --http 127.0.0.1:7880
+  sansrpc check --http http://127.0.0.1:7880/ --spec-methods
 
 Logs go to stderr; set RUST_LOG (e.g. RUST_LOG=debug) for more."
 )]
@@ -91,18 +93,29 @@ Examples:
   sansrpc serve                                   stdio, Content-Length framing
   sansrpc serve --framing newline                 stdio, one JSON text per line
   sansrpc serve --tcp 127.0.0.1:7878
-  sansrpc serve --unix /tmp/sansrpc.sock")]
+  sansrpc serve --unix /tmp/sansrpc.sock
+  sansrpc serve --ws 127.0.0.1:7879               WebSocket, one message per text frame
+  sansrpc serve --http 127.0.0.1:7880             HTTP, one message per POST body")]
 struct ServeArgs {
     /// Serve on this process's stdin and stdout (the default).
-    #[arg(long, conflicts_with_all = ["tcp", "unix"])]
+    #[arg(long, conflicts_with_all = ["tcp", "unix", "ws", "http"])]
     stdio: bool,
     /// Listen on a TCP address (port 0 picks one; the address is logged).
-    #[arg(long, value_name = "ADDR", conflicts_with = "unix")]
+    #[arg(long, value_name = "ADDR", conflicts_with_all = ["unix", "ws", "http"])]
     tcp: Option<String>,
     /// Listen on a Unix socket at this path.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["ws", "http"])]
     unix: Option<PathBuf>,
-    /// How messages are framed on the byte stream.
+    /// Serve WebSocket connections on a TCP address (`ws://` URLs accepted; the path is
+    /// ignored, every path is served).
+    #[arg(long, value_name = "ADDR|URL", conflicts_with = "http")]
+    ws: Option<String>,
+    /// Serve HTTP POSTs on a TCP address (`http://` URLs accepted; the path is ignored,
+    /// every path is served).
+    #[arg(long, value_name = "ADDR|URL")]
+    http: Option<String>,
+    /// How messages are framed on the byte stream (stdio, TCP, Unix; WebSocket and HTTP
+    /// carry one message per frame or body).
     #[arg(long, value_enum, default_value_t = FramingArg::ContentLength)]
     framing: FramingArg,
 }
@@ -123,7 +136,18 @@ fn main() -> ExitCode {
     let outcome = match cli.verb {
         Verb::Serve(args) => {
             init_logs("info");
-            serve::run(args.tcp, args.unix, args.framing).map(|()| ExitCode::SUCCESS)
+            let listen = if let Some(addr) = args.ws {
+                serve::Listen::Ws(addr)
+            } else if let Some(addr) = args.http {
+                serve::Listen::Http(addr)
+            } else if let Some(addr) = args.tcp {
+                serve::Listen::Tcp(addr)
+            } else if let Some(path) = args.unix {
+                serve::Listen::Unix(path)
+            } else {
+                serve::Listen::Stdio
+            };
+            serve::run(listen, args.framing).map(|()| ExitCode::SUCCESS)
         }
         Verb::Call(args) => {
             init_logs("warn");

@@ -1,4 +1,5 @@
-//! `sansrpc serve`: the demo service over stdio, TCP or a Unix socket.
+//! `sansrpc serve`: the demo service over stdio, TCP, a Unix socket (the blocking adapter),
+//! WebSocket or HTTP (the tokio adapter, on a runtime of its own).
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -201,8 +202,45 @@ pub fn router() -> Router {
     router
 }
 
+/// Where to serve.
+#[derive(Debug)]
+pub enum Listen {
+    /// This process's stdin and stdout.
+    Stdio,
+    /// A TCP address.
+    Tcp(String),
+    /// A Unix socket path.
+    Unix(PathBuf),
+    /// WebSocket on a TCP address (or a `ws://` URL).
+    Ws(String),
+    /// HTTP on a TCP address (or an `http://` URL).
+    Http(String),
+}
+
+/// The `host:port` of `addr`, which may be a URL of `scheme` (its path ignored).
+pub fn socket_addr<'a>(addr: &'a str, scheme: &str) -> Fallible<&'a str> {
+    let Some((given, rest)) = addr.split_once("://") else {
+        return Ok(addr);
+    };
+    if !given.eq_ignore_ascii_case(scheme) {
+        return Err(format!("{addr}: only {scheme}:// is supported here").into());
+    }
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if host.is_empty() {
+        return Err(format!("{addr}: no host:port in the URL").into());
+    }
+    Ok(host)
+}
+
 /// Runs the service until stdin ends (stdio) or forever (sockets).
-pub fn run(tcp: Option<String>, unix: Option<PathBuf>, framing: FramingArg) -> Fallible<()> {
+pub fn run(listen: Listen, framing: FramingArg) -> Fallible<()> {
+    let (tcp, unix) = match listen {
+        Listen::Ws(addr) => return serve_tokio(&addr, true),
+        Listen::Http(addr) => return serve_tokio(&addr, false),
+        Listen::Tcp(addr) => (Some(addr), None),
+        Listen::Unix(path) => (None, Some(path)),
+        Listen::Stdio => (None, None),
+    };
     let router = Arc::new(router());
     let mut config = Config::default();
     config.framing = framing.framing();
@@ -223,6 +261,37 @@ pub fn run(tcp: Option<String>, unix: Option<PathBuf>, framing: FramingArg) -> F
         tracing::info!("stdin ended");
         Ok(())
     }
+}
+
+/// WebSocket (`ws`) or HTTP on a tokio runtime of this branch's own, forever.
+fn serve_tokio(addr: &str, ws: bool) -> Fallible<()> {
+    let (scheme, name) = if ws {
+        ("ws", "WebSocket")
+    } else {
+        ("http", "HTTP")
+    };
+    let bind = socket_addr(addr, scheme)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start a tokio runtime: {e}"))?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(bind)
+            .await
+            .map_err(|e| format!("cannot listen on {bind}: {e}"))?;
+        let local = listener.local_addr()?;
+        tracing::info!(addr = %local, url = %format!("{scheme}://{local}/"), "listening on {name}");
+        let builder =
+            sansrpc_tokio::Builder::new().router(sansrpc_tokio::AsyncRouter::from_router(router()));
+        let forever = std::future::pending::<()>();
+        let grace = std::time::Duration::from_secs(5);
+        if ws {
+            sansrpc_tokio::ws::serve(listener, builder, forever, grace).await?;
+        } else {
+            sansrpc_tokio::http::serve(listener, builder, forever, grace).await?;
+        }
+        Ok(())
+    })
 }
 
 #[cfg(unix)]

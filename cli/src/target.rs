@@ -1,5 +1,5 @@
-//! Where `call` and `check` find a server: a command to spawn (stdio), a TCP address or a
-//! Unix socket; and small output helpers both verbs share.
+//! Where `call` and `check` find a server: a command to spawn (stdio), a TCP address, a
+//! Unix socket, a WebSocket or HTTP URL; and small output helpers both verbs share.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -22,6 +22,12 @@ pub struct Target {
     /// Connect to the Unix socket at this path.
     #[arg(long, value_name = "PATH")]
     pub unix: Option<PathBuf>,
+    /// Open a WebSocket: a `ws://` URL, or `HOST:PORT` for `ws://HOST:PORT/`.
+    #[arg(long, value_name = "ADDR|URL")]
+    pub ws: Option<String>,
+    /// POST to an HTTP URL: an `http://` URL, or `HOST:PORT` for `http://HOST:PORT/`.
+    #[arg(long, value_name = "ADDR|URL")]
+    pub http: Option<String>,
 }
 
 /// A target, resolved.
@@ -33,6 +39,20 @@ pub enum Kind {
     Tcp(String),
     /// A Unix socket path.
     Unix(PathBuf),
+    /// A `ws://` URL.
+    Ws(String),
+    /// An `http://` URL.
+    Http(String),
+}
+
+/// `addr` as a URL of `scheme`: a bare `HOST:PORT` becomes `scheme://HOST:PORT/`; a URL
+/// must have that scheme.
+pub fn url(addr: &str, scheme: &str) -> Fallible<String> {
+    match addr.split_once("://") {
+        None => Ok(format!("{scheme}://{addr}/")),
+        Some((given, _)) if given.eq_ignore_ascii_case(scheme) => Ok(addr.to_owned()),
+        Some(_) => Err(format!("{addr}: only {scheme}:// URLs are supported").into()),
+    }
 }
 
 impl Target {
@@ -46,6 +66,12 @@ impl Target {
         }
         if let Some(addr) = &self.tcp {
             return Ok(Some(Kind::Tcp(addr.clone())));
+        }
+        if let Some(addr) = &self.ws {
+            return Ok(Some(Kind::Ws(url(addr, "ws")?)));
+        }
+        if let Some(addr) = &self.http {
+            return Ok(Some(Kind::Http(url(addr, "http")?)));
         }
         Ok(self.unix.clone().map(Kind::Unix))
     }
@@ -155,6 +181,13 @@ mod tests {
             reparsed,
             serde_json::from_str::<serde_json::Value>(text).unwrap()
         );
+    }
+
+    #[test]
+    fn urls() {
+        assert_eq!(url("127.0.0.1:1", "ws").unwrap(), "ws://127.0.0.1:1/");
+        assert_eq!(url("HTTP://h:2/rpc", "http").unwrap(), "HTTP://h:2/rpc");
+        assert!(url("https://h:2/", "http").is_err());
     }
 
     #[test]

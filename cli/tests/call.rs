@@ -165,3 +165,40 @@ fn a_server_that_never_answers_times_out() {
     assert_eq!(out.status, 2);
     assert!(out.stderr.contains("no answer"), "{}", out.stderr);
 }
+
+#[test]
+fn a_request_a_notification_and_a_batch_over_http_and_websocket() {
+    for transport in ["http", "ws"] {
+        let (_server, addr) = serve_web(transport);
+        let flag = format!("--{transport}");
+        let out = run(&["call", &flag, &addr, "subtract", "[42, 23]"], LIMIT);
+        assert_eq!(out.status, 0, "{transport}: {}", out.stderr);
+        assert_eq!(out.stdout, "19\n", "{transport}");
+        let url = format!("{transport}://{addr}/");
+        let out = run(&["call", &flag, &url, "--notify", "sink", "[1]"], LIMIT);
+        assert_eq!((out.status, out.stdout.as_str()), (0, ""), "{}", out.stderr);
+        let out = run(
+            &[
+                "call",
+                &flag,
+                &url,
+                "--call",
+                "sink_count",
+                "[]",
+                "--call",
+                "divide",
+                "[1, 0]",
+            ],
+            LIMIT,
+        );
+        assert_eq!(out.status, 1, "{transport}: {}", out.stderr);
+        assert_eq!(
+            stdout_json(&out),
+            json!([
+                {"method": "sink_count", "result": 1},
+                {"method": "divide", "error": {"code": 1, "message": "division by zero"}}
+            ]),
+            "{transport}"
+        );
+    }
+}

@@ -245,3 +245,120 @@ fn a_target_that_does_not_answer_is_a_clear_error() {
     assert_eq!(out.status, 2);
     assert!(out.stderr.contains("the server exited"), "{}", out.stderr);
 }
+
+#[test]
+fn our_server_over_websocket_and_http() {
+    for transport in ["ws", "http"] {
+        let (_server, addr) = serve_web(transport);
+        let url = format!("{transport}://{addr}/");
+        let out = run(
+            &[
+                "check",
+                &format!("--{transport}"),
+                &url,
+                "--spec-methods",
+                "--fuzz",
+                "200",
+                "--seed",
+                "1",
+            ],
+            LIMIT,
+        );
+        assert_all_pass(&out, transport);
+        assert!(
+            out.stdout.contains("Fuzz (--fuzz): seed 1, 200 generated messages, 200 answered as required, 0 violations"),
+            "{transport}: {}",
+            out.stdout
+        );
+    }
+}
+
+/// A hand-written HTTP server on a free port: `respond` turns each POST body into the
+/// whole response.
+fn http_server(respond: fn(&[u8]) -> Vec<u8>) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        use std::io::{BufRead, BufReader, Read, Write};
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(&stream);
+                loop {
+                    let mut length = 0;
+                    let mut line = String::new();
+                    loop {
+                        line.clear();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let lower = line.to_ascii_lowercase();
+                        if let Some(n) = lower.strip_prefix("content-length:") {
+                            length = n.trim().parse().unwrap();
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    if reader.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    let _ = (&stream).write_all(&respond(&body));
+                }
+            });
+        }
+    });
+    addr
+}
+
+const NO_CONTENT: &[u8] = b"HTTP/1.1 204 No Content\r\n\r\n";
+
+#[test]
+fn http_no_content_for_a_plain_request_is_a_clear_error() {
+    let addr = http_server(|_| NO_CONTENT.to_vec());
+    let out = run(&["check", "--http", &addr], LIMIT);
+    assert_eq!(out.status, 2, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr
+            .contains("the server had no response (HTTP 204) to a plain request"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn http_no_content_and_other_statuses_are_judged() {
+    // Probes are answered; batches refused with 400; everything else gets 204: right for
+    // notifications, wrong for requests.
+    let addr = http_server(|body| {
+        let text = String::from_utf8_lossy(body);
+        if text.contains("sansrpc.check.probe") {
+            let id = text.rsplit("\"id\":").next().unwrap().trim_end_matches('}');
+            let answer = format!(r#"{{"jsonrpc":"2.0","result":null,"id":{id}}}"#);
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                answer.len()
+            );
+            return [head.into_bytes(), answer.into_bytes()].concat();
+        }
+        if text.trim_start().starts_with('[') {
+            return b"HTTP/1.1 400 Bad Request\r\nContent-Length: 10\r\n\r\nno batches".to_vec();
+        }
+        NO_CONTENT.to_vec()
+    });
+    let out = run(&["check", "--http", &format!("http://{addr}/rpc")], LIMIT);
+    assert_eq!(out.status, 1, "{}\n{}", out.stdout, out.stderr);
+    for expected in [
+        "PASS notification.unknown",
+        "no response (HTTP 204 No Content), but one is required",
+        "refused instead of answering: HTTP 400 Bad Request: no batches",
+        "refused (allowed for hostile input): HTTP 400 Bad Request: no batches",
+    ] {
+        assert!(
+            out.stdout.contains(expected),
+            "missing {expected:?}:\n{}",
+            out.stdout
+        );
+    }
+    assert!(!out.stdout.contains("timed out"), "{}", out.stdout);
+}

@@ -478,6 +478,13 @@ impl Client {
         exchange.run(notify).await
     }
 
+    /// Sends a notification with raw params; resolves once the server has accepted it.
+    pub async fn notify_raw(&self, method: &str, params: Option<&RawValue>) -> Result<(), Error> {
+        let exchange = self.open();
+        let notify = exchange.client.notify_raw(method, params);
+        exchange.run(notify).await
+    }
+
     /// Starts a batch: calls and notifications POSTed as one array.
     pub fn batch(&self) -> Batch {
         let exchange = self.open();

@@ -37,11 +37,13 @@ Examples:
   sansrpc check --spec-methods --fuzz 500 --seed 7
   sansrpc check --stdio \"node server.js --stdio\"
   sansrpc check --tcp 127.0.0.1:7878 --framing newline --json > report.json
-  sansrpc check --unix /tmp/sansrpc.sock --timeout 5")]
+  sansrpc check --unix /tmp/sansrpc.sock --timeout 5
+  sansrpc check --ws ws://127.0.0.1:7879/ --spec-methods
+  sansrpc check --http http://127.0.0.1:7880/ --spec-methods")]
 pub struct CheckArgs {
     #[command(flatten)]
     target: Target,
-    /// How messages are framed on the byte stream.
+    /// How messages are framed on the byte stream (ignored for WebSocket and HTTP).
     #[arg(long, value_enum, default_value_t = FramingArg::ContentLength)]
     framing: FramingArg,
     /// Also run the specification's examples (section 7); the server must implement
@@ -152,6 +154,18 @@ impl Runner {
             match conn.recv(deadline) {
                 Recv::Frame(f) if judge::single_id(&f).as_deref() == Some(&id) => break,
                 Recv::Frame(_) | Recv::FramingError(_) => {}
+                Recv::NoAnswer => {
+                    return Err(format!(
+                        "the server had no response (HTTP 204) to a plain request ({})",
+                        String::from_utf8_lossy(&body)
+                    ))
+                }
+                Recv::Refused(why) => {
+                    return Err(format!(
+                        "the server refused a plain request ({}): {why}",
+                        String::from_utf8_lossy(&body)
+                    ))
+                }
                 Recv::TimedOut => {
                     return Err(format!(
                         "the server did not answer a plain request ({}) within {} s",
@@ -253,6 +267,16 @@ impl Runner {
                         format!("the answer broke the framing: {e}"),
                     );
                 }
+                Recv::NoAnswer => fail(
+                    &mut result,
+                    Failure::Wrong,
+                    "no response (HTTP 204 No Content), but one is required".into(),
+                ),
+                Recv::Refused(why) => fail(
+                    &mut result,
+                    Failure::Wrong,
+                    format!("refused instead of answering: {why}"),
+                ),
                 Recv::TimedOut => fail(
                     &mut result,
                     Failure::TimedOut,
@@ -307,6 +331,19 @@ impl Runner {
                         Failure::Wrong,
                         format!("the server's output broke the framing: {e}"),
                     );
+                }
+                // HTTP: the input had no response, as the case may require.
+                Recv::NoAnswer => {}
+                // HTTP: the input was refused with a status; a fair refusal of hostile
+                // input, as closing the connection is.
+                Recv::Refused(why) => {
+                    if matches!(case.expect, Expect::Tolerated { .. }) {
+                        if result.failure.is_none() {
+                            result.why = format!("refused (allowed for hostile input): {why}");
+                        }
+                    } else {
+                        fail(&mut result, Failure::Wrong, format!("refused: {why}"));
+                    }
                 }
                 Recv::TimedOut => {
                     let why = if matches!(case.expect, Expect::Tolerated { .. } | Expect::Nothing) {
@@ -588,7 +625,13 @@ pub fn run(mut args: CheckArgs) -> Fallible<ExitCode> {
             .map_or(1, |d| d.as_secs())
     });
     let timeout = Duration::from_secs_f64(args.timeout);
-    let mut runner = Runner::new(kind.clone(), args.framing.framing(), timeout);
+    // WebSocket and HTTP carry whole messages: no framing, nothing for it to change.
+    let (framing, framing_name) = match kind {
+        Kind::Ws(_) => (Framing::ContentLength, "none (one message per text frame)"),
+        Kind::Http(_) => (Framing::ContentLength, "none (one message per POST body)"),
+        _ => (args.framing.framing(), args.framing.name()),
+    };
+    let mut runner = Runner::new(kind.clone(), framing, timeout);
     if let Err(why) = runner.connect() {
         return Err(format!("cannot check {}: {why}", report::describe(&kind)).into());
     }
@@ -596,7 +639,7 @@ pub fn run(mut args: CheckArgs) -> Fallible<ExitCode> {
     let outcome = suite(&mut runner, &args, seed);
     let header = report::Header {
         target: report::describe(&kind),
-        framing: args.framing.name(),
+        framing: framing_name,
         timeout: args.timeout,
         elapsed: started.elapsed(),
         restarts: runner.restarts,

@@ -34,6 +34,7 @@ pub fn describe(kind: &Kind) -> String {
         Kind::Stdio(words) => format!("stdio: {}", words.join(" ")),
         Kind::Tcp(addr) => format!("tcp: {addr}"),
         Kind::Unix(path) => format!("unix: {}", path.display()),
+        Kind::Ws(url) | Kind::Http(url) => url.clone(),
     }
 }
 

@@ -69,8 +69,19 @@ impl Drop for Server {
 
 /// `sansrpc serve --tcp 127.0.0.1:0`, and the address it logged.
 pub fn serve_tcp(framing: &str) -> (Server, String) {
+    serve_logging_addr(&["serve", "--tcp", "127.0.0.1:0", "--framing", framing])
+}
+
+/// `sansrpc serve --ws 127.0.0.1:0` (`transport` "ws") or `--http`, and the address it
+/// logged.
+pub fn serve_web(transport: &str) -> (Server, String) {
+    serve_logging_addr(&["serve", &format!("--{transport}"), "127.0.0.1:0"])
+}
+
+/// Starts `sansrpc ARGS`, a server logging `addr=...` on stderr; returns that address.
+fn serve_logging_addr(args: &[&str]) -> (Server, String) {
     let mut child = Command::new(exe())
-        .args(["serve", "--tcp", "127.0.0.1:0", "--framing", framing])
+        .args(args)
         .env("RUST_LOG", "info")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
