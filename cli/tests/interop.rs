@@ -95,3 +95,107 @@ fn vscode_jsonrpc_server_report() {
         expect(id, "fail");
     }
 }
+
+/// Python's `jsonrpcserver` 5.0.9 behind its own `http.server`:
+/// `interop/jsonrpcserver/server.py`, installed with pip from its requirements file when
+/// missing.
+#[test]
+fn python_jsonrpcserver_over_http_report() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../interop/jsonrpcserver");
+    let have = Command::new("python3")
+        .args(["-c", "import jsonrpcserver"])
+        .status()
+        .expect("python3 is needed for the interop test");
+    if !have.success() {
+        let status = Command::new("python3")
+            .args(["-m", "pip", "install", "--quiet", "-r"])
+            .arg(dir.join("requirements.txt"))
+            .status()
+            .unwrap();
+        assert!(status.success(), "pip install of jsonrpcserver failed");
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = Command::new("python3")
+        .arg(dir.join("server.py"))
+        .arg(port.to_string())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the Python server did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_sansrpc"))
+        .args([
+            "check",
+            "--spec-methods",
+            "--json",
+            "--timeout",
+            "1",
+            "--http",
+        ])
+        .arg(format!("127.0.0.1:{port}"))
+        .output()
+        .unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "jsonrpcserver is not fully compliant; the check must say so"
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let status: BTreeMap<String, String> = report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["id"].as_str().unwrap().to_owned(),
+                c["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let expect = |id: &str, want: &str| {
+        assert_eq!(status.get(id).map(String::as_str), Some(want), "case {id}")
+    };
+    // Right: parse errors, unknown methods, the spec's calls, integer and string ids, the
+    // empty batch, every hostile input.
+    for id in [
+        "parse.spec-example",
+        "method.unknown",
+        "spec.subtract-positional",
+        "spec.subtract-named",
+        "spec.sum",
+        "spec.get-data",
+        "id.integer",
+        "id.string",
+        "batch.empty",
+        "hostile.deep-array",
+        "hostile.large-batch",
+    ] {
+        expect(id, "pass");
+    }
+    // Wrong: invalid requests answered with id null instead of their id, notifications
+    // answered (an empty 200 body, not 204), batches with invalid entries answered with one
+    // object, ids re-encoded (1e3 as 1000.0), NaN accepted and echoed as invalid JSON.
+    for id in [
+        "invalid.jsonrpc-missing",
+        "params.string",
+        "notification.unknown",
+        "batch.mixed",
+        "spec.batch",
+        "id.exponent",
+        "parse.nan",
+    ] {
+        expect(id, "fail");
+    }
+}
