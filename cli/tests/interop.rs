@@ -1,107 +1,100 @@
-//! `sansrpc check` against a server not written here: a vscode-jsonrpc server (the LSP
-//! reference implementation, Node) over stdio, `interop/vscode-jsonrpc/server.js`. The test
-//! installs its one npm dependency when it is missing (`npm ci`, from the lock file), then
-//! pins what the report says, so a change in either the checker or vscode-jsonrpc's
-//! behaviour shows up here and in docs/interop.md.
+//! `sansrpc check` against servers not written here, pinning what the reports say so that a
+//! change in the checker or in those servers shows up here and in docs/interop.md:
+//! - a vscode-jsonrpc server (the LSP reference implementation, Node) over stdio,
+//!   `interop/vscode-jsonrpc/server.js`, installed with `npm ci` from its lock file;
+//! - Python's `jsonrpcserver` 5.0.9 behind its own `http.server`,
+//!   `interop/jsonrpcserver/server.py`, installed with pip from its requirements file.
+//!
+//! Each dependency is installed by the test when it is missing.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
-fn server_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../interop/vscode-jsonrpc")
+fn interop(dir: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../interop")
+        .join(dir)
 }
 
-fn ensure_installed() {
-    let dir = server_dir();
-    if dir
-        .join("node_modules/vscode-jsonrpc/package.json")
-        .exists()
-    {
-        return;
-    }
-    let status = Command::new("npm")
-        .args(["ci", "--no-audit", "--no-fund"])
-        .current_dir(&dir)
-        .status()
-        .expect("npm (Node 20) is needed for the interop test");
-    assert!(status.success(), "npm ci failed in {}", dir.display());
-}
-
-#[test]
-fn vscode_jsonrpc_server_report() {
-    ensure_installed();
-    let server = format!("node {}", server_dir().join("server.js").display());
-    let out = Command::new(env!("CARGO_BIN_EXE_sansrpc"))
-        .args([
-            "check",
-            "--spec-methods",
-            "--json",
-            "--timeout",
-            "1",
-            "--stdio",
-            &server,
-        ])
+/// Runs `sansrpc check --spec-methods --json` with `target` and checks the verdicts: the
+/// run fails as a whole, each case in `pass` passes and each in `fail` fails.
+fn check(target: &[&str], who: &str, pass: &[&str], fail: &[&str]) {
+    let out: Output = Command::new(env!("CARGO_BIN_EXE_sansrpc"))
+        .args(["check", "--spec-methods", "--json", "--timeout", "1"])
+        .args(target)
         .output()
         .unwrap();
     assert_eq!(
         out.status.code(),
         Some(1),
-        "vscode-jsonrpc is not fully compliant; the check must say so"
+        "{who} is not fully compliant; the check must say so"
     );
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let status: BTreeMap<String, String> = report["cases"]
+    let status: BTreeMap<&str, &str> = report["cases"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|c| {
-            (
-                c["id"].as_str().unwrap().to_owned(),
-                c["status"].as_str().unwrap().to_owned(),
-            )
-        })
+        .map(|c| (c["id"].as_str().unwrap(), c["status"].as_str().unwrap()))
         .collect();
-    let expect = |id: &str, want: &str| {
-        assert_eq!(status.get(id).map(String::as_str), Some(want), "case {id}")
-    };
-    // What it does right: notifications, unknown methods, the specification's methods,
-    // integer and string ids.
-    for id in [
-        "notification.unknown",
-        "method.unknown",
-        "spec.subtract-positional",
-        "spec.subtract-named",
-        "spec.get-data",
-        "spec.sum",
-        "id.integer",
-        "id.fraction",
-        "id.string",
-        "hostile.oversize",
-    ] {
-        expect(id, "pass");
-    }
-    // What it does not: no answer to invalid JSON or invalid requests, no batches, ids
-    // re-encoded through JavaScript numbers, a stack overflow on deep nesting.
-    for id in [
-        "parse.spec-example",
-        "invalid.method-missing",
-        "batch.empty",
-        "batch.mixed",
-        "spec.batch",
-        "id.exponent",
-        "id.big-integer",
-        "hostile.deep-array",
-    ] {
-        expect(id, "fail");
+    for (ids, want) in [(pass, "pass"), (fail, "fail")] {
+        for id in ids {
+            assert_eq!(status.get(id).copied(), Some(want), "{who}: case {id}");
+        }
     }
 }
 
-/// Python's `jsonrpcserver` 5.0.9 behind its own `http.server`:
-/// `interop/jsonrpcserver/server.py`, installed with pip from its requirements file when
-/// missing.
+#[test]
+fn vscode_jsonrpc_server_report() {
+    let dir = interop("vscode-jsonrpc");
+    if !dir
+        .join("node_modules/vscode-jsonrpc/package.json")
+        .exists()
+    {
+        let status = Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(&dir)
+            .status()
+            .expect("npm (Node 20) is needed for the interop test");
+        assert!(status.success(), "npm ci failed in {}", dir.display());
+    }
+    let server = format!("node {}", dir.join("server.js").display());
+    check(
+        &["--stdio", &server],
+        "vscode-jsonrpc",
+        // Right: notifications, unknown methods, the specification's methods, integer and
+        // string ids, a 16 MiB message.
+        &[
+            "notification.unknown",
+            "method.unknown",
+            "spec.subtract-positional",
+            "spec.subtract-named",
+            "spec.get-data",
+            "spec.sum",
+            "id.integer",
+            "id.fraction",
+            "id.string",
+            "hostile.oversize",
+        ],
+        // Wrong: no answer to invalid JSON or invalid requests, no batches, ids re-encoded
+        // through JavaScript numbers, a crash on deep nesting.
+        &[
+            "parse.spec-example",
+            "invalid.method-missing",
+            "batch.empty",
+            "batch.mixed",
+            "spec.batch",
+            "id.exponent",
+            "id.big-integer",
+            "hostile.deep-array",
+        ],
+    );
+}
+
 #[test]
 fn python_jsonrpcserver_over_http_report() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../interop/jsonrpcserver");
+    let dir = interop("jsonrpcserver");
     let have = Command::new("python3")
         .args(["-c", "import jsonrpcserver"])
         .status()
@@ -125,77 +118,49 @@ fn python_jsonrpcserver_over_http_report() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(10);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the Python server did not start"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(Instant::now() < deadline, "the Python server did not start");
+        std::thread::sleep(Duration::from_millis(50));
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_sansrpc"))
-        .args([
-            "check",
-            "--spec-methods",
-            "--json",
-            "--timeout",
-            "1",
-            "--http",
-        ])
-        .arg(format!("127.0.0.1:{port}"))
-        .output()
-        .unwrap();
+    let address = format!("127.0.0.1:{port}");
+    let result = std::panic::catch_unwind(|| {
+        check(
+            &["--http", &address],
+            "jsonrpcserver",
+            // Right: parse errors, unknown methods, the specification's calls, integer and
+            // string ids, the empty batch, every hostile input.
+            &[
+                "parse.spec-example",
+                "method.unknown",
+                "spec.subtract-positional",
+                "spec.subtract-named",
+                "spec.sum",
+                "spec.get-data",
+                "id.integer",
+                "id.string",
+                "batch.empty",
+                "hostile.deep-array",
+                "hostile.large-batch",
+            ],
+            // Wrong: invalid requests answered with id null instead of their id, notifications
+            // answered (an empty 200 body, not 204), batches with invalid entries answered
+            // with one object, ids re-encoded (1e3 as 1000.0), NaN accepted and echoed as
+            // invalid JSON.
+            &[
+                "invalid.jsonrpc-missing",
+                "params.string",
+                "notification.unknown",
+                "batch.mixed",
+                "spec.batch",
+                "id.exponent",
+                "parse.nan",
+            ],
+        )
+    });
     let _ = server.kill();
     let _ = server.wait();
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "jsonrpcserver is not fully compliant; the check must say so"
-    );
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let status: BTreeMap<String, String> = report["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            (
-                c["id"].as_str().unwrap().to_owned(),
-                c["status"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
-    let expect = |id: &str, want: &str| {
-        assert_eq!(status.get(id).map(String::as_str), Some(want), "case {id}")
-    };
-    // Right: parse errors, unknown methods, the spec's calls, integer and string ids, the
-    // empty batch, every hostile input.
-    for id in [
-        "parse.spec-example",
-        "method.unknown",
-        "spec.subtract-positional",
-        "spec.subtract-named",
-        "spec.sum",
-        "spec.get-data",
-        "id.integer",
-        "id.string",
-        "batch.empty",
-        "hostile.deep-array",
-        "hostile.large-batch",
-    ] {
-        expect(id, "pass");
-    }
-    // Wrong: invalid requests answered with id null instead of their id, notifications
-    // answered (an empty 200 body, not 204), batches with invalid entries answered with one
-    // object, ids re-encoded (1e3 as 1000.0), NaN accepted and echoed as invalid JSON.
-    for id in [
-        "invalid.jsonrpc-missing",
-        "params.string",
-        "notification.unknown",
-        "batch.mixed",
-        "spec.batch",
-        "id.exponent",
-        "parse.nan",
-    ] {
-        expect(id, "fail");
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
     }
 }
