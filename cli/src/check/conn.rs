@@ -588,15 +588,6 @@ fn http_exchange(
                 let _ = input.send(Input::Bad(format!("an unreadable HTTP response: {e}")));
                 break;
             }
-            // Closed before a status line: HTTP gives every request a response, so this is a
-            // refusal, reported as such; the next message opens a new connection.
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                let why = "no HTTP response at all: the server closed the connection".to_owned();
-                if input.send(Input::Refused(why)).is_err() {
-                    return;
-                }
-                continue;
-            }
             Err(_) => break,
         };
         let got = match response.status {
