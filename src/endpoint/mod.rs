@@ -729,7 +729,7 @@ impl Endpoint {
                         req.version,
                         error("Server busy", code::SERVER_BUSY),
                     )
-                } else if self.incoming.has_peer_id(&req.id) {
+                } else if self.incoming.handle_of(&req.id).is_some() {
                     Action::Answer(
                         req.id.into_owned(),
                         req.version,

@@ -130,12 +130,8 @@ impl Incoming {
         self.in_flight.len()
     }
 
-    pub fn has_peer_id(&self, id: &Id<'_>) -> bool {
-        // Borrowed and owned ids compare alike; look up through an owned copy, which for
-        // short ids is inline and allocates nothing.
-        self.by_peer_id.contains_key(&id.to_owned_id())
-    }
-
+    /// The handle of the in-flight request with wire id `id`. Borrowed and owned ids compare
+    /// alike; the lookup goes through an owned copy, inline (no allocation) for short ids.
     pub fn handle_of(&self, id: &Id<'_>) -> Option<IncomingId> {
         self.by_peer_id
             .get(&id.to_owned_id())
