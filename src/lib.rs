@@ -86,6 +86,7 @@ extern crate std;
 pub mod codec;
 pub mod endpoint;
 pub mod error;
+pub mod ext;
 pub mod id;
 mod json;
 pub mod limits;

@@ -1,0 +1,357 @@
+//! The durable log behind persistent subscriptions (WebSocket seed §11).
+//!
+//! The persistent-subscription state machine decides *what* to deliver and when; a [`Store`]
+//! only remembers: per topic an append-only log of messages with sequence ids, and per
+//! subscription id how far it has been acknowledged. The trait is synchronous and knows
+//! nothing of connections, time or JSON-RPC, so an embedded database (redb), a remote log
+//! (NATS JetStream) or a plain map ([`MemoryStore`]) can stand behind it.
+//!
+//! # Contract
+//! - Sequence ids are per topic, start at 1 and only grow: a topic's next sequence is one
+//!   more than the last it *ever* had, even after retention removed old messages and across
+//!   restarts of a durable store. [`Store::append`] returns only once the message is durable
+//!   (for a durable store).
+//! - Retention ([`Retention`]) is enforced by the store: count and bytes on every append, age
+//!   when [`Store::expire`] is called with the wall clock. A removed message is simply absent
+//!   from [`Store::read`].
+//! - A [`SubscriptionState`] is saved whole; the state machine saves it after acks.
+
+use alloc::borrow::ToOwned;
+use alloc::boxed::Box;
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+use core::time::Duration;
+
+use crate::RawValue;
+
+/// How much of a topic's log is kept (seed §11.6). `None` means no bound of that kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// Messages older than this are removed by [`Store::expire`].
+    pub max_age: Option<Duration>,
+    /// At most this many messages per topic; the oldest go first.
+    pub max_count: Option<u64>,
+    /// At most this many bytes of message data per topic; the oldest go first. A single
+    /// message larger than this is still kept (alone) so that a publish never vanishes
+    /// before anyone could read it.
+    pub max_bytes: Option<u64>,
+}
+
+impl Default for Retention {
+    /// The seed's example: one day, 10,000 messages, 10 MiB per topic.
+    fn default() -> Self {
+        Retention {
+            max_age: Some(Duration::from_secs(86_400)),
+            max_count: Some(10_000),
+            max_bytes: Some(10 * 1024 * 1024),
+        }
+    }
+}
+
+/// Retention for every topic: a default and exact-topic overrides.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RetentionPolicy {
+    /// For topics without an override.
+    pub default: Retention,
+    /// Per exact topic name.
+    pub topics: BTreeMap<String, Retention>,
+}
+
+impl RetentionPolicy {
+    /// The retention that applies to `topic`.
+    pub fn for_topic(&self, topic: &str) -> Retention {
+        self.topics.get(topic).copied().unwrap_or(self.default)
+    }
+}
+
+/// One message of a topic's log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredMessage {
+    /// The topic it was published to.
+    pub topic: String,
+    /// Its sequence id within the topic.
+    pub sequence: u64,
+    /// When it was published: milliseconds since the Unix epoch (wall clock, given by the
+    /// caller; the core never reads a clock).
+    pub timestamp_ms: u64,
+    /// The published `data`, exactly as it was given.
+    pub data: Box<RawValue>,
+}
+
+/// What a store remembers of one persistent subscription.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SubscriptionState {
+    /// The topic subscribed to (an exact topic: persistent subscriptions take no wildcards,
+    /// since a sequence id is only meaningful within one topic).
+    pub topic: String,
+    /// Every sequence up to and including this one is acknowledged (or was removed by
+    /// retention). 0 when nothing is.
+    pub ack_floor: u64,
+    /// Sequences above the floor that were acknowledged out of order, ascending.
+    pub acked: Vec<u64>,
+}
+
+impl SubscriptionState {
+    /// A fresh subscription to `topic` that starts after `last_sequence` (only messages
+    /// published from now on are delivered).
+    pub fn new(topic: impl Into<String>, last_sequence: u64) -> Self {
+        SubscriptionState {
+            topic: topic.into(),
+            ack_floor: last_sequence,
+            acked: Vec::new(),
+        }
+    }
+
+    /// Whether `sequence` is acknowledged.
+    pub fn is_acked(&self, sequence: u64) -> bool {
+        sequence <= self.ack_floor || self.acked.binary_search(&sequence).is_ok()
+    }
+
+    /// Records an acknowledgement of `sequence`; returns `false` if it already was. The floor
+    /// advances over every contiguous acknowledged sequence.
+    pub fn ack(&mut self, sequence: u64) -> bool {
+        if self.is_acked(sequence) {
+            return false;
+        }
+        if let Err(at) = self.acked.binary_search(&sequence) {
+            self.acked.insert(at, sequence);
+        }
+        let mut drained = 0;
+        while self.acked.get(drained) == Some(&(self.ack_floor + 1)) {
+            self.ack_floor += 1;
+            drained += 1;
+        }
+        self.acked.drain(..drained);
+        true
+    }
+
+    /// Raises the floor to `sequence` (messages at or below it no longer exist), dropping
+    /// out-of-order acks it covers.
+    pub fn raise_floor(&mut self, sequence: u64) {
+        if sequence > self.ack_floor {
+            self.ack_floor = sequence;
+            self.acked.retain(|&s| s > sequence);
+            while self.acked.first() == Some(&(self.ack_floor + 1)) {
+                self.ack_floor += 1;
+                self.acked.remove(0);
+            }
+        }
+    }
+}
+
+/// The log and the subscription records behind persistent subscriptions.
+pub trait Store {
+    /// What went wrong; shown to operators, never to peers (a peer sees `-32603`).
+    type Error: fmt::Display + fmt::Debug;
+
+    /// Appends `data` to `topic`'s log and returns its sequence id, applying the count and
+    /// bytes retention of the topic. Durable when it returns.
+    fn append(
+        &mut self,
+        topic: &str,
+        timestamp_ms: u64,
+        data: &RawValue,
+    ) -> Result<u64, Self::Error>;
+
+    /// The last sequence id `topic` ever had; 0 if nothing was ever published to it.
+    fn last_sequence(&mut self, topic: &str) -> Result<u64, Self::Error>;
+
+    /// Appends to `out`, in ascending order, at most `max` messages of `topic` with a
+    /// sequence id greater than `after`. Messages removed by retention are absent.
+    fn read(
+        &mut self,
+        topic: &str,
+        after: u64,
+        max: usize,
+        out: &mut Vec<StoredMessage>,
+    ) -> Result<(), Self::Error>;
+
+    /// The record of subscription `id`, if it exists.
+    fn load_subscription(&mut self, id: &str) -> Result<Option<SubscriptionState>, Self::Error>;
+
+    /// Creates or replaces the record of subscription `id`. Durable when it returns.
+    fn save_subscription(&mut self, id: &str, state: &SubscriptionState)
+        -> Result<(), Self::Error>;
+
+    /// Forgets subscription `id` (no error if it does not exist).
+    fn delete_subscription(&mut self, id: &str) -> Result<(), Self::Error>;
+
+    /// Removes every message older than its topic's `max_age`, given the wall clock in
+    /// milliseconds since the Unix epoch.
+    fn expire(&mut self, now_ms: u64) -> Result<(), Self::Error>;
+}
+
+/// A [`Store`] in memory: for tests, `no_std` targets and servers that need no durability.
+/// Retention applies as for a durable store.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    retention: RetentionPolicy,
+    topics: BTreeMap<String, MemoryTopic>,
+    subscriptions: BTreeMap<String, SubscriptionState>,
+}
+
+#[derive(Debug, Default)]
+struct MemoryTopic {
+    last: u64,
+    bytes: u64,
+    messages: alloc::collections::VecDeque<StoredMessage>,
+}
+
+impl MemoryStore {
+    /// An empty store with the given retention.
+    pub fn new(retention: RetentionPolicy) -> Self {
+        MemoryStore {
+            retention,
+            ..MemoryStore::default()
+        }
+    }
+}
+
+/// A [`MemoryStore`] never fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Never {}
+
+impl fmt::Display for Never {
+    fn fmt(&self, _: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {}
+    }
+}
+
+impl Store for MemoryStore {
+    type Error = Never;
+
+    fn append(&mut self, topic: &str, timestamp_ms: u64, data: &RawValue) -> Result<u64, Never> {
+        let retention = self.retention.for_topic(topic);
+        let log = self.topics.entry(topic.into()).or_default();
+        log.last += 1;
+        log.bytes += data.get().len() as u64;
+        log.messages.push_back(StoredMessage {
+            topic: topic.into(),
+            sequence: log.last,
+            timestamp_ms,
+            data: data.to_owned(),
+        });
+        while log.messages.len() > 1
+            && (retention
+                .max_count
+                .is_some_and(|max| log.messages.len() as u64 > max)
+                || retention.max_bytes.is_some_and(|max| log.bytes > max))
+        {
+            if let Some(old) = log.messages.pop_front() {
+                log.bytes -= old.data.get().len() as u64;
+            }
+        }
+        Ok(log.last)
+    }
+
+    fn last_sequence(&mut self, topic: &str) -> Result<u64, Never> {
+        Ok(self.topics.get(topic).map_or(0, |t| t.last))
+    }
+
+    fn read(
+        &mut self,
+        topic: &str,
+        after: u64,
+        max: usize,
+        out: &mut Vec<StoredMessage>,
+    ) -> Result<(), Never> {
+        if let Some(log) = self.topics.get(topic) {
+            let start = log.messages.partition_point(|m| m.sequence <= after);
+            out.extend(log.messages.range(start..).take(max).cloned());
+        }
+        Ok(())
+    }
+
+    fn load_subscription(&mut self, id: &str) -> Result<Option<SubscriptionState>, Never> {
+        Ok(self.subscriptions.get(id).cloned())
+    }
+
+    fn save_subscription(&mut self, id: &str, state: &SubscriptionState) -> Result<(), Never> {
+        self.subscriptions.insert(id.into(), state.clone());
+        Ok(())
+    }
+
+    fn delete_subscription(&mut self, id: &str) -> Result<(), Never> {
+        self.subscriptions.remove(id);
+        Ok(())
+    }
+
+    fn expire(&mut self, now_ms: u64) -> Result<(), Never> {
+        for (name, log) in &mut self.topics {
+            let Some(max_age) = self.retention.for_topic(name).max_age else {
+                continue;
+            };
+            let cutoff = now_ms.saturating_sub(max_age.as_millis() as u64);
+            while log
+                .messages
+                .front()
+                .is_some_and(|m| m.timestamp_ms < cutoff)
+            {
+                if let Some(old) = log.messages.pop_front() {
+                    log.bytes -= old.data.get().len() as u64;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(s: &str) -> Box<RawValue> {
+        RawValue::from_string(s.into()).unwrap()
+    }
+
+    #[test]
+    fn acks_advance_the_floor_over_contiguous_sequences() {
+        let mut s = SubscriptionState::new("t", 2);
+        assert!(s.ack(4));
+        assert_eq!((s.ack_floor, s.acked.as_slice()), (2, &[4][..]));
+        assert!(!s.ack(4));
+        assert!(!s.ack(1));
+        assert!(s.ack(3));
+        assert_eq!((s.ack_floor, s.acked.len()), (4, 0));
+        s.ack(7);
+        s.raise_floor(5);
+        assert_eq!((s.ack_floor, s.acked.as_slice()), (5, &[7][..]));
+        s.raise_floor(6);
+        assert_eq!((s.ack_floor, s.acked.len()), (7, 0));
+    }
+
+    #[test]
+    fn memory_store_sequences_continue_past_retention() {
+        let mut policy = RetentionPolicy::default();
+        policy.default.max_count = Some(2);
+        let mut store = MemoryStore::new(policy);
+        for i in 0..5 {
+            assert_eq!(store.append("a", i, &raw("1")).unwrap(), i + 1);
+        }
+        let mut out = Vec::new();
+        store.read("a", 0, 10, &mut out).unwrap();
+        assert_eq!(out.iter().map(|m| m.sequence).collect::<Vec<_>>(), [4, 5]);
+        assert_eq!(store.last_sequence("a").unwrap(), 5);
+        assert_eq!(store.last_sequence("b").unwrap(), 0);
+    }
+
+    #[test]
+    fn memory_store_bytes_and_age() {
+        let mut policy = RetentionPolicy::default();
+        policy.default.max_bytes = Some(10);
+        policy.default.max_age = Some(Duration::from_millis(100));
+        let mut store = MemoryStore::new(policy);
+        store.append("a", 1000, &raw("\"12345\"")).unwrap();
+        store.append("a", 1050, &raw("\"12345\"")).unwrap();
+        let mut out = Vec::new();
+        store.read("a", 0, 10, &mut out).unwrap();
+        assert_eq!(out.len(), 1, "7 + 7 bytes exceed 10: the oldest goes");
+        store.append("a", 1100, &raw("\"a\"")).unwrap();
+        store.expire(1160).unwrap();
+        out.clear();
+        store.read("a", 0, 10, &mut out).unwrap();
+        assert_eq!(out.iter().map(|m| m.sequence).collect::<Vec<_>>(), [3]);
+    }
+}
