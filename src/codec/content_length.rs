@@ -167,6 +167,12 @@ impl ContentLengthDecoder {
         self.buf.len()
     }
 
+    /// True while a frame is partly received; see
+    /// [`Decoder::in_frame`](super::Decoder::in_frame).
+    pub fn in_frame(&self) -> bool {
+        !matches!(self.state, State::Header(_)) || self.buf.len() > 0
+    }
+
     /// Returns the most bytes the decoder ever buffers:
     /// `max_frame_bytes + max_header_bytes + 16`.
     pub fn max_buffered(&self) -> usize {

@@ -227,6 +227,17 @@ impl Decoder {
         }
     }
 
+    /// Returns true while a frame has started arriving and is not complete yet (its header
+    /// or part of its body is buffered, or a refused frame's body or garbage is still being
+    /// skipped). Meaningful once [`Decoder::next_frame`] has returned `None`; the endpoint
+    /// times such a frame out ([`Config::frame_timeout`](crate::endpoint::Config)).
+    pub fn in_frame(&self) -> bool {
+        match &self.inner {
+            Inner::ContentLength(d) => d.in_frame(),
+            Inner::Newline(d) => d.in_frame(),
+        }
+    }
+
     /// Returns the most bytes the decoder ever buffers: [`Decoder::buffered`] never
     /// exceeds it.
     pub fn max_buffered(&self) -> usize {

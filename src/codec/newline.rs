@@ -128,6 +128,12 @@ impl NewlineDecoder {
         self.buf.len()
     }
 
+    /// True while a line is partly received; see
+    /// [`Decoder::in_frame`](super::Decoder::in_frame).
+    pub fn in_frame(&self) -> bool {
+        self.discarding || self.buf.len() > 0
+    }
+
     /// Returns the most bytes the decoder ever buffers: `max_frame_bytes + 2`.
     pub fn max_buffered(&self) -> usize {
         self.buf.bound()

@@ -1,5 +1,6 @@
 //! The [`Endpoint`]: one symmetric JSON-RPC connection as a state machine.
 
+mod guard;
 mod tables;
 mod typed;
 
@@ -22,6 +23,8 @@ use crate::time::Instant;
 use crate::Classifier;
 
 use tables::{EarlyCancels, Outgoing};
+
+pub use guard::{Expiry, RateLimit};
 
 /// The id of a request we sent: the number written as its `id` on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -100,6 +103,20 @@ pub struct Config {
     /// it, sending fails with [`SendError::OutputFull`] and input is left unprocessed until
     /// the output is drained.
     pub max_buffered_output: usize,
+
+    // Protection for connections facing untrusted peers (all off by default).
+    /// A per-connection rate limit on the peer's requests and notifications (default
+    /// none); see [`RateLimit`].
+    pub rate_limit: Option<RateLimit>,
+    /// Closes the connection ([`Event::Expired`] with [`Expiry::Idle`], then
+    /// [`Event::Closed`]) when nothing came from the peer for this long while nothing was
+    /// in flight either way (default none). Counts JSON-RPC input only, not a transport's
+    /// own pings.
+    pub idle_timeout: Option<Duration>,
+    /// Closes the connection ([`Event::Expired`] with [`Expiry::PartialFrame`]) when a
+    /// frame stays partly received for this long: a peer sending half a frame, then
+    /// nothing or a byte now and then (slowloris). Byte streams only (default none).
+    pub frame_timeout: Option<Duration>,
 }
 
 impl Default for Config {
@@ -118,6 +135,9 @@ impl Default for Config {
             max_pending_outgoing: 4096,
             max_inflight_incoming: 1024,
             max_buffered_output: 8 * 1024 * 1024,
+            rate_limit: None,
+            idle_timeout: None,
+            frame_timeout: None,
         }
     }
 }
@@ -215,6 +235,10 @@ pub enum Event<'a> {
     /// A frame was refused as a whole (not JSON, empty batch, limits); the peer has been
     /// answered with an error whose id is `null`.
     Rejected(Rejection),
+    /// The endpoint closed the connection by itself: a protection timeout passed
+    /// ([`Config::idle_timeout`], [`Config::frame_timeout`]). [`Event::Closed`] follows;
+    /// the adapter closes the transport.
+    Expired(Expiry),
     /// The connection is closed: every pending request has ended. The last event.
     Closed,
 }
@@ -300,6 +324,7 @@ enum Record {
     PeerCancelled(IncomingId),
     Frame(FrameError),
     Rejected(Rejection),
+    Expired(Expiry),
     Closed,
 }
 
@@ -345,6 +370,8 @@ enum Action {
 ///   response with id `null` ([`Event::Rejected`] tells the application).
 /// - An invalid request object: `-32600` with its id when the id is valid.
 /// - A request while [`Config::max_inflight_incoming`] are in flight: `-32002` Server busy.
+/// - A request over [`Config::rate_limit`]: its code (`-32002` by default); a notification
+///   over it is dropped and counted ([`Endpoint::dropped_notifications`]).
 /// - A request reusing the id of one of the peer's requests still in flight: `-32600` "id
 ///   already in use by a request in flight", with that id; the first request stands.
 /// - A request whose cancellation arrived first: [`Config::cancelled_code`].
@@ -422,6 +449,8 @@ pub struct Endpoint {
     body: Vec<u8>,
     /// Scratch space for serializing typed params.
     params: Vec<u8>,
+    /// Rate limit and protection timeouts.
+    guard: guard::Guard,
 }
 
 impl Endpoint {
@@ -444,6 +473,7 @@ impl Endpoint {
             out_head: 0,
             body: Vec::new(),
             params: Vec::new(),
+            guard: guard::Guard::default(),
         }
     }
 
@@ -519,6 +549,7 @@ impl Endpoint {
             // (at the top of the loop) makes room, so a second idle feed means no room.
             idle_feeds = if used == 0 { idle_feeds + 1 } else { 0 };
         }
+        self.guard_input(offered > bytes.len(), now);
         offered - bytes.len()
     }
 
@@ -547,6 +578,7 @@ impl Endpoint {
             }
             Err(e) => self.frame_error(e),
         }
+        self.guard_input(true, now);
         Ok(())
     }
 
@@ -577,6 +609,7 @@ impl Endpoint {
             }
         }
         self.early.expire(now);
+        self.guard_timeout(now);
     }
 
     /// Room to take more input: for its events, and for the answers it may need.
@@ -599,7 +632,12 @@ impl Endpoint {
             let Some(decoder) = self.decoder.as_mut() else {
                 return;
             };
-            match decoder.next_frame() {
+            let next = decoder.next_frame();
+            if next.is_some() {
+                // A frame came out whole: a partial one after it has a clock of its own.
+                self.guard.frame_done();
+            }
+            match next {
                 None => return,
                 Some(Ok(frame)) => {
                     let start = self.arena.len();
@@ -723,7 +761,13 @@ impl Endpoint {
         match entry.materialize(frame) {
             Incoming::Request(req) => {
                 let error = |message: &'static str, code: i64| ErrorObject::fixed(code, message);
-                if self.incoming.len() >= self.config.max_inflight_incoming {
+                if let guard::Admission::Refuse(code) =
+                    self.guard
+                        .admit_call(self.config.rate_limit.as_ref(), self.now, true)
+                {
+                    let limited = error("Server busy: rate limit exceeded", code);
+                    Action::Answer(req.id.into_owned(), req.version, limited)
+                } else if self.incoming.len() >= self.config.max_inflight_incoming {
                     Action::Answer(
                         req.id.into_owned(),
                         req.version,
@@ -751,6 +795,11 @@ impl Endpoint {
                         Some(id) => Action::PeerCancel(id.into_owned()),
                         None => Action::Nothing,
                     }
+                } else if let guard::Admission::Drop =
+                    self.guard
+                        .admit_call(self.config.rate_limit.as_ref(), self.now, false)
+                {
+                    Action::Nothing
                 } else {
                     Action::Record(Role::Notification)
                 }
@@ -865,6 +914,7 @@ impl Endpoint {
             Timeout::After(d) => Some(now + d),
         };
         self.outgoing.insert(id, deadline);
+        self.guard_busy();
         Ok(id)
     }
 
@@ -1003,6 +1053,7 @@ impl Endpoint {
             self.arena.clear();
             if !self.closed {
                 self.process_decoded();
+                self.guard_note(None);
             }
         }
         let record = self.events.pop_front()?;
@@ -1038,6 +1089,7 @@ impl Endpoint {
             Record::PeerCancelled(id) => Event::PeerCancelled { id },
             Record::Frame(e) => Event::FrameError(e),
             Record::Rejected(r) => Event::Rejected(r),
+            Record::Expired(e) => Event::Expired(e),
             Record::Closed => Event::Closed,
         })
     }
@@ -1045,10 +1097,11 @@ impl Endpoint {
     /// The next instant [`handle_timeout`](Endpoint::handle_timeout) has work at; `None`
     /// when no deadline is set.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        match (self.outgoing.next_deadline(), self.early.next_expiry()) {
+        let table = match (self.outgoing.next_deadline(), self.early.next_expiry()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
-        }
+        };
+        guard::min(table, self.guard_deadline())
     }
 }
 

@@ -1,0 +1,256 @@
+//! Protection rules for a connection facing untrusted peers: a per-connection rate limit
+//! (a token bucket fed by the time the caller passes in), the idle timeout and the
+//! partial-frame (slowloris) timeout.
+//!
+//! All three are off by default ([`Config`](super::Config)); servers facing the internet
+//! turn them on.
+
+use crate::error::code;
+use crate::time::Instant;
+
+use super::Endpoint;
+
+/// A per-connection rate limit on the peer's requests and notifications: a token bucket
+/// holding up to `burst` tokens, refilled at `per_second` tokens a second, starting full.
+///
+/// Each incoming request and notification (each entry of a batch counts) takes one
+/// token. A request finding the bucket empty is answered by the endpoint itself with
+/// [`RateLimit::code`] (default `-32002` "Server busy: rate limit exceeded") and never
+/// surfaces as an event; a notification finding it empty is dropped and counted
+/// ([`Endpoint::dropped_notifications`]). Responses and cancellation notifications are
+/// never limited: they only end work already under way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct RateLimit {
+    /// Tokens added per second (0: the burst is all the connection ever gets).
+    pub per_second: u32,
+    /// Most tokens held; also the bucket's starting content. At least 1 is used.
+    pub burst: u32,
+    /// The error code a request over the limit is answered with (default `-32002`).
+    pub code: i64,
+}
+
+impl RateLimit {
+    /// `per_second` requests a second on average, bursts of up to `burst`, answered with
+    /// `-32002` beyond.
+    pub const fn new(per_second: u32, burst: u32) -> Self {
+        RateLimit {
+            per_second,
+            burst,
+            code: code::SERVER_BUSY,
+        }
+    }
+
+    /// The same limit answering requests over it with `code` (an application code).
+    pub const fn with_code(mut self, code: i64) -> Self {
+        self.code = code;
+        self
+    }
+}
+
+/// Why the endpoint closed the connection by itself ([`Event::Expired`](super::Event)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Expiry {
+    /// Nothing came from the peer for [`Config::idle_timeout`](super::Config) while
+    /// nothing was in flight either way.
+    Idle,
+    /// A frame stayed partly received for [`Config::frame_timeout`](super::Config) (a
+    /// slowloris peer).
+    PartialFrame,
+}
+
+/// One micro-token: tokens are counted in millionths so refills need no floats.
+const MICRO: u64 = 1_000_000;
+
+/// Where the frame the decoder holds stands.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum FrameClock {
+    /// No frame partly received.
+    #[default]
+    Whole,
+    /// One is, noticed at an instant we were not told.
+    Unstamped,
+    /// One is, since this instant.
+    Since(Instant),
+}
+
+/// The guard's state inside an [`Endpoint`].
+#[derive(Debug, Default)]
+pub(super) struct Guard {
+    /// Micro-tokens in the bucket, and when it was last refilled; `None` until first used.
+    bucket: Option<(u64, Instant)>,
+    /// The last input from the peer, or the moment the connection last stopped being busy;
+    /// `None` until the endpoint is first given the time.
+    last_activity: Option<Instant>,
+    /// Something was in flight when last looked at: the idle clock restarts once it is not.
+    was_busy: bool,
+    frame: FrameClock,
+    dropped_notifications: u64,
+    limited_requests: u64,
+}
+
+impl Guard {
+    /// Applies `limit` to one incoming request (`is_request`) or notification.
+    pub(super) fn admit_call(
+        &mut self,
+        limit: Option<&RateLimit>,
+        now: Instant,
+        is_request: bool,
+    ) -> Admission {
+        let Some(limit) = limit else {
+            return Admission::Admit;
+        };
+        if self.admit(limit, now) {
+            Admission::Admit
+        } else if is_request {
+            self.limited_requests += 1;
+            Admission::Refuse(limit.code)
+        } else {
+            self.dropped_notifications += 1;
+            Admission::Drop
+        }
+    }
+
+    /// The decoder handed out a frame (or an error): no frame is partly received now.
+    pub(super) fn frame_done(&mut self) {
+        self.frame = FrameClock::Whole;
+    }
+
+    /// Takes one token; false when the bucket is empty.
+    fn admit(&mut self, limit: &RateLimit, now: Instant) -> bool {
+        let cap = u64::from(limit.burst.max(1)) * MICRO;
+        let (tokens, last) = self.bucket.get_or_insert((cap, now));
+        let elapsed = now.saturating_duration_since(*last);
+        let refill = elapsed.as_nanos() * u128::from(limit.per_second) / 1_000;
+        *tokens = (u128::from(*tokens) + refill).min(u128::from(cap)) as u64;
+        *last = now.max(*last);
+        if *tokens >= MICRO {
+            *tokens -= MICRO;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// What the endpoint decides about one incoming call under the rate limit.
+pub(super) enum Admission {
+    Admit,
+    /// Answer the request with this code.
+    Refuse(i64),
+    /// Drop the notification.
+    Drop,
+}
+
+impl Endpoint {
+    /// How many of the peer's notifications the rate limit ([`Config::rate_limit`](super::Config::rate_limit)) dropped.
+    pub fn dropped_notifications(&self) -> u64 {
+        self.guard.dropped_notifications
+    }
+
+    /// How many of the peer's requests the rate limit ([`Config::rate_limit`](super::Config::rate_limit)) answered
+    /// with its error.
+    pub fn rate_limited_requests(&self) -> u64 {
+        self.guard.limited_requests
+    }
+
+    fn busy(&self) -> bool {
+        !self.outgoing.is_empty() || !self.incoming.is_empty()
+    }
+
+    /// Notes input from the peer (`any`: at least one byte or message) at `now`.
+    pub(super) fn guard_input(&mut self, any: bool, now: Instant) {
+        if any || self.guard.last_activity.is_none() {
+            self.guard.last_activity = Some(now);
+        }
+        self.guard_note(Some(now));
+    }
+
+    /// Notes whether something is in flight, and whether a frame is partly received (only
+    /// once the decoder's complete frames are all processed: frames waiting on us are not
+    /// the peer's delay). `now` is `None` when the caller gave no time.
+    pub(super) fn guard_note(&mut self, now: Option<Instant>) {
+        self.guard.was_busy |= self.busy();
+        let partial = self.has_event_room() && self.decoder.as_ref().is_some_and(|d| d.in_frame());
+        self.guard.frame = match (partial, self.guard.frame, now) {
+            (false, _, _) => FrameClock::Whole,
+            (true, FrameClock::Since(t), _) => FrameClock::Since(t),
+            (true, _, Some(now)) => FrameClock::Since(now),
+            (true, _, None) => FrameClock::Unstamped,
+        };
+    }
+
+    /// Marks the connection busy (a request of ours is registered).
+    pub(super) fn guard_busy(&mut self) {
+        self.guard.was_busy = true;
+    }
+
+    /// True when the guard learned something without being told the time, and wants
+    /// [`Endpoint::handle_timeout`] called at once to be told.
+    fn needs_stamp(&self) -> bool {
+        let idle = self.config.idle_timeout.is_some()
+            && (self.guard.last_activity.is_none() || (self.guard.was_busy && !self.busy()));
+        let frame =
+            self.config.frame_timeout.is_some() && self.guard.frame == FrameClock::Unstamped;
+        idle || frame
+    }
+
+    fn idle_deadline(&self) -> Option<Instant> {
+        let timeout = self.config.idle_timeout?;
+        if self.busy() {
+            return None;
+        }
+        Some(self.guard.last_activity? + timeout)
+    }
+
+    fn frame_deadline(&self) -> Option<Instant> {
+        match self.guard.frame {
+            FrameClock::Since(t) => Some(t + self.config.frame_timeout?),
+            _ => None,
+        }
+    }
+
+    /// The earliest of the guard's deadlines (the last instant the endpoint was given
+    /// when it needs the time at once).
+    pub(super) fn guard_deadline(&self) -> Option<Instant> {
+        if self.closed {
+            None
+        } else if self.needs_stamp() {
+            Some(self.now)
+        } else {
+            min(self.idle_deadline(), self.frame_deadline())
+        }
+    }
+
+    /// Fires the guard's deadlines at `now`: records the time where it was missing, then
+    /// closes the endpoint when a timeout passed ([`Event::Expired`](super::Event), then
+    /// [`Event::Closed`](super::Event)).
+    pub(super) fn guard_timeout(&mut self, now: Instant) {
+        if self.closed {
+            return;
+        }
+        self.guard_note(Some(now));
+        if self.guard.last_activity.is_none() || (self.guard.was_busy && !self.busy()) {
+            self.guard.was_busy = false;
+            self.guard.last_activity = Some(now);
+        }
+        let expiry = if self.frame_deadline().is_some_and(|d| d <= now) {
+            Expiry::PartialFrame
+        } else if self.idle_deadline().is_some_and(|d| d <= now) {
+            Expiry::Idle
+        } else {
+            return;
+        };
+        self.events.push_back(super::Record::Expired(expiry));
+        self.close(now);
+    }
+}
+
+/// The earlier of two optional instants.
+pub(super) fn min(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}

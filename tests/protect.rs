@@ -1,0 +1,288 @@
+//! Protection rules in the core: the per-connection rate limit, the idle timeout and the
+//! partial-frame (slowloris) timeout, driven with raw bytes and a virtual clock.
+
+use std::time::Duration;
+
+use sansrpc::codec::Framing;
+use sansrpc::endpoint::{Config, Endpoint, Event, Expiry, RateLimit, RequestOptions};
+use sansrpc::{Instant, RawValue};
+
+fn endpoint(f: impl FnOnce(&mut Config)) -> Endpoint {
+    let mut c = Config::default();
+    f(&mut c);
+    Endpoint::new(c)
+}
+
+fn frame(body: &str) -> Vec<u8> {
+    format!("Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes()
+}
+
+fn ms(n: u64) -> Instant {
+    Instant::from_millis(n)
+}
+
+/// Everything the endpoint has to send, as text.
+fn sent(ep: &mut Endpoint) -> String {
+    let mut out = Vec::new();
+    while ep.poll_transmit(&mut out).is_some() {}
+    String::from_utf8(out).unwrap()
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Ev {
+    Request(String),
+    Notification(String),
+    Expired(Expiry),
+    Closed,
+    Other,
+}
+
+/// Drains the events; requests are answered with `"ok"`.
+fn events(ep: &mut Endpoint, answer: bool) -> Vec<Ev> {
+    let mut seen = Vec::new();
+    let mut answers = Vec::new();
+    while let Some(e) = ep.poll_event() {
+        seen.push(match e {
+            Event::Request { id, request } => {
+                answers.push(id);
+                Ev::Request(request.method.into_owned())
+            }
+            Event::Notification(n) => Ev::Notification(n.method.into_owned()),
+            Event::Expired(x) => Ev::Expired(x),
+            Event::Closed => Ev::Closed,
+            _ => Ev::Other,
+        });
+    }
+    if answer {
+        let ok = RawValue::from_json("\"ok\"").unwrap();
+        for id in answers {
+            ep.respond(id, Ok(ok)).unwrap();
+        }
+    }
+    seen
+}
+
+fn request(id: u32, method: &str) -> Vec<u8> {
+    frame(&format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}"}}"#
+    ))
+}
+
+fn notification(method: &str) -> Vec<u8> {
+    frame(&format!(r#"{{"jsonrpc":"2.0","method":"{method}"}}"#))
+}
+
+#[test]
+fn rate_limit_answers_requests_over_the_bucket_and_drops_notifications() {
+    let mut ep = endpoint(|c| c.rate_limit = Some(RateLimit::new(2, 3)));
+    let mut input = Vec::new();
+    for i in 1..=5 {
+        input.extend(request(i, "work"));
+    }
+    input.extend(notification("note"));
+    assert_eq!(ep.handle_input(&input, ms(0)), input.len());
+    // The burst of 3 goes through; the 4th and 5th requests are answered by the endpoint.
+    let seen = events(&mut ep, true);
+    assert_eq!(seen, vec![Ev::Request("work".into()); 3]);
+    let out = sent(&mut ep);
+    for id in [4, 5] {
+        let busy = format!(
+            r#"{{"jsonrpc":"2.0","error":{{"code":-32002,"message":"Server busy: rate limit exceeded"}},"id":{id}}}"#
+        );
+        assert!(out.contains(&busy), "{out}");
+    }
+    assert_eq!(out.matches("\"result\":\"ok\"").count(), 3, "{out}");
+    assert_eq!(ep.rate_limited_requests(), 2);
+    assert_eq!(ep.dropped_notifications(), 1);
+
+    // Half a second refills one token (2 a second): one more request passes, then none.
+    let mut input = request(6, "work");
+    input.extend(request(7, "work"));
+    ep.handle_input(&input, ms(500));
+    assert_eq!(events(&mut ep, true), vec![Ev::Request("work".into())]);
+    let out = sent(&mut ep);
+    assert!(
+        out.contains(r#""code":-32002"#) && out.contains(r#""id":7"#),
+        "{out}"
+    );
+    // Refills never exceed the burst: after a long pause, exactly 3 pass again.
+    let mut input = Vec::new();
+    for i in 8..=12 {
+        input.extend(request(i, "work"));
+    }
+    ep.handle_input(&input, ms(60_000));
+    assert_eq!(events(&mut ep, true).len(), 3);
+    assert_eq!(ep.rate_limited_requests(), 5);
+}
+
+#[test]
+fn rate_limit_counts_each_batch_entry_and_uses_a_configured_code() {
+    let mut ep = endpoint(|c| c.rate_limit = Some(RateLimit::new(0, 2).with_code(-32099)));
+    let batch = frame(
+        r#"[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","id":2,"method":"b"},{"jsonrpc":"2.0","id":3,"method":"c"},{"jsonrpc":"2.0","method":"d"}]"#,
+    );
+    ep.handle_input(&batch, ms(0));
+    assert_eq!(
+        events(&mut ep, true),
+        vec![Ev::Request("a".into()), Ev::Request("b".into())]
+    );
+    let out = sent(&mut ep);
+    // One array: two results and the third request refused with the application's code.
+    assert_eq!(out.matches("Content-Length").count(), 1, "{out}");
+    assert!(out.contains(r#"{"jsonrpc":"2.0","error":{"code":-32099,"message":"Server busy: rate limit exceeded"},"id":3}"#), "{out}");
+    assert_eq!(ep.dropped_notifications(), 1);
+    // No refill at 0 per second.
+    ep.handle_input(&request(4, "e"), ms(3_600_000));
+    assert!(events(&mut ep, true).is_empty());
+}
+
+#[test]
+fn responses_and_cancellations_are_not_rate_limited() {
+    let mut ep = endpoint(|c| c.rate_limit = Some(RateLimit::new(0, 1)));
+    let id = ep
+        .send_request("q", None, RequestOptions::default(), ms(0))
+        .unwrap();
+    sent(&mut ep);
+    let mut input = request(1, "work");
+    input.extend(frame(
+        r#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":1}}"#,
+    ));
+    input.extend(frame(&format!(
+        r#"{{"jsonrpc":"2.0","id":{},"result":1}}"#,
+        id.get()
+    )));
+    ep.handle_input(&input, ms(1));
+    let mut kinds = Vec::new();
+    while let Some(e) = ep.poll_event() {
+        kinds.push(match e {
+            Event::Request { .. } => "request",
+            Event::PeerCancelled { .. } => "cancelled",
+            Event::Response { .. } => "response",
+            _ => "other",
+        });
+    }
+    assert_eq!(kinds, ["request", "cancelled", "response"]);
+    assert_eq!(ep.rate_limited_requests() + ep.dropped_notifications(), 0);
+}
+
+#[test]
+fn idle_timeout_closes_a_quiet_connection() {
+    let idle = Duration::from_secs(10);
+    let mut ep = endpoint(|c| c.idle_timeout = Some(idle));
+    // The endpoint has not been told the time yet: it asks for it at once.
+    assert_eq!(ep.poll_timeout(), Some(Instant::ZERO));
+    ep.handle_timeout(ms(1_000));
+    assert_eq!(ep.poll_timeout(), Some(ms(11_000)));
+    // Input pushes the deadline.
+    ep.handle_input(&notification("ping"), ms(5_000));
+    events(&mut ep, false);
+    assert_eq!(ep.poll_timeout(), Some(ms(15_000)));
+    ep.handle_timeout(ms(14_999));
+    assert!(!ep.is_closed());
+    ep.handle_timeout(ms(15_000));
+    assert!(ep.is_closed());
+    assert_eq!(
+        events(&mut ep, false),
+        vec![Ev::Expired(Expiry::Idle), Ev::Closed]
+    );
+    assert_eq!(ep.poll_timeout(), None);
+}
+
+#[test]
+fn idle_timeout_waits_for_work_in_flight() {
+    let idle = Duration::from_secs(10);
+    let mut ep = endpoint(|c| c.idle_timeout = Some(idle));
+    ep.handle_input(&request(1, "slow"), ms(0));
+    let mut handle = None;
+    while let Some(e) = ep.poll_event() {
+        if let Event::Request { id, .. } = e {
+            handle = Some(id);
+        }
+    }
+    // A request in flight: no idle deadline, however long the handler takes.
+    assert_eq!(ep.poll_timeout(), None);
+    ep.handle_timeout(ms(60_000));
+    assert!(!ep.is_closed());
+    ep.respond(handle.unwrap(), Ok(RawValue::from_json("1").unwrap()))
+        .unwrap();
+    // The endpoint was not told when the answer came: it asks at once, then counts from then.
+    assert_eq!(ep.poll_timeout(), Some(ms(60_000)));
+    ep.handle_timeout(ms(100_000));
+    assert_eq!(ep.poll_timeout(), Some(ms(110_000)));
+    ep.handle_timeout(ms(110_000));
+    assert!(ep.is_closed());
+
+    // Our own request pending counts too.
+    let mut ep = endpoint(|c| {
+        c.idle_timeout = Some(idle);
+        c.default_timeout = None;
+    });
+    ep.send_request("q", None, RequestOptions::default(), ms(0))
+        .unwrap();
+    ep.handle_timeout(ms(50_000));
+    assert!(!ep.is_closed());
+    assert_eq!(ep.poll_timeout(), None);
+}
+
+#[test]
+fn frame_timeout_drops_a_slowloris_peer() {
+    let limit = Duration::from_secs(5);
+    let mut ep = endpoint(|c| {
+        c.frame_timeout = Some(limit);
+        c.idle_timeout = Some(Duration::from_secs(3600));
+    });
+    let whole = request(1, "work");
+    // A complete frame leaves nothing partial: only the (long) idle deadline.
+    ep.handle_input(&whole, ms(0));
+    assert_eq!(events(&mut ep, true), vec![Ev::Request("work".into())]);
+    sent(&mut ep);
+    ep.handle_timeout(ms(0));
+    assert_eq!(ep.poll_timeout(), Some(ms(3_600_000)));
+    // Half a frame, then a byte now and then: the clock runs from the frame's first byte.
+    let slow = request(2, "work");
+    let (head, rest) = slow.split_at(slow.len() / 2);
+    ep.handle_input(head, ms(1_000));
+    assert_eq!(ep.poll_timeout(), Some(ms(6_000)));
+    ep.handle_input(&rest[..1], ms(4_000));
+    ep.handle_input(&rest[1..2], ms(5_999));
+    assert_eq!(ep.poll_timeout(), Some(ms(6_000)));
+    ep.handle_timeout(ms(6_000));
+    assert!(ep.is_closed());
+    assert_eq!(
+        events(&mut ep, false),
+        vec![Ev::Expired(Expiry::PartialFrame), Ev::Closed]
+    );
+}
+
+#[test]
+fn frame_timeout_restarts_with_each_frame_and_covers_newline_framing() {
+    let limit = Duration::from_secs(5);
+    let mut ep = endpoint(|c| {
+        c.frame_timeout = Some(limit);
+        c.framing = Some(Framing::Newline);
+    });
+    let line = b"{\"jsonrpc\":\"2.0\",\"method\":\"n\"}\n";
+    ep.handle_input(&line[..10], ms(0));
+    assert_eq!(ep.poll_timeout(), Some(ms(5_000)));
+    // The line completes in time and the next one starts: its own clock.
+    let mut more = line[10..].to_vec();
+    more.extend_from_slice(&line[..3]);
+    ep.handle_input(&more, ms(4_000));
+    assert_eq!(events(&mut ep, false), vec![Ev::Notification("n".into())]);
+    assert_eq!(ep.poll_timeout(), Some(ms(9_000)));
+    ep.handle_input(&line[3..], ms(8_000));
+    events(&mut ep, false);
+    assert_eq!(ep.poll_timeout(), None);
+    ep.handle_timeout(ms(100_000));
+    assert!(!ep.is_closed());
+}
+
+#[test]
+fn protection_is_off_by_default() {
+    let mut ep = Endpoint::new(Config::default());
+    let slow = request(1, "work");
+    ep.handle_input(&slow[..10], ms(0));
+    assert_eq!(ep.poll_timeout(), None);
+    ep.handle_timeout(ms(u32::MAX as u64));
+    assert!(!ep.is_closed());
+}
