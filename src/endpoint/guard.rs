@@ -5,7 +5,12 @@
 //! All three are off by default ([`Config`](super::Config)); servers facing the internet
 //! turn them on.
 
-use crate::error::code;
+use alloc::vec::Vec;
+
+use crate::codec::{self, Framing};
+use crate::error::{code, ErrorObject};
+use crate::id::Id;
+use crate::message::{write_error_response, Version};
 use crate::time::Instant;
 
 use super::Endpoint;
@@ -244,6 +249,19 @@ impl Endpoint {
         };
         self.events.push_back(super::Record::Expired(expiry));
         self.close(now);
+    }
+}
+
+/// Writes what a server at its connection limit sends on a connection it refuses before
+/// giving it an endpoint: one error response with id `null`, `-32002` "Server busy: too
+/// many connections", framed with `framing` (`None`: the bare message).
+pub fn write_refusal(framing: Option<Framing>, out: &mut Vec<u8>) {
+    let error = ErrorObject::fixed(code::SERVER_BUSY, "Server busy: too many connections");
+    let mut body = Vec::new();
+    write_error_response(&mut body, Version::V2, &Id::NULL, &error);
+    match framing {
+        Some(f) => codec::encode_frame(f, &body, out),
+        None => out.extend_from_slice(&body),
     }
 }
 

@@ -24,7 +24,7 @@ use crate::Classifier;
 
 use tables::{EarlyCancels, Outgoing};
 
-pub use guard::{Expiry, RateLimit};
+pub use guard::{write_refusal, Expiry, RateLimit};
 
 /// The id of a request we sent: the number written as its `id` on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

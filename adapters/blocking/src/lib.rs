@@ -87,8 +87,10 @@ pub struct Config {
     pub framing: Framing,
     /// Handler threads: per server for [`serve_tcp`], per connection otherwise (default 4).
     pub workers: usize,
-    /// Most connections [`serve_tcp`] serves at once (default 64); a connection beyond it
-    /// is closed as soon as it is accepted.
+    /// Most connections [`serve_tcp`] and [`serve_unix`] serve at once (default 64). A
+    /// connection beyond it is sent one error response (id `null`, `-32002` "Server busy:
+    /// too many connections", in the connection's framing) and closed as soon as it is
+    /// accepted; the connections already served keep working.
     pub max_connections: usize,
     /// How long a shutdown, or the end of the peer's input, waits for handlers in flight
     /// to answer before closing (default 5 s).

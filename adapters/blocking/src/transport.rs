@@ -217,6 +217,8 @@ impl Listening {
         let jobs = pool.sender();
         let stop = Arc::new(AtomicBool::new(false));
         let connections = Arc::new(Mutex::new(Vec::<Client>::new()));
+        let mut refusal = Vec::new();
+        sansrpc::endpoint::write_refusal(Some(config.framing), &mut refusal);
         let (stopped, live, grace) = (
             Arc::clone(&stop),
             Arc::clone(&connections),
@@ -237,7 +239,12 @@ impl Listening {
                 let mut live = lock(&live);
                 live.retain(|c: &Client| !c.is_closed());
                 if live.len() >= config.max_connections {
-                    continue; // dropping the stream closes it
+                    // Refused: one error (id null, -32002), then closed. The connections
+                    // already served are not touched.
+                    let mut stream = stream;
+                    let _ = stream.write_all(&refusal);
+                    stream.shutdown();
+                    continue;
                 }
                 let handlers = Handlers {
                     router: Arc::clone(&router),
