@@ -18,7 +18,11 @@ use std::time::Duration;
 use futures::FutureExt;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Body, Bytes, Incoming};
-use hyper::header::{HeaderValue, ACCEPT, ALLOW, CONTENT_TYPE};
+use hyper::header::{
+    HeaderValue, ACCEPT, ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS,
+    ACCESS_CONTROL_ALLOW_ORIGIN, ACCESS_CONTROL_MAX_AGE, ACCESS_CONTROL_REQUEST_HEADERS,
+    ACCESS_CONTROL_REQUEST_METHOD, ALLOW, CONNECTION, CONTENT_TYPE, ORIGIN, VARY,
+};
 use hyper::{Request, Response, StatusCode, Uri};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -28,7 +32,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::{BatchSlot, BoxFuture, Builder, CallError, Driver, Received, ShutdownHandle};
-use crate::{TokioTimer, Transport};
+use crate::{Origins, ServeOptions, TokioTimer, Transport};
 
 pub use hyper;
 
@@ -113,8 +117,67 @@ impl Transport for ServerExchange {
     }
 }
 
-/// Answers one HTTP request.
-async fn answer(request: Request<Incoming>, builder: Builder, handler_timeout: Duration) -> Answer {
+/// What one HTTP connection needs to answer its requests.
+struct Serving {
+    builder: Builder,
+    handler_timeout: Duration,
+    cors: Option<Origins>,
+    cors_max_age: HeaderValue,
+}
+
+/// Answers one HTTP request, with CORS when configured.
+async fn answer(request: Request<Incoming>, serving: Arc<Serving>) -> Answer {
+    let Some(origins) = &serving.cors else {
+        return exchange(request, &serving).await;
+    };
+    let origin = request.headers().get(ORIGIN).cloned();
+    let allowed = origin
+        .as_ref()
+        .filter(|o| o.to_str().is_ok_and(|o| origins.allows(o)))
+        .map(|o| match origins {
+            Origins::Any => HeaderValue::from_static("*"),
+            Origins::List(_) => o.clone(),
+        });
+    let preflight = request.method() == hyper::Method::OPTIONS
+        && request
+            .headers()
+            .contains_key(ACCESS_CONTROL_REQUEST_METHOD);
+    let mut response = if preflight {
+        let Some(_) = &allowed else {
+            let mut refused = reply(StatusCode::FORBIDDEN, None);
+            refused
+                .headers_mut()
+                .insert(VARY, HeaderValue::from_static("Origin"));
+            return refused;
+        };
+        let headers = request
+            .headers()
+            .get(ACCESS_CONTROL_REQUEST_HEADERS)
+            .cloned()
+            .unwrap_or(HeaderValue::from_static("Content-Type"));
+        let mut response = reply(StatusCode::NO_CONTENT, None);
+        let h = response.headers_mut();
+        h.insert(
+            ACCESS_CONTROL_ALLOW_METHODS,
+            HeaderValue::from_static("POST"),
+        );
+        h.insert(ACCESS_CONTROL_ALLOW_HEADERS, headers);
+        h.insert(ACCESS_CONTROL_MAX_AGE, serving.cors_max_age.clone());
+        response
+    } else {
+        exchange(request, &serving).await
+    };
+    let h = response.headers_mut();
+    h.insert(VARY, HeaderValue::from_static("Origin"));
+    if let Some(allowed) = allowed {
+        h.insert(ACCESS_CONTROL_ALLOW_ORIGIN, allowed);
+    }
+    response
+}
+
+/// Answers one HTTP request's JSON-RPC exchange.
+async fn exchange(request: Request<Incoming>, serving: &Serving) -> Answer {
+    let (builder, handler_timeout) = (serving.builder.clone(), serving.handler_timeout);
     if request.method() != hyper::Method::POST {
         let mut response = reply(StatusCode::METHOD_NOT_ALLOWED, None);
         response
@@ -130,7 +193,21 @@ async fn answer(request: Request<Incoming>, builder: Builder, handler_timeout: D
     if request.body().size_hint().lower() > limit as u64 {
         return reply(StatusCode::PAYLOAD_TOO_LARGE, None);
     }
-    let body = match Limited::new(request.into_body(), limit).collect().await {
+    let collect = Limited::new(request.into_body(), limit).collect();
+    let collected = match builder.endpoint_config().frame_timeout {
+        Some(t) => match tokio::time::timeout(t, collect).await {
+            Ok(collected) => collected,
+            Err(_) => {
+                // A body trickling in (slowloris): refused, and the connection closed.
+                let mut response = reply(StatusCode::REQUEST_TIMEOUT, None);
+                let close = HeaderValue::from_static("close");
+                response.headers_mut().insert(CONNECTION, close);
+                return response;
+            }
+        },
+        None => collect.await,
+    };
+    let body = match collected {
         Ok(body) => body.to_bytes(),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => {
             return reply(StatusCode::PAYLOAD_TOO_LARGE, None)
@@ -193,6 +270,54 @@ pub async fn serve_with(
     shutdown: impl Future<Output = ()>,
     grace: Duration,
 ) -> io::Result<()> {
+    let options = ServeOptions {
+        handler_timeout,
+        ..ServeOptions::default()
+    };
+    serve_with_options(listener, builder, options, shutdown, grace).await
+}
+
+/// What an HTTP connection beyond the limit is answered.
+const BUSY: &[u8] =
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+
+/// [`serve`] with its [`ServeOptions`]: the connection limit (a connection beyond it is
+/// answered `503` and closed), the handlers' time, and CORS.
+///
+/// With [`ServeOptions::cors`] set, a preflight (`OPTIONS` with
+/// `Access-Control-Request-Method`) from an allowed origin is answered `204` with
+/// `Access-Control-Allow-Origin` (the origin, or `*` for [`Origins::Any`]),
+/// `-Allow-Methods: POST`, `-Allow-Headers` (those requested, else `Content-Type`) and
+/// `-Max-Age`; from any other origin `403`. Every answer carries `Vary: Origin`, and
+/// `Access-Control-Allow-Origin` when the origin is allowed; a disallowed origin gets no
+/// CORS header (the browser then hides the answer).
+///
+/// The endpoint config's timeouts bound slow clients: a request head must arrive within
+/// the shorter of [`frame_timeout`](sansrpc::endpoint::Config::frame_timeout) and
+/// [`idle_timeout`](sansrpc::endpoint::Config::idle_timeout) (hyper's header read timeout,
+/// which also closes a keep-alive connection waiting that long for its next request), and
+/// a body within `frame_timeout` (else `408` and the connection is closed).
+pub async fn serve_with_options(
+    listener: tokio::net::TcpListener,
+    builder: Builder,
+    options: ServeOptions,
+    shutdown: impl Future<Output = ()>,
+    grace: Duration,
+) -> io::Result<()> {
+    let config = builder.endpoint_config();
+    let head_timeout = match (config.frame_timeout, config.idle_timeout) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let max_age = options.cors_max_age.as_secs().to_string();
+    let serving = Arc::new(Serving {
+        builder,
+        handler_timeout: options.handler_timeout,
+        cors: options.cors.clone(),
+        cors_max_age: HeaderValue::from_str(&max_age).unwrap_or(HeaderValue::from_static("0")),
+    });
+    let busy: Arc<[u8]> = BUSY.into();
+    let mut refusing = JoinSet::new();
     let mut shutdown = std::pin::pin!(shutdown);
     let (stop, stopping) = watch::channel(false);
     let mut connections = JoinSet::new();
@@ -200,15 +325,21 @@ pub async fn serve_with(
         tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
+                Ok((stream, _)) if connections.len() >= options.max_connections => {
+                    crate::refuse_on(&mut refusing, stream, &busy);
+                }
                 Ok((stream, _)) => {
-                    let builder = builder.clone();
+                    let serving = serving.clone();
                     let mut stopping = stopping.clone();
                     connections.spawn(async move {
                         let service = hyper::service::service_fn(move |request| {
-                            let answer = answer(request, builder.clone(), handler_timeout);
-                            answer.map(Ok::<_, Infallible>)
+                            answer(request, serving.clone()).map(Ok::<_, Infallible>)
                         });
-                        let http = hyper::server::conn::http1::Builder::new();
+                        let mut http = hyper::server::conn::http1::Builder::new();
+                        if let Some(limit) = head_timeout {
+                            http.timer(hyper_util::rt::TokioTimer::new())
+                                .header_read_timeout(limit);
+                        }
                         let connection = http.serve_connection(TokioIo::new(stream), service);
                         let mut connection = std::pin::pin!(connection);
                         tokio::select! {
@@ -222,8 +353,10 @@ pub async fn serve_with(
                 Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
             },
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            Some(_) = refusing.join_next(), if !refusing.is_empty() => {}
         }
     }
+    refusing.shutdown().await;
     let _ = stop.send(true);
     let all_done = async { while connections.join_next().await.is_some() {} };
     let _ = tokio::time::timeout(grace + Duration::from_secs(1), all_done).await;

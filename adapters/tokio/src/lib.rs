@@ -48,6 +48,7 @@ use std::time::{Duration, Instant};
 pub mod http;
 pub mod ws;
 
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::compat::{Compat, TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
@@ -55,6 +56,102 @@ pub use sansrpc_futures::{
     sansrpc, AsyncRouter, Batch, BatchSlot, BoxFuture, Builder, ByteStream, CallError, Client,
     Driver, HandlerResult, PendingCall, RawResult, Received, ShutdownHandle, Timer, Transport,
 };
+
+/// Which `Origin`s a server accepts: for the WebSocket handshake ([`ws`]) and for CORS
+/// ([`http`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Origins {
+    /// Every origin.
+    #[default]
+    Any,
+    /// Only these, compared with the `Origin` header ignoring ASCII case
+    /// (`https://app.example.com`, scheme and host, and port when not the default).
+    List(Vec<String>),
+}
+
+impl Origins {
+    /// True when `origin` is accepted.
+    pub fn allows(&self, origin: &str) -> bool {
+        match self {
+            Origins::Any => true,
+            Origins::List(list) => list.iter().any(|o| o.eq_ignore_ascii_case(origin.trim())),
+        }
+    }
+}
+
+/// How a server protects itself from clients it does not trust, for every `serve_*`
+/// function of this crate (each field says which use it). The per-connection rules
+/// (rate limit, idle and partial-frame timeouts) are the endpoint's, in the
+/// [`Builder`]'s [`Config`](sansrpc::endpoint::Config).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServeOptions {
+    /// Most connections served at once (default 1024). Beyond it a connection is answered
+    /// and closed at once, and the connections already served keep working: a byte stream
+    /// ([`serve_tcp`], [`serve_unix`]) gets one error response (id `null`, `-32002` "Server
+    /// busy: too many connections", in the builder's framing), a WebSocket upgrade or an
+    /// HTTP request gets `503 Service Unavailable`.
+    pub max_connections: usize,
+    /// WebSocket only: the `Origin`s whose handshake is accepted (default any); another
+    /// gets `403 Forbidden`.
+    pub allowed_origins: Origins,
+    /// WebSocket only: accept a handshake without an `Origin` header, as non-browser
+    /// clients send (default `true`; `false` answers it `403`).
+    pub allow_missing_origin: bool,
+    /// WebSocket only: the keep-alive pings (default [`ws::KeepAlive::default`]).
+    pub keepalive: Option<ws::KeepAlive>,
+    /// HTTP only: CORS for these origins (default none: no CORS headers, `OPTIONS` is
+    /// `405`). See [`http::serve_with_options`].
+    pub cors: Option<Origins>,
+    /// HTTP only: how long a browser may cache a preflight answer (default 10 minutes).
+    pub cors_max_age: Duration,
+    /// HTTP only: how long each request's handlers may run (default 60 s).
+    pub handler_timeout: Duration,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            max_connections: 1024,
+            allowed_origins: Origins::Any,
+            allow_missing_origin: true,
+            keepalive: Some(ws::KeepAlive::default()),
+            cors: None,
+            cors_max_age: Duration::from_secs(600),
+            handler_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Refused connections being answered at once; beyond it one is closed without an answer.
+const MAX_REFUSING: usize = 64;
+/// How long answering a refused connection may take.
+const REFUSAL_TIME: Duration = Duration::from_secs(2);
+
+/// Answers a connection beyond the limit with `answer`, then closes it; what the client
+/// sent meanwhile is read and dropped so that closing does not reset the connection
+/// before the client reads the answer.
+async fn refuse<S: AsyncRead + AsyncWrite + Unpin>(mut stream: S, answer: Arc<[u8]>) {
+    let work = async {
+        stream.write_all(&answer).await?;
+        stream.shutdown().await?;
+        let mut sink = [0u8; 1024];
+        while stream.read(&mut sink).await? > 0 {}
+        Ok::<_, io::Error>(())
+    };
+    let _ = tokio::time::timeout(REFUSAL_TIME, work).await;
+}
+
+/// Refuses `stream` on its own short task, or drops it when too many refusals are under
+/// way already.
+fn refuse_on<S>(refusing: &mut JoinSet<()>, stream: S, answer: &Arc<[u8]>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    if refusing.len() < MAX_REFUSING {
+        refusing.spawn(refuse(stream, answer.clone()));
+    }
+}
 
 /// tokio's timer.
 #[derive(Debug, Clone, Copy, Default)]
@@ -153,13 +250,28 @@ pub async fn serve_tcp(
     shutdown: impl Future<Output = ()>,
     grace: Duration,
 ) -> io::Result<()> {
-    let accept = || async {
-        listener
-            .accept()
-            .await
-            .map(|(s, _)| std::future::ready(Ok(tcp(s))))
-    };
-    serve(accept, builder, shutdown, grace).await
+    serve_tcp_with(listener, builder, ServeOptions::default(), shutdown, grace).await
+}
+
+/// [`serve_tcp`] with its [`ServeOptions`] (the connection limit).
+pub async fn serve_tcp_with(
+    listener: tokio::net::TcpListener,
+    builder: Builder,
+    options: ServeOptions,
+    shutdown: impl Future<Output = ()>,
+    grace: Duration,
+) -> io::Result<()> {
+    let accept = || async { listener.accept().await.map(|(s, _)| s) };
+    let setup = |s| std::future::ready(Ok(tcp(s)));
+    let refusal = stream_refusal(&builder);
+    serve(accept, setup, refusal, builder, &options, shutdown, grace).await
+}
+
+/// What a byte stream beyond the connection limit is sent.
+fn stream_refusal(builder: &Builder) -> Arc<[u8]> {
+    let mut answer = Vec::new();
+    sansrpc::endpoint::write_refusal(builder.endpoint_config().framing, &mut answer);
+    answer.into()
 }
 
 /// [`serve_tcp`] for a Unix socket listener.
@@ -170,29 +282,44 @@ pub async fn serve_unix(
     shutdown: impl Future<Output = ()>,
     grace: Duration,
 ) -> io::Result<()> {
-    let accept = || async {
-        listener
-            .accept()
-            .await
-            .map(|(s, _)| std::future::ready(Ok(unix(s))))
-    };
-    serve(accept, builder, shutdown, grace).await
+    serve_unix_with(listener, builder, ServeOptions::default(), shutdown, grace).await
 }
 
-/// The accept loop of every `serve_*`: `accept` yields, per connection, a future that
-/// finishes setting it up (a WebSocket handshake) on the connection's own task.
-async fn serve<T, A, F, H>(
-    mut accept: A,
+/// [`serve_unix`] with its [`ServeOptions`] (the connection limit).
+#[cfg(unix)]
+pub async fn serve_unix_with(
+    listener: tokio::net::UnixListener,
     builder: Builder,
+    options: ServeOptions,
+    shutdown: impl Future<Output = ()>,
+    grace: Duration,
+) -> io::Result<()> {
+    let accept = || async { listener.accept().await.map(|(s, _)| s) };
+    let setup = |s| std::future::ready(Ok(unix(s)));
+    let refusal = stream_refusal(&builder);
+    serve(accept, setup, refusal, builder, &options, shutdown, grace).await
+}
+
+/// The accept loop of every `serve_*`: `accept` yields connections, `setup` the future
+/// that finishes setting one up (a WebSocket handshake) on the connection's own task.
+/// Beyond [`ServeOptions::max_connections`] a connection is sent `refusal` and closed.
+async fn serve<S, T, A, F, H>(
+    mut accept: A,
+    setup: impl Fn(S) -> H,
+    refusal: Arc<[u8]>,
+    builder: Builder,
+    options: &ServeOptions,
     shutdown: impl Future<Output = ()>,
     grace: Duration,
 ) -> io::Result<()>
 where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     T: Transport,
     A: FnMut() -> F,
-    F: Future<Output = io::Result<H>>,
+    F: Future<Output = io::Result<S>>,
     H: Future<Output = io::Result<T>> + Send + 'static,
 {
+    let mut refusing = JoinSet::new();
     let mut shutdown = std::pin::pin!(shutdown);
     let mut connections = JoinSet::new();
     // `None` once shutting down: connections set up later are shut down at once.
@@ -201,7 +328,11 @@ where
         tokio::select! {
             () = &mut shutdown => break,
             accepted = accept() => match accepted {
-                Ok(setup) => {
+                Ok(stream) if connections.len() >= options.max_connections => {
+                    refuse_on(&mut refusing, stream, &refusal);
+                }
+                Ok(stream) => {
+                    let setup = setup(stream);
                     let builder = builder.clone();
                     let handles = handles.clone();
                     connections.spawn(async move {
@@ -223,8 +354,10 @@ where
                 Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
             },
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            Some(_) = refusing.join_next(), if !refusing.is_empty() => {}
         }
     }
+    refusing.shutdown().await;
     let registered = handles.lock().unwrap_or_else(|e| e.into_inner()).take();
     for handle in registered.into_iter().flatten() {
         handle.shutdown(grace);

@@ -24,7 +24,11 @@ use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error as WsError, Message, Utf8Bytes};
 use tokio_tungstenite::WebSocketStream;
 
-use crate::{Builder, Connection, Received, Transport};
+use crate::{Builder, Connection, Origins, Received, ServeOptions, Transport};
+use std::sync::Arc;
+use tokio_tungstenite::tungstenite::handshake::server::{
+    ErrorResponse, Request as HsRequest, Response as HsResponse,
+};
 
 pub use tokio_tungstenite::tungstenite;
 
@@ -285,13 +289,79 @@ pub async fn serve_with(
     shutdown: impl Future<Output = ()>,
     grace: Duration,
 ) -> io::Result<()> {
-    let config = config(&builder.endpoint_config().limits);
-    let accept = || async {
-        let (stream, _) = listener.accept().await?;
-        Ok(async move {
-            let ws = tokio_tungstenite::accept_async_with_config(stream, Some(config)).await;
-            Ok(WebSocket::new(ws.map_err(io_error)?, keepalive))
-        })
+    let options = ServeOptions {
+        keepalive,
+        ..ServeOptions::default()
     };
-    crate::serve(accept, builder, shutdown, grace).await
+    serve_with_options(listener, builder, options, shutdown, grace).await
+}
+
+/// What a WebSocket upgrade beyond the connection limit is answered.
+const BUSY: &[u8] =
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+
+/// [`serve`] with its [`ServeOptions`]: the connection limit (an upgrade beyond it is
+/// answered `503`), the `Origin` allow-list (a handshake from another origin is answered
+/// `403`, one without `Origin` as [`ServeOptions::allow_missing_origin`] says) and the
+/// keep-alive.
+///
+/// The endpoint's [`frame_timeout`](sansrpc::endpoint::Config::frame_timeout), when set,
+/// also bounds the handshake. A WebSocket frame half received is tungstenite's, not the
+/// endpoint's: it counts as silence, which the
+/// [`idle_timeout`](sansrpc::endpoint::Config::idle_timeout) ends.
+pub async fn serve_with_options(
+    listener: tokio::net::TcpListener,
+    builder: Builder,
+    options: ServeOptions,
+    shutdown: impl Future<Output = ()>,
+    grace: Duration,
+) -> io::Result<()> {
+    let config = config(&builder.endpoint_config().limits);
+    let handshake_timeout = builder.endpoint_config().frame_timeout;
+    let accept = || async { listener.accept().await.map(|(s, _)| s) };
+    let origins = Arc::new(options.allowed_origins.clone());
+    let (missing, keepalive) = (options.allow_missing_origin, options.keepalive);
+    let setup = move |stream: tokio::net::TcpStream| {
+        let origins = origins.clone();
+        async move {
+            // The error type is tungstenite's.
+            #[allow(clippy::result_large_err)]
+            let check = move |request: &HsRequest, response: HsResponse| {
+                if origin_allowed(&origins, missing, request) {
+                    Ok(response)
+                } else {
+                    let mut refusal = ErrorResponse::new(Some("origin not allowed".into()));
+                    *refusal.status_mut() = tungstenite::http::StatusCode::FORBIDDEN;
+                    Err(refusal)
+                }
+            };
+            let handshake =
+                tokio_tungstenite::accept_hdr_async_with_config(stream, check, Some(config));
+            let ws = match handshake_timeout {
+                Some(limit) => tokio::time::timeout(limit, handshake)
+                    .await
+                    .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "handshake timed out"))?,
+                None => handshake.await,
+            };
+            Ok(WebSocket::new(ws.map_err(io_error)?, keepalive))
+        }
+    };
+    crate::serve(
+        accept,
+        setup,
+        BUSY.into(),
+        builder,
+        &options,
+        shutdown,
+        grace,
+    )
+    .await
+}
+
+/// True when the handshake's `Origin` is accepted.
+fn origin_allowed(origins: &Origins, allow_missing: bool, request: &HsRequest) -> bool {
+    match request.headers().get("origin") {
+        None => allow_missing,
+        Some(origin) => origin.to_str().is_ok_and(|o| origins.allows(o)),
+    }
 }
