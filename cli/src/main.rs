@@ -118,6 +118,8 @@ struct ServeArgs {
     /// carry one message per frame or body).
     #[arg(long, value_enum, default_value_t = FramingArg::ContentLength)]
     framing: FramingArg,
+    #[command(flatten)]
+    protect: serve::ProtectArgs,
 }
 
 /// Logs to stderr only: stdout may be a protocol stream. `RUST_LOG` overrides `default`.
@@ -147,7 +149,7 @@ fn main() -> ExitCode {
             } else {
                 serve::Listen::Stdio
             };
-            serve::run(listen, args.framing).map(|()| ExitCode::SUCCESS)
+            serve::run(listen, args.framing, &args.protect).map(|()| ExitCode::SUCCESS)
         }
         Verb::Call(args) => {
             init_logs("warn");

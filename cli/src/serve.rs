@@ -4,11 +4,14 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
+use sansrpc::endpoint::RateLimit;
 use sansrpc::method::{Method, NotificationMethod};
 use sansrpc::router::{MethodDoc, Router};
 use sansrpc::ErrorObject;
 use sansrpc_blocking::Config;
+use sansrpc_tokio::Origins;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -202,6 +205,98 @@ pub fn router() -> Router {
     router
 }
 
+/// Protection for a server facing clients it does not trust (`sansrpc serve` flags).
+#[derive(clap::Args, Debug, Clone)]
+pub struct ProtectArgs {
+    /// Most connections served at once (TCP, Unix, WebSocket, HTTP); one beyond it gets a
+    /// -32002 error (WebSocket and HTTP: 503) and is closed.
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    max_connections: usize,
+    /// Per-connection rate limit: requests (and notifications) a second, with an optional
+    /// burst (default: the rate); requests over it are answered -32002, notifications
+    /// dropped. Example: 50 or 50:200.
+    #[arg(long, value_name = "RATE[:BURST]", value_parser = parse_rate)]
+    rate_limit: Option<RateLimit>,
+    /// Close a connection that sent nothing for this long while nothing was in flight
+    /// (e.g. 30s, 500ms, 5m; a bare number is seconds).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    idle_timeout: Option<Duration>,
+    /// Close a connection whose message stays partly received for this long (slowloris);
+    /// HTTP: a request head or body, WebSocket: the handshake.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    frame_timeout: Option<Duration>,
+    /// WebSocket: accept handshakes from this Origin only (repeatable; others get 403).
+    /// Clients sending no Origin are accepted.
+    #[arg(long, value_name = "ORIGIN")]
+    allow_origin: Vec<String>,
+    /// HTTP: answer CORS for this origin (repeatable; `*` for any); preflights from other
+    /// origins get 403.
+    #[arg(long, value_name = "ORIGIN|*")]
+    cors_origin: Vec<String>,
+}
+
+impl ProtectArgs {
+    /// The endpoint's share: the rate limit and the timeouts.
+    fn endpoint(&self, config: &mut sansrpc::endpoint::Config) {
+        config.rate_limit = self.rate_limit;
+        config.idle_timeout = self.idle_timeout;
+        config.frame_timeout = self.frame_timeout;
+    }
+
+    /// The tokio servers' share: the limit, the origins, CORS.
+    fn serve_options(&self) -> sansrpc_tokio::ServeOptions {
+        let mut options = sansrpc_tokio::ServeOptions::default();
+        options.max_connections = self.max_connections;
+        if !self.allow_origin.is_empty() {
+            options.allowed_origins = Origins::List(self.allow_origin.clone());
+        }
+        if self.cors_origin.iter().any(|o| o == "*") {
+            options.cors = Some(Origins::Any);
+        } else if !self.cors_origin.is_empty() {
+            options.cors = Some(Origins::List(self.cors_origin.clone()));
+        }
+        options
+    }
+}
+
+/// `RATE` or `RATE:BURST`.
+fn parse_rate(text: &str) -> Result<RateLimit, String> {
+    let number = |n: &str| {
+        n.trim()
+            .parse::<u32>()
+            .map_err(|_| format!("{n:?} is not a whole number"))
+    };
+    let (rate, burst) = match text.split_once(':') {
+        Some((rate, burst)) => (number(rate)?, number(burst)?),
+        None => {
+            let rate = number(text)?;
+            (rate, rate)
+        }
+    };
+    if burst == 0 {
+        return Err("the burst must be at least 1".into());
+    }
+    Ok(RateLimit::new(rate, burst))
+}
+
+/// `500ms`, `30s`, `5m`, or a bare number of seconds.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?}: expected a duration like 30s or 500ms"))?;
+    match unit {
+        "ms" => Ok(Duration::from_millis(n)),
+        "" | "s" => Ok(Duration::from_secs(n)),
+        "m" => Ok(Duration::from_secs(n * 60)),
+        _ => Err(format!("{text:?}: the unit must be ms, s or m")),
+    }
+}
+
 /// Where to serve.
 #[derive(Debug)]
 pub enum Listen {
@@ -233,10 +328,10 @@ pub fn socket_addr<'a>(addr: &'a str, scheme: &str) -> Fallible<&'a str> {
 }
 
 /// Runs the service until stdin ends (stdio) or forever (sockets).
-pub fn run(listen: Listen, framing: FramingArg) -> Fallible<()> {
+pub fn run(listen: Listen, framing: FramingArg, protect: &ProtectArgs) -> Fallible<()> {
     let (tcp, unix) = match listen {
-        Listen::Ws(addr) => return serve_tokio(&addr, true),
-        Listen::Http(addr) => return serve_tokio(&addr, false),
+        Listen::Ws(addr) => return serve_tokio(&addr, true, protect),
+        Listen::Http(addr) => return serve_tokio(&addr, false, protect),
         Listen::Tcp(addr) => (Some(addr), None),
         Listen::Unix(path) => (None, Some(path)),
         Listen::Stdio => (None, None),
@@ -244,6 +339,8 @@ pub fn run(listen: Listen, framing: FramingArg) -> Fallible<()> {
     let router = Arc::new(router());
     let mut config = Config::default();
     config.framing = framing.framing();
+    config.max_connections = protect.max_connections;
+    protect.endpoint(&mut config.endpoint);
     let framing = framing.name();
     if let Some(addr) = tcp {
         let server = sansrpc_blocking::serve_tcp(&*addr, router, config)
@@ -264,7 +361,7 @@ pub fn run(listen: Listen, framing: FramingArg) -> Fallible<()> {
 }
 
 /// WebSocket (`ws`) or HTTP on a tokio runtime of this branch's own, forever.
-fn serve_tokio(addr: &str, ws: bool) -> Fallible<()> {
+fn serve_tokio(addr: &str, ws: bool, protect: &ProtectArgs) -> Fallible<()> {
     let (scheme, name) = if ws {
         ("ws", "WebSocket")
     } else {
@@ -281,14 +378,20 @@ fn serve_tokio(addr: &str, ws: bool) -> Fallible<()> {
             .map_err(|e| format!("cannot listen on {bind}: {e}"))?;
         let local = listener.local_addr()?;
         tracing::info!(addr = %local, url = %format!("{scheme}://{local}/"), "listening on {name}");
-        let builder =
-            sansrpc_tokio::Builder::new().router(sansrpc_tokio::AsyncRouter::from_router(router()));
+        let mut config = sansrpc::endpoint::Config::default();
+        protect.endpoint(&mut config);
+        let builder = sansrpc_tokio::Builder::new()
+            .config(config)
+            .router(sansrpc_tokio::AsyncRouter::from_router(router()));
         let forever = std::future::pending::<()>();
         let grace = std::time::Duration::from_secs(5);
+        let options = protect.serve_options();
         if ws {
-            sansrpc_tokio::ws::serve(listener, builder, forever, grace).await?;
+            sansrpc_tokio::ws::serve_with_options(listener, builder, options, forever, grace)
+                .await?;
         } else {
-            sansrpc_tokio::http::serve(listener, builder, forever, grace).await?;
+            sansrpc_tokio::http::serve_with_options(listener, builder, options, forever, grace)
+                .await?;
         }
         Ok(())
     })

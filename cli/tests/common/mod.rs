@@ -79,7 +79,7 @@ pub fn serve_web(transport: &str) -> (Server, String) {
 }
 
 /// Starts `sansrpc ARGS`, a server logging `addr=...` on stderr; returns that address.
-fn serve_logging_addr(args: &[&str]) -> (Server, String) {
+pub fn serve_logging_addr(args: &[&str]) -> (Server, String) {
     let mut child = Command::new(exe())
         .args(args)
         .env("RUST_LOG", "info")
