@@ -175,3 +175,30 @@ fn requests_over_the_rate_limit_are_answered_server_busy() {
         server.shutdown();
     });
 }
+
+#[cfg(unix)]
+#[test]
+fn a_unix_socket_connection_beyond_the_limit_is_refused() {
+    use std::os::unix::net::UnixStream;
+    within(LIMIT, || {
+        let path = std::env::temp_dir().join(format!(
+            "sansrpc-blocking-protect-{}.sock",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_file(&path);
+        let mut config = Config::default();
+        config.max_connections = 1;
+        let server = sansrpc_blocking::serve_unix(&path, Arc::new(router()), config).unwrap();
+        let served = sansrpc_blocking::connect_unix(&path, Config::default()).unwrap();
+        assert_eq!(add(&served, 1, 2), 3);
+        let mut refused = UnixStream::connect(&path).unwrap();
+        refused
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let mut got = String::new();
+        refused.read_to_string(&mut got).unwrap();
+        assert!(got.contains(r#""code":-32002"#), "{got:?}");
+        assert_eq!(add(&served, 3, 4), 7);
+        server.shutdown();
+    });
+}

@@ -389,3 +389,38 @@ async fn an_http_slowloris_is_dropped_at_the_timeout() {
     })
     .await;
 }
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_unix_socket_flood_beyond_the_limit_is_refused() {
+    within(LIMIT, async {
+        let dir = std::env::temp_dir().join(format!("sansrpc-protect-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("limit.sock");
+        let _ = std::fs::remove_file(&path);
+        let listener = tokio::net::UnixListener::bind(&path).unwrap();
+        let (_stop, stopped) = oneshot::channel::<()>();
+        let shutdown = async move {
+            let _ = stopped.await;
+        };
+        let builder = Builder::new().router(calculator());
+        let serve = sansrpc_tokio::serve_unix_with(listener, builder, limit(1), shutdown, grace());
+        tokio::spawn(serve);
+        let stream = tokio::net::UnixStream::connect(&path).await.unwrap();
+        let served = sansrpc_tokio::spawn(Builder::new(), sansrpc_tokio::unix(stream));
+        assert_eq!(add(&served.client, 1.0).await, 2.0);
+        for _ in 0..5 {
+            let mut refused = tokio::net::UnixStream::connect(&path).await.unwrap();
+            let mut got = String::new();
+            refused.read_to_string(&mut got).await.unwrap();
+            assert!(got.contains(r#""code":-32002"#), "{got:?}");
+        }
+        assert_eq!(add(&served.client, 2.0).await, 3.0);
+        let _ = std::fs::remove_file(&path);
+    })
+    .await;
+}
+
+fn grace() -> Duration {
+    Duration::from_secs(1)
+}
