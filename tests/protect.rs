@@ -286,3 +286,41 @@ fn protection_is_off_by_default() {
     ep.handle_timeout(ms(u32::MAX as u64));
     assert!(!ep.is_closed());
 }
+
+mod bucket {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Over any arrival times, the requests admitted in any window never exceed the burst
+        /// plus what the rate refills in that window, and every request is either admitted
+        /// (an event) or answered -32002 by the endpoint.
+        #[test]
+        fn admitted_requests_never_exceed_the_bucket(
+            rate in 0u32..20,
+            burst in 1u32..10,
+            gaps in proptest::collection::vec(0u64..400, 1..60),
+        ) {
+            let mut ep = endpoint(|c| c.rate_limit = Some(RateLimit::new(rate, burst)));
+            let mut now = 0;
+            let mut admitted = Vec::new();
+            for (i, gap) in gaps.iter().enumerate() {
+                now += gap;
+                ep.handle_input(&request(i as u32 + 1, "m"), ms(now));
+                if !events(&mut ep, true).is_empty() {
+                    admitted.push(now);
+                }
+                sent(&mut ep);
+            }
+            prop_assert_eq!(admitted.len() as u64 + ep.rate_limited_requests(), gaps.len() as u64);
+            for (i, &start) in admitted.iter().enumerate() {
+                for (j, &end) in admitted.iter().enumerate().skip(i) {
+                    let count = (j - i + 1) as u64;
+                    let refill = (end - start) * u64::from(rate) / 1000;
+                    prop_assert!(count <= u64::from(burst) + refill + 1,
+                        "{count} admitted in {}ms", end - start);
+                }
+            }
+        }
+    }
+}

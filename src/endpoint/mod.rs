@@ -1095,7 +1095,10 @@ impl Endpoint {
     }
 
     /// The next instant [`handle_timeout`](Endpoint::handle_timeout) has work at; `None`
-    /// when no deadline is set.
+    /// when no deadline is set. It may be an instant already past (with
+    /// [`Config::idle_timeout`] or [`Config::frame_timeout`] set, the endpoint asks this way
+    /// to be told the time after a change it saw without one): call `handle_timeout` at
+    /// once then.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let table = match (self.outgoing.next_deadline(), self.early.next_expiry()) {
             (Some(a), Some(b)) => Some(a.min(b)),
