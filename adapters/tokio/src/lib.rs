@@ -8,6 +8,11 @@
 //! every connection down gracefully. Message transports: [`ws`] (WebSocket, one message per
 //! text frame) and [`http`] (one message per POST), on the same driver.
 //!
+//! Servers facing the internet: [`ServeOptions`] (the `*_with` / `serve_with_options`
+//! variants) bounds the connections at once and configures WebSocket `Origin`s and HTTP
+//! CORS; the endpoint's own rules (rate limit, idle and partial-frame timeouts) are set in
+//! the [`Builder`]'s config.
+//!
 //! ```
 //! use sansrpc::method::Method;
 //! use sansrpc_tokio::{AsyncRouter, Builder};
