@@ -122,6 +122,12 @@ pub struct Call<'a> {
 pub trait Layer: Send + Sync {
     /// Handles `call`, usually by passing it on with `next.run(call, out)`.
     fn call(&self, call: &Call<'_>, out: &mut Vec<u8>, next: Next<'_>) -> Outcome;
+
+    /// Observes the size of an incoming batch, before its calls run; does nothing unless
+    /// overridden. Called by [`Router::observe_batches`] (and so by [`Router::serve`]).
+    fn batch(&self, size: usize) {
+        let _ = size;
+    }
 }
 
 /// The rest of the chain, from inside a [`Layer`].
@@ -404,6 +410,17 @@ impl Router {
         let _ = self.run_from(0, &call, &mut sink);
     }
 
+    /// Hands the sizes of the batches `endpoint` has received since the last call
+    /// ([`Endpoint::poll_batch_size`]) to every layer's [`Layer::batch`]. Adapters that
+    /// drain events themselves call it after each input; [`Router::serve`] calls it.
+    pub fn observe_batches(&self, endpoint: &mut Endpoint) {
+        while let Some(size) = endpoint.poll_batch_size() {
+            for layer in &self.layers {
+                layer.batch(size);
+            }
+        }
+    }
+
     /// Drains `endpoint`'s events: requests are dispatched and answered, notifications
     /// handled; every other event goes to `other`.
     pub fn serve(
@@ -412,6 +429,7 @@ impl Router {
         reply: &mut Reply,
         mut other: impl FnMut(Event<'_>),
     ) {
+        self.observe_batches(endpoint);
         while let Some(event) = endpoint.poll_event() {
             match event {
                 Event::Request { id, request } => {
