@@ -468,3 +468,32 @@ mod facade {
         }
     }
 }
+
+#[test]
+fn the_gates_for_handlers_the_router_does_not_run_refuse_limit_and_strip() {
+    use sansrpc::router::{Admit, Call};
+    let (_, clock) = test_clock();
+    let mut r = router();
+    r.layer(AuthLayer::token("s3cret"));
+    r.layer(RateLimitLayer::new(
+        TokenBucket::new(1, Duration::from_secs(1)),
+        clock,
+    ));
+    let id = Id::number(1);
+    fn call<'a>(params: Option<&'a RawValue>, id: &'a Id<'a>) -> Call<'a> {
+        Call {
+            method: "async.only",
+            params,
+            id: Some(id),
+        }
+    }
+    // Refused before the bucket is touched.
+    let plain = raw("[1]");
+    assert_eq!(r.admit(&call(Some(&plain), &id)).unwrap_err().code, 1000);
+    let signed = attach_credential(Some(&plain), "s3cret");
+    match r.admit(&call(Some(&signed), &id)) {
+        Ok(Admit::Params(Some(p))) => assert_eq!(p.get(), "[1]"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(r.admit(&call(Some(&signed), &id)).unwrap_err().code, -32002);
+}

@@ -1,13 +1,14 @@
 //! [`AuthLayer`]: refuses calls without a valid credential, without saying which methods
 //! exist.
 
+use alloc::borrow::Cow;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::fmt;
 
-use super::credential::take_credential;
+use super::credential::{take_credential, Credential};
 use crate::error::ErrorObject;
-use crate::router::{Call, Layer, Next, Outcome};
+use crate::router::{Admit, Call, Layer, Next, Outcome};
 
 /// The error an unauthenticated call gets by default: `1000 Unauthorized` (seed 000
 /// appendix B.3 puts authentication errors at 1000–1099).
@@ -103,19 +104,31 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-impl<V> Layer for AuthLayer<V>
+impl<V> AuthLayer<V>
 where
     V: Fn(&str) -> bool + Send + Sync,
 {
-    fn call(&self, call: &Call<'_>, out: &mut Vec<u8>, next: Next<'_>) -> Outcome {
+    /// The call's params without the credential, or the refusal.
+    fn check<'a>(&self, call: &Call<'a>) -> Result<Credential<'a>, ErrorObject<'static>> {
         let credential = take_credential(call.params);
         let accepted = credential
             .token
             .as_deref()
             .is_some_and(|t| (self.validate)(t));
-        if !accepted && !self.public.iter().any(|m| m == call.method) {
-            return Err(self.error.clone());
+        if accepted || self.public.iter().any(|m| m == call.method) {
+            Ok(credential)
+        } else {
+            Err(self.error.clone())
         }
+    }
+}
+
+impl<V> Layer for AuthLayer<V>
+where
+    V: Fn(&str) -> bool + Send + Sync,
+{
+    fn call(&self, call: &Call<'_>, out: &mut Vec<u8>, next: Next<'_>) -> Outcome {
+        let credential = self.check(call)?;
         if !credential.present {
             return next.run(call, out);
         }
@@ -125,5 +138,13 @@ where
             id: call.id,
         };
         next.run(&inner, out)
+    }
+
+    fn admit(&self, call: &Call<'_>) -> Result<Admit, ErrorObject<'static>> {
+        let credential = self.check(call)?;
+        if !credential.present {
+            return Ok(Admit::Unchanged);
+        }
+        Ok(Admit::Params(credential.params.map(Cow::into_owned)))
     }
 }

@@ -8,7 +8,7 @@ use core::time::Duration;
 use super::Clock;
 use crate::error::{code, ErrorObject};
 use crate::raw::RawValue;
-use crate::router::{Call, Layer, Next, Outcome};
+use crate::router::{Admit, Call, Layer, Next, Outcome};
 use crate::time::Instant;
 
 /// A token bucket shared by every caller: up to `capacity` tokens, one more every
@@ -152,6 +152,13 @@ impl Layer for RateLimitLayer {
     fn call(&self, call: &Call<'_>, out: &mut Vec<u8>, next: Next<'_>) -> Outcome {
         match self.bucket.try_take((self.clock)()) {
             Ok(()) => next.run(call, out),
+            Err(wait) => Err(limited(self.code, "Rate limit exceeded", wait)),
+        }
+    }
+
+    fn admit(&self, _: &Call<'_>) -> Result<Admit, ErrorObject<'static>> {
+        match self.bucket.try_take((self.clock)()) {
+            Ok(()) => Ok(Admit::Unchanged),
             Err(wait) => Err(limited(self.code, "Rate limit exceeded", wait)),
         }
     }
