@@ -304,7 +304,7 @@ mod logging {
     /// One event's fields, as `(name, value)` text.
     type Logged = Vec<(String, String)>;
 
-    /// Keeps every `sansrpc::call` event's fields.
+    /// Keeps the fields of every event of the server and client logging.
     struct Events(Arc<Mutex<Vec<Logged>>>);
 
     struct Fields(Vec<(String, String)>);
@@ -328,7 +328,10 @@ mod logging {
         fn record(&self, _: &SpanId, _: &Record<'_>) {}
         fn record_follows_from(&self, _: &SpanId, _: &SpanId) {}
         fn event(&self, event: &Event<'_>) {
-            if event.metadata().target() == "sansrpc::call" {
+            if matches!(
+                event.metadata().target(),
+                "sansrpc::call" | "sansrpc::client"
+            ) {
                 let mut fields = Fields(Vec::new());
                 event.record(&mut fields);
                 self.0.lock().unwrap().push(fields.0);
@@ -370,6 +373,36 @@ mod logging {
         assert_eq!(field(&event, "duration_us"), Some("0"));
         assert_eq!(field(&event, "params"), Some("<redacted>"));
         assert!(event.iter().all(|(_, v)| !v.contains("hunter2")));
+    }
+
+    #[test]
+    fn client_logging_redacts_params_by_default() {
+        use sansrpc::ext::interceptors::{CallOutcome, ClientLogging, Interceptors};
+        let run = |logging: ClientLogging| {
+            let events = Arc::new(Mutex::new(Vec::new()));
+            let chain = Interceptors::new().with(logging);
+            tracing::subscriber::with_default(Events(events.clone()), || {
+                let mut params = Some(raw(r#"{"password":"hunter2"}"#));
+                chain.before("login", &mut params, false).unwrap();
+                let e = ErrorObject::new(1001, "bad");
+                chain.after("login", CallOutcome::Error(&e), Duration::from_millis(2));
+            });
+            let events = events.lock().unwrap().clone();
+            events
+        };
+        let events = run(ClientLogging::new());
+        assert_eq!(events.len(), 2);
+        assert_eq!(field(&events[0], "params"), Some("<redacted>"));
+        assert!(events.iter().flatten().all(|(_, v)| !v.contains("hunter2")));
+        assert_eq!(field(&events[1], "method"), Some("login"));
+        assert_eq!(field(&events[1], "outcome"), Some("error"));
+        assert_eq!(field(&events[1], "code"), Some("1001"));
+        assert_eq!(field(&events[1], "duration_us"), Some("2000"));
+        let events = run(ClientLogging::new().params(true));
+        assert_eq!(
+            field(&events[0], "params"),
+            Some(r#"{"password":"hunter2"}"#)
+        );
     }
 
     #[test]
