@@ -60,8 +60,9 @@ fn non_empty_object_body(text: &str) -> Option<&str> {
 /// A call's params split into the credential and the params the handler should see.
 #[derive(Debug)]
 pub struct Credential<'a> {
-    /// The `"$auth"` string, unescaped; `None` when absent or not a string.
-    pub token: Option<String>,
+    /// The `"$auth"` string, unescaped (borrowed when it has no escapes); `None` when
+    /// absent or not a string.
+    pub token: Option<Cow<'a, str>>,
     /// The params without the credential: the `"$params"` member when there is one, the
     /// remaining members otherwise (`None` when none remain).
     pub params: Option<Cow<'a, RawValue>>,
@@ -154,9 +155,13 @@ pub fn take_credential(params: Option<&RawValue>) -> Credential<'_> {
 }
 
 /// The contents of a JSON string value, unescaped; `None` for any other value.
-fn string_value(value: &str) -> Option<String> {
+fn string_value(value: &str) -> Option<Cow<'_, str>> {
     let inner = value.strip_prefix('"')?.strip_suffix('"')?;
-    Some(json::Unescape::new(inner).collect())
+    if inner.contains('\\') {
+        Some(Cow::Owned(json::Unescape::new(inner).collect()))
+    } else {
+        Some(Cow::Borrowed(inner))
+    }
 }
 
 #[cfg(test)]
