@@ -530,3 +530,70 @@ fn the_gates_for_handlers_the_router_does_not_run_refuse_limit_and_strip() {
     }
     assert_eq!(r.admit(&call(Some(&signed), &id)).unwrap_err().code, -32002);
 }
+
+mod credential_properties {
+    use proptest::prelude::*;
+    use sansrpc::ext::interceptors::{attach_credential, take_credential};
+    use sansrpc::RawValue;
+    use serde_json::Value;
+
+    /// Arbitrary JSON values, nested a few levels.
+    fn json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(Value::from),
+            ".{0,8}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map("[$a-z\\\\\"]{0,6}", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            failure_persistence: Some(Box::new(
+                proptest::test_runner::FileFailurePersistence::Direct(
+                    "proptest-regressions/interceptors.txt",
+                ),
+            )),
+            ..ProptestConfig::default()
+        })]
+
+        #[test]
+        fn attach_then_take_gives_back_the_token_and_the_params(
+            params in proptest::option::of(json()),
+            token in "\\PC{0,12}",
+        ) {
+            // Params that already hold the reserved members are not a round trip.
+            let reserved = |v: &Value| v.as_object().is_some_and(|o| {
+                o.contains_key("$auth") || o.contains_key("$params")
+            });
+            prop_assume!(!params.as_ref().is_some_and(reserved));
+            let text = params.as_ref().map(|p| p.to_string());
+            let raw = text.as_deref().map(|t| RawValue::from_json(t).unwrap());
+            let attached = attach_credential(raw, &token);
+            let taken = take_credential(Some(&attached));
+            prop_assert_eq!(taken.token.as_deref(), Some(token.as_str()));
+            // Byte for byte: positional params are kept whole, named ones member by member.
+            prop_assert_eq!(taken.params.as_deref().map(RawValue::get), text.as_deref());
+        }
+
+        #[test]
+        fn taking_from_any_params_never_panics(params in json()) {
+            let text = params.to_string();
+            let taken = take_credential(Some(RawValue::from_json(&text).unwrap()));
+            if let Some(p) = taken.params {
+                // Whatever comes out is still one valid JSON value.
+                prop_assert!(RawValue::from_json(p.get()).is_ok());
+            }
+        }
+    }
+}
