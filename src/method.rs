@@ -61,6 +61,9 @@ pub enum CallError {
     /// The call was refused locally before it went out (params that do not serialize, too
     /// many requests pending, the connection already closed).
     Send(crate::endpoint::SendError),
+    /// A client interceptor refused the call before it went out (a client-side rate
+    /// limit, for one); see [`crate::ext::interceptors`].
+    Intercepted(ErrorObject<'static>),
 }
 
 impl CallError {
@@ -78,10 +81,11 @@ impl CallError {
         )
     }
 
-    /// The error object's code, when the peer answered with one.
+    /// The error object's code, when the peer answered with one or an interceptor refused
+    /// the call with one.
     pub fn code(&self) -> Option<i64> {
         match self {
-            CallError::Rpc(e) => Some(e.code),
+            CallError::Rpc(e) | CallError::Intercepted(e) => Some(e.code),
             _ => None,
         }
     }
@@ -98,6 +102,7 @@ impl fmt::Display for CallError {
             }
             CallError::Ended(r) => write!(f, "the request ended without an answer: {r:?}"),
             CallError::Send(e) => write!(f, "the request was not sent: {e}"),
+            CallError::Intercepted(e) => write!(f, "an interceptor refused the call: {e}"),
         }
     }
 }

@@ -22,7 +22,7 @@ impl RawValue {
         unsafe { &*(json as *const str as *const RawValue) }
     }
 
-    fn boxed_from_validated(json: Box<str>) -> Box<RawValue> {
+    pub(crate) fn boxed_from_validated(json: Box<str>) -> Box<RawValue> {
         // SAFETY: as in `from_validated`; the allocation's layout is unchanged.
         unsafe { Box::from_raw(Box::into_raw(json) as *mut RawValue) }
     }

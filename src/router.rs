@@ -122,6 +122,30 @@ pub struct Call<'a> {
 pub trait Layer: Send + Sync {
     /// Handles `call`, usually by passing it on with `next.run(call, out)`.
     fn call(&self, call: &Call<'_>, out: &mut Vec<u8>, next: Next<'_>) -> Outcome;
+
+    /// Decides whether a call that the router does not run itself (an adapter's async
+    /// handler, through [`Router::admit`]) may go ahead, and with which params. The default
+    /// lets every call through unchanged; a layer that refuses calls or rewrites their
+    /// params in [`Layer::call`] does the same here, or async handlers escape it.
+    fn admit(&self, call: &Call<'_>) -> Result<Admit, ErrorObject<'static>> {
+        let _ = call;
+        Ok(Admit::Unchanged)
+    }
+
+    /// Observes the size of an incoming batch, before its calls run; does nothing unless
+    /// overridden. Called by [`Router::observe_batches`] (and so by [`Router::serve`]).
+    fn batch(&self, size: usize) {
+        let _ = size;
+    }
+}
+
+/// What [`Layer::admit`] and [`Router::admit`] let through.
+#[derive(Debug)]
+pub enum Admit {
+    /// The call, as it was.
+    Unchanged,
+    /// The call with these params instead (a credential removed, for one).
+    Params(Option<Box<RawValue>>),
 }
 
 /// The rest of the chain, from inside a [`Layer`].
@@ -404,6 +428,39 @@ impl Router {
         let _ = self.run_from(0, &call, &mut sink);
     }
 
+    /// Asks every layer, in order, whether `call` may go to a handler the router does not
+    /// run itself (an adapter's async handler), and with which params: each layer sees the
+    /// params the previous one let through. The first refusal is the answer.
+    pub fn admit(&self, call: &Call<'_>) -> Result<Admit, ErrorObject<'static>> {
+        let mut admitted = Admit::Unchanged;
+        for layer in &self.layers {
+            let params = match &admitted {
+                Admit::Unchanged => call.params,
+                Admit::Params(p) => p.as_deref(),
+            };
+            let current = Call {
+                method: call.method,
+                params,
+                id: call.id,
+            };
+            if let Admit::Params(p) = layer.admit(&current)? {
+                admitted = Admit::Params(p);
+            }
+        }
+        Ok(admitted)
+    }
+
+    /// Hands the sizes of the batches `endpoint` has received since the last call
+    /// ([`Endpoint::poll_batch_size`]) to every layer's [`Layer::batch`]. Adapters that
+    /// drain events themselves call it after each input; [`Router::serve`] calls it.
+    pub fn observe_batches(&self, endpoint: &mut Endpoint) {
+        while let Some(size) = endpoint.poll_batch_size() {
+            for layer in &self.layers {
+                layer.batch(size);
+            }
+        }
+    }
+
     /// Drains `endpoint`'s events: requests are dispatched and answered, notifications
     /// handled; every other event goes to `other`.
     pub fn serve(
@@ -412,6 +469,7 @@ impl Router {
         reply: &mut Reply,
         mut other: impl FnMut(Event<'_>),
     ) {
+        self.observe_batches(endpoint);
         while let Some(event) = endpoint.poll_event() {
             match event {
                 Event::Request { id, request } => {

@@ -451,7 +451,12 @@ pub struct Endpoint {
     params: Vec<u8>,
     /// Rate limit and protection timeouts.
     guard: guard::Guard,
+    /// Sizes of incoming batches not yet taken by [`Endpoint::poll_batch_size`]; bounded.
+    batch_sizes: VecDeque<usize>,
 }
+
+/// How many incoming batch sizes [`Endpoint::poll_batch_size`] keeps when nobody drains them.
+const MAX_BATCH_SIZES: usize = 64;
 
 impl Endpoint {
     /// A new, open endpoint.
@@ -474,6 +479,7 @@ impl Endpoint {
             body: Vec::new(),
             params: Vec::new(),
             guard: guard::Guard::default(),
+            batch_sizes: VecDeque::new(),
         }
     }
 
@@ -674,6 +680,9 @@ impl Endpoint {
             Ok(Shape::Single(entry)) => self.process_entry(start, end, entry, None),
             Ok(Shape::Batch) => {
                 let batch = self.incoming.open_batch();
+                if self.batch_sizes.len() < MAX_BATCH_SIZES {
+                    self.batch_sizes.push_back(self.classifier.entries().len());
+                }
                 for i in 0..self.classifier.entries().len() {
                     let entry = self.classifier.entries()[i];
                     self.process_entry(start, end, entry, Some(batch));
@@ -1042,6 +1051,12 @@ impl Endpoint {
             self.out_head = 0;
         }
         Some(len)
+    }
+
+    /// The size of the next incoming batch seen since the last call (for metrics); `None`
+    /// when there is none. Only the first 64 undrained sizes are kept.
+    pub fn poll_batch_size(&mut self) -> Option<usize> {
+        self.batch_sizes.pop_front()
     }
 
     /// The next event, borrowing from the endpoint until the next call; `None` when there

@@ -1,7 +1,10 @@
 //! Protocol extensions above plain JSON-RPC 2.0, each optional and each sans-I/O.
 //!
+//! - [`interceptors`]: authentication, rate limiting, logging and metrics around calls,
+//!   on the server (router layers) and on clients.
 //! - [`store`]: the log behind persistent subscriptions, as a trait with an in-memory
 //!   implementation; durable implementations live in their own crates
 //!   (`sansrpc-store-redb`, `sansrpc-store-nats`).
 
+pub mod interceptors;
 pub mod store;

@@ -8,6 +8,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant as StdInstant};
 
 use sansrpc::endpoint::{EndReason, Endpoint, RequestId, RequestOptions, SendError, Timeout};
+use sansrpc::ext::interceptors::{CallOutcome, Interceptors};
 use sansrpc::method::{decode_result, encode_params_owned, CallError, Method, NotificationMethod};
 use sansrpc::{Instant, RawValue};
 
@@ -28,6 +29,8 @@ const SLACK: Duration = Duration::from_secs(1);
 #[derive(Clone)]
 pub struct Client {
     shared: Arc<Shared>,
+    /// Hooks around every outgoing call; see [`Client::with_interceptors`].
+    interceptors: Option<Arc<Interceptors>>,
 }
 
 pub(crate) struct Shared {
@@ -73,6 +76,7 @@ impl Client {
                 default_timeout: config.endpoint.default_timeout,
                 grace: config.shutdown_grace,
             }),
+            interceptors: None,
         })
     }
 
@@ -89,10 +93,12 @@ impl Client {
     ) -> Result<M::Result, Error> {
         let params = encode_params_owned(params).map_err(Error::Send)?;
         let options = options(timeout);
-        let raw = self.request(
-            Box::new(move |ep, now| ep.send_request(M::NAME, params.as_deref(), options, now)),
-            timeout,
-        )?;
+        let raw = self.intercept(M::NAME, params, false, |params| {
+            self.request(
+                Box::new(move |ep, now| ep.send_request(M::NAME, params.as_deref(), options, now)),
+                timeout,
+            )
+        })?;
         decode_result::<M>(Ok(Cow::Owned(raw))).map_err(Error::Call)
     }
 
@@ -104,28 +110,36 @@ impl Client {
         params: Option<&RawValue>,
         timeout: Option<Duration>,
     ) -> Result<Box<RawValue>, Error> {
-        let (method, params) = (method.to_owned(), params.map(ToOwned::to_owned));
+        let params = params.map(ToOwned::to_owned);
         let options = options(timeout);
-        self.request(
-            Box::new(move |ep, now| ep.send_request(&method, params.as_deref(), options, now)),
-            timeout,
-        )
+        self.intercept(method, params, false, |params| {
+            let method = method.to_owned();
+            self.request(
+                Box::new(move |ep, now| ep.send_request(&method, params.as_deref(), options, now)),
+                timeout,
+            )
+        })
     }
 
     /// Sends a notification to `N`. Returns once it is queued for writing.
     pub fn notify<N: NotificationMethod>(&self, params: &N::Params) -> Result<(), Error> {
         let params = encode_params_owned(params).map_err(Error::Send)?;
-        self.send(Box::new(move |ep| {
-            ep.send_notification(N::NAME, params.as_deref())
-        }))
+        self.intercept(N::NAME, params, true, |params| {
+            self.send(Box::new(move |ep| {
+                ep.send_notification(N::NAME, params.as_deref())
+            }))
+        })
     }
 
     /// Sends a notification with raw params.
     pub fn notify_raw(&self, method: &str, params: Option<&RawValue>) -> Result<(), Error> {
-        let (method, params) = (method.to_owned(), params.map(ToOwned::to_owned));
-        self.send(Box::new(move |ep| {
-            ep.send_notification(&method, params.as_deref())
-        }))
+        let params = params.map(ToOwned::to_owned);
+        self.intercept(method, params, true, |params| {
+            let method = method.to_owned();
+            self.send(Box::new(move |ep| {
+                ep.send_notification(&method, params.as_deref())
+            }))
+        })
     }
 
     /// Starts a batch: calls and notifications sent as one JSON array.
@@ -206,6 +220,52 @@ impl Client {
     }
 }
 
+/// Client interceptors ([`sansrpc::ext::interceptors`]).
+impl Client {
+    /// A handle on the same connection whose calls, notifications and batches go through
+    /// `interceptors`: each [`before`](sansrpc::ext::interceptors::Interceptor::before)
+    /// hook runs on the calling thread before the call is handed to the driver, each
+    /// [`after`](sansrpc::ext::interceptors::Interceptor::after) hook once the answer (or
+    /// the failure) is in, with the time elapsed on [`std::time::Instant`]. A refusal fails
+    /// the call with [`CallError::Intercepted`] and sends nothing. Other handles on the
+    /// connection are not affected.
+    pub fn with_interceptors(&self, interceptors: Interceptors) -> Client {
+        Client {
+            shared: Arc::clone(&self.shared),
+            interceptors: (!interceptors.is_empty()).then(|| Arc::new(interceptors)),
+        }
+    }
+
+    /// Runs `send` with `params` between the interceptors' hooks.
+    fn intercept<T>(
+        &self,
+        method: &str,
+        mut params: Option<Box<RawValue>>,
+        notification: bool,
+        send: impl FnOnce(Option<Box<RawValue>>) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let Some(chain) = &self.interceptors else {
+            return send(params);
+        };
+        chain
+            .before(method, &mut params, notification)
+            .map_err(Error::Call)?;
+        let start = StdInstant::now();
+        let result = send(params);
+        chain.after(method, outcome_of(&result), start.elapsed());
+        result
+    }
+}
+
+/// How a call ended, for the interceptors.
+fn outcome_of<T>(result: &Result<T, Error>) -> CallOutcome<'_> {
+    match result {
+        Ok(_) => CallOutcome::Success,
+        Err(Error::Call(CallError::Rpc(e) | CallError::Intercepted(e))) => CallOutcome::Error(e),
+        Err(_) => CallOutcome::Failed,
+    }
+}
+
 /// Waits for an answer, a little longer than the request's own deadline.
 fn wait(rx: &Receiver<Answer>, limit: Option<Duration>) -> Answer {
     let answer = match limit {
@@ -283,9 +343,16 @@ impl Batch<'_> {
 
     /// Sends the batch as one frame (nothing when it is empty) and returns one [`Pending`]
     /// answer per call, in the order they were added; `timeout` as for [`Client::call`].
-    pub fn send(self, timeout: Option<Duration>) -> Result<Vec<Pending>, Error> {
+    pub fn send(mut self, timeout: Option<Duration>) -> Result<Vec<Pending>, Error> {
         let options = options(timeout);
         let limit = timeout.or(self.client.shared.default_timeout);
+        let chain = self.client.interceptors.clone();
+        if let Some(chain) = &chain {
+            for (method, params, call) in &mut self.entries {
+                chain.before(method, params, !*call).map_err(Error::Call)?;
+            }
+        }
+        let start = StdInstant::now();
         let mut pending = Vec::new();
         let entries: Vec<_> = self
             .entries
@@ -293,7 +360,8 @@ impl Batch<'_> {
             .map(|(method, params, call)| {
                 let tx = call.then(|| {
                     let (tx, rx) = mpsc::channel();
-                    pending.push(Pending { rx, limit });
+                    let observe = chain.clone().map(|c| (c, method.clone(), start));
+                    pending.push(Pending { rx, limit, observe });
                     tx
                 });
                 (method, params, tx)
@@ -330,12 +398,18 @@ impl Batch<'_> {
 pub struct Pending {
     rx: Receiver<Answer>,
     limit: Option<Duration>,
+    /// The interceptors to tell, the method and when the batch went out.
+    observe: Option<(Arc<Interceptors>, String, StdInstant)>,
 }
 
 impl Pending {
     /// Waits for the raw result.
     pub fn wait(self) -> Result<Box<RawValue>, Error> {
-        wait(&self.rx, self.limit)
+        let result = wait(&self.rx, self.limit);
+        if let Some((chain, method, start)) = &self.observe {
+            chain.after(method, outcome_of(&result), start.elapsed());
+        }
+        result
     }
 
     /// Waits for the result and decodes it as `M`'s.

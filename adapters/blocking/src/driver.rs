@@ -386,6 +386,8 @@ impl Driver {
     /// Routes every queued event; false when there was none.
     fn events(&mut self) -> bool {
         let mut any = false;
+        // Batch sizes for the router's layers (metrics), before the batch's calls run.
+        self.router.observe_batches(&mut self.ep);
         while let Some(event) = self.ep.poll_event() {
             any = true;
             match event {

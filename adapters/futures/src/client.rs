@@ -10,6 +10,7 @@ use std::task::{Context, Poll};
 
 use futures::channel::{mpsc, oneshot};
 use sansrpc::endpoint::{EndReason, SendError, Timeout};
+use sansrpc::ext::interceptors::{CallOutcome, Interceptors};
 pub use sansrpc::method::CallError;
 use sansrpc::method::{encode_params_owned, Method, NotificationMethod};
 use sansrpc::RawValue;
@@ -60,6 +61,8 @@ pub(crate) enum Command {
 pub struct Client {
     tx: mpsc::UnboundedSender<Command>,
     keys: Arc<AtomicU64>,
+    /// Hooks around every outgoing call; see [`Client::with_interceptors`].
+    interceptors: Option<Arc<Interceptors>>,
 }
 
 impl Client {
@@ -67,6 +70,7 @@ impl Client {
         Client {
             tx,
             keys: Arc::new(AtomicU64::new(0)),
+            interceptors: None,
         }
     }
 
@@ -112,6 +116,21 @@ impl Client {
     fn start(
         &self,
         method: Cow<'static, str>,
+        mut params: Option<Box<RawValue>>,
+        timeout: Timeout,
+    ) -> PendingCall {
+        let observe = match self.intercept_before(&method, &mut params, false) {
+            Ok(observe) => observe,
+            Err(e) => return PendingCall::failed(e, self.tx.clone()),
+        };
+        let mut pending = self.send_call(method, params, timeout);
+        pending.observe = observe;
+        pending
+    }
+
+    fn send_call(
+        &self,
+        method: Cow<'static, str>,
         params: Option<Box<RawValue>>,
         timeout: Timeout,
     ) -> PendingCall {
@@ -131,6 +150,7 @@ impl Client {
                 tx: self.tx.clone(),
                 armed: sent.is_ok(),
             },
+            observe: None,
         }
     }
 
@@ -157,15 +177,28 @@ impl Client {
     fn notify_owned(
         &self,
         method: Cow<'static, str>,
-        params: Option<Box<RawValue>>,
+        mut params: Option<Box<RawValue>>,
     ) -> impl Future<Output = Result<(), CallError>> + Send {
         let (ack, rx) = oneshot::channel();
-        let _ = self.tx.unbounded_send(Command::Notify {
-            method,
-            params,
-            ack,
-        });
-        async move { rx.await.unwrap_or(Err(CallError::Ended(EndReason::Closed))) }
+        let observe = match self.intercept_before(&method, &mut params, true) {
+            Ok(observe) => {
+                let _ = self.tx.unbounded_send(Command::Notify {
+                    method,
+                    params,
+                    ack,
+                });
+                Ok(observe)
+            }
+            Err(e) => Err(e),
+        };
+        async move {
+            let observe = observe?;
+            let result = rx.await.unwrap_or(Err(CallError::Ended(EndReason::Closed)));
+            if let Some(observe) = observe {
+                observe.after(&result);
+            }
+            result
+        }
     }
 
     /// Starts a batch: calls and notifications sent as one array.
@@ -180,6 +213,57 @@ impl Client {
     /// True once the driver has stopped: every call fails from now on.
     pub fn is_closed(&self) -> bool {
         self.tx.is_closed()
+    }
+}
+
+/// Client interceptors ([`sansrpc::ext::interceptors`]).
+impl Client {
+    /// A handle on the same connection whose calls, notifications and batches go through
+    /// `interceptors`: each [`before`](sansrpc::ext::interceptors::Interceptor::before)
+    /// hook runs in the calling task before the call is handed to the driver, each
+    /// [`after`](sansrpc::ext::interceptors::Interceptor::after) hook when the call's
+    /// future completes, with the time elapsed on [`std::time::Instant`] (not when the
+    /// future is dropped first). A refusal fails the call with [`CallError::Intercepted`]
+    /// and sends nothing. Other handles on the connection are not affected.
+    pub fn with_interceptors(&self, interceptors: Interceptors) -> Client {
+        Client {
+            tx: self.tx.clone(),
+            keys: Arc::clone(&self.keys),
+            interceptors: (!interceptors.is_empty()).then(|| Arc::new(interceptors)),
+        }
+    }
+
+    /// Runs the `before` hooks; what to tell the `after` hooks later, if there are any.
+    fn intercept_before(
+        &self,
+        method: &str,
+        params: &mut Option<Box<RawValue>>,
+        notification: bool,
+    ) -> Result<Option<Observe>, CallError> {
+        let Some(chain) = &self.interceptors else {
+            return Ok(None);
+        };
+        chain.before(method, params, notification)?;
+        Ok(Some(Observe {
+            chain: Arc::clone(chain),
+            method: method.to_owned(),
+            start: std::time::Instant::now(),
+        }))
+    }
+}
+
+/// A call the interceptors saw go out, to report to their `after` hooks.
+#[derive(Debug)]
+struct Observe {
+    chain: Arc<Interceptors>,
+    method: String,
+    start: std::time::Instant,
+}
+
+impl Observe {
+    fn after<T>(&self, result: &Result<T, CallError>) {
+        self.chain
+            .after(&self.method, CallOutcome::of(result), self.start.elapsed());
     }
 }
 
@@ -212,6 +296,24 @@ impl Drop for CancelGuard {
 pub struct PendingCall {
     rx: oneshot::Receiver<RawResult>,
     guard: CancelGuard,
+    observe: Option<Observe>,
+}
+
+impl PendingCall {
+    /// A call refused before it went out: resolves to `error` at once.
+    fn failed(error: CallError, tx: mpsc::UnboundedSender<Command>) -> Self {
+        let (reply, rx) = oneshot::channel();
+        let _ = reply.send(Err(error));
+        PendingCall {
+            rx,
+            guard: CancelGuard {
+                key: 0,
+                tx,
+                armed: false,
+            },
+            observe: None,
+        }
+    }
 }
 
 impl Future for PendingCall {
@@ -220,7 +322,11 @@ impl Future for PendingCall {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<RawResult> {
         let result = futures::ready!(Pin::new(&mut self.rx).poll(cx));
         self.guard.disarm();
-        Poll::Ready(result.unwrap_or(Err(CallError::Ended(EndReason::Closed))))
+        let result = result.unwrap_or(Err(CallError::Ended(EndReason::Closed)));
+        if let Some(observe) = self.observe.take() {
+            observe.after(&result);
+        }
+        Poll::Ready(result)
     }
 }
 
@@ -333,9 +439,26 @@ impl Batch {
     ) -> impl Future<Output = Result<Vec<RawResult>, CallError>> + Send {
         let Batch {
             client,
-            entries,
+            mut entries,
             error,
         } = self;
+        let mut intercepted = None;
+        let mut observed = Vec::new();
+        if let (Some(chain), None) = (&client.interceptors, &error) {
+            for entry in &mut entries {
+                if let Err(e) = chain.before(&entry.method, &mut entry.params, !entry.call) {
+                    intercepted = Some(e);
+                    break;
+                }
+                if entry.call {
+                    observed.push(entry.method.to_string());
+                }
+            }
+        }
+        let observe = client
+            .interceptors
+            .clone()
+            .map(|chain| (chain, observed, std::time::Instant::now()));
         let key = client.keys.fetch_add(1, Ordering::Relaxed);
         let (reply, mut rx) = oneshot::channel();
         let mut guard = CancelGuard {
@@ -343,7 +466,9 @@ impl Batch {
             tx: client.tx.clone(),
             armed: false,
         };
-        if error.is_none() {
+        // A batch with an entry that did not serialize, or one an interceptor refused,
+        // never goes out.
+        if error.is_none() && intercepted.is_none() {
             let command = Command::Batch {
                 key,
                 entries,
@@ -353,12 +478,21 @@ impl Batch {
             guard.armed = client.tx.unbounded_send(command).is_ok();
         }
         async move {
+            if let Some(e) = intercepted {
+                return Err(e);
+            }
             if let Some(e) = error {
                 return Err(CallError::Send(e));
             }
             let result = (&mut rx).await;
             guard.disarm();
-            result.unwrap_or(Err(CallError::Ended(EndReason::Closed)))
+            let result = result.unwrap_or(Err(CallError::Ended(EndReason::Closed)));
+            if let (Some((chain, methods, start)), Ok(results)) = (&observe, &result) {
+                for (method, r) in methods.iter().zip(results) {
+                    chain.after(method, CallOutcome::of(r), start.elapsed());
+                }
+            }
+            result
         }
     }
 }

@@ -558,6 +558,11 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
     /// Drains the endpoint's events and acts on each.
     fn route_events(&mut self) -> bool {
         let mut any = false;
+        // Batch sizes for the router's layers (metrics), before the batch's calls run.
+        self.server
+            .router
+            .core()
+            .observe_batches(&mut self.endpoint);
         while let Some(event) = self.endpoint.poll_event() {
             any = true;
             match event {
@@ -565,7 +570,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                     let router = &self.server.router;
                     let params = request.params.as_deref();
                     let work = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                        router.request(&request.method, params)
+                        router.request(&request.method, params, &request.id)
                     }));
                     match work {
                         Ok(Work::Call(work)) => self.server.enqueue(id, work),

@@ -8,7 +8,7 @@ use std::pin::Pin;
 
 use futures::FutureExt;
 use sansrpc::method::{Method, NotificationMethod, ParamsDecoder};
-use sansrpc::router::{RegisterError, Router};
+use sansrpc::router::{Admit, Call, RegisterError, Router};
 use sansrpc::{ErrorObject, RawValue};
 
 /// What an async method handler's future resolves to: the result JSON or the error object.
@@ -25,7 +25,11 @@ type NotifyFn = dyn Fn(Option<Box<RawValue>>) -> BoxFuture<()> + Send + Sync;
 /// A request goes to its async handler when one is registered under its method, otherwise
 /// to the core router, which runs sync handlers inside its layers and answers `rpc.`
 /// names (`rpc.discover`) and unknown methods (`-32601`). Layers wrap the core router's
-/// handlers only; `rpc.discover` lists the core router's methods only.
+/// handlers only; before an async handler runs, the layers' gates
+/// ([`Router::admit`]) decide whether it may and with which params (so the
+/// authentication and rate-limit layers of `sansrpc::ext::interceptors` cover async
+/// handlers too; logging and metrics layers do not see them). `rpc.discover` lists the
+/// core router's methods only.
 ///
 /// The driver runs requests concurrently (up to its limit) and notifications one at a
 /// time in arrival order; a request the peer cancels has its future dropped.
@@ -162,9 +166,17 @@ impl AsyncRouter {
     }
 
     /// The work for a request to `method`.
-    pub(crate) fn request(&self, method: &str, params: Option<&RawValue>) -> Work {
+    pub(crate) fn request(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        id: &sansrpc::Id<'_>,
+    ) -> Work {
         match self.methods.get(method) {
-            Some(f) => Work::Call(f(params.map(ToOwned::to_owned))),
+            Some(f) => match self.admit(method, params, Some(id)) {
+                Ok(params) => Work::Call(f(params)),
+                Err(e) => Work::Call(futures::future::ready(Err(e)).boxed()),
+            },
             None => Work::Sync,
         }
     }
@@ -172,8 +184,26 @@ impl AsyncRouter {
     /// The work for a notification of `method`.
     pub(crate) fn notification_work(&self, method: &str, params: Option<&RawValue>) -> Work {
         match self.notifications.get(method) {
-            Some(f) => Work::Notify(f(params.map(ToOwned::to_owned))),
+            Some(f) => match self.admit(method, params, None) {
+                Ok(params) => Work::Notify(f(params)),
+                // Refused: dropped, as the core router drops a refused notification.
+                Err(_) => Work::Notify(futures::future::ready(()).boxed()),
+            },
             None => Work::Sync,
+        }
+    }
+
+    /// The params an async handler gets, once the core router's layers admit the call.
+    fn admit(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        id: Option<&sansrpc::Id<'_>>,
+    ) -> Result<Option<Box<RawValue>>, ErrorObject<'static>> {
+        let call = Call { method, params, id };
+        match self.sync.admit(&call)? {
+            Admit::Unchanged => Ok(params.map(ToOwned::to_owned)),
+            Admit::Params(params) => Ok(params),
         }
     }
 }
