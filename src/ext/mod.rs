@@ -1,7 +1,12 @@
 //! Protocol extensions above plain JSON-RPC 2.0, each optional and each sans-I/O.
 //!
+//! - [`reconnect`]: the connection lifecycle, the reconnect schedule (backoff with jitter)
+//!   and the subscriptions a reconnecting client replays.
+//! - [`keepalive`]: the application-level `ping`/`pong` heartbeat.
 //! - [`store`]: the log behind persistent subscriptions, as a trait with an in-memory
 //!   implementation; durable implementations live in their own crates
 //!   (`sansrpc-store-redb`, `sansrpc-store-nats`).
 
+pub mod keepalive;
+pub mod reconnect;
 pub mod store;
