@@ -114,7 +114,7 @@ where
     }
 }
 
-fn io_error(e: WsError) -> io::Error {
+pub(crate) fn io_error(e: WsError) -> io::Error {
     match e {
         WsError::Io(e) => e,
         other => io::Error::other(other),
