@@ -91,6 +91,12 @@ where
         let addr = addr.clone();
         async move {
             let stream = tokio::net::TcpStream::connect(addr).await?;
+            // With nobody listening on a local port, a connect can meet itself (TCP
+            // simultaneous open): that is no server.
+            if stream.local_addr()? == stream.peer_addr()? {
+                let e = "connected to itself: nobody listens there";
+                return Err(io::Error::new(io::ErrorKind::ConnectionRefused, e));
+            }
             stream.set_nodelay(true)?;
             Ok(crate::tcp(stream))
         }

@@ -53,6 +53,19 @@ fn serve_tcp(listener: TcpListener, router: AsyncRouter) -> JoinHandle<io::Resul
     ))
 }
 
+/// Binds `addr` again after its server was killed. Another test running in parallel may
+/// hold the freed port for a moment (as the local port of a short connection): retry.
+async fn rebind(addr: std::net::SocketAddr) -> TcpListener {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match TcpListener::bind(addr).await {
+            Ok(listener) => return listener,
+            Err(e) if std::time::Instant::now() > deadline => panic!("rebinding {addr}: {e}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+}
+
 /// Kills an in-process server: its task, its listener and every connection go at once.
 async fn kill(server: JoinHandle<io::Result<()>>) {
     server.abort();
@@ -118,7 +131,7 @@ async fn tcp_server_killed_and_restarted() {
             async move {
                 let listener = match listener {
                     Some(l) => l,
-                    None => TcpListener::bind(addr).await.unwrap(),
+                    None => rebind(addr).await,
                 };
                 serve_tcp(listener, calculator())
             }
@@ -167,7 +180,7 @@ async fn websocket_server_killed_and_restarted() {
             async move {
                 let listener = match listener {
                     Some(l) => l,
-                    None => TcpListener::bind(addr).await.unwrap(),
+                    None => rebind(addr).await,
                 };
                 let builder = Builder::new().router(calculator());
                 tokio::spawn(sansrpc_tokio::ws::serve_with(
@@ -297,7 +310,7 @@ async fn a_pending_idempotent_call_is_resent_and_a_plain_one_fails() {
                 Ok(RawValue::from_string("\"done\"".to_owned()).unwrap())
             })
             .unwrap();
-        let listener = TcpListener::bind(addr).await.unwrap();
+        let listener = rebind(addr).await;
         let _server = serve_tcp(listener, router);
 
         let plain = plain.await.unwrap();
@@ -399,7 +412,7 @@ async fn subscriptions_are_replayed_after_a_reconnect() {
         kill(server).await;
         watch.wait_for(|s| s == State::Connecting).await;
         let second_log = Arc::new(Mutex::new(Vec::new()));
-        let listener = TcpListener::bind(addr).await.unwrap();
+        let listener = rebind(addr).await;
         let _server = serve_tcp(listener, pubsub(second_log.clone()));
         client.wait_open().await.unwrap();
         // Replays go out before any other call, and these handlers run in arrival order.
@@ -412,6 +425,45 @@ async fn subscriptions_are_replayed_after_a_reconnect() {
                 r#"rpc.subscribe.persistent {"subscription_id":"p1","topic":"orders"}"#,
             ]
         );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_silent_peer_caught_by_the_heartbeat_is_reconnected_to() {
+    use sansrpc::ext::keepalive::HeartbeatConfig;
+    use tokio::io::AsyncReadExt;
+    within(LIMIT, async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        // Accepts every connection and reads it, never answering anything.
+        let silent = tokio::spawn(async move {
+            let mut held = Vec::new();
+            loop {
+                let (mut stream, _) = listener.accept().await.unwrap();
+                held.push(tokio::spawn(async move {
+                    let mut sink = Vec::new();
+                    let _ = stream.read_to_end(&mut sink).await;
+                }));
+            }
+        });
+        let heartbeat =
+            HeartbeatConfig::ping(Duration::from_millis(50), Duration::from_millis(200));
+        let builder = Builder::new().heartbeat(heartbeat);
+        let conn = reconnect::spawn(builder, patient(PendingPolicy::Fail), reconnect::tcp(addr));
+        let client = conn.client;
+        client.wait_open().await.unwrap();
+        let mut watch = client.watch();
+        // The dead connection is noticed and a new one opened, without any call.
+        assert_eq!(
+            watch.wait_for(|s| s == State::Connecting).await,
+            State::Connecting
+        );
+        assert_eq!(watch.wait_for(|s| s == State::Open).await, State::Open);
+        assert!(client.connections() >= 2);
+        client.close(Duration::ZERO);
+        conn.task.await.unwrap().unwrap();
+        silent.abort();
     })
     .await;
 }
