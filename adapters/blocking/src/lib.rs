@@ -59,6 +59,7 @@
 mod client;
 mod driver;
 mod pool;
+pub mod reconnect;
 mod transport;
 
 use std::fmt;
@@ -71,6 +72,7 @@ use sansrpc::method::CallError;
 
 pub use client::{Batch, Client, Pending};
 pub use driver::is_cancelled;
+pub use reconnect::Reconnect;
 pub use transport::{connect_tcp, serve_stdio, serve_tcp, spawn_child, Server};
 #[cfg(unix)]
 pub use transport::{connect_unix, serve_unix, UnixServer};
