@@ -467,3 +467,34 @@ async fn a_silent_peer_caught_by_the_heartbeat_is_reconnected_to() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_connect_that_hangs_times_out_and_counts_as_an_attempt() {
+    within(LIMIT, async {
+        let attempts = Arc::new(AtomicU32::new(0));
+        let counted = attempts.clone();
+        // A peer that never completes a connection (as a black-holed address would).
+        let connector = move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+            std::future::pending::<io::Result<reconnect::TcpTransport>>()
+        };
+        let policy = ReconnectPolicy {
+            backoff: Backoff::Fixed {
+                delay: Duration::from_millis(10),
+                max_attempts: 2,
+            },
+            jitter: 0.0,
+            connect_timeout: Duration::from_millis(100),
+            pending: PendingPolicy::Fail,
+        };
+        let conn = reconnect::spawn(Builder::new(), policy, connector);
+        assert_eq!(conn.client.state(), State::Connecting);
+        let gave_up = conn.task.await.unwrap().unwrap_err();
+        assert_eq!(gave_up.error.kind(), io::ErrorKind::TimedOut);
+        assert_eq!(gave_up.attempts, 2);
+        assert_eq!(attempts.load(Ordering::SeqCst), 3);
+        assert_eq!(conn.client.connections(), 0);
+        assert_eq!(conn.client.state(), State::Closed);
+    })
+    .await;
+}
