@@ -60,11 +60,13 @@ impl Shared {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Moves to `state` if seed §5 allows it from the current one (never out of Closed,
+    /// never back from Closing).
     fn set(&self, inner: &mut Inner, state: State) {
-        if inner.state != State::Closed {
+        if inner.state.can_become(state) {
             inner.state = state;
+            self.changed.notify_all();
         }
-        self.changed.notify_all();
     }
 
     /// Waits on the condition variable until `done` holds or `deadline` passes.
@@ -365,10 +367,6 @@ fn close(shared: &Shared, supervisor: &Mutex<Option<JoinHandle<()>>>) {
     shared.set(&mut inner, State::Closed);
 }
 
-fn closing(shared: &Shared) -> bool {
-    matches!(shared.lock().state, State::Closing | State::Closed)
-}
-
 /// The supervisor thread: connect, wait for the connection to end, wait the backoff delay,
 /// again; until closed or out of attempts.
 fn supervise(shared: &Shared) {
@@ -403,11 +401,12 @@ fn supervise(shared: &Shared) {
             }
             Err(e) => e,
         };
-        if closing(shared) {
+        // Checked and changed under one lock, so that a concurrent close is never undone.
+        let mut inner = shared.lock();
+        if matches!(inner.state, State::Closing | State::Closed) {
             break;
         }
         let Some(delay) = schedule.next_delay(random()) else {
-            let mut inner = shared.lock();
             inner.gave_up = Some(GaveUp {
                 attempts: schedule.failures().saturating_sub(1),
                 kind: error.kind(),
@@ -416,7 +415,6 @@ fn supervise(shared: &Shared) {
             shared.set(&mut inner, State::Closed);
             break;
         };
-        let mut inner = shared.lock();
         shared.set(&mut inner, State::Connecting);
         let deadline = Some(Instant::now() + delay);
         let inner = shared.wait_until(inner, deadline, |i| {

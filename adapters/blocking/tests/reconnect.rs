@@ -175,3 +175,28 @@ fn a_pending_idempotent_call_is_resent_and_a_plain_one_fails() {
     });
     release.store(true, Ordering::SeqCst);
 }
+
+#[test]
+fn close_interrupts_the_wait_for_the_next_attempt() {
+    within(LIMIT, || {
+        let server = serve_on("127.0.0.1:0", calculator::router());
+        let policy = ReconnectPolicy {
+            backoff: Backoff::Fixed {
+                delay: Duration::from_secs(3600),
+                max_attempts: 5,
+            },
+            ..patient(PendingPolicy::Fail)
+        };
+        let client = Reconnect::tcp(server.local_addr(), policy, Config::default()).unwrap();
+        client.wait_open(T).unwrap();
+        server.shutdown();
+        assert_eq!(
+            client.wait_for(T, |s| s == State::Connecting),
+            State::Connecting
+        );
+        // An hour until the next attempt: close does not wait for it.
+        client.close();
+        assert_eq!(client.state(), State::Closed);
+        assert_eq!(client.gave_up(), None);
+    });
+}

@@ -129,7 +129,9 @@ impl Watch {
 
     fn set(&self, state: State) {
         let mut inner = self.lock();
-        if inner.state == state || inner.state == State::Closed {
+        // Only the transitions of seed §5 (and Open → Connecting): never out of Closed,
+        // never back from Closing.
+        if !inner.state.can_become(state) {
             return;
         }
         inner.state = state;
@@ -743,6 +745,14 @@ where
                 return Poll::Pending;
             }
         }
+    }
+}
+
+impl<C, T, Tm> Drop for Supervisor<C, T, Tm> {
+    /// A supervisor dropped unfinished (its task aborted) leaves its handles `Closed`, so
+    /// nobody waits for a connection that will never come.
+    fn drop(&mut self) {
+        self.watch.set(State::Closed);
     }
 }
 

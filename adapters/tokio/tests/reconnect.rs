@@ -498,3 +498,19 @@ async fn a_connect_that_hangs_times_out_and_counts_as_an_attempt() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn an_aborted_supervisor_leaves_its_handles_closed() {
+    within(LIMIT, async {
+        let connector = || std::future::pending::<io::Result<reconnect::TcpTransport>>();
+        let conn = reconnect::spawn(Builder::new(), patient(PendingPolicy::Fail), connector);
+        let waiting = tokio::spawn({
+            let client = conn.client.clone();
+            async move { client.wait_open().await }
+        });
+        conn.task.abort();
+        assert!(waiting.await.unwrap().unwrap_err().is_closed());
+        assert_eq!(conn.client.state(), State::Closed);
+    })
+    .await;
+}
