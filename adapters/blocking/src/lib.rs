@@ -102,6 +102,11 @@ pub struct Config {
     /// Sees a copy of every byte the connection reads and writes (default none): for
     /// showing the wire, as `sansrpc call --raw` does.
     pub tap: Option<Tap>,
+    /// The application-level `ping`/`pong` heartbeat (default none): the peer's `ping`
+    /// notifications are answered with `pong` and never reach the router; with an interval
+    /// set, a `ping` goes out every interval and the connection closes (pending calls fail
+    /// as closed) when its `pong` is later than the timeout.
+    pub heartbeat: Option<sansrpc::ext::keepalive::HeartbeatConfig>,
 }
 
 /// Which way bytes went past a [`Tap`].
@@ -151,6 +156,7 @@ impl Default for Config {
             read_size: 16 * 1024,
             read_buffers: 4,
             tap: None,
+            heartbeat: None,
         }
     }
 }
