@@ -265,7 +265,7 @@ impl Reconnect {
                 wakers: Vec::new(),
             }),
         });
-        let mut supervisor = Supervisor {
+        let supervisor = Supervisor {
             builder,
             connector,
             timer: Arc::new(timer),
@@ -273,14 +273,14 @@ impl Reconnect {
             random: Box::new(default_random()),
             requests,
             watch: watch.clone(),
-            link: Link::Closed,
+            // The first attempt starts on the first poll, on the runtime that polls it.
+            link: Link::Waiting(futures::future::ready(()).boxed()),
             inflight: FuturesUnordered::new(),
             resend: VecDeque::new(),
             subscriptions: Subscriptions::default(),
             closing: false,
             gave_up: None,
         };
-        supervisor.link = Link::Connecting(supervisor.attempt());
         (Reconnect { tx, watch }, supervisor)
     }
 
