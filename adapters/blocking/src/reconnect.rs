@@ -319,6 +319,13 @@ impl Reconnect {
                     shared.lock().subscriptions.subscribed(method, params);
                     return Ok(result);
                 }
+                // Refused unsent by a connection that just ended, before the supervisor
+                // noticed: the client is reconnecting, not closed.
+                Err(Error::Send(SendError::Closed))
+                    if !matches!(shared.lock().state, State::Closing | State::Closed) =>
+                {
+                    return Err(Error::Send(SendError::Connecting))
+                }
                 Err(e) => return Err(e),
             }
         }
