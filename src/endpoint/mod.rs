@@ -257,6 +257,9 @@ pub enum SendError {
     OutputFull,
     /// Typed params failed to serialize (a map with non-string keys, a failing `Serialize`).
     InvalidParams,
+    /// The connection is not open yet (connecting, or waiting to reconnect): nothing may be
+    /// sent ([`ext::reconnect::State`](crate::ext::reconnect::State)).
+    Connecting,
 }
 
 impl fmt::Display for SendError {
@@ -266,6 +269,7 @@ impl fmt::Display for SendError {
             SendError::TooManyPending => "too many requests pending",
             SendError::OutputFull => "too much output waiting to be transmitted",
             SendError::InvalidParams => "params do not serialize to JSON",
+            SendError::Connecting => "the connection is not open yet",
         })
     }
 }

@@ -2,9 +2,14 @@
 //!
 //! - [`interceptors`]: authentication, rate limiting, logging and metrics around calls,
 //!   on the server (router layers) and on clients.
+//! - [`reconnect`]: the connection lifecycle, the reconnect schedule (backoff with jitter)
+//!   and the subscriptions a reconnecting client replays.
+//! - [`keepalive`]: the application-level `ping`/`pong` heartbeat.
 //! - [`store`]: the log behind persistent subscriptions, as a trait with an in-memory
 //!   implementation; durable implementations live in their own crates
 //!   (`sansrpc-store-redb`, `sansrpc-store-nats`).
 
 pub mod interceptors;
+pub mod keepalive;
+pub mod reconnect;
 pub mod store;

@@ -11,6 +11,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant as StdInstant};
 
 use sansrpc::endpoint::{Endpoint, Event, IncomingId, RequestId};
+use sansrpc::ext::keepalive::{self, Beat, Heard, Heartbeat};
 use sansrpc::method::CallError;
 use sansrpc::router::{Reply, Router};
 use sansrpc::{ErrorObject, Instant, RawValue, Request};
@@ -164,6 +165,7 @@ pub(crate) fn spawn(
         closing: None,
         done: false,
         grace: config.shutdown_grace,
+        heartbeat: config.heartbeat.map(|c| Heartbeat::new(c, Instant::ZERO)),
     };
     let (size, buffers, pool) = (
         config.read_size.max(1),
@@ -203,6 +205,7 @@ struct Driver {
     /// The endpoint reported `Closed`.
     done: bool,
     grace: Duration,
+    heartbeat: Option<Heartbeat>,
 }
 
 impl Driver {
@@ -252,6 +255,7 @@ impl Driver {
     fn step(&mut self) {
         let now = self.now();
         self.ep.handle_timeout(now);
+        self.beat(now);
         self.feed(now);
         self.pump(now);
         // After the events: a request they carried is in flight, not forgotten.
@@ -281,13 +285,32 @@ impl Driver {
     /// How long to wait for a command: until the endpoint's next deadline, or until
     /// handlers in flight run out of time.
     fn wait(&self, now: Instant) -> Option<Duration> {
-        let timer = self.ep.poll_timeout().map(|t| t - now);
+        let beat = self.heartbeat.as_ref().and_then(Heartbeat::poll_timeout);
+        let timer = match (self.ep.poll_timeout(), beat) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let timer = timer.map(|t| t - now);
         let closing = self
             .closing
             .map(|c| c.saturating_duration_since(StdInstant::now()));
         match (timer, closing) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
+        }
+    }
+
+    /// The heartbeat's deadline: a `ping` to send, or a peer that stopped answering.
+    fn beat(&mut self, now: Instant) {
+        let Some(heartbeat) = &mut self.heartbeat else {
+            return;
+        };
+        match heartbeat.handle_timeout(now) {
+            Some(Beat::SendPing) => {
+                let _ = self.ep.send_notification(keepalive::PING, None);
+            }
+            Some(Beat::Dead) => self.ep.close(now),
+            None => {}
         }
     }
 
@@ -388,6 +411,7 @@ impl Driver {
         let mut any = false;
         // Batch sizes for the router's layers (metrics), before the batch's calls run.
         self.router.observe_batches(&mut self.ep);
+        let now = self.now();
         while let Some(event) = self.ep.poll_event() {
             any = true;
             match event {
@@ -397,7 +421,18 @@ impl Driver {
                 }
                 // Here, in arrival order: its effects are visible to every request that
                 // arrived after it (LSP's didChange before completion).
-                Event::Notification(n) => self.router.notify(&n),
+                Event::Notification(n) => match &mut self.heartbeat {
+                    Some(h) => match h.handle_notification(&n.method, now) {
+                        Heard::Other => self.router.notify(&n),
+                        Heard::Ping => {
+                            // A pong that finds the output full is dropped; the peer pings
+                            // again.
+                            let _ = self.ep.send_notification(keepalive::PONG, None);
+                        }
+                        Heard::Pong => {}
+                    },
+                    None => self.router.notify(&n),
+                },
                 Event::Response { id, result } => {
                     let answer = match result {
                         Ok(raw) => Ok(raw.into_owned()),

@@ -59,6 +59,7 @@
 mod client;
 mod driver;
 mod pool;
+pub mod reconnect;
 mod transport;
 
 use std::fmt;
@@ -71,6 +72,7 @@ use sansrpc::method::CallError;
 
 pub use client::{Batch, Client, Pending};
 pub use driver::is_cancelled;
+pub use reconnect::Reconnect;
 pub use transport::{connect_tcp, serve_stdio, serve_tcp, spawn_child, Server};
 #[cfg(unix)]
 pub use transport::{connect_unix, serve_unix, UnixServer};
@@ -102,6 +104,11 @@ pub struct Config {
     /// Sees a copy of every byte the connection reads and writes (default none): for
     /// showing the wire, as `sansrpc call --raw` does.
     pub tap: Option<Tap>,
+    /// The application-level `ping`/`pong` heartbeat (default none): the peer's `ping`
+    /// notifications are answered with `pong` and never reach the router; with an interval
+    /// set, a `ping` goes out every interval and the connection closes (pending calls fail
+    /// as closed) when its `pong` is later than the timeout.
+    pub heartbeat: Option<sansrpc::ext::keepalive::HeartbeatConfig>,
 }
 
 /// Which way bytes went past a [`Tap`].
@@ -151,6 +158,7 @@ impl Default for Config {
             read_size: 16 * 1024,
             read_buffers: 4,
             tap: None,
+            heartbeat: None,
         }
     }
 }

@@ -28,6 +28,11 @@ pub fn connect_tcp(addr: impl ToSocketAddrs, config: Config) -> io::Result<Clien
     socket(stream, Handlers::none(), &config)
 }
 
+/// A client over a TCP stream already connected (the reconnecting client's connector).
+pub(crate) fn tcp_client(stream: TcpStream, config: &Config) -> io::Result<Client> {
+    socket(stream, Handlers::none(), config)
+}
+
 /// Connects to a JSON-RPC server listening on the Unix socket at `path`. Requests the
 /// server sends back are answered `-32601` Method not found.
 #[cfg(unix)]

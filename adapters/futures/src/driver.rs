@@ -18,6 +18,7 @@ use futures::{FutureExt, StreamExt};
 use sansrpc::endpoint::{
     Config, EndReason, Event, IncomingId, RequestId, RequestOptions, SendError,
 };
+use sansrpc::ext::keepalive::{self, Beat, Heard, Heartbeat, HeartbeatConfig};
 use sansrpc::router::Reply;
 use sansrpc::{Endpoint, ErrorObject, Instant, Notification};
 
@@ -43,6 +44,7 @@ pub struct Builder {
     max_concurrent: usize,
     max_queued_notifications: usize,
     on_event: Option<EventHook>,
+    heartbeat: Option<HeartbeatConfig>,
 }
 
 impl fmt::Debug for Builder {
@@ -52,6 +54,7 @@ impl fmt::Debug for Builder {
             .field("router", &self.router)
             .field("max_concurrent", &self.max_concurrent)
             .field("max_queued_notifications", &self.max_queued_notifications)
+            .field("heartbeat", &self.heartbeat)
             .finish()
     }
 }
@@ -72,6 +75,7 @@ impl Builder {
             max_concurrent: 64,
             max_queued_notifications: 1024,
             on_event: None,
+            heartbeat: None,
         }
     }
 
@@ -129,6 +133,16 @@ impl Builder {
         self
     }
 
+    /// Runs the application-level heartbeat of seed 002 §3.3.2 (for byte streams without
+    /// native pings): the peer's `ping` notifications are answered with `pong` and never
+    /// reach the router; with an interval set, a `ping` goes out every interval and the
+    /// driver fails with [`io::ErrorKind::TimedOut`] when its `pong` is later than the
+    /// timeout (pending calls then fail with [`CallError::is_closed`]).
+    pub fn heartbeat(mut self, config: HeartbeatConfig) -> Self {
+        self.heartbeat = Some(config);
+        self
+    }
+
     /// Builds the connection over `transport`, sleeping on `timer`: a [`Client`] to call the
     /// peer with, and the [`Driver`] future to spawn (or await) that does all the work.
     pub fn connect<T: Transport, Tm: Timer>(
@@ -173,6 +187,7 @@ impl Builder {
                 max_queued: self.max_queued_notifications,
             },
             on_event: self.on_event,
+            heartbeat: self.heartbeat.map(|c| Heartbeat::new(c, Instant::ZERO)),
         };
         (Client::new(tx), driver)
     }
@@ -355,6 +370,7 @@ pub struct Driver<T, Tm> {
     calls: Calls,
     server: Server,
     on_event: Option<EventHook>,
+    heartbeat: Option<Heartbeat>,
 }
 
 impl<T, Tm> fmt::Debug for Driver<T, Tm> {
@@ -563,6 +579,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             .router
             .core()
             .observe_batches(&mut self.endpoint);
+        let now = self.now();
         while let Some(event) = self.endpoint.poll_event() {
             any = true;
             match event {
@@ -579,6 +596,16 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                             let _ = self.server.reply.send(&mut self.endpoint, id);
                         }
                         Err(_) => self.respond(id, &Err(ErrorObject::internal_error())),
+                    }
+                }
+                Event::Notification(n) if self.heartbeat.is_some() && is_beat(&n.method) => {
+                    let heard = self
+                        .heartbeat
+                        .as_mut()
+                        .map(|h| h.handle_notification(&n.method, now));
+                    if heard == Some(Heard::Ping) {
+                        // A pong that finds the output full is dropped; the peer pings again.
+                        let _ = self.endpoint.send_notification(keepalive::PONG, None);
                     }
                 }
                 Event::Notification(n) => {
@@ -676,6 +703,21 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             self.endpoint.handle_timeout(now.max(d));
             return true;
         }
+        let heartbeat = self
+            .heartbeat
+            .as_mut()
+            .filter(|_| matches!(self.phase, Phase::Running));
+        let beat = heartbeat.as_ref().and_then(|h| h.poll_timeout());
+        if let (Some(h), Some(_)) = (heartbeat, beat.filter(|d| *d <= now)) {
+            if h.handle_timeout(now) == Some(Beat::SendPing) {
+                let _ = self.endpoint.send_notification(keepalive::PING, None);
+            }
+            return true;
+        }
+        let deadline = match (deadline, beat) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let phase_deadline = match self.phase {
             Phase::Draining(d) | Phase::Closing(d) => Some(d),
             _ => None,
@@ -778,6 +820,12 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             progress |= self.route_events();
             progress |= self.poll_handlers(cx);
             progress |= self.poll_timers(cx);
+            if self.heartbeat.as_ref().is_some_and(Heartbeat::is_dead) {
+                self.finish();
+                let timeout = self.heartbeat.as_ref().map(|h| h.config().timeout);
+                let e = format!("no pong within {timeout:?}");
+                return Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, e)));
+            }
             progress |= self.advance(cx);
             let before = self.endpoint.buffered_output();
             let flushed = match self.transport.poll_transmit(cx, &mut self.endpoint) {
@@ -801,6 +849,10 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             }
         }
     }
+}
+
+fn is_beat(method: &str) -> bool {
+    method == keepalive::PING || method == keepalive::PONG
 }
 
 // Nothing in the driver is ever pinned in place: the timer is only borrowed, the transport

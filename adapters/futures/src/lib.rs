@@ -6,7 +6,9 @@
 //! task. An [`AsyncRouter`] serves the peer's requests (async handlers run concurrently in
 //! the driver, up to a limit; notifications one at a time in arrival order) and falls back
 //! to the core [`Router`](sansrpc::router::Router) for sync handlers, layers and
-//! `rpc.discover`. The runtime supplies only I/O (a [`Transport`], usually a
+//! `rpc.discover`. A [`Reconnect`] client reconnects on a backoff schedule when its
+//! connection is lost ([`reconnect`]); [`Builder::heartbeat`] adds the `ping`/`pong`
+//! keep-alive to byte streams. The runtime supplies only I/O (a [`Transport`], usually a
 //! [`ByteStream`] over futures-io halves) and a [`Timer`].
 //!
 //! ```
@@ -45,12 +47,14 @@
 
 mod client;
 mod driver;
+pub mod reconnect;
 mod router;
 mod timer;
 pub mod transport;
 
 pub use client::{Batch, BatchSlot, CallError, Client, PendingCall, RawResult};
 pub use driver::{Builder, Driver, ShutdownHandle};
+pub use reconnect::{CallOptions, GaveUp, Reconnect, StateWatch, Supervisor};
 pub use router::{AsyncRouter, BoxFuture, HandlerResult};
 #[cfg(feature = "async-io")]
 pub use timer::AsyncIoTimer;

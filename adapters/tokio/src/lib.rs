@@ -6,7 +6,8 @@
 //! [`tcp`], [`unix`], [`stdio`], and [`child`] processes spoken to over their stdin/stdout;
 //! [`serve_tcp`] and [`serve_unix`] accept connections until a shutdown signal, then shut
 //! every connection down gracefully. Message transports: [`ws`] (WebSocket, one message per
-//! text frame) and [`http`] (one message per POST), on the same driver.
+//! text frame) and [`http`] (one message per POST), on the same driver. [`reconnect`]: a
+//! client that reconnects over TCP, Unix sockets, WebSocket or a respawned child process.
 //!
 //! Servers facing the internet: [`ServeOptions`] (the `*_with` / `serve_with_options`
 //! variants) bounds the connections at once and configures WebSocket `Origin`s and HTTP
@@ -51,6 +52,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub mod http;
+pub mod reconnect;
 pub mod ws;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};

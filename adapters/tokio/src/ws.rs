@@ -118,7 +118,7 @@ where
     }
 }
 
-fn io_error(e: WsError) -> io::Error {
+pub(crate) fn io_error(e: WsError) -> io::Error {
     match e {
         WsError::Io(e) => e,
         other => io::Error::other(other),

@@ -1,0 +1,446 @@
+//! A client that reconnects, on threads: [`Reconnect`] wraps one [`Client`] at a time and a
+//! supervisor thread that replaces it on the [`ReconnectPolicy`]'s schedule when the
+//! connection is lost.
+//!
+//! The rules are those of the async adapters (the schedule, the lifecycle [`State`] and the
+//! subscription table are the core's `sansrpc::ext::reconnect`):
+//! - calls are sent only while [`State::Open`]: while connecting they fail at once with
+//!   [`SendError::Connecting`], once closing began with [`SendError::Closed`];
+//! - a call pending when the connection is lost fails ([`PendingPolicy::Fail`]), or, when
+//!   marked idempotent under [`PendingPolicy::ResendIdempotent`], waits for the next
+//!   connection and is sent again there (it fails if the supervisor gives up);
+//! - successful `rpc.subscribe*` calls are replayed on every new connection before it is
+//!   reported open.
+
+use std::borrow::Cow;
+use std::io;
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use sansrpc::endpoint::SendError;
+use sansrpc::ext::reconnect::{PendingPolicy, ReconnectPolicy, Schedule, State, Subscriptions};
+use sansrpc::method::{decode_result, encode_params_owned, CallError, Method};
+use sansrpc::RawValue;
+
+use crate::{Client, Config, Error};
+
+/// Opens one connection, within the timeout it is given.
+pub type Connector = dyn Fn(Duration) -> io::Result<Client> + Send + Sync;
+
+/// The supervisor gave up: the policy's attempts were used up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GaveUp {
+    /// Attempts made since the last successful connection.
+    pub attempts: u32,
+    /// The kind of the last failure.
+    pub kind: io::ErrorKind,
+    /// The last failure, as text.
+    pub error: String,
+}
+
+struct Inner {
+    state: State,
+    client: Option<Client>,
+    connections: u64,
+    subscriptions: Subscriptions,
+    gave_up: Option<GaveUp>,
+}
+
+struct Shared {
+    connector: Box<Connector>,
+    policy: ReconnectPolicy,
+    inner: Mutex<Inner>,
+    changed: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Moves to `state` if seed §5 allows it from the current one (never out of Closed,
+    /// never back from Closing).
+    fn set(&self, inner: &mut Inner, state: State) {
+        if inner.state.can_become(state) {
+            inner.state = state;
+            self.changed.notify_all();
+        }
+    }
+
+    /// Waits on the condition variable until `done` holds or `deadline` passes.
+    fn wait_until<'a>(
+        &'a self,
+        mut inner: MutexGuard<'a, Inner>,
+        deadline: Option<Instant>,
+        done: impl Fn(&Inner) -> bool,
+    ) -> MutexGuard<'a, Inner> {
+        while !done(&inner) {
+            inner = match deadline {
+                None => self.changed.wait(inner).unwrap_or_else(|e| e.into_inner()),
+                Some(deadline) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    let waited = self.changed.wait_timeout(inner, left);
+                    waited.unwrap_or_else(|e| e.into_inner()).0
+                }
+            };
+        }
+        inner
+    }
+}
+
+/// Owned by the handles: the last one dropped closes the client.
+struct Handle {
+    shared: Arc<Shared>,
+    supervisor: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        close(&self.shared, &self.supervisor);
+    }
+}
+
+/// A reconnecting client on threads: cheap to clone, usable from any thread. From
+/// [`Reconnect::new`], [`Reconnect::tcp`], [`Reconnect::unix`] or [`Reconnect::child`].
+#[derive(Clone)]
+pub struct Reconnect {
+    handle: Arc<Handle>,
+}
+
+impl std::fmt::Debug for Reconnect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reconnect")
+            .field("state", &self.state())
+            .field("connections", &self.connections())
+            .finish()
+    }
+}
+
+fn lost(error: &Error) -> bool {
+    match error {
+        Error::Send(e) => *e == SendError::Closed,
+        Error::Call(e) => e.is_closed(),
+    }
+}
+
+impl Reconnect {
+    /// A reconnecting client over the connections `connector` opens (it is given the
+    /// policy's connect timeout); starts its supervisor thread, which makes the first
+    /// attempt at once. Wait for the connection with [`Reconnect::wait_open`].
+    pub fn new(
+        policy: ReconnectPolicy,
+        connector: impl Fn(Duration) -> io::Result<Client> + Send + Sync + 'static,
+    ) -> io::Result<Reconnect> {
+        let shared = Arc::new(Shared {
+            connector: Box::new(connector),
+            policy,
+            inner: Mutex::new(Inner {
+                state: State::Connecting,
+                client: None,
+                connections: 0,
+                subscriptions: Subscriptions::default(),
+                gave_up: None,
+            }),
+            changed: Condvar::new(),
+        });
+        let supervised = shared.clone();
+        let supervisor = thread::Builder::new()
+            .name("sansrpc-reconnect".into())
+            .spawn(move || supervise(&supervised))?;
+        Ok(Reconnect {
+            handle: Arc::new(Handle {
+                shared,
+                supervisor: Mutex::new(Some(supervisor)),
+            }),
+        })
+    }
+
+    /// Reconnects to `addr` over TCP (each attempt bounded by the connect timeout).
+    pub fn tcp(
+        addr: impl ToSocketAddrs + Send + Sync + 'static,
+        policy: ReconnectPolicy,
+        config: Config,
+    ) -> io::Result<Reconnect> {
+        Reconnect::new(policy, move |timeout| {
+            let mut last = io::Error::new(io::ErrorKind::NotFound, "no address to connect to");
+            for addr in addr.to_socket_addrs()? {
+                match TcpStream::connect_timeout(&addr, timeout) {
+                    Ok(stream) if stream.local_addr()? == stream.peer_addr()? => {
+                        // A connect to a port nobody listens on met itself.
+                        last = io::Error::new(io::ErrorKind::ConnectionRefused, "self-connect");
+                    }
+                    Ok(stream) => {
+                        stream.set_nodelay(true)?;
+                        return crate::transport::tcp_client(stream, &config);
+                    }
+                    Err(e) => last = e,
+                }
+            }
+            Err(last)
+        })
+    }
+
+    /// Reconnects to the Unix socket at `path` (a local connect does not wait, so the
+    /// connect timeout does not apply).
+    #[cfg(unix)]
+    pub fn unix(
+        path: impl Into<std::path::PathBuf>,
+        policy: ReconnectPolicy,
+        config: Config,
+    ) -> io::Result<Reconnect> {
+        let path = path.into();
+        Reconnect::new(policy, move |_| crate::connect_unix(&path, config.clone()))
+    }
+
+    /// Spawns a fresh child process from `command()` on every attempt (see
+    /// [`spawn_child`](crate::spawn_child)): a child that exits or is killed is respawned.
+    pub fn child(
+        command: impl Fn() -> std::process::Command + Send + Sync + 'static,
+        policy: ReconnectPolicy,
+        config: Config,
+    ) -> io::Result<Reconnect> {
+        Reconnect::new(policy, move |_| {
+            crate::spawn_child(&mut command(), config.clone())
+        })
+    }
+
+    fn shared(&self) -> &Shared {
+        &self.handle.shared
+    }
+
+    /// The lifecycle state now.
+    pub fn state(&self) -> State {
+        self.shared().lock().state
+    }
+
+    /// Connections opened so far.
+    pub fn connections(&self) -> u64 {
+        self.shared().lock().connections
+    }
+
+    /// Why the supervisor gave up, once it has.
+    pub fn gave_up(&self) -> Option<GaveUp> {
+        self.shared().lock().gave_up.clone()
+    }
+
+    /// Waits up to `timeout` (forever with `None`) until `accept` accepts the state or the
+    /// state is [`State::Closed`]; returns the state then.
+    pub fn wait_for(&self, timeout: Option<Duration>, accept: impl Fn(State) -> bool) -> State {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let shared = self.shared();
+        let inner = shared.wait_until(shared.lock(), deadline, |i| {
+            accept(i.state) || i.state == State::Closed
+        });
+        inner.state
+    }
+
+    /// Waits up to `timeout` for an open connection: fails with [`SendError::Connecting`]
+    /// when none came in time, [`SendError::Closed`] once closing or closed.
+    pub fn wait_open(&self, timeout: Option<Duration>) -> Result<(), Error> {
+        let state = self.wait_for(timeout, |s| matches!(s, State::Open | State::Closing));
+        match state {
+            State::Open => Ok(()),
+            State::Connecting => Err(Error::Send(SendError::Connecting)),
+            _ => Err(Error::Send(SendError::Closed)),
+        }
+    }
+
+    /// Calls `M` (not re-sent after a disconnect); `timeout` as for [`Client::call`].
+    pub fn call<M: Method>(
+        &self,
+        params: &M::Params,
+        timeout: Option<Duration>,
+    ) -> Result<M::Result, Error> {
+        self.call_typed::<M>(params, timeout, false)
+    }
+
+    /// Calls `M`, marked idempotent: re-sent on the next connection under
+    /// [`PendingPolicy::ResendIdempotent`] if the connection is lost before its answer.
+    pub fn call_idempotent<M: Method>(
+        &self,
+        params: &M::Params,
+        timeout: Option<Duration>,
+    ) -> Result<M::Result, Error> {
+        self.call_typed::<M>(params, timeout, true)
+    }
+
+    fn call_typed<M: Method>(
+        &self,
+        params: &M::Params,
+        timeout: Option<Duration>,
+        idempotent: bool,
+    ) -> Result<M::Result, Error> {
+        let params = encode_params_owned(params).map_err(Error::Send)?;
+        let raw = self.call_raw_with(M::NAME, params.as_deref(), timeout, idempotent)?;
+        decode_result::<M>(Ok(Cow::Owned(raw))).map_err(Error::Call)
+    }
+
+    /// Calls `method` with raw params; `idempotent` as for
+    /// [`call_idempotent`](Reconnect::call_idempotent).
+    pub fn call_raw_with(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        timeout: Option<Duration>,
+        idempotent: bool,
+    ) -> Result<Box<RawValue>, Error> {
+        let shared = self.shared();
+        let resend = idempotent && shared.policy.pending == PendingPolicy::ResendIdempotent;
+        loop {
+            let (client, connection) = {
+                let mut inner = shared.lock();
+                let client = match (inner.state, &inner.client) {
+                    (State::Open, Some(client)) => client.clone(),
+                    (State::Connecting | State::Open, _) => {
+                        return Err(Error::Send(SendError::Connecting))
+                    }
+                    _ => return Err(Error::Send(SendError::Closed)),
+                };
+                inner.subscriptions.unsubscribing(method, params);
+                (client, inner.connections)
+            };
+            match client.call_raw(method, params, timeout) {
+                Err(e) if resend && lost(&e) => {
+                    // Wait for the next connection (or the end) and send it again there.
+                    let inner = shared.wait_until(shared.lock(), None, |i| {
+                        (i.state == State::Open && i.connections > connection)
+                            || matches!(i.state, State::Closing | State::Closed)
+                    });
+                    if inner.state != State::Open {
+                        return Err(e);
+                    }
+                }
+                Ok(result) => {
+                    shared.lock().subscriptions.subscribed(method, params);
+                    return Ok(result);
+                }
+                // Refused unsent by a connection that just ended, before the supervisor
+                // noticed: the client is reconnecting, not closed.
+                Err(Error::Send(SendError::Closed))
+                    if !matches!(shared.lock().state, State::Closing | State::Closed) =>
+                {
+                    return Err(Error::Send(SendError::Connecting))
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Sends a notification (never re-sent).
+    pub fn notify_raw(&self, method: &str, params: Option<&RawValue>) -> Result<(), Error> {
+        let client = {
+            let inner = self.shared().lock();
+            match (inner.state, &inner.client) {
+                (State::Open, Some(client)) => client.clone(),
+                (State::Connecting | State::Open, _) => {
+                    return Err(Error::Send(SendError::Connecting))
+                }
+                _ => return Err(Error::Send(SendError::Closed)),
+            }
+        };
+        client.notify_raw(method, params)
+    }
+
+    /// Closes the client: stops reconnecting, closes the connection (see
+    /// [`Client::close`]: pending calls fail) and waits for the supervisor thread.
+    pub fn close(&self) {
+        close(&self.handle.shared, &self.handle.supervisor);
+    }
+}
+
+fn close(shared: &Shared, supervisor: &Mutex<Option<JoinHandle<()>>>) {
+    let client = {
+        let mut inner = shared.lock();
+        if inner.state != State::Closed {
+            shared.set(&mut inner, State::Closing);
+        }
+        inner.client.take()
+    };
+    if let Some(client) = client {
+        client.close();
+    }
+    let thread = supervisor.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(thread) = thread {
+        if thread.thread().id() != thread::current().id() {
+            let _ = thread.join();
+        }
+    }
+    let mut inner = shared.lock();
+    shared.set(&mut inner, State::Closed);
+}
+
+/// The supervisor thread: connect, wait for the connection to end, wait the backoff delay,
+/// again; until closed or out of attempts.
+fn supervise(shared: &Shared) {
+    let mut schedule = Schedule::new(shared.policy);
+    let mut random = seed();
+    loop {
+        let error = match (shared.connector)(shared.policy.connect_timeout) {
+            Ok(client) => {
+                let replay = shared.lock().subscriptions.replay();
+                for (method, params) in replay {
+                    if let Err(Error::Call(CallError::Rpc(_))) =
+                        client.call_raw(method, Some(&params), None)
+                    {
+                        shared.lock().subscriptions.refused(method, Some(&params));
+                    }
+                }
+                {
+                    let mut inner = shared.lock();
+                    if matches!(inner.state, State::Closing | State::Closed) {
+                        drop(inner);
+                        client.close();
+                        break;
+                    }
+                    inner.client = Some(client.clone());
+                    inner.connections += 1;
+                    shared.set(&mut inner, State::Open);
+                }
+                schedule.connected();
+                client.wait();
+                shared.lock().client = None;
+                io::Error::new(io::ErrorKind::UnexpectedEof, "the connection was lost")
+            }
+            Err(e) => e,
+        };
+        // Checked and changed under one lock, so that a concurrent close is never undone.
+        let mut inner = shared.lock();
+        if matches!(inner.state, State::Closing | State::Closed) {
+            break;
+        }
+        let Some(delay) = schedule.next_delay(random()) else {
+            inner.gave_up = Some(GaveUp {
+                attempts: schedule.failures().saturating_sub(1),
+                kind: error.kind(),
+                error: error.to_string(),
+            });
+            shared.set(&mut inner, State::Closed);
+            break;
+        };
+        shared.set(&mut inner, State::Connecting);
+        let deadline = Some(Instant::now() + delay);
+        let inner = shared.wait_until(inner, deadline, |i| {
+            matches!(i.state, State::Closing | State::Closed)
+        });
+        if matches!(inner.state, State::Closing | State::Closed) {
+            break;
+        }
+    }
+}
+
+/// A xorshift generator for the jitter, seeded from std's random hasher keys.
+fn seed() -> impl FnMut() -> u64 {
+    use std::hash::BuildHasher;
+    let mut x = std::collections::hash_map::RandomState::new().hash_one(0x5eed_u64) | 1;
+    move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    }
+}
