@@ -31,7 +31,10 @@
 //!
 //! Age retention is enforced by the NATS server with its own clock, so
 //! [`Store::expire`](sansrpc::ext::store::Store::expire) does nothing here. JetStream counts
-//! `max_bytes` over whole stored messages (subject, headers and data), not data alone. Every
+//! `max_bytes` over whole stored messages (subject, headers and data), not data alone, and
+//! would accept a message larger than `max_bytes` only to drop it at once; so each stream's
+//! `max_msg_size` is set just under `max_bytes` and such a message is refused with an error
+//! (the embedded store keeps it alone instead). Every
 //! node should use the same [`RetentionPolicy`](sansrpc::ext::store::RetentionPolicy): the
 //! first use of a topic by a node writes its limits to the stream.
 #![deny(missing_docs)]

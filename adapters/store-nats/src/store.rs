@@ -17,6 +17,9 @@ use crate::{
     SUBSCRIPTIONS_BUCKET, TIMESTAMP_HEADER,
 };
 
+/// What nats-server's file store adds to a message's subject and payload, and the
+/// timestamp header, rounded up.
+const RECORD_OVERHEAD: usize = 96;
 /// How many messages one fetch takes while the consumer's ack floor catches up.
 const FETCH_BATCH: u64 = 256;
 /// How many fetches one save makes at most to advance the consumer's ack floor.
@@ -47,9 +50,18 @@ impl std::fmt::Debug for NatsStore {
 
 fn stream_config(topic: &str, retention: Retention) -> Result<stream::Config, Error> {
     let limit = |v: Option<u64>| v.map_or(-1, |v| i64::try_from(v).unwrap_or(i64::MAX));
+    let subject = format!("{LOG_PREFIX}{topic}");
+    // JetStream accepts a message larger than max_bytes and then discards it at once, so a
+    // publish would vanish: such a message is refused instead. A stored message costs its
+    // subject, headers and a record overhead on top of the data.
+    let max_message_size = retention.max_bytes.map_or(-1, |max| {
+        let overhead = (RECORD_OVERHEAD + subject.len()) as u64;
+        i32::try_from(max.saturating_sub(overhead).max(1)).unwrap_or(i32::MAX)
+    });
     Ok(stream::Config {
         name: stream_name(topic)?,
-        subjects: vec![format!("{LOG_PREFIX}{topic}")],
+        subjects: vec![subject],
+        max_message_size,
         max_age: retention.max_age.unwrap_or(Duration::ZERO),
         max_messages: limit(retention.max_count),
         max_bytes: limit(retention.max_bytes),

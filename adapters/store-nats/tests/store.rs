@@ -275,3 +275,30 @@ async fn usable_from_inside_a_tokio_runtime() {
     // Dropping the store inside the runtime must not panic either.
     drop(a);
 }
+
+#[test]
+fn retention_by_bytes_drops_the_oldest_and_refuses_what_could_never_be_kept() {
+    let server = NatsServer::start();
+    let mut policy = unbounded();
+    policy.default.max_bytes = Some(600);
+    let mut a = NatsStore::connect(&server.url, policy).unwrap();
+    let data = format!("\"{}\"", "x".repeat(100));
+    for i in 1..=10u64 {
+        assert_eq!(a.append("sized", i, raw(&data)).unwrap(), i);
+    }
+    let kept = sequences(&read_all(&mut a, "sized", 0));
+    assert!(kept.len() >= 2 && kept.len() < 6, "{kept:?}");
+    assert_eq!(kept, ((11 - kept.len() as u64)..=10).collect::<Vec<_>>());
+    // JetStream would accept a message over max_bytes and discard it at once; the store's
+    // stream refuses it instead, and the log is untouched.
+    let big = format!("\"{}\"", "y".repeat(1000));
+    assert!(matches!(
+        a.append("sized", 11, raw(&big)),
+        Err(Error::Nats { .. })
+    ));
+    assert_eq!(sequences(&read_all(&mut a, "sized", 0)), kept);
+    // One that fits alone is kept alone.
+    let alone = format!("\"{}\"", "z".repeat(400));
+    assert_eq!(a.append("sized", 12, raw(&alone)).unwrap(), 11);
+    assert_eq!(sequences(&read_all(&mut a, "sized", 0)), [11]);
+}

@@ -13,11 +13,27 @@ fn persistent(c: &mut Criterion) {
         .expect("open the store");
     let data = RawValue::from_json(r#"{"order_id":"ORD-12345","status":"confirmed","total":42.5}"#)
         .unwrap();
+    // The floor: the least a durable append can cost on this disk, one row inserted in one
+    // committed redb write transaction, no retention or bookkeeping.
+    let floor_db = redb::Database::create(dir.path().join("floor.redb")).unwrap();
+    const FLOOR: redb::TableDefinition<u64, &str> = redb::TableDefinition::new("floor");
     let mut group = c.benchmark_group("redb");
     group.throughput(Throughput::Elements(1));
     group.sample_size(20);
 
     let mut ts = 0u64;
+    group.bench_function("floor: insert+commit", |b| {
+        b.iter(|| {
+            ts += 1;
+            let txn = floor_db.begin_write().unwrap();
+            txn.open_table(FLOOR)
+                .unwrap()
+                .insert(ts, data.get())
+                .unwrap();
+            txn.commit().unwrap();
+        })
+    });
+
     group.bench_function("append", |b| {
         b.iter(|| {
             ts += 1;
