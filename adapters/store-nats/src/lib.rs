@@ -160,6 +160,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn store_and_bus_can_move_between_threads() {
+        fn send<T: Send>() {}
+        fn sync<T: Sync>() {}
+        send::<NatsStore>();
+        send::<NatsBus>();
+        sync::<NatsBus>();
+    }
+
+    #[test]
     fn escaping_is_injective_and_names_are_valid() {
         assert_eq!(escape("orders.eu-1"), "orders_2Eeu-1");
         assert_ne!(escape("a_2E"), escape("a."));

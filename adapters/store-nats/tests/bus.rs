@@ -6,7 +6,7 @@ use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
 use common::NatsServer;
-use sansrpc::ext::store::{RetentionPolicy, Store};
+use sansrpc::ext::store::{RetentionPolicy, Store, SubscriptionState};
 use sansrpc::RawValue;
 use sansrpc_store_nats::{BusEvent, Error, NatsBus, NatsStore};
 
@@ -101,4 +101,103 @@ fn a_full_receiver_drops_and_counts_instead_of_growing() {
     // Dropping the bus ends the receiver.
     drop(b);
     assert!(b_rx.recv_timeout(WAIT).is_err());
+}
+
+#[test]
+fn payloads_that_are_not_json_are_dropped_and_counted() {
+    let server = NatsServer::start();
+    let (bus, rx) = NatsBus::connect(&server.url, 8).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let client = async_nats::connect(&server.url).await.unwrap();
+        for payload in [&b"{not json"[..], b"\xff\xfe", b"", b"[1,2]"] {
+            client
+                .publish("sansrpc.pub.raw", payload.to_vec().into())
+                .await
+                .unwrap();
+        }
+        client.flush().await.unwrap();
+    });
+    assert_eq!(next_published(&rx), published("raw", "[1,2]"));
+    assert_eq!(bus.dropped(), 3);
+}
+
+/// The issue's two-node scenario at library level: each node is a store and a bus on one
+/// NATS. An ephemeral publish through node A reaches a subscriber on node B; a persistent
+/// subscriber reads and acknowledges on A, moves to B, and resumes where it acknowledged,
+/// woken on B by the append notification of a publish made on A.
+#[test]
+fn two_nodes_end_to_end() {
+    struct Node {
+        store: NatsStore,
+        bus: NatsBus,
+        events: Receiver<BusEvent>,
+    }
+    let server = NatsServer::start();
+    let node = || {
+        let (bus, events) = NatsBus::connect(&server.url, 64).unwrap();
+        Node {
+            store: NatsStore::connect(&server.url, RetentionPolicy::default()).unwrap(),
+            bus,
+            events,
+        }
+    };
+    let (mut a, mut b) = (node(), node());
+
+    // Ephemeral: A publishes, B's hub gets it for its local subscribers.
+    a.bus
+        .publish("chat.room1", raw(r#"{"text":"hi"}"#))
+        .unwrap();
+    assert_eq!(
+        next_published(&b.events),
+        published("chat.room1", r#"{"text":"hi"}"#)
+    );
+
+    // Persistent: a subscriber on A receives 1..=4 and acknowledges 1, 2 and 4.
+    let mut state = SubscriptionState::new("orders", a.store.last_sequence("orders").unwrap());
+    a.store.save_subscription("proc-1", &state).unwrap();
+    for i in 1..=4 {
+        a.store.append("orders", i, raw(&i.to_string())).unwrap();
+    }
+    for s in [1, 2, 4] {
+        state.ack(s);
+        a.store.save_subscription("proc-1", &state).unwrap();
+    }
+    // It reconnects to B: B resumes it from the shared record.
+    let mut resumed = b.store.load_subscription("proc-1").unwrap().unwrap();
+    let mut inbox = Vec::new();
+    b.store
+        .read("orders", resumed.ack_floor, 100, &mut inbox)
+        .unwrap();
+    let due: Vec<u64> = inbox
+        .iter()
+        .map(|m| m.sequence)
+        .filter(|&s| !resumed.is_acked(s))
+        .collect();
+    assert_eq!(
+        due,
+        [3],
+        "no acknowledged message again, every unacknowledged one"
+    );
+    resumed.ack(3);
+    b.store.save_subscription("proc-1", &resumed).unwrap();
+
+    // A publishes one more persistent message; B hears of it and delivers it.
+    while b.events.try_recv().is_ok() {}
+    assert_eq!(a.store.append("orders", 5, raw("5")).unwrap(), 5);
+    loop {
+        match b.events.recv_timeout(WAIT).expect("an append notification") {
+            BusEvent::Appended { topic } if topic == "orders" => break,
+            _ => {}
+        }
+    }
+    inbox.clear();
+    b.store
+        .read("orders", resumed.ack_floor, 100, &mut inbox)
+        .unwrap();
+    assert_eq!(inbox.len(), 1);
+    assert_eq!((inbox[0].sequence, inbox[0].data.get()), (5, "5"));
 }

@@ -299,3 +299,12 @@ impl Store for RedbStore {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_store_can_move_between_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<super::RedbStore>();
+    }
+}
