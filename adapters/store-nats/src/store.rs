@@ -49,7 +49,9 @@ impl std::fmt::Debug for NatsStore {
 }
 
 fn stream_config(topic: &str, retention: Retention) -> Result<stream::Config, Error> {
-    let limit = |v: Option<u64>| v.map_or(-1, |v| i64::try_from(v).unwrap_or(i64::MAX));
+    // 0 would mean "no limit" to JetStream; the newest message always stays, as in the
+    // embedded store.
+    let limit = |v: Option<u64>| v.map_or(-1, |v| i64::try_from(v.max(1)).unwrap_or(i64::MAX));
     let subject = format!("{LOG_PREFIX}{topic}");
     // JetStream accepts a message larger than max_bytes and then discards it at once, so a
     // publish would vanish: such a message is refused instead. A stored message costs its
@@ -439,6 +441,7 @@ impl Store for NatsStore {
         let kv = self.kv.clone();
         let state = state.clone();
         self.runtime.run(async move {
+            let mut floor_moved = true;
             if let Some(old) = kv
                 .get(key.as_str())
                 .await
@@ -447,11 +450,17 @@ impl Store for NatsStore {
                 let old = decode_state(&old)?;
                 if old.topic != state.topic {
                     delete_consumer(&js, &old.topic, &consumer).await?;
+                } else {
+                    floor_moved = old.ack_floor != state.ack_floor;
                 }
             }
             kv.put(key.as_str(), encode_state(&state).into())
                 .await
                 .map_err(nats("save subscription"))?;
+            if !floor_moved {
+                // Only out-of-order acks changed: they live in the record alone.
+                return Ok(());
+            }
             let stream = js
                 .get_stream_no_info(stream_name(&state.topic)?)
                 .await
@@ -520,6 +529,11 @@ mod tests {
             (config.max_age, config.max_messages, config.max_bytes),
             (Duration::from_secs(60), 5, -1)
         );
+        let zero = Retention {
+            max_count: Some(0),
+            ..Retention::default()
+        };
+        assert_eq!(stream_config("a", zero).unwrap().max_messages, 1);
         assert_eq!(config.discard, DiscardPolicy::Old);
     }
 }
