@@ -3,8 +3,8 @@
 
 #![allow(dead_code)]
 
-use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -36,39 +36,64 @@ fn binary() -> PathBuf {
 }
 
 impl NatsServer {
+    /// Starts a server on a port it picks itself (`-p -1`) and reads back from its ports file,
+    /// so no other process can take the port between a probe and the bind.
     pub fn start() -> NatsServer {
         let binary = binary();
         let dir = tempfile::tempdir().unwrap();
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let ports = dir.path().join("ports");
+        std::fs::create_dir(&ports).unwrap();
         let child = Command::new(&binary)
-            .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
-            .arg(dir.path())
+            .args(["-js", "-a", "127.0.0.1", "-p", "-1", "-sd"])
+            .arg(dir.path().join("store"))
+            .arg("--ports_file_dir")
+            .arg(&ports)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display()));
         let mut server = NatsServer {
             child,
-            url: format!("nats://127.0.0.1:{port}"),
+            url: String::new(),
             _dir: dir,
         };
         let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        let url = loop {
             if let Some(status) = server.child.try_wait().unwrap() {
                 panic!("nats-server exited at start: {status}");
             }
+            assert!(
+                Instant::now() < deadline,
+                "nats-server wrote no ports file in 30 s"
+            );
+            if let Some(url) = client_url(&ports) {
+                break url;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let address = url.trim_start_matches("nats://").to_owned();
+        while TcpStream::connect(&address).is_err() {
             assert!(
                 Instant::now() < deadline,
                 "nats-server did not listen in 30 s"
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+        server.url = url;
         server
     }
+}
+
+/// The client URL from the ports file in `dir`, once it is written whole.
+fn client_url(dir: &Path) -> Option<String> {
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let text = std::fs::read_to_string(entry.path()).ok()?;
+        let ports: serde_json::Value = serde_json::from_str(&text).ok()?;
+        if let Some(url) = ports["nats"][0].as_str() {
+            return Some(url.to_owned());
+        }
+    }
+    None
 }
 
 impl Drop for NatsServer {
