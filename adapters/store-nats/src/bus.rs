@@ -74,7 +74,7 @@ impl NatsBus {
                 .await
                 .map_err(nats("subscribe"))?;
             // The subscriptions are registered at the server once a round trip returned.
-            client.flush().await.map_err(nats("flush"))?;
+            round_trip(&client).await?;
             Ok((client, published, appended))
         })?;
         let (tx, rx) = mpsc::sync_channel(capacity.max(1));
@@ -115,16 +115,28 @@ impl NatsBus {
         })
     }
 
-    /// Waits until everything published so far reached the NATS server.
+    /// Waits until the NATS server processed everything published so far (and so passed it
+    /// on to every subscribed node).
     pub fn flush(&self) -> Result<(), Error> {
         let client = self.client.clone();
-        self.runtime
-            .run(async move { client.flush().await.map_err(nats("flush")) })
+        self.runtime.run(async move { round_trip(&client).await })
     }
 
     /// How many events were dropped because the receiver was full or they did not decode.
     pub fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
+    }
+}
+
+/// A round trip to the server: it handles a connection's operations in order, so when the
+/// answer comes back it has processed everything this client sent before. (The client's own
+/// `flush` only writes the socket.) A request to a fresh inbox nobody listens on is
+/// answered by the server itself with "no responders".
+async fn round_trip(client: &async_nats::Client) -> Result<(), Error> {
+    match client.request(client.new_inbox(), Vec::new().into()).await {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == async_nats::RequestErrorKind::NoResponders => Ok(()),
+        Err(e) => Err(nats("round trip")(e)),
     }
 }
 
