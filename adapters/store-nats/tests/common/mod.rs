@@ -1,0 +1,104 @@
+//! A real nats-server with JetStream, started on a free port of 127.0.0.1 for one test and
+//! killed when dropped. A missing binary fails the test: it never skips.
+
+#![allow(dead_code)]
+
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct NatsServer {
+    child: Child,
+    pub url: String,
+    _dir: tempfile::TempDir,
+}
+
+fn binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("NATS_SERVER") {
+        return path.into();
+    }
+    for dir in std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/usr/local/bin")])
+    {
+        let candidate = dir.join("nats-server");
+        if candidate.is_file() {
+            return candidate;
+        }
+    }
+    panic!(
+        "nats-server not found (PATH, /usr/sbin, /usr/local/bin or $NATS_SERVER): \
+         install the Debian package nats-server; these tests need a real server"
+    );
+}
+
+impl NatsServer {
+    /// Starts a server on a port it picks itself (`-p -1`) and reads back from its ports file,
+    /// so no other process can take the port between a probe and the bind.
+    pub fn start() -> NatsServer {
+        let binary = binary();
+        let dir = tempfile::tempdir().unwrap();
+        let ports = dir.path().join("ports");
+        std::fs::create_dir(&ports).unwrap();
+        let child = Command::new(&binary)
+            .args(["-js", "-a", "127.0.0.1", "-p", "-1", "-sd"])
+            .arg(dir.path().join("store"))
+            .arg("--ports_file_dir")
+            .arg(&ports)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display()));
+        let mut server = NatsServer {
+            child,
+            url: String::new(),
+            _dir: dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let url = loop {
+            if let Some(status) = server.child.try_wait().unwrap() {
+                panic!("nats-server exited at start: {status}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "nats-server wrote no ports file in 30 s"
+            );
+            if let Some(url) = client_url(&ports) {
+                break url;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let address = url.trim_start_matches("nats://").to_owned();
+        while TcpStream::connect(&address).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "nats-server did not listen in 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        server.url = url;
+        server
+    }
+}
+
+/// The client URL from the ports file in `dir`, once it is written whole.
+fn client_url(dir: &Path) -> Option<String> {
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let text = std::fs::read_to_string(entry.path()).ok()?;
+        let ports: serde_json::Value = serde_json::from_str(&text).ok()?;
+        if let Some(url) = ports["nats"][0].as_str() {
+            return Some(url.to_owned());
+        }
+    }
+    None
+}
+
+impl Drop for NatsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

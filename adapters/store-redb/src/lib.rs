@@ -1,0 +1,310 @@
+//! The embedded durable store behind sansrpc persistent subscriptions: one
+//! [redb](https://www.redb.org) file per server.
+//!
+//! [`RedbStore`] implements [`sansrpc::ext::store::Store`]. Every [`Store::append`],
+//! [`Store::save_subscription`] and [`Store::delete_subscription`] is one committed redb write
+//! transaction with redb's default durability (the file is synced before commit returns), so
+//! whatever returned `Ok` survives a crash of the process or of the machine.
+//!
+//! # Layout
+//! - `log`: `(topic, sequence) -> (timestamp_ms, data)`, one row per retained message.
+//! - `topics`: `topic -> (last_sequence, retained_count, retained_bytes)`; the last sequence
+//!   is never lowered, so sequences continue after retention removed every message and after
+//!   a restart.
+//! - `subscriptions`: `id -> (topic, ack_floor, out-of-order acks as little-endian u64s)`.
+//!
+//! # Example
+//! ```
+//! use sansrpc::ext::store::{RetentionPolicy, Store, SubscriptionState};
+//! use sansrpc::RawValue;
+//! use sansrpc_store_redb::RedbStore;
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let path = dir.path().join("sansrpc.redb");
+//! let mut store = RedbStore::open(&path, RetentionPolicy::default()).unwrap();
+//! let data = RawValue::from_json(r#"{"order":1}"#).unwrap();
+//! assert_eq!(store.append("orders", 1_700_000_000_000, data).unwrap(), 1);
+//! let mut sub = SubscriptionState::new("orders", 0);
+//! sub.ack(1);
+//! store.save_subscription("worker-1", &sub).unwrap();
+//! drop(store);
+//!
+//! let mut store = RedbStore::open(&path, RetentionPolicy::default()).unwrap();
+//! assert_eq!(store.append("orders", 1_700_000_000_001, data).unwrap(), 2);
+//! assert_eq!(store.load_subscription("worker-1").unwrap().unwrap().ack_floor, 1);
+//! ```
+#![deny(missing_docs)]
+
+use std::path::Path;
+
+use redb::{Database, ReadableTable, TableDefinition, WriteTransaction};
+use sansrpc::ext::store::{RetentionPolicy, Store, StoredMessage, SubscriptionState};
+use sansrpc::RawValue;
+
+const LOG: TableDefinition<(&str, u64), (u64, &str)> = TableDefinition::new("log");
+const TOPICS: TableDefinition<&str, (u64, u64, u64)> = TableDefinition::new("topics");
+const SUBSCRIPTIONS: TableDefinition<&str, (&str, u64, &[u8])> =
+    TableDefinition::new("subscriptions");
+
+/// What went wrong in a [`RedbStore`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The database file could not be opened, read or written.
+    #[error("redb store: {0}")]
+    Redb(#[source] Box<redb::Error>),
+    /// A stored row did not decode (the file was written by something else, or damaged).
+    #[error("redb store: corrupt row: {0}")]
+    Corrupt(&'static str),
+}
+
+macro_rules! from_redb {
+    ($($ty:ty),*) => {$(
+        impl From<$ty> for Error {
+            fn from(e: $ty) -> Self {
+                Error::Redb(Box::new(e.into()))
+            }
+        }
+    )*};
+}
+from_redb!(
+    redb::Error,
+    redb::DatabaseError,
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError
+);
+
+/// A [`Store`] in one redb file: durable, single process (redb locks the file).
+pub struct RedbStore {
+    db: Database,
+    retention: RetentionPolicy,
+}
+
+impl std::fmt::Debug for RedbStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedbStore")
+            .field("retention", &self.retention)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedbStore {
+    /// Opens the store at `path`, creating the file if it does not exist.
+    ///
+    /// After a crash redb checks and repairs the file here, which may take a moment on a
+    /// large file. Fails if another process (or another `RedbStore`) has the file open.
+    pub fn open(path: impl AsRef<Path>, retention: RetentionPolicy) -> Result<Self, Error> {
+        let db = Database::create(path)?;
+        let txn = db.begin_write()?;
+        txn.open_table(LOG)?;
+        txn.open_table(TOPICS)?;
+        txn.open_table(SUBSCRIPTIONS)?;
+        txn.commit()?;
+        Ok(RedbStore { db, retention })
+    }
+
+    /// The retention policy this store applies.
+    pub fn retention(&self) -> &RetentionPolicy {
+        &self.retention
+    }
+
+    /// Replaces the retention policy; it applies from the next append or expire on.
+    pub fn set_retention(&mut self, retention: RetentionPolicy) {
+        self.retention = retention;
+    }
+
+    /// How many messages of `topic` are retained, and their data bytes.
+    pub fn retained(&self, topic: &str) -> Result<(u64, u64), Error> {
+        let txn = self.db.begin_read()?;
+        let topics = txn.open_table(TOPICS)?;
+        Ok(topics
+            .get(topic)?
+            .map_or((0, 0), |m| (m.value().1, m.value().2)))
+    }
+}
+
+/// Removes the oldest retained message of `topic` inside `txn`; returns its data length.
+fn remove_oldest(
+    log: &mut redb::Table<(&str, u64), (u64, &str)>,
+    topic: &str,
+) -> Result<Option<u64>, Error> {
+    let oldest = match log.range((topic, 0)..=(topic, u64::MAX))?.next() {
+        Some(row) => {
+            let (key, value) = row?;
+            (key.value().1, value.value().1.len() as u64)
+        }
+        None => return Ok(None),
+    };
+    log.remove((topic, oldest.0))?;
+    Ok(Some(oldest.1))
+}
+
+fn subscription_row(state: &SubscriptionState) -> Vec<u8> {
+    state.acked.iter().flat_map(|s| s.to_le_bytes()).collect()
+}
+
+fn commit(txn: WriteTransaction) -> Result<(), Error> {
+    txn.commit()?;
+    Ok(())
+}
+
+impl Store for RedbStore {
+    type Error = Error;
+
+    fn append(&mut self, topic: &str, timestamp_ms: u64, data: &RawValue) -> Result<u64, Error> {
+        let retention = self.retention.for_topic(topic);
+        let len = data.get().len() as u64;
+        let txn = self.db.begin_write()?;
+        let sequence = {
+            let mut topics = txn.open_table(TOPICS)?;
+            let mut log = txn.open_table(LOG)?;
+            let (last, count, bytes) = topics.get(topic)?.map_or((0, 0, 0), |m| m.value());
+            let sequence = last + 1;
+            log.insert((topic, sequence), (timestamp_ms, data.get()))?;
+            let (mut count, mut bytes) = (count + 1, bytes + len);
+            // The newest message always stays, even when it alone exceeds max_bytes.
+            while count > 1
+                && (retention.max_count.is_some_and(|max| count > max)
+                    || retention.max_bytes.is_some_and(|max| bytes > max))
+            {
+                let Some(removed) = remove_oldest(&mut log, topic)? else {
+                    return Err(Error::Corrupt("topic counts more messages than its log"));
+                };
+                count -= 1;
+                bytes = bytes.saturating_sub(removed);
+            }
+            topics.insert(topic, (sequence, count, bytes))?;
+            sequence
+        };
+        commit(txn)?;
+        Ok(sequence)
+    }
+
+    fn last_sequence(&mut self, topic: &str) -> Result<u64, Error> {
+        let txn = self.db.begin_read()?;
+        let topics = txn.open_table(TOPICS)?;
+        Ok(topics.get(topic)?.map_or(0, |m| m.value().0))
+    }
+
+    fn read(
+        &mut self,
+        topic: &str,
+        after: u64,
+        max: usize,
+        out: &mut Vec<StoredMessage>,
+    ) -> Result<(), Error> {
+        if max == 0 || after == u64::MAX {
+            return Ok(());
+        }
+        let txn = self.db.begin_read()?;
+        let log = txn.open_table(LOG)?;
+        for row in log.range((topic, after + 1)..=(topic, u64::MAX))?.take(max) {
+            let (key, value) = row?;
+            let (timestamp_ms, data) = value.value();
+            let data = RawValue::from_string(data.to_owned())
+                .map_err(|_| Error::Corrupt("a logged message is not valid JSON"))?;
+            out.push(StoredMessage {
+                topic: topic.to_owned(),
+                sequence: key.value().1,
+                timestamp_ms,
+                data,
+            });
+        }
+        Ok(())
+    }
+
+    fn load_subscription(&mut self, id: &str) -> Result<Option<SubscriptionState>, Error> {
+        let txn = self.db.begin_read()?;
+        let subscriptions = txn.open_table(SUBSCRIPTIONS)?;
+        let Some(row) = subscriptions.get(id)? else {
+            return Ok(None);
+        };
+        let (topic, ack_floor, acked) = row.value();
+        if acked.len() % 8 != 0 {
+            return Err(Error::Corrupt("a subscription's acks are not whole u64s"));
+        }
+        let acked = acked
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().expect("chunks of 8")))
+            .collect();
+        Ok(Some(SubscriptionState {
+            topic: topic.to_owned(),
+            ack_floor,
+            acked,
+        }))
+    }
+
+    fn save_subscription(&mut self, id: &str, state: &SubscriptionState) -> Result<(), Error> {
+        let acked = subscription_row(state);
+        let txn = self.db.begin_write()?;
+        txn.open_table(SUBSCRIPTIONS)?.insert(
+            id,
+            (state.topic.as_str(), state.ack_floor, acked.as_slice()),
+        )?;
+        commit(txn)
+    }
+
+    fn delete_subscription(&mut self, id: &str) -> Result<(), Error> {
+        let txn = self.db.begin_write()?;
+        txn.open_table(SUBSCRIPTIONS)?.remove(id)?;
+        commit(txn)
+    }
+
+    fn expire(&mut self, now_ms: u64) -> Result<(), Error> {
+        let txn = self.db.begin_write()?;
+        let mut changed = false;
+        {
+            let mut topics = txn.open_table(TOPICS)?;
+            let mut log = txn.open_table(LOG)?;
+            let mut updates = Vec::new();
+            for row in topics.iter()? {
+                let (name, meta) = row?;
+                let name = name.value();
+                let Some(max_age) = self.retention.for_topic(name).max_age else {
+                    continue;
+                };
+                let cutoff =
+                    now_ms.saturating_sub(u64::try_from(max_age.as_millis()).unwrap_or(u64::MAX));
+                let (last, mut count, mut bytes) = meta.value();
+                let mut expired = Vec::new();
+                for row in log.range((name, 0)..=(name, u64::MAX))? {
+                    let (key, value) = row?;
+                    let (timestamp_ms, data) = value.value();
+                    if timestamp_ms >= cutoff {
+                        break;
+                    }
+                    expired.push(key.value().1);
+                    count = count.saturating_sub(1);
+                    bytes = bytes.saturating_sub(data.len() as u64);
+                }
+                if !expired.is_empty() {
+                    updates.push((name.to_owned(), (last, count, bytes), expired));
+                }
+            }
+            for (name, meta, expired) in updates {
+                for sequence in expired {
+                    log.remove((name.as_str(), sequence))?;
+                }
+                topics.insert(name.as_str(), meta)?;
+                changed = true;
+            }
+        }
+        if changed {
+            commit(txn)
+        } else {
+            txn.abort()?;
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_store_can_move_between_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<super::RedbStore>();
+    }
+}
