@@ -104,6 +104,45 @@ impl Default for StreamConfig {
     }
 }
 
+/// A producer of items written straight into an answer: what a stream method returns
+/// when its items come from plain code (an iterator: [`from_iter`]).
+pub trait Source: Send {
+    /// Appends the next item to `out` and returns [`Produced::Item`], or says why not.
+    fn next_item(&mut self, out: &mut Vec<u8>) -> Produced;
+}
+
+/// A boxed [`Source`].
+pub type BoxSource = Box<dyn Source>;
+
+struct IterSource<I>(I);
+
+impl<I, T> Source for IterSource<I>
+where
+    I: Iterator<Item = Result<T, ErrorObject<'static>>> + Send,
+    T: serde::Serialize,
+{
+    fn next_item(&mut self, out: &mut Vec<u8>) -> Produced {
+        match self.0.next() {
+            None => Produced::End,
+            Some(Err(e)) => Produced::Error(e),
+            Some(Ok(item)) => match crate::method::write_json(out, &item) {
+                Ok(()) => Produced::Item,
+                Err(_) => Produced::Error(ErrorObject::internal_error()),
+            },
+        }
+    }
+}
+
+/// An iterator of items (or errors, which end the stream) as a [`BoxSource`]; each item is
+/// serialized into the answer, with no copy between.
+pub fn from_iter<I, T>(iter: I) -> BoxSource
+where
+    I: Iterator<Item = Result<T, ErrorObject<'static>>> + Send + 'static,
+    T: serde::Serialize + 'static,
+{
+    Box::new(IterSource(iter))
+}
+
 /// What a producer gave when asked for an item by [`StreamTable::produce`].
 #[derive(Debug)]
 pub enum Produced {
@@ -190,6 +229,12 @@ impl<P> StreamTable<P> {
         self.streams.is_empty()
     }
 
+    /// True while another stream may open. An adapter checks it before running a stream
+    /// method's handler, so a peer that floods opens never gets producers built.
+    pub fn has_room(&self) -> bool {
+        self.streams.len() < self.config.max_open
+    }
+
     /// Pulls queued over every stream.
     pub fn queued_pulls(&self) -> usize {
         self.streams.values().map(|e| e.pulls.len()).sum()
@@ -205,9 +250,10 @@ impl<P> StreamTable<P> {
         producer: P,
         now: Instant,
     ) -> Result<Option<u64>, UnknownRequest> {
-        if self.streams.len() >= self.config.max_open {
-            let error = ErrorObject::fixed(code::TOO_MANY_STREAMS, "Too many open streams");
-            return endpoint.respond(request, Err(&error)).map(|()| None);
+        if !self.has_room() {
+            return endpoint
+                .respond(request, Err(&too_many_streams()))
+                .map(|()| None);
         }
         let id = self.next_id;
         let mut text = String::from("{\"stream\":");
@@ -548,6 +594,11 @@ impl<P> Entry<P> {
         }
         true
     }
+}
+
+/// The answer to a stream-opening call past [`StreamConfig::max_open`].
+pub fn too_many_streams() -> ErrorObject<'static> {
+    ErrorObject::fixed(code::TOO_MANY_STREAMS, "Too many open streams")
 }
 
 fn invalid_stream_params() -> ErrorObject<'static> {

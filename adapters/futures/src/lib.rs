@@ -46,12 +46,14 @@
 mod client;
 mod driver;
 mod router;
+mod stream;
 mod timer;
 pub mod transport;
 
 pub use client::{Batch, BatchSlot, CallError, Client, PendingCall, RawResult};
 pub use driver::{Builder, Driver, ShutdownHandle};
 pub use router::{AsyncRouter, BoxFuture, HandlerResult};
+pub use stream::{RawStream, StreamOptions, TypedStream};
 #[cfg(feature = "async-io")]
 pub use timer::AsyncIoTimer;
 pub use timer::Timer;
