@@ -11,6 +11,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant as StdInstant};
 
 use sansrpc::endpoint::{Endpoint, Event, IncomingId, RequestId};
+use sansrpc::ext::stream::{self, BoxSource, Produced, StreamTable};
 use sansrpc::method::CallError;
 use sansrpc::router::{Reply, Router};
 use sansrpc::{ErrorObject, Instant, RawValue, Request};
@@ -83,8 +84,28 @@ impl Handlers {
     }
 }
 
+/// Stream items produced per turn of the driver, so a fast stream cannot starve the rest.
+const ITEMS_PER_TURN: usize = 4096;
+
 thread_local! {
     static CANCELLED: RefCell<Option<Arc<AtomicBool>>> = const { RefCell::new(None) };
+    static CONNECTION: RefCell<Option<Sender<Cmd>>> = const { RefCell::new(None) };
+}
+
+/// Reports progress from inside a request handler, to the peer of the connection the
+/// request came on: a `$/progress` notification `{"token": token, "value": value}` (the
+/// token is the one the peer put in its request). False outside a handler or once the
+/// connection is gone. The peer may extend the request's deadline on it.
+pub fn report_progress(token: &sansrpc::Id<'_>, value: &RawValue) -> bool {
+    let (token, value) = (token.to_owned_id(), value.to_owned());
+    CONNECTION.with(|c| {
+        c.borrow().as_ref().is_some_and(|me| {
+            let op: Op = Box::new(move |ep, _, _| {
+                let _ = ep.send_progress(&token, &value);
+            });
+            me.send(Cmd::With(op)).is_ok()
+        })
+    })
 }
 
 /// True when the request the current thread's handler is answering was cancelled: by the
@@ -156,6 +177,7 @@ pub(crate) fn spawn(
         free: None,
         waiters: BTreeMap::new(),
         inflight: BTreeMap::new(),
+        streams: StreamTable::new(config.streams),
         router: handlers.router,
         jobs: handlers.jobs,
         closed: Arc::new(AtomicBool::new(false)),
@@ -192,6 +214,8 @@ struct Driver {
     waiters: Waiters,
     /// The peer's requests being handled, with their cancellation flags.
     inflight: BTreeMap<IncomingId, Arc<AtomicBool>>,
+    /// The streams this connection serves; their iterators run on this thread.
+    streams: StreamTable<BoxSource>,
     router: Arc<Router>,
     jobs: Option<Sender<Job>>,
     /// Set once the connection is closed: queued jobs of this connection are skipped.
@@ -252,8 +276,10 @@ impl Driver {
     fn step(&mut self) {
         let now = self.now();
         self.ep.handle_timeout(now);
+        self.streams.handle_timeout(now);
         self.feed(now);
         self.pump(now);
+        let producing = self.produce(now);
         // After the events: a request they carried is in flight, not forgotten.
         if self.try_close(now) {
             self.pump(now);
@@ -261,8 +287,9 @@ impl Driver {
         if self.done {
             return;
         }
-        if !self.inputs.is_empty() && !self.shutdown {
-            // Input was pushed back; draining the events made room for it.
+        if (!self.inputs.is_empty() || producing) && !self.shutdown {
+            // Input was pushed back (draining the events made room for it), or a stream
+            // has more to produce: no waiting.
             return;
         }
         let cmd = match self.wait(now) {
@@ -281,7 +308,11 @@ impl Driver {
     /// How long to wait for a command: until the endpoint's next deadline, or until
     /// handlers in flight run out of time.
     fn wait(&self, now: Instant) -> Option<Duration> {
-        let timer = self.ep.poll_timeout().map(|t| t - now);
+        let timer = match (self.ep.poll_timeout(), self.streams.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let timer = timer.map(|t| t - now);
         let closing = self
             .closing
             .map(|c| c.saturating_duration_since(StdInstant::now()));
@@ -335,6 +366,23 @@ impl Driver {
                 let _ = free.try_send(chunk);
             }
         }
+    }
+
+    /// Takes items from the streams' iterators for the pulls waiting, and writes the
+    /// answers. True when some stream still has more to produce right now.
+    fn produce(&mut self, now: Instant) -> bool {
+        if self.ep.is_closed() || !self.streams.wants_items() {
+            return false;
+        }
+        self.streams
+            .produce(&mut self.ep, now, ITEMS_PER_TURN, |_, source, out| {
+                let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    source.next_item(out)
+                }));
+                next.unwrap_or_else(|_| Produced::Error(ErrorObject::internal_error()))
+            });
+        self.pump(now);
+        self.streams.wants_items()
     }
 
     /// Writes the output and routes the events, until neither is left.
@@ -391,7 +439,14 @@ impl Driver {
             match event {
                 Event::Request { id, request } => {
                     let request = request.into_owned();
-                    self.request(id, request);
+                    let now = self.now();
+                    if !self.streams.handle_request(&mut self.ep, id, &request, now) {
+                        self.request(id, request);
+                    }
+                }
+                Event::Notification(n) if n.method == stream::CANCEL_METHOD => {
+                    let n = n.into_owned();
+                    self.streams.handle_notification(&mut self.ep, &n);
                 }
                 // Here, in arrival order: its effects are visible to every request that
                 // arrived after it (LSP's didChange before completion).
@@ -407,11 +462,17 @@ impl Driver {
                     self.answer(id, Err(Error::Call(CallError::Ended(reason))));
                 }
                 Event::PeerCancelled { id } => {
+                    if self.streams.handle_peer_cancelled(&mut self.ep, id) {
+                        continue;
+                    }
                     if let Some(flag) = self.inflight.get(&id) {
                         flag.store(true, Ordering::Relaxed);
                     }
                 }
-                Event::Closed => self.done = true,
+                Event::Closed => {
+                    self.streams.clear();
+                    self.done = true;
+                }
                 // Framing faults, refused frames, stray responses: the endpoint answered
                 // whatever needed an answer, and a caller has nothing to do about them.
                 _ => {}
@@ -429,6 +490,28 @@ impl Driver {
 
     /// Hands a request to the handler pool, or answers it here when there is none.
     fn request(&mut self, id: IncomingId, request: Request<'static>) {
+        if self.router.is_stream_method(&request.method) {
+            // Built here: the handler only makes the iterator, which runs on this thread.
+            let opened = if self.streams.has_room() {
+                let params = request.params.as_deref();
+                let open = || self.router.open_stream(&request.method, params);
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(open))
+                    .unwrap_or_else(|_| Some(Err(ErrorObject::internal_error())))
+            } else {
+                Some(Err(stream::too_many_streams()))
+            };
+            match opened {
+                Some(Ok(source)) => {
+                    let now = self.now();
+                    let _ = self.streams.open(&mut self.ep, id, source, now);
+                }
+                Some(Err(e)) => {
+                    let _ = self.ep.respond(id, Err(&e));
+                }
+                None => {}
+            }
+            return;
+        }
         let mut reply = Reply::default();
         let Some(jobs) = &self.jobs else {
             self.router.dispatch(&request, &mut reply);
@@ -447,8 +530,10 @@ impl Driver {
                 return;
             }
             CANCELLED.with(|c| *c.borrow_mut() = Some(flag));
+            CONNECTION.with(|c| *c.borrow_mut() = Some(me.clone()));
             router.dispatch(&request, &mut reply);
             CANCELLED.with(|c| *c.borrow_mut() = None);
+            CONNECTION.with(|c| *c.borrow_mut() = None);
             let _ = me.send(Cmd::Respond { id, reply });
         });
         if jobs.send(job).is_err() {

@@ -59,6 +59,7 @@
 mod client;
 mod driver;
 mod pool;
+mod stream;
 mod transport;
 
 use std::fmt;
@@ -70,7 +71,8 @@ use sansrpc::endpoint::SendError;
 use sansrpc::method::CallError;
 
 pub use client::{Batch, Client, Pending};
-pub use driver::is_cancelled;
+pub use driver::{is_cancelled, report_progress};
+pub use stream::{StreamIter, StreamOptions, TypedIter};
 pub use transport::{connect_tcp, serve_stdio, serve_tcp, spawn_child, Server};
 #[cfg(unix)]
 pub use transport::{connect_unix, serve_unix, UnixServer};
@@ -100,6 +102,9 @@ pub struct Config {
     /// Sees a copy of every byte the connection reads and writes (default none): for
     /// showing the wire, as `sansrpc call --raw` does.
     pub tap: Option<Tap>,
+    /// Bounds of the streams a connection serves (open streams, queued pulls, items per
+    /// answer, idle timeout); see [`sansrpc::ext::stream`].
+    pub streams: sansrpc::ext::stream::StreamConfig,
 }
 
 /// Which way bytes went past a [`Tap`].
@@ -149,6 +154,7 @@ impl Default for Config {
             read_size: 16 * 1024,
             read_buffers: 4,
             tap: None,
+            streams: sansrpc::ext::stream::StreamConfig::default(),
         }
     }
 }
