@@ -378,7 +378,9 @@ impl Router {
     /// `rpc.stream.next` (see [`ext::stream`](crate::ext::stream)). Nothing is taken from
     /// the iterator before the first pull. Layers do not wrap it; `rpc.discover` does not
     /// list it. The adapter keeps the stream table, so this needs one that serves streams
-    /// (both sansrpc adapters do).
+    /// (both sansrpc adapters do): the blocking adapter runs the iterator on its handler
+    /// pool, a batch of up to the pull's `max` items at a time; the async drivers run it
+    /// inside the driver, so there its `next` must not block.
     pub fn stream_method<P, T, I, F>(&mut self, name: &str, handler: F) -> Result<(), RegisterError>
     where
         P: DeserializeOwned + 'static,

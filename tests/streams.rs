@@ -107,7 +107,7 @@ impl Server {
                 break;
             }
             self.table
-                .produce(&mut self.side.ep, now, 100, |_, c, out| step(c, out));
+                .produce(&mut self.side.ep, now, 100, |_, c, out, _| step(c, out));
         }
     }
 }
@@ -453,7 +453,7 @@ fn open_streams_and_queued_pulls_are_bounded() {
     for (id, request) in &requests {
         assert!(pending.handle_request(&mut ep, *id, request, Instant::ZERO));
     }
-    pending.produce(&mut ep, Instant::ZERO, 10, |_, _, _| Produced::Pending);
+    pending.produce(&mut ep, Instant::ZERO, 10, |_, _, _, _| Produced::Pending);
     assert_eq!(pending.queued_pulls(), 2);
     link(&mut ep, &mut peer, Instant::ZERO);
     let mut answered = Vec::new();

@@ -235,6 +235,12 @@ impl<P> StreamTable<P> {
         self.streams.len() < self.config.max_open
     }
 
+    /// The producer of an open stream, for an adapter that lends it out (to a worker
+    /// thread) and gives its items back later.
+    pub fn producer_mut(&mut self, stream: u64) -> Option<&mut P> {
+        self.streams.get_mut(&stream)?.producer.as_mut()
+    }
+
     /// Pulls queued over every stream.
     pub fn queued_pulls(&self) -> usize {
         self.streams.values().map(|e| e.pulls.len()).sum()
@@ -410,7 +416,10 @@ impl<P> StreamTable<P> {
     /// least one item, at the end and on failure. Stops after `budget` items over all streams
     /// (so one fast stream cannot starve the connection) and returns how many it took.
     ///
-    /// `next` must append exactly one JSON value to the buffer when it returns
+    /// `next` gets the stream id, its producer, the answer buffer, and how many more items
+    /// the front pull wants (at least 1: a producer that blocks, such as an iterator run
+    /// elsewhere, gathers no more than that before answering). It must append exactly one
+    /// JSON value to the buffer when it returns
     /// [`Produced::Item`]; an item that is not valid JSON fails the stream with `-32603`.
     pub fn produce<F>(
         &mut self,
@@ -420,7 +429,7 @@ impl<P> StreamTable<P> {
         mut next: F,
     ) -> usize
     where
-        F: FnMut(u64, &mut P, &mut Vec<u8>) -> Produced,
+        F: FnMut(u64, &mut P, &mut Vec<u8>, u32) -> Produced,
     {
         let mut taken = 0;
         let ids: Vec<u64> = {
@@ -447,7 +456,9 @@ impl<P> StreamTable<P> {
                     entry.answer.push(b',');
                 }
                 let start = entry.answer.len();
-                match next(id, producer, &mut entry.answer) {
+                let front = entry.pulls.front().map_or(1, |p| p.max);
+                let wanted = front.saturating_sub(entry.count).max(1);
+                match next(id, producer, &mut entry.answer, wanted) {
                     Produced::Item => {
                         let item = &entry.answer[start..];
                         if crate::json::validate(item, Limits::MAX_DEPTH_CAP).is_err() {

@@ -36,6 +36,8 @@ pub(crate) enum Cmd {
     With(Op),
     /// A handler's answer to a request.
     Respond { id: IncomingId, reply: Reply },
+    /// A worker's batch of items from a stream's iterator, and the iterator back.
+    Produced { stream: u64, batch: Batch },
     /// Close gracefully.
     Shutdown,
 }
@@ -86,6 +88,98 @@ impl Handlers {
 
 /// Stream items produced per turn of the driver, so a fast stream cannot starve the rest.
 const ITEMS_PER_TURN: usize = 4096;
+
+/// Items a worker takes from a stream's iterator per turn (read ahead of the pulls by at
+/// most this many).
+const ITEMS_PER_BATCH: usize = 256;
+
+/// Bytes of items a worker gathers per turn, whatever their count.
+const BYTES_PER_BATCH: usize = 64 * 1024;
+
+/// What a worker took from a stream's iterator: items (JSON, back to back), and the
+/// iterator unless it ended.
+pub(crate) struct Batch {
+    source: Option<BoxSource>,
+    buf: Vec<u8>,
+    ends: Vec<usize>,
+    end: Option<Produced>,
+}
+
+impl Batch {
+    /// Takes up to `wanted` items from `source` (at most a batch's worth): no more than the
+    /// pull waiting asks for, since the next one may block.
+    fn fill(mut source: BoxSource, mut buf: Vec<u8>, mut ends: Vec<usize>, wanted: usize) -> Batch {
+        buf.clear();
+        ends.clear();
+        let mut end = None;
+        let wanted = wanted.clamp(1, ITEMS_PER_BATCH);
+        while ends.len() < wanted && buf.len() < BYTES_PER_BATCH {
+            let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                source.next_item(&mut buf)
+            }));
+            match next.unwrap_or_else(|_| Produced::Error(ErrorObject::internal_error())) {
+                Produced::Item => ends.push(buf.len()),
+                // An iterator is never pending; treat it as a pause.
+                Produced::Pending => break,
+                done => {
+                    end = Some(done);
+                    break;
+                }
+            }
+        }
+        Batch {
+            source: end.is_none().then_some(source),
+            buf,
+            ends,
+            end,
+        }
+    }
+}
+
+/// A served stream's producer: its iterator (or lent to a worker), and the items a worker
+/// gathered, handed out one at a time.
+pub(crate) struct Lent {
+    source: Option<BoxSource>,
+    buf: Vec<u8>,
+    ends: Vec<usize>,
+    next: usize,
+    end: Option<Produced>,
+}
+
+impl Lent {
+    fn new(source: BoxSource) -> Lent {
+        Lent {
+            source: Some(source),
+            buf: Vec::new(),
+            ends: Vec::new(),
+            next: 0,
+            end: None,
+        }
+    }
+
+    /// The next item gathered, the end, or `None` when a worker must gather more.
+    fn take(&mut self, out: &mut Vec<u8>) -> Option<Produced> {
+        if self.next < self.ends.len() {
+            let start = if self.next == 0 {
+                0
+            } else {
+                self.ends[self.next - 1]
+            };
+            out.extend_from_slice(&self.buf[start..self.ends[self.next]]);
+            self.next += 1;
+            return Some(Produced::Item);
+        }
+        self.end.take()
+    }
+
+    fn refill(&mut self, batch: Batch) {
+        self.source = batch.source;
+        self.buf = batch.buf;
+        self.ends = batch.ends;
+        self.next = 0;
+        self.end = batch.end;
+    }
+}
 
 thread_local! {
     static CANCELLED: RefCell<Option<Arc<AtomicBool>>> = const { RefCell::new(None) };
@@ -214,8 +308,8 @@ struct Driver {
     waiters: Waiters,
     /// The peer's requests being handled, with their cancellation flags.
     inflight: BTreeMap<IncomingId, Arc<AtomicBool>>,
-    /// The streams this connection serves; their iterators run on this thread.
-    streams: StreamTable<BoxSource>,
+    /// The streams this connection serves; their iterators run on the handler pool.
+    streams: StreamTable<Lent>,
     router: Arc<Router>,
     jobs: Option<Sender<Job>>,
     /// Set once the connection is closed: queued jobs of this connection are skipped.
@@ -339,6 +433,12 @@ impl Driver {
                     let _ = reply.send(&mut self.ep, id);
                 }
             }
+            Cmd::Produced { stream, batch } => {
+                // Nothing to do when the stream was freed meanwhile: its iterator drops here.
+                if let Some(lent) = self.streams.producer_mut(stream) {
+                    lent.refill(batch);
+                }
+            }
             Cmd::Shutdown => {
                 self.shutdown = true;
                 self.begin_closing();
@@ -374,15 +474,46 @@ impl Driver {
         if self.ep.is_closed() || !self.streams.wants_items() {
             return false;
         }
-        self.streams
-            .produce(&mut self.ep, now, ITEMS_PER_TURN, |_, source, out| {
-                let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    source.next_item(out)
-                }));
-                next.unwrap_or_else(|_| Produced::Error(ErrorObject::internal_error()))
-            });
+        let (jobs, me, closed) = (&self.jobs, &self.me, &self.closed);
+        let mut inline = Vec::new();
+        let taken = self.streams.produce(
+            &mut self.ep,
+            now,
+            ITEMS_PER_TURN,
+            |stream, lent, out, wanted| {
+                if let Some(produced) = lent.take(out) {
+                    return produced;
+                }
+                let Some(source) = lent.source.take() else {
+                    return Produced::Pending; // Lent to a worker: its batch will wake us.
+                };
+                let (buf, ends) = (
+                    std::mem::take(&mut lent.buf),
+                    std::mem::take(&mut lent.ends),
+                );
+                let (me, closed) = (me.clone(), Arc::clone(closed));
+                let job: Job = Box::new(move || {
+                    if !closed.load(Ordering::Relaxed) {
+                        let batch = Batch::fill(source, buf, ends, wanted as usize);
+                        let _ = me.send(Cmd::Produced { stream, batch });
+                    }
+                });
+                match jobs {
+                    Some(jobs) => {
+                        if let Err(mpsc::SendError(job)) = jobs.send(job) {
+                            inline.push(job); // The pool is gone: run it here.
+                        }
+                    }
+                    None => inline.push(job),
+                }
+                Produced::Pending
+            },
+        );
+        for job in inline {
+            job();
+        }
         self.pump(now);
-        self.streams.wants_items()
+        taken > 0 && self.streams.wants_items()
     }
 
     /// Writes the output and routes the events, until neither is left.
@@ -491,7 +622,7 @@ impl Driver {
     /// Hands a request to the handler pool, or answers it here when there is none.
     fn request(&mut self, id: IncomingId, request: Request<'static>) {
         if self.router.is_stream_method(&request.method) {
-            // Built here: the handler only makes the iterator, which runs on this thread.
+            // Built here: the handler only makes the iterator; a worker runs it.
             let opened = if self.streams.has_room() {
                 let params = request.params.as_deref();
                 let open = || self.router.open_stream(&request.method, params);
@@ -503,7 +634,7 @@ impl Driver {
             match opened {
                 Some(Ok(source)) => {
                     let now = self.now();
-                    let _ = self.streams.open(&mut self.ep, id, source, now);
+                    let _ = self.streams.open(&mut self.ep, id, Lent::new(source), now);
                 }
                 Some(Err(e)) => {
                     let _ = self.ep.respond(id, Err(&e));

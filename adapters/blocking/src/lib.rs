@@ -19,6 +19,11 @@
 //! the endpoint answers `-32002` Server busy by itself. A handler learns that its request
 //! was cancelled (by the peer, or by a shutdown) from [`is_cancelled`].
 //!
+//! A stream method ([`Router::stream_method`](sansrpc::router::Router::stream_method))
+//! returns an iterator; its items are taken on the handler pool, up to the waiting pull's
+//! `max` at a time, so an iterator that blocks never stalls the connection. Clients read
+//! streams as iterators ([`Client::stream`]), with pulls pipelined.
+//!
 //! Input is read in at most [`Config::read_buffers`] chunks ahead of the endpoint: when the
 //! endpoint pushes back, the reader stops reading.
 //!

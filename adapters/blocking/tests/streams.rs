@@ -217,3 +217,52 @@ fn progress_from_a_handler_keeps_the_call_alive_until_the_cap() {
     client.close();
     server.shutdown();
 }
+
+/// A stream whose iterator blocks (here on a gate the test opens) runs on a worker: the
+/// connection keeps answering other calls meanwhile.
+#[test]
+fn a_blocking_iterator_does_not_stall_the_connection() {
+    let _heap = HEAP.lock().unwrap_or_else(|e| e.into_inner());
+    let (open, gate) = std::sync::mpsc::channel::<u64>();
+    let gate = Arc::new(Mutex::new(gate));
+    let mut router = Router::new();
+    router
+        .stream_method("gated", move |(): ()| {
+            let gate = gate.clone();
+            Ok(std::iter::from_fn(move || {
+                gate.lock()
+                    .unwrap()
+                    .recv()
+                    .ok()
+                    .map(Ok::<u64, ErrorObject<'static>>)
+            }))
+        })
+        .unwrap();
+    router
+        .raw_method("ping", |_, out| {
+            out.extend_from_slice(b"\"pong\"");
+            Ok(())
+        })
+        .unwrap();
+    let server = serve_tcp("127.0.0.1:0", Arc::new(router), Config::default()).unwrap();
+    let client = connect_tcp(server.local_addr(), Config::default()).unwrap();
+    let reader = client.clone();
+    let items = std::thread::spawn(move || {
+        let options = StreamOptions::new(1, 1);
+        let stream = reader.stream::<_, u64>("gated", &(), options).unwrap();
+        stream.take(2).map(Result::unwrap).collect::<Vec<_>>()
+    });
+    // The iterator is blocked (nothing sent through the gate yet): the connection answers.
+    for _ in 0..3 {
+        let pong = client
+            .call_raw("ping", None, Some(Duration::from_secs(10)))
+            .unwrap();
+        assert_eq!(pong.get(), "\"pong\"");
+    }
+    open.send(7).unwrap();
+    open.send(8).unwrap();
+    assert_eq!(items.join().unwrap(), [7, 8]);
+    drop(open);
+    client.close();
+    server.shutdown();
+}

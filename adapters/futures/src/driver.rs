@@ -711,7 +711,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                 &mut self.endpoint,
                 now,
                 ITEMS_PER_TURN,
-                |_, producer, out| match std::panic::catch_unwind(AssertUnwindSafe(|| {
+                |_, producer, out, _| match std::panic::catch_unwind(AssertUnwindSafe(|| {
                     producer.poll_item(cx, out)
                 })) {
                     Ok(produced) => produced,
