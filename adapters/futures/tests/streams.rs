@@ -273,7 +273,8 @@ fn a_peer_that_opens_streams_and_never_pulls_cannot_exhaust_memory() {
         let mut reader = raw.clone();
         // Counts the answers as they stream past, holding only a short tail of the bytes.
         let answers = smol::spawn(async move {
-            let patterns = ["\"id\":", "{\"stream\":", "-32011"];
+            let refused = code::TOO_MANY_STREAMS.to_string();
+            let patterns = ["\"id\":", "{\"stream\":", refused.as_str()];
             let mut counts = [0usize; 3];
             let mut window: Vec<u8> = Vec::with_capacity(64 * 1024 + 64);
             let mut buf = vec![0u8; 64 * 1024];
