@@ -143,6 +143,16 @@ where
     Box::new(IterSource(iter))
 }
 
+/// How many items the pulls of a stream still want, as [`StreamTable::produce`] asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Demand {
+    /// Items the front pull still wants before its answer goes out (at least 1).
+    pub front: u32,
+    /// Items every queued pull wants together, the front one's included.
+    pub total: u64,
+}
+
 /// What a producer gave when asked for an item by [`StreamTable::produce`].
 #[derive(Debug)]
 pub enum Produced {
@@ -416,10 +426,10 @@ impl<P> StreamTable<P> {
     /// least one item, at the end and on failure. Stops after `budget` items over all streams
     /// (so one fast stream cannot starve the connection) and returns how many it took.
     ///
-    /// `next` gets the stream id, its producer, the answer buffer, and how many more items
-    /// the front pull wants (at least 1: a producer that blocks, such as an iterator run
-    /// elsewhere, gathers no more than that before answering). It must append exactly one
-    /// JSON value to the buffer when it returns
+    /// `next` gets the stream id, its producer, the answer buffer, and the [`Demand`] of the
+    /// queued pulls (a producer run elsewhere, such as an iterator on a worker thread,
+    /// gathers no more than that, and hands over what the front pull wants first). It must
+    /// append exactly one JSON value to the buffer when it returns
     /// [`Produced::Item`]; an item that is not valid JSON fails the stream with `-32603`.
     pub fn produce<F>(
         &mut self,
@@ -429,7 +439,7 @@ impl<P> StreamTable<P> {
         mut next: F,
     ) -> usize
     where
-        F: FnMut(u64, &mut P, &mut Vec<u8>, u32) -> Produced,
+        F: FnMut(u64, &mut P, &mut Vec<u8>, Demand) -> Produced,
     {
         let mut taken = 0;
         let ids: Vec<u64> = {
@@ -457,8 +467,13 @@ impl<P> StreamTable<P> {
                 }
                 let start = entry.answer.len();
                 let front = entry.pulls.front().map_or(1, |p| p.max);
-                let wanted = front.saturating_sub(entry.count).max(1);
-                match next(id, producer, &mut entry.answer, wanted) {
+                let front = front.saturating_sub(entry.count).max(1);
+                let rest: u64 = entry.pulls.iter().skip(1).map(|p| u64::from(p.max)).sum();
+                let demand = Demand {
+                    front,
+                    total: u64::from(front) + rest,
+                };
+                match next(id, producer, &mut entry.answer, demand) {
                     Produced::Item => {
                         let item = &entry.answer[start..];
                         if crate::json::validate(item, Limits::MAX_DEPTH_CAP).is_err() {

@@ -11,7 +11,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant as StdInstant};
 
 use sansrpc::endpoint::{Endpoint, Event, IncomingId, RequestId};
-use sansrpc::ext::stream::{self, BoxSource, Produced, StreamTable};
+use sansrpc::ext::stream::{self, BoxSource, Demand, Produced, StreamTable};
 use sansrpc::method::CallError;
 use sansrpc::router::{Reply, Router};
 use sansrpc::{ErrorObject, Instant, RawValue, Request};
@@ -89,60 +89,81 @@ impl Handlers {
 /// Stream items produced per turn of the driver, so a fast stream cannot starve the rest.
 const ITEMS_PER_TURN: usize = 4096;
 
-/// Items a worker takes from a stream's iterator per turn (read ahead of the pulls by at
-/// most this many).
-const ITEMS_PER_BATCH: usize = 256;
+/// Most items a worker takes from a stream's iterator per turn, however many the pulls
+/// want.
+const ITEMS_PER_TURN_OF_WORKER: u64 = 4096;
 
-/// Bytes of items a worker gathers per turn, whatever their count.
-const BYTES_PER_BATCH: usize = 64 * 1024;
-
-/// What a worker took from a stream's iterator: items (JSON, back to back), and the
-/// iterator unless it ended.
+/// Items a worker took from a stream's iterator (JSON, back to back), handed over as each
+/// pull's worth is complete; the last one gives back the iterator unless it ended.
 pub(crate) struct Batch {
-    source: Option<BoxSource>,
     buf: Vec<u8>,
     ends: Vec<usize>,
     end: Option<Produced>,
+    /// `Some` on the last batch of a turn, when the iterator goes on.
+    source: Option<BoxSource>,
+    last: bool,
 }
 
-impl Batch {
-    /// Takes up to `wanted` items from `source` (at most a batch's worth): no more than the
-    /// pull waiting asks for, since the next one may block.
-    fn fill(mut source: BoxSource, mut buf: Vec<u8>, mut ends: Vec<usize>, wanted: usize) -> Batch {
-        buf.clear();
-        ends.clear();
-        let mut end = None;
-        let wanted = wanted.clamp(1, ITEMS_PER_BATCH);
-        while ends.len() < wanted && buf.len() < BYTES_PER_BATCH {
-            let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                source.next_item(&mut buf)
-            }));
-            match next.unwrap_or_else(|_| Produced::Error(ErrorObject::internal_error())) {
-                Produced::Item => ends.push(buf.len()),
-                // An iterator is never pending; treat it as a pause.
-                Produced::Pending => break,
-                done => {
-                    end = Some(done);
-                    break;
+/// A worker's turn with a stream's iterator: takes what the queued pulls want, and hands
+/// over the front pull's worth as soon as it is complete (the next item may take long: the
+/// iterator may block).
+fn work_stream(mut source: BoxSource, demand: Demand, mut send: impl FnMut(Batch) -> bool) {
+    let total = demand.total.clamp(1, ITEMS_PER_TURN_OF_WORKER);
+    let front = u64::from(demand.front);
+    let (mut taken, mut buf, mut ends) = (0, Vec::new(), Vec::new());
+    while taken < total {
+        let next =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| source.next_item(&mut buf)));
+        match next.unwrap_or_else(|_| Produced::Error(ErrorObject::internal_error())) {
+            Produced::Item => {
+                ends.push(buf.len());
+                taken += 1;
+                if taken == front && taken < total {
+                    let full = Batch {
+                        buf: std::mem::take(&mut buf),
+                        ends: std::mem::take(&mut ends),
+                        end: None,
+                        source: None,
+                        last: false,
+                    };
+                    if !send(full) {
+                        return; // The connection is gone.
+                    }
                 }
             }
-        }
-        Batch {
-            source: end.is_none().then_some(source),
-            buf,
-            ends,
-            end,
+            // An iterator is never pending; treat it as a pause.
+            Produced::Pending => break,
+            done => {
+                send(Batch {
+                    buf,
+                    ends,
+                    end: Some(done),
+                    source: None,
+                    last: true,
+                });
+                return;
+            }
         }
     }
+    send(Batch {
+        buf,
+        ends,
+        end: None,
+        source: Some(source),
+        last: true,
+    });
 }
 
 /// A served stream's producer: its iterator (or lent to a worker), and the items a worker
 /// gathered, handed out one at a time.
 pub(crate) struct Lent {
     source: Option<BoxSource>,
+    /// A worker has the iterator.
+    lent: bool,
     buf: Vec<u8>,
-    ends: Vec<usize>,
-    next: usize,
+    ends: VecDeque<usize>,
+    /// Where the next item starts in `buf`.
+    start: usize,
     end: Option<Produced>,
 }
 
@@ -150,34 +171,37 @@ impl Lent {
     fn new(source: BoxSource) -> Lent {
         Lent {
             source: Some(source),
+            lent: false,
             buf: Vec::new(),
-            ends: Vec::new(),
-            next: 0,
+            ends: VecDeque::new(),
+            start: 0,
             end: None,
         }
     }
 
-    /// The next item gathered, the end, or `None` when a worker must gather more.
+    /// The next item gathered, the end, or `None` when there is nothing (yet).
     fn take(&mut self, out: &mut Vec<u8>) -> Option<Produced> {
-        if self.next < self.ends.len() {
-            let start = if self.next == 0 {
-                0
-            } else {
-                self.ends[self.next - 1]
-            };
-            out.extend_from_slice(&self.buf[start..self.ends[self.next]]);
-            self.next += 1;
+        if let Some(end) = self.ends.pop_front() {
+            out.extend_from_slice(&self.buf[self.start..end]);
+            self.start = end;
             return Some(Produced::Item);
         }
         self.end.take()
     }
 
-    fn refill(&mut self, batch: Batch) {
-        self.source = batch.source;
-        self.buf = batch.buf;
-        self.ends = batch.ends;
-        self.next = 0;
-        self.end = batch.end;
+    fn receive(&mut self, batch: Batch) {
+        if self.ends.is_empty() {
+            self.buf.clear();
+            self.start = 0;
+        }
+        let offset = self.buf.len();
+        self.buf.extend_from_slice(&batch.buf);
+        self.ends.extend(batch.ends.iter().map(|e| e + offset));
+        if batch.last {
+            self.lent = false;
+            self.source = batch.source;
+            self.end = batch.end;
+        }
     }
 }
 
@@ -436,7 +460,7 @@ impl Driver {
             Cmd::Produced { stream, batch } => {
                 // Nothing to do when the stream was freed meanwhile: its iterator drops here.
                 if let Some(lent) = self.streams.producer_mut(stream) {
-                    lent.refill(batch);
+                    lent.receive(batch);
                 }
             }
             Cmd::Shutdown => {
@@ -480,22 +504,24 @@ impl Driver {
             &mut self.ep,
             now,
             ITEMS_PER_TURN,
-            |stream, lent, out, wanted| {
+            |stream, lent, out, demand| {
                 if let Some(produced) = lent.take(out) {
                     return produced;
                 }
+                if lent.lent {
+                    return Produced::Pending; // A worker has it: its batch will wake us.
+                }
                 let Some(source) = lent.source.take() else {
-                    return Produced::Pending; // Lent to a worker: its batch will wake us.
+                    return Produced::Pending;
                 };
-                let (buf, ends) = (
-                    std::mem::take(&mut lent.buf),
-                    std::mem::take(&mut lent.ends),
-                );
+                lent.lent = true;
                 let (me, closed) = (me.clone(), Arc::clone(closed));
                 let job: Job = Box::new(move || {
                     if !closed.load(Ordering::Relaxed) {
-                        let batch = Batch::fill(source, buf, ends, wanted as usize);
-                        let _ = me.send(Cmd::Produced { stream, batch });
+                        work_stream(source, demand, |batch| {
+                            me.send(Cmd::Produced { stream, batch }).is_ok()
+                                && !closed.load(Ordering::Relaxed)
+                        });
                     }
                 });
                 match jobs {
