@@ -612,3 +612,153 @@ fn without_progress_the_base_deadline_holds() {
         .unwrap();
     assert_eq!(client.poll_timeout(), Some(Instant::from_millis(14_000)));
 }
+
+// ----- a property: whatever the window, the item count per pull, how the producer pauses
+// and how the two sides interleave, the reader gets every item once, in order, then the end,
+// and the server is left with nothing open and nothing owed. -----
+
+mod property {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A producer that has nothing ready at the steps `pauses` marks.
+    struct Pausing {
+        next: u64,
+        to: u64,
+        pauses: Vec<bool>,
+        calls: usize,
+    }
+
+    fn pausing_step(p: &mut Pausing, out: &mut Vec<u8>) -> Produced {
+        p.calls += 1;
+        if p.pauses.get(p.calls % p.pauses.len().max(1)) == Some(&true) {
+            return Produced::Pending;
+        }
+        if p.next > p.to {
+            return Produced::End;
+        }
+        out.extend_from_slice(p.next.to_string().as_bytes());
+        p.next += 1;
+        Produced::Item
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 200,
+            failure_persistence: Some(Box::new(
+                proptest::test_runner::FileFailurePersistence::Direct("proptest-regressions/streams.txt"),
+            )),
+            ..ProptestConfig::default()
+        })]
+        #[test]
+        fn every_item_once_in_order_then_the_end(
+            to in 0u64..300,
+            window in 1usize..8,
+            max in 1u32..20,
+            server_max in 1u32..16,
+            // Some step has an item ready, or nothing would ever come.
+            pauses in proptest::collection::vec(any::<bool>(), 0..8).prop_map(|mut p| {
+                p.push(false);
+                p
+            }),
+            schedule in proptest::collection::vec(0u8..5, 1..64),
+            budget in 1usize..40,
+        ) {
+            let mut config = StreamConfig::default();
+            config.max_items_per_pull = server_max;
+            let mut table: StreamTable<Pausing> = StreamTable::new(config);
+            let mut server = Endpoint::new(Config::default());
+            let mut client = Endpoint::new(Config::default());
+            let now = Instant::ZERO;
+            let open = client.send_request("s", None, RequestOptions::default(), now).unwrap();
+            link(&mut client, &mut server, now);
+            let Some(Event::Request { id, .. }) = server.poll_event() else {
+                panic!("the opening request");
+            };
+            let producer = Pausing { next: 1, to, pauses, calls: 0 };
+            table.open(&mut server, id, producer, now).unwrap();
+            link(&mut server, &mut client, now);
+            let mut reader = None;
+            while let Some(event) = client.poll_event() {
+                if let Event::Response { id, result } = event {
+                    assert_eq!(id, open);
+                    reader = Some(StreamReader::new(stream_id(&result.unwrap()).unwrap(), window, max));
+                }
+            }
+            let mut reader = reader.unwrap();
+            let mut pulls: Vec<(RequestId, u64)> = Vec::new();
+            let mut items = Vec::new();
+            let mut ended = false;
+            let mut turn = 0;
+            while !ended {
+                turn += 1;
+                prop_assert!(turn < 100_000, "no progress");
+                let step = schedule[turn % schedule.len()];
+                // Every fifth turn runs everything, so each schedule makes progress.
+                let all = turn % 5 == 0;
+                if all || step == 0 {
+                    while let Some(seq) = reader.next_pull() {
+                        let params = reader.pull_params().to_owned();
+                        let id = client
+                            .send_request(NEXT_METHOD, Some(&params), RequestOptions::default(), now)
+                            .unwrap();
+                        pulls.push((id, seq));
+                    }
+                }
+                if all || step == 1 {
+                    link(&mut client, &mut server, now);
+                    let mut requests = Vec::new();
+                    while let Some(Event::Request { id, request }) = server.poll_event() {
+                        requests.push((id, request.into_owned()));
+                    }
+                    for (id, request) in requests {
+                        prop_assert!(table.handle_request(&mut server, id, &request, now));
+                    }
+                }
+                if all || step == 2 {
+                    table.produce(&mut server, now, budget, |_, p, out, _| pausing_step(p, out));
+                }
+                if all || step == 3 {
+                    link(&mut server, &mut client, now);
+                    while let Some(event) = client.poll_event() {
+                        if let Event::Response { id, result } = event {
+                            let i = pulls.iter().position(|p| p.0 == id).expect("a pull");
+                            let (_, seq) = pulls.remove(i);
+                            match result {
+                                Ok(r) => reader.handle_answer(seq, Ok(&r)),
+                                Err(e) => reader.handle_answer(seq, Err(CallError::Rpc(e.into_owned()))),
+                            }
+                        }
+                    }
+                }
+                if all || step == 4 {
+                    loop {
+                        match reader.poll_item() {
+                            ReadItem::Item(raw) => items.push(raw.get().parse::<u64>().unwrap()),
+                            ReadItem::Pending => break,
+                            ReadItem::End => {
+                                ended = true;
+                                break;
+                            }
+                            ReadItem::Failed(e) => panic!("failed: {e:?}"),
+                        }
+                    }
+                }
+                prop_assert!(reader.buffered_items() <= (window + 1) * max as usize);
+                prop_assert!(table.queued_pulls() <= window);
+            }
+            prop_assert_eq!(items, (1..=to).collect::<Vec<_>>());
+            // Pulls still in flight past the end are answered; then nothing is left.
+            link(&mut client, &mut server, now);
+            let mut requests = Vec::new();
+            while let Some(Event::Request { id, request }) = server.poll_event() {
+                requests.push((id, request.into_owned()));
+            }
+            for (id, request) in requests {
+                table.handle_request(&mut server, id, &request, now);
+            }
+            prop_assert_eq!(table.len(), 0);
+            prop_assert_eq!(server.requests_in_flight(), 0);
+        }
+    }
+}
