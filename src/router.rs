@@ -7,6 +7,7 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::fmt;
 
+use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
 use crate::endpoint::{Endpoint, Event, IncomingId, UnknownRequest};
@@ -24,6 +25,9 @@ pub type Outcome = Result<(), ErrorObject<'static>>;
 
 type CallFn = dyn Fn(Option<&RawValue>, &mut Vec<u8>) -> Outcome + Send + Sync;
 type NotifyFn = dyn Fn(Option<&RawValue>) + Send + Sync;
+type OpenFn = dyn Fn(Option<&RawValue>) -> Result<crate::ext::stream::BoxSource, ErrorObject<'static>>
+    + Send
+    + Sync;
 
 enum Handler {
     Call(Box<CallFn>),
@@ -212,6 +216,8 @@ pub struct Router {
     /// Providers of `rpc.` names, consulted before user methods.
     providers: BTreeMap<String, Box<CallFn>>,
     layers: Vec<Box<dyn Layer>>,
+    /// Stream-returning methods (`ext::stream`), by name.
+    streams: BTreeMap<String, Box<OpenFn>>,
     extensions: bool,
     title: String,
     version: String,
@@ -240,6 +246,7 @@ impl Router {
             methods: BTreeMap::new(),
             providers: BTreeMap::new(),
             layers: Vec::new(),
+            streams: BTreeMap::new(),
             extensions: true,
             title: "sansrpc service".to_string(),
             version: "0.0.0".to_string(),
@@ -388,6 +395,51 @@ impl Router {
             }
         };
         self.insert(name, Handler::Notify(Box::new(notify)), true, shape)
+    }
+
+    /// Registers a stream-returning method: the handler turns the params into an iterator
+    /// of items, and the caller gets `{"stream": id}` and pulls the items with
+    /// `rpc.stream.next` (see [`ext::stream`](crate::ext::stream)). Nothing is taken from
+    /// the iterator before the first pull. Layers do not wrap it; `rpc.discover` does not
+    /// list it. The adapter keeps the stream table, so this needs one that serves streams
+    /// (both sansrpc adapters do): the blocking adapter runs the iterator on its handler
+    /// pool, a batch of up to the pull's `max` items at a time; the async drivers run it
+    /// inside the driver, so there its `next` must not block.
+    pub fn stream_method<P, T, I, F>(&mut self, name: &str, handler: F) -> Result<(), RegisterError>
+    where
+        P: DeserializeOwned + 'static,
+        T: serde::Serialize + 'static,
+        I: Iterator<Item = Result<T, ErrorObject<'static>>> + Send + 'static,
+        F: Fn(P) -> Result<I, ErrorObject<'static>> + Send + Sync + 'static,
+    {
+        if name.starts_with("rpc.") {
+            return Err(RegisterError::Reserved(name.to_string()));
+        }
+        if self.methods.contains_key(name) || self.streams.contains_key(name) {
+            return Err(RegisterError::Duplicate(name.to_string()));
+        }
+        let shape = param_shape::<P>();
+        let open = move |params: Option<&RawValue>| {
+            let params = decode_params::<P>(params, &shape)?;
+            handler(params).map(crate::ext::stream::from_iter)
+        };
+        self.streams.insert(name.to_string(), Box::new(open));
+        Ok(())
+    }
+
+    /// True when `method` was registered with [`Router::stream_method`].
+    pub fn is_stream_method(&self, method: &str) -> bool {
+        self.streams.contains_key(method)
+    }
+
+    /// Opens a stream of a method registered with [`Router::stream_method`]: the item
+    /// source, or the handler's error; `None` when `method` is not a stream method.
+    pub fn open_stream(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Option<Result<crate::ext::stream::BoxSource, ErrorObject<'static>>> {
+        self.streams.get(method).map(|open| open(params))
     }
 
     /// Attaches documentation (summary, schemas) that `rpc.discover` reports.

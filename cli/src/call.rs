@@ -11,7 +11,7 @@ use sansrpc::codec::{Decoder, Framing};
 use sansrpc::endpoint::EndReason;
 use sansrpc::method::CallError;
 use sansrpc::{ErrorObject, Limits, RawValue};
-use sansrpc_blocking::{Client, Config, Direction, Error, Tap};
+use sansrpc_blocking::{Client, Config, Direction, Error, StreamOptions, Tap};
 use sansrpc_tokio::http;
 use serde::Deserialize;
 
@@ -31,6 +31,7 @@ Examples:
   sansrpc call --tcp 127.0.0.1:7878 --batch calls.json --raw
   sansrpc call --ws 127.0.0.1:7879 subtract '[42, 23]'
   sansrpc call --http http://127.0.0.1:7880/ --call sum '[1, 2]' --call get_data '[]'
+  sansrpc call --tcp 127.0.0.1:7878 count '{\"to\": 5}' --stream
 
 A batch file holds a JSON array of {\"method\": ..., \"params\": ..., \"notification\": bool};
 params and notification are optional.")]
@@ -61,6 +62,13 @@ pub struct CallArgs {
     /// Show the frames sent and received, on stderr (stdio, TCP and Unix sockets).
     #[arg(long)]
     raw: bool,
+    /// METHOD returns a stream: print its items one per line as they arrive (stdio, TCP
+    /// and Unix sockets). --timeout applies to each pull.
+    #[arg(long, requires = "method", conflicts_with = "notify")]
+    stream: bool,
+    /// With --stream: pulls in flight at once.
+    #[arg(long, value_name = "N", default_value_t = 16, requires = "stream")]
+    window: usize,
     /// Seconds to wait for the answer.
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     timeout: f64,
@@ -397,6 +405,9 @@ pub fn run(args: CallArgs) -> Fallible<ExitCode> {
         if args.raw {
             return Err("--raw shows frames on stdio, TCP and Unix sockets only".into());
         }
+        if args.stream {
+            return Err("--stream reads streams on stdio, TCP and Unix sockets only".into());
+        }
         let client = Tokio::connect(&kind, timeout)?;
         let result = send(&client, single, entries, args.notify);
         client.close();
@@ -412,6 +423,12 @@ pub fn run(args: CallArgs) -> Fallible<ExitCode> {
             client: connect(&kind, config)?,
             timeout,
         };
+        if args.stream {
+            let (method, params) = single.ok_or("--stream needs a METHOD")?;
+            let result = print_stream(&client, &method, params.as_deref(), args.window);
+            client.client.close();
+            return result;
+        }
         let result = send(&client, single, entries, args.notify);
         client.client.close();
         result
@@ -425,6 +442,43 @@ pub fn run(args: CallArgs) -> Fallible<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Calls a stream method and prints each item on a line of its own as it arrives; an
+/// error ends the stream (printed, exit status 1).
+fn print_stream(
+    client: &Blocking,
+    method: &str,
+    params: Option<&RawValue>,
+    window: usize,
+) -> Fallible<ExitCode> {
+    use std::io::Write;
+    let mut options = StreamOptions::new(window.max(1), 64);
+    options.timeout = Some(client.timeout);
+    let items = match client.client.stream_raw(method, params, options) {
+        Ok(items) => items,
+        Err(e) => {
+            let (json, failed) = outcome(Err(e), client.timeout)?;
+            println!("{}", target::pretty(&json));
+            return Ok(ExitCode::from(if failed { 1 } else { 2 }));
+        }
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    for item in items {
+        match item {
+            Ok(raw) => {
+                writeln!(out, "{}", raw.get())?;
+                out.flush()?;
+            }
+            Err(e) => {
+                let (json, _) = outcome(Err(e), client.timeout)?;
+                writeln!(out, "{}", target::pretty(&json))?;
+                return Ok(ExitCode::from(1));
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 type Call = (String, Option<Box<RawValue>>);

@@ -93,6 +93,12 @@ impl Method for Divide {
     type Result = Num;
 }
 
+/// `count`'s params: `{"to": n}` or `[n]`.
+#[derive(Debug, Deserialize)]
+pub struct CountTo {
+    to: u64,
+}
+
 /// The application error code of a division by zero (outside the reserved range).
 pub const DIVISION_BY_ZERO: i64 = 1;
 
@@ -188,6 +194,10 @@ pub fn router() -> Router {
         // Distinct, unreserved names: registration cannot fail.
         result.expect("the demo methods register");
     }
+    // A stream method: answers {"stream": id}; pull 1, 2, …, to with rpc.stream.next.
+    router
+        .stream_method("count", |p: CountTo| Ok((1..=p.to).map(Ok)))
+        .expect("the demo stream registers");
     let docs = [
         ("add", "a + b"),
         ("subtract", "minuend - subtrahend"),

@@ -202,3 +202,32 @@ fn a_request_a_notification_and_a_batch_over_http_and_websocket() {
         );
     }
 }
+
+#[test]
+fn a_stream_prints_its_items_as_they_arrive() {
+    let (_server, addr) = serve_tcp("content-length");
+    let out = run(
+        &["call", "--tcp", &addr, "count", r#"{"to": 5}"#, "--stream"],
+        LIMIT,
+    );
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert_eq!(out.stdout, "1\n2\n3\n4\n5\n");
+    let server = serve_stdio_command("content-length");
+    let args = [
+        "call", "--stdio", &server, "count", "[1000]", "--stream", "--window", "1",
+    ];
+    let out = run(&args, LIMIT);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    let items: Vec<u64> = out.stdout.lines().map(|l| l.parse().unwrap()).collect();
+    assert_eq!(items, (1..=1000).collect::<Vec<_>>());
+    // Bad params: the error object, exit 1.
+    let out = run(
+        &["call", "--tcp", &addr, "count", r#"{"to": -1}"#, "--stream"],
+        LIMIT,
+    );
+    assert_eq!(out.status, 1, "{}", out.stderr);
+    assert_eq!(stdout_json(&out)["code"], -32602);
+    // A method that does not return a stream: no answer to print as one, exit 2.
+    let out = run(&["call", "--tcp", &addr, "get_data", "--stream"], LIMIT);
+    assert_eq!(out.status, 2, "{}", out.stdout);
+}

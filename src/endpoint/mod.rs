@@ -1,8 +1,11 @@
 //! The [`Endpoint`]: one symmetric JSON-RPC connection as a state machine.
 
 mod guard;
+mod progress;
 mod tables;
 mod typed;
+
+pub use progress::Progress;
 
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
@@ -117,6 +120,11 @@ pub struct Config {
     /// frame stays partly received for this long: a peer sending half a frame, then
     /// nothing or a byte now and then (slowloris). Byte streams only (default none).
     pub frame_timeout: Option<Duration>,
+    /// The method of progress notifications, params `{"token": …, "value": …}` (default
+    /// `$/progress`, as LSP). Progress on the token of a request sent with
+    /// [`RequestOptions::progress`] extends its deadline; every progress notification still
+    /// surfaces as [`Event::Notification`].
+    pub progress_method: &'static str,
 }
 
 impl Default for Config {
@@ -138,6 +146,7 @@ impl Default for Config {
             rate_limit: None,
             idle_timeout: None,
             frame_timeout: None,
+            progress_method: "$/progress",
         }
     }
 }
@@ -160,12 +169,27 @@ pub enum Timeout {
 pub struct RequestOptions {
     /// When the request times out.
     pub timeout: Timeout,
+    /// A progress token and a hard cap: each progress notification on the token pushes the
+    /// deadline to the base timeout from then, never past the cap from when it was sent
+    /// (rmcp's lesson: progress keeps a slow request alive, a cap stops a runaway one).
+    /// Without a base timeout the request never times out and progress changes nothing.
+    pub progress: Option<Progress>,
 }
 
 impl RequestOptions {
     /// Options with the given timeout.
     pub fn timeout(timeout: Timeout) -> Self {
-        RequestOptions { timeout }
+        RequestOptions {
+            timeout,
+            progress: None,
+        }
+    }
+
+    /// These options, with the deadline extended by progress on `token` up to `cap` after
+    /// sending.
+    pub fn with_progress(mut self, token: i64, cap: Duration) -> Self {
+        self.progress = Some(Progress { token, cap });
+        self
     }
 }
 
@@ -339,6 +363,7 @@ enum Action {
     Answer(Id<'static>, Version, ErrorObject<'static>),
     Register(Id<'static>, Version),
     PeerCancel(Id<'static>),
+    Progress(i64),
     Matched(u64),
     NullIdError,
     Malformed(u64, ProtocolError),
@@ -442,6 +467,7 @@ pub struct Endpoint {
     outgoing: Outgoing,
     incoming: tables::Incoming,
     early: EarlyCancels,
+    watched: progress::Watched,
     /// Frames whose events are queued; events borrow from it. Cleared when the queue empties.
     arena: Vec<u8>,
     events: VecDeque<Record>,
@@ -475,6 +501,7 @@ impl Endpoint {
             outgoing: Outgoing::default(),
             incoming: tables::Incoming::default(),
             early: EarlyCancels::default(),
+            watched: progress::Watched::default(),
             arena: Vec::new(),
             events: VecDeque::new(),
             out: Vec::new(),
@@ -727,6 +754,17 @@ impl Endpoint {
                         .remember(id, expiry, self.config.early_cancel_capacity);
                 }
             },
+            Action::Progress(token) => {
+                if let Some((id, deadline)) = self.watched.extend(token, self.now) {
+                    self.outgoing.extend_deadline(id, deadline);
+                }
+                self.events.push_back(Record::Entry {
+                    start,
+                    end,
+                    entry,
+                    role: Role::Notification,
+                });
+            }
             Action::Matched(id) => self.events.push_back(Record::Entry {
                 start,
                 end,
@@ -813,6 +851,11 @@ impl Endpoint {
                         .admit_call(self.config.rate_limit.as_ref(), self.now, false)
                 {
                     Action::Nothing
+                } else if n.method == self.config.progress_method {
+                    match n.params.as_deref().and_then(progress::progress_token) {
+                        Some(token) => Action::Progress(token),
+                        None => Action::Record(Role::Notification),
+                    }
                 } else {
                     Action::Record(Role::Notification)
                 }
@@ -921,11 +964,21 @@ impl Endpoint {
         self.now = now;
         let id = self.next_id;
         self.next_id += 1;
-        let deadline = match options.timeout {
-            Timeout::Default => self.config.default_timeout.map(|d| now + d),
+        let base = match options.timeout {
+            Timeout::Default => self.config.default_timeout,
             Timeout::Never => None,
-            Timeout::After(d) => Some(now + d),
+            Timeout::After(d) => Some(d),
         };
+        let mut deadline = base.map(|d| now + d);
+        if let (Some(p), Some(base)) = (options.progress, base) {
+            let cap = now + p.cap;
+            deadline = deadline.map(|d| d.min(cap));
+            if self.watched.len() >= self.config.max_pending_outgoing {
+                let outgoing = &self.outgoing;
+                self.watched.retain(|id| outgoing.contains(id));
+            }
+            self.watched.insert(p.token, id, base, cap);
+        }
         self.outgoing.insert(id, deadline);
         self.guard_busy();
         Ok(id)
@@ -947,6 +1000,26 @@ impl Endpoint {
         self.push_frame(&body);
         self.body = body;
         Ok(RequestId(id))
+    }
+
+    /// Reports progress on `token` to the peer: a notification of
+    /// [`Config::progress_method`] with params `{"token": token, "value": value}` (LSP's
+    /// shape). The token is the one the peer gave with its request.
+    pub fn send_progress(&mut self, token: &Id<'_>, value: &RawValue) -> Result<(), SendError> {
+        self.check_send()?;
+        let mut params = core::mem::take(&mut self.params);
+        params.clear();
+        params.extend_from_slice(b"{\"token\":");
+        token.write_json(&mut params);
+        params.extend_from_slice(b",\"value\":");
+        params.extend_from_slice(value.get().as_bytes());
+        params.push(b'}');
+        let method = self.config.progress_method;
+        // Built from a valid id and a valid value.
+        let text = core::str::from_utf8(&params).unwrap_or("{}");
+        let result = self.send_notification(method, Some(RawValue::from_validated(text)));
+        self.params = params;
+        result
     }
 
     /// Sends a notification.
@@ -1039,6 +1112,7 @@ impl Endpoint {
         }
         self.incoming.clear();
         self.early.clear();
+        self.watched.clear();
         self.events.push_back(Record::Closed);
     }
 

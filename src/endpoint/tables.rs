@@ -41,6 +41,17 @@ impl Outgoing {
         }
     }
 
+    /// Moves a pending request's deadline later (progress); never earlier.
+    pub fn extend_deadline(&mut self, id: u64, deadline: Instant) {
+        if let Some(Some(old)) = self.pending.get_mut(&id) {
+            if deadline > *old {
+                self.deadlines.remove(&(*old, id));
+                self.deadlines.insert((deadline, id));
+                *old = deadline;
+            }
+        }
+    }
+
     pub fn contains(&self, id: u64) -> bool {
         self.pending.contains_key(&id)
     }

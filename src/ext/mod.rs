@@ -8,8 +8,11 @@
 //! - [`store`]: the log behind persistent subscriptions, as a trait with an in-memory
 //!   implementation; durable implementations live in their own crates
 //!   (`sansrpc-store-redb`, `sansrpc-store-nats`).
+//! - [`stream`]: pull-based streams over `rpc.stream.next` / `rpc.stream.cancel`: the
+//!   server-side table of a connection's streams and the client-side reader.
 
 pub mod interceptors;
 pub mod keepalive;
 pub mod reconnect;
 pub mod store;
+pub mod stream;

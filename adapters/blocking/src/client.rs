@@ -121,6 +121,62 @@ impl Client {
         })
     }
 
+    /// Calls `method` with raw params, a deadline, and a progress token: each `$/progress`
+    /// on `token` extends the deadline by `timeout` again, never past `cap` after sending
+    /// ([`RequestOptions::with_progress`]). Put the token in the params where the peer
+    /// expects it.
+    pub fn call_raw_with_progress(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        timeout: Duration,
+        token: i64,
+        cap: Duration,
+    ) -> Result<Box<RawValue>, Error> {
+        let (method, params) = (method.to_owned(), params.map(ToOwned::to_owned));
+        let options = RequestOptions::timeout(Timeout::After(timeout)).with_progress(token, cap);
+        self.request(
+            Box::new(move |ep, now| ep.send_request(&method, params.as_deref(), options, now)),
+            Some(cap.max(timeout)),
+        )
+    }
+
+    /// Reports progress on `token` (the one the peer sent with its request): a `$/progress`
+    /// notification `{"token": token, "value": value}`. Inside a request handler,
+    /// [`report_progress`](crate::report_progress) needs no client.
+    pub fn send_progress(&self, token: &sansrpc::Id<'_>, value: &RawValue) -> Result<(), Error> {
+        let (token, value) = (token.to_owned_id(), value.to_owned());
+        self.send(Box::new(move |ep| ep.send_progress(&token, &value)))
+    }
+
+    /// Sends a request without waiting: the receiver gets its answer.
+    pub(crate) fn start_raw(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        timeout: Option<Duration>,
+    ) -> Result<Receiver<Answer>, Error> {
+        let (method, params) = (method.to_owned(), params.map(ToOwned::to_owned));
+        let options = options(timeout);
+        let (tx, rx) = mpsc::channel();
+        self.run(Box::new(move |ep, now, waiters| {
+            match ep.send_request(&method, params.as_deref(), options, now) {
+                Ok(id) => {
+                    waiters.insert(id, tx);
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(Error::Send(e)));
+                }
+            }
+        }))?;
+        Ok(rx)
+    }
+
+    /// How long a call with deadline `timeout` may be waited for.
+    pub(crate) fn limit(&self, timeout: Option<Duration>) -> Option<Duration> {
+        timeout.or(self.shared.default_timeout)
+    }
+
     /// Sends a notification to `N`. Returns once it is queued for writing.
     pub fn notify<N: NotificationMethod>(&self, params: &N::Params) -> Result<(), Error> {
         let params = encode_params_owned(params).map_err(Error::Send)?;
@@ -267,7 +323,7 @@ fn outcome_of<T>(result: &Result<T, Error>) -> CallOutcome<'_> {
 }
 
 /// Waits for an answer, a little longer than the request's own deadline.
-fn wait(rx: &Receiver<Answer>, limit: Option<Duration>) -> Answer {
+pub(crate) fn wait(rx: &Receiver<Answer>, limit: Option<Duration>) -> Answer {
     let answer = match limit {
         Some(limit) => rx.recv_timeout(limit + SLACK),
         None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant as StdInstant};
 
 use sansrpc::endpoint::{Endpoint, Event, IncomingId, RequestId};
 use sansrpc::ext::keepalive::{self, Beat, Heard, Heartbeat};
+use sansrpc::ext::stream::{self, BoxSource, Demand, Produced, StreamTable};
 use sansrpc::method::CallError;
 use sansrpc::router::{Reply, Router};
 use sansrpc::{ErrorObject, Instant, RawValue, Request};
@@ -36,6 +37,8 @@ pub(crate) enum Cmd {
     With(Op),
     /// A handler's answer to a request.
     Respond { id: IncomingId, reply: Reply },
+    /// A worker's batch of items from a stream's iterator, and the iterator back.
+    Produced { stream: u64, batch: Batch },
     /// Close gracefully.
     Shutdown,
 }
@@ -84,8 +87,144 @@ impl Handlers {
     }
 }
 
+/// Stream items produced per turn of the driver, so a fast stream cannot starve the rest.
+const ITEMS_PER_TURN: usize = 4096;
+
+/// Most items a worker takes from a stream's iterator per turn, however many the pulls
+/// want.
+const ITEMS_PER_TURN_OF_WORKER: u64 = 4096;
+
+/// Items a worker took from a stream's iterator (JSON, back to back), handed over as each
+/// pull's worth is complete; the last one gives back the iterator unless it ended.
+pub(crate) struct Batch {
+    buf: Vec<u8>,
+    ends: Vec<usize>,
+    end: Option<Produced>,
+    /// `Some` on the last batch of a turn, when the iterator goes on.
+    source: Option<BoxSource>,
+    last: bool,
+}
+
+/// A worker's turn with a stream's iterator: takes what the queued pulls want, and hands
+/// over the front pull's worth as soon as it is complete (the next item may take long: the
+/// iterator may block).
+fn work_stream(mut source: BoxSource, demand: Demand, mut send: impl FnMut(Batch) -> bool) {
+    let total = demand.total.clamp(1, ITEMS_PER_TURN_OF_WORKER);
+    let front = u64::from(demand.front);
+    let (mut taken, mut buf, mut ends) = (0, Vec::new(), Vec::new());
+    while taken < total {
+        let next =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| source.next_item(&mut buf)));
+        match next.unwrap_or_else(|_| Produced::Error(ErrorObject::internal_error())) {
+            Produced::Item => {
+                ends.push(buf.len());
+                taken += 1;
+                if taken == front && taken < total {
+                    let full = Batch {
+                        buf: std::mem::take(&mut buf),
+                        ends: std::mem::take(&mut ends),
+                        end: None,
+                        source: None,
+                        last: false,
+                    };
+                    if !send(full) {
+                        return; // The connection is gone.
+                    }
+                }
+            }
+            // An iterator is never pending; treat it as a pause.
+            Produced::Pending => break,
+            done => {
+                send(Batch {
+                    buf,
+                    ends,
+                    end: Some(done),
+                    source: None,
+                    last: true,
+                });
+                return;
+            }
+        }
+    }
+    send(Batch {
+        buf,
+        ends,
+        end: None,
+        source: Some(source),
+        last: true,
+    });
+}
+
+/// A served stream's producer: its iterator (or lent to a worker), and the items a worker
+/// gathered, handed out one at a time.
+pub(crate) struct Lent {
+    source: Option<BoxSource>,
+    /// A worker has the iterator.
+    lent: bool,
+    buf: Vec<u8>,
+    ends: VecDeque<usize>,
+    /// Where the next item starts in `buf`.
+    start: usize,
+    end: Option<Produced>,
+}
+
+impl Lent {
+    fn new(source: BoxSource) -> Lent {
+        Lent {
+            source: Some(source),
+            lent: false,
+            buf: Vec::new(),
+            ends: VecDeque::new(),
+            start: 0,
+            end: None,
+        }
+    }
+
+    /// The next item gathered, the end, or `None` when there is nothing (yet).
+    fn take(&mut self, out: &mut Vec<u8>) -> Option<Produced> {
+        if let Some(end) = self.ends.pop_front() {
+            out.extend_from_slice(&self.buf[self.start..end]);
+            self.start = end;
+            return Some(Produced::Item);
+        }
+        self.end.take()
+    }
+
+    fn receive(&mut self, batch: Batch) {
+        if self.ends.is_empty() {
+            self.buf.clear();
+            self.start = 0;
+        }
+        let offset = self.buf.len();
+        self.buf.extend_from_slice(&batch.buf);
+        self.ends.extend(batch.ends.iter().map(|e| e + offset));
+        if batch.last {
+            self.lent = false;
+            self.source = batch.source;
+            self.end = batch.end;
+        }
+    }
+}
+
 thread_local! {
     static CANCELLED: RefCell<Option<Arc<AtomicBool>>> = const { RefCell::new(None) };
+    static CONNECTION: RefCell<Option<Sender<Cmd>>> = const { RefCell::new(None) };
+}
+
+/// Reports progress from inside a request handler, to the peer of the connection the
+/// request came on: a `$/progress` notification `{"token": token, "value": value}` (the
+/// token is the one the peer put in its request). False outside a handler or once the
+/// connection is gone. The peer may extend the request's deadline on it.
+pub fn report_progress(token: &sansrpc::Id<'_>, value: &RawValue) -> bool {
+    let (token, value) = (token.to_owned_id(), value.to_owned());
+    CONNECTION.with(|c| {
+        c.borrow().as_ref().is_some_and(|me| {
+            let op: Op = Box::new(move |ep, _, _| {
+                let _ = ep.send_progress(&token, &value);
+            });
+            me.send(Cmd::With(op)).is_ok()
+        })
+    })
 }
 
 /// True when the request the current thread's handler is answering was cancelled: by the
@@ -157,6 +296,7 @@ pub(crate) fn spawn(
         free: None,
         waiters: BTreeMap::new(),
         inflight: BTreeMap::new(),
+        streams: StreamTable::new(config.streams),
         router: handlers.router,
         jobs: handlers.jobs,
         closed: Arc::new(AtomicBool::new(false)),
@@ -194,6 +334,8 @@ struct Driver {
     waiters: Waiters,
     /// The peer's requests being handled, with their cancellation flags.
     inflight: BTreeMap<IncomingId, Arc<AtomicBool>>,
+    /// The streams this connection serves; their iterators run on the handler pool.
+    streams: StreamTable<Lent>,
     router: Arc<Router>,
     jobs: Option<Sender<Job>>,
     /// Set once the connection is closed: queued jobs of this connection are skipped.
@@ -256,8 +398,10 @@ impl Driver {
         let now = self.now();
         self.ep.handle_timeout(now);
         self.beat(now);
+        self.streams.handle_timeout(now);
         self.feed(now);
         self.pump(now);
+        let producing = self.produce(now);
         // After the events: a request they carried is in flight, not forgotten.
         if self.try_close(now) {
             self.pump(now);
@@ -265,8 +409,9 @@ impl Driver {
         if self.done {
             return;
         }
-        if !self.inputs.is_empty() && !self.shutdown {
-            // Input was pushed back; draining the events made room for it.
+        if (!self.inputs.is_empty() || producing) && !self.shutdown {
+            // Input was pushed back (draining the events made room for it), or a stream
+            // has more to produce: no waiting.
             return;
         }
         let cmd = match self.wait(now) {
@@ -286,10 +431,10 @@ impl Driver {
     /// handlers in flight run out of time.
     fn wait(&self, now: Instant) -> Option<Duration> {
         let beat = self.heartbeat.as_ref().and_then(Heartbeat::poll_timeout);
-        let timer = match (self.ep.poll_timeout(), beat) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let timer = [self.ep.poll_timeout(), beat, self.streams.poll_timeout()]
+            .into_iter()
+            .flatten()
+            .min();
         let timer = timer.map(|t| t - now);
         let closing = self
             .closing
@@ -331,6 +476,12 @@ impl Driver {
                     let _ = reply.send(&mut self.ep, id);
                 }
             }
+            Cmd::Produced { stream, batch } => {
+                // Nothing to do when the stream was freed meanwhile: its iterator drops here.
+                if let Some(lent) = self.streams.producer_mut(stream) {
+                    lent.receive(batch);
+                }
+            }
             Cmd::Shutdown => {
                 self.shutdown = true;
                 self.begin_closing();
@@ -358,6 +509,56 @@ impl Driver {
                 let _ = free.try_send(chunk);
             }
         }
+    }
+
+    /// Takes items from the streams' iterators for the pulls waiting, and writes the
+    /// answers. True when some stream still has more to produce right now.
+    fn produce(&mut self, now: Instant) -> bool {
+        if self.ep.is_closed() || !self.streams.wants_items() {
+            return false;
+        }
+        let (jobs, me, closed) = (&self.jobs, &self.me, &self.closed);
+        let mut inline = Vec::new();
+        let taken = self.streams.produce(
+            &mut self.ep,
+            now,
+            ITEMS_PER_TURN,
+            |stream, lent, out, demand| {
+                if let Some(produced) = lent.take(out) {
+                    return produced;
+                }
+                if lent.lent {
+                    return Produced::Pending; // A worker has it: its batch will wake us.
+                }
+                let Some(source) = lent.source.take() else {
+                    return Produced::Pending;
+                };
+                lent.lent = true;
+                let (me, closed) = (me.clone(), Arc::clone(closed));
+                let job: Job = Box::new(move || {
+                    if !closed.load(Ordering::Relaxed) {
+                        work_stream(source, demand, |batch| {
+                            me.send(Cmd::Produced { stream, batch }).is_ok()
+                                && !closed.load(Ordering::Relaxed)
+                        });
+                    }
+                });
+                match jobs {
+                    Some(jobs) => {
+                        if let Err(mpsc::SendError(job)) = jobs.send(job) {
+                            inline.push(job); // The pool is gone: run it here.
+                        }
+                    }
+                    None => inline.push(job),
+                }
+                Produced::Pending
+            },
+        );
+        for job in inline {
+            job();
+        }
+        self.pump(now);
+        taken > 0 && self.streams.wants_items()
     }
 
     /// Writes the output and routes the events, until neither is left.
@@ -417,7 +618,14 @@ impl Driver {
             match event {
                 Event::Request { id, request } => {
                     let request = request.into_owned();
-                    self.request(id, request);
+                    let now = self.now();
+                    if !self.streams.handle_request(&mut self.ep, id, &request, now) {
+                        self.request(id, request);
+                    }
+                }
+                Event::Notification(n) if n.method == stream::CANCEL_METHOD => {
+                    let n = n.into_owned();
+                    self.streams.handle_notification(&mut self.ep, &n);
                 }
                 // Here, in arrival order: its effects are visible to every request that
                 // arrived after it (LSP's didChange before completion).
@@ -444,11 +652,17 @@ impl Driver {
                     self.answer(id, Err(Error::Call(CallError::Ended(reason))));
                 }
                 Event::PeerCancelled { id } => {
+                    if self.streams.handle_peer_cancelled(&mut self.ep, id) {
+                        continue;
+                    }
                     if let Some(flag) = self.inflight.get(&id) {
                         flag.store(true, Ordering::Relaxed);
                     }
                 }
-                Event::Closed => self.done = true,
+                Event::Closed => {
+                    self.streams.clear();
+                    self.done = true;
+                }
                 // Framing faults, refused frames, stray responses: the endpoint answered
                 // whatever needed an answer, and a caller has nothing to do about them.
                 _ => {}
@@ -466,6 +680,28 @@ impl Driver {
 
     /// Hands a request to the handler pool, or answers it here when there is none.
     fn request(&mut self, id: IncomingId, request: Request<'static>) {
+        if self.router.is_stream_method(&request.method) {
+            // Built here: the handler only makes the iterator; a worker runs it.
+            let opened = if self.streams.has_room() {
+                let params = request.params.as_deref();
+                let open = || self.router.open_stream(&request.method, params);
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(open))
+                    .unwrap_or_else(|_| Some(Err(ErrorObject::internal_error())))
+            } else {
+                Some(Err(stream::too_many_streams()))
+            };
+            match opened {
+                Some(Ok(source)) => {
+                    let now = self.now();
+                    let _ = self.streams.open(&mut self.ep, id, Lent::new(source), now);
+                }
+                Some(Err(e)) => {
+                    let _ = self.ep.respond(id, Err(&e));
+                }
+                None => {}
+            }
+            return;
+        }
         let mut reply = Reply::default();
         let Some(jobs) = &self.jobs else {
             self.router.dispatch(&request, &mut reply);
@@ -484,8 +720,10 @@ impl Driver {
                 return;
             }
             CANCELLED.with(|c| *c.borrow_mut() = Some(flag));
+            CONNECTION.with(|c| *c.borrow_mut() = Some(me.clone()));
             router.dispatch(&request, &mut reply);
             CANCELLED.with(|c| *c.borrow_mut() = None);
+            CONNECTION.with(|c| *c.borrow_mut() = None);
             let _ = me.send(Cmd::Respond { id, reply });
         });
         if jobs.send(job).is_err() {

@@ -19,6 +19,11 @@
 //! the endpoint answers `-32002` Server busy by itself. A handler learns that its request
 //! was cancelled (by the peer, or by a shutdown) from [`is_cancelled`].
 //!
+//! A stream method ([`Router::stream_method`](sansrpc::router::Router::stream_method))
+//! returns an iterator; its items are taken on the handler pool, up to the waiting pull's
+//! `max` at a time, so an iterator that blocks never stalls the connection. Clients read
+//! streams as iterators ([`Client::stream`]), with pulls pipelined.
+//!
 //! Input is read in at most [`Config::read_buffers`] chunks ahead of the endpoint: when the
 //! endpoint pushes back, the reader stops reading.
 //!
@@ -60,6 +65,7 @@ mod client;
 mod driver;
 mod pool;
 pub mod reconnect;
+mod stream;
 mod transport;
 
 use std::fmt;
@@ -71,8 +77,9 @@ use sansrpc::endpoint::SendError;
 use sansrpc::method::CallError;
 
 pub use client::{Batch, Client, Pending};
-pub use driver::is_cancelled;
+pub use driver::{is_cancelled, report_progress};
 pub use reconnect::Reconnect;
+pub use stream::{StreamIter, StreamOptions, TypedIter};
 pub use transport::{connect_tcp, serve_stdio, serve_tcp, spawn_child, Server};
 #[cfg(unix)]
 pub use transport::{connect_unix, serve_unix, UnixServer};
@@ -109,6 +116,9 @@ pub struct Config {
     /// set, a `ping` goes out every interval and the connection closes (pending calls fail
     /// as closed) when its `pong` is later than the timeout.
     pub heartbeat: Option<sansrpc::ext::keepalive::HeartbeatConfig>,
+    /// Bounds of the streams a connection serves (open streams, queued pulls, items per
+    /// answer, idle timeout); see [`sansrpc::ext::stream`].
+    pub streams: sansrpc::ext::stream::StreamConfig,
 }
 
 /// Which way bytes went past a [`Tap`].
@@ -159,6 +169,7 @@ impl Default for Config {
             read_buffers: 4,
             tap: None,
             heartbeat: None,
+            streams: sansrpc::ext::stream::StreamConfig::default(),
         }
     }
 }

@@ -9,11 +9,13 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures::channel::{mpsc, oneshot};
-use sansrpc::endpoint::{EndReason, SendError, Timeout};
+use sansrpc::endpoint::{EndReason, Progress, SendError, Timeout};
 use sansrpc::ext::interceptors::{CallOutcome, Interceptors};
+use std::time::Duration;
+
 pub use sansrpc::method::CallError;
 use sansrpc::method::{encode_params_owned, Method, NotificationMethod};
-use sansrpc::RawValue;
+use sansrpc::{Id, RawValue};
 
 /// What a raw call produces: the result JSON, or why there is none.
 pub type RawResult = Result<Box<RawValue>, CallError>;
@@ -34,6 +36,7 @@ pub(crate) enum Command {
         method: Cow<'static, str>,
         params: Option<Box<RawValue>>,
         timeout: Timeout,
+        progress: Option<Progress>,
         reply: oneshot::Sender<RawResult>,
     },
     Notify {
@@ -90,7 +93,7 @@ impl Client {
     ) -> impl Future<Output = Result<M::Result, CallError>> + Send {
         let pending = encode_params_owned(params)
             .map_err(CallError::Send)
-            .map(|params| self.start(Cow::Borrowed(M::NAME), params, timeout));
+            .map(|params| self.start(Cow::Borrowed(M::NAME), params, timeout, None));
         async move {
             let raw = pending?.await?;
             serde_json::from_str(raw.get()).map_err(CallError::Decode)
@@ -110,7 +113,43 @@ impl Client {
         timeout: Timeout,
     ) -> PendingCall {
         let params = params.map(ToOwned::to_owned);
-        self.start(Cow::Owned(method.to_owned()), params, timeout)
+        self.start(Cow::Owned(method.to_owned()), params, timeout, None)
+    }
+
+    /// Calls `method` with raw params, a deadline, and a progress token: each `$/progress`
+    /// on `token` extends the deadline by `timeout` again, never past `cap` after sending
+    /// ([`RequestOptions::with_progress`](sansrpc::endpoint::RequestOptions::with_progress)).
+    /// Put the token in the params where the peer expects it.
+    pub fn call_raw_with_progress(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        timeout: Duration,
+        token: i64,
+        cap: Duration,
+    ) -> PendingCall {
+        let params = params.map(ToOwned::to_owned);
+        let progress = Some(Progress { token, cap });
+        let timeout = Timeout::After(timeout);
+        self.start(Cow::Owned(method.to_owned()), params, timeout, progress)
+    }
+
+    /// Reports progress on `token` (the one the peer sent with its request) with `value`:
+    /// a `$/progress` notification `{"token": token, "value": value}`.
+    pub fn send_progress(
+        &self,
+        token: &Id<'_>,
+        value: &RawValue,
+    ) -> impl Future<Output = Result<(), CallError>> + Send {
+        let mut params = b"{\"token\":".to_vec();
+        token.write_json(&mut params);
+        params.extend_from_slice(b",\"value\":");
+        params.extend_from_slice(value.get().as_bytes());
+        params.push(b'}');
+        let params = String::from_utf8(params)
+            .ok()
+            .and_then(|p| RawValue::from_string(p).ok());
+        self.notify_owned(Cow::Borrowed("$/progress"), params)
     }
 
     fn start(
@@ -118,12 +157,13 @@ impl Client {
         method: Cow<'static, str>,
         mut params: Option<Box<RawValue>>,
         timeout: Timeout,
+        progress: Option<Progress>,
     ) -> PendingCall {
         let observe = match self.intercept_before(&method, &mut params, false) {
             Ok(observe) => observe,
             Err(e) => return PendingCall::failed(e, self.tx.clone()),
         };
-        let mut pending = self.send_call(method, params, timeout);
+        let mut pending = self.send_call(method, params, timeout, progress);
         pending.observe = observe;
         pending
     }
@@ -133,6 +173,7 @@ impl Client {
         method: Cow<'static, str>,
         params: Option<Box<RawValue>>,
         timeout: Timeout,
+        progress: Option<Progress>,
     ) -> PendingCall {
         let key = self.keys.fetch_add(1, Ordering::Relaxed);
         let (reply, rx) = oneshot::channel();
@@ -141,6 +182,7 @@ impl Client {
             method,
             params,
             timeout,
+            progress,
             reply,
         });
         PendingCall {
@@ -313,6 +355,14 @@ impl PendingCall {
             },
             observe: None,
         }
+    }
+}
+
+impl PendingCall {
+    /// Drops the call without cancelling its request: the answer, when it comes, is
+    /// discarded.
+    pub(crate) fn detach(mut self) {
+        self.guard.disarm();
     }
 }
 

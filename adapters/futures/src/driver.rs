@@ -24,14 +24,19 @@ use sansrpc::{Endpoint, ErrorObject, Instant, Notification};
 
 use crate::client::{CallError, Client, Command, RawResult};
 use crate::router::{AsyncRouter, BoxFuture, HandlerResult, Work};
+use crate::stream::Producer;
 use crate::timer::Timer;
 use crate::transport::{Received, Transport};
+use sansrpc::ext::stream::{Produced, StreamConfig, StreamTable};
 
 /// How long output queued at close may take to reach the peer before the driver gives up.
 const LINGER: Duration = Duration::from_secs(1);
 
 /// Commands taken per turn of the loop, so a flood of calls cannot starve input.
 const COMMANDS_PER_TURN: usize = 64;
+
+/// Stream items produced per turn of the loop, so a fast stream cannot starve the rest.
+const ITEMS_PER_TURN: usize = 4096;
 
 type EventHook = Arc<dyn for<'a> Fn(Event<'a>) + Send + Sync>;
 
@@ -45,6 +50,7 @@ pub struct Builder {
     max_queued_notifications: usize,
     on_event: Option<EventHook>,
     heartbeat: Option<HeartbeatConfig>,
+    streams: StreamConfig,
 }
 
 impl fmt::Debug for Builder {
@@ -76,7 +82,15 @@ impl Builder {
             max_queued_notifications: 1024,
             on_event: None,
             heartbeat: None,
+            streams: StreamConfig::default(),
         }
+    }
+
+    /// Bounds of the streams this connection serves (open streams, queued pulls, items per
+    /// answer, idle timeout); see [`sansrpc::ext::stream`].
+    pub fn stream_config(mut self, config: StreamConfig) -> Self {
+        self.streams = config;
+        self
     }
 
     /// The endpoint's config: framing of a byte stream, limits, default deadline,
@@ -185,6 +199,7 @@ impl Builder {
                 notifications: VecDeque::new(),
                 max_concurrent: self.max_concurrent,
                 max_queued: self.max_queued_notifications,
+                streams: StreamTable::new(self.streams),
             },
             on_event: self.on_event,
             heartbeat: self.heartbeat.map(|c| Heartbeat::new(c, Instant::ZERO)),
@@ -302,6 +317,7 @@ struct Server {
     notifications: VecDeque<BoxFuture<()>>,
     max_concurrent: usize,
     max_queued: usize,
+    streams: StreamTable<Producer>,
 }
 
 impl Server {
@@ -334,6 +350,7 @@ impl Server {
     }
 
     fn clear(&mut self) {
+        self.streams.clear();
         self.running.clear();
         self.aborts.clear();
         self.waiting.clear();
@@ -436,12 +453,14 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                 method,
                 params,
                 timeout,
+                progress,
                 reply,
             } => {
                 if reply.is_canceled() {
                     return None; // The caller left before it went out.
                 }
-                let options = RequestOptions::timeout(timeout);
+                let mut options = RequestOptions::timeout(timeout);
+                options.progress = progress;
                 match self
                     .endpoint
                     .send_request(&method, params.as_deref(), options, now)
@@ -456,6 +475,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                             method,
                             params,
                             timeout,
+                            progress,
                             reply,
                         })
                     }
@@ -583,6 +603,31 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
         while let Some(event) = self.endpoint.poll_event() {
             any = true;
             match event {
+                Event::Request { id, request } if request.method.starts_with("rpc.stream.") => {
+                    let request = request.into_owned();
+                    let now = self.now();
+                    let streams = &mut self.server.streams;
+                    if !streams.handle_request(&mut self.endpoint, id, &request, now) {
+                        self.server
+                            .router
+                            .core()
+                            .dispatch(&request, &mut self.server.reply);
+                        let _ = self.server.reply.send(&mut self.endpoint, id);
+                    }
+                }
+                Event::Notification(n) if n.method == sansrpc::ext::stream::CANCEL_METHOD => {
+                    let n = n.into_owned();
+                    self.server
+                        .streams
+                        .handle_notification(&mut self.endpoint, &n);
+                }
+                Event::Request { id, request }
+                    if !self.server.streams.has_room()
+                        && self.server.router.is_stream(&request.method) =>
+                {
+                    let refused = sansrpc::ext::stream::too_many_streams();
+                    self.respond(id, &Err(refused));
+                }
                 Event::Request { id, request } => {
                     let router = &self.server.router;
                     let params = request.params.as_deref();
@@ -591,6 +636,12 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                     }));
                     match work {
                         Ok(Work::Call(work)) => self.server.enqueue(id, work),
+                        Ok(Work::Stream(Ok(producer))) => {
+                            let now = self.now();
+                            let streams = &mut self.server.streams;
+                            let _ = streams.open(&mut self.endpoint, id, producer, now);
+                        }
+                        Ok(Work::Stream(Err(e))) => self.respond(id, &Err(e)),
                         Ok(_) => {
                             router.core().dispatch(&request, &mut self.server.reply);
                             let _ = self.server.reply.send(&mut self.endpoint, id);
@@ -641,6 +692,13 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                     self.calls.resolve(id, Err(CallError::Ended(reason)))
                 }
                 Event::PeerCancelled { id } => {
+                    if self
+                        .server
+                        .streams
+                        .handle_peer_cancelled(&mut self.endpoint, id)
+                    {
+                        continue;
+                    }
                     if let Some(handle) = self.server.aborts.get(&id) {
                         handle.abort(); // Answered when its future is dropped.
                     } else if let Some(i) = self.server.waiting.iter().position(|w| w.0 == id) {
@@ -679,6 +737,21 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             self.server.start(id, work);
             progress = true;
         }
+        if self.server.streams.wants_items() {
+            let now = self.now();
+            let taken = self.server.streams.produce(
+                &mut self.endpoint,
+                now,
+                ITEMS_PER_TURN,
+                |_, producer, out, _| match std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    producer.poll_item(cx, out)
+                })) {
+                    Ok(produced) => produced,
+                    Err(_) => Produced::Error(ErrorObject::internal_error()),
+                },
+            );
+            progress |= taken > 0;
+        }
         if progress {
             // Newly started handlers must be polled to register their wakers.
             return true;
@@ -698,9 +771,16 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
     /// Fires the endpoint's deadlines; sleeps until the next one (or the phase's).
     fn poll_timers(&mut self, cx: &mut Context<'_>) -> bool {
         let now = self.now();
-        let deadline = self.endpoint.poll_timeout();
+        let deadline = match (
+            self.endpoint.poll_timeout(),
+            self.server.streams.poll_timeout(),
+        ) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         if let Some(d) = deadline.filter(|d| *d <= now) {
             self.endpoint.handle_timeout(now.max(d));
+            self.server.streams.handle_timeout(now.max(d));
             return true;
         }
         let heartbeat = self

@@ -49,6 +49,7 @@ mod client;
 mod driver;
 pub mod reconnect;
 mod router;
+mod stream;
 mod timer;
 pub mod transport;
 
@@ -56,6 +57,7 @@ pub use client::{Batch, BatchSlot, CallError, Client, PendingCall, RawResult};
 pub use driver::{Builder, Driver, ShutdownHandle};
 pub use reconnect::{CallOptions, GaveUp, Reconnect, StateWatch, Supervisor};
 pub use router::{AsyncRouter, BoxFuture, HandlerResult};
+pub use stream::{RawStream, StreamOptions, TypedStream};
 #[cfg(feature = "async-io")]
 pub use timer::AsyncIoTimer;
 pub use timer::Timer;

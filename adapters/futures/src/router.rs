@@ -11,6 +11,8 @@ use sansrpc::method::{Method, NotificationMethod, ParamsDecoder};
 use sansrpc::router::{Admit, Call, RegisterError, Router};
 use sansrpc::{ErrorObject, RawValue};
 
+use crate::stream::Producer;
+
 /// What an async method handler's future resolves to: the result JSON or the error object.
 pub type HandlerResult = Result<Box<RawValue>, ErrorObject<'static>>;
 
@@ -19,6 +21,7 @@ pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
 type CallFn = dyn Fn(Option<Box<RawValue>>) -> BoxFuture<HandlerResult> + Send + Sync;
 type NotifyFn = dyn Fn(Option<Box<RawValue>>) -> BoxFuture<()> + Send + Sync;
+type OpenFn = dyn Fn(Option<&RawValue>) -> Result<Producer, ErrorObject<'static>> + Send + Sync;
 
 /// Async handlers per method, with the core [`Router`] behind them.
 ///
@@ -37,6 +40,7 @@ type NotifyFn = dyn Fn(Option<Box<RawValue>>) -> BoxFuture<()> + Send + Sync;
 pub struct AsyncRouter {
     methods: BTreeMap<String, Box<CallFn>>,
     notifications: BTreeMap<String, Box<NotifyFn>>,
+    streams: BTreeMap<String, Box<OpenFn>>,
     sync: Router,
 }
 
@@ -59,6 +63,8 @@ pub(crate) enum Work {
     Call(BoxFuture<HandlerResult>),
     /// An async notification handler's future.
     Notify(BoxFuture<()>),
+    /// A stream method's producer (or the handler's error), for the stream table.
+    Stream(Result<Producer, ErrorObject<'static>>),
     /// No async handler: the core router takes it.
     Sync,
 }
@@ -92,6 +98,7 @@ impl AsyncRouter {
         }
         let taken = self.methods.contains_key(name)
             || self.notifications.contains_key(name)
+            || self.streams.contains_key(name)
             || self.sync.method_names().any(|n| n == name);
         if taken {
             return Err(RegisterError::Duplicate(name.to_owned()));
@@ -165,6 +172,34 @@ impl AsyncRouter {
         Ok(())
     }
 
+    /// Registers a stream-returning method: the handler turns the params into a
+    /// [`Stream`](futures::Stream) of items (an error item ends the stream with that error),
+    /// and the caller gets `{"stream": id}` and pulls with `rpc.stream.next` (see
+    /// [`sansrpc::ext::stream`]). The stream is polled only while a pull waits (cold until
+    /// the first), by the connection's driver; it is dropped when it ends, when the caller
+    /// cancels or stops pulling, and when the connection closes.
+    pub fn stream_method<P, T, S, F>(&mut self, name: &str, handler: F) -> Result<(), RegisterError>
+    where
+        P: serde::de::DeserializeOwned + 'static,
+        T: serde::Serialize + 'static,
+        S: futures::Stream<Item = Result<T, ErrorObject<'static>>> + Send + 'static,
+        F: Fn(P) -> Result<S, ErrorObject<'static>> + Send + Sync + 'static,
+    {
+        self.check(name)?;
+        let decoder = ParamsDecoder::<P>::new();
+        let open = move |params: Option<&RawValue>| -> Result<Producer, ErrorObject<'static>> {
+            let params = decoder.decode(params)?;
+            handler(params).map(crate::stream::typed)
+        };
+        self.streams.insert(name.to_owned(), Box::new(open));
+        Ok(())
+    }
+
+    /// True when `method` is a stream method (async or of the core router).
+    pub(crate) fn is_stream(&self, method: &str) -> bool {
+        self.streams.contains_key(method) || self.sync.is_stream_method(method)
+    }
+
     /// The work for a request to `method`.
     pub(crate) fn request(
         &self,
@@ -172,11 +207,28 @@ impl AsyncRouter {
         params: Option<&RawValue>,
         id: &sansrpc::Id<'_>,
     ) -> Work {
-        match self.methods.get(method) {
-            Some(f) => match self.admit(method, params, Some(id)) {
-                Ok(params) => Work::Call(f(params)),
-                Err(e) => Work::Call(futures::future::ready(Err(e)).boxed()),
-            },
+        let async_call = self.methods.get(method);
+        let async_stream = self.streams.get(method);
+        let sync_stream =
+            async_call.is_none() && async_stream.is_none() && self.sync.is_stream_method(method);
+        if async_call.is_none() && async_stream.is_none() && !sync_stream {
+            // The core router runs its own layers around its own handlers.
+            return Work::Sync;
+        }
+        // Handlers the core router does not run still pass its gates (auth, rate limit).
+        let admitted = match self.admit(method, params, Some(id)) {
+            Ok(admitted) => admitted,
+            Err(e) => return Work::Call(futures::future::ready(Err(e)).boxed()),
+        };
+        let params = admitted.as_deref();
+        if let Some(f) = async_call {
+            return Work::Call(f(params.map(ToOwned::to_owned)));
+        }
+        if let Some(open) = async_stream {
+            return Work::Stream(open(params));
+        }
+        match self.sync.open_stream(method, params) {
+            Some(opened) => Work::Stream(opened.map(crate::stream::sync)),
             None => Work::Sync,
         }
     }

@@ -61,7 +61,8 @@ use tokio_util::compat::{Compat, TokioAsyncReadCompatExt, TokioAsyncWriteCompatE
 
 pub use sansrpc_futures::{
     sansrpc, AsyncRouter, Batch, BatchSlot, BoxFuture, Builder, ByteStream, CallError, Client,
-    Driver, HandlerResult, PendingCall, RawResult, Received, ShutdownHandle, Timer, Transport,
+    Driver, HandlerResult, PendingCall, RawResult, RawStream, Received, ShutdownHandle,
+    StreamOptions, Timer, Transport, TypedStream,
 };
 
 /// Which `Origin`s a server accepts: for the WebSocket handshake ([`ws`]) and for CORS

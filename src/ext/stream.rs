@@ -1,0 +1,966 @@
+//! Pull-based streams (seed 003 §4, with an unambiguous end): a method answers with a stream
+//! id, and the caller pulls items with requests on reserved `rpc.` names.
+//!
+//! # Wire protocol
+//! A stream-returning method answers `{"stream": 7}` (an integer, opaque to the puller).
+//! Nothing is produced until the first pull: streams are cold.
+//!
+//! - **Pull**: request `rpc.stream.next` with `{"stream": 7, "max": 16}` (`max` optional,
+//!   default 1, clamped to the server's [`StreamConfig::max_items_per_pull`]). The answer is
+//!   `{"items": [...], "done": false}` with 1 to `max` items, sent as soon as at least one is
+//!   ready; `"done": true` marks the end (its `items` may hold the last ones, or none). No
+//!   error code means "end".
+//! - **Pipelining**: several pulls may be in flight; they are answered in the order they
+//!   arrived. Pulls queued behind the end are answered `{"items": [], "done": true}`.
+//! - **Failure**: the producer's error is an ordinary JSON-RPC error answer to a pull; the
+//!   stream is over after it.
+//! - **Cancel**: request or notification `rpc.stream.cancel` with `{"stream": 7}`; a request
+//!   is answered `true` when the stream was open, `false` otherwise. Pulls still queued are
+//!   answered `{"items": [], "done": true}`.
+//! - **Unknown stream** (never opened, over, cancelled, or expired): the pull is answered
+//!   with error [`code::UNKNOWN_STREAM`] (-32010).
+//! - **Bounds**: opening past [`StreamConfig::max_open`] answers the opening call with
+//!   [`code::TOO_MANY_STREAMS`] (-32011); a pull past [`StreamConfig::max_queued_pulls`] for
+//!   one stream is answered [`code::TOO_MANY_PULLS`] (-32012). A stream with no pull waiting
+//!   for [`StreamConfig::idle_timeout`] is freed. Closing the connection frees every stream.
+//!
+//! ```text
+//! → {"jsonrpc":"2.0","id":1,"method":"count","params":{"to":3}}
+//! ← {"jsonrpc":"2.0","id":1,"result":{"stream":1}}
+//! → {"jsonrpc":"2.0","id":2,"method":"rpc.stream.next","params":{"stream":1,"max":2}}
+//! → {"jsonrpc":"2.0","id":3,"method":"rpc.stream.next","params":{"stream":1,"max":2}}
+//! ← {"jsonrpc":"2.0","id":2,"result":{"items":[1,2],"done":false}}
+//! ← {"jsonrpc":"2.0","id":3,"result":{"items":[3],"done":true}}
+//! ```
+//!
+//! # The two halves
+//! - [`StreamTable`]: a connection's server side. It holds each stream's producer (any type:
+//!   an iterator, an async stream) and its queued pulls; the adapter asks it which producers
+//!   have demand ([`StreamTable::produce`]) and the table writes the pull answers through the
+//!   [`Endpoint`].
+//! - [`StreamReader`]: one stream's client side: the pipelining window, in-order delivery
+//!   of items, the end, and the params of each pull and of the cancel. It sends nothing
+//!   itself: the adapter sends the pulls it asks for and hands back their answers.
+
+use alloc::borrow::ToOwned;
+use alloc::boxed::Box;
+use alloc::collections::{BTreeMap, VecDeque};
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::time::Duration;
+
+use crate::endpoint::{EndReason, Endpoint, IncomingId, UnknownRequest};
+use crate::error::ErrorObject;
+use crate::json::Scanner;
+use crate::limits::Limits;
+use crate::message::{Notification, Request};
+use crate::method::CallError;
+use crate::raw::RawValue;
+use crate::time::Instant;
+
+/// The method that pulls items.
+pub const NEXT_METHOD: &str = "rpc.stream.next";
+/// The method that cancels a stream.
+pub const CANCEL_METHOD: &str = "rpc.stream.cancel";
+
+/// Error codes of the stream extension (in the implementation-defined server-error range,
+/// clear of seed 000's -32001..-32005).
+pub mod code {
+    /// No such stream: never opened, already over, cancelled, or freed after its idle
+    /// timeout.
+    pub const UNKNOWN_STREAM: i64 = -32010;
+    /// The connection already has the most open streams it may have.
+    pub const TOO_MANY_STREAMS: i64 = -32011;
+    /// The stream already has the most queued pulls it may have.
+    pub const TOO_MANY_PULLS: i64 = -32012;
+}
+
+/// Bounds of one connection's streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StreamConfig {
+    /// Most streams open at once (default 64).
+    pub max_open: usize,
+    /// Most pulls queued for one stream (default 64).
+    pub max_queued_pulls: usize,
+    /// Most items in one pull answer, whatever `max` the puller asks for (default 1024).
+    pub max_items_per_pull: u32,
+    /// A pull answer is sent once it holds this many bytes of items, even short of `max`
+    /// (default 256 KiB).
+    pub max_answer_bytes: usize,
+    /// A stream with no pull waiting is freed after this long (default 60 s).
+    pub idle_timeout: Duration,
+}
+
+impl Default for StreamConfig {
+    fn default() -> Self {
+        StreamConfig {
+            max_open: 64,
+            max_queued_pulls: 64,
+            max_items_per_pull: 1024,
+            max_answer_bytes: 256 * 1024,
+            idle_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// A producer of items written straight into an answer: what a stream method returns
+/// when its items come from plain code (an iterator: [`from_iter`]).
+pub trait Source: Send {
+    /// Appends the next item to `out` and returns [`Produced::Item`], or says why not.
+    fn next_item(&mut self, out: &mut Vec<u8>) -> Produced;
+}
+
+/// A boxed [`Source`].
+pub type BoxSource = Box<dyn Source>;
+
+struct IterSource<I>(I);
+
+impl<I, T> Source for IterSource<I>
+where
+    I: Iterator<Item = Result<T, ErrorObject<'static>>> + Send,
+    T: serde::Serialize,
+{
+    fn next_item(&mut self, out: &mut Vec<u8>) -> Produced {
+        match self.0.next() {
+            None => Produced::End,
+            Some(Err(e)) => Produced::Error(e),
+            Some(Ok(item)) => match crate::method::write_json(out, &item) {
+                Ok(()) => Produced::Item,
+                Err(_) => Produced::Error(ErrorObject::internal_error()),
+            },
+        }
+    }
+}
+
+/// An iterator of items (or errors, which end the stream) as a [`BoxSource`]; each item is
+/// serialized into the answer, with no copy between.
+pub fn from_iter<I, T>(iter: I) -> BoxSource
+where
+    I: Iterator<Item = Result<T, ErrorObject<'static>>> + Send + 'static,
+    T: serde::Serialize + 'static,
+{
+    Box::new(IterSource(iter))
+}
+
+/// How many items the pulls of a stream still want, as [`StreamTable::produce`] asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Demand {
+    /// Items the front pull still wants before its answer goes out (at least 1).
+    pub front: u32,
+    /// Items every queued pull wants together, the front one's included.
+    pub total: u64,
+}
+
+/// What a producer gave when asked for an item by [`StreamTable::produce`].
+#[derive(Debug)]
+pub enum Produced {
+    /// One JSON value was appended to the buffer.
+    Item,
+    /// No item is ready yet; ask again later (an async stream that returned `Pending`).
+    Pending,
+    /// The stream is over.
+    End,
+    /// The stream failed; the error answers a pull and the stream is over.
+    Error(ErrorObject<'static>),
+}
+
+#[derive(Debug)]
+struct Pull {
+    id: IncomingId,
+    max: u32,
+}
+
+#[derive(Debug)]
+enum Finish {
+    Done,
+    Failed(ErrorObject<'static>),
+}
+
+#[derive(Debug)]
+struct Entry<P> {
+    /// `None` once the producer ended or failed.
+    producer: Option<P>,
+    pulls: VecDeque<Pull>,
+    /// The front pull's answer so far: `{"items":[` and its items, comma-separated.
+    answer: Vec<u8>,
+    count: u32,
+    finish: Option<Finish>,
+    last_active: Instant,
+}
+
+/// One connection's server-side streams: open streams with their producers and queued
+/// pulls, answered through the [`Endpoint`]. Sans-I/O: time is an argument, and the table
+/// never calls a producer except inside [`produce`](StreamTable::produce), through the
+/// caller's closure.
+///
+/// The adapter's loop: route requests to [`handle_request`](StreamTable::handle_request)
+/// (and notifications to [`handle_notification`](StreamTable::handle_notification)) before
+/// its router; open a stream with [`open`](StreamTable::open) when a handler returns a
+/// producer; call [`produce`](StreamTable::produce) while
+/// [`wants_items`](StreamTable::wants_items); honour
+/// [`poll_timeout`](StreamTable::poll_timeout) with
+/// [`handle_timeout`](StreamTable::handle_timeout); [`clear`](StreamTable::clear) on close.
+#[derive(Debug)]
+pub struct StreamTable<P> {
+    config: StreamConfig,
+    next_id: u64,
+    streams: BTreeMap<u64, Entry<P>>,
+    /// Where the last `produce` stopped, for fairness between streams.
+    cursor: u64,
+    spare: Vec<Vec<u8>>,
+}
+
+impl<P> StreamTable<P> {
+    /// An empty table.
+    pub fn new(config: StreamConfig) -> Self {
+        StreamTable {
+            config,
+            next_id: 1,
+            streams: BTreeMap::new(),
+            cursor: 0,
+            spare: Vec::new(),
+        }
+    }
+
+    /// The bounds.
+    pub fn config(&self) -> &StreamConfig {
+        &self.config
+    }
+
+    /// Streams open now.
+    pub fn len(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// True when no stream is open.
+    pub fn is_empty(&self) -> bool {
+        self.streams.is_empty()
+    }
+
+    /// True while another stream may open. An adapter checks it before running a stream
+    /// method's handler, so a peer that floods opens never gets producers built.
+    pub fn has_room(&self) -> bool {
+        self.streams.len() < self.config.max_open
+    }
+
+    /// The producer of an open stream, for an adapter that lends it out (to a worker
+    /// thread) and gives its items back later.
+    pub fn producer_mut(&mut self, stream: u64) -> Option<&mut P> {
+        self.streams.get_mut(&stream)?.producer.as_mut()
+    }
+
+    /// Pulls queued over every stream.
+    pub fn queued_pulls(&self) -> usize {
+        self.streams.values().map(|e| e.pulls.len()).sum()
+    }
+
+    /// Opens a stream for the request `request` (the call of a stream-returning method) and
+    /// answers it `{"stream": id}`; past [`StreamConfig::max_open`] answers it
+    /// [`code::TOO_MANY_STREAMS`] instead and drops `producer`. Returns the stream id.
+    pub fn open(
+        &mut self,
+        endpoint: &mut Endpoint,
+        request: IncomingId,
+        producer: P,
+        now: Instant,
+    ) -> Result<Option<u64>, UnknownRequest> {
+        if !self.has_room() {
+            return endpoint
+                .respond(request, Err(&too_many_streams()))
+                .map(|()| None);
+        }
+        let id = self.next_id;
+        let mut text = String::from("{\"stream\":");
+        push_u64(&mut text, id);
+        text.push('}');
+        endpoint.respond(request, Ok(RawValue::from_validated(&text)))?;
+        self.next_id += 1;
+        let answer = self.spare.pop().unwrap_or_default();
+        self.streams.insert(
+            id,
+            Entry {
+                producer: Some(producer),
+                pulls: VecDeque::new(),
+                answer,
+                count: 0,
+                finish: None,
+                last_active: now,
+            },
+        );
+        Ok(Some(id))
+    }
+
+    /// Takes the request if it is one of the stream methods (and answers it, or queues it
+    /// as a pull); false, touching nothing, for any other method.
+    pub fn handle_request(
+        &mut self,
+        endpoint: &mut Endpoint,
+        id: IncomingId,
+        request: &Request<'_>,
+        now: Instant,
+    ) -> bool {
+        let params = request.params.as_deref();
+        match &*request.method {
+            NEXT_METHOD => {
+                match self.pull(id, params, now) {
+                    Err(error) => {
+                        let _ = endpoint.respond(id, Err(&error));
+                    }
+                    // A stream whose producer is over answers from what it kept.
+                    Ok(stream) => {
+                        let spent = self
+                            .streams
+                            .get_mut(&stream)
+                            .is_some_and(|e| e.producer.is_none() && e.settle(endpoint, now));
+                        if spent {
+                            if let Some(entry) = self.streams.remove(&stream) {
+                                self.recycle(entry.answer);
+                            }
+                        }
+                    }
+                }
+                true
+            }
+            CANCEL_METHOD => {
+                let answer = match stream_param(params) {
+                    Some(stream) => {
+                        let open = self.cancel(endpoint, stream);
+                        Ok(RawValue::from_validated(if open {
+                            "true"
+                        } else {
+                            "false"
+                        }))
+                    }
+                    None => Err(invalid_stream_params()),
+                };
+                let _ = endpoint.respond(id, answer.as_ref().map(|r| *r));
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Takes a `rpc.stream.cancel` notification; false for any other notification.
+    pub fn handle_notification(
+        &mut self,
+        endpoint: &mut Endpoint,
+        notification: &Notification<'_>,
+    ) -> bool {
+        if notification.method != CANCEL_METHOD {
+            return false;
+        }
+        if let Some(stream) = stream_param(notification.params.as_deref()) {
+            self.cancel(endpoint, stream);
+        }
+        true
+    }
+
+    /// The peer cancelled one of its requests: when it is a queued pull, it is answered
+    /// cancelled and dropped from its queue (items gathered for it are lost). False when
+    /// the request is not a queued pull.
+    pub fn handle_peer_cancelled(&mut self, endpoint: &mut Endpoint, id: IncomingId) -> bool {
+        for entry in self.streams.values_mut() {
+            if let Some(i) = entry.pulls.iter().position(|p| p.id == id) {
+                entry.pulls.remove(i);
+                if i == 0 {
+                    entry.restart_answer();
+                }
+                let _ = endpoint.respond_cancelled(id);
+                return true;
+            }
+        }
+        false
+    }
+
+    fn pull(
+        &mut self,
+        id: IncomingId,
+        params: Option<&RawValue>,
+        now: Instant,
+    ) -> Result<u64, ErrorObject<'static>> {
+        let (stream, max) = pull_params(params).ok_or_else(invalid_stream_params)?;
+        let entry = self
+            .streams
+            .get_mut(&stream)
+            .ok_or(ErrorObject::fixed(code::UNKNOWN_STREAM, "Unknown stream"))?;
+        if entry.pulls.len() >= self.config.max_queued_pulls {
+            return Err(ErrorObject::fixed(
+                code::TOO_MANY_PULLS,
+                "Too many pulls queued",
+            ));
+        }
+        let max = max.clamp(1, self.config.max_items_per_pull.max(1) as u64) as u32;
+        if entry.pulls.is_empty() {
+            entry.restart_answer();
+        }
+        entry.pulls.push_back(Pull { id, max });
+        entry.last_active = now;
+        Ok(stream)
+    }
+
+    /// Frees a stream: its producer is dropped and its queued pulls are answered as the end.
+    /// False when it was not open.
+    pub fn cancel(&mut self, endpoint: &mut Endpoint, stream: u64) -> bool {
+        let Some(mut entry) = self.streams.remove(&stream) else {
+            return false;
+        };
+        for pull in entry.pulls.drain(..) {
+            let _ = endpoint.respond(pull.id, Ok(RawValue::from_validated(EMPTY_END)));
+        }
+        self.recycle(entry.answer);
+        true
+    }
+
+    /// True when some stream has a pull waiting and a producer to ask.
+    pub fn wants_items(&self) -> bool {
+        self.streams
+            .values()
+            .any(|e| !e.pulls.is_empty() && e.producer.is_some())
+    }
+
+    /// Asks the producers of streams with pulls waiting for items, through `next`, and
+    /// answers pulls as they fill: at `max` items, at [`StreamConfig::max_answer_bytes`],
+    /// when the producer has nothing ready ([`Produced::Pending`]) and the answer holds at
+    /// least one item, at the end and on failure. Stops after `budget` items over all streams
+    /// (so one fast stream cannot starve the connection) and returns how many it took.
+    ///
+    /// `next` gets the stream id, its producer, the answer buffer, and the [`Demand`] of the
+    /// queued pulls (a producer run elsewhere, such as an iterator on a worker thread,
+    /// gathers no more than that, and hands over what the front pull wants first). It must
+    /// append exactly one JSON value to the buffer when it returns
+    /// [`Produced::Item`]; an item that is not valid JSON fails the stream with `-32603`.
+    pub fn produce<F>(
+        &mut self,
+        endpoint: &mut Endpoint,
+        now: Instant,
+        budget: usize,
+        mut next: F,
+    ) -> usize
+    where
+        F: FnMut(u64, &mut P, &mut Vec<u8>, Demand) -> Produced,
+    {
+        let mut taken = 0;
+        let ids: Vec<u64> = {
+            let after = self.streams.range(self.cursor + 1..).map(|(&k, _)| k);
+            let before = self.streams.range(..=self.cursor).map(|(&k, _)| k);
+            after.chain(before).collect()
+        };
+        let max_bytes = self.config.max_answer_bytes;
+        let mut freed = Vec::new();
+        for id in ids {
+            if taken >= budget {
+                break;
+            }
+            let Some(entry) = self.streams.get_mut(&id) else {
+                continue;
+            };
+            self.cursor = id;
+            while taken < budget && !entry.pulls.is_empty() {
+                let Some(producer) = entry.producer.as_mut() else {
+                    break;
+                };
+                let mark = entry.answer.len();
+                if entry.count > 0 {
+                    entry.answer.push(b',');
+                }
+                let start = entry.answer.len();
+                let front = entry.pulls.front().map_or(1, |p| p.max);
+                let front = front.saturating_sub(entry.count).max(1);
+                let rest: u64 = entry.pulls.iter().skip(1).map(|p| u64::from(p.max)).sum();
+                let demand = Demand {
+                    front,
+                    total: u64::from(front) + rest,
+                };
+                match next(id, producer, &mut entry.answer, demand) {
+                    Produced::Item => {
+                        let item = &entry.answer[start..];
+                        if crate::json::validate(item, Limits::MAX_DEPTH_CAP).is_err() {
+                            entry.answer.truncate(mark);
+                            entry.producer = None;
+                            entry.finish = Some(Finish::Failed(ErrorObject::internal_error()));
+                            break;
+                        }
+                        taken += 1;
+                        entry.count += 1;
+                        let front = entry.pulls.front().map_or(1, |p| p.max);
+                        if entry.count >= front || entry.answer.len() >= max_bytes {
+                            entry.answer_front(endpoint, false, now);
+                        }
+                    }
+                    Produced::Pending => {
+                        entry.answer.truncate(mark);
+                        if entry.count > 0 {
+                            entry.answer_front(endpoint, false, now);
+                        }
+                        break;
+                    }
+                    Produced::End => {
+                        entry.answer.truncate(mark);
+                        entry.producer = None;
+                        entry.finish = Some(Finish::Done);
+                    }
+                    Produced::Error(e) => {
+                        entry.answer.truncate(mark);
+                        entry.producer = None;
+                        entry.finish = Some(Finish::Failed(e));
+                    }
+                }
+            }
+            if entry.producer.is_none() && entry.settle(endpoint, now) {
+                freed.push(id);
+            }
+        }
+        for id in freed {
+            if let Some(entry) = self.streams.remove(&id) {
+                self.recycle(entry.answer);
+            }
+        }
+        taken
+    }
+
+    /// Frees streams that had no pull waiting for [`StreamConfig::idle_timeout`] (a peer
+    /// that opened streams and stopped pulling). Returns how many it freed.
+    pub fn handle_timeout(&mut self, now: Instant) -> usize {
+        let idle = self.config.idle_timeout;
+        let before = self.streams.len();
+        let mut spent = Vec::new();
+        self.streams.retain(|_, e| {
+            let keep = !e.pulls.is_empty() || now < e.last_active + idle;
+            if !keep {
+                spent.push(core::mem::take(&mut e.answer));
+            }
+            keep
+        });
+        for buf in spent {
+            self.recycle(buf);
+        }
+        before - self.streams.len()
+    }
+
+    /// The next instant [`handle_timeout`](StreamTable::handle_timeout) has work at.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let idle = self.config.idle_timeout;
+        self.streams
+            .values()
+            .filter(|e| e.pulls.is_empty())
+            .map(|e| e.last_active + idle)
+            .min()
+    }
+
+    /// Frees every stream and drops every producer (the connection closed; its pulls need
+    /// no answer).
+    pub fn clear(&mut self) {
+        self.streams.clear();
+        self.spare.clear();
+    }
+
+    fn recycle(&mut self, mut buf: Vec<u8>) {
+        if self.spare.len() < 4 && buf.capacity() <= self.config.max_answer_bytes * 2 {
+            buf.clear();
+            self.spare.push(buf);
+        }
+    }
+}
+
+const EMPTY_END: &str = "{\"items\":[],\"done\":true}";
+
+impl<P> Entry<P> {
+    fn restart_answer(&mut self) {
+        self.answer.clear();
+        self.answer.extend_from_slice(b"{\"items\":[");
+        self.count = 0;
+    }
+
+    /// Answers the front pull with the items gathered.
+    fn answer_front(&mut self, endpoint: &mut Endpoint, done: bool, now: Instant) {
+        let Some(pull) = self.pulls.pop_front() else {
+            return;
+        };
+        self.answer.extend_from_slice(if done {
+            b"],\"done\":true}"
+        } else {
+            b"],\"done\":false}"
+        });
+        // Built from validated items between fixed text.
+        let text = core::str::from_utf8(&self.answer).unwrap_or(EMPTY_END);
+        let _ = endpoint.respond(pull.id, Ok(RawValue::from_validated(text)));
+        self.last_active = now;
+        self.restart_answer();
+    }
+
+    /// After the producer ended or failed: answers the queued pulls as far as the end
+    /// allows. True once the end has been delivered (the stream can be freed).
+    fn settle(&mut self, endpoint: &mut Endpoint, now: Instant) -> bool {
+        loop {
+            if self.pulls.is_empty() {
+                return false;
+            }
+            match &self.finish {
+                None => return false,
+                Some(Finish::Done) => {
+                    self.answer_front(endpoint, true, now);
+                    break;
+                }
+                Some(Finish::Failed(_)) if self.count > 0 => {
+                    self.answer_front(endpoint, false, now);
+                }
+                Some(Finish::Failed(e)) => {
+                    let e = e.clone();
+                    if let Some(pull) = self.pulls.pop_front() {
+                        let _ = endpoint.respond(pull.id, Err(&e));
+                    }
+                    break;
+                }
+            }
+        }
+        for pull in self.pulls.drain(..) {
+            let _ = endpoint.respond(pull.id, Ok(RawValue::from_validated(EMPTY_END)));
+        }
+        true
+    }
+}
+
+/// The answer to a stream-opening call past [`StreamConfig::max_open`].
+pub fn too_many_streams() -> ErrorObject<'static> {
+    ErrorObject::fixed(code::TOO_MANY_STREAMS, "Too many open streams")
+}
+
+fn invalid_stream_params() -> ErrorObject<'static> {
+    ErrorObject::fixed(
+        crate::error::code::INVALID_PARAMS,
+        "Invalid params: expected {\"stream\": <integer>, \"max\": <integer, optional>}",
+    )
+}
+
+fn push_u64(out: &mut String, n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.push_str(core::str::from_utf8(&digits[i..]).unwrap_or("0"));
+}
+
+/// Calls `f` with each member (key token, escapes in place; value text) of a JSON object;
+/// false when `text` is not an object.
+fn members<'t>(text: &'t str, mut f: impl FnMut(&'t str, &'t str)) -> bool {
+    let mut s = Scanner::new(text.as_bytes());
+    if s.peek_ws() != Some(b'{') {
+        return false;
+    }
+    s.pos += 1;
+    if s.peek_ws() == Some(b'}') {
+        return true;
+    }
+    loop {
+        let Ok(key) = s.key() else { return false };
+        let Ok(value) = s.value(0, Limits::MAX_DEPTH_CAP) else {
+            return false;
+        };
+        f(key.span.of(text), value.of(text));
+        match s.peek_ws() {
+            Some(b',') => s.pos += 1,
+            Some(b'}') => return true,
+            _ => return false,
+        }
+    }
+}
+
+/// `{"stream": n, "max": m}` → `(n, m)`, `m` defaulting to 1.
+fn pull_params(params: Option<&RawValue>) -> Option<(u64, u64)> {
+    let (mut stream, mut max, mut bad) = (None, Some(1), false);
+    let ok = members(params?.get(), |key, value| match key {
+        "stream" => {
+            stream = value.parse::<u64>().ok().or_else(|| {
+                bad = true;
+                None
+            })
+        }
+        "max" => {
+            max = value.parse::<u64>().ok().or_else(|| {
+                bad = true;
+                None
+            })
+        }
+        _ => {}
+    });
+    if !ok || bad {
+        return None;
+    }
+    Some((stream?, max?))
+}
+
+fn stream_param(params: Option<&RawValue>) -> Option<u64> {
+    pull_params(params).map(|(s, _)| s)
+}
+
+/// The stream id in a stream-returning method's answer, `{"stream": n}`.
+pub fn stream_id(result: &RawValue) -> Option<u64> {
+    stream_param(Some(result))
+}
+
+/// Why a stream ended early, as its reader reports it.
+pub type StreamError = CallError;
+
+/// What [`StreamReader::poll_item`] has.
+#[derive(Debug)]
+pub enum ReadItem {
+    /// The next item, in order.
+    Item(Box<RawValue>),
+    /// Nothing yet: send the pulls [`StreamReader::next_pull`] asks for, and wait for their
+    /// answers.
+    Pending,
+    /// The stream ended normally; every item has been read.
+    End,
+    /// The stream failed (the producer's error, a pull that timed out or was refused, the
+    /// connection closed, a malformed answer); every item before the failure has been read.
+    Failed(StreamError),
+}
+
+#[derive(Debug)]
+enum Slot {
+    Waiting(u64),
+    Items(u64, Vec<Box<RawValue>>, bool),
+    Failed(u64, StreamError),
+}
+
+impl Slot {
+    fn seq(&self) -> u64 {
+        match self {
+            Slot::Waiting(s) | Slot::Items(s, ..) | Slot::Failed(s, _) => *s,
+        }
+    }
+}
+
+/// One stream's client side: which pulls to send (a window of them in flight), their
+/// answers put back in order, the end and failures. It sends nothing: the adapter sends
+/// each pull [`next_pull`](StreamReader::next_pull) asks for as a `rpc.stream.next` request
+/// with [`pull_params`](StreamReader::pull_params), hands each answer to
+/// [`handle_answer`](StreamReader::handle_answer) with the pull's sequence number, and reads
+/// items with [`poll_item`](StreamReader::poll_item). Memory is bounded by the window: at
+/// most `window` pull answers (each at most `max` items) are held at once.
+#[derive(Debug)]
+pub struct StreamReader {
+    stream: u64,
+    window: usize,
+    params: Box<RawValue>,
+    next_seq: u64,
+    slots: VecDeque<Slot>,
+    items: VecDeque<Box<RawValue>>,
+    /// No more pulls: an answer said done or failed, or the reader was cancelled.
+    stopped: bool,
+    /// What follows the last item in `items`.
+    tail: Option<Result<(), StreamError>>,
+    finished: bool,
+}
+
+impl StreamReader {
+    /// A reader of stream `stream` keeping up to `window` pulls in flight, each asking for
+    /// up to `max` items.
+    pub fn new(stream: u64, window: usize, max: u32) -> Self {
+        let mut text = String::from("{\"stream\":");
+        push_u64(&mut text, stream);
+        text.push_str(",\"max\":");
+        push_u64(&mut text, u64::from(max.max(1)));
+        text.push('}');
+        StreamReader {
+            stream,
+            window: window.max(1),
+            params: RawValue::from_validated(&text).to_owned(),
+            next_seq: 0,
+            slots: VecDeque::new(),
+            items: VecDeque::new(),
+            stopped: false,
+            tail: None,
+            finished: false,
+        }
+    }
+
+    /// The stream id.
+    pub fn stream(&self) -> u64 {
+        self.stream
+    }
+
+    /// The params of every pull: `{"stream": id, "max": max}`.
+    pub fn pull_params(&self) -> &RawValue {
+        &self.params
+    }
+
+    /// The params of the cancel: `{"stream": id}`.
+    pub fn cancel_params(&self) -> Box<RawValue> {
+        let mut text = String::from("{\"stream\":");
+        push_u64(&mut text, self.stream);
+        text.push('}');
+        RawValue::from_validated(&text).to_owned()
+    }
+
+    /// The sequence number of the next pull to send, when the window has room and the
+    /// stream is not over; call it until `None` and send one pull per number.
+    pub fn next_pull(&mut self) -> Option<u64> {
+        if self.stopped || self.slots.len() >= self.window {
+            return None;
+        }
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.slots.push_back(Slot::Waiting(seq));
+        Some(seq)
+    }
+
+    /// Pulls sent and not answered yet.
+    pub fn in_flight(&self) -> usize {
+        self.slots
+            .iter()
+            .filter(|s| matches!(s, Slot::Waiting(_)))
+            .count()
+    }
+
+    /// Items and answers held, not yet read.
+    pub fn buffered_items(&self) -> usize {
+        let held: usize = self
+            .slots
+            .iter()
+            .map(|s| match s {
+                Slot::Items(_, items, _) => items.len(),
+                _ => 0,
+            })
+            .sum();
+        held + self.items.len()
+    }
+
+    /// The answer to pull `seq`: its result, or why it ended without one
+    /// ([`CallError::Rpc`] for an error answer, [`CallError::Ended`] for a timeout or a
+    /// close). Answers to pulls the reader no longer waits for are ignored.
+    pub fn handle_answer(&mut self, seq: u64, answer: Result<&RawValue, StreamError>) {
+        let Some(slot) = self.slots.iter_mut().find(|s| s.seq() == seq) else {
+            return;
+        };
+        if !matches!(slot, Slot::Waiting(_)) {
+            return;
+        }
+        *slot = match answer.and_then(parse_answer) {
+            Ok((items, done)) => {
+                self.stopped |= done;
+                Slot::Items(seq, items, done)
+            }
+            Err(e) => {
+                self.stopped = true;
+                Slot::Failed(seq, e)
+            }
+        };
+    }
+
+    /// The next item in order, or what stands in its way.
+    pub fn poll_item(&mut self) -> ReadItem {
+        loop {
+            if let Some(item) = self.items.pop_front() {
+                return ReadItem::Item(item);
+            }
+            if let Some(tail) = self.tail.take() {
+                self.finish();
+                return match tail {
+                    Ok(()) => ReadItem::End,
+                    Err(e) => ReadItem::Failed(e),
+                };
+            }
+            if self.finished {
+                return ReadItem::End;
+            }
+            match self.slots.front() {
+                Some(Slot::Waiting(_)) | None => return ReadItem::Pending,
+                Some(_) => {}
+            }
+            match self.slots.pop_front() {
+                Some(Slot::Items(_, items, done)) => {
+                    self.items.extend(items);
+                    if done {
+                        self.tail = Some(Ok(()));
+                    }
+                }
+                Some(Slot::Failed(_, e)) => self.tail = Some(Err(e)),
+                _ => {}
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        self.finished = true;
+        self.stopped = true;
+        self.slots.clear();
+        self.items.clear();
+    }
+
+    /// True once [`poll_item`](StreamReader::poll_item) reported the end or a failure.
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// Stops the reader: no more pulls, nothing more to read. Returns true when the peer
+    /// should be sent `rpc.stream.cancel` (the stream may still be open there).
+    pub fn cancel(&mut self) -> bool {
+        let open = !self.stopped;
+        self.finish();
+        self.tail = None;
+        open
+    }
+}
+
+/// `{"items": [...], "done": bool}` → the items and the flag.
+fn parse_answer(answer: &RawValue) -> Result<(Vec<Box<RawValue>>, bool), StreamError> {
+    let text = answer.get();
+    let (mut items, mut done, mut ok) = (None, None, true);
+    let object = members(text, |key, value| match key {
+        "items" => items = split_array(value),
+        "done" => {
+            done = match value {
+                "true" => Some(true),
+                "false" => Some(false),
+                _ => {
+                    ok = false;
+                    None
+                }
+            }
+        }
+        _ => {}
+    });
+    match (object && ok, items, done) {
+        (true, Some(items), Some(done)) => Ok((items, done)),
+        _ => Err(CallError::Decode(serde::de::Error::custom(
+            "malformed stream answer: expected {\"items\": [...], \"done\": true|false}",
+        ))),
+    }
+}
+
+/// The elements of a JSON array (already validated), each owned.
+fn split_array(text: &str) -> Option<Vec<Box<RawValue>>> {
+    let mut s = Scanner::new(text.as_bytes());
+    if s.peek_ws()? != b'[' {
+        return None;
+    }
+    s.pos += 1;
+    let mut out = Vec::new();
+    if s.peek_ws()? == b']' {
+        return Some(out);
+    }
+    loop {
+        let span = s.value(0, Limits::MAX_DEPTH_CAP).ok()?;
+        out.push(RawValue::from_validated(span.of(text)).to_owned());
+        match s.peek_ws()? {
+            b',' => s.pos += 1,
+            b']' => return Some(out),
+            _ => return None,
+        }
+    }
+}
+
+/// A pull that ended without an answer, as a reader failure.
+pub fn ended(reason: EndReason) -> StreamError {
+    CallError::Ended(reason)
+}

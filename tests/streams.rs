@@ -1,0 +1,764 @@
+//! Pull-based streams and `$/progress` between two real endpoints over an in-memory link,
+//! with a virtual clock.
+
+use std::time::Duration;
+
+use sansrpc::endpoint::{Config, EndReason, Endpoint, Event, RequestId, RequestOptions, Timeout};
+use sansrpc::ext::stream::{
+    code, stream_id, Produced, ReadItem, StreamConfig, StreamReader, StreamTable, NEXT_METHOD,
+};
+use sansrpc::method::CallError;
+use sansrpc::{ErrorObject, Id, Instant, RawValue};
+
+/// A producer: counts from 1 to `to`, then fails with `fail` when set.
+struct Count {
+    next: u64,
+    to: u64,
+    fail: Option<i64>,
+}
+
+fn count(to: u64) -> Count {
+    Count {
+        next: 1,
+        to,
+        fail: None,
+    }
+}
+
+fn step(c: &mut Count, out: &mut Vec<u8>) -> Produced {
+    if c.next > c.to {
+        return match c.fail {
+            Some(code) => Produced::Error(ErrorObject::new(code, "producer failed")),
+            None => Produced::End,
+        };
+    }
+    out.extend_from_slice(c.next.to_string().as_bytes());
+    c.next += 1;
+    Produced::Item
+}
+
+struct Side {
+    ep: Endpoint,
+}
+
+fn link(from: &mut Endpoint, to: &mut Endpoint, now: Instant) {
+    let mut wire = Vec::new();
+    while from.poll_transmit(&mut wire).is_some() {}
+    let mut rest = &wire[..];
+    while !rest.is_empty() {
+        let n = to.handle_input(rest, now);
+        rest = &rest[n..];
+        assert!(n > 0, "endpoint pushed back in a test that drains it");
+    }
+}
+
+/// The server: a stream method `count` (params `[to]`) and the stream table.
+struct Server {
+    side: Side,
+    table: StreamTable<Count>,
+    fail: Option<i64>,
+}
+
+impl Server {
+    fn new(config: StreamConfig) -> Self {
+        Server {
+            side: Side {
+                ep: Endpoint::new(Config::default()),
+            },
+            table: StreamTable::new(config),
+            fail: None,
+        }
+    }
+
+    /// Routes every event; produces.
+    fn run(&mut self, now: Instant) {
+        loop {
+            let mut opens = Vec::new();
+            while let Some(event) = self.side.ep.poll_event() {
+                match event {
+                    Event::Request { id, request } => {
+                        let owned = request.clone().into_owned();
+                        if self
+                            .table
+                            .handle_request(&mut self.side.ep, id, &owned, now)
+                        {
+                            continue;
+                        }
+                        assert_eq!(owned.method, "count");
+                        let to: (u64,) = owned.params.unwrap().deserialize().unwrap();
+                        opens.push((id, to.0));
+                    }
+                    Event::Notification(n) => {
+                        let n = n.into_owned();
+                        self.table.handle_notification(&mut self.side.ep, &n);
+                    }
+                    Event::PeerCancelled { id } => {
+                        self.table.handle_peer_cancelled(&mut self.side.ep, id);
+                    }
+                    _ => {}
+                }
+            }
+            for (id, to) in opens {
+                let mut c = count(to);
+                c.fail = self.fail;
+                self.table.open(&mut self.side.ep, id, c, now).unwrap();
+            }
+            if !self.table.wants_items() {
+                break;
+            }
+            self.table
+                .produce(&mut self.side.ep, now, 100, |_, c, out, _| step(c, out));
+        }
+    }
+}
+
+/// The client: one reader, pulls sent as it asks.
+struct Client {
+    side: Side,
+    reader: Option<StreamReader>,
+    pulls: Vec<(RequestId, u64)>,
+    opened: Option<Result<u64, (i64, String)>>,
+    open_call: Option<RequestId>,
+}
+
+impl Client {
+    fn new() -> Self {
+        Client {
+            side: Side {
+                ep: Endpoint::new(Config::default()),
+            },
+            reader: None,
+            pulls: Vec::new(),
+            opened: None,
+            open_call: None,
+        }
+    }
+
+    fn open(&mut self, to: u64, now: Instant) {
+        let params = RawValue::from_json(&format!("[{to}]")).unwrap().to_owned();
+        let id = self
+            .side
+            .ep
+            .send_request("count", Some(&params), RequestOptions::default(), now)
+            .unwrap();
+        self.open_call = Some(id);
+    }
+
+    fn send_pulls(&mut self, now: Instant) {
+        let Some(reader) = self.reader.as_mut() else {
+            return;
+        };
+        while let Some(seq) = reader.next_pull() {
+            let params = reader.pull_params().to_owned();
+            let id = self
+                .side
+                .ep
+                .send_request(NEXT_METHOD, Some(&params), RequestOptions::default(), now)
+                .unwrap();
+            self.pulls.push((id, seq));
+        }
+    }
+
+    fn events(&mut self, window: usize, max: u32) {
+        while let Some(event) = self.side.ep.poll_event() {
+            match event {
+                Event::Response { id, result } if Some(id) == self.open_call => {
+                    self.opened = Some(match result {
+                        Ok(r) => {
+                            let s = stream_id(&r).expect("a stream id");
+                            self.reader = Some(StreamReader::new(s, window, max));
+                            Ok(s)
+                        }
+                        Err(e) => Err((e.code, e.message.into_owned())),
+                    });
+                }
+                Event::Response { id, result } => {
+                    let Some(i) = self.pulls.iter().position(|p| p.0 == id) else {
+                        continue;
+                    };
+                    let (_, seq) = self.pulls.remove(i);
+                    let reader = self.reader.as_mut().unwrap();
+                    match result {
+                        Ok(r) => reader.handle_answer(seq, Ok(&r)),
+                        Err(e) => reader.handle_answer(seq, Err(CallError::Rpc(e.into_owned()))),
+                    }
+                }
+                Event::Ended { id, reason } => {
+                    if let Some(i) = self.pulls.iter().position(|p| p.0 == id) {
+                        let (_, seq) = self.pulls.remove(i);
+                        let reader = self.reader.as_mut().unwrap();
+                        reader.handle_answer(seq, Err(CallError::Ended(reason)));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Runs the exchange until the client reader reports the end or a failure; returns the
+/// items read and the final state.
+fn read_all(
+    server: &mut Server,
+    client: &mut Client,
+    window: usize,
+    max: u32,
+    now: Instant,
+    limit: usize,
+) -> (Vec<u64>, ReadItem) {
+    let mut items = Vec::new();
+    for _ in 0..10_000 {
+        client.send_pulls(now);
+        link(&mut client.side.ep, &mut server.side.ep, now);
+        server.run(now);
+        link(&mut server.side.ep, &mut client.side.ep, now);
+        client.events(window, max);
+        if let Some(Err(e)) = &client.opened {
+            panic!("open failed: {e:?}");
+        }
+        let Some(reader) = client.reader.as_mut() else {
+            continue;
+        };
+        // Bounded by the window: never more than `window` answers of `max` items held.
+        assert!(reader.buffered_items() <= (window + 1) * max as usize);
+        loop {
+            match reader.poll_item() {
+                ReadItem::Item(raw) => {
+                    items.push(raw.get().parse().unwrap());
+                    if items.len() == limit {
+                        return (items, ReadItem::Pending);
+                    }
+                }
+                ReadItem::Pending => break,
+                end => return (items, end),
+            }
+        }
+    }
+    panic!("the stream never ended");
+}
+
+#[test]
+fn items_arrive_in_order_then_the_end() {
+    for (window, max) in [(1, 1), (4, 3), (16, 64)] {
+        let mut server = Server::new(StreamConfig::default());
+        let mut client = Client::new();
+        client.open(100, Instant::ZERO);
+        let (items, end) = read_all(&mut server, &mut client, window, max, Instant::ZERO, 0);
+        assert_eq!(
+            items,
+            (1..=100).collect::<Vec<_>>(),
+            "window {window} max {max}"
+        );
+        assert!(matches!(end, ReadItem::End));
+        // The end freed the stream; pulls pipelined past it were answered too.
+        assert_eq!(server.table.len(), 0);
+        assert_eq!(server.side.ep.requests_in_flight(), 0);
+    }
+}
+
+#[test]
+fn an_empty_stream_ends_at_once() {
+    let mut server = Server::new(StreamConfig::default());
+    let mut client = Client::new();
+    client.open(0, Instant::ZERO);
+    let (items, end) = read_all(&mut server, &mut client, 4, 8, Instant::ZERO, 0);
+    assert!(items.is_empty());
+    assert!(matches!(end, ReadItem::End));
+}
+
+#[test]
+fn a_failure_comes_after_the_items_before_it() {
+    let mut server = Server::new(StreamConfig::default());
+    server.fail = Some(-32099);
+    let mut client = Client::new();
+    client.open(5, Instant::ZERO);
+    let (items, end) = read_all(&mut server, &mut client, 2, 3, Instant::ZERO, 0);
+    assert_eq!(items, vec![1, 2, 3, 4, 5]);
+    match end {
+        ReadItem::Failed(CallError::Rpc(e)) => assert_eq!(e.code, -32099),
+        other => panic!("expected the producer's error, got {other:?}"),
+    }
+    assert_eq!(server.table.len(), 0);
+}
+
+#[test]
+fn cancel_mid_stream_frees_both_sides() {
+    let mut server = Server::new(StreamConfig::default());
+    let mut client = Client::new();
+    client.open(1_000_000, Instant::ZERO);
+    let (items, _) = read_all(&mut server, &mut client, 4, 2, Instant::ZERO, 10);
+    assert_eq!(items, (1..=10).collect::<Vec<_>>());
+    assert_eq!(server.table.len(), 1);
+    let reader = client.reader.as_mut().unwrap();
+    assert!(reader.cancel());
+    let params = reader.cancel_params();
+    client
+        .side
+        .ep
+        .send_notification("rpc.stream.cancel", Some(&params))
+        .unwrap();
+    assert!(matches!(reader.poll_item(), ReadItem::End));
+    assert_eq!(reader.buffered_items(), 0);
+    link(&mut client.side.ep, &mut server.side.ep, Instant::ZERO);
+    server.run(Instant::ZERO);
+    assert_eq!(server.table.len(), 0);
+    assert_eq!(server.table.queued_pulls(), 0);
+    // Every pull it had queued was answered (as the end).
+    assert_eq!(server.side.ep.requests_in_flight(), 0);
+}
+
+/// Sends one raw request to the server and returns the answer.
+fn ask(
+    server: &mut Server,
+    client: &mut Client,
+    method: &str,
+    params: &str,
+) -> Result<String, i64> {
+    let params = RawValue::from_json(params).unwrap().to_owned();
+    let id = client
+        .side
+        .ep
+        .send_request(
+            method,
+            Some(&params),
+            RequestOptions::default(),
+            Instant::ZERO,
+        )
+        .unwrap();
+    link(&mut client.side.ep, &mut server.side.ep, Instant::ZERO);
+    server.run(Instant::ZERO);
+    link(&mut server.side.ep, &mut client.side.ep, Instant::ZERO);
+    let mut answer = None;
+    while let Some(event) = client.side.ep.poll_event() {
+        if let Event::Response { id: got, result } = event {
+            if got == id {
+                answer = Some(result.map(|r| r.get().to_owned()).map_err(|e| e.code));
+            }
+        }
+    }
+    answer.expect("an answer")
+}
+
+#[test]
+fn unknown_streams_bad_params_and_the_cancel_answer() {
+    let mut server = Server::new(StreamConfig::default());
+    let mut client = Client::new();
+    assert_eq!(
+        ask(&mut server, &mut client, NEXT_METHOD, r#"{"stream":99}"#),
+        Err(code::UNKNOWN_STREAM)
+    );
+    assert_eq!(
+        ask(&mut server, &mut client, NEXT_METHOD, r#"{"stream":"x"}"#),
+        Err(-32602)
+    );
+    assert_eq!(
+        ask(&mut server, &mut client, NEXT_METHOD, "[1]"),
+        Err(-32602)
+    );
+    let opened = ask(&mut server, &mut client, "count", "[3]").unwrap();
+    assert_eq!(opened, r#"{"stream":1}"#);
+    assert_eq!(
+        ask(
+            &mut server,
+            &mut client,
+            NEXT_METHOD,
+            r#"{"stream":1,"max":2}"#
+        )
+        .unwrap(),
+        r#"{"items":[1,2],"done":false}"#
+    );
+    assert_eq!(
+        ask(
+            &mut server,
+            &mut client,
+            NEXT_METHOD,
+            r#"{"stream":1,"max":5}"#
+        )
+        .unwrap(),
+        r#"{"items":[3],"done":true}"#
+    );
+    assert_eq!(
+        ask(&mut server, &mut client, NEXT_METHOD, r#"{"stream":1}"#),
+        Err(code::UNKNOWN_STREAM)
+    );
+    ask(&mut server, &mut client, "count", "[3]").unwrap();
+    assert_eq!(
+        ask(
+            &mut server,
+            &mut client,
+            "rpc.stream.cancel",
+            r#"{"stream":2}"#
+        )
+        .unwrap(),
+        "true"
+    );
+    assert_eq!(
+        ask(
+            &mut server,
+            &mut client,
+            "rpc.stream.cancel",
+            r#"{"stream":2}"#
+        )
+        .unwrap(),
+        "false"
+    );
+}
+
+#[test]
+fn open_streams_and_queued_pulls_are_bounded() {
+    let mut config = StreamConfig::default();
+    config.max_open = 3;
+    config.max_queued_pulls = 2;
+    let mut server = Server::new(config);
+    let mut client = Client::new();
+    for i in 1..=3 {
+        assert_eq!(
+            ask(&mut server, &mut client, "count", "[5]").unwrap(),
+            format!(r#"{{"stream":{i}}}"#)
+        );
+    }
+    assert_eq!(
+        ask(&mut server, &mut client, "count", "[5]"),
+        Err(code::TOO_MANY_STREAMS)
+    );
+    assert_eq!(server.table.len(), 3);
+
+    // A stream that never ends and has nothing ready (a producer that stays Pending):
+    // pulls queue, up to the bound.
+    let mut pending: StreamTable<()> = StreamTable::new(config);
+    let mut ep = Endpoint::new(Config::default());
+    let mut peer = Endpoint::new(Config::default());
+    let open = peer
+        .send_request("s", None, RequestOptions::default(), Instant::ZERO)
+        .unwrap();
+    let pulls: Vec<_> = (0..3)
+        .map(|_| {
+            let p = RawValue::from_json(r#"{"stream":1}"#).unwrap();
+            peer.send_request(
+                NEXT_METHOD,
+                Some(p),
+                RequestOptions::default(),
+                Instant::ZERO,
+            )
+            .unwrap()
+        })
+        .collect();
+    link(&mut peer, &mut ep, Instant::ZERO);
+    let mut requests = Vec::new();
+    while let Some(Event::Request { id, request }) = ep.poll_event() {
+        requests.push((id, request.into_owned()));
+    }
+    let (first, _) = requests.remove(0);
+    pending.open(&mut ep, first, (), Instant::ZERO).unwrap();
+    for (id, request) in &requests {
+        assert!(pending.handle_request(&mut ep, *id, request, Instant::ZERO));
+    }
+    pending.produce(&mut ep, Instant::ZERO, 10, |_, _, _, _| Produced::Pending);
+    assert_eq!(pending.queued_pulls(), 2);
+    link(&mut ep, &mut peer, Instant::ZERO);
+    let mut answered = Vec::new();
+    while let Some(event) = peer.poll_event() {
+        if let Event::Response { id, result } = event {
+            answered.push((id, result.map(|r| r.get().to_owned()).map_err(|e| e.code)));
+        }
+    }
+    assert_eq!(answered.len(), 2, "{answered:?}");
+    assert_eq!(answered[0], (open, Ok(r#"{"stream":1}"#.to_owned())));
+    assert_eq!(answered[1], (pulls[2], Err(code::TOO_MANY_PULLS)));
+}
+
+#[test]
+fn a_stream_nobody_pulls_is_freed_after_its_idle_timeout() {
+    let mut config = StreamConfig::default();
+    config.idle_timeout = Duration::from_secs(10);
+    let mut server = Server::new(config);
+    let mut client = Client::new();
+    ask(&mut server, &mut client, "count", "[5]").unwrap();
+    assert_eq!(server.table.len(), 1);
+    assert_eq!(
+        server.table.poll_timeout(),
+        Some(Instant::from_millis(10_000))
+    );
+    assert_eq!(server.table.handle_timeout(Instant::from_millis(9_999)), 0);
+    assert_eq!(server.table.handle_timeout(Instant::from_millis(10_000)), 1);
+    assert!(server.table.is_empty());
+    assert_eq!(server.table.poll_timeout(), None);
+}
+
+#[test]
+fn the_reader_ignores_answers_it_does_not_wait_for_and_fails_on_garbage() {
+    let mut reader = StreamReader::new(4, 2, 10);
+    assert_eq!(reader.pull_params().get(), r#"{"stream":4,"max":10}"#);
+    assert_eq!(reader.cancel_params().get(), r#"{"stream":4}"#);
+    let a = reader.next_pull().unwrap();
+    let b = reader.next_pull().unwrap();
+    assert_eq!(reader.next_pull(), None, "the window is full");
+    // The second answer first: held until the first arrives.
+    let second = RawValue::from_json(r#"{"items":[3],"done":false}"#).unwrap();
+    reader.handle_answer(b, Ok(second));
+    assert!(matches!(reader.poll_item(), ReadItem::Pending));
+    let first = RawValue::from_json(r#"{"items":[1,{"x":[2]}],"done":false}"#).unwrap();
+    reader.handle_answer(a, Ok(first));
+    reader.handle_answer(77, Ok(first));
+    let mut got = Vec::new();
+    while let ReadItem::Item(i) = reader.poll_item() {
+        got.push(i.get().to_owned());
+    }
+    assert_eq!(got, ["1", r#"{"x":[2]}"#, "3"]);
+    let c = reader.next_pull().unwrap();
+    reader.handle_answer(c, Ok(RawValue::from_json(r#"{"items":3}"#).unwrap()));
+    assert!(matches!(
+        reader.poll_item(),
+        ReadItem::Failed(CallError::Decode(_))
+    ));
+    assert!(reader.is_finished());
+    assert_eq!(reader.next_pull(), None);
+}
+
+#[test]
+fn a_pull_that_times_out_fails_the_reader() {
+    let mut reader = StreamReader::new(1, 1, 1);
+    let a = reader.next_pull().unwrap();
+    reader.handle_answer(a, Err(CallError::Ended(EndReason::TimedOut)));
+    assert!(matches!(
+        reader.poll_item(),
+        ReadItem::Failed(CallError::Ended(EndReason::TimedOut))
+    ));
+}
+
+// ----- $/progress -----
+
+fn progress(from: &mut Endpoint, to: &mut Endpoint, token: i64, now: Instant) {
+    from.send_progress(
+        &Id::number(token),
+        RawValue::from_json(r#"{"pct":1}"#).unwrap(),
+    )
+    .unwrap();
+    link(from, to, now);
+}
+
+fn ended(ep: &mut Endpoint) -> Vec<(RequestId, EndReason)> {
+    let mut out = Vec::new();
+    while let Some(event) = ep.poll_event() {
+        if let Event::Ended { id, reason } = event {
+            out.push((id, reason));
+        }
+    }
+    out
+}
+
+#[test]
+fn progress_keeps_a_request_alive_past_its_base_deadline_up_to_the_cap() {
+    let mut client = Endpoint::new(Config::default());
+    let mut server = Endpoint::new(Config::default());
+    let options = RequestOptions::timeout(Timeout::After(Duration::from_secs(10)))
+        .with_progress(42, Duration::from_secs(30));
+    let id = client
+        .send_request("slow", None, options, Instant::ZERO)
+        .unwrap();
+    link(&mut client, &mut server, Instant::ZERO);
+    assert_eq!(client.poll_timeout(), Some(Instant::from_millis(10_000)));
+
+    // Progress at 8 s: the deadline moves to 18 s; the notification still surfaces.
+    progress(&mut server, &mut client, 42, Instant::from_millis(8_000));
+    let mut values = Vec::new();
+    while let Some(event) = client.poll_event() {
+        if let Event::Notification(n) = event {
+            values.push((n.method.into_owned(), n.params.unwrap().get().to_owned()));
+        }
+    }
+    assert_eq!(
+        values,
+        [(
+            "$/progress".to_owned(),
+            r#"{"token":42,"value":{"pct":1}}"#.to_owned()
+        )]
+    );
+    assert_eq!(client.poll_timeout(), Some(Instant::from_millis(18_000)));
+    // Past the base deadline: still alive.
+    client.handle_timeout(Instant::from_millis(12_000));
+    assert!(ended(&mut client).is_empty());
+    // Progress on another token changes nothing.
+    progress(&mut server, &mut client, 7, Instant::from_millis(17_000));
+    assert_eq!(client.poll_timeout(), Some(Instant::from_millis(18_000)));
+    progress(&mut server, &mut client, 42, Instant::from_millis(17_000));
+    assert_eq!(client.poll_timeout(), Some(Instant::from_millis(27_000)));
+    progress(&mut server, &mut client, 42, Instant::from_millis(26_000));
+    // The cap: 30 s after sending, however much progress comes.
+    assert_eq!(client.poll_timeout(), Some(Instant::from_millis(30_000)));
+    progress(&mut server, &mut client, 42, Instant::from_millis(29_000));
+    assert_eq!(client.poll_timeout(), Some(Instant::from_millis(30_000)));
+    client.handle_timeout(Instant::from_millis(29_999));
+    assert!(ended(&mut client).is_empty());
+    client.handle_timeout(Instant::from_millis(30_000));
+    assert_eq!(ended(&mut client), [(id, EndReason::TimedOut)]);
+}
+
+#[test]
+fn without_progress_the_base_deadline_holds() {
+    let mut client = Endpoint::new(Config::default());
+    let options = RequestOptions::timeout(Timeout::After(Duration::from_secs(10)))
+        .with_progress(1, Duration::from_secs(60));
+    let id = client
+        .send_request("slow", None, options, Instant::ZERO)
+        .unwrap();
+    client.handle_timeout(Instant::from_millis(10_000));
+    assert_eq!(ended(&mut client), [(id, EndReason::TimedOut)]);
+    // A cap shorter than the base timeout wins from the start.
+    let options = RequestOptions::timeout(Timeout::After(Duration::from_secs(10)))
+        .with_progress(2, Duration::from_secs(4));
+    client
+        .send_request("slow", None, options, Instant::from_millis(10_000))
+        .unwrap();
+    assert_eq!(client.poll_timeout(), Some(Instant::from_millis(14_000)));
+}
+
+// ----- a property: whatever the window, the item count per pull, how the producer pauses
+// and how the two sides interleave, the reader gets every item once, in order, then the end,
+// and the server is left with nothing open and nothing owed. -----
+
+mod property {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A producer that has nothing ready at the steps `pauses` marks.
+    struct Pausing {
+        next: u64,
+        to: u64,
+        pauses: Vec<bool>,
+        calls: usize,
+    }
+
+    fn pausing_step(p: &mut Pausing, out: &mut Vec<u8>) -> Produced {
+        p.calls += 1;
+        if p.pauses.get(p.calls % p.pauses.len().max(1)) == Some(&true) {
+            return Produced::Pending;
+        }
+        if p.next > p.to {
+            return Produced::End;
+        }
+        out.extend_from_slice(p.next.to_string().as_bytes());
+        p.next += 1;
+        Produced::Item
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 200,
+            failure_persistence: Some(Box::new(
+                proptest::test_runner::FileFailurePersistence::Direct("proptest-regressions/streams.txt"),
+            )),
+            ..ProptestConfig::default()
+        })]
+        #[test]
+        fn every_item_once_in_order_then_the_end(
+            to in 0u64..300,
+            window in 1usize..8,
+            max in 1u32..20,
+            server_max in 1u32..16,
+            // Some step has an item ready, or nothing would ever come.
+            pauses in proptest::collection::vec(any::<bool>(), 0..8).prop_map(|mut p| {
+                p.push(false);
+                p
+            }),
+            schedule in proptest::collection::vec(0u8..5, 1..64),
+            budget in 1usize..40,
+        ) {
+            let mut config = StreamConfig::default();
+            config.max_items_per_pull = server_max;
+            let mut table: StreamTable<Pausing> = StreamTable::new(config);
+            let mut server = Endpoint::new(Config::default());
+            let mut client = Endpoint::new(Config::default());
+            let now = Instant::ZERO;
+            let open = client.send_request("s", None, RequestOptions::default(), now).unwrap();
+            link(&mut client, &mut server, now);
+            let Some(Event::Request { id, .. }) = server.poll_event() else {
+                panic!("the opening request");
+            };
+            let producer = Pausing { next: 1, to, pauses, calls: 0 };
+            table.open(&mut server, id, producer, now).unwrap();
+            link(&mut server, &mut client, now);
+            let mut reader = None;
+            while let Some(event) = client.poll_event() {
+                if let Event::Response { id, result } = event {
+                    assert_eq!(id, open);
+                    reader = Some(StreamReader::new(stream_id(&result.unwrap()).unwrap(), window, max));
+                }
+            }
+            let mut reader = reader.unwrap();
+            let mut pulls: Vec<(RequestId, u64)> = Vec::new();
+            let mut items = Vec::new();
+            let mut ended = false;
+            let mut turn = 0;
+            while !ended {
+                turn += 1;
+                prop_assert!(turn < 100_000, "no progress");
+                let step = schedule[turn % schedule.len()];
+                // Every fifth turn runs everything, so each schedule makes progress.
+                let all = turn % 5 == 0;
+                if all || step == 0 {
+                    while let Some(seq) = reader.next_pull() {
+                        let params = reader.pull_params().to_owned();
+                        let id = client
+                            .send_request(NEXT_METHOD, Some(&params), RequestOptions::default(), now)
+                            .unwrap();
+                        pulls.push((id, seq));
+                    }
+                }
+                if all || step == 1 {
+                    link(&mut client, &mut server, now);
+                    let mut requests = Vec::new();
+                    while let Some(Event::Request { id, request }) = server.poll_event() {
+                        requests.push((id, request.into_owned()));
+                    }
+                    for (id, request) in requests {
+                        prop_assert!(table.handle_request(&mut server, id, &request, now));
+                    }
+                }
+                if all || step == 2 {
+                    table.produce(&mut server, now, budget, |_, p, out, _| pausing_step(p, out));
+                }
+                if all || step == 3 {
+                    link(&mut server, &mut client, now);
+                    while let Some(event) = client.poll_event() {
+                        if let Event::Response { id, result } = event {
+                            let i = pulls.iter().position(|p| p.0 == id).expect("a pull");
+                            let (_, seq) = pulls.remove(i);
+                            match result {
+                                Ok(r) => reader.handle_answer(seq, Ok(&r)),
+                                Err(e) => reader.handle_answer(seq, Err(CallError::Rpc(e.into_owned()))),
+                            }
+                        }
+                    }
+                }
+                if all || step == 4 {
+                    loop {
+                        match reader.poll_item() {
+                            ReadItem::Item(raw) => items.push(raw.get().parse::<u64>().unwrap()),
+                            ReadItem::Pending => break,
+                            ReadItem::End => {
+                                ended = true;
+                                break;
+                            }
+                            ReadItem::Failed(e) => panic!("failed: {e:?}"),
+                        }
+                    }
+                }
+                prop_assert!(reader.buffered_items() <= (window + 1) * max as usize);
+                prop_assert!(table.queued_pulls() <= window);
+            }
+            prop_assert_eq!(items, (1..=to).collect::<Vec<_>>());
+            // Pulls still in flight past the end are answered; then nothing is left.
+            link(&mut client, &mut server, now);
+            let mut requests = Vec::new();
+            while let Some(Event::Request { id, request }) = server.poll_event() {
+                requests.push((id, request.into_owned()));
+            }
+            for (id, request) in requests {
+                table.handle_request(&mut server, id, &request, now);
+            }
+            prop_assert_eq!(table.len(), 0);
+            prop_assert_eq!(server.requests_in_flight(), 0);
+        }
+    }
+}
