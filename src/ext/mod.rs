@@ -1,5 +1,6 @@
 //! Protocol extensions above plain JSON-RPC 2.0, each optional and each sans-I/O.
 //!
+//! - [`connection`]: how a per-connection extension plugs into an adapter's driver.
 //! - [`topic`]: topics and patterns with NATS wildcards, and the token trie that matches
 //!   them.
 //! - [`pubsub`]: the [`Hub`](pubsub::Hub): pub/sub and persistent subscriptions (WebSocket
@@ -8,6 +9,7 @@
 //!   implementation; durable implementations live in their own crates
 //!   (`sansrpc-store-redb`, `sansrpc-store-nats`).
 
+pub mod connection;
 pub mod pubsub;
 pub mod store;
 pub mod topic;

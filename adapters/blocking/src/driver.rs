@@ -15,6 +15,7 @@ use sansrpc::method::CallError;
 use sansrpc::router::{Reply, Router};
 use sansrpc::{ErrorObject, Instant, RawValue, Request};
 
+use crate::extension::Slot;
 use crate::pool::{join_by, Job, Pool};
 use crate::{Config, Direction, Error, Tap};
 
@@ -37,6 +38,8 @@ pub(crate) enum Cmd {
     Respond { id: IncomingId, reply: Reply },
     /// Close gracefully.
     Shutdown,
+    /// The connection's extension has notifications to send.
+    Wake,
 }
 
 /// A byte stream, and how to unblock its reader once we are done with it.
@@ -164,6 +167,8 @@ pub(crate) fn spawn(
         closing: None,
         done: false,
         grace: config.shutdown_grace,
+        // Extension: per-connection hook (pub/sub).
+        ext: config.extension.as_ref().map(|e| Slot::open(e, me.clone())),
     };
     let (size, buffers, pool) = (
         config.read_size.max(1),
@@ -203,6 +208,8 @@ struct Driver {
     /// The endpoint reported `Closed`.
     done: bool,
     grace: Duration,
+    /// The connection's extension (pub/sub), offered requests before the router.
+    ext: Option<Slot>,
 }
 
 impl Driver {
@@ -225,6 +232,10 @@ impl Driver {
             self.step();
         }
 
+        // Extension: the connection is over.
+        if let Some(ext) = &mut self.ext {
+            ext.close();
+        }
         // Teardown: nothing answered from here on is wanted.
         self.closed.store(true, Ordering::Relaxed);
         self.inflight
@@ -312,6 +323,8 @@ impl Driver {
                 self.shutdown = true;
                 self.begin_closing();
             }
+            // Extension: `pump` drains it on this turn.
+            Cmd::Wake => {}
         }
     }
 
@@ -341,6 +354,10 @@ impl Driver {
     fn pump(&mut self, now: Instant) {
         loop {
             self.flush(now);
+            // Extension: its notifications, as much as the output takes, then written.
+            if self.ext.as_mut().is_some_and(|ext| ext.drain(&mut self.ep)) {
+                continue;
+            }
             if !self.events() {
                 break;
             }
@@ -391,6 +408,12 @@ impl Driver {
             match event {
                 Event::Request { id, request } => {
                     let request = request.into_owned();
+                    // Extension: offered the request before the router.
+                    if let Some(ext) = &mut self.ext {
+                        if ext.offer(&mut self.ep, id, &request) {
+                            continue;
+                        }
+                    }
                     self.request(id, request);
                 }
                 // Here, in arrival order: its effects are visible to every request that

@@ -58,6 +58,7 @@
 
 mod client;
 mod driver;
+mod extension;
 mod pool;
 mod transport;
 
@@ -71,6 +72,7 @@ use sansrpc::method::CallError;
 
 pub use client::{Batch, Client, Pending};
 pub use driver::is_cancelled;
+pub use extension::Extension;
 pub use transport::{connect_tcp, serve_stdio, serve_tcp, spawn_child, Server};
 #[cfg(unix)]
 pub use transport::{connect_unix, serve_unix, UnixServer};
@@ -100,6 +102,9 @@ pub struct Config {
     /// Sees a copy of every byte the connection reads and writes (default none): for
     /// showing the wire, as `sansrpc call --raw` does.
     pub tap: Option<Tap>,
+    /// A per-connection extension (pub/sub, see `sansrpc-pubsub`), default none: it
+    /// answers the requests it owns before the router and sends its notifications.
+    pub extension: Option<Extension>,
 }
 
 /// Which way bytes went past a [`Tap`].
@@ -149,6 +154,7 @@ impl Default for Config {
             read_size: 16 * 1024,
             read_buffers: 4,
             tap: None,
+            extension: None,
         }
     }
 }
