@@ -12,6 +12,7 @@ use sansrpc_blocking::Config;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::pubsub::{self, PubSubArgs};
 use crate::{Fallible, FramingArg};
 
 /// A number that stays an integer while it can: `7`, not `7.0`, for integer operands.
@@ -233,16 +234,20 @@ pub fn socket_addr<'a>(addr: &'a str, scheme: &str) -> Fallible<&'a str> {
 }
 
 /// Runs the service until stdin ends (stdio) or forever (sockets).
-pub fn run(listen: Listen, framing: FramingArg) -> Fallible<()> {
+pub fn run(listen: Listen, framing: FramingArg, pubsub: &PubSubArgs) -> Fallible<()> {
+    let hub = pubsub.start()?;
     let (tcp, unix) = match listen {
-        Listen::Ws(addr) => return serve_tokio(&addr, true),
-        Listen::Http(addr) => return serve_tokio(&addr, false),
+        Listen::Ws(addr) => return serve_tokio(&addr, true, &hub),
+        Listen::Http(addr) => return serve_tokio(&addr, false, &hub),
         Listen::Tcp(addr) => (Some(addr), None),
         Listen::Unix(path) => (None, Some(path)),
         Listen::Stdio => (None, None),
     };
-    let router = Arc::new(router());
+    let mut router = router();
+    pubsub::register(&mut router, &hub, true);
+    let router = Arc::new(router);
     let mut config = Config::default();
+    config.extension = Some(sansrpc_blocking::Extension::new(hub));
     config.framing = framing.framing();
     let framing = framing.name();
     if let Some(addr) = tcp {
@@ -264,7 +269,7 @@ pub fn run(listen: Listen, framing: FramingArg) -> Fallible<()> {
 }
 
 /// WebSocket (`ws`) or HTTP on a tokio runtime of this branch's own, forever.
-fn serve_tokio(addr: &str, ws: bool) -> Fallible<()> {
+fn serve_tokio(addr: &str, ws: bool, hub: &pubsub::Hub) -> Fallible<()> {
     let (scheme, name) = if ws {
         ("ws", "WebSocket")
     } else {
@@ -281,8 +286,13 @@ fn serve_tokio(addr: &str, ws: bool) -> Fallible<()> {
             .map_err(|e| format!("cannot listen on {bind}: {e}"))?;
         let local = listener.local_addr()?;
         tracing::info!(addr = %local, url = %format!("{scheme}://{local}/"), "listening on {name}");
-        let builder =
-            sansrpc_tokio::Builder::new().router(sansrpc_tokio::AsyncRouter::from_router(router()));
+        let mut router = router();
+        pubsub::register(&mut router, hub, ws);
+        let mut builder =
+            sansrpc_tokio::Builder::new().router(sansrpc_tokio::AsyncRouter::from_router(router));
+        if ws {
+            builder = builder.extension(sansrpc_tokio::Extension::new(hub.clone()));
+        }
         let forever = std::future::pending::<()>();
         let grace = std::time::Duration::from_secs(5);
         if ws {

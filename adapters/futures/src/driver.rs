@@ -22,6 +22,7 @@ use sansrpc::router::Reply;
 use sansrpc::{Endpoint, ErrorObject, Instant, Notification};
 
 use crate::client::{CallError, Client, Command, RawResult};
+use crate::extension::{Extension, Slot};
 use crate::router::{AsyncRouter, BoxFuture, HandlerResult, Work};
 use crate::timer::Timer;
 use crate::transport::{Received, Transport};
@@ -43,6 +44,8 @@ pub struct Builder {
     max_concurrent: usize,
     max_queued_notifications: usize,
     on_event: Option<EventHook>,
+    /// Extension: per-connection hook (pub/sub), set with `Builder::extension`.
+    pub(crate) extension: Option<Extension>,
 }
 
 impl fmt::Debug for Builder {
@@ -72,6 +75,7 @@ impl Builder {
             max_concurrent: 64,
             max_queued_notifications: 1024,
             on_event: None,
+            extension: None,
         }
     }
 
@@ -173,6 +177,8 @@ impl Builder {
                 max_queued: self.max_queued_notifications,
             },
             on_event: self.on_event,
+            // Extension: per-connection hook (pub/sub).
+            ext: self.extension.as_ref().map(Slot::open),
         };
         (Client::new(tx), driver)
     }
@@ -355,6 +361,8 @@ pub struct Driver<T, Tm> {
     calls: Calls,
     server: Server,
     on_event: Option<EventHook>,
+    /// The connection's extension (pub/sub), offered requests before the router.
+    ext: Option<Slot>,
 }
 
 impl<T, Tm> fmt::Debug for Driver<T, Tm> {
@@ -562,6 +570,17 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             any = true;
             match event {
                 Event::Request { id, request } => {
+                    // Extension: offered the request before the router.
+                    let request = match &mut self.ext {
+                        Some(ext) => {
+                            let request = request.into_owned();
+                            if ext.offer(&mut self.endpoint, id, &request) {
+                                continue;
+                            }
+                            request
+                        }
+                        None => request,
+                    };
                     let router = &self.server.router;
                     let params = request.params.as_deref();
                     let work = std::panic::catch_unwind(AssertUnwindSafe(|| {
@@ -730,6 +749,10 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
 
     /// Closes the endpoint, fails every call still waiting, and stops taking commands.
     fn finish(&mut self) {
+        // Extension: the connection is over.
+        if let Some(ext) = &mut self.ext {
+            ext.close();
+        }
         self.endpoint.close(self.now());
         self.route_events();
         self.server.clear();
@@ -774,6 +797,10 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             progress |= self.poll_handlers(cx);
             progress |= self.poll_timers(cx);
             progress |= self.advance(cx);
+            // Extension: its notifications, as much as the output takes.
+            if let Some(ext) = &mut self.ext {
+                progress |= ext.poll(cx, &mut self.endpoint);
+            }
             let before = self.endpoint.buffered_output();
             let flushed = match self.transport.poll_transmit(cx, &mut self.endpoint) {
                 Poll::Ready(Ok(())) => true,

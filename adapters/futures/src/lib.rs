@@ -45,12 +45,14 @@
 
 mod client;
 mod driver;
+mod extension;
 mod router;
 mod timer;
 pub mod transport;
 
 pub use client::{Batch, BatchSlot, CallError, Client, PendingCall, RawResult};
 pub use driver::{Builder, Driver, ShutdownHandle};
+pub use extension::Extension;
 pub use router::{AsyncRouter, BoxFuture, HandlerResult};
 #[cfg(feature = "async-io")]
 pub use timer::AsyncIoTimer;

@@ -53,7 +53,8 @@ use tokio_util::compat::{Compat, TokioAsyncReadCompatExt, TokioAsyncWriteCompatE
 
 pub use sansrpc_futures::{
     sansrpc, AsyncRouter, Batch, BatchSlot, BoxFuture, Builder, ByteStream, CallError, Client,
-    Driver, HandlerResult, PendingCall, RawResult, Received, ShutdownHandle, Timer, Transport,
+    Driver, Extension, HandlerResult, PendingCall, RawResult, Received, ShutdownHandle, Timer,
+    Transport,
 };
 
 /// tokio's timer.
