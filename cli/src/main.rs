@@ -3,6 +3,7 @@
 
 mod call;
 mod check;
+mod follow;
 mod pubsub;
 mod serve;
 mod target;
