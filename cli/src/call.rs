@@ -31,7 +31,7 @@ Examples:
   sansrpc call --tcp 127.0.0.1:7878 --batch calls.json --raw
   sansrpc call --ws 127.0.0.1:7879 subtract '[42, 23]'
   sansrpc call --http http://127.0.0.1:7880/ --call sum '[1, 2]' --call get_data '[]'
-  sansrpc call --ws 127.0.0.1:7879 --follow rpc.subscribe '{\"topic\": \"chat.*\"}'
+  sansrpc call --ws 127.0.0.1:7879 rpc.subscribe '{\"topic\": \"chat.*\"}' --follow
 
 A batch file holds a JSON array of {\"method\": ..., \"params\": ..., \"notification\": bool};
 params and notification are optional.")]
@@ -71,8 +71,8 @@ pub struct CallArgs {
     framing: FramingArg,
     /// Keep the connection open after sending and print every message the server sends
     /// (answers and notifications, e.g. pub/sub), one JSON line each, for SECS seconds
-    /// (no value: until the server closes). TCP, Unix sockets and WebSocket; each call is
-    /// sent as its own request.
+    /// (no value: until the server closes; then put it after METHOD and PARAMS). TCP, Unix
+    /// sockets and WebSocket; each call is sent as its own request.
     #[arg(long, value_name = "SECS", num_args = 0..=1, default_missing_value = "0",
           conflicts_with_all = ["notify", "batch", "raw"])]
     follow: Option<f64>,
