@@ -611,6 +611,31 @@ fn unacknowledged_messages_come_again_after_the_ack_timeout() {
     assert_eq!(sequences(&drain(&mut hub, a)), [1, 3]);
     assert_eq!(hub.poll_woken(), Some(a));
     assert_eq!(hub.poll_timeout(), Some(t0 + Duration::from_secs(40)));
+    let t1 = t0 + Duration::from_secs(40);
+    hub.handle_timeout(t1, WALL);
+    assert_eq!(
+        sequences(&drain(&mut hub, a)),
+        Vec::<u64>::new(),
+        "the next pass is retention only"
+    );
+    // Acknowledged or released deliveries leave no deadline behind.
+    call_at(
+        &mut hub,
+        a,
+        "rpc.acknowledge.persistent",
+        json!({"subscription_id": "p", "sequence_id": 1}),
+        t1,
+    )
+    .unwrap();
+    assert_eq!(hub.poll_timeout(), Some(t0 + Duration::from_secs(50)));
+    hub.disconnect(a);
+    hub.handle_timeout(t0 + Duration::from_secs(50), WALL);
+    hub.handle_timeout(t0 + Duration::from_secs(60), WALL);
+    assert_eq!(
+        hub.poll_timeout(),
+        Some(t0 + Duration::from_secs(70)),
+        "only retention: 3's deadline (60 s) went with the session"
+    );
 }
 
 #[test]

@@ -281,12 +281,35 @@ impl Session {
 #[derive(Debug)]
 struct Active {
     session: SessionId,
+    /// Names this attachment in [`Deadlines`].
+    key: u64,
     state: SubscriptionState,
     /// The highest sequence handed to the session's queue so far.
     cursor: u64,
     /// Unacknowledged deliveries and when each is due again.
     in_flight: BTreeMap<u64, Instant>,
 }
+
+impl Active {
+    /// Records that `seq` is in flight until `due`.
+    fn set_due(&mut self, deadlines: &mut Deadlines, seq: u64, due: Instant) {
+        if let Some(old) = self.in_flight.insert(seq, due) {
+            deadlines.remove(&(old, self.key, seq));
+        }
+        deadlines.insert((due, self.key, seq));
+    }
+
+    /// `seq` is no longer in flight.
+    fn clear_due(&mut self, deadlines: &mut Deadlines, seq: u64) {
+        if let Some(old) = self.in_flight.remove(&seq) {
+            deadlines.remove(&(old, self.key, seq));
+        }
+    }
+}
+
+/// Every in-flight delivery by deadline: (due, attachment key, sequence), so the next
+/// deadline and the due deliveries are found without scanning every subscription.
+type Deadlines = BTreeSet<(Instant, u64, u64)>;
 
 const MAX_REPORTS: usize = 256;
 
@@ -363,6 +386,10 @@ pub struct Hub<S: Store> {
     persistent: BTreeMap<String, Active>,
     /// Attached persistent subscription ids by topic.
     by_topic: BTreeMap<String, BTreeSet<String>>,
+    deadlines: Deadlines,
+    /// Attachment keys to subscription ids.
+    keys: BTreeMap<u64, String>,
+    next_key: u64,
     next_expire: Option<Instant>,
     matched: Vec<SessionId>,
     read_buf: Vec<StoredMessage>,
@@ -484,6 +511,9 @@ impl<S: Store> Hub<S> {
             queues: Queues::default(),
             persistent: BTreeMap::new(),
             by_topic: BTreeMap::new(),
+            deadlines: BTreeSet::new(),
+            keys: BTreeMap::new(),
+            next_key: 1,
             next_expire: None,
             matched: Vec::new(),
             read_buf: Vec::new(),
@@ -933,10 +963,14 @@ impl<S: Store> Hub<S> {
             s.persistent.insert(id.into());
         }
         let cursor = state.ack_floor;
+        let key = self.next_key;
+        self.next_key += 1;
+        self.keys.insert(key, id.into());
         self.persistent.insert(
             id.into(),
             Active {
                 session,
+                key,
                 state,
                 cursor,
                 in_flight: BTreeMap::new(),
@@ -946,6 +980,10 @@ impl<S: Store> Hub<S> {
 
     fn detach(&mut self, id: &str) -> Option<Active> {
         let active = self.persistent.remove(id)?;
+        self.keys.remove(&active.key);
+        for (&seq, &due) in &active.in_flight {
+            self.deadlines.remove(&(due, active.key, seq));
+        }
         if let Some(ids) = self.by_topic.get_mut(&active.state.topic) {
             ids.remove(id);
             if ids.is_empty() {
@@ -989,7 +1027,7 @@ impl<S: Store> Hub<S> {
         if sequence == 0 || sequence > active.cursor {
             return Ok(false);
         }
-        active.in_flight.remove(&sequence);
+        active.clear_due(&mut self.deadlines, sequence);
         if active.state.ack(sequence) {
             if let Err(e) = self.store.save_subscription(id, &active.state) {
                 return Err(self.queues.store_error("saving an acknowledgement", &e));
@@ -1007,6 +1045,7 @@ impl<S: Store> Hub<S> {
             queues,
             persistent,
             read_buf,
+            deadlines,
             ..
         } = self;
         let Some(active) = persistent.get_mut(id) else {
@@ -1041,9 +1080,11 @@ impl<S: Store> Hub<S> {
                 if active.state.is_acked(m.sequence) {
                     continue;
                 }
-                active
-                    .in_flight
-                    .insert(m.sequence, now.saturating_add(config.ack_timeout));
+                active.set_due(
+                    deadlines,
+                    m.sequence,
+                    now.saturating_add(config.ack_timeout),
+                );
                 queues.enqueue(active.session, persistent_item(id, &m), config);
             }
             if !full {
@@ -1062,11 +1103,15 @@ impl<S: Store> Hub<S> {
                 self.queues.store_error("expiring messages", &e);
             }
         }
-        let due: Vec<String> = self
-            .persistent
+        let keys: BTreeSet<u64> = self
+            .deadlines
             .iter()
-            .filter(|(_, a)| a.in_flight.values().any(|&t| t <= now))
-            .map(|(id, _)| id.clone())
+            .take_while(|(due, _, _)| *due <= now)
+            .map(|&(_, key, _)| key)
+            .collect();
+        let due: Vec<String> = keys
+            .iter()
+            .filter_map(|k| self.keys.get(k).cloned())
             .collect();
         for id in due {
             self.redeliver(&id, now);
@@ -1081,6 +1126,7 @@ impl<S: Store> Hub<S> {
             queues,
             persistent,
             read_buf,
+            deadlines,
             ..
         } = self;
         let Some(active) = persistent.get_mut(id) else {
@@ -1101,14 +1147,12 @@ impl<S: Store> Hub<S> {
             }
             match read_buf.first() {
                 Some(m) if m.sequence == seq => {
-                    active
-                        .in_flight
-                        .insert(seq, now.saturating_add(config.ack_timeout));
+                    active.set_due(deadlines, seq, now.saturating_add(config.ack_timeout));
                     queues.enqueue(active.session, persistent_item(id, m), config);
                 }
                 // Removed by retention while unacknowledged: nothing left to deliver.
                 _ => {
-                    active.in_flight.remove(&seq);
+                    active.clear_due(deadlines, seq);
                     gone |= active.state.ack(seq);
                 }
             }
@@ -1121,16 +1165,10 @@ impl<S: Store> Hub<S> {
     }
 
     /// The next moment [`Hub::handle_timeout`] has work: an acknowledgement deadline or the
-    /// next retention pass. Scans the in-flight deliveries (bounded by
-    /// [`HubConfig::max_in_flight`] per subscription); call it once per turn of the
-    /// timer, not per message.
+    /// next retention pass (at once before the first call). Cheap: no scan.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let expire = self.next_expire.unwrap_or(Instant::ZERO);
-        let acks = self
-            .persistent
-            .values()
-            .flat_map(|a| a.in_flight.values().copied())
-            .min();
+        let acks = self.deadlines.first().map(|&(due, _, _)| due);
         Some(acks.map_or(expire, |a| a.min(expire)))
     }
 }

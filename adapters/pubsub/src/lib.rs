@@ -61,6 +61,8 @@ struct Shared<S: Store> {
 struct State<S: Store> {
     hub: Hub<S>,
     wakes: BTreeMap<SessionId, Wake>,
+    /// What the timer thread sleeps until (`None`: it is awake or sleeps with no deadline).
+    sleeping_until: Option<Instant>,
     stop: bool,
 }
 
@@ -86,6 +88,7 @@ impl<S: Store + Send + 'static> PubSub<S> {
             state: Mutex::new(State {
                 hub: Hub::new(store, config),
                 wakes: BTreeMap::new(),
+                sleeping_until: None,
                 stop: false,
             }),
             timer: Condvar::new(),
@@ -157,8 +160,16 @@ impl<S: Store> Shared<S> {
         let mut state = self.lock();
         let result = f(&mut state.hub);
         let (wakes, reports) = settle(&mut state);
+        // Wake the timer only when the hub's next deadline came earlier than its sleep.
+        let earlier = match (state.hub.poll_timeout(), state.sleeping_until) {
+            (Some(next), Some(until)) => next < until,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
         drop(state);
-        self.timer.notify_all();
+        if earlier {
+            self.timer.notify_all();
+        }
         wakes.iter().for_each(|w| w());
         reports.iter().for_each(|r| (self.reporter)(r));
         result
@@ -182,11 +193,13 @@ impl<S: Store> Shared<S> {
                 continue;
             }
             let wait = next.map_or(Duration::from_secs(3600), |t| t - now);
+            state.sleeping_until = Some(now.saturating_add(wait));
             state = self
                 .timer
                 .wait_timeout(state, wait)
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
+            state.sleeping_until = None;
         }
     }
 }
