@@ -357,6 +357,16 @@ fn malformed_topics_are_invalid_params() {
         let e = call(&mut hub, a, "rpc.subscribe", json!({"topic": bad})).unwrap_err();
         assert_eq!(e.0, -32602, "{bad:?}: {e:?}");
     }
+    let e = call(&mut hub, a, "rpc.unsubscribe", json!({"topic": "a..b"})).unwrap_err();
+    assert_eq!(e.0, -32602);
+    let e = call(
+        &mut hub,
+        a,
+        "rpc.unsubscribe.batch",
+        json!({"topics": ["a", "a*"]}),
+    )
+    .unwrap_err();
+    assert_eq!(e.0, -32602);
     let e = call(&mut hub, a, "rpc.subscribe", json!({"topics": "x"})).unwrap_err();
     assert_eq!(e.0, -32602);
     // A batch is all or nothing.
@@ -876,4 +886,53 @@ fn timestamps_are_rfc3339() {
         sansrpc::ext::pubsub::write_rfc3339(&mut s, ms);
         assert_eq!(s, text);
     }
+}
+
+#[test]
+fn retention_under_a_live_subscriber_does_not_strand_the_floor() {
+    let mut retention = RetentionPolicy::default();
+    retention.default.max_count = Some(2);
+    let mut config = HubConfig::default();
+    config.max_in_flight = 2;
+    let mut hub = hub_with(config, retention);
+    let sub = json!({"subscription_id": "p", "topic": "t"});
+    let a = hub.connect();
+    call(&mut hub, a, "rpc.subscribe.persistent", sub.clone()).unwrap();
+    for i in 0..6 {
+        publish(&mut hub, "t", json!(i));
+    }
+    // 1 and 2 went out; 3 and 4 were removed unseen (1 and 2 as well); 5 and 6 remain.
+    assert_eq!(sequences(&drain(&mut hub, a)), [1, 2]);
+    call(
+        &mut hub,
+        a,
+        "rpc.acknowledge.persistent",
+        json!({"subscription_id": "p", "sequence_id": 2}),
+    )
+    .unwrap();
+    assert_eq!(sequences(&drain(&mut hub, a)), [5, 6], "the gap is skipped");
+    for s in [5, 6] {
+        call(
+            &mut hub,
+            a,
+            "rpc.acknowledge.persistent",
+            json!({"subscription_id": "p", "sequence_id": s}),
+        )
+        .unwrap();
+    }
+    hub.disconnect(a);
+    let b = hub.connect();
+    assert_eq!(
+        call(&mut hub, b, "rpc.subscribe.persistent", sub),
+        Ok(json!({"subscription_id": "p", "topic": "t", "resumed_from_sequence": 6})),
+        "1 (never acknowledged, now gone) and 3 to 4 do not hold the floor back"
+    );
+    assert_eq!(
+        hub.store_mut()
+            .load_subscription("p")
+            .unwrap()
+            .unwrap()
+            .acked,
+        Vec::<u64>::new()
+    );
 }

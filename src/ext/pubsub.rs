@@ -634,6 +634,7 @@ impl<S: Store> Hub<S> {
                 .and_then(|p| self.subscribe(session, core::slice::from_ref(&p.topic)))
                 .and_then(|_| bool_result(out, "subscribed", true)),
             "rpc.unsubscribe" => decode::<TopicParams>(params).and_then(|p| {
+                self.check_patterns(core::slice::from_ref(&p.topic))?;
                 let removed = self.unsubscribe(session, &p.topic);
                 bool_result(out, "unsubscribed", removed)
             }),
@@ -644,6 +645,7 @@ impl<S: Store> Hub<S> {
             }),
             "rpc.unsubscribe.batch" => decode::<TopicsParams>(params).and_then(|p| {
                 self.check_batch(p.topics.len())?;
+                self.check_patterns(&p.topics)?;
                 let removed: Vec<&String> = p
                     .topics
                     .iter()
@@ -745,11 +747,16 @@ impl<S: Store> Hub<S> {
         Ok(())
     }
 
-    /// Adds every pattern or none.
-    fn subscribe(&mut self, session: SessionId, patterns: &[String]) -> Outcome {
+    fn check_patterns(&self, patterns: &[String]) -> Outcome {
         for p in patterns {
             validate_pattern(p, &self.config.topics).map_err(|e| topic_error(p, e))?;
         }
+        Ok(())
+    }
+
+    /// Adds every pattern or none.
+    fn subscribe(&mut self, session: SessionId, patterns: &[String]) -> Outcome {
+        self.check_patterns(patterns)?;
         let s = &self.queues.sessions[&session];
         let new: BTreeSet<&String> = patterns
             .iter()
@@ -1067,9 +1074,16 @@ impl<S: Store> Hub<S> {
             let Some(first) = read_buf.first() else {
                 return;
             };
-            // Retention removed messages nobody acknowledged: they are gone for good.
-            if active.cursor == active.state.ack_floor && first.sequence > active.cursor + 1 {
-                active.state.raise_floor(first.sequence - 1);
+            // A gap after the cursor: retention removed those messages, and since it removes
+            // from the front of a topic's log, everything before the first one left is gone
+            // for good, delivered or not. Without this the floor would stick below them.
+            if first.sequence > active.cursor + 1 {
+                let gone = first.sequence - 1;
+                let stale: Vec<u64> = active.in_flight.range(..=gone).map(|(&s, _)| s).collect();
+                for seq in stale {
+                    active.clear_due(deadlines, seq);
+                }
+                active.state.raise_floor(gone);
                 if let Err(e) = store.save_subscription(id, &active.state) {
                     queues.store_error("saving a subscription", &e);
                 }
