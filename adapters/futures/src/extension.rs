@@ -1,7 +1,6 @@
 //! Per-connection extensions ([`ConnectionExtension`], e.g. pub/sub) in the driver task.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::Context;
 
@@ -41,33 +40,25 @@ impl Builder {
     }
 }
 
-#[derive(Default)]
-struct Signal {
-    woken: AtomicBool,
-    waker: AtomicWaker,
-}
-
 /// One connection's hook, owned by its driver.
 pub(crate) struct Slot {
     hook: Box<dyn ConnectionHook>,
-    signal: Arc<Signal>,
+    /// The driver task, woken when the extension queues something.
+    waker: Arc<AtomicWaker>,
     buf: Vec<u8>,
     closed: bool,
 }
 
 impl Slot {
     pub(crate) fn open(extension: &Extension) -> Slot {
-        let signal = Arc::new(Signal::default());
+        let waker = Arc::new(AtomicWaker::new());
         let wake = {
-            let signal = Arc::clone(&signal);
-            Arc::new(move || {
-                signal.woken.store(true, Ordering::Release);
-                signal.waker.wake();
-            })
+            let waker = Arc::clone(&waker);
+            Arc::new(move || waker.wake())
         };
         Slot {
             hook: extension.0.open(wake),
-            signal,
+            waker,
             buf: Vec::new(),
             closed: false,
         }
@@ -85,8 +76,8 @@ impl Slot {
         if self.closed {
             return false;
         }
-        self.signal.waker.register(cx.waker());
-        self.signal.woken.store(false, Ordering::Release);
+        // Registered before draining, so a wake during the drain is not lost.
+        self.waker.register(cx.waker());
         // Cheap when nothing is queued: the hook checks its own flag before locking.
         connection::drain_into(&mut *self.hook, ep)
     }
