@@ -32,6 +32,7 @@ Examples:
   sansrpc call --ws 127.0.0.1:7879 subtract '[42, 23]'
   sansrpc call --http http://127.0.0.1:7880/ --call sum '[1, 2]' --call get_data '[]'
   sansrpc call --tcp 127.0.0.1:7878 count '{\"to\": 5}' --stream
+  sansrpc call --ws 127.0.0.1:7879 rpc.subscribe '{\"topic\": \"chat.*\"}' --follow
 
 A batch file holds a JSON array of {\"method\": ..., \"params\": ..., \"notification\": bool};
 params and notification are optional.")]
@@ -76,6 +77,13 @@ pub struct CallArgs {
     /// carry one message per frame or body).
     #[arg(long, value_enum, default_value_t = FramingArg::ContentLength)]
     framing: FramingArg,
+    /// Keep the connection open after sending and print every message the server sends
+    /// (answers and notifications, e.g. pub/sub), one JSON line each, for SECS seconds
+    /// (no value: until the server closes; then put it after METHOD and PARAMS). TCP, Unix
+    /// sockets and WebSocket; each call is sent as its own request.
+    #[arg(long, value_name = "SECS", num_args = 0..=1, default_missing_value = "0",
+          conflicts_with_all = ["notify", "batch", "raw"])]
+    follow: Option<f64>,
 }
 
 /// One entry of a batch file.
@@ -401,6 +409,17 @@ pub fn run(args: CallArgs) -> Fallible<ExitCode> {
         None => None,
     };
 
+    if let Some(secs) = args.follow {
+        if !(secs.is_finite() && secs >= 0.0) {
+            return Err("--follow takes a number of seconds".into());
+        }
+        let calls: Vec<Call> = single
+            .into_iter()
+            .chain(entries.into_iter().map(|(m, p, _)| (m, p)))
+            .collect();
+        let follow = Duration::from_secs_f64(secs);
+        return crate::follow::run(&kind, args.framing.framing(), &calls, follow);
+    }
     let result = if let Kind::Ws(_) | Kind::Http(_) = kind {
         if args.raw {
             return Err("--raw shows frames on stdio, TCP and Unix sockets only".into());

@@ -3,6 +3,8 @@
 
 mod call;
 mod check;
+mod follow;
+mod pubsub;
 mod serve;
 mod target;
 
@@ -95,7 +97,11 @@ Examples:
   sansrpc serve --tcp 127.0.0.1:7878
   sansrpc serve --unix /tmp/sansrpc.sock
   sansrpc serve --ws 127.0.0.1:7879               WebSocket, one message per text frame
-  sansrpc serve --http 127.0.0.1:7880             HTTP, one message per POST body")]
+  sansrpc serve --http 127.0.0.1:7880             HTTP, one message per POST body
+
+Every transport also serves pub/sub (WebSocket seed §10-11): `publish` {topic, data},
+rpc.subscribe / rpc.unsubscribe (NATS wildcards * and >), the persistent subscription
+methods, and their .batch forms. HTTP cannot push, so subscriptions need one of the others.")]
 struct ServeArgs {
     /// Serve on this process's stdin and stdout (the default).
     #[arg(long, conflicts_with_all = ["tcp", "unix", "ws", "http"])]
@@ -120,6 +126,8 @@ struct ServeArgs {
     framing: FramingArg,
     #[command(flatten)]
     protect: serve::ProtectArgs,
+    #[command(flatten)]
+    pubsub: pubsub::PubSubArgs,
 }
 
 /// Logs to stderr only: stdout may be a protocol stream. `RUST_LOG` overrides `default`.
@@ -149,7 +157,8 @@ fn main() -> ExitCode {
             } else {
                 serve::Listen::Stdio
             };
-            serve::run(listen, args.framing, &args.protect).map(|()| ExitCode::SUCCESS)
+            serve::run(listen, args.framing, &args.protect, &args.pubsub)
+                .map(|()| ExitCode::SUCCESS)
         }
         Verb::Call(args) => {
             init_logs("warn");

@@ -15,6 +15,7 @@ use sansrpc_tokio::Origins;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::pubsub::{self, PubSubArgs};
 use crate::{Fallible, FramingArg};
 
 /// A number that stays an integer while it can: `7`, not `7.0`, for integer operands.
@@ -338,16 +339,25 @@ pub fn socket_addr<'a>(addr: &'a str, scheme: &str) -> Fallible<&'a str> {
 }
 
 /// Runs the service until stdin ends (stdio) or forever (sockets).
-pub fn run(listen: Listen, framing: FramingArg, protect: &ProtectArgs) -> Fallible<()> {
+pub fn run(
+    listen: Listen,
+    framing: FramingArg,
+    protect: &ProtectArgs,
+    pubsub: &PubSubArgs,
+) -> Fallible<()> {
+    let hub = pubsub.start()?;
     let (tcp, unix) = match listen {
-        Listen::Ws(addr) => return serve_tokio(&addr, true, protect),
-        Listen::Http(addr) => return serve_tokio(&addr, false, protect),
+        Listen::Ws(addr) => return serve_tokio(&addr, true, protect, &hub),
+        Listen::Http(addr) => return serve_tokio(&addr, false, protect, &hub),
         Listen::Tcp(addr) => (Some(addr), None),
         Listen::Unix(path) => (None, Some(path)),
         Listen::Stdio => (None, None),
     };
-    let router = Arc::new(router());
+    let mut router = router();
+    pubsub::register(&mut router, &hub, true);
+    let router = Arc::new(router);
     let mut config = Config::default();
+    config.extension = Some(sansrpc_blocking::Extension::new(hub));
     config.framing = framing.framing();
     config.max_connections = protect.max_connections;
     protect.endpoint(&mut config.endpoint);
@@ -371,7 +381,7 @@ pub fn run(listen: Listen, framing: FramingArg, protect: &ProtectArgs) -> Fallib
 }
 
 /// WebSocket (`ws`) or HTTP on a tokio runtime of this branch's own, forever.
-fn serve_tokio(addr: &str, ws: bool, protect: &ProtectArgs) -> Fallible<()> {
+fn serve_tokio(addr: &str, ws: bool, protect: &ProtectArgs, hub: &pubsub::Hub) -> Fallible<()> {
     let (scheme, name) = if ws {
         ("ws", "WebSocket")
     } else {
@@ -390,9 +400,14 @@ fn serve_tokio(addr: &str, ws: bool, protect: &ProtectArgs) -> Fallible<()> {
         tracing::info!(addr = %local, url = %format!("{scheme}://{local}/"), "listening on {name}");
         let mut config = sansrpc::endpoint::Config::default();
         protect.endpoint(&mut config);
-        let builder = sansrpc_tokio::Builder::new()
+        let mut router = router();
+        pubsub::register(&mut router, hub, ws);
+        let mut builder = sansrpc_tokio::Builder::new()
             .config(config)
-            .router(sansrpc_tokio::AsyncRouter::from_router(router()));
+            .router(sansrpc_tokio::AsyncRouter::from_router(router));
+        if ws {
+            builder = builder.extension(sansrpc_tokio::Extension::new(hub.clone()));
+        }
         let forever = std::future::pending::<()>();
         let grace = std::time::Duration::from_secs(5);
         let options = protect.serve_options();

@@ -5,14 +5,22 @@
 //! - [`reconnect`]: the connection lifecycle, the reconnect schedule (backoff with jitter)
 //!   and the subscriptions a reconnecting client replays.
 //! - [`keepalive`]: the application-level `ping`/`pong` heartbeat.
+//! - [`connection`]: how a per-connection extension plugs into an adapter's driver.
+//! - [`topic`]: topics and patterns with NATS wildcards, and the token trie that matches
+//!   them.
+//! - [`pubsub`]: the [`Hub`](pubsub::Hub): pub/sub and persistent subscriptions (WebSocket
+//!   seed §10–11) for every connection of a server.
 //! - [`store`]: the log behind persistent subscriptions, as a trait with an in-memory
 //!   implementation; durable implementations live in their own crates
 //!   (`sansrpc-store-redb`, `sansrpc-store-nats`).
 //! - [`stream`]: pull-based streams over `rpc.stream.next` / `rpc.stream.cancel`: the
 //!   server-side table of a connection's streams and the client-side reader.
 
+pub mod connection;
 pub mod interceptors;
 pub mod keepalive;
+pub mod pubsub;
 pub mod reconnect;
 pub mod store;
 pub mod stream;
+pub mod topic;

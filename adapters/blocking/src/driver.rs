@@ -17,6 +17,7 @@ use sansrpc::method::CallError;
 use sansrpc::router::{Reply, Router};
 use sansrpc::{ErrorObject, Instant, RawValue, Request};
 
+use crate::extension::Slot;
 use crate::pool::{join_by, Job, Pool};
 use crate::{Config, Direction, Error, Tap};
 
@@ -41,6 +42,8 @@ pub(crate) enum Cmd {
     Produced { stream: u64, batch: Batch },
     /// Close gracefully.
     Shutdown,
+    /// The connection's extension has notifications to send.
+    Wake,
 }
 
 /// A byte stream, and how to unblock its reader once we are done with it.
@@ -306,6 +309,8 @@ pub(crate) fn spawn(
         done: false,
         grace: config.shutdown_grace,
         heartbeat: config.heartbeat.map(|c| Heartbeat::new(c, Instant::ZERO)),
+        // Extension: per-connection hook (pub/sub).
+        ext: config.extension.as_ref().map(|e| Slot::open(e, me.clone())),
     };
     let (size, buffers, pool) = (
         config.read_size.max(1),
@@ -348,6 +353,8 @@ struct Driver {
     done: bool,
     grace: Duration,
     heartbeat: Option<Heartbeat>,
+    /// The connection's extension (pub/sub), offered requests before the router.
+    ext: Option<Slot>,
 }
 
 impl Driver {
@@ -370,6 +377,10 @@ impl Driver {
             self.step();
         }
 
+        // Extension: the connection is over.
+        if let Some(ext) = &mut self.ext {
+            ext.close();
+        }
         // Teardown: nothing answered from here on is wanted.
         self.closed.store(true, Ordering::Relaxed);
         self.inflight
@@ -486,6 +497,8 @@ impl Driver {
                 self.shutdown = true;
                 self.begin_closing();
             }
+            // Extension: `pump` drains it on this turn.
+            Cmd::Wake => {}
         }
     }
 
@@ -565,6 +578,10 @@ impl Driver {
     fn pump(&mut self, now: Instant) {
         loop {
             self.flush(now);
+            // Extension: its notifications, as much as the output takes, then written.
+            if self.ext.as_mut().is_some_and(|ext| ext.drain(&mut self.ep)) {
+                continue;
+            }
             if !self.events() {
                 break;
             }
@@ -618,6 +635,12 @@ impl Driver {
             match event {
                 Event::Request { id, request } => {
                     let request = request.into_owned();
+                    // Extension: offered the request before the router.
+                    if let Some(ext) = &mut self.ext {
+                        if ext.offer(&mut self.ep, id, &request) {
+                            continue;
+                        }
+                    }
                     let now = self.now();
                     if !self.streams.handle_request(&mut self.ep, id, &request, now) {
                         self.request(id, request);

@@ -63,6 +63,7 @@
 
 mod client;
 mod driver;
+mod extension;
 mod pool;
 pub mod reconnect;
 mod stream;
@@ -78,6 +79,7 @@ use sansrpc::method::CallError;
 
 pub use client::{Batch, Client, Pending};
 pub use driver::{is_cancelled, report_progress};
+pub use extension::Extension;
 pub use reconnect::Reconnect;
 pub use stream::{StreamIter, StreamOptions, TypedIter};
 pub use transport::{connect_tcp, serve_stdio, serve_tcp, spawn_child, Server};
@@ -119,6 +121,9 @@ pub struct Config {
     /// Bounds of the streams a connection serves (open streams, queued pulls, items per
     /// answer, idle timeout); see [`sansrpc::ext::stream`].
     pub streams: sansrpc::ext::stream::StreamConfig,
+    /// A per-connection extension (pub/sub, see `sansrpc-pubsub`), default none: it
+    /// answers the requests it owns before the router and sends its notifications.
+    pub extension: Option<Extension>,
 }
 
 /// Which way bytes went past a [`Tap`].
@@ -170,6 +175,7 @@ impl Default for Config {
             tap: None,
             heartbeat: None,
             streams: sansrpc::ext::stream::StreamConfig::default(),
+            extension: None,
         }
     }
 }

@@ -23,6 +23,7 @@ use sansrpc::router::Reply;
 use sansrpc::{Endpoint, ErrorObject, Instant, Notification};
 
 use crate::client::{CallError, Client, Command, RawResult};
+use crate::extension::{Extension, Slot};
 use crate::router::{AsyncRouter, BoxFuture, HandlerResult, Work};
 use crate::stream::Producer;
 use crate::timer::Timer;
@@ -51,6 +52,8 @@ pub struct Builder {
     on_event: Option<EventHook>,
     heartbeat: Option<HeartbeatConfig>,
     streams: StreamConfig,
+    /// Extension: per-connection hook (pub/sub), set with `Builder::extension`.
+    pub(crate) extension: Option<Extension>,
 }
 
 impl fmt::Debug for Builder {
@@ -83,6 +86,7 @@ impl Builder {
             on_event: None,
             heartbeat: None,
             streams: StreamConfig::default(),
+            extension: None,
         }
     }
 
@@ -203,6 +207,8 @@ impl Builder {
             },
             on_event: self.on_event,
             heartbeat: self.heartbeat.map(|c| Heartbeat::new(c, Instant::ZERO)),
+            // Extension: per-connection hook (pub/sub).
+            ext: self.extension.as_ref().map(Slot::open),
         };
         (Client::new(tx), driver)
     }
@@ -388,6 +394,8 @@ pub struct Driver<T, Tm> {
     server: Server,
     on_event: Option<EventHook>,
     heartbeat: Option<Heartbeat>,
+    /// The connection's extension (pub/sub), offered requests before the router.
+    ext: Option<Slot>,
 }
 
 impl<T, Tm> fmt::Debug for Driver<T, Tm> {
@@ -629,6 +637,17 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                     self.respond(id, &Err(refused));
                 }
                 Event::Request { id, request } => {
+                    // Extension: offered the request before the router.
+                    let request = match &mut self.ext {
+                        Some(ext) => {
+                            let request = request.into_owned();
+                            if ext.offer(&mut self.endpoint, id, &request) {
+                                continue;
+                            }
+                            request
+                        }
+                        None => request,
+                    };
                     let router = &self.server.router;
                     let params = request.params.as_deref();
                     let work = std::panic::catch_unwind(AssertUnwindSafe(|| {
@@ -857,6 +876,10 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
 
     /// Closes the endpoint, fails every call still waiting, and stops taking commands.
     fn finish(&mut self) {
+        // Extension: the connection is over.
+        if let Some(ext) = &mut self.ext {
+            ext.close();
+        }
         self.endpoint.close(self.now());
         self.route_events();
         self.server.clear();
@@ -907,6 +930,10 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                 return Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, e)));
             }
             progress |= self.advance(cx);
+            // Extension: its notifications, as much as the output takes.
+            if let Some(ext) = &mut self.ext {
+                progress |= ext.poll(cx, &mut self.endpoint);
+            }
             let before = self.endpoint.buffered_output();
             let flushed = match self.transport.poll_transmit(cx, &mut self.endpoint) {
                 Poll::Ready(Ok(())) => true,

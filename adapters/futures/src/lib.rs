@@ -47,6 +47,7 @@
 
 mod client;
 mod driver;
+mod extension;
 pub mod reconnect;
 mod router;
 mod stream;
@@ -55,6 +56,7 @@ pub mod transport;
 
 pub use client::{Batch, BatchSlot, CallError, Client, PendingCall, RawResult};
 pub use driver::{Builder, Driver, ShutdownHandle};
+pub use extension::Extension;
 pub use reconnect::{CallOptions, GaveUp, Reconnect, StateWatch, Supervisor};
 pub use router::{AsyncRouter, BoxFuture, HandlerResult};
 pub use stream::{RawStream, StreamOptions, TypedStream};

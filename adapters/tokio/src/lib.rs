@@ -61,7 +61,7 @@ use tokio_util::compat::{Compat, TokioAsyncReadCompatExt, TokioAsyncWriteCompatE
 
 pub use sansrpc_futures::{
     sansrpc, AsyncRouter, Batch, BatchSlot, BoxFuture, Builder, ByteStream, CallError, Client,
-    Driver, HandlerResult, PendingCall, RawResult, RawStream, Received, ShutdownHandle,
+    Driver, Extension, HandlerResult, PendingCall, RawResult, RawStream, Received, ShutdownHandle,
     StreamOptions, Timer, Transport, TypedStream,
 };
 
