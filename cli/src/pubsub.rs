@@ -8,10 +8,14 @@ use std::time::Duration;
 use clap::Args;
 use sansrpc::error::code;
 use sansrpc::ext::pubsub::{HubConfig, METHODS};
-use sansrpc::ext::store::{MemoryStore, Retention, RetentionPolicy};
+use sansrpc::ext::store::{
+    MemoryStore, Retention, RetentionPolicy, Store, StoredMessage, SubscriptionState,
+};
 use sansrpc::router::{MethodDoc, Router};
 use sansrpc::{ErrorObject, RawValue};
 use sansrpc_pubsub::PubSub;
+use sansrpc_store_nats::{BusEvent, NatsBus, NatsStore};
+use sansrpc_store_redb::RedbStore;
 use serde::Deserialize;
 
 use crate::Fallible;
@@ -40,7 +44,7 @@ pub struct PubSubArgs {
 }
 
 /// The hub `serve` runs.
-pub type Hub = Arc<PubSub<MemoryStore>>;
+pub type Hub = Arc<Node>;
 
 /// A duration such as `90`, `90s`, `15m`, `12h` or `7d`.
 fn parse_age(text: &str) -> Fallible<Duration> {
@@ -79,33 +83,152 @@ impl PubSubArgs {
         Ok(r)
     }
 
-    /// Starts the hub, or says why not.
+    /// Starts the hub over the chosen store, or says why not.
     pub fn start(&self) -> Fallible<Hub> {
-        if let Some(path) = &self.store {
-            return Err(format!(
-                "--store {}: the embedded durable store is not built into this sansrpc yet; \
-                 leave --store out to keep persistent subscriptions in memory",
-                path.display()
-            )
-            .into());
-        }
-        if let Some(url) = &self.nats {
-            return Err(format!(
-                "--nats {url}: the NATS JetStream store is not built into this sansrpc yet; \
-                 leave --nats out to keep persistent subscriptions in memory"
-            )
-            .into());
-        }
         let policy = RetentionPolicy {
             default: self.retention()?,
             ..RetentionPolicy::default()
         };
+        let (store, bus) = if let Some(path) = &self.store {
+            let store = RedbStore::open(path, policy)
+                .map_err(|e| format!("--store {}: {e}", path.display()))?;
+            tracing::info!(path = %path.display(), "persistent subscriptions in the embedded store");
+            (ServeStore::Redb(store), None)
+        } else if let Some(url) = &self.nats {
+            let store =
+                NatsStore::connect(url, policy).map_err(|e| format!("--nats {url}: {e}"))?;
+            let bus = NatsBus::connect(url, 4096).map_err(|e| format!("--nats {url}: {e}"))?;
+            tracing::info!(
+                url,
+                "persistent subscriptions and publishes through NATS JetStream"
+            );
+            (ServeStore::Nats(Box::new(store)), Some(bus))
+        } else {
+            (ServeStore::Memory(MemoryStore::new(policy)), None)
+        };
         let reporter = Box::new(|r: &sansrpc::ext::pubsub::Report| tracing::warn!("{r}"));
-        Ok(Arc::new(PubSub::with_reporter(
-            MemoryStore::new(policy),
-            HubConfig::default(),
-            reporter,
-        )))
+        let pubsub = Arc::new(PubSub::with_reporter(store, HubConfig::default(), reporter));
+        let bus = bus.map(|(bus, events)| {
+            let hub = Arc::downgrade(&pubsub);
+            let spawned = std::thread::Builder::new()
+                .name("nats-bus".into())
+                .spawn(move || {
+                    for event in events {
+                        let Some(hub) = hub.upgrade() else { break };
+                        match event {
+                            BusEvent::Published { topic, data } => {
+                                if let Err(e) = hub.publish_local(&topic, &data) {
+                                    tracing::warn!(topic, "a publish from another node: {e}");
+                                }
+                            }
+                            BusEvent::Appended { topic } => hub.on_appended(&topic),
+                            _ => {}
+                        }
+                    }
+                });
+            if let Err(e) = spawned {
+                tracing::error!("no thread for the NATS bus: {e}");
+            }
+            bus
+        });
+        Ok(Arc::new(Node { pubsub, bus }))
+    }
+}
+
+/// The store behind `serve`'s persistent subscriptions: in memory (the default), the
+/// embedded durable store (`--store PATH`), or NATS JetStream (`--nats URL`).
+#[derive(Debug)]
+pub enum ServeStore {
+    /// Ends with the process.
+    Memory(MemoryStore),
+    /// A redb file.
+    Redb(RedbStore),
+    /// JetStream, shared by every server on the same NATS.
+    Nats(Box<NatsStore>),
+}
+
+impl Store for ServeStore {
+    type Error = String;
+
+    fn append(&mut self, topic: &str, timestamp_ms: u64, data: &RawValue) -> Result<u64, String> {
+        match self {
+            ServeStore::Memory(s) => s
+                .append(topic, timestamp_ms, data)
+                .map_err(|e| e.to_string()),
+            ServeStore::Redb(s) => s
+                .append(topic, timestamp_ms, data)
+                .map_err(|e| e.to_string()),
+            ServeStore::Nats(s) => s
+                .append(topic, timestamp_ms, data)
+                .map_err(|e| e.to_string()),
+        }
+    }
+
+    fn last_sequence(&mut self, topic: &str) -> Result<u64, String> {
+        match self {
+            ServeStore::Memory(s) => s.last_sequence(topic).map_err(|e| e.to_string()),
+            ServeStore::Redb(s) => s.last_sequence(topic).map_err(|e| e.to_string()),
+            ServeStore::Nats(s) => s.last_sequence(topic).map_err(|e| e.to_string()),
+        }
+    }
+
+    fn read(
+        &mut self,
+        topic: &str,
+        after: u64,
+        max: usize,
+        out: &mut Vec<StoredMessage>,
+    ) -> Result<(), String> {
+        match self {
+            ServeStore::Memory(s) => s.read(topic, after, max, out).map_err(|e| e.to_string()),
+            ServeStore::Redb(s) => s.read(topic, after, max, out).map_err(|e| e.to_string()),
+            ServeStore::Nats(s) => s.read(topic, after, max, out).map_err(|e| e.to_string()),
+        }
+    }
+
+    fn load_subscription(&mut self, id: &str) -> Result<Option<SubscriptionState>, String> {
+        match self {
+            ServeStore::Memory(s) => s.load_subscription(id).map_err(|e| e.to_string()),
+            ServeStore::Redb(s) => s.load_subscription(id).map_err(|e| e.to_string()),
+            ServeStore::Nats(s) => s.load_subscription(id).map_err(|e| e.to_string()),
+        }
+    }
+
+    fn save_subscription(&mut self, id: &str, state: &SubscriptionState) -> Result<(), String> {
+        match self {
+            ServeStore::Memory(s) => s.save_subscription(id, state).map_err(|e| e.to_string()),
+            ServeStore::Redb(s) => s.save_subscription(id, state).map_err(|e| e.to_string()),
+            ServeStore::Nats(s) => s.save_subscription(id, state).map_err(|e| e.to_string()),
+        }
+    }
+
+    fn delete_subscription(&mut self, id: &str) -> Result<(), String> {
+        match self {
+            ServeStore::Memory(s) => s.delete_subscription(id).map_err(|e| e.to_string()),
+            ServeStore::Redb(s) => s.delete_subscription(id).map_err(|e| e.to_string()),
+            ServeStore::Nats(s) => s.delete_subscription(id).map_err(|e| e.to_string()),
+        }
+    }
+
+    fn expire(&mut self, now_ms: u64) -> Result<(), String> {
+        match self {
+            ServeStore::Memory(s) => s.expire(now_ms).map_err(|e| e.to_string()),
+            ServeStore::Redb(s) => s.expire(now_ms).map_err(|e| e.to_string()),
+            ServeStore::Nats(s) => s.expire(now_ms).map_err(|e| e.to_string()),
+        }
+    }
+}
+
+/// This server's hub, and with `--nats` the bus that joins it to the other servers.
+pub struct Node {
+    pubsub: Arc<PubSub<ServeStore>>,
+    bus: Option<NatsBus>,
+}
+
+impl Node {
+    /// The per-connection extension serving the subscription methods.
+    pub fn extension(&self) -> Arc<PubSub<ServeStore>> {
+        Arc::clone(&self.pubsub)
     }
 }
 
@@ -125,8 +248,15 @@ pub fn register(router: &mut Router, hub: &Hub, persistent_connections: bool) {
         let p = decoder.decode(params)?;
         let data = RawValue::from_json(p.data.get()).map_err(|_| ErrorObject::invalid_params())?;
         let published = hub
+            .pubsub
             .publish(&p.topic, data)
             .map_err(|e| e.to_error_object())?;
+        if let Some(bus) = &hub.bus {
+            // The other servers' subscribers: the bus never hears its own publishes back.
+            if let Err(e) = bus.publish(&p.topic, data) {
+                tracing::warn!(topic = p.topic, "publishing to the other servers: {e}");
+            }
+        }
         let sequence = published
             .sequence
             .map_or_else(|| "null".to_owned(), |s| s.to_string());

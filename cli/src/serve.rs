@@ -357,7 +357,7 @@ pub fn run(
     pubsub::register(&mut router, &hub, true);
     let router = Arc::new(router);
     let mut config = Config::default();
-    config.extension = Some(sansrpc_blocking::Extension::new(hub));
+    config.extension = Some(sansrpc_blocking::Extension::new(hub.extension()));
     config.framing = framing.framing();
     config.max_connections = protect.max_connections;
     protect.endpoint(&mut config.endpoint);
@@ -406,7 +406,7 @@ fn serve_tokio(addr: &str, ws: bool, protect: &ProtectArgs, hub: &pubsub::Hub) -
             .config(config)
             .router(sansrpc_tokio::AsyncRouter::from_router(router));
         if ws {
-            builder = builder.extension(sansrpc_tokio::Extension::new(hub.clone()));
+            builder = builder.extension(sansrpc_tokio::Extension::new(hub.extension()));
         }
         let forever = std::future::pending::<()>();
         let grace = std::time::Duration::from_secs(5);

@@ -218,7 +218,7 @@ async fn mirror_floor<I>(
                 .map_err(boxed("message info"))?
                 .stream_sequence;
             delivered = delivered.max(sequence);
-            if sequence <= floor && highest.as_ref().map_or(true, |(s, _)| sequence > *s) {
+            if sequence <= floor && highest.as_ref().is_none_or(|(s, _)| sequence > *s) {
                 highest = Some((sequence, message));
             }
         }
