@@ -1,21 +1,23 @@
 //! With warm buffers, decoding and encoding allocate nothing.
 //!
-//! A test binary of its own: it installs a counting global allocator, and holds a single
-//! test so that no other thread allocates while it counts.
+//! A test binary of its own: it installs a counting global allocator that counts the
+//! current thread's allocations only, so the test harness's own threads cannot disturb it.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::cell::Cell;
 
 use sansrpc::codec::{encode_frame, Decoder, Framing};
 use sansrpc::Limits;
 
 struct Counting;
 
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        ALLOCATIONS.with(|n| n.set(n.get() + 1));
         // SAFETY: forwarded unchanged to the system allocator.
         unsafe { System.alloc(layout) }
     }
@@ -26,7 +28,7 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        ALLOCATIONS.with(|n| n.set(n.get() + 1));
         // SAFETY: forwarded unchanged to the system allocator.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -75,7 +77,7 @@ fn warm_codecs_allocate_nothing() {
             assert_eq!(pump(&mut decoder, &wire, chunk), expected);
         }
         let capacity = wire.capacity();
-        let before = ALLOCATIONS.load(Ordering::Relaxed);
+        let before = ALLOCATIONS.with(Cell::get);
         for chunk in [4096, 7, 1000, 333] {
             assert_eq!(pump(&mut decoder, &wire, chunk), expected);
         }
@@ -83,7 +85,7 @@ fn warm_codecs_allocate_nothing() {
         for body in &bodies {
             encode_frame(framing, body, &mut wire);
         }
-        let after = ALLOCATIONS.load(Ordering::Relaxed);
+        let after = ALLOCATIONS.with(Cell::get);
         assert_eq!(after - before, 0, "{framing:?} allocated");
         assert_eq!(wire.capacity(), capacity);
         assert_eq!(decoder.finish(), None);
