@@ -185,26 +185,80 @@ pub trait Store {
 
 /// A [`Store`] in memory: for tests, `no_std` targets and servers that need no durability.
 /// Retention applies as for a durable store.
-#[derive(Debug, Default)]
+///
+/// Memory stays bounded when peers publish to ever new topics: at most
+/// [`MemoryStore::DEFAULT_MAX_TOPICS`] topics (or [`MemoryStore::with_max_topics`]) are kept;
+/// beyond it the topic appended to least recently is forgotten with its messages. Sequence
+/// ids still only grow: a topic seen for the first time (or again after being forgotten)
+/// starts above every sequence id a forgotten topic reached.
+#[derive(Debug)]
 pub struct MemoryStore {
     retention: RetentionPolicy,
     topics: BTreeMap<String, MemoryTopic>,
     subscriptions: BTreeMap<String, SubscriptionState>,
+    max_topics: usize,
+    /// The highest sequence id any forgotten topic reached.
+    forgotten_max: u64,
+    /// Appends so far: the recency of each topic's last append.
+    clock: u64,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        MemoryStore {
+            retention: RetentionPolicy::default(),
+            topics: BTreeMap::new(),
+            subscriptions: BTreeMap::new(),
+            max_topics: MemoryStore::DEFAULT_MAX_TOPICS,
+            forgotten_max: 0,
+            clock: 0,
+        }
+    }
 }
 
 #[derive(Debug, Default)]
 struct MemoryTopic {
     last: u64,
+    /// [`MemoryStore::clock`] at its last append.
+    touched: u64,
     bytes: u64,
     messages: alloc::collections::VecDeque<StoredMessage>,
 }
 
 impl MemoryStore {
+    /// How many topics a store keeps unless told otherwise.
+    pub const DEFAULT_MAX_TOPICS: usize = 10_000;
+
     /// An empty store with the given retention.
     pub fn new(retention: RetentionPolicy) -> Self {
         MemoryStore {
             retention,
             ..MemoryStore::default()
+        }
+    }
+
+    /// Keeps at most `max` topics (at least 1).
+    pub fn with_max_topics(mut self, max: usize) -> Self {
+        self.max_topics = max.max(1);
+        self
+    }
+
+    /// How many topics the store holds now.
+    pub fn topic_count(&self) -> usize {
+        self.topics.len()
+    }
+
+    /// Forgets the least recently appended topic.
+    fn forget_one(&mut self) {
+        let oldest = self
+            .topics
+            .iter()
+            .min_by_key(|(_, t)| t.touched)
+            .map(|(name, _)| name.clone());
+        if let Some(name) = oldest {
+            if let Some(topic) = self.topics.remove(&name) {
+                self.forgotten_max = self.forgotten_max.max(topic.last);
+            }
         }
     }
 }
@@ -224,7 +278,21 @@ impl Store for MemoryStore {
 
     fn append(&mut self, topic: &str, timestamp_ms: u64, data: &RawValue) -> Result<u64, Never> {
         let retention = self.retention.for_topic(topic);
-        let log = self.topics.entry(topic.into()).or_default();
+        if !self.topics.contains_key(topic) {
+            while self.topics.len() >= self.max_topics {
+                self.forget_one();
+            }
+            let fresh = MemoryTopic {
+                last: self.forgotten_max,
+                ..MemoryTopic::default()
+            };
+            self.topics.insert(topic.into(), fresh);
+        }
+        self.clock += 1;
+        let Some(log) = self.topics.get_mut(topic) else {
+            unreachable!("inserted above")
+        };
+        log.touched = self.clock;
         log.last += 1;
         log.bytes += data.get().len() as u64;
         log.messages.push_back(StoredMessage {
@@ -247,7 +315,10 @@ impl Store for MemoryStore {
     }
 
     fn last_sequence(&mut self, topic: &str) -> Result<u64, Never> {
-        Ok(self.topics.get(topic).map_or(0, |t| t.last))
+        Ok(self
+            .topics
+            .get(topic)
+            .map_or(self.forgotten_max, |t| t.last))
     }
 
     fn read(
@@ -335,6 +406,33 @@ mod tests {
         assert_eq!(out.iter().map(|m| m.sequence).collect::<Vec<_>>(), [4, 5]);
         assert_eq!(store.last_sequence("a").unwrap(), 5);
         assert_eq!(store.last_sequence("b").unwrap(), 0);
+    }
+
+    #[test]
+    fn memory_store_forgets_old_topics_and_sequences_still_grow() {
+        let mut store = MemoryStore::new(RetentionPolicy::default()).with_max_topics(2);
+        assert_eq!(store.append("a", 0, &raw("1")).unwrap(), 1);
+        assert_eq!(store.append("a", 0, &raw("1")).unwrap(), 2);
+        assert_eq!(store.append("b", 0, &raw("1")).unwrap(), 1);
+        assert_eq!(store.append("a", 0, &raw("1")).unwrap(), 3);
+        // "b" was appended to least recently: it goes, and "c" starts above it.
+        assert_eq!(store.append("c", 0, &raw("1")).unwrap(), 2);
+        assert_eq!(store.topic_count(), 2);
+        let mut out = Vec::new();
+        store.read("b", 0, 10, &mut out).unwrap();
+        assert!(out.is_empty());
+        // "a" goes next (the least recent now): coming back, it continues above 3.
+        assert_eq!(store.append("d", 0, &raw("1")).unwrap(), 4);
+        assert_eq!(store.last_sequence("a").unwrap(), 3);
+        assert_eq!(store.append("a", 0, &raw("1")).unwrap(), 4);
+        for i in 0..1000 {
+            store.append(&alloc::format!("t{i}"), 0, &raw("1")).unwrap();
+        }
+        assert_eq!(
+            store.topic_count(),
+            2,
+            "bounded whatever the peers publish to"
+        );
     }
 
     #[test]
