@@ -277,10 +277,6 @@ pub async fn serve_with(
     serve_with_options(listener, builder, options, shutdown, grace).await
 }
 
-/// What an HTTP connection beyond the limit is answered.
-const BUSY: &[u8] =
-    b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-
 /// [`serve`] with its [`ServeOptions`]: the connection limit (a connection beyond it is
 /// answered `503` and closed), the handlers' time, and CORS.
 ///
@@ -316,7 +312,7 @@ pub async fn serve_with_options(
         cors: options.cors.clone(),
         cors_max_age: HeaderValue::from_str(&max_age).unwrap_or(HeaderValue::from_static("0")),
     });
-    let busy: Arc<[u8]> = BUSY.into();
+    let busy: Arc<[u8]> = crate::HTTP_BUSY.into();
     let mut refusing = JoinSet::new();
     let mut shutdown = std::pin::pin!(shutdown);
     let (stop, stopping) = watch::channel(false);

@@ -275,6 +275,10 @@ pub async fn serve_tcp_with(
     serve(accept, setup, refusal, builder, &options, shutdown, grace).await
 }
 
+/// What an HTTP request or WebSocket upgrade beyond the connection limit is answered.
+pub(crate) const HTTP_BUSY: &[u8] =
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+
 /// What a byte stream beyond the connection limit is sent.
 fn stream_refusal(builder: &Builder) -> Arc<[u8]> {
     let mut answer = Vec::new();

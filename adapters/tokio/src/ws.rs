@@ -296,10 +296,6 @@ pub async fn serve_with(
     serve_with_options(listener, builder, options, shutdown, grace).await
 }
 
-/// What a WebSocket upgrade beyond the connection limit is answered.
-const BUSY: &[u8] =
-    b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-
 /// [`serve`] with its [`ServeOptions`]: the connection limit (an upgrade beyond it is
 /// answered `503`), the `Origin` allow-list (a handshake from another origin is answered
 /// `403`, one without `Origin` as [`ServeOptions::allow_missing_origin`] says) and the
@@ -349,7 +345,7 @@ pub async fn serve_with_options(
     crate::serve(
         accept,
         setup,
-        BUSY.into(),
+        crate::HTTP_BUSY.into(),
         builder,
         &options,
         shutdown,
