@@ -171,6 +171,11 @@ impl fmt::Debug for Next<'_> {
     }
 }
 
+/// The `rpc.` notifications a peer's extensions send (pub/sub deliveries,
+/// [`crate::ext::pubsub`]): the only `rpc.` names an application registers handlers for
+/// ([`Router::raw_notification`], [`Router::notification`]), on the subscribing side.
+pub const PEER_NOTIFICATIONS: [&str; 2] = ["rpc.notification", "rpc.notification.persistent"];
+
 /// Handlers registered per method, layers around them, and the system extensions.
 ///
 /// ```
@@ -305,7 +310,9 @@ impl Router {
         trusted: bool,
         shape: ParamShape,
     ) -> Result<(), RegisterError> {
-        if name.starts_with("rpc.") {
+        let peer_notification =
+            matches!(handler, Handler::Notify(_)) && PEER_NOTIFICATIONS.contains(&name.as_str());
+        if name.starts_with("rpc.") && !peer_notification {
             return Err(RegisterError::Reserved(name));
         }
         if self.methods.contains_key(&name) {
@@ -566,10 +573,12 @@ impl Router {
                 return write_json(out, &self.discover())
                     .map_err(|_| ErrorObject::internal_error());
             }
-            return match self.providers.get(call.method) {
-                Some(f) => self.run_checked(f, call, out, false),
-                None => Err(ErrorObject::method_not_found()),
-            };
+            if let Some(f) = self.providers.get(call.method) {
+                return self.run_checked(f, call, out, false);
+            }
+            if !PEER_NOTIFICATIONS.contains(&call.method) {
+                return Err(ErrorObject::method_not_found());
+            }
         }
         let Some(entry) = self.methods.get(call.method) else {
             return Err(ErrorObject::method_not_found());

@@ -502,3 +502,41 @@ fn typed_params_must_serialize_to_an_array_or_object() {
     );
     assert_eq!(ep.pending_requests(), 0);
 }
+
+#[test]
+fn a_subscriber_handles_pub_sub_deliveries_but_no_other_rpc_name() {
+    let mut r = Router::new();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    for name in sansrpc::router::PEER_NOTIFICATIONS {
+        let seen = seen.clone();
+        r.raw_notification(name, move |params| {
+            seen.lock()
+                .unwrap()
+                .push(format!("{name} {}", params.map_or("", RawValue::get)));
+        })
+        .unwrap();
+    }
+    let err = r.raw_method("rpc.notification", |_, _| Ok(())).unwrap_err();
+    assert!(matches!(
+        err,
+        RegisterError::Duplicate(_) | RegisterError::Reserved(_)
+    ));
+    assert!(matches!(
+        r.raw_notification("rpc.other", |_| {}),
+        Err(RegisterError::Reserved(_))
+    ));
+    let params = r#"{"topic":"a.b","data":1}"#;
+    r.notify(&sansrpc::Notification {
+        method: "rpc.notification".into(),
+        params: Some(RawValue::from_string(params.to_owned()).unwrap().into()),
+        version: Version::V2,
+    });
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [format!("rpc.notification {params}")]
+    );
+    // Sent as a request, a delivery name has no answer to give.
+    let answer = dispatch(&r, "rpc.notification", Some(params));
+    assert_eq!(answer.unwrap_err().code, -32601);
+    assert_eq!(dispatch(&r, "rpc.other", None).unwrap_err().code, -32601);
+}

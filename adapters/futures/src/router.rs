@@ -8,7 +8,7 @@ use std::pin::Pin;
 
 use futures::FutureExt;
 use sansrpc::method::{Method, NotificationMethod, ParamsDecoder};
-use sansrpc::router::{Admit, Call, RegisterError, Router};
+use sansrpc::router::{Admit, Call, RegisterError, Router, PEER_NOTIFICATIONS};
 use sansrpc::{ErrorObject, RawValue};
 
 use crate::stream::Producer;
@@ -93,7 +93,13 @@ impl AsyncRouter {
     }
 
     fn check(&self, name: &str) -> Result<(), RegisterError> {
-        if name.starts_with("rpc.") {
+        self.check_as(name, false)
+    }
+
+    /// `notification`: the pub/sub deliveries ([`PEER_NOTIFICATIONS`]) may be handled too.
+    fn check_as(&self, name: &str, notification: bool) -> Result<(), RegisterError> {
+        let peer_notification = notification && PEER_NOTIFICATIONS.contains(&name);
+        if name.starts_with("rpc.") && !peer_notification {
             return Err(RegisterError::Reserved(name.to_owned()));
         }
         let taken = self.methods.contains_key(name)
@@ -166,7 +172,7 @@ impl AsyncRouter {
         F: Fn(Option<Box<RawValue>>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        self.check(name)?;
+        self.check_as(name, true)?;
         let notify = move |params| -> BoxFuture<()> { handler(params).boxed() };
         self.notifications.insert(name.to_owned(), Box::new(notify));
         Ok(())
