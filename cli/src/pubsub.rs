@@ -8,9 +8,7 @@ use std::time::Duration;
 use clap::Args;
 use sansrpc::error::code;
 use sansrpc::ext::pubsub::{HubConfig, METHODS};
-use sansrpc::ext::store::{
-    MemoryStore, Retention, RetentionPolicy, Store, StoredMessage, SubscriptionState,
-};
+use sansrpc::ext::store::{self, DynStore, MemoryStore, Retention, RetentionPolicy};
 use sansrpc::router::{MethodDoc, Router};
 use sansrpc::{ErrorObject, RawValue};
 use sansrpc_pubsub::PubSub;
@@ -93,7 +91,7 @@ impl PubSubArgs {
             let store = RedbStore::open(path, policy)
                 .map_err(|e| format!("--store {}: {e}", path.display()))?;
             tracing::info!(path = %path.display(), "persistent subscriptions in the embedded store");
-            (ServeStore::Redb(store), None)
+            (store::boxed(store), None)
         } else if let Some(url) = &self.nats {
             let store =
                 NatsStore::connect(url, policy).map_err(|e| format!("--nats {url}: {e}"))?;
@@ -102,9 +100,9 @@ impl PubSubArgs {
                 url,
                 "persistent subscriptions and publishes through NATS JetStream"
             );
-            (ServeStore::Nats(Box::new(store)), Some(bus))
+            (store::boxed(store), Some(bus))
         } else {
-            (ServeStore::Memory(MemoryStore::new(policy)), None)
+            (store::boxed(MemoryStore::new(policy)), None)
         };
         let reporter = Box::new(|r: &sansrpc::ext::pubsub::Report| tracing::warn!("{r}"));
         let pubsub = Arc::new(PubSub::with_reporter(store, HubConfig::default(), reporter));
@@ -137,87 +135,7 @@ impl PubSubArgs {
 
 /// The store behind `serve`'s persistent subscriptions: in memory (the default), the
 /// embedded durable store (`--store PATH`), or NATS JetStream (`--nats URL`).
-#[derive(Debug)]
-pub enum ServeStore {
-    /// Ends with the process.
-    Memory(MemoryStore),
-    /// A redb file.
-    Redb(RedbStore),
-    /// JetStream, shared by every server on the same NATS.
-    Nats(Box<NatsStore>),
-}
-
-impl Store for ServeStore {
-    type Error = String;
-
-    fn append(&mut self, topic: &str, timestamp_ms: u64, data: &RawValue) -> Result<u64, String> {
-        match self {
-            ServeStore::Memory(s) => s
-                .append(topic, timestamp_ms, data)
-                .map_err(|e| e.to_string()),
-            ServeStore::Redb(s) => s
-                .append(topic, timestamp_ms, data)
-                .map_err(|e| e.to_string()),
-            ServeStore::Nats(s) => s
-                .append(topic, timestamp_ms, data)
-                .map_err(|e| e.to_string()),
-        }
-    }
-
-    fn last_sequence(&mut self, topic: &str) -> Result<u64, String> {
-        match self {
-            ServeStore::Memory(s) => s.last_sequence(topic).map_err(|e| e.to_string()),
-            ServeStore::Redb(s) => s.last_sequence(topic).map_err(|e| e.to_string()),
-            ServeStore::Nats(s) => s.last_sequence(topic).map_err(|e| e.to_string()),
-        }
-    }
-
-    fn read(
-        &mut self,
-        topic: &str,
-        after: u64,
-        max: usize,
-        out: &mut Vec<StoredMessage>,
-    ) -> Result<(), String> {
-        match self {
-            ServeStore::Memory(s) => s.read(topic, after, max, out).map_err(|e| e.to_string()),
-            ServeStore::Redb(s) => s.read(topic, after, max, out).map_err(|e| e.to_string()),
-            ServeStore::Nats(s) => s.read(topic, after, max, out).map_err(|e| e.to_string()),
-        }
-    }
-
-    fn load_subscription(&mut self, id: &str) -> Result<Option<SubscriptionState>, String> {
-        match self {
-            ServeStore::Memory(s) => s.load_subscription(id).map_err(|e| e.to_string()),
-            ServeStore::Redb(s) => s.load_subscription(id).map_err(|e| e.to_string()),
-            ServeStore::Nats(s) => s.load_subscription(id).map_err(|e| e.to_string()),
-        }
-    }
-
-    fn save_subscription(&mut self, id: &str, state: &SubscriptionState) -> Result<(), String> {
-        match self {
-            ServeStore::Memory(s) => s.save_subscription(id, state).map_err(|e| e.to_string()),
-            ServeStore::Redb(s) => s.save_subscription(id, state).map_err(|e| e.to_string()),
-            ServeStore::Nats(s) => s.save_subscription(id, state).map_err(|e| e.to_string()),
-        }
-    }
-
-    fn delete_subscription(&mut self, id: &str) -> Result<(), String> {
-        match self {
-            ServeStore::Memory(s) => s.delete_subscription(id).map_err(|e| e.to_string()),
-            ServeStore::Redb(s) => s.delete_subscription(id).map_err(|e| e.to_string()),
-            ServeStore::Nats(s) => s.delete_subscription(id).map_err(|e| e.to_string()),
-        }
-    }
-
-    fn expire(&mut self, now_ms: u64) -> Result<(), String> {
-        match self {
-            ServeStore::Memory(s) => s.expire(now_ms).map_err(|e| e.to_string()),
-            ServeStore::Redb(s) => s.expire(now_ms).map_err(|e| e.to_string()),
-            ServeStore::Nats(s) => s.expire(now_ms).map_err(|e| e.to_string()),
-        }
-    }
-}
+pub type ServeStore = DynStore;
 
 /// This server's hub, and with `--nats` the bus that joins it to the other servers.
 pub struct Node {

@@ -183,6 +183,101 @@ pub trait Store {
     fn expire(&mut self, now_ms: u64) -> Result<(), Self::Error>;
 }
 
+/// A store chosen at run time (an embedded one, a remote one, memory): any [`Store`] behind
+/// one type, with its errors as text. Made by [`boxed`].
+pub type DynStore = Box<dyn Store<Error = String> + Send>;
+
+/// `store` as a [`DynStore`].
+pub fn boxed<S>(store: S) -> DynStore
+where
+    S: Store + Send + 'static,
+{
+    Box::new(TextErrors(store))
+}
+
+/// A store whose errors are shown as text.
+struct TextErrors<S>(S);
+
+impl<S: Store> Store for TextErrors<S> {
+    type Error = String;
+
+    fn append(&mut self, topic: &str, timestamp_ms: u64, data: &RawValue) -> Result<u64, String> {
+        self.0.append(topic, timestamp_ms, data).map_err(text)
+    }
+
+    fn last_sequence(&mut self, topic: &str) -> Result<u64, String> {
+        self.0.last_sequence(topic).map_err(text)
+    }
+
+    fn read(
+        &mut self,
+        topic: &str,
+        after: u64,
+        max: usize,
+        out: &mut Vec<StoredMessage>,
+    ) -> Result<(), String> {
+        self.0.read(topic, after, max, out).map_err(text)
+    }
+
+    fn load_subscription(&mut self, id: &str) -> Result<Option<SubscriptionState>, String> {
+        self.0.load_subscription(id).map_err(text)
+    }
+
+    fn save_subscription(&mut self, id: &str, state: &SubscriptionState) -> Result<(), String> {
+        self.0.save_subscription(id, state).map_err(text)
+    }
+
+    fn delete_subscription(&mut self, id: &str) -> Result<(), String> {
+        self.0.delete_subscription(id).map_err(text)
+    }
+
+    fn expire(&mut self, now_ms: u64) -> Result<(), String> {
+        self.0.expire(now_ms).map_err(text)
+    }
+}
+
+fn text(e: impl fmt::Display) -> String {
+    alloc::format!("{e}")
+}
+
+impl<S: Store + ?Sized> Store for Box<S> {
+    type Error = S::Error;
+
+    fn append(&mut self, topic: &str, timestamp_ms: u64, data: &RawValue) -> Result<u64, S::Error> {
+        (**self).append(topic, timestamp_ms, data)
+    }
+
+    fn last_sequence(&mut self, topic: &str) -> Result<u64, S::Error> {
+        (**self).last_sequence(topic)
+    }
+
+    fn read(
+        &mut self,
+        topic: &str,
+        after: u64,
+        max: usize,
+        out: &mut Vec<StoredMessage>,
+    ) -> Result<(), S::Error> {
+        (**self).read(topic, after, max, out)
+    }
+
+    fn load_subscription(&mut self, id: &str) -> Result<Option<SubscriptionState>, S::Error> {
+        (**self).load_subscription(id)
+    }
+
+    fn save_subscription(&mut self, id: &str, state: &SubscriptionState) -> Result<(), S::Error> {
+        (**self).save_subscription(id, state)
+    }
+
+    fn delete_subscription(&mut self, id: &str) -> Result<(), S::Error> {
+        (**self).delete_subscription(id)
+    }
+
+    fn expire(&mut self, now_ms: u64) -> Result<(), S::Error> {
+        (**self).expire(now_ms)
+    }
+}
+
 /// A [`Store`] in memory: for tests, `no_std` targets and servers that need no durability.
 /// Retention applies as for a durable store.
 ///
@@ -433,6 +528,17 @@ mod tests {
             2,
             "bounded whatever the peers publish to"
         );
+    }
+
+    #[test]
+    fn a_boxed_store_is_the_store_behind_it() {
+        let mut store = boxed(MemoryStore::new(RetentionPolicy::default()));
+        assert_eq!(store.append("a", 0, &raw("1")).unwrap(), 1);
+        assert_eq!(store.last_sequence("a").unwrap(), 1);
+        store
+            .save_subscription("s", &SubscriptionState::new("a", 1))
+            .unwrap();
+        assert_eq!(store.load_subscription("s").unwrap().unwrap().ack_floor, 1);
     }
 
     #[test]
