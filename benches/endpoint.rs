@@ -180,7 +180,7 @@ fn deadlines(c: &mut Criterion) {
         let mut now = Instant::ZERO;
         let mut sink = Vec::with_capacity(1 << 20);
         for _ in 0..pending {
-            ep.send_request("m", None, timeout, now).unwrap();
+            ep.send_request("m", None, timeout.clone(), now).unwrap();
             now = now + step;
         }
         while ep.poll_transmit(&mut sink).is_some() {}
@@ -193,7 +193,7 @@ fn deadlines(c: &mut Criterion) {
                     ended += 1;
                 }
                 debug_assert_eq!(ended, 1);
-                ep.send_request("m", None, timeout, now).unwrap();
+                ep.send_request("m", None, timeout.clone(), now).unwrap();
                 sink.clear();
                 while ep.poll_transmit(&mut sink).is_some() {}
                 now = now + step;

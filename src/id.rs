@@ -334,6 +334,12 @@ impl From<i64> for Id<'static> {
     }
 }
 
+impl From<i32> for Id<'static> {
+    fn from(n: i32) -> Self {
+        Id::number(i64::from(n))
+    }
+}
+
 impl From<u32> for Id<'static> {
     fn from(n: u32) -> Self {
         Id::number(i64::from(n))

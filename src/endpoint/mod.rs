@@ -1,10 +1,12 @@
 //! The [`Endpoint`]: one symmetric JSON-RPC connection as a state machine.
 
 mod guard;
+mod profile;
 mod progress;
 mod tables;
 mod typed;
 
+pub use profile::Profile;
 pub use progress::Progress;
 
 use alloc::collections::VecDeque;
@@ -14,8 +16,7 @@ use core::time::Duration;
 
 use crate::codec::{self, Decoder, FrameError, Framing};
 use crate::error::{code, ErrorObject, ProtocolError};
-use crate::id::{Id, IdKind};
-use crate::json::Scanner;
+use crate::id::Id;
 use crate::limits::Limits;
 use crate::message::{
     frame_str, write_error_response, write_result_response, Incoming, Notification, RawEntry,
@@ -79,16 +80,21 @@ pub struct Config {
     pub limits: Limits,
     /// Deadline of a request sent without its own (default 30 s, as seed 000 §8.2).
     pub default_timeout: Option<Duration>,
+    /// The protocol conventions for cancellation and progress (default
+    /// [`Profile::JsonRpc`]): the params shapes and whether a cancelled request is answered.
+    /// Set it with [`Config::for_profile`], which also sets the method names and framing.
+    pub profile: Profile,
     /// Honour incoming and send outgoing cancellation notifications (default `true`).
     pub cancellation: bool,
-    /// The method of cancellation notifications, params `{"id": …}` (default
-    /// `$/cancelRequest`, as LSP).
+    /// The method of cancellation notifications (default `$/cancelRequest`, as LSP); the
+    /// params name the request in [`Profile::cancel_id_key`].
     pub cancel_method: &'static str,
     /// Also send a cancellation when a request times out (default `true`), so the peer can
     /// stop working on an answer nobody waits for.
     pub cancel_on_timeout: bool,
-    /// The code to answer a request cancelled before it arrived with (default `-32800`,
-    /// LSP's RequestCancelled; seed 000 appendix B uses `-32001`).
+    /// The code to answer a cancelled request with (default `-32800`, LSP's
+    /// RequestCancelled; seed 000 appendix B uses `-32001`). Unused when the profile does
+    /// not answer cancelled requests ([`Profile::answers_cancelled`]).
     pub cancelled_code: i64,
     /// Most cancels remembered for requests that have not arrived yet (default 64).
     pub early_cancel_capacity: usize,
@@ -120,8 +126,8 @@ pub struct Config {
     /// frame stays partly received for this long: a peer sending half a frame, then
     /// nothing or a byte now and then (slowloris). Byte streams only (default none).
     pub frame_timeout: Option<Duration>,
-    /// The method of progress notifications, params `{"token": …, "value": …}` (default
-    /// `$/progress`, as LSP). Progress on the token of a request sent with
+    /// The method of progress notifications (default `$/progress`, as LSP); the params
+    /// carry the token in [`Profile::progress_token_key`]. Progress on the token of a request sent with
     /// [`RequestOptions::progress`] extends its deadline; every progress notification still
     /// surfaces as [`Event::Notification`].
     pub progress_method: &'static str,
@@ -131,6 +137,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             framing: Some(Framing::ContentLength),
+            profile: Profile::JsonRpc,
             limits: Limits::default(),
             default_timeout: Some(Duration::from_secs(30)),
             cancellation: true,
@@ -151,6 +158,31 @@ impl Default for Config {
     }
 }
 
+impl Config {
+    /// The default config with `profile`'s conventions: its cancellation and progress
+    /// methods and params shapes, whether cancelled requests are answered, and its framing
+    /// of byte streams (set [`Config::framing`] to `None` afterwards for WebSocket or HTTP).
+    ///
+    /// ```
+    /// use sansrpc::codec::Framing;
+    /// use sansrpc::endpoint::{Config, Profile};
+    ///
+    /// let config = Config::for_profile(Profile::Mcp);
+    /// assert_eq!(config.cancel_method, "notifications/cancelled");
+    /// assert_eq!(config.progress_method, "notifications/progress");
+    /// assert_eq!(config.framing, Some(Framing::Newline));
+    /// ```
+    pub fn for_profile(profile: Profile) -> Self {
+        Config {
+            framing: Some(profile.default_framing()),
+            profile,
+            cancel_method: profile.cancel_method(),
+            progress_method: profile.progress_method(),
+            ..Config::default()
+        }
+    }
+}
+
 /// When a request should time out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Timeout {
@@ -164,7 +196,7 @@ pub enum Timeout {
 }
 
 /// Options for one outgoing request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct RequestOptions {
     /// When the request times out.
@@ -185,10 +217,13 @@ impl RequestOptions {
         }
     }
 
-    /// These options, with the deadline extended by progress on `token` up to `cap` after
-    /// sending.
-    pub fn with_progress(mut self, token: i64, cap: Duration) -> Self {
-        self.progress = Some(Progress { token, cap });
+    /// These options, with the deadline extended by progress on `token` (an integer or a
+    /// string) up to `cap` after sending.
+    pub fn with_progress(mut self, token: impl Into<Id<'static>>, cap: Duration) -> Self {
+        self.progress = Some(Progress {
+            token: token.into(),
+            cap,
+        });
         self
     }
 }
@@ -363,7 +398,7 @@ enum Action {
     Answer(Id<'static>, Version, ErrorObject<'static>),
     Register(Id<'static>, Version),
     PeerCancel(Id<'static>),
-    Progress(i64),
+    Progress(Id<'static>),
     Matched(u64),
     NullIdError,
     Malformed(u64, ProtocolError),
@@ -642,7 +677,7 @@ impl Endpoint {
             self.events
                 .push_back(Record::Ended(RequestId(id), EndReason::TimedOut));
             if self.config.cancellation && self.config.cancel_on_timeout {
-                self.write_cancel(id);
+                self.write_cancel(id, "Request timed out");
             }
         }
         self.early.expire(now);
@@ -747,7 +782,12 @@ impl Endpoint {
                 });
             }
             Action::PeerCancel(id) => match self.incoming.handle_of(&id) {
-                Some(handle) => self.events.push_back(Record::PeerCancelled(handle)),
+                Some(handle) => {
+                    if let Some(entry) = self.incoming.get_mut(handle) {
+                        entry.cancelled = true;
+                    }
+                    self.events.push_back(Record::PeerCancelled(handle));
+                }
                 None => {
                     let expiry = self.now + self.config.early_cancel_ttl;
                     self.early
@@ -755,7 +795,7 @@ impl Endpoint {
                 }
             },
             Action::Progress(token) => {
-                if let Some((id, deadline)) = self.watched.extend(token, self.now) {
+                if let Some((id, deadline)) = self.watched.extend(&token, self.now) {
                     self.outgoing.extend_deadline(id, deadline);
                 }
                 self.events.push_back(Record::Entry {
@@ -834,6 +874,9 @@ impl Endpoint {
                         ),
                     )
                 } else if self.early.take(&req.id, self.now) {
+                    if !self.config.profile.answers_cancelled() {
+                        return Action::Nothing;
+                    }
                     let cancelled = error("Request cancelled", self.config.cancelled_code);
                     Action::Answer(req.id.into_owned(), req.version, cancelled)
                 } else {
@@ -842,7 +885,12 @@ impl Endpoint {
             }
             Incoming::Notification(n) => {
                 if self.config.cancellation && n.method == self.config.cancel_method {
-                    match n.params.as_deref().and_then(cancel_target) {
+                    let key = self.config.profile.cancel_id_key();
+                    match n
+                        .params
+                        .as_deref()
+                        .and_then(|p| progress::member_id(p, key))
+                    {
                         Some(id) => Action::PeerCancel(id.into_owned()),
                         None => Action::Nothing,
                     }
@@ -852,8 +900,13 @@ impl Endpoint {
                 {
                     Action::Nothing
                 } else if n.method == self.config.progress_method {
-                    match n.params.as_deref().and_then(progress::progress_token) {
-                        Some(token) => Action::Progress(token),
+                    let key = self.config.profile.progress_token_key();
+                    match n
+                        .params
+                        .as_deref()
+                        .and_then(|p| progress::member_id(p, key))
+                    {
+                        Some(token) => Action::Progress(token.into_owned()),
                         None => Action::Record(Role::Notification),
                     }
                 } else {
@@ -932,13 +985,22 @@ impl Endpoint {
         self.out_frames.push_back(self.out.len() - before);
     }
 
-    fn write_cancel(&mut self, id: u64) {
+    /// Writes a cancellation of our request `id` in the profile's shape; `reason` goes into
+    /// MCP's `reason` member.
+    fn write_cancel(&mut self, id: u64, reason: &str) {
+        let profile = self.config.profile;
         let mut body = core::mem::take(&mut self.body);
         body.clear();
         body.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":");
         crate::json::write_str(&mut body, self.config.cancel_method);
-        body.extend_from_slice(b",\"params\":{\"id\":");
+        body.extend_from_slice(b",\"params\":{");
+        crate::json::write_str(&mut body, profile.cancel_id_key());
+        body.push(b':');
         Id::number(id as i64).write_json(&mut body);
+        if profile == Profile::Mcp {
+            body.extend_from_slice(b",\"reason\":");
+            crate::json::write_str(&mut body, reason);
+        }
         body.extend_from_slice(b"}}");
         self.push_frame(&body);
         self.body = body;
@@ -1003,17 +1065,44 @@ impl Endpoint {
     }
 
     /// Reports progress on `token` to the peer: a notification of
-    /// [`Config::progress_method`] with params `{"token": token, "value": value}` (LSP's
-    /// shape). The token is the one the peer gave with its request.
+    /// [`Config::progress_method`] in the profile's shape. The token is the one the peer gave
+    /// with its request (an integer or a string).
+    ///
+    /// - LSP and plain JSON-RPC: params `{"token": token, "value": value}`.
+    /// - MCP: params `{"progressToken": token, …}`, where `…` is the members of `value` when
+    ///   it is an object (`{"progress": 3, "total": 10, "message": "…"}`), else
+    ///   `"progress": value` (a bare number).
     pub fn send_progress(&mut self, token: &Id<'_>, value: &RawValue) -> Result<(), SendError> {
         self.check_send()?;
+        let profile = self.config.profile;
         let mut params = core::mem::take(&mut self.params);
         params.clear();
-        params.extend_from_slice(b"{\"token\":");
+        params.push(b'{');
+        crate::json::write_str(&mut params, profile.progress_token_key());
+        params.push(b':');
         token.write_json(&mut params);
-        params.extend_from_slice(b",\"value\":");
-        params.extend_from_slice(value.get().as_bytes());
-        params.push(b'}');
+        let value_text = value.get().trim();
+        match profile {
+            Profile::Mcp => match value_text.strip_prefix('{') {
+                Some(members) => {
+                    let members = members.trim_start();
+                    if members != "}" {
+                        params.push(b',');
+                    }
+                    params.extend_from_slice(members.as_bytes());
+                }
+                None => {
+                    params.extend_from_slice(b",\"progress\":");
+                    params.extend_from_slice(value_text.as_bytes());
+                    params.push(b'}');
+                }
+            },
+            Profile::JsonRpc | Profile::Lsp => {
+                params.extend_from_slice(b",\"value\":");
+                params.extend_from_slice(value_text.as_bytes());
+                params.push(b'}');
+            }
+        }
         let method = self.config.progress_method;
         // Built from a valid id and a valid value.
         let text = core::str::from_utf8(&params).unwrap_or("{}");
@@ -1059,7 +1148,9 @@ impl Endpoint {
         result: Result<&RawValue, &ErrorObject<'_>>,
     ) -> Result<(), UnknownRequest> {
         let entry = self.incoming.remove(id).ok_or(UnknownRequest)?;
-        self.answer(entry.batch, &entry.peer_id, entry.version, result);
+        if !entry.cancelled || self.config.profile.answers_cancelled() {
+            self.answer(entry.batch, &entry.peer_id, entry.version, result);
+        }
         if let Some(b) = entry.batch {
             if let Some(batch) = self.incoming.batch(b) {
                 batch.remaining -= 1;
@@ -1070,7 +1161,8 @@ impl Endpoint {
     }
 
     /// Answers a request the peer cancelled (after [`Event::PeerCancelled`]) with
-    /// [`Config::cancelled_code`] and the message "Request cancelled".
+    /// [`Config::cancelled_code`] and the message "Request cancelled", or, when the profile
+    /// does not answer cancelled requests (MCP), forgets it and writes nothing.
     pub fn respond_cancelled(&mut self, id: IncomingId) -> Result<(), UnknownRequest> {
         let error = ErrorObject::fixed(self.config.cancelled_code, "Request cancelled");
         self.respond(id, Err(&error))
@@ -1092,7 +1184,7 @@ impl Endpoint {
         self.events
             .push_back(Record::Ended(id, EndReason::Cancelled));
         if self.config.cancellation && !self.closed {
-            self.write_cancel(id.0);
+            self.write_cancel(id.0, "Request cancelled");
         }
         true
     }
@@ -1198,37 +1290,6 @@ impl Endpoint {
             (a, b) => a.or(b),
         };
         guard::min(table, self.guard_deadline())
-    }
-}
-
-/// The `id` member of a cancellation's params.
-fn cancel_target(params: &RawValue) -> Option<Id<'_>> {
-    let text = params.get();
-    let mut s = Scanner::new(text.as_bytes());
-    if s.peek_ws()? != b'{' {
-        return None;
-    }
-    s.pos += 1;
-    if s.peek_ws()? == b'}' {
-        return None;
-    }
-    loop {
-        let key = s.key().ok()?;
-        let first = s.peek_ws()?;
-        let is_id = key.span.of(text) == "id";
-        let value = s.value(0, Limits::MAX_DEPTH_CAP).ok()?;
-        if is_id {
-            let token = value.of(text);
-            return match first {
-                b'"' => Some(Id::from_token(IdKind::String, &token[1..token.len() - 1])),
-                b'-' | b'0'..=b'9' => Id::from_number_text(token),
-                _ => None,
-            };
-        }
-        match s.peek_ws()? {
-            b',' => s.pos += 1,
-            _ => return None,
-        }
     }
 }
 

@@ -1,9 +1,11 @@
-//! `$/progress` (LSP's shape, `{"token": …, "value": …}`): requests sent with a progress
-//! token have their deadline extended by progress on that token, up to a hard cap.
+//! Progress notifications (LSP's `$/progress {token, value}`, MCP's `notifications/progress
+//! {progressToken, …}`): requests sent with a progress token have their deadline extended
+//! by progress on that token, up to a hard cap.
 
 use alloc::collections::BTreeMap;
 use core::time::Duration;
 
+use crate::id::{Id, IdKind};
 use crate::json::Scanner;
 use crate::limits::Limits;
 use crate::raw::RawValue;
@@ -12,11 +14,12 @@ use crate::time::Instant;
 /// Progress reporting for one outgoing request: see [`RequestOptions::progress`].
 ///
 /// [`RequestOptions::progress`]: super::RequestOptions::progress
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Progress {
-    /// The token the peer reports progress on (an integer; put it in the request's params
-    /// where the peer expects it, e.g. LSP's `workDoneToken`).
-    pub token: i64,
+    /// The token the peer reports progress on, an integer or a string; put it in the
+    /// request's params where the peer expects it (LSP's `workDoneToken`, MCP's
+    /// `_meta.progressToken`).
+    pub token: Id<'static>,
     /// The hard cap: however much progress arrives, the request times out this long after
     /// it was sent.
     pub cap: Duration,
@@ -32,17 +35,17 @@ struct Watch {
 /// Requests watched for progress, by token.
 #[derive(Debug, Default)]
 pub(super) struct Watched {
-    by_token: BTreeMap<i64, Watch>,
+    by_token: BTreeMap<Id<'static>, Watch>,
 }
 
 impl Watched {
-    pub fn insert(&mut self, token: i64, id: u64, base: Duration, cap: Instant) {
+    pub fn insert(&mut self, token: Id<'static>, id: u64, base: Duration, cap: Instant) {
         self.by_token.insert(token, Watch { id, base, cap });
     }
 
     /// The request watched under `token` and its new deadline after progress at `now`.
-    pub fn extend(&self, token: i64, now: Instant) -> Option<(u64, Instant)> {
-        let w = self.by_token.get(&token)?;
+    pub fn extend(&self, token: &Id<'_>, now: Instant) -> Option<(u64, Instant)> {
+        let w = self.by_token.get(&token.to_owned_id())?;
         Some((w.id, (now + w.base).min(w.cap)))
     }
 
@@ -60,8 +63,9 @@ impl Watched {
     }
 }
 
-/// The integer `token` member of `$/progress` params.
-pub(super) fn progress_token(params: &RawValue) -> Option<i64> {
+/// The id-like member `key` (a number or a string) of an object of params: the token of a
+/// progress notification, the request named by a cancellation.
+pub(super) fn member_id<'a>(params: &'a RawValue, key: &str) -> Option<Id<'a>> {
     let text = params.get();
     let mut s = Scanner::new(text.as_bytes());
     if s.peek_ws()? != b'{' {
@@ -72,10 +76,16 @@ pub(super) fn progress_token(params: &RawValue) -> Option<i64> {
         return None;
     }
     loop {
-        let key = s.key().ok()?;
+        let name = s.key().ok()?;
+        let first = s.peek_ws()?;
         let value = s.value(0, Limits::MAX_DEPTH_CAP).ok()?;
-        if key.span.of(text) == "token" {
-            return value.of(text).parse().ok();
+        if name.span.of(text) == key {
+            let token = value.of(text);
+            return match first {
+                b'"' => Some(Id::from_token(IdKind::String, &token[1..token.len() - 1])),
+                b'-' | b'0'..=b'9' => Id::from_number_text(token),
+                _ => None,
+            };
         }
         match s.peek_ws()? {
             b',' => s.pos += 1,

@@ -98,6 +98,8 @@ pub(super) struct InFlight {
     pub version: Version,
     /// The incoming batch this request belongs to, if any.
     pub batch: Option<u64>,
+    /// The peer cancelled it; profiles that do not answer cancelled requests drop the answer.
+    pub cancelled: bool,
 }
 
 /// An incoming batch whose answers are being collected into one array.
@@ -164,6 +166,7 @@ impl Incoming {
                 peer_id,
                 version,
                 batch,
+                cancelled: false,
             },
         );
         IncomingId(handle)
@@ -177,6 +180,10 @@ impl Incoming {
 
     pub fn get(&self, handle: IncomingId) -> Option<&InFlight> {
         self.in_flight.get(&handle.0)
+    }
+
+    pub fn get_mut(&mut self, handle: IncomingId) -> Option<&mut InFlight> {
+        self.in_flight.get_mut(&handle.0)
     }
 
     pub fn open_batch(&mut self) -> u64 {

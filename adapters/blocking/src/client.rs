@@ -121,8 +121,8 @@ impl Client {
         })
     }
 
-    /// Calls `method` with raw params, a deadline, and a progress token: each `$/progress`
-    /// on `token` extends the deadline by `timeout` again, never past `cap` after sending
+    /// Calls `method` with raw params, a deadline, and a progress token (an integer or a
+    /// string): each progress notification on `token` extends the deadline by `timeout` again, never past `cap` after sending
     /// ([`RequestOptions::with_progress`]). Put the token in the params where the peer
     /// expects it.
     pub fn call_raw_with_progress(
@@ -130,7 +130,7 @@ impl Client {
         method: &str,
         params: Option<&RawValue>,
         timeout: Duration,
-        token: i64,
+        token: impl Into<sansrpc::Id<'static>>,
         cap: Duration,
     ) -> Result<Box<RawValue>, Error> {
         let (method, params) = (method.to_owned(), params.map(ToOwned::to_owned));
@@ -430,7 +430,7 @@ impl Batch<'_> {
             let result = entries.into_iter().try_for_each(|(method, params, tx)| {
                 let params = params.as_deref();
                 match tx {
-                    Some(tx) => sent.push((batch.request(&method, params, options)?, tx)),
+                    Some(tx) => sent.push((batch.request(&method, params, options.clone())?, tx)),
                     None => batch.notify(&method, params)?,
                 }
                 Ok(())

@@ -44,6 +44,11 @@ pub(crate) enum Command {
         params: Option<Box<RawValue>>,
         ack: oneshot::Sender<Result<(), CallError>>,
     },
+    Progress {
+        token: Id<'static>,
+        value: Box<RawValue>,
+        ack: oneshot::Sender<Result<(), CallError>>,
+    },
     Batch {
         key: u64,
         entries: Vec<BatchEntry>,
@@ -116,8 +121,8 @@ impl Client {
         self.start(Cow::Owned(method.to_owned()), params, timeout, None)
     }
 
-    /// Calls `method` with raw params, a deadline, and a progress token: each `$/progress`
-    /// on `token` extends the deadline by `timeout` again, never past `cap` after sending
+    /// Calls `method` with raw params, a deadline, and a progress token (an integer or a
+    /// string): each progress notification on `token` extends the deadline by `timeout` again, never past `cap` after sending
     /// ([`RequestOptions::with_progress`](sansrpc::endpoint::RequestOptions::with_progress)).
     /// Put the token in the params where the peer expects it.
     pub fn call_raw_with_progress(
@@ -125,31 +130,35 @@ impl Client {
         method: &str,
         params: Option<&RawValue>,
         timeout: Duration,
-        token: i64,
+        token: impl Into<Id<'static>>,
         cap: Duration,
     ) -> PendingCall {
         let params = params.map(ToOwned::to_owned);
-        let progress = Some(Progress { token, cap });
+        let progress = Some(Progress {
+            token: token.into(),
+            cap,
+        });
         let timeout = Timeout::After(timeout);
         self.start(Cow::Owned(method.to_owned()), params, timeout, progress)
     }
 
-    /// Reports progress on `token` (the one the peer sent with its request) with `value`:
-    /// a `$/progress` notification `{"token": token, "value": value}`.
+    /// Reports progress on `token` (the one the peer sent with its request) with `value`,
+    /// in the endpoint's profile: [`Endpoint::send_progress`](sansrpc::Endpoint::send_progress)
+    /// says what each profile puts on the wire (LSP: `$/progress {token, value}`; MCP:
+    /// `notifications/progress {progressToken, …value's members}`). Interceptors do not see
+    /// progress notifications.
     pub fn send_progress(
         &self,
         token: &Id<'_>,
         value: &RawValue,
     ) -> impl Future<Output = Result<(), CallError>> + Send {
-        let mut params = b"{\"token\":".to_vec();
-        token.write_json(&mut params);
-        params.extend_from_slice(b",\"value\":");
-        params.extend_from_slice(value.get().as_bytes());
-        params.push(b'}');
-        let params = String::from_utf8(params)
-            .ok()
-            .and_then(|p| RawValue::from_string(p).ok());
-        self.notify_owned(Cow::Borrowed("$/progress"), params)
+        let (ack, rx) = oneshot::channel();
+        let _ = self.tx.unbounded_send(Command::Progress {
+            token: token.to_owned_id(),
+            value: value.to_owned(),
+            ack,
+        });
+        async move { rx.await.unwrap_or(Err(CallError::Ended(EndReason::Closed))) }
     }
 
     fn start(

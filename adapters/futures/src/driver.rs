@@ -450,7 +450,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             Command::Call { reply, .. } if !open => {
                 let _ = reply.send(Err(CallError::Send(SendError::Closed)));
             }
-            Command::Notify { ack, .. } if !open => {
+            Command::Notify { ack, .. } | Command::Progress { ack, .. } if !open => {
                 let _ = ack.send(Err(CallError::Send(SendError::Closed)));
             }
             Command::Batch { reply, .. } if !open => {
@@ -468,7 +468,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                     return None; // The caller left before it went out.
                 }
                 let mut options = RequestOptions::timeout(timeout);
-                options.progress = progress;
+                options.progress = progress.clone();
                 match self
                     .endpoint
                     .send_request(&method, params.as_deref(), options, now)
@@ -508,6 +508,16 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                     let _ = ack.send(r.map_err(CallError::Send));
                 }
             },
+            Command::Progress { token, value, ack } => {
+                match self.endpoint.send_progress(&token, &value) {
+                    Err(SendError::OutputFull) => {
+                        return Some(Command::Progress { token, value, ack })
+                    }
+                    r => {
+                        let _ = ack.send(r.map_err(CallError::Send));
+                    }
+                }
+            }
             Command::Batch {
                 key,
                 entries,
@@ -524,7 +534,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                 for e in &entries {
                     sent = if e.call {
                         batch
-                            .request(&e.method, e.params.as_deref(), options)
+                            .request(&e.method, e.params.as_deref(), options.clone())
                             .map(|id| ids.push(id))
                     } else {
                         batch.notify(&e.method, e.params.as_deref())

@@ -1,0 +1,103 @@
+//! The MCP profile through the driver, over a real TCP connection on 127.0.0.1 (smol): a
+//! foreign peer writing newline-framed JSON sees MCP progress, and no response after its
+//! `notifications/cancelled`.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use common::{within, LIMIT};
+use futures::io::BufReader;
+use futures::{AsyncBufReadExt, AsyncWriteExt, StreamExt};
+use sansrpc::endpoint::{Config, Profile};
+use sansrpc::{Id, RawValue};
+use sansrpc_futures::{transport, AsyncIoTimer, AsyncRouter, Builder, Client};
+use serde_json::{json, Value};
+
+/// Sets its flag when dropped: the handler's future was dropped by the peer's cancel.
+struct Dropped(Arc<AtomicBool>);
+impl Drop for Dropped {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn mcp_progress_and_cancel_on_the_wire() {
+    smol::block_on(within(LIMIT, async {
+        let listener = async_net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let flag = cancelled.clone();
+        smol::spawn(async move {
+            let (stream, _) = listener.accept().await.unwrap();
+            let me: Arc<OnceLock<Client>> = Arc::new(OnceLock::new());
+            let conn = me.clone();
+            let mut router = AsyncRouter::new();
+            router
+                .raw_method("slow", move |params| {
+                    let conn = conn.clone();
+                    let guard = Dropped(flag.clone());
+                    async move {
+                        let _guard = guard;
+                        let params: Value = serde_json::from_str(params.unwrap().get()).unwrap();
+                        let token = params["_meta"]["progressToken"].as_str().unwrap();
+                        let value = RawValue::from_json(r#"{"progress":1,"total":2}"#).unwrap();
+                        let client = conn.get().unwrap();
+                        client
+                            .send_progress(&Id::string(token), value)
+                            .await
+                            .unwrap();
+                        futures::future::pending::<()>().await;
+                        Ok(RawValue::from_string("null".into()).unwrap())
+                    }
+                })
+                .unwrap();
+            router
+                .raw_method("ping", |_| async {
+                    Ok(RawValue::from_string("{}".into()).unwrap())
+                })
+                .unwrap();
+            let (client, driver) = Builder::new()
+                .config(Config::for_profile(Profile::Mcp))
+                .router(router)
+                .connect(transport::tcp(stream), AsyncIoTimer);
+            let _ = me.set(client);
+            let _ = driver.await;
+        })
+        .detach();
+
+        let stream = async_net::TcpStream::connect(addr).await.unwrap();
+        let mut writer = stream.clone();
+        let mut lines = BufReader::new(stream).lines();
+        let call =
+            r#"{"jsonrpc":"2.0","id":1,"method":"slow","params":{"_meta":{"progressToken":"p1"}}}"#;
+        writer
+            .write_all(format!("{call}\n").as_bytes())
+            .await
+            .unwrap();
+        let progress: Value = serde_json::from_str(&lines.next().await.unwrap().unwrap()).unwrap();
+        assert_eq!(
+            progress,
+            json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                   "params": {"progressToken": "p1", "progress": 1, "total": 2}})
+        );
+        let cancel = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"user"}}"#;
+        writer
+            .write_all(format!("{cancel}\n").as_bytes())
+            .await
+            .unwrap();
+        while !cancelled.load(Ordering::SeqCst) {
+            async_io::Timer::after(Duration::from_millis(10)).await;
+        }
+        // The next line on the wire answers the ping: nothing was written for request 1.
+        writer
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n")
+            .await
+            .unwrap();
+        let next: Value = serde_json::from_str(&lines.next().await.unwrap().unwrap()).unwrap();
+        assert_eq!(next, json!({"jsonrpc": "2.0", "result": {}, "id": 2}));
+    }));
+}

@@ -1,0 +1,75 @@
+//! Protocol profiles: the conventions of LSP and MCP for cancellation, progress and framing.
+
+use crate::codec::Framing;
+
+/// The protocol conventions an endpoint follows for cancellation, progress and framing.
+///
+/// Choose one with [`Config::for_profile`](super::Config::for_profile), which also sets
+/// [`Config::cancel_method`](super::Config::cancel_method),
+/// [`Config::progress_method`](super::Config::progress_method) and the default framing.
+/// The profile decides the params shapes and whether a cancelled request is answered;
+/// both sending and receiving follow it.
+///
+/// | | cancel | cancelled request | progress | framing |
+/// |---|---|---|---|---|
+/// | `JsonRpc`, `Lsp` | `$/cancelRequest {id}` | answered, `-32800` | `$/progress {token, value}` | Content-Length |
+/// | `Mcp` | `notifications/cancelled {requestId, reason}` | no response | `notifications/progress {progressToken, progress, total?, message?}` | newline |
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Profile {
+    /// Plain JSON-RPC 2.0, with LSP's conventions for the extensions (the default).
+    #[default]
+    JsonRpc,
+    /// The Language Server Protocol.
+    Lsp,
+    /// The Model Context Protocol.
+    Mcp,
+}
+
+impl Profile {
+    /// The method of cancellation notifications.
+    pub const fn cancel_method(self) -> &'static str {
+        match self {
+            Profile::JsonRpc | Profile::Lsp => "$/cancelRequest",
+            Profile::Mcp => "notifications/cancelled",
+        }
+    }
+
+    /// The params member of a cancellation that names the cancelled request.
+    pub const fn cancel_id_key(self) -> &'static str {
+        match self {
+            Profile::JsonRpc | Profile::Lsp => "id",
+            Profile::Mcp => "requestId",
+        }
+    }
+
+    /// Whether a request the peer cancelled is still answered (LSP: with
+    /// [`Config::cancelled_code`](super::Config::cancelled_code); MCP: never).
+    pub const fn answers_cancelled(self) -> bool {
+        !matches!(self, Profile::Mcp)
+    }
+
+    /// The method of progress notifications.
+    pub const fn progress_method(self) -> &'static str {
+        match self {
+            Profile::JsonRpc | Profile::Lsp => "$/progress",
+            Profile::Mcp => "notifications/progress",
+        }
+    }
+
+    /// The params member of a progress notification that carries the token.
+    pub const fn progress_token_key(self) -> &'static str {
+        match self {
+            Profile::JsonRpc | Profile::Lsp => "token",
+            Profile::Mcp => "progressToken",
+        }
+    }
+
+    /// The framing of a byte stream (stdio, TCP) under this profile.
+    pub const fn default_framing(self) -> Framing {
+        match self {
+            Profile::JsonRpc | Profile::Lsp => Framing::ContentLength,
+            Profile::Mcp => Framing::Newline,
+        }
+    }
+}
