@@ -358,6 +358,38 @@ impl From<String> for Id<'static> {
     }
 }
 
+/// Writes the id as the peer wrote it: numbers byte for byte (with serde_json), strings as
+/// strings, `null` as unit.
+impl serde::Serialize for Id<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.kind {
+            IdKind::Null => serializer.serialize_unit(),
+            IdKind::String => serializer.serialize_str(&self.as_str().unwrap_or_default()),
+            IdKind::Number => {
+                let raw: &serde_json::value::RawValue =
+                    serde_json::from_str(self.raw()).map_err(serde::ser::Error::custom)?;
+                raw.serialize(serializer)
+            }
+        }
+    }
+}
+
+/// Reads a number (its text kept exactly), a string or `null` into an owned id; anything
+/// else is an error.
+impl<'de> serde::Deserialize<'de> for Id<'static> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = alloc::boxed::Box::<serde_json::value::RawValue>::deserialize(deserializer)?;
+        let text = raw.get().trim();
+        let id = match text.as_bytes().first() {
+            Some(b'"') => Some(Id::from_token(IdKind::String, &text[1..text.len() - 1])),
+            Some(b'n') if text == "null" => Some(Id::NULL),
+            _ => Id::from_number_text(text),
+        };
+        id.map(Id::into_owned)
+            .ok_or_else(|| serde::de::Error::custom("an id must be a number, a string or null"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -33,18 +33,19 @@ pub trait Method {
     /// The method name on the wire.
     const NAME: &'static str;
     /// The params, by name (a struct from an object) or by position (the same struct from an
-    /// array, fields in declared order; or a tuple).
-    type Params: Serialize + DeserializeOwned;
-    /// The result.
-    type Result: Serialize + DeserializeOwned;
+    /// array, fields in declared order; or a tuple). Serving the method needs only
+    /// `Deserialize`, calling it only `Serialize`.
+    type Params;
+    /// The result: `Serialize` to serve the method, `Deserialize` to call it.
+    type Result;
 }
 
 /// A notification method: its name and what it takes.
 pub trait NotificationMethod {
     /// The method name on the wire.
     const NAME: &'static str;
-    /// The params.
-    type Params: Serialize + DeserializeOwned;
+    /// The params: `Deserialize` to receive the notification, `Serialize` to send it.
+    type Params;
 }
 
 /// Why a call produced no result.
@@ -112,7 +113,7 @@ impl std::error::Error for CallError {}
 
 /// Decodes the result of a call to `M` from a [`Event::Response`](crate::endpoint::Event)'s
 /// `result`: a typed error, never a panic, when the peer's answer does not fit.
-pub fn decode_result<M: Method>(
+pub fn decode_result<M: Method<Result: serde::de::DeserializeOwned>>(
     result: Result<Cow<'_, RawValue>, ErrorObject<'_>>,
 ) -> Result<M::Result, CallError> {
     match result {
@@ -322,12 +323,27 @@ pub(crate) fn decode_params<T: DeserializeOwned>(
     params: Option<&RawValue>,
     shape: &ParamShape,
 ) -> Result<T, ErrorObject<'static>> {
-    let text = params.map_or("", RawValue::get);
+    let text = params.map_or("", RawValue::get).trim();
     let padded;
     let text = match (text.as_bytes().first(), shape.arity) {
-        // No params for a method that takes none: absent, `[]` and `{}` all mean that.
-        (None, _) | (Some(b'[' | b'{'), _) if shape.unit && matches!(text, "" | "[]" | "{}") => {
-            "null"
+        // A method that takes no params: absent, `[]` and any object (MCP's `_meta`, members
+        // it ignores) all mean that.
+        (None | Some(b'{'), _) if shape.unit => "null",
+        (Some(b'['), _) if shape.unit => match array_len(text) {
+            Some(0) => "null",
+            Some(len) => {
+                let message = alloc::format!("Invalid params: expected no params, got {len}");
+                return Err(ErrorObject::new(code::INVALID_PARAMS, message));
+            }
+            None => text,
+        },
+        // `_meta` (MCP) is accepted by every struct, even one that denies unknown members.
+        (Some(b'{'), _)
+            if text.contains("\"_meta\"")
+                && shape.names.is_some_and(|names| !names.contains(&"_meta")) =>
+        {
+            padded = without_member(text, "_meta");
+            padded.as_str()
         }
         (None, Some(n)) => {
             padded = pad("[]", n);
@@ -349,6 +365,37 @@ pub(crate) fn decode_params<T: DeserializeOwned>(
         _ => text,
     };
     serde_json::from_str(text).map_err(|e| invalid_params(&e))
+}
+
+/// The object `text` (already validated) without its member `key`.
+fn without_member(text: &str, key: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    out.push('{');
+    let mut s = crate::json::Scanner::new(text.as_bytes());
+    if s.expect(b'{').is_err() || s.peek_ws() == Some(b'}') {
+        return String::from(text);
+    }
+    loop {
+        let start = s.pos;
+        let Ok(name) = s.key() else {
+            return String::from(text);
+        };
+        let Ok(_) = s.value(1, crate::Limits::MAX_DEPTH_CAP) else {
+            return String::from(text);
+        };
+        if name.span.of(text) != key {
+            if out.len() > 1 {
+                out.push(',');
+            }
+            out.push_str(&text[start..s.pos]);
+        }
+        match s.peek_ws() {
+            Some(b',') => s.pos += 1,
+            _ => break,
+        }
+    }
+    out.push('}');
+    out
 }
 
 /// `array` with `missing` nulls appended.

@@ -124,3 +124,21 @@ impl From<Box<RawValue>> for alloc::borrow::Cow<'_, RawValue> {
         alloc::borrow::Cow::Owned(raw)
     }
 }
+
+/// Writes the JSON text as it is (with serde_json's serializers: byte for byte).
+impl serde::Serialize for RawValue {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let raw: &serde_json::value::RawValue =
+            serde_json::from_str(self.get()).map_err(serde::ser::Error::custom)?;
+        raw.serialize(serializer)
+    }
+}
+
+/// Reads any JSON value as text (from serde_json's deserializers: byte for byte).
+impl<'de> serde::Deserialize<'de> for Box<RawValue> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = Box::<serde_json::value::RawValue>::deserialize(deserializer)?;
+        let text: Box<str> = raw.into();
+        Ok(RawValue::boxed_from_validated(text))
+    }
+}

@@ -331,7 +331,7 @@ impl Router {
     /// Registers a typed method handler under `M::NAME`.
     pub fn method<M, F>(&mut self, handler: F) -> Result<(), RegisterError>
     where
-        M: Method + 'static,
+        M: Method<Params: serde::de::DeserializeOwned, Result: serde::Serialize> + 'static,
         F: Fn(M::Params) -> Result<M::Result, ErrorObject<'static>> + Send + Sync + 'static,
     {
         self.typed_method::<M, F>(M::NAME.to_string(), handler)
@@ -341,7 +341,7 @@ impl Router {
     /// are dropped (a notification has no one to tell).
     pub fn notification<N, F>(&mut self, handler: F) -> Result<(), RegisterError>
     where
-        N: NotificationMethod + 'static,
+        N: NotificationMethod<Params: serde::de::DeserializeOwned> + 'static,
         F: Fn(N::Params) + Send + Sync + 'static,
     {
         self.typed_notification::<N, F>(N::NAME.to_string(), handler)
@@ -376,7 +376,7 @@ impl Router {
 
     fn typed_method<M, F>(&mut self, name: String, handler: F) -> Result<(), RegisterError>
     where
-        M: Method + 'static,
+        M: Method<Params: serde::de::DeserializeOwned, Result: serde::Serialize> + 'static,
         F: Fn(M::Params) -> Result<M::Result, ErrorObject<'static>> + Send + Sync + 'static,
     {
         let shape = param_shape::<M::Params>();
@@ -391,7 +391,7 @@ impl Router {
 
     fn typed_notification<N, F>(&mut self, name: String, handler: F) -> Result<(), RegisterError>
     where
-        N: NotificationMethod + 'static,
+        N: NotificationMethod<Params: serde::de::DeserializeOwned> + 'static,
         F: Fn(N::Params) + Send + Sync + 'static,
     {
         let shape = param_shape::<N::Params>();
@@ -695,7 +695,7 @@ impl Group<'_> {
     /// Registers a typed method as `prefix.M::NAME`.
     pub fn method<M, F>(&mut self, handler: F) -> Result<(), RegisterError>
     where
-        M: Method + 'static,
+        M: Method<Params: serde::de::DeserializeOwned, Result: serde::Serialize> + 'static,
         F: Fn(M::Params) -> Result<M::Result, ErrorObject<'static>> + Send + Sync + 'static,
     {
         let name = self.name(M::NAME);
@@ -705,7 +705,7 @@ impl Group<'_> {
     /// Registers a typed notification as `prefix.N::NAME`.
     pub fn notification<N, F>(&mut self, handler: F) -> Result<(), RegisterError>
     where
-        N: NotificationMethod + 'static,
+        N: NotificationMethod<Params: serde::de::DeserializeOwned> + 'static,
         F: Fn(N::Params) + Send + Sync + 'static,
     {
         let name = self.name(N::NAME);

@@ -1,7 +1,10 @@
-//! Typed calls: `call::<M>(params)` and `notify::<N>(params)` on the endpoint.
+//! Typed calls: `call::<M>(params)`, `notify::<N>(params)` and `respond_typed(id, &result)`
+//! on the endpoint.
 
-use super::{Endpoint, RequestId, RequestOptions, SendError};
-use crate::method::{encode_params, Method, NotificationMethod};
+use super::{Endpoint, IncomingId, RequestId, RequestOptions, SendError, UnknownRequest};
+use crate::error::ErrorObject;
+use crate::method::{encode_params, write_json, Method, NotificationMethod};
+use crate::raw::RawValue;
 use crate::time::Instant;
 
 impl Endpoint {
@@ -9,7 +12,7 @@ impl Endpoint {
     /// `serde_json::Value` between, see [`encode_params`]), then sent as
     /// [`send_request`](Endpoint::send_request) does. Decode the answer with
     /// [`decode_result::<M>`](crate::method::decode_result).
-    pub fn call<M: Method>(
+    pub fn call<M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>>(
         &mut self,
         params: &M::Params,
         options: RequestOptions,
@@ -23,11 +26,57 @@ impl Endpoint {
     }
 
     /// Sends a notification to `N`, serializing the params as [`call`](Endpoint::call) does.
-    pub fn notify<N: NotificationMethod>(&mut self, params: &N::Params) -> Result<(), SendError> {
+    pub fn notify<N: NotificationMethod<Params: serde::Serialize>>(
+        &mut self,
+        params: &N::Params,
+    ) -> Result<(), SendError> {
         let mut buf = core::mem::take(&mut self.params);
         let result =
             encode_params(params, &mut buf).and_then(|raw| self.send_notification(N::NAME, raw));
         self.params = buf;
         result
+    }
+
+    /// Answers a request the peer sent with a typed result (serialized straight into a
+    /// reused buffer) or an error object, as [`respond`](Endpoint::respond) does. A result
+    /// that fails to serialize is answered with `-32603` Internal error: the request is
+    /// answered either way.
+    ///
+    /// ```
+    /// use sansrpc::endpoint::{Config, Endpoint, Event};
+    /// use sansrpc::Instant;
+    ///
+    /// let mut ep = Endpoint::new(Config::default());
+    /// let frame = br#"{"jsonrpc":"2.0","id":1,"method":"sum","params":[1,2]}"#;
+    /// let mut wire = Vec::new();
+    /// sansrpc::codec::encode_frame(sansrpc::codec::Framing::ContentLength, frame, &mut wire);
+    /// ep.handle_input(&wire, Instant::ZERO);
+    /// let Some(Event::Request { id, .. }) = ep.poll_event() else { panic!() };
+    /// ep.respond_typed(id, Ok(&3)).unwrap();
+    /// let mut out = Vec::new();
+    /// ep.poll_transmit(&mut out);
+    /// assert!(out.ends_with(br#"{"jsonrpc":"2.0","result":3,"id":1}"#));
+    /// ```
+    pub fn respond_typed<T: serde::Serialize + ?Sized>(
+        &mut self,
+        id: IncomingId,
+        result: Result<&T, &ErrorObject<'_>>,
+    ) -> Result<(), UnknownRequest> {
+        let value = match result {
+            Ok(value) => value,
+            Err(e) => return self.respond(id, Err(e)),
+        };
+        let mut buf = core::mem::take(&mut self.params);
+        buf.clear();
+        let answer = match write_json(&mut buf, value) {
+            // serde_json wrote one JSON value.
+            Ok(()) => match core::str::from_utf8(&buf) {
+                Ok(text) => self.respond(id, Ok(RawValue::from_validated(text))),
+                Err(_) => self.respond(id, Err(&ErrorObject::internal_error())),
+            },
+            Err(_) => self.respond(id, Err(&ErrorObject::internal_error())),
+        };
+        self.params = buf;
+        answer
     }
 }

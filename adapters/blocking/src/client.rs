@@ -86,7 +86,7 @@ impl Client {
     /// it passes the call fails with [`CallError::Ended`]`(`[`EndReason::TimedOut`]`)` and
     /// the peer is sent a cancellation. Params are sent by name or by position as `M::Params`
     /// serializes (a struct by name, a tuple by position).
-    pub fn call<M: Method>(
+    pub fn call<M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>>(
         &self,
         params: &M::Params,
         timeout: Option<Duration>,
@@ -178,7 +178,10 @@ impl Client {
     }
 
     /// Sends a notification to `N`. Returns once it is queued for writing.
-    pub fn notify<N: NotificationMethod>(&self, params: &N::Params) -> Result<(), Error> {
+    pub fn notify<N: NotificationMethod<Params: serde::Serialize>>(
+        &self,
+        params: &N::Params,
+    ) -> Result<(), Error> {
         let params = encode_params_owned(params).map_err(Error::Send)?;
         self.intercept(N::NAME, params, true, |params| {
             self.send(Box::new(move |ep| {
@@ -469,7 +472,9 @@ impl Pending {
     }
 
     /// Waits for the result and decodes it as `M`'s.
-    pub fn wait_as<M: Method>(self) -> Result<M::Result, Error> {
+    pub fn wait_as<M: Method<Result: serde::de::DeserializeOwned>>(
+        self,
+    ) -> Result<M::Result, Error> {
         let raw = self.wait()?;
         decode_result::<M>(Ok(Cow::Owned(raw))).map_err(Error::Call)
     }

@@ -251,7 +251,7 @@ impl Reconnect {
     }
 
     /// Calls `M` (not re-sent after a disconnect); `timeout` as for [`Client::call`].
-    pub fn call<M: Method>(
+    pub fn call<M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>>(
         &self,
         params: &M::Params,
         timeout: Option<Duration>,
@@ -261,7 +261,9 @@ impl Reconnect {
 
     /// Calls `M`, marked idempotent: re-sent on the next connection under
     /// [`PendingPolicy::ResendIdempotent`] if the connection is lost before its answer.
-    pub fn call_idempotent<M: Method>(
+    pub fn call_idempotent<
+        M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>,
+    >(
         &self,
         params: &M::Params,
         timeout: Option<Duration>,
@@ -269,7 +271,7 @@ impl Reconnect {
         self.call_typed::<M>(params, timeout, true)
     }
 
-    fn call_typed<M: Method>(
+    fn call_typed<M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>>(
         &self,
         params: &M::Params,
         timeout: Option<Duration>,

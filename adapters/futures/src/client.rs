@@ -83,7 +83,7 @@ impl Client {
     }
 
     /// Calls `M` with the endpoint's default deadline ([`Config::default_timeout`](sansrpc::endpoint::Config)).
-    pub fn call<M: Method>(
+    pub fn call<M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>>(
         &self,
         params: &M::Params,
     ) -> impl Future<Output = Result<M::Result, CallError>> + Send {
@@ -91,7 +91,7 @@ impl Client {
     }
 
     /// Calls `M` with its own deadline.
-    pub fn call_with<M: Method>(
+    pub fn call_with<M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>>(
         &self,
         params: &M::Params,
         timeout: Timeout,
@@ -206,7 +206,7 @@ impl Client {
     }
 
     /// Sends notification `N`; resolves once the endpoint has queued it for the wire.
-    pub fn notify<N: NotificationMethod>(
+    pub fn notify<N: NotificationMethod<Params: serde::Serialize>>(
         &self,
         params: &N::Params,
     ) -> impl Future<Output = Result<(), CallError>> + Send {
@@ -404,7 +404,7 @@ impl<M> Clone for BatchSlot<M> {
 
 impl<M> Copy for BatchSlot<M> {}
 
-impl<M: Method> BatchSlot<M> {
+impl<M: Method<Result: serde::de::DeserializeOwned>> BatchSlot<M> {
     /// The index of this call's result among the batch's results.
     pub fn index(self) -> usize {
         self.index
@@ -435,7 +435,10 @@ impl Batch {
     }
 
     /// Adds a call to `M`; its result is at the returned slot.
-    pub fn call<M: Method>(&mut self, params: &M::Params) -> BatchSlot<M> {
+    pub fn call<M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>>(
+        &mut self,
+        params: &M::Params,
+    ) -> BatchSlot<M> {
         let index = self.calls();
         match encode_params_owned(params) {
             Ok(params) => self.entries.push(BatchEntry {
@@ -463,7 +466,10 @@ impl Batch {
     }
 
     /// Adds notification `N`.
-    pub fn notify<N: NotificationMethod>(&mut self, params: &N::Params) -> &mut Self {
+    pub fn notify<N: NotificationMethod<Params: serde::Serialize>>(
+        &mut self,
+        params: &N::Params,
+    ) -> &mut Self {
         match encode_params_owned(params) {
             Ok(params) => self.entries.push(BatchEntry {
                 method: Cow::Borrowed(N::NAME),

@@ -325,7 +325,7 @@ impl Reconnect {
     }
 
     /// Calls `M` with the default deadline; not re-sent after a disconnect.
-    pub fn call<M: Method>(
+    pub fn call<M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>>(
         &self,
         params: &M::Params,
     ) -> impl Future<Output = Result<M::Result, CallError>> + Send {
@@ -334,7 +334,9 @@ impl Reconnect {
 
     /// Calls `M`, marked idempotent: under [`PendingPolicy::ResendIdempotent`] it is
     /// re-sent on the next connection if the connection is lost before its answer.
-    pub fn call_idempotent<M: Method>(
+    pub fn call_idempotent<
+        M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>,
+    >(
         &self,
         params: &M::Params,
     ) -> impl Future<Output = Result<M::Result, CallError>> + Send {
@@ -342,7 +344,7 @@ impl Reconnect {
     }
 
     /// Calls `M` with its own options.
-    pub fn call_with<M: Method>(
+    pub fn call_with<M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>>(
         &self,
         params: &M::Params,
         options: CallOptions,
@@ -393,7 +395,7 @@ impl Reconnect {
     }
 
     /// Sends notification `N`; resolves once it is queued for the wire.
-    pub fn notify<N: NotificationMethod>(
+    pub fn notify<N: NotificationMethod<Params: serde::Serialize>>(
         &self,
         params: &N::Params,
     ) -> impl Future<Output = Result<(), CallError>> + Send {

@@ -116,7 +116,7 @@ impl AsyncRouter {
     /// core router decodes them (by name or by position; `-32602` when they do not fit).
     pub fn method<M, F, Fut>(&mut self, handler: F) -> Result<(), RegisterError>
     where
-        M: Method + 'static,
+        M: Method<Params: serde::de::DeserializeOwned, Result: serde::Serialize> + 'static,
         M::Result: Send,
         F: Fn(M::Params) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<M::Result, ErrorObject<'static>>> + Send + 'static,
@@ -149,7 +149,7 @@ impl AsyncRouter {
     /// decode are dropped (a notification has no one to tell).
     pub fn notification<N, F, Fut>(&mut self, handler: F) -> Result<(), RegisterError>
     where
-        N: NotificationMethod + 'static,
+        N: NotificationMethod<Params: serde::de::DeserializeOwned> + 'static,
         F: Fn(N::Params) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {

@@ -583,7 +583,10 @@ impl Client {
     }
 
     /// Calls `M`.
-    pub async fn call<M: Method>(&self, params: &M::Params) -> Result<M::Result, Error> {
+    pub async fn call<M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>>(
+        &self,
+        params: &M::Params,
+    ) -> Result<M::Result, Error> {
         let exchange = self.open();
         let call = exchange.client.call::<M>(params);
         exchange.run(call).await
@@ -601,7 +604,10 @@ impl Client {
     }
 
     /// Sends notification `N`; resolves once the server has accepted it.
-    pub async fn notify<N: NotificationMethod>(&self, params: &N::Params) -> Result<(), Error> {
+    pub async fn notify<N: NotificationMethod<Params: serde::Serialize>>(
+        &self,
+        params: &N::Params,
+    ) -> Result<(), Error> {
         let exchange = self.open();
         let notify = exchange.client.notify::<N>(params);
         exchange.run(notify).await
@@ -637,7 +643,10 @@ impl fmt::Debug for Batch {
 
 impl Batch {
     /// Adds a call to `M`; its result is at the returned slot.
-    pub fn call<M: Method>(&mut self, params: &M::Params) -> BatchSlot<M> {
+    pub fn call<M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>>(
+        &mut self,
+        params: &M::Params,
+    ) -> BatchSlot<M> {
         self.batch.call::<M>(params)
     }
 
@@ -647,7 +656,10 @@ impl Batch {
     }
 
     /// Adds notification `N`.
-    pub fn notify<N: NotificationMethod>(&mut self, params: &N::Params) -> &mut Self {
+    pub fn notify<N: NotificationMethod<Params: serde::Serialize>>(
+        &mut self,
+        params: &N::Params,
+    ) -> &mut Self {
         self.batch.notify::<N>(params);
         self
     }
