@@ -449,3 +449,46 @@ pub(crate) fn invalid_params(e: &serde_json::Error) -> ErrorObject<'static> {
     message.push_str(detail);
     ErrorObject::new(code::INVALID_PARAMS, message)
 }
+
+/// Declares a method in one line: a unit struct that implements [`Method`] (with `=>`) or
+/// [`NotificationMethod`] (without). The struct is also a value, for calls that take the
+/// method as an argument (`client.request(Add, &params)` in the adapters).
+///
+/// ```
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize)]
+/// pub struct AddParams { a: i64, b: i64 }
+///
+/// sansrpc::method!(pub Add = "tools/add", AddParams => i64);
+/// sansrpc::method!(
+///     /// Sent once the client is ready.
+///     Initialized = "notifications/initialized", ()
+/// );
+///
+/// use sansrpc::method::{Method, NotificationMethod};
+/// assert_eq!(<Add as Method>::NAME, "tools/add");
+/// assert_eq!(<Initialized as NotificationMethod>::NAME, "notifications/initialized");
+/// ```
+#[macro_export]
+macro_rules! method {
+    ($(#[$attr:meta])* $vis:vis $name:ident = $wire:literal, $params:ty => $result:ty $(,)?) => {
+        $(#[$attr])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+        $vis struct $name;
+        impl $crate::method::Method for $name {
+            const NAME: &'static str = $wire;
+            type Params = $params;
+            type Result = $result;
+        }
+    };
+    ($(#[$attr:meta])* $vis:vis $name:ident = $wire:literal, $params:ty $(,)?) => {
+        $(#[$attr])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+        $vis struct $name;
+        impl $crate::method::NotificationMethod for $name {
+            const NAME: &'static str = $wire;
+            type Params = $params;
+        }
+    };
+}

@@ -80,6 +80,18 @@ impl Client {
         })
     }
 
+    /// Calls the method `M`, given as a value (a [`sansrpc::method!`] struct), so no
+    /// turbofish is needed: `client.request(Add, &params, None)`. The same as
+    /// [`call`](Client::call).
+    pub fn request<M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>>(
+        &self,
+        _method: M,
+        params: &M::Params,
+        timeout: Option<Duration>,
+    ) -> Result<M::Result, Error> {
+        self.call::<M>(params, timeout)
+    }
+
     /// Calls `M` and waits for its result.
     ///
     /// `timeout` is the request's deadline (`None`: the endpoint's `default_timeout`); when
@@ -94,7 +106,7 @@ impl Client {
         let params = encode_params_owned(params).map_err(Error::Send)?;
         let options = options(timeout);
         let raw = self.intercept(M::NAME, params, false, |params| {
-            self.request(
+            self.submit(
                 Box::new(move |ep, now| ep.send_request(M::NAME, params.as_deref(), options, now)),
                 timeout,
             )
@@ -114,7 +126,7 @@ impl Client {
         let options = options(timeout);
         self.intercept(method, params, false, |params| {
             let method = method.to_owned();
-            self.request(
+            self.submit(
                 Box::new(move |ep, now| ep.send_request(&method, params.as_deref(), options, now)),
                 timeout,
             )
@@ -135,7 +147,7 @@ impl Client {
     ) -> Result<Box<RawValue>, Error> {
         let (method, params) = (method.to_owned(), params.map(ToOwned::to_owned));
         let options = RequestOptions::timeout(Timeout::After(timeout)).with_progress(token, cap);
-        self.request(
+        self.submit(
             Box::new(move |ep, now| ep.send_request(&method, params.as_deref(), options, now)),
             Some(cap.max(timeout)),
         )
@@ -261,7 +273,7 @@ impl Client {
         }
     }
 
-    fn request(
+    fn submit(
         &self,
         send: Box<SendRequest>,
         timeout: Option<Duration>,

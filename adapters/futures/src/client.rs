@@ -90,6 +90,17 @@ impl Client {
         self.call_with::<M>(params, Timeout::Default)
     }
 
+    /// Calls the method `M`, given as a value (a [`sansrpc::method!`] struct), so no
+    /// turbofish is needed: `client.request(Add, &params).await`. The same as
+    /// [`call`](Client::call).
+    pub fn request<M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>>(
+        &self,
+        _method: M,
+        params: &M::Params,
+    ) -> impl Future<Output = Result<M::Result, CallError>> + Send {
+        self.call::<M>(params)
+    }
+
     /// Calls `M` with its own deadline.
     pub fn call_with<M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>>(
         &self,

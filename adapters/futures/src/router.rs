@@ -112,6 +112,20 @@ impl AsyncRouter {
         Ok(())
     }
 
+    /// Registers an async handler for the method `M`, given as a value (a
+    /// [`sansrpc::method!`] struct), so no turbofish is needed:
+    /// `router.handle(Add, |p| async move { Ok(p.a + p.b) })`. The same as
+    /// [`method`](AsyncRouter::method).
+    pub fn handle<M, F, Fut>(&mut self, _method: M, handler: F) -> Result<(), RegisterError>
+    where
+        M: Method<Params: serde::de::DeserializeOwned, Result: serde::Serialize> + 'static,
+        M::Result: Send,
+        F: Fn(M::Params) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<M::Result, ErrorObject<'static>>> + Send + 'static,
+    {
+        self.method::<M, F, Fut>(handler)
+    }
+
     /// Registers an async typed method handler under `M::NAME`. Params are decoded as the
     /// core router decodes them (by name or by position; `-32602` when they do not fit).
     pub fn method<M, F, Fut>(&mut self, handler: F) -> Result<(), RegisterError>

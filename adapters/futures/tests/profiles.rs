@@ -101,3 +101,53 @@ fn mcp_progress_and_cancel_on_the_wire() {
         assert_eq!(next, json!({"jsonrpc": "2.0", "result": {}, "id": 2}));
     }));
 }
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct AddParams {
+    a: i64,
+    b: i64,
+}
+
+sansrpc::method!(Add = "tools/add", AddParams => i64);
+sansrpc::method!(Ping = "ping", () => Value);
+
+#[test]
+fn one_line_methods_called_and_served_without_turbofish() {
+    smol::block_on(within(LIMIT, async {
+        let listener = async_net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        smol::spawn(async move {
+            let (stream, _) = listener.accept().await.unwrap();
+            let mut router = AsyncRouter::new();
+            router
+                .handle(Add, |p| async move { Ok(p.a + p.b) })
+                .unwrap();
+            router.handle(Ping, |()| async { Ok(json!({})) }).unwrap();
+            let (_client, driver) = Builder::new()
+                .config(Config::for_profile(Profile::Mcp))
+                .router(router)
+                .connect(transport::tcp(stream), AsyncIoTimer);
+            let _ = driver.await;
+        })
+        .detach();
+        let stream = async_net::TcpStream::connect(addr).await.unwrap();
+        let (client, driver) = Builder::new()
+            .config(Config::for_profile(Profile::Mcp))
+            .connect(transport::tcp(stream), AsyncIoTimer);
+        smol::spawn(driver).detach();
+        assert_eq!(
+            client
+                .request(Add, &AddParams { a: 2, b: 3 })
+                .await
+                .unwrap(),
+            5
+        );
+        assert_eq!(client.request(Ping, &()).await.unwrap(), json!({}));
+        // MCP's `_meta` on a method that takes no params.
+        let meta = RawValue::from_json(r#"{"_meta":{"progressToken":1}}"#).unwrap();
+        assert_eq!(
+            client.call_raw("ping", Some(meta)).await.unwrap().get(),
+            "{}"
+        );
+    }));
+}
