@@ -58,6 +58,11 @@ pub enum Framing {
     ContentLength,
     /// One message per line, ended by `\n` (MCP stdio, JSON Lines).
     Newline,
+    /// Decided by the peer's first bytes: a leading `{` or `[` (after any whitespace) is
+    /// newline framing, anything else (a `Content-Length` header) is Content-Length. For a
+    /// server that does not know which kind of client will connect. Until the first
+    /// non-whitespace byte arrives, output is written with Content-Length.
+    Auto,
 }
 
 /// A framing fault in the input: the peer's fault, never the caller's.
@@ -116,6 +121,16 @@ pub enum FrameError {
         /// How many bytes of the incomplete frame had arrived (header included).
         received: usize,
     },
+    /// The stream's first bytes are in the other framing: a JSON text where a
+    /// `Content-Length` header was expected, or a `Content-Length` header where newline
+    /// framing was expected. Reported once, before whatever error the frames then give;
+    /// its message names the framing to configure (or [`Framing::Auto`]).
+    WrongFraming {
+        /// The framing the decoder was configured with.
+        expected: Framing,
+        /// The framing the input looks like.
+        found: Framing,
+    },
 }
 
 impl fmt::Display for FrameError {
@@ -141,6 +156,13 @@ impl fmt::Display for FrameError {
             FrameError::Truncated { received } => {
                 write!(f, "input ended inside a frame after {received} bytes")
             }
+            FrameError::WrongFraming { expected, found } => write!(
+                f,
+                "the peer's first bytes look like {} framing, but this side expects {}: \
+                 configure {found:?} framing (or Framing::Auto) on this side",
+                found.describe(),
+                expected.describe()
+            ),
         }
     }
 }
@@ -161,12 +183,47 @@ impl std::error::Error for FrameError {}
 #[derive(Debug)]
 pub struct Decoder {
     inner: Inner,
+    /// What the first non-whitespace byte of the stream told: nothing yet, or a pending
+    /// [`FrameError::WrongFraming`] to report once.
+    first: First,
+    /// Created with [`Framing::Auto`]: the limits to decide again with after `finish`.
+    auto: Option<Limits>,
 }
 
 #[derive(Debug)]
 enum Inner {
     ContentLength(ContentLengthDecoder),
     Newline(NewlineDecoder),
+    /// [`Framing::Auto`] before the first non-whitespace byte: the limits to build with.
+    Undecided(Limits),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum First {
+    /// No non-whitespace byte yet.
+    Waiting,
+    /// A mistake to report at the next [`Decoder::next_frame`].
+    Mistake(Framing, Framing),
+    /// Checked (and reported, if it was a mistake).
+    Done,
+}
+
+impl Framing {
+    fn describe(self) -> &'static str {
+        match self {
+            Framing::ContentLength => "Content-Length (LSP)",
+            Framing::Newline => "newline (MCP stdio, JSON Lines)",
+            Framing::Auto => "automatically detected",
+        }
+    }
+
+    /// The framing a stream whose first non-whitespace byte is `b` uses.
+    fn of_first_byte(b: u8) -> Framing {
+        match b {
+            b'{' | b'[' => Framing::Newline,
+            _ => Framing::ContentLength,
+        }
+    }
 }
 
 impl Decoder {
@@ -177,8 +234,45 @@ impl Decoder {
         let inner = match framing {
             Framing::ContentLength => Inner::ContentLength(ContentLengthDecoder::new(limits)),
             Framing::Newline => Inner::Newline(NewlineDecoder::new(limits)),
+            Framing::Auto => Inner::Undecided(*limits),
         };
-        Decoder { inner }
+        Decoder {
+            inner,
+            first: First::Waiting,
+            auto: (framing == Framing::Auto).then_some(*limits),
+        }
+    }
+
+    /// Looks at the stream's first non-whitespace byte (in `input`, if it is there): decides
+    /// [`Framing::Auto`], or notes a framing mistake. Returns how many leading bytes an
+    /// undecided decoder consumed (whitespace only).
+    fn look_at_first(&mut self, input: &[u8]) -> usize {
+        if let Inner::Newline(_) = self.inner {
+            // Checked on the first buffered line instead (see `newline_mistake`).
+            return 0;
+        }
+        let Some(at) = input.iter().position(|&b| !is_space(b)) else {
+            return match self.inner {
+                Inner::Undecided(_) => input.len(),
+                _ => 0,
+            };
+        };
+        let found = Framing::of_first_byte(input[at]);
+        self.first = First::Done;
+        match &self.inner {
+            Inner::Undecided(limits) => {
+                self.inner = match found {
+                    Framing::Newline => Inner::Newline(NewlineDecoder::new(limits)),
+                    _ => Inner::ContentLength(ContentLengthDecoder::new(limits)),
+                };
+                at
+            }
+            Inner::ContentLength(_) if found == Framing::Newline => {
+                self.first = First::Mistake(Framing::ContentLength, found);
+                0
+            }
+            _ => 0,
+        }
     }
 
     /// Buffers as much of `input` as the bound allows and returns how many bytes it consumed.
@@ -189,10 +283,17 @@ impl Decoder {
     /// always makes room. Never parses, never fails.
     #[must_use = "bytes not consumed must be fed again after draining next_frame"]
     pub fn feed(&mut self, input: &[u8]) -> usize {
-        match &mut self.inner {
-            Inner::ContentLength(d) => d.feed(input),
-            Inner::Newline(d) => d.feed(input),
-        }
+        let skipped = match self.first {
+            First::Waiting => self.look_at_first(input),
+            _ => 0,
+        };
+        let input = &input[skipped..];
+        skipped
+            + match &mut self.inner {
+                Inner::ContentLength(d) => d.feed(input),
+                Inner::Newline(d) => d.feed(input),
+                Inner::Undecided(_) => 0,
+            }
     }
 
     /// Returns the next complete frame body, borrowed from the internal buffer, or an
@@ -201,9 +302,17 @@ impl Decoder {
     /// After an error the decoder has already recovered: call again. The body is valid
     /// until the next call on the decoder.
     pub fn next_frame(&mut self) -> Option<Result<&[u8], FrameError>> {
+        if let (First::Waiting, Inner::Newline(d)) = (self.first, &self.inner) {
+            self.first = newline_mistake(d.buffered_bytes());
+        }
+        if let First::Mistake(expected, found) = self.first {
+            self.first = First::Done;
+            return Some(Err(FrameError::WrongFraming { expected, found }));
+        }
         match &mut self.inner {
             Inner::ContentLength(d) => d.next_frame(),
             Inner::Newline(d) => d.next_frame(),
+            Inner::Undecided(_) => None,
         }
     }
 
@@ -213,10 +322,17 @@ impl Decoder {
     /// Call it after [`Decoder::next_frame`] returned `None`; whatever is still buffered
     /// then is an incomplete frame. Leftover whitespace is not an error.
     pub fn finish(&mut self) -> Option<FrameError> {
-        match &mut self.inner {
+        // A new stream follows: its first bytes are checked (or, for Auto, decide) again.
+        self.first = First::Waiting;
+        let result = match &mut self.inner {
             Inner::ContentLength(d) => d.finish(),
             Inner::Newline(d) => d.finish(),
+            Inner::Undecided(_) => None,
+        };
+        if let Some(limits) = self.auto {
+            self.inner = Inner::Undecided(limits);
         }
+        result
     }
 
     /// Returns how many input bytes are buffered and not yet handed out.
@@ -224,6 +340,7 @@ impl Decoder {
         match &self.inner {
             Inner::ContentLength(d) => d.buffered(),
             Inner::Newline(d) => d.buffered(),
+            Inner::Undecided(_) => 0,
         }
     }
 
@@ -235,6 +352,7 @@ impl Decoder {
         match &self.inner {
             Inner::ContentLength(d) => d.in_frame(),
             Inner::Newline(d) => d.in_frame(),
+            Inner::Undecided(_) => false,
         }
     }
 
@@ -244,21 +362,25 @@ impl Decoder {
         match &self.inner {
             Inner::ContentLength(d) => d.max_buffered(),
             Inner::Newline(d) => d.max_buffered(),
+            Inner::Undecided(limits) => limits.max_frame_bytes + limits.max_header_bytes,
         }
     }
 
-    /// Returns the framing this decoder was created for.
+    /// Returns the framing in use: the one this decoder was created for, or for
+    /// [`Framing::Auto`] the one the first bytes chose ([`Framing::Auto`] until then).
     pub fn framing(&self) -> Framing {
         match self.inner {
             Inner::ContentLength(_) => Framing::ContentLength,
             Inner::Newline(_) => Framing::Newline,
+            Inner::Undecided(_) => Framing::Auto,
         }
     }
 }
 
 /// Writes one framed message, appending it to `out`.
 ///
-/// - [`Framing::ContentLength`]: `Content-Length: N\r\n\r\n` followed by `body`.
+/// - [`Framing::ContentLength`] (and [`Framing::Auto`], until a decoder has decided):
+///   `Content-Length: N\r\n\r\n` followed by `body`.
 /// - [`Framing::Newline`]: `body` followed by `\n`. A valid JSON text contains raw `\n`
 ///   and `\r` bytes only as insignificant whitespace (inside strings they must be
 ///   escaped), so every such byte in `body` is written as a space: the frame stays one
@@ -267,7 +389,7 @@ impl Decoder {
 /// Allocates only if `out` lacks the capacity.
 pub fn encode_frame(framing: Framing, body: &[u8], out: &mut Vec<u8>) {
     match framing {
-        Framing::ContentLength => {
+        Framing::ContentLength | Framing::Auto => {
             out.extend_from_slice(b"Content-Length: ");
             // A body fits in memory, so its length fits an i64.
             let (digits, start) = crate::json::decimal(body.len() as i64);
@@ -298,6 +420,25 @@ pub fn check_message(body: &[u8], limits: &Limits) -> Result<(), FrameError> {
         });
     }
     Ok(())
+}
+
+/// Whether the first line of a newline-framed stream, buffered in `bytes`, is a
+/// `Content-Length` header; [`First::Waiting`] until enough of it has arrived to tell.
+fn newline_mistake(bytes: &[u8]) -> First {
+    const HEADER: &[u8] = b"content-length";
+    let start = bytes
+        .iter()
+        .position(|&b| !is_space(b))
+        .unwrap_or(bytes.len());
+    let line = &bytes[start..];
+    let n = line.len().min(HEADER.len());
+    if !line[..n].eq_ignore_ascii_case(&HEADER[..n]) {
+        First::Done
+    } else if n == HEADER.len() {
+        First::Mistake(Framing::Newline, Framing::ContentLength)
+    } else {
+        First::Waiting
+    }
 }
 
 /// Whitespace that may separate frames without being an error.

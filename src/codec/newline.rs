@@ -105,6 +105,11 @@ impl NewlineDecoder {
         }
     }
 
+    /// The bytes buffered and not handed out yet.
+    pub(super) fn buffered_bytes(&self) -> &[u8] {
+        self.buf.bytes()
+    }
+
     /// Signals the end of input; see [`Decoder::finish`](super::Decoder::finish).
     ///
     /// A last line without its `\n` is reported as [`FrameError::Truncated`].

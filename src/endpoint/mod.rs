@@ -978,7 +978,13 @@ impl Endpoint {
 
     fn push_frame(&mut self, body: &[u8]) {
         let before = self.out.len();
-        match self.config.framing {
+        // With `Framing::Auto`, the framing the peer's first bytes chose.
+        match self
+            .decoder
+            .as_ref()
+            .map(Decoder::framing)
+            .or(self.config.framing)
+        {
             Some(f) => codec::encode_frame(f, body, &mut self.out),
             None => self.out.extend_from_slice(body),
         }

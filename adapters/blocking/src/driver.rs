@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant as StdInstant};
 
+use sansrpc::codec::FrameError;
 use sansrpc::endpoint::{Endpoint, Event, IncomingId, RequestId};
 use sansrpc::ext::keepalive::{self, Beat, Heard, Heartbeat};
 use sansrpc::ext::stream::{self, BoxSource, Demand, Produced, StreamTable};
@@ -686,8 +687,11 @@ impl Driver {
                     self.streams.clear();
                     self.done = true;
                 }
-                // Framing faults, refused frames, stray responses: the endpoint answered
-                // whatever needed an answer, and a caller has nothing to do about them.
+                Event::FrameError(e @ FrameError::WrongFraming { .. }) => {
+                    tracing::warn!("sansrpc: {e}");
+                }
+                // Other framing faults, refused frames, stray responses: the endpoint
+                // answered whatever needed an answer, and a caller has nothing to do.
                 _ => {}
             }
         }

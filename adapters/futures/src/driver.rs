@@ -15,6 +15,7 @@ use futures::channel::{mpsc, oneshot};
 use futures::future::{AbortHandle, Abortable};
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
+use sansrpc::codec::FrameError;
 use sansrpc::endpoint::{
     Config, EndReason, Event, IncomingId, RequestId, RequestOptions, SendError,
 };
@@ -741,6 +742,9 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                     self.server.clear();
                 }
                 other => {
+                    if let Event::FrameError(e @ FrameError::WrongFraming { .. }) = &other {
+                        tracing::warn!("sansrpc: {e}");
+                    }
                     if let Some(hook) = &self.on_event {
                         hook(other);
                     }

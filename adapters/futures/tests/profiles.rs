@@ -151,3 +151,69 @@ fn one_line_methods_called_and_served_without_turbofish() {
         );
     }));
 }
+
+/// Collects the messages of `WARN` events, from every thread.
+struct Warnings(std::sync::Mutex<Vec<String>>);
+
+struct Message<'a>(&'a mut String);
+impl tracing::field::Visit for Message<'_> {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            *self.0 = format!("{value:?}");
+        }
+    }
+}
+
+impl tracing::Subscriber for Warnings {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        if *event.metadata().level() == tracing::Level::WARN {
+            let mut message = String::new();
+            event.record(&mut Message(&mut message));
+            self.0.lock().unwrap().push(message);
+        }
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+#[test]
+fn content_length_sent_to_an_mcp_server_is_a_warning_naming_the_framing() {
+    static WARNINGS: OnceLock<Arc<Warnings>> = OnceLock::new();
+    let warnings = WARNINGS
+        .get_or_init(|| Arc::new(Warnings(std::sync::Mutex::new(Vec::new()))))
+        .clone();
+    let _ = tracing::subscriber::set_global_default(warnings.clone());
+    smol::block_on(within(LIMIT, async {
+        let listener = async_net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        smol::spawn(async move {
+            let (stream, _) = listener.accept().await.unwrap();
+            let (_client, driver) = Builder::new()
+                .config(Config::for_profile(Profile::Mcp))
+                .connect(transport::tcp(stream), AsyncIoTimer);
+            let _ = driver.await;
+        })
+        .detach();
+        let mut stream = async_net::TcpStream::connect(addr).await.unwrap();
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+        let frame = format!("Content-Length: {}\r\n\r\n{body}", body.len());
+        stream.write_all(frame.as_bytes()).await.unwrap();
+        loop {
+            let seen = warnings.0.lock().unwrap().clone();
+            if let Some(w) = seen.iter().find(|w| w.contains("framing")) {
+                assert!(w.contains("configure ContentLength framing"), "{w}");
+                break;
+            }
+            drop(seen);
+            async_io::Timer::after(Duration::from_millis(10)).await;
+        }
+    }));
+}
