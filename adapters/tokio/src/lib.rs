@@ -51,9 +51,12 @@ use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod child;
 pub mod http;
 pub mod reconnect;
 pub mod ws;
+
+pub use child::{spawn_child, ChildProcess};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::task::{JoinHandle, JoinSet};
@@ -208,7 +211,8 @@ pub fn stdio() -> TokioStream<tokio::io::Stdin, tokio::io::Stdout> {
 
 /// Spawns `command` with piped stdin and stdout and speaks to it over them (the LSP and
 /// MCP client case). Keep the [`Child`](tokio::process::Child) to wait for or kill it;
-/// closing the transport closes the child's stdin.
+/// closing the transport closes the child's stdin. [`spawn_child`] also runs the connection
+/// and shuts it down gracefully (close stdin, wait for the exit, then kill).
 pub fn child(
     command: &mut tokio::process::Command,
 ) -> io::Result<(

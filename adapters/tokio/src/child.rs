@@ -1,0 +1,132 @@
+//! A child process as a connection, with MCP's stdio shutdown: close its stdin, keep reading
+//! until it exits or a grace period ends, then kill it.
+
+use std::io;
+use std::pin::Pin;
+use std::process::ExitStatus;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::io::AsyncWrite;
+use tokio::process::{Child, ChildStdin, Command};
+
+use crate::{spawn, Builder, Client, Connection};
+
+/// How long the driver is given to finish after the child exited (its stdout closed).
+const DRIVER_LINGER: Duration = Duration::from_secs(1);
+
+/// The child's stdin, which [`ChildProcess::shutdown`] can close while the driver still
+/// holds it; writes after the close are dropped (the peer can no longer read them).
+#[derive(Debug, Clone)]
+struct Stdin(Arc<Mutex<Option<ChildStdin>>>);
+
+impl Stdin {
+    fn with<T>(
+        &self,
+        closed: T,
+        f: impl FnOnce(Pin<&mut ChildStdin>) -> Poll<io::Result<T>>,
+    ) -> Poll<io::Result<T>> {
+        let mut guard = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match guard.as_mut() {
+            Some(stdin) => f(Pin::new(stdin)),
+            None => Poll::Ready(Ok(closed)),
+        }
+    }
+}
+
+impl AsyncWrite for Stdin {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.with(buf.len(), |s| s.poll_write(cx, buf))
+    }
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.with((), |s| s.poll_flush(cx))
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.with((), |s| s.poll_shutdown(cx))
+    }
+}
+
+/// A child process spoken to over its stdin and stdout, from [`spawn_child`].
+#[derive(Debug)]
+pub struct ChildProcess {
+    /// The connection: its client calls the child.
+    pub connection: Connection,
+    child: Child,
+    stdin: Stdin,
+}
+
+/// Spawns `command` with piped stdin and stdout and runs a connection to it on the current
+/// tokio runtime (the LSP and MCP client case); [`ChildProcess::shutdown`] ends it the way
+/// MCP's stdio transport asks.
+pub fn spawn_child(builder: Builder, command: &mut Command) -> io::Result<ChildProcess> {
+    use std::process::Stdio;
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()?;
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(io::Error::other("child spawned without piped stdio"));
+    };
+    let stdin = Stdin(Arc::new(Mutex::new(Some(stdin))));
+    let connection = spawn(builder, crate::stream(stdout, stdin.clone()));
+    Ok(ChildProcess {
+        connection,
+        child,
+        stdin,
+    })
+}
+
+impl ChildProcess {
+    /// Calls the child.
+    pub fn client(&self) -> &Client {
+        &self.connection.client
+    }
+
+    /// The child's process id, while it runs.
+    pub fn id(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// Shuts down gracefully and returns the child's exit status: closes the child's stdin
+    /// (nothing more is sent), keeps reading its answers and notifications until it exits
+    /// or `grace` passes, then kills it. Calls still pending when its output ends fail with
+    /// [`CallError::is_closed`](sansrpc::method::CallError::is_closed).
+    pub async fn shutdown(mut self, grace: Duration) -> io::Result<ExitStatus> {
+        // Dropping the pipe's write end is the child's end of input.
+        drop(
+            self.stdin
+                .0
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take(),
+        );
+        let status = match tokio::time::timeout(grace, self.child.wait()).await {
+            Ok(status) => status?,
+            Err(_) => {
+                self.child.start_kill()?;
+                self.child.wait().await?
+            }
+        };
+        // The child's stdout is closed (unless it handed it to a process of its own): the
+        // driver reads the rest and ends; it is stopped if it does not.
+        let mut driver = self.connection.driver;
+        if tokio::time::timeout(DRIVER_LINGER, &mut driver)
+            .await
+            .is_err()
+        {
+            self.connection.shutdown.shutdown(Duration::ZERO);
+            if tokio::time::timeout(DRIVER_LINGER, &mut driver)
+                .await
+                .is_err()
+            {
+                driver.abort();
+            }
+        }
+        Ok(status)
+    }
+}
