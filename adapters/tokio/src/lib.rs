@@ -52,8 +52,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 mod child;
+#[cfg(feature = "http")]
 pub mod http;
 pub mod reconnect;
+#[cfg(feature = "ws")]
 pub mod ws;
 
 pub use child::{spawn_child, ChildProcess};
@@ -110,6 +112,7 @@ pub struct ServeOptions {
     /// clients send (default `true`; `false` answers it `403`).
     pub allow_missing_origin: bool,
     /// WebSocket only: the keep-alive pings (default [`ws::KeepAlive::default`]).
+    #[cfg(feature = "ws")]
     pub keepalive: Option<ws::KeepAlive>,
     /// HTTP only: CORS for these origins (default none: no CORS headers, `OPTIONS` is
     /// `405`). See [`http::serve_with_options`].
@@ -126,6 +129,7 @@ impl Default for ServeOptions {
             max_connections: 1024,
             allowed_origins: Origins::Any,
             allow_missing_origin: true,
+            #[cfg(feature = "ws")]
             keepalive: Some(ws::KeepAlive::default()),
             cors: None,
             cors_max_age: Duration::from_secs(600),
@@ -280,6 +284,7 @@ pub async fn serve_tcp_with(
 }
 
 /// What an HTTP request or WebSocket upgrade beyond the connection limit is answered.
+#[cfg(any(feature = "ws", feature = "http"))]
 pub(crate) const HTTP_BUSY: &[u8] =
     b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
 

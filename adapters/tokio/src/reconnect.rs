@@ -47,6 +47,7 @@ use tokio::task::JoinHandle;
 pub use sansrpc::ext::reconnect::{Backoff, PendingPolicy, ReconnectPolicy, State};
 pub use sansrpc_futures::reconnect::{CallOptions, GaveUp, Reconnect, StateWatch, Supervisor};
 
+#[cfg(feature = "ws")]
 use crate::ws::{KeepAlive, WebSocket};
 use crate::{BoxFuture, Builder, Received, TokioStream, TokioTimer, Transport};
 
@@ -122,10 +123,12 @@ pub fn unix(
 }
 
 /// A client WebSocket transport.
+#[cfg(feature = "ws")]
 pub type WsTransport = WebSocket<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// Opens a WebSocket to `url` (`ws://`) on every attempt, sized by `builder`'s limits, with
 /// `keepalive` pings (a dead peer is detected and reconnected to).
+#[cfg(feature = "ws")]
 pub fn ws(
     url: impl Into<String>,
     builder: &Builder,
