@@ -96,6 +96,12 @@ mod raw;
 pub mod router;
 mod time;
 
+/// The README's Rust snippets, compiled and run as doctests of this crate. A snippet that
+/// needs an adapter crate is marked `ignore` and names the example that compiles it.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+mod readme {}
+
 pub use endpoint::Endpoint;
 pub use error::{ErrorObject, ProtocolError};
 pub use id::{Id, IdKind};
