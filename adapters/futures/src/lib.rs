@@ -45,6 +45,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod child;
 mod client;
 mod driver;
 mod extension;
@@ -53,6 +54,9 @@ mod router;
 mod stream;
 mod timer;
 pub mod transport;
+#[cfg(feature = "async-io")]
+pub use child::{child_process, ChildProcess};
+pub use child::{ClosableWriter, WriterCloser};
 
 pub use client::{Batch, BatchSlot, CallError, Client, PendingCall, RawResult};
 pub use driver::{Builder, Driver, ShutdownHandle};

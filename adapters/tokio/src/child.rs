@@ -2,54 +2,17 @@
 //! until it exits or a grace period ends, then kill it.
 
 use std::io;
-use std::pin::Pin;
 use std::process::ExitStatus;
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::io::AsyncWrite;
+use sansrpc_futures::{ByteStream, ClosableWriter, WriterCloser};
 use tokio::process::{Child, ChildStdin, Command};
+use tokio_util::compat::{Compat, TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use crate::{spawn, Builder, Client, Connection};
 
 /// How long the driver is given to finish after the child exited (its stdout closed).
 const DRIVER_LINGER: Duration = Duration::from_secs(1);
-
-/// The child's stdin, which [`ChildProcess::shutdown`] can close while the driver still
-/// holds it; writes after the close are dropped (the peer can no longer read them).
-#[derive(Debug, Clone)]
-struct Stdin(Arc<Mutex<Option<ChildStdin>>>);
-
-impl Stdin {
-    fn with<T>(
-        &self,
-        closed: T,
-        f: impl FnOnce(Pin<&mut ChildStdin>) -> Poll<io::Result<T>>,
-    ) -> Poll<io::Result<T>> {
-        let mut guard = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        match guard.as_mut() {
-            Some(stdin) => f(Pin::new(stdin)),
-            None => Poll::Ready(Ok(closed)),
-        }
-    }
-}
-
-impl AsyncWrite for Stdin {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        self.with(buf.len(), |s| s.poll_write(cx, buf))
-    }
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.with((), |s| s.poll_flush(cx))
-    }
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.with((), |s| s.poll_shutdown(cx))
-    }
-}
 
 /// A child process spoken to over its stdin and stdout, from [`spawn_child`].
 #[derive(Debug)]
@@ -57,7 +20,7 @@ pub struct ChildProcess {
     /// The connection: its client calls the child.
     pub connection: Connection,
     child: Child,
-    stdin: Stdin,
+    stdin: WriterCloser<Compat<ChildStdin>>,
 }
 
 /// Spawns `command` with piped stdin and stdout and runs a connection to it on the current
@@ -72,8 +35,8 @@ pub fn spawn_child(builder: Builder, command: &mut Command) -> io::Result<ChildP
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         return Err(io::Error::other("child spawned without piped stdio"));
     };
-    let stdin = Stdin(Arc::new(Mutex::new(Some(stdin))));
-    let connection = spawn(builder, crate::stream(stdout, stdin.clone()));
+    let (writer, stdin) = ClosableWriter::new(stdin.compat_write());
+    let connection = spawn(builder, ByteStream::new(stdout.compat(), writer));
     Ok(ChildProcess {
         connection,
         child,
@@ -98,13 +61,7 @@ impl ChildProcess {
     /// [`CallError::is_closed`](sansrpc::method::CallError::is_closed).
     pub async fn shutdown(mut self, grace: Duration) -> io::Result<ExitStatus> {
         // Dropping the pipe's write end is the child's end of input.
-        drop(
-            self.stdin
-                .0
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take(),
-        );
+        self.stdin.close();
         let status = match tokio::time::timeout(grace, self.child.wait()).await {
             Ok(status) => status?,
             Err(_) => {
