@@ -73,7 +73,7 @@ mod process {
     use std::process::ExitStatus;
     use std::time::Duration;
 
-    use async_process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+    use async_process::{Child, ChildStdin, ChildStdout, Command};
     use futures::FutureExt;
 
     use super::{ClosableWriter, WriterCloser};
@@ -95,13 +95,7 @@ mod process {
         ChildProcess,
         ByteStream<ChildStdout, ClosableWriter<ChildStdin>>,
     )> {
-        let mut child = command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()?;
-        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            return Err(io::Error::other("child spawned without piped stdio"));
-        };
+        let (child, stdout, stdin) = crate::transport::spawn_piped(command)?;
         let (writer, stdin) = ClosableWriter::new(stdin);
         Ok((
             ChildProcess { child, stdin },

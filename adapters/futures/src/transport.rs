@@ -205,6 +205,19 @@ pub fn child(
     async_process::Child,
     ByteStream<async_process::ChildStdout, async_process::ChildStdin>,
 )> {
+    let (child, stdout, stdin) = spawn_piped(command)?;
+    Ok((child, ByteStream::new(stdout, stdin)))
+}
+
+/// Spawns `command` with piped stdin and stdout, and takes them.
+#[cfg(feature = "async-io")]
+pub(crate) fn spawn_piped(
+    command: &mut async_process::Command,
+) -> io::Result<(
+    async_process::Child,
+    async_process::ChildStdout,
+    async_process::ChildStdin,
+)> {
     use async_process::Stdio;
     let mut child = command
         .stdin(Stdio::piped())
@@ -213,5 +226,5 @@ pub fn child(
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         return Err(io::Error::other("child spawned without piped stdio"));
     };
-    Ok((child, ByteStream::new(stdout, stdin)))
+    Ok((child, stdout, stdin))
 }

@@ -27,14 +27,7 @@ pub struct ChildProcess {
 /// tokio runtime (the LSP and MCP client case); [`ChildProcess::shutdown`] ends it the way
 /// MCP's stdio transport asks.
 pub fn spawn_child(builder: Builder, command: &mut Command) -> io::Result<ChildProcess> {
-    use std::process::Stdio;
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()?;
-    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-        return Err(io::Error::other("child spawned without piped stdio"));
-    };
+    let (child, stdout, stdin) = crate::spawn_piped(command)?;
     let (writer, stdin) = ClosableWriter::new(stdin.compat_write());
     let connection = spawn(builder, ByteStream::new(stdout.compat(), writer));
     Ok(ChildProcess {

@@ -223,6 +223,18 @@ pub fn child(
     tokio::process::Child,
     TokioStream<tokio::process::ChildStdout, tokio::process::ChildStdin>,
 )> {
+    let (child, stdout, stdin) = spawn_piped(command)?;
+    Ok((child, stream(stdout, stdin)))
+}
+
+/// Spawns `command` with piped stdin and stdout, and takes them.
+fn spawn_piped(
+    command: &mut tokio::process::Command,
+) -> io::Result<(
+    tokio::process::Child,
+    tokio::process::ChildStdout,
+    tokio::process::ChildStdin,
+)> {
     use std::process::Stdio;
     let mut child = command
         .stdin(Stdio::piped())
@@ -231,7 +243,7 @@ pub fn child(
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         return Err(io::Error::other("child spawned without piped stdio"));
     };
-    Ok((child, stream(stdout, stdin)))
+    Ok((child, stdout, stdin))
 }
 
 /// A connection whose driver runs on its own tokio task; from [`spawn`].
