@@ -73,7 +73,8 @@ pub enum Rejection {
     /// More batch entries than [`Limits::max_batch_len`] (`-32003`, or `-32600` when
     /// [`Limits::batch_too_large_as_invalid_request`] is set).
     BatchTooLarge,
-    /// Nesting deeper than [`Limits::max_depth`] (`-32600`).
+    /// Nesting deeper than [`Limits::max_depth`] (`-32700` "Parse error: nesting too
+    /// deep"): the text could not be parsed within the limit, valid JSON or not.
     TooDeep,
     /// A frame longer than [`Limits::max_frame_bytes`] (`-32004`).
     FrameTooLarge,
@@ -98,7 +99,7 @@ impl Rejection {
                 ErrorObject::fixed(code::BATCH_TOO_LARGE, "Batch too large")
             }
             Rejection::TooDeep => {
-                ErrorObject::fixed(code::INVALID_REQUEST, "Invalid Request: nesting too deep")
+                ErrorObject::fixed(code::PARSE_ERROR, "Parse error: nesting too deep")
             }
             Rejection::FrameTooLarge => {
                 ErrorObject::fixed(code::REQUEST_TOO_LARGE, "Request too large")
