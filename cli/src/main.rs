@@ -78,6 +78,28 @@ impl FramingArg {
     }
 }
 
+/// The protocol on top of JSON-RPC 2.0, for what it allows and how it frames and cancels.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProfileArg {
+    /// JSON-RPC 2.0 as specified; Content-Length framing; cancels with `$/cancelRequest`.
+    Plain,
+    /// Model Context Protocol: no null or fractional ids, no batches; newline framing
+    /// (stdio); cancels with `notifications/cancelled`.
+    Mcp,
+    /// Language Server Protocol: Content-Length framing; cancels with `$/cancelRequest`.
+    Lsp,
+}
+
+impl ProfileArg {
+    /// The framing used when `--framing` is not given.
+    pub fn framing(self, given: Option<FramingArg>) -> FramingArg {
+        given.unwrap_or(match self {
+            ProfileArg::Mcp => FramingArg::Newline,
+            ProfileArg::Plain | ProfileArg::Lsp => FramingArg::ContentLength,
+        })
+    }
+}
+
 #[derive(Args, Debug)]
 #[command(after_help = "\
 Methods:
