@@ -12,7 +12,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use sansrpc::codec::Framing;
 
 /// What every verb may fail with before it has a verdict of its own (exit status 2).
@@ -44,7 +44,8 @@ enum Verb {
     /// Serve the demo service: a calculator, the specification's example methods, a
     /// notification sink and rpc.discover.
     Serve(ServeArgs),
-    /// Send one request, one notification or one batch to a server and print the answer.
+    /// Send requests and notifications to a server, one after the other on one connection
+    /// (or as one batch), and print the answers.
     Call(call::CallArgs),
     /// Check a server for JSON-RPC 2.0 compliance (our own demo server when no target is
     /// given).
@@ -164,7 +165,9 @@ fn init_logs(default: &str) {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // The matches are kept: `call` runs its steps in the order they were given.
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let outcome = match cli.verb {
         Verb::Serve(args) => {
             init_logs("info");
@@ -184,7 +187,7 @@ fn main() -> ExitCode {
         }
         Verb::Call(args) => {
             init_logs("warn");
-            call::run(args)
+            call::run(args, matches.subcommand_matches("call"))
         }
         Verb::Check(args) => {
             init_logs("warn");
