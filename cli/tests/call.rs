@@ -235,20 +235,25 @@ fn a_stream_prints_its_items_as_they_arrive() {
 
 const INITIALIZE: &str = r#"{"protocolVersion":"2025-06-18"}"#;
 
-#[test]
-fn steps_run_in_order_on_one_connection_against_a_stateful_server_over_stdio() {
-    let server = stateful_server();
-    let args = [
-        "call",
-        "--stdio",
-        &server,
-        "--profile",
-        "mcp",
+/// `sansrpc call` on a stateful server command over stdio: initialize it (`initialize`, then
+/// the `notifications/initialized` notification), then the steps in `then`.
+fn initialized(server: &str, options: &[&str], then: &[&str]) -> Output {
+    let mut args = vec!["call", "--stdio", server];
+    args.extend_from_slice(options);
+    args.extend([
         "--call",
         "initialize",
         INITIALIZE,
         "--notify",
         "notifications/initialized",
+    ]);
+    args.extend_from_slice(then);
+    run(&args, LIMIT)
+}
+
+#[test]
+fn steps_run_in_order_on_one_connection_against_a_stateful_server_over_stdio() {
+    let then = [
         "--call",
         "tools/list",
         "--call",
@@ -257,7 +262,7 @@ fn steps_run_in_order_on_one_connection_against_a_stateful_server_over_stdio() {
         "echo",
         "[]",
     ];
-    let out = run(&args, LIMIT);
+    let out = initialized(&stateful_server(), &["--profile", "mcp"], &then);
     assert_eq!(out.status, 0, "{}\n{}", out.stdout, out.stderr);
     assert_eq!(
         stdout_json(&out),
@@ -270,6 +275,7 @@ fn steps_run_in_order_on_one_connection_against_a_stateful_server_over_stdio() {
         ])
     );
     // The positional METHOD is a step like the others, in its place.
+    let server = stateful_server();
     let args = [
         "call",
         "--stdio",
@@ -296,24 +302,11 @@ fn steps_run_in_order_on_one_connection_against_a_stateful_server_over_stdio() {
 
 #[test]
 fn follow_over_stdio_awaits_each_answer_and_prints_what_the_server_sends() {
-    let server = stateful_server();
-    let args = [
-        "call",
-        "--stdio",
-        &server,
-        "--profile",
-        "mcp",
-        "--call",
-        "initialize",
-        INITIALIZE,
-        "--notify",
-        "notifications/initialized",
-        "--call",
-        "tools/list",
-        "--follow",
-        "0.5",
-    ];
-    let out = run(&args, LIMIT);
+    let out = initialized(
+        &stateful_server(),
+        &["--profile", "mcp"],
+        &["--call", "tools/list", "--follow", "0.5"],
+    );
     assert_eq!(out.status, 0, "{}\n{}", out.stdout, out.stderr);
     let lines: Vec<Value> = out
         .stdout
@@ -349,24 +342,15 @@ fn a_timed_out_call_is_cancelled_the_way_the_profile_says() {
             r#"cancel: $/cancelRequest {"id": 2}"#,
         ),
     ] {
-        let args = [
-            "call",
-            "--stdio",
-            &server,
+        let options = [
             "--profile",
             profile,
             "--framing",
             framing,
             "--timeout",
             "0.5",
-            "--call",
-            "initialize",
-            "--notify",
-            "notifications/initialized",
-            "--call",
-            "slow",
         ];
-        let out = run(&args, LIMIT);
+        let out = initialized(&server, &options, &["--call", "slow"]);
         assert_eq!(out.status, 2, "{profile}: {}", out.stderr);
         assert!(
             out.stderr.contains("call 2 (slow): no answer within 0.5 s"),
