@@ -110,7 +110,7 @@ impl Link {
             .unwrap();
         self.wire.clear();
         while self.client.poll_transmit(&mut self.wire).is_some() {}
-        let _ = self.server.handle_input(&self.wire, now);
+        let _ = self.server.handle_input(&self.wire, now).unwrap();
         while let Some(event) = self.server.poll_event() {
             if let Event::Request { id, request } = event {
                 let (a, b): (i64, i64) = request.params.unwrap().deserialize().unwrap();
@@ -122,7 +122,7 @@ impl Link {
         }
         self.wire.clear();
         while self.server.poll_transmit(&mut self.wire).is_some() {}
-        let _ = self.client.handle_input(&self.wire, now);
+        let _ = self.client.handle_input(&self.wire, now).unwrap();
         let mut sum = 0;
         while let Some(event) = self.client.poll_event() {
             if let Event::Response { id: got, result } = event {

@@ -25,7 +25,7 @@ pub struct Limits {
     /// (default 128, at most [`Limits::MAX_DEPTH_CAP`]).
     ///
     /// The scanner is iterative, so no input can overflow the stack; a deeper frame is
-    /// answered with `-32600` ("nesting too deep") and id `null`.
+    /// answered with `-32700` ("Parse error: nesting too deep") and id `null`.
     pub max_depth: u32,
     /// Most entries in one batch (default 1024).
     ///

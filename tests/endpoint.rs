@@ -6,7 +6,8 @@ mod pair;
 use pair::{raw, Ev, Pair};
 use sansrpc::codec::Framing;
 use sansrpc::endpoint::{
-    Config, EndReason, Endpoint, Event, NullIdPolicy, RequestOptions, SendError, Timeout,
+    Config, EndReason, Endpoint, Event, NotAByteStream, NullIdPolicy, RequestOptions, SendError,
+    Timeout,
 };
 use sansrpc::{Instant, RawValue};
 use std::time::Duration;
@@ -144,7 +145,7 @@ fn feed(ep: &mut Endpoint, frames: &[&str]) -> Vec<Ev> {
     for f in frames {
         sansrpc::codec::encode_frame(Framing::ContentLength, f.as_bytes(), &mut wire);
     }
-    assert_eq!(ep.handle_input(&wire, Instant::ZERO), wire.len());
+    assert_eq!(ep.handle_input(&wire, Instant::ZERO).unwrap(), wire.len());
     let mut out = Vec::new();
     while let Some(e) = ep.poll_event() {
         out.push(pair::copy(e));
@@ -615,7 +616,8 @@ fn end_of_input_reports_a_partial_frame_and_closes() {
     let mut ep = Endpoint::new(Config::default());
     let id = ep.send_request("m", None, opts(), Instant::ZERO).unwrap();
     assert_eq!(
-        ep.handle_input(b"Content-Length: 50\r\n\r\n{\"json", Instant::ZERO),
+        ep.handle_input(b"Content-Length: 50\r\n\r\n{\"json", Instant::ZERO)
+            .unwrap(),
         28
     );
     ep.handle_end_of_input(Instant::ZERO);
@@ -679,11 +681,11 @@ fn bounded_pending_in_flight_and_output() {
         br#"{"jsonrpc":"2.0","method":"n"}"#,
         &mut wire,
     );
-    let taken = ep.handle_input(&wire, Instant::ZERO);
+    let taken = ep.handle_input(&wire, Instant::ZERO).unwrap();
     assert!(ep.poll_event().is_none());
     transmitted(&mut ep);
     assert_eq!(
-        taken + ep.handle_input(&wire[taken..], Instant::ZERO),
+        taken + ep.handle_input(&wire[taken..], Instant::ZERO).unwrap(),
         wire.len()
     );
     assert!(matches!(ep.poll_event(), Some(Event::Notification(_))));
@@ -704,7 +706,7 @@ fn input_beyond_unpolled_events_is_pushed_back() {
     let mut seen = 0;
     let mut rounds = 0;
     while !rest.is_empty() {
-        let taken = ep.handle_input(rest, Instant::ZERO);
+        let taken = ep.handle_input(rest, Instant::ZERO).unwrap();
         let bound = sansrpc::codec::Decoder::new(Framing::ContentLength, &limits).max_buffered();
         assert!(taken <= bound, "took {taken}, bound {bound}");
         rest = &rest[taken..];
@@ -719,6 +721,20 @@ fn input_beyond_unpolled_events_is_pushed_back() {
         rounds > 1,
         "unpolled events bound how much input is taken at once"
     );
+}
+
+#[test]
+fn handle_input_on_a_message_endpoint_is_an_error_not_a_panic() {
+    let mut server = Endpoint::new(config(|c| c.framing = None));
+    let request = br#"{"jsonrpc":"2.0","method":"m","id":1}"#;
+    assert_eq!(
+        server.handle_input(request, Instant::ZERO),
+        Err(NotAByteStream)
+    );
+    assert!(server.poll_event().is_none(), "nothing was taken");
+    // The endpoint is unharmed: the same message, handed in whole, is a request.
+    server.handle_message(request, Instant::ZERO).unwrap();
+    assert!(matches!(server.poll_event(), Some(Event::Request { .. })));
 }
 
 #[test]
@@ -827,7 +843,7 @@ fn frames_taken_are_processed_even_past_the_output_bound() {
     }
     let note = br#"{"jsonrpc":"2.0","method":"note"}"#;
     sansrpc::codec::encode_frame(Framing::ContentLength, note, &mut wire);
-    assert_eq!(ep.handle_input(&wire, Instant::ZERO), wire.len());
+    assert_eq!(ep.handle_input(&wire, Instant::ZERO).unwrap(), wire.len());
     // The calling contract, once: transmit, events (answering them), transmit.
     let ids = |frames: Vec<serde_json::Value>| frames.into_iter().map(|f| f["id"].clone());
     let mut answered: Vec<_> = ids(transmitted(&mut ep)).collect();

@@ -29,15 +29,15 @@ fn defaults_are_documented_values() {
 fn a_million_open_brackets_is_an_error_not_a_stack_overflow() {
     let frame = vec![b'['; 1_000_000];
     let v = serve_with(Limits::default(), &frame).unwrap();
-    assert_eq!(code(&v), -32600);
-    assert_eq!(v["error"]["message"], "Invalid Request: nesting too deep");
+    assert_eq!(code(&v), -32700);
+    assert_eq!(v["error"]["message"], "Parse error: nesting too deep");
     assert_eq!(v["id"], json!(null));
     // The same depth inside params of an otherwise fine request.
     let mut frame = br#"{"jsonrpc":"2.0","method":"m","id":1,"params":"#.to_vec();
     frame.extend(std::iter::repeat_n(b'{', 200_000).flat_map(|_| *br#"{"a":"#));
     assert_eq!(
         code(&serve_with(Limits::default(), &frame).unwrap()),
-        -32600
+        -32700
     );
 }
 

@@ -80,7 +80,7 @@ fn rate_limit_answers_requests_over_the_bucket_and_drops_notifications() {
         input.extend(request(i, "work"));
     }
     input.extend(notification("note"));
-    assert_eq!(ep.handle_input(&input, ms(0)), input.len());
+    assert_eq!(ep.handle_input(&input, ms(0)).unwrap(), input.len());
     // The burst of 3 goes through; the 4th and 5th requests are answered by the endpoint.
     let seen = events(&mut ep, true);
     assert_eq!(seen, vec![Ev::Request("work".into()); 3]);
@@ -98,7 +98,7 @@ fn rate_limit_answers_requests_over_the_bucket_and_drops_notifications() {
     // Half a second refills one token (2 a second): one more request passes, then none.
     let mut input = request(6, "work");
     input.extend(request(7, "work"));
-    ep.handle_input(&input, ms(500));
+    ep.handle_input(&input, ms(500)).unwrap();
     assert_eq!(events(&mut ep, true), vec![Ev::Request("work".into())]);
     let out = sent(&mut ep);
     assert!(
@@ -110,7 +110,7 @@ fn rate_limit_answers_requests_over_the_bucket_and_drops_notifications() {
     for i in 8..=12 {
         input.extend(request(i, "work"));
     }
-    ep.handle_input(&input, ms(60_000));
+    ep.handle_input(&input, ms(60_000)).unwrap();
     assert_eq!(events(&mut ep, true).len(), 3);
     assert_eq!(ep.rate_limited_requests(), 5);
 }
@@ -121,7 +121,7 @@ fn rate_limit_counts_each_batch_entry_and_uses_a_configured_code() {
     let batch = frame(
         r#"[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","id":2,"method":"b"},{"jsonrpc":"2.0","id":3,"method":"c"},{"jsonrpc":"2.0","method":"d"}]"#,
     );
-    ep.handle_input(&batch, ms(0));
+    ep.handle_input(&batch, ms(0)).unwrap();
     assert_eq!(
         events(&mut ep, true),
         vec![Ev::Request("a".into()), Ev::Request("b".into())]
@@ -132,7 +132,7 @@ fn rate_limit_counts_each_batch_entry_and_uses_a_configured_code() {
     assert!(out.contains(r#"{"jsonrpc":"2.0","error":{"code":-32099,"message":"Server busy: rate limit exceeded"},"id":3}"#), "{out}");
     assert_eq!(ep.dropped_notifications(), 1);
     // No refill at 0 per second.
-    ep.handle_input(&request(4, "e"), ms(3_600_000));
+    ep.handle_input(&request(4, "e"), ms(3_600_000)).unwrap();
     assert!(events(&mut ep, true).is_empty());
 }
 
@@ -151,7 +151,7 @@ fn responses_and_cancellations_are_not_rate_limited() {
         r#"{{"jsonrpc":"2.0","id":{},"result":1}}"#,
         id.get()
     )));
-    ep.handle_input(&input, ms(1));
+    ep.handle_input(&input, ms(1)).unwrap();
     let mut kinds = Vec::new();
     while let Some(e) = ep.poll_event() {
         kinds.push(match e {
@@ -174,7 +174,7 @@ fn idle_timeout_closes_a_quiet_connection() {
     ep.handle_timeout(ms(1_000));
     assert_eq!(ep.poll_timeout(), Some(ms(11_000)));
     // Input pushes the deadline.
-    ep.handle_input(&notification("ping"), ms(5_000));
+    ep.handle_input(&notification("ping"), ms(5_000)).unwrap();
     events(&mut ep, false);
     assert_eq!(ep.poll_timeout(), Some(ms(15_000)));
     ep.handle_timeout(ms(14_999));
@@ -192,7 +192,7 @@ fn idle_timeout_closes_a_quiet_connection() {
 fn idle_timeout_waits_for_work_in_flight() {
     let idle = Duration::from_secs(10);
     let mut ep = endpoint(|c| c.idle_timeout = Some(idle));
-    ep.handle_input(&request(1, "slow"), ms(0));
+    ep.handle_input(&request(1, "slow"), ms(0)).unwrap();
     let mut handle = None;
     while let Some(e) = ep.poll_event() {
         if let Event::Request { id, .. } = e {
@@ -233,7 +233,7 @@ fn frame_timeout_drops_a_slowloris_peer() {
     });
     let whole = request(1, "work");
     // A complete frame leaves nothing partial: only the (long) idle deadline.
-    ep.handle_input(&whole, ms(0));
+    ep.handle_input(&whole, ms(0)).unwrap();
     assert_eq!(events(&mut ep, true), vec![Ev::Request("work".into())]);
     sent(&mut ep);
     ep.handle_timeout(ms(0));
@@ -241,10 +241,10 @@ fn frame_timeout_drops_a_slowloris_peer() {
     // Half a frame, then a byte now and then: the clock runs from the frame's first byte.
     let slow = request(2, "work");
     let (head, rest) = slow.split_at(slow.len() / 2);
-    ep.handle_input(head, ms(1_000));
+    ep.handle_input(head, ms(1_000)).unwrap();
     assert_eq!(ep.poll_timeout(), Some(ms(6_000)));
-    ep.handle_input(&rest[..1], ms(4_000));
-    ep.handle_input(&rest[1..2], ms(5_999));
+    ep.handle_input(&rest[..1], ms(4_000)).unwrap();
+    ep.handle_input(&rest[1..2], ms(5_999)).unwrap();
     assert_eq!(ep.poll_timeout(), Some(ms(6_000)));
     ep.handle_timeout(ms(6_000));
     assert!(ep.is_closed());
@@ -262,15 +262,15 @@ fn frame_timeout_restarts_with_each_frame_and_covers_newline_framing() {
         c.framing = Some(Framing::Newline);
     });
     let line = b"{\"jsonrpc\":\"2.0\",\"method\":\"n\"}\n";
-    ep.handle_input(&line[..10], ms(0));
+    ep.handle_input(&line[..10], ms(0)).unwrap();
     assert_eq!(ep.poll_timeout(), Some(ms(5_000)));
     // The line completes in time and the next one starts: its own clock.
     let mut more = line[10..].to_vec();
     more.extend_from_slice(&line[..3]);
-    ep.handle_input(&more, ms(4_000));
+    ep.handle_input(&more, ms(4_000)).unwrap();
     assert_eq!(events(&mut ep, false), vec![Ev::Notification("n".into())]);
     assert_eq!(ep.poll_timeout(), Some(ms(9_000)));
-    ep.handle_input(&line[3..], ms(8_000));
+    ep.handle_input(&line[3..], ms(8_000)).unwrap();
     events(&mut ep, false);
     assert_eq!(ep.poll_timeout(), None);
     ep.handle_timeout(ms(100_000));
@@ -281,7 +281,7 @@ fn frame_timeout_restarts_with_each_frame_and_covers_newline_framing() {
 fn protection_is_off_by_default() {
     let mut ep = Endpoint::new(Config::default());
     let slow = request(1, "work");
-    ep.handle_input(&slow[..10], ms(0));
+    ep.handle_input(&slow[..10], ms(0)).unwrap();
     assert_eq!(ep.poll_timeout(), None);
     ep.handle_timeout(ms(u32::MAX as u64));
     assert!(!ep.is_closed());
@@ -306,7 +306,7 @@ mod bucket {
             let mut admitted = Vec::new();
             for (i, gap) in gaps.iter().enumerate() {
                 now += gap;
-                ep.handle_input(&request(i as u32 + 1, "m"), ms(now));
+                ep.handle_input(&request(i as u32 + 1, "m"), ms(now)).unwrap();
                 if !events(&mut ep, true).is_empty() {
                     admitted.push(now);
                 }

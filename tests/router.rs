@@ -460,13 +460,13 @@ fn typed_calls_over_two_endpoints() {
         .unwrap();
     let mut wire = Vec::new();
     while client.poll_transmit(&mut wire).is_some() {}
-    server.handle_input(&wire, now);
+    server.handle_input(&wire, now).unwrap();
     let mut reply = Reply::default();
     server_router.serve(&mut server, &mut reply, |e| panic!("unexpected {e:?}"));
     assert_eq!(*logged.lock().unwrap(), ["started"]);
     wire.clear();
     while server.poll_transmit(&mut wire).is_some() {}
-    client.handle_input(&wire, now);
+    client.handle_input(&wire, now).unwrap();
     let mut results = Vec::new();
     while let Some(event) = client.poll_event() {
         let Event::Response { id: got, result } = event else {

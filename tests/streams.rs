@@ -46,7 +46,7 @@ fn link(from: &mut Endpoint, to: &mut Endpoint, now: Instant) {
     while from.poll_transmit(&mut wire).is_some() {}
     let mut rest = &wire[..];
     while !rest.is_empty() {
-        let n = to.handle_input(rest, now);
+        let n = to.handle_input(rest, now).unwrap();
         rest = &rest[n..];
         assert!(n > 0, "endpoint pushed back in a test that drains it");
     }

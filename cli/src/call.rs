@@ -1,4 +1,5 @@
-//! `sansrpc call`: one request, one notification or one batch, through the blocking
+//! `sansrpc call`: requests and notifications in the order given on one connection, each
+//! answer awaited before the next step (or all of them as one batch), through the blocking
 //! adapter's client (stdio, TCP, Unix sockets) or sansrpc-tokio's (WebSocket, HTTP).
 
 use std::path::PathBuf;
@@ -6,7 +7,7 @@ use std::process::{ExitCode, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use clap::Args;
+use clap::{ArgAction, ArgMatches, Args};
 use sansrpc::codec::{Decoder, Framing};
 use sansrpc::endpoint::EndReason;
 use sansrpc::method::CallError;
@@ -16,10 +17,16 @@ use sansrpc_tokio::http;
 use serde::Deserialize;
 
 use crate::target::{self, Kind, Target};
-use crate::{Fallible, FramingArg};
+use crate::{Fallible, FramingArg, ProfileArg};
 
 #[derive(Args, Debug)]
 #[command(after_help = "\
+Steps (METHOD, each --call and each --notify) run in the order given, on one connection,
+each answer awaited before the next step is sent: a stateful server (MCP, LSP) can be
+initialized first. With --batch they go as one batch instead. Params are optional; with
+none given, the message has no params member. One call prints its answer; several print
+an array of {\"method\": ..., \"result\" | \"error\": ...}.
+
 Exit status: 0 when every call has a result, 1 when the server answered an error object,
 2 when there was no answer (timeout, connection failure) or the arguments are wrong.
 
@@ -27,7 +34,10 @@ Examples:
   sansrpc call --stdio \"sansrpc serve\" subtract '[42, 23]'
   sansrpc call --tcp 127.0.0.1:7878 subtract '{\"minuend\": 42, \"subtrahend\": 23}'
   sansrpc call --unix /tmp/sansrpc.sock --notify sink '[\"hello\"]'
-  sansrpc call --tcp 127.0.0.1:7878 --call sum '[1, 2, 4]' --call get_data '[]'
+  sansrpc call --tcp 127.0.0.1:7878 --call sum '[1, 2, 4]' --call get_data
+  sansrpc call --stdio \"python3 server.py\" --profile mcp --call initialize '{...}' \\
+      --notify notifications/initialized --call tools/list
+  sansrpc call --tcp 127.0.0.1:7878 --call sum '[1, 2]' --notify sink --batch
   sansrpc call --tcp 127.0.0.1:7878 --batch calls.json --raw
   sansrpc call --ws 127.0.0.1:7879 subtract '[42, 23]'
   sansrpc call --http http://127.0.0.1:7880/ --call sum '[1, 2]' --call get_data '[]'
@@ -39,33 +49,41 @@ params and notification are optional.")]
 pub struct CallArgs {
     #[command(flatten)]
     target: Target,
-    /// The method to call.
-    #[arg(value_name = "METHOD", required_unless_present_any = ["batch", "calls"])]
+    /// The method to call (the first step).
+    #[arg(value_name = "METHOD", required_unless_present_any = ["batch", "calls", "notifies"])]
     method: Option<String>,
     /// The params, a JSON array or object.
     #[arg(value_name = "PARAMS_JSON")]
     params: Option<String>,
-    /// Send a notification instead of a request: nothing is answered, nothing printed.
-    #[arg(long, requires = "method")]
-    notify: bool,
-    /// Send the calls in this JSON file as one batch.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["method", "calls"])]
-    batch: Option<PathBuf>,
-    /// Add a call to a batch (repeatable): METHOD and PARAMS_JSON (`[]` for none).
+    /// Call METHOD with PARAMS_JSON, if given (repeatable; a step, in order with --notify).
     #[arg(
         long = "call",
         id = "calls",
-        num_args = 2,
+        num_args = 1..=2,
         value_names = ["METHOD", "PARAMS_JSON"],
-        conflicts_with = "method"
+        action = ArgAction::Append
     )]
     calls: Vec<String>,
+    /// Send the notification METHOD with PARAMS_JSON, if given (repeatable; a step, in
+    /// order with --call): nothing is answered, nothing printed.
+    #[arg(
+        long = "notify",
+        id = "notifies",
+        num_args = 1..=2,
+        value_names = ["METHOD", "PARAMS_JSON"],
+        action = ArgAction::Append
+    )]
+    notifies: Vec<String>,
+    /// Send the steps as one batch instead of one after the other; with FILE, the calls in
+    /// that JSON file (then put --batch FILE after METHOD).
+    #[arg(long, value_name = "FILE")]
+    batch: Option<Option<PathBuf>>,
     /// Show the frames sent and received, on stderr (stdio, TCP and Unix sockets).
     #[arg(long)]
     raw: bool,
     /// METHOD returns a stream: print its items one per line as they arrive (stdio, TCP
     /// and Unix sockets). --timeout applies to each pull.
-    #[arg(long, requires = "method", conflicts_with = "notify")]
+    #[arg(long, requires = "method", conflicts_with_all = ["notifies", "calls", "batch"])]
     stream: bool,
     /// With --stream: pulls in flight at once.
     #[arg(long, value_name = "N", default_value_t = 16, requires = "stream")]
@@ -74,15 +92,22 @@ pub struct CallArgs {
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     timeout: f64,
     /// How messages are framed on the byte stream (ignored for WebSocket and HTTP, which
-    /// carry one message per frame or body).
-    #[arg(long, value_enum, default_value_t = FramingArg::ContentLength)]
-    framing: FramingArg,
+    /// carry one message per frame or body); default: newline with --profile mcp, else
+    /// content-length.
+    #[arg(long, value_enum)]
+    framing: Option<FramingArg>,
+    /// The protocol on top: how a request that timed out is cancelled (`plain`, `lsp`:
+    /// `$/cancelRequest {id}`; `mcp`: `notifications/cancelled {requestId, reason}`), and
+    /// the default framing.
+    #[arg(long, value_enum, default_value_t = ProfileArg::Plain)]
+    profile: ProfileArg,
     /// Keep the connection open after sending and print every message the server sends
     /// (answers and notifications, e.g. pub/sub), one JSON line each, for SECS seconds
-    /// (no value: until the server closes; then put it after METHOD and PARAMS). TCP, Unix
-    /// sockets and WebSocket; each call is sent as its own request.
+    /// (no value: until the server closes; then put it after METHOD and PARAMS). Over
+    /// stdio, TCP, Unix sockets and WebSocket; the steps go one after the other, each
+    /// answer awaited (and printed) before the next.
     #[arg(long, value_name = "SECS", num_args = 0..=1, default_missing_value = "0",
-          conflicts_with_all = ["notify", "batch", "raw"])]
+          conflicts_with_all = ["batch", "raw", "stream"])]
     follow: Option<f64>,
 }
 
@@ -99,16 +124,31 @@ struct Entry {
 
 fn params(text: Option<&str>) -> Fallible<Option<Box<RawValue>>> {
     let Some(text) = text else { return Ok(None) };
-    let raw = RawValue::from_string(text.to_owned())
-        .map_err(|e| format!("params are not valid JSON ({e}): {text}"))?;
+    let raw = RawValue::from_string(text.to_owned()).map_err(|e| {
+        format!(
+            "params are not valid JSON ({e}): {text} (a METHOD right after --call M or \
+                 --notify M is read as M's params: give it as --call METHOD)"
+        )
+    })?;
     match raw.get().trim_start().as_bytes().first() {
         Some(b'[' | b'{') => Ok(Some(raw)),
         _ => Err(format!("params must be a JSON array or object, not {text}").into()),
     }
 }
 
-/// A tap printing whole frames, per direction, to stderr.
-fn raw_tap(framing: Framing) -> Tap {
+/// What the tap saw of a connection.
+#[derive(Default)]
+struct Seen {
+    /// Bytes read from the server, framed or not.
+    received: usize,
+    /// The id token of the last single request sent.
+    last_id: Option<String>,
+}
+
+/// A tap watching the connection: it counts the bytes the server sends, remembers the id
+/// of the last request sent (to cancel it), and with `raw` prints whole frames, per
+/// direction, to stderr.
+fn tap(framing: Framing, raw: bool, seen: Arc<Mutex<Seen>>) -> Tap {
     let mut limits = Limits::default();
     limits.max_frame_bytes = usize::MAX / 4;
     let decoders = Arc::new(Mutex::new((
@@ -116,6 +156,10 @@ fn raw_tap(framing: Framing) -> Tap {
         Decoder::new(framing, &limits),
     )));
     Tap::new(move |direction, mut bytes| {
+        let mut seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+        if direction == Direction::Received {
+            seen.received += bytes.len();
+        }
         let mut decoders = decoders.lock().unwrap_or_else(|e| e.into_inner());
         let (decoder, arrow) = match direction {
             Direction::Sent => (&mut decoders.0, "-->"),
@@ -126,12 +170,36 @@ fn raw_tap(framing: Framing) -> Tap {
             bytes = &bytes[n..];
             while let Some(frame) = decoder.next_frame() {
                 match frame {
-                    Ok(body) => eprintln!("{arrow} {}", target::show_bytes(body, usize::MAX)),
-                    Err(e) => eprintln!("{arrow} (framing error: {e})"),
+                    Ok(body) => {
+                        if direction == Direction::Sent {
+                            if let Some(id) = request_id(body) {
+                                seen.last_id = Some(id);
+                            }
+                        }
+                        if raw {
+                            eprintln!("{arrow} {}", target::show_bytes(body, usize::MAX));
+                        }
+                    }
+                    Err(e) if raw => eprintln!("{arrow} (framing error: {e})"),
+                    Err(_) => {}
                 }
             }
         }
     })
+}
+
+/// The id token of a request (an object with a method and an id).
+fn request_id(body: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Request<'a> {
+        #[serde(borrow)]
+        method: Option<&'a serde_json::value::RawValue>,
+        #[serde(borrow)]
+        id: Option<&'a serde_json::value::RawValue>,
+    }
+    let request: Request<'_> = serde_json::from_slice(body).ok()?;
+    request.method?;
+    request.id.map(|id| id.get().to_owned())
 }
 
 fn connect(kind: &Kind, config: Config) -> Fallible<Client> {
@@ -207,8 +275,15 @@ fn http_outcome(answer: Result<Box<RawValue>, http::Error>, timeout: Duration) -
     }
 }
 
-/// One batch entry: method, params, and whether it is a call (else a notification).
-type Entry3 = (String, Option<Box<RawValue>>, bool);
+/// One step: a request (`call`) or a notification, with params only when given.
+pub struct Step {
+    /// The method.
+    pub method: String,
+    /// The params, exactly as given; `None` sends no params member.
+    pub params: Option<Box<RawValue>>,
+    /// A request (else a notification).
+    pub call: bool,
+}
 
 /// What `call` needs of a client, whatever the transport.
 trait Rpc {
@@ -217,19 +292,59 @@ trait Rpc {
     /// One notification.
     fn notify(&self, method: &str, params: Option<&RawValue>) -> Fallible<()>;
     /// One batch; an answer per call, in order.
-    fn batch(&self, entries: &[Entry3]) -> Fallible<Vec<Answer>>;
+    fn batch(&self, steps: &[Step]) -> Fallible<Vec<Answer>>;
 }
 
 /// The blocking adapter's client (stdio, TCP, Unix sockets).
 struct Blocking {
     client: Client,
     timeout: Duration,
+    profile: ProfileArg,
+    framing: FramingArg,
+    seen: Arc<Mutex<Seen>>,
+}
+
+impl Blocking {
+    /// The answer, after a timeout: cancels the request the way the profile does, and
+    /// when the server sent nothing at all, names the other framing.
+    fn answer(&self, answer: Result<Box<RawValue>, Error>) -> Answer {
+        let timed_out = matches!(
+            answer,
+            Err(Error::Call(CallError::Ended(EndReason::TimedOut)))
+        );
+        if !timed_out {
+            return outcome(answer, self.timeout);
+        }
+        let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let (received, last_id) = (seen.received, seen.last_id.clone());
+        drop(seen);
+        if let (ProfileArg::Mcp, Some(id)) = (self.profile, last_id) {
+            // MCP cancels with its own notification (the core sends `$/cancelRequest`).
+            let params = format!(r#"{{"requestId":{id},"reason":"timed out"}}"#);
+            let params = RawValue::from_string(params)?;
+            let _ = self
+                .client
+                .notify_raw("notifications/cancelled", Some(&params));
+        }
+        let mut why = format!("no answer within {} s", self.timeout.as_secs_f64());
+        if received == 0 {
+            let other = match self.framing {
+                FramingArg::ContentLength => FramingArg::Newline,
+                FramingArg::Newline => FramingArg::ContentLength,
+            };
+            why.push_str(&format!(
+                "; not a byte came back with --framing {}: does the server use --framing {}?",
+                self.framing.name(),
+                other.name()
+            ));
+        }
+        Err(why.into())
+    }
 }
 
 impl Rpc for Blocking {
     fn call(&self, method: &str, params: Option<&RawValue>) -> Answer {
-        let answer = self.client.call_raw(method, params, Some(self.timeout));
-        outcome(answer, self.timeout)
+        self.answer(self.client.call_raw(method, params, Some(self.timeout)))
     }
 
     fn notify(&self, method: &str, params: Option<&RawValue>) -> Fallible<()> {
@@ -238,22 +353,19 @@ impl Rpc for Blocking {
             .map_err(|e| format!("not sent: {e}").into())
     }
 
-    fn batch(&self, entries: &[Entry3]) -> Fallible<Vec<Answer>> {
+    fn batch(&self, steps: &[Step]) -> Fallible<Vec<Answer>> {
         let mut batch = self.client.batch();
-        for (method, params, call) in entries {
-            if *call {
-                batch.call_raw(method, params.as_deref());
+        for step in steps {
+            if step.call {
+                batch.call_raw(&step.method, step.params.as_deref());
             } else {
-                batch.notify_raw(method, params.as_deref());
+                batch.notify_raw(&step.method, step.params.as_deref());
             }
         }
         let pending = batch
             .send(Some(self.timeout))
             .map_err(|e| format!("batch not sent: {e}"))?;
-        Ok(pending
-            .into_iter()
-            .map(|p| outcome(p.wait(), self.timeout))
-            .collect())
+        Ok(pending.into_iter().map(|p| self.answer(p.wait())).collect())
     }
 }
 
@@ -270,13 +382,15 @@ enum TokioClient {
 }
 
 impl Tokio {
-    fn connect(kind: &Kind, timeout: Duration) -> Fallible<Tokio> {
+    fn connect(kind: &Kind, timeout: Duration, profile: ProfileArg) -> Fallible<Tokio> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| format!("cannot start a tokio runtime: {e}"))?;
         let mut config = sansrpc::endpoint::Config::default();
         config.default_timeout = Some(timeout);
+        // The core cancels with `$/cancelRequest`, which is not MCP's.
+        config.cancel_on_timeout = profile != ProfileArg::Mcp;
         let builder = sansrpc_tokio::Builder::new().config(config);
         let client = match kind {
             Kind::Ws(url) => {
@@ -340,15 +454,15 @@ impl Rpc for Tokio {
         sent.map_err(|e| format!("not sent: {e}").into())
     }
 
-    fn batch(&self, entries: &[Entry3]) -> Fallible<Vec<Answer>> {
+    fn batch(&self, steps: &[Step]) -> Fallible<Vec<Answer>> {
         let results = match &self.client {
             TokioClient::Ws(c) => {
                 let mut batch = c.client.batch();
-                for (method, params, call) in entries {
-                    if *call {
-                        batch.call_raw(method, params.as_deref());
+                for step in steps {
+                    if step.call {
+                        batch.call_raw(&step.method, step.params.as_deref());
                     } else {
-                        batch.notify_raw(method, params.as_deref());
+                        batch.notify_raw(&step.method, step.params.as_deref());
                     }
                 }
                 self.runtime
@@ -357,11 +471,11 @@ impl Rpc for Tokio {
             }
             TokioClient::Http(c) => {
                 let mut batch = c.batch();
-                for (method, params, call) in entries {
-                    if *call {
-                        batch.call_raw(method, params.as_deref());
+                for step in steps {
+                    if step.call {
+                        batch.call_raw(&step.method, step.params.as_deref());
                     } else {
-                        batch.notify_raw(method, params.as_deref());
+                        batch.notify_raw(&step.method, step.params.as_deref());
                     }
                 }
                 self.runtime
@@ -376,8 +490,54 @@ impl Rpc for Tokio {
     }
 }
 
-/// Runs the verb.
-pub fn run(args: CallArgs) -> Fallible<ExitCode> {
+/// The steps in the order they were given on the command line.
+fn steps(args: &CallArgs, matches: Option<&ArgMatches>) -> Fallible<Vec<Step>> {
+    let index = |id: &str| -> Vec<usize> {
+        matches
+            .and_then(|m| m.indices_of(id))
+            .map(Iterator::collect)
+            .unwrap_or_default()
+    };
+    let mut ordered = Vec::new();
+    if let Some(method) = &args.method {
+        let at = index("method").first().copied().unwrap_or(0);
+        let params = params(args.params.as_deref())?;
+        ordered.push((
+            at,
+            Step {
+                method: method.clone(),
+                params,
+                call: true,
+            },
+        ));
+    }
+    for (id, call) in [("calls", true), ("notifies", false)] {
+        let Some(occurrences) = matches.and_then(|m| m.get_occurrences::<String>(id)) else {
+            continue;
+        };
+        let flat = index(id);
+        let mut first = 0;
+        for values in occurrences {
+            let values: Vec<&String> = values.collect();
+            let at = flat.get(first).copied().unwrap_or(usize::MAX);
+            first += values.len();
+            let params = params(values.get(1).map(|p| p.as_str()))?;
+            ordered.push((
+                at,
+                Step {
+                    method: values[0].clone(),
+                    params,
+                    call,
+                },
+            ));
+        }
+    }
+    ordered.sort_by_key(|(at, _)| *at);
+    Ok(ordered.into_iter().map(|(_, step)| step).collect())
+}
+
+/// Runs the verb; `matches` gives the order of the steps.
+pub fn run(args: CallArgs, matches: Option<&ArgMatches>) -> Fallible<ExitCode> {
     let kind = args
         .target
         .kind()?
@@ -386,39 +546,34 @@ pub fn run(args: CallArgs) -> Fallible<ExitCode> {
         return Err("--timeout must be a positive number of seconds".into());
     }
     let timeout = Duration::from_secs_f64(args.timeout);
-    let mut entries = Vec::new();
-    if let Some(file) = &args.batch {
+    let framing = args.profile.framing(args.framing);
+    let mut steps_given = Vec::new();
+    if let Some(Some(file)) = &args.batch {
         let text = std::fs::read_to_string(file)
             .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
         let parsed: Vec<Entry> = serde_json::from_str(&text)
             .map_err(|e| format!("{} is not a batch of calls: {e}", file.display()))?;
         for entry in parsed {
-            let params = params(entry.params.as_deref().map(|p| p.get()))?;
-            entries.push((entry.method, params, !entry.notification));
+            steps_given.push(Step {
+                method: entry.method,
+                params: params(entry.params.as_deref().map(|p| p.get()))?,
+                call: !entry.notification,
+            });
         }
     }
-    for call in args.calls.chunks(2) {
-        entries.push((
-            call[0].clone(),
-            params(call.get(1).map(String::as_str))?,
-            true,
-        ));
+    steps_given.extend(steps(&args, matches)?);
+    let steps = steps_given;
+    if steps.is_empty() {
+        return Err("nothing to send: give METHOD, --call, --notify or --batch FILE".into());
     }
-    let single = match &args.method {
-        Some(method) => Some((method.clone(), params(args.params.as_deref())?)),
-        None => None,
-    };
+    let batch = args.batch.is_some();
 
     if let Some(secs) = args.follow {
         if !(secs.is_finite() && secs >= 0.0) {
             return Err("--follow takes a number of seconds".into());
         }
-        let calls: Vec<Call> = single
-            .into_iter()
-            .chain(entries.into_iter().map(|(m, p, _)| (m, p)))
-            .collect();
         let follow = Duration::from_secs_f64(secs);
-        return crate::follow::run(&kind, args.framing.framing(), &calls, follow);
+        return crate::follow::run(&kind, framing.framing(), &steps, follow, timeout);
     }
     let result = if let Kind::Ws(_) | Kind::Http(_) = kind {
         if args.raw {
@@ -427,28 +582,32 @@ pub fn run(args: CallArgs) -> Fallible<ExitCode> {
         if args.stream {
             return Err("--stream reads streams on stdio, TCP and Unix sockets only".into());
         }
-        let client = Tokio::connect(&kind, timeout)?;
-        let result = send(&client, single, entries, args.notify);
+        let client = Tokio::connect(&kind, timeout, args.profile)?;
+        let result = send(&client, &steps, batch);
         client.close();
         result
     } else {
         let mut config = Config::default();
-        config.framing = args.framing.framing();
+        config.framing = framing.framing();
         config.endpoint.default_timeout = Some(timeout);
-        if args.raw {
-            config.tap = Some(raw_tap(config.framing));
-        }
+        // The core cancels with `$/cancelRequest`; MCP's cancel is sent here instead.
+        config.endpoint.cancel_on_timeout = args.profile != ProfileArg::Mcp;
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        config.tap = Some(tap(config.framing, args.raw, seen.clone()));
         let client = Blocking {
             client: connect(&kind, config)?,
             timeout,
+            profile: args.profile,
+            framing,
+            seen,
         };
         if args.stream {
-            let (method, params) = single.ok_or("--stream needs a METHOD")?;
-            let result = print_stream(&client, &method, params.as_deref(), args.window);
+            let step = steps.first().ok_or("--stream needs a METHOD")?;
+            let result = print_stream(&client, &step.method, step.params.as_deref(), args.window);
             client.client.close();
             return result;
         }
-        let result = send(&client, single, entries, args.notify);
+        let result = send(&client, &steps, batch);
         client.client.close();
         result
     };
@@ -500,40 +659,53 @@ fn print_stream(
     Ok(ExitCode::SUCCESS)
 }
 
-type Call = (String, Option<Box<RawValue>>);
-
-/// Sends what was asked; returns what to print and whether an error object came back.
-fn send(
-    client: &impl Rpc,
-    single: Option<Call>,
-    entries: Vec<Entry3>,
-    notify: bool,
-) -> Fallible<(Option<String>, bool)> {
-    if let Some((method, params)) = single {
-        if notify {
-            client.notify(&method, params.as_deref())?;
-            return Ok((None, false));
+/// Sends the steps, one after the other (each answer awaited before the next step) or as
+/// one batch; returns what to print and whether an error object came back. One call
+/// prints its answer; several an array of `{"method", "result" | "error"}`.
+fn send(client: &impl Rpc, steps: &[Step], batch: bool) -> Fallible<(Option<String>, bool)> {
+    let calls: Vec<&Step> = steps.iter().filter(|s| s.call).collect();
+    let mut answers = Vec::new();
+    if batch {
+        for answer in client.batch(steps)? {
+            answers.push(answer?);
         }
-        let (json, failed) = client.call(&method, params.as_deref())?;
-        return Ok((Some(json), failed));
+    } else {
+        for step in steps {
+            if !step.call {
+                client.notify(&step.method, step.params.as_deref())?;
+                continue;
+            }
+            match client.call(&step.method, step.params.as_deref()) {
+                Ok(answer) => answers.push(answer),
+                Err(e) if calls.len() == 1 => return Err(e),
+                Err(e) => {
+                    // What was answered before is printed; the step that failed is named.
+                    if let Some(done) = items(&calls, &answers)? {
+                        println!("{}", target::pretty(&done));
+                    }
+                    let n = answers.len() + 1;
+                    return Err(format!("call {n} ({}): {e}", step.method).into());
+                }
+            }
+        }
     }
-    let methods: Vec<&String> = entries
-        .iter()
-        .filter(|(_, _, call)| *call)
-        .map(|(method, _, _)| method)
-        .collect();
-    let answers = client.batch(&entries)?;
-    let mut failed = false;
+    let failed = answers.iter().any(|(_, error)| *error);
+    if let ([_], [(json, _)], false) = (calls.as_slice(), answers.as_slice(), batch) {
+        return Ok((Some(json.clone()), failed));
+    }
+    Ok((items(&calls, &answers)?, failed))
+}
+
+/// The answers so far as an array of `{"method", "result" | "error"}`.
+fn items(calls: &[&Step], answers: &[(String, bool)]) -> Fallible<Option<String>> {
+    if answers.is_empty() {
+        return Ok(None);
+    }
     let mut items = Vec::new();
-    for (method, answer) in methods.iter().zip(answers) {
-        let (json, error) = answer?;
-        failed |= error;
-        let method = serde_json::to_string(method)?;
-        let key = if error { "error" } else { "result" };
+    for (step, (json, error)) in calls.iter().zip(answers) {
+        let method = serde_json::to_string(&step.method)?;
+        let key = if *error { "error" } else { "result" };
         items.push(format!(r#"{{"method":{method},"{key}":{json}}}"#));
     }
-    if items.is_empty() {
-        return Ok((None, false));
-    }
-    Ok((Some(format!("[{}]", items.join(","))), failed))
+    Ok(Some(format!("[{}]", items.join(","))))
 }

@@ -1,17 +1,19 @@
-//! `sansrpc call --follow`: send the requests, then print every message the server sends
-//! (answers and notifications: pub/sub) as one JSON line each, until the time is up or the
-//! server closes.
+//! `sansrpc call --follow`: send the steps one after the other (each answer awaited), then
+//! print every message the server sends (answers and notifications: pub/sub) as one JSON
+//! line each, until the time is up or the server closes.
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
-use std::process::ExitCode;
+use std::process::{Child, ChildStdin, ExitCode, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use sansrpc::codec::{encode_frame, Decoder, Framing};
-use sansrpc::{Limits, RawValue};
+use sansrpc::Limits;
 use serde_json::Value;
 
-use crate::target::Kind;
+use crate::call::Step;
+use crate::target::{self, Kind};
 use crate::Fallible;
 
 /// How often a blocked read wakes to look at the clock.
@@ -30,6 +32,80 @@ enum Link {
 trait Stream: Read + Write + Send {}
 impl<T: Read + Write + Send> Stream for T {}
 
+/// A child process's stdin and stdout as one stream whose reads time out after [`POLL`]
+/// (a thread moves what the child writes into a channel). Killed when dropped.
+struct ChildIo {
+    child: Child,
+    stdin: ChildStdin,
+    output: mpsc::Receiver<Vec<u8>>,
+    rest: Vec<u8>,
+}
+
+impl ChildIo {
+    fn spawn(words: &[String]) -> Fallible<ChildIo> {
+        let mut child = target::command(words)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", words[0]))?;
+        let (stdin, mut stdout) = match (child.stdin.take(), child.stdout.take()) {
+            (Some(stdin), Some(stdout)) => (stdin, stdout),
+            _ => return Err("the child's stdin and stdout are not piped".into()),
+        };
+        let (tx, output) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; 16 * 1024];
+            while let Ok(n @ 1..) = stdout.read(&mut buf) {
+                if tx.send(buf[..n].to_vec()).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(ChildIo {
+            child,
+            stdin,
+            output,
+            rest: Vec::new(),
+        })
+    }
+}
+
+impl Read for ChildIo {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.rest.is_empty() {
+            match self.output.recv_timeout(POLL) {
+                Ok(bytes) => self.rest = bytes,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    return Err(io::ErrorKind::WouldBlock.into())
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.rest.len());
+        buf[..n].copy_from_slice(&self.rest[..n]);
+        self.rest.drain(..n);
+        Ok(n)
+    }
+}
+
+impl Write for ChildIo {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.stdin.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.stdin.flush()
+    }
+}
+
+impl Drop for ChildIo {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 enum Got {
     Message(Vec<u8>),
     Nothing,
@@ -39,6 +115,7 @@ enum Got {
 impl Link {
     fn open(kind: &Kind, framing: Framing) -> Fallible<Link> {
         let stream: Box<dyn Stream> = match kind {
+            Kind::Stdio(words) => Box::new(ChildIo::spawn(words)?),
             Kind::Tcp(addr) => {
                 let s = TcpStream::connect(&**addr)
                     .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
@@ -62,7 +139,7 @@ impl Link {
                 ws.get_ref().set_read_timeout(Some(POLL))?;
                 return Ok(Link::Ws(Box::new(ws)));
             }
-            _ => return Err("--follow works over --tcp, --unix and --ws".into()),
+            _ => return Err("--follow works over --stdio, --tcp, --unix and --ws".into()),
         };
         Ok(Link::Stream {
             stream,
@@ -137,37 +214,83 @@ impl Link {
     }
 }
 
-/// Sends each call as a request (ids 1, 2, ...), then prints what arrives for `follow`
-/// (zero: until the server closes). Exit status 1 when an answer was an error object.
+/// Prints one message the server sent, as sent (members in the server's order), on one
+/// line; returns the message and whether it was an error response.
+fn print(body: &[u8]) -> Fallible<(Option<Value>, bool)> {
+    let text = String::from_utf8_lossy(body);
+    let v = serde_json::from_str::<Value>(&text).ok();
+    let failed = v.as_ref().is_some_and(|v| v.get("error").is_some());
+    match &v {
+        Some(v) if text.contains('\n') => writeln!(io::stdout().lock(), "{v}")?,
+        _ => writeln!(io::stdout().lock(), "{}", text.trim())?,
+    }
+    Ok((v, failed))
+}
+
+/// Sends the steps one after the other (requests get ids 1, 2, ...; each answer is awaited
+/// for `timeout`, printing whatever arrives meanwhile), then prints what arrives for
+/// `follow` (zero: until the server closes). Exit status 1 when an answer was an error
+/// object.
 pub fn run(
     kind: &Kind,
     framing: Framing,
-    calls: &[(String, Option<Box<RawValue>>)],
+    steps: &[Step],
     follow: Duration,
+    timeout: Duration,
 ) -> Fallible<ExitCode> {
     let mut link = Link::open(kind, framing)?;
-    for (id, (method, params)) in calls.iter().enumerate() {
-        let mut request = serde_json::json!({"jsonrpc": "2.0", "method": method, "id": id + 1});
-        if let Some(p) = params {
-            request["params"] = serde_json::from_str(p.get())?;
-        }
-        link.send(&request.to_string())?;
-    }
-    let deadline = (!follow.is_zero()).then(|| Instant::now() + follow);
     let mut failed = false;
-    let stdout = io::stdout();
-    while deadline.is_none_or(|d| Instant::now() < d) {
-        match link.receive()? {
-            Got::Message(body) => {
-                let text = String::from_utf8_lossy(&body);
-                // As sent (members in the server's order), on one line when it was compact.
-                let v = serde_json::from_str::<Value>(&text).ok();
-                failed |= v.as_ref().is_some_and(|v| v.get("error").is_some());
-                match v {
-                    Some(v) if text.contains('\n') => writeln!(stdout.lock(), "{v}")?,
-                    _ => writeln!(stdout.lock(), "{}", text.trim())?,
+    let mut id = 0u64;
+    for step in steps {
+        let mut message = serde_json::json!({"jsonrpc": "2.0", "method": step.method});
+        if let Some(p) = &step.params {
+            message["params"] = serde_json::from_str(p.get())?;
+        }
+        if step.call {
+            id += 1;
+            message["id"] = id.into();
+        }
+        link.send(&message.to_string())?;
+        if !step.call {
+            continue;
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "call {id} ({}): no answer within {} s",
+                    step.method,
+                    timeout.as_secs_f64()
+                )
+                .into());
+            }
+            match link.receive()? {
+                Got::Message(body) => {
+                    let (v, error) = print(&body)?;
+                    failed |= error;
+                    let answered = v.as_ref().is_some_and(|v| {
+                        v.get("id") == Some(&id.into())
+                            && (v.get("result").is_some() || v.get("error").is_some())
+                    });
+                    if answered {
+                        break;
+                    }
+                }
+                Got::Nothing => {}
+                Got::End => {
+                    return Err(format!(
+                        "call {id} ({}): the server closed the connection before answering",
+                        step.method
+                    )
+                    .into())
                 }
             }
+        }
+    }
+    let deadline = (!follow.is_zero()).then(|| Instant::now() + follow);
+    while deadline.is_none_or(|d| Instant::now() < d) {
+        match link.receive()? {
+            Got::Message(body) => failed |= print(&body)?.1,
             Got::Nothing => {}
             Got::End => break,
         }

@@ -12,7 +12,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use sansrpc::codec::Framing;
 
 /// What every verb may fail with before it has a verdict of its own (exit status 2).
@@ -44,7 +44,8 @@ enum Verb {
     /// Serve the demo service: a calculator, the specification's example methods, a
     /// notification sink and rpc.discover.
     Serve(ServeArgs),
-    /// Send one request, one notification or one batch to a server and print the answer.
+    /// Send requests and notifications to a server, one after the other on one connection
+    /// (or as one batch), and print the answers.
     Call(call::CallArgs),
     /// Check a server for JSON-RPC 2.0 compliance (our own demo server when no target is
     /// given).
@@ -75,6 +76,28 @@ impl FramingArg {
             FramingArg::ContentLength => "content-length",
             FramingArg::Newline => "newline",
         }
+    }
+}
+
+/// The protocol on top of JSON-RPC 2.0, for what it allows and how it frames and cancels.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProfileArg {
+    /// JSON-RPC 2.0 as specified; Content-Length framing; cancels with `$/cancelRequest`.
+    Plain,
+    /// Model Context Protocol: no null or fractional ids, no batches; newline framing
+    /// (stdio); cancels with `notifications/cancelled`.
+    Mcp,
+    /// Language Server Protocol: Content-Length framing; cancels with `$/cancelRequest`.
+    Lsp,
+}
+
+impl ProfileArg {
+    /// The framing used when `--framing` is not given.
+    pub fn framing(self, given: Option<FramingArg>) -> FramingArg {
+        given.unwrap_or(match self {
+            ProfileArg::Mcp => FramingArg::Newline,
+            ProfileArg::Plain | ProfileArg::Lsp => FramingArg::ContentLength,
+        })
     }
 }
 
@@ -142,7 +165,9 @@ fn init_logs(default: &str) {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // The matches are kept: `call` runs its steps in the order they were given.
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let outcome = match cli.verb {
         Verb::Serve(args) => {
             init_logs("info");
@@ -162,7 +187,7 @@ fn main() -> ExitCode {
         }
         Verb::Call(args) => {
             init_logs("warn");
-            call::run(args)
+            call::run(args, matches.subcommand_matches("call"))
         }
         Verb::Check(args) => {
             init_logs("warn");

@@ -5,11 +5,15 @@
 - notifications are answered (with id null);
 - an empty batch `[]` is never answered;
 - input nested deeper than Python's recursion limit kills it (RecursionError);
-- Python's json module accepts NaN, so `"id": NaN` is not a parse error.
+- Python's json module accepts NaN, so `"id": NaN` is not a parse error;
+- with `--hang`, deep nesting does not kill it: it stops answering for good instead.
 Everything else is answered -32601, or -32600 / -32700 as the specification says.
 """
 import json
 import sys
+import time
+
+HANG = "--hang" in sys.argv[1:]
 
 
 def error(code, message, id_):
@@ -36,6 +40,8 @@ for line in sys.stdin:
     try:
         msg = json.loads(line)
     except RecursionError:
+        if HANG:
+            time.sleep(3600)  # the fault: the server stops answering, and stays alive
         raise  # the fault: deep nesting kills the server
     except ValueError:
         print(json.dumps(error(-32700, "Parse error", None)), flush=True)

@@ -1,4 +1,5 @@
-//! `sansrpc call`: a request, a notification, a batch, an error, `--raw`, on real processes.
+//! `sansrpc call`: a request, a notification, a batch, an error, `--raw`, steps in order
+//! against a stateful server, cancellation per profile, on real processes.
 
 mod common;
 
@@ -230,4 +231,215 @@ fn a_stream_prints_its_items_as_they_arrive() {
     // A method that does not return a stream: no answer to print as one, exit 2.
     let out = run(&["call", "--tcp", &addr, "get_data", "--stream"], LIMIT);
     assert_eq!(out.status, 2, "{}", out.stdout);
+}
+
+const INITIALIZE: &str = r#"{"protocolVersion":"2025-06-18"}"#;
+
+/// `sansrpc call` on a stateful server command over stdio: initialize it (`initialize`, then
+/// the `notifications/initialized` notification), then the steps in `then`.
+fn initialized(server: &str, options: &[&str], then: &[&str]) -> Output {
+    let mut args = vec!["call", "--stdio", server];
+    args.extend_from_slice(options);
+    args.extend([
+        "--call",
+        "initialize",
+        INITIALIZE,
+        "--notify",
+        "notifications/initialized",
+    ]);
+    args.extend_from_slice(then);
+    run(&args, LIMIT)
+}
+
+#[test]
+fn steps_run_in_order_on_one_connection_against_a_stateful_server_over_stdio() {
+    let then = [
+        "--call",
+        "tools/list",
+        "--call",
+        "echo",
+        "--call",
+        "echo",
+        "[]",
+    ];
+    let out = initialized(&stateful_server(), &["--profile", "mcp"], &then);
+    assert_eq!(out.status, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(
+        stdout_json(&out),
+        json!([
+            {"method": "initialize", "result": {"serverInfo": {"name": "stateful"}}},
+            {"method": "tools/list", "result": {"tools": [{"name": "add"}]}},
+            // No params given: no params member; `[]` given: `[]` sent.
+            {"method": "echo", "result": {"has_params": false, "params": null}},
+            {"method": "echo", "result": {"has_params": true, "params": []}},
+        ])
+    );
+    // The positional METHOD is a step like the others, in its place.
+    let server = stateful_server();
+    let args = [
+        "call",
+        "--stdio",
+        &server,
+        "--profile",
+        "mcp",
+        "initialize",
+        "--notify",
+        "notifications/initialized",
+        "--call",
+        "echo",
+    ];
+    let out = run(&args, LIMIT);
+    assert_eq!(out.status, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(stdout_json(&out)[1]["result"]["has_params"], false);
+    // Without initialize the server refuses: the error object, exit 1.
+    let out = run(
+        &["call", "--stdio", &server, "--profile", "mcp", "tools/list"],
+        LIMIT,
+    );
+    assert_eq!(out.status, 1, "{}", out.stderr);
+    assert_eq!(stdout_json(&out)["code"], -32002);
+}
+
+#[test]
+fn follow_over_stdio_awaits_each_answer_and_prints_what_the_server_sends() {
+    let out = initialized(
+        &stateful_server(),
+        &["--profile", "mcp"],
+        &["--call", "tools/list", "--follow", "0.5"],
+    );
+    assert_eq!(out.status, 0, "{}\n{}", out.stdout, out.stderr);
+    let lines: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3, "{}", out.stdout);
+    assert_eq!(lines[0]["id"], 1);
+    assert_eq!(lines[1]["method"], "notifications/tools/list_changed");
+    assert_eq!(lines[2]["result"]["tools"][0]["name"], "add");
+}
+
+#[test]
+fn a_timed_out_call_is_cancelled_the_way_the_profile_says() {
+    let server = stateful_server();
+    for (profile, framing, server, cancel) in [
+        (
+            "mcp",
+            "newline",
+            server.clone(),
+            r#"cancel: notifications/cancelled {"reason": "timed out", "requestId": 2}"#,
+        ),
+        (
+            "lsp",
+            "content-length",
+            format!("{server} --content-length"),
+            r#"cancel: $/cancelRequest {"id": 2}"#,
+        ),
+        (
+            "plain",
+            "content-length",
+            format!("{server} --content-length"),
+            r#"cancel: $/cancelRequest {"id": 2}"#,
+        ),
+    ] {
+        let options = [
+            "--profile",
+            profile,
+            "--framing",
+            framing,
+            "--timeout",
+            "0.5",
+        ];
+        let out = initialized(&server, &options, &["--call", "slow"]);
+        assert_eq!(out.status, 2, "{profile}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("call 2 (slow): no answer within 0.5 s"),
+            "{profile}: {}",
+            out.stderr
+        );
+        assert!(out.stderr.contains(cancel), "{profile}: {}", out.stderr);
+        // What was answered before is printed.
+        assert_eq!(stdout_json(&out)[0]["method"], "initialize", "{profile}");
+    }
+}
+
+#[test]
+fn no_byte_back_names_the_other_framing() {
+    // A newline-framed server that ignores what is not JSON, called with Content-Length.
+    let server = stateful_server();
+    let args = ["call", "--stdio", &server, "--timeout", "0.5", "initialize"];
+    let out = run(&args, LIMIT);
+    assert_eq!(out.status, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "not a byte came back with --framing content-length: does the server use --framing newline?"
+        ),
+        "{}",
+        out.stderr
+    );
+    // And the other way round.
+    let server = format!("{} --content-length", stateful_server());
+    let args = [
+        "call",
+        "--stdio",
+        &server,
+        "--framing",
+        "newline",
+        "--timeout",
+        "0.5",
+        "initialize",
+    ];
+    let out = run(&args, LIMIT);
+    assert_eq!(out.status, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("does the server use --framing content-length?"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn batch_sends_the_steps_as_one_batch() {
+    let server = serve_stdio_command("content-length");
+    let args = [
+        "call",
+        "--stdio",
+        &server,
+        "--raw",
+        "--call",
+        "sum",
+        "[1, 2, 4]",
+        "--notify",
+        "sink",
+        r#"["x"]"#,
+        "--call",
+        "get_data",
+        "--batch",
+    ];
+    let out = run(&args, LIMIT);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert_eq!(
+        stdout_json(&out),
+        json!([
+            {"method": "sum", "result": 7},
+            {"method": "get_data", "result": ["hello", 5]},
+        ])
+    );
+    let sent: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("--> "))
+        .collect();
+    assert_eq!(sent.len(), 1, "{}", out.stderr);
+    assert!(
+        sent[0].starts_with(r#"--> [{"jsonrpc":"2.0","method":"sum","params":[1, 2, 4],"id":1}"#),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        sent[0].contains(r#"{"jsonrpc":"2.0","method":"get_data","id":"#),
+        "no params member: {}",
+        out.stderr
+    );
 }

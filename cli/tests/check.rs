@@ -21,6 +21,13 @@ fn assert_all_pass(out: &Output, what: &str) {
         out.stdout
     );
     assert!(!out.stdout.contains("  FAIL "), "{what}: {}", out.stdout);
+    // Our own server echoes every id byte for byte: not even advice.
+    assert!(
+        !out.stdout.contains("the same value written differently"),
+        "{what}: {}",
+        out.stdout
+    );
+    assert!(out.stdout.contains(" 0 not run;"), "{what}: {}", out.stdout);
 }
 
 #[test]
@@ -136,13 +143,21 @@ fn a_broken_server_fails_with_the_reasons() {
         "newline",
         "--timeout",
         "0.5",
+        "-v",
     ];
     let out = run(&args, LIMIT);
     assert_eq!(out.status, 1, "{}\n{}", out.stdout, out.stderr);
     let text = &out.stdout;
-    // Ids echoed wrongly.
-    assert!(text.contains("FAIL id.exponent"), "{text}");
+    // Ids echoed as the same value written differently: advice.
+    assert!(text.contains("WARN id.exponent"), "{text}");
     assert!(text.contains("id echoed as 1000.0, sent as 1e3"), "{text}");
+    assert!(text.contains("WARN id.escaped-backslash"), "{text}");
+    // Ids echoed as another value (2^64 through a double): a failure.
+    assert!(text.contains("FAIL id.beyond-u64"), "{text}");
+    assert!(
+        text.contains("id is 1.8446744073709552e+19, expected 18446744073709551616"),
+        "{text}"
+    );
     // Notifications answered.
     assert!(text.contains("FAIL notification.unknown"), "{text}");
     assert!(
@@ -155,6 +170,7 @@ fn a_broken_server_fails_with_the_reasons() {
     assert!(text.contains("timed out: no answer within 0.5 s"), "{text}");
     // Deep nesting kills it; the checker says so and starts it again.
     assert!(text.contains("FAIL hostile.deep-array"), "{text}");
+    assert!(text.contains("FAIL hostile.deep-unclosed"), "{text}");
     assert!(text.contains("the server exited"), "{text}");
     assert!(text.contains("RecursionError"), "{text}");
     // NaN accepted by Python's json module.
@@ -196,8 +212,8 @@ fn a_broken_server_in_json_with_fuzz_violations_shrunk() {
         .map(|v| v.as_str().unwrap())
         .collect();
     for id in [
-        "id.integer",
-        "id.exponent",
+        "id.big-integer",
+        "id.beyond-u64",
         "notification.unknown",
         "batch.empty",
         "batch.all-notifications",
@@ -212,7 +228,10 @@ fn a_broken_server_in_json_with_fuzz_violations_shrunk() {
         .iter()
         .find(|c| c["id"] == "id.integer")
         .unwrap();
+    // 1 echoed as 1.0: the same value, so advice, not a required failure.
     assert_eq!(case["status"], "fail");
+    assert_eq!(case["required"], false);
+    assert!(!failed.contains(&"id.integer"), "{failed:?}");
     assert_eq!(case["section"], "5");
     assert!(case["received"][0].as_str().unwrap().contains("1.0"));
     let violations = report["fuzz"]["violations"].as_array().unwrap();
@@ -346,7 +365,10 @@ fn http_no_content_and_other_statuses_are_judged() {
         }
         NO_CONTENT.to_vec()
     });
-    let out = run(&["check", "--http", &format!("http://{addr}/rpc")], LIMIT);
+    let out = run(
+        &["check", "--http", &format!("http://{addr}/rpc"), "-v"],
+        LIMIT,
+    );
     assert_eq!(out.status, 1, "{}\n{}", out.stdout, out.stderr);
     for expected in [
         "PASS notification.unknown",
@@ -361,4 +383,105 @@ fn http_no_content_and_other_statuses_are_judged() {
         );
     }
     assert!(!out.stdout.contains("timed out"), "{}", out.stdout);
+}
+
+#[test]
+fn the_default_report_is_one_line_per_section_and_verbose_shows_every_case() {
+    let out = run(&["check"], LIMIT);
+    assert_all_pass(&out, "default report");
+    let lines = out.stdout.lines().count();
+    assert!(lines <= 20, "{lines} lines:\n{}", out.stdout);
+    assert!(!out.stdout.contains("PASS id."), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .lines()
+            .any(|l| l.starts_with("§6 Batch") && l.contains("9/9")),
+        "{}",
+        out.stdout
+    );
+    let out = run(&["check", "-v"], LIMIT);
+    assert_all_pass(&out, "verbose report");
+    assert!(
+        out.stdout.contains("  PASS id.exponent: "),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.lines().count() > 200, "{}", out.stdout);
+}
+
+#[test]
+fn a_server_that_stops_answering_is_detected_once_and_the_rest_is_not_run() {
+    let server = format!("{} --hang", broken_server());
+    let args = [
+        "check",
+        "--stdio",
+        &server,
+        "--framing",
+        "newline",
+        "--timeout",
+        "0.5",
+        "--fuzz",
+        "20",
+        "--seed",
+        "1",
+    ];
+    let out = run(&args, LIMIT);
+    assert_eq!(out.status, 1, "{}\n{}", out.stdout, out.stderr);
+    let text = &out.stdout;
+    // The failures are in full, the passes not listed.
+    assert!(text.contains("  FAIL hostile.deep-array: "), "{text}");
+    assert!(text.contains("       sent:     [[[["), "{text}");
+    assert!(!text.contains("PASS "), "{text}");
+    // Detected once: no restart, every later case not run, no generated message sent.
+    assert!(text.contains(", 0 restarts/reconnections"), "{text}");
+    assert!(
+        text.contains(
+            "the run ended early: the server stopped answering after case hostile.deep-array"
+        ),
+        "{text}"
+    );
+    let robustness = text.lines().find(|l| l.starts_with("Robustness")).unwrap();
+    assert!(robustness.contains(" not run"), "{robustness}");
+    assert!(!text.contains("NOT RUN"), "{text}");
+    assert!(
+        text.contains("seed 1, 0 generated messages, 0 answered as required, 0 violations"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_mcp_profile_does_not_require_what_mcp_forbids() {
+    let out = run(&["check", "--profile", "mcp", "-v"], LIMIT);
+    assert_all_pass(&out, "mcp profile");
+    assert!(out.stdout.contains("framing newline"), "{}", out.stdout);
+    for id in ["id.null", "id.fraction", "batch.mixed", "spec.batch"] {
+        assert!(
+            out.stdout.contains(&format!("PASS {id}: ")),
+            "{id}: {}",
+            out.stdout
+        );
+    }
+    assert!(
+        out.stdout.contains("(advice: MCP forbids it)"),
+        "{}",
+        out.stdout
+    );
+    // The Python server echoes ids as floats (advice) and answers batches wrongly: with
+    // the MCP profile its batch failures are advice, not failures.
+    let server = broken_server();
+    let out = run(
+        &[
+            "check",
+            "--stdio",
+            &server,
+            "--profile",
+            "mcp",
+            "--timeout",
+            "0.5",
+        ],
+        LIMIT,
+    );
+    assert_eq!(out.status, 1, "{}", out.stdout);
+    assert!(!out.stdout.contains("FAIL batch."), "{}", out.stdout);
+    assert!(out.stdout.contains("WARN batch.mixed"), "{}", out.stdout);
 }

@@ -364,6 +364,21 @@ impl fmt::Display for Backpressure {
 #[cfg(feature = "std")]
 impl std::error::Error for Backpressure {}
 
+/// [`Endpoint::handle_input`] was called on an endpoint configured for a message transport
+/// (`framing: None`): a wiring mistake of the caller's. Nothing was taken; hand whole
+/// messages to [`Endpoint::handle_message`] instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotAByteStream;
+
+impl fmt::Display for NotAByteStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("handle_input on an endpoint without framing; use handle_message")
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for NotAByteStream {}
+
 /// What an event record in the queue is about, for entries that borrow from the arena.
 #[derive(Debug, Clone, Copy)]
 enum Role {
@@ -461,7 +476,8 @@ enum Action {
 /// while answer.is_none() {
 ///     // Client → server.
 ///     while client.poll_transmit(&mut wire).is_some() {}
-///     let taken = server.handle_input(&wire, now);
+///     // Err only for an endpoint built for whole messages (`framing: None`).
+///     let taken = server.handle_input(&wire, now).unwrap();
 ///     wire.drain(..taken);
 ///     while let Some(event) = server.poll_event() {
 ///         if let Event::Request { id, request } = event {
@@ -474,7 +490,7 @@ enum Action {
 ///     // Server → client.
 ///     let mut back = Vec::new();
 ///     while server.poll_transmit(&mut back).is_some() {}
-///     client.handle_input(&back, now);
+///     client.handle_input(&back, now).unwrap();
 ///     while let Some(event) = client.poll_event() {
 ///         if let Event::Response { id, result } = event {
 ///             assert_eq!(id, call);
@@ -593,17 +609,19 @@ impl Endpoint {
     /// [`poll_event`](Endpoint::poll_event) and [`poll_transmit`](Endpoint::poll_transmit) and
     /// offer the rest again. After close, input is taken and ignored.
     ///
-    /// # Panics
-    /// If the endpoint was configured for a message transport (`framing: None`): that is a
-    /// wiring mistake, use [`handle_message`](Endpoint::handle_message).
-    pub fn handle_input(&mut self, mut bytes: &[u8], now: Instant) -> usize {
-        assert!(
-            self.decoder.is_some(),
-            "handle_input on an endpoint without framing; use handle_message"
-        );
+    /// Fails with [`NotAByteStream`], taking nothing, if the endpoint was configured for a
+    /// message transport (`framing: None`): use [`handle_message`](Endpoint::handle_message).
+    pub fn handle_input(
+        &mut self,
+        mut bytes: &[u8],
+        now: Instant,
+    ) -> Result<usize, NotAByteStream> {
+        if self.decoder.is_none() {
+            return Err(NotAByteStream);
+        }
         self.now = now;
         if self.closed {
-            return bytes.len();
+            return Ok(bytes.len());
         }
         if self.events.is_empty() {
             self.arena.clear();
@@ -622,7 +640,7 @@ impl Endpoint {
             idle_feeds = if used == 0 { idle_feeds + 1 } else { 0 };
         }
         self.guard_input(offered > bytes.len(), now);
-        offered - bytes.len()
+        Ok(offered - bytes.len())
     }
 
     /// Takes one whole message from a message transport (a WebSocket text frame, an HTTP
@@ -848,7 +866,9 @@ impl Endpoint {
 
     /// Looks at one entry (borrowed from the arena) and decides what to do with it.
     fn decide(&mut self, start: usize, end: usize, entry: &RawEntry) -> Action {
-        let frame = frame_str(&self.arena[start..end]);
+        // SAFETY: `start..end` is an entry of a frame the classifier scanned with `Ok`, kept
+        // unchanged in the arena since.
+        let frame = unsafe { frame_str(&self.arena[start..end]) };
         match entry.materialize(frame) {
             Incoming::Request(req) => {
                 let error = |message: &'static str, code: i64| ErrorObject::fixed(code, message);
@@ -1255,7 +1275,8 @@ impl Endpoint {
                 entry,
                 role,
             } => {
-                let frame = frame_str(&self.arena[start..end]);
+                // SAFETY: as in `decide`: a scanned entry, unchanged in the arena since.
+                let frame = unsafe { frame_str(&self.arena[start..end]) };
                 match (entry.materialize(frame), role) {
                     (Incoming::Request(request), Role::Request(id)) => {
                         Event::Request { id, request }

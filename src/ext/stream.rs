@@ -18,10 +18,10 @@
 //!   is answered `true` when the stream was open, `false` otherwise. Pulls still queued are
 //!   answered `{"items": [], "done": true}`.
 //! - **Unknown stream** (never opened, over, cancelled, or expired): the pull is answered
-//!   with error [`code::UNKNOWN_STREAM`] (-32010).
+//!   with error [`code::UNKNOWN_STREAM`] (-32020).
 //! - **Bounds**: opening past [`StreamConfig::max_open`] answers the opening call with
-//!   [`code::TOO_MANY_STREAMS`] (-32011); a pull past [`StreamConfig::max_queued_pulls`] for
-//!   one stream is answered [`code::TOO_MANY_PULLS`] (-32012). A stream with no pull waiting
+//!   [`code::TOO_MANY_STREAMS`] (-32021); a pull past [`StreamConfig::max_queued_pulls`] for
+//!   one stream is answered [`code::TOO_MANY_PULLS`] (-32022). A stream with no pull waiting
 //!   for [`StreamConfig::idle_timeout`] is freed. Closing the connection frees every stream.
 //!
 //! ```text
@@ -64,15 +64,16 @@ pub const NEXT_METHOD: &str = "rpc.stream.next";
 pub const CANCEL_METHOD: &str = "rpc.stream.cancel";
 
 /// Error codes of the stream extension (in the implementation-defined server-error range,
-/// clear of seed 000's -32001..-32005).
+/// clear of seed 000's -32001..-32005 and of pub/sub's -32010..-32011; the README keeps the
+/// registry of every code the project uses).
 pub mod code {
     /// No such stream: never opened, already over, cancelled, or freed after its idle
     /// timeout.
-    pub const UNKNOWN_STREAM: i64 = -32010;
+    pub const UNKNOWN_STREAM: i64 = -32020;
     /// The connection already has the most open streams it may have.
-    pub const TOO_MANY_STREAMS: i64 = -32011;
+    pub const TOO_MANY_STREAMS: i64 = -32021;
     /// The stream already has the most queued pulls it may have.
-    pub const TOO_MANY_PULLS: i64 = -32012;
+    pub const TOO_MANY_PULLS: i64 = -32022;
 }
 
 /// Bounds of one connection's streams.

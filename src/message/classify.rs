@@ -73,7 +73,8 @@ pub enum Rejection {
     /// More batch entries than [`Limits::max_batch_len`] (`-32003`, or `-32600` when
     /// [`Limits::batch_too_large_as_invalid_request`] is set).
     BatchTooLarge,
-    /// Nesting deeper than [`Limits::max_depth`] (`-32600`).
+    /// Nesting deeper than [`Limits::max_depth`] (`-32700` "Parse error: nesting too
+    /// deep"): the text could not be parsed within the limit, valid JSON or not.
     TooDeep,
     /// A frame longer than [`Limits::max_frame_bytes`] (`-32004`).
     FrameTooLarge,
@@ -98,7 +99,7 @@ impl Rejection {
                 ErrorObject::fixed(code::BATCH_TOO_LARGE, "Batch too large")
             }
             Rejection::TooDeep => {
-                ErrorObject::fixed(code::INVALID_REQUEST, "Invalid Request: nesting too deep")
+                ErrorObject::fixed(code::PARSE_ERROR, "Parse error: nesting too deep")
             }
             Rejection::FrameTooLarge => {
                 ErrorObject::fixed(code::REQUEST_TOO_LARGE, "Request too large")
@@ -154,9 +155,12 @@ impl Classifier {
     /// at the first byte that decides the outcome (a syntax error, a limit).
     pub fn classify<'a>(&'a mut self, frame: &'a [u8]) -> Classified<'a> {
         match self.scan(frame) {
-            Ok(Shape::Single(entry)) => Classified::Single(entry.materialize(frame_str(frame))),
+            // SAFETY (both arms): `scan` returned `Ok` for this frame.
+            Ok(Shape::Single(entry)) => {
+                Classified::Single(entry.materialize(unsafe { frame_str(frame) }))
+            }
             Ok(Shape::Batch) => Classified::Batch(Batch {
-                frame: frame_str(frame),
+                frame: unsafe { frame_str(frame) },
                 entries: self.entries.iter(),
             }),
             Err(r) => Classified::Rejected(r),
@@ -179,14 +183,23 @@ impl Classifier {
     }
 }
 
-/// The frame as text, once the scanner has validated all of it.
+/// Bytes the scanner has validated, as text, without checking them again.
+///
+/// # Safety
+///
+/// `bytes` must be valid UTF-8, which holds for exactly two kinds of input:
+/// - a whole frame (or a slice of one on entry boundaries) for which [`Classifier::scan`]
+///   returned `Ok`: the scanner visited every byte, matched bytes outside strings against
+///   the ASCII grammar and checked every byte inside a string to form valid UTF-8;
+/// - the contents of one string token the scanner has returned (`Scanner::string`,
+///   `Scanner::key`), which it checked the same way before returning it.
+///
+/// Debug builds check it; the fuzz targets re-check it.
 #[inline]
-pub(crate) fn frame_str(frame: &[u8]) -> &str {
-    debug_assert!(core::str::from_utf8(frame).is_ok());
-    // SAFETY: `scan_frame` returned `Ok`, so the scanner visited every byte of the frame:
-    // bytes outside strings were matched against ASCII grammar and every byte inside a
-    // string was checked to form valid UTF-8. The fuzz targets re-check this.
-    unsafe { core::str::from_utf8_unchecked(frame) }
+pub(crate) unsafe fn frame_str(bytes: &[u8]) -> &str {
+    debug_assert!(core::str::from_utf8(bytes).is_ok());
+    // SAFETY: the caller's contract above.
+    unsafe { core::str::from_utf8_unchecked(bytes) }
 }
 
 pub(crate) enum Shape {
@@ -415,7 +428,8 @@ fn member(frame: &[u8], key: StrTok) -> Member {
             _ => Member::Other,
         };
     }
-    let raw = frame_str(raw);
+    // SAFETY: `key` is a string token the scanner returned, so its contents are checked.
+    let raw = unsafe { frame_str(raw) };
     MEMBERS
         .iter()
         .find(|(name, _)| json::token_eq(raw, true, name))
@@ -464,7 +478,9 @@ fn scan_entry(s: &mut Scanner<'_>, depth: u32, limits: &Limits) -> Result<RawEnt
                         let tok = s.string()?;
                         let raw = &s.bytes[tok.span.start..tok.span.end];
                         raw == b"2.0"
-                            || (tok.escaped && json::token_eq(frame_str(raw), true, "2.0"))
+                            // SAFETY: the contents of a string token the scanner returned.
+                            || (tok.escaped
+                                && json::token_eq(unsafe { frame_str(raw) }, true, "2.0"))
                     } else {
                         s.value(depth, max_depth)?;
                         false
@@ -583,7 +599,9 @@ fn scan_error(
             let key = s.key()?;
             let raw = &s.bytes[key.span.start..key.span.end];
             let name = |n: &str| {
-                raw == n.as_bytes() || (key.escaped && json::token_eq(frame_str(raw), true, n))
+                raw == n.as_bytes()
+                    // SAFETY: the contents of a key token the scanner returned.
+                    || (key.escaped && json::token_eq(unsafe { frame_str(raw) }, true, n))
             };
             let first = s.peek_ws().ok_or(JsonError::Syntax)?;
             if name("code") {

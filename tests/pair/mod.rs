@@ -168,7 +168,7 @@ impl Pair {
             let end = (offset + chunk).min(link.len());
             let mut piece = &link[offset..end];
             while !piece.is_empty() {
-                let used = side.ep.handle_input(piece, now);
+                let used = side.ep.handle_input(piece, now).unwrap();
                 piece = &piece[used..];
                 offset += used;
                 side.drain_events();

@@ -156,12 +156,12 @@ impl Wire {
         let mut offset = 0;
         while offset < end {
             let piece = &self.stream[offset..(offset + chunk).min(end)];
-            let used = ep.handle_input(piece, now);
+            let used = ep.handle_input(piece, now).unwrap();
             offset += used;
             drain(ep);
             if used == 0 {
                 // Events were drained; one more try tells whether the output is what is full.
-                let used = ep.handle_input(piece, now);
+                let used = ep.handle_input(piece, now).unwrap();
                 offset += used;
                 drain(ep);
                 if used == 0 {

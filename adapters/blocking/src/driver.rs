@@ -515,7 +515,16 @@ impl Driver {
             return;
         }
         while let Some((chunk, taken)) = self.inputs.front_mut() {
-            *taken += self.ep.handle_input(&chunk[*taken..], now);
+            match self.ep.handle_input(&chunk[*taken..], now) {
+                Ok(n) => *taken += n,
+                // This driver builds framed endpoints only; were one not, its input could
+                // not be read at all: end the connection rather than spin.
+                Err(_) => {
+                    self.inputs.clear();
+                    self.ep.close(now);
+                    return;
+                }
+            }
             if *taken < chunk.len() {
                 return;
             }

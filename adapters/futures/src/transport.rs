@@ -127,7 +127,9 @@ where
             }
             (self.start, self.end) = (0, n);
         }
-        let taken = endpoint.handle_input(&self.input[self.start..self.end], now);
+        let taken = endpoint
+            .handle_input(&self.input[self.start..self.end], now)
+            .map_err(io::Error::other)?;
         self.start += taken;
         Poll::Ready(Ok(if taken == 0 {
             Received::Stalled

@@ -4,6 +4,7 @@
 use serde_json::{json, Value};
 
 use super::judge::{Expect, Item};
+use crate::ProfileArg;
 
 /// Where a case's rule lives in the JSON-RPC 2.0 specification.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -35,7 +36,7 @@ impl Section {
             Section::Request => "§4 Request object",
             Section::Notification => "§4.1 Notification",
             Section::Params => "§4.2 Parameter structures",
-            Section::Response => "§5 Response object: ids echoed exactly",
+            Section::Response => "§5 Response object: the id comes back",
             Section::Errors => "§5.1 Error object: parse errors, unknown methods",
             Section::Batch => "§6 Batch",
             Section::Examples => "§7 Examples (--spec-methods)",
@@ -485,7 +486,7 @@ pub fn basic() -> Vec<Case> {
         cases.push(case(
             Response,
             id,
-            &format!("id {token} comes back exactly"),
+            &format!("id {token} comes back as the same value"),
             &unknown_with_id(token),
             error(NOT_FOUND, token),
         ));
@@ -538,20 +539,34 @@ fn hostile() -> Vec<Case> {
             id: Some("\"big\"".into()),
         },
     ));
+    // Valid JSON deeper than a server parses: refused as a parse error or an invalid
+    // request (its depth limit), or answered as it would be with no limit.
+    let deep = |normal: Expect| Expect::Deep {
+        normal: Box::new(normal),
+    };
     let closed = "[".repeat(depth) + &"]".repeat(depth);
     cases.push(case(
         Robustness,
         "hostile.deep-array",
         "100,000 nested arrays",
         &closed,
-        Expect::Tolerated { id: None },
+        // With no limit: a batch of one entry, an array, which is no request.
+        deep(Expect::Batch(vec![item(-32600, "null")])),
     ));
+    // Invalid JSON at any depth is a parse error.
     cases.push(case(
         Robustness,
         "hostile.deep-unclosed",
-        "100,000 opening brackets, never closed",
+        "100,000 opening brackets, never closed: a parse error",
         &"[".repeat(depth),
-        Expect::Tolerated { id: None },
+        error(-32700, "null"),
+    ));
+    cases.push(case(
+        Robustness,
+        "hostile.deep-unclosed-objects",
+        "[{\"\": repeated 50,000 times, never closed: a parse error",
+        &r#"[{"":"#.repeat(depth / 2),
+        error(-32700, "null"),
     ));
     let params = format!(
         r#"{{"jsonrpc":"2.0","method":"{UNKNOWN}","params":{}{},"id":"deep"}}"#,
@@ -563,9 +578,7 @@ fn hostile() -> Vec<Case> {
         "hostile.deep-params",
         "a request whose params nest 100,000 deep",
         &params,
-        Expect::Tolerated {
-            id: Some("\"deep\"".into()),
-        },
+        deep(error(-32601, "\"deep\"")),
     ));
     let objects = format!("{}1{}", r#"{"a":"#.repeat(depth), "}".repeat(depth));
     cases.push(case(
@@ -573,7 +586,8 @@ fn hostile() -> Vec<Case> {
         "hostile.deep-object",
         "100,000 nested objects",
         &objects,
-        Expect::Tolerated { id: None },
+        // With no limit: an object that is no request.
+        deep(error(-32600, "null")),
     ));
     let long_id = format!("\"{}\"", "i".repeat(100_000));
     cases.push(case(
@@ -709,4 +723,34 @@ pub fn spec_examples() -> Vec<Case> {
 
 fn error_item(code: i64, id: &str) -> Expect {
     error(code, id)
+}
+
+/// True when a message uses what MCP forbids: a batch, or a request id that is null or
+/// not an integer.
+pub fn outside_mcp(body: &[u8]) -> bool {
+    if body.trim_ascii_start().starts_with(b"[") {
+        return true;
+    }
+    let Ok(Value::Object(message)) = serde_json::from_slice::<Value>(body) else {
+        return false;
+    };
+    match message.get("id") {
+        Some(Value::Null) => true,
+        Some(Value::Number(n)) => !(n.is_i64() || n.is_u64()),
+        _ => false,
+    }
+}
+
+/// Makes advice of what the profile's protocol forbids: under MCP, batches and null or
+/// fractional ids are not required to be answered as JSON-RPC 2.0 answers them.
+pub fn apply_profile(cases: &mut [Case], profile: ProfileArg) {
+    if profile != ProfileArg::Mcp {
+        return;
+    }
+    for case in cases {
+        if case.required && outside_mcp(&case.body) {
+            case.required = false;
+            case.title.push_str(" (advice: MCP forbids it)");
+        }
+    }
 }

@@ -60,6 +60,12 @@ pub enum Expect {
         /// The id of the request inside the input, if it has one.
         id: Option<String>,
     },
+    /// Valid JSON nested deeper than a server may parse: a `-32700` or `-32600` error with
+    /// id `null` (the server's depth limit), or the answer `normal` (a server with no limit).
+    Deep {
+        /// What a server without a depth limit answers.
+        normal: Box<Expect>,
+    },
 }
 
 impl fmt::Display for Expect {
@@ -80,6 +86,10 @@ impl fmt::Display for Expect {
             Expect::Tolerated { .. } => {
                 f.write_str("an error response, or no response, and the server alive")
             }
+            Expect::Deep { normal } => write!(
+                f,
+                "error -32700 or -32600 with id null (nesting beyond the server's limit), or {normal} (no limit)"
+            ),
         }
     }
 }
@@ -245,31 +255,72 @@ pub fn same_json(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// Why `response` is not `item`, if it is not.
-fn mismatch(item: &Item, response: &Response) -> Option<String> {
+/// The digits of a JSON number token, exact: `(negative, digits without leading or
+/// trailing zeros, exponent of the last digit)`; zero of either sign is `(false, "", 0)`.
+fn decimal(token: &str) -> Option<(bool, String, i64)> {
+    let (negative, rest) = match token.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, token),
+    };
+    let (mantissa, exponent) = match rest.find(['e', 'E']) {
+        Some(i) => (&rest[..i], rest[i + 1..].parse::<i64>().ok()?),
+        None => (rest, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if int.is_empty() || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let all = format!("{int}{frac}");
+    let mut exponent = exponent.checked_sub(frac.len() as i64)?;
+    let trimmed = all.trim_start_matches('0');
+    let digits = trimmed.trim_end_matches('0');
+    exponent = exponent.checked_add((trimmed.len() - digits.len()) as i64)?;
+    if digits.is_empty() {
+        return Some((false, String::new(), 0));
+    }
+    Some((negative, digits.to_owned(), exponent))
+}
+
+/// True when two id tokens are the same JSON value: strings compared after unescaping,
+/// numbers compared exactly as decimal values (`-0` is `0`, `1e3` is `1000`, and
+/// `2^70` is not the nearest double), everything else as parsed JSON.
+pub fn same_id(a: &str, b: &str) -> bool {
+    let (a, b) = (a.trim(), b.trim());
+    if a == b {
+        return true;
+    }
+    if let (Some(x), Some(y)) = (decimal(a), decimal(b)) {
+        return x == y;
+    }
+    match (
+        serde_json::from_str::<Value>(a),
+        serde_json::from_str::<Value>(b),
+    ) {
+        (Ok(Value::Number(_)), _) | (_, Ok(Value::Number(_))) => false,
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
+}
+
+/// Whether `response` is `item`: `Err` says why not; `Ok(Some(advice))` when it is, but
+/// the id came back as the same value written differently (byte-for-byte echo is advice).
+fn mismatch(item: &Item, response: &Response) -> Result<Option<String>, String> {
     let outcome = match &response.outcome {
         Ok(outcome) => outcome,
-        Err(why) => return Some(format!("malformed response: {why}")),
+        Err(why) => return Err(format!("malformed response: {why}")),
     };
     let id = response.id.as_deref().unwrap_or("");
+    let mut advice = None;
     if id != item.id() {
-        let same_value = match (
-            serde_json::from_str::<Value>(id),
-            serde_json::from_str::<Value>(item.id()),
-        ) {
-            (Ok(a), Ok(b)) => same_json(&a, &b),
-            _ => false,
-        };
-        return Some(if same_value {
-            format!(
-                "id echoed as {id}, sent as {}: the same value written differently (the id must come back exactly)",
-                item.id()
-            )
-        } else {
-            format!("id is {id}, expected {}", item.id())
-        });
+        if !same_id(id, item.id()) {
+            return Err(format!("id is {id}, expected {}", item.id()));
+        }
+        advice = Some(format!(
+            "id echoed as {id}, sent as {}: the same value written differently (advice: echo the id byte for byte)",
+            item.id()
+        ));
     }
-    match (item, outcome) {
+    let wrong = match (item, outcome) {
         (Item::Error { code, .. }, Outcome::Error(got)) if got == code => None,
         (Item::Error { code, .. }, Outcome::Error(got)) => {
             Some(format!("error code {got}, expected {code}"))
@@ -284,15 +335,33 @@ fn mismatch(item: &Item, response: &Response) -> Option<String> {
         (Item::Result { value, .. }, Outcome::Error(code)) => {
             Some(format!("error {code}, expected result {value}"))
         }
-    }
+    };
+    wrong.map_or(Ok(advice), Err)
 }
 
-/// Judges one received frame against what was required; `Err` says why it fails.
-pub fn judge(expect: &Expect, frame: &[u8]) -> Result<(), String> {
+/// Judges one received frame against what was required: `Err` says why it fails,
+/// `Ok(Some(advice))` that it passes with advice.
+pub fn judge(expect: &Expect, frame: &[u8]) -> Result<Option<String>, String> {
     let answer = parse(frame)?;
     match (expect, answer) {
         (Expect::Nothing, _) => Err("answered, but nothing may be answered".into()),
-        (Expect::Single(item), Answer::Single(r)) => mismatch(item, &r).map_or(Ok(()), Err),
+        (Expect::Deep { normal }, Answer::Single(r)) => {
+            let limit = [-32700, -32600].iter().find_map(|&code| {
+                let item = Item::Error {
+                    code,
+                    id: "null".into(),
+                };
+                mismatch(&item, &r).ok()
+            });
+            match limit {
+                Some(advice) => Ok(advice),
+                None => judge(normal, frame).map_err(|why| {
+                    format!("{why} (nor is it error -32700 or -32600 with id null)")
+                }),
+            }
+        }
+        (Expect::Deep { normal }, Answer::Batch(_)) => judge(normal, frame),
+        (Expect::Single(item), Answer::Single(r)) => mismatch(item, &r),
         (Expect::Single(item), Answer::Batch(_)) => Err(format!(
             "answered with an array, expected one response: {item}"
         )),
@@ -310,16 +379,16 @@ pub fn judge(expect: &Expect, frame: &[u8]) -> Result<(), String> {
                     return Err(format!("malformed response: {why}"));
                 }
                 let rid = r.id.as_deref().unwrap_or("");
-                if rid != "null" && Some(rid) != id.as_deref() {
+                if rid != "null" && !id.as_deref().is_some_and(|id| same_id(rid, id)) {
                     return Err(format!("answered with id {rid}, which was never sent"));
                 }
             }
-            Ok(())
+            Ok(None)
         }
     }
 }
 
-fn batch(items: &[Item], responses: &[Response]) -> Result<(), String> {
+fn batch(items: &[Item], responses: &[Response]) -> Result<Option<String>, String> {
     if responses.is_empty() {
         return Err("answered with an empty array (send nothing instead)".into());
     }
@@ -331,13 +400,18 @@ fn batch(items: &[Item], responses: &[Response]) -> Result<(), String> {
         ));
     }
     let mut used = vec![false; responses.len()];
+    let mut advice = None;
     for item in items {
         let found = responses
             .iter()
             .enumerate()
-            .find(|(i, r)| !used[*i] && mismatch(item, r).is_none());
+            .filter(|(i, _)| !used[*i])
+            .find_map(|(i, r)| mismatch(item, r).ok().map(|a| (i, a)));
         match found {
-            Some((i, _)) => used[i] = true,
+            Some((i, a)) => {
+                used[i] = true;
+                advice = advice.or(a);
+            }
             None => {
                 // Explain with the response carrying the same id, if there is one.
                 let same_id = responses
@@ -346,14 +420,17 @@ fn batch(items: &[Item], responses: &[Response]) -> Result<(), String> {
                     .find(|(i, r)| !used[*i] && r.id.as_deref() == Some(item.id()));
                 return Err(match same_id {
                     Some((_, r)) => {
-                        format!("for {item}: {}", mismatch(item, r).unwrap_or_default())
+                        format!(
+                            "for {item}: {}",
+                            mismatch(item, r).err().unwrap_or_default()
+                        )
                     }
                     None => format!("no response matches {item}"),
                 });
             }
         }
     }
-    Ok(())
+    Ok(advice)
 }
 
 #[cfg(test)]
@@ -367,15 +444,55 @@ mod tests {
         }
     }
 
+    fn with_id(id: &str) -> Vec<u8> {
+        format!(r#"{{"jsonrpc":"2.0","error":{{"code":-32601,"message":"x"}},"id":{id}}}"#)
+            .into_bytes()
+    }
+
     #[test]
-    fn ids_compare_as_tokens() {
+    fn ids_must_be_the_same_value_and_byte_for_byte_is_advice() {
         let e = Expect::Single(err(-32601, "1e3"));
-        let ok = br#"{"jsonrpc":"2.0","error":{"code":-32601,"message":"x"},"id":1e3}"#;
-        assert_eq!(judge(&e, ok), Ok(()));
-        let float = br#"{"jsonrpc":"2.0","error":{"code":-32601,"message":"x"},"id":1000.0}"#;
-        assert!(judge(&e, float)
-            .unwrap_err()
-            .contains("written differently"));
+        assert_eq!(judge(&e, &with_id("1e3")), Ok(None));
+        let advice = judge(&e, &with_id("1000.0")).unwrap().unwrap();
+        assert!(advice.contains("written differently"), "{advice}");
+        for (sent, back) in [
+            (r#""\u00e9""#, "\"é\""),
+            ("-0", "0"),
+            (r#""\/""#, r#""/""#),
+            ("1.50", "1.5"),
+            ("2E+2", "200"),
+        ] {
+            let e = Expect::Single(err(-32601, sent));
+            assert!(
+                judge(&e, &with_id(back)).unwrap().is_some(),
+                "{sent} {back}"
+            );
+        }
+        for (sent, back) in [
+            ("1", "\"1\""),
+            ("1.5", "1"),
+            // 2^70 and the double nearest to it are different decimal values.
+            ("1180591620717411303424", "1.1805916207174113e+21"),
+            ("\"a\"", "\"A\""),
+            ("null", "0"),
+        ] {
+            let e = Expect::Single(err(-32601, sent));
+            assert!(judge(&e, &with_id(back)).is_err(), "{sent} {back}");
+        }
+    }
+
+    #[test]
+    fn deep_input_may_be_refused_as_parse_error_or_invalid_request() {
+        let e = Expect::Deep {
+            normal: Box::new(Expect::Single(err(-32601, "\"deep\""))),
+        };
+        let refused = |code: i64| {
+            format!(r#"{{"jsonrpc":"2.0","error":{{"code":{code},"message":"x"}},"id":null}}"#)
+        };
+        assert_eq!(judge(&e, refused(-32700).as_bytes()), Ok(None));
+        assert_eq!(judge(&e, refused(-32600).as_bytes()), Ok(None));
+        assert!(judge(&e, refused(-32603).as_bytes()).is_err());
+        assert_eq!(judge(&e, &with_id("\"deep\"")), Ok(None));
     }
 
     #[test]
@@ -397,7 +514,7 @@ mod tests {
         let e = Expect::Batch(vec![err(-32601, "\"a\""), err(-32600, "null")]);
         let got = br#"[{"jsonrpc":"2.0","error":{"code":-32600,"message":"x"},"id":null},
                       {"jsonrpc":"2.0","error":{"code":-32601,"message":"x"},"id":"a"}]"#;
-        assert_eq!(judge(&e, got), Ok(()));
+        assert_eq!(judge(&e, got), Ok(None));
         let single = br#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"x"},"id":null}"#;
         assert!(judge(&e, single).is_err());
     }
@@ -410,7 +527,7 @@ mod tests {
         });
         assert_eq!(
             judge(&e, br#"{"jsonrpc":"2.0","result":19.0,"id":1}"#),
-            Ok(())
+            Ok(None)
         );
         assert!(judge(&e, br#"{"jsonrpc":"2.0","result":-19,"id":1}"#).is_err());
     }

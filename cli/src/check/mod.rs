@@ -3,8 +3,13 @@
 //! The checker speaks raw bytes (it has to send malformed input), framed by the core's
 //! codec, and judges every answer itself with serde_json by the rules of JSON-RPC 2.0
 //! sections 4 to 6 (see [`judge`]). After every case it sends a probe request and waits
-//! for its answer: a server that stopped answering, closed the connection or died is
-//! reported, then restarted (stdio) or reconnected to (sockets).
+//! for its answer: a server that closed the connection or died is reported, then
+//! restarted (stdio) or reconnected to (sockets); a server that stopped answering is
+//! reported once, and the cases after it as not run (each would only wait its timeout).
+//!
+//! A section of cases is a [`cases::Section`] and a list of [`Case`]s; the runner and the
+//! report take any list, so a new section is a new variant and a function returning its
+//! cases, added to the list in `suite`.
 
 mod cases;
 mod conn;
@@ -20,7 +25,7 @@ use clap::Args;
 use sansrpc::codec::Framing;
 
 use crate::target::{Kind, Target};
-use crate::{Fallible, FramingArg};
+use crate::{Fallible, FramingArg, ProfileArg};
 use cases::{Case, Section};
 use conn::{Conn, Recv};
 use judge::Expect;
@@ -43,9 +48,10 @@ Examples:
 pub struct CheckArgs {
     #[command(flatten)]
     target: Target,
-    /// How messages are framed on the byte stream (ignored for WebSocket and HTTP).
-    #[arg(long, value_enum, default_value_t = FramingArg::ContentLength)]
-    framing: FramingArg,
+    /// How messages are framed on the byte stream (ignored for WebSocket and HTTP);
+    /// default: newline with --profile mcp, else content-length.
+    #[arg(long, value_enum)]
+    framing: Option<FramingArg>,
     /// Also run the specification's examples (section 7); the server must implement
     /// subtract, sum, update, get_data, notify_hello and notify_sum as the specification does.
     /// On by itself when no target is given (the built-in server has them).
@@ -63,6 +69,15 @@ pub struct CheckArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    /// Print every case, passed ones included (by default: one line per section, and
+    /// every failure and advice in full).
+    #[arg(short, long)]
+    verbose: bool,
+    /// What the protocol on top allows: `mcp` does not require null ids, fractional ids
+    /// or batches (MCP forbids them); `lsp` frames with Content-Length unless --framing
+    /// says otherwise; `plain` is JSON-RPC 2.0 as specified.
+    #[arg(long, value_enum, default_value_t = ProfileArg::Plain)]
+    profile: ProfileArg,
 }
 
 /// How a case failed; shrinking keeps an input only while it fails the same way.
@@ -76,6 +91,8 @@ pub enum Failure {
     TimedOut,
     /// The server stopped answering, closed the connection or died.
     Dead,
+    /// Not run: the server had stopped answering, or the run was cut short, before it.
+    NotRun,
 }
 
 /// The outcome of one case.
@@ -222,14 +239,16 @@ impl Runner {
             self.recover();
         }
         if let Some(why) = &self.aborted {
-            result.failure = Some(Failure::Dead);
+            result.failure = Some(Failure::NotRun);
             result.why = format!("not run: {why}");
             return (result, Vec::new());
         }
         let (probe, probe_id) = self.probe_body();
         let socket = self.is_socket();
+        // Hostile and large input may take a server longer.
         let timeout = match case.expect {
             Expect::Tolerated { .. } => self.timeout * 3,
+            _ if case.body.len() > 64 * 1024 => self.timeout * 3,
             _ => self.timeout,
         };
         let Some(conn) = self.conn.as_mut() else {
@@ -245,18 +264,33 @@ impl Runner {
             .collect();
         conn.send(&case.body);
         let fail = |result: &mut CaseResult, failure, why: String| {
-            if result.failure.is_none() {
+            // A failure replaces advice given before it.
+            if result.failure.is_none() || (!result.required && case.required) {
                 result.failure = Some(failure);
                 result.why = why;
+                result.required = case.required;
+            }
+        };
+        // Passed, with advice (an id echoed as the same value, written differently): a
+        // failure that does not fail the run.
+        let advise = |result: &mut CaseResult, advice: Option<String>| {
+            if let (Some(advice), None) = (advice, result.failure) {
+                result.failure = Some(Failure::Wrong);
+                result.why = advice;
+                result.required = false;
             }
         };
         let secs = deadline_secs(timeout);
         // The answer itself, when one is required.
-        if matches!(case.expect, Expect::Single(_) | Expect::Batch(_)) {
+        if matches!(
+            case.expect,
+            Expect::Single(_) | Expect::Batch(_) | Expect::Deep { .. }
+        ) {
             match conn.recv(Instant::now() + timeout) {
                 Recv::Frame(f) => {
-                    if let Err(why) = judge::judge(&case.expect, &f) {
-                        fail(&mut result, Failure::Wrong, why);
+                    match judge::judge(&case.expect, &f) {
+                        Ok(advice) => advise(&mut result, advice),
+                        Err(why) => fail(&mut result, Failure::Wrong, why),
                     }
                     result.received.push(f);
                 }
@@ -301,7 +335,7 @@ impl Runner {
         // The probe: the server must still answer, and say nothing else first.
         conn.send(&probe);
         let deadline = Instant::now() + timeout;
-        let (mut lost, mut closed) = (false, None);
+        let (mut lost, mut silent, mut closed) = (false, false, None);
         loop {
             match conn.recv(deadline) {
                 Recv::Frame(f) if judge::single_id(&f).as_deref() == Some(&probe_id) => break,
@@ -352,7 +386,7 @@ impl Runner {
                         format!("the server stopped answering: no answer to a probe request sent after this input within {secs} s")
                     };
                     fail(&mut result, Failure::Dead, why);
-                    lost = true;
+                    silent = true;
                     break;
                 }
                 Recv::Closed => {
@@ -394,7 +428,15 @@ impl Runner {
             }
             None => {}
         }
-        if lost {
+        if silent {
+            // A server that is alive but silent would make every case after this one
+            // wait its timeout: the rest is reported as not run instead.
+            self.conn = None;
+            self.aborted = Some(format!(
+                "the server stopped answering after case {} (no answer to a probe request within {secs} s)",
+                case.id
+            ));
+        } else if lost {
             self.recover();
         }
         (result, strays)
@@ -507,6 +549,7 @@ fn suite(runner: &mut Runner, args: &CheckArgs, seed: u64) -> Outcome {
     if args.spec_methods {
         cases.extend(cases::spec_examples());
     }
+    cases::apply_profile(&mut cases, args.profile);
     let mut progress = Progress::new(cases.len() + args.fuzz as usize);
     let mut results = Vec::new();
     for case in &cases {
@@ -520,7 +563,14 @@ fn suite(runner: &mut Runner, args: &CheckArgs, seed: u64) -> Outcome {
         let (mut passed, mut budget) = (0u32, SHRINK_TOTAL);
         let mut fuzz_results = Vec::new();
         for n in 1..=args.fuzz {
-            let msg = gen.message();
+            if runner.aborted.is_some() {
+                break;
+            }
+            let mut msg = gen.message();
+            // Generated messages stay inside what the profile's protocol allows.
+            while args.profile == ProfileArg::Mcp && cases::outside_mcp(&msg.body()) {
+                msg = gen.message();
+            }
             let case = fuzz_case(n, &msg);
             progress.tick(&case.id);
             let (result, strays) = runner.run(&case);
@@ -603,6 +653,7 @@ pub fn run(mut args: CheckArgs) -> Fallible<ExitCode> {
     if !(args.timeout.is_finite() && args.timeout > 0.0) {
         return Err("--timeout must be a positive number of seconds".into());
     }
+    let framing_arg = args.profile.framing(args.framing);
     let kind = match args.target.kind()? {
         Some(kind) => kind,
         None => {
@@ -615,7 +666,7 @@ pub fn run(mut args: CheckArgs) -> Fallible<ExitCode> {
                 "serve".into(),
                 "--stdio".into(),
                 "--framing".into(),
-                args.framing.name().into(),
+                framing_arg.name().into(),
             ])
         }
     };
@@ -629,7 +680,7 @@ pub fn run(mut args: CheckArgs) -> Fallible<ExitCode> {
     let (framing, framing_name) = match kind {
         Kind::Ws(_) => (Framing::ContentLength, "none (one message per text frame)"),
         Kind::Http(_) => (Framing::ContentLength, "none (one message per POST body)"),
-        _ => (args.framing.framing(), args.framing.name()),
+        _ => (framing_arg.framing(), framing_arg.name()),
     };
     let mut runner = Runner::new(kind.clone(), framing, timeout);
     if let Err(why) = runner.connect() {
@@ -649,7 +700,7 @@ pub fn run(mut args: CheckArgs) -> Fallible<ExitCode> {
     if args.json {
         println!("{}", report::json(&header, &outcome));
     } else {
-        print!("{}", report::text(&header, &outcome));
+        print!("{}", report::text(&header, &outcome, args.verbose));
     }
     Ok(if ok {
         ExitCode::SUCCESS

@@ -1,4 +1,7 @@
 //! The report: readable text grouped by specification section, or JSON for machines.
+//!
+//! The text report works on any list of sections, so a new section of cases needs
+//! nothing here.
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -6,7 +9,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::cases::Section;
-use super::{CaseResult, Outcome, Violation};
+use super::{CaseResult, Failure, Outcome, Violation};
 use crate::target::{show_bytes, Kind};
 
 /// How many bytes of a message the text report shows for a passing case; failing cases
@@ -59,9 +62,19 @@ fn sections(outcome: &Outcome) -> Vec<(Section, Vec<&CaseResult>)> {
     out
 }
 
-fn case_text(out: &mut String, r: &CaseResult, mark: &str) {
+/// How the text report marks a case.
+fn mark(r: &CaseResult) -> &'static str {
+    match (r.failure, r.required) {
+        (None, _) => "PASS",
+        (Some(Failure::NotRun), _) => "NOT RUN",
+        (Some(_), true) => "FAIL",
+        (Some(_), false) => "WARN",
+    }
+}
+
+fn case_text(out: &mut String, r: &CaseResult) {
     let limit = if r.passed() { SHOW_PASS } else { SHOW_FAIL };
-    let _ = writeln!(out, "  {mark} {}: {}", r.id, r.title);
+    let _ = writeln!(out, "  {} {}: {}", mark(r), r.id, r.title);
     if !r.why.is_empty() {
         let label = if r.passed() { "note" } else { "why" };
         let _ = writeln!(
@@ -70,6 +83,9 @@ fn case_text(out: &mut String, r: &CaseResult, mark: &str) {
             " ".repeat(8 - label.len()),
             r.why
         );
+    }
+    if r.failure == Some(Failure::NotRun) {
+        return;
     }
     if !r.passed() {
         let _ = writeln!(out, "       expected: {}", r.expected);
@@ -83,8 +99,26 @@ fn case_text(out: &mut String, r: &CaseResult, mark: &str) {
     }
 }
 
-/// The readable report.
-pub fn text(header: &Header, outcome: &Outcome) -> String {
+/// A section's tally: `12/13 passed, 1 advice, 2 not run`.
+fn tally(results: &[&CaseResult]) -> String {
+    let count = |f: &dyn Fn(&CaseResult) -> bool| results.iter().filter(|r| f(r)).count();
+    let passed = count(&|r| r.passed());
+    let mut line = format!("{passed:>3}/{:<3} passed", results.len());
+    for (n, what) in [
+        (count(&|r| mark(r) == "FAIL"), "failed"),
+        (count(&|r| mark(r) == "WARN"), "advice"),
+        (count(&|r| mark(r) == "NOT RUN"), "not run"),
+    ] {
+        if n > 0 {
+            let _ = write!(line, ", {n} {what}");
+        }
+    }
+    line
+}
+
+/// The readable report: by default one line per section with every failure and advice
+/// in full under it; `verbose` shows every case.
+pub fn text(header: &Header, outcome: &Outcome, verbose: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "sansrpc check: {}", header.target);
     let _ = writeln!(
@@ -96,22 +130,32 @@ pub fn text(header: &Header, outcome: &Outcome) -> String {
         header.elapsed.as_secs_f64(),
         header.restarts
     );
+    if !verbose {
+        out.push('\n');
+    }
     let grouped = sections(outcome);
     for (section, results) in &grouped {
-        let _ = writeln!(out, "\n{}", section.title());
+        if verbose {
+            let _ = writeln!(out, "\n{}", section.title());
+        } else {
+            let _ = writeln!(out, "{:<54} {}", section.title(), tally(results));
+        }
         for r in results {
-            let mark = match (r.passed(), r.required) {
-                (true, _) => "PASS",
-                (false, true) => "FAIL",
-                (false, false) => "WARN",
+            let shown = match r.failure {
+                _ if verbose => true,
+                None | Some(Failure::NotRun) => false,
+                Some(_) => true,
             };
-            case_text(&mut out, r, mark);
+            if shown {
+                case_text(&mut out, r);
+            }
         }
     }
     if let Some((seed, count, passed)) = outcome.fuzz {
         let _ = writeln!(
             out,
-            "\n{}: seed {seed}, {count} generated messages, {passed} answered as required, {} violations",
+            "{}{}: seed {seed}, {count} generated messages, {passed} answered as required, {} violations",
+            if verbose { "\n" } else { "" },
             Section::Fuzz.title(),
             outcome.violations.len()
         );
@@ -119,37 +163,29 @@ pub fn text(header: &Header, outcome: &Outcome) -> String {
             violation_text(&mut out, i + 1, v);
         }
     }
-    let _ = writeln!(out, "\nSummary");
-    for (section, results) in &grouped {
-        let passed = results.iter().filter(|r| r.passed()).count();
-        let _ = writeln!(
-            out,
-            "  {:<52} {passed:>3}/{:<3} passed",
-            section.title(),
-            results.len()
-        );
+    if verbose {
+        let _ = writeln!(out, "\nSummary");
+        for (section, results) in &grouped {
+            let _ = writeln!(out, "  {:<52} {}", section.title(), tally(results));
+        }
+        if let Some((_, count, passed)) = outcome.fuzz {
+            let _ = writeln!(
+                out,
+                "  {:<52} {passed:>3}/{count:<3} passed",
+                Section::Fuzz.title()
+            );
+        }
+    } else {
+        out.push('\n');
     }
-    if let Some((_, count, passed)) = outcome.fuzz {
-        let _ = writeln!(
-            out,
-            "  {:<52} {passed:>3}/{count:<3} passed",
-            Section::Fuzz.title()
-        );
-    }
-    let failed_required = outcome
-        .results
-        .iter()
-        .filter(|r| !r.passed() && r.required)
-        .count();
-    let advice = outcome
-        .results
-        .iter()
-        .filter(|r| !r.passed() && !r.required)
-        .count();
-    let passed = outcome.results.iter().filter(|r| r.passed()).count();
+    let count = |m: &str| outcome.results.iter().filter(|r| mark(r) == m).count();
     let _ = writeln!(
         out,
-        "  cases: {passed} passed, {failed_required} required failed, {advice} advisory failed; fuzz violations: {}",
+        "  cases: {} passed, {} required failed, {} advisory failed, {} not run; fuzz violations: {}",
+        count("PASS"),
+        count("FAIL"),
+        count("WARN"),
+        count("NOT RUN"),
         outcome.violations.len()
     );
     if let Some(why) = &outcome.aborted {
@@ -157,8 +193,10 @@ pub fn text(header: &Header, outcome: &Outcome) -> String {
     }
     let verdict = if ok(outcome) {
         "PASS: every required case passed"
-    } else {
+    } else if verbose {
         "FAIL: see the cases marked FAIL above"
+    } else {
+        "FAIL: see the cases marked FAIL above (-v shows every case)"
     };
     let _ = writeln!(out, "  {verdict}");
     out

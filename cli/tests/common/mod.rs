@@ -140,6 +140,15 @@ pub fn serve_stdio_command(framing: &str) -> String {
     format!("{} serve --stdio --framing {framing}", exe())
 }
 
+/// Where the stateful (MCP-like) test server lives: newline-framed, or Content-Length with
+/// `--content-length`.
+pub fn stateful_server() -> String {
+    format!(
+        "python3 {}/tests/stateful_server.py",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
 /// Where the broken test server lives.
 pub fn broken_server() -> String {
     format!(

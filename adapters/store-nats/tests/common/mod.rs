@@ -30,8 +30,9 @@ fn binary() -> PathBuf {
         }
     }
     panic!(
-        "nats-server not found (PATH, /usr/sbin, /usr/local/bin or $NATS_SERVER): \
-         install the Debian package nats-server; these tests need a real server"
+        "nats-server not found ($NATS_SERVER, PATH, /usr/sbin, /usr/local/bin): run the \
+         tests with scripts/test, which installs one, or install the Debian package \
+         nats-server; these tests need a real server"
     );
 }
 
