@@ -135,7 +135,7 @@ fn a_content_length_header_on_a_newline_decoder_is_reported_first() {
 fn an_mcp_endpoint_fed_content_length_says_so() {
     let mut ep = Endpoint::new(Config::for_profile(Profile::Mcp));
     let input = wire(Framing::ContentLength, "");
-    assert_eq!(ep.handle_input(&input, Instant::ZERO), input.len());
+    assert_eq!(ep.handle_input(&input, Instant::ZERO), Ok(input.len()));
     let Some(Event::FrameError(e)) = ep.poll_event() else {
         panic!("the first event names the framing mistake")
     };
@@ -153,7 +153,7 @@ fn an_auto_endpoint_answers_in_the_peers_framing() {
         let mut ep = Endpoint::new(config);
         let mut input = Vec::new();
         encode_frame(framing, BODIES[0].as_bytes(), &mut input);
-        assert_eq!(ep.handle_input(&input, Instant::ZERO), input.len());
+        assert_eq!(ep.handle_input(&input, Instant::ZERO), Ok(input.len()));
         let Some(Event::Request { id, .. }) = ep.poll_event() else {
             panic!()
         };

@@ -216,7 +216,8 @@ fn respond_typed_serializes_or_answers_internal_error() {
         let frame = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"m"}}"#);
         encode_frame(Framing::ContentLength, frame.as_bytes(), &mut wire);
     }
-    ep.handle_input(&wire, Instant::ZERO);
+    ep.handle_input(&wire, Instant::ZERO)
+        .expect("a byte-stream endpoint");
     let mut ids = Vec::new();
     while let Some(e) = ep.poll_event() {
         if let Event::Request { id, .. } = e {
