@@ -147,3 +147,5 @@ pub fn broken_server() -> String {
         env!("CARGO_MANIFEST_DIR")
     )
 }
+
+pub mod abuse;
