@@ -205,3 +205,78 @@ fn websocket_protocol_violations_get_their_close_codes() {
     thread::sleep(Duration::from_secs(1));
     assert_served(caller, &mut server, "protocol violations");
 }
+
+/// `sansrpc check --strict` against `sansrpc serve` with short timeouts: the robustness
+/// cases pass (other clients served, abusers closed) and are required.
+fn check_robustness(transport: &str, url: impl Fn(&str) -> String) {
+    let listen = format!("--{transport}");
+    let args = [
+        "serve",
+        &listen,
+        "127.0.0.1:0",
+        "--frame-timeout",
+        "1s",
+        "--write-stall-timeout",
+        "1s",
+    ];
+    let (mut server, addr) = serve(&args, None);
+    let target = url(&addr);
+    let out = common::run(
+        &["check", &listen, &target, "--strict", "--timeout", "5"],
+        Duration::from_secs(90),
+    );
+    for case in ["flood-without-reading", "slowloris"] {
+        assert!(
+            out.stdout.contains(&format!("PASS {case}")),
+            "{transport} {case}:\n{}",
+            out.stdout
+        );
+    }
+    if transport == "ws" {
+        assert!(out.stdout.contains("PASS ping-flood"), "{}", out.stdout);
+    }
+    assert_eq!(out.status, 0, "{}", out.stdout);
+    assert_alive(&mut server);
+}
+
+#[test]
+fn check_robustness_passes_against_serve_over_tcp() {
+    check_robustness("tcp", str::to_owned);
+}
+
+#[test]
+fn check_robustness_passes_against_serve_over_websocket() {
+    check_robustness("ws", |addr| format!("ws://{addr}/"));
+}
+
+/// A server that never closes abusers fails the strict robustness cases: the check can
+/// fail.
+#[test]
+fn check_robustness_fails_strict_when_abusers_are_never_closed() {
+    let args = [
+        "serve",
+        "--tcp",
+        "127.0.0.1:0",
+        "--frame-timeout",
+        "0",
+        "--write-stall-timeout",
+        "0",
+    ];
+    let (mut server, addr) = serve(&args, None);
+    let out = common::run(
+        &["check", "--tcp", &addr, "--strict", "--timeout", "5"],
+        Duration::from_secs(90),
+    );
+    assert!(out.stdout.contains("FAIL slowloris"), "{}", out.stdout);
+    assert_eq!(out.status, 1, "{}", out.stdout);
+    let advisory = common::run(
+        &["check", "--tcp", &addr, "--timeout", "5"],
+        Duration::from_secs(90),
+    );
+    assert_eq!(
+        advisory.status, 0,
+        "advisory without --strict:\n{}",
+        advisory.stdout
+    );
+    assert_alive(&mut server);
+}
