@@ -4,24 +4,19 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::{exe, Server};
+use super::{exe, start_logging_addr, Server};
 
 /// `sansrpc ARGS` (a server logging `addr=...`), with its open-file limit set to `nofile`
 /// (soft and hard) when given; returns the server and its address.
 pub fn serve(args: &[&str], nofile: Option<u64>) -> (Server, String) {
     let mut command = Command::new(exe());
-    command
-        .args(args)
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+    command.args(args);
     if let Some(n) = nofile {
         let limit = libc::rlimit {
             rlim_cur: n,
@@ -38,27 +33,7 @@ pub fn serve(args: &[&str], nofile: Option<u64>) -> (Server, String) {
             });
         }
     }
-    let mut child = command.spawn().expect("start sansrpc serve");
-    let stderr = child.stderr.take().unwrap();
-    let server = Server(child);
-    let (tx, rx) = std::sync::mpsc::channel();
-    thread::spawn(move || {
-        use std::io::BufRead;
-        let lines = std::io::BufReader::new(stderr).lines();
-        for line in lines.map_while(Result::ok) {
-            if let Some(at) = line.find("addr=") {
-                let addr: String = line[at + 5..]
-                    .chars()
-                    .take_while(|c| !c.is_whitespace())
-                    .collect();
-                let _ = tx.send(addr);
-            }
-        }
-    });
-    let addr = rx
-        .recv_timeout(Duration::from_secs(10))
-        .expect("the server logs its address");
-    (server, addr)
+    start_logging_addr(&mut command)
 }
 
 /// The process's peak resident memory (VmHWM), in KiB.
