@@ -1,5 +1,5 @@
-//! Protection rules in the core: the per-connection rate limit, the idle timeout and the
-//! partial-frame (slowloris) timeout, driven with raw bytes and a virtual clock.
+//! Protection rules in the core: the per-connection rate limit, the idle timeout, the
+//! partial-frame (slowloris) timeout and the write-stall timeout, driven with raw bytes and a virtual clock.
 
 use std::time::Duration;
 
@@ -186,6 +186,40 @@ fn idle_timeout_closes_a_quiet_connection() {
         vec![Ev::Expired(Expiry::Idle), Ev::Closed]
     );
     assert_eq!(ep.poll_timeout(), None);
+}
+
+#[test]
+fn write_stall_timeout_closes_a_peer_that_does_not_read() {
+    let stall = Duration::from_secs(30);
+    let mut ep = endpoint(|c| c.write_stall_timeout = Some(stall));
+    ep.handle_input(&request(1, "add"), ms(0)).unwrap();
+    events(&mut ep, true);
+    // Output waits; nothing was written yet: the clock starts.
+    ep.handle_write(false, true, ms(1_000));
+    assert_eq!(ep.poll_timeout(), Some(ms(31_000)));
+    // A byte written restarts it; a failed attempt does not.
+    ep.handle_write(true, true, ms(10_000));
+    ep.handle_write(false, true, ms(20_000));
+    assert_eq!(ep.poll_timeout(), Some(ms(40_000)));
+    ep.handle_timeout(ms(39_999));
+    assert!(!ep.is_closed());
+    ep.handle_timeout(ms(40_000));
+    assert!(ep.is_closed());
+    assert_eq!(
+        events(&mut ep, false),
+        vec![Ev::Expired(Expiry::WriteStall), Ev::Closed]
+    );
+}
+
+#[test]
+fn write_stall_timeout_sleeps_while_nothing_waits() {
+    let mut ep = endpoint(|c| c.write_stall_timeout = Some(Duration::from_secs(1)));
+    ep.handle_write(false, true, ms(0));
+    // Everything written: no deadline, however long the peer then stays quiet.
+    ep.handle_write(true, false, ms(500));
+    assert_eq!(ep.poll_timeout(), None);
+    ep.handle_timeout(ms(100_000));
+    assert!(!ep.is_closed());
 }
 
 #[test]

@@ -220,22 +220,29 @@ pub fn router() -> Router {
 #[derive(clap::Args, Debug, Clone)]
 pub struct ProtectArgs {
     /// Most connections served at once (TCP, Unix, WebSocket, HTTP); one beyond it gets a
-    /// -32002 error (WebSocket and HTTP: 503) and is closed.
-    #[arg(long, value_name = "N", default_value_t = 1024)]
-    max_connections: usize,
+    /// -32002 error (WebSocket and HTTP: 503) and is closed. Default: 1024, or fewer when
+    /// the open-file limit (raised to its hard limit at start) cannot serve that many.
+    #[arg(long, value_name = "N")]
+    max_connections: Option<usize>,
     /// Per-connection rate limit: requests (and notifications) a second, with an optional
     /// burst (default: the rate); requests over it are answered -32002, notifications
     /// dropped. Example: 50 or 50:200.
     #[arg(long, value_name = "RATE[:BURST]", value_parser = parse_rate)]
     rate_limit: Option<RateLimit>,
     /// Close a connection that sent nothing for this long while nothing was in flight
-    /// (e.g. 30s, 500ms, 5m; a bare number is seconds).
+    /// (e.g. 30s, 500ms, 5m; a bare number is seconds; 0: never). Default on network
+    /// transports: 5m; stdio: never.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     idle_timeout: Option<Duration>,
     /// Close a connection whose message stays partly received for this long (slowloris);
-    /// HTTP: a request head or body, WebSocket: the handshake.
+    /// HTTP: a request head or body, WebSocket: the handshake. 0: never. Default on
+    /// network transports: 30s; stdio: never.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     frame_timeout: Option<Duration>,
+    /// Close a connection whose answers waited this long with no byte written (a peer that
+    /// sends but does not read). 0: never. Default on network transports: 30s; stdio: never.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    write_stall_timeout: Option<Duration>,
     /// WebSocket: accept handshakes from this Origin only (repeatable; others get 403).
     /// Clients sending no Origin are accepted.
     #[arg(long, value_name = "ORIGIN")]
@@ -247,17 +254,30 @@ pub struct ProtectArgs {
 }
 
 impl ProtectArgs {
-    /// The endpoint's share: the rate limit and the timeouts.
-    fn endpoint(&self, config: &mut sansrpc::endpoint::Config) {
+    /// The endpoint's share: the rate limit and the timeouts, with the network defaults
+    /// when `network` (every transport but stdio).
+    fn endpoint(&self, config: &mut sansrpc::endpoint::Config, network: bool) {
+        let default = |given: Option<Duration>, default: Duration| {
+            given
+                .or(network.then_some(default))
+                .filter(|d| !d.is_zero())
+        };
         config.rate_limit = self.rate_limit;
-        config.idle_timeout = self.idle_timeout;
-        config.frame_timeout = self.frame_timeout;
+        config.idle_timeout = default(self.idle_timeout, DEFAULT_IDLE);
+        config.frame_timeout = default(self.frame_timeout, DEFAULT_FRAME);
+        config.write_stall_timeout = default(self.write_stall_timeout, DEFAULT_WRITE_STALL);
+    }
+
+    /// The connection limit: the flag, else 1024 within the descriptor budget.
+    fn max_connections(&self) -> usize {
+        self.max_connections
+            .unwrap_or_else(|| DEFAULT_MAX_CONNECTIONS.min(descriptor_budget()))
     }
 
     /// The tokio servers' share: the limit, the origins, CORS.
     fn serve_options(&self) -> sansrpc_tokio::ServeOptions {
         let mut options = sansrpc_tokio::ServeOptions::default();
-        options.max_connections = self.max_connections;
+        options.max_connections = self.max_connections();
         if !self.allow_origin.is_empty() {
             options.allowed_origins = Origins::List(self.allow_origin.clone());
         }
@@ -268,6 +288,59 @@ impl ProtectArgs {
         }
         options
     }
+}
+
+/// Network transports: an idle connection is closed after 5 minutes (a client between
+/// bursts of work keeps far shorter pauses, or reconnects).
+const DEFAULT_IDLE: Duration = Duration::from_secs(300);
+/// Network transports: 30 s to finish a message once begun (a healthy client sends one in
+/// well under a second; a slowloris peer holds its connection no longer).
+const DEFAULT_FRAME: Duration = Duration::from_secs(30);
+/// Network transports: 30 s with answers waiting and no byte taken (a slow reader takes
+/// some bytes every round trip; one that never reads loses its connection).
+const DEFAULT_WRITE_STALL: Duration = Duration::from_secs(30);
+/// Most connections at once unless the descriptor budget is smaller.
+const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// Descriptors kept for the listener, the store, logs and accept retries (a quarter of
+/// the limit when that is less).
+const RESERVED_DESCRIPTORS: u64 = 64;
+
+/// Raises the soft open-file limit to the hard one (many hosts start processes with a
+/// soft 1,024); quietly keeps the old one where that is refused.
+fn raise_descriptor_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read and write the struct passed in.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            let raised = libc::rlimit {
+                rlim_cur: limit.rlim_max,
+                rlim_max: limit.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) != 0 {
+                tracing::warn!(soft = limit.rlim_cur, "cannot raise the open-file limit");
+            }
+        }
+    }
+}
+
+/// Connections the soft open-file limit can serve: one descriptor each, beside the
+/// reserved ones.
+fn descriptor_budget() -> usize {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit only writes the struct passed in.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return DEFAULT_MAX_CONNECTIONS;
+    }
+    let reserved = RESERVED_DESCRIPTORS.min(limit.rlim_cur / 4);
+    let budget = limit.rlim_cur.saturating_sub(reserved).max(1);
+    usize::try_from(budget).unwrap_or(usize::MAX)
 }
 
 /// `RATE` or `RATE:BURST`.
@@ -345,6 +418,7 @@ pub fn run(
     protect: &ProtectArgs,
     pubsub: &PubSubArgs,
 ) -> Fallible<()> {
+    raise_descriptor_limit();
     let hub = pubsub.start()?;
     let (tcp, unix) = match listen {
         Listen::Ws(addr) => return serve_tokio(&addr, true, protect, &hub),
@@ -359,8 +433,8 @@ pub fn run(
     let mut config = Config::default();
     config.extension = Some(sansrpc_blocking::Extension::new(hub.extension()));
     config.framing = framing.framing();
-    config.max_connections = protect.max_connections;
-    protect.endpoint(&mut config.endpoint);
+    config.max_connections = protect.max_connections();
+    protect.endpoint(&mut config.endpoint, tcp.is_some() || unix.is_some());
     let framing = framing.name();
     if let Some(addr) = tcp {
         let server = sansrpc_blocking::serve_tcp(&*addr, router, config)
@@ -399,7 +473,7 @@ fn serve_tokio(addr: &str, ws: bool, protect: &ProtectArgs, hub: &pubsub::Hub) -
         let local = listener.local_addr()?;
         tracing::info!(addr = %local, url = %format!("{scheme}://{local}/"), "listening on {name}");
         let mut config = sansrpc::endpoint::Config::default();
-        protect.endpoint(&mut config);
+        protect.endpoint(&mut config, true);
         let mut router = router();
         pubsub::register(&mut router, hub, ws);
         let mut builder = sansrpc_tokio::Builder::new()

@@ -1,8 +1,8 @@
 //! Protection rules for a connection facing untrusted peers: a per-connection rate limit
 //! (a token bucket fed by the time the caller passes in), the idle timeout and the
-//! partial-frame (slowloris) timeout.
+//! partial-frame (slowloris) timeout, and the write-stall timeout.
 //!
-//! All three are off by default ([`Config`](super::Config)); servers facing the internet
+//! All four are off by default ([`Config`](super::Config)); servers facing the internet
 //! turn them on.
 
 use alloc::vec::Vec;
@@ -63,6 +63,9 @@ pub enum Expiry {
     /// A frame stayed partly received for [`Config::frame_timeout`](super::Config) (a
     /// slowloris peer).
     PartialFrame,
+    /// Output waited to be written for [`Config::write_stall_timeout`](super::Config) with
+    /// no byte written (a peer that does not read).
+    WriteStall,
 }
 
 /// One micro-token: tokens are counted in millionths so refills need no floats.
@@ -91,6 +94,8 @@ pub(super) struct Guard {
     /// Something was in flight when last looked at: the idle clock restarts once it is not.
     was_busy: bool,
     frame: FrameClock,
+    /// Since when output has been waiting with no byte written; `None` while none waits.
+    write_stalled: Option<Instant>,
     dropped_notifications: u64,
     limited_requests: u64,
 }
@@ -160,6 +165,21 @@ impl Endpoint {
         self.guard.limited_requests
     }
 
+    /// Notes the driver's latest write attempt at `now`: `wrote` when at least one byte went
+    /// out, `pending` when output (the endpoint's or the driver's own) still waits to be
+    /// written. Output pending with no byte written for
+    /// [`Config::write_stall_timeout`](super::Config::write_stall_timeout) closes the
+    /// connection at [`Endpoint::handle_timeout`] ([`Expiry::WriteStall`]); drivers call
+    /// this after every write attempt and sleep until [`Endpoint::poll_timeout`] as usual.
+    pub fn handle_write(&mut self, wrote: bool, pending: bool, now: Instant) {
+        self.now = self.now.max(now);
+        self.guard.write_stalled = match (pending, self.guard.write_stalled) {
+            (false, _) => None,
+            (true, Some(since)) if !wrote => Some(since),
+            (true, _) => Some(now),
+        };
+    }
+
     fn busy(&self) -> bool {
         !self.outgoing.is_empty() || !self.incoming.is_empty()
     }
@@ -216,6 +236,10 @@ impl Endpoint {
         }
     }
 
+    fn write_deadline(&self) -> Option<Instant> {
+        Some(self.guard.write_stalled? + self.config.write_stall_timeout?)
+    }
+
     /// The earliest of the guard's deadlines (the last instant the endpoint was given
     /// when it needs the time at once).
     pub(super) fn guard_deadline(&self) -> Option<Instant> {
@@ -224,7 +248,8 @@ impl Endpoint {
         } else if self.needs_stamp() {
             Some(self.now)
         } else {
-            min(self.idle_deadline(), self.frame_deadline())
+            let reading = min(self.idle_deadline(), self.frame_deadline());
+            min(reading, self.write_deadline())
         }
     }
 
@@ -240,7 +265,9 @@ impl Endpoint {
             self.guard.was_busy = false;
             self.guard.last_activity = Some(now);
         }
-        let expiry = if self.frame_deadline().is_some_and(|d| d <= now) {
+        let expiry = if self.write_deadline().is_some_and(|d| d <= now) {
+            Expiry::WriteStall
+        } else if self.frame_deadline().is_some_and(|d| d <= now) {
             Expiry::PartialFrame
         } else if self.idle_deadline().is_some_and(|d| d <= now) {
             Expiry::Idle

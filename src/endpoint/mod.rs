@@ -126,6 +126,11 @@ pub struct Config {
     /// frame stays partly received for this long: a peer sending half a frame, then
     /// nothing or a byte now and then (slowloris). Byte streams only (default none).
     pub frame_timeout: Option<Duration>,
+    /// Closes the connection ([`Event::Expired`] with [`Expiry::WriteStall`]) when output
+    /// has been waiting to be written for this long with no byte written: a peer that
+    /// sends but never reads (default none). The driver reports its writes with
+    /// [`Endpoint::handle_write`].
+    pub write_stall_timeout: Option<Duration>,
     /// The method of progress notifications (default `$/progress`, as LSP); the params
     /// carry the token in [`Profile::progress_token_key`]. Progress on the token of a request sent with
     /// [`RequestOptions::progress`] extends its deadline; every progress notification still
@@ -153,6 +158,7 @@ impl Default for Config {
             rate_limit: None,
             idle_timeout: None,
             frame_timeout: None,
+            write_stall_timeout: None,
             progress_method: "$/progress",
         }
     }
@@ -295,7 +301,8 @@ pub enum Event<'a> {
     /// answered with an error whose id is `null`.
     Rejected(Rejection),
     /// The endpoint closed the connection by itself: a protection timeout passed
-    /// ([`Config::idle_timeout`], [`Config::frame_timeout`]). [`Event::Closed`] follows;
+    /// ([`Config::idle_timeout`], [`Config::frame_timeout`],
+    /// [`Config::write_stall_timeout`]). [`Event::Closed`] follows;
     /// the adapter closes the transport.
     Expired(Expiry),
     /// The connection is closed: every pending request has ended. The last event.

@@ -625,12 +625,42 @@ impl Driver {
         if self.out.is_empty() {
             return;
         }
-        if let Some(w) = &mut self.writer {
-            if w.write_all(&self.out).and_then(|()| w.flush()).is_err() {
-                self.writer = None;
-                self.ep.close(now);
+        let (mut written, had_writer) = (0, self.writer.is_some());
+        self.ep.handle_write(false, true, now);
+        while let Some(w) = &mut self.writer {
+            if written == self.out.len() {
+                let _ = w.flush();
+                break;
+            }
+            // A socket's write times out at the write-stall timeout; the endpoint decides.
+            match w.write(&self.out[written..]) {
+                Ok(0) => self.writer = None,
+                Ok(n) => {
+                    written += n;
+                    let pending = written < self.out.len();
+                    self.ep.handle_write(true, pending, self.now());
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    let now = self.now();
+                    self.ep.handle_write(false, true, now);
+                    self.ep.handle_timeout(now);
+                    if self.ep.is_closed() {
+                        self.writer = None;
+                    }
+                }
+                Err(_) => self.writer = None,
             }
         }
+        if had_writer && self.writer.is_none() && !self.ep.is_closed() {
+            self.ep.close(now);
+        }
+        self.ep.handle_write(false, false, now);
         self.out.clear();
     }
 

@@ -40,45 +40,85 @@ pub fn connect_unix(path: impl AsRef<Path>, config: Config) -> io::Result<Client
     socket(UnixStream::connect(path)?, Handlers::none(), &config)
 }
 
-/// A connected socket: TCP and Unix streams behave alike.
-trait Socket: Read + Write + Send + Sync + Sized + 'static {
-    fn try_clone(&self) -> io::Result<Self>;
+/// A connected socket: TCP and Unix streams behave alike. Read and written through shared
+/// references, so one descriptor serves the reader, the writer and the closer.
+trait Socket: Send + Sync + Sized + 'static
+where
+    for<'a> &'a Self: Read + Write,
+{
     fn shutdown(&self);
+    fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()>;
 }
 
 impl Socket for TcpStream {
-    fn try_clone(&self) -> io::Result<Self> {
-        TcpStream::try_clone(self)
-    }
     fn shutdown(&self) {
         let _ = TcpStream::shutdown(self, Shutdown::Both);
+    }
+    fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        TcpStream::set_write_timeout(self, timeout)
     }
 }
 
 #[cfg(unix)]
 impl Socket for UnixStream {
-    fn try_clone(&self) -> io::Result<Self> {
-        UnixStream::try_clone(self)
-    }
     fn shutdown(&self) {
         let _ = UnixStream::shutdown(self, Shutdown::Both);
     }
+    fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        UnixStream::set_write_timeout(self, timeout)
+    }
 }
 
-fn socket<S: Socket>(stream: S, handlers: Handlers, config: &Config) -> io::Result<Client> {
-    let (reader, writer, closer) = (
-        stream.try_clone()?,
-        stream.try_clone()?,
-        stream.try_clone()?,
-    );
+/// One socket shared by the driver's reader and writer: its descriptor closes when both
+/// are dropped (the connection's end), not when the server next looks at its list.
+struct Shared<S>(Arc<S>);
+
+impl<S> Read for Shared<S>
+where
+    for<'a> &'a S: Read,
+{
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        (&*self.0).read(buf)
+    }
+}
+
+impl<S> Write for Shared<S>
+where
+    for<'a> &'a S: Write,
+{
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        (&*self.0).write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        (&*self.0).flush()
+    }
+}
+
+fn socket<S: Socket>(stream: S, handlers: Handlers, config: &Config) -> io::Result<Client>
+where
+    for<'a> &'a S: Read + Write,
+{
+    // A write blocked this long wakes the driver, whose endpoint decides (write stall).
+    stream.set_write_timeout(config.endpoint.write_stall_timeout)?;
+    let stream = Arc::new(stream);
+    let closer = Arc::downgrade(&stream);
+    let aborter = Arc::downgrade(&stream);
     let transport = Transport {
-        reader: Box::new(reader),
-        writer: Box::new(writer),
+        reader: Box::new(Shared(Arc::clone(&stream))),
+        writer: Box::new(Shared(stream)),
         // Makes the reader's blocking `read` return, on this side and the peer's.
-        close: Box::new(move || closer.shutdown()),
+        close: Box::new(move || {
+            if let Some(s) = closer.upgrade() {
+                s.shutdown();
+            }
+        }),
         join_reader: true,
     };
-    let abort = Box::new(move || stream.shutdown());
+    let abort = Box::new(move || {
+        if let Some(s) = aborter.upgrade() {
+            s.shutdown();
+        }
+    });
     Client::spawn(transport, abort, handlers, config)
 }
 
@@ -217,7 +257,10 @@ impl Listening {
         wake: Box<dyn Fn() + Send + Sync>,
         router: Arc<Router>,
         config: Config,
-    ) -> io::Result<Listening> {
+    ) -> io::Result<Listening>
+    where
+        for<'a> &'a S: Read + Write,
+    {
         let pool = Pool::new(config.workers)?;
         let jobs = pool.sender();
         let stop = Arc::new(AtomicBool::new(false));
@@ -246,8 +289,7 @@ impl Listening {
                 if live.len() >= config.max_connections {
                     // Refused: one error (id null, -32002), then closed. The connections
                     // already served are not touched.
-                    let mut stream = stream;
-                    let _ = stream.write_all(&refusal);
+                    let _ = (&stream).write_all(&refusal);
                     stream.shutdown();
                     continue;
                 }

@@ -957,7 +957,11 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                 }
                 Poll::Pending => false,
             };
-            progress |= self.endpoint.buffered_output() < before;
+            let wrote = self.endpoint.buffered_output() < before;
+            progress |= wrote;
+            // The write-stall rule is the endpoint's: it is told whether output moved.
+            let pending = !flushed || self.endpoint.buffered_output() > 0;
+            self.endpoint.handle_write(wrote, pending, self.now());
             if let Phase::Closing(deadline) = self.phase {
                 let late = self.clock() >= deadline;
                 if late || (flushed && self.transport.poll_close(cx).is_ready()) {

@@ -3,7 +3,9 @@
 //!
 //! A binary frame closes the connection with code 1003 (unsupported data), a message over
 //! the endpoint's [`Limits::max_frame_bytes`] with 1009 (too big; tungstenite refuses it
-//! before buffering more than the limit). Pings are answered (tungstenite does it); with a
+//! before buffering more than the limit), a protocol violation (unmasked client frame,
+//! reserved bits or opcodes, an oversize or fragmented control frame) with 1002, invalid
+//! UTF-8 in a text frame or close reason with 1007. The write buffer is bounded ([`config`]). Pings are answered (tungstenite does it); with a
 //! [`KeepAlive`], a ping goes out every interval and the connection fails if its pong does
 //! not come within the timeout. Calls pending when the socket closes fail with
 //! [`CallError::is_closed`](crate::CallError::is_closed).
@@ -162,6 +164,15 @@ where
                         let close = (CloseCode::Size, "message too big");
                         return self.end(endpoint, now, Some(close));
                     }
+                    // RFC 6455 §7.1.7: fail the connection with the close frame that says why.
+                    Some(Err(WsError::Protocol(_))) => {
+                        let close = (CloseCode::Protocol, "protocol error");
+                        return self.end(endpoint, now, Some(close));
+                    }
+                    Some(Err(WsError::Utf8(_))) => {
+                        let close = (CloseCode::Invalid, "invalid UTF-8");
+                        return self.end(endpoint, now, Some(close));
+                    }
                     Some(Err(e)) => return Poll::Ready(Err(io_error(e))),
                 }
             },
@@ -236,11 +247,22 @@ where
 }
 
 /// tungstenite's config with its message and frame size bounds set to `limits`'
-/// [`max_frame_bytes`](Limits::max_frame_bytes).
+/// [`max_frame_bytes`](Limits::max_frame_bytes), and its write buffer bounded.
+///
+/// The write buffer holds at most one message of that size plus 64 KiB: automatic pongs
+/// and close answers beyond it wait (the newest pong replacing the last) instead of
+/// growing the buffer for a peer that pings and never reads.
 pub fn config(limits: &Limits) -> WebSocketConfig {
+    let write_buffer = 128 * 1024;
+    let max_write_buffer = limits
+        .max_frame_bytes
+        .saturating_add(64 * 1024)
+        .max(write_buffer + 1);
     WebSocketConfig::default()
         .max_message_size(Some(limits.max_frame_bytes))
         .max_frame_size(Some(limits.max_frame_bytes))
+        .write_buffer_size(write_buffer)
+        .max_write_buffer_size(max_write_buffer)
 }
 
 /// Opens a WebSocket to `url` (`ws://`) and spawns its driver, with the default

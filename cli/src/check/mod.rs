@@ -16,6 +16,7 @@ mod conn;
 mod fuzz;
 mod judge;
 mod report;
+mod robust;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -78,6 +79,10 @@ pub struct CheckArgs {
     /// says otherwise; `plain` is JSON-RPC 2.0 as specified.
     #[arg(long, value_enum, default_value_t = ProfileArg::Plain)]
     profile: ProfileArg,
+    /// Make the robustness cases (abusive connections beside a measuring one) required;
+    /// without it they are advisory.
+    #[arg(long)]
+    strict: bool,
 }
 
 /// How a case failed; shrinking keeps an input only while it fails the same way.
@@ -556,6 +561,12 @@ fn suite(runner: &mut Runner, args: &CheckArgs, seed: u64) -> Outcome {
         progress.tick(&case.id);
         record(&mut results, runner.run(case));
     }
+    results.extend(robust::run(
+        &runner.kind,
+        runner.framing,
+        runner.timeout,
+        args.strict,
+    ));
     let mut violations: Vec<Violation> = Vec::new();
     let mut fuzz = None;
     if args.fuzz > 0 {

@@ -80,8 +80,13 @@ pub fn serve_web(transport: &str) -> (Server, String) {
 
 /// Starts `sansrpc ARGS`, a server logging `addr=...` on stderr; returns that address.
 pub fn serve_logging_addr(args: &[&str]) -> (Server, String) {
-    let mut child = Command::new(exe())
-        .args(args)
+    start_logging_addr(Command::new(exe()).args(args))
+}
+
+/// Starts `command`, a server logging `addr=...` on stderr (at `RUST_LOG=info`); returns
+/// that address.
+pub fn start_logging_addr(command: &mut Command) -> (Server, String) {
+    let mut child = command
         .env("RUST_LOG", "info")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -156,3 +161,5 @@ pub fn broken_server() -> String {
         env!("CARGO_MANIFEST_DIR")
     )
 }
+
+pub mod abuse;

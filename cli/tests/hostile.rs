@@ -1,0 +1,282 @@
+//! Hostile peers against a real `sansrpc serve`: each abuse runs a few seconds, bounded in
+//! count, while a well-behaved client calls `add` on new connections; afterwards the
+//! server's peak RSS (VmHWM) is under a stated bound, the client was served and the
+//! server is alive.
+
+mod common;
+
+use std::io::{ErrorKind, Write};
+use std::net::TcpStream;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::abuse::{
+    add_once, assert_alive, peak_rss_kib, read_close_code, serve, ws_frame, ws_raw, Caller,
+};
+
+/// Peak RSS bound for every abuse: a debug build serving a handful of connections stays far
+/// below it; an unbounded queue passes it within seconds.
+const PEAK_RSS_KIB: u64 = 64 * 1024;
+
+/// Fails unless the caller was served throughout (at most one slow call lost to the
+/// machine's load) and the server is alive and small.
+fn assert_served(caller: Caller, server: &mut common::Server, abuse: &str) {
+    let (served, failed, slowest) = caller.finish();
+    let peak = peak_rss_kib(server);
+    eprintln!("{abuse}: served {served}, failed {failed}, slowest {slowest:?}, VmHWM {peak} KiB");
+    assert!(
+        served >= 5,
+        "{abuse}: the well-behaved client was served {served} times"
+    );
+    assert!(failed <= 1, "{abuse}: {failed} calls failed");
+    assert!(peak < PEAK_RSS_KIB, "{abuse}: peak RSS {peak} KiB");
+    assert_alive(server);
+}
+
+#[test]
+fn a_websocket_ping_flood_without_reading_keeps_memory_bounded() {
+    let (mut server, addr) = serve(&["serve", "--ws", "127.0.0.1:0"], None);
+    let caller = Caller::start("ws", &addr);
+    let mut flood = ws_raw(&addr);
+    flood
+        .set_write_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let ping = ws_frame(0x89, true, &[b'p'; 125]);
+    let pings: Vec<u8> = ping.iter().copied().cycle().take(ping.len() * 64).collect();
+    let end = Instant::now() + Duration::from_secs(4);
+    let mut sent = 0u64;
+    while Instant::now() < end {
+        match flood.write(&pings) {
+            Ok(n) => sent += n as u64,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(_) => break,
+        }
+    }
+    eprintln!("ping flood: {} MiB of pings sent", sent >> 20);
+    assert!(sent > 1 << 20, "the server stopped reading pings early");
+    assert_served(caller, &mut server, "ping flood");
+}
+
+#[test]
+fn a_tcp_request_flood_without_reading_is_closed_at_the_write_stall_timeout() {
+    let args = [
+        "serve",
+        "--tcp",
+        "127.0.0.1:0",
+        "--write-stall-timeout",
+        "1s",
+    ];
+    let (mut server, addr) = serve(&args, None);
+    let caller = Caller::start("tcp", &addr);
+    let mut flood = TcpStream::connect(&addr).unwrap();
+    flood
+        .set_write_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let add = r#"{"jsonrpc":"2.0","id":7,"method":"add","params":[1,2]}"#;
+    let frame = format!("Content-Length: {}\r\n\r\n{add}", add.len());
+    let frames = frame.repeat(256);
+    let (started, limit) = (Instant::now(), Duration::from_secs(25));
+    let closed = loop {
+        if started.elapsed() > limit {
+            break false;
+        }
+        match flood.write(frames.as_bytes()) {
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(_) => break true,
+        }
+    };
+    eprintln!("request flood: closed after {:?}", started.elapsed());
+    assert!(
+        closed,
+        "the flooding connection was still open after {limit:?}"
+    );
+    assert_served(caller, &mut server, "request flood");
+}
+
+/// 40 connections each sending the start of a message, then a byte every 300 ms; every
+/// one must be closed within 15 s (the frame timeout is 1 s).
+fn slowloris(transport: &'static str, start: &[u8], trickle: &[u8]) {
+    let listen = format!("--{transport}");
+    let args = ["serve", &listen, "127.0.0.1:0", "--frame-timeout", "1s"];
+    let (mut server, addr) = serve(&args, None);
+    let caller = Caller::start(transport, &addr);
+    let mut slow: Vec<TcpStream> = (0..40)
+        .map(|_| {
+            let mut s = TcpStream::connect(&addr).unwrap();
+            s.write_all(start).unwrap();
+            s
+        })
+        .collect();
+    let started = Instant::now();
+    while !slow.is_empty() && started.elapsed() < Duration::from_secs(15) {
+        thread::sleep(Duration::from_millis(300));
+        // One byte each now and then: never a whole message.
+        slow.retain_mut(|s| s.write_all(trickle).is_ok());
+    }
+    let open = slow.len();
+    eprintln!(
+        "{transport} slowloris: {open} open after {:?}",
+        started.elapsed()
+    );
+    assert_eq!(open, 0, "slowloris connections still open");
+    assert_served(caller, &mut server, "slowloris");
+}
+
+#[test]
+fn tcp_slowloris_connections_are_closed_at_the_frame_timeout() {
+    slowloris("tcp", b"Content-Length: 100\r\n\r\n{", b" ");
+}
+
+#[test]
+fn http_slowloris_connections_are_closed_at_the_frame_timeout() {
+    slowloris("http", b"POST / HTTP/1.1\r\nHost: x\r\nX-Slow: ", b"a");
+}
+
+#[test]
+fn descriptor_exhaustion_under_a_low_limit_serves_held_and_later_clients() {
+    // 64 descriptors, soft and hard; a connection limit above what they can hold, so
+    // accept itself runs out.
+    let args = ["serve", "--tcp", "127.0.0.1:0", "--max-connections", "1000"];
+    let (mut server, addr) = serve(&args, Some(64));
+    let mut held = TcpStream::connect(&addr).unwrap();
+    let call = |s: &mut TcpStream| {
+        let add = r#"{"jsonrpc":"2.0","id":1,"method":"add","params":[1,2]}"#;
+        s.write_all(format!("Content-Length: {}\r\n\r\n{add}", add.len()).as_bytes())
+            .unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut buf = [0u8; 512];
+        let n = std::io::Read::read(s, &mut buf).unwrap_or(0);
+        String::from_utf8_lossy(&buf[..n]).contains("\"result\":3")
+    };
+    assert!(call(&mut held), "the held connection is served");
+    let abusers: Vec<TcpStream> = (0..120)
+        .filter_map(|_| TcpStream::connect(&addr).ok())
+        .collect();
+    thread::sleep(Duration::from_millis(500));
+    assert!(
+        call(&mut held),
+        "the held connection works while descriptors are out"
+    );
+    drop(abusers);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !add_once("tcp", &addr) {
+        assert!(
+            Instant::now() < deadline,
+            "no new client served after the abusers left"
+        );
+    }
+    assert!(call(&mut held), "the held connection still works");
+    let peak = peak_rss_kib(&server);
+    eprintln!("descriptor exhaustion: VmHWM {peak} KiB");
+    assert!(peak < PEAK_RSS_KIB, "peak RSS {peak} KiB");
+    assert_alive(&mut server);
+}
+
+#[test]
+fn websocket_protocol_violations_get_their_close_codes() {
+    let (mut server, addr) = serve(&["serve", "--ws", "127.0.0.1:0"], None);
+    let caller = Caller::start("ws", &addr);
+    let long_ping = ws_frame(0x89, true, &[0; 126]);
+    let cases: [(&str, Vec<u8>, u16); 8] = [
+        ("unmasked client frame", ws_frame(0x81, false, b"{}"), 1002),
+        ("RSV1 bit", ws_frame(0xC1, true, b"{}"), 1002),
+        ("reserved data opcode", ws_frame(0x83, true, b"{}"), 1002),
+        ("reserved control opcode", ws_frame(0x8B, true, b""), 1002),
+        ("control frame over 125 bytes", long_ping, 1002),
+        ("fragmented ping", ws_frame(0x09, true, b"p"), 1002),
+        (
+            "invalid UTF-8 text",
+            ws_frame(0x81, true, &[0xff, 0xfe]),
+            1007,
+        ),
+        (
+            "invalid UTF-8 close reason",
+            ws_frame(0x88, true, &[0x03, 0xe8, 0xff]),
+            1007,
+        ),
+    ];
+    for (what, frame, want) in cases {
+        let mut ws = ws_raw(&addr);
+        ws.write_all(&frame).unwrap();
+        assert_eq!(read_close_code(&mut ws), Some(want), "{what}");
+    }
+    // Long enough for the well-behaved client's calls to count.
+    thread::sleep(Duration::from_secs(1));
+    assert_served(caller, &mut server, "protocol violations");
+}
+
+/// `sansrpc check --strict` against `sansrpc serve` with short timeouts: the robustness
+/// cases pass (other clients served, abusers closed) and are required.
+fn check_robustness(transport: &str, url: impl Fn(&str) -> String) {
+    let listen = format!("--{transport}");
+    let args = [
+        "serve",
+        &listen,
+        "127.0.0.1:0",
+        "--frame-timeout",
+        "1s",
+        "--write-stall-timeout",
+        "1s",
+    ];
+    let (mut server, addr) = serve(&args, None);
+    let target = url(&addr);
+    let out = common::run(
+        &["check", &listen, &target, "--strict", "--timeout", "5"],
+        Duration::from_secs(90),
+    );
+    for case in ["flood-without-reading", "slowloris"] {
+        assert!(
+            out.stdout.contains(&format!("PASS {case}")),
+            "{transport} {case}:\n{}",
+            out.stdout
+        );
+    }
+    if transport == "ws" {
+        assert!(out.stdout.contains("PASS ping-flood"), "{}", out.stdout);
+    }
+    assert_eq!(out.status, 0, "{}", out.stdout);
+    assert_alive(&mut server);
+}
+
+#[test]
+fn check_robustness_passes_against_serve_over_tcp() {
+    check_robustness("tcp", str::to_owned);
+}
+
+#[test]
+fn check_robustness_passes_against_serve_over_websocket() {
+    check_robustness("ws", |addr| format!("ws://{addr}/"));
+}
+
+/// A server that never closes abusers fails the strict robustness cases: the check can
+/// fail.
+#[test]
+fn check_robustness_fails_strict_when_abusers_are_never_closed() {
+    let args = [
+        "serve",
+        "--tcp",
+        "127.0.0.1:0",
+        "--frame-timeout",
+        "0",
+        "--write-stall-timeout",
+        "0",
+    ];
+    let (mut server, addr) = serve(&args, None);
+    let out = common::run(
+        &["check", "--tcp", &addr, "--strict", "--timeout", "5"],
+        Duration::from_secs(90),
+    );
+    assert!(out.stdout.contains("FAIL slowloris"), "{}", out.stdout);
+    assert_eq!(out.status, 1, "{}", out.stdout);
+    let advisory = common::run(
+        &["check", "--tcp", &addr, "--timeout", "5"],
+        Duration::from_secs(90),
+    );
+    assert_eq!(
+        advisory.status, 0,
+        "advisory without --strict:\n{}",
+        advisory.stdout
+    );
+    assert_alive(&mut server);
+}
