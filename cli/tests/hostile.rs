@@ -222,7 +222,15 @@ fn check_robustness(transport: &str, url: impl Fn(&str) -> String) {
     let (mut server, addr) = serve(&args, None);
     let target = url(&addr);
     let out = common::run(
-        &["check", &listen, &target, "--strict", "-v", "--timeout", "5"],
+        &[
+            "check",
+            &listen,
+            &target,
+            "--strict",
+            "-v",
+            "--timeout",
+            "5",
+        ],
         Duration::from_secs(90),
     );
     for case in ["flood-without-reading", "slowloris"] {
