@@ -39,6 +39,12 @@ pub struct PubSubArgs {
     /// bound).
     #[arg(long, value_name = "BYTES")]
     retention_max_bytes: Option<u64>,
+    /// Without --store or --nats: keep at most this many bytes of messages in memory across
+    /// all topics together, least recently published topics forgotten first (default
+    /// 268435456, 256 MiB; per-topic retention alone multiplies out to 10,000 topics × 10
+    /// MiB).
+    #[arg(long, value_name = "BYTES", conflicts_with_all = ["store", "nats"])]
+    memory_max_bytes: Option<u64>,
 }
 
 /// The hub `serve` runs.
@@ -102,7 +108,13 @@ impl PubSubArgs {
             );
             (store::boxed(store), Some(bus))
         } else {
-            (store::boxed(MemoryStore::new(policy)), None)
+            {
+                let max = self
+                    .memory_max_bytes
+                    .unwrap_or(MemoryStore::DEFAULT_MAX_TOTAL_BYTES);
+                let store = MemoryStore::new(policy).with_max_total_bytes(max);
+                (store::boxed(store), None)
+            }
         };
         let reporter = Box::new(|r: &sansrpc::ext::pubsub::Report| tracing::warn!("{r}"));
         let pubsub = Arc::new(PubSub::with_reporter(store, HubConfig::default(), reporter));

@@ -288,3 +288,66 @@ fn check_robustness_fails_strict_when_abusers_are_never_closed() {
     );
     assert_alive(&mut server);
 }
+
+/// Publishing 1 MiB messages to ever new topics (each far under its own retention) with the
+/// in-memory store: the store's total bound holds the server's memory, where per-topic
+/// retention alone would keep every message (150 MiB here).
+#[test]
+fn a_topic_flood_with_1_mib_payloads_keeps_memory_bounded() {
+    use std::io::Read;
+    const TOPICS: usize = 150;
+    let (mut server, addr) = serve(
+        &[
+            "serve",
+            "--tcp",
+            "127.0.0.1:0",
+            "--memory-max-bytes",
+            "16777216",
+        ],
+        None,
+    );
+    let caller = Caller::start("tcp", &addr);
+    let mut flood = TcpStream::connect(&addr).unwrap();
+    flood
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let data = "x".repeat(1 << 20);
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    for i in 0..TOPICS {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{i},"method":"publish","params":{{"topic":"flood.t{i}","data":"{data}"}}}}"#
+        );
+        let frame = format!("Content-Length: {}\r\n\r\n{body}", body.len());
+        flood.write_all(frame.as_bytes()).unwrap();
+        answer.clear();
+        while !String::from_utf8_lossy(&answer).contains("\"sequence_id\"") {
+            let n = flood.read(&mut buf).expect("the publish is answered");
+            assert!(n > 0, "the server closed the publishing connection");
+            answer.extend_from_slice(&buf[..n]);
+        }
+    }
+    let (served, failed, slowest) = caller.finish();
+    let peak = peak_rss_kib(&server);
+    eprintln!(
+        "topic flood: {TOPICS} MiB published; served {served}, failed {failed}, slowest {slowest:?}, VmHWM {peak} KiB"
+    );
+    assert!(
+        served >= 5,
+        "the well-behaved client was served {served} times"
+    );
+    assert!(failed <= 1, "{failed} calls failed");
+    // 16 MiB of store, a frame being read and its copies: far under the 150 MiB published.
+    assert!(peak < 96 * 1024, "peak RSS {peak} KiB");
+    assert_alive(&mut server);
+    // The publishing connection is still served: the bound evicts, it never refuses.
+    let body = r#"{"jsonrpc":"2.0","id":"p","method":"publish","params":{"topic":"flood.after","data":1}}"#;
+    let frame = format!("Content-Length: {}\r\n\r\n{body}", body.len());
+    flood.write_all(frame.as_bytes()).unwrap();
+    answer.clear();
+    while !String::from_utf8_lossy(&answer).contains("\"sequence_id\"") {
+        let n = flood.read(&mut buf).unwrap();
+        assert!(n > 0, "the server closed the publishing connection");
+        answer.extend_from_slice(&buf[..n]);
+    }
+}

@@ -282,16 +282,23 @@ impl<S: Store + ?Sized> Store for Box<S> {
 /// Retention applies as for a durable store.
 ///
 /// Memory stays bounded when peers publish to ever new topics: at most
-/// [`MemoryStore::DEFAULT_MAX_TOPICS`] topics (or [`MemoryStore::with_max_topics`]) are kept;
-/// beyond it the topic appended to least recently is forgotten with its messages. Sequence
-/// ids still only grow: a topic seen for the first time (or again after being forgotten)
-/// starts above every sequence id a forgotten topic reached.
+/// [`MemoryStore::DEFAULT_MAX_TOPICS`] topics (or [`MemoryStore::with_max_topics`]) are kept,
+/// holding at most [`MemoryStore::DEFAULT_MAX_TOTAL_BYTES`] of message data and topic names
+/// in all (or [`MemoryStore::with_max_total_bytes`]); beyond either, the topic appended to
+/// least recently is forgotten with its messages (and if the topic just appended to is the
+/// only one, its oldest messages go, the newest always stays). Per-topic retention alone
+/// would multiply out to 10,000 topics × 10 MiB. Sequence ids still only grow: a topic
+/// seen for the first time (or again after being forgotten) starts above every sequence id
+/// a forgotten topic reached.
 #[derive(Debug)]
 pub struct MemoryStore {
     retention: RetentionPolicy,
     topics: BTreeMap<String, MemoryTopic>,
     subscriptions: BTreeMap<String, SubscriptionState>,
     max_topics: usize,
+    max_total_bytes: u64,
+    /// Bytes held by every topic's messages (data and topic name).
+    total_bytes: u64,
     /// The highest sequence id any forgotten topic reached.
     forgotten_max: u64,
     /// Appends so far: the recency of each topic's last append.
@@ -305,6 +312,8 @@ impl Default for MemoryStore {
             topics: BTreeMap::new(),
             subscriptions: BTreeMap::new(),
             max_topics: MemoryStore::DEFAULT_MAX_TOPICS,
+            max_total_bytes: MemoryStore::DEFAULT_MAX_TOTAL_BYTES,
+            total_bytes: 0,
             forgotten_max: 0,
             clock: 0,
         }
@@ -324,6 +333,10 @@ impl MemoryStore {
     /// How many topics a store keeps unless told otherwise.
     pub const DEFAULT_MAX_TOPICS: usize = 10_000;
 
+    /// How many bytes of messages (data and topic names) a store keeps in all unless told
+    /// otherwise: 256 MiB.
+    pub const DEFAULT_MAX_TOTAL_BYTES: u64 = 256 * 1024 * 1024;
+
     /// An empty store with the given retention.
     pub fn new(retention: RetentionPolicy) -> Self {
         MemoryStore {
@@ -336,6 +349,18 @@ impl MemoryStore {
     pub fn with_max_topics(mut self, max: usize) -> Self {
         self.max_topics = max.max(1);
         self
+    }
+
+    /// Keeps at most `max` bytes of messages across all topics (data and topic names); the
+    /// newest message is kept even when it alone is larger.
+    pub fn with_max_total_bytes(mut self, max: u64) -> Self {
+        self.max_total_bytes = max;
+        self
+    }
+
+    /// Bytes of messages (data and topic names) the store holds now.
+    pub fn total_bytes(&self) -> u64 {
+        self.total_bytes
     }
 
     /// How many topics the store holds now.
@@ -353,9 +378,16 @@ impl MemoryStore {
         if let Some(name) = oldest {
             if let Some(topic) = self.topics.remove(&name) {
                 self.forgotten_max = self.forgotten_max.max(topic.last);
+                self.total_bytes -= topic.bytes + (name.len() * topic.messages.len()) as u64;
             }
         }
     }
+}
+
+/// What one stored message counts for in [`MemoryStore`]'s byte bounds: its data and the
+/// topic name it carries.
+fn message_size(topic: &str, data: &RawValue) -> u64 {
+    (topic.len() + data.get().len()) as u64
 }
 
 /// A [`MemoryStore`] never fails.
@@ -390,6 +422,7 @@ impl Store for MemoryStore {
         log.touched = self.clock;
         log.last += 1;
         log.bytes += data.get().len() as u64;
+        self.total_bytes += message_size(topic, data);
         log.messages.push_back(StoredMessage {
             topic: topic.into(),
             sequence: log.last,
@@ -404,9 +437,24 @@ impl Store for MemoryStore {
         {
             if let Some(old) = log.messages.pop_front() {
                 log.bytes -= old.data.get().len() as u64;
+                self.total_bytes -= message_size(&old.topic, &old.data);
             }
         }
-        Ok(log.last)
+        let last = log.last;
+        // Over the total: forget whole topics, least recently appended first (never the one
+        // just appended while another is left), then this topic's oldest messages.
+        while self.total_bytes > self.max_total_bytes && self.topics.len() > 1 {
+            self.forget_one();
+        }
+        if let Some(log) = self.topics.get_mut(topic) {
+            while self.total_bytes > self.max_total_bytes && log.messages.len() > 1 {
+                if let Some(old) = log.messages.pop_front() {
+                    log.bytes -= old.data.get().len() as u64;
+                    self.total_bytes -= message_size(&old.topic, &old.data);
+                }
+            }
+        }
+        Ok(last)
     }
 
     fn last_sequence(&mut self, topic: &str) -> Result<u64, Never> {
@@ -457,6 +505,7 @@ impl Store for MemoryStore {
             {
                 if let Some(old) = log.messages.pop_front() {
                     log.bytes -= old.data.get().len() as u64;
+                    self.total_bytes -= message_size(&old.topic, &old.data);
                 }
             }
         }
@@ -501,6 +550,54 @@ mod tests {
         assert_eq!(out.iter().map(|m| m.sequence).collect::<Vec<_>>(), [4, 5]);
         assert_eq!(store.last_sequence("a").unwrap(), 5);
         assert_eq!(store.last_sequence("b").unwrap(), 0);
+    }
+
+    #[test]
+    fn memory_store_bounds_the_bytes_of_all_topics_together() {
+        // Each message: a 1-byte topic name and 100 bytes of data.
+        let data = raw(&alloc::format!("\"{}\"", "x".repeat(98)));
+        let mut store = MemoryStore::new(RetentionPolicy::default()).with_max_total_bytes(1_000);
+        // Ever new topics, each far under its own retention: the total still holds.
+        for i in 0..500u32 {
+            let topic = alloc::format!("{}", char::from(b'a' + (i % 26) as u8));
+            store.append(&topic, 0, &data).unwrap();
+            assert!(store.total_bytes() <= 1_000, "{}", store.total_bytes());
+        }
+        assert!(store.total_bytes() > 900, "keeps as much as fits");
+        // The topic appended to last keeps its newest message; one topic over the total
+        // loses its oldest messages, never the newest.
+        let mut out = Vec::new();
+        store.read("z", 0, 100, &mut out).unwrap();
+        let newest = store.last_sequence("z").unwrap();
+        assert_eq!(out.last().map(|m| m.sequence), Some(newest));
+        let big = raw(&alloc::format!("\"{}\"", "y".repeat(5_000)));
+        let before = store.last_sequence("q").unwrap();
+        assert_eq!(store.append("q", 0, &big).unwrap(), before + 1);
+        assert_eq!(
+            store.topic_count(),
+            1,
+            "every other topic went to make room"
+        );
+        out.clear();
+        store.read("q", 0, 100, &mut out).unwrap();
+        assert_eq!(
+            out.len(),
+            1,
+            "a message larger than the total is kept alone"
+        );
+        // Expiry keeps the count right.
+        let mut store = MemoryStore::new(RetentionPolicy {
+            default: Retention {
+                max_age: Some(Duration::from_millis(10)),
+                ..Retention::default()
+            },
+            ..RetentionPolicy::default()
+        });
+        store.append("a", 0, &data).unwrap();
+        store.append("bb", 0, &data).unwrap();
+        assert_eq!(store.total_bytes(), 203);
+        store.expire(1_000).unwrap();
+        assert_eq!(store.total_bytes(), 0);
     }
 
     #[test]
