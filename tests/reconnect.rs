@@ -6,7 +6,7 @@ use std::time::Duration;
 use proptest::prelude::*;
 use sansrpc::ext::keepalive::{Beat, Heard, Heartbeat, HeartbeatConfig};
 use sansrpc::ext::reconnect::{
-    Backoff, PendingPolicy, ReconnectPolicy, Schedule, State, Subscriptions,
+    Backoff, Jitter, PendingPolicy, ReconnectPolicy, Schedule, State, Subscriptions,
 };
 use sansrpc::{Instant, RawValue};
 
@@ -156,6 +156,40 @@ fn full_jitter_spreads_delays() {
     assert_eq!(zero, ms(1000));
     assert!(top < ms(1), "{top:?}");
     assert!(mid > ms(400) && mid < ms(600), "{mid:?}");
+}
+
+#[test]
+fn seeded_jitter_makes_delays_reproducible_and_spread() {
+    let policy = ReconnectPolicy {
+        backoff: Backoff::Fixed {
+            delay: ms(1000),
+            max_attempts: 1_000,
+        },
+        jitter: 1.0,
+        ..ReconnectPolicy::default()
+    };
+    let delays = |seed| {
+        let mut jitter = Jitter::new(seed);
+        let mut schedule = Schedule::new(policy);
+        (0..200)
+            .map(|_| schedule.next_delay(jitter.next_u64()).unwrap())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(delays(7), delays(7), "the same seed, the same delays");
+    assert_ne!(delays(7), delays(8));
+    // Seed 0 is usable (xorshift would stay at 0 and never jitter).
+    assert!(delays(0).iter().any(|d| *d < ms(900)));
+    // Spread over the whole range: some delays in each fifth of it.
+    let all = delays(42);
+    for fifth in 0..5u64 {
+        let (low, high) = (ms(fifth * 200), ms((fifth + 1) * 200));
+        assert!(
+            all.iter().any(|d| *d >= low && *d <= high),
+            "no delay in {low:?}..{high:?}"
+        );
+    }
+    let mut a = Jitter::from_std_random_state();
+    assert_ne!(a.next_u64(), a.next_u64());
 }
 
 fn raw(json: &str) -> Box<RawValue> {

@@ -271,6 +271,47 @@ impl Schedule {
     }
 }
 
+/// The random source for reconnect jitter: a small seedable generator (xorshift64), so the
+/// core draws no randomness of its own and a fixed seed makes every delay reproducible.
+/// Jitter needs spread, not cryptographic quality. Adapters seed it once per client from
+/// whatever entropy their platform has.
+#[derive(Debug, Clone)]
+pub struct Jitter {
+    state: u64,
+}
+
+impl Jitter {
+    /// A generator seeded with `seed` (any value; 0 is replaced by a fixed non-zero one,
+    /// since xorshift would stay at 0).
+    pub fn new(seed: u64) -> Self {
+        Jitter {
+            state: if seed == 0 {
+                0x9E37_79B9_7F4A_7C15
+            } else {
+                seed
+            },
+        }
+    }
+
+    /// A generator seeded from std's per-process random hasher keys: different in every
+    /// process, for clients that need no reproducible delays.
+    #[cfg(feature = "std")]
+    pub fn from_std_random_state() -> Self {
+        use std::hash::BuildHasher;
+        Jitter::new(std::collections::hash_map::RandomState::new().hash_one(0x5eed_u64))
+    }
+
+    /// The next uniformly distributed `u64`, for [`Schedule::next_delay`].
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.state;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.state = x;
+        x
+    }
+}
+
 /// Method names of the pub/sub extension (WebSocket seed §10, §11) that
 /// [`Subscriptions`] follows.
 pub mod methods {

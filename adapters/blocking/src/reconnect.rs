@@ -20,7 +20,9 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use sansrpc::endpoint::SendError;
-use sansrpc::ext::reconnect::{PendingPolicy, ReconnectPolicy, Schedule, State, Subscriptions};
+use sansrpc::ext::reconnect::{
+    Jitter, PendingPolicy, ReconnectPolicy, Schedule, State, Subscriptions,
+};
 use sansrpc::method::{decode_result, encode_params_owned, CallError, Method};
 use sansrpc::RawValue;
 
@@ -435,14 +437,8 @@ fn supervise(shared: &Shared) {
     }
 }
 
-/// A xorshift generator for the jitter, seeded from std's random hasher keys.
+/// The core's jitter generator, seeded from std's random hasher keys.
 fn seed() -> impl FnMut() -> u64 {
-    use std::hash::BuildHasher;
-    let mut x = std::collections::hash_map::RandomState::new().hash_one(0x5eed_u64) | 1;
-    move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    }
+    let mut jitter = Jitter::from_std_random_state();
+    move || jitter.next_u64()
 }

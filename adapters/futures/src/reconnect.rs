@@ -41,7 +41,9 @@ use futures::channel::{mpsc, oneshot};
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use sansrpc::endpoint::{EndReason, SendError, Timeout};
-use sansrpc::ext::reconnect::{PendingPolicy, ReconnectPolicy, Schedule, State, Subscriptions};
+use sansrpc::ext::reconnect::{
+    Jitter, PendingPolicy, ReconnectPolicy, Schedule, State, Subscriptions,
+};
 use sansrpc::method::{encode_params_owned, Method, NotificationMethod};
 use sansrpc::RawValue;
 
@@ -487,17 +489,10 @@ impl<C, T, Tm> fmt::Debug for Supervisor<C, T, Tm> {
     }
 }
 
-/// A xorshift generator seeded from std's per-process random hasher keys: jitter needs
-/// spread, not cryptographic quality.
+/// The core's jitter generator, seeded from std's per-process random hasher keys.
 fn default_random() -> impl FnMut() -> u64 + Send {
-    use std::hash::BuildHasher;
-    let mut x = std::collections::hash_map::RandomState::new().hash_one(0x5eed_u64) | 1;
-    move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    }
+    let mut jitter = Jitter::from_std_random_state();
+    move || jitter.next_u64()
 }
 
 fn is_lost(result: &RawResult) -> bool {
