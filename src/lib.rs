@@ -84,6 +84,7 @@ extern crate alloc;
 extern crate std;
 
 pub mod codec;
+pub mod connection;
 pub mod endpoint;
 pub mod error;
 pub mod ext;

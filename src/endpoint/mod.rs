@@ -397,7 +397,7 @@ enum Role {
     Protocol,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum Record {
     Entry {
         start: usize,
@@ -597,6 +597,11 @@ impl Endpoint {
         self.out.len() - self.out_head
     }
 
+    /// The latest time the endpoint was told (by any call taking `now`).
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
     /// True when every table is empty: nothing pending, in flight, remembered or queued.
     pub fn is_idle(&self) -> bool {
         self.outgoing.is_empty()
@@ -691,6 +696,21 @@ impl Endpoint {
             self.events.push_back(Record::Frame(e));
         }
         self.close(now);
+    }
+
+    /// Signals the end of input but keeps the endpoint open: frames already received are
+    /// still processed and a partial one is reported, while answers to requests already
+    /// received can still be sent. Close it later with [`close`](Endpoint::close) (the
+    /// connection machine does, once its handlers have answered). Further input is ignored.
+    pub fn finish_input(&mut self, now: Instant) {
+        self.now = now;
+        if self.closed {
+            return;
+        }
+        self.process_decoded();
+        if let Some(e) = self.decoder.as_mut().and_then(Decoder::finish) {
+            self.events.push_back(Record::Frame(e));
+        }
     }
 
     /// Ends requests whose deadline is at or before `now` (each with
@@ -1265,6 +1285,21 @@ impl Endpoint {
     /// The next event, borrowing from the endpoint until the next call; `None` when there
     /// is none.
     pub fn poll_event(&mut self) -> Option<Event<'_>> {
+        self.refill_events();
+        let record = self.events.pop_front()?;
+        Some(self.event_of(record))
+    }
+
+    /// The event [`poll_event`](Endpoint::poll_event) would return next, left in the queue:
+    /// for a layer above the endpoint (the connection machine) that decides by an event's
+    /// content whether to take it itself.
+    pub fn peek_event(&mut self) -> Option<Event<'_>> {
+        self.refill_events();
+        let record = self.events.front()?.clone();
+        Some(self.event_of(record))
+    }
+
+    fn refill_events(&mut self) {
         if self.events.is_empty() {
             // Every event handed out so far is dead: reuse the arena for frames the decoder
             // holds but had no room to process.
@@ -1274,8 +1309,10 @@ impl Endpoint {
                 self.guard_note(None);
             }
         }
-        let record = self.events.pop_front()?;
-        Some(match record {
+    }
+
+    fn event_of(&self, record: Record) -> Event<'_> {
+        match record {
             Record::Entry {
                 start,
                 end,
@@ -1310,7 +1347,7 @@ impl Endpoint {
             Record::Rejected(r) => Event::Rejected(r),
             Record::Expired(e) => Event::Expired(e),
             Record::Closed => Event::Closed,
-        })
+        }
     }
 
     /// The next instant [`handle_timeout`](Endpoint::handle_timeout) has work at; `None`

@@ -49,6 +49,10 @@ pub trait ConnectionHook: Send {
     fn close(&mut self);
 }
 
+/// The hook's answer to a request it took: `Ok` with the result JSON in the scratch
+/// buffer, or an error object.
+pub type Answer = Outcome;
+
 /// Offers the peer's request `id` to `hook` (driver step 2); when the hook takes it, answers
 /// it on `endpoint` and returns `true`. `buf` is scratch space, reused across calls.
 pub fn offer_request(
@@ -59,12 +63,29 @@ pub fn offer_request(
     params: Option<&RawValue>,
     buf: &mut Vec<u8>,
 ) -> bool {
-    buf.clear();
-    let Some(outcome) = hook.request(method, params, buf) else {
+    let Some(answer) = ask(hook, method, params, buf) else {
         return false;
     };
+    send_answer(endpoint, id, &answer, buf);
+    true
+}
+
+/// Offers a request to `hook` without answering it: `Some` when the hook took it, with the
+/// result JSON left in `buf` (see [`send_answer`]).
+pub fn ask(
+    hook: &mut dyn ConnectionHook,
+    method: &str,
+    params: Option<&RawValue>,
+    buf: &mut Vec<u8>,
+) -> Option<Answer> {
+    buf.clear();
+    hook.request(method, params, buf)
+}
+
+/// Answers request `id` with what [`ask`] got from the hook (the result JSON in `buf`).
+pub fn send_answer(endpoint: &mut Endpoint, id: IncomingId, answer: &Answer, buf: &[u8]) {
     // Fails only when the endpoint closed meanwhile: nobody to answer.
-    let _ = match outcome {
+    let _ = match answer {
         Ok(()) => match core::str::from_utf8(buf)
             .ok()
             .and_then(|t| RawValue::from_json(t).ok())
@@ -72,9 +93,8 @@ pub fn offer_request(
             Some(result) => endpoint.respond(id, Ok(result)),
             None => endpoint.respond(id, Err(&ErrorObject::internal_error())),
         },
-        Err(e) => endpoint.respond(id, Err(&e)),
+        Err(e) => endpoint.respond(id, Err(e)),
     };
-    true
 }
 
 /// Moves `hook`'s notifications into `endpoint` until its output is full (driver step 3);

@@ -62,6 +62,8 @@ use crate::time::Instant;
 pub const NEXT_METHOD: &str = "rpc.stream.next";
 /// The method that cancels a stream.
 pub const CANCEL_METHOD: &str = "rpc.stream.cancel";
+/// The prefix every stream method's name starts with.
+pub const METHOD_PREFIX: &str = "rpc.stream.";
 
 /// Error codes of the stream extension (in the implementation-defined server-error range,
 /// clear of seed 000's -32001..-32005 and of pub/sub's -32010..-32011; the README keeps the
@@ -211,6 +213,8 @@ pub struct StreamTable<P> {
     /// Where the last `produce` stopped, for fairness between streams.
     cursor: u64,
     spare: Vec<Vec<u8>>,
+    /// Streams freed since the last [`poll_freed`](StreamTable::poll_freed).
+    freed: VecDeque<u64>,
 }
 
 impl<P> StreamTable<P> {
@@ -222,6 +226,7 @@ impl<P> StreamTable<P> {
             streams: BTreeMap::new(),
             cursor: 0,
             spare: Vec::new(),
+            freed: VecDeque::new(),
         }
     }
 
@@ -316,9 +321,7 @@ impl<P> StreamTable<P> {
                             .get_mut(&stream)
                             .is_some_and(|e| e.producer.is_none() && e.settle(endpoint, now));
                         if spent {
-                            if let Some(entry) = self.streams.remove(&stream) {
-                                self.recycle(entry.answer);
-                            }
+                            self.free(stream);
                         }
                     }
                 }
@@ -411,6 +414,7 @@ impl<P> StreamTable<P> {
             let _ = endpoint.respond(pull.id, Ok(RawValue::from_validated(EMPTY_END)));
         }
         self.recycle(entry.answer);
+        self.freed.push_back(stream);
         true
     }
 
@@ -514,9 +518,7 @@ impl<P> StreamTable<P> {
             }
         }
         for id in freed {
-            if let Some(entry) = self.streams.remove(&id) {
-                self.recycle(entry.answer);
-            }
+            self.free(id);
         }
         taken
     }
@@ -527,10 +529,12 @@ impl<P> StreamTable<P> {
         let idle = self.config.idle_timeout;
         let before = self.streams.len();
         let mut spent = Vec::new();
-        self.streams.retain(|_, e| {
+        let freed = &mut self.freed;
+        self.streams.retain(|&id, e| {
             let keep = !e.pulls.is_empty() || now < e.last_active + idle;
             if !keep {
                 spent.push(core::mem::take(&mut e.answer));
+                freed.push_back(id);
             }
             keep
         });
@@ -551,10 +555,24 @@ impl<P> StreamTable<P> {
     }
 
     /// Frees every stream and drops every producer (the connection closed; its pulls need
-    /// no answer).
+    /// no answer). Not reported by [`poll_freed`](StreamTable::poll_freed).
     pub fn clear(&mut self) {
         self.streams.clear();
         self.spare.clear();
+        self.freed.clear();
+    }
+
+    /// A stream the table freed since the last call (ended, cancelled, idle too long), so
+    /// a caller that keeps producers outside the table drops the one of that stream.
+    pub fn poll_freed(&mut self) -> Option<u64> {
+        self.freed.pop_front()
+    }
+
+    fn free(&mut self, stream: u64) {
+        if let Some(entry) = self.streams.remove(&stream) {
+            self.recycle(entry.answer);
+            self.freed.push_back(stream);
+        }
     }
 
     fn recycle(&mut self, mut buf: Vec<u8>) {
@@ -699,7 +717,8 @@ fn pull_params(params: Option<&RawValue>) -> Option<(u64, u64)> {
     Some((stream?, max?))
 }
 
-fn stream_param(params: Option<&RawValue>) -> Option<u64> {
+/// The stream id in a `{"stream": id}` params object.
+pub fn stream_param(params: Option<&RawValue>) -> Option<u64> {
     pull_params(params).map(|(s, _)| s)
 }
 

@@ -1,0 +1,971 @@
+//! One connection as one state machine: the [`Endpoint`] and everything else that lives
+//! as long as the connection, so a driver is only a loop of I/O.
+//!
+//! [`Connection`] owns the wire protocol ([`Endpoint`]) and, around it, every rule a
+//! connection follows whatever runtime drives it:
+//! - **our calls**, keyed by the caller's own *token* (a number the driver picks per call
+//!   or batch): answers come back as [`Event::Answer`] and [`Event::Ended`] with that token
+//!   and the call's index in its batch, and [`Connection::cancel_call`] forgets a token;
+//! - **the peer's requests** handed out as [`Event::Request`] with a handle to answer with
+//!   ([`Connection::respond`]); a peer's cancellation of one still running becomes
+//!   [`Event::Cancel`];
+//! - **streams** served over `rpc.stream.next` / `rpc.stream.cancel` (seed 003): pulls are
+//!   answered from items the driver produces in [`Connection::produce`];
+//! - the **heartbeat** (`ping` / `pong`, seed 002 §3.3.2): answered and sent here, never
+//!   seen by the driver; a peer that stops answering closes the connection with
+//!   [`CloseReason::HeartbeatTimeout`];
+//! - a **connection hook** ([`ConnectionHook`], pub/sub): offered the peer's requests
+//!   before the driver sees them, its notifications sent as output has room;
+//! - the **close phases**: a shutdown or the end of the peer's input lets handlers in
+//!   flight answer for a grace period, then the endpoint closes, then queued output gets a
+//!   linger period to reach the peer.
+//!
+//! Like the endpoint it never reads a clock, never blocks, never spawns and never locks:
+//! time is an argument, and [`poll_timeout`](Connection::poll_timeout) is the one deadline
+//! for all of the above.
+//!
+//! # The run loop
+//! ```
+//! use sansrpc::connection::{Config, Connection, Event};
+//! use sansrpc::{Instant, RawValue};
+//!
+//! // Two connections wired back to back; `now` is virtual time.
+//! let now = Instant::ZERO;
+//! let mut client = Connection::new(Config::default(), now);
+//! let mut server = Connection::new(Config::default(), now);
+//!
+//! let params = RawValue::from_json("[2,3]").unwrap();
+//! client.call(7, "add", Some(&params), Default::default(), now).unwrap();
+//!
+//! let mut wire = Vec::new();
+//! let mut answer = None;
+//! for _ in 0..4 {
+//!     // Output of one side is the input of the other.
+//!     while client.poll_transmit(&mut wire).is_some() {}
+//!     server.handle_input(&wire, now).unwrap();
+//!     wire.clear();
+//!     while let Some(event) = server.poll_event() {
+//!         if let Event::Request { handle, request } = event {
+//!             assert_eq!(request.method, "add");
+//!             // A driver would hand the request to a handler; this one answers at once.
+//!             let five = RawValue::from_json("5").unwrap();
+//!             server.respond(handle, Ok(&five));
+//!         }
+//!     }
+//!     while server.poll_transmit(&mut wire).is_some() {}
+//!     client.handle_input(&wire, now).unwrap();
+//!     wire.clear();
+//!     while let Some(event) = client.poll_event() {
+//!         if let Event::Answer { token, result, .. } = event {
+//!             answer = Some((token, result.unwrap().get().to_owned()));
+//!         }
+//!     }
+//!     // A real driver sleeps until this, then calls `handle_timeout`.
+//!     if let Some(deadline) = client.poll_timeout() {
+//!         client.handle_timeout(deadline.max(now));
+//!     }
+//! }
+//! assert_eq!(answer, Some((7, "5".to_owned())));
+//! ```
+
+use alloc::borrow::Cow;
+use alloc::boxed::Box;
+use alloc::collections::{BTreeMap, BTreeSet};
+use alloc::vec::Vec;
+use core::fmt;
+use core::time::Duration;
+
+use crate::endpoint::{
+    self, Backpressure, BatchBuilder, EndReason, Endpoint, Expiry, IncomingId, NotAByteStream,
+    RequestId, RequestOptions, SendError,
+};
+use crate::error::ErrorObject;
+use crate::ext::connection::{self as hook, ConnectionHook};
+use crate::ext::keepalive::{self, Beat, Heard, Heartbeat, HeartbeatConfig};
+use crate::ext::stream::{self, Demand, Produced, StreamConfig, StreamTable};
+use crate::id::Id;
+use crate::message::{Notification, Request};
+use crate::raw::RawValue;
+use crate::time::Instant;
+
+/// How a [`Connection`] behaves beyond the wire protocol.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Config {
+    /// The wire protocol: framing, limits, deadlines, cancellation, profile.
+    pub endpoint: endpoint::Config,
+    /// Bounds of the streams this connection serves.
+    pub streams: StreamConfig,
+    /// The application-level heartbeat (seed 002 §3.3.2); `None` leaves `ping` and `pong`
+    /// to the driver's handlers like any notification.
+    pub heartbeat: Option<HeartbeatConfig>,
+    /// How long the peer's requests still running may take to answer once the peer's
+    /// input ended (default 5 s); then the connection closes.
+    pub end_grace: Duration,
+    /// How long output queued at close may take to reach the peer (default 1 s).
+    pub linger: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            endpoint: endpoint::Config::default(),
+            streams: StreamConfig::default(),
+            heartbeat: None,
+            end_grace: Duration::from_secs(5),
+            linger: Duration::from_secs(1),
+        }
+    }
+}
+
+impl Config {
+    /// The default config around an endpoint config.
+    pub fn new(endpoint: endpoint::Config) -> Self {
+        Config {
+            endpoint,
+            ..Config::default()
+        }
+    }
+}
+
+/// Why a connection closed; carried by [`Event::Closed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CloseReason {
+    /// The peer ended its output (and our handlers answered, or their grace ran out).
+    PeerClosed,
+    /// [`Connection::shutdown`] was called.
+    Shutdown,
+    /// [`Connection::close`] was called.
+    Local,
+    /// A protection timeout of the endpoint passed (idle, frame, write stall).
+    Expired(Expiry),
+    /// The peer did not answer our `ping` within the heartbeat's timeout.
+    HeartbeatTimeout,
+}
+
+/// Something the driver acts on; from [`Connection::poll_event`]. Borrowed events borrow
+/// the connection until the next call.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Event<'a> {
+    /// A request of the peer to run: answer it once with [`Connection::respond`] (or
+    /// [`Connection::respond_cancelled`]), from a handler, now or later.
+    Request {
+        /// The handle to answer with.
+        handle: IncomingId,
+        /// The request, borrowed from the receive buffer.
+        request: Request<'a>,
+    },
+    /// A notification of the peer, for the driver's handlers (in arrival order).
+    Notification(Notification<'a>),
+    /// The answer to one of our calls.
+    Answer {
+        /// The token the call was made with.
+        token: u64,
+        /// The call's place in its batch (0 for a single call).
+        index: usize,
+        /// The result, or the peer's error object.
+        result: Result<Cow<'a, RawValue>, ErrorObject<'a>>,
+        /// True when it is the last call of that token still waiting.
+        last: bool,
+    },
+    /// One of our calls ended without an answer (timed out, connection closed, a
+    /// malformed answer).
+    Ended {
+        /// The token the call was made with.
+        token: u64,
+        /// The call's place in its batch (0 for a single call).
+        index: usize,
+        /// Why.
+        reason: EndReason,
+        /// True when it is the last call of that token still waiting.
+        last: bool,
+    },
+    /// The peer cancelled a request whose handler is running: stop it, and answer with
+    /// [`Connection::respond_cancelled`] (or with whatever the handler returned, if it was
+    /// already done).
+    Cancel {
+        /// The request.
+        handle: IncomingId,
+    },
+    /// A stream this connection served was freed (ended, cancelled, idle too long): drop
+    /// its producer.
+    StreamClosed {
+        /// The stream id given to [`Connection::open_stream`]'s caller.
+        stream: u64,
+    },
+    /// Something only worth logging: an unknown response, an error without id, a malformed
+    /// response, a framing fault, a refused frame, an expired protection timeout. The
+    /// endpoint already answered whatever needed an answer.
+    Other(endpoint::Event<'a>),
+    /// The connection is closed: every call has ended, every request handle is void. Write
+    /// out what [`poll_transmit`](Connection::poll_transmit) still gives until
+    /// [`is_finished`](Connection::is_finished).
+    Closed {
+        /// Why.
+        reason: CloseReason,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Open,
+    /// Handlers in flight may answer until the deadline; no new input, no new calls.
+    Draining {
+        until: Instant,
+        reason: CloseReason,
+    },
+    /// The endpoint is closed; output may drain until the deadline.
+    Closed {
+        until: Instant,
+    },
+}
+
+/// The requests of one token.
+#[derive(Debug)]
+struct Token {
+    ids: TokenIds,
+    waiting: usize,
+}
+
+#[derive(Debug)]
+enum TokenIds {
+    One(RequestId),
+    Many(Vec<RequestId>),
+}
+
+impl TokenIds {
+    fn as_slice(&self) -> &[RequestId] {
+        match self {
+            TokenIds::One(id) => core::slice::from_ref(id),
+            TokenIds::Many(ids) => ids,
+        }
+    }
+}
+
+/// Our calls waiting, by request id (with token and index) and by token.
+#[derive(Debug, Default)]
+struct Calls {
+    by_id: BTreeMap<RequestId, (u64, usize)>,
+    by_token: BTreeMap<u64, Token>,
+}
+
+impl Calls {
+    fn insert(&mut self, token: u64, ids: TokenIds) {
+        for (index, id) in ids.as_slice().iter().enumerate() {
+            self.by_id.insert(*id, (token, index));
+        }
+        let waiting = ids.as_slice().len();
+        if let Some(old) = self.by_token.insert(token, Token { ids, waiting }) {
+            // A token reused while its calls wait: the old calls lose their token.
+            for id in old.ids.as_slice() {
+                if self.by_id.get(id).is_some_and(|(t, _)| *t != token) {
+                    self.by_id.remove(id);
+                }
+            }
+        }
+    }
+
+    /// The token, index and whether it was the last, of an answered request.
+    fn settle(&mut self, id: RequestId) -> Option<(u64, usize, bool)> {
+        let (token, index) = self.by_id.remove(&id)?;
+        let entry = self.by_token.get_mut(&token)?;
+        entry.waiting -= 1;
+        let last = entry.waiting == 0;
+        if last {
+            self.by_token.remove(&token);
+        }
+        Some((token, index, last))
+    }
+
+    fn forget(&mut self, token: u64) -> Vec<RequestId> {
+        let Some(entry) = self.by_token.remove(&token) else {
+            return Vec::new();
+        };
+        entry
+            .ids
+            .as_slice()
+            .iter()
+            .copied()
+            .filter(|id| self.by_id.remove(id).is_some())
+            .collect()
+    }
+}
+
+/// What [`Connection::poll_event`] does with the endpoint's next event, decided while it
+/// is borrowed and done after.
+enum Take {
+    /// Hand it to the driver.
+    Pass,
+    /// The hook answered the request.
+    Hooked(IncomingId, hook::Answer),
+    /// A stream method (`rpc.stream.next`/`cancel`), owned.
+    Stream(IncomingId, Request<'static>),
+    StreamCancel(Option<u64>),
+    Beat(&'static str),
+    PeerCancelled(IncomingId),
+    Response(RequestId),
+    Ended(RequestId, EndReason),
+    Closed,
+}
+
+/// One connection: the [`Endpoint`] and everything per connection around it; see the
+/// [module documentation](self).
+pub struct Connection {
+    endpoint: Endpoint,
+    config: Config,
+    calls: Calls,
+    /// The peer's requests handed out as [`Event::Request`] and not answered yet.
+    running: BTreeSet<IncomingId>,
+    streams: StreamTable<()>,
+    heartbeat: Option<Heartbeat>,
+    hook: Option<Box<dyn ConnectionHook>>,
+    /// Scratch space for the hook's answers.
+    hook_buf: Vec<u8>,
+    phase: Phase,
+    /// The peer's input ended; the endpoint is told once its queued frames are processed.
+    input_ended: bool,
+    input_finished: bool,
+    /// Why the endpoint closed, when we closed it.
+    reason: Option<CloseReason>,
+    /// The driver still holds output it has not written.
+    driver_pending: bool,
+    finished: bool,
+}
+
+impl fmt::Debug for Connection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Connection")
+            .field("endpoint", &self.endpoint)
+            .field("phase", &self.phase)
+            .field("calls", &self.calls.by_id.len())
+            .field("running", &self.running.len())
+            .field("streams", &self.streams.len())
+            .finish()
+    }
+}
+
+impl Connection {
+    /// A new connection at `now` (the heartbeat's clock starts there).
+    pub fn new(config: Config, now: Instant) -> Self {
+        Connection {
+            endpoint: Endpoint::new(config.endpoint.clone()),
+            streams: StreamTable::new(config.streams),
+            heartbeat: config.heartbeat.map(|h| Heartbeat::new(h, now)),
+            config,
+            calls: Calls::default(),
+            running: BTreeSet::new(),
+            hook: None,
+            hook_buf: Vec::new(),
+            phase: Phase::Open,
+            input_ended: false,
+            input_finished: false,
+            reason: None,
+            driver_pending: false,
+            finished: false,
+        }
+    }
+
+    /// Gives the connection a hook (pub/sub): offered the peer's requests before they
+    /// become [`Event::Request`], its notifications sent whenever output has room. Call
+    /// [`poll_transmit`](Connection::poll_transmit) when the hook's wake fires.
+    pub fn set_hook(&mut self, hook: Box<dyn ConnectionHook>) {
+        self.hook = Some(hook);
+    }
+
+    /// The config.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The wire protocol machine, to read its state (pending requests, buffered output).
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// True while the connection takes input: open, and not shutting down. A driver stops
+    /// reading otherwise.
+    pub fn wants_input(&self) -> bool {
+        matches!(self.phase, Phase::Open) && !self.input_ended
+    }
+
+    /// True once the endpoint is closed ([`Event::Closed`] is queued or was polled).
+    pub fn is_closed(&self) -> bool {
+        self.endpoint.is_closed()
+    }
+
+    /// True once the connection is over and its output written (the driver reported no
+    /// output pending through [`handle_write`](Connection::handle_write)) or the linger
+    /// period passed: the driver closes the transport and stops.
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// The peer's requests handed out and not answered yet.
+    pub fn running(&self) -> usize {
+        self.running.len()
+    }
+
+    /// Our calls waiting for an answer.
+    pub fn waiting_calls(&self) -> usize {
+        self.calls.by_id.len()
+    }
+
+    // ----- input -----
+
+    /// Takes bytes from a byte-stream transport (any chunking) and returns how many it took
+    /// (fewer when events or output are backed up: drain them and offer the rest again).
+    /// While shutting down input is taken and ignored.
+    pub fn handle_input(&mut self, bytes: &[u8], now: Instant) -> Result<usize, NotAByteStream> {
+        if !self.wants_input() {
+            return if self.endpoint.config().framing.is_none() {
+                Err(NotAByteStream)
+            } else {
+                Ok(bytes.len())
+            };
+        }
+        self.endpoint.handle_input(bytes, now)
+    }
+
+    /// Takes one whole message from a message transport (WebSocket, HTTP); refused with
+    /// [`Backpressure`] while events or output are backed up.
+    pub fn handle_message(&mut self, message: &[u8], now: Instant) -> Result<(), Backpressure> {
+        if !self.wants_input() {
+            return Ok(());
+        }
+        self.endpoint.handle_message(message, now)
+    }
+
+    /// The peer's input ended: requests already received still run and are answered for up
+    /// to [`Config::end_grace`]; then the connection closes ([`CloseReason::PeerClosed`]).
+    pub fn handle_end_of_input(&mut self, now: Instant) {
+        if self.input_ended {
+            return;
+        }
+        self.input_ended = true;
+        if matches!(self.phase, Phase::Open) {
+            self.phase = Phase::Draining {
+                until: now.saturating_add(self.config.end_grace),
+                reason: CloseReason::PeerClosed,
+            };
+        }
+    }
+
+    /// Tells the connection how writing went: `wrote` when bytes left for the peer,
+    /// `pending` when the driver still holds output it could not write. The endpoint's
+    /// write-stall rule runs on it, and [`is_finished`](Connection::is_finished) waits for
+    /// the driver's output at close.
+    pub fn handle_write(&mut self, wrote: bool, pending: bool, now: Instant) {
+        self.driver_pending = pending;
+        self.endpoint.handle_write(wrote, pending, now);
+        self.check_finished(now);
+    }
+
+    /// Runs everything due at `now`: our calls' deadlines, the protection timeouts, idle
+    /// streams, the heartbeat, the grace and linger periods.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.endpoint.handle_timeout(now);
+        self.streams.handle_timeout(now);
+        if matches!(self.phase, Phase::Open) {
+            match self.heartbeat.as_mut().and_then(|h| h.handle_timeout(now)) {
+                Some(Beat::SendPing) => {
+                    // A ping that finds the output full is skipped; the next one goes.
+                    let _ = self.endpoint.send_notification(keepalive::PING, None);
+                }
+                Some(Beat::Dead) => self.close_with(CloseReason::HeartbeatTimeout, now),
+                None => {}
+            }
+        }
+        if let Phase::Draining { until, reason } = self.phase {
+            if now >= until {
+                self.close_with(reason, now);
+            }
+        }
+        self.check_finished(now);
+    }
+
+    /// The next instant [`handle_timeout`](Connection::handle_timeout) has work at (it may
+    /// be already past: call it at once then).
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let mut next = min(self.endpoint.poll_timeout(), self.streams.poll_timeout());
+        if matches!(self.phase, Phase::Open) {
+            next = min(
+                next,
+                self.heartbeat.as_ref().and_then(Heartbeat::poll_timeout),
+            );
+        }
+        match self.phase {
+            Phase::Draining { until, .. } => min(next, Some(until)),
+            Phase::Closed { until } if !self.finished => Some(until),
+            Phase::Closed { .. } => None,
+            Phase::Open => next,
+        }
+    }
+
+    // ----- output -----
+
+    /// Appends the next frame to write to `buf` and returns its length; `None` when there is
+    /// none. The hook's notifications are taken here, as output has room.
+    pub fn poll_transmit(&mut self, buf: &mut Vec<u8>) -> Option<usize> {
+        if let Some(n) = self.endpoint.poll_transmit(buf) {
+            return Some(n);
+        }
+        let hook = self.hook.as_deref_mut()?;
+        if hook::drain_into(hook, &mut self.endpoint) {
+            return self.endpoint.poll_transmit(buf);
+        }
+        None
+    }
+
+    /// Bytes of output queued and not yet taken by [`poll_transmit`](Connection::poll_transmit).
+    pub fn buffered_output(&self) -> usize {
+        self.endpoint.buffered_output()
+    }
+
+    /// The size of the next batch received since the last call, for metrics layers.
+    pub fn poll_batch_size(&mut self) -> Option<usize> {
+        self.endpoint.poll_batch_size()
+    }
+
+    /// The next event for the driver; `None` when there is none. The connection handles
+    /// stream pulls, heartbeats, the hook's requests and peer cancels of streams itself.
+    pub fn poll_event(&mut self) -> Option<Event<'_>> {
+        loop {
+            let take = match self.endpoint.peek_event() {
+                Some(event) => decide(
+                    event,
+                    self.hook.as_mut(),
+                    &mut self.hook_buf,
+                    self.heartbeat.is_some(),
+                ),
+                None => {
+                    if let Some(stream) = self.streams.poll_freed() {
+                        return Some(Event::StreamClosed { stream });
+                    }
+                    if self.settle_input() {
+                        continue;
+                    }
+                    return None;
+                }
+            };
+            match take {
+                Take::Pass => return self.pass(),
+                Take::Hooked(id, answer) => {
+                    self.endpoint.poll_event();
+                    hook::send_answer(&mut self.endpoint, id, &answer, &self.hook_buf);
+                }
+                Take::Stream(id, request) => {
+                    self.endpoint.poll_event();
+                    let now = self.endpoint_now();
+                    let streams = &mut self.streams;
+                    if !streams.handle_request(&mut self.endpoint, id, &request, now) {
+                        // Not a stream method after all: a request like any other. It was
+                        // polled, so it goes out owned.
+                        self.running.insert(id);
+                        return Some(Event::Request {
+                            handle: id,
+                            request,
+                        });
+                    }
+                    continue;
+                }
+                Take::StreamCancel(stream) => {
+                    self.endpoint.poll_event();
+                    if let Some(stream) = stream {
+                        self.streams.cancel(&mut self.endpoint, stream);
+                    }
+                    continue;
+                }
+                Take::Beat(method) => {
+                    self.endpoint.poll_event();
+                    let now = self.endpoint_now();
+                    let heartbeat = self.heartbeat.as_mut();
+                    let heard = heartbeat.map(|h| h.handle_notification(method, now));
+                    if heard == Some(Heard::Ping) {
+                        // A pong that finds the output full is dropped; the peer pings again.
+                        let _ = self.endpoint.send_notification(keepalive::PONG, None);
+                    }
+                    continue;
+                }
+                Take::PeerCancelled(id) => {
+                    self.endpoint.poll_event();
+                    if self.streams.handle_peer_cancelled(&mut self.endpoint, id) {
+                        continue;
+                    }
+                    if self.running.contains(&id) {
+                        return Some(Event::Cancel { handle: id });
+                    }
+                    continue;
+                }
+                Take::Response(id) => {
+                    if self.calls.by_id.contains_key(&id) {
+                        return self.pass();
+                    }
+                    // A call whose token was forgotten: nobody wants the answer.
+                    self.endpoint.poll_event();
+                }
+                Take::Ended(id, reason) => {
+                    self.endpoint.poll_event();
+                    if let Some((token, index, last)) = self.calls.settle(id) {
+                        return Some(Event::Ended {
+                            token,
+                            index,
+                            reason,
+                            last,
+                        });
+                    }
+                    continue;
+                }
+                Take::Closed => {
+                    self.endpoint.poll_event();
+                    return Some(self.closed());
+                }
+            }
+        }
+    }
+
+    /// Hands the endpoint's next event to the driver, noting what it implies.
+    fn pass(&mut self) -> Option<Event<'_>> {
+        let event = self.endpoint.poll_event()?;
+        Some(match event {
+            endpoint::Event::Request { id, request } => {
+                self.running.insert(id);
+                Event::Request {
+                    handle: id,
+                    request,
+                }
+            }
+            endpoint::Event::Notification(n) => Event::Notification(n),
+            endpoint::Event::Response { id, result } => match self.calls.settle(id) {
+                Some((token, index, last)) => Event::Answer {
+                    token,
+                    index,
+                    result,
+                    last,
+                },
+                None => Event::Other(endpoint::Event::Response { id, result }),
+            },
+            endpoint::Event::Expired(e) => {
+                self.reason.get_or_insert(CloseReason::Expired(e));
+                Event::Other(endpoint::Event::Expired(e))
+            }
+            other => Event::Other(other),
+        })
+    }
+
+    /// The endpoint closed: everything per connection goes.
+    fn closed(&mut self) -> Event<'static> {
+        let reason = self.reason.take().unwrap_or(match self.phase {
+            Phase::Draining { reason, .. } => reason,
+            _ if self.input_ended => CloseReason::PeerClosed,
+            _ => CloseReason::Local,
+        });
+        self.reason = Some(reason);
+        self.running.clear();
+        self.streams.clear();
+        self.calls = Calls::default();
+        if let Some(mut hook) = self.hook.take() {
+            hook.close();
+        }
+        let now = self.endpoint_now();
+        if !matches!(self.phase, Phase::Closed { .. }) {
+            self.phase = Phase::Closed {
+                until: now.saturating_add(self.config.linger),
+            };
+        }
+        self.check_finished(now);
+        Event::Closed { reason }
+    }
+
+    /// Once the queue is empty: tells the endpoint the input ended, and closes when
+    /// draining is done. True when that queued events.
+    fn settle_input(&mut self) -> bool {
+        if self.input_ended && !self.input_finished && !self.endpoint.is_closed() {
+            self.input_finished = true;
+            let now = self.endpoint_now();
+            self.endpoint.finish_input(now);
+            return true;
+        }
+        if let Phase::Draining { reason, .. } = self.phase {
+            let input_done = !self.input_ended || self.input_finished;
+            if self.running.is_empty() && input_done && !self.endpoint.is_closed() {
+                let now = self.endpoint_now();
+                self.close_with(reason, now);
+                return true;
+            }
+        }
+        false
+    }
+
+    fn close_with(&mut self, reason: CloseReason, now: Instant) {
+        if self.endpoint.is_closed() {
+            return;
+        }
+        self.reason = Some(reason);
+        self.endpoint.close(now);
+    }
+
+    fn check_finished(&mut self, now: Instant) {
+        if let Phase::Closed { until } = self.phase {
+            let flushed = self.endpoint.buffered_output() == 0 && !self.driver_pending;
+            if flushed || now >= until {
+                self.finished = true;
+            }
+        }
+    }
+
+    /// The latest time the endpoint was told.
+    fn endpoint_now(&self) -> Instant {
+        self.endpoint.now()
+    }
+
+    // ----- calls -----
+
+    /// Sends a request of ours; its answer comes as [`Event::Answer`] (or
+    /// [`Event::Ended`]) with `token` and index 0. Refused once the connection shuts down.
+    pub fn call(
+        &mut self,
+        token: u64,
+        method: &str,
+        params: Option<&RawValue>,
+        options: RequestOptions,
+        now: Instant,
+    ) -> Result<(), SendError> {
+        if !matches!(self.phase, Phase::Open) {
+            return Err(SendError::Closed);
+        }
+        let id = self.endpoint.send_request(method, params, options, now)?;
+        self.calls.insert(token, TokenIds::One(id));
+        Ok(())
+    }
+
+    /// Sends a notification. Refused once the connection shuts down.
+    pub fn notify(&mut self, method: &str, params: Option<&RawValue>) -> Result<(), SendError> {
+        if !matches!(self.phase, Phase::Open | Phase::Draining { .. }) {
+            return Err(SendError::Closed);
+        }
+        self.endpoint.send_notification(method, params)
+    }
+
+    /// Reports progress on a token the peer gave (with [`endpoint::Config::progress_method`]).
+    pub fn send_progress(&mut self, token: &Id<'_>, value: &RawValue) -> Result<(), SendError> {
+        self.endpoint.send_progress(token, value)
+    }
+
+    /// Starts a batch of ours: its calls' answers come with `token` and their index among
+    /// the batch's calls (notifications take no index).
+    pub fn batch(&mut self, token: u64, now: Instant) -> CallBatch<'_> {
+        let open = matches!(self.phase, Phase::Open);
+        CallBatch {
+            inner: self.endpoint.batch(now),
+            calls: &mut self.calls,
+            token,
+            ids: Vec::new(),
+            open,
+        }
+    }
+
+    /// Forgets the calls of `token`: no event comes for them any more, and (with
+    /// [`endpoint::Config::cancellation`]) the peer is told. False when none was waiting.
+    pub fn cancel_call(&mut self, token: u64, now: Instant) -> bool {
+        let ids = self.calls.forget(token);
+        for id in &ids {
+            self.endpoint.cancel(*id, now);
+        }
+        !ids.is_empty()
+    }
+
+    // ----- the peer's requests -----
+
+    /// Answers a request from [`Event::Request`]. Nothing happens for a handle no longer
+    /// valid (answered, or the connection closed).
+    pub fn respond(&mut self, handle: IncomingId, result: Result<&RawValue, &ErrorObject<'_>>) {
+        if self.running.remove(&handle) {
+            let _ = self.endpoint.respond(handle, result);
+        }
+    }
+
+    /// Answers a cancelled request as cancelled ([`endpoint::Config::cancelled_code`]), or
+    /// with nothing when the profile says so (MCP).
+    pub fn respond_cancelled(&mut self, handle: IncomingId) {
+        if self.running.remove(&handle) {
+            let _ = self.endpoint.respond_cancelled(handle);
+        }
+    }
+
+    /// The wire id of a request still running, for a handler's context.
+    pub fn peer_id(&self, handle: IncomingId) -> Option<&Id<'static>> {
+        self.endpoint.peer_id(handle)
+    }
+
+    // ----- streams -----
+
+    /// True while another stream may open: a driver asks before running a stream method's
+    /// handler, and answers [`refuse_stream`](Connection::refuse_stream) otherwise.
+    pub fn can_open_stream(&self) -> bool {
+        self.streams.has_room()
+    }
+
+    /// Answers a stream-opening request with the "too many streams" error.
+    pub fn refuse_stream(&mut self, handle: IncomingId) {
+        self.respond(handle, Err(&stream::too_many_streams()));
+    }
+
+    /// Opens a stream for a stream method's request and answers it `{"stream": id}`; the
+    /// driver keeps the producer under the returned id. `None` (the request answered with
+    /// an error) when no more streams may open.
+    pub fn open_stream(&mut self, handle: IncomingId, now: Instant) -> Option<u64> {
+        if !self.running.remove(&handle) {
+            return None;
+        }
+        self.streams
+            .open(&mut self.endpoint, handle, (), now)
+            .ok()
+            .flatten()
+    }
+
+    /// True when some stream has a pull waiting: call [`produce`](Connection::produce).
+    pub fn wants_items(&self) -> bool {
+        !self.endpoint.is_closed() && self.streams.wants_items()
+    }
+
+    /// Asks for stream items through `next` (stream id, the answer buffer to append one
+    /// JSON value to, what the pulls want) and answers pulls as they fill; at most `budget`
+    /// items. See [`StreamTable::produce`].
+    pub fn produce<F>(&mut self, now: Instant, budget: usize, mut next: F) -> usize
+    where
+        F: FnMut(u64, &mut Vec<u8>, Demand) -> Produced,
+    {
+        if self.endpoint.is_closed() {
+            return 0;
+        }
+        self.streams
+            .produce(&mut self.endpoint, now, budget, |id, (), out, demand| {
+                next(id, out, demand)
+            })
+    }
+
+    // ----- close -----
+
+    /// Shuts down gracefully: no more input or calls; requests running may answer for up to
+    /// `grace`; then the connection closes ([`CloseReason::Shutdown`]).
+    pub fn shutdown(&mut self, grace: Duration, now: Instant) {
+        if matches!(self.phase, Phase::Open) || self.input_ended && !self.is_closed() {
+            let until = now.saturating_add(grace);
+            let until = match self.phase {
+                Phase::Draining { until: old, .. } => old.min(until),
+                _ => until,
+            };
+            self.phase = Phase::Draining {
+                until,
+                reason: CloseReason::Shutdown,
+            };
+        }
+    }
+
+    /// Closes at once: requests running are void, our calls end with
+    /// [`EndReason::Closed`].
+    pub fn close(&mut self, now: Instant) {
+        self.close_with(CloseReason::Local, now);
+    }
+}
+
+/// Decides what to do with the endpoint's next event while it is borrowed.
+fn decide(
+    event: endpoint::Event<'_>,
+    hook: Option<&mut Box<dyn ConnectionHook>>,
+    buf: &mut Vec<u8>,
+    heartbeat: bool,
+) -> Take {
+    match event {
+        endpoint::Event::Request { id, request } => {
+            if request.method.starts_with(stream::METHOD_PREFIX) {
+                return Take::Stream(id, request.into_owned());
+            }
+            if let Some(hook) = hook {
+                let params = request.params.as_deref();
+                if let Some(answer) = hook::ask(&mut **hook, &request.method, params, buf) {
+                    return Take::Hooked(id, answer);
+                }
+            }
+            Take::Pass
+        }
+        endpoint::Event::Notification(n) if n.method == stream::CANCEL_METHOD => {
+            Take::StreamCancel(stream::stream_param(n.params.as_deref()))
+        }
+        endpoint::Event::Notification(n) if heartbeat && n.method == keepalive::PING => {
+            Take::Beat(keepalive::PING)
+        }
+        endpoint::Event::Notification(n) if heartbeat && n.method == keepalive::PONG => {
+            Take::Beat(keepalive::PONG)
+        }
+        endpoint::Event::PeerCancelled { id } => Take::PeerCancelled(id),
+        endpoint::Event::Response { id, .. } => Take::Response(id),
+        endpoint::Event::Ended { id, reason } => Take::Ended(id, reason),
+        endpoint::Event::Closed => Take::Closed,
+        _ => Take::Pass,
+    }
+}
+
+fn min(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// A batch of our calls and notifications; from [`Connection::batch`]. Dropped unsent, it
+/// sends nothing and its calls are forgotten.
+pub struct CallBatch<'c> {
+    inner: BatchBuilder<'c>,
+    calls: &'c mut Calls,
+    token: u64,
+    ids: Vec<RequestId>,
+    open: bool,
+}
+
+impl fmt::Debug for CallBatch<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallBatch")
+            .field("token", &self.token)
+            .field("calls", &self.ids.len())
+            .finish()
+    }
+}
+
+impl CallBatch<'_> {
+    /// Adds a call; its answer comes with the batch's token and this call's index.
+    pub fn call(
+        &mut self,
+        method: &str,
+        params: Option<&RawValue>,
+        options: RequestOptions,
+    ) -> Result<(), SendError> {
+        let id = self.inner.request(method, params, options)?;
+        self.ids.push(id);
+        Ok(())
+    }
+
+    /// Adds a notification.
+    pub fn notify(&mut self, method: &str, params: Option<&RawValue>) -> Result<(), SendError> {
+        self.inner.notify(method, params)
+    }
+
+    /// Sends the batch as one frame; returns how many calls it holds (when 0, no event
+    /// will come for the token).
+    pub fn send(self) -> Result<usize, SendError> {
+        if !self.open {
+            return Err(SendError::Closed);
+        }
+        self.inner.send()?;
+        let n = self.ids.len();
+        if n > 0 {
+            self.calls.insert(self.token, TokenIds::Many(self.ids));
+        }
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests;

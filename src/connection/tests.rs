@@ -1,0 +1,597 @@
+//! The connection machine in virtual time: two machines wired back to back.
+
+use alloc::string::{String, ToString};
+use alloc::sync::Arc;
+use alloc::vec;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicUsize, Ordering};
+
+use super::*;
+use crate::endpoint::Timeout;
+use crate::router::Outcome;
+
+fn raw(s: &str) -> &RawValue {
+    RawValue::from_json(s).unwrap()
+}
+
+fn at(ms: u64) -> Instant {
+    Instant::from_duration(Duration::from_millis(ms))
+}
+
+/// An owned copy of an event, to assert on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Seen {
+    Request(IncomingId, String, Option<String>),
+    Notification(String, Option<String>),
+    Answer(u64, usize, Result<String, i64>, bool),
+    Ended(u64, usize, EndReason, bool),
+    Cancel(IncomingId),
+    StreamClosed(u64),
+    Other,
+    Closed(CloseReason),
+}
+
+fn events(c: &mut Connection) -> Vec<Seen> {
+    let mut out = Vec::new();
+    while let Some(e) = c.poll_event() {
+        out.push(match e {
+            Event::Request { handle, request } => Seen::Request(
+                handle,
+                request.method.to_string(),
+                request.params.map(|p| p.get().to_string()),
+            ),
+            Event::Notification(n) => {
+                Seen::Notification(n.method.to_string(), n.params.map(|p| p.get().to_string()))
+            }
+            Event::Answer {
+                token,
+                index,
+                result,
+                last,
+            } => Seen::Answer(
+                token,
+                index,
+                result.map(|r| r.get().to_string()).map_err(|e| e.code),
+                last,
+            ),
+            Event::Ended {
+                token,
+                index,
+                reason,
+                last,
+            } => Seen::Ended(token, index, reason, last),
+            Event::Cancel { handle } => Seen::Cancel(handle),
+            Event::StreamClosed { stream } => Seen::StreamClosed(stream),
+            Event::Other(_) => Seen::Other,
+            Event::Closed { reason } => Seen::Closed(reason),
+        });
+    }
+    out
+}
+
+/// Moves everything `from` has to write into `to`; the bytes moved.
+fn send(from: &mut Connection, to: &mut Connection, now: Instant) -> String {
+    let mut wire = Vec::new();
+    while from.poll_transmit(&mut wire).is_some() {}
+    from.handle_write(!wire.is_empty(), false, now);
+    let taken = to.handle_input(&wire, now).unwrap();
+    assert_eq!(taken, wire.len());
+    String::from_utf8(wire).unwrap()
+}
+
+fn pair() -> (Connection, Connection) {
+    (
+        Connection::new(Config::default(), Instant::ZERO),
+        Connection::new(Config::default(), Instant::ZERO),
+    )
+}
+
+fn request_handle(seen: &[Seen]) -> IncomingId {
+    seen.iter()
+        .find_map(|s| match s {
+            Seen::Request(h, ..) => Some(*h),
+            _ => None,
+        })
+        .expect("a request")
+}
+
+#[test]
+fn answers_come_back_with_the_callers_token() {
+    let (mut client, mut server) = pair();
+    let now = Instant::ZERO;
+    client
+        .call(41, "a", Some(raw("[1]")), RequestOptions::default(), now)
+        .unwrap();
+    client
+        .call(42, "b", None, RequestOptions::default(), now)
+        .unwrap();
+    send(&mut client, &mut server, now);
+    let seen = events(&mut server);
+    assert_eq!(seen.len(), 2);
+    assert_eq!(server.running(), 2);
+    // Answered in the other order.
+    let handles: Vec<_> = seen
+        .iter()
+        .map(|s| match s {
+            Seen::Request(h, m, _) => (*h, m.clone()),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    server.respond(handles[1].0, Ok(raw("\"B\"")));
+    server.respond(handles[0].0, Err(&ErrorObject::fixed(-1, "no")));
+    assert_eq!(server.running(), 0);
+    send(&mut server, &mut client, now);
+    assert_eq!(
+        events(&mut client),
+        vec![
+            Seen::Answer(42, 0, Ok("\"B\"".into()), true),
+            Seen::Answer(41, 0, Err(-1), true),
+        ]
+    );
+    assert_eq!(client.waiting_calls(), 0);
+}
+
+#[test]
+fn a_batch_answers_each_call_with_its_index_and_marks_the_last() {
+    let (mut client, mut server) = pair();
+    let now = Instant::ZERO;
+    let mut batch = client.batch(9, now);
+    batch.call("x", None, RequestOptions::default()).unwrap();
+    batch.notify("n", None).unwrap();
+    batch.call("y", None, RequestOptions::default()).unwrap();
+    assert_eq!(batch.send(), Ok(2));
+    let wire = send(&mut client, &mut server, now);
+    assert!(wire.contains('['), "{wire}");
+    let seen = events(&mut server);
+    assert_eq!(seen.len(), 3);
+    for s in &seen {
+        if let Seen::Request(h, m, _) = s {
+            let answer = alloc::format!("\"{m}\"");
+            server.respond(*h, Ok(raw(&answer)));
+        }
+    }
+    send(&mut server, &mut client, now);
+    let mut seen = events(&mut client);
+    seen.sort_by_key(|s| match s {
+        Seen::Answer(_, i, ..) => *i,
+        _ => 99,
+    });
+    assert_eq!(seen.len(), 2);
+    assert!(matches!(&seen[0], Seen::Answer(9, 0, Ok(r), _) if r == "\"x\""));
+    assert!(matches!(&seen[1], Seen::Answer(9, 1, Ok(r), _) if r == "\"y\""));
+    // Exactly one of them is the last.
+    let lasts = seen
+        .iter()
+        .filter(|s| matches!(s, Seen::Answer(.., true)))
+        .count();
+    assert_eq!(lasts, 1);
+
+    // A batch of notifications only holds no call and waits for nothing.
+    let mut batch = client.batch(10, now);
+    batch.notify("n", None).unwrap();
+    assert_eq!(batch.send(), Ok(0));
+    assert_eq!(client.waiting_calls(), 0);
+}
+
+#[test]
+fn a_deadline_ends_the_call_in_virtual_time() {
+    let (mut client, _server) = pair();
+    let options = RequestOptions::timeout(Timeout::After(Duration::from_secs(2)));
+    client
+        .call(5, "slow", None, options, Instant::ZERO)
+        .unwrap();
+    assert_eq!(client.poll_timeout(), Some(at(2000)));
+    client.handle_timeout(at(1999));
+    assert!(events(&mut client).is_empty());
+    client.handle_timeout(at(2000));
+    assert_eq!(
+        events(&mut client),
+        vec![Seen::Ended(5, 0, EndReason::TimedOut, true)]
+    );
+}
+
+#[test]
+fn cancelling_a_call_reaches_the_running_handler_and_nothing_comes_back() {
+    let (mut client, mut server) = pair();
+    let now = Instant::ZERO;
+    client
+        .call(3, "long", None, RequestOptions::default(), now)
+        .unwrap();
+    send(&mut client, &mut server, now);
+    let handle = request_handle(&events(&mut server));
+    assert!(client.cancel_call(3, now));
+    assert!(!client.cancel_call(3, now));
+    assert!(
+        events(&mut client).is_empty(),
+        "a forgotten token gets no event"
+    );
+    send(&mut client, &mut server, now);
+    assert_eq!(events(&mut server), vec![Seen::Cancel(handle)]);
+    server.respond_cancelled(handle);
+    let wire = send(&mut server, &mut client, now);
+    assert!(wire.contains("-32001") || wire.contains("-32800"), "{wire}");
+    assert!(events(&mut client).is_empty());
+}
+
+#[test]
+fn a_peer_cancel_of_a_request_already_answered_is_not_reported() {
+    let (mut client, mut server) = pair();
+    let now = Instant::ZERO;
+    client
+        .call(3, "quick", None, RequestOptions::default(), now)
+        .unwrap();
+    send(&mut client, &mut server, now);
+    let handle = request_handle(&events(&mut server));
+    server.respond(handle, Ok(raw("1")));
+    client.cancel_call(3, now);
+    send(&mut client, &mut server, now);
+    assert!(events(&mut server).is_empty());
+}
+
+#[test]
+fn heartbeat_is_answered_inside_and_a_silent_peer_times_out() {
+    let config = Config {
+        heartbeat: Some(HeartbeatConfig::ping(
+            Duration::from_secs(10),
+            Duration::from_secs(5),
+        )),
+        ..Config::default()
+    };
+    let mut client = Connection::new(config, Instant::ZERO);
+    let answer_only = Config {
+        heartbeat: Some(HeartbeatConfig::answer_only()),
+        ..Config::default()
+    };
+    let mut server = Connection::new(answer_only, Instant::ZERO);
+
+    assert_eq!(client.poll_timeout(), Some(at(10_000)));
+    client.handle_timeout(at(10_000));
+    let wire = send(&mut client, &mut server, at(10_000));
+    assert!(wire.contains("\"ping\""), "{wire}");
+    assert!(
+        events(&mut server).is_empty(),
+        "ping never reaches the driver"
+    );
+    let wire = send(&mut server, &mut client, at(10_001));
+    assert!(wire.contains("\"pong\""), "{wire}");
+    assert!(
+        events(&mut client).is_empty(),
+        "pong never reaches the driver"
+    );
+
+    // The next ping goes unanswered.
+    let next = client.poll_timeout().unwrap();
+    client.handle_timeout(next);
+    send(&mut client, &mut server, next);
+    let dead = client.poll_timeout().unwrap();
+    assert_eq!(dead, next + Duration::from_secs(5));
+    client.handle_timeout(dead);
+    assert_eq!(
+        events(&mut client),
+        vec![Seen::Closed(CloseReason::HeartbeatTimeout)]
+    );
+    assert!(client.is_finished(), "nothing left to write");
+}
+
+#[test]
+fn without_a_heartbeat_ping_is_an_ordinary_notification() {
+    let (mut client, mut server) = pair();
+    client.notify("ping", None).unwrap();
+    send(&mut client, &mut server, Instant::ZERO);
+    assert_eq!(
+        events(&mut server),
+        vec![Seen::Notification("ping".into(), None)]
+    );
+}
+
+#[test]
+fn shutdown_waits_for_running_handlers_then_closes_after_the_answer() {
+    let (mut client, mut server) = pair();
+    let now = Instant::ZERO;
+    client
+        .call(1, "work", None, RequestOptions::default(), now)
+        .unwrap();
+    send(&mut client, &mut server, now);
+    let handle = request_handle(&events(&mut server));
+    server.shutdown(Duration::from_secs(3), at(10));
+    assert!(!server.wants_input());
+    assert_eq!(server.poll_timeout(), Some(at(3010)));
+    assert!(events(&mut server).is_empty(), "still draining");
+    assert_eq!(
+        server.call(2, "x", None, RequestOptions::default(), at(10)),
+        Err(SendError::Closed)
+    );
+    server.respond(handle, Ok(raw("7")));
+    assert_eq!(
+        events(&mut server),
+        vec![Seen::Closed(CloseReason::Shutdown)]
+    );
+    assert!(!server.is_finished(), "the answer is not written yet");
+    send(&mut server, &mut client, at(20));
+    assert!(server.is_finished());
+    assert_eq!(
+        events(&mut client),
+        vec![Seen::Answer(1, 0, Ok("7".into()), true)]
+    );
+}
+
+#[test]
+fn a_handler_that_outlives_the_grace_is_cut_off() {
+    let (mut client, mut server) = pair();
+    client
+        .call(1, "work", None, RequestOptions::default(), Instant::ZERO)
+        .unwrap();
+    send(&mut client, &mut server, Instant::ZERO);
+    let handle = request_handle(&events(&mut server));
+    server.shutdown(Duration::from_secs(1), Instant::ZERO);
+    server.handle_timeout(at(1000));
+    assert_eq!(
+        events(&mut server),
+        vec![Seen::Closed(CloseReason::Shutdown)]
+    );
+    // A late answer is ignored.
+    server.respond(handle, Ok(raw("7")));
+    assert_eq!(server.buffered_output(), 0);
+    assert!(server.is_finished());
+}
+
+#[test]
+fn requests_before_the_end_of_input_are_still_answered() {
+    let (mut client, mut server) = pair();
+    let now = Instant::ZERO;
+    client
+        .call(1, "work", None, RequestOptions::default(), now)
+        .unwrap();
+    send(&mut client, &mut server, now);
+    server.handle_end_of_input(now);
+    assert!(!server.wants_input());
+    let seen = events(&mut server);
+    let handle = request_handle(&seen);
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    server.respond(handle, Ok(raw("1")));
+    assert_eq!(
+        events(&mut server),
+        vec![Seen::Closed(CloseReason::PeerClosed)]
+    );
+    send(&mut server, &mut client, now);
+    assert_eq!(
+        events(&mut client),
+        vec![Seen::Answer(1, 0, Ok("1".into()), true)]
+    );
+}
+
+#[test]
+fn a_partial_frame_at_the_end_of_input_is_reported_and_the_connection_closes() {
+    let mut server = Connection::new(Config::default(), Instant::ZERO);
+    server
+        .handle_input(b"Content-Length: 40\r\n\r\n{\"jsonrpc\"", Instant::ZERO)
+        .unwrap();
+    server.handle_end_of_input(Instant::ZERO);
+    assert_eq!(
+        events(&mut server),
+        vec![Seen::Other, Seen::Closed(CloseReason::PeerClosed)]
+    );
+}
+
+#[test]
+fn closing_ends_every_call_and_linger_bounds_the_output() {
+    let (mut client, _server) = pair();
+    client
+        .call(1, "a", None, RequestOptions::default(), Instant::ZERO)
+        .unwrap();
+    client.close(at(5));
+    assert_eq!(
+        events(&mut client),
+        vec![
+            Seen::Ended(1, 0, EndReason::Closed, true),
+            Seen::Closed(CloseReason::Local)
+        ]
+    );
+    // The request was queued but never written: the driver holds it.
+    let mut out = Vec::new();
+    while client.poll_transmit(&mut out).is_some() {}
+    client.handle_write(false, true, at(6));
+    assert!(!client.is_finished());
+    assert_eq!(client.poll_timeout(), Some(at(1005)));
+    client.handle_timeout(at(1005));
+    assert!(client.is_finished());
+    assert_eq!(client.poll_timeout(), None);
+}
+
+#[test]
+fn streams_are_pulled_and_freed_through_the_connection() {
+    let (mut client, mut server) = pair();
+    let now = Instant::ZERO;
+    client
+        .call(1, "numbers", None, RequestOptions::default(), now)
+        .unwrap();
+    send(&mut client, &mut server, now);
+    let handle = request_handle(&events(&mut server));
+    assert!(server.can_open_stream());
+    let stream = server.open_stream(handle, now).unwrap();
+    send(&mut server, &mut client, now);
+    let open = events(&mut client);
+    let text = alloc::format!("{{\"stream\":{stream}}}");
+    assert_eq!(open, vec![Seen::Answer(1, 0, Ok(text), true)]);
+
+    let pull = alloc::format!("{{\"stream\":{stream},\"max\":2}}");
+    client
+        .call(
+            2,
+            "rpc.stream.next",
+            Some(raw(&pull)),
+            RequestOptions::default(),
+            now,
+        )
+        .unwrap();
+    send(&mut client, &mut server, now);
+    assert!(
+        events(&mut server).is_empty(),
+        "pulls never reach the driver"
+    );
+    assert!(server.wants_items());
+    let mut n = 0;
+    let taken = server.produce(now, 100, |id, out, demand| {
+        assert_eq!(id, stream);
+        assert!(demand.front >= 1);
+        n += 1;
+        if n > 3 {
+            return Produced::End;
+        }
+        out.extend_from_slice(n.to_string().as_bytes());
+        Produced::Item
+    });
+    assert_eq!(taken, 2);
+    send(&mut server, &mut client, now);
+    assert_eq!(
+        events(&mut client),
+        vec![Seen::Answer(
+            2,
+            0,
+            Ok("{\"items\":[1,2],\"done\":false}".into()),
+            true
+        )]
+    );
+
+    // The next pull gets the last item and the end; the stream is freed.
+    client
+        .call(
+            3,
+            "rpc.stream.next",
+            Some(raw(&pull)),
+            RequestOptions::default(),
+            now,
+        )
+        .unwrap();
+    send(&mut client, &mut server, now);
+    assert!(events(&mut server).is_empty());
+    server.produce(now, 100, |_, out, _| {
+        n += 1;
+        if n > 3 {
+            return Produced::End;
+        }
+        out.extend_from_slice(n.to_string().as_bytes());
+        Produced::Item
+    });
+    assert_eq!(events(&mut server), vec![Seen::StreamClosed(stream)]);
+    send(&mut server, &mut client, now);
+    assert_eq!(
+        events(&mut client),
+        vec![Seen::Answer(
+            3,
+            0,
+            Ok("{\"items\":[3],\"done\":true}".into()),
+            true
+        )]
+    );
+}
+
+#[test]
+fn an_idle_stream_is_freed_on_its_timeout() {
+    let streams = StreamConfig {
+        idle_timeout: Duration::from_secs(30),
+        ..StreamConfig::default()
+    };
+    let config = Config {
+        streams,
+        ..Config::default()
+    };
+    let mut server = Connection::new(config, Instant::ZERO);
+    let mut client = Connection::new(Config::default(), Instant::ZERO);
+    client
+        .call(1, "numbers", None, RequestOptions::default(), Instant::ZERO)
+        .unwrap();
+    send(&mut client, &mut server, Instant::ZERO);
+    let handle = request_handle(&events(&mut server));
+    let stream = server.open_stream(handle, Instant::ZERO).unwrap();
+    assert_eq!(server.poll_timeout(), Some(at(30_000)));
+    server.handle_timeout(at(30_000));
+    assert_eq!(events(&mut server), vec![Seen::StreamClosed(stream)]);
+}
+
+/// A hook that answers `hook.echo` with its params and counts its closes.
+struct Echo {
+    closes: Arc<AtomicUsize>,
+    queued: Vec<String>,
+}
+
+impl ConnectionHook for Echo {
+    fn request(
+        &mut self,
+        method: &str,
+        params: Option<&RawValue>,
+        out: &mut Vec<u8>,
+    ) -> Option<Outcome> {
+        if method != "hook.echo" {
+            return None;
+        }
+        out.extend_from_slice(params.map_or("null", |p| p.get()).as_bytes());
+        self.queued.push(String::from("{\"n\":1}"));
+        Some(Ok(()))
+    }
+
+    fn drain(&mut self, send: &mut dyn FnMut(&str, &RawValue) -> bool) -> bool {
+        while let Some(n) = self.queued.first() {
+            if !send("hook.note", raw(n)) {
+                return true;
+            }
+            self.queued.remove(0);
+        }
+        false
+    }
+
+    fn close(&mut self) {
+        self.closes.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[test]
+fn the_hook_answers_its_requests_and_sends_its_notifications() {
+    let (mut client, mut server) = pair();
+    let closes = Arc::new(AtomicUsize::new(0));
+    server.set_hook(Box::new(Echo {
+        closes: Arc::clone(&closes),
+        queued: Vec::new(),
+    }));
+    let now = Instant::ZERO;
+    client
+        .call(
+            1,
+            "hook.echo",
+            Some(raw("[5]")),
+            RequestOptions::default(),
+            now,
+        )
+        .unwrap();
+    client
+        .call(2, "other", None, RequestOptions::default(), now)
+        .unwrap();
+    send(&mut client, &mut server, now);
+    let seen = events(&mut server);
+    assert_eq!(seen.len(), 1);
+    assert!(matches!(&seen[0], Seen::Request(_, m, _) if m == "other"));
+    send(&mut server, &mut client, now);
+    assert_eq!(
+        events(&mut client),
+        vec![
+            Seen::Answer(1, 0, Ok("[5]".into()), true),
+            Seen::Notification("hook.note".into(), Some("{\"n\":1}".into())),
+        ]
+    );
+    server.close(now);
+    assert_eq!(events(&mut server), vec![Seen::Closed(CloseReason::Local)]);
+    assert_eq!(closes.load(Ordering::Relaxed), 1);
+}
+
+#[test]
+fn a_whole_message_connection_refuses_bytes() {
+    let config = Config::new(crate::endpoint::Config {
+        framing: None,
+        ..crate::endpoint::Config::default()
+    });
+    let mut c = Connection::new(config, Instant::ZERO);
+    assert!(c.handle_input(b"{}", Instant::ZERO).is_err());
+    c.handle_message(b"{\"jsonrpc\":\"2.0\",\"method\":\"n\"}", Instant::ZERO)
+        .unwrap();
+    assert_eq!(events(&mut c), vec![Seen::Notification("n".into(), None)]);
+}
