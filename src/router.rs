@@ -520,6 +520,16 @@ impl Router {
         }
     }
 
+    /// Like [`observe_batches`](Router::observe_batches), for a
+    /// [`Connection`](crate::connection::Connection).
+    pub fn observe_connection_batches(&self, connection: &mut crate::connection::Connection) {
+        while let Some(size) = connection.poll_batch_size() {
+            for layer in &self.layers {
+                layer.batch(size);
+            }
+        }
+    }
+
     /// Drains `endpoint`'s events: requests are dispatched and answered, notifications
     /// handled; every other event goes to `other`.
     pub fn serve(
@@ -744,6 +754,20 @@ impl Reply {
         match &self.outcome {
             Some(Err(e)) => Some(e),
             _ => None,
+        }
+    }
+
+    /// Answers the request `handle` of a
+    /// [`Connection`](crate::connection::Connection) with this outcome.
+    pub fn answer(&mut self, connection: &mut crate::connection::Connection, handle: IncomingId) {
+        match self.outcome.take() {
+            // The buffer holds what serde_json wrote or what `handle` validated.
+            Some(Ok(())) => {
+                let text = core::str::from_utf8(&self.buf).unwrap_or("null");
+                connection.respond(handle, Ok(RawValue::from_validated(text)));
+            }
+            Some(Err(e)) => connection.respond(handle, Err(&e)),
+            None => connection.respond(handle, Err(&ErrorObject::internal_error())),
         }
     }
 
