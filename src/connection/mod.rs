@@ -807,6 +807,14 @@ impl Connection {
         self.streams.has_room()
     }
 
+    /// How many more streams may open now.
+    pub fn stream_room(&self) -> usize {
+        self.streams
+            .config()
+            .max_open
+            .saturating_sub(self.streams.len())
+    }
+
     /// Answers a stream-opening request with the "too many streams" error.
     pub fn refuse_stream(&mut self, handle: IncomingId) {
         self.respond(handle, Err(&stream::too_many_streams()));

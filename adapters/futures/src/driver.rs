@@ -1,4 +1,6 @@
-//! The driver: one task per connection that owns the [`Endpoint`] and runs its loop.
+//! The driver: one task per connection that owns its [`Connection`] machine and does its
+//! I/O. Every protocol rule (correlation, batches, cancellation, streams, heartbeat, the
+//! close phases) is the core's; this file reads, writes, sleeps and runs handlers.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
@@ -14,22 +16,22 @@ use std::time::Duration;
 use futures::channel::{mpsc, oneshot};
 use futures::future::{AbortHandle, Abortable};
 use futures::stream::FuturesUnordered;
+use futures::task::AtomicWaker;
 use futures::{FutureExt, StreamExt};
 use sansrpc::codec::FrameError;
-use sansrpc::endpoint::{
-    Config, EndReason, Event, IncomingId, RequestId, RequestOptions, SendError,
-};
-use sansrpc::ext::keepalive::{self, Beat, Heard, Heartbeat, HeartbeatConfig};
+use sansrpc::connection::{self, CloseReason, Connection};
+use sansrpc::endpoint::{Config, EndReason, Event, IncomingId, RequestOptions, SendError};
+use sansrpc::ext::keepalive::HeartbeatConfig;
+use sansrpc::ext::stream::{Produced, StreamConfig};
 use sansrpc::router::Reply;
-use sansrpc::{Endpoint, ErrorObject, Instant, Notification};
+use sansrpc::{ErrorObject, Instant, Notification};
 
 use crate::client::{CallError, Client, Command, RawResult};
-use crate::extension::{Extension, Slot};
+use crate::extension::Extension;
 use crate::router::{AsyncRouter, BoxFuture, HandlerResult, Work};
 use crate::stream::Producer;
 use crate::timer::Timer;
 use crate::transport::{Received, Transport};
-use sansrpc::ext::stream::{Produced, StreamConfig, StreamTable};
 
 /// How long output queued at close may take to reach the peer before the driver gives up.
 const LINGER: Duration = Duration::from_secs(1);
@@ -169,17 +171,27 @@ impl Builder {
         transport: T,
         timer: Tm,
     ) -> (Client, Driver<T, Tm>) {
-        let mut config = self.config;
+        let mut config = connection::Config::new(self.config);
         if transport.is_message_based() {
-            config.framing = None;
-        } else if config.framing.is_none() {
-            config.framing = Some(sansrpc::codec::Framing::ContentLength);
+            config.endpoint.framing = None;
+        } else if config.endpoint.framing.is_none() {
+            config.endpoint.framing = Some(sansrpc::codec::Framing::ContentLength);
         }
+        config.streams = self.streams;
+        config.heartbeat = self.heartbeat;
+        config.linger = LINGER;
+        let mut conn = Connection::new(config, Instant::ZERO);
+        // Extension: per-connection hook (pub/sub), woken through the driver's waker.
+        let wake = self.extension.as_ref().map(|ext| {
+            let (hook, waker) = ext.open();
+            conn.set_hook(hook);
+            waker
+        });
         let (tx, commands) = mpsc::unbounded();
         let (shutdown_tx, shutdown_rx) = mpsc::unbounded();
         let serving = self.router.is_some();
         let driver = Driver {
-            endpoint: Endpoint::new(config),
+            conn,
             transport,
             timer,
             start: std::time::Instant::now(),
@@ -189,11 +201,9 @@ impl Builder {
             deferred: None,
             shutdown_tx,
             shutdown_rx,
-            phase: Phase::Running,
-            input_open: true,
-            closed_seen: false,
             sleep: None,
-            calls: Calls::default(),
+            closing: None,
+            waiters: BTreeMap::new(),
             server: Server {
                 router: self.router.unwrap_or_default(),
                 serving,
@@ -204,17 +214,16 @@ impl Builder {
                 notifications: VecDeque::new(),
                 max_concurrent: self.max_concurrent,
                 max_queued: self.max_queued_notifications,
-                streams: StreamTable::new(self.streams),
+                producers: BTreeMap::new(),
             },
             on_event: self.on_event,
-            heartbeat: self.heartbeat.map(|c| Heartbeat::new(c, Instant::ZERO)),
-            // Extension: per-connection hook (pub/sub).
-            ext: self.extension.as_ref().map(Slot::open),
+            wake,
+            reason: None,
+            done: false,
         };
         (Client::new(tx), driver)
     }
 }
-
 /// Asks a driver to shut down gracefully; from [`Driver::shutdown_handle`].
 #[derive(Debug, Clone)]
 pub struct ShutdownHandle {
@@ -236,84 +245,18 @@ impl ShutdownHandle {
     }
 }
 
-#[derive(Debug, Clone, Copy)]
-enum Phase {
-    Running,
-    /// Shutting down: handlers may finish until the deadline.
-    Draining(std::time::Instant),
-    /// The endpoint is closed: output may drain until the deadline.
-    Closing(std::time::Instant),
-    Done,
-}
-
+/// Who waits for the answers of one token.
 enum Waiter {
-    Single {
-        key: u64,
-        reply: oneshot::Sender<RawResult>,
-    },
+    Single(oneshot::Sender<RawResult>),
     Batch {
-        key: u64,
-        index: usize,
+        results: Vec<Option<RawResult>>,
+        reply: oneshot::Sender<Result<Vec<RawResult>, CallError>>,
     },
-}
-
-struct PendingBatch {
-    ids: Vec<RequestId>,
-    results: Vec<Option<RawResult>>,
-    remaining: usize,
-    reply: oneshot::Sender<Result<Vec<RawResult>, CallError>>,
-}
-
-/// Our calls awaiting answers, by request id and by the handle's key.
-#[derive(Default)]
-struct Calls {
-    waiters: BTreeMap<RequestId, Waiter>,
-    singles: BTreeMap<u64, RequestId>,
-    batches: BTreeMap<u64, PendingBatch>,
-}
-
-impl Calls {
-    fn resolve(&mut self, id: RequestId, result: RawResult) {
-        match self.waiters.remove(&id) {
-            Some(Waiter::Single { key, reply }) => {
-                self.singles.remove(&key);
-                let _ = reply.send(result);
-            }
-            Some(Waiter::Batch { key, index }) => {
-                let Some(batch) = self.batches.get_mut(&key) else {
-                    return;
-                };
-                batch.results[index] = Some(result);
-                batch.remaining -= 1;
-                if batch.remaining == 0 {
-                    if let Some(batch) = self.batches.remove(&key) {
-                        let results = batch.results.into_iter();
-                        let missing = || Err(CallError::Ended(EndReason::Cancelled));
-                        let results = results.map(|r| r.unwrap_or_else(missing)).collect();
-                        let _ = batch.reply.send(Ok(results));
-                    }
-                }
-            }
-            None => {}
-        }
-    }
-
-    /// The requests of the call or batch with this key, forgotten.
-    fn forget(&mut self, key: u64) -> Vec<RequestId> {
-        if let Some(id) = self.singles.remove(&key) {
-            self.waiters.remove(&id);
-            return vec![id];
-        }
-        let ids = self.batches.remove(&key).map(|b| b.ids).unwrap_or_default();
-        ids.into_iter()
-            .filter(|id| self.waiters.remove(id).is_some())
-            .collect()
-    }
 }
 
 type Running = BoxFuture<(IncomingId, Option<HandlerResult>)>;
 
-/// The peer's requests and notifications being handled.
+/// The peer's requests and notifications being handled, and the streams being produced.
 struct Server {
     router: Arc<AsyncRouter>,
     serving: bool,
@@ -324,7 +267,7 @@ struct Server {
     notifications: VecDeque<BoxFuture<()>>,
     max_concurrent: usize,
     max_queued: usize,
-    streams: StreamTable<Producer>,
+    producers: BTreeMap<u64, Producer>,
 }
 
 impl Server {
@@ -352,12 +295,8 @@ impl Server {
         self.notifications.push_back(work);
     }
 
-    fn idle(&self) -> bool {
-        self.running.is_empty() && self.waiting.is_empty() && self.notifications.is_empty()
-    }
-
     fn clear(&mut self) {
-        self.streams.clear();
+        self.producers.clear();
         self.running.clear();
         self.aborts.clear();
         self.waiting.clear();
@@ -365,17 +304,18 @@ impl Server {
     }
 }
 
-/// One connection's driver: a future that owns the [`Endpoint`] and runs until the peer
+/// One connection's driver: a future that owns the [`Connection`] and runs until the peer
 /// closes, an I/O error, or a [shutdown](ShutdownHandle::shutdown). Spawn it on any
 /// executor (it is `Send`), or await it.
 ///
-/// Each turn of its loop, until nothing moves: takes commands from [`Client`]s (send,
-/// notify, batch, cancel); reads input into the endpoint, respecting its back-pressure;
-/// routes events (responses to their callers, requests to handlers, notifications to the
-/// in-order queue, peer cancels to the running handler); polls handlers and answers for
-/// the finished ones; sleeps until the endpoint's next deadline; writes output.
+/// Each turn of its loop, until nothing moves: takes commands from [`Client`]s; reads input
+/// into the connection while it wants input; acts on the connection's events (answers to
+/// their callers, requests to handlers, notifications to the in-order queue, cancels to the
+/// running handler); polls handlers and stream producers; sleeps until the connection's
+/// next deadline; writes output. It completes with an error of kind
+/// [`io::ErrorKind::TimedOut`] when a heartbeat went unanswered.
 pub struct Driver<T, Tm> {
-    endpoint: Endpoint,
+    conn: Connection,
     transport: T,
     timer: Tm,
     start: std::time::Instant,
@@ -383,28 +323,26 @@ pub struct Driver<T, Tm> {
     reached: Option<std::time::Instant>,
     commands: mpsc::UnboundedReceiver<Command>,
     commands_open: bool,
-    /// A command the endpoint refused for a full output buffer, retried once it drains.
+    /// A command the connection refused for a full output buffer, retried once it drains.
     deferred: Option<Command>,
     shutdown_tx: mpsc::UnboundedSender<Duration>,
     shutdown_rx: mpsc::UnboundedReceiver<Duration>,
-    phase: Phase,
-    input_open: bool,
-    closed_seen: bool,
     sleep: Option<(std::time::Instant, BoxFuture<()>)>,
-    calls: Calls,
+    /// Once the connection finished: until when closing the transport may take.
+    closing: Option<std::time::Instant>,
+    waiters: BTreeMap<u64, Waiter>,
     server: Server,
     on_event: Option<EventHook>,
-    heartbeat: Option<Heartbeat>,
-    /// The connection's extension (pub/sub), offered requests before the router.
-    ext: Option<Slot>,
+    /// Woken by the connection's extension when it queued notifications.
+    wake: Option<Arc<AtomicWaker>>,
+    reason: Option<CloseReason>,
+    done: bool,
 }
 
 impl<T, Tm> fmt::Debug for Driver<T, Tm> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Driver")
-            .field("endpoint", &self.endpoint)
-            .field("phase", &self.phase)
-            .field("calls", &self.calls.waiters.len())
+            .field("connection", &self.conn)
             .field("running", &self.server.running.len())
             .finish()
     }
@@ -427,36 +365,17 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
         Instant::from_duration(self.clock().saturating_duration_since(self.start))
     }
 
-    fn cancelled(&self) -> ErrorObject<'static> {
-        ErrorObject::fixed(self.endpoint.config().cancelled_code, "Request cancelled")
-    }
-
-    fn respond(&mut self, id: IncomingId, result: &HandlerResult) {
-        // Fails only when the endpoint closed meanwhile: nobody to answer.
-        let _ = match result {
-            Ok(raw) => self.endpoint.respond(id, Ok(raw)),
-            Err(e) => self.endpoint.respond(id, Err(e)),
-        };
-    }
-
-    /// Hands one command to the endpoint; gives it back when the output buffer is full.
+    /// Hands one command to the connection; gives it back when the output buffer is full.
     fn apply(&mut self, command: Command, now: Instant) -> Option<Command> {
-        let open = matches!(self.phase, Phase::Running);
+        let conn = &mut self.conn;
         match command {
             Command::Cancel(key) => {
-                for id in self.calls.forget(key) {
-                    self.endpoint.cancel(id, now);
-                }
+                self.waiters.remove(&key);
+                conn.cancel_call(key, now);
             }
-            Command::Call { reply, .. } if !open => {
-                let _ = reply.send(Err(CallError::Send(SendError::Closed)));
-            }
-            Command::Notify { ack, .. } | Command::Progress { ack, .. } if !open => {
-                let _ = ack.send(Err(CallError::Send(SendError::Closed)));
-            }
-            Command::Batch { reply, .. } if !open => {
-                let _ = reply.send(Err(CallError::Send(SendError::Closed)));
-            }
+            // The caller left before it went out.
+            Command::Call { ref reply, .. } if reply.is_canceled() => {}
+            Command::Batch { ref reply, .. } if reply.is_canceled() => {}
             Command::Call {
                 key,
                 method,
@@ -465,18 +384,11 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                 progress,
                 reply,
             } => {
-                if reply.is_canceled() {
-                    return None; // The caller left before it went out.
-                }
                 let mut options = RequestOptions::timeout(timeout);
                 options.progress = progress.clone();
-                match self
-                    .endpoint
-                    .send_request(&method, params.as_deref(), options, now)
-                {
-                    Ok(id) => {
-                        self.calls.singles.insert(key, id);
-                        self.calls.waiters.insert(id, Waiter::Single { key, reply });
+                match conn.call(key, &method, params.as_deref(), options, now) {
+                    Ok(()) => {
+                        self.waiters.insert(key, Waiter::Single(reply));
                     }
                     Err(SendError::OutputFull) => {
                         return Some(Command::Call {
@@ -497,7 +409,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                 method,
                 params,
                 ack,
-            } => match self.endpoint.send_notification(&method, params.as_deref()) {
+            } => match conn.notify(&method, params.as_deref()) {
                 Err(SendError::OutputFull) => {
                     return Some(Command::Notify {
                         method,
@@ -509,34 +421,24 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                     let _ = ack.send(r.map_err(CallError::Send));
                 }
             },
-            Command::Progress { token, value, ack } => {
-                match self.endpoint.send_progress(&token, &value) {
-                    Err(SendError::OutputFull) => {
-                        return Some(Command::Progress { token, value, ack })
-                    }
-                    r => {
-                        let _ = ack.send(r.map_err(CallError::Send));
-                    }
+            Command::Progress { token, value, ack } => match conn.send_progress(&token, &value) {
+                Err(SendError::OutputFull) => return Some(Command::Progress { token, value, ack }),
+                r => {
+                    let _ = ack.send(r.map_err(CallError::Send));
                 }
-            }
+            },
             Command::Batch {
                 key,
                 entries,
                 timeout,
                 reply,
             } => {
-                if reply.is_canceled() {
-                    return None;
-                }
                 let options = RequestOptions::timeout(timeout);
-                let mut ids = Vec::new();
-                let mut batch = self.endpoint.batch(now);
+                let mut batch = conn.batch(key, now);
                 let mut sent = Ok(());
                 for e in &entries {
                     sent = if e.call {
-                        batch
-                            .request(&e.method, e.params.as_deref(), options.clone())
-                            .map(|id| ids.push(id))
+                        batch.call(&e.method, e.params.as_deref(), options.clone())
                     } else {
                         batch.notify(&e.method, e.params.as_deref())
                     };
@@ -544,9 +446,8 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                         break;
                     }
                 }
-                // Dropping an unsent builder forgets the requests it registered.
-                let sent = sent.and_then(|()| batch.send());
-                match sent {
+                // Dropping an unsent batch forgets the calls it registered.
+                match sent.and_then(|()| batch.send()) {
                     Err(SendError::OutputFull) => {
                         return Some(Command::Batch {
                             key,
@@ -558,20 +459,12 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                     Err(e) => {
                         let _ = reply.send(Err(CallError::Send(e)));
                     }
-                    Ok(()) if ids.is_empty() => {
+                    Ok(0) => {
                         let _ = reply.send(Ok(Vec::new()));
                     }
-                    Ok(()) => {
-                        for (index, id) in ids.iter().enumerate() {
-                            self.calls.waiters.insert(*id, Waiter::Batch { key, index });
-                        }
-                        let pending = PendingBatch {
-                            results: ids.iter().map(|_| None).collect(),
-                            remaining: ids.len(),
-                            ids,
-                            reply,
-                        };
-                        self.calls.batches.insert(key, pending);
+                    Ok(n) => {
+                        let results = (0..n).map(|_| None).collect();
+                        self.waiters.insert(key, Waiter::Batch { results, reply });
                     }
                 }
             }
@@ -607,90 +500,85 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                 Poll::Pending => break,
             }
         }
+        if let Poll::Ready(Some(grace)) = self.shutdown_rx.poll_next_unpin(cx) {
+            self.conn.shutdown(grace, now);
+            progress = true;
+        } else if !self.commands_open && !self.server.serving && self.conn.wants_input() {
+            // Nobody can call any more and nothing is served: nothing left to do.
+            self.conn.shutdown(Duration::ZERO, now);
+            progress = true;
+        }
         progress
     }
 
-    /// Drains the endpoint's events and acts on each.
+    /// Gives the answer of one call to whoever waits for its token.
+    fn answer(&mut self, token: u64, index: usize, result: RawResult, last: bool) {
+        match self.waiters.get_mut(&token) {
+            Some(Waiter::Batch { results, .. }) => {
+                if let Some(slot) = results.get_mut(index) {
+                    *slot = Some(result);
+                }
+            }
+            Some(Waiter::Single(_)) => {
+                if let Some(Waiter::Single(reply)) = self.waiters.remove(&token) {
+                    let _ = reply.send(result);
+                }
+                return;
+            }
+            None => return,
+        }
+        if last {
+            if let Some(Waiter::Batch { results, reply }) = self.waiters.remove(&token) {
+                let missing = || Err(CallError::Ended(EndReason::Cancelled));
+                let results = results.into_iter().map(|r| r.unwrap_or_else(missing));
+                let _ = reply.send(Ok(results.collect()));
+            }
+        }
+    }
+
+    /// Acts on the connection's events.
     fn route_events(&mut self) -> bool {
         let mut any = false;
         // Batch sizes for the router's layers (metrics), before the batch's calls run.
-        self.server
-            .router
-            .core()
-            .observe_batches(&mut self.endpoint);
+        let router = Arc::clone(&self.server.router);
+        router.core().observe_connection_batches(&mut self.conn);
         let now = self.now();
-        while let Some(event) = self.endpoint.poll_event() {
+        // Checked before a stream method's handler runs, so a flood of opens builds nothing.
+        let mut room = self.conn.stream_room();
+        while let Some(event) = self.conn.poll_event() {
             any = true;
             match event {
-                Event::Request { id, request } if request.method.starts_with("rpc.stream.") => {
-                    let request = request.into_owned();
-                    let now = self.now();
-                    let streams = &mut self.server.streams;
-                    if !streams.handle_request(&mut self.endpoint, id, &request, now) {
-                        self.server
-                            .router
-                            .core()
-                            .dispatch(&request, &mut self.server.reply);
-                        let _ = self.server.reply.send(&mut self.endpoint, id);
+                connection::Event::Request { handle, request } => {
+                    if room == 0 && router.is_stream(&request.method) {
+                        self.conn.refuse_stream(handle);
+                        continue;
                     }
-                }
-                Event::Notification(n) if n.method == sansrpc::ext::stream::CANCEL_METHOD => {
-                    let n = n.into_owned();
-                    self.server
-                        .streams
-                        .handle_notification(&mut self.endpoint, &n);
-                }
-                Event::Request { id, request }
-                    if !self.server.streams.has_room()
-                        && self.server.router.is_stream(&request.method) =>
-                {
-                    let refused = sansrpc::ext::stream::too_many_streams();
-                    self.respond(id, &Err(refused));
-                }
-                Event::Request { id, request } => {
-                    // Extension: offered the request before the router.
-                    let request = match &mut self.ext {
-                        Some(ext) => {
-                            let request = request.into_owned();
-                            if ext.offer(&mut self.endpoint, id, &request) {
-                                continue;
-                            }
-                            request
-                        }
-                        None => request,
-                    };
-                    let router = &self.server.router;
                     let params = request.params.as_deref();
                     let work = std::panic::catch_unwind(AssertUnwindSafe(|| {
                         router.request(&request.method, params, &request.id)
                     }));
-                    match work {
-                        Ok(Work::Call(work)) => self.server.enqueue(id, work),
-                        Ok(Work::Stream(Ok(producer))) => {
-                            let now = self.now();
-                            let streams = &mut self.server.streams;
-                            let _ = streams.open(&mut self.endpoint, id, producer, now);
-                        }
-                        Ok(Work::Stream(Err(e))) => self.respond(id, &Err(e)),
-                        Ok(_) => {
+                    let work = match work {
+                        Ok(Work::Sync) => {
                             router.core().dispatch(&request, &mut self.server.reply);
-                            let _ = self.server.reply.send(&mut self.endpoint, id);
+                            self.server.reply.answer(&mut self.conn, handle);
+                            continue;
                         }
-                        Err(_) => self.respond(id, &Err(ErrorObject::internal_error())),
+                        Ok(work) => work,
+                        Err(_) => Work::Stream(Err(ErrorObject::internal_error())),
+                    };
+                    match work {
+                        Work::Call(work) => self.server.enqueue(handle, work),
+                        Work::Stream(Ok(producer)) => {
+                            if let Some(stream) = self.conn.open_stream(handle, now) {
+                                self.server.producers.insert(stream, producer);
+                                room = room.saturating_sub(1);
+                            }
+                        }
+                        Work::Stream(Err(e)) => self.conn.respond(handle, Err(&e)),
+                        Work::Notify(_) | Work::Sync => {}
                     }
                 }
-                Event::Notification(n) if self.heartbeat.is_some() && is_beat(&n.method) => {
-                    let heard = self
-                        .heartbeat
-                        .as_mut()
-                        .map(|h| h.handle_notification(&n.method, now));
-                    if heard == Some(Heard::Ping) {
-                        // A pong that finds the output full is dropped; the peer pings again.
-                        let _ = self.endpoint.send_notification(keepalive::PONG, None);
-                    }
-                }
-                Event::Notification(n) => {
-                    let router = self.server.router.clone();
+                connection::Event::Notification(n) => {
                     let params = n.params.as_deref();
                     let work = std::panic::catch_unwind(AssertUnwindSafe(|| {
                         router.notification_work(&n.method, params)
@@ -705,43 +593,48 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                                 params: n.params.map(|p| Cow::Owned(p.into_owned())),
                                 version: n.version,
                             };
+                            let router = Arc::clone(&router);
                             self.server
                                 .notify(async move { router.core().notify(&n) }.boxed());
                         }
                         Err(_) => {}
                     }
                 }
-                Event::Response { id, result } => {
+                connection::Event::Answer {
+                    token,
+                    index,
+                    result,
+                    last,
+                } => {
                     let result = match result {
                         Ok(raw) => Ok(raw.into_owned()),
                         Err(e) => Err(CallError::Rpc(e.into_owned())),
                     };
-                    self.calls.resolve(id, result);
+                    self.answer(token, index, result, last);
                 }
-                Event::Ended { id, reason } => {
-                    self.calls.resolve(id, Err(CallError::Ended(reason)))
-                }
-                Event::PeerCancelled { id } => {
-                    if self
-                        .server
-                        .streams
-                        .handle_peer_cancelled(&mut self.endpoint, id)
-                    {
-                        continue;
-                    }
-                    if let Some(handle) = self.server.aborts.get(&id) {
-                        handle.abort(); // Answered when its future is dropped.
-                    } else if let Some(i) = self.server.waiting.iter().position(|w| w.0 == id) {
+                connection::Event::Ended {
+                    token,
+                    index,
+                    reason,
+                    last,
+                } => self.answer(token, index, Err(CallError::Ended(reason)), last),
+                connection::Event::Cancel { handle } => {
+                    if let Some(abort) = self.server.aborts.get(&handle) {
+                        abort.abort(); // Answered when its future is dropped.
+                    } else if let Some(i) = self.server.waiting.iter().position(|w| w.0 == handle) {
                         self.server.waiting.remove(i);
-                        let cancelled = self.cancelled();
-                        self.respond(id, &Err(cancelled));
+                        self.conn.respond_cancelled(handle);
                     }
                 }
-                Event::Closed => {
-                    self.closed_seen = true;
+                connection::Event::StreamClosed { stream } => {
+                    self.server.producers.remove(&stream);
+                    room += 1;
+                }
+                connection::Event::Closed { reason } => {
+                    self.reason = Some(reason);
                     self.server.clear();
                 }
-                other => {
+                connection::Event::Other(other) => {
                     if let Event::FrameError(e @ FrameError::WrongFraming { .. }) = &other {
                         tracing::warn!("sansrpc: {e}");
                     }
@@ -749,19 +642,24 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                         hook(other);
                     }
                 }
+                _ => {}
             }
         }
         any
     }
 
-    /// Polls request handlers (answering the finished ones) and the notification in turn.
+    /// Polls request handlers (answering the finished ones), stream producers, and the
+    /// notification in turn.
     fn poll_handlers(&mut self, cx: &mut Context<'_>) -> bool {
         let mut progress = false;
         while let Poll::Ready(Some((id, outcome))) = self.server.running.poll_next_unpin(cx) {
             progress = true;
             self.server.aborts.remove(&id);
-            let outcome = outcome.unwrap_or_else(|| Err(self.cancelled()));
-            self.respond(id, &outcome);
+            match outcome {
+                Some(Ok(raw)) => self.conn.respond(id, Ok(&raw)),
+                Some(Err(e)) => self.conn.respond(id, Err(&e)),
+                None => self.conn.respond_cancelled(id),
+            }
         }
         while self.server.running.len() < self.server.max_concurrent {
             let Some((id, work)) = self.server.waiting.pop_front() else {
@@ -770,19 +668,16 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             self.server.start(id, work);
             progress = true;
         }
-        if self.server.streams.wants_items() {
-            let now = self.now();
-            let taken = self.server.streams.produce(
-                &mut self.endpoint,
-                now,
-                ITEMS_PER_TURN,
-                |_, producer, out, _| match std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    producer.poll_item(cx, out)
-                })) {
-                    Ok(produced) => produced,
-                    Err(_) => Produced::Error(ErrorObject::internal_error()),
-                },
-            );
+        if self.conn.wants_items() {
+            let (now, producers) = (self.now(), &mut self.server.producers);
+            let taken = self.conn.produce(now, ITEMS_PER_TURN, |stream, out, _| {
+                let Some(producer) = producers.get_mut(&stream) else {
+                    return Produced::End;
+                };
+                let item = AssertUnwindSafe(|| producer.poll_item(cx, out));
+                std::panic::catch_unwind(item)
+                    .unwrap_or_else(|_| Produced::Error(ErrorObject::internal_error()))
+            });
             progress |= taken > 0;
         }
         if progress {
@@ -801,46 +696,16 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
         progress
     }
 
-    /// Fires the endpoint's deadlines; sleeps until the next one (or the phase's).
-    fn poll_timers(&mut self, cx: &mut Context<'_>) -> bool {
+    /// Fires the connection's deadline; sleeps until the next one.
+    fn poll_timer(&mut self, cx: &mut Context<'_>) -> bool {
         let now = self.now();
-        let deadline = match (
-            self.endpoint.poll_timeout(),
-            self.server.streams.poll_timeout(),
-        ) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        if let Some(d) = deadline.filter(|d| *d <= now) {
-            self.endpoint.handle_timeout(now.max(d));
-            self.server.streams.handle_timeout(now.max(d));
+        let deadline = self.conn.poll_timeout();
+        if deadline.is_some_and(|d| d <= now) {
+            self.conn.handle_timeout(now);
             return true;
         }
-        let heartbeat = self
-            .heartbeat
-            .as_mut()
-            .filter(|_| matches!(self.phase, Phase::Running));
-        let beat = heartbeat.as_ref().and_then(|h| h.poll_timeout());
-        if let (Some(h), Some(_)) = (heartbeat, beat.filter(|d| *d <= now)) {
-            if h.handle_timeout(now) == Some(Beat::SendPing) {
-                let _ = self.endpoint.send_notification(keepalive::PING, None);
-            }
-            return true;
-        }
-        let deadline = match (deadline, beat) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        let phase_deadline = match self.phase {
-            Phase::Draining(d) | Phase::Closing(d) => Some(d),
-            _ => None,
-        };
-        let endpoint_deadline = deadline.map(|d| self.start + d.since_epoch());
-        let target = match (endpoint_deadline, phase_deadline) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        let Some(target) = target else {
+        let target = deadline.map(|d| self.start + d.since_epoch());
+        let Some(target) = target.into_iter().chain(self.closing).min() else {
             self.sleep = None;
             return false;
         };
@@ -858,43 +723,9 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
         fired
     }
 
-    /// Moves between phases: shutdown requested, handlers done, endpoint closed.
-    fn advance(&mut self, cx: &mut Context<'_>) -> bool {
-        let clock = self.clock();
-        if self.closed_seen && matches!(self.phase, Phase::Running | Phase::Draining(_)) {
-            self.phase = Phase::Closing(clock + LINGER);
-            return true;
-        }
-        match self.phase {
-            Phase::Running => {
-                let grace = match self.shutdown_rx.poll_next_unpin(cx) {
-                    Poll::Ready(Some(grace)) => Some(grace),
-                    // Nobody can call any more and nothing is served: nothing left to do.
-                    _ if !self.commands_open && !self.server.serving => Some(Duration::ZERO),
-                    _ => None,
-                };
-                if let Some(grace) = grace {
-                    self.phase = Phase::Draining(clock + grace);
-                    return true;
-                }
-                false
-            }
-            Phase::Draining(deadline) if self.server.idle() || clock >= deadline => {
-                self.server.clear();
-                self.endpoint.close(self.now());
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// Closes the endpoint, fails every call still waiting, and stops taking commands.
-    fn finish(&mut self) {
-        // Extension: the connection is over.
-        if let Some(ext) = &mut self.ext {
-            ext.close();
-        }
-        self.endpoint.close(self.now());
+    /// Closes the connection, fails every call still waiting, and stops taking commands.
+    fn finish(&mut self) -> io::Result<()> {
+        self.conn.close(self.now());
         self.route_events();
         self.server.clear();
         self.commands.close();
@@ -903,70 +734,71 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
         while let Ok(command) = self.commands.try_recv() {
             commands.push(command);
         }
-        self.phase = Phase::Done;
         for command in commands {
             self.apply(command, self.now());
         }
+        self.waiters.clear();
         self.shutdown_rx.close();
+        self.done = true;
+        match self.reason {
+            Some(CloseReason::HeartbeatTimeout) => {
+                let timeout = self.conn.config().heartbeat.map(|h| h.timeout);
+                let e = format!("no pong within {timeout:?}");
+                Err(io::Error::new(io::ErrorKind::TimedOut, e))
+            }
+            _ => Ok(()),
+        }
     }
 
     fn poll_drive(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        if matches!(self.phase, Phase::Done) {
+        if self.done {
             return Poll::Ready(Ok(()));
         }
         loop {
             let now = self.now();
             let mut progress = self.poll_commands(cx, now);
-            let reading = matches!(self.phase, Phase::Running)
-                && self.input_open
-                && self.server.notifications.len() < self.server.max_queued;
+            let reading =
+                self.conn.wants_input() && self.server.notifications.len() < self.server.max_queued;
             if reading {
-                match self.transport.poll_receive(cx, &mut self.endpoint, now) {
-                    Poll::Ready(Ok(Received::Data)) => progress = true,
+                match self.transport.poll_receive(cx, &mut self.conn, now) {
+                    Poll::Ready(Ok(Received::Data | Received::End)) => progress = true,
                     Poll::Ready(Ok(Received::Stalled)) | Poll::Pending => {}
-                    Poll::Ready(Ok(Received::End)) => {
-                        self.input_open = false;
-                        progress = true;
-                    }
                     Poll::Ready(Err(e)) => {
-                        self.finish();
+                        let _ = self.finish();
                         return Poll::Ready(Err(e));
                     }
                 }
             }
             progress |= self.route_events();
             progress |= self.poll_handlers(cx);
-            progress |= self.poll_timers(cx);
-            if self.heartbeat.as_ref().is_some_and(Heartbeat::is_dead) {
-                self.finish();
-                let timeout = self.heartbeat.as_ref().map(|h| h.config().timeout);
-                let e = format!("no pong within {timeout:?}");
-                return Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, e)));
+            progress |= self.poll_timer(cx);
+            // Registered before output is taken, so a wake while the hook drains is not lost.
+            if let Some(wake) = &self.wake {
+                wake.register(cx.waker());
             }
-            progress |= self.advance(cx);
-            // Extension: its notifications, as much as the output takes.
-            if let Some(ext) = &mut self.ext {
-                progress |= ext.poll(cx, &mut self.endpoint);
-            }
-            let before = self.endpoint.buffered_output();
-            let flushed = match self.transport.poll_transmit(cx, &mut self.endpoint) {
+            let before = self.conn.buffered_output();
+            let flushed = match self.transport.poll_transmit(cx, &mut self.conn) {
                 Poll::Ready(Ok(())) => true,
                 Poll::Ready(Err(e)) => {
-                    self.finish();
+                    let _ = self.finish();
                     return Poll::Ready(Err(e));
                 }
                 Poll::Pending => false,
             };
-            let wrote = self.endpoint.buffered_output() < before;
+            let wrote = self.conn.buffered_output() < before;
             progress |= wrote;
-            // The write-stall rule is the endpoint's: it is told whether output moved.
-            let pending = !flushed || self.endpoint.buffered_output() > 0;
-            self.endpoint.handle_write(wrote, pending, self.now());
-            if let Phase::Closing(deadline) = self.phase {
-                let late = self.clock() >= deadline;
-                if late || (flushed && self.transport.poll_close(cx).is_ready()) {
-                    self.finish();
-                    return Poll::Ready(Ok(()));
+            let pending = !flushed || self.conn.buffered_output() > 0;
+            self.conn.handle_write(wrote, pending, self.now());
+            if self.conn.is_finished() {
+                if self.closing.is_none() {
+                    // The close may never complete (a peer that does not read): bounded.
+                    self.closing = Some(self.clock() + LINGER);
+                    progress = true;
+                }
+                let deadline = self.closing.unwrap_or_else(|| self.clock());
+                let closed = self.transport.poll_close(cx).is_ready();
+                if closed || self.clock() >= deadline {
+                    return Poll::Ready(self.finish());
                 }
             }
             if !progress {
@@ -974,10 +806,6 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             }
         }
     }
-}
-
-fn is_beat(method: &str) -> bool {
-    method == keepalive::PING || method == keepalive::PONG
 }
 
 // Nothing in the driver is ever pinned in place: the timer is only borrowed, the transport

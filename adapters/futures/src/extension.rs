@@ -2,12 +2,9 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::task::Context;
 
 use futures::task::AtomicWaker;
-use sansrpc::endpoint::IncomingId;
-use sansrpc::ext::connection::{self, ConnectionExtension, ConnectionHook};
-use sansrpc::{Endpoint, Request};
+use sansrpc::ext::connection::{ConnectionExtension, ConnectionHook};
 
 use crate::driver::Builder;
 
@@ -40,51 +37,15 @@ impl Builder {
     }
 }
 
-/// One connection's hook, owned by its driver.
-pub(crate) struct Slot {
-    hook: Box<dyn ConnectionHook>,
-    /// The driver task, woken when the extension queues something.
-    waker: Arc<AtomicWaker>,
-    buf: Vec<u8>,
-    closed: bool,
-}
-
-impl Slot {
-    pub(crate) fn open(extension: &Extension) -> Slot {
+impl Extension {
+    /// One connection's hook, and the waker it wakes the driver with when it queued
+    /// notifications (the connection sends them as output has room).
+    pub(crate) fn open(&self) -> (Box<dyn ConnectionHook>, Arc<AtomicWaker>) {
         let waker = Arc::new(AtomicWaker::new());
         let wake = {
             let waker = Arc::clone(&waker);
             Arc::new(move || waker.wake())
         };
-        Slot {
-            hook: extension.0.open(wake),
-            waker,
-            buf: Vec::new(),
-            closed: false,
-        }
-    }
-
-    /// True when the extension answered the request.
-    pub(crate) fn offer(&mut self, ep: &mut Endpoint, id: IncomingId, req: &Request<'_>) -> bool {
-        let params = req.params.as_deref();
-        connection::offer_request(&mut *self.hook, ep, id, &req.method, params, &mut self.buf)
-    }
-
-    /// Moves notifications into the endpoint while it takes them; true when some moved.
-    /// Registers the task to be woken when more are queued.
-    pub(crate) fn poll(&mut self, cx: &mut Context<'_>, ep: &mut Endpoint) -> bool {
-        if self.closed {
-            return false;
-        }
-        // Registered before draining, so a wake during the drain is not lost.
-        self.waker.register(cx.waker());
-        // Cheap when nothing is queued: the hook checks its own flag before locking.
-        connection::drain_into(&mut *self.hook, ep)
-    }
-
-    pub(crate) fn close(&mut self) {
-        if !std::mem::replace(&mut self.closed, true) {
-            self.hook.close();
-        }
+        (self.0.open(wake), waker)
     }
 }

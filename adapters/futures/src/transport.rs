@@ -5,7 +5,8 @@ use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
 use futures::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadHalf, WriteHalf};
-use sansrpc::{Endpoint, Instant};
+use sansrpc::connection::Connection;
+use sansrpc::Instant;
 
 /// What [`Transport::poll_receive`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,10 +22,10 @@ pub enum Received {
 
 /// A connection to the peer as the driver sees it.
 ///
-/// A byte stream ([`ByteStream`]) hands the endpoint bytes with
-/// [`Endpoint::handle_input`] and writes what [`Endpoint::poll_transmit`] framed; a message
-/// transport (WebSocket, HTTP: one message per frame) would use
-/// [`Endpoint::handle_message`] and send each frame as one message, with
+/// A byte stream ([`ByteStream`]) hands the connection bytes with
+/// [`Connection::handle_input`] and writes what [`Connection::poll_transmit`] framed; a
+/// message transport (WebSocket, HTTP: one message per frame) would use
+/// [`Connection::handle_message`] and send each frame as one message, with
 /// [`is_message_based`](Transport::is_message_based) true so the endpoint frames nothing.
 pub trait Transport: Send + Unpin + 'static {
     /// True for transports that carry one message per frame; the driver then configures
@@ -33,22 +34,22 @@ pub trait Transport: Send + Unpin + 'static {
         false
     }
 
-    /// Reads what the peer sent and hands it to `endpoint` at `now`; at end of input calls
-    /// [`Endpoint::handle_end_of_input`] and returns [`Received::End`].
+    /// Reads what the peer sent and hands it to `conn` at `now`; at end of input calls
+    /// [`Connection::handle_end_of_input`] and returns [`Received::End`].
     fn poll_receive(
         &mut self,
         cx: &mut Context<'_>,
-        endpoint: &mut Endpoint,
+        conn: &mut Connection,
         now: Instant,
     ) -> Poll<io::Result<Received>>;
 
-    /// Takes frames from [`Endpoint::poll_transmit`] and writes them, taking more only
+    /// Takes frames from [`Connection::poll_transmit`] and writes them, taking more only
     /// while its own buffer has room (so the endpoint's output bound pushes back on
     /// input). Ready once everything taken is written and flushed.
     fn poll_transmit(
         &mut self,
         cx: &mut Context<'_>,
-        endpoint: &mut Endpoint,
+        conn: &mut Connection,
     ) -> Poll<io::Result<()>>;
 
     /// Flushes and closes the sending side.
@@ -116,18 +117,18 @@ where
     fn poll_receive(
         &mut self,
         cx: &mut Context<'_>,
-        endpoint: &mut Endpoint,
+        conn: &mut Connection,
         now: Instant,
     ) -> Poll<io::Result<Received>> {
         if self.start == self.end {
             let n = ready!(Pin::new(&mut self.reader).poll_read(cx, &mut self.input))?;
             if n == 0 {
-                endpoint.handle_end_of_input(now);
+                conn.handle_end_of_input(now);
                 return Poll::Ready(Ok(Received::End));
             }
             (self.start, self.end) = (0, n);
         }
-        let taken = endpoint
+        let taken = conn
             .handle_input(&self.input[self.start..self.end], now)
             .map_err(io::Error::other)?;
         self.start += taken;
@@ -141,14 +142,14 @@ where
     fn poll_transmit(
         &mut self,
         cx: &mut Context<'_>,
-        endpoint: &mut Endpoint,
+        conn: &mut Connection,
     ) -> Poll<io::Result<()>> {
         loop {
             if self.written == self.output.len() {
                 self.output.clear();
                 self.written = 0;
             }
-            while self.output.len() < CHUNK && endpoint.poll_transmit(&mut self.output).is_some() {}
+            while self.output.len() < CHUNK && conn.poll_transmit(&mut self.output).is_some() {}
             if self.written < self.output.len() {
                 let pending = &self.output[self.written..];
                 let n = ready!(Pin::new(&mut self.writer).poll_write(cx, pending))?;

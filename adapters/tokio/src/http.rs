@@ -26,8 +26,9 @@ use hyper::header::{
 use hyper::{Request, Response, StatusCode, Uri};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use sansrpc::connection::Connection;
 use sansrpc::method::{Method, NotificationMethod};
-use sansrpc::{Endpoint, Instant, RawValue};
+use sansrpc::{Instant, RawValue};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -80,14 +81,14 @@ impl Transport for ServerExchange {
     fn poll_receive(
         &mut self,
         _: &mut Context<'_>,
-        endpoint: &mut Endpoint,
+        conn: &mut Connection,
         now: Instant,
     ) -> Poll<io::Result<Received>> {
         // No end of input after the body: that would drop the handlers in flight.
         let Some(body) = self.body.take() else {
             return Poll::Pending;
         };
-        if endpoint.handle_message(&body, now).is_err() {
+        if conn.handle_message(&body, now).is_err() {
             self.body = Some(body);
             return Poll::Ready(Ok(Received::Stalled));
         }
@@ -100,12 +101,12 @@ impl Transport for ServerExchange {
     fn poll_transmit(
         &mut self,
         _: &mut Context<'_>,
-        endpoint: &mut Endpoint,
+        conn: &mut Connection,
     ) -> Poll<io::Result<()>> {
         let mut sent = self.sent.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             let mut frame = Vec::new();
-            if endpoint.poll_transmit(&mut frame).is_none() {
+            if conn.poll_transmit(&mut frame).is_none() {
                 return Poll::Ready(Ok(()));
             }
             sent.push(frame);
@@ -450,7 +451,7 @@ impl Transport for ClientExchange {
     fn poll_receive(
         &mut self,
         cx: &mut Context<'_>,
-        endpoint: &mut Endpoint,
+        conn: &mut Connection,
         now: Instant,
     ) -> Poll<io::Result<Received>> {
         let Some(request) = self.request.as_mut() else {
@@ -459,16 +460,17 @@ impl Transport for ClientExchange {
         let outcome = ready!(request.poll_unpin(cx));
         self.request = None;
         let failure = match outcome {
-            Ok(Some(body)) => endpoint
+            Ok(Some(body)) => conn
                 .handle_message(&body, now)
                 .err()
                 .map(|_| Error::NoAnswer),
             Ok(None) => None,
             Err(e) => Some(e),
         };
-        let failure = failure.or((endpoint.pending_requests() > 0).then_some(Error::NoAnswer));
+        let failure =
+            failure.or((conn.endpoint().pending_requests() > 0).then_some(Error::NoAnswer));
         *self.failure.lock().unwrap_or_else(|e| e.into_inner()) = failure;
-        endpoint.handle_end_of_input(now);
+        conn.handle_end_of_input(now);
         if let Some(done) = self.done.take() {
             let _ = done.send(());
         }
@@ -478,10 +480,10 @@ impl Transport for ClientExchange {
     fn poll_transmit(
         &mut self,
         _: &mut Context<'_>,
-        endpoint: &mut Endpoint,
+        conn: &mut Connection,
     ) -> Poll<io::Result<()>> {
         let mut frame = Vec::new();
-        while endpoint.poll_transmit(&mut frame).is_some() {
+        while conn.poll_transmit(&mut frame).is_some() {
             if !self.posted {
                 self.posted = true;
                 let body = std::mem::take(&mut frame);

@@ -173,18 +173,18 @@ impl Transport for ChildTransport {
     fn poll_receive(
         &mut self,
         cx: &mut Context<'_>,
-        endpoint: &mut sansrpc::Endpoint,
+        conn: &mut sansrpc::connection::Connection,
         now: sansrpc::Instant,
     ) -> Poll<io::Result<Received>> {
-        self.stream.poll_receive(cx, endpoint, now)
+        self.stream.poll_receive(cx, conn, now)
     }
 
     fn poll_transmit(
         &mut self,
         cx: &mut Context<'_>,
-        endpoint: &mut sansrpc::Endpoint,
+        conn: &mut sansrpc::connection::Connection,
     ) -> Poll<io::Result<()>> {
-        self.stream.poll_transmit(cx, endpoint)
+        self.stream.poll_transmit(cx, conn)
     }
 
     fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

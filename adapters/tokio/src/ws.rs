@@ -17,7 +17,8 @@ use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
-use sansrpc::{Endpoint, Instant, Limits};
+use sansrpc::connection::Connection as Machine;
+use sansrpc::{Instant, Limits};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Sleep;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -107,7 +108,7 @@ where
     /// Input ends: the endpoint closes, and `close` (if any) is sent when the driver closes.
     fn end(
         &mut self,
-        endpoint: &mut Endpoint,
+        conn: &mut Machine,
         now: Instant,
         close: Option<(CloseCode, &'static str)>,
     ) -> Poll<io::Result<Received>> {
@@ -115,7 +116,7 @@ where
             code,
             reason: reason.into(),
         });
-        endpoint.handle_end_of_input(now);
+        conn.handle_end_of_input(now);
         Poll::Ready(Ok(Received::End))
     }
 }
@@ -138,7 +139,7 @@ where
     fn poll_receive(
         &mut self,
         cx: &mut Context<'_>,
-        endpoint: &mut Endpoint,
+        conn: &mut Machine,
         now: Instant,
     ) -> Poll<io::Result<Received>> {
         let text = match self.held.take() {
@@ -148,7 +149,7 @@ where
                     Some(Ok(Message::Text(text))) => break text,
                     Some(Ok(Message::Binary(_))) => {
                         let close = (CloseCode::Unsupported, "binary frames are not supported");
-                        return self.end(endpoint, now, Some(close));
+                        return self.end(conn, now, Some(close));
                     }
                     Some(Ok(Message::Pong(_))) => {
                         if let Some(p) = self.pinger.as_mut().filter(|p| p.awaiting) {
@@ -159,25 +160,25 @@ where
                     }
                     // tungstenite queues the pong, written with the next read or write.
                     Some(Ok(Message::Ping(_) | Message::Frame(_))) => {}
-                    Some(Ok(Message::Close(_))) | None => return self.end(endpoint, now, None),
+                    Some(Ok(Message::Close(_))) | None => return self.end(conn, now, None),
                     Some(Err(WsError::Capacity(_))) => {
                         let close = (CloseCode::Size, "message too big");
-                        return self.end(endpoint, now, Some(close));
+                        return self.end(conn, now, Some(close));
                     }
                     // RFC 6455 §7.1.7: fail the connection with the close frame that says why.
                     Some(Err(WsError::Protocol(_))) => {
                         let close = (CloseCode::Protocol, "protocol error");
-                        return self.end(endpoint, now, Some(close));
+                        return self.end(conn, now, Some(close));
                     }
                     Some(Err(WsError::Utf8(_))) => {
                         let close = (CloseCode::Invalid, "invalid UTF-8");
-                        return self.end(endpoint, now, Some(close));
+                        return self.end(conn, now, Some(close));
                     }
                     Some(Err(e)) => return Poll::Ready(Err(io_error(e))),
                 }
             },
         };
-        match endpoint.handle_message(text.as_bytes(), now) {
+        match conn.handle_message(text.as_bytes(), now) {
             Ok(()) => Poll::Ready(Ok(Received::Data)),
             Err(_backpressure) => {
                 self.held = Some(text);
@@ -186,11 +187,7 @@ where
         }
     }
 
-    fn poll_transmit(
-        &mut self,
-        cx: &mut Context<'_>,
-        endpoint: &mut Endpoint,
-    ) -> Poll<io::Result<()>> {
+    fn poll_transmit(&mut self, cx: &mut Context<'_>, conn: &mut Machine) -> Poll<io::Result<()>> {
         if let Some(p) = &mut self.pinger {
             if p.timer.as_mut().poll(cx).is_ready() {
                 if p.awaiting {
@@ -206,7 +203,7 @@ where
         }
         loop {
             let ping = self.pinger.as_ref().is_some_and(|p| p.due);
-            if !ping && endpoint.buffered_output() == 0 {
+            if !ping && conn.buffered_output() == 0 {
                 break;
             }
             ready!(self.ws.poll_ready_unpin(cx)).map_err(io_error)?;
@@ -217,7 +214,7 @@ where
                 Message::Ping(Default::default())
             } else {
                 let mut frame = Vec::new();
-                if endpoint.poll_transmit(&mut frame).is_none() {
+                if conn.poll_transmit(&mut frame).is_none() {
                     break;
                 }
                 let text = Utf8Bytes::try_from(frame)
