@@ -223,6 +223,9 @@ pub struct Router {
     layers: Vec<Box<dyn Layer>>,
     /// Stream-returning methods (`ext::stream`), by name.
     streams: BTreeMap<String, Box<OpenFn>>,
+    /// Methods served elsewhere (an adapter's async handlers, streams), listed by
+    /// `rpc.discover`: their params' shape, documentation, and whether they open a stream.
+    listed: BTreeMap<String, (ParamShape, MethodDoc, bool)>,
     extensions: bool,
     title: String,
     version: String,
@@ -252,6 +255,7 @@ impl Router {
             providers: BTreeMap::new(),
             layers: Vec::new(),
             streams: BTreeMap::new(),
+            listed: BTreeMap::new(),
             extensions: true,
             title: "sansrpc service".to_string(),
             version: "0.0.0".to_string(),
@@ -407,8 +411,8 @@ impl Router {
     /// Registers a stream-returning method: the handler turns the params into an iterator
     /// of items, and the caller gets `{"stream": id}` and pulls the items with
     /// `rpc.stream.next` (see [`ext::stream`](crate::ext::stream)). Nothing is taken from
-    /// the iterator before the first pull. Layers do not wrap it; `rpc.discover` does not
-    /// list it. The adapter keeps the stream table, so this needs one that serves streams
+    /// the iterator before the first pull. Layers do not wrap it; `rpc.discover` lists it
+    /// with `"x-stream": true`. The adapter keeps the stream table, so this needs one that serves streams
     /// (both sansrpc adapters do): the blocking adapter runs the iterator on its handler
     /// pool, a batch of up to the pull's `max` items at a time; the async drivers run it
     /// inside the driver, so there its `next` must not block.
@@ -431,7 +435,30 @@ impl Router {
             handler(params).map(crate::ext::stream::from_iter)
         };
         self.streams.insert(name.to_string(), Box::new(open));
+        self.listed.insert(
+            name.to_string(),
+            (param_shape::<P>(), MethodDoc::default(), true),
+        );
         Ok(())
+    }
+
+    /// Lists a method served outside this router (an adapter's async handler, with params
+    /// `P`) in `rpc.discover`, so the document shows every method the connection answers.
+    /// `stream` marks a method that opens a stream (`"x-stream": true`). Adapters call it
+    /// when they register a handler; it routes nothing.
+    pub fn list_external<P: DeserializeOwned>(&mut self, name: &str, stream: bool) {
+        self.listed.insert(
+            name.to_string(),
+            (param_shape::<P>(), MethodDoc::default(), stream),
+        );
+    }
+
+    /// Like [`list_external`](Router::list_external), for a method whose params are raw JSON.
+    pub fn list_external_raw(&mut self, name: &str, stream: bool) {
+        self.listed.insert(
+            name.to_string(),
+            (ParamShape::default(), MethodDoc::default(), stream),
+        );
     }
 
     /// True when `method` was registered with [`Router::stream_method`].
@@ -451,11 +478,15 @@ impl Router {
 
     /// Attaches documentation (summary, schemas) that `rpc.discover` reports.
     pub fn document(&mut self, name: &str, doc: MethodDoc) -> Result<(), RegisterError> {
-        let entry = self
-            .methods
+        if let Some(entry) = self.methods.get_mut(name) {
+            entry.doc = doc;
+            return Ok(());
+        }
+        let listed = self
+            .listed
             .get_mut(name)
             .ok_or_else(|| RegisterError::Unknown(name.to_string()))?;
-        entry.doc = doc;
+        listed.1 = doc;
         Ok(())
     }
 
@@ -627,13 +658,23 @@ impl Router {
 
     /// The OpenRPC 1.x document of the registered methods.
     pub fn discover(&self) -> Value {
-        let methods: Vec<Value> = self
+        let here = self
             .methods
             .iter()
             .filter(|(_, e)| matches!(e.handler, Handler::Call(_)))
-            .map(|(name, e)| {
-                let props = e.doc.params_schema.as_ref().and_then(|s| s.get("properties"));
-                let params: Vec<Value> = match (e.shape.names, e.shape.arity) {
+            .map(|(name, e)| (name, &e.shape, &e.doc, false));
+        let listed = self
+            .listed
+            .iter()
+            .map(|(n, (s, d, stream))| (n, s, d, *stream));
+        let mut all: Vec<_> = here.chain(listed).collect();
+        all.sort_by(|a, b| a.0.cmp(b.0));
+        all.dedup_by(|a, b| a.0 == b.0);
+        let methods: Vec<Value> = all
+            .into_iter()
+            .map(|(name, shape, doc, stream)| {
+                let props = doc.params_schema.as_ref().and_then(|s| s.get("properties"));
+                let params: Vec<Value> = match (shape.names, shape.arity) {
                     (Some(names), _) => names
                         .iter()
                         .map(|n| {
@@ -646,16 +687,19 @@ impl Router {
                 };
                 let mut m = Map::new();
                 m.insert("name".into(), json!(name));
-                if let Some(s) = &e.doc.summary {
+                if let Some(s) = &doc.summary {
                     m.insert("summary".into(), json!(s));
                 }
                 m.insert("params".into(), Value::Array(params));
                 m.insert(
                     "result".into(),
-                    json!({"name": "result", "schema": e.doc.result_schema.clone().unwrap_or_else(|| json!({}))}),
+                    json!({"name": "result", "schema": doc.result_schema.clone().unwrap_or_else(|| json!({}))}),
                 );
-                let structure = if e.shape.names.is_some() { "either" } else { "by-position" };
+                let structure = if shape.names.is_some() { "either" } else { "by-position" };
                 m.insert("paramStructure".into(), json!(structure));
+                if stream {
+                    m.insert("x-stream".into(), json!(true));
+                }
                 Value::Object(m)
             })
             .collect();

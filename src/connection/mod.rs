@@ -368,8 +368,9 @@ impl Connection {
     }
 
     /// Gives the connection a hook (pub/sub): offered the peer's requests before they
-    /// become [`Event::Request`], its notifications sent whenever output has room. Call
-    /// [`poll_transmit`](Connection::poll_transmit) when the hook's wake fires.
+    /// become [`Event::Request`], its notifications sent whenever output has room. When
+    /// the hook's wake fires, poll events and transmit as usual: the notifications are
+    /// queued as output once the events are drained.
     pub fn set_hook(&mut self, hook: Box<dyn ConnectionHook>) {
         self.hook = Some(hook);
     }
@@ -511,11 +512,19 @@ impl Connection {
         if let Some(n) = self.endpoint.poll_transmit(buf) {
             return Some(n);
         }
-        let hook = self.hook.as_deref_mut()?;
-        if hook::drain_into(hook, &mut self.endpoint) {
+        if self.drain_hook() {
             return self.endpoint.poll_transmit(buf);
         }
         None
+    }
+
+    /// Moves the hook's queued notifications into the endpoint's output while it has
+    /// room; true when some moved.
+    fn drain_hook(&mut self) -> bool {
+        match self.hook.as_deref_mut() {
+            Some(hook) => hook::drain_into(hook, &mut self.endpoint),
+            None => false,
+        }
     }
 
     /// Bytes of output queued and not yet taken by [`poll_transmit`](Connection::poll_transmit).
@@ -546,6 +555,9 @@ impl Connection {
                     if self.settle_input() {
                         continue;
                     }
+                    // The hook's notifications join the output here too, for drivers whose
+                    // transport asks for frames only when `buffered_output` shows some.
+                    self.drain_hook();
                     return None;
                 }
             };

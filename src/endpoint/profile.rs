@@ -1,6 +1,8 @@
 //! Protocol profiles: the conventions of LSP and MCP for cancellation, progress and framing.
 
 use crate::codec::Framing;
+use crate::id::Id;
+use crate::raw::RawValue;
 
 /// The protocol conventions an endpoint follows for cancellation, progress and framing.
 ///
@@ -62,6 +64,40 @@ impl Profile {
         match self {
             Profile::JsonRpc | Profile::Lsp => "token",
             Profile::Mcp => "progressToken",
+        }
+    }
+
+    /// The progress token a peer put in a request's params, where this profile puts it:
+    /// MCP's `_meta.progressToken`, LSP's `workDoneToken` (plain JSON-RPC looks for
+    /// either). `None` when there is none or it is not an integer or a string.
+    pub fn progress_token(self, params: Option<&RawValue>) -> Option<Id<'static>> {
+        #[derive(serde::Deserialize)]
+        struct Meta {
+            #[serde(rename = "progressToken")]
+            progress_token: Option<serde_json::Value>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Params {
+            #[serde(rename = "workDoneToken")]
+            work_done_token: Option<serde_json::Value>,
+            #[serde(rename = "_meta")]
+            meta: Option<Meta>,
+        }
+        let params: Params = serde_json::from_str(params?.get()).ok()?;
+        let meta = || params.meta.and_then(|m| m.progress_token);
+        let token = match self {
+            Profile::Mcp => meta()?,
+            Profile::Lsp => params.work_done_token?,
+            Profile::JsonRpc => match params.work_done_token {
+                Some(t) => t,
+                None => meta()?,
+            },
+        };
+        match token {
+            serde_json::Value::Number(_) | serde_json::Value::String(_) => {
+                serde_json::from_value(token).ok()
+            }
+            _ => None,
         }
     }
 

@@ -2,228 +2,48 @@
 //! I/O. Every protocol rule (correlation, batches, cancellation, streams, heartbeat, the
 //! close phases) is the core's; this file reads, writes, sleeps and runs handlers.
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::future::Future;
 use std::io;
-use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use futures::channel::{mpsc, oneshot};
-use futures::future::{AbortHandle, Abortable};
+use futures::channel::mpsc;
 use futures::stream::FuturesUnordered;
 use futures::task::AtomicWaker;
 use futures::{FutureExt, StreamExt};
-use sansrpc::codec::FrameError;
-use sansrpc::connection::{self, CloseReason, Connection};
-use sansrpc::endpoint::{Config, EndReason, Event, IncomingId, RequestOptions, SendError};
-use sansrpc::ext::keepalive::HeartbeatConfig;
-use sansrpc::ext::stream::{Produced, StreamConfig};
+use sansrpc::connection::{CloseReason, Connection};
 use sansrpc::router::Reply;
-use sansrpc::{ErrorObject, Instant, Notification};
+use sansrpc::Instant;
 
-use crate::client::{CallError, Client, Command, RawResult};
-use crate::extension::Extension;
-use crate::router::{AsyncRouter, BoxFuture, HandlerResult, Work};
-use crate::stream::Producer;
+use crate::builder::EventHook;
+use crate::calls::Calls;
+use crate::client::{Client, Command};
+use crate::context::CancelSignal;
+use crate::router::{AsyncRouter, BoxFuture};
+use crate::server::Server;
 use crate::timer::Timer;
 use crate::transport::{Received, Transport};
 
 /// How long output queued at close may take to reach the peer before the driver gives up.
-const LINGER: Duration = Duration::from_secs(1);
+pub(crate) const LINGER: Duration = Duration::from_secs(1);
 
 /// Commands taken per turn of the loop, so a flood of calls cannot starve input.
 const COMMANDS_PER_TURN: usize = 64;
 
-/// Stream items produced per turn of the loop, so a fast stream cannot starve the rest.
-const ITEMS_PER_TURN: usize = 4096;
-
-type EventHook = Arc<dyn for<'a> Fn(Event<'a>) + Send + Sync>;
-
-/// Sets up a connection: the endpoint's [`Config`], the router that serves the peer's
-/// requests, and the driver's own bounds. Cheap to clone, for accept loops.
-#[derive(Clone)]
-pub struct Builder {
-    config: Config,
-    router: Option<Arc<AsyncRouter>>,
-    max_concurrent: usize,
-    max_queued_notifications: usize,
-    on_event: Option<EventHook>,
-    heartbeat: Option<HeartbeatConfig>,
-    streams: StreamConfig,
-    /// Extension: per-connection hook (pub/sub), set with `Builder::extension`.
-    pub(crate) extension: Option<Extension>,
+/// What a [`Builder`](crate::Builder) gives the driver besides the connection.
+pub(crate) struct Parts {
+    pub router: Option<Arc<AsyncRouter>>,
+    pub max_concurrent: usize,
+    pub max_queued: usize,
+    pub on_event: Option<EventHook>,
+    /// Woken by the connection's extension.
+    pub wake: Option<Arc<AtomicWaker>>,
 }
 
-impl fmt::Debug for Builder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Builder")
-            .field("config", &self.config)
-            .field("router", &self.router)
-            .field("max_concurrent", &self.max_concurrent)
-            .field("max_queued_notifications", &self.max_queued_notifications)
-            .field("heartbeat", &self.heartbeat)
-            .finish()
-    }
-}
-
-impl Default for Builder {
-    fn default() -> Self {
-        Builder::new()
-    }
-}
-
-impl Builder {
-    /// The default endpoint config, no router (the peer's requests get `-32601`), 64
-    /// concurrent requests, 1024 queued notifications.
-    pub fn new() -> Self {
-        Builder {
-            config: Config::default(),
-            router: None,
-            max_concurrent: 64,
-            max_queued_notifications: 1024,
-            on_event: None,
-            heartbeat: None,
-            streams: StreamConfig::default(),
-            extension: None,
-        }
-    }
-
-    /// Bounds of the streams this connection serves (open streams, queued pulls, items per
-    /// answer, idle timeout); see [`sansrpc::ext::stream`].
-    pub fn stream_config(mut self, config: StreamConfig) -> Self {
-        self.streams = config;
-        self
-    }
-
-    /// The endpoint's config: framing of a byte stream, limits, default deadline,
-    /// cancellation, bounds.
-    pub fn config(mut self, config: Config) -> Self {
-        self.config = config;
-        self
-    }
-
-    /// The endpoint's config as set so far (message transports size their own buffers from
-    /// its [`Limits`](sansrpc::Limits)).
-    pub fn endpoint_config(&self) -> &Config {
-        &self.config
-    }
-
-    /// The framing of a byte stream (Content-Length unless set).
-    pub fn framing(mut self, framing: sansrpc::codec::Framing) -> Self {
-        self.config.framing = Some(framing);
-        self
-    }
-
-    /// Serves the peer's requests and notifications with `router`. A connection with a
-    /// router runs until the peer closes or it is shut down; one without stops once every
-    /// [`Client`] is dropped.
-    pub fn router(self, router: AsyncRouter) -> Self {
-        self.shared_router(Arc::new(router))
-    }
-
-    /// Like [`router`](Builder::router), sharing one router between connections.
-    pub fn shared_router(mut self, router: Arc<AsyncRouter>) -> Self {
-        self.router = Some(router);
-        self
-    }
-
-    /// Most async request handlers running at once (default 64); further requests wait, in
-    /// arrival order, and the endpoint answers `-32002` beyond
-    /// [`Config::max_inflight_incoming`].
-    pub fn max_concurrent_requests(mut self, n: usize) -> Self {
-        self.max_concurrent = n.max(1);
-        self
-    }
-
-    /// Most notifications waiting for their turn (default 1024); beyond it the driver stops
-    /// reading until the handlers catch up.
-    pub fn max_queued_notifications(mut self, n: usize) -> Self {
-        self.max_queued_notifications = n.max(1);
-        self
-    }
-
-    /// Called with every event the driver does not act on itself (unknown responses,
-    /// errors without id, protocol and framing errors, rejected frames): for logging.
-    pub fn on_event(mut self, hook: impl for<'a> Fn(Event<'a>) + Send + Sync + 'static) -> Self {
-        self.on_event = Some(Arc::new(hook));
-        self
-    }
-
-    /// Runs the application-level heartbeat of seed 002 §3.3.2 (for byte streams without
-    /// native pings): the peer's `ping` notifications are answered with `pong` and never
-    /// reach the router; with an interval set, a `ping` goes out every interval and the
-    /// driver fails with [`io::ErrorKind::TimedOut`] when its `pong` is later than the
-    /// timeout (pending calls then fail with [`CallError::is_closed`]).
-    pub fn heartbeat(mut self, config: HeartbeatConfig) -> Self {
-        self.heartbeat = Some(config);
-        self
-    }
-
-    /// Builds the connection over `transport`, sleeping on `timer`: a [`Client`] to call the
-    /// peer with, and the [`Driver`] future to spawn (or await) that does all the work.
-    pub fn connect<T: Transport, Tm: Timer>(
-        self,
-        transport: T,
-        timer: Tm,
-    ) -> (Client, Driver<T, Tm>) {
-        let mut config = connection::Config::new(self.config);
-        if transport.is_message_based() {
-            config.endpoint.framing = None;
-        } else if config.endpoint.framing.is_none() {
-            config.endpoint.framing = Some(sansrpc::codec::Framing::ContentLength);
-        }
-        config.streams = self.streams;
-        config.heartbeat = self.heartbeat;
-        config.linger = LINGER;
-        let mut conn = Connection::new(config, Instant::ZERO);
-        // Extension: per-connection hook (pub/sub), woken through the driver's waker.
-        let wake = self.extension.as_ref().map(|ext| {
-            let (hook, waker) = ext.open();
-            conn.set_hook(hook);
-            waker
-        });
-        let (tx, commands) = mpsc::unbounded();
-        let (shutdown_tx, shutdown_rx) = mpsc::unbounded();
-        let serving = self.router.is_some();
-        let driver = Driver {
-            conn,
-            transport,
-            timer,
-            start: std::time::Instant::now(),
-            reached: None,
-            commands,
-            commands_open: true,
-            deferred: None,
-            shutdown_tx,
-            shutdown_rx,
-            sleep: None,
-            closing: None,
-            waiters: BTreeMap::new(),
-            server: Server {
-                router: self.router.unwrap_or_default(),
-                serving,
-                reply: Reply::default(),
-                running: FuturesUnordered::new(),
-                aborts: BTreeMap::new(),
-                waiting: VecDeque::new(),
-                notifications: VecDeque::new(),
-                max_concurrent: self.max_concurrent,
-                max_queued: self.max_queued_notifications,
-                producers: BTreeMap::new(),
-            },
-            on_event: self.on_event,
-            wake,
-            reason: None,
-            done: false,
-        };
-        (Client::new(tx), driver)
-    }
-}
 /// Asks a driver to shut down gracefully; from [`Driver::shutdown_handle`].
 #[derive(Debug, Clone)]
 pub struct ShutdownHandle {
@@ -242,65 +62,6 @@ impl ShutdownHandle {
     /// True once the driver has finished.
     pub fn is_finished(&self) -> bool {
         self.tx.is_closed()
-    }
-}
-
-/// Who waits for the answers of one token.
-enum Waiter {
-    Single(oneshot::Sender<RawResult>),
-    Batch {
-        results: Vec<Option<RawResult>>,
-        reply: oneshot::Sender<Result<Vec<RawResult>, CallError>>,
-    },
-}
-
-type Running = BoxFuture<(IncomingId, Option<HandlerResult>)>;
-
-/// The peer's requests and notifications being handled, and the streams being produced.
-struct Server {
-    router: Arc<AsyncRouter>,
-    serving: bool,
-    reply: Reply,
-    running: FuturesUnordered<Running>,
-    aborts: BTreeMap<IncomingId, AbortHandle>,
-    waiting: VecDeque<(IncomingId, BoxFuture<HandlerResult>)>,
-    notifications: VecDeque<BoxFuture<()>>,
-    max_concurrent: usize,
-    max_queued: usize,
-    producers: BTreeMap<u64, Producer>,
-}
-
-impl Server {
-    fn enqueue(&mut self, id: IncomingId, work: BoxFuture<HandlerResult>) {
-        let work = AssertUnwindSafe(work)
-            .catch_unwind()
-            .map(|r| r.unwrap_or_else(|_| Err(ErrorObject::internal_error())))
-            .boxed();
-        if self.running.len() < self.max_concurrent {
-            self.start(id, work);
-        } else {
-            self.waiting.push_back((id, work));
-        }
-    }
-
-    fn start(&mut self, id: IncomingId, work: BoxFuture<HandlerResult>) {
-        let (handle, registration) = AbortHandle::new_pair();
-        self.aborts.insert(id, handle);
-        let running = Abortable::new(work, registration).map(move |r| (id, r.ok()));
-        self.running.push(running.boxed());
-    }
-
-    fn notify(&mut self, work: BoxFuture<()>) {
-        let work = AssertUnwindSafe(work).catch_unwind().map(|_| ()).boxed();
-        self.notifications.push_back(work);
-    }
-
-    fn clear(&mut self) {
-        self.producers.clear();
-        self.running.clear();
-        self.aborts.clear();
-        self.waiting.clear();
-        self.notifications.clear();
     }
 }
 
@@ -330,7 +91,7 @@ pub struct Driver<T, Tm> {
     sleep: Option<(std::time::Instant, BoxFuture<()>)>,
     /// Once the connection finished: until when closing the transport may take.
     closing: Option<std::time::Instant>,
-    waiters: BTreeMap<u64, Waiter>,
+    calls: Calls,
     server: Server,
     on_event: Option<EventHook>,
     /// Woken by the connection's extension when it queued notifications.
@@ -349,6 +110,48 @@ impl<T, Tm> fmt::Debug for Driver<T, Tm> {
 }
 
 impl<T: Transport, Tm: Timer> Driver<T, Tm> {
+    pub(crate) fn new(conn: Connection, transport: T, timer: Tm, parts: Parts) -> (Client, Self) {
+        let (tx, commands) = mpsc::unbounded();
+        let (shutdown_tx, shutdown_rx) = mpsc::unbounded();
+        let serving = parts.router.is_some();
+        let client = Client::new(tx);
+        let driver = Driver {
+            conn,
+            transport,
+            timer,
+            start: std::time::Instant::now(),
+            reached: None,
+            commands,
+            commands_open: true,
+            deferred: None,
+            shutdown_tx,
+            shutdown_rx,
+            sleep: None,
+            closing: None,
+            calls: Calls::default(),
+            server: Server {
+                router: parts.router.unwrap_or_default(),
+                serving,
+                reply: Reply::default(),
+                running: FuturesUnordered::new(),
+                aborts: BTreeMap::new(),
+                waiting: VecDeque::new(),
+                notifications: VecDeque::new(),
+                max_concurrent: parts.max_concurrent,
+                max_queued: parts.max_queued,
+                producers: BTreeMap::new(),
+                // Handlers' contexts call the peer through it (it keeps the commands open,
+                // which only matters for a connection that serves nothing).
+                peer: serving.then(|| client.clone()),
+            },
+            on_event: parts.on_event,
+            wake: parts.wake,
+            reason: None,
+            done: false,
+        };
+        (client, driver)
+    }
+
     /// A handle to shut this driver down gracefully.
     pub fn shutdown_handle(&self) -> ShutdownHandle {
         ShutdownHandle {
@@ -365,117 +168,10 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
         Instant::from_duration(self.clock().saturating_duration_since(self.start))
     }
 
-    /// Hands one command to the connection; gives it back when the output buffer is full.
-    fn apply(&mut self, command: Command, now: Instant) -> Option<Command> {
-        let conn = &mut self.conn;
-        match command {
-            Command::Cancel(key) => {
-                self.waiters.remove(&key);
-                conn.cancel_call(key, now);
-            }
-            // The caller left before it went out.
-            Command::Call { ref reply, .. } if reply.is_canceled() => {}
-            Command::Batch { ref reply, .. } if reply.is_canceled() => {}
-            Command::Call {
-                key,
-                method,
-                params,
-                timeout,
-                progress,
-                reply,
-            } => {
-                let mut options = RequestOptions::timeout(timeout);
-                options.progress = progress.clone();
-                match conn.call(key, &method, params.as_deref(), options, now) {
-                    Ok(()) => {
-                        self.waiters.insert(key, Waiter::Single(reply));
-                    }
-                    Err(SendError::OutputFull) => {
-                        return Some(Command::Call {
-                            key,
-                            method,
-                            params,
-                            timeout,
-                            progress,
-                            reply,
-                        })
-                    }
-                    Err(e) => {
-                        let _ = reply.send(Err(CallError::Send(e)));
-                    }
-                }
-            }
-            Command::Notify {
-                method,
-                params,
-                ack,
-            } => match conn.notify(&method, params.as_deref()) {
-                Err(SendError::OutputFull) => {
-                    return Some(Command::Notify {
-                        method,
-                        params,
-                        ack,
-                    })
-                }
-                r => {
-                    let _ = ack.send(r.map_err(CallError::Send));
-                }
-            },
-            Command::Progress { token, value, ack } => match conn.send_progress(&token, &value) {
-                Err(SendError::OutputFull) => return Some(Command::Progress { token, value, ack }),
-                r => {
-                    let _ = ack.send(r.map_err(CallError::Send));
-                }
-            },
-            Command::Batch {
-                key,
-                entries,
-                timeout,
-                reply,
-            } => {
-                let options = RequestOptions::timeout(timeout);
-                let mut batch = conn.batch(key, now);
-                let mut sent = Ok(());
-                for e in &entries {
-                    sent = if e.call {
-                        batch.call(&e.method, e.params.as_deref(), options.clone())
-                    } else {
-                        batch.notify(&e.method, e.params.as_deref())
-                    };
-                    if sent.is_err() {
-                        break;
-                    }
-                }
-                // Dropping an unsent batch forgets the calls it registered.
-                match sent.and_then(|()| batch.send()) {
-                    Err(SendError::OutputFull) => {
-                        return Some(Command::Batch {
-                            key,
-                            entries,
-                            timeout,
-                            reply,
-                        })
-                    }
-                    Err(e) => {
-                        let _ = reply.send(Err(CallError::Send(e)));
-                    }
-                    Ok(0) => {
-                        let _ = reply.send(Ok(Vec::new()));
-                    }
-                    Ok(n) => {
-                        let results = (0..n).map(|_| None).collect();
-                        self.waiters.insert(key, Waiter::Batch { results, reply });
-                    }
-                }
-            }
-        }
-        None
-    }
-
     fn poll_commands(&mut self, cx: &mut Context<'_>, now: Instant) -> bool {
         let mut progress = false;
         if let Some(command) = self.deferred.take() {
-            self.deferred = self.apply(command, now);
+            self.deferred = self.calls.apply(&mut self.conn, command, now);
             if self.deferred.is_some() {
                 return false;
             }
@@ -488,7 +184,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             match self.commands.poll_next_unpin(cx) {
                 Poll::Ready(Some(command)) => {
                     progress = true;
-                    self.deferred = self.apply(command, now);
+                    self.deferred = self.calls.apply(&mut self.conn, command, now);
                     if self.deferred.is_some() {
                         break;
                     }
@@ -502,6 +198,10 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
         }
         if let Poll::Ready(Some(grace)) = self.shutdown_rx.poll_next_unpin(cx) {
             self.conn.shutdown(grace, now);
+            // Handlers with a context learn that the connection is closing.
+            for (_, cx) in self.server.aborts.values() {
+                cx.iter().for_each(CancelSignal::set);
+            }
             progress = true;
         } else if !self.commands_open && !self.server.serving && self.conn.wants_input() {
             // Nobody can call any more and nothing is served: nothing left to do.
@@ -511,189 +211,20 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
         progress
     }
 
-    /// Gives the answer of one call to whoever waits for its token.
-    fn answer(&mut self, token: u64, index: usize, result: RawResult, last: bool) {
-        match self.waiters.get_mut(&token) {
-            Some(Waiter::Batch { results, .. }) => {
-                if let Some(slot) = results.get_mut(index) {
-                    *slot = Some(result);
-                }
-            }
-            Some(Waiter::Single(_)) => {
-                if let Some(Waiter::Single(reply)) = self.waiters.remove(&token) {
-                    let _ = reply.send(result);
-                }
-                return;
-            }
-            None => return,
-        }
-        if last {
-            if let Some(Waiter::Batch { results, reply }) = self.waiters.remove(&token) {
-                let missing = || Err(CallError::Ended(EndReason::Cancelled));
-                let results = results.into_iter().map(|r| r.unwrap_or_else(missing));
-                let _ = reply.send(Ok(results.collect()));
-            }
-        }
-    }
-
     /// Acts on the connection's events.
     fn route_events(&mut self) -> bool {
-        let mut any = false;
-        // Batch sizes for the router's layers (metrics), before the batch's calls run.
-        let router = Arc::clone(&self.server.router);
-        router.core().observe_connection_batches(&mut self.conn);
         let now = self.now();
-        // Checked before a stream method's handler runs, so a flood of opens builds nothing.
-        let mut room = self.conn.stream_room();
-        while let Some(event) = self.conn.poll_event() {
-            any = true;
-            match event {
-                connection::Event::Request { handle, request } => {
-                    if room == 0 && router.is_stream(&request.method) {
-                        self.conn.refuse_stream(handle);
-                        continue;
-                    }
-                    let params = request.params.as_deref();
-                    let work = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                        router.request(&request.method, params, &request.id)
-                    }));
-                    let work = match work {
-                        Ok(Work::Sync) => {
-                            router.core().dispatch(&request, &mut self.server.reply);
-                            self.server.reply.answer(&mut self.conn, handle);
-                            continue;
-                        }
-                        Ok(work) => work,
-                        Err(_) => Work::Stream(Err(ErrorObject::internal_error())),
-                    };
-                    match work {
-                        Work::Call(work) => self.server.enqueue(handle, work),
-                        Work::Stream(Ok(producer)) => {
-                            if let Some(stream) = self.conn.open_stream(handle, now) {
-                                self.server.producers.insert(stream, producer);
-                                room = room.saturating_sub(1);
-                            }
-                        }
-                        Work::Stream(Err(e)) => self.conn.respond(handle, Err(&e)),
-                        Work::Notify(_) | Work::Sync => {}
-                    }
-                }
-                connection::Event::Notification(n) => {
-                    let params = n.params.as_deref();
-                    let work = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                        router.notification_work(&n.method, params)
-                    }));
-                    match work {
-                        Ok(Work::Notify(work)) => self.server.notify(work),
-                        // In order behind the async ones still queued; at once otherwise.
-                        Ok(_) if self.server.notifications.is_empty() => router.core().notify(&n),
-                        Ok(_) => {
-                            let n = Notification {
-                                method: Cow::Owned(n.method.into_owned()),
-                                params: n.params.map(|p| Cow::Owned(p.into_owned())),
-                                version: n.version,
-                            };
-                            let router = Arc::clone(&router);
-                            self.server
-                                .notify(async move { router.core().notify(&n) }.boxed());
-                        }
-                        Err(_) => {}
-                    }
-                }
-                connection::Event::Answer {
-                    token,
-                    index,
-                    result,
-                    last,
-                } => {
-                    let result = match result {
-                        Ok(raw) => Ok(raw.into_owned()),
-                        Err(e) => Err(CallError::Rpc(e.into_owned())),
-                    };
-                    self.answer(token, index, result, last);
-                }
-                connection::Event::Ended {
-                    token,
-                    index,
-                    reason,
-                    last,
-                } => self.answer(token, index, Err(CallError::Ended(reason)), last),
-                connection::Event::Cancel { handle } => {
-                    if let Some(abort) = self.server.aborts.get(&handle) {
-                        abort.abort(); // Answered when its future is dropped.
-                    } else if let Some(i) = self.server.waiting.iter().position(|w| w.0 == handle) {
-                        self.server.waiting.remove(i);
-                        self.conn.respond_cancelled(handle);
-                    }
-                }
-                connection::Event::StreamClosed { stream } => {
-                    self.server.producers.remove(&stream);
-                    room += 1;
-                }
-                connection::Event::Closed { reason } => {
-                    self.reason = Some(reason);
-                    self.server.clear();
-                }
-                connection::Event::Other(other) => {
-                    if let Event::FrameError(e @ FrameError::WrongFraming { .. }) = &other {
-                        tracing::warn!("sansrpc: {e}");
-                    }
-                    if let Some(hook) = &self.on_event {
-                        hook(other);
-                    }
-                }
-                _ => {}
-            }
+        let (conn, calls, hook) = (&mut self.conn, &mut self.calls, &self.on_event);
+        let routed = self.server.route(conn, calls, hook.as_deref(), now);
+        if let Some(reason) = routed.closed {
+            self.reason = Some(reason);
         }
-        any
+        routed.any
     }
 
-    /// Polls request handlers (answering the finished ones), stream producers, and the
-    /// notification in turn.
     fn poll_handlers(&mut self, cx: &mut Context<'_>) -> bool {
-        let mut progress = false;
-        while let Poll::Ready(Some((id, outcome))) = self.server.running.poll_next_unpin(cx) {
-            progress = true;
-            self.server.aborts.remove(&id);
-            match outcome {
-                Some(Ok(raw)) => self.conn.respond(id, Ok(&raw)),
-                Some(Err(e)) => self.conn.respond(id, Err(&e)),
-                None => self.conn.respond_cancelled(id),
-            }
-        }
-        while self.server.running.len() < self.server.max_concurrent {
-            let Some((id, work)) = self.server.waiting.pop_front() else {
-                break;
-            };
-            self.server.start(id, work);
-            progress = true;
-        }
-        if self.conn.wants_items() {
-            let (now, producers) = (self.now(), &mut self.server.producers);
-            let taken = self.conn.produce(now, ITEMS_PER_TURN, |stream, out, _| {
-                let Some(producer) = producers.get_mut(&stream) else {
-                    return Produced::End;
-                };
-                let item = AssertUnwindSafe(|| producer.poll_item(cx, out));
-                std::panic::catch_unwind(item)
-                    .unwrap_or_else(|_| Produced::Error(ErrorObject::internal_error()))
-            });
-            progress |= taken > 0;
-        }
-        if progress {
-            // Newly started handlers must be polled to register their wakers.
-            return true;
-        }
-        while let Some(front) = self.server.notifications.front_mut() {
-            match front.poll_unpin(cx) {
-                Poll::Ready(()) => {
-                    self.server.notifications.pop_front();
-                    progress = true;
-                }
-                Poll::Pending => break,
-            }
-        }
-        progress
+        let now = self.now();
+        self.server.poll(cx, &mut self.conn, now)
     }
 
     /// Fires the connection's deadline; sleeps until the next one.
@@ -735,9 +266,10 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             commands.push(command);
         }
         for command in commands {
-            self.apply(command, self.now());
+            let now = self.now();
+            self.calls.apply(&mut self.conn, command, now);
         }
-        self.waiters.clear();
+        self.calls.clear();
         self.shutdown_rx.close();
         self.done = true;
         match self.reason {
@@ -755,6 +287,11 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             return Poll::Ready(Ok(()));
         }
         loop {
+            // Registered before the connection drains its hook (with its events), so a wake
+            // in between is not lost.
+            if let Some(wake) = &self.wake {
+                wake.register(cx.waker());
+            }
             let now = self.now();
             let mut progress = self.poll_commands(cx, now);
             let reading =
@@ -772,10 +309,6 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             progress |= self.route_events();
             progress |= self.poll_handlers(cx);
             progress |= self.poll_timer(cx);
-            // Registered before output is taken, so a wake while the hook drains is not lost.
-            if let Some(wake) = &self.wake {
-                wake.register(cx.waker());
-            }
             let before = self.conn.buffered_output();
             let flushed = match self.transport.poll_transmit(cx, &mut self.conn) {
                 Poll::Ready(Ok(())) => true,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use futures::task::AtomicWaker;
 use sansrpc::ext::connection::{ConnectionExtension, ConnectionHook};
 
-use crate::driver::Builder;
+use crate::builder::Builder;
 
 /// A [`ConnectionExtension`] every connection built by a [`Builder`] gets: it sees the
 /// peer's requests before the router and sends notifications to the peer whenever it wakes

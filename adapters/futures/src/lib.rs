@@ -45,12 +45,16 @@
 //! ```
 #![deny(missing_docs)]
 
+mod builder;
+mod calls;
 mod child;
 mod client;
+mod context;
 mod driver;
 mod extension;
 pub mod reconnect;
 mod router;
+mod server;
 mod stream;
 mod timer;
 pub mod transport;
@@ -58,8 +62,10 @@ pub mod transport;
 pub use child::{child_process, ChildProcess};
 pub use child::{ClosableWriter, WriterCloser};
 
+pub use builder::Builder;
 pub use client::{Batch, BatchSlot, CallError, Client, PendingCall, RawResult};
-pub use driver::{Builder, Driver, ShutdownHandle};
+pub use context::{Cancelled, RequestContext};
+pub use driver::{Driver, ShutdownHandle};
 pub use extension::Extension;
 pub use reconnect::{CallOptions, GaveUp, Reconnect, StateWatch, Supervisor};
 pub use router::{AsyncRouter, BoxFuture, HandlerResult};

@@ -47,8 +47,9 @@ use sansrpc::ext::reconnect::{
 use sansrpc::method::{encode_params_owned, Method, NotificationMethod};
 use sansrpc::RawValue;
 
+use crate::builder::Builder;
 use crate::client::{CallError, Client, RawResult};
-use crate::driver::{Builder, ShutdownHandle};
+use crate::driver::ShutdownHandle;
 use crate::router::BoxFuture;
 use crate::timer::Timer;
 use crate::transport::Transport;

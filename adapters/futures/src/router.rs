@@ -11,6 +11,8 @@ use sansrpc::method::{Method, NotificationMethod, ParamsDecoder};
 use sansrpc::router::{Admit, Call, RegisterError, Router, PEER_NOTIFICATIONS};
 use sansrpc::{ErrorObject, RawValue};
 
+use crate::client::Client;
+use crate::context::{CancelSignal, RequestContext};
 use crate::stream::Producer;
 
 /// What an async method handler's future resolves to: the result JSON or the error object.
@@ -20,6 +22,14 @@ pub type HandlerResult = Result<Box<RawValue>, ErrorObject<'static>>;
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
 type CallFn = dyn Fn(Option<Box<RawValue>>) -> BoxFuture<HandlerResult> + Send + Sync;
+type ContextCallFn =
+    dyn Fn(RequestContext, Option<Box<RawValue>>) -> BoxFuture<HandlerResult> + Send + Sync;
+
+/// An async method handler, with or without a [`RequestContext`].
+enum Handler {
+    Plain(Box<CallFn>),
+    Context(Box<ContextCallFn>),
+}
 type NotifyFn = dyn Fn(Option<Box<RawValue>>) -> BoxFuture<()> + Send + Sync;
 type OpenFn = dyn Fn(Option<&RawValue>) -> Result<Producer, ErrorObject<'static>> + Send + Sync;
 
@@ -31,14 +41,15 @@ type OpenFn = dyn Fn(Option<&RawValue>) -> Result<Producer, ErrorObject<'static>
 /// handlers only; before an async handler runs, the layers' gates
 /// ([`Router::admit`]) decide whether it may and with which params (so the
 /// authentication and rate-limit layers of `sansrpc::ext::interceptors` cover async
-/// handlers too; logging and metrics layers do not see them). `rpc.discover` lists the
-/// core router's methods only.
+/// handlers too; logging and metrics layers do not see them). `rpc.discover` lists every
+/// method, async and stream ones included (streams with `"x-stream": true`).
 ///
 /// The driver runs requests concurrently (up to its limit) and notifications one at a
-/// time in arrival order; a request the peer cancels has its future dropped.
+/// time in arrival order; a request the peer cancels has its future dropped, unless its
+/// handler takes a [`RequestContext`] (then it sees the cancellation and answers itself).
 #[derive(Default)]
 pub struct AsyncRouter {
-    methods: BTreeMap<String, Box<CallFn>>,
+    methods: BTreeMap<String, Handler>,
     notifications: BTreeMap<String, Box<NotifyFn>>,
     streams: BTreeMap<String, Box<OpenFn>>,
     sync: Router,
@@ -59,8 +70,9 @@ impl fmt::Debug for AsyncRouter {
 
 /// A handler's work for one request or notification, as the driver runs it.
 pub(crate) enum Work {
-    /// An async method handler's future.
-    Call(BoxFuture<HandlerResult>),
+    /// An async method handler's future, with the cancellation signal of its context (a
+    /// handler without one is dropped on cancellation instead).
+    Call(BoxFuture<HandlerResult>, Option<CancelSignal>),
     /// An async notification handler's future.
     Notify(BoxFuture<()>),
     /// A stream method's producer (or the handler's error), for the stream table.
@@ -143,7 +155,55 @@ impl AsyncRouter {
                 Err(e) => futures::future::ready(Err(e)).boxed(),
             }
         };
-        self.methods.insert(M::NAME.to_owned(), Box::new(call));
+        self.methods
+            .insert(M::NAME.to_owned(), Handler::Plain(Box::new(call)));
+        self.sync.list_external::<M::Params>(M::NAME, false);
+        Ok(())
+    }
+
+    /// Registers an async typed method handler that gets the request's [`RequestContext`]
+    /// (its id, the peer, the cancellation signal, progress) besides its params. On
+    /// cancellation it is not dropped: it sees [`RequestContext::cancelled`] and its return
+    /// value is the answer.
+    pub fn method_with_context<M, F, Fut>(&mut self, handler: F) -> Result<(), RegisterError>
+    where
+        M: Method<Params: serde::de::DeserializeOwned, Result: serde::Serialize> + 'static,
+        M::Result: Send,
+        F: Fn(RequestContext, M::Params) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<M::Result, ErrorObject<'static>>> + Send + 'static,
+    {
+        self.check(M::NAME)?;
+        let decoder = ParamsDecoder::<M::Params>::new();
+        let call = move |cx: RequestContext, params: Option<Box<RawValue>>| match decoder
+            .decode(params.as_deref())
+        {
+            Ok(params) => handler(cx, params)
+                .map(|r| r.and_then(|r| to_raw(&r)))
+                .boxed(),
+            Err(e) => futures::future::ready(Err(e)).boxed(),
+        };
+        self.methods
+            .insert(M::NAME.to_owned(), Handler::Context(Box::new(call)));
+        self.sync.list_external::<M::Params>(M::NAME, false);
+        Ok(())
+    }
+
+    /// Registers an async raw method handler that gets the request's [`RequestContext`];
+    /// see [`method_with_context`](AsyncRouter::method_with_context).
+    pub fn raw_method_with_context<F, Fut>(
+        &mut self,
+        name: &str,
+        handler: F,
+    ) -> Result<(), RegisterError>
+    where
+        F: Fn(RequestContext, Option<Box<RawValue>>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HandlerResult> + Send + 'static,
+    {
+        self.check(name)?;
+        let call = move |cx, params| -> BoxFuture<HandlerResult> { handler(cx, params).boxed() };
+        self.methods
+            .insert(name.to_owned(), Handler::Context(Box::new(call)));
+        self.sync.list_external_raw(name, false);
         Ok(())
     }
 
@@ -155,7 +215,9 @@ impl AsyncRouter {
     {
         self.check(name)?;
         let call = move |params| -> BoxFuture<HandlerResult> { handler(params).boxed() };
-        self.methods.insert(name.to_owned(), Box::new(call));
+        self.methods
+            .insert(name.to_owned(), Handler::Plain(Box::new(call)));
+        self.sync.list_external_raw(name, false);
         Ok(())
     }
 
@@ -212,6 +274,7 @@ impl AsyncRouter {
             handler(params).map(crate::stream::typed)
         };
         self.streams.insert(name.to_owned(), Box::new(open));
+        self.sync.list_external::<P>(name, true);
         Ok(())
     }
 
@@ -226,6 +289,7 @@ impl AsyncRouter {
         method: &str,
         params: Option<&RawValue>,
         id: &sansrpc::Id<'_>,
+        origin: &Origin<'_>,
     ) -> Work {
         let async_call = self.methods.get(method);
         let async_stream = self.streams.get(method);
@@ -238,12 +302,23 @@ impl AsyncRouter {
         // Handlers the core router does not run still pass its gates (auth, rate limit).
         let admitted = match self.admit(method, params, Some(id)) {
             Ok(admitted) => admitted,
-            Err(e) => return Work::Call(futures::future::ready(Err(e)).boxed()),
+            Err(e) => return Work::Call(futures::future::ready(Err(e)).boxed(), None),
         };
-        let params = admitted.as_deref();
-        if let Some(f) = async_call {
-            return Work::Call(f(params.map(ToOwned::to_owned)));
+        match async_call {
+            Some(Handler::Plain(f)) => return Work::Call(f(admitted), None),
+            Some(Handler::Context(f)) => {
+                let Some(peer) = origin.peer else {
+                    let e = ErrorObject::internal_error();
+                    return Work::Call(futures::future::ready(Err(e)).boxed(), None);
+                };
+                let signal = CancelSignal::default();
+                let token = origin.profile.progress_token(params);
+                let cx = RequestContext::new(id.to_owned_id(), peer.clone(), signal.clone(), token);
+                return Work::Call(f(cx, admitted), Some(signal));
+            }
+            None => {}
         }
+        let params = admitted.as_deref();
         if let Some(open) = async_stream {
             return Work::Stream(open(params));
         }
@@ -278,6 +353,14 @@ impl AsyncRouter {
             Admit::Params(params) => Ok(params),
         }
     }
+}
+
+/// Where a request came from, for the context of handlers that take one.
+pub(crate) struct Origin<'a> {
+    /// A client on the request's connection.
+    pub peer: Option<&'a Client>,
+    /// The connection's profile (where progress tokens are).
+    pub profile: sansrpc::endpoint::Profile,
 }
 
 /// A typed result as raw JSON; `-32603` when it does not serialize.

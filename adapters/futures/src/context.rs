@@ -1,0 +1,173 @@
+//! What an async handler knows about the request it answers: [`RequestContext`].
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+
+use sansrpc::{Id, RawValue};
+
+use crate::client::{CallError, Client};
+
+/// The request an async handler answers, and the connection it came on; given to handlers
+/// registered with [`AsyncRouter::method_with_context`](crate::AsyncRouter::method_with_context)
+/// and [`raw_method_with_context`](crate::AsyncRouter::raw_method_with_context).
+///
+/// - [`id`](RequestContext::id): the request's id as the peer sent it;
+/// - [`peer`](RequestContext::peer): a [`Client`] on the same connection, to call or notify
+///   the peer from inside the handler (an LSP server asking its client for
+///   `workspace/configuration`, an MCP server sending `sampling/createMessage`);
+/// - [`cancelled`](RequestContext::cancelled) / [`is_cancelled`](RequestContext::is_cancelled):
+///   the peer cancelled the request (or the connection is closing). A handler with a context
+///   is **not** dropped on cancellation: it sees the signal, stops, and what it returns is
+///   the answer (under the MCP profile a cancelled request gets no answer at all);
+/// - [`report_progress`](RequestContext::report_progress): progress on the token the peer
+///   put in the request (LSP `workDoneToken`, MCP `_meta.progressToken`), in the
+///   connection's profile.
+///
+/// ```
+/// use sansrpc::ErrorObject;
+/// use sansrpc_futures::{AsyncRouter, RequestContext};
+///
+/// sansrpc::method!(Configure = "server/configure", () => String);
+/// sansrpc::method!(AskClient = "client/settings", () => String);
+///
+/// let mut router = AsyncRouter::new();
+/// router
+///     .method_with_context::<Configure, _, _>(|cx: RequestContext, ()| async move {
+///         // Ask the peer, from inside the handler; stop if the peer cancels.
+///         let ask = std::pin::pin!(cx.peer().call::<AskClient>(&()));
+///         let settings = futures::future::select(ask, cx.cancelled()).await;
+///         match settings {
+///             futures::future::Either::Left((Ok(s), _)) => Ok(s),
+///             futures::future::Either::Left((Err(_), _)) => Err(ErrorObject::fixed(-1, "no settings")),
+///             futures::future::Either::Right(_) => Err(ErrorObject::fixed(-32800, "cancelled")),
+///         }
+///     })
+///     .unwrap();
+/// ```
+#[derive(Clone)]
+pub struct RequestContext {
+    id: Id<'static>,
+    peer: Client,
+    cancel: CancelSignal,
+    progress: Option<Id<'static>>,
+}
+
+impl fmt::Debug for RequestContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RequestContext")
+            .field("id", &self.id)
+            .field("cancelled", &self.is_cancelled())
+            .field("progress", &self.progress)
+            .finish()
+    }
+}
+
+impl RequestContext {
+    pub(crate) fn new(
+        id: Id<'static>,
+        peer: Client,
+        cancel: CancelSignal,
+        progress: Option<Id<'static>>,
+    ) -> Self {
+        RequestContext {
+            id,
+            peer,
+            cancel,
+            progress,
+        }
+    }
+
+    /// The request's id, exactly as the peer sent it.
+    pub fn id(&self) -> &Id<'static> {
+        &self.id
+    }
+
+    /// A client on the connection the request came on: calls and notifications to the
+    /// peer.
+    pub fn peer(&self) -> &Client {
+        &self.peer
+    }
+
+    /// True once the peer cancelled the request, or the connection is closing.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_set()
+    }
+
+    /// Completes once the request is cancelled (at once if it already is): race it
+    /// against the work, e.g. with `futures::select!` or `tokio::select!`.
+    pub fn cancelled(&self) -> Cancelled {
+        Cancelled(self.cancel.clone())
+    }
+
+    /// The progress token the peer put in the request, if any.
+    pub fn progress_token(&self) -> Option<&Id<'static>> {
+        self.progress.as_ref()
+    }
+
+    /// Reports progress to the peer on the request's token, with the connection's progress
+    /// method (LSP `$/progress {token, value}`; MCP `notifications/progress
+    /// {progressToken, …value's members}`). `Ok(false)` when the request carried no token.
+    pub async fn report_progress(&self, value: &RawValue) -> Result<bool, CallError> {
+        let Some(token) = &self.progress else {
+            return Ok(false);
+        };
+        self.peer.send_progress(token, value).await.map(|()| true)
+    }
+}
+
+/// A request's cancellation flag, set by the driver, awaited by the handler.
+#[derive(Clone, Default)]
+pub(crate) struct CancelSignal(Arc<Signal>);
+
+#[derive(Default)]
+struct Signal {
+    set: AtomicBool,
+    wakers: Mutex<Vec<Waker>>,
+}
+
+impl CancelSignal {
+    pub(crate) fn set(&self) {
+        self.0.set.store(true, Ordering::Release);
+        let wakers = std::mem::take(&mut *self.0.wakers.lock().unwrap_or_else(|e| e.into_inner()));
+        for waker in wakers {
+            waker.wake();
+        }
+    }
+
+    fn is_set(&self) -> bool {
+        self.0.set.load(Ordering::Acquire)
+    }
+}
+
+/// The future of [`RequestContext::cancelled`].
+#[must_use = "futures do nothing unless polled"]
+pub struct Cancelled(CancelSignal);
+
+impl fmt::Debug for Cancelled {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Cancelled").field(&self.0.is_set()).finish()
+    }
+}
+
+impl Future for Cancelled {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0.is_set() {
+            return Poll::Ready(());
+        }
+        let mut wakers = self.0 .0.wakers.lock().unwrap_or_else(|e| e.into_inner());
+        // Checked again under the lock: a `set` in between has taken the list already.
+        if self.0.is_set() {
+            return Poll::Ready(());
+        }
+        if !wakers.iter().any(|w| w.will_wake(cx.waker())) {
+            wakers.push(cx.waker().clone());
+        }
+        Poll::Pending
+    }
+}

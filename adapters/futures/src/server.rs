@@ -1,0 +1,276 @@
+//! The peer's requests and notifications being handled in the driver, and the streams
+//! being produced: how handlers are scheduled on an async runtime.
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, VecDeque};
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures::future::{AbortHandle, Abortable};
+use futures::stream::FuturesUnordered;
+use futures::{FutureExt, StreamExt};
+use sansrpc::codec::FrameError;
+use sansrpc::connection::{self, CloseReason, Connection};
+use sansrpc::endpoint::{Event, IncomingId};
+use sansrpc::ext::stream::Produced;
+use sansrpc::router::Reply;
+use sansrpc::{ErrorObject, Instant, Notification};
+
+use crate::calls::Calls;
+use crate::client::{CallError, Client};
+use crate::context::CancelSignal;
+use crate::router::{AsyncRouter, BoxFuture, HandlerResult, Origin, Work};
+use crate::stream::Producer;
+
+/// Stream items produced per turn of the loop, so a fast stream cannot starve the rest.
+const ITEMS_PER_TURN: usize = 4096;
+
+/// What [`Server::route`] did.
+pub(crate) struct Routed {
+    /// Some event was handled.
+    pub any: bool,
+    /// The connection closed, and why.
+    pub closed: Option<CloseReason>,
+}
+
+pub(crate) type Running = BoxFuture<(IncomingId, Option<HandlerResult>)>;
+
+/// The peer's requests and notifications being handled, and the streams being produced.
+pub(crate) struct Server {
+    pub router: Arc<AsyncRouter>,
+    pub serving: bool,
+    pub reply: Reply,
+    pub running: FuturesUnordered<Running>,
+    /// How to stop each running handler: drop it, or signal its context.
+    pub aborts: BTreeMap<IncomingId, (AbortHandle, Option<CancelSignal>)>,
+    pub waiting: VecDeque<(IncomingId, BoxFuture<HandlerResult>, Option<CancelSignal>)>,
+    pub notifications: VecDeque<BoxFuture<()>>,
+    pub max_concurrent: usize,
+    pub max_queued: usize,
+    pub producers: BTreeMap<u64, Producer>,
+    pub peer: Option<Client>,
+}
+
+impl Server {
+    pub(crate) fn enqueue(
+        &mut self,
+        id: IncomingId,
+        work: BoxFuture<HandlerResult>,
+        cx: Option<CancelSignal>,
+    ) {
+        let work = AssertUnwindSafe(work)
+            .catch_unwind()
+            .map(|r| r.unwrap_or_else(|_| Err(ErrorObject::internal_error())))
+            .boxed();
+        if self.running.len() < self.max_concurrent {
+            self.start(id, work, cx);
+        } else {
+            self.waiting.push_back((id, work, cx));
+        }
+    }
+
+    pub(crate) fn start(
+        &mut self,
+        id: IncomingId,
+        work: BoxFuture<HandlerResult>,
+        cx: Option<CancelSignal>,
+    ) {
+        let (handle, registration) = AbortHandle::new_pair();
+        self.aborts.insert(id, (handle, cx));
+        let running = Abortable::new(work, registration).map(move |r| (id, r.ok()));
+        self.running.push(running.boxed());
+    }
+
+    pub(crate) fn notify(&mut self, work: BoxFuture<()>) {
+        let work = AssertUnwindSafe(work).catch_unwind().map(|_| ()).boxed();
+        self.notifications.push_back(work);
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.producers.clear();
+        self.running.clear();
+        self.aborts.clear();
+        self.waiting.clear();
+        self.notifications.clear();
+    }
+
+    /// Acts on the connection's events.
+    pub(crate) fn route(
+        &mut self,
+        conn: &mut Connection,
+        calls: &mut Calls,
+        on_event: Option<&(dyn for<'a> Fn(Event<'a>) + Send + Sync)>,
+        now: Instant,
+    ) -> Routed {
+        let mut any = false;
+        let mut closed = None;
+        // Batch sizes for the router's layers (metrics), before the batch's calls run.
+        let router = Arc::clone(&self.router);
+        router.core().observe_connection_batches(conn);
+        // Checked before a stream method's handler runs, so a flood of opens builds nothing.
+        let mut room = conn.stream_room();
+        let profile = conn.config().endpoint.profile;
+        while let Some(event) = conn.poll_event() {
+            any = true;
+            match event {
+                connection::Event::Request { handle, request } => {
+                    if room == 0 && router.is_stream(&request.method) {
+                        conn.refuse_stream(handle);
+                        continue;
+                    }
+                    let params = request.params.as_deref();
+                    let origin = Origin {
+                        peer: self.peer.as_ref(),
+                        profile,
+                    };
+                    let work = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                        router.request(&request.method, params, &request.id, &origin)
+                    }));
+                    let work = match work {
+                        Ok(Work::Sync) => {
+                            router.core().dispatch(&request, &mut self.reply);
+                            self.reply.answer(conn, handle);
+                            continue;
+                        }
+                        Ok(work) => work,
+                        Err(_) => Work::Stream(Err(ErrorObject::internal_error())),
+                    };
+                    match work {
+                        Work::Call(work, cx) => self.enqueue(handle, work, cx),
+                        Work::Stream(Ok(producer)) => {
+                            if let Some(stream) = conn.open_stream(handle, now) {
+                                self.producers.insert(stream, producer);
+                                room = room.saturating_sub(1);
+                            }
+                        }
+                        Work::Stream(Err(e)) => conn.respond(handle, Err(&e)),
+                        Work::Notify(_) | Work::Sync => {}
+                    }
+                }
+                connection::Event::Notification(n) => {
+                    let params = n.params.as_deref();
+                    let work = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                        router.notification_work(&n.method, params)
+                    }));
+                    match work {
+                        Ok(Work::Notify(work)) => self.notify(work),
+                        // In order behind the async ones still queued; at once otherwise.
+                        Ok(_) if self.notifications.is_empty() => router.core().notify(&n),
+                        Ok(_) => {
+                            let n = Notification {
+                                method: Cow::Owned(n.method.into_owned()),
+                                params: n.params.map(|p| Cow::Owned(p.into_owned())),
+                                version: n.version,
+                            };
+                            let router = Arc::clone(&router);
+                            self.notify(async move { router.core().notify(&n) }.boxed());
+                        }
+                        Err(_) => {}
+                    }
+                }
+                connection::Event::Answer {
+                    token,
+                    index,
+                    result,
+                    last,
+                } => {
+                    let result = match result {
+                        Ok(raw) => Ok(raw.into_owned()),
+                        Err(e) => Err(CallError::Rpc(e.into_owned())),
+                    };
+                    calls.answer(token, index, result, last);
+                }
+                connection::Event::Ended {
+                    token,
+                    index,
+                    reason,
+                    last,
+                } => (calls).answer(token, index, Err(CallError::Ended(reason)), last),
+                connection::Event::Cancel { handle } => {
+                    if let Some((abort, cx)) = self.aborts.get(&handle) {
+                        match cx {
+                            // It answers itself, as it sees fit.
+                            Some(cx) => cx.set(),
+                            None => abort.abort(), // Answered when its future is dropped.
+                        }
+                    } else if let Some(i) = self.waiting.iter().position(|w| w.0 == handle) {
+                        self.waiting.remove(i);
+                        conn.respond_cancelled(handle);
+                    }
+                }
+                connection::Event::StreamClosed { stream } => {
+                    self.producers.remove(&stream);
+                    room += 1;
+                }
+                connection::Event::Closed { reason } => {
+                    closed = Some(reason);
+                    self.clear();
+                }
+                connection::Event::Other(other) => {
+                    if let Event::FrameError(e @ FrameError::WrongFraming { .. }) = &other {
+                        tracing::warn!("sansrpc: {e}");
+                    }
+                    if let Some(hook) = on_event {
+                        hook(other);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Routed { any, closed }
+    }
+
+    /// Polls request handlers (answering the finished ones), stream producers, and the
+    /// notification in turn.
+    pub(crate) fn poll(
+        &mut self,
+        cx: &mut Context<'_>,
+        conn: &mut Connection,
+        now: Instant,
+    ) -> bool {
+        let mut progress = false;
+        while let Poll::Ready(Some((id, outcome))) = self.running.poll_next_unpin(cx) {
+            progress = true;
+            self.aborts.remove(&id);
+            match outcome {
+                Some(Ok(raw)) => conn.respond(id, Ok(&raw)),
+                Some(Err(e)) => conn.respond(id, Err(&e)),
+                None => conn.respond_cancelled(id),
+            }
+        }
+        while self.running.len() < self.max_concurrent {
+            let Some((id, work, cx)) = self.waiting.pop_front() else {
+                break;
+            };
+            self.start(id, work, cx);
+            progress = true;
+        }
+        if conn.wants_items() {
+            let producers = &mut self.producers;
+            let taken = conn.produce(now, ITEMS_PER_TURN, |stream, out, _| {
+                let Some(producer) = producers.get_mut(&stream) else {
+                    return Produced::End;
+                };
+                let item = AssertUnwindSafe(|| producer.poll_item(cx, out));
+                std::panic::catch_unwind(item)
+                    .unwrap_or_else(|_| Produced::Error(ErrorObject::internal_error()))
+            });
+            progress |= taken > 0;
+        }
+        if progress {
+            // Newly started handlers must be polled to register their wakers.
+            return true;
+        }
+        while let Some(front) = self.notifications.front_mut() {
+            match front.poll_unpin(cx) {
+                Poll::Ready(()) => {
+                    self.notifications.pop_front();
+                    progress = true;
+                }
+                Poll::Pending => break,
+            }
+        }
+        progress
+    }
+}

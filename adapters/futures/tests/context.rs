@@ -1,0 +1,206 @@
+//! Handlers with a `RequestContext`, over real TCP sockets on smol: calling the peer from
+//! inside a handler, seeing a cancellation instead of being dropped, reporting progress in
+//! the connection's profile.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{within, LIMIT};
+use futures::channel::mpsc;
+use futures::StreamExt;
+use sansrpc::endpoint::{Config, Profile};
+use sansrpc::method::Method;
+use sansrpc::{ErrorObject, RawValue};
+use sansrpc_futures::{transport, AsyncIoTimer, AsyncRouter, Builder, Client, RequestContext};
+
+enum Greet {}
+impl Method for Greet {
+    const NAME: &'static str = "greet";
+    type Params = (String,);
+    type Result = String;
+}
+
+/// Asked by the server of its client, from inside the `greet` handler.
+enum Salutation {}
+impl Method for Salutation {
+    const NAME: &'static str = "client/salutation";
+    type Params = ();
+    type Result = String;
+}
+
+enum Wait {}
+impl Method for Wait {
+    const NAME: &'static str = "wait";
+    type Params = serde_json::Value;
+    type Result = String;
+}
+
+/// Serves one connection with `server` and connects a client built with `client` to it.
+async fn pair(server: Builder, client: Builder) -> (Client, smol::Task<std::io::Result<()>>) {
+    let listener = async_net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let served = smol::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let (_, driver) = server.connect(transport::tcp(stream), AsyncIoTimer);
+        driver.await
+    });
+    let stream = async_net::TcpStream::connect(addr).await.unwrap();
+    let (client_handle, driver) = client.connect(transport::tcp(stream), AsyncIoTimer);
+    smol::spawn(driver).detach();
+    (client_handle, served)
+}
+
+/// True when `f` is still pending after `ms` milliseconds; `f` is dropped then.
+async fn still_pending<F: std::future::Future>(f: F, ms: u64) -> bool {
+    let f = std::pin::pin!(f);
+    let timer = async_io::Timer::after(Duration::from_millis(ms));
+    matches!(
+        futures::future::select(f, timer).await,
+        futures::future::Either::Right(_)
+    )
+}
+
+#[test]
+fn a_handler_calls_the_peer_through_its_context() {
+    smol::block_on(within(LIMIT, async {
+        let mut server = AsyncRouter::new();
+        server
+            .method_with_context::<Greet, _, _>(|cx: RequestContext, (name,)| async move {
+                let salutation = cx
+                    .peer()
+                    .call::<Salutation>(&())
+                    .await
+                    .map_err(|_| ErrorObject::fixed(-1, "the client did not answer"))?;
+                Ok(format!("{salutation}, {name} (request {})", cx.id()))
+            })
+            .unwrap();
+        let mut client = AsyncRouter::new();
+        client
+            .method::<Salutation, _, _>(|()| async { Ok("Hello".to_owned()) })
+            .unwrap();
+        let (client, _served) =
+            pair(Builder::new().router(server), Builder::new().router(client)).await;
+        let answer = client.call::<Greet>(&("Ada".to_owned(),)).await.unwrap();
+        assert!(answer.starts_with("Hello, Ada (request "), "{answer}");
+    }));
+}
+
+#[test]
+fn a_handler_with_a_context_sees_the_cancellation_and_is_not_dropped() {
+    smol::block_on(within(LIMIT, async {
+        let (saw_tx, mut saw) = mpsc::unbounded();
+        let mut server = AsyncRouter::new();
+        server
+            .method_with_context::<Wait, _, _>(move |cx: RequestContext, _| {
+                let saw_tx = saw_tx.clone();
+                async move {
+                    assert!(!cx.is_cancelled());
+                    cx.cancelled().await;
+                    assert!(cx.is_cancelled());
+                    let _ = saw_tx.unbounded_send(cx.id().to_string());
+                    Err(ErrorObject::fixed(-32800, "stopped on request"))
+                }
+            })
+            .unwrap();
+        let (client, _served) = pair(Builder::new().router(server), Builder::new()).await;
+        // Dropped after a short while: the client sends $/cancelRequest.
+        let call = client.call::<Wait>(&serde_json::json!({}));
+        assert!(
+            still_pending(call, 100).await,
+            "the call must not end by itself"
+        );
+        let id = saw.next().await.expect("the handler saw its cancellation");
+        assert!(!id.is_empty());
+        // The connection goes on.
+        let again = client.call::<Wait>(&serde_json::json!({}));
+        assert!(still_pending(again, 50).await);
+        assert!(
+            saw.next().await.is_some(),
+            "the second one was cancelled too"
+        );
+    }));
+}
+
+#[test]
+fn progress_goes_out_in_the_connections_profile() {
+    smol::block_on(within(LIMIT, async {
+        for profile in [Profile::Lsp, Profile::Mcp] {
+            let mut server = AsyncRouter::new();
+            server
+                .method_with_context::<Wait, _, _>(|cx: RequestContext, _| async move {
+                    let half = RawValue::from_json("{\"progress\":50,\"total\":100}").unwrap();
+                    let sent = cx.report_progress(half).await.unwrap();
+                    Ok(format!("sent:{sent}"))
+                })
+                .unwrap();
+            let (seen_tx, mut seen) = mpsc::unbounded();
+            let mut client = AsyncRouter::new();
+            let method = Config::for_profile(profile).progress_method;
+            client
+                .raw_notification(method, move |params| {
+                    let _ = seen_tx.unbounded_send(params.map(|p| p.get().to_owned()));
+                    async {}
+                })
+                .unwrap();
+            let config = Config::for_profile(profile);
+            let (client, _served) = pair(
+                Builder::new().config(config.clone()).router(server),
+                Builder::new().config(config).router(client),
+            )
+            .await;
+            let params = match profile {
+                Profile::Mcp => serde_json::json!({"_meta": {"progressToken": "t-1"}}),
+                _ => serde_json::json!({"workDoneToken": "t-1"}),
+            };
+            assert_eq!(client.call::<Wait>(&params).await.unwrap(), "sent:true");
+            let note = seen
+                .next()
+                .await
+                .flatten()
+                .expect("a progress notification");
+            let note: serde_json::Value = serde_json::from_str(&note).unwrap();
+            let expected = match profile {
+                Profile::Mcp => {
+                    serde_json::json!({"progressToken": "t-1", "progress": 50, "total": 100})
+                }
+                _ => serde_json::json!({"token": "t-1", "value": {"progress": 50, "total": 100}}),
+            };
+            assert_eq!(note, expected, "{profile:?}");
+            // No token: nothing is sent.
+            let none = client.call::<Wait>(&serde_json::json!({})).await.unwrap();
+            assert_eq!(none, "sent:false");
+        }
+    }));
+}
+
+#[test]
+fn rpc_discover_lists_async_context_and_stream_methods() {
+    smol::block_on(within(LIMIT, async {
+        let mut server = AsyncRouter::new();
+        server
+            .method::<Greet, _, _>(|(name,)| async move { Ok(name) })
+            .unwrap();
+        server
+            .method_with_context::<Wait, _, _>(|_cx: RequestContext, _| async { Ok(String::new()) })
+            .unwrap();
+        server
+            .stream_method("numbers", |(): ()| {
+                Ok(futures::stream::iter(
+                    (0..3).map(Ok::<u32, ErrorObject<'static>>),
+                ))
+            })
+            .unwrap();
+        let (client, _served) = pair(Builder::new().router(server), Builder::new()).await;
+        let doc = client.call_raw("rpc.discover", None).await.unwrap();
+        let doc: serde_json::Value = serde_json::from_str(doc.get()).unwrap();
+        let methods = doc["methods"].as_array().unwrap();
+        let names: Vec<&str> = methods
+            .iter()
+            .map(|m| m["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["greet", "numbers", "wait"]);
+        assert_eq!(methods[1]["x-stream"], true);
+        assert_eq!(methods[0]["params"].as_array().unwrap().len(), 1);
+    }));
+}
