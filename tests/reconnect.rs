@@ -295,3 +295,149 @@ fn heartbeat_answers_pings_and_passes_other_notifications() {
     assert_eq!(hb.handle_notification("pingx", at(5)), Heard::Other);
     assert_eq!(hb.handle_timeout(at(1_000_000)), None);
 }
+
+mod machine {
+    //! The reconnect machine in virtual time.
+
+    use core::time::Duration;
+
+    use sansrpc::endpoint::SendError;
+    use sansrpc::ext::reconnect::{
+        Action, Backoff, Jitter, PendingPolicy, ReconnectPolicy, Reconnector, State,
+    };
+    use sansrpc::{Instant, RawValue};
+
+    fn at(ms: u64) -> Instant {
+        Instant::from_duration(Duration::from_millis(ms))
+    }
+
+    fn fixed(max_attempts: u32) -> ReconnectPolicy {
+        ReconnectPolicy {
+            backoff: Backoff::Fixed {
+                delay: Duration::from_secs(1),
+                max_attempts,
+            },
+            jitter: 0.0,
+            connect_timeout: Duration::from_secs(5),
+            pending: PendingPolicy::ResendIdempotent,
+        }
+    }
+
+    fn actions(rc: &mut Reconnector) -> Vec<Action> {
+        std::iter::from_fn(|| rc.poll_action()).collect()
+    }
+
+    #[test]
+    fn failed_attempts_back_off_then_give_up() {
+        let mut rc = Reconnector::new(fixed(2), Jitter::new(1), at(0));
+        assert_eq!(actions(&mut rc), [Action::Connect]);
+        assert_eq!(rc.admit(), Err(SendError::Connecting));
+        rc.handle_failed(at(10));
+        assert_eq!(rc.poll_timeout(), Some(at(1010)));
+        rc.handle_timeout(at(1009));
+        assert!(actions(&mut rc).is_empty());
+        rc.handle_timeout(at(1010));
+        assert_eq!(actions(&mut rc), [Action::Connect]);
+        // Two retries after the first attempt, then no more.
+        rc.handle_failed(at(1020));
+        rc.handle_timeout(at(2020));
+        assert_eq!(actions(&mut rc), [Action::Connect]);
+        rc.handle_failed(at(2030));
+        assert_eq!(actions(&mut rc), [Action::GiveUp { attempts: 2 }]);
+        assert_eq!(rc.state(), State::Closed);
+        assert_eq!(rc.admit(), Err(SendError::Closed));
+        assert_eq!(rc.poll_timeout(), None);
+    }
+
+    #[test]
+    fn an_attempt_past_the_connect_timeout_is_abandoned_and_retried() {
+        let mut rc = Reconnector::new(fixed(5), Jitter::new(1), at(0));
+        actions(&mut rc);
+        assert_eq!(rc.poll_timeout(), Some(at(5000)));
+        rc.handle_timeout(at(5000));
+        assert_eq!(actions(&mut rc), [Action::Abandon]);
+        assert_eq!(rc.poll_timeout(), Some(at(6000)));
+        // A late success of the abandoned attempt changes nothing.
+        rc.handle_connected(at(5500));
+        assert!(actions(&mut rc).is_empty());
+        rc.handle_timeout(at(6000));
+        assert_eq!(actions(&mut rc), [Action::Connect]);
+        rc.handle_connected(at(6100));
+        assert_eq!(actions(&mut rc), [Action::Open]);
+        assert_eq!(rc.state(), State::Open);
+        assert_eq!(rc.failures(), 0);
+    }
+
+    #[test]
+    fn a_lost_connection_replays_subscriptions_then_resends_idempotent_calls() {
+        let mut rc = Reconnector::new(fixed(5), Jitter::new(1), at(0));
+        rc.handle_connected(at(0));
+        actions(&mut rc);
+        let params = RawValue::from_json(r#"{"topic":"news.*"}"#).unwrap();
+        rc.subscriptions().subscribed("rpc.subscribe", Some(params));
+        // Two calls were waiting when the connection went: one idempotent.
+        rc.handle_lost(at(100));
+        assert_eq!(rc.state(), State::Connecting);
+        assert!(rc.call_lost(7, true));
+        assert!(!rc.call_lost(8, false));
+        rc.handle_timeout(at(1100));
+        rc.handle_connected(at(1200));
+        assert_eq!(actions(&mut rc), [Action::Connect, Action::Open]);
+        let replay = rc.replay();
+        assert_eq!(replay.len(), 1);
+        assert_eq!(replay[0].0, "rpc.subscribe");
+        assert_eq!(replay[0].1.get(), r#"{"topic":"news.*"}"#);
+        assert_eq!(rc.take_resend().collect::<Vec<_>>(), [7]);
+    }
+
+    #[test]
+    fn closing_an_open_client_ends_when_the_connection_does() {
+        let mut rc = Reconnector::new(fixed(5), Jitter::new(1), at(0));
+        rc.handle_connected(at(0));
+        actions(&mut rc);
+        rc.close();
+        assert_eq!(rc.state(), State::Closing);
+        assert_eq!(rc.admit(), Err(SendError::Closed));
+        assert!(!rc.call_lost(1, true), "nothing is resent while closing");
+        assert!(actions(&mut rc).is_empty());
+        rc.handle_lost(at(10));
+        assert_eq!(actions(&mut rc), [Action::Closed]);
+        assert_eq!(rc.state(), State::Closed);
+        assert_eq!(rc.poll_timeout(), None);
+    }
+
+    #[test]
+    fn closing_while_waiting_closes_at_once() {
+        let mut rc = Reconnector::new(fixed(5), Jitter::new(1), at(0));
+        rc.handle_failed(at(0));
+        actions(&mut rc);
+        rc.close();
+        assert_eq!(actions(&mut rc), [Action::Closed]);
+        rc.handle_timeout(at(10_000));
+        assert!(actions(&mut rc).is_empty(), "no attempt after close");
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_delays() {
+        let policy = ReconnectPolicy {
+            jitter: 0.5,
+            ..fixed(10)
+        };
+        let delays = |seed| {
+            let mut rc = Reconnector::new(policy, Jitter::new(seed), at(0));
+            (0..5)
+                .map(|_| {
+                    rc.handle_failed(at(0));
+                    let next = rc.poll_timeout().unwrap();
+                    rc.handle_timeout(next);
+                    next
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(delays(42), delays(42));
+        assert_ne!(delays(42), delays(43));
+        assert!(delays(42)
+            .iter()
+            .all(|d| d.since_epoch() <= Duration::from_secs(1)));
+    }
+}

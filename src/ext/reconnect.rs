@@ -23,6 +23,7 @@ use core::time::Duration;
 
 use serde_json::Value;
 
+use crate::time::Instant;
 use crate::RawValue;
 
 /// Where a connection is in its life (WebSocket seed §5.1).
@@ -527,4 +528,259 @@ fn raw(value: &Value) -> Box<RawValue> {
     // A `Value` always serializes to valid JSON.
     let text = serde_json::to_string(value).unwrap_or_default();
     RawValue::from_string(text).unwrap_or_else(|_| RawValue::NULL.to_owned())
+}
+
+/// What a reconnecting client's driver does next; from [`Reconnector::poll_action`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Action {
+    /// Start a connection attempt now; report [`Reconnector::handle_connected`] or
+    /// [`Reconnector::handle_failed`].
+    Connect,
+    /// The attempt in progress took longer than the connect timeout: drop it (the
+    /// reconnector already counted it as failed).
+    Abandon,
+    /// The connection is open. Before anything else, send the calls of
+    /// [`Reconnector::replay`] (the subscriptions held) and then again the calls of the
+    /// tokens [`Reconnector::take_resend`] gives (idempotent calls the last connection
+    /// lost); only then report the state as open.
+    Open,
+    /// The policy's attempts are used up: the client is closed for good; the calls
+    /// [`Reconnector::take_resend`] still gives fail.
+    GiveUp {
+        /// Attempts made since the last successful connection.
+        attempts: u32,
+    },
+    /// The client was closed ([`Reconnector::close`]) and no connection is left; the calls
+    /// [`Reconnector::take_resend`] still gives fail.
+    Closed,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Link {
+    /// Waiting to try again at this instant.
+    Waiting(Instant),
+    /// An attempt runs, until this deadline.
+    Connecting(Instant),
+    Open,
+    Closed,
+}
+
+/// A reconnecting client as a sans-I/O machine: when to connect, how long an attempt may
+/// take, when to try again (backoff with jitter from a seedable [`Jitter`]), what to replay
+/// on a new connection (subscriptions, idempotent calls), when to give up, and which calls
+/// a caller may make in each [`State`]. Every adapter's reconnecting client drives one, so
+/// the rules are the same on every runtime.
+///
+/// Inputs: [`handle_connected`](Reconnector::handle_connected),
+/// [`handle_failed`](Reconnector::handle_failed) (an attempt failed),
+/// [`handle_lost`](Reconnector::handle_lost) (an open connection ended),
+/// [`handle_timeout`](Reconnector::handle_timeout), [`close`](Reconnector::close), and what
+/// calls did ([`call_lost`](Reconnector::call_lost), [`subscriptions`](Reconnector::subscriptions)).
+/// Outputs: [`poll_action`](Reconnector::poll_action), [`poll_timeout`](Reconnector::poll_timeout),
+/// [`state`](Reconnector::state), [`admit`](Reconnector::admit).
+///
+/// ```
+/// use core::time::Duration;
+/// use sansrpc::ext::reconnect::{Action, Backoff, Jitter, ReconnectPolicy, Reconnector, State};
+/// use sansrpc::Instant;
+///
+/// let policy = ReconnectPolicy {
+///     backoff: Backoff::Fixed { delay: Duration::from_secs(1), max_attempts: 2 },
+///     jitter: 0.0,
+///     ..ReconnectPolicy::default()
+/// };
+/// let mut rc = Reconnector::new(policy, Jitter::new(7), Instant::ZERO);
+/// assert_eq!(rc.poll_action(), Some(Action::Connect));
+/// rc.handle_failed(Instant::ZERO);
+/// assert_eq!(rc.state(), State::Connecting);
+/// let retry = rc.poll_timeout().unwrap();
+/// assert_eq!(retry.since_epoch(), Duration::from_secs(1));
+/// rc.handle_timeout(retry);
+/// assert_eq!(rc.poll_action(), Some(Action::Connect));
+/// rc.handle_connected(retry);
+/// assert_eq!(rc.poll_action(), Some(Action::Open));
+/// assert_eq!(rc.state(), State::Open);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Reconnector {
+    schedule: Schedule,
+    jitter: Jitter,
+    state: State,
+    link: Link,
+    subscriptions: Subscriptions,
+    resend: alloc::collections::VecDeque<u64>,
+    actions: alloc::collections::VecDeque<Action>,
+    closing: bool,
+}
+
+impl Reconnector {
+    /// A client about to make its first attempt at `now` ([`Action::Connect`] is queued).
+    pub fn new(policy: ReconnectPolicy, jitter: Jitter, now: Instant) -> Self {
+        let mut actions = alloc::collections::VecDeque::new();
+        actions.push_back(Action::Connect);
+        Reconnector {
+            link: Link::Connecting(now.saturating_add(policy.connect_timeout)),
+            schedule: Schedule::new(policy),
+            jitter,
+            state: State::Connecting,
+            subscriptions: Subscriptions::default(),
+            resend: alloc::collections::VecDeque::new(),
+            actions,
+            closing: false,
+        }
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &ReconnectPolicy {
+        self.schedule.policy()
+    }
+
+    /// The client's state, as callers see it.
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    /// Consecutive failed attempts (or losses) since the last successful connection.
+    pub fn failures(&self) -> u32 {
+        self.schedule.failures()
+    }
+
+    /// Whether a caller may send now: `Ok` while open, [`SendError::Connecting`] while
+    /// (re)connecting, [`SendError::Closed`] once closing or closed.
+    ///
+    /// [`SendError::Connecting`]: crate::endpoint::SendError::Connecting
+    /// [`SendError::Closed`]: crate::endpoint::SendError::Closed
+    pub fn admit(&self) -> Result<(), crate::endpoint::SendError> {
+        match self.state {
+            State::Open => Ok(()),
+            State::Connecting => Err(crate::endpoint::SendError::Connecting),
+            State::Closing | State::Closed => Err(crate::endpoint::SendError::Closed),
+        }
+    }
+
+    /// The subscriptions held, to feed with every pub/sub call the client makes.
+    pub fn subscriptions(&mut self) -> &mut Subscriptions {
+        &mut self.subscriptions
+    }
+
+    /// The calls that re-establish the subscriptions held (on [`Action::Open`]).
+    pub fn replay(&self) -> Vec<(&'static str, Box<RawValue>)> {
+        self.subscriptions.replay()
+    }
+
+    /// The next thing to do; `None` when there is nothing.
+    pub fn poll_action(&mut self) -> Option<Action> {
+        self.actions.pop_front()
+    }
+
+    /// When [`handle_timeout`](Reconnector::handle_timeout) has work: the next attempt, or
+    /// the deadline of the one in progress.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        match self.link {
+            Link::Waiting(at) | Link::Connecting(at) => Some(at),
+            Link::Open | Link::Closed => None,
+        }
+    }
+
+    /// Starts the next attempt once its wait is over; abandons an attempt past the connect
+    /// timeout.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        match self.link {
+            Link::Waiting(at) if now >= at => self.connect(now),
+            Link::Connecting(deadline) if now >= deadline => {
+                self.actions.push_back(Action::Abandon);
+                self.handle_failed(now);
+            }
+            _ => {}
+        }
+    }
+
+    /// The attempt succeeded: the schedule starts over, [`Action::Open`] is queued.
+    pub fn handle_connected(&mut self, _now: Instant) {
+        if !matches!(self.link, Link::Connecting(_)) {
+            return;
+        }
+        self.schedule.connected();
+        self.link = Link::Open;
+        if !self.closing {
+            self.state = State::Open;
+        }
+        self.actions.push_back(Action::Open);
+    }
+
+    /// The attempt failed: wait and try again, or give up.
+    pub fn handle_failed(&mut self, now: Instant) {
+        if matches!(self.link, Link::Connecting(_)) {
+            self.retry(now);
+        }
+    }
+
+    /// The open connection ended: wait and try again (or close, when closing).
+    pub fn handle_lost(&mut self, now: Instant) {
+        if self.link == Link::Open {
+            self.retry(now);
+        }
+    }
+
+    /// Closes the client: no new calls; an open connection should be shut down by the
+    /// driver (its end is then [`handle_lost`](Reconnector::handle_lost)); with none open,
+    /// [`Action::Closed`] is queued at once.
+    pub fn close(&mut self) {
+        if self.closing || self.link == Link::Closed {
+            return;
+        }
+        self.closing = true;
+        self.state = State::Closing;
+        if self.link != Link::Open {
+            self.shut(Action::Closed);
+        }
+    }
+
+    /// A call was lost with its connection: true when it waits to be sent again on the next
+    /// connection (the policy resends idempotent calls and `idempotent` is set), its token
+    /// then given by [`take_resend`](Reconnector::take_resend); false when it fails.
+    pub fn call_lost(&mut self, token: u64, idempotent: bool) -> bool {
+        let resend = self.schedule.policy().pending == PendingPolicy::ResendIdempotent
+            && idempotent
+            && !self.closing
+            && self.link != Link::Closed;
+        if resend {
+            self.resend.push_back(token);
+        }
+        resend
+    }
+
+    /// The tokens of calls waiting to be sent again (on [`Action::Open`]), or to fail (on
+    /// [`Action::GiveUp`] and [`Action::Closed`]), oldest first.
+    pub fn take_resend(&mut self) -> impl Iterator<Item = u64> + '_ {
+        self.resend.drain(..)
+    }
+
+    fn connect(&mut self, now: Instant) {
+        self.link = Link::Connecting(now.saturating_add(self.schedule.policy().connect_timeout));
+        self.actions.push_back(Action::Connect);
+    }
+
+    fn retry(&mut self, now: Instant) {
+        if self.closing {
+            return self.shut(Action::Closed);
+        }
+        match self.schedule.next_delay(self.jitter.next_u64()) {
+            Some(delay) => {
+                self.state = State::Connecting;
+                self.link = Link::Waiting(now.saturating_add(delay));
+            }
+            None => {
+                let attempts = self.schedule.failures().saturating_sub(1);
+                self.shut(Action::GiveUp { attempts });
+            }
+        }
+    }
+
+    fn shut(&mut self, why: Action) {
+        self.link = Link::Closed;
+        self.state = State::Closed;
+        self.actions.push_back(why);
+    }
 }
