@@ -28,7 +28,7 @@
 //! [`Subscriptions`]). A replayed subscription the server refuses is forgotten.
 
 use std::borrow::Cow;
-use std::collections::VecDeque;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
 use std::io;
@@ -41,9 +41,7 @@ use futures::channel::{mpsc, oneshot};
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use sansrpc::endpoint::{EndReason, SendError, Timeout};
-use sansrpc::ext::reconnect::{
-    Jitter, PendingPolicy, ReconnectPolicy, Schedule, State, Subscriptions,
-};
+use sansrpc::ext::reconnect::{Action, Jitter, ReconnectPolicy, Reconnector, State};
 use sansrpc::method::{encode_params_owned, Method, NotificationMethod};
 use sansrpc::RawValue;
 
@@ -272,16 +270,21 @@ impl Reconnect {
             builder,
             connector,
             timer: Arc::new(timer),
-            schedule: Schedule::new(policy),
-            random: Box::new(default_random()),
+            rc: Reconnector::new(
+                policy,
+                Jitter::from_std_random_state(),
+                sansrpc::Instant::ZERO,
+            ),
+            start: std::time::Instant::now(),
+            sleep: None,
             requests,
             watch: watch.clone(),
             // The first attempt starts on the first poll, on the runtime that polls it.
-            link: Link::Waiting(futures::future::ready(()).boxed()),
+            link: Link::Idle,
             inflight: FuturesUnordered::new(),
-            resend: VecDeque::new(),
-            subscriptions: Subscriptions::default(),
-            closing: false,
+            parked: BTreeMap::new(),
+            next_token: 0,
+            last_error: None,
             gave_up: None,
         };
         (Reconnect { tx, watch }, supervisor)
@@ -445,10 +448,12 @@ impl<Tm: Timer> Timer for Shared<Tm> {
 }
 
 enum Link<T> {
+    /// No connection and no attempt: waiting for the reconnector.
+    Idle,
     /// An attempt in progress.
     Connecting(BoxFuture<io::Result<T>>),
-    /// Waiting for the next attempt.
-    Waiting(BoxFuture<()>),
+    /// An attempt succeeded; the connection starts on [`Action::Open`].
+    Connected(T),
     Open {
         client: Client,
         shutdown: ShutdownHandle,
@@ -461,39 +466,38 @@ enum Link<T> {
 /// reconnects on the policy's schedule. Spawn it on any executor (it is `Send`), or await
 /// it. Completes with `Ok(())` once the client is closed ([`Reconnect::close`], or every
 /// handle dropped), or with [`GaveUp`] once the policy's attempts are used up.
+///
+/// Every decision (when to connect, how long an attempt may take, the backoff and its
+/// jitter, what to replay and resend, when to give up, which calls are admitted) is the
+/// core's [`Reconnector`]; the supervisor connects, sleeps and runs the drivers.
 pub struct Supervisor<C, T, Tm> {
     builder: Builder,
     connector: C,
     timer: Arc<Tm>,
-    schedule: Schedule,
-    random: Box<dyn FnMut() -> u64 + Send>,
+    rc: Reconnector,
+    /// The epoch of the reconnector's clock.
+    start: std::time::Instant,
+    sleep: Option<(std::time::Instant, BoxFuture<()>)>,
     requests: mpsc::UnboundedReceiver<Request>,
     watch: Arc<Watch>,
     link: Link<T>,
     inflight: FuturesUnordered<BoxFuture<Done>>,
-    /// Idempotent calls waiting for the next connection.
-    resend: VecDeque<Entry>,
-    subscriptions: Subscriptions,
-    closing: bool,
+    /// Idempotent calls lost with a connection, by the token the reconnector knows them by.
+    parked: BTreeMap<u64, Entry>,
+    next_token: u64,
+    /// Why the last attempt failed or the last connection ended.
+    last_error: Option<io::Error>,
     gave_up: Option<GaveUp>,
 }
 
 impl<C, T, Tm> fmt::Debug for Supervisor<C, T, Tm> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Supervisor")
-            .field("state", &self.watch.state())
-            .field("failures", &self.schedule.failures())
+            .field("reconnector", &self.rc)
             .field("inflight", &self.inflight.len())
-            .field("resend", &self.resend.len())
-            .field("subscriptions", &self.subscriptions.len())
+            .field("parked", &self.parked.len())
             .finish()
     }
-}
-
-/// The core's jitter generator, seeded from std's per-process random hasher keys.
-fn default_random() -> impl FnMut() -> u64 + Send {
-    let mut jitter = Jitter::from_std_random_state();
-    move || jitter.next_u64()
 }
 
 fn is_lost(result: &RawResult) -> bool {
@@ -507,75 +511,64 @@ where
     T: Transport,
     Tm: Timer,
 {
-    /// Draws the jitter of the reconnect delays from `random` (any uniformly distributed
-    /// `u64`s) instead of the built-in generator: a seeded one makes delays reproducible.
-    pub fn random(mut self, random: impl FnMut() -> u64 + Send + 'static) -> Self {
-        self.random = Box::new(random);
+    /// Seeds the jitter of the reconnect delays: a fixed seed makes every delay
+    /// reproducible (the default seed comes from std's per-process random state).
+    pub fn seed(mut self, seed: u64) -> Self {
+        let policy = *self.rc.policy();
+        self.rc = Reconnector::new(policy, Jitter::new(seed), self.now());
         self
     }
 
-    /// Starts one connection attempt, bounded by the connect timeout.
-    fn attempt(&mut self) -> BoxFuture<io::Result<T>> {
-        let limit = self.schedule.policy().connect_timeout;
-        let connect = (self.connector)();
-        let expired = self.timer.sleep_until(std::time::Instant::now() + limit);
-        async move {
-            let connect = std::pin::pin!(connect);
-            let expired = std::pin::pin!(expired);
-            match futures::future::select(connect, expired).await {
-                futures::future::Either::Left((result, _)) => result,
-                futures::future::Either::Right(_) => Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!("no connection within {limit:?}"),
-                )),
-            }
-        }
-        .boxed()
+    fn now(&self) -> sansrpc::Instant {
+        sansrpc::Instant::from_duration(self.start.elapsed())
     }
 
-    /// The connection was lost or an attempt failed: waits and tries again, or gives up.
-    fn lost(&mut self, error: io::Error) {
-        if self.closing {
-            return self.shut();
-        }
-        match self.schedule.next_delay((self.random)()) {
-            Some(delay) => {
-                self.watch.set(State::Connecting);
-                let at = std::time::Instant::now() + delay;
-                self.link = Link::Waiting(self.timer.sleep_until(at).boxed());
+    /// Does what the reconnector asks.
+    fn act(&mut self) -> bool {
+        let mut any = false;
+        while let Some(action) = self.rc.poll_action() {
+            any = true;
+            match action {
+                Action::Connect => self.link = Link::Connecting((self.connector)().boxed()),
+                Action::Abandon => {
+                    let limit = self.rc.policy().connect_timeout;
+                    let e = format!("no connection within {limit:?}");
+                    self.last_error = Some(io::Error::new(io::ErrorKind::TimedOut, e));
+                    self.link = Link::Idle;
+                }
+                Action::Open => self.open(),
+                Action::GiveUp { attempts } => {
+                    let error = self.last_error.take().unwrap_or_else(|| {
+                        io::Error::new(io::ErrorKind::NotConnected, "never connected")
+                    });
+                    self.gave_up = Some(GaveUp { attempts, error });
+                    self.shut();
+                }
+                Action::Closed => self.shut(),
+                _ => {}
             }
-            None => {
-                let attempts = self.schedule.failures().saturating_sub(1);
-                self.gave_up = Some(GaveUp { attempts, error });
-                self.shut();
-            }
         }
+        if self.rc.state() != State::Open {
+            self.watch.set(self.rc.state());
+        }
+        any
     }
 
-    /// Closed for good: calls waiting to be re-sent fail.
-    fn shut(&mut self) {
-        self.link = Link::Closed;
-        self.watch.set(State::Closed);
-        for entry in self.resend.drain(..) {
-            if let Some(reply) = entry.reply {
-                let _ = reply.send(Err(CallError::Ended(EndReason::Closed)));
-            }
-        }
-        self.requests.close();
-    }
-
-    fn opened(&mut self, transport: T) {
+    /// The connection is up: subscriptions replayed, lost idempotent calls resent, then
+    /// reported open.
+    fn open(&mut self) {
+        let Link::Connected(transport) = std::mem::replace(&mut self.link, Link::Idle) else {
+            return;
+        };
         let timer = Shared(self.timer.clone());
         let (client, driver) = self.builder.clone().connect(transport, timer);
         let shutdown = driver.shutdown_handle();
-        self.schedule.connected();
         self.link = Link::Open {
             client,
             shutdown,
             driver: driver.boxed(),
         };
-        self.watch.set(State::Open);
-        for (method, params) in self.subscriptions.replay() {
+        for (method, params) in self.rc.replay() {
             self.send(Entry {
                 method: Cow::Borrowed(method),
                 params: Some(params),
@@ -583,20 +576,39 @@ where
                 reply: None,
             });
         }
-        while let Some(entry) = self.resend.pop_front() {
-            self.send(entry);
+        let tokens: Vec<u64> = self.rc.take_resend().collect();
+        for token in tokens {
+            if let Some(entry) = self.parked.remove(&token) {
+                self.send(entry);
+            }
         }
+        self.watch.set(State::Open);
+    }
+
+    /// Closed for good: calls waiting to be resent fail.
+    fn shut(&mut self) {
+        self.link = Link::Closed;
+        self.watch.set(State::Closed);
+        let _ = self.rc.take_resend().count();
+        for (_, entry) in std::mem::take(&mut self.parked) {
+            if let Some(reply) = entry.reply {
+                let _ = reply.send(Err(CallError::Ended(EndReason::Closed)));
+            }
+        }
+        self.requests.close();
     }
 
     /// Sends a call on the open connection.
     fn send(&mut self, mut entry: Entry) {
         let Link::Open { client, .. } = &self.link else {
-            self.resend.push_back(entry);
+            if let Some(reply) = entry.reply {
+                let _ = reply.send(Err(CallError::Send(SendError::Connecting)));
+            }
             return;
         };
         if entry.reply.is_some() {
             let params = entry.params.as_deref();
-            self.subscriptions.unsubscribing(&entry.method, params);
+            self.rc.subscriptions().unsubscribing(&entry.method, params);
         }
         let mut call = client.call_raw_with(
             &entry.method,
@@ -622,19 +634,19 @@ where
     }
 
     fn finished(&mut self, entry: Entry, result: RawResult) {
-        let resend = self.schedule.policy().pending == PendingPolicy::ResendIdempotent
-            && entry.options.idempotent
-            && entry.reply.is_some()
-            && !self.closing
-            && !matches!(self.link, Link::Closed);
-        if is_lost(&result) && resend {
-            return self.send(entry);
+        if is_lost(&result) && entry.reply.is_some() {
+            let token = self.next_token;
+            if self.rc.call_lost(token, entry.options.idempotent) {
+                self.next_token += 1;
+                self.parked.insert(token, entry);
+                return;
+            }
         }
         let params = entry.params.as_deref();
         match &result {
-            Ok(_) => self.subscriptions.subscribed(&entry.method, params),
+            Ok(_) => self.rc.subscriptions().subscribed(&entry.method, params),
             Err(CallError::Rpc(_)) if entry.reply.is_none() => {
-                self.subscriptions.refused(&entry.method, params)
+                self.rc.subscriptions().refused(&entry.method, params)
             }
             Err(_) => {}
         }
@@ -644,21 +656,14 @@ where
     }
 
     fn request(&mut self, request: Request) {
-        let state = self.watch.state();
-        let refused = match state {
-            State::Open => None,
-            State::Connecting => Some(SendError::Connecting),
-            State::Closing | State::Closed => Some(SendError::Closed),
-        };
+        let refused = self.rc.admit().err();
         match request {
             Request::Close(grace) => {
-                self.closing = true;
-                self.watch.set(State::Closing);
-                match &self.link {
-                    Link::Open { shutdown, .. } => shutdown.shutdown(grace),
-                    Link::Closed => {}
-                    _ => self.shut(),
+                self.rc.close();
+                if let Link::Open { shutdown, .. } = &self.link {
+                    shutdown.shutdown(grace);
                 }
+                self.act();
             }
             Request::Call(entry) => match refused {
                 Some(e) => {
@@ -688,36 +693,66 @@ where
         }
     }
 
+    /// Polls the attempt or the connection, and the reconnector's timer.
     fn poll_link(&mut self, cx: &mut Context<'_>) -> bool {
+        let now = self.now();
         match &mut self.link {
-            Link::Waiting(sleep) => {
-                if sleep.poll_unpin(cx).is_pending() {
-                    return false;
-                }
-                self.link = Link::Connecting(self.attempt());
-            }
             Link::Connecting(attempt) => match attempt.poll_unpin(cx) {
-                Poll::Pending => return false,
-                Poll::Ready(Ok(transport)) => self.opened(transport),
-                Poll::Ready(Err(e)) => self.lost(e),
+                Poll::Pending => {}
+                Poll::Ready(Ok(transport)) => {
+                    self.link = Link::Connected(transport);
+                    self.rc.handle_connected(now);
+                    return true;
+                }
+                Poll::Ready(Err(e)) => {
+                    self.last_error = Some(e);
+                    self.link = Link::Idle;
+                    self.rc.handle_failed(now);
+                    return true;
+                }
             },
-            Link::Open { driver, .. } => match driver.poll_unpin(cx) {
-                Poll::Pending => return false,
-                Poll::Ready(result) => {
+            Link::Open { driver, .. } => {
+                if let Poll::Ready(result) = driver.poll_unpin(cx) {
                     let e = result.err().unwrap_or_else(|| {
                         io::Error::new(io::ErrorKind::UnexpectedEof, "the peer closed")
                     });
-                    self.lost(e);
+                    self.last_error = Some(e);
+                    self.link = Link::Idle;
+                    self.rc.handle_lost(now);
+                    return true;
                 }
-            },
-            Link::Closed => return false,
+            }
+            Link::Idle | Link::Connected(_) | Link::Closed => {}
         }
-        true
+        let Some(deadline) = self.rc.poll_timeout() else {
+            self.sleep = None;
+            return false;
+        };
+        if deadline <= now {
+            self.rc.handle_timeout(now);
+            return true;
+        }
+        let target = self.start + deadline.since_epoch();
+        if self.sleep.as_ref().map(|s| s.0) != Some(target) {
+            self.sleep = Some((target, self.timer.sleep_until(target).boxed()));
+        }
+        let fired = self
+            .sleep
+            .as_mut()
+            .is_some_and(|s| s.1.poll_unpin(cx).is_ready());
+        if fired {
+            self.sleep = None;
+            self.rc.handle_timeout(self.now().max(deadline));
+        }
+        fired
     }
 
     fn poll_supervise(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), GaveUp>> {
         loop {
+            // The reconnector's actions follow what the link did, before any request is
+            // admitted: a connection is open (replays queued) before calls go on it.
             let mut progress = self.poll_link(cx);
+            progress |= self.act();
             while let Poll::Ready(Some(done)) = self.inflight.poll_next_unpin(cx) {
                 progress = true;
                 if let Done::Call(entry, result) = done {
@@ -728,7 +763,10 @@ where
                 match self.requests.poll_next_unpin(cx) {
                     Poll::Ready(Some(request)) => self.request(request),
                     // Every handle is gone (or the supervisor shut): close.
-                    Poll::Ready(None) if !self.closing => {
+                    Poll::Ready(None) if self.rc.state() != State::Closed => {
+                        if self.rc.state() == State::Closing {
+                            break;
+                        }
                         self.request(Request::Close(Duration::ZERO))
                     }
                     Poll::Ready(None) | Poll::Pending => break,
