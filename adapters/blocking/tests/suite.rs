@@ -1,0 +1,26 @@
+//! The behaviour suite (`tests/behaviour/suite.rs`, shared by every driver) on the blocking
+//! driver (threads, no async runtime), over real TCP sockets.
+
+#[path = "../../../tests/behaviour/suite.rs"]
+mod suite;
+
+use std::sync::Arc;
+
+use sansrpc::ext::keepalive::HeartbeatConfig;
+use sansrpc::router::Router;
+use sansrpc_blocking::{serve_tcp, Config};
+use suite::{Options, Served};
+
+fn serve(router: Router, options: Options) -> Served {
+    let mut config = Config::default();
+    if options.heartbeat {
+        config.heartbeat = Some(HeartbeatConfig::answer_only());
+    }
+    let server = serve_tcp("127.0.0.1:0", Arc::new(router), config).unwrap();
+    Served {
+        addr: server.local_addr(),
+        stop: Box::new(move || server.shutdown()),
+    }
+}
+
+behaviour_suite!(serve);
