@@ -134,6 +134,64 @@ impl Link {
     }
 }
 
+/// The same round trip between two connection machines (the layer every driver runs on).
+struct Machines {
+    client: sansrpc::connection::Connection,
+    server: sansrpc::connection::Connection,
+    wire: Vec<u8>,
+    body: Vec<u8>,
+    token: u64,
+}
+
+impl Machines {
+    fn new() -> Self {
+        use sansrpc::connection::{Config as ConnConfig, Connection};
+        Machines {
+            client: Connection::new(ConnConfig::default(), Instant::ZERO),
+            server: Connection::new(ConnConfig::default(), Instant::ZERO),
+            wire: Vec::with_capacity(4096),
+            body: Vec::with_capacity(64),
+            token: 0,
+        }
+    }
+
+    fn round_trip(&mut self, params: &RawValue, now: Instant) -> i64 {
+        use sansrpc::connection::Event as ConnEvent;
+        self.token += 1;
+        let token = self.token;
+        let options = RequestOptions::default();
+        self.client
+            .call(token, "add", Some(params), options, now)
+            .unwrap();
+        self.wire.clear();
+        while self.client.poll_transmit(&mut self.wire).is_some() {}
+        let _ = self.server.handle_input(&self.wire, now).unwrap();
+        while let Some(event) = self.server.poll_event() {
+            if let ConnEvent::Request { handle, request } = event {
+                let (a, b): (i64, i64) = request.params.unwrap().deserialize().unwrap();
+                self.body.clear();
+                itoa(a + b, &mut self.body);
+                let result = RawValue::from_json(std::str::from_utf8(&self.body).unwrap()).unwrap();
+                self.server.respond(handle, Ok(result));
+            }
+        }
+        self.wire.clear();
+        while self.server.poll_transmit(&mut self.wire).is_some() {}
+        let _ = self.client.handle_input(&self.wire, now).unwrap();
+        let mut sum = 0;
+        while let Some(event) = self.client.poll_event() {
+            if let ConnEvent::Answer {
+                token: got, result, ..
+            } = event
+            {
+                assert_eq!(got, token);
+                sum = result.unwrap().deserialize().unwrap();
+            }
+        }
+        sum
+    }
+}
+
 fn itoa(n: i64, out: &mut Vec<u8>) {
     use std::io::Write;
     write!(out, "{n}").unwrap();
@@ -159,6 +217,10 @@ fn round_trips(c: &mut Criterion) {
     let mut link = Link::new();
     g.bench_function("sansrpc endpoints", |b| {
         b.iter(|| link.round_trip(params, Instant::ZERO))
+    });
+    let mut machines = Machines::new();
+    g.bench_function("sansrpc connection machines", |b| {
+        b.iter(|| machines.round_trip(params, Instant::ZERO))
     });
     g.finish();
 }
