@@ -14,7 +14,7 @@ use std::time::Duration;
 use futures::channel::mpsc;
 use futures::stream::FuturesUnordered;
 use futures::task::AtomicWaker;
-use futures::{FutureExt, StreamExt};
+use futures::StreamExt;
 use sansrpc::connection::{CloseReason, Connection};
 use sansrpc::router::Reply;
 use sansrpc::Instant;
@@ -23,9 +23,9 @@ use crate::builder::EventHook;
 use crate::calls::Calls;
 use crate::client::{Client, Command};
 use crate::context::CancelSignal;
-use crate::router::{AsyncRouter, BoxFuture};
+use crate::router::AsyncRouter;
 use crate::server::Server;
-use crate::timer::Timer;
+use crate::timer::{Sleep, Timer};
 use crate::transport::{Received, Transport};
 
 /// How long output queued at close may take to reach the peer before the driver gives up.
@@ -88,7 +88,7 @@ pub struct Driver<T, Tm> {
     deferred: Option<Command>,
     shutdown_tx: mpsc::UnboundedSender<Duration>,
     shutdown_rx: mpsc::UnboundedReceiver<Duration>,
-    sleep: Option<(std::time::Instant, BoxFuture<()>)>,
+    sleep: Sleep,
     /// Once the connection finished: until when closing the transport may take.
     closing: Option<std::time::Instant>,
     calls: Calls,
@@ -126,7 +126,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             deferred: None,
             shutdown_tx,
             shutdown_rx,
-            sleep: None,
+            sleep: Sleep::default(),
             closing: None,
             calls: Calls::default(),
             server: Server {
@@ -236,19 +236,9 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             return true;
         }
         let target = deadline.map(|d| self.start + d.since_epoch());
-        let Some(target) = target.into_iter().chain(self.closing).min() else {
-            self.sleep = None;
-            return false;
-        };
-        if self.sleep.as_ref().map(|s| s.0) != Some(target) {
-            self.sleep = Some((target, self.timer.sleep_until(target).boxed()));
-        }
-        let fired = self
-            .sleep
-            .as_mut()
-            .is_some_and(|s| s.1.poll_unpin(cx).is_ready());
-        if fired {
-            self.sleep = None;
+        let target = target.into_iter().chain(self.closing).min();
+        let fired = self.sleep.poll_until(cx, &self.timer, target);
+        if let (true, Some(target)) = (fired, target) {
             self.reached = Some(self.clock().max(target));
         }
         fired

@@ -49,7 +49,7 @@ use crate::builder::Builder;
 use crate::client::{CallError, Client, RawResult};
 use crate::driver::ShutdownHandle;
 use crate::router::BoxFuture;
-use crate::timer::Timer;
+use crate::timer::{Sleep, Timer};
 use crate::transport::Transport;
 
 /// How one call is made through a [`Reconnect`].
@@ -276,7 +276,7 @@ impl Reconnect {
                 sansrpc::Instant::ZERO,
             ),
             start: std::time::Instant::now(),
-            sleep: None,
+            sleep: Sleep::default(),
             requests,
             watch: watch.clone(),
             // The first attempt starts on the first poll, on the runtime that polls it.
@@ -477,7 +477,7 @@ pub struct Supervisor<C, T, Tm> {
     rc: Reconnector,
     /// The epoch of the reconnector's clock.
     start: std::time::Instant,
-    sleep: Option<(std::time::Instant, BoxFuture<()>)>,
+    sleep: Sleep,
     requests: mpsc::UnboundedReceiver<Request>,
     watch: Arc<Watch>,
     link: Link<T>,
@@ -724,24 +724,14 @@ where
             }
             Link::Idle | Link::Connected(_) | Link::Closed => {}
         }
-        let Some(deadline) = self.rc.poll_timeout() else {
-            self.sleep = None;
-            return false;
-        };
-        if deadline <= now {
+        let deadline = self.rc.poll_timeout();
+        if deadline.is_some_and(|d| d <= now) {
             self.rc.handle_timeout(now);
             return true;
         }
-        let target = self.start + deadline.since_epoch();
-        if self.sleep.as_ref().map(|s| s.0) != Some(target) {
-            self.sleep = Some((target, self.timer.sleep_until(target).boxed()));
-        }
-        let fired = self
-            .sleep
-            .as_mut()
-            .is_some_and(|s| s.1.poll_unpin(cx).is_ready());
-        if fired {
-            self.sleep = None;
+        let target = deadline.map(|d| self.start + d.since_epoch());
+        let fired = self.sleep.poll_until(cx, &*self.timer, target);
+        if let (true, Some(deadline)) = (fired, deadline) {
             self.rc.handle_timeout(self.now().max(deadline));
         }
         fired
