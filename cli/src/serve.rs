@@ -278,6 +278,8 @@ impl ProtectArgs {
     fn serve_options(&self) -> sansrpc_tokio::ServeOptions {
         let mut options = sansrpc_tokio::ServeOptions::default();
         options.max_connections = self.max_connections();
+        // The endpoint config already holds the flags' timeouts (0 meaning never).
+        options.network_defaults = false;
         if !self.allow_origin.is_empty() {
             options.allowed_origins = Origins::List(self.allow_origin.clone());
         }
@@ -290,15 +292,11 @@ impl ProtectArgs {
     }
 }
 
-/// Network transports: an idle connection is closed after 5 minutes (a client between
-/// bursts of work keeps far shorter pauses, or reconnects).
-const DEFAULT_IDLE: Duration = Duration::from_secs(300);
-/// Network transports: 30 s to finish a message once begun (a healthy client sends one in
-/// well under a second; a slowloris peer holds its connection no longer).
-const DEFAULT_FRAME: Duration = Duration::from_secs(30);
-/// Network transports: 30 s with answers waiting and no byte taken (a slow reader takes
-/// some bytes every round trip; one that never reads loses its connection).
-const DEFAULT_WRITE_STALL: Duration = Duration::from_secs(30);
+/// Network transports: the core's network defaults (idle 5 min, partial frame 30 s, write
+/// stall 30 s), which the library servers apply too.
+const DEFAULT_IDLE: Duration = sansrpc::endpoint::NETWORK_IDLE_TIMEOUT;
+const DEFAULT_FRAME: Duration = sansrpc::endpoint::NETWORK_FRAME_TIMEOUT;
+const DEFAULT_WRITE_STALL: Duration = sansrpc::endpoint::NETWORK_WRITE_STALL_TIMEOUT;
 /// Most connections at once unless the descriptor budget is smaller.
 const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 /// Descriptors kept for the listener, the store, logs and accept retries (a quarter of

@@ -68,6 +68,16 @@ pub enum NullIdPolicy {
     FailAll,
 }
 
+/// Network default of [`Config::idle_timeout`]: a peer that sent nothing for 5 minutes with
+/// nothing in flight is closed (long enough for any interactive client between calls).
+pub const NETWORK_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+/// Network default of [`Config::frame_timeout`]: a message may take 30 s to arrive whole
+/// (slowloris protection; a healthy client sends a frame in milliseconds).
+pub const NETWORK_FRAME_TIMEOUT: Duration = Duration::from_secs(30);
+/// Network default of [`Config::write_stall_timeout`]: answers may wait 30 s for a peer
+/// that does not read before it is closed.
+pub const NETWORK_WRITE_STALL_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// How an endpoint behaves; every bound it keeps is here.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -186,6 +196,20 @@ impl Config {
             progress_method: profile.progress_method(),
             ..Config::default()
         }
+    }
+
+    /// Fills the protection timeouts left unset with the defaults for a connection that
+    /// comes over a network (TCP, Unix sockets, WebSocket, HTTP), where an unknown peer may
+    /// hold a connection open without using it: [`NETWORK_IDLE_TIMEOUT`],
+    /// [`NETWORK_FRAME_TIMEOUT`], [`NETWORK_WRITE_STALL_TIMEOUT`]. A healthy client never
+    /// meets them; stdio keeps none. The servers of the adapters apply them unless told not
+    /// to.
+    pub fn with_network_defaults(mut self) -> Self {
+        self.idle_timeout.get_or_insert(NETWORK_IDLE_TIMEOUT);
+        self.frame_timeout.get_or_insert(NETWORK_FRAME_TIMEOUT);
+        self.write_stall_timeout
+            .get_or_insert(NETWORK_WRITE_STALL_TIMEOUT);
+        self
     }
 }
 

@@ -301,6 +301,7 @@ pub async fn serve_with_options(
     shutdown: impl Future<Output = ()>,
     grace: Duration,
 ) -> io::Result<()> {
+    let builder = options.builder(builder);
     let config = builder.endpoint_config();
     let head_timeout = match (config.frame_timeout, config.idle_timeout) {
         (Some(a), Some(b)) => Some(a.min(b)),

@@ -121,6 +121,22 @@ pub struct ServeOptions {
     pub cors_max_age: Duration,
     /// HTTP only: how long each request's handlers may run (default 60 s).
     pub handler_timeout: Duration,
+    /// Fill the protection timeouts the builder's config leaves unset with the network
+    /// defaults ([`Config::with_network_defaults`](sansrpc::endpoint::Config::with_network_defaults):
+    /// idle 5 min, partial frame 30 s, write stall 30 s), so a server on a socket is safe
+    /// by default (default `true`; `false` serves with the builder's config as it is).
+    pub network_defaults: bool,
+}
+
+impl ServeOptions {
+    /// The builder a server uses: `builder`, with the network defaults when they are on.
+    pub(crate) fn builder(&self, builder: Builder) -> Builder {
+        if !self.network_defaults {
+            return builder;
+        }
+        let config = builder.endpoint_config().clone().with_network_defaults();
+        builder.config(config)
+    }
 }
 
 impl Default for ServeOptions {
@@ -134,6 +150,7 @@ impl Default for ServeOptions {
             cors: None,
             cors_max_age: Duration::from_secs(600),
             handler_timeout: Duration::from_secs(60),
+            network_defaults: true,
         }
     }
 }
@@ -291,6 +308,7 @@ pub async fn serve_tcp_with(
 ) -> io::Result<()> {
     let accept = || async { listener.accept().await.map(|(s, _)| s) };
     let setup = |s| std::future::ready(Ok(tcp(s)));
+    let builder = options.builder(builder);
     let refusal = stream_refusal(&builder);
     serve(accept, setup, refusal, builder, &options, shutdown, grace).await
 }
@@ -329,6 +347,7 @@ pub async fn serve_unix_with(
 ) -> io::Result<()> {
     let accept = || async { listener.accept().await.map(|(s, _)| s) };
     let setup = |s| std::future::ready(Ok(unix(s)));
+    let builder = options.builder(builder);
     let refusal = stream_refusal(&builder);
     serve(accept, setup, refusal, builder, &options, shutdown, grace).await
 }
@@ -409,4 +428,36 @@ fn is_connection_error(e: &io::Error) -> bool {
             | io::ErrorKind::ConnectionReset
             | io::ErrorKind::Interrupted
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use sansrpc::endpoint::{Config, NETWORK_FRAME_TIMEOUT, NETWORK_IDLE_TIMEOUT};
+
+    use super::{Builder, ServeOptions};
+
+    #[test]
+    fn servers_fill_unset_timeouts_with_the_network_defaults() {
+        let options = ServeOptions::default();
+        let mut config = Config::default();
+        config.idle_timeout = Some(Duration::from_secs(7));
+        let builder = options.builder(Builder::new().config(config));
+        let served = builder.endpoint_config();
+        assert_eq!(served.idle_timeout, Some(Duration::from_secs(7)), "kept");
+        assert_eq!(served.frame_timeout, Some(NETWORK_FRAME_TIMEOUT));
+        assert!(served.write_stall_timeout.is_some());
+
+        let off = ServeOptions {
+            network_defaults: false,
+            ..ServeOptions::default()
+        };
+        let builder = off.builder(Builder::new());
+        assert_eq!(builder.endpoint_config().idle_timeout, None);
+        assert_ne!(
+            Some(NETWORK_IDLE_TIMEOUT),
+            builder.endpoint_config().idle_timeout
+        );
+    }
 }

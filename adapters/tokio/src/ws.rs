@@ -331,6 +331,7 @@ pub async fn serve_with_options(
     shutdown: impl Future<Output = ()>,
     grace: Duration,
 ) -> io::Result<()> {
+    let builder = options.builder(builder);
     let config = config(&builder.endpoint_config().limits);
     let handshake_timeout = builder.endpoint_config().frame_timeout;
     let accept = || async { listener.accept().await.map(|(s, _)| s) };
