@@ -6,6 +6,7 @@ use alloc::collections::BTreeMap;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::fmt;
+use core::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
@@ -140,6 +141,15 @@ pub trait Layer: Send + Sync {
     /// overridden. Called by [`Router::observe_batches`] (and so by [`Router::serve`]).
     fn batch(&self, size: usize) {
         let _ = size;
+    }
+
+    /// Observes a call the router did not run itself (an adapter's async handler, admitted
+    /// by [`Layer::admit`]) once it finished, with its outcome and how long it ran (as the
+    /// adapter measured it): what [`Layer::call`] sees around a sync handler, for layers
+    /// that record rather than change calls (metrics, logging). Does nothing unless
+    /// overridden. Called by [`Router::finished`].
+    fn finished(&self, call: &Call<'_>, outcome: &Outcome, elapsed: Duration) {
+        let _ = (call, outcome, elapsed);
     }
 }
 
@@ -549,6 +559,20 @@ impl Router {
                 layer.batch(size);
             }
         }
+    }
+
+    /// Tells every layer, innermost first, that a call it admitted through
+    /// [`admit`](Router::admit) finished ([`Layer::finished`]). Adapters call it when an
+    /// async handler completes.
+    pub fn finished(&self, call: &Call<'_>, outcome: &Outcome, elapsed: Duration) {
+        for layer in self.layers.iter().rev() {
+            layer.finished(call, outcome, elapsed);
+        }
+    }
+
+    /// True when layers are registered (an adapter skips measuring calls otherwise).
+    pub fn has_layers(&self) -> bool {
+        !self.layers.is_empty()
     }
 
     /// Like [`observe_batches`](Router::observe_batches), for a

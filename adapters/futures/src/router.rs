@@ -41,7 +41,9 @@ type OpenFn = dyn Fn(Option<&RawValue>) -> Result<Producer, ErrorObject<'static>
 /// handlers only; before an async handler runs, the layers' gates
 /// ([`Router::admit`]) decide whether it may and with which params (so the
 /// authentication and rate-limit layers of `sansrpc::ext::interceptors` cover async
-/// handlers too; logging and metrics layers do not see them). `rpc.discover` lists every
+/// handlers too), and when an async handler finishes they are told
+/// ([`Layer::finished`](sansrpc::router::Layer::finished)), so logging and metrics layers
+/// record async calls as they record sync ones. `rpc.discover` lists every
 /// method, async and stream ones included (streams with `"x-stream": true`).
 ///
 /// The driver runs requests concurrently (up to its limit) and notifications one at a

@@ -137,7 +137,10 @@ impl Server {
                         Err(_) => Work::Stream(Err(ErrorObject::internal_error())),
                     };
                     match work {
-                        Work::Call(work, cx) => self.enqueue(handle, work, cx),
+                        Work::Call(work, cx) => {
+                            let work = observed(&router, &request, work);
+                            self.enqueue(handle, work, cx)
+                        }
                         Work::Stream(Ok(producer)) => {
                             if let Some(stream) = conn.open_stream(handle, now) {
                                 self.producers.insert(stream, producer);
@@ -273,4 +276,34 @@ impl Server {
         }
         progress
     }
+}
+
+/// An async handler's work, reported to the core router's layers when it finishes
+/// ([`Router::finished`](sansrpc::router::Router::finished)): metrics and logging layers
+/// see async calls as they see sync ones. Untouched when there is no layer.
+fn observed(
+    router: &Arc<AsyncRouter>,
+    request: &sansrpc::Request<'_>,
+    work: BoxFuture<HandlerResult>,
+) -> BoxFuture<HandlerResult> {
+    if !router.core().has_layers() {
+        return work;
+    }
+    let router = Arc::clone(router);
+    let method = request.method.to_string();
+    let params = request.params.as_deref().map(ToOwned::to_owned);
+    let id = request.id.to_owned_id();
+    let start = std::time::Instant::now();
+    async move {
+        let result = work.await;
+        let outcome = result.as_ref().map(|_| ()).map_err(Clone::clone);
+        let call = sansrpc::router::Call {
+            method: &method,
+            params: params.as_deref(),
+            id: Some(&id),
+        };
+        router.core().finished(&call, &outcome, start.elapsed());
+        result
+    }
+    .boxed()
 }

@@ -204,3 +204,43 @@ fn rpc_discover_lists_async_context_and_stream_methods() {
         assert_eq!(methods[0]["params"].as_array().unwrap().len(), 1);
     }));
 }
+
+/// Records what a metrics layer is told.
+#[derive(Default)]
+struct Seen(std::sync::Mutex<Vec<(String, bool)>>);
+
+impl sansrpc::ext::interceptors::Metrics for Seen {
+    fn record_request(&self, _method: &str) {}
+    fn record_response(&self, method: &str, _duration: Duration, success: bool) {
+        self.0.lock().unwrap().push((method.to_owned(), success));
+    }
+    fn record_batch_size(&self, _size: usize) {}
+    fn record_error(&self, _method: &str, _code: i64) {}
+}
+
+#[test]
+fn layers_see_async_handlers_finish() {
+    smol::block_on(within(LIMIT, async {
+        let seen = std::sync::Arc::new(Seen::default());
+        let mut server = AsyncRouter::new();
+        server
+            .sync()
+            .layer(sansrpc::ext::interceptors::MetricsLayer::new(seen.clone()));
+        server
+            .method::<Greet, _, _>(|(name,)| async move {
+                if name.is_empty() {
+                    return Err(ErrorObject::fixed(-1, "no name"));
+                }
+                Ok(name)
+            })
+            .unwrap();
+        let (client, _served) = pair(Builder::new().router(server), Builder::new()).await;
+        client.call::<Greet>(&("Ada".to_owned(),)).await.unwrap();
+        assert!(client.call::<Greet>(&(String::new(),)).await.is_err());
+        let seen = seen.0.lock().unwrap().clone();
+        assert_eq!(
+            seen,
+            [("greet".to_owned(), true), ("greet".to_owned(), false)]
+        );
+    }));
+}

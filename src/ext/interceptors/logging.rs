@@ -63,12 +63,22 @@ impl Layer for LoggingLayer {
     fn call(&self, call: &Call<'_>, out: &mut Vec<u8>, next: Next<'_>) -> Outcome {
         let start = self.clock.as_ref().map(|c| c());
         let outcome = next.run(call, out);
-        let duration_us = match (&self.clock, start) {
-            (Some(clock), Some(start)) => {
-                Some(u64::try_from((clock() - start).as_micros()).unwrap_or(u64::MAX))
-            }
+        let duration = match (&self.clock, start) {
+            (Some(clock), Some(start)) => Some(clock() - start),
             _ => None,
         };
+        self.log(call, &outcome, duration);
+        outcome
+    }
+
+    fn finished(&self, call: &Call<'_>, outcome: &Outcome, elapsed: core::time::Duration) {
+        self.log(call, outcome, Some(elapsed));
+    }
+}
+
+impl LoggingLayer {
+    fn log(&self, call: &Call<'_>, outcome: &Outcome, duration: Option<core::time::Duration>) {
+        let duration_us = duration.map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
         let params = match (self.params, call.params) {
             (true, Some(p)) => Some(RawValue::get(p)),
             (false, Some(_)) => Some(REDACTED),
@@ -86,6 +96,5 @@ impl Layer for LoggingLayer {
             params,
             "rpc call"
         );
-        outcome
     }
 }

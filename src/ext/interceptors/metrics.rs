@@ -90,6 +90,18 @@ impl<M: Metrics> MetricsLayer<M> {
         self
     }
 
+    fn record(&self, call: &Call<'_>, outcome: &Outcome, duration: Duration) {
+        let method = self.label(call.method, outcome);
+        self.metrics.record_request(method);
+        if call.id.is_some() {
+            self.metrics
+                .record_response(method, duration, outcome.is_ok());
+            if let Err(e) = outcome {
+                self.metrics.record_error(method, e.code);
+            }
+        }
+    }
+
     /// The label for `method` after an answer with `outcome`.
     fn label<'a>(&self, method: &'a str, outcome: &Outcome) -> &'a str {
         let unknown = matches!(outcome, Err(e) if e.code == code::METHOD_NOT_FOUND)
@@ -110,16 +122,12 @@ impl<M: Metrics> Layer for MetricsLayer<M> {
             (Some(clock), Some(start)) => clock() - start,
             _ => Duration::ZERO,
         };
-        let method = self.label(call.method, &outcome);
-        self.metrics.record_request(method);
-        if call.id.is_some() {
-            self.metrics
-                .record_response(method, duration, outcome.is_ok());
-            if let Err(e) = &outcome {
-                self.metrics.record_error(method, e.code);
-            }
-        }
+        self.record(call, &outcome, duration);
         outcome
+    }
+
+    fn finished(&self, call: &Call<'_>, outcome: &Outcome, elapsed: Duration) {
+        self.record(call, outcome, elapsed);
     }
 
     fn batch(&self, size: usize) {
