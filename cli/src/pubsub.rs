@@ -45,13 +45,23 @@ pub struct PubSubArgs {
     /// MiB).
     #[arg(long, value_name = "BYTES", conflicts_with_all = ["store", "nats"])]
     memory_max_bytes: Option<u64>,
+    /// Keep at most this many persistent subscription ids (default 10000; 0: no bound);
+    /// subscribing with a new id beyond it is refused with -32012, a known id is always
+    /// served.
+    #[arg(long, value_name = "N")]
+    max_persistent_ids: Option<usize>,
+    /// Delete a persistent subscription id that no connection has had for this long, with
+    /// its acknowledged state: seconds, or a number with s, m, h or d (default 1d; 0 keeps
+    /// ids until unsubscribed).
+    #[arg(long, value_name = "AGE")]
+    persistent_idle_timeout: Option<String>,
 }
 
 /// The hub `serve` runs.
 pub type Hub = Arc<Node>;
 
-/// A duration such as `90`, `90s`, `15m`, `12h` or `7d`.
-fn parse_age(text: &str) -> Fallible<Duration> {
+/// A duration such as `90`, `90s`, `15m`, `12h` or `7d`, given to `flag`.
+fn parse_age(flag: &str, text: &str) -> Fallible<Duration> {
     let text = text.trim();
     let (digits, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
         Some(i) => text.split_at(i),
@@ -59,13 +69,13 @@ fn parse_age(text: &str) -> Fallible<Duration> {
     };
     let n: u64 = digits
         .parse()
-        .map_err(|_| format!("--retention-max-age {text:?}: expected e.g. 3600, 90m or 7d"))?;
+        .map_err(|_| format!("{flag} {text:?}: expected e.g. 3600, 90m or 7d"))?;
     let secs = match unit {
         "s" => 1,
         "m" => 60,
         "h" => 3600,
         "d" => 86_400,
-        _ => return Err(format!("--retention-max-age {text:?}: the unit is s, m, h or d").into()),
+        _ => return Err(format!("{flag} {text:?}: the unit is s, m, h or d").into()),
     };
     Ok(Duration::from_secs(n.saturating_mul(secs)))
 }
@@ -76,7 +86,7 @@ impl PubSubArgs {
         let mut r = Retention::default();
         let nonzero = |n: u64| (n > 0).then_some(n);
         if let Some(age) = &self.retention_max_age {
-            r.max_age = Some(parse_age(age)?).filter(|d| !d.is_zero());
+            r.max_age = Some(parse_age("--retention-max-age", age)?).filter(|d| !d.is_zero());
         }
         if let Some(n) = self.retention_max_count {
             r.max_count = nonzero(n);
@@ -87,8 +97,22 @@ impl PubSubArgs {
         Ok(r)
     }
 
+    /// The hub config the flags ask for.
+    fn hub_config(&self) -> Fallible<HubConfig> {
+        let mut config = HubConfig::default();
+        if let Some(n) = self.max_persistent_ids {
+            config.max_persistent_ids = if n == 0 { usize::MAX } else { n };
+        }
+        if let Some(age) = &self.persistent_idle_timeout {
+            config.persistent_idle_timeout =
+                Some(parse_age("--persistent-idle-timeout", age)?).filter(|d| !d.is_zero());
+        }
+        Ok(config)
+    }
+
     /// Starts the hub over the chosen store, or says why not.
     pub fn start(&self) -> Fallible<Hub> {
+        let config = self.hub_config()?;
         let policy = RetentionPolicy {
             default: self.retention()?,
             ..RetentionPolicy::default()
@@ -117,7 +141,7 @@ impl PubSubArgs {
             }
         };
         let reporter = Box::new(|r: &sansrpc::ext::pubsub::Report| tracing::warn!("{r}"));
-        let pubsub = Arc::new(PubSub::with_reporter(store, HubConfig::default(), reporter));
+        let pubsub = Arc::new(PubSub::with_reporter(store, config, reporter));
         let bus = bus.map(|(bus, events)| {
             let hub = Arc::downgrade(&pubsub);
             let spawned = std::thread::Builder::new()

@@ -120,6 +120,23 @@ pub(crate) fn escape(name: &str) -> String {
     out
 }
 
+/// The name [`escape`] was given; `None` if `escaped` is not one of its outputs.
+pub(crate) fn unescape(escaped: &str) -> Option<String> {
+    let mut bytes = Vec::with_capacity(escaped.len());
+    let mut rest = escaped.as_bytes();
+    while let Some((&b, tail)) = rest.split_first() {
+        if b == b'_' {
+            let hex = std::str::from_utf8(tail.get(..2)?).ok()?;
+            bytes.push(u8::from_str_radix(hex, 16).ok()?);
+            rest = &tail[2..];
+        } else {
+            bytes.push(b);
+            rest = tail;
+        }
+    }
+    String::from_utf8(bytes).ok()
+}
+
 /// Checks that `topic` is a literal NATS subject.
 pub(crate) fn check_topic(topic: &str) -> Result<(), Error> {
     let valid = !topic.is_empty()
@@ -174,6 +191,10 @@ mod tests {
         assert_ne!(escape("a_2E"), escape("a."));
         assert_eq!(escape("a_2E"), "a_5F2E");
         assert_eq!(escape("é"), "_C3_A9");
+        for name in ["orders.eu-1", "a_2E", "é w", ""] {
+            assert_eq!(unescape(&escape(name)).as_deref(), Some(name));
+        }
+        assert_eq!(unescape("a_2"), None);
         assert_eq!(stream_name("a.b").unwrap(), "SANSRPC_a_2Eb");
         assert_eq!(
             subscription_names("w 1").unwrap(),

@@ -12,6 +12,9 @@
 //!   is never lowered, so sequences continue after retention removed every message and after
 //!   a restart.
 //! - `subscriptions`: `id -> (topic, ack_floor, out-of-order acks as little-endian u64s)`.
+//! - `subscription_seen`: `id -> last_seen_ms`, written with the record (a table of its own so
+//!   that files written before it existed still open; a record without a row here loads with
+//!   `last_seen_ms` 0, unknown).
 //!
 //! # Example
 //! ```
@@ -45,6 +48,7 @@ const LOG: TableDefinition<(&str, u64), (u64, &str)> = TableDefinition::new("log
 const TOPICS: TableDefinition<&str, (u64, u64, u64)> = TableDefinition::new("topics");
 const SUBSCRIPTIONS: TableDefinition<&str, (&str, u64, &[u8])> =
     TableDefinition::new("subscriptions");
+const SEEN: TableDefinition<&str, u64> = TableDefinition::new("subscription_seen");
 
 /// What went wrong in a [`RedbStore`].
 #[derive(Debug, thiserror::Error)]
@@ -101,6 +105,7 @@ impl RedbStore {
         txn.open_table(LOG)?;
         txn.open_table(TOPICS)?;
         txn.open_table(SUBSCRIPTIONS)?;
+        txn.open_table(SEEN)?;
         txn.commit()?;
         Ok(RedbStore { db, retention })
     }
@@ -221,6 +226,7 @@ impl Store for RedbStore {
         let Some(row) = subscriptions.get(id)? else {
             return Ok(None);
         };
+        let last_seen_ms = txn.open_table(SEEN)?.get(id)?.map_or(0, |v| v.value());
         let (topic, ack_floor, acked) = row.value();
         if acked.len() % 8 != 0 {
             return Err(Error::Corrupt("a subscription's acks are not whole u64s"));
@@ -233,6 +239,7 @@ impl Store for RedbStore {
             topic: topic.to_owned(),
             ack_floor,
             acked,
+            last_seen_ms,
         }))
     }
 
@@ -243,13 +250,28 @@ impl Store for RedbStore {
             id,
             (state.topic.as_str(), state.ack_floor, acked.as_slice()),
         )?;
+        txn.open_table(SEEN)?.insert(id, state.last_seen_ms)?;
         commit(txn)
     }
 
     fn delete_subscription(&mut self, id: &str) -> Result<(), Error> {
         let txn = self.db.begin_write()?;
         txn.open_table(SUBSCRIPTIONS)?.remove(id)?;
+        txn.open_table(SEEN)?.remove(id)?;
         commit(txn)
+    }
+
+    fn subscriptions(&mut self, out: &mut Vec<(String, u64)>) -> Result<(), Error> {
+        let txn = self.db.begin_read()?;
+        let subscriptions = txn.open_table(SUBSCRIPTIONS)?;
+        let seen = txn.open_table(SEEN)?;
+        for row in subscriptions.iter()? {
+            let (id, _) = row?;
+            let id = id.value();
+            let last_seen_ms = seen.get(id)?.map_or(0, |v| v.value());
+            out.push((id.to_owned(), last_seen_ms));
+        }
+        Ok(())
     }
 
     fn expire(&mut self, now_ms: u64) -> Result<(), Error> {

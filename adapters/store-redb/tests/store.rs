@@ -230,3 +230,67 @@ fn a_file_that_is_not_a_database_is_an_error_not_a_panic() {
     std::fs::write(&path, vec![0x5a; 8192]).unwrap();
     assert!(RedbStore::open(&path, unbounded()).is_err());
 }
+
+fn listed(store: &mut RedbStore) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    store.subscriptions(&mut out).unwrap();
+    out.sort();
+    out
+}
+
+#[test]
+fn subscriptions_are_listed_with_their_last_seen_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.redb");
+    {
+        let mut store = RedbStore::open(&path, unbounded()).unwrap();
+        assert!(listed(&mut store).is_empty());
+        let mut state = SubscriptionState::new("t", 0);
+        state.last_seen_ms = 1_000;
+        store.save_subscription("a", &state).unwrap();
+        state.last_seen_ms = 2_000;
+        store.save_subscription("b", &state).unwrap();
+        store.save_subscription("c", &state).unwrap();
+        store.delete_subscription("c").unwrap();
+    }
+    let mut store = RedbStore::open(&path, unbounded()).unwrap();
+    assert_eq!(
+        listed(&mut store),
+        [("a".to_owned(), 1_000), ("b".to_owned(), 2_000)]
+    );
+    assert_eq!(
+        store.load_subscription("b").unwrap().unwrap().last_seen_ms,
+        2_000
+    );
+}
+
+#[test]
+fn a_file_from_before_last_seen_times_opens_and_its_records_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.redb");
+    {
+        // The layout of a file written before `subscription_seen` existed.
+        let db = redb::Database::create(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        let old: redb::TableDefinition<&str, (&str, u64, &[u8])> =
+            redb::TableDefinition::new("subscriptions");
+        let acked: Vec<u8> = 7u64.to_le_bytes().to_vec();
+        txn.open_table(old)
+            .unwrap()
+            .insert("w", ("t", 5, acked.as_slice()))
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    let mut store = RedbStore::open(&path, unbounded()).unwrap();
+    let state = store.load_subscription("w").unwrap().unwrap();
+    assert_eq!(
+        (
+            state.topic.as_str(),
+            state.ack_floor,
+            state.acked.as_slice(),
+            state.last_seen_ms
+        ),
+        ("t", 5, &[7][..], 0)
+    );
+    assert_eq!(listed(&mut store), [("w".to_owned(), 0)]);
+}
