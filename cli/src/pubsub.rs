@@ -39,12 +39,22 @@ pub struct PubSubArgs {
     /// bound).
     #[arg(long, value_name = "BYTES")]
     retention_max_bytes: Option<u64>,
-    /// Without --store or --nats: keep at most this many bytes of messages in memory across
-    /// all topics together, least recently published topics forgotten first (default
-    /// 268435456, 256 MiB; per-topic retention alone multiplies out to 10,000 topics × 10
-    /// MiB).
-    #[arg(long, value_name = "BYTES", conflicts_with_all = ["store", "nats"])]
-    memory_max_bytes: Option<u64>,
+    /// In memory or with --store: keep at most this many bytes of messages across all
+    /// topics together, least recently published topics forgotten first (default 268435456,
+    /// 256 MiB, in memory; 1073741824, 1 GiB, on disk with --store; per-topic retention
+    /// alone multiplies out to 10,000 topics × 10 MiB). With --nats the NATS cluster's
+    /// JetStream limits bound it.
+    #[arg(
+        long,
+        value_name = "BYTES",
+        alias = "memory-max-bytes",
+        conflicts_with = "nats"
+    )]
+    max_total_bytes: Option<u64>,
+    /// In memory or with --store: keep at most this many topics, least recently published
+    /// forgotten first (default 10000).
+    #[arg(long, value_name = "N", conflicts_with = "nats")]
+    max_topics: Option<usize>,
     /// Keep at most this many persistent subscription ids (default 10000; 0: no bound);
     /// subscribing with a new id beyond it is refused with -32012, a known id is always
     /// served.
@@ -119,7 +129,12 @@ impl PubSubArgs {
         };
         let (store, bus) = if let Some(path) = &self.store {
             let store = RedbStore::open(path, policy)
-                .map_err(|e| format!("--store {}: {e}", path.display()))?;
+                .map_err(|e| format!("--store {}: {e}", path.display()))?
+                .with_max_topics(self.max_topics.unwrap_or(RedbStore::DEFAULT_MAX_TOPICS))
+                .with_max_total_bytes(
+                    self.max_total_bytes
+                        .unwrap_or(RedbStore::DEFAULT_MAX_TOTAL_BYTES),
+                );
             tracing::info!(path = %path.display(), "persistent subscriptions in the embedded store");
             (store::boxed(store), None)
         } else if let Some(url) = &self.nats {
@@ -132,13 +147,13 @@ impl PubSubArgs {
             );
             (store::boxed(store), Some(bus))
         } else {
-            {
-                let max = self
-                    .memory_max_bytes
-                    .unwrap_or(MemoryStore::DEFAULT_MAX_TOTAL_BYTES);
-                let store = MemoryStore::new(policy).with_max_total_bytes(max);
-                (store::boxed(store), None)
-            }
+            let store = MemoryStore::new(policy)
+                .with_max_topics(self.max_topics.unwrap_or(MemoryStore::DEFAULT_MAX_TOPICS))
+                .with_max_total_bytes(
+                    self.max_total_bytes
+                        .unwrap_or(MemoryStore::DEFAULT_MAX_TOTAL_BYTES),
+                );
+            (store::boxed(store), None)
         };
         let reporter = Box::new(|r: &sansrpc::ext::pubsub::Report| tracing::warn!("{r}"));
         let pubsub = Arc::new(PubSub::with_reporter(store, config, reporter));

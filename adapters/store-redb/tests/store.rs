@@ -294,3 +294,85 @@ fn a_file_from_before_last_seen_times_opens_and_its_records_load() {
     );
     assert_eq!(listed(&mut store), [("w".to_owned(), 0)]);
 }
+
+#[test]
+fn topics_and_total_bytes_are_bounded_and_sequences_still_grow() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bounded.redb");
+    // Each message: a 2-byte topic name and 100 bytes of data.
+    let data = format!("\"{}\"", "x".repeat(98));
+    {
+        let mut store = RedbStore::open(&path, RetentionPolicy::default())
+            .unwrap()
+            .with_max_topics(3)
+            .with_max_total_bytes(1_000);
+        assert_eq!(store.append("t0", 0, raw(&data)).unwrap(), 1);
+        assert_eq!(store.append("t0", 0, raw(&data)).unwrap(), 2);
+        // Ever new topics: at most 3 kept, the least recently appended forgotten first.
+        for i in 1..200 {
+            store
+                .append(&format!("t{}", i % 50), 0, raw(&data))
+                .unwrap();
+            assert!(store.topic_count() <= 3, "{} topics", store.topic_count());
+            assert!(
+                store.total_bytes() <= 1_000,
+                "{} bytes",
+                store.total_bytes()
+            );
+        }
+        assert_eq!(store.topic_count(), 3);
+        // Ten messages of one topic fill the total; the eleventh pushes out others.
+        for _ in 0..12 {
+            store.append("t9", 0, raw(&data)).unwrap();
+            assert!(
+                store.total_bytes() <= 1_000,
+                "{} bytes",
+                store.total_bytes()
+            );
+        }
+        assert_eq!(store.topic_count(), 1, "the other topics went to make room");
+        assert_eq!(
+            read_all(&mut store, "t9").len(),
+            9,
+            "9 × 102 bytes fit in 1,000"
+        );
+    }
+    // The bookkeeping survives reopening, and sequences continue above every forgotten one.
+    let mut store = RedbStore::open(&path, RetentionPolicy::default())
+        .unwrap()
+        .with_max_topics(3)
+        .with_max_total_bytes(1_000);
+    assert_eq!((store.topic_count(), store.total_bytes()), (1, 9 * 102));
+    let t9 = store.last_sequence("t9").unwrap();
+    let forgotten = store.last_sequence("t0").unwrap();
+    assert!(
+        forgotten >= 4,
+        "a forgotten topic reports the highest forgotten sequence"
+    );
+    assert!(read_all(&mut store, "t0").is_empty());
+    assert_eq!(store.append("t0", 0, raw("1")).unwrap(), forgotten + 1);
+    assert_eq!(store.append("t9", 0, raw("1")).unwrap(), t9 + 1);
+    // A message larger than the total is kept, alone.
+    let big = format!("\"{}\"", "y".repeat(5_000));
+    store.append("big", 0, raw(&big)).unwrap();
+    assert_eq!(store.topic_count(), 1);
+    assert_eq!(read_all(&mut store, "big").len(), 1);
+}
+
+#[test]
+fn expiry_keeps_the_total_right() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = RetentionPolicy {
+        default: Retention {
+            max_age: Some(Duration::from_millis(10)),
+            ..Retention::default()
+        },
+        topics: Default::default(),
+    };
+    let mut store = RedbStore::open(dir.path().join("s.redb"), policy).unwrap();
+    store.append("a", 0, raw("\"12345\"")).unwrap();
+    store.append("bb", 100, raw("\"12345\"")).unwrap();
+    assert_eq!(store.total_bytes(), 8 + 9);
+    store.expire(50).unwrap();
+    assert_eq!(store.total_bytes(), 9);
+}
