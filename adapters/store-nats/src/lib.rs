@@ -37,6 +37,16 @@
 //! (the embedded store keeps it alone instead). Every
 //! node should use the same [`RetentionPolicy`](sansrpc::ext::store::RetentionPolicy): the
 //! first use of a topic by a node writes its limits to the stream.
+//!
+//! # Bounds
+//! Unlike the embedded store, this one does not bound the number of topics or their bytes
+//! in all: the NATS cluster does. Each topic's stream carries the retention's limits; what
+//! all streams together may hold is the JetStream account's and server's storage limits
+//! (`max_file_store`, account `max_bytes`, `max_streams`), set in the NATS configuration,
+//! beyond which creating a stream or appending fails with an error. The subscription
+//! records in the KV bucket are bounded by the hub
+//! (`HubConfig::max_persistent_ids`), counted through
+//! [`Store::subscriptions`](sansrpc::ext::store::Store::subscriptions).
 #![deny(missing_docs)]
 
 use std::time::Duration;
