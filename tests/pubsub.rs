@@ -6,7 +6,8 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use sansrpc::ext::pubsub::{
-    Hub, HubConfig, Report, SessionId, SUBSCRIPTION_IN_USE, TOO_MANY_SUBSCRIPTIONS,
+    Hub, HubConfig, Report, SessionId, SUBSCRIPTION_IN_USE, TOO_MANY_PERSISTENT_IDS,
+    TOO_MANY_SUBSCRIPTIONS,
 };
 use sansrpc::ext::store::{
     MemoryStore, Never, RetentionPolicy, Store, StoredMessage, SubscriptionState,
@@ -814,6 +815,10 @@ impl Store for Flaky {
         self.check()?;
         self.inner.expire(now_ms).map_err(never)
     }
+    fn subscriptions(&mut self, out: &mut Vec<(String, u64)>) -> Result<(), String> {
+        self.check()?;
+        self.inner.subscriptions(out).map_err(never)
+    }
 }
 
 #[test]
@@ -935,4 +940,146 @@ fn retention_under_a_live_subscriber_does_not_strand_the_floor() {
             .acked,
         Vec::<u64>::new()
     );
+}
+
+fn subscribe_id(hub: &mut Hub<impl Store>, s: SessionId, id: &str) -> Result<Value, (i64, String)> {
+    call(
+        hub,
+        s,
+        "rpc.subscribe.persistent",
+        json!({"subscription_id": id, "topic": "t"}),
+    )
+}
+
+#[test]
+fn the_server_keeps_a_bounded_number_of_persistent_ids() {
+    let mut config = HubConfig::default();
+    config.max_persistent_ids = 5;
+    config.persistent_idle_timeout = None;
+    let mut hub = hub_with(config, RetentionPolicy::default());
+    // Ids from several connections, kept after they close, count together.
+    for round in 0..2 {
+        let s = hub.connect();
+        for i in 0..2 {
+            subscribe_id(&mut hub, s, &format!("r{round}-{i}")).unwrap();
+        }
+        hub.disconnect(s);
+    }
+    let a = hub.connect();
+    subscribe_id(&mut hub, a, "fifth").unwrap();
+    let e = subscribe_id(&mut hub, a, "sixth").unwrap_err();
+    assert_eq!(e.0, TOO_MANY_PERSISTENT_IDS, "{}", e.1);
+    assert!(e.1.contains("at most 5"), "{}", e.1);
+    // A batch that would cross the bound changes nothing.
+    let e = call(
+        &mut hub,
+        a,
+        "rpc.subscribe.persistent.batch",
+        json!({"subscriptions": [
+            {"subscription_id": "r0-0", "topic": "t"},
+            {"subscription_id": "new", "topic": "t"}
+        ]}),
+    )
+    .unwrap_err();
+    assert_eq!(e.0, TOO_MANY_PERSISTENT_IDS);
+    assert_eq!(stored_ids(&mut hub).len(), 5);
+    // Known ids are always served, on any connection, attached or not.
+    let b = hub.connect();
+    for id in ["r0-0", "r1-1", "fifth"] {
+        subscribe_id(&mut hub, b, id).unwrap();
+    }
+    // Unsubscribing frees a place.
+    call(
+        &mut hub,
+        b,
+        "rpc.unsubscribe.persistent",
+        json!({"subscription_id": "r0-1"}),
+    )
+    .unwrap();
+    subscribe_id(&mut hub, a, "sixth").unwrap();
+    assert_eq!(
+        subscribe_id(&mut hub, a, "seventh").unwrap_err().0,
+        TOO_MANY_PERSISTENT_IDS
+    );
+}
+
+#[test]
+fn idle_persistent_ids_are_deleted_and_free_their_place() {
+    let mut config = HubConfig::default();
+    config.max_persistent_ids = 2;
+    config.persistent_idle_timeout = Some(Duration::from_secs(160));
+    config.expire_interval = Duration::from_secs(10);
+    let mut hub = hub_with(config, RetentionPolicy::default());
+    let t = |secs: u64| Instant::from_millis(secs * 1000);
+    let wall = |secs: u64| WALL + secs * 1000;
+    hub.handle_timeout(t(0), wall(0));
+    let (a, b) = (hub.connect(), hub.connect());
+    subscribe_id(&mut hub, a, "gone").unwrap();
+    subscribe_id(&mut hub, b, "kept").unwrap();
+    hub.publish("t", &raw(&json!(1)), t(0), wall(0)).unwrap();
+    assert_eq!(
+        subscribe_id(&mut hub, a, "third").unwrap_err().0,
+        TOO_MANY_PERSISTENT_IDS
+    );
+    // "gone" is released at 20 s; "kept" stays attached far longer than the timeout.
+    hub.handle_timeout(t(20), wall(20));
+    hub.disconnect(a);
+    let mut secs = 20;
+    while secs < 170 {
+        secs += 10;
+        hub.handle_timeout(t(secs), wall(secs));
+        assert!(
+            has(&mut hub, "gone"),
+            "still within the timeout at {secs} s"
+        );
+    }
+    // Deleted between 15/16 of the timeout and a sixteenth past it after release.
+    while has(&mut hub, "gone") {
+        secs += 10;
+        assert!(secs <= 20 + 160 + 10, "still there at {secs} s");
+        hub.handle_timeout(t(secs), wall(secs));
+    }
+    assert!(has(&mut hub, "kept"), "an attached id is never idle");
+    let c = hub.connect();
+    // Its place is free, and the id itself starts over at the topic's end.
+    subscribe_id(&mut hub, c, "third").unwrap();
+    let again = subscribe_id(&mut hub, c, "gone");
+    assert_eq!(again.unwrap_err().0, TOO_MANY_PERSISTENT_IDS);
+    // The attached id survives a long time detached only if it comes back in time.
+    hub.disconnect(b);
+    hub.disconnect(c);
+    let back = secs + 100;
+    hub.handle_timeout(t(back), wall(back));
+    let d = hub.connect();
+    let resumed = subscribe_id(&mut hub, d, "kept").unwrap();
+    assert_eq!(
+        resumed["resumed_from_sequence"], 0,
+        "its unacked message is still due"
+    );
+    assert_eq!(sequences(&drain(&mut hub, d)), [1]);
+    // 0 is unknown (a record from before last-seen times): idle from the first sweep on.
+    let mut config = HubConfig::default();
+    config.persistent_idle_timeout = Some(Duration::from_secs(160));
+    let mut store = MemoryStore::default();
+    store
+        .save_subscription("old", &SubscriptionState::new("t", 0))
+        .unwrap();
+    let mut hub = Hub::new(store, config);
+    hub.handle_timeout(t(0), wall(1_000_000));
+    assert!(has(&mut hub, "old"));
+    hub.handle_timeout(t(100), wall(1_000_100));
+    assert!(has(&mut hub, "old"));
+    hub.handle_timeout(t(200), wall(1_000_200));
+    assert!(!has(&mut hub, "old"));
+}
+
+/// The subscription ids the hub's store holds.
+fn stored_ids<S: Store>(hub: &mut Hub<S>) -> Vec<String> {
+    let mut ids = Vec::new();
+    hub.store_mut().subscriptions(&mut ids).unwrap();
+    ids.into_iter().map(|(id, _)| id).collect()
+}
+
+fn has<S: Store>(hub: &mut Hub<S>, id: &str) -> bool {
+    stored_ids(hub).iter().any(|i| i == id)
 }

@@ -39,19 +39,39 @@ pub struct PubSubArgs {
     /// bound).
     #[arg(long, value_name = "BYTES")]
     retention_max_bytes: Option<u64>,
-    /// Without --store or --nats: keep at most this many bytes of messages in memory across
-    /// all topics together, least recently published topics forgotten first (default
-    /// 268435456, 256 MiB; per-topic retention alone multiplies out to 10,000 topics × 10
-    /// MiB).
-    #[arg(long, value_name = "BYTES", conflicts_with_all = ["store", "nats"])]
-    memory_max_bytes: Option<u64>,
+    /// In memory or with --store: keep at most this many bytes of messages across all
+    /// topics together, least recently published topics forgotten first (default 268435456,
+    /// 256 MiB, in memory; 1073741824, 1 GiB, on disk with --store; per-topic retention
+    /// alone multiplies out to 10,000 topics × 10 MiB). With --nats the NATS cluster's
+    /// JetStream limits bound it.
+    #[arg(
+        long,
+        value_name = "BYTES",
+        alias = "memory-max-bytes",
+        conflicts_with = "nats"
+    )]
+    max_total_bytes: Option<u64>,
+    /// In memory or with --store: keep at most this many topics, least recently published
+    /// forgotten first (default 10000).
+    #[arg(long, value_name = "N", conflicts_with = "nats")]
+    max_topics: Option<usize>,
+    /// Keep at most this many persistent subscription ids (default 10000; 0: no bound);
+    /// subscribing with a new id beyond it is refused with -32012, a known id is always
+    /// served.
+    #[arg(long, value_name = "N")]
+    max_persistent_ids: Option<usize>,
+    /// Delete a persistent subscription id that no connection has had for this long, with
+    /// its acknowledged state: seconds, or a number with s, m, h or d (default 1d; 0 keeps
+    /// ids until unsubscribed).
+    #[arg(long, value_name = "AGE")]
+    persistent_idle_timeout: Option<String>,
 }
 
 /// The hub `serve` runs.
 pub type Hub = Arc<Node>;
 
-/// A duration such as `90`, `90s`, `15m`, `12h` or `7d`.
-fn parse_age(text: &str) -> Fallible<Duration> {
+/// A duration such as `90`, `90s`, `15m`, `12h` or `7d`, given to `flag`.
+fn parse_age(flag: &str, text: &str) -> Fallible<Duration> {
     let text = text.trim();
     let (digits, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
         Some(i) => text.split_at(i),
@@ -59,13 +79,13 @@ fn parse_age(text: &str) -> Fallible<Duration> {
     };
     let n: u64 = digits
         .parse()
-        .map_err(|_| format!("--retention-max-age {text:?}: expected e.g. 3600, 90m or 7d"))?;
+        .map_err(|_| format!("{flag} {text:?}: expected e.g. 3600, 90m or 7d"))?;
     let secs = match unit {
         "s" => 1,
         "m" => 60,
         "h" => 3600,
         "d" => 86_400,
-        _ => return Err(format!("--retention-max-age {text:?}: the unit is s, m, h or d").into()),
+        _ => return Err(format!("{flag} {text:?}: the unit is s, m, h or d").into()),
     };
     Ok(Duration::from_secs(n.saturating_mul(secs)))
 }
@@ -76,7 +96,7 @@ impl PubSubArgs {
         let mut r = Retention::default();
         let nonzero = |n: u64| (n > 0).then_some(n);
         if let Some(age) = &self.retention_max_age {
-            r.max_age = Some(parse_age(age)?).filter(|d| !d.is_zero());
+            r.max_age = Some(parse_age("--retention-max-age", age)?).filter(|d| !d.is_zero());
         }
         if let Some(n) = self.retention_max_count {
             r.max_count = nonzero(n);
@@ -87,15 +107,34 @@ impl PubSubArgs {
         Ok(r)
     }
 
+    /// The hub config the flags ask for.
+    fn hub_config(&self) -> Fallible<HubConfig> {
+        let mut config = HubConfig::default();
+        if let Some(n) = self.max_persistent_ids {
+            config.max_persistent_ids = if n == 0 { usize::MAX } else { n };
+        }
+        if let Some(age) = &self.persistent_idle_timeout {
+            config.persistent_idle_timeout =
+                Some(parse_age("--persistent-idle-timeout", age)?).filter(|d| !d.is_zero());
+        }
+        Ok(config)
+    }
+
     /// Starts the hub over the chosen store, or says why not.
     pub fn start(&self) -> Fallible<Hub> {
+        let config = self.hub_config()?;
         let policy = RetentionPolicy {
             default: self.retention()?,
             ..RetentionPolicy::default()
         };
         let (store, bus) = if let Some(path) = &self.store {
             let store = RedbStore::open(path, policy)
-                .map_err(|e| format!("--store {}: {e}", path.display()))?;
+                .map_err(|e| format!("--store {}: {e}", path.display()))?
+                .with_max_topics(self.max_topics.unwrap_or(RedbStore::DEFAULT_MAX_TOPICS))
+                .with_max_total_bytes(
+                    self.max_total_bytes
+                        .unwrap_or(RedbStore::DEFAULT_MAX_TOTAL_BYTES),
+                );
             tracing::info!(path = %path.display(), "persistent subscriptions in the embedded store");
             (store::boxed(store), None)
         } else if let Some(url) = &self.nats {
@@ -108,16 +147,16 @@ impl PubSubArgs {
             );
             (store::boxed(store), Some(bus))
         } else {
-            {
-                let max = self
-                    .memory_max_bytes
-                    .unwrap_or(MemoryStore::DEFAULT_MAX_TOTAL_BYTES);
-                let store = MemoryStore::new(policy).with_max_total_bytes(max);
-                (store::boxed(store), None)
-            }
+            let store = MemoryStore::new(policy)
+                .with_max_topics(self.max_topics.unwrap_or(MemoryStore::DEFAULT_MAX_TOPICS))
+                .with_max_total_bytes(
+                    self.max_total_bytes
+                        .unwrap_or(MemoryStore::DEFAULT_MAX_TOTAL_BYTES),
+                );
+            (store::boxed(store), None)
         };
         let reporter = Box::new(|r: &sansrpc::ext::pubsub::Report| tracing::warn!("{r}"));
-        let pubsub = Arc::new(PubSub::with_reporter(store, HubConfig::default(), reporter));
+        let pubsub = Arc::new(PubSub::with_reporter(store, config, reporter));
         let bus = bus.map(|(bus, events)| {
             let hub = Arc::downgrade(&pubsub);
             let spawned = std::thread::Builder::new()

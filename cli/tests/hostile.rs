@@ -301,7 +301,7 @@ fn a_topic_flood_with_1_mib_payloads_keeps_memory_bounded() {
             "serve",
             "--tcp",
             "127.0.0.1:0",
-            "--memory-max-bytes",
+            "--max-total-bytes",
             "16777216",
         ],
         None,
@@ -350,4 +350,106 @@ fn a_topic_flood_with_1_mib_payloads_keeps_memory_bounded() {
         assert!(n > 0, "the server closed the publishing connection");
         answer.extend_from_slice(&buf[..n]);
     }
+}
+
+/// Sends one Content-Length framed request on `stream` and returns the body of the next
+/// framed message (the answer: nothing else is sent on these connections).
+fn framed_call(stream: &mut TcpStream, body: &str) -> String {
+    use std::io::Read;
+    let frame = format!("Content-Length: {}\r\n\r\n{body}", body.len());
+    stream.write_all(frame.as_bytes()).unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        stream.read_exact(&mut byte).expect("an answer");
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8(head).unwrap();
+    let len: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("Content-Length: "))
+        .expect("a Content-Length header")
+        .trim()
+        .parse()
+        .unwrap();
+    let mut body = vec![0u8; len];
+    stream.read_exact(&mut body).unwrap();
+    String::from_utf8(body).unwrap()
+}
+
+#[test]
+fn a_persistent_id_flood_is_refused_at_the_server_bound() {
+    // The default bound: 10,000 ids on the server, whichever connections made them.
+    const BOUND: usize = 10_000;
+    const BATCH: usize = 256;
+    let (mut server, addr) = serve(&["serve", "--tcp", "127.0.0.1:0"], None);
+    let caller = Caller::start("tcp", &addr);
+    let batch = |c: usize, b: usize| {
+        let subs: Vec<String> = (0..BATCH)
+            .map(|i| format!(r#"{{"subscription_id":"flood-{c}-{b}-{i}","topic":"orders"}}"#))
+            .collect();
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"rpc.subscribe.persistent.batch","params":{{"subscriptions":[{}]}}}}"#,
+            subs.join(",")
+        )
+    };
+    let (started, limit) = (Instant::now(), Duration::from_secs(25));
+    let (mut accepted, mut refused) = (0, 0);
+    // Each connection takes 4 × 256 = 1,024 new ids (its own bound), then goes away; the
+    // ids stay. At least 14 connections (14,336 ids asked for), and on for 3 s after, at
+    // most 400 connections.
+    for c in 0..400 {
+        if c >= 14 && started.elapsed() > Duration::from_secs(3) {
+            break;
+        }
+        assert!(started.elapsed() < limit, "the flood took too long");
+        let mut flood = TcpStream::connect(&addr).unwrap();
+        flood
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        for b in 0..4 {
+            let answer = framed_call(&mut flood, &batch(c, b));
+            if answer.contains(r#""code":-32012"#) {
+                refused += 1;
+            } else {
+                assert!(answer.contains(r#""subscriptions":["#), "{answer:.200}");
+                assert_eq!(refused, 0, "accepted after a refusal: {answer:.200}");
+                accepted += BATCH;
+            }
+        }
+    }
+    eprintln!(
+        "persistent-id flood: {accepted} ids accepted, {refused} batches refused in {:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        accepted,
+        BOUND / BATCH * BATCH,
+        "every batch that fits, none beyond"
+    );
+    assert!(refused >= 10, "{refused} batches refused");
+    // A known id is still served on a new connection; one more new id is not.
+    let mut client = TcpStream::connect(&addr).unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let known = r#"{"jsonrpc":"2.0","id":2,"method":"rpc.subscribe.persistent","params":{"subscription_id":"flood-0-0-0","topic":"orders"}}"#;
+    let answer = framed_call(&mut client, known);
+    assert!(answer.contains(r#""resumed_from_sequence":0"#), "{answer}");
+    // New ids one by one: exactly up to the bound, then refused.
+    let single = |i: usize| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":3,"method":"rpc.subscribe.persistent","params":{{"subscription_id":"one-more-{i}","topic":"orders"}}}}"#
+        )
+    };
+    for i in accepted..BOUND {
+        let answer = framed_call(&mut client, &single(i));
+        assert!(answer.contains(r#""resumed_from_sequence""#), "{answer}");
+    }
+    let answer = framed_call(&mut client, &single(BOUND));
+    assert!(
+        answer.contains(r#""code":-32012"#) && answer.contains("at most 10000"),
+        "{answer}"
+    );
+    assert_served(caller, &mut server, "persistent-id flood");
 }

@@ -37,6 +37,13 @@
 //!   floor: every sequence up to it is acknowledged; a new subscription starts at the topic's
 //!   last sequence (it receives what is published from then on). Wildcards are refused:
 //!   sequence ids are per topic.
+//! - **How many persistent ids**: the store keeps at most [`HubConfig::max_persistent_ids`]
+//!   subscription ids for the server, whoever created them and whether or not a connection
+//!   has them now; subscribing with a new id beyond it is refused with
+//!   [`TOO_MANY_PERSISTENT_IDS`], while subscribing with an id the store knows is always
+//!   served. An id no connection has had for [`HubConfig::persistent_idle_timeout`] is
+//!   deleted with its state, which frees its place (see [`HubConfig::persistent_idle_timeout`]
+//!   for how exact that time is).
 //! - **What is persisted**: with [`HubConfig::persist`] (the default) every [`Hub::publish`]
 //!   appends to the store, whoever is listening, so a persistent subscriber that is offline
 //!   finds its messages when it comes back; retention bounds the log.
@@ -82,6 +89,9 @@ pub const TOO_MANY_SUBSCRIPTIONS: i64 = -32010;
 /// Error code: the persistent subscription is active on another connection and
 /// [`HubConfig::takeover`] is off.
 pub const SUBSCRIPTION_IN_USE: i64 = -32011;
+/// Error code: the store already keeps [`HubConfig::max_persistent_ids`] persistent
+/// subscription ids, and the request would create a new one.
+pub const TOO_MANY_PERSISTENT_IDS: i64 = -32012;
 
 /// A connection as the hub knows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -122,6 +132,27 @@ pub struct HubConfig {
     pub takeover: bool,
     /// [`Hub::publish`] appends every message to the store (default `true`).
     pub persist: bool,
+    /// Most persistent subscription ids the store keeps, attached to a connection or not
+    /// (default 10,000). A subscribe that would create a new id beyond it is refused with
+    /// [`TOO_MANY_PERSISTENT_IDS`]; an id the store knows is always served. The count is
+    /// taken from [`Store::subscriptions`] once and at every idle sweep, and kept up to date
+    /// by this hub in between (with a store shared by several nodes, ids the other nodes
+    /// created in between are counted at the next sweep).
+    pub max_persistent_ids: usize,
+    /// A persistent subscription id that no connection has had for this long is deleted
+    /// with its acknowledged state, freeing its place under
+    /// [`HubConfig::max_persistent_ids`] (default 24 h; `None`: kept until unsubscribed).
+    ///
+    /// The time is [`SubscriptionState::last_seen_ms`], which the hub writes when a
+    /// connection releases the id, and refreshes while one has it, at most once per
+    /// sixteenth of the timeout (so that a connection that comes and goes often costs no
+    /// write each time); the sweep that deletes idle ids runs at that cadence too (and never
+    /// more often than [`HubConfig::expire_interval`]). So an id goes between 15/16 of the
+    /// timeout and the timeout plus a sixteenth after its last connection released it; when
+    /// the server crashed while a connection had it, from 7/8 of the timeout after the crash.
+    /// A record without a time (from before it was stored) counts as seen at the first
+    /// sweep.
+    pub persistent_idle_timeout: Option<Duration>,
 }
 
 impl Default for HubConfig {
@@ -138,6 +169,8 @@ impl Default for HubConfig {
             max_subscription_id_len: 256,
             takeover: true,
             persist: true,
+            max_persistent_ids: 10_000,
+            persistent_idle_timeout: Some(Duration::from_secs(86_400)),
         }
     }
 }
@@ -391,6 +424,13 @@ pub struct Hub<S: Store> {
     keys: BTreeMap<u64, String>,
     next_key: u64,
     next_expire: Option<Instant>,
+    /// When the next sweep for idle persistent ids is due.
+    next_sweep: Option<Instant>,
+    /// The wall clock last given to [`Hub::handle_timeout`] or [`Hub::publish`] (ms since the
+    /// Unix epoch; 0 before any): the time written as a subscription's last-seen time.
+    wall_ms: u64,
+    /// How many subscription ids the store holds, once counted.
+    stored_ids: Option<usize>,
     matched: Vec<SessionId>,
     read_buf: Vec<StoredMessage>,
 }
@@ -515,6 +555,9 @@ impl<S: Store> Hub<S> {
             keys: BTreeMap::new(),
             next_key: 1,
             next_expire: None,
+            next_sweep: None,
+            wall_ms: 0,
+            stored_ids: None,
             matched: Vec::new(),
             read_buf: Vec::new(),
         }
@@ -553,8 +596,84 @@ impl<S: Store> Hub<S> {
             self.trie.remove(pattern, session);
         }
         for id in &s.persistent {
-            self.detach(id);
+            if let Some(mut active) = self.detach(id) {
+                self.touch(id, &mut active.state);
+            }
         }
+    }
+
+    /// How long after a subscription's last-seen time it is written again, in ms.
+    fn refresh_ms(&self) -> Option<u64> {
+        self.config
+            .persistent_idle_timeout
+            .map(|idle| millis(idle) / 16)
+    }
+
+    /// Saves `state` with the current wall clock as its last-seen time, if the stored one is
+    /// older than the refresh interval (or unknown). Failures are reported.
+    fn touch(&mut self, id: &str, state: &mut SubscriptionState) {
+        let Some(refresh) = self.refresh_ms() else {
+            return;
+        };
+        if state.last_seen_ms != 0 && state.last_seen_ms.saturating_add(refresh) >= self.wall_ms {
+            return;
+        }
+        state.last_seen_ms = self.wall_ms;
+        if let Err(e) = self.store.save_subscription(id, state) {
+            self.queues.store_error("saving a subscription", &e);
+        }
+    }
+
+    /// How many subscription ids the store holds (counted once, then kept up to date).
+    fn stored_ids(&mut self) -> Result<usize, ErrorObject<'static>> {
+        if let Some(n) = self.stored_ids {
+            return Ok(n);
+        }
+        let mut ids = Vec::new();
+        self.store
+            .subscriptions(&mut ids)
+            .map_err(|e| self.queues.store_error("listing subscriptions", &e))?;
+        self.stored_ids = Some(ids.len());
+        Ok(ids.len())
+    }
+
+    /// Deletes every stored subscription id no connection of this hub has and whose
+    /// last-seen time is older than `idle`; refreshes the last-seen time of those this hub's
+    /// connections have. Recounts the ids.
+    fn sweep(&mut self, idle: Duration) {
+        let mut ids = Vec::new();
+        if let Err(e) = self.store.subscriptions(&mut ids) {
+            self.queues.store_error("listing subscriptions", &e);
+            return;
+        }
+        let (wall, idle) = (self.wall_ms, millis(idle));
+        let mut kept = ids.len();
+        for (id, seen) in ids {
+            if let Some(mut active) = self.persistent.remove(&id) {
+                active.state.last_seen_ms = active.state.last_seen_ms.max(seen);
+                self.touch(&id, &mut active.state);
+                self.persistent.insert(id, active);
+                continue;
+            }
+            if seen == 0 {
+                // Written before last-seen times were stored: idle from now on.
+                match self.store.load_subscription(&id) {
+                    Ok(Some(mut state)) => self.touch(&id, &mut state),
+                    Ok(None) => kept -= 1,
+                    Err(e) => {
+                        self.queues.store_error("loading a subscription", &e);
+                    }
+                }
+            } else if seen.saturating_add(idle) <= wall {
+                match self.store.delete_subscription(&id) {
+                    Ok(()) => kept -= 1,
+                    Err(e) => {
+                        self.queues.store_error("deleting an idle subscription", &e);
+                    }
+                }
+            }
+        }
+        self.stored_ids = Some(kept);
     }
 
     /// Number of open sessions.
@@ -797,6 +916,7 @@ impl<S: Store> Hub<S> {
         now: Instant,
         wall_ms: u64,
     ) -> Result<Published, PublishError> {
+        self.wall_ms = wall_ms;
         let delivered = self.publish_local(topic, data)?;
         if !self.config.persist {
             return Ok(Published {
@@ -935,12 +1055,27 @@ impl<S: Store> Hub<S> {
             };
             states.push(state);
         }
+        let fresh = states.iter().filter(|(_, fresh)| *fresh).count();
+        if fresh > 0 && self.stored_ids()? + fresh > self.config.max_persistent_ids {
+            return Err(ErrorObject::new(
+                TOO_MANY_PERSISTENT_IDS,
+                alloc::format!(
+                    "Too many persistent subscriptions: this server keeps at most {} ids; \
+                     reuse an id or unsubscribe one",
+                    self.config.max_persistent_ids
+                ),
+            ));
+        }
         let mut floors = Vec::with_capacity(subs.len());
-        for (p, (state, fresh)) in subs.iter().zip(states) {
+        for (p, (mut state, fresh)) in subs.iter().zip(states) {
             if fresh {
+                state.last_seen_ms = self.wall_ms;
                 self.store
                     .save_subscription(&p.subscription_id, &state)
                     .map_err(|e| self.queues.store_error("saving a subscription", &e))?;
+                if let Some(n) = &mut self.stored_ids {
+                    *n += 1;
+                }
             }
             floors.push(state.ack_floor);
             self.attach(session, &p.subscription_id, state);
@@ -1014,6 +1149,9 @@ impl<S: Store> Hub<S> {
             self.store
                 .delete_subscription(id)
                 .map_err(|e| self.queues.store_error("deleting a subscription", &e))?;
+            if let Some(n) = &mut self.stored_ids {
+                *n = n.saturating_sub(1);
+            }
         }
         Ok(active || stored)
     }
@@ -1036,6 +1174,7 @@ impl<S: Store> Hub<S> {
         }
         active.clear_due(&mut self.deadlines, sequence);
         if active.state.ack(sequence) {
+            active.state.last_seen_ms = self.wall_ms;
             if let Err(e) = self.store.save_subscription(id, &active.state) {
                 return Err(self.queues.store_error("saving an acknowledgement", &e));
             }
@@ -1111,10 +1250,18 @@ impl<S: Store> Hub<S> {
     /// earlier or later is harmless). `wall_ms` is the wall clock in milliseconds since the
     /// Unix epoch.
     pub fn handle_timeout(&mut self, now: Instant, wall_ms: u64) {
+        self.wall_ms = wall_ms;
         if !matches!(self.next_expire, Some(t) if now < t) {
             self.next_expire = Some(now.saturating_add(self.config.expire_interval));
             if let Err(e) = self.store.expire(wall_ms) {
                 self.queues.store_error("expiring messages", &e);
+            }
+        }
+        if let Some(idle) = self.config.persistent_idle_timeout {
+            if !matches!(self.next_sweep, Some(t) if now < t) {
+                let cadence = (idle / 16).max(self.config.expire_interval);
+                self.next_sweep = Some(now.saturating_add(cadence));
+                self.sweep(idle);
             }
         }
         let keys: BTreeSet<u64> = self
@@ -1185,6 +1332,11 @@ impl<S: Store> Hub<S> {
         let acks = self.deadlines.first().map(|&(due, _, _)| due);
         Some(acks.map_or(expire, |a| a.min(expire)))
     }
+}
+
+/// `d` in whole milliseconds, saturating.
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 fn persistent_item(id: &str, m: &StoredMessage) -> Outgoing {

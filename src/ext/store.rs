@@ -91,6 +91,11 @@ pub struct SubscriptionState {
     pub ack_floor: u64,
     /// Sequences above the floor that were acknowledged out of order, ascending.
     pub acked: Vec<u64>,
+    /// When a connection last had the subscription, in milliseconds since the Unix epoch
+    /// (wall clock, given by the caller), refreshed now and then while one has it; 0 when
+    /// unknown (a record written before this field existed). The hub deletes a record whose
+    /// time is older than its idle timeout.
+    pub last_seen_ms: u64,
 }
 
 impl SubscriptionState {
@@ -101,6 +106,7 @@ impl SubscriptionState {
             topic: topic.into(),
             ack_floor: last_sequence,
             acked: Vec::new(),
+            last_seen_ms: 0,
         }
     }
 
@@ -178,6 +184,11 @@ pub trait Store {
     /// Forgets subscription `id` (no error if it does not exist).
     fn delete_subscription(&mut self, id: &str) -> Result<(), Self::Error>;
 
+    /// Appends to `out` the id and [`SubscriptionState::last_seen_ms`] of every subscription
+    /// record, in no particular order. The hub calls it to count the records (to bound how
+    /// many ids peers may create) and, now and then, to find the idle ones.
+    fn subscriptions(&mut self, out: &mut Vec<(String, u64)>) -> Result<(), Self::Error>;
+
     /// Removes every message older than its topic's `max_age`, given the wall clock in
     /// milliseconds since the Unix epoch.
     fn expire(&mut self, now_ms: u64) -> Result<(), Self::Error>;
@@ -231,6 +242,10 @@ impl<S: Store> Store for TextErrors<S> {
         self.0.delete_subscription(id).map_err(text)
     }
 
+    fn subscriptions(&mut self, out: &mut Vec<(String, u64)>) -> Result<(), String> {
+        self.0.subscriptions(out).map_err(text)
+    }
+
     fn expire(&mut self, now_ms: u64) -> Result<(), String> {
         self.0.expire(now_ms).map_err(text)
     }
@@ -271,6 +286,10 @@ impl<S: Store + ?Sized> Store for Box<S> {
 
     fn delete_subscription(&mut self, id: &str) -> Result<(), S::Error> {
         (**self).delete_subscription(id)
+    }
+
+    fn subscriptions(&mut self, out: &mut Vec<(String, u64)>) -> Result<(), S::Error> {
+        (**self).subscriptions(out)
     }
 
     fn expire(&mut self, now_ms: u64) -> Result<(), S::Error> {
@@ -489,6 +508,15 @@ impl Store for MemoryStore {
 
     fn delete_subscription(&mut self, id: &str) -> Result<(), Never> {
         self.subscriptions.remove(id);
+        Ok(())
+    }
+
+    fn subscriptions(&mut self, out: &mut Vec<(String, u64)>) -> Result<(), Never> {
+        out.extend(
+            self.subscriptions
+                .iter()
+                .map(|(id, s)| (id.clone(), s.last_seen_ms)),
+        );
         Ok(())
     }
 

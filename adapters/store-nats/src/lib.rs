@@ -37,6 +37,16 @@
 //! (the embedded store keeps it alone instead). Every
 //! node should use the same [`RetentionPolicy`](sansrpc::ext::store::RetentionPolicy): the
 //! first use of a topic by a node writes its limits to the stream.
+//!
+//! # Bounds
+//! Unlike the embedded store, this one does not bound the number of topics or their bytes
+//! in all: the NATS cluster does. Each topic's stream carries the retention's limits; what
+//! all streams together may hold is the JetStream account's and server's storage limits
+//! (`max_file_store`, account `max_bytes`, `max_streams`), set in the NATS configuration,
+//! beyond which creating a stream or appending fails with an error. The subscription
+//! records in the KV bucket are bounded by the hub
+//! (`HubConfig::max_persistent_ids`), counted through
+//! [`Store::subscriptions`](sansrpc::ext::store::Store::subscriptions).
 #![deny(missing_docs)]
 
 use std::time::Duration;
@@ -120,6 +130,23 @@ pub(crate) fn escape(name: &str) -> String {
     out
 }
 
+/// The name [`escape`] was given; `None` if `escaped` is not one of its outputs.
+pub(crate) fn unescape(escaped: &str) -> Option<String> {
+    let mut bytes = Vec::with_capacity(escaped.len());
+    let mut rest = escaped.as_bytes();
+    while let Some((&b, tail)) = rest.split_first() {
+        if b == b'_' {
+            let hex = std::str::from_utf8(tail.get(..2)?).ok()?;
+            bytes.push(u8::from_str_radix(hex, 16).ok()?);
+            rest = &tail[2..];
+        } else {
+            bytes.push(b);
+            rest = tail;
+        }
+    }
+    String::from_utf8(bytes).ok()
+}
+
 /// Checks that `topic` is a literal NATS subject.
 pub(crate) fn check_topic(topic: &str) -> Result<(), Error> {
     let valid = !topic.is_empty()
@@ -174,6 +201,10 @@ mod tests {
         assert_ne!(escape("a_2E"), escape("a."));
         assert_eq!(escape("a_2E"), "a_5F2E");
         assert_eq!(escape("é"), "_C3_A9");
+        for name in ["orders.eu-1", "a_2E", "é w", ""] {
+            assert_eq!(unescape(&escape(name)).as_deref(), Some(name));
+        }
+        assert_eq!(unescape("a_2"), None);
         assert_eq!(stream_name("a.b").unwrap(), "SANSRPC_a_2Eb");
         assert_eq!(
             subscription_names("w 1").unwrap(),

@@ -13,8 +13,8 @@ use sansrpc::RawValue;
 
 use crate::runtime::Runtime;
 use crate::{
-    boxed, check_topic, nats, stream_name, subscription_names, Error, DEFAULT_TIMEOUT, LOG_PREFIX,
-    SUBSCRIPTIONS_BUCKET, TIMESTAMP_HEADER,
+    boxed, check_topic, nats, stream_name, subscription_names, unescape, Error, DEFAULT_TIMEOUT,
+    LOG_PREFIX, SUBSCRIPTIONS_BUCKET, TIMESTAMP_HEADER,
 };
 
 /// What nats-server's file store adds to a message's subject and payload, and the
@@ -80,6 +80,7 @@ fn encode_state(state: &SubscriptionState) -> Vec<u8> {
         "topic": state.topic,
         "ack_floor": state.ack_floor,
         "acked": state.acked,
+        "last_seen_ms": state.last_seen_ms,
     })
     .to_string()
     .into_bytes()
@@ -96,10 +97,16 @@ fn decode_state(bytes: &[u8]) -> Result<SubscriptionState, Error> {
         .iter()
         .map(|v| v.as_u64().ok_or_else(corrupt))
         .collect::<Result<Vec<u64>, Error>>()?;
+    // Absent from records written before it existed: unknown.
+    let last_seen_ms = match &value["last_seen_ms"] {
+        serde_json::Value::Null => 0,
+        v => v.as_u64().ok_or_else(corrupt)?,
+    };
     Ok(SubscriptionState {
         topic,
         ack_floor,
         acked,
+        last_seen_ms,
     })
 }
 
@@ -488,6 +495,28 @@ impl Store for NatsStore {
         })
     }
 
+    /// Lists the keys of the subscription bucket and reads each record: one round trip per
+    /// record, so the hub's sweep of a large bucket takes a moment.
+    fn subscriptions(&mut self, out: &mut Vec<(String, u64)>) -> Result<(), Error> {
+        let kv = self.kv.clone();
+        let found = self.runtime.run(async move {
+            let mut keys = kv.keys().await.map_err(nats("list subscriptions"))?;
+            let mut found = Vec::new();
+            while let Some(key) = keys.next().await {
+                let key = key.map_err(nats("list subscriptions"))?;
+                let id =
+                    unescape(&key).ok_or(Error::Corrupt("a subscription key is not escaped"))?;
+                // Deleted since it was listed: skip it.
+                if let Some(bytes) = kv.get(key).await.map_err(nats("load subscription"))? {
+                    found.push((id, decode_state(&bytes)?.last_seen_ms));
+                }
+            }
+            Ok(found)
+        })?;
+        out.extend(found);
+        Ok(())
+    }
+
     /// Does nothing: the NATS server removes messages older than the stream's `max_age`
     /// itself, by its own clock.
     fn expire(&mut self, _now_ms: u64) -> Result<(), Error> {
@@ -504,6 +533,11 @@ mod tests {
         let mut state = SubscriptionState::new("orders.eu", 4);
         state.ack(7);
         assert_eq!(decode_state(&encode_state(&state)).unwrap(), state);
+        state.last_seen_ms = 1_766_750_400_000;
+        assert_eq!(decode_state(&encode_state(&state)).unwrap(), state);
+        // A record from before last-seen times loads with 0 (unknown).
+        let old = decode_state(br#"{"topic":"a","ack_floor":3,"acked":[5]}"#).unwrap();
+        assert_eq!((old.ack_floor, old.last_seen_ms), (3, 0));
         for bad in [
             &b"x"[..],
             b"{}",

@@ -132,6 +132,7 @@ fn main() {
                         topic: TOPIC.into(),
                         ack_floor: floor.parse().unwrap(),
                         acked,
+                        ..SubscriptionState::default()
                     });
                 }
                 _ => panic!("unexpected line {line:?}"),

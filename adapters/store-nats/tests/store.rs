@@ -302,3 +302,29 @@ fn retention_by_bytes_drops_the_oldest_and_refuses_what_could_never_be_kept() {
     assert_eq!(a.append("sized", 12, raw(&alone)).unwrap(), 11);
     assert_eq!(sequences(&read_all(&mut a, "sized", 0)), [11]);
 }
+
+#[test]
+fn subscriptions_are_listed_with_their_last_seen_time() {
+    let server = NatsServer::start();
+    let mut a = NatsStore::connect(&server.url, unbounded()).unwrap();
+    let mut b = NatsStore::connect(&server.url, unbounded()).unwrap();
+    let listed = |store: &mut NatsStore| {
+        let mut out = Vec::new();
+        store.subscriptions(&mut out).unwrap();
+        out.sort();
+        out
+    };
+    assert!(listed(&mut a).is_empty());
+    let mut state = SubscriptionState::new("t", 0);
+    state.last_seen_ms = 1_000;
+    a.save_subscription("worker 1", &state).unwrap();
+    state.last_seen_ms = 2_000;
+    a.save_subscription("w.é", &state).unwrap();
+    a.save_subscription("gone", &state).unwrap();
+    a.delete_subscription("gone").unwrap();
+    assert_eq!(
+        listed(&mut b),
+        [("w.é".to_owned(), 2_000), ("worker 1".to_owned(), 1_000)],
+        "another node sees the same records, ids as they were given"
+    );
+}

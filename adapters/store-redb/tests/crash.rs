@@ -138,6 +138,7 @@ fn run_and_kill(path: &Path, round: u32, lines: usize) -> Run {
                         .filter(|s| !s.is_empty())
                         .map(|s| s.parse().unwrap())
                         .collect(),
+                    ..SubscriptionState::default()
                 })
             }
             _ => panic!("unexpected child line {line:?}"),

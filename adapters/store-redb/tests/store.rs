@@ -230,3 +230,149 @@ fn a_file_that_is_not_a_database_is_an_error_not_a_panic() {
     std::fs::write(&path, vec![0x5a; 8192]).unwrap();
     assert!(RedbStore::open(&path, unbounded()).is_err());
 }
+
+fn listed(store: &mut RedbStore) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    store.subscriptions(&mut out).unwrap();
+    out.sort();
+    out
+}
+
+#[test]
+fn subscriptions_are_listed_with_their_last_seen_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.redb");
+    {
+        let mut store = RedbStore::open(&path, unbounded()).unwrap();
+        assert!(listed(&mut store).is_empty());
+        let mut state = SubscriptionState::new("t", 0);
+        state.last_seen_ms = 1_000;
+        store.save_subscription("a", &state).unwrap();
+        state.last_seen_ms = 2_000;
+        store.save_subscription("b", &state).unwrap();
+        store.save_subscription("c", &state).unwrap();
+        store.delete_subscription("c").unwrap();
+    }
+    let mut store = RedbStore::open(&path, unbounded()).unwrap();
+    assert_eq!(
+        listed(&mut store),
+        [("a".to_owned(), 1_000), ("b".to_owned(), 2_000)]
+    );
+    assert_eq!(
+        store.load_subscription("b").unwrap().unwrap().last_seen_ms,
+        2_000
+    );
+}
+
+#[test]
+fn a_file_from_before_last_seen_times_opens_and_its_records_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.redb");
+    {
+        // The layout of a file written before `subscription_seen` existed.
+        let db = redb::Database::create(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        let old: redb::TableDefinition<&str, (&str, u64, &[u8])> =
+            redb::TableDefinition::new("subscriptions");
+        let acked: Vec<u8> = 7u64.to_le_bytes().to_vec();
+        txn.open_table(old)
+            .unwrap()
+            .insert("w", ("t", 5, acked.as_slice()))
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    let mut store = RedbStore::open(&path, unbounded()).unwrap();
+    let state = store.load_subscription("w").unwrap().unwrap();
+    assert_eq!(
+        (
+            state.topic.as_str(),
+            state.ack_floor,
+            state.acked.as_slice(),
+            state.last_seen_ms
+        ),
+        ("t", 5, &[7][..], 0)
+    );
+    assert_eq!(listed(&mut store), [("w".to_owned(), 0)]);
+}
+
+#[test]
+fn topics_and_total_bytes_are_bounded_and_sequences_still_grow() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bounded.redb");
+    // Each message: a 2-byte topic name and 100 bytes of data.
+    let data = format!("\"{}\"", "x".repeat(98));
+    {
+        let mut store = RedbStore::open(&path, RetentionPolicy::default())
+            .unwrap()
+            .with_max_topics(3)
+            .with_max_total_bytes(1_000);
+        assert_eq!(store.append("t0", 0, raw(&data)).unwrap(), 1);
+        assert_eq!(store.append("t0", 0, raw(&data)).unwrap(), 2);
+        // Ever new topics: at most 3 kept, the least recently appended forgotten first.
+        for i in 1..200 {
+            store
+                .append(&format!("t{}", i % 50), 0, raw(&data))
+                .unwrap();
+            assert!(store.topic_count() <= 3, "{} topics", store.topic_count());
+            assert!(
+                store.total_bytes() <= 1_000,
+                "{} bytes",
+                store.total_bytes()
+            );
+        }
+        assert_eq!(store.topic_count(), 3);
+        // Ten messages of one topic fill the total; the eleventh pushes out others.
+        for _ in 0..12 {
+            store.append("t9", 0, raw(&data)).unwrap();
+            assert!(
+                store.total_bytes() <= 1_000,
+                "{} bytes",
+                store.total_bytes()
+            );
+        }
+        assert_eq!(store.topic_count(), 1, "the other topics went to make room");
+        assert_eq!(
+            read_all(&mut store, "t9").len(),
+            9,
+            "9 × 102 bytes fit in 1,000"
+        );
+    }
+    // The bookkeeping survives reopening, and sequences continue above every forgotten one.
+    let mut store = RedbStore::open(&path, RetentionPolicy::default())
+        .unwrap()
+        .with_max_topics(3)
+        .with_max_total_bytes(1_000);
+    assert_eq!((store.topic_count(), store.total_bytes()), (1, 9 * 102));
+    let t9 = store.last_sequence("t9").unwrap();
+    let forgotten = store.last_sequence("t0").unwrap();
+    assert!(
+        forgotten >= 4,
+        "a forgotten topic reports the highest forgotten sequence"
+    );
+    assert!(read_all(&mut store, "t0").is_empty());
+    assert_eq!(store.append("t0", 0, raw("1")).unwrap(), forgotten + 1);
+    assert_eq!(store.append("t9", 0, raw("1")).unwrap(), t9 + 1);
+    // A message larger than the total is kept, alone.
+    let big = format!("\"{}\"", "y".repeat(5_000));
+    store.append("big", 0, raw(&big)).unwrap();
+    assert_eq!(store.topic_count(), 1);
+    assert_eq!(read_all(&mut store, "big").len(), 1);
+}
+
+#[test]
+fn expiry_keeps_the_total_right() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = RetentionPolicy {
+        default: Retention {
+            max_age: Some(Duration::from_millis(10)),
+            ..Retention::default()
+        },
+        topics: Default::default(),
+    };
+    let mut store = RedbStore::open(dir.path().join("s.redb"), policy).unwrap();
+    store.append("a", 0, raw("\"12345\"")).unwrap();
+    store.append("bb", 100, raw("\"12345\"")).unwrap();
+    assert_eq!(store.total_bytes(), 8 + 9);
+    store.expire(50).unwrap();
+    assert_eq!(store.total_bytes(), 9);
+}
