@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant as StdInstant};
 
-use sansrpc::endpoint::{EndReason, Endpoint, RequestId, RequestOptions, SendError, Timeout};
+use sansrpc::connection::Connection;
+use sansrpc::endpoint::{EndReason, RequestOptions, SendError, Timeout};
 use sansrpc::ext::interceptors::{CallOutcome, Interceptors};
 use sansrpc::method::{decode_result, encode_params_owned, CallError, Method, NotificationMethod};
 use sansrpc::{Instant, RawValue};
@@ -50,10 +51,10 @@ impl fmt::Debug for Client {
     }
 }
 
-/// Sends a request on the driver thread.
-type SendRequest = dyn FnOnce(&mut Endpoint, Instant) -> Result<RequestId, SendError> + Send;
+/// Sends a request on the driver thread, under the caller's token.
+type SendRequest = dyn FnOnce(&mut Connection, u64, Instant) -> Result<(), SendError> + Send;
 /// Sends a notification on the driver thread.
-type SendNotification = dyn FnOnce(&mut Endpoint) -> Result<(), SendError> + Send;
+type SendNotification = dyn FnOnce(&mut Connection) -> Result<(), SendError> + Send;
 
 fn options(timeout: Option<Duration>) -> RequestOptions {
     RequestOptions::timeout(timeout.map_or(Timeout::Default, Timeout::After))
@@ -107,7 +108,9 @@ impl Client {
         let options = options(timeout);
         let raw = self.intercept(M::NAME, params, false, |params| {
             self.submit(
-                Box::new(move |ep, now| ep.send_request(M::NAME, params.as_deref(), options, now)),
+                Box::new(move |c, token, now| {
+                    c.call(token, M::NAME, params.as_deref(), options, now)
+                }),
                 timeout,
             )
         })?;
@@ -127,7 +130,9 @@ impl Client {
         self.intercept(method, params, false, |params| {
             let method = method.to_owned();
             self.submit(
-                Box::new(move |ep, now| ep.send_request(&method, params.as_deref(), options, now)),
+                Box::new(move |c, token, now| {
+                    c.call(token, &method, params.as_deref(), options, now)
+                }),
                 timeout,
             )
         })
@@ -148,7 +153,7 @@ impl Client {
         let (method, params) = (method.to_owned(), params.map(ToOwned::to_owned));
         let options = RequestOptions::timeout(Timeout::After(timeout)).with_progress(token, cap);
         self.submit(
-            Box::new(move |ep, now| ep.send_request(&method, params.as_deref(), options, now)),
+            Box::new(move |c, token, now| c.call(token, &method, params.as_deref(), options, now)),
             Some(cap.max(timeout)),
         )
     }
@@ -158,7 +163,7 @@ impl Client {
     /// [`report_progress`](crate::report_progress) needs no client.
     pub fn send_progress(&self, token: &sansrpc::Id<'_>, value: &RawValue) -> Result<(), Error> {
         let (token, value) = (token.to_owned_id(), value.to_owned());
-        self.send(Box::new(move |ep| ep.send_progress(&token, &value)))
+        self.send(Box::new(move |c| c.send_progress(&token, &value)))
     }
 
     /// Sends a request without waiting: the receiver gets its answer.
@@ -171,11 +176,10 @@ impl Client {
         let (method, params) = (method.to_owned(), params.map(ToOwned::to_owned));
         let options = options(timeout);
         let (tx, rx) = mpsc::channel();
-        self.run(Box::new(move |ep, now, waiters| {
-            match ep.send_request(&method, params.as_deref(), options, now) {
-                Ok(id) => {
-                    waiters.insert(id, tx);
-                }
+        self.run(Box::new(move |c, now, waiters| {
+            let token = waiters.token();
+            match c.call(token, &method, params.as_deref(), options, now) {
+                Ok(()) => waiters.insert(token, 0, tx),
                 Err(e) => {
                     let _ = tx.send(Err(Error::Send(e)));
                 }
@@ -196,9 +200,7 @@ impl Client {
     ) -> Result<(), Error> {
         let params = encode_params_owned(params).map_err(Error::Send)?;
         self.intercept(N::NAME, params, true, |params| {
-            self.send(Box::new(move |ep| {
-                ep.send_notification(N::NAME, params.as_deref())
-            }))
+            self.send(Box::new(move |c| c.notify(N::NAME, params.as_deref())))
         })
     }
 
@@ -207,9 +209,7 @@ impl Client {
         let params = params.map(ToOwned::to_owned);
         self.intercept(method, params, true, |params| {
             let method = method.to_owned();
-            self.send(Box::new(move |ep| {
-                ep.send_notification(&method, params.as_deref())
-            }))
+            self.send(Box::new(move |c| c.notify(&method, params.as_deref())))
         })
     }
 
@@ -264,8 +264,8 @@ impl Client {
     /// Runs a notification send on the driver and returns its outcome.
     fn send(&self, send: Box<SendNotification>) -> Result<(), Error> {
         let (tx, rx) = mpsc::channel();
-        self.run(Box::new(move |ep, _, _| {
-            let _ = tx.send(send(ep));
+        self.run(Box::new(move |c, _, _| {
+            let _ = tx.send(send(c));
         }))?;
         match rx.recv() {
             Ok(result) => result.map_err(Error::Send),
@@ -279,12 +279,13 @@ impl Client {
         timeout: Option<Duration>,
     ) -> Result<Box<RawValue>, Error> {
         let (tx, rx) = mpsc::channel();
-        self.run(Box::new(move |ep, now, waiters| match send(ep, now) {
-            Ok(id) => {
-                waiters.insert(id, tx);
-            }
-            Err(e) => {
-                let _ = tx.send(Err(Error::Send(e)));
+        self.run(Box::new(move |c, now, waiters| {
+            let token = waiters.token();
+            match send(c, token, now) {
+                Ok(()) => waiters.insert(token, 0, tx),
+                Err(e) => {
+                    let _ = tx.send(Err(Error::Send(e)));
+                }
             }
         }))?;
         wait(&rx, timeout.or(self.shared.default_timeout))
@@ -439,22 +440,28 @@ impl Batch<'_> {
             })
             .collect();
         let (ack, acked) = mpsc::channel();
-        self.client.run(Box::new(move |ep, now, waiters| {
-            let mut batch = ep.batch(now);
+        self.client.run(Box::new(move |c, now, waiters| {
+            let token = waiters.token();
+            let mut batch = c.batch(token, now);
             let mut sent = Vec::new();
             let result = entries.into_iter().try_for_each(|(method, params, tx)| {
                 let params = params.as_deref();
                 match tx {
-                    Some(tx) => sent.push((batch.request(&method, params, options.clone())?, tx)),
+                    Some(tx) => {
+                        batch.call(&method, params, options.clone())?;
+                        sent.push(tx);
+                    }
                     None => batch.notify(&method, params)?,
                 }
                 Ok(())
             });
             let result = result.and_then(|()| batch.send());
             if result.is_ok() {
-                waiters.extend(sent);
+                for (index, tx) in sent.into_iter().enumerate() {
+                    waiters.insert(token, index, tx);
+                }
             }
-            let _ = ack.send(result);
+            let _ = ack.send(result.map(|_| ()));
         }))?;
         match acked.recv() {
             Ok(Ok(())) => Ok(pending),

@@ -1,5 +1,6 @@
-//! The driver thread: the only owner of a connection's [`Endpoint`], run by its calling
-//! contract.
+//! The driver thread: the only owner of a connection's [`Connection`] machine. It moves
+//! bytes between the transport and the machine, sleeps until the machine's deadline, and
+//! hands the peer's requests to the handler pool; every protocol rule is the core's.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
@@ -11,23 +12,52 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant as StdInstant};
 
 use sansrpc::codec::FrameError;
-use sansrpc::endpoint::{Endpoint, Event, IncomingId, RequestId};
-use sansrpc::ext::keepalive::{self, Beat, Heard, Heartbeat};
-use sansrpc::ext::stream::{self, BoxSource, Demand, Produced, StreamTable};
+use sansrpc::connection::{self, Connection, Event};
+use sansrpc::endpoint::IncomingId;
+use sansrpc::ext::stream::{BoxSource, Demand, Produced};
 use sansrpc::method::CallError;
 use sansrpc::router::{Reply, Router};
 use sansrpc::{ErrorObject, Instant, RawValue, Request};
 
-use crate::extension::Slot;
 use crate::pool::{join_by, Job, Pool};
 use crate::{Config, Direction, Error, Tap};
 
 /// What a caller waiting for a response is eventually given.
 pub(crate) type Answer = Result<Box<RawValue>, Error>;
-/// Callers waiting for a response, by the id of their request.
-pub(crate) type Waiters = BTreeMap<RequestId, Sender<Answer>>;
-/// An application call run on the driver thread, against the endpoint.
-pub(crate) type Op = Box<dyn FnOnce(&mut Endpoint, Instant, &mut Waiters) + Send>;
+
+/// Callers waiting for answers, by the token their call (or batch) went out with and the
+/// call's index in it.
+#[derive(Default)]
+pub(crate) struct Waiters {
+    next: u64,
+    waiting: BTreeMap<(u64, usize), Sender<Answer>>,
+}
+
+impl Waiters {
+    /// A token for the next call or batch.
+    pub(crate) fn token(&mut self) -> u64 {
+        self.next += 1;
+        self.next
+    }
+
+    /// Waits for the answer of call `index` of `token`.
+    pub(crate) fn insert(&mut self, token: u64, index: usize, tx: Sender<Answer>) {
+        self.waiting.insert((token, index), tx);
+    }
+
+    fn answer(&mut self, token: u64, index: usize, answer: Answer) {
+        if let Some(tx) = self.waiting.remove(&(token, index)) {
+            // The caller may have given up; then nobody wants the answer.
+            let _ = tx.send(answer);
+        }
+    }
+}
+
+/// An application call run on the driver thread, against the connection.
+pub(crate) type Op = Box<dyn FnOnce(&mut Connection, Instant, &mut Waiters) + Send>;
+
+/// How long output queued at close may take to reach the peer.
+const LINGER: Duration = Duration::from_secs(1);
 
 /// Everything the driver is told, by the reader, the clients and the handler workers.
 pub(crate) enum Cmd {
@@ -216,15 +246,16 @@ thread_local! {
 }
 
 /// Reports progress from inside a request handler, to the peer of the connection the
-/// request came on: a `$/progress` notification `{"token": token, "value": value}` (the
-/// token is the one the peer put in its request). False outside a handler or once the
-/// connection is gone. The peer may extend the request's deadline on it.
+/// request came on, with the connection's progress method and profile (LSP `$/progress
+/// {token, value}`, MCP `notifications/progress {progressToken, …}`; the token is the one
+/// the peer put in its request). False outside a handler or once the connection is gone.
+/// The peer may extend the request's deadline on it.
 pub fn report_progress(token: &sansrpc::Id<'_>, value: &RawValue) -> bool {
     let (token, value) = (token.to_owned_id(), value.to_owned());
     CONNECTION.with(|c| {
         c.borrow().as_ref().is_some_and(|me| {
-            let op: Op = Box::new(move |ep, _, _| {
-                let _ = ep.send_progress(&token, &value);
+            let op: Op = Box::new(move |conn, _, _| {
+                let _ = conn.send_progress(&token, &value);
             });
             me.send(Cmd::With(op)).is_ok()
         })
@@ -287,10 +318,19 @@ pub(crate) fn spawn(
         });
     }
     let (me, cmds) = mpsc::channel();
-    let mut endpoint = config.endpoint.clone();
-    endpoint.framing = Some(config.framing);
+    let mut machine = connection::Config::new(config.endpoint.clone());
+    machine.endpoint.framing = Some(config.framing);
+    machine.streams = config.streams;
+    machine.heartbeat = config.heartbeat;
+    machine.end_grace = config.shutdown_grace;
+    machine.linger = LINGER;
+    let mut conn = Connection::new(machine, Instant::ZERO);
+    // Extension: per-connection hook (pub/sub), woken through the driver's channel.
+    if let Some(extension) = &config.extension {
+        conn.set_hook(crate::extension::open(extension, me.clone()));
+    }
     let driver = Driver {
-        ep: Endpoint::new(endpoint),
+        conn,
         start: StdInstant::now(),
         cmds,
         me: me.clone(),
@@ -298,20 +338,14 @@ pub(crate) fn spawn(
         out: Vec::new(),
         inputs: VecDeque::new(),
         free: None,
-        waiters: BTreeMap::new(),
+        waiters: Waiters::default(),
         inflight: BTreeMap::new(),
-        streams: StreamTable::new(config.streams),
+        lent: BTreeMap::new(),
         router: handlers.router,
         jobs: handlers.jobs,
         closed: Arc::new(AtomicBool::new(false)),
         eof: false,
-        shutdown: false,
-        closing: None,
-        done: false,
         grace: config.shutdown_grace,
-        heartbeat: config.heartbeat.map(|c| Heartbeat::new(c, Instant::ZERO)),
-        // Extension: per-connection hook (pub/sub).
-        ext: config.extension.as_ref().map(|e| Slot::open(e, me.clone())),
     };
     let (size, buffers, pool) = (
         config.read_size.max(1),
@@ -325,37 +359,31 @@ pub(crate) fn spawn(
 }
 
 struct Driver {
-    ep: Endpoint,
-    /// The epoch of the endpoint's clock.
+    conn: Connection,
+    /// The epoch of the connection's clock.
     start: StdInstant,
     cmds: Receiver<Cmd>,
     /// Handed to handler jobs, for their answers.
     me: Sender<Cmd>,
     writer: Option<Box<dyn Write + Send>>,
     out: Vec<u8>,
-    /// Chunks read and not yet taken by the endpoint, with how much of each it took.
+    /// Chunks read and not yet taken by the connection, with how much of each it took.
     inputs: VecDeque<(Vec<u8>, usize)>,
     /// Returns consumed chunks to the reader; the reader reads only with a chunk in hand.
     free: Option<SyncSender<Vec<u8>>>,
     waiters: Waiters,
-    /// The peer's requests being handled, with their cancellation flags.
+    /// The peer's requests on the handler pool, with their cancellation flags.
     inflight: BTreeMap<IncomingId, Arc<AtomicBool>>,
-    /// The streams this connection serves; their iterators run on the handler pool.
-    streams: StreamTable<Lent>,
+    /// The producers of the streams this connection serves; their iterators run on the
+    /// handler pool.
+    lent: BTreeMap<u64, Lent>,
     router: Arc<Router>,
     jobs: Option<Sender<Job>>,
     /// Set once the connection is closed: queued jobs of this connection are skipped.
     closed: Arc<AtomicBool>,
+    /// The reader saw the end of the input.
     eof: bool,
-    shutdown: bool,
-    /// When closing started, the moment handlers in flight run out of time.
-    closing: Option<StdInstant>,
-    /// The endpoint reported `Closed`.
-    done: bool,
     grace: Duration,
-    heartbeat: Option<Heartbeat>,
-    /// The connection's extension (pub/sub), offered requests before the router.
-    ext: Option<Slot>,
 }
 
 impl Driver {
@@ -371,17 +399,13 @@ impl Driver {
             .name("rpc-reader".into())
             .spawn(move || read(reader, &tx, &chunks, size));
         if reader.is_err() {
-            self.ep.close(self.now());
+            self.conn.close(self.now());
         }
 
-        while !self.done {
+        while !self.conn.is_finished() {
             self.step();
         }
 
-        // Extension: the connection is over.
-        if let Some(ext) = &mut self.ext {
-            ext.close();
-        }
         // Teardown: nothing answered from here on is wanted.
         self.closed.store(true, Ordering::Relaxed);
         self.inflight
@@ -404,29 +428,32 @@ impl Driver {
         Instant::from_duration(self.start.elapsed())
     }
 
-    /// One turn of the calling contract: input and timeouts in, output and events out, then
-    /// wait for the next command or deadline.
+    /// One turn: timeouts and input in, output and events out, then wait for the next
+    /// command or deadline.
     fn step(&mut self) {
         let now = self.now();
-        self.ep.handle_timeout(now);
-        self.beat(now);
-        self.streams.handle_timeout(now);
+        if self.conn.poll_timeout().is_some_and(|d| d <= now) {
+            self.conn.handle_timeout(now);
+        }
         self.feed(now);
+        if self.eof && self.inputs.is_empty() {
+            self.conn.handle_end_of_input(now);
+        }
         self.pump(now);
         let producing = self.produce(now);
-        // After the events: a request they carried is in flight, not forgotten.
-        if self.try_close(now) {
-            self.pump(now);
-        }
-        if self.done {
+        if self.conn.is_finished() {
             return;
         }
-        if (!self.inputs.is_empty() || producing) && !self.shutdown {
+        if (!self.inputs.is_empty() && self.conn.wants_input()) || producing {
             // Input was pushed back (draining the events made room for it), or a stream
             // has more to produce: no waiting.
             return;
         }
-        let cmd = match self.wait(now) {
+        let wait = self
+            .conn
+            .poll_timeout()
+            .map(|t| t.saturating_duration_since(now));
+        let cmd = match wait {
             None => self.cmds.recv().map_err(|_| RecvTimeoutError::Disconnected),
             Some(wait) => self.cmds.recv_timeout(wait),
         };
@@ -439,89 +466,44 @@ impl Driver {
         }
     }
 
-    /// How long to wait for a command: until the endpoint's next deadline, or until
-    /// handlers in flight run out of time.
-    fn wait(&self, now: Instant) -> Option<Duration> {
-        let beat = self.heartbeat.as_ref().and_then(Heartbeat::poll_timeout);
-        let timer = [self.ep.poll_timeout(), beat, self.streams.poll_timeout()]
-            .into_iter()
-            .flatten()
-            .min();
-        let timer = timer.map(|t| t - now);
-        let closing = self
-            .closing
-            .map(|c| c.saturating_duration_since(StdInstant::now()));
-        match (timer, closing) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-    }
-
-    /// The heartbeat's deadline: a `ping` to send, or a peer that stopped answering.
-    fn beat(&mut self, now: Instant) {
-        let Some(heartbeat) = &mut self.heartbeat else {
-            return;
-        };
-        match heartbeat.handle_timeout(now) {
-            Some(Beat::SendPing) => {
-                let _ = self.ep.send_notification(keepalive::PING, None);
-            }
-            Some(Beat::Dead) => self.ep.close(now),
-            None => {}
-        }
-    }
-
     fn command(&mut self, cmd: Cmd) {
+        let now = self.now();
         match cmd {
             Cmd::Input(chunk) => self.inputs.push_back((chunk, 0)),
-            Cmd::Eof => {
-                self.eof = true;
-                self.begin_closing();
-            }
-            Cmd::With(op) => {
-                let now = self.now();
-                op(&mut self.ep, now, &mut self.waiters);
-            }
+            // Told once the input read before it is taken.
+            Cmd::Eof => self.eof = true,
+            Cmd::With(op) => op(&mut self.conn, now, &mut self.waiters),
             Cmd::Respond { id, mut reply } => {
                 if self.inflight.remove(&id).is_some() {
-                    // Fails only once the endpoint closed, when no answer is wanted.
-                    let _ = reply.send(&mut self.ep, id);
+                    reply.answer(&mut self.conn, id);
                 }
             }
             Cmd::Produced { stream, batch } => {
                 // Nothing to do when the stream was freed meanwhile: its iterator drops here.
-                if let Some(lent) = self.streams.producer_mut(stream) {
+                if let Some(lent) = self.lent.get_mut(&stream) {
                     lent.receive(batch);
                 }
             }
             Cmd::Shutdown => {
-                self.shutdown = true;
-                self.begin_closing();
+                self.inputs.clear();
+                // Handlers in flight get the grace; their flags go up at teardown.
+                self.conn.shutdown(self.grace, now);
             }
-            // Extension: `pump` drains it on this turn.
+            // The connection drains its extension with its events, this turn.
             Cmd::Wake => {}
         }
     }
 
-    fn begin_closing(&mut self) {
-        let grace = self.grace;
-        self.closing
-            .get_or_insert_with(|| StdInstant::now() + grace);
-    }
-
-    /// Offers pending input, oldest first, until the endpoint pushes back.
+    /// Offers pending input, oldest first, until the connection pushes back.
     fn feed(&mut self, now: Instant) {
-        if self.shutdown {
-            return;
-        }
         while let Some((chunk, taken)) = self.inputs.front_mut() {
-            match self.ep.handle_input(&chunk[*taken..], now) {
+            match self.conn.handle_input(&chunk[*taken..], now) {
                 Ok(n) => *taken += n,
-                // This driver builds framed endpoints only; were one not, its input could
-                // not be read at all: end the connection rather than spin.
+                // This driver builds framed connections only; were one not, its input
+                // could not be read at all: end the connection rather than spin.
                 Err(_) => {
                     self.inputs.clear();
-                    self.ep.close(now);
+                    self.conn.close(now);
                     return;
                 }
             }
@@ -537,16 +519,17 @@ impl Driver {
     /// Takes items from the streams' iterators for the pulls waiting, and writes the
     /// answers. True when some stream still has more to produce right now.
     fn produce(&mut self, now: Instant) -> bool {
-        if self.ep.is_closed() || !self.streams.wants_items() {
+        if !self.conn.wants_items() {
             return false;
         }
-        let (jobs, me, closed) = (&self.jobs, &self.me, &self.closed);
+        let (jobs, me, closed, lent) = (&self.jobs, &self.me, &self.closed, &mut self.lent);
         let mut inline = Vec::new();
-        let taken = self.streams.produce(
-            &mut self.ep,
-            now,
-            ITEMS_PER_TURN,
-            |stream, lent, out, demand| {
+        let taken = self
+            .conn
+            .produce(now, ITEMS_PER_TURN, |stream, out, demand| {
+                let Some(lent) = lent.get_mut(&stream) else {
+                    return Produced::End;
+                };
                 if let Some(produced) = lent.take(out) {
                     return produced;
                 }
@@ -575,70 +558,46 @@ impl Driver {
                     None => inline.push(job),
                 }
                 Produced::Pending
-            },
-        );
+            });
         for job in inline {
             job();
         }
         self.pump(now);
-        taken > 0 && self.streams.wants_items()
+        taken > 0 && self.conn.wants_items()
     }
 
     /// Writes the output and routes the events, until neither is left.
     fn pump(&mut self, now: Instant) {
         loop {
+            let routed = self.events();
             self.flush(now);
-            // Extension: its notifications, as much as the output takes, then written.
-            if self.ext.as_mut().is_some_and(|ext| ext.drain(&mut self.ep)) {
-                continue;
-            }
-            if !self.events() {
+            if !routed {
                 break;
             }
         }
     }
 
-    /// Closes the endpoint once closing started, the input that came before the end is
-    /// taken, and the handlers in flight have answered or run out of time. True when it
-    /// closed it.
-    fn try_close(&mut self, now: Instant) -> bool {
-        let Some(deadline) = self.closing else {
-            return false;
-        };
-        if self.ep.is_closed() || !(self.shutdown || self.inputs.is_empty()) {
-            return false;
-        }
-        if !self.inflight.is_empty() && StdInstant::now() < deadline {
-            return false;
-        }
-        if self.shutdown {
-            self.ep.close(now);
-        } else {
-            self.ep.handle_end_of_input(now);
-        }
-        true
-    }
-
-    /// Writes everything the endpoint has to transmit; a failed write closes it.
+    /// Writes everything the connection has to transmit; a failed write closes it.
     fn flush(&mut self, now: Instant) {
-        while self.ep.poll_transmit(&mut self.out).is_some() {}
+        while self.conn.poll_transmit(&mut self.out).is_some() {}
         if self.out.is_empty() {
+            self.conn.handle_write(false, false, now);
             return;
         }
         let (mut written, had_writer) = (0, self.writer.is_some());
-        self.ep.handle_write(false, true, now);
+        self.conn.handle_write(false, true, now);
         while let Some(w) = &mut self.writer {
             if written == self.out.len() {
                 let _ = w.flush();
                 break;
             }
-            // A socket's write times out at the write-stall timeout; the endpoint decides.
+            // A socket's write times out at the write-stall timeout; the connection decides.
             match w.write(&self.out[written..]) {
                 Ok(0) => self.writer = None,
                 Ok(n) => {
                     written += n;
                     let pending = written < self.out.len();
-                    self.ep.handle_write(true, pending, self.now());
+                    self.conn.handle_write(true, pending, self.now());
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e)
@@ -648,19 +607,19 @@ impl Driver {
                     ) =>
                 {
                     let now = self.now();
-                    self.ep.handle_write(false, true, now);
-                    self.ep.handle_timeout(now);
-                    if self.ep.is_closed() {
+                    self.conn.handle_write(false, true, now);
+                    self.conn.handle_timeout(now);
+                    if self.conn.is_closed() {
                         self.writer = None;
                     }
                 }
                 Err(_) => self.writer = None,
             }
         }
-        if had_writer && self.writer.is_none() && !self.ep.is_closed() {
-            self.ep.close(now);
+        if had_writer && self.writer.is_none() && !self.conn.is_closed() {
+            self.conn.close(now);
         }
-        self.ep.handle_write(false, false, now);
+        self.conn.handle_write(false, false, now);
         self.out.clear();
     }
 
@@ -668,68 +627,82 @@ impl Driver {
     fn events(&mut self) -> bool {
         let mut any = false;
         // Batch sizes for the router's layers (metrics), before the batch's calls run.
-        self.router.observe_batches(&mut self.ep);
+        self.router.observe_connection_batches(&mut self.conn);
         let now = self.now();
-        while let Some(event) = self.ep.poll_event() {
+        // Checked before a stream method's handler runs, so a flood of opens builds nothing.
+        let mut room = self.conn.stream_room();
+        while let Some(event) = self.conn.poll_event() {
             any = true;
             match event {
-                Event::Request { id, request } => {
-                    let request = request.into_owned();
-                    // Extension: offered the request before the router.
-                    if let Some(ext) = &mut self.ext {
-                        if ext.offer(&mut self.ep, id, &request) {
-                            continue;
+                Event::Request { handle, request } => {
+                    if !self.router.is_stream_method(&request.method) {
+                        let request = request.into_owned();
+                        self.request(handle, request);
+                        continue;
+                    }
+                    if room == 0 {
+                        self.conn.refuse_stream(handle);
+                        continue;
+                    }
+                    // Built here: the handler only makes the iterator; a worker runs it.
+                    let params = request.params.as_deref();
+                    let open = || self.router.open_stream(&request.method, params);
+                    let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(open))
+                        .unwrap_or_else(|_| Some(Err(ErrorObject::internal_error())));
+                    match opened {
+                        Some(Ok(source)) => {
+                            if let Some(stream) = self.conn.open_stream(handle, now) {
+                                self.lent.insert(stream, Lent::new(source));
+                                room = room.saturating_sub(1);
+                            }
                         }
+                        Some(Err(e)) => self.conn.respond(handle, Err(&e)),
+                        None => {}
                     }
-                    let now = self.now();
-                    if !self.streams.handle_request(&mut self.ep, id, &request, now) {
-                        self.request(id, request);
-                    }
-                }
-                Event::Notification(n) if n.method == stream::CANCEL_METHOD => {
-                    let n = n.into_owned();
-                    self.streams.handle_notification(&mut self.ep, &n);
                 }
                 // Here, in arrival order: its effects are visible to every request that
                 // arrived after it (LSP's didChange before completion).
-                Event::Notification(n) => match &mut self.heartbeat {
-                    Some(h) => match h.handle_notification(&n.method, now) {
-                        Heard::Other => self.router.notify(&n),
-                        Heard::Ping => {
-                            // A pong that finds the output full is dropped; the peer pings
-                            // again.
-                            let _ = self.ep.send_notification(keepalive::PONG, None);
-                        }
-                        Heard::Pong => {}
-                    },
-                    None => self.router.notify(&n),
-                },
-                Event::Response { id, result } => {
+                Event::Notification(n) => self.router.notify(&n),
+                Event::Answer {
+                    token,
+                    index,
+                    result,
+                    ..
+                } => {
                     let answer = match result {
                         Ok(raw) => Ok(raw.into_owned()),
                         Err(e) => Err(Error::Call(CallError::Rpc(e.into_owned()))),
                     };
-                    self.answer(id, answer);
+                    self.waiters.answer(token, index, answer);
                 }
-                Event::Ended { id, reason } => {
-                    self.answer(id, Err(Error::Call(CallError::Ended(reason))));
+                Event::Ended {
+                    token,
+                    index,
+                    reason,
+                    ..
+                } => {
+                    let answer = Err(Error::Call(CallError::Ended(reason)));
+                    self.waiters.answer(token, index, answer);
                 }
-                Event::PeerCancelled { id } => {
-                    if self.streams.handle_peer_cancelled(&mut self.ep, id) {
-                        continue;
-                    }
-                    if let Some(flag) = self.inflight.get(&id) {
+                Event::Cancel { handle } => {
+                    if let Some(flag) = self.inflight.get(&handle) {
                         flag.store(true, Ordering::Relaxed);
                     }
                 }
-                Event::Closed => {
-                    self.streams.clear();
-                    self.done = true;
+                Event::StreamClosed { stream } => {
+                    self.lent.remove(&stream);
+                    room += 1;
                 }
-                Event::FrameError(e @ FrameError::WrongFraming { .. }) => {
+                Event::Closed { .. } => {
+                    self.lent.clear();
+                    self.closed.store(true, Ordering::Relaxed);
+                }
+                Event::Other(sansrpc::endpoint::Event::FrameError(
+                    e @ FrameError::WrongFraming { .. },
+                )) => {
                     tracing::warn!("sansrpc: {e}");
                 }
-                // Other framing faults, refused frames, stray responses: the endpoint
+                // Other framing faults, refused frames, stray responses: the connection
                 // answered whatever needed an answer, and a caller has nothing to do.
                 _ => {}
             }
@@ -737,45 +710,16 @@ impl Driver {
         any
     }
 
-    fn answer(&mut self, id: RequestId, answer: Answer) {
-        if let Some(waiter) = self.waiters.remove(&id) {
-            // The caller may have given up; then nobody wants the answer.
-            let _ = waiter.send(answer);
-        }
-    }
-
     /// Hands a request to the handler pool, or answers it here when there is none.
-    fn request(&mut self, id: IncomingId, request: Request<'static>) {
-        if self.router.is_stream_method(&request.method) {
-            // Built here: the handler only makes the iterator; a worker runs it.
-            let opened = if self.streams.has_room() {
-                let params = request.params.as_deref();
-                let open = || self.router.open_stream(&request.method, params);
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(open))
-                    .unwrap_or_else(|_| Some(Err(ErrorObject::internal_error())))
-            } else {
-                Some(Err(stream::too_many_streams()))
-            };
-            match opened {
-                Some(Ok(source)) => {
-                    let now = self.now();
-                    let _ = self.streams.open(&mut self.ep, id, Lent::new(source), now);
-                }
-                Some(Err(e)) => {
-                    let _ = self.ep.respond(id, Err(&e));
-                }
-                None => {}
-            }
-            return;
-        }
+    fn request(&mut self, handle: IncomingId, request: Request<'static>) {
         let mut reply = Reply::default();
         let Some(jobs) = &self.jobs else {
             self.router.dispatch(&request, &mut reply);
-            let _ = reply.send(&mut self.ep, id);
+            reply.answer(&mut self.conn, handle);
             return;
         };
         let flag = Arc::new(AtomicBool::new(false));
-        self.inflight.insert(id, Arc::clone(&flag));
+        self.inflight.insert(handle, Arc::clone(&flag));
         let (router, closed, me) = (
             Arc::clone(&self.router),
             Arc::clone(&self.closed),
@@ -790,12 +734,13 @@ impl Driver {
             router.dispatch(&request, &mut reply);
             CANCELLED.with(|c| *c.borrow_mut() = None);
             CONNECTION.with(|c| *c.borrow_mut() = None);
-            let _ = me.send(Cmd::Respond { id, reply });
+            let _ = me.send(Cmd::Respond { id: handle, reply });
         });
         if jobs.send(job).is_err() {
             // The pool is gone: a server shutting down.
-            self.inflight.remove(&id);
-            let _ = self.ep.respond(id, Err(&ErrorObject::internal_error()));
+            self.inflight.remove(&handle);
+            self.conn
+                .respond(handle, Err(&ErrorObject::internal_error()));
         }
     }
 }

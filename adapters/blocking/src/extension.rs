@@ -4,9 +4,7 @@ use std::fmt;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 
-use sansrpc::endpoint::IncomingId;
-use sansrpc::ext::connection::{self, ConnectionExtension, ConnectionHook};
-use sansrpc::{Endpoint, Request};
+use sansrpc::ext::connection::{ConnectionExtension, ConnectionHook};
 
 use crate::driver::Cmd;
 
@@ -29,37 +27,12 @@ impl fmt::Debug for Extension {
     }
 }
 
-/// One connection's hook, owned by its driver thread.
-pub(crate) struct Slot {
-    hook: Box<dyn ConnectionHook>,
-    buf: Vec<u8>,
-}
-
-impl Slot {
-    /// Opens the extension for a connection whose driver listens on `driver`.
-    pub(crate) fn open(extension: &Extension, driver: Sender<Cmd>) -> Slot {
-        let wake = Arc::new(move || {
-            // The driver may be gone already; then nobody needs waking.
-            let _ = driver.send(Cmd::Wake);
-        });
-        Slot {
-            hook: extension.0.open(wake),
-            buf: Vec::new(),
-        }
-    }
-
-    /// True when the extension answered the request.
-    pub(crate) fn offer(&mut self, ep: &mut Endpoint, id: IncomingId, req: &Request<'_>) -> bool {
-        let params = req.params.as_deref();
-        connection::offer_request(&mut *self.hook, ep, id, &req.method, params, &mut self.buf)
-    }
-
-    /// True when notifications were sent.
-    pub(crate) fn drain(&mut self, ep: &mut Endpoint) -> bool {
-        connection::drain_into(&mut *self.hook, ep)
-    }
-
-    pub(crate) fn close(&mut self) {
-        self.hook.close();
-    }
+/// Opens the extension for a connection whose driver listens on `driver`: its hook, woken
+/// through the driver's channel (the connection machine drains it with its events).
+pub(crate) fn open(extension: &Extension, driver: Sender<Cmd>) -> Box<dyn ConnectionHook> {
+    let wake = Arc::new(move || {
+        // The driver may be gone already; then nobody needs waking.
+        let _ = driver.send(Cmd::Wake);
+    });
+    extension.0.open(wake)
 }

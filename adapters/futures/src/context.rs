@@ -20,7 +20,8 @@ use crate::client::{CallError, Client};
 ///   the peer from inside the handler (an LSP server asking its client for
 ///   `workspace/configuration`, an MCP server sending `sampling/createMessage`);
 /// - [`cancelled`](RequestContext::cancelled) / [`is_cancelled`](RequestContext::is_cancelled):
-///   the peer cancelled the request (or the connection is closing). A handler with a context
+///   the peer cancelled the request (a shutdown gives handlers their grace period, then
+///   drops what still runs). A handler with a context
 ///   is **not** dropped on cancellation: it sees the signal, stops, and what it returns is
 ///   the answer (under the MCP profile a cancelled request gets no answer at all);
 /// - [`report_progress`](RequestContext::report_progress): progress on the token the peer
@@ -92,7 +93,7 @@ impl RequestContext {
         &self.peer
     }
 
-    /// True once the peer cancelled the request, or the connection is closing.
+    /// True once the peer cancelled the request.
     pub fn is_cancelled(&self) -> bool {
         self.cancel.is_set()
     }

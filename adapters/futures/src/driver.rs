@@ -22,7 +22,6 @@ use sansrpc::Instant;
 use crate::builder::EventHook;
 use crate::calls::Calls;
 use crate::client::{Client, Command};
-use crate::context::CancelSignal;
 use crate::router::AsyncRouter;
 use crate::server::Server;
 use crate::timer::{Sleep, Timer};
@@ -197,11 +196,8 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             }
         }
         if let Poll::Ready(Some(grace)) = self.shutdown_rx.poll_next_unpin(cx) {
+            // Handlers in flight get the grace; then the connection drops what still runs.
             self.conn.shutdown(grace, now);
-            // Handlers with a context learn that the connection is closing.
-            for (_, cx) in self.server.aborts.values() {
-                cx.iter().for_each(CancelSignal::set);
-            }
             progress = true;
         } else if !self.commands_open && !self.server.serving && self.conn.wants_input() {
             // Nobody can call any more and nothing is served: nothing left to do.
