@@ -18,7 +18,7 @@
 
 use alloc::borrow::ToOwned;
 use alloc::boxed::Box;
-use alloc::collections::BTreeMap;
+use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
@@ -297,6 +297,158 @@ impl<S: Store + ?Sized> Store for Box<S> {
     }
 }
 
+/// The bounds a store keeps on all its topics together, and the bookkeeping they need: how
+/// many topics there are, their bytes (data and topic name per message), each topic's
+/// recency, and the highest sequence a forgotten topic reached. Shared by [`MemoryStore`]
+/// and the embedded durable store so that both forget the same topics.
+///
+/// The rule: beyond [`TopicBudget::max_topics`] topics or [`TopicBudget::max_total_bytes`]
+/// bytes, the topic appended to least recently is forgotten with its messages (never the one
+/// just appended while another is left; if it is the only one, its oldest messages go and
+/// the newest stays). A topic seen for the first time (or again after being forgotten)
+/// starts its sequence ids at [`TopicBudget::forgotten_max`], so sequence ids only grow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicBudget {
+    max_topics: usize,
+    max_total_bytes: u64,
+    /// Each topic's recency.
+    touched: BTreeMap<String, u64>,
+    /// The same, ordered by recency.
+    order: BTreeSet<(u64, String)>,
+    total_bytes: u64,
+    /// The highest recency given so far.
+    clock: u64,
+    forgotten_max: u64,
+}
+
+impl TopicBudget {
+    /// How many topics a store keeps unless told otherwise.
+    pub const DEFAULT_MAX_TOPICS: usize = 10_000;
+
+    /// An empty budget of `max_topics` topics (at least 1) and `max_total_bytes` bytes.
+    pub fn new(max_topics: usize, max_total_bytes: u64) -> Self {
+        TopicBudget {
+            max_topics: max_topics.max(1),
+            max_total_bytes,
+            touched: BTreeMap::new(),
+            order: BTreeSet::new(),
+            total_bytes: 0,
+            clock: 0,
+            forgotten_max: 0,
+        }
+    }
+
+    /// The most topics kept.
+    pub fn max_topics(&self) -> usize {
+        self.max_topics
+    }
+
+    /// Sets the most topics kept (at least 1).
+    pub fn set_max_topics(&mut self, max: usize) {
+        self.max_topics = max.max(1);
+    }
+
+    /// The most bytes kept across all topics.
+    pub fn max_total_bytes(&self) -> u64 {
+        self.max_total_bytes
+    }
+
+    /// Sets the most bytes kept across all topics.
+    pub fn set_max_total_bytes(&mut self, max: u64) {
+        self.max_total_bytes = max;
+    }
+
+    /// Bytes of messages (data and topic names) held now.
+    pub fn total_bytes(&self) -> u64 {
+        self.total_bytes
+    }
+
+    /// How many topics are held now.
+    pub fn topic_count(&self) -> usize {
+        self.touched.len()
+    }
+
+    /// The highest sequence id a forgotten topic reached: where a new topic starts.
+    pub fn forgotten_max(&self) -> u64 {
+        self.forgotten_max
+    }
+
+    /// Whether `topic` is held.
+    pub fn contains(&self, topic: &str) -> bool {
+        self.touched.contains_key(topic)
+    }
+
+    /// Records `topic` as held with `recency` and `bytes` (data and topic name per message),
+    /// as read back from a durable store at open.
+    pub fn restore(&mut self, topic: &str, recency: u64, bytes: u64) {
+        self.set_recency(topic, recency);
+        self.total_bytes += bytes;
+    }
+
+    /// Records the highest sequence a forgotten topic reached, as read back at open.
+    pub fn restore_forgotten_max(&mut self, sequence: u64) {
+        self.forgotten_max = self.forgotten_max.max(sequence);
+    }
+
+    /// `topic` is appended to now (held from now on if it was not): returns its new recency.
+    pub fn touch(&mut self, topic: &str) -> u64 {
+        let recency = self.clock + 1;
+        self.set_recency(topic, recency);
+        recency
+    }
+
+    fn set_recency(&mut self, topic: &str, recency: u64) {
+        if let Some(old) = self.touched.insert(topic.into(), recency) {
+            self.order.remove(&(old, topic.into()));
+        }
+        self.order.insert((recency, topic.into()));
+        self.clock = self.clock.max(recency);
+    }
+
+    /// A message of `topic` with `data_len` bytes of data was stored.
+    pub fn added(&mut self, topic: &str, data_len: u64) {
+        self.total_bytes += topic.len() as u64 + data_len;
+    }
+
+    /// `count` messages of `topic` with `data_bytes` bytes of data in all were removed.
+    pub fn removed(&mut self, topic: &str, count: u64, data_bytes: u64) {
+        self.total_bytes = self
+            .total_bytes
+            .saturating_sub(topic.len() as u64 * count + data_bytes);
+    }
+
+    /// Whether a topic must be forgotten before `topic` is added.
+    pub fn needs_room_for(&self, topic: &str) -> bool {
+        !self.contains(topic) && self.touched.len() >= self.max_topics
+    }
+
+    /// Whether the bytes held are over the bound.
+    pub fn over_bytes(&self) -> bool {
+        self.total_bytes > self.max_total_bytes
+    }
+
+    /// The topic to forget next: the least recently appended one, unless it is the only one.
+    /// `room` (for a topic about to be added) allows forgetting the only one.
+    pub fn to_forget(&self, room: bool) -> Option<&str> {
+        if !room && self.touched.len() <= 1 {
+            return None;
+        }
+        self.order.first().map(|(_, name)| name.as_str())
+    }
+
+    /// `topic` was forgotten: its last sequence was `last`, and it held `count` messages of
+    /// `data_bytes` data in all.
+    pub fn forgot(&mut self, topic: &str, last: u64, count: u64, data_bytes: u64) {
+        if let Some(old) = self.touched.remove(topic) {
+            self.order.remove(&(old, topic.into()));
+        }
+        self.forgotten_max = self.forgotten_max.max(last);
+        self.total_bytes = self
+            .total_bytes
+            .saturating_sub(data_bytes + topic.len() as u64 * count);
+    }
+}
+
 /// A [`Store`] in memory: for tests, `no_std` targets and servers that need no durability.
 /// Retention applies as for a durable store.
 ///
@@ -314,14 +466,7 @@ pub struct MemoryStore {
     retention: RetentionPolicy,
     topics: BTreeMap<String, MemoryTopic>,
     subscriptions: BTreeMap<String, SubscriptionState>,
-    max_topics: usize,
-    max_total_bytes: u64,
-    /// Bytes held by every topic's messages (data and topic name).
-    total_bytes: u64,
-    /// The highest sequence id any forgotten topic reached.
-    forgotten_max: u64,
-    /// Appends so far: the recency of each topic's last append.
-    clock: u64,
+    budget: TopicBudget,
 }
 
 impl Default for MemoryStore {
@@ -330,11 +475,10 @@ impl Default for MemoryStore {
             retention: RetentionPolicy::default(),
             topics: BTreeMap::new(),
             subscriptions: BTreeMap::new(),
-            max_topics: MemoryStore::DEFAULT_MAX_TOPICS,
-            max_total_bytes: MemoryStore::DEFAULT_MAX_TOTAL_BYTES,
-            total_bytes: 0,
-            forgotten_max: 0,
-            clock: 0,
+            budget: TopicBudget::new(
+                MemoryStore::DEFAULT_MAX_TOPICS,
+                MemoryStore::DEFAULT_MAX_TOTAL_BYTES,
+            ),
         }
     }
 }
@@ -342,15 +486,13 @@ impl Default for MemoryStore {
 #[derive(Debug, Default)]
 struct MemoryTopic {
     last: u64,
-    /// [`MemoryStore::clock`] at its last append.
-    touched: u64,
     bytes: u64,
     messages: alloc::collections::VecDeque<StoredMessage>,
 }
 
 impl MemoryStore {
     /// How many topics a store keeps unless told otherwise.
-    pub const DEFAULT_MAX_TOPICS: usize = 10_000;
+    pub const DEFAULT_MAX_TOPICS: usize = TopicBudget::DEFAULT_MAX_TOPICS;
 
     /// How many bytes of messages (data and topic names) a store keeps in all unless told
     /// otherwise: 256 MiB.
@@ -366,20 +508,20 @@ impl MemoryStore {
 
     /// Keeps at most `max` topics (at least 1).
     pub fn with_max_topics(mut self, max: usize) -> Self {
-        self.max_topics = max.max(1);
+        self.budget.set_max_topics(max);
         self
     }
 
     /// Keeps at most `max` bytes of messages across all topics (data and topic names); the
     /// newest message is kept even when it alone is larger.
     pub fn with_max_total_bytes(mut self, max: u64) -> Self {
-        self.max_total_bytes = max;
+        self.budget.set_max_total_bytes(max);
         self
     }
 
     /// Bytes of messages (data and topic names) the store holds now.
     pub fn total_bytes(&self) -> u64 {
-        self.total_bytes
+        self.budget.total_bytes()
     }
 
     /// How many topics the store holds now.
@@ -387,26 +529,29 @@ impl MemoryStore {
         self.topics.len()
     }
 
-    /// Forgets the least recently appended topic.
-    fn forget_one(&mut self) {
-        let oldest = self
-            .topics
-            .iter()
-            .min_by_key(|(_, t)| t.touched)
-            .map(|(name, _)| name.clone());
-        if let Some(name) = oldest {
-            if let Some(topic) = self.topics.remove(&name) {
-                self.forgotten_max = self.forgotten_max.max(topic.last);
-                self.total_bytes -= topic.bytes + (name.len() * topic.messages.len()) as u64;
-            }
+    /// Forgets the topic the budget names; false when there is none.
+    fn forget_one(&mut self, room: bool) -> bool {
+        let Some(name) = self.budget.to_forget(room).map(String::from) else {
+            return false;
+        };
+        if let Some(topic) = self.topics.remove(&name) {
+            let count = topic.messages.len() as u64;
+            self.budget.forgot(&name, topic.last, count, topic.bytes);
         }
+        true
     }
-}
 
-/// What one stored message counts for in [`MemoryStore`]'s byte bounds: its data and the
-/// topic name it carries.
-fn message_size(topic: &str, data: &RawValue) -> u64 {
-    (topic.len() + data.get().len()) as u64
+    /// Removes the oldest message of `topic`'s log, unless it is the last one.
+    fn pop_oldest(budget: &mut TopicBudget, log: &mut MemoryTopic) -> bool {
+        if log.messages.len() <= 1 {
+            return false;
+        }
+        if let Some(old) = log.messages.pop_front() {
+            log.bytes -= old.data.get().len() as u64;
+            budget.removed(&old.topic, 1, old.data.get().len() as u64);
+        }
+        true
+    }
 }
 
 /// A [`MemoryStore`] never fails.
@@ -424,54 +569,37 @@ impl Store for MemoryStore {
 
     fn append(&mut self, topic: &str, timestamp_ms: u64, data: &RawValue) -> Result<u64, Never> {
         let retention = self.retention.for_topic(topic);
-        if !self.topics.contains_key(topic) {
-            while self.topics.len() >= self.max_topics {
-                self.forget_one();
-            }
-            let fresh = MemoryTopic {
-                last: self.forgotten_max,
+        while self.budget.needs_room_for(topic) && self.forget_one(true) {}
+        let forgotten_max = self.budget.forgotten_max();
+        self.budget.touch(topic);
+        let log = self
+            .topics
+            .entry(topic.into())
+            .or_insert_with(|| MemoryTopic {
+                last: forgotten_max,
                 ..MemoryTopic::default()
-            };
-            self.topics.insert(topic.into(), fresh);
-        }
-        self.clock += 1;
-        let Some(log) = self.topics.get_mut(topic) else {
-            unreachable!("inserted above")
-        };
-        log.touched = self.clock;
+            });
         log.last += 1;
         log.bytes += data.get().len() as u64;
-        self.total_bytes += message_size(topic, data);
+        self.budget.added(topic, data.get().len() as u64);
         log.messages.push_back(StoredMessage {
             topic: topic.into(),
             sequence: log.last,
             timestamp_ms,
             data: data.to_owned(),
         });
-        while log.messages.len() > 1
-            && (retention
-                .max_count
-                .is_some_and(|max| log.messages.len() as u64 > max)
-                || retention.max_bytes.is_some_and(|max| log.bytes > max))
-        {
-            if let Some(old) = log.messages.pop_front() {
-                log.bytes -= old.data.get().len() as u64;
-                self.total_bytes -= message_size(&old.topic, &old.data);
-            }
-        }
+        while (retention
+            .max_count
+            .is_some_and(|max| log.messages.len() as u64 > max)
+            || retention.max_bytes.is_some_and(|max| log.bytes > max))
+            && MemoryStore::pop_oldest(&mut self.budget, log)
+        {}
         let last = log.last;
-        // Over the total: forget whole topics, least recently appended first (never the one
-        // just appended while another is left), then this topic's oldest messages.
-        while self.total_bytes > self.max_total_bytes && self.topics.len() > 1 {
-            self.forget_one();
-        }
+        // Over the total: forget whole topics, least recently appended first, then this
+        // topic's oldest messages.
+        while self.budget.over_bytes() && self.forget_one(false) {}
         if let Some(log) = self.topics.get_mut(topic) {
-            while self.total_bytes > self.max_total_bytes && log.messages.len() > 1 {
-                if let Some(old) = log.messages.pop_front() {
-                    log.bytes -= old.data.get().len() as u64;
-                    self.total_bytes -= message_size(&old.topic, &old.data);
-                }
-            }
+            while self.budget.over_bytes() && MemoryStore::pop_oldest(&mut self.budget, log) {}
         }
         Ok(last)
     }
@@ -480,7 +608,7 @@ impl Store for MemoryStore {
         Ok(self
             .topics
             .get(topic)
-            .map_or(self.forgotten_max, |t| t.last))
+            .map_or(self.budget.forgotten_max(), |t| t.last))
     }
 
     fn read(
@@ -533,7 +661,8 @@ impl Store for MemoryStore {
             {
                 if let Some(old) = log.messages.pop_front() {
                     log.bytes -= old.data.get().len() as u64;
-                    self.total_bytes -= message_size(&old.topic, &old.data);
+                    self.budget
+                        .removed(&old.topic, 1, old.data.get().len() as u64);
                 }
             }
         }

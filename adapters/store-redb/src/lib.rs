@@ -53,11 +53,10 @@
 //! ```
 #![deny(missing_docs)]
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use redb::{Database, ReadableTable, TableDefinition, WriteTransaction};
-use sansrpc::ext::store::{RetentionPolicy, Store, StoredMessage, SubscriptionState};
+use sansrpc::ext::store::{RetentionPolicy, Store, StoredMessage, SubscriptionState, TopicBudget};
 use sansrpc::RawValue;
 
 const LOG: TableDefinition<(&str, u64), (u64, &str)> = TableDefinition::new("log");
@@ -104,82 +103,43 @@ from_redb!(
 pub struct RedbStore {
     db: Database,
     retention: RetentionPolicy,
-    max_topics: usize,
-    max_total_bytes: u64,
     /// What the file holds, kept beside it (the file is this process's alone).
-    held: Held,
+    budget: TopicBudget,
 }
 
-/// The store's bookkeeping of what its file holds, read once at open.
-#[derive(Debug, Default)]
-struct Held {
-    /// Each topic's recency (the append count at its last append).
-    touched: BTreeMap<String, u64>,
-    /// The same, ordered by recency.
-    order: BTreeSet<(u64, String)>,
-    /// Bytes of every retained message: data and topic name.
-    total_bytes: u64,
-    /// Appends so far (the highest recency).
-    clock: u64,
-    /// The highest sequence any forgotten topic reached.
-    forgotten_max: u64,
-}
-
-impl Held {
-    /// Reads the bookkeeping from the file.
-    fn load(db: &Database) -> Result<Held, Error> {
-        let mut held = Held::default();
-        let txn = db.begin_read()?;
-        let touched = txn.open_table(TOUCHED)?;
-        for row in txn.open_table(TOPICS)?.iter()? {
-            let (name, meta) = row?;
-            let (name, (_, count, bytes)) = (name.value(), meta.value());
-            held.total_bytes += bytes + name.len() as u64 * count;
-            let clock = touched.get(name)?.map_or(0, |v| v.value());
-            held.touch(name, clock);
-        }
-        held.forgotten_max = txn
-            .open_table(META)?
-            .get(FORGOTTEN_MAX)?
-            .map_or(0, |v| v.value());
-        Ok(held)
+/// Reads the bookkeeping of the topics in the file into `budget`.
+fn load_budget(db: &Database, budget: &mut TopicBudget) -> Result<(), Error> {
+    let mut loaded = TopicBudget::new(budget.max_topics(), budget.max_total_bytes());
+    let txn = db.begin_read()?;
+    let touched = txn.open_table(TOUCHED)?;
+    for row in txn.open_table(TOPICS)?.iter()? {
+        let (name, meta) = row?;
+        let (name, (_, count, bytes)) = (name.value(), meta.value());
+        let recency = touched.get(name)?.map_or(0, |v| v.value());
+        loaded.restore(name, recency, bytes + name.len() as u64 * count);
     }
-
-    fn touch(&mut self, topic: &str, clock: u64) {
-        if let Some(old) = self.touched.insert(topic.to_owned(), clock) {
-            self.order.remove(&(old, topic.to_owned()));
-        }
-        self.order.insert((clock, topic.to_owned()));
-        self.clock = self.clock.max(clock);
+    if let Some(max) = txn.open_table(META)?.get(FORGOTTEN_MAX)? {
+        loaded.restore_forgotten_max(max.value());
     }
-
-    fn forget(&mut self, topic: &str) {
-        if let Some(old) = self.touched.remove(topic) {
-            self.order.remove(&(old, topic.to_owned()));
-        }
-    }
-}
-
-/// What one stored message counts for in the total: its data and its topic name.
-fn message_size(topic: &str, data_len: u64) -> u64 {
-    topic.len() as u64 + data_len
+    *budget = loaded;
+    Ok(())
 }
 
 impl std::fmt::Debug for RedbStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedbStore")
             .field("retention", &self.retention)
-            .field("max_topics", &self.max_topics)
-            .field("max_total_bytes", &self.max_total_bytes)
-            .field("topics", &self.held.touched.len())
-            .field("total_bytes", &self.held.total_bytes)
+            .field("max_topics", &self.budget.max_topics())
+            .field("max_total_bytes", &self.budget.max_total_bytes())
+            .field("topics", &self.budget.topic_count())
+            .field("total_bytes", &self.budget.total_bytes())
             .finish_non_exhaustive()
     }
 }
 
 impl RedbStore {
     /// How many topics a store keeps unless told otherwise.
-    pub const DEFAULT_MAX_TOPICS: usize = 10_000;
+    pub const DEFAULT_MAX_TOPICS: usize = TopicBudget::DEFAULT_MAX_TOPICS;
 
     /// How many bytes of messages (data and topic names) a store keeps in all unless told
     /// otherwise: 1 GiB (on disk; redb's page cache is what the process holds in memory).
@@ -199,37 +159,39 @@ impl RedbStore {
         txn.open_table(TOUCHED)?;
         txn.open_table(META)?;
         txn.commit()?;
-        let held = Held::load(&db)?;
+        let mut budget = TopicBudget::new(
+            RedbStore::DEFAULT_MAX_TOPICS,
+            RedbStore::DEFAULT_MAX_TOTAL_BYTES,
+        );
+        load_budget(&db, &mut budget)?;
         Ok(RedbStore {
             db,
             retention,
-            max_topics: RedbStore::DEFAULT_MAX_TOPICS,
-            max_total_bytes: RedbStore::DEFAULT_MAX_TOTAL_BYTES,
-            held,
+            budget,
         })
     }
 
     /// Keeps at most `max` topics (at least 1), from the next append on.
     pub fn with_max_topics(mut self, max: usize) -> Self {
-        self.max_topics = max.max(1);
+        self.budget.set_max_topics(max);
         self
     }
 
     /// Keeps at most `max` bytes of messages across all topics (data and topic names), from
     /// the next append on; the newest message is kept even when it alone is larger.
     pub fn with_max_total_bytes(mut self, max: u64) -> Self {
-        self.max_total_bytes = max;
+        self.budget.set_max_total_bytes(max);
         self
     }
 
     /// Bytes of messages (data and topic names) the store holds now.
     pub fn total_bytes(&self) -> u64 {
-        self.held.total_bytes
+        self.budget.total_bytes()
     }
 
     /// How many topics the store holds now.
     pub fn topic_count(&self) -> usize {
-        self.held.touched.len()
+        self.budget.topic_count()
     }
 
     /// The retention policy this store applies.
@@ -254,42 +216,46 @@ impl RedbStore {
 
 type LogTable<'t> = redb::Table<'t, (&'static str, u64), (u64, &'static str)>;
 
-/// Removes the oldest retained message of `topic` inside the transaction; returns its data
-/// length.
-fn remove_oldest(log: &mut LogTable<'_>, topic: &str) -> Result<u64, Error> {
-    let oldest = match log.range((topic, 0)..=(topic, u64::MAX))?.next() {
+/// Removes the oldest retained message of `topic` inside the transaction, taking it off
+/// `held` (the topic's message count and data bytes) and the budget.
+fn pop_oldest(
+    log: &mut LogTable<'_>,
+    topic: &str,
+    held: &mut (u64, u64),
+    budget: &mut TopicBudget,
+) -> Result<(), Error> {
+    let (sequence, len) = match log.range((topic, 0)..=(topic, u64::MAX))?.next() {
         Some(row) => {
             let (key, value) = row?;
             (key.value().1, value.value().1.len() as u64)
         }
         None => return Err(Error::Corrupt("topic counts more messages than its log")),
     };
-    log.remove((topic, oldest.0))?;
-    Ok(oldest.1)
+    log.remove((topic, sequence))?;
+    held.0 -= 1;
+    held.1 = held.1.saturating_sub(len);
+    budget.removed(topic, 1, len);
+    Ok(())
 }
 
-/// Forgets the least recently appended topic with its messages, inside the transaction.
-fn forget_oldest(
-    held: &mut Held,
+/// Forgets the topic the budget names with its messages, inside the transaction; false when
+/// there is none (`room`: see [`TopicBudget::to_forget`]).
+fn forget_one(
+    budget: &mut TopicBudget,
+    room: bool,
     topics: &mut redb::Table<'_, &'static str, (u64, u64, u64)>,
     log: &mut LogTable<'_>,
     touched: &mut redb::Table<'_, &'static str, u64>,
-) -> Result<(), Error> {
-    let Some((_, name)) = held.order.first().cloned() else {
-        return Ok(());
+) -> Result<bool, Error> {
+    let Some(name) = budget.to_forget(room).map(str::to_owned) else {
+        return Ok(false);
     };
-    held.forget(&name);
     let name = name.as_str();
-    if let Some(meta) = topics.remove(name)? {
-        let (last, count, bytes) = meta.value();
-        held.forgotten_max = held.forgotten_max.max(last);
-        held.total_bytes = held
-            .total_bytes
-            .saturating_sub(bytes + name.len() as u64 * count);
-    }
+    let (last, count, bytes) = topics.remove(name)?.map_or((0, 0, 0), |m| m.value());
+    budget.forgot(name, last, count, bytes);
     log.retain_in((name, 0)..=(name, u64::MAX), |_, _| false)?;
     touched.remove(name)?;
-    Ok(())
+    Ok(true)
 }
 
 fn subscription_row(state: &SubscriptionState) -> Vec<u8> {
@@ -312,57 +278,43 @@ impl RedbStore {
     ) -> Result<u64, Error> {
         let retention = self.retention.for_topic(topic);
         let len = data.get().len() as u64;
-        let held = &mut self.held;
-        let forgotten_before = held.forgotten_max;
+        let budget = &mut self.budget;
+        let forgotten_before = budget.forgotten_max();
         let txn = self.db.begin_write()?;
         let sequence = {
             let mut topics = txn.open_table(TOPICS)?;
             let mut log = txn.open_table(LOG)?;
             let mut touched = txn.open_table(TOUCHED)?;
-            if !held.touched.contains_key(topic) {
-                while held.touched.len() >= self.max_topics {
-                    forget_oldest(held, &mut topics, &mut log, &mut touched)?;
-                }
-            }
+            while budget.needs_room_for(topic)
+                && forget_one(budget, true, &mut topics, &mut log, &mut touched)?
+            {}
             let (last, count, bytes) = topics
                 .get(topic)?
-                .map_or((held.forgotten_max, 0, 0), |m| m.value());
+                .map_or((budget.forgotten_max(), 0, 0), |m| m.value());
             let sequence = last + 1;
             log.insert((topic, sequence), (timestamp_ms, data.get()))?;
-            held.touch(topic, held.clock + 1);
-            touched.insert(topic, held.clock)?;
-            held.total_bytes += message_size(topic, len);
-            let (mut count, mut bytes) = (count + 1, bytes + len);
+            touched.insert(topic, budget.touch(topic))?;
+            budget.added(topic, len);
+            let mut held = (count + 1, bytes + len);
             // The newest message always stays, even when it alone exceeds max_bytes.
-            while count > 1
-                && (retention.max_count.is_some_and(|max| count > max)
-                    || retention.max_bytes.is_some_and(|max| bytes > max))
+            while held.0 > 1
+                && (retention.max_count.is_some_and(|max| held.0 > max)
+                    || retention.max_bytes.is_some_and(|max| held.1 > max))
             {
-                let removed = remove_oldest(&mut log, topic)?;
-                count -= 1;
-                bytes = bytes.saturating_sub(removed);
-                held.total_bytes = held
-                    .total_bytes
-                    .saturating_sub(message_size(topic, removed));
+                pop_oldest(&mut log, topic, &mut held, budget)?;
             }
-            topics.insert(topic, (sequence, count, bytes))?;
             // Over the total: forget whole topics, least recently appended first (never this
             // one while another is left), then this topic's oldest messages.
-            while held.total_bytes > self.max_total_bytes && held.touched.len() > 1 {
-                forget_oldest(held, &mut topics, &mut log, &mut touched)?;
+            while budget.over_bytes()
+                && forget_one(budget, false, &mut topics, &mut log, &mut touched)?
+            {}
+            while budget.over_bytes() && held.0 > 1 {
+                pop_oldest(&mut log, topic, &mut held, budget)?;
             }
-            while held.total_bytes > self.max_total_bytes && count > 1 {
-                let removed = remove_oldest(&mut log, topic)?;
-                count -= 1;
-                bytes = bytes.saturating_sub(removed);
-                held.total_bytes = held
-                    .total_bytes
-                    .saturating_sub(message_size(topic, removed));
-                topics.insert(topic, (sequence, count, bytes))?;
-            }
-            if held.forgotten_max != forgotten_before {
+            topics.insert(topic, (sequence, held.0, held.1))?;
+            if budget.forgotten_max() != forgotten_before {
                 txn.open_table(META)?
-                    .insert(FORGOTTEN_MAX, held.forgotten_max)?;
+                    .insert(FORGOTTEN_MAX, budget.forgotten_max())?;
             }
             sequence
         };
@@ -378,9 +330,7 @@ impl Store for RedbStore {
         let result = self.append_in_txn(topic, timestamp_ms, data);
         if result.is_err() {
             // The transaction did not commit: the bookkeeping is the file's again.
-            if let Ok(held) = Held::load(&self.db) {
-                self.held = held;
-            }
+            let _ = load_budget(&self.db, &mut self.budget);
         }
         result
     }
@@ -390,7 +340,7 @@ impl Store for RedbStore {
         let topics = txn.open_table(TOPICS)?;
         Ok(topics
             .get(topic)?
-            .map_or(self.held.forgotten_max, |m| m.value().0))
+            .map_or(self.budget.forgotten_max(), |m| m.value().0))
     }
 
     fn read(
@@ -477,7 +427,7 @@ impl Store for RedbStore {
     fn expire(&mut self, now_ms: u64) -> Result<(), Error> {
         let txn = self.db.begin_write()?;
         let mut changed = false;
-        let mut freed = 0;
+        let mut freed = Vec::new();
         {
             let mut topics = txn.open_table(TOPICS)?;
             let mut log = txn.open_table(LOG)?;
@@ -491,6 +441,7 @@ impl Store for RedbStore {
                 let cutoff =
                     now_ms.saturating_sub(u64::try_from(max_age.as_millis()).unwrap_or(u64::MAX));
                 let (last, mut count, mut bytes) = meta.value();
+                let (old_count, old_bytes) = (count, bytes);
                 let mut expired = Vec::new();
                 for row in log.range((name, 0)..=(name, u64::MAX))? {
                     let (key, value) = row?;
@@ -501,9 +452,9 @@ impl Store for RedbStore {
                     expired.push(key.value().1);
                     count = count.saturating_sub(1);
                     bytes = bytes.saturating_sub(data.len() as u64);
-                    freed += message_size(name, data.len() as u64);
                 }
                 if !expired.is_empty() {
+                    freed.push((name.to_owned(), old_count - count, old_bytes - bytes));
                     updates.push((name.to_owned(), (last, count, bytes), expired));
                 }
             }
@@ -517,7 +468,9 @@ impl Store for RedbStore {
         }
         if changed {
             commit(txn)?;
-            self.held.total_bytes = self.held.total_bytes.saturating_sub(freed);
+            for (name, count, data_bytes) in freed {
+                self.budget.removed(&name, count, data_bytes);
+            }
             Ok(())
         } else {
             txn.abort()?;
