@@ -13,8 +13,9 @@ use sansrpc::ext::interceptors::{CallOutcome, Interceptors};
 use sansrpc::method::{decode_result, encode_params_owned, CallError, Method, NotificationMethod};
 use sansrpc::{Instant, RawValue};
 
-use crate::driver::{self, Answer, Cmd, Handlers, Op, Transport};
+use crate::driver::{self, Answer, Cmd, Handlers, Op};
 use crate::pool::join_by;
+use crate::transport::Transport;
 use crate::{Config, Error};
 
 /// How much longer than a request's own deadline a caller waits for the driver to report

@@ -68,6 +68,7 @@ mod pool;
 pub mod reconnect;
 mod stream;
 mod transport;
+mod worker;
 
 use std::fmt;
 use std::sync::Arc;

@@ -10,15 +10,16 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use sansrpc::router::Router;
 
-use crate::driver::{Handlers, Transport};
+use crate::driver::{Cmd, Handlers};
 use crate::pool::{join_by, Pool};
-use crate::{Client, Config};
+use crate::{Client, Config, Direction, Tap};
 
 /// Connects to a JSON-RPC server over TCP. Requests the server sends back are answered
 /// `-32601` Method not found.
@@ -386,4 +387,69 @@ impl Drop for UnixServer {
         self.inner.stop();
         let _ = std::fs::remove_file(&self.path);
     }
+}
+
+/// A byte stream, and how to unblock its reader once we are done with it.
+pub(crate) struct Transport {
+    pub reader: Box<dyn Read + Send>,
+    pub writer: Box<dyn Write + Send>,
+    /// Run after the writer is dropped; must make the reader's `read` return (shut a socket
+    /// down, reap a child process).
+    pub close: Box<dyn FnOnce() + Send>,
+    /// False when nothing can unblock the reader (the process's stdin): it is left behind.
+    pub join_reader: bool,
+}
+
+/// Hands a copy of what passes through to a [`Tap`].
+pub(crate) struct Tapped<T> {
+    pub inner: T,
+    pub tap: Tap,
+}
+
+impl<R: Read> Read for Tapped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.tap.see(Direction::Received, &buf[..n]);
+        Ok(n)
+    }
+}
+
+impl<W: Write> Write for Tapped<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.tap.see(Direction::Sent, &buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// The reader thread: reads only with a free chunk in hand, so it stays at most the
+/// driver's chunk count ahead of the endpoint.
+pub(crate) fn read(
+    mut reader: Box<dyn Read + Send>,
+    tx: &Sender<Cmd>,
+    free: &Receiver<Vec<u8>>,
+    size: usize,
+) {
+    while let Ok(mut chunk) = free.recv() {
+        chunk.resize(size, 0);
+        let n = loop {
+            match reader.read(&mut chunk) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                // A read error ends the input as the end of the stream does.
+                result => break result.unwrap_or(0),
+            }
+        };
+        if n == 0 {
+            break;
+        }
+        chunk.truncate(n);
+        if tx.send(Cmd::Input(chunk)).is_err() {
+            return;
+        }
+    }
+    let _ = tx.send(Cmd::Eof);
 }

@@ -1,0 +1,266 @@
+//! What the driver does with the connection's events: the peer's requests go to the
+//! handler pool (with a cancellation flag and a way to report progress), notifications run
+//! here in arrival order, answers go to the callers waiting, stream pulls are fed from
+//! iterators running on the pool.
+
+use std::cell::RefCell;
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Sender};
+use std::sync::Arc;
+
+use sansrpc::codec::FrameError;
+use sansrpc::connection::Event;
+use sansrpc::endpoint::IncomingId;
+use sansrpc::ext::stream::Produced;
+use sansrpc::method::CallError;
+use sansrpc::router::{Reply, Router};
+use sansrpc::{ErrorObject, Instant, RawValue, Request};
+
+use super::{Cmd, Driver, Op};
+use crate::pool::{Job, Pool};
+use crate::worker::{work_stream, Lent};
+use crate::Error;
+
+/// Stream items produced per turn of the driver, so a fast stream cannot starve the rest.
+const ITEMS_PER_TURN: usize = 4096;
+
+/// What runs the peer's requests and notifications.
+pub(crate) struct Handlers {
+    pub router: Arc<Router>,
+    /// A handler pool's queue; `None` runs the router on the driver thread, which only an
+    /// empty router (a client's) may do.
+    pub jobs: Option<Sender<Job>>,
+    /// A pool of this connection's own, shut down with it.
+    pub pool: Option<Pool>,
+}
+
+impl Handlers {
+    /// For a connection that serves nothing: every request is answered "Method not found".
+    pub fn none() -> Handlers {
+        let mut router = Router::new();
+        router.extensions(false);
+        Handlers {
+            router: Arc::new(router),
+            jobs: None,
+            pool: None,
+        }
+    }
+
+    /// For a connection with a pool of its own.
+    pub fn own_pool(router: Arc<Router>, workers: usize) -> io::Result<Handlers> {
+        let pool = Pool::new(workers)?;
+        Ok(Handlers {
+            router,
+            jobs: Some(pool.sender()),
+            pool: Some(pool),
+        })
+    }
+}
+
+thread_local! {
+    static CANCELLED: RefCell<Option<Arc<AtomicBool>>> = const { RefCell::new(None) };
+    static CONNECTION: RefCell<Option<Sender<Cmd>>> = const { RefCell::new(None) };
+}
+
+/// Reports progress from inside a request handler, to the peer of the connection the
+/// request came on, with the connection's progress method and profile (LSP `$/progress
+/// {token, value}`, MCP `notifications/progress {progressToken, …}`; the token is the one
+/// the peer put in its request). False outside a handler or once the connection is gone.
+/// The peer may extend the request's deadline on it.
+pub fn report_progress(token: &sansrpc::Id<'_>, value: &RawValue) -> bool {
+    let (token, value) = (token.to_owned_id(), value.to_owned());
+    CONNECTION.with(|c| {
+        c.borrow().as_ref().is_some_and(|me| {
+            let op: Op = Box::new(move |conn, _, _| {
+                let _ = conn.send_progress(&token, &value);
+            });
+            me.send(Cmd::With(op)).is_ok()
+        })
+    })
+}
+
+/// True when the request the current thread's handler is answering was cancelled: by the
+/// peer (its cancellation notification arrived), or because the connection is closing. A
+/// long handler checks it now and then and returns early (typically with an error object);
+/// whatever it returns is still sent if the connection is open. False outside a handler.
+pub fn is_cancelled() -> bool {
+    CANCELLED.with(|c| {
+        c.borrow()
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Relaxed))
+    })
+}
+
+impl Driver {
+    /// Takes items from the streams' iterators for the pulls waiting, and writes the
+    /// answers. True when some stream still has more to produce right now.
+    pub(super) fn produce(&mut self, now: Instant) -> bool {
+        if !self.conn.wants_items() {
+            return false;
+        }
+        let (jobs, me, closed, lent) = (&self.jobs, &self.me, &self.closed, &mut self.lent);
+        let mut inline = Vec::new();
+        let taken = self
+            .conn
+            .produce(now, ITEMS_PER_TURN, |stream, out, demand| {
+                let Some(lent) = lent.get_mut(&stream) else {
+                    return Produced::End;
+                };
+                if let Some(produced) = lent.take(out) {
+                    return produced;
+                }
+                if lent.lent {
+                    return Produced::Pending; // A worker has it: its batch will wake us.
+                }
+                let Some(source) = lent.source.take() else {
+                    return Produced::Pending;
+                };
+                lent.lent = true;
+                let (me, closed) = (me.clone(), Arc::clone(closed));
+                let job: Job = Box::new(move || {
+                    if !closed.load(Ordering::Relaxed) {
+                        work_stream(source, demand, |batch| {
+                            me.send(Cmd::Produced { stream, batch }).is_ok()
+                                && !closed.load(Ordering::Relaxed)
+                        });
+                    }
+                });
+                match jobs {
+                    Some(jobs) => {
+                        if let Err(mpsc::SendError(job)) = jobs.send(job) {
+                            inline.push(job); // The pool is gone: run it here.
+                        }
+                    }
+                    None => inline.push(job),
+                }
+                Produced::Pending
+            });
+        for job in inline {
+            job();
+        }
+        self.pump(now);
+        taken > 0 && self.conn.wants_items()
+    }
+
+    /// Routes every queued event; false when there was none.
+    pub(super) fn events(&mut self) -> bool {
+        let mut any = false;
+        // Batch sizes for the router's layers (metrics), before the batch's calls run.
+        self.router.observe_connection_batches(&mut self.conn);
+        let now = self.now();
+        // Checked before a stream method's handler runs, so a flood of opens builds nothing.
+        let mut room = self.conn.stream_room();
+        while let Some(event) = self.conn.poll_event() {
+            any = true;
+            match event {
+                Event::Request { handle, request } => {
+                    if !self.router.is_stream_method(&request.method) {
+                        let request = request.into_owned();
+                        self.request(handle, request);
+                        continue;
+                    }
+                    if room == 0 {
+                        self.conn.refuse_stream(handle);
+                        continue;
+                    }
+                    // Built here: the handler only makes the iterator; a worker runs it.
+                    let params = request.params.as_deref();
+                    let open = || self.router.open_stream(&request.method, params);
+                    let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(open))
+                        .unwrap_or_else(|_| Some(Err(ErrorObject::internal_error())));
+                    match opened {
+                        Some(Ok(source)) => {
+                            if let Some(stream) = self.conn.open_stream(handle, now) {
+                                self.lent.insert(stream, Lent::new(source));
+                                room = room.saturating_sub(1);
+                            }
+                        }
+                        Some(Err(e)) => self.conn.respond(handle, Err(&e)),
+                        None => {}
+                    }
+                }
+                // Here, in arrival order: its effects are visible to every request that
+                // arrived after it (LSP's didChange before completion).
+                Event::Notification(n) => self.router.notify(&n),
+                Event::Answer {
+                    token,
+                    index,
+                    result,
+                    ..
+                } => {
+                    let answer = match result {
+                        Ok(raw) => Ok(raw.into_owned()),
+                        Err(e) => Err(Error::Call(CallError::Rpc(e.into_owned()))),
+                    };
+                    self.waiters.answer(token, index, answer);
+                }
+                Event::Ended {
+                    token,
+                    index,
+                    reason,
+                    ..
+                } => {
+                    let answer = Err(Error::Call(CallError::Ended(reason)));
+                    self.waiters.answer(token, index, answer);
+                }
+                Event::Cancel { handle } => {
+                    if let Some(flag) = self.inflight.get(&handle) {
+                        flag.store(true, Ordering::Relaxed);
+                    }
+                }
+                Event::StreamClosed { stream } => {
+                    self.lent.remove(&stream);
+                    room += 1;
+                }
+                Event::Closed { .. } => {
+                    self.lent.clear();
+                    self.closed.store(true, Ordering::Relaxed);
+                }
+                Event::Other(sansrpc::endpoint::Event::FrameError(
+                    e @ FrameError::WrongFraming { .. },
+                )) => {
+                    tracing::warn!("sansrpc: {e}");
+                }
+                // Other framing faults, refused frames, stray responses: the connection
+                // answered whatever needed an answer, and a caller has nothing to do.
+                _ => {}
+            }
+        }
+        any
+    }
+
+    /// Hands a request to the handler pool, or answers it here when there is none.
+    fn request(&mut self, handle: IncomingId, request: Request<'static>) {
+        let mut reply = Reply::default();
+        let Some(jobs) = &self.jobs else {
+            self.router.dispatch(&request, &mut reply);
+            reply.answer(&mut self.conn, handle);
+            return;
+        };
+        let flag = Arc::new(AtomicBool::new(false));
+        self.inflight.insert(handle, Arc::clone(&flag));
+        let (router, closed, me) = (
+            Arc::clone(&self.router),
+            Arc::clone(&self.closed),
+            self.me.clone(),
+        );
+        let job: Job = Box::new(move || {
+            if closed.load(Ordering::Relaxed) {
+                return;
+            }
+            CANCELLED.with(|c| *c.borrow_mut() = Some(flag));
+            CONNECTION.with(|c| *c.borrow_mut() = Some(me.clone()));
+            router.dispatch(&request, &mut reply);
+            CANCELLED.with(|c| *c.borrow_mut() = None);
+            CONNECTION.with(|c| *c.borrow_mut() = None);
+            let _ = me.send(Cmd::Respond { id: handle, reply });
+        });
+        if jobs.send(job).is_err() {
+            // The pool is gone: a server shutting down.
+            self.inflight.remove(&handle);
+            self.conn
+                .respond(handle, Err(&ErrorObject::internal_error()));
+        }
+    }
+}

@@ -1,0 +1,355 @@
+//! The driver thread: the only owner of a connection's [`Connection`] machine. It moves
+//! bytes between the transport and the machine, sleeps until the machine's deadline, and
+//! hands the peer's requests to the handler pool; every protocol rule is the core's.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::io::{self, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant as StdInstant};
+
+use sansrpc::connection::{self, Connection};
+use sansrpc::endpoint::IncomingId;
+use sansrpc::router::{Reply, Router};
+use sansrpc::{Instant, RawValue};
+
+mod dispatch;
+
+pub(crate) use dispatch::Handlers;
+pub use dispatch::{is_cancelled, report_progress};
+
+use crate::pool::{join_by, Job, Pool};
+use crate::transport::{read, Tapped, Transport};
+use crate::worker::{Batch, Lent};
+use crate::{Config, Error};
+
+/// What a caller waiting for a response is eventually given.
+pub(crate) type Answer = Result<Box<RawValue>, Error>;
+
+/// Callers waiting for answers, by the token their call (or batch) went out with and the
+/// call's index in it.
+#[derive(Default)]
+pub(crate) struct Waiters {
+    next: u64,
+    waiting: BTreeMap<(u64, usize), Sender<Answer>>,
+}
+
+impl Waiters {
+    /// A token for the next call or batch.
+    pub(crate) fn token(&mut self) -> u64 {
+        self.next += 1;
+        self.next
+    }
+
+    /// Waits for the answer of call `index` of `token`.
+    pub(crate) fn insert(&mut self, token: u64, index: usize, tx: Sender<Answer>) {
+        self.waiting.insert((token, index), tx);
+    }
+
+    fn answer(&mut self, token: u64, index: usize, answer: Answer) {
+        if let Some(tx) = self.waiting.remove(&(token, index)) {
+            // The caller may have given up; then nobody wants the answer.
+            let _ = tx.send(answer);
+        }
+    }
+}
+
+/// An application call run on the driver thread, against the connection.
+pub(crate) type Op = Box<dyn FnOnce(&mut Connection, Instant, &mut Waiters) + Send>;
+
+/// How long output queued at close may take to reach the peer.
+const LINGER: Duration = Duration::from_secs(1);
+
+/// Everything the driver is told, by the reader, the clients and the handler workers.
+pub(crate) enum Cmd {
+    /// Bytes from the transport.
+    Input(Vec<u8>),
+    /// The transport's input ended (or failed).
+    Eof,
+    /// Send a request, a notification or a batch.
+    With(Op),
+    /// A handler's answer to a request.
+    Respond { id: IncomingId, reply: Reply },
+    /// A worker's batch of items from a stream's iterator, and the iterator back.
+    Produced { stream: u64, batch: Batch },
+    /// Close gracefully.
+    Shutdown,
+    /// The connection's extension has notifications to send.
+    Wake,
+}
+
+/// Starts a connection's driver thread, which starts its reader thread.
+pub(crate) fn spawn(
+    mut transport: Transport,
+    handlers: Handlers,
+    config: &Config,
+) -> io::Result<(Sender<Cmd>, JoinHandle<()>)> {
+    if let Some(tap) = &config.tap {
+        let (reader, writer) = (transport.reader, transport.writer);
+        transport.reader = Box::new(Tapped {
+            inner: reader,
+            tap: tap.clone(),
+        });
+        transport.writer = Box::new(Tapped {
+            inner: writer,
+            tap: tap.clone(),
+        });
+    }
+    let (me, cmds) = mpsc::channel();
+    let mut machine = connection::Config::new(config.endpoint.clone());
+    machine.endpoint.framing = Some(config.framing);
+    machine.streams = config.streams;
+    machine.heartbeat = config.heartbeat;
+    machine.end_grace = config.shutdown_grace;
+    machine.linger = LINGER;
+    let mut conn = Connection::new(machine, Instant::ZERO);
+    // Extension: per-connection hook (pub/sub), woken through the driver's channel.
+    if let Some(extension) = &config.extension {
+        conn.set_hook(crate::extension::open(extension, me.clone()));
+    }
+    let driver = Driver {
+        conn,
+        start: StdInstant::now(),
+        cmds,
+        me: me.clone(),
+        writer: None,
+        out: Vec::new(),
+        inputs: VecDeque::new(),
+        free: None,
+        waiters: Waiters::default(),
+        inflight: BTreeMap::new(),
+        lent: BTreeMap::new(),
+        router: handlers.router,
+        jobs: handlers.jobs,
+        closed: Arc::new(AtomicBool::new(false)),
+        eof: false,
+        grace: config.shutdown_grace,
+    };
+    let (size, buffers, pool) = (
+        config.read_size.max(1),
+        config.read_buffers.max(1),
+        handlers.pool,
+    );
+    let thread = thread::Builder::new()
+        .name("rpc-driver".into())
+        .spawn(move || driver.run(transport, size, buffers, pool))?;
+    Ok((me, thread))
+}
+
+struct Driver {
+    conn: Connection,
+    /// The epoch of the connection's clock.
+    start: StdInstant,
+    cmds: Receiver<Cmd>,
+    /// Handed to handler jobs, for their answers.
+    me: Sender<Cmd>,
+    writer: Option<Box<dyn Write + Send>>,
+    out: Vec<u8>,
+    /// Chunks read and not yet taken by the connection, with how much of each it took.
+    inputs: VecDeque<(Vec<u8>, usize)>,
+    /// Returns consumed chunks to the reader; the reader reads only with a chunk in hand.
+    free: Option<SyncSender<Vec<u8>>>,
+    waiters: Waiters,
+    /// The peer's requests on the handler pool, with their cancellation flags.
+    inflight: BTreeMap<IncomingId, Arc<AtomicBool>>,
+    /// The producers of the streams this connection serves; their iterators run on the
+    /// handler pool.
+    lent: BTreeMap<u64, Lent>,
+    router: Arc<Router>,
+    jobs: Option<Sender<Job>>,
+    /// Set once the connection is closed: queued jobs of this connection are skipped.
+    closed: Arc<AtomicBool>,
+    /// The reader saw the end of the input.
+    eof: bool,
+    grace: Duration,
+}
+
+impl Driver {
+    fn run(mut self, transport: Transport, size: usize, buffers: usize, pool: Option<Pool>) {
+        let (free, chunks) = mpsc::sync_channel(buffers);
+        for _ in 0..buffers {
+            let _ = free.try_send(Vec::with_capacity(size));
+        }
+        self.free = Some(free);
+        self.writer = Some(transport.writer);
+        let (reader, tx) = (transport.reader, self.me.clone());
+        let reader = thread::Builder::new()
+            .name("rpc-reader".into())
+            .spawn(move || read(reader, &tx, &chunks, size));
+        if reader.is_err() {
+            self.conn.close(self.now());
+        }
+
+        while !self.conn.is_finished() {
+            self.step();
+        }
+
+        // Teardown: nothing answered from here on is wanted.
+        self.closed.store(true, Ordering::Relaxed);
+        self.inflight
+            .values()
+            .for_each(|f| f.store(true, Ordering::Relaxed));
+        let deadline = StdInstant::now() + self.grace;
+        self.writer = None;
+        (transport.close)();
+        self.free = None;
+        if let (Ok(reader), true) = (reader, transport.join_reader) {
+            let _ = join_by(reader, deadline);
+        }
+        self.jobs = None;
+        if let Some(pool) = pool {
+            pool.shutdown(deadline);
+        }
+    }
+
+    fn now(&self) -> Instant {
+        Instant::from_duration(self.start.elapsed())
+    }
+
+    /// One turn: timeouts and input in, output and events out, then wait for the next
+    /// command or deadline.
+    fn step(&mut self) {
+        let now = self.now();
+        if self.conn.poll_timeout().is_some_and(|d| d <= now) {
+            self.conn.handle_timeout(now);
+        }
+        self.feed(now);
+        if self.eof && self.inputs.is_empty() {
+            self.conn.handle_end_of_input(now);
+        }
+        self.pump(now);
+        let producing = self.produce(now);
+        if self.conn.is_finished() {
+            return;
+        }
+        if (!self.inputs.is_empty() && self.conn.wants_input()) || producing {
+            // Input was pushed back (draining the events made room for it), or a stream
+            // has more to produce: no waiting.
+            return;
+        }
+        let wait = self
+            .conn
+            .poll_timeout()
+            .map(|t| t.saturating_duration_since(now));
+        let cmd = match wait {
+            None => self.cmds.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            Some(wait) => self.cmds.recv_timeout(wait),
+        };
+        // The driver holds a sender itself, so the channel never disconnects.
+        if let Ok(cmd) = cmd {
+            self.command(cmd);
+            while let Ok(cmd) = self.cmds.try_recv() {
+                self.command(cmd);
+            }
+        }
+    }
+
+    fn command(&mut self, cmd: Cmd) {
+        let now = self.now();
+        match cmd {
+            Cmd::Input(chunk) => self.inputs.push_back((chunk, 0)),
+            // Told once the input read before it is taken.
+            Cmd::Eof => self.eof = true,
+            Cmd::With(op) => op(&mut self.conn, now, &mut self.waiters),
+            Cmd::Respond { id, mut reply } => {
+                if self.inflight.remove(&id).is_some() {
+                    reply.answer(&mut self.conn, id);
+                }
+            }
+            Cmd::Produced { stream, batch } => {
+                // Nothing to do when the stream was freed meanwhile: its iterator drops here.
+                if let Some(lent) = self.lent.get_mut(&stream) {
+                    lent.receive(batch);
+                }
+            }
+            Cmd::Shutdown => {
+                self.inputs.clear();
+                // Handlers in flight get the grace; their flags go up at teardown.
+                self.conn.shutdown(self.grace, now);
+            }
+            // The connection drains its extension with its events, this turn.
+            Cmd::Wake => {}
+        }
+    }
+
+    /// Offers pending input, oldest first, until the connection pushes back.
+    fn feed(&mut self, now: Instant) {
+        while let Some((chunk, taken)) = self.inputs.front_mut() {
+            match self.conn.handle_input(&chunk[*taken..], now) {
+                Ok(n) => *taken += n,
+                // This driver builds framed connections only; were one not, its input
+                // could not be read at all: end the connection rather than spin.
+                Err(_) => {
+                    self.inputs.clear();
+                    self.conn.close(now);
+                    return;
+                }
+            }
+            if *taken < chunk.len() {
+                return;
+            }
+            if let (Some((chunk, _)), Some(free)) = (self.inputs.pop_front(), &self.free) {
+                let _ = free.try_send(chunk);
+            }
+        }
+    }
+
+    /// Writes the output and routes the events, until neither is left.
+    fn pump(&mut self, now: Instant) {
+        loop {
+            let routed = self.events();
+            self.flush(now);
+            if !routed {
+                break;
+            }
+        }
+    }
+
+    /// Writes everything the connection has to transmit; a failed write closes it.
+    fn flush(&mut self, now: Instant) {
+        while self.conn.poll_transmit(&mut self.out).is_some() {}
+        if self.out.is_empty() {
+            self.conn.handle_write(false, false, now);
+            return;
+        }
+        let (mut written, had_writer) = (0, self.writer.is_some());
+        self.conn.handle_write(false, true, now);
+        while let Some(w) = &mut self.writer {
+            if written == self.out.len() {
+                let _ = w.flush();
+                break;
+            }
+            // A socket's write times out at the write-stall timeout; the connection decides.
+            match w.write(&self.out[written..]) {
+                Ok(0) => self.writer = None,
+                Ok(n) => {
+                    written += n;
+                    let pending = written < self.out.len();
+                    self.conn.handle_write(true, pending, self.now());
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    let now = self.now();
+                    self.conn.handle_write(false, true, now);
+                    self.conn.handle_timeout(now);
+                    if self.conn.is_closed() {
+                        self.writer = None;
+                    }
+                }
+                Err(_) => self.writer = None,
+            }
+        }
+        if had_writer && self.writer.is_none() && !self.conn.is_closed() {
+            self.conn.close(now);
+        }
+        self.conn.handle_write(false, false, now);
+        self.out.clear();
+    }
+}
