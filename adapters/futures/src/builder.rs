@@ -131,8 +131,8 @@ impl Builder {
     /// Runs the application-level heartbeat of seed 002 §3.3.2 (for byte streams without
     /// native pings): the peer's `ping` notifications are answered with `pong` and never
     /// reach the router; with an interval set, a `ping` goes out every interval and the
-    /// driver fails with [`io::ErrorKind::TimedOut`] when its `pong` is later than the
-    /// timeout (pending calls then fail with [`CallError::is_closed`]).
+    /// driver fails with [`std::io::ErrorKind::TimedOut`] when its `pong` is later than the
+    /// timeout (pending calls then fail with [`CallError::is_closed`](crate::CallError::is_closed)).
     pub fn heartbeat(mut self, config: HeartbeatConfig) -> Self {
         self.heartbeat = Some(config);
         self

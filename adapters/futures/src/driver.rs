@@ -52,7 +52,7 @@ pub struct ShutdownHandle {
 impl ShutdownHandle {
     /// Stops reading and taking new calls, lets the handlers in flight finish for up to
     /// `grace` (their answers go out), then closes: pending calls fail with
-    /// [`CallError::is_closed`], unfinished handlers are dropped, queued output gets a
+    /// [`CallError::is_closed`](crate::CallError::is_closed), unfinished handlers are dropped, queued output gets a
     /// short while to reach the peer. The driver future completes after that.
     pub fn shutdown(&self, grace: Duration) {
         let _ = self.tx.unbounded_send(grace);

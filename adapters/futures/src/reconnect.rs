@@ -42,6 +42,8 @@ use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use sansrpc::endpoint::{EndReason, SendError, Timeout};
 use sansrpc::ext::reconnect::{Action, Jitter, ReconnectPolicy, Reconnector, State};
+#[cfg(doc)]
+use sansrpc::ext::reconnect::{PendingPolicy, Subscriptions};
 use sansrpc::method::{encode_params_owned, Method, NotificationMethod};
 use sansrpc::RawValue;
 
