@@ -2,8 +2,10 @@
 //! supervisor thread that replaces it on the [`ReconnectPolicy`]'s schedule when the
 //! connection is lost.
 //!
-//! The rules are those of the async adapters (the schedule, the lifecycle [`State`] and the
-//! subscription table are the core's `sansrpc::ext::reconnect`):
+//! The rules are those of the async adapters, by construction: every decision (when to
+//! connect, the backoff and its jitter, what to replay, which calls to resend, when to give
+//! up, which calls are admitted) is the core's [`Reconnector`]; this file connects, waits
+//! and blocks callers:
 //! - calls are sent only while [`State::Open`]: while connecting they fail at once with
 //!   [`SendError::Connecting`], once closing began with [`SendError::Closed`];
 //! - a call pending when the connection is lost fails ([`PendingPolicy::Fail`]), or, when
@@ -20,9 +22,9 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use sansrpc::endpoint::SendError;
-use sansrpc::ext::reconnect::{
-    Jitter, PendingPolicy, ReconnectPolicy, Schedule, State, Subscriptions,
-};
+#[cfg(doc)]
+use sansrpc::ext::reconnect::PendingPolicy;
+use sansrpc::ext::reconnect::{Action, Jitter, ReconnectPolicy, Reconnector, State};
 use sansrpc::method::{decode_result, encode_params_owned, CallError, Method};
 use sansrpc::RawValue;
 
@@ -43,10 +45,13 @@ pub struct GaveUp {
 }
 
 struct Inner {
+    /// The state callers see (it follows the reconnector's).
     state: State,
+    rc: Reconnector,
     client: Option<Client>,
     connections: u64,
-    subscriptions: Subscriptions,
+    /// Tokens for the calls the reconnector is told were lost.
+    lost_calls: u64,
     gave_up: Option<GaveUp>,
 }
 
@@ -55,9 +60,15 @@ struct Shared {
     policy: ReconnectPolicy,
     inner: Mutex<Inner>,
     changed: Condvar,
+    /// The epoch of the reconnector's clock.
+    start: Instant,
 }
 
 impl Shared {
+    fn now(&self) -> sansrpc::Instant {
+        sansrpc::Instant::from_duration(self.start.elapsed())
+    }
+
     fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -143,12 +154,18 @@ impl Reconnect {
             policy,
             inner: Mutex::new(Inner {
                 state: State::Connecting,
+                rc: Reconnector::new(
+                    policy,
+                    Jitter::from_std_random_state(),
+                    sansrpc::Instant::ZERO,
+                ),
                 client: None,
                 connections: 0,
-                subscriptions: Subscriptions::default(),
+                lost_calls: 0,
                 gave_up: None,
             }),
             changed: Condvar::new(),
+            start: Instant::now(),
         });
         let supervised = shared.clone();
         let supervisor = thread::Builder::new()
@@ -294,22 +311,18 @@ impl Reconnect {
         idempotent: bool,
     ) -> Result<Box<RawValue>, Error> {
         let shared = self.shared();
-        let resend = idempotent && shared.policy.pending == PendingPolicy::ResendIdempotent;
         loop {
             let (client, connection) = {
                 let mut inner = shared.lock();
-                let client = match (inner.state, &inner.client) {
-                    (State::Open, Some(client)) => client.clone(),
-                    (State::Connecting | State::Open, _) => {
-                        return Err(Error::Send(SendError::Connecting))
-                    }
-                    _ => return Err(Error::Send(SendError::Closed)),
+                inner.rc.admit().map_err(Error::Send)?;
+                let Some(client) = inner.client.clone() else {
+                    return Err(Error::Send(SendError::Connecting));
                 };
-                inner.subscriptions.unsubscribing(method, params);
+                inner.rc.subscriptions().unsubscribing(method, params);
                 (client, inner.connections)
             };
             match client.call_raw(method, params, timeout) {
-                Err(e) if resend && lost(&e) => {
+                Err(e) if lost(&e) && shared.resend(idempotent) => {
                     // Wait for the next connection (or the end) and send it again there.
                     let inner = shared.wait_until(shared.lock(), None, |i| {
                         (i.state == State::Open && i.connections > connection)
@@ -320,7 +333,7 @@ impl Reconnect {
                     }
                 }
                 Ok(result) => {
-                    shared.lock().subscriptions.subscribed(method, params);
+                    shared.lock().rc.subscriptions().subscribed(method, params);
                     return Ok(result);
                 }
                 // Refused unsent by a connection that just ended, before the supervisor
@@ -339,12 +352,10 @@ impl Reconnect {
     pub fn notify_raw(&self, method: &str, params: Option<&RawValue>) -> Result<(), Error> {
         let client = {
             let inner = self.shared().lock();
-            match (inner.state, &inner.client) {
-                (State::Open, Some(client)) => client.clone(),
-                (State::Connecting | State::Open, _) => {
-                    return Err(Error::Send(SendError::Connecting))
-                }
-                _ => return Err(Error::Send(SendError::Closed)),
+            inner.rc.admit().map_err(Error::Send)?;
+            match &inner.client {
+                Some(client) => client.clone(),
+                None => return Err(Error::Send(SendError::Connecting)),
             }
         };
         client.notify_raw(method, params)
@@ -360,6 +371,7 @@ impl Reconnect {
 fn close(shared: &Shared, supervisor: &Mutex<Option<JoinHandle<()>>>) {
     let client = {
         let mut inner = shared.lock();
+        inner.rc.close();
         if inner.state != State::Closed {
             shared.set(&mut inner, State::Closing);
         }
@@ -378,67 +390,117 @@ fn close(shared: &Shared, supervisor: &Mutex<Option<JoinHandle<()>>>) {
     shared.set(&mut inner, State::Closed);
 }
 
-/// The supervisor thread: connect, wait for the connection to end, wait the backoff delay,
-/// again; until closed or out of attempts.
+impl Shared {
+    /// A call was lost with its connection: true when the reconnector has it wait for the
+    /// next connection (idempotent, under the resend policy).
+    fn resend(&self, idempotent: bool) -> bool {
+        let mut inner = self.lock();
+        inner.lost_calls += 1;
+        let token = inner.lost_calls;
+        inner.rc.call_lost(token, idempotent)
+    }
+
+    /// Publishes the reconnector's state to the callers.
+    fn follow(&self, inner: &mut Inner) {
+        let state = inner.rc.state();
+        self.set(inner, state);
+    }
+}
+
+/// The supervisor thread: does what the reconnector asks (connect, open with replay, wait
+/// for the connection to end, wait out the backoff), until it closes or gives up.
 fn supervise(shared: &Shared) {
-    let mut schedule = Schedule::new(shared.policy);
-    let mut random = seed();
+    let mut last = io::Error::new(io::ErrorKind::NotConnected, "never connected");
+    let mut connected = None;
     loop {
-        let error = match (shared.connector)(shared.policy.connect_timeout) {
-            Ok(client) => {
-                let replay = shared.lock().subscriptions.replay();
+        let action = shared.lock().rc.poll_action();
+        match action {
+            Some(Action::Connect) => {
+                // The connector bounds the attempt by the connect timeout itself.
+                let result = (shared.connector)(shared.policy.connect_timeout);
+                let now = shared.now();
+                let mut inner = shared.lock();
+                match result {
+                    Ok(client) if matches!(inner.rc.state(), State::Closing | State::Closed) => {
+                        drop(inner);
+                        client.close();
+                    }
+                    Ok(client) => {
+                        connected = Some(client);
+                        inner.rc.handle_connected(now);
+                    }
+                    Err(e) => {
+                        last = e;
+                        inner.rc.handle_failed(now);
+                        shared.follow(&mut inner);
+                    }
+                }
+            }
+            Some(Action::Open) => {
+                let Some(client) = connected.take() else {
+                    continue;
+                };
+                let replay = shared.lock().rc.replay();
                 for (method, params) in replay {
                     if let Err(Error::Call(CallError::Rpc(_))) =
                         client.call_raw(method, Some(&params), None)
                     {
-                        shared.lock().subscriptions.refused(method, Some(&params));
+                        shared
+                            .lock()
+                            .rc
+                            .subscriptions()
+                            .refused(method, Some(&params));
                     }
                 }
                 {
                     let mut inner = shared.lock();
+                    // The callers of lost idempotent calls send them again themselves, on
+                    // seeing the next connection.
+                    let _ = inner.rc.take_resend().count();
                     if matches!(inner.state, State::Closing | State::Closed) {
                         drop(inner);
                         client.close();
-                        break;
+                        shared.lock().rc.handle_lost(shared.now());
+                        continue;
                     }
                     inner.client = Some(client.clone());
                     inner.connections += 1;
-                    shared.set(&mut inner, State::Open);
+                    shared.follow(&mut inner);
                 }
-                schedule.connected();
                 client.wait();
-                shared.lock().client = None;
-                io::Error::new(io::ErrorKind::UnexpectedEof, "the connection was lost")
+                let mut inner = shared.lock();
+                inner.client = None;
+                last = io::Error::new(io::ErrorKind::UnexpectedEof, "the connection was lost");
+                inner.rc.handle_lost(shared.now());
+                shared.follow(&mut inner);
             }
-            Err(e) => e,
-        };
-        // Checked and changed under one lock, so that a concurrent close is never undone.
-        let mut inner = shared.lock();
-        if matches!(inner.state, State::Closing | State::Closed) {
-            break;
-        }
-        let Some(delay) = schedule.next_delay(random()) else {
-            inner.gave_up = Some(GaveUp {
-                attempts: schedule.failures().saturating_sub(1),
-                kind: error.kind(),
-                error: error.to_string(),
-            });
-            shared.set(&mut inner, State::Closed);
-            break;
-        };
-        shared.set(&mut inner, State::Connecting);
-        let deadline = Some(Instant::now() + delay);
-        let inner = shared.wait_until(inner, deadline, |i| {
-            matches!(i.state, State::Closing | State::Closed)
-        });
-        if matches!(inner.state, State::Closing | State::Closed) {
-            break;
+            Some(Action::GiveUp { attempts }) => {
+                let mut inner = shared.lock();
+                inner.gave_up = Some(GaveUp {
+                    attempts,
+                    kind: last.kind(),
+                    error: last.to_string(),
+                });
+                shared.set(&mut inner, State::Closed);
+                break;
+            }
+            Some(Action::Closed) => break,
+            // An attempt past the connect timeout: the connector already gave up on it.
+            Some(_) => {}
+            None => {
+                let inner = shared.lock();
+                if matches!(inner.state, State::Closing | State::Closed) {
+                    break;
+                }
+                let deadline = inner
+                    .rc
+                    .poll_timeout()
+                    .map(|t| shared.start + t.since_epoch());
+                let mut inner = shared.wait_until(inner, deadline, |i| {
+                    matches!(i.state, State::Closing | State::Closed)
+                });
+                inner.rc.handle_timeout(shared.now());
+            }
         }
     }
-}
-
-/// The core's jitter generator, seeded from std's random hasher keys.
-fn seed() -> impl FnMut() -> u64 {
-    let mut jitter = Jitter::from_std_random_state();
-    move || jitter.next_u64()
 }
