@@ -432,6 +432,8 @@ pub fn run(
     config.extension = Some(sansrpc_blocking::Extension::new(hub.extension()));
     config.framing = framing.framing();
     config.max_connections = protect.max_connections();
+    // The endpoint config holds the flags' timeouts already (0 meaning never).
+    config.network_defaults = false;
     protect.endpoint(&mut config.endpoint, tcp.is_some() || unix.is_some());
     let framing = framing.name();
     if let Some(addr) = tcp {

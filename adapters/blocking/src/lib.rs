@@ -79,7 +79,7 @@ use sansrpc::endpoint::SendError;
 use sansrpc::method::CallError;
 
 pub use client::{Batch, Client, Pending};
-pub use driver::{is_cancelled, report_progress};
+pub use driver::{is_cancelled, report_progress, Peer, RequestContext};
 pub use extension::Extension;
 pub use reconnect::Reconnect;
 pub use stream::{StreamIter, StreamOptions, TypedIter};
@@ -104,6 +104,12 @@ pub struct Config {
     /// too many connections", in the connection's framing) and closed as soon as it is
     /// accepted; the connections already served keep working.
     pub max_connections: usize,
+    /// [`serve_tcp`] and [`serve_unix`] fill the protection timeouts the endpoint config
+    /// leaves unset with the network defaults
+    /// ([`Config::with_network_defaults`](sansrpc::endpoint::Config::with_network_defaults):
+    /// idle 5 min, partial frame 30 s, write stall 30 s), so a server on a socket is safe by
+    /// default (default `true`).
+    pub network_defaults: bool,
     /// How long a shutdown, or the end of the peer's input, waits for handlers in flight
     /// to answer before closing (default 5 s).
     pub shutdown_grace: Duration,
@@ -170,6 +176,7 @@ impl Default for Config {
             framing: Framing::ContentLength,
             workers: 4,
             max_connections: 64,
+            network_defaults: true,
             shutdown_grace: Duration::from_secs(5),
             read_size: 16 * 1024,
             read_buffers: 4,

@@ -257,11 +257,12 @@ impl Listening {
         mut accept: impl FnMut() -> io::Result<S> + Send + 'static,
         wake: Box<dyn Fn() + Send + Sync>,
         router: Arc<Router>,
-        config: Config,
+        mut config: Config,
     ) -> io::Result<Listening>
     where
         for<'a> &'a S: Read + Write,
     {
+        config = served(config);
         let pool = Pool::new(config.workers)?;
         let jobs = pool.sender();
         let stop = Arc::new(AtomicBool::new(false));
@@ -452,4 +453,40 @@ pub(crate) fn read(
         }
     }
     let _ = tx.send(Cmd::Eof);
+}
+
+/// The config a listening server serves with: the network defaults filled in when on.
+fn served(mut config: Config) -> Config {
+    if config.network_defaults {
+        config.endpoint = config.endpoint.with_network_defaults();
+    }
+    config
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use sansrpc::endpoint::NETWORK_WRITE_STALL_TIMEOUT;
+
+    use super::served;
+    use crate::Config;
+
+    #[test]
+    fn listening_servers_fill_unset_timeouts_with_the_network_defaults() {
+        let mut config = Config::default();
+        config.endpoint.frame_timeout = Some(Duration::from_secs(2));
+        let config = served(config);
+        assert_eq!(config.endpoint.frame_timeout, Some(Duration::from_secs(2)));
+        assert_eq!(
+            config.endpoint.write_stall_timeout,
+            Some(NETWORK_WRITE_STALL_TIMEOUT)
+        );
+        assert!(config.endpoint.idle_timeout.is_some());
+        let off = Config {
+            network_defaults: false,
+            ..Config::default()
+        };
+        assert_eq!(served(off).endpoint.idle_timeout, None);
+    }
 }

@@ -8,12 +8,14 @@ use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::Arc;
+use std::time::Duration;
 
 use sansrpc::codec::FrameError;
 use sansrpc::connection::Event;
 use sansrpc::endpoint::IncomingId;
+use sansrpc::endpoint::{RequestOptions, SendError, Timeout};
 use sansrpc::ext::stream::Produced;
-use sansrpc::method::CallError;
+use sansrpc::method::{decode_result, encode_params_owned, CallError, Method};
 use sansrpc::router::{Reply, Router};
 use sansrpc::{ErrorObject, Instant, RawValue, Request};
 
@@ -59,8 +61,139 @@ impl Handlers {
 }
 
 thread_local! {
-    static CANCELLED: RefCell<Option<Arc<AtomicBool>>> = const { RefCell::new(None) };
-    static CONNECTION: RefCell<Option<Sender<Cmd>>> = const { RefCell::new(None) };
+    static CURRENT: RefCell<Option<RequestContext>> = const { RefCell::new(None) };
+}
+
+/// The request the current thread's handler answers, and the connection it came on: the
+/// blocking adapter's handler context, from [`RequestContext::current`] inside a handler
+/// run on the pool (the async adapters give theirs as an argument).
+///
+/// - [`id`](RequestContext::id): the request's id as the peer sent it;
+/// - [`peer`](RequestContext::peer): calls and notifications to the peer, from inside the
+///   handler (an LSP server asking its client for `workspace/configuration`); a call blocks
+///   this worker thread only;
+/// - [`is_cancelled`](RequestContext::is_cancelled): the peer cancelled the request (or
+///   the connection's shutdown grace ran out);
+/// - [`report_progress`](RequestContext::report_progress): progress on the token the peer
+///   put in the request (LSP `workDoneToken`, MCP `_meta.progressToken`), in the
+///   connection's profile.
+#[derive(Clone, Debug)]
+pub struct RequestContext {
+    id: sansrpc::Id<'static>,
+    progress: Option<sansrpc::Id<'static>>,
+    cancelled: Arc<AtomicBool>,
+    connection: Sender<Cmd>,
+    default_timeout: Option<Duration>,
+}
+
+impl RequestContext {
+    /// The context of the request this thread's handler answers; `None` outside one.
+    pub fn current() -> Option<RequestContext> {
+        CURRENT.with(|c| c.borrow().clone())
+    }
+
+    /// The request's id, exactly as the peer sent it.
+    pub fn id(&self) -> &sansrpc::Id<'static> {
+        &self.id
+    }
+
+    /// True once the peer cancelled the request (or the shutdown grace ran out).
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Relaxed)
+    }
+
+    /// The progress token the peer put in the request, if any.
+    pub fn progress_token(&self) -> Option<&sansrpc::Id<'static>> {
+        self.progress.as_ref()
+    }
+
+    /// Reports progress on the request's token, with the connection's progress method
+    /// (see [`report_progress`]); false when the request carried no token or the
+    /// connection is gone.
+    pub fn report_progress(&self, value: &RawValue) -> bool {
+        match &self.progress {
+            Some(token) => send_progress(&self.connection, token, value),
+            None => false,
+        }
+    }
+
+    /// The peer, to call and notify from inside the handler.
+    pub fn peer(&self) -> Peer {
+        Peer {
+            connection: self.connection.clone(),
+            default_timeout: self.default_timeout,
+        }
+    }
+}
+
+/// The peer of a connection, from inside one of its handlers ([`RequestContext::peer`]).
+#[derive(Clone, Debug)]
+pub struct Peer {
+    connection: Sender<Cmd>,
+    default_timeout: Option<Duration>,
+}
+
+impl Peer {
+    /// Calls `M` on the peer and waits for its result (`timeout`: the request's deadline,
+    /// `None` for the connection's default).
+    pub fn call<M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>>(
+        &self,
+        params: &M::Params,
+        timeout: Option<Duration>,
+    ) -> Result<M::Result, Error> {
+        let params = encode_params_owned(params).map_err(Error::Send)?;
+        let raw = self.call_raw(M::NAME, params.as_deref(), timeout)?;
+        decode_result::<M>(Ok(std::borrow::Cow::Owned(raw))).map_err(Error::Call)
+    }
+
+    /// Calls `method` with raw params on the peer and waits for the raw result.
+    pub fn call_raw(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        timeout: Option<Duration>,
+    ) -> Result<Box<RawValue>, Error> {
+        let (method, params) = (method.to_owned(), params.map(ToOwned::to_owned));
+        let options = RequestOptions::timeout(timeout.map_or(Timeout::Default, Timeout::After));
+        let (tx, rx) = mpsc::channel();
+        let op: Op = Box::new(move |conn, now, waiters| {
+            let token = waiters.token();
+            match conn.call(token, &method, params.as_deref(), options, now) {
+                Ok(()) => waiters.insert(token, 0, tx),
+                Err(e) => {
+                    let _ = tx.send(Err(Error::Send(e)));
+                }
+            }
+        });
+        self.connection
+            .send(Cmd::With(op))
+            .map_err(|_| Error::Send(SendError::Closed))?;
+        crate::client::wait(&rx, timeout.or(self.default_timeout))
+    }
+
+    /// Sends a notification with raw params to the peer.
+    pub fn notify_raw(&self, method: &str, params: Option<&RawValue>) -> Result<(), Error> {
+        let (method, params) = (method.to_owned(), params.map(ToOwned::to_owned));
+        let (tx, rx) = mpsc::channel();
+        let op: Op = Box::new(move |conn, _, _| {
+            let _ = tx.send(conn.notify(&method, params.as_deref()));
+        });
+        self.connection
+            .send(Cmd::With(op))
+            .map_err(|_| Error::Send(SendError::Closed))?;
+        match rx.recv() {
+            Ok(result) => result.map_err(Error::Send),
+            Err(_) => Err(Error::Send(SendError::Closed)),
+        }
+    }
+}
+
+fn send_progress(connection: &Sender<Cmd>, token: &sansrpc::Id<'_>, value: &RawValue) -> bool {
+    let (token, value) = (token.to_owned_id(), value.to_owned());
+    let op: Op = Box::new(move |conn, _, _| {
+        let _ = conn.send_progress(&token, &value);
+    });
+    connection.send(Cmd::With(op)).is_ok()
 }
 
 /// Reports progress from inside a request handler, to the peer of the connection the
@@ -69,14 +202,10 @@ thread_local! {
 /// the peer put in its request). False outside a handler or once the connection is gone.
 /// The peer may extend the request's deadline on it.
 pub fn report_progress(token: &sansrpc::Id<'_>, value: &RawValue) -> bool {
-    let (token, value) = (token.to_owned_id(), value.to_owned());
-    CONNECTION.with(|c| {
-        c.borrow().as_ref().is_some_and(|me| {
-            let op: Op = Box::new(move |conn, _, _| {
-                let _ = conn.send_progress(&token, &value);
-            });
-            me.send(Cmd::With(op)).is_ok()
-        })
+    CURRENT.with(|c| {
+        c.borrow()
+            .as_ref()
+            .is_some_and(|cx| send_progress(&cx.connection, token, value))
     })
 }
 
@@ -85,10 +214,10 @@ pub fn report_progress(token: &sansrpc::Id<'_>, value: &RawValue) -> bool {
 /// long handler checks it now and then and returns early (typically with an error object);
 /// whatever it returns is still sent if the connection is open. False outside a handler.
 pub fn is_cancelled() -> bool {
-    CANCELLED.with(|c| {
+    CURRENT.with(|c| {
         c.borrow()
             .as_ref()
-            .is_some_and(|f| f.load(Ordering::Relaxed))
+            .is_some_and(RequestContext::is_cancelled)
     })
 }
 
@@ -245,15 +374,21 @@ impl Driver {
             Arc::clone(&self.closed),
             self.me.clone(),
         );
+        let config = &self.conn.config().endpoint;
+        let cx = RequestContext {
+            id: request.id.to_owned_id(),
+            progress: config.profile.progress_token(request.params.as_deref()),
+            cancelled: flag,
+            connection: me.clone(),
+            default_timeout: config.default_timeout,
+        };
         let job: Job = Box::new(move || {
             if closed.load(Ordering::Relaxed) {
                 return;
             }
-            CANCELLED.with(|c| *c.borrow_mut() = Some(flag));
-            CONNECTION.with(|c| *c.borrow_mut() = Some(me.clone()));
+            CURRENT.with(|c| *c.borrow_mut() = Some(cx));
             router.dispatch(&request, &mut reply);
-            CANCELLED.with(|c| *c.borrow_mut() = None);
-            CONNECTION.with(|c| *c.borrow_mut() = None);
+            CURRENT.with(|c| *c.borrow_mut() = None);
             let _ = me.send(Cmd::Respond { id: handle, reply });
         });
         if jobs.send(job).is_err() {

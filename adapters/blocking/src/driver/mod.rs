@@ -18,7 +18,7 @@ use sansrpc::{Instant, RawValue};
 mod dispatch;
 
 pub(crate) use dispatch::Handlers;
-pub use dispatch::{is_cancelled, report_progress};
+pub use dispatch::{is_cancelled, report_progress, Peer, RequestContext};
 
 use crate::pool::{join_by, Job, Pool};
 use crate::transport::{read, Tapped, Transport};

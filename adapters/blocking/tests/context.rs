@@ -1,0 +1,63 @@
+//! The blocking adapter's handler context, over a real TCP socket: a handler calls its
+//! peer, reports progress on the request's token, and sees its request id; the peer is a
+//! plain socket speaking JSON-RPC by hand.
+
+#[path = "../../../tests/behaviour/suite.rs"]
+mod suite;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sansrpc::router::Router;
+use sansrpc::ErrorObject;
+use sansrpc_blocking::{serve_tcp, Config, RequestContext};
+use serde_json::json;
+use suite::Peer;
+
+#[test]
+fn a_handler_calls_its_peer_and_reports_progress() {
+    let mut router = Router::new();
+    router
+        .raw_method("greet", |params, out| {
+            let cx = RequestContext::current().expect("inside a handler");
+            let name: serde_json::Value = serde_json::from_str(params.unwrap().get()).unwrap();
+            let salutation = cx
+                .peer()
+                .call_raw("client/salutation", None, Some(Duration::from_secs(5)))
+                .map_err(|_| ErrorObject::fixed(-1, "the client did not answer"))?;
+            let half = sansrpc::RawValue::from_json(r#"{"pct":50}"#).unwrap();
+            assert!(cx.report_progress(half), "the request carries a token");
+            assert!(!cx.is_cancelled());
+            let text = format!(
+                "{}, {} (request {})",
+                serde_json::from_str::<String>(salutation.get()).unwrap(),
+                name["name"].as_str().unwrap(),
+                cx.id()
+            );
+            out.extend_from_slice(serde_json::to_string(&text).unwrap().as_bytes());
+            Ok(())
+        })
+        .unwrap();
+    assert!(
+        RequestContext::current().is_none(),
+        "no context outside a handler"
+    );
+    let server = serve_tcp("127.0.0.1:0", Arc::new(router), Config::default()).unwrap();
+    let mut peer = Peer::connect(server.local_addr());
+    peer.send(
+        r#"{"jsonrpc":"2.0","method":"greet","params":{"name":"Ada","workDoneToken":"w1"},"id":7}"#,
+    );
+    // The handler asks us first.
+    let asked = peer.expect();
+    assert_eq!(asked["method"], "client/salutation");
+    peer.send_json(&json!({"jsonrpc": "2.0", "result": "Hello", "id": asked["id"]}));
+    let progress = peer.expect();
+    assert_eq!(
+        progress,
+        json!({"jsonrpc": "2.0", "method": "$/progress", "params": {"token": "w1", "value": {"pct": 50}}})
+    );
+    let answer = peer.expect();
+    assert_eq!(answer["id"], 7);
+    assert_eq!(answer["result"], "Hello, Ada (request 7)");
+    server.shutdown();
+}
