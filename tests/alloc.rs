@@ -215,3 +215,70 @@ fn endpoint_round_trip_allocates_nothing_when_warm() {
     }
     assert_eq!(allocations(|| (10..1010).for_each(&mut round)), 0);
 }
+
+/// One call between two connection machines (the layer every driver runs on): the client
+/// calls `add`, the server answers, the client gets the answer by its token.
+fn machine_round_trip(
+    client: &mut sansrpc::connection::Connection,
+    server: &mut sansrpc::connection::Connection,
+    token: u64,
+    wire: &mut Vec<u8>,
+) -> i64 {
+    use sansrpc::connection::Event;
+    let now = sansrpc::Instant::ZERO;
+    let params = RawValue::from_json("[20,22]").unwrap();
+    let options = sansrpc::endpoint::RequestOptions::default();
+    client
+        .call(token, "add", Some(params), options, now)
+        .unwrap();
+    wire.clear();
+    while client.poll_transmit(wire).is_some() {}
+    server.handle_input(wire, now).unwrap();
+    let mut scratch = [0u8; 24];
+    while let Some(event) = server.poll_event() {
+        if let Event::Request { handle, request } = event {
+            let (a, b): (i64, i64) = request.params.as_deref().unwrap().deserialize().unwrap();
+            let len = format_i64(a + b, &mut scratch);
+            let text = std::str::from_utf8(&scratch[..len]).unwrap();
+            server.respond(handle, Ok(RawValue::from_json(text).unwrap()));
+        }
+    }
+    wire.clear();
+    while server.poll_transmit(wire).is_some() {}
+    client.handle_input(wire, now).unwrap();
+    let mut sum = 0;
+    while let Some(event) = client.poll_event() {
+        if let Event::Answer {
+            token: t, result, ..
+        } = event
+        {
+            assert_eq!(t, token);
+            sum = result.unwrap().deserialize().unwrap();
+        }
+    }
+    sum
+}
+
+#[test]
+fn a_round_trip_between_connection_machines_allocates_nothing_when_warm() {
+    use sansrpc::connection::{Config, Connection};
+    let now = sansrpc::Instant::ZERO;
+    let mut client = Connection::new(Config::default(), now);
+    let mut server = Connection::new(Config::default(), now);
+    let mut wire = Vec::with_capacity(4096);
+    for token in 1..=10 {
+        assert_eq!(
+            machine_round_trip(&mut client, &mut server, token, &mut wire),
+            42
+        );
+    }
+    let n = allocations(|| {
+        for token in 11..=110 {
+            assert_eq!(
+                machine_round_trip(&mut client, &mut server, token, &mut wire),
+                42
+            );
+        }
+    });
+    assert_eq!(n, 0, "allocations in 100 warm round trips");
+}

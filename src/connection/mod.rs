@@ -70,7 +70,6 @@
 
 use alloc::borrow::Cow;
 use alloc::boxed::Box;
-use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec::Vec;
 use core::fmt;
 use core::time::Duration;
@@ -222,74 +221,101 @@ enum Phase {
     },
 }
 
-/// The requests of one token.
-#[derive(Debug)]
-struct Token {
-    ids: TokenIds,
-    waiting: usize,
-}
-
-#[derive(Debug)]
-enum TokenIds {
-    One(RequestId),
-    Many(Vec<RequestId>),
-}
-
-impl TokenIds {
-    fn as_slice(&self) -> &[RequestId] {
-        match self {
-            TokenIds::One(id) => core::slice::from_ref(id),
-            TokenIds::Many(ids) => ids,
-        }
-    }
-}
-
-/// Our calls waiting, by request id (with token and index) and by token.
+/// Our calls waiting: request id, token, index in its batch, and whether it came in a
+/// batch. Kept sorted by request id (the endpoint numbers our requests in increasing order,
+/// so a new call goes at the end): lookups are binary searches and the steady state
+/// allocates nothing.
 #[derive(Debug, Default)]
 struct Calls {
-    by_id: BTreeMap<RequestId, (u64, usize)>,
-    by_token: BTreeMap<u64, Token>,
+    waiting: Vec<(RequestId, u64, usize, bool)>,
 }
 
 impl Calls {
-    fn insert(&mut self, token: u64, ids: TokenIds) {
-        for (index, id) in ids.as_slice().iter().enumerate() {
-            self.by_id.insert(*id, (token, index));
-        }
-        let waiting = ids.as_slice().len();
-        if let Some(old) = self.by_token.insert(token, Token { ids, waiting }) {
-            // A token reused while its calls wait: the old calls lose their token.
-            for id in old.ids.as_slice() {
-                if self.by_id.get(id).is_some_and(|(t, _)| *t != token) {
-                    self.by_id.remove(id);
-                }
+    fn insert(&mut self, token: u64, id: RequestId, index: usize, batch: bool) {
+        let entry = (id, token, index, batch);
+        match self.waiting.last() {
+            Some(last) if last.0 > id => {
+                let at = self.waiting.partition_point(|e| e.0 < id);
+                self.waiting.insert(at, entry);
             }
+            _ => self.waiting.push(entry),
         }
     }
 
-    /// The token, index and whether it was the last, of an answered request.
+    fn contains(&self, id: RequestId) -> bool {
+        self.waiting.binary_search_by_key(&id, |e| e.0).is_ok()
+    }
+
+    fn len(&self) -> usize {
+        self.waiting.len()
+    }
+
+    /// The token, index and whether it was the last of its token, of an answered request.
     fn settle(&mut self, id: RequestId) -> Option<(u64, usize, bool)> {
-        let (token, index) = self.by_id.remove(&id)?;
-        let entry = self.by_token.get_mut(&token)?;
-        entry.waiting -= 1;
-        let last = entry.waiting == 0;
-        if last {
-            self.by_token.remove(&token);
-        }
+        let at = self.waiting.binary_search_by_key(&id, |e| e.0).ok()?;
+        let (_, token, index, batch) = self.waiting.remove(at);
+        let last = !batch || !self.waiting.iter().any(|e| e.1 == token);
         Some((token, index, last))
     }
 
+    /// Forgets the calls of `token`; their request ids.
     fn forget(&mut self, token: u64) -> Vec<RequestId> {
-        let Some(entry) = self.by_token.remove(&token) else {
-            return Vec::new();
-        };
-        entry
-            .ids
-            .as_slice()
-            .iter()
-            .copied()
-            .filter(|id| self.by_id.remove(id).is_some())
-            .collect()
+        let mut ids = Vec::new();
+        self.waiting.retain(|e| {
+            let keep = e.1 != token;
+            if !keep {
+                ids.push(e.0);
+            }
+            keep
+        });
+        ids
+    }
+
+    fn clear(&mut self) {
+        self.waiting.clear();
+    }
+}
+
+/// The peer's requests handed out and not answered, sorted (the endpoint numbers them in
+/// increasing order).
+#[derive(Debug, Default)]
+struct Running(Vec<IncomingId>);
+
+impl Running {
+    fn insert(&mut self, id: IncomingId) {
+        match self.0.last() {
+            Some(&last) if last > id => {
+                let at = self.0.partition_point(|e| *e < id);
+                self.0.insert(at, id);
+            }
+            _ => self.0.push(id),
+        }
+    }
+
+    fn remove(&mut self, id: &IncomingId) -> bool {
+        match self.0.binary_search(id) {
+            Ok(at) => {
+                self.0.remove(at);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    fn contains(&self, id: &IncomingId) -> bool {
+        self.0.binary_search(id).is_ok()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn clear(&mut self) {
+        self.0.clear();
     }
 }
 
@@ -317,7 +343,7 @@ pub struct Connection {
     config: Config,
     calls: Calls,
     /// The peer's requests handed out as [`Event::Request`] and not answered yet.
-    running: BTreeSet<IncomingId>,
+    running: Running,
     streams: StreamTable<()>,
     heartbeat: Option<Heartbeat>,
     hook: Option<Box<dyn ConnectionHook>>,
@@ -339,7 +365,7 @@ impl fmt::Debug for Connection {
         f.debug_struct("Connection")
             .field("endpoint", &self.endpoint)
             .field("phase", &self.phase)
-            .field("calls", &self.calls.by_id.len())
+            .field("calls", &self.calls.len())
             .field("running", &self.running.len())
             .field("streams", &self.streams.len())
             .finish()
@@ -355,7 +381,7 @@ impl Connection {
             heartbeat: config.heartbeat.map(|h| Heartbeat::new(h, now)),
             config,
             calls: Calls::default(),
-            running: BTreeSet::new(),
+            running: Running::default(),
             hook: None,
             hook_buf: Vec::new(),
             phase: Phase::Open,
@@ -410,7 +436,7 @@ impl Connection {
 
     /// Our calls waiting for an answer.
     pub fn waiting_calls(&self) -> usize {
-        self.calls.by_id.len()
+        self.calls.len()
     }
 
     // ----- input -----
@@ -611,7 +637,7 @@ impl Connection {
                     continue;
                 }
                 Take::Response(id) => {
-                    if self.calls.by_id.contains_key(&id) {
+                    if self.calls.contains(id) {
                         return self.pass();
                     }
                     // A call whose token was forgotten: nobody wants the answer.
@@ -676,7 +702,7 @@ impl Connection {
         self.reason = Some(reason);
         self.running.clear();
         self.streams.clear();
-        self.calls = Calls::default();
+        self.calls.clear();
         if let Some(mut hook) = self.hook.take() {
             hook.close();
         }
@@ -736,6 +762,7 @@ impl Connection {
 
     /// Sends a request of ours; its answer comes as [`Event::Answer`] (or
     /// [`Event::Ended`]) with `token` and index 0. Refused once the connection shuts down.
+    /// A token names one call or batch: do not reuse one while its calls wait.
     pub fn call(
         &mut self,
         token: u64,
@@ -748,7 +775,7 @@ impl Connection {
             return Err(SendError::Closed);
         }
         let id = self.endpoint.send_request(method, params, options, now)?;
-        self.calls.insert(token, TokenIds::One(id));
+        self.calls.insert(token, id, 0, false);
         Ok(())
     }
 
@@ -980,8 +1007,8 @@ impl CallBatch<'_> {
         }
         self.inner.send()?;
         let n = self.ids.len();
-        if n > 0 {
-            self.calls.insert(self.token, TokenIds::Many(self.ids));
+        for (index, id) in self.ids.into_iter().enumerate() {
+            self.calls.insert(self.token, id, index, true);
         }
         Ok(n)
     }
