@@ -711,14 +711,7 @@ impl Endpoint {
     /// Signals the end of input: a partial frame is reported, then the endpoint closes as
     /// with [`close`](Endpoint::close).
     pub fn handle_end_of_input(&mut self, now: Instant) {
-        self.now = now;
-        if self.closed {
-            return;
-        }
-        self.process_decoded();
-        if let Some(e) = self.decoder.as_mut().and_then(Decoder::finish) {
-            self.events.push_back(Record::Frame(e));
-        }
+        self.finish_input(now);
         self.close(now);
     }
 

@@ -174,18 +174,8 @@ impl Client {
         params: Option<&RawValue>,
         timeout: Option<Duration>,
     ) -> Result<Receiver<Answer>, Error> {
-        let (method, params) = (method.to_owned(), params.map(ToOwned::to_owned));
-        let options = options(timeout);
-        let (tx, rx) = mpsc::channel();
-        self.run(Box::new(move |c, now, waiters| {
-            let token = waiters.token();
-            match c.call(token, &method, params.as_deref(), options, now) {
-                Ok(()) => waiters.insert(token, 0, tx),
-                Err(e) => {
-                    let _ = tx.send(Err(Error::Send(e)));
-                }
-            }
-        }))?;
+        let (op, rx) = request_op(method, params, options(timeout));
+        self.run(op)?;
         Ok(rx)
     }
 
@@ -337,6 +327,26 @@ fn outcome_of<T>(result: &Result<T, Error>) -> CallOutcome<'_> {
         Err(Error::Call(CallError::Rpc(e) | CallError::Intercepted(e))) => CallOutcome::Error(e),
         Err(_) => CallOutcome::Failed,
     }
+}
+
+/// The driver-side work of sending a request, and where its answer comes.
+pub(crate) fn request_op(
+    method: &str,
+    params: Option<&RawValue>,
+    options: RequestOptions,
+) -> (Op, Receiver<Answer>) {
+    let (method, params) = (method.to_owned(), params.map(ToOwned::to_owned));
+    let (tx, rx) = mpsc::channel();
+    let op: Op = Box::new(move |c, now, waiters| {
+        let token = waiters.token();
+        match c.call(token, &method, params.as_deref(), options, now) {
+            Ok(()) => waiters.insert(token, 0, tx),
+            Err(e) => {
+                let _ = tx.send(Err(Error::Send(e)));
+            }
+        }
+    });
+    (op, rx)
 }
 
 /// Waits for an answer, a little longer than the request's own deadline.

@@ -153,18 +153,8 @@ impl Peer {
         params: Option<&RawValue>,
         timeout: Option<Duration>,
     ) -> Result<Box<RawValue>, Error> {
-        let (method, params) = (method.to_owned(), params.map(ToOwned::to_owned));
         let options = RequestOptions::timeout(timeout.map_or(Timeout::Default, Timeout::After));
-        let (tx, rx) = mpsc::channel();
-        let op: Op = Box::new(move |conn, now, waiters| {
-            let token = waiters.token();
-            match conn.call(token, &method, params.as_deref(), options, now) {
-                Ok(()) => waiters.insert(token, 0, tx),
-                Err(e) => {
-                    let _ = tx.send(Err(Error::Send(e)));
-                }
-            }
-        });
+        let (op, rx) = crate::client::request_op(method, params, options);
         self.connection
             .send(Cmd::With(op))
             .map_err(|_| Error::Send(SendError::Closed))?;
