@@ -31,7 +31,15 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: 400,
+        failure_persistence: Some(Box::new(
+            proptest::test_runner::FileFailurePersistence::Direct(
+                "proptest-regressions/connection_model.txt",
+            ),
+        )),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn the_connection_machine_keeps_its_promises(
