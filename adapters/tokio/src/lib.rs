@@ -65,9 +65,9 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::compat::{Compat, TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 pub use sansrpc_futures::{
-    sansrpc, AsyncRouter, Batch, BatchSlot, BoxFuture, Builder, ByteStream, CallError, Client,
-    Driver, Extension, HandlerResult, PendingCall, RawResult, RawStream, Received, ShutdownHandle,
-    StreamOptions, Timer, Transport, TypedStream,
+    sansrpc, AsyncRouter, Batch, BatchSlot, BoxFuture, Builder, ByteStream, CallError, Cancelled,
+    Client, Driver, Extension, HandlerResult, PendingCall, RawResult, RawStream, Received,
+    RequestContext, ShutdownHandle, StreamOptions, Timer, Transport, TypedStream,
 };
 
 /// Which `Origin`s a server accepts: for the WebSocket handshake ([`ws`]) and for CORS
