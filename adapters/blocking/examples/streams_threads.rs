@@ -2,7 +2,7 @@
 //! pool) and read as an iterator, over TCP on 127.0.0.1: the blocking half of the README's
 //! streams snippet, compiled and run.
 //!
-//! `cargo run -p sansrpc-blocking --example streams`
+//! `cargo run -p sansrpc-blocking --example streams_threads` (example names share one output folder across the workspace)
 
 use std::sync::Arc;
 
