@@ -1,0 +1,97 @@
+//! The `mcp_server` example driven by the official MCP Python SDK (`mcp` 2.3.0, installed
+//! with pip from `interop/mcp-python/requirements.txt`, pinned, into the test's own target
+//! folder): initialize, tools/list, tools/call `add`, ping, a `slow` call whose progress
+//! notifications reach the SDK's callback, and a `slow` call the SDK abandons: the handler
+//! sees the cancellation (stderr) and no response to it goes on the wire (the server's
+//! output is teed to a file and counted), and the server goes on serving.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let path = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples")
+        .join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: `cargo test` builds examples; alone, run `cargo build -p sansrpc-tokio --example {name}`",
+        path.display()
+    );
+    path
+}
+
+/// The SDK and its dependencies, installed once into the target folder.
+fn sdk() -> PathBuf {
+    let interop = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../interop/mcp-python");
+    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mcp-python");
+    if !target.join("mcp/__init__.py").exists() {
+        let status = Command::new("python3")
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+            ])
+            .arg("--target")
+            .arg(&target)
+            .arg("-r")
+            .arg(interop.join("requirements.txt"))
+            .status()
+            .expect("python3 with pip is needed for this test");
+        assert!(status.success(), "pip install of the MCP SDK failed");
+    }
+    target
+}
+
+#[test]
+fn the_mcp_python_sdk_drives_the_mcp_server_example() {
+    let sdk = sdk();
+    let wire = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mcp-python-wire.log");
+    let _ = std::fs::remove_file(&wire);
+    let server = format!(
+        "'{}' | tee '{}'",
+        example("mcp_server").display(),
+        wire.display()
+    );
+    let client =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../interop/mcp-python/client.py");
+    let out = Command::new("python3")
+        .arg(client)
+        .arg(server)
+        .env("PYTHONPATH", &sdk)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "the SDK client failed:\n{stderr}");
+    let report: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(report["ok"], true);
+    assert!(report["progress"].as_u64().unwrap() >= 3, "{report}");
+    assert!(
+        stderr.contains("slow: cancelled"),
+        "the handler saw no cancel:\n{stderr}"
+    );
+
+    // What the server wrote: one response to each request but the cancelled one.
+    let written = std::fs::read_to_string(&wire).unwrap();
+    let messages: Vec<serde_json::Value> = written
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let responses = messages.iter().filter(|m| m.get("id").is_some()).count();
+    // initialize, tools/list, add, ping, slow, tools/list; not the cancelled slow call.
+    assert_eq!(responses, 6, "{written}");
+    let progress = messages
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .count();
+    assert!(progress >= 3, "{written}");
+}
