@@ -1,9 +1,11 @@
-//! The `mcp_server` example driven by the official MCP Python SDK (`mcp` 2.3.0, installed
-//! with pip from `interop/mcp-python/requirements.txt`, pinned, into the test's own target
-//! folder): initialize, tools/list, tools/call `add`, ping, a `slow` call whose progress
-//! notifications reach the SDK's callback, and a `slow` call the SDK abandons: the handler
-//! sees the cancellation (stderr) and no response to it goes on the wire (the server's
-//! output is teed to a file and counted), and the server goes on serving.
+//! The `mcp_server` example driven by the official MCP SDKs' clients: Python (`mcp` 2.3.0,
+//! installed with pip from `interop/mcp-python/requirements.txt`, pinned, into the test's
+//! own target folder) and TypeScript (`@modelcontextprotocol/sdk` 1.32.2, `npm ci` from
+//! `interop/mcp-ts`'s lock file). Each: initialize, tools/list, tools/call `add`, ping, a
+//! `slow` call whose progress notifications reach the SDK's callback, and a `slow` call the
+//! SDK abandons: the handler sees the cancellation (stderr) and no response to it goes on
+//! the wire (the server's output is teed to a file and counted), and the server goes on
+//! serving.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -27,7 +29,7 @@ fn example(name: &str) -> PathBuf {
 
 /// The SDK and its dependencies, installed once into the target folder.
 fn sdk() -> PathBuf {
-    let interop = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../interop/mcp-python");
+    let interop = interop("mcp-python");
     let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mcp-python");
     if !target.join("mcp/__init__.py").exists() {
         let status = Command::new("python3")
@@ -49,29 +51,29 @@ fn sdk() -> PathBuf {
     target
 }
 
-#[test]
-fn the_mcp_python_sdk_drives_the_mcp_server_example() {
-    let sdk = sdk();
-    let wire = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mcp-python-wire.log");
+fn interop(dir: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../interop")
+        .join(dir)
+}
+
+/// Runs `client` (a command taking the server command as its last argument) against the
+/// example with its output teed to a file; checks what the client and the server's output
+/// say.
+fn drive(who: &str, mut client: Command) {
+    let wire = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("mcp-{who}-wire.log"));
     let _ = std::fs::remove_file(&wire);
     let server = format!(
         "'{}' | tee '{}'",
         example("mcp_server").display(),
         wire.display()
     );
-    let client =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../interop/mcp-python/client.py");
-    let out = Command::new("python3")
-        .arg(client)
-        .arg(server)
-        .env("PYTHONPATH", &sdk)
-        .output()
-        .unwrap();
+    let out = client.arg(server).output().unwrap();
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
     );
-    assert!(out.status.success(), "the SDK client failed:\n{stderr}");
+    assert!(out.status.success(), "the {who} client failed:\n{stderr}");
     let report: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(report["ok"], true);
     assert!(report["progress"].as_u64().unwrap() >= 3, "{report}");
@@ -88,10 +90,38 @@ fn the_mcp_python_sdk_drives_the_mcp_server_example() {
         .collect();
     let responses = messages.iter().filter(|m| m.get("id").is_some()).count();
     // initialize, tools/list, add, ping, slow, tools/list; not the cancelled slow call.
-    assert_eq!(responses, 6, "{written}");
+    assert_eq!(responses, 6, "{who}: {written}");
     let progress = messages
         .iter()
         .filter(|m| m["method"] == "notifications/progress")
         .count();
-    assert!(progress >= 3, "{written}");
+    assert!(progress >= 3, "{who}: {written}");
+}
+
+#[test]
+fn the_mcp_python_sdk_drives_the_mcp_server_example() {
+    let mut client = Command::new("python3");
+    client
+        .arg(interop("mcp-python").join("client.py"))
+        .env("PYTHONPATH", sdk());
+    drive("python", client);
+}
+
+#[test]
+fn the_mcp_typescript_sdk_drives_the_mcp_server_example() {
+    let dir = interop("mcp-ts");
+    if !dir
+        .join("node_modules/@modelcontextprotocol/sdk/package.json")
+        .exists()
+    {
+        let status = Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(&dir)
+            .status()
+            .expect("npm (Node 20) is needed for this test");
+        assert!(status.success(), "npm ci failed in {}", dir.display());
+    }
+    let mut client = Command::new("node");
+    client.arg(dir.join("client.mjs"));
+    drive("typescript", client);
 }
