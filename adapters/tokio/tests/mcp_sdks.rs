@@ -5,7 +5,8 @@
 //! `slow` call whose progress notifications reach the SDK's callback, and a `slow` call the
 //! SDK abandons: the handler sees the cancellation (stderr) and no response to it goes on
 //! the wire (the server's output is teed to a file and counted), and the server goes on
-//! serving.
+//! serving. And the other direction: the `mcp_client` example drives a server written with
+//! the Python SDK.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -124,4 +125,39 @@ fn the_mcp_typescript_sdk_drives_the_mcp_server_example() {
     let mut client = Command::new("node");
     client.arg(dir.join("client.mjs"));
     drive("typescript", client);
+}
+
+/// The other direction: the `mcp_client` example starts a server written with the Python
+/// SDK (`interop/mcp-python/server.py`) as its child process and drives it; the server's
+/// stderr shows that the abandoned call's work was stopped, and the MCP stdio shutdown
+/// ends the child with status 0.
+#[test]
+fn the_mcp_client_example_drives_a_python_sdk_server() {
+    let out = Command::new(example("mcp_client"))
+        .arg("python3")
+        .arg(interop("mcp-python").join("server.py"))
+        .env("PYTHONPATH", sdk())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "mcp_client failed:\n{stderr}");
+    let report: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(report["server"], "python-sdk-server");
+    assert_eq!(report["tools"], serde_json::json!(["add", "slow"]));
+    assert_eq!(report["add"], "5");
+    assert_eq!(report["slow"], "slept 0.5 s");
+    assert!(report["progress"].as_u64().unwrap() >= 3, "{report}");
+    assert_eq!(report["abandoned_call_finished"], false);
+    assert_eq!(report["tools_after_cancel"], 2);
+    assert_eq!(
+        report["exit"], 0,
+        "the server exits cleanly on the stdio shutdown"
+    );
+    assert!(
+        stderr.contains("slow: cancelled"),
+        "the server's work was not cancelled:\n{stderr}"
+    );
 }
