@@ -329,7 +329,25 @@ pub async fn serve_with_options(
                 Ok((stream, _)) => {
                     let serving = serving.clone();
                     let mut stopping = stopping.clone();
+                    #[cfg(feature = "tls")]
+                    let tls = options.tls.clone();
                     connections.spawn(async move {
+                        // The TLS handshake (when configured), within the head's limit.
+                        #[cfg(feature = "tls")]
+                        let stream = {
+                            let handshake = crate::tls::accept(tls.as_ref(), stream);
+                            let done = match head_timeout {
+                                Some(limit) => match tokio::time::timeout(limit, handshake).await {
+                                    Ok(done) => done,
+                                    Err(_) => return,
+                                },
+                                None => handshake.await,
+                            };
+                            match done {
+                                Ok(stream) => stream,
+                                Err(_) => return,
+                            }
+                        };
                         let service = hyper::service::service_fn(move |request| {
                             answer(request, serving.clone()).map(Ok::<_, Infallible>)
                         });
@@ -406,7 +424,22 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+#[cfg(not(feature = "tls"))]
 type Hyper = hyper_util::client::legacy::Client<HttpConnector, Full<Bytes>>;
+#[cfg(feature = "tls")]
+type Hyper =
+    hyper_util::client::legacy::Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+/// The pooled HTTP client: `http://`, and `https://` trusting `tls` with the `tls` feature.
+#[cfg(feature = "tls")]
+fn hyper_client(tls: Arc<crate::tls::rustls::ClientConfig>) -> Hyper {
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config((*tls).clone())
+        .https_or_http()
+        .enable_http1()
+        .build();
+    hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build(connector)
+}
 
 /// POSTs `body`; the response body, `None` when empty (204, 202).
 async fn post(http: Hyper, uri: Uri, body: Vec<u8>, limit: usize) -> Result<Option<Bytes>, Error> {
@@ -548,13 +581,26 @@ pub struct Client {
 }
 
 impl Client {
-    /// A client POSTing to `url` (`http://`), with the default endpoint config.
+    /// A client POSTing to `url` (`http://`, or `https://` with the `tls` feature, trusting
+    /// the Mozilla roots), with the default endpoint config.
     pub fn new(url: &str) -> Result<Self, hyper::http::uri::InvalidUri> {
+        #[cfg(not(feature = "tls"))]
+        let http = hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build_http();
+        #[cfg(feature = "tls")]
+        let http = hyper_client(crate::tls::client_config());
         Ok(Client {
-            http: hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build_http(),
+            http,
             uri: url.parse()?,
             builder: Builder::new(),
         })
+    }
+
+    /// Trusts what `tls` trusts for `https://` (a private CA, a self-signed certificate:
+    /// see [`tls::client_config_with_roots`](crate::tls::client_config_with_roots)).
+    #[cfg(feature = "tls")]
+    pub fn with_tls(mut self, tls: Arc<crate::tls::rustls::ClientConfig>) -> Self {
+        self.http = hyper_client(tls);
+        self
     }
 
     /// Uses `builder`'s endpoint config: its default deadline bounds each call, its

@@ -55,6 +55,8 @@ mod child;
 #[cfg(feature = "http")]
 pub mod http;
 pub mod reconnect;
+#[cfg(feature = "tls")]
+pub mod tls;
 #[cfg(feature = "ws")]
 pub mod ws;
 
@@ -121,6 +123,11 @@ pub struct ServeOptions {
     pub cors_max_age: Duration,
     /// HTTP only: how long each request's handlers may run (default 60 s).
     pub handler_timeout: Duration,
+    /// WebSocket and HTTP only: serve over TLS with this config (see [`tls`]); each accepted
+    /// connection does the TLS handshake within the same limit as the WebSocket handshake
+    /// or an HTTP request head (default none: plain TCP).
+    #[cfg(feature = "tls")]
+    pub tls: Option<Arc<tls::rustls::ServerConfig>>,
     /// Fill the protection timeouts the builder's config leaves unset with the network
     /// defaults ([`Config::with_network_defaults`](sansrpc::endpoint::Config::with_network_defaults):
     /// idle 5 min, partial frame 30 s, write stall 30 s), so a server on a socket is safe
@@ -150,6 +157,8 @@ impl Default for ServeOptions {
             cors: None,
             cors_max_age: Duration::from_secs(600),
             handler_timeout: Duration::from_secs(60),
+            #[cfg(feature = "tls")]
+            tls: None,
             network_defaults: true,
         }
     }

@@ -262,8 +262,8 @@ pub fn config(limits: &Limits) -> WebSocketConfig {
         .max_write_buffer_size(max_write_buffer)
 }
 
-/// Opens a WebSocket to `url` (`ws://`) and spawns its driver, with the default
-/// [`KeepAlive`].
+/// Opens a WebSocket to `url` (`ws://`, or `wss://` with the `tls` feature, trusting the
+/// Mozilla roots) and spawns its driver, with the default [`KeepAlive`].
 pub async fn connect(
     url: impl IntoClientRequest + Unpin,
     builder: Builder,
@@ -280,6 +280,25 @@ pub async fn connect_with(
     let config = config(&builder.endpoint_config().limits);
     let (ws, _) = tokio_tungstenite::connect_async_with_config(url, Some(config), false).await?;
     Ok(crate::spawn(builder, WebSocket::new(ws, keepalive)))
+}
+
+/// [`connect`] to a `wss://` URL trusting what `tls` trusts (a private CA, a self-signed
+/// certificate: see [`tls::client_config_with_roots`](crate::tls::client_config_with_roots)).
+#[cfg(feature = "tls")]
+pub async fn connect_tls(
+    url: impl IntoClientRequest + Unpin,
+    builder: Builder,
+    tls: std::sync::Arc<crate::tls::rustls::ClientConfig>,
+) -> Result<Connection, WsError> {
+    let config = config(&builder.endpoint_config().limits);
+    let connector = tokio_tungstenite::Connector::Rustls(tls);
+    let (ws, _) =
+        tokio_tungstenite::connect_async_tls_with_config(url, Some(config), false, Some(connector))
+            .await?;
+    Ok(crate::spawn(
+        builder,
+        WebSocket::new(ws, Some(KeepAlive::default())),
+    ))
 }
 
 /// Serves WebSocket connections on `listener` like [`serve_tcp`](crate::serve_tcp) (each
@@ -337,8 +356,12 @@ pub async fn serve_with_options(
     let accept = || async { listener.accept().await.map(|(s, _)| s) };
     let origins = Arc::new(options.allowed_origins.clone());
     let (missing, keepalive) = (options.allow_missing_origin, options.keepalive);
+    #[cfg(feature = "tls")]
+    let tls = options.tls.clone();
     let setup = move |stream: tokio::net::TcpStream| {
         let origins = origins.clone();
+        #[cfg(feature = "tls")]
+        let tls = tls.clone();
         async move {
             // The error type is tungstenite's.
             #[allow(clippy::result_large_err)]
@@ -351,15 +374,21 @@ pub async fn serve_with_options(
                     Err(refusal)
                 }
             };
-            let handshake =
-                tokio_tungstenite::accept_hdr_async_with_config(stream, check, Some(config));
+            // The TLS handshake (when configured) and the WebSocket one, in one time limit.
+            let handshake = async move {
+                #[cfg(feature = "tls")]
+                let stream = crate::tls::accept(tls.as_ref(), stream).await?;
+                tokio_tungstenite::accept_hdr_async_with_config(stream, check, Some(config))
+                    .await
+                    .map_err(io_error)
+            };
             let ws = match handshake_timeout {
                 Some(limit) => tokio::time::timeout(limit, handshake)
                     .await
                     .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "handshake timed out"))?,
                 None => handshake.await,
             };
-            Ok(WebSocket::new(ws.map_err(io_error)?, keepalive))
+            Ok(WebSocket::new(ws?, keepalive))
         }
     };
     crate::serve(

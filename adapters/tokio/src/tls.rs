@@ -1,0 +1,125 @@
+//! TLS with rustls (feature `tls`, on by default): `wss://` and `https://` for the clients,
+//! and a TLS acceptor for the WebSocket and HTTP servers.
+//!
+//! - Clients: [`ws::connect`](crate::ws::connect) and [`http::Client::new`](crate::http::Client::new)
+//!   take `wss://` and `https://` URLs and trust the Mozilla root certificates
+//!   (webpki-roots). For a private CA or a self-signed certificate, build a config with
+//!   [`client_config_with_roots`] and use [`ws::connect_tls`](crate::ws::connect_tls) or
+//!   [`http::Client::with_tls`](crate::http::Client::with_tls).
+//! - Servers: set [`ServeOptions::tls`](crate::ServeOptions::tls) to a config from
+//!   [`server_config`]; every accepted connection does the TLS handshake first, within the
+//!   same time limit as the WebSocket handshake or an HTTP request head.
+//!
+//! The crypto is `ring`; rustls is re-exported as [`rustls`] to build configs with.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+pub use rustls;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::{ClientConfig, RootCertStore, ServerConfig};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+
+/// A client config that trusts the Mozilla root certificates (what `wss://` and `https://`
+/// use by default).
+pub fn client_config() -> Arc<ClientConfig> {
+    let mut roots = RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    Arc::new(
+        ClientConfig::builder()
+            .with_root_certificates(roots)
+            .with_no_client_auth(),
+    )
+}
+
+/// A client config that trusts exactly `roots` (a private CA, a self-signed certificate).
+pub fn client_config_with_roots(
+    roots: impl IntoIterator<Item = CertificateDer<'static>>,
+) -> Result<Arc<ClientConfig>, rustls::Error> {
+    let mut store = RootCertStore::empty();
+    for root in roots {
+        store.add(root)?;
+    }
+    Ok(Arc::new(
+        ClientConfig::builder()
+            .with_root_certificates(store)
+            .with_no_client_auth(),
+    ))
+}
+
+/// A server config from a certificate chain (leaf first) and its private key.
+pub fn server_config(
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+) -> Result<Arc<ServerConfig>, rustls::Error> {
+    let config = ServerConfig::builder()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)?;
+    Ok(Arc::new(config))
+}
+
+/// An accepted connection: plain TCP, or TLS over it.
+#[derive(Debug)]
+pub enum ServerStream {
+    /// No TLS configured.
+    Plain(TcpStream),
+    /// After the TLS handshake.
+    Tls(Box<tokio_rustls::server::TlsStream<TcpStream>>),
+}
+
+/// Does the server side of the TLS handshake on `stream` when `tls` is set.
+pub(crate) async fn accept(
+    tls: Option<&Arc<ServerConfig>>,
+    stream: TcpStream,
+) -> io::Result<ServerStream> {
+    match tls {
+        None => Ok(ServerStream::Plain(stream)),
+        Some(config) => {
+            let acceptor = tokio_rustls::TlsAcceptor::from(Arc::clone(config));
+            Ok(ServerStream::Tls(Box::new(acceptor.accept(stream).await?)))
+        }
+    }
+}
+
+impl AsyncRead for ServerStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            ServerStream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            ServerStream::Tls(s) => Pin::new(s).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for ServerStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            ServerStream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            ServerStream::Tls(s) => Pin::new(s).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            ServerStream::Plain(s) => Pin::new(s).poll_flush(cx),
+            ServerStream::Tls(s) => Pin::new(s).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            ServerStream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            ServerStream::Tls(s) => Pin::new(s).poll_shutdown(cx),
+        }
+    }
+}
