@@ -7,6 +7,9 @@
 //!
 //! Each dependency is installed by the test when it is missing.
 
+#[path = "../../tests/support/interop.rs"]
+mod support;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -48,17 +51,7 @@ fn check(target: &[&str], who: &str, pass: &[&str], fail: &[&str]) {
 #[test]
 fn vscode_jsonrpc_server_report() {
     let dir = interop("vscode-jsonrpc");
-    if !dir
-        .join("node_modules/vscode-jsonrpc/package.json")
-        .exists()
-    {
-        let status = Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund"])
-            .current_dir(&dir)
-            .status()
-            .expect("npm (Node 20) is needed for the interop test");
-        assert!(status.success(), "npm ci failed in {}", dir.display());
-    }
+    support::npm_ci(&dir, "vscode-jsonrpc");
     let server = format!("node {}", dir.join("server.js").display());
     check(
         &["--stdio", &server],

@@ -8,25 +8,11 @@
 //! serving. And the other direction: the `mcp_client` example drives a server written with
 //! the Python SDK.
 
+#[path = "../../../tests/support/interop.rs"]
+mod support;
+
 use std::path::PathBuf;
 use std::process::Command;
-
-fn example(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let path = exe
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("examples")
-        .join(name);
-    assert!(
-        path.exists(),
-        "{} is missing: `cargo test` builds examples; alone, run `cargo build -p sansrpc-tokio --example {name}`",
-        path.display()
-    );
-    path
-}
 
 /// The SDK and its dependencies, installed once into the target folder.
 fn sdk() -> PathBuf {
@@ -53,9 +39,11 @@ fn sdk() -> PathBuf {
 }
 
 fn interop(dir: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../interop")
-        .join(dir)
+    support::interop(env!("CARGO_MANIFEST_DIR"), dir)
+}
+
+fn example(name: &str) -> PathBuf {
+    support::example("sansrpc-tokio", name)
 }
 
 /// Runs `client` (a command taking the server command as its last argument) against the
@@ -111,17 +99,7 @@ fn the_mcp_python_sdk_drives_the_mcp_server_example() {
 #[test]
 fn the_mcp_typescript_sdk_drives_the_mcp_server_example() {
     let dir = interop("mcp-ts");
-    if !dir
-        .join("node_modules/@modelcontextprotocol/sdk/package.json")
-        .exists()
-    {
-        let status = Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund"])
-            .current_dir(&dir)
-            .status()
-            .expect("npm (Node 20) is needed for this test");
-        assert!(status.success(), "npm ci failed in {}", dir.display());
-    }
+    support::npm_ci(&dir, "@modelcontextprotocol/sdk");
     let mut client = Command::new("node");
     client.arg(dir.join("client.mjs"));
     drive("typescript", client);

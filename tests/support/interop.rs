@@ -1,0 +1,73 @@
+//! Shared by the tests that drive our examples with other projects' clients and servers
+//! (vscode-jsonrpc, the MCP SDKs), in whichever crate they live: installing a Node project
+//! from its lock file, finding an example binary, and the LSP client run.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// `interop/<dir>` at the repository's root, from a crate at `crate_dir`.
+pub fn interop(crate_dir: &str, dir: &str) -> PathBuf {
+    let mut root = PathBuf::from(crate_dir);
+    while !root.join("interop").is_dir() {
+        assert!(root.pop(), "no interop/ folder above {crate_dir}");
+    }
+    root.join("interop").join(dir)
+}
+
+/// Installs the Node project in `dir` with `npm ci` (its lock file) unless `package` is
+/// already there.
+pub fn npm_ci(dir: &Path, package: &str) {
+    if dir
+        .join("node_modules")
+        .join(package)
+        .join("package.json")
+        .exists()
+    {
+        return;
+    }
+    let status = Command::new("npm")
+        .args(["ci", "--no-audit", "--no-fund"])
+        .current_dir(dir)
+        .status()
+        .expect("npm (Node 20) is needed for this test");
+    assert!(status.success(), "npm ci failed in {}", dir.display());
+}
+
+/// The example binary `cargo test` builds beside the test binaries.
+pub fn example(package: &str, name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let path = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples")
+        .join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: `cargo test` builds examples; alone, run `cargo build -p {package} --example {name}`",
+        path.display()
+    );
+    path
+}
+
+/// Runs `interop/vscode-jsonrpc/lsp_client.js` against the LSP server `server` and checks
+/// its report: every step passed, the cancelled request answered -32800, exit status 0.
+pub fn vscode_jsonrpc_drives(crate_dir: &str, server: &Path) {
+    let dir = interop(crate_dir, "vscode-jsonrpc");
+    npm_ci(&dir, "vscode-jsonrpc");
+    let out = Command::new("node")
+        .arg(dir.join("lsp_client.js"))
+        .arg(server)
+        .output()
+        .expect("node (Node 20) is needed for this test");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "client failed: {stderr}");
+    let report: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).trim()).unwrap();
+    assert_eq!(
+        report,
+        serde_json::json!({"ok": true, "cancelled": -32800, "exit": 0, "progress": 1})
+    );
+}
