@@ -101,6 +101,10 @@ pub struct CallArgs {
     /// the default framing.
     #[arg(long, value_enum, default_value_t = ProfileArg::Plain)]
     profile: ProfileArg,
+    /// `wss://` and `https://`: trust the certificates in this PEM file (a private CA, a
+    /// self-signed server) instead of the Mozilla roots.
+    #[arg(long, value_name = "PEM")]
+    tls_ca: Option<std::path::PathBuf>,
     /// Keep the connection open after sending and print every message the server sends
     /// (answers and notifications, e.g. pub/sub), one JSON line each, for SECS seconds
     /// (no value: until the server closes; then put it after METHOD and PARAMS). Over
@@ -382,7 +386,13 @@ enum TokioClient {
 }
 
 impl Tokio {
-    fn connect(kind: &Kind, timeout: Duration, profile: ProfileArg) -> Fallible<Tokio> {
+    fn connect(
+        kind: &Kind,
+        timeout: Duration,
+        profile: ProfileArg,
+        tls_ca: Option<&std::path::Path>,
+    ) -> Fallible<Tokio> {
+        let tls = tls_ca.map(trusting).transpose()?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -394,18 +404,29 @@ impl Tokio {
         let builder = sansrpc_tokio::Builder::new().config(config);
         let client = match kind {
             Kind::Ws(url) => {
-                let connect = sansrpc_tokio::ws::connect(url.as_str(), builder);
+                let connect = async {
+                    match tls {
+                        Some(tls) => {
+                            sansrpc_tokio::ws::connect_tls(url.as_str(), builder, tls).await
+                        }
+                        None => sansrpc_tokio::ws::connect(url.as_str(), builder).await,
+                    }
+                };
                 let connection = runtime
                     .block_on(async { tokio::time::timeout(timeout, connect).await })
                     .map_err(|_| format!("cannot connect to {url}: timed out"))?
                     .map_err(|e| format!("cannot connect to {url}: {e}"))?;
                 TokioClient::Ws(connection)
             }
-            Kind::Http(url) => TokioClient::Http(Box::new(
-                http::Client::new(url)
+            Kind::Http(url) => {
+                let client = http::Client::new(url)
                     .map_err(|e| format!("not an HTTP URL: {url}: {e}"))?
-                    .with_builder(builder),
-            )),
+                    .with_builder(builder);
+                TokioClient::Http(Box::new(match tls {
+                    Some(tls) => client.with_tls(tls),
+                    None => client,
+                }))
+            }
             _ => unreachable!("served by the blocking adapter"),
         };
         Ok(Tokio {
@@ -582,7 +603,7 @@ pub fn run(args: CallArgs, matches: Option<&ArgMatches>) -> Fallible<ExitCode> {
         if args.stream {
             return Err("--stream reads streams on stdio, TCP and Unix sockets only".into());
         }
-        let client = Tokio::connect(&kind, timeout, args.profile)?;
+        let client = Tokio::connect(&kind, timeout, args.profile, args.tls_ca.as_deref())?;
         let result = send(&client, &steps, batch);
         client.close();
         result
@@ -708,4 +729,20 @@ fn items(calls: &[&Step], answers: &[(String, bool)]) -> Fallible<Option<String>
         items.push(format!(r#"{{"method":{method},"{key}":{json}}}"#));
     }
     Ok(Some(format!("[{}]", items.join(","))))
+}
+
+/// A TLS client config that trusts the certificates in the PEM file `path`.
+fn trusting(
+    path: &std::path::Path,
+) -> Fallible<std::sync::Arc<sansrpc_tokio::tls::rustls::ClientConfig>> {
+    use sansrpc_tokio::tls::rustls::pki_types::pem::PemObject;
+    use sansrpc_tokio::tls::rustls::pki_types::CertificateDer;
+    let certs = CertificateDer::pem_file_iter(path)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| format!("cannot read certificates from {}: {e}", path.display()))?;
+    if certs.is_empty() {
+        return Err(format!("no certificate in {}", path.display()).into());
+    }
+    sansrpc_tokio::tls::client_config_with_roots(certs)
+        .map_err(|e| format!("{}: {e}", path.display()).into())
 }

@@ -224,6 +224,13 @@ pub struct ProtectArgs {
     /// the open-file limit (raised to its hard limit at start) cannot serve that many.
     #[arg(long, value_name = "N")]
     max_connections: Option<usize>,
+    /// WebSocket and HTTP: serve over TLS (`wss://`, `https://`) with the certificate chain
+    /// in this PEM file (leaf first); needs --tls-key.
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert, a PEM file.
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
     /// Per-connection rate limit: requests (and notifications) a second, with an optional
     /// burst (default: the rate); requests over it are answered -32002, notifications
     /// dropped. Example: 50 or 50:200.
@@ -266,6 +273,23 @@ impl ProtectArgs {
         config.idle_timeout = default(self.idle_timeout, DEFAULT_IDLE);
         config.frame_timeout = default(self.frame_timeout, DEFAULT_FRAME);
         config.write_stall_timeout = default(self.write_stall_timeout, DEFAULT_WRITE_STALL);
+    }
+
+    /// The TLS server config of --tls-cert and --tls-key, when given.
+    fn tls(&self) -> Fallible<Option<Arc<sansrpc_tokio::tls::rustls::ServerConfig>>> {
+        use sansrpc_tokio::tls::rustls::pki_types::pem::PemObject;
+        use sansrpc_tokio::tls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) else {
+            return Ok(None);
+        };
+        let chain = CertificateDer::pem_file_iter(cert)
+            .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| format!("cannot read certificates from {}: {e}", cert.display()))?;
+        let key = PrivateKeyDer::from_pem_file(key)
+            .map_err(|e| format!("cannot read the private key in {}: {e}", key.display()))?;
+        let config = sansrpc_tokio::tls::server_config(chain, key)
+            .map_err(|e| format!("TLS certificate and key: {e}"))?;
+        Ok(Some(config))
     }
 
     /// The connection limit: the flag, else 1024 within the descriptor budget.
@@ -471,6 +495,11 @@ fn serve_tokio(addr: &str, ws: bool, protect: &ProtectArgs, hub: &pubsub::Hub) -
             .await
             .map_err(|e| format!("cannot listen on {bind}: {e}"))?;
         let local = listener.local_addr()?;
+        let scheme = match (protect.tls_cert.is_some(), ws) {
+            (false, _) => scheme,
+            (true, true) => "wss",
+            (true, false) => "https",
+        };
         tracing::info!(addr = %local, url = %format!("{scheme}://{local}/"), "listening on {name}");
         let mut config = sansrpc::endpoint::Config::default();
         protect.endpoint(&mut config, true);
@@ -484,7 +513,8 @@ fn serve_tokio(addr: &str, ws: bool, protect: &ProtectArgs, hub: &pubsub::Hub) -
         }
         let forever = std::future::pending::<()>();
         let grace = std::time::Duration::from_secs(5);
-        let options = protect.serve_options();
+        let mut options = protect.serve_options();
+        options.tls = protect.tls()?;
         if ws {
             sansrpc_tokio::ws::serve_with_options(listener, builder, options, forever, grace)
                 .await?;

@@ -39,19 +39,26 @@ pub enum Kind {
     Tcp(String),
     /// A Unix socket path.
     Unix(PathBuf),
-    /// A `ws://` URL.
+    /// A `ws://` or `wss://` URL.
     Ws(String),
-    /// An `http://` URL.
+    /// An `http://` or `https://` URL.
     Http(String),
 }
 
 /// `addr` as a URL of `scheme`: a bare `HOST:PORT` becomes `scheme://HOST:PORT/`; a URL
-/// must have that scheme.
+/// must have that scheme or its TLS form (`wss`, `https`).
 pub fn url(addr: &str, scheme: &str) -> Fallible<String> {
     match addr.split_once("://") {
         None => Ok(format!("{scheme}://{addr}/")),
-        Some((given, _)) if given.eq_ignore_ascii_case(scheme) => Ok(addr.to_owned()),
-        Some(_) => Err(format!("{addr}: only {scheme}:// URLs are supported").into()),
+        Some((given, _))
+            if given.eq_ignore_ascii_case(scheme)
+                || given.eq_ignore_ascii_case(&format!("{scheme}s")) =>
+        {
+            Ok(addr.to_owned())
+        }
+        Some(_) => {
+            Err(format!("{addr}: only {scheme}:// and {scheme}s:// URLs are supported").into())
+        }
     }
 }
 
@@ -187,7 +194,8 @@ mod tests {
     fn urls() {
         assert_eq!(url("127.0.0.1:1", "ws").unwrap(), "ws://127.0.0.1:1/");
         assert_eq!(url("HTTP://h:2/rpc", "http").unwrap(), "HTTP://h:2/rpc");
-        assert!(url("https://h:2/", "http").is_err());
+        assert_eq!(url("https://h:2/", "http").unwrap(), "https://h:2/");
+        assert!(url("ws://h:2/", "http").is_err());
     }
 
     #[test]
