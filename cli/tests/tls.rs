@@ -69,3 +69,14 @@ fn a_key_without_its_certificate_is_refused() {
     assert_ne!(out.status, 0);
     assert!(out.stderr.contains("--tls-cert"), "{}", out.stderr);
 }
+
+#[test]
+fn check_refuses_tls_urls_with_a_clear_message() {
+    let out = run(&["check", "--ws", "wss://localhost:1"], LIMIT);
+    assert_eq!(out.status, 2);
+    assert!(
+        out.stderr.contains("ws:// and http:// only"),
+        "{}",
+        out.stderr
+    );
+}

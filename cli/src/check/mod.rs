@@ -666,6 +666,22 @@ pub fn run(mut args: CheckArgs) -> Fallible<ExitCode> {
     }
     let framing_arg = args.profile.framing(args.framing);
     let kind = match args.target.kind()? {
+        // The checker writes its own frames on a plain socket, to send what a library would
+        // refuse to; TLS is not among what it speaks.
+        Some(Kind::Ws(url) | Kind::Http(url))
+            if url
+                .get(..6)
+                .is_some_and(|s| s.eq_ignore_ascii_case("wss://"))
+                || url
+                    .get(..8)
+                    .is_some_and(|s| s.eq_ignore_ascii_case("https://")) =>
+        {
+            return Err(format!(
+                "{url}: `sansrpc check` speaks ws:// and http:// only (it writes raw frames); \
+                 check the server behind its TLS, or with `sansrpc call`"
+            )
+            .into());
+        }
         Some(kind) => kind,
         None => {
             // Our own server implements the specification's example methods.
