@@ -1083,3 +1083,23 @@ fn stored_ids<S: Store>(hub: &mut Hub<S>) -> Vec<String> {
 fn has<S: Store>(hub: &mut Hub<S>, id: &str) -> bool {
     stored_ids(hub).iter().any(|i| i == id)
 }
+
+#[test]
+fn a_transport_without_push_refuses_every_subscription_method_with_a_reason() {
+    use sansrpc::ext::pubsub::{refuse_subscriptions, METHODS};
+    use sansrpc::router::{Reply, Router};
+    let mut router = Router::new();
+    refuse_subscriptions(&mut router).unwrap();
+    let mut reply = Reply::default();
+    for method in METHODS {
+        let text = format!(r#"{{"jsonrpc":"2.0","method":"{method}","params":{{}},"id":1}}"#);
+        let request = match sansrpc::Classifier::default().classify(text.as_bytes()) {
+            sansrpc::Classified::Single(sansrpc::Incoming::Request(r)) => r.into_owned(),
+            other => panic!("{other:?}"),
+        };
+        router.dispatch(&request, &mut reply);
+        let error = reply.error().expect("refused");
+        assert_eq!(error.code, -32601, "{method}");
+        assert!(error.message.contains("stays open"), "{method}");
+    }
+}

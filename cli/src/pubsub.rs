@@ -6,8 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use sansrpc::error::code;
-use sansrpc::ext::pubsub::{HubConfig, METHODS};
+use sansrpc::ext::pubsub::HubConfig;
 use sansrpc::ext::store::{self, DynStore, MemoryStore, Retention, RetentionPolicy};
 use sansrpc::router::{MethodDoc, Router};
 use sansrpc::{ErrorObject, RawValue};
@@ -247,15 +246,7 @@ pub fn register(router: &mut Router, hub: &Hub, persistent_connections: bool) {
         ),
     );
     if !persistent_connections {
-        for name in METHODS {
-            let refused = router.extension(name, |_, _| {
-                Err(ErrorObject::new(
-                    code::METHOD_NOT_FOUND,
-                    "Subscriptions need a connection that stays open (WebSocket, TCP, Unix \
-                     socket or stdio); HTTP cannot push notifications",
-                ))
-            });
-            refused.expect("the pub/sub names register once");
-        }
+        sansrpc::ext::pubsub::refuse_subscriptions(router)
+            .expect("the pub/sub names register once");
     }
 }

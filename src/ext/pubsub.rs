@@ -84,6 +84,25 @@ pub const METHODS: [&str; 10] = [
     "rpc.acknowledge.persistent.batch",
     "rpc.unsubscribe.persistent.batch",
 ];
+
+/// Registers on `router` an answer to every subscription method for a transport that
+/// cannot push notifications (HTTP: one answer per request, nothing after): `-32601` with
+/// a message naming the transports that can. A server offers it on such transports instead
+/// of a hub, so a client learns why rather than subscribing into silence.
+pub fn refuse_subscriptions(
+    router: &mut crate::router::Router,
+) -> Result<(), crate::router::RegisterError> {
+    for name in METHODS {
+        router.extension(name, |_, _| {
+            Err(ErrorObject::new(
+                crate::error::code::METHOD_NOT_FOUND,
+                "Subscriptions need a connection that stays open (WebSocket, TCP, Unix socket \
+                 or stdio); this transport cannot push notifications",
+            ))
+        })?;
+    }
+    Ok(())
+}
 /// Error code: the session already has [`HubConfig::max_subscriptions`] subscriptions.
 pub const TOO_MANY_SUBSCRIPTIONS: i64 = -32010;
 /// Error code: the persistent subscription is active on another connection and
