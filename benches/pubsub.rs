@@ -6,7 +6,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use sansrpc::ext::pubsub::{Hub, HubConfig};
+use sansrpc::ext::pubsub::{HubConfig, InlineHub};
 use sansrpc::ext::store::MemoryStore;
 use sansrpc::ext::topic::{matches, Trie};
 use sansrpc::RawValue;
@@ -60,7 +60,7 @@ fn fan_out(c: &mut Criterion) {
     let n = 10_000;
     let mut config = HubConfig::default();
     config.persist = false;
-    let mut hub = Hub::new(MemoryStore::default(), config);
+    let mut hub = InlineHub::new(MemoryStore::default(), config);
     let sessions: Vec<_> = (0..n).map(|_| hub.connect()).collect();
     let mut out = Vec::new();
     let params = RawValue::from_json(r#"{"topic":"news.world"}"#).unwrap();

@@ -6,7 +6,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use sansrpc::ext::pubsub::{
-    Hub, HubConfig, Report, SessionId, SUBSCRIPTION_IN_USE, TOO_MANY_PERSISTENT_IDS,
+    HubConfig, InlineHub, Report, SessionId, SUBSCRIPTION_IN_USE, TOO_MANY_PERSISTENT_IDS,
     TOO_MANY_SUBSCRIPTIONS,
 };
 use sansrpc::ext::store::{
@@ -22,16 +22,16 @@ fn raw(v: &Value) -> Box<RawValue> {
     RawValue::from_string(v.to_string()).unwrap()
 }
 
-fn hub() -> Hub<MemoryStore> {
+fn hub() -> InlineHub<MemoryStore> {
     hub_with(HubConfig::default(), RetentionPolicy::default())
 }
 
-fn hub_with(config: HubConfig, retention: RetentionPolicy) -> Hub<MemoryStore> {
-    Hub::new(MemoryStore::new(retention), config)
+fn hub_with(config: HubConfig, retention: RetentionPolicy) -> InlineHub<MemoryStore> {
+    InlineHub::new(MemoryStore::new(retention), config)
 }
 
 fn call<S: Store>(
-    hub: &mut Hub<S>,
+    hub: &mut InlineHub<S>,
     s: SessionId,
     method: &str,
     params: Value,
@@ -40,7 +40,7 @@ fn call<S: Store>(
 }
 
 fn call_at<S: Store>(
-    hub: &mut Hub<S>,
+    hub: &mut InlineHub<S>,
     s: SessionId,
     method: &str,
     params: Value,
@@ -63,7 +63,7 @@ fn call_at<S: Store>(
     }
 }
 
-fn drain<S: Store>(hub: &mut Hub<S>, s: SessionId) -> Vec<(String, Value)> {
+fn drain<S: Store>(hub: &mut InlineHub<S>, s: SessionId) -> Vec<(String, Value)> {
     std::iter::from_fn(|| hub.pop_outgoing(s))
         .map(|o| {
             (
@@ -74,7 +74,7 @@ fn drain<S: Store>(hub: &mut Hub<S>, s: SessionId) -> Vec<(String, Value)> {
         .collect()
 }
 
-fn publish<S: Store>(hub: &mut Hub<S>, topic: &str, data: Value) -> usize {
+fn publish<S: Store>(hub: &mut InlineHub<S>, topic: &str, data: Value) -> usize {
     hub.publish(topic, &raw(&data), Instant::ZERO, WALL)
         .unwrap()
         .delivered
@@ -828,7 +828,7 @@ fn store_failures_are_internal_errors_and_reported() {
         inner: MemoryStore::default(),
         broken: broken.clone(),
     };
-    let mut hub = Hub::new(store, HubConfig::default());
+    let mut hub = InlineHub::new(store, HubConfig::default());
     let a = hub.connect();
     call(&mut hub, a, "rpc.subscribe", json!({"topic": "t"})).unwrap();
     call(
@@ -942,7 +942,11 @@ fn retention_under_a_live_subscriber_does_not_strand_the_floor() {
     );
 }
 
-fn subscribe_id(hub: &mut Hub<impl Store>, s: SessionId, id: &str) -> Result<Value, (i64, String)> {
+fn subscribe_id(
+    hub: &mut InlineHub<impl Store>,
+    s: SessionId,
+    id: &str,
+) -> Result<Value, (i64, String)> {
     call(
         hub,
         s,
@@ -1064,7 +1068,7 @@ fn idle_persistent_ids_are_deleted_and_free_their_place() {
     store
         .save_subscription("old", &SubscriptionState::new("t", 0))
         .unwrap();
-    let mut hub = Hub::new(store, config);
+    let mut hub = InlineHub::new(store, config);
     hub.handle_timeout(t(0), wall(1_000_000));
     assert!(has(&mut hub, "old"));
     hub.handle_timeout(t(100), wall(1_000_100));
@@ -1074,13 +1078,13 @@ fn idle_persistent_ids_are_deleted_and_free_their_place() {
 }
 
 /// The subscription ids the hub's store holds.
-fn stored_ids<S: Store>(hub: &mut Hub<S>) -> Vec<String> {
+fn stored_ids<S: Store>(hub: &mut InlineHub<S>) -> Vec<String> {
     let mut ids = Vec::new();
     hub.store_mut().subscriptions(&mut ids).unwrap();
     ids.into_iter().map(|(id, _)| id).collect()
 }
 
-fn has<S: Store>(hub: &mut Hub<S>, id: &str) -> bool {
+fn has<S: Store>(hub: &mut InlineHub<S>, id: &str) -> bool {
     stored_ids(hub).iter().any(|i| i == id)
 }
 

@@ -5,7 +5,7 @@
 use std::collections::{BTreeSet, VecDeque};
 
 use proptest::prelude::*;
-use sansrpc::ext::pubsub::{Hub, HubConfig, SessionId};
+use sansrpc::ext::pubsub::{HubConfig, InlineHub, SessionId};
 use sansrpc::ext::store::MemoryStore;
 use sansrpc::ext::topic::matches;
 use sansrpc::{Instant, RawValue};
@@ -53,7 +53,7 @@ struct ModelSession {
 }
 
 fn call(
-    hub: &mut Hub<MemoryStore>,
+    hub: &mut InlineHub<MemoryStore>,
     s: SessionId,
     method: &str,
     params: &str,
@@ -76,7 +76,7 @@ proptest! {
         config.max_subscriptions = MAX_SUBS;
         config.max_queued = MAX_QUEUED;
         config.persist = false;
-        let mut hub = Hub::new(MemoryStore::default(), config);
+        let mut hub = InlineHub::new(MemoryStore::default(), config);
         // Open sessions, in connection order, with their model.
         let mut open: Vec<(SessionId, ModelSession)> = Vec::new();
         let mut message = 0u64;

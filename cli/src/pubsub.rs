@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::Args;
 use sansrpc::ext::pubsub::HubConfig;
-use sansrpc::ext::store::{self, DynStore, MemoryStore, Retention, RetentionPolicy};
+use sansrpc::ext::store::{self, MemoryStore, Retention, RetentionPolicy};
 use sansrpc::router::{MethodDoc, Router};
 use sansrpc::{ErrorObject, RawValue};
 use sansrpc_pubsub::PubSub;
@@ -183,19 +183,15 @@ impl PubSubArgs {
     }
 }
 
-/// The store behind `serve`'s persistent subscriptions: in memory (the default), the
-/// embedded durable store (`--store PATH`), or NATS JetStream (`--nats URL`).
-pub type ServeStore = DynStore;
-
 /// This server's hub, and with `--nats` the bus that joins it to the other servers.
 pub struct Node {
-    pubsub: Arc<PubSub<ServeStore>>,
+    pubsub: Arc<PubSub>,
     bus: Option<NatsBus>,
 }
 
 impl Node {
     /// The per-connection extension serving the subscription methods.
-    pub fn extension(&self) -> Arc<PubSub<ServeStore>> {
+    pub fn extension(&self) -> Arc<PubSub> {
         Arc::clone(&self.pubsub)
     }
 }
@@ -206,47 +202,89 @@ struct PublishParams {
     data: Box<serde_json::value::RawValue>,
 }
 
-/// Registers `publish` (`{"topic": .., "data": ..}` → `{"delivered": n, "sequence_id": s}`).
-/// With `persistent_connections` false (HTTP: no server push), the subscription methods
-/// answer that they need a connection that stays open.
+/// Publishes the `publish` method's params: the fan-out happens now; the returned receipt
+/// tells when the store has the message.
+fn publish(
+    hub: &Node,
+    decoder: &sansrpc::method::ParamsDecoder<PublishParams>,
+    params: Option<&RawValue>,
+) -> Result<sansrpc_pubsub::Receipt, ErrorObject<'static>> {
+    let p = decoder.decode(params)?;
+    let data = RawValue::from_json(p.data.get()).map_err(|_| ErrorObject::invalid_params())?;
+    let receipt = hub
+        .pubsub
+        .publish(&p.topic, data)
+        .map_err(|e| e.to_error_object())?;
+    if let Some(bus) = &hub.bus {
+        // The other servers' subscribers: the bus never hears its own publishes back.
+        if let Err(e) = bus.publish(&p.topic, data) {
+            tracing::warn!(topic = p.topic, "publishing to the other servers: {e}");
+        }
+    }
+    Ok(receipt)
+}
+
+/// The `publish` answer once the store has the message.
+fn published(
+    delivered: usize,
+    appended: Result<Option<u64>, sansrpc::ext::pubsub::PublishError>,
+) -> String {
+    let sequence = match appended {
+        Ok(Some(s)) => s.to_string(),
+        // Failures are the hub's reports already; the fan-out happened.
+        Ok(None) | Err(_) => "null".to_owned(),
+    };
+    format!(r#"{{"delivered":{delivered},"sequence_id":{sequence}}}"#)
+}
+
+const PUBLISH_DOC: &str = "{topic, data}: rpc.notification to every matching subscriber, and \
+    appended for persistent subscribers; answers {delivered, sequence_id}";
+
+/// Registers `publish` (`{"topic": .., "data": ..}` → `{"delivered": n, "sequence_id": s}`)
+/// for a driver that runs handlers where they may block (the blocking adapter's pool): the
+/// handler waits for the store. With `persistent_connections` false (HTTP: no server push),
+/// the subscription methods answer that they need a connection that stays open.
 pub fn register(router: &mut Router, hub: &Hub, persistent_connections: bool) {
     let hub = Arc::clone(hub);
     let decoder = sansrpc::method::ParamsDecoder::<PublishParams>::new();
     let registered = router.raw_method("publish", move |params, out| {
-        let p = decoder.decode(params)?;
-        let data = RawValue::from_json(p.data.get()).map_err(|_| ErrorObject::invalid_params())?;
-        let published = hub
-            .pubsub
-            .publish(&p.topic, data)
-            .map_err(|e| e.to_error_object())?;
-        if let Some(bus) = &hub.bus {
-            // The other servers' subscribers: the bus never hears its own publishes back.
-            if let Err(e) = bus.publish(&p.topic, data) {
-                tracing::warn!(topic = p.topic, "publishing to the other servers: {e}");
-            }
-        }
-        let sequence = published
-            .sequence
-            .map_or_else(|| "null".to_owned(), |s| s.to_string());
-        out.extend_from_slice(
-            format!(
-                r#"{{"delivered":{},"sequence_id":{sequence}}}"#,
-                published.delivered
-            )
-            .as_bytes(),
-        );
+        let receipt = publish(&hub, &decoder, params)?;
+        let delivered = receipt.delivered();
+        out.extend_from_slice(published(delivered, receipt.wait()).as_bytes());
         Ok(())
     });
     registered.expect("publish registers once");
-    let _ = router.document(
-        "publish",
-        MethodDoc::summary(
-            "{topic, data}: rpc.notification to every matching subscriber, and appended for \
-             persistent subscribers; answers {delivered, sequence_id}",
-        ),
-    );
+    let _ = router.document("publish", MethodDoc::summary(PUBLISH_DOC));
     if !persistent_connections {
         sansrpc::ext::pubsub::refuse_subscriptions(router)
+            .expect("the pub/sub names register once");
+    }
+}
+
+/// [`register`] for an async router (tokio): the handler awaits the store instead of
+/// blocking a runtime worker.
+pub fn register_async(
+    router: &mut sansrpc_tokio::AsyncRouter,
+    hub: &Hub,
+    persistent_connections: bool,
+) {
+    let hub = Arc::clone(hub);
+    let decoder = Arc::new(sansrpc::method::ParamsDecoder::<PublishParams>::new());
+    let registered = router.raw_method("publish", move |params| {
+        let receipt = publish(&hub, &decoder, params.as_deref());
+        async move {
+            let receipt = receipt?;
+            let delivered = receipt.delivered();
+            let answer = published(delivered, receipt.appended().await);
+            RawValue::from_string(answer).map_err(|_| ErrorObject::internal_error())
+        }
+    });
+    registered.expect("publish registers once");
+    let _ = router
+        .sync()
+        .document("publish", MethodDoc::summary(PUBLISH_DOC));
+    if !persistent_connections {
+        sansrpc::ext::pubsub::refuse_subscriptions(router.sync())
             .expect("the pub/sub names register once");
     }
 }

@@ -503,11 +503,9 @@ fn serve_tokio(addr: &str, ws: bool, protect: &ProtectArgs, hub: &pubsub::Hub) -
         tracing::info!(addr = %local, url = %format!("{scheme}://{local}/"), "listening on {name}");
         let mut config = sansrpc::endpoint::Config::default();
         protect.endpoint(&mut config, true);
-        let mut router = router();
-        pubsub::register(&mut router, hub, ws);
-        let mut builder = sansrpc_tokio::Builder::new()
-            .config(config)
-            .router(sansrpc_tokio::AsyncRouter::from_router(router));
+        let mut router = sansrpc_tokio::AsyncRouter::from_router(router());
+        pubsub::register_async(&mut router, hub, ws);
+        let mut builder = sansrpc_tokio::Builder::new().config(config).router(router);
         if ws {
             builder = builder.extension(sansrpc_tokio::Extension::new(hub.extension()));
         }

@@ -326,6 +326,8 @@ enum Take {
     Pass,
     /// The hook answered the request.
     Hooked(IncomingId, hook::Answer),
+    /// The hook took the request and answers it later under this number.
+    HookLater(IncomingId, u64),
     /// A stream method (`rpc.stream.next`/`cancel`), owned.
     Stream(IncomingId, Request<'static>),
     StreamCancel(Option<u64>),
@@ -349,6 +351,8 @@ pub struct Connection {
     hook: Option<Box<dyn ConnectionHook>>,
     /// Scratch space for the hook's answers.
     hook_buf: Vec<u8>,
+    /// Requests the hook answers later, by its number.
+    hook_later: Vec<(u64, IncomingId)>,
     phase: Phase,
     /// The peer's input ended; the endpoint is told once its queued frames are processed.
     input_ended: bool,
@@ -384,6 +388,7 @@ impl Connection {
             running: Running::default(),
             hook: None,
             hook_buf: Vec::new(),
+            hook_later: Vec::new(),
             phase: Phase::Open,
             input_ended: false,
             input_finished: false,
@@ -548,7 +553,7 @@ impl Connection {
     /// room; true when some moved.
     fn drain_hook(&mut self) -> bool {
         match self.hook.as_deref_mut() {
-            Some(hook) => hook::drain_into(hook, &mut self.endpoint),
+            Some(hook) => hook::drain_into(hook, &mut self.endpoint, &mut self.hook_later),
             None => false,
         }
     }
@@ -591,7 +596,12 @@ impl Connection {
                 Take::Pass => return self.pass(),
                 Take::Hooked(id, answer) => {
                     self.endpoint.poll_event();
-                    hook::send_answer(&mut self.endpoint, id, &answer, &self.hook_buf);
+                    let answer = answer.as_ref().map(|()| &self.hook_buf[..]);
+                    hook::send_answer(&mut self.endpoint, id, answer);
+                }
+                Take::HookLater(id, number) => {
+                    self.endpoint.poll_event();
+                    self.hook_later.push((number, id));
                 }
                 Take::Stream(id, request) => {
                     self.endpoint.poll_event();
@@ -701,6 +711,7 @@ impl Connection {
         });
         self.reason = Some(reason);
         self.running.clear();
+        self.hook_later.clear();
         self.streams.clear();
         self.calls.clear();
         if let Some(mut hook) = self.hook.take() {
@@ -932,8 +943,10 @@ fn decide(
             }
             if let Some(hook) = hook {
                 let params = request.params.as_deref();
-                if let Some(answer) = hook::ask(&mut **hook, &request.method, params, buf) {
-                    return Take::Hooked(id, answer);
+                match hook::ask(&mut **hook, &request.method, params, buf) {
+                    Some(hook::Taken::Now(answer)) => return Take::Hooked(id, answer),
+                    Some(hook::Taken::Later(number)) => return Take::HookLater(id, number),
+                    None => {}
                 }
             }
             Take::Pass

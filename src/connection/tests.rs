@@ -8,7 +8,6 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 
 use super::*;
 use crate::endpoint::Timeout;
-use crate::router::Outcome;
 
 fn raw(s: &str) -> &RawValue {
     RawValue::from_json(s).unwrap()
@@ -509,10 +508,12 @@ fn an_idle_stream_is_freed_on_its_timeout() {
     assert_eq!(events(&mut server), vec![Seen::StreamClosed(stream)]);
 }
 
-/// A hook that answers `hook.echo` with its params and counts its closes.
+/// A hook that answers `hook.echo` with its params at once and `hook.later` through its
+/// drain, and counts its closes.
 struct Echo {
     closes: Arc<AtomicUsize>,
     queued: Vec<String>,
+    later: Vec<(u64, String)>,
 }
 
 impl ConnectionHook for Echo {
@@ -521,18 +522,29 @@ impl ConnectionHook for Echo {
         method: &str,
         params: Option<&RawValue>,
         out: &mut Vec<u8>,
-    ) -> Option<Outcome> {
-        if method != "hook.echo" {
-            return None;
+    ) -> Option<hook::Taken> {
+        let params = params.map_or("null", |p| p.get());
+        match method {
+            "hook.echo" => {
+                out.extend_from_slice(params.as_bytes());
+                self.queued.push(String::from("{\"n\":1}"));
+                Some(hook::Taken::Now(Ok(())))
+            }
+            "hook.later" => {
+                let number = 7 + self.later.len() as u64;
+                self.later.push((number, params.into()));
+                Some(hook::Taken::Later(number))
+            }
+            _ => None,
         }
-        out.extend_from_slice(params.map_or("null", |p| p.get()).as_bytes());
-        self.queued.push(String::from("{\"n\":1}"));
-        Some(Ok(()))
     }
 
-    fn drain(&mut self, send: &mut dyn FnMut(&str, &RawValue) -> bool) -> bool {
+    fn drain(&mut self, send: &mut dyn FnMut(hook::Item<'_>) -> bool) -> bool {
+        for (number, answer) in self.later.drain(..) {
+            send(hook::Item::Answer(number, Ok(&answer)));
+        }
         while let Some(n) = self.queued.first() {
-            if !send("hook.note", raw(n)) {
+            if !send(hook::Item::Notification("hook.note", raw(n))) {
                 return true;
             }
             self.queued.remove(0);
@@ -552,6 +564,7 @@ fn the_hook_answers_its_requests_and_sends_its_notifications() {
     server.set_hook(Box::new(Echo {
         closes: Arc::clone(&closes),
         queued: Vec::new(),
+        later: Vec::new(),
     }));
     let now = Instant::ZERO;
     client
@@ -566,6 +579,15 @@ fn the_hook_answers_its_requests_and_sends_its_notifications() {
     client
         .call(2, "other", None, RequestOptions::default(), now)
         .unwrap();
+    client
+        .call(
+            3,
+            "hook.later",
+            Some(raw("{\"x\":3}")),
+            RequestOptions::default(),
+            now,
+        )
+        .unwrap();
     send(&mut client, &mut server, now);
     let seen = events(&mut server);
     assert_eq!(seen.len(), 1);
@@ -575,6 +597,7 @@ fn the_hook_answers_its_requests_and_sends_its_notifications() {
         events(&mut client),
         vec![
             Seen::Answer(1, 0, Ok("[5]".into()), true),
+            Seen::Answer(3, 0, Ok("{\"x\":3}".into()), true),
             Seen::Notification("hook.note".into(), Some("{\"n\":1}".into())),
         ]
     );

@@ -4,7 +4,8 @@
 //! Per connection the driver:
 //! 1. calls [`ConnectionExtension::open`] with a [`Wake`] that makes it run its loop soon;
 //! 2. offers every incoming request to [`ConnectionHook::request`] before its router, and
-//!    answers it when the hook returns `Some`;
+//!    answers it when the hook answers now, or when [`ConnectionHook::drain`] hands out its
+//!    answer (the hook waits on a store);
 //! 3. calls [`ConnectionHook::drain`] whenever it was woken (and again while it returns
 //!    `true`, once its output has room), sending each notification to the endpoint and
 //!    stopping when the endpoint's output is full (back-pressure);
@@ -31,62 +32,72 @@ pub trait ConnectionExtension: Send + Sync {
 
 /// One connection's side of a [`ConnectionExtension`].
 pub trait ConnectionHook: Send {
-    /// A request from the peer, offered before the router: `Some` answers it (a result in
-    /// `out`, or an error), `None` leaves it to the router.
+    /// A request from the peer, offered before the router: `None` leaves it to the router;
+    /// [`Taken::Now`] answers it (a result in `out`, or an error); [`Taken::Later`] takes it
+    /// and answers it later through [`ConnectionHook::drain`] ([`Item::Answer`]) with the
+    /// same number.
     fn request(
         &mut self,
         method: &str,
         params: Option<&RawValue>,
         out: &mut Vec<u8>,
-    ) -> Option<Outcome>;
+    ) -> Option<Taken>;
 
-    /// Hands queued notifications to `send`, oldest first, until `send` returns `false`
-    /// (the endpoint's output is full: that notification is kept and offered first next
-    /// time) or none is left. Returns `true` when some remain.
-    fn drain(&mut self, send: &mut dyn FnMut(&str, &RawValue) -> bool) -> bool;
+    /// Hands queued answers and notifications to `send`, answers first and then
+    /// notifications oldest first, until `send` returns `false` (the endpoint's output is
+    /// full: that notification is kept and offered first next time) or none is left.
+    /// Returns `true` when some remain. An answer is always accepted.
+    fn drain(&mut self, send: &mut dyn FnMut(Item<'_>) -> bool) -> bool;
 
     /// The connection ended; called once, after which the hook is dropped.
     fn close(&mut self);
 }
 
-/// The hook's answer to a request it took: `Ok` with the result JSON in the scratch
+/// The hook's answer to a request it took now: `Ok` with the result JSON in the scratch
 /// buffer, or an error object.
 pub type Answer = Outcome;
 
-/// Offers the peer's request `id` to `hook` (driver step 2); when the hook takes it, answers
-/// it on `endpoint` and returns `true`. `buf` is scratch space, reused across calls.
-pub fn offer_request(
-    hook: &mut dyn ConnectionHook,
-    endpoint: &mut Endpoint,
-    id: IncomingId,
-    method: &str,
-    params: Option<&RawValue>,
-    buf: &mut Vec<u8>,
-) -> bool {
-    let Some(answer) = ask(hook, method, params, buf) else {
-        return false;
-    };
-    send_answer(endpoint, id, &answer, buf);
-    true
+/// What [`ConnectionHook::request`] did with a request it took.
+#[derive(Debug)]
+pub enum Taken {
+    /// Answered: the result JSON is in the scratch buffer, or the error is here.
+    Now(Answer),
+    /// Answered later through [`ConnectionHook::drain`] as [`Item::Answer`] with this
+    /// number (unique among this hook's requests under way).
+    Later(u64),
 }
 
-/// Offers a request to `hook` without answering it: `Some` when the hook took it, with the
+/// What [`ConnectionHook::drain`] hands out.
+#[derive(Debug)]
+pub enum Item<'a> {
+    /// A notification to send.
+    Notification(&'a str, &'a RawValue),
+    /// The answer to the request taken as [`Taken::Later`] with this number: its result
+    /// JSON, or its error.
+    Answer(u64, Result<&'a str, &'a ErrorObject<'static>>),
+}
+
+/// Offers a request to `hook` without answering it: `Some` when the hook took it, with a
 /// result JSON left in `buf` (see [`send_answer`]).
 pub fn ask(
     hook: &mut dyn ConnectionHook,
     method: &str,
     params: Option<&RawValue>,
     buf: &mut Vec<u8>,
-) -> Option<Answer> {
+) -> Option<Taken> {
     buf.clear();
     hook.request(method, params, buf)
 }
 
-/// Answers request `id` with what [`ask`] got from the hook (the result JSON in `buf`).
-pub fn send_answer(endpoint: &mut Endpoint, id: IncomingId, answer: &Answer, buf: &[u8]) {
+/// Answers request `id` with a result JSON (checked) or an error.
+pub fn send_answer(
+    endpoint: &mut Endpoint,
+    id: IncomingId,
+    answer: Result<&[u8], &ErrorObject<'_>>,
+) {
     // Fails only when the endpoint closed meanwhile: nobody to answer.
     let _ = match answer {
-        Ok(()) => match core::str::from_utf8(buf)
+        Ok(buf) => match core::str::from_utf8(buf)
             .ok()
             .and_then(|t| RawValue::from_json(t).ok())
         {
@@ -97,17 +108,33 @@ pub fn send_answer(endpoint: &mut Endpoint, id: IncomingId, answer: &Answer, buf
     };
 }
 
-/// Moves `hook`'s notifications into `endpoint` until its output is full (driver step 3);
-/// `true` when at least one was sent, so the driver should write and call again.
-pub fn drain_into(hook: &mut dyn ConnectionHook, endpoint: &mut Endpoint) -> bool {
+/// Moves `hook`'s answers and notifications into `endpoint` until its output is full
+/// (driver step 3); `later` maps the numbers of requests taken with [`Taken::Later`] to
+/// their ids (an answered one is removed). `true` when at least one frame was queued, so
+/// the driver should write and call again.
+pub fn drain_into(
+    hook: &mut dyn ConnectionHook,
+    endpoint: &mut Endpoint,
+    later: &mut Vec<(u64, IncomingId)>,
+) -> bool {
     if endpoint.is_closed() {
         return false;
     }
     let mut sent = false;
-    hook.drain(&mut |method, params| {
-        let ok = endpoint.send_notification(method, Some(params)).is_ok();
-        sent |= ok;
-        ok
+    hook.drain(&mut |item| match item {
+        Item::Notification(method, params) => {
+            let ok = endpoint.send_notification(method, Some(params)).is_ok();
+            sent |= ok;
+            ok
+        }
+        Item::Answer(number, answer) => {
+            if let Some(at) = later.iter().position(|(n, _)| *n == number) {
+                let (_, id) = later.swap_remove(at);
+                send_answer(endpoint, id, answer.map(str::as_bytes));
+                sent = true;
+            }
+            true
+        }
     });
     sent
 }

@@ -19,10 +19,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut config = sansrpc_blocking::Config::default();
     config.extension = Some(sansrpc_blocking::Extension::new(pubsub.clone()));
     let server = sansrpc_blocking::serve_tcp("127.0.0.1:0", Arc::new(router), config)?;
-    pubsub.publish(
+    let receipt = pubsub.publish(
         "stock.prices.AAPL",
         RawValue::from_json(r#"{"price": 187.5}"#)?,
     )?;
-    println!("published on a server at {}", server.local_addr());
+    let sequence = receipt.wait()?;
+    println!(
+        "published on a server at {} (sequence {sequence:?})",
+        server.local_addr()
+    );
     Ok(())
 }

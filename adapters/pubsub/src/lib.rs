@@ -1,12 +1,22 @@
 //! Pub/sub and persistent subscriptions (WebSocket seed §10–11) for sansrpc servers, on any
 //! adapter.
 //!
-//! [`PubSub`] puts the core's sans-I/O [`Hub`] behind a lock shared by every connection,
-//! gives it the clocks it needs (a thread of its own sleeps until the hub's next deadline:
-//! acknowledgement timeouts, retention by age), and implements
-//! [`ConnectionExtension`], the hook the blocking and futures/tokio drivers offer each
-//! connection's requests to and drain notifications from. Store failures and dropped
-//! notifications go to a reporter (stderr unless set).
+//! [`PubSub`] puts the core's sans-I/O [`Hub`] behind a lock shared by every connection and
+//! implements [`ConnectionExtension`], the hook the blocking and futures/tokio drivers offer
+//! each connection's requests to and drain answers and notifications from.
+//!
+//! # Where the store runs
+//! The hub never calls the store: it hands out store operations ([`StoreTask`]) and takes
+//! their results back. One worker thread owns the store and performs them in order, without
+//! the lock, so a slow store (a NATS round trip, an fsync) never holds the lock every
+//! connection needs and never blocks a runtime's worker. A request that needs the store
+//! (the persistent methods) is answered when its operations are done, through the
+//! connection's hook; a publish fans out to the ephemeral subscribers at once and appends in
+//! the background ([`Receipt`]). The same worker drives the hub's deadlines (acknowledgement
+//! timeouts, retention by age, idle ids) from [`Hub::poll_timeout`], between store
+//! operations: a store worker waits anyway, so time costs no thread of its own.
+//!
+//! Store failures and dropped notifications go to a reporter (stderr unless set).
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -22,7 +32,9 @@
 //! let server = sansrpc_blocking::serve_tcp("127.0.0.1:0", router, config).unwrap();
 //! // Publish from anywhere: every connection's matching subscribers are notified.
 //! let data = sansrpc::RawValue::from_json(r#"{"price": 1}"#).unwrap();
-//! pubsub.publish("stock.prices.AAPL", data).unwrap();
+//! let receipt = pubsub.publish("stock.prices.AAPL", data).unwrap();
+//! // Blocks until the store has it (or `receipt.appended().await` in async code).
+//! let sequence = receipt.wait().unwrap();
 //! ```
 
 use std::collections::BTreeMap;
@@ -32,10 +44,12 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant as StdInstant, SystemTime, UNIX_EPOCH};
 
-use sansrpc::ext::connection::{ConnectionExtension, ConnectionHook, Wake};
-use sansrpc::ext::pubsub::{Hub, HubConfig, Outgoing, PublishError, Published, Report, SessionId};
+use futures_channel::oneshot;
+use sansrpc::ext::connection::{ConnectionExtension, ConnectionHook, Item, Taken, Wake};
+use sansrpc::ext::pubsub::{
+    AppendId, Handled, Hub, HubConfig, Outgoing, PublishError, Report, SessionId, StoreTask,
+};
 use sansrpc::ext::store::Store;
-use sansrpc::router::Outcome;
 use sansrpc::{Instant, RawValue};
 
 /// Where [`Report`]s go.
@@ -45,36 +59,75 @@ pub type Reporter = Box<dyn Fn(&Report) + Send + Sync>;
 /// connection does not hold the hub's lock for long.
 const DRAIN_PER_CALL: usize = 256;
 
-/// A [`Hub`] shared by every connection of a server. See the [crate docs](crate).
-pub struct PubSub<S: Store> {
-    shared: Arc<Shared<S>>,
+/// Most store tasks the worker takes per round, so that results (and the notifications
+/// they bring) flow while publishes keep coming.
+const TASKS_PER_ROUND: usize = 64;
+
+/// A [`Hub`] shared by every connection of a server, with the worker that performs its
+/// store operations. See the [crate docs](crate).
+pub struct PubSub {
+    shared: Arc<Shared>,
 }
 
-struct Shared<S: Store> {
-    state: Mutex<State<S>>,
-    /// Signalled when the hub's next deadline may have moved, or on drop.
-    timer: Condvar,
+struct Shared {
+    state: Mutex<State>,
+    /// Signalled when the worker has store tasks or an earlier deadline, or on drop.
+    worker: Condvar,
     start: StdInstant,
     reporter: Reporter,
 }
 
-struct State<S: Store> {
-    hub: Hub<S>,
+struct State {
+    hub: Hub,
     wakes: BTreeMap<SessionId, Wake>,
-    /// What the timer thread sleeps until (`None`: it is awake or sleeps with no deadline).
+    receipts: BTreeMap<AppendId, oneshot::Sender<Result<u64, PublishError>>>,
+    /// What the worker sleeps until (`None`: it is busy, or sleeps with no deadline).
     sleeping_until: Option<Instant>,
+    sleeping: bool,
     stop: bool,
 }
 
-impl<S: Store> fmt::Debug for PubSub<S> {
+impl fmt::Debug for PubSub {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PubSub").finish_non_exhaustive()
     }
 }
 
-impl<S: Store + Send + 'static> PubSub<S> {
-    /// A hub over `store`, with its timer thread; reports go to stderr.
-    pub fn new(store: S, config: HubConfig) -> Self {
+/// What [`PubSub::publish`] did at once, and the append to the store under way.
+#[derive(Debug)]
+pub struct Receipt {
+    delivered: usize,
+    append: Option<oneshot::Receiver<Result<u64, PublishError>>>,
+}
+
+impl Receipt {
+    /// Sessions that were queued an `rpc.notification`.
+    pub fn delivered(&self) -> usize {
+        self.delivered
+    }
+
+    /// Waits for the store: the message's sequence id (`None` when the hub does not
+    /// persist), or the store's failure. Blocks the thread: use [`Receipt::appended`] in
+    /// async code.
+    pub fn wait(self) -> Result<Option<u64>, PublishError> {
+        futures_lite::future::block_on(self.appended())
+    }
+
+    /// Like [`Receipt::wait`], as a future (any runtime).
+    pub async fn appended(self) -> Result<Option<u64>, PublishError> {
+        match self.append {
+            None => Ok(None),
+            Some(rx) => match rx.await {
+                Ok(result) => result.map(Some),
+                Err(_) => Err(PublishError::Store("the hub stopped".into())),
+            },
+        }
+    }
+}
+
+impl PubSub {
+    /// A hub over `store`, with its store worker; reports go to stderr.
+    pub fn new<S: Store + Send + 'static>(store: S, config: HubConfig) -> Self {
         PubSub::with_reporter(
             store,
             config,
@@ -83,66 +136,94 @@ impl<S: Store + Send + 'static> PubSub<S> {
     }
 
     /// Like [`PubSub::new`], sending reports to `reporter` (called without the lock held).
-    pub fn with_reporter(store: S, config: HubConfig, reporter: Reporter) -> Self {
+    pub fn with_reporter<S: Store + Send + 'static>(
+        store: S,
+        config: HubConfig,
+        reporter: Reporter,
+    ) -> Self {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
-                hub: Hub::new(store, config),
+                hub: Hub::new(config),
                 wakes: BTreeMap::new(),
+                receipts: BTreeMap::new(),
                 sleeping_until: None,
+                sleeping: false,
                 stop: false,
             }),
-            timer: Condvar::new(),
+            worker: Condvar::new(),
             start: StdInstant::now(),
             reporter,
         });
-        let timer = Arc::clone(&shared);
-        // Without the thread, acknowledgement timeouts and retention by age never fire;
-        // everything else works.
+        let worker = Arc::clone(&shared);
+        // Without the worker the persistent methods are never answered and nothing is
+        // appended; the ephemeral pub/sub still works.
         let spawned = thread::Builder::new()
-            .name("pubsub-timer".into())
-            .spawn(move || timer.run_timer());
+            .name("pubsub-store".into())
+            .spawn(move || worker.run_store(store));
         if let Err(e) = spawned {
-            eprintln!("sansrpc pubsub: no timer thread: {e}");
+            (shared.reporter)(&Report::Store {
+                operation: "starting the store worker",
+                message: e.to_string(),
+            });
         }
         PubSub { shared }
     }
-}
 
-impl<S: Store> PubSub<S> {
-    /// Publishes `data` to `topic`: every matching subscriber of every connection is sent
-    /// `rpc.notification`, and the message is appended to the store for persistent
-    /// subscribers.
-    pub fn publish(&self, topic: &str, data: &RawValue) -> Result<Published, PublishError> {
+    /// Publishes `data` to `topic`: every matching subscriber of every connection is queued
+    /// `rpc.notification` now, and the message is appended to the store for persistent
+    /// subscribers by the store worker; the [`Receipt`] tells when.
+    pub fn publish(&self, topic: &str, data: &RawValue) -> Result<Receipt, PublishError> {
         let (now, wall) = self.shared.clocks();
-        self.shared.with(|hub| hub.publish(topic, data, now, wall))
+        self.shared.with(|state| {
+            let publishing = state.hub.publish(topic, data, now, wall)?;
+            let append = publishing.append.map(|id| {
+                let (tx, rx) = oneshot::channel();
+                state.receipts.insert(id, tx);
+                rx
+            });
+            Ok(Receipt {
+                delivered: publishing.delivered,
+                append,
+            })
+        })
     }
 
     /// [`Hub::publish_local`]: the ephemeral fan-out only (a message from another node).
     pub fn publish_local(&self, topic: &str, data: &RawValue) -> Result<usize, PublishError> {
-        self.shared.with(|hub| hub.publish_local(topic, data))
+        self.shared
+            .with(|state| state.hub.publish_local(topic, data))
     }
 
     /// [`Hub::on_appended`]: another node appended to `topic`'s log.
     pub fn on_appended(&self, topic: &str) {
         let (now, _) = self.shared.clocks();
-        self.shared.with(|hub| hub.on_appended(topic, now));
+        self.shared.with(|state| state.hub.on_appended(topic, now));
     }
 
-    /// Runs `f` on the hub under the lock, then wakes the connections it queued for.
-    pub fn with_hub<R>(&self, f: impl FnOnce(&mut Hub<S>) -> R) -> R {
-        self.shared.with(f)
+    /// Runs `f` on the hub under the lock, then wakes the connections and the worker it
+    /// queued work for. `f` must not block.
+    pub fn with_hub<R>(&self, f: impl FnOnce(&mut Hub) -> R) -> R {
+        self.shared.with(|state| f(&mut state.hub))
     }
 }
 
-impl<S: Store> Drop for PubSub<S> {
+impl Drop for PubSub {
     fn drop(&mut self) {
         self.shared.lock().stop = true;
-        self.shared.timer.notify_all();
+        self.shared.worker.notify_all();
     }
 }
 
-impl<S: Store> Shared<S> {
-    fn lock(&self) -> MutexGuard<'_, State<S>> {
+/// What to do once the lock is released.
+#[derive(Default)]
+struct Settled {
+    wakes: Vec<Wake>,
+    reports: Vec<Report>,
+    worker: bool,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
         // A panic under the lock leaves the hub as consistent as its last call did.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -154,68 +235,106 @@ impl<S: Store> Shared<S> {
         (Instant::from_duration(self.start.elapsed()), wall)
     }
 
-    /// Runs `f` under the lock, then (without it) wakes the sessions it queued for and
-    /// hands out reports.
-    fn with<R>(&self, f: impl FnOnce(&mut Hub<S>) -> R) -> R {
+    /// Runs `f` under the lock, then (without it) wakes the sessions and the worker it
+    /// queued work for and hands out reports.
+    fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
         let mut state = self.lock();
-        let result = f(&mut state.hub);
-        let (wakes, reports) = settle(&mut state);
-        // Wake the timer only when the hub's next deadline came earlier than its sleep.
-        let earlier = match (state.hub.poll_timeout(), state.sleeping_until) {
-            (Some(next), Some(until)) => next < until,
-            (Some(_), None) => true,
-            (None, _) => false,
-        };
+        let result = f(&mut state);
+        let settled = settle(&mut state);
         drop(state);
-        if earlier {
-            self.timer.notify_all();
-        }
-        wakes.iter().for_each(|w| w());
-        reports.iter().for_each(|r| (self.reporter)(r));
+        self.deliver(settled);
         result
     }
 
-    fn run_timer(&self) {
+    fn deliver(&self, settled: Settled) {
+        if settled.worker {
+            self.worker.notify_all();
+        }
+        settled.wakes.iter().for_each(|w| w());
+        settled.reports.iter().for_each(|r| (self.reporter)(r));
+    }
+
+    /// The store worker: performs the hub's store tasks in order, without the lock, and its
+    /// deadlines in between.
+    fn run_store<S: Store>(&self, mut store: S) {
+        let mut tasks: Vec<StoreTask> = Vec::with_capacity(TASKS_PER_ROUND);
+        let mut done = Vec::with_capacity(TASKS_PER_ROUND);
         let mut state = self.lock();
         loop {
             if state.stop {
                 return;
             }
             let (now, wall) = self.clocks();
-            let next = state.hub.poll_timeout();
-            if next.is_some_and(|t| t <= now) {
+            if state.hub.poll_timeout().is_some_and(|t| t <= now) {
                 state.hub.handle_timeout(now, wall);
-                let (wakes, reports) = settle(&mut state);
-                drop(state);
-                wakes.iter().for_each(|w| w());
-                reports.iter().for_each(|r| (self.reporter)(r));
-                state = self.lock();
+            }
+            while tasks.len() < TASKS_PER_ROUND {
+                match state.hub.poll_store() {
+                    Some(task) => tasks.push(task),
+                    None => break,
+                }
+            }
+            if tasks.is_empty() {
+                let settled = settle(&mut state);
+                if !settled.wakes.is_empty() || !settled.reports.is_empty() {
+                    drop(state);
+                    self.deliver(settled);
+                    state = self.lock();
+                    continue;
+                }
+                let next = state.hub.poll_timeout();
+                let wait = next.map_or(Duration::from_secs(3600), |t| t - now);
+                state.sleeping_until = next;
+                state.sleeping = true;
+                state = self
+                    .worker
+                    .wait_timeout(state, wait)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+                state.sleeping = false;
+                state.sleeping_until = None;
                 continue;
             }
-            let wait = next.map_or(Duration::from_secs(3600), |t| t - now);
-            state.sleeping_until = Some(now.saturating_add(wait));
-            state = self
-                .timer
-                .wait_timeout(state, wait)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-            state.sleeping_until = None;
+            let settled = settle(&mut state);
+            drop(state);
+            self.deliver(settled);
+            done.extend(tasks.drain(..).map(|t| (t.token(), t.perform(&mut store))));
+            state = self.lock();
+            let (now, _) = self.clocks();
+            for (token, result) in done.drain(..) {
+                state.hub.handle_store(token, result, now);
+            }
         }
     }
 }
 
-fn settle<S: Store>(state: &mut State<S>) -> (Vec<Wake>, Vec<Report>) {
-    let mut wakes = Vec::new();
+/// Collects, under the lock, what the last hub calls queued for others.
+fn settle(state: &mut State) -> Settled {
+    let mut settled = Settled::default();
     while let Some(id) = state.hub.poll_woken() {
         if let Some(w) = state.wakes.get(&id) {
-            wakes.push(Arc::clone(w));
+            settled.wakes.push(Arc::clone(w));
         }
     }
-    let reports = std::iter::from_fn(|| state.hub.poll_report()).collect();
-    (wakes, reports)
+    while let Some((id, result)) = state.hub.poll_appended() {
+        if let Some(tx) = state.receipts.remove(&id) {
+            // The receipt may have been dropped: nobody waits.
+            let _ = tx.send(result);
+        }
+    }
+    settled.reports = std::iter::from_fn(|| state.hub.poll_report()).collect();
+    // Wake the worker when it sleeps and has work now or an earlier deadline.
+    settled.worker = state.sleeping
+        && (state.hub.queued_store_tasks() > 0
+            || match (state.hub.poll_timeout(), state.sleeping_until) {
+                (Some(next), Some(until)) => next < until,
+                (Some(_), None) => true,
+                (None, _) => false,
+            });
+    settled
 }
 
-impl<S: Store + Send + 'static> ConnectionExtension for PubSub<S> {
+impl ConnectionExtension for PubSub {
     fn open(&self, wake: Wake) -> Box<dyn ConnectionHook> {
         let ready = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&ready);
@@ -223,12 +342,11 @@ impl<S: Store + Send + 'static> ConnectionExtension for PubSub<S> {
             flag.store(true, Ordering::Release);
             wake();
         });
-        let session = {
-            let mut state = self.shared.lock();
+        let session = self.shared.with(|state| {
             let session = state.hub.connect();
             state.wakes.insert(session, wake);
             session
-        };
+        });
         Box::new(Hook {
             shared: Arc::clone(&self.shared),
             session,
@@ -239,8 +357,8 @@ impl<S: Store + Send + 'static> ConnectionExtension for PubSub<S> {
     }
 }
 
-struct Hook<S: Store> {
-    shared: Arc<Shared<S>>,
+struct Hook {
+    shared: Arc<Shared>,
     session: SessionId,
     /// Set by the wake: the hub queued something since the last drain.
     ready: Arc<AtomicBool>,
@@ -249,38 +367,54 @@ struct Hook<S: Store> {
     closed: bool,
 }
 
-impl<S: Store + Send + 'static> ConnectionHook for Hook<S> {
+impl ConnectionHook for Hook {
     fn request(
         &mut self,
         method: &str,
         params: Option<&RawValue>,
         out: &mut Vec<u8>,
-    ) -> Option<Outcome> {
+    ) -> Option<Taken> {
         if !method.starts_with("rpc.") {
             return None;
         }
         let (now, _) = self.shared.clocks();
         let session = self.session;
-        self.shared
-            .with(|hub| hub.handle(session, method, params, now, out))
+        let handled = self
+            .shared
+            .with(|state| state.hub.handle(session, method, params, now, out))?;
+        Some(match handled {
+            Handled::Answered(outcome) => Taken::Now(outcome),
+            Handled::Later(ticket) => Taken::Later(ticket.get()),
+        })
     }
 
-    fn drain(&mut self, send: &mut dyn FnMut(&str, &RawValue) -> bool) -> bool {
-        if let Some(item) = self.held.take() {
-            if !send(item.method(), item.params()) {
-                self.held = Some(item);
-                return true;
-            }
-        }
+    fn drain(&mut self, send: &mut dyn FnMut(Item<'_>) -> bool) -> bool {
         if !self.ready.swap(false, Ordering::AcqRel) {
+            if let Some(item) = self.held.take() {
+                if !send(Item::Notification(item.method(), item.params())) {
+                    self.held = Some(item);
+                    return true;
+                }
+            }
             return false;
         }
         let mut state = self.shared.lock();
+        while let Some((ticket, answer)) = state.hub.pop_answer(self.session) {
+            let answer = answer.as_deref();
+            send(Item::Answer(ticket.get(), answer));
+        }
+        if let Some(item) = self.held.take() {
+            if !send(Item::Notification(item.method(), item.params())) {
+                self.held = Some(item);
+                self.ready.store(true, Ordering::Release);
+                return true;
+            }
+        }
         for _ in 0..DRAIN_PER_CALL {
             let Some(item) = state.hub.pop_outgoing(self.session) else {
                 return false;
             };
-            if !send(item.method(), item.params()) {
+            if !send(Item::Notification(item.method(), item.params())) {
                 self.held = Some(item);
                 break;
             }
@@ -295,18 +429,15 @@ impl<S: Store + Send + 'static> ConnectionHook for Hook<S> {
             return;
         }
         let session = self.session;
-        self.shared.with(|hub| hub.disconnect(session));
-        self.shared.lock().wakes.remove(&session);
+        self.shared.with(|state| {
+            state.hub.disconnect(session);
+            state.wakes.remove(&session);
+        });
     }
 }
 
-impl<S: Store> Drop for Hook<S> {
+impl Drop for Hook {
     fn drop(&mut self) {
-        if !self.closed {
-            self.closed = true;
-            let mut state = self.shared.lock();
-            state.hub.disconnect(self.session);
-            state.wakes.remove(&self.session);
-        }
+        self.close();
     }
 }

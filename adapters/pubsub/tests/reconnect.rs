@@ -23,7 +23,7 @@ fn raw(json: &str) -> Box<RawValue> {
 }
 
 /// A pub/sub server with a hub of its own on `listener`; the hub is returned to publish on.
-fn serve(listener: TcpListener) -> (Arc<PubSub<MemoryStore>>, tokio::task::JoinHandle<()>) {
+fn serve(listener: TcpListener) -> (Arc<PubSub>, tokio::task::JoinHandle<()>) {
     let hub = Arc::new(PubSub::new(
         MemoryStore::new(RetentionPolicy::default()),
         HubConfig::default(),
@@ -52,7 +52,7 @@ async fn rebind(addr: std::net::SocketAddr) -> TcpListener {
 /// Publishes until the subscriber has it (the replayed subscribe may still be on its way
 /// when the client reports it is open again).
 async fn publish_until_received(
-    hub: &PubSub<MemoryStore>,
+    hub: &PubSub,
     received: &mut mpsc::UnboundedReceiver<String>,
     data: &str,
 ) -> String {

@@ -37,7 +37,9 @@ fn server_with(hub: HubConfig) -> Server {
             };
             let data = sansrpc::RawValue::from_string(data.to_string()).unwrap();
             let published = hub.publish(topic, &data).map_err(|e| e.to_error_object())?;
-            out.extend_from_slice(format!("{{\"delivered\":{}}}", published.delivered).as_bytes());
+            out.extend_from_slice(
+                format!("{{\"delivered\":{}}}", published.delivered()).as_bytes(),
+            );
             Ok(())
         })
         .unwrap();

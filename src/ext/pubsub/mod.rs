@@ -6,10 +6,19 @@
 //! - calls [`Hub::connect`] when the connection opens and [`Hub::disconnect`] when it closes
 //!   (every subscription of the session goes, persistent subscriptions are released but kept
 //!   in the store);
-//! - offers every incoming request to [`Hub::handle`] before its router: `Some` is the answer
-//!   (the result JSON is in `out`), `None` means the name is not the hub's;
+//! - offers every incoming request to [`Hub::handle`] before its router: `None` means the
+//!   name is not the hub's; [`Handled::Answered`] is the answer (the result JSON is in
+//!   `out`); [`Handled::Later`] means the answer needs the store and comes from
+//!   [`Hub::pop_answer`] for that session once its store tasks are done;
 //! - after any hub call, drains [`Hub::poll_woken`] and wakes those sessions' connections,
-//!   which then move [`Hub::pop_outgoing`] into their endpoint while it accepts output;
+//!   which then move [`Hub::pop_answer`] and [`Hub::pop_outgoing`] into their endpoint while
+//!   it accepts output;
+//! - performs the store's work: [`Hub::poll_store`] hands out [`StoreTask`]s in the order
+//!   to perform them; [`StoreTask::perform`] runs one on a [`Store`](crate::ext::store::Store)
+//!   (blocking as long as the store does: off the lock, off any async worker), and
+//!   [`Hub::handle_store`] takes the result back. The hub never calls a store, so no lock is
+//!   held across store I/O. [`InlineHub`] does all of this at once for a caller that may
+//!   block (tests, an in-memory store, one thread);
 //! - drives time: [`Hub::handle_timeout`] at [`Hub::poll_timeout`] (ack timeouts, retention),
 //!   with the monotonic `now` and the wall clock in milliseconds since the Unix epoch (for
 //!   timestamps and retention by age). The hub never reads a clock;
@@ -49,6 +58,8 @@
 //!   finds its messages when it comes back; retention bounds the log.
 //! - Every store failure answers the peer `-32603` and is reported to the operator.
 
+use alloc::borrow::ToOwned;
+use alloc::boxed::Box;
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::string::{String, ToString};
 use alloc::sync::Arc;
@@ -59,12 +70,16 @@ use core::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{code, ErrorObject};
-use crate::ext::store::{Store, StoredMessage, SubscriptionState};
+use crate::ext::store::{StoredMessage, SubscriptionState};
 use crate::ext::topic::{validate_pattern, validate_topic, TopicError, TopicLimits, Trie};
 use crate::method::{write_json, ParamsDecoder};
 use crate::raw::RawValue;
 use crate::router::Outcome;
 use crate::time::Instant;
+
+mod store_ops;
+
+pub use store_ops::{InlineHub, StoreDone, StoreOp, StoreTask, StoreToken};
 
 /// The notification every matching subscriber receives: params `{topic, data}`.
 pub const NOTIFICATION: &str = "rpc.notification";
@@ -154,7 +169,7 @@ pub struct HubConfig {
     /// Most persistent subscription ids the store keeps, attached to a connection or not
     /// (default 10,000). A subscribe that would create a new id beyond it is refused with
     /// [`TOO_MANY_PERSISTENT_IDS`]; an id the store knows is always served. The count is
-    /// taken from [`Store::subscriptions`] once and at every idle sweep, and kept up to date
+    /// taken from [`Store::subscriptions`](crate::ext::store::Store::subscriptions) once and at every idle sweep, and kept up to date
     /// by this hub in between (with a store shared by several nodes, ids the other nodes
     /// created in between are counted at the next sweep).
     pub max_persistent_ids: usize,
@@ -172,6 +187,11 @@ pub struct HubConfig {
     /// A record without a time (from before it was stored) counts as seen at the first
     /// sweep.
     pub persistent_idle_timeout: Option<Duration>,
+    /// Most store operations queued and not handed out yet before [`Hub::publish`] refuses
+    /// a persisted message with [`PublishError::Busy`] (default 4096): a store slower than
+    /// the publishers makes them wait instead of growing memory. Requests of connections
+    /// are bounded by their endpoints and never refused for it.
+    pub max_store_backlog: usize,
 }
 
 impl Default for HubConfig {
@@ -190,6 +210,7 @@ impl Default for HubConfig {
             persist: true,
             max_persistent_ids: 10_000,
             persistent_idle_timeout: Some(Duration::from_secs(86_400)),
+            max_store_backlog: 4096,
         }
     }
 }
@@ -278,6 +299,9 @@ pub enum PublishError {
     /// The store failed to append (also reported with [`Hub::poll_report`]); the ephemeral
     /// fan-out has happened.
     Store(String),
+    /// [`HubConfig::max_store_backlog`] store operations wait already: nothing was
+    /// published; try again once the store caught up.
+    Busy,
 }
 
 impl fmt::Display for PublishError {
@@ -285,6 +309,7 @@ impl fmt::Display for PublishError {
         match self {
             PublishError::Topic(e) => write!(f, "invalid topic: {e}"),
             PublishError::Store(e) => write!(f, "store failed: {e}"),
+            PublishError::Busy => f.write_str("the store is behind: too many operations wait"),
         }
     }
 }
@@ -294,11 +319,15 @@ impl std::error::Error for PublishError {}
 
 impl PublishError {
     /// The error object a peer that asked to publish is answered with: `-32602` for a bad
-    /// topic, `-32603` for a store failure.
+    /// topic, `-32603` for a store failure, `-32002` when the store is behind.
     pub fn to_error_object(&self) -> ErrorObject<'static> {
         match self {
             PublishError::Topic(e) => ErrorObject::new(code::INVALID_PARAMS, e.to_string()),
             PublishError::Store(_) => ErrorObject::internal_error(),
+            PublishError::Busy => ErrorObject::new(
+                code::SERVER_BUSY,
+                "Server busy: the message store is behind; publish again later",
+            ),
         }
     }
 }
@@ -317,6 +346,8 @@ struct Session {
     patterns: BTreeSet<String>,
     persistent: BTreeSet<String>,
     queue: VecDeque<Outgoing>,
+    /// Answers to requests the hub took with [`Handled::Later`], oldest first.
+    answers: VecDeque<(Ticket, HubAnswer)>,
     bytes: usize,
     dropped: u64,
     drop_reported: bool,
@@ -333,13 +364,17 @@ impl Session {
 #[derive(Debug)]
 struct Active {
     session: SessionId,
-    /// Names this attachment in [`Deadlines`].
+    /// Names this attachment in [`Deadlines`] and in store tasks under way for it.
     key: u64,
     state: SubscriptionState,
     /// The highest sequence handed to the session's queue so far.
     cursor: u64,
     /// Unacknowledged deliveries and when each is due again.
     in_flight: BTreeMap<u64, Instant>,
+    /// A read of the log for it is under way.
+    filling: bool,
+    /// Something changed while it was: read again when it is back.
+    refill: bool,
 }
 
 impl Active {
@@ -380,16 +415,30 @@ impl Queues {
         self.reports.push_back(report);
     }
 
-    fn store_error(
-        &mut self,
-        operation: &'static str,
-        e: &impl fmt::Display,
-    ) -> ErrorObject<'static> {
+    fn store_error(&mut self, operation: &'static str, e: &str) -> ErrorObject<'static> {
         self.report(Report::Store {
             operation,
-            message: e.to_string(),
+            message: e.into(),
         });
         ErrorObject::internal_error()
+    }
+
+    fn wake(&mut self, id: SessionId) {
+        if let Some(s) = self.sessions.get_mut(&id) {
+            if !s.wake_pending {
+                s.wake_pending = true;
+                self.woken.push_back(id);
+            }
+        }
+    }
+
+    /// Queues the answer to `ticket` for `id`'s connection (never dropped: one per request
+    /// the connection made, which its endpoint bounds).
+    fn answer(&mut self, id: SessionId, ticket: Ticket, answer: HubAnswer) {
+        if let Some(s) = self.sessions.get_mut(&id) {
+            s.answers.push_back((ticket, answer));
+            self.wake(id);
+        }
     }
 
     /// Queues `item` for `id`, dropping the oldest when full; false if no such session.
@@ -413,10 +462,7 @@ impl Queues {
         if report.is_some() {
             s.drop_reported = true;
         }
-        if !s.wake_pending {
-            s.wake_pending = true;
-            self.woken.push_back(id);
-        }
+        self.wake(id);
         if let Some(total) = report {
             self.report(Report::Dropped { session: id, total });
         }
@@ -424,12 +470,92 @@ impl Queues {
     }
 }
 
-/// The pub/sub state of a whole server: sessions, their subscriptions and queues, and the
-/// persistent subscriptions over a [`Store`]. See the [module docs](self) for the calling
-/// contract and the policies.
+/// A request the hub took and answers later: see [`Handled::Later`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Ticket(u64);
+
+impl Ticket {
+    /// The number behind the ticket (unique per hub), for a connection's own bookkeeping.
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+/// The answer to a request taken with [`Handled::Later`]: the result JSON, or the error.
+pub type HubAnswer = Result<String, ErrorObject<'static>>;
+
+/// What [`Hub::handle`] did with a request.
 #[derive(Debug)]
-pub struct Hub<S: Store> {
-    store: S,
+pub enum Handled {
+    /// Answered now: the result JSON is in `out`, or the error is here.
+    Answered(Outcome),
+    /// It needs the store: the answer comes from [`Hub::pop_answer`] for the same session
+    /// once the store tasks it queued are done (the session is woken then).
+    Later(Ticket),
+}
+
+/// A publish's append to the store, under way: see [`Hub::poll_appended`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct AppendId(u64);
+
+/// What [`Hub::publish`] did at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Publishing {
+    /// Sessions that were queued an `rpc.notification`.
+    pub delivered: usize,
+    /// The append to the store, when the message is persisted: its sequence id comes from
+    /// [`Hub::poll_appended`].
+    pub append: Option<AppendId>,
+}
+
+/// A persistent subscribe waiting for the store.
+#[derive(Debug)]
+struct Job {
+    session: SessionId,
+    ticket: Ticket,
+    subs: Vec<PersistentParams>,
+    batch: bool,
+    /// From the store (after [`StoreOp::Prepare`]).
+    states: Vec<SubscriptionState>,
+    /// How many of them are new ids (counted in `Hub::pending_fresh` meanwhile).
+    fresh: usize,
+}
+
+/// What to do with a store task's result.
+#[derive(Debug)]
+enum Then {
+    Append(String, AppendId),
+    Fill {
+        id: String,
+        key: u64,
+        after: u64,
+        max: usize,
+    },
+    Redeliver {
+        id: String,
+        key: u64,
+        seq: u64,
+    },
+    Prepared(Box<Job>),
+    Created(Box<Job>),
+    Acked(SessionId, Ticket, String),
+    Removed {
+        session: SessionId,
+        ticket: Ticket,
+        ids: Vec<String>,
+        active: Vec<bool>,
+        batch: bool,
+    },
+    Swept,
+    /// Nobody waits: a failure is reported as this operation.
+    Quiet(&'static str),
+}
+
+/// The pub/sub state of a whole server: sessions, their subscriptions and queues, and the
+/// persistent subscriptions. It performs no store operation itself: it hands them out as
+/// [`StoreTask`]s (see the [module docs](self) for the calling contract and the policies).
+#[derive(Debug)]
+pub struct Hub {
     config: HubConfig,
     next_session: u64,
     trie: Trie<SessionId>,
@@ -450,8 +576,15 @@ pub struct Hub<S: Store> {
     wall_ms: u64,
     /// How many subscription ids the store holds, once counted.
     stored_ids: Option<usize>,
+    /// New ids of subscribes under way (not in `stored_ids` yet).
+    pending_fresh: usize,
+    /// Ids of subscribes under way, with how many: a sweep keeps them.
+    reserved: BTreeMap<String, usize>,
     matched: Vec<SessionId>,
-    read_buf: Vec<StoredMessage>,
+    tasks: VecDeque<StoreTask>,
+    waiting: BTreeMap<u64, Then>,
+    next_token: u64,
+    appended: VecDeque<(AppendId, Result<u64, PublishError>)>,
 }
 
 // ----- params and results, exactly the seed's shapes -----
@@ -466,7 +599,7 @@ struct TopicsParams {
     topics: Vec<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 struct PersistentParams {
     subscription_id: String,
     topic: String,
@@ -559,11 +692,10 @@ fn push_str(out: &mut String, value: &str) {
     out.push_str(core::str::from_utf8(&buf).unwrap_or("\"\""));
 }
 
-impl<S: Store> Hub<S> {
-    /// A hub over `store`.
-    pub fn new(store: S, config: HubConfig) -> Self {
+impl Hub {
+    /// A hub. Its store lives with whoever performs its [`StoreTask`]s.
+    pub fn new(config: HubConfig) -> Self {
         Hub {
-            store,
             config,
             next_session: 1,
             trie: Trie::new(),
@@ -577,8 +709,13 @@ impl<S: Store> Hub<S> {
             next_sweep: None,
             wall_ms: 0,
             stored_ids: None,
+            pending_fresh: 0,
+            reserved: BTreeMap::new(),
             matched: Vec::new(),
-            read_buf: Vec::new(),
+            tasks: VecDeque::new(),
+            waiting: BTreeMap::new(),
+            next_token: 1,
+            appended: VecDeque::new(),
         }
     }
 
@@ -587,15 +724,173 @@ impl<S: Store> Hub<S> {
         &self.config
     }
 
-    /// The store.
-    pub fn store(&self) -> &S {
-        &self.store
+    // ----- store tasks -----
+
+    fn task(&mut self, op: StoreOp, then: Then) {
+        let token = self.next_token;
+        self.next_token += 1;
+        self.waiting.insert(token, then);
+        self.tasks.push_back(StoreTask {
+            token: StoreToken(token),
+            op,
+        });
     }
 
-    /// The store, mutably (for a cluster backend's own bookkeeping).
-    pub fn store_mut(&mut self) -> &mut S {
-        &mut self.store
+    fn save(&mut self, id: &str, state: &SubscriptionState, operation: &'static str) {
+        let states = alloc::vec![(id.to_string(), state.clone())];
+        self.task(StoreOp::Save { states }, Then::Quiet(operation));
     }
+
+    /// The next store operation to perform, oldest first; its result goes to
+    /// [`Hub::handle_store`]. Check after every call into the hub.
+    pub fn poll_store(&mut self) -> Option<StoreTask> {
+        self.tasks.pop_front()
+    }
+
+    /// Store tasks handed out and not answered yet, plus those queued.
+    pub fn store_tasks(&self) -> usize {
+        self.waiting.len()
+    }
+
+    /// Store tasks queued and not handed out by [`Hub::poll_store`] yet.
+    pub fn queued_store_tasks(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// The result of the store task `token` ([`StoreTask::perform`]). `now` starts the
+    /// acknowledgement deadlines of what it delivers. An unknown token is ignored.
+    pub fn handle_store(&mut self, token: StoreToken, done: StoreDone, now: Instant) {
+        let Some(then) = self.waiting.remove(&token.0) else {
+            return;
+        };
+        let failed = match &done {
+            StoreDone::Failed(e) => Some(e.clone()),
+            _ => None,
+        };
+        match (then, done) {
+            (Then::Append(topic, id), StoreDone::Appended(seq)) => {
+                self.push_appended(id, Ok(seq));
+                self.on_appended(&topic, now);
+            }
+            (Then::Append(_, id), _) => {
+                let e = failed.unwrap_or_default();
+                self.queues.store_error("appending a message", &e);
+                self.push_appended(id, Err(PublishError::Store(e)));
+            }
+            (
+                Then::Fill {
+                    id,
+                    key,
+                    after,
+                    max,
+                },
+                done,
+            ) => {
+                let read = match done {
+                    StoreDone::Read(messages) => Ok(messages),
+                    _ => Err(failed.unwrap_or_default()),
+                };
+                self.filled(&id, key, after, max, read, now);
+            }
+            (Then::Redeliver { id, key, seq }, done) => {
+                let read = match done {
+                    StoreDone::Read(messages) => Ok(messages),
+                    _ => Err(failed.unwrap_or_default()),
+                };
+                self.redelivered(&id, key, seq, read);
+            }
+            (Then::Prepared(job), StoreDone::Prepared { states, count }) => {
+                if let Some(n) = count {
+                    self.stored_ids.get_or_insert(n);
+                }
+                self.prepared(job, states);
+            }
+            (Then::Created(job), StoreDone::Saved) => {
+                if let Some(n) = &mut self.stored_ids {
+                    *n += job.fresh;
+                }
+                self.created(job);
+            }
+            (Then::Prepared(job) | Then::Created(job), _) => {
+                let op = "loading or saving a subscription";
+                let e = self.queues.store_error(op, &failed.unwrap_or_default());
+                self.end_job(&job);
+                self.queues.answer(job.session, job.ticket, Err(e));
+            }
+            (Then::Acked(session, ticket, json), StoreDone::Saved) => {
+                self.queues.answer(session, ticket, Ok(json));
+            }
+            (Then::Acked(session, ticket, _), _) => {
+                let op = "saving an acknowledgement";
+                let e = self.queues.store_error(op, &failed.unwrap_or_default());
+                self.queues.answer(session, ticket, Err(e));
+            }
+            (
+                Then::Removed {
+                    session,
+                    ticket,
+                    ids,
+                    active,
+                    batch,
+                },
+                StoreDone::Removed(stored),
+            ) => {
+                let gone = stored.iter().filter(|s| **s).count();
+                if let Some(n) = &mut self.stored_ids {
+                    *n = n.saturating_sub(gone);
+                }
+                let removed: Vec<&String> = ids
+                    .iter()
+                    .zip(active.iter().zip(&stored))
+                    .filter(|(_, (a, s))| **a || **s)
+                    .map(|(id, _)| id)
+                    .collect();
+                let mut out = Vec::new();
+                let written = if batch {
+                    list_result(&mut out, "unsubscribed", &removed)
+                } else {
+                    bool_result(&mut out, "unsubscribed", !removed.is_empty())
+                };
+                self.queues
+                    .answer(session, ticket, json_answer(written, out));
+            }
+            (
+                Then::Removed {
+                    session, ticket, ..
+                },
+                _,
+            ) => {
+                let op = "deleting a subscription";
+                let e = self.queues.store_error(op, &failed.unwrap_or_default());
+                self.queues.answer(session, ticket, Err(e));
+            }
+            (Then::Swept, StoreDone::Swept(kept)) => self.stored_ids = Some(kept),
+            (Then::Swept, _) => {
+                let op = "sweeping idle subscriptions";
+                self.queues.store_error(op, &failed.unwrap_or_default());
+            }
+            (Then::Quiet(operation), StoreDone::Failed(e)) => {
+                self.queues.store_error(operation, &e);
+            }
+            (Then::Quiet(_), _) => {}
+        }
+    }
+
+    fn push_appended(&mut self, id: AppendId, result: Result<u64, PublishError>) {
+        // Bounded like the reports: a caller that never asks loses the oldest.
+        if self.appended.len() == MAX_REPORTS {
+            self.appended.pop_front();
+        }
+        self.appended.push_back((id, result));
+    }
+
+    /// A publish's append finished: its [`AppendId`] and the message's sequence id, or the
+    /// store's failure (also reported). At most 256 are kept for a caller that never asks.
+    pub fn poll_appended(&mut self) -> Option<(AppendId, Result<u64, PublishError>)> {
+        self.appended.pop_front()
+    }
+
+    // ----- sessions -----
 
     /// Opens a session for a new connection.
     pub fn connect(&mut self) -> SessionId {
@@ -606,7 +901,8 @@ impl<S: Store> Hub<S> {
     }
 
     /// Closes a session: its subscriptions are removed, its persistent subscriptions
-    /// released (their acknowledged state stays in the store), its queue dropped.
+    /// released (their acknowledged state stays in the store), its queue and unsent answers
+    /// dropped.
     pub fn disconnect(&mut self, session: SessionId) {
         let Some(s) = self.queues.sessions.remove(&session) else {
             return;
@@ -629,7 +925,7 @@ impl<S: Store> Hub<S> {
     }
 
     /// Saves `state` with the current wall clock as its last-seen time, if the stored one is
-    /// older than the refresh interval (or unknown). Failures are reported.
+    /// older than the refresh interval (or unknown).
     fn touch(&mut self, id: &str, state: &mut SubscriptionState) {
         let Some(refresh) = self.refresh_ms() else {
             return;
@@ -638,61 +934,31 @@ impl<S: Store> Hub<S> {
             return;
         }
         state.last_seen_ms = self.wall_ms;
-        if let Err(e) = self.store.save_subscription(id, state) {
-            self.queues.store_error("saving a subscription", &e);
-        }
+        self.save(id, state, "saving a subscription");
     }
 
-    /// How many subscription ids the store holds (counted once, then kept up to date).
-    fn stored_ids(&mut self) -> Result<usize, ErrorObject<'static>> {
-        if let Some(n) = self.stored_ids {
-            return Ok(n);
-        }
-        let mut ids = Vec::new();
-        self.store
-            .subscriptions(&mut ids)
-            .map_err(|e| self.queues.store_error("listing subscriptions", &e))?;
-        self.stored_ids = Some(ids.len());
-        Ok(ids.len())
-    }
-
-    /// Deletes every stored subscription id no connection of this hub has and whose
-    /// last-seen time is older than `idle`; refreshes the last-seen time of those this hub's
-    /// connections have. Recounts the ids.
+    /// Refreshes the last-seen time of the ids this hub's connections have, and asks the
+    /// store to delete the idle ones nobody has (and to recount).
     fn sweep(&mut self, idle: Duration) {
-        let mut ids = Vec::new();
-        if let Err(e) = self.store.subscriptions(&mut ids) {
-            self.queues.store_error("listing subscriptions", &e);
-            return;
-        }
-        let (wall, idle) = (self.wall_ms, millis(idle));
-        let mut kept = ids.len();
-        for (id, seen) in ids {
+        let ids: Vec<String> = self.persistent.keys().cloned().collect();
+        for id in ids {
             if let Some(mut active) = self.persistent.remove(&id) {
-                active.state.last_seen_ms = active.state.last_seen_ms.max(seen);
                 self.touch(&id, &mut active.state);
                 self.persistent.insert(id, active);
-                continue;
-            }
-            if seen == 0 {
-                // Written before last-seen times were stored: idle from now on.
-                match self.store.load_subscription(&id) {
-                    Ok(Some(mut state)) => self.touch(&id, &mut state),
-                    Ok(None) => kept -= 1,
-                    Err(e) => {
-                        self.queues.store_error("loading a subscription", &e);
-                    }
-                }
-            } else if seen.saturating_add(idle) <= wall {
-                match self.store.delete_subscription(&id) {
-                    Ok(()) => kept -= 1,
-                    Err(e) => {
-                        self.queues.store_error("deleting an idle subscription", &e);
-                    }
-                }
             }
         }
-        self.stored_ids = Some(kept);
+        let keep = self
+            .persistent
+            .keys()
+            .chain(self.reserved.keys())
+            .cloned()
+            .collect();
+        let op = StoreOp::Sweep {
+            keep,
+            now_ms: self.wall_ms,
+            idle_ms: millis(idle),
+        };
+        self.task(op, Then::Swept);
     }
 
     /// Number of open sessions.
@@ -732,8 +998,22 @@ impl<S: Store> Hub<S> {
         Some(item)
     }
 
+    /// The next answer for `session`'s connection to a request taken with
+    /// [`Handled::Later`], oldest first. Send these before [`Hub::pop_outgoing`]: an answer
+    /// comes before the notifications its request caused.
+    pub fn pop_answer(&mut self, session: SessionId) -> Option<(Ticket, HubAnswer)> {
+        self.queues.sessions.get_mut(&session)?.answers.pop_front()
+    }
+
+    /// The answer to `ticket` for `session`, if it is there.
+    pub fn take_answer(&mut self, session: SessionId, ticket: Ticket) -> Option<HubAnswer> {
+        let answers = &mut self.queues.sessions.get_mut(&session)?.answers;
+        let at = answers.iter().position(|(t, _)| *t == ticket)?;
+        answers.remove(at).map(|(_, answer)| answer)
+    }
+
     /// A session that was queued something since it was last returned here: wake its
-    /// connection so that it drains [`Hub::pop_outgoing`].
+    /// connection so that it drains [`Hub::pop_answer`] and [`Hub::pop_outgoing`].
     pub fn poll_woken(&mut self) -> Option<SessionId> {
         loop {
             let id = self.queues.woken.pop_front()?;
@@ -749,9 +1029,12 @@ impl<S: Store> Hub<S> {
         self.queues.reports.pop_front()
     }
 
-    /// Handles a request to one of the hub's [`METHODS`] from `session`: `Some(Ok)` with the
-    /// result JSON appended to `out`, `Some(Err)` with the error to answer, `None` when the
-    /// method is not the hub's. `now` starts acknowledgement deadlines.
+    // ----- requests -----
+
+    /// Handles a request to one of the hub's [`METHODS`] from `session`: `None` when the
+    /// method is not the hub's; [`Handled::Answered`] with the result JSON appended to
+    /// `out` or the error; [`Handled::Later`] when the answer needs the store (the
+    /// persistent methods that read or write it). `now` starts acknowledgement deadlines.
     pub fn handle(
         &mut self,
         session: SessionId,
@@ -759,106 +1042,144 @@ impl<S: Store> Hub<S> {
         params: Option<&RawValue>,
         now: Instant,
         out: &mut Vec<u8>,
-    ) -> Option<Outcome> {
+    ) -> Option<Handled> {
         if !METHODS.contains(&method) {
             return None;
         }
         if !self.queues.sessions.contains_key(&session) {
-            return Some(Err(ErrorObject::internal_error()));
+            return Some(Handled::Answered(Err(ErrorObject::internal_error())));
         }
         let start = out.len();
-        let outcome = match method {
+        let handled: Handled = match method {
             "rpc.subscribe" => decode::<TopicParams>(params)
                 .and_then(|p| self.subscribe(session, core::slice::from_ref(&p.topic)))
-                .and_then(|_| bool_result(out, "subscribed", true)),
-            "rpc.unsubscribe" => decode::<TopicParams>(params).and_then(|p| {
-                self.check_patterns(core::slice::from_ref(&p.topic))?;
-                let removed = self.unsubscribe(session, &p.topic);
-                bool_result(out, "unsubscribed", removed)
-            }),
-            "rpc.subscribe.batch" => decode::<TopicsParams>(params).and_then(|p| {
-                self.check_batch(p.topics.len())?;
-                self.subscribe(session, &p.topics)?;
-                list_result(out, "subscribed", &p.topics)
-            }),
-            "rpc.unsubscribe.batch" => decode::<TopicsParams>(params).and_then(|p| {
-                self.check_batch(p.topics.len())?;
-                self.check_patterns(&p.topics)?;
-                let removed: Vec<&String> = p
-                    .topics
-                    .iter()
-                    .filter(|t| self.unsubscribe(session, t))
-                    .collect();
-                list_result(out, "unsubscribed", &removed)
-            }),
-            "rpc.subscribe.persistent" => decode::<PersistentParams>(params).and_then(|p| {
-                let floors = self.subscribe_persistent(session, core::slice::from_ref(&p), now)?;
-                write(
-                    out,
-                    &Subscribed {
-                        subscription_id: &p.subscription_id,
-                        topic: &p.topic,
-                        resumed_from_sequence: floors[0],
-                    },
-                )
-            }),
-            "rpc.subscribe.persistent.batch" => {
-                decode::<PersistentBatchParams>(params).and_then(|p| {
-                    self.check_batch(p.subscriptions.len())?;
-                    let floors = self.subscribe_persistent(session, &p.subscriptions, now)?;
-                    let items: Vec<Resumed<'_>> = p
-                        .subscriptions
-                        .iter()
-                        .zip(floors)
-                        .map(|(s, floor)| Resumed {
-                            subscription_id: &s.subscription_id,
-                            resumed_from_sequence: floor,
-                        })
-                        .collect();
-                    list_result(out, "subscriptions", &items)
+                .and_then(|_| bool_result(out, "subscribed", true))
+                .into(),
+            "rpc.unsubscribe" => decode::<TopicParams>(params)
+                .and_then(|p| {
+                    self.check_patterns(core::slice::from_ref(&p.topic))?;
+                    let removed = self.unsubscribe(session, &p.topic);
+                    bool_result(out, "unsubscribed", removed)
                 })
-            }
-            "rpc.acknowledge.persistent" => decode::<AckParams>(params).and_then(|p| {
-                let acked = self.acknowledge(session, &p.subscription_id, p.sequence_id, now)?;
-                bool_result(out, "acknowledged", acked)
-            }),
-            "rpc.acknowledge.persistent.batch" => decode::<AckBatchParams>(params).and_then(|p| {
-                self.check_batch(p.acknowledgments.len())?;
-                let mut items = Vec::with_capacity(p.acknowledgments.len());
-                for a in &p.acknowledgments {
-                    let success =
-                        match self.acknowledge(session, &a.subscription_id, a.sequence_id, now) {
-                            Ok(acked) => acked,
-                            Err(e) if e.code == code::INTERNAL_ERROR => return Err(e),
-                            Err(_) => false,
-                        };
-                    items.push(AckResult {
-                        subscription_id: &a.subscription_id,
-                        sequence_id: a.sequence_id,
-                        success,
-                    });
-                }
-                list_result(out, "acknowledged", &items)
-            }),
-            "rpc.unsubscribe.persistent" => decode::<IdParams>(params).and_then(|p| {
-                let removed = self.unsubscribe_persistent(&p.subscription_id)?;
-                bool_result(out, "unsubscribed", removed)
-            }),
-            _ => decode::<IdsParams>(params).and_then(|p| {
-                self.check_batch(p.subscription_ids.len())?;
-                let mut removed = Vec::new();
-                for id in &p.subscription_ids {
-                    if self.unsubscribe_persistent(id)? {
-                        removed.push(id);
+                .into(),
+            "rpc.subscribe.batch" => decode::<TopicsParams>(params)
+                .and_then(|p| {
+                    self.check_batch(p.topics.len())?;
+                    self.subscribe(session, &p.topics)?;
+                    list_result(out, "subscribed", &p.topics)
+                })
+                .into(),
+            "rpc.unsubscribe.batch" => decode::<TopicsParams>(params)
+                .and_then(|p| {
+                    self.check_batch(p.topics.len())?;
+                    self.check_patterns(&p.topics)?;
+                    let removed: Vec<&String> = p
+                        .topics
+                        .iter()
+                        .filter(|t| self.unsubscribe(session, t))
+                        .collect();
+                    list_result(out, "unsubscribed", &removed)
+                })
+                .into(),
+            "rpc.subscribe.persistent" => decode::<PersistentParams>(params)
+                .and_then(|p| self.subscribe_persistent(session, alloc::vec![p], false))
+                .into(),
+            "rpc.subscribe.persistent.batch" => decode::<PersistentBatchParams>(params)
+                .and_then(|p| {
+                    self.check_batch(p.subscriptions.len())?;
+                    self.subscribe_persistent(session, p.subscriptions, true)
+                })
+                .into(),
+            "rpc.acknowledge.persistent" => decode::<AckParams>(params)
+                .and_then(|p| {
+                    let mut saves = Vec::new();
+                    let acked = self.acknowledge(
+                        session,
+                        &p.subscription_id,
+                        p.sequence_id,
+                        now,
+                        &mut saves,
+                    )?;
+                    bool_result(out, "acknowledged", acked)?;
+                    let handled = self.after_saves(session, saves, out, start);
+                    if acked {
+                        self.fill(&p.subscription_id);
                     }
-                }
-                list_result(out, "unsubscribed", &removed)
-            }),
+                    Ok(handled)
+                })
+                .into(),
+            "rpc.acknowledge.persistent.batch" => decode::<AckBatchParams>(params)
+                .and_then(|p| {
+                    self.check_batch(p.acknowledgments.len())?;
+                    let mut items = Vec::with_capacity(p.acknowledgments.len());
+                    let mut saves = Vec::new();
+                    for a in &p.acknowledgments {
+                        let id = &a.subscription_id;
+                        let success = self
+                            .acknowledge(session, id, a.sequence_id, now, &mut saves)
+                            .unwrap_or(false);
+                        items.push(AckResult {
+                            subscription_id: id,
+                            sequence_id: a.sequence_id,
+                            success,
+                        });
+                    }
+                    list_result(out, "acknowledged", &items)?;
+                    let handled = self.after_saves(session, saves, out, start);
+                    let mut acked: Vec<&str> = items
+                        .iter()
+                        .filter(|i| i.success)
+                        .map(|i| i.subscription_id)
+                        .collect();
+                    acked.sort_unstable();
+                    acked.dedup();
+                    for id in acked {
+                        self.fill(id);
+                    }
+                    Ok(handled)
+                })
+                .into(),
+            "rpc.unsubscribe.persistent" => decode::<IdParams>(params)
+                .map(|p| {
+                    self.unsubscribe_persistent(session, alloc::vec![p.subscription_id], false)
+                })
+                .into(),
+            _ => decode::<IdsParams>(params)
+                .and_then(|p| {
+                    self.check_batch(p.subscription_ids.len())?;
+                    Ok(self.unsubscribe_persistent(session, p.subscription_ids, true))
+                })
+                .into(),
         };
-        if outcome.is_err() {
+        if !matches!(handled, Handled::Answered(Ok(()))) {
             out.truncate(start);
         }
-        Some(outcome)
+        Some(handled)
+    }
+
+    /// Answers now when nothing needs saving; otherwise saves, and answers what is in `out`
+    /// (from `start`) once saved.
+    fn after_saves(
+        &mut self,
+        session: SessionId,
+        saves: Vec<(String, SubscriptionState)>,
+        out: &[u8],
+        start: usize,
+    ) -> Handled {
+        if saves.is_empty() {
+            return Handled::Answered(Ok(()));
+        }
+        let json = String::from_utf8_lossy(&out[start..]).into_owned();
+        let ticket = self.ticket();
+        let then = Then::Acked(session, ticket, json);
+        self.task(StoreOp::Save { states: saves }, then);
+        Handled::Later(ticket)
+    }
+
+    fn ticket(&mut self) -> Ticket {
+        let t = Ticket(self.next_token);
+        self.next_token += 1;
+        t
     }
 
     fn check_batch(&self, len: usize) -> Result<(), ErrorObject<'static>> {
@@ -925,37 +1246,41 @@ impl<S: Store> Hub<S> {
         removed
     }
 
+    // ----- publishing -----
+
     /// Publishes `data` to exact `topic`: every matching session is queued an
-    /// `rpc.notification`, and (with [`HubConfig::persist`]) the message is appended to the
-    /// store and delivered to this node's persistent subscribers of the topic.
+    /// `rpc.notification` at once, and (with [`HubConfig::persist`]) an append to the store
+    /// is queued, after which this node's persistent subscribers of the topic get it.
     pub fn publish(
         &mut self,
         topic: &str,
         data: &RawValue,
-        now: Instant,
+        _now: Instant,
         wall_ms: u64,
-    ) -> Result<Published, PublishError> {
+    ) -> Result<Publishing, PublishError> {
         self.wall_ms = wall_ms;
+        if self.config.persist && self.tasks.len() >= self.config.max_store_backlog {
+            validate_topic(topic, &self.config.topics).map_err(PublishError::Topic)?;
+            return Err(PublishError::Busy);
+        }
         let delivered = self.publish_local(topic, data)?;
         if !self.config.persist {
-            return Ok(Published {
+            return Ok(Publishing {
                 delivered,
-                sequence: None,
+                append: None,
             });
         }
-        match self.store.append(topic, wall_ms, data) {
-            Ok(sequence) => {
-                self.on_appended(topic, now);
-                Ok(Published {
-                    delivered,
-                    sequence: Some(sequence),
-                })
-            }
-            Err(e) => {
-                self.queues.store_error("appending a message", &e);
-                Err(PublishError::Store(e.to_string()))
-            }
-        }
+        let id = AppendId(self.next_token);
+        let op = StoreOp::Append {
+            topic: topic.into(),
+            timestamp_ms: wall_ms,
+            data: data.to_owned(),
+        };
+        self.task(op, Then::Append(topic.into(), id));
+        Ok(Publishing {
+            delivered,
+            append: Some(id),
+        })
     }
 
     /// The ephemeral half of [`Hub::publish`]: queues `rpc.notification` to every session
@@ -991,24 +1316,25 @@ impl<S: Store> Hub<S> {
     /// The persistent half of [`Hub::publish`]: a message was appended to `topic` (by this
     /// node or, for a cluster backend, another one); this node's persistent subscribers of
     /// the topic are sent what they have not been sent yet, within their in-flight window.
-    pub fn on_appended(&mut self, topic: &str, now: Instant) {
+    pub fn on_appended(&mut self, topic: &str, _now: Instant) {
         let Some(ids) = self.by_topic.get(topic) else {
             return;
         };
         let ids: Vec<String> = ids.iter().cloned().collect();
         for id in ids {
-            self.fill(&id, now);
+            self.fill(&id);
         }
     }
+
+    // ----- persistent subscriptions -----
 
     fn subscribe_persistent(
         &mut self,
         session: SessionId,
-        subs: &[PersistentParams],
-        now: Instant,
-    ) -> Result<Vec<u64>, ErrorObject<'static>> {
-        // Check everything before changing anything.
-        let mut new = 0;
+        subs: Vec<PersistentParams>,
+        batch: bool,
+    ) -> Result<Handled, ErrorObject<'static>> {
+        // Check everything that needs no store before asking it.
         for (i, p) in subs.iter().enumerate() {
             let id = &p.subscription_id;
             if id.is_empty() || id.len() > self.config.max_subscription_id_len {
@@ -1033,49 +1359,109 @@ impl<S: Store> Hub<S> {
                 Err(e) => return Err(topic_error(&p.topic, e)),
                 Ok(()) => {}
             }
-            match self.persistent.get(id) {
+        }
+        self.check_attach(session, &subs)?;
+        let ticket = self.ticket();
+        for p in &subs {
+            *self.reserved.entry(p.subscription_id.clone()).or_default() += 1;
+        }
+        let op = StoreOp::Prepare {
+            subscriptions: subs
+                .iter()
+                .map(|p| (p.subscription_id.clone(), p.topic.clone()))
+                .collect(),
+            count: self.stored_ids.is_none(),
+        };
+        let job = Job {
+            session,
+            ticket,
+            subs,
+            batch,
+            states: Vec::new(),
+            fresh: 0,
+        };
+        self.task(op, Then::Prepared(Box::new(job)));
+        Ok(Handled::Later(ticket))
+    }
+
+    /// The takeover rule and the session's room, against what is attached now.
+    fn check_attach(
+        &self,
+        session: SessionId,
+        subs: &[PersistentParams],
+    ) -> Result<(), ErrorObject<'static>> {
+        let mut new = 0;
+        for p in subs {
+            match self.persistent.get(&p.subscription_id) {
                 Some(a) if a.session == session => {}
                 Some(_) if !self.config.takeover => {
                     return Err(ErrorObject::new(
                         SUBSCRIPTION_IN_USE,
-                        alloc::format!("Subscription {id:?} is active on another connection"),
+                        alloc::format!(
+                            "Subscription {:?} is active on another connection",
+                            p.subscription_id
+                        ),
                     ))
                 }
                 _ => new += 1,
             }
         }
-        self.check_room(session, new)?;
-        let mut states = Vec::with_capacity(subs.len());
-        for p in subs {
-            let stored = match self.persistent.get(&p.subscription_id) {
-                Some(a) => Some(a.state.clone()),
-                None => self
-                    .store
-                    .load_subscription(&p.subscription_id)
-                    .map_err(|e| self.queues.store_error("loading a subscription", &e))?,
-            };
-            let state = match stored {
-                Some(s) if s.topic != p.topic => {
-                    return Err(invalid(alloc::format!(
-                        "Invalid params: subscription_id {:?} is bound to topic {:?}; \
-                         unsubscribe it first to reuse the id",
-                        p.subscription_id,
-                        s.topic
-                    )))
-                }
-                Some(s) => (s, false),
-                None => {
-                    let last = self
-                        .store
-                        .last_sequence(&p.topic)
-                        .map_err(|e| self.queues.store_error("reading a topic", &e))?;
-                    (SubscriptionState::new(p.topic.clone(), last), true)
-                }
-            };
-            states.push(state);
+        self.check_room(session, new)
+    }
+
+    /// A subscribe's ids are loaded: check again against what happened meanwhile, then
+    /// create the new ids in the store, or attach at once.
+    fn prepared(&mut self, mut job: Box<Job>, loaded: Vec<(SubscriptionState, bool)>) {
+        let checked = self.check_prepared(&mut job, loaded);
+        let fresh: Vec<(String, SubscriptionState)> = match checked {
+            Ok(fresh) => fresh,
+            Err(e) => {
+                self.end_job(&job);
+                self.queues.answer(job.session, job.ticket, Err(e));
+                return;
+            }
+        };
+        if fresh.is_empty() {
+            return self.created(job);
         }
-        let fresh = states.iter().filter(|(_, fresh)| *fresh).count();
-        if fresh > 0 && self.stored_ids()? + fresh > self.config.max_persistent_ids {
+        job.fresh = fresh.len();
+        self.pending_fresh += job.fresh;
+        self.task(StoreOp::Save { states: fresh }, Then::Created(job));
+    }
+
+    fn check_prepared(
+        &mut self,
+        job: &mut Job,
+        loaded: Vec<(SubscriptionState, bool)>,
+    ) -> Result<Vec<(String, SubscriptionState)>, ErrorObject<'static>> {
+        if !self.queues.sessions.contains_key(&job.session) {
+            return Err(ErrorObject::internal_error());
+        }
+        self.check_attach(job.session, &job.subs)?;
+        let mut fresh = Vec::new();
+        for (p, (stored, new)) in job.subs.iter().zip(loaded) {
+            // Attached meanwhile (here or by another subscribe): memory is newer.
+            let (state, new) = match self.persistent.get(&p.subscription_id) {
+                Some(a) => (a.state.clone(), false),
+                None => (stored, new),
+            };
+            if state.topic != p.topic {
+                return Err(invalid(alloc::format!(
+                    "Invalid params: subscription_id {:?} is bound to topic {:?}; \
+                     unsubscribe it first to reuse the id",
+                    p.subscription_id,
+                    state.topic
+                )));
+            }
+            if new {
+                let mut state = state.clone();
+                state.last_seen_ms = self.wall_ms;
+                fresh.push((p.subscription_id.clone(), state));
+            }
+            job.states.push(state);
+        }
+        let stored = self.stored_ids.unwrap_or(0) + self.pending_fresh;
+        if !fresh.is_empty() && stored + fresh.len() > self.config.max_persistent_ids {
             return Err(ErrorObject::new(
                 TOO_MANY_PERSISTENT_IDS,
                 alloc::format!(
@@ -1085,22 +1471,66 @@ impl<S: Store> Hub<S> {
                 ),
             ));
         }
+        Ok(fresh)
+    }
+
+    /// A subscribe's new ids are in the store: attach every subscription and answer.
+    fn created(&mut self, job: Box<Job>) {
+        self.end_job(&job);
+        let Job {
+            session,
+            ticket,
+            subs,
+            batch,
+            states,
+            ..
+        } = *job;
+        if !self.queues.sessions.contains_key(&session) {
+            return;
+        }
         let mut floors = Vec::with_capacity(subs.len());
-        for (p, (mut state, fresh)) in subs.iter().zip(states) {
-            if fresh {
-                state.last_seen_ms = self.wall_ms;
-                self.store
-                    .save_subscription(&p.subscription_id, &state)
-                    .map_err(|e| self.queues.store_error("saving a subscription", &e))?;
-                if let Some(n) = &mut self.stored_ids {
-                    *n += 1;
+        for (p, state) in subs.iter().zip(states) {
+            floors.push(state.ack_floor);
+            // Subscribing again on the same connection starts over from the floor too.
+            self.attach(session, &p.subscription_id, state);
+            self.fill(&p.subscription_id);
+        }
+        let mut out = Vec::new();
+        let written = if batch {
+            let items: Vec<Resumed<'_>> = subs
+                .iter()
+                .zip(&floors)
+                .map(|(s, &floor)| Resumed {
+                    subscription_id: &s.subscription_id,
+                    resumed_from_sequence: floor,
+                })
+                .collect();
+            list_result(&mut out, "subscriptions", &items)
+        } else {
+            write(
+                &mut out,
+                &Subscribed {
+                    subscription_id: &subs[0].subscription_id,
+                    topic: &subs[0].topic,
+                    resumed_from_sequence: floors[0],
+                },
+            )
+        };
+        self.queues
+            .answer(session, ticket, json_answer(written, out));
+    }
+
+    /// A subscribe job ends: its reservations go.
+    fn end_job(&mut self, job: &Job) {
+        self.pending_fresh -= job.fresh.min(self.pending_fresh);
+        for p in &job.subs {
+            if let Some(n) = self.reserved.get_mut(&p.subscription_id) {
+                *n -= 1;
+                if *n == 0 {
+                    self.reserved.remove(&p.subscription_id);
                 }
             }
-            floors.push(state.ack_floor);
-            self.attach(session, &p.subscription_id, state);
-            self.fill(&p.subscription_id, now);
         }
-        Ok(floors)
     }
 
     /// Gives subscription `id` to `session`, taking it from any other; unacknowledged
@@ -1135,6 +1565,8 @@ impl<S: Store> Hub<S> {
                 state,
                 cursor,
                 in_flight: BTreeMap::new(),
+                filling: false,
+                refill: false,
             },
         );
     }
@@ -1157,31 +1589,36 @@ impl<S: Store> Hub<S> {
         Some(active)
     }
 
-    fn unsubscribe_persistent(&mut self, id: &str) -> Result<bool, ErrorObject<'static>> {
-        let active = self.detach(id).is_some();
-        let stored = self
-            .store
-            .load_subscription(id)
-            .map_err(|e| self.queues.store_error("loading a subscription", &e))?
-            .is_some();
-        if stored {
-            self.store
-                .delete_subscription(id)
-                .map_err(|e| self.queues.store_error("deleting a subscription", &e))?;
-            if let Some(n) = &mut self.stored_ids {
-                *n = n.saturating_sub(1);
-            }
-        }
-        Ok(active || stored)
+    fn unsubscribe_persistent(
+        &mut self,
+        session: SessionId,
+        ids: Vec<String>,
+        batch: bool,
+    ) -> Handled {
+        let active = ids.iter().map(|id| self.detach(id).is_some()).collect();
+        let ticket = self.ticket();
+        let op = StoreOp::Remove { ids: ids.clone() };
+        let then = Then::Removed {
+            session,
+            ticket,
+            ids,
+            active,
+            batch,
+        };
+        self.task(op, then);
+        Handled::Later(ticket)
     }
 
-    /// `Ok(false)` for a sequence never delivered to this subscription.
+    /// `Ok(false)` for a sequence never delivered to this subscription. A state to save goes
+    /// to `saves`; the caller fills the window again (after queuing the save, so that the
+    /// answer comes before what the fill brings).
     fn acknowledge(
         &mut self,
         session: SessionId,
         id: &str,
         sequence: u64,
-        now: Instant,
+        _now: Instant,
+        saves: &mut Vec<(String, SubscriptionState)>,
     ) -> Result<bool, ErrorObject<'static>> {
         let Some(active) = self.persistent.get_mut(id).filter(|a| a.session == session) else {
             return Err(invalid(alloc::format!(
@@ -1194,74 +1631,118 @@ impl<S: Store> Hub<S> {
         active.clear_due(&mut self.deadlines, sequence);
         if active.state.ack(sequence) {
             active.state.last_seen_ms = self.wall_ms;
-            if let Err(e) = self.store.save_subscription(id, &active.state) {
-                return Err(self.queues.store_error("saving an acknowledgement", &e));
+            match saves.iter_mut().find(|(s, _)| s == id) {
+                Some((_, state)) => *state = active.state.clone(),
+                None => saves.push((id.into(), active.state.clone())),
             }
         }
-        self.fill(id, now);
         Ok(true)
     }
 
-    /// Queues the subscription's next messages from the store while its window has room.
-    fn fill(&mut self, id: &str, now: Instant) {
+    /// Asks the store for the subscription's next messages while its window has room (one
+    /// read under way per subscription; a change meanwhile reads again after it).
+    fn fill(&mut self, id: &str) {
+        let Some(active) = self.persistent.get_mut(id) else {
+            return;
+        };
+        if active.filling {
+            active.refill = true;
+            return;
+        }
+        let room = self
+            .config
+            .max_in_flight
+            .max(1)
+            .saturating_sub(active.in_flight.len());
+        if room == 0 {
+            return;
+        }
+        active.filling = true;
+        active.refill = false;
+        let (key, after) = (active.key, active.cursor);
+        let op = StoreOp::Read {
+            topic: active.state.topic.clone(),
+            after,
+            max: room,
+        };
+        let then = Then::Fill {
+            id: id.into(),
+            key,
+            after,
+            max: room,
+        };
+        self.task(op, then);
+    }
+
+    /// A read for `fill` is back: queue what is new, within the window.
+    fn filled(
+        &mut self,
+        id: &str,
+        key: u64,
+        after: u64,
+        max: usize,
+        read: Result<Vec<StoredMessage>, String>,
+        now: Instant,
+    ) {
         let Hub {
-            store,
             config,
             queues,
             persistent,
-            read_buf,
             deadlines,
             ..
         } = self;
-        let Some(active) = persistent.get_mut(id) else {
+        let Some(active) = persistent.get_mut(id).filter(|a| a.key == key) else {
             return;
         };
-        loop {
-            let room = config
-                .max_in_flight
-                .max(1)
-                .saturating_sub(active.in_flight.len());
-            if room == 0 {
-                return;
-            }
-            read_buf.clear();
-            if let Err(e) = store.read(&active.state.topic, active.cursor, room, read_buf) {
+        active.filling = false;
+        let messages = match read {
+            Ok(messages) => messages,
+            Err(e) => {
                 queues.store_error("reading messages", &e);
                 return;
             }
-            let Some(first) = read_buf.first() else {
-                return;
-            };
-            // A gap after the cursor: retention removed those messages, and since it removes
-            // from the front of a topic's log, everything before the first one left is gone
-            // for good, delivered or not. Without this the floor would stick below them.
-            if first.sequence > active.cursor + 1 {
-                let gone = first.sequence - 1;
-                let stale: Vec<u64> = active.in_flight.range(..=gone).map(|(&s, _)| s).collect();
-                for seq in stale {
-                    active.clear_due(deadlines, seq);
-                }
-                active.state.raise_floor(gone);
-                if let Err(e) = store.save_subscription(id, &active.state) {
-                    queues.store_error("saving a subscription", &e);
-                }
+        };
+        let mut save = false;
+        // A gap after what was asked for: retention removed those messages, and since it
+        // removes from the front of a topic's log, everything before the first one left is
+        // gone for good, delivered or not. Without this the floor would stick below them.
+        if let Some(first) = messages.first().filter(|m| m.sequence > after + 1) {
+            let gone = first.sequence - 1;
+            let stale: Vec<u64> = active.in_flight.range(..=gone).map(|(&s, _)| s).collect();
+            for seq in stale {
+                active.clear_due(deadlines, seq);
             }
-            let full = read_buf.len() >= room;
-            for m in read_buf.drain(..) {
-                active.cursor = active.cursor.max(m.sequence);
-                if active.state.is_acked(m.sequence) {
-                    continue;
-                }
-                active.set_due(
-                    deadlines,
-                    m.sequence,
-                    now.saturating_add(config.ack_timeout),
-                );
-                queues.enqueue(active.session, persistent_item(id, &m), config);
+            active.state.raise_floor(gone);
+            active.cursor = active.cursor.max(gone);
+            save = true;
+        }
+        let cap = config.max_in_flight.max(1);
+        let full = messages.len() >= max;
+        for m in &messages {
+            if m.sequence <= active.cursor {
+                continue;
             }
-            if !full {
-                return;
+            if active.in_flight.len() >= cap {
+                break;
             }
+            active.cursor = m.sequence;
+            if active.state.is_acked(m.sequence) {
+                continue;
+            }
+            active.set_due(
+                deadlines,
+                m.sequence,
+                now.saturating_add(config.ack_timeout),
+            );
+            queues.enqueue(active.session, persistent_item(id, m), config);
+        }
+        let again = full || active.refill;
+        if save {
+            let state = active.state.clone();
+            self.save(id, &state, "saving a subscription");
+        }
+        if again {
+            self.fill(id);
         }
     }
 
@@ -1272,9 +1753,8 @@ impl<S: Store> Hub<S> {
         self.wall_ms = wall_ms;
         if !matches!(self.next_expire, Some(t) if now < t) {
             self.next_expire = Some(now.saturating_add(self.config.expire_interval));
-            if let Err(e) = self.store.expire(wall_ms) {
-                self.queues.store_error("expiring messages", &e);
-            }
+            let op = StoreOp::Expire { now_ms: wall_ms };
+            self.task(op, Then::Quiet("expiring messages"));
         }
         if let Some(idle) = self.config.persistent_idle_timeout {
             if !matches!(self.next_sweep, Some(t) if now < t) {
@@ -1283,63 +1763,71 @@ impl<S: Store> Hub<S> {
                 self.sweep(idle);
             }
         }
-        let keys: BTreeSet<u64> = self
+        let due: Vec<(u64, u64)> = self
             .deadlines
             .iter()
             .take_while(|(due, _, _)| *due <= now)
-            .map(|&(_, key, _)| key)
+            .map(|&(_, key, seq)| (key, seq))
             .collect();
-        let due: Vec<String> = keys
-            .iter()
-            .filter_map(|k| self.keys.get(k).cloned())
-            .collect();
-        for id in due {
-            self.redeliver(&id, now);
-            self.fill(&id, now);
+        let again = now.saturating_add(self.config.ack_timeout);
+        for (key, seq) in due {
+            let Some(id) = self.keys.get(&key).cloned() else {
+                continue;
+            };
+            let Some(active) = self.persistent.get_mut(&id) else {
+                continue;
+            };
+            // Due again later unless the read below finds it gone.
+            active.set_due(&mut self.deadlines, seq, again);
+            let op = StoreOp::Read {
+                topic: active.state.topic.clone(),
+                after: seq - 1,
+                max: 1,
+            };
+            self.task(op, Then::Redeliver { id, key, seq });
         }
     }
 
-    fn redeliver(&mut self, id: &str, now: Instant) {
+    /// A read for a redelivery is back.
+    fn redelivered(
+        &mut self,
+        id: &str,
+        key: u64,
+        seq: u64,
+        read: Result<Vec<StoredMessage>, String>,
+    ) {
         let Hub {
-            store,
             config,
             queues,
             persistent,
-            read_buf,
             deadlines,
             ..
         } = self;
-        let Some(active) = persistent.get_mut(id) else {
+        let Some(active) = persistent.get_mut(id).filter(|a| a.key == key) else {
             return;
         };
-        let due: Vec<u64> = active
-            .in_flight
-            .iter()
-            .filter(|(_, &t)| t <= now)
-            .map(|(&s, _)| s)
-            .collect();
-        let mut gone = false;
-        for seq in due {
-            read_buf.clear();
-            if let Err(e) = store.read(&active.state.topic, seq - 1, 1, read_buf) {
+        if !active.in_flight.contains_key(&seq) {
+            return; // acknowledged meanwhile
+        }
+        let messages = match read {
+            Ok(messages) => messages,
+            Err(e) => {
                 queues.store_error("reading messages", &e);
                 return;
             }
-            match read_buf.first() {
-                Some(m) if m.sequence == seq => {
-                    active.set_due(deadlines, seq, now.saturating_add(config.ack_timeout));
-                    queues.enqueue(active.session, persistent_item(id, m), config);
-                }
-                // Removed by retention while unacknowledged: nothing left to deliver.
-                _ => {
-                    active.clear_due(deadlines, seq);
-                    gone |= active.state.ack(seq);
-                }
+        };
+        match messages.first() {
+            Some(m) if m.sequence == seq => {
+                queues.enqueue(active.session, persistent_item(id, m), config);
             }
-        }
-        if gone {
-            if let Err(e) = store.save_subscription(id, &active.state) {
-                queues.store_error("saving a subscription", &e);
+            // Removed by retention while unacknowledged: nothing left to deliver.
+            _ => {
+                active.clear_due(deadlines, seq);
+                if active.state.ack(seq) {
+                    let state = active.state.clone();
+                    self.save(id, &state, "saving a subscription");
+                }
+                self.fill(id);
             }
         }
     }
@@ -1351,6 +1839,22 @@ impl<S: Store> Hub<S> {
         let acks = self.deadlines.first().map(|&(due, _, _)| due);
         Some(acks.map_or(expire, |a| a.min(expire)))
     }
+}
+
+impl From<Outcome> for Handled {
+    fn from(outcome: Outcome) -> Self {
+        Handled::Answered(outcome)
+    }
+}
+
+impl From<Result<Handled, ErrorObject<'static>>> for Handled {
+    fn from(handled: Result<Handled, ErrorObject<'static>>) -> Self {
+        handled.unwrap_or_else(|e| Handled::Answered(Err(e)))
+    }
+}
+
+fn json_answer(written: Outcome, out: Vec<u8>) -> HubAnswer {
+    written.and_then(|()| String::from_utf8(out).map_err(|_| ErrorObject::internal_error()))
 }
 
 /// `d` in whole milliseconds, saturating.
