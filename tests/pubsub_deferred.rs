@@ -37,8 +37,9 @@ impl Deferred {
         self.collect();
         let task = self.tasks.pop_front().expect("a store task");
         let done = task.perform(&mut self.store);
-        self.hub.handle_store(task.token(), done, Instant::ZERO);
-        task.op().clone()
+        let op = task.op().clone();
+        self.hub.handle_store(task, done, Instant::ZERO);
+        op
     }
 
     /// Fails the oldest waiting task.
@@ -46,7 +47,7 @@ impl Deferred {
         self.collect();
         let task = self.tasks.pop_front().expect("a store task");
         let done = StoreDone::Failed("disk on fire".into());
-        self.hub.handle_store(task.token(), done, Instant::ZERO);
+        self.hub.handle_store(task, done, Instant::ZERO);
     }
 
     fn settle(&mut self) {

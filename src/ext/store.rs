@@ -192,6 +192,14 @@ pub trait Store {
     /// Removes every message older than its topic's `max_age`, given the wall clock in
     /// milliseconds since the Unix epoch.
     fn expire(&mut self, now_ms: u64) -> Result<(), Self::Error>;
+
+    /// Whether an operation may wait on I/O (a disk, a network): `true` unless the store
+    /// lives in memory. A server performs the operations of a store that waits off its
+    /// locks, on a worker of their own, and those of one that does not inline, where the
+    /// handoff would cost more than the operation.
+    fn waits(&self) -> bool {
+        true
+    }
 }
 
 /// A store chosen at run time (an embedded one, a remote one, memory): any [`Store`] behind
@@ -249,6 +257,10 @@ impl<S: Store> Store for TextErrors<S> {
     fn expire(&mut self, now_ms: u64) -> Result<(), String> {
         self.0.expire(now_ms).map_err(text)
     }
+
+    fn waits(&self) -> bool {
+        self.0.waits()
+    }
 }
 
 fn text(e: impl fmt::Display) -> String {
@@ -294,6 +306,10 @@ impl<S: Store + ?Sized> Store for Box<S> {
 
     fn expire(&mut self, now_ms: u64) -> Result<(), S::Error> {
         (**self).expire(now_ms)
+    }
+
+    fn waits(&self) -> bool {
+        (**self).waits()
     }
 }
 
@@ -667,6 +683,10 @@ impl Store for MemoryStore {
             }
         }
         Ok(())
+    }
+
+    fn waits(&self) -> bool {
+        false
     }
 }
 

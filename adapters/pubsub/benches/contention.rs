@@ -90,6 +90,11 @@ fn serve(store: DynStore) -> SocketAddr {
         Box::new(|r| eprintln!("{r}")),
     ));
     let mut router = AsyncRouter::new();
+    router
+        .raw_method("echo", |params| async move {
+            Ok(params.unwrap_or_else(|| RawValue::from_string("null".into()).unwrap()))
+        })
+        .unwrap();
     let publisher = Arc::clone(&hub);
     router
         .raw_method("publish", move |params| {
@@ -132,29 +137,47 @@ fn serve(store: DynStore) -> SocketAddr {
     rx.recv().unwrap()
 }
 
-/// Every connection sends its publishes at once, then reads every answer.
-fn round(peers: &mut [(TcpStream, BufReader<TcpStream>)]) -> Duration {
+/// Every connection sends its requests at once, then reads every answer: `publish` on
+/// every connection, or with `echo_every` = 2 `echo` (which needs no store) on every other
+/// one. Returns the time until the last answer of the connections that matter: all of
+/// them, or only the `echo` ones.
+fn round(peers: &mut [(TcpStream, BufReader<TcpStream>)], echo_every: usize) -> Duration {
     let start = Instant::now();
     std::thread::scope(|scope| {
-        for (i, (writer, reader)) in peers.iter_mut().enumerate() {
-            scope.spawn(move || {
-                let mut batch = String::new();
-                for n in 0..PER_CONNECTION {
-                    batch.push_str(&format!(
-                        "{{\"jsonrpc\":\"2.0\",\"id\":{n},\"method\":\"publish\",\"params\":[\"bench.c{i}\",{n}]}}\n"
-                    ));
-                }
-                writer.write_all(batch.as_bytes()).unwrap();
-                let mut line = String::new();
-                for _ in 0..PER_CONNECTION {
-                    line.clear();
-                    reader.read_line(&mut line).unwrap();
-                    assert!(line.contains("\"result\""), "{line}");
-                }
-            });
-        }
-    });
-    start.elapsed()
+        let threads: Vec<_> = peers
+            .iter_mut()
+            .enumerate()
+            .map(|(i, (writer, reader))| {
+                let echo = echo_every > 0 && i % echo_every == 1;
+                scope.spawn(move || {
+                    let mut batch = String::new();
+                    for n in 0..PER_CONNECTION {
+                        let (method, params) = if echo {
+                            ("echo", format!("[{n}]"))
+                        } else {
+                            ("publish", format!("[\"bench.c{i}\",{n}]"))
+                        };
+                        batch.push_str(&format!(
+                            "{{\"jsonrpc\":\"2.0\",\"id\":{n},\"method\":\"{method}\",\"params\":{params}}}\n"
+                        ));
+                    }
+                    writer.write_all(batch.as_bytes()).unwrap();
+                    let mut line = String::new();
+                    for _ in 0..PER_CONNECTION {
+                        line.clear();
+                        reader.read_line(&mut line).unwrap();
+                        assert!(line.contains("\"result\""), "{line}");
+                    }
+                    (echo || echo_every == 0).then(|| start.elapsed())
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .filter_map(|t| t.join().unwrap())
+            .max()
+            .unwrap_or_default()
+    })
 }
 
 type MakeStore = fn() -> DynStore;
@@ -184,7 +207,13 @@ fn contention(c: &mut Criterion) {
             })
             .collect();
         group.bench_function(BenchmarkId::from_parameter(name), |b| {
-            b.iter_custom(|iters| (0..iters).map(|_| round(&mut peers)).sum())
+            b.iter_custom(|iters| (0..iters).map(|_| round(&mut peers, 0)).sum())
+        });
+        // The other half of the connections only echo: how long they wait behind the
+        // publishers, when the store takes its time.
+        let echo = format!("{name}_echo_beside_32_publishers");
+        group.bench_function(BenchmarkId::from_parameter(echo), |b| {
+            b.iter_custom(|iters| (0..iters).map(|_| round(&mut peers, 2)).sum())
         });
     }
     group.finish();

@@ -7,9 +7,12 @@
 //!
 //! # Where the store runs
 //! The hub never calls the store: it hands out store operations ([`StoreTask`]) and takes
-//! their results back. One worker thread owns the store and performs them in order, without
-//! the lock, so a slow store (a NATS round trip, an fsync) never holds the lock every
-//! connection needs and never blocks a runtime's worker. A request that needs the store
+//! their results back. For a store that waits on I/O ([`Store::waits`]: redb, NATS), one
+//! worker thread owns the store and performs them in order, without the lock, so a slow
+//! store (a NATS round trip, an fsync) never holds the lock every connection needs and
+//! never blocks a runtime's worker. The in-memory store does not wait: its operations are
+//! performed at once under the lock, where a handoff to another thread would cost more
+//! than the operation. A request that needs the store
 //! (the persistent methods) is answered when its operations are done, through the
 //! connection's hook; a publish fans out to the ephemeral subscribers at once and appends in
 //! the background ([`Receipt`]). The same worker drives the hub's deadlines (acknowledgement
@@ -49,7 +52,7 @@ use sansrpc::ext::connection::{ConnectionExtension, ConnectionHook, Item, Taken,
 use sansrpc::ext::pubsub::{
     AppendId, Handled, Hub, HubConfig, Outgoing, PublishError, Report, SessionId, StoreTask,
 };
-use sansrpc::ext::store::Store;
+use sansrpc::ext::store::{self, DynStore, Store};
 use sansrpc::{Instant, RawValue};
 
 /// Where [`Report`]s go.
@@ -79,6 +82,9 @@ struct Shared {
 
 struct State {
     hub: Hub,
+    /// A store that does not wait ([`Store::waits`] false, memory): its operations are
+    /// performed at once under the lock, where a handoff to the worker would cost more.
+    inline: Option<DynStore>,
     wakes: BTreeMap<SessionId, Wake>,
     receipts: BTreeMap<AppendId, oneshot::Sender<Result<u64, PublishError>>>,
     /// What the worker sleeps until (`None`: it is busy, or sleeps with no deadline).
@@ -97,7 +103,17 @@ impl fmt::Debug for PubSub {
 #[derive(Debug)]
 pub struct Receipt {
     delivered: usize,
-    append: Option<oneshot::Receiver<Result<u64, PublishError>>>,
+    append: Append,
+}
+
+#[derive(Debug)]
+enum Append {
+    /// Not persisted.
+    None,
+    /// Appended already (a store that does not wait).
+    Done(Result<u64, PublishError>),
+    /// On the worker.
+    Pending(oneshot::Receiver<Result<u64, PublishError>>),
 }
 
 impl Receipt {
@@ -116,8 +132,9 @@ impl Receipt {
     /// Like [`Receipt::wait`], as a future (any runtime).
     pub async fn appended(self) -> Result<Option<u64>, PublishError> {
         match self.append {
-            None => Ok(None),
-            Some(rx) => match rx.await {
+            Append::None => Ok(None),
+            Append::Done(result) => result.map(Some),
+            Append::Pending(rx) => match rx.await {
                 Ok(result) => result.map(Some),
                 Err(_) => Err(PublishError::Store("the hub stopped".into())),
             },
@@ -141,9 +158,16 @@ impl PubSub {
         config: HubConfig,
         reporter: Reporter,
     ) -> Self {
+        let store = store::boxed(store);
+        let (inline, worker_store) = if store.waits() {
+            (None, Some(store))
+        } else {
+            (Some(store), None)
+        };
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 hub: Hub::new(config),
+                inline,
                 wakes: BTreeMap::new(),
                 receipts: BTreeMap::new(),
                 sleeping_until: None,
@@ -159,7 +183,7 @@ impl PubSub {
         // appended; the ephemeral pub/sub still works.
         let spawned = thread::Builder::new()
             .name("pubsub-store".into())
-            .spawn(move || worker.run_store(store));
+            .spawn(move || worker.run_store(worker_store));
         if let Err(e) = spawned {
             (shared.reporter)(&Report::Store {
                 operation: "starting the store worker",
@@ -176,11 +200,26 @@ impl PubSub {
         let (now, wall) = self.shared.clocks();
         self.shared.with(|state| {
             let publishing = state.hub.publish(topic, data, now, wall)?;
-            let append = publishing.append.map(|id| {
-                let (tx, rx) = oneshot::channel();
-                state.receipts.insert(id, tx);
-                rx
-            });
+            let append = match publishing.append {
+                None => Append::None,
+                Some(id) if state.inline.is_some() => {
+                    self.shared.run_inline(state);
+                    let mut mine = None;
+                    while let Some((done, result)) = state.hub.poll_appended() {
+                        if done == id {
+                            mine = Some(result);
+                        } else if let Some(tx) = state.receipts.remove(&done) {
+                            let _ = tx.send(result);
+                        }
+                    }
+                    Append::Done(mine.unwrap_or(Err(PublishError::Store("lost".into()))))
+                }
+                Some(id) => {
+                    let (tx, rx) = oneshot::channel();
+                    state.receipts.insert(id, tx);
+                    Append::Pending(rx)
+                }
+            };
             Ok(Receipt {
                 delivered: publishing.delivered,
                 append,
@@ -240,6 +279,7 @@ impl Shared {
     fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
         let mut state = self.lock();
         let result = f(&mut state);
+        self.run_inline(&mut state);
         let settled = settle(&mut state);
         drop(state);
         self.deliver(settled);
@@ -254,9 +294,22 @@ impl Shared {
         settled.reports.iter().for_each(|r| (self.reporter)(r));
     }
 
-    /// The store worker: performs the hub's store tasks in order, without the lock, and its
+    /// Performs the hub's store tasks at once, when the store does not wait.
+    fn run_inline(&self, state: &mut State) {
+        let State { hub, inline, .. } = state;
+        if let Some(store) = inline {
+            let (now, _) = self.clocks();
+            while let Some(task) = hub.poll_store() {
+                let done = task.perform(store);
+                hub.handle_store(task, done, now);
+            }
+        }
+    }
+
+    /// The worker: performs the hub's store tasks in order, without the lock (when the
+    /// store waits; `store` is `None` when they are performed inline), and the hub's
     /// deadlines in between.
-    fn run_store<S: Store>(&self, mut store: S) {
+    fn run_store(&self, mut store: Option<DynStore>) {
         let mut tasks: Vec<StoreTask> = Vec::with_capacity(TASKS_PER_ROUND);
         let mut done = Vec::with_capacity(TASKS_PER_ROUND);
         let mut state = self.lock();
@@ -267,8 +320,9 @@ impl Shared {
             let (now, wall) = self.clocks();
             if state.hub.poll_timeout().is_some_and(|t| t <= now) {
                 state.hub.handle_timeout(now, wall);
+                self.run_inline(&mut state);
             }
-            while tasks.len() < TASKS_PER_ROUND {
+            while store.is_some() && tasks.len() < TASKS_PER_ROUND {
                 match state.hub.poll_store() {
                     Some(task) => tasks.push(task),
                     None => break,
@@ -298,11 +352,16 @@ impl Shared {
             let settled = settle(&mut state);
             drop(state);
             self.deliver(settled);
-            done.extend(tasks.drain(..).map(|t| (t.token(), t.perform(&mut store))));
+            if let Some(store) = &mut store {
+                done.extend(tasks.drain(..).map(|t| {
+                    let result = t.perform(store);
+                    (t, result)
+                }));
+            }
             state = self.lock();
             let (now, _) = self.clocks();
-            for (token, result) in done.drain(..) {
-                state.hub.handle_store(token, result, now);
+            for (task, result) in done.drain(..) {
+                state.hub.handle_store(task, result, now);
             }
         }
     }

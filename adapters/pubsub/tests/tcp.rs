@@ -1,6 +1,8 @@
 //! Pub/sub over real TCP connections served by the blocking adapter: a publish from one
 //! client reaches another client's subscription, and closing a connection removes its
-//! subscriptions.
+//! subscriptions. Each test runs twice: with the in-memory store (its operations performed
+//! inline) and with a store that waits 1 ms per operation like a disk (performed by the
+//! store worker, answers coming later through the connection's hook).
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -9,22 +11,76 @@ use std::time::{Duration, Instant};
 
 use sansrpc::codec::Framing;
 use sansrpc::ext::pubsub::HubConfig;
-use sansrpc::ext::store::{MemoryStore, RetentionPolicy};
+use sansrpc::ext::store::{MemoryStore, RetentionPolicy, Store, StoredMessage, SubscriptionState};
 use sansrpc::router::Router;
 use sansrpc::ErrorObject;
+use sansrpc::RawValue;
 use sansrpc_blocking::{serve_tcp, Config, Extension, Server};
 use sansrpc_pubsub::PubSub;
 use serde_json::{json, Value};
 
-fn server() -> Server {
-    server_with(HubConfig::default())
+/// The in-memory store, taking 1 ms per operation and saying it waits.
+struct Disk(MemoryStore);
+
+impl Disk {
+    fn wait(&self) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
-fn server_with(hub: HubConfig) -> Server {
-    let pubsub = Arc::new(PubSub::new(
-        MemoryStore::new(RetentionPolicy::default()),
-        hub,
-    ));
+impl Store for Disk {
+    type Error = String;
+    fn append(&mut self, topic: &str, ts: u64, data: &RawValue) -> Result<u64, String> {
+        self.wait();
+        Ok(self.0.append(topic, ts, data).unwrap())
+    }
+    fn last_sequence(&mut self, topic: &str) -> Result<u64, String> {
+        self.wait();
+        Ok(self.0.last_sequence(topic).unwrap())
+    }
+    fn read(
+        &mut self,
+        topic: &str,
+        after: u64,
+        max: usize,
+        out: &mut Vec<StoredMessage>,
+    ) -> Result<(), String> {
+        self.wait();
+        self.0
+            .read(topic, after, max, out)
+            .map_err(|e| e.to_string())
+    }
+    fn load_subscription(&mut self, id: &str) -> Result<Option<SubscriptionState>, String> {
+        self.wait();
+        Ok(self.0.load_subscription(id).unwrap())
+    }
+    fn save_subscription(&mut self, id: &str, state: &SubscriptionState) -> Result<(), String> {
+        self.wait();
+        self.0
+            .save_subscription(id, state)
+            .map_err(|e| e.to_string())
+    }
+    fn delete_subscription(&mut self, id: &str) -> Result<(), String> {
+        self.wait();
+        self.0.delete_subscription(id).map_err(|e| e.to_string())
+    }
+    fn subscriptions(&mut self, out: &mut Vec<(String, u64)>) -> Result<(), String> {
+        self.0.subscriptions(out).map_err(|e| e.to_string())
+    }
+    fn expire(&mut self, now_ms: u64) -> Result<(), String> {
+        self.0.expire(now_ms).map_err(|e| e.to_string())
+    }
+}
+
+fn server_with(hub: HubConfig, disk: bool) -> Server {
+    let memory = MemoryStore::new(RetentionPolicy::default());
+    assert!(!memory.waits());
+    let pubsub = Arc::new(if disk {
+        assert!(Disk(MemoryStore::default()).waits());
+        PubSub::new(Disk(memory), hub)
+    } else {
+        PubSub::new(memory, hub)
+    });
     let mut router = Router::new();
     let hub = Arc::clone(&pubsub);
     router
@@ -93,8 +149,17 @@ impl Peer {
 }
 
 #[test]
-fn publish_reaches_another_connection_and_close_unsubscribes() {
-    let server = server();
+fn publish_reaches_another_connection_and_close_unsubscribes_in_memory() {
+    publish_reaches_another_connection_and_close_unsubscribes(false);
+}
+
+#[test]
+fn publish_reaches_another_connection_and_close_unsubscribes_on_a_disk() {
+    publish_reaches_another_connection_and_close_unsubscribes(true);
+}
+
+fn publish_reaches_another_connection_and_close_unsubscribes(disk: bool) {
+    let server = server_with(HubConfig::default(), disk);
     let mut a = Peer::connect(server.local_addr());
     let mut b = Peer::connect(server.local_addr());
     assert_eq!(
@@ -173,10 +238,19 @@ fn publish_reaches_another_connection_and_close_unsubscribes() {
 }
 
 #[test]
-fn the_timer_thread_redelivers_what_is_not_acknowledged() {
+fn the_worker_redelivers_what_is_not_acknowledged_in_memory() {
+    the_worker_redelivers_what_is_not_acknowledged(false);
+}
+
+#[test]
+fn the_worker_redelivers_what_is_not_acknowledged_on_a_disk() {
+    the_worker_redelivers_what_is_not_acknowledged(true);
+}
+
+fn the_worker_redelivers_what_is_not_acknowledged(disk: bool) {
     let mut config = HubConfig::default();
     config.ack_timeout = Duration::from_millis(200);
-    let server = server_with(config);
+    let server = server_with(config, disk);
     let mut a = Peer::connect(server.local_addr());
     let mut b = Peer::connect(server.local_addr());
     a.call(

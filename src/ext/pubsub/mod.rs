@@ -16,7 +16,7 @@
 //! - performs the store's work: [`Hub::poll_store`] hands out [`StoreTask`]s in the order
 //!   to perform them; [`StoreTask::perform`] runs one on a [`Store`](crate::ext::store::Store)
 //!   (blocking as long as the store does: off the lock, off any async worker), and
-//!   [`Hub::handle_store`] takes the result back. The hub never calls a store, so no lock is
+//!   [`Hub::handle_store`] takes the task back with its result. The hub never calls a store, so no lock is
 //!   held across store I/O. [`InlineHub`] does all of this at once for a caller that may
 //!   block (tests, an in-memory store, one thread);
 //! - drives time: [`Hub::handle_timeout`] at [`Hub::poll_timeout`] (ack timeouts, retention),
@@ -524,7 +524,7 @@ struct Job {
 /// What to do with a store task's result.
 #[derive(Debug)]
 enum Then {
-    Append(String, AppendId),
+    Append(AppendId),
     Fill {
         id: String,
         key: u64,
@@ -757,10 +757,10 @@ impl Hub {
         self.tasks.len()
     }
 
-    /// The result of the store task `token` ([`StoreTask::perform`]). `now` starts the
-    /// acknowledgement deadlines of what it delivers. An unknown token is ignored.
-    pub fn handle_store(&mut self, token: StoreToken, done: StoreDone, now: Instant) {
-        let Some(then) = self.waiting.remove(&token.0) else {
+    /// A store task, given back with its result ([`StoreTask::perform`]). `now` starts the
+    /// acknowledgement deadlines of what it delivers. A task of another hub is ignored.
+    pub fn handle_store(&mut self, task: StoreTask, done: StoreDone, now: Instant) {
+        let Some(then) = self.waiting.remove(&task.token.0) else {
             return;
         };
         let failed = match &done {
@@ -768,11 +768,13 @@ impl Hub {
             _ => None,
         };
         match (then, done) {
-            (Then::Append(topic, id), StoreDone::Appended(seq)) => {
+            (Then::Append(id), StoreDone::Appended(seq)) => {
                 self.push_appended(id, Ok(seq));
-                self.on_appended(&topic, now);
+                if let StoreOp::Append { topic, .. } = &task.op {
+                    self.on_appended(topic, now);
+                }
             }
-            (Then::Append(_, id), _) => {
+            (Then::Append(id), _) => {
                 let e = failed.unwrap_or_default();
                 self.queues.store_error("appending a message", &e);
                 self.push_appended(id, Err(PublishError::Store(e)));
@@ -1276,7 +1278,7 @@ impl Hub {
             timestamp_ms: wall_ms,
             data: data.to_owned(),
         };
-        self.task(op, Then::Append(topic.into(), id));
+        self.task(op, Then::Append(id));
         Ok(Publishing {
             delivered,
             append: Some(id),

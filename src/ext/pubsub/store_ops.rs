@@ -20,7 +20,7 @@ use crate::time::Instant;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct StoreToken(pub(super) u64);
 
-/// One store operation the hub needs, with the token its result goes back under. Perform
+/// One store operation the hub needs; give it back to the hub with its result. Perform
 /// tasks in the order [`Hub::poll_store`](super::Hub::poll_store) gives them (one at a time,
 /// or at least never reordered), off any lock that connections need; results may come back
 /// later, in any order.
@@ -279,7 +279,7 @@ impl<S: Store> InlineHub<S> {
     pub fn settle(&mut self, now: Instant) {
         while let Some(task) = self.hub.poll_store() {
             let done = task.perform(&mut self.store);
-            self.hub.handle_store(task.token(), done, now);
+            self.hub.handle_store(task, done, now);
         }
     }
 
