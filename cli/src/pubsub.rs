@@ -11,7 +11,7 @@ use sansrpc::ext::store::{self, MemoryStore, Retention, RetentionPolicy};
 use sansrpc::router::{MethodDoc, Router};
 use sansrpc::{ErrorObject, RawValue};
 use sansrpc_pubsub::PubSub;
-use sansrpc_store_nats::{BusEvent, NatsBus, NatsStore};
+use sansrpc_store_nats::{NatsBus, NatsStore};
 use sansrpc_store_redb::RedbStore;
 use serde::Deserialize;
 
@@ -66,8 +66,8 @@ pub struct PubSubArgs {
     persistent_idle_timeout: Option<String>,
 }
 
-/// The hub `serve` runs.
-pub type Hub = Arc<Node>;
+/// The hub `serve` runs (with `--nats`, joined to the other servers through the bus).
+pub type Hub = Arc<PubSub>;
 
 /// A duration such as `90`, `90s`, `15m`, `12h` or `7d`, given to `flag`.
 fn parse_age(flag: &str, text: &str) -> Fallible<Duration> {
@@ -156,43 +156,15 @@ impl PubSubArgs {
         };
         let reporter = Box::new(|r: &sansrpc::ext::pubsub::Report| tracing::warn!("{r}"));
         let pubsub = Arc::new(PubSub::with_reporter(store, config, reporter));
-        let bus = bus.map(|(bus, events)| {
-            let hub = Arc::downgrade(&pubsub);
-            let spawned = std::thread::Builder::new()
-                .name("nats-bus".into())
-                .spawn(move || {
-                    for event in events {
-                        let Some(hub) = hub.upgrade() else { break };
-                        match event {
-                            BusEvent::Published { topic, data } => {
-                                if let Err(e) = hub.publish_local(&topic, &data) {
-                                    tracing::warn!(topic, "a publish from another node: {e}");
-                                }
-                            }
-                            BusEvent::Appended { topic } => hub.on_appended(&topic),
-                            _ => {}
-                        }
-                    }
-                });
-            if let Err(e) = spawned {
-                tracing::error!("no thread for the NATS bus: {e}");
-            }
-            bus
-        });
-        Ok(Arc::new(Node { pubsub, bus }))
-    }
-}
-
-/// This server's hub, and with `--nats` the bus that joins it to the other servers.
-pub struct Node {
-    pubsub: Arc<PubSub>,
-    bus: Option<NatsBus>,
-}
-
-impl Node {
-    /// The per-connection extension serving the subscription methods.
-    pub fn extension(&self) -> Arc<PubSub> {
-        Arc::clone(&self.pubsub)
+        if let Some((bus, events)) = bus {
+            let forward = Box::new(move |topic: &str, data: &RawValue| {
+                bus.publish(topic, data).map_err(|e| e.to_string())
+            });
+            pubsub
+                .join_cluster(events, forward)
+                .map_err(|e| format!("no thread for the NATS bus: {e}"))?;
+        }
+        Ok(pubsub)
     }
 }
 
@@ -205,23 +177,13 @@ struct PublishParams {
 /// Publishes the `publish` method's params: the fan-out happens now; the returned receipt
 /// tells when the store has the message.
 fn publish(
-    hub: &Node,
+    hub: &PubSub,
     decoder: &sansrpc::method::ParamsDecoder<PublishParams>,
     params: Option<&RawValue>,
 ) -> Result<sansrpc_pubsub::Receipt, ErrorObject<'static>> {
     let p = decoder.decode(params)?;
     let data = RawValue::from_json(p.data.get()).map_err(|_| ErrorObject::invalid_params())?;
-    let receipt = hub
-        .pubsub
-        .publish(&p.topic, data)
-        .map_err(|e| e.to_error_object())?;
-    if let Some(bus) = &hub.bus {
-        // The other servers' subscribers: the bus never hears its own publishes back.
-        if let Err(e) = bus.publish(&p.topic, data) {
-            tracing::warn!(topic = p.topic, "publishing to the other servers: {e}");
-        }
-    }
-    Ok(receipt)
+    hub.publish(&p.topic, data).map_err(|e| e.to_error_object())
 }
 
 /// The `publish` answer once the store has the message.

@@ -453,7 +453,7 @@ pub fn run(
     pubsub::register(&mut router, &hub, true);
     let router = Arc::new(router);
     let mut config = Config::default();
-    config.extension = Some(sansrpc_blocking::Extension::new(hub.extension()));
+    config.extension = Some(sansrpc_blocking::Extension::new(hub.clone()));
     config.framing = framing.framing();
     config.max_connections = protect.max_connections();
     // The endpoint config holds the flags' timeouts already (0 meaning never).
@@ -507,7 +507,7 @@ fn serve_tokio(addr: &str, ws: bool, protect: &ProtectArgs, hub: &pubsub::Hub) -
         pubsub::register_async(&mut router, hub, ws);
         let mut builder = sansrpc_tokio::Builder::new().config(config).router(router);
         if ws {
-            builder = builder.extension(sansrpc_tokio::Extension::new(hub.extension()));
+            builder = builder.extension(sansrpc_tokio::Extension::new(hub.clone()));
         }
         let forever = std::future::pending::<()>();
         let grace = std::time::Duration::from_secs(5);

@@ -43,20 +43,25 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant as StdInstant, SystemTime, UNIX_EPOCH};
 
 use futures_channel::oneshot;
 use sansrpc::ext::connection::{ConnectionExtension, ConnectionHook, Item, Taken, Wake};
 use sansrpc::ext::pubsub::{
-    AppendId, Handled, Hub, HubConfig, Outgoing, PublishError, Report, SessionId, StoreTask,
+    AppendId, Handled, Hub, HubConfig, NodeEvent, Outgoing, PublishError, Report, SessionId,
+    StoreTask,
 };
 use sansrpc::ext::store::{self, DynStore, Store};
 use sansrpc::{Instant, RawValue};
 
 /// Where [`Report`]s go.
 pub type Reporter = Box<dyn Fn(&Report) + Send + Sync>;
+
+/// Carries a publish of this node to the other nodes of a cluster: `(topic, data)`, an
+/// error as text (reported, the local fan-out happened).
+pub type Forward = Box<dyn Fn(&str, &RawValue) -> Result<(), String> + Send + Sync>;
 
 /// Most notifications one [`ConnectionHook::drain`] call moves, so that one busy
 /// connection does not hold the hub's lock for long.
@@ -74,6 +79,8 @@ pub struct PubSub {
 
 struct Shared {
     state: Mutex<State>,
+    /// Carries this node's publishes to the other nodes of a cluster.
+    forward: OnceLock<Forward>,
     /// Signalled when the worker has store tasks or an earlier deadline, or on drop.
     worker: Condvar,
     start: StdInstant,
@@ -175,6 +182,7 @@ impl PubSub {
                 stop: false,
             }),
             worker: Condvar::new(),
+            forward: OnceLock::new(),
             start: StdInstant::now(),
             reporter,
         });
@@ -198,7 +206,7 @@ impl PubSub {
     /// subscribers by the store worker; the [`Receipt`] tells when.
     pub fn publish(&self, topic: &str, data: &RawValue) -> Result<Receipt, PublishError> {
         let (now, wall) = self.shared.clocks();
-        self.shared.with(|state| {
+        let receipt = self.shared.with(|state| {
             let publishing = state.hub.publish(topic, data, now, wall)?;
             let append = match publishing.append {
                 None => Append::None,
@@ -224,7 +232,57 @@ impl PubSub {
                 delivered: publishing.delivered,
                 append,
             })
-        })
+        })?;
+        if let Some(forward) = self.shared.forward.get() {
+            // The other nodes' subscribers (a bus never hands a node its own publishes back).
+            if let Err(message) = forward(topic, data) {
+                (self.shared.reporter)(&Report::Store {
+                    operation: "publishing to the other nodes",
+                    message,
+                });
+            }
+        }
+        Ok(receipt)
+    }
+
+    /// Joins a cluster: every event of `events` (what the other nodes did) is applied to
+    /// this hub, on a thread of its own, until the events end or the hub is dropped; and
+    /// from now on every [`PubSub::publish`] is also handed to `forward`, for the other
+    /// nodes' subscribers. With `sansrpc-store-nats`:
+    /// `let (bus, events) = NatsBus::connect(url, 4096)?;` then
+    /// `pubsub.join_cluster(events, Box::new(move |t, d| bus.publish(t, d).map_err(|e| e.to_string())))`.
+    /// Joining twice is refused.
+    pub fn join_cluster<I>(&self, events: I, forward: Forward) -> std::io::Result<()>
+    where
+        I: IntoIterator<Item = NodeEvent>,
+        I::IntoIter: Send + 'static,
+    {
+        if self.shared.forward.set(forward).is_err() {
+            return Err(std::io::Error::other("this hub joined a cluster already"));
+        }
+        let shared = Arc::downgrade(&self.shared);
+        let events = events.into_iter();
+        thread::Builder::new()
+            .name("pubsub-cluster".into())
+            .spawn(move || {
+                for event in events {
+                    let Some(shared) = shared.upgrade() else {
+                        break;
+                    };
+                    if shared.lock().stop {
+                        break;
+                    }
+                    let (now, _) = shared.clocks();
+                    let applied = shared.with(|state| state.hub.handle_node_event(&event, now));
+                    if let Err(e) = applied {
+                        (shared.reporter)(&Report::Store {
+                            operation: "applying another node's publish",
+                            message: e.to_string(),
+                        });
+                    }
+                }
+            })
+            .map(|_| ())
     }
 
     /// [`Hub::publish_local`]: the ephemeral fan-out only (a message from another node).

@@ -10,26 +10,10 @@ use sansrpc::RawValue;
 use crate::runtime::Runtime;
 use crate::{check_topic, nats, Error, DEFAULT_TIMEOUT, LOG_PREFIX, PUB_PREFIX};
 
-/// Something another node (or this node's store) did, for the local pub/sub hub.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum BusEvent {
-    /// Another node published `data` to `topic`: deliver it to local subscribers (the hub's
-    /// `publish_local`). A bus never hears its own publishes back.
-    Published {
-        /// The topic published to.
-        topic: String,
-        /// The published data.
-        data: Box<RawValue>,
-    },
-    /// A persistent message was appended to `topic`'s log, by any node including this one:
-    /// local persistent subscribers of the topic have something to read (the hub's
-    /// `on_appended`). A hint only, the log is the truth.
-    Appended {
-        /// The topic appended to.
-        topic: String,
-    },
-}
+/// Something another node (or this node's store) did, for the local pub/sub hub: the core's
+/// [`NodeEvent`](sansrpc::ext::pubsub::NodeEvent), which `sansrpc_pubsub::PubSub::join_cluster`
+/// applies.
+pub use sansrpc::ext::pubsub::NodeEvent as BusEvent;
 
 /// A connection to NATS that carries ephemeral publishes between nodes and tells of
 /// persistent appends made by any node.

@@ -498,6 +498,28 @@ pub enum Handled {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct AppendId(u64);
 
+/// Something another node of a cluster did, for this node's hub: what a cluster backend
+/// (a bus between servers, like `sansrpc-store-nats`'s) hands to [`Hub::handle_node_event`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NodeEvent {
+    /// Another node published `data` to `topic`: deliver it to this node's subscribers
+    /// ([`Hub::publish_local`]). A bus never hands a node its own publishes back.
+    Published {
+        /// The topic published to.
+        topic: String,
+        /// The published data.
+        data: Box<RawValue>,
+    },
+    /// A persistent message was appended to `topic`'s shared log, by any node: this node's
+    /// persistent subscribers of the topic have something to read ([`Hub::on_appended`]).
+    /// A hint only; the log is the truth.
+    Appended {
+        /// The topic appended to.
+        topic: String,
+    },
+}
+
 /// What [`Hub::publish`] did at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Publishing {
@@ -1313,6 +1335,21 @@ impl Hub {
         let n = matched.len();
         self.matched = matched;
         Ok(n)
+    }
+
+    /// Applies what another node of the cluster did ([`NodeEvent`]).
+    pub fn handle_node_event(
+        &mut self,
+        event: &NodeEvent,
+        now: Instant,
+    ) -> Result<(), PublishError> {
+        match event {
+            NodeEvent::Published { topic, data } => self.publish_local(topic, data).map(|_| ()),
+            NodeEvent::Appended { topic } => {
+                self.on_appended(topic, now);
+                Ok(())
+            }
+        }
     }
 
     /// The persistent half of [`Hub::publish`]: a message was appended to `topic` (by this
