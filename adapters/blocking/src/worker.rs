@@ -3,6 +3,8 @@
 //! driver thread, which answers the pulls through the connection machine.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use sansrpc::ext::stream::{BoxSource, Demand, Produced};
 use sansrpc::ErrorObject;
@@ -80,6 +82,8 @@ pub(crate) fn work_stream(
 /// gathered, handed out one at a time.
 pub(crate) struct Lent {
     pub(crate) source: Option<BoxSource>,
+    /// The stream handler's cancellation flag, set when the stream goes.
+    cancelled: Arc<AtomicBool>,
     /// A worker has the iterator.
     pub(crate) lent: bool,
     buf: Vec<u8>,
@@ -89,10 +93,17 @@ pub(crate) struct Lent {
     end: Option<Produced>,
 }
 
+impl Drop for Lent {
+    fn drop(&mut self) {
+        self.cancelled.store(true, Ordering::Relaxed);
+    }
+}
+
 impl Lent {
-    pub(crate) fn new(source: BoxSource) -> Lent {
+    pub(crate) fn new(source: BoxSource, cancelled: Arc<AtomicBool>) -> Lent {
         Lent {
             source: Some(source),
+            cancelled,
             lent: false,
             buf: Vec::new(),
             ends: VecDeque::new(),

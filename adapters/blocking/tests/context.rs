@@ -61,3 +61,39 @@ fn a_handler_calls_its_peer_and_reports_progress() {
     assert_eq!(answer["result"], "Hello, Ada (request 7)");
     server.shutdown();
 }
+
+#[test]
+fn a_stream_handler_keeps_its_context_and_sees_its_stream_end() {
+    let kept = Arc::new(std::sync::Mutex::new(None::<RequestContext>));
+    let slot = kept.clone();
+    let mut router = Router::new();
+    router
+        .stream_method("count", move |(to,): (u64,)| {
+            *slot.lock().unwrap() = RequestContext::current();
+            Ok((0..to).map(Ok::<u64, ErrorObject<'static>>))
+        })
+        .unwrap();
+    let server = serve_tcp("127.0.0.1:0", Arc::new(router), Config::default()).unwrap();
+    let mut peer = Peer::connect(server.local_addr());
+    peer.send(r#"{"jsonrpc":"2.0","method":"count","params":[2],"id":9}"#);
+    let stream = peer.expect()["result"]["stream"].as_u64().unwrap();
+    let cx = kept
+        .lock()
+        .unwrap()
+        .clone()
+        .expect("a context while making the stream");
+    assert_eq!(cx.id().to_string(), "9");
+    assert!(!cx.is_cancelled(), "the stream is open");
+    // The peer cancels the stream: the handler's context says so.
+    peer.send_json(
+        &json!({"jsonrpc":"2.0","method":"rpc.stream.cancel","params":{"stream": stream}}),
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !cx.is_cancelled() && std::time::Instant::now() < deadline {
+        // A round trip on the connection: the cancel before it was handled.
+        peer.send(r#"{"jsonrpc":"2.0","method":"none","id":10}"#);
+        peer.expect();
+    }
+    assert!(cx.is_cancelled());
+    server.shutdown();
+}

@@ -1,5 +1,6 @@
 //! What an async handler knows about the request it answers: [`RequestContext`].
 
+use std::cell::RefCell;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -82,6 +83,17 @@ impl RequestContext {
         }
     }
 
+    /// The context of the request whose synchronous handler runs on this thread: a core
+    /// [`Router`](sansrpc::router::Router) method the driver runs inline, or a stream
+    /// method's handler while it makes its stream (keep a clone in the stream:
+    /// [`is_cancelled`](Self::is_cancelled) turns true once the stream ends or the peer
+    /// cancels it). `None` elsewhere; an async handler registered with a context gets its
+    /// own as an argument. A synchronous call handler runs to its end, so it is never
+    /// cancelled; it reports progress with [`queue_progress`](Self::queue_progress).
+    pub fn current() -> Option<RequestContext> {
+        CURRENT.with(|c| c.borrow().clone())
+    }
+
     /// The request's id, exactly as the peer sent it.
     pub fn id(&self) -> &Id<'static> {
         &self.id
@@ -118,6 +130,32 @@ impl RequestContext {
         };
         self.peer.send_progress(token, value).await.map(|()| true)
     }
+
+    /// Like [`report_progress`](Self::report_progress) without waiting, for a synchronous
+    /// handler: the notification is queued for the connection (sent after the handler
+    /// returns when it runs on the connection's own task). False when the request carried
+    /// no token.
+    pub fn queue_progress(&self, value: &RawValue) -> bool {
+        let Some(token) = &self.progress else {
+            return false;
+        };
+        // The command is queued when the future is made; nobody waits for its send.
+        drop(self.peer.send_progress(token, value));
+        true
+    }
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<RequestContext>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with `cx` as this thread's [`RequestContext::current`].
+pub(crate) fn with_current<R>(cx: Option<RequestContext>, f: impl FnOnce() -> R) -> R {
+    let Some(cx) = cx else { return f() };
+    let before = CURRENT.with(|c| c.borrow_mut().replace(cx));
+    let result = f();
+    CURRENT.with(|c| *c.borrow_mut() = before);
+    result
 }
 
 /// A request's cancellation flag, set by the driver, awaited by the handler.
@@ -131,6 +169,13 @@ struct Signal {
 }
 
 impl CancelSignal {
+    /// A signal nobody sets (a synchronous handler runs to its end), shared: no allocation
+    /// per request.
+    pub(crate) fn never() -> CancelSignal {
+        static NEVER: std::sync::OnceLock<CancelSignal> = std::sync::OnceLock::new();
+        NEVER.get_or_init(CancelSignal::default).clone()
+    }
+
     pub(crate) fn set(&self) {
         self.0.set.store(true, Ordering::Release);
         let wakers = std::mem::take(&mut *self.0.wakers.lock().unwrap_or_else(|e| e.into_inner()));

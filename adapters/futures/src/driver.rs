@@ -139,6 +139,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                 max_concurrent: parts.max_concurrent,
                 max_queued: parts.max_queued,
                 producers: BTreeMap::new(),
+                stream_signals: BTreeMap::new(),
                 // Handlers' contexts call the peer through it (it keeps the commands open,
                 // which only matters for a connection that serves nothing).
                 peer: serving.then(|| client.clone()),

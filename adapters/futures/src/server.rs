@@ -19,7 +19,7 @@ use sansrpc::{ErrorObject, Instant, Notification};
 
 use crate::calls::Calls;
 use crate::client::{CallError, Client};
-use crate::context::CancelSignal;
+use crate::context::{with_current, CancelSignal, RequestContext};
 use crate::router::{AsyncRouter, BoxFuture, HandlerResult, Origin, Work};
 use crate::stream::Producer;
 
@@ -49,6 +49,8 @@ pub(crate) struct Server {
     pub max_concurrent: usize,
     pub max_queued: usize,
     pub producers: BTreeMap<u64, Producer>,
+    /// The contexts of stream handlers, set when their stream goes.
+    pub stream_signals: BTreeMap<u64, CancelSignal>,
     pub peer: Option<Client>,
 }
 
@@ -89,6 +91,9 @@ impl Server {
 
     pub(crate) fn clear(&mut self) {
         self.producers.clear();
+        std::mem::take(&mut self.stream_signals)
+            .values()
+            .for_each(CancelSignal::set);
         self.running.clear();
         self.aborts.clear();
         self.waiting.clear();
@@ -124,12 +129,34 @@ impl Server {
                         peer: self.peer.as_ref(),
                         profile,
                     };
+                    // What a synchronous handler (or a stream's) sees as its context.
+                    let stream_signal = router
+                        .is_stream(&request.method)
+                        .then(CancelSignal::default);
+                    let cx = |signal: Option<CancelSignal>| {
+                        let peer = self.peer.clone()?;
+                        let token = profile.progress_token(params);
+                        let signal = signal.unwrap_or_else(CancelSignal::never);
+                        Some(RequestContext::new(
+                            request.id.to_owned_id(),
+                            peer,
+                            signal,
+                            token,
+                        ))
+                    };
+                    let opening = stream_signal
+                        .is_some()
+                        .then(|| cx(stream_signal.clone()))
+                        .flatten();
                     let work = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                        router.request(&request.method, params, &request.id, &origin)
+                        with_current(opening, || {
+                            router.request(&request.method, params, &request.id, &origin)
+                        })
                     }));
                     let work = match work {
                         Ok(Work::Sync) => {
-                            router.core().dispatch(&request, &mut self.reply);
+                            let core = router.core();
+                            with_current(cx(None), || core.dispatch(&request, &mut self.reply));
                             self.reply.answer(conn, handle);
                             continue;
                         }
@@ -144,6 +171,9 @@ impl Server {
                         Work::Stream(Ok(producer)) => {
                             if let Some(stream) = conn.open_stream(handle, now) {
                                 self.producers.insert(stream, producer);
+                                if let Some(signal) = stream_signal {
+                                    self.stream_signals.insert(stream, signal);
+                                }
                                 room = room.saturating_sub(1);
                             }
                         }
@@ -204,6 +234,9 @@ impl Server {
                 }
                 connection::Event::StreamClosed { stream } => {
                     self.producers.remove(&stream);
+                    if let Some(signal) = self.stream_signals.remove(&stream) {
+                        signal.set();
+                    }
                     room += 1;
                 }
                 connection::Event::Closed { reason } => {

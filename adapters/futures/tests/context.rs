@@ -244,3 +244,84 @@ fn layers_see_async_handlers_finish() {
         );
     }));
 }
+
+#[test]
+fn synchronous_and_stream_handlers_find_their_context() {
+    smol::block_on(within(LIMIT, async {
+        let mut core = sansrpc::router::Router::new();
+        core.raw_method("whoami", |_, out| {
+            let cx = RequestContext::current().expect("a context in a sync handler");
+            let progress = RawValue::from_json("{\"kind\":\"report\"}").unwrap();
+            let queued = cx.queue_progress(progress);
+            out.extend_from_slice(format!("\"{} {queued}\"", cx.id()).as_bytes());
+            Ok(())
+        })
+        .unwrap();
+        let kept = std::sync::Arc::new(std::sync::Mutex::new(None::<RequestContext>));
+        let slot = kept.clone();
+        core.stream_method("count", move |(to,): (u64,)| {
+            *slot.lock().unwrap() = RequestContext::current();
+            Ok((1..=to).map(Ok::<u64, ErrorObject<'static>>))
+        })
+        .unwrap();
+        let (seen_tx, mut seen) = mpsc::unbounded();
+        let mut client = AsyncRouter::new();
+        client
+            .raw_notification("$/progress", move |params| {
+                let _ = seen_tx.unbounded_send(params.map(|p| p.get().to_owned()));
+                async {}
+            })
+            .unwrap();
+        let (client, _served) = pair(
+            Builder::new().router(AsyncRouter::from_router(core)),
+            Builder::new().router(client),
+        )
+        .await;
+        let answer = client
+            .call_raw(
+                "whoami",
+                Some(RawValue::from_json(r#"{"workDoneToken":"w"}"#).unwrap()),
+            )
+            .await
+            .unwrap();
+        let answer: String = serde_json::from_str(answer.get()).unwrap();
+        assert!(answer.ends_with(" true"), "{answer}");
+        let note = seen
+            .next()
+            .await
+            .flatten()
+            .expect("progress from a sync handler");
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&note).unwrap(),
+            serde_json::json!({"token": "w", "value": {"kind": "report"}})
+        );
+        // Outside a handler there is none.
+        assert!(RequestContext::current().is_none());
+
+        let mut items = client
+            .stream::<_, u64>("count", &(3,), sansrpc_futures::StreamOptions::new(4, 8))
+            .await
+            .unwrap();
+        let mut got = Vec::new();
+        while let Some(item) = items.next().await {
+            got.push(item.unwrap());
+        }
+        assert_eq!(got, [1, 2, 3]);
+        let cx = kept
+            .lock()
+            .unwrap()
+            .clone()
+            .expect("a context in a stream handler");
+        // The stream ended: its context says so once the server dropped it.
+        for _ in 0..200 {
+            if cx.is_cancelled() {
+                break;
+            }
+            async_io::Timer::after(Duration::from_millis(10)).await;
+        }
+        assert!(
+            cx.is_cancelled(),
+            "the stream's context is cancelled when it ends"
+        );
+    }));
+}

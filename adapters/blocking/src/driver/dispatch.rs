@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use sansrpc::codec::FrameError;
 use sansrpc::connection::Event;
-use sansrpc::endpoint::IncomingId;
+use sansrpc::endpoint::{IncomingId, Profile};
 use sansrpc::endpoint::{RequestOptions, SendError, Timeout};
 use sansrpc::ext::stream::Produced;
 use sansrpc::method::{decode_result, encode_params_owned, CallError, Method};
@@ -64,9 +64,36 @@ thread_local! {
     static CURRENT: RefCell<Option<RequestContext>> = const { RefCell::new(None) };
 }
 
+/// The context a handler of `request` sees on a connection with `config`, cancelled
+/// through `flag`.
+fn context(
+    request: &Request<'_>,
+    flag: Arc<AtomicBool>,
+    config: &(Profile, Option<Duration>),
+    connection: &Sender<Cmd>,
+) -> RequestContext {
+    RequestContext {
+        id: request.id.to_owned_id(),
+        progress: config.0.progress_token(request.params.as_deref()),
+        cancelled: flag,
+        connection: connection.clone(),
+        default_timeout: config.1,
+    }
+}
+
+/// Runs `f` with `cx` as this thread's [`RequestContext::current`].
+fn with_context<R>(cx: RequestContext, f: impl FnOnce() -> R) -> R {
+    let before = CURRENT.with(|c| c.borrow_mut().replace(cx));
+    let result = f();
+    CURRENT.with(|c| *c.borrow_mut() = before);
+    result
+}
+
 /// The request the current thread's handler answers, and the connection it came on: the
 /// blocking adapter's handler context, from [`RequestContext::current`] inside a handler
-/// run on the pool (the async adapters give theirs as an argument).
+/// run on the pool, and inside a stream method's handler while it makes its iterator
+/// (keep a clone in the iterator: [`is_cancelled`](RequestContext::is_cancelled) turns
+/// true once the stream ends or the peer cancels it).
 ///
 /// - [`id`](RequestContext::id): the request's id as the peer sent it;
 /// - [`peer`](RequestContext::peer): calls and notifications to the peer, from inside the
@@ -270,6 +297,8 @@ impl Driver {
         let now = self.now();
         // Checked before a stream method's handler runs, so a flood of opens builds nothing.
         let mut room = self.conn.stream_room();
+        let config = &self.conn.config().endpoint;
+        let config = (config.profile, config.default_timeout);
         while let Some(event) = self.conn.poll_event() {
             any = true;
             match event {
@@ -283,15 +312,19 @@ impl Driver {
                         self.conn.refuse_stream(handle);
                         continue;
                     }
-                    // Built here: the handler only makes the iterator; a worker runs it.
+                    // Built here: the handler only makes the iterator; a worker runs it. The
+                    // handler sees its context; the flag is set when the stream ends.
+                    let flag = Arc::new(AtomicBool::new(false));
+                    let cx = context(&request, Arc::clone(&flag), &config, &self.me);
                     let params = request.params.as_deref();
-                    let open = || self.router.open_stream(&request.method, params);
+                    let open =
+                        || with_context(cx, || self.router.open_stream(&request.method, params));
                     let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(open))
                         .unwrap_or_else(|_| Some(Err(ErrorObject::internal_error())));
                     match opened {
                         Some(Ok(source)) => {
                             if let Some(stream) = self.conn.open_stream(handle, now) {
-                                self.lent.insert(stream, Lent::new(source));
+                                self.lent.insert(stream, Lent::new(source, flag));
                                 room = room.saturating_sub(1);
                             }
                         }
@@ -359,26 +392,19 @@ impl Driver {
         };
         let flag = Arc::new(AtomicBool::new(false));
         self.inflight.insert(handle, Arc::clone(&flag));
+        let config = &self.conn.config().endpoint;
+        let config = (config.profile, config.default_timeout);
+        let cx = context(&request, flag, &config, &self.me);
         let (router, closed, me) = (
             Arc::clone(&self.router),
             Arc::clone(&self.closed),
             self.me.clone(),
         );
-        let config = &self.conn.config().endpoint;
-        let cx = RequestContext {
-            id: request.id.to_owned_id(),
-            progress: config.profile.progress_token(request.params.as_deref()),
-            cancelled: flag,
-            connection: me.clone(),
-            default_timeout: config.default_timeout,
-        };
         let job: Job = Box::new(move || {
             if closed.load(Ordering::Relaxed) {
                 return;
             }
-            CURRENT.with(|c| *c.borrow_mut() = Some(cx));
-            router.dispatch(&request, &mut reply);
-            CURRENT.with(|c| *c.borrow_mut() = None);
+            with_context(cx, || router.dispatch(&request, &mut reply));
             let _ = me.send(Cmd::Respond { id: handle, reply });
         });
         if jobs.send(job).is_err() {
