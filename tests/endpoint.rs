@@ -649,6 +649,7 @@ fn bounded_pending_in_flight_and_output() {
     let mut ep = Endpoint::new(config(|c| {
         c.max_pending_outgoing = 2;
         c.max_inflight_incoming = 1;
+        c.hold_when_busy = false;
         c.max_buffered_output = 200;
     }));
     ep.send_request("m", None, opts(), Instant::ZERO).unwrap();
@@ -861,4 +862,90 @@ fn frames_taken_are_processed_even_past_the_output_bound() {
     assert_eq!(answered, expected);
     assert_eq!(notes, 1);
     assert!(ep.is_idle());
+}
+
+/// With `hold_when_busy` (the default), a burst beyond the in-flight bound waits in the
+/// decoder and then in the caller's input, instead of being answered -32002: every request
+/// is answered, in order, as room frees.
+#[test]
+fn a_burst_beyond_the_in_flight_bound_waits_and_is_answered() {
+    let mut ep = Endpoint::new(config(|c| c.max_inflight_incoming = 2));
+    let mut wire = Vec::new();
+    for i in 1..=50 {
+        let body = format!(r#"{{"jsonrpc":"2.0","method":"m","id":{i}}}"#);
+        sansrpc::codec::encode_frame(Framing::ContentLength, body.as_bytes(), &mut wire);
+    }
+    let mut offered = &wire[..];
+    let mut answered = Vec::new();
+    let mut rounds = 0;
+    while answered.len() < 50 {
+        rounds += 1;
+        assert!(rounds < 1000, "no progress: {answered:?}");
+        let taken = ep.handle_input(offered, Instant::ZERO).unwrap();
+        offered = &offered[taken..];
+        let mut handles = Vec::new();
+        while let Some(event) = ep.poll_event() {
+            match event {
+                Event::Request { id, .. } => handles.push(id),
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        assert!(handles.len() <= 2, "never more than the bound in flight");
+        for id in handles {
+            ep.respond(id, Ok(RawValue::from_json("true").unwrap()))
+                .unwrap();
+        }
+        for frame in transmitted(&mut ep) {
+            assert_eq!(frame["result"], true, "{frame}");
+            answered.push(frame["id"].as_u64().unwrap());
+        }
+    }
+    assert_eq!(answered, (1..=50).collect::<Vec<_>>());
+    assert!(offered.is_empty());
+}
+
+/// Holding input while the in-flight table is full, with the input offered in chunks cut
+/// anywhere (as a socket delivers it) and answers given a few at a time: nothing is lost,
+/// misparsed or answered twice.
+#[test]
+fn held_input_offered_in_odd_chunks_is_decoded_intact() {
+    let mut ep = Endpoint::new(config(|c| c.max_inflight_incoming = 8));
+    let mut wire = Vec::new();
+    for i in 0..2_000 {
+        let body = format!(r#"{{"jsonrpc":"2.0","method":"add","params":[{i},1],"id":{i}}}"#);
+        sansrpc::codec::encode_frame(Framing::ContentLength, body.as_bytes(), &mut wire);
+    }
+    let mut chunks: std::collections::VecDeque<(Vec<u8>, usize)> =
+        wire.chunks(997).map(|c| (c.to_vec(), 0)).collect();
+    let mut waiting = std::collections::VecDeque::new();
+    let mut answered = 0u64;
+    let mut rounds = 0;
+    while answered < 2_000 {
+        rounds += 1;
+        assert!(rounds < 100_000, "no progress at {answered}");
+        while let Some((chunk, taken)) = chunks.front_mut() {
+            *taken += ep.handle_input(&chunk[*taken..], Instant::ZERO).unwrap();
+            if *taken < chunk.len() {
+                break;
+            }
+            chunks.pop_front();
+        }
+        while let Some(event) = ep.poll_event() {
+            match event {
+                Event::Request { id, .. } => waiting.push_back(id),
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        // Answer the three oldest, as a pool of handlers would, a few at a time.
+        for _ in 0..3 {
+            if let Some(id) = waiting.pop_front() {
+                ep.respond(id, Ok(RawValue::from_json("1").unwrap()))
+                    .unwrap();
+            }
+        }
+        for frame in transmitted(&mut ep) {
+            assert_eq!(frame["id"], answered, "{frame}");
+            answered += 1;
+        }
+    }
 }

@@ -416,9 +416,16 @@ impl Connection {
         &self.endpoint
     }
 
-    /// True while the connection takes input: open, and not shutting down. A driver stops
-    /// reading otherwise.
+    /// True while the connection takes input: open, not shutting down, and not holding
+    /// input back while its in-flight table is full
+    /// ([`hold_when_busy`](crate::endpoint::Config::hold_when_busy)). A driver stops reading
+    /// otherwise, and tries again once a handler answered.
     pub fn wants_input(&self) -> bool {
+        self.takes_input() && !self.endpoint.is_holding()
+    }
+
+    /// Open and not shutting down: input is processed (or held back), not dropped.
+    fn takes_input(&self) -> bool {
         matches!(self.phase, Phase::Open) && !self.input_ended
     }
 
@@ -450,7 +457,7 @@ impl Connection {
     /// (fewer when events or output are backed up: drain them and offer the rest again).
     /// While shutting down input is taken and ignored.
     pub fn handle_input(&mut self, bytes: &[u8], now: Instant) -> Result<usize, NotAByteStream> {
-        if !self.wants_input() {
+        if !self.takes_input() {
             return if self.endpoint.config().framing.is_none() {
                 Err(NotAByteStream)
             } else {
@@ -463,7 +470,7 @@ impl Connection {
     /// Takes one whole message from a message transport (WebSocket, HTTP); refused with
     /// [`Backpressure`] while events or output are backed up.
     pub fn handle_message(&mut self, message: &[u8], now: Instant) -> Result<(), Backpressure> {
-        if !self.wants_input() {
+        if !self.takes_input() {
             return Ok(());
         }
         self.endpoint.handle_message(message, now)

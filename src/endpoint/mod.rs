@@ -115,9 +115,22 @@ pub struct Config {
     /// Most of our requests awaiting a response (default 4096); beyond it sending fails
     /// with [`SendError::TooManyPending`].
     pub max_pending_outgoing: usize,
-    /// Most of the peer's requests awaiting our answer (default 1024); beyond it a request
-    /// is answered at once with `-32002` Server busy and never surfaces as an event.
+    /// Most of the peer's requests awaiting our answer (default 1024). What happens beyond
+    /// it depends on [`Config::hold_when_busy`].
     pub max_inflight_incoming: usize,
+    /// With [`Config::max_inflight_incoming`] requests in flight, leave further input
+    /// unprocessed until one is answered (default `true`): on a byte stream frames stay in
+    /// the decoder and [`Endpoint::handle_input`] takes no more bytes, which a socket turns
+    /// into back-pressure on the peer; [`Endpoint::handle_message`] refuses the message with
+    /// [`Backpressure`]. Every request of a burst is answered, none with `-32002`.
+    ///
+    /// Nothing behind the held input is read meanwhile, answers to our own calls included:
+    /// a server whose handlers wait on calls to the same peer, as many of them as the
+    /// limit, would wait forever; give such a server a limit above its handlers' or turn
+    /// this off. Off: a request beyond the limit is answered at once with `-32002` Server
+    /// busy and never surfaces as an event (the only choice for one HTTP request carrying a
+    /// batch larger than the limit, which is answered that way either way).
+    pub hold_when_busy: bool,
     /// Most bytes of output waiting for [`Endpoint::poll_transmit`] (default 8 MiB). Beyond
     /// it, sending fails with [`SendError::OutputFull`] and input is left unprocessed until
     /// the output is drained.
@@ -164,6 +177,7 @@ impl Default for Config {
             null_id_policy: NullIdPolicy::FailSingle,
             max_pending_outgoing: 4096,
             max_inflight_incoming: 1024,
+            hold_when_busy: true,
             max_buffered_output: 8 * 1024 * 1024,
             rate_limit: None,
             idle_timeout: None,
@@ -752,7 +766,18 @@ impl Endpoint {
     }
 
     fn has_event_room(&self) -> bool {
-        self.arena.len() < self.config.limits.max_frame_bytes.max(1)
+        self.arena.len() < self.config.limits.max_frame_bytes.max(1) && !self.holding()
+    }
+
+    /// True while input waits because as many of the peer's requests are in flight as
+    /// allowed ([`Config::hold_when_busy`]): read nothing more until one is answered.
+    pub fn is_holding(&self) -> bool {
+        self.holding()
+    }
+
+    /// Input waits: as many requests are in flight as allowed ([`Config::hold_when_busy`]).
+    fn holding(&self) -> bool {
+        self.config.hold_when_busy && self.incoming.len() >= self.config.max_inflight_incoming
     }
 
     /// Processes frames the decoder has complete, while there is room for their events.

@@ -31,6 +31,8 @@ pub struct Served {
 pub struct Options {
     /// Answer the peer's `ping` with `pong` (heartbeat, answer only).
     pub heartbeat: bool,
+    /// The endpoint's `max_inflight_incoming`, when not the default.
+    pub max_inflight: Option<usize>,
 }
 
 /// The router every case serves: `add`, `echo`, a `count` stream, and a `note`
@@ -86,6 +88,11 @@ impl Peer {
     pub fn send(&mut self, text: &str) {
         let frame = format!("Content-Length: {}\r\n\r\n{text}", text.len());
         self.stream.write_all(frame.as_bytes()).expect("write");
+    }
+
+    /// A second handle on the socket, to write from another thread.
+    pub fn writer(&self) -> TcpStream {
+        self.stream.try_clone().expect("clone the socket")
     }
 
     pub fn send_json(&mut self, value: &Value) {
@@ -236,7 +243,13 @@ pub fn streams_are_pulled_to_their_end(serve: &dyn Fn(Router, Options) -> Served
 }
 
 pub fn ping_is_answered_with_pong(serve: &dyn Fn(Router, Options) -> Served) {
-    let served = serve(router(Arc::default()), Options { heartbeat: true });
+    let served = serve(
+        router(Arc::default()),
+        Options {
+            heartbeat: true,
+            ..Options::default()
+        },
+    );
     let mut peer = Peer::connect(served.addr);
     peer.send(r#"{"jsonrpc":"2.0","method":"ping"}"#);
     assert_eq!(peer.expect(), json!({"jsonrpc": "2.0", "method": "pong"}));
@@ -285,6 +298,45 @@ pub fn shutdown_closes_the_connection(serve: &dyn Fn(Router, Options) -> Served)
     assert!(started.elapsed() < WAIT);
 }
 
+/// A burst of 10,000 pipelined requests, written by a thread of its own while this one
+/// reads, is answered in full with results: a full in-flight table holds the input back
+/// (TCP back-pressure) instead of answering `-32002` Server busy.
+pub fn a_burst_of_ten_thousand_requests_is_answered_in_full(
+    serve: &dyn Fn(Router, Options) -> Served,
+) {
+    const BURST: usize = 10_000;
+    // A small in-flight table, so that a driver with a handler pool fills it.
+    let options = Options {
+        max_inflight: Some(8),
+        ..Options::default()
+    };
+    let served = serve(router(Arc::default()), options);
+    let mut peer = Peer::connect(served.addr);
+    let mut writer = peer.writer();
+    let burst: String = (0..BURST)
+        .map(|i| {
+            let body = format!(r#"{{"jsonrpc":"2.0","method":"add","params":[{i},1],"id":{i}}}"#);
+            format!("Content-Length: {}\r\n\r\n{body}", body.len())
+        })
+        .collect();
+    let written = std::thread::spawn(move || writer.write_all(burst.as_bytes()));
+    let mut seen = vec![false; BURST];
+    for _ in 0..BURST {
+        let answer = peer.expect();
+        let id = answer["id"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("an answer to a request: {answer}"))
+            as usize;
+        assert_eq!(answer["result"], id + 1, "{answer}");
+        assert!(
+            !std::mem::replace(&mut seen[id], true),
+            "{id} answered twice"
+        );
+    }
+    written.join().unwrap().expect("the burst is written");
+    (served.stop)();
+}
+
 /// Expands into one `#[test]` per case, each serving with `$serve`
 /// (`fn(Router, Options) -> Served`).
 #[macro_export]
@@ -299,6 +351,7 @@ macro_rules! behaviour_suite {
             a_parse_error_is_answered_and_the_connection_goes_on,
             requests_sent_before_the_end_of_input_are_answered,
             shutdown_closes_the_connection,
+            a_burst_of_ten_thousand_requests_is_answered_in_full,
         );
     };
     (@cases $serve:expr; $($case:ident),* $(,)?) => {

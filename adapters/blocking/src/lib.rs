@@ -16,7 +16,9 @@
 //! Requests run on a bounded pool of [`Config::workers`] threads. Requests beyond the pool
 //! wait in a queue bounded by the endpoint's own
 //! [`max_inflight_incoming`](sansrpc::endpoint::Config::max_inflight_incoming): beyond that
-//! the endpoint answers `-32002` Server busy by itself. A handler learns that its request
+//! the connection stops reading until a handler answers, so the peer's socket pushes back
+//! ([`hold_when_busy`](sansrpc::endpoint::Config::hold_when_busy), the default; off, the
+//! endpoint answers `-32002` Server busy by itself). A handler learns that its request
 //! was cancelled (by the peer, or by a shutdown) from [`is_cancelled`].
 //!
 //! A stream method ([`Router::stream_method`](sansrpc::router::Router::stream_method))

@@ -16,6 +16,9 @@ fn serve(router: Router, options: Options) -> Served {
     if options.heartbeat {
         config.heartbeat = Some(HeartbeatConfig::answer_only());
     }
+    if let Some(n) = options.max_inflight {
+        config.endpoint.max_inflight_incoming = n;
+    }
     let server = serve_tcp("127.0.0.1:0", Arc::new(router), config).unwrap();
     Served {
         addr: server.local_addr(),

@@ -225,6 +225,7 @@ fn beyond_the_queue_the_endpoint_answers_busy() {
         let mut config = Config::default();
         config.workers = 1;
         config.endpoint.max_inflight_incoming = 2;
+        config.endpoint.hold_when_busy = false;
         let (server, client) = serve(sleeper(Arc::default()), config);
         let calls: Vec<_> = (0..3)
             .map(|_| {

@@ -107,8 +107,9 @@ impl Builder {
     }
 
     /// Most async request handlers running at once (default 64); further requests wait, in
-    /// arrival order, and the endpoint answers `-32002` beyond
-    /// [`Config::max_inflight_incoming`].
+    /// arrival order, and beyond [`Config::max_inflight_incoming`] the connection stops
+    /// reading until one is answered ([`Config::hold_when_busy`]; off, the endpoint answers
+    /// `-32002`).
     pub fn max_concurrent_requests(mut self, n: usize) -> Self {
         self.max_concurrent = n.max(1);
         self

@@ -31,6 +31,11 @@ fn serve(router: Router, options: Options) -> Served {
                         if options.heartbeat {
                             builder = builder.heartbeat(HeartbeatConfig::answer_only());
                         }
+                        if let Some(n) = options.max_inflight {
+                            let mut config = builder.endpoint_config().clone();
+                            config.max_inflight_incoming = n;
+                            builder = builder.config(config);
+                        }
                         let (_, driver) = builder.connect(transport::tcp(stream), AsyncIoTimer);
                         handles.lock().unwrap().push(driver.shutdown_handle());
                         tasks.lock().unwrap().push(smol::spawn(driver));
