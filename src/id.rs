@@ -35,11 +35,27 @@ impl Token<'_> {
     fn as_str(&self) -> &str {
         match self {
             Token::Borrowed(s) => s,
-            // The buffer holds a prefix of a `str` copied whole, so it is valid UTF-8.
             Token::Inline { len, buf } => {
-                core::str::from_utf8(&buf[..*len as usize]).unwrap_or_default()
+                let bytes = &buf[..*len as usize];
+                debug_assert!(core::str::from_utf8(bytes).is_ok());
+                // SAFETY: an inline token is only ever made by `Token::owned` (the bytes of a
+                // whole `&str`), by `Id::number` (ASCII digits and a sign) or by copying
+                // another inline token, and `len` is the length written, so the bytes are
+                // valid UTF-8. Checking again here cost a UTF-8 validation per id
+                // comparison on the hot path (the in-flight tables compare ids).
+                unsafe { core::str::from_utf8_unchecked(bytes) }
             }
             Token::Heap(s) => s,
+        }
+    }
+
+    /// The token's bytes, for comparisons that need no `str`.
+    #[inline]
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            Token::Borrowed(s) => s.as_bytes(),
+            Token::Inline { len, buf } => &buf[..*len as usize],
+            Token::Heap(s) => s.as_bytes(),
         }
     }
 
@@ -250,10 +266,10 @@ impl PartialEq for Id<'_> {
         if self.kind != other.kind {
             return false;
         }
-        let (a, b) = (self.raw(), other.raw());
+        let (a, b) = (self.token.as_bytes(), other.token.as_bytes());
         match self.kind {
-            IdKind::String if a.contains('\\') || b.contains('\\') => {
-                json::Unescape::new(a).eq(json::Unescape::new(b))
+            IdKind::String if a.contains(&b'\\') || b.contains(&b'\\') => {
+                json::Unescape::new(self.raw()).eq(json::Unescape::new(other.raw()))
             }
             _ => a == b,
         }
@@ -295,10 +311,11 @@ impl Ord for Id<'_> {
             IdKind::String => 2,
         };
         rank(self.kind).cmp(&rank(other.kind)).then_with(|| {
-            let (a, b) = (self.raw(), other.raw());
+            // Bytes of UTF-8 order as the characters they encode do.
+            let (a, b) = (self.token.as_bytes(), other.token.as_bytes());
             match self.kind {
-                IdKind::String if a.contains('\\') || b.contains('\\') => {
-                    json::Unescape::new(a).cmp(json::Unescape::new(b))
+                IdKind::String if a.contains(&b'\\') || b.contains(&b'\\') => {
+                    json::Unescape::new(self.raw()).cmp(json::Unescape::new(other.raw()))
                 }
                 _ => a.cmp(b),
             }
