@@ -42,6 +42,7 @@
 mod buffer;
 mod content_length;
 mod newline;
+mod read_size;
 
 use alloc::vec::Vec;
 use core::fmt;
@@ -50,6 +51,7 @@ use crate::Limits;
 
 pub use content_length::ContentLengthDecoder;
 pub use newline::NewlineDecoder;
+pub use read_size::ReadSize;
 
 /// A way of cutting a byte stream into messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

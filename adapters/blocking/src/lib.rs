@@ -115,7 +115,8 @@ pub struct Config {
     /// How long a shutdown, or the end of the peer's input, waits for handlers in flight
     /// to answer before closing (default 5 s).
     pub shutdown_grace: Duration,
-    /// Size of one read from the transport (default 16 KiB).
+    /// Largest read from the transport (default 16 KiB): reads start at 4 KiB and grow
+    /// while they fill their buffer, so quiet connections stay small.
     pub read_size: usize,
     /// Most chunks read ahead of the endpoint (default 4): the back-pressure bound.
     pub read_buffers: usize,

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use sansrpc::codec::ReadSize;
 use sansrpc::router::Router;
 
 use crate::driver::{Cmd, Handlers};
@@ -427,6 +428,9 @@ impl<W: Write> Write for Tapped<W> {
     }
 }
 
+/// The smallest read, where every connection starts.
+const SMALL_READ: usize = 4 * 1024;
+
 /// The reader thread: reads only with a free chunk in hand, so it stays at most the
 /// driver's chunk count ahead of the endpoint.
 pub(crate) fn read(
@@ -435,8 +439,13 @@ pub(crate) fn read(
     free: &Receiver<Vec<u8>>,
     size: usize,
 ) {
+    // Small reads for small traffic: only what a read may fill is zeroed.
+    let mut sizer = ReadSize::new(SMALL_READ.min(size), size);
     while let Ok(mut chunk) = free.recv() {
-        chunk.resize(size, 0);
+        if chunk.capacity() > 2 * sizer.get() {
+            chunk.shrink_to(sizer.get());
+        }
+        chunk.resize(sizer.get(), 0);
         let n = loop {
             match reader.read(&mut chunk) {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -447,6 +456,7 @@ pub(crate) fn read(
         if n == 0 {
             break;
         }
+        sizer.read(n);
         chunk.truncate(n);
         if tx.send(Cmd::Input(chunk)).is_err() {
             return;

@@ -5,6 +5,7 @@ use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
 use futures::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadHalf, WriteHalf};
+use sansrpc::codec::ReadSize;
 use sansrpc::connection::Connection;
 use sansrpc::Instant;
 
@@ -56,9 +57,13 @@ pub trait Transport: Send + Unpin + 'static {
     fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
 }
 
-/// Bytes read per `poll_read`, and bytes buffered for writing before the endpoint keeps the
-/// rest.
+/// Most bytes read per `poll_read`, and bytes buffered for writing before the endpoint
+/// keeps the rest.
 const CHUNK: usize = 64 * 1024;
+
+/// What an idle connection keeps for reading and writing: reads start here and grow while
+/// they fill the buffer ([`ReadSize`]).
+const SMALL: usize = 4 * 1024;
 
 /// A byte-stream transport over any futures-io reader and writer (TCP, Unix sockets, pipes,
 /// stdio); the endpoint's [`Config::framing`](sansrpc::endpoint::Config) cuts it into
@@ -67,7 +72,9 @@ const CHUNK: usize = 64 * 1024;
 pub struct ByteStream<R, W> {
     reader: R,
     writer: W,
-    input: Box<[u8]>,
+    /// Sized by `size`: small while the traffic is, given back when idle.
+    input: Vec<u8>,
+    size: ReadSize,
     /// `input[start..end]` was read but not yet taken by the endpoint.
     start: usize,
     end: usize,
@@ -86,7 +93,8 @@ where
         ByteStream {
             reader,
             writer,
-            input: vec![0; CHUNK].into_boxed_slice(),
+            input: Vec::new(),
+            size: ReadSize::new(SMALL, CHUNK),
             start: 0,
             end: 0,
             output: Vec::new(),
@@ -121,11 +129,23 @@ where
         now: Instant,
     ) -> Poll<io::Result<Received>> {
         if self.start == self.end {
-            let n = ready!(Pin::new(&mut self.reader).poll_read(cx, &mut self.input))?;
+            // Zero-filled once per size: reads then reuse it.
+            self.input.resize(self.size.get(), 0);
+            let n = match Pin::new(&mut self.reader).poll_read(cx, &mut self.input) {
+                Poll::Ready(n) => n?,
+                Poll::Pending => {
+                    // Idle with nothing buffered: a quiet connection keeps a small buffer.
+                    if self.size.idle() {
+                        self.input = Vec::new();
+                    }
+                    return Poll::Pending;
+                }
+            };
             if n == 0 {
                 conn.handle_end_of_input(now);
                 return Poll::Ready(Ok(Received::End));
             }
+            self.size.read(n);
             (self.start, self.end) = (0, n);
         }
         let taken = conn
@@ -148,6 +168,10 @@ where
             if self.written == self.output.len() {
                 self.output.clear();
                 self.written = 0;
+                if self.output.capacity() > SMALL && !self.unflushed {
+                    // A burst is written: give its buffer back.
+                    self.output = Vec::new();
+                }
             }
             while self.output.len() < CHUNK && conn.poll_transmit(&mut self.output).is_some() {}
             if self.written < self.output.len() {

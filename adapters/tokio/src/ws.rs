@@ -249,6 +249,11 @@ where
 /// The write buffer holds at most one message of that size plus 64 KiB: automatic pongs
 /// and close answers beyond it wait (the newest pong replacing the last) instead of
 /// growing the buffer for a peer that pings and never reads.
+///
+/// Reads take at most 8 KiB at a time into a buffer that starts at that size (tungstenite's
+/// default is 128 KiB, allocated and zero-filled per connection): a larger message still
+/// arrives whole, its buffer grown for it; a thousand quiet connections cost 8 MiB of read
+/// buffers instead of 128 MiB.
 pub fn config(limits: &Limits) -> WebSocketConfig {
     let write_buffer = 128 * 1024;
     let max_write_buffer = limits
@@ -256,6 +261,7 @@ pub fn config(limits: &Limits) -> WebSocketConfig {
         .saturating_add(64 * 1024)
         .max(write_buffer + 1);
     WebSocketConfig::default()
+        .read_buffer_size(8 * 1024)
         .max_message_size(Some(limits.max_frame_bytes))
         .max_frame_size(Some(limits.max_frame_bytes))
         .write_buffer_size(write_buffer)

@@ -170,7 +170,8 @@ impl Driver {
     fn run(mut self, transport: Transport, size: usize, buffers: usize, pool: Option<Pool>) {
         let (free, chunks) = mpsc::sync_channel(buffers);
         for _ in 0..buffers {
-            let _ = free.try_send(Vec::with_capacity(size));
+            // Allocated by the reader as the traffic needs (up to `size`).
+            let _ = free.try_send(Vec::new());
         }
         self.free = Some(free);
         self.writer = Some(transport.writer);
