@@ -260,3 +260,49 @@ fn publishes_beyond_the_store_backlog_are_refused_whole() {
         "caught up"
     );
 }
+
+#[test]
+fn subscribes_under_way_together_cannot_pass_the_subscription_limit() {
+    // Found by the pub/sub fuzz target: each subscribe checked the room against what was
+    // attached, so two waiting for their saves both fit.
+    let mut config = HubConfig::default();
+    config.max_subscriptions = 1;
+    let mut d = Deferred::new(config);
+    let s = d.hub.connect();
+    d.request(s, "rpc.subscribe.persistent", sub("p"));
+    d.request(s, "rpc.subscribe.persistent", sub("q"));
+    assert!(matches!(d.step(), StoreOp::Prepare { .. })); // p: new, holds the room
+                                                          // A plain subscribe meanwhile finds the room held too.
+    let params = RawValue::from_string(json!({"topic": "x"}).to_string()).unwrap();
+    let mut out = Vec::new();
+    let plain = d
+        .hub
+        .handle(s, "rpc.subscribe", Some(&params), Instant::ZERO, &mut out);
+    assert!(
+        matches!(plain, Some(Handled::Answered(Err(ref e))) if e.code == -32010),
+        "{plain:?}"
+    );
+    d.settle();
+    let mut answers = d.answers(s);
+    answers.sort_by_key(|a| a.is_ok());
+    assert_eq!(answers.len(), 2);
+    assert_eq!(answers[0], Err(-32010), "q is refused");
+    assert!(answers[1].is_ok(), "p is subscribed");
+    assert_eq!(d.hub.subscriptions(s), 1);
+    // The room held is given back: after unsubscribing p, q fits.
+    let p = RawValue::from_string(json!({"subscription_id": "p"}).to_string()).unwrap();
+    let gone = d.hub.handle(
+        s,
+        "rpc.unsubscribe.persistent",
+        Some(&p),
+        Instant::ZERO,
+        &mut out,
+    );
+    assert!(gone.is_some());
+    d.settle();
+    d.answers(s);
+    d.request(s, "rpc.subscribe.persistent", sub("q"));
+    d.settle();
+    assert!(d.answers(s)[0].is_ok());
+    assert_eq!(d.hub.subscriptions(s), 1);
+}

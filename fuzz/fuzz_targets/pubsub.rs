@@ -3,15 +3,16 @@
 //! panic; every answer is valid JSON or an error; queues stay within their bounds; every
 //! publish reaches exactly the sessions whose patterns match (checked against
 //! `topic::matches`, the reference the trie is tested against); a disconnected session
-//! keeps nothing.
+//! keeps nothing. Store tasks are performed when the fuzzer says (`Settle`), so answers,
+//! appends and saves arrive late, after disconnects and clock jumps, as they do on a worker.
 #![no_main]
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use sansrpc::ext::pubsub::{Hub, HubConfig, SessionId, METHODS};
+use sansrpc::ext::pubsub::{Handled, Hub, HubConfig, SessionId, METHODS};
 use sansrpc::ext::store::{MemoryStore, RetentionPolicy};
 use sansrpc::ext::topic::{matches, validate_topic};
 use sansrpc::{Instant, RawValue};
@@ -40,6 +41,8 @@ enum Op {
     },
     Drain(u8),
     Advance(u16),
+    /// Perform up to this many queued store tasks and feed their results back.
+    Settle(u8),
 }
 
 fuzz_target!(|ops: Vec<Op>| {
@@ -51,7 +54,9 @@ fuzz_target!(|ops: Vec<Op>| {
     let mut retention = RetentionPolicy::default();
     retention.default.max_count = Some(8);
     retention.default.max_age = Some(Duration::from_secs(5));
-    let mut hub = Hub::new(MemoryStore::new(retention), config);
+    let mut store = MemoryStore::new(retention);
+    let mut hub = Hub::new(config);
+    let mut pending = VecDeque::new();
     let mut sessions: Vec<SessionId> = Vec::new();
     // What each open session subscribed to (successful rpc.subscribe minus unsubscribes).
     let mut patterns: BTreeMap<SessionId, BTreeSet<String>> = BTreeMap::new();
@@ -103,10 +108,10 @@ fuzz_target!(|ops: Vec<Op>| {
                 };
                 let raw = RawValue::from_string(params).unwrap();
                 out.clear();
-                let outcome = hub
+                let handled = hub
                     .handle(s, name, Some(&raw), now, &mut out)
                     .expect("a hub method");
-                if outcome.is_ok() {
+                if let Handled::Answered(Ok(())) = handled {
                     let text = std::str::from_utf8(&out).unwrap();
                     RawValue::from_json(text).expect("results are JSON");
                     let set = patterns.get_mut(&s).unwrap();
@@ -144,7 +149,7 @@ fuzz_target!(|ops: Vec<Op>| {
                 let known = METHODS.contains(&method.as_str());
                 let outcome = hub.handle(s, &method, Some(&raw), now, &mut out);
                 assert_eq!(outcome.is_some(), known);
-                if let Some(Ok(())) = outcome {
+                if let Some(Handled::Answered(Ok(()))) = outcome {
                     RawValue::from_json(std::str::from_utf8(&out).unwrap()).expect("JSON");
                     // Subscriptions by raw params are not tracked: resynchronise from scratch.
                     if method.starts_with("rpc.subscribe") || method.starts_with("rpc.unsubscribe")
@@ -175,6 +180,23 @@ fuzz_target!(|ops: Vec<Op>| {
                     while let Some(o) = hub.pop_outgoing(s) {
                         RawValue::from_json(o.params().get()).expect("params are JSON");
                     }
+                    while let Some((_, answer)) = hub.pop_answer(s) {
+                        if let Ok(json) = answer {
+                            RawValue::from_json(&json).expect("late answers are JSON");
+                        }
+                    }
+                }
+            }
+            Op::Settle(n) => {
+                while let Some(task) = hub.poll_store() {
+                    pending.push_back(task);
+                }
+                for _ in 0..n {
+                    let Some(task) = pending.pop_front() else {
+                        break;
+                    };
+                    let done = task.perform(&mut store);
+                    hub.handle_store(task, done, now);
                 }
             }
             Op::Advance(ms) => {
@@ -190,6 +212,7 @@ fuzz_target!(|ops: Vec<Op>| {
             assert!(hub.subscriptions(s) <= 8);
         }
         while hub.poll_woken().is_some() {}
+        while hub.poll_appended().is_some() {}
         while hub.poll_report().is_some() {}
     }
 });

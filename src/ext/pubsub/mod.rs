@@ -352,6 +352,9 @@ struct Session {
     dropped: u64,
     drop_reported: bool,
     wake_pending: bool,
+    /// Room held for persistent subscriptions whose subscribe is between its checks and
+    /// its attach (saving new ids), so concurrent subscribes cannot pass the limit together.
+    room_held: usize,
 }
 
 impl Session {
@@ -541,6 +544,8 @@ struct Job {
     states: Vec<SubscriptionState>,
     /// How many of them are new ids (counted in `Hub::pending_fresh` meanwhile).
     fresh: usize,
+    /// How many of them the session holds room for (in its `room_held`) until attached.
+    room: usize,
 }
 
 /// What to do with a store task's result.
@@ -1216,8 +1221,12 @@ impl Hub {
         Ok(())
     }
 
-    fn check_room(&self, session: SessionId, new: usize) -> Result<(), ErrorObject<'static>> {
-        let have = self.subscriptions(session);
+    fn check_room(&self, session: SessionId, new: usize) -> Result<usize, ErrorObject<'static>> {
+        let have = self
+            .queues
+            .sessions
+            .get(&session)
+            .map_or(0, |s| s.subscriptions() + s.room_held);
         if have + new > self.config.max_subscriptions {
             return Err(ErrorObject::new(
                 TOO_MANY_SUBSCRIPTIONS,
@@ -1227,7 +1236,7 @@ impl Hub {
                 ),
             ));
         }
-        Ok(())
+        Ok(new)
     }
 
     fn check_patterns(&self, patterns: &[String]) -> Outcome {
@@ -1418,17 +1427,19 @@ impl Hub {
             batch,
             states: Vec::new(),
             fresh: 0,
+            room: 0,
         };
         self.task(op, Then::Prepared(Box::new(job)));
         Ok(Handled::Later(ticket))
     }
 
-    /// The takeover rule and the session's room, against what is attached now.
+    /// The takeover rule and the session's room, against what is attached now and the room
+    /// other subscribes under way hold; `Ok` says how many subscriptions would be new.
     fn check_attach(
         &self,
         session: SessionId,
         subs: &[PersistentParams],
-    ) -> Result<(), ErrorObject<'static>> {
+    ) -> Result<usize, ErrorObject<'static>> {
         let mut new = 0;
         for p in subs {
             match self.persistent.get(&p.subscription_id) {
@@ -1476,7 +1487,7 @@ impl Hub {
         if !self.queues.sessions.contains_key(&job.session) {
             return Err(ErrorObject::internal_error());
         }
-        self.check_attach(job.session, &job.subs)?;
+        let room = self.check_attach(job.session, &job.subs)?;
         let mut fresh = Vec::new();
         for (p, (stored, new)) in job.subs.iter().zip(loaded) {
             // Attached meanwhile (here or by another subscribe): memory is newer.
@@ -1509,6 +1520,11 @@ impl Hub {
                     self.config.max_persistent_ids
                 ),
             ));
+        }
+        // Held until the job ends (attached or failed): see `Session::room_held`.
+        if let Some(s) = self.queues.sessions.get_mut(&job.session) {
+            s.room_held += room;
+            job.room = room;
         }
         Ok(fresh)
     }
@@ -1562,6 +1578,9 @@ impl Hub {
     /// A subscribe job ends: its reservations go.
     fn end_job(&mut self, job: &Job) {
         self.pending_fresh -= job.fresh.min(self.pending_fresh);
+        if let Some(s) = self.queues.sessions.get_mut(&job.session) {
+            s.room_held -= job.room.min(s.room_held);
+        }
         for p in &job.subs {
             if let Some(n) = self.reserved.get_mut(&p.subscription_id) {
                 *n -= 1;
