@@ -1,20 +1,25 @@
 //! JSON-RPC over HTTP (hyper 1): one message per POST body, on the shared driver.
 //!
-//! Each HTTP exchange runs its own short-lived [`Driver`] over a one-shot
-//! message transport: the server hands the body to a fresh endpoint (which classifies it:
-//! parse errors, batches, notifications) and answers with whatever that endpoint sends
-//! back, 204 when it sends nothing; the client sends one call, notification or batch per
-//! POST and feeds the response body back to its endpoint. A per-request endpoint keeps ids
-//! from different HTTP clients apart without any correlation in the adapter.
+//! The server keeps one connection machine per HTTP connection, driven beside hyper in
+//! the connection's task: each POST body is handed to it as one message (it classifies it:
+//! parse errors, batches, notifications), and the frame it sends back is the answer, `204`
+//! when the body held no request (notifications only: answered once their handlers are
+//! dispatched, not when they finish). HTTP/1.1 answers one request at a time per
+//! connection, so ids from different exchanges never meet, and nothing is built or timed
+//! per request: the machine leaves idle and partial-body limits to hyper and arms no timer;
+//! a handler's time limit is armed only when its answer is not ready at once. The client
+//! sends one call, notification or batch per POST and feeds the response body back to its
+//! endpoint.
 
 use std::convert::Infallible;
 use std::fmt;
 use std::future::Future;
 use std::io;
-use std::sync::{Arc, Mutex, OnceLock};
-use std::task::{ready, Context, Poll};
+use std::sync::{Arc, Mutex};
+use std::task::{ready, Context, Poll, Waker};
 use std::time::Duration;
 
+use futures::channel::oneshot;
 use futures::FutureExt;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Body, Bytes, Incoming};
@@ -32,7 +37,7 @@ use sansrpc::{Instant, RawValue};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::{BatchSlot, BoxFuture, Builder, CallError, Driver, Received, ShutdownHandle};
+use crate::{BatchSlot, BoxFuture, Builder, CallError, Driver, Received};
 use crate::{Origins, ServeOptions, TokioTimer, Transport};
 
 pub use hyper;
@@ -64,37 +69,57 @@ fn is_json(value: Option<&HeaderValue>) -> bool {
         })
 }
 
-/// The server side of one exchange: the body in, then a shutdown that lets its handlers
-/// finish; every frame the endpoint sends is kept for the HTTP response.
-struct ServerExchange {
+/// One HTTP connection's JSON-RPC state, shared by its exchanges and its driver: HTTP/1.1
+/// answers one request at a time, so at most one body is on its way in and one answer
+/// awaited.
+#[derive(Default)]
+struct Pipe {
+    /// The body of the exchange under way, until the connection takes it.
     body: Option<Bytes>,
-    sent: Arc<Mutex<Vec<Vec<u8>>>>,
-    stop: Arc<OnceLock<ShutdownHandle>>,
-    handler_timeout: Duration,
+    /// The connection took the body: an answer (or none, for notifications) follows.
+    taken: bool,
+    /// Where the exchange waits for its answer: `None` for no answer (204).
+    reply: Option<oneshot::Sender<Option<Vec<u8>>>>,
+    /// The driver's waker, to hand it a body.
+    driver: Option<Waker>,
+    /// The driver ended (it failed): exchanges are answered 500.
+    gone: bool,
 }
 
-impl Transport for ServerExchange {
+/// The message transport of one HTTP connection: each POST body is one message in, and
+/// the one frame it causes (a response, a batch's array, a parse error) the HTTP answer.
+/// Frames with no exchange waiting for them (an answer that came after its exchange gave
+/// up) are dropped.
+struct HttpPipe(Shared);
+
+/// The [`Pipe`] of one HTTP connection.
+type Shared = Arc<Mutex<Pipe>>;
+
+fn lock(pipe: &Shared) -> std::sync::MutexGuard<'_, Pipe> {
+    pipe.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Transport for HttpPipe {
     fn is_message_based(&self) -> bool {
         true
     }
 
     fn poll_receive(
         &mut self,
-        _: &mut Context<'_>,
+        cx: &mut Context<'_>,
         conn: &mut Connection,
         now: Instant,
     ) -> Poll<io::Result<Received>> {
-        // No end of input after the body: that would drop the handlers in flight.
-        let Some(body) = self.body.take() else {
+        let mut pipe = lock(&self.0);
+        let Some(body) = pipe.body.take() else {
+            pipe.driver = Some(cx.waker().clone());
             return Poll::Pending;
         };
         if conn.handle_message(&body, now).is_err() {
-            self.body = Some(body);
+            pipe.body = Some(body);
             return Poll::Ready(Ok(Received::Stalled));
         }
-        if let Some(stop) = self.stop.get() {
-            stop.shutdown(self.handler_timeout);
-        }
+        pipe.taken = true;
         Poll::Ready(Ok(Received::Data))
     }
 
@@ -103,14 +128,24 @@ impl Transport for ServerExchange {
         _: &mut Context<'_>,
         conn: &mut Connection,
     ) -> Poll<io::Result<()>> {
-        let mut sent = self.sent.lock().unwrap_or_else(|e| e.into_inner());
-        loop {
-            let mut frame = Vec::new();
-            if conn.poll_transmit(&mut frame).is_none() {
-                return Poll::Ready(Ok(()));
+        let mut pipe = lock(&self.0);
+        let mut frame = Vec::new();
+        while conn.poll_transmit(&mut frame).is_some() {
+            if let Some(reply) = pipe.reply.take() {
+                pipe.taken = false;
+                let _ = reply.send(Some(std::mem::take(&mut frame)));
             }
-            sent.push(frame);
+            frame.clear();
         }
+        // The body is handled, its events routed, and no request of it is left to answer:
+        // notifications only, which get no answer.
+        if pipe.taken && conn.endpoint().requests_in_flight() == 0 {
+            pipe.taken = false;
+            if let Some(reply) = pipe.reply.take() {
+                let _ = reply.send(None);
+            }
+        }
+        Poll::Ready(Ok(()))
     }
 
     fn poll_close(&mut self, _: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -118,18 +153,35 @@ impl Transport for ServerExchange {
     }
 }
 
+/// Awaits `future`, arming a timer for `limit` only if it is not ready at once (a body
+/// that came with its head, an answer from a synchronous handler): `None` when it ran out.
+async fn within<F: Future>(limit: Option<Duration>, future: F) -> Option<F::Output> {
+    let mut future = std::pin::pin!(future);
+    let first = std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await;
+    if let Poll::Ready(out) = first {
+        return Some(out);
+    }
+    match limit {
+        Some(limit) => tokio::time::timeout(limit, future).await.ok(),
+        None => Some(future.await),
+    }
+}
+
 /// What one HTTP connection needs to answer its requests.
 struct Serving {
     builder: Builder,
+    /// The builder of each connection's machine: the builder's, with the timeouts hyper
+    /// keeps instead (idle, partial head and body) left out, so it arms no timer.
+    machine: Builder,
     handler_timeout: Duration,
     cors: Option<Origins>,
     cors_max_age: HeaderValue,
 }
 
 /// Answers one HTTP request, with CORS when configured.
-async fn answer(request: Request<Incoming>, serving: Arc<Serving>) -> Answer {
+async fn answer(request: Request<Incoming>, serving: Arc<Serving>, conn: Shared) -> Answer {
     let Some(origins) = &serving.cors else {
-        return exchange(request, &serving).await;
+        return exchange(request, &serving, &conn).await;
     };
     let origin = request.headers().get(ORIGIN).cloned();
     let allowed = origin
@@ -166,7 +218,7 @@ async fn answer(request: Request<Incoming>, serving: Arc<Serving>) -> Answer {
         h.insert(ACCESS_CONTROL_MAX_AGE, serving.cors_max_age.clone());
         response
     } else {
-        exchange(request, &serving).await
+        exchange(request, &serving, &conn).await
     };
     let h = response.headers_mut();
     h.insert(VARY, HeaderValue::from_static("Origin"));
@@ -177,8 +229,8 @@ async fn answer(request: Request<Incoming>, serving: Arc<Serving>) -> Answer {
 }
 
 /// Answers one HTTP request's JSON-RPC exchange.
-async fn exchange(request: Request<Incoming>, serving: &Serving) -> Answer {
-    let (builder, handler_timeout) = (serving.builder.clone(), serving.handler_timeout);
+async fn exchange(request: Request<Incoming>, serving: &Serving, conn: &Shared) -> Answer {
+    let config = serving.builder.endpoint_config();
     if request.method() != hyper::Method::POST {
         let mut response = reply(StatusCode::METHOD_NOT_ALLOWED, None);
         response
@@ -189,24 +241,15 @@ async fn exchange(request: Request<Incoming>, serving: &Serving) -> Answer {
     if !is_json(request.headers().get(CONTENT_TYPE)) {
         return reply(StatusCode::UNSUPPORTED_MEDIA_TYPE, None);
     }
-    let limit = builder.endpoint_config().limits.max_frame_bytes;
+    let limit = config.limits.max_frame_bytes;
     // A declared Content-Length over the limit is refused before reading any of the body.
     if request.body().size_hint().lower() > limit as u64 {
         return reply(StatusCode::PAYLOAD_TOO_LARGE, None);
     }
     let collect = Limited::new(request.into_body(), limit).collect();
-    let collected = match builder.endpoint_config().frame_timeout {
-        Some(t) => match tokio::time::timeout(t, collect).await {
-            Ok(collected) => collected,
-            Err(_) => {
-                // A body trickling in (slowloris): refused, and the connection closed.
-                let mut response = reply(StatusCode::REQUEST_TIMEOUT, None);
-                let close = HeaderValue::from_static("close");
-                response.headers_mut().insert(CONNECTION, close);
-                return response;
-            }
-        },
-        None => collect.await,
+    let Some(collected) = within(config.frame_timeout, collect).await else {
+        // A body trickling in (slowloris): refused, and the connection closed.
+        return closing(StatusCode::REQUEST_TIMEOUT);
     };
     let body = match collected {
         Ok(body) => body.to_bytes(),
@@ -215,38 +258,47 @@ async fn exchange(request: Request<Incoming>, serving: &Serving) -> Answer {
         }
         Err(_) => return reply(StatusCode::BAD_REQUEST, None),
     };
-    let sent = Arc::new(Mutex::new(Vec::new()));
-    let stop = Arc::new(OnceLock::new());
-    let exchange = ServerExchange {
-        body: Some(body),
-        sent: sent.clone(),
-        stop: stop.clone(),
-        handler_timeout,
-    };
-    let (_client, driver) = builder.connect(exchange, TokioTimer);
-    let _ = stop.set(driver.shutdown_handle());
-    if driver.await.is_err() {
-        return reply(StatusCode::INTERNAL_SERVER_ERROR, None);
+    let (tx, rx) = oneshot::channel();
+    {
+        let mut pipe = lock(conn);
+        if pipe.gone {
+            return closing(StatusCode::INTERNAL_SERVER_ERROR);
+        }
+        pipe.body = Some(body);
+        pipe.taken = false;
+        pipe.reply = Some(tx);
+        if let Some(driver) = pipe.driver.take() {
+            driver.wake();
+        }
     }
-    // One message in, at most one out (a batch is answered with one array).
-    let frame = sent
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .drain(..)
-        .next();
-    match frame {
-        Some(frame) => {
+    match within(Some(serving.handler_timeout), rx).await {
+        Some(Ok(Some(frame))) => {
             let mut response = reply(StatusCode::OK, Some(frame));
             response.headers_mut().insert(CONTENT_TYPE, JSON);
             response
         }
-        None => reply(StatusCode::NO_CONTENT, None),
+        Some(Ok(None)) => reply(StatusCode::NO_CONTENT, None),
+        // The connection's driver is gone (it failed): nothing more is answered here.
+        Some(Err(_)) => closing(StatusCode::INTERNAL_SERVER_ERROR),
+        // Handlers past their time go unanswered; the connection closes, and its handlers
+        // with it, so a late answer cannot meet a later exchange.
+        None => closing(StatusCode::NO_CONTENT),
     }
+}
+
+/// An answer after which the HTTP connection closes.
+fn closing(status: StatusCode) -> Answer {
+    let mut response = reply(status, None);
+    let close = HeaderValue::from_static("close");
+    response.headers_mut().insert(CONNECTION, close);
+    response
 }
 
 /// Serves JSON-RPC over HTTP/1.1 on `listener` with `builder` (give it a router) until
 /// `shutdown` completes; then stops accepting, lets requests in flight finish for up to
-/// `grace`, and returns. Each request's handlers may run for up to 60 seconds.
+/// `grace`, and returns. Each request's handlers may run for up to 60 seconds: past that
+/// the request is answered `204` with `Connection: close`, and the connection's handlers
+/// are dropped with it.
 ///
 /// POST only (405 with `Allow: POST` otherwise); `Content-Type: application/json`
 /// (charset UTF-8 allowed) or 415; a body over the endpoint's
@@ -308,7 +360,14 @@ pub async fn serve_with_options(
         (a, b) => a.or(b),
     };
     let max_age = options.cors_max_age.as_secs().to_string();
+    let mut quiet = builder.endpoint_config().clone();
+    (
+        quiet.idle_timeout,
+        quiet.frame_timeout,
+        quiet.write_stall_timeout,
+    ) = (None, None, None);
     let serving = Arc::new(Serving {
+        machine: builder.clone().config(quiet),
         builder,
         handler_timeout: options.handler_timeout,
         cors: options.cors.clone(),
@@ -348,8 +407,15 @@ pub async fn serve_with_options(
                                 Err(_) => return,
                             }
                         };
+                        // One connection machine for all of this connection's exchanges,
+                        // driven beside hyper in this task.
+                        let pipe = Shared::default();
+                        let transport = HttpPipe(pipe.clone());
+                        let (_client, driver) = serving.machine.clone().connect(transport, TokioTimer);
+                        let exchanges = pipe.clone();
                         let service = hyper::service::service_fn(move |request| {
-                            answer(request, serving.clone()).map(Ok::<_, Infallible>)
+                            answer(request, serving.clone(), exchanges.clone())
+                                .map(Ok::<_, Infallible>)
                         });
                         let mut http = hyper::server::conn::http1::Builder::new();
                         if let Some(limit) = head_timeout {
@@ -358,11 +424,23 @@ pub async fn serve_with_options(
                         }
                         let connection = http.serve_connection(TokioIo::new(stream), service);
                         let mut connection = std::pin::pin!(connection);
-                        tokio::select! {
-                            _ = connection.as_mut() => return,
-                            _ = stopping.wait_for(|s| *s) => connection.as_mut().graceful_shutdown(),
+                        let mut driver = std::pin::pin!(driver);
+                        let (mut driving, mut draining) = (true, false);
+                        loop {
+                            tokio::select! {
+                                _ = connection.as_mut() => return,
+                                _ = driver.as_mut(), if driving => {
+                                    driving = false;
+                                    let mut pipe = lock(&pipe);
+                                    pipe.gone = true;
+                                    pipe.reply = None;
+                                }
+                                _ = stopping.wait_for(|s| *s), if !draining => {
+                                    draining = true;
+                                    connection.as_mut().graceful_shutdown();
+                                }
+                            }
                         }
-                        let _ = connection.await;
                     });
                 }
                 Err(e) if crate::is_connection_error(&e) => {}

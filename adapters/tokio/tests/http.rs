@@ -228,3 +228,136 @@ async fn an_oversize_body_gets_413_without_being_read() {
     })
     .await;
 }
+
+/// Reads one response (status, lower-cased headers, body) from a kept-alive connection.
+async fn read_response(stream: &mut TcpStream, received: &mut Vec<u8>) -> (u16, String, String) {
+    let mut chunk = [0; 4096];
+    loop {
+        let text = String::from_utf8_lossy(received).into_owned();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let headers = text[..end].to_ascii_lowercase();
+            let length = headers
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .map_or(0, |n| n.trim().parse::<usize>().unwrap());
+            if received.len() >= end + 4 + length {
+                let status = text[9..12].parse().unwrap();
+                let body = text[end + 4..end + 4 + length].to_owned();
+                received.drain(..end + 4 + length);
+                return (status, headers, body);
+            }
+        }
+        let n = stream.read(&mut chunk).await.unwrap();
+        assert!(n > 0, "connection closed mid-response: {received:?}");
+        received.extend_from_slice(&chunk[..n]);
+    }
+}
+
+fn post_head(body: &str) -> String {
+    format!(
+        "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+#[tokio::test]
+async fn exchanges_on_one_keep_alive_connection_share_its_state_and_may_reuse_ids() {
+    within(LIMIT, async {
+        let (addr, stop, task) = server(Config::default()).await;
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let mut received = Vec::new();
+        // The same id in every exchange: each is answered before the next, so none clash;
+        // sync and async handlers, notifications and batches alternate on one connection.
+        for i in 0..20 {
+            let bodies = [
+                format!(r#"{{"jsonrpc":"2.0","id":1,"method":"add","params":{{"a":{i},"b":1}}}}"#),
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":1,"method":"multiply","params":{{"a":{i},"b":2}}}}"#
+                ),
+                r#"{"jsonrpc":"2.0","method":"tick"}"#.to_owned(),
+                r#"[{"jsonrpc":"2.0","id":1,"method":"ticks"},{"jsonrpc":"2.0","method":"tick"}]"#
+                    .to_owned(),
+                "{not json".to_owned(),
+            ];
+            for body in &bodies {
+                stream.write_all(post_head(body).as_bytes()).await.unwrap();
+                let (status, _, answer) = read_response(&mut stream, &mut received).await;
+                match body.as_str() {
+                    b if b.contains("\"add\"") => {
+                        assert_eq!(status, 200);
+                        let v: serde_json::Value = serde_json::from_str(&answer).unwrap();
+                        assert_eq!(
+                            (v["id"].clone(), v["result"].as_f64()),
+                            (1.into(), Some(f64::from(i) + 1.0))
+                        );
+                    }
+                    b if b.contains("multiply") => {
+                        let v: serde_json::Value = serde_json::from_str(&answer).unwrap();
+                        assert_eq!(v["result"].as_f64(), Some(f64::from(i) * 2.0));
+                    }
+                    b if b.starts_with('[') => {
+                        let v: serde_json::Value = serde_json::from_str(&answer).unwrap();
+                        assert_eq!(v.as_array().map(Vec::len), Some(1), "{answer}");
+                    }
+                    b if b.contains("tick") => assert_eq!((status, answer.as_str()), (204, "")),
+                    _ => {
+                        assert_eq!(status, 200);
+                        assert!(answer.contains("-32700"), "{answer}");
+                    }
+                }
+            }
+        }
+        let _ = stop.send(());
+        task.await.unwrap().unwrap();
+    })
+    .await;
+}
+
+/// Never answers.
+enum Stall {}
+impl sansrpc::method::Method for Stall {
+    const NAME: &'static str = "stall";
+    type Params = ();
+    type Result = u64;
+}
+
+#[tokio::test]
+async fn a_handler_past_its_time_goes_unanswered_and_its_connection_closes() {
+    within(LIMIT, async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut router = calculator();
+        router
+            .method::<Stall, _, _>(|()| futures::future::pending())
+            .unwrap();
+        let builder = Builder::new().router(router);
+        let (stop, stopped) = oneshot::channel::<()>();
+        let shutdown = async move {
+            let _ = stopped.await;
+        };
+        let limit = Duration::from_millis(300);
+        let grace = Duration::from_secs(1);
+        let task = tokio::spawn(http::serve_with(listener, builder, limit, shutdown, grace));
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let mut received = Vec::new();
+        let add = r#"{"jsonrpc":"2.0","id":7,"method":"add","params":[1,2]}"#;
+        stream.write_all(post_head(add).as_bytes()).await.unwrap();
+        assert_eq!(read_response(&mut stream, &mut received).await.0, 200);
+        let started = Instant::now();
+        let stall = r#"{"jsonrpc":"2.0","id":7,"method":"stall"}"#;
+        stream.write_all(post_head(stall).as_bytes()).await.unwrap();
+        let (status, headers, body) = read_response(&mut stream, &mut received).await;
+        assert!(started.elapsed() >= limit);
+        assert_eq!((status, body.as_str()), (204, ""));
+        assert!(headers.contains("connection: close"), "{headers}");
+        let mut rest = Vec::new();
+        assert_eq!(stream.read_to_end(&mut rest).await.unwrap(), 0, "closed");
+        // Other connections are served as before.
+        let (status, _, body) = post(addr, "application/json", add).await;
+        assert_eq!(status, 200);
+        assert!(body.contains("3.0"), "{body}");
+        let _ = stop.send(());
+        task.await.unwrap().unwrap();
+    })
+    .await;
+}
