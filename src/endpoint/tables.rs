@@ -1,7 +1,7 @@
 //! The endpoint's bookkeeping: requests we sent and await, requests we received and owe an
 //! answer, incoming batches being assembled, and cancels that arrived early.
 
-use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
+use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
 use super::IncomingId;
@@ -12,8 +12,8 @@ use crate::time::Instant;
 /// Requests we sent, by our id, with their deadlines in time order.
 #[derive(Debug, Default)]
 pub(super) struct Outgoing {
-    pending: BTreeMap<u64, Option<Instant>>,
-    deadlines: BTreeSet<(Instant, u64)>,
+    pending: SortedDeque<u64, Option<Instant>>,
+    deadlines: SortedDeque<(Instant, u64), ()>,
 }
 
 impl Outgoing {
@@ -24,7 +24,7 @@ impl Outgoing {
     pub fn insert(&mut self, id: u64, deadline: Option<Instant>) {
         self.pending.insert(id, deadline);
         if let Some(d) = deadline {
-            self.deadlines.insert((d, id));
+            self.deadlines.insert((d, id), ());
         }
     }
 
@@ -46,7 +46,7 @@ impl Outgoing {
         if let Some(Some(old)) = self.pending.get_mut(&id) {
             if deadline > *old {
                 self.deadlines.remove(&(*old, id));
-                self.deadlines.insert((deadline, id));
+                self.deadlines.insert((deadline, id), ());
                 *old = deadline;
             }
         }
@@ -66,12 +66,12 @@ impl Outgoing {
     }
 
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.deadlines.first().map(|&(d, _)| d)
+        self.deadlines.first().map(|&((d, _), ())| d)
     }
 
     /// Removes and returns one request whose deadline is at or before `now`.
     pub fn pop_expired(&mut self, now: Instant) -> Option<u64> {
-        let &(d, id) = self.deadlines.first()?;
+        let &((d, id), ()) = self.deadlines.first()?;
         if d > now {
             return None;
         }
@@ -83,11 +83,136 @@ impl Outgoing {
     /// Removes every pending request, in id order.
     pub fn drain(&mut self) -> impl Iterator<Item = u64> {
         self.deadlines.clear();
-        core::mem::take(&mut self.pending).into_keys()
+        self.pending.drain().map(|(id, _)| id)
     }
 
     pub fn is_empty(&self) -> bool {
         self.pending.is_empty() && self.deadlines.is_empty()
+    }
+}
+
+/// A map kept as a sorted ring buffer: the endpoint's keys mostly arrive in order (our ids,
+/// handles and deadlines grow) and leave from the front (answers in order, deadlines
+/// expiring), which a ring does with one push or pop and no node allocation, in one
+/// contiguous block (a B-tree allocates a node per few entries, half full). Keys out of
+/// order are placed by binary search and moved into place, bounded by the table's limit.
+#[derive(Debug)]
+pub(super) struct SortedDeque<K, V> {
+    entries: VecDeque<(K, V)>,
+}
+
+impl<K, V> Default for SortedDeque<K, V> {
+    fn default() -> Self {
+        SortedDeque {
+            entries: VecDeque::new(),
+        }
+    }
+}
+
+impl<K: Ord, V> SortedDeque<K, V> {
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    fn find<Q: Ord + ?Sized>(&self, key: &Q) -> Result<usize, usize>
+    where
+        K: core::borrow::Borrow<Q>,
+    {
+        // The usual cases first: the oldest entry, or past the newest.
+        match self.entries.front() {
+            Some((k, _)) if k.borrow() == key => return Ok(0),
+            None => return Err(0),
+            _ => {}
+        }
+        match self.entries.back() {
+            Some((k, _)) if k.borrow() < key => return Err(self.entries.len()),
+            _ => {}
+        }
+        self.entries.binary_search_by(|(k, _)| k.borrow().cmp(key))
+    }
+
+    /// Inserts or replaces; returns the value replaced.
+    pub fn insert(&mut self, key: K, value: V) -> Option<V> {
+        match self.find(&key) {
+            Ok(i) => Some(core::mem::replace(&mut self.entries[i].1, value)),
+            Err(i) if i == self.entries.len() => {
+                self.entries.push_back((key, value));
+                None
+            }
+            Err(i) => {
+                self.entries.insert(i, (key, value));
+                None
+            }
+        }
+    }
+
+    pub fn get<Q: Ord + ?Sized>(&self, key: &Q) -> Option<&V>
+    where
+        K: core::borrow::Borrow<Q>,
+    {
+        let i = self.find(key).ok()?;
+        Some(&self.entries[i].1)
+    }
+
+    pub fn get_mut<Q: Ord + ?Sized>(&mut self, key: &Q) -> Option<&mut V>
+    where
+        K: core::borrow::Borrow<Q>,
+    {
+        let i = self.find(key).ok()?;
+        Some(&mut self.entries[i].1)
+    }
+
+    pub fn contains_key<Q: Ord + ?Sized>(&self, key: &Q) -> bool
+    where
+        K: core::borrow::Borrow<Q>,
+    {
+        self.find(key).is_ok()
+    }
+
+    pub fn remove<Q: Ord + ?Sized>(&mut self, key: &Q) -> Option<V>
+    where
+        K: core::borrow::Borrow<Q>,
+    {
+        let i = self.find(key).ok()?;
+        let (_, value) = self.entries.remove(i)?;
+        self.shrink();
+        Some(value)
+    }
+
+    pub fn first(&self) -> Option<&(K, V)> {
+        self.entries.front()
+    }
+
+    pub fn pop_first(&mut self) -> Option<(K, V)> {
+        let first = self.entries.pop_front();
+        self.shrink();
+        first
+    }
+
+    /// Removes every entry, in key order.
+    pub fn drain(&mut self) -> impl Iterator<Item = (K, V)> {
+        core::mem::take(&mut self.entries).into_iter()
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &K> {
+        self.entries.iter().map(|(k, _)| k)
+    }
+
+    pub fn clear(&mut self) {
+        self.entries.clear();
+        self.shrink();
+    }
+
+    /// A table that emptied after a burst gives most of its room back: a busy connection
+    /// keeps what it uses, an idle one little.
+    fn shrink(&mut self) {
+        if self.entries.capacity() > 64 && self.entries.len() < self.entries.capacity() / 8 {
+            self.entries.shrink_to(self.entries.capacity() / 2);
+        }
     }
 }
 
@@ -130,9 +255,9 @@ impl BatchAnswer {
 #[derive(Debug, Default)]
 pub(super) struct Incoming {
     next_handle: u64,
-    in_flight: BTreeMap<u64, InFlight>,
-    by_peer_id: BTreeMap<Id<'static>, u64>,
-    batches: BTreeMap<u64, BatchAnswer>,
+    in_flight: SortedDeque<u64, InFlight>,
+    by_peer_id: SortedDeque<Id<'static>, u64>,
+    batches: SortedDeque<u64, BatchAnswer>,
     next_batch: u64,
     /// Spent batch buffers kept for reuse, so that steady batching allocates nothing.
     spare: Vec<Vec<u8>>,
