@@ -1,6 +1,7 @@
 //! W5: Content-Length decoding of 10,000 framed messages from one buffer, each classified,
 //! beside a serde_json floor (a minimal header split by hand, then a borrowed parse into a
-//! typed envelope).
+//! typed envelope). Ours takes whole frames straight from the buffer (`Decoder::frame_in`)
+//! and feeds only what does not start with one, as the endpoint does.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -55,6 +56,17 @@ fn ours(wire: &[u8], dec: &mut Decoder, classifier: &mut Classifier) -> usize {
     let mut rest = wire;
     let mut count = 0;
     while !rest.is_empty() {
+        // Whole frames straight from the input, as the endpoint takes them; the rest fed.
+        while let Some((used, frame)) = dec.frame_in(rest) {
+            match classifier.classify(frame) {
+                Classified::Single(Incoming::Request(req)) => {
+                    black_box((&req.method, &req.params, &req.id));
+                }
+                other => panic!("{other:?}"),
+            }
+            count += 1;
+            rest = &rest[used..];
+        }
         let used = dec.feed(rest);
         rest = &rest[used..];
         while let Some(frame) = dec.next_frame() {

@@ -22,12 +22,28 @@ fn run_chunks<'a>(
     limits: &Limits,
     chunks: impl IntoIterator<Item = &'a [u8]>,
 ) -> Run {
+    run_chunks_with(framing, limits, chunks, false)
+}
+
+/// [`run_chunks`]; with `direct`, whole frames at the front of a chunk are taken with
+/// `Decoder::frame_in` (no copy) before the rest is fed, as the endpoint does.
+fn run_chunks_with<'a>(
+    framing: Framing,
+    limits: &Limits,
+    chunks: impl IntoIterator<Item = &'a [u8]>,
+    direct: bool,
+) -> Run {
     let mut decoder = Decoder::new(framing, limits);
     let mut events = Vec::new();
     let mut peak = 0;
     for chunk in chunks {
         let mut rest = chunk;
         loop {
+            while let Some((used, body)) = direct.then(|| decoder.frame_in(rest)).flatten() {
+                assert!(used > 0 && used <= rest.len());
+                events.push(Ok(body.to_vec()));
+                rest = &rest[used..];
+            }
             let n = decoder.feed(rest);
             rest = &rest[n..];
             peak = peak.max(decoder.buffered());
@@ -59,6 +75,17 @@ fn run(framing: Framing, limits: &Limits, input: &[u8]) -> Run {
 
 /// Feeds `input` split into pieces whose sizes cycle through `sizes` (each at least 1).
 fn run_split(framing: Framing, limits: &Limits, input: &[u8], sizes: &[usize]) -> Run {
+    run_split_with(framing, limits, input, sizes, false)
+}
+
+/// [`run_split`], taking whole frames without a copy first when `direct`.
+fn run_split_with(
+    framing: Framing,
+    limits: &Limits,
+    input: &[u8],
+    sizes: &[usize],
+    direct: bool,
+) -> Run {
     let mut chunks = Vec::new();
     let mut rest = input;
     let mut i = 0;
@@ -72,7 +99,7 @@ fn run_split(framing: Framing, limits: &Limits, input: &[u8], sizes: &[usize]) -
         rest = &rest[n..];
         i += 1;
     }
-    run_chunks(framing, limits, chunks)
+    run_chunks_with(framing, limits, chunks, direct)
 }
 
 fn frames(run: &Run) -> Vec<&[u8]> {
@@ -543,6 +570,9 @@ proptest! {
         let split = run_split(Framing::ContentLength, &limits, &wire, &sizes);
         prop_assert_eq!(&split.events, &whole.events);
         prop_assert_eq!(&split.finish, &whole.finish);
+        let direct = run_split_with(Framing::ContentLength, &limits, &wire, &sizes, true);
+        prop_assert_eq!(&direct.events, &whole.events);
+        prop_assert_eq!(&direct.finish, &whole.finish);
     }
 
     #[test]
@@ -563,6 +593,8 @@ proptest! {
         prop_assert_eq!(&whole.finish, &None);
         let split = run_split(Framing::Newline, &limits, &wire, &sizes);
         prop_assert_eq!(&split.events, &whole.events);
+        let direct = run_split_with(Framing::Newline, &limits, &wire, &sizes, true);
+        prop_assert_eq!(&direct.events, &whole.events);
     }
 
     #[test]
@@ -585,6 +617,8 @@ proptest! {
         prop_assert_eq!(&whole.events, &expected);
         let split = run_split(Framing::ContentLength, &limits, &wire, &sizes);
         prop_assert_eq!(&split.events, &expected);
+        let direct = run_split_with(Framing::ContentLength, &limits, &wire, &sizes, true);
+        prop_assert_eq!(&direct.events, &expected);
     }
 
     #[test]
@@ -612,6 +646,9 @@ proptest! {
             let whole = run(framing, &limits, &input);
             let split = run_split(framing, &limits, &input, &sizes);
             prop_assert_eq!(&split, &Run { peak: split.peak, ..whole });
+            let direct = run_split_with(framing, &limits, &input, &sizes, true);
+            prop_assert_eq!(&direct.events, &split.events);
+            prop_assert_eq!(&direct.finish, &split.finish);
             for f in frames(&split) {
                 prop_assert!(f.len() <= 64);
             }

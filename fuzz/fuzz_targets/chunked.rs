@@ -12,6 +12,7 @@ fn decode(
     limits: &Limits,
     input: &[u8],
     sizes: &[usize],
+    direct: bool,
 ) -> (Vec<Event>, Option<FrameError>) {
     let mut decoder = Decoder::new(framing, limits);
     let bound = decoder.max_buffered();
@@ -26,6 +27,17 @@ fn decode(
         let mut chunk = &rest[..size];
         rest = &rest[size..];
         while !chunk.is_empty() {
+            // Whole frames at the front taken without a copy, as the endpoint does.
+            while let Some((used, body)) = direct.then(|| decoder.frame_in(chunk)).flatten() {
+                assert!(used > 0 && used <= chunk.len());
+                assert!(body.len() <= limits.max_frame_bytes);
+                check_frame(body);
+                events.push(Ok(body.to_vec()));
+                chunk = &chunk[used..];
+            }
+            if chunk.is_empty() {
+                break;
+            }
             let n = decoder.feed(chunk);
             chunk = &chunk[n..];
             assert!(decoder.buffered() <= bound);
@@ -50,7 +62,8 @@ fn decode(
 }
 
 /// Runs one input: byte 0 picks the limits, bytes 1..5 the chunk sizes (cycled), the rest is
-/// the stream, decoded whole and in chunks; both must give the same events.
+/// the stream, decoded whole and in chunks, feeding every byte or taking whole frames
+/// without a copy first; all must give the same events.
 pub fn run(framing: Framing, check_frame: fn(&[u8]), data: &[u8]) {
     if data.len() < 5 {
         return;
@@ -60,7 +73,11 @@ pub fn run(framing: Framing, check_frame: fn(&[u8]), data: &[u8]) {
     limits.max_header_bytes = [32, 64, 256, 1024][usize::from(data[0] >> 2 & 3)];
     let sizes: Vec<usize> = data[1..5].iter().map(|&b| 1 + usize::from(b)).collect();
     let input = &data[5..];
-    let whole = decode(framing, check_frame, &limits, input, &[usize::MAX]);
-    let chunked = decode(framing, check_frame, &limits, input, &sizes);
+    let whole = decode(framing, check_frame, &limits, input, &[usize::MAX], false);
+    let chunked = decode(framing, check_frame, &limits, input, &sizes, false);
     assert_eq!(whole, chunked);
+    let direct = decode(framing, check_frame, &limits, input, &sizes, true);
+    assert_eq!(whole, direct);
+    let whole_direct = decode(framing, check_frame, &limits, input, &[usize::MAX], true);
+    assert_eq!(whole, whole_direct);
 }

@@ -124,6 +124,30 @@ impl ContentLengthDecoder {
         taken + self.buf.append(&input[taken..])
     }
 
+    /// A whole frame taken straight from `input`, without buffering it: when nothing is
+    /// buffered and `input` starts (after whitespace) with a well-formed frame within the
+    /// limits, how many bytes of `input` it spans and its body. `None` otherwise (a partial
+    /// frame, anything to report): [`feed`](ContentLengthDecoder::feed) the bytes instead.
+    pub fn frame_in<'a>(&mut self, input: &'a [u8]) -> Option<(usize, &'a [u8])> {
+        if self.buf.len() != 0 || !matches!(&self.state, State::Header(s) if s.pos == 0) {
+            return None;
+        }
+        let space = input.iter().take_while(|&&b| is_space(b)).count();
+        let block = &input[space..];
+        let mut scan = Scan::default();
+        let ScanOutcome::End { header_len } = scan_header(&mut scan, block, self.max_header) else {
+            return None;
+        };
+        let len = match scan.length {
+            Some(len) if !scan.bad_length && !scan.bad_charset && len <= self.max_frame as u64 => {
+                len as usize
+            }
+            _ => return None,
+        };
+        let body = block.get(header_len..header_len + len)?;
+        Some((space + header_len + len, body))
+    }
+
     /// Returns the next frame body or error event; see
     /// [`Decoder::next_frame`](super::Decoder::next_frame).
     pub fn next_frame(&mut self) -> Option<Result<&[u8], FrameError>> {

@@ -298,6 +298,24 @@ impl Decoder {
             }
     }
 
+    /// A whole frame taken straight from `input` without copying it: when nothing is
+    /// buffered and `input` starts with a complete, well-formed frame within the limits,
+    /// how many bytes of `input` it spans and its body, borrowed from `input`. `None`
+    /// otherwise (a partial frame, an error to report, the first bytes not yet checked):
+    /// [`feed`](Decoder::feed) the bytes and drain [`next_frame`](Decoder::next_frame)
+    /// instead. Taking frames this way and feeding the rest gives the same frames as
+    /// feeding everything; it only skips the copy into the decoder's buffer.
+    pub fn frame_in<'a>(&mut self, input: &'a [u8]) -> Option<(usize, &'a [u8])> {
+        if !matches!(self.first, First::Done) {
+            return None;
+        }
+        match &mut self.inner {
+            Inner::ContentLength(d) => d.frame_in(input),
+            Inner::Newline(d) => d.frame_in(input),
+            Inner::Undecided(_) => None,
+        }
+    }
+
     /// Returns the next complete frame body, borrowed from the internal buffer, or an
     /// error event; `None` when more input is needed.
     ///

@@ -59,6 +59,26 @@ impl NewlineDecoder {
         taken + self.buf.append(&input[taken..])
     }
 
+    /// A whole line taken straight from `input`, without buffering it: when nothing is
+    /// buffered and `input` starts with a non-blank line within the limit, how many bytes
+    /// of `input` it spans (with its line end) and the line. `None` otherwise: feed the
+    /// bytes instead.
+    pub fn frame_in<'a>(&mut self, input: &'a [u8]) -> Option<(usize, &'a [u8])> {
+        if self.buf.len() != 0 || self.discarding {
+            return None;
+        }
+        let newline = find_newline(input)?;
+        let len = match input[..newline] {
+            [.., b'\r'] => newline - 1,
+            _ => newline,
+        };
+        let line = &input[..len];
+        if len > self.max_frame || line.iter().all(|&b| is_space(b)) {
+            return None;
+        }
+        Some((newline + 1, line))
+    }
+
     /// Returns the next line or error event; see
     /// [`Decoder::next_frame`](super::Decoder::next_frame).
     pub fn next_frame(&mut self) -> Option<Result<&[u8], FrameError>> {

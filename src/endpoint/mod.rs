@@ -683,6 +683,21 @@ impl Endpoint {
             if bytes.is_empty() || !self.has_room() || idle_feeds == 2 {
                 break;
             }
+            if self.has_event_room() {
+                // A whole frame at the front of the input goes straight to the arena,
+                // without a stop in the decoder's buffer.
+                let whole = self.decoder.as_mut().and_then(|d| d.frame_in(bytes));
+                if let Some((used, frame)) = whole {
+                    self.guard.frame_done();
+                    let start = self.arena.len();
+                    self.arena.extend_from_slice(frame);
+                    let end = self.arena.len();
+                    self.process_frame(start, end);
+                    bytes = &bytes[used..];
+                    idle_feeds = 0;
+                    continue;
+                }
+            }
             let used = self.decoder.as_mut().map_or(0, |d| d.feed(bytes));
             bytes = &bytes[used..];
             // The decoder takes nothing only while it holds complete frames; draining them
