@@ -386,6 +386,7 @@ pub async fn serve_with_options(
                     crate::refuse_on(&mut refusing, stream, &busy);
                 }
                 Ok((stream, _)) => {
+                    let _ = stream.set_nodelay(true);
                     let serving = serving.clone();
                     let mut stopping = stopping.clone();
                     #[cfg(feature = "tls")]
@@ -508,6 +509,15 @@ type Hyper = hyper_util::client::legacy::Client<HttpConnector, Full<Bytes>>;
 type Hyper =
     hyper_util::client::legacy::Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
 
+/// Plain TCP for the HTTP client, with Nagle's algorithm off (as the server's sockets);
+/// `http_only` refuses other schemes (no TLS layer above it).
+fn http_connector(http_only: bool) -> HttpConnector {
+    let mut http = HttpConnector::new();
+    http.set_nodelay(true);
+    http.enforce_http(http_only);
+    http
+}
+
 /// The pooled HTTP client: `http://`, and `https://` trusting `tls` with the `tls` feature.
 #[cfg(feature = "tls")]
 fn hyper_client(tls: Arc<crate::tls::rustls::ClientConfig>) -> Hyper {
@@ -515,7 +525,7 @@ fn hyper_client(tls: Arc<crate::tls::rustls::ClientConfig>) -> Hyper {
         .with_tls_config((*tls).clone())
         .https_or_http()
         .enable_http1()
-        .build();
+        .wrap_connector(http_connector(false));
     hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build(connector)
 }
 
@@ -663,7 +673,8 @@ impl Client {
     /// the Mozilla roots), with the default endpoint config.
     pub fn new(url: &str) -> Result<Self, hyper::http::uri::InvalidUri> {
         #[cfg(not(feature = "tls"))]
-        let http = hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build_http();
+        let http = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+            .build(http_connector(true));
         #[cfg(feature = "tls")]
         let http = hyper_client(crate::tls::client_config());
         Ok(Client {

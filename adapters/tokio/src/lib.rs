@@ -216,10 +216,21 @@ where
     ByteStream::new(reader.compat(), writer.compat_write())
 }
 
-/// A TCP connection as a transport.
+/// An accepted TCP connection with Nagle's algorithm off: JSON-RPC writes whole messages,
+/// and a small answer held back for the peer's delayed ACK stalls a pipelined client for
+/// tens of milliseconds.
+pub(crate) fn no_delay(
+    (stream, _): (tokio::net::TcpStream, std::net::SocketAddr),
+) -> tokio::net::TcpStream {
+    let _ = stream.set_nodelay(true);
+    stream
+}
+
+/// A TCP connection as a transport, with Nagle's algorithm turned off.
 pub fn tcp(
     stream: tokio::net::TcpStream,
 ) -> TokioStream<tokio::net::tcp::OwnedReadHalf, tokio::net::tcp::OwnedWriteHalf> {
+    let _ = stream.set_nodelay(true);
     let (reader, writer) = stream.into_split();
     self::stream(reader, writer)
 }

@@ -139,7 +139,7 @@ pub fn ws(
     move || {
         let url = url.clone();
         async move {
-            let connect = tokio_tungstenite::connect_async_with_config(url, Some(config), false);
+            let connect = tokio_tungstenite::connect_async_with_config(url, Some(config), true);
             let (ws, _) = connect.await.map_err(crate::ws::io_error)?;
             Ok(WebSocket::new(ws, keepalive))
         }

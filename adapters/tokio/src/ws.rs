@@ -284,7 +284,7 @@ pub async fn connect_with(
     keepalive: Option<KeepAlive>,
 ) -> Result<Connection, WsError> {
     let config = config(&builder.endpoint_config().limits);
-    let (ws, _) = tokio_tungstenite::connect_async_with_config(url, Some(config), false).await?;
+    let (ws, _) = tokio_tungstenite::connect_async_with_config(url, Some(config), true).await?;
     Ok(crate::spawn(builder, WebSocket::new(ws, keepalive)))
 }
 
@@ -299,7 +299,7 @@ pub async fn connect_tls(
     let config = config(&builder.endpoint_config().limits);
     let connector = tokio_tungstenite::Connector::Rustls(tls);
     let (ws, _) =
-        tokio_tungstenite::connect_async_tls_with_config(url, Some(config), false, Some(connector))
+        tokio_tungstenite::connect_async_tls_with_config(url, Some(config), true, Some(connector))
             .await?;
     Ok(crate::spawn(
         builder,
@@ -359,7 +359,7 @@ pub async fn serve_with_options(
     let builder = options.builder(builder);
     let config = config(&builder.endpoint_config().limits);
     let handshake_timeout = builder.endpoint_config().frame_timeout;
-    let accept = || async { listener.accept().await.map(|(s, _)| s) };
+    let accept = || async { listener.accept().await.map(crate::no_delay) };
     let origins = Arc::new(options.allowed_origins.clone());
     let (missing, keepalive) = (options.allow_missing_origin, options.keepalive);
     #[cfg(feature = "tls")]

@@ -47,26 +47,7 @@ async fn exchange(addr: SocketAddr, head: &str, body: &[u8]) -> (u16, String, St
     let mut stream = TcpStream::connect(addr).await.unwrap();
     stream.write_all(head.as_bytes()).await.unwrap();
     stream.write_all(body).await.unwrap();
-    let mut received = Vec::new();
-    let mut chunk = [0; 4096];
-    loop {
-        let text = String::from_utf8_lossy(&received).into_owned();
-        if let Some(end) = text.find("\r\n\r\n") {
-            let headers = text[..end].to_ascii_lowercase();
-            let length = headers
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .map_or(0, |n| n.trim().parse::<usize>().unwrap());
-            if received.len() >= end + 4 + length {
-                let status = text[9..12].parse().unwrap();
-                let body = text[end + 4..end + 4 + length].to_owned();
-                return (status, headers, body);
-            }
-        }
-        let n = stream.read(&mut chunk).await.unwrap();
-        assert!(n > 0, "connection closed mid-response: {received:?}");
-        received.extend_from_slice(&chunk[..n]);
-    }
+    read_response(&mut stream, &mut Vec::new()).await
 }
 
 async fn post(addr: SocketAddr, content_type: &str, body: &str) -> (u16, String, String) {
