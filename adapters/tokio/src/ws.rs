@@ -142,47 +142,68 @@ where
         conn: &mut Machine,
         now: Instant,
     ) -> Poll<io::Result<Received>> {
-        let text = match self.held.take() {
-            Some(text) => text,
-            None => loop {
-                match ready!(self.ws.poll_next_unpin(cx)) {
-                    Some(Ok(Message::Text(text))) => break text,
-                    Some(Ok(Message::Binary(_))) => {
-                        let close = (CloseCode::Unsupported, "binary frames are not supported");
-                        return self.end(conn, now, Some(close));
-                    }
-                    Some(Ok(Message::Pong(_))) => {
-                        if let Some(p) = self.pinger.as_mut().filter(|p| p.awaiting) {
-                            p.awaiting = false;
-                            let interval = p.config.interval;
-                            p.reset(interval);
+        // Every message already received is handed in before the answers are written, so
+        // a pipelining peer's answers leave in one flush (the socket has Nagle off).
+        let mut taken = 0;
+        loop {
+            let text = match self.held.take() {
+                Some(text) => text,
+                None => loop {
+                    let next = match self.ws.poll_next_unpin(cx) {
+                        Poll::Ready(next) => next,
+                        Poll::Pending if taken > 0 => return Poll::Ready(Ok(Received::Data)),
+                        Poll::Pending => return Poll::Pending,
+                    };
+                    match next {
+                        Some(Ok(Message::Text(text))) => break text,
+                        Some(Ok(Message::Binary(_))) => {
+                            let close = (CloseCode::Unsupported, "binary frames are not supported");
+                            return self.end(conn, now, Some(close));
                         }
+                        Some(Ok(Message::Pong(_))) => {
+                            if let Some(p) = self.pinger.as_mut().filter(|p| p.awaiting) {
+                                p.awaiting = false;
+                                let interval = p.config.interval;
+                                p.reset(interval);
+                            }
+                        }
+                        // tungstenite queues the pong, written with the next read or write.
+                        Some(Ok(Message::Ping(_) | Message::Frame(_))) => {}
+                        Some(Ok(Message::Close(_))) | None => return self.end(conn, now, None),
+                        Some(Err(WsError::Capacity(_))) => {
+                            let close = (CloseCode::Size, "message too big");
+                            return self.end(conn, now, Some(close));
+                        }
+                        // RFC 6455 §7.1.7: fail the connection with the close frame that says
+                        // why.
+                        Some(Err(WsError::Protocol(_))) => {
+                            let close = (CloseCode::Protocol, "protocol error");
+                            return self.end(conn, now, Some(close));
+                        }
+                        Some(Err(WsError::Utf8(_))) => {
+                            let close = (CloseCode::Invalid, "invalid UTF-8");
+                            return self.end(conn, now, Some(close));
+                        }
+                        Some(Err(e)) => return Poll::Ready(Err(io_error(e))),
                     }
-                    // tungstenite queues the pong, written with the next read or write.
-                    Some(Ok(Message::Ping(_) | Message::Frame(_))) => {}
-                    Some(Ok(Message::Close(_))) | None => return self.end(conn, now, None),
-                    Some(Err(WsError::Capacity(_))) => {
-                        let close = (CloseCode::Size, "message too big");
-                        return self.end(conn, now, Some(close));
+                },
+            };
+            match conn.handle_message(text.as_bytes(), now) {
+                Ok(()) => {
+                    taken += 1;
+                    if taken == MESSAGES_PER_TURN {
+                        return Poll::Ready(Ok(Received::Data));
                     }
-                    // RFC 6455 §7.1.7: fail the connection with the close frame that says why.
-                    Some(Err(WsError::Protocol(_))) => {
-                        let close = (CloseCode::Protocol, "protocol error");
-                        return self.end(conn, now, Some(close));
-                    }
-                    Some(Err(WsError::Utf8(_))) => {
-                        let close = (CloseCode::Invalid, "invalid UTF-8");
-                        return self.end(conn, now, Some(close));
-                    }
-                    Some(Err(e)) => return Poll::Ready(Err(io_error(e))),
                 }
-            },
-        };
-        match conn.handle_message(text.as_bytes(), now) {
-            Ok(()) => Poll::Ready(Ok(Received::Data)),
-            Err(_backpressure) => {
-                self.held = Some(text);
-                Poll::Ready(Ok(Received::Stalled))
+                Err(_backpressure) => {
+                    self.held = Some(text);
+                    let received = if taken > 0 {
+                        Received::Data
+                    } else {
+                        Received::Stalled
+                    };
+                    return Poll::Ready(Ok(received));
+                }
             }
         }
     }
@@ -242,6 +263,9 @@ where
         self.ws.poll_close_unpin(cx).map_err(io_error)
     }
 }
+
+/// Most messages handed in per [`Transport::poll_receive`] before the answers are written.
+const MESSAGES_PER_TURN: usize = 64;
 
 /// tungstenite's config with its message and frame size bounds set to `limits`'
 /// [`max_frame_bytes`](Limits::max_frame_bytes), and its write buffer bounded.
