@@ -1,0 +1,409 @@
+//! The load generator: sansrpc end to end over loopback sockets, against a hand-written
+//! floor server (`floor-server`) and jsonrpsee (`jsonrpsee-server`).
+//!
+//! It starts each server binary itself (from its own directory: build them together with
+//! `cargo build --release`), each on `127.0.0.1:0`, reads the bound address from the
+//! server's first line of output, runs one workload against it and kills it; a fresh server
+//! process per workload, so no workload warms the next one. The client is the same for
+//! every server: raw sockets on one current-thread runtime (one core for the client, the
+//! other for the single-threaded server), framing and HTTP written here by hand,
+//! tokio-tungstenite for WebSocket. Every answer is checked: its id is one asked and not
+//! yet answered, its result is right (`add`: `[i, 7]` -> `i + 7` for even ids; `echo`:
+//! `["hello", i]` back for odd ids). Any error is counted, reported, and makes the exit
+//! status 1.
+//!
+//! Workloads (N requests each, default 20,000; M connections, default 1,000):
+//! - TCP pipelined: one connection, Content-Length framing, 64 requests in flight
+//!   (floor, sansrpc; jsonrpsee serves no raw TCP).
+//! - WebSocket sequential (1 in flight) and pipelined (64 in flight), one connection, text
+//!   frames (sansrpc, jsonrpsee).
+//! - HTTP: 64 keep-alive connections, each POSTing one request at a time (sansrpc,
+//!   jsonrpsee).
+//! - Memory: M connections opened, one request answered on each, kept open; the growth of
+//!   the server's resident set (`VmRSS`) over the idle server's (TCP: floor, sansrpc;
+//!   WebSocket and HTTP: sansrpc, jsonrpsee).
+//!
+//! Throughput is the median of 3 runs (1 with `--quick`), each after a short warm-up on
+//! its own connection. Every workload is bounded in time (60 s).
+//!
+//! `loadgen [--quick] [--requests N] [--connections M]`; `--quick` (or `LOADGEN_QUICK=1`)
+//! is N = 2,000 and M = 200.
+
+mod client;
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use client::{Run, Transport};
+
+/// How long one workload may take before it is abandoned as failed.
+const WORKLOAD_LIMIT: Duration = Duration::from_secs(60);
+/// Requests in flight on a pipelined connection, and connections of the HTTP workload.
+const DEPTH: usize = 64;
+
+struct Options {
+    requests: u64,
+    connections: usize,
+    runs: usize,
+    quick: bool,
+}
+
+fn options() -> Options {
+    let mut quick = std::env::var("LOADGEN_QUICK").is_ok_and(|v| v == "1");
+    let (mut requests, mut connections) = (None, None);
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut number = || {
+            args.next()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| usage())
+        };
+        match arg.as_str() {
+            "--quick" => quick = true,
+            "--requests" => requests = Some(number()),
+            "--connections" => connections = Some(number()),
+            _ => usage(),
+        }
+    }
+    Options {
+        requests: requests.unwrap_or(if quick { 2_000 } else { 20_000 }),
+        connections: connections.unwrap_or(if quick { 200 } else { 1_000 }) as usize,
+        runs: if quick { 1 } else { 3 },
+        quick,
+    }
+}
+
+fn usage() -> ! {
+    eprintln!("usage: loadgen [--quick] [--requests N] [--connections M]");
+    std::process::exit(2)
+}
+
+/// A server process, killed when dropped.
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Server {
+    /// Starts `bin` (a sibling of this executable) with `args`, and waits for the address
+    /// it prints once bound.
+    fn start(bin: &str, args: &[&str]) -> Result<Server, String> {
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let path = exe.with_file_name(bin);
+        let mut child = Command::new(&path)
+            .args(args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e} (build all binaries)", path.display()))?;
+        let mut line = String::new();
+        let stdout = child.stdout.take().expect("piped");
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .map_err(|e| e.to_string())?;
+        let server = Server {
+            addr: line
+                .trim()
+                .parse()
+                .map_err(|_| format!("{bin}: no address ({line:?})"))?,
+            child,
+        };
+        // The port accepts: the server printed its address after binding it.
+        std::net::TcpStream::connect_timeout(&server.addr, Duration::from_secs(5))
+            .map_err(|e| format!("{bin} at {}: {e}", server.addr))?;
+        Ok(server)
+    }
+
+    /// The server's resident set size, in bytes.
+    fn rss(&self) -> Result<u64, String> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .map_err(|e| e.to_string())?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map(|kib| kib * 1024)
+            .ok_or_else(|| "no VmRSS".to_string())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The three servers, and how each serves a transport: its binary and arguments.
+fn server_for(name: &str, transport: Transport) -> Option<(&'static str, Vec<&'static str>)> {
+    let t = transport.arg();
+    match (name, transport) {
+        ("floor", Transport::Tcp) => Some(("floor-server", vec![])),
+        ("sansrpc", _) => Some(("sansrpc-server", vec![t])),
+        ("jsonrpsee", Transport::Ws | Transport::Http) => Some(("jsonrpsee-server", vec![])),
+        _ => None,
+    }
+}
+
+/// One row of a table: a measured value or why there is none.
+enum Cell {
+    Value(f64, u64),
+    NotApplicable,
+    Failed(String),
+}
+
+struct Table {
+    title: String,
+    unit: &'static str,
+    baseline: &'static str,
+    rows: Vec<(&'static str, Cell)>,
+    /// Memory tables: the connections held, for a per-connection column.
+    connections: Option<usize>,
+}
+
+impl Table {
+    fn print(&self) {
+        let base = self.rows.iter().find_map(|(name, cell)| match cell {
+            Cell::Value(v, _) if *name == self.baseline => Some(*v),
+            _ => None,
+        });
+        println!("\n### {}\n", self.title);
+        let (per_head, per_rule) = match self.connections {
+            Some(_) => (" KiB per connection |", "---:|"),
+            None => ("", ""),
+        };
+        println!(
+            "| server | {} |{per_head} ratio to {} | errors |",
+            self.unit, self.baseline
+        );
+        println!("|---|---:|{per_rule}---:|---:|");
+        for (name, cell) in &self.rows {
+            let blank = if per_head.is_empty() { "" } else { " |" };
+            match cell {
+                Cell::Value(v, errors) => {
+                    let ratio = base.map_or("n/a".into(), |b| format!("{:.2}", v / b));
+                    let per = self.connections.map_or(String::new(), |m| {
+                        format!(" {:.1} |", v * 1024.0 / m as f64)
+                    });
+                    println!(
+                        "| {name} | {} |{per} {ratio} | {errors} |",
+                        fmt_value(*v, self.unit)
+                    );
+                }
+                Cell::NotApplicable => println!("| {name} | n/a |{blank} n/a | |"),
+                Cell::Failed(why) => println!("| {name} | failed: {why} |{blank} | 1 |"),
+            }
+        }
+    }
+
+    fn errors(&self) -> u64 {
+        self.rows
+            .iter()
+            .map(|(_, c)| match c {
+                Cell::Value(_, e) => *e,
+                Cell::NotApplicable => 0,
+                Cell::Failed(_) => 1,
+            })
+            .sum()
+    }
+}
+
+fn fmt_value(v: f64, unit: &str) -> String {
+    if unit.starts_with("requests") {
+        let n = v.round() as u64;
+        let s = n.to_string();
+        let mut out = String::new();
+        for (i, c) in s.chars().enumerate() {
+            if i > 0 && (s.len() - i).is_multiple_of(3) {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// Raises this process's soft limit on open files to its hard limit (the memory workload
+/// holds a socket per connection; the servers inherit the limit).
+fn raise_fd_limit() {
+    // SAFETY: getrlimit/setrlimit with a valid pointer to a local struct.
+    unsafe {
+        let mut limit = std::mem::zeroed::<libc::rlimit>();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
+}
+
+fn median(mut runs: Vec<Run>) -> Run {
+    runs.sort_by(|a, b| a.per_second().total_cmp(&b.per_second()));
+    let errors = runs.iter().map(|r| r.errors).sum();
+    let mut mid = runs.swap_remove(runs.len() / 2);
+    mid.errors = errors;
+    mid
+}
+
+/// Runs a throughput workload against one server: warm-up, then `runs` measured runs.
+async fn throughput(
+    opts: &Options,
+    name: &str,
+    transport: Transport,
+    work: impl Fn(SocketAddr, u64) -> client::BoxRun,
+) -> Cell {
+    let Some((bin, args)) = server_for(name, transport) else {
+        return Cell::NotApplicable;
+    };
+    let result = async {
+        let server = Server::start(bin, &args)?;
+        let (addr, work) = (server.addr, &work);
+        let bounded = move |n| async move {
+            tokio::time::timeout(WORKLOAD_LIMIT, work(addr, n))
+                .await
+                .map_err(|_| format!("no end within {WORKLOAD_LIMIT:?}"))?
+        };
+        let warmup = bounded((opts.requests / 10).clamp(100, 2_000)).await?;
+        let mut runs = Vec::new();
+        for _ in 0..opts.runs {
+            runs.push(bounded(opts.requests).await?);
+        }
+        let mut run = median(runs);
+        run.errors += warmup.errors;
+        drop(server);
+        Ok::<_, String>(run)
+    };
+    match result.await {
+        Ok(run) => Cell::Value(run.per_second(), run.errors),
+        Err(why) => Cell::Failed(why),
+    }
+}
+
+/// Measures the server's resident set growth with `opts.connections` open connections.
+async fn memory(opts: &Options, name: &str, transport: Transport) -> Cell {
+    let Some((bin, args)) = server_for(name, transport) else {
+        return Cell::NotApplicable;
+    };
+    let result = async {
+        let server = Server::start(bin, &args)?;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let idle = server.rss()?;
+        let open = client::hold(server.addr, transport, opts.connections);
+        let (held, errors) = tokio::time::timeout(WORKLOAD_LIMIT, open)
+            .await
+            .map_err(|_| format!("no end within {WORKLOAD_LIMIT:?}"))??;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let loaded = server.rss()?;
+        drop(held);
+        let growth = loaded.saturating_sub(idle) as f64 / (1024.0 * 1024.0);
+        Ok::<_, String>((growth, errors))
+    };
+    match result.await {
+        Ok((mib, errors)) => Cell::Value(mib, errors),
+        Err(why) => Cell::Failed(why),
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let opts = options();
+    raise_fd_limit();
+    let start_load = loadavg();
+    let (n, m) = (opts.requests, opts.connections);
+    println!(
+        "# sansrpc load generator{}: loopback, {n} requests per run, median of {} run(s)",
+        if opts.quick { " (quick)" } else { "" },
+        opts.runs
+    );
+    println!("\nload average at start: {start_load}");
+
+    let servers = ["floor", "sansrpc", "jsonrpsee"];
+    let mut tables = Vec::new();
+    let specs: [(String, Transport, &str, usize); 4] = [
+        (
+            format!("TCP, pipelined: 1 connection, {DEPTH} in flight, Content-Length framing"),
+            Transport::Tcp,
+            "floor",
+            DEPTH,
+        ),
+        (
+            "WebSocket, sequential: 1 connection, 1 in flight".into(),
+            Transport::Ws,
+            "jsonrpsee",
+            1,
+        ),
+        (
+            format!("WebSocket, pipelined: 1 connection, {DEPTH} in flight"),
+            Transport::Ws,
+            "jsonrpsee",
+            DEPTH,
+        ),
+        (
+            format!("HTTP: {DEPTH} keep-alive connections, 1 in flight each"),
+            Transport::Http,
+            "jsonrpsee",
+            DEPTH,
+        ),
+    ];
+    for (title, transport, baseline, depth) in specs {
+        let mut rows = Vec::new();
+        for name in servers {
+            let cell = throughput(&opts, name, transport, |addr, n| match transport {
+                Transport::Tcp => Box::pin(client::tcp_pipelined(addr, n, depth)),
+                Transport::Ws => Box::pin(client::ws(addr, n, depth)),
+                Transport::Http => Box::pin(client::http(addr, n, depth)),
+            })
+            .await;
+            rows.push((name, cell));
+        }
+        tables.push(Table {
+            title,
+            unit: "requests/s",
+            baseline,
+            rows,
+            connections: None,
+        });
+    }
+    for (transport, baseline) in [
+        (Transport::Tcp, "floor"),
+        (Transport::Ws, "jsonrpsee"),
+        (Transport::Http, "jsonrpsee"),
+    ] {
+        let mut rows = Vec::new();
+        for name in servers {
+            rows.push((name, memory(&opts, name, transport).await));
+        }
+        let title = format!(
+            "Memory: server RSS growth with {m} open {} connections (one request answered on each)",
+            transport.label()
+        );
+        tables.push(Table {
+            title,
+            unit: "MiB",
+            baseline,
+            rows,
+            connections: Some(m),
+        });
+    }
+
+    let mut errors = 0;
+    for table in &tables {
+        table.print();
+        errors += table.errors();
+    }
+    println!("\nload average at end: {}", loadavg());
+    if errors > 0 {
+        println!("\nERRORS: {errors} (wrong, missing or failed answers): see the tables above");
+        std::process::exit(1);
+    }
+    println!("\nall answers verified, no errors");
+}
