@@ -579,6 +579,10 @@ impl Connection {
     /// stream pulls, heartbeats, the hook's requests and peer cancels of streams itself.
     pub fn poll_event(&mut self) -> Option<Event<'_>> {
         loop {
+            if self.hook.is_none() && self.passes_by_name() {
+                // What no extension takes, known by its method alone: built once, handed out.
+                return self.pass();
+            }
             let take = match self.endpoint.peek_event() {
                 Some(event) => decide(
                     event,
@@ -681,6 +685,21 @@ impl Connection {
     }
 
     /// Hands the endpoint's next event to the driver, noting what it implies.
+    /// The next event is a request or notification that no part of the machine takes (no
+    /// stream method, no stream cancel, no heartbeat), as [`decide`] would find without a
+    /// hook; false when that takes more than its method name to tell.
+    fn passes_by_name(&mut self) -> bool {
+        let heartbeat = self.heartbeat.is_some();
+        match self.endpoint.peek_method() {
+            Some((true, method)) => !method.starts_with(stream::METHOD_PREFIX),
+            Some((false, method)) => {
+                method != stream::CANCEL_METHOD
+                    && !(heartbeat && (method == keepalive::PING || method == keepalive::PONG))
+            }
+            None => false,
+        }
+    }
+
     fn pass(&mut self) -> Option<Event<'_>> {
         let event = self.endpoint.poll_event()?;
         Some(match event {

@@ -1356,6 +1356,23 @@ impl Endpoint {
         Some(self.event_of(record))
     }
 
+    /// The next event's method when it is a request (`Some((true, method))`) or a
+    /// notification (`Some((false, method))`) whose method has no escapes, without building
+    /// the event: for the connection machine's routing, which needs only the name.
+    pub(crate) fn peek_method(&mut self) -> Option<(bool, &str)> {
+        self.refill_events();
+        match self.events.front()? {
+            Record::Entry {
+                start, end, entry, ..
+            } => {
+                // SAFETY: as in `decide`: a scanned entry, unchanged in the arena since.
+                let frame = unsafe { frame_str(&self.arena[*start..*end]) };
+                entry.plain_method(frame)
+            }
+            _ => None,
+        }
+    }
+
     fn refill_events(&mut self) {
         if self.events.is_empty() {
             // Every event handed out so far is dead: reuse the arena for frames the decoder

@@ -340,6 +340,18 @@ impl RawEntry {
         }
     }
 
+    /// The method of a request (`Some((true, method))`) or notification (`Some((false,
+    /// method))`) written without escapes, read without materializing the entry; `None`
+    /// for anything else.
+    pub(crate) fn plain_method<'a>(&self, frame: &'a str) -> Option<(bool, &'a str)> {
+        let request = match self.kind {
+            Kind::Request => true,
+            Kind::Notification => false,
+            _ => return None,
+        };
+        (!self.method.escaped).then(|| (request, self.method.span.of(frame)))
+    }
+
     pub(crate) fn materialize<'a>(&self, frame: &'a str) -> Incoming<'a> {
         let id = || match self.id.valid() {
             Some((IdKind::Null, _)) | None => Id::NULL,
