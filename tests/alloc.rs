@@ -282,3 +282,61 @@ fn a_round_trip_between_connection_machines_allocates_nothing_when_warm() {
     });
     assert_eq!(n, 0, "allocations in 100 warm round trips");
 }
+
+/// The path a server built from the README takes: Content-Length frames into a connection
+/// machine, each request through a typed [`Router`](sansrpc::router::Router) method, the
+/// answers framed out; `n` frames of `body` per round.
+fn server_path_allocations(body: &str, warm: usize, rounds: usize) -> usize {
+    use sansrpc::connection::{Config, Connection, Event};
+    use sansrpc::router::{Reply, Router};
+
+    sansrpc::method!(Add = "add", (i64, i64) => i64);
+    let mut router = Router::new();
+    router.method::<Add, _>(|(a, b)| Ok(a + b)).unwrap();
+    let now = sansrpc::Instant::ZERO;
+    let mut conn = Connection::new(Config::default(), now);
+    let mut reply = Reply::default();
+    let mut frame = Vec::new();
+    encode_frame(Framing::ContentLength, body.as_bytes(), &mut frame);
+    let mut out = Vec::with_capacity(64 * 1024);
+    let mut serve = |conn: &mut Connection, out: &mut Vec<u8>| {
+        conn.handle_input(&frame, now).unwrap();
+        while let Some(event) = conn.poll_event() {
+            let Event::Request { handle, request } = event else {
+                panic!("{event:?}")
+            };
+            router.dispatch(&request, &mut reply);
+            drop(request);
+            reply.answer(conn, handle);
+        }
+        out.clear();
+        while conn.poll_transmit(out).is_some() {}
+        assert!(out.ends_with(b"}") || out.ends_with(b"]"), "an answer");
+    };
+    for _ in 0..warm {
+        serve(&mut conn, &mut out);
+    }
+    allocations(|| {
+        for _ in 0..rounds {
+            serve(&mut conn, &mut out);
+        }
+    })
+}
+
+#[test]
+fn the_server_path_allocates_nothing_per_warm_request_or_batch() {
+    let single = r#"{"jsonrpc":"2.0","id":7,"method":"add","params":[20,22]}"#;
+    assert_eq!(server_path_allocations(single, 10, 1000), 0, "per request");
+    let batch = format!(
+        "[{}]",
+        (0..100)
+            .map(|i| format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"add","params":[{i},1]}}"#))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    assert_eq!(
+        server_path_allocations(&batch, 100, 1000),
+        0,
+        "per batch of 100"
+    );
+}
