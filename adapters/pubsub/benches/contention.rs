@@ -13,8 +13,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use sansrpc::codec::Framing;
 use sansrpc::ext::pubsub::{HubConfig, PublishError};
-use sansrpc::ext::store::SubscriptionState;
-use sansrpc::ext::store::{DynStore, MemoryStore, RetentionPolicy, Store, StoredMessage};
+use sansrpc::ext::store::{DynStore, MemoryStore, RetentionPolicy};
 use sansrpc::{ErrorObject, RawValue};
 use sansrpc_pubsub::PubSub;
 use sansrpc_tokio::{AsyncRouter, Builder, Extension};
@@ -22,65 +21,10 @@ use sansrpc_tokio::{AsyncRouter, Builder, Extension};
 const CONNECTIONS: usize = 64;
 const PER_CONNECTION: usize = 16;
 
-/// A store that sleeps `delay` in every operation, like a round trip to a remote one.
-struct Slow {
-    inner: MemoryStore,
-    delay: Duration,
-}
+#[path = "../tests/support/slow_store.rs"]
+mod slow_store;
 
-impl Slow {
-    fn wait(&self) {
-        std::thread::sleep(self.delay);
-    }
-}
-
-impl Store for Slow {
-    type Error = String;
-    fn append(&mut self, topic: &str, ts: u64, data: &RawValue) -> Result<u64, String> {
-        self.wait();
-        self.inner
-            .append(topic, ts, data)
-            .map_err(|e| e.to_string())
-    }
-    fn last_sequence(&mut self, topic: &str) -> Result<u64, String> {
-        self.wait();
-        self.inner.last_sequence(topic).map_err(|e| e.to_string())
-    }
-    fn read(
-        &mut self,
-        topic: &str,
-        after: u64,
-        max: usize,
-        out: &mut Vec<StoredMessage>,
-    ) -> Result<(), String> {
-        self.wait();
-        self.inner
-            .read(topic, after, max, out)
-            .map_err(|e| e.to_string())
-    }
-    fn load_subscription(&mut self, id: &str) -> Result<Option<SubscriptionState>, String> {
-        self.wait();
-        self.inner.load_subscription(id).map_err(|e| e.to_string())
-    }
-    fn save_subscription(&mut self, id: &str, state: &SubscriptionState) -> Result<(), String> {
-        self.wait();
-        self.inner
-            .save_subscription(id, state)
-            .map_err(|e| e.to_string())
-    }
-    fn delete_subscription(&mut self, id: &str) -> Result<(), String> {
-        self.wait();
-        self.inner
-            .delete_subscription(id)
-            .map_err(|e| e.to_string())
-    }
-    fn subscriptions(&mut self, out: &mut Vec<(String, u64)>) -> Result<(), String> {
-        self.inner.subscriptions(out).map_err(|e| e.to_string())
-    }
-    fn expire(&mut self, now_ms: u64) -> Result<(), String> {
-        self.inner.expire(now_ms).map_err(|e| e.to_string())
-    }
-}
+use slow_store::Slow;
 
 /// A server with a `publish` method on its own runtime thread; its address.
 fn serve(store: DynStore) -> SocketAddr {

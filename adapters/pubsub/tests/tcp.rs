@@ -11,64 +11,23 @@ use std::time::{Duration, Instant};
 
 use sansrpc::codec::Framing;
 use sansrpc::ext::pubsub::HubConfig;
-use sansrpc::ext::store::{MemoryStore, RetentionPolicy, Store, StoredMessage, SubscriptionState};
+use sansrpc::ext::store::{MemoryStore, RetentionPolicy, Store};
 use sansrpc::router::Router;
 use sansrpc::ErrorObject;
-use sansrpc::RawValue;
 use sansrpc_blocking::{serve_tcp, Config, Extension, Server};
 use sansrpc_pubsub::PubSub;
 use serde_json::{json, Value};
 
-/// The in-memory store, taking 1 ms per operation and saying it waits.
-struct Disk(MemoryStore);
+#[path = "support/slow_store.rs"]
+mod slow_store;
 
-impl Disk {
-    fn wait(&self) {
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
+use slow_store::Slow;
 
-impl Store for Disk {
-    type Error = String;
-    fn append(&mut self, topic: &str, ts: u64, data: &RawValue) -> Result<u64, String> {
-        self.wait();
-        Ok(self.0.append(topic, ts, data).unwrap())
-    }
-    fn last_sequence(&mut self, topic: &str) -> Result<u64, String> {
-        self.wait();
-        Ok(self.0.last_sequence(topic).unwrap())
-    }
-    fn read(
-        &mut self,
-        topic: &str,
-        after: u64,
-        max: usize,
-        out: &mut Vec<StoredMessage>,
-    ) -> Result<(), String> {
-        self.wait();
-        self.0
-            .read(topic, after, max, out)
-            .map_err(|e| e.to_string())
-    }
-    fn load_subscription(&mut self, id: &str) -> Result<Option<SubscriptionState>, String> {
-        self.wait();
-        Ok(self.0.load_subscription(id).unwrap())
-    }
-    fn save_subscription(&mut self, id: &str, state: &SubscriptionState) -> Result<(), String> {
-        self.wait();
-        self.0
-            .save_subscription(id, state)
-            .map_err(|e| e.to_string())
-    }
-    fn delete_subscription(&mut self, id: &str) -> Result<(), String> {
-        self.wait();
-        self.0.delete_subscription(id).map_err(|e| e.to_string())
-    }
-    fn subscriptions(&mut self, out: &mut Vec<(String, u64)>) -> Result<(), String> {
-        self.0.subscriptions(out).map_err(|e| e.to_string())
-    }
-    fn expire(&mut self, now_ms: u64) -> Result<(), String> {
-        self.0.expire(now_ms).map_err(|e| e.to_string())
+/// The in-memory store, taking 1 ms per operation (and saying it waits) like a disk.
+fn like_a_disk(inner: MemoryStore) -> Slow {
+    Slow {
+        inner,
+        delay: Duration::from_millis(1),
     }
 }
 
@@ -76,8 +35,8 @@ fn server_with(hub: HubConfig, disk: bool) -> Server {
     let memory = MemoryStore::new(RetentionPolicy::default());
     assert!(!memory.waits());
     let pubsub = Arc::new(if disk {
-        assert!(Disk(MemoryStore::default()).waits());
-        PubSub::new(Disk(memory), hub)
+        assert!(like_a_disk(MemoryStore::default()).waits());
+        PubSub::new(like_a_disk(memory), hub)
     } else {
         PubSub::new(memory, hub)
     });
