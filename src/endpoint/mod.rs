@@ -1259,9 +1259,9 @@ impl Endpoint {
     ) -> Result<(), UnknownRequest> {
         let entry = self.incoming.remove(id).ok_or(UnknownRequest)?;
         if !entry.cancelled || self.config.profile.answers_cancelled() {
-            self.answer(entry.batch, &entry.peer_id, entry.version, result);
+            self.answer(entry.batch(), &entry.peer_id, entry.version, result);
         }
-        if let Some(b) = entry.batch {
+        if let Some(b) = entry.batch() {
             if let Some(batch) = self.incoming.batch(b) {
                 batch.remaining -= 1;
             }

@@ -3,6 +3,8 @@
 
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
+use core::cmp::Ordering;
+use core::num::NonZeroU64;
 
 use super::IncomingId;
 use crate::id::Id;
@@ -94,6 +96,14 @@ impl Outgoing {
 /// Entries of room a [`SortedDeque`] keeps when it shrinks.
 const KEEP: usize = 128;
 
+/// Gives a drained burst's room back, down to [`KEEP`] entries (see [`SortedDeque`]).
+fn shrink<T>(entries: &mut VecDeque<T>) {
+    let (len, capacity) = (entries.len(), entries.capacity());
+    if capacity > KEEP && (len == 0 || (capacity > 4 * KEEP && len < capacity / 8)) {
+        entries.shrink_to((2 * len).max(KEEP));
+    }
+}
+
 /// A map kept as a sorted ring buffer: the endpoint's keys mostly arrive in order (our ids,
 /// handles and deadlines grow) and leave from the front (answers in order, deadlines
 /// expiring), which a ring does with one push or pop and no node allocation, in one
@@ -131,9 +141,12 @@ impl<K: Ord, V> SortedDeque<K, V> {
             None => return Err(0),
             _ => {}
         }
-        match self.entries.back() {
-            Some((k, _)) if k.borrow() < key => return Err(self.entries.len()),
-            _ => {}
+        if let Some((k, _)) = self.entries.back() {
+            match k.borrow().cmp(key) {
+                Ordering::Less => return Err(self.entries.len()),
+                Ordering::Equal => return Ok(self.entries.len() - 1),
+                Ordering::Greater => {}
+            }
         }
         self.entries.binary_search_by(|(k, _)| k.borrow().cmp(key))
     }
@@ -214,10 +227,27 @@ impl<K: Ord, V> SortedDeque<K, V> {
     /// [`KEEP`] entries: the room a steady load (a batch of 100, 64 pipelined requests)
     /// reuses without allocating, and all an idle connection keeps.
     fn shrink(&mut self) {
-        let (len, capacity) = (self.entries.len(), self.entries.capacity());
-        if capacity > KEEP && (len == 0 || (capacity > 4 * KEEP && len < capacity / 8)) {
-            self.entries.shrink_to((2 * len).max(KEEP));
+        shrink(&mut self.entries);
+    }
+}
+
+impl<V> SortedDeque<u64, V> {
+    /// [`get`](SortedDeque::get) for keys handed out in sequence (handles): while none
+    /// before `key` has left, it sits at its distance from the first, found without a
+    /// search.
+    pub fn get_seq(&self, key: u64) -> Option<&V> {
+        if let Some(&(first, _)) = self.entries.front() {
+            let guess = key.wrapping_sub(first);
+            if let Some((k, v)) = usize::try_from(guess)
+                .ok()
+                .and_then(|i| self.entries.get(i))
+            {
+                if *k == key {
+                    return Some(v);
+                }
+            }
         }
+        self.get(&key)
     }
 }
 
@@ -226,10 +256,18 @@ impl<K: Ord, V> SortedDeque<K, V> {
 pub(super) struct InFlight {
     pub peer_id: Id<'static>,
     pub version: Version,
-    /// The incoming batch this request belongs to, if any.
-    pub batch: Option<u64>,
+    /// The incoming batch this request belongs to, if any (batch keys start at 1, so this
+    /// takes 8 bytes).
+    batch: Option<NonZeroU64>,
     /// The peer cancelled it; profiles that do not answer cancelled requests drop the answer.
     pub cancelled: bool,
+}
+
+impl InFlight {
+    /// The key of the incoming batch this request belongs to, if any.
+    pub fn batch(&self) -> Option<u64> {
+        self.batch.map(NonZeroU64::get)
+    }
 }
 
 /// An incoming batch whose answers are being collected into one array.
@@ -261,7 +299,9 @@ impl BatchAnswer {
 pub(super) struct Incoming {
     next_handle: u64,
     in_flight: SortedDeque<u64, InFlight>,
-    by_peer_id: SortedDeque<Id<'static>, u64>,
+    /// The handles of `in_flight` in the order of their peer ids: the index by wire id, at
+    /// 8 bytes an entry (the id itself is kept once, in its entry).
+    by_peer_id: VecDeque<u64>,
     batches: SortedDeque<u64, BatchAnswer>,
     next_batch: u64,
     /// Spent batch buffers kept for reuse, so that steady batching allocates nothing.
@@ -273,12 +313,28 @@ impl Incoming {
         self.in_flight.len()
     }
 
-    /// The handle of the in-flight request with wire id `id`. Borrowed and owned ids compare
-    /// alike; the lookup goes through an owned copy, inline (no allocation) for short ids.
+    /// Where `id` is (`Ok`) or would go (`Err`) in `by_peer_id`.
+    fn find_peer(&self, id: &Id<'_>) -> Result<usize, usize> {
+        // Every handle in the index has its entry.
+        let order = |&h: &u64| {
+            self.in_flight
+                .get_seq(h)
+                .map_or(Ordering::Less, |e| e.peer_id.cmp(id))
+        };
+        // Peers mostly count their ids up: the newest id is the last, a new one goes after.
+        let len = self.by_peer_id.len();
+        match self.by_peer_id.back().map(order) {
+            None | Some(Ordering::Less) => return Err(len),
+            Some(Ordering::Equal) => return Ok(len - 1),
+            Some(Ordering::Greater) => {}
+        }
+        self.by_peer_id.binary_search_by(order)
+    }
+
+    /// The handle of the in-flight request with wire id `id`.
     pub fn handle_of(&self, id: &Id<'_>) -> Option<IncomingId> {
-        self.by_peer_id
-            .get(&id.to_owned_id())
-            .map(|&h| IncomingId(h))
+        let at = self.find_peer(id).ok()?;
+        Some(IncomingId(self.by_peer_id[at]))
     }
 
     pub fn insert(
@@ -289,27 +345,41 @@ impl Incoming {
     ) -> IncomingId {
         let handle = self.next_handle;
         self.next_handle += 1;
-        self.by_peer_id.insert(peer_id.clone(), handle);
+        let found = self.find_peer(&peer_id);
         self.in_flight.insert(
             handle,
             InFlight {
                 peer_id,
                 version,
-                batch,
+                batch: batch.and_then(NonZeroU64::new),
                 cancelled: false,
             },
         );
+        match found {
+            // The same id again (the endpoint refuses that first): the newer one is found.
+            Ok(at) => self.by_peer_id[at] = handle,
+            Err(at) if at == self.by_peer_id.len() => self.by_peer_id.push_back(handle),
+            Err(at) => self.by_peer_id.insert(at, handle),
+        }
         IncomingId(handle)
     }
 
     pub fn remove(&mut self, handle: IncomingId) -> Option<InFlight> {
-        let entry = self.in_flight.remove(&handle.0)?;
-        self.by_peer_id.remove(&entry.peer_id);
-        Some(entry)
+        let at = self
+            .in_flight
+            .get_seq(handle.0)
+            .map(|e| self.find_peer(&e.peer_id))?;
+        if let Ok(at) = at {
+            if self.by_peer_id[at] == handle.0 {
+                self.by_peer_id.remove(at);
+            }
+        }
+        shrink(&mut self.by_peer_id);
+        self.in_flight.remove(&handle.0)
     }
 
     pub fn get(&self, handle: IncomingId) -> Option<&InFlight> {
-        self.in_flight.get(&handle.0)
+        self.in_flight.get_seq(handle.0)
     }
 
     pub fn get_mut(&mut self, handle: IncomingId) -> Option<&mut InFlight> {
@@ -317,8 +387,9 @@ impl Incoming {
     }
 
     pub fn open_batch(&mut self) -> u64 {
-        let key = self.next_batch;
+        // Keys start at 1: an entry's batch is an `Option<NonZeroU64>`.
         self.next_batch += 1;
+        let key = self.next_batch;
         let body = self.spare.pop().unwrap_or_default();
         self.batches.insert(
             key,
