@@ -296,3 +296,28 @@ fn progress_in_the_other_profiles_shape_extends_nothing() {
         reason: EndReason::TimedOut
     }));
 }
+
+#[test]
+fn progress_tokens_are_found_where_each_profile_puts_them_and_only_there() {
+    let token = |profile: Profile, params: &str| {
+        let raw = sansrpc::RawValue::from_json(params).unwrap();
+        profile.progress_token(Some(raw))
+    };
+    let mcp = r#"{"name":"x","_meta":{"progressToken":"p-1"}}"#;
+    let lsp = r#"{"textDocument":{"uri":"file:///a"},"workDoneToken":7}"#;
+    assert_eq!(token(Profile::Mcp, mcp), Some(Id::from("p-1")));
+    assert_eq!(token(Profile::Lsp, lsp), Some(Id::from(7)));
+    assert_eq!(token(Profile::JsonRpc, mcp), Some(Id::from("p-1")));
+    assert_eq!(token(Profile::JsonRpc, lsp), Some(Id::from(7)));
+    // Each profile looks only in its own place.
+    assert_eq!(token(Profile::Mcp, lsp), None);
+    assert_eq!(token(Profile::Lsp, mcp), None);
+    // No token: positional params, no key, a token that is neither integer nor string.
+    assert_eq!(token(Profile::JsonRpc, "[1,2]"), None);
+    assert_eq!(token(Profile::JsonRpc, r#"{"a":"workDone"}"#), None);
+    assert_eq!(token(Profile::Lsp, r#"{"workDoneToken":[1]}"#), None);
+    // A key spelled with an escape is the same key.
+    let escaped = r#"{"work\u0044oneToken":"w"}"#;
+    assert_eq!(token(Profile::Lsp, escaped), Some(Id::from("w")));
+    assert_eq!(Profile::Lsp.progress_token(None), None);
+}

@@ -83,7 +83,20 @@ impl Profile {
             #[serde(rename = "_meta")]
             meta: Option<Meta>,
         }
-        let params: Params = serde_json::from_str(params?.get()).ok()?;
+        // Most requests carry no token: seen without parsing (an object naming the key, or
+        // one with escapes that might spell it).
+        let text = params?.get().trim_start();
+        let bytes = text.as_bytes();
+        let named = |key: &str| memchr::memmem::find(bytes, key.as_bytes()).is_some();
+        let present = match self {
+            Profile::Mcp => named("progressToken"),
+            Profile::Lsp => named("workDoneToken"),
+            Profile::JsonRpc => named("workDoneToken") || named("progressToken"),
+        };
+        if !text.starts_with('{') || (!present && memchr::memchr(b'\\', bytes).is_none()) {
+            return None;
+        }
+        let params: Params = serde_json::from_str(text).ok()?;
         let meta = || params.meta.and_then(|m| m.progress_token);
         let token = match self {
             Profile::Mcp => meta()?,
