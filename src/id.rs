@@ -301,8 +301,9 @@ impl Hash for Id<'_> {
 }
 
 /// A total order consistent with `Eq`: by kind (null, number, string), then numbers by
-/// token and strings by the characters they stand for. It exists so ids can key ordered maps
-/// in `no_std`; it is not numeric order.
+/// token length and then token, and strings by the characters they stand for. It exists so
+/// ids can key ordered maps in `no_std`; it is not numeric order, but the ids peers count
+/// up (`1`, `2`, … `10`) come in increasing order, which the endpoint's tables take fastest.
 impl Ord for Id<'_> {
     fn cmp(&self, other: &Id<'_>) -> core::cmp::Ordering {
         let rank = |k: IdKind| match k {
@@ -317,6 +318,7 @@ impl Ord for Id<'_> {
                 IdKind::String if a.contains(&b'\\') || b.contains(&b'\\') => {
                     json::Unescape::new(self.raw()).cmp(json::Unescape::new(other.raw()))
                 }
+                IdKind::Number => a.len().cmp(&b.len()).then_with(|| a.cmp(b)),
                 _ => a.cmp(b),
             }
         })
@@ -470,6 +472,23 @@ mod tests {
         assert_eq!(state.hash_one(&a), state.hash_one(&esc));
         assert_ne!(Id::number(1), Id::string("1"));
         assert_ne!(Id::NULL, Id::string("null"));
+    }
+
+    #[test]
+    fn counted_up_numbers_order_as_counted_and_the_order_is_total() {
+        let ids: alloc::vec::Vec<Id<'_>> = (0..200i64).map(Id::number).collect();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "1, 2, ... 10 in order");
+        // Null first, then numbers, then strings; equal tokens equal.
+        let mixed = [
+            Id::NULL,
+            Id::from_token(IdKind::Number, "-1"),
+            Id::from_token(IdKind::Number, "1.5"),
+            Id::string(""),
+            Id::string("a"),
+        ];
+        assert!(mixed.windows(2).all(|w| w[0] < w[1]));
+        let one = Id::from_token(IdKind::Number, "1");
+        assert_eq!(one.cmp(&Id::number(1)), core::cmp::Ordering::Equal);
     }
 
     #[test]
