@@ -9,19 +9,11 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use sansrpc::codec::{encode_frame, Decoder, Framing};
 use sansrpc::{Classified, Classifier, Incoming, Limits};
-use serde::Deserialize;
-use serde_json::value::RawValue as SerdeRaw;
 
-#[derive(Deserialize)]
-struct Envelope<'a> {
-    #[allow(dead_code)]
-    jsonrpc: &'a str,
-    method: &'a str,
-    #[serde(borrow)]
-    params: Option<&'a SerdeRaw>,
-    #[serde(borrow)]
-    id: Option<&'a SerdeRaw>,
-}
+#[path = "common/floor.rs"]
+mod floor;
+
+use floor::Envelope;
 
 fn stream(n: usize) -> Vec<u8> {
     let mut wire = Vec::new();

@@ -17,29 +17,11 @@ use criterion::{
 };
 use sansrpc::message::{write_result_response, BatchWriter};
 use sansrpc::{Classified, Classifier, Incoming, RawValue};
-use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue as SerdeRaw;
 
-/// The floor's view of an incoming message: borrowed, typed, params and id kept raw.
-#[derive(Deserialize)]
-struct Envelope<'a> {
-    #[serde(borrow)]
-    jsonrpc: &'a str,
-    #[serde(borrow)]
-    method: &'a str,
-    #[serde(borrow)]
-    params: Option<&'a SerdeRaw>,
-    #[serde(borrow)]
-    id: Option<&'a SerdeRaw>,
-}
+#[path = "common/floor.rs"]
+mod floor;
 
-/// The floor's success response; field order matches what sansrpc writes.
-#[derive(Serialize)]
-struct ResultResponse<'a, T: Serialize> {
-    jsonrpc: &'static str,
-    result: T,
-    id: &'a SerdeRaw,
-}
+use floor::{Envelope, ResultResponse};
 
 // ---------------------------------------------------------------------------------------
 // Application work, shared by both sides.

@@ -24,7 +24,7 @@ use sansrpc::codec::Framing;
 use sansrpc::connection::{Config, Connection, Event};
 use sansrpc::router::{Reply, Router};
 use sansrpc::Instant;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::value::RawValue as SerdeRaw;
 
 sansrpc::method!(Add = "add", (i64, i64) => i64);
@@ -34,24 +34,10 @@ sansrpc::method!(Notify = "notify", (i64, i64));
 // ---------------------------------------------------------------------------------------
 // The floor.
 
-#[derive(Deserialize)]
-struct Envelope<'a> {
-    #[serde(borrow)]
-    jsonrpc: &'a str,
-    #[serde(borrow)]
-    method: &'a str,
-    #[serde(borrow)]
-    params: Option<&'a SerdeRaw>,
-    #[serde(borrow)]
-    id: Option<&'a SerdeRaw>,
-}
+#[path = "common/floor.rs"]
+mod floor;
 
-#[derive(Serialize)]
-struct ResultResponse<'a, T: Serialize> {
-    jsonrpc: &'static str,
-    result: T,
-    id: &'a SerdeRaw,
-}
+use floor::{Envelope, ResultResponse};
 
 /// The body of a Content-Length frame: after the blank line, as long as the header says.
 #[inline(never)]
