@@ -691,11 +691,7 @@ impl Connection {
     fn passes_by_name(&mut self) -> bool {
         let heartbeat = self.heartbeat.is_some();
         match self.endpoint.peek_method() {
-            Some((true, method)) => !method.starts_with(stream::METHOD_PREFIX),
-            Some((false, method)) => {
-                method != stream::CANCEL_METHOD
-                    && !(heartbeat && (method == keepalive::PING || method == keepalive::PONG))
-            }
+            Some((request, method)) => by_name(request, method, heartbeat) == ByName::Nothing,
             None => false,
         }
     }
@@ -956,6 +952,30 @@ impl Connection {
 }
 
 /// Decides what to do with the endpoint's next event while it is borrowed.
+/// What the machine itself does with a request (`request`) or notification, by its method
+/// name alone: the one place these names are told apart.
+#[derive(Debug, PartialEq, Eq)]
+enum ByName {
+    /// A stream method (`rpc.stream.next`/`cancel`): a request the stream table answers.
+    Stream,
+    /// A stream's cancel notification.
+    StreamCancel,
+    /// A heartbeat ping or pong, when a heartbeat is configured.
+    Beat(&'static str),
+    /// Nothing: the driver's (or the hook's).
+    Nothing,
+}
+
+fn by_name(request: bool, method: &str, heartbeat: bool) -> ByName {
+    match method {
+        m if request && m.starts_with(stream::METHOD_PREFIX) => ByName::Stream,
+        stream::CANCEL_METHOD if !request => ByName::StreamCancel,
+        keepalive::PING if heartbeat && !request => ByName::Beat(keepalive::PING),
+        keepalive::PONG if heartbeat && !request => ByName::Beat(keepalive::PONG),
+        _ => ByName::Nothing,
+    }
+}
+
 fn decide(
     event: endpoint::Event<'_>,
     hook: Option<&mut Box<dyn ConnectionHook>>,
@@ -964,7 +984,7 @@ fn decide(
 ) -> Take {
     match event {
         endpoint::Event::Request { id, request } => {
-            if request.method.starts_with(stream::METHOD_PREFIX) {
+            if by_name(true, &request.method, heartbeat) == ByName::Stream {
                 return Take::Stream(id, request.into_owned());
             }
             if let Some(hook) = hook {
@@ -977,15 +997,11 @@ fn decide(
             }
             Take::Pass
         }
-        endpoint::Event::Notification(n) if n.method == stream::CANCEL_METHOD => {
-            Take::StreamCancel(stream::stream_param(n.params.as_deref()))
-        }
-        endpoint::Event::Notification(n) if heartbeat && n.method == keepalive::PING => {
-            Take::Beat(keepalive::PING)
-        }
-        endpoint::Event::Notification(n) if heartbeat && n.method == keepalive::PONG => {
-            Take::Beat(keepalive::PONG)
-        }
+        endpoint::Event::Notification(n) => match by_name(false, &n.method, heartbeat) {
+            ByName::StreamCancel => Take::StreamCancel(stream::stream_param(n.params.as_deref())),
+            ByName::Beat(method) => Take::Beat(method),
+            ByName::Stream | ByName::Nothing => Take::Pass,
+        },
         endpoint::Event::PeerCancelled { id } => Take::PeerCancelled(id),
         endpoint::Event::Response { id, .. } => Take::Response(id),
         endpoint::Event::Ended { id, reason } => Take::Ended(id, reason),

@@ -86,8 +86,9 @@ impl Peer {
     }
 
     pub fn send(&mut self, text: &str) {
-        let frame = format!("Content-Length: {}\r\n\r\n{text}", text.len());
-        self.stream.write_all(frame.as_bytes()).expect("write");
+        self.stream
+            .write_all(framed(text).as_bytes())
+            .expect("write");
     }
 
     /// A second handle on the socket, to write from another thread.
@@ -298,6 +299,17 @@ pub fn shutdown_closes_the_connection(serve: &dyn Fn(Router, Options) -> Served)
     assert!(started.elapsed() < WAIT);
 }
 
+/// `n` messages framed with Content-Length one after another, message `i` being `body(i)`:
+/// a burst to write in one go.
+pub fn framed_burst(n: usize, body: impl Fn(usize) -> String) -> String {
+    (0..n).map(|i| framed(&body(i))).collect()
+}
+
+/// `text` behind its Content-Length header.
+fn framed(text: &str) -> String {
+    format!("Content-Length: {}\r\n\r\n{text}", text.len())
+}
+
 /// A burst of 10,000 pipelined requests, written by a thread of its own while this one
 /// reads, is answered in full with results: a full in-flight table holds the input back
 /// (TCP back-pressure) instead of answering `-32002` Server busy.
@@ -313,12 +325,9 @@ pub fn a_burst_of_ten_thousand_requests_is_answered_in_full(
     let served = serve(router(Arc::default()), options);
     let mut peer = Peer::connect(served.addr);
     let mut writer = peer.writer();
-    let burst: String = (0..BURST)
-        .map(|i| {
-            let body = format!(r#"{{"jsonrpc":"2.0","method":"add","params":[{i},1],"id":{i}}}"#);
-            format!("Content-Length: {}\r\n\r\n{body}", body.len())
-        })
-        .collect();
+    let burst = framed_burst(BURST, |i| {
+        format!(r#"{{"jsonrpc":"2.0","method":"add","params":[{i},1],"id":{i}}}"#)
+    });
     let written = std::thread::spawn(move || writer.write_all(burst.as_bytes()));
     let mut seen = vec![false; BURST];
     for _ in 0..BURST {

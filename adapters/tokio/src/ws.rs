@@ -111,13 +111,51 @@ where
         conn: &mut Machine,
         now: Instant,
         close: Option<(CloseCode, &'static str)>,
-    ) -> Poll<io::Result<Received>> {
+    ) -> io::Result<Received> {
         self.close = close.map(|(code, reason)| CloseFrame {
             code,
             reason: reason.into(),
         });
         conn.handle_end_of_input(now);
-        Poll::Ready(Ok(Received::End))
+        Ok(Received::End)
+    }
+
+    /// The next text message, or how receiving ends (`Err`: the peer closed or broke the
+    /// protocol, the connection told; or an I/O error). Pongs answer the keep-alive; pings
+    /// are answered by tungstenite.
+    fn poll_text(
+        &mut self,
+        cx: &mut Context<'_>,
+        conn: &mut Machine,
+        now: Instant,
+    ) -> Poll<Result<Utf8Bytes, io::Result<Received>>> {
+        loop {
+            let close = match ready!(self.ws.poll_next_unpin(cx)) {
+                Some(Ok(Message::Text(text))) => return Poll::Ready(Ok(text)),
+                Some(Ok(Message::Binary(_))) => {
+                    (CloseCode::Unsupported, "binary frames are not supported")
+                }
+                Some(Ok(Message::Pong(_))) => {
+                    if let Some(p) = self.pinger.as_mut().filter(|p| p.awaiting) {
+                        p.awaiting = false;
+                        let interval = p.config.interval;
+                        p.reset(interval);
+                    }
+                    continue;
+                }
+                // tungstenite queues the pong, written with the next read or write.
+                Some(Ok(Message::Ping(_) | Message::Frame(_))) => continue,
+                Some(Ok(Message::Close(_))) | None => {
+                    return Poll::Ready(Err(self.end(conn, now, None)))
+                }
+                Some(Err(WsError::Capacity(_))) => (CloseCode::Size, "message too big"),
+                // RFC 6455 §7.1.7: fail the connection with the close frame that says why.
+                Some(Err(WsError::Protocol(_))) => (CloseCode::Protocol, "protocol error"),
+                Some(Err(WsError::Utf8(_))) => (CloseCode::Invalid, "invalid UTF-8"),
+                Some(Err(e)) => return Poll::Ready(Err(Err(io_error(e)))),
+            };
+            return Poll::Ready(Err(self.end(conn, now, Some(close))));
+        }
     }
 }
 
@@ -148,44 +186,11 @@ where
         loop {
             let text = match self.held.take() {
                 Some(text) => text,
-                None => loop {
-                    let next = match self.ws.poll_next_unpin(cx) {
-                        Poll::Ready(next) => next,
-                        Poll::Pending if taken > 0 => return Poll::Ready(Ok(Received::Data)),
-                        Poll::Pending => return Poll::Pending,
-                    };
-                    match next {
-                        Some(Ok(Message::Text(text))) => break text,
-                        Some(Ok(Message::Binary(_))) => {
-                            let close = (CloseCode::Unsupported, "binary frames are not supported");
-                            return self.end(conn, now, Some(close));
-                        }
-                        Some(Ok(Message::Pong(_))) => {
-                            if let Some(p) = self.pinger.as_mut().filter(|p| p.awaiting) {
-                                p.awaiting = false;
-                                let interval = p.config.interval;
-                                p.reset(interval);
-                            }
-                        }
-                        // tungstenite queues the pong, written with the next read or write.
-                        Some(Ok(Message::Ping(_) | Message::Frame(_))) => {}
-                        Some(Ok(Message::Close(_))) | None => return self.end(conn, now, None),
-                        Some(Err(WsError::Capacity(_))) => {
-                            let close = (CloseCode::Size, "message too big");
-                            return self.end(conn, now, Some(close));
-                        }
-                        // RFC 6455 §7.1.7: fail the connection with the close frame that says
-                        // why.
-                        Some(Err(WsError::Protocol(_))) => {
-                            let close = (CloseCode::Protocol, "protocol error");
-                            return self.end(conn, now, Some(close));
-                        }
-                        Some(Err(WsError::Utf8(_))) => {
-                            let close = (CloseCode::Invalid, "invalid UTF-8");
-                            return self.end(conn, now, Some(close));
-                        }
-                        Some(Err(e)) => return Poll::Ready(Err(io_error(e))),
-                    }
+                None => match self.poll_text(cx, conn, now) {
+                    Poll::Ready(Ok(text)) => text,
+                    Poll::Ready(Err(done)) => return Poll::Ready(done),
+                    Poll::Pending if taken > 0 => return Poll::Ready(Ok(Received::Data)),
+                    Poll::Pending => return Poll::Pending,
                 },
             };
             match conn.handle_message(text.as_bytes(), now) {

@@ -85,12 +85,9 @@ fn a_burst_beyond_the_in_flight_table_reaches_async_handlers_in_full() {
     });
     let mut peer = suite::Peer::connect(addr_rx.recv().unwrap());
     let mut writer = peer.writer();
-    let burst: String = (0..BURST)
-        .map(|i| {
-            let body = format!(r#"{{"jsonrpc":"2.0","method":"inc","params":[{i}],"id":{i}}}"#);
-            format!("Content-Length: {}\r\n\r\n{body}", body.len())
-        })
-        .collect();
+    let burst = suite::framed_burst(BURST as usize, |i| {
+        format!(r#"{{"jsonrpc":"2.0","method":"inc","params":[{i}],"id":{i}}}"#)
+    });
     let written = std::thread::spawn(move || writer.write_all(burst.as_bytes()));
     let mut busy = 0;
     for _ in 0..BURST {
