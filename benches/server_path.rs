@@ -13,7 +13,9 @@
 //!
 //! - W1: one `add` request;
 //! - W2: a batch of 100 `add` requests;
-//! - W3: a 64 KiB `textDocument/didOpen`-like request, answered `null`;
+//! - W3: a 64 KiB `textDocument/didOpen`-like request, answered `null`; measured twice: with
+//!   a typed handler taking `Box<RawValue>` (serde scans and copies the params again), and
+//!   with a raw handler that takes the params text as received, as the floor's does;
 //! - W4: one notification, its params decoded, nothing written.
 
 use std::hint::black_box;
@@ -22,6 +24,7 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
 use sansrpc::codec::Framing;
 use sansrpc::connection::{Config, Connection, Event};
+use sansrpc::method::Method;
 use sansrpc::router::{Reply, Router};
 use sansrpc::Instant;
 use serde::Serialize;
@@ -121,15 +124,34 @@ fn floor_batch(frame: &[u8], body: &mut Vec<u8>, out: &mut Vec<u8>) {
 // ---------------------------------------------------------------------------------------
 // Ours.
 
-fn router() -> Router {
+/// How the `didOpen` handler takes its params.
+#[derive(Clone, Copy)]
+enum Params {
+    /// Typed: `Box<RawValue>`, decoded by serde from the params text (a second scan and a
+    /// copy of all 64 KiB).
+    Typed,
+    /// Raw: the params text as received, as the floor's handler takes it.
+    Raw,
+}
+
+fn router(params: Params) -> Router {
     let mut router = Router::new();
     router.method::<Add, _>(|(a, b)| Ok(a + b)).unwrap();
-    router
-        .method::<DidOpen, _>(|params| {
-            black_box(params);
-            Ok(())
-        })
-        .unwrap();
+    match params {
+        Params::Typed => router
+            .method::<DidOpen, _>(|params| {
+                black_box(params);
+                Ok(())
+            })
+            .unwrap(),
+        Params::Raw => router
+            .raw_method(DidOpen::NAME, |params, out| {
+                black_box(params);
+                out.extend_from_slice(b"null");
+                Ok(())
+            })
+            .unwrap(),
+    }
     router
         .notification::<Notify, _>(|(a, b)| {
             black_box(a + b);
@@ -145,11 +167,11 @@ struct Server {
 }
 
 impl Server {
-    fn new() -> Self {
+    fn new(params: Params) -> Self {
         let mut config = sansrpc::endpoint::Config::default();
         config.framing = Some(Framing::ContentLength);
         Server {
-            router: router(),
+            router: router(params),
             conn: Connection::new(Config::new(config), Instant::ZERO),
             reply: Reply::default(),
         }
@@ -210,24 +232,47 @@ fn configure(group: &mut BenchmarkGroup<'_, criterion::measurement::WallTime>, b
 }
 
 fn workload(c: &mut Criterion, name: &str, frame: Vec<u8>, batch: bool) {
+    workload_with(
+        c,
+        name,
+        frame,
+        batch,
+        &[("connection + router", Params::Typed)],
+    );
+}
+
+/// One group: the floor, then sansrpc with each way of taking params.
+fn workload_with(
+    c: &mut Criterion,
+    name: &str,
+    frame: Vec<u8>,
+    batch: bool,
+    ours: &[(&str, Params)],
+) {
     let floor = if batch { floor_batch } else { floor_single };
     let (mut body, mut a, mut b) = (Vec::new(), Vec::new(), Vec::new());
-    let mut server = Server::new();
     floor(&frame, &mut body, &mut a);
-    server.serve(&frame, &mut b);
-    assert_eq!(
-        String::from_utf8_lossy(&a),
-        String::from_utf8_lossy(&b),
-        "{name}: the floor and sansrpc write the same frames"
-    );
+    let mut servers = Vec::new();
+    for &(label, params) in ours {
+        let mut server = Server::new(params);
+        server.serve(&frame, &mut b);
+        assert_eq!(
+            String::from_utf8_lossy(&a),
+            String::from_utf8_lossy(&b),
+            "{name}: the floor and sansrpc ({label}) write the same frames"
+        );
+        servers.push((label, server));
+    }
     let mut group = c.benchmark_group(name);
     configure(&mut group, frame.len());
     group.bench_function("framed floor", |bn| {
         bn.iter(|| floor(black_box(&frame), &mut body, &mut a))
     });
-    group.bench_function("connection + router", |bn| {
-        bn.iter(|| server.serve(black_box(&frame), &mut b))
-    });
+    for (label, server) in &mut servers {
+        group.bench_function(*label, |bn| {
+            bn.iter(|| server.serve(black_box(&frame), &mut b))
+        });
+    }
     group.finish();
 }
 
@@ -236,11 +281,15 @@ fn server_path(c: &mut Criterion) {
     let entries: Vec<String> = (1..=100).map(add_request).collect();
     let batch = format!("[{}]", entries.join(","));
     workload(c, "server_W2_batch_100", framed(&batch), true);
-    workload(
+    workload_with(
         c,
         "server_W3_did_open_64k",
         framed(&did_open(64 * 1024)),
         false,
+        &[
+            ("connection + router", Params::Typed),
+            ("connection + router, raw params", Params::Raw),
+        ],
     );
     let notify = r#"{"jsonrpc":"2.0","method":"notify","params":[1,2]}"#;
     workload(c, "server_W4_notification", framed(notify), false);

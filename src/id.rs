@@ -318,10 +318,25 @@ impl Ord for Id<'_> {
                 IdKind::String if a.contains(&b'\\') || b.contains(&b'\\') => {
                     json::Unescape::new(self.raw()).cmp(json::Unescape::new(other.raw()))
                 }
-                IdKind::Number => a.len().cmp(&b.len()).then_with(|| a.cmp(b)),
-                _ => a.cmp(b),
+                IdKind::Number => a.len().cmp(&b.len()).then_with(|| short_cmp(a, b)),
+                _ => short_cmp(a, b),
             }
         })
+    }
+}
+
+/// `a.cmp(b)`, without a call into `memcmp` for the short tokens ids usually are.
+#[inline]
+fn short_cmp(a: &[u8], b: &[u8]) -> core::cmp::Ordering {
+    if a.len() <= 16 && b.len() <= 16 {
+        for (x, y) in a.iter().zip(b) {
+            if x != y {
+                return x.cmp(y);
+            }
+        }
+        a.len().cmp(&b.len())
+    } else {
+        a.cmp(b)
     }
 }
 

@@ -80,10 +80,28 @@ impl<'a> Scanner<'a> {
     }
 
     /// Scans a string whose opening quote is at `pos`; leaves `pos` after the closing quote.
+    ///
+    /// Small enough to inline: the token is put together in the caller, and the scan
+    /// ([`Scanner::skip_string`]) returns one flag in a register rather than a token through
+    /// memory (which stalled on store forwarding).
+    #[inline]
     pub fn string(&mut self) -> Result<StrTok, JsonError> {
+        let start = self.pos + 1;
+        let escaped = self.skip_string()?;
+        Ok(StrTok {
+            span: Span {
+                start,
+                end: self.pos - 1,
+            },
+            escaped,
+        })
+    }
+
+    /// Scans a string whose opening quote is at `pos`; leaves `pos` after the closing quote
+    /// and returns whether it holds escapes.
+    pub fn skip_string(&mut self) -> Result<bool, JsonError> {
         debug_assert_eq!(self.bytes.get(self.pos), Some(&b'"'));
         self.pos += 1;
-        let start = self.pos;
         let mut escaped = false;
         let bytes = self.bytes;
         loop {
@@ -93,12 +111,8 @@ impl<'a> Scanner<'a> {
             };
             match b {
                 b'"' => {
-                    let span = Span {
-                        start,
-                        end: self.pos,
-                    };
                     self.pos += 1;
-                    return Ok(StrTok { span, escaped });
+                    return Ok(escaped);
                 }
                 b'\\' => {
                     escaped = true;
@@ -169,9 +183,19 @@ impl<'a> Scanner<'a> {
     }
 
     /// Scans a number at `pos` per the JSON grammar; returns its span.
+    #[inline]
     pub fn number(&mut self) -> Result<Span, JsonError> {
-        let bytes = self.bytes;
         let start = self.pos;
+        self.skip_number()?;
+        Ok(Span {
+            start,
+            end: self.pos,
+        })
+    }
+
+    /// Scans a number starting at `pos`; leaves `pos` after it.
+    fn skip_number(&mut self) -> Result<(), JsonError> {
+        let bytes = self.bytes;
         let mut p = self.pos;
         if bytes.get(p) == Some(&b'-') {
             p += 1;
@@ -208,7 +232,7 @@ impl<'a> Scanner<'a> {
             }
         }
         self.pos = p;
-        Ok(Span { start, end: p })
+        Ok(())
     }
 
     /// Consumes the literal `word` (`true`, `false` or `null`) at `pos`.
@@ -226,26 +250,28 @@ impl<'a> Scanner<'a> {
     ///
     /// `depth` is the nesting depth of the value's container (0 at top level); an array or
     /// object that would be deeper than `max_depth` fails with [`JsonError::TooDeep`].
+    #[inline]
     pub fn value(&mut self, depth: u32, max_depth: u32) -> Result<Span, JsonError> {
         let first = self.peek_ws().ok_or(JsonError::Syntax)?;
         let start = self.pos;
-        match first {
-            b'{' | b'[' => self.container(depth, max_depth)?,
-            b'"' => {
-                self.string()?;
-            }
-            b'-' | b'0'..=b'9' => {
-                self.number()?;
-            }
-            b't' => self.literal(b"true")?,
-            b'f' => self.literal(b"false")?,
-            b'n' => self.literal(b"null")?,
-            _ => return Err(JsonError::Syntax),
-        }
+        self.skip_value(first, depth, max_depth)?;
         Ok(Span {
             start,
             end: self.pos,
         })
+    }
+
+    /// Scans the value starting at `pos`, whose first byte is `first`.
+    fn skip_value(&mut self, first: u8, depth: u32, max_depth: u32) -> Result<(), JsonError> {
+        match first {
+            b'{' | b'[' => self.container(depth, max_depth),
+            b'"' => self.skip_string().map(drop),
+            b'-' | b'0'..=b'9' => self.skip_number(),
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'n' => self.literal(b"null"),
+            _ => Err(JsonError::Syntax),
+        }
     }
 
     /// Validates an array or object at `pos` without recursion: the kinds of the open
@@ -269,7 +295,7 @@ impl<'a> Scanner<'a> {
                     }
                     (b',', true) => {
                         self.pos += 1;
-                        self.key()?;
+                        self.skip_key()?;
                         after_value = false;
                         continue;
                     }
@@ -305,15 +331,15 @@ impl<'a> Scanner<'a> {
                         continue;
                     }
                     if is_object {
-                        self.key()?;
+                        self.skip_key()?;
                     }
                 }
                 b'"' => {
-                    self.string()?;
+                    self.skip_string()?;
                     after_value = true;
                 }
                 b'-' | b'0'..=b'9' => {
-                    self.number()?;
+                    self.skip_number()?;
                     after_value = true;
                 }
                 b't' => {
@@ -342,6 +368,16 @@ impl<'a> Scanner<'a> {
         let tok = self.string()?;
         self.expect(b':')?;
         Ok(tok)
+    }
+
+    /// [`Scanner::key`] where only its validity matters.
+    #[inline]
+    fn skip_key(&mut self) -> Result<(), JsonError> {
+        if self.peek_ws() != Some(b'"') {
+            return Err(JsonError::Syntax);
+        }
+        self.skip_string()?;
+        self.expect(b':')
     }
 
     /// True when only whitespace remains.

@@ -323,7 +323,7 @@ pub(crate) fn decode_params<T: DeserializeOwned>(
     params: Option<&RawValue>,
     shape: &ParamShape,
 ) -> Result<T, ErrorObject<'static>> {
-    let text = params.map_or("", RawValue::get).trim();
+    let text = params.map_or("", RawValue::get).trim_ascii();
     let padded;
     let text = match (text.as_bytes().first(), shape.arity) {
         // A method that takes no params: absent, `[]` and any object (MCP's `_meta`, members
@@ -350,18 +350,26 @@ pub(crate) fn decode_params<T: DeserializeOwned>(
             padded.as_str()
         }
         (None, None) => "null",
-        (Some(b'['), Some(n)) => match array_len(text) {
-            Some(len) if len < n => {
-                padded = pad(text, n - len);
-                padded.as_str()
+        // Positional params: the usual call has them all and decodes at once; only a
+        // call that does not is counted, then padded or refused.
+        (Some(b'['), Some(n)) => {
+            let e = match serde_json::from_str(text) {
+                Ok(value) => return Ok(value),
+                Err(e) => e,
+            };
+            match array_len(text) {
+                Some(len) if len < n => {
+                    padded = pad(text, n - len);
+                    padded.as_str()
+                }
+                Some(len) if len > n => {
+                    let message =
+                        alloc::format!("Invalid params: expected at most {n} params, got {len}");
+                    return Err(ErrorObject::new(code::INVALID_PARAMS, message));
+                }
+                _ => return Err(invalid_params(&e)),
             }
-            Some(len) if len > n => {
-                let message =
-                    alloc::format!("Invalid params: expected at most {n} params, got {len}");
-                return Err(ErrorObject::new(code::INVALID_PARAMS, message));
-            }
-            _ => text,
-        },
+        }
         _ => text,
     };
     serde_json::from_str(text).map_err(|e| invalid_params(&e))

@@ -151,6 +151,10 @@ impl ContentLengthDecoder {
     /// Returns the next frame body or error event; see
     /// [`Decoder::next_frame`](super::Decoder::next_frame).
     pub fn next_frame(&mut self) -> Option<Result<&[u8], FrameError>> {
+        // Asked again after the last frame: nothing buffered, no header begun.
+        if self.buf.len() == 0 && matches!(&self.state, State::Header(scan) if scan.pos == 0) {
+            return None;
+        }
         loop {
             match self.step() {
                 Step::NeedMore => return None,

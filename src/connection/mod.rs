@@ -70,6 +70,7 @@
 
 use alloc::borrow::Cow;
 use alloc::boxed::Box;
+use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use core::fmt;
 use core::time::Duration;
@@ -279,20 +280,25 @@ impl Calls {
 /// The peer's requests handed out and not answered, sorted (the endpoint numbers them in
 /// increasing order).
 #[derive(Debug, Default)]
-struct Running(Vec<IncomingId>);
+struct Running(VecDeque<IncomingId>);
 
 impl Running {
     fn insert(&mut self, id: IncomingId) {
-        match self.0.last() {
+        match self.0.back() {
             Some(&last) if last > id => {
                 let at = self.0.partition_point(|e| *e < id);
                 self.0.insert(at, id);
             }
-            _ => self.0.push(id),
+            _ => self.0.push_back(id),
         }
     }
 
     fn remove(&mut self, id: &IncomingId) -> bool {
+        // Answers mostly come in the order requests were handed out.
+        if self.0.front() == Some(id) {
+            self.0.pop_front();
+            return true;
+        }
         match self.0.binary_search(id) {
             Ok(at) => {
                 self.0.remove(at);

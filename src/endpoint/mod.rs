@@ -456,7 +456,7 @@ enum Action {
     Nothing,
     Record(Role),
     Answer(Id<'static>, Version, ErrorObject<'static>),
-    Register(Id<'static>, Version),
+    Register(Id<'static>, Version, tables::Place),
     PeerCancel(Id<'static>),
     Progress(Id<'static>),
     Matched(u64),
@@ -871,8 +871,8 @@ impl Endpoint {
                 role,
             }),
             Action::Answer(id, version, error) => self.answer(batch, &id, version, Err(&error)),
-            Action::Register(id, version) => {
-                let handle = self.incoming.insert(id, version, batch);
+            Action::Register(id, version, place) => {
+                let handle = self.incoming.insert(id, version, batch, place);
                 if let Some(b) = batch.and_then(|b| self.incoming.batch(b)) {
                     b.remaining += 1;
                 }
@@ -968,23 +968,25 @@ impl Endpoint {
                         req.version,
                         error("Server busy", code::SERVER_BUSY),
                     )
-                } else if self.incoming.handle_of(&req.id).is_some() {
-                    Action::Answer(
-                        req.id.into_owned(),
-                        req.version,
-                        error(
-                            "Invalid Request: id already in use by a request in flight",
-                            code::INVALID_REQUEST,
-                        ),
-                    )
-                } else if self.early.take(&req.id, self.now) {
-                    if !self.config.profile.answers_cancelled() {
-                        return Action::Nothing;
-                    }
-                    let cancelled = error("Request cancelled", self.config.cancelled_code);
-                    Action::Answer(req.id.into_owned(), req.version, cancelled)
                 } else {
-                    Action::Register(req.id.into_owned(), req.version)
+                    match self.incoming.place(&req.id) {
+                        Err(_in_flight) => Action::Answer(
+                            req.id.into_owned(),
+                            req.version,
+                            error(
+                                "Invalid Request: id already in use by a request in flight",
+                                code::INVALID_REQUEST,
+                            ),
+                        ),
+                        Ok(_) if self.early.take(&req.id, self.now) => {
+                            if !self.config.profile.answers_cancelled() {
+                                return Action::Nothing;
+                            }
+                            let cancelled = error("Request cancelled", self.config.cancelled_code);
+                            Action::Answer(req.id.into_owned(), req.version, cancelled)
+                        }
+                        Ok(place) => Action::Register(req.id.into_owned(), req.version, place),
+                    }
                 }
             }
             Incoming::Notification(n) => {
@@ -1341,6 +1343,7 @@ impl Endpoint {
 
     /// The next event, borrowing from the endpoint until the next call; `None` when there
     /// is none.
+    #[inline]
     pub fn poll_event(&mut self) -> Option<Event<'_>> {
         self.refill_events();
         let record = self.events.pop_front()?;
@@ -1385,6 +1388,7 @@ impl Endpoint {
         }
     }
 
+    #[inline]
     fn event_of(&self, record: Record) -> Event<'_> {
         match record {
             Record::Entry {

@@ -294,6 +294,10 @@ impl BatchAnswer {
     }
 }
 
+/// Where a new in-flight request goes in the index by peer id ([`Incoming::place`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Place(usize);
+
 /// Requests received and owed an answer, and incoming batches in progress.
 #[derive(Debug, Default)]
 pub(super) struct Incoming {
@@ -328,6 +332,12 @@ impl Incoming {
             Some(Ordering::Equal) => return Ok(len - 1),
             Some(Ordering::Greater) => {}
         }
+        // And answers mostly leave in the order they came: the oldest id is the first.
+        match self.by_peer_id.front().map(order) {
+            Some(Ordering::Equal) => return Ok(0),
+            Some(Ordering::Greater) => return Err(0),
+            _ => {}
+        }
         self.by_peer_id.binary_search_by(order)
     }
 
@@ -337,16 +347,30 @@ impl Incoming {
         Some(IncomingId(self.by_peer_id[at]))
     }
 
+    /// Where a new request with wire id `id` goes, found once for both the duplicate check
+    /// and [`Incoming::insert`]; `Err` with the handle of the request in flight under the
+    /// same id.
+    pub fn place(&self, id: &Id<'_>) -> Result<Place, IncomingId> {
+        match self.find_peer(id) {
+            Ok(at) => Err(IncomingId(self.by_peer_id[at])),
+            Err(at) => Ok(Place(at)),
+        }
+    }
+
+    /// Records a request at the place [`Incoming::place`] found for its id, with no change
+    /// to the table in between.
     pub fn insert(
         &mut self,
         peer_id: Id<'static>,
         version: Version,
         batch: Option<u64>,
+        Place(at): Place,
     ) -> IncomingId {
         let handle = self.next_handle;
         self.next_handle += 1;
-        let found = self.find_peer(&peer_id);
-        self.in_flight.insert(
+        debug_assert_eq!(self.find_peer(&peer_id), Err(at));
+        // Handles grow: a new one always goes last.
+        self.in_flight.entries.push_back((
             handle,
             InFlight {
                 peer_id,
@@ -354,28 +378,39 @@ impl Incoming {
                 batch: batch.and_then(NonZeroU64::new),
                 cancelled: false,
             },
-        );
-        match found {
-            // The same id again (the endpoint refuses that first): the newer one is found.
-            Ok(at) => self.by_peer_id[at] = handle,
-            Err(at) if at == self.by_peer_id.len() => self.by_peer_id.push_back(handle),
-            Err(at) => self.by_peer_id.insert(at, handle),
+        ));
+        if at == self.by_peer_id.len() {
+            self.by_peer_id.push_back(handle);
+        } else {
+            self.by_peer_id.insert(at, handle);
         }
         IncomingId(handle)
     }
 
     pub fn remove(&mut self, handle: IncomingId) -> Option<InFlight> {
-        let at = self
-            .in_flight
-            .get_seq(handle.0)
-            .map(|e| self.find_peer(&e.peer_id))?;
-        if let Ok(at) = at {
-            if self.by_peer_id[at] == handle.0 {
-                self.by_peer_id.remove(at);
+        let h = handle.0;
+        // Answers mostly leave in the order their ids came: the handle is then first (or
+        // last) in the index, found without comparing ids.
+        if self.by_peer_id.front() == Some(&h) {
+            self.by_peer_id.pop_front();
+        } else if self.by_peer_id.back() == Some(&h) {
+            self.by_peer_id.pop_back();
+        } else {
+            let at = self
+                .in_flight
+                .get_seq(h)
+                .map(|e| self.find_peer(&e.peer_id))?;
+            if let Ok(at) = at {
+                if self.by_peer_id[at] == h {
+                    self.by_peer_id.remove(at);
+                }
             }
         }
         shrink(&mut self.by_peer_id);
-        self.in_flight.remove(&handle.0)
+        match self.in_flight.entries.front() {
+            Some(&(first, _)) if first == h => self.in_flight.pop_first().map(|(_, e)| e),
+            _ => self.in_flight.remove(&h),
+        }
     }
 
     pub fn get(&self, handle: IncomingId) -> Option<&InFlight> {
@@ -476,5 +511,59 @@ impl EarlyCancels {
 
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn permutations(items: &[i64]) -> Vec<Vec<i64>> {
+        if items.len() <= 1 {
+            return alloc::vec![items.to_vec()];
+        }
+        let mut all = Vec::new();
+        for i in 0..items.len() {
+            let mut rest = items.to_vec();
+            let first = rest.remove(i);
+            for mut tail in permutations(&rest) {
+                tail.insert(0, first);
+                all.push(tail);
+            }
+        }
+        all
+    }
+
+    /// Every order of arrival and every order of answers: the index by peer id finds
+    /// exactly the requests still in flight, by the fast paths (first, last) or the search.
+    #[test]
+    fn the_peer_id_index_follows_every_order_of_arrival_and_answer() {
+        let ids = [7, 3, 12, 100, 5];
+        for arrival in permutations(&ids) {
+            for answers in permutations(&ids) {
+                let mut table = Incoming::default();
+                let mut handles = Vec::new();
+                for &id in &arrival {
+                    let id = Id::number(id);
+                    let place = table.place(&id).expect("a new id");
+                    handles.push((id.clone(), table.insert(id, Version::V2, None, place)));
+                }
+                let mut live: Vec<(Id<'static>, IncomingId)> = handles.clone();
+                for &answered in &answers {
+                    let at = live.iter().position(|(id, _)| *id == Id::number(answered));
+                    let (id, handle) = live.remove(at.expect("in flight"));
+                    let entry = table.remove(handle).expect("removed once");
+                    assert_eq!(entry.peer_id, id);
+                    assert!(table.remove(handle).is_none());
+                    for (id, handle) in &live {
+                        assert_eq!(table.handle_of(id), Some(*handle));
+                        assert_eq!(table.place(id).err(), Some(*handle));
+                    }
+                    assert_eq!(table.handle_of(&id), None);
+                    assert_eq!(table.len(), live.len());
+                }
+                assert!(table.is_empty());
+            }
+        }
     }
 }
