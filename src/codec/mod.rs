@@ -322,6 +322,10 @@ impl Decoder {
     /// After an error the decoder has already recovered: call again. The body is valid
     /// until the next call on the decoder.
     pub fn next_frame(&mut self) -> Option<Result<&[u8], FrameError>> {
+        // Nothing buffered and no frame begun: the usual answer once frames come whole.
+        if matches!(self.first, First::Done) && !self.in_frame() {
+            return None;
+        }
         if let (First::Waiting, Inner::Newline(d)) = (self.first, &self.inner) {
             self.first = newline_mistake(d.buffered_bytes());
         }
