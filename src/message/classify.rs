@@ -352,7 +352,6 @@ impl RawEntry {
         (!self.method.escaped).then(|| (request, self.method.span.of(frame)))
     }
 
-    #[inline]
     pub(crate) fn materialize<'a>(&self, frame: &'a str) -> Incoming<'a> {
         let id = || match self.id.valid() {
             Some((IdKind::Null, _)) | None => Id::NULL,
