@@ -430,13 +430,18 @@ const MEMBERS: [(&str, Member); 6] = [
 fn member(frame: &[u8], key: StrTok) -> Member {
     let raw = &frame[key.span.start..key.span.end];
     if !key.escaped {
-        return match raw {
-            b"jsonrpc" => Member::Jsonrpc,
-            b"method" => Member::Method,
-            b"params" => Member::Params,
-            b"id" => Member::Id,
-            b"result" => Member::Result,
-            b"error" => Member::Error,
+        // By length, then as fixed-size arrays: compared inline, without a call to
+        // `memcmp` per member of every message.
+        return match raw.len() {
+            2 if raw == b"id" => Member::Id,
+            5 if raw == b"error" => Member::Error,
+            6 => match <[u8; 6]>::try_from(raw) {
+                Ok(k) if k == *b"method" => Member::Method,
+                Ok(k) if k == *b"params" => Member::Params,
+                Ok(k) if k == *b"result" => Member::Result,
+                _ => Member::Other,
+            },
+            7 if <[u8; 7]>::try_from(raw).is_ok_and(|k| k == *b"jsonrpc") => Member::Jsonrpc,
             _ => Member::Other,
         };
     }
