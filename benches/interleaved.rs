@@ -1,0 +1,81 @@
+//! The server path's workloads (W1 to W4, as in `server_path`), the floor and sansrpc timed
+//! in turns: a round of the floor, a round of sansrpc, again, 200 times; each side's best
+//! round, and their ratio.
+//!
+//! Criterion times one function, then the next. On a shared machine whose speed drifts by
+//! 10 % or more within a minute, the ratio of two such times moves with the drift. Taken in
+//! turns, both sides see the same machine, and the best round of each is the one least
+//! disturbed: the ratio holds to a few percent from run to run. Use it beside criterion's
+//! times (and `scripts/instructions`), not instead of them.
+//!
+//! `cargo bench --bench interleaved` (add a workload name to run only those that contain it);
+//! with `--test` (as `cargo bench -- --test` passes), one short round, to check it runs.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+#[path = "common/server.rs"]
+mod server;
+
+use server::{checked_server, floor_once, serve_once, workloads};
+
+/// Nanoseconds per call of `f`, over `n` calls.
+fn per_call<T>(mut f: impl FnMut() -> T, n: usize) -> f64 {
+    let start = Instant::now();
+    for _ in 0..n {
+        black_box(f());
+    }
+    start.elapsed().as_nanos() as f64 / n as f64
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let test = args.iter().any(|a| a == "--test");
+    let only: Vec<&String> = args.iter().filter(|a| !a.starts_with("--")).collect();
+    let rounds = if test { 1 } else { 200 };
+    println!("| workload | floor (best round) | sansrpc (best round) | ratio |");
+    println!("|---|---:|---:|---:|");
+    for w in workloads() {
+        if !only.is_empty() && !only.iter().any(|o| w.name.contains(o.as_str())) {
+            continue;
+        }
+        let floor = w.floor();
+        // About 2 ms a round on this kind of machine: short rounds, many of them, so that
+        // some of each side fall between disturbances.
+        let calls = (2_000_000 / w.frame.len().max(1000)).max(20);
+        let calls = if test { 2 } else { calls };
+        for &(label, params) in w.ours {
+            let mut server = checked_server(&w, label, params);
+            let (mut body, mut a, mut b) = (Vec::new(), Vec::new(), Vec::new());
+            let (mut best_floor, mut best_ours) = (f64::MAX, f64::MAX);
+            // Warm-up rounds, not counted: caches, branch predictors, the clock's speed.
+            for _ in 0..rounds / 10 {
+                per_call(
+                    || floor_once(floor, black_box(&w.frame), &mut body, &mut a),
+                    calls,
+                );
+                per_call(
+                    || serve_once(&mut server, black_box(&w.frame), &mut b),
+                    calls,
+                );
+            }
+            for _ in 0..rounds {
+                let t = per_call(
+                    || floor_once(floor, black_box(&w.frame), &mut body, &mut a),
+                    calls,
+                );
+                best_floor = best_floor.min(t);
+                let t = per_call(
+                    || serve_once(&mut server, black_box(&w.frame), &mut b),
+                    calls,
+                );
+                best_ours = best_ours.min(t);
+            }
+            println!(
+                "| {} ({label}) | {best_floor:.1} ns | {best_ours:.1} ns | {:.2} |",
+                w.name,
+                best_ours / best_floor
+            );
+        }
+    }
+}
