@@ -325,6 +325,17 @@ impl Running {
     }
 }
 
+/// What the endpoint's next event is, told by its method name alone (without a hook).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum NextByName {
+    /// No event is queued.
+    Empty,
+    /// A request or notification no part of the machine takes: hand it out.
+    Pass,
+    /// It takes more than the name to tell: build the event and decide.
+    Look,
+}
+
 /// What [`Connection::poll_event`] does with the endpoint's next event, decided while it
 /// is borrowed and done after.
 enum Take {
@@ -585,11 +596,20 @@ impl Connection {
     /// stream pulls, heartbeats, the hook's requests and peer cancels of streams itself.
     pub fn poll_event(&mut self) -> Option<Event<'_>> {
         loop {
-            if self.hook.is_none() && self.passes_by_name() {
+            let by_name = match self.hook {
+                None => self.by_name_next(),
+                Some(_) => NextByName::Look,
+            };
+            if by_name == NextByName::Pass {
                 // What no extension takes, known by its method alone: built once, handed out.
                 return self.pass();
             }
-            let take = match self.endpoint.peek_event() {
+            let next = match by_name {
+                // Nothing queued: looking again would find nothing.
+                NextByName::Empty => None,
+                _ => self.endpoint.peek_event(),
+            };
+            let take = match next {
                 Some(event) => decide(
                     event,
                     self.hook.as_mut(),
@@ -690,18 +710,23 @@ impl Connection {
         }
     }
 
-    /// Hands the endpoint's next event to the driver, noting what it implies.
-    /// The next event is a request or notification that no part of the machine takes (no
-    /// stream method, no stream cancel, no heartbeat), as [`decide`] would find without a
-    /// hook; false when that takes more than its method name to tell.
-    fn passes_by_name(&mut self) -> bool {
+    /// Whether the next event is a request or notification that no part of the machine
+    /// takes (no stream method, no stream cancel, no heartbeat), as [`decide`] would find
+    /// without a hook, or there is none, or telling takes more than its method name.
+    fn by_name_next(&mut self) -> NextByName {
         let heartbeat = self.heartbeat.is_some();
         match self.endpoint.peek_method() {
-            Some((request, method)) => by_name(request, method, heartbeat) == ByName::Nothing,
-            None => false,
+            None => NextByName::Empty,
+            Some(Some((request, method)))
+                if by_name(request, method, heartbeat) == ByName::Nothing =>
+            {
+                NextByName::Pass
+            }
+            Some(_) => NextByName::Look,
         }
     }
 
+    /// Hands the endpoint's next event to the driver, noting what it implies.
     fn pass(&mut self) -> Option<Event<'_>> {
         let event = self.endpoint.poll_event()?;
         Some(match event {

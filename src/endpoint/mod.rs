@@ -1358,12 +1358,14 @@ impl Endpoint {
         Some(self.event_of(record))
     }
 
-    /// The next event's method when it is a request (`Some((true, method))`) or a
-    /// notification (`Some((false, method))`) whose method has no escapes, without building
-    /// the event: for the connection machine's routing, which needs only the name.
-    pub(crate) fn peek_method(&mut self) -> Option<(bool, &str)> {
+    /// The next event's method when it is a request (`Some(Some((true, method)))`) or a
+    /// notification (`Some(Some((false, method)))`) whose method has no escapes, without
+    /// building the event: for the connection machine's routing, which needs only the
+    /// name. `Some(None)` for any other event, `None` when there is none (then
+    /// [`peek_event`](Endpoint::peek_event) would find none either).
+    pub(crate) fn peek_method(&mut self) -> Option<Option<(bool, &str)>> {
         self.refill_events();
-        match self.events.front()? {
+        Some(match self.events.front()? {
             Record::Entry {
                 start, end, entry, ..
             } => {
@@ -1372,7 +1374,7 @@ impl Endpoint {
                 entry.plain_method(frame)
             }
             _ => None,
-        }
+        })
     }
 
     fn refill_events(&mut self) {
