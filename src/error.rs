@@ -125,8 +125,7 @@ impl<'a> ErrorObject<'a> {
     /// Appends the object as JSON.
     pub fn write_json(&self, out: &mut alloc::vec::Vec<u8>) {
         out.extend_from_slice(b"{\"code\":");
-        let (digits, start) = crate::json::decimal(self.code);
-        out.extend_from_slice(&digits[start..]);
+        out.extend_from_slice(itoa::Buffer::new().format(self.code).as_bytes());
         out.extend_from_slice(b",\"message\":");
         crate::json::write_str(out, &self.message);
         if let Some(data) = &self.data {

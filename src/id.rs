@@ -109,10 +109,11 @@ impl<'a> Id<'a> {
 
     /// A numeric id from an integer.
     pub fn number(n: i64) -> Id<'static> {
-        let (digits, start) = json::decimal(n);
-        let len = digits.len() - start;
+        let mut digits = itoa::Buffer::new();
+        let digits = digits.format(n).as_bytes();
+        let len = digits.len();
         let mut buf = [0u8; INLINE];
-        buf[..len].copy_from_slice(&digits[start..]);
+        buf[..len].copy_from_slice(digits);
         Id {
             kind: IdKind::Number,
             token: Token::Inline {

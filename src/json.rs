@@ -527,27 +527,6 @@ pub(crate) fn write_str_body(out: &mut alloc::vec::Vec<u8>, s: &str) {
     out.extend_from_slice(&bytes[start..]);
 }
 
-/// The decimal digits of `n`, sign included, in a stack buffer: `(buffer, start)`, the text
-/// being `buffer[start..]`.
-pub(crate) fn decimal(n: i64) -> ([u8; 20], usize) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    let mut m = n.unsigned_abs();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (m % 10) as u8;
-        m /= 10;
-        if m == 0 {
-            break;
-        }
-    }
-    if n < 0 {
-        i -= 1;
-        digits[i] = b'-';
-    }
-    (digits, i)
-}
-
 /// True when `s` can be written between quotes as it is.
 pub(crate) fn needs_no_escape(s: &str) -> bool {
     s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\')
@@ -643,14 +622,6 @@ mod tests {
         assert_eq!(s, "aé😀\u{FFFD}x\n");
         assert!(token_eq(r"\u006dethod", true, "method"));
         assert!(!token_eq(r"\u006dethods", true, "method"));
-    }
-
-    #[test]
-    fn decimal_matches_display() {
-        for n in [0i64, 7, -7, 10, 12345, i64::MAX, i64::MIN] {
-            let (digits, start) = decimal(n);
-            assert_eq!(&digits[start..], alloc::format!("{n}").as_bytes());
-        }
     }
 
     #[test]

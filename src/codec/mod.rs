@@ -415,9 +415,7 @@ pub fn encode_frame(framing: Framing, body: &[u8], out: &mut Vec<u8>) {
     match framing {
         Framing::ContentLength | Framing::Auto => {
             out.extend_from_slice(b"Content-Length: ");
-            // A body fits in memory, so its length fits an i64.
-            let (digits, start) = crate::json::decimal(body.len() as i64);
-            out.extend_from_slice(&digits[start..]);
+            out.extend_from_slice(itoa::Buffer::new().format(body.len()).as_bytes());
             out.extend_from_slice(b"\r\n\r\n");
             out.extend_from_slice(body);
         }

@@ -451,6 +451,49 @@ enum Record {
     Closed,
 }
 
+/// What to do about a request the peer sent: refuse it (rate limit, busy, an id already in
+/// flight), drop it (cancelled before it came, where the profile does not answer that), or
+/// register it. Takes the endpoint's parts it needs, so that the caller can keep the id
+/// borrowed from the arena.
+fn decide_request(
+    guard: &mut guard::Guard,
+    config: &Config,
+    incoming: &tables::Incoming,
+    early: &mut EarlyCancels,
+    now: Instant,
+    id: Id<'_>,
+    version: Version,
+) -> Action {
+    let error = |message: &'static str, code: i64| ErrorObject::fixed(code, message);
+    if let guard::Admission::Refuse(code) = guard.admit_call(config.rate_limit.as_ref(), now, true)
+    {
+        let limited = error("Server busy: rate limit exceeded", code);
+        return Action::Answer(id.into_owned(), version, limited);
+    }
+    if incoming.len() >= config.max_inflight_incoming {
+        let busy = error("Server busy", code::SERVER_BUSY);
+        return Action::Answer(id.into_owned(), version, busy);
+    }
+    match incoming.place(&id) {
+        Err(_in_flight) => Action::Answer(
+            id.into_owned(),
+            version,
+            error(
+                "Invalid Request: id already in use by a request in flight",
+                code::INVALID_REQUEST,
+            ),
+        ),
+        Ok(_) if early.take(&id, now) => {
+            if !config.profile.answers_cancelled() {
+                return Action::Nothing;
+            }
+            let cancelled = error("Request cancelled", config.cancelled_code);
+            Action::Answer(id.into_owned(), version, cancelled)
+        }
+        Ok(place) => Action::Register(id.into_owned(), version, place),
+    }
+}
+
 /// What to do about one incoming entry, decided while it is borrowed, done after.
 enum Action {
     Nothing,
@@ -953,42 +996,40 @@ impl Endpoint {
         // SAFETY: `start..end` is an entry of a frame the classifier scanned with `Ok`, kept
         // unchanged in the arena since.
         let frame = unsafe { frame_str(&self.arena[start..end]) };
-        match entry.materialize(frame) {
-            Incoming::Request(req) => {
-                let error = |message: &'static str, code: i64| ErrorObject::fixed(code, message);
-                if let guard::Admission::Refuse(code) =
-                    self.guard
-                        .admit_call(self.config.rate_limit.as_ref(), self.now, true)
-                {
-                    let limited = error("Server busy: rate limit exceeded", code);
-                    Action::Answer(req.id.into_owned(), req.version, limited)
-                } else if self.incoming.len() >= self.config.max_inflight_incoming {
-                    Action::Answer(
-                        req.id.into_owned(),
-                        req.version,
-                        error("Server busy", code::SERVER_BUSY),
-                    )
-                } else {
-                    match self.incoming.place(&req.id) {
-                        Err(_in_flight) => Action::Answer(
-                            req.id.into_owned(),
-                            req.version,
-                            error(
-                                "Invalid Request: id already in use by a request in flight",
-                                code::INVALID_REQUEST,
-                            ),
-                        ),
-                        Ok(_) if self.early.take(&req.id, self.now) => {
-                            if !self.config.profile.answers_cancelled() {
-                                return Action::Nothing;
-                            }
-                            let cancelled = error("Request cancelled", self.config.cancelled_code);
-                            Action::Answer(req.id.into_owned(), req.version, cancelled)
-                        }
-                        Ok(place) => Action::Register(req.id.into_owned(), req.version, place),
-                    }
-                }
+        // A request needs only its id and version here: read without building the entry.
+        if let Some((id, version)) = entry.request_id(frame) {
+            return decide_request(
+                &mut self.guard,
+                &self.config,
+                &self.incoming,
+                &mut self.early,
+                self.now,
+                id,
+                version,
+            );
+        }
+        // A notification that is neither a cancellation nor progress needs only its name.
+        if let Some((false, method)) = entry.plain_method(frame) {
+            let special = (self.config.cancellation && method == self.config.cancel_method)
+                || method == self.config.progress_method;
+            if !special {
+                let rate = self.config.rate_limit.as_ref();
+                return match self.guard.admit_call(rate, self.now, false) {
+                    guard::Admission::Drop => Action::Nothing,
+                    _ => Action::Record(Role::Notification),
+                };
             }
+        }
+        match entry.materialize(frame) {
+            Incoming::Request(req) => decide_request(
+                &mut self.guard,
+                &self.config,
+                &self.incoming,
+                &mut self.early,
+                self.now,
+                req.id,
+                req.version,
+            ),
             Incoming::Notification(n) => {
                 if self.config.cancellation && n.method == self.config.cancel_method {
                     let key = self.config.profile.cancel_id_key();

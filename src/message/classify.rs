@@ -352,6 +352,18 @@ impl RawEntry {
         (!self.method.escaped).then(|| (request, self.method.span.of(frame)))
     }
 
+    /// The id and version of a request, read without materializing the entry; `None` for
+    /// anything else.
+    pub(crate) fn request_id<'a>(&self, frame: &'a str) -> Option<(Id<'a>, Version)> {
+        match (self.kind, self.id.valid()) {
+            (Kind::Request, Some((IdKind::Null, _)) | None) => Some((Id::NULL, self.version)),
+            (Kind::Request, Some((kind, span))) => {
+                Some((Id::from_token(kind, span.of(frame)), self.version))
+            }
+            _ => None,
+        }
+    }
+
     pub(crate) fn materialize<'a>(&self, frame: &'a str) -> Incoming<'a> {
         let id = || match self.id.valid() {
             Some((IdKind::Null, _)) | None => Id::NULL,
