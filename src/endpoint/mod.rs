@@ -1112,7 +1112,17 @@ impl Endpoint {
 
     /// Sends a batch's array once every request in it is answered.
     fn settle_batch(&mut self, key: u64) {
-        if self.incoming.batch(key).is_some_and(|b| b.remaining == 0) {
+        self.settle_batch_after(key, 0);
+    }
+
+    /// [`settle_batch`](Endpoint::settle_batch) once `answered` more of its requests are
+    /// answered: one lookup of the batch for both.
+    fn settle_batch_after(&mut self, key: u64, answered: usize) {
+        let done = self.incoming.batch(key).is_some_and(|b| {
+            b.remaining = b.remaining.saturating_sub(answered);
+            b.remaining == 0
+        });
+        if done {
             if let Some(mut b) = self.incoming.close_batch(key) {
                 if b.answers > 0 {
                     b.body.push(b']');
@@ -1305,10 +1315,7 @@ impl Endpoint {
             self.answer(entry.batch(), &entry.peer_id, entry.version, result);
         }
         if let Some(b) = entry.batch() {
-            if let Some(batch) = self.incoming.batch(b) {
-                batch.remaining -= 1;
-            }
-            self.settle_batch(b);
+            self.settle_batch_after(b, 1);
         }
         Ok(())
     }
