@@ -1,4 +1,5 @@
-//! The server path's workloads (W1 to W4, as in `server_path`), the floor and sansrpc timed
+//! The server path's workloads (W1 to W4, as in `server_path`, and W5, as in `framing`), the
+//! floor and sansrpc timed
 //! in turns: a round of the floor, a round of sansrpc, again, 200 times; each side's best
 //! round, and their ratio.
 //!
@@ -14,9 +15,16 @@
 use std::hint::black_box;
 use std::time::Instant;
 
+#[path = "common/floor.rs"]
+mod floor;
 #[path = "common/server.rs"]
 mod server;
 
+#[path = "common/framing.rs"]
+mod framing;
+
+use sansrpc::codec::{Decoder, Framing};
+use sansrpc::{Classifier, Limits};
 use server::{checked_server, floor_once, serve_once, workloads};
 
 /// Nanoseconds per call of `f`, over `n` calls.
@@ -77,5 +85,31 @@ fn main() {
                 best_ours / best_floor
             );
         }
+    }
+    if only.is_empty()
+        || only
+            .iter()
+            .any(|o| "W5 content-length".contains(o.as_str()))
+    {
+        // W5 (as in `framing`): 1,000 frames a round, times per frame.
+        let frames = if test { 10 } else { 1_000 };
+        let wire = framing::stream(frames);
+        let mut dec = Decoder::new(Framing::ContentLength, &Limits::default());
+        let mut classifier = Classifier::default();
+        let mut ours = || framing::ours(black_box(&wire), &mut dec, &mut classifier);
+        assert_eq!((framing::floor(&wire), ours()), (frames, frames));
+        let (mut best_floor, mut best_ours) = (f64::MAX, f64::MAX);
+        for round in 0..rounds + rounds / 10 {
+            let t = per_call(|| framing::floor(black_box(&wire)), 1) / frames as f64;
+            let u = per_call(&mut ours, 1) / frames as f64;
+            if round >= rounds / 10 {
+                best_floor = best_floor.min(t);
+                best_ours = best_ours.min(u);
+            }
+        }
+        println!(
+            "| W5 content-length (decode + classify, per frame) | {best_floor:.1} ns | {best_ours:.1} ns | {:.2} |",
+            best_ours / best_floor
+        );
     }
 }

@@ -23,6 +23,8 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
 
+#[path = "common/floor.rs"]
+mod floor;
 #[path = "common/server.rs"]
 mod server;
 

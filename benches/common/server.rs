@@ -1,6 +1,7 @@
 //! The server path's workloads, shared by the criterion bench (`server_path`) and the
 //! interleaved runner (`interleaved`): the framed serde_json floor, the sansrpc server
-//! (one `Connection`, a typed `Router`, Content-Length framing) and the frames.
+//! (one `Connection`, a typed `Router`, Content-Length framing) and the frames. The bench
+//! that includes it includes `common/floor.rs` beside it, as `floor`.
 #![allow(dead_code)]
 
 use std::hint::black_box;
@@ -20,10 +21,7 @@ sansrpc::method!(Notify = "notify", (i64, i64));
 // ---------------------------------------------------------------------------------------
 // The floor.
 
-#[path = "floor.rs"]
-mod floor;
-
-use floor::{Envelope, ResultResponse};
+use super::floor::{Envelope, ResultResponse};
 
 /// The body of a Content-Length frame: after the blank line, as long as the header says.
 #[inline(never)]
