@@ -209,8 +209,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
     }
 
     /// Acts on the connection's events.
-    fn route_events(&mut self) -> bool {
-        let now = self.now();
+    fn route_events(&mut self, now: Instant) -> bool {
         let (conn, calls, hook) = (&mut self.conn, &mut self.calls, &self.on_event);
         let routed = self.server.route(conn, calls, hook.as_deref(), now);
         if let Some(reason) = routed.closed {
@@ -219,14 +218,12 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
         routed.any
     }
 
-    fn poll_handlers(&mut self, cx: &mut Context<'_>) -> bool {
-        let now = self.now();
+    fn poll_handlers(&mut self, cx: &mut Context<'_>, now: Instant) -> bool {
         self.server.poll(cx, &mut self.conn, now)
     }
 
     /// Fires the connection's deadline; sleeps until the next one.
-    fn poll_timer(&mut self, cx: &mut Context<'_>) -> bool {
-        let now = self.now();
+    fn poll_timer(&mut self, cx: &mut Context<'_>, now: Instant) -> bool {
         let deadline = self.conn.poll_timeout();
         if deadline.is_some_and(|d| d <= now) {
             self.conn.handle_timeout(now);
@@ -243,8 +240,9 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
 
     /// Closes the connection, fails every call still waiting, and stops taking commands.
     fn finish(&mut self) -> io::Result<()> {
-        self.conn.close(self.now());
-        self.route_events();
+        let now = self.now();
+        self.conn.close(now);
+        self.route_events(now);
         self.server.clear();
         self.commands.close();
         let mut commands = Vec::new();
@@ -279,6 +277,8 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             if let Some(wake) = &self.wake {
                 wake.register(cx.waker());
             }
+            // One look at the clock a pass (each is a call into the kernel's clock page, about
+            // 30 ns, and a pass takes far less than the connection's timeouts can tell).
             let now = self.now();
             let mut progress = self.poll_commands(cx, now);
             let reading =
@@ -293,9 +293,9 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                     }
                 }
             }
-            progress |= self.route_events();
-            progress |= self.poll_handlers(cx);
-            progress |= self.poll_timer(cx);
+            progress |= self.route_events(now);
+            progress |= self.poll_handlers(cx, now);
+            progress |= self.poll_timer(cx, now);
             let before = self.conn.buffered_output();
             let flushed = match self.transport.poll_transmit(cx, &mut self.conn) {
                 Poll::Ready(Ok(())) => true,
@@ -308,7 +308,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             let wrote = self.conn.buffered_output() < before;
             progress |= wrote;
             let pending = !flushed || self.conn.buffered_output() > 0;
-            self.conn.handle_write(wrote, pending, self.now());
+            self.conn.handle_write(wrote, pending, now);
             if self.conn.is_finished() {
                 if self.closing.is_none() {
                     // The close may never complete (a peer that does not read): bounded.
