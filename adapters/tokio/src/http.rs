@@ -167,6 +167,38 @@ async fn within<F: Future>(limit: Option<Duration>, future: F) -> Option<F::Outp
     }
 }
 
+/// Awaits the answer to the exchange under way, arming a timer for `limit` only when the
+/// handlers may take long: the connection's driver, beside hyper in the same task, runs
+/// in a turn or two of the task, and a synchronous handler has answered by the time the
+/// driver has taken the body. So the timer is armed once the body is taken and the answer
+/// is not there, or when the driver has not taken the body after a few turns (a full
+/// in-flight table): not for every request.
+async fn answer_within<T>(
+    limit: Duration,
+    mut rx: oneshot::Receiver<T>,
+    pipe: &Shared,
+) -> Option<Result<T, oneshot::Canceled>> {
+    const TURNS: usize = 3;
+    let mut turns = 0;
+    let early = std::future::poll_fn(|cx| {
+        if let Poll::Ready(answer) = rx.poll_unpin(cx) {
+            return Poll::Ready(Some(answer));
+        }
+        turns += 1;
+        if turns > TURNS || lock(pipe).body.is_none() {
+            return Poll::Ready(None);
+        }
+        // The driver is woken and has yet to run: look again after it has.
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    })
+    .await;
+    match early {
+        Some(answer) => Some(answer),
+        None => tokio::time::timeout(limit, rx).await.ok(),
+    }
+}
+
 /// What one HTTP connection needs to answer its requests.
 struct Serving {
     builder: Builder,
@@ -271,7 +303,7 @@ async fn exchange(request: Request<Incoming>, serving: &Serving, conn: &Shared) 
             driver.wake();
         }
     }
-    match within(Some(serving.handler_timeout), rx).await {
+    match answer_within(serving.handler_timeout, rx, conn).await {
         Some(Ok(Some(frame))) => {
             let mut response = reply(StatusCode::OK, Some(frame));
             response.headers_mut().insert(CONTENT_TYPE, JSON);
