@@ -23,11 +23,13 @@
 //!   the server's resident set (`VmRSS`) over the idle server's (TCP: floor, sansrpc;
 //!   WebSocket and HTTP: sansrpc, jsonrpsee).
 //!
-//! Throughput is the median of 3 runs (1 with `--quick`), each after a short warm-up on
-//! its own connection. Every workload is bounded in time (60 s).
+//! Throughput is the median of 5 runs (1 with `--quick`), after a short warm-up on a
+//! connection of its own. The servers of a workload run at once and take turns: a run of
+//! each, five times over, so that all see the same machine. Every workload is bounded in time (60 s).
 //!
-//! `loadgen [--quick] [--requests N] [--connections M]`; `--quick` (or `LOADGEN_QUICK=1`)
-//! is N = 2,000 and M = 200.
+//! `loadgen [--quick] [--requests N] [--connections M] [--only TEXT]`; `--quick` (or
+//! `LOADGEN_QUICK=1`) is N = 2,000 and M = 200; `--only http` runs only the tables whose
+//! title contains "http" (any case).
 
 mod client;
 
@@ -48,11 +50,13 @@ struct Options {
     connections: usize,
     runs: usize,
     quick: bool,
+    /// Only the tables whose title contains this (`--only`), case-insensitive.
+    only: Option<String>,
 }
 
 fn options() -> Options {
     let mut quick = std::env::var("LOADGEN_QUICK").is_ok_and(|v| v == "1");
-    let (mut requests, mut connections) = (None, None);
+    let (mut requests, mut connections, mut only) = (None, None, None);
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut number = || {
@@ -64,19 +68,29 @@ fn options() -> Options {
             "--quick" => quick = true,
             "--requests" => requests = Some(number()),
             "--connections" => connections = Some(number()),
+            "--only" => only = Some(args.next().unwrap_or_else(|| usage()).to_lowercase()),
             _ => usage(),
         }
     }
     Options {
         requests: requests.unwrap_or(if quick { 2_000 } else { 20_000 }),
         connections: connections.unwrap_or(if quick { 200 } else { 1_000 }) as usize,
-        runs: if quick { 1 } else { 3 },
+        runs: if quick { 1 } else { 5 },
         quick,
+        only,
+    }
+}
+
+impl Options {
+    fn wants(&self, title: &str) -> bool {
+        self.only
+            .as_ref()
+            .is_none_or(|only| title.to_lowercase().contains(only.as_str()))
     }
 }
 
 fn usage() -> ! {
-    eprintln!("usage: loadgen [--quick] [--requests N] [--connections M]");
+    eprintln!("usage: loadgen [--quick] [--requests N] [--connections M] [--only TEXT]");
     std::process::exit(2)
 }
 
@@ -254,38 +268,89 @@ fn median(mut runs: Vec<Run>) -> Run {
     mid
 }
 
-/// Runs a throughput workload against one server: warm-up, then `runs` measured runs.
+/// Runs a throughput workload against every server that serves `transport`, in turns: all
+/// of them started and warmed up, then a run of each, `runs` times over, so that each sees
+/// the same machine (on a shared machine the speed drifts within seconds, and runs made one
+/// server after the other measure the drift as much as the servers). Each server's median
+/// run.
 async fn throughput(
     opts: &Options,
-    name: &str,
+    names: &[&'static str],
     transport: Transport,
     work: impl Fn(SocketAddr, u64) -> client::BoxRun,
-) -> Cell {
-    let Some((bin, args)) = server_for(name, transport) else {
-        return Cell::NotApplicable;
+) -> Vec<(&'static str, Cell)> {
+    let work = &work;
+    let bounded = |addr, n| async move {
+        tokio::time::timeout(WORKLOAD_LIMIT, work(addr, n))
+            .await
+            .map_err(|_| format!("no end within {WORKLOAD_LIMIT:?}"))?
     };
-    let result = async {
-        let server = Server::start(bin, &args)?;
-        let (addr, work) = (server.addr, &work);
-        let bounded = move |n| async move {
-            tokio::time::timeout(WORKLOAD_LIMIT, work(addr, n))
-                .await
-                .map_err(|_| format!("no end within {WORKLOAD_LIMIT:?}"))?
-        };
-        let warmup = bounded((opts.requests / 10).clamp(100, 2_000)).await?;
-        let mut runs = Vec::new();
-        for _ in 0..opts.runs {
-            runs.push(bounded(opts.requests).await?);
-        }
-        let mut run = median(runs);
-        run.errors += warmup.errors;
-        drop(server);
-        Ok::<_, String>(run)
-    };
-    match result.await {
-        Ok(run) => Cell::Value(run.per_second(), run.errors),
-        Err(why) => Cell::Failed(why),
+    // Per server: the process (while it still serves), its runs, its warm-up's errors, or
+    // why it failed.
+    struct Turn {
+        server: Option<Server>,
+        runs: Vec<Run>,
+        errors: u64,
+        failed: Option<String>,
     }
+    let mut turns: Vec<Option<Turn>> = Vec::new();
+    for &name in names {
+        let Some((bin, args)) = server_for(name, transport) else {
+            turns.push(None);
+            continue;
+        };
+        let mut turn = Turn {
+            server: None,
+            runs: Vec::new(),
+            errors: 0,
+            failed: None,
+        };
+        match Server::start(bin, &args) {
+            Ok(server) => {
+                match bounded(server.addr, (opts.requests / 10).clamp(100, 2_000)).await {
+                    Ok(warmup) => {
+                        turn.errors = warmup.errors;
+                        turn.server = Some(server);
+                    }
+                    Err(why) => turn.failed = Some(why),
+                }
+            }
+            Err(why) => turn.failed = Some(why),
+        }
+        turns.push(Some(turn));
+    }
+    for _ in 0..opts.runs {
+        for turn in turns.iter_mut().flatten() {
+            let Some(addr) = turn.server.as_ref().map(|s| s.addr) else {
+                continue;
+            };
+            match bounded(addr, opts.requests).await {
+                Ok(run) => turn.runs.push(run),
+                Err(why) => {
+                    turn.failed = Some(why);
+                    turn.server = None;
+                }
+            }
+        }
+    }
+    names
+        .iter()
+        .zip(turns)
+        .map(|(&name, turn)| {
+            let cell = match turn {
+                None => Cell::NotApplicable,
+                Some(Turn {
+                    failed: Some(why), ..
+                }) => Cell::Failed(why),
+                Some(turn) => {
+                    let mut run = median(turn.runs);
+                    run.errors += turn.errors;
+                    Cell::Value(run.per_second(), run.errors)
+                }
+            };
+            (name, cell)
+        })
+        .collect()
 }
 
 /// Measures the server's resident set growth with `opts.connections` open connections.
@@ -355,16 +420,15 @@ async fn main() {
         ),
     ];
     for (title, transport, baseline, depth) in specs {
-        let mut rows = Vec::new();
-        for name in servers {
-            let cell = throughput(&opts, name, transport, |addr, n| match transport {
-                Transport::Tcp => Box::pin(client::tcp_pipelined(addr, n, depth)),
-                Transport::Ws => Box::pin(client::ws(addr, n, depth)),
-                Transport::Http => Box::pin(client::http(addr, n, depth)),
-            })
-            .await;
-            rows.push((name, cell));
+        if !opts.wants(&title) {
+            continue;
         }
+        let rows = throughput(&opts, &servers, transport, |addr, n| match transport {
+            Transport::Tcp => Box::pin(client::tcp_pipelined(addr, n, depth)),
+            Transport::Ws => Box::pin(client::ws(addr, n, depth)),
+            Transport::Http => Box::pin(client::http(addr, n, depth)),
+        })
+        .await;
         tables.push(Table {
             title,
             unit: "requests/s",
@@ -378,14 +442,17 @@ async fn main() {
         (Transport::Ws, "jsonrpsee"),
         (Transport::Http, "jsonrpsee"),
     ] {
-        let mut rows = Vec::new();
-        for name in servers {
-            rows.push((name, memory(&opts, name, transport).await));
-        }
         let title = format!(
             "Memory: server RSS growth with {m} open {} connections (one request answered on each)",
             transport.label()
         );
+        if !opts.wants(&title) {
+            continue;
+        }
+        let mut rows = Vec::new();
+        for name in servers {
+            rows.push((name, memory(&opts, name, transport).await));
+        }
         tables.push(Table {
             title,
             unit: "MiB",
