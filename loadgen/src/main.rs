@@ -25,7 +25,8 @@
 //!
 //! Throughput is the median of 5 runs (1 with `--quick`), after a short warm-up on a
 //! connection of its own. The servers of a workload run at once and take turns: a run of
-//! each, five times over, so that all see the same machine. Every workload is bounded in time (60 s).
+//! each, five times over, so that all see the same machine. A throughput ratio is the median
+//! of the ratios of the runs made in the same turn; the lowest and highest run are shown. Every workload is bounded in time (60 s).
 //!
 //! `loadgen [--quick] [--requests N] [--connections M] [--only TEXT]`; `--quick` (or
 //! `LOADGEN_QUICK=1`) is N = 2,000 and M = 200; `--only http` runs only the tables whose
@@ -162,7 +163,9 @@ fn server_for(name: &str, transport: Transport) -> Option<(&'static str, Vec<&'s
 
 /// One row of a table: a measured value or why there is none.
 enum Cell {
-    Value(f64, u64),
+    /// The value (a median for throughput), the errors, and for throughput each run's
+    /// requests per second in the order of the turns.
+    Value(f64, u64, Vec<f64>),
     NotApplicable,
     Failed(String),
 }
@@ -179,13 +182,18 @@ struct Table {
 impl Table {
     fn print(&self) {
         let base = self.rows.iter().find_map(|(name, cell)| match cell {
-            Cell::Value(v, _) if *name == self.baseline => Some(*v),
+            Cell::Value(v, _, runs) if *name == self.baseline => Some((*v, runs)),
             _ => None,
         });
+        let paired = self
+            .rows
+            .iter()
+            .any(|(_, c)| matches!(c, Cell::Value(_, _, runs) if !runs.is_empty()));
         println!("\n### {}\n", self.title);
-        let (per_head, per_rule) = match self.connections {
-            Some(_) => (" KiB per connection |", "---:|"),
-            None => ("", ""),
+        let (per_head, per_rule) = match (self.connections, paired) {
+            (Some(_), _) => (" KiB per connection |", "---:|"),
+            (None, true) => (" runs (lowest-highest) |", "---:|"),
+            (None, false) => ("", ""),
         };
         println!(
             "| server | {} |{per_head} ratio to {} | errors |",
@@ -195,11 +203,31 @@ impl Table {
         for (name, cell) in &self.rows {
             let blank = if per_head.is_empty() { "" } else { " |" };
             match cell {
-                Cell::Value(v, errors) => {
-                    let ratio = base.map_or("n/a".into(), |b| format!("{:.2}", v / b));
-                    let per = self.connections.map_or(String::new(), |m| {
-                        format!(" {:.1} |", v * 1024.0 / m as f64)
+                Cell::Value(v, errors, runs) => {
+                    // Throughput: the median of the ratios of runs made in the same turn
+                    // (each pair saw the same machine); else the ratio of the values.
+                    let ratio = base.map_or("n/a".into(), |(b, base_runs)| {
+                        let mut pairs: Vec<f64> =
+                            runs.iter().zip(base_runs).map(|(r, b)| r / b).collect();
+                        pairs.sort_by(f64::total_cmp);
+                        match pairs.get(pairs.len() / 2) {
+                            Some(r) if pairs.len() == runs.len() => format!("{r:.2}"),
+                            _ => format!("{:.2}", v / b),
+                        }
                     });
+                    let per = match (self.connections, paired) {
+                        (Some(m), _) => format!(" {:.1} |", v * 1024.0 / m as f64),
+                        (None, true) => {
+                            let low = runs.iter().copied().fold(f64::MAX, f64::min);
+                            let high = runs.iter().copied().fold(0.0, f64::max);
+                            format!(
+                                " {}-{} |",
+                                fmt_value(low, self.unit),
+                                fmt_value(high, self.unit)
+                            )
+                        }
+                        (None, false) => String::new(),
+                    };
                     println!(
                         "| {name} | {} |{per} {ratio} | {errors} |",
                         fmt_value(*v, self.unit)
@@ -215,7 +243,7 @@ impl Table {
         self.rows
             .iter()
             .map(|(_, c)| match c {
-                Cell::Value(_, e) => *e,
+                Cell::Value(_, e, _) => *e,
                 Cell::NotApplicable => 0,
                 Cell::Failed(_) => 1,
             })
@@ -343,9 +371,10 @@ async fn throughput(
                     failed: Some(why), ..
                 }) => Cell::Failed(why),
                 Some(turn) => {
+                    let each = turn.runs.iter().map(Run::per_second).collect();
                     let mut run = median(turn.runs);
                     run.errors += turn.errors;
-                    Cell::Value(run.per_second(), run.errors)
+                    Cell::Value(run.per_second(), run.errors, each)
                 }
             };
             (name, cell)
@@ -373,7 +402,7 @@ async fn memory(opts: &Options, name: &str, transport: Transport) -> Cell {
         Ok::<_, String>((growth, errors))
     };
     match result.await {
-        Ok((mib, errors)) => Cell::Value(mib, errors),
+        Ok((mib, errors)) => Cell::Value(mib, errors, Vec::new()),
         Err(why) => Cell::Failed(why),
     }
 }

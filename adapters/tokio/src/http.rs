@@ -19,7 +19,6 @@ use std::sync::{Arc, Mutex};
 use std::task::{ready, Context, Poll, Waker};
 use std::time::Duration;
 
-use futures::channel::oneshot;
 use futures::FutureExt;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Body, Bytes, Incoming};
@@ -78,12 +77,37 @@ struct Pipe {
     body: Option<Bytes>,
     /// The connection took the body: an answer (or none, for notifications) follows.
     taken: bool,
-    /// Where the exchange waits for its answer: `None` for no answer (204).
-    reply: Option<oneshot::Sender<Option<Vec<u8>>>>,
+    /// An exchange waits for its answer (until it is given, or the exchange gives up).
+    waiting: bool,
+    /// The answer given to the waiting exchange: a frame, or none (`204`).
+    answer: Option<Option<Vec<u8>>>,
+    /// The waiting exchange's waker, to hand it its answer.
+    exchange: Option<Waker>,
     /// The driver's waker, to hand it a body.
     driver: Option<Waker>,
     /// The driver ended (it failed): exchanges are answered 500.
     gone: bool,
+}
+
+impl Pipe {
+    /// Gives the waiting exchange its answer.
+    fn give(&mut self, answer: Option<Vec<u8>>) {
+        self.waiting = false;
+        self.taken = false;
+        self.answer = Some(answer);
+        if let Some(exchange) = self.exchange.take() {
+            exchange.wake();
+        }
+    }
+
+    /// The driver is gone: the waiting exchange is answered `500`.
+    fn end(&mut self) {
+        self.gone = true;
+        self.waiting = false;
+        if let Some(exchange) = self.exchange.take() {
+            exchange.wake();
+        }
+    }
 }
 
 /// The message transport of one HTTP connection: each POST body is one message in, and
@@ -131,19 +155,15 @@ impl Transport for HttpPipe {
         let mut pipe = lock(&self.0);
         let mut frame = Vec::new();
         while conn.poll_transmit(&mut frame).is_some() {
-            if let Some(reply) = pipe.reply.take() {
-                pipe.taken = false;
-                let _ = reply.send(Some(std::mem::take(&mut frame)));
+            if pipe.waiting {
+                pipe.give(Some(std::mem::take(&mut frame)));
             }
             frame.clear();
         }
         // The body is handled, its events routed, and no request of it is left to answer:
         // notifications only, which get no answer.
-        if pipe.taken && conn.endpoint().requests_in_flight() == 0 {
-            pipe.taken = false;
-            if let Some(reply) = pipe.reply.take() {
-                let _ = reply.send(None);
-            }
+        if pipe.taken && conn.endpoint().requests_in_flight() == 0 && pipe.waiting {
+            pipe.give(None);
         }
         Poll::Ready(Ok(()))
     }
@@ -167,21 +187,41 @@ async fn within<F: Future>(limit: Option<Duration>, future: F) -> Option<F::Outp
     }
 }
 
+/// The driver ended before it answered.
+struct Gone;
+
+/// The answer to the exchange under way, once given; `None` while it is not, the exchange's
+/// waker then kept for it.
+fn poll_answer(pipe: &Shared, cx: &Context<'_>) -> Option<Result<Option<Vec<u8>>, Gone>> {
+    let mut pipe = lock(pipe);
+    if let Some(answer) = pipe.answer.take() {
+        return Some(Ok(answer));
+    }
+    if pipe.gone {
+        return Some(Err(Gone));
+    }
+    if !pipe
+        .exchange
+        .as_ref()
+        .is_some_and(|w| w.will_wake(cx.waker()))
+    {
+        pipe.exchange = Some(cx.waker().clone());
+    }
+    None
+}
+
 /// Awaits the answer to the exchange under way, arming a timer for `limit` only when the
 /// handlers may take long: the connection's driver, beside hyper in the same task, runs
 /// in a turn or two of the task, and a synchronous handler has answered by the time the
 /// driver has taken the body. So the timer is armed once the body is taken and the answer
 /// is not there, or when the driver has not taken the body after a few turns (a full
-/// in-flight table): not for every request.
-async fn answer_within<T>(
-    limit: Duration,
-    mut rx: oneshot::Receiver<T>,
-    pipe: &Shared,
-) -> Option<Result<T, oneshot::Canceled>> {
+/// in-flight table): not for every request. `None` when the limit passed; a late answer is
+/// then dropped.
+async fn answer_within(limit: Duration, pipe: &Shared) -> Option<Result<Option<Vec<u8>>, Gone>> {
     const TURNS: usize = 3;
     let mut turns = 0;
     let early = std::future::poll_fn(|cx| {
-        if let Poll::Ready(answer) = rx.poll_unpin(cx) {
+        if let Some(answer) = poll_answer(pipe, cx) {
             return Poll::Ready(Some(answer));
         }
         turns += 1;
@@ -193,10 +233,20 @@ async fn answer_within<T>(
         Poll::Pending
     })
     .await;
-    match early {
-        Some(answer) => Some(answer),
-        None => tokio::time::timeout(limit, rx).await.ok(),
+    if let Some(answer) = early {
+        return Some(answer);
     }
+    let answer = std::future::poll_fn(|cx| match poll_answer(pipe, cx) {
+        Some(answer) => Poll::Ready(answer),
+        None => Poll::Pending,
+    });
+    let answer = tokio::time::timeout(limit, answer).await.ok();
+    if answer.is_none() {
+        let mut pipe = lock(pipe);
+        pipe.waiting = false;
+        pipe.exchange = None;
+    }
+    answer
 }
 
 /// What one HTTP connection needs to answer its requests.
@@ -290,7 +340,6 @@ async fn exchange(request: Request<Incoming>, serving: &Serving, conn: &Shared) 
         }
         Err(_) => return reply(StatusCode::BAD_REQUEST, None),
     };
-    let (tx, rx) = oneshot::channel();
     {
         let mut pipe = lock(conn);
         if pipe.gone {
@@ -298,12 +347,13 @@ async fn exchange(request: Request<Incoming>, serving: &Serving, conn: &Shared) 
         }
         pipe.body = Some(body);
         pipe.taken = false;
-        pipe.reply = Some(tx);
+        pipe.waiting = true;
+        pipe.answer = None;
         if let Some(driver) = pipe.driver.take() {
             driver.wake();
         }
     }
-    match answer_within(serving.handler_timeout, rx, conn).await {
+    match answer_within(serving.handler_timeout, conn).await {
         Some(Ok(Some(frame))) => {
             let mut response = reply(StatusCode::OK, Some(frame));
             response.headers_mut().insert(CONTENT_TYPE, JSON);
@@ -311,7 +361,7 @@ async fn exchange(request: Request<Incoming>, serving: &Serving, conn: &Shared) 
         }
         Some(Ok(None)) => reply(StatusCode::NO_CONTENT, None),
         // The connection's driver is gone (it failed): nothing more is answered here.
-        Some(Err(_)) => closing(StatusCode::INTERNAL_SERVER_ERROR),
+        Some(Err(Gone)) => closing(StatusCode::INTERNAL_SERVER_ERROR),
         // Handlers past their time go unanswered; the connection closes, and its handlers
         // with it, so a late answer cannot meet a later exchange.
         None => closing(StatusCode::NO_CONTENT),
@@ -465,8 +515,7 @@ pub async fn serve_with_options(
                                 _ = driver.as_mut(), if driving => {
                                     driving = false;
                                     let mut pipe = lock(&pipe);
-                                    pipe.gone = true;
-                                    pipe.reply = None;
+                                    pipe.end();
                                 }
                                 _ = stopping.wait_for(|s| *s), if !draining => {
                                     draining = true;
