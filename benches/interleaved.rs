@@ -47,13 +47,13 @@ fn main() {
         if !only.is_empty() && !only.iter().any(|o| w.name.contains(o.as_str())) {
             continue;
         }
-        let floor = w.floor();
         // About 2 ms a round on this kind of machine: short rounds, many of them, so that
         // some of each side fall between disturbances.
         let calls = (2_000_000 / w.frame.len().max(1000)).max(20);
         let calls = if test { 2 } else { calls };
-        for &(label, params) in w.ours {
-            let mut server = checked_server(&w, label, params);
+        for &(label, params, floor) in w.ours {
+            let (floor_label, floor) = w.floors[floor];
+            let mut server = checked_server(&w, label, params, floor);
             let (mut body, mut a, mut b) = (Vec::new(), Vec::new(), Vec::new());
             let (mut best_floor, mut best_ours) = (f64::MAX, f64::MAX);
             // Warm-up rounds, not counted: caches, branch predictors, the clock's speed.
@@ -80,7 +80,7 @@ fn main() {
                 best_ours = best_ours.min(t);
             }
             println!(
-                "| {} ({label}) | {best_floor:.1} ns | {best_ours:.1} ns | {:.2} |",
+                "| {} ({label}; {floor_label}) | {best_floor:.1} ns | {best_ours:.1} ns | {:.2} |",
                 w.name,
                 best_ours / best_floor
             );

@@ -36,20 +36,21 @@ fn configure(group: &mut BenchmarkGroup<'_, criterion::measurement::WallTime>, b
     group.measurement_time(Duration::from_secs(2));
 }
 
-/// One group: the floor, then sansrpc with each way of taking params.
+/// One group: the floors, then sansrpc with each way of taking params.
 fn workload(c: &mut Criterion, w: &Workload) {
-    let floor = w.floor();
     let (mut body, mut a, mut b) = (Vec::new(), Vec::new(), Vec::new());
     let mut servers: Vec<_> = w
         .ours
         .iter()
-        .map(|&(label, params)| (label, checked_server(w, label, params)))
+        .map(|&(label, params, floor)| (label, checked_server(w, label, params, w.floors[floor].1)))
         .collect();
     let mut group = c.benchmark_group(w.name);
     configure(&mut group, w.frame.len());
-    group.bench_function("framed floor", |bn| {
-        bn.iter(|| floor_once(floor, black_box(&w.frame), &mut body, &mut a))
-    });
+    for &(label, floor) in &w.floors {
+        group.bench_function(label, |bn| {
+            bn.iter(|| floor_once(floor, black_box(&w.frame), &mut body, &mut a))
+        });
+    }
     for (label, server) in &mut servers {
         group.bench_function(*label, |bn| {
             bn.iter(|| serve_once(server, black_box(&w.frame), &mut b))

@@ -56,9 +56,21 @@ fn floor_answer<T: Serialize>(id: &SerdeRaw, result: T, body: &mut Vec<u8>) {
     serde_json::to_writer(&mut *body, &response).expect("write");
 }
 
-/// W1, W3, W4: one message.
+/// W1, W3, W4: one message; W3's handler takes the params as they are.
 #[inline(never)]
 pub fn floor_single(frame: &[u8], body: &mut Vec<u8>, out: &mut Vec<u8>) {
+    floor_single_with(frame, body, out, false)
+}
+
+/// W3 as sansrpc's typed handler takes it: the params decoded as a `Box<RawValue>`, by the
+/// same serde_json call.
+#[inline(never)]
+pub fn floor_single_typed(frame: &[u8], body: &mut Vec<u8>, out: &mut Vec<u8>) {
+    floor_single_with(frame, body, out, true)
+}
+
+#[inline(always)]
+fn floor_single_with(frame: &[u8], body: &mut Vec<u8>, out: &mut Vec<u8>, typed: bool) {
     let env: Envelope<'_> = serde_json::from_slice(floor_body(frame)).expect("parse");
     assert!(env.jsonrpc == "2.0");
     body.clear();
@@ -70,7 +82,12 @@ pub fn floor_single(frame: &[u8], body: &mut Vec<u8>, out: &mut Vec<u8>) {
             floor_answer(id, a + b, body);
         }
         ("textDocument/didOpen", Some(id)) => {
-            black_box(params);
+            if typed {
+                let params: Box<SerdeRaw> = serde_json::from_str(params).expect("params");
+                black_box(params);
+            } else {
+                black_box(params);
+            }
             floor_answer(id, (), body);
         }
         ("notify", None) => {
@@ -206,27 +223,24 @@ pub fn did_open(target: usize) -> String {
     format!(r#"{{"jsonrpc":"2.0","method":"textDocument/didOpen","params":{params},"id":7}}"#)
 }
 
-/// A workload: its name, the frame, whether it is a batch, and the ways of taking params
-/// sansrpc is measured with.
+/// A floor: a function that answers a frame into `out` (`body` is its scratch).
+pub type Floor = fn(&[u8], &mut Vec<u8>, &mut Vec<u8>);
+
+/// A workload: its name, the frame, its floors (the first is `"framed floor"`), and the
+/// ways of taking params sansrpc is measured with, each with the floor (an index into
+/// `floors`) that does the same application work.
 pub struct Workload {
     pub name: &'static str,
     pub frame: Vec<u8>,
-    pub batch: bool,
-    pub ours: &'static [(&'static str, Params)],
+    pub floors: Vec<(&'static str, Floor)>,
+    pub ours: &'static [(&'static str, Params, usize)],
 }
 
-impl Workload {
-    /// The floor that answers this workload.
-    pub fn floor(&self) -> fn(&[u8], &mut Vec<u8>, &mut Vec<u8>) {
-        if self.batch {
-            floor_batch
-        } else {
-            floor_single
-        }
-    }
-}
+const TYPED: &[(&str, Params, usize)] = &[("connection + router", Params::Typed, 0)];
 
-const TYPED: &[(&str, Params)] = &[("connection + router", Params::Typed)];
+fn single() -> Vec<(&'static str, Floor)> {
+    vec![("framed floor", floor_single as Floor)]
+}
 
 /// W1 to W4.
 pub fn workloads() -> Vec<Workload> {
@@ -236,37 +250,40 @@ pub fn workloads() -> Vec<Workload> {
         Workload {
             name: "server_W1_add",
             frame: framed(&add_request(1)),
-            batch: false,
+            floors: single(),
             ours: TYPED,
         },
         Workload {
             name: "server_W2_batch_100",
             frame: framed(&format!("[{}]", entries.join(","))),
-            batch: true,
+            floors: vec![("framed floor", floor_batch as Floor)],
             ours: TYPED,
         },
         Workload {
             name: "server_W3_did_open_64k",
             frame: framed(&did_open(64 * 1024)),
-            batch: false,
+            floors: vec![
+                ("framed floor", floor_single as Floor),
+                ("framed floor, typed params", floor_single_typed as Floor),
+            ],
             ours: &[
-                ("connection + router", Params::Typed),
-                ("connection + router, raw params", Params::Raw),
+                ("connection + router", Params::Typed, 1),
+                ("connection + router, raw params", Params::Raw, 0),
             ],
         },
         Workload {
             name: "server_W4_notification",
             frame: framed(notify),
-            batch: false,
+            floors: single(),
             ours: TYPED,
         },
     ]
 }
 
-/// A server for `params`, checked to write byte for byte what the floor writes for `w`.
-pub fn checked_server(w: &Workload, label: &str, params: Params) -> Server {
+/// A server for `params`, checked to write byte for byte what `floor` writes for `w`.
+pub fn checked_server(w: &Workload, label: &str, params: Params, floor: Floor) -> Server {
     let (mut body, mut a, mut b) = (Vec::new(), Vec::new(), Vec::new());
-    w.floor()(&w.frame, &mut body, &mut a);
+    floor(&w.frame, &mut body, &mut a);
     let mut server = Server::new(params);
     server.serve(&w.frame, &mut b);
     assert_eq!(
@@ -281,12 +298,7 @@ pub fn checked_server(w: &Workload, label: &str, params: Params) -> Server {
 /// One call of a floor, in a function of its own that a profiler can count calls of
 /// (`scripts/instructions` does).
 #[inline(never)]
-pub fn floor_once(
-    floor: fn(&[u8], &mut Vec<u8>, &mut Vec<u8>),
-    frame: &[u8],
-    body: &mut Vec<u8>,
-    out: &mut Vec<u8>,
-) -> usize {
+pub fn floor_once(floor: Floor, frame: &[u8], body: &mut Vec<u8>, out: &mut Vec<u8>) -> usize {
     floor(frame, body, out);
     black_box(out.len())
 }
