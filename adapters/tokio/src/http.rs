@@ -7,7 +7,8 @@
 //! dispatched, not when they finish). HTTP/1.1 answers one request at a time per
 //! connection, so ids from different exchanges never meet, and nothing is built or timed
 //! per request: the machine leaves idle and partial-body limits to hyper and arms no timer;
-//! a handler's time limit is armed only when its answer is not ready at once. The client
+//! a handler's time limit is armed only when the driver has taken the body and not answered
+//! (an asynchronous handler), not for a handler that answers at once. The client
 //! sends one call, notification or batch per POST and feeds the response body back to its
 //! endpoint.
 
