@@ -5,6 +5,7 @@ use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
+use core::cmp::Ordering;
 use core::fmt;
 use core::time::Duration;
 
@@ -41,6 +42,52 @@ struct Entry {
     trusted: bool,
     shape: ParamShape,
     doc: MethodDoc,
+}
+
+/// The registered methods, sorted by the length of their name, then by its bytes. Finding
+/// one compares lengths (an integer) at each step of a binary search, and bytes only with
+/// a name of the same length: a B-tree by name compared every name on its path byte by
+/// byte, and an LSP server's names share long prefixes (`textDocument/...`).
+#[derive(Default)]
+struct Methods(Vec<(String, Entry)>);
+
+impl Methods {
+    /// Where `name` is (`Ok`), or where it would go (`Err`). Stops at the first equal name:
+    /// a found method costs one comparison of bytes.
+    #[inline]
+    fn position(&self, name: &str) -> Result<usize, usize> {
+        let (mut low, mut high) = (0, self.0.len());
+        while low < high {
+            let mid = low + (high - low) / 2;
+            let key = self.0[mid].0.as_bytes();
+            let order = match key.len().cmp(&name.len()) {
+                Ordering::Equal => key.cmp(name.as_bytes()),
+                order => order,
+            };
+            match order {
+                Ordering::Less => low = mid + 1,
+                Ordering::Greater => high = mid,
+                Ordering::Equal => return Ok(mid),
+            }
+        }
+        Err(low)
+    }
+
+    #[inline]
+    fn get(&self, name: &str) -> Option<&Entry> {
+        self.position(name).ok().map(|at| &self.0[at].1)
+    }
+
+    fn get_mut(&mut self, name: &str) -> Option<&mut Entry> {
+        self.position(name).ok().map(|at| &mut self.0[at].1)
+    }
+
+    /// The names in alphabetical order.
+    fn names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.0.iter().map(|(name, _)| name.as_str()).collect();
+        names.sort_unstable();
+        names
+    }
 }
 
 /// What `rpc.discover` says about a method beyond its name and param names.
@@ -227,7 +274,7 @@ pub const PEER_NOTIFICATIONS: [&str; 2] = ["rpc.notification", "rpc.notification
 /// assert_eq!(reply.error().unwrap().code, -32601);
 /// ```
 pub struct Router {
-    methods: BTreeMap<String, Entry>,
+    methods: Methods,
     /// Providers of `rpc.` names, consulted before user methods.
     providers: BTreeMap<String, Box<CallFn>>,
     layers: Vec<Box<dyn Layer>>,
@@ -244,7 +291,7 @@ pub struct Router {
 impl fmt::Debug for Router {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Router")
-            .field("methods", &self.methods.keys().collect::<Vec<_>>())
+            .field("methods", &self.methods.names())
             .field("layers", &self.layers.len())
             .field("extensions", &self.extensions)
             .finish()
@@ -261,7 +308,7 @@ impl Router {
     /// An empty router with the system extensions on.
     pub fn new() -> Self {
         Router {
-            methods: BTreeMap::new(),
+            methods: Methods::default(),
             providers: BTreeMap::new(),
             layers: Vec::new(),
             streams: BTreeMap::new(),
@@ -329,16 +376,17 @@ impl Router {
         if name.starts_with("rpc.") && !peer_notification {
             return Err(RegisterError::Reserved(name));
         }
-        if self.methods.contains_key(&name) {
-            return Err(RegisterError::Duplicate(name));
-        }
+        let at = match self.methods.position(&name) {
+            Ok(_) => return Err(RegisterError::Duplicate(name)),
+            Err(at) => at,
+        };
         let entry = Entry {
             handler,
             trusted,
             shape,
             doc: MethodDoc::default(),
         };
-        self.methods.insert(name, entry);
+        self.methods.0.insert(at, (name, entry));
         Ok(())
     }
 
@@ -436,7 +484,7 @@ impl Router {
         if name.starts_with("rpc.") {
             return Err(RegisterError::Reserved(name.to_string()));
         }
-        if self.methods.contains_key(name) || self.streams.contains_key(name) {
+        if self.methods.get(name).is_some() || self.streams.contains_key(name) {
             return Err(RegisterError::Duplicate(name.to_string()));
         }
         let shape = param_shape::<P>();
@@ -502,7 +550,7 @@ impl Router {
 
     /// The registered method names, in order.
     pub fn method_names(&self) -> impl Iterator<Item = &str> {
-        self.methods.keys().map(String::as_str)
+        self.methods.names().into_iter()
     }
 
     /// Handles a request through the layers and its handler, leaving the outcome in `reply`.
@@ -684,6 +732,7 @@ impl Router {
     pub fn discover(&self) -> Value {
         let here = self
             .methods
+            .0
             .iter()
             .filter(|(_, e)| matches!(e.handler, Handler::Call(_)))
             .map(|(name, e)| (name, &e.shape, &e.doc, false));

@@ -540,3 +540,51 @@ fn a_subscriber_handles_pub_sub_deliveries_but_no_other_rpc_name() {
     assert_eq!(answer.unwrap_err().code, -32601);
     assert_eq!(dispatch(&r, "rpc.other", None).unwrap_err().code, -32601);
 }
+
+#[test]
+fn every_registered_name_is_found_among_names_of_the_same_length_and_prefix() {
+    // Names as an LSP server has them: long shared prefixes, many of the same length, and
+    // names that differ only in their last byte.
+    let mut names: Vec<String> = Vec::new();
+    for prefix in ["textDocument/", "workspace/", "window/", "$/", ""] {
+        for stem in [
+            "didOpen", "didClose", "hover", "hoven", "a", "b", "ab", "ba",
+        ] {
+            names.push(format!("{prefix}{stem}"));
+        }
+    }
+    let mut r = Router::new();
+    // Registered in an order that is neither sorted by name nor by length.
+    for (i, name) in names.iter().enumerate().rev() {
+        r.raw_method(name, move |_, out| {
+            out.extend_from_slice(i.to_string().as_bytes());
+            Ok(())
+        })
+        .unwrap();
+    }
+    for (i, name) in names.iter().enumerate() {
+        assert_eq!(dispatch(&r, name, None).unwrap(), json!(i), "{name}");
+    }
+    for missing in [
+        "textDocument/hovez",
+        "textDocument/",
+        "hove",
+        "c",
+        "workspace/didopen",
+        "",
+    ] {
+        assert_eq!(
+            dispatch(&r, missing, None).unwrap_err().code,
+            -32601,
+            "{missing:?}"
+        );
+    }
+    assert!(matches!(
+        r.raw_method("window/hoven", |_, _| Ok(())),
+        Err(RegisterError::Duplicate(_))
+    ));
+    // Listed in alphabetical order, whatever the order of registration and lookup.
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(r.method_names().collect::<Vec<_>>(), sorted);
+}
