@@ -26,7 +26,8 @@
 //! Throughput is the median of 5 runs (1 with `--quick`), after a short warm-up on a
 //! connection of its own. The servers of a workload run at once and take turns: a run of
 //! each, five times over, so that all see the same machine. A throughput ratio is the median
-//! of the ratios of the runs made in the same turn; the lowest and highest run are shown. Every workload is bounded in time (60 s).
+//! of the ratios of the runs made in the same turn; the lowest and highest run are shown.
+//! Every workload is bounded in time (60 s).
 //!
 //! `loadgen [--quick] [--requests N] [--connections M] [--only TEXT]`; `--quick` (or
 //! `LOADGEN_QUICK=1`) is N = 2,000 and M = 200; `--only http` runs only the tables whose

@@ -191,15 +191,15 @@ async fn within<F: Future>(limit: Option<Duration>, future: F) -> Option<F::Outp
 /// The driver ended before it answered.
 struct Gone;
 
-/// The answer to the exchange under way, once given; `None` while it is not, the exchange's
-/// waker then kept for it.
-fn poll_answer(pipe: &Shared, cx: &Context<'_>) -> Option<Result<Option<Vec<u8>>, Gone>> {
+/// The answer to the exchange under way, once given (`Ok`); while it is not, the exchange's
+/// waker is kept for it, and `Err` tells whether the driver has taken the body yet.
+fn poll_answer(pipe: &Shared, cx: &Context<'_>) -> Result<Result<Option<Vec<u8>>, Gone>, bool> {
     let mut pipe = lock(pipe);
     if let Some(answer) = pipe.answer.take() {
-        return Some(Ok(answer));
+        return Ok(Ok(answer));
     }
     if pipe.gone {
-        return Some(Err(Gone));
+        return Ok(Err(Gone));
     }
     if !pipe
         .exchange
@@ -208,7 +208,7 @@ fn poll_answer(pipe: &Shared, cx: &Context<'_>) -> Option<Result<Option<Vec<u8>>
     {
         pipe.exchange = Some(cx.waker().clone());
     }
-    None
+    Err(pipe.body.is_none())
 }
 
 /// Awaits the answer to the exchange under way, arming a timer for `limit` only when the
@@ -222,11 +222,12 @@ async fn answer_within(limit: Duration, pipe: &Shared) -> Option<Result<Option<V
     const TURNS: usize = 3;
     let mut turns = 0;
     let early = std::future::poll_fn(|cx| {
-        if let Some(answer) = poll_answer(pipe, cx) {
-            return Poll::Ready(Some(answer));
-        }
+        let taken = match poll_answer(pipe, cx) {
+            Ok(answer) => return Poll::Ready(Some(answer)),
+            Err(taken) => taken,
+        };
         turns += 1;
-        if turns > TURNS || lock(pipe).body.is_none() {
+        if turns > TURNS || taken {
             return Poll::Ready(None);
         }
         // The driver is woken and has yet to run: look again after it has.
@@ -238,8 +239,8 @@ async fn answer_within(limit: Duration, pipe: &Shared) -> Option<Result<Option<V
         return Some(answer);
     }
     let answer = std::future::poll_fn(|cx| match poll_answer(pipe, cx) {
-        Some(answer) => Poll::Ready(answer),
-        None => Poll::Pending,
+        Ok(answer) => Poll::Ready(answer),
+        Err(_) => Poll::Pending,
     });
     let answer = tokio::time::timeout(limit, answer).await.ok();
     if answer.is_none() {
