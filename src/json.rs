@@ -35,6 +35,14 @@ pub(crate) struct StrTok {
     pub escaped: bool,
 }
 
+impl StrTok {
+    /// An empty token at position 0.
+    pub const EMPTY: StrTok = StrTok {
+        span: Span { start: 0, end: 0 },
+        escaped: false,
+    };
+}
+
 const ONES: u64 = u64::MAX / 255;
 const HIGHS: u64 = ONES << 7;
 

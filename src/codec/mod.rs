@@ -323,7 +323,7 @@ impl Decoder {
     /// until the next call on the decoder.
     pub fn next_frame(&mut self) -> Option<Result<&[u8], FrameError>> {
         // Nothing buffered and no frame begun: the usual answer once frames come whole.
-        if matches!(self.first, First::Done) && !self.in_frame() {
+        if self.is_idle() {
             return None;
         }
         if let (First::Waiting, Inner::Newline(d)) = (self.first, &self.inner) {
@@ -368,10 +368,18 @@ impl Decoder {
         }
     }
 
+    /// True when nothing is buffered and no frame is begun (nor a framing mistake waiting to
+    /// be reported): [`Decoder::next_frame`] would return `None` at once.
+    #[inline]
+    pub fn is_idle(&self) -> bool {
+        matches!(self.first, First::Done) && !self.in_frame()
+    }
+
     /// Returns true while a frame has started arriving and is not complete yet (its header
     /// or part of its body is buffered, or a refused frame's body or garbage is still being
     /// skipped). Meaningful once [`Decoder::next_frame`] has returned `None`; the endpoint
     /// times such a frame out ([`Config::frame_timeout`](crate::endpoint::Config)).
+    #[inline]
     pub fn in_frame(&self) -> bool {
         match &self.inner {
             Inner::ContentLength(d) => d.in_frame(),

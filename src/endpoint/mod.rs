@@ -451,46 +451,50 @@ enum Record {
     Closed,
 }
 
-/// What to do about a request the peer sent: refuse it (rate limit, busy, an id already in
+/// What to do about a request the peer sent, decided by [`decide_request`].
+enum Verdict {
+    /// Register it at this place in the in-flight table.
+    Register(tables::Place),
+    /// Answer it at once with this error (rate limit, busy, an id already in flight, a
+    /// cancel that came first).
+    Refuse(ErrorObject<'static>),
+    /// Drop it unanswered (cancelled before it came, where the profile does not answer that).
+    Drop,
+}
+
+/// Decides about a request the peer sent: refuse it (rate limit, busy, an id already in
 /// flight), drop it (cancelled before it came, where the profile does not answer that), or
 /// register it. Takes the endpoint's parts it needs, so that the caller can keep the id
-/// borrowed from the arena.
+/// borrowed from the arena; the caller makes the owned id only where it is kept (the
+/// in-flight table's entry), not in a value moved on from here.
 fn decide_request(
     guard: &mut guard::Guard,
     config: &Config,
     incoming: &tables::Incoming,
     early: &mut EarlyCancels,
     now: Instant,
-    id: Id<'_>,
-    version: Version,
-) -> Action {
+    id: &Id<'_>,
+) -> Verdict {
     let error = |message: &'static str, code: i64| ErrorObject::fixed(code, message);
     if let guard::Admission::Refuse(code) = guard.admit_call(config.rate_limit.as_ref(), now, true)
     {
-        let limited = error("Server busy: rate limit exceeded", code);
-        return Action::Answer(id.into_owned(), version, limited);
+        return Verdict::Refuse(error("Server busy: rate limit exceeded", code));
     }
     if incoming.len() >= config.max_inflight_incoming {
-        let busy = error("Server busy", code::SERVER_BUSY);
-        return Action::Answer(id.into_owned(), version, busy);
+        return Verdict::Refuse(error("Server busy", code::SERVER_BUSY));
     }
-    match incoming.place(&id) {
-        Err(_in_flight) => Action::Answer(
-            id.into_owned(),
-            version,
-            error(
-                "Invalid Request: id already in use by a request in flight",
-                code::INVALID_REQUEST,
-            ),
-        ),
-        Ok(_) if early.take(&id, now) => {
+    match incoming.place(id) {
+        Err(_in_flight) => Verdict::Refuse(error(
+            "Invalid Request: id already in use by a request in flight",
+            code::INVALID_REQUEST,
+        )),
+        Ok(_) if early.take(id, now) => {
             if !config.profile.answers_cancelled() {
-                return Action::Nothing;
+                return Verdict::Drop;
             }
-            let cancelled = error("Request cancelled", config.cancelled_code);
-            Action::Answer(id.into_owned(), version, cancelled)
+            Verdict::Refuse(error("Request cancelled", config.cancelled_code))
         }
-        Ok(place) => Action::Register(id.into_owned(), version, place),
+        Ok(place) => Verdict::Register(place),
     }
 }
 
@@ -844,7 +848,17 @@ impl Endpoint {
     /// once the events are drained nothing would bring the caller back for them. Output
     /// overshoots the bound by at most the answers to one decoder's worth of frames, since
     /// `handle_input` feeds the decoder only while the output is within it.
+    #[inline]
     fn process_decoded(&mut self) {
+        // Asked after every input and every drained queue, and nearly always with nothing
+        // there once frames come whole: answered here, without the call.
+        if self.decoder.as_ref().is_some_and(|d| !d.is_idle()) {
+            self.process_buffered();
+        }
+    }
+
+    /// [`process_decoded`](Endpoint::process_decoded) when the decoder holds something.
+    fn process_buffered(&mut self) {
         while self.has_event_room() {
             let Some(decoder) = self.decoder.as_mut() else {
                 return;
@@ -888,41 +902,85 @@ impl Endpoint {
                 self.answer(None, &Id::NULL, Version::V2, Err(&error));
                 self.events.push_back(Record::Rejected(rejection));
             }
-            Ok(Shape::Single(entry)) => self.process_entry(start, end, entry, None),
-            Ok(Shape::Batch) => {
-                let batch = self.incoming.open_batch();
-                if self.batch_sizes.len() < MAX_BATCH_SIZES {
-                    self.batch_sizes.push_back(self.classifier.entries().len());
+            Ok(shape) => {
+                // Read in place, each entry where the classifier wrote it (see
+                // `Classifier::scan`).
+                let entries = self.classifier.take_entries();
+                match shape {
+                    Shape::Single => self.process_entry(start, end, &entries[0], None),
+                    Shape::Batch => {
+                        let batch = self.incoming.open_batch();
+                        if self.batch_sizes.len() < MAX_BATCH_SIZES {
+                            self.batch_sizes.push_back(entries.len());
+                        }
+                        for entry in &entries {
+                            self.process_entry(start, end, entry, Some(batch));
+                        }
+                        self.settle_batch(batch);
+                    }
                 }
-                for i in 0..self.classifier.entries().len() {
-                    let entry = self.classifier.entries()[i];
-                    self.process_entry(start, end, entry, Some(batch));
-                }
-                self.settle_batch(batch);
+                self.classifier.restore_entries(entries);
             }
         }
     }
 
-    fn process_entry(&mut self, start: usize, end: usize, entry: RawEntry, batch: Option<u64>) {
-        let action = self.decide(start, end, &entry);
+    fn process_entry(&mut self, start: usize, end: usize, entry: &RawEntry, batch: Option<u64>) {
+        // SAFETY: `start..end` is an entry of a frame the classifier scanned with `Ok`, kept
+        // unchanged in the arena since.
+        let frame = unsafe { frame_str(&self.arena[start..end]) };
+        // A request needs only its id and version: read without building the entry, and
+        // the id made owned once, where the in-flight table keeps it. (Made owned earlier and
+        // moved on, its bytes, just written, were read back in other widths: a stalled
+        // store-to-load forward on every request.)
+        if let Some((id, version)) = entry.request_id(frame) {
+            let verdict = decide_request(
+                &mut self.guard,
+                &self.config,
+                &self.incoming,
+                &mut self.early,
+                self.now,
+                &id,
+            );
+            match verdict {
+                Verdict::Register(place) => {
+                    let handle = self.incoming.insert(&id, version, batch, place);
+                    if let Some(b) = batch.and_then(|b| self.incoming.batch(b)) {
+                        b.remaining += 1;
+                    }
+                    self.events.push_back(Record::Entry {
+                        start,
+                        end,
+                        entry: *entry,
+                        role: Role::Request(handle),
+                    });
+                }
+                Verdict::Refuse(error) => {
+                    let id = id.into_owned();
+                    self.answer(batch, &id, version, Err(&error));
+                }
+                Verdict::Drop => {}
+            }
+            return;
+        }
+        let action = self.decide(start, end, entry);
         match action {
             Action::Nothing => {}
             Action::Record(role) => self.events.push_back(Record::Entry {
                 start,
                 end,
-                entry,
+                entry: *entry,
                 role,
             }),
             Action::Answer(id, version, error) => self.answer(batch, &id, version, Err(&error)),
             Action::Register(id, version, place) => {
-                let handle = self.incoming.insert(id, version, batch, place);
+                let handle = self.incoming.insert(&id, version, batch, place);
                 if let Some(b) = batch.and_then(|b| self.incoming.batch(b)) {
                     b.remaining += 1;
                 }
                 self.events.push_back(Record::Entry {
                     start,
                     end,
-                    entry,
+                    entry: *entry,
                     role: Role::Request(handle),
                 });
             }
@@ -946,14 +1004,14 @@ impl Endpoint {
                 self.events.push_back(Record::Entry {
                     start,
                     end,
-                    entry,
+                    entry: *entry,
                     role: Role::Notification,
                 });
             }
             Action::Matched(id) => self.events.push_back(Record::Entry {
                 start,
                 end,
-                entry,
+                entry: *entry,
                 role: Role::Response(RequestId(id)),
             }),
             Action::NullIdError => match (self.config.null_id_policy, self.outgoing.single()) {
@@ -962,7 +1020,7 @@ impl Endpoint {
                     self.events.push_back(Record::Entry {
                         start,
                         end,
-                        entry,
+                        entry: *entry,
                         role: Role::Response(RequestId(id)),
                     });
                 }
@@ -970,7 +1028,7 @@ impl Endpoint {
                     self.events.push_back(Record::Entry {
                         start,
                         end,
-                        entry,
+                        entry: *entry,
                         role: Role::NullIdError,
                     });
                     if policy == NullIdPolicy::FailAll {
@@ -996,18 +1054,6 @@ impl Endpoint {
         // SAFETY: `start..end` is an entry of a frame the classifier scanned with `Ok`, kept
         // unchanged in the arena since.
         let frame = unsafe { frame_str(&self.arena[start..end]) };
-        // A request needs only its id and version here: read without building the entry.
-        if let Some((id, version)) = entry.request_id(frame) {
-            return decide_request(
-                &mut self.guard,
-                &self.config,
-                &self.incoming,
-                &mut self.early,
-                self.now,
-                id,
-                version,
-            );
-        }
         // A notification that is neither a cancellation nor progress needs only its name.
         if let Some((false, method)) = entry.plain_method(frame) {
             let special = (self.config.cancellation && method == self.config.cancel_method)
@@ -1021,15 +1067,27 @@ impl Endpoint {
             }
         }
         match entry.materialize(frame) {
-            Incoming::Request(req) => decide_request(
-                &mut self.guard,
-                &self.config,
-                &self.incoming,
-                &mut self.early,
-                self.now,
-                req.id,
-                req.version,
-            ),
+            // `process_entry` takes requests before asking here (`RawEntry::request_id`);
+            // this is the same rule for one that came another way.
+            Incoming::Request(req) => {
+                let verdict = decide_request(
+                    &mut self.guard,
+                    &self.config,
+                    &self.incoming,
+                    &mut self.early,
+                    self.now,
+                    &req.id,
+                );
+                match verdict {
+                    Verdict::Register(place) => {
+                        Action::Register(req.id.into_owned(), req.version, place)
+                    }
+                    Verdict::Refuse(error) => {
+                        Action::Answer(req.id.into_owned(), req.version, error)
+                    }
+                    Verdict::Drop => Action::Nothing,
+                }
+            }
             Incoming::Notification(n) => {
                 if self.config.cancellation && n.method == self.config.cancel_method {
                     let key = self.config.profile.cancel_id_key();
@@ -1094,10 +1152,7 @@ impl Endpoint {
         version: Version,
         result: Result<&RawValue, &ErrorObject<'_>>,
     ) {
-        let write = |out: &mut Vec<u8>| match result {
-            Ok(r) => write_result_response(out, version, id, r),
-            Err(e) => write_error_response(out, version, id, e),
-        };
+        let write = |out: &mut Vec<u8>| write_response(out, version, id, result);
         match batch.and_then(|b| self.incoming.batch(b)) {
             Some(b) => write(b.entry()),
             None => {
@@ -1310,14 +1365,29 @@ impl Endpoint {
         id: IncomingId,
         result: Result<&RawValue, &ErrorObject<'_>>,
     ) -> Result<(), UnknownRequest> {
-        let entry = self.incoming.remove(id).ok_or(UnknownRequest)?;
-        if !entry.cancelled || self.config.profile.answers_cancelled() {
-            self.answer(entry.batch(), &entry.peer_id, entry.version, result);
+        let answer_cancelled = self.config.profile.answers_cancelled();
+        let mut body = core::mem::take(&mut self.body);
+        body.clear();
+        let answered =
+            self.incoming
+                .answer(id, &mut body, answer_cancelled, |peer_id, version, out| {
+                    write_response(out, version, peer_id, result)
+                });
+        // An answer outside a batch (or whose batch is gone) is in `body`.
+        if !body.is_empty() {
+            self.push_frame(&body);
         }
-        if let Some(b) = entry.batch() {
-            self.settle_batch_after(b, 1);
-        }
-        Ok(())
+        let done = match answered {
+            None => Err(UnknownRequest),
+            Some(batch) => {
+                if let Some(batch) = batch {
+                    self.settle_batch_after(batch, 1);
+                }
+                Ok(())
+            }
+        };
+        self.body = body;
+        done
     }
 
     /// Answers a request the peer cancelled (after [`Event::PeerCancelled`]) with
@@ -1487,6 +1557,19 @@ impl Endpoint {
             (a, b) => a.or(b),
         };
         guard::min(table, self.guard_deadline())
+    }
+}
+
+/// Writes a response with `result` or an error.
+fn write_response(
+    out: &mut Vec<u8>,
+    version: Version,
+    id: &Id<'_>,
+    result: Result<&RawValue, &ErrorObject<'_>>,
+) {
+    match result {
+        Ok(r) => write_result_response(out, version, id, r),
+        Err(e) => write_error_response(out, version, id, e),
     }
 }
 

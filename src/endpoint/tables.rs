@@ -361,19 +361,20 @@ impl Incoming {
     /// to the table in between.
     pub fn insert(
         &mut self,
-        peer_id: Id<'static>,
+        peer_id: &Id<'_>,
         version: Version,
         batch: Option<u64>,
         Place(at): Place,
     ) -> IncomingId {
         let handle = self.next_handle;
         self.next_handle += 1;
-        debug_assert_eq!(self.find_peer(&peer_id), Err(at));
+        debug_assert_eq!(self.find_peer(peer_id), Err(at));
         // Handles grow: a new one always goes last.
         self.in_flight.entries.push_back((
             handle,
             InFlight {
-                peer_id,
+                // Made owned here, where the table keeps it, not earlier and moved in.
+                peer_id: peer_id.to_owned_id(),
                 version,
                 batch: batch.and_then(NonZeroU64::new),
                 cancelled: false,
@@ -411,6 +412,37 @@ impl Incoming {
             Some(&(first, _)) if first == h => self.in_flight.pop_first().map(|(_, e)| e),
             _ => self.in_flight.remove(&h),
         }
+    }
+
+    /// Answers the in-flight request `handle` and forgets it: `write` gets its wire id, its
+    /// version and where its answer goes (its batch's array, or `single` for a request on
+    /// its own), unless the peer cancelled it and `answer_cancelled` is false. `None` for a
+    /// handle not in flight; else the key of its batch, if any.
+    ///
+    /// The entry is read where it lies and dropped there: moved out whole, its fields were
+    /// copied in pieces of other widths than they were written in, a stalled store-to-load
+    /// forward on every answer.
+    pub fn answer(
+        &mut self,
+        handle: IncomingId,
+        single: &mut Vec<u8>,
+        answer_cancelled: bool,
+        write: impl FnOnce(&Id<'_>, Version, &mut Vec<u8>),
+    ) -> Option<Option<u64>> {
+        let entry = self.in_flight.get_seq(handle.0)?;
+        let batch = entry.batch();
+        if !entry.cancelled || answer_cancelled {
+            let Incoming {
+                in_flight, batches, ..
+            } = self;
+            let entry = in_flight.get_seq(handle.0)?;
+            let out = match batch.and_then(|b| batches.get_mut(&b)) {
+                Some(b) => b.entry(),
+                None => single,
+            };
+            write(&entry.peer_id, entry.version, out);
+        }
+        self.remove(handle).map(|_| batch)
     }
 
     pub fn get(&self, handle: IncomingId) -> Option<&InFlight> {
@@ -546,7 +578,7 @@ mod tests {
                 for &id in &arrival {
                     let id = Id::number(id);
                     let place = table.place(&id).expect("a new id");
-                    handles.push((id.clone(), table.insert(id, Version::V2, None, place)));
+                    handles.push((id.clone(), table.insert(&id, Version::V2, None, place)));
                 }
                 let mut live: Vec<(Id<'static>, IncomingId)> = handles.clone();
                 for &answered in &answers {

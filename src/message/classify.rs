@@ -156,8 +156,8 @@ impl Classifier {
     pub fn classify<'a>(&'a mut self, frame: &'a [u8]) -> Classified<'a> {
         match self.scan(frame) {
             // SAFETY (both arms): `scan` returned `Ok` for this frame.
-            Ok(Shape::Single(entry)) => {
-                Classified::Single(entry.materialize(unsafe { frame_str(frame) }))
+            Ok(Shape::Single) => {
+                Classified::Single(self.entries[0].materialize(unsafe { frame_str(frame) }))
             }
             Ok(Shape::Batch) => Classified::Batch(Batch {
                 frame: unsafe { frame_str(frame) },
@@ -167,8 +167,12 @@ impl Classifier {
         }
     }
 
-    /// Classifies `frame` into positions: a single entry, or a batch whose entries are then
-    /// in [`Classifier::entries`]. On `Ok`, `frame` is known to be valid UTF-8 JSON.
+    /// Classifies `frame` into positions: a single entry or a batch's, then in
+    /// [`Classifier::entries`]. On `Ok`, `frame` is known to be valid UTF-8 JSON.
+    ///
+    /// Each entry is written where it stays, in `entries`: returned by value, it was copied
+    /// on as soon as it was written, in wider pieces than its fields were stored in, and
+    /// every such copy stalled on store-to-load forwarding.
     pub(crate) fn scan(&mut self, frame: &[u8]) -> Result<Shape, Rejection> {
         self.entries.clear();
         if frame.len() > self.limits.max_frame_bytes {
@@ -177,9 +181,16 @@ impl Classifier {
         scan_frame(frame, &self.limits, &mut self.entries)
     }
 
-    /// The entries of the batch the last [`Classifier::scan`] found.
-    pub(crate) fn entries(&self) -> &[RawEntry] {
-        &self.entries
+    /// Takes the entries the last [`Classifier::scan`] found, for a caller that reads them
+    /// while changing other state; give them back with [`Classifier::restore_entries`] (it
+    /// keeps the allocation).
+    pub(crate) fn take_entries(&mut self) -> Vec<RawEntry> {
+        core::mem::take(&mut self.entries)
+    }
+
+    /// Gives back what [`Classifier::take_entries`] took.
+    pub(crate) fn restore_entries(&mut self, entries: Vec<RawEntry>) {
+        self.entries = entries;
     }
 }
 
@@ -202,8 +213,10 @@ pub(crate) unsafe fn frame_str(bytes: &[u8]) -> &str {
     unsafe { core::str::from_utf8_unchecked(bytes) }
 }
 
+/// What a frame that scanned well is; its entries are in [`Classifier::entries`], one for a
+/// single message.
 pub(crate) enum Shape {
-    Single(RawEntry),
+    Single,
     Batch,
 }
 
@@ -223,11 +236,12 @@ fn scan_frame(
             if max_depth < 1 {
                 return Err(Rejection::TooDeep);
             }
-            let entry = scan_entry(&mut s, 1, limits).map_err(reject)?;
+            entries.push(RawEntry::PLACEHOLDER);
+            scan_entry(&mut s, 1, limits, &mut entries[0]).map_err(reject)?;
             if !s.at_end() {
                 return Err(Rejection::Parse);
             }
-            Ok(Shape::Single(entry))
+            Ok(Shape::Single)
         }
         Some(b'[') => {
             if max_depth < 1 {
@@ -246,16 +260,17 @@ fn scan_frame(
                 if entries.len() == limits.max_batch_len {
                     return Err(Rejection::BatchTooLarge);
                 }
-                let entry = if s.peek_ws() == Some(b'{') {
+                entries.push(RawEntry::PLACEHOLDER);
+                let slot = entries.last_mut().expect("just pushed");
+                if s.peek_ws() == Some(b'{') {
                     if max_depth < 2 {
                         return Err(Rejection::TooDeep);
                     }
-                    scan_entry(&mut s, 2, limits).map_err(reject)?
+                    scan_entry(&mut s, 2, limits, slot).map_err(reject)?;
                 } else {
                     s.value(1, max_depth).map_err(reject)?;
-                    RawEntry::invalid(IdTok::Absent, InvalidReason::NotAnObject)
-                };
-                entries.push(entry);
+                    *slot = RawEntry::invalid(IdTok::Absent, InvalidReason::NotAnObject);
+                }
                 match s.peek_ws() {
                     Some(b',') => s.pos += 1,
                     Some(b']') => {
@@ -328,15 +343,18 @@ pub(crate) struct RawEntry {
 }
 
 impl RawEntry {
-    fn invalid(id: IdTok, reason: InvalidReason) -> RawEntry {
+    /// What a slot holds before its entry is scanned into it.
+    const PLACEHOLDER: RawEntry = RawEntry::invalid(IdTok::Absent, InvalidReason::NotAnObject);
+
+    const fn invalid(id: IdTok, reason: InvalidReason) -> RawEntry {
         RawEntry {
             kind: Kind::Invalid(reason),
             version: Version::V2,
             id,
-            method: StrTok::default(),
+            method: StrTok::EMPTY,
             payload: None,
             code: 0,
-            message: StrTok::default(),
+            message: StrTok::EMPTY,
         }
     }
 
@@ -488,8 +506,13 @@ struct ErrorFields {
     data: Option<Span>,
 }
 
-/// Scans the object at `pos` (its `{`), which sits at nesting depth `depth`.
-fn scan_entry(s: &mut Scanner<'_>, depth: u32, limits: &Limits) -> Result<RawEntry, JsonError> {
+/// Scans the object at `pos` (its `{`), which sits at nesting depth `depth`, into `out`.
+fn scan_entry(
+    s: &mut Scanner<'_>,
+    depth: u32,
+    limits: &Limits,
+    out: &mut RawEntry,
+) -> Result<(), JsonError> {
     let max_depth = limits.max_depth.min(Limits::MAX_DEPTH_CAP);
     let mut m = Members::default();
     s.pos += 1;
@@ -591,7 +614,8 @@ fn scan_entry(s: &mut Scanner<'_>, depth: u32, limits: &Limits) -> Result<RawEnt
             break;
         }
     }
-    Ok(decide(s.bytes, m, limits))
+    decide(s.bytes, m, limits, out);
+    Ok(())
 }
 
 /// After a member: consumes `,` (returns true) or `}` (returns false).
@@ -698,13 +722,13 @@ fn parse_i64(raw: &[u8]) -> Option<i64> {
 }
 
 /// Decides what an object is from its members (JSON-RPC 2.0 sections 4 and 5).
-fn decide(frame: &[u8], m: Members, limits: &Limits) -> RawEntry {
+fn decide(frame: &[u8], m: Members, limits: &Limits, entry: &mut RawEntry) {
     let version = match m.jsonrpc {
         Some(true) => Some(Version::V2),
         None if limits.accept_v1 => Some(Version::V1),
         _ => None,
     };
-    let mut entry = RawEntry::invalid(m.id, InvalidReason::MissingMethod);
+    *entry = RawEntry::invalid(m.id, InvalidReason::MissingMethod);
     entry.version = version.unwrap_or(Version::V2);
     let bad_id = match m.id {
         IdTok::Bad => Some(InvalidReason::BadId),
@@ -728,7 +752,7 @@ fn decide(frame: &[u8], m: Members, limits: &Limits) -> RawEntry {
         };
         if let Some(reason) = reason {
             entry.kind = Kind::Invalid(reason);
-            return entry;
+            return;
         }
         entry.method = method.unwrap_or_default();
         entry.payload = m.params.map(|(span, _)| span);
@@ -742,7 +766,7 @@ fn decide(frame: &[u8], m: Members, limits: &Limits) -> RawEntry {
         } else {
             Kind::Request
         };
-        return entry;
+        return;
     }
     if m.result.is_some() || m.error.is_some() {
         // A response (section 5): never answered, so problems are protocol errors.
@@ -786,7 +810,7 @@ fn decide(frame: &[u8], m: Members, limits: &Limits) -> RawEntry {
                 (_, None, None) => bad(ProtocolError::NoResultOrError),
             }
         };
-        return entry;
+        return;
     }
     // Neither a call nor a response.
     entry.kind = Kind::Invalid(if m.duplicate {
@@ -798,5 +822,4 @@ fn decide(frame: &[u8], m: Members, limits: &Limits) -> RawEntry {
     } else {
         InvalidReason::MissingMethod
     });
-    entry
 }
