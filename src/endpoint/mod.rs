@@ -1165,26 +1165,22 @@ impl Endpoint {
         }
     }
 
-    /// Sends a batch's array once every request in it is answered.
+    /// Sends a batch's array once every request in it is answered (at once when none of
+    /// its entries is a request in flight).
     fn settle_batch(&mut self, key: u64) {
-        self.settle_batch_after(key, 0);
+        if self.incoming.batch(key).is_some_and(|b| b.remaining == 0) {
+            self.send_batch(key);
+        }
     }
 
-    /// [`settle_batch`](Endpoint::settle_batch) once `answered` more of its requests are
-    /// answered: one lookup of the batch for both.
-    fn settle_batch_after(&mut self, key: u64, answered: usize) {
-        let done = self.incoming.batch(key).is_some_and(|b| {
-            b.remaining = b.remaining.saturating_sub(answered);
-            b.remaining == 0
-        });
-        if done {
-            if let Some(mut b) = self.incoming.close_batch(key) {
-                if b.answers > 0 {
-                    b.body.push(b']');
-                    self.push_frame(&b.body);
-                }
-                self.incoming.recycle(b.body);
+    /// Sends the array of a batch whose requests are all answered, and forgets the batch.
+    fn send_batch(&mut self, key: u64) {
+        if let Some(mut b) = self.incoming.close_batch(key) {
+            if b.answers > 0 {
+                b.body.push(b']');
+                self.push_frame(&b.body);
             }
+            self.incoming.recycle(b.body);
         }
     }
 
@@ -1380,8 +1376,8 @@ impl Endpoint {
         let done = match answered {
             None => Err(UnknownRequest),
             Some(batch) => {
-                if let Some(batch) = batch {
-                    self.settle_batch_after(batch, 1);
+                if let Some((key, true)) = batch {
+                    self.send_batch(key);
                 }
                 Ok(())
             }

@@ -166,14 +166,6 @@ impl<K: Ord, V> SortedDeque<K, V> {
         }
     }
 
-    pub fn get<Q: Ord + ?Sized>(&self, key: &Q) -> Option<&V>
-    where
-        K: core::borrow::Borrow<Q>,
-    {
-        let i = self.find(key).ok()?;
-        Some(&self.entries[i].1)
-    }
-
     pub fn get_mut<Q: Ord + ?Sized>(&mut self, key: &Q) -> Option<&mut V>
     where
         K: core::borrow::Borrow<Q>,
@@ -236,18 +228,20 @@ impl<V> SortedDeque<u64, V> {
     /// before `key` has left, it sits at its distance from the first, found without a
     /// search.
     pub fn get_seq(&self, key: u64) -> Option<&V> {
+        self.index_seq(key).map(|i| &self.entries[i].1)
+    }
+
+    /// Where [`get_seq`](SortedDeque::get_seq) finds `key`.
+    fn index_seq(&self, key: u64) -> Option<usize> {
         if let Some(&(first, _)) = self.entries.front() {
             let guess = key.wrapping_sub(first);
-            if let Some((k, v)) = usize::try_from(guess)
-                .ok()
-                .and_then(|i| self.entries.get(i))
-            {
-                if *k == key {
-                    return Some(v);
+            if let Ok(i) = usize::try_from(guess) {
+                if self.entries.get(i).is_some_and(|(k, _)| *k == key) {
+                    return Some(i);
                 }
             }
         }
-        self.get(&key)
+        self.find(&key).ok()
     }
 }
 
@@ -417,7 +411,8 @@ impl Incoming {
     /// Answers the in-flight request `handle` and forgets it: `write` gets its wire id, its
     /// version and where its answer goes (its batch's array, or `single` for a request on
     /// its own), unless the peer cancelled it and `answer_cancelled` is false. `None` for a
-    /// handle not in flight; else the key of its batch, if any.
+    /// handle not in flight; else, for a request of a batch, the batch's key and whether
+    /// this was its last request unanswered.
     ///
     /// The entry is read where it lies and dropped there: moved out whole, its fields were
     /// copied in pieces of other widths than they were written in, a stalled store-to-load
@@ -428,21 +423,28 @@ impl Incoming {
         single: &mut Vec<u8>,
         answer_cancelled: bool,
         write: impl FnOnce(&Id<'_>, Version, &mut Vec<u8>),
-    ) -> Option<Option<u64>> {
-        let entry = self.in_flight.get_seq(handle.0)?;
-        let batch = entry.batch();
-        if !entry.cancelled || answer_cancelled {
-            let Incoming {
-                in_flight, batches, ..
-            } = self;
-            let entry = in_flight.get_seq(handle.0)?;
-            let out = match batch.and_then(|b| batches.get_mut(&b)) {
-                Some(b) => b.entry(),
-                None => single,
-            };
-            write(&entry.peer_id, entry.version, out);
-        }
-        self.remove(handle).map(|_| batch)
+    ) -> Option<Option<(u64, bool)>> {
+        let at = self.in_flight.index_seq(handle.0)?;
+        let entry = &self.in_flight.entries[at].1;
+        let batch = entry
+            .batch()
+            .and_then(|key| Some((key, self.batches.get_mut(&key)?)));
+        let settled = match batch {
+            Some((key, b)) => {
+                if !entry.cancelled || answer_cancelled {
+                    write(&entry.peer_id, entry.version, b.entry());
+                }
+                b.remaining = b.remaining.saturating_sub(1);
+                Some((key, b.remaining == 0))
+            }
+            None => {
+                if !entry.cancelled || answer_cancelled {
+                    write(&entry.peer_id, entry.version, single);
+                }
+                None
+            }
+        };
+        self.remove(handle).map(|_| settled)
     }
 
     pub fn get(&self, handle: IncomingId) -> Option<&InFlight> {
