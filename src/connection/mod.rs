@@ -727,6 +727,7 @@ impl Connection {
     }
 
     /// Hands the endpoint's next event to the driver, noting what it implies.
+    #[inline]
     fn pass(&mut self) -> Option<Event<'_>> {
         let event = self.endpoint.poll_event()?;
         Some(match event {

@@ -1457,6 +1457,7 @@ impl Endpoint {
 
     /// The next event, borrowing from the endpoint until the next call; `None` when there
     /// is none.
+    #[inline]
     pub fn poll_event(&mut self) -> Option<Event<'_>> {
         self.refill_events();
         let record = self.events.pop_front()?;
@@ -1503,6 +1504,7 @@ impl Endpoint {
         }
     }
 
+    #[inline]
     fn event_of(&self, record: Record) -> Event<'_> {
         match record {
             Record::Entry {

@@ -382,6 +382,7 @@ impl RawEntry {
         }
     }
 
+    #[inline]
     pub(crate) fn materialize<'a>(&self, frame: &'a str) -> Incoming<'a> {
         let id = || match self.id.valid() {
             Some((IdKind::Null, _)) | None => Id::NULL,
@@ -427,13 +428,24 @@ impl RawEntry {
 }
 
 /// The characters a string token stands for: borrowed unless it has escapes.
+///
+/// Small enough to inline, so the `Cow` is built where it goes (built here and returned, it
+/// was stored in pieces and read back whole at once: a stalled store-to-load forward).
+#[inline]
 fn text(frame: &str, tok: StrTok) -> Cow<'_, str> {
     let raw = tok.span.of(frame);
     if tok.escaped {
-        Cow::Owned(json::Unescape::new(raw).collect())
+        Cow::Owned(unescape(raw))
     } else {
         Cow::Borrowed(raw)
     }
+}
+
+/// The characters of a string token with escapes.
+#[cold]
+#[inline(never)]
+fn unescape(raw: &str) -> alloc::string::String {
+    json::Unescape::new(raw).collect()
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
