@@ -563,6 +563,7 @@ impl Router {
         };
         let outcome = self.run_from(0, &call, &mut reply.buf);
         reply.outcome = Some(outcome);
+        reply.checked = self.layers.is_empty();
     }
 
     /// Handles a notification through the layers and its handler; nothing is answered.
@@ -855,6 +856,9 @@ impl Group<'_> {
 pub struct Reply {
     buf: Vec<u8>,
     outcome: Option<Outcome>,
+    /// `buf` is known to be UTF-8: only the router's handlers wrote it (serde_json, or a
+    /// raw handler's output validated), no layer. A layer may write a result itself.
+    checked: bool,
 }
 
 impl Reply {
@@ -874,15 +878,26 @@ impl Reply {
         }
     }
 
+    /// The result the buffer holds: what serde_json wrote or what the router validated,
+    /// or (from a layer) checked here to be text.
+    fn result(&self) -> &RawValue {
+        let text = if self.checked {
+            // SAFETY: `checked` says only the router's handlers wrote `buf`, and every one
+            // of them writes UTF-8: serde_json's serializer, or a raw handler whose output
+            // `run_checked` validated as JSON (which includes UTF-8).
+            unsafe { core::str::from_utf8_unchecked(&self.buf) }
+        } else {
+            core::str::from_utf8(&self.buf).unwrap_or("null")
+        };
+        RawValue::from_validated(text)
+    }
+
     /// Answers the request `handle` of a
     /// [`Connection`](crate::connection::Connection) with this outcome.
     pub fn answer(&mut self, connection: &mut crate::connection::Connection, handle: IncomingId) {
         match self.outcome.take() {
             // The buffer holds what serde_json wrote or what `handle` validated.
-            Some(Ok(())) => {
-                let text = core::str::from_utf8(&self.buf).unwrap_or("null");
-                connection.respond(handle, Ok(RawValue::from_validated(text)));
-            }
+            Some(Ok(())) => connection.respond(handle, Ok(self.result())),
             Some(Err(e)) => connection.respond(handle, Err(&e)),
             None => connection.respond(handle, Err(&ErrorObject::internal_error())),
         }
@@ -892,10 +907,7 @@ impl Reply {
     pub fn send(&mut self, endpoint: &mut Endpoint, id: IncomingId) -> Result<(), UnknownRequest> {
         match self.outcome.take() {
             // The buffer holds what serde_json wrote or what `handle` validated.
-            Some(Ok(())) => {
-                let text = core::str::from_utf8(&self.buf).unwrap_or("null");
-                endpoint.respond(id, Ok(RawValue::from_validated(text)))
-            }
+            Some(Ok(())) => endpoint.respond(id, Ok(self.result())),
             Some(Err(e)) => endpoint.respond(id, Err(&e)),
             None => endpoint.respond(id, Err(&ErrorObject::internal_error())),
         }
