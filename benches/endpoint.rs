@@ -6,85 +6,15 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use sansrpc::codec::{encode_frame, Decoder, Framing};
+use sansrpc::codec::{Decoder, Framing};
 use sansrpc::endpoint::{Config, Endpoint, Event, RequestOptions, Timeout};
 use sansrpc::{Instant, Limits, RawValue};
-use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue as SerdeRaw;
 
-#[derive(Deserialize)]
-struct Envelope<'a> {
-    #[allow(dead_code)]
-    jsonrpc: &'a str,
-    method: Option<&'a str>,
-    #[serde(borrow)]
-    params: Option<&'a SerdeRaw>,
-    #[serde(borrow)]
-    id: Option<&'a SerdeRaw>,
-    #[serde(borrow)]
-    result: Option<&'a SerdeRaw>,
-}
+#[path = "common/round_trip.rs"]
+mod round_trip;
 
-#[derive(Serialize)]
-struct Call<'a> {
-    jsonrpc: &'a str,
-    method: &'a str,
-    params: &'a SerdeRaw,
-    id: u64,
-}
-
-#[derive(Serialize)]
-struct Reply<'a> {
-    jsonrpc: &'a str,
-    result: i64,
-    id: &'a SerdeRaw,
-}
-
-/// The floor: the same bytes on the wire, produced and consumed with serde_json and a
-/// Content-Length decoder, with no correlation, deadlines or bookkeeping at all.
-fn floor_round_trip(
-    id: u64,
-    params: &SerdeRaw,
-    wire: &mut Vec<u8>,
-    body: &mut Vec<u8>,
-    dec: &mut Decoder,
-) -> i64 {
-    body.clear();
-    serde_json::to_writer(
-        &mut *body,
-        &Call {
-            jsonrpc: "2.0",
-            method: "add",
-            params,
-            id,
-        },
-    )
-    .unwrap();
-    wire.clear();
-    encode_frame(Framing::ContentLength, body, wire);
-    let _ = dec.feed(wire);
-    let frame = dec.next_frame().unwrap().unwrap();
-    let req: Envelope<'_> = serde_json::from_slice(frame).unwrap();
-    let (a, b): (i64, i64) = serde_json::from_str(req.params.unwrap().get()).unwrap();
-    black_box(req.method);
-    body.clear();
-    serde_json::to_writer(
-        &mut *body,
-        &Reply {
-            jsonrpc: "2.0",
-            result: a + b,
-            id: req.id.unwrap(),
-        },
-    )
-    .unwrap();
-    wire.clear();
-    encode_frame(Framing::ContentLength, body, wire);
-    let _ = dec.feed(wire);
-    let frame = dec.next_frame().unwrap().unwrap();
-    let resp: Envelope<'_> = serde_json::from_slice(frame).unwrap();
-    serde_json::from_str::<u64>(resp.id.unwrap().get()).unwrap();
-    serde_json::from_str(resp.result.unwrap().get()).unwrap()
-}
+use round_trip::{floor_round_trip, itoa, Machines};
 
 struct Link {
     client: Endpoint,
@@ -132,69 +62,6 @@ impl Link {
         }
         sum
     }
-}
-
-/// The same round trip between two connection machines (the layer every driver runs on).
-struct Machines {
-    client: sansrpc::connection::Connection,
-    server: sansrpc::connection::Connection,
-    wire: Vec<u8>,
-    body: Vec<u8>,
-    token: u64,
-}
-
-impl Machines {
-    fn new() -> Self {
-        use sansrpc::connection::{Config as ConnConfig, Connection};
-        Machines {
-            client: Connection::new(ConnConfig::default(), Instant::ZERO),
-            server: Connection::new(ConnConfig::default(), Instant::ZERO),
-            wire: Vec::with_capacity(4096),
-            body: Vec::with_capacity(64),
-            token: 0,
-        }
-    }
-
-    fn round_trip(&mut self, params: &RawValue, now: Instant) -> i64 {
-        use sansrpc::connection::Event as ConnEvent;
-        self.token += 1;
-        let token = self.token;
-        let options = RequestOptions::default();
-        self.client
-            .call(token, "add", Some(params), options, now)
-            .unwrap();
-        self.wire.clear();
-        while self.client.poll_transmit(&mut self.wire).is_some() {}
-        let _ = self.server.handle_input(&self.wire, now).unwrap();
-        while let Some(event) = self.server.poll_event() {
-            if let ConnEvent::Request { handle, request } = event {
-                let (a, b): (i64, i64) = request.params.unwrap().deserialize().unwrap();
-                self.body.clear();
-                itoa(a + b, &mut self.body);
-                let result = RawValue::from_json(std::str::from_utf8(&self.body).unwrap()).unwrap();
-                self.server.respond(handle, Ok(result));
-            }
-        }
-        self.wire.clear();
-        while self.server.poll_transmit(&mut self.wire).is_some() {}
-        let _ = self.client.handle_input(&self.wire, now).unwrap();
-        let mut sum = 0;
-        while let Some(event) = self.client.poll_event() {
-            if let ConnEvent::Answer {
-                token: got, result, ..
-            } = event
-            {
-                assert_eq!(got, token);
-                sum = result.unwrap().deserialize().unwrap();
-            }
-        }
-        sum
-    }
-}
-
-fn itoa(n: i64, out: &mut Vec<u8>) {
-    use std::io::Write;
-    write!(out, "{n}").unwrap();
 }
 
 fn round_trips(c: &mut Criterion) {

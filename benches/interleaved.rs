@@ -1,5 +1,5 @@
-//! The server path's workloads (W1 to W4, as in `server_path`, and W5, as in `framing`), the
-//! floor and sansrpc timed
+//! The server path's workloads (W1 to W4, as in `server_path`, W5, as in `framing`, and the
+//! round trip between two connection machines, as in `endpoint`), the floor and sansrpc timed
 //! in turns: a round of the floor, a round of sansrpc, again, 200 times; each side's best
 //! round, and their ratio.
 //!
@@ -23,8 +23,11 @@ mod server;
 #[path = "common/framing.rs"]
 mod framing;
 
+#[path = "common/round_trip.rs"]
+mod round_trip;
+
 use sansrpc::codec::{Decoder, Framing};
-use sansrpc::{Classifier, Limits};
+use sansrpc::{Classifier, Limits, RawValue};
 use server::{checked_server, floor_once, serve_once, workloads};
 
 /// Nanoseconds per call of `f`, over `n` calls.
@@ -109,6 +112,28 @@ fn main() {
         }
         println!(
             "| W5 content-length (decode + classify, per frame) | {best_floor:.1} ns | {best_ours:.1} ns | {:.2} |",
+            best_ours / best_floor
+        );
+    }
+    if only.is_empty() || only.iter().any(|o| "round trip".contains(o.as_str())) {
+        // As in `endpoint`: a request sent, answered and its answer read, in one thread.
+        let calls = if test { 2 } else { 2_000 };
+        let mut floor = round_trip::Floor::new();
+        let mut machines = round_trip::Machines::new();
+        let params = RawValue::from_json("[1,2]").expect("params");
+        let now = sansrpc::Instant::ZERO;
+        assert_eq!((floor.once(), machines.round_trip(params, now)), (3, 3));
+        let (mut best_floor, mut best_ours) = (f64::MAX, f64::MAX);
+        for round in 0..rounds + rounds / 10 {
+            let t = per_call(|| floor.once(), calls);
+            let u = per_call(|| machines.round_trip(black_box(params), now), calls);
+            if round >= rounds / 10 {
+                best_floor = best_floor.min(t);
+                best_ours = best_ours.min(u);
+            }
+        }
+        println!(
+            "| round trip (two connection machines; serde_json floor) | {best_floor:.1} ns | {best_ours:.1} ns | {:.2} |",
             best_ours / best_floor
         );
     }

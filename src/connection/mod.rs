@@ -77,7 +77,7 @@ use core::time::Duration;
 
 use crate::endpoint::{
     self, Backpressure, BatchBuilder, EndReason, Endpoint, Expiry, IncomingId, NotAByteStream,
-    RequestId, RequestOptions, SendError,
+    Peek, RequestId, RequestOptions, SendError,
 };
 use crate::error::ErrorObject;
 use crate::ext::connection::{self as hook, ConnectionHook};
@@ -332,6 +332,8 @@ enum NextByName {
     Empty,
     /// A request or notification no part of the machine takes: hand it out.
     Pass,
+    /// The response to our request: handed out if a call waits for it, else dropped.
+    Response(RequestId),
     /// It takes more than the name to tell: build the event and decide.
     Look,
 }
@@ -600,9 +602,18 @@ impl Connection {
                 None => self.by_name_next(),
                 Some(_) => NextByName::Look,
             };
-            if by_name == NextByName::Pass {
+            match by_name {
                 // What no extension takes, known by its method alone: built once, handed out.
-                return self.pass();
+                NextByName::Pass => return self.pass(),
+                NextByName::Response(id) => {
+                    if self.calls.contains(id) {
+                        return self.pass();
+                    }
+                    // A call whose token was forgotten: nobody wants the answer.
+                    self.endpoint.poll_event();
+                    continue;
+                }
+                NextByName::Empty | NextByName::Look => {}
             }
             let next = match by_name {
                 // Nothing queued: looking again would find nothing.
@@ -712,16 +723,18 @@ impl Connection {
 
     /// Whether the next event is a request or notification that no part of the machine
     /// takes (no stream method, no stream cancel, no heartbeat), as [`decide`] would find
-    /// without a hook, or there is none, or telling takes more than its method name.
+    /// without a hook, or a response, or there is none, or telling takes more than its
+    /// method name.
     fn by_name_next(&mut self) -> NextByName {
         let heartbeat = self.heartbeat.is_some();
-        match self.endpoint.peek_method() {
+        match self.endpoint.peek_next() {
             None => NextByName::Empty,
-            Some(Some((request, method)))
+            Some(Peek::Call { request, method })
                 if by_name(request, method, heartbeat) == ByName::Nothing =>
             {
                 NextByName::Pass
             }
+            Some(Peek::Response(id)) => NextByName::Response(id),
             Some(_) => NextByName::Look,
         }
     }

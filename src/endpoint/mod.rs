@@ -498,6 +498,16 @@ fn decide_request(
     }
 }
 
+/// The next event as [`Endpoint::peek_next`] tells it.
+pub(crate) enum Peek<'a> {
+    /// A request (`request`) or notification whose method has no escapes.
+    Call { request: bool, method: &'a str },
+    /// The response to our request `RequestId`.
+    Response(RequestId),
+    /// Anything else.
+    Other,
+}
+
 /// What to do about one incoming entry, decided while it is borrowed, done after.
 enum Action {
     Nothing,
@@ -1473,22 +1483,29 @@ impl Endpoint {
         Some(self.event_of(record))
     }
 
-    /// The next event's method when it is a request (`Some(Some((true, method)))`) or a
-    /// notification (`Some(Some((false, method)))`) whose method has no escapes, without
-    /// building the event: for the connection machine's routing, which needs only the
-    /// name. `Some(None)` for any other event, `None` when there is none (then
-    /// [`peek_event`](Endpoint::peek_event) would find none either).
-    pub(crate) fn peek_method(&mut self) -> Option<Option<(bool, &str)>> {
+    /// What the next event is, told without building it: for the connection machine's
+    /// routing, which needs only a call's method name or a response's request. `None` when
+    /// there is none (then [`peek_event`](Endpoint::peek_event) would find none either).
+    pub(crate) fn peek_next(&mut self) -> Option<Peek<'_>> {
         self.refill_events();
         Some(match self.events.front()? {
             Record::Entry {
-                start, end, entry, ..
+                start,
+                end,
+                entry,
+                role,
             } => {
+                if let Role::Response(id) = role {
+                    return Some(Peek::Response(*id));
+                }
                 // SAFETY: as in `decide`: a scanned entry, unchanged in the arena since.
                 let frame = unsafe { frame_str(&self.arena[*start..*end]) };
-                entry.plain_method(frame)
+                match entry.plain_method(frame) {
+                    Some((request, method)) => Peek::Call { request, method },
+                    None => Peek::Other,
+                }
             }
-            _ => None,
+            _ => Peek::Other,
         })
     }
 
