@@ -588,3 +588,60 @@ fn every_registered_name_is_found_among_names_of_the_same_length_and_prefix() {
     sorted.sort();
     assert_eq!(r.method_names().collect::<Vec<_>>(), sorted);
 }
+
+/// Answers with a result of its own, as a caching layer would: `body` as it is.
+struct Answering {
+    body: &'static [u8],
+}
+
+impl Layer for Answering {
+    fn call(&self, _call: &Call<'_>, out: &mut Vec<u8>, _next: Next<'_>) -> Outcome {
+        out.extend_from_slice(self.body);
+        Ok(())
+    }
+}
+
+/// The answer a server sends for one `subtract` request through `router`.
+fn answer_through(router: &Router) -> String {
+    let mut server = Endpoint::new(Config::default());
+    let body = r#"{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1}"#;
+    let frame = format!("Content-Length: {}\r\n\r\n{body}", body.len());
+    server
+        .handle_input(frame.as_bytes(), Instant::ZERO)
+        .unwrap();
+    let mut reply = Reply::default();
+    while let Some(event) = server.poll_event() {
+        if let Event::Request { id, request } = event {
+            router.dispatch(&request, &mut reply);
+            reply.send(&mut server, id).unwrap();
+        }
+    }
+    let mut out = Vec::new();
+    while server.poll_transmit(&mut out).is_some() {}
+    let out = String::from_utf8(out).unwrap();
+    out[out.find("\r\n\r\n").unwrap() + 4..].to_owned()
+}
+
+#[test]
+fn a_result_a_layer_writes_is_checked_as_text_and_a_handlers_is_sent_as_written() {
+    let mut plain = Router::new();
+    plain
+        .method::<Subtract, _>(|p| Ok(p.minuend - p.subtrahend))
+        .unwrap();
+    assert_eq!(
+        answer_through(&plain),
+        r#"{"jsonrpc":"2.0","result":19,"id":1}"#
+    );
+    for (body, sent) in [
+        (&b"\"cached\""[..], "\"cached\""),
+        (&b"\xff\xfe"[..], "null"),
+    ] {
+        let mut layered = Router::new();
+        layered
+            .method::<Subtract, _>(|p| Ok(p.minuend - p.subtrahend))
+            .unwrap();
+        layered.layer(Answering { body });
+        let expected = format!(r#"{{"jsonrpc":"2.0","result":{sent},"id":1}}"#);
+        assert_eq!(answer_through(&layered), expected);
+    }
+}

@@ -568,6 +568,49 @@ mod tests {
         all
     }
 
+    /// Answers in any order, some of them to cancelled requests: each answer goes to its
+    /// own batch's array under its own id (a cancelled one only when cancelled requests are
+    /// answered), and a batch reports itself complete exactly at its last answer.
+    #[test]
+    fn answers_find_their_batch_and_settle_it_at_the_last() {
+        for answer_cancelled in [true, false] {
+            let mut table = Incoming::default();
+            let (a, b) = (table.open_batch(), table.open_batch());
+            let mut handles = Vec::new();
+            for (n, batch) in [(1, a), (2, b), (3, a), (4, b)] {
+                let id = Id::number(n);
+                let place = table.place(&id).expect("a new id");
+                handles.push(table.insert(&id, Version::V2, Some(batch), place));
+                table.batch(batch).expect("open").remaining += 1;
+            }
+            table.get_mut(handles[2]).expect("in flight").cancelled = true;
+            let mut single = Vec::new();
+            let mut settled = Vec::new();
+            for &i in &[3, 2, 0, 1] {
+                let answered =
+                    table.answer(handles[i], &mut single, answer_cancelled, |id, _, out| {
+                        id.write_json(out);
+                    });
+                settled.push(answered.expect("in flight").expect("in a batch"));
+                assert!(table
+                    .answer(handles[i], &mut single, true, |_, _, _| {})
+                    .is_none());
+            }
+            assert!(
+                single.is_empty(),
+                "batch answers never go to the single buffer"
+            );
+            assert_eq!(settled, [(b, false), (a, false), (a, true), (b, true)]);
+            let mut body = |key| table.close_batch(key).expect("open").body;
+            let a_body: &[u8] = if answer_cancelled { b"[3,1" } else { b"[1" };
+            assert_eq!(
+                (body(a).as_slice(), body(b).as_slice()),
+                (a_body, &b"[4,2"[..])
+            );
+            assert_eq!(table.len(), 0);
+        }
+    }
+
     /// Every order of arrival and every order of answers: the index by peer id finds
     /// exactly the requests still in flight, by the fast paths (first, last) or the search.
     #[test]
