@@ -182,4 +182,3 @@ impl Machines {
 pub fn itoa(n: i64, out: &mut Vec<u8>) {
     out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
 }
-

@@ -604,7 +604,7 @@ impl Connection {
             };
             match by_name {
                 // What no extension takes, known by its method alone: built once, handed out.
-                NextByName::Pass => return self.pass(),
+                NextByName::Pass => return self.pass_call(),
                 NextByName::Response(id) => {
                     if self.calls.contains(id) {
                         return self.pass();
@@ -737,6 +737,26 @@ impl Connection {
             Some(Peek::Response(id)) => NextByName::Response(id),
             Some(_) => NextByName::Look,
         }
+    }
+
+    /// Hands the endpoint's next event, a request or notification, to the driver: built
+    /// once, here, from the endpoint's entry.
+    #[inline]
+    fn pass_call(&mut self) -> Option<Event<'_>> {
+        if !self.endpoint.next_is_call() {
+            return self.pass();
+        }
+        let call = self.endpoint.poll_call()?;
+        Some(match call.request {
+            Some(handle) => {
+                self.running.insert(handle);
+                Event::Request {
+                    handle,
+                    request: call.entry.request(call.frame),
+                }
+            }
+            None => Event::Notification(call.entry.notification(call.frame)),
+        })
     }
 
     /// Hands the endpoint's next event to the driver, noting what it implies.

@@ -498,6 +498,14 @@ fn decide_request(
     }
 }
 
+/// A request (`request` is its handle) or notification taken by [`Endpoint::poll_call`]:
+/// build it with [`RawEntry::request`] or [`RawEntry::notification`] from `frame`.
+pub(crate) struct PolledCall<'a> {
+    pub request: Option<IncomingId>,
+    pub entry: RawEntry,
+    pub frame: &'a str,
+}
+
 /// The next event as [`Endpoint::peek_next`] tells it.
 pub(crate) enum Peek<'a> {
     /// A request (`request`) or notification whose method has no escapes.
@@ -1481,6 +1489,51 @@ impl Endpoint {
         self.refill_events();
         let record = self.events.front()?.clone();
         Some(self.event_of(record))
+    }
+
+    /// Whether the next event is a request or a notification
+    /// ([`poll_call`](Endpoint::poll_call) takes it).
+    #[inline]
+    pub(crate) fn next_is_call(&mut self) -> bool {
+        self.refill_events();
+        matches!(
+            self.events.front(),
+            Some(Record::Entry {
+                role: Role::Request(_) | Role::Notification,
+                ..
+            })
+        )
+    }
+
+    /// Takes the next event when it is a request or a notification, as its entry and the
+    /// text it lies in, without building it: the connection machine builds its own event
+    /// from them, once (built here and moved into that event, its fields were stored in
+    /// pieces and read back whole right away, a stalled store-to-load forward, twice).
+    /// `None`, taking nothing, for any other event or none.
+    pub(crate) fn poll_call(&mut self) -> Option<PolledCall<'_>> {
+        if !self.next_is_call() {
+            return None;
+        }
+        let Some(Record::Entry {
+            start,
+            end,
+            entry,
+            role,
+        }) = self.events.pop_front()
+        else {
+            return None;
+        };
+        // SAFETY: as in `decide`: a scanned entry, unchanged in the arena since.
+        let frame = unsafe { frame_str(&self.arena[start..end]) };
+        let request = match role {
+            Role::Request(id) => Some(id),
+            _ => None,
+        };
+        Some(PolledCall {
+            request,
+            entry,
+            frame,
+        })
     }
 
     /// What the next event is, told without building it: for the connection machine's

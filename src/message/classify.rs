@@ -382,6 +382,36 @@ impl RawEntry {
         }
     }
 
+    /// The request this entry is (its kind must be `Request`), built where it goes.
+    #[inline]
+    pub(crate) fn request<'a>(&self, frame: &'a str) -> Request<'a> {
+        debug_assert!(matches!(self.kind, Kind::Request));
+        Request {
+            id: match self.id.valid() {
+                Some((IdKind::Null, _)) | None => Id::NULL,
+                Some((kind, span)) => Id::from_token(kind, span.of(frame)),
+            },
+            method: text(frame, self.method),
+            params: self
+                .payload
+                .map(|p| Cow::Borrowed(RawValue::from_validated(p.of(frame)))),
+            version: self.version,
+        }
+    }
+
+    /// The notification this entry is (its kind must be `Notification`), built where it goes.
+    #[inline]
+    pub(crate) fn notification<'a>(&self, frame: &'a str) -> Notification<'a> {
+        debug_assert!(matches!(self.kind, Kind::Notification));
+        Notification {
+            method: text(frame, self.method),
+            params: self
+                .payload
+                .map(|p| Cow::Borrowed(RawValue::from_validated(p.of(frame)))),
+            version: self.version,
+        }
+    }
+
     #[inline]
     pub(crate) fn materialize<'a>(&self, frame: &'a str) -> Incoming<'a> {
         let id = || match self.id.valid() {
