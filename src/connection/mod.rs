@@ -607,7 +607,7 @@ impl Connection {
                 NextByName::Pass => return self.pass_call(),
                 NextByName::Response(id) => {
                     if self.calls.contains(id) {
-                        return self.pass();
+                        return self.pass_response();
                     }
                     // A call whose token was forgotten: nobody wants the answer.
                     self.endpoint.poll_event();
@@ -756,6 +756,29 @@ impl Connection {
                 }
             }
             None => Event::Notification(call.entry.notification(call.frame)),
+        })
+    }
+
+    /// Hands the endpoint's next event, the response to one of our calls, to the driver as
+    /// its answer: built once, here, from the endpoint's entry.
+    #[inline]
+    fn pass_response(&mut self) -> Option<Event<'_>> {
+        if !self.endpoint.next_is_response() {
+            return self.pass();
+        }
+        let response = self.endpoint.poll_response()?;
+        let result = response.entry.outcome(response.frame);
+        Some(match self.calls.settle(response.id) {
+            Some((token, index, last)) => Event::Answer {
+                token,
+                index,
+                result,
+                last,
+            },
+            None => Event::Other(endpoint::Event::Response {
+                id: response.id,
+                result,
+            }),
         })
     }
 

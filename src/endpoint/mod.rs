@@ -506,6 +506,14 @@ pub(crate) struct PolledCall<'a> {
     pub frame: &'a str,
 }
 
+/// The response to our request `id`, taken by [`Endpoint::poll_response`]: build its
+/// outcome with [`RawEntry::outcome`] from `frame`.
+pub(crate) struct PolledResponse<'a> {
+    pub id: RequestId,
+    pub entry: RawEntry,
+    pub frame: &'a str,
+}
+
 /// The next event as [`Endpoint::peek_next`] tells it.
 pub(crate) enum Peek<'a> {
     /// A request (`request`) or notification whose method has no escapes.
@@ -1534,6 +1542,41 @@ impl Endpoint {
             entry,
             frame,
         })
+    }
+
+    /// Whether the next event is the response to one of our requests
+    /// ([`poll_response`](Endpoint::poll_response) takes it).
+    #[inline]
+    pub(crate) fn next_is_response(&mut self) -> bool {
+        self.refill_events();
+        matches!(
+            self.events.front(),
+            Some(Record::Entry {
+                role: Role::Response(_),
+                ..
+            })
+        )
+    }
+
+    /// Takes the next event when it is the response to one of our requests, as its entry
+    /// and the text it lies in, without building it (as [`poll_call`](Endpoint::poll_call)
+    /// does for calls). `None`, taking nothing, for any other event or none.
+    pub(crate) fn poll_response(&mut self) -> Option<PolledResponse<'_>> {
+        if !self.next_is_response() {
+            return None;
+        }
+        let Some(Record::Entry {
+            start,
+            end,
+            entry,
+            role: Role::Response(id),
+        }) = self.events.pop_front()
+        else {
+            return None;
+        };
+        // SAFETY: as in `decide`: a scanned entry, unchanged in the arena since.
+        let frame = unsafe { frame_str(&self.arena[start..end]) };
+        Some(PolledResponse { id, entry, frame })
     }
 
     /// What the next event is, told without building it: for the connection machine's

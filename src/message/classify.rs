@@ -412,6 +412,25 @@ impl RawEntry {
         }
     }
 
+    /// The outcome of the response this entry is (its kind must be `Success` or
+    /// `Failure`), built where it goes.
+    #[inline]
+    pub(crate) fn outcome<'a>(&self, frame: &'a str) -> Result<Cow<'a, RawValue>, ErrorObject<'a>> {
+        let payload = || {
+            self.payload
+                .map(|p| Cow::Borrowed(RawValue::from_validated(p.of(frame))))
+        };
+        debug_assert!(matches!(self.kind, Kind::Success | Kind::Failure));
+        match self.kind {
+            Kind::Failure => Err(ErrorObject {
+                code: self.code,
+                message: text(frame, self.message),
+                data: payload(),
+            }),
+            _ => Ok(payload().unwrap_or(Cow::Borrowed(RawValue::NULL))),
+        }
+    }
+
     #[inline]
     pub(crate) fn materialize<'a>(&self, frame: &'a str) -> Incoming<'a> {
         let id = || match self.id.valid() {
