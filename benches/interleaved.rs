@@ -39,6 +39,26 @@ fn per_call<T>(mut f: impl FnMut() -> T, n: usize) -> f64 {
     start.elapsed().as_nanos() as f64 / n as f64
 }
 
+/// The best round of each side over `rounds` rounds taken in turns (a round of the floor,
+/// a round of ours), after `rounds / 10` rounds of warm-up not counted (caches, branch
+/// predictors, the clock's speed). Each closure runs one round and returns its time per
+/// call.
+fn in_turns(
+    rounds: usize,
+    mut floor: impl FnMut() -> f64,
+    mut ours: impl FnMut() -> f64,
+) -> (f64, f64) {
+    let (mut best_floor, mut best_ours) = (f64::MAX, f64::MAX);
+    for round in 0..rounds + rounds / 10 {
+        let (t, u) = (floor(), ours());
+        if round >= rounds / 10 {
+            best_floor = best_floor.min(t);
+            best_ours = best_ours.min(u);
+        }
+    }
+    (best_floor, best_ours)
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let test = args.iter().any(|a| a == "--test");
@@ -58,30 +78,21 @@ fn main() {
             let (floor_label, floor) = w.floors[floor];
             let mut server = checked_server(&w, label, params, floor);
             let (mut body, mut a, mut b) = (Vec::new(), Vec::new(), Vec::new());
-            let (mut best_floor, mut best_ours) = (f64::MAX, f64::MAX);
-            // Warm-up rounds, not counted: caches, branch predictors, the clock's speed.
-            for _ in 0..rounds / 10 {
-                per_call(
-                    || floor_once(floor, black_box(&w.frame), &mut body, &mut a),
-                    calls,
-                );
-                per_call(
-                    || serve_once(&mut server, black_box(&w.frame), &mut b),
-                    calls,
-                );
-            }
-            for _ in 0..rounds {
-                let t = per_call(
-                    || floor_once(floor, black_box(&w.frame), &mut body, &mut a),
-                    calls,
-                );
-                best_floor = best_floor.min(t);
-                let t = per_call(
-                    || serve_once(&mut server, black_box(&w.frame), &mut b),
-                    calls,
-                );
-                best_ours = best_ours.min(t);
-            }
+            let (best_floor, best_ours) = in_turns(
+                rounds,
+                || {
+                    per_call(
+                        || floor_once(floor, black_box(&w.frame), &mut body, &mut a),
+                        calls,
+                    )
+                },
+                || {
+                    per_call(
+                        || serve_once(&mut server, black_box(&w.frame), &mut b),
+                        calls,
+                    )
+                },
+            );
             println!(
                 "| {} ({label}; {floor_label}) | {best_floor:.1} ns | {best_ours:.1} ns | {:.2} |",
                 w.name,
@@ -101,15 +112,11 @@ fn main() {
         let mut classifier = Classifier::default();
         let mut ours = || framing::ours(black_box(&wire), &mut dec, &mut classifier);
         assert_eq!((framing::floor(&wire), ours()), (frames, frames));
-        let (mut best_floor, mut best_ours) = (f64::MAX, f64::MAX);
-        for round in 0..rounds + rounds / 10 {
-            let t = per_call(|| framing::floor(black_box(&wire)), 1) / frames as f64;
-            let u = per_call(&mut ours, 1) / frames as f64;
-            if round >= rounds / 10 {
-                best_floor = best_floor.min(t);
-                best_ours = best_ours.min(u);
-            }
-        }
+        let (best_floor, best_ours) = in_turns(
+            rounds,
+            || per_call(|| framing::floor(black_box(&wire)), 1) / frames as f64,
+            || per_call(&mut ours, 1) / frames as f64,
+        );
         println!(
             "| W5 content-length (decode + classify, per frame) | {best_floor:.1} ns | {best_ours:.1} ns | {:.2} |",
             best_ours / best_floor
@@ -123,15 +130,11 @@ fn main() {
         let params = RawValue::from_json("[1,2]").expect("params");
         let now = sansrpc::Instant::ZERO;
         assert_eq!((floor.once(), machines.round_trip(params, now)), (3, 3));
-        let (mut best_floor, mut best_ours) = (f64::MAX, f64::MAX);
-        for round in 0..rounds + rounds / 10 {
-            let t = per_call(|| floor.once(), calls);
-            let u = per_call(|| machines.round_trip(black_box(params), now), calls);
-            if round >= rounds / 10 {
-                best_floor = best_floor.min(t);
-                best_ours = best_ours.min(u);
-            }
-        }
+        let (best_floor, best_ours) = in_turns(
+            rounds,
+            || per_call(|| floor.once(), calls),
+            || per_call(|| machines.round_trip(black_box(params), now), calls),
+        );
         println!(
             "| round trip (two connection machines; serde_json floor) | {best_floor:.1} ns | {best_ours:.1} ns | {:.2} |",
             best_ours / best_floor

@@ -435,6 +435,18 @@ enum Role {
     Protocol,
 }
 
+impl Role {
+    /// A request or notification for the application.
+    fn is_call(&self) -> bool {
+        matches!(self, Role::Request(_) | Role::Notification)
+    }
+
+    /// The response to one of our requests.
+    fn is_response(&self) -> bool {
+        matches!(self, Role::Response(_))
+    }
+}
+
 #[derive(Debug, Clone)]
 enum Record {
     Entry {
@@ -524,12 +536,35 @@ pub(crate) enum Peek<'a> {
     Other,
 }
 
+/// Registers a request the peer sent at the place [`decide_request`] found, and queues its
+/// event: the entry at `start..end` of the arena. Takes the endpoint's parts it changes, so
+/// that the caller can keep the id borrowed from the arena.
+#[inline]
+fn register(
+    (incoming, events): (&mut tables::Incoming, &mut VecDeque<Record>),
+    id: &Id<'_>,
+    version: Version,
+    batch: Option<u64>,
+    place: tables::Place,
+    (start, end, entry): (usize, usize, &RawEntry),
+) {
+    let handle = incoming.insert(id, version, batch, place);
+    if let Some(b) = batch.and_then(|b| incoming.batch(b)) {
+        b.remaining += 1;
+    }
+    events.push_back(Record::Entry {
+        start,
+        end,
+        entry: *entry,
+        role: Role::Request(handle),
+    });
+}
+
 /// What to do about one incoming entry, decided while it is borrowed, done after.
 enum Action {
     Nothing,
     Record(Role),
     Answer(Id<'static>, Version, ErrorObject<'static>),
-    Register(Id<'static>, Version, tables::Place),
     PeerCancel(Id<'static>),
     Progress(Id<'static>),
     Matched(u64),
@@ -969,16 +1004,8 @@ impl Endpoint {
             );
             match verdict {
                 Verdict::Register(place) => {
-                    let handle = self.incoming.insert(&id, version, batch, place);
-                    if let Some(b) = batch.and_then(|b| self.incoming.batch(b)) {
-                        b.remaining += 1;
-                    }
-                    self.events.push_back(Record::Entry {
-                        start,
-                        end,
-                        entry: *entry,
-                        role: Role::Request(handle),
-                    });
+                    let queue = (&mut self.incoming, &mut self.events);
+                    register(queue, &id, version, batch, place, (start, end, entry));
                 }
                 Verdict::Refuse(error) => {
                     let id = id.into_owned();
@@ -998,18 +1025,6 @@ impl Endpoint {
                 role,
             }),
             Action::Answer(id, version, error) => self.answer(batch, &id, version, Err(&error)),
-            Action::Register(id, version, place) => {
-                let handle = self.incoming.insert(&id, version, batch, place);
-                if let Some(b) = batch.and_then(|b| self.incoming.batch(b)) {
-                    b.remaining += 1;
-                }
-                self.events.push_back(Record::Entry {
-                    start,
-                    end,
-                    entry: *entry,
-                    role: Role::Request(handle),
-                });
-            }
             Action::PeerCancel(id) => match self.incoming.handle_of(&id) {
                 Some(handle) => {
                     if let Some(entry) = self.incoming.get_mut(handle) {
@@ -1075,7 +1090,8 @@ impl Endpoint {
         }
     }
 
-    /// Looks at one entry (borrowed from the arena) and decides what to do with it.
+    /// Looks at one entry (borrowed from the arena) and decides what to do with it: any
+    /// entry but a request, which `process_entry` takes first.
     fn decide(&mut self, start: usize, end: usize, entry: &RawEntry) -> Action {
         // SAFETY: `start..end` is an entry of a frame the classifier scanned with `Ok`, kept
         // unchanged in the arena since.
@@ -1093,27 +1109,9 @@ impl Endpoint {
             }
         }
         match entry.materialize(frame) {
-            // `process_entry` takes requests before asking here (`RawEntry::request_id`);
-            // this is the same rule for one that came another way.
-            Incoming::Request(req) => {
-                let verdict = decide_request(
-                    &mut self.guard,
-                    &self.config,
-                    &self.incoming,
-                    &mut self.early,
-                    self.now,
-                    &req.id,
-                );
-                match verdict {
-                    Verdict::Register(place) => {
-                        Action::Register(req.id.into_owned(), req.version, place)
-                    }
-                    Verdict::Refuse(error) => {
-                        Action::Answer(req.id.into_owned(), req.version, error)
-                    }
-                    Verdict::Drop => Action::Nothing,
-                }
-            }
+            // `process_entry` takes every request before asking here: `RawEntry::request_id`
+            // is `Some` for each.
+            Incoming::Request(_) => Action::Nothing,
             Incoming::Notification(n) => {
                 if self.config.cancellation && n.method == self.config.cancel_method {
                     let key = self.config.profile.cancel_id_key();
@@ -1499,27 +1497,18 @@ impl Endpoint {
         Some(self.event_of(record))
     }
 
-    /// Whether the next event is a request or a notification
-    /// ([`poll_call`](Endpoint::poll_call) takes it).
-    #[inline]
-    pub(crate) fn next_is_call(&mut self) -> bool {
+    /// Whether the next event is an entry whose role `wanted` accepts.
+    #[inline(always)]
+    fn next_entry_is(&mut self, wanted: fn(&Role) -> bool) -> bool {
         self.refill_events();
-        matches!(
-            self.events.front(),
-            Some(Record::Entry {
-                role: Role::Request(_) | Role::Notification,
-                ..
-            })
-        )
+        matches!(self.events.front(), Some(Record::Entry { role, .. }) if wanted(role))
     }
 
-    /// Takes the next event when it is a request or a notification, as its entry and the
-    /// text it lies in, without building it: the connection machine builds its own event
-    /// from them, once (built here and moved into that event, its fields were stored in
-    /// pieces and read back whole right away, a stalled store-to-load forward, twice).
-    /// `None`, taking nothing, for any other event or none.
-    pub(crate) fn poll_call(&mut self) -> Option<PolledCall<'_>> {
-        if !self.next_is_call() {
+    /// Takes the next event when it is an entry whose role `wanted` accepts: its role, the
+    /// entry and the text it lies in.
+    #[inline(always)]
+    fn poll_entry(&mut self, wanted: fn(&Role) -> bool) -> Option<(Role, RawEntry, &str)> {
+        if !self.next_entry_is(wanted) {
             return None;
         }
         let Some(Record::Entry {
@@ -1533,6 +1522,23 @@ impl Endpoint {
         };
         // SAFETY: as in `decide`: a scanned entry, unchanged in the arena since.
         let frame = unsafe { frame_str(&self.arena[start..end]) };
+        Some((role, entry, frame))
+    }
+
+    /// Whether the next event is a request or a notification
+    /// ([`poll_call`](Endpoint::poll_call) takes it).
+    #[inline]
+    pub(crate) fn next_is_call(&mut self) -> bool {
+        self.next_entry_is(Role::is_call)
+    }
+
+    /// Takes the next event when it is a request or a notification, as its entry and the
+    /// text it lies in, without building it: the connection machine builds its own event
+    /// from them, once (built here and moved into that event, its fields were stored in
+    /// pieces and read back whole right away, a stalled store-to-load forward, twice).
+    /// `None`, taking nothing, for any other event or none.
+    pub(crate) fn poll_call(&mut self) -> Option<PolledCall<'_>> {
+        let (role, entry, frame) = self.poll_entry(Role::is_call)?;
         let request = match role {
             Role::Request(id) => Some(id),
             _ => None,
@@ -1548,34 +1554,16 @@ impl Endpoint {
     /// ([`poll_response`](Endpoint::poll_response) takes it).
     #[inline]
     pub(crate) fn next_is_response(&mut self) -> bool {
-        self.refill_events();
-        matches!(
-            self.events.front(),
-            Some(Record::Entry {
-                role: Role::Response(_),
-                ..
-            })
-        )
+        self.next_entry_is(Role::is_response)
     }
 
     /// Takes the next event when it is the response to one of our requests, as its entry
     /// and the text it lies in, without building it (as [`poll_call`](Endpoint::poll_call)
     /// does for calls). `None`, taking nothing, for any other event or none.
     pub(crate) fn poll_response(&mut self) -> Option<PolledResponse<'_>> {
-        if !self.next_is_response() {
-            return None;
-        }
-        let Some(Record::Entry {
-            start,
-            end,
-            entry,
-            role: Role::Response(id),
-        }) = self.events.pop_front()
-        else {
+        let (Role::Response(id), entry, frame) = self.poll_entry(Role::is_response)? else {
             return None;
         };
-        // SAFETY: as in `decide`: a scanned entry, unchanged in the arena since.
-        let frame = unsafe { frame_str(&self.arena[start..end]) };
         Some(PolledResponse { id, entry, frame })
     }
 

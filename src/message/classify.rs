@@ -382,89 +382,71 @@ impl RawEntry {
         }
     }
 
+    /// The id, `null` when absent or invalid.
+    #[inline(always)]
+    fn id_in<'a>(&self, frame: &'a str) -> Id<'a> {
+        match self.id.valid() {
+            Some((IdKind::Null, _)) | None => Id::NULL,
+            Some((kind, span)) => Id::from_token(kind, span.of(frame)),
+        }
+    }
+
+    /// `params`, `result` or `data`, as its kind has it.
+    #[inline(always)]
+    fn payload_in<'a>(&self, frame: &'a str) -> Option<Cow<'a, RawValue>> {
+        self.payload
+            .map(|p| Cow::Borrowed(RawValue::from_validated(p.of(frame))))
+    }
+
     /// The request this entry is (its kind must be `Request`), built where it goes.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn request<'a>(&self, frame: &'a str) -> Request<'a> {
         debug_assert!(matches!(self.kind, Kind::Request));
         Request {
-            id: match self.id.valid() {
-                Some((IdKind::Null, _)) | None => Id::NULL,
-                Some((kind, span)) => Id::from_token(kind, span.of(frame)),
-            },
+            id: self.id_in(frame),
             method: text(frame, self.method),
-            params: self
-                .payload
-                .map(|p| Cow::Borrowed(RawValue::from_validated(p.of(frame)))),
+            params: self.payload_in(frame),
             version: self.version,
         }
     }
 
     /// The notification this entry is (its kind must be `Notification`), built where it goes.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn notification<'a>(&self, frame: &'a str) -> Notification<'a> {
         debug_assert!(matches!(self.kind, Kind::Notification));
         Notification {
             method: text(frame, self.method),
-            params: self
-                .payload
-                .map(|p| Cow::Borrowed(RawValue::from_validated(p.of(frame)))),
+            params: self.payload_in(frame),
             version: self.version,
         }
     }
 
     /// The outcome of the response this entry is (its kind must be `Success` or
     /// `Failure`), built where it goes.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn outcome<'a>(&self, frame: &'a str) -> Result<Cow<'a, RawValue>, ErrorObject<'a>> {
-        let payload = || {
-            self.payload
-                .map(|p| Cow::Borrowed(RawValue::from_validated(p.of(frame))))
-        };
         debug_assert!(matches!(self.kind, Kind::Success | Kind::Failure));
         match self.kind {
             Kind::Failure => Err(ErrorObject {
                 code: self.code,
                 message: text(frame, self.message),
-                data: payload(),
+                data: self.payload_in(frame),
             }),
-            _ => Ok(payload().unwrap_or(Cow::Borrowed(RawValue::NULL))),
+            _ => Ok(self
+                .payload_in(frame)
+                .unwrap_or(Cow::Borrowed(RawValue::NULL))),
         }
     }
 
     #[inline]
     pub(crate) fn materialize<'a>(&self, frame: &'a str) -> Incoming<'a> {
-        let id = || match self.id.valid() {
-            Some((IdKind::Null, _)) | None => Id::NULL,
-            Some((kind, span)) => Id::from_token(kind, span.of(frame)),
-        };
-        let payload = || {
-            self.payload
-                .map(|p| Cow::Borrowed(RawValue::from_validated(p.of(frame))))
-        };
+        let id = || self.id_in(frame);
         match self.kind {
-            Kind::Request => Incoming::Request(Request {
+            Kind::Request => Incoming::Request(self.request(frame)),
+            Kind::Notification => Incoming::Notification(self.notification(frame)),
+            Kind::Success | Kind::Failure => Incoming::Response(Response {
                 id: id(),
-                method: text(frame, self.method),
-                params: payload(),
-                version: self.version,
-            }),
-            Kind::Notification => Incoming::Notification(Notification {
-                method: text(frame, self.method),
-                params: payload(),
-                version: self.version,
-            }),
-            Kind::Success => Incoming::Response(Response {
-                id: id(),
-                result: Ok(payload().unwrap_or(Cow::Borrowed(RawValue::NULL))),
-                version: self.version,
-            }),
-            Kind::Failure => Incoming::Response(Response {
-                id: id(),
-                result: Err(ErrorObject {
-                    code: self.code,
-                    message: text(frame, self.message),
-                    data: payload(),
-                }),
+                result: self.outcome(frame),
                 version: self.version,
             }),
             Kind::Invalid(reason) => Incoming::Invalid(Invalid { id: id(), reason }),
