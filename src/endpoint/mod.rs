@@ -993,7 +993,8 @@ impl Endpoint {
         // the id made owned once, where the in-flight table keeps it. (Made owned earlier and
         // moved on, its bytes, just written, were read back in other widths: a stalled
         // store-to-load forward on every request.)
-        if let Some((id, version)) = entry.request_id(frame) {
+        if entry.is_request() {
+            let (id, version) = entry.request_id(frame);
             let verdict = decide_request(
                 &mut self.guard,
                 &self.config,
@@ -1109,8 +1110,7 @@ impl Endpoint {
             }
         }
         match entry.materialize(frame) {
-            // `process_entry` takes every request before asking here: `RawEntry::request_id`
-            // is `Some` for each.
+            // Never: `process_entry` takes every entry that `is_request` before asking here.
             Incoming::Request(_) => Action::Nothing,
             Incoming::Notification(n) => {
                 if self.config.cancellation && n.method == self.config.cancel_method {

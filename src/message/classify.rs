@@ -370,16 +370,18 @@ impl RawEntry {
         (!self.method.escaped).then(|| (request, self.method.span.of(frame)))
     }
 
-    /// The id and version of a request, read without materializing the entry; `None` for
-    /// anything else.
-    pub(crate) fn request_id<'a>(&self, frame: &'a str) -> Option<(Id<'a>, Version)> {
-        match (self.kind, self.id.valid()) {
-            (Kind::Request, Some((IdKind::Null, _)) | None) => Some((Id::NULL, self.version)),
-            (Kind::Request, Some((kind, span))) => {
-                Some((Id::from_token(kind, span.of(frame)), self.version))
-            }
-            _ => None,
-        }
+    /// True for a request (a call with an id).
+    #[inline]
+    pub(crate) fn is_request(&self) -> bool {
+        matches!(self.kind, Kind::Request)
+    }
+
+    /// The id and version of a request (see [`RawEntry::is_request`]), read without
+    /// materializing the entry.
+    #[inline]
+    pub(crate) fn request_id<'a>(&self, frame: &'a str) -> (Id<'a>, Version) {
+        debug_assert!(self.is_request());
+        (self.id_in(frame), self.version)
     }
 
     /// The id, `null` when absent or invalid.
