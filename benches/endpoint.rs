@@ -1,6 +1,8 @@
 //! Endpoint benches: round trips between two endpoints in one thread (beside a serde_json
 //! floor doing the same parsing and writing by hand), and the cost of expiring one deadline
-//! among 10 and among 100,000 pending requests.
+//! among 10 and among 100,000 pending requests, and calls pipelined between two connection
+//! machines: `n` sent at once, answered in order, read back (the cost per call should not
+//! grow with `n`).
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -132,5 +134,59 @@ fn deadlines(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, round_trips, deadlines);
+/// `n` calls sent at once by one connection machine, answered in order by another, and
+/// their answers read: the time per call, which stays flat as `n` grows when no table
+/// shifts its whole contents per answer.
+fn pipelined(c: &mut Criterion) {
+    use sansrpc::connection::{Config as ConnConfig, Connection, Event as ConnEvent};
+    let mut g = c.benchmark_group("pipelined_calls");
+    g.measurement_time(Duration::from_secs(3))
+        .warm_up_time(Duration::from_secs(1))
+        .sample_size(20);
+    let params = RawValue::from_json("[1,2]").unwrap();
+    let three = RawValue::from_json("3").unwrap();
+    for n in [64u64, 4000] {
+        let mut client = Connection::new(ConnConfig::default(), Instant::ZERO);
+        let mut server = Connection::new(ConnConfig::default(), Instant::ZERO);
+        let (mut wire, mut back) = (Vec::new(), Vec::new());
+        let mut token = 0;
+        g.throughput(Throughput::Elements(n));
+        g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, &n| {
+            b.iter(|| {
+                for _ in 0..n {
+                    token += 1;
+                    let options = RequestOptions::default();
+                    client
+                        .call(token, "add", Some(params), options, Instant::ZERO)
+                        .unwrap();
+                }
+                wire.clear();
+                while client.poll_transmit(&mut wire).is_some() {}
+                let (mut at, mut answered) = (0, 0);
+                while answered < n {
+                    at += server.handle_input(&wire[at..], Instant::ZERO).unwrap();
+                    while let Some(event) = server.poll_event() {
+                        if let ConnEvent::Request { handle, .. } = event {
+                            server.respond(handle, Ok(three));
+                        }
+                    }
+                    back.clear();
+                    while server.poll_transmit(&mut back).is_some() {}
+                    let mut read = 0;
+                    while read < back.len() {
+                        read += client.handle_input(&back[read..], Instant::ZERO).unwrap();
+                        while let Some(event) = client.poll_event() {
+                            if let ConnEvent::Answer { .. } = event {
+                                answered += 1;
+                            }
+                        }
+                    }
+                }
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, round_trips, deadlines, pipelined);
 criterion_main!(benches);

@@ -225,10 +225,15 @@ enum Phase {
 /// Our calls waiting: request id, token, index in its batch, and whether it came in a
 /// batch. Kept sorted by request id (the endpoint numbers our requests in increasing order,
 /// so a new call goes at the end): lookups are binary searches and the steady state
-/// allocates nothing.
+/// allocates nothing. Answers mostly come in that order, so the oldest call is taken by
+/// moving `head` past it, and the vector is compacted once half of it is behind `head`
+/// (removing it in place would move every call still waiting, per answer). A batch's calls
+/// are registered together, so those still waiting sit side by side.
 #[derive(Debug, Default)]
 struct Calls {
     waiting: Vec<(RequestId, u64, usize, bool)>,
+    /// Where the calls still waiting start in `waiting`.
+    head: usize,
 }
 
 impl Calls {
@@ -236,31 +241,61 @@ impl Calls {
         let entry = (id, token, index, batch);
         match self.waiting.last() {
             Some(last) if last.0 > id => {
-                let at = self.waiting.partition_point(|e| e.0 < id);
+                let at = self.head + self.waiting[self.head..].partition_point(|e| e.0 < id);
                 self.waiting.insert(at, entry);
             }
             _ => self.waiting.push(entry),
         }
     }
 
+    /// Where the call `id` is in `waiting`.
+    fn position(&self, id: RequestId) -> Option<usize> {
+        match self.waiting.get(self.head) {
+            Some(first) if first.0 == id => Some(self.head),
+            _ => {
+                let live = &self.waiting[self.head..];
+                let at = live.binary_search_by_key(&id, |e| e.0).ok()?;
+                Some(self.head + at)
+            }
+        }
+    }
+
     fn contains(&self, id: RequestId) -> bool {
-        self.waiting.binary_search_by_key(&id, |e| e.0).is_ok()
+        self.position(id).is_some()
     }
 
     fn len(&self) -> usize {
-        self.waiting.len()
+        self.waiting.len() - self.head
     }
 
     /// The token, index and whether it was the last of its token, of an answered request.
     fn settle(&mut self, id: RequestId) -> Option<(u64, usize, bool)> {
-        let at = self.waiting.binary_search_by_key(&id, |e| e.0).ok()?;
-        let (_, token, index, batch) = self.waiting.remove(at);
-        let last = !batch || !self.waiting.iter().any(|e| e.1 == token);
+        let at = self.position(id)?;
+        let (_, token, index, batch) = self.waiting[at];
+        // The calls of a batch are neighbours: the last of them has none left beside it.
+        let last = !batch || {
+            let before = at.checked_sub(1).filter(|&i| i >= self.head);
+            let same = |i: Option<usize>| i.is_some_and(|i| self.waiting[i].1 == token);
+            !same(before) && !same(Some(at + 1).filter(|&i| i < self.waiting.len()))
+        };
+        if at == self.head {
+            self.head += 1;
+            if self.head == self.waiting.len() {
+                self.clear();
+            } else if self.head >= 32 && self.head * 2 >= self.waiting.len() {
+                self.waiting.drain(..self.head);
+                self.head = 0;
+            }
+        } else {
+            self.waiting.remove(at);
+        }
         Some((token, index, last))
     }
 
     /// Forgets the calls of `token`; their request ids.
     fn forget(&mut self, token: u64) -> Vec<RequestId> {
+        self.waiting.drain(..self.head);
+        self.head = 0;
         let mut ids = Vec::new();
         self.waiting.retain(|e| {
             let keep = e.1 != token;
@@ -274,6 +309,7 @@ impl Calls {
 
     fn clear(&mut self) {
         self.waiting.clear();
+        self.head = 0;
     }
 }
 

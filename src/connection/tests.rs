@@ -172,6 +172,72 @@ fn a_batch_answers_each_call_with_its_index_and_marks_the_last() {
     assert_eq!(client.waiting_calls(), 0);
 }
 
+/// The last answer of a batch is told apart among calls of other tokens waiting on both
+/// sides of it, whatever order the answers come in (the oldest first, or from the middle).
+#[test]
+fn a_batch_between_other_calls_marks_its_last_answer_only() {
+    // The order the server answers in; the answers as they arrive (a batch's array goes
+    // out with its last answer, in the order of its answers): method, token, index, last.
+    type Arrival = (&'static str, u64, usize, bool);
+    let orders: [([&str; 5], [Arrival; 5]); 2] = [
+        (
+            ["c", "b1", "b0", "b2", "a"],
+            [
+                ("c", 3, 0, true),
+                ("b1", 2, 1, false),
+                ("b0", 2, 0, false),
+                ("b2", 2, 2, true),
+                ("a", 1, 0, true),
+            ],
+        ),
+        (
+            ["a", "b0", "b2", "c", "b1"],
+            [
+                ("a", 1, 0, true),
+                ("c", 3, 0, true),
+                ("b0", 2, 0, false),
+                ("b2", 2, 2, false),
+                ("b1", 2, 1, true),
+            ],
+        ),
+    ];
+    for (order, arrivals) in orders {
+        let (mut client, mut server) = pair();
+        let now = Instant::ZERO;
+        let options = RequestOptions::default;
+        client.call(1, "a", None, options(), now).unwrap();
+        let mut batch = client.batch(2, now);
+        for method in ["b0", "b1", "b2"] {
+            batch.call(method, None, options()).unwrap();
+        }
+        assert_eq!(batch.send(), Ok(3));
+        client.call(3, "c", None, options(), now).unwrap();
+        send(&mut client, &mut server, now);
+        let handles: Vec<(IncomingId, String)> = events(&mut server)
+            .into_iter()
+            .map(|s| match s {
+                Seen::Request(h, m, _) => (h, m),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let handle = |method: &str| handles.iter().find(|(_, m)| m == method).unwrap().0;
+        let mut seen = Vec::new();
+        for method in order {
+            server.respond(handle(method), Ok(raw(&alloc::format!("\"{method}\""))));
+            send(&mut server, &mut client, now);
+            seen.extend(events(&mut client));
+        }
+        let expected: Vec<Seen> = arrivals
+            .iter()
+            .map(|&(method, token, index, last)| {
+                Seen::Answer(token, index, Ok(alloc::format!("\"{method}\"")), last)
+            })
+            .collect();
+        assert_eq!(seen, expected);
+        assert_eq!(client.waiting_calls(), 0);
+    }
+}
+
 #[test]
 fn a_deadline_ends_the_call_in_virtual_time() {
     let (mut client, _server) = pair();
@@ -617,4 +683,41 @@ fn a_whole_message_connection_refuses_bytes() {
     c.handle_message(b"{\"jsonrpc\":\"2.0\",\"method\":\"n\"}", Instant::ZERO)
         .unwrap();
     assert_eq!(events(&mut c), vec![Seen::Notification("n".into(), None)]);
+}
+
+/// Calls answered oldest first are taken without moving the rest, and the table compacts
+/// itself: whatever mix of in-order, out-of-order and forgotten calls, it holds exactly the
+/// calls still waiting.
+#[test]
+fn the_calls_table_holds_exactly_the_calls_waiting() {
+    let mut calls = Calls::default();
+    let mut model: Vec<(u64, u64)> = Vec::new();
+    for id in 0..200u64 {
+        // Tokens: one per call, except a batch of three every 50.
+        let token = if id % 50 < 3 { 1_000 + id / 50 } else { id };
+        calls.insert(token, RequestId(id), 0, token >= 1_000);
+        model.push((id, token));
+    }
+    // Oldest first for 120 (past the compaction point), then every third from the back.
+    let mut order: Vec<u64> = (0..120).collect();
+    order.extend((120..200).rev().step_by(3));
+    for id in order {
+        let at = model.iter().position(|e| e.0 == id).unwrap();
+        let (_, token) = model.remove(at);
+        let (got, _, last) = calls.settle(RequestId(id)).unwrap();
+        assert_eq!(got, token);
+        assert_eq!(last, !model.iter().any(|e| e.1 == token));
+        assert!(!calls.contains(RequestId(id)));
+        assert_eq!(calls.len(), model.len());
+    }
+    // 120 were taken from the head: without compaction it would stand at 120.
+    assert!(calls.head < 120, "compacted on the way");
+    for &(id, _) in &model {
+        assert!(calls.contains(RequestId(id)));
+    }
+    let token = model[0].1;
+    assert_eq!(calls.forget(token), vec![RequestId(model[0].0)]);
+    model.remove(0);
+    assert_eq!(calls.len(), model.len());
+    assert_eq!(calls.settle(RequestId(0)), None);
 }

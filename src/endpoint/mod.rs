@@ -32,7 +32,7 @@ pub use guard::{write_refusal, Expiry, RateLimit};
 
 /// The id of a request we sent: the number written as its `id` on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct RequestId(u64);
+pub struct RequestId(pub(crate) u64);
 
 impl RequestId {
     /// The number on the wire.
