@@ -271,6 +271,9 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
         if self.done {
             return Poll::Ready(Ok(()));
         }
+        // The transport said it waits for more input and will wake the task: this poll
+        // does not ask it again.
+        let mut receive_waits = false;
         loop {
             // Registered before the connection drains its hook (with its events), so a wake
             // in between is not lost.
@@ -283,9 +286,13 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             let mut progress = self.poll_commands(cx, now);
             let reading =
                 self.conn.wants_input() && self.server.notifications.len() < self.server.max_queued;
-            if reading {
+            if reading && !receive_waits {
                 match self.transport.poll_receive(cx, &mut self.conn, now) {
                     Poll::Ready(Ok(Received::Data | Received::End)) => progress = true,
+                    Poll::Ready(Ok(Received::Drained)) => {
+                        progress = true;
+                        receive_waits = true;
+                    }
                     Poll::Ready(Ok(Received::Stalled)) | Poll::Pending => {}
                     Poll::Ready(Err(e)) => {
                         let _ = self.finish();

@@ -11,9 +11,15 @@ use sansrpc::Instant;
 
 /// What [`Transport::poll_receive`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Received {
     /// Input reached the endpoint.
     Data,
+    /// Input reached the endpoint, and then the transport found nothing more to read: it
+    /// will wake the task when more comes (as after `Poll::Pending`). The driver does not
+    /// ask it again until then (with [`Data`](Received::Data) it asks again at once, which
+    /// for a WebSocket is a whole read attempt per message that finds nothing).
+    Drained,
     /// Input is waiting but the endpoint took none of it (its events or output are backed
     /// up): the driver drains them before offering it again.
     Stalled,

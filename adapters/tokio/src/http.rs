@@ -145,7 +145,9 @@ impl Transport for HttpPipe {
             return Poll::Ready(Ok(Received::Stalled));
         }
         pipe.taken = true;
-        Poll::Ready(Ok(Received::Data))
+        // One body per exchange: the next comes with a wake.
+        pipe.driver = Some(cx.waker().clone());
+        Poll::Ready(Ok(Received::Drained))
     }
 
     fn poll_transmit(

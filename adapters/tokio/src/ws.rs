@@ -189,7 +189,7 @@ where
                 None => match self.poll_text(cx, conn, now) {
                     Poll::Ready(Ok(text)) => text,
                     Poll::Ready(Err(done)) => return Poll::Ready(done),
-                    Poll::Pending if taken > 0 => return Poll::Ready(Ok(Received::Data)),
+                    Poll::Pending if taken > 0 => return Poll::Ready(Ok(Received::Drained)),
                     Poll::Pending => return Poll::Pending,
                 },
             };
