@@ -779,6 +779,9 @@ impl Connection {
     /// once, here, from the endpoint's entry.
     #[inline]
     fn pass_call(&mut self) -> Option<Event<'_>> {
+        // Asked first, though `poll_call` checks too: falling back to `pass` when it returns
+        // `None` would keep the endpoint borrowed (the borrow checker cannot see that the
+        // `None` borrows nothing). The two checks are inlined into one.
         if !self.endpoint.next_is_call() {
             return self.pass();
         }
@@ -799,6 +802,7 @@ impl Connection {
     /// its answer: built once, here, from the endpoint's entry.
     #[inline]
     fn pass_response(&mut self) -> Option<Event<'_>> {
+        // Asked first for the reason `pass_call` gives.
         if !self.endpoint.next_is_response() {
             return self.pass();
         }
