@@ -37,12 +37,14 @@
 //! ```
 //!
 //! Transports that deliver one message per frame (WebSocket text frames, HTTP bodies)
-//! need no decoder; they check the size with [`check_message`].
+//! need no decoder; they check the size with [`check_message`]. A transport that reads a
+//! WebSocket's raw stream after the handshake frames it with [`websocket`].
 
 mod buffer;
 mod content_length;
 mod newline;
 mod read_size;
+pub mod websocket;
 
 use alloc::vec::Vec;
 use core::fmt;

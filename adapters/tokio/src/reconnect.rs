@@ -124,10 +124,11 @@ pub fn unix(
 
 /// A client WebSocket transport.
 #[cfg(feature = "ws")]
-pub type WsTransport = WebSocket<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+pub type WsTransport = WebSocket<crate::ws::ClientStream>;
 
-/// Opens a WebSocket to `url` (`ws://`) on every attempt, sized by `builder`'s limits, with
-/// `keepalive` pings (a dead peer is detected and reconnected to).
+/// Opens a WebSocket to `url` (`ws://`, or `wss://` with the `tls` feature) on every
+/// attempt, sized by `builder`'s limits, with `keepalive` pings (a dead peer is detected
+/// and reconnected to).
 #[cfg(feature = "ws")]
 pub fn ws(
     url: impl Into<String>,
@@ -135,13 +136,15 @@ pub fn ws(
     keepalive: Option<KeepAlive>,
 ) -> impl FnMut() -> BoxFuture<io::Result<WsTransport>> + Send + 'static {
     let url = url.into();
-    let config = crate::ws::config(&builder.endpoint_config().limits);
+    let limits = builder.endpoint_config().limits;
     move || {
         let url = url.clone();
         async move {
-            let connect = tokio_tungstenite::connect_async_with_config(url, Some(config), true);
-            let (ws, _) = connect.await.map_err(crate::ws::io_error)?;
-            Ok(WebSocket::new(ws, keepalive))
+            #[cfg(feature = "tls")]
+            let opened = crate::ws::open(url, &limits, keepalive, None).await;
+            #[cfg(not(feature = "tls"))]
+            let opened = crate::ws::open(url, &limits, keepalive).await;
+            opened.map_err(crate::ws::io_error)
         }
         .boxed()
     }

@@ -1,31 +1,41 @@
-//! JSON-RPC over WebSocket (tokio-tungstenite): one message per text frame, on the shared
-//! driver.
+//! JSON-RPC over WebSocket: one message per text frame, on the shared driver.
+//!
+//! tokio-tungstenite does the opening handshake; after it the transport reads and writes
+//! the raw stream and frames it with the core's sans-I/O
+//! [`sansrpc::codec::websocket`] codec: a message is unmasked in place in the
+//! read buffer and handed to the connection without a copy, and an answer is framed where
+//! the connection wrote it in the write buffer.
 //!
 //! A binary frame closes the connection with code 1003 (unsupported data), a message over
-//! the endpoint's [`Limits::max_frame_bytes`] with 1009 (too big; tungstenite refuses it
-//! before buffering more than the limit), a protocol violation (unmasked client frame,
+//! the endpoint's [`Limits::max_frame_bytes`] with 1009 (too big; refused from its frame
+//! header, before its payload is buffered), a protocol violation (unmasked client frame,
 //! reserved bits or opcodes, an oversize or fragmented control frame) with 1002, invalid
-//! UTF-8 in a text frame or close reason with 1007. The write buffer is bounded ([`config`]). Pings are answered (tungstenite does it); with a
-//! [`KeepAlive`], a ping goes out every interval and the connection fails if its pong does
-//! not come within the timeout. Calls pending when the socket closes fail with
-//! [`CallError::is_closed`](crate::CallError::is_closed).
+//! UTF-8 in a text message or close reason with 1007. A close frame from the peer is
+//! answered with its own code. Pings are answered (a peer that pings and never reads holds
+//! one pending pong, the newest); with a [`KeepAlive`], a ping goes out every interval and
+//! the connection fails if its pong does not come within the timeout. Calls pending when
+//! the socket closes fail with [`CallError::is_closed`](crate::CallError::is_closed).
 
 use std::future::Future;
+use std::hash::{BuildHasher, RandomState};
 use std::io;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
-use futures::{SinkExt, StreamExt};
+use sansrpc::codec::websocket::{
+    self, encode_close, encode_frame, frame_in_place, Opcode, Role, Step, WsDecoder, WsEvent,
+};
+use sansrpc::codec::ReadSize;
 use sansrpc::connection::Connection as Machine;
 use sansrpc::{Instant, Limits};
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
-use tokio_tungstenite::tungstenite::{Error as WsError, Message, Utf8Bytes};
-use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::error::UrlError;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::Error as WsError;
+use tokio_tungstenite::MaybeTlsStream;
 
 use crate::{Builder, Connection, Origins, Received, ServeOptions, Transport};
 use std::sync::Arc;
@@ -71,98 +81,151 @@ impl Pinger {
     }
 }
 
-/// A WebSocket stream as a message [`Transport`].
+/// What an idle connection keeps for reading and writing: reads start here and grow while
+/// they fill the buffer.
+const SMALL: usize = 4 * 1024;
+
+/// Most bytes read at a time, and bytes buffered for writing before the connection keeps
+/// the rest (a single larger message is still read and written whole).
+const CHUNK: usize = 64 * 1024;
+
+/// Longest HTTP head accepted in the opening handshake.
+const MAX_HEAD: usize = 16 * 1024;
+
+/// A WebSocket connection (after the opening handshake) as a message [`Transport`].
 #[derive(Debug)]
 pub struct WebSocket<S> {
-    ws: WebSocketStream<S>,
-    /// A text message the endpoint refused while backed up, offered again next time.
-    held: Option<Utf8Bytes>,
+    stream: S,
+    decoder: WsDecoder,
+    /// For a client, whose frames are masked: the source of masking keys.
+    masks: Option<Masks>,
+    /// Sized by `size`: small while the traffic is, given back when idle.
+    input: Vec<u8>,
+    size: ReadSize,
+    /// `input[start..end]` was read but not decoded yet.
+    start: usize,
+    end: usize,
+    /// A text message the connection refused while backed up, offered again next time.
+    held: Option<Vec<u8>>,
+    output: Vec<u8>,
+    written: usize,
     unflushed: bool,
-    /// The close frame to send when the driver closes the transport.
-    close: Option<CloseFrame>,
+    /// The payload of the newest ping not answered yet.
+    pong: Option<Vec<u8>>,
+    /// The close frame to send when the driver closes the transport: a code (or none) and
+    /// a reason.
+    close: (Option<u16>, &'static str),
+    close_sent: bool,
     pinger: Option<Pinger>,
+}
+
+/// Masking keys for a client's frames (RFC 6455 §5.3: unpredictable to the page a browser
+/// runs; here, SipHash with a random key over a counter).
+#[derive(Debug)]
+struct Masks {
+    hasher: RandomState,
+    next: u64,
+}
+
+impl Masks {
+    fn key(&mut self) -> [u8; 4] {
+        self.next += 1;
+        let [a, b, c, d, ..] = self.hasher.hash_one(self.next).to_le_bytes();
+        [a, b, c, d]
+    }
 }
 
 impl<S> WebSocket<S>
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
-    /// A transport over an open WebSocket (after the handshake), with an optional
-    /// keep-alive. Configure the stream's sizes with [`config`].
-    pub fn new(ws: WebSocketStream<S>, keepalive: Option<KeepAlive>) -> Self {
+    /// A transport over `stream`, whose opening handshake is done, as the `role` side,
+    /// messages bounded by `limits`' [`max_frame_bytes`](Limits::max_frame_bytes), with an
+    /// optional keep-alive. `read` holds bytes already read past the handshake (frames the
+    /// peer sent right after it), decoded first.
+    pub fn new(
+        stream: S,
+        role: Role,
+        read: Vec<u8>,
+        limits: &Limits,
+        keepalive: Option<KeepAlive>,
+    ) -> Self {
         let pinger = keepalive.map(|config| Pinger {
             config,
             timer: Box::pin(tokio::time::sleep(config.interval)),
             awaiting: false,
             due: false,
         });
+        let masks = (role == Role::Client).then(|| Masks {
+            hasher: RandomState::new(),
+            next: 0,
+        });
+        let end = read.len();
         WebSocket {
-            ws,
+            stream,
+            decoder: WsDecoder::new(role, limits.max_frame_bytes),
+            masks,
+            input: read,
+            size: ReadSize::new(SMALL, CHUNK),
+            start: 0,
+            end,
             held: None,
+            output: Vec::new(),
+            written: 0,
             unflushed: false,
-            close: None,
+            pong: None,
+            close: (None, ""),
+            close_sent: false,
             pinger,
         }
     }
 
-    /// Input ends: the endpoint closes, and `close` (if any) is sent when the driver closes.
+    /// Input ends: the connection is told, and the close frame to send is set.
     fn end(
         &mut self,
         conn: &mut Machine,
         now: Instant,
-        close: Option<(CloseCode, &'static str)>,
-    ) -> io::Result<Received> {
-        self.close = close.map(|(code, reason)| CloseFrame {
-            code,
-            reason: reason.into(),
-        });
+        close: (Option<u16>, &'static str),
+    ) -> Received {
+        self.close = close;
         conn.handle_end_of_input(now);
-        Ok(Received::End)
+        Received::End
     }
 
-    /// The next text message, or how receiving ends (`Err`: the peer closed or broke the
-    /// protocol, the connection told; or an I/O error). Pongs answer the keep-alive; pings
-    /// are answered by tungstenite.
-    fn poll_text(
-        &mut self,
-        cx: &mut Context<'_>,
-        conn: &mut Machine,
-        now: Instant,
-    ) -> Poll<Result<Utf8Bytes, io::Result<Received>>> {
-        loop {
-            let close = match ready!(self.ws.poll_next_unpin(cx)) {
-                Some(Ok(Message::Text(text))) => return Poll::Ready(Ok(text)),
-                Some(Ok(Message::Binary(_))) => {
-                    (CloseCode::Unsupported, "binary frames are not supported")
-                }
-                Some(Ok(Message::Pong(_))) => {
-                    if let Some(p) = self.pinger.as_mut().filter(|p| p.awaiting) {
-                        p.awaiting = false;
-                        let interval = p.config.interval;
-                        p.reset(interval);
-                    }
-                    continue;
-                }
-                // tungstenite queues the pong, written with the next read or write.
-                Some(Ok(Message::Ping(_) | Message::Frame(_))) => continue,
-                Some(Ok(Message::Close(_))) | None => {
-                    return Poll::Ready(Err(self.end(conn, now, None)))
-                }
-                Some(Err(WsError::Capacity(_))) => (CloseCode::Size, "message too big"),
-                // RFC 6455 §7.1.7: fail the connection with the close frame that says why.
-                Some(Err(WsError::Protocol(_))) => (CloseCode::Protocol, "protocol error"),
-                Some(Err(WsError::Utf8(_))) => (CloseCode::Invalid, "invalid UTF-8"),
-                Some(Err(e)) => return Poll::Ready(Err(Err(io_error(e)))),
-            };
-            return Poll::Ready(Err(self.end(conn, now, Some(close))));
+    /// Reads more of the stream so that the frame at `input[start..]` can have `need`
+    /// bytes: `Ok(0)` at end of stream.
+    fn poll_fill(&mut self, cx: &mut Context<'_>, need: usize) -> Poll<io::Result<usize>> {
+        if self.start == self.end {
+            (self.start, self.end) = (0, 0);
+        } else if self.start > 0 && self.start + need > self.input.len() {
+            self.input.copy_within(self.start..self.end, 0);
+            (self.start, self.end) = (0, self.end - self.start);
         }
+        let want = self.size.get().max(need);
+        if self.input.len() < want {
+            // Zero-filled once per size: reads then reuse it.
+            self.input.resize(want, 0);
+        }
+        let mut buf = ReadBuf::new(&mut self.input[self.end..]);
+        if Pin::new(&mut self.stream)
+            .poll_read(cx, &mut buf)?
+            .is_pending()
+        {
+            // Idle with nothing buffered: a quiet connection keeps a small buffer.
+            if self.start == self.end && self.size.idle() {
+                self.input = Vec::new();
+            }
+            return Poll::Pending;
+        }
+        let n = buf.filled().len();
+        self.size.read(n);
+        self.end += n;
+        Poll::Ready(Ok(n))
     }
-}
 
-pub(crate) fn io_error(e: WsError) -> io::Error {
-    match e {
-        WsError::Io(e) => e,
-        other => io::Error::other(other),
+    /// The masking key for the next frame (clients only).
+    fn mask(&mut self) -> Option<[u8; 4]> {
+        self.masks.as_mut().map(Masks::key)
     }
 }
 
@@ -183,33 +246,69 @@ where
         // Every message already received is handed in before the answers are written, so
         // a pipelining peer's answers leave in one flush (the socket has Nagle off).
         let mut taken = 0;
+        let backed_up = |taken| {
+            Poll::Ready(Ok(if taken > 0 {
+                Received::Data
+            } else {
+                Received::Stalled
+            }))
+        };
         loop {
-            let text = match self.held.take() {
-                Some(text) => text,
-                None => match self.poll_text(cx, conn, now) {
-                    Poll::Ready(Ok(text)) => text,
-                    Poll::Ready(Err(done)) => return Poll::Ready(done),
+            if let Some(text) = self.held.take() {
+                if conn.handle_message(&text, now).is_err() {
+                    self.held = Some(text);
+                    return backed_up(taken);
+                }
+                taken += 1;
+            }
+            if taken >= MESSAGES_PER_TURN {
+                return Poll::Ready(Ok(Received::Data));
+            }
+            let step = self.decoder.decode(&mut self.input[self.start..self.end]);
+            let used = match step {
+                Err(fault) => {
+                    let close = (Some(fault.code), fault.reason);
+                    return Poll::Ready(Ok(self.end(conn, now, close)));
+                }
+                Ok(Step::Fragment(used)) => used,
+                Ok(Step::Event(used, WsEvent::Text(text))) => {
+                    if conn.handle_message(text, now).is_err() {
+                        self.held = Some(text.to_vec());
+                        self.start += used;
+                        return backed_up(taken);
+                    }
+                    taken += 1;
+                    used
+                }
+                Ok(Step::Event(used, WsEvent::Ping(payload))) => {
+                    // Answered with the next write; a newer ping replaces it.
+                    let pong = self.pong.get_or_insert_with(Vec::new);
+                    pong.clear();
+                    pong.extend_from_slice(payload);
+                    used
+                }
+                Ok(Step::Event(used, WsEvent::Pong(_))) => {
+                    if let Some(p) = self.pinger.as_mut().filter(|p| p.awaiting) {
+                        p.awaiting = false;
+                        let interval = p.config.interval;
+                        p.reset(interval);
+                    }
+                    used
+                }
+                Ok(Step::Event(used, WsEvent::Close { code, .. })) => {
+                    self.start += used;
+                    // Answered with the peer's own code (RFC 6455 §5.5.1).
+                    return Poll::Ready(Ok(self.end(conn, now, (code, ""))));
+                }
+                Ok(Step::Incomplete(need)) => match self.poll_fill(cx, need) {
+                    Poll::Ready(Ok(0)) => return Poll::Ready(Ok(self.end(conn, now, (None, "")))),
+                    Poll::Ready(Ok(_)) => continue,
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                     Poll::Pending if taken > 0 => return Poll::Ready(Ok(Received::Drained)),
                     Poll::Pending => return Poll::Pending,
                 },
             };
-            match conn.handle_message(text.as_bytes(), now) {
-                Ok(()) => {
-                    taken += 1;
-                    if taken == MESSAGES_PER_TURN {
-                        return Poll::Ready(Ok(Received::Data));
-                    }
-                }
-                Err(_backpressure) => {
-                    self.held = Some(text);
-                    let received = if taken > 0 {
-                        Received::Data
-                    } else {
-                        Received::Stalled
-                    };
-                    return Poll::Ready(Ok(received));
-                }
-            }
+            self.start += used;
         }
     }
 
@@ -228,73 +327,252 @@ where
             }
         }
         loop {
-            let ping = self.pinger.as_ref().is_some_and(|p| p.due);
-            if !ping && conn.buffered_output() == 0 {
-                break;
+            if self.written == self.output.len() {
+                self.output.clear();
+                self.written = 0;
+                if self.output.capacity() > SMALL && !self.unflushed {
+                    // A burst is written: give its buffer back.
+                    self.output = Vec::new();
+                }
+                self.take_output(conn);
             }
-            ready!(self.ws.poll_ready_unpin(cx)).map_err(io_error)?;
-            let message = if ping {
-                if let Some(p) = &mut self.pinger {
-                    p.due = false;
+            if self.written < self.output.len() {
+                let pending = &self.output[self.written..];
+                let n = ready!(Pin::new(&mut self.stream).poll_write(cx, pending))?;
+                if n == 0 {
+                    return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
                 }
-                Message::Ping(Default::default())
-            } else {
-                let mut frame = Vec::new();
-                if conn.poll_transmit(&mut frame).is_none() {
-                    break;
-                }
-                let text = Utf8Bytes::try_from(frame)
-                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-                Message::Text(text)
-            };
-            self.ws.start_send_unpin(message).map_err(io_error)?;
-            self.unflushed = true;
+                self.written += n;
+                self.unflushed = true;
+                continue;
+            }
+            if self.unflushed {
+                ready!(Pin::new(&mut self.stream).poll_flush(cx))?;
+                self.unflushed = false;
+            }
+            return Poll::Ready(Ok(()));
         }
-        if self.unflushed {
-            ready!(self.ws.poll_flush_unpin(cx)).map_err(io_error)?;
-            self.unflushed = false;
-        }
-        Poll::Ready(Ok(()))
     }
 
     fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        if self.close.is_some() {
-            if ready!(self.ws.poll_ready_unpin(cx)).is_ok() {
-                let frame = self.close.take();
-                let _ = self.ws.start_send_unpin(Message::Close(frame));
-            }
-            self.close = None;
+        if !self.close_sent {
+            self.close_sent = true;
+            let (code, reason) = self.close;
+            let mask = self.mask();
+            encode_close(code, reason, mask, &mut self.output);
         }
-        self.ws.poll_close_unpin(cx).map_err(io_error)
+        while self.written < self.output.len() {
+            let pending = &self.output[self.written..];
+            let n = ready!(Pin::new(&mut self.stream).poll_write(cx, pending))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            self.written += n;
+        }
+        ready!(Pin::new(&mut self.stream).poll_flush(cx))?;
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
+
+impl<S> WebSocket<S>
+where
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    /// Fills the empty write buffer: the keep-alive's ping, the pong owed, then the
+    /// connection's messages, each framed where the connection wrote it, up to [`CHUNK`].
+    fn take_output(&mut self, conn: &mut Machine) {
+        if let Some(p) = self.pinger.as_mut().filter(|p| p.due) {
+            p.due = false;
+            let mask = self.mask();
+            encode_frame(Opcode::Ping, &[], mask, &mut self.output);
+        }
+        if let Some(payload) = self.pong.take() {
+            let mask = self.mask();
+            encode_frame(Opcode::Pong, &payload, mask, &mut self.output);
+        }
+        let reserve = websocket::header_len(usize::MAX, self.masks.is_some());
+        while self.output.len() < CHUNK {
+            let start = self.output.len();
+            self.output.resize(start + reserve, 0);
+            if conn.poll_transmit(&mut self.output).is_none() {
+                self.output.truncate(start);
+                break;
+            }
+            let mask = self.mask();
+            frame_in_place(&mut self.output, start, reserve, mask);
+        }
     }
 }
 
 /// Most messages handed in per [`Transport::poll_receive`] before the answers are written.
 const MESSAGES_PER_TURN: usize = 64;
 
-/// tungstenite's config with its message and frame size bounds set to `limits`'
-/// [`max_frame_bytes`](Limits::max_frame_bytes), and its write buffer bounded.
-///
-/// The write buffer holds at most one message of that size plus 64 KiB: automatic pongs
-/// and close answers beyond it wait (the newest pong replacing the last) instead of
-/// growing the buffer for a peer that pings and never reads.
-///
-/// Reads take at most 8 KiB at a time into a buffer that starts at that size (tungstenite's
-/// default is 128 KiB, allocated and zero-filled per connection): a larger message still
-/// arrives whole, its buffer grown for it; a thousand quiet connections cost 8 MiB of read
-/// buffers instead of 128 MiB.
+/// tungstenite's config for the opening handshake, with its message and frame size bounds
+/// set to `limits`' [`max_frame_bytes`](Limits::max_frame_bytes) (after the handshake the
+/// transport frames the stream itself, with the same bound).
 pub fn config(limits: &Limits) -> WebSocketConfig {
-    let write_buffer = 128 * 1024;
-    let max_write_buffer = limits
-        .max_frame_bytes
-        .saturating_add(64 * 1024)
-        .max(write_buffer + 1);
     WebSocketConfig::default()
-        .read_buffer_size(8 * 1024)
+        .read_buffer_size(SMALL)
         .max_message_size(Some(limits.max_frame_bytes))
         .max_frame_size(Some(limits.max_frame_bytes))
-        .write_buffer_size(write_buffer)
-        .max_write_buffer_size(max_write_buffer)
+}
+
+pub(crate) fn io_error(e: WsError) -> io::Error {
+    match e {
+        WsError::Io(e) => e,
+        other => io::Error::other(other),
+    }
+}
+
+/// A stream during the opening handshake: it hands tungstenite the bytes up to the end of
+/// the HTTP head and no further, so the frames a peer sends right behind its head stay
+/// here for the transport ([`HeadOnly::into_parts`]).
+#[derive(Debug)]
+pub(crate) struct HeadOnly<S> {
+    stream: S,
+    buf: Vec<u8>,
+    /// `buf[..pos]` was handed out.
+    pos: usize,
+    /// Where the head ends in `buf`, once its blank line was read.
+    head_end: Option<usize>,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> HeadOnly<S> {
+    pub(crate) fn new(stream: S) -> Self {
+        HeadOnly {
+            stream,
+            buf: Vec::new(),
+            pos: 0,
+            head_end: None,
+        }
+    }
+
+    /// The stream, and what was read past the head.
+    pub(crate) fn into_parts(mut self) -> (S, Vec<u8>) {
+        self.buf.drain(..self.pos);
+        (self.stream, self.buf)
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for HeadOnly<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        out: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        loop {
+            // Past the head (never asked for during a handshake): what is left, then the
+            // stream itself.
+            let limit = match this.head_end {
+                Some(end) if this.pos >= end => this.buf.len(),
+                Some(end) => end,
+                None => this.buf.len(),
+            };
+            if this.pos < limit {
+                let n = (limit - this.pos).min(out.remaining());
+                out.put_slice(&this.buf[this.pos..this.pos + n]);
+                this.pos += n;
+                return Poll::Ready(Ok(()));
+            }
+            if this.head_end.is_some() {
+                return Pin::new(&mut this.stream).poll_read(cx, out);
+            }
+            if this.buf.len() >= MAX_HEAD {
+                let e = "handshake head over 16 KiB";
+                return Poll::Ready(Err(io::Error::new(io::ErrorKind::InvalidData, e)));
+            }
+            let old = this.buf.len();
+            this.buf.resize(old + 4096, 0);
+            let mut read = ReadBuf::new(&mut this.buf[old..]);
+            let polled = Pin::new(&mut this.stream).poll_read(cx, &mut read);
+            let n = read.filled().len();
+            this.buf.truncate(old + n);
+            ready!(polled)?;
+            if n == 0 {
+                return Poll::Ready(Ok(()));
+            }
+            let from = old.saturating_sub(3);
+            this.head_end = this.buf[from..]
+                .windows(4)
+                .position(|w| w == b"\r\n\r\n")
+                .map(|at| from + at + 4);
+        }
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for HeadOnly<S> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+    }
+}
+
+/// A client WebSocket stream: plain TCP, or TLS over it.
+pub type ClientStream = MaybeTlsStream<tokio::net::TcpStream>;
+
+/// Connects to `url` (TLS for `wss://` with `tls`, else refused), does the client side of
+/// the handshake, and returns the transport.
+pub(crate) async fn open(
+    url: impl IntoClientRequest + Unpin,
+    limits: &Limits,
+    keepalive: Option<KeepAlive>,
+    #[cfg(feature = "tls")] tls: Option<Arc<crate::tls::rustls::ClientConfig>>,
+) -> Result<WebSocket<ClientStream>, WsError> {
+    let request = url.into_client_request()?;
+    let uri = request.uri();
+    let host = uri
+        .host()
+        .ok_or(WsError::Url(UrlError::NoHostName))?
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned();
+    let secure = match uri.scheme_str() {
+        Some("ws") => false,
+        Some("wss") => true,
+        _ => return Err(WsError::Url(UrlError::UnsupportedUrlScheme)),
+    };
+    let port = uri.port_u16().unwrap_or(if secure { 443 } else { 80 });
+    let tcp = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
+    tcp.set_nodelay(true)?;
+    let stream = if secure {
+        #[cfg(feature = "tls")]
+        {
+            use tokio_rustls::rustls::pki_types::ServerName;
+            let config = tls.unwrap_or_else(crate::tls::client_config);
+            let name =
+                ServerName::try_from(host).map_err(|_| WsError::Url(UrlError::NoHostName))?;
+            let connector = tokio_rustls::TlsConnector::from(config);
+            MaybeTlsStream::Rustls(connector.connect(name, tcp).await?)
+        }
+        #[cfg(not(feature = "tls"))]
+        return Err(WsError::Url(UrlError::TlsFeatureNotEnabled));
+    } else {
+        MaybeTlsStream::Plain(tcp)
+    };
+    let config = config(limits);
+    let (ws, _) =
+        tokio_tungstenite::client_async_with_config(request, HeadOnly::new(stream), Some(config))
+            .await?;
+    let (stream, read) = ws.into_inner().into_parts();
+    Ok(WebSocket::new(
+        stream,
+        Role::Client,
+        read,
+        limits,
+        keepalive,
+    ))
 }
 
 /// Opens a WebSocket to `url` (`ws://`, or `wss://` with the `tls` feature, trusting the
@@ -312,9 +590,12 @@ pub async fn connect_with(
     builder: Builder,
     keepalive: Option<KeepAlive>,
 ) -> Result<Connection, WsError> {
-    let config = config(&builder.endpoint_config().limits);
-    let (ws, _) = tokio_tungstenite::connect_async_with_config(url, Some(config), true).await?;
-    Ok(crate::spawn(builder, WebSocket::new(ws, keepalive)))
+    let limits = builder.endpoint_config().limits;
+    #[cfg(feature = "tls")]
+    let ws = open(url, &limits, keepalive, None).await?;
+    #[cfg(not(feature = "tls"))]
+    let ws = open(url, &limits, keepalive).await?;
+    Ok(crate::spawn(builder, ws))
 }
 
 /// [`connect`] to a `wss://` URL trusting what `tls` trusts (a private CA, a self-signed
@@ -325,15 +606,9 @@ pub async fn connect_tls(
     builder: Builder,
     tls: std::sync::Arc<crate::tls::rustls::ClientConfig>,
 ) -> Result<Connection, WsError> {
-    let config = config(&builder.endpoint_config().limits);
-    let connector = tokio_tungstenite::Connector::Rustls(tls);
-    let (ws, _) =
-        tokio_tungstenite::connect_async_tls_with_config(url, Some(config), true, Some(connector))
-            .await?;
-    Ok(crate::spawn(
-        builder,
-        WebSocket::new(ws, Some(KeepAlive::default())),
-    ))
+    let limits = builder.endpoint_config().limits;
+    let ws = open(url, &limits, Some(KeepAlive::default()), Some(tls)).await?;
+    Ok(crate::spawn(builder, ws))
 }
 
 /// Serves WebSocket connections on `listener` like [`serve_tcp`](crate::serve_tcp) (each
@@ -375,8 +650,7 @@ pub async fn serve_with(
 /// keep-alive.
 ///
 /// The endpoint's [`frame_timeout`](sansrpc::endpoint::Config::frame_timeout), when set,
-/// also bounds the handshake. A WebSocket frame half received is tungstenite's, not the
-/// endpoint's: it counts as silence, which the
+/// also bounds the handshake. A WebSocket frame half received counts as silence, which the
 /// [`idle_timeout`](sansrpc::endpoint::Config::idle_timeout) ends.
 pub async fn serve_with_options(
     listener: tokio::net::TcpListener,
@@ -386,7 +660,8 @@ pub async fn serve_with_options(
     grace: Duration,
 ) -> io::Result<()> {
     let builder = options.builder(builder);
-    let config = config(&builder.endpoint_config().limits);
+    let limits = builder.endpoint_config().limits;
+    let config = config(&limits);
     let handshake_timeout = builder.endpoint_config().frame_timeout;
     let accept = || async { listener.accept().await.map(crate::no_delay) };
     let origins = Arc::new(options.allowed_origins.clone());
@@ -413,6 +688,7 @@ pub async fn serve_with_options(
             let handshake = async move {
                 #[cfg(feature = "tls")]
                 let stream = crate::tls::accept(tls.as_ref(), stream).await?;
+                let stream = HeadOnly::new(stream);
                 tokio_tungstenite::accept_hdr_async_with_config(stream, check, Some(config))
                     .await
                     .map_err(io_error)
@@ -423,7 +699,14 @@ pub async fn serve_with_options(
                     .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "handshake timed out"))?,
                 None => handshake.await,
             };
-            Ok(WebSocket::new(ws?, keepalive))
+            let (stream, read) = ws?.into_inner().into_parts();
+            Ok(WebSocket::new(
+                stream,
+                Role::Server,
+                read,
+                &limits,
+                keepalive,
+            ))
         }
     };
     crate::serve(
