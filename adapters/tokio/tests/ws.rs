@@ -160,3 +160,161 @@ async fn pending_calls_fail_when_the_server_closes_the_socket() {
     })
     .await;
 }
+
+/// A raw client: the upgrade request for `url`'s server, written by hand.
+fn upgrade_request(addr: &str) -> String {
+    format!(
+        "GET / HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+}
+
+/// Reads from `stream` until `buf` holds the HTTP head, and returns the bytes after it.
+async fn read_head(stream: &mut tokio::net::TcpStream, buf: &mut Vec<u8>) -> Vec<u8> {
+    use tokio::io::AsyncReadExt;
+    loop {
+        if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            assert!(buf.starts_with(b"HTTP/1.1 101"), "{buf:?}");
+            return buf.split_off(at + 4);
+        }
+        let mut chunk = [0u8; 4096];
+        let n = stream.read(&mut chunk).await.unwrap();
+        assert!(n > 0, "closed during the handshake");
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// Reads frames (a server's: unmasked) from `stream`, after what `read` holds, until `want`
+/// events came; `read` keeps what follows them.
+async fn read_events(
+    stream: &mut tokio::net::TcpStream,
+    read: &mut Vec<u8>,
+    want: usize,
+) -> Vec<String> {
+    use sansrpc::codec::websocket::{Role, Step, WsDecoder, WsEvent};
+    use tokio::io::AsyncReadExt;
+    let mut decoder = WsDecoder::new(Role::Client, 1 << 20);
+    let mut seen = Vec::new();
+    while seen.len() < want {
+        let used = match decoder.decode(read).unwrap() {
+            Step::Event(used, event) => {
+                seen.push(match event {
+                    WsEvent::Text(t) => String::from_utf8(t.to_vec()).unwrap(),
+                    WsEvent::Ping(p) => format!("ping {}", String::from_utf8_lossy(p)),
+                    WsEvent::Pong(p) => format!("pong {}", String::from_utf8_lossy(p)),
+                    WsEvent::Close { code, .. } => format!("close {code:?}"),
+                });
+                used
+            }
+            Step::Fragment(used) => used,
+            Step::Incomplete(_) => {
+                let mut chunk = [0u8; 4096];
+                let n = stream.read(&mut chunk).await.unwrap();
+                assert!(n > 0, "closed after {seen:?}");
+                read.extend_from_slice(&chunk[..n]);
+                continue;
+            }
+        };
+        read.drain(..used);
+    }
+    seen
+}
+
+/// A masked client frame with any first byte (fin, opcode).
+fn client_frame(b0: u8, payload: &[u8]) -> Vec<u8> {
+    use sansrpc::codec::websocket::{encode_frame, Opcode};
+    let mut out = Vec::new();
+    encode_frame(Opcode::Text, payload, Some([9, 8, 7, 6]), &mut out);
+    out[0] = b0;
+    out
+}
+
+#[tokio::test]
+async fn frames_sent_right_behind_the_upgrade_request_are_answered() {
+    use tokio::io::AsyncWriteExt;
+    within(LIMIT, async {
+        let (url, stop, _task) = server(Builder::new(), None).await;
+        let addr = url.trim_start_matches("ws://").to_owned();
+        let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        // The head, a call, a ping, and a call in two fragments with a ping between them:
+        // one write, so the server reads them all with its handshake.
+        let mut wire = upgrade_request(&addr).into_bytes();
+        wire.extend(client_frame(
+            0x81,
+            br#"{"jsonrpc":"2.0","id":1,"method":"add","params":{"a":1,"b":2}}"#,
+        ));
+        wire.extend(client_frame(0x89, b"hello"));
+        wire.extend(client_frame(0x01, br#"{"jsonrpc":"2.0","id":2,"#));
+        wire.extend(client_frame(0x89, b"again"));
+        wire.extend(client_frame(
+            0x80,
+            br#""method":"add","params":{"a":3,"b":4}}"#,
+        ));
+        stream.write_all(&wire).await.unwrap();
+        let mut head = Vec::new();
+        let read = read_head(&mut stream, &mut head).await;
+        // Events until both answers came; pongs carry their ping's payload, and the newest
+        // ping is answered (an older one's pong may be replaced by it).
+        let mut answers = Vec::new();
+        let mut pongs = Vec::new();
+        let mut read = read;
+        while answers.len() < 2 {
+            let event = read_events(&mut stream, &mut read, 1).await;
+            let event = event.into_iter().next().unwrap();
+            if event.starts_with("pong") {
+                pongs.push(event);
+            } else {
+                answers.push(event);
+            }
+        }
+        answers.sort();
+        assert_eq!(
+            answers,
+            [
+                r#"{"jsonrpc":"2.0","result":3.0,"id":1}"#,
+                r#"{"jsonrpc":"2.0","result":7.0,"id":2}"#
+            ]
+        );
+        assert!(pongs.iter().all(|p| p == "pong hello" || p == "pong again"));
+        let _ = stop.send(());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_ping_is_answered_with_its_payload_and_a_close_with_its_code() {
+    use tokio::io::AsyncWriteExt;
+    within(LIMIT, async {
+        let (url, stop, _task) = server(Builder::new(), None).await;
+        let addr = url.trim_start_matches("ws://").to_owned();
+        let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        stream
+            .write_all(upgrade_request(&addr).as_bytes())
+            .await
+            .unwrap();
+        let mut head = Vec::new();
+        let mut read = read_head(&mut stream, &mut head).await;
+        // The accept key RFC 6455 §1.3 gives for this request's key.
+        let head = String::from_utf8(head).unwrap();
+        assert!(head.contains("s3pPLMBiTxaQ9kYGzzhZRbK+xOo="), "{head}");
+        stream
+            .write_all(&client_frame(0x89, b"are you there"))
+            .await
+            .unwrap();
+        let seen = read_events(&mut stream, &mut read, 1).await;
+        assert_eq!(seen, ["pong are you there"]);
+        stream
+            .write_all(&client_frame(0x88, &[0x0F, 0xA0])) // 4000
+            .await
+            .unwrap();
+        let seen = read_events(&mut stream, &mut read, 1).await;
+        assert_eq!(seen, ["close Some(4000)"]);
+        // Then the server closes the TCP connection.
+        use tokio::io::AsyncReadExt;
+        let mut rest = Vec::new();
+        stream.read_to_end(&mut rest).await.unwrap();
+        assert!(rest.is_empty());
+        let _ = stop.send(());
+    })
+    .await;
+}
