@@ -335,22 +335,11 @@ where
                     self.output = Vec::new();
                 }
                 self.take_output(conn);
-            }
-            if self.written < self.output.len() {
-                let pending = &self.output[self.written..];
-                let n = ready!(Pin::new(&mut self.stream).poll_write(cx, pending))?;
-                if n == 0 {
-                    return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+                if self.output.is_empty() {
+                    return self.poll_flushed(cx);
                 }
-                self.written += n;
-                self.unflushed = true;
-                continue;
             }
-            if self.unflushed {
-                ready!(Pin::new(&mut self.stream).poll_flush(cx))?;
-                self.unflushed = false;
-            }
-            return Poll::Ready(Ok(()));
+            ready!(self.poll_write_out(cx))?;
         }
     }
 
@@ -361,15 +350,8 @@ where
             let mask = self.mask();
             encode_close(code, reason, mask, &mut self.output);
         }
-        while self.written < self.output.len() {
-            let pending = &self.output[self.written..];
-            let n = ready!(Pin::new(&mut self.stream).poll_write(cx, pending))?;
-            if n == 0 {
-                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
-            }
-            self.written += n;
-        }
-        ready!(Pin::new(&mut self.stream).poll_flush(cx))?;
+        ready!(self.poll_write_out(cx))?;
+        ready!(self.poll_flushed(cx))?;
         Pin::new(&mut self.stream).poll_shutdown(cx)
     }
 }
@@ -378,6 +360,29 @@ impl<S> WebSocket<S>
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
+    /// Writes all of the write buffer (not flushed yet).
+    fn poll_write_out(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while self.written < self.output.len() {
+            let pending = &self.output[self.written..];
+            let n = ready!(Pin::new(&mut self.stream).poll_write(cx, pending))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            self.written += n;
+            self.unflushed = true;
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// Flushes what was written.
+    fn poll_flushed(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.unflushed {
+            ready!(Pin::new(&mut self.stream).poll_flush(cx))?;
+            self.unflushed = false;
+        }
+        Poll::Ready(Ok(()))
+    }
+
     /// Fills the empty write buffer: the keep-alive's ping, the pong owed, then the
     /// connection's messages, each framed where the connection wrote it, up to [`CHUNK`].
     fn take_output(&mut self, conn: &mut Machine) {
