@@ -201,7 +201,10 @@ where
             self.input.copy_within(self.start..self.end, 0);
             (self.start, self.end) = (0, self.end - self.start);
         }
-        let want = self.size.get().max(need);
+        // Room for the frame, but at most a chunk past what has arrived: a header that
+        // declares a large message costs memory only as its bytes come.
+        let need = self.start + need;
+        let want = self.size.get().max(need.min(self.end + CHUNK));
         if self.input.len() < want {
             // Zero-filled once per size: reads then reuse it.
             self.input.resize(want, 0);
@@ -211,8 +214,9 @@ where
             .poll_read(cx, &mut buf)?
             .is_pending()
         {
-            // Idle with nothing buffered: a quiet connection keeps a small buffer.
-            if self.start == self.end && self.size.idle() {
+            // Idle with nothing buffered: a quiet connection keeps a small buffer (and one
+            // that just took a large message gives it back).
+            if self.start == self.end && (self.size.idle() || self.input.len() > SMALL) {
                 self.input = Vec::new();
             }
             return Poll::Pending;
@@ -246,6 +250,8 @@ where
         // Every message already received is handed in before the answers are written, so
         // a pipelining peer's answers leave in one flush (the socket has Nagle off).
         let mut taken = 0;
+        // Control frames and fragments count too: a ping flood yields like a message flood.
+        let mut frames = 0;
         let backed_up = |taken| {
             Poll::Ready(Ok(if taken > 0 {
                 Received::Data
@@ -261,7 +267,7 @@ where
                 }
                 taken += 1;
             }
-            if taken >= MESSAGES_PER_TURN {
+            if taken >= MESSAGES_PER_TURN || frames >= 4 * MESSAGES_PER_TURN {
                 return Poll::Ready(Ok(Received::Data));
             }
             let step = self.decoder.decode(&mut self.input[self.start..self.end]);
@@ -309,6 +315,7 @@ where
                 },
             };
             self.start += used;
+            frames += 1;
         }
     }
 

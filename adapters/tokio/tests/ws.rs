@@ -318,3 +318,41 @@ async fn a_ping_is_answered_with_its_payload_and_a_close_with_its_code() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_large_message_arriving_over_many_reads_is_answered_and_the_next_one_too() {
+    use tokio::io::AsyncWriteExt;
+    within(LIMIT, async {
+        let (url, stop, _task) = server(Builder::new(), None).await;
+        let addr = url.trim_start_matches("ws://").to_owned();
+        let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        stream
+            .write_all(upgrade_request(&addr).as_bytes())
+            .await
+            .unwrap();
+        let mut head = Vec::new();
+        let mut read = read_head(&mut stream, &mut head).await;
+        // Five times the largest read (64 KiB: the server takes it in many reads, its
+        // buffer growing as the bytes come), then a small call.
+        let big = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"add","params":{{"a":1,"b":2,"pad":"{}"}}}}"#,
+            "x".repeat(320 * 1024)
+        );
+        stream
+            .write_all(&client_frame(0x81, big.as_bytes()))
+            .await
+            .unwrap();
+        let small = br#"{"jsonrpc":"2.0","id":2,"method":"add","params":{"a":3,"b":4}}"#;
+        stream.write_all(&client_frame(0x81, small)).await.unwrap();
+        let seen = read_events(&mut stream, &mut read, 2).await;
+        assert_eq!(
+            seen,
+            [
+                r#"{"jsonrpc":"2.0","result":3.0,"id":1}"#,
+                r#"{"jsonrpc":"2.0","result":7.0,"id":2}"#
+            ]
+        );
+        let _ = stop.send(());
+    })
+    .await;
+}
