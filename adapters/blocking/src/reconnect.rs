@@ -400,10 +400,14 @@ impl Shared {
         inner.rc.call_lost(token, idempotent)
     }
 
-    /// Publishes the reconnector's state to the callers.
+    /// Publishes the reconnector's state to the callers. `Closed` is published by the
+    /// supervisor on the action that ends it ([`Action::GiveUp`] records why first), so a
+    /// caller that sees the client closed also sees why.
     fn follow(&self, inner: &mut Inner) {
         let state = inner.rc.state();
-        self.set(inner, state);
+        if state != State::Closed {
+            self.set(inner, state);
+        }
     }
 }
 
@@ -484,7 +488,11 @@ fn supervise(shared: &Shared) {
                 shared.set(&mut inner, State::Closed);
                 break;
             }
-            Some(Action::Closed) => break,
+            Some(Action::Closed) => {
+                let mut inner = shared.lock();
+                shared.set(&mut inner, State::Closed);
+                break;
+            }
             // An attempt past the connect timeout: the connector already gave up on it.
             Some(_) => {}
             None => {
