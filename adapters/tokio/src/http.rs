@@ -6,8 +6,9 @@
 //! when the body held no request (notifications only: answered once their handlers are
 //! dispatched, not when they finish). HTTP/1.1 answers one request at a time per
 //! connection, so ids from different exchanges never meet, and nothing is built or timed
-//! per request: the machine leaves idle and partial-body limits to hyper and arms no timer;
-//! a handler's time limit is armed only when the driver has taken the body and not answered
+//! per request: the machine arms no timer; the head timeout is one timer per connection,
+//! moved only when it fires; a body's time limit is armed only when the body did not come
+//! with its head, and a handler's only when the driver has taken the body and not answered
 //! (an asynchronous handler), not for a handler that answers at once. The client
 //! sends one call, notification or batch per POST and feeds the response body back to its
 //! endpoint.
@@ -88,6 +89,11 @@ struct Pipe {
     driver: Option<Waker>,
     /// The driver ended (it failed): exchanges are answered 500.
     gone: bool,
+    /// A request's head has come and its answer is not yet given back to hyper.
+    in_exchange: bool,
+    /// When the last exchange ended (or the connection opened): the next request's head
+    /// is due within the head timeout from then.
+    idle_since: Option<tokio::time::Instant>,
 }
 
 impl Pipe {
@@ -190,6 +196,51 @@ async fn within<F: Future>(limit: Option<Duration>, future: F) -> Option<F::Outp
     }
 }
 
+/// An exchange under way on a connection (from its head to its answer): while one is,
+/// the head timeout does not apply; when it ends, the next head is due within the timeout.
+struct InExchange(Shared);
+
+impl InExchange {
+    fn begin(conn: &Shared) -> Self {
+        lock(conn).in_exchange = true;
+        InExchange(conn.clone())
+    }
+}
+
+impl Drop for InExchange {
+    fn drop(&mut self) {
+        let mut pipe = lock(&self.0);
+        pipe.in_exchange = false;
+        pipe.idle_since = Some(tokio::time::Instant::now());
+    }
+}
+
+/// Closes a connection whose next request head does not come within `limit` of the end of
+/// its last exchange (or of its opening): a slowloris sending a head a byte at a time, or
+/// a kept-alive connection left idle. One timer per connection, moved only when it fires
+/// (at most once per `limit` while requests flow), instead of one armed for every head.
+async fn head_timeout(conn: &Shared, limit: Duration) {
+    let opened = tokio::time::Instant::now();
+    let sleep = tokio::time::sleep_until(opened + limit);
+    let mut sleep = std::pin::pin!(sleep);
+    loop {
+        sleep.as_mut().await;
+        let now = tokio::time::Instant::now();
+        let due = {
+            let pipe = lock(conn);
+            if pipe.in_exchange {
+                now + limit
+            } else {
+                pipe.idle_since.unwrap_or(opened) + limit
+            }
+        };
+        if due <= now {
+            return;
+        }
+        sleep.as_mut().reset(due);
+    }
+}
+
 /// The driver ended before it answered.
 struct Gone;
 
@@ -266,6 +317,7 @@ struct Serving {
 
 /// Answers one HTTP request, with CORS when configured.
 async fn answer(request: Request<Incoming>, serving: Arc<Serving>, conn: Shared) -> Answer {
+    let _exchange = InExchange::begin(&conn);
     let Some(origins) = &serving.cors else {
         return exchange(request, &serving, &conn).await;
     };
@@ -429,9 +481,10 @@ pub async fn serve_with(
 ///
 /// The endpoint config's timeouts bound slow clients: a request head must arrive within
 /// the shorter of [`frame_timeout`](sansrpc::endpoint::Config::frame_timeout) and
-/// [`idle_timeout`](sansrpc::endpoint::Config::idle_timeout) (hyper's header read timeout,
-/// which also closes a keep-alive connection waiting that long for its next request), and
-/// a body within `frame_timeout` (else `408` and the connection is closed).
+/// [`idle_timeout`](sansrpc::endpoint::Config::idle_timeout), counted from the end of the
+/// connection's last exchange (or its opening), so a keep-alive connection waiting that long
+/// for its next request is closed as well; a body within `frame_timeout` (else `408` and the
+/// connection is closed).
 pub async fn serve_with_options(
     listener: tokio::net::TcpListener,
     builder: Builder,
@@ -504,18 +557,23 @@ pub async fn serve_with_options(
                             answer(request, serving.clone(), exchanges.clone())
                                 .map(Ok::<_, Infallible>)
                         });
-                        let mut http = hyper::server::conn::http1::Builder::new();
-                        if let Some(limit) = head_timeout {
-                            http.timer(hyper_util::rt::TokioTimer::new())
-                                .header_read_timeout(limit);
-                        }
+                        // No timer for hyper: it would arm one for every request head.
+                        let http = hyper::server::conn::http1::Builder::new();
                         let connection = http.serve_connection(TokioIo::new(stream), service);
                         let mut connection = std::pin::pin!(connection);
                         let mut driver = std::pin::pin!(driver);
+                        let late = async {
+                            match head_timeout {
+                                Some(limit) => self::head_timeout(&pipe, limit).await,
+                                None => std::future::pending().await,
+                            }
+                        };
+                        let mut late = std::pin::pin!(late);
                         let (mut driving, mut draining) = (true, false);
                         loop {
                             tokio::select! {
                                 _ = connection.as_mut() => return,
+                                () = late.as_mut() => return,
                                 _ = driver.as_mut(), if driving => {
                                     driving = false;
                                     let mut pipe = lock(&pipe);

@@ -390,6 +390,48 @@ async fn an_http_slowloris_is_dropped_at_the_timeout() {
     .await;
 }
 
+/// The head timeout counts from the end of the connection's last exchange, not from its
+/// opening, and does not cut an exchange under way: a kept-alive connection used for
+/// longer than the timeout stays open, a body that comes after the timeout would have
+/// fired (but within its own limit) is answered, and only idling closes the connection.
+#[tokio::test]
+async fn the_http_head_timeout_counts_from_the_last_exchange() {
+    within(LIMIT, async {
+        let limit = Duration::from_secs(2);
+        let mut config = Config::default();
+        config.frame_timeout = Some(limit);
+        let server = start(Kind::Http, ServeOptions::default(), config).await;
+        let request = format!(
+            "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{CALL}",
+            CALL.len()
+        );
+        let answered = |response: String| {
+            assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+            assert!(response.ends_with(r#"{"jsonrpc":"2.0","result":3.0,"id":1}"#));
+        };
+        let mut kept = TcpStream::connect(server.addr).await.unwrap();
+        let opened = Instant::now();
+        // Exchanges a quarter of the limit apart, for one and a half times the limit.
+        while opened.elapsed() < limit * 3 / 2 {
+            kept.write_all(request.as_bytes()).await.unwrap();
+            answered(read_response(&mut kept).await);
+            tokio::time::sleep(limit / 4).await;
+        }
+        // A head well within the limit, its body after the head timer would have fired.
+        tokio::time::sleep(limit * 3 / 10).await;
+        let (head, body) = request.split_at(request.len() - CALL.len());
+        kept.write_all(head.as_bytes()).await.unwrap();
+        tokio::time::sleep(limit * 7 / 10).await;
+        kept.write_all(body.as_bytes()).await.unwrap();
+        answered(read_response(&mut kept).await);
+        // Then idle: closed once the limit has passed since that exchange.
+        let idle = Instant::now();
+        assert_eq!(read_to_close(&mut kept).await, "");
+        assert!(idle.elapsed() >= limit);
+    })
+    .await;
+}
+
 #[cfg(unix)]
 #[tokio::test]
 async fn a_unix_socket_flood_beyond_the_limit_is_refused() {
