@@ -6,8 +6,8 @@
 //! when the body held no request (notifications only: answered once their handlers are
 //! dispatched, not when they finish). HTTP/1.1 answers one request at a time per
 //! connection, so ids from different exchanges never meet, and nothing is built or timed
-//! per request: the machine arms no timer; the head timeout is one timer per connection,
-//! moved only when it fires; a body's time limit is armed only when the body did not come
+//! per request: the machine arms no timer; the head and write-stall timeouts are one timer
+//! per connection, moved only when it fires; a body's time limit is armed only when the body did not come
 //! with its head, and a handler's only when the driver has taken the body and not answered
 //! (an asynchronous handler), not for a handler that answers at once. The client
 //! sends one call, notification or batch per POST and feeds the response body back to its
@@ -94,6 +94,8 @@ struct Pipe {
     /// When the last exchange ended (or the connection opened): the next request's head
     /// is due within the head timeout from then.
     idle_since: Option<tokio::time::Instant>,
+    /// Since when an answer has waited to be written with no byte taken by the peer.
+    write_blocked_since: Option<tokio::time::Instant>,
 }
 
 impl Pipe {
@@ -215,29 +217,116 @@ impl Drop for InExchange {
     }
 }
 
-/// Closes a connection whose next request head does not come within `limit` of the end of
-/// its last exchange (or of its opening): a slowloris sending a head a byte at a time, or
-/// a kept-alive connection left idle. One timer per connection, moved only when it fires
-/// (at most once per `limit` while requests flow), instead of one armed for every head.
-async fn head_timeout(conn: &Shared, limit: Duration) {
+/// The connection's own time limits, outside the connection machine (which does not see
+/// the socket): `head` for the next request head, counted from the end of the last exchange
+/// (or the opening), so a slowloris sending a head a byte at a time and a kept-alive
+/// connection left idle are closed; `stall` for an answer no byte of which the peer takes
+/// (a peer that sends and never reads). Resolves when the connection is to be closed. One
+/// timer per connection, moved only when it fires (at most once per limit while requests
+/// flow), instead of one armed for every head.
+async fn limits(conn: &Shared, head: Option<Duration>, stall: Option<Duration>) {
+    let Some(period) = head.into_iter().chain(stall).min() else {
+        return std::future::pending().await;
+    };
     let opened = tokio::time::Instant::now();
-    let sleep = tokio::time::sleep_until(opened + limit);
+    let sleep = tokio::time::sleep_until(opened + period);
     let mut sleep = std::pin::pin!(sleep);
     loop {
         sleep.as_mut().await;
         let now = tokio::time::Instant::now();
         let due = {
             let pipe = lock(conn);
-            if pipe.in_exchange {
-                now + limit
-            } else {
-                pipe.idle_since.unwrap_or(opened) + limit
+            match (pipe.write_blocked_since, stall, head) {
+                (Some(since), Some(stall), _) => since + stall,
+                (Some(_), None, _) => now + period,
+                (None, _, _) if pipe.in_exchange => now + period,
+                (None, _, Some(head)) => pipe.idle_since.unwrap_or(opened) + head,
+                (None, _, None) => now + period,
             }
         };
         if due <= now {
             return;
         }
         sleep.as_mut().reset(due);
+    }
+}
+
+/// The connection's socket, telling the [`Pipe`] when a write waits for the peer to read
+/// and when it goes on (the lock is taken only on those changes, not on every write).
+struct Watched<S> {
+    io: S,
+    conn: Shared,
+    blocked: bool,
+}
+
+impl<S> Watched<S> {
+    fn note<T>(&mut self, result: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        match (&result, self.blocked) {
+            (Poll::Pending, false) => {
+                self.blocked = true;
+                lock(&self.conn).write_blocked_since = Some(tokio::time::Instant::now());
+            }
+            (Poll::Ready(_), true) => {
+                self.blocked = false;
+                let mut pipe = lock(&self.conn);
+                pipe.write_blocked_since = None;
+                // The last answer is still on its way: the next head is due from now.
+                if !pipe.in_exchange {
+                    pipe.idle_since = Some(tokio::time::Instant::now());
+                }
+            }
+            _ => {}
+        }
+        result
+    }
+}
+
+impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Watched<S> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Watched<S> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let result = std::pin::Pin::new(&mut self.io).poll_write(cx, buf);
+        self.note(result)
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let result = std::pin::Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        self.note(result)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        let result = std::pin::Pin::new(&mut self.io).poll_flush(cx);
+        self.note(result)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_shutdown(cx)
     }
 }
 
@@ -484,7 +573,9 @@ pub async fn serve_with(
 /// [`idle_timeout`](sansrpc::endpoint::Config::idle_timeout), counted from the end of the
 /// connection's last exchange (or its opening), so a keep-alive connection waiting that long
 /// for its next request is closed as well; a body within `frame_timeout` (else `408` and the
-/// connection is closed).
+/// connection is closed). A connection whose answer the peer takes no byte of for
+/// [`write_stall_timeout`](sansrpc::endpoint::Config::write_stall_timeout) (a peer that
+/// sends and never reads) is closed.
 pub async fn serve_with_options(
     listener: tokio::net::TcpListener,
     builder: Builder,
@@ -498,6 +589,7 @@ pub async fn serve_with_options(
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
+    let write_stall = config.write_stall_timeout;
     let max_age = options.cors_max_age.as_secs().to_string();
     let mut quiet = builder.endpoint_config().clone();
     (
@@ -559,15 +651,15 @@ pub async fn serve_with_options(
                         });
                         // No timer for hyper: it would arm one for every request head.
                         let http = hyper::server::conn::http1::Builder::new();
+                        let stream = Watched {
+                            io: stream,
+                            conn: pipe.clone(),
+                            blocked: false,
+                        };
                         let connection = http.serve_connection(TokioIo::new(stream), service);
                         let mut connection = std::pin::pin!(connection);
                         let mut driver = std::pin::pin!(driver);
-                        let late = async {
-                            match head_timeout {
-                                Some(limit) => self::head_timeout(&pipe, limit).await,
-                                None => std::future::pending().await,
-                            }
-                        };
+                        let late = limits(&pipe, head_timeout, write_stall);
                         let mut late = std::pin::pin!(late);
                         let (mut driving, mut draining) = (true, false);
                         loop {

@@ -432,6 +432,76 @@ async fn the_http_head_timeout_counts_from_the_last_exchange() {
     .await;
 }
 
+/// An HTTP peer that sends requests and never reads the answers is closed once an answer
+/// has waited the write-stall timeout with no byte taken (without it, the connection would
+/// be held for good), and the server goes on serving others.
+#[tokio::test]
+async fn an_http_peer_that_never_reads_is_closed_at_the_write_stall_timeout() {
+    within(LIMIT, async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        const BIG: usize = 1 << 20;
+        let mut router = calculator();
+        router
+            .sync()
+            .raw_method("big", |_, out| {
+                out.push(b'"');
+                out.resize(out.len() + BIG, b'x');
+                out.push(b'"');
+                Ok(())
+            })
+            .unwrap();
+        let mut config = Config::default();
+        config.write_stall_timeout = Some(Duration::from_millis(500));
+        let (_stop, stopped) = oneshot::channel::<()>();
+        let builder = Builder::new().config(config).router(router);
+        let shutdown = async move {
+            let _ = stopped.await;
+        };
+        let options = ServeOptions::default();
+        tokio::spawn(http::serve_with_options(
+            listener,
+            builder,
+            options,
+            shutdown,
+            Duration::from_secs(1),
+        ));
+        // 64 answers of 1 MiB asked for, far more than the socket buffers hold; none read.
+        let mut greedy = TcpStream::connect(addr).await.unwrap();
+        let call = r#"{"jsonrpc":"2.0","id":1,"method":"big"}"#;
+        let request = format!(
+            "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{call}",
+            call.len()
+        );
+        for _ in 0..64 {
+            greedy.write_all(request.as_bytes()).await.unwrap();
+        }
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        // What the buffers held comes, then the end: not all 64 answers.
+        let mut received = 0;
+        let mut buf = vec![0u8; 1 << 16];
+        let drained = async {
+            loop {
+                match greedy.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => received += n,
+                }
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(20), drained)
+            .await
+            .expect("the server did not close the connection");
+        assert!(received < 64 * BIG, "all {received} bytes came");
+        // Others are served.
+        let (status, _, body) = http_exchange(addr, &post("https://app.example", CALL)).await;
+        assert_eq!(
+            (status, body.as_str()),
+            (200, r#"{"jsonrpc":"2.0","result":3.0,"id":1}"#)
+        );
+    })
+    .await;
+}
+
 #[cfg(unix)]
 #[tokio::test]
 async fn a_unix_socket_flood_beyond_the_limit_is_refused() {
