@@ -49,11 +49,16 @@ fn example(name: &str) -> PathBuf {
 /// Runs `client` (a command taking the server command as its last argument) against the
 /// example with its output teed to a file; checks what the client and the server's output
 /// say.
+///
+/// Each line goes to the file before it goes on to the client, so whatever the client has
+/// seen is in the file even when the client ends the pipeline (the SDKs stop the server's
+/// shell when they close) right after the last answer: with `tee`, which writes to its
+/// standard output first, that last line was at times missing from the file.
 fn drive(who: &str, mut client: Command) {
     let wire = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("mcp-{who}-wire.log"));
     let _ = std::fs::remove_file(&wire);
     let server = format!(
-        "'{}' | tee '{}'",
+        "'{}' | while IFS= read -r line; do printf '%s\\n' \"$line\" >> '{}'; printf '%s\\n' \"$line\"; done",
         example("mcp_server").display(),
         wire.display()
     );
