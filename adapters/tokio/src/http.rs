@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{ready, Context, Poll, Waker};
 use std::time::Duration;
 
+use bytes::BytesMut;
 use futures::FutureExt;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Body, Bytes, Incoming};
@@ -45,8 +46,8 @@ pub use hyper;
 
 type Answer = Response<Full<Bytes>>;
 
-fn reply(status: StatusCode, body: Option<Vec<u8>>) -> Answer {
-    let mut response = Response::new(Full::new(Bytes::from(body.unwrap_or_default())));
+fn reply(status: StatusCode, body: Option<Bytes>) -> Answer {
+    let mut response = Response::new(Full::new(body.unwrap_or_default()));
     *response.status_mut() = status;
     response
 }
@@ -82,7 +83,7 @@ struct Pipe {
     /// An exchange waits for its answer (until it is given, or the exchange gives up).
     waiting: bool,
     /// The answer given to the waiting exchange: a frame, or none (`204`).
-    answer: Option<Option<Vec<u8>>>,
+    answer: Option<Option<Bytes>>,
     /// The waiting exchange's waker, to hand it its answer.
     exchange: Option<Waker>,
     /// The driver's waker, to hand it a body.
@@ -100,7 +101,7 @@ struct Pipe {
 
 impl Pipe {
     /// Gives the waiting exchange its answer.
-    fn give(&mut self, answer: Option<Vec<u8>>) {
+    fn give(&mut self, answer: Option<Bytes>) {
         self.waiting = false;
         self.taken = false;
         self.answer = Some(answer);
@@ -123,7 +124,17 @@ impl Pipe {
 /// the one frame it causes (a response, a batch's array, a parse error) the HTTP answer.
 /// Frames with no exchange waiting for them (an answer that came after its exchange gave
 /// up) are dropped.
-struct HttpPipe(Shared);
+struct HttpPipe {
+    pipe: Shared,
+    /// Where the connection writes each frame.
+    frame: Vec<u8>,
+    /// Where an answer is copied to be handed to hyper: once hyper has written and dropped
+    /// the last one, the same allocation takes the next (small answers cost no allocation).
+    answers: BytesMut,
+}
+
+/// An answer at least this long is handed to hyper as it is, not copied.
+const MOVED_ANSWER: usize = 4096;
 
 /// The [`Pipe`] of one HTTP connection.
 type Shared = Arc<Mutex<Pipe>>;
@@ -143,7 +154,7 @@ impl Transport for HttpPipe {
         conn: &mut Connection,
         now: Instant,
     ) -> Poll<io::Result<Received>> {
-        let mut pipe = lock(&self.0);
+        let mut pipe = lock(&self.pipe);
         let Some(body) = pipe.body.take() else {
             pipe.driver = Some(cx.waker().clone());
             return Poll::Pending;
@@ -163,11 +174,21 @@ impl Transport for HttpPipe {
         _: &mut Context<'_>,
         conn: &mut Connection,
     ) -> Poll<io::Result<()>> {
-        let mut pipe = lock(&self.0);
-        let mut frame = Vec::new();
-        while conn.poll_transmit(&mut frame).is_some() {
+        let HttpPipe {
+            pipe,
+            frame,
+            answers,
+        } = self;
+        let mut pipe = lock(pipe);
+        while conn.poll_transmit(frame).is_some() {
             if pipe.waiting {
-                pipe.give(Some(std::mem::take(&mut frame)));
+                let answer = if frame.len() >= MOVED_ANSWER {
+                    Bytes::from(std::mem::take(frame))
+                } else {
+                    answers.extend_from_slice(frame);
+                    answers.split().freeze()
+                };
+                pipe.give(Some(answer));
             }
             frame.clear();
         }
@@ -335,7 +356,7 @@ struct Gone;
 
 /// The answer to the exchange under way, once given (`Ok`); while it is not, the exchange's
 /// waker is kept for it, and `Err` tells whether the driver has taken the body yet.
-fn poll_answer(pipe: &Shared, cx: &Context<'_>) -> Result<Result<Option<Vec<u8>>, Gone>, bool> {
+fn poll_answer(pipe: &Shared, cx: &Context<'_>) -> Result<Result<Option<Bytes>, Gone>, bool> {
     let mut pipe = lock(pipe);
     if let Some(answer) = pipe.answer.take() {
         return Ok(Ok(answer));
@@ -360,7 +381,7 @@ fn poll_answer(pipe: &Shared, cx: &Context<'_>) -> Result<Result<Option<Vec<u8>>
 /// is not there, or when the driver has not taken the body after a few turns (a full
 /// in-flight table): not for every request. `None` when the limit passed; a late answer is
 /// then dropped.
-async fn answer_within(limit: Duration, pipe: &Shared) -> Option<Result<Option<Vec<u8>>, Gone>> {
+async fn answer_within(limit: Duration, pipe: &Shared) -> Option<Result<Option<Bytes>, Gone>> {
     const TURNS: usize = 3;
     let mut turns = 0;
     let early = std::future::poll_fn(|cx| {
@@ -473,17 +494,14 @@ async fn exchange(request: Request<Incoming>, serving: &Serving, conn: &Shared) 
     if request.body().size_hint().lower() > limit as u64 {
         return reply(StatusCode::PAYLOAD_TOO_LARGE, None);
     }
-    let collect = Limited::new(request.into_body(), limit).collect();
+    let collect = read_body(request.into_body(), limit);
     let Some(collected) = within(config.frame_timeout, collect).await else {
         // A body trickling in (slowloris): refused, and the connection closed.
         return closing(StatusCode::REQUEST_TIMEOUT);
     };
     let body = match collected {
-        Ok(body) => body.to_bytes(),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-            return reply(StatusCode::PAYLOAD_TOO_LARGE, None)
-        }
-        Err(_) => return reply(StatusCode::BAD_REQUEST, None),
+        Ok(body) => body,
+        Err(status) => return reply(status, None),
     };
     {
         let mut pipe = lock(conn);
@@ -511,6 +529,35 @@ async fn exchange(request: Request<Incoming>, serving: &Serving, conn: &Shared) 
         // with it, so a late answer cannot meet a later exchange.
         None => closing(StatusCode::NO_CONTENT),
     }
+}
+
+/// Reads a request body of at most `limit` bytes: `413` past it, `400` when the body
+/// breaks off. A body that comes in one piece (the usual case) is taken as it is, with no
+/// copy and no allocation; one in several pieces is joined.
+async fn read_body(mut body: Incoming, limit: usize) -> Result<Bytes, StatusCode> {
+    let mut first = Bytes::new();
+    let mut joined = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame.map_err(|_| StatusCode::BAD_REQUEST)?.into_data() else {
+            continue; // Trailers.
+        };
+        if first.len() + joined.len() + data.len() > limit {
+            return Err(StatusCode::PAYLOAD_TOO_LARGE);
+        }
+        if first.is_empty() && joined.is_empty() {
+            first = data;
+        } else {
+            if joined.is_empty() {
+                joined.extend_from_slice(&std::mem::take(&mut first));
+            }
+            joined.extend_from_slice(&data);
+        }
+    }
+    Ok(if joined.is_empty() {
+        first
+    } else {
+        Bytes::from(joined)
+    })
 }
 
 /// An answer after which the HTTP connection closes.
@@ -642,7 +689,11 @@ pub async fn serve_with_options(
                         // One connection machine for all of this connection's exchanges,
                         // driven beside hyper in this task.
                         let pipe = Shared::default();
-                        let transport = HttpPipe(pipe.clone());
+                        let transport = HttpPipe {
+                            pipe: pipe.clone(),
+                            frame: Vec::new(),
+                            answers: BytesMut::new(),
+                        };
                         let (_client, driver) = serving.machine.clone().connect(transport, TokioTimer);
                         let exchanges = pipe.clone();
                         let service = hyper::service::service_fn(move |request| {

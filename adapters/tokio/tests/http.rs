@@ -210,6 +210,47 @@ async fn an_oversize_body_gets_413_without_being_read() {
     .await;
 }
 
+/// A body that comes in pieces (chunks written one at a time, and a declared length sent
+/// in two writes) is joined before it is handled; each answer fits its request.
+#[tokio::test]
+async fn a_body_in_pieces_is_joined() {
+    within(LIMIT, async {
+        let (addr, stop, _task) = server(Config::default()).await;
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let mut received = Vec::new();
+        let call = r#"{"jsonrpc":"2.0","id":5,"method":"add","params":{"a":20,"b":22}}"#;
+        let head = "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+        stream.write_all(head.as_bytes()).await.unwrap();
+        for piece in [&call[..10], &call[10..30], &call[30..]] {
+            let chunk = format!("{:x}\r\n{piece}\r\n", piece.len());
+            stream.write_all(chunk.as_bytes()).await.unwrap();
+            stream.flush().await.unwrap();
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        stream.write_all(b"0\r\n\r\n").await.unwrap();
+        let (status, _, body) = read_response(&mut stream, &mut received).await;
+        assert_eq!(
+            (status, body.as_str()),
+            (200, r#"{"jsonrpc":"2.0","result":42.0,"id":5}"#)
+        );
+        // The same connection, a declared length, the body in two writes.
+        let call = r#"{"jsonrpc":"2.0","id":6,"method":"add","params":{"a":1,"b":1}}"#;
+        let request = post_head(call);
+        let (first, second) = request.split_at(request.len() - 12);
+        stream.write_all(first.as_bytes()).await.unwrap();
+        stream.flush().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        stream.write_all(second.as_bytes()).await.unwrap();
+        let (status, _, body) = read_response(&mut stream, &mut received).await;
+        assert_eq!(
+            (status, body.as_str()),
+            (200, r#"{"jsonrpc":"2.0","result":2.0,"id":6}"#)
+        );
+        let _ = stop.send(());
+    })
+    .await;
+}
+
 /// Reads one response (status, lower-cased headers, body) from a kept-alive connection.
 async fn read_response(stream: &mut TcpStream, received: &mut Vec<u8>) -> (u16, String, String) {
     let mut chunk = [0; 4096];
