@@ -219,6 +219,7 @@ where
 /// An accepted TCP connection with Nagle's algorithm off: JSON-RPC writes whole messages,
 /// and a small answer held back for the peer's delayed ACK stalls a pipelined client for
 /// tens of milliseconds.
+#[cfg(feature = "ws")]
 pub(crate) fn no_delay(
     (stream, _): (tokio::net::TcpStream, std::net::SocketAddr),
 ) -> tokio::net::TcpStream {

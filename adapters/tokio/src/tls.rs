@@ -71,6 +71,7 @@ pub enum ServerStream {
 }
 
 /// Does the server side of the TLS handshake on `stream` when `tls` is set.
+#[cfg(any(feature = "ws", feature = "http"))]
 pub(crate) async fn accept(
     tls: Option<&Arc<ServerConfig>>,
     stream: TcpStream,
