@@ -7,9 +7,10 @@
 //! dispatched, not when they finish). HTTP/1.1 answers one request at a time per
 //! connection, so ids from different exchanges never meet, and nothing is built or timed
 //! per request: the machine arms no timer; the head and write-stall timeouts are one timer
-//! per connection, moved only when it fires; a body's time limit is armed only when the body did not come
-//! with its head, and a handler's only when the driver has taken the body and not answered
-//! (an asynchronous handler), not for a handler that answers at once. The client
+//! per connection, moved only when it fires; a body's time limit is armed only when the
+//! body did not come with its head, and a handler's only when the driver has taken the
+//! body and not answered (an asynchronous handler), not for a handler that answers at
+//! once. The client
 //! sends one call, notification or batch per POST and feeds the response body back to its
 //! endpoint.
 
@@ -133,8 +134,9 @@ struct HttpPipe {
     answers: BytesMut,
 }
 
-/// An answer at least this long is handed to hyper as it is, not copied.
-const MOVED_ANSWER: usize = 4096;
+/// An answer at least this long is handed to hyper as it is, not copied (so the buffer
+/// kept for answers stays within a few KiB per connection).
+const MOVED_ANSWER: usize = 1024;
 
 /// The [`Pipe`] of one HTTP connection.
 type Shared = Arc<Mutex<Pipe>>;
