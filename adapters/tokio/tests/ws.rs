@@ -169,13 +169,22 @@ fn upgrade_request(addr: &str) -> String {
     )
 }
 
-/// Reads from `stream` until `buf` holds the HTTP head, and returns the bytes after it.
-async fn read_head(stream: &mut tokio::net::TcpStream, buf: &mut Vec<u8>) -> Vec<u8> {
-    use tokio::io::AsyncReadExt;
+/// A raw client: connects to `url`'s server and writes the upgrade request with `behind`
+/// in the same write; returns the stream, the server's `101` head, and the bytes read
+/// after it.
+async fn upgraded(url: &str, behind: &[u8]) -> (tokio::net::TcpStream, String, Vec<u8>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = url.trim_start_matches("ws://");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut wire = upgrade_request(addr).into_bytes();
+    wire.extend_from_slice(behind);
+    stream.write_all(&wire).await.unwrap();
+    let mut buf = Vec::new();
     loop {
         if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             assert!(buf.starts_with(b"HTTP/1.1 101"), "{buf:?}");
-            return buf.split_off(at + 4);
+            let read = buf.split_off(at + 4);
+            return (stream, String::from_utf8(buf).unwrap(), read);
         }
         let mut chunk = [0u8; 4096];
         let n = stream.read(&mut chunk).await.unwrap();
@@ -231,14 +240,11 @@ fn client_frame(b0: u8, payload: &[u8]) -> Vec<u8> {
 
 #[tokio::test]
 async fn frames_sent_right_behind_the_upgrade_request_are_answered() {
-    use tokio::io::AsyncWriteExt;
     within(LIMIT, async {
         let (url, stop, _task) = server(Builder::new(), None).await;
-        let addr = url.trim_start_matches("ws://").to_owned();
-        let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
         // The head, a call, a ping, and a call in two fragments with a ping between them:
         // one write, so the server reads them all with its handshake.
-        let mut wire = upgrade_request(&addr).into_bytes();
+        let mut wire = Vec::new();
         wire.extend(client_frame(
             0x81,
             br#"{"jsonrpc":"2.0","id":1,"method":"add","params":{"a":1,"b":2}}"#,
@@ -250,9 +256,7 @@ async fn frames_sent_right_behind_the_upgrade_request_are_answered() {
             0x80,
             br#""method":"add","params":{"a":3,"b":4}}"#,
         ));
-        stream.write_all(&wire).await.unwrap();
-        let mut head = Vec::new();
-        let read = read_head(&mut stream, &mut head).await;
+        let (mut stream, _, read) = upgraded(&url, &wire).await;
         // Events until both answers came; pongs carry their ping's payload, and the newest
         // ping is answered (an older one's pong may be replaced by it).
         let mut answers = Vec::new();
@@ -286,16 +290,8 @@ async fn a_ping_is_answered_with_its_payload_and_a_close_with_its_code() {
     use tokio::io::AsyncWriteExt;
     within(LIMIT, async {
         let (url, stop, _task) = server(Builder::new(), None).await;
-        let addr = url.trim_start_matches("ws://").to_owned();
-        let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
-        stream
-            .write_all(upgrade_request(&addr).as_bytes())
-            .await
-            .unwrap();
-        let mut head = Vec::new();
-        let mut read = read_head(&mut stream, &mut head).await;
+        let (mut stream, head, mut read) = upgraded(&url, &[]).await;
         // The accept key RFC 6455 §1.3 gives for this request's key.
-        let head = String::from_utf8(head).unwrap();
         assert!(head.contains("s3pPLMBiTxaQ9kYGzzhZRbK+xOo="), "{head}");
         stream
             .write_all(&client_frame(0x89, b"are you there"))
@@ -324,14 +320,7 @@ async fn a_large_message_arriving_over_many_reads_is_answered_and_the_next_one_t
     use tokio::io::AsyncWriteExt;
     within(LIMIT, async {
         let (url, stop, _task) = server(Builder::new(), None).await;
-        let addr = url.trim_start_matches("ws://").to_owned();
-        let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
-        stream
-            .write_all(upgrade_request(&addr).as_bytes())
-            .await
-            .unwrap();
-        let mut head = Vec::new();
-        let mut read = read_head(&mut stream, &mut head).await;
+        let (mut stream, _, mut read) = upgraded(&url, &[]).await;
         // Five times the largest read (64 KiB: the server takes it in many reads, its
         // buffer growing as the bytes come), then a small call.
         let big = format!(
