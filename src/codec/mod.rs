@@ -38,10 +38,12 @@
 //!
 //! Transports that deliver one message per frame (WebSocket text frames, HTTP bodies)
 //! need no decoder; they check the size with [`check_message`]. A transport that reads a
-//! WebSocket's raw stream after the handshake frames it with [`websocket`].
+//! WebSocket's raw stream after the handshake frames it with [`websocket`]; an HTTP/1.1
+//! server's stream is cut into request heads and bodies with [`http`].
 
 mod buffer;
 mod content_length;
+pub mod http;
 mod newline;
 mod read_size;
 pub mod websocket;

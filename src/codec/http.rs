@@ -1,0 +1,506 @@
+//! HTTP/1.1 for a JSON-RPC server (RFC 9112), without I/O: request heads and bodies cut
+//! from the bytes a transport read, and response heads written.
+//!
+//! JSON-RPC over HTTP is one message per POST body. [`RequestDecoder`] yields a request's
+//! [`Head`] (what a JSON-RPC server decides on: the method, the media type, the body's
+//! framing, keep-alive, `Expect: 100-continue`, the CORS headers), then its whole body: a
+//! `Content-Length` body as it lies in the caller's buffer, a chunked one joined in place
+//! (no copy out of the buffer, no allocation). Every way a peer can break the framing is a
+//! [`HttpFault`] naming the status to answer before closing the connection: 400 for a
+//! malformed head or chunk, 413 for a chunked body over the limit, 431 for a head over
+//! [`MAX_HEAD`], 501 for a transfer coding other than `chunked`. A request declaring both
+//! `Transfer-Encoding` and `Content-Length` is refused (400), never guessed at (request
+//! smuggling).
+//!
+//! ```
+//! use sansrpc::codec::http::{write_head, BodyKind, HttpStep, Method, RequestDecoder};
+//!
+//! let mut wire = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+//!     Content-Length: 2\r\n\r\n{}".to_vec();
+//! let mut decoder = RequestDecoder::new(1 << 20);
+//! let HttpStep::Head(used, head) = decoder.decode(&mut wire).unwrap() else { panic!() };
+//! assert_eq!((head.method, head.json, head.body), (Method::Post, true, BodyKind::Length(2)));
+//! assert!(head.keep_alive);
+//! let HttpStep::Body(_, body) = decoder.decode(&mut wire[used..]).unwrap() else { panic!() };
+//! assert_eq!(body, b"{}");
+//!
+//! let mut answer = Vec::new();
+//! write_head(&mut answer, 200, Some(2), &[("content-type", b"application/json")]);
+//! assert_eq!(answer, b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n");
+//! ```
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+
+/// Longest request head accepted (request line and headers), and longest trailer section.
+pub const MAX_HEAD: usize = 32 * 1024;
+
+/// Most header fields in a request head.
+const MAX_HEADERS: usize = 64;
+
+/// Longest chunk-size line (the size and its extensions).
+const MAX_CHUNK_LINE: usize = 1024;
+
+/// The request method, as far as a JSON-RPC server tells them apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// `POST`: a JSON-RPC exchange.
+    Post,
+    /// `OPTIONS`: a CORS preflight, or a question about the server.
+    Options,
+    /// Any other method.
+    Other,
+}
+
+/// How a request's body is framed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyKind {
+    /// No body.
+    None,
+    /// `Content-Length` bytes.
+    Length(u64),
+    /// `Transfer-Encoding: chunked`.
+    Chunked,
+}
+
+/// What a JSON-RPC server needs from a request head.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Head {
+    /// The method.
+    pub method: Method,
+    /// `Content-Type: application/json`, with no charset or a UTF-8 one.
+    pub json: bool,
+    /// How the body is framed.
+    pub body: BodyKind,
+    /// The connection stays open after the answer: HTTP/1.1 without `Connection: close`,
+    /// HTTP/1.0 with `Connection: keep-alive`.
+    pub keep_alive: bool,
+    /// HTTP/1.0: the answer is written as HTTP/1.0 would read it.
+    pub http10: bool,
+    /// `Expect: 100-continue`: the client waits for `100 Continue` before it sends the body.
+    pub expect_continue: bool,
+    /// The `Origin` header, when present and text.
+    pub origin: Option<String>,
+    /// `Access-Control-Request-Method` is present (with `OPTIONS`: a CORS preflight).
+    pub cors_request_method: bool,
+    /// The `Access-Control-Request-Headers` header, when present and text.
+    pub cors_request_headers: Option<String>,
+}
+
+/// A request the server cannot read on: answer with [`status`](HttpFault::status) and
+/// close the connection (the framing of what follows is unknown).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpFault {
+    /// A malformed request line, header, `Content-Length` or chunk: 400.
+    BadRequest,
+    /// A chunked body over the limit: 413.
+    BodyTooLarge,
+    /// A head (or trailer section) over [`MAX_HEAD`], or too many header fields: 431.
+    HeadTooLarge,
+    /// A transfer coding other than `chunked`: 501.
+    NotImplemented,
+}
+
+impl HttpFault {
+    /// The status to answer with.
+    pub fn status(self) -> u16 {
+        match self {
+            HttpFault::BadRequest => 400,
+            HttpFault::BodyTooLarge => 413,
+            HttpFault::HeadTooLarge => 431,
+            HttpFault::NotImplemented => 501,
+        }
+    }
+}
+
+impl fmt::Display for HttpFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            HttpFault::BadRequest => "malformed HTTP request",
+            HttpFault::BodyTooLarge => "request body over the limit",
+            HttpFault::HeadTooLarge => "request head over the limit",
+            HttpFault::NotImplemented => "unsupported transfer coding",
+        })
+    }
+}
+
+/// What [`RequestDecoder::decode`] found at the start of the buffer.
+#[derive(Debug, PartialEq, Eq)]
+pub enum HttpStep<'a> {
+    /// More bytes are needed: at least this many from the start of the buffer (a hint;
+    /// call again with the same bytes and more behind them).
+    Incomplete(usize),
+    /// A request head, `usize` bytes long: remove them from the buffer. A body follows
+    /// unless [`Head::body`] is [`BodyKind::None`]; decode again for it.
+    Head(usize, Head),
+    /// The whole body of the request whose head came last; remove the first `usize` bytes
+    /// of the buffer. A chunked body was joined in place at the start of the buffer.
+    Body(usize, &'a [u8]),
+}
+
+/// Where the decoder stands in the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Waiting for a request head.
+    Head,
+    /// A body of this length follows.
+    Length(usize),
+    /// A chunked body: `out` bytes of it joined at the start of the buffer, the input read
+    /// up to `pos`.
+    Chunked {
+        out: usize,
+        pos: usize,
+        phase: Chunk,
+    },
+}
+
+/// Where a chunked body's parser stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Chunk {
+    /// A chunk-size line.
+    Size,
+    /// This many bytes of chunk data.
+    Data(usize),
+    /// The CRLF after chunk data.
+    DataEnd,
+    /// Trailer fields, up to an empty line; `usize` bytes of them so far.
+    Trailers(usize),
+}
+
+/// Cuts requests out of an HTTP/1.1 byte stream, one head and body after another; bodies
+/// over `max_body` bytes are refused.
+#[derive(Debug, Clone)]
+pub struct RequestDecoder {
+    max_body: usize,
+    state: State,
+}
+
+impl RequestDecoder {
+    /// A decoder for bodies of at most `max_body` bytes (a longer `Content-Length` is
+    /// reported in the [`Head`]: the server answers it 413 without reading it).
+    pub fn new(max_body: usize) -> Self {
+        RequestDecoder {
+            max_body,
+            state: State::Head,
+        }
+    }
+
+    /// The longest body accepted.
+    pub fn max_body(&self) -> usize {
+        self.max_body
+    }
+
+    /// True while a request's body is expected (its head was decoded, its body not yet).
+    pub fn in_body(&self) -> bool {
+        self.state != State::Head
+    }
+
+    /// Decodes the next head or body from `buf`, which starts where the last step's bytes
+    /// ended. While a chunked body is incomplete the decoder keeps its place in `buf`: call
+    /// again with the same bytes at the start and more behind them.
+    pub fn decode<'a>(&mut self, buf: &'a mut [u8]) -> Result<HttpStep<'a>, HttpFault> {
+        match self.state {
+            State::Head => self.decode_head(buf),
+            State::Length(len) => {
+                if buf.len() < len {
+                    return Ok(HttpStep::Incomplete(len));
+                }
+                self.state = State::Head;
+                Ok(HttpStep::Body(len, &buf[..len]))
+            }
+            State::Chunked { out, pos, phase } => self.decode_chunked(buf, out, pos, phase),
+        }
+    }
+
+    fn decode_head<'a>(&mut self, buf: &'a mut [u8]) -> Result<HttpStep<'a>, HttpFault> {
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut request = httparse::Request::new(&mut headers);
+        let used = match request.parse(buf) {
+            Ok(httparse::Status::Complete(used)) if used <= MAX_HEAD => used,
+            Ok(httparse::Status::Complete(_)) => return Err(HttpFault::HeadTooLarge),
+            Ok(httparse::Status::Partial) if buf.len() >= MAX_HEAD => {
+                return Err(HttpFault::HeadTooLarge)
+            }
+            Ok(httparse::Status::Partial) => return Ok(HttpStep::Incomplete(buf.len() + 1)),
+            Err(httparse::Error::TooManyHeaders) => return Err(HttpFault::HeadTooLarge),
+            Err(_) => return Err(HttpFault::BadRequest),
+        };
+        let http10 = request.version == Some(0);
+        let method = match request.method {
+            Some("POST") => Method::Post,
+            Some("OPTIONS") => Method::Options,
+            _ => Method::Other,
+        };
+        let mut head = Head {
+            method,
+            json: false,
+            body: BodyKind::None,
+            keep_alive: !http10,
+            http10,
+            expect_continue: false,
+            origin: None,
+            cors_request_method: false,
+            cors_request_headers: None,
+        };
+        let (mut length, mut coded) = (None::<u64>, false);
+        for header in request.headers.iter() {
+            let (name, value) = (header.name, header.value);
+            if name.eq_ignore_ascii_case("content-length") {
+                let n = parse_length(value).ok_or(HttpFault::BadRequest)?;
+                if length.is_some_and(|l| l != n) {
+                    return Err(HttpFault::BadRequest);
+                }
+                length = Some(n);
+            } else if name.eq_ignore_ascii_case("transfer-encoding") {
+                coded = true;
+                // The last coding is the framing: it must be chunked (RFC 9112 §6.3).
+                let last = value.rsplit(|&b| b == b',').next().unwrap_or_default();
+                let chunked = trim(last).eq_ignore_ascii_case(b"chunked")
+                    && value.split(|&b| b == b',').all(|c| {
+                        let c = trim(c);
+                        c.eq_ignore_ascii_case(b"chunked") || c.is_empty()
+                    });
+                if !chunked {
+                    return Err(HttpFault::NotImplemented);
+                }
+            } else if name.eq_ignore_ascii_case("content-type") {
+                head.json = is_json(value);
+            } else if name.eq_ignore_ascii_case("connection") {
+                for token in value.split(|&b| b == b',').map(trim) {
+                    if token.eq_ignore_ascii_case(b"close") {
+                        head.keep_alive = false;
+                    } else if token.eq_ignore_ascii_case(b"keep-alive") && http10 {
+                        head.keep_alive = true;
+                    }
+                }
+            } else if name.eq_ignore_ascii_case("expect") {
+                head.expect_continue = !http10 && trim(value).eq_ignore_ascii_case(b"100-continue");
+            } else if name.eq_ignore_ascii_case("origin") {
+                head.origin = text(value);
+            } else if name.eq_ignore_ascii_case("access-control-request-method") {
+                head.cors_request_method = true;
+            } else if name.eq_ignore_ascii_case("access-control-request-headers") {
+                head.cors_request_headers = text(value);
+            }
+        }
+        head.body = match (coded, length) {
+            // Both framings: refused rather than guessed at (request smuggling).
+            (true, Some(_)) => return Err(HttpFault::BadRequest),
+            // Transfer codings came with HTTP/1.1 (RFC 9112 §6.1).
+            (true, None) if http10 => return Err(HttpFault::BadRequest),
+            (true, None) => BodyKind::Chunked,
+            (false, Some(0) | None) => BodyKind::None,
+            (false, Some(n)) => BodyKind::Length(n),
+        };
+        self.state = match head.body {
+            BodyKind::None => State::Head,
+            // Over the limit: the server answers 413 from the head and reads no further.
+            BodyKind::Length(n) => State::Length(usize::try_from(n).unwrap_or(usize::MAX)),
+            BodyKind::Chunked => State::Chunked {
+                out: 0,
+                pos: 0,
+                phase: Chunk::Size,
+            },
+        };
+        Ok(HttpStep::Head(used, head))
+    }
+
+    fn decode_chunked<'a>(
+        &mut self,
+        buf: &'a mut [u8],
+        mut out: usize,
+        mut pos: usize,
+        mut phase: Chunk,
+    ) -> Result<HttpStep<'a>, HttpFault> {
+        let step = loop {
+            match phase {
+                Chunk::Size => {
+                    let Some(line) = line_at(buf, pos, MAX_CHUNK_LINE)? else {
+                        break HttpStep::Incomplete(buf.len() + 1);
+                    };
+                    let size = parse_chunk_size(&buf[pos..pos + line])?;
+                    pos += line + 2;
+                    phase = match size {
+                        0 => Chunk::Trailers(0),
+                        n if n > self.max_body - out => return Err(HttpFault::BodyTooLarge),
+                        n => Chunk::Data(n),
+                    };
+                }
+                Chunk::Data(left) => {
+                    let take = left.min(buf.len() - pos);
+                    buf.copy_within(pos..pos + take, out);
+                    (out, pos) = (out + take, pos + take);
+                    if take < left {
+                        phase = Chunk::Data(left - take);
+                        break HttpStep::Incomplete(pos + left - take + 2);
+                    }
+                    phase = Chunk::DataEnd;
+                }
+                Chunk::DataEnd => {
+                    if buf.len() < pos + 2 {
+                        break HttpStep::Incomplete(pos + 2);
+                    }
+                    if &buf[pos..pos + 2] != b"\r\n" {
+                        return Err(HttpFault::BadRequest);
+                    }
+                    pos += 2;
+                    phase = Chunk::Size;
+                }
+                Chunk::Trailers(seen) => {
+                    let Some(line) = line_at(buf, pos, MAX_HEAD - seen)? else {
+                        break HttpStep::Incomplete(buf.len() + 1);
+                    };
+                    pos += line + 2;
+                    if line == 0 {
+                        self.state = State::Head;
+                        return Ok(HttpStep::Body(pos, &buf[..out]));
+                    }
+                    // Trailer fields are read past, not used.
+                    phase = Chunk::Trailers(seen + line + 2);
+                }
+            }
+        };
+        self.state = State::Chunked { out, pos, phase };
+        Ok(step)
+    }
+}
+
+/// The length of the CRLF-ended line at `buf[pos..]` (without its CRLF), `None` when its
+/// end has not come; a line longer than `max` or ended by a bare LF is malformed.
+fn line_at(buf: &[u8], pos: usize, max: usize) -> Result<Option<usize>, HttpFault> {
+    let rest = &buf[pos..];
+    let Some(lf) = memchr::memchr(b'\n', &rest[..rest.len().min(max + 2)]) else {
+        return if rest.len() >= max + 2 {
+            Err(HttpFault::BadRequest)
+        } else {
+            Ok(None)
+        };
+    };
+    if lf == 0 || rest[lf - 1] != b'\r' {
+        return Err(HttpFault::BadRequest);
+    }
+    Ok(Some(lf - 1))
+}
+
+/// A chunk-size line: hexadecimal digits, then optional extensions (ignored).
+fn parse_chunk_size(line: &[u8]) -> Result<usize, HttpFault> {
+    let digits = line
+        .iter()
+        .position(|b| !b.is_ascii_hexdigit())
+        .unwrap_or(line.len());
+    let rest = &line[digits..];
+    let ext_ok = rest.is_empty() || matches!(rest[0], b';' | b' ' | b'\t');
+    if digits == 0 || digits > 16 || !ext_ok {
+        return Err(HttpFault::BadRequest);
+    }
+    let mut size: u64 = 0;
+    for &b in &line[..digits] {
+        let d = (b as char).to_digit(16).unwrap_or(0);
+        size = size
+            .checked_mul(16)
+            .and_then(|s| s.checked_add(u64::from(d)))
+            .ok_or(HttpFault::BadRequest)?;
+    }
+    usize::try_from(size).map_err(|_| HttpFault::BadRequest)
+}
+
+/// A `Content-Length` value: decimal digits only.
+fn parse_length(value: &[u8]) -> Option<u64> {
+    let value = trim(value);
+    if value.is_empty() || value.len() > 19 || !value.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    value.iter().try_fold(0u64, |n, &b| {
+        n.checked_mul(10)?.checked_add(u64::from(b - b'0'))
+    })
+}
+
+/// `application/json`, with no charset or a UTF-8 one.
+fn is_json(value: &[u8]) -> bool {
+    let mut parts = value.split(|&b| b == b';').map(trim);
+    let media = parts.next().unwrap_or_default();
+    media.eq_ignore_ascii_case(b"application/json")
+        && parts.all(|param| {
+            let Some(eq) = param.iter().position(|&b| b == b'=') else {
+                return true;
+            };
+            let (name, charset) = (trim(&param[..eq]), trim(&param[eq + 1..]));
+            if !name.eq_ignore_ascii_case(b"charset") {
+                return true;
+            }
+            let charset = charset
+                .strip_prefix(b"\"")
+                .and_then(|c| c.strip_suffix(b"\""))
+                .unwrap_or(charset);
+            charset.eq_ignore_ascii_case(b"utf-8") || charset.eq_ignore_ascii_case(b"utf8")
+        })
+}
+
+fn trim(value: &[u8]) -> &[u8] {
+    let start = value
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(value.len());
+    let end = value
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(start, |e| e + 1);
+    &value[start..end]
+}
+
+fn text(value: &[u8]) -> Option<String> {
+    core::str::from_utf8(value).ok().map(String::from)
+}
+
+/// The reason phrase of the statuses this server writes.
+fn reason(status: u16) -> &'static str {
+    match status {
+        100 => "Continue",
+        200 => "OK",
+        204 => "No Content",
+        400 => "Bad Request",
+        403 => "Forbidden",
+        405 => "Method Not Allowed",
+        408 => "Request Timeout",
+        413 => "Content Too Large",
+        415 => "Unsupported Media Type",
+        431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
+        501 => "Not Implemented",
+        503 => "Service Unavailable",
+        _ => "",
+    }
+}
+
+/// Appends a response head to `out`: the status line, `headers` as given, then
+/// `Content-Length` when `content_length` is given (not for 1xx and 204, which have no
+/// body), and the empty line ending the head.
+pub fn write_head(
+    out: &mut Vec<u8>,
+    status: u16,
+    content_length: Option<usize>,
+    headers: &[(&str, &[u8])],
+) {
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(itoa::Buffer::new().format(status).as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(reason(status).as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for (name, value) in headers {
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value);
+        out.extend_from_slice(b"\r\n");
+    }
+    if let Some(n) = content_length.filter(|_| status >= 200 && status != 204) {
+        out.extend_from_slice(b"content-length: ");
+        out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests;
