@@ -26,7 +26,6 @@ use std::time::Duration;
 use sansrpc::codec::websocket::{
     self, encode_close, encode_frame, frame_in_place, Opcode, Role, Step, WsDecoder, WsEvent,
 };
-use sansrpc::codec::ReadSize;
 use sansrpc::connection::Connection as Machine;
 use sansrpc::{Instant, Limits};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -37,6 +36,7 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Error as WsError;
 use tokio_tungstenite::MaybeTlsStream;
 
+use crate::wire::{Input, Output, CHUNK, SMALL};
 use crate::{Builder, Connection, Origins, Received, ServeOptions, Transport};
 use std::sync::Arc;
 use tokio_tungstenite::tungstenite::handshake::server::{
@@ -81,14 +81,6 @@ impl Pinger {
     }
 }
 
-/// What an idle connection keeps for reading and writing: reads start here and grow while
-/// they fill the buffer.
-const SMALL: usize = 4 * 1024;
-
-/// Most bytes read at a time, and bytes buffered for writing before the connection keeps
-/// the rest (a single larger message is still read and written whole).
-const CHUNK: usize = 64 * 1024;
-
 /// Longest HTTP head accepted in the opening handshake.
 const MAX_HEAD: usize = 16 * 1024;
 
@@ -99,17 +91,10 @@ pub struct WebSocket<S> {
     decoder: WsDecoder,
     /// For a client, whose frames are masked: the source of masking keys.
     masks: Option<Masks>,
-    /// Sized by `size`: small while the traffic is, given back when idle.
-    input: Vec<u8>,
-    size: ReadSize,
-    /// `input[start..end]` was read but not decoded yet.
-    start: usize,
-    end: usize,
+    input: Input,
     /// A text message the connection refused while backed up, offered again next time.
     held: Option<Vec<u8>>,
-    output: Vec<u8>,
-    written: usize,
-    unflushed: bool,
+    output: Output,
     /// The payload of the newest ping not answered yet.
     pong: Option<Vec<u8>>,
     /// The close frame to send when the driver closes the transport: a code (or none) and
@@ -160,19 +145,13 @@ where
             hasher: RandomState::new(),
             next: 0,
         });
-        let end = read.len();
         WebSocket {
             stream,
             decoder: WsDecoder::new(role, limits.max_frame_bytes),
             masks,
-            input: read,
-            size: ReadSize::new(SMALL, CHUNK),
-            start: 0,
-            end,
+            input: Input::new(read),
             held: None,
-            output: Vec::new(),
-            written: 0,
-            unflushed: false,
+            output: Output::default(),
             pong: None,
             close: (None, ""),
             close_sent: false,
@@ -190,41 +169,6 @@ where
         self.close = close;
         conn.handle_end_of_input(now);
         Received::End
-    }
-
-    /// Reads more of the stream so that the frame at `input[start..]` can have `need`
-    /// bytes: `Ok(0)` at end of stream.
-    fn poll_fill(&mut self, cx: &mut Context<'_>, need: usize) -> Poll<io::Result<usize>> {
-        if self.start == self.end {
-            (self.start, self.end) = (0, 0);
-        } else if self.start > 0 && self.start + need > self.input.len() {
-            self.input.copy_within(self.start..self.end, 0);
-            (self.start, self.end) = (0, self.end - self.start);
-        }
-        // Room for the frame, but at most a chunk past what has arrived: a header that
-        // declares a large message costs memory only as its bytes come.
-        let need = self.start + need;
-        let want = self.size.get().max(need.min(self.end + CHUNK));
-        if self.input.len() < want {
-            // Zero-filled once per size: reads then reuse it.
-            self.input.resize(want, 0);
-        }
-        let mut buf = ReadBuf::new(&mut self.input[self.end..]);
-        if Pin::new(&mut self.stream)
-            .poll_read(cx, &mut buf)?
-            .is_pending()
-        {
-            // Idle with nothing buffered: a quiet connection keeps a small buffer (and one
-            // that just took a large message gives it back).
-            if self.start == self.end && (self.size.idle() || self.input.len() > SMALL) {
-                self.input = Vec::new();
-            }
-            return Poll::Pending;
-        }
-        let n = buf.filled().len();
-        self.size.read(n);
-        self.end += n;
-        Poll::Ready(Ok(n))
     }
 
     /// The masking key for the next frame (clients only).
@@ -270,7 +214,7 @@ where
             if taken >= MESSAGES_PER_TURN || frames >= 4 * MESSAGES_PER_TURN {
                 return Poll::Ready(Ok(Received::Data));
             }
-            let step = self.decoder.decode(&mut self.input[self.start..self.end]);
+            let step = self.decoder.decode(self.input.data());
             let used = match step {
                 Err(fault) => {
                     let close = (Some(fault.code), fault.reason);
@@ -280,7 +224,7 @@ where
                 Ok(Step::Event(used, WsEvent::Text(text))) => {
                     if conn.handle_message(text, now).is_err() {
                         self.held = Some(text.to_vec());
-                        self.start += used;
+                        self.input.consume(used);
                         return backed_up(taken);
                     }
                     taken += 1;
@@ -302,19 +246,23 @@ where
                     used
                 }
                 Ok(Step::Event(used, WsEvent::Close { code, .. })) => {
-                    self.start += used;
+                    self.input.consume(used);
                     // Answered with the peer's own code (RFC 6455 §5.5.1).
                     return Poll::Ready(Ok(self.end(conn, now, (code, ""))));
                 }
-                Ok(Step::Incomplete(need)) => match self.poll_fill(cx, need) {
-                    Poll::Ready(Ok(0)) => return Poll::Ready(Ok(self.end(conn, now, (None, "")))),
-                    Poll::Ready(Ok(_)) => continue,
-                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                    Poll::Pending if taken > 0 => return Poll::Ready(Ok(Received::Drained)),
-                    Poll::Pending => return Poll::Pending,
-                },
+                Ok(Step::Incomplete(need)) => {
+                    match self.input.poll_fill(&mut self.stream, cx, need) {
+                        Poll::Ready(Ok(0)) => {
+                            return Poll::Ready(Ok(self.end(conn, now, (None, ""))))
+                        }
+                        Poll::Ready(Ok(_)) => continue,
+                        Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                        Poll::Pending if taken > 0 => return Poll::Ready(Ok(Received::Drained)),
+                        Poll::Pending => return Poll::Pending,
+                    }
+                }
             };
-            self.start += used;
+            self.input.consume(used);
             frames += 1;
         }
     }
@@ -334,19 +282,14 @@ where
             }
         }
         loop {
-            if self.written == self.output.len() {
-                self.output.clear();
-                self.written = 0;
-                if self.output.capacity() > SMALL && !self.unflushed {
-                    // A burst is written: give its buffer back.
-                    self.output = Vec::new();
-                }
+            if !self.output.pending() {
+                self.output.reset();
                 self.take_output(conn);
-                if self.output.is_empty() {
-                    return self.poll_flushed(cx);
+                if self.output.buf.is_empty() {
+                    return self.output.poll_flushed(&mut self.stream, cx);
                 }
             }
-            ready!(self.poll_write_out(cx))?;
+            ready!(self.output.poll_write_out(&mut self.stream, cx))?;
         }
     }
 
@@ -355,10 +298,10 @@ where
             self.close_sent = true;
             let (code, reason) = self.close;
             let mask = self.mask();
-            encode_close(code, reason, mask, &mut self.output);
+            encode_close(code, reason, mask, &mut self.output.buf);
         }
-        ready!(self.poll_write_out(cx))?;
-        ready!(self.poll_flushed(cx))?;
+        ready!(self.output.poll_write_out(&mut self.stream, cx))?;
+        ready!(self.output.poll_flushed(&mut self.stream, cx))?;
         Pin::new(&mut self.stream).poll_shutdown(cx)
     }
 }
@@ -367,51 +310,28 @@ impl<S> WebSocket<S>
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
-    /// Writes all of the write buffer (not flushed yet).
-    fn poll_write_out(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        while self.written < self.output.len() {
-            let pending = &self.output[self.written..];
-            let n = ready!(Pin::new(&mut self.stream).poll_write(cx, pending))?;
-            if n == 0 {
-                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
-            }
-            self.written += n;
-            self.unflushed = true;
-        }
-        Poll::Ready(Ok(()))
-    }
-
-    /// Flushes what was written.
-    fn poll_flushed(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        if self.unflushed {
-            ready!(Pin::new(&mut self.stream).poll_flush(cx))?;
-            self.unflushed = false;
-        }
-        Poll::Ready(Ok(()))
-    }
-
     /// Fills the empty write buffer: the keep-alive's ping, the pong owed, then the
     /// connection's messages, each framed where the connection wrote it, up to [`CHUNK`].
     fn take_output(&mut self, conn: &mut Machine) {
         if let Some(p) = self.pinger.as_mut().filter(|p| p.due) {
             p.due = false;
             let mask = self.mask();
-            encode_frame(Opcode::Ping, &[], mask, &mut self.output);
+            encode_frame(Opcode::Ping, &[], mask, &mut self.output.buf);
         }
         if let Some(payload) = self.pong.take() {
             let mask = self.mask();
-            encode_frame(Opcode::Pong, &payload, mask, &mut self.output);
+            encode_frame(Opcode::Pong, &payload, mask, &mut self.output.buf);
         }
         let reserve = websocket::header_len(usize::MAX, self.masks.is_some());
-        while self.output.len() < CHUNK {
-            let start = self.output.len();
-            self.output.resize(start + reserve, 0);
-            if conn.poll_transmit(&mut self.output).is_none() {
-                self.output.truncate(start);
+        while self.output.buf.len() < CHUNK {
+            let start = self.output.buf.len();
+            self.output.buf.resize(start + reserve, 0);
+            if conn.poll_transmit(&mut self.output.buf).is_none() {
+                self.output.buf.truncate(start);
                 break;
             }
             let mask = self.mask();
-            frame_in_place(&mut self.output, start, reserve, mask);
+            frame_in_place(&mut self.output.buf, start, reserve, mask);
         }
     }
 }

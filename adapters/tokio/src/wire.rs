@@ -1,0 +1,159 @@
+//! The read and write buffers of the transports that frame a raw stream themselves
+//! (WebSocket after its handshake, the HTTP server): small while the traffic is, grown on
+//! demand, given back when idle.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+use sansrpc::codec::ReadSize;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// What an idle connection keeps for reading and writing: reads start here and grow while
+/// they fill the buffer.
+pub(crate) const SMALL: usize = 4 * 1024;
+
+/// Most bytes read at a time past what the frame under way needs, and bytes buffered for
+/// writing before the connection keeps the rest (a single larger message is still read and
+/// written whole).
+pub(crate) const CHUNK: usize = 64 * 1024;
+
+/// Bytes read from the stream and not consumed yet.
+#[derive(Debug)]
+pub(crate) struct Input {
+    /// Sized by `size`: small while the traffic is, given back when idle.
+    buf: Vec<u8>,
+    size: ReadSize,
+    /// `buf[start..end]` was read but not consumed yet.
+    start: usize,
+    end: usize,
+}
+
+impl Input {
+    /// A buffer holding `read` (bytes already read past a handshake).
+    pub(crate) fn new(read: Vec<u8>) -> Self {
+        let end = read.len();
+        Input {
+            buf: read,
+            size: ReadSize::new(SMALL, CHUNK),
+            start: 0,
+            end,
+        }
+    }
+
+    /// The bytes read and not consumed.
+    pub(crate) fn data(&mut self) -> &mut [u8] {
+        &mut self.buf[self.start..self.end]
+    }
+
+    /// How many bytes were read and not consumed.
+    #[cfg(feature = "http")]
+    pub(crate) fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// True when every byte read was consumed.
+    #[cfg(feature = "http")]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.start == self.end
+    }
+
+    /// The first `n` bytes of [`data`](Input::data) are consumed.
+    pub(crate) fn consume(&mut self, n: usize) {
+        self.start += n;
+    }
+
+    /// Reads more of `stream` so that [`data`](Input::data) can hold `need` bytes: `Ok(0)`
+    /// at end of stream.
+    pub(crate) fn poll_fill<S: AsyncRead + Unpin>(
+        &mut self,
+        stream: &mut S,
+        cx: &mut Context<'_>,
+        need: usize,
+    ) -> Poll<io::Result<usize>> {
+        if self.start == self.end {
+            (self.start, self.end) = (0, 0);
+        } else if self.start > 0 && self.start + need > self.buf.len() {
+            self.buf.copy_within(self.start..self.end, 0);
+            (self.start, self.end) = (0, self.end - self.start);
+        }
+        // Room for the frame, but at most a chunk past what has arrived: a header that
+        // declares a large message costs memory only as its bytes come.
+        let need = self.start + need;
+        let want = self.size.get().max(need.min(self.end + CHUNK));
+        if self.buf.len() < want {
+            // Zero-filled once per size: reads then reuse it.
+            self.buf.resize(want, 0);
+        }
+        let mut buf = ReadBuf::new(&mut self.buf[self.end..]);
+        if Pin::new(stream).poll_read(cx, &mut buf)?.is_pending() {
+            // Idle with nothing buffered: a quiet connection keeps a small buffer (and one
+            // that just took a large message gives it back).
+            if self.start == self.end && (self.size.idle() || self.buf.len() > SMALL) {
+                self.buf = Vec::new();
+            }
+            return Poll::Pending;
+        }
+        let n = buf.filled().len();
+        self.size.read(n);
+        self.end += n;
+        Poll::Ready(Ok(n))
+    }
+}
+
+/// Bytes to write to the stream: `buf[written..]` is still to go.
+#[derive(Debug, Default)]
+pub(crate) struct Output {
+    pub(crate) buf: Vec<u8>,
+    pub(crate) written: usize,
+    unflushed: bool,
+}
+
+impl Output {
+    /// True while bytes wait to be written.
+    pub(crate) fn pending(&self) -> bool {
+        self.written < self.buf.len()
+    }
+
+    /// Everything was written: empties the buffer (giving a large one back once flushed)
+    /// for the next output.
+    pub(crate) fn reset(&mut self) {
+        self.buf.clear();
+        self.written = 0;
+        if self.buf.capacity() > SMALL && !self.unflushed {
+            // A burst is written: give its buffer back.
+            self.buf = Vec::new();
+        }
+    }
+
+    /// Writes all of the buffer to `stream` (not flushed yet).
+    pub(crate) fn poll_write_out<S: AsyncWrite + Unpin>(
+        &mut self,
+        stream: &mut S,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        while self.written < self.buf.len() {
+            let pending = &self.buf[self.written..];
+            let n = ready!(Pin::new(&mut *stream).poll_write(cx, pending))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            self.written += n;
+            self.unflushed = true;
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// Flushes what was written.
+    pub(crate) fn poll_flushed<S: AsyncWrite + Unpin>(
+        &mut self,
+        stream: &mut S,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        if self.unflushed {
+            ready!(Pin::new(stream).poll_flush(cx))?;
+            self.unflushed = false;
+        }
+        Poll::Ready(Ok(()))
+    }
+}
