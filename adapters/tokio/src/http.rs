@@ -1,151 +1,484 @@
-//! JSON-RPC over HTTP (hyper 1): one message per POST body, on the shared driver.
+//! JSON-RPC over HTTP/1.1: one message per POST body, on the shared driver.
 //!
-//! The server keeps one connection machine per HTTP connection, driven beside hyper in
-//! the connection's task: each POST body is handed to it as one message (it classifies it:
-//! parse errors, batches, notifications), and the frame it sends back is the answer, `204`
-//! when the body held no request (notifications only: answered once their handlers are
-//! dispatched, not when they finish). HTTP/1.1 answers one request at a time per
-//! connection, so ids from different exchanges never meet, and nothing is built or timed
-//! per request: the machine arms no timer; the head and write-stall timeouts are one timer
-//! per connection, moved only when it fires; a body's time limit is armed only when the
-//! body did not come with its head, and a handler's only when the driver has taken the
-//! body and not answered (an asynchronous handler), not for a handler that answers at
-//! once. The client
-//! sends one call, notification or batch per POST and feeds the response body back to its
-//! endpoint.
+//! The server reads and writes each connection's raw stream itself and frames it with the
+//! core's sans-I/O [`sansrpc::codec::http`] codec: one loop per connection, one connection
+//! machine for all of its exchanges. A body is handed to the machine where it lies in the
+//! read buffer (a chunked one joined in place), as one message (it classifies it: parse
+//! errors, batches, notifications), and the frame it sends back is the answer, written
+//! behind its head in the write buffer; `204` when the body held no request (notifications
+//! only: answered once their handlers are dispatched, not when they finish). HTTP/1.1
+//! answers one request at a time per connection, so ids from different exchanges never
+//! meet; a pipelined request waits in the read buffer for the answer before it. Nothing is
+//! built or timed per request: the head, body and handler time limits share one timer per
+//! connection, moved only when it fires (or when a limit would end sooner than it is set),
+//! and the write-stall limit is the machine's. The client sends one call, notification or
+//! batch per POST (with hyper) and feeds the response body back to its endpoint.
 
-use std::convert::Infallible;
+use std::cell::RefCell;
 use std::fmt;
 use std::future::Future;
 use std::io;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{ready, Context, Poll, Waker};
-use std::time::Duration;
+use std::task::{ready, Context, Poll};
+use std::time::{Duration, SystemTime};
 
-use bytes::BytesMut;
 use futures::FutureExt;
 use http_body_util::{BodyExt, Full, Limited};
-use hyper::body::{Body, Bytes, Incoming};
-use hyper::header::{
-    HeaderValue, ACCEPT, ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS,
-    ACCESS_CONTROL_ALLOW_ORIGIN, ACCESS_CONTROL_MAX_AGE, ACCESS_CONTROL_REQUEST_HEADERS,
-    ACCESS_CONTROL_REQUEST_METHOD, ALLOW, CONNECTION, CONTENT_TYPE, ORIGIN, VARY,
-};
-use hyper::{Request, Response, StatusCode, Uri};
+use hyper::body::Bytes;
+use hyper::header::{ACCEPT, CONTENT_TYPE};
+use hyper::{Request, StatusCode, Uri};
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioExecutor;
+use sansrpc::codec::http::{
+    write_head, BodyKind, Head, HttpFault, HttpStep, Method as Verb, RequestDecoder,
+};
 use sansrpc::connection::Connection;
 use sansrpc::method::{Method, NotificationMethod};
 use sansrpc::{Instant, RawValue};
-use tokio::sync::watch;
-use tokio::task::JoinSet;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::time::{Instant as Clock, Sleep};
 
+use crate::wire::{Input, Output, SMALL};
 use crate::{BatchSlot, BoxFuture, Builder, CallError, Driver, Received};
 use crate::{Origins, ServeOptions, TokioTimer, Transport};
 
 pub use hyper;
 
-type Answer = Response<Full<Bytes>>;
+const JSON: &[u8] = b"application/json";
 
-fn reply(status: StatusCode, body: Option<Bytes>) -> Answer {
-    let mut response = Response::new(Full::new(body.unwrap_or_default()));
-    *response.status_mut() = status;
-    response
+/// Room kept in front of an answer in the write buffer for its head, which is written
+/// there once the answer's length is known (a longer head is moved in front).
+const HEAD_ROOM: usize = 256;
+
+/// What every connection of one server shares.
+#[derive(Debug)]
+struct Serving {
+    max_body: usize,
+    /// The next request head is due this long after the last exchange ended.
+    head_timeout: Option<Duration>,
+    /// A body is due this long after its head.
+    body_timeout: Option<Duration>,
+    handler_timeout: Duration,
+    cors: Option<Origins>,
+    cors_max_age: String,
 }
 
-const JSON: HeaderValue = HeaderValue::from_static("application/json");
+impl Serving {
+    /// The timer's period: the shortest limit.
+    fn period(&self) -> Duration {
+        let limits = [
+            self.head_timeout,
+            self.body_timeout,
+            Some(self.handler_timeout),
+        ];
+        limits
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(self.handler_timeout)
+    }
+}
 
-/// `application/json`, with no charset or a UTF-8 one.
-fn is_json(value: Option<&HeaderValue>) -> bool {
-    let Some(value) = value.and_then(|v| v.to_str().ok()) else {
-        return false;
-    };
-    let mut parts = value.split(';').map(str::trim);
-    let media = parts.next().unwrap_or_default();
-    media.eq_ignore_ascii_case("application/json")
-        && parts.all(|param| match param.split_once('=') {
-            Some((name, charset)) if name.trim().eq_ignore_ascii_case("charset") => {
-                let charset = charset.trim().trim_matches('"');
-                charset.eq_ignore_ascii_case("utf-8") || charset.eq_ignore_ascii_case("utf8")
+/// Where the connection stands in its exchange.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Waiting for a request head (idle, or part of one read).
+    Head,
+    /// Reading a body: for the connection, or (`refused`) to be read past, the answer
+    /// being the refusal.
+    Body { refused: Option<Refusal> },
+    /// The body, `input.data()[..len]`, waits for the connection to take it; `used` bytes
+    /// of input are consumed once it has.
+    Offer { used: usize, len: usize },
+    /// The connection has the body; its answer is awaited.
+    Await,
+    /// An answer is being written; then the connection goes on, ends or is dropped.
+    Write(After),
+    /// The last answer is written: input ends.
+    Ended,
+}
+
+/// What happens once an answer is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum After {
+    /// The next request.
+    Next,
+    /// The connection ends: requests under way are still answered (to nobody).
+    End,
+    /// The connection is dropped with its handlers (they ran past their time).
+    Drop,
+}
+
+/// An answer given without the connection machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    /// A bare status.
+    Status(u16),
+    /// `405` with `Allow: POST`.
+    NotPost,
+    /// A CORS preflight from an allowed origin (`204` with the CORS headers).
+    Preflight,
+    /// A CORS preflight from another origin.
+    Forbidden,
+}
+
+/// The HTTP server side of one connection, as a message [`Transport`].
+struct HttpServer<S> {
+    stream: S,
+    input: Input,
+    decoder: RequestDecoder,
+    output: Output,
+    phase: Phase,
+    serving: Arc<Serving>,
+    /// The exchange under way: the connection stays open after it.
+    keep_alive: bool,
+    /// HTTP/1.0 keep-alive asks for the header in the answer.
+    http10: bool,
+    /// The exchange's `Access-Control-Allow-Origin`, when CORS allows its origin.
+    allow_origin: Option<String>,
+    /// The preflight's `Access-Control-Request-Headers`.
+    request_headers: Option<String>,
+    /// One timer for the connection's limits, moved only when it fires early.
+    timer: Pin<Box<Sleep>>,
+    /// When the last exchange ended (or the connection opened).
+    idle_since: Clock,
+    /// When the body's head came, or the body was handed in.
+    since: Clock,
+    /// The driver's time at its latest pass, and the timer's clock at the driver's first
+    /// time seen (so that the time the driver gives each pass serves for the timer too,
+    /// without reading the clock again).
+    now: Instant,
+    anchor: Option<(Clock, Instant)>,
+    /// Where an answer's head is written before it goes in front of the answer.
+    head: Vec<u8>,
+    /// Frames no exchange waits for, dropped.
+    stray: Vec<u8>,
+}
+
+thread_local! {
+    /// The `Date` header's value, and until when it holds: made once a second.
+    static DATE: RefCell<(Option<Clock>, String)> = const { RefCell::new((None, String::new())) };
+}
+
+/// Calls `f` with the `Date` header's value at `at` (an origin server with a clock sends
+/// it, RFC 9110 §6.6.1), reading the wall clock only when the second has changed.
+fn with_date(at: Clock, f: impl FnOnce(&[u8])) {
+    DATE.with(|date| {
+        let mut date = date.borrow_mut();
+        let stale = match date.0 {
+            Some(until) => at >= until,
+            None => true,
+        };
+        if stale {
+            let wall = SystemTime::now();
+            let into = wall
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos());
+            let left = Duration::from_nanos(u64::from(1_000_000_000 - into));
+            *date = (Some(at + left), httpdate::fmt_http_date(wall));
+        }
+        f(date.1.as_bytes());
+    });
+}
+
+impl<S> HttpServer<S>
+where
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    fn new(stream: S, serving: Arc<Serving>) -> Self {
+        let now = Clock::now();
+        HttpServer {
+            stream,
+            input: Input::new(Vec::new()),
+            decoder: RequestDecoder::new(serving.max_body),
+            output: Output::default(),
+            phase: Phase::Head,
+            keep_alive: true,
+            http10: false,
+            allow_origin: None,
+            request_headers: None,
+            timer: Box::pin(tokio::time::sleep_until(now + serving.period())),
+            idle_since: now,
+            since: now,
+            now: Instant::from_duration(Duration::ZERO),
+            anchor: None,
+            head: Vec::new(),
+            stray: Vec::new(),
+            serving,
+        }
+    }
+
+    /// The timer's clock at the driver's time `now` (the driver's latest, by default).
+    fn clock(&mut self, now: Option<Instant>) -> Clock {
+        let now = now.unwrap_or(self.now);
+        let (clock, at) = *self.anchor.get_or_insert_with(|| (Clock::now(), now));
+        clock + now.saturating_duration_since(at)
+    }
+
+    /// Starts an exchange at its head: the phase it begins with.
+    fn begin(&mut self, head: Head) -> Phase {
+        self.keep_alive = head.keep_alive;
+        self.http10 = head.http10;
+        self.request_headers = None;
+        self.allow_origin = match (&self.serving.cors, head.origin) {
+            (Some(origins), Some(origin)) if origins.allows(&origin) => Some(match origins {
+                Origins::Any => "*".to_owned(),
+                Origins::List(_) => origin,
+            }),
+            _ => None,
+        };
+        let refused = if self.serving.cors.is_some()
+            && head.method == Verb::Options
+            && head.cors_request_method
+        {
+            self.request_headers = head.cors_request_headers;
+            Some(match self.allow_origin {
+                Some(_) => Refusal::Preflight,
+                None => Refusal::Forbidden,
+            })
+        } else if head.method != Verb::Post {
+            Some(Refusal::NotPost)
+        } else if !head.json {
+            Some(Refusal::Status(415))
+        } else {
+            None
+        };
+        let over = matches!(head.body, BodyKind::Length(n) if n > self.serving.max_body as u64);
+        match (head.body, refused) {
+            (BodyKind::None, Some(refusal)) => self.refuse(refusal),
+            (BodyKind::None, None) => Phase::Offer { used: 0, len: 0 },
+            // A body declared over the limit is refused without being read, and so is one
+            // the client holds back for `100 Continue`: the connection then closes (what
+            // follows on it is unknown).
+            _ if over => {
+                self.keep_alive = false;
+                self.refuse(Refusal::Status(413))
             }
-            _ => true,
-        })
-}
-
-/// One HTTP connection's JSON-RPC state, shared by its exchanges and its driver: HTTP/1.1
-/// answers one request at a time, so at most one body is on its way in and one answer
-/// awaited.
-#[derive(Default)]
-struct Pipe {
-    /// The body of the exchange under way, until the connection takes it.
-    body: Option<Bytes>,
-    /// The connection took the body: an answer (or none, for notifications) follows.
-    taken: bool,
-    /// An exchange waits for its answer (until it is given, or the exchange gives up).
-    waiting: bool,
-    /// The answer given to the waiting exchange: a frame, or none (`204`).
-    answer: Option<Option<Bytes>>,
-    /// The waiting exchange's waker, to hand it its answer.
-    exchange: Option<Waker>,
-    /// The driver's waker, to hand it a body.
-    driver: Option<Waker>,
-    /// The driver ended (it failed): exchanges are answered 500.
-    gone: bool,
-    /// A request's head has come and its answer is not yet given back to hyper.
-    in_exchange: bool,
-    /// When the last exchange ended (or the connection opened): the next request's head
-    /// is due within the head timeout from then.
-    idle_since: Option<tokio::time::Instant>,
-    /// Since when an answer has waited to be written with no byte taken by the peer.
-    write_blocked_since: Option<tokio::time::Instant>,
-}
-
-impl Pipe {
-    /// Gives the waiting exchange its answer.
-    fn give(&mut self, answer: Option<Bytes>) {
-        self.waiting = false;
-        self.taken = false;
-        self.answer = Some(answer);
-        if let Some(exchange) = self.exchange.take() {
-            exchange.wake();
+            (_, Some(refusal)) if head.expect_continue => {
+                self.keep_alive = false;
+                self.refuse(refusal)
+            }
+            (_, refused) => {
+                if head.expect_continue && refused.is_none() {
+                    self.output
+                        .buf
+                        .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+                }
+                self.since = self.clock(None);
+                self.arm(self.serving.body_timeout);
+                Phase::Body { refused }
+            }
         }
     }
 
-    /// The driver is gone: the waiting exchange is answered `500`.
-    fn end(&mut self) {
-        self.gone = true;
-        self.waiting = false;
-        if let Some(exchange) = self.exchange.take() {
-            exchange.wake();
+    /// Moves the timer earlier when `limit` from [`since`](Self::since) ends before it.
+    fn arm(&mut self, limit: Option<Duration>) {
+        if let Some(limit) = limit {
+            let due = self.since + limit;
+            if due < self.timer.deadline() {
+                self.timer.as_mut().reset(due);
+            }
         }
+    }
+
+    /// Writes `refusal` as the exchange's answer.
+    fn refuse(&mut self, refusal: Refusal) -> Phase {
+        let (status, allow) = match refusal {
+            Refusal::Status(status) => (status, None),
+            Refusal::NotPost => (405, Some(("allow", &b"POST"[..]))),
+            Refusal::Preflight => (204, None),
+            Refusal::Forbidden => (403, None),
+        };
+        let after = self.after();
+        self.output.reset();
+        let max_age = self.serving.cors_max_age.clone();
+        let requested = self.request_headers.take();
+        let mut extra: Vec<(&str, &[u8])> = Vec::new();
+        extra.extend(allow);
+        if refusal == Refusal::Preflight {
+            let headers = requested.as_deref().unwrap_or("Content-Type");
+            extra.push(("access-control-allow-methods", b"POST"));
+            extra.push(("access-control-allow-headers", headers.as_bytes()));
+            extra.push(("access-control-max-age", max_age.as_bytes()));
+        }
+        let mut out = std::mem::take(&mut self.output.buf);
+        self.write_answer_head(&mut out, status, Some(0), after, &extra);
+        self.output.buf = out;
+        Phase::Write(after)
+    }
+
+    /// What follows the exchange's answer.
+    fn after(&self) -> After {
+        if self.keep_alive {
+            After::Next
+        } else {
+            After::End
+        }
+    }
+
+    /// Appends the answer's head: `status`, the JSON type for `200`, the date, the CORS
+    /// headers, `extra`, `Connection` as `after` says, the length.
+    fn write_answer_head(
+        &mut self,
+        out: &mut Vec<u8>,
+        status: u16,
+        length: Option<usize>,
+        after: After,
+        extra: &[(&str, &[u8])],
+    ) {
+        let at = self.clock(None);
+        with_date(at, |date| {
+            const MOST: usize = 10;
+            let mut headers: [(&str, &[u8]); MOST] = [("", b""); MOST];
+            let mut n = 0;
+            let mut push = |header| {
+                headers[n] = header;
+                n += 1;
+            };
+            if status == 200 {
+                push(("content-type", JSON));
+            }
+            push(("date", date));
+            match after {
+                After::Next if self.http10 => push(("connection", b"keep-alive")),
+                After::Next => {}
+                After::End | After::Drop => push(("connection", b"close")),
+            }
+            if self.serving.cors.is_some() {
+                push(("vary", b"Origin"));
+                if let Some(origin) = &self.allow_origin {
+                    push(("access-control-allow-origin", origin.as_bytes()));
+                }
+            }
+            for &header in extra.iter().take(MOST - 5) {
+                push(header);
+            }
+            write_head(out, status, length, &headers[..n]);
+        });
+    }
+
+    /// Takes the answer to the body handed in, when the connection has it: true when an
+    /// answer is now in the write buffer.
+    fn take_answer(&mut self, conn: &mut Connection) -> bool {
+        if self.phase != Phase::Await {
+            while conn.poll_transmit(&mut self.stray).is_some() {
+                self.stray.clear();
+            }
+            return false;
+        }
+        let after = self.after();
+        let out = &mut self.output.buf;
+        out.resize(HEAD_ROOM, 0);
+        if conn.poll_transmit(out).is_some() {
+            let mut out = std::mem::take(&mut self.output.buf);
+            let mut head = std::mem::take(&mut self.head);
+            head.clear();
+            self.write_answer_head(&mut head, 200, Some(out.len() - HEAD_ROOM), after, &[]);
+            self.output.written = match HEAD_ROOM.checked_sub(head.len()) {
+                Some(at) => {
+                    out[at..HEAD_ROOM].copy_from_slice(&head);
+                    at
+                }
+                None => {
+                    out.splice(..HEAD_ROOM, head.iter().copied());
+                    0
+                }
+            };
+            self.head = head;
+            self.output.buf = out;
+            self.phase = Phase::Write(after);
+            return true;
+        }
+        out.clear();
+        // The body is handled, its events routed, and no request of it is left to answer:
+        // notifications only, which get no answer.
+        if conn.endpoint().requests_in_flight() == 0 {
+            let mut out = std::mem::take(&mut self.output.buf);
+            self.write_answer_head(&mut out, 204, None, after, &[]);
+            self.output.buf = out;
+            self.phase = Phase::Write(after);
+            return true;
+        }
+        false
+    }
+
+    /// Fires the connection's limits: the phase to go on with, or the error ending the
+    /// connection at once.
+    fn poll_limits(&mut self, cx: &mut Context<'_>) -> io::Result<()> {
+        while self.timer.as_mut().poll(cx).is_ready() {
+            let now = Clock::now();
+            let serving = self.serving.clone();
+            let (due, expired) = match self.phase {
+                Phase::Head => (serving.head_timeout.map(|t| self.idle_since + t), None),
+                Phase::Body { .. } => (
+                    serving.body_timeout.map(|t| self.since + t),
+                    Some(Refusal::Status(408)),
+                ),
+                Phase::Offer { .. } | Phase::Await => (
+                    Some(self.since + serving.handler_timeout),
+                    Some(Refusal::Status(204)),
+                ),
+                Phase::Write(_) | Phase::Ended => (None, None),
+            };
+            match due {
+                Some(due) if due <= now => {
+                    let Some(refusal) = expired else {
+                        let e = "no request head within the time limit";
+                        return Err(io::Error::new(io::ErrorKind::TimedOut, e));
+                    };
+                    // A body trickling in (slowloris), or handlers past their time: the
+                    // answer says so, and the connection is dropped after it (a late
+                    // answer cannot meet a later exchange).
+                    self.keep_alive = false;
+                    self.refuse(refusal);
+                    self.phase = Phase::Write(After::Drop);
+                    self.timer.as_mut().reset(now + serving.period());
+                }
+                Some(due) => self.timer.as_mut().reset(due),
+                None => self.timer.as_mut().reset(now + serving.period()),
+            }
+        }
+        Ok(())
+    }
+
+    /// The answer is written: the next exchange, or the end.
+    fn answered(&mut self, after: After, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match after {
+            After::Next => {
+                self.phase = Phase::Head;
+                self.idle_since = self.clock(None);
+                if !self.input.is_empty() {
+                    // A pipelined request waits in the buffer: read it.
+                    cx.waker().wake_by_ref();
+                }
+            }
+            After::End => {
+                self.phase = Phase::Ended;
+                cx.waker().wake_by_ref();
+            }
+            After::Drop => {
+                ready!(self.output.poll_flushed(&mut self.stream, cx))?;
+                let _ = Pin::new(&mut self.stream).poll_shutdown(cx);
+                let e = "the connection was closed after its time limit";
+                return Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, e)));
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// The peer's input ended (or is over): the connection is told.
+    fn end(&mut self, conn: &mut Connection, now: Instant) -> Received {
+        self.phase = Phase::Ended;
+        conn.handle_end_of_input(now);
+        Received::End
     }
 }
 
-/// The message transport of one HTTP connection: each POST body is one message in, and
-/// the one frame it causes (a response, a batch's array, a parse error) the HTTP answer.
-/// Frames with no exchange waiting for them (an answer that came after its exchange gave
-/// up) are dropped.
-struct HttpPipe {
-    pipe: Shared,
-    /// Where the connection writes each frame.
-    frame: Vec<u8>,
-    /// Where an answer is copied to be handed to hyper: once hyper has written and dropped
-    /// the last one, the same allocation takes the next (small answers cost no allocation).
-    answers: BytesMut,
-}
-
-/// An answer at least this long is handed to hyper as it is, not copied (so the buffer
-/// kept for answers stays within a few KiB per connection).
-const MOVED_ANSWER: usize = 1024;
-
-/// The [`Pipe`] of one HTTP connection.
-type Shared = Arc<Mutex<Pipe>>;
-
-fn lock(pipe: &Shared) -> std::sync::MutexGuard<'_, Pipe> {
-    pipe.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-impl Transport for HttpPipe {
+impl<S> Transport for HttpServer<S>
+where
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
     fn is_message_based(&self) -> bool {
         true
     }
@@ -156,418 +489,93 @@ impl Transport for HttpPipe {
         conn: &mut Connection,
         now: Instant,
     ) -> Poll<io::Result<Received>> {
-        let mut pipe = lock(&self.pipe);
-        let Some(body) = pipe.body.take() else {
-            pipe.driver = Some(cx.waker().clone());
-            return Poll::Pending;
-        };
-        if conn.handle_message(&body, now).is_err() {
-            pipe.body = Some(body);
-            return Poll::Ready(Ok(Received::Stalled));
+        self.now = now;
+        loop {
+            let step = match self.phase {
+                Phase::Await | Phase::Write(_) => return Poll::Pending,
+                Phase::Ended => return Poll::Ready(Ok(self.end(conn, now))),
+                Phase::Offer { used, len } => {
+                    if conn.handle_message(&self.input.data()[..len], now).is_err() {
+                        return Poll::Ready(Ok(Received::Stalled));
+                    }
+                    self.input.consume(used);
+                    self.phase = Phase::Await;
+                    self.since = self.clock(Some(now));
+                    self.arm(Some(self.serving.handler_timeout));
+                    return Poll::Ready(Ok(Received::Data));
+                }
+                Phase::Head | Phase::Body { .. } => self.decoder.decode(self.input.data()),
+            };
+            match step {
+                Err(fault) => {
+                    self.keep_alive = false;
+                    let status = match fault {
+                        HttpFault::BadRequest => 400,
+                        other => other.status(),
+                    };
+                    self.phase = self.refuse(Refusal::Status(status));
+                    return Poll::Ready(Ok(Received::Data));
+                }
+                Ok(HttpStep::Head(used, head)) => {
+                    self.input.consume(used);
+                    self.phase = self.begin(head);
+                    if matches!(self.phase, Phase::Write(_)) {
+                        return Poll::Ready(Ok(Received::Data));
+                    }
+                }
+                Ok(HttpStep::Body(used, body)) => {
+                    let len = body.len();
+                    match self.phase {
+                        Phase::Body {
+                            refused: Some(refusal),
+                        } => {
+                            self.input.consume(used);
+                            self.phase = self.refuse(refusal);
+                            return Poll::Ready(Ok(Received::Data));
+                        }
+                        _ => self.phase = Phase::Offer { used, len },
+                    }
+                }
+                Ok(HttpStep::Incomplete(need)) => {
+                    // A head or chunk line says only that it needs more: read a good deal
+                    // more, not a byte at a time.
+                    let need = need.max(self.input.len() + SMALL);
+                    match ready!(self.input.poll_fill(&mut self.stream, cx, need))? {
+                        // The peer closed: a request cut short is not answered.
+                        0 => return Poll::Ready(Ok(self.end(conn, now))),
+                        _ => continue,
+                    }
+                }
+            }
         }
-        pipe.taken = true;
-        // One body per exchange: the next comes with a wake.
-        pipe.driver = Some(cx.waker().clone());
-        Poll::Ready(Ok(Received::Drained))
     }
 
     fn poll_transmit(
         &mut self,
-        _: &mut Context<'_>,
+        cx: &mut Context<'_>,
         conn: &mut Connection,
     ) -> Poll<io::Result<()>> {
-        let HttpPipe {
-            pipe,
-            frame,
-            answers,
-        } = self;
-        let mut pipe = lock(pipe);
-        while conn.poll_transmit(frame).is_some() {
-            if pipe.waiting {
-                let answer = if frame.len() >= MOVED_ANSWER {
-                    Bytes::from(std::mem::take(frame))
-                } else {
-                    answers.extend_from_slice(frame);
-                    answers.split().freeze()
-                };
-                pipe.give(Some(answer));
+        self.poll_limits(cx)?;
+        loop {
+            if self.output.pending() {
+                ready!(self.output.poll_write_out(&mut self.stream, cx))?;
+                continue;
             }
-            frame.clear();
-        }
-        // The body is handled, its events routed, and no request of it is left to answer:
-        // notifications only, which get no answer.
-        if pipe.taken && conn.endpoint().requests_in_flight() == 0 && pipe.waiting {
-            pipe.give(None);
-        }
-        Poll::Ready(Ok(()))
-    }
-
-    fn poll_close(&mut self, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-}
-
-/// Awaits `future`, arming a timer for `limit` only if it is not ready at once (a body
-/// that came with its head, an answer from a synchronous handler): `None` when it ran out.
-async fn within<F: Future>(limit: Option<Duration>, future: F) -> Option<F::Output> {
-    let mut future = std::pin::pin!(future);
-    let first = std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await;
-    if let Poll::Ready(out) = first {
-        return Some(out);
-    }
-    match limit {
-        Some(limit) => tokio::time::timeout(limit, future).await.ok(),
-        None => Some(future.await),
-    }
-}
-
-/// An exchange under way on a connection (from its head to its answer): while one is,
-/// the head timeout does not apply; when it ends, the next head is due within the timeout.
-struct InExchange(Shared);
-
-impl InExchange {
-    fn begin(conn: &Shared) -> Self {
-        lock(conn).in_exchange = true;
-        InExchange(conn.clone())
-    }
-}
-
-impl Drop for InExchange {
-    fn drop(&mut self) {
-        let mut pipe = lock(&self.0);
-        pipe.in_exchange = false;
-        pipe.idle_since = Some(tokio::time::Instant::now());
-    }
-}
-
-/// The connection's own time limits, outside the connection machine (which does not see
-/// the socket): `head` for the next request head, counted from the end of the last exchange
-/// (or the opening), so a slowloris sending a head a byte at a time and a kept-alive
-/// connection left idle are closed; `stall` for an answer no byte of which the peer takes
-/// (a peer that sends and never reads). Resolves when the connection is to be closed. One
-/// timer per connection, moved only when it fires (at most once per limit while requests
-/// flow), instead of one armed for every head.
-async fn limits(conn: &Shared, head: Option<Duration>, stall: Option<Duration>) {
-    let Some(period) = head.into_iter().chain(stall).min() else {
-        return std::future::pending().await;
-    };
-    let opened = tokio::time::Instant::now();
-    let sleep = tokio::time::sleep_until(opened + period);
-    let mut sleep = std::pin::pin!(sleep);
-    loop {
-        sleep.as_mut().await;
-        let now = tokio::time::Instant::now();
-        let due = {
-            let pipe = lock(conn);
-            match (pipe.write_blocked_since, stall, head) {
-                (Some(since), Some(stall), _) => since + stall,
-                (Some(_), None, _) => now + period,
-                (None, _, _) if pipe.in_exchange => now + period,
-                (None, _, Some(head)) => pipe.idle_since.unwrap_or(opened) + head,
-                (None, _, None) => now + period,
+            if let Phase::Write(after) = self.phase {
+                ready!(self.answered(after, cx))?;
             }
-        };
-        if due <= now {
-            return;
-        }
-        sleep.as_mut().reset(due);
-    }
-}
-
-/// The connection's socket, telling the [`Pipe`] when a write waits for the peer to read
-/// and when it goes on (the lock is taken only on those changes, not on every write).
-struct Watched<S> {
-    io: S,
-    conn: Shared,
-    blocked: bool,
-}
-
-impl<S> Watched<S> {
-    fn note<T>(&mut self, result: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
-        match (&result, self.blocked) {
-            (Poll::Pending, false) => {
-                self.blocked = true;
-                lock(&self.conn).write_blocked_since = Some(tokio::time::Instant::now());
+            self.output.reset();
+            if !self.take_answer(conn) {
+                return self.output.poll_flushed(&mut self.stream, cx);
             }
-            (Poll::Ready(_), true) => {
-                self.blocked = false;
-                let mut pipe = lock(&self.conn);
-                pipe.write_blocked_since = None;
-                // The last answer is still on its way: the next head is due from now.
-                if !pipe.in_exchange {
-                    pipe.idle_since = Some(tokio::time::Instant::now());
-                }
-            }
-            _ => {}
-        }
-        result
-    }
-}
-
-impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Watched<S> {
-    fn poll_read(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        std::pin::Pin::new(&mut self.io).poll_read(cx, buf)
-    }
-}
-
-impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Watched<S> {
-    fn poll_write(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let result = std::pin::Pin::new(&mut self.io).poll_write(cx, buf);
-        self.note(result)
-    }
-
-    fn poll_write_vectored(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        let result = std::pin::Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
-        self.note(result)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
-    }
-
-    fn poll_flush(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<io::Result<()>> {
-        let result = std::pin::Pin::new(&mut self.io).poll_flush(cx);
-        self.note(result)
-    }
-
-    fn poll_shutdown(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<io::Result<()>> {
-        std::pin::Pin::new(&mut self.io).poll_shutdown(cx)
-    }
-}
-
-/// The driver ended before it answered.
-struct Gone;
-
-/// The answer to the exchange under way, once given (`Ok`); while it is not, the exchange's
-/// waker is kept for it, and `Err` tells whether the driver has taken the body yet.
-fn poll_answer(pipe: &Shared, cx: &Context<'_>) -> Result<Result<Option<Bytes>, Gone>, bool> {
-    let mut pipe = lock(pipe);
-    if let Some(answer) = pipe.answer.take() {
-        return Ok(Ok(answer));
-    }
-    if pipe.gone {
-        return Ok(Err(Gone));
-    }
-    if !pipe
-        .exchange
-        .as_ref()
-        .is_some_and(|w| w.will_wake(cx.waker()))
-    {
-        pipe.exchange = Some(cx.waker().clone());
-    }
-    Err(pipe.body.is_none())
-}
-
-/// Awaits the answer to the exchange under way, arming a timer for `limit` only when the
-/// handlers may take long: the connection's driver, beside hyper in the same task, runs
-/// in a turn or two of the task, and a synchronous handler has answered by the time the
-/// driver has taken the body. So the timer is armed once the body is taken and the answer
-/// is not there, or when the driver has not taken the body after a few turns (a full
-/// in-flight table): not for every request. `None` when the limit passed; a late answer is
-/// then dropped.
-async fn answer_within(limit: Duration, pipe: &Shared) -> Option<Result<Option<Bytes>, Gone>> {
-    const TURNS: usize = 3;
-    let mut turns = 0;
-    let early = std::future::poll_fn(|cx| {
-        let taken = match poll_answer(pipe, cx) {
-            Ok(answer) => return Poll::Ready(Some(answer)),
-            Err(taken) => taken,
-        };
-        turns += 1;
-        if turns > TURNS || taken {
-            return Poll::Ready(None);
-        }
-        // The driver is woken and has yet to run: look again after it has.
-        cx.waker().wake_by_ref();
-        Poll::Pending
-    })
-    .await;
-    if let Some(answer) = early {
-        return Some(answer);
-    }
-    let answer = std::future::poll_fn(|cx| match poll_answer(pipe, cx) {
-        Ok(answer) => Poll::Ready(answer),
-        Err(_) => Poll::Pending,
-    });
-    let answer = tokio::time::timeout(limit, answer).await.ok();
-    if answer.is_none() {
-        let mut pipe = lock(pipe);
-        pipe.waiting = false;
-        pipe.exchange = None;
-    }
-    answer
-}
-
-/// What one HTTP connection needs to answer its requests.
-struct Serving {
-    builder: Builder,
-    /// The builder of each connection's machine: the builder's, with the timeouts hyper
-    /// keeps instead (idle, partial head and body) left out, so it arms no timer.
-    machine: Builder,
-    handler_timeout: Duration,
-    cors: Option<Origins>,
-    cors_max_age: HeaderValue,
-}
-
-/// Answers one HTTP request, with CORS when configured.
-async fn answer(request: Request<Incoming>, serving: Arc<Serving>, conn: Shared) -> Answer {
-    let _exchange = InExchange::begin(&conn);
-    let Some(origins) = &serving.cors else {
-        return exchange(request, &serving, &conn).await;
-    };
-    let origin = request.headers().get(ORIGIN).cloned();
-    let allowed = origin
-        .as_ref()
-        .filter(|o| o.to_str().is_ok_and(|o| origins.allows(o)))
-        .map(|o| match origins {
-            Origins::Any => HeaderValue::from_static("*"),
-            Origins::List(_) => o.clone(),
-        });
-    let preflight = request.method() == hyper::Method::OPTIONS
-        && request
-            .headers()
-            .contains_key(ACCESS_CONTROL_REQUEST_METHOD);
-    let mut response = if preflight {
-        let Some(_) = &allowed else {
-            let mut refused = reply(StatusCode::FORBIDDEN, None);
-            refused
-                .headers_mut()
-                .insert(VARY, HeaderValue::from_static("Origin"));
-            return refused;
-        };
-        let headers = request
-            .headers()
-            .get(ACCESS_CONTROL_REQUEST_HEADERS)
-            .cloned()
-            .unwrap_or(HeaderValue::from_static("Content-Type"));
-        let mut response = reply(StatusCode::NO_CONTENT, None);
-        let h = response.headers_mut();
-        h.insert(
-            ACCESS_CONTROL_ALLOW_METHODS,
-            HeaderValue::from_static("POST"),
-        );
-        h.insert(ACCESS_CONTROL_ALLOW_HEADERS, headers);
-        h.insert(ACCESS_CONTROL_MAX_AGE, serving.cors_max_age.clone());
-        response
-    } else {
-        exchange(request, &serving, &conn).await
-    };
-    let h = response.headers_mut();
-    h.insert(VARY, HeaderValue::from_static("Origin"));
-    if let Some(allowed) = allowed {
-        h.insert(ACCESS_CONTROL_ALLOW_ORIGIN, allowed);
-    }
-    response
-}
-
-/// Answers one HTTP request's JSON-RPC exchange.
-async fn exchange(request: Request<Incoming>, serving: &Serving, conn: &Shared) -> Answer {
-    let config = serving.builder.endpoint_config();
-    if request.method() != hyper::Method::POST {
-        let mut response = reply(StatusCode::METHOD_NOT_ALLOWED, None);
-        response
-            .headers_mut()
-            .insert(ALLOW, HeaderValue::from_static("POST"));
-        return response;
-    }
-    if !is_json(request.headers().get(CONTENT_TYPE)) {
-        return reply(StatusCode::UNSUPPORTED_MEDIA_TYPE, None);
-    }
-    let limit = config.limits.max_frame_bytes;
-    // A declared Content-Length over the limit is refused before reading any of the body.
-    if request.body().size_hint().lower() > limit as u64 {
-        return reply(StatusCode::PAYLOAD_TOO_LARGE, None);
-    }
-    let collect = read_body(request.into_body(), limit);
-    let Some(collected) = within(config.frame_timeout, collect).await else {
-        // A body trickling in (slowloris): refused, and the connection closed.
-        return closing(StatusCode::REQUEST_TIMEOUT);
-    };
-    let body = match collected {
-        Ok(body) => body,
-        Err(status) => return reply(status, None),
-    };
-    {
-        let mut pipe = lock(conn);
-        if pipe.gone {
-            return closing(StatusCode::INTERNAL_SERVER_ERROR);
-        }
-        pipe.body = Some(body);
-        pipe.taken = false;
-        pipe.waiting = true;
-        pipe.answer = None;
-        if let Some(driver) = pipe.driver.take() {
-            driver.wake();
         }
     }
-    match answer_within(serving.handler_timeout, conn).await {
-        Some(Ok(Some(frame))) => {
-            let mut response = reply(StatusCode::OK, Some(frame));
-            response.headers_mut().insert(CONTENT_TYPE, JSON);
-            response
-        }
-        Some(Ok(None)) => reply(StatusCode::NO_CONTENT, None),
-        // The connection's driver is gone (it failed): nothing more is answered here.
-        Some(Err(Gone)) => closing(StatusCode::INTERNAL_SERVER_ERROR),
-        // Handlers past their time go unanswered; the connection closes, and its handlers
-        // with it, so a late answer cannot meet a later exchange.
-        None => closing(StatusCode::NO_CONTENT),
-    }
-}
 
-/// Reads a request body of at most `limit` bytes: `413` past it, `400` when the body
-/// breaks off. A body that comes in one piece (the usual case) is taken as it is, with no
-/// copy and no allocation; one in several pieces is joined.
-async fn read_body(mut body: Incoming, limit: usize) -> Result<Bytes, StatusCode> {
-    let mut first = Bytes::new();
-    let mut joined = Vec::new();
-    while let Some(frame) = body.frame().await {
-        let Ok(data) = frame.map_err(|_| StatusCode::BAD_REQUEST)?.into_data() else {
-            continue; // Trailers.
-        };
-        if first.len() + joined.len() + data.len() > limit {
-            return Err(StatusCode::PAYLOAD_TOO_LARGE);
-        }
-        if first.is_empty() && joined.is_empty() {
-            first = data;
-        } else {
-            if joined.is_empty() {
-                joined.extend_from_slice(&std::mem::take(&mut first));
-            }
-            joined.extend_from_slice(&data);
-        }
+    fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        ready!(self.output.poll_write_out(&mut self.stream, cx))?;
+        ready!(self.output.poll_flushed(&mut self.stream, cx))?;
+        Pin::new(&mut self.stream).poll_shutdown(cx)
     }
-    Ok(if joined.is_empty() {
-        first
-    } else {
-        Bytes::from(joined)
-    })
-}
-
-/// An answer after which the HTTP connection closes.
-fn closing(status: StatusCode) -> Answer {
-    let mut response = reply(status, None);
-    let close = HeaderValue::from_static("close");
-    response.headers_mut().insert(CONNECTION, close);
-    response
 }
 
 /// Serves JSON-RPC over HTTP/1.1 on `listener` with `builder` (give it a router) until
@@ -579,7 +587,9 @@ fn closing(status: StatusCode) -> Answer {
 /// POST only (405 with `Allow: POST` otherwise); `Content-Type: application/json`
 /// (charset UTF-8 allowed) or 415; a body over the endpoint's
 /// [`max_frame_bytes`](sansrpc::Limits::max_frame_bytes) gets 413, read no further than the
-/// limit; the endpoint's answer with 200, or 204 when there is none (notifications).
+/// limit; the endpoint's answer with 200, or 204 when there is none (notifications). A
+/// malformed request gets 400, a head over 32 KiB 431, a transfer coding other than
+/// `chunked` 501, and the connection is closed after them.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     builder: Builder,
@@ -638,113 +648,51 @@ pub async fn serve_with_options(
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
-    let write_stall = config.write_stall_timeout;
-    let max_age = options.cors_max_age.as_secs().to_string();
-    let mut quiet = builder.endpoint_config().clone();
-    (
-        quiet.idle_timeout,
-        quiet.frame_timeout,
-        quiet.write_stall_timeout,
-    ) = (None, None, None);
     let serving = Arc::new(Serving {
-        machine: builder.clone().config(quiet),
-        builder,
+        max_body: config.limits.max_frame_bytes,
+        head_timeout,
+        body_timeout: config.frame_timeout,
         handler_timeout: options.handler_timeout,
         cors: options.cors.clone(),
-        cors_max_age: HeaderValue::from_str(&max_age).unwrap_or(HeaderValue::from_static("0")),
+        cors_max_age: options.cors_max_age.as_secs().to_string(),
     });
-    let busy: Arc<[u8]> = crate::HTTP_BUSY.into();
-    let mut refusing = JoinSet::new();
-    let mut shutdown = std::pin::pin!(shutdown);
-    let (stop, stopping) = watch::channel(false);
-    let mut connections = JoinSet::new();
-    loop {
-        tokio::select! {
-            () = &mut shutdown => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) if connections.len() >= options.max_connections => {
-                    crate::refuse_on(&mut refusing, stream, &busy);
+    // The transport keeps the head, body and handler limits; the machine keeps the write
+    // stall (an idle keep-alive connection is the head limit's).
+    let mut quiet = config.clone();
+    (quiet.idle_timeout, quiet.frame_timeout) = (None, None);
+    let builder = builder.config(quiet);
+    let accept = || async { listener.accept().await.map(crate::no_delay) };
+    #[cfg(feature = "tls")]
+    let tls = options.tls.clone();
+    let setup = move |stream: tokio::net::TcpStream| {
+        let serving = serving.clone();
+        #[cfg(feature = "tls")]
+        let tls = tls.clone();
+        async move {
+            // The TLS handshake (when configured), within the head's limit.
+            #[cfg(feature = "tls")]
+            let stream = {
+                let handshake = crate::tls::accept(tls.as_ref(), stream);
+                match serving.head_timeout {
+                    Some(limit) => tokio::time::timeout(limit, handshake)
+                        .await
+                        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "TLS handshake"))??,
+                    None => handshake.await?,
                 }
-                Ok((stream, _)) => {
-                    let _ = stream.set_nodelay(true);
-                    let serving = serving.clone();
-                    let mut stopping = stopping.clone();
-                    #[cfg(feature = "tls")]
-                    let tls = options.tls.clone();
-                    connections.spawn(async move {
-                        // The TLS handshake (when configured), within the head's limit.
-                        #[cfg(feature = "tls")]
-                        let stream = {
-                            let handshake = crate::tls::accept(tls.as_ref(), stream);
-                            let done = match head_timeout {
-                                Some(limit) => match tokio::time::timeout(limit, handshake).await {
-                                    Ok(done) => done,
-                                    Err(_) => return,
-                                },
-                                None => handshake.await,
-                            };
-                            match done {
-                                Ok(stream) => stream,
-                                Err(_) => return,
-                            }
-                        };
-                        // One connection machine for all of this connection's exchanges,
-                        // driven beside hyper in this task.
-                        let pipe = Shared::default();
-                        let transport = HttpPipe {
-                            pipe: pipe.clone(),
-                            frame: Vec::new(),
-                            answers: BytesMut::new(),
-                        };
-                        let (_client, driver) = serving.machine.clone().connect(transport, TokioTimer);
-                        let exchanges = pipe.clone();
-                        let service = hyper::service::service_fn(move |request| {
-                            answer(request, serving.clone(), exchanges.clone())
-                                .map(Ok::<_, Infallible>)
-                        });
-                        // No timer for hyper: it would arm one for every request head.
-                        let http = hyper::server::conn::http1::Builder::new();
-                        let stream = Watched {
-                            io: stream,
-                            conn: pipe.clone(),
-                            blocked: false,
-                        };
-                        let connection = http.serve_connection(TokioIo::new(stream), service);
-                        let mut connection = std::pin::pin!(connection);
-                        let mut driver = std::pin::pin!(driver);
-                        let late = limits(&pipe, head_timeout, write_stall);
-                        let mut late = std::pin::pin!(late);
-                        let (mut driving, mut draining) = (true, false);
-                        loop {
-                            tokio::select! {
-                                _ = connection.as_mut() => return,
-                                () = late.as_mut() => return,
-                                _ = driver.as_mut(), if driving => {
-                                    driving = false;
-                                    let mut pipe = lock(&pipe);
-                                    pipe.end();
-                                }
-                                _ = stopping.wait_for(|s| *s), if !draining => {
-                                    draining = true;
-                                    connection.as_mut().graceful_shutdown();
-                                }
-                            }
-                        }
-                    });
-                }
-                Err(e) if crate::is_connection_error(&e) => {}
-                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-            },
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-            Some(_) = refusing.join_next(), if !refusing.is_empty() => {}
+            };
+            Ok(HttpServer::new(stream, serving))
         }
-    }
-    refusing.shutdown().await;
-    let _ = stop.send(true);
-    let all_done = async { while connections.join_next().await.is_some() {} };
-    let _ = tokio::time::timeout(grace + Duration::from_secs(1), all_done).await;
-    connections.shutdown().await;
-    Ok(())
+    };
+    crate::serve(
+        accept,
+        setup,
+        crate::HTTP_BUSY.into(),
+        builder,
+        &options,
+        shutdown,
+        grace,
+    )
+    .await
 }
 
 /// Why an HTTP call produced no result.

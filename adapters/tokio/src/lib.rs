@@ -57,6 +57,8 @@ pub mod http;
 pub mod reconnect;
 #[cfg(feature = "tls")]
 pub mod tls;
+#[cfg(any(feature = "ws", feature = "http"))]
+mod wire;
 #[cfg(feature = "ws")]
 pub mod ws;
 
@@ -219,7 +221,7 @@ where
 /// An accepted TCP connection with Nagle's algorithm off: JSON-RPC writes whole messages,
 /// and a small answer held back for the peer's delayed ACK stalls a pipelined client for
 /// tens of milliseconds.
-#[cfg(feature = "ws")]
+#[cfg(any(feature = "ws", feature = "http"))]
 pub(crate) fn no_delay(
     (stream, _): (tokio::net::TcpStream, std::net::SocketAddr),
 ) -> tokio::net::TcpStream {

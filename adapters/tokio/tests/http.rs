@@ -383,3 +383,174 @@ async fn a_handler_past_its_time_goes_unanswered_and_its_connection_closes() {
     })
     .await;
 }
+
+/// Reads what the server sends until it closes the connection.
+async fn read_to_close(stream: &mut TcpStream, received: &mut Vec<u8>) -> String {
+    stream.read_to_end(received).await.unwrap();
+    String::from_utf8_lossy(received).into_owned()
+}
+
+const ADD: &str = r#"{"jsonrpc":"2.0","id":7,"method":"add","params":[1,2]}"#;
+const ANSWER: &str = r#"{"jsonrpc":"2.0","result":3.0,"id":7}"#;
+
+/// Requests written back to back before any answer is read (a chunked one among them) are
+/// answered one after another, in order, each carrying a date.
+#[tokio::test]
+async fn pipelined_requests_are_answered_in_order() {
+    within(LIMIT, async {
+        let (addr, stop, _task) = server(Config::default()).await;
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let chunked = "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let twice = r#"{"jsonrpc":"2.0","id":8,"method":"multiply","params":[4,2]}"#;
+        let mut burst = post_head(ADD);
+        burst.push_str(chunked);
+        burst.push_str(&format!("{:x}\r\n{twice}\r\n0\r\n\r\n", twice.len()));
+        burst.push_str(&post_head(r#"{"jsonrpc":"2.0","method":"tick"}"#));
+        burst.push_str(&post_head(ADD));
+        stream.write_all(burst.as_bytes()).await.unwrap();
+        let mut received = Vec::new();
+        let mut answers = Vec::new();
+        for _ in 0..4 {
+            let (status, headers, body) = read_response(&mut stream, &mut received).await;
+            assert!(headers.contains("\r\ndate: "), "{headers}");
+            answers.push((status, body));
+        }
+        let expected = [
+            (200, ANSWER),
+            (200, r#"{"jsonrpc":"2.0","result":8.0,"id":8}"#),
+            (204, ""),
+            (200, ANSWER),
+        ];
+        let answers: Vec<_> = answers.iter().map(|(s, b)| (*s, b.as_str())).collect();
+        assert_eq!(answers, expected);
+        let _ = stop.send(());
+    })
+    .await;
+}
+
+/// A client that sends `Expect: 100-continue` gets `100 Continue` before it sends its body;
+/// one whose request is refused gets the refusal instead, and the connection closes (the
+/// body it held back never comes).
+#[tokio::test]
+async fn expect_100_continue() {
+    within(LIMIT, async {
+        let (addr, stop, _task) = server(Config::default()).await;
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let head = format!(
+            "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: {}\r\n\r\n",
+            ADD.len()
+        );
+        stream.write_all(head.as_bytes()).await.unwrap();
+        let mut received = Vec::new();
+        let (status, _, body) = read_response(&mut stream, &mut received).await;
+        assert_eq!((status, body.as_str()), (100, ""));
+        stream.write_all(ADD.as_bytes()).await.unwrap();
+        let (status, _, body) = read_response(&mut stream, &mut received).await;
+        assert_eq!((status, body.as_str()), (200, ANSWER));
+
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let refused = head.replace("application/json", "text/plain");
+        stream.write_all(refused.as_bytes()).await.unwrap();
+        let all = read_to_close(&mut stream, &mut Vec::new()).await;
+        assert!(all.starts_with("HTTP/1.1 415 "), "{all}");
+        assert!(!all.contains(" 100 "), "{all}");
+        assert!(all.to_ascii_lowercase().contains("connection: close"), "{all}");
+        let _ = stop.send(());
+    })
+    .await;
+}
+
+/// HTTP/1.0 closes after the answer unless it asks for keep-alive; HTTP/1.1 stays open
+/// unless it asks to close.
+#[tokio::test]
+async fn keep_alive_follows_the_version_and_the_connection_header() {
+    within(LIMIT, async {
+        let (addr, stop, _task) = server(Config::default()).await;
+        let request = |version: &str, connection: &str| {
+            format!(
+                "POST / {version}\r\nHost: x\r\nContent-Type: application/json\r\n{connection}Content-Length: {}\r\n\r\n{ADD}",
+                ADD.len()
+            )
+        };
+        for (version, connection) in [("HTTP/1.0", ""), ("HTTP/1.1", "Connection: close\r\n")] {
+            let mut stream = TcpStream::connect(addr).await.unwrap();
+            stream
+                .write_all(request(version, connection).as_bytes())
+                .await
+                .unwrap();
+            let all = read_to_close(&mut stream, &mut Vec::new()).await;
+            assert!(all.starts_with("HTTP/1.1 200 OK\r\n"), "{all}");
+            assert!(all.contains("connection: close"), "{all}");
+            assert!(all.ends_with(ANSWER), "{all}");
+        }
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let mut received = Vec::new();
+        for _ in 0..2 {
+            let kept = request("HTTP/1.0", "Connection: keep-alive\r\n");
+            stream.write_all(kept.as_bytes()).await.unwrap();
+            let (status, headers, body) = read_response(&mut stream, &mut received).await;
+            assert_eq!((status, body.as_str()), (200, ANSWER));
+            assert!(headers.contains("connection: keep-alive"), "{headers}");
+        }
+        let _ = stop.send(());
+    })
+    .await;
+}
+
+/// A request whose framing cannot be read is answered with what is wrong and its
+/// connection closed; the server goes on serving others.
+#[tokio::test]
+async fn malformed_requests_get_4xx_or_501_and_a_close() {
+    within(LIMIT, async {
+        let (addr, stop, _task) = server(Config::default()).await;
+        let json = "Content-Type: application/json\r\n";
+        let long = format!("X-Long: {}\r\n", "a".repeat(40 * 1024));
+        let cases = [
+            ("NOT HTTP AT ALL\r\n\r\n".to_owned(), 400),
+            (format!("POST / HTTP/1.1\r\n{json}Content-Length: 12x\r\n\r\n"), 400),
+            (
+                format!("POST / HTTP/1.1\r\n{json}Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n"),
+                400,
+            ),
+            (format!("POST / HTTP/1.1\r\n{json}Transfer-Encoding: gzip\r\n\r\n"), 501),
+            (format!("POST / HTTP/1.1\r\n{json}Transfer-Encoding: chunked\r\n\r\nzz\r\n"), 400),
+            (format!("POST / HTTP/1.1\r\n{json}{long}\r\n"), 431),
+        ];
+        for (request, expected) in cases {
+            let mut stream = TcpStream::connect(addr).await.unwrap();
+            stream.write_all(request.as_bytes()).await.unwrap();
+            let all = read_to_close(&mut stream, &mut Vec::new()).await;
+            let status = format!("HTTP/1.1 {expected} ");
+            assert!(all.starts_with(&status), "{request:.60}: {all}");
+            assert!(all.contains("connection: close"), "{all}");
+        }
+        assert_eq!(post(addr, "application/json", ADD).await.0, 200);
+        let _ = stop.send(());
+    })
+    .await;
+}
+
+/// A refused request's body is read past, and its connection keeps serving.
+#[tokio::test]
+async fn a_refused_request_with_a_body_keeps_its_connection() {
+    within(LIMIT, async {
+        let (addr, stop, _task) = server(Config::default()).await;
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let mut received = Vec::new();
+        let refused = [
+            post_head(ADD).replace("application/json", "text/plain"),
+            post_head(ADD).replacen("POST", "PUT", 1),
+        ];
+        for request in refused {
+            stream.write_all(request.as_bytes()).await.unwrap();
+            let (status, headers, _) = read_response(&mut stream, &mut received).await;
+            assert!(matches!(status, 405 | 415), "{status}");
+            assert!(!headers.contains("connection: close"), "{headers}");
+            stream.write_all(post_head(ADD).as_bytes()).await.unwrap();
+            let (status, _, body) = read_response(&mut stream, &mut received).await;
+            assert_eq!((status, body.as_str()), (200, ANSWER));
+        }
+        let _ = stop.send(());
+    })
+    .await;
+}
