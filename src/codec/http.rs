@@ -197,9 +197,28 @@ impl RequestDecoder {
         self.state != State::Head
     }
 
+    /// While a chunked body is incomplete, moves the bytes of `buf` not decoded yet down
+    /// over the chunk framing already decoded (sizes, extensions, line ends), and returns
+    /// how many bytes at the start of `buf` are still in use: drop the rest before reading
+    /// more. Otherwise returns `buf.len()`. Without it a body of tiny chunks with long
+    /// extensions would hold its whole framing until it ends: with it, what a body holds is
+    /// its joined data so far, at most the limit, and less than a line of framing.
+    pub fn reclaim(&mut self, buf: &mut [u8]) -> usize {
+        match &mut self.state {
+            State::Chunked { out, pos, .. } if *pos > *out && *pos <= buf.len() => {
+                buf.copy_within(*pos.., *out);
+                let kept = *out + (buf.len() - *pos);
+                *pos = *out;
+                kept
+            }
+            _ => buf.len(),
+        }
+    }
+
     /// Decodes the next head or body from `buf`, which starts where the last step's bytes
     /// ended. While a chunked body is incomplete the decoder keeps its place in `buf`: call
-    /// again with the same bytes at the start and more behind them.
+    /// again with the same bytes at the start and more behind them (after
+    /// [`reclaim`](RequestDecoder::reclaim), with the bytes it kept).
     pub fn decode<'a>(&mut self, buf: &'a mut [u8]) -> Result<HttpStep<'a>, HttpFault> {
         match self.state {
             State::Head => self.decode_head(buf),
@@ -317,7 +336,8 @@ impl RequestDecoder {
         let step = loop {
             match phase {
                 Chunk::Size => {
-                    let Some(line) = line_at(buf, pos, MAX_CHUNK_LINE)? else {
+                    let Some(line) = line_at(buf, pos, MAX_CHUNK_LINE, HttpFault::BadRequest)?
+                    else {
                         break HttpStep::Incomplete(buf.len() + 1);
                     };
                     let size = parse_chunk_size(&buf[pos..pos + line])?;
@@ -349,7 +369,8 @@ impl RequestDecoder {
                     phase = Chunk::Size;
                 }
                 Chunk::Trailers(seen) => {
-                    let Some(line) = line_at(buf, pos, MAX_HEAD - seen)? else {
+                    let room = MAX_HEAD.checked_sub(seen).ok_or(HttpFault::HeadTooLarge)?;
+                    let Some(line) = line_at(buf, pos, room, HttpFault::HeadTooLarge)? else {
                         break HttpStep::Incomplete(buf.len() + 1);
                     };
                     pos += line + 2;
@@ -368,12 +389,18 @@ impl RequestDecoder {
 }
 
 /// The length of the CRLF-ended line at `buf[pos..]` (without its CRLF), `None` when its
-/// end has not come; a line longer than `max` or ended by a bare LF is malformed.
-fn line_at(buf: &[u8], pos: usize, max: usize) -> Result<Option<usize>, HttpFault> {
+/// end has not come; a line longer than `max` is `too_long`, one ended by a bare LF is
+/// malformed.
+fn line_at(
+    buf: &[u8],
+    pos: usize,
+    max: usize,
+    too_long: HttpFault,
+) -> Result<Option<usize>, HttpFault> {
     let rest = &buf[pos..];
     let Some(lf) = memchr::memchr(b'\n', &rest[..rest.len().min(max + 2)]) else {
         return if rest.len() >= max + 2 {
-            Err(HttpFault::BadRequest)
+            Err(too_long)
         } else {
             Ok(None)
         };
@@ -390,8 +417,13 @@ fn parse_chunk_size(line: &[u8]) -> Result<usize, HttpFault> {
         .iter()
         .position(|b| !b.is_ascii_hexdigit())
         .unwrap_or(line.len());
+    // Whitespace may come before an extension's ';' (RFC 9112 §7.1.1), nothing else.
     let rest = &line[digits..];
-    let ext_ok = rest.is_empty() || matches!(rest[0], b';' | b' ' | b'\t');
+    let ext = rest.iter().position(|b| !matches!(b, b' ' | b'\t'));
+    let ext_ok = match ext {
+        Some(at) => rest[at] == b';',
+        None => true,
+    };
     if digits == 0 || digits > 16 || !ext_ok {
         return Err(HttpFault::BadRequest);
     }

@@ -537,6 +537,12 @@ where
                     }
                 }
                 Ok(HttpStep::Incomplete(need)) => {
+                    // A chunked body's framing is dropped as it is decoded (what is still
+                    // needed is as many bytes more as before).
+                    let held = self.input.len();
+                    let kept = self.decoder.reclaim(self.input.data());
+                    self.input.keep(kept);
+                    let need = kept + need.saturating_sub(held);
                     // A head or chunk line says only that it needs more: read a good deal
                     // more, not a byte at a time.
                     let need = need.max(self.input.len() + SMALL);

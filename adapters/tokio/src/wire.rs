@@ -58,6 +58,12 @@ impl Input {
         self.start == self.end
     }
 
+    /// Only the first `n` bytes of [`data`](Input::data) are kept.
+    #[cfg(feature = "http")]
+    pub(crate) fn keep(&mut self, n: usize) {
+        self.end = self.end.min(self.start + n);
+    }
+
     /// The first `n` bytes of [`data`](Input::data) are consumed.
     pub(crate) fn consume(&mut self, n: usize) {
         self.start += n;

@@ -554,3 +554,24 @@ async fn a_refused_request_with_a_body_keeps_its_connection() {
     })
     .await;
 }
+
+/// A body of one-byte chunks, each with a long extension (its framing 900 times its data),
+/// written in one go: joined right (the transport drops the framing as it decodes it).
+#[tokio::test]
+async fn a_body_of_tiny_chunks_with_long_extensions_is_joined() {
+    within(LIMIT, async {
+        let (addr, stop, _task) = server(Config::default()).await;
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let mut request = "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n".to_owned();
+        let extension = "e".repeat(900);
+        for byte in ADD.chars() {
+            request.push_str(&format!("1;{extension}\r\n{byte}\r\n"));
+        }
+        request.push_str("0\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let (status, _, body) = read_response(&mut stream, &mut Vec::new()).await;
+        assert_eq!((status, body.as_str()), (200, ANSWER));
+        let _ = stop.send(());
+    })
+    .await;
+}

@@ -1,4 +1,81 @@
 use super::*;
+use alloc::format;
+use alloc::vec;
+use proptest::prelude::*;
+
+/// What decoding a stream gave: heads, bodies, and the fault that stopped it.
+#[derive(Debug, PartialEq)]
+enum Seen {
+    Head(Head),
+    Body(Vec<u8>),
+    Fault(HttpFault),
+}
+
+/// Decodes `stream` as a transport does, reading `chunk` bytes at a time (reclaiming a
+/// chunked body's framing before each read); stops at a fault or when the stream is used
+/// up. Also returns the most bytes the buffer held.
+fn decode(stream: &[u8], max_body: usize, chunk: usize) -> (Vec<Seen>, usize) {
+    let mut decoder = RequestDecoder::new(max_body);
+    let (mut buffer, mut fed, mut seen, mut most) = (Vec::new(), 0, Vec::new(), 0);
+    loop {
+        most = most.max(buffer.len());
+        match decoder.decode(&mut buffer) {
+            Err(fault) => {
+                seen.push(Seen::Fault(fault));
+                return (seen, most);
+            }
+            Ok(HttpStep::Head(used, head)) => {
+                seen.push(Seen::Head(head));
+                buffer.drain(..used);
+            }
+            Ok(HttpStep::Body(used, body)) => {
+                assert!(body.len() <= max_body);
+                seen.push(Seen::Body(body.to_vec()));
+                buffer.drain(..used);
+            }
+            Ok(HttpStep::Incomplete(need)) => {
+                assert!(need > buffer.len());
+                if fed == stream.len() {
+                    return (seen, most);
+                }
+                let kept = decoder.reclaim(&mut buffer);
+                buffer.truncate(kept);
+                let take = chunk.min(stream.len() - fed);
+                buffer.extend_from_slice(&stream[fed..fed + take]);
+                fed += take;
+            }
+        }
+    }
+}
+
+/// The bodies among what was seen.
+fn bodies(seen: &[Seen]) -> Vec<&[u8]> {
+    seen.iter()
+        .filter_map(|s| match s {
+            Seen::Body(b) => Some(b.as_slice()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn head_of(request: &str) -> Head {
+    let mut wire = request.as_bytes().to_vec();
+    match RequestDecoder::new(1 << 20).decode(&mut wire) {
+        Ok(HttpStep::Head(used, head)) => {
+            assert!(used <= wire.len());
+            head
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+fn fault_of(request: &str) -> HttpFault {
+    let (seen, _) = decode(request.as_bytes(), 1 << 20, usize::MAX);
+    match seen.last() {
+        Some(Seen::Fault(fault)) => *fault,
+        other => panic!("{request:?}: {other:?}"),
+    }
+}
 
 /// Two requests in one buffer, the second chunked: each head and body in turn, the chunked
 /// body joined at the start of its bytes.
@@ -21,4 +98,288 @@ fn pipelined_requests_come_out_one_after_another() {
         }
     }
     assert_eq!(bodies, [b"{}".to_vec(), b"[1,2]".to_vec()]);
+}
+
+#[test]
+fn a_length_body_is_borrowed_whole_and_waits_for_its_last_byte() {
+    let request = b"POST /rpc HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello";
+    let mut decoder = RequestDecoder::new(100);
+    let mut wire = request[..request.len() - 1].to_vec();
+    let HttpStep::Head(used, head) = decoder.decode(&mut wire).unwrap() else {
+        panic!()
+    };
+    assert_eq!(used, request.len() - 5);
+    assert_eq!(head.body, BodyKind::Length(5));
+    assert!(decoder.in_body());
+    assert_eq!(
+        decoder.decode(&mut wire[used..]).unwrap(),
+        HttpStep::Incomplete(5)
+    );
+    let mut wire = request.to_vec();
+    assert_eq!(
+        decoder.decode(&mut wire[used..]).unwrap(),
+        HttpStep::Body(5, b"hello")
+    );
+    assert!(!decoder.in_body());
+}
+
+#[test]
+fn chunked_bodies_with_extensions_and_trailers_are_joined() {
+    let stream = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n\
+        4;name=value\r\n{\"a\"\r\n9\r\n:[1,2,3]}\r\n0\r\nX-Trailer: yes\r\n\r\n";
+    let (seen, _) = decode(stream, 100, usize::MAX);
+    assert_eq!(bodies(&seen), [&b"{\"a\":[1,2,3]}"[..]]);
+    // A byte at a time: the same.
+    assert_eq!(decode(stream, 100, 1).0, seen);
+    // Chunk sizes may be upper case hex.
+    let (seen, _) = decode(
+        b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nB\r\nhello world\r\n0\r\n\r\n",
+        100,
+        3,
+    );
+    assert_eq!(bodies(&seen), [&b"hello world"[..]]);
+}
+
+#[test]
+fn a_chunked_body_over_the_limit_is_refused_at_the_chunk_that_passes_it() {
+    let stream = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n";
+    let (seen, _) = decode(stream, 10, usize::MAX);
+    assert_eq!(seen.last(), Some(&Seen::Fault(HttpFault::BodyTooLarge)));
+    let (seen, _) = decode(stream, 11, usize::MAX);
+    assert_eq!(bodies(&seen), [&b"hello world"[..]]);
+}
+
+/// Tiny chunks with long extensions: what the buffer holds stays within the body, a line
+/// and a read, not the whole framing.
+#[test]
+fn a_chunked_body_holds_its_data_not_its_framing() {
+    let mut stream = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    let extension = "x".repeat(900);
+    for _ in 0..2000 {
+        stream.extend_from_slice(format!("1;{extension}\r\nz\r\n").as_bytes());
+    }
+    stream.extend_from_slice(b"0\r\n\r\n");
+    let (seen, most) = decode(&stream, 4096, 4096);
+    assert_eq!(bodies(&seen), [vec![b'z'; 2000].as_slice()]);
+    assert!(stream.len() > 1_800_000);
+    assert!(most < 2000 + 2 * 4096, "held {most} bytes");
+}
+
+#[test]
+fn broken_chunk_framing_is_a_bad_request() {
+    let start = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+    for body in [
+        "zz\r\n",                    // not hex
+        "\r\n",                      // no size
+        "5\nhello\r\n0\r\n\r\n",     // bare LF
+        "5\r\nhelloXY0\r\n\r\n",     // no CRLF after the data
+        "5 x\r\nhello\r\n0\r\n\r\n", // after the size: only an extension, after ';'
+        "11111111111111111\r\n",     // 17 hex digits
+    ] {
+        assert_eq!(
+            fault_of(&format!("{start}{body}")),
+            HttpFault::BadRequest,
+            "{body:?}"
+        );
+    }
+    let long_line = format!("{start}1;{}\r\n", "e".repeat(2000));
+    assert_eq!(fault_of(&long_line), HttpFault::BadRequest);
+    let long_trailers = format!("{start}0\r\n{}", "X-T: y\r\n".repeat(5000));
+    assert_eq!(fault_of(&long_trailers), HttpFault::HeadTooLarge);
+}
+
+#[test]
+fn framing_that_cannot_be_trusted_is_refused() {
+    let both = "POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n";
+    assert_eq!(fault_of(both), HttpFault::BadRequest);
+    let gzip = "POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n";
+    assert_eq!(fault_of(gzip), HttpFault::NotImplemented);
+    let chunked_then_gzip = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n";
+    assert_eq!(fault_of(chunked_then_gzip), HttpFault::NotImplemented);
+    let old = "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n";
+    assert_eq!(fault_of(old), HttpFault::BadRequest);
+    let conflicting = "POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n";
+    assert_eq!(fault_of(conflicting), HttpFault::BadRequest);
+    for length in ["12x", "-1", "", "+5", "99999999999999999999"] {
+        let request = format!("POST / HTTP/1.1\r\nContent-Length: {length}\r\n\r\n");
+        assert_eq!(fault_of(&request), HttpFault::BadRequest, "{length:?}");
+    }
+    assert_eq!(fault_of("NOT HTTP\r\n\r\n"), HttpFault::BadRequest);
+    let same_twice = "POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\n";
+    assert_eq!(head_of(same_twice).body, BodyKind::Length(3));
+}
+
+#[test]
+fn a_declared_length_over_the_limit_is_told_in_the_head() {
+    let mut wire = b"POST / HTTP/1.1\r\nContent-Length: 100000000\r\n\r\n".to_vec();
+    let mut decoder = RequestDecoder::new(1000);
+    let HttpStep::Head(_, head) = decoder.decode(&mut wire).unwrap() else {
+        panic!()
+    };
+    assert_eq!(head.body, BodyKind::Length(100_000_000));
+}
+
+#[test]
+fn heads_over_the_limit_are_431() {
+    let long = format!(
+        "POST / HTTP/1.1\r\nX-Long: {}\r\n\r\n",
+        "a".repeat(MAX_HEAD)
+    );
+    assert_eq!(fault_of(&long), HttpFault::HeadTooLarge);
+    // Partial, and already over the limit.
+    let (seen, most) = decode(&long.as_bytes()[..MAX_HEAD + 10], 100, 1000);
+    assert_eq!(seen, [Seen::Fault(HttpFault::HeadTooLarge)]);
+    assert!(most < MAX_HEAD + 1000);
+    let many = format!(
+        "POST / HTTP/1.1\r\n{}\r\n",
+        "X-A: b\r\n".repeat(MAX_HEADERS + 1)
+    );
+    assert_eq!(fault_of(&many), HttpFault::HeadTooLarge);
+}
+
+#[test]
+fn keep_alive_follows_the_version_and_the_connection_header() {
+    assert!(head_of("POST / HTTP/1.1\r\n\r\n").keep_alive);
+    assert!(!head_of("POST / HTTP/1.1\r\nConnection: close\r\n\r\n").keep_alive);
+    assert!(!head_of("POST / HTTP/1.1\r\nConnection: Upgrade, Close\r\n\r\n").keep_alive);
+    let old = head_of("POST / HTTP/1.0\r\n\r\n");
+    assert!(!old.keep_alive && old.http10);
+    assert!(head_of("POST / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n").keep_alive);
+}
+
+#[test]
+fn expect_continue_methods_and_cors_headers_are_read() {
+    let head = head_of(
+        "OPTIONS / HTTP/1.1\r\nOrigin: https://app.example\r\n\
+         Access-Control-Request-Method: POST\r\n\
+         Access-Control-Request-Headers: content-type, x-id\r\n\r\n",
+    );
+    assert_eq!(head.method, Method::Options);
+    assert_eq!(head.origin.as_deref(), Some("https://app.example"));
+    assert!(head.cors_request_method);
+    assert_eq!(
+        head.cors_request_headers.as_deref(),
+        Some("content-type, x-id")
+    );
+    assert!(head_of("POST / HTTP/1.1\r\nExpect: 100-Continue\r\n\r\n").expect_continue);
+    // HTTP/1.0 clients cannot be sent 100 (RFC 9110 §10.1.1).
+    assert!(!head_of("POST / HTTP/1.0\r\nExpect: 100-continue\r\n\r\n").expect_continue);
+    assert_eq!(head_of("GET / HTTP/1.1\r\n\r\n").method, Method::Other);
+    assert_eq!(head_of("post / HTTP/1.1\r\n\r\n").method, Method::Other);
+    let plain = head_of("POST / HTTP/1.1\r\n\r\n");
+    assert_eq!((plain.origin, plain.cors_request_method), (None, false));
+}
+
+#[test]
+fn json_is_told_by_the_media_type_and_charset() {
+    let json = |value: &str| is_json(value.as_bytes());
+    assert!(json("application/json"));
+    assert!(json("Application/JSON"));
+    assert!(json("application/json; charset=UTF-8"));
+    assert!(json("application/json;charset=\"utf8\""));
+    assert!(json("application/json; boundary=x"));
+    assert!(!json("text/plain"));
+    assert!(!json("application/json; charset=latin-1"));
+    assert!(!json("application/jsonx"));
+    assert!(!json(""));
+    let head = head_of("POST / HTTP/1.1\r\nContent-Type: application/json\r\n\r\n");
+    assert!(head.json);
+}
+
+#[test]
+fn response_heads_carry_the_length_except_where_there_is_no_body() {
+    let mut out = Vec::new();
+    write_head(
+        &mut out,
+        200,
+        Some(17),
+        &[("content-type", b"application/json"), ("vary", b"Origin")],
+    );
+    assert_eq!(
+        out,
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nvary: Origin\r\ncontent-length: 17\r\n\r\n"
+    );
+    for (status, line) in [
+        (204, &b"HTTP/1.1 204 No Content\r\n\r\n"[..]),
+        (100, &b"HTTP/1.1 100 Continue\r\n\r\n"[..]),
+    ] {
+        out.clear();
+        write_head(&mut out, status, Some(0), &[]);
+        assert_eq!(out, line);
+    }
+    out.clear();
+    write_head(&mut out, 413, Some(0), &[("connection", b"close")]);
+    assert_eq!(
+        out,
+        b"HTTP/1.1 413 Content Too Large\r\nconnection: close\r\ncontent-length: 0\r\n\r\n"
+    );
+}
+
+/// A chunked body as a client could send it: `data` cut at `cuts`, with an extension on
+/// some chunks.
+fn chunked(data: &[u8], cuts: &[usize], extension: bool) -> Vec<u8> {
+    let mut wire = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    let mut at = 0;
+    let mut ends: Vec<usize> = cuts.iter().map(|c| c % (data.len() + 1)).collect();
+    ends.push(data.len());
+    ends.sort_unstable();
+    for end in ends {
+        if end > at {
+            let ext = if extension { ";e=1" } else { "" };
+            wire.extend_from_slice(format!("{:x}{ext}\r\n", end - at).as_bytes());
+            wire.extend_from_slice(&data[at..end]);
+            wire.extend_from_slice(b"\r\n");
+            at = end;
+        }
+    }
+    wire.extend_from_slice(b"0\r\n\r\n");
+    wire
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// However the body is cut into chunks and however the stream arrives, the body comes
+    /// out the same, followed by the next request.
+    #[test]
+    fn chunked_bodies_survive_any_cutting_and_any_reads(
+        data in proptest::collection::vec(any::<u8>(), 0..600),
+        cuts in proptest::collection::vec(any::<usize>(), 0..8),
+        extension in any::<bool>(),
+        read in 1usize..64,
+    ) {
+        let mut stream = chunked(&data, &cuts, extension);
+        stream.extend_from_slice(b"POST / HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}");
+        let (whole, _) = decode(&stream, 1000, usize::MAX);
+        let (pieces, _) = decode(&stream, 1000, read);
+        prop_assert_eq!(&whole, &pieces);
+        prop_assert_eq!(bodies(&whole), [data.as_slice(), &b"{}"[..]]);
+    }
+
+    /// Any bytes at all: no panic, the same outcome whole and in pieces.
+    #[test]
+    fn any_bytes_decode_the_same_whole_and_in_pieces(
+        stream in proptest::collection::vec(any::<u8>(), 0..300),
+        read in 1usize..32,
+    ) {
+        let mut input = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+        input.extend_from_slice(&stream);
+        prop_assert_eq!(decode(&input, 64, usize::MAX).0, decode(&input, 64, read).0);
+        prop_assert_eq!(decode(&stream, 64, usize::MAX).0, decode(&stream, 64, read).0);
+    }
+}
+
+#[test]
+fn a_request_line_alone_is_incomplete_until_its_empty_line() {
+    let mut decoder = RequestDecoder::new(10);
+    let mut wire = b"POST / HTTP/1.1\r\nHost: x\r\n".to_vec();
+    let len = wire.len();
+    assert_eq!(
+        decoder.decode(&mut wire).unwrap(),
+        HttpStep::Incomplete(len + 1)
+    );
+    wire.extend_from_slice(b"\r\n");
+    let whole = wire.len();
+    let step = decoder.decode(&mut wire).unwrap();
+    assert!(matches!(step, HttpStep::Head(n, _) if n == whole));
 }
