@@ -291,7 +291,10 @@ where
             Refusal::Forbidden => (403, None),
         };
         let after = self.after();
-        self.output.reset();
+        // A `100 Continue` not yet begun is dropped; one half written goes out whole first.
+        if self.output.written == 0 || !self.output.pending() {
+            self.output.reset();
+        }
         let max_age = self.serving.cors_max_age.clone();
         let requested = self.request_headers.take();
         let mut extra: Vec<(&str, &[u8])> = Vec::new();
