@@ -236,10 +236,12 @@ impl RequestDecoder {
     fn decode_head<'a>(&mut self, buf: &'a mut [u8]) -> Result<HttpStep<'a>, HttpFault> {
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut request = httparse::Request::new(&mut headers);
-        let used = match request.parse(buf) {
-            Ok(httparse::Status::Complete(used)) if used <= MAX_HEAD => used,
-            Ok(httparse::Status::Complete(_)) => return Err(HttpFault::HeadTooLarge),
-            Ok(httparse::Status::Partial) if buf.len() >= MAX_HEAD => {
+        // Only the first MAX_HEAD bytes are read: a fault past them would be found or not
+        // depending on how much the transport had read.
+        let window = &buf[..buf.len().min(MAX_HEAD)];
+        let used = match request.parse(window) {
+            Ok(httparse::Status::Complete(used)) => used,
+            Ok(httparse::Status::Partial) if window.len() == MAX_HEAD => {
                 return Err(HttpFault::HeadTooLarge)
             }
             Ok(httparse::Status::Partial) => return Ok(HttpStep::Incomplete(buf.len() + 1)),
@@ -263,7 +265,7 @@ impl RequestDecoder {
             cors_request_method: false,
             cors_request_headers: None,
         };
-        let (mut length, mut coded) = (None::<u64>, false);
+        let (mut length, mut coded, mut close) = (None::<u64>, false, false);
         for header in request.headers.iter() {
             let (name, value) = (header.name, header.value);
             if name.eq_ignore_ascii_case("content-length") {
@@ -289,7 +291,7 @@ impl RequestDecoder {
             } else if name.eq_ignore_ascii_case("connection") {
                 for token in value.split(|&b| b == b',').map(trim) {
                     if token.eq_ignore_ascii_case(b"close") {
-                        head.keep_alive = false;
+                        close = true;
                     } else if token.eq_ignore_ascii_case(b"keep-alive") && http10 {
                         head.keep_alive = true;
                     }
@@ -304,6 +306,8 @@ impl RequestDecoder {
                 head.cors_request_headers = text(value);
             }
         }
+        // `close` wins over `keep-alive`, wherever each came (RFC 9112 §9.6).
+        head.keep_alive &= !close;
         head.body = match (coded, length) {
             // Both framings: refused rather than guessed at (request smuggling).
             (true, Some(_)) => return Err(HttpFault::BadRequest),

@@ -383,3 +383,187 @@ fn a_request_line_alone_is_incomplete_until_its_empty_line() {
     let step = decoder.decode(&mut wire).unwrap();
     assert!(matches!(step, HttpStep::Head(n, _) if n == whole));
 }
+
+/// Regression: a head was parsed as far as the buffer went, so a fault past [`MAX_HEAD`]
+/// was 400 when read whole and 431 when read in pieces. Now only the first [`MAX_HEAD`]
+/// bytes are read: the same bytes give the same answer however they arrive.
+#[test]
+fn a_head_is_judged_on_its_first_max_head_bytes_however_it_arrives() {
+    let mut long = b"POST / HTTP/1.1\r\nX-Long: ".to_vec();
+    long.resize(MAX_HEAD + 100, b'a');
+    long.extend_from_slice(b"\x01\r\n\r\n");
+    for read in [usize::MAX, 4096, 1000] {
+        assert_eq!(
+            decode(&long, 100, read).0,
+            [Seen::Fault(HttpFault::HeadTooLarge)],
+            "read {read}"
+        );
+    }
+    // A head of exactly MAX_HEAD bytes is read, one of a byte more is not, whole or in pieces,
+    // with its body behind it.
+    let request = |head_len: usize| {
+        let mut wire = b"POST / HTTP/1.1\r\nContent-Length: 2\r\nX-Pad: ".to_vec();
+        wire.resize(head_len - 4, b'p');
+        wire.extend_from_slice(b"\r\n\r\n{}");
+        wire
+    };
+    for read in [usize::MAX, 4096, 777] {
+        let (seen, _) = decode(&request(MAX_HEAD), 100, read);
+        assert!(
+            matches!(seen.as_slice(), [Seen::Head(_), Seen::Body(b)] if b == b"{}"),
+            "read {read}: {seen:?}"
+        );
+        assert_eq!(
+            decode(&request(MAX_HEAD + 1), 100, read).0,
+            [Seen::Fault(HttpFault::HeadTooLarge)],
+            "read {read}"
+        );
+    }
+}
+
+/// Regression: with HTTP/1.0, a `keep-alive` after a `close` (in the same header or a later
+/// one) kept the connection open; `close` always wins (RFC 9112 §9.6).
+#[test]
+fn connection_close_wins_over_keep_alive() {
+    for request in [
+        "POST / HTTP/1.0\r\nConnection: close, keep-alive\r\n\r\n",
+        "POST / HTTP/1.0\r\nConnection: close\r\nConnection: keep-alive\r\n\r\n",
+        "POST / HTTP/1.0\r\nConnection: keep-alive\r\nConnection: close\r\n\r\n",
+        "POST / HTTP/1.1\r\nConnection: keep-alive, close\r\n\r\n",
+    ] {
+        assert!(!head_of(request).keep_alive, "{request:?}");
+    }
+    // Keep-alive on HTTP/1.1 is the default, and says nothing more.
+    assert!(head_of("POST / HTTP/1.1\r\nConnection: keep-alive\r\n\r\n").keep_alive);
+}
+
+/// A chunked body comes out joined at the very start of the buffer it was decoded from,
+/// `used` covering its framing up to the end of its trailers and not a byte of what follows;
+/// fed a byte at a time into a buffer that only grows, the same.
+#[test]
+fn a_chunked_body_is_joined_in_place_at_the_start_of_the_buffer() {
+    let head = &b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"[..];
+    let body = &b"3\r\nabc\r\n2;x=\"y\"\r\nde\r\n1 ;z\r\nf\r\n0\r\nX-T: t\r\n\r\n"[..];
+    let mut wire = [head, body, b"GET / HTTP/1.1\r\n\r\n"].concat();
+    let mut decoder = RequestDecoder::new(6);
+    let HttpStep::Head(used, decoded) = decoder.decode(&mut wire).unwrap() else {
+        panic!()
+    };
+    assert_eq!((used, decoded.body), (head.len(), BodyKind::Chunked));
+    let rest = &mut wire[used..];
+    let start = rest.as_ptr();
+    let HttpStep::Body(used, joined) = decoder.decode(rest).unwrap() else {
+        panic!()
+    };
+    assert_eq!((used, joined), (body.len(), &b"abcdef"[..]));
+    assert_eq!(joined.as_ptr(), start);
+    assert!(!decoder.in_body());
+    let rest = &mut wire[head.len() + used..];
+    assert!(matches!(decoder.decode(rest), Ok(HttpStep::Head(_, h)) if h.method == Method::Other));
+
+    let mut decoder = RequestDecoder::new(6);
+    let mut wire = head.to_vec();
+    assert!(matches!(decoder.decode(&mut wire), Ok(HttpStep::Head(..))));
+    let mut grown = Vec::new();
+    for &byte in body {
+        grown.push(byte);
+        match decoder.decode(&mut grown).unwrap() {
+            HttpStep::Incomplete(need) => assert!(need > grown.len()),
+            HttpStep::Body(used, joined) => {
+                assert_eq!((used, joined), (body.len(), &b"abcdef"[..]));
+                break;
+            }
+            HttpStep::Head(..) => panic!("a head inside a body"),
+        }
+    }
+    assert!(!decoder.in_body(), "the body never ended");
+    // A byte over the limit: refused.
+    let over = [head, b"3\r\nabc\r\n4\r\ndefg\r\n0\r\n\r\n"].concat();
+    for read in [usize::MAX, 1] {
+        let (seen, _) = decode(&over, 6, read);
+        assert_eq!(seen.last(), Some(&Seen::Fault(HttpFault::BodyTooLarge)));
+    }
+}
+
+/// Decodes a chunked body from `stream` (the bytes after its head) fed into a buffer that
+/// only grows, as far as each of `ends` in turn, calling decode with the buffer from the
+/// body's start each time (no reclaim). Returns `used` and the body, or the fault.
+fn decode_growing(
+    stream: &[u8],
+    max_body: usize,
+    ends: &[usize],
+) -> Result<(usize, Vec<u8>), HttpFault> {
+    let mut decoder = RequestDecoder::new(max_body);
+    let mut head = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    assert!(matches!(decoder.decode(&mut head), Ok(HttpStep::Head(..))));
+    let mut grown = Vec::new();
+    for &end in ends.iter().chain([&stream.len()]) {
+        if end < grown.len() {
+            continue;
+        }
+        grown.extend_from_slice(&stream[grown.len()..end]);
+        match decoder.decode(&mut grown)? {
+            HttpStep::Incomplete(need) => assert!(need > end),
+            HttpStep::Body(used, body) => {
+                assert!(used <= end && body.len() <= max_body);
+                return Ok((used, body.to_vec()));
+            }
+            HttpStep::Head(..) => panic!("a head inside a body"),
+        }
+    }
+    panic!("the whole body was fed and did not end")
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// However a chunked body is cut into chunks (with extensions and trailers or not) and
+    /// however its bytes arrive into a growing buffer, it comes out as when fed whole: the
+    /// data, `used` up to the end of its trailers.
+    #[test]
+    fn a_chunked_body_fed_into_a_growing_buffer_is_the_body_fed_whole(
+        data in proptest::collection::vec(any::<u8>(), 0..1500),
+        chunk_cuts in proptest::collection::vec(any::<usize>(), 0..12),
+        extension in any::<bool>(),
+        trailers in any::<bool>(),
+        feed_cuts in proptest::collection::vec(any::<usize>(), 0..40),
+    ) {
+        let wire = chunked(&data, &chunk_cuts, extension);
+        let head_len = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n".len();
+        let mut stream = wire[head_len..wire.len() - 2].to_vec();
+        if trailers {
+            stream.extend_from_slice(b"X-Checksum: 1\r\nX-More: ;\r\n");
+        }
+        stream.extend_from_slice(b"\r\n");
+        let body_len = stream.len();
+        stream.extend_from_slice(b"POST / HTTP/1.1\r\n\r\n");
+
+        let whole = decode_growing(&stream, data.len(), &[]);
+        prop_assert_eq!(whole.as_ref().ok(), Some(&(body_len, data.clone())));
+        let mut ends: Vec<usize> = feed_cuts.iter().map(|c| c % (stream.len() + 1)).collect();
+        ends.sort_unstable();
+        prop_assert_eq!(decode_growing(&stream, data.len(), &ends), whole);
+        // A byte less of room: refused, in pieces as whole.
+        if let Some(less) = data.len().checked_sub(1) {
+            prop_assert_eq!(decode_growing(&stream, less, &ends), Err(HttpFault::BodyTooLarge));
+        }
+    }
+}
+
+#[test]
+fn malformed_request_lines_are_bad_requests() {
+    for request in [
+        "NOT HTTP\r\n\r\n",
+        "POST /\r\n\r\n",
+        "POST / HTTP/2.0\r\n\r\n",
+        "POST / HTTP/1.1 extra\r\n\r\n",
+        "POST  / HTTP/1.1\r\n\r\n",
+        "PO ST / HTTP/1.1\r\n\r\n",
+        "POST / HTTP/1.1\r\nNo-Colon\r\n\r\n",
+        "POST / HTTP/1.1\r\nBad Name: x\r\n\r\n",
+    ] {
+        assert_eq!(fault_of(request), HttpFault::BadRequest, "{request:?}");
+    }
+    // A bare LF ends a head's line (httparse follows RFC 9112 §2.2), not a chunk's.
+    assert!(head_of("POST / HTTP/1.1\nHost: x\n\n").keep_alive);
+}
