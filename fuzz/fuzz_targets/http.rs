@@ -112,8 +112,8 @@ fuzz_target!(|data: &[u8]| {
         n => usize::from(*n) * 16,
     };
     let stream = expand(input);
-    // A head is parsed anew on each read: a long stream is read in larger pieces, keeping
-    // an execution within a few hundred reads.
+    // A head is parsed again at each read that ends a line: a long stream is read in larger
+    // pieces, keeping an execution within a few hundred reads.
     let scale = 1 + stream.len() / 512;
     let reads = [r1, r2, r3].map(|r| usize::from(*r).max(1) * scale);
     let whole = decode(max_body, &stream, &[stream.len().max(1)], true);

@@ -205,6 +205,16 @@ fn framing_that_cannot_be_trusted_is_refused() {
         assert_eq!(fault_of(&request), HttpFault::BadRequest, "{length:?}");
     }
     assert_eq!(fault_of("NOT HTTP\r\n\r\n"), HttpFault::BadRequest);
+    for twice in ["chunked, chunked", "chunked\r\nTransfer-Encoding: chunked"] {
+        let request = format!("POST / HTTP/1.1\r\nTransfer-Encoding: {twice}\r\n\r\n");
+        assert_eq!(fault_of(&request), HttpFault::BadRequest, "{twice:?}");
+    }
+    for nothing in ["", " , ,"] {
+        let request = format!("POST / HTTP/1.1\r\nTransfer-Encoding:{nothing}\r\n\r\n");
+        assert_eq!(fault_of(&request), HttpFault::BadRequest, "{nothing:?}");
+    }
+    let spaced = "POST / HTTP/1.1\r\nTransfer-Encoding: , chunked \r\n\r\n";
+    assert_eq!(head_of(spaced).body, BodyKind::Chunked);
     let same_twice = "POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\n";
     assert_eq!(head_of(same_twice).body, BodyKind::Length(3));
 }
@@ -382,6 +392,41 @@ fn a_request_line_alone_is_incomplete_until_its_empty_line() {
     let whole = wire.len();
     let step = decoder.decode(&mut wire).unwrap();
     assert!(matches!(step, HttpStep::Head(n, _) if n == whole));
+}
+
+/// Regression: a head was parsed again whole after every read, so a peer sending it a byte
+/// at a time made the server parse 32 KiB thousands of times. Now it is parsed once a line
+/// ends: a head of a few lines read a byte at a time is parsed once per line.
+#[test]
+fn a_head_read_a_byte_at_a_time_is_parsed_once_per_line() {
+    let head = format!(
+        "POST / HTTP/1.1\r\nHost: x\r\nX-Long: {}\r\nContent-Length: 2\r\n\r\n",
+        "v".repeat(20_000)
+    );
+    let mut decoder = RequestDecoder::new(10);
+    let mut wire = Vec::new();
+    for (i, &byte) in head.as_bytes().iter().enumerate() {
+        wire.push(byte);
+        match decoder.decode(&mut wire).unwrap() {
+            HttpStep::Incomplete(n) => assert_eq!(n, wire.len() + 1),
+            HttpStep::Head(used, h) => {
+                assert_eq!((i + 1, used), (head.len(), head.len()));
+                assert_eq!(h.body, BodyKind::Length(2));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    // Five line ends: the request line, three fields and the empty line.
+    assert_eq!(decoder.parses, 5);
+    // A line that never ends waits for its end (or the 32 KiB limit), then is judged.
+    let mut decoder = RequestDecoder::new(10);
+    let mut wire = b"NOT\x01HTTP".to_vec();
+    assert!(matches!(
+        decoder.decode(&mut wire),
+        Ok(HttpStep::Incomplete(_))
+    ));
+    wire.extend_from_slice(b"\r\n");
+    assert_eq!(decoder.decode(&mut wire), Err(HttpFault::BadRequest));
 }
 
 /// Regression: a head was parsed as far as the buffer went, so a fault past [`MAX_HEAD`]
