@@ -479,6 +479,14 @@ impl Connection {
         self.takes_input() && !self.endpoint.is_holding()
     }
 
+    /// True once the connection takes no more input, for good: it is shutting down
+    /// (handlers in flight may still answer), closed, or the peer's input ended. A transport
+    /// holding part of a request it will never hand in can refuse it now (HTTP: `503`)
+    /// instead of dropping it unanswered.
+    pub fn is_closing(&self) -> bool {
+        !self.takes_input()
+    }
+
     /// Open and not shutting down: input is processed (or held back), not dropped.
     fn takes_input(&self) -> bool {
         matches!(self.phase, Phase::Open) && !self.input_ended

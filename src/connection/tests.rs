@@ -358,8 +358,10 @@ fn shutdown_waits_for_running_handlers_then_closes_after_the_answer() {
         .unwrap();
     send(&mut client, &mut server, now);
     let handle = request_handle(&events(&mut server));
+    assert!(!server.is_closing());
     server.shutdown(Duration::from_secs(3), at(10));
     assert!(!server.wants_input());
+    assert!(server.is_closing(), "no more input, for good");
     assert_eq!(server.poll_timeout(), Some(at(3010)));
     assert!(events(&mut server).is_empty(), "still draining");
     assert_eq!(

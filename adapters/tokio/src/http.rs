@@ -470,6 +470,17 @@ where
         Poll::Ready(Ok(()))
     }
 
+    /// The connection is shutting down: answers still due say `Connection: close`, and a
+    /// request not handed in yet (its body arriving, or waiting to be offered) will never
+    /// be: it is refused `503` (not processed, so safe to send again elsewhere) rather than
+    /// left unanswered when the connection closes.
+    fn closing(&mut self) {
+        self.keep_alive = false;
+        if matches!(self.phase, Phase::Body { .. } | Phase::Offer { .. }) {
+            self.phase = self.refuse(Refusal::Status(503));
+        }
+    }
+
     /// The peer's input ended (or is over): the connection is told.
     fn end(&mut self, conn: &mut Connection, now: Instant) -> Received {
         self.phase = Phase::Ended;
@@ -565,6 +576,9 @@ where
         conn: &mut Connection,
     ) -> Poll<io::Result<()>> {
         self.poll_limits(cx)?;
+        if conn.is_closing() {
+            self.closing();
+        }
         loop {
             if self.output.pending() {
                 ready!(self.output.poll_write_out(&mut self.stream, cx))?;
@@ -589,7 +603,9 @@ where
 
 /// Serves JSON-RPC over HTTP/1.1 on `listener` with `builder` (give it a router) until
 /// `shutdown` completes; then stops accepting, lets requests in flight finish for up to
-/// `grace`, and returns. Each request's handlers may run for up to 60 seconds: past that
+/// `grace` (their answers say `Connection: close`; a request whose body is still arriving
+/// is answered `503`, as it will not be processed; idle connections are closed), and
+/// returns. Each request's handlers may run for up to 60 seconds: past that
 /// the request is answered `204` with `Connection: close`, and the connection's handlers
 /// are dropped with it.
 ///

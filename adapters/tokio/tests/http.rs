@@ -575,3 +575,84 @@ async fn a_body_of_tiny_chunks_with_long_extensions_is_joined() {
     })
     .await;
 }
+
+/// Answers once released.
+enum Slow {}
+impl sansrpc::method::Method for Slow {
+    const NAME: &'static str = "slow";
+    type Params = ();
+    type Result = u64;
+}
+
+/// At shutdown: a request whose handler runs is answered when it finishes, with
+/// `Connection: close`; one whose body is still arriving will never be handed in, and is
+/// answered `503` with `Connection: close` (it was not processed); an idle keep-alive
+/// connection is closed; then the server returns.
+#[tokio::test]
+async fn shutdown_answers_what_runs_refuses_what_is_arriving_and_closes_the_rest() {
+    within(LIMIT, async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (started, release) = (
+            std::sync::Arc::new(tokio::sync::Notify::new()),
+            std::sync::Arc::new(tokio::sync::Notify::new()),
+        );
+        let mut router = calculator();
+        let (s, r) = (started.clone(), release.clone());
+        router
+            .method::<Slow, _, _>(move |()| {
+                let (s, r) = (s.clone(), r.clone());
+                async move {
+                    s.notify_one();
+                    r.notified().await;
+                    Ok(5)
+                }
+            })
+            .unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let shutdown = async move {
+            let _ = stopped.await;
+        };
+        let grace = Duration::from_secs(10);
+        let builder = Builder::new().router(router);
+        let task = tokio::spawn(http::serve(listener, builder, shutdown, grace));
+
+        // Running: its handler has started.
+        let mut running = TcpStream::connect(addr).await.unwrap();
+        let slow = r#"{"jsonrpc":"2.0","id":1,"method":"slow"}"#;
+        running.write_all(post_head(slow).as_bytes()).await.unwrap();
+        started.notified().await;
+        // Arriving: the server has read its head (it asked for the body) and part of it.
+        let mut arriving = TcpStream::connect(addr).await.unwrap();
+        let head = "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 40\r\n\r\n";
+        arriving.write_all(head.as_bytes()).await.unwrap();
+        let mut continued = vec![0; 25];
+        arriving.read_exact(&mut continued).await.unwrap();
+        assert_eq!(continued, b"HTTP/1.1 100 Continue\r\n\r\n");
+        arriving.write_all(br#"{"jsonrpc":"2.0","#).await.unwrap();
+        // Idle: one exchange done, kept alive.
+        let mut idle = TcpStream::connect(addr).await.unwrap();
+        idle.write_all(post_head(ADD).as_bytes()).await.unwrap();
+        let (status, _, body) = read_response(&mut idle, &mut Vec::new()).await;
+        assert_eq!((status, body.as_str()), (200, ANSWER));
+
+        let _ = stop.send(());
+        let mut received = Vec::new();
+        let refused = read_to_close(&mut arriving, &mut received).await;
+        assert!(refused.starts_with("HTTP/1.1 503 "), "{refused}");
+        assert!(refused.to_ascii_lowercase().contains("connection: close"), "{refused}");
+        let mut rest = Vec::new();
+        assert_eq!(idle.read_to_end(&mut rest).await.unwrap(), 0, "{rest:?}");
+        release.notify_one();
+        let mut received = Vec::new();
+        let (status, headers, body) = read_response(&mut running, &mut received).await;
+        assert_eq!(
+            (status, body.as_str()),
+            (200, r#"{"jsonrpc":"2.0","result":5,"id":1}"#)
+        );
+        assert!(headers.contains("connection: close"), "{headers}");
+        assert_eq!(running.read_to_end(&mut rest).await.unwrap(), 0);
+        task.await.unwrap().unwrap();
+    })
+    .await;
+}
