@@ -154,6 +154,8 @@ struct HttpServer<S> {
     head: Vec<u8>,
     /// Frames no exchange waits for, dropped.
     stray: Vec<u8>,
+    /// The sending side is shut down: the close lingers, reading what still comes.
+    shut: bool,
 }
 
 thread_local! {
@@ -205,6 +207,7 @@ where
             anchor: None,
             head: Vec::new(),
             stray: Vec::new(),
+            shut: false,
             serving,
         }
     }
@@ -597,7 +600,29 @@ where
     fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         ready!(self.output.poll_write_out(&mut self.stream, cx))?;
         ready!(self.output.poll_flushed(&mut self.stream, cx))?;
-        Pin::new(&mut self.stream).poll_shutdown(cx)
+        if !self.shut {
+            ready!(Pin::new(&mut self.stream).poll_shutdown(cx))?;
+            self.shut = true;
+            self.input = Input::new(Vec::new());
+        }
+        // A lingering close: what the peer still sends (a body refused from its head, a
+        // request pipelined behind the last answer) is read and dropped until it closes its
+        // side. Closing with unread input would reset the connection, and the peer's stack
+        // may then drop the answer before its application reads it (and the peer's writes
+        // fail). The driver bounds the wait (its linger period, a second).
+        let mut sink = [0; 2048];
+        for _ in 0..16 {
+            let mut buf = tokio::io::ReadBuf::new(&mut sink);
+            match Pin::new(&mut self.stream).poll_read(cx, &mut buf) {
+                Poll::Ready(Ok(())) if buf.filled().is_empty() => return Poll::Ready(Ok(())),
+                Poll::Ready(Ok(())) => {}
+                Poll::Ready(Err(_)) => return Poll::Ready(Ok(())),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        // A peer that floods: the driver's other work and its deadline get their turn.
+        cx.waker().wake_by_ref();
+        Poll::Pending
     }
 }
 

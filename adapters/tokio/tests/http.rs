@@ -656,3 +656,48 @@ async fn shutdown_answers_what_runs_refuses_what_is_arriving_and_closes_the_rest
     })
     .await;
 }
+
+/// A client that goes on sending a body refused from its head (413) reads the answer, and
+/// its writes do not fail: the server half-closes and reads what comes until the client
+/// closes (a lingering close). Closing at once with unread input reset the connection: the
+/// client's writes failed with a broken pipe (curl then reports a send error, not the 413),
+/// and over a real network the answer may be dropped with it. Ten rounds, each writing
+/// 8 MiB behind the head (more than loopback's socket buffers hold).
+#[tokio::test]
+async fn a_refused_body_still_arriving_does_not_reset_the_connection() {
+    within(LIMIT, async {
+        let (addr, stop, _task) = server(Config::default()).await;
+        for _ in 0..10 {
+            let stream = TcpStream::connect(addr).await.unwrap();
+            let (mut reader, mut writer) = stream.into_split();
+            let head = "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000000\r\n\r\n";
+            let sending = tokio::spawn(async move {
+                writer.write_all(head.as_bytes()).await?;
+                let chunk = vec![b' '; 64 * 1024];
+                for _ in 0..128 {
+                    writer.write_all(&chunk).await?;
+                }
+                Ok::<_, std::io::Error>(writer)
+            });
+            // The answer comes before the body is sent (it is refused from the head).
+            let mut received = Vec::new();
+            let text = loop {
+                let mut chunk = [0; 1024];
+                let n = reader.read(&mut chunk).await.unwrap();
+                received.extend_from_slice(&chunk[..n]);
+                let text = String::from_utf8_lossy(&received).into_owned();
+                if n == 0 || text.contains("\r\n\r\n") {
+                    break text;
+                }
+            };
+            assert!(text.starts_with("HTTP/1.1 413 "), "{text}");
+            assert!(text.to_ascii_lowercase().contains("connection: close"), "{text}");
+            let writer = sending.await.unwrap().expect("every write of the body taken");
+            drop(writer);
+            let mut rest = Vec::new();
+            assert_eq!(reader.read_to_end(&mut rest).await.unwrap(), 0, "{rest:?}");
+        }
+        let _ = stop.send(());
+    })
+    .await;
+}
