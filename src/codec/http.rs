@@ -426,7 +426,12 @@ impl RequestDecoder {
                         self.state = State::Head;
                         return Ok(HttpStep::Body(pos, &buf[..out]));
                     }
-                    // Trailer fields are read past, not used.
+                    // Trailer fields are read past, not used; but a line that is no field
+                    // (a folded line, a control byte, no name) is a malformed request, as in
+                    // a head.
+                    if !is_field_line(&buf[pos - line - 2..pos - 2]) {
+                        return Err(HttpFault::BadRequest);
+                    }
                     phase = Chunk::Trailers(seen + line + 2);
                 }
             }
@@ -460,6 +465,22 @@ fn line_at(
 }
 
 /// A chunk-size line: hexadecimal digits, then optional extensions (ignored).
+/// True for `name: value` with `name` a token and `value` free of control bytes other than
+/// tab (RFC 9110 §5.1, §5.5); a line starting with whitespace (an obsolete fold) has no
+/// name and is not one.
+fn is_field_line(line: &[u8]) -> bool {
+    let Some(colon) = memchr::memchr(b':', line) else {
+        return false;
+    };
+    let (name, value) = (&line[..colon], &line[colon + 1..]);
+    let tchar = |b: &u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(b);
+    !name.is_empty()
+        && name.iter().all(tchar)
+        && value
+            .iter()
+            .all(|&b| b == b'\t' || (b >= 0x20 && b != 0x7f))
+}
+
 fn parse_chunk_size(line: &[u8]) -> Result<usize, HttpFault> {
     let digits = line
         .iter()

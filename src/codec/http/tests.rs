@@ -188,6 +188,27 @@ fn broken_chunk_framing_is_a_bad_request() {
     assert_eq!(fault_of(&long_trailers), HttpFault::HeadTooLarge);
 }
 
+/// Trailer fields are read past, but only if they are fields: a folded line, a line with
+/// no name or a control byte is a bad request, as in a head.
+#[test]
+fn trailer_lines_must_be_fields() {
+    let start = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n[]\r\n0\r\n";
+    let fine = format!("{start}X-Sum: 1\r\nEmpty:\r\nY-Obs: caf\u{e9} \t x\r\n\r\n");
+    let (seen, _) = decode(fine.as_bytes(), 100, usize::MAX);
+    assert_eq!(bodies(&seen), vec![&b"[]"[..]]);
+    for bad in [
+        " folded: 1",
+        "no colon",
+        ": no name",
+        "Bad Name: 1",
+        "X: a\x01b",
+        "X: \x7f",
+    ] {
+        let request = format!("{start}X-Sum: 1\r\n{bad}\r\n\r\n");
+        assert_eq!(fault_of(&request), HttpFault::BadRequest, "{bad:?}");
+    }
+}
+
 #[test]
 fn framing_that_cannot_be_trusted_is_refused() {
     let both = "POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n";
