@@ -175,9 +175,10 @@ enum Chunk {
 pub struct RequestDecoder {
     max_body: usize,
     state: State,
-    /// How many bytes of an incomplete head hold no line end: the head is parsed again only
-    /// once a line ends, so a peer sending a byte at a time costs a scan of each byte, not a
-    /// parse of the whole head so far (which made that peer's head quadratic).
+    /// How many bytes of an incomplete head were already looked at (no line ends after the
+    /// last parse's): the head is parsed again only once a new line ends, so a peer sending
+    /// a byte at a time costs a scan of each byte, not a parse of the whole head so far
+    /// (which made that peer's head quadratic).
     head_scanned: usize,
     /// How many times a head was handed to the parser (for the tests).
     #[cfg(test)]
@@ -421,6 +422,7 @@ impl RequestDecoder {
                     let Some(line) = line_at(buf, pos, room, HttpFault::HeadTooLarge)? else {
                         break HttpStep::Incomplete(buf.len() + 1);
                     };
+                    let field = &buf[pos..pos + line];
                     pos += line + 2;
                     if line == 0 {
                         self.state = State::Head;
@@ -429,7 +431,7 @@ impl RequestDecoder {
                     // Trailer fields are read past, not used; but a line that is no field
                     // (a folded line, a control byte, no name) is a malformed request, as in
                     // a head.
-                    if !is_field_line(&buf[pos - line - 2..pos - 2]) {
+                    if !is_field_line(field) {
                         return Err(HttpFault::BadRequest);
                     }
                     phase = Chunk::Trailers(seen + line + 2);
@@ -464,7 +466,6 @@ fn line_at(
     Ok(Some(lf - 1))
 }
 
-/// A chunk-size line: hexadecimal digits, then optional extensions (ignored).
 /// True for `name: value` with `name` a token and `value` free of control bytes other than
 /// tab (RFC 9110 §5.1, §5.5); a line starting with whitespace (an obsolete fold) has no
 /// name and is not one.
@@ -481,6 +482,7 @@ fn is_field_line(line: &[u8]) -> bool {
             .all(|&b| b == b'\t' || (b >= 0x20 && b != 0x7f))
 }
 
+/// A chunk-size line: hexadecimal digits, then optional extensions (ignored).
 fn parse_chunk_size(line: &[u8]) -> Result<usize, HttpFault> {
     let digits = line
         .iter()
