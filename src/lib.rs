@@ -85,6 +85,7 @@ extern crate std;
 
 pub mod codec;
 pub mod connection;
+pub mod driver;
 pub mod endpoint;
 pub mod error;
 pub mod ext;

@@ -634,6 +634,36 @@ impl Router {
         }
     }
 
+    /// Drains `connection`'s events with the handlers run at once: requests are dispatched
+    /// and answered, notifications handled, the batch sizes go to the layers; every other
+    /// event (answers to our calls, closing, what is only worth logging) goes to `other`.
+    /// True when any event was handled. This is the event step of a driver whose handlers
+    /// are all synchronous (see [`driver`](crate::driver)). Stream methods need a driver
+    /// that produces items ([`Connection::produce`](crate::connection::Connection::produce));
+    /// here they are answered `-32601`.
+    pub fn serve_connection(
+        &self,
+        connection: &mut crate::connection::Connection,
+        reply: &mut Reply,
+        mut other: impl FnMut(crate::connection::Event<'_>),
+    ) -> bool {
+        use crate::connection::Event as E;
+        self.observe_connection_batches(connection);
+        let mut any = false;
+        while let Some(event) = connection.poll_event() {
+            any = true;
+            match event {
+                E::Request { handle, request } => {
+                    self.dispatch(&request, reply);
+                    reply.answer(connection, handle);
+                }
+                E::Notification(n) => self.notify(&n),
+                other_event => other(other_event),
+            }
+        }
+        any
+    }
+
     /// Drains `endpoint`'s events: requests are dispatched and answered, notifications
     /// handled; every other event goes to `other`.
     pub fn serve(

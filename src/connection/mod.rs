@@ -619,6 +619,25 @@ impl Connection {
         None
     }
 
+    /// Every byte of output queued, framed, for a byte-stream driver to write straight
+    /// from the connection's buffer (no copy into its own); then it reports how many bytes
+    /// went out with [`consume_transmit`](Connection::consume_transmit). The hook's
+    /// notifications join the output here too, as it has room. Empty when there is
+    /// nothing to send.
+    pub fn peek_transmit(&mut self) -> &[u8] {
+        if self.endpoint.buffered_output() == 0 {
+            self.drain_hook();
+        }
+        self.endpoint.peek_transmit()
+    }
+
+    /// The first `n` bytes of [`peek_transmit`](Connection::peek_transmit) were written.
+    /// Call [`handle_write`](Connection::handle_write) too (the
+    /// [`StreamIo`](crate::driver::StreamIo) helper does both).
+    pub fn consume_transmit(&mut self, n: usize) {
+        self.endpoint.consume_transmit(n);
+    }
+
     /// Moves the hook's queued notifications into the endpoint's output while it has
     /// room; true when some moved.
     fn drain_hook(&mut self) -> bool {

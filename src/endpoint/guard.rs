@@ -7,6 +7,8 @@
 
 use alloc::vec::Vec;
 
+use core::time::Duration;
+
 use crate::codec::{self, Framing};
 use crate::error::{code, ErrorObject};
 use crate::id::Id;
@@ -71,16 +73,22 @@ pub enum Expiry {
 /// One micro-token: tokens are counted in millionths so refills need no floats.
 const MICRO: u64 = 1_000_000;
 
-/// Where the frame the decoder holds stands.
+/// Where the frame the decoder holds stands. Only the peer's time counts: while the
+/// endpoint itself holds input back (its output or event queue full, its in-flight table
+/// full), the clock is paused, and it goes on from where it stood once input is taken
+/// again.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 enum FrameClock {
     /// No frame partly received.
     #[default]
     Whole,
-    /// One is, noticed at an instant we were not told.
-    Unstamped,
-    /// One is, since this instant.
+    /// One is, and has been arriving for this long, noticed (or resumed after a pause) at
+    /// an instant we were not told: the next time given stamps it.
+    Unstamped(Duration),
+    /// One is, and its clock runs as if it started at this instant.
     Since(Instant),
+    /// One is, while the endpoint holds input back; it had been arriving for this long.
+    Paused(Duration),
 }
 
 /// The guard's state inside an [`Endpoint`].
@@ -178,6 +186,10 @@ impl Endpoint {
             (true, Some(since)) if !wrote => Some(since),
             (true, _) => Some(now),
         };
+        // Output written may have made room for input held back: the frame clock resumes.
+        if !self.closed {
+            self.guard_note(Some(now));
+        }
     }
 
     fn busy(&self) -> bool {
@@ -194,15 +206,25 @@ impl Endpoint {
 
     /// Notes whether something is in flight, and whether a frame is partly received (only
     /// once the decoder's complete frames are all processed: frames waiting on us are not
-    /// the peer's delay). `now` is `None` when the caller gave no time.
+    /// the peer's delay). `now` is `None` when the caller gave no time. While the endpoint
+    /// holds input back, the partial frame's clock is paused.
     pub(super) fn guard_note(&mut self, now: Option<Instant>) {
         self.guard.was_busy |= self.busy();
-        let partial = self.has_event_room() && self.decoder.as_ref().is_some_and(|d| d.in_frame());
-        self.guard.frame = match (partial, self.guard.frame, now) {
+        let partial = self.decoder.as_ref().is_some_and(|d| d.in_frame());
+        let held = !self.has_room();
+        self.guard.frame = match (partial, held, self.guard.frame) {
             (false, _, _) => FrameClock::Whole,
-            (true, FrameClock::Since(t), _) => FrameClock::Since(t),
-            (true, _, Some(now)) => FrameClock::Since(now),
-            (true, _, None) => FrameClock::Unstamped,
+            (true, true, FrameClock::Since(t)) => {
+                // Paused now; without the time, at the last instant known (the peer gets
+                // the difference, never loses it).
+                let at = now.unwrap_or(self.now);
+                FrameClock::Paused(at.saturating_duration_since(t))
+            }
+            (true, true, FrameClock::Unstamped(e) | FrameClock::Paused(e)) => FrameClock::Paused(e),
+            (true, true, FrameClock::Whole) => FrameClock::Paused(Duration::ZERO),
+            (true, false, FrameClock::Since(t)) => FrameClock::Since(t),
+            (true, false, FrameClock::Whole) => resume(Duration::ZERO, now),
+            (true, false, FrameClock::Unstamped(e) | FrameClock::Paused(e)) => resume(e, now),
         };
     }
 
@@ -216,8 +238,8 @@ impl Endpoint {
     fn needs_stamp(&self) -> bool {
         let idle = self.config.idle_timeout.is_some()
             && (self.guard.last_activity.is_none() || (self.guard.was_busy && !self.busy()));
-        let frame =
-            self.config.frame_timeout.is_some() && self.guard.frame == FrameClock::Unstamped;
+        let frame = self.config.frame_timeout.is_some()
+            && matches!(self.guard.frame, FrameClock::Unstamped(_));
         idle || frame
     }
 
@@ -289,6 +311,17 @@ pub fn write_refusal(framing: Option<Framing>, out: &mut Vec<u8>) {
     match framing {
         Some(f) => codec::encode_frame(f, &body, out),
         None => out.extend_from_slice(&body),
+    }
+}
+
+/// The clock of a partial frame that had been arriving for `elapsed` and goes on now (or,
+/// without the time, as soon as the endpoint is told it).
+fn resume(elapsed: Duration, now: Option<Instant>) -> FrameClock {
+    match now {
+        Some(now) => FrameClock::Since(Instant::from_duration(
+            now.since_epoch().saturating_sub(elapsed),
+        )),
+        None => FrameClock::Unstamped(elapsed),
     }
 }
 

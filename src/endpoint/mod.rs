@@ -1,6 +1,7 @@
 //! The [`Endpoint`]: one symmetric JSON-RPC connection as a state machine.
 
 mod guard;
+mod output;
 mod profile;
 mod progress;
 mod tables;
@@ -675,10 +676,8 @@ pub struct Endpoint {
     /// Frames whose events are queued; events borrow from it. Cleared when the queue empties.
     arena: Vec<u8>,
     events: VecDeque<Record>,
-    /// Framed output, and the length of each frame in it, from `out_head` on.
-    out: Vec<u8>,
-    out_frames: VecDeque<usize>,
-    out_head: usize,
+    /// Framed output, bounded by what is pending however the driver takes it.
+    out: output::Output,
     /// Scratch space for one message body before it is framed.
     body: Vec<u8>,
     /// Scratch space for serializing typed params.
@@ -708,9 +707,7 @@ impl Endpoint {
             watched: progress::Watched::default(),
             arena: Vec::new(),
             events: VecDeque::new(),
-            out: Vec::new(),
-            out_frames: VecDeque::new(),
-            out_head: 0,
+            out: output::Output::default(),
             body: Vec::new(),
             params: Vec::new(),
             guard: guard::Guard::default(),
@@ -740,7 +737,7 @@ impl Endpoint {
 
     /// Bytes of output waiting for [`poll_transmit`](Endpoint::poll_transmit).
     pub fn buffered_output(&self) -> usize {
-        self.out.len() - self.out_head
+        self.out.len()
     }
 
     /// The latest time the endpoint was told (by any call taking `now`).
@@ -754,7 +751,7 @@ impl Endpoint {
             && self.incoming.is_empty()
             && self.early.is_empty()
             && self.events.is_empty()
-            && self.out_frames.is_empty()
+            && self.out.is_empty()
     }
 
     // ----- input -----
@@ -1209,18 +1206,16 @@ impl Endpoint {
     }
 
     fn push_frame(&mut self, body: &[u8]) {
-        let before = self.out.len();
         // With `Framing::Auto`, the framing the peer's first bytes chose.
-        match self
+        let framing = self
             .decoder
             .as_ref()
             .map(Decoder::framing)
-            .or(self.config.framing)
-        {
-            Some(f) => codec::encode_frame(f, body, &mut self.out),
-            None => self.out.extend_from_slice(body),
-        }
-        self.out_frames.push_back(self.out.len() - before);
+            .or(self.config.framing);
+        self.out.push(|out| match framing {
+            Some(f) => codec::encode_frame(f, body, out),
+            None => out.extend_from_slice(body),
+        });
     }
 
     /// Writes a cancellation of our request `id` in the profile's shape; `reason` goes into
@@ -1462,15 +1457,38 @@ impl Endpoint {
 
     /// Appends the next frame to transmit to `buf` and returns its length; `None` when
     /// there is nothing to send.
+    ///
+    /// A frame partly consumed through [`consume_transmit`](Endpoint::consume_transmit)
+    /// gives its rest. Memory is reclaimed as frames are taken, so the buffer holds at most
+    /// about twice [`buffered_output`](Endpoint::buffered_output) however many frames a
+    /// driver takes per turn.
     pub fn poll_transmit(&mut self, buf: &mut Vec<u8>) -> Option<usize> {
-        let len = self.out_frames.pop_front()?;
-        buf.extend_from_slice(&self.out[self.out_head..self.out_head + len]);
-        self.out_head += len;
-        if self.out_frames.is_empty() {
-            self.out.clear();
-            self.out_head = 0;
-        }
+        let frame = self.out.front()?;
+        let len = frame.len();
+        buf.extend_from_slice(frame);
+        self.out.consume(len);
         Some(len)
+    }
+
+    /// Every byte of output queued, framed, to write as it is (a byte-stream driver writes
+    /// straight from here and then calls [`consume_transmit`](Endpoint::consume_transmit)
+    /// with how many bytes went out). Empty when there is nothing to send.
+    pub fn peek_transmit(&self) -> &[u8] {
+        self.out.bytes()
+    }
+
+    /// The first `n` bytes of [`peek_transmit`](Endpoint::peek_transmit) were written:
+    /// they are dropped from the output (a frame may be left partly written; the rest of
+    /// it comes first).
+    pub fn consume_transmit(&mut self, n: usize) {
+        self.out.consume(n);
+    }
+
+    /// Bytes of memory the output buffer holds: at most about twice
+    /// [`buffered_output`](Endpoint::buffered_output) (plus a few KiB), whatever the
+    /// driver takes per turn; an emptied buffer keeps at most 64 KiB.
+    pub fn output_capacity(&self) -> usize {
+        self.out.capacity()
     }
 
     /// The size of the next incoming batch seen since the last call (for metrics); `None`

@@ -1,0 +1,153 @@
+//! The endpoint's framed output: one buffer, the frames in it, and how much of it the
+//! driver has taken.
+//!
+//! The driver takes output either a frame at a time (a copy into its own buffer, what a
+//! message transport needs) or as bytes straight from this buffer (peek, write, consume:
+//! what a byte stream needs). Either way the consumed prefix is reclaimed as it grows, so
+//! the memory held stays proportional to what is pending however the driver drains it:
+//! a driver that never empties the buffer (it takes a part per turn while more is queued)
+//! cannot make it grow.
+
+use alloc::collections::VecDeque;
+use alloc::vec::Vec;
+
+/// Consumed bytes kept at the front before the rest is moved down: below this a move is
+/// not worth its copy.
+const COMPACT_AT: usize = 4 * 1024;
+
+/// Capacity an emptied buffer keeps; a larger one (after a burst) is given back.
+const KEEP: usize = 64 * 1024;
+
+#[derive(Debug, Default)]
+pub(super) struct Output {
+    buf: Vec<u8>,
+    /// `buf[..head]` is consumed.
+    head: usize,
+    /// The length of each frame from `head` on; the first may be partly consumed
+    /// (`front_taken` bytes of it).
+    frames: VecDeque<usize>,
+    front_taken: usize,
+}
+
+impl Output {
+    /// Bytes queued and not consumed.
+    pub(super) fn len(&self) -> usize {
+        self.buf.len() - self.head
+    }
+
+    /// True when no frame waits.
+    pub(super) fn is_empty(&self) -> bool {
+        self.frames.is_empty()
+    }
+
+    /// Bytes of memory the buffer holds (its capacity).
+    pub(super) fn capacity(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    /// Appends one frame written by `write`.
+    pub(super) fn push(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
+        let before = self.buf.len();
+        write(&mut self.buf);
+        let len = self.buf.len() - before;
+        if len > 0 {
+            self.frames.push_back(len);
+        }
+    }
+
+    /// Everything queued, as one run of bytes.
+    pub(super) fn bytes(&self) -> &[u8] {
+        &self.buf[self.head..]
+    }
+
+    /// The rest of the next frame (all of it unless bytes of it were consumed).
+    pub(super) fn front(&self) -> Option<&[u8]> {
+        let len = *self.frames.front()? - self.front_taken;
+        Some(&self.buf[self.head..self.head + len])
+    }
+
+    /// `n` bytes from the front are written (at most [`len`](Output::len)).
+    pub(super) fn consume(&mut self, mut n: usize) {
+        n = n.min(self.len());
+        self.head += n;
+        while n > 0 {
+            let Some(front) = self.frames.front_mut() else {
+                break;
+            };
+            let rest = *front - self.front_taken;
+            if n >= rest {
+                n -= rest;
+                self.frames.pop_front();
+                self.front_taken = 0;
+            } else {
+                self.front_taken += n;
+                n = 0;
+            }
+        }
+        self.reclaim();
+    }
+
+    /// Gives back what is consumed: all of it once everything is, else the consumed prefix
+    /// once it is at least half the buffer (each byte is moved at most once for each byte
+    /// consumed, and the buffer holds at most twice what is pending).
+    fn reclaim(&mut self) {
+        if self.head == self.buf.len() {
+            self.buf.clear();
+            self.head = 0;
+            self.frames.clear();
+            self.front_taken = 0;
+            if self.buf.capacity() > KEEP {
+                self.buf.shrink_to(KEEP);
+            }
+        } else if self.head >= COMPACT_AT && self.head * 2 >= self.buf.len() {
+            self.buf.copy_within(self.head.., 0);
+            self.buf.truncate(self.buf.len() - self.head);
+            self.head = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(out: &mut Output, bytes: &[u8]) {
+        out.push(|b| b.extend_from_slice(bytes));
+    }
+
+    #[test]
+    fn frames_come_out_whole_or_in_parts() {
+        let mut out = Output::default();
+        frame(&mut out, b"abc");
+        frame(&mut out, b"defg");
+        assert_eq!(out.bytes(), b"abcdefg");
+        out.consume(2);
+        assert_eq!(out.front(), Some(&b"c"[..]));
+        out.consume(1);
+        assert_eq!(out.front(), Some(&b"defg"[..]));
+        out.consume(4);
+        assert!(out.is_empty());
+        assert_eq!(out.len(), 0);
+        assert_eq!(out.front(), None);
+    }
+
+    #[test]
+    fn partial_drains_under_steady_load_keep_the_buffer_bounded() {
+        let mut out = Output::default();
+        let answer = [b'x'; 60];
+        let mut peak = 0;
+        // Each turn queues 1,000 frames and takes all but about one frame's worth: the
+        // buffer never empties, and used to grow without bound.
+        for _ in 0..2_000 {
+            for _ in 0..1_000 {
+                frame(&mut out, &answer);
+            }
+            let take = out.len() - 59;
+            out.consume(take);
+            peak = peak.max(out.capacity());
+        }
+        assert!(!out.is_empty());
+        // 1,000 frames a turn is 60 KB; twice what is pending and the allocator's rounding.
+        assert!(peak <= 256 * 1024, "peak capacity {peak}");
+    }
+}
