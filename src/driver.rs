@@ -66,7 +66,7 @@
 //! assert!(interest.read && !interest.write && !interest.finished);
 //! ```
 
-use alloc::collections::{BTreeMap, BTreeSet};
+use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::vec::Vec;
 
 use crate::codec::ReadSize;
@@ -110,6 +110,9 @@ pub struct StreamIo {
     /// `input[start..end]` was read and not taken by the connection yet.
     start: usize,
     end: usize,
+    /// Chunks handed in behind `input` ([`StreamIo::handle_chunk`]), and buffers consumed.
+    queued: VecDeque<Vec<u8>>,
+    spare: Vec<Vec<u8>>,
     /// The transport's input ended; the connection is told once every byte before it is
     /// taken.
     eof: bool,
@@ -119,6 +122,11 @@ pub struct StreamIo {
     budget: usize,
     /// A read was refused this turn for the budget alone.
     yielded: bool,
+    /// The driver reads through [`read_buf`](StreamIo::read_buf) (not a reader thread).
+    reads_here: bool,
+    /// The last read attempt found nothing to read ("would block") and no byte came since:
+    /// an edge-triggered poller will say when more comes.
+    drained: bool,
 }
 
 impl Default for StreamIo {
@@ -141,17 +149,31 @@ impl StreamIo {
             size: ReadSize::new(min_read, max_read),
             start: 0,
             end: 0,
+            queued: VecDeque::new(),
+            spare: Vec::new(),
             eof: false,
             told_eof: false,
             turn: 0,
             budget: budget.max(1),
             yielded: false,
+            reads_here: true,
+            drained: false,
+        }
+    }
+
+    /// For a driver whose reads happen elsewhere (a reader thread handing its chunks to
+    /// [`handle_chunk`](StreamIo::handle_chunk)): [`interest`](StreamIo::interest) never
+    /// asks it to read.
+    pub fn for_chunks() -> Self {
+        StreamIo {
+            reads_here: false,
+            ..StreamIo::new()
         }
     }
 
     /// Bytes read and not yet taken by the connection.
     pub fn buffered_input(&self) -> usize {
-        self.end - self.start
+        self.end - self.start + self.queued.iter().map(Vec::len).sum::<usize>()
     }
 
     /// True once the transport reported the end of its input.
@@ -191,6 +213,7 @@ impl StreamIo {
             let n = n.min(self.input.len());
             self.size.read(n);
             self.turn += n;
+            self.drained = false;
             (self.start, self.end) = (0, n);
         }
         self.feed(conn, now);
@@ -199,39 +222,31 @@ impl StreamIo {
     /// The transport has nothing to read now (it would block) while nothing is held: a
     /// quiet connection gives a grown read buffer back.
     pub fn handle_read_idle(&mut self) {
+        self.drained = true;
         if self.start == self.end && (self.size.idle() || self.input.len() > self.size.get()) {
             self.input = Vec::new();
         }
     }
 
-    /// Bytes read elsewhere (a reader thread's chunk): taken as the read buffer itself when
-    /// nothing is held (no copy), after what is held otherwise, and offered to the
-    /// connection. Returns a buffer the reader may reuse. An empty chunk is the end of
-    /// input.
-    pub fn handle_chunk(
-        &mut self,
-        conn: &mut Connection,
-        mut chunk: Vec<u8>,
-        now: Instant,
-    ) -> Option<Vec<u8>> {
-        let spare = if chunk.is_empty() {
+    /// Bytes read elsewhere (a reader thread's chunk), offered to the connection: taken as
+    /// the read buffer itself when nothing is held (no copy), queued behind what is held
+    /// otherwise. An empty chunk is the end of input (passed on after every chunk before
+    /// it). Buffers consumed come back through [`take_spare`](StreamIo::take_spare): a
+    /// reader that reads only into a buffer it got back stays a bounded number of chunks
+    /// ahead of the connection.
+    pub fn handle_chunk(&mut self, conn: &mut Connection, chunk: Vec<u8>, now: Instant) {
+        if chunk.is_empty() {
             self.eof = true;
-            Some(chunk)
-        } else if self.start == self.end {
-            let n = chunk.len();
-            core::mem::swap(&mut self.input, &mut chunk);
-            (self.start, self.end) = (0, n);
-            Some(chunk)
+            self.spare.push(chunk);
         } else {
-            self.input.truncate(self.end);
-            self.input.drain(..self.start);
-            self.input.extend_from_slice(&chunk);
-            (self.start, self.end) = (0, self.input.len());
-            chunk.clear();
-            Some(chunk)
-        };
+            self.queued.push_back(chunk);
+        }
         self.feed(conn, now);
-        spare
+    }
+
+    /// A buffer consumed by the connection, for the reader to read into again.
+    pub fn take_spare(&mut self) -> Option<Vec<u8>> {
+        self.spare.pop()
     }
 
     /// Offers the input held back to the connection again, and passes the end of input on
@@ -240,7 +255,17 @@ impl StreamIo {
     /// draining again.
     pub fn feed(&mut self, conn: &mut Connection, now: Instant) -> bool {
         let mut progress = false;
-        if self.start < self.end {
+        loop {
+            if self.start == self.end {
+                let Some(next) = self.queued.pop_front() else {
+                    break;
+                };
+                let done = core::mem::replace(&mut self.input, next);
+                if done.capacity() > 0 {
+                    self.spare.push(done);
+                }
+                (self.start, self.end) = (0, self.input.len());
+            }
             // A connection built for whole messages takes no bytes: they could never be
             // read, so the connection ends.
             let taken = match conn.handle_input(&self.input[self.start..self.end], now) {
@@ -251,12 +276,17 @@ impl StreamIo {
                 }
             };
             self.start += taken;
-            progress = taken > 0;
-            if self.start == self.end {
-                (self.start, self.end) = (0, 0);
+            progress |= taken > 0;
+            if self.start < self.end {
+                break;
+            }
+            (self.start, self.end) = (0, 0);
+            if !self.reads_here {
+                // A reader thread's chunk goes back to it as soon as it is consumed.
+                self.spare.push(core::mem::take(&mut self.input));
             }
         }
-        if self.eof && !self.told_eof && self.start == self.end {
+        if self.eof && !self.told_eof && self.start == self.end && self.queued.is_empty() {
             self.told_eof = true;
             conn.handle_end_of_input(now);
             progress = true;
@@ -280,23 +310,44 @@ impl StreamIo {
     }
 
     /// The transport would block (or a blocking write timed out) with output pending: the
-    /// write-stall clock runs from the last byte written.
+    /// write-stall clock runs from the last byte written. A driver whose writes block calls
+    /// it before a write that may block, so the clock starts then.
     pub fn handle_write_blocked(&mut self, conn: &mut Connection, now: Instant) {
         conn.handle_write(false, true, now);
     }
 
-    /// What to wait for before the next turn; it ends this turn (the read budget starts
-    /// again).
-    pub fn interest(&mut self, conn: &mut Connection) -> Interest {
-        let held = self.start < self.end;
-        let again = (held && conn.wants_input())
-            || (self.eof && !self.told_eof && !held)
-            || (self.yielded && conn.wants_input());
+    /// True when this turn's read budget is spent: [`read_buf`](StreamIo::read_buf) gives
+    /// nothing until [`end_turn`](StreamIo::end_turn) (or [`interest`](StreamIo::interest)).
+    pub fn turn_spent(&self) -> bool {
+        self.turn >= self.budget
+    }
+
+    /// Ends this turn: the read budget starts again. [`interest`](StreamIo::interest) does
+    /// it; a driver that does not ask it (an async one, whose turn is one poll) calls this.
+    pub fn end_turn(&mut self) {
         self.turn = 0;
         self.yielded = false;
+    }
+
+    /// What to wait for before the next turn; it ends this turn (the read budget starts
+    /// again).
+    ///
+    /// It asks for another turn at once when the connection wants input that may already
+    /// be waiting: reads stopped this turn before one found nothing (back-pressure that
+    /// has eased since, or the budget), which an edge-triggered poller would not report
+    /// again.
+    pub fn interest(&mut self, conn: &mut Connection) -> Interest {
+        let held = self.start < self.end || !self.queued.is_empty();
+        let wants = conn.wants_input();
+        let read = !self.eof && !held && wants;
+        let again = (held && wants)
+            || (self.eof && !self.told_eof && !held)
+            || (self.yielded && wants)
+            || (read && self.reads_here && !self.drained);
+        self.end_turn();
         let finished = conn.is_finished();
         Interest {
-            read: !finished && !self.eof && !held && conn.wants_input(),
+            read: read && !finished,
             write: !finished && !conn.peek_transmit().is_empty(),
             deadline: conn.poll_timeout(),
             again: again && !finished,

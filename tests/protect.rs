@@ -192,12 +192,22 @@ fn idle_timeout_closes_a_quiet_connection() {
 fn write_stall_timeout_closes_a_peer_that_does_not_read() {
     let stall = Duration::from_secs(30);
     let mut ep = endpoint(|c| c.write_stall_timeout = Some(stall));
-    ep.handle_input(&request(1, "add"), ms(0)).unwrap();
+    let mut input = Vec::new();
+    for id in 1..=1_000 {
+        input.extend_from_slice(&request(id, "add"));
+    }
+    ep.handle_input(&input, ms(0)).unwrap();
     events(&mut ep, true);
+    assert!(ep.buffered_output() > 32 * 1024);
     // Output waits; nothing was written yet: the clock starts.
     ep.handle_write(false, true, ms(1_000));
     assert_eq!(ep.poll_timeout(), Some(ms(31_000)));
-    // A byte written restarts it; a failed attempt does not.
+    // A trickle (the kernel moving a few bytes into a full window) does not restart it;
+    // 16 KiB taken does; a failed attempt does not.
+    ep.consume_transmit(100);
+    ep.handle_write(true, true, ms(5_000));
+    assert_eq!(ep.poll_timeout(), Some(ms(31_000)));
+    ep.consume_transmit(16 * 1024);
     ep.handle_write(true, true, ms(10_000));
     ep.handle_write(false, true, ms(20_000));
     assert_eq!(ep.poll_timeout(), Some(ms(40_000)));
@@ -209,6 +219,22 @@ fn write_stall_timeout_closes_a_peer_that_does_not_read() {
         events(&mut ep, false),
         vec![Ev::Expired(Expiry::WriteStall), Ev::Closed]
     );
+}
+
+#[test]
+fn a_small_answer_taken_whole_restarts_the_write_stall_clock() {
+    let stall = Duration::from_secs(30);
+    let mut ep = endpoint(|c| c.write_stall_timeout = Some(stall));
+    ep.handle_input(&request(1, "add"), ms(0)).unwrap();
+    events(&mut ep, true);
+    ep.handle_write(false, true, ms(1_000));
+    // The peer took all that waited; more came meanwhile.
+    let first = ep.buffered_output();
+    ep.handle_input(&request(2, "add"), ms(2_000)).unwrap();
+    events(&mut ep, true);
+    ep.consume_transmit(first);
+    ep.handle_write(true, true, ms(3_000));
+    assert_eq!(ep.poll_timeout(), Some(ms(33_000)));
 }
 
 #[test]

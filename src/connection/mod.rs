@@ -896,8 +896,13 @@ impl Connection {
         }
         let now = self.endpoint_now();
         if !matches!(self.phase, Phase::Closed { .. }) {
+            // A peer that stopped reading will not take what is queued: no linger for it.
+            let linger = match reason {
+                CloseReason::Expired(Expiry::WriteStall) => Duration::ZERO,
+                _ => self.config.linger,
+            };
             self.phase = Phase::Closed {
-                until: now.saturating_add(self.config.linger),
+                until: now.saturating_add(linger),
             };
         }
         self.check_finished(now);

@@ -70,6 +70,15 @@ pub enum Expiry {
     WriteStall,
 }
 
+/// Bytes a peer must take to restart the write-stall clock. A peer that does not read
+/// still lets the kernel move a few bytes now and then (its receive queue is compacted,
+/// the window reopens by a segment or two): trickles below this do not count as reading.
+pub(super) const STALL_PROGRESS: usize = 16 * 1024;
+
+/// Output held, with writes blocked, beyond which input waits: a peer that does not read
+/// gets no more answers computed for it than this while its write stall runs.
+pub(super) const STALLED_OUTPUT: usize = 64 * 1024;
+
 /// One micro-token: tokens are counted in millionths so refills need no floats.
 const MICRO: u64 = 1_000_000;
 
@@ -91,6 +100,14 @@ enum FrameClock {
     Paused(Duration),
 }
 
+/// A write stall under way: since when, the output taken by then, and what was pending.
+#[derive(Debug, Clone, Copy)]
+struct Stall {
+    since: Instant,
+    taken: usize,
+    pending: usize,
+}
+
 /// The guard's state inside an [`Endpoint`].
 #[derive(Debug, Default)]
 pub(super) struct Guard {
@@ -102,8 +119,9 @@ pub(super) struct Guard {
     /// Something was in flight when last looked at: the idle clock restarts once it is not.
     was_busy: bool,
     frame: FrameClock,
-    /// Since when output has been waiting with no byte written; `None` while none waits.
-    write_stalled: Option<Instant>,
+    /// Since when output has been waiting with too little of it written; `None` while none
+    /// waits.
+    write_stalled: Option<Stall>,
     dropped_notifications: u64,
     limited_requests: u64,
 }
@@ -175,21 +193,47 @@ impl Endpoint {
 
     /// Notes the driver's latest write attempt at `now`: `wrote` when at least one byte went
     /// out, `pending` when output (the endpoint's or the driver's own) still waits to be
-    /// written. Output pending with no byte written for
+    /// written. Output pending while less than 16 KiB of it (or of what was pending when
+    /// the wait began, if less) is written for
     /// [`Config::write_stall_timeout`](super::Config::write_stall_timeout) closes the
     /// connection at [`Endpoint::handle_timeout`] ([`Expiry::WriteStall`]); drivers call
     /// this after every write attempt and sleep until [`Endpoint::poll_timeout`] as usual.
+    /// A driver whose writes block calls it with `pending` before a write that may block.
+    ///
+    /// The bytes written are counted from the output the driver takes (what
+    /// [`transmitted`](Endpoint::transmitted) counts); a driver that keeps output of its
+    /// own should report `wrote` only for writes that emptied its buffer.
     pub fn handle_write(&mut self, wrote: bool, pending: bool, now: Instant) {
         self.now = self.now.max(now);
+        let total = self.out.total() as usize;
+        let start = Stall {
+            since: now,
+            taken: total,
+            pending: self.buffered_output(),
+        };
         self.guard.write_stalled = match (pending, self.guard.write_stalled) {
             (false, _) => None,
-            (true, Some(since)) if !wrote => Some(since),
-            (true, _) => Some(now),
+            (true, None) => Some(start),
+            (true, Some(stall)) => {
+                // A real share of the output restarts the clock, not a trickle: 16 KiB, or
+                // all that was waiting when the clock started.
+                let taken = total.wrapping_sub(stall.taken);
+                if wrote && taken >= STALL_PROGRESS.min(stall.pending.max(1)) {
+                    Some(start)
+                } else {
+                    Some(stall)
+                }
+            }
         };
         // Output written may have made room for input held back: the frame clock resumes.
         if !self.closed {
             self.guard_note(Some(now));
         }
+    }
+
+    /// True while writes wait with more than [`STALLED_OUTPUT`] queued: input is held back.
+    pub(super) fn write_blocked(&self) -> bool {
+        self.guard.write_stalled.is_some() && self.buffered_output() > STALLED_OUTPUT
     }
 
     fn busy(&self) -> bool {
@@ -259,7 +303,7 @@ impl Endpoint {
     }
 
     fn write_deadline(&self) -> Option<Instant> {
-        Some(self.guard.write_stalled? + self.config.write_stall_timeout?)
+        Some(self.guard.write_stalled?.since + self.config.write_stall_timeout?)
     }
 
     /// The earliest of the guard's deadlines (the last instant the endpoint was given

@@ -151,9 +151,12 @@ pub struct Config {
     /// nothing or a byte now and then (slowloris). Byte streams only (default none).
     pub frame_timeout: Option<Duration>,
     /// Closes the connection ([`Event::Expired`] with [`Expiry::WriteStall`]) when output
-    /// has been waiting to be written for this long with no byte written: a peer that
-    /// sends but never reads (default none). The driver reports its writes with
-    /// [`Endpoint::handle_write`].
+    /// has been waiting to be written for this long with less than 16 KiB of it written: a
+    /// peer that sends but never reads (default none; the kernel's trickle of a few bytes
+    /// into a full receive window does not count as reading). The driver reports its
+    /// writes with [`Endpoint::handle_write`]. While writes wait with more than 64 KiB
+    /// queued, input is held back too: a peer that does not read gets no more answers
+    /// computed for it.
     pub write_stall_timeout: Option<Duration>,
     /// The method of progress notifications (default `$/progress`, as LSP); the params
     /// carry the token in [`Profile::progress_token_key`]. Progress on the token of a request sent with
@@ -880,9 +883,12 @@ impl Endpoint {
         self.guard_timeout(now);
     }
 
-    /// Room to take more input: for its events, and for the answers it may need.
+    /// Room to take more input: for its events, and for the answers it may need (the
+    /// output within its bound, and not more than 64 KiB of it while writes are blocked).
     fn has_room(&self) -> bool {
-        self.has_event_room() && self.buffered_output() <= self.config.max_buffered_output
+        self.has_event_room()
+            && self.buffered_output() <= self.config.max_buffered_output
+            && !self.write_blocked()
     }
 
     fn has_event_room(&self) -> bool {
@@ -1482,6 +1488,13 @@ impl Endpoint {
     /// it comes first).
     pub fn consume_transmit(&mut self, n: usize) {
         self.out.consume(n);
+    }
+
+    /// Bytes of output taken so far (by [`poll_transmit`](Endpoint::poll_transmit) and
+    /// [`consume_transmit`](Endpoint::consume_transmit)): a driver compares it before and
+    /// after writing to know whether a byte went out.
+    pub fn transmitted(&self) -> u64 {
+        self.out.total()
     }
 
     /// Bytes of memory the output buffer holds: at most about twice

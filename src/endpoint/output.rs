@@ -27,6 +27,8 @@ pub(super) struct Output {
     /// (`front_taken` bytes of it).
     frames: VecDeque<usize>,
     front_taken: usize,
+    /// Bytes consumed since the start.
+    total: u64,
 }
 
 impl Output {
@@ -38,6 +40,11 @@ impl Output {
     /// True when no frame waits.
     pub(super) fn is_empty(&self) -> bool {
         self.frames.is_empty()
+    }
+
+    /// Bytes consumed since the start.
+    pub(super) fn total(&self) -> u64 {
+        self.total
     }
 
     /// Bytes of memory the buffer holds (its capacity).
@@ -70,6 +77,7 @@ impl Output {
     pub(super) fn consume(&mut self, mut n: usize) {
         n = n.min(self.len());
         self.head += n;
+        self.total += n as u64;
         while n > 0 {
             let Some(front) = self.frames.front_mut() else {
                 break;

@@ -100,8 +100,11 @@ fn socket<S: Socket>(stream: S, handlers: Handlers, config: &Config) -> io::Resu
 where
     for<'a> &'a S: Read + Write,
 {
-    // A write blocked this long wakes the driver, whose endpoint decides (write stall).
-    stream.set_write_timeout(config.endpoint.write_stall_timeout)?;
+    // A blocked write wakes the driver this often, whose endpoint decides (write stall).
+    // Short, because a write that returns at its timeout says how much went out but not
+    // when: 4 MiB taken at once and reported 30 s later would restart the stall clock.
+    let wake = Duration::from_millis(250);
+    stream.set_write_timeout(config.endpoint.write_stall_timeout.map(|t| t.min(wake)))?;
     let stream = Arc::new(stream);
     let closer = Arc::downgrade(&stream);
     let aborter = Arc::downgrade(&stream);

@@ -274,6 +274,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
         // The transport said it waits for more input and will wake the task: this poll
         // does not ask it again.
         let mut receive_waits = false;
+        self.transport.start_turn();
         loop {
             // Registered before the connection drains its hook (with its events), so a wake
             // in between is not lost.
@@ -303,7 +304,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             progress |= self.route_events(now);
             progress |= self.poll_handlers(cx, now);
             progress |= self.poll_timer(cx, now);
-            let before = self.conn.buffered_output();
+            let before = self.conn.endpoint().transmitted();
             let flushed = match self.transport.poll_transmit(cx, &mut self.conn) {
                 Poll::Ready(Ok(())) => true,
                 Poll::Ready(Err(e)) => {
@@ -312,7 +313,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                 }
                 Poll::Pending => false,
             };
-            let wrote = self.conn.buffered_output() < before;
+            let wrote = self.conn.endpoint().transmitted() > before;
             progress |= wrote;
             let pending = !flushed || self.conn.buffered_output() > 0;
             self.conn.handle_write(wrote, pending, now);

@@ -5,8 +5,8 @@ use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
 use futures::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadHalf, WriteHalf};
-use sansrpc::codec::ReadSize;
 use sansrpc::connection::Connection;
+use sansrpc::driver::StreamIo;
 use sansrpc::Instant;
 
 /// What [`Transport::poll_receive`] did.
@@ -59,33 +59,25 @@ pub trait Transport: Send + Unpin + 'static {
         conn: &mut Connection,
     ) -> Poll<io::Result<()>>;
 
+    /// A new turn of the driver begins (each poll of its future): a transport that limits
+    /// what it reads per turn, so that one flooding peer cannot keep the executor's thread,
+    /// starts counting again. Nothing by default.
+    fn start_turn(&mut self) {}
+
     /// Flushes and closes the sending side.
     fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
 }
 
-/// Most bytes read per `poll_read`, and bytes buffered for writing before the endpoint
-/// keeps the rest.
-const CHUNK: usize = 64 * 1024;
-
-/// What an idle connection keeps for reading and writing: reads start here and grow while
-/// they fill the buffer ([`ReadSize`]).
-const SMALL: usize = 4 * 1024;
-
 /// A byte-stream transport over any futures-io reader and writer (TCP, Unix sockets, pipes,
 /// stdio); the endpoint's [`Config::framing`](sansrpc::endpoint::Config) cuts it into
-/// messages.
+/// messages. The read buffer, input held back, the end of input and the read budget of a
+/// turn are the core's [`StreamIo`]; output is written straight from the connection's
+/// buffer.
 #[derive(Debug)]
 pub struct ByteStream<R, W> {
     reader: R,
     writer: W,
-    /// Sized by `size`: small while the traffic is, given back when idle.
-    input: Vec<u8>,
-    size: ReadSize,
-    /// `input[start..end]` was read but not yet taken by the endpoint.
-    start: usize,
-    end: usize,
-    output: Vec<u8>,
-    written: usize,
+    io: StreamIo,
     unflushed: bool,
 }
 
@@ -99,12 +91,7 @@ where
         ByteStream {
             reader,
             writer,
-            input: Vec::new(),
-            size: ReadSize::new(SMALL, CHUNK),
-            start: 0,
-            end: 0,
-            output: Vec::new(),
-            written: 0,
+            io: StreamIo::new(),
             unflushed: false,
         }
     }
@@ -128,38 +115,46 @@ where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
+    fn start_turn(&mut self) {
+        self.io.end_turn();
+    }
+
     fn poll_receive(
         &mut self,
         cx: &mut Context<'_>,
         conn: &mut Connection,
         now: Instant,
     ) -> Poll<io::Result<Received>> {
-        if self.start == self.end {
-            // Zero-filled once per size: reads then reuse it.
-            self.input.resize(self.size.get(), 0);
-            let n = match Pin::new(&mut self.reader).poll_read(cx, &mut self.input) {
-                Poll::Ready(n) => n?,
-                Poll::Pending => {
-                    // Idle with nothing buffered: a quiet connection keeps a small buffer.
-                    if self.size.idle() {
-                        self.input = Vec::new();
-                    }
-                    return Poll::Pending;
-                }
-            };
-            if n == 0 {
-                conn.handle_end_of_input(now);
-                return Poll::Ready(Ok(Received::End));
-            }
-            self.size.read(n);
-            (self.start, self.end) = (0, n);
+        if self.io.buffered_input() > 0 {
+            let took = self.io.feed(conn, now);
+            return Poll::Ready(Ok(if took {
+                Received::Data
+            } else {
+                Received::Stalled
+            }));
         }
-        let taken = conn
-            .handle_input(&self.input[self.start..self.end], now)
-            .map_err(io::Error::other)?;
-        self.start += taken;
-        Poll::Ready(Ok(if taken == 0 {
-            Received::Stalled
+        if self.io.input_ended() {
+            self.io.feed(conn, now);
+            return Poll::Ready(Ok(Received::End));
+        }
+        let Some(buf) = self.io.read_buf(conn) else {
+            if self.io.turn_spent() {
+                // This turn read its share: the task yields, and reads on at its next turn.
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            return Poll::Ready(Ok(Received::Stalled));
+        };
+        let n = match Pin::new(&mut self.reader).poll_read(cx, buf) {
+            Poll::Ready(n) => n?,
+            Poll::Pending => {
+                self.io.handle_read_idle();
+                return Poll::Pending;
+            }
+        };
+        self.io.handle_read(conn, n, now);
+        Poll::Ready(Ok(if n == 0 {
+            Received::End
         } else {
             Received::Data
         }))
@@ -171,30 +166,22 @@ where
         conn: &mut Connection,
     ) -> Poll<io::Result<()>> {
         loop {
-            if self.written == self.output.len() {
-                self.output.clear();
-                self.written = 0;
-                if self.output.capacity() > SMALL && !self.unflushed {
-                    // A burst is written: give its buffer back.
-                    self.output = Vec::new();
+            let pending = self.io.transmit(conn);
+            if pending.is_empty() {
+                if self.unflushed {
+                    ready!(Pin::new(&mut self.writer).poll_flush(cx))?;
+                    self.unflushed = false;
                 }
+                return Poll::Ready(Ok(()));
             }
-            while self.output.len() < CHUNK && conn.poll_transmit(&mut self.output).is_some() {}
-            if self.written < self.output.len() {
-                let pending = &self.output[self.written..];
-                let n = ready!(Pin::new(&mut self.writer).poll_write(cx, pending))?;
-                if n == 0 {
-                    return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
-                }
-                self.written += n;
-                self.unflushed = true;
-                continue;
+            // Written straight from the connection's buffer; the driver reports the write
+            // (the buffer shrank) for the write-stall timeout.
+            let n = ready!(Pin::new(&mut self.writer).poll_write(cx, pending))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
             }
-            if self.unflushed {
-                ready!(Pin::new(&mut self.writer).poll_flush(cx))?;
-                self.unflushed = false;
-            }
-            return Poll::Ready(Ok(()));
+            conn.consume_transmit(n);
+            self.unflushed = true;
         }
     }
 

@@ -16,8 +16,24 @@ use crate::target::Kind;
 
 /// How long each abuse lasts.
 const ABUSE: Duration = Duration::from_secs(3);
-/// How long after the abuse the abusive connection may take to be closed.
-const CLOSE_WAIT: Duration = Duration::from_secs(3);
+/// How long after the abuse the abusive connection may take to be closed: the network
+/// defaults of the partial-frame and write-stall timeouts (30 s, what sansrpc's servers and
+/// many others use), and 5 s for the kernel's buffers to fill and the close to arrive. A
+/// server with shorter timeouts is done sooner: the case ends once the abuser is closed.
+const CLOSE_WAIT: Duration = Duration::from_secs(
+    max(
+        sansrpc::endpoint::NETWORK_FRAME_TIMEOUT.as_secs(),
+        sansrpc::endpoint::NETWORK_WRITE_STALL_TIMEOUT.as_secs(),
+    ) + 5,
+);
+
+const fn max(a: u64, b: u64) -> u64 {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
 /// Time between the measuring client's calls.
 const PACE: Duration = Duration::from_millis(100);
 
@@ -247,7 +263,7 @@ fn measure(meter: &mut Meter, mut abuse: Abuse, must_close: bool) -> (bool, Stri
         if closed.is_none() && abuse() {
             closed = Some(started.elapsed());
         }
-        if closed.is_some() && started.elapsed() >= ABUSE {
+        if (closed.is_some() || !must_close) && started.elapsed() >= ABUSE {
             break;
         }
         if Instant::now() >= next_call {

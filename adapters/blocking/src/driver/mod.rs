@@ -2,7 +2,7 @@
 //! bytes between the transport and the machine, sleeps until the machine's deadline, and
 //! hands the peer's requests to the handler pool; every protocol rule is the core's.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
@@ -11,6 +11,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant as StdInstant};
 
 use sansrpc::connection::{self, Connection};
+use sansrpc::driver::StreamIo;
 use sansrpc::endpoint::IncomingId;
 use sansrpc::router::{Reply, Router};
 use sansrpc::{Instant, RawValue};
@@ -115,8 +116,7 @@ pub(crate) fn spawn(
         cmds,
         me: me.clone(),
         writer: None,
-        out: Vec::new(),
-        inputs: VecDeque::new(),
+        io: StreamIo::for_chunks(),
         free: None,
         waiters: Waiters::default(),
         inflight: BTreeMap::new(),
@@ -124,7 +124,6 @@ pub(crate) fn spawn(
         router: handlers.router,
         jobs: handlers.jobs,
         closed: Arc::new(AtomicBool::new(false)),
-        eof: false,
         grace: config.shutdown_grace,
     };
     let (size, buffers, pool) = (
@@ -146,9 +145,9 @@ struct Driver {
     /// Handed to handler jobs, for their answers.
     me: Sender<Cmd>,
     writer: Option<Box<dyn Write + Send>>,
-    out: Vec<u8>,
-    /// Chunks read and not yet taken by the connection, with how much of each it took.
-    inputs: VecDeque<(Vec<u8>, usize)>,
+    /// The chunks read and not yet taken by the connection, the end of input after them,
+    /// and the write bookkeeping: the core's byte-stream helper.
+    io: StreamIo,
     /// Returns consumed chunks to the reader; the reader reads only with a chunk in hand.
     free: Option<SyncSender<Vec<u8>>>,
     waiters: Waiters,
@@ -161,8 +160,6 @@ struct Driver {
     jobs: Option<Sender<Job>>,
     /// Set once the connection is closed: queued jobs of this connection are skipped.
     closed: Arc<AtomicBool>,
-    /// The reader saw the end of the input.
-    eof: bool,
     grace: Duration,
 }
 
@@ -216,18 +213,19 @@ impl Driver {
         if self.conn.poll_timeout().is_some_and(|d| d <= now) {
             self.conn.handle_timeout(now);
         }
-        self.feed(now);
-        if self.eof && self.inputs.is_empty() {
-            self.conn.handle_end_of_input(now);
+        self.io.feed(&mut self.conn, now);
+        // Chunks consumed go back to the reader, which reads only into one it holds.
+        while let (Some(chunk), Some(free)) = (self.io.take_spare(), &self.free) {
+            let _ = free.try_send(chunk);
         }
         self.pump(now);
         let producing = self.produce(now);
         if self.conn.is_finished() {
             return;
         }
-        if (!self.inputs.is_empty() && self.conn.wants_input()) || producing {
-            // Input was pushed back (draining the events made room for it), or a stream
-            // has more to produce: no waiting.
+        if self.io.interest(&mut self.conn).again || producing {
+            // Input was held back (draining the events made room for it), or a stream has
+            // more to produce: no waiting.
             return;
         }
         let wait = self
@@ -250,9 +248,9 @@ impl Driver {
     fn command(&mut self, cmd: Cmd) {
         let now = self.now();
         match cmd {
-            Cmd::Input(chunk) => self.inputs.push_back((chunk, 0)),
-            // Told once the input read before it is taken.
-            Cmd::Eof => self.eof = true,
+            Cmd::Input(chunk) => self.io.handle_chunk(&mut self.conn, chunk, now),
+            // Passed on once the input read before it is taken.
+            Cmd::Eof => self.io.handle_chunk(&mut self.conn, Vec::new(), now),
             Cmd::With(op) => op(&mut self.conn, now, &mut self.waiters),
             Cmd::Respond { id, mut reply } => {
                 if self.inflight.remove(&id).is_some() {
@@ -266,34 +264,11 @@ impl Driver {
                 }
             }
             Cmd::Shutdown => {
-                self.inputs.clear();
                 // Handlers in flight get the grace; their flags go up at teardown.
                 self.conn.shutdown(self.grace, now);
             }
             // The connection drains its extension with its events, this turn.
             Cmd::Wake => {}
-        }
-    }
-
-    /// Offers pending input, oldest first, until the connection pushes back.
-    fn feed(&mut self, now: Instant) {
-        while let Some((chunk, taken)) = self.inputs.front_mut() {
-            match self.conn.handle_input(&chunk[*taken..], now) {
-                Ok(n) => *taken += n,
-                // This driver builds framed connections only; were one not, its input
-                // could not be read at all: end the connection rather than spin.
-                Err(_) => {
-                    self.inputs.clear();
-                    self.conn.close(now);
-                    return;
-                }
-            }
-            if *taken < chunk.len() {
-                return;
-            }
-            if let (Some((chunk, _)), Some(free)) = (self.inputs.pop_front(), &self.free) {
-                let _ = free.try_send(chunk);
-            }
         }
     }
 
@@ -308,28 +283,27 @@ impl Driver {
         }
     }
 
-    /// Writes everything the connection has to transmit; a failed write closes it.
+    /// Writes everything the connection has to transmit, straight from its buffer; a
+    /// failed write closes it.
     fn flush(&mut self, now: Instant) {
-        while self.conn.poll_transmit(&mut self.out).is_some() {}
-        if self.out.is_empty() {
-            self.conn.handle_write(false, false, now);
-            return;
+        let had_writer = self.writer.is_some();
+        if !self.io.transmit(&mut self.conn).is_empty() {
+            // The write below may block: the stall is counted from now, not from when the
+            // first blocked write gives up.
+            self.io.handle_write_blocked(&mut self.conn, now);
         }
-        let (mut written, had_writer) = (0, self.writer.is_some());
-        self.conn.handle_write(false, true, now);
         while let Some(w) = &mut self.writer {
-            if written == self.out.len() {
+            let out = self.io.transmit(&mut self.conn);
+            if out.is_empty() {
                 let _ = w.flush();
                 break;
             }
-            // A socket's write times out at the write-stall timeout; the connection decides.
-            match w.write(&self.out[written..]) {
+            // A socket's write times out within a quarter second; the connection decides.
+            let result = w.write(out);
+            let now = self.now();
+            match result {
                 Ok(0) => self.writer = None,
-                Ok(n) => {
-                    written += n;
-                    let pending = written < self.out.len();
-                    self.conn.handle_write(true, pending, self.now());
-                }
+                Ok(n) => self.io.handle_written(&mut self.conn, n, now),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e)
                     if matches!(
@@ -337,20 +311,28 @@ impl Driver {
                         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
                     ) =>
                 {
-                    let now = self.now();
-                    self.conn.handle_write(false, true, now);
-                    self.conn.handle_timeout(now);
-                    if self.conn.is_closed() {
-                        self.writer = None;
-                    }
+                    self.io.handle_write_blocked(&mut self.conn, now)
                 }
                 Err(_) => self.writer = None,
+            }
+            // A peer that takes a few bytes now and then never lets a write time out: the
+            // stall is judged after every write.
+            if self.conn.poll_timeout().is_some_and(|d| d <= now) {
+                self.conn.handle_timeout(now);
+                if self.conn.is_closed() {
+                    self.writer = None;
+                }
             }
         }
         if had_writer && self.writer.is_none() && !self.conn.is_closed() {
             self.conn.close(now);
         }
+        if self.writer.is_none() {
+            // Nothing can be written any more: what is queued is dropped, so the
+            // connection can finish.
+            let rest = self.conn.buffered_output();
+            self.conn.consume_transmit(rest);
+        }
         self.conn.handle_write(false, false, now);
-        self.out.clear();
     }
 }

@@ -1,0 +1,394 @@
+//! Back-pressure and write stalls against three real servers: `sansrpc serve --tcp` (the
+//! blocking driver), `sansrpc-tokio-calculator` over stdio (the futures driver on tokio)
+//! and `examples/mio_server.rs` (a driver on the user's own loop, on the core's
+//! `StreamIo`). Each case is bounded in time.
+//!
+//! - A client that pipelines without pause and reads slower than it writes is served in
+//!   bounded memory, is never disconnected, and gets every answer.
+//! - Ten peers that stop reading are closed within the write-stall timeout (and 2 s) of
+//!   when they stopped, with a 3 s timeout and with the 30 s network default, while a
+//!   well-behaved client is served on new connections throughout.
+//!
+//! The calculator and the mio example are found beside this crate's binary (`cargo test
+//! --workspace` and `scripts/test` build them).
+
+mod common;
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::abuse::{assert_alive, peak_rss_kib};
+use common::{exe, start_logging_addr, Server};
+
+/// Peak RSS bound of a server under one pipelining client (the issue's figure: 934 MiB in
+/// 20 s over stdio before the output buffer was reclaimed under partial drains).
+const PEAK_RSS_KIB: u64 = 64 * 1024;
+/// How long the client pipelines.
+const PIPELINE: Duration = Duration::from_secs(20);
+/// How fast it reads: slower than the server answers it, so answers queue up.
+const READ_RATE: u64 = 8 << 20;
+
+/// The cases run one at a time: each loads both cores, and timing is what they check.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A binary built beside `sansrpc` in the target directory.
+fn sibling(path: &str) -> PathBuf {
+    let dir = PathBuf::from(exe()).parent().unwrap().to_path_buf();
+    let found = dir.join(path);
+    assert!(
+        found.exists(),
+        "{} is missing: build it with `cargo build --workspace --bins --examples` (cargo test \
+         --workspace and scripts/test do)",
+        found.display()
+    );
+    found
+}
+
+/// `examples/mio_server.rs` on a free port, with this write-stall timeout (`None`: the
+/// network default).
+fn mio_server(write_stall_secs: Option<u64>) -> (Server, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut command = Command::new(sibling("examples/mio_server"));
+    command.arg(&addr);
+    if let Some(secs) = write_stall_secs {
+        command.arg(secs.to_string());
+    }
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start the mio example");
+    let mut line = String::new();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut byte = [0u8; 1];
+    while !line.ends_with('\n') && stdout.read(&mut byte).unwrap_or(0) == 1 {
+        line.push(byte[0] as char);
+    }
+    assert!(line.starts_with("listening on"), "{line:?}");
+    (Server(child), addr)
+}
+
+/// `sansrpc serve --tcp` with these extra arguments.
+fn serve_tcp(extra: &[&str]) -> (Server, String) {
+    let mut args = vec!["serve", "--tcp", "127.0.0.1:0"];
+    args.extend_from_slice(extra);
+    start_logging_addr(Command::new(exe()).args(&args))
+}
+
+fn frame(body: &str) -> Vec<u8> {
+    format!("Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes()
+}
+
+/// A call every server here answers with `3`: `add` (the demo and the calculator) or
+/// `sum` (the specification's method, the mio example).
+fn call(method: &str, id: u64) -> Vec<u8> {
+    frame(&format!(
+        r#"{{"jsonrpc":"2.0","method":"{method}","params":[1,2],"id":{id}}}"#
+    ))
+}
+
+/// What a pipelining client saw.
+struct Pipelined {
+    sent: u64,
+    answered: u64,
+    error: Option<String>,
+}
+
+/// Writes `method` calls without pause for [`PIPELINE`] while reading at [`READ_RATE`];
+/// then stops writing and reads every answer still due (within 60 s).
+fn pipeline(
+    mut writer: impl Write + Send + 'static,
+    mut reader: impl Read + Send + 'static,
+    method: &'static str,
+) -> Pipelined {
+    let sent = Arc::new(AtomicU64::new(0));
+    let writing = Arc::new(AtomicBool::new(true));
+    let (count, going) = (Arc::clone(&sent), Arc::clone(&writing));
+    let write = thread::spawn(move || -> Result<(), String> {
+        let started = Instant::now();
+        let mut id = 0;
+        while started.elapsed() < PIPELINE {
+            let mut chunk = Vec::new();
+            for _ in 0..256 {
+                id += 1;
+                chunk.extend_from_slice(&call(method, id));
+            }
+            writer
+                .write_all(&chunk)
+                .map_err(|e| format!("write: {e}"))?;
+            count.store(id, Ordering::SeqCst);
+        }
+        going.store(false, Ordering::SeqCst);
+        writer.flush().map_err(|e| format!("flush: {e}"))?;
+        Ok(())
+    });
+    let started = Instant::now();
+    let mut answered = 0u64;
+    let mut read = 0u64;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut carry = Vec::new();
+    let mut error = None;
+    let needle = b"\"result\":3";
+    loop {
+        let done = !writing.load(Ordering::SeqCst) && answered >= sent.load(Ordering::SeqCst);
+        if done || started.elapsed() > PIPELINE + Duration::from_secs(60) {
+            break;
+        }
+        // Paced: never ahead of READ_RATE.
+        let allowed = started.elapsed().as_secs_f64() * READ_RATE as f64;
+        if writing.load(Ordering::SeqCst) && read as f64 > allowed {
+            thread::sleep(Duration::from_millis(2));
+            continue;
+        }
+        match reader.read(&mut buf) {
+            Ok(0) => {
+                error = Some("the server closed the connection".into());
+                break;
+            }
+            Ok(n) => {
+                read += n as u64;
+                carry.extend_from_slice(&buf[..n]);
+                let mut at = 0;
+                while let Some(i) = find(&carry[at..], needle) {
+                    answered += 1;
+                    at += i + needle.len();
+                }
+                carry.drain(..at.max(carry.len().saturating_sub(needle.len())));
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => {
+                error = Some(format!("read: {e}"));
+                break;
+            }
+        }
+    }
+    if let Err(e) = write.join().unwrap() {
+        error.get_or_insert(e);
+    }
+    Pipelined {
+        sent: sent.load(Ordering::SeqCst),
+        answered,
+        error,
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+fn assert_pipelined(what: &str, seen: Pipelined, server: &mut Server) {
+    let peak = peak_rss_kib(server);
+    eprintln!(
+        "{what}: {} sent, {} answered, peak RSS {peak} KiB, {:?}",
+        seen.sent, seen.answered, seen.error
+    );
+    assert_eq!(seen.error, None, "{what}: the client was disconnected");
+    assert!(
+        seen.sent > 10_000,
+        "{what}: only {} calls went out",
+        seen.sent
+    );
+    assert_eq!(seen.answered, seen.sent, "{what}: answers lost");
+    assert!(peak < PEAK_RSS_KIB, "{what}: peak RSS {peak} KiB");
+    assert_alive(server);
+}
+
+#[test]
+fn a_pipelining_slow_reader_over_stdio_to_the_tokio_calculator() {
+    let _serial = one_at_a_time();
+    let mut child: Child = Command::new(sibling("sansrpc-tokio-calculator"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start sansrpc-tokio-calculator");
+    let stdin: ChildStdin = child.stdin.take().unwrap();
+    let stdout: ChildStdout = child.stdout.take().unwrap();
+    let mut server = Server(child);
+    let seen = pipeline(stdin, stdout, "add");
+    assert_pipelined("tokio calculator over stdio", seen, &mut server);
+}
+
+#[test]
+fn a_pipelining_slow_reader_over_tcp_to_sansrpc_serve() {
+    let _serial = one_at_a_time();
+    let (mut server, addr) = serve_tcp(&[]);
+    let stream = TcpStream::connect(&addr).unwrap();
+    let seen = pipeline(stream.try_clone().unwrap(), stream, "add");
+    assert_pipelined("sansrpc serve --tcp", seen, &mut server);
+}
+
+#[test]
+fn a_pipelining_slow_reader_over_tcp_to_the_mio_example() {
+    let _serial = one_at_a_time();
+    let (mut server, addr) = mio_server(None);
+    let stream = TcpStream::connect(&addr).unwrap();
+    let seen = pipeline(stream.try_clone().unwrap(), stream, "sum");
+    assert_pipelined("mio example", seen, &mut server);
+}
+
+/// One call on a new connection; true when its `3` came back within 5 s.
+fn call_once(addr: &str, method: &str) -> bool {
+    match TcpStream::connect(addr) {
+        Ok(mut stream) => call_on(&mut stream, method),
+        Err(_) => false,
+    }
+}
+
+/// One call on `stream`; true when its `3` came back within 5 s.
+fn call_on(stream: &mut TcpStream, method: &str) -> bool {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    if stream.write_all(&call(method, 1)).is_err() {
+        return false;
+    }
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 1024];
+    while find(&seen, b"\"result\":3").is_none() {
+        match stream.read(&mut buf) {
+            Ok(n) if n > 0 => seen.extend_from_slice(&buf[..n]),
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// When a peer that stopped reading was closed: after it stopped, and after the server
+/// last took a byte of its requests (which it stops doing once its answers are blocked:
+/// until then the kernel's buffers take answers, up to a few MiB, which a debug build
+/// under load needs a second or two to compute).
+#[derive(Debug)]
+struct Closed {
+    after_stop: Duration,
+    after_last_taken: Duration,
+}
+
+/// Ten peers that make one call, then send calls without pause and never read again;
+/// each reports when the server closed it.
+fn stop_reading(addr: &str, method: &'static str, limit: Duration) -> Vec<Closed> {
+    let peers: Vec<_> = (0..10)
+        .map(|_| {
+            let addr = addr.to_owned();
+            thread::spawn(move || -> Result<Closed, String> {
+                let mut stream = TcpStream::connect(&addr).map_err(|e| e.to_string())?;
+                assert!(call_on(&mut stream, method), "served before");
+                stream
+                    .set_write_timeout(Some(Duration::from_millis(100)))
+                    .unwrap();
+                let mut flood = Vec::new();
+                for id in 0..256 {
+                    flood.extend_from_slice(&call(method, id));
+                }
+                let stopped = Instant::now();
+                let mut last_ok = stopped;
+                while stopped.elapsed() < limit {
+                    match stream.write(&flood) {
+                        Ok(_) => last_ok = Instant::now(),
+                        Err(e)
+                            if matches!(
+                                e.kind(),
+                                ErrorKind::WouldBlock
+                                    | ErrorKind::TimedOut
+                                    | ErrorKind::Interrupted
+                            ) => {}
+                        Err(_) => {
+                            return Ok(Closed {
+                                after_stop: stopped.elapsed(),
+                                after_last_taken: last_ok.elapsed(),
+                            })
+                        }
+                    }
+                }
+                Err(format!("still open {limit:?} after it stopped reading"))
+            })
+        })
+        .collect();
+    peers
+        .into_iter()
+        .map(|p| p.join().unwrap().unwrap_or_else(|e| panic!("{e}")))
+        .collect()
+}
+
+/// Runs ten non-reading peers against `addr` beside a well-behaved client: each is closed
+/// within `stall` + 2 s of the server's last take of its input (and `stall` + 4 s of when
+/// it stopped reading), the client is served throughout, and new connections are served
+/// afterwards.
+fn assert_stalled_peers_closed(server: &mut Server, addr: &str, method: &'static str, stall: u64) {
+    let stall = Duration::from_secs(stall);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (going, at) = (Arc::clone(&stop), addr.to_owned());
+    let caller = thread::spawn(move || {
+        let (mut served, mut failed) = (0, 0);
+        while !going.load(Ordering::SeqCst) {
+            if call_once(&at, method) {
+                served += 1;
+            } else {
+                failed += 1;
+            }
+            thread::sleep(Duration::from_millis(100));
+        }
+        (served, failed)
+    });
+    let closed = stop_reading(addr, method, stall + Duration::from_secs(10));
+    stop.store(true, Ordering::SeqCst);
+    let (served, failed) = caller.join().unwrap();
+    eprintln!("closed after {closed:?}; the other client: {served} served, {failed} failed");
+    for c in &closed {
+        assert!(
+            c.after_last_taken <= stall + Duration::from_secs(2)
+                && c.after_stop <= stall + Duration::from_secs(4),
+            "a peer that stopped reading was closed late: {c:?} (write stall {stall:?})"
+        );
+    }
+    assert!(
+        served >= 10 && failed == 0,
+        "{served} served, {failed} failed"
+    );
+    assert!(
+        call_once(addr, method),
+        "a new client after the peers closed"
+    );
+    assert_alive(server);
+}
+
+#[test]
+fn peers_that_stop_reading_are_closed_at_a_3s_write_stall_by_sansrpc_serve() {
+    let _serial = one_at_a_time();
+    let (mut server, addr) = serve_tcp(&["--write-stall-timeout", "3s", "--max-connections", "12"]);
+    assert_stalled_peers_closed(&mut server, &addr, "add", 3);
+}
+
+#[test]
+fn peers_that_stop_reading_are_closed_at_the_default_write_stall_by_sansrpc_serve() {
+    let _serial = one_at_a_time();
+    let (mut server, addr) = serve_tcp(&["--max-connections", "12"]);
+    assert_stalled_peers_closed(&mut server, &addr, "add", 30);
+}
+
+#[test]
+fn peers_that_stop_reading_are_closed_at_a_3s_write_stall_by_the_mio_example() {
+    let _serial = one_at_a_time();
+    let (mut server, addr) = mio_server(Some(3));
+    assert_stalled_peers_closed(&mut server, &addr, "sum", 3);
+}
+
+#[test]
+fn peers_that_stop_reading_are_closed_at_the_default_write_stall_by_the_mio_example() {
+    let _serial = one_at_a_time();
+    let (mut server, addr) = mio_server(None);
+    assert_stalled_peers_closed(&mut server, &addr, "sum", 30);
+}
