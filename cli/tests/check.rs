@@ -9,6 +9,10 @@ use common::*;
 
 const LIMIT: Duration = Duration::from_secs(120);
 
+/// Protection timeouts short enough that the robustness cases end in seconds (with the
+/// network defaults, 30 s, each waits about half a minute for the abuser to be closed).
+const QUICK: [&str; 4] = ["--frame-timeout", "2s", "--write-stall-timeout", "2s"];
+
 fn assert_all_pass(out: &Output, what: &str) {
     assert_eq!(
         out.status, 0,
@@ -80,7 +84,13 @@ fn our_server_over_stdio_as_a_command_with_newline_framing() {
 #[test]
 fn our_server_over_tcp() {
     for framing in ["content-length", "newline"] {
-        let (_server, addr) = serve_tcp(framing);
+        let (_server, addr) = serve_logging_addr(
+            &[
+                &["serve", "--tcp", "127.0.0.1:0", "--framing", framing],
+                &QUICK[..],
+            ]
+            .concat(),
+        );
         let out = run(
             &[
                 "check",
@@ -103,7 +113,7 @@ fn our_server_over_tcp() {
 #[test]
 fn our_server_over_a_unix_socket() {
     let path = socket_path("check");
-    let _server = serve_unix(&path);
+    let _server = serve_unix_with(&path, &QUICK);
     let out = run(
         &[
             "check",
@@ -268,7 +278,9 @@ fn a_target_that_does_not_answer_is_a_clear_error() {
 #[test]
 fn our_server_over_websocket_and_http() {
     for transport in ["ws", "http"] {
-        let (_server, addr) = serve_web(transport);
+        let flag = format!("--{transport}");
+        let (_server, addr) =
+            serve_logging_addr(&[&["serve", flag.as_str(), "127.0.0.1:0"], &QUICK[..]].concat());
         let url = format!("{transport}://{addr}/");
         let out = run(
             &[

@@ -555,6 +555,11 @@ fn http_exchange(
 ) {
     let mut stream = Some(stream);
     while let Ok(body) = bodies.recv() {
+        // A kept-alive connection the server closed while idle (its keep-alive or head
+        // timeout) is not reused: the request goes on a new one, as HTTP clients do.
+        if stream.as_ref().is_some_and(closed_by_peer) {
+            stream = None;
+        }
         let conn = match stream.take() {
             Some(conn) => conn,
             None => {
@@ -607,6 +612,17 @@ fn http_exchange(
         }
     }
     let _ = input.send(Input::End);
+}
+
+/// True when the peer has closed `conn` (a read would see the end at once).
+fn closed_by_peer(conn: &TcpStream) -> bool {
+    if conn.set_nonblocking(true).is_err() {
+        return false;
+    }
+    let mut byte = [0u8; 1];
+    let closed = matches!(conn.peek(&mut byte), Ok(0));
+    let _ = conn.set_nonblocking(false);
+    closed
 }
 
 fn bad(why: impl Into<String>) -> std::io::Error {

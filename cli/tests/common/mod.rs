@@ -123,9 +123,15 @@ pub fn socket_path(name: &str) -> PathBuf {
 
 /// `sansrpc serve --unix PATH`, once the socket accepts connections.
 pub fn serve_unix(path: &Path) -> Server {
+    serve_unix_with(path, &[])
+}
+
+/// `sansrpc serve --unix PATH EXTRA..`, once the socket accepts connections.
+pub fn serve_unix_with(path: &Path, extra: &[&str]) -> Server {
     let child = Command::new(exe())
         .args(["serve", "--unix"])
         .arg(path)
+        .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
