@@ -485,3 +485,35 @@ impl Clock {
             .saturating_duration_since(std::time::Instant::now())
     }
 }
+
+/// True while the process `pid` runs (for [`Event::CheckProcess`]: an LSP server whose
+/// editor died exits). On Linux it reads `/proc` (a zombie counts as gone); on other Unix
+/// systems it asks `kill -0`; elsewhere it cannot tell and answers true.
+///
+/// [`Event::CheckProcess`]: crate::connection::Event::CheckProcess
+#[cfg(feature = "std")]
+pub fn process_alive(pid: u32) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        match std::fs::read_to_string(std::format!("/proc/{pid}/stat")) {
+            // The state follows the command name, which is in parentheses.
+            Ok(stat) => !stat
+                .rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+            Err(_) => false,
+        }
+    }
+    #[cfg(all(unix, not(target_os = "linux")))]
+    {
+        std::process::Command::new("kill")
+            .args(["-0", &std::format!("{pid}")])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .map_or(true, |s| s.success())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
+    }
+}

@@ -36,6 +36,9 @@ pub mod code {
     pub const TIMEOUT: i64 = -32005;
     /// LSP's code for a request the client cancelled.
     pub const LSP_REQUEST_CANCELLED: i64 = -32800;
+    /// LSP's ServerNotInitialized: a request before `initialize` (the same number as
+    /// [`SERVER_BUSY`]; LSP defines it, sansrpc's busy answer uses it outside LSP).
+    pub const LSP_SERVER_NOT_INITIALIZED: i64 = -32002;
 
     /// True for codes the specification reserves (-32768..=-32000), which applications
     /// should not use for their own errors.

@@ -657,7 +657,10 @@ impl Router {
                     self.dispatch(&request, reply);
                     reply.answer(connection, handle);
                 }
-                E::Notification(n) => self.notify(&n),
+                E::Notification(n) => {
+                    self.notify(&n);
+                    connection.notification_done();
+                }
                 other_event => other(other_event),
             }
         }
@@ -680,7 +683,10 @@ impl Router {
                     // The handle is ours and unanswered, so this cannot fail.
                     let _ = reply.send(endpoint, id);
                 }
-                Event::Notification(n) => self.notify(&n),
+                Event::Notification(n) => {
+                    self.notify(&n);
+                    endpoint.notification_done();
+                }
                 other_event => other(other_event),
             }
         }

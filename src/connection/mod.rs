@@ -20,6 +20,18 @@
 //!   flight answer for a grace period, then the endpoint closes, then queued output gets a
 //!   linger period to reach the peer.
 //!
+//! - under the LSP profile, a **server's lifecycle** ([`Config::lsp_lifecycle`]): requests
+//!   before `initialize` answered `-32002`, after `shutdown` `-32600`, notifications
+//!   dropped then (`exit` excepted), `exit` closing with status 0 after `shutdown` and 1
+//!   without ([`CloseReason::Exit`], [`Connection::exit_code`]), `$/setTrace` and
+//!   [`Connection::log_trace`], and the editor's process checked on a timer
+//!   ([`Event::CheckProcess`]).
+//!
+//! # The LSP lifecycle
+//! See the list above; `initialize` and `shutdown` still reach the application, which
+//! answers them. A connection that sends `initialize` itself is an LSP client and keeps
+//! none of it.
+//!
 //! Like the endpoint it never reads a clock, never blocks, never spawns and never locks:
 //! time is an argument, and [`poll_timeout`](Connection::poll_timeout) is the one deadline
 //! for all of the above.
@@ -68,7 +80,7 @@
 //! assert_eq!(answer, Some((7, "5".to_owned())));
 //! ```
 
-use alloc::borrow::Cow;
+use alloc::borrow::{Cow, ToOwned};
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
@@ -88,6 +100,10 @@ use crate::message::{Notification, Request};
 use crate::raw::RawValue;
 use crate::time::Instant;
 
+mod lsp;
+
+pub use lsp::{Trace, PROCESS_CHECK};
+
 /// How a [`Connection`] behaves beyond the wire protocol.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -104,6 +120,15 @@ pub struct Config {
     pub end_grace: Duration,
     /// How long output queued at close may take to reach the peer (default 1 s).
     pub linger: Duration,
+    /// Under [`Profile::Lsp`](crate::endpoint::Profile::Lsp): how often the editor's
+    /// process (`initialize`'s `processId`) is checked ([`Event::CheckProcess`]; default
+    /// 3 s).
+    pub process_check: Duration,
+    /// Under [`Profile::Lsp`](crate::endpoint::Profile::Lsp), keep a server's lifecycle
+    /// (default `true`; see [`lsp`](self#the-lsp-lifecycle)): requests before
+    /// `initialize` refused, `exit` ends the connection. A connection that sends
+    /// `initialize` itself is the client, and keeps none.
+    pub lsp_lifecycle: bool,
 }
 
 impl Default for Config {
@@ -114,6 +139,8 @@ impl Default for Config {
             heartbeat: None,
             end_grace: Duration::from_secs(5),
             linger: Duration::from_secs(1),
+            process_check: PROCESS_CHECK,
+            lsp_lifecycle: true,
         }
     }
 }
@@ -142,6 +169,12 @@ pub enum CloseReason {
     Expired(Expiry),
     /// The peer did not answer our `ping` within the heartbeat's timeout.
     HeartbeatTimeout,
+    /// LSP: the client sent `exit` (status 0 after `shutdown`, 1 without), or its process
+    /// is gone (status 1). The process should exit with `code`.
+    Exit {
+        /// The status to exit with.
+        code: i32,
+    },
 }
 
 /// Something the driver acts on; from [`Connection::poll_event`]. Borrowed events borrow
@@ -199,6 +232,14 @@ pub enum Event<'a> {
     /// response, a framing fault, a refused frame, an expired protection timeout. The
     /// endpoint already answered whatever needed an answer.
     Other(endpoint::Event<'a>),
+    /// LSP: is the editor's process (`initialize`'s `processId`) still running? A driver
+    /// on `std` checks ([`driver::process_alive`](crate::driver::process_alive)) and, when
+    /// it is gone, calls [`Connection::handle_client_gone`]. Asked every
+    /// [`Config::process_check`].
+    CheckProcess {
+        /// The process id.
+        pid: u32,
+    },
     /// The connection is closed: every call has ended, every request handle is void. Write
     /// out what [`poll_transmit`](Connection::poll_transmit) still gives until
     /// [`is_finished`](Connection::is_finished).
@@ -391,6 +432,14 @@ enum Take {
     Response(RequestId),
     Ended(RequestId, EndReason),
     Closed,
+    /// The LSP lifecycle answers a request itself.
+    LspRefuse(IncomingId, ErrorObject<'static>),
+    /// `initialize`, with its params.
+    LspInitialize(Option<Box<RawValue>>),
+    LspShutdown,
+    /// A notification the lifecycle takes: `exit` (its status), `$/setTrace`, or one it
+    /// drops.
+    LspNotification(lsp::Gate),
 }
 
 /// One connection: the [`Endpoint`] and everything per connection around it; see the
@@ -417,6 +466,8 @@ pub struct Connection {
     /// The driver still holds output it has not written.
     driver_pending: bool,
     finished: bool,
+    /// The LSP lifecycle, under [`Profile::Lsp`](crate::endpoint::Profile::Lsp).
+    lsp: Option<lsp::Lsp>,
 }
 
 impl fmt::Debug for Connection {
@@ -434,6 +485,9 @@ impl fmt::Debug for Connection {
 impl Connection {
     /// A new connection at `now` (the heartbeat's clock starts there).
     pub fn new(config: Config, now: Instant) -> Self {
+        let lsp = (config.lsp_lifecycle
+            && config.endpoint.profile == crate::endpoint::Profile::Lsp)
+            .then(|| lsp::Lsp::new(config.process_check));
         Connection {
             endpoint: Endpoint::new(config.endpoint.clone()),
             streams: StreamTable::new(config.streams),
@@ -450,6 +504,7 @@ impl Connection {
             reason: None,
             driver_pending: false,
             finished: false,
+            lsp,
         }
     }
 
@@ -471,12 +526,21 @@ impl Connection {
         &self.endpoint
     }
 
-    /// True while the connection takes input: open, not shutting down, and not holding
-    /// input back while its in-flight table is full
-    /// ([`hold_when_busy`](crate::endpoint::Config::hold_when_busy)). A driver stops reading
-    /// otherwise, and tries again once a handler answered.
+    /// True while the connection takes input: open, not shutting down, and with room for
+    /// it ([`Endpoint::wants_input`]: held input within its bound, output within its). A
+    /// driver stops reading otherwise, and tries again once its output is written or a
+    /// handler answered.
     pub fn wants_input(&self) -> bool {
-        self.takes_input() && !self.endpoint.is_holding()
+        self.takes_input() && self.endpoint.wants_input()
+    }
+
+    /// The handler of a notification from [`Event::Notification`] has finished. Under
+    /// [`ordered_notifications`](crate::endpoint::Config::ordered_notifications) (the LSP
+    /// profile's default) the peer's later requests and notifications wait for it: a
+    /// driver calls it once per notification, when its handler (async ones included) is
+    /// done; otherwise it does nothing.
+    pub fn notification_done(&mut self) {
+        self.endpoint.notification_done();
     }
 
     /// True once the connection takes no more input, for good: it is shutting down
@@ -569,6 +633,9 @@ impl Connection {
     pub fn handle_timeout(&mut self, now: Instant) {
         self.endpoint.handle_timeout(now);
         self.streams.handle_timeout(now);
+        if let Some(lsp) = self.lsp.as_mut() {
+            lsp.handle_timeout(now);
+        }
         if matches!(self.phase, Phase::Open) {
             match self.heartbeat.as_mut().and_then(|h| h.handle_timeout(now)) {
                 Some(Beat::SendPing) => {
@@ -596,6 +663,7 @@ impl Connection {
                 next,
                 self.heartbeat.as_ref().and_then(Heartbeat::poll_timeout),
             );
+            next = min(next, self.lsp.as_ref().and_then(|l| l.next_check));
         }
         match self.phase {
             Phase::Draining { until, .. } => min(next, Some(until)),
@@ -660,6 +728,12 @@ impl Connection {
     /// The next event for the driver; `None` when there is none. The connection handles
     /// stream pulls, heartbeats, the hook's requests and peer cancels of streams itself.
     pub fn poll_event(&mut self) -> Option<Event<'_>> {
+        if let Some(lsp) = self.lsp.as_mut().filter(|l| l.check_due) {
+            lsp.check_due = false;
+            if let (Some(pid), false) = (lsp.pid, self.endpoint.is_closed()) {
+                return Some(Event::CheckProcess { pid });
+            }
+        }
         loop {
             let by_name = match self.hook {
                 None => self.by_name_next(),
@@ -689,6 +763,7 @@ impl Connection {
                     self.hook.as_mut(),
                     &mut self.hook_buf,
                     self.heartbeat.is_some(),
+                    self.lsp.as_ref(),
                 ),
                 None => {
                     if let Some(stream) = self.streams.poll_freed() {
@@ -731,6 +806,7 @@ impl Connection {
                 }
                 Take::StreamCancel(stream) => {
                     self.endpoint.poll_event();
+                    self.endpoint.notification_done();
                     if let Some(stream) = stream {
                         self.streams.cancel(&mut self.endpoint, stream);
                     }
@@ -738,6 +814,7 @@ impl Connection {
                 }
                 Take::Beat(method) => {
                     self.endpoint.poll_event();
+                    self.endpoint.notification_done();
                     let now = self.endpoint_now();
                     let heartbeat = self.heartbeat.as_mut();
                     let heard = heartbeat.map(|h| h.handle_notification(method, now));
@@ -780,6 +857,39 @@ impl Connection {
                     self.endpoint.poll_event();
                     return Some(self.closed());
                 }
+                Take::LspRefuse(id, error) => {
+                    self.endpoint.poll_event();
+                    let _ = self.endpoint.respond(id, Err(&error));
+                }
+                Take::LspInitialize(params) => {
+                    let now = self.endpoint_now();
+                    if let Some(lsp) = self.lsp.as_mut() {
+                        lsp.initialize(params.as_deref(), now);
+                    }
+                    return self.pass();
+                }
+                Take::LspShutdown => {
+                    if let Some(lsp) = self.lsp.as_mut() {
+                        lsp.state = lsp::State::ShutDown;
+                    }
+                    return self.pass();
+                }
+                Take::LspNotification(gate) => {
+                    self.endpoint.poll_event();
+                    self.endpoint.notification_done();
+                    match gate {
+                        lsp::Gate::Exit(code) => {
+                            let now = self.endpoint_now();
+                            self.close_with(CloseReason::Exit { code }, now);
+                        }
+                        lsp::Gate::SetTrace(trace) => {
+                            if let Some(lsp) = self.lsp.as_mut() {
+                                lsp.trace = trace;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
             }
         }
     }
@@ -790,10 +900,12 @@ impl Connection {
     /// method name.
     fn by_name_next(&mut self) -> NextByName {
         let heartbeat = self.heartbeat.is_some();
+        let lsp = self.lsp.as_ref();
         match self.endpoint.peek_next() {
             None => NextByName::Empty,
             Some(Peek::Call { request, method })
-                if by_name(request, method, heartbeat) == ByName::Nothing =>
+                if by_name(request, method, heartbeat) == ByName::Nothing
+                    && !lsp.is_some_and(|l| l.takes(request, method)) =>
             {
                 NextByName::Pass
             }
@@ -969,6 +1081,10 @@ impl Connection {
         }
         let id = self.endpoint.send_request(method, params, options, now)?;
         self.calls.insert(token, id, 0, false);
+        if method == "initialize" {
+            // This side is an LSP client: the server's lifecycle is not ours to keep.
+            self.lsp = None;
+        }
         Ok(())
     }
 
@@ -1086,6 +1202,65 @@ impl Connection {
             })
     }
 
+    // ----- LSP -----
+
+    /// The status the process should exit with, once the connection is over: under
+    /// [`Profile::Lsp`](crate::endpoint::Profile::Lsp), 0 when `shutdown` came before the
+    /// end (`exit`, or the input ended) and 1 otherwise (also when the editor's process is
+    /// gone); `None` while open, and for other profiles.
+    pub fn exit_code(&self) -> Option<i32> {
+        if let Some(CloseReason::Exit { code }) = self.reason {
+            return Some(code);
+        }
+        let lsp = self.lsp.as_ref()?;
+        if !self.is_closed() {
+            return None;
+        }
+        Some(if lsp.state == lsp::State::ShutDown {
+            0
+        } else {
+            1
+        })
+    }
+
+    /// LSP: the editor's process is gone ([`Event::CheckProcess`]): the connection closes
+    /// ([`CloseReason::Exit`] with status 1).
+    pub fn handle_client_gone(&mut self, now: Instant) {
+        self.close_with(CloseReason::Exit { code: 1 }, now);
+    }
+
+    /// LSP: the trace level the client asked for (`$/setTrace`, `initialize`'s `trace`).
+    pub fn trace(&self) -> Trace {
+        self.lsp.as_ref().map_or(Trace::Off, |l| l.trace)
+    }
+
+    /// LSP: sends `$/logTrace` with `message` (and `verbose`, at the verbose level) when
+    /// the client's trace level is not off; false when nothing was sent.
+    pub fn log_trace(&mut self, message: &str, verbose: Option<&str>) -> bool {
+        let trace = self.trace();
+        if trace == Trace::Off {
+            return false;
+        }
+        let mut params = Vec::new();
+        params.extend_from_slice(b"{\"message\":");
+        crate::json::write_str(&mut params, message);
+        if let (Trace::Verbose, Some(v)) = (trace, verbose) {
+            params.extend_from_slice(b",\"verbose\":");
+            crate::json::write_str(&mut params, v);
+        }
+        params.push(b'}');
+        let params = core::str::from_utf8(&params)
+            .ok()
+            .map(RawValue::from_validated);
+        self.notify("$/logTrace", params).is_ok()
+    }
+
+    /// LSP: the client handles `window/workDoneProgress/create` (its `initialize` said
+    /// so): progress the server starts on its own needs that request first.
+    pub fn client_creates_progress(&self) -> bool {
+        self.lsp.as_ref().is_some_and(|l| l.work_done_progress)
+    }
+
     // ----- close -----
 
     /// Shuts down gracefully: no more input or calls; requests running may answer for up to
@@ -1141,9 +1316,21 @@ fn decide(
     hook: Option<&mut Box<dyn ConnectionHook>>,
     buf: &mut Vec<u8>,
     heartbeat: bool,
+    lsp: Option<&lsp::Lsp>,
 ) -> Take {
     match event {
         endpoint::Event::Request { id, request } => {
+            if let Some(lsp) = lsp.filter(|l| l.takes(true, &request.method)) {
+                match lsp.request(&request.method) {
+                    lsp::Gate::Refuse(error) => return Take::LspRefuse(id, error),
+                    lsp::Gate::Initialize => {
+                        let params = request.params.as_deref().map(ToOwned::to_owned);
+                        return Take::LspInitialize(params);
+                    }
+                    lsp::Gate::Shutdown => return Take::LspShutdown,
+                    _ => {}
+                }
+            }
             if by_name(true, &request.method, heartbeat) == ByName::Stream {
                 return Take::Stream(id, request.into_owned());
             }
@@ -1156,6 +1343,13 @@ fn decide(
                 }
             }
             Take::Pass
+        }
+        endpoint::Event::Notification(n) if lsp.is_some_and(|l| l.takes(false, &n.method)) => {
+            let lsp = lsp.expect("checked");
+            match lsp.notification(&n.method, n.params.as_deref()) {
+                lsp::Gate::Pass => Take::Pass,
+                gate => Take::LspNotification(gate),
+            }
         }
         endpoint::Event::Notification(n) => match by_name(false, &n.method, heartbeat) {
             ByName::StreamCancel => Take::StreamCancel(stream::stream_param(n.params.as_deref())),

@@ -61,7 +61,7 @@ fn events(c: &mut Connection) -> Vec<Seen> {
             } => Seen::Ended(token, index, reason, last),
             Event::Cancel { handle } => Seen::Cancel(handle),
             Event::StreamClosed { stream } => Seen::StreamClosed(stream),
-            Event::Other(_) => Seen::Other,
+            Event::Other(_) | Event::CheckProcess { .. } => Seen::Other,
             Event::Closed { reason } => Seen::Closed(reason),
         });
     }

@@ -119,19 +119,35 @@ pub struct Config {
     /// Most of the peer's requests awaiting our answer (default 1024). What happens beyond
     /// it depends on [`Config::hold_when_busy`].
     pub max_inflight_incoming: usize,
-    /// With [`Config::max_inflight_incoming`] requests in flight, leave further input
-    /// unprocessed until one is answered (default `true`): on a byte stream frames stay in
-    /// the decoder and [`Endpoint::handle_input`] takes no more bytes, which a socket turns
-    /// into back-pressure on the peer; [`Endpoint::handle_message`] refuses the message with
-    /// [`Backpressure`]. Every request of a burst is answered, none with `-32002`.
+    /// With [`Config::max_inflight_incoming`] requests handed out and unanswered, hold the
+    /// peer's further requests (and the notifications behind them, which keep their order)
+    /// until one is answered (default `true`). Every request of a burst is answered, none
+    /// with `-32002`.
     ///
-    /// Nothing behind the held input is read meanwhile, answers to our own calls included:
-    /// a server whose handlers wait on calls to the same peer, as many of them as the
-    /// limit, would wait forever; give such a server a limit above its handlers' or turn
-    /// this off. Off: a request beyond the limit is answered at once with `-32002` Server
-    /// busy and never surfaces as an event (the only choice for one HTTP request carrying a
-    /// batch larger than the limit, which is answered that way either way).
+    /// Held input is still read, up to [`Config::max_held_bytes`]: responses to our own
+    /// calls, cancellations (a held request cancelled is answered at once) and everything
+    /// else that is not a request or notification go on. So a server whose handlers all
+    /// wait on calls to the same peer (LSP's `workspace/configuration`) gets its answers;
+    /// only past the bound does input stop, which a socket turns into back-pressure on the
+    /// peer ([`Endpoint::handle_input`] takes no more bytes, [`Endpoint::handle_message`]
+    /// refuses with [`Backpressure`]). Off: a request beyond the limit is answered at once
+    /// with `-32002` Server busy and never surfaces as an event.
     pub hold_when_busy: bool,
+    /// Most bytes of input kept while requests or notifications are held back (by
+    /// [`Config::hold_when_busy`] or [`Config::ordered_notifications`]; default 1 MiB).
+    /// Beyond it no more input is taken until they are handed out. One frame may take it
+    /// past the bound.
+    pub max_held_bytes: usize,
+    /// A notification is a barrier (default `false`; `true` for [`Profile::Lsp`]): a
+    /// later request or notification is handed out only once every earlier notification's
+    /// handler has finished, which the application reports with
+    /// [`Endpoint::notification_done`]. Requests among themselves still run concurrently.
+    ///
+    /// LSP needs it: a `textDocument/didChange` followed by a `textDocument/hover`
+    /// expects the hover to see the change; with an async `didChange` handler that awaits
+    /// anything, the hover would otherwise start first and answer from the stale text.
+    /// Responses and cancellations are never held by it.
+    pub ordered_notifications: bool,
     /// Most bytes of output waiting for [`Endpoint::poll_transmit`] (default 8 MiB). Beyond
     /// it, sending fails with [`SendError::OutputFull`] and input is left unprocessed until
     /// the output is drained.
@@ -182,6 +198,8 @@ impl Default for Config {
             max_pending_outgoing: 4096,
             max_inflight_incoming: 1024,
             hold_when_busy: true,
+            max_held_bytes: 1024 * 1024,
+            ordered_notifications: false,
             max_buffered_output: 8 * 1024 * 1024,
             rate_limit: None,
             idle_timeout: None,
@@ -212,6 +230,7 @@ impl Config {
             profile,
             cancel_method: profile.cancel_method(),
             progress_method: profile.progress_method(),
+            ordered_notifications: profile == Profile::Lsp,
             ..Config::default()
         }
     }
@@ -467,6 +486,11 @@ enum Record {
     Closed,
 }
 
+/// True for the event of a request or notification.
+fn is_call(record: &Record) -> bool {
+    matches!(record, Record::Entry { role, .. } if role.is_call())
+}
+
 /// What to do about a request the peer sent, decided by [`decide_request`].
 enum Verdict {
     /// Register it at this place in the in-flight table.
@@ -496,7 +520,7 @@ fn decide_request(
     {
         return Verdict::Refuse(error("Server busy: rate limit exceeded", code));
     }
-    if incoming.len() >= config.max_inflight_incoming {
+    if !config.hold_when_busy && incoming.len() >= config.max_inflight_incoming {
         return Verdict::Refuse(error("Server busy", code::SERVER_BUSY));
     }
     match incoming.place(id) {
@@ -689,6 +713,13 @@ pub struct Endpoint {
     guard: guard::Guard,
     /// Sizes of incoming batches not yet taken by [`Endpoint::poll_batch_size`]; bounded.
     batch_sizes: VecDeque<usize>,
+    /// Requests registered whose events are still queued (not handed out).
+    queued_requests: usize,
+    /// Requests and notifications queued (not handed out).
+    queued_calls: usize,
+    /// Notifications handed out under [`Config::ordered_notifications`] whose handlers
+    /// have not finished ([`Endpoint::notification_done`]).
+    notifying: usize,
 }
 
 /// How many incoming batch sizes [`Endpoint::poll_batch_size`] keeps when nobody drains them.
@@ -715,6 +746,9 @@ impl Endpoint {
             params: Vec::new(),
             guard: guard::Guard::default(),
             batch_sizes: VecDeque::new(),
+            queued_requests: 0,
+            queued_calls: 0,
+            notifying: 0,
         }
     }
 
@@ -892,18 +926,50 @@ impl Endpoint {
     }
 
     fn has_event_room(&self) -> bool {
-        self.arena.len() < self.config.limits.max_frame_bytes.max(1) && !self.holding()
+        let bound = if self.is_holding() {
+            self.config.max_held_bytes
+        } else {
+            self.config.limits.max_frame_bytes
+        };
+        self.arena.len() < bound.max(1)
     }
 
-    /// True while input waits because as many of the peer's requests are in flight as
-    /// allowed ([`Config::hold_when_busy`]): read nothing more until one is answered.
+    /// True while the peer's requests or notifications are held back: as many requests
+    /// are handed out and unanswered as allowed ([`Config::hold_when_busy`]), or a
+    /// notification's handler has not finished ([`Config::ordered_notifications`]). The
+    /// rest of the input is still read, up to [`Config::max_held_bytes`].
     pub fn is_holding(&self) -> bool {
-        self.holding()
+        let over =
+            self.config.hold_when_busy && self.incoming.len() > self.config.max_inflight_incoming;
+        over || (self.queued_calls > 0 && (self.barrier() || self.busy_full()))
     }
 
-    /// Input waits: as many requests are in flight as allowed ([`Config::hold_when_busy`]).
-    fn holding(&self) -> bool {
-        self.config.hold_when_busy && self.incoming.len() >= self.config.max_inflight_incoming
+    /// True while the endpoint takes input: open, with room for its events (within
+    /// [`Config::max_held_bytes`] while holding) and for its answers (output within
+    /// [`Config::max_buffered_output`], and within 64 KiB while writes are blocked). A
+    /// driver reads only then; [`handle_input`](Endpoint::handle_input) takes nothing
+    /// otherwise.
+    pub fn wants_input(&self) -> bool {
+        !self.closed && self.has_room()
+    }
+
+    /// A notification handed out under [`Config::ordered_notifications`] is still being
+    /// handled: no request or notification is handed out.
+    fn barrier(&self) -> bool {
+        self.notifying > 0
+    }
+
+    /// As many requests are handed out and unanswered as allowed, with holding on.
+    fn busy_full(&self) -> bool {
+        let handed_out = self.incoming.len().saturating_sub(self.queued_requests);
+        self.config.hold_when_busy && handed_out >= self.config.max_inflight_incoming
+    }
+
+    /// The handler of a notification handed out has finished: under
+    /// [`Config::ordered_notifications`], the requests and notifications behind it may be
+    /// handed out. Call it once per notification (drivers do; extra calls do nothing).
+    pub fn notification_done(&mut self) {
+        self.notifying = self.notifying.saturating_sub(1);
     }
 
     /// Processes frames the decoder has complete, while there is room for their events.
@@ -1010,6 +1076,8 @@ impl Endpoint {
                 Verdict::Register(place) => {
                     let queue = (&mut self.incoming, &mut self.events);
                     register(queue, &id, version, batch, place, (start, end, entry));
+                    self.queued_requests += 1;
+                    self.queued_calls += 1;
                 }
                 Verdict::Refuse(error) => {
                     let id = id.into_owned();
@@ -1022,19 +1090,32 @@ impl Endpoint {
         let action = self.decide(start, end, entry);
         match action {
             Action::Nothing => {}
-            Action::Record(role) => self.events.push_back(Record::Entry {
-                start,
-                end,
-                entry: *entry,
-                role,
-            }),
+            Action::Record(role) => {
+                self.queued_calls += usize::from(role.is_call());
+                self.events.push_back(Record::Entry {
+                    start,
+                    end,
+                    entry: *entry,
+                    role,
+                })
+            }
             Action::Answer(id, version, error) => self.answer(batch, &id, version, Err(&error)),
             Action::PeerCancel(id) => match self.incoming.handle_of(&id) {
                 Some(handle) => {
                     if let Some(entry) = self.incoming.get_mut(handle) {
                         entry.cancelled = true;
                     }
-                    self.events.push_back(Record::PeerCancelled(handle));
+                    match self.queued_request(handle) {
+                        // Never handed out (held, or not polled yet): answered as cancelled
+                        // at once, and never seen by the application.
+                        Some(at) => {
+                            self.events.remove(at);
+                            self.queued_requests -= 1;
+                            self.queued_calls -= 1;
+                            let _ = self.respond_cancelled(handle);
+                        }
+                        None => self.events.push_back(Record::PeerCancelled(handle)),
+                    }
                 }
                 None => {
                     let expiry = self.now + self.config.early_cancel_ttl;
@@ -1046,6 +1127,7 @@ impl Endpoint {
                 if let Some((id, deadline)) = self.watched.extend(&token, self.now) {
                     self.outgoing.extend_deadline(id, deadline);
                 }
+                self.queued_calls += 1;
                 self.events.push_back(Record::Entry {
                     start,
                     end,
@@ -1456,6 +1538,7 @@ impl Endpoint {
         self.incoming.clear();
         self.early.clear();
         self.watched.clear();
+        self.notifying = 0;
         self.events.push_back(Record::Closed);
     }
 
@@ -1515,8 +1598,69 @@ impl Endpoint {
     #[inline]
     pub fn poll_event(&mut self) -> Option<Event<'_>> {
         self.refill_events();
-        let record = self.events.pop_front()?;
+        let at = self.next_index()?;
+        let record = self.take(at)?;
         Some(self.event_of(record))
+    }
+
+    /// Where the next event to hand out is in the queue: the first, unless it is a request
+    /// or notification held back ([`Endpoint::is_holding`]); then the first event behind
+    /// the held calls that is not a call (calls keep their order among themselves).
+    #[inline]
+    fn next_index(&self) -> Option<usize> {
+        let first = self.events.front()?;
+        if self.queued_calls == 0 || self.closed || !self.held(first) {
+            return Some(0);
+        }
+        self.events.iter().position(|r| !is_call(r))
+    }
+
+    /// True when `record` is a call that may not be handed out now.
+    fn held(&self, record: &Record) -> bool {
+        match record {
+            Record::Entry {
+                role: Role::Request(_),
+                ..
+            } => self.barrier() || self.busy_full(),
+            Record::Entry {
+                role: Role::Notification,
+                ..
+            } => self.barrier(),
+            _ => false,
+        }
+    }
+
+    /// Removes the event at `at` from the queue, counting what is handed out.
+    #[inline]
+    fn take(&mut self, at: usize) -> Option<Record> {
+        let record = if at == 0 {
+            self.events.pop_front()
+        } else {
+            self.events.remove(at)
+        }?;
+        if let Record::Entry { role, .. } = &record {
+            match role {
+                Role::Request(_) => {
+                    self.queued_requests -= 1;
+                    self.queued_calls -= 1;
+                }
+                Role::Notification => {
+                    self.queued_calls -= 1;
+                    if self.config.ordered_notifications && !self.closed {
+                        self.notifying += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Some(record)
+    }
+
+    /// Where the event of the request `handle`, not handed out yet, is in the queue.
+    fn queued_request(&self, handle: IncomingId) -> Option<usize> {
+        self.events
+            .iter()
+            .position(|r| matches!(r, Record::Entry { role: Role::Request(h), .. } if *h == handle))
     }
 
     /// The event [`poll_event`](Endpoint::poll_event) would return next, left in the queue:
@@ -1524,7 +1668,8 @@ impl Endpoint {
     /// content whether to take it itself.
     pub fn peek_event(&mut self) -> Option<Event<'_>> {
         self.refill_events();
-        let record = self.events.front()?.clone();
+        let at = self.next_index()?;
+        let record = self.events.get(at)?.clone();
         Some(self.event_of(record))
     }
 
@@ -1532,7 +1677,8 @@ impl Endpoint {
     #[inline(always)]
     fn next_entry_is(&mut self, wanted: fn(&Role) -> bool) -> bool {
         self.refill_events();
-        matches!(self.events.front(), Some(Record::Entry { role, .. }) if wanted(role))
+        let next = self.next_index().and_then(|at| self.events.get(at));
+        matches!(next, Some(Record::Entry { role, .. }) if wanted(role))
     }
 
     /// Takes the next event when it is an entry whose role `wanted` accepts: its role, the
@@ -1542,12 +1688,13 @@ impl Endpoint {
         if !self.next_entry_is(wanted) {
             return None;
         }
+        let at = self.next_index()?;
         let Some(Record::Entry {
             start,
             end,
             entry,
             role,
-        }) = self.events.pop_front()
+        }) = self.take(at)
         else {
             return None;
         };
@@ -1603,7 +1750,8 @@ impl Endpoint {
     /// there is none (then [`peek_event`](Endpoint::peek_event) would find none either).
     pub(crate) fn peek_next(&mut self) -> Option<Peek<'_>> {
         self.refill_events();
-        Some(match self.events.front()? {
+        let at = self.next_index()?;
+        Some(match self.events.get(at)? {
             Record::Entry {
                 start,
                 end,

@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
@@ -42,6 +43,8 @@ pub(crate) struct Shared {
     abort: Box<dyn Fn() + Send + Sync>,
     default_timeout: Option<Duration>,
     grace: Duration,
+    /// The status the connection ended with for the process; `i64::MIN` until then.
+    exit: Arc<AtomicI64>,
 }
 
 impl fmt::Debug for Client {
@@ -69,7 +72,8 @@ impl Client {
         handlers: Handlers,
         config: &Config,
     ) -> std::io::Result<Client> {
-        let (cmds, driver) = driver::spawn(transport, handlers, config)?;
+        let exit = Arc::new(AtomicI64::new(i64::MIN));
+        let (cmds, driver) = driver::spawn(transport, handlers, config, Arc::clone(&exit))?;
         Ok(Client {
             shared: Arc::new(Shared {
                 cmds,
@@ -77,6 +81,7 @@ impl Client {
                 abort,
                 default_timeout: config.endpoint.default_timeout,
                 grace: config.shutdown_grace,
+                exit,
             }),
             interceptors: None,
         })
@@ -225,6 +230,17 @@ impl Client {
     pub fn is_closed(&self) -> bool {
         let driver = self.shared.driver.lock().unwrap_or_else(|e| e.into_inner());
         driver.as_ref().map_or(true, JoinHandle::is_finished)
+    }
+
+    /// The status the process should exit with, once the connection is over: under the
+    /// LSP profile, 0 when the client sent `shutdown` before `exit` (or before it closed),
+    /// 1 otherwise (also when the editor's process died); `None` while the connection runs
+    /// and for other profiles.
+    pub fn exit_code(&self) -> Option<i32> {
+        match self.shared.exit.load(Ordering::SeqCst) {
+            i64::MIN => None,
+            code => i32::try_from(code).ok(),
+        }
     }
 
     /// Asks the driver to close without waiting for it.

@@ -85,7 +85,7 @@ pub use driver::{is_cancelled, report_progress, Peer, RequestContext};
 pub use extension::Extension;
 pub use reconnect::Reconnect;
 pub use stream::{StreamIter, StreamOptions, TypedIter};
-pub use transport::{connect_tcp, serve_stdio, serve_tcp, spawn_child, Server};
+pub use transport::{connect_tcp, serve_stdio, serve_stdio_status, serve_tcp, spawn_child, Server};
 #[cfg(unix)]
 pub use transport::{connect_unix, serve_unix, UnixServer};
 
@@ -134,6 +134,11 @@ pub struct Config {
     /// A per-connection extension (pub/sub, see `sansrpc-pubsub`), default none: it
     /// answers the requests it owns before the router and sends its notifications.
     pub extension: Option<Extension>,
+    /// Under the LSP profile, keep a server's lifecycle (default `true`; see
+    /// [`sansrpc::connection::Config::lsp_lifecycle`]): requests before `initialize`
+    /// refused, `exit` ends the connection ([`Client::exit_code`],
+    /// [`serve_stdio_status`]), the editor's process watched.
+    pub lsp_lifecycle: bool,
 }
 
 /// Which way bytes went past a [`Tap`].
@@ -187,6 +192,7 @@ impl Default for Config {
             heartbeat: None,
             streams: sansrpc::ext::stream::StreamConfig::default(),
             extension: None,
+            lsp_lifecycle: true,
         }
     }
 }

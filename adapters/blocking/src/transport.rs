@@ -177,6 +177,22 @@ fn reap(child: &Mutex<Child>, deadline: Instant) {
 /// for another reason (stdout closed), the thread reading stdin cannot be woken and is
 /// left to end with the process.
 pub fn serve_stdio(router: Arc<Router>, config: Config) -> io::Result<()> {
+    serve_stdio_status(router, config).map(drop)
+}
+
+/// Serves as [`serve_stdio`] does and returns the status the process should exit with:
+/// for an LSP server ([`Profile::Lsp`](sansrpc::endpoint::Profile::Lsp)), 0 when the
+/// client sent `shutdown` before `exit` (or before it closed stdin), 1 otherwise (also
+/// when the editor's process, `initialize`'s `processId`, died); 0 for other profiles.
+///
+/// ```no_run
+/// # let router = std::sync::Arc::new(sansrpc::router::Router::new());
+/// # let config = sansrpc_blocking::Config::default();
+/// let status = sansrpc_blocking::serve_stdio_status(router, config)?;
+/// std::process::exit(status);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn serve_stdio_status(router: Arc<Router>, config: Config) -> io::Result<i32> {
     let transport = Transport {
         reader: Box::new(io::stdin()),
         writer: Box::new(io::stdout()),
@@ -186,7 +202,7 @@ pub fn serve_stdio(router: Arc<Router>, config: Config) -> io::Result<()> {
     let handlers = Handlers::own_pool(router, config.workers)?;
     let client = Client::spawn(transport, Box::new(|| {}), handlers, &config)?;
     client.wait();
-    Ok(())
+    Ok(client.exit_code().unwrap_or(0))
 }
 
 /// Listens on `addr` and serves `router` on every connection, each with its own driver and

@@ -29,6 +29,7 @@ pub struct Builder {
     on_event: Option<EventHook>,
     heartbeat: Option<HeartbeatConfig>,
     streams: StreamConfig,
+    lsp_lifecycle: bool,
     /// Extension: per-connection hook (pub/sub), set with `Builder::extension`.
     pub(crate) extension: Option<Extension>,
 }
@@ -64,6 +65,7 @@ impl Builder {
             heartbeat: None,
             streams: StreamConfig::default(),
             extension: None,
+            lsp_lifecycle: true,
         }
     }
 
@@ -139,6 +141,16 @@ impl Builder {
         self
     }
 
+    /// Under the LSP profile, keep a server's lifecycle (default `true`; see
+    /// [`sansrpc::connection::Config::lsp_lifecycle`]): requests before `initialize`
+    /// refused, `exit` ends the driver ([`Client::exit_code`] then says with what status),
+    /// the editor's process watched. A connection that sends `initialize` is a client and
+    /// keeps none either way.
+    pub fn lsp_lifecycle(mut self, on: bool) -> Self {
+        self.lsp_lifecycle = on;
+        self
+    }
+
     /// Builds the connection over `transport`, sleeping on `timer`: a [`Client`] to call the
     /// peer with, and the [`Driver`] future to spawn (or await) that does all the work.
     pub fn connect<T: Transport, Tm: Timer>(
@@ -155,6 +167,7 @@ impl Builder {
         config.streams = self.streams;
         config.heartbeat = self.heartbeat;
         config.linger = LINGER;
+        config.lsp_lifecycle = self.lsp_lifecycle;
         let mut conn = Connection::new(config, Instant::ZERO);
         // Extension: per-connection hook (pub/sub), woken through the driver's waker.
         let wake = self.extension.as_ref().map(|ext| {

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -69,6 +69,9 @@ pub(crate) enum Command {
 pub struct Client {
     tx: mpsc::UnboundedSender<Command>,
     keys: Arc<AtomicU64>,
+    /// The status the connection ended with for the process (LSP `exit`), once it did;
+    /// `i64::MIN` until then.
+    exit: Arc<AtomicI64>,
     /// Hooks around every outgoing call; see [`Client::with_interceptors`].
     interceptors: Option<Arc<Interceptors>>,
 }
@@ -78,7 +81,26 @@ impl Client {
         Client {
             tx,
             keys: Arc::new(AtomicU64::new(0)),
+            exit: Arc::new(AtomicI64::new(i64::MIN)),
             interceptors: None,
+        }
+    }
+
+    /// Where the driver records the status the connection ended with
+    /// ([`Client::exit_code`]); held without keeping the connection's commands open.
+    pub(crate) fn exit_cell(&self) -> Arc<AtomicI64> {
+        Arc::clone(&self.exit)
+    }
+
+    /// The status the process should exit with, once the connection is over: under the
+    /// LSP profile, 0 when the client sent `shutdown` before `exit` (or before it closed),
+    /// 1 otherwise (also when the editor's process died); `None` while the connection runs
+    /// and for other profiles. An LSP server's `main` ends with
+    /// `std::process::exit(client.exit_code().unwrap_or(0))`.
+    pub fn exit_code(&self) -> Option<i32> {
+        match self.exit.load(Ordering::SeqCst) {
+            i64::MIN => None,
+            code => i32::try_from(code).ok(),
         }
     }
 
@@ -291,6 +313,7 @@ impl Client {
         Client {
             tx: self.tx.clone(),
             keys: Arc::clone(&self.keys),
+            exit: Arc::clone(&self.exit),
             interceptors: (!interceptors.is_empty()).then(|| Arc::new(interceptors)),
         }
     }

@@ -96,6 +96,8 @@ pub struct Driver<T, Tm> {
     /// Woken by the connection's extension when it queued notifications.
     wake: Option<Arc<AtomicWaker>>,
     reason: Option<CloseReason>,
+    /// The clients' record of the status the connection ended with.
+    exit: Arc<std::sync::atomic::AtomicI64>,
     done: bool,
 }
 
@@ -147,6 +149,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             on_event: parts.on_event,
             wake: parts.wake,
             reason: None,
+            exit: client.exit_cell(),
             done: false,
         };
         (client, driver)
@@ -257,6 +260,10 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
         self.calls.clear();
         self.shutdown_rx.close();
         self.done = true;
+        if let Some(code) = self.conn.exit_code() {
+            self.exit
+                .store(i64::from(code), std::sync::atomic::Ordering::SeqCst);
+        }
         match self.reason {
             Some(CloseReason::HeartbeatTimeout) => {
                 let timeout = self.conn.config().heartbeat.map(|h| h.timeout);

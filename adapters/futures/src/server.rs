@@ -189,7 +189,10 @@ impl Server {
                     match work {
                         Ok(Work::Notify(work)) => self.notify(work),
                         // In order behind the async ones still queued; at once otherwise.
-                        Ok(_) if self.notifications.is_empty() => router.core().notify(&n),
+                        Ok(_) if self.notifications.is_empty() => {
+                            router.core().notify(&n);
+                            conn.notification_done();
+                        }
                         Ok(_) => {
                             let n = Notification {
                                 method: Cow::Owned(n.method.into_owned()),
@@ -199,7 +202,7 @@ impl Server {
                             let router = Arc::clone(&router);
                             self.notify(async move { router.core().notify(&n) }.boxed());
                         }
-                        Err(_) => {}
+                        Err(_) => conn.notification_done(),
                     }
                 }
                 connection::Event::Answer {
@@ -242,6 +245,9 @@ impl Server {
                 connection::Event::Closed { reason } => {
                     closed = Some(reason);
                     self.clear();
+                }
+                connection::Event::CheckProcess { pid } if !sansrpc::driver::process_alive(pid) => {
+                    conn.handle_client_gone(now);
                 }
                 connection::Event::Other(other) => {
                     if let Event::FrameError(e @ FrameError::WrongFraming { .. }) = &other {
@@ -302,6 +308,8 @@ impl Server {
             match front.poll_unpin(cx) {
                 Poll::Ready(()) => {
                     self.notifications.pop_front();
+                    // The calls behind it may go now (LSP ordering).
+                    conn.notification_done();
                     progress = true;
                 }
                 Poll::Pending => break,

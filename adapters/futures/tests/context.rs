@@ -145,8 +145,14 @@ fn progress_goes_out_in_the_connections_profile() {
                 .unwrap();
             let config = Config::for_profile(profile);
             let (client, _served) = pair(
-                Builder::new().config(config.clone()).router(server),
-                Builder::new().config(config).router(client),
+                Builder::new()
+                    .config(config.clone())
+                    .router(server)
+                    .lsp_lifecycle(false),
+                Builder::new()
+                    .config(config)
+                    .router(client)
+                    .lsp_lifecycle(false),
             )
             .await;
             let params = match profile {

@@ -334,7 +334,10 @@ impl Driver {
                 }
                 // Here, in arrival order: its effects are visible to every request that
                 // arrived after it (LSP's didChange before completion).
-                Event::Notification(n) => self.router.notify(&n),
+                Event::Notification(n) => {
+                    self.router.notify(&n);
+                    self.conn.notification_done();
+                }
                 Event::Answer {
                     token,
                     index,
@@ -368,6 +371,9 @@ impl Driver {
                 Event::Closed { .. } => {
                     self.lent.clear();
                     self.closed.store(true, Ordering::Relaxed);
+                }
+                Event::CheckProcess { pid } if !sansrpc::driver::process_alive(pid) => {
+                    self.conn.handle_client_gone(now);
                 }
                 Event::Other(sansrpc::endpoint::Event::FrameError(
                     e @ FrameError::WrongFraming { .. },

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
@@ -86,6 +86,7 @@ pub(crate) fn spawn(
     mut transport: Transport,
     handlers: Handlers,
     config: &Config,
+    exit: Arc<AtomicI64>,
 ) -> io::Result<(Sender<Cmd>, JoinHandle<()>)> {
     if let Some(tap) = &config.tap {
         let (reader, writer) = (transport.reader, transport.writer);
@@ -105,6 +106,7 @@ pub(crate) fn spawn(
     machine.heartbeat = config.heartbeat;
     machine.end_grace = config.shutdown_grace;
     machine.linger = LINGER;
+    machine.lsp_lifecycle = config.lsp_lifecycle;
     let mut conn = Connection::new(machine, Instant::ZERO);
     // Extension: per-connection hook (pub/sub), woken through the driver's channel.
     if let Some(extension) = &config.extension {
@@ -124,6 +126,7 @@ pub(crate) fn spawn(
         router: handlers.router,
         jobs: handlers.jobs,
         closed: Arc::new(AtomicBool::new(false)),
+        exit,
         grace: config.shutdown_grace,
     };
     let (size, buffers, pool) = (
@@ -160,6 +163,10 @@ struct Driver {
     jobs: Option<Sender<Job>>,
     /// Set once the connection is closed: queued jobs of this connection are skipped.
     closed: Arc<AtomicBool>,
+    /// The status the connection ended with for the process ([`Client::exit_code`]).
+    ///
+    /// [`Client::exit_code`]: crate::Client::exit_code
+    exit: Arc<AtomicI64>,
     grace: Duration,
 }
 
@@ -186,6 +193,9 @@ impl Driver {
 
         // Teardown: nothing answered from here on is wanted.
         self.closed.store(true, Ordering::Relaxed);
+        if let Some(code) = self.conn.exit_code() {
+            self.exit.store(i64::from(code), Ordering::SeqCst);
+        }
         self.inflight
             .values()
             .for_each(|f| f.store(true, Ordering::Relaxed));

@@ -1,0 +1,166 @@
+//! The LSP lifecycle kept by the connection machine under the LSP profile, in virtual
+//! time: gating before `initialize` and after `shutdown`, `exit`'s status, `$/setTrace` and
+//! `$/logTrace`, and the editor's process checked on a timer.
+
+use std::time::Duration;
+
+use sansrpc::connection::{CloseReason, Config, Connection, Event, Trace};
+use sansrpc::endpoint::{self, Profile};
+use sansrpc::{Instant, RawValue};
+
+fn frame(body: &str) -> Vec<u8> {
+    format!("Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes()
+}
+
+fn lsp() -> Connection {
+    Connection::new(
+        Config::new(endpoint::Config::for_profile(Profile::Lsp)),
+        Instant::ZERO,
+    )
+}
+
+/// Everything written, as text.
+fn sent(conn: &mut Connection) -> String {
+    let mut out = Vec::new();
+    while conn.poll_transmit(&mut out).is_some() {}
+    String::from_utf8(out).unwrap()
+}
+
+/// Feeds `body` and returns what the application sees: method names of requests (answered
+/// `null` at once) and notifications, and the close reason.
+fn feed(conn: &mut Connection, body: &str, now: Instant) -> Vec<String> {
+    conn.handle_input(&frame(body), now).unwrap();
+    let mut seen = Vec::new();
+    while let Some(event) = conn.poll_event() {
+        match event {
+            Event::Request { handle, request } => {
+                seen.push(request.method.to_string());
+                conn.respond(handle, Ok(RawValue::from_json("null").unwrap()));
+            }
+            Event::Notification(n) => {
+                seen.push(n.method.to_string());
+                conn.notification_done();
+            }
+            Event::CheckProcess { pid } => seen.push(format!("check {pid}")),
+            Event::Closed { reason } => seen.push(format!("closed {reason:?}")),
+            _ => {}
+        }
+    }
+    seen
+}
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"processId":4242,"trace":"messages","capabilities":{"window":{"workDoneProgress":true}}}}"#;
+
+#[test]
+fn requests_before_initialize_get_server_not_initialized_and_notifications_are_dropped() {
+    let mut conn = lsp();
+    let now = Instant::ZERO;
+    let hover = r#"{"jsonrpc":"2.0","id":7,"method":"textDocument/hover","params":{}}"#;
+    assert!(feed(&mut conn, hover, now).is_empty());
+    assert_eq!(
+        sent(&mut conn),
+        "Content-Length: 83\r\n\r\n{\"jsonrpc\":\"2.0\",\"error\":{\"code\":-32002,\"message\":\"Server not initialized\"},\"id\":7}"
+    );
+    let open = r#"{"jsonrpc":"2.0","method":"textDocument/didOpen","params":{}}"#;
+    assert!(feed(&mut conn, open, now).is_empty());
+    assert_eq!(feed(&mut conn, INITIALIZE, now), ["initialize"]);
+    assert_eq!(feed(&mut conn, open, now), ["textDocument/didOpen"]);
+    assert_eq!(feed(&mut conn, hover, now), ["textDocument/hover"]);
+    // initialize only once.
+    sent(&mut conn);
+    assert!(feed(&mut conn, INITIALIZE, now).is_empty());
+    assert!(sent(&mut conn).contains(r#""code":-32600"#));
+}
+
+#[test]
+fn after_shutdown_requests_are_invalid_and_exit_ends_with_status_0() {
+    let mut conn = lsp();
+    let now = Instant::ZERO;
+    feed(&mut conn, INITIALIZE, now);
+    let shutdown = r#"{"jsonrpc":"2.0","id":2,"method":"shutdown"}"#;
+    assert_eq!(feed(&mut conn, shutdown, now), ["shutdown"]);
+    sent(&mut conn);
+    let hover = r#"{"jsonrpc":"2.0","id":3,"method":"textDocument/hover","params":{}}"#;
+    assert!(feed(&mut conn, hover, now).is_empty());
+    assert!(sent(&mut conn).contains(
+        r#"{"code":-32600,"message":"Invalid Request: the server is shutting down"},"id":3}"#
+    ));
+    let change = r#"{"jsonrpc":"2.0","method":"textDocument/didChange","params":{}}"#;
+    assert!(feed(&mut conn, change, now).is_empty(), "dropped");
+    assert_eq!(conn.exit_code(), None);
+    let exit = r#"{"jsonrpc":"2.0","method":"exit"}"#;
+    assert_eq!(
+        feed(&mut conn, exit, now),
+        [format!("closed {:?}", CloseReason::Exit { code: 0 })]
+    );
+    assert_eq!(conn.exit_code(), Some(0));
+}
+
+#[test]
+fn exit_without_shutdown_ends_with_status_1_even_before_initialize() {
+    let mut conn = lsp();
+    let exit = r#"{"jsonrpc":"2.0","method":"exit"}"#;
+    assert_eq!(
+        feed(&mut conn, exit, Instant::ZERO),
+        [format!("closed {:?}", CloseReason::Exit { code: 1 })]
+    );
+    assert_eq!(conn.exit_code(), Some(1));
+}
+
+#[test]
+fn the_editor_process_is_checked_on_a_timer_and_its_death_ends_the_server() {
+    let mut conn = lsp();
+    let t0 = Instant::ZERO;
+    feed(&mut conn, INITIALIZE, t0);
+    let check = t0 + Duration::from_secs(3);
+    assert_eq!(conn.poll_timeout(), Some(check));
+    conn.handle_timeout(check);
+    assert_eq!(feed_nothing(&mut conn), ["check 4242"]);
+    // Still there: asked again 3 s later.
+    assert_eq!(conn.poll_timeout(), Some(check + Duration::from_secs(3)));
+    conn.handle_client_gone(check);
+    assert_eq!(
+        feed_nothing(&mut conn),
+        [format!("closed {:?}", CloseReason::Exit { code: 1 })]
+    );
+    assert_eq!(conn.exit_code(), Some(1));
+}
+
+fn feed_nothing(conn: &mut Connection) -> Vec<String> {
+    let mut seen = Vec::new();
+    while let Some(event) = conn.poll_event() {
+        match event {
+            Event::CheckProcess { pid } => seen.push(format!("check {pid}")),
+            Event::Closed { reason } => seen.push(format!("closed {reason:?}")),
+            other => seen.push(format!("{other:?}")),
+        }
+    }
+    seen
+}
+
+#[test]
+fn set_trace_controls_log_trace() {
+    let mut conn = lsp();
+    let now = Instant::ZERO;
+    assert!(
+        !conn.log_trace("before", None),
+        "off until initialize says otherwise"
+    );
+    feed(&mut conn, INITIALIZE, now);
+    sent(&mut conn);
+    assert_eq!(conn.trace(), Trace::Messages);
+    assert!(conn.client_creates_progress());
+    assert!(conn.log_trace("parsing", Some("42 files")));
+    assert!(sent(&mut conn)
+        .ends_with(r#"{"jsonrpc":"2.0","method":"$/logTrace","params":{"message":"parsing"}}"#));
+    let verbose = r#"{"jsonrpc":"2.0","method":"$/setTrace","params":{"value":"verbose"}}"#;
+    assert!(
+        feed(&mut conn, verbose, now).is_empty(),
+        "taken by the lifecycle"
+    );
+    assert!(conn.log_trace("parsing", Some("42 files")));
+    assert!(sent(&mut conn).ends_with(r#"{"message":"parsing","verbose":"42 files"}}"#));
+    let off = r#"{"jsonrpc":"2.0","method":"$/setTrace","params":{"value":"off"}}"#;
+    feed(&mut conn, off, now);
+    assert!(!conn.log_trace("quiet", None));
+}
