@@ -14,7 +14,7 @@ use std::time::Duration;
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 use sansrpc::connection::{Config, Connection};
-use sansrpc::driver::{self, Clock, StreamIo, Timers};
+use sansrpc::driver::{self, Clock, StreamIo, Timers, UNSENT_LOW_WATER};
 use sansrpc::endpoint;
 use sansrpc::router::{Reply, Router};
 use sansrpc::Instant;
@@ -60,6 +60,9 @@ fn main() -> std::io::Result<()> {
             let (token, both) = (Token(next), Interest::READABLE | Interest::WRITABLE);
             next += 1;
             poll.registry().register(&mut socket, token, both)?;
+            // Few unsent bytes in the kernel: a peer that stops reading meets the stall soon.
+            #[cfg(target_os = "linux")]
+            let _ = socket2::SockRef::from(&socket).set_tcp_notsent_lowat(UNSENT_LOW_WATER);
             let (conn, io) = (Connection::new(config.clone(), now), StreamIo::new());
             peers.insert(token, Peer { socket, conn, io });
             ready.insert(token);
@@ -71,8 +74,11 @@ fn main() -> std::io::Result<()> {
             let interest = turn(peer, &router, &mut reply, now);
             timers.set(token, interest.deadline);
             if interest.finished {
-                poll.registry()
-                    .deregister(&mut peers.remove(&token).unwrap().socket)?;
+                let mut socket = peers.remove(&token).unwrap().socket;
+                if interest.reset {
+                    let _ = socket2::SockRef::from(&socket).set_linger(Some(Duration::ZERO));
+                }
+                poll.registry().deregister(&mut socket)?;
             } else if interest.again {
                 ready.insert(token);
             }

@@ -73,6 +73,14 @@ use crate::codec::ReadSize;
 use crate::connection::Connection;
 use crate::time::Instant;
 
+/// Unsent bytes a driver lets the kernel queue on a TCP socket (`TCP_NOTSENT_LOWAT`, where
+/// the system has it). Without a bound the kernel's send buffer grows to megabytes, and a
+/// peer that stopped reading keeps "taking" answers (into that buffer) for as long as the
+/// server takes to compute them, so the write-stall timeout starts late. Bytes in flight
+/// are not counted, so a fast link keeps its throughput. The adapters set it on every TCP
+/// connection; a driver of its own should too.
+pub const UNSENT_LOW_WATER: u32 = 128 * 1024;
+
 /// The smallest read, and what a quiet connection keeps.
 const MIN_READ: usize = 4 * 1024;
 /// The largest read.
@@ -98,6 +106,9 @@ pub struct Interest {
     pub again: bool,
     /// The connection is over and its output written: close the transport and drop it.
     pub finished: bool,
+    /// With `finished`: close with a reset (TCP: `SO_LINGER` 0, then close) rather than
+    /// gracefully ([`Connection::resets_on_close`]).
+    pub reset: bool,
 }
 
 /// The sans-I/O half of a byte-stream driver: the read buffer, input held back, the end of
@@ -352,6 +363,7 @@ impl StreamIo {
             deadline: conn.poll_timeout(),
             again: again && !finished,
             finished,
+            reset: finished && conn.resets_on_close(),
         }
     }
 }

@@ -214,6 +214,26 @@ fn the_write_stall_runs_from_the_last_byte_written() {
         ),
         "{events:?}"
     );
+    // The driver is told to reset the transport: the peer will read nothing more, and a
+    // graceful close would wait behind the unsent bytes.
+    let interest = io.interest(&mut conn);
+    assert!(interest.finished && interest.reset, "{interest:?}");
+    assert!(conn.resets_on_close());
+}
+
+/// A connection that ends otherwise is closed gracefully: no reset.
+#[test]
+fn other_ends_close_gracefully() {
+    let mut conn = connection(|c| c.write_stall_timeout = Some(Duration::from_secs(3)));
+    let mut io = StreamIo::new();
+    io.handle_read(&mut conn, 0, Instant::ZERO);
+    while io.feed(&mut conn, Instant::ZERO) {
+        answer_all(&mut conn);
+    }
+    answer_all(&mut conn);
+    let interest = io.interest(&mut conn);
+    assert!(interest.finished && !interest.reset, "{interest:?}");
+    assert!(!conn.resets_on_close());
 }
 
 /// Input the connection cannot take (its output is full) is held by the helper, nothing

@@ -1021,6 +1021,16 @@ impl Connection {
         Event::Closed { reason }
     }
 
+    /// True when the transport should be closed with a reset rather than gracefully: the
+    /// connection was closed because the peer stopped reading ([`Expiry::WriteStall`]).
+    /// Nothing queued will reach such a peer, and a graceful close queues its FIN behind
+    /// the unsent bytes, so the peer would learn of it only at its next zero-window probe,
+    /// seconds later (and a driver that reads what is still buffered first would not even
+    /// send a reset at close). On TCP: `SO_LINGER` 0, then close.
+    pub fn resets_on_close(&self) -> bool {
+        matches!(self.reason, Some(CloseReason::Expired(Expiry::WriteStall)))
+    }
+
     /// Once the queue is empty: tells the endpoint the input ended, and closes when
     /// draining is done. True when that queued events.
     fn settle_input(&mut self) -> bool {

@@ -194,7 +194,7 @@ impl Reconnect {
                         last = io::Error::new(io::ErrorKind::ConnectionRefused, "self-connect");
                     }
                     Ok(stream) => {
-                        stream.set_nodelay(true)?;
+                        crate::transport::tune(&stream)?;
                         return crate::transport::tcp_client(stream, &config);
                     }
                     Err(e) => last = e,

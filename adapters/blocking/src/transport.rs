@@ -26,8 +26,19 @@ use crate::{Client, Config, Direction, Tap};
 /// `-32601` Method not found.
 pub fn connect_tcp(addr: impl ToSocketAddrs, config: Config) -> io::Result<Client> {
     let stream = TcpStream::connect(addr)?;
-    stream.set_nodelay(true)?;
+    tune(&stream)?;
     socket(stream, Handlers::none(), &config)
+}
+
+/// Sets up a TCP connection: Nagle's algorithm off (JSON-RPC writes whole messages), and
+/// the kernel's unsent bytes bounded by [`UNSENT_LOW_WATER`](sansrpc::driver::UNSENT_LOW_WATER)
+/// where the system has the option, so a peer that stops reading meets the write-stall
+/// timeout soon after.
+pub(crate) fn tune(stream: &TcpStream) -> io::Result<()> {
+    stream.set_nodelay(true)?;
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    socket2::SockRef::from(stream).set_tcp_notsent_lowat(sansrpc::driver::UNSENT_LOW_WATER)?;
+    Ok(())
 }
 
 /// A client over a TCP stream already connected (the reconnecting client's connector).
@@ -49,12 +60,17 @@ where
     for<'a> &'a Self: Read + Write,
 {
     fn shutdown(&self);
+    /// Makes the close that follows a reset (nothing of what is queued is sent).
+    fn reset(&self) {}
     fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()>;
 }
 
 impl Socket for TcpStream {
     fn shutdown(&self) {
         let _ = TcpStream::shutdown(self, Shutdown::Both);
+    }
+    fn reset(&self) {
+        let _ = socket2::SockRef::from(self).set_linger(Some(Duration::ZERO));
     }
     fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
         TcpStream::set_write_timeout(self, timeout)
@@ -112,8 +128,11 @@ where
         reader: Box::new(Shared(Arc::clone(&stream))),
         writer: Box::new(Shared(stream)),
         // Makes the reader's blocking `read` return, on this side and the peer's.
-        close: Box::new(move || {
+        close: Box::new(move |reset| {
             if let Some(s) = closer.upgrade() {
+                if reset {
+                    s.reset();
+                }
                 s.shutdown();
             }
         }),
@@ -146,7 +165,7 @@ pub fn spawn_child(command: &mut Command, config: Config) -> io::Result<Client> 
         reader: Box::new(stdout),
         writer: Box::new(stdin),
         // The child sees its stdin end; when it exits, its stdout ends and so does our reader.
-        close: Box::new(move || reap(&reaped, Instant::now() + grace)),
+        close: Box::new(move |_| reap(&reaped, Instant::now() + grace)),
         join_reader: true,
     };
     let abort = Box::new(move || drop(lock(&killed).kill()));
@@ -196,7 +215,7 @@ pub fn serve_stdio_status(router: Arc<Router>, config: Config) -> io::Result<i32
     let transport = Transport {
         reader: Box::new(io::stdin()),
         writer: Box::new(io::stdout()),
-        close: Box::new(|| {}),
+        close: Box::new(|_| {}),
         join_reader: false,
     };
     let handlers = Handlers::own_pool(router, config.workers)?;
@@ -216,7 +235,7 @@ pub fn serve_tcp(
     let addr = listener.local_addr()?;
     let accept = move || {
         let (stream, _) = listener.accept()?;
-        stream.set_nodelay(true)?;
+        tune(&stream)?;
         Ok(stream)
     };
     // Wakes the blocking `accept` with a connection of our own.
@@ -415,8 +434,9 @@ pub(crate) struct Transport {
     pub reader: Box<dyn Read + Send>,
     pub writer: Box<dyn Write + Send>,
     /// Run after the writer is dropped; must make the reader's `read` return (shut a socket
-    /// down, reap a child process).
-    pub close: Box<dyn FnOnce() + Send>,
+    /// down, reap a child process). With `true` the close is a reset
+    /// ([`Connection::resets_on_close`](sansrpc::connection::Connection::resets_on_close)).
+    pub close: Box<dyn FnOnce(bool) + Send>,
     /// False when nothing can unblock the reader (the process's stdin): it is left behind.
     pub join_reader: bool,
 }

@@ -225,15 +225,25 @@ where
 pub(crate) fn no_delay(
     (stream, _): (tokio::net::TcpStream, std::net::SocketAddr),
 ) -> tokio::net::TcpStream {
-    let _ = stream.set_nodelay(true);
+    tune(&stream);
     stream
 }
 
-/// A TCP connection as a transport, with Nagle's algorithm turned off.
+/// Sets up a TCP connection: Nagle's algorithm off, and the kernel's unsent bytes bounded
+/// by [`UNSENT_LOW_WATER`](sansrpc::driver::UNSENT_LOW_WATER) where the system has the
+/// option, so a peer that stops reading meets the write-stall timeout soon after.
+pub(crate) fn tune(stream: &tokio::net::TcpStream) {
+    let _ = stream.set_nodelay(true);
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    let _ = socket2::SockRef::from(stream).set_tcp_notsent_lowat(sansrpc::driver::UNSENT_LOW_WATER);
+}
+
+/// A TCP connection as a transport, with Nagle's algorithm turned off and the kernel's
+/// unsent bytes bounded ([`UNSENT_LOW_WATER`](sansrpc::driver::UNSENT_LOW_WATER)).
 pub fn tcp(
     stream: tokio::net::TcpStream,
 ) -> TokioStream<tokio::net::tcp::OwnedReadHalf, tokio::net::tcp::OwnedWriteHalf> {
-    let _ = stream.set_nodelay(true);
+    tune(&stream);
     let (reader, writer) = stream.into_split();
     self::stream(reader, writer)
 }

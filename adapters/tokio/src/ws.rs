@@ -477,7 +477,7 @@ pub(crate) async fn open(
     };
     let port = uri.port_u16().unwrap_or(if secure { 443 } else { 80 });
     let tcp = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
-    tcp.set_nodelay(true)?;
+    crate::tune(&tcp);
     let stream = if secure {
         #[cfg(feature = "tls")]
         {

@@ -201,7 +201,7 @@ impl Driver {
             .for_each(|f| f.store(true, Ordering::Relaxed));
         let deadline = StdInstant::now() + self.grace;
         self.writer = None;
-        (transport.close)();
+        (transport.close)(self.conn.resets_on_close());
         self.free = None;
         if let (Ok(reader), true) = (reader, transport.join_reader) {
             let _ = join_by(reader, deadline);
