@@ -1,6 +1,7 @@
 //! Shared by the tests that drive our examples with other projects' clients and servers
 //! (vscode-jsonrpc, the MCP SDKs), in whichever crate they live: installing a Node project
-//! from its lock file, finding an example binary, and the LSP client run.
+//! from its lock file, finding an example binary, and the LSP clients' runs (vscode-jsonrpc,
+//! pytest-lsp).
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -70,4 +71,68 @@ pub fn vscode_jsonrpc_drives(crate_dir: &str, server: &Path) {
         report,
         serde_json::json!({"ok": true, "cancelled": -32800, "exit": 0, "progress": 1})
     );
+}
+
+/// Installs the pinned `interop/<dir>/requirements.txt` with pip into
+/// `$CARGO_TARGET_TMPDIR/<dir>` once (again when the file changes); returns the folder,
+/// for `PYTHONPATH`.
+pub fn pip_install(crate_dir: &str, dir: &str) -> PathBuf {
+    let requirements = interop(crate_dir, dir).join("requirements.txt");
+    let pinned = std::fs::read_to_string(&requirements).unwrap();
+    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(dir);
+    // Written last: a partial install is never taken for a whole one.
+    let marker = target.join(".installed-requirements.txt");
+    if std::fs::read_to_string(&marker).ok().as_deref() == Some(pinned.as_str()) {
+        return target;
+    }
+    let _ = std::fs::remove_dir_all(&target);
+    let status = Command::new("python3")
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-input",
+            "--root-user-action=ignore",
+        ])
+        .arg("--target")
+        .arg(&target)
+        .arg("-r")
+        .arg(&requirements)
+        .status()
+        .expect("python3 (3.11 or later) with pip is needed for this test");
+    assert!(status.success(), "pip install of interop/{dir} failed");
+    std::fs::write(&marker, pinned).unwrap();
+    target
+}
+
+/// Runs `interop/pytest-lsp/test_lsp_server.py` with pytest against the LSP server
+/// `server` (pytest-lsp installed first); prints pytest's output when it fails.
+pub fn pytest_lsp_drives(crate_dir: &str, server: &Path) {
+    let dir = interop(crate_dir, "pytest-lsp");
+    let root = dir.parent().and_then(Path::parent).unwrap();
+    let out = Command::new("python3")
+        .args(["-m", "pytest", "-q", "-rA"])
+        .arg(dir.join("test_lsp_server.py"))
+        .current_dir(root)
+        .env("PYTHONPATH", pip_install(crate_dir, "pytest-lsp"))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("SANSRPC_LSP_SERVER", shell_quote(&server.to_string_lossy()))
+        .output()
+        .expect("python3 is needed for this test");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "pytest-lsp against {} failed ({}):\n{stdout}\n{stderr}",
+        server.display(),
+        out.status
+    );
+    println!("{stdout}");
+}
+
+/// `s` as one word for Python's `shlex.split`.
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
 }

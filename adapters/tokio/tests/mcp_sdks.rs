@@ -16,26 +16,7 @@ use std::process::Command;
 
 /// The SDK and its dependencies, installed once into the target folder.
 fn sdk() -> PathBuf {
-    let interop = interop("mcp-python");
-    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mcp-python");
-    if !target.join("mcp/__init__.py").exists() {
-        let status = Command::new("python3")
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-            ])
-            .arg("--target")
-            .arg(&target)
-            .arg("-r")
-            .arg(interop.join("requirements.txt"))
-            .status()
-            .expect("python3 with pip is needed for this test");
-        assert!(status.success(), "pip install of the MCP SDK failed");
-    }
-    target
+    support::pip_install(env!("CARGO_MANIFEST_DIR"), "mcp-python")
 }
 
 fn interop(dir: &str) -> PathBuf {
