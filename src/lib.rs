@@ -96,6 +96,7 @@ pub mod message;
 pub mod method;
 mod raw;
 pub mod router;
+mod sync;
 mod time;
 
 /// The README's Rust snippets, compiled and run as doctests of this crate. A snippet that

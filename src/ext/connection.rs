@@ -12,7 +12,7 @@
 //! 4. calls [`ConnectionHook::close`] once when the connection ends.
 
 use alloc::boxed::Box;
-use alloc::sync::Arc;
+use crate::sync::Arc;
 use alloc::vec::Vec;
 
 use crate::endpoint::{Endpoint, IncomingId};

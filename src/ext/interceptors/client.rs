@@ -9,14 +9,11 @@ use core::time::Duration;
 
 use super::credential::attach_credential;
 use super::metrics::Metrics;
-#[cfg(target_has_atomic = "64")]
 use super::rate::{limited, TokenBucket};
-#[cfg(target_has_atomic = "64")]
 use super::Clock;
 use crate::error::ErrorObject;
 use crate::method::CallError;
 use crate::raw::RawValue;
-#[cfg(target_has_atomic = "64")]
 use crate::time::Instant;
 
 /// An outgoing call or notification, before it is sent.
@@ -179,14 +176,12 @@ impl<P: Fn() -> Option<String> + Send + Sync> Interceptor for BearerToken<P> {
 /// sent, with [`CallError::Intercepted`] carrying `-32002` (or a configured code) and
 /// `{"retryAfterMs": n}`. It does not wait: a caller that wants to wait sleeps for
 /// `retryAfterMs` and tries again.
-#[cfg(target_has_atomic = "64")]
 pub struct ClientRateLimit {
     bucket: TokenBucket,
     clock: Clock,
     code: i64,
 }
 
-#[cfg(target_has_atomic = "64")]
 impl fmt::Debug for ClientRateLimit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ClientRateLimit")
@@ -196,7 +191,6 @@ impl fmt::Debug for ClientRateLimit {
     }
 }
 
-#[cfg(target_has_atomic = "64")]
 impl ClientRateLimit {
     /// A limit taking one token from `bucket` per call and notification, at the time
     /// `clock` gives.
@@ -215,7 +209,6 @@ impl ClientRateLimit {
     }
 }
 
-#[cfg(target_has_atomic = "64")]
 impl Interceptor for ClientRateLimit {
     fn before(&self, _: &mut Outgoing<'_>) -> Result<(), ErrorObject<'static>> {
         self.bucket

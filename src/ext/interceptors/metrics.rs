@@ -30,7 +30,7 @@ pub trait Metrics: Send + Sync {
     fn record_error(&self, method: &str, code: i64);
 }
 
-impl<M: Metrics + ?Sized> Metrics for alloc::sync::Arc<M> {
+impl<M: Metrics + ?Sized> Metrics for crate::sync::Arc<M> {
     fn record_request(&self, method: &str) {
         (**self).record_request(method);
     }

@@ -38,13 +38,11 @@ mod credential;
 #[cfg(feature = "tracing")]
 mod logging;
 mod metrics;
-#[cfg(target_has_atomic = "64")]
 mod rate;
 
 pub use auth::{constant_time_eq, AuthLayer, UNAUTHORIZED};
 #[cfg(feature = "tracing")]
 pub use client::ClientLogging;
-#[cfg(target_has_atomic = "64")]
 pub use client::ClientRateLimit;
 pub use client::{BearerToken, CallOutcome, ClientMetrics, Interceptor, Interceptors, Outgoing};
 pub use credential::{
@@ -55,7 +53,6 @@ pub use logging::LoggingLayer;
 #[cfg(feature = "metrics")]
 pub use metrics::FacadeMetrics;
 pub use metrics::{Metrics, MetricsLayer, UNKNOWN_METHOD};
-#[cfg(target_has_atomic = "64")]
 pub use rate::{RateLimitLayer, TokenBucket};
 
 /// What params look like in logs when params logging is off.

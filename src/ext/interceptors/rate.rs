@@ -2,7 +2,9 @@
 
 use alloc::vec::Vec;
 use core::fmt;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::Ordering;
+
+use crate::sync::AtomicU64;
 use core::time::Duration;
 
 use super::Clock;

@@ -62,7 +62,7 @@ use alloc::borrow::ToOwned;
 use alloc::boxed::Box;
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::string::{String, ToString};
-use alloc::sync::Arc;
+use crate::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt::{self, Write as _};
 use core::time::Duration;
