@@ -96,6 +96,7 @@ pub mod message;
 pub mod method;
 mod raw;
 pub mod router;
+pub mod streamable;
 mod sync;
 mod time;
 

@@ -49,6 +49,10 @@ pub enum Method {
     Post,
     /// `OPTIONS`: a CORS preflight, or a question about the server.
     Options,
+    /// `GET` (MCP's Streamable HTTP: a stream of the server's messages).
+    Get,
+    /// `DELETE` (MCP's Streamable HTTP: the end of a session).
+    Delete,
     /// Any other method.
     Other,
 }
@@ -87,6 +91,24 @@ pub struct Head {
     pub cors_request_method: bool,
     /// The `Access-Control-Request-Headers` header, when present and text.
     pub cors_request_headers: Option<String>,
+    /// The request target (`/mcp?x=1`), kept by a decoder made with
+    /// [`RequestDecoder::keeping_fields`]; empty otherwise.
+    pub target: String,
+    /// Every header field as received (name, value), kept by a decoder made with
+    /// [`RequestDecoder::keeping_fields`] (at most 64 of them, within the 32 KiB head);
+    /// empty otherwise.
+    pub fields: Vec<(String, Vec<u8>)>,
+}
+
+impl Head {
+    /// The value of the first field named `name` (ignoring ASCII case), from
+    /// [`Head::fields`].
+    pub fn field(&self, name: &str) -> Option<&[u8]> {
+        self.fields
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_slice())
+    }
 }
 
 /// A request the server cannot read on: answer with [`status`](HttpFault::status) and
@@ -174,6 +196,8 @@ enum Chunk {
 #[derive(Debug, Clone)]
 pub struct RequestDecoder {
     max_body: usize,
+    /// Heads keep their target and every field.
+    keep: bool,
     state: State,
     /// How many bytes of an incomplete head were already looked at (no line ends after the
     /// last parse's): the head is parsed again only once a new line ends, so a peer sending
@@ -191,10 +215,21 @@ impl RequestDecoder {
     pub fn new(max_body: usize) -> Self {
         RequestDecoder {
             max_body,
+            keep: false,
             state: State::Head,
             head_scanned: 0,
             #[cfg(test)]
             parses: 0,
+        }
+    }
+
+    /// A decoder whose heads also keep the request target and every header field
+    /// ([`Head::target`], [`Head::fields`]), for a server that routes on them (MCP's
+    /// Streamable HTTP reads its session, version and method headers).
+    pub fn keeping_fields(max_body: usize) -> Self {
+        RequestDecoder {
+            keep: true,
+            ..RequestDecoder::new(max_body)
         }
     }
 
@@ -286,6 +321,8 @@ impl RequestDecoder {
         let method = match request.method {
             Some("POST") => Method::Post,
             Some("OPTIONS") => Method::Options,
+            Some("GET") => Method::Get,
+            Some("DELETE") => Method::Delete,
             _ => Method::Other,
         };
         let mut head = Head {
@@ -298,7 +335,17 @@ impl RequestDecoder {
             origin: None,
             cors_request_method: false,
             cors_request_headers: None,
+            target: String::new(),
+            fields: Vec::new(),
         };
+        if self.keep {
+            head.target = String::from(request.path.unwrap_or_default());
+            head.fields = request
+                .headers
+                .iter()
+                .map(|h| (String::from(h.name), h.value.to_vec()))
+                .collect();
+        }
         let (mut length, mut coded, mut close) = (None::<u64>, false, false);
         for header in request.headers.iter() {
             let (name, value) = (header.name, header.value);
@@ -562,10 +609,14 @@ fn reason(status: u16) -> &'static str {
     match status {
         100 => "Continue",
         200 => "OK",
+        202 => "Accepted",
         204 => "No Content",
         400 => "Bad Request",
+        401 => "Unauthorized",
         403 => "Forbidden",
+        404 => "Not Found",
         405 => "Method Not Allowed",
+        406 => "Not Acceptable",
         408 => "Request Timeout",
         413 => "Content Too Large",
         415 => "Unsupported Media Type",

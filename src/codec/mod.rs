@@ -46,6 +46,7 @@ mod content_length;
 pub mod http;
 mod newline;
 mod read_size;
+pub mod sse;
 pub mod websocket;
 
 use alloc::vec::Vec;

@@ -603,6 +603,22 @@ impl Connection {
         self.endpoint.handle_message(message, now)
     }
 
+    /// Like [`handle_message`](Connection::handle_message), marking the message with `tag`:
+    /// every frame written for its requests carries the tag
+    /// ([`poll_transmit_tagged`](Connection::poll_transmit_tagged)), so a transport with a
+    /// stream per message sends each answer on its message's stream.
+    pub fn handle_message_tagged(
+        &mut self,
+        message: &[u8],
+        tag: u64,
+        now: Instant,
+    ) -> Result<(), Backpressure> {
+        if !self.takes_input() {
+            return Ok(());
+        }
+        self.endpoint.handle_message_tagged(message, tag, now)
+    }
+
     /// The peer's input ended: requests already received still run and are answered for up
     /// to [`Config::end_grace`]; then the connection closes ([`CloseReason::PeerClosed`]).
     pub fn handle_end_of_input(&mut self, now: Instant) {
@@ -683,6 +699,18 @@ impl Connection {
         }
         if self.drain_hook() {
             return self.endpoint.poll_transmit(buf);
+        }
+        None
+    }
+
+    /// Like [`poll_transmit`](Connection::poll_transmit), with the frame's tag (see
+    /// [`Endpoint::poll_transmit_tagged`]).
+    pub fn poll_transmit_tagged(&mut self, buf: &mut Vec<u8>) -> Option<(usize, u64)> {
+        if let Some(frame) = self.endpoint.poll_transmit_tagged(buf) {
+            return Some(frame);
+        }
+        if self.drain_hook() {
+            return self.endpoint.poll_transmit_tagged(buf);
         }
         None
     }
@@ -1109,6 +1137,64 @@ impl Connection {
     /// Reports progress on a token the peer gave (with [`endpoint::Config::progress_method`]).
     pub fn send_progress(&mut self, token: &Id<'_>, value: &RawValue) -> Result<(), SendError> {
         self.endpoint.send_progress(token, value)
+    }
+
+    /// The tag of the message the peer's request `handle` came in (0 when untagged; see
+    /// [`handle_message_tagged`](Connection::handle_message_tagged)).
+    pub fn tag_of(&self, handle: IncomingId) -> u64 {
+        self.endpoint.tag_of(handle)
+    }
+
+    /// Sends a notification on behalf of the peer's request `handle` (progress, a log
+    /// message): it carries that request's tag, so a transport with a stream per request
+    /// sends it on the request's stream.
+    pub fn notify_for(
+        &mut self,
+        handle: IncomingId,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<(), SendError> {
+        let tag = self.endpoint.tag_of(handle);
+        if tag == 0 {
+            return self.notify(method, params);
+        }
+        self.with_tag(tag, |c| c.notify(method, params))
+    }
+
+    /// Makes a call of ours on behalf of the peer's request `handle` (sampling or
+    /// elicitation from inside a handler): it carries that request's tag, as
+    /// [`notify_for`](Connection::notify_for).
+    pub fn call_for(
+        &mut self,
+        handle: IncomingId,
+        token: u64,
+        method: &str,
+        params: Option<&RawValue>,
+        options: RequestOptions,
+        now: Instant,
+    ) -> Result<(), SendError> {
+        let tag = self.endpoint.tag_of(handle);
+        self.with_tag(tag, |c| c.call(token, method, params, options, now))
+    }
+
+    /// Reports progress on a token the peer gave, on behalf of its request `handle` (the
+    /// frame carries the request's tag).
+    pub fn send_progress_for(
+        &mut self,
+        handle: IncomingId,
+        token: &Id<'_>,
+        value: &RawValue,
+    ) -> Result<(), SendError> {
+        let tag = self.endpoint.tag_of(handle);
+        self.with_tag(tag, |c| c.send_progress(token, value))
+    }
+
+    /// Runs `send` with the frames it writes tagged `tag`.
+    fn with_tag<R>(&mut self, tag: u64, send: impl FnOnce(&mut Self) -> R) -> R {
+        let before = self.endpoint.set_output_tag(tag);
+        let result = send(self);
+        self.endpoint.set_output_tag(before);
+        result
     }
 
     /// Starts a batch of ours: its calls' answers come with `token` and their index among

@@ -10,7 +10,7 @@ mod typed;
 pub use profile::Profile;
 pub use progress::Progress;
 
-use alloc::collections::VecDeque;
+use alloc::collections::{BTreeMap, VecDeque};
 use alloc::vec::Vec;
 use core::fmt;
 use core::time::Duration;
@@ -575,7 +575,7 @@ fn register(
     batch: Option<u64>,
     place: tables::Place,
     (start, end, entry): (usize, usize, &RawEntry),
-) {
+) -> IncomingId {
     let handle = incoming.insert(id, version, batch, place);
     if let Some(b) = batch.and_then(|b| incoming.batch(b)) {
         b.remaining += 1;
@@ -586,6 +586,7 @@ fn register(
         entry: *entry,
         role: Role::Request(handle),
     });
+    handle
 }
 
 /// What to do about one incoming entry, decided while it is borrowed, done after.
@@ -705,6 +706,15 @@ pub struct Endpoint {
     events: VecDeque<Record>,
     /// Framed output, bounded by what is pending however the driver takes it.
     out: output::Output,
+    /// The tag of the message being processed ([`Endpoint::handle_message_tagged`]): its
+    /// requests keep it, and every answer to them carries it.
+    input_tag: u64,
+    /// The tag frames written now get.
+    output_tag: u64,
+    /// Tags of the requests in flight that have one (few: only tagged transports use them).
+    tags: BTreeMap<IncomingId, u64>,
+    /// Tags of incoming batches still open that came tagged.
+    batch_tags: BTreeMap<u64, u64>,
     /// Scratch space for one message body before it is framed.
     body: Vec<u8>,
     /// Scratch space for serializing typed params.
@@ -742,6 +752,10 @@ impl Endpoint {
             arena: Vec::new(),
             events: VecDeque::new(),
             out: output::Output::default(),
+            input_tag: 0,
+            output_tag: 0,
+            tags: BTreeMap::new(),
+            batch_tags: BTreeMap::new(),
             body: Vec::new(),
             params: Vec::new(),
             guard: guard::Guard::default(),
@@ -857,6 +871,28 @@ impl Endpoint {
     /// hand it in again. An oversize message is answered with `-32004` and reported as
     /// [`Event::FrameError`]. After close, messages are ignored.
     pub fn handle_message(&mut self, message: &[u8], now: Instant) -> Result<(), Backpressure> {
+        self.handle_message_tagged(message, 0, now)
+    }
+
+    /// Like [`handle_message`](Endpoint::handle_message), marking the message with `tag`
+    /// (not 0): the requests in it keep the tag, and every frame written for them (their
+    /// answers, what is sent on their behalf, an error answering the message itself)
+    /// carries it ([`poll_transmit_tagged`](Endpoint::poll_transmit_tagged)).
+    pub fn handle_message_tagged(
+        &mut self,
+        message: &[u8],
+        tag: u64,
+        now: Instant,
+    ) -> Result<(), Backpressure> {
+        self.input_tag = tag;
+        self.output_tag = tag;
+        let result = self.take_message(message, now);
+        self.input_tag = 0;
+        self.output_tag = 0;
+        result
+    }
+
+    fn take_message(&mut self, message: &[u8], now: Instant) -> Result<(), Backpressure> {
         self.now = now;
         if self.closed {
             return Ok(());
@@ -1040,6 +1076,9 @@ impl Endpoint {
                     Shape::Single => self.process_entry(start, end, &entries[0], None),
                     Shape::Batch => {
                         let batch = self.incoming.open_batch();
+                        if self.input_tag != 0 {
+                            self.batch_tags.insert(batch, self.input_tag);
+                        }
                         if self.batch_sizes.len() < MAX_BATCH_SIZES {
                             self.batch_sizes.push_back(entries.len());
                         }
@@ -1075,9 +1114,12 @@ impl Endpoint {
             match verdict {
                 Verdict::Register(place) => {
                     let queue = (&mut self.incoming, &mut self.events);
-                    register(queue, &id, version, batch, place, (start, end, entry));
+                    let handle = register(queue, &id, version, batch, place, (start, end, entry));
                     self.queued_requests += 1;
                     self.queued_calls += 1;
+                    if self.input_tag != 0 {
+                        self.tags.insert(handle, self.input_tag);
+                    }
                 }
                 Verdict::Refuse(error) => {
                     let id = id.into_owned();
@@ -1284,10 +1326,13 @@ impl Endpoint {
 
     /// Sends the array of a batch whose requests are all answered, and forgets the batch.
     fn send_batch(&mut self, key: u64) {
+        let tag = self.batch_tags.remove(&key);
         if let Some(mut b) = self.incoming.close_batch(key) {
             if b.answers > 0 {
                 b.body.push(b']');
+                let before = core::mem::replace(&mut self.output_tag, tag.unwrap_or(0));
                 self.push_frame(&b.body);
+                self.output_tag = before;
             }
             self.incoming.recycle(b.body);
         }
@@ -1300,7 +1345,7 @@ impl Endpoint {
             .as_ref()
             .map(Decoder::framing)
             .or(self.config.framing);
-        self.out.push(|out| match framing {
+        self.out.push(self.output_tag, |out| match framing {
             Some(f) => codec::encode_frame(f, body, out),
             None => out.extend_from_slice(body),
         });
@@ -1476,9 +1521,17 @@ impl Endpoint {
                 .answer(id, &mut body, answer_cancelled, |peer_id, version, out| {
                     write_response(out, version, peer_id, result)
                 });
+        let tag = if self.tags.is_empty() {
+            None
+        } else {
+            self.tags.remove(&id)
+        };
         // An answer outside a batch (or whose batch is gone) is in `body`.
         if !body.is_empty() {
+            let current = self.output_tag;
+            let before = core::mem::replace(&mut self.output_tag, tag.unwrap_or(current));
             self.push_frame(&body);
+            self.output_tag = before;
         }
         let done = match answered {
             None => Err(UnknownRequest),
@@ -1499,6 +1552,18 @@ impl Endpoint {
     pub fn respond_cancelled(&mut self, id: IncomingId) -> Result<(), UnknownRequest> {
         let error = ErrorObject::fixed(self.config.cancelled_code, "Request cancelled");
         self.respond(id, Err(&error))
+    }
+
+    /// The tag of a request the peer sent and we have not answered yet (0 when its message
+    /// came untagged).
+    pub fn tag_of(&self, id: IncomingId) -> u64 {
+        self.tags.get(&id).copied().unwrap_or(0)
+    }
+
+    /// Tags the frames written from now on with `tag` (the tag of the request they are sent
+    /// on behalf of); the tag before.
+    pub(crate) fn set_output_tag(&mut self, tag: u64) -> u64 {
+        core::mem::replace(&mut self.output_tag, tag)
     }
 
     /// The wire id of a request the peer sent and we have not answered yet.
@@ -1538,6 +1603,8 @@ impl Endpoint {
         self.incoming.clear();
         self.early.clear();
         self.watched.clear();
+        self.tags.clear();
+        self.batch_tags.clear();
         self.notifying = 0;
         self.events.push_back(Record::Closed);
     }
@@ -1552,11 +1619,21 @@ impl Endpoint {
     /// about twice [`buffered_output`](Endpoint::buffered_output) however many frames a
     /// driver takes per turn.
     pub fn poll_transmit(&mut self, buf: &mut Vec<u8>) -> Option<usize> {
-        let frame = self.out.front()?;
+        self.poll_transmit_tagged(buf).map(|(len, _)| len)
+    }
+
+    /// Like [`poll_transmit`](Endpoint::poll_transmit), with the frame's tag: the tag of
+    /// the message ([`handle_message_tagged`](Endpoint::handle_message_tagged)) whose
+    /// request it answers or on whose behalf it was sent
+    /// ([`Connection::notify_for`](crate::connection::Connection::notify_for)), 0 for
+    /// the rest. A transport with a stream per message (MCP's Streamable HTTP) sends each
+    /// frame on its tag's stream.
+    pub fn poll_transmit_tagged(&mut self, buf: &mut Vec<u8>) -> Option<(usize, u64)> {
+        let (frame, tag) = self.out.front()?;
         let len = frame.len();
         buf.extend_from_slice(frame);
         self.out.consume(len);
-        Some(len)
+        Some((len, tag))
     }
 
     /// Every byte of output queued, framed, to write as it is (a byte-stream driver writes

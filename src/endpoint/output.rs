@@ -23,9 +23,9 @@ pub(super) struct Output {
     buf: Vec<u8>,
     /// `buf[..head]` is consumed.
     head: usize,
-    /// The length of each frame from `head` on; the first may be partly consumed
+    /// The length and tag of each frame from `head` on; the first may be partly consumed
     /// (`front_taken` bytes of it).
-    frames: VecDeque<usize>,
+    frames: VecDeque<(usize, u64)>,
     front_taken: usize,
     /// Bytes consumed since the start.
     total: u64,
@@ -52,13 +52,13 @@ impl Output {
         self.buf.capacity()
     }
 
-    /// Appends one frame written by `write`.
-    pub(super) fn push(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
+    /// Appends one frame written by `write`, with `tag`.
+    pub(super) fn push(&mut self, tag: u64, write: impl FnOnce(&mut Vec<u8>)) {
         let before = self.buf.len();
         write(&mut self.buf);
         let len = self.buf.len() - before;
         if len > 0 {
-            self.frames.push_back(len);
+            self.frames.push_back((len, tag));
         }
     }
 
@@ -67,10 +67,11 @@ impl Output {
         &self.buf[self.head..]
     }
 
-    /// The rest of the next frame (all of it unless bytes of it were consumed).
-    pub(super) fn front(&self) -> Option<&[u8]> {
-        let len = *self.frames.front()? - self.front_taken;
-        Some(&self.buf[self.head..self.head + len])
+    /// The rest of the next frame (all of it unless bytes of it were consumed), and its tag.
+    pub(super) fn front(&self) -> Option<(&[u8], u64)> {
+        let &(len, tag) = self.frames.front()?;
+        let len = len - self.front_taken;
+        Some((&self.buf[self.head..self.head + len], tag))
     }
 
     /// `n` bytes from the front are written (at most [`len`](Output::len)).
@@ -79,7 +80,7 @@ impl Output {
         self.head += n;
         self.total += n as u64;
         while n > 0 {
-            let Some(front) = self.frames.front_mut() else {
+            let Some((front, _)) = self.frames.front_mut() else {
                 break;
             };
             let rest = *front - self.front_taken;
@@ -120,7 +121,7 @@ mod tests {
     use super::*;
 
     fn frame(out: &mut Output, bytes: &[u8]) {
-        out.push(|b| b.extend_from_slice(bytes));
+        out.push(0, |b| b.extend_from_slice(bytes));
     }
 
     #[test]
@@ -130,9 +131,9 @@ mod tests {
         frame(&mut out, b"defg");
         assert_eq!(out.bytes(), b"abcdefg");
         out.consume(2);
-        assert_eq!(out.front(), Some(&b"c"[..]));
+        assert_eq!(out.front(), Some((&b"c"[..], 0)));
         out.consume(1);
-        assert_eq!(out.front(), Some(&b"defg"[..]));
+        assert_eq!(out.front(), Some((&b"defg"[..], 0)));
         out.consume(4);
         assert!(out.is_empty());
         assert_eq!(out.len(), 0);

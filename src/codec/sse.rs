@@ -1,0 +1,460 @@
+//! Server-Sent Events (the WHATWG HTML `text/event-stream` format), as MCP's Streamable
+//! HTTP uses them: a server encodes events ([`encode_event`], [`encode_comment`]); a
+//! client decodes them incrementally ([`Decoder`]), fed any chunking, within bounds on the
+//! line and event sizes.
+//!
+//! ```
+//! use sansrpc::codec::sse::{encode_event, Decoder, Limits};
+//!
+//! let mut wire = Vec::new();
+//! encode_event(&mut wire, Some("7.1"), Some("message"), "{\"a\":1}\nsecond line", Some(500));
+//! assert_eq!(wire, b"id: 7.1\nevent: message\nretry: 500\ndata: {\"a\":1}\ndata: second line\n\n");
+//!
+//! let mut decoder = Decoder::new(Limits::default());
+//! let mut events = Vec::new();
+//! for piece in wire.chunks(3) {
+//!     decoder.feed(piece, |event| events.push(event));
+//! }
+//! let event = events.pop().unwrap().unwrap();
+//! assert_eq!(event.data, "{\"a\":1}\nsecond line");
+//! assert_eq!((event.event.as_str(), event.retry), ("message", Some(500)));
+//! assert_eq!(decoder.last_event_id(), "7.1");
+//! ```
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+
+/// Appends one event: its `id` and `event` name (a CR or LF in either is dropped, so a
+/// field can never end early), the `retry` delay in milliseconds, and `data` as one
+/// `data:` line per line of it (an empty `data` gives one empty `data:` line: MCP's
+/// priming event), then the blank line that dispatches it.
+pub fn encode_event(
+    out: &mut Vec<u8>,
+    id: Option<&str>,
+    event: Option<&str>,
+    data: &str,
+    retry: Option<u32>,
+) {
+    let field = |out: &mut Vec<u8>, name: &[u8], value: &str| {
+        out.extend_from_slice(name);
+        out.extend(
+            value
+                .bytes()
+                .filter(|&b| b != b'\n' && b != b'\r' && b != 0),
+        );
+        out.push(b'\n');
+    };
+    if let Some(id) = id {
+        field(out, b"id: ", id);
+    }
+    if let Some(event) = event {
+        field(out, b"event: ", event);
+    }
+    if let Some(ms) = retry {
+        out.extend_from_slice(b"retry: ");
+        out.extend_from_slice(itoa::Buffer::new().format(ms).as_bytes());
+        out.push(b'\n');
+    }
+    let mut rest = data;
+    loop {
+        let end = rest.find(['\r', '\n']).unwrap_or(rest.len());
+        out.extend_from_slice(b"data: ");
+        out.extend_from_slice(&rest.as_bytes()[..end]);
+        out.push(b'\n');
+        if end == rest.len() {
+            break;
+        }
+        // A CRLF is one line end.
+        let skip = if rest[end..].starts_with("\r\n") {
+            2
+        } else {
+            1
+        };
+        rest = &rest[end + skip..];
+    }
+    out.push(b'\n');
+}
+
+/// Appends a comment (`: text`, with CR and LF dropped) and a blank line: a keep-alive
+/// clients ignore.
+pub fn encode_comment(out: &mut Vec<u8>, text: &str) {
+    out.extend_from_slice(b": ");
+    out.extend(text.bytes().filter(|&b| b != b'\n' && b != b'\r'));
+    out.extend_from_slice(b"\n\n");
+}
+
+/// One event, decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// The event's type (`message` when it named none).
+    pub event: String,
+    /// Its data lines, joined with `\n`.
+    pub data: String,
+    /// The last event id after it (it persists across events, as the spec says).
+    pub id: String,
+    /// A `retry` it carried, in milliseconds.
+    pub retry: Option<u64>,
+}
+
+/// Bounds of a [`Decoder`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// Longest line (default 64 KiB): a longer one is skipped with [`SseError::LineTooLong`].
+    pub max_line: usize,
+    /// Largest event data (default 4 MiB): a larger event is dropped with
+    /// [`SseError::EventTooLarge`].
+    pub max_event: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_line: 64 * 1024,
+            max_event: 4 << 20,
+        }
+    }
+}
+
+/// A fault in the stream; the decoder goes on after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SseError {
+    /// A line over [`Limits::max_line`]: skipped up to its end.
+    LineTooLong,
+    /// An event whose data grew over [`Limits::max_event`]: dropped up to its end.
+    EventTooLarge,
+}
+
+impl fmt::Display for SseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SseError::LineTooLong => "an SSE line over the limit",
+            SseError::EventTooLarge => "an SSE event over the limit",
+        })
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for SseError {}
+
+/// Decodes an event stream incrementally, by the WHATWG parsing rules: a UTF-8 BOM at the
+/// start is skipped, lines end with CRLF, LF or CR (a CR at the end of one piece and an LF
+/// at the start of the next are one line end), `:` lines are comments, a field's value
+/// loses one leading space, `id` containing NUL is ignored, `retry` takes ASCII digits only,
+/// an event with no data is not dispatched. Invalid UTF-8 is decoded lossily (U+FFFD), as
+/// browsers do.
+#[derive(Debug, Clone)]
+pub struct Decoder {
+    limits: Limits,
+    line: Vec<u8>,
+    /// The line under way is over the limit: skip to its end.
+    skipping: bool,
+    /// The last piece ended with a CR: an LF starting the next is part of that line end.
+    after_cr: bool,
+    /// The first bytes of the stream are still to be looked at for a BOM.
+    at_start: bool,
+    bom_seen: usize,
+    event: String,
+    data: String,
+    /// The event under way is over the limit: drop it at its end.
+    dropping: bool,
+    retry: Option<u64>,
+    last_id: String,
+}
+
+impl Decoder {
+    /// A decoder within `limits`.
+    pub fn new(limits: Limits) -> Self {
+        Decoder {
+            limits,
+            line: Vec::new(),
+            skipping: false,
+            after_cr: false,
+            at_start: true,
+            bom_seen: 0,
+            event: String::new(),
+            data: String::new(),
+            dropping: false,
+            retry: None,
+            last_id: String::new(),
+        }
+    }
+
+    /// The last event id seen (what a reconnecting client sends as `Last-Event-ID`).
+    pub fn last_event_id(&self) -> &str {
+        &self.last_id
+    }
+
+    /// Takes `bytes`, handing each event dispatched (or fault) to `each`, in order.
+    pub fn feed(&mut self, bytes: &[u8], mut each: impl FnMut(Result<Event, SseError>)) {
+        self.feed_dyn(bytes, &mut each);
+    }
+
+    fn feed_dyn(&mut self, mut bytes: &[u8], each: &mut dyn FnMut(Result<Event, SseError>)) {
+        if self.at_start {
+            const BOM: &[u8] = b"\xEF\xBB\xBF";
+            while self.bom_seen < BOM.len() && !bytes.is_empty() {
+                if bytes[0] != BOM[self.bom_seen] {
+                    // Not a BOM after all: what was taken for one is data.
+                    let seen = BOM[..self.bom_seen].to_vec();
+                    self.at_start = false;
+                    self.bom_seen = 0;
+                    self.feed_dyn(&seen, each);
+                    break;
+                }
+                self.bom_seen += 1;
+                bytes = &bytes[1..];
+            }
+            if self.bom_seen == BOM.len() || !self.at_start {
+                self.at_start = false;
+            } else if bytes.is_empty() {
+                return;
+            }
+        }
+        while !bytes.is_empty() {
+            if self.after_cr {
+                self.after_cr = false;
+                if bytes[0] == b'\n' {
+                    bytes = &bytes[1..];
+                    continue;
+                }
+            }
+            match memchr::memchr2(b'\n', b'\r', bytes) {
+                Some(at) => {
+                    self.take_part(&bytes[..at], each);
+                    self.after_cr = bytes[at] == b'\r';
+                    self.end_line(each);
+                    bytes = &bytes[at + 1..];
+                }
+                None => {
+                    self.take_part(bytes, each);
+                    break;
+                }
+            }
+        }
+    }
+
+    /// The end of the stream: an event not ended by a blank line is discarded (as the
+    /// spec says); true when there was one.
+    pub fn finish(&mut self) -> bool {
+        let partial = !self.data.is_empty() || !self.line.is_empty();
+        self.line.clear();
+        self.data.clear();
+        self.event.clear();
+        self.dropping = false;
+        self.skipping = false;
+        partial
+    }
+
+    fn take_part(&mut self, part: &[u8], each: &mut dyn FnMut(Result<Event, SseError>)) {
+        if self.skipping {
+            return;
+        }
+        if self.line.len() + part.len() > self.limits.max_line {
+            self.skipping = true;
+            self.line.clear();
+            each(Err(SseError::LineTooLong));
+            return;
+        }
+        self.line.extend_from_slice(part);
+    }
+
+    fn end_line(&mut self, each: &mut dyn FnMut(Result<Event, SseError>)) {
+        if self.skipping {
+            self.skipping = false;
+            return;
+        }
+        let line = core::mem::take(&mut self.line);
+        self.process(&line, each);
+        self.line = line;
+        self.line.clear();
+    }
+
+    fn process(&mut self, line: &[u8], each: &mut dyn FnMut(Result<Event, SseError>)) {
+        if line.is_empty() {
+            return self.dispatch(each);
+        }
+        if line[0] == b':' {
+            return;
+        }
+        let (name, value) = match memchr::memchr(b':', line) {
+            Some(at) => {
+                let value = &line[at + 1..];
+                (&line[..at], value.strip_prefix(b" ").unwrap_or(value))
+            }
+            None => (line, &b""[..]),
+        };
+        match name {
+            b"event" => self.event = lossy(value),
+            b"data" => {
+                if self.dropping {
+                    return;
+                }
+                if self.data.len() + value.len() + 1 > self.limits.max_event {
+                    self.dropping = true;
+                    self.data.clear();
+                    each(Err(SseError::EventTooLarge));
+                    return;
+                }
+                self.data.push_str(&lossy(value));
+                self.data.push('\n');
+            }
+            b"id" if !value.contains(&0) => self.last_id = lossy(value),
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                self.retry = core::str::from_utf8(value)
+                    .ok()
+                    .and_then(|v| v.parse().ok());
+            }
+            _ => {}
+        }
+    }
+
+    fn dispatch(&mut self, each: &mut dyn FnMut(Result<Event, SseError>)) {
+        let retry = self.retry.take();
+        let event = core::mem::take(&mut self.event);
+        if core::mem::take(&mut self.dropping) || self.data.is_empty() {
+            self.data.clear();
+            return;
+        }
+        let mut data = core::mem::take(&mut self.data);
+        data.pop();
+        each(Ok(Event {
+            event: if event.is_empty() {
+                String::from("message")
+            } else {
+                event
+            },
+            data,
+            id: self.last_id.clone(),
+            retry,
+        }));
+    }
+}
+
+fn lossy(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    fn decode(chunks: &[&[u8]]) -> Vec<Result<Event, SseError>> {
+        let mut decoder = Decoder::new(Limits::default());
+        let mut out = Vec::new();
+        for c in chunks {
+            decoder.feed(c, |e| out.push(e));
+        }
+        out
+    }
+
+    fn data(events: &[Result<Event, SseError>]) -> Vec<String> {
+        events
+            .iter()
+            .map(|e| e.as_ref().map(|e| e.data.clone()).unwrap_or_default())
+            .collect()
+    }
+
+    #[test]
+    fn the_specs_examples() {
+        let stream = b"data: YHOO\ndata: +2\ndata: 10\n\n: comment\ndata:first event\nid: 1\n\ndata:second event\nid\n\ndata:  third event\n\n";
+        let events = decode(&[stream]);
+        assert_eq!(
+            data(&events),
+            [
+                "YHOO\n+2\n10",
+                "first event",
+                "second event",
+                " third event"
+            ]
+        );
+        let ids: Vec<_> = events
+            .iter()
+            .map(|e| e.as_ref().unwrap().id.clone())
+            .collect();
+        assert_eq!(ids, ["", "1", "", ""]);
+        // Two events, the second with empty data; a data line without colon; no blank line
+        // at the end, no event.
+        assert_eq!(data(&decode(&[b"data\n\ndata\ndata\n\ndata:"])), ["", "\n"]);
+        // A blank line with no data line before it dispatches nothing.
+        assert!(decode(&[b"id: 3\n\n: x\n\n"]).is_empty());
+    }
+
+    #[test]
+    fn line_ends_of_every_kind_and_any_split() {
+        let wire = b"\xEF\xBB\xBFevent: x\r\ndata: a\rdata: b\r\n\r\nid: 9\ndata: c\n\n";
+        let whole = decode(&[wire]);
+        assert_eq!(data(&whole), ["a\nb", "c"]);
+        assert_eq!(whole[0].as_ref().unwrap().event, "x");
+        for split in 0..wire.len() {
+            let (a, b) = wire.split_at(split);
+            assert_eq!(decode(&[a, b]), whole, "split at {split}");
+        }
+        let bytes: Vec<&[u8]> = wire.chunks(1).collect();
+        assert_eq!(decode(&bytes), whole);
+    }
+
+    #[test]
+    fn ids_with_nul_are_ignored_and_retry_takes_digits_only() {
+        let events = decode(&[b"id: 1\nretry: 2x\ndata: a\n\nid: 2\0\nretry: 30\ndata: b\n\n"]);
+        let a = events[0].as_ref().unwrap();
+        let b = events[1].as_ref().unwrap();
+        assert_eq!((a.id.as_str(), a.retry), ("1", None));
+        assert_eq!((b.id.as_str(), b.retry), ("1", Some(30)));
+    }
+
+    #[test]
+    fn limits_hold_whatever_the_input() {
+        let mut decoder = Decoder::new(Limits {
+            max_line: 100,
+            max_event: 1000,
+        });
+        let mut out = Vec::new();
+        let long = vec![b'x'; 10_000];
+        decoder.feed(b"data: ", |e| out.push(e));
+        for _ in 0..100 {
+            decoder.feed(&long, |e| out.push(e));
+        }
+        assert!(decoder.line.capacity() <= 10_000 + 100);
+        decoder.feed(b"\ndata: ok\n\n", |e| out.push(e));
+        assert_eq!(out[0], Err(SseError::LineTooLong));
+        assert_eq!(out[1].as_ref().unwrap().data, "ok");
+        let mut out = Vec::new();
+        for _ in 0..20 {
+            decoder.feed(b"data: ", |e| out.push(e));
+            decoder.feed(&[b'y'; 90], |e| out.push(e));
+            decoder.feed(b"\n", |e| out.push(e));
+        }
+        decoder.feed(b"\ndata: after\n\n", |e| out.push(e));
+        assert_eq!(out, [Err(SseError::EventTooLarge), out[1].clone()]);
+        assert_eq!(out[1].as_ref().unwrap().data, "after");
+    }
+
+    #[test]
+    fn encoded_events_decode_to_what_was_encoded() {
+        for (id, name, text, retry) in [
+            (Some("1.2"), Some("message"), "{\"x\":[1,2]}", None),
+            (None, None, "", Some(10)),
+            (Some("a"), None, "one\r\ntwo\rthree\nfour", None),
+            (Some("bad\nid"), Some("e\rv"), "x", Some(0)),
+        ] {
+            let mut wire = Vec::new();
+            encode_event(&mut wire, id, name, text, retry);
+            let mut decoder = Decoder::new(Limits::default());
+            let mut out = Vec::new();
+            decoder.feed(&wire, |e| out.push(e));
+            // An empty data line is an event with empty data (MCP's priming event).
+            let e = out[0].as_ref().unwrap();
+            assert_eq!(e.data, text.replace("\r\n", "\n").replace('\r', "\n"));
+            assert_eq!(e.id, id.unwrap_or_default().replace('\n', ""));
+            assert_eq!(e.retry, retry.map(u64::from));
+        }
+        let mut wire = Vec::new();
+        encode_comment(&mut wire, "keep\nalive");
+        assert_eq!(wire, b": keepalive\n\n");
+        assert!(decode(&[&wire]).is_empty());
+    }
+}

@@ -1,0 +1,1237 @@
+//! MCP's Streamable HTTP transport as a sans-I/O machine: the 2025-11-25 session protocol
+//! (and 2025-06-18, 2025-03-26 clients) and the stateless 2026-07-28 revision on one
+//! endpoint, deciding for each HTTP request what the answer is and writing every byte of
+//! the answers; an adapter only moves bytes and runs connections.
+//!
+//! For each request the adapter parsed (a [`Head`] from a decoder made with
+//! [`RequestDecoder::keeping_fields`](crate::codec::http::RequestDecoder::keeping_fields),
+//! and the body), [`Server::handle_request`] gives a [`Verdict`]:
+//!
+//! - [`Verdict::Respond`]: write the [`Response`]; nothing else happens (refusals: Host or
+//!   Origin not allowed (403), no token (401), a wrong method (405), `Accept` (406),
+//!   `Content-Type` (415), an unknown session (404), the 2026 header rules (400), the
+//!   protected-resource metadata document (200));
+//! - [`Verdict::Deliver`]: a POST carrying only notifications and responses: hand the body
+//!   to the session's connection, then write the `202`;
+//! - [`Verdict::Open`]: a POST carrying requests, in a session (a new one for
+//!   `initialize`): hand the body to the session's connection tagged with the stream
+//!   ([`Connection::handle_message_tagged`](crate::connection::Connection::handle_message_tagged)),
+//!   then write what [`Server::poll_stream`] gives until it ends;
+//! - [`Verdict::Stateless`]: a 2026-07-28 request: run it on a connection of its own,
+//!   whose every frame goes to [`Server::handle_stream_output`]; serve the stream as above;
+//!   if the client closes the response first, drop that connection (that cancels the
+//!   request);
+//! - [`Verdict::Listen`]: a GET: serve the stream (the session's own messages, or a stream
+//!   resumed from `Last-Event-ID`);
+//! - [`Verdict::Ended`]: a DELETE: stop the session's connection, write the response.
+//!
+//! A session's connection hands its frames to [`Server::handle_outgoing`] with their tags
+//! ([`Connection::poll_transmit_tagged`](crate::connection::Connection::poll_transmit_tagged)):
+//! answers and the messages sent for a request go on that request's stream, others on
+//! the session's GET stream (they wait, bounded, until one opens). A stream answers with
+//! one JSON body when the answer is the first thing it has to send, else with Server-Sent
+//! Events; in the session revisions every event has an id unique in the server, the stream
+//! opens with a priming event and a `retry` delay, and the events are kept in an
+//! [`EventStore`] so a client that lost its stream gets what it missed with `GET` and
+//! `Last-Event-ID`. Idle SSE streams get keep-alive comments.
+//!
+//! Time is an argument ([`Server::poll_timeout`], [`Server::handle_timeout`]); session ids
+//! come from the adapter's entropy (they must be unguessable).
+
+use alloc::boxed::Box;
+use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::time::Duration;
+
+use crate::codec::http::{write_head, Head, Method};
+use crate::codec::sse;
+use crate::driver::Timers;
+use crate::message::{Classified, Classifier, Incoming};
+use crate::time::Instant;
+use crate::Limits;
+
+mod rules;
+mod store;
+mod stream;
+
+pub use rules::{
+    bearer_token, decode_header_value, Hosts, Origins, ASSUMED, HEADER_MISMATCH, LATEST_LEGACY,
+    LEGACY, META_CAPABILITIES, META_VERSION, MISSING_CAPABILITY, STATELESS, UNSUPPORTED_VERSION,
+};
+pub use store::{EventStore, MemoryEventStore};
+
+use stream::{Kind, Mode, Stream};
+
+/// How the MCP endpoint behaves; every bound it keeps is here.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Config {
+    /// The endpoint's path (default `/mcp`); another path is 404.
+    pub path: String,
+    /// `Host` names served (default [`Hosts::Loopback`]); another is 403.
+    pub hosts: Hosts,
+    /// `Origin`s served (default [`Origins::SameAsHosts`]); another is 403.
+    pub origins: Origins,
+    /// Serve the session revisions (2025-11-25 and older; default `true`).
+    pub sessions: bool,
+    /// Serve the stateless revision 2026-07-28 (default `true`).
+    pub stateless: bool,
+    /// Most sessions at once (default 1024); `initialize` beyond it is 503.
+    pub max_sessions: usize,
+    /// Most streams of one session open at once, its GET stream included (default 64); a
+    /// POST with requests beyond it is 429.
+    pub max_streams_per_session: usize,
+    /// Most stateless requests running at once (default 1024); beyond it 503.
+    pub max_stateless: usize,
+    /// Most events kept for a stream nothing else keeps (no event store: the GET stream
+    /// before it opens, a stateless request's stream; default 256); the oldest is dropped
+    /// beyond it.
+    pub max_queued_events: usize,
+    /// Most bytes a stream's HTTP response may have waiting to be written (default 4
+    /// MiB): beyond it the response is cut (the stream can be resumed in the session
+    /// revisions).
+    pub max_stream_buffer: usize,
+    /// The `retry` delay sent in the priming event (default 1 s).
+    pub retry: Duration,
+    /// A comment goes out on an SSE stream idle this long (default 15 s).
+    pub keepalive: Duration,
+    /// A request not answered within this time gets an SSE stream (with its priming event
+    /// and keep-alives) instead of a JSON body (default 1 s).
+    pub json_window: Duration,
+    /// A session that made no request and has no stream open for this long ends (default
+    /// 10 min).
+    pub session_idle: Duration,
+    /// Bytes of events the default event store keeps (default 8 MiB).
+    pub store_bytes: usize,
+    /// How long the default event store keeps an event (default 5 min).
+    pub store_age: Duration,
+    /// The OAuth 2.1 resource-server settings; `None` (the default) serves without tokens.
+    pub auth: Option<Auth>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            path: String::from("/mcp"),
+            hosts: Hosts::Loopback,
+            origins: Origins::SameAsHosts,
+            sessions: true,
+            stateless: true,
+            max_sessions: 1024,
+            max_streams_per_session: 64,
+            max_stateless: 1024,
+            max_queued_events: 256,
+            max_stream_buffer: 4 << 20,
+            retry: Duration::from_secs(1),
+            keepalive: Duration::from_secs(15),
+            json_window: Duration::from_secs(1),
+            session_idle: Duration::from_secs(600),
+            store_bytes: 8 << 20,
+            store_age: Duration::from_secs(300),
+            auth: None,
+        }
+    }
+}
+
+/// OAuth 2.1 resource-server settings (MCP's authorization, RFC 9728): the adapter checks
+/// the bearer token with the application's validator and tells
+/// [`Server::handle_request`] what it found ([`Authorized`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Auth {
+    /// This server's canonical URI, the `resource` of its metadata
+    /// (`https://mcp.example.com/mcp`).
+    pub resource: String,
+    /// Where its protected-resource metadata is served
+    /// (`https://mcp.example.com/.well-known/oauth-protected-resource/mcp`): named in every
+    /// 401 and served at its path.
+    pub metadata_url: String,
+    /// The authorization servers that issue tokens for it.
+    pub authorization_servers: Vec<String>,
+    /// The scopes it knows (`scopes_supported`).
+    pub scopes: Vec<String>,
+}
+
+impl Auth {
+    /// Settings for the resource `resource` whose metadata is at `metadata_url`, with
+    /// tokens from `authorization_server`.
+    pub fn new(resource: &str, metadata_url: &str, authorization_server: &str) -> Self {
+        Auth {
+            resource: String::from(resource),
+            metadata_url: String::from(metadata_url),
+            authorization_servers: Vec::from([String::from(authorization_server)]),
+            scopes: Vec::new(),
+        }
+    }
+}
+
+/// What the adapter's token validator found, for [`Server::handle_request`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Authorized {
+    /// No [`Config::auth`]: nothing was checked.
+    NotRequired,
+    /// No `Authorization: Bearer` token: 401.
+    Missing,
+    /// A token the validator refused (expired, another audience): 401 `invalid_token`.
+    Invalid,
+    /// A valid token without these scopes: 403 `insufficient_scope`.
+    InsufficientScope(String),
+    /// A valid token.
+    Valid,
+}
+
+/// An HTTP answer to write whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Response {
+    /// The status.
+    pub status: u16,
+    /// The header fields (besides `content-length`).
+    pub headers: Vec<(&'static str, String)>,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    fn new(status: u16) -> Self {
+        Response {
+            status,
+            headers: Vec::new(),
+            body: Vec::new(),
+        }
+    }
+
+    pub(crate) fn json(status: u16, body: Vec<u8>) -> Self {
+        let mut r = Response::new(status);
+        r.headers
+            .push(("content-type", String::from("application/json")));
+        r.body = body;
+        r
+    }
+
+    fn header(mut self, name: &'static str, value: &str) -> Self {
+        self.headers.push((name, String::from(value)));
+        self
+    }
+
+    /// The response on the wire: head (with `content-length`) and body.
+    pub fn write(&self, out: &mut Vec<u8>) {
+        let headers: Vec<(&str, &[u8])> = self
+            .headers
+            .iter()
+            .map(|(n, v)| (*n, v.as_bytes()))
+            .collect();
+        write_head(out, self.status, Some(self.body.len()), &headers);
+        out.extend_from_slice(&self.body);
+    }
+}
+
+/// A JSON-RPC error response's bytes: `id` as sent (`null` without one), `data` raw JSON.
+pub(crate) fn error_body(
+    id: Option<&str>,
+    code: i64,
+    message: &str,
+    data: Option<&[u8]>,
+) -> Vec<u8> {
+    let mut out = Vec::from(&b"{\"jsonrpc\":\"2.0\",\"id\":"[..]);
+    out.extend_from_slice(id.unwrap_or("null").as_bytes());
+    out.extend_from_slice(b",\"error\":{\"code\":");
+    out.extend_from_slice(itoa::Buffer::new().format(code).as_bytes());
+    out.extend_from_slice(b",\"message\":");
+    crate::json::write_str(&mut out, message);
+    if let Some(data) = data {
+        out.extend_from_slice(b",\"data\":");
+        out.extend_from_slice(data);
+    }
+    out.extend_from_slice(b"}}");
+    out
+}
+
+/// What to do with one HTTP request; from [`Server::handle_request`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Verdict {
+    /// Write this response; nothing else happens.
+    Respond(Response),
+    /// Hand the body to session `session`'s connection (untagged), then write the
+    /// response (`202`).
+    Deliver {
+        /// The session.
+        session: u64,
+        /// The answer.
+        response: Response,
+    },
+    /// Hand the body to session `session`'s connection tagged `stream` (a new session for
+    /// `initialize`: start its connection first), then serve `stream`.
+    Open {
+        /// The session.
+        session: u64,
+        /// The stream its answers go on.
+        stream: u64,
+        /// The session is new: start a connection for it.
+        new_session: bool,
+    },
+    /// A 2026-07-28 request: run the body on a connection of its own, each of its frames
+    /// to [`Server::handle_stream_output`] with `stream`; serve `stream`.
+    Stateless {
+        /// Its stream.
+        stream: u64,
+    },
+    /// Serve `stream` (a GET).
+    Listen {
+        /// The stream.
+        stream: u64,
+    },
+    /// The session ended (DELETE): stop its connection; write the response.
+    Ended {
+        /// The session.
+        session: u64,
+        /// The answer.
+        response: Response,
+    },
+}
+
+/// What [`Server::poll_stream`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Step {
+    /// Nothing to write now: wait until the stream is [ready](Server::poll_ready).
+    Wait,
+    /// Bytes were appended: write them, then poll again.
+    Data,
+    /// Bytes may have been appended: write them; the response is complete.
+    End,
+    /// The response must be cut (the client does not read it, or its session is gone):
+    /// close the connection without writing more.
+    Abort,
+}
+
+/// What closing a stream's response means; from [`Server::handle_stream_closed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Closed {
+    /// Nothing more to do.
+    Nothing,
+    /// A stateless request whose response went away: drop its connection (cancelling its
+    /// handler); nothing more will be sent for it.
+    Cancel,
+    /// A session stream: its messages are kept for a client that resumes it.
+    Detached,
+}
+
+/// An event for the adapter; from [`Server::poll_event`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Event {
+    /// The session ended (idle too long): stop its connection.
+    SessionEnded {
+        /// The session.
+        session: u64,
+    },
+}
+
+/// One session of the session revisions.
+#[derive(Debug)]
+struct Session {
+    id: Vec<u8>,
+    /// Its streams still known.
+    streams: BTreeSet<u64>,
+    /// Its GET stream.
+    get: Option<u64>,
+    /// Messages for no request, waiting for a GET stream (bounded).
+    waiting: VecDeque<Vec<u8>>,
+    last_active: Instant,
+}
+
+/// What a timer is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Timer {
+    /// A stream's JSON window or keep-alive.
+    Stream(u64),
+    /// A session's idle timeout.
+    Session(u64),
+    /// The event store's age bound.
+    Store,
+}
+
+/// The Streamable HTTP endpoint; see the [module documentation](self).
+pub struct Server {
+    config: Config,
+    /// Sessions by their `Mcp-Session-Id`, and by key.
+    ids: BTreeMap<Vec<u8>, u64>,
+    sessions: BTreeMap<u64, Session>,
+    streams: BTreeMap<u64, Stream>,
+    stateless: usize,
+    next: u64,
+    store: Box<dyn EventStore>,
+    timers: Timers<Timer>,
+    ready: VecDeque<u64>,
+    ready_set: BTreeSet<u64>,
+    events: VecDeque<Event>,
+    classifier: Classifier,
+    /// The event store's age timer runs.
+    store_armed: bool,
+}
+
+impl core::fmt::Debug for Server {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Server")
+            .field("sessions", &self.sessions.len())
+            .field("streams", &self.streams.len())
+            .finish()
+    }
+}
+
+/// Where an outgoing message goes.
+enum Route {
+    Stream(u64),
+    Waiting(u64),
+    Nowhere,
+}
+
+impl Server {
+    /// An endpoint with `config` and the default in-memory event store.
+    pub fn new(config: Config) -> Self {
+        let store = MemoryEventStore::new(config.store_bytes, config.store_age);
+        Server::with_store(config, Box::new(store))
+    }
+
+    /// An endpoint keeping its events in `store`.
+    pub fn with_store(config: Config, store: Box<dyn EventStore>) -> Self {
+        Server {
+            config,
+            ids: BTreeMap::new(),
+            sessions: BTreeMap::new(),
+            streams: BTreeMap::new(),
+            stateless: 0,
+            next: 1,
+            store,
+            timers: Timers::new(),
+            ready: VecDeque::new(),
+            ready_set: BTreeSet::new(),
+            events: VecDeque::new(),
+            classifier: Classifier::new(Limits::default()),
+            store_armed: false,
+        }
+    }
+
+    /// The config.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Sessions open.
+    pub fn sessions(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// Streams known (open, or kept for resumption).
+    pub fn streams(&self) -> usize {
+        self.streams.len()
+    }
+
+    fn fresh(&mut self) -> u64 {
+        let n = self.next;
+        self.next += 1;
+        n
+    }
+
+    // ----- requests -----
+
+    /// Decides what to do with one HTTP request: its head, its body (empty for GET and
+    /// DELETE), what the token validator found, the time, and a source of unguessable
+    /// bytes (for new session ids).
+    pub fn handle_request(
+        &mut self,
+        head: &Head,
+        body: &[u8],
+        auth: Authorized,
+        now: Instant,
+        entropy: &mut dyn FnMut(&mut [u8]),
+    ) -> Verdict {
+        if !self.store_armed {
+            self.store_armed = true;
+            self.timers
+                .set(Timer::Store, Some(now + self.config.store_age / 4));
+        }
+        let path = head.target.split('?').next().unwrap_or_default();
+        if let Some(auth) = &self.config.auth {
+            if metadata_path(&auth.metadata_url).is_some_and(|p| p == path) {
+                return Verdict::Respond(metadata(auth));
+            }
+        }
+        if path != self.config.path {
+            return Verdict::Respond(Response::new(404));
+        }
+        if let Err(refused) = self.check_origin(head) {
+            return Verdict::Respond(refused);
+        }
+        if let Some(refused) = self.check_auth(&auth) {
+            return Verdict::Respond(refused);
+        }
+        match head.method {
+            Method::Post => self.post(head, body, now, entropy),
+            Method::Get if self.config.sessions => self.get(head, now),
+            Method::Delete if self.config.sessions => self.delete(head),
+            _ => {
+                let allow = if self.config.sessions {
+                    "GET, POST, DELETE"
+                } else {
+                    "POST"
+                };
+                Verdict::Respond(Response::new(405).header("allow", allow))
+            }
+        }
+    }
+
+    /// Host and Origin (DNS-rebinding protection): 403 for one not allowed.
+    fn check_origin(&self, head: &Head) -> Result<(), Response> {
+        let forbidden = |why: &str| Response::json(403, error_body(None, -32600, why, None));
+        let host = rules::text(head, "host").unwrap_or_default();
+        if !self.config.hosts.allows(host) {
+            return Err(forbidden("Forbidden: Host not allowed"));
+        }
+        if let Some(origin) = rules::text(head, "origin") {
+            if !self.config.origins.allows(origin, &self.config.hosts) {
+                return Err(forbidden("Forbidden: Origin not allowed"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The answer to a request without a valid token, when tokens are required.
+    fn check_auth(&self, found: &Authorized) -> Option<Response> {
+        let auth = self.config.auth.as_ref()?;
+        let challenge = |extra: &str| {
+            let mut value = String::from("Bearer resource_metadata=\"");
+            value.push_str(&auth.metadata_url);
+            value.push('"');
+            value.push_str(extra);
+            value
+        };
+        match found {
+            Authorized::Valid | Authorized::NotRequired => None,
+            Authorized::Missing => Some(
+                Response::json(401, error_body(None, -32600, "Unauthorized", None))
+                    .header("www-authenticate", &challenge("")),
+            ),
+            Authorized::Invalid => Some(
+                Response::json(
+                    401,
+                    error_body(None, -32600, "Unauthorized: invalid token", None),
+                )
+                .header("www-authenticate", &challenge(", error=\"invalid_token\"")),
+            ),
+            Authorized::InsufficientScope(scope) => {
+                let mut extra = String::from(", error=\"insufficient_scope\", scope=\"");
+                extra.push_str(scope);
+                extra.push('"');
+                Some(
+                    Response::json(
+                        403,
+                        error_body(None, -32600, "Forbidden: insufficient scope", None),
+                    )
+                    .header("www-authenticate", &challenge(&extra)),
+                )
+            }
+        }
+    }
+
+    fn post(
+        &mut self,
+        head: &Head,
+        body: &[u8],
+        now: Instant,
+        entropy: &mut dyn FnMut(&mut [u8]),
+    ) -> Verdict {
+        if !head.json {
+            let body = error_body(None, -32600, "Content-Type must be application/json", None);
+            return Verdict::Respond(Response::json(415, body));
+        }
+        if !(rules::accepts(head, "application/json") && rules::accepts(head, "text/event-stream"))
+        {
+            let why = "Not Acceptable: Accept must list application/json and text/event-stream";
+            return Verdict::Respond(Response::json(406, error_body(None, -32600, why, None)));
+        }
+        let shape = match self.shape(body) {
+            Ok(shape) => shape,
+            Err(refused) => return Verdict::Respond(refused),
+        };
+        let session_header = rules::text(head, "mcp-session-id");
+        let version_header = rules::text(head, "mcp-protocol-version");
+        let stateless = self.config.stateless
+            && session_header.is_none()
+            && (rules::has_meta_version(body) || version_header == Some(STATELESS));
+        if stateless {
+            return self.post_stateless(head, body, shape, now);
+        }
+        if !self.config.sessions {
+            // A modern-only server: what it speaks, in the error any older request gets.
+            let data = br#"{"supported":["2026-07-28"]}"#;
+            let body = error_body(
+                shape.id,
+                UNSUPPORTED_VERSION,
+                "Unsupported protocol version",
+                Some(data),
+            );
+            return Verdict::Respond(Response::json(400, body));
+        }
+        if let Some(version) = version_header {
+            if !LEGACY.contains(&version) {
+                let why = "Bad Request: unsupported MCP-Protocol-Version";
+                return Verdict::Respond(Response::json(400, error_body(None, -32000, why, None)));
+            }
+        }
+        match session_header {
+            None if shape.initialize => self.initialize(now, entropy),
+            None => {
+                let why = "Bad Request: Mcp-Session-Id header is required";
+                Verdict::Respond(Response::json(400, error_body(None, -32000, why, None)))
+            }
+            Some(id) => {
+                let Some(&key) = self.ids.get(id.as_bytes()) else {
+                    let body = error_body(None, -32001, "Session not found", None);
+                    return Verdict::Respond(Response::json(404, body));
+                };
+                let session = self.sessions.get_mut(&key).expect("indexed");
+                session.last_active = now;
+                if shape.requests == 0 {
+                    return Verdict::Deliver {
+                        session: key,
+                        response: Response::new(202),
+                    };
+                }
+                if session.streams.len() >= self.config.max_streams_per_session {
+                    let why = "Too many streams open in this session";
+                    return Verdict::Respond(Response::json(
+                        429,
+                        error_body(None, -32000, why, None),
+                    ));
+                }
+                let stream = self.open_stream(Kind::Post, key, shape.requests, true, now);
+                Verdict::Open {
+                    session: key,
+                    stream,
+                    new_session: false,
+                }
+            }
+        }
+    }
+
+    /// What a POST body holds: its requests, whether it is `initialize`, its id.
+    fn shape<'b>(&mut self, body: &'b [u8]) -> Result<Shape<'b>, Response> {
+        let mut shape = Shape::default();
+        match self.classifier.classify(body) {
+            Classified::Rejected(rejection) => {
+                let error = rejection.error(&Limits::default());
+                let body = error_body(None, error.code, &error.message, None);
+                return Err(Response::json(400, body));
+            }
+            Classified::Single(entry) => note(&entry, &mut shape),
+            Classified::Batch(batch) => {
+                for entry in batch {
+                    note(&entry, &mut shape);
+                }
+                shape.initialize = false;
+            }
+        }
+        if shape.requests == 1 {
+            shape.id = rules::stateless(body).and_then(|s| s.id);
+        }
+        Ok(shape)
+    }
+
+    fn initialize(&mut self, now: Instant, entropy: &mut dyn FnMut(&mut [u8])) -> Verdict {
+        if self.sessions.len() >= self.config.max_sessions {
+            let why = "Service Unavailable: too many sessions";
+            return Verdict::Respond(Response::json(503, error_body(None, -32000, why, None)));
+        }
+        let mut id = Vec::with_capacity(32);
+        for _ in 0..8 {
+            let mut raw = [0u8; 16];
+            entropy(&mut raw);
+            id.clear();
+            for b in raw {
+                id.push(b"0123456789abcdef"[usize::from(b >> 4)]);
+                id.push(b"0123456789abcdef"[usize::from(b & 15)]);
+            }
+            if !self.ids.contains_key(&id) {
+                break;
+            }
+        }
+        if self.ids.contains_key(&id) {
+            let why = "Internal error: no fresh session id";
+            return Verdict::Respond(Response::json(500, error_body(None, -32603, why, None)));
+        }
+        let key = self.fresh();
+        self.ids.insert(id.clone(), key);
+        self.sessions.insert(
+            key,
+            Session {
+                id,
+                streams: BTreeSet::new(),
+                get: None,
+                waiting: VecDeque::new(),
+                last_active: now,
+            },
+        );
+        self.timers
+            .set(Timer::Session(key), Some(now + self.config.session_idle));
+        let stream = self.open_stream(Kind::Post, key, 1, true, now);
+        if let Some(s) = self.streams.get_mut(&stream) {
+            s.announce = true;
+        }
+        Verdict::Open {
+            session: key,
+            stream,
+            new_session: true,
+        }
+    }
+
+    fn post_stateless(
+        &mut self,
+        head: &Head,
+        body: &[u8],
+        shape: Shape<'_>,
+        now: Instant,
+    ) -> Verdict {
+        let Some(fields) = rules::stateless(body) else {
+            let why = "Invalid Request: a 2026-07-28 POST carries one message";
+            return Verdict::Respond(Response::json(400, error_body(None, -32600, why, None)));
+        };
+        if fields.id.is_none() {
+            // No notification of the client's is defined over HTTP in this revision.
+            return Verdict::Respond(Response::new(202));
+        }
+        if let Err(refused) = rules::check_stateless(head, &fields) {
+            return Verdict::Respond(refused);
+        }
+        if self.stateless >= self.config.max_stateless {
+            let why = "Service Unavailable: too many requests running";
+            let body = error_body(fields.id, -32603, why, None);
+            return Verdict::Respond(Response::json(503, body));
+        }
+        self.stateless += 1;
+        let stream = self.open_stream(Kind::Post, 0, shape.requests.max(1), false, now);
+        if let Some(s) = self.streams.get_mut(&stream) {
+            s.json_status = stateless_status;
+        }
+        Verdict::Stateless { stream }
+    }
+
+    fn get(&mut self, head: &Head, now: Instant) -> Verdict {
+        let Some(id) = rules::text(head, "mcp-session-id") else {
+            let why = "Bad Request: Mcp-Session-Id header is required";
+            return Verdict::Respond(Response::json(400, error_body(None, -32000, why, None)));
+        };
+        let Some(&key) = self.ids.get(id.as_bytes()) else {
+            return Verdict::Respond(Response::json(
+                404,
+                error_body(None, -32001, "Session not found", None),
+            ));
+        };
+        if !rules::accepts(head, "text/event-stream") {
+            let why = "Not Acceptable: Accept must list text/event-stream";
+            return Verdict::Respond(Response::json(406, error_body(None, -32600, why, None)));
+        }
+        let session = self.sessions.get_mut(&key).expect("indexed");
+        session.last_active = now;
+        let resumed = rules::text(head, "last-event-id").and_then(Stream::parse_event_id);
+        if let Some((stream, seq)) = resumed {
+            if self.streams.get(&stream).is_some_and(|s| s.session == key) {
+                return self.resume(stream, seq, now);
+            }
+        }
+        if let Some(get) = session.get {
+            if self.streams.get(&get).is_some_and(|s| s.attached) {
+                let why = "Conflict: this session's GET stream is open";
+                return Verdict::Respond(Response::json(409, error_body(None, -32000, why, None)));
+            }
+            return self.resume(get, self.streams.get(&get).map_or(0, |s| s.seq), now);
+        }
+        let stream = self.open_stream(Kind::Get, key, 0, true, now);
+        let session = self.sessions.get_mut(&key).expect("indexed");
+        session.get = Some(stream);
+        let waiting = core::mem::take(&mut session.waiting);
+        self.sse_now(stream);
+        for frame in waiting {
+            self.deliver(stream, &frame, now);
+        }
+        Verdict::Listen { stream }
+    }
+
+    /// Attaches a new response to `stream`, replaying its events after `seq`.
+    fn resume(&mut self, stream: u64, seq: u64, now: Instant) -> Verdict {
+        let retry = retry_ms(&self.config);
+        let Some(s) = self.streams.get_mut(&stream) else {
+            return Verdict::Respond(Response::new(404));
+        };
+        s.attached = true;
+        s.ended = false;
+        s.out.clear();
+        s.last_write = now;
+        let last = s.seq;
+        s.seq = seq;
+        s.open_sse(stream, retry, None);
+        s.seq = last;
+        let mut replay = Vec::new();
+        self.store.replay(stream, seq, &mut |_, event| {
+            stream::write_chunk(&mut replay, event);
+        });
+        let s = self.streams.get_mut(&stream).expect("present");
+        s.out.extend_from_slice(&replay);
+        if s.done {
+            s.end();
+        }
+        self.timers
+            .set(Timer::Stream(stream), Some(now + self.config.keepalive));
+        self.wake(stream);
+        Verdict::Listen { stream }
+    }
+
+    fn delete(&mut self, head: &Head) -> Verdict {
+        let Some(id) = rules::text(head, "mcp-session-id") else {
+            let why = "Bad Request: Mcp-Session-Id header is required";
+            return Verdict::Respond(Response::json(400, error_body(None, -32000, why, None)));
+        };
+        let Some(&key) = self.ids.get(id.as_bytes()) else {
+            return Verdict::Respond(Response::json(
+                404,
+                error_body(None, -32001, "Session not found", None),
+            ));
+        };
+        self.end_session(key);
+        Verdict::Ended {
+            session: key,
+            response: Response::new(200),
+        }
+    }
+
+    /// Forgets session `key`: its streams end, its events go.
+    fn end_session(&mut self, key: u64) {
+        let Some(session) = self.sessions.remove(&key) else {
+            return;
+        };
+        self.ids.remove(&session.id);
+        self.timers.set(Timer::Session(key), None);
+        for stream in session.streams {
+            self.store.remove(stream);
+            self.timers.set(Timer::Stream(stream), None);
+            if let Some(mut s) = self.streams.remove(&stream) {
+                if s.attached {
+                    // An attached response ends now: it is cut (nothing more will come).
+                    s.done = true;
+                    s.end();
+                    self.streams.insert(stream, s);
+                    self.wake(stream);
+                }
+            }
+        }
+    }
+
+    fn open_stream(
+        &mut self,
+        kind: Kind,
+        session: u64,
+        pending: usize,
+        resumable: bool,
+        now: Instant,
+    ) -> u64 {
+        let id = self.fresh();
+        let resumable = resumable && session != 0;
+        self.streams
+            .insert(id, Stream::new(kind, session, pending, resumable, now));
+        if let Some(s) = self.sessions.get_mut(&session) {
+            s.streams.insert(id);
+        }
+        if resumable {
+            if let Some(s) = self.sessions.get(&session) {
+                self.store.set_owner(id, &s.id);
+            }
+        }
+        if kind == Kind::Post {
+            self.timers
+                .set(Timer::Stream(id), Some(now + self.config.json_window));
+        }
+        id
+    }
+
+    /// Starts the SSE response of `stream` at once (a GET).
+    fn sse_now(&mut self, stream: u64) {
+        let retry = retry_ms(&self.config);
+        if let Some(s) = self.streams.get_mut(&stream) {
+            s.open_sse(stream, retry, None);
+            self.wake(stream);
+        }
+    }
+
+    // ----- what the connections send -----
+
+    /// A frame session `session`'s connection wrote, with its tag (the stream of the
+    /// request it answers or was sent for; 0 for none).
+    pub fn handle_outgoing(&mut self, session: u64, frame: &[u8], tag: u64, now: Instant) {
+        let route = match self.streams.get(&tag) {
+            Some(s) if tag != 0 && s.session == session => Route::Stream(tag),
+            _ => match self.sessions.get(&session) {
+                Some(s) => match s.get {
+                    Some(get) => Route::Stream(get),
+                    None => Route::Waiting(session),
+                },
+                None => Route::Nowhere,
+            },
+        };
+        match route {
+            Route::Stream(stream) => self.deliver(stream, frame, now),
+            Route::Waiting(key) => {
+                let max = self.config.max_queued_events;
+                if let Some(s) = self.sessions.get_mut(&key) {
+                    if s.waiting.len() >= max {
+                        s.waiting.pop_front();
+                    }
+                    s.waiting.push_back(frame.to_vec());
+                }
+            }
+            Route::Nowhere => {}
+        }
+    }
+
+    /// A frame the connection of the stateless request of `stream` wrote.
+    pub fn handle_stream_output(&mut self, stream: u64, frame: &[u8], now: Instant) {
+        self.deliver(stream, frame, now);
+    }
+
+    /// Puts one message on `stream`: the JSON answer, or an SSE event.
+    fn deliver(&mut self, stream: u64, frame: &[u8], now: Instant) {
+        let (answers, error) = self.answers(frame);
+        let retry = retry_ms(&self.config);
+        let max_queued = self.config.max_queued_events;
+        let max_buffer = self.config.max_stream_buffer;
+        let session_id = self.session_id_of(stream);
+        let Some(s) = self.streams.get_mut(&stream) else {
+            return;
+        };
+        if s.done {
+            return;
+        }
+        s.pending = s.pending.saturating_sub(answers);
+        let last = answers > 0 && s.pending == 0 && s.kind == Kind::Post;
+        if s.mode == Mode::Undecided && last && s.attached {
+            // The answer is the first thing for this request: one JSON body.
+            s.mode = Mode::Json;
+            let status = (s.json_status)(error);
+            let mut headers: Vec<(&str, &[u8])> =
+                Vec::from([("content-type", &b"application/json"[..])]);
+            if let Some(id) = session_id.as_deref() {
+                headers.push(("mcp-session-id", id));
+            }
+            write_head(&mut s.out, status, Some(frame.len()), &headers);
+            s.out.extend_from_slice(frame);
+            s.done = true;
+            s.ended = true;
+            s.last_write = now;
+            self.timers.set(Timer::Stream(stream), None);
+            self.wake(stream);
+            return;
+        }
+        if s.mode == Mode::Undecided && s.attached {
+            s.open_sse(stream, retry, session_id.as_deref());
+        }
+        if s.mode == Mode::Undecided {
+            // Detached before anything went out: a client resuming it reads events.
+            s.mode = Mode::Sse;
+        }
+        let mut event = Vec::new();
+        let text = core::str::from_utf8(frame).unwrap_or_default();
+        if s.resumable {
+            s.seq += 1;
+            let mut eid = Vec::new();
+            Stream::event_id(stream, s.seq, &mut eid);
+            let eid = core::str::from_utf8(&eid).unwrap_or_default();
+            sse::encode_event(&mut event, Some(eid), Some("message"), text, None);
+            self.store.append(stream, s.seq, &event, now);
+        } else {
+            sse::encode_event(&mut event, None, Some("message"), text, None);
+        }
+        if s.attached {
+            s.chunk(&event);
+            s.last_write = now;
+        } else if !s.resumable {
+            if s.queued.len() >= max_queued {
+                s.queued.pop_front();
+            }
+            s.queued.push_back(event);
+        }
+        if last {
+            s.done = true;
+            if s.attached {
+                s.end();
+            }
+        }
+        if s.out.len() > max_buffer {
+            // A client that does not read: its response is cut; the events are kept
+            // (resumable) or lost with the request (stateless: it is cancelled).
+            s.attached = false;
+            s.out.clear();
+            s.cut = true;
+        }
+        let keepalive = self.config.keepalive;
+        self.timers.set(
+            Timer::Stream(stream),
+            (!self.streams.get(&stream).is_some_and(|s| s.done)).then(|| now + keepalive),
+        );
+        self.wake(stream);
+    }
+
+    /// How many responses `frame` holds, and the code of the error when it is one error
+    /// response.
+    fn answers(&mut self, frame: &[u8]) -> (usize, Option<i64>) {
+        match self.classifier.classify(frame) {
+            Classified::Single(Incoming::Response(r)) => {
+                (1, r.result.as_ref().err().map(|e| e.code))
+            }
+            Classified::Single(Incoming::BadResponse { .. }) => (1, None),
+            Classified::Batch(batch) => (
+                batch
+                    .filter(|e| matches!(e, Incoming::Response(_) | Incoming::BadResponse { .. }))
+                    .count(),
+                None,
+            ),
+            _ => (0, None),
+        }
+    }
+
+    /// The session id to name on `stream`'s response, when it is the stream of the
+    /// `initialize` that made the session (its first stream).
+    fn session_id_of(&self, stream: u64) -> Option<Vec<u8>> {
+        let s = self.streams.get(&stream).filter(|s| s.announce)?;
+        self.sessions
+            .get(&s.session)
+            .map(|session| session.id.clone())
+    }
+
+    /// The connection of session `session` ended (by itself, or it was stopped): its
+    /// streams end.
+    pub fn handle_session_closed(&mut self, session: u64) {
+        self.end_session(session);
+    }
+
+    // ----- what the adapter writes -----
+
+    /// Appends what `stream`'s response has to write to `out`; see [`Step`].
+    pub fn poll_stream(&mut self, stream: u64, out: &mut Vec<u8>) -> Step {
+        let Some(s) = self.streams.get_mut(&stream) else {
+            return Step::Abort;
+        };
+        if core::mem::take(&mut s.cut) {
+            if s.session == 0 {
+                // A stateless request cut is a request cancelled.
+                self.handle_stream_closed(stream, Instant::ZERO);
+            }
+            return Step::Abort;
+        }
+        if !s.attached && s.out.is_empty() {
+            return if s.ended { Step::End } else { Step::Abort };
+        }
+        let wrote = !s.out.is_empty();
+        out.extend_from_slice(&s.out);
+        s.out.clear();
+        if s.ended {
+            let finished = s.done;
+            s.attached = false;
+            if finished {
+                self.finish(stream);
+            }
+            return Step::End;
+        }
+        if wrote {
+            Step::Data
+        } else {
+            Step::Wait
+        }
+    }
+
+    /// Forgets a stream whose every answer was written (its events stay in the store for
+    /// a client that missed them, until the session ends or they age out).
+    fn finish(&mut self, stream: u64) {
+        let Some(s) = self.streams.remove(&stream) else {
+            return;
+        };
+        if s.session == 0 {
+            self.stateless = self.stateless.saturating_sub(1);
+        } else if let Some(session) = self.sessions.get_mut(&s.session) {
+            session.streams.remove(&stream);
+        }
+        self.timers.set(Timer::Stream(stream), None);
+    }
+
+    /// The client closed `stream`'s response before its end.
+    pub fn handle_stream_closed(&mut self, stream: u64, now: Instant) -> Closed {
+        let Some(s) = self.streams.get_mut(&stream) else {
+            return Closed::Nothing;
+        };
+        s.attached = false;
+        s.out.clear();
+        if s.session == 0 {
+            self.stateless = self.stateless.saturating_sub(1);
+            self.streams.remove(&stream);
+            self.timers.set(Timer::Stream(stream), None);
+            return Closed::Cancel;
+        }
+        if let Some(session) = self.sessions.get_mut(&s.session) {
+            session.last_active = now;
+        }
+        self.timers.set(Timer::Stream(stream), None);
+        Closed::Detached
+    }
+
+    /// The next stream with something to write, to wake its response's writer.
+    pub fn poll_ready(&mut self) -> Option<u64> {
+        let stream = self.ready.pop_front()?;
+        self.ready_set.remove(&stream);
+        Some(stream)
+    }
+
+    fn wake(&mut self, stream: u64) {
+        if self.ready_set.insert(stream) {
+            self.ready.push_back(stream);
+        }
+    }
+
+    /// The next event for the adapter.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    // ----- time -----
+
+    /// The next instant [`handle_timeout`](Server::handle_timeout) has work at.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.timers.next_deadline()
+    }
+
+    /// Runs what is due at `now`: JSON windows that turn into SSE streams, keep-alive
+    /// comments, idle sessions ending, events ageing out.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some(timer) = self.timers.pop_due(now) {
+            match timer {
+                Timer::Stream(stream) => self.stream_timer(stream, now),
+                Timer::Session(key) => {
+                    let Some(session) = self.sessions.get(&key) else {
+                        continue;
+                    };
+                    let open = session
+                        .streams
+                        .iter()
+                        .any(|s| self.streams.get(s).is_some_and(|s| s.attached));
+                    let due = session.last_active + self.config.session_idle;
+                    if open || due > now {
+                        let at = if open {
+                            now + self.config.session_idle
+                        } else {
+                            due
+                        };
+                        self.timers.set(Timer::Session(key), Some(at));
+                    } else {
+                        self.end_session(key);
+                        self.events.push_back(Event::SessionEnded { session: key });
+                    }
+                }
+                Timer::Store => {
+                    self.store.expire(now);
+                    self.timers
+                        .set(Timer::Store, Some(now + self.config.store_age / 4));
+                }
+            }
+        }
+    }
+
+    fn stream_timer(&mut self, stream: u64, now: Instant) {
+        let retry = retry_ms(&self.config);
+        let keepalive = self.config.keepalive;
+        let session_id = self.session_id_of(stream);
+        let Some(s) = self.streams.get_mut(&stream) else {
+            return;
+        };
+        if !s.attached || s.done {
+            return;
+        }
+        match s.mode {
+            Mode::Undecided => s.open_sse(stream, retry, session_id.as_deref()),
+            Mode::Sse => {
+                let mut comment = Vec::new();
+                sse::encode_comment(&mut comment, "keep-alive");
+                s.chunk(&comment);
+            }
+            Mode::Json => return,
+        }
+        s.last_write = now;
+        self.timers
+            .set(Timer::Stream(stream), Some(now + keepalive));
+        self.wake(stream);
+    }
+}
+
+/// What a POST body holds.
+#[derive(Debug, Default)]
+struct Shape<'b> {
+    requests: usize,
+    initialize: bool,
+    id: Option<&'b str>,
+}
+
+fn note(entry: &Incoming<'_>, shape: &mut Shape<'_>) {
+    if let Incoming::Request(r) = entry {
+        shape.requests += 1;
+        shape.initialize = r.method == "initialize";
+    }
+}
+
+/// The status of a stateless request's JSON answer: an unknown method is 404, MCP's
+/// header, capability and version errors are 400.
+fn stateless_status(code: Option<i64>) -> u16 {
+    match code {
+        Some(crate::error::code::METHOD_NOT_FOUND) => 404,
+        Some(HEADER_MISMATCH | MISSING_CAPABILITY | UNSUPPORTED_VERSION) => 400,
+        _ => 200,
+    }
+}
+
+fn retry_ms(config: &Config) -> u32 {
+    u32::try_from(config.retry.as_millis()).unwrap_or(u32::MAX)
+}
+
+/// The path part of a URL (`https://host/a/b` → `/a/b`).
+fn metadata_path(url: &str) -> Option<&str> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    rest.find('/').map(|at| &rest[at..])
+}
+
+/// The protected-resource metadata document (RFC 9728).
+fn metadata(auth: &Auth) -> Response {
+    let mut body = Vec::from(&b"{\"resource\":"[..]);
+    crate::json::write_str(&mut body, &auth.resource);
+    body.extend_from_slice(b",\"authorization_servers\":[");
+    for (i, server) in auth.authorization_servers.iter().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        crate::json::write_str(&mut body, server);
+    }
+    body.extend_from_slice(b"],\"bearer_methods_supported\":[\"header\"]");
+    if !auth.scopes.is_empty() {
+        body.extend_from_slice(b",\"scopes_supported\":[");
+        for (i, scope) in auth.scopes.iter().enumerate() {
+            if i > 0 {
+                body.push(b',');
+            }
+            crate::json::write_str(&mut body, scope);
+        }
+        body.push(b']');
+    }
+    body.push(b'}');
+    Response::json(200, body)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,422 @@
+//! The header and body rules of MCP's Streamable HTTP, each a function of the request
+//! alone: which Host and Origin a server accepts, what `Accept` must say, which protocol
+//! revision a POST speaks, and the 2026-07-28 checks of `_meta` and of the `Mcp-*`
+//! headers against the body.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use serde::Deserialize;
+
+use crate::codec::http::Head;
+use serde_json::value::RawValue as Json;
+
+use super::{error_body, Response};
+
+/// The revision served when a client asks for none: 2025-11-25.
+pub const LATEST_LEGACY: &str = "2025-11-25";
+/// The stateless revision.
+pub const STATELESS: &str = "2026-07-28";
+/// The session-based revisions served, newest first.
+pub const LEGACY: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+/// What a client is assumed to speak when it sends no `MCP-Protocol-Version` (the
+/// 2025-11-25 transport's rule).
+pub const ASSUMED: &str = "2025-03-26";
+
+/// The 2026 `_meta` key of the protocol version.
+pub const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// The 2026 `_meta` key of the client's capabilities.
+pub const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// MCP's HeaderMismatch error code (2026-07-28).
+pub const HEADER_MISMATCH: i64 = -32020;
+/// MCP's MissingRequiredClientCapability error code (2026-07-28).
+pub const MISSING_CAPABILITY: i64 = -32021;
+/// MCP's UnsupportedProtocolVersion error code (2026-07-28).
+pub const UNSUPPORTED_VERSION: i64 = -32022;
+
+/// Which `Host` names a server accepts (DNS-rebinding protection).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Hosts {
+    /// `localhost`, `127.0.0.1` and `[::1]`, any port: the default, right for a server
+    /// bound to a loopback address (a page on another site that resolves its own name to
+    /// 127.0.0.1 still sends its own name as `Host`).
+    Loopback,
+    /// These names (with or without a port; compared ignoring ASCII case), and the
+    /// loopback ones.
+    List(Vec<String>),
+    /// Any host (a server behind a proxy that checks it, or on a public address).
+    Any,
+}
+
+/// Which `Origin`s a server accepts; a request without one (not from a browser) is
+/// accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Origins {
+    /// An origin whose host is one [`Hosts`] accepts (`http://localhost:3000`): the
+    /// default.
+    SameAsHosts,
+    /// These exact origins (`https://app.example.com`, compared ignoring ASCII case).
+    List(Vec<String>),
+    /// Any origin.
+    Any,
+}
+
+/// The host part of a `Host` value or an origin's authority: without the port, and
+/// without the brackets of an IPv6 literal.
+fn host_name(authority: &str) -> &str {
+    let authority = authority.trim();
+    if let Some(rest) = authority.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or_default();
+    }
+    match authority.rsplit_once(':') {
+        Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
+        _ => authority,
+    }
+}
+
+fn loopback(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost") || host == "127.0.0.1" || host == "::1"
+}
+
+impl Hosts {
+    /// True when a request with `Host: host` may be served.
+    pub fn allows(&self, host: &str) -> bool {
+        let name = host_name(host);
+        match self {
+            Hosts::Any => true,
+            Hosts::Loopback => loopback(name),
+            Hosts::List(list) => {
+                loopback(name)
+                    || list.iter().any(|h| {
+                        h.eq_ignore_ascii_case(host.trim()) || h.eq_ignore_ascii_case(name)
+                    })
+            }
+        }
+    }
+}
+
+impl Origins {
+    /// True when a request with `Origin: origin` may be served (`hosts` for
+    /// [`Origins::SameAsHosts`]).
+    pub fn allows(&self, origin: &str, hosts: &Hosts) -> bool {
+        let origin = origin.trim();
+        match self {
+            Origins::Any => true,
+            Origins::List(list) => list.iter().any(|o| o.eq_ignore_ascii_case(origin)),
+            Origins::SameAsHosts => {
+                let authority = origin
+                    .strip_prefix("http://")
+                    .or_else(|| origin.strip_prefix("https://"));
+                authority.is_some_and(|a| hosts.allows(a.trim_end_matches('/')))
+            }
+        }
+    }
+}
+
+/// A header's value as text (trimmed of optional whitespace), when it is text.
+pub(super) fn text<'h>(head: &'h Head, name: &str) -> Option<&'h str> {
+    head.field(name)
+        .and_then(|v| core::str::from_utf8(v).ok())
+        .map(str::trim)
+}
+
+/// True when the `Accept` header lists `media` (or `*/*`, or the type's wildcard).
+pub(super) fn accepts(head: &Head, media: &str) -> bool {
+    let Some(accept) = text(head, "accept") else {
+        return false;
+    };
+    let kind = media.split('/').next().unwrap_or_default();
+    accept.split(',').any(|item| {
+        let range = item.split(';').next().unwrap_or_default().trim();
+        range == "*/*"
+            || range.eq_ignore_ascii_case(media)
+            || range
+                .strip_suffix("/*")
+                .is_some_and(|t| t.eq_ignore_ascii_case(kind))
+    })
+}
+
+/// The token of an `Authorization: Bearer …` header.
+pub fn bearer_token(head: &Head) -> Option<&str> {
+    let value = text(head, "authorization")?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+/// A header value as MCP sends it: plain ASCII, or `=?base64?…?=` around the base64 of
+/// UTF-8 (for values that cannot be plain). `None` for a value that claims the encoding
+/// and is not valid base64 or UTF-8.
+pub fn decode_header_value(value: &str) -> Option<String> {
+    let value = value.trim();
+    match value
+        .strip_prefix("=?base64?")
+        .and_then(|v| v.strip_suffix("?="))
+    {
+        Some(encoded) => String::from_utf8(base64_decode(encoded)?).ok(),
+        None => Some(String::from(value)),
+    }
+}
+
+/// Standard base64 (with its padding), strictly.
+fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let bytes = text.as_bytes();
+    if bytes.len() % 4 != 0 {
+        return None;
+    }
+    let value = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let mut out = Vec::with_capacity(bytes.len() / 4 * 3);
+    for (i, quad) in bytes.chunks(4).enumerate() {
+        let last = i == bytes.len() / 4 - 1;
+        let pad = quad.iter().rev().take_while(|&&c| c == b'=').count();
+        if pad > 2 || (pad > 0 && !last) {
+            return None;
+        }
+        let mut n = 0u32;
+        for &c in &quad[..4 - pad] {
+            n = (n << 6) | value(c)?;
+        }
+        n <<= 6 * pad as u32;
+        let [_, a, b, c] = n.to_be_bytes();
+        out.extend_from_slice(&[a, b, c][..3 - pad]);
+    }
+    Some(out)
+}
+
+/// What a 2026-07-28 request's body says for the header checks.
+#[derive(Debug, Default)]
+pub(super) struct Stateless<'a> {
+    /// The request's id, as raw JSON.
+    pub id: Option<&'a str>,
+    pub method: Option<&'a str>,
+    /// `_meta` present, and its protocol version and capabilities.
+    pub meta: bool,
+    pub version: Option<String>,
+    pub capabilities: bool,
+    /// `params.name` (tools/call, prompts/get) or `params.uri` (resources/read).
+    pub name: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Message<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a Json>,
+    #[serde(borrow, default)]
+    method: Option<&'a str>,
+    #[serde(borrow, default)]
+    params: Option<&'a Json>,
+}
+
+#[derive(Deserialize, Default)]
+struct Params<'a> {
+    #[serde(rename = "_meta", borrow, default)]
+    meta: Option<&'a Json>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    uri: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Meta<'a> {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion", default)]
+    version: Option<String>,
+    #[serde(rename = "io.modelcontextprotocol/clientCapabilities", borrow, default)]
+    capabilities: Option<&'a Json>,
+}
+
+/// Reads what the 2026 checks need from a single JSON-RPC message; `None` for a body that
+/// is not one object (a batch, or not JSON).
+pub(super) fn stateless(body: &[u8]) -> Option<Stateless<'_>> {
+    let message: Message<'_> = serde_json::from_slice(body).ok()?;
+    let mut out = Stateless {
+        id: message.id.map(Json::get),
+        method: message.method,
+        ..Stateless::default()
+    };
+    let params: Params<'_> = message
+        .params
+        .and_then(|p| serde_json::from_str(p.get()).ok())
+        .unwrap_or_default();
+    if let Some(meta) = params.meta {
+        out.meta = true;
+        if let Ok(meta) = serde_json::from_str::<Meta<'_>>(meta.get()) {
+            out.version = meta.version;
+            out.capabilities = meta.capabilities.is_some();
+        }
+    }
+    out.name = match message.method {
+        Some("tools/call" | "prompts/get") => params.name,
+        Some("resources/read") => params.uri,
+        _ => None,
+    };
+    Some(out)
+}
+
+/// True when `_meta` names the stateless revision's protocol version at all (a request of
+/// the 2026 era, whatever the version says).
+pub(super) fn has_meta_version(body: &[u8]) -> bool {
+    stateless(body).is_some_and(|s| s.version.is_some())
+}
+
+/// Checks a 2026-07-28 request against its headers, in the order the revision (and its
+/// conformance suite) gives: a missing `MCP-Protocol-Version` header, then a `_meta`
+/// lacking a required key (`-32602`), then a header that disagrees with the body
+/// (`-32020`: version, `Mcp-Method`, `Mcp-Name`), then an unsupported version
+/// (`-32022`). Every refusal is HTTP 400 with the request's id.
+pub(super) fn check_stateless(head: &Head, body: &Stateless<'_>) -> Result<(), Response> {
+    let id = body.id;
+    let refuse = |code: i64, message: &str, data: Option<&[u8]>| {
+        Err(Response::json(400, error_body(id, code, message, data)))
+    };
+    let Some(header_version) = text(head, "mcp-protocol-version") else {
+        return refuse(
+            HEADER_MISMATCH,
+            "Header mismatch: MCP-Protocol-Version header missing",
+            None,
+        );
+    };
+    if !body.meta {
+        return refuse(-32602, "Invalid params: _meta is required", None);
+    }
+    let Some(version) = body.version.as_deref() else {
+        return refuse(
+            -32602,
+            "Invalid params: _meta lacks io.modelcontextprotocol/protocolVersion",
+            None,
+        );
+    };
+    if !body.capabilities {
+        return refuse(
+            -32602,
+            "Invalid params: _meta lacks io.modelcontextprotocol/clientCapabilities",
+            None,
+        );
+    }
+    if header_version != version {
+        return refuse(
+            HEADER_MISMATCH,
+            "Header mismatch: MCP-Protocol-Version differs from _meta's protocol version",
+            None,
+        );
+    }
+    let method = body.method.unwrap_or_default();
+    match text(head, "mcp-method") {
+        Some(m) if m == method => {}
+        Some(_) => {
+            return refuse(
+                HEADER_MISMATCH,
+                "Header mismatch: Mcp-Method differs from the body's method",
+                None,
+            )
+        }
+        None => {
+            return refuse(
+                HEADER_MISMATCH,
+                "Header mismatch: Mcp-Method header missing",
+                None,
+            )
+        }
+    }
+    if matches!(method, "tools/call" | "prompts/get" | "resources/read") {
+        let header = text(head, "mcp-name").map(decode_header_value);
+        match (header, body.name.as_deref()) {
+            (None, _) => {
+                return refuse(
+                    HEADER_MISMATCH,
+                    "Header mismatch: Mcp-Name header missing",
+                    None,
+                )
+            }
+            (Some(None), _) => {
+                return refuse(
+                    HEADER_MISMATCH,
+                    "Header mismatch: Mcp-Name is not valid base64",
+                    None,
+                )
+            }
+            (Some(Some(h)), Some(b)) if h == b => {}
+            (Some(Some(_)), _) => {
+                return refuse(
+                    HEADER_MISMATCH,
+                    "Header mismatch: Mcp-Name differs from the body",
+                    None,
+                )
+            }
+        }
+    }
+    if version != STATELESS {
+        let mut data = Vec::from(&b"{\"supported\":[\""[..]);
+        data.extend_from_slice(STATELESS.as_bytes());
+        data.extend_from_slice(b"\"],\"requested\":");
+        crate::json::write_str(&mut data, version);
+        data.push(b'}');
+        return refuse(
+            UNSUPPORTED_VERSION,
+            "Unsupported protocol version",
+            Some(&data),
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_header_values_decode_strictly() {
+        assert_eq!(
+            decode_header_value("=?base64?SGVsbG8=?=").as_deref(),
+            Some("Hello")
+        );
+        assert_eq!(decode_header_value("  plain  ").as_deref(), Some("plain"));
+        assert_eq!(
+            decode_header_value("=?base64?SGVsbG8?="),
+            None,
+            "bad padding"
+        );
+        assert_eq!(decode_header_value("=?base64?SGVs!!!bG8=?="), None);
+        assert_eq!(decode_header_value("SGVsbG8=").as_deref(), Some("SGVsbG8="));
+        assert_eq!(
+            decode_header_value("=?base64?SGVsbG8=").as_deref(),
+            Some("=?base64?SGVsbG8="),
+            "no ?= suffix: literal"
+        );
+    }
+
+    #[test]
+    fn hosts_and_origins() {
+        let hosts = Hosts::Loopback;
+        for ok in [
+            "localhost",
+            "localhost:3000",
+            "127.0.0.1:80",
+            "[::1]:9",
+            "LOCALHOST",
+        ] {
+            assert!(hosts.allows(ok), "{ok}");
+        }
+        for no in ["evil.example.com", "127.0.0.1.evil.com", "evil.com:127"] {
+            assert!(!hosts.allows(no), "{no}");
+        }
+        let origins = Origins::SameAsHosts;
+        assert!(origins.allows("http://127.0.0.1:3000", &hosts));
+        assert!(!origins.allows("http://evil.example.com", &hosts));
+        assert!(!origins.allows("null", &hosts));
+    }
+}

@@ -1,0 +1,572 @@
+use alloc::borrow::ToOwned;
+use alloc::string::String;
+use alloc::vec::Vec;
+use alloc::{format, vec};
+use core::time::Duration;
+
+use super::*;
+use crate::codec::http::{HttpStep, RequestDecoder};
+
+/// A head and body as a client would send them.
+fn request(method: &str, headers: &[(&str, &str)], body: &str) -> (Head, Vec<u8>) {
+    let mut wire = format!("{method} /mcp HTTP/1.1\r\nhost: 127.0.0.1:3000\r\n");
+    for (name, value) in headers {
+        wire.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if method == "POST" {
+        wire.push_str("content-type: application/json\r\n");
+        wire.push_str(&format!("content-length: {}\r\n", body.len()));
+    }
+    wire.push_str("\r\n");
+    let mut bytes = wire.into_bytes();
+    let mut decoder = RequestDecoder::keeping_fields(1 << 20);
+    let Ok(HttpStep::Head(_, head)) = decoder.decode(&mut bytes) else {
+        panic!("a head")
+    };
+    (head, body.as_bytes().to_vec())
+}
+
+const ACCEPT: (&str, &str) = ("accept", "application/json, text/event-stream");
+
+/// Not random, but never the same twice (a server refuses to reuse a session id).
+fn entropy(bytes: &mut [u8]) {
+    static NEXT: core::sync::atomic::AtomicU8 = core::sync::atomic::AtomicU8::new(0);
+    let n = NEXT.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+    for (i, b) in bytes.iter_mut().enumerate() {
+        *b = (i as u8).wrapping_mul(17) ^ n;
+    }
+}
+
+fn post(server: &mut Server, headers: &[(&str, &str)], body: &str, now: Instant) -> Verdict {
+    let mut all = vec![ACCEPT];
+    all.extend_from_slice(headers);
+    let (head, body) = request("POST", &all, body);
+    server.handle_request(&head, &body, Authorized::NotRequired, now, &mut entropy)
+}
+
+/// Everything `stream` writes now, as text, and whether it ended.
+fn drain(server: &mut Server, stream: u64) -> (String, Step) {
+    let mut out = Vec::new();
+    let mut step;
+    loop {
+        step = server.poll_stream(stream, &mut out);
+        if step != Step::Data {
+            break;
+        }
+    }
+    (String::from_utf8(out).unwrap(), step)
+}
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+
+/// Opens a session; its id.
+fn session(server: &mut Server, now: Instant) -> (u64, String) {
+    let Verdict::Open {
+        session,
+        stream,
+        new_session: true,
+    } = post(server, &[], INITIALIZE, now)
+    else {
+        panic!("a new session")
+    };
+    let result = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}"#;
+    server.handle_outgoing(session, result.as_bytes(), stream, now);
+    let (text, step) = drain(server, stream);
+    assert_eq!(step, Step::End);
+    assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+    assert!(text.contains("content-type: application/json\r\n"));
+    assert!(text.ends_with(result), "{text}");
+    let id = text
+        .lines()
+        .find_map(|l| l.strip_prefix("mcp-session-id: "))
+        .expect("a session id")
+        .to_owned();
+    assert_eq!(id.len(), 32);
+    assert!(id.bytes().all(|b| (0x21..=0x7e).contains(&b)));
+    (session, id)
+}
+
+#[test]
+fn a_session_answers_json_then_sse_when_progress_comes_first() {
+    let mut server = Server::new(Config::default());
+    let now = Instant::ZERO;
+    let (key, id) = session(&mut server, now);
+    let version = ("mcp-protocol-version", "2025-11-25");
+    let sid = ("mcp-session-id", id.as_str());
+    let note = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let Verdict::Deliver { session, response } = post(&mut server, &[sid, version], note, now)
+    else {
+        panic!()
+    };
+    assert_eq!((session, response.status), (key, 202));
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","_meta":{"progressToken":7}}}"#;
+    let Verdict::Open {
+        stream,
+        new_session: false,
+        ..
+    } = post(&mut server, &[sid, version], call, now)
+    else {
+        panic!()
+    };
+    let progress = r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":7,"progress":1}}"#;
+    server.handle_outgoing(key, progress.as_bytes(), stream, now);
+    let (text, step) = drain(&mut server, stream);
+    assert_eq!(step, Step::Wait);
+    assert!(text.starts_with("HTTP/1.1 200 OK\r\n"));
+    assert!(text.contains("content-type: text/event-stream\r\n"));
+    assert!(text.contains("transfer-encoding: chunked\r\n"));
+    assert!(
+        text.contains(&format!("id: {stream}.0\nretry: 1000\ndata: \n\n")),
+        "priming: {text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "id: {stream}.1\nevent: message\ndata: {progress}\n\n"
+        )) || text.contains(&format!(
+            "event: message\nid: {stream}.1\ndata: {progress}\n\n"
+        )),
+        "{text}"
+    );
+    let answer = r#"{"jsonrpc":"2.0","id":2,"result":{"content":[]}}"#;
+    server.handle_outgoing(key, answer.as_bytes(), stream, now);
+    let (text, step) = drain(&mut server, stream);
+    assert_eq!(step, Step::End);
+    assert!(
+        text.contains(answer) && text.ends_with("0\r\n\r\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn session_rules_missing_unknown_and_deleted() {
+    let mut server = Server::new(Config::default());
+    let now = Instant::ZERO;
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let Verdict::Respond(r) = post(&mut server, &[], list, now) else {
+        panic!()
+    };
+    assert_eq!(r.status, 400);
+    let Verdict::Respond(r) = post(&mut server, &[("mcp-session-id", "nope")], list, now) else {
+        panic!()
+    };
+    assert_eq!(r.status, 404);
+    let (key, id) = session(&mut server, now);
+    let Verdict::Respond(r) = post(
+        &mut server,
+        &[
+            ("mcp-session-id", &id),
+            ("mcp-protocol-version", "1999-01-01"),
+        ],
+        list,
+        now,
+    ) else {
+        panic!()
+    };
+    assert_eq!(r.status, 400, "an unsupported version");
+    let (head, _) = request("DELETE", &[("mcp-session-id", &id)], "");
+    let verdict = server.handle_request(&head, &[], Authorized::NotRequired, now, &mut entropy);
+    assert!(matches!(verdict, Verdict::Ended { session, .. } if session == key));
+    let Verdict::Respond(r) = post(&mut server, &[("mcp-session-id", &id)], list, now) else {
+        panic!()
+    };
+    assert_eq!(r.status, 404, "a terminated session");
+    assert_eq!(server.sessions(), 0);
+}
+
+#[test]
+fn hosts_origins_methods_and_media_types() {
+    let mut server = Server::new(Config::default());
+    let now = Instant::ZERO;
+    let mut bytes = b"POST /mcp HTTP/1.1\r\nhost: evil.example.com\r\norigin: http://evil.example.com\r\naccept: application/json, text/event-stream\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n".to_vec();
+    let Ok(HttpStep::Head(_, head)) = RequestDecoder::keeping_fields(100).decode(&mut bytes) else {
+        panic!()
+    };
+    let Verdict::Respond(r) =
+        server.handle_request(&head, b"{}", Authorized::NotRequired, now, &mut entropy)
+    else {
+        panic!()
+    };
+    assert_eq!(r.status, 403);
+    let Verdict::Respond(r) = post(
+        &mut server,
+        &[("origin", "http://evil.example.com")],
+        INITIALIZE,
+        now,
+    ) else {
+        panic!()
+    };
+    assert_eq!(r.status, 403);
+    assert!(matches!(
+        post(
+            &mut server,
+            &[("origin", "http://127.0.0.1:3000")],
+            INITIALIZE,
+            now
+        ),
+        Verdict::Open { .. }
+    ));
+    let (head, body) = request("POST", &[("accept", "application/json")], INITIALIZE);
+    let Verdict::Respond(r) =
+        server.handle_request(&head, &body, Authorized::NotRequired, now, &mut entropy)
+    else {
+        panic!()
+    };
+    assert_eq!(r.status, 406);
+    let (head, _) = request("PUT", &[], "");
+    let Verdict::Respond(r) =
+        server.handle_request(&head, &[], Authorized::NotRequired, now, &mut entropy)
+    else {
+        panic!()
+    };
+    assert_eq!(r.status, 405);
+    let Verdict::Respond(r) = post(&mut server, &[], "{not json", now) else {
+        panic!()
+    };
+    assert_eq!(r.status, 400);
+    assert!(String::from_utf8_lossy(&r.body).contains("-32700"));
+}
+
+fn meta(version: &str) -> String {
+    format!(
+        r#""_meta":{{"io.modelcontextprotocol/protocolVersion":"{version}","io.modelcontextprotocol/clientCapabilities":{{}}}}"#
+    )
+}
+
+#[test]
+fn stateless_header_rules_come_in_the_revisions_order() {
+    let mut server = Server::new(Config::default());
+    let now = Instant::ZERO;
+    let v = ("mcp-protocol-version", "2026-07-28");
+    let discover = ("mcp-method", "server/discover");
+    let code = |verdict: Verdict| match verdict {
+        Verdict::Respond(r) => {
+            let body = String::from_utf8(r.body).unwrap();
+            let code = body
+                .split("\"code\":")
+                .nth(1)
+                .unwrap()
+                .split(',')
+                .next()
+                .unwrap()
+                .to_owned();
+            (r.status, code)
+        }
+        other => panic!("{other:?}"),
+    };
+    let no_meta = r#"{"jsonrpc":"2.0","id":101,"method":"server/discover","params":{}}"#;
+    assert_eq!(
+        code(post(&mut server, &[v, discover], no_meta, now)),
+        (400, "-32602".into())
+    );
+    let mismatch = format!(
+        r#"{{"jsonrpc":"2.0","id":302,"method":"server/discover","params":{{{}}}}}"#,
+        meta("v999.0.0")
+    );
+    assert_eq!(
+        code(post(&mut server, &[v, discover], &mismatch, now)),
+        (400, "-32020".into())
+    );
+    let unsupported = ("mcp-protocol-version", "v999.0.0");
+    let (status, c) = code(post(&mut server, &[unsupported, discover], &mismatch, now));
+    assert_eq!((status, c.as_str()), (400, "-32022"));
+    let ok = format!(
+        r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"add",{}}}}}"#,
+        meta("2026-07-28")
+    );
+    let call = ("mcp-method", "tools/call");
+    assert_eq!(
+        code(post(&mut server, &[v, call], &ok, now)),
+        (400, "-32020".into()),
+        "no Mcp-Name"
+    );
+    assert_eq!(
+        code(post(
+            &mut server,
+            &[v, call, ("mcp-name", "other")],
+            &ok,
+            now
+        )),
+        (400, "-32020".into())
+    );
+    assert_eq!(
+        code(post(
+            &mut server,
+            &[v, ("mcp-method", "tools/list"), ("mcp-name", "add")],
+            &ok,
+            now
+        )),
+        (400, "-32020".into())
+    );
+    assert!(matches!(
+        post(&mut server, &[v, call, ("mcp-name", "  add  ")], &ok, now),
+        Verdict::Stateless { .. }
+    ));
+    assert!(matches!(
+        post(
+            &mut server,
+            &[v, call, ("mcp-name", "=?base64?YWRk?=")],
+            &ok,
+            now
+        ),
+        Verdict::Stateless { .. }
+    ));
+}
+
+#[test]
+fn a_stateless_answer_is_json_with_404_for_an_unknown_method_and_sse_after_progress() {
+    let mut server = Server::new(Config::default());
+    let now = Instant::ZERO;
+    let v = ("mcp-protocol-version", "2026-07-28");
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":601,"method":"unknown/method","params":{{{}}}}}"#,
+        meta("2026-07-28")
+    );
+    let Verdict::Stateless { stream } = post(
+        &mut server,
+        &[v, ("mcp-method", "unknown/method")],
+        &body,
+        now,
+    ) else {
+        panic!()
+    };
+    let error =
+        r#"{"jsonrpc":"2.0","id":601,"error":{"code":-32601,"message":"Method not found"}}"#;
+    server.handle_stream_output(stream, error.as_bytes(), now);
+    let (text, step) = drain(&mut server, stream);
+    assert_eq!(step, Step::End);
+    assert!(
+        text.starts_with("HTTP/1.1 404 Not Found\r\n") && text.ends_with(error),
+        "{text}"
+    );
+
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{{{}}}}}"#,
+        meta("2026-07-28")
+    );
+    let Verdict::Stateless { stream } =
+        post(&mut server, &[v, ("mcp-method", "tools/list")], &body, now)
+    else {
+        panic!()
+    };
+    let progress = r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}"#;
+    server.handle_stream_output(stream, progress.as_bytes(), now);
+    let (text, _) = drain(&mut server, stream);
+    assert!(
+        text.contains("text/event-stream") && !text.contains("id: "),
+        "no ids in 2026: {text}"
+    );
+    // The client goes away: the request is cancelled, nothing more goes out.
+    assert_eq!(server.handle_stream_closed(stream, now), Closed::Cancel);
+    assert_eq!(server.streams(), 0);
+}
+
+#[test]
+fn a_dropped_stream_is_resumed_with_last_event_id_and_loses_nothing() {
+    let mut server = Server::new(Config::default());
+    let now = Instant::ZERO;
+    let (key, id) = session(&mut server, now);
+    let sid = ("mcp-session-id", id.as_str());
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}}"#;
+    let Verdict::Open { stream, .. } = post(&mut server, &[sid], call, now) else {
+        panic!()
+    };
+    let note = |n: u32| {
+        format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":1,"progress":{n}}}}}"#
+        )
+    };
+    server.handle_outgoing(key, note(1).as_bytes(), stream, now);
+    let (first, _) = drain(&mut server, stream);
+    assert!(first.contains(&note(1)));
+    assert_eq!(server.handle_stream_closed(stream, now), Closed::Detached);
+    server.handle_outgoing(key, note(2).as_bytes(), stream, now);
+    server.handle_outgoing(key, note(3).as_bytes(), stream, now);
+    let (head, _) = request(
+        "GET",
+        &[
+            sid,
+            ("accept", "text/event-stream"),
+            ("last-event-id", &format!("{stream}.1")),
+        ],
+        "",
+    );
+    let Verdict::Listen { stream: resumed } =
+        server.handle_request(&head, &[], Authorized::NotRequired, now, &mut entropy)
+    else {
+        panic!()
+    };
+    assert_eq!(resumed, stream);
+    let answer = r#"{"jsonrpc":"2.0","id":2,"result":{}}"#;
+    server.handle_outgoing(key, answer.as_bytes(), stream, now);
+    let (text, step) = drain(&mut server, stream);
+    assert_eq!(step, Step::End);
+    assert!(!text.contains(&note(1)), "already seen");
+    let (two, three, end) = (text.find(&note(2)), text.find(&note(3)), text.find(answer));
+    assert!(two < three && three < end && two.is_some(), "{text}");
+}
+
+#[test]
+fn messages_for_no_request_wait_for_the_get_stream() {
+    let mut server = Server::new(Config::default());
+    let now = Instant::ZERO;
+    let (key, id) = session(&mut server, now);
+    let changed = r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#;
+    server.handle_outgoing(key, changed.as_bytes(), 0, now);
+    let (head, _) = request(
+        "GET",
+        &[("mcp-session-id", &id), ("accept", "text/event-stream")],
+        "",
+    );
+    let Verdict::Listen { stream } =
+        server.handle_request(&head, &[], Authorized::NotRequired, now, &mut entropy)
+    else {
+        panic!()
+    };
+    let (text, step) = drain(&mut server, stream);
+    assert_eq!(step, Step::Wait);
+    assert!(
+        text.contains("text/event-stream") && text.contains(changed),
+        "{text}"
+    );
+    // One GET stream at a time.
+    let Verdict::Respond(r) =
+        server.handle_request(&head, &[], Authorized::NotRequired, now, &mut entropy)
+    else {
+        panic!()
+    };
+    assert_eq!(r.status, 409);
+}
+
+#[test]
+fn a_slow_answer_gets_an_sse_stream_with_keep_alives() {
+    let mut server = Server::new(Config::default());
+    let now = Instant::ZERO;
+    let (_, id) = session(&mut server, now);
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}}"#;
+    let Verdict::Open { stream, .. } = post(&mut server, &[("mcp-session-id", &id)], call, now)
+    else {
+        panic!()
+    };
+    assert_eq!(drain(&mut server, stream).1, Step::Wait);
+    let window = server.poll_timeout().unwrap();
+    assert_eq!(window, now + Duration::from_secs(1));
+    server.handle_timeout(window);
+    let (text, _) = drain(&mut server, stream);
+    assert!(
+        text.contains("text/event-stream") && text.contains("retry: 1000"),
+        "{text}"
+    );
+    let next = window + Duration::from_secs(15);
+    server.handle_timeout(next);
+    let (text, _) = drain(&mut server, stream);
+    assert!(text.contains(": keep-alive"), "{text}");
+}
+
+#[test]
+fn bounds_sessions_streams_and_unread_responses() {
+    let mut server = Server::new(Config {
+        max_sessions: 2,
+        max_streams_per_session: 2,
+        max_stream_buffer: 4096,
+        max_queued_events: 4,
+        ..Config::default()
+    });
+    let now = Instant::ZERO;
+    let (key, id) = session(&mut server, now);
+    session(&mut server, now);
+    let Verdict::Respond(r) = post(&mut server, &[], INITIALIZE, now) else {
+        panic!()
+    };
+    assert_eq!(r.status, 503);
+    let sid = ("mcp-session-id", id.as_str());
+    let call = |n: u32| format!(r#"{{"jsonrpc":"2.0","id":{n},"method":"slow"}}"#);
+    let Verdict::Open { stream, .. } = post(&mut server, &[sid], &call(2), now) else {
+        panic!()
+    };
+    assert!(matches!(
+        post(&mut server, &[sid], &call(3), now),
+        Verdict::Open { .. }
+    ));
+    let Verdict::Respond(r) = post(&mut server, &[sid], &call(4), now) else {
+        panic!()
+    };
+    assert_eq!(r.status, 429);
+    // Nobody reads `stream`'s response: past its buffer it is cut.
+    let note = r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}}"#;
+    for _ in 0..100 {
+        server.handle_outgoing(key, note.as_bytes(), stream, now);
+    }
+    let mut out = Vec::new();
+    assert_eq!(server.poll_stream(stream, &mut out), Step::Abort);
+    assert!(out.is_empty());
+    // Waiting for a GET stream: at most four.
+    for _ in 0..10 {
+        server.handle_outgoing(key, note.as_bytes(), 0, now);
+    }
+    assert_eq!(server.sessions.get(&key).unwrap().waiting.len(), 4);
+}
+
+#[test]
+fn tokens_and_the_protected_resource_metadata() {
+    let mut server = Server::new(Config {
+        auth: Some(Auth::new(
+            "http://127.0.0.1:3000/mcp",
+            "http://127.0.0.1:3000/.well-known/oauth-protected-resource/mcp",
+            "https://auth.example.com",
+        )),
+        ..Config::default()
+    });
+    let now = Instant::ZERO;
+    let (head, body) = request("POST", &[ACCEPT], INITIALIZE);
+    let Verdict::Respond(r) =
+        server.handle_request(&head, &body, Authorized::Missing, now, &mut entropy)
+    else {
+        panic!()
+    };
+    assert_eq!(r.status, 401);
+    assert_eq!(
+        r.headers,
+        [
+            ("content-type", String::from("application/json")),
+            (
+                "www-authenticate",
+                String::from(
+                    r#"Bearer resource_metadata="http://127.0.0.1:3000/.well-known/oauth-protected-resource/mcp""#
+                )
+            ),
+        ]
+    );
+    let Verdict::Respond(r) = server.handle_request(
+        &head,
+        &body,
+        Authorized::InsufficientScope("tools:call".into()),
+        now,
+        &mut entropy,
+    ) else {
+        panic!()
+    };
+    assert_eq!(r.status, 403);
+    assert!(r.headers[1]
+        .1
+        .contains(r#"error="insufficient_scope", scope="tools:call""#));
+    assert!(matches!(
+        server.handle_request(&head, &body, Authorized::Valid, now, &mut entropy),
+        Verdict::Open { .. }
+    ));
+    let mut wire =
+        b"GET /.well-known/oauth-protected-resource/mcp HTTP/1.1\r\nhost: 127.0.0.1:3000\r\n\r\n"
+            .to_vec();
+    let Ok(HttpStep::Head(_, head)) = RequestDecoder::keeping_fields(100).decode(&mut wire) else {
+        panic!()
+    };
+    let Verdict::Respond(r) =
+        server.handle_request(&head, &[], Authorized::Missing, now, &mut entropy)
+    else {
+        panic!()
+    };
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        String::from_utf8(r.body).unwrap(),
+        r#"{"resource":"http://127.0.0.1:3000/mcp","authorization_servers":["https://auth.example.com"],"bearer_methods_supported":["header"]}"#
+    );
+}
