@@ -11,8 +11,8 @@
 //!    stopping when the endpoint's output is full (back-pressure);
 //! 4. calls [`ConnectionHook::close`] once when the connection ends.
 
-use alloc::boxed::Box;
 use crate::sync::Arc;
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 use crate::endpoint::{Endpoint, IncomingId};

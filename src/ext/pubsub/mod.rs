@@ -58,11 +58,11 @@
 //!   finds its messages when it comes back; retention bounds the log.
 //! - Every store failure answers the peer `-32603` and is reported to the operator.
 
+use crate::sync::Arc;
 use alloc::borrow::ToOwned;
 use alloc::boxed::Box;
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::string::{String, ToString};
-use crate::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt::{self, Write as _};
 use core::time::Duration;
