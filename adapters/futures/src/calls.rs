@@ -73,12 +73,17 @@ impl Calls {
             Command::Notify {
                 method,
                 params,
+                on_behalf,
                 ack,
-            } => match conn.notify(&method, params.as_deref()) {
+            } => match match on_behalf {
+                Some(handle) => conn.notify_for(handle, &method, params.as_deref()),
+                None => conn.notify(&method, params.as_deref()),
+            } {
                 Err(SendError::OutputFull) => {
                     return Some(Command::Notify {
                         method,
                         params,
+                        on_behalf,
                         ack,
                     })
                 }
@@ -86,8 +91,23 @@ impl Calls {
                     let _ = ack.send(r.map_err(CallError::Send));
                 }
             },
-            Command::Progress { token, value, ack } => match conn.send_progress(&token, &value) {
-                Err(SendError::OutputFull) => return Some(Command::Progress { token, value, ack }),
+            Command::Progress {
+                token,
+                value,
+                on_behalf,
+                ack,
+            } => match match on_behalf {
+                Some(handle) => conn.send_progress_for(handle, &token, &value),
+                None => conn.send_progress(&token, &value),
+            } {
+                Err(SendError::OutputFull) => {
+                    return Some(Command::Progress {
+                        token,
+                        value,
+                        on_behalf,
+                        ack,
+                    })
+                }
                 r => {
                     let _ = ack.send(r.map_err(CallError::Send));
                 }

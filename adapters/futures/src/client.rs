@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures::channel::{mpsc, oneshot};
-use sansrpc::endpoint::{EndReason, Progress, SendError, Timeout};
+use sansrpc::endpoint::{EndReason, IncomingId, Progress, SendError, Timeout};
 use sansrpc::ext::interceptors::{CallOutcome, Interceptors};
 use std::time::Duration;
 
@@ -42,11 +42,14 @@ pub(crate) enum Command {
     Notify {
         method: Cow<'static, str>,
         params: Option<Box<RawValue>>,
+        /// Sent for this request of the peer's (on its stream, where the transport has one).
+        on_behalf: Option<IncomingId>,
         ack: oneshot::Sender<Result<(), CallError>>,
     },
     Progress {
         token: Id<'static>,
         value: Box<RawValue>,
+        on_behalf: Option<IncomingId>,
         ack: oneshot::Sender<Result<(), CallError>>,
     },
     Batch {
@@ -185,10 +188,21 @@ impl Client {
         token: &Id<'_>,
         value: &RawValue,
     ) -> impl Future<Output = Result<(), CallError>> + Send {
+        self.send_progress_for(None, token, value)
+    }
+
+    /// [`send_progress`](Self::send_progress) on behalf of the peer's request `on_behalf`.
+    pub(crate) fn send_progress_for(
+        &self,
+        on_behalf: Option<IncomingId>,
+        token: &Id<'_>,
+        value: &RawValue,
+    ) -> impl Future<Output = Result<(), CallError>> + Send {
         let (ack, rx) = oneshot::channel();
         let _ = self.tx.unbounded_send(Command::Progress {
             token: token.to_owned_id(),
             value: value.to_owned(),
+            on_behalf,
             ack,
         });
         async move { rx.await.unwrap_or(Err(CallError::Ended(EndReason::Closed))) }
@@ -245,7 +259,7 @@ impl Client {
     ) -> impl Future<Output = Result<(), CallError>> + Send {
         let queued = encode_params_owned(params)
             .map_err(CallError::Send)
-            .map(|params| self.notify_owned(Cow::Borrowed(N::NAME), params));
+            .map(|params| self.notify_owned(Cow::Borrowed(N::NAME), params, None));
         async move { queued?.await }
     }
 
@@ -255,13 +269,18 @@ impl Client {
         method: &str,
         params: Option<&RawValue>,
     ) -> impl Future<Output = Result<(), CallError>> + Send {
-        self.notify_owned(Cow::Owned(method.to_owned()), params.map(ToOwned::to_owned))
+        self.notify_owned(
+            Cow::Owned(method.to_owned()),
+            params.map(ToOwned::to_owned),
+            None,
+        )
     }
 
-    fn notify_owned(
+    pub(crate) fn notify_owned(
         &self,
         method: Cow<'static, str>,
         mut params: Option<Box<RawValue>>,
+        on_behalf: Option<IncomingId>,
     ) -> impl Future<Output = Result<(), CallError>> + Send {
         let (ack, rx) = oneshot::channel();
         let observe = match self.intercept_before(&method, &mut params, true) {
@@ -269,6 +288,7 @@ impl Client {
                 let _ = self.tx.unbounded_send(Command::Notify {
                     method,
                     params,
+                    on_behalf,
                     ack,
                 });
                 Ok(observe)

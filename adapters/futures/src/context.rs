@@ -1,5 +1,6 @@
 //! What an async handler knows about the request it answers: [`RequestContext`].
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt;
 use std::future::Future;
@@ -8,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
+use sansrpc::endpoint::IncomingId;
 use sansrpc::{Id, RawValue};
 
 use crate::client::{CallError, Client};
@@ -53,6 +55,7 @@ use crate::client::{CallError, Client};
 #[derive(Clone)]
 pub struct RequestContext {
     id: Id<'static>,
+    handle: IncomingId,
     peer: Client,
     cancel: CancelSignal,
     progress: Option<Id<'static>>,
@@ -71,12 +74,14 @@ impl fmt::Debug for RequestContext {
 impl RequestContext {
     pub(crate) fn new(
         id: Id<'static>,
+        handle: IncomingId,
         peer: Client,
         cancel: CancelSignal,
         progress: Option<Id<'static>>,
     ) -> Self {
         RequestContext {
             id,
+            handle,
             peer,
             cancel,
             progress,
@@ -128,7 +133,10 @@ impl RequestContext {
         let Some(token) = &self.progress else {
             return Ok(false);
         };
-        self.peer.send_progress(token, value).await.map(|()| true)
+        self.peer
+            .send_progress_for(Some(self.handle), token, value)
+            .await
+            .map(|()| true)
     }
 
     /// Like [`report_progress`](Self::report_progress) without waiting, for a synchronous
@@ -140,8 +148,24 @@ impl RequestContext {
             return false;
         };
         // The command is queued when the future is made; nobody waits for its send.
-        drop(self.peer.send_progress(token, value));
+        drop(self.peer.send_progress_for(Some(self.handle), token, value));
         true
+    }
+
+    /// Sends a notification on behalf of the request (a log message, say): where the
+    /// transport has a stream per request (MCP's Streamable HTTP) it goes on this request's
+    /// stream, ahead of its answer; elsewhere it is [`Client::notify_raw`]. Resolves once
+    /// it is queued for the wire.
+    pub fn notify_raw(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> impl Future<Output = Result<(), CallError>> + Send {
+        self.peer.notify_owned(
+            Cow::Owned(method.to_owned()),
+            params.map(ToOwned::to_owned),
+            Some(self.handle),
+        )
     }
 }
 

@@ -315,7 +315,13 @@ impl AsyncRouter {
                 };
                 let signal = CancelSignal::default();
                 let token = origin.profile.progress_token(params);
-                let cx = RequestContext::new(id.to_owned_id(), peer.clone(), signal.clone(), token);
+                let cx = RequestContext::new(
+                    id.to_owned_id(),
+                    origin.handle,
+                    peer.clone(),
+                    signal.clone(),
+                    token,
+                );
                 return Work::Call(f(cx, admitted), Some(signal));
             }
             None => {}
@@ -361,6 +367,8 @@ impl AsyncRouter {
 pub(crate) struct Origin<'a> {
     /// A client on the request's connection.
     pub peer: Option<&'a Client>,
+    /// The request's handle on its connection.
+    pub handle: sansrpc::endpoint::IncomingId,
     /// The connection's profile (where progress tokens are).
     pub profile: sansrpc::endpoint::Profile,
 }

@@ -127,6 +127,7 @@ impl Server {
                     let params = request.params.as_deref();
                     let origin = Origin {
                         peer: self.peer.as_ref(),
+                        handle,
                         profile,
                     };
                     // What a synchronous handler (or a stream's) sees as its context.
@@ -139,6 +140,7 @@ impl Server {
                         let signal = signal.unwrap_or_else(CancelSignal::never);
                         Some(RequestContext::new(
                             request.id.to_owned_id(),
+                            handle,
                             peer,
                             signal,
                             token,
