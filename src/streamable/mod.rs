@@ -56,8 +56,9 @@ mod store;
 mod stream;
 
 pub use rules::{
-    bearer_token, decode_header_value, Hosts, Origins, ASSUMED, HEADER_MISMATCH, LATEST_LEGACY,
-    LEGACY, META_CAPABILITIES, META_VERSION, MISSING_CAPABILITY, STATELESS, UNSUPPORTED_VERSION,
+    bearer_token, decode_header_value, Hosts, Origins, ParamHeader, ASSUMED, HEADER_MISMATCH,
+    LATEST_LEGACY, LEGACY, META_CAPABILITIES, META_VERSION, MISSING_CAPABILITY, STATELESS,
+    UNSUPPORTED_VERSION,
 };
 pub use store::{EventStore, MemoryEventStore};
 
@@ -108,6 +109,9 @@ pub struct Config {
     pub store_age: Duration,
     /// The OAuth 2.1 resource-server settings; `None` (the default) serves without tokens.
     pub auth: Option<Auth>,
+    /// Tool arguments mirrored in `Mcp-Param-` headers, checked on 2026-07-28 `tools/call`
+    /// requests (default none).
+    pub param_headers: Vec<ParamHeader>,
 }
 
 impl Default for Config {
@@ -130,6 +134,7 @@ impl Default for Config {
             store_bytes: 8 << 20,
             store_age: Duration::from_secs(300),
             auth: None,
+            param_headers: Vec::new(),
         }
     }
 }
@@ -704,7 +709,7 @@ impl Server {
             // No notification of the client's is defined over HTTP in this revision.
             return Verdict::Respond(Response::new(202));
         }
-        if let Err(refused) = rules::check_stateless(head, &fields) {
+        if let Err(refused) = rules::check_stateless(head, &fields, &self.config.param_headers) {
             return Verdict::Respond(refused);
         }
         if self.stateless >= self.config.max_stateless {

@@ -209,6 +209,33 @@ pub(super) struct Stateless<'a> {
     pub capabilities: bool,
     /// `params.name` (tools/call, prompts/get) or `params.uri` (resources/read).
     pub name: Option<String>,
+    /// `params.arguments` of a `tools/call`, as raw JSON.
+    pub arguments: Option<&'a Json>,
+}
+
+/// A tool argument mirrored in an HTTP header (SEP-2243: the tool's input schema marks the
+/// property with `"x-mcp-header": "<Name>"`): a 2026-07-28 `tools/call` of `tool` must send
+/// `Mcp-Param-<Name>` with the argument's value (plain, or `=?base64?…?=`), and the two must
+/// agree; otherwise 400 with `-32020`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamHeader {
+    /// The tool's name.
+    pub tool: String,
+    /// The header's name after `Mcp-Param-`.
+    pub header: String,
+    /// The argument (a top-level property of the tool's input).
+    pub param: String,
+}
+
+impl ParamHeader {
+    /// `tool`'s argument `param`, mirrored in `Mcp-Param-<header>`.
+    pub fn new(tool: &str, header: &str, param: &str) -> Self {
+        ParamHeader {
+            tool: String::from(tool),
+            header: String::from(header),
+            param: String::from(param),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -229,6 +256,8 @@ struct Params<'a> {
     name: Option<String>,
     #[serde(default)]
     uri: Option<String>,
+    #[serde(borrow, default)]
+    arguments: Option<&'a Json>,
 }
 
 #[derive(Deserialize)]
@@ -259,6 +288,9 @@ pub(super) fn stateless(body: &[u8]) -> Option<Stateless<'_>> {
             out.capabilities = meta.capabilities.is_some();
         }
     }
+    if message.method == Some("tools/call") {
+        out.arguments = params.arguments;
+    }
     out.name = match message.method {
         Some("tools/call" | "prompts/get") => params.name,
         Some("resources/read") => params.uri,
@@ -278,7 +310,11 @@ pub(super) fn has_meta_version(body: &[u8]) -> bool {
 /// lacking a required key (`-32602`), then a header that disagrees with the body
 /// (`-32020`: version, `Mcp-Method`, `Mcp-Name`), then an unsupported version
 /// (`-32022`). Every refusal is HTTP 400 with the request's id.
-pub(super) fn check_stateless(head: &Head, body: &Stateless<'_>) -> Result<(), Response> {
+pub(super) fn check_stateless(
+    head: &Head,
+    body: &Stateless<'_>,
+    param_headers: &[ParamHeader],
+) -> Result<(), Response> {
     let id = body.id;
     let refuse = |code: i64, message: &str, data: Option<&[u8]>| {
         Err(Response::json(400, error_body(id, code, message, data)))
@@ -359,6 +395,14 @@ pub(super) fn check_stateless(head: &Head, body: &Stateless<'_>) -> Result<(), R
             }
         }
     }
+    if method == "tools/call" {
+        let tool = body.name.as_deref().unwrap_or_default();
+        for p in param_headers.iter().filter(|p| p.tool == tool) {
+            if let Err(message) = check_param(head, body.arguments, p) {
+                return refuse(HEADER_MISMATCH, message, None);
+            }
+        }
+    }
     if version != STATELESS {
         let mut data = Vec::from(&b"{\"supported\":[\""[..]);
         data.extend_from_slice(STATELESS.as_bytes());
@@ -372,6 +416,34 @@ pub(super) fn check_stateless(head: &Head, body: &Stateless<'_>) -> Result<(), R
         );
     }
     Ok(())
+}
+
+/// One argument against its `Mcp-Param-` header: both absent, or both present and equal
+/// (a string as it is, a number or boolean as its JSON text).
+fn check_param(head: &Head, arguments: Option<&Json>, p: &ParamHeader) -> Result<(), &'static str> {
+    let mut name = String::from("mcp-param-");
+    name.push_str(&p.header);
+    let header = text(head, &name).map(decode_header_value);
+    let argument = arguments
+        .and_then(|a| {
+            serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(a.get()).ok()
+        })
+        .and_then(|mut a| a.remove(&p.param));
+    let argument = match argument {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(s)) => Some(s),
+        Some(other) => serde_json::to_string(&other).ok(),
+    };
+    match (header, argument) {
+        (None, None) => Ok(()),
+        (Some(None), _) => Err("Header mismatch: an Mcp-Param header is not valid base64"),
+        (None, Some(_)) => Err("Header mismatch: an Mcp-Param header is missing"),
+        (Some(Some(_)), None) => Err("Header mismatch: an Mcp-Param header has no argument"),
+        (Some(Some(h)), Some(a)) if h == a => Ok(()),
+        (Some(Some(_)), Some(_)) => {
+            Err("Header mismatch: an Mcp-Param header differs from its argument")
+        }
+    }
 }
 
 #[cfg(test)]

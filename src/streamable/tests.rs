@@ -570,3 +570,75 @@ fn tokens_and_the_protected_resource_metadata() {
         r#"{"resource":"http://127.0.0.1:3000/mcp","authorization_servers":["https://auth.example.com"],"bearer_methods_supported":["header"]}"#
     );
 }
+
+/// SEP-2243: a tool argument declared as mirrored in an `Mcp-Param-` header must agree with
+/// it (plain or `=?base64?…?=`); a missing, undecodable or different header is 400 with
+/// `-32020`, and other tools are not checked.
+#[test]
+fn arguments_mirrored_in_headers_must_agree() {
+    let mut config = Config::default();
+    config.param_headers = vec![ParamHeader::new("weather", "Region", "region")];
+    let mut server = Server::new(config);
+    let now = Instant::ZERO;
+    let call = |tool: &str, region: Option<&str>| {
+        let args = region.map_or(String::new(), |r| format!(r#""region":"{r}""#));
+        format!(
+            r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"{tool}","arguments":{{{args}}},{}}}}}"#,
+            meta("2026-07-28")
+        )
+    };
+    let mut send = |tool: &str, region: Option<&str>, header: Option<&str>| {
+        let mut headers = vec![
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", tool),
+        ];
+        if let Some(h) = header {
+            headers.push(("mcp-param-region", h));
+        }
+        match post(&mut server, &headers, &call(tool, region), now) {
+            Verdict::Stateless { .. } => None,
+            Verdict::Respond(r) => {
+                let body = String::from_utf8(r.body).unwrap();
+                assert!(body.contains("\"code\":-32020"), "{body}");
+                Some(r.status)
+            }
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(send("weather", Some("Hello"), Some("Hello")), None);
+    assert_eq!(
+        send("weather", Some("Hello"), Some("=?base64?SGVsbG8=?=")),
+        None
+    );
+    assert_eq!(
+        send("weather", Some("SGVsbG8="), Some("SGVsbG8=")),
+        None,
+        "no wrapper: literal"
+    );
+    assert_eq!(send("weather", None, None), None, "neither");
+    assert_eq!(
+        send("weather", Some("Hello"), Some("=?base64?SGVsbG8?=")),
+        Some(400)
+    );
+    assert_eq!(
+        send("weather", Some("Hello"), Some("=?base64?SGVs!!!bG8=?=")),
+        Some(400)
+    );
+    assert_eq!(send("weather", Some("Hello"), Some("Bye")), Some(400));
+    assert_eq!(
+        send("weather", Some("test-value"), None),
+        Some(400),
+        "header missing"
+    );
+    assert_eq!(
+        send("weather", None, Some("Hello")),
+        Some(400),
+        "no argument"
+    );
+    assert_eq!(
+        send("other", Some("x"), None),
+        None,
+        "another tool is not checked"
+    );
+}

