@@ -576,8 +576,10 @@ fn tokens_and_the_protected_resource_metadata() {
 /// `-32020`, and other tools are not checked.
 #[test]
 fn arguments_mirrored_in_headers_must_agree() {
-    let mut config = Config::default();
-    config.param_headers = vec![ParamHeader::new("weather", "Region", "region")];
+    let config = Config {
+        param_headers: vec![ParamHeader::new("weather", "Region", "region")],
+        ..Config::default()
+    };
     let mut server = Server::new(config);
     let now = Instant::ZERO;
     let call = |tool: &str, region: Option<&str>| {
