@@ -67,6 +67,34 @@ impl Profile {
         }
     }
 
+    /// The token a peer put in a request's params for partial results (LSP's
+    /// `partialResultToken`; plain JSON-RPC looks for it too, MCP has none): the server may
+    /// send parts of the result as progress on it (`$/progress {token, value}`) before the
+    /// answer. `None` when there is none or it is not an integer or a string.
+    pub fn partial_result_token(self, params: Option<&RawValue>) -> Option<Id<'static>> {
+        #[derive(serde::Deserialize)]
+        struct Params {
+            #[serde(rename = "partialResultToken")]
+            token: Option<serde_json::Value>,
+        }
+        if matches!(self, Profile::Mcp) {
+            return None;
+        }
+        let text = params?.get().trim_start();
+        let bytes = text.as_bytes();
+        let named = memchr::memmem::find(bytes, b"partialResultToken").is_some();
+        if !text.starts_with('{') || (!named && memchr::memchr(b'\\', bytes).is_none()) {
+            return None;
+        }
+        let params: Params = serde_json::from_str(text).ok()?;
+        match params.token? {
+            token @ (serde_json::Value::Number(_) | serde_json::Value::String(_)) => {
+                serde_json::from_value(token).ok()
+            }
+            _ => None,
+        }
+    }
+
     /// The progress token a peer put in a request's params, where this profile puts it:
     /// MCP's `_meta.progressToken`, LSP's `workDoneToken` (plain JSON-RPC looks for
     /// either). `None` when there is none or it is not an integer or a string.

@@ -59,7 +59,22 @@ pub struct RequestContext {
     peer: Client,
     cancel: CancelSignal,
     progress: Option<Id<'static>>,
+    lsp: LspProgress,
 }
+
+/// What an LSP request's context knows for progress the server starts and for partial
+/// results.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LspProgress {
+    /// The request's `partialResultToken`.
+    pub partial: Option<Id<'static>>,
+    /// The client handles `window/workDoneProgress/create`.
+    pub creates: bool,
+}
+
+/// Tokens of the progress servers create (`window/workDoneProgress/create`), unique in the
+/// process.
+static CREATED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl fmt::Debug for RequestContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -78,6 +93,7 @@ impl RequestContext {
         peer: Client,
         cancel: CancelSignal,
         progress: Option<Id<'static>>,
+        lsp: LspProgress,
     ) -> Self {
         RequestContext {
             id,
@@ -85,6 +101,7 @@ impl RequestContext {
             peer,
             cancel,
             progress,
+            lsp,
         }
     }
 
@@ -150,6 +167,57 @@ impl RequestContext {
         // The command is queued when the future is made; nobody waits for its send.
         drop(self.peer.send_progress_for(Some(self.handle), token, value));
         true
+    }
+
+    /// The request's `partialResultToken` (LSP), if it carried one.
+    pub fn partial_result_token(&self) -> Option<&Id<'static>> {
+        self.lsp.partial.as_ref()
+    }
+
+    /// Sends part of the result ahead of the answer (LSP partial results:
+    /// `$/progress {token: partialResultToken, value}`); the final answer then carries what
+    /// was not sent this way. `Ok(false)` when the request carried no `partialResultToken`.
+    pub async fn report_partial(&self, value: &RawValue) -> Result<bool, CallError> {
+        let Some(token) = &self.lsp.partial else {
+            return Ok(false);
+        };
+        self.peer
+            .send_progress_for(Some(self.handle), token, value)
+            .await
+            .map(|()| true)
+    }
+
+    /// Begins work-done progress titled `title` (LSP `$/progress {token, value: {kind:
+    /// "begin", title}}`) and returns its token, for the reports and the end that follow
+    /// ([`Client::send_progress`]): the request's own `workDoneToken` when it has one;
+    /// otherwise, when the client's `initialize` said it handles
+    /// `window/workDoneProgress/create`, a new token the client is asked to create first
+    /// (as the protocol requires before server-initiated progress). `Ok(None)` when neither:
+    /// the client cannot show progress for this request.
+    pub async fn begin_work_done(&self, title: &str) -> Result<Option<Id<'static>>, CallError> {
+        let token = match &self.progress {
+            Some(token) => token.clone(),
+            None if self.lsp.creates => {
+                let n = CREATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let token = Id::string(format!("sansrpc-progress-{n}"));
+                let mut params = b"{\"token\":".to_vec();
+                token.write_json(&mut params);
+                params.push(b'}');
+                let params = String::from_utf8(params).expect("UTF-8");
+                let params = RawValue::from_string(params).expect("JSON");
+                self.peer
+                    .call_raw("window/workDoneProgress/create", Some(&params))
+                    .await?;
+                token
+            }
+            None => return Ok(None),
+        };
+        let begin = serde_json::json!({"kind": "begin", "title": title}).to_string();
+        let begin = RawValue::from_string(begin).expect("JSON");
+        self.peer
+            .send_progress_for(Some(self.handle), &token, &begin)
+            .await?;
+        Ok(Some(token))
     }
 
     /// Sends a notification on behalf of the request (a log message, say): where the

@@ -321,6 +321,7 @@ impl AsyncRouter {
                     peer.clone(),
                     signal.clone(),
                     token,
+                    origin.lsp.clone(),
                 );
                 return Work::Call(f(cx, admitted), Some(signal));
             }
@@ -369,6 +370,8 @@ pub(crate) struct Origin<'a> {
     pub peer: Option<&'a Client>,
     /// The request's handle on its connection.
     pub handle: sansrpc::endpoint::IncomingId,
+    /// Its partial-result token and the client's progress creation (LSP).
+    pub lsp: crate::context::LspProgress,
     /// The connection's profile (where progress tokens are).
     pub profile: sansrpc::endpoint::Profile,
 }

@@ -19,7 +19,7 @@ use sansrpc::{ErrorObject, Instant, Notification};
 
 use crate::calls::Calls;
 use crate::client::{CallError, Client};
-use crate::context::{with_current, CancelSignal, RequestContext};
+use crate::context::{with_current, CancelSignal, LspProgress, RequestContext};
 use crate::router::{AsyncRouter, BoxFuture, HandlerResult, Origin, Work};
 use crate::stream::Producer;
 
@@ -116,6 +116,7 @@ impl Server {
         // Checked before a stream method's handler runs, so a flood of opens builds nothing.
         let mut room = conn.stream_room();
         let profile = conn.config().endpoint.profile;
+        let creates_progress = conn.client_creates_progress();
         while let Some(event) = conn.poll_event() {
             any = true;
             match event {
@@ -125,9 +126,14 @@ impl Server {
                         continue;
                     }
                     let params = request.params.as_deref();
+                    let lsp = LspProgress {
+                        partial: profile.partial_result_token(params),
+                        creates: creates_progress,
+                    };
                     let origin = Origin {
                         peer: self.peer.as_ref(),
                         handle,
+                        lsp: lsp.clone(),
                         profile,
                     };
                     // What a synchronous handler (or a stream's) sees as its context.
@@ -144,6 +150,7 @@ impl Server {
                             peer,
                             signal,
                             token,
+                            lsp.clone(),
                         ))
                     };
                     let opening = stream_signal

@@ -331,3 +331,100 @@ fn synchronous_and_stream_handlers_find_their_context() {
         );
     }));
 }
+
+/// LSP: progress the server starts on its own is created with the client first
+/// (`window/workDoneProgress/create`) when the client said it handles that, the request's
+/// own `workDoneToken` is used when it has one, and partial results go out on the
+/// request's `partialResultToken` ahead of the answer.
+#[test]
+fn lsp_work_done_progress_and_partial_results() {
+    smol::block_on(within(LIMIT, async {
+        for (creates, work_done_token) in [(true, None), (false, None), (false, Some("w-9"))] {
+            let mut server = AsyncRouter::new();
+            server
+                .raw_method("initialize", |_| async {
+                    Ok(RawValue::from_string("{\"capabilities\":{}}".into()).unwrap())
+                })
+                .unwrap();
+            server
+                .raw_method_with_context("index", |cx: RequestContext, _| async move {
+                    let part = RawValue::from_json("[1]").unwrap();
+                    let partial = cx.report_partial(part).await.unwrap();
+                    assert_eq!(partial, cx.partial_result_token().is_some());
+                    let token = cx.begin_work_done("Indexing").await.unwrap();
+                    let mut answer = Vec::new();
+                    match token {
+                        Some(t) => t.write_json(&mut answer),
+                        None => answer.extend_from_slice(b"null"),
+                    }
+                    let answer = String::from_utf8(answer).unwrap();
+                    Ok(RawValue::from_string(answer).unwrap())
+                })
+                .unwrap();
+            let (seen_tx, mut seen) = mpsc::unbounded();
+            let created = seen_tx.clone();
+            let mut client = AsyncRouter::new();
+            client
+                .raw_method("window/workDoneProgress/create", move |params| {
+                    let params = params.map(|p| p.get().to_owned()).unwrap_or_default();
+                    let _ = created.unbounded_send(format!("create {params}"));
+                    async { Ok(RawValue::from_string("null".into()).unwrap()) }
+                })
+                .unwrap();
+            client
+                .raw_notification("$/progress", move |params| {
+                    let params = params.map(|p| p.get().to_owned()).unwrap_or_default();
+                    let _ = seen_tx.unbounded_send(format!("progress {params}"));
+                    async {}
+                })
+                .unwrap();
+            let config = Config::for_profile(Profile::Lsp);
+            let (client, _served) = pair(
+                Builder::new().config(config.clone()).router(server),
+                Builder::new()
+                    .config(config)
+                    .router(client)
+                    .lsp_lifecycle(false),
+            )
+            .await;
+            let capabilities = serde_json::json!({"processId": null,
+                "capabilities": {"window": {"workDoneProgress": creates}}});
+            let capabilities = RawValue::from_string(capabilities.to_string()).unwrap();
+            client
+                .call_raw("initialize", Some(&capabilities))
+                .await
+                .unwrap();
+            let mut params = serde_json::json!({"partialResultToken": "p-1"});
+            if let Some(t) = work_done_token {
+                params["workDoneToken"] = serde_json::json!(t);
+            }
+            let params = RawValue::from_string(params.to_string()).unwrap();
+            let token = client.call_raw("index", Some(&params)).await.unwrap();
+            let token: serde_json::Value = serde_json::from_str(token.get()).unwrap();
+            // Everything the client saw arrived before the answer.
+            let mut saw = Vec::new();
+            while let Ok(line) = seen.try_recv() {
+                saw.push(line);
+            }
+            let mut expected = vec![r#"progress {"token":"p-1","value":[1]}"#.to_owned()];
+            let begin = r#""value":{"kind":"begin","title":"Indexing"}"#;
+            match (creates, work_done_token) {
+                (_, Some(t)) => {
+                    assert_eq!(token, serde_json::json!(t));
+                    expected.push(format!(r#"progress {{"token":"{t}",{begin}}}"#));
+                }
+                (true, None) => {
+                    let t = token.as_str().expect("a created token").to_owned();
+                    assert!(t.starts_with("sansrpc-progress-"), "{t}");
+                    expected.push(format!(r#"create {{"token":"{t}"}}"#));
+                    expected.push(format!(r#"progress {{"token":"{t}",{begin}}}"#));
+                }
+                (false, None) => assert_eq!(token, serde_json::Value::Null),
+            }
+            assert_eq!(
+                saw, expected,
+                "creates: {creates}, token: {work_done_token:?}"
+            );
+        }
+    }));
+}
