@@ -47,11 +47,18 @@ impl Calls {
                 params,
                 timeout,
                 progress,
+                on_behalf,
                 reply,
             } => {
                 let mut options = RequestOptions::timeout(timeout);
                 options.progress = progress.clone();
-                match conn.call(key, &method, params.as_deref(), options, now) {
+                let sent = match on_behalf {
+                    Some(handle) => {
+                        conn.call_for(handle, key, &method, params.as_deref(), options, now)
+                    }
+                    None => conn.call(key, &method, params.as_deref(), options, now),
+                };
+                match sent {
                     Ok(()) => {
                         self.waiters.insert(key, Waiter::Single(reply));
                     }
@@ -62,6 +69,7 @@ impl Calls {
                             params,
                             timeout,
                             progress,
+                            on_behalf,
                             reply,
                         })
                     }

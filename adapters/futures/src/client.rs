@@ -37,6 +37,8 @@ pub(crate) enum Command {
         params: Option<Box<RawValue>>,
         timeout: Timeout,
         progress: Option<Progress>,
+        /// Made for this request of the peer's (on its stream, where the transport has one).
+        on_behalf: Option<IncomingId>,
         reply: oneshot::Sender<RawResult>,
     },
     Notify {
@@ -134,7 +136,7 @@ impl Client {
     ) -> impl Future<Output = Result<M::Result, CallError>> + Send {
         let pending = encode_params_owned(params)
             .map_err(CallError::Send)
-            .map(|params| self.start(Cow::Borrowed(M::NAME), params, timeout, None));
+            .map(|params| self.start(Cow::Borrowed(M::NAME), params, timeout, None, None));
         async move {
             let raw = pending?.await?;
             serde_json::from_str(raw.get()).map_err(CallError::Decode)
@@ -154,7 +156,7 @@ impl Client {
         timeout: Timeout,
     ) -> PendingCall {
         let params = params.map(ToOwned::to_owned);
-        self.start(Cow::Owned(method.to_owned()), params, timeout, None)
+        self.start(Cow::Owned(method.to_owned()), params, timeout, None, None)
     }
 
     /// Calls `method` with raw params, a deadline, and a progress token (an integer or a
@@ -175,7 +177,13 @@ impl Client {
             cap,
         });
         let timeout = Timeout::After(timeout);
-        self.start(Cow::Owned(method.to_owned()), params, timeout, progress)
+        self.start(
+            Cow::Owned(method.to_owned()),
+            params,
+            timeout,
+            progress,
+            None,
+        )
     }
 
     /// Reports progress on `token` (the one the peer sent with its request) with `value`,
@@ -208,18 +216,31 @@ impl Client {
         async move { rx.await.unwrap_or(Err(CallError::Ended(EndReason::Closed))) }
     }
 
+    /// [`call_raw`](Self::call_raw) on behalf of the peer's request `on_behalf`.
+    pub(crate) fn call_raw_for(
+        &self,
+        on_behalf: IncomingId,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> PendingCall {
+        let params = params.map(ToOwned::to_owned);
+        let method = Cow::Owned(method.to_owned());
+        self.start(method, params, Timeout::Default, None, Some(on_behalf))
+    }
+
     fn start(
         &self,
         method: Cow<'static, str>,
         mut params: Option<Box<RawValue>>,
         timeout: Timeout,
         progress: Option<Progress>,
+        on_behalf: Option<IncomingId>,
     ) -> PendingCall {
         let observe = match self.intercept_before(&method, &mut params, false) {
             Ok(observe) => observe,
             Err(e) => return PendingCall::failed(e, self.tx.clone()),
         };
-        let mut pending = self.send_call(method, params, timeout, progress);
+        let mut pending = self.send_call(method, params, timeout, progress, on_behalf);
         pending.observe = observe;
         pending
     }
@@ -230,6 +251,7 @@ impl Client {
         params: Option<Box<RawValue>>,
         timeout: Timeout,
         progress: Option<Progress>,
+        on_behalf: Option<IncomingId>,
     ) -> PendingCall {
         let key = self.keys.fetch_add(1, Ordering::Relaxed);
         let (reply, rx) = oneshot::channel();
@@ -239,6 +261,7 @@ impl Client {
             params,
             timeout,
             progress,
+            on_behalf,
             reply,
         });
         PendingCall {

@@ -205,8 +205,7 @@ impl RequestContext {
                 params.push(b'}');
                 let params = String::from_utf8(params).expect("UTF-8");
                 let params = RawValue::from_string(params).expect("JSON");
-                self.peer
-                    .call_raw("window/workDoneProgress/create", Some(&params))
+                self.call_raw("window/workDoneProgress/create", Some(&params))
                     .await?;
                 token
             }
@@ -218,6 +217,14 @@ impl RequestContext {
             .send_progress_for(Some(self.handle), &token, &begin)
             .await?;
         Ok(Some(token))
+    }
+
+    /// Calls the peer on behalf of the request (an MCP server's `sampling/createMessage` or
+    /// `elicitation/create` from inside a tool, LSP's `workspace/configuration`): where the
+    /// transport has a stream per request (MCP's Streamable HTTP) the call goes on this
+    /// request's stream; elsewhere it is [`Client::call_raw`].
+    pub fn call_raw(&self, method: &str, params: Option<&RawValue>) -> crate::PendingCall {
+        self.peer.call_raw_for(self.handle, method, params)
     }
 
     /// Sends a notification on behalf of the request (a log message, say): where the

@@ -1,0 +1,115 @@
+//! The `mcp_http_server` example over Streamable HTTP, driven by the official MCP SDKs'
+//! clients: Python (`mcp` 2.3.0, pinned in `interop/mcp-python/requirements.txt`) on the
+//! 2025-11-25 session revision and on the stateless 2026-07-28 one, and TypeScript
+//! (`@modelcontextprotocol/sdk` 1.32.2, `interop/mcp-ts`'s lock file) on 2025-11-25. Each:
+//! initialize (or discover), list and call tools, progress seen by the caller, elicitation
+//! and sampling answered inside a call (a server-to-client request on the call's stream, or
+//! an `input_required` result and a retried call on 2026-07-28), a resource and a prompt;
+//! and with `--resume`, the `slow` call's SSE stream cut after two progress notifications
+//! and resumed by the SDK with `Last-Event-ID`, nothing lost and nothing repeated.
+
+#[path = "../../../tests/support/interop.rs"]
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn mcp_http_server() -> (Server, String) {
+    let exe = support::example("sansrpc-tokio", "mcp_http_server");
+    let mut child = Command::new(exe)
+        .env("PORT", "0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start the mcp_http_server example");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("{line:?}"))
+        .to_owned();
+    (Server(child), url)
+}
+
+/// Runs a client; its report (the JSON line it prints), which must say `ok`.
+fn report(mut client: Command) -> serde_json::Value {
+    let out = client.output().expect("the client runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{client:?} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_str(stdout.trim().lines().last().unwrap())
+        .unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(report["ok"], true, "{report}");
+    assert_eq!(report["ask_name"], "hello Ada", "{report}");
+    assert_eq!(
+        report["sample"], "sampled by the interop client",
+        "{report}"
+    );
+    assert!(report["progress"].as_u64().unwrap() >= 3, "{report}");
+    assert_eq!(
+        report["extras"],
+        serde_json::json!(["resource", "prompt"]),
+        "{report}"
+    );
+    report
+}
+
+fn python(url: &str, args: &[&str]) -> serde_json::Value {
+    let sdk = support::pip_install(env!("CARGO_MANIFEST_DIR"), "mcp-python");
+    let script = support::interop(env!("CARGO_MANIFEST_DIR"), "mcp-python").join("http_client.py");
+    let mut client = Command::new("python3");
+    client
+        .arg(script)
+        .arg(url)
+        .args(args)
+        .env("PYTHONPATH", sdk);
+    report(client)
+}
+
+fn typescript(url: &str, args: &[&str]) -> serde_json::Value {
+    let dir = support::interop(env!("CARGO_MANIFEST_DIR"), "mcp-ts");
+    support::npm_ci(&dir, "@modelcontextprotocol/sdk");
+    let mut client = Command::new("node");
+    client.arg(dir.join("http_client.mjs")).arg(url).args(args);
+    report(client)
+}
+
+#[test]
+fn the_python_sdk_on_both_revisions_and_resuming() {
+    let (_server, url) = mcp_http_server();
+    let legacy = python(&url, &["--mode", "legacy"]);
+    assert_eq!(legacy["protocol"], "2025-11-25");
+    assert_eq!(legacy["http"]["DELETE"], 1, "the session ends: {legacy}");
+    let stateless = python(&url, &["--mode", "2026"]);
+    assert_eq!(stateless["protocol"], "2026-07-28");
+    assert_eq!(
+        stateless["http"]["GET"], 0,
+        "no session, no GET: {stateless}"
+    );
+    let resumed = python(&url, &["--mode", "legacy", "--resume"]);
+    assert_eq!(resumed["resumed"], true);
+}
+
+#[test]
+fn the_typescript_sdk_and_resuming() {
+    let (_server, url) = mcp_http_server();
+    let plain = typescript(&url, &[]);
+    assert_eq!(plain["protocol"], "2025-11-25");
+    let resumed = typescript(&url, &["--resume"]);
+    assert_eq!(resumed["resumed"], true);
+}
