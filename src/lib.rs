@@ -80,7 +80,8 @@
 #![forbid(unsafe_op_in_unsafe_fn)]
 
 extern crate alloc;
-#[cfg(feature = "std")]
+// The unit tests run on a host with std whatever the features (the test harness links it).
+#[cfg(any(feature = "std", test))]
 extern crate std;
 
 pub mod codec;

@@ -180,6 +180,9 @@ fn handler_errors_carry_code_message_and_data() {
     assert_eq!(e.data.unwrap().get(), r#"{"field":"subtrahend"}"#);
 }
 
+/// With `std` only: catching a panic needs the standard library (without it a panicking
+/// handler panics, as any code does there).
+#[cfg(feature = "std")]
 #[test]
 fn a_panicking_handler_is_an_internal_error_that_shows_nothing() {
     let mut r = Router::new();
