@@ -136,3 +136,30 @@ pub fn pytest_lsp_drives(crate_dir: &str, server: &Path) {
 fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
+
+/// A child process killed (and reaped) when dropped, however the test ends.
+pub struct Running(pub std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts the example `name` of `package` with `env`, and waits for the first line it
+/// prints on stdout (`listening on …`); returns it with the process.
+pub fn start_example(package: &str, name: &str, env: &[(&str, &str)]) -> (Running, String) {
+    use std::io::BufRead;
+    let mut child = Command::new(example(package, name))
+        .envs(env.iter().copied())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start the {name} example: {e}"));
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    (Running(child), line.trim().to_owned())
+}

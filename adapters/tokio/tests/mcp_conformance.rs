@@ -8,40 +8,23 @@
 #[path = "../../../tests/support/interop.rs"]
 mod support;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-/// Kills the server when the test ends, however it ends.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use support::Running;
 
 /// The example on a free port; its URL once it listens.
-fn everything_server() -> (Server, String) {
-    let exe = support::example("sansrpc-tokio", "everything_server");
+fn everything_server() -> (Running, String) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let mut child = Command::new(exe)
-        .env("PORT", port.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start the everything_server example");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let env = [("PORT", port.to_string())];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (server, line) = support::start_example("sansrpc-tokio", "everything_server", &env);
     assert!(line.starts_with("listening on"), "{line:?}");
-    (Server(child), format!("http://127.0.0.1:{port}/mcp"))
+    (server, format!("http://127.0.0.1:{port}/mcp"))
 }
 
 /// Runs one server scenario at `version`; fails with the suite's report unless every

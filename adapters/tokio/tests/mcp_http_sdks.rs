@@ -11,36 +11,18 @@
 #[path = "../../../tests/support/interop.rs"]
 mod support;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
-struct Server(Child);
+use support::Running;
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn mcp_http_server() -> (Server, String) {
-    let exe = support::example("sansrpc-tokio", "mcp_http_server");
-    let mut child = Command::new(exe)
-        .env("PORT", "0")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start the mcp_http_server example");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+fn mcp_http_server() -> (Running, String) {
+    let (server, line) =
+        support::start_example("sansrpc-tokio", "mcp_http_server", &[("PORT", "0")]);
     let url = line
-        .trim()
         .strip_prefix("listening on ")
         .unwrap_or_else(|| panic!("{line:?}"))
         .to_owned();
-    (Server(child), url)
+    (server, url)
 }
 
 /// Runs a client; its report (the JSON line it prints), which must say `ok`.
