@@ -300,3 +300,64 @@ fn the_read_budget_ends_a_turn_and_asks_for_another() {
     assert!(interest.again && interest.read && interest.write);
     assert!(io.read_buf(&conn).is_some(), "a new turn has a new budget");
 }
+
+/// The small-device preset keeps its bounds: a frame over 4 KiB and a batch of 9 are
+/// refused with their errors (-32004, -32003) and the connection goes on; a fifth request waits while four
+/// are in flight; a flood stops being taken once 4 KiB of requests wait.
+#[test]
+fn the_embedded_preset_keeps_its_bounds() {
+    let mut conn = Connection::new(Config::new(endpoint::Config::embedded()), Instant::ZERO);
+    let now = Instant::ZERO;
+    let mut answers = Vec::new();
+    let drain = |conn: &mut Connection, answers: &mut Vec<u8>| {
+        while conn.poll_transmit(answers).is_some() {}
+    };
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","method":"echo","params":["{}"],"id":1}}"#,
+        "x".repeat(5000)
+    );
+    conn.handle_input(&frame(&big), now).unwrap();
+    let batch: Vec<String> = (0..9)
+        .map(|i| format!(r#"{{"jsonrpc":"2.0","method":"subtract","params":[1,1],"id":{i}}}"#))
+        .collect();
+    conn.handle_input(&frame(&format!("[{}]", batch.join(","))), now)
+        .unwrap();
+    assert!(answer_all(&mut conn).is_empty(), "nothing closed");
+    drain(&mut conn, &mut answers);
+    let text = String::from_utf8_lossy(&answers).into_owned();
+    assert!(
+        text.contains(r#""code":-32004,"message":"Request too large""#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#""code":-32003,"message":"Batch too large""#),
+        "{text}"
+    );
+    // Four in flight; the fifth waits, and the flood behind it is bounded.
+    let mut handles = Vec::new();
+    for id in 10..15 {
+        conn.handle_input(&request(id), now).unwrap();
+        while let Some(event) = conn.poll_event() {
+            if let Event::Request { handle, .. } = event {
+                handles.push(handle);
+            }
+        }
+    }
+    assert_eq!(handles.len(), 4, "four handed out, the fifth held");
+    let mut taken = 0;
+    for id in 15..1000 {
+        let req = request(id);
+        if !conn.wants_input() {
+            break;
+        }
+        taken += conn.handle_input(&req, now).unwrap_or(0);
+    }
+    assert!(
+        !conn.wants_input(),
+        "input stops once the held bound is reached"
+    );
+    assert!(
+        taken <= 8 * 1024,
+        "{taken} bytes taken while requests were held"
+    );
+}

@@ -235,6 +235,30 @@ impl Config {
         }
     }
 
+    /// A preset for a small device (a microcontroller with tens of KiB of RAM): frames of
+    /// at most 4 KiB (heads 256 bytes), batches of 8, JSON nested 16 deep, 4 requests in
+    /// flight each way (more held up to 4 KiB), 8 KiB of output buffered, 4 early cancels
+    /// remembered. Everything past a bound gets the answer it would get anywhere (`-32600`,
+    /// `-32002`, back-pressure); nothing grows past it.
+    pub fn embedded() -> Self {
+        let limits = Limits {
+            max_frame_bytes: 4 * 1024,
+            max_header_bytes: 256,
+            max_depth: 16,
+            max_batch_len: 8,
+            ..Limits::default()
+        };
+        Config {
+            limits,
+            max_pending_outgoing: 4,
+            max_inflight_incoming: 4,
+            max_held_bytes: 4 * 1024,
+            max_buffered_output: 8 * 1024,
+            early_cancel_capacity: 4,
+            ..Config::default()
+        }
+    }
+
     /// Fills the protection timeouts left unset with the defaults for a connection that
     /// comes over a network (TCP, Unix sockets, WebSocket, HTTP), where an unknown peer may
     /// hold a connection open without using it: [`NETWORK_IDLE_TIMEOUT`],
