@@ -40,6 +40,14 @@ use crate::Builder;
 
 /// Largest request body read (a JSON-RPC message or batch).
 const MAX_BODY: usize = 4 << 20;
+/// Bytes a client may send ahead (a pipelined next request) while one of its responses
+/// streams; past it the client is cut off (it is not waiting for that response).
+const MAX_AHEAD: usize = 64 * 1024;
+/// TCP connections served at once; one beyond it is answered 503 and closed.
+const MAX_CONNECTIONS: usize = 4096;
+/// Time a client has to send a whole request (head and body) once the previous answer is
+/// written: an idle keep-alive connection, or a slow one, is closed after it.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// Messages waiting for one session's connection; a POST beyond it waits (back-pressure).
 const SESSION_QUEUE: usize = 64;
 
@@ -59,9 +67,23 @@ pub async fn serve(
         tokio::select! {
             _ = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
-                Ok((socket, _)) => {
+                Ok((mut socket, _)) => {
                     crate::tune(&socket);
-                    tokio::spawn(serve_socket(socket, state.clone()));
+                    let admitted = {
+                        let mut shared = state.lock();
+                        let room = shared.connections < MAX_CONNECTIONS;
+                        shared.connections += usize::from(room);
+                        room
+                    };
+                    let state = state.clone();
+                    tokio::spawn(async move {
+                        if admitted {
+                            serve_socket(socket, state.clone()).await;
+                            state.lock().connections -= 1;
+                        } else {
+                            let _ = socket.write_all(&status_only(503)).await;
+                        }
+                    });
                 }
                 // Out of descriptors, most likely: give connections time to end.
                 Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
@@ -96,8 +118,13 @@ struct Shared {
     sessions: HashMap<u64, Running>,
     /// Stateless requests' connections, by stream.
     stateless: HashMap<u64, Running>,
-    /// Writers waiting on a stream.
-    waiting: HashMap<u64, Arc<Notify>>,
+    /// The response writing each stream (its writer number) and how to wake it. A newer
+    /// response for a stream (a client resuming it with `Last-Event-ID` before this side
+    /// saw the old one go) takes it over; the old writer then ends.
+    waiting: HashMap<u64, (u64, Arc<Notify>)>,
+    next_writer: u64,
+    /// TCP connections being served.
+    connections: usize,
     /// The timer task: woken when the machine's next deadline may have moved.
     timer: Arc<Notify>,
 }
@@ -114,6 +141,8 @@ impl State {
             sessions: HashMap::new(),
             stateless: HashMap::new(),
             waiting: HashMap::new(),
+            next_writer: 0,
+            connections: 0,
             timer: Arc::new(Notify::new()),
         })))
     }
@@ -128,6 +157,28 @@ impl Shared {
         self.clock.now()
     }
 
+    /// Makes a new response the writer of `stream`; a writer it replaces is woken to end.
+    fn writer(&mut self, stream: u64) -> Writer {
+        self.next_writer += 1;
+        let notify = Arc::new(Notify::new());
+        let old = self
+            .waiting
+            .insert(stream, (self.next_writer, Arc::clone(&notify)));
+        if let Some((_, old)) = old {
+            old.notify_one();
+        }
+        Writer {
+            stream,
+            id: self.next_writer,
+            notify,
+        }
+    }
+
+    /// True while `writer` still writes its stream.
+    fn owns(&self, writer: &Writer) -> bool {
+        self.waiting.get(&writer.stream).map(|w| w.0) == Some(writer.id)
+    }
+
     /// What [`wake`](Self::wake) does, then tells the timer task to look again (the
     /// machine's next deadline may have moved).
     fn settle(&mut self) {
@@ -140,7 +191,7 @@ impl Shared {
     /// look again would have it spin.)
     fn wake(&mut self) {
         while let Some(stream) = self.server.poll_ready() {
-            if let Some(notify) = self.waiting.get(&stream) {
+            if let Some((_, notify)) = self.waiting.get(&stream) {
                 notify.notify_one();
             }
         }
@@ -176,6 +227,13 @@ async fn run_timers(state: State) {
         shared.server.handle_timeout(now);
         shared.wake();
     }
+}
+
+/// A response writing a stream.
+struct Writer {
+    stream: u64,
+    id: u64,
+    notify: Arc<Notify>,
 }
 
 /// Where a connection's frames go.
@@ -315,7 +373,8 @@ async fn serve_socket(mut socket: TcpStream, state: State) {
     let mut decoder = RequestDecoder::keeping_fields(MAX_BODY);
     let mut input = Vec::new();
     loop {
-        let Some((head, body)) = read_request(&mut socket, &mut decoder, &mut input).await else {
+        let request = read_request(&mut socket, &mut decoder, &mut input);
+        let Ok(Some((head, body))) = tokio::time::timeout(REQUEST_TIMEOUT, request).await else {
             return;
         };
         let keep_alive = head.keep_alive;
@@ -337,11 +396,7 @@ async fn read_request(
     loop {
         match decoder.decode(input) {
             Err(fault) => {
-                let response = format!(
-                    "HTTP/1.1 {} Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
-                    fault.status()
-                );
-                let _ = socket.write_all(response.as_bytes()).await;
+                let _ = socket.write_all(&status_only(fault.status())).await;
                 return None;
             }
             Ok(HttpStep::Head(used, h)) => {
@@ -351,9 +406,7 @@ async fn read_request(
                 }
                 if let sansrpc::codec::http::BodyKind::Length(n) = h.body {
                     if n > MAX_BODY as u64 {
-                        let _ = socket
-                            .write_all(b"HTTP/1.1 413 Payload Too Large\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
-                            .await;
+                        let _ = socket.write_all(&status_only(413)).await;
                         return None;
                     }
                 }
@@ -413,34 +466,31 @@ async fn answer(
             stream,
             new_session,
         } => {
-            let (notify, sender) = {
+            let (writer, sender) = {
                 let mut shared = state.lock();
                 if new_session || !shared.sessions.contains_key(&session) {
                     let running = start(&shared, state, Target::Session(session));
                     shared.sessions.insert(session, running);
                 }
-                let notify = Arc::new(Notify::new());
-                shared.waiting.insert(stream, Arc::clone(&notify));
+                let writer = shared.writer(stream);
                 let sender = shared.sessions.get(&session).map(|r| r.input.clone());
-                (notify, sender)
+                (writer, sender)
             };
             if let Some(sender) = sender {
                 let _ = sender.send((body, stream)).await;
             }
-            write_stream(socket, state, stream, notify, input).await
+            write_stream(socket, state, writer, input).await
         }
         Verdict::Stateless { stream } => {
-            let (notify, sender) = {
+            let (writer, sender) = {
                 let mut shared = state.lock();
                 let running = start(&shared, state, Target::Stream(stream));
                 let sender = running.input.clone();
                 shared.stateless.insert(stream, running);
-                let notify = Arc::new(Notify::new());
-                shared.waiting.insert(stream, Arc::clone(&notify));
-                (notify, sender)
+                (shared.writer(stream), sender)
             };
             let _ = sender.send((body, stream)).await;
-            let keep = write_stream(socket, state, stream, notify, input).await;
+            let keep = write_stream(socket, state, writer, input).await;
             // Its one request answered (or abandoned): the connection ends.
             if let Some(running) = state.lock().stateless.remove(&stream) {
                 running.shutdown.shutdown(Duration::ZERO);
@@ -448,9 +498,8 @@ async fn answer(
             keep
         }
         Verdict::Listen { stream } => {
-            let notify = Arc::new(Notify::new());
-            state.lock().waiting.insert(stream, Arc::clone(&notify));
-            write_stream(socket, state, stream, notify, input).await
+            let writer = state.lock().writer(stream);
+            write_stream(socket, state, writer, input).await
         }
         Verdict::Ended { session, response } => {
             if let Some(running) = state.lock().sessions.remove(&session) {
@@ -462,27 +511,42 @@ async fn answer(
     }
 }
 
+/// A response with `status`, no body, and the connection closed after it.
+fn status_only(status: u16) -> Vec<u8> {
+    let mut out = Vec::new();
+    sansrpc::codec::http::write_head(&mut out, status, Some(0), &[("connection", b"close")]);
+    out
+}
+
 async fn write_response(socket: &mut TcpStream, response: &streamable::Response) -> bool {
     let mut out = Vec::new();
     response.write(&mut out);
     socket.write_all(&out).await.is_ok()
 }
 
-/// Writes `stream`'s response as the machine produces it, until it ends; watches the
-/// socket meanwhile, so a client that goes away closes the stream (which cancels a
-/// stateless request). False when the connection must close.
+/// Writes the response of `writer`'s stream as the machine produces it, until it ends (or
+/// a newer response takes the stream over); watches the socket meanwhile, so a client that
+/// goes away closes the stream (which cancels a stateless request), and one that floods it
+/// while it waits for this response is cut off. False when the connection must close.
 async fn write_stream(
     socket: &mut TcpStream,
     state: &State,
-    stream: u64,
-    notify: Arc<Notify>,
+    writer: Writer,
     input: &mut Vec<u8>,
 ) -> bool {
+    let stream = writer.stream;
     let keep = loop {
         let mut out = Vec::new();
-        let step = state.lock().server.poll_stream(stream, &mut out);
+        let step = {
+            let mut shared = state.lock();
+            if !shared.owns(&writer) {
+                // Resumed elsewhere: this response just ends.
+                break false;
+            }
+            shared.server.poll_stream(stream, &mut out)
+        };
         if !out.is_empty() && socket.write_all(&out).await.is_err() {
-            closed(state, stream);
+            closed(state, &writer);
             break false;
         }
         match step {
@@ -493,27 +557,36 @@ async fn write_stream(
         }
         let mut chunk = [0u8; 4096];
         tokio::select! {
-            _ = notify.notified() => {}
+            _ = writer.notify.notified() => {}
             read = socket.read(&mut chunk) => match read {
-                Ok(0) | Err(_) => {
-                    closed(state, stream);
+                Ok(n) if n > 0 && input.len() + n <= MAX_AHEAD => {
+                    // A pipelined next request: kept for after this response.
+                    input.extend_from_slice(&chunk[..n]);
+                }
+                _ => {
+                    closed(state, &writer);
                     break false;
                 }
-                // A pipelined next request: kept for after this response.
-                Ok(n) => input.extend_from_slice(&chunk[..n]),
             },
         }
     };
-    state.lock().waiting.remove(&stream);
+    let mut shared = state.lock();
+    if shared.owns(&writer) {
+        shared.waiting.remove(&stream);
+    }
     keep
 }
 
-/// The client closed `stream`'s response before its end.
-fn closed(state: &State, stream: u64) {
+/// The client closed the response of `writer` before its end (nothing happens when a
+/// newer response writes the stream now).
+fn closed(state: &State, writer: &Writer) {
     let mut shared = state.lock();
+    if !shared.owns(writer) {
+        return;
+    }
     let now = shared.now();
-    if shared.server.handle_stream_closed(stream, now) == Closed::Cancel {
-        if let Some(running) = shared.stateless.remove(&stream) {
+    if shared.server.handle_stream_closed(writer.stream, now) == Closed::Cancel {
+        if let Some(running) = shared.stateless.remove(&writer.stream) {
             running.shutdown.shutdown(Duration::ZERO);
         }
     }
