@@ -55,6 +55,8 @@ mod child;
 #[cfg(feature = "http")]
 pub mod http;
 pub mod mcp;
+#[cfg(feature = "http")]
+pub mod mcp_client;
 pub mod reconnect;
 #[cfg(feature = "tls")]
 pub mod tls;

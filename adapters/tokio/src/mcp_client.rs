@@ -1,0 +1,353 @@
+//! An MCP client over Streamable HTTP (the 2025-11-25 session revision): each message the
+//! connection sends is a POST; the answers come back as one JSON body or as Server-Sent
+//! Events (decoded with the core's [`sansrpc::codec::sse`]), messages for no request on
+//! the session's GET stream; the session id and protocol version go on every request once
+//! `initialize` set them; a dropped event stream is resumed with `Last-Event-ID` after the
+//! server's `retry` delay; closing ends the session (DELETE). Requests the server sends
+//! (sampling, elicitation, roots) reach your [`Builder`]'s router, and their answers are
+//! POSTed back.
+//!
+//! ```no_run
+//! use sansrpc::endpoint::{Config, Profile};
+//! use sansrpc_tokio::Builder;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let builder = Builder::new().config(Config::for_profile(Profile::Mcp));
+//! let conn = sansrpc_tokio::mcp_client::connect("http://127.0.0.1:3000/mcp", builder)?;
+//! let params = sansrpc::RawValue::from_json(
+//!     r#"{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"me","version":"1"}}"#,
+//! )?;
+//! let init = conn.client.call_raw("initialize", Some(params)).await?;
+//! conn.client.notify_raw("notifications/initialized", None).await?;
+//! # Ok(()) }
+//! ```
+
+use std::io;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Empty, Full};
+use hyper::body::Bytes;
+use hyper::header::{ACCEPT, CONTENT_TYPE};
+use hyper::{Method, Request, Uri};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use sansrpc::codec::sse;
+use sansrpc::connection::Connection as Conn;
+use sansrpc::Instant;
+use tokio::sync::mpsc;
+
+use crate::{Builder, Received, Transport};
+
+type Http = hyper_util::client::legacy::Client<
+    HttpConnector,
+    http_body_util::combinators::BoxBody<Bytes, hyper::Error>,
+>;
+
+/// Messages received and not yet taken by the connection.
+const INCOMING: usize = 256;
+/// Times a dropped event stream is resumed before its messages are given up.
+const RESUMES: u32 = 5;
+
+/// What every request of the session carries.
+#[derive(Default)]
+struct Session {
+    id: Option<String>,
+    version: Option<String>,
+    /// The GET stream was opened.
+    listening: bool,
+}
+
+#[derive(Clone)]
+struct Shared {
+    http: Http,
+    uri: Uri,
+    session: Arc<Mutex<Session>>,
+    /// Messages for the connection: bounded, so a server that floods waits on its stream.
+    incoming: mpsc::Sender<Vec<u8>>,
+}
+
+/// Connects to the Streamable HTTP MCP endpoint at `url` (`http://`) and spawns the
+/// connection's driver on the current tokio runtime. Nothing is sent until you call
+/// `initialize`.
+pub fn connect(url: &str, builder: Builder) -> io::Result<crate::Connection> {
+    let uri: Uri = url
+        .parse()
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    if uri.scheme_str() != Some("http") {
+        let e = "only http:// URLs (put TLS in front with a proxy)";
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, e));
+    }
+    let mut connector = HttpConnector::new();
+    connector.set_nodelay(true);
+    let http = hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build(connector);
+    let (incoming, rx) = mpsc::channel(INCOMING);
+    let transport = Messages {
+        shared: Shared {
+            http,
+            uri,
+            session: Arc::default(),
+            incoming,
+        },
+        rx,
+        held: None,
+        buf: Vec::new(),
+        closing: false,
+    };
+    Ok(crate::spawn(builder, transport))
+}
+
+/// The connection's transport: frames out as POSTs, messages in from their answers.
+struct Messages {
+    shared: Shared,
+    rx: mpsc::Receiver<Vec<u8>>,
+    held: Option<Vec<u8>>,
+    buf: Vec<u8>,
+    closing: bool,
+}
+
+impl Transport for Messages {
+    fn is_message_based(&self) -> bool {
+        true
+    }
+
+    fn poll_receive(
+        &mut self,
+        cx: &mut Context<'_>,
+        conn: &mut Conn,
+        now: Instant,
+    ) -> Poll<io::Result<Received>> {
+        if self.held.is_none() {
+            match self.rx.poll_recv(cx) {
+                Poll::Ready(Some(message)) => self.held = Some(message),
+                Poll::Ready(None) => {
+                    conn.handle_end_of_input(now);
+                    return Poll::Ready(Ok(Received::End));
+                }
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        let message = self.held.take().expect("a message");
+        if conn.handle_message(&message, now).is_err() {
+            self.held = Some(message);
+            return Poll::Ready(Ok(Received::Stalled));
+        }
+        Poll::Ready(Ok(Received::Data))
+    }
+
+    fn poll_transmit(&mut self, _: &mut Context<'_>, conn: &mut Conn) -> Poll<io::Result<()>> {
+        self.buf.clear();
+        while let Some(len) = conn.poll_transmit(&mut self.buf) {
+            let frame = self.buf.split_off(self.buf.len() - len);
+            tokio::spawn(post(self.shared.clone(), frame));
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_close(&mut self, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if !std::mem::replace(&mut self.closing, true) {
+            let shared = self.shared.clone();
+            tokio::spawn(async move {
+                let _ = send(&shared, Method::DELETE, None, None).await;
+            });
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// One request to the endpoint with the session's headers.
+async fn send(
+    shared: &Shared,
+    method: Method,
+    body: Option<Vec<u8>>,
+    last_event_id: Option<&str>,
+) -> Result<hyper::Response<hyper::body::Incoming>, Box<dyn std::error::Error + Send + Sync>> {
+    let mut request = Request::builder()
+        .method(method.clone())
+        .uri(shared.uri.clone());
+    request = match method {
+        Method::GET => request.header(ACCEPT, "text/event-stream"),
+        _ => request
+            .header(ACCEPT, "application/json, text/event-stream")
+            .header(CONTENT_TYPE, "application/json"),
+    };
+    {
+        let session = shared.session.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(id) = &session.id {
+            request = request.header("mcp-session-id", id.as_str());
+        }
+        if let Some(version) = &session.version {
+            request = request.header("mcp-protocol-version", version.as_str());
+        }
+    }
+    if let Some(id) = last_event_id {
+        request = request.header("last-event-id", id);
+    }
+    let body = match body {
+        Some(b) => Full::new(Bytes::from(b)).map_err(|e| match e {}).boxed(),
+        None => Empty::new().map_err(|e| match e {}).boxed(),
+    };
+    Ok(shared.http.request(request.body(body)?).await?)
+}
+
+/// POSTs one frame and hands on what comes back; after `notifications/initialized` is
+/// accepted, opens the session's GET stream.
+async fn post(shared: Shared, frame: Vec<u8>) {
+    #[derive(serde::Deserialize)]
+    struct Sent<'a> {
+        #[serde(borrow)]
+        method: Option<&'a str>,
+        #[serde(borrow)]
+        id: Option<&'a serde_json::value::RawValue>,
+    }
+    let sent = serde_json::from_slice::<Sent<'_>>(&frame).ok();
+    // A request (or a batch) waits for its answer; a notification or a response does not.
+    let request = frame.first() == Some(&b'[')
+        || sent
+            .as_ref()
+            .is_some_and(|s| s.method.is_some() && s.id.is_some());
+    let method = sent.and_then(|s| s.method.map(str::to_owned));
+    let Ok(response) = send(&shared, Method::POST, Some(frame), None).await else {
+        return;
+    };
+    if let Some(id) = response.headers().get("mcp-session-id") {
+        if let Ok(id) = id.to_str() {
+            shared.session.lock().unwrap_or_else(|e| e.into_inner()).id = Some(id.to_owned());
+        }
+    }
+    let initialize = method.as_deref() == Some("initialize");
+    let accepted = response.status() == hyper::StatusCode::ACCEPTED;
+    read(&shared, response, initialize, request).await;
+    if accepted && method.as_deref() == Some("notifications/initialized") {
+        let open = {
+            let mut session = shared.session.lock().unwrap_or_else(|e| e.into_inner());
+            !std::mem::replace(&mut session.listening, true)
+        };
+        if open {
+            tokio::spawn(listen(shared.clone()));
+        }
+    }
+}
+
+/// The session's GET stream: messages for no request; resumed when it drops.
+async fn listen(shared: Shared) {
+    if let Ok(response) = send(&shared, Method::GET, None, None).await {
+        if response.status().is_success() {
+            read(&shared, response, false, false).await;
+        }
+    }
+}
+
+/// Hands on the messages of one answer (a JSON body, or an event stream, resumed with
+/// `Last-Event-ID` when it drops, or ends before the answer to a request it carries: a
+/// server may close a stream on purpose and let the client poll).
+async fn read(
+    shared: &Shared,
+    response: hyper::Response<hyper::body::Incoming>,
+    initialize: bool,
+    request: bool,
+) {
+    let event_stream = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    if !event_stream {
+        if let Ok(body) = response.into_body().collect().await {
+            deliver(shared, body.to_bytes().to_vec(), initialize).await;
+        }
+        return;
+    }
+    let mut decoder = sse::Decoder::new(sse::Limits::default());
+    let mut retry = Duration::from_secs(1);
+    let mut body = response.into_body();
+    let mut resumes = 0;
+    let mut answered = !request;
+    loop {
+        let frame = body.frame().await;
+        let dropped = match frame {
+            Some(Err(_)) => true,
+            None => !answered,
+            Some(Ok(_)) => false,
+        };
+        if dropped {
+            // Resume from the last event seen, if the server gave ids.
+            let last = decoder.last_event_id().to_owned();
+            if last.is_empty() || resumes == RESUMES {
+                return;
+            }
+            resumes += 1;
+            tokio::time::sleep(retry).await;
+            match send(shared, Method::GET, None, Some(&last)).await {
+                Ok(r) if r.status().is_success() => body = r.into_body(),
+                _ => return,
+            }
+            continue;
+        }
+        match frame {
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    let mut messages = Vec::new();
+                    decoder.feed(&data, |event| {
+                        if let Ok(event) = event {
+                            if let Some(ms) = event.retry {
+                                retry = Duration::from_millis(ms);
+                            }
+                            if !event.data.is_empty() {
+                                messages.push(event.data.into_bytes());
+                            }
+                        }
+                    });
+                    for message in messages {
+                        answered |= is_response(&message);
+                        deliver(shared, message, initialize).await;
+                    }
+                }
+            }
+            // The stream ended with everything it had to say.
+            _ => return,
+        }
+    }
+}
+
+/// True for a response (a result or an error, no method).
+fn is_response(message: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Shape<'a> {
+        #[serde(borrow)]
+        method: Option<&'a str>,
+        #[serde(borrow)]
+        result: Option<&'a serde_json::value::RawValue>,
+        #[serde(borrow)]
+        error: Option<&'a serde_json::value::RawValue>,
+    }
+    serde_json::from_slice::<Shape<'_>>(message)
+        .is_ok_and(|s| s.method.is_none() && (s.result.is_some() || s.error.is_some()))
+}
+
+/// One message in; the answer to `initialize` also sets the session's protocol version.
+async fn deliver(shared: &Shared, message: Vec<u8>, initialize: bool) {
+    if initialize {
+        #[derive(serde::Deserialize)]
+        struct Answer {
+            result: Option<InitResult>,
+        }
+        #[derive(serde::Deserialize)]
+        struct InitResult {
+            #[serde(rename = "protocolVersion")]
+            version: Option<String>,
+        }
+        if let Ok(Answer {
+            result: Some(InitResult { version: Some(v) }),
+        }) = serde_json::from_slice(&message)
+        {
+            shared
+                .session
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .version = Some(v);
+        }
+    }
+    let _ = shared.incoming.send(message).await;
+}

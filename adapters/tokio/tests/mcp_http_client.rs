@@ -1,0 +1,183 @@
+//! sansrpc's Streamable HTTP MCP client (`sansrpc_tokio::mcp_client`) against a server
+//! written with the official MCP Python SDK 2.3.0 (`interop/mcp-python/http_server.py`,
+//! the SDK pinned in `requirements.txt`): initialize (the session id and protocol version
+//! then go on every request), tools listed and called, progress on the call's SSE stream,
+//! an elicitation and a sampling request from inside a tool answered by the client's
+//! router and POSTed back, and a `slow` call whose SSE stream the server closes after two
+//! progress notifications (`--close-sse-after 2`), resumed with `Last-Event-ID`.
+
+#[path = "../../../tests/support/interop.rs"]
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sansrpc::endpoint::{Config, Profile};
+use sansrpc::RawValue;
+use sansrpc_tokio::{AsyncRouter, Builder, HandlerResult};
+use serde_json::{json, Value};
+use support::Running;
+
+/// The Python SDK's server on a free port; its URL.
+fn python_server() -> (Running, String) {
+    let sdk = support::pip_install(env!("CARGO_MANIFEST_DIR"), "mcp-python");
+    let script = support::interop(env!("CARGO_MANIFEST_DIR"), "mcp-python").join("http_server.py");
+    let mut child = Command::new("python3")
+        .arg(script)
+        .args(["0", "--close-sse-after", "2"])
+        .env("PYTHONPATH", sdk)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("python3 runs the SDK's server");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("{line:?}"))
+        .to_owned();
+    (Running(child), format!("http://127.0.0.1:{port}/mcp"))
+}
+
+fn raw(value: Value) -> Box<RawValue> {
+    RawValue::from_string(value.to_string()).unwrap()
+}
+
+fn text(result: &RawValue) -> String {
+    let v: Value = serde_json::from_str(result.get()).unwrap();
+    v["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn the_client_against_the_python_sdk_server() {
+    let (_server, url) = python_server();
+    let asked = Arc::new(Mutex::new(Vec::<String>::new()));
+    let mut router = AsyncRouter::new();
+    let seen = Arc::clone(&asked);
+    router
+        .raw_method("elicitation/create", move |params| {
+            let seen = Arc::clone(&seen);
+            async move {
+                seen.lock().unwrap().push("elicitation".into());
+                assert!(params.is_some());
+                HandlerResult::Ok(raw(json!({"action": "accept", "content": {"name": "Ada"}})))
+            }
+        })
+        .unwrap();
+    let seen = Arc::clone(&asked);
+    router
+        .raw_method("sampling/createMessage", move |_| {
+            let seen = Arc::clone(&seen);
+            async move {
+                seen.lock().unwrap().push("sampling".into());
+                HandlerResult::Ok(raw(json!({"role": "assistant", "model": "m",
+                    "content": {"type": "text", "text": "sampled by sansrpc"}})))
+            }
+        })
+        .unwrap();
+    let progress = Arc::new(Mutex::new(Vec::<Value>::new()));
+    let noted = Arc::clone(&progress);
+    router
+        .raw_notification("notifications/progress", move |params| {
+            let v: Value = params
+                .map(|p| serde_json::from_str(p.get()).unwrap())
+                .unwrap_or_default();
+            noted.lock().unwrap().push(v);
+            async {}
+        })
+        .unwrap();
+    let builder = Builder::new()
+        .config(Config::for_profile(Profile::Mcp))
+        .router(router);
+    let conn = sansrpc_tokio::mcp_client::connect(&url, builder).unwrap();
+    let client = conn.client.clone();
+    let run = async {
+        let init = client
+            .call_raw(
+                "initialize",
+                Some(&raw(json!({"protocolVersion": "2025-11-25",
+                "capabilities": {"elicitation": {}, "sampling": {}},
+                "clientInfo": {"name": "sansrpc-test", "version": "0"}}))),
+            )
+            .await
+            .unwrap();
+        let init: Value = serde_json::from_str(init.get()).unwrap();
+        assert_eq!(init["protocolVersion"], "2025-11-25", "{init}");
+        client
+            .notify_raw("notifications/initialized", None)
+            .await
+            .unwrap();
+        let tools = client.call_raw("tools/list", None).await.unwrap();
+        let tools: Value = serde_json::from_str(tools.get()).unwrap();
+        let names: Vec<&str> = tools["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert!(
+            names.contains(&"add") && names.contains(&"ask_name"),
+            "{names:?}"
+        );
+        let added = client
+            .call_raw(
+                "tools/call",
+                Some(&raw(json!({"name": "add", "arguments": {"a": 2, "b": 3}}))),
+            )
+            .await
+            .unwrap();
+        assert_eq!(text(&added), "5");
+        let hello = client
+            .call_raw(
+                "tools/call",
+                Some(&raw(json!({"name": "ask_name", "arguments": {}}))),
+            )
+            .await
+            .unwrap();
+        assert_eq!(text(&hello), "hello Ada");
+        let sampled = client
+            .call_raw(
+                "tools/call",
+                Some(&raw(json!({"name": "sample", "arguments": {}}))),
+            )
+            .await
+            .unwrap();
+        assert_eq!(text(&sampled), "sampled by sansrpc");
+        // The server closes this call's stream after two progress notifications: the
+        // client resumes it with Last-Event-ID and gets the rest and the answer.
+        let slept = client
+            .call_raw(
+                "tools/call",
+                Some(&raw(json!({"name": "slow", "arguments": {"seconds": 0.5},
+                    "_meta": {"progressToken": "p-1"}}))),
+            )
+            .await
+            .unwrap();
+        assert_eq!(text(&slept), "slept 0.5");
+    };
+    tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("the exchange finished in time");
+    assert_eq!(*asked.lock().unwrap(), ["elicitation", "sampling"]);
+    let steps: Vec<f64> = progress
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|p| p["progressToken"] == "p-1")
+        .map(|p| p["progress"].as_f64().unwrap())
+        .collect();
+    assert_eq!(
+        steps,
+        [1.0, 2.0, 3.0, 4.0, 5.0],
+        "every step once, in order"
+    );
+    conn.shutdown.shutdown(Duration::from_secs(1));
+}
