@@ -127,12 +127,15 @@ fn an_idle_connection_is_closed_and_a_busy_one_is_not() {
         assert_eq!(read_to_close(&mut idle), "");
         assert!(start.elapsed() >= Duration::from_secs(1));
 
-        // A client calling more often than the timeout keeps its connection.
+        // A client calling more often than the timeout keeps its connection, for well past
+        // the timeout: 2.5 s of calls every 250 ms (each call resets the idle clock).
         let client = connect_tcp(server.local_addr(), Config::default()).unwrap();
-        for i in 0..6 {
+        let busy = Instant::now();
+        for i in 0..10 {
             assert_eq!(add(&client, i, 1), i + 1);
-            std::thread::sleep(Duration::from_millis(100));
+            std::thread::sleep(Duration::from_millis(250));
         }
+        assert!(busy.elapsed() >= Duration::from_millis(2500));
         // Then, left alone, it is closed too: the next call fails as closed.
         std::thread::sleep(Duration::from_millis(3000));
         let result = client.call::<Add>(&Operands { a: 1, b: 1 }, T);
