@@ -7,6 +7,13 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// One install at a time in this test binary (its tests run side by side, and two
+/// installs into one folder break each other).
+fn installing() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// `interop/<dir>` at the repository's root, from a crate at `crate_dir`.
 pub fn interop(crate_dir: &str, dir: &str) -> PathBuf {
     let mut root = PathBuf::from(crate_dir);
@@ -19,6 +26,8 @@ pub fn interop(crate_dir: &str, dir: &str) -> PathBuf {
 /// Installs the Node project in `dir` with `npm ci` (its lock file) unless `package` is
 /// already there.
 pub fn npm_ci(dir: &Path, package: &str) {
+    // Tests of one binary run side by side: one installs, the others wait and find it.
+    let _one = installing();
     if dir
         .join("node_modules")
         .join(package)
@@ -77,6 +86,7 @@ pub fn vscode_jsonrpc_drives(crate_dir: &str, server: &Path) {
 /// `$CARGO_TARGET_TMPDIR/<dir>` once (again when the file changes); returns the folder,
 /// for `PYTHONPATH`.
 pub fn pip_install(crate_dir: &str, dir: &str) -> PathBuf {
+    let _one = installing();
     let requirements = interop(crate_dir, dir).join("requirements.txt");
     let pinned = std::fs::read_to_string(&requirements).unwrap();
     let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(dir);
