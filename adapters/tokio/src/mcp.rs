@@ -442,52 +442,62 @@ async fn answer(
     body: Vec<u8>,
     input: &mut Vec<u8>,
 ) -> bool {
-    let verdict = {
+    let (verdict, writer) = {
         let mut shared = state.lock();
         let now = shared.now();
         let verdict =
             shared
                 .server
                 .handle_request(head, &body, Authorized::NotRequired, now, &mut entropy);
+        // A response that writes a stream becomes its writer before anyone is woken: a
+        // stream resumed while another response still writes it (a client that reconnects
+        // before this side saw it go) is this response's from its first byte (its head).
+        let writer = match verdict {
+            Verdict::Open { stream, .. }
+            | Verdict::Stateless { stream }
+            | Verdict::Listen { stream } => Some(shared.writer(stream)),
+            _ => None,
+        };
         shared.settle();
-        verdict
+        (verdict, writer)
     };
-    match verdict {
-        Verdict::Respond(response) => write_response(socket, &response).await,
-        Verdict::Deliver { session, response } => {
+    match (verdict, writer) {
+        (Verdict::Respond(response), _) => write_response(socket, &response).await,
+        (Verdict::Deliver { session, response }, _) => {
             let sender = state.lock().sessions.get(&session).map(|r| r.input.clone());
             if let Some(sender) = sender {
                 let _ = sender.send((body, 0)).await;
             }
             write_response(socket, &response).await
         }
-        Verdict::Open {
-            session,
-            stream,
-            new_session,
-        } => {
-            let (writer, sender) = {
+        (
+            Verdict::Open {
+                session,
+                stream,
+                new_session,
+            },
+            Some(writer),
+        ) => {
+            let sender = {
                 let mut shared = state.lock();
                 if new_session || !shared.sessions.contains_key(&session) {
                     let running = start(&shared, state, Target::Session(session));
                     shared.sessions.insert(session, running);
                 }
-                let writer = shared.writer(stream);
-                let sender = shared.sessions.get(&session).map(|r| r.input.clone());
-                (writer, sender)
+                shared.sessions.get(&session).map(|r| r.input.clone())
             };
             if let Some(sender) = sender {
                 let _ = sender.send((body, stream)).await;
             }
             write_stream(socket, state, writer, input).await
         }
-        Verdict::Stateless { stream } => {
-            let (writer, sender) = {
+        (Verdict::Stateless { stream }, Some(writer)) => {
+            let sender = {
                 let mut shared = state.lock();
                 let running = start(&shared, state, Target::Stream(stream));
                 let sender = running.input.clone();
                 shared.stateless.insert(stream, running);
-                (shared.writer(stream), sender)
+                sender
             };
             let _ = sender.send((body, stream)).await;
             let keep = write_stream(socket, state, writer, input).await;
@@ -497,11 +507,8 @@ async fn answer(
             }
             keep
         }
-        Verdict::Listen { stream } => {
-            let writer = state.lock().writer(stream);
-            write_stream(socket, state, writer, input).await
-        }
-        Verdict::Ended { session, response } => {
+        (Verdict::Listen { .. }, Some(writer)) => write_stream(socket, state, writer, input).await,
+        (Verdict::Ended { session, response }, _) => {
             if let Some(running) = state.lock().sessions.remove(&session) {
                 running.shutdown.shutdown(Duration::ZERO);
             }
