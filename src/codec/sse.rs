@@ -162,6 +162,10 @@ pub struct Decoder {
     dropping: bool,
     retry: Option<u64>,
     last_id: String,
+    /// `last_id` as of the last blank line: what a reconnecting client sends.
+    committed_id: String,
+    /// The reconnection delay the stream last asked for, in milliseconds.
+    reconnect: Option<u64>,
 }
 
 impl Decoder {
@@ -179,12 +183,22 @@ impl Decoder {
             dropping: false,
             retry: None,
             last_id: String::new(),
+            committed_id: String::new(),
+            reconnect: None,
         }
     }
 
-    /// The last event id seen (what a reconnecting client sends as `Last-Event-ID`).
+    /// The last event id as of the last complete event (its blank line; an event without
+    /// data, such as MCP's priming event, counts): what a reconnecting client sends as
+    /// `Last-Event-ID`. The `id` line of an event still arriving does not count yet, so a
+    /// stream cut in the middle of an event is resumed from before it.
     pub fn last_event_id(&self) -> &str {
-        &self.last_id
+        &self.committed_id
+    }
+
+    /// The reconnection delay the stream last asked for (`retry`), in milliseconds.
+    pub fn reconnection_time(&self) -> Option<u64> {
+        self.reconnect
     }
 
     /// Takes `bytes`, handing each event dispatched (or fault) to `each`, in order.
@@ -306,12 +320,14 @@ impl Decoder {
                 self.retry = core::str::from_utf8(value)
                     .ok()
                     .and_then(|v| v.parse().ok());
+                self.reconnect = self.retry.or(self.reconnect);
             }
             _ => {}
         }
     }
 
     fn dispatch(&mut self, each: &mut dyn FnMut(Result<Event, SseError>)) {
+        self.committed_id.clone_from(&self.last_id);
         let retry = self.retry.take();
         let event = core::mem::take(&mut self.event);
         if core::mem::take(&mut self.dropping) || self.data.is_empty() {
@@ -456,5 +472,22 @@ mod tests {
         encode_comment(&mut wire, "keep\nalive");
         assert_eq!(wire, b": keepalive\n\n");
         assert!(decode(&[&wire]).is_empty());
+    }
+
+    #[test]
+    fn the_last_event_id_counts_from_complete_events_only() {
+        let mut d = Decoder::new(Limits::default());
+        let mut seen = Vec::new();
+        // MCP's priming event: an id, a retry, one empty data line.
+        d.feed(b"id: s.0\nretry: 500\ndata: \n\n", |e| seen.push(e));
+        assert!(matches!(seen.as_slice(), [Ok(e)] if e.data.is_empty()));
+        assert_eq!(d.last_event_id(), "s.0");
+        assert_eq!(d.reconnection_time(), Some(500));
+        // Cut after the id line of the next event: it is resumed from before that event.
+        d.feed(b"id: s.1\ndata: {}\n\nid: s.2\ndata: [", |e| seen.push(e));
+        assert_eq!(seen.len(), 2);
+        assert_eq!(d.last_event_id(), "s.1");
+        d.feed(b"]\n\n", |e| seen.push(e));
+        assert_eq!(d.last_event_id(), "s.2");
     }
 }

@@ -43,6 +43,8 @@ const MAX_BODY: usize = 4 << 20;
 /// Bytes a client may send ahead (a pipelined next request) while one of its responses
 /// streams; past it the client is cut off (it is not waiting for that response).
 const MAX_AHEAD: usize = 64 * 1024;
+/// How long a write may wait on a client that does not read before it is cut off.
+const WRITE_STALL: Duration = sansrpc::endpoint::NETWORK_WRITE_STALL_TIMEOUT;
 /// TCP connections served at once; one beyond it is answered 503 and closed.
 const MAX_CONNECTIONS: usize = 4096;
 /// Time a client has to send a whole request (head and body) once the previous answer is
@@ -480,7 +482,9 @@ async fn answer(
         ) => {
             let sender = {
                 let mut shared = state.lock();
-                if new_session || !shared.sessions.contains_key(&session) {
+                // Only a new session starts a connection: a session missing here ended in
+                // the meantime (a DELETE raced this POST), and its stream ends with it.
+                if new_session {
                     let running = start(&shared, state, Target::Session(session));
                     shared.sessions.insert(session, running);
                 }
@@ -542,6 +546,7 @@ async fn write_stream(
     input: &mut Vec<u8>,
 ) -> bool {
     let stream = writer.stream;
+    let mut wrote = false;
     let keep = loop {
         let mut out = Vec::new();
         let step = {
@@ -552,13 +557,20 @@ async fn write_stream(
             }
             shared.server.poll_stream(stream, &mut out)
         };
-        if !out.is_empty() && socket.write_all(&out).await.is_err() {
-            closed(state, &writer);
-            break false;
+        if !out.is_empty() {
+            // A client that stops reading is cut off at the network write-stall timeout.
+            let write = tokio::time::timeout(WRITE_STALL, socket.write_all(&out));
+            if !matches!(write.await, Ok(Ok(()))) {
+                closed(state, &writer);
+                break false;
+            }
+            wrote = true;
         }
         match step {
             Step::Data => continue,
-            Step::End => break true,
+            // Ended with nothing written (its session ended before it answered): the
+            // connection closes, so the client is not left waiting for a response.
+            Step::End => break wrote,
             Step::Wait => {}
             _ => break false,
         }

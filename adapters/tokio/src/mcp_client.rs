@@ -254,13 +254,19 @@ async fn read(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("text/event-stream"));
     if !event_stream {
+        // A 202 (or any answer without a message) has no body: nothing to hand on.
         if let Ok(body) = response.into_body().collect().await {
-            deliver(shared, body.to_bytes().to_vec(), initialize).await;
+            let body = body.to_bytes();
+            if !body.iter().all(u8::is_ascii_whitespace) {
+                deliver(shared, body.to_vec(), initialize).await;
+            }
         }
         return;
     }
     let mut decoder = sse::Decoder::new(sse::Limits::default());
     let mut retry = Duration::from_secs(1);
+    // The last complete event of this answer, across resumptions.
+    let mut resume_from = String::new();
     let mut body = response.into_body();
     let mut resumes = 0;
     let mut answered = !request;
@@ -272,14 +278,18 @@ async fn read(
             Some(Ok(_)) => false,
         };
         if dropped {
-            // Resume from the last event seen, if the server gave ids.
-            let last = decoder.last_event_id().to_owned();
-            if last.is_empty() || resumes == RESUMES {
+            // Resume from the last complete event, if the server gave ids; a new stream
+            // starts a new decoder (what was cut mid-event is replayed whole).
+            if resume_from.is_empty() || resumes == RESUMES {
                 return;
             }
             resumes += 1;
+            if let Some(ms) = decoder.reconnection_time() {
+                retry = Duration::from_millis(ms);
+            }
+            decoder = sse::Decoder::new(sse::Limits::default());
             tokio::time::sleep(retry).await;
-            match send(shared, Method::GET, None, Some(&last)).await {
+            match send(shared, Method::GET, None, Some(&resume_from)).await {
                 Ok(r) if r.status().is_success() => body = r.into_body(),
                 _ => return,
             }
@@ -291,14 +301,14 @@ async fn read(
                     let mut messages = Vec::new();
                     decoder.feed(&data, |event| {
                         if let Ok(event) = event {
-                            if let Some(ms) = event.retry {
-                                retry = Duration::from_millis(ms);
-                            }
                             if !event.data.is_empty() {
                                 messages.push(event.data.into_bytes());
                             }
                         }
                     });
+                    if !decoder.last_event_id().is_empty() {
+                        resume_from = decoder.last_event_id().to_owned();
+                    }
                     for message in messages {
                         answered |= is_response(&message);
                         deliver(shared, message, initialize).await;

@@ -20,13 +20,20 @@ use sansrpc_tokio::{AsyncRouter, Builder, HandlerResult};
 use serde_json::{json, Value};
 use support::Running;
 
+/// Where the Python SDK's server logs every HTTP exchange (one JSON line each).
+fn wire_log() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mcp-http-client-wire.jsonl")
+}
+
 /// The Python SDK's server on a free port; its URL.
 fn python_server() -> (Running, String) {
+    let _ = std::fs::remove_file(wire_log());
     let sdk = support::pip_install(env!("CARGO_MANIFEST_DIR"), "mcp-python");
     let script = support::interop(env!("CARGO_MANIFEST_DIR"), "mcp-python").join("http_server.py");
     let mut child = Command::new("python3")
         .arg(script)
-        .args(["0", "--close-sse-after", "2"])
+        .args(["0", "--close-sse-after", "2", "--log"])
+        .arg(wire_log())
         .env("PYTHONPATH", sdk)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -179,5 +186,19 @@ async fn the_client_against_the_python_sdk_server() {
         [1.0, 2.0, 3.0, 4.0, 5.0],
         "every step once, in order"
     );
+    // The client sent what the exchange needs and nothing else: no error of its own (an
+    // empty 202 body was once read as a parse error, answered, POSTed, answered 202, ...).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let log = std::fs::read_to_string(wire_log()).unwrap();
+    let posts: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains(r#""dir": "request""#) && l.contains(r#""method": "POST""#))
+        .collect();
+    assert!(
+        posts.iter().all(|l| !l.contains("-32700")),
+        "the client sent parse errors: {} POSTs",
+        posts.len()
+    );
+    assert!(posts.len() <= 12, "{} POSTs: {posts:#?}", posts.len());
     conn.shutdown.shutdown(Duration::from_secs(1));
 }
