@@ -306,13 +306,16 @@ impl Decoder {
                 if self.dropping {
                     return;
                 }
+                // The limit counts the decoded text: each invalid UTF-8 byte becomes a
+                // three-byte U+FFFD, so the raw length is not enough.
+                let value = String::from_utf8_lossy(value);
                 if self.data.len() + value.len() + 1 > self.limits.max_event {
                     self.dropping = true;
                     self.data.clear();
                     each(Err(SseError::EventTooLarge));
                     return;
                 }
-                self.data.push_str(&lossy(value));
+                self.data.push_str(&value);
                 self.data.push('\n');
             }
             b"id" if !value.contains(&0) => self.last_id = lossy(value),
@@ -447,6 +450,24 @@ mod tests {
         decoder.feed(b"\ndata: after\n\n", |e| out.push(e));
         assert_eq!(out, [Err(SseError::EventTooLarge), out[1].clone()]);
         assert_eq!(out[1].as_ref().unwrap().data, "after");
+    }
+
+    #[test]
+    fn the_event_limit_counts_invalid_utf8_as_its_replacement() {
+        // 100 invalid bytes are 300 bytes of U+FFFD: over a 256-byte event limit (found
+        // by the sse fuzz target in CI).
+        let mut decoder = Decoder::new(Limits {
+            max_line: 1024,
+            max_event: 256,
+        });
+        let mut out = Vec::new();
+        let mut wire = b"data: ".to_vec();
+        wire.extend_from_slice(&[0xFF; 100]);
+        wire.extend_from_slice(b"\n\ndata: ok\n\n");
+        decoder.feed(&wire, |e| out.push(e));
+        assert_eq!(out[0], Err(SseError::EventTooLarge));
+        assert_eq!(out[1].as_ref().unwrap().data, "ok");
+        assert_eq!(out.len(), 2);
     }
 
     #[test]
