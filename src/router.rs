@@ -9,7 +9,9 @@ use core::cmp::Ordering;
 use core::fmt;
 use core::time::Duration;
 
+#[cfg(any(feature = "discover", feature = "streams"))]
 use serde::de::DeserializeOwned;
+#[cfg(feature = "discover")]
 use serde_json::{json, Map, Value};
 
 use crate::endpoint::{Endpoint, Event, IncomingId, UnknownRequest};
@@ -27,6 +29,7 @@ pub type Outcome = Result<(), ErrorObject<'static>>;
 
 type CallFn = dyn Fn(Option<&RawValue>, &mut Vec<u8>) -> Outcome + Send + Sync;
 type NotifyFn = dyn Fn(Option<&RawValue>) + Send + Sync;
+#[cfg(feature = "streams")]
 type OpenFn = dyn Fn(Option<&RawValue>) -> Result<crate::ext::stream::BoxSource, ErrorObject<'static>>
     + Send
     + Sync;
@@ -40,7 +43,9 @@ struct Entry {
     handler: Handler,
     /// True when the handler's output comes from serde_json, so it needs no re-validation.
     trusted: bool,
+    #[cfg(feature = "discover")]
     shape: ParamShape,
+    #[cfg(feature = "discover")]
     doc: MethodDoc,
 }
 
@@ -78,6 +83,7 @@ impl Methods {
         self.position(name).ok().map(|at| &self.0[at].1)
     }
 
+    #[cfg(feature = "discover")]
     fn get_mut(&mut self, name: &str) -> Option<&mut Entry> {
         self.position(name).ok().map(|at| &mut self.0[at].1)
     }
@@ -91,6 +97,7 @@ impl Methods {
 }
 
 /// What `rpc.discover` says about a method beyond its name and param names.
+#[cfg(feature = "discover")]
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct MethodDoc {
@@ -102,6 +109,7 @@ pub struct MethodDoc {
     pub result_schema: Option<Value>,
 }
 
+#[cfg(feature = "discover")]
 impl MethodDoc {
     /// A doc with a summary.
     pub fn summary(summary: impl Into<String>) -> Self {
@@ -279,12 +287,16 @@ pub struct Router {
     providers: BTreeMap<String, Box<CallFn>>,
     layers: Vec<Box<dyn Layer>>,
     /// Stream-returning methods (`ext::stream`), by name.
+    #[cfg(feature = "streams")]
     streams: BTreeMap<String, Box<OpenFn>>,
     /// Methods served elsewhere (an adapter's async handlers, streams), listed by
     /// `rpc.discover`: their params' shape, documentation, and whether they open a stream.
+    #[cfg(feature = "discover")]
     listed: BTreeMap<String, (ParamShape, MethodDoc, bool)>,
     extensions: bool,
+    #[cfg(feature = "discover")]
     title: String,
+    #[cfg(feature = "discover")]
     version: String,
 }
 
@@ -311,15 +323,20 @@ impl Router {
             methods: Methods::default(),
             providers: BTreeMap::new(),
             layers: Vec::new(),
+            #[cfg(feature = "streams")]
             streams: BTreeMap::new(),
+            #[cfg(feature = "discover")]
             listed: BTreeMap::new(),
             extensions: true,
+            #[cfg(feature = "discover")]
             title: "sansrpc service".to_string(),
+            #[cfg(feature = "discover")]
             version: "0.0.0".to_string(),
         }
     }
 
     /// Sets the title and version `rpc.discover` reports.
+    #[cfg(feature = "discover")]
     pub fn info(&mut self, title: impl Into<String>, version: impl Into<String>) -> &mut Self {
         self.title = title.into();
         self.version = version.into();
@@ -343,7 +360,9 @@ impl Router {
         if !name.starts_with("rpc.") {
             return Err(RegisterError::NotReserved(name.to_string()));
         }
-        if name == "rpc.discover" || self.providers.contains_key(name) {
+        if (cfg!(feature = "discover") && name == "rpc.discover")
+            || self.providers.contains_key(name)
+        {
             return Err(RegisterError::Duplicate(name.to_string()));
         }
         self.providers.insert(name.to_string(), Box::new(handler));
@@ -380,10 +399,14 @@ impl Router {
             Ok(_) => return Err(RegisterError::Duplicate(name)),
             Err(at) => at,
         };
+        #[cfg(not(feature = "discover"))]
+        let _ = shape;
         let entry = Entry {
             handler,
             trusted,
+            #[cfg(feature = "discover")]
             shape,
+            #[cfg(feature = "discover")]
             doc: MethodDoc::default(),
         };
         self.methods.0.insert(at, (name, entry));
@@ -474,6 +497,7 @@ impl Router {
     /// (both sansrpc adapters do): the blocking adapter runs the iterator on its handler
     /// pool, a batch of up to the pull's `max` items at a time; the async drivers run it
     /// inside the driver, so there its `next` must not block.
+    #[cfg(feature = "streams")]
     pub fn stream_method<P, T, I, F>(&mut self, name: &str, handler: F) -> Result<(), RegisterError>
     where
         P: DeserializeOwned + 'static,
@@ -493,6 +517,7 @@ impl Router {
             handler(params).map(crate::ext::stream::from_iter)
         };
         self.streams.insert(name.to_string(), Box::new(open));
+        #[cfg(feature = "discover")]
         self.listed.insert(
             name.to_string(),
             (param_shape::<P>(), MethodDoc::default(), true),
@@ -504,6 +529,7 @@ impl Router {
     /// `P`) in `rpc.discover`, so the document shows every method the connection answers.
     /// `stream` marks a method that opens a stream (`"x-stream": true`). Adapters call it
     /// when they register a handler; it routes nothing.
+    #[cfg(feature = "discover")]
     pub fn list_external<P: DeserializeOwned>(&mut self, name: &str, stream: bool) {
         self.listed.insert(
             name.to_string(),
@@ -512,6 +538,7 @@ impl Router {
     }
 
     /// Like [`list_external`](Router::list_external), for a method whose params are raw JSON.
+    #[cfg(feature = "discover")]
     pub fn list_external_raw(&mut self, name: &str, stream: bool) {
         self.listed.insert(
             name.to_string(),
@@ -520,12 +547,14 @@ impl Router {
     }
 
     /// True when `method` was registered with [`Router::stream_method`].
+    #[cfg(feature = "streams")]
     pub fn is_stream_method(&self, method: &str) -> bool {
         self.streams.contains_key(method)
     }
 
     /// Opens a stream of a method registered with [`Router::stream_method`]: the item
     /// source, or the handler's error; `None` when `method` is not a stream method.
+    #[cfg(feature = "streams")]
     pub fn open_stream(
         &self,
         method: &str,
@@ -535,6 +564,7 @@ impl Router {
     }
 
     /// Attaches documentation (summary, schemas) that `rpc.discover` reports.
+    #[cfg(feature = "discover")]
     pub fn document(&mut self, name: &str, doc: MethodDoc) -> Result<(), RegisterError> {
         if let Some(entry) = self.methods.get_mut(name) {
             entry.doc = doc;
@@ -719,6 +749,7 @@ impl Router {
             if !self.extensions {
                 return Err(ErrorObject::method_not_found());
             }
+            #[cfg(feature = "discover")]
             if call.method == "rpc.discover" {
                 return write_json(out, &self.discover())
                     .map_err(|_| ErrorObject::internal_error());
@@ -766,6 +797,7 @@ impl Router {
     }
 
     /// The OpenRPC 1.x document of the registered methods.
+    #[cfg(feature = "discover")]
     pub fn discover(&self) -> Value {
         let here = self
             .methods

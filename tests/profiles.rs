@@ -252,6 +252,7 @@ fn lsp_progress_sent_in_lsp_shape() {
 
 /// Progress on a request's token keeps it alive past its base timeout, up to the cap, for
 /// string and integer tokens alike, in each profile's own shape.
+#[cfg(feature = "progress")]
 fn progress_extends_the_deadline(profile: Profile, token: Id<'static>) {
     let mut p = pair(profile);
     let options = RequestOptions::timeout(Timeout::After(Duration::from_secs(5)))
@@ -280,18 +281,21 @@ fn progress_extends_the_deadline(profile: Profile, token: Id<'static>) {
     );
 }
 
+#[cfg(feature = "progress")]
 #[test]
 fn mcp_progress_extends_deadline_with_string_and_integer_tokens() {
     progress_extends_the_deadline(Profile::Mcp, Id::string("abc"));
     progress_extends_the_deadline(Profile::Mcp, Id::number(42));
 }
 
+#[cfg(feature = "progress")]
 #[test]
 fn lsp_progress_extends_deadline_with_string_and_integer_tokens() {
     progress_extends_the_deadline(Profile::Lsp, Id::string("abc"));
     progress_extends_the_deadline(Profile::Lsp, Id::number(42));
 }
 
+#[cfg(feature = "progress")]
 #[test]
 fn progress_in_the_other_profiles_shape_extends_nothing() {
     let mut p = Pair::with(

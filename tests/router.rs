@@ -4,7 +4,9 @@ use std::sync::{Arc, Mutex};
 
 use sansrpc::endpoint::{Config, Endpoint, Event, RequestOptions, SendError};
 use sansrpc::method::{decode_result, CallError, Method, NotificationMethod};
-use sansrpc::router::{Call, Layer, MethodDoc, Next, Outcome, RegisterError, Reply, Router};
+#[cfg(feature = "discover")]
+use sansrpc::router::MethodDoc;
+use sansrpc::router::{Call, Layer, Next, Outcome, RegisterError, Reply, Router};
 use sansrpc::{ErrorObject, Id, Instant, RawValue, Request, Version};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -370,6 +372,7 @@ fn layers_observe_timing() {
     assert_eq!(*spans.lock().unwrap(), [("now".to_owned(), 7)]);
 }
 
+#[cfg(feature = "discover")]
 #[test]
 fn rpc_discover_describes_the_registered_methods() {
     let mut r = router();
@@ -647,4 +650,19 @@ fn a_result_a_layer_writes_is_checked_as_text_and_a_handlers_is_sent_as_written(
         let expected = format!(r#"{{"jsonrpc":"2.0","result":{sent},"id":1}}"#);
         assert_eq!(answer_through(&layered), expected);
     }
+}
+
+/// Without the `discover` feature the router has no built-in `rpc.discover`: the name is
+/// unknown, and an application may provide it as an extension of its own.
+#[cfg(not(feature = "discover"))]
+#[test]
+fn without_the_discover_feature_rpc_discover_is_unknown_and_free() {
+    let mut r = router();
+    assert_eq!(dispatch(&r, "rpc.discover", None).unwrap_err().code, -32601);
+    r.extension("rpc.discover", |_, out| {
+        out.extend_from_slice(b"{}");
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(dispatch(&r, "rpc.discover", None), Ok(json!({})));
 }

@@ -94,6 +94,7 @@ use crate::endpoint::{
 use crate::error::ErrorObject;
 use crate::ext::connection::{self as hook, ConnectionHook};
 use crate::ext::keepalive::{self, Beat, Heard, Heartbeat, HeartbeatConfig};
+#[cfg(feature = "streams")]
 use crate::ext::stream::{self, Demand, Produced, StreamConfig, StreamTable};
 use crate::id::Id;
 use crate::message::{Notification, Request};
@@ -111,6 +112,7 @@ pub struct Config {
     /// The wire protocol: framing, limits, deadlines, cancellation, profile.
     pub endpoint: endpoint::Config,
     /// Bounds of the streams this connection serves.
+    #[cfg(feature = "streams")]
     pub streams: StreamConfig,
     /// The application-level heartbeat (seed 002 §3.3.2); `None` leaves `ping` and `pong`
     /// to the driver's handlers like any notification.
@@ -135,6 +137,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             endpoint: endpoint::Config::default(),
+            #[cfg(feature = "streams")]
             streams: StreamConfig::default(),
             heartbeat: None,
             end_grace: Duration::from_secs(5),
@@ -224,6 +227,7 @@ pub enum Event<'a> {
     },
     /// A stream this connection served was freed (ended, cancelled, idle too long): drop
     /// its producer.
+    #[cfg(feature = "streams")]
     StreamClosed {
         /// The stream id given to [`Connection::open_stream`]'s caller.
         stream: u64,
@@ -425,7 +429,9 @@ enum Take {
     /// The hook took the request and answers it later under this number.
     HookLater(IncomingId, u64),
     /// A stream method (`rpc.stream.next`/`cancel`), owned.
+    #[cfg(feature = "streams")]
     Stream(IncomingId, Request<'static>),
+    #[cfg(feature = "streams")]
     StreamCancel(Option<u64>),
     Beat(&'static str),
     PeerCancelled(IncomingId),
@@ -450,6 +456,7 @@ pub struct Connection {
     calls: Calls,
     /// The peer's requests handed out as [`Event::Request`] and not answered yet.
     running: Running,
+    #[cfg(feature = "streams")]
     streams: StreamTable<()>,
     heartbeat: Option<Heartbeat>,
     hook: Option<Box<dyn ConnectionHook>>,
@@ -472,13 +479,14 @@ pub struct Connection {
 
 impl fmt::Debug for Connection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Connection")
-            .field("endpoint", &self.endpoint)
+        let mut d = f.debug_struct("Connection");
+        d.field("endpoint", &self.endpoint)
             .field("phase", &self.phase)
             .field("calls", &self.calls.len())
-            .field("running", &self.running.len())
-            .field("streams", &self.streams.len())
-            .finish()
+            .field("running", &self.running.len());
+        #[cfg(feature = "streams")]
+        d.field("streams", &self.streams.len());
+        d.finish()
     }
 }
 
@@ -490,6 +498,7 @@ impl Connection {
             .then(|| lsp::Lsp::new(config.process_check));
         Connection {
             endpoint: Endpoint::new(config.endpoint.clone()),
+            #[cfg(feature = "streams")]
             streams: StreamTable::new(config.streams),
             heartbeat: config.heartbeat.map(|h| Heartbeat::new(h, now)),
             config,
@@ -648,6 +657,7 @@ impl Connection {
     /// streams, the heartbeat, the grace and linger periods.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.endpoint.handle_timeout(now);
+        #[cfg(feature = "streams")]
         self.streams.handle_timeout(now);
         if let Some(lsp) = self.lsp.as_mut() {
             lsp.handle_timeout(now);
@@ -673,7 +683,11 @@ impl Connection {
     /// The next instant [`handle_timeout`](Connection::handle_timeout) has work at (it may
     /// be already past: call it at once then).
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let mut next = min(self.endpoint.poll_timeout(), self.streams.poll_timeout());
+        let mut next = self.endpoint.poll_timeout();
+        #[cfg(feature = "streams")]
+        {
+            next = min(next, self.streams.poll_timeout());
+        }
         if matches!(self.phase, Phase::Open) {
             next = min(
                 next,
@@ -794,6 +808,7 @@ impl Connection {
                     self.lsp.as_ref(),
                 ),
                 None => {
+                    #[cfg(feature = "streams")]
                     if let Some(stream) = self.streams.poll_freed() {
                         return Some(Event::StreamClosed { stream });
                     }
@@ -817,6 +832,7 @@ impl Connection {
                     self.endpoint.poll_event();
                     self.hook_later.push((number, id));
                 }
+                #[cfg(feature = "streams")]
                 Take::Stream(id, request) => {
                     self.endpoint.poll_event();
                     let now = self.endpoint_now();
@@ -832,6 +848,7 @@ impl Connection {
                     }
                     continue;
                 }
+                #[cfg(feature = "streams")]
                 Take::StreamCancel(stream) => {
                     self.endpoint.poll_event();
                     self.endpoint.notification_done();
@@ -854,6 +871,7 @@ impl Connection {
                 }
                 Take::PeerCancelled(id) => {
                     self.endpoint.poll_event();
+                    #[cfg(feature = "streams")]
                     if self.streams.handle_peer_cancelled(&mut self.endpoint, id) {
                         continue;
                     }
@@ -1029,6 +1047,7 @@ impl Connection {
         self.reason = Some(reason);
         self.running.clear();
         self.hook_later.clear();
+        #[cfg(feature = "streams")]
         self.streams.clear();
         self.calls.clear();
         if let Some(mut hook) = self.hook.take() {
@@ -1247,11 +1266,13 @@ impl Connection {
 
     /// True while another stream may open: a driver asks before running a stream method's
     /// handler, and answers [`refuse_stream`](Connection::refuse_stream) otherwise.
+    #[cfg(feature = "streams")]
     pub fn can_open_stream(&self) -> bool {
         self.streams.has_room()
     }
 
     /// How many more streams may open now.
+    #[cfg(feature = "streams")]
     pub fn stream_room(&self) -> usize {
         self.streams
             .config()
@@ -1260,6 +1281,7 @@ impl Connection {
     }
 
     /// Answers a stream-opening request with the "too many streams" error.
+    #[cfg(feature = "streams")]
     pub fn refuse_stream(&mut self, handle: IncomingId) {
         self.respond(handle, Err(&stream::too_many_streams()));
     }
@@ -1267,6 +1289,7 @@ impl Connection {
     /// Opens a stream for a stream method's request and answers it `{"stream": id}`; the
     /// driver keeps the producer under the returned id. `None` (the request answered with
     /// an error) when no more streams may open.
+    #[cfg(feature = "streams")]
     pub fn open_stream(&mut self, handle: IncomingId, now: Instant) -> Option<u64> {
         if !self.running.remove(&handle) {
             return None;
@@ -1278,6 +1301,7 @@ impl Connection {
     }
 
     /// True when some stream has a pull waiting: call [`produce`](Connection::produce).
+    #[cfg(feature = "streams")]
     pub fn wants_items(&self) -> bool {
         !self.endpoint.is_closed() && self.streams.wants_items()
     }
@@ -1285,6 +1309,7 @@ impl Connection {
     /// Asks for stream items through `next` (stream id, the answer buffer to append one
     /// JSON value to, what the pulls want) and answers pulls as they fill; at most `budget`
     /// items. See [`StreamTable::produce`].
+    #[cfg(feature = "streams")]
     pub fn produce<F>(&mut self, now: Instant, budget: usize, mut next: F) -> usize
     where
         F: FnMut(u64, &mut Vec<u8>, Demand) -> Produced,
@@ -1388,8 +1413,10 @@ impl Connection {
 #[derive(Debug, PartialEq, Eq)]
 enum ByName {
     /// A stream method (`rpc.stream.next`/`cancel`): a request the stream table answers.
+    #[cfg(feature = "streams")]
     Stream,
     /// A stream's cancel notification.
+    #[cfg(feature = "streams")]
     StreamCancel,
     /// A heartbeat ping or pong, when a heartbeat is configured.
     Beat(&'static str),
@@ -1399,7 +1426,9 @@ enum ByName {
 
 fn by_name(request: bool, method: &str, heartbeat: bool) -> ByName {
     match method {
+        #[cfg(feature = "streams")]
         m if request && m.starts_with(stream::METHOD_PREFIX) => ByName::Stream,
+        #[cfg(feature = "streams")]
         stream::CANCEL_METHOD if !request => ByName::StreamCancel,
         keepalive::PING if heartbeat && !request => ByName::Beat(keepalive::PING),
         keepalive::PONG if heartbeat && !request => ByName::Beat(keepalive::PONG),
@@ -1427,6 +1456,7 @@ fn decide(
                     _ => {}
                 }
             }
+            #[cfg(feature = "streams")]
             if by_name(true, &request.method, heartbeat) == ByName::Stream {
                 return Take::Stream(id, request.into_owned());
             }
@@ -1448,9 +1478,12 @@ fn decide(
             }
         }
         endpoint::Event::Notification(n) => match by_name(false, &n.method, heartbeat) {
+            #[cfg(feature = "streams")]
             ByName::StreamCancel => Take::StreamCancel(stream::stream_param(n.params.as_deref())),
             ByName::Beat(method) => Take::Beat(method),
-            ByName::Stream | ByName::Nothing => Take::Pass,
+            #[cfg(feature = "streams")]
+            ByName::Stream => Take::Pass,
+            ByName::Nothing => Take::Pass,
         },
         endpoint::Event::PeerCancelled { id } => Take::PeerCancelled(id),
         endpoint::Event::Response { id, .. } => Take::Response(id),

@@ -25,6 +25,7 @@ enum Seen {
     Answer(u64, usize, Result<String, i64>, bool),
     Ended(u64, usize, EndReason, bool),
     Cancel(IncomingId),
+    #[cfg(feature = "streams")]
     StreamClosed(u64),
     Other,
     Closed(CloseReason),
@@ -60,6 +61,7 @@ fn events(c: &mut Connection) -> Vec<Seen> {
                 last,
             } => Seen::Ended(token, index, reason, last),
             Event::Cancel { handle } => Seen::Cancel(handle),
+            #[cfg(feature = "streams")]
             Event::StreamClosed { stream } => Seen::StreamClosed(stream),
             Event::Other(_) | Event::CheckProcess { .. } => Seen::Other,
             Event::Closed { reason } => Seen::Closed(reason),
@@ -465,6 +467,7 @@ fn closing_ends_every_call_and_linger_bounds_the_output() {
     assert_eq!(client.poll_timeout(), None);
 }
 
+#[cfg(feature = "streams")]
 #[test]
 fn streams_are_pulled_and_freed_through_the_connection() {
     let (mut client, mut server) = pair();
@@ -553,6 +556,7 @@ fn streams_are_pulled_and_freed_through_the_connection() {
     );
 }
 
+#[cfg(feature = "streams")]
 #[test]
 fn an_idle_stream_is_freed_on_its_timeout() {
     let streams = StreamConfig {

@@ -8,6 +8,7 @@ mod tables;
 mod typed;
 
 pub use profile::Profile;
+#[cfg(feature = "progress")]
 pub use progress::Progress;
 
 use alloc::collections::{BTreeMap, VecDeque};
@@ -296,6 +297,7 @@ pub struct RequestOptions {
     /// deadline to the base timeout from then, never past the cap from when it was sent
     /// (rmcp's lesson: progress keeps a slow request alive, a cap stops a runaway one).
     /// Without a base timeout the request never times out and progress changes nothing.
+    #[cfg(feature = "progress")]
     pub progress: Option<Progress>,
 }
 
@@ -304,12 +306,14 @@ impl RequestOptions {
     pub fn timeout(timeout: Timeout) -> Self {
         RequestOptions {
             timeout,
+            #[cfg(feature = "progress")]
             progress: None,
         }
     }
 
     /// These options, with the deadline extended by progress on `token` (an integer or a
     /// string) up to `cap` after sending.
+    #[cfg(feature = "progress")]
     pub fn with_progress(mut self, token: impl Into<Id<'static>>, cap: Duration) -> Self {
         self.progress = Some(Progress {
             token: token.into(),
@@ -619,6 +623,7 @@ enum Action {
     Record(Role),
     Answer(Id<'static>, Version, ErrorObject<'static>),
     PeerCancel(Id<'static>),
+    #[cfg(feature = "progress")]
     Progress(Id<'static>),
     Matched(u64),
     NullIdError,
@@ -724,6 +729,7 @@ pub struct Endpoint {
     outgoing: Outgoing,
     incoming: tables::Incoming,
     early: EarlyCancels,
+    #[cfg(feature = "progress")]
     watched: progress::Watched,
     /// Frames whose events are queued; events borrow from it. Cleared when the queue empties.
     arena: Vec<u8>,
@@ -772,6 +778,7 @@ impl Endpoint {
             outgoing: Outgoing::default(),
             incoming: tables::Incoming::default(),
             early: EarlyCancels::default(),
+            #[cfg(feature = "progress")]
             watched: progress::Watched::default(),
             arena: Vec::new(),
             events: VecDeque::new(),
@@ -1189,6 +1196,7 @@ impl Endpoint {
                         .remember(id, expiry, self.config.early_cancel_capacity);
                 }
             },
+            #[cfg(feature = "progress")]
             Action::Progress(token) => {
                 if let Some((id, deadline)) = self.watched.extend(&token, self.now) {
                     self.outgoing.extend_deadline(id, deadline);
@@ -1251,7 +1259,7 @@ impl Endpoint {
         // A notification that is neither a cancellation nor progress needs only its name.
         if let Some((false, method)) = entry.plain_method(frame) {
             let special = (self.config.cancellation && method == self.config.cancel_method)
-                || method == self.config.progress_method;
+                || (cfg!(feature = "progress") && method == self.config.progress_method);
             if !special {
                 let rate = self.config.rate_limit.as_ref();
                 return match self.guard.admit_call(rate, self.now, false) {
@@ -1279,14 +1287,17 @@ impl Endpoint {
                         .admit_call(self.config.rate_limit.as_ref(), self.now, false)
                 {
                     Action::Nothing
-                } else if n.method == self.config.progress_method {
+                } else if cfg!(feature = "progress") && n.method == self.config.progress_method {
                     let key = self.config.profile.progress_token_key();
                     match n
                         .params
                         .as_deref()
                         .and_then(|p| progress::member_id(p, key))
                     {
+                        #[cfg(feature = "progress")]
                         Some(token) => Action::Progress(token.into_owned()),
+                        #[cfg(not(feature = "progress"))]
+                        Some(_) => Action::Record(Role::Notification),
                         None => Action::Record(Role::Notification),
                     }
                 } else {
@@ -1421,7 +1432,9 @@ impl Endpoint {
             Timeout::Never => None,
             Timeout::After(d) => Some(d),
         };
+        #[cfg_attr(not(feature = "progress"), allow(unused_mut))]
         let mut deadline = base.map(|d| now + d);
+        #[cfg(feature = "progress")]
         if let (Some(p), Some(base)) = (options.progress, base) {
             let cap = now + p.cap;
             deadline = deadline.map(|d| d.min(cap));
@@ -1626,6 +1639,7 @@ impl Endpoint {
         }
         self.incoming.clear();
         self.early.clear();
+        #[cfg(feature = "progress")]
         self.watched.clear();
         self.tags.clear();
         self.batch_tags.clear();

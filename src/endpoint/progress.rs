@@ -2,15 +2,19 @@
 //! {progressToken, …}`): requests sent with a progress token have their deadline extended
 //! by progress on that token, up to a hard cap.
 
+#[cfg(feature = "progress")]
 use alloc::collections::BTreeMap;
+#[cfg(feature = "progress")]
 use core::time::Duration;
 
 use crate::id::{Id, IdKind};
 use crate::json::Scanner;
 use crate::limits::Limits;
 use crate::raw::RawValue;
+#[cfg(feature = "progress")]
 use crate::time::Instant;
 
+#[cfg(feature = "progress")]
 /// Progress reporting for one outgoing request: see [`RequestOptions::progress`].
 ///
 /// [`RequestOptions::progress`]: super::RequestOptions::progress
@@ -25,6 +29,7 @@ pub struct Progress {
     pub cap: Duration,
 }
 
+#[cfg(feature = "progress")]
 #[derive(Debug, Clone, Copy)]
 struct Watch {
     id: u64,
@@ -33,11 +38,13 @@ struct Watch {
 }
 
 /// Requests watched for progress, by token.
+#[cfg(feature = "progress")]
 #[derive(Debug, Default)]
 pub(super) struct Watched {
     by_token: BTreeMap<Id<'static>, Watch>,
 }
 
+#[cfg(feature = "progress")]
 impl Watched {
     pub fn insert(&mut self, token: Id<'static>, id: u64, base: Duration, cap: Instant) {
         self.by_token.insert(token, Watch { id, base, cap });

@@ -44,6 +44,7 @@ impl Outgoing {
     }
 
     /// Moves a pending request's deadline later (progress); never earlier.
+    #[cfg(feature = "progress")]
     pub fn extend_deadline(&mut self, id: u64, deadline: Instant) {
         if let Some(Some(old)) = self.pending.get_mut(&id) {
             if deadline > *old {

@@ -19,8 +19,12 @@
 pub mod connection;
 pub mod interceptors;
 pub mod keepalive;
+#[cfg(feature = "pubsub")]
 pub mod pubsub;
 pub mod reconnect;
+#[cfg(feature = "pubsub")]
 pub mod store;
+#[cfg(feature = "streams")]
 pub mod stream;
+#[cfg(feature = "pubsub")]
 pub mod topic;
