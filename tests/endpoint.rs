@@ -949,3 +949,51 @@ fn held_input_offered_in_odd_chunks_is_decoded_intact() {
         }
     }
 }
+
+/// sansrpc's own codes in the server-error range move out of it under MCP, which assigns
+/// codes there itself (`-32002` is its "resource not found"); the standard codes and an
+/// application's own errors are never changed, and other profiles keep sansrpc's codes.
+#[test]
+fn under_mcp_sansrpcs_own_codes_leave_the_server_error_range() {
+    use sansrpc::endpoint::{write_refusal, Profile};
+    use sansrpc::ErrorObject;
+    for (profile, shift) in [
+        (Profile::JsonRpc, 0),
+        (Profile::Lsp, 0),
+        (Profile::Mcp, 1000),
+    ] {
+        let mut c = Config::for_profile(profile);
+        c.framing = Some(Framing::ContentLength);
+        c.max_inflight_incoming = 1;
+        c.hold_when_busy = false;
+        c.limits.max_batch_len = 2;
+        let mut ep = Endpoint::new(c);
+        let events = feed(
+            &mut ep,
+            &[
+                r#"{"jsonrpc":"2.0","method":"a","id":1}"#,
+                r#"{"jsonrpc":"2.0","method":"b","id":2}"#,
+                r#"[{"jsonrpc":"2.0","method":"c"},{"jsonrpc":"2.0","method":"c"},{"jsonrpc":"2.0","method":"c"}]"#,
+                r#"{"jsonrpc":"2.0","method":"d","id":3,"params":{"#,
+            ],
+        );
+        let out = transmitted(&mut ep);
+        let codes: Vec<_> = out.iter().map(|f| f["error"]["code"].clone()).collect();
+        assert_eq!(
+            codes,
+            [-32002 + shift, -32003 + shift, -32700],
+            "{profile:?}: busy, batch too large, parse error"
+        );
+        // The application's own -32002 (MCP's "resource not found") goes out as given.
+        let Some(Ev::Request { id, .. }) = events.into_iter().next() else {
+            panic!("{profile:?}: the first request surfaces")
+        };
+        let not_found = ErrorObject::new(-32002, "Resource not found");
+        ep.respond(id, Err(&not_found)).unwrap();
+        assert_eq!(transmitted(&mut ep)[0]["error"]["code"], -32002);
+        let mut refusal = Vec::new();
+        write_refusal(profile, None, &mut refusal);
+        let refusal: serde_json::Value = serde_json::from_slice(&refusal).unwrap();
+        assert_eq!(refusal["error"]["code"], -32002 + shift);
+    }
+}

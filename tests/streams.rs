@@ -404,6 +404,28 @@ fn unknown_streams_bad_params_and_the_cancel_answer() {
     );
 }
 
+/// Under MCP the extension's codes leave the server-error range, where MCP 2026-07-28 puts
+/// HeaderMismatch, MissingRequiredClientCapability and UnsupportedProtocolVersion.
+#[test]
+fn under_mcp_the_stream_codes_move_out_of_mcps_range() {
+    use sansrpc::endpoint::Profile;
+    let mut server = Server::new(StreamConfig::default());
+    let mut config = Config::for_profile(Profile::Mcp);
+    config.framing = Some(sansrpc::codec::Framing::ContentLength);
+    server.side.ep = Endpoint::new(config);
+    let mut client = Client::new();
+    assert_eq!(
+        ask(&mut server, &mut client, NEXT_METHOD, r#"{"stream":99}"#),
+        Err(code::UNKNOWN_STREAM + 1000)
+    );
+    assert_eq!(code::UNKNOWN_STREAM + 1000, -31020);
+    // The standard codes stay.
+    assert_eq!(
+        ask(&mut server, &mut client, NEXT_METHOD, "[1]"),
+        Err(-32602)
+    );
+}
+
 #[test]
 fn open_streams_and_queued_pulls_are_bounded() {
     let mut config = StreamConfig::default();

@@ -1283,7 +1283,9 @@ impl Connection {
     /// Answers a stream-opening request with the "too many streams" error.
     #[cfg(feature = "streams")]
     pub fn refuse_stream(&mut self, handle: IncomingId) {
-        self.respond(handle, Err(&stream::too_many_streams()));
+        let mut error = stream::too_many_streams();
+        error.code = self.config.endpoint.profile.own_code(error.code);
+        self.respond(handle, Err(&error));
     }
 
     /// Opens a stream for a stream method's request and answers it `{"stream": id}`; the

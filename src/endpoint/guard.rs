@@ -347,9 +347,13 @@ impl Endpoint {
 
 /// Writes what a server at its connection limit sends on a connection it refuses before
 /// giving it an endpoint: one error response with id `null`, `-32002` "Server busy: too
-/// many connections", framed with `framing` (`None`: the bare message).
-pub fn write_refusal(framing: Option<Framing>, out: &mut Vec<u8>) {
-    let error = ErrorObject::fixed(code::SERVER_BUSY, "Server busy: too many connections");
+/// many connections" (its code as `profile` has it: [`Profile::own_code`]), framed with
+/// `framing` (`None`: the bare message).
+///
+/// [`Profile::own_code`]: super::Profile::own_code
+pub fn write_refusal(profile: super::Profile, framing: Option<Framing>, out: &mut Vec<u8>) {
+    let code = profile.own_code(code::SERVER_BUSY);
+    let error = ErrorObject::fixed(code, "Server busy: too many connections");
     let mut body = Vec::new();
     write_error_response(&mut body, Version::V2, &Id::NULL, &error);
     match framing {

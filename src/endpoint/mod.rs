@@ -546,10 +546,16 @@ fn decide_request(
     let error = |message: &'static str, code: i64| ErrorObject::fixed(code, message);
     if let guard::Admission::Refuse(code) = guard.admit_call(config.rate_limit.as_ref(), now, true)
     {
+        // The default code is sansrpc's own; one the application chose stays as chosen.
+        let code = match code {
+            code::SERVER_BUSY => config.profile.own_code(code),
+            code => code,
+        };
         return Verdict::Refuse(error("Server busy: rate limit exceeded", code));
     }
     if !config.hold_when_busy && incoming.len() >= config.max_inflight_incoming {
-        return Verdict::Refuse(error("Server busy", code::SERVER_BUSY));
+        let code = config.profile.own_code(code::SERVER_BUSY);
+        return Verdict::Refuse(error("Server busy", code));
     }
     match incoming.place(id) {
         Err(_in_flight) => Verdict::Refuse(error(
@@ -1078,6 +1084,13 @@ impl Endpoint {
         }
     }
 
+    /// One of sansrpc's own errors with its code as the profile has it
+    /// ([`Profile::own_code`]).
+    fn own_error(&self, mut error: ErrorObject<'static>) -> ErrorObject<'static> {
+        error.code = self.config.profile.own_code(error.code);
+        error
+    }
+
     fn frame_error(&mut self, e: FrameError) {
         if matches!(e, FrameError::TooLarge { .. }) {
             // The peer sent a message we will not read: tell it, once, with id null.
@@ -1085,7 +1098,7 @@ impl Endpoint {
                 None,
                 &Id::NULL,
                 Version::V2,
-                Err(&Rejection::FrameTooLarge.error(&self.config.limits)),
+                Err(&self.own_error(Rejection::FrameTooLarge.error(&self.config.limits))),
             );
         }
         self.events.push_back(Record::Frame(e));
@@ -1095,7 +1108,7 @@ impl Endpoint {
     fn process_frame(&mut self, start: usize, end: usize) {
         match self.classifier.scan(&self.arena[start..end]) {
             Err(rejection) => {
-                let error = rejection.error(&self.config.limits);
+                let error = self.own_error(rejection.error(&self.config.limits));
                 self.answer(None, &Id::NULL, Version::V2, Err(&error));
                 self.events.push_back(Record::Rejected(rejection));
             }

@@ -29,6 +29,29 @@ pub enum Profile {
 }
 
 impl Profile {
+    /// The code sansrpc answers with, under this profile, for an error of its own: server
+    /// busy (`-32002`), batch too large (`-32003`), request too large (`-32004`), and the
+    /// stream extension's `-32020..=-32022`. Unchanged except under MCP, which assigns codes
+    /// in the server-error range itself (`-32002` resource not found; `-32020..=-32022`
+    /// HeaderMismatch, MissingRequiredClientCapability, UnsupportedProtocolVersion in
+    /// 2026-07-28): there sansrpc's own codes move out of that range by +1000 (`-32002`
+    /// becomes `-31002`, `-32021` becomes `-31021`). The standard codes (`-32700`,
+    /// `-326xx`) and errors an application answers with are never changed.
+    ///
+    /// ```
+    /// use sansrpc::endpoint::Profile;
+    /// use sansrpc::error::code;
+    /// assert_eq!(Profile::Mcp.own_code(code::SERVER_BUSY), -31002);
+    /// assert_eq!(Profile::Lsp.own_code(code::SERVER_BUSY), -32002);
+    /// assert_eq!(Profile::Mcp.own_code(code::INVALID_PARAMS), -32602);
+    /// ```
+    pub const fn own_code(self, code: i64) -> i64 {
+        match self {
+            Profile::Mcp if crate::error::code::is_server_error(code) => code + 1000,
+            _ => code,
+        }
+    }
+
     /// The method of cancellation notifications.
     pub const fn cancel_method(self) -> &'static str {
         match self {

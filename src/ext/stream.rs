@@ -273,9 +273,8 @@ impl<P> StreamTable<P> {
         now: Instant,
     ) -> Result<Option<u64>, UnknownRequest> {
         if !self.has_room() {
-            return endpoint
-                .respond(request, Err(&too_many_streams()))
-                .map(|()| None);
+            let error = own_error(endpoint, too_many_streams());
+            return endpoint.respond(request, Err(&error)).map(|()| None);
         }
         let id = self.next_id;
         let mut text = String::from("{\"stream\":");
@@ -312,6 +311,7 @@ impl<P> StreamTable<P> {
             NEXT_METHOD => {
                 match self.pull(id, params, now) {
                     Err(error) => {
+                        let error = own_error(endpoint, error);
                         let _ = endpoint.respond(id, Err(&error));
                     }
                     // A stream whose producer is over answers from what it kept.
@@ -641,7 +641,19 @@ impl<P> Entry<P> {
     }
 }
 
-/// The answer to a stream-opening call past [`StreamConfig::max_open`].
+/// One of this extension's errors with its code as the endpoint's profile has it (moved
+/// out of the server-error range under MCP: [`Profile::own_code`]).
+///
+/// [`Profile::own_code`]: crate::endpoint::Profile::own_code
+fn own_error(endpoint: &Endpoint, mut error: ErrorObject<'static>) -> ErrorObject<'static> {
+    error.code = endpoint.config().profile.own_code(error.code);
+    error
+}
+
+/// The answer to a stream-opening call past [`StreamConfig::max_open`] (its code as
+/// sansrpc has it; a connection under MCP moves it: [`Profile::own_code`]).
+///
+/// [`Profile::own_code`]: crate::endpoint::Profile::own_code
 pub fn too_many_streams() -> ErrorObject<'static> {
     ErrorObject::fixed(code::TOO_MANY_STREAMS, "Too many open streams")
 }

@@ -307,7 +307,11 @@ impl Listening {
         let stop = Arc::new(AtomicBool::new(false));
         let connections = Arc::new(Mutex::new(Vec::<Client>::new()));
         let mut refusal = Vec::new();
-        sansrpc::endpoint::write_refusal(Some(config.framing), &mut refusal);
+        sansrpc::endpoint::write_refusal(
+            config.endpoint.profile,
+            Some(config.framing),
+            &mut refusal,
+        );
         let (stopped, live, grace) = (
             Arc::clone(&stop),
             Arc::clone(&connections),

@@ -357,7 +357,11 @@ pub(crate) const HTTP_BUSY: &[u8] =
 /// What a byte stream beyond the connection limit is sent.
 fn stream_refusal(builder: &Builder) -> Arc<[u8]> {
     let mut answer = Vec::new();
-    sansrpc::endpoint::write_refusal(builder.endpoint_config().framing, &mut answer);
+    sansrpc::endpoint::write_refusal(
+        builder.endpoint_config().profile,
+        builder.endpoint_config().framing,
+        &mut answer,
+    );
     answer.into()
 }
 
