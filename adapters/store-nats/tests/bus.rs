@@ -48,8 +48,15 @@ fn a_publish_on_one_node_reaches_the_other_and_not_itself() {
     assert_eq!(next_published(&b_rx), published("orders.eu", r#"{"id":1}"#));
     assert_eq!(next_published(&b_rx), published("orders.us", "[true]"));
     assert_eq!(next_published(&a_rx), published("news", "\"hi\""));
-    // Neither hears its own publishes back.
-    std::thread::sleep(Duration::from_millis(300));
+    // Neither hears its own publishes back. Each node's publishes were flushed (the server
+    // processed them) before the other node sends a marker, so an echo would reach a node's
+    // connection before the marker does: once the marker arrives, nothing else may have.
+    b.publish("mark.b", raw("0")).unwrap();
+    b.flush().unwrap();
+    assert_eq!(next_published(&a_rx), published("mark.b", "0"));
+    a.publish("mark.a", raw("0")).unwrap();
+    a.flush().unwrap();
+    assert_eq!(next_published(&b_rx), published("mark.a", "0"));
     assert!(a_rx.try_recv().is_err());
     assert!(b_rx.try_recv().is_err());
     assert!(matches!(

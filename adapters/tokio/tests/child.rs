@@ -23,16 +23,34 @@ fn builder() -> Builder {
     Builder::new().config(Config::for_profile(Profile::Mcp))
 }
 
+/// A builder whose router reports the child's `started` notification (sent when a `work`
+/// request arrived) on the returned channel.
+fn builder_with_started() -> (Builder, tokio::sync::mpsc::UnboundedReceiver<()>) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut router = sansrpc_tokio::AsyncRouter::new();
+    router
+        .raw_notification("started", move |_| {
+            let _ = tx.send(());
+            async {}
+        })
+        .unwrap();
+    (builder().router(router), rx)
+}
+
 #[tokio::test]
 async fn shutdown_lets_the_child_finish_its_work_and_returns_exit_status_0() {
-    let child = spawn_child(builder(), &mut python(&[])).unwrap();
+    let (builder, mut started) = builder_with_started();
+    let child = spawn_child(builder, &mut python(&[])).unwrap();
     let client = child.client().clone();
     let params = sansrpc::RawValue::from_json(r#"{"ms": 400}"#)
         .unwrap()
         .to_owned();
     let call = tokio::spawn(async move { client.call_raw("work", Some(&params)).await });
-    // Let the request reach the child before its stdin closes.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The request reached the child before its stdin closes.
+    tokio::time::timeout(Duration::from_secs(30), started.recv())
+        .await
+        .expect("the child saw the request within 30 s")
+        .expect("the router is alive");
     let status = child.shutdown(Duration::from_secs(10)).await.unwrap();
     assert!(status.success(), "{status:?}");
     let answer = call.await.unwrap().unwrap();
