@@ -164,3 +164,47 @@ fn set_trace_controls_log_trace() {
     feed(&mut conn, off, now);
     assert!(!conn.log_trace("quiet", None));
 }
+
+/// A client that sends a whole session at once (`shutdown` and `exit` in one write, before
+/// the server answered) still gets the answers to the requests read before `exit`, and the
+/// status is 0; the connection closes once they are written, not before.
+#[test]
+fn exit_right_behind_shutdown_still_answers_what_was_read_before_it() {
+    let mut conn = lsp();
+    let now = Instant::ZERO;
+    let mut wire = frame(INITIALIZE);
+    wire.extend(frame(
+        r#"{"jsonrpc":"2.0","method":"initialized","params":{}}"#,
+    ));
+    wire.extend(frame(r#"{"jsonrpc":"2.0","id":2,"method":"shutdown"}"#));
+    wire.extend(frame(r#"{"jsonrpc":"2.0","method":"exit"}"#));
+    conn.handle_input(&wire, now).unwrap();
+    // The handlers answer later (async ones would), after `exit` was read.
+    let mut running = Vec::new();
+    while let Some(event) = conn.poll_event() {
+        match event {
+            Event::Request { handle, .. } => running.push(handle),
+            Event::Notification(_) => conn.notification_done(),
+            Event::Closed { reason } => panic!("closed before the answers: {reason:?}"),
+            _ => {}
+        }
+    }
+    assert_eq!(running.len(), 2, "initialize and shutdown");
+    assert!(!conn.is_closed());
+    for handle in running {
+        conn.respond(handle, Ok(RawValue::from_json("null").unwrap()));
+    }
+    let mut closed = None;
+    while let Some(event) = conn.poll_event() {
+        if let Event::Closed { reason } = event {
+            closed = Some(reason);
+        }
+    }
+    assert_eq!(closed, Some(CloseReason::Exit { code: 0 }));
+    let out = sent(&mut conn);
+    assert!(
+        out.contains(r#""id":1"#) && out.contains(r#""id":2"#),
+        "{out}"
+    );
+    assert_eq!(conn.exit_code(), Some(0));
+}

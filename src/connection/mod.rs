@@ -926,7 +926,19 @@ impl Connection {
                     match gate {
                         lsp::Gate::Exit(code) => {
                             let now = self.endpoint_now();
-                            self.close_with(CloseReason::Exit { code }, now);
+                            let reason = CloseReason::Exit { code };
+                            if self.running.is_empty() {
+                                self.close_with(reason, now);
+                            } else {
+                                // Requests read before `exit` (a client that sent
+                                // `shutdown` and `exit` together) still get their answers,
+                                // for up to `end_grace`; nothing after `exit` is read.
+                                self.input_ended = true;
+                                self.phase = Phase::Draining {
+                                    until: now.saturating_add(self.config.end_grace),
+                                    reason,
+                                };
+                            }
                         }
                         lsp::Gate::SetTrace(trace) => {
                             if let Some(lsp) = self.lsp.as_mut() {
