@@ -114,11 +114,60 @@ pub mod streamable;
 mod sync;
 mod time;
 
-/// The README's Rust snippets, compiled and run as doctests of this crate. A snippet that
-/// needs an adapter crate is marked `ignore` and names the example that compiles it.
+/// The Rust snippets of the README and of the guides in docs/ (one module each), compiled
+/// and run as doctests of this crate. A snippet that needs an adapter crate is marked
+/// `ignore` and names the example that compiles it.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 mod readme {}
+#[cfg(doctest)]
+#[doc = include_str!("../docs/cli.md")]
+mod guide_cli {}
+#[cfg(doctest)]
+#[doc = include_str!("../docs/core.md")]
+mod guide_core {}
+#[cfg(doctest)]
+#[doc = include_str!("../docs/driver.md")]
+mod guide_driver {}
+#[cfg(doctest)]
+#[doc = include_str!("../docs/embedded.md")]
+mod guide_embedded {}
+#[cfg(doctest)]
+#[doc = include_str!("../docs/errors.md")]
+mod guide_errors {}
+#[cfg(doctest)]
+#[doc = include_str!("../docs/fuzzing.md")]
+mod guide_fuzzing {}
+#[cfg(doctest)]
+#[doc = include_str!("../docs/interop.md")]
+mod guide_interop {}
+#[cfg(doctest)]
+#[doc = include_str!("../docs/limits.md")]
+mod guide_limits {}
+#[cfg(doctest)]
+#[doc = include_str!("../docs/lsp.md")]
+mod guide_lsp {}
+#[cfg(doctest)]
+#[doc = include_str!("../docs/mcp.md")]
+mod guide_mcp {}
+#[cfg(doctest)]
+#[doc = include_str!("../docs/methods.md")]
+mod guide_methods {}
+#[cfg(doctest)]
+#[doc = include_str!("../docs/performance.md")]
+mod guide_performance {}
+#[cfg(doctest)]
+#[doc = include_str!("../docs/pubsub.md")]
+mod guide_pubsub {}
+#[cfg(doctest)]
+#[doc = include_str!("../docs/streams.md")]
+mod guide_streams {}
+#[cfg(doctest)]
+#[doc = include_str!("../docs/testing.md")]
+mod guide_testing {}
+#[cfg(doctest)]
+#[doc = include_str!("../docs/transports.md")]
+mod guide_transports {}
 
 pub use endpoint::Endpoint;
 pub use error::{ErrorObject, ProtocolError};
