@@ -98,6 +98,11 @@ extern crate alloc;
 extern crate std;
 
 pub mod codec;
+/// Compliance fuzzing: inputs at the edges of JSON-RPC 2.0 from a fuzzer's bytes, and a judge
+/// of a server's answers. Feature `arbitrary`, which implies `std` (the `arbitrary` crate
+/// needs it).
+#[cfg(feature = "arbitrary")]
+pub mod compliance;
 pub mod connection;
 pub mod driver;
 pub mod endpoint;

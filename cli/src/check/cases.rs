@@ -3,8 +3,8 @@
 
 use serde_json::{json, Value};
 
-use super::judge::{Expect, Item};
 use crate::ProfileArg;
+use sansrpc::compliance::{Expect, Item};
 
 /// Where a case's rule lives in the JSON-RPC 2.0 specification.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

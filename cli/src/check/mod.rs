@@ -2,7 +2,8 @@
 //!
 //! The checker speaks raw bytes (it has to send malformed input), framed by the core's
 //! codec, and judges every answer itself with serde_json by the rules of JSON-RPC 2.0
-//! sections 4 to 6 (see [`judge`]). After every case it sends a probe request and waits
+//! sections 4 to 6 (see [`sansrpc::compliance::judge`]); `--fuzz` generates its messages
+//! with [`sansrpc::compliance::Gen`]. After every case it sends a probe request and waits
 //! for its answer: a server that closed the connection or died is reported, then
 //! restarted (stdio) or reconnected to (sockets); a server that stopped answering is
 //! reported once, and the cases after it as not run (each would only wait its timeout).
@@ -13,8 +14,6 @@
 
 mod cases;
 mod conn;
-mod fuzz;
-mod judge;
 mod report;
 mod robust;
 
@@ -24,12 +23,12 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use sansrpc::codec::Framing;
+use sansrpc::compliance::{self, Expect};
 
 use crate::target::{Kind, Target};
 use crate::{Fallible, FramingArg, ProfileArg};
 use cases::{Case, Section};
 use conn::{Conn, Recv};
-use judge::Expect;
 
 #[derive(Args, Debug)]
 #[command(after_help = "\
@@ -174,7 +173,7 @@ impl Runner {
         let deadline = Instant::now() + self.timeout.max(Duration::from_secs(5));
         loop {
             match conn.recv(deadline) {
-                Recv::Frame(f) if judge::single_id(&f).as_deref() == Some(&id) => break,
+                Recv::Frame(f) if compliance::single_id(&f).as_deref() == Some(&id) => break,
                 Recv::Frame(_) | Recv::FramingError(_) => {}
                 Recv::NoAnswer => {
                     return Err(format!(
@@ -289,11 +288,11 @@ impl Runner {
         // The answer itself, when one is required.
         if matches!(
             case.expect,
-            Expect::Single(_) | Expect::Batch(_) | Expect::Deep { .. }
+            Expect::Single(_) | Expect::Batch(_) | Expect::Deep { .. } | Expect::Any { .. }
         ) {
             match conn.recv(Instant::now() + timeout) {
                 Recv::Frame(f) => {
-                    match judge::judge(&case.expect, &f) {
+                    match compliance::judge(&case.expect, &f) {
                         Ok(advice) => advise(&mut result, advice),
                         Err(why) => fail(&mut result, Failure::Wrong, why),
                     }
@@ -343,7 +342,7 @@ impl Runner {
         let (mut lost, mut silent, mut closed) = (false, false, None);
         loop {
             match conn.recv(deadline) {
-                Recv::Frame(f) if judge::single_id(&f).as_deref() == Some(&probe_id) => break,
+                Recv::Frame(f) if compliance::single_id(&f).as_deref() == Some(&probe_id) => break,
                 Recv::Frame(f) => {
                     match &case.expect {
                         Expect::Nothing => fail(
@@ -352,7 +351,7 @@ impl Runner {
                             "answered, but nothing may be answered".into(),
                         ),
                         Expect::Tolerated { .. } => {
-                            if let Err(why) = judge::judge(&case.expect, &f) {
+                            if let Err(why) = compliance::judge(&case.expect, &f) {
                                 fail(&mut result, Failure::Wrong, why);
                             }
                         }
@@ -526,7 +525,7 @@ impl Progress {
 const SHRINK_RUNS: u32 = 300;
 const SHRINK_TOTAL: u32 = 4000;
 
-fn fuzz_case(n: u32, msg: &fuzz::Msg) -> Case {
+fn fuzz_case(n: u32, msg: &compliance::Msg) -> Case {
     Case {
         id: format!("fuzz.{n}"),
         section: Section::Fuzz,
@@ -570,7 +569,7 @@ fn suite(runner: &mut Runner, args: &CheckArgs, seed: u64) -> Outcome {
     let mut violations: Vec<Violation> = Vec::new();
     let mut fuzz = None;
     if args.fuzz > 0 {
-        let mut gen = fuzz::Gen::new(seed, runner.framing);
+        let mut gen = compliance::Gen::new(seed, runner.framing);
         let (mut passed, mut budget) = (0u32, SHRINK_TOTAL);
         let mut fuzz_results = Vec::new();
         for n in 1..=args.fuzz {
@@ -632,7 +631,7 @@ fn suite(runner: &mut Runner, args: &CheckArgs, seed: u64) -> Outcome {
 /// does or the budget is spent.
 fn shrink(
     runner: &mut Runner,
-    msg: fuzz::Msg,
+    msg: compliance::Msg,
     result: CaseResult,
     failure: Failure,
     budget: &mut u32,

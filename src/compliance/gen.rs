@@ -1,27 +1,41 @@
-//! `--fuzz N --seed S`: random valid and invalid messages from a small grammar, the answer
-//! each one requires (predicted here by the rules of sections 4 to 6, independently of the
-//! core), and shrinking of an input that gets a wrong answer.
+//! Random valid and invalid messages from a small grammar, the answer each one requires
+//! (predicted here by the rules of sections 4 to 6, independently of the core), and
+//! shrinking of an input that gets a wrong answer.
 //!
-//! Messages only ever name methods under `sansrpc.check.`, which no server implements, so
+//! Messages only ever name methods under [`METHOD_PREFIX`], which no server implements, so
 //! the required answer never depends on the server's methods. Inputs whose reading the
 //! specification leaves open (duplicate members, unknown members, lone surrogate escapes,
 //! bytes that are not UTF-8, two requests with the same id in one batch) are never
-//! generated.
+//! generated here; [`Input`](super::Input) adds them, with lenient expectations.
+
+use alloc::borrow::ToOwned;
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec;
+use alloc::vec::Vec;
 
 use serde::de::IgnoredAny;
 
-use super::cases::UNKNOWN;
-use super::judge::{Expect, Item};
-use sansrpc::codec::Framing;
+use super::judge::{same_json, Expect, Item};
+use crate::codec::Framing;
 
-const INVALID: i64 = -32600;
-const NOT_FOUND: i64 = -32601;
+pub(super) const INVALID: i64 = -32600;
+pub(super) const NOT_FOUND: i64 = -32601;
 const PARSE: i64 = -32700;
-/// Generated method names start with this; shrinking keeps it.
-const PREFIX: &str = "sansrpc.check.";
+
+/// Every generated method name starts with this, and shrinking keeps it: no server
+/// implements such a method, so every request must be answered `-32601` Method not found.
+pub const METHOD_PREFIX: &str = "sansrpc.check.";
+const PREFIX: &str = METHOD_PREFIX;
+
+/// Where a [`Gen`] takes its choices from.
+pub trait Entropy {
+    /// A number in `0..n` (0 when `n` is 0 or 1).
+    fn below(&mut self, n: u64) -> u64;
+}
 
 /// SplitMix64: small, fast, and the same sequence for a seed on every platform and in
-/// every version of this program.
+/// every version of this crate.
 #[derive(Debug, Clone)]
 pub struct Rng(u64);
 
@@ -38,13 +52,28 @@ impl Rng {
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
     }
+}
 
+impl Entropy for Rng {
     fn below(&mut self, n: u64) -> u64 {
         self.next() % n.max(1)
     }
+}
 
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len() as u64) as usize]
+/// The fuzzer's bytes choose: each choice takes as few bytes as its range needs, and once
+/// they run out every choice is 0 (so generation always ends).
+impl Entropy for arbitrary::Unstructured<'_> {
+    fn below(&mut self, n: u64) -> u64 {
+        if n <= 1 {
+            return 0;
+        }
+        self.int_in_range(0..=n - 1).unwrap_or(0)
+    }
+}
+
+impl<E: Entropy + ?Sized> Entropy for &mut E {
+    fn below(&mut self, n: u64) -> u64 {
+        (**self).below(n)
     }
 }
 
@@ -62,7 +91,7 @@ pub enum J {
     Str(String),
     /// An array.
     Arr(Vec<J>),
-    /// An object, members in order, keys as escaped contents (never repeated).
+    /// An object, members in order, keys as escaped contents ([`Gen`] never repeats one).
     Obj(Vec<(String, J)>),
 }
 
@@ -105,13 +134,14 @@ impl J {
         }
     }
 
-    fn text(&self) -> String {
+    /// The compact text.
+    pub(super) fn text(&self) -> String {
         let mut out = String::new();
         self.render(false, &mut out);
         out
     }
 
-    fn get(&self, key: &str) -> Option<&J> {
+    pub(super) fn get(&self, key: &str) -> Option<&J> {
         match self {
             J::Obj(members) => members.iter().find(|(k, _)| k == key).map(|(_, v)| v),
             _ => None,
@@ -187,7 +217,7 @@ impl Msg {
     }
 }
 
-fn error(code: i64, id: &str) -> Item {
+pub(super) fn error(code: i64, id: &str) -> Item {
     Item::Error {
         code,
         id: id.to_owned(),
@@ -196,7 +226,7 @@ fn error(code: i64, id: &str) -> Item {
 
 /// The answer one entry (a message, or a batch element) requires: `None` for a valid
 /// notification.
-fn entry(j: &J) -> Option<Item> {
+pub(super) fn entry(j: &J) -> Option<Item> {
     if !matches!(j, J::Obj(_)) {
         return Some(error(INVALID, "null"));
     }
@@ -242,7 +272,7 @@ fn ids_distinct(j: &J) -> bool {
     let ids: Vec<serde_json::Value> = items.iter().filter_map(request_id).collect();
     ids.iter()
         .enumerate()
-        .all(|(i, a)| ids[..i].iter().all(|b| !super::judge::same_json(a, b)))
+        .all(|(i, a)| ids[..i].iter().all(|b| !same_json(a, b)))
 }
 
 /// True when `text`, as it goes on the wire, is not JSON (and not blank, which newline
@@ -355,9 +385,12 @@ fn shrink_text(t: &str) -> Vec<String> {
     out
 }
 
-/// Generates messages.
-pub struct Gen {
-    rng: Rng,
+/// Generates messages: from a seed ([`Gen::new`], the same messages for a seed on every
+/// platform), or from any [`Entropy`], such as a fuzzer's
+/// [`Unstructured`](arbitrary::Unstructured) bytes ([`Gen::with_entropy`]).
+#[derive(Debug)]
+pub struct Gen<E = Rng> {
+    rng: E,
     framing: Framing,
 }
 
@@ -394,34 +427,51 @@ const NAMES: &[&str] = &[
 impl Gen {
     /// A generator for `seed`; malformed texts are checked against `framing`.
     pub fn new(seed: u64, framing: Framing) -> Gen {
+        Gen::with_entropy(Rng::new(seed), framing)
+    }
+}
+
+impl<E: Entropy> Gen<E> {
+    /// A generator taking its choices from `entropy`; malformed texts are checked against
+    /// `framing`.
+    pub fn with_entropy(entropy: E, framing: Framing) -> Gen<E> {
         Gen {
-            rng: Rng::new(seed),
+            rng: entropy,
             framing,
         }
     }
 
-    fn string(&mut self, surrogates: bool, max: u64) -> String {
+    /// A number in `0..n`.
+    pub(super) fn below(&mut self, n: u64) -> u64 {
+        self.rng.below(n)
+    }
+
+    pub(super) fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.rng.below(items.len() as u64) as usize]
+    }
+
+    pub(super) fn string(&mut self, surrogates: bool, max: u64) -> String {
         let len = self.rng.below(max + 1);
         (0..len)
             .map(|_| {
                 if surrogates && self.rng.below(20) == 0 {
                     SURROGATE_PAIR
                 } else {
-                    *self.rng.pick(STRING_UNITS)
+                    *self.pick(STRING_UNITS)
                 }
             })
             .collect()
     }
 
-    fn number(&mut self) -> String {
+    pub(super) fn number(&mut self) -> String {
         match self.rng.below(4) {
             0 => (self.rng.below(2_000_001) as i64 - 1_000_000).to_string(),
             1 => format!("{}.{}", self.rng.below(1000), self.rng.below(100)),
-            _ => self.rng.pick(NUMBERS).to_string(),
+            _ => self.pick(NUMBERS).to_string(),
         }
     }
 
-    fn value(&mut self, depth: u32, surrogates: bool) -> J {
+    pub(super) fn value(&mut self, depth: u32, surrogates: bool) -> J {
         let kinds = if depth == 0 { 4 } else { 6 };
         match self.rng.below(kinds) {
             0 => J::Null,
@@ -443,17 +493,14 @@ impl Gen {
 
     fn method(&mut self) -> String {
         let name = if self.rng.below(2) == 0 {
-            self.rng.pick(NAMES).to_string()
+            self.pick(NAMES).to_string()
         } else {
             self.string(false, 5)
         };
-        if name == "unknown" {
-            return UNKNOWN.to_owned();
-        }
         format!("{PREFIX}{name}")
     }
 
-    fn entry(&mut self, surrogates: bool) -> J {
+    pub(super) fn entry(&mut self, surrogates: bool) -> J {
         if self.rng.below(100) < 8 {
             return self.value(2, surrogates);
         }
@@ -527,7 +574,7 @@ impl Gen {
                     entries[..i]
                         .iter()
                         .filter_map(request_id)
-                        .any(|b| super::judge::same_json(&id, &b))
+                        .any(|b| same_json(&id, &b))
                 });
                 if let (true, J::Obj(members)) = (repeated, &mut entries[i]) {
                     for (k, v) in members.iter_mut() {
@@ -548,9 +595,7 @@ impl Gen {
             let base = self.tree(false).text();
             let chars: Vec<char> = base.chars().collect();
             let at = self.rng.below(chars.len() as u64) as usize;
-            let junk = *self
-                .rng
-                .pick(&['{', '}', '[', ']', ',', ':', '"', '\\', 'x', '\'']);
+            let junk = *self.pick(&['{', '}', '[', ']', ',', ':', '"', '\\', 'x', '\'']);
             let text: String = match self.rng.below(4) {
                 0 => chars[..at.max(1)].iter().collect(),
                 1 => {
@@ -572,7 +617,8 @@ impl Gen {
         "{".to_owned()
     }
 
-    /// The next message.
+    /// The next message: valid and invalid requests, notifications and batches (empty,
+    /// nested, mixed), ids of every kind, and texts that are not JSON.
     pub fn message(&mut self) -> Msg {
         if self.rng.below(100) < 12 {
             return Msg::Text(self.malformed());
@@ -585,6 +631,7 @@ impl Gen {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::boxed::Box;
 
     #[test]
     fn the_same_seed_gives_the_same_messages() {

@@ -1,7 +1,13 @@
 //! Judging what a server answered, by the rules of JSON-RPC 2.0 sections 5 and 6, with
 //! serde_json and nothing of the core's: the checker must not share the bugs it looks for.
 
-use std::fmt;
+use alloc::borrow::ToOwned;
+use alloc::boxed::Box;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+use core::fmt;
 
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
@@ -66,6 +72,13 @@ pub enum Expect {
         /// What a server without a depth limit answers.
         normal: Box<Expect>,
     },
+    /// One well-formed response object with this id, a result or an error of any code: a
+    /// valid request for one of the server's own methods, whose results only the server
+    /// knows ([`Input::calling`](super::Input::calling)).
+    Any {
+        /// The id token.
+        id: String,
+    },
 }
 
 impl fmt::Display for Expect {
@@ -90,6 +103,7 @@ impl fmt::Display for Expect {
                 f,
                 "error -32700 or -32600 with id null (nesting beyond the server's limit), or {normal} (no limit)"
             ),
+            Expect::Any { id } => write!(f, "a response (result or error) with id {id}"),
         }
     }
 }
@@ -119,16 +133,16 @@ impl<'de> Deserialize<'de> for Members {
 
 /// One response object, checked for shape.
 #[derive(Debug)]
-pub struct Response {
+struct Response {
     /// The id token as written, when present.
-    pub id: Option<String>,
+    id: Option<String>,
     /// The result or error, when the response is well formed.
-    pub outcome: Result<Outcome, String>,
+    outcome: Result<Outcome, String>,
 }
 
 /// A well-formed response's content.
 #[derive(Debug)]
-pub enum Outcome {
+enum Outcome {
     /// `result`.
     Result(Value),
     /// `error.code`.
@@ -206,7 +220,7 @@ fn error_code(error: &RawValue) -> Result<i64, String> {
 }
 
 /// A frame as responses: one object, or an array of them.
-pub enum Answer {
+enum Answer {
     /// One response object.
     Single(Response),
     /// An array (of possibly malformed responses).
@@ -214,8 +228,8 @@ pub enum Answer {
 }
 
 /// Reads a frame.
-pub fn parse(frame: &[u8]) -> Result<Answer, String> {
-    let text = std::str::from_utf8(frame).map_err(|_| "the response is not UTF-8".to_owned())?;
+fn parse(frame: &[u8]) -> Result<Answer, String> {
+    let text = core::str::from_utf8(frame).map_err(|_| "the response is not UTF-8".to_owned())?;
     let raw: Box<RawValue> =
         serde_json::from_str(text).map_err(|e| format!("the response is not JSON: {e}"))?;
     match text.trim_start().as_bytes().first() {
@@ -228,7 +242,8 @@ pub fn parse(frame: &[u8]) -> Result<Answer, String> {
     }
 }
 
-/// The id token of a response, when the frame is one response object that has one.
+/// The id token of a response, when the frame is one response object that has one (a
+/// driver waiting for the answer to a probe request of its own picks it out by this).
 pub fn single_id(frame: &[u8]) -> Option<String> {
     match parse(frame) {
         Ok(Answer::Single(r)) => r.id,
@@ -237,7 +252,7 @@ pub fn single_id(frame: &[u8]) -> Option<String> {
 }
 
 /// Numbers compare as numbers (`7` and `7.0` are the same result), everything else exactly.
-pub fn same_json(a: &Value, b: &Value) -> bool {
+pub(super) fn same_json(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64()) {
             (Some(x), Some(y)) => x == y,
@@ -284,7 +299,7 @@ fn decimal(token: &str) -> Option<(bool, String, i64)> {
 /// True when two id tokens are the same JSON value: strings compared after unescaping,
 /// numbers compared exactly as decimal values (`-0` is `0`, `1e3` is `1000`, and
 /// `2^70` is not the nearest double), everything else as parsed JSON.
-pub fn same_id(a: &str, b: &str) -> bool {
+pub(super) fn same_id(a: &str, b: &str) -> bool {
     let (a, b) = (a.trim(), b.trim());
     if a == b {
         return true;
@@ -302,6 +317,21 @@ pub fn same_id(a: &str, b: &str) -> bool {
     }
 }
 
+/// Whether `response` carries the id `sent`: `Err` says why not; `Ok(Some(advice))` when it
+/// is the same value written differently (byte-for-byte echo is advice).
+fn echoed(response: &Response, sent: &str) -> Result<Option<String>, String> {
+    let id = response.id.as_deref().unwrap_or("");
+    if id == sent {
+        return Ok(None);
+    }
+    if !same_id(id, sent) {
+        return Err(format!("id is {id}, expected {sent}"));
+    }
+    Ok(Some(format!(
+        "id echoed as {id}, sent as {sent}: the same value written differently (advice: echo the id byte for byte)"
+    )))
+}
+
 /// Whether `response` is `item`: `Err` says why not; `Ok(Some(advice))` when it is, but
 /// the id came back as the same value written differently (byte-for-byte echo is advice).
 fn mismatch(item: &Item, response: &Response) -> Result<Option<String>, String> {
@@ -309,17 +339,7 @@ fn mismatch(item: &Item, response: &Response) -> Result<Option<String>, String> 
         Ok(outcome) => outcome,
         Err(why) => return Err(format!("malformed response: {why}")),
     };
-    let id = response.id.as_deref().unwrap_or("");
-    let mut advice = None;
-    if id != item.id() {
-        if !same_id(id, item.id()) {
-            return Err(format!("id is {id}, expected {}", item.id()));
-        }
-        advice = Some(format!(
-            "id echoed as {id}, sent as {}: the same value written differently (advice: echo the id byte for byte)",
-            item.id()
-        ));
-    }
+    let advice = echoed(response, item.id())?;
     let wrong = match (item, outcome) {
         (Item::Error { code, .. }, Outcome::Error(got)) if got == code => None,
         (Item::Error { code, .. }, Outcome::Error(got)) => {
@@ -369,6 +389,13 @@ pub fn judge(expect: &Expect, frame: &[u8]) -> Result<Option<String>, String> {
             Err("answered with one response object, expected an array".into())
         }
         (Expect::Batch(items), Answer::Batch(responses)) => batch(items, &responses),
+        (Expect::Any { id }, Answer::Single(r)) => match &r.outcome {
+            Ok(_) => echoed(&r, id),
+            Err(why) => Err(format!("malformed response: {why}")),
+        },
+        (Expect::Any { id }, Answer::Batch(_)) => Err(format!(
+            "answered with an array, expected one response with id {id}"
+        )),
         (Expect::Tolerated { id }, answer) => {
             let responses = match answer {
                 Answer::Single(r) => vec![r],
