@@ -4,6 +4,17 @@
 //! capabilities, content blocks, error data) for protocol revisions **2025-11-25** (the
 //! `initialize` handshake era) and **2026-07-28** (stateless, per-request `_meta`), as serde
 //! types that follow the schema's JSON names exactly. The protocol logic lives elsewhere.
+//!
+//! ```
+//! use sansrpc_mcp::types::{CallToolResult, ContentBlock};
+//!
+//! let wire = r#"{"content":[{"type":"text","text":"3"}],"structuredContent":{"sum":3}}"#;
+//! let result: CallToolResult = serde_json::from_str(wire).unwrap();
+//! assert!(matches!(&result.content[0], ContentBlock::Text(t) if t.text == "3"));
+//! // Written back with the schema's names, nothing added.
+//! let back = serde_json::to_value(&result).unwrap();
+//! assert_eq!(back, serde_json::from_str::<serde_json::Value>(wire).unwrap());
+//! ```
 
 #![deny(missing_docs)]
 

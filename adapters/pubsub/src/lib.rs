@@ -39,6 +39,7 @@
 //! // Blocks until the store has it (or `receipt.appended().await` in async code).
 //! let sequence = receipt.wait().unwrap();
 //! ```
+#![deny(missing_docs)]
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -5,6 +5,18 @@
 //! records, so a persistent subscriber may reconnect to any of them and resume where it
 //! acknowledged.
 //!
+//! ```no_run
+//! use sansrpc::ext::store::{RetentionPolicy, Store};
+//! use sansrpc::RawValue;
+//! use sansrpc_store_nats::NatsStore;
+//!
+//! // A nats-server with JetStream (`nats-server -js`) on its default port.
+//! let mut store = NatsStore::connect("nats://127.0.0.1:4222", RetentionPolicy::default())?;
+//! let sequence = store.append("orders.eu", 0, RawValue::from_json(r#"{"id":1}"#).unwrap())?;
+//! assert!(sequence >= 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # What maps to what
 //! | sansrpc | NATS |
 //! |---|---|
