@@ -153,7 +153,23 @@ fn descriptor_exhaustion_under_a_low_limit_serves_held_and_later_clients() {
     let abusers: Vec<TcpStream> = (0..120)
         .filter_map(|_| TcpStream::connect(&addr).ok())
         .collect();
-    thread::sleep(Duration::from_millis(500));
+    // The descriptors did run out: the server holds every one its limit allows (it may
+    // keep one spare to shed a connection it cannot serve).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let open = loop {
+        let open = std::fs::read_dir(format!("/proc/{}/fd", server.0.id()))
+            .unwrap()
+            .count();
+        if open >= 63 || Instant::now() > deadline {
+            break open;
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    eprintln!("descriptor exhaustion: {open} descriptors open, limit 64");
+    assert!(
+        open >= 63,
+        "the descriptors never ran out: {open} of 64 open"
+    );
     assert!(
         call(&mut held),
         "the held connection works while descriptors are out"
