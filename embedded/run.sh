@@ -14,7 +14,7 @@
 # - the peak heap per connection it prints is over HEAP_BUDGET bytes.
 set -euo pipefail
 
-# The figure with no optional feature is 97,136 bytes: a 3% margin. The goal is 80 KB
+# The figure with no optional feature is 97,248 bytes: a 3% margin. The goal is 80 KB
 # (81920); see README.md for where the flash goes today.
 FLASH_BUDGET="${FLASH_BUDGET:-100000}"
 HEAP_BUDGET="${HEAP_BUDGET:-4096}"

@@ -1295,8 +1295,7 @@ impl Connection {
     /// Answers a stream-opening request with the "too many streams" error.
     #[cfg(feature = "streams")]
     pub fn refuse_stream(&mut self, handle: IncomingId) {
-        let mut error = stream::too_many_streams();
-        error.code = self.config.endpoint.profile.own_code(error.code);
+        let error = self.endpoint.own_error(stream::too_many_streams());
         self.respond(handle, Err(&error));
     }
 

@@ -1086,7 +1086,7 @@ impl Endpoint {
 
     /// One of sansrpc's own errors with its code as the profile has it
     /// ([`Profile::own_code`]).
-    fn own_error(&self, mut error: ErrorObject<'static>) -> ErrorObject<'static> {
+    pub(crate) fn own_error(&self, mut error: ErrorObject<'static>) -> ErrorObject<'static> {
         error.code = self.config.profile.own_code(error.code);
         error
     }

@@ -273,7 +273,7 @@ impl<P> StreamTable<P> {
         now: Instant,
     ) -> Result<Option<u64>, UnknownRequest> {
         if !self.has_room() {
-            let error = own_error(endpoint, too_many_streams());
+            let error = endpoint.own_error(too_many_streams());
             return endpoint.respond(request, Err(&error)).map(|()| None);
         }
         let id = self.next_id;
@@ -311,7 +311,7 @@ impl<P> StreamTable<P> {
             NEXT_METHOD => {
                 match self.pull(id, params, now) {
                     Err(error) => {
-                        let error = own_error(endpoint, error);
+                        let error = endpoint.own_error(error);
                         let _ = endpoint.respond(id, Err(&error));
                     }
                     // A stream whose producer is over answers from what it kept.
@@ -639,15 +639,6 @@ impl<P> Entry<P> {
         }
         true
     }
-}
-
-/// One of this extension's errors with its code as the endpoint's profile has it (moved
-/// out of the server-error range under MCP: [`Profile::own_code`]).
-///
-/// [`Profile::own_code`]: crate::endpoint::Profile::own_code
-fn own_error(endpoint: &Endpoint, mut error: ErrorObject<'static>) -> ErrorObject<'static> {
-    error.code = endpoint.config().profile.own_code(error.code);
-    error
 }
 
 /// The answer to a stream-opening call past [`StreamConfig::max_open`] (its code as
