@@ -79,6 +79,19 @@ pub struct Client {
     exit: Arc<AtomicI64>,
     /// Hooks around every outgoing call; see [`Client::with_interceptors`].
     interceptors: Option<Arc<Interceptors>>,
+    /// State the application keeps per connection: [`Client::local`].
+    locals: Arc<Locals>,
+}
+
+/// One value per type, kept for as long as the connection's handles live.
+#[derive(Default)]
+struct Locals(std::sync::Mutex<Vec<(std::any::TypeId, Arc<dyn std::any::Any + Send + Sync>)>>);
+
+impl std::fmt::Debug for Locals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.0.lock().map_or(0, |l| l.len());
+        f.debug_struct("Locals").field("values", &n).finish()
+    }
 }
 
 impl Client {
@@ -88,7 +101,45 @@ impl Client {
             keys: Arc::new(AtomicU64::new(0)),
             exit: Arc::new(AtomicI64::new(i64::MIN)),
             interceptors: None,
+            locals: Arc::default(),
         }
+    }
+
+    /// The connection's own value of type `T`, made with `T::default()` the first time it
+    /// is asked for: state a protocol keeps per connection (an MCP server's negotiated
+    /// revision and log level, an LSP server's open documents), shared by every handler
+    /// on the connection and dropped with its last handle. One value per type; keep your
+    /// own types (or a newtype) to avoid meeting another layer's.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    /// use sansrpc_futures::{AsyncRouter, RequestContext};
+    ///
+    /// #[derive(Default)]
+    /// struct Calls(AtomicU32);
+    ///
+    /// sansrpc::method!(Count = "count", () => u32);
+    /// let mut router = AsyncRouter::new();
+    /// router
+    ///     .method_with_context::<Count, _, _>(|cx: RequestContext, ()| async move {
+    ///         Ok(cx.peer().local::<Calls>().0.fetch_add(1, Ordering::Relaxed) + 1)
+    ///     })
+    ///     .unwrap();
+    /// ```
+    pub fn local<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        let id = std::any::TypeId::of::<T>();
+        let mut values = self.locals.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, value)) = values.iter().find(|(t, _)| *t == id) {
+            if let Ok(value) = Arc::clone(value).downcast::<T>() {
+                return value;
+            }
+        }
+        let value = Arc::new(T::default());
+        values.push((
+            id,
+            Arc::clone(&value) as Arc<dyn std::any::Any + Send + Sync>,
+        ));
+        value
     }
 
     /// Where the driver records the status the connection ended with
@@ -358,6 +409,7 @@ impl Client {
             keys: Arc::clone(&self.keys),
             exit: Arc::clone(&self.exit),
             interceptors: (!interceptors.is_empty()).then(|| Arc::new(interceptors)),
+            locals: Arc::clone(&self.locals),
         }
     }
 
