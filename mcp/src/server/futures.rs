@@ -1,0 +1,123 @@
+//! The server on a `sansrpc_futures::AsyncRouter`: tokio (through sansrpc-tokio), smol,
+//! async-std, over any transport those adapters speak.
+
+use std::sync::Arc;
+
+use sansrpc::{ErrorObject, RawValue};
+use sansrpc_futures::{AsyncRouter, Client, RequestContext};
+use serde_json::Value;
+
+use super::context::{BoxFuture, Host};
+use super::state::{Notifier, Session};
+use super::{Server, NOTIFICATIONS, REQUESTS};
+
+struct FuturesHost {
+    cx: RequestContext,
+}
+
+fn raw(value: &Value) -> Box<RawValue> {
+    RawValue::from_string(value.to_string()).expect("serde_json writes JSON")
+}
+
+impl Host for FuturesHost {
+    fn call(&self, method: &str, params: Value) -> BoxFuture<Result<Value, ErrorObject<'static>>> {
+        let call = self.cx.call_raw(method, Some(&raw(&params)));
+        let method = method.to_owned();
+        Box::pin(async move {
+            match call.await {
+                Ok(result) => serde_json::from_str(result.get()).map_err(|e| {
+                    ErrorObject::new(-32603, format!("the client's answer to {method}: {e}"))
+                }),
+                Err(sansrpc_futures::CallError::Rpc(e)) => Err(e),
+                Err(e) => Err(ErrorObject::new(-32603, format!("{method}: {e}"))),
+            }
+        })
+    }
+
+    fn notify(&self, method: &str, params: Value) -> BoxFuture<bool> {
+        let sent = self.cx.notify_raw(method, Some(&raw(&params)));
+        Box::pin(async move { sent.await.is_ok() })
+    }
+
+    fn progress(&self, value: Value) -> BoxFuture<bool> {
+        let cx = self.cx.clone();
+        Box::pin(async move { cx.report_progress(&raw(&value)).await.unwrap_or(false) })
+    }
+
+    fn progress_token(&self) -> Option<Value> {
+        let id = self.cx.progress_token()?;
+        let mut json = Vec::new();
+        id.write_json(&mut json);
+        serde_json::from_slice(&json).ok()
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.cx.is_cancelled()
+    }
+
+    fn session(&self) -> Arc<Session> {
+        self.cx.peer().local::<Session>()
+    }
+
+    fn notifier(&self) -> Arc<dyn Notifier> {
+        Arc::new(ClientNotifier(self.cx.peer().clone()))
+    }
+}
+
+/// Notifies a session through a handle on its connection.
+struct ClientNotifier(Client);
+
+impl Notifier for ClientNotifier {
+    fn notify(&self, method: &str, params: Value) -> bool {
+        // The notification is queued when the future is made; nobody needs to wait.
+        drop(self.0.notify_raw(method, Some(&raw(&params))));
+        !self.0.is_closed()
+    }
+
+    fn is_closed(&self) -> bool {
+        self.0.is_closed()
+    }
+}
+
+impl Server {
+    /// The server as an [`AsyncRouter`], for the tokio adapter (`sansrpc_tokio::mcp::serve`
+    /// for Streamable HTTP, `serve_stdio` for stdio) and the futures driver (smol,
+    /// async-std). Give the connection `Config::for_profile(Profile::Mcp)`.
+    pub fn router(&self) -> AsyncRouter {
+        let mut router = AsyncRouter::new();
+        self.mount(&mut router);
+        router
+    }
+
+    /// Registers the server's methods on `router`, beside the application's own.
+    ///
+    /// # Panics
+    /// When `router` already has one of the MCP methods.
+    pub fn mount(&self, router: &mut AsyncRouter) {
+        for method in REQUESTS {
+            let server = self.clone();
+            router
+                .raw_method_with_context(method, move |cx: RequestContext, params| {
+                    let server = server.clone();
+                    async move {
+                        let params = match params {
+                            Some(p) => Some(
+                                serde_json::from_str::<Value>(p.get())
+                                    .map_err(|_| ErrorObject::new(-32602, "params are not JSON"))?,
+                            ),
+                            None => None,
+                        };
+                        let host: Arc<dyn Host> = Arc::new(FuturesHost { cx });
+                        let value = server.handle(method, params, host).await?;
+                        Ok(raw(&value))
+                    }
+                })
+                .unwrap_or_else(|e| panic!("mounting {method}: {e}"));
+        }
+        for method in NOTIFICATIONS {
+            router
+                .raw_notification(method, |_| async {})
+                .unwrap_or_else(|e| panic!("mounting {method}: {e}"));
+        }
+    }
+}

@@ -1,0 +1,999 @@
+//! An MCP server: tools, resources, resource templates, prompts, completion and logging,
+//! for the 2025-11-25 session revision (and 2025-06-18, 2025-03-26 clients) and the
+//! stateless 2026-07-28 one, with the same handler code.
+//!
+//! [`ServerBuilder`] declares what the server offers; tool input (and output) schemas come
+//! from the Rust types of the handlers' parameters through [`schemars`]. The protocol
+//! logic ([`Server::handle`]) is a function of the request and a [`Host`], the adapter's
+//! way to the client for that request: it never does I/O itself, so the same server runs
+//! on tokio, on smol or async-std, and on plain threads. With the `futures` feature,
+//! [`Server::router`] mounts it on a `sansrpc_futures::AsyncRouter` (re-exported by
+//! sansrpc-tokio), for stdio, Streamable HTTP, or any other transport.
+//!
+//! ```
+//! use sansrpc_mcp::server::{Context, McpError, ServerBuilder};
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Add {
+//!     /// The first addend.
+//!     a: i64,
+//!     /// The second addend.
+//!     b: i64,
+//! }
+//!
+//! let server = ServerBuilder::new("calculator", "1.0.0")
+//!     .tool("add", "Adds two numbers", |_cx: Context, Add { a, b }| async move {
+//!         Ok::<_, McpError>((a + b).to_string())
+//!     })
+//!     .build();
+//! # let _ = server;
+//! ```
+
+mod context;
+#[cfg(feature = "futures")]
+mod futures;
+pub mod state;
+mod tool;
+mod uri_template;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+use sansrpc::ErrorObject;
+use serde::de::DeserializeOwned;
+use serde_json::{json, Map, Value};
+
+pub use context::{BoxFuture, Context, Host};
+pub use state::{Notifier, Session};
+pub use tool::{Json, ToolOutput};
+pub use uri_template::UriTemplate;
+
+use context::Inner;
+use state::{Carried, Sealer, Sessions, MAX_INPUT_RESPONSES, MAX_SUBSCRIPTIONS};
+
+use crate::types::{
+    error_codes, methods, notifications, version, CacheScope, ClientCapabilities,
+    CompleteRequestParams, Completion, GetPromptResult, Implementation, InitializeRequestParams,
+    JsonObject, LoggingLevel, Prompt, PromptsCapability, RequestMeta, Resource, ResourceContents,
+    ResourceTemplate, ResourcesCapability, ServerCapabilities, Tool, ToolsCapability,
+};
+
+/// The longest URI `resources/read` and `resources/subscribe` take (longer is -32602).
+pub const MAX_URI: usize = 8 * 1024;
+
+/// Why a handler did not give its result.
+#[derive(Debug, Clone)]
+pub enum McpError {
+    /// A JSON-RPC error answers the request.
+    Rpc(ErrorObject<'static>),
+    /// A tool failed in a way the model should see: the result says `isError: true` with
+    /// this text (outside tools, an internal error).
+    Tool(String),
+    /// The client did not declare a capability the handler needs (`"sampling"`,
+    /// `"elicitation"`, `"roots"`): -32021 with `requiredCapabilities` in its data.
+    MissingCapability(&'static str),
+    /// Stateless revision: the handler asked the client for input it does not have yet
+    /// (see [`Context::elicit`]); the server answers with an `InputRequiredResult`.
+    InputRequired,
+}
+
+impl McpError {
+    /// -32602, invalid params.
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        McpError::Rpc(ErrorObject::new(
+            error_codes::INVALID_PARAMS,
+            message.into(),
+        ))
+    }
+
+    /// -32603, internal error.
+    pub fn internal(message: impl std::fmt::Display) -> Self {
+        McpError::Rpc(ErrorObject::new(
+            error_codes::INTERNAL_ERROR,
+            message.to_string(),
+        ))
+    }
+
+    /// A tool error: a result with `isError: true` and `message`.
+    pub fn tool(message: impl Into<String>) -> Self {
+        McpError::Tool(message.into())
+    }
+
+    /// The answer as the protocol gives it, for a request outside `tools/call`.
+    fn into_error(self, stateless: bool) -> ErrorObject<'static> {
+        match self {
+            McpError::Rpc(e) => e,
+            McpError::Tool(message) => ErrorObject::new(error_codes::INTERNAL_ERROR, message),
+            McpError::MissingCapability(name) => {
+                let data = json!({"requiredCapabilities": {name: {}}});
+                error_with_data(
+                    error_codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    format!("the client did not declare the {name} capability"),
+                    &data,
+                )
+            }
+            McpError::InputRequired => ErrorObject::new(
+                error_codes::INTERNAL_ERROR,
+                if stateless {
+                    "this request cannot ask the client for input"
+                } else {
+                    "input required outside the stateless revision"
+                },
+            ),
+        }
+    }
+}
+
+impl From<ErrorObject<'static>> for McpError {
+    fn from(e: ErrorObject<'static>) -> Self {
+        McpError::Rpc(e)
+    }
+}
+
+impl std::fmt::Display for McpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            McpError::Rpc(e) => write!(f, "{} ({})", e.message, e.code),
+            McpError::Tool(m) => f.write_str(m),
+            McpError::MissingCapability(c) => write!(f, "the client lacks the {c} capability"),
+            McpError::InputRequired => f.write_str("input required"),
+        }
+    }
+}
+
+impl std::error::Error for McpError {}
+
+fn error_with_data(code: i64, message: String, data: &Value) -> ErrorObject<'static> {
+    let data = sansrpc::RawValue::from_string(data.to_string()).expect("JSON");
+    ErrorObject::new(code, message).with_data(data)
+}
+
+type ToolFn = Arc<
+    dyn Fn(Context, Value) -> BoxFuture<Result<crate::types::CallToolResult, McpError>>
+        + Send
+        + Sync,
+>;
+type ReadFn = Arc<
+    dyn Fn(
+            Context,
+            String,
+            BTreeMap<String, String>,
+        ) -> BoxFuture<Result<Vec<ResourceContents>, McpError>>
+        + Send
+        + Sync,
+>;
+type PromptFn = Arc<
+    dyn Fn(Context, BTreeMap<String, String>) -> BoxFuture<Result<GetPromptResult, McpError>>
+        + Send
+        + Sync,
+>;
+type CompleteFn = Arc<
+    dyn Fn(Context, CompleteRequestParams) -> BoxFuture<Result<Completion, McpError>> + Send + Sync,
+>;
+
+struct ToolEntry {
+    tool: Tool,
+    call: ToolFn,
+}
+
+struct ResourceEntry {
+    resource: Resource,
+    read: ReadFn,
+}
+
+struct TemplateEntry {
+    template: ResourceTemplate,
+    parsed: UriTemplate,
+    read: ReadFn,
+}
+
+struct PromptEntry {
+    prompt: Prompt,
+    get: PromptFn,
+}
+
+/// Declares an MCP server: its name, tools, resources, templates, prompts and completion.
+pub struct ServerBuilder {
+    info: Implementation,
+    instructions: Option<String>,
+    tools: Vec<ToolEntry>,
+    resources: Vec<ResourceEntry>,
+    templates: Vec<TemplateEntry>,
+    prompts: Vec<PromptEntry>,
+    completion: Option<CompleteFn>,
+    page_size: usize,
+    sealer: Option<Sealer>,
+    cache: (u64, CacheScope),
+}
+
+impl std::fmt::Debug for ServerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerBuilder")
+            .field("info", &self.info)
+            .field("tools", &self.tools.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerBuilder {
+    /// A server that calls itself `name` at `version`, offering nothing yet.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        ServerBuilder {
+            info: Implementation::new(name, version),
+            instructions: None,
+            tools: Vec::new(),
+            resources: Vec::new(),
+            templates: Vec::new(),
+            prompts: Vec::new(),
+            completion: None,
+            page_size: 100,
+            sealer: None,
+            cache: (0, CacheScope::Public),
+        }
+    }
+
+    /// Instructions for the model, sent at `initialize` and `server/discover`.
+    pub fn instructions(mut self, text: impl Into<String>) -> Self {
+        self.instructions = Some(text.into());
+        self
+    }
+
+    /// How many items a list answer holds before it gives a `nextCursor` (default 100).
+    pub fn page_size(mut self, n: usize) -> Self {
+        self.page_size = n.max(1);
+        self
+    }
+
+    /// The key that seals `requestState` (2026-07-28 multi round-trip requests). By
+    /// default a random key per process; servers behind a load balancer share one.
+    pub fn state_key(mut self, key: [u8; 32]) -> Self {
+        self.sealer = Some(Sealer::new(key));
+        self
+    }
+
+    /// How long 2026-07-28 clients may cache list and read results (`ttlMs`, default 0)
+    /// and for whom (`cacheScope`, default public).
+    pub fn cache(mut self, ttl_ms: u64, scope: CacheScope) -> Self {
+        self.cache = (ttl_ms, scope);
+        self
+    }
+
+    /// A tool whose arguments are `A`: its input schema is `A`'s JSON Schema (draft
+    /// 2020-12, from [`schemars`]); arguments that do not decode into `A` are a tool error
+    /// the model sees, and the handler is not called. `A = ()` takes no arguments. The
+    /// handler's output is anything [`ToolOutput`]: text, content blocks, a whole
+    /// `CallToolResult`, or [`Json`] for structured content with an output schema.
+    pub fn tool<A, R, F, Fut>(mut self, name: &str, description: &str, handler: F) -> Self
+    where
+        A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
+        R: ToolOutput + 'static,
+        F: Fn(Context, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, McpError>> + Send + 'static,
+    {
+        let (schema, unit) = tool::input_schema::<A>();
+        let mut declared = Tool::new(name, description, schema);
+        declared.output_schema = R::output_schema();
+        let handler = Arc::new(handler);
+        let call: ToolFn = Arc::new(move |cx, arguments| {
+            let handler = Arc::clone(&handler);
+            Box::pin(async move {
+                let arguments = if unit { Value::Null } else { arguments };
+                let args: A = match serde_json::from_value(arguments) {
+                    Ok(args) => args,
+                    Err(e) => {
+                        return Ok(crate::types::CallToolResult::error(format!(
+                            "invalid arguments: {e}"
+                        )))
+                    }
+                };
+                handler(cx, args).await?.into_result()
+            })
+        });
+        self.tools.push(ToolEntry {
+            tool: declared,
+            call,
+        });
+        self
+    }
+
+    /// A tool declared in full (its schemas written by hand), whose handler gets the raw
+    /// `arguments` object (`{}` when the client sent none).
+    pub fn tool_with<F, Fut>(mut self, tool: Tool, handler: F) -> Self
+    where
+        F: Fn(Context, JsonObject) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<crate::types::CallToolResult, McpError>> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        let call: ToolFn = Arc::new(move |cx, arguments| {
+            let handler = Arc::clone(&handler);
+            Box::pin(async move {
+                let arguments = match arguments {
+                    Value::Object(map) => map,
+                    _ => Map::new(),
+                };
+                handler(cx, arguments).await
+            })
+        });
+        self.tools.push(ToolEntry { tool, call });
+        self
+    }
+
+    /// A resource at a fixed URI; `read` gets the URI and returns its contents.
+    pub fn resource<F, Fut>(mut self, resource: Resource, read: F) -> Self
+    where
+        F: Fn(Context, String) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Vec<ResourceContents>, McpError>> + Send + 'static,
+    {
+        let read = Arc::new(read);
+        let read: ReadFn = Arc::new(move |cx, uri, _| Box::pin(read(cx, uri)));
+        self.resources.push(ResourceEntry { resource, read });
+        self
+    }
+
+    /// A resource template (RFC 6570 `{var}` and `{+var}` expressions): `read` gets the
+    /// URI asked for and the values of the template's variables in it.
+    ///
+    /// # Panics
+    /// When the template's `uriTemplate` does not parse (a programming error).
+    pub fn resource_template<F, Fut>(mut self, template: ResourceTemplate, read: F) -> Self
+    where
+        F: Fn(Context, String, BTreeMap<String, String>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Vec<ResourceContents>, McpError>> + Send + 'static,
+    {
+        let parsed = UriTemplate::parse(&template.uri_template)
+            .unwrap_or_else(|e| panic!("resource template {:?}: {e}", template.uri_template));
+        let read = Arc::new(read);
+        let read: ReadFn = Arc::new(move |cx, uri, vars| Box::pin(read(cx, uri, vars)));
+        self.templates.push(TemplateEntry {
+            template,
+            parsed,
+            read,
+        });
+        self
+    }
+
+    /// A prompt; `get` gets its arguments (the required ones checked present).
+    pub fn prompt<F, Fut>(mut self, prompt: Prompt, get: F) -> Self
+    where
+        F: Fn(Context, BTreeMap<String, String>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<GetPromptResult, McpError>> + Send + 'static,
+    {
+        let get = Arc::new(get);
+        let get: PromptFn = Arc::new(move |cx, args| Box::pin(get(cx, args)));
+        self.prompts.push(PromptEntry { prompt, get });
+        self
+    }
+
+    /// Completion of prompt and resource-template arguments (`completion/complete`);
+    /// declares the `completions` capability. At most 100 values are sent; more set
+    /// `hasMore`.
+    pub fn completion<F, Fut>(mut self, complete: F) -> Self
+    where
+        F: Fn(Context, CompleteRequestParams) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Completion, McpError>> + Send + 'static,
+    {
+        let complete = Arc::new(complete);
+        self.completion = Some(Arc::new(move |cx, params| Box::pin(complete(cx, params))));
+        self
+    }
+
+    /// The server, ready to mount on a transport.
+    pub fn build(self) -> Server {
+        Server {
+            shared: Arc::new(Shared {
+                info: self.info,
+                instructions: self.instructions,
+                tools: self.tools,
+                resources: self.resources,
+                templates: self.templates,
+                prompts: self.prompts,
+                completion: self.completion,
+                page_size: self.page_size,
+                sealer: self.sealer.unwrap_or_else(Sealer::random),
+                cache: self.cache,
+                sessions: Sessions::default(),
+            }),
+        }
+    }
+}
+
+struct Shared {
+    info: Implementation,
+    instructions: Option<String>,
+    tools: Vec<ToolEntry>,
+    resources: Vec<ResourceEntry>,
+    templates: Vec<TemplateEntry>,
+    prompts: Vec<PromptEntry>,
+    completion: Option<CompleteFn>,
+    page_size: usize,
+    sealer: Sealer,
+    cache: (u64, CacheScope),
+    sessions: Sessions,
+}
+
+/// An MCP server: what [`ServerBuilder`] declared, and the sessions it serves. Cheap to
+/// clone (one shared server).
+#[derive(Clone)]
+pub struct Server {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("info", &self.shared.info)
+            .field("tools", &self.shared.tools.len())
+            .field("sessions", &self.shared.sessions.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Which list changed, for [`Server::list_changed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListKind {
+    /// `notifications/tools/list_changed`.
+    Tools,
+    /// `notifications/resources/list_changed`.
+    Resources,
+    /// `notifications/prompts/list_changed`.
+    Prompts,
+}
+
+/// The request methods a server answers (an adapter registers each).
+pub const REQUESTS: &[&str] = &[
+    methods::INITIALIZE,
+    methods::SERVER_DISCOVER,
+    methods::PING,
+    methods::TOOLS_LIST,
+    methods::TOOLS_CALL,
+    methods::RESOURCES_LIST,
+    methods::RESOURCES_TEMPLATES_LIST,
+    methods::RESOURCES_READ,
+    methods::RESOURCES_SUBSCRIBE,
+    methods::RESOURCES_UNSUBSCRIBE,
+    methods::PROMPTS_LIST,
+    methods::PROMPTS_GET,
+    methods::COMPLETION_COMPLETE,
+    methods::LOGGING_SET_LEVEL,
+];
+
+/// The notifications a server takes: `initialize` already settled what they announce, so
+/// they change nothing (an adapter registers them so they are not reported as unknown).
+pub const NOTIFICATIONS: &[&str] = &[
+    notifications::INITIALIZED,
+    notifications::ROOTS_LIST_CHANGED,
+];
+
+/// A request as the server reads it before dispatch.
+struct Request {
+    params: Map<String, Value>,
+    meta: Option<RequestMeta>,
+    stateless: bool,
+    version: String,
+    capabilities: Option<ClientCapabilities>,
+    client: Option<Implementation>,
+}
+
+impl Server {
+    /// Answers one request: the result, or the error object. `host` is the adapter's way
+    /// to the client for this request. Methods not in [`REQUESTS`] (or not offered, such
+    /// as `completion/complete` without a completion handler) are -32601.
+    pub fn handle(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        host: Arc<dyn Host>,
+    ) -> BoxFuture<Result<Value, ErrorObject<'static>>> {
+        let server = self.clone();
+        let method = method.to_owned();
+        Box::pin(async move {
+            let request = match server.read(&method, params, &*host) {
+                Ok(r) => r,
+                Err(e) => return Err(e.into_error(false)),
+            };
+            let stateless = request.stateless;
+            match server.dispatch(&method, request, host).await {
+                Ok(v) => Ok(v),
+                Err(e) => Err(e.into_error(stateless)),
+            }
+        })
+    }
+
+    /// Sends `notifications/resources/updated` for `uri` to every session subscribed to
+    /// it; returns how many sessions it reached.
+    pub fn resource_updated(&self, uri: &str) -> usize {
+        self.shared.sessions.broadcast(
+            notifications::RESOURCES_UPDATED,
+            &json!({ "uri": uri }),
+            |s| s.is_subscribed(uri),
+        )
+    }
+
+    /// Sends a list-changed notification to every session; returns how many it reached.
+    pub fn list_changed(&self, kind: ListKind) -> usize {
+        let method = match kind {
+            ListKind::Tools => notifications::TOOLS_LIST_CHANGED,
+            ListKind::Resources => notifications::RESOURCES_LIST_CHANGED,
+            ListKind::Prompts => notifications::PROMPTS_LIST_CHANGED,
+        };
+        self.shared.sessions.broadcast(method, &json!({}), |_| true)
+    }
+
+    /// The capabilities this server declares, on a session or on the stateless revision
+    /// (which has no list-changed or subscribe without `subscriptions/listen`).
+    pub fn capabilities(&self, stateless: bool) -> ServerCapabilities {
+        let shared = &self.shared;
+        let changes = (!stateless).then_some(true);
+        ServerCapabilities {
+            tools: (!shared.tools.is_empty()).then(|| ToolsCapability {
+                list_changed: changes,
+                ..Default::default()
+            }),
+            resources: (!shared.resources.is_empty() || !shared.templates.is_empty()).then(|| {
+                ResourcesCapability {
+                    subscribe: changes,
+                    list_changed: changes,
+                    ..Default::default()
+                }
+            }),
+            prompts: (!shared.prompts.is_empty()).then(|| PromptsCapability {
+                list_changed: changes,
+                ..Default::default()
+            }),
+            logging: Some(JsonObject::new()),
+            completions: shared.completion.is_some().then(JsonObject::new),
+            ..Default::default()
+        }
+    }
+
+    fn read(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        host: &dyn Host,
+    ) -> Result<Request, McpError> {
+        let params = match params {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(map)) => map,
+            Some(_) => return Err(McpError::invalid_params("params must be an object")),
+        };
+        let meta = match params.get("_meta") {
+            None | Some(Value::Null) => None,
+            Some(meta) => Some(
+                serde_json::from_value::<RequestMeta>(meta.clone())
+                    .map_err(|e| McpError::invalid_params(format!("_meta: {e}")))?,
+            ),
+        };
+        let stateless = meta.as_ref().is_some_and(|m| m.protocol_version.is_some());
+        if stateless {
+            let asked = meta
+                .as_ref()
+                .and_then(|m| m.protocol_version.clone())
+                .unwrap_or_default();
+            if !version::STATELESS_VERSIONS.contains(&asked.as_str()) {
+                let data = json!({"supported": version::STATELESS_VERSIONS, "requested": asked});
+                return Err(McpError::Rpc(error_with_data(
+                    error_codes::UNSUPPORTED_PROTOCOL_VERSION,
+                    format!("unsupported protocol version {asked:?}"),
+                    &data,
+                )));
+            }
+            // The methods 2026-07-28 removed.
+            if method == methods::INITIALIZE
+                || method == methods::PING
+                || method == methods::LOGGING_SET_LEVEL
+                || method == methods::RESOURCES_SUBSCRIBE
+                || method == methods::RESOURCES_UNSUBSCRIBE
+            {
+                return Err(McpError::Rpc(ErrorObject::method_not_found()));
+            }
+            let meta_ref = meta.as_ref();
+            return Ok(Request {
+                version: asked,
+                capabilities: meta_ref.and_then(|m| m.client_capabilities.clone()),
+                client: meta_ref.and_then(|m| m.client_info.clone()),
+                params,
+                meta,
+                stateless,
+            });
+        }
+        let session = host.session();
+        let s = session.lock();
+        Ok(Request {
+            version: s
+                .version
+                .clone()
+                .unwrap_or_else(|| version::LATEST.to_owned()),
+            capabilities: s.capabilities.clone(),
+            client: s.client.clone(),
+            params,
+            meta,
+            stateless,
+        })
+    }
+
+    fn context(&self, request: &Request, host: Arc<dyn Host>, may_ask: bool) -> Context {
+        Context {
+            inner: Arc::new(Inner {
+                host,
+                meta: request.meta.clone(),
+                version: request.version.clone(),
+                stateless: request.stateless,
+                capabilities: request.capabilities.clone(),
+                client: request.client.clone(),
+                responses: BTreeMap::new(),
+                state: None,
+                may_ask,
+                asked: Mutex::new(BTreeMap::new()),
+                next_state: Mutex::new(None),
+            }),
+        }
+    }
+
+    async fn dispatch(
+        &self,
+        method: &str,
+        request: Request,
+        host: Arc<dyn Host>,
+    ) -> Result<Value, McpError> {
+        let shared = &self.shared;
+        let stateless = request.stateless;
+        let mut value = match method {
+            methods::INITIALIZE => return self.initialize(request, &*host),
+            methods::SERVER_DISCOVER => {
+                let mut result = json!({
+                    "supportedVersions": version::STATELESS_VERSIONS,
+                    "capabilities": self.capabilities(true),
+                    "serverInfo": shared.info,
+                    "_meta": {"io.modelcontextprotocol/serverInfo": shared.info},
+                });
+                if let Some(text) = &shared.instructions {
+                    result["instructions"] = json!(text);
+                }
+                return Ok(self.finish(result, stateless, true));
+            }
+            methods::PING => json!({}),
+            methods::TOOLS_LIST => {
+                let tools: Vec<&Tool> = shared.tools.iter().map(|t| &t.tool).collect();
+                return self.page(&request, "tools", &tools);
+            }
+            methods::RESOURCES_LIST => {
+                let list: Vec<&Resource> = shared.resources.iter().map(|r| &r.resource).collect();
+                return self.page(&request, "resources", &list);
+            }
+            methods::RESOURCES_TEMPLATES_LIST => {
+                let list: Vec<&ResourceTemplate> =
+                    shared.templates.iter().map(|t| &t.template).collect();
+                return self.page(&request, "resourceTemplates", &list);
+            }
+            methods::PROMPTS_LIST => {
+                let list: Vec<&Prompt> = shared.prompts.iter().map(|p| &p.prompt).collect();
+                return self.page(&request, "prompts", &list);
+            }
+            methods::TOOLS_CALL | methods::PROMPTS_GET | methods::RESOURCES_READ => {
+                return self.asking(method, request, host).await;
+            }
+            methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
+                let uri = string_param(&request.params, "uri")?;
+                if uri.len() > MAX_URI {
+                    return Err(McpError::invalid_params(format!(
+                        "a URI is at most {MAX_URI} bytes"
+                    )));
+                }
+                let session = host.session();
+                let mut s = session.lock();
+                if method == methods::RESOURCES_UNSUBSCRIBE {
+                    s.subscriptions.remove(&uri);
+                } else if s.subscriptions.contains(&uri) {
+                } else if s.subscriptions.len() >= MAX_SUBSCRIPTIONS {
+                    return Err(McpError::invalid_params(format!(
+                        "a session holds at most {MAX_SUBSCRIPTIONS} subscriptions"
+                    )));
+                } else {
+                    s.subscriptions.insert(uri);
+                    if !s.registered {
+                        s.registered = true;
+                        drop(s);
+                        shared.sessions.register(&session, host.notifier());
+                    }
+                }
+                json!({})
+            }
+            methods::LOGGING_SET_LEVEL => {
+                let level = request.params.get("level").cloned().unwrap_or(Value::Null);
+                let level: LoggingLevel = serde_json::from_value(level)
+                    .map_err(|_| McpError::invalid_params("level must be a logging level"))?;
+                host.session().lock().level = Some(level);
+                json!({})
+            }
+            methods::COMPLETION_COMPLETE => {
+                let Some(complete) = &shared.completion else {
+                    return Err(McpError::Rpc(ErrorObject::method_not_found()));
+                };
+                let params: CompleteRequestParams =
+                    serde_json::from_value(Value::Object(request.params.clone()))
+                        .map_err(|e| McpError::invalid_params(e.to_string()))?;
+                let cx = self.context(&request, host, false);
+                let mut completion = complete(cx, params).await?;
+                if completion.values.len() > 100 {
+                    let total = completion.values.len() as u64;
+                    completion.values.truncate(100);
+                    completion.has_more = Some(true);
+                    completion.total = Some(completion.total.unwrap_or(total));
+                }
+                json!({ "completion": completion })
+            }
+            _ => return Err(McpError::Rpc(ErrorObject::method_not_found())),
+        };
+        value = self.finish(value, stateless, false);
+        Ok(value)
+    }
+
+    fn initialize(&self, request: Request, host: &dyn Host) -> Result<Value, McpError> {
+        let params: InitializeRequestParams = serde_json::from_value(Value::Object(request.params))
+            .map_err(|e| McpError::invalid_params(format!("initialize: {e}")))?;
+        let chosen = if version::SUPPORTED.contains(&params.protocol_version.as_str())
+            && !version::STATELESS_VERSIONS.contains(&params.protocol_version.as_str())
+        {
+            params.protocol_version.clone()
+        } else {
+            version::LATEST.to_owned()
+        };
+        let session = host.session();
+        {
+            let mut s = session.lock();
+            s.version = Some(chosen.clone());
+            s.capabilities = Some(params.capabilities);
+            s.client = Some(params.client_info);
+            if !s.registered {
+                s.registered = true;
+                drop(s);
+                self.shared.sessions.register(&session, host.notifier());
+            }
+        }
+        let mut result = json!({
+            "protocolVersion": chosen,
+            "capabilities": self.capabilities(false),
+            "serverInfo": self.shared.info,
+        });
+        if let Some(text) = &self.shared.instructions {
+            result["instructions"] = json!(text);
+        }
+        Ok(result)
+    }
+
+    /// A result as the revision wants it: 2026-07-28 results say `resultType`, and the
+    /// lists and reads say how long they may be cached.
+    fn finish(&self, mut value: Value, stateless: bool, cacheable: bool) -> Value {
+        if stateless {
+            value["resultType"] = json!("complete");
+            if cacheable {
+                value["ttlMs"] = json!(self.shared.cache.0);
+                value["cacheScope"] = json!(self.shared.cache.1);
+            }
+        }
+        value
+    }
+
+    fn page<T: serde::Serialize>(
+        &self,
+        request: &Request,
+        name: &str,
+        all: &[T],
+    ) -> Result<Value, McpError> {
+        let start = match request.params.get("cursor") {
+            None | Some(Value::Null) => 0,
+            Some(Value::String(c)) => c
+                .strip_prefix('p')
+                .and_then(|n| n.parse::<usize>().ok())
+                .filter(|n| *n <= all.len())
+                .ok_or_else(|| McpError::invalid_params("invalid cursor"))?,
+            Some(_) => return Err(McpError::invalid_params("cursor must be a string")),
+        };
+        let end = (start + self.shared.page_size).min(all.len());
+        let mut value = json!({ name: &all[start..end] });
+        if end < all.len() {
+            value["nextCursor"] = json!(format!("p{end}"));
+        }
+        Ok(self.finish(value, request.stateless, true))
+    }
+
+    /// `tools/call`, `prompts/get` and `resources/read`: the methods that may ask the
+    /// client for input on the stateless revision.
+    async fn asking(
+        &self,
+        method: &str,
+        request: Request,
+        host: Arc<dyn Host>,
+    ) -> Result<Value, McpError> {
+        let (key, name) = match method {
+            methods::RESOURCES_READ => ("uri", string_param(&request.params, "uri")?),
+            _ => ("name", string_param(&request.params, "name")?),
+        };
+        let _ = key;
+        let request_key = format!("{method}:{name}");
+        let mut cx = self.context(&request, Arc::clone(&host), request.stateless);
+        if request.stateless {
+            let inner = Arc::get_mut(&mut cx.inner).expect("not shared yet");
+            self.carry(&request, &request_key, inner)?;
+        }
+        let outcome = match method {
+            methods::TOOLS_CALL => self.call_tool(&name, &request, cx.clone()).await,
+            methods::PROMPTS_GET => self.get_prompt(&name, &request, cx.clone()).await,
+            _ => self.read_resource(&name, cx.clone()).await,
+        };
+        match outcome {
+            Ok(value) => {
+                Ok(self.finish(value, request.stateless, method == methods::RESOURCES_READ))
+            }
+            Err(McpError::InputRequired) if request.stateless => {
+                let asked =
+                    std::mem::take(&mut *cx.inner.asked.lock().unwrap_or_else(|e| e.into_inner()));
+                if asked.is_empty() {
+                    return Err(McpError::internal("input required, but nothing was asked"));
+                }
+                let state = cx
+                    .inner
+                    .next_state
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take()
+                    .or_else(|| cx.inner.state.clone());
+                let carried = Carried {
+                    request: request_key,
+                    responses: cx.inner.responses.clone(),
+                    state,
+                };
+                let sealed = self
+                    .shared
+                    .sealer
+                    .seal(&carried)
+                    .ok_or_else(|| McpError::internal("requestState would exceed 64 KiB"))?;
+                Ok(json!({
+                    "resultType": "input_required",
+                    "inputRequests": asked,
+                    "requestState": sealed,
+                }))
+            }
+            Err(McpError::Tool(message)) if method == methods::TOOLS_CALL => {
+                let result = crate::types::CallToolResult::error(message);
+                Ok(self.finish(
+                    serde_json::to_value(result).map_err(McpError::internal)?,
+                    request.stateless,
+                    false,
+                ))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Reads `inputResponses` and `requestState` into the context: the answers of this
+    /// round over those of the rounds before.
+    fn carry(
+        &self,
+        request: &Request,
+        request_key: &str,
+        inner: &mut Inner,
+    ) -> Result<(), McpError> {
+        match request.params.get("requestState") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(sealed)) => {
+                let carried = self
+                    .shared
+                    .sealer
+                    .open(sealed, request_key)
+                    .map_err(|e| McpError::invalid_params(e.message()))?;
+                inner.responses = carried.responses;
+                inner.state = carried.state;
+            }
+            Some(_) => return Err(McpError::invalid_params("requestState must be a string")),
+        }
+        match request.params.get("inputResponses") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(answers)) => {
+                if answers.len() > MAX_INPUT_RESPONSES {
+                    return Err(McpError::invalid_params(format!(
+                        "at most {MAX_INPUT_RESPONSES} inputResponses"
+                    )));
+                }
+                for (key, answer) in answers {
+                    if !answer.is_object() {
+                        return Err(McpError::invalid_params(format!(
+                            "inputResponses[{key:?}] must be an object"
+                        )));
+                    }
+                    inner.responses.insert(key.clone(), answer.clone());
+                }
+            }
+            Some(_) => return Err(McpError::invalid_params("inputResponses must be an object")),
+        }
+        Ok(())
+    }
+
+    async fn call_tool(
+        &self,
+        name: &str,
+        request: &Request,
+        cx: Context,
+    ) -> Result<Value, McpError> {
+        let Some(entry) = self.shared.tools.iter().find(|t| t.tool.name == name) else {
+            return Err(McpError::invalid_params(format!("Unknown tool: {name}")));
+        };
+        let arguments = match request.params.get("arguments") {
+            None | Some(Value::Null) => Value::Object(Map::new()),
+            Some(v @ Value::Object(_)) => v.clone(),
+            Some(_) => return Err(McpError::invalid_params("arguments must be an object")),
+        };
+        let result = (entry.call)(cx, arguments).await?;
+        serde_json::to_value(result).map_err(McpError::internal)
+    }
+
+    async fn get_prompt(
+        &self,
+        name: &str,
+        request: &Request,
+        cx: Context,
+    ) -> Result<Value, McpError> {
+        let Some(entry) = self.shared.prompts.iter().find(|p| p.prompt.name == name) else {
+            return Err(McpError::invalid_params(format!("Unknown prompt: {name}")));
+        };
+        let args: BTreeMap<String, String> = match request.params.get("arguments") {
+            None | Some(Value::Null) => BTreeMap::new(),
+            Some(v) => serde_json::from_value(v.clone()).map_err(|_| {
+                McpError::invalid_params("prompt arguments must be an object of strings")
+            })?,
+        };
+        for wanted in entry.prompt.arguments.iter().flatten() {
+            if wanted.required == Some(true) && !args.contains_key(&wanted.name) {
+                return Err(McpError::invalid_params(format!(
+                    "missing required argument {:?}",
+                    wanted.name
+                )));
+            }
+        }
+        let result = (entry.get)(cx, args).await?;
+        serde_json::to_value(result).map_err(McpError::internal)
+    }
+
+    async fn read_resource(&self, uri: &str, cx: Context) -> Result<Value, McpError> {
+        if uri.len() > MAX_URI {
+            return Err(McpError::invalid_params(format!(
+                "a URI is at most {MAX_URI} bytes"
+            )));
+        }
+        let shared = &self.shared;
+        let found = if let Some(entry) = shared.resources.iter().find(|r| r.resource.uri == uri) {
+            Some((Arc::clone(&entry.read), BTreeMap::new()))
+        } else {
+            shared.templates.iter().find_map(|t| {
+                t.parsed
+                    .matches(uri)
+                    .map(|vars| (Arc::clone(&t.read), vars))
+            })
+        };
+        let Some((read, vars)) = found else {
+            let data = json!({ "uri": uri });
+            // 2025-11-25 says -32002 for an unknown resource; 2026-07-28 (SEP-2164) -32602.
+            let code = if cx.is_stateless() {
+                error_codes::INVALID_PARAMS
+            } else {
+                error_codes::RESOURCE_NOT_FOUND
+            };
+            return Err(McpError::Rpc(error_with_data(
+                code,
+                "Resource not found".into(),
+                &data,
+            )));
+        };
+        let contents = read(cx, uri.to_owned(), vars).await?;
+        Ok(json!({ "contents": contents }))
+    }
+}
+
+fn string_param(params: &Map<String, Value>, name: &str) -> Result<String, McpError> {
+    match params.get(name) {
+        Some(Value::String(s)) => Ok(s.clone()),
+        _ => Err(McpError::invalid_params(format!("{name} must be a string"))),
+    }
+}
