@@ -38,6 +38,8 @@ pub trait Host: Send + Sync + 'static {
     fn progress_token(&self) -> Option<Value>;
     /// The client cancelled the request.
     fn is_cancelled(&self) -> bool;
+    /// Resolves when the client cancels the request.
+    fn cancelled(&self) -> BoxFuture<()>;
     /// The connection's session state (one per connection).
     fn session(&self) -> Arc<Session>;
     /// A way to notify the session outside this request (list-changed, resource updates).
@@ -131,6 +133,13 @@ impl Context {
     /// The client cancelled the request (a handler that runs long checks it and stops).
     pub fn is_cancelled(&self) -> bool {
         self.inner.host.is_cancelled()
+    }
+
+    /// Resolves when the client cancels the request: a long handler races its work
+    /// against it. Under the MCP profile a cancelled request gets no answer, whatever the
+    /// handler returns.
+    pub async fn cancelled(&self) {
+        self.inner.host.cancelled().await
     }
 
     /// The session's state (2025-11-25; a stateless request's is empty).

@@ -55,6 +55,10 @@ impl Host for FuturesHost {
         self.cx.is_cancelled()
     }
 
+    fn cancelled(&self) -> BoxFuture<()> {
+        Box::pin(self.cx.cancelled())
+    }
+
     fn session(&self) -> Arc<Session> {
         self.cx.peer().local::<Session>()
     }
