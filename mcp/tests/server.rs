@@ -418,12 +418,13 @@ fn the_stateless_revision_asks_in_rounds_and_refuses_a_changed_state() {
         );
         let state2 = second["requestState"].as_str().unwrap().to_owned();
 
-        // The third round sends only the second answer; the first comes back in the state.
+        // The third round sends the second answer; the first comes back in the state, and
+        // a new answer under its key does not replace it.
         let done = call(
             &client,
             "tools/call",
-            round(json!({"requestState": state2,
-            "inputResponses": {"second": answer("color", "green")}})),
+            round(json!({"requestState": state2, "inputResponses": {
+                "second": answer("color", "green"), "first": answer("name", "Eve")}})),
         )
         .await
         .unwrap();
@@ -460,6 +461,11 @@ fn the_stateless_revision_asks_in_rounds_and_refuses_a_changed_state() {
         .await
         .unwrap_err();
         assert_eq!(code(e).0, -32602, "a state for another tool");
+        let mut other_args = round(json!({"requestState": state2,
+            "inputResponses": {"second": answer("color", "green")}}));
+        other_args["arguments"] = json!({"extra": 1});
+        let e = call(&client, "tools/call", other_args).await.unwrap_err();
+        assert_eq!(code(e).0, -32602, "a state for other arguments");
 
         // Without the capability the client is not asked: -32021 names what is missing.
         let e = call(

@@ -128,18 +128,25 @@ impl Client {
     /// ```
     pub fn local<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
         let id = std::any::TypeId::of::<T>();
-        let mut values = self.locals.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, value)) = values.iter().find(|(t, _)| *t == id) {
-            if let Ok(value) = Arc::clone(value).downcast::<T>() {
-                return value;
-            }
+        let find = |values: &[(std::any::TypeId, Arc<dyn std::any::Any + Send + Sync>)]| {
+            let (_, value) = values.iter().find(|(t, _)| *t == id)?;
+            Arc::clone(value).downcast::<T>().ok()
+        };
+        if let Some(value) = find(&self.locals.0.lock().unwrap_or_else(|e| e.into_inner())) {
+            return value;
         }
-        let value = Arc::new(T::default());
+        // Made outside the lock (a `Default` may ask for another local); the first value
+        // stored wins.
+        let made = Arc::new(T::default());
+        let mut values = self.locals.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(value) = find(&values) {
+            return value;
+        }
         values.push((
             id,
-            Arc::clone(&value) as Arc<dyn std::any::Any + Send + Sync>,
+            Arc::clone(&made) as Arc<dyn std::any::Any + Send + Sync>,
         ));
-        value
+        made
     }
 
     /// Where the driver records the status the connection ended with

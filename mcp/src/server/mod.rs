@@ -23,7 +23,8 @@
 //!
 //! let server = ServerBuilder::new("calculator", "1.0.0")
 //!     .tool("add", "Adds two numbers", |_cx: Context, Add { a, b }| async move {
-//!         Ok::<_, McpError>((a + b).to_string())
+//!         let sum = a.checked_add(b).ok_or_else(|| McpError::tool("the sum overflows"))?;
+//!         Ok(sum.to_string())
 //!     })
 //!     .build();
 //! # let _ = server;
@@ -55,8 +56,9 @@ use state::{Carried, Sealer, Sessions, MAX_INPUT_RESPONSES, MAX_SUBSCRIPTIONS};
 use crate::types::{
     error_codes, methods, notifications, version, CacheScope, ClientCapabilities,
     CompleteRequestParams, Completion, GetPromptResult, Implementation, InitializeRequestParams,
-    JsonObject, LoggingLevel, Prompt, PromptsCapability, RequestMeta, Resource, ResourceContents,
-    ResourceTemplate, ResourcesCapability, ServerCapabilities, Tool, ToolsCapability,
+    JsonObject, LoggingLevel, Prompt, PromptsCapability, Reference, RequestMeta, Resource,
+    ResourceContents, ResourceTemplate, ResourcesCapability, ServerCapabilities, Tool,
+    ToolsCapability,
 };
 
 /// The longest URI `resources/read` and `resources/subscribe` take (longer is -32602).
@@ -332,7 +334,9 @@ impl ServerBuilder {
     }
 
     /// A resource template (RFC 6570 `{var}` and `{+var}` expressions): `read` gets the
-    /// URI asked for and the values of the template's variables in it.
+    /// URI asked for and the values of the template's variables in it, as the client wrote
+    /// them (not percent-decoded; a `{+var}` value may hold `../`: check it before using it
+    /// as a path).
     ///
     /// # Panics
     /// When the template's `uriTemplate` does not parse (a programming error).
@@ -714,6 +718,18 @@ impl Server {
                 let params: CompleteRequestParams =
                     serde_json::from_value(Value::Object(request.params.clone()))
                         .map_err(|e| McpError::invalid_params(e.to_string()))?;
+                let known = match &params.reference {
+                    Reference::Prompt(p) => shared.prompts.iter().any(|e| e.prompt.name == p.name),
+                    Reference::Resource(r) => shared
+                        .templates
+                        .iter()
+                        .any(|t| t.template.uri_template == r.uri),
+                };
+                if !known {
+                    return Err(McpError::invalid_params(
+                        "completion/complete: no such prompt or resource template",
+                    ));
+                }
                 let cx = self.context(&request, host, false);
                 let mut completion = complete(cx, params).await?;
                 if completion.values.len() > 100 {
@@ -791,7 +807,7 @@ impl Server {
                 .ok_or_else(|| McpError::invalid_params("invalid cursor"))?,
             Some(_) => return Err(McpError::invalid_params("cursor must be a string")),
         };
-        let end = (start + self.shared.page_size).min(all.len());
+        let end = start.saturating_add(self.shared.page_size).min(all.len());
         let mut value = json!({ name: &all[start..end] });
         if end < all.len() {
             value["nextCursor"] = json!(format!("p{end}"));
@@ -812,7 +828,13 @@ impl Server {
             _ => ("name", string_param(&request.params, "name")?),
         };
         let _ = key;
-        let request_key = format!("{method}:{name}");
+        // The state is bound to the request: its method, its tool, prompt or URI, and its
+        // arguments (a state issued for one call is refused on a call with other ones).
+        let arguments = request
+            .params
+            .get("arguments")
+            .map_or(String::new(), Value::to_string);
+        let request_key = format!("{method}:{name}:{}", state::digest(arguments.as_bytes()));
         let mut cx = self.context(&request, Arc::clone(&host), request.stateless);
         if request.stateless {
             let inner = Arc::get_mut(&mut cx.inner).expect("not shared yet");
@@ -903,7 +925,12 @@ impl Server {
                             "inputResponses[{key:?}] must be an object"
                         )));
                     }
-                    inner.responses.insert(key.clone(), answer.clone());
+                    // An answer carried in the sealed state stands: a later round cannot
+                    // replace it.
+                    inner
+                        .responses
+                        .entry(key.clone())
+                        .or_insert_with(|| answer.clone());
                 }
             }
             Some(_) => return Err(McpError::invalid_params("inputResponses must be an object")),

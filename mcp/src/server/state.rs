@@ -100,10 +100,15 @@ impl Sessions {
         params: &Value,
         want: impl Fn(&Session) -> bool,
     ) -> usize {
-        let mut list = self.list.lock().unwrap_or_else(|e| e.into_inner());
-        list.retain(|(s, n)| s.strong_count() > 0 && !n.is_closed());
+        // Notify from a snapshot, not under the lock: a notifier may run application code
+        // (client interceptors) that comes back here.
+        let live: Vec<Live> = {
+            let mut list = self.list.lock().unwrap_or_else(|e| e.into_inner());
+            list.retain(|(s, n)| s.strong_count() > 0 && !n.is_closed());
+            list.clone()
+        };
         let mut sent = 0;
-        for (session, notifier) in list.iter() {
+        for (session, notifier) in live {
             if let Some(session) = session.upgrade() {
                 if want(&session) && notifier.notify(method, params.clone()) {
                     sent += 1;
@@ -132,10 +137,20 @@ pub(crate) struct Carried {
 }
 
 /// Seals and opens `requestState` with HMAC-SHA256 under the server's key: a client can
-/// carry it but not change it, and a state made for one request is refused on another.
+/// carry it but not change it, and a state made for one request (method, name or URI,
+/// arguments) is refused on another. It is signed, not encrypted: the client can read it.
+/// It does not expire (the server keeps no clock); a handler that needs expiry puts a
+/// time in its own state.
 #[derive(Clone)]
 pub(crate) struct Sealer {
     key: [u8; 32],
+}
+
+/// SHA-256 of `bytes`, hex: binds a sealed state to the request's arguments.
+pub(crate) fn digest(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    let hash = Sha256::digest(bytes);
+    hash.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Why a `requestState` was refused.
@@ -164,11 +179,14 @@ impl Sealer {
     }
 
     /// A key from the operating system's random source.
+    ///
+    /// # Panics
+    /// When the system has no random source: a known key would let clients forge state,
+    /// so the server does not start without one (`ServerBuilder::state_key` sets a key).
     pub fn random() -> Self {
         let mut key = [0u8; 32];
-        // Without a random source there is no secret key; the state is still checked for
-        // integrity against accidents, and the builder's `state_key` sets a real one.
-        let _ = getrandom::fill(&mut key);
+        getrandom::fill(&mut key)
+            .expect("no random source for the requestState key; set ServerBuilder::state_key");
         Sealer { key }
     }
 
