@@ -26,7 +26,7 @@ use alloc::vec::Vec;
 use core::fmt;
 
 /// Appends one event: its `id` and `event` name (a CR or LF in either is dropped, so a
-/// field can never end early), the `retry` delay in milliseconds, and `data` as one
+/// field can never end early, and a NUL in the `id`, which decoders would ignore), the `retry` delay in milliseconds, and `data` as one
 /// `data:` line per line of it (an empty `data` gives one empty `data:` line: MCP's
 /// priming event), then the blank line that dispatches it.
 pub fn encode_event(
@@ -36,20 +36,22 @@ pub fn encode_event(
     data: &str,
     retry: Option<u32>,
 ) {
-    let field = |out: &mut Vec<u8>, name: &[u8], value: &str| {
+    // `nul`: drop NUL too (an `id` holding one is ignored by decoders; an event name may
+    // hold one).
+    let field = |out: &mut Vec<u8>, name: &[u8], value: &str, nul: bool| {
         out.extend_from_slice(name);
         out.extend(
             value
                 .bytes()
-                .filter(|&b| b != b'\n' && b != b'\r' && b != 0),
+                .filter(|&b| b != b'\n' && b != b'\r' && !(nul && b == 0)),
         );
         out.push(b'\n');
     };
     if let Some(id) = id {
-        field(out, b"id: ", id);
+        field(out, b"id: ", id, true);
     }
     if let Some(event) = event {
-        field(out, b"event: ", event);
+        field(out, b"event: ", event, false);
     }
     if let Some(ms) = retry {
         out.extend_from_slice(b"retry: ");
@@ -414,6 +416,19 @@ mod tests {
         }
         let bytes: Vec<&[u8]> = wire.chunks(1).collect();
         assert_eq!(decode(&bytes), whole);
+    }
+
+    #[test]
+    fn an_event_name_with_nul_survives_encoding() {
+        // Found by the `sse` fuzz target: the encoder dropped NUL from event names too.
+        let mut wire = Vec::new();
+        encode_event(&mut wire, Some("1\u{0}"), Some("t\u{0}x"), "d", None);
+        let events = decode(&[&wire]);
+        let event = events[0].as_ref().unwrap();
+        assert_eq!(
+            (event.event.as_str(), event.data.as_str()),
+            ("t\u{0}x", "d")
+        );
     }
 
     #[test]
