@@ -195,8 +195,8 @@ struct PromptEntry {
     get: PromptFn,
 }
 
-/// Declares an MCP server: its name, tools, resources, templates, prompts and completion.
-pub struct ServerBuilder {
+/// What a server offers, as [`ServerBuilder`] declared it.
+struct Declared {
     info: Implementation,
     instructions: Option<String>,
     tools: Vec<ToolEntry>,
@@ -205,15 +205,20 @@ pub struct ServerBuilder {
     prompts: Vec<PromptEntry>,
     completion: Option<CompleteFn>,
     page_size: usize,
-    sealer: Option<Sealer>,
     cache: (u64, CacheScope),
+}
+
+/// Declares an MCP server: its name, tools, resources, templates, prompts and completion.
+pub struct ServerBuilder {
+    declared: Declared,
+    sealer: Option<Sealer>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServerBuilder")
-            .field("info", &self.info)
-            .field("tools", &self.tools.len())
+            .field("info", &self.declared.info)
+            .field("tools", &self.declared.tools.len())
             .finish_non_exhaustive()
     }
 }
@@ -222,28 +227,30 @@ impl ServerBuilder {
     /// A server that calls itself `name` at `version`, offering nothing yet.
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
         ServerBuilder {
-            info: Implementation::new(name, version),
-            instructions: None,
-            tools: Vec::new(),
-            resources: Vec::new(),
-            templates: Vec::new(),
-            prompts: Vec::new(),
-            completion: None,
-            page_size: 100,
+            declared: Declared {
+                info: Implementation::new(name, version),
+                instructions: None,
+                tools: Vec::new(),
+                resources: Vec::new(),
+                templates: Vec::new(),
+                prompts: Vec::new(),
+                completion: None,
+                page_size: 100,
+                cache: (0, CacheScope::Public),
+            },
             sealer: None,
-            cache: (0, CacheScope::Public),
         }
     }
 
     /// Instructions for the model, sent at `initialize` and `server/discover`.
     pub fn instructions(mut self, text: impl Into<String>) -> Self {
-        self.instructions = Some(text.into());
+        self.declared.instructions = Some(text.into());
         self
     }
 
     /// How many items a list answer holds before it gives a `nextCursor` (default 100).
     pub fn page_size(mut self, n: usize) -> Self {
-        self.page_size = n.max(1);
+        self.declared.page_size = n.max(1);
         self
     }
 
@@ -257,7 +264,7 @@ impl ServerBuilder {
     /// How long 2026-07-28 clients may cache list and read results (`ttlMs`, default 0)
     /// and for whom (`cacheScope`, default public).
     pub fn cache(mut self, ttl_ms: u64, scope: CacheScope) -> Self {
-        self.cache = (ttl_ms, scope);
+        self.declared.cache = (ttl_ms, scope);
         self
     }
 
@@ -292,7 +299,7 @@ impl ServerBuilder {
                 handler(cx, args).await?.into_result()
             })
         });
-        self.tools.push(ToolEntry {
+        self.declared.tools.push(ToolEntry {
             tool: declared,
             call,
         });
@@ -317,7 +324,7 @@ impl ServerBuilder {
                 handler(cx, arguments).await
             })
         });
-        self.tools.push(ToolEntry { tool, call });
+        self.declared.tools.push(ToolEntry { tool, call });
         self
     }
 
@@ -329,7 +336,9 @@ impl ServerBuilder {
     {
         let read = Arc::new(read);
         let read: ReadFn = Arc::new(move |cx, uri, _| Box::pin(read(cx, uri)));
-        self.resources.push(ResourceEntry { resource, read });
+        self.declared
+            .resources
+            .push(ResourceEntry { resource, read });
         self
     }
 
@@ -349,7 +358,7 @@ impl ServerBuilder {
             .unwrap_or_else(|e| panic!("resource template {:?}: {e}", template.uri_template));
         let read = Arc::new(read);
         let read: ReadFn = Arc::new(move |cx, uri, vars| Box::pin(read(cx, uri, vars)));
-        self.templates.push(TemplateEntry {
+        self.declared.templates.push(TemplateEntry {
             template,
             parsed,
             read,
@@ -365,7 +374,7 @@ impl ServerBuilder {
     {
         let get = Arc::new(get);
         let get: PromptFn = Arc::new(move |cx, args| Box::pin(get(cx, args)));
-        self.prompts.push(PromptEntry { prompt, get });
+        self.declared.prompts.push(PromptEntry { prompt, get });
         self
     }
 
@@ -378,7 +387,7 @@ impl ServerBuilder {
         Fut: Future<Output = Result<Completion, McpError>> + Send + 'static,
     {
         let complete = Arc::new(complete);
-        self.completion = Some(Arc::new(move |cx, params| Box::pin(complete(cx, params))));
+        self.declared.completion = Some(Arc::new(move |cx, params| Box::pin(complete(cx, params))));
         self
     }
 
@@ -386,16 +395,8 @@ impl ServerBuilder {
     pub fn build(self) -> Server {
         Server {
             shared: Arc::new(Shared {
-                info: self.info,
-                instructions: self.instructions,
-                tools: self.tools,
-                resources: self.resources,
-                templates: self.templates,
-                prompts: self.prompts,
-                completion: self.completion,
-                page_size: self.page_size,
+                declared: self.declared,
                 sealer: self.sealer.unwrap_or_else(Sealer::random),
-                cache: self.cache,
                 sessions: Sessions::default(),
             }),
         }
@@ -403,17 +404,17 @@ impl ServerBuilder {
 }
 
 struct Shared {
-    info: Implementation,
-    instructions: Option<String>,
-    tools: Vec<ToolEntry>,
-    resources: Vec<ResourceEntry>,
-    templates: Vec<TemplateEntry>,
-    prompts: Vec<PromptEntry>,
-    completion: Option<CompleteFn>,
-    page_size: usize,
+    declared: Declared,
     sealer: Sealer,
-    cache: (u64, CacheScope),
     sessions: Sessions,
+}
+
+impl std::ops::Deref for Shared {
+    type Target = Declared;
+
+    fn deref(&self) -> &Declared {
+        &self.declared
+    }
 }
 
 /// An MCP server: what [`ServerBuilder`] declared, and the sessions it serves. Cheap to
@@ -823,11 +824,10 @@ impl Server {
         request: Request,
         host: Arc<dyn Host>,
     ) -> Result<Value, McpError> {
-        let (key, name) = match method {
-            methods::RESOURCES_READ => ("uri", string_param(&request.params, "uri")?),
-            _ => ("name", string_param(&request.params, "name")?),
+        let name = match method {
+            methods::RESOURCES_READ => string_param(&request.params, "uri")?,
+            _ => string_param(&request.params, "name")?,
         };
-        let _ = key;
         // The state is bound to the request: its method, its tool, prompt or URI, and its
         // arguments (a state issued for one call is refused on a call with other ones).
         let arguments = request
