@@ -414,6 +414,50 @@ fn a_cancel_that_arrives_first_is_remembered_bounded_in_count_and_time() {
     .is_empty());
 }
 
+/// Frames that leave no event (here cancellations of requests not seen yet) must not fill
+/// the endpoint's room for events: found by the `endpoint` fuzz target, where such frames,
+/// buffered in the decoder behind a partial one, filled the arena again on every drain, and
+/// the endpoint stopped taking input with no event to hand out.
+#[test]
+fn frames_that_leave_no_event_never_stop_the_input() {
+    let mut ep = Endpoint::new(config(|c| {
+        c.limits.max_frame_bytes = 256;
+        c.early_cancel_capacity = 2;
+    }));
+    let mut wire = Vec::new();
+    for id in 100..160 {
+        let cancel =
+            format!(r#"{{"jsonrpc":"2.0","method":"$/cancelRequest","params":{{"id":{id}}}}}"#);
+        sansrpc::codec::encode_frame(Framing::ContentLength, cancel.as_bytes(), &mut wire);
+    }
+    let request = r#"{"jsonrpc":"2.0","method":"m","id":1}"#;
+    sansrpc::codec::encode_frame(Framing::ContentLength, request.as_bytes(), &mut wire);
+    // A partial frame first, so the rest goes through the decoder's buffer.
+    let mut offset = ep.handle_input(&wire[..10], Instant::ZERO).unwrap();
+    assert_eq!(offset, 10);
+    let mut events = Vec::new();
+    for _ in 0..1000 {
+        while let Some(e) = ep.poll_event() {
+            events.push(pair::copy(e));
+        }
+        if offset == wire.len() {
+            break;
+        }
+        assert!(
+            ep.wants_input(),
+            "no event to hand out and no input taken, at byte {offset} of {}",
+            wire.len()
+        );
+        offset += ep.handle_input(&wire[offset..], Instant::ZERO).unwrap();
+    }
+    while let Some(e) = ep.poll_event() {
+        events.push(pair::copy(e));
+    }
+    assert_eq!(offset, wire.len());
+    assert!(matches!(events[..], [Ev::Request { .. }]), "{events:?}");
+    assert!(ep.wants_input());
+}
+
 #[test]
 fn incoming_batch_is_answered_once_all_are_answered_in_any_order() {
     let mut ep = Endpoint::new(Config::default());

@@ -882,6 +882,7 @@ impl Endpoint {
                 let whole = self.decoder.as_mut().and_then(|d| d.frame_in(bytes));
                 if let Some((used, frame)) = whole {
                     self.guard.frame_done();
+                    self.reclaim_arena();
                     let start = self.arena.len();
                     self.arena.extend_from_slice(frame);
                     let end = self.arena.len();
@@ -998,13 +999,29 @@ impl Endpoint {
             && !self.write_blocked()
     }
 
+    /// Room in the arena for one more frame. With no event queued the arena holds nothing
+    /// live, whatever its length: frames that leave no event (a cancellation of a request
+    /// not seen yet, a request answered at once) must not fill it, or the endpoint would
+    /// take no more input with nothing to hand out. [`reclaim_arena`](Self::reclaim_arena)
+    /// empties it before the next frame goes in.
     fn has_event_room(&self) -> bool {
+        if self.events.is_empty() {
+            return true;
+        }
         let bound = if self.is_holding() {
             self.config.max_held_bytes
         } else {
             self.config.limits.max_frame_bytes
         };
         self.arena.len() < bound.max(1)
+    }
+
+    /// Empties the arena when no queued event points into it.
+    #[inline]
+    fn reclaim_arena(&mut self) {
+        if self.events.is_empty() {
+            self.arena.clear();
+        }
     }
 
     /// True while the peer's requests or notifications are held back: as many requests
@@ -1074,6 +1091,9 @@ impl Endpoint {
             match next {
                 None => return,
                 Some(Ok(frame)) => {
+                    if self.events.is_empty() {
+                        self.arena.clear();
+                    }
                     let start = self.arena.len();
                     self.arena.extend_from_slice(frame);
                     let end = self.arena.len();
