@@ -18,5 +18,7 @@
 
 #![deny(missing_docs)]
 
+#[cfg(feature = "futures")]
+pub mod client;
 pub mod server;
 pub mod types;

@@ -1,4 +1,5 @@
-//! An MCP client that starts its server as a child process and speaks to it over stdio
+//! An MCP client (the typed client of `sansrpc_mcp::client`) that starts its server as a
+//! child process and speaks to it over stdio
 //! (newline framing, the MCP profile): initialize, tools/list, tools/call, a call that
 //! carries a progress token (the server's `notifications/progress` arrive), a call it
 //! abandons (the client sends `notifications/cancelled` and the server stops the work),
@@ -14,13 +15,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sansrpc::endpoint::{Config, Profile};
-use sansrpc_tokio::{sansrpc, AsyncRouter, Builder};
-use serde_json::{json, Value};
+use sansrpc_mcp::client::ClientBuilder;
+use sansrpc_mcp::types::{notifications, CallToolResult, ContentBlock};
+use sansrpc_tokio::{sansrpc, Builder};
+use serde_json::json;
 
-sansrpc::method!(Initialize = "initialize", Value => Value);
-sansrpc::method!(Initialized = "notifications/initialized", Value);
-sansrpc::method!(ListTools = "tools/list", Value => Value);
-sansrpc::method!(CallTool = "tools/call", Value => Value);
+/// The text of a tool result's first block.
+fn text(result: &CallToolResult) -> Option<&str> {
+    match result.content.first()? {
+        ContentBlock::Text(t) => Some(&t.text),
+        _ => None,
+    }
+}
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -31,63 +37,55 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // The server's progress notifications, counted.
     let progress = Arc::new(AtomicUsize::new(0));
-    let mut router = AsyncRouter::new();
     let seen = progress.clone();
-    router.raw_notification("notifications/progress", move |_| {
-        seen.fetch_add(1, Ordering::Relaxed);
-        async {}
-    })?;
+    let mcp =
+        ClientBuilder::new("sansrpc-mcp-client", "0.1.0").on_notification(move |method, _| {
+            if method == notifications::PROGRESS {
+                seen.fetch_add(1, Ordering::Relaxed);
+            }
+        });
     let builder = Builder::new()
         .config(Config::for_profile(Profile::Mcp))
-        .router(router);
+        .router(mcp.router());
     let mut command = tokio::process::Command::new(program);
     command.args(args);
     let child = sansrpc_tokio::spawn_child(builder, &mut command)?;
-    let client = child.client().clone();
+    let server = mcp.initialize(child.client().clone()).await?;
+    let server_name = server.server_info().name.clone();
 
-    let init = client
-        .call::<Initialize>(&json!({
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "sansrpc-mcp-client", "version": "0.1.0"},
-        }))
-        .await?;
-    client.notify::<Initialized>(&json!({})).await?;
-    let tools = client.call::<ListTools>(&json!({})).await?;
-    let mut names: Vec<&str> = tools["tools"]
-        .as_array()
-        .ok_or("no tools")?
-        .iter()
-        .filter_map(|t| t["name"].as_str())
+    let mut names: Vec<String> = server
+        .all_tools()
+        .await?
+        .into_iter()
+        .map(|t| t.name)
         .collect();
     names.sort_unstable();
-    let add = json!({"name": "add", "arguments": {"a": 2, "b": 3}});
-    let sum = client.call::<CallTool>(&add).await?;
-
-    let slow =
-        json!({"name": "slow", "arguments": {"seconds": 0.5}, "_meta": {"progressToken": 1}});
-    let slept = client.call::<CallTool>(&slow).await?;
+    let sum = server.call_tool("add", json!({"a": 2, "b": 3})).await?;
+    let (timeout, cap) = (Duration::from_secs(5), Duration::from_secs(60));
+    let slept = server
+        .call_tool_with_progress("slow", json!({"seconds": 0.5}), 1, timeout, cap)
+        .await?;
 
     // Abandoned after half a second: dropping the call sends notifications/cancelled.
-    let slow = json!({"name": "slow", "arguments": {"seconds": 30}});
-    let abandoned =
-        tokio::time::timeout(Duration::from_millis(500), client.call::<CallTool>(&slow));
-    let finished = abandoned.await.is_ok();
+    let slow = server.call_tool("slow", json!({"seconds": 30}));
+    let finished = tokio::time::timeout(Duration::from_millis(500), slow)
+        .await
+        .is_ok();
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let again = client.call::<ListTools>(&json!({})).await?;
+    let again = server.all_tools().await?;
 
-    drop(client);
+    drop(server);
     let status = child.shutdown(Duration::from_secs(5)).await?;
     println!(
         "{}",
         json!({
-            "server": init["serverInfo"]["name"],
+            "server": server_name,
             "tools": names,
-            "add": sum["content"][0]["text"],
-            "slow": slept["content"][0]["text"],
+            "add": text(&sum),
+            "slow": text(&slept),
             "progress": progress.load(Ordering::Relaxed),
             "abandoned_call_finished": finished,
-            "tools_after_cancel": again["tools"].as_array().map_or(0, Vec::len),
+            "tools_after_cancel": again.len(),
             "exit": status.code(),
         })
     );

@@ -66,6 +66,42 @@ struct Shared {
     session: Arc<Mutex<Session>>,
     /// Messages for the connection: bounded, so a server that floods waits on its stream.
     incoming: mpsc::Sender<Vec<u8>>,
+    /// False from the moment `notifications/initialized` is sent until the session's GET
+    /// stream has its answer's head (or failed): the POSTs behind wait, so a server that
+    /// sends its requests on the GET stream (as the TypeScript SDK does when a handler asks
+    /// the client something) finds it open.
+    listening: Arc<tokio::sync::watch::Sender<bool>>,
+}
+
+/// The longest a POST waits for the session's GET stream to open.
+const LISTEN_WAIT: Duration = Duration::from_secs(10);
+
+/// Opens the gate of [`Shared::listening`] when dropped: on every way out of opening the
+/// GET stream.
+struct OpenOnDrop(Arc<tokio::sync::watch::Sender<bool>>);
+
+impl Drop for OpenOnDrop {
+    fn drop(&mut self) {
+        self.0.send_replace(true);
+    }
+}
+
+/// What a frame the connection sends is: its method, and whether it waits for an answer.
+fn sent(frame: &[u8]) -> (Option<String>, bool) {
+    #[derive(serde::Deserialize)]
+    struct Sent<'a> {
+        #[serde(borrow)]
+        method: Option<&'a str>,
+        #[serde(borrow)]
+        id: Option<&'a serde_json::value::RawValue>,
+    }
+    let sent = serde_json::from_slice::<Sent<'_>>(frame).ok();
+    // A request (or a batch) waits for its answer; a notification or a response does not.
+    let request = frame.first() == Some(&b'[')
+        || sent
+            .as_ref()
+            .is_some_and(|s| s.method.is_some() && s.id.is_some());
+    (sent.and_then(|s| s.method.map(str::to_owned)), request)
 }
 
 /// Connects to the Streamable HTTP MCP endpoint at `url` (`http://`) and spawns the
@@ -89,6 +125,7 @@ pub fn connect(url: &str, builder: Builder) -> io::Result<crate::Connection> {
             uri,
             session: Arc::default(),
             incoming,
+            listening: Arc::new(tokio::sync::watch::Sender::new(true)),
         },
         rx,
         held: None,
@@ -140,7 +177,21 @@ impl Transport for Messages {
         self.buf.clear();
         while let Some(len) = conn.poll_transmit(&mut self.buf) {
             let frame = self.buf.split_off(self.buf.len() - len);
-            tokio::spawn(post(self.shared.clone(), frame));
+            let (method, request) = sent(&frame);
+            let opens = method.as_deref() == Some("notifications/initialized") && {
+                let mut session = self
+                    .shared
+                    .session
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner());
+                !std::mem::replace(&mut session.listening, true)
+            };
+            if opens {
+                // Closed here, before any later frame is posted; the POST of this
+                // notification opens the GET stream and the gate.
+                self.shared.listening.send_replace(false);
+            }
+            tokio::spawn(post(self.shared.clone(), frame, method, request, opens));
         }
         Poll::Ready(Ok(()))
     }
@@ -191,23 +242,14 @@ async fn send(
     Ok(shared.http.request(request.body(body)?).await?)
 }
 
-/// POSTs one frame and hands on what comes back; after `notifications/initialized` is
-/// accepted, opens the session's GET stream.
-async fn post(shared: Shared, frame: Vec<u8>) {
-    #[derive(serde::Deserialize)]
-    struct Sent<'a> {
-        #[serde(borrow)]
-        method: Option<&'a str>,
-        #[serde(borrow)]
-        id: Option<&'a serde_json::value::RawValue>,
+/// POSTs one frame and hands on what comes back. The POST of `notifications/initialized`
+/// (`opens`) then opens the session's GET stream; the others wait until it is open.
+async fn post(shared: Shared, frame: Vec<u8>, method: Option<String>, request: bool, opens: bool) {
+    let gate = opens.then(|| OpenOnDrop(shared.listening.clone()));
+    if !opens {
+        let mut open = shared.listening.subscribe();
+        let _ = tokio::time::timeout(LISTEN_WAIT, open.wait_for(|open| *open)).await;
     }
-    let sent = serde_json::from_slice::<Sent<'_>>(&frame).ok();
-    // A request (or a batch) waits for its answer; a notification or a response does not.
-    let request = frame.first() == Some(&b'[')
-        || sent
-            .as_ref()
-            .is_some_and(|s| s.method.is_some() && s.id.is_some());
-    let method = sent.and_then(|s| s.method.map(str::to_owned));
     let Ok(response) = send(&shared, Method::POST, Some(frame), None).await else {
         return;
     };
@@ -219,20 +261,17 @@ async fn post(shared: Shared, frame: Vec<u8>) {
     let initialize = method.as_deref() == Some("initialize");
     let accepted = response.status() == hyper::StatusCode::ACCEPTED;
     read(&shared, response, initialize, request).await;
-    if accepted && method.as_deref() == Some("notifications/initialized") {
-        let open = {
-            let mut session = shared.session.lock().unwrap_or_else(|e| e.into_inner());
-            !std::mem::replace(&mut session.listening, true)
-        };
-        if open {
-            tokio::spawn(listen(shared.clone()));
-        }
+    if let (Some(gate), true) = (gate, accepted) {
+        tokio::spawn(listen(shared.clone(), gate));
     }
 }
 
-/// The session's GET stream: messages for no request; resumed when it drops.
-async fn listen(shared: Shared) {
-    if let Ok(response) = send(&shared, Method::GET, None, None).await {
+/// The session's GET stream: messages for no request; resumed when it drops. The gate
+/// opens once the answer's head is in (or the GET failed).
+async fn listen(shared: Shared, gate: OpenOnDrop) {
+    let response = send(&shared, Method::GET, None, None).await;
+    drop(gate);
+    if let Ok(response) = response {
         if response.status().is_success() {
             read(&shared, response, false, false).await;
         }

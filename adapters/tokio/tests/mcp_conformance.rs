@@ -6,6 +6,10 @@
 //! transport, the lifecycle, tools, resources, prompts, completion, logging, sampling and
 //! elicitation, the multi round-trip requests). Each scenario must pass every check it
 //! runs; there is no list of expected failures.
+//!
+//! The client side: the suite's mock servers against the `everything_client` example (the
+//! typed client of `sansrpc_mcp::client` over Streamable HTTP) in the scenarios initialize,
+//! tools_call, elicitation-sep1034-client-defaults and sse-retry.
 
 #[path = "../../../tests/support/interop.rs"]
 mod support;
@@ -196,4 +200,44 @@ fn a_dropped_stateless_response_does_not_stop_the_server() {
         seen.extend_from_slice(&buf[..n]);
     }
     assert!(String::from_utf8_lossy(&seen).starts_with("HTTP/1.1 200"));
+}
+
+/// One client scenario against `everything_client`: the suite starts its mock server and
+/// runs the client with the server's URL; every check must pass, without warnings.
+#[test]
+fn the_client_passes_the_client_scenarios() {
+    let dir = support::interop(env!("CARGO_MANIFEST_DIR"), "mcp-conformance");
+    support::npm_ci(&dir, "@modelcontextprotocol/conformance");
+    let client = support::example("sansrpc-tokio", "everything_client");
+    let mut failed = Vec::new();
+    for name in [
+        "initialize",
+        "tools_call",
+        "elicitation-sep1034-client-defaults",
+        "sse-retry",
+    ] {
+        let out = Command::new("bash")
+            .arg(dir.join("run.sh"))
+            .args(["client", "--command"])
+            .arg(&client)
+            .args(["--scenario", name, "--timeout", "60000"])
+            .output()
+            .expect("bash runs the conformance suite");
+        // Client runs print their summary on stderr.
+        let report = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let passed = report
+            .lines()
+            .find(|l| l.starts_with("Passed: "))
+            .unwrap_or_default()
+            .to_owned();
+        eprintln!("client {name}: {passed}");
+        if !out.status.success() || !passed.contains(", 0 failed, 0 warnings") {
+            failed.push(format!("{name}: {passed}\n{report}"));
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
 }

@@ -59,6 +59,15 @@ impl ElicitRequestParams {
         })
     }
 
+    /// The defaults the form's fields declare (SEP-1034), to accept the form as the server
+    /// filled it in: `ElicitResult::accept(request.defaults())`. Empty for URL mode.
+    pub fn defaults(&self) -> BTreeMap<String, ElicitValue> {
+        match self {
+            ElicitRequestParams::Form(f) => f.requested_schema.defaults(),
+            ElicitRequestParams::Url(_) => BTreeMap::new(),
+        }
+    }
+
     /// The message shown to the user.
     pub fn message(&self) -> &str {
         match self {
@@ -126,6 +135,43 @@ pub struct ElicitationSchema {
     /// Names of the required fields.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub required: Option<Vec<String>>,
+}
+
+impl ElicitationSchema {
+    /// Each field's default (SEP-1034), by field name; fields without one are left out. An
+    /// integral number default is an integer (`30`, not `30.0`).
+    pub fn defaults(&self) -> BTreeMap<String, ElicitValue> {
+        self.properties
+            .iter()
+            .filter_map(|(name, field)| Some((name.clone(), field.default_value()?)))
+            .collect()
+    }
+}
+
+impl PrimitiveSchemaDefinition {
+    /// The field's default (SEP-1034), if it declares one.
+    pub fn default_value(&self) -> Option<ElicitValue> {
+        use PrimitiveSchemaDefinition as P;
+        match self {
+            P::String(s) => s.default.clone().map(ElicitValue::String),
+            P::Number(n) => {
+                let v = n.default?;
+                let integral = v.is_finite() && v.fract() == 0.0 && v.abs() < 9.0e15;
+                let number = if integral {
+                    Number::from(v as i64)
+                } else {
+                    Number::from_f64(v)?
+                };
+                Some(ElicitValue::Number(number))
+            }
+            P::Boolean(b) => b.default.map(ElicitValue::Bool),
+            P::UntitledSingleSelectEnum(e) => e.default.clone().map(ElicitValue::String),
+            P::TitledSingleSelectEnum(e) => e.default.clone().map(ElicitValue::String),
+            P::LegacyTitledEnum(e) => e.default.clone().map(ElicitValue::String),
+            P::UntitledMultiSelectEnum(e) => e.default.clone().map(ElicitValue::StringArray),
+            P::TitledMultiSelectEnum(e) => e.default.clone().map(ElicitValue::StringArray),
+        }
+    }
 }
 
 /// A field of a form (`PrimitiveSchemaDefinition`): string, number, boolean or one of the

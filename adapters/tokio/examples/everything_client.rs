@@ -1,0 +1,73 @@
+//! The MCP client the official conformance suite drives (`conformance client --command …`):
+//! the server's URL is the last argument and `MCP_CONFORMANCE_SCENARIO` names the scenario.
+//! It connects over Streamable HTTP with the typed client of `sansrpc_mcp::client`,
+//! initializes, lists the tools and calls what the scenario asks for:
+//!
+//! - `initialize`: the handshake only;
+//! - `tools_call`: `add_numbers` with two numbers;
+//! - `elicitation-sep1034-client-defaults`: `test_client_elicitation_defaults`, accepting
+//!   the server's form with the defaults it declares (SEP-1034);
+//! - `sse-retry`: `test_reconnection`, whose event stream the server closes; the answer comes
+//!   on the stream resumed with `Last-Event-ID` after the server's `retry` delay.
+//!
+//! Any other scenario calls every tool the server lists without arguments. Prints one JSON
+//! line with what it saw; exits non-zero when a call fails.
+//!
+//! `bash interop/mcp-conformance/run.sh client --command "target/debug/examples/everything_client" --scenario tools_call`
+
+use sansrpc::endpoint::{Config, Profile};
+use sansrpc_mcp::client::ClientBuilder;
+use sansrpc_mcp::types::ElicitResult;
+use sansrpc_tokio::{sansrpc, Builder};
+use serde_json::{json, Value};
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let url = std::env::args()
+        .skip(1)
+        .next_back()
+        .ok_or("usage: everything_client URL")?;
+    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+
+    let mcp = ClientBuilder::new("sansrpc-everything-client", env!("CARGO_PKG_VERSION"))
+        .on_elicitation(|request| async move { Ok(ElicitResult::accept(request.defaults())) });
+    let builder = Builder::new()
+        .config(Config::for_profile(Profile::Mcp))
+        .router(mcp.router());
+    let conn = sansrpc_tokio::mcp_client::connect(&url, builder)?;
+    let server = mcp.initialize(conn.client.clone()).await?;
+
+    let mut calls = Vec::new();
+    if scenario != "initialize" {
+        let tools = server.all_tools().await?;
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        let wanted: Vec<(&str, Value)> = match scenario.as_str() {
+            "tools_call" => vec![("add_numbers", json!({"a": 5, "b": 3}))],
+            "elicitation-sep1034-client-defaults" => {
+                vec![("test_client_elicitation_defaults", json!({}))]
+            }
+            "sse-retry" => vec![("test_reconnection", json!({}))],
+            _ => names.iter().map(|&n| (n, json!({}))).collect(),
+        };
+        for (name, arguments) in wanted {
+            if !names.contains(&name) {
+                return Err(format!("the server lists no tool {name:?} (it has {names:?})").into());
+            }
+            let result = server.call_tool(name, arguments).await?;
+            calls.push(json!({"tool": name, "result": result}));
+        }
+    }
+    println!(
+        "{}",
+        json!({
+            "scenario": scenario,
+            "server": server.server_info().name,
+            "protocolVersion": server.protocol_version(),
+            "calls": calls,
+        })
+    );
+    drop(server);
+    conn.shutdown.shutdown(std::time::Duration::from_secs(1));
+    conn.driver.await??;
+    Ok(())
+}

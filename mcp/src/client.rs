@@ -1,0 +1,629 @@
+//! An MCP client: the primitives from the client's side on any connection the futures adapter
+//! drives (a child's stdio, Streamable HTTP through `sansrpc_tokio::mcp_client`, TCP, on
+//! tokio, smol or async-std).
+//!
+//! [`ClientBuilder`] says who the client is and what it answers when the server asks
+//! (sampling, elicitation, roots) or tells (progress, log messages, list and resource
+//! changes). Install its [`router`](ClientBuilder::router) on the connection's builder,
+//! connect, then [`initialize`](ClientBuilder::initialize) to get an [`McpClient`] with typed
+//! calls: tools, resources, prompts, completion, logging. The capabilities the client
+//! declares follow from the handlers it has: a client without an elicitation handler does
+//! not declare elicitation, and a server that asks anyway gets -32601.
+//!
+//! ```no_run
+//! use sansrpc::endpoint::{Config, Profile};
+//! use sansrpc_futures::Builder;
+//! use sansrpc_mcp::client::ClientBuilder;
+//! use sansrpc_mcp::types::ElicitResult;
+//!
+//! # async fn run(transport: impl sansrpc_futures::Transport, timer: impl sansrpc_futures::Timer) -> Result<(), Box<dyn std::error::Error>> {
+//! let mcp = ClientBuilder::new("my-client", "1.0.0").on_elicitation(|request| async move {
+//!     // Accept the form with the defaults the server gave (SEP-1034).
+//!     Ok(ElicitResult::accept(request.defaults()))
+//! });
+//! let builder = Builder::new().config(Config::for_profile(Profile::Mcp)).router(mcp.router());
+//! let (client, driver) = builder.connect(transport, timer);
+//! # drop(driver);
+//! let server = mcp.initialize(client).await?;
+//! for tool in server.all_tools().await? {
+//!     println!("{}", tool.name);
+//! }
+//! let answer = server.call_tool("add", serde_json::json!({"a": 1, "b": 2})).await?;
+//! println!("{:?}", answer.content);
+//! # Ok(()) }
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use sansrpc::{ErrorObject, RawValue};
+use sansrpc_futures::{AsyncRouter, BoxFuture, CallError, Client};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::types::{
+    error_codes, methods, notifications, version, CallToolRequestParams, CallToolResult,
+    ClientCapabilities, CompleteRequestParams, CompleteResult, Completion, CompletionArgument,
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ElicitationCapability, GetPromptRequestParams, GetPromptResult, Implementation,
+    InitializeResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListRootsResult, ListToolsResult, LoggingLevel, Prompt,
+    ReadResourceResult, Reference, Resource, ResourceTemplate, Root, RootsCapability,
+    SamplingCapability, Tool,
+};
+
+/// The most pages [`McpClient::all_tools`] and the other `all_` calls follow: a server
+/// whose cursors never end is an error, not a loop.
+pub const MAX_PAGES: usize = 1000;
+
+/// Why a call to the server gave no result.
+#[derive(Debug)]
+pub enum ClientError {
+    /// The call failed: the server's JSON-RPC error, a timeout, a closed connection.
+    Call(CallError),
+    /// The server's answer to `method` is not the shape the protocol gives it.
+    Decode {
+        /// The method called.
+        method: &'static str,
+        /// What did not decode.
+        error: serde_json::Error,
+    },
+    /// The server chose a protocol revision this client does not speak.
+    Version(String),
+    /// A list's cursors went on for more than [`MAX_PAGES`] pages.
+    TooManyPages(&'static str),
+}
+
+impl ClientError {
+    /// The server's JSON-RPC error, if that is why the call failed.
+    pub fn rpc(&self) -> Option<&ErrorObject<'static>> {
+        match self {
+            ClientError::Call(CallError::Rpc(e)) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for ClientError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClientError::Call(e) => write!(f, "{e}"),
+            ClientError::Decode { method, error } => {
+                write!(
+                    f,
+                    "the server's answer to {method} does not decode: {error}"
+                )
+            }
+            ClientError::Version(v) => {
+                write!(
+                    f,
+                    "the server chose protocol revision {v:?}, not one this client speaks"
+                )
+            }
+            ClientError::TooManyPages(method) => {
+                write!(f, "{method}: more than {MAX_PAGES} pages")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ClientError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ClientError::Call(e) => Some(e),
+            ClientError::Decode { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}
+
+impl From<CallError> for ClientError {
+    fn from(e: CallError) -> Self {
+        ClientError::Call(e)
+    }
+}
+
+type Answer<T> = BoxFuture<Result<T, ErrorObject<'static>>>;
+type SamplingFn = dyn Fn(CreateMessageRequestParams) -> Answer<CreateMessageResult> + Send + Sync;
+type ElicitationFn = dyn Fn(ElicitRequestParams) -> Answer<ElicitResult> + Send + Sync;
+type NotificationFn = dyn Fn(&str, &Value) + Send + Sync;
+
+/// Who the client is, and how it answers what the server asks.
+#[derive(Clone)]
+pub struct ClientBuilder {
+    info: Implementation,
+    version: String,
+    sampling: Option<Arc<SamplingFn>>,
+    elicitation: Option<Arc<ElicitationFn>>,
+    roots: Option<Arc<Mutex<Vec<Root>>>>,
+    notifications: Option<Arc<NotificationFn>>,
+}
+
+impl fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("info", &self.info)
+            .field("version", &self.version)
+            .field("capabilities", &self.capabilities())
+            .finish()
+    }
+}
+
+fn raw(value: &impl Serialize) -> Box<RawValue> {
+    let json = serde_json::to_string(value).expect("MCP types serialize");
+    RawValue::from_string(json).expect("serde_json writes JSON")
+}
+
+fn decode_params<T: DeserializeOwned>(
+    params: Option<Box<RawValue>>,
+) -> Result<T, ErrorObject<'static>> {
+    let json = params.as_deref().map_or("{}", RawValue::get);
+    serde_json::from_str(json)
+        .map_err(|e| ErrorObject::new(error_codes::INVALID_PARAMS, format!("invalid params: {e}")))
+}
+
+impl ClientBuilder {
+    /// A client named `name` at `version`, speaking revision 2025-11-25 (and accepting
+    /// 2025-06-18 and 2025-03-26 when the server offers those instead).
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        ClientBuilder {
+            info: Implementation::new(name, version),
+            version: version::LATEST.to_owned(),
+            sampling: None,
+            elicitation: None,
+            roots: None,
+            notifications: None,
+        }
+    }
+
+    /// The revision asked for in `initialize` (one of the session revisions, up to
+    /// 2025-11-25).
+    pub fn protocol_version(mut self, version: impl Into<String>) -> Self {
+        self.version = version.into();
+        self
+    }
+
+    /// Answers `sampling/createMessage` (and declares the `sampling` capability): the
+    /// server asks for an LLM completion from inside one of its handlers.
+    pub fn on_sampling<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(CreateMessageRequestParams) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<CreateMessageResult, ErrorObject<'static>>> + Send + 'static,
+    {
+        self.sampling = Some(Arc::new(move |p| Box::pin(handler(p))));
+        self
+    }
+
+    /// Answers `elicitation/create` (and declares the `elicitation` capability, form and
+    /// URL modes): the server asks the user for input.
+    /// [`ElicitRequestParams::defaults`] gives the form's defaults (SEP-1034).
+    pub fn on_elicitation<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(ElicitRequestParams) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ElicitResult, ErrorObject<'static>>> + Send + 'static,
+    {
+        self.elicitation = Some(Arc::new(move |p| Box::pin(handler(p))));
+        self
+    }
+
+    /// Answers `roots/list` with `roots` (and declares the `roots` capability, with
+    /// `listChanged`); [`McpClient::set_roots`] changes them later.
+    pub fn roots(mut self, roots: Vec<Root>) -> Self {
+        self.roots = Some(Arc::new(Mutex::new(roots)));
+        self
+    }
+
+    /// Called with every notification the server sends (`notifications/progress`,
+    /// `notifications/message`, the list-changed ones, `notifications/resources/updated`,
+    /// …): its method and params (`{}` when it has none).
+    pub fn on_notification<F>(mut self, handler: F) -> Self
+    where
+        F: Fn(&str, &Value) + Send + Sync + 'static,
+    {
+        self.notifications = Some(Arc::new(handler));
+        self
+    }
+
+    /// The capabilities declared in `initialize`, from the handlers given.
+    pub fn capabilities(&self) -> ClientCapabilities {
+        let mut caps = ClientCapabilities::default();
+        if self.sampling.is_some() {
+            caps.sampling = Some(SamplingCapability::default());
+        }
+        if self.elicitation.is_some() {
+            caps.elicitation = Some(ElicitationCapability {
+                form: Some(JsonObject::new()),
+                url: Some(JsonObject::new()),
+                ..Default::default()
+            });
+        }
+        if self.roots.is_some() {
+            caps.roots = Some(RootsCapability {
+                list_changed: Some(true),
+                ..Default::default()
+            });
+        }
+        caps
+    }
+
+    /// The client's side as an [`AsyncRouter`]: give it to the connection's builder.
+    pub fn router(&self) -> AsyncRouter {
+        let mut router = AsyncRouter::new();
+        self.mount(&mut router);
+        router
+    }
+
+    /// Registers the client's handlers on `router`, beside the application's own.
+    ///
+    /// # Panics
+    /// When `router` already has one of the methods.
+    pub fn mount(&self, router: &mut AsyncRouter) {
+        let registered = |r: Result<(), sansrpc::router::RegisterError>, name: &str| {
+            r.unwrap_or_else(|e| panic!("mounting {name}: {e}"));
+        };
+        registered(
+            router.raw_method(methods::PING, |_| async { Ok(raw(&JsonObject::new())) }),
+            methods::PING,
+        );
+        if let Some(sampling) = self.sampling.clone() {
+            let r = router.raw_method(methods::SAMPLING_CREATE_MESSAGE, move |params| {
+                let sampling = sampling.clone();
+                async move { Ok(raw(&sampling(decode_params(params)?).await?)) }
+            });
+            registered(r, methods::SAMPLING_CREATE_MESSAGE);
+        }
+        if let Some(elicitation) = self.elicitation.clone() {
+            let r = router.raw_method(methods::ELICITATION_CREATE, move |params| {
+                let elicitation = elicitation.clone();
+                async move { Ok(raw(&elicitation(decode_params(params)?).await?)) }
+            });
+            registered(r, methods::ELICITATION_CREATE);
+        }
+        if let Some(roots) = self.roots.clone() {
+            let r = router.raw_method(methods::ROOTS_LIST, move |_| {
+                let roots = roots.lock().unwrap_or_else(PoisonError::into_inner).clone();
+                async move {
+                    Ok(raw(&ListRootsResult {
+                        meta: None,
+                        roots,
+                        extra: JsonObject::new(),
+                    }))
+                }
+            });
+            registered(r, methods::ROOTS_LIST);
+        }
+        if let Some(handler) = self.notifications.clone() {
+            for &method in notifications::SERVER_2025_11_25 {
+                if method == notifications::CANCELLED {
+                    // The connection handles cancellation of the server's requests itself.
+                    continue;
+                }
+                let handler = handler.clone();
+                let r = router.raw_notification(method, move |params| {
+                    let value = params
+                        .and_then(|p| serde_json::from_str(p.get()).ok())
+                        .unwrap_or_else(|| Value::Object(JsonObject::new()));
+                    handler(method, &value);
+                    async {}
+                });
+                registered(r, method);
+            }
+        }
+    }
+
+    /// The MCP handshake on `client`'s connection: `initialize` with this client's
+    /// identity and capabilities, a check that the server chose a revision this client
+    /// speaks, then `notifications/initialized`.
+    pub async fn initialize(&self, client: Client) -> Result<McpClient, ClientError> {
+        let params = serde_json::json!({
+            "protocolVersion": self.version,
+            "capabilities": self.capabilities(),
+            "clientInfo": self.info,
+        });
+        let result = client
+            .call_raw(methods::INITIALIZE, Some(&raw(&params)))
+            .await?;
+        let init: InitializeResult = decode(methods::INITIALIZE, result.get())?;
+        if !version::HANDSHAKE.contains(&init.protocol_version.as_str()) {
+            return Err(ClientError::Version(init.protocol_version));
+        }
+        client.notify_raw(notifications::INITIALIZED, None).await?;
+        Ok(McpClient {
+            client,
+            init,
+            roots: self.roots.clone(),
+        })
+    }
+}
+
+fn decode<T: DeserializeOwned>(method: &'static str, json: &str) -> Result<T, ClientError> {
+    serde_json::from_str(json).map_err(|error| ClientError::Decode { method, error })
+}
+
+/// An initialized session with an MCP server: typed calls. Cheap to clone; dropping a call's
+/// future cancels the request (`notifications/cancelled`).
+#[derive(Clone, Debug)]
+pub struct McpClient {
+    client: Client,
+    init: InitializeResult,
+    roots: Option<Arc<Mutex<Vec<Root>>>>,
+}
+
+impl McpClient {
+    /// The server's answer to `initialize`: its identity, capabilities, instructions and
+    /// the revision it chose.
+    pub fn initialize_result(&self) -> &InitializeResult {
+        &self.init
+    }
+
+    /// The server's identity.
+    pub fn server_info(&self) -> &Implementation {
+        &self.init.server_info
+    }
+
+    /// The revision in use.
+    pub fn protocol_version(&self) -> &str {
+        &self.init.protocol_version
+    }
+
+    /// The connection underneath, for calls outside MCP's primitives.
+    pub fn connection(&self) -> &Client {
+        &self.client
+    }
+
+    async fn request<T: DeserializeOwned>(
+        &self,
+        method: &'static str,
+        params: &impl Serialize,
+    ) -> Result<T, ClientError> {
+        let result = self.client.call_raw(method, Some(&raw(params))).await?;
+        decode(method, result.get())
+    }
+
+    /// Every item of a paginated list: each page's items, following the cursors (at most
+    /// [`MAX_PAGES`] pages).
+    async fn all<P: DeserializeOwned, T>(
+        &self,
+        method: &'static str,
+        split: impl Fn(P) -> (Vec<T>, Option<String>),
+    ) -> Result<Vec<T>, ClientError> {
+        let mut all = Vec::new();
+        let mut cursor = None;
+        for _ in 0..MAX_PAGES {
+            let (items, next) = split(self.request(method, &page(cursor.as_deref())).await?);
+            all.extend(items);
+            match next {
+                Some(next) => cursor = Some(next),
+                None => return Ok(all),
+            }
+        }
+        Err(ClientError::TooManyPages(method))
+    }
+
+    /// `ping`.
+    pub async fn ping(&self) -> Result<(), ClientError> {
+        self.request::<JsonObject>(methods::PING, &JsonObject::new())
+            .await
+            .map(drop)
+    }
+
+    /// One page of `tools/list` (`cursor` from the previous page's `next_cursor`).
+    pub async fn list_tools(&self, cursor: Option<&str>) -> Result<ListToolsResult, ClientError> {
+        self.request(methods::TOOLS_LIST, &page(cursor)).await
+    }
+
+    /// Every tool, following the cursors (at most [`MAX_PAGES`] pages).
+    pub async fn all_tools(&self) -> Result<Vec<Tool>, ClientError> {
+        self.all(methods::TOOLS_LIST, |page: ListToolsResult| {
+            (page.tools, page.next_cursor)
+        })
+        .await
+    }
+
+    /// `tools/call` of `name` with `arguments` (a struct or a JSON object; `()` for none).
+    /// A tool's own failure is a result with `is_error`, not an `Err`.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: impl Serialize,
+    ) -> Result<CallToolResult, ClientError> {
+        self.request(methods::TOOLS_CALL, &tool_params(name, arguments)?)
+            .await
+    }
+
+    /// [`call_tool`](Self::call_tool) with a progress token: the server's
+    /// `notifications/progress` on `token` reach
+    /// [`on_notification`](ClientBuilder::on_notification), and each extends the deadline
+    /// by `timeout` again (never past `cap` in all).
+    pub async fn call_tool_with_progress(
+        &self,
+        name: &str,
+        arguments: impl Serialize,
+        token: i64,
+        timeout: Duration,
+        cap: Duration,
+    ) -> Result<CallToolResult, ClientError> {
+        let mut params =
+            serde_json::to_value(tool_params(name, arguments)?).expect("MCP types serialize");
+        params["_meta"] = serde_json::json!({ "progressToken": token });
+        let call = self.client.call_raw_with_progress(
+            methods::TOOLS_CALL,
+            Some(&raw(&params)),
+            timeout,
+            token,
+            cap,
+        );
+        decode(methods::TOOLS_CALL, call.await?.get())
+    }
+
+    /// One page of `resources/list`.
+    pub async fn list_resources(
+        &self,
+        cursor: Option<&str>,
+    ) -> Result<ListResourcesResult, ClientError> {
+        self.request(methods::RESOURCES_LIST, &page(cursor)).await
+    }
+
+    /// Every resource, following the cursors.
+    pub async fn all_resources(&self) -> Result<Vec<Resource>, ClientError> {
+        self.all(methods::RESOURCES_LIST, |page: ListResourcesResult| {
+            (page.resources, page.next_cursor)
+        })
+        .await
+    }
+
+    /// One page of `resources/templates/list`.
+    pub async fn list_resource_templates(
+        &self,
+        cursor: Option<&str>,
+    ) -> Result<ListResourceTemplatesResult, ClientError> {
+        self.request(methods::RESOURCES_TEMPLATES_LIST, &page(cursor))
+            .await
+    }
+
+    /// Every resource template, following the cursors.
+    pub async fn all_resource_templates(&self) -> Result<Vec<ResourceTemplate>, ClientError> {
+        self.all(
+            methods::RESOURCES_TEMPLATES_LIST,
+            |page: ListResourceTemplatesResult| (page.resource_templates, page.next_cursor),
+        )
+        .await
+    }
+
+    /// `resources/read` of `uri`.
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, ClientError> {
+        self.request(methods::RESOURCES_READ, &serde_json::json!({ "uri": uri }))
+            .await
+    }
+
+    /// `resources/subscribe`: the server sends `notifications/resources/updated` for `uri`.
+    pub async fn subscribe(&self, uri: &str) -> Result<(), ClientError> {
+        self.request::<JsonObject>(
+            methods::RESOURCES_SUBSCRIBE,
+            &serde_json::json!({ "uri": uri }),
+        )
+        .await
+        .map(drop)
+    }
+
+    /// `resources/unsubscribe`.
+    pub async fn unsubscribe(&self, uri: &str) -> Result<(), ClientError> {
+        self.request::<JsonObject>(
+            methods::RESOURCES_UNSUBSCRIBE,
+            &serde_json::json!({ "uri": uri }),
+        )
+        .await
+        .map(drop)
+    }
+
+    /// One page of `prompts/list`.
+    pub async fn list_prompts(
+        &self,
+        cursor: Option<&str>,
+    ) -> Result<ListPromptsResult, ClientError> {
+        self.request(methods::PROMPTS_LIST, &page(cursor)).await
+    }
+
+    /// Every prompt, following the cursors.
+    pub async fn all_prompts(&self) -> Result<Vec<Prompt>, ClientError> {
+        self.all(methods::PROMPTS_LIST, |page: ListPromptsResult| {
+            (page.prompts, page.next_cursor)
+        })
+        .await
+    }
+
+    /// `prompts/get` of `name` with its arguments.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: BTreeMap<String, String>,
+    ) -> Result<GetPromptResult, ClientError> {
+        let params = GetPromptRequestParams {
+            name: name.to_owned(),
+            arguments: Some(arguments),
+            ..Default::default()
+        };
+        self.request(methods::PROMPTS_GET, &params).await
+    }
+
+    /// `completion/complete`: values for argument `argument` of a prompt or resource
+    /// template, given what was typed so far (`value`).
+    pub async fn complete(
+        &self,
+        reference: Reference,
+        argument: &str,
+        value: &str,
+    ) -> Result<Completion, ClientError> {
+        let params = CompleteRequestParams {
+            meta: None,
+            reference,
+            argument: CompletionArgument {
+                name: argument.to_owned(),
+                value: value.to_owned(),
+            },
+            context: None,
+        };
+        let result: CompleteResult = self.request(methods::COMPLETION_COMPLETE, &params).await?;
+        Ok(result.completion)
+    }
+
+    /// `logging/setLevel`: the server sends log messages at `level` and above.
+    pub async fn set_logging_level(&self, level: LoggingLevel) -> Result<(), ClientError> {
+        self.request::<JsonObject>(
+            methods::LOGGING_SET_LEVEL,
+            &serde_json::json!({ "level": level }),
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Replaces the roots `roots/list` answers with and tells the server
+    /// (`notifications/roots/list_changed`). Without [`ClientBuilder::roots`] the client
+    /// declared no roots: nothing is sent and it returns `false`.
+    pub async fn set_roots(&self, roots: Vec<Root>) -> Result<bool, ClientError> {
+        let Some(shared) = &self.roots else {
+            return Ok(false);
+        };
+        *shared.lock().unwrap_or_else(PoisonError::into_inner) = roots;
+        self.client
+            .notify_raw(notifications::ROOTS_LIST_CHANGED, None)
+            .await?;
+        Ok(true)
+    }
+}
+
+fn page(cursor: Option<&str>) -> Value {
+    match cursor {
+        Some(c) => serde_json::json!({ "cursor": c }),
+        None => Value::Object(JsonObject::new()),
+    }
+}
+
+fn tool_params(
+    name: &str,
+    arguments: impl Serialize,
+) -> Result<CallToolRequestParams, ClientError> {
+    let arguments = match serde_json::to_value(arguments) {
+        Ok(Value::Object(map)) => Some(map),
+        Ok(Value::Null) => None,
+        Ok(other) => {
+            return Err(ClientError::Decode {
+                method: methods::TOOLS_CALL,
+                error: serde::de::Error::custom(format_args!(
+                    "tool arguments must be an object, not {other}"
+                )),
+            })
+        }
+        Err(error) => {
+            return Err(ClientError::Decode {
+                method: methods::TOOLS_CALL,
+                error,
+            })
+        }
+    };
+    Ok(CallToolRequestParams::new(name, arguments))
+}

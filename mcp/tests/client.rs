@@ -1,0 +1,328 @@
+//! The typed MCP client (`sansrpc_mcp::client`) against the crate's own server, both on the
+//! futures driver (smol) over a real TCP socket on loopback: every call (tools, resources,
+//! templates, prompts, completion, logging, subscriptions, ping) with lists followed across
+//! pages, and every callback (sampling, elicitation with SEP-1034 defaults, roots, the
+//! server's notifications). Errors come back as the server's JSON-RPC error.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures::channel::mpsc;
+use futures::future::Either;
+use futures::StreamExt;
+use sansrpc::endpoint::{Config, Profile};
+use sansrpc_futures::{transport, AsyncIoTimer, Builder};
+use sansrpc_mcp::client::{ClientBuilder, McpClient};
+use sansrpc_mcp::server::{Context, McpError, Server, ServerBuilder};
+use sansrpc_mcp::types::{
+    notifications, Completion, ContentBlock, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, ElicitValue, GetPromptResult, LoggingLevel, Prompt, PromptMessage,
+    PromptReference, Reference, Resource, ResourceContents, ResourceTemplate, Root,
+};
+use serde_json::{json, Value};
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Add {
+    a: i64,
+    b: i64,
+}
+
+fn server() -> Server {
+    let mut builder = ServerBuilder::new("client-test-server", "0.3.0").page_size(2);
+    for n in 0..5 {
+        builder = builder.tool(
+            &format!("echo{n}"),
+            "Echoes",
+            move |_: Context, ()| async move { Ok::<_, McpError>(format!("echo {n}")) },
+        );
+    }
+    builder
+        .tool("add", "Adds", |_: Context, Add { a, b }| async move {
+            Ok::<_, McpError>((a + b).to_string())
+        })
+        .tool(
+            "ask",
+            "Asks the user and the model",
+            |cx: Context, ()| async move {
+                let form: ElicitRequestParams = serde_json::from_value(json!({
+                    "message": "Who?",
+                    "requestedSchema": {"type": "object", "properties": {
+                        "name": {"type": "string", "default": "Ada"},
+                        "age": {"type": "integer", "default": 36},
+                        "score": {"type": "number", "default": 9.5},
+                        "ok": {"type": "boolean", "default": true},
+                        "color": {"type": "string", "enum": ["red", "blue"], "default": "blue"},
+                        "free": {"type": "string"}}}
+                }))
+                .unwrap();
+                let answer = cx.elicit("who", form).await?;
+                let model = cx
+                    .sample(
+                        "model",
+                        serde_json::from_value(json!({"maxTokens": 5,
+                        "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}]}))
+                        .unwrap(),
+                    )
+                    .await?;
+                let roots = cx.list_roots("roots").await?;
+                Ok::<_, McpError>(
+                    json!({
+                        "content": answer.content,
+                        "model": model.model,
+                        "roots": roots.roots.len(),
+                    })
+                    .to_string(),
+                )
+            },
+        )
+        .tool("chatty", "Logs", |cx: Context, ()| async move {
+            for level in [LoggingLevel::Debug, LoggingLevel::Warning] {
+                cx.log(level, format!("at {level}")).await;
+            }
+            Ok::<_, McpError>("logged")
+        })
+        .resource(Resource::new("memo://a", "a"), |_, uri| async move {
+            Ok(vec![ResourceContents::text(uri, None, "memo a")])
+        })
+        .resource_template(
+            ResourceTemplate::new("note://{id}", "note"),
+            |_, uri, vars| async move {
+                Ok(vec![ResourceContents::text(
+                    uri,
+                    None,
+                    format!("note {}", vars["id"]),
+                )])
+            },
+        )
+        .prompt(
+            serde_json::from_value::<Prompt>(json!({"name": "greet",
+                "arguments": [{"name": "who", "required": true}]}))
+            .unwrap(),
+            |_, args| async move {
+                Ok(GetPromptResult::new(vec![PromptMessage::user_text(
+                    format!("Hello {}", args["who"]),
+                )]))
+            },
+        )
+        .completion(|_, params| async move {
+            let values: Vec<String> = ["alpha", "beta", "alpine"]
+                .into_iter()
+                .filter(|c| c.starts_with(&params.argument.value))
+                .map(str::to_owned)
+                .collect();
+            Ok(Completion {
+                values,
+                total: None,
+                has_more: None,
+            })
+        })
+        .build()
+}
+
+/// The server on one loopback connection, and `mcp`'s client initialized on the other end.
+async fn connect(server: &Server, mcp: &ClientBuilder) -> McpClient {
+    let listener = async_net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let router = server.router();
+    smol::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let builder = Builder::new()
+            .config(Config::for_profile(Profile::Mcp))
+            .router(router);
+        let (_, driver) = builder.connect(transport::tcp(stream), AsyncIoTimer);
+        let _ = driver.await;
+    })
+    .detach();
+    let stream = async_net::TcpStream::connect(addr).await.unwrap();
+    let builder = Builder::new()
+        .config(Config::for_profile(Profile::Mcp))
+        .router(mcp.router());
+    let (client, driver) = builder.connect(transport::tcp(stream), AsyncIoTimer);
+    smol::spawn(driver).detach();
+    mcp.initialize(client).await.unwrap()
+}
+
+fn run<F: std::future::Future<Output = ()>>(f: F) {
+    smol::block_on(async {
+        let f = std::pin::pin!(f);
+        let limit = std::pin::pin!(async_io::Timer::after(Duration::from_secs(20)));
+        if let Either::Right(_) = futures::future::select(f, limit).await {
+            panic!("not done within 20 s");
+        }
+    });
+}
+
+fn root(uri: &str) -> Root {
+    Root {
+        uri: uri.to_owned(),
+        name: None,
+        meta: None,
+    }
+}
+
+fn text(blocks: &[ContentBlock]) -> &str {
+    match blocks.first() {
+        Some(ContentBlock::Text(t)) => &t.text,
+        other => panic!("not text: {other:?}"),
+    }
+}
+
+#[test]
+fn every_call_of_the_typed_client() {
+    run(async {
+        let server = server();
+        let client = connect(&server, &ClientBuilder::new("typed", "1")).await;
+        assert_eq!(client.server_info().name, "client-test-server");
+        assert_eq!(client.protocol_version(), "2025-11-25");
+        client.ping().await.unwrap();
+
+        // Eight tools at two a page: four pages followed.
+        let first = client.list_tools(None).await.unwrap();
+        assert_eq!(first.tools.len(), 2);
+        assert!(first.next_cursor.is_some());
+        let tools = client.all_tools().await.unwrap();
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["echo0", "echo1", "echo2", "echo3", "echo4", "add", "ask", "chatty"]
+        );
+
+        let sum = client
+            .call_tool("add", json!({"a": 2, "b": 40}))
+            .await
+            .unwrap();
+        assert_eq!(text(&sum.content), "42");
+        assert_ne!(sum.is_error, Some(true));
+        // Arguments that do not fit the tool's type: a tool error the model reads.
+        let bad = client.call_tool("add", json!({"a": "two"})).await.unwrap();
+        assert_eq!(bad.is_error, Some(true));
+        // An unknown tool: the server's -32602.
+        let err = client.call_tool("nope", ()).await.unwrap_err();
+        assert_eq!(err.rpc().map(|e| e.code), Some(-32602), "{err}");
+        // Arguments that are not an object never leave the client.
+        let err = client.call_tool("add", json!([1, 2])).await.unwrap_err();
+        assert!(err.to_string().contains("must be an object"), "{err}");
+
+        let resources = client.all_resources().await.unwrap();
+        assert_eq!(resources.len(), 1);
+        let read = client.read_resource("memo://a").await.unwrap();
+        assert_eq!(
+            serde_json::to_value(&read.contents[0]).unwrap()["text"],
+            "memo a"
+        );
+        let templates = client.all_resource_templates().await.unwrap();
+        assert_eq!(templates[0].uri_template, "note://{id}");
+        let note = client.read_resource("note://7").await.unwrap();
+        assert_eq!(
+            serde_json::to_value(&note.contents[0]).unwrap()["text"],
+            "note 7"
+        );
+        let missing = client.read_resource("memo://zzz").await.unwrap_err();
+        assert_eq!(missing.rpc().map(|e| e.code), Some(-32002), "{missing}");
+
+        let prompts = client.all_prompts().await.unwrap();
+        assert_eq!(prompts[0].name, "greet");
+        let args = BTreeMap::from([("who".to_owned(), "Grace".to_owned())]);
+        let greeting = client.get_prompt("greet", args).await.unwrap();
+        assert_eq!(
+            serde_json::to_value(&greeting.messages[0]).unwrap()["content"]["text"],
+            "Hello Grace"
+        );
+        let err = client
+            .get_prompt("greet", BTreeMap::new())
+            .await
+            .unwrap_err();
+        assert_eq!(err.rpc().map(|e| e.code), Some(-32602), "{err}");
+
+        let reference = Reference::Prompt(PromptReference {
+            name: "greet".into(),
+            ..Default::default()
+        });
+        let completion = client.complete(reference, "who", "al").await.unwrap();
+        assert_eq!(completion.values, ["alpha", "alpine"]);
+
+        client.subscribe("memo://a").await.unwrap();
+        client.unsubscribe("memo://a").await.unwrap();
+        client.set_logging_level(LoggingLevel::Info).await.unwrap();
+    });
+}
+
+#[test]
+fn the_server_asks_and_tells_through_the_callbacks() {
+    run(async {
+        let (tx, mut rx) = mpsc::unbounded::<(String, Value)>();
+        let mcp = ClientBuilder::new("callbacks", "1")
+            .on_elicitation(|request| async move {
+                // SEP-1034: accept with the defaults the form declares.
+                Ok(ElicitResult::accept(request.defaults()))
+            })
+            .on_sampling(|request| async move {
+                assert_eq!(request.max_tokens, 5);
+                let answer = json!({"role": "assistant", "model": "test-model",
+                    "content": {"type": "text", "text": "pong"}});
+                Ok(serde_json::from_value::<CreateMessageResult>(answer).unwrap())
+            })
+            .roots(vec![root("file:///tmp/a"), root("file:///tmp/b")])
+            .on_notification(move |method, params| {
+                let _ = tx.unbounded_send((method.to_owned(), params.clone()));
+            });
+        let caps = serde_json::to_value(mcp.capabilities()).unwrap();
+        assert!(caps["elicitation"]["form"].is_object(), "{caps}");
+        assert!(caps["sampling"].is_object(), "{caps}");
+        assert_eq!(caps["roots"]["listChanged"], true);
+
+        let server = server();
+        let client = connect(&server, &mcp).await;
+        let asked = client.call_tool("ask", ()).await.unwrap();
+        let asked: Value = serde_json::from_str(text(&asked.content)).unwrap();
+        assert_eq!(
+            asked["content"],
+            json!({"name": "Ada", "age": 36, "score": 9.5, "ok": true, "color": "blue"}),
+            "{asked}"
+        );
+        assert_eq!(asked["model"], "test-model");
+        assert_eq!(asked["roots"], 2);
+
+        // Log messages at the level the client set, as notifications.
+        client.set_logging_level(LoggingLevel::Info).await.unwrap();
+        client.call_tool("chatty", ()).await.unwrap();
+        let (method, params) = rx.next().await.unwrap();
+        assert_eq!(method, notifications::MESSAGE);
+        assert_eq!(params["level"], "warning");
+        assert_eq!(params["data"], "at warning");
+
+        // A resource update for a subscribed URI.
+        client.subscribe("memo://a").await.unwrap();
+        server.resource_updated("memo://a");
+        let (method, params) = rx.next().await.unwrap();
+        assert_eq!(method, notifications::RESOURCES_UPDATED);
+        assert_eq!(params["uri"], "memo://a");
+
+        assert!(client.set_roots(vec![root("file:///c")]).await.unwrap());
+    });
+}
+
+#[test]
+fn a_client_without_callbacks_declares_nothing_and_the_server_says_so() {
+    run(async {
+        let mcp = ClientBuilder::new("plain", "1");
+        assert_eq!(serde_json::to_value(mcp.capabilities()).unwrap(), json!({}));
+        let server = server();
+        let client = connect(&server, &mcp).await;
+        // The tool needs elicitation the client did not declare: -32021 naming it.
+        let err = client.call_tool("ask", ()).await.unwrap_err();
+        let rpc = err.rpc().expect("a JSON-RPC error");
+        assert_eq!(rpc.code, -32021, "{err}");
+        assert!(!client.set_roots(Vec::new()).await.unwrap());
+        // Values of every kind a form field may default to.
+        let form: ElicitRequestParams = serde_json::from_value(json!({"message": "m",
+            "requestedSchema": {"type": "object", "properties": {
+                "tags": {"type": "array", "items": {"type": "string", "enum": ["x", "y"]},
+                    "default": ["y"]}}}}))
+        .unwrap();
+        assert_eq!(
+            form.defaults()["tags"],
+            ElicitValue::StringArray(vec!["y".into()])
+        );
+    });
+}
