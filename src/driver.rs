@@ -452,6 +452,57 @@ impl<K: Ord + Copy> Timers<K> {
     }
 }
 
+/// One value per type, kept per connection by a driver: the state a protocol layer keeps
+/// for a connection (an MCP server's session, an LSP server's open documents), shared by
+/// every handler on it. The futures adapter's `Client::local` and the blocking adapter's
+/// `Peer::local` hand these out.
+#[cfg(feature = "std")]
+#[derive(Default)]
+pub struct Locals(
+    std::sync::Mutex<
+        Vec<(
+            core::any::TypeId,
+            alloc::sync::Arc<dyn core::any::Any + Send + Sync>,
+        )>,
+    >,
+);
+
+#[cfg(feature = "std")]
+impl core::fmt::Debug for Locals {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let n = self.0.lock().map_or(0, |l| l.len());
+        f.debug_struct("Locals").field("values", &n).finish()
+    }
+}
+
+#[cfg(feature = "std")]
+impl Locals {
+    /// The value of type `T`, made with `T::default()` the first time it is asked for.
+    pub fn get<T: Default + Send + Sync + 'static>(&self) -> alloc::sync::Arc<T> {
+        use alloc::sync::Arc;
+        let id = core::any::TypeId::of::<T>();
+        let find = |values: &[(core::any::TypeId, Arc<dyn core::any::Any + Send + Sync>)]| {
+            let (_, value) = values.iter().find(|(t, _)| *t == id)?;
+            Arc::clone(value).downcast::<T>().ok()
+        };
+        if let Some(value) = find(&self.0.lock().unwrap_or_else(|e| e.into_inner())) {
+            return value;
+        }
+        // Made outside the lock (a `Default` may ask for another local); the first value
+        // stored wins.
+        let made = Arc::new(T::default());
+        let mut values = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(value) = find(&values) {
+            return value;
+        }
+        values.push((
+            id,
+            Arc::clone(&made) as Arc<dyn core::any::Any + Send + Sync>,
+        ));
+        made
+    }
+}
+
 /// A monotonic clock for drivers on `std`: [`Instant`]s measured from when it was made,
 /// and back to `std::time::Instant` for sleeping.
 #[cfg(feature = "std")]

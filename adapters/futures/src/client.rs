@@ -80,18 +80,7 @@ pub struct Client {
     /// Hooks around every outgoing call; see [`Client::with_interceptors`].
     interceptors: Option<Arc<Interceptors>>,
     /// State the application keeps per connection: [`Client::local`].
-    locals: Arc<Locals>,
-}
-
-/// One value per type, kept for as long as the connection's handles live.
-#[derive(Default)]
-struct Locals(std::sync::Mutex<Vec<(std::any::TypeId, Arc<dyn std::any::Any + Send + Sync>)>>);
-
-impl std::fmt::Debug for Locals {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let n = self.0.lock().map_or(0, |l| l.len());
-        f.debug_struct("Locals").field("values", &n).finish()
-    }
+    locals: Arc<sansrpc::driver::Locals>,
 }
 
 impl Client {
@@ -127,26 +116,7 @@ impl Client {
     ///     .unwrap();
     /// ```
     pub fn local<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
-        let id = std::any::TypeId::of::<T>();
-        let find = |values: &[(std::any::TypeId, Arc<dyn std::any::Any + Send + Sync>)]| {
-            let (_, value) = values.iter().find(|(t, _)| *t == id)?;
-            Arc::clone(value).downcast::<T>().ok()
-        };
-        if let Some(value) = find(&self.locals.0.lock().unwrap_or_else(|e| e.into_inner())) {
-            return value;
-        }
-        // Made outside the lock (a `Default` may ask for another local); the first value
-        // stored wins.
-        let made = Arc::new(T::default());
-        let mut values = self.locals.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(value) = find(&values) {
-            return value;
-        }
-        values.push((
-            id,
-            Arc::clone(&made) as Arc<dyn std::any::Any + Send + Sync>,
-        ));
-        made
+        self.locals.get::<T>()
     }
 
     /// Where the driver records the status the connection ended with

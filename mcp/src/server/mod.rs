@@ -30,6 +30,8 @@
 //! # let _ = server;
 //! ```
 
+#[cfg(feature = "blocking")]
+mod blocking;
 mod context;
 #[cfg(feature = "futures")]
 mod futures;

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use sansrpc::codec::FrameError;
 use sansrpc::connection::Event;
+use sansrpc::driver::Locals;
 use sansrpc::endpoint::{IncomingId, Profile};
 use sansrpc::endpoint::{RequestOptions, SendError, Timeout};
 use sansrpc::ext::stream::Produced;
@@ -70,7 +71,7 @@ fn context(
     request: &Request<'_>,
     flag: Arc<AtomicBool>,
     config: &(Profile, Option<Duration>),
-    connection: &Sender<Cmd>,
+    (connection, closed, locals): (&Sender<Cmd>, &Arc<AtomicBool>, &Arc<Locals>),
 ) -> RequestContext {
     RequestContext {
         id: request.id.to_owned_id(),
@@ -78,6 +79,8 @@ fn context(
         cancelled: flag,
         connection: connection.clone(),
         default_timeout: config.1,
+        closed: Arc::clone(closed),
+        locals: Arc::clone(locals),
     }
 }
 
@@ -111,6 +114,8 @@ pub struct RequestContext {
     cancelled: Arc<AtomicBool>,
     connection: Sender<Cmd>,
     default_timeout: Option<Duration>,
+    closed: Arc<AtomicBool>,
+    locals: Arc<Locals>,
 }
 
 impl RequestContext {
@@ -149,6 +154,8 @@ impl RequestContext {
         Peer {
             connection: self.connection.clone(),
             default_timeout: self.default_timeout,
+            closed: Arc::clone(&self.closed),
+            locals: Arc::clone(&self.locals),
         }
     }
 }
@@ -158,9 +165,35 @@ impl RequestContext {
 pub struct Peer {
     connection: Sender<Cmd>,
     default_timeout: Option<Duration>,
+    closed: Arc<AtomicBool>,
+    locals: Arc<Locals>,
 }
 
 impl Peer {
+    /// The connection's own value of type `T`, made with `T::default()` the first time it
+    /// is asked for: state a protocol keeps per connection (an MCP server's session, an LSP
+    /// server's open documents), shared by every handler on it, dropped with the
+    /// connection's last handle.
+    pub fn local<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        self.locals.get::<T>()
+    }
+
+    /// True once the connection is closed.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Relaxed)
+    }
+
+    /// Queues a notification with raw params without waiting for the connection's driver
+    /// (so also from a notification handler, which runs on the driver); false when the
+    /// connection is gone. A notification the endpoint refuses is dropped.
+    pub fn notify_raw_queued(&self, method: &str, params: Option<&RawValue>) -> bool {
+        let (method, params) = (method.to_owned(), params.map(ToOwned::to_owned));
+        let op: Op = Box::new(move |conn, _, _| {
+            let _ = conn.notify(&method, params.as_deref());
+        });
+        !self.is_closed() && self.connection.send(Cmd::With(op)).is_ok()
+    }
+
     /// Calls `M` on the peer and waits for its result (`timeout`: the request's deadline,
     /// `None` for the connection's default).
     pub fn call<M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>>(
@@ -315,7 +348,12 @@ impl Driver {
                     // Built here: the handler only makes the iterator; a worker runs it. The
                     // handler sees its context; the flag is set when the stream ends.
                     let flag = Arc::new(AtomicBool::new(false));
-                    let cx = context(&request, Arc::clone(&flag), &config, &self.me);
+                    let cx = context(
+                        &request,
+                        Arc::clone(&flag),
+                        &config,
+                        (&self.me, &self.closed, &self.locals),
+                    );
                     let params = request.params.as_deref();
                     let open =
                         || with_context(cx, || self.router.open_stream(&request.method, params));
@@ -400,7 +438,12 @@ impl Driver {
         self.inflight.insert(handle, Arc::clone(&flag));
         let config = &self.conn.config().endpoint;
         let config = (config.profile, config.default_timeout);
-        let cx = context(&request, flag, &config, &self.me);
+        let cx = context(
+            &request,
+            flag,
+            &config,
+            (&self.me, &self.closed, &self.locals),
+        );
         let (router, closed, me) = (
             Arc::clone(&self.router),
             Arc::clone(&self.closed),

@@ -126,6 +126,7 @@ pub(crate) fn spawn(
         router: handlers.router,
         jobs: handlers.jobs,
         closed: Arc::new(AtomicBool::new(false)),
+        locals: Arc::default(),
         exit,
         grace: config.shutdown_grace,
     };
@@ -163,6 +164,8 @@ struct Driver {
     jobs: Option<Sender<Job>>,
     /// Set once the connection is closed: queued jobs of this connection are skipped.
     closed: Arc<AtomicBool>,
+    /// State the application keeps per connection ([`Peer::local`](crate::Peer::local)).
+    locals: Arc<sansrpc::driver::Locals>,
     /// The status the connection ended with for the process ([`Client::exit_code`]).
     ///
     /// [`Client::exit_code`]: crate::Client::exit_code

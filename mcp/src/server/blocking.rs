@@ -1,0 +1,191 @@
+//! The server on the blocking adapter (`sansrpc-blocking`): the core's [`Router`] run on
+//! plain threads, with no async runtime. Each request's handler runs to completion on the
+//! adapter's worker thread ([`pollster::block_on`]); asking the client (sampling,
+//! elicitation, roots) blocks that worker only, as a blocking handler's call does.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Poll, Waker};
+use std::time::Duration;
+
+use sansrpc::router::Router;
+use sansrpc::{ErrorObject, RawValue};
+use sansrpc_blocking::{Peer, RequestContext};
+use serde_json::Value;
+
+use super::context::{BoxFuture, Host};
+use super::state::{Notifier, Session};
+use super::{Server, NOTIFICATIONS, REQUESTS};
+
+/// How often a waiting [`Host::cancelled`] looks at the request's cancellation flag (the
+/// blocking adapter raises a flag; it has no waker to call).
+const CANCEL_POLL: Duration = Duration::from_millis(10);
+
+fn raw(value: &Value) -> Box<RawValue> {
+    RawValue::from_string(value.to_string()).expect("serde_json writes JSON")
+}
+
+struct BlockingHost {
+    cx: RequestContext,
+    peer: Peer,
+}
+
+impl Host for BlockingHost {
+    fn call(&self, method: &str, params: Value) -> BoxFuture<Result<Value, ErrorObject<'static>>> {
+        let (peer, method) = (self.peer.clone(), method.to_owned());
+        Box::pin(async move {
+            // Blocks this worker until the client answers: the handler runs here alone.
+            match peer.call_raw(&method, Some(&raw(&params)), None) {
+                Ok(result) => serde_json::from_str(result.get()).map_err(|e| {
+                    ErrorObject::new(-32603, format!("the client's answer to {method}: {e}"))
+                }),
+                Err(sansrpc_blocking::Error::Call(sansrpc::method::CallError::Rpc(e))) => Err(e),
+                Err(e) => Err(ErrorObject::new(-32603, format!("{method}: {e}"))),
+            }
+        })
+    }
+
+    fn notify(&self, method: &str, params: Value) -> BoxFuture<bool> {
+        let sent = self.peer.notify_raw(method, Some(&raw(&params))).is_ok();
+        Box::pin(std::future::ready(sent))
+    }
+
+    fn progress(&self, value: Value) -> BoxFuture<bool> {
+        Box::pin(std::future::ready(self.cx.report_progress(&raw(&value))))
+    }
+
+    fn progress_token(&self) -> Option<Value> {
+        let mut json = Vec::new();
+        self.cx.progress_token()?.write_json(&mut json);
+        serde_json::from_slice(&json).ok()
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.cx.is_cancelled()
+    }
+
+    fn cancelled(&self) -> BoxFuture<()> {
+        Box::pin(Cancelled {
+            cx: self.cx.clone(),
+            waker: None,
+        })
+    }
+
+    fn session(&self) -> Arc<Session> {
+        self.peer.local::<Session>()
+    }
+
+    fn notifier(&self) -> Arc<dyn Notifier> {
+        Arc::new(PeerNotifier(self.peer.clone()))
+    }
+}
+
+/// Ready once the request is cancelled. While it waits, a watcher thread looks at the flag
+/// every [`CANCEL_POLL`] and wakes the task; it ends with the future.
+struct Cancelled {
+    cx: RequestContext,
+    waker: Option<Arc<Mutex<Waker>>>,
+}
+
+impl Future for Cancelled {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, task: &mut std::task::Context<'_>) -> Poll<()> {
+        if self.cx.is_cancelled() {
+            return Poll::Ready(());
+        }
+        match &self.waker {
+            Some(waker) => waker
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone_from(task.waker()),
+            None => {
+                let waker = Arc::new(Mutex::new(task.waker().clone()));
+                let (watched, cx) = (Arc::downgrade(&waker), self.cx.clone());
+                let spawned = std::thread::Builder::new()
+                    .name("mcp-cancel-watch".into())
+                    .spawn(move || loop {
+                        std::thread::sleep(CANCEL_POLL);
+                        let Some(waker) = watched.upgrade() else {
+                            return;
+                        };
+                        if cx.is_cancelled() {
+                            waker
+                                .lock()
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .wake_by_ref();
+                            return;
+                        }
+                    });
+                if spawned.is_err() {
+                    // No thread to watch with: never cancelled, as if the client never
+                    // asked; the handler still ends on its own.
+                    return Poll::Pending;
+                }
+                self.waker = Some(waker);
+            }
+        }
+        Poll::Pending
+    }
+}
+
+/// Notifies a session from outside its requests, without waiting for its driver.
+struct PeerNotifier(Peer);
+
+impl Notifier for PeerNotifier {
+    fn notify(&self, method: &str, params: Value) -> bool {
+        self.0.notify_raw_queued(method, Some(&raw(&params)))
+    }
+
+    fn is_closed(&self) -> bool {
+        self.0.is_closed()
+    }
+}
+
+impl Server {
+    /// The server as the core's [`Router`], for the blocking adapter
+    /// (`sansrpc_blocking::serve_stdio`, `serve_tcp`, …). Give the connection
+    /// `Config::for_profile(Profile::Mcp)`.
+    pub fn blocking_router(&self) -> Router {
+        let mut router = Router::new();
+        self.mount_blocking(&mut router);
+        router
+    }
+
+    /// Registers the server's methods on `router`, beside the application's own.
+    ///
+    /// # Panics
+    /// When `router` already has one of the MCP methods.
+    pub fn mount_blocking(&self, router: &mut Router) {
+        for method in REQUESTS {
+            let server = self.clone();
+            router
+                .raw_method(method, move |params, out| {
+                    let cx = RequestContext::current().ok_or_else(|| {
+                        ErrorObject::new(-32603, "an MCP method outside the blocking adapter")
+                    })?;
+                    let params = match params {
+                        Some(p) => Some(
+                            serde_json::from_str::<Value>(p.get())
+                                .map_err(|_| ErrorObject::new(-32602, "params are not JSON"))?,
+                        ),
+                        None => None,
+                    };
+                    let host: Arc<dyn Host> = Arc::new(BlockingHost {
+                        peer: cx.peer(),
+                        cx,
+                    });
+                    let value = pollster::block_on(server.handle(method, params, host))?;
+                    serde_json::to_writer(out, &value)
+                        .map_err(|e| ErrorObject::new(-32603, e.to_string()))
+                })
+                .unwrap_or_else(|e| panic!("mounting {method}: {e}"));
+        }
+        for method in NOTIFICATIONS {
+            router
+                .raw_notification(method, |_| {})
+                .unwrap_or_else(|e| panic!("mounting {method}: {e}"));
+        }
+    }
+}
