@@ -57,8 +57,12 @@ use crate::types::{
 };
 
 /// The most pages [`McpClient::all_tools`] and the other `all_` calls follow: a server
-/// whose cursors never end is an error, not a loop.
+/// whose cursors never end (or repeat) is an error, not a loop.
 pub const MAX_PAGES: usize = 1000;
+
+/// The most items the `all_` calls collect; more is [`ClientError::TooManyPages`] (page
+/// through with the `list_` calls instead).
+pub const MAX_ITEMS: usize = 100_000;
 
 /// Why a call to the server gave no result.
 #[derive(Debug)]
@@ -74,8 +78,12 @@ pub enum ClientError {
     },
     /// The server chose a protocol revision this client does not speak.
     Version(String),
-    /// A list's cursors went on for more than [`MAX_PAGES`] pages.
+    /// A list went on for more than [`MAX_PAGES`] pages or [`MAX_ITEMS`] items, or its
+    /// cursor did not move on.
     TooManyPages(&'static str),
+    /// The tool arguments given are not a JSON object (or do not serialize); nothing was
+    /// sent.
+    Arguments(String),
 }
 
 impl ClientError {
@@ -104,9 +112,11 @@ impl fmt::Display for ClientError {
                     "the server chose protocol revision {v:?}, not one this client speaks"
                 )
             }
-            ClientError::TooManyPages(method) => {
-                write!(f, "{method}: more than {MAX_PAGES} pages")
-            }
+            ClientError::TooManyPages(method) => write!(
+                f,
+                "{method}: more than {MAX_PAGES} pages or {MAX_ITEMS} items, or a repeated cursor"
+            ),
+            ClientError::Arguments(e) => write!(f, "tool arguments: {e}"),
         }
     }
 }
@@ -139,6 +149,7 @@ pub struct ClientBuilder {
     version: String,
     sampling: Option<Arc<SamplingFn>>,
     elicitation: Option<Arc<ElicitationFn>>,
+    url_elicitation: bool,
     roots: Option<Arc<Mutex<Vec<Root>>>>,
     notifications: Option<Arc<NotificationFn>>,
 }
@@ -167,14 +178,15 @@ fn decode_params<T: DeserializeOwned>(
 }
 
 impl ClientBuilder {
-    /// A client named `name` at `version`, speaking revision 2025-11-25 (and accepting
-    /// 2025-06-18 and 2025-03-26 when the server offers those instead).
+    /// A client named `name` at `version`, asking for revision 2025-11-25 (and accepting an
+    /// earlier session revision, down to 2024-11-05, when the server offers it instead).
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
         ClientBuilder {
             info: Implementation::new(name, version),
             version: version::LATEST.to_owned(),
             sampling: None,
             elicitation: None,
+            url_elicitation: false,
             roots: None,
             notifications: None,
         }
@@ -198,15 +210,24 @@ impl ClientBuilder {
         self
     }
 
-    /// Answers `elicitation/create` (and declares the `elicitation` capability, form and
-    /// URL modes): the server asks the user for input.
-    /// [`ElicitRequestParams::defaults`] gives the form's defaults (SEP-1034).
+    /// Answers `elicitation/create` in form mode (and declares the `elicitation`
+    /// capability): the server asks the user for input. [`ElicitRequestParams::defaults`]
+    /// gives the form's defaults (SEP-1034). URL-mode requests reach the handler only with
+    /// [`url_elicitation`](Self::url_elicitation); without it they are refused with -32602.
     pub fn on_elicitation<F, Fut>(mut self, handler: F) -> Self
     where
         F: Fn(ElicitRequestParams) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<ElicitResult, ErrorObject<'static>>> + Send + 'static,
     {
         self.elicitation = Some(Arc::new(move |p| Box::pin(handler(p))));
+        self
+    }
+
+    /// Declares URL-mode elicitation too: the elicitation handler also gets requests to
+    /// send the user to a URL (`ElicitRequestParams::Url`), and answers `accept` only once
+    /// the user was shown it.
+    pub fn url_elicitation(mut self) -> Self {
+        self.url_elicitation = true;
         self
     }
 
@@ -217,9 +238,11 @@ impl ClientBuilder {
         self
     }
 
-    /// Called with every notification the server sends (`notifications/progress`,
-    /// `notifications/message`, the list-changed ones, `notifications/resources/updated`,
-    /// …): its method and params (`{}` when it has none).
+    /// Called with every notification MCP defines for the server to send
+    /// (`notifications/progress`, `notifications/message`, the list-changed ones,
+    /// `notifications/resources/updated`, …) but `notifications/cancelled`, which the
+    /// connection handles: its method and params (`{}` when it has none). Other methods go
+    /// on the router (`mount` on your own).
     pub fn on_notification<F>(mut self, handler: F) -> Self
     where
         F: Fn(&str, &Value) + Send + Sync + 'static,
@@ -237,7 +260,7 @@ impl ClientBuilder {
         if self.elicitation.is_some() {
             caps.elicitation = Some(ElicitationCapability {
                 form: Some(JsonObject::new()),
-                url: Some(JsonObject::new()),
+                url: self.url_elicitation.then(JsonObject::new),
                 ..Default::default()
             });
         }
@@ -250,7 +273,9 @@ impl ClientBuilder {
         caps
     }
 
-    /// The client's side as an [`AsyncRouter`]: give it to the connection's builder.
+    /// The client's side as an [`AsyncRouter`]: give it to the connection's builder. Call
+    /// it once the builder is complete: the router has the handlers given so far, and
+    /// [`initialize`](Self::initialize) declares the capabilities of the handlers it has.
     pub fn router(&self) -> AsyncRouter {
         let mut router = AsyncRouter::new();
         self.mount(&mut router);
@@ -277,9 +302,17 @@ impl ClientBuilder {
             registered(r, methods::SAMPLING_CREATE_MESSAGE);
         }
         if let Some(elicitation) = self.elicitation.clone() {
+            let url = self.url_elicitation;
             let r = router.raw_method(methods::ELICITATION_CREATE, move |params| {
                 let elicitation = elicitation.clone();
-                async move { Ok(raw(&elicitation(decode_params(params)?).await?)) }
+                async move {
+                    let request: ElicitRequestParams = decode_params(params)?;
+                    if matches!(request, ElicitRequestParams::Url(_)) && !url {
+                        let e = "URL-mode elicitation was not declared by this client";
+                        return Err(ErrorObject::new(error_codes::INVALID_PARAMS, e));
+                    }
+                    Ok(raw(&elicitation(request).await?))
+                }
             });
             registered(r, methods::ELICITATION_CREATE);
         }
@@ -392,11 +425,18 @@ impl McpClient {
         split: impl Fn(P) -> (Vec<T>, Option<String>),
     ) -> Result<Vec<T>, ClientError> {
         let mut all = Vec::new();
-        let mut cursor = None;
+        let mut cursor: Option<String> = None;
         for _ in 0..MAX_PAGES {
             let (items, next) = split(self.request(method, &page(cursor.as_deref())).await?);
             all.extend(items);
+            if all.len() > MAX_ITEMS {
+                return Err(ClientError::TooManyPages(method));
+            }
             match next {
+                // A cursor that does not move on would loop.
+                Some(next) if cursor.as_deref() == Some(next.as_str()) => {
+                    return Err(ClientError::TooManyPages(method))
+                }
                 Some(next) => cursor = Some(next),
                 None => return Ok(all),
             }
@@ -611,19 +651,11 @@ fn tool_params(
         Ok(Value::Object(map)) => Some(map),
         Ok(Value::Null) => None,
         Ok(other) => {
-            return Err(ClientError::Decode {
-                method: methods::TOOLS_CALL,
-                error: serde::de::Error::custom(format_args!(
-                    "tool arguments must be an object, not {other}"
-                )),
-            })
+            return Err(ClientError::Arguments(format!(
+                "must be an object, not {other}"
+            )))
         }
-        Err(error) => {
-            return Err(ClientError::Decode {
-                method: methods::TOOLS_CALL,
-                error,
-            })
-        }
+        Err(e) => return Err(ClientError::Arguments(e.to_string())),
     };
     Ok(CallToolRequestParams::new(name, arguments))
 }

@@ -268,6 +268,8 @@ fn the_server_asks_and_tells_through_the_callbacks() {
             });
         let caps = serde_json::to_value(mcp.capabilities()).unwrap();
         assert!(caps["elicitation"]["form"].is_object(), "{caps}");
+        // URL mode only when asked for: a handler written for forms never accepts a URL.
+        assert!(caps["elicitation"].get("url").is_none(), "{caps}");
         assert!(caps["sampling"].is_object(), "{caps}");
         assert_eq!(caps["roots"]["listChanged"], true);
 

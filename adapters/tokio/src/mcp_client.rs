@@ -73,7 +73,7 @@ struct Shared {
     listening: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
-/// The longest a POST waits for the session's GET stream to open.
+/// The longest the POSTs wait for the session's GET stream to open, in all.
 const LISTEN_WAIT: Duration = Duration::from_secs(10);
 
 /// Opens the gate of [`Shared::listening`] when dropped: on every way out of opening the
@@ -188,8 +188,14 @@ impl Transport for Messages {
             };
             if opens {
                 // Closed here, before any later frame is posted; the POST of this
-                // notification opens the GET stream and the gate.
+                // notification opens the GET stream and the gate, which opens by itself
+                // after LISTEN_WAIT (a server that never answers holds nothing longer).
                 self.shared.listening.send_replace(false);
+                let gate = OpenOnDrop(Arc::clone(&self.shared.listening));
+                tokio::spawn(async move {
+                    tokio::time::sleep(LISTEN_WAIT).await;
+                    drop(gate);
+                });
             }
             tokio::spawn(post(self.shared.clone(), frame, method, request, opens));
         }
@@ -259,9 +265,11 @@ async fn post(shared: Shared, frame: Vec<u8>, method: Option<String>, request: b
         }
     }
     let initialize = method.as_deref() == Some("initialize");
-    let accepted = response.status() == hyper::StatusCode::ACCEPTED;
+    // Anything but 202 for `notifications/initialized`: no GET stream, the gate opens now
+    // (not after an answer the server might keep open).
+    let gate = gate.filter(|_| response.status() == hyper::StatusCode::ACCEPTED);
     read(&shared, response, initialize, request).await;
-    if let (Some(gate), true) = (gate, accepted) {
+    if let Some(gate) = gate {
         tokio::spawn(listen(shared.clone(), gate));
     }
 }
