@@ -1,13 +1,17 @@
 //! The MCP conformance suite's "everything server" over Streamable HTTP: the tools,
 //! resources and prompts its scenarios call, served at `http://127.0.0.1:$PORT/mcp` (`PORT`
 //! from the environment, default 3000) for both the 2025-11-25 session revision and the
-//! stateless 2026-07-28 one. The protocol is `sansrpc_mcp::server`, the transport
+//! stateless 2026-07-28 one; with `--stdio`, on stdin and stdout instead. It also has what
+//! the official SDKs' interop clients call (`add`, `slow`, `ask_name`, `sample`,
+//! `test://hello`, `greet`): `adapters/tokio/tests/mcp_sdks.rs` (stdio) and
+//! `mcp_http_sdks.rs` (HTTP) drive it with the Python and TypeScript SDKs. The protocol is `sansrpc_mcp::server`, the transport
 //! `sansrpc_tokio::mcp` (the core's `sansrpc::streamable` machine); everything here is the
 //! application, written once for both revisions.
 //!
 //! ```sh
 //! PORT=3000 cargo run -p sansrpc-tokio --example everything_server
 //! bash interop/mcp-conformance/run.sh server --url http://127.0.0.1:3000/mcp --scenario ping
+//! python3 interop/mcp-python/client.py "cargo run -q -p sansrpc-tokio --example everything_server -- --stdio"
 //! ```
 
 use std::collections::BTreeMap;
@@ -508,6 +512,99 @@ fn resources(server: ServerBuilder) -> ServerBuilder {
         )
 }
 
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Add {
+    a: i64,
+    b: i64,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Slow {
+    /// How long to run, at most 30 s (the default).
+    seconds: Option<f64>,
+}
+
+/// What the official SDKs' interop clients (`interop/mcp-python`, `interop/mcp-ts`) call
+/// beside the suite's tools: `add`, `slow` (progress every 100 ms; `slow: cancelled` on
+/// stderr when the client cancels), `ask_name` (elicitation), `sample` (sampling), the
+/// resource `test://hello` and the prompt `greet`.
+fn sdk_tools(server: ServerBuilder) -> ServerBuilder {
+    let mut hello = Resource::new("test://hello", "hello");
+    hello.mime_type = Some("text/plain".into());
+    let greet = prompt("greet", "Greets someone", &["name"]);
+    server
+        .tool(
+            "add",
+            "Adds two integers",
+            |_: Context, Add { a, b }| async move {
+                a.checked_add(b)
+                    .map(|sum| sum.to_string())
+                    .ok_or_else(|| McpError::tool("the sum overflows"))
+            },
+        )
+        .tool(
+            "slow",
+            "Takes its time, reporting progress",
+            |cx: Context, Slow { seconds }| async move {
+                let seconds = seconds.unwrap_or(30.0).clamp(0.0, 30.0);
+                let steps = (seconds * 10.0) as u64;
+                for step in 1..=steps {
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+                        _ = cx.cancelled() => {
+                            eprintln!("slow: cancelled");
+                            return Err(McpError::tool("cancelled"));
+                        }
+                    }
+                    cx.progress(step as f64, Some(steps as f64), None).await;
+                }
+                Ok(format!("slept {seconds} s"))
+            },
+        )
+        .tool(
+            "ask_name",
+            "Asks the user their name",
+            |cx: Context, ()| async move {
+                let answer = cx
+                    .elicit("name", name_form("What is your name?", "name"))
+                    .await?;
+                let name = answer
+                    .content
+                    .and_then(|c| serde_json::to_value(c).ok())
+                    .and_then(|c| c["name"].as_str().map(str::to_owned))
+                    .unwrap_or_else(|| "nobody".into());
+                Ok::<_, McpError>(format!("hello {name}"))
+            },
+        )
+        .tool(
+            "sample",
+            "Asks the client's model for a sentence",
+            |cx: Context, ()| async move {
+                let answer = cx.sample("sample", ask_model("Say something", 50)).await?;
+                let answer = serde_json::to_value(answer).map_err(McpError::internal)?;
+                Ok::<_, McpError>(
+                    answer["content"]["text"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                )
+            },
+        )
+        .resource(hello, |_, uri| async move {
+            Ok(vec![ResourceContents::text(
+                uri,
+                Some("text/plain".into()),
+                "hello",
+            )])
+        })
+        .prompt(greet, |_, args| async move {
+            let name = args.get("name").map_or("you", String::as_str);
+            Ok(messages(vec![PromptMessage::user_text(format!(
+                "Hello, {name}!"
+            ))]))
+        })
+}
+
 fn prompt(name: &str, description: &str, args: &[&str]) -> Prompt {
     let mut prompt = Prompt::new(name);
     prompt.description = Some(description.into());
@@ -619,17 +716,23 @@ fn prompts(server: ServerBuilder) -> ServerBuilder {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let port: u16 = std::env::var("PORT").map_or(Ok(3000), |p| p.parse())?;
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
-    println!("listening on http://{}/mcp", listener.local_addr()?);
     let server = ServerBuilder::new("sansrpc-everything-server", "0.1.0");
     let server = content_tools(streaming_tools(client_tools(input_required_tools(
-        schema_tools(server),
+        schema_tools(sdk_tools(server)),
     ))));
     let server = prompts(resources(server)).build();
     let builder = Builder::new()
         .config(Config::for_profile(Profile::Mcp))
         .router(server.router());
+    if std::env::args().any(|a| a == "--stdio") {
+        // MCP's stdio transport: newline-delimited JSON on stdin and stdout.
+        let conn = sansrpc_tokio::spawn(builder, sansrpc_tokio::stdio());
+        conn.driver.await??;
+        return Ok(());
+    }
+    let port: u16 = std::env::var("PORT").map_or(Ok(3000), |p| p.parse())?;
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    println!("listening on http://{}/mcp", listener.local_addr()?);
     let mut config = streamable::Config::default();
     config.param_headers = vec![ParamHeader::new("test_header_param", "Region", "region")];
     let stop = async {

@@ -1,4 +1,4 @@
-//! Hostile clients against the `mcp_http_server` example (MCP's Streamable HTTP, the core's
+//! Hostile clients against the `everything_server` example (MCP's Streamable HTTP, the core's
 //! `sansrpc::streamable::Server` deciding): many sessions (past `max_sessions`, 1024),
 //! never-read SSE streams, huge and garbage `Last-Event-ID` values, header floods and
 //! stalled heads and bodies, all from raw `std::net::TcpStream` clients, while a
@@ -76,13 +76,13 @@ impl Drop for Server {
 
 impl Server {
     fn start() -> Server {
-        let exe = support::example("sansrpc-tokio", "mcp_http_server");
+        let exe = support::example("sansrpc-tokio", "everything_server");
         let mut child = Command::new(exe)
             .env("PORT", "0")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .expect("start the mcp_http_server example");
+            .expect("start the everything_server example");
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
         stdout.read_line(&mut line).unwrap();

@@ -1,5 +1,5 @@
-//! The `mcp_http_server` example over Streamable HTTP, driven by the official MCP SDKs'
-//! clients: Python (`mcp` 2.3.0, pinned in `interop/mcp-python/requirements.txt`) on the
+//! The `everything_server` example (the conformance suite's server, on the MCP server of
+//! `sansrpc_mcp`) over Streamable HTTP, driven by the official MCP SDKs' clients: Python (`mcp` 2.3.0, pinned in `interop/mcp-python/requirements.txt`) on the
 //! 2025-11-25 session revision and on the stateless 2026-07-28 one, and TypeScript
 //! (`@modelcontextprotocol/sdk` 1.32.2, `interop/mcp-ts`'s lock file) on 2025-11-25. Each:
 //! initialize (or discover), list and call tools, progress seen by the caller, elicitation
@@ -15,9 +15,9 @@ use std::process::Command;
 
 use support::Running;
 
-fn mcp_http_server() -> (Running, String) {
+fn everything_server() -> (Running, String) {
     let (server, line) =
-        support::start_example("sansrpc-tokio", "mcp_http_server", &[("PORT", "0")]);
+        support::start_example("sansrpc-tokio", "everything_server", &[("PORT", "0")]);
     let url = line
         .strip_prefix("listening on ")
         .unwrap_or_else(|| panic!("{line:?}"))
@@ -73,7 +73,7 @@ fn typescript(url: &str, args: &[&str]) -> serde_json::Value {
 
 #[test]
 fn the_python_sdk_on_both_revisions_and_resuming() {
-    let (_server, url) = mcp_http_server();
+    let (_server, url) = everything_server();
     let legacy = python(&url, &["--mode", "legacy"]);
     assert_eq!(legacy["protocol"], "2025-11-25");
     assert_eq!(legacy["http"]["DELETE"], 1, "the session ends: {legacy}");
@@ -89,7 +89,7 @@ fn the_python_sdk_on_both_revisions_and_resuming() {
 
 #[test]
 fn the_typescript_sdk_and_resuming() {
-    let (_server, url) = mcp_http_server();
+    let (_server, url) = everything_server();
     let plain = typescript(&url, &[]);
     assert_eq!(plain["protocol"], "2025-11-25");
     let resumed = typescript(&url, &["--resume"]);

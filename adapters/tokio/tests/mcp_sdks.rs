@@ -1,4 +1,6 @@
-//! The `mcp_server` example driven by the official MCP SDKs' clients: Python (`mcp` 2.3.0,
+//! The `everything_server` example on stdio (`--stdio`; the conformance suite's server, on
+//! the MCP server of `sansrpc_mcp`) and the small `mcp_server` example, each driven by the
+//! official MCP SDKs' clients: Python (`mcp` 2.3.0,
 //! installed with pip from `interop/mcp-python/requirements.txt`, pinned, into the test's
 //! own target folder) and TypeScript (`@modelcontextprotocol/sdk` 1.32.2, `npm ci` from
 //! `interop/mcp-ts`'s lock file). Each: initialize, tools/list, tools/call `add`, ping, a
@@ -35,12 +37,13 @@ fn example(name: &str) -> PathBuf {
 /// seen is in the file even when the client ends the pipeline (the SDKs stop the server's
 /// shell when they close) right after the last answer: with `tee`, which writes to its
 /// standard output first, that last line was at times missing from the file.
-fn drive(who: &str, mut client: Command) {
-    let wire = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("mcp-{who}-wire.log"));
+fn drive(who: &str, mut client: Command, server: &str, args: &str) {
+    let wire =
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("mcp-{who}-{server}-wire.log"));
     let _ = std::fs::remove_file(&wire);
     let server = format!(
-        "'{}' | while IFS= read -r line; do printf '%s\\n' \"$line\" >> '{}'; printf '%s\\n' \"$line\"; done",
-        example("mcp_server").display(),
+        "'{}' {args} | while IFS= read -r line; do printf '%s\\n' \"$line\" >> '{}'; printf '%s\\n' \"$line\"; done",
+        example(server).display(),
         wire.display()
     );
     let out = client.arg(server).output().unwrap();
@@ -73,22 +76,40 @@ fn drive(who: &str, mut client: Command) {
     assert!(progress >= 3, "{who}: {written}");
 }
 
-#[test]
-fn the_mcp_python_sdk_drives_the_mcp_server_example() {
+fn python() -> Command {
     let mut client = Command::new("python3");
     client
         .arg(interop("mcp-python").join("client.py"))
         .env("PYTHONPATH", sdk());
-    drive("python", client);
+    client
 }
 
-#[test]
-fn the_mcp_typescript_sdk_drives_the_mcp_server_example() {
+fn typescript() -> Command {
     let dir = interop("mcp-ts");
     support::npm_ci(&dir, "@modelcontextprotocol/sdk");
     let mut client = Command::new("node");
     client.arg(dir.join("client.mjs"));
-    drive("typescript", client);
+    client
+}
+
+#[test]
+fn the_mcp_python_sdk_drives_the_everything_server_on_stdio() {
+    drive("python", python(), "everything_server", "--stdio");
+}
+
+#[test]
+fn the_mcp_typescript_sdk_drives_the_everything_server_on_stdio() {
+    drive("typescript", typescript(), "everything_server", "--stdio");
+}
+
+#[test]
+fn the_mcp_python_sdk_drives_the_small_mcp_server_example() {
+    drive("python", python(), "mcp_server", "");
+}
+
+#[test]
+fn the_mcp_typescript_sdk_drives_the_small_mcp_server_example() {
+    drive("typescript", typescript(), "mcp_server", "");
 }
 
 /// The other direction: the `mcp_client` example starts a server written with the Python
