@@ -171,6 +171,51 @@ impl Auth {
     }
 }
 
+/// Who a validated bearer token belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    /// The token's subject (a user or client id), as the validator names it.
+    pub subject: String,
+    /// The scopes the token grants.
+    pub scopes: Vec<String>,
+}
+
+impl Principal {
+    /// A principal `subject` with `scopes`.
+    pub fn new(subject: impl Into<String>, scopes: Vec<String>) -> Self {
+        Principal {
+            subject: subject.into(),
+            scopes,
+        }
+    }
+
+    /// True when the token grants `scope`.
+    pub fn has_scope(&self, scope: &str) -> bool {
+        self.scopes.iter().any(|s| s == scope)
+    }
+}
+
+/// The HTTP request a call came in, as an adapter hands it to the call's handler (the
+/// tokio adapter records it per call; `sansrpc_futures::RequestContext::http` reads it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HttpRequest {
+    /// The principal of its bearer token, when the server checks tokens.
+    pub principal: Option<Principal>,
+    /// Its header fields, names in lower case, in the order sent (the `Authorization`
+    /// field is left out).
+    pub headers: Vec<(String, String)>,
+}
+
+impl HttpRequest {
+    /// The first value of header `name` (any case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
 /// What the adapter's token validator found, for [`Server::handle_request`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

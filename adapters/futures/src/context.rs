@@ -127,6 +127,13 @@ impl RequestContext {
         &self.peer
     }
 
+    /// The HTTP request this call came in, when an HTTP transport recorded it (the MCP
+    /// Streamable HTTP server does): the principal of its bearer token and its header
+    /// fields. `None` on other transports.
+    pub fn http(&self) -> Option<std::sync::Arc<crate::HttpRequest>> {
+        self.peer.local::<crate::HttpRequests>().get(&self.id)
+    }
+
     /// True once the peer cancelled the request.
     pub fn is_cancelled(&self) -> bool {
         self.cancel.is_set()

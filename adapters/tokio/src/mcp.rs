@@ -31,7 +31,7 @@ use sansrpc::connection::Connection as Conn;
 use sansrpc::driver::Clock;
 use sansrpc::streamable::{self, Authorized, Closed, Step, Verdict};
 use sansrpc::Instant;
-use sansrpc_futures::{Received, ShutdownHandle, Transport};
+use sansrpc_futures::{HttpRequest, HttpRequests, Principal, Received, ShutdownHandle, Transport};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Notify};
@@ -62,7 +62,70 @@ pub async fn serve(
     config: streamable::Config,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
+    serve_with(listener, builder, config, Options::default(), shutdown).await
+}
+
+/// What the application's token validator says of a bearer token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenCheck {
+    /// A valid token, for this principal: its calls' handlers see it
+    /// ([`RequestContext::http`](crate::RequestContext::http)).
+    Valid(Principal),
+    /// Expired, revoked, for another audience, unknown: 401 `invalid_token`.
+    Invalid,
+    /// Valid, without the scope named: 403 `insufficient_scope`.
+    InsufficientScope(String),
+}
+
+/// Checks a bearer token (the text after `Bearer `).
+pub type Validator = Arc<dyn Fn(&str) -> TokenCheck + Send + Sync>;
+
+/// What [`serve_with`] adds to [`serve`].
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub struct Options {
+    /// Checks every request's bearer token when `streamable::Config::auth` is set (then a
+    /// request without a token is 401, as the machine decides). Without a validator every
+    /// token is invalid.
+    pub validator: Option<Validator>,
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("validator", &self.validator.is_some())
+            .finish()
+    }
+}
+
+impl Options {
+    /// Bearer tokens checked by `validator`.
+    pub fn validator(
+        mut self,
+        validator: impl Fn(&str) -> TokenCheck + Send + Sync + 'static,
+    ) -> Self {
+        self.validator = Some(Arc::new(validator));
+        self
+    }
+}
+
+/// [`serve`] with [`Options`]: a bearer-token validator (OAuth 2.1 resource server). The
+/// handlers of each call see the HTTP request it came in (the principal, the header fields)
+/// through [`RequestContext::http`](crate::RequestContext::http).
+pub async fn serve_with(
+    listener: TcpListener,
+    builder: Builder,
+    config: streamable::Config,
+    options: Options,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
+    let checks_tokens = config.auth.is_some();
     let state = State::new(streamable::Server::new(config), builder);
+    state.lock().validator = checks_tokens.then(|| {
+        options
+            .validator
+            .unwrap_or_else(|| Arc::new(|_: &str| TokenCheck::Invalid))
+    });
     let timers = tokio::spawn(run_timers(state.clone()));
     tokio::pin!(shutdown);
     loop {
@@ -109,6 +172,8 @@ pub async fn serve(
 struct Running {
     input: mpsc::Sender<(Vec<u8>, u64)>,
     shutdown: ShutdownHandle,
+    /// The HTTP request of each call in flight, for its handler.
+    requests: Arc<HttpRequests>,
 }
 
 /// What every task shares; never locked across an await.
@@ -129,6 +194,8 @@ struct Shared {
     connections: usize,
     /// The timer task: woken when the machine's next deadline may have moved.
     timer: Arc<Notify>,
+    /// Checks bearer tokens, when the configuration requires them.
+    validator: Option<Validator>,
 }
 
 #[derive(Clone)]
@@ -146,6 +213,7 @@ impl State {
             next_writer: 0,
             connections: 0,
             timer: Arc::new(Notify::new()),
+            validator: None,
         })))
     }
 
@@ -343,6 +411,7 @@ fn start(shared: &Shared, state: &State, target: Target) -> Running {
     Running {
         input,
         shutdown: connection.shutdown,
+        requests: connection.client.local::<HttpRequests>(),
     }
 }
 
@@ -444,13 +513,13 @@ async fn answer(
     body: Vec<u8>,
     input: &mut Vec<u8>,
 ) -> bool {
-    let (verdict, writer) = {
+    let (verdict, writer, principal) = {
         let mut shared = state.lock();
         let now = shared.now();
-        let verdict =
-            shared
-                .server
-                .handle_request(head, &body, Authorized::NotRequired, now, &mut entropy);
+        let (authorized, principal) = authorize(shared.validator.as_ref(), head);
+        let verdict = shared
+            .server
+            .handle_request(head, &body, authorized, now, &mut entropy);
         // A response that writes a stream becomes its writer before anyone is woken: a
         // stream resumed while another response still writes it (a client that reconnects
         // before this side saw it go) is this response's from its first byte (its head).
@@ -461,7 +530,22 @@ async fn answer(
             _ => None,
         };
         shared.settle();
-        (verdict, writer)
+        (verdict, writer, principal)
+    };
+    // What the calls' handlers see of this request; recorded only for calls it carries.
+    let request = || {
+        Arc::new(HttpRequest {
+            principal: principal.clone(),
+            headers: head
+                .fields
+                .iter()
+                .filter(|(name, _)| !name.eq_ignore_ascii_case("authorization"))
+                .map(|(name, value)| {
+                    let value = String::from_utf8_lossy(value).into_owned();
+                    (name.to_ascii_lowercase(), value)
+                })
+                .collect(),
+        })
     };
     match (verdict, writer) {
         (Verdict::Respond(response), _) => write_response(socket, &response).await,
@@ -488,21 +572,34 @@ async fn answer(
                     let running = start(&shared, state, Target::Session(session));
                     shared.sessions.insert(session, running);
                 }
-                shared.sessions.get(&session).map(|r| r.input.clone())
+                shared
+                    .sessions
+                    .get(&session)
+                    .map(|r| (r.input.clone(), Arc::clone(&r.requests)))
             };
-            if let Some(sender) = sender {
-                let _ = sender.send((body, stream)).await;
+            let Some((sender, requests)) = sender else {
+                return write_stream(socket, state, writer, input).await;
+            };
+            let calls = record(&requests, &body, request);
+            let _ = sender.send((body, stream)).await;
+            let keep = write_stream(socket, state, writer, input).await;
+            for id in &calls {
+                requests.forget(id);
             }
-            write_stream(socket, state, writer, input).await
+            keep
         }
         (Verdict::Stateless { stream }, Some(writer)) => {
             let sender = {
                 let mut shared = state.lock();
                 let running = start(&shared, state, Target::Stream(stream));
                 let sender = running.input.clone();
+                let requests = Arc::clone(&running.requests);
                 shared.stateless.insert(stream, running);
-                sender
+                (sender, requests)
             };
+            let (sender, requests) = sender;
+            // The connection is this request's alone and ends with it: nothing to forget.
+            record(&requests, &body, request);
             let _ = sender.send((body, stream)).await;
             let keep = write_stream(socket, state, writer, input).await;
             // Its one request answered (or abandoned): the connection ends.
@@ -610,4 +707,54 @@ fn closed(state: &State, writer: &Writer) {
         }
     }
     shared.settle();
+}
+
+/// The token check of a request: what the machine needs to decide, and the principal for
+/// the handlers.
+fn authorize(validator: Option<&Validator>, head: &Head) -> (Authorized, Option<Principal>) {
+    let Some(validator) = validator else {
+        return (Authorized::NotRequired, None);
+    };
+    match streamable::bearer_token(head) {
+        None => (Authorized::Missing, None),
+        Some(token) => match validator(token) {
+            TokenCheck::Valid(principal) => (Authorized::Valid, Some(principal)),
+            TokenCheck::Invalid => (Authorized::Invalid, None),
+            TokenCheck::InsufficientScope(scope) => (Authorized::InsufficientScope(scope), None),
+        },
+    }
+}
+
+/// Records the HTTP request for each call in `body` (a message or a batch); the ids
+/// recorded.
+fn record(
+    requests: &HttpRequests,
+    body: &[u8],
+    request: impl FnOnce() -> Arc<HttpRequest>,
+) -> Vec<sansrpc::Id<'static>> {
+    #[derive(serde::Deserialize)]
+    struct Call {
+        method: Option<serde::de::IgnoredAny>,
+        id: Option<sansrpc::Id<'static>>,
+    }
+    // Read directly (not through an untagged enum, whose buffer the id's raw text does not
+    // come through).
+    let batch = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
+    let calls = if batch {
+        serde_json::from_slice::<Vec<Call>>(body).unwrap_or_default()
+    } else {
+        serde_json::from_slice::<Call>(body).map_or_else(|_| Vec::new(), |c| vec![c])
+    };
+    let ids: Vec<sansrpc::Id<'static>> = calls
+        .into_iter()
+        .filter(|c| c.method.is_some())
+        .filter_map(|c| c.id)
+        .collect();
+    if ids.is_empty() {
+        return ids;
+    }
+    let request = request();
+    ids.into_iter()
+        .filter(|id| requests.record(id, Arc::clone(&request)))
+        .collect()
 }

@@ -44,6 +44,11 @@ pub trait Host: Send + Sync + 'static {
     fn session(&self) -> Arc<Session>;
     /// A way to notify the session outside this request (list-changed, resource updates).
     fn notifier(&self) -> Arc<dyn Notifier>;
+    /// The HTTP request this call came in (its token's principal, its header fields), on
+    /// an HTTP transport that records it; `None` elsewhere.
+    fn http(&self) -> Option<Arc<sansrpc::streamable::HttpRequest>> {
+        None
+    }
 }
 
 /// The request a handler answers: who asked (the revision, the client's capabilities and
@@ -145,6 +150,13 @@ impl Context {
     /// The session's state (2025-11-25; a stateless request's is empty).
     pub fn session(&self) -> Arc<Session> {
         self.inner.host.session()
+    }
+
+    /// The HTTP request this call came in, over Streamable HTTP: the principal of its bearer
+    /// token (when the server checks tokens: `sansrpc_tokio::mcp::serve_with` and its
+    /// validator) and its header fields. `None` on stdio and other transports.
+    pub fn http(&self) -> Option<Arc<sansrpc::streamable::HttpRequest>> {
+        self.inner.host.http()
     }
 
     /// Reports progress on the request's token: `notifications/progress`, ahead of the

@@ -66,6 +66,10 @@ impl Host for FuturesHost {
     fn notifier(&self) -> Arc<dyn Notifier> {
         Arc::new(ClientNotifier(self.cx.peer().clone()))
     }
+
+    fn http(&self) -> Option<Arc<sansrpc::streamable::HttpRequest>> {
+        self.cx.http()
+    }
 }
 
 /// Notifies a session through a handle on its connection.

@@ -1,0 +1,64 @@
+//! What an HTTP transport knows of the request a JSON-RPC call came in, for its handler:
+//! the principal its bearer token was validated as, and the request's header fields.
+//! The transport records it per call ([`HttpRequests`], one per connection, kept with
+//! [`Client::local`](crate::Client::local)); a handler reads its own with
+//! [`RequestContext::http`](crate::RequestContext::http).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+pub use sansrpc::streamable::{HttpRequest, Principal};
+use sansrpc::Id;
+
+/// The most calls of one connection whose HTTP request is kept at once; beyond it a call's
+/// request is not recorded (its handler sees `None`).
+pub const MAX_RECORDED: usize = 4096;
+
+/// The HTTP requests of a connection's calls in flight, by call id: the transport records
+/// them as it hands the calls in and forgets them when their answer is written.
+#[derive(Debug, Default)]
+pub struct HttpRequests(Mutex<HashMap<String, Arc<HttpRequest>>>);
+
+fn key(id: &Id<'_>) -> String {
+    let mut json = Vec::new();
+    id.write_json(&mut json);
+    String::from_utf8(json).unwrap_or_default()
+}
+
+impl HttpRequests {
+    /// Records `request` for the call `id`; false when [`MAX_RECORDED`] calls are
+    /// recorded already.
+    pub fn record(&self, id: &Id<'_>, request: Arc<HttpRequest>) -> bool {
+        let key = key(id);
+        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if map.len() >= MAX_RECORDED && !map.contains_key(&key) {
+            return false;
+        }
+        map.insert(key, request);
+        true
+    }
+
+    /// Forgets the call `id`.
+    pub fn forget(&self, id: &Id<'_>) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&key(id));
+    }
+
+    /// The request of the call `id`.
+    pub fn get(&self, id: &Id<'_>) -> Option<Arc<HttpRequest>> {
+        let map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        map.get(&key(id)).cloned()
+    }
+
+    /// How many calls are recorded.
+    pub fn len(&self) -> usize {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+
+    /// True when none is.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
