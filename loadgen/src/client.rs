@@ -24,6 +24,10 @@ pub enum Transport {
     Tcp,
     Ws,
     Http,
+    /// MCP over Streamable HTTP, calls answered with JSON bodies.
+    McpJson,
+    /// MCP over Streamable HTTP, calls answered on event streams.
+    McpSse,
 }
 
 impl Transport {
@@ -33,6 +37,8 @@ impl Transport {
             Transport::Tcp => "tcp",
             Transport::Ws => "ws",
             Transport::Http => "http",
+            Transport::McpJson => "json",
+            Transport::McpSse => "sse",
         }
     }
 
@@ -41,6 +47,7 @@ impl Transport {
             Transport::Tcp => "TCP",
             Transport::Ws => "WebSocket",
             Transport::Http => "HTTP keep-alive",
+            Transport::McpJson | Transport::McpSse => "MCP session",
         }
     }
 }
@@ -361,6 +368,9 @@ pub async fn hold(
     transport: Transport,
     count: usize,
 ) -> Result<(Vec<Box<dyn Any>>, u64), String> {
+    if matches!(transport, Transport::McpJson | Transport::McpSse) {
+        return crate::mcp::hold(addr, count).await;
+    }
     let (mut held, mut errors) = (Vec::with_capacity(count), 0);
     // 50 handshakes at a time, well within any listen backlog.
     for chunk in (0..count as u64).collect::<Vec<_>>().chunks(50) {

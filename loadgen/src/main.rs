@@ -22,6 +22,10 @@
 //! - Memory: M connections opened, one request answered on each, kept open; the growth of
 //!   the server's resident set (`VmRSS`) over the idle server's (TCP: floor, sansrpc;
 //!   WebSocket and HTTP: sansrpc, jsonrpsee).
+//! - MCP over Streamable HTTP (`mcp-sansrpc-server` against `mcp-rmcp-server`, rmcp being
+//!   the official Rust SDK, both single-threaded, one `add` tool): 64 sessions calling
+//!   `tools/call` one at a time each, answered with JSON bodies and with event streams; and
+//!   the RSS growth with M idle sessions (one call answered on each, connections closed).
 //!
 //! Throughput is the median of 5 runs (1 with `--quick`), after a short warm-up on a
 //! connection of its own. The servers of a workload run at once and take turns: a run of
@@ -34,6 +38,7 @@
 //! title contains "http" (any case).
 
 mod client;
+mod mcp;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -156,6 +161,10 @@ fn server_for(name: &str, transport: Transport) -> Option<(&'static str, Vec<&'s
     let t = transport.arg();
     match (name, transport) {
         ("floor", Transport::Tcp) => Some(("floor-server", vec![])),
+        ("sansrpc", Transport::McpJson | Transport::McpSse) => {
+            Some(("mcp-sansrpc-server", vec![t]))
+        }
+        ("rmcp", Transport::McpJson | Transport::McpSse) => Some(("mcp-rmcp-server", vec![t])),
         ("sansrpc", _) => Some(("sansrpc-server", vec![t])),
         ("jsonrpsee", Transport::Ws | Transport::Http) => Some(("jsonrpsee-server", vec![])),
         _ => None,
@@ -457,6 +466,7 @@ async fn main() {
             Transport::Tcp => Box::pin(client::tcp_pipelined(addr, n, depth)),
             Transport::Ws => Box::pin(client::ws(addr, n, depth)),
             Transport::Http => Box::pin(client::http(addr, n, depth)),
+            Transport::McpJson | Transport::McpSse => Box::pin(mcp::calls(addr, n, depth)),
         })
         .await;
         tables.push(Table {
@@ -487,6 +497,55 @@ async fn main() {
             title,
             unit: "MiB",
             baseline,
+            rows,
+            connections: Some(m),
+        });
+    }
+
+    // MCP over Streamable HTTP: sansrpc's MCP server against rmcp's, the same `add` tool.
+    let mcp_servers = ["sansrpc", "rmcp"];
+    for (transport, title) in [
+        (
+            Transport::McpJson,
+            format!(
+                "MCP Streamable HTTP, JSON answers: {DEPTH} sessions, tools/call, 1 in flight each \
+                 (rmcp answers JSON only without sessions: its stateless mode)"
+            ),
+        ),
+        (
+            Transport::McpSse,
+            format!(
+                "MCP Streamable HTTP, SSE answers: {DEPTH} sessions, tools/call, 1 in flight each"
+            ),
+        ),
+    ] {
+        if !opts.wants(&title) {
+            continue;
+        }
+        let rows = throughput(&opts, &mcp_servers, transport, |addr, n| {
+            Box::pin(mcp::calls(addr, n, DEPTH))
+        })
+        .await;
+        tables.push(Table {
+            title,
+            unit: "requests/s",
+            baseline: "rmcp",
+            rows,
+            connections: None,
+        });
+    }
+    let title = format!(
+        "Memory: MCP server RSS growth with {m} idle sessions (one call answered on each)"
+    );
+    if opts.wants(&title) {
+        let mut rows = Vec::new();
+        for name in mcp_servers {
+            rows.push((name, memory(&opts, name, Transport::McpSse).await));
+        }
+        tables.push(Table {
+            title,
+            unit: "MiB",
+            baseline: "rmcp",
             rows,
             connections: Some(m),
         });
