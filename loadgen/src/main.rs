@@ -534,9 +534,8 @@ async fn main() {
             connections: None,
         });
     }
-    let title = format!(
-        "Memory: MCP server RSS growth with {m} idle sessions (one call answered on each)"
-    );
+    let title =
+        format!("Memory: MCP server RSS growth with {m} idle sessions (one call answered on each)");
     if opts.wants(&title) {
         let mut rows = Vec::new();
         for name in mcp_servers {

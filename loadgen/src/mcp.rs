@@ -32,11 +32,10 @@ impl Session {
     pub async fn open(addr: SocketAddr) -> Result<Session, String> {
         let stream = tokio::net::TcpStream::connect(addr).await.map_err(io)?;
         stream.set_nodelay(true).map_err(io)?;
-        let (send, conn) = hyper::client::conn::http1::handshake(
-            hyper_util::rt::TokioIo::new(stream),
-        )
-        .await
-        .map_err(io)?;
+        let (send, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                .await
+                .map_err(io)?;
         tokio::task::spawn_local(async move {
             let _ = conn.await;
         });
@@ -49,7 +48,7 @@ impl Session {
             "protocolVersion": "2025-06-18", "capabilities": {},
             "clientInfo": {"name": "loadgen", "version": "0"}}});
         let (answer, id) = session.post(&init).await?;
-        if answer.map_or(true, |a| a["result"]["protocolVersion"].is_null()) {
+        if answer.is_none_or(|a| a["result"]["protocolVersion"].is_null()) {
             return Err("initialize: no result".into());
         }
         session.id = id;
@@ -128,20 +127,22 @@ pub async fn calls(addr: SocketAddr, n: u64, sessions: usize) -> Result<Run, Str
             let opened = try_join_all((0..sessions).map(|_| Session::open(addr))).await?;
             let per = n / sessions as u64;
             let start = Instant::now();
-            let runs = join_all(opened.into_iter().enumerate().map(|(s, mut session)| async move {
-                let (mut answered, mut errors) = (0u64, 0u64);
-                for i in 0..per {
-                    let id = s as u64 * per + i + 1;
-                    match session.add(id, id as i64, 7).await {
-                        Ok(right) => {
-                            answered += 1;
-                            errors += u64::from(!right);
+            let runs = join_all(opened.into_iter().enumerate().map(
+                |(s, mut session)| async move {
+                    let (mut answered, mut errors) = (0u64, 0u64);
+                    for i in 0..per {
+                        let id = s as u64 * per + i + 1;
+                        match session.add(id, id as i64, 7).await {
+                            Ok(right) => {
+                                answered += 1;
+                                errors += u64::from(!right);
+                            }
+                            Err(_) => errors += 1,
                         }
-                        Err(_) => errors += 1,
                     }
-                }
-                (answered, errors)
-            }))
+                    (answered, errors)
+                },
+            ))
             .await;
             let elapsed = start.elapsed();
             let (answered, errors) = runs

@@ -24,11 +24,16 @@ struct Add {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> std::io::Result<()> {
     let sse = std::env::args().nth(1).as_deref() == Some("sse");
-    let server = ServerBuilder::new("sansrpc-loadgen", "0.0.0")
-        .tool("add", "Adds two integers", |_: Context, Add { a, b }| async move {
-            Ok::<_, McpError>(a.wrapping_add(b).to_string())
-        })
-        .build();
+    let server =
+        ServerBuilder::new("sansrpc-loadgen", "0.0.0")
+            .tool(
+                "add",
+                "Adds two integers",
+                |_: Context, Add { a, b }| async move {
+                    Ok::<_, McpError>(a.wrapping_add(b).to_string())
+                },
+            )
+            .build();
     let builder = Builder::new()
         .config(Config::for_profile(Profile::Mcp))
         .router(server.router());
