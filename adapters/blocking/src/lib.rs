@@ -197,6 +197,20 @@ impl Default for Config {
     }
 }
 
+impl Config {
+    /// The configuration for `profile`: the endpoint's
+    /// ([`sansrpc::endpoint::Config::for_profile`]) and the framing that goes with it (MCP:
+    /// newline-delimited JSON, as its stdio transport; LSP: Content-Length). Setting only
+    /// [`Config::endpoint`] leaves [`Config::framing`] at Content-Length.
+    pub fn for_profile(profile: sansrpc::endpoint::Profile) -> Self {
+        let endpoint = sansrpc::endpoint::Config::for_profile(profile);
+        let mut config = Config::default();
+        config.framing = endpoint.framing.unwrap_or(config.framing);
+        config.endpoint = endpoint;
+        config
+    }
+}
+
 /// Why a call or a notification produced no result.
 #[derive(Debug)]
 #[non_exhaustive]

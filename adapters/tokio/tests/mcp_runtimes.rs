@@ -113,10 +113,8 @@ fn on_smol(server: &Server) -> std::net::SocketAddr {
 
 /// Serves `server` on the blocking adapter's threads.
 fn on_threads(server: &Server) -> sansrpc_blocking::Server {
-    let mut blocking = sansrpc_blocking::Config::default();
-    blocking.endpoint = config();
-    // The framing MCP's stdio transport uses (newline-delimited JSON), as the other two.
-    blocking.framing = config().framing.unwrap();
+    // The MCP profile and its framing (newline-delimited JSON), as the other two.
+    let blocking = sansrpc_blocking::Config::for_profile(Profile::Mcp);
     sansrpc_blocking::serve_tcp("127.0.0.1:0", Arc::new(server.blocking_router()), blocking)
         .unwrap()
 }
