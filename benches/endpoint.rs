@@ -2,7 +2,8 @@
 //! floor doing the same parsing and writing by hand), and the cost of expiring one deadline
 //! among 10 and among 100,000 pending requests, and calls pipelined between two connection
 //! machines: `n` sent at once, answered in order, read back (the cost per call should not
-//! grow with `n`).
+//! grow with `n`); and ending one request among 10 and among 100,000 pending in order, out
+//! of order and by cancelling (`end_one_of_pending`).
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -134,6 +135,80 @@ fn deadlines(c: &mut Criterion) {
     g.finish();
 }
 
+/// How the one request an iteration ends is picked among the pending ones.
+#[derive(Clone, Copy)]
+enum Pick {
+    /// The oldest: answered in the order sent.
+    Oldest,
+    /// Any, at random: answered out of order.
+    Random,
+    /// Any, at random, cancelled by the caller instead of answered.
+    CancelRandom,
+}
+
+/// `pending` requests outstanding (each with a deadline); each iteration ends one of them
+/// (answered with a response, or cancelled) picked as `pick` says, and sends one more, so
+/// the tables stay at `pending`. Out of order, a request leaves the middle of the tables.
+fn answer_one(c: &mut Criterion) {
+    let mut g = c.benchmark_group("end_one_of_pending");
+    g.measurement_time(Duration::from_secs(3))
+        .warm_up_time(Duration::from_secs(1))
+        .sample_size(30);
+    for (name, pick) in [
+        ("in order", Pick::Oldest),
+        ("out of order", Pick::Random),
+        ("cancelled out of order", Pick::CancelRandom),
+    ] {
+        for pending in [10usize, 100_000] {
+            let mut config = Config::default();
+            config.framing = None;
+            config.max_pending_outgoing = pending + 1;
+            config.cancellation = false;
+            let mut ep = Endpoint::new(config);
+            let timeout = RequestOptions::timeout(Timeout::After(Duration::from_secs(3600)));
+            let now = Instant::ZERO;
+            let mut sink = Vec::with_capacity(1 << 20);
+            let mut ids = std::collections::VecDeque::with_capacity(pending + 1);
+            for _ in 0..pending {
+                ids.push_back(ep.send_request("m", None, timeout.clone(), now).unwrap());
+            }
+            while ep.poll_transmit(&mut sink).is_some() {}
+            // xorshift: the same sequence every run.
+            let mut state = 0x9E37_79B9_7F4A_7C15u64;
+            let mut message = Vec::with_capacity(64);
+            let id = BenchmarkId::new(name, pending);
+            g.bench_with_input(id, &pending, |b, _| {
+                b.iter(|| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    let at = match pick {
+                        Pick::Oldest => 0,
+                        Pick::Random | Pick::CancelRandom => state as usize % ids.len(),
+                    };
+                    let id = ids.swap_remove_back(at).unwrap();
+                    if let Pick::CancelRandom = pick {
+                        black_box(ep.cancel(id, now));
+                    } else {
+                        message.clear();
+                        message.extend_from_slice(br#"{"jsonrpc":"2.0","result":1,"id":"#);
+                        itoa(id.get() as i64, &mut message);
+                        message.push(b'}');
+                        ep.handle_message(&message, now).unwrap();
+                    }
+                    while let Some(e) = ep.poll_event() {
+                        black_box(&e);
+                    }
+                    ids.push_back(ep.send_request("m", None, timeout.clone(), now).unwrap());
+                    sink.clear();
+                    while ep.poll_transmit(&mut sink).is_some() {}
+                })
+            });
+        }
+    }
+    g.finish();
+}
+
 /// `n` calls sent at once by one connection machine, answered in order by another, and
 /// their answers read: the time per call, which stays flat as `n` grows when no table
 /// shifts its whole contents per answer.
@@ -188,5 +263,5 @@ fn pipelined(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, round_trips, deadlines, pipelined);
+criterion_group!(benches, round_trips, deadlines, answer_one, pipelined);
 criterion_main!(benches);
