@@ -11,59 +11,155 @@ use crate::id::Id;
 use crate::message::Version;
 use crate::time::Instant;
 
+/// A request we sent, in [`Outgoing::pending`]: still pending (with its deadline, if any),
+/// or ended out of order and left in place until it reaches an end of the ring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    Ended,
+    Pending(Option<Instant>),
+}
+
 /// Requests we sent, by our id, with their deadlines in time order.
+///
+/// Requests mostly end in the order they were sent (answers in order, deadlines expiring),
+/// and then leave from the front of both rings. One that ends out of order is not moved
+/// out of the middle (that moves up to half the ring, 13.5 µs at 100,000 pending): its slot
+/// is marked ended and its deadline entry left stale, both dropped once they reach the
+/// front (or back), or swept out at once when they outnumber the live ones.
 #[derive(Debug, Default)]
 pub(super) struct Outgoing {
-    pending: SortedDeque<u64, Option<Instant>>,
+    pending: SortedDeque<u64, Slot>,
+    /// `(deadline, id)`; an entry is live while `pending` has `id` pending with that
+    /// deadline. The first entry is always live.
     deadlines: SortedDeque<(Instant, u64), ()>,
+    live: usize,
+    /// Slots of `pending` marked ended.
+    ended: usize,
+    /// Entries of `deadlines` no longer live.
+    stale: usize,
 }
+
+/// Ended slots or stale deadlines beyond which (and beyond the live count) a ring is swept.
+const SWEEP: usize = 64;
+
+// A slot costs what an `Option<Instant>` did: the table's heap per request is unchanged.
+const _: () = assert!(core::mem::size_of::<Slot>() == core::mem::size_of::<Option<Instant>>());
 
 impl Outgoing {
     pub fn len(&self) -> usize {
-        self.pending.len()
+        self.live
     }
 
     pub fn insert(&mut self, id: u64, deadline: Option<Instant>) {
-        self.pending.insert(id, deadline);
+        // Our ids are never reused: a new one goes last, and replaces nothing.
+        match self.pending.insert(id, Slot::Pending(deadline)) {
+            None => self.live += 1,
+            Some(Slot::Ended) => {
+                self.live += 1;
+                self.ended -= 1;
+            }
+            Some(Slot::Pending(old)) => {
+                self.stale += usize::from(old.is_some() && old != deadline);
+            }
+        }
         if let Some(d) = deadline {
             self.deadlines.insert((d, id), ());
+        }
+        // A new entry leaves the first live (itself, or the one before it).
+        if self.stale > 0 {
+            self.tidy_deadlines();
         }
     }
 
     /// Removes a pending request; false when it was not pending.
     pub fn remove(&mut self, id: u64) -> bool {
-        match self.pending.remove(&id) {
-            Some(deadline) => {
-                if let Some(d) = deadline {
-                    self.deadlines.remove(&(d, id));
-                }
-                true
+        let Some(deadline) = self.end(id) else {
+            return false;
+        };
+        if let Some(d) = deadline {
+            if self
+                .deadlines
+                .first()
+                .is_some_and(|&(key, ())| key == (d, id))
+            {
+                self.deadlines.pop_first();
+            } else {
+                self.stale += 1;
             }
-            None => false,
+            self.tidy_deadlines();
+        }
+        true
+    }
+
+    /// Marks `id` ended in `pending` (dropping it when at an end of the ring); its deadline
+    /// when it was pending.
+    fn end(&mut self, id: u64) -> Option<Option<Instant>> {
+        let slot = self.pending.get_mut(&id)?;
+        let Slot::Pending(deadline) = *slot else {
+            return None;
+        };
+        *slot = Slot::Ended;
+        self.live -= 1;
+        self.ended += 1;
+        while let Some(&(_, Slot::Ended)) = self.pending.first() {
+            self.pending.pop_first();
+            self.ended -= 1;
+        }
+        while let Some(&(_, Slot::Ended)) = self.pending.last() {
+            self.pending.pop_last();
+            self.ended -= 1;
+        }
+        if self.ended > SWEEP && self.ended > self.live {
+            self.pending.retain(|_, slot| *slot != Slot::Ended);
+            self.ended = 0;
+        }
+        Some(deadline)
+    }
+
+    fn is_live(&self, (d, id): (Instant, u64)) -> bool {
+        self.pending.get(&id) == Some(&Slot::Pending(Some(d)))
+    }
+
+    /// Drops stale deadline entries at the front (the first is then live), and sweeps them
+    /// all when they outnumber the live ones.
+    fn tidy_deadlines(&mut self) {
+        while let Some(&(key, ())) = self.deadlines.first() {
+            if self.is_live(key) {
+                break;
+            }
+            self.deadlines.pop_first();
+            self.stale -= 1;
+        }
+        if self.stale > SWEEP && self.stale > self.live {
+            let pending = &self.pending;
+            self.deadlines
+                .retain(|&(d, id), ()| pending.get(&id) == Some(&Slot::Pending(Some(d))));
+            self.stale = 0;
         }
     }
 
     /// Moves a pending request's deadline later (progress); never earlier.
     #[cfg(feature = "progress")]
     pub fn extend_deadline(&mut self, id: u64, deadline: Instant) {
-        if let Some(Some(old)) = self.pending.get_mut(&id) {
+        if let Some(Slot::Pending(Some(old))) = self.pending.get_mut(&id) {
             if deadline > *old {
-                self.deadlines.remove(&(*old, id));
-                self.deadlines.insert((deadline, id), ());
                 *old = deadline;
+                self.deadlines.insert((deadline, id), ());
+                self.stale += 1;
+                self.tidy_deadlines();
             }
         }
     }
 
     pub fn contains(&self, id: u64) -> bool {
-        self.pending.contains_key(&id)
+        matches!(self.pending.get(&id), Some(Slot::Pending(_)))
     }
 
     /// The only pending request, if exactly one is pending.
     pub fn single(&self) -> Option<u64> {
-        let mut keys = self.pending.keys();
-        match (keys.next(), keys.next()) {
-            (Some(&id), None) => Some(id),
+        // The ring's ends are always pending: with one pending, it is the first.
+        match (self.live, self.pending.first()) {
+            (1, Some(&(id, Slot::Pending(_)))) => Some(id),
             _ => None,
         }
     }
@@ -79,14 +175,20 @@ impl Outgoing {
             return None;
         }
         self.deadlines.pop_first();
-        self.pending.remove(&id);
+        self.end(id);
+        self.tidy_deadlines();
         Some(id)
     }
 
     /// Removes every pending request, in id order.
     pub fn drain(&mut self) -> impl Iterator<Item = u64> {
         self.deadlines.clear();
-        self.pending.drain().map(|(id, _)| id)
+        self.live = 0;
+        self.ended = 0;
+        self.stale = 0;
+        self.pending
+            .drain()
+            .filter_map(|(id, slot)| matches!(slot, Slot::Pending(_)).then_some(id))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -175,13 +277,6 @@ impl<K: Ord, V> SortedDeque<K, V> {
         Some(&mut self.entries[i].1)
     }
 
-    pub fn contains_key<Q: Ord + ?Sized>(&self, key: &Q) -> bool
-    where
-        K: core::borrow::Borrow<Q>,
-    {
-        self.find(key).is_ok()
-    }
-
     pub fn remove<Q: Ord + ?Sized>(&mut self, key: &Q) -> Option<V>
     where
         K: core::borrow::Borrow<Q>,
@@ -196,6 +291,30 @@ impl<K: Ord, V> SortedDeque<K, V> {
         self.entries.front()
     }
 
+    pub fn last(&self) -> Option<&(K, V)> {
+        self.entries.back()
+    }
+
+    pub fn get<Q: Ord + ?Sized>(&self, key: &Q) -> Option<&V>
+    where
+        K: core::borrow::Borrow<Q>,
+    {
+        let i = self.find(key).ok()?;
+        Some(&self.entries[i].1)
+    }
+
+    pub fn pop_last(&mut self) -> Option<(K, V)> {
+        let last = self.entries.pop_back();
+        self.shrink();
+        last
+    }
+
+    /// Keeps the entries for which `keep` is true, in order.
+    pub fn retain(&mut self, mut keep: impl FnMut(&K, &mut V) -> bool) {
+        self.entries.retain_mut(|(k, v)| keep(k, v));
+        self.shrink();
+    }
+
     pub fn pop_first(&mut self) -> Option<(K, V)> {
         let first = self.entries.pop_front();
         self.shrink();
@@ -205,10 +324,6 @@ impl<K: Ord, V> SortedDeque<K, V> {
     /// Removes every entry, in key order.
     pub fn drain(&mut self) -> impl Iterator<Item = (K, V)> {
         core::mem::take(&mut self.entries).into_iter()
-    }
-
-    pub fn keys(&self) -> impl Iterator<Item = &K> {
-        self.entries.iter().map(|(k, _)| k)
     }
 
     pub fn clear(&mut self) {
