@@ -33,6 +33,7 @@
 //! # Ok(()) }
 //! ```
 
+use crate::raw_json;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
@@ -164,11 +165,6 @@ impl fmt::Debug for ClientBuilder {
     }
 }
 
-fn raw(value: &impl Serialize) -> Box<RawValue> {
-    let json = serde_json::to_string(value).expect("MCP types serialize");
-    RawValue::from_string(json).expect("serde_json writes JSON")
-}
-
 fn decode_params<T: DeserializeOwned>(
     params: Option<Box<RawValue>>,
 ) -> Result<T, ErrorObject<'static>> {
@@ -291,13 +287,15 @@ impl ClientBuilder {
             r.unwrap_or_else(|e| panic!("mounting {name}: {e}"));
         };
         registered(
-            router.raw_method(methods::PING, |_| async { Ok(raw(&JsonObject::new())) }),
+            router.raw_method(methods::PING, |_| async {
+                Ok(raw_json(&JsonObject::new()))
+            }),
             methods::PING,
         );
         if let Some(sampling) = self.sampling.clone() {
             let r = router.raw_method(methods::SAMPLING_CREATE_MESSAGE, move |params| {
                 let sampling = sampling.clone();
-                async move { Ok(raw(&sampling(decode_params(params)?).await?)) }
+                async move { Ok(raw_json(&sampling(decode_params(params)?).await?)) }
             });
             registered(r, methods::SAMPLING_CREATE_MESSAGE);
         }
@@ -311,7 +309,7 @@ impl ClientBuilder {
                         let e = "URL-mode elicitation was not declared by this client";
                         return Err(ErrorObject::new(error_codes::INVALID_PARAMS, e));
                     }
-                    Ok(raw(&elicitation(request).await?))
+                    Ok(raw_json(&elicitation(request).await?))
                 }
             });
             registered(r, methods::ELICITATION_CREATE);
@@ -320,7 +318,7 @@ impl ClientBuilder {
             let r = router.raw_method(methods::ROOTS_LIST, move |_| {
                 let roots = roots.lock().unwrap_or_else(PoisonError::into_inner).clone();
                 async move {
-                    Ok(raw(&ListRootsResult {
+                    Ok(raw_json(&ListRootsResult {
                         meta: None,
                         roots,
                         extra: JsonObject::new(),
@@ -358,7 +356,7 @@ impl ClientBuilder {
             "clientInfo": self.info,
         });
         let result = client
-            .call_raw(methods::INITIALIZE, Some(&raw(&params)))
+            .call_raw(methods::INITIALIZE, Some(&raw_json(&params)))
             .await?;
         let init: InitializeResult = decode(methods::INITIALIZE, result.get())?;
         if !version::HANDSHAKE.contains(&init.protocol_version.as_str()) {
@@ -413,7 +411,10 @@ impl McpClient {
         method: &'static str,
         params: &impl Serialize,
     ) -> Result<T, ClientError> {
-        let result = self.client.call_raw(method, Some(&raw(params))).await?;
+        let result = self
+            .client
+            .call_raw(method, Some(&raw_json(params)))
+            .await?;
         decode(method, result.get())
     }
 
@@ -492,7 +493,7 @@ impl McpClient {
         params["_meta"] = serde_json::json!({ "progressToken": token });
         let call = self.client.call_raw_with_progress(
             methods::TOOLS_CALL,
-            Some(&raw(&params)),
+            Some(&raw_json(&params)),
             timeout,
             token,
             cap,

@@ -22,3 +22,11 @@
 pub mod client;
 pub mod server;
 pub mod types;
+
+/// A value as raw JSON, for the adapters' raw handlers and calls (the MCP types and
+/// `serde_json` values always serialise).
+#[cfg(any(feature = "futures", feature = "blocking"))]
+pub(crate) fn raw_json(value: &impl serde::Serialize) -> Box<sansrpc::RawValue> {
+    let json = serde_json::to_string(value).expect("MCP types serialize");
+    sansrpc::RawValue::from_string(json).expect("serde_json writes JSON")
+}

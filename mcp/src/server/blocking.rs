@@ -3,6 +3,7 @@
 //! adapter's worker thread ([`pollster::block_on`]); asking the client (sampling,
 //! elicitation, roots) blocks that worker only, as a blocking handler's call does.
 
+use crate::raw_json;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -10,21 +11,17 @@ use std::task::{Poll, Waker};
 use std::time::Duration;
 
 use sansrpc::router::Router;
-use sansrpc::{ErrorObject, RawValue};
+use sansrpc::ErrorObject;
 use sansrpc_blocking::{Peer, RequestContext};
 use serde_json::Value;
 
 use super::context::{BoxFuture, Host};
 use super::state::{Notifier, Session};
-use super::{Server, NOTIFICATIONS, REQUESTS};
+use super::{params_value, Server, NOTIFICATIONS, REQUESTS};
 
 /// How often a waiting [`Host::cancelled`] looks at the request's cancellation flag (the
 /// blocking adapter raises a flag; it has no waker to call).
 const CANCEL_POLL: Duration = Duration::from_millis(10);
-
-fn raw(value: &Value) -> Box<RawValue> {
-    RawValue::from_string(value.to_string()).expect("serde_json writes JSON")
-}
 
 struct BlockingHost {
     cx: RequestContext,
@@ -36,7 +33,7 @@ impl Host for BlockingHost {
         let (peer, method) = (self.peer.clone(), method.to_owned());
         Box::pin(async move {
             // Blocks this worker until the client answers: the handler runs here alone.
-            match peer.call_raw(&method, Some(&raw(&params)), None) {
+            match peer.call_raw(&method, Some(&raw_json(&params)), None) {
                 Ok(result) => serde_json::from_str(result.get()).map_err(|e| {
                     ErrorObject::new(-32603, format!("the client's answer to {method}: {e}"))
                 }),
@@ -47,12 +44,17 @@ impl Host for BlockingHost {
     }
 
     fn notify(&self, method: &str, params: Value) -> BoxFuture<bool> {
-        let sent = self.peer.notify_raw(method, Some(&raw(&params))).is_ok();
+        let sent = self
+            .peer
+            .notify_raw(method, Some(&raw_json(&params)))
+            .is_ok();
         Box::pin(std::future::ready(sent))
     }
 
     fn progress(&self, value: Value) -> BoxFuture<bool> {
-        Box::pin(std::future::ready(self.cx.report_progress(&raw(&value))))
+        Box::pin(std::future::ready(
+            self.cx.report_progress(&raw_json(&value)),
+        ))
     }
 
     fn progress_token(&self) -> Option<Value> {
@@ -135,7 +137,7 @@ struct PeerNotifier(Peer);
 
 impl Notifier for PeerNotifier {
     fn notify(&self, method: &str, params: Value) -> bool {
-        self.0.notify_raw_queued(method, Some(&raw(&params)))
+        self.0.notify_raw_queued(method, Some(&raw_json(&params)))
     }
 
     fn is_closed(&self) -> bool {
@@ -166,13 +168,7 @@ impl Server {
                     let cx = RequestContext::current().ok_or_else(|| {
                         ErrorObject::new(-32603, "an MCP method outside the blocking adapter")
                     })?;
-                    let params = match params {
-                        Some(p) => Some(
-                            serde_json::from_str::<Value>(p.get())
-                                .map_err(|_| ErrorObject::new(-32602, "params are not JSON"))?,
-                        ),
-                        None => None,
-                    };
+                    let params = params_value(params)?;
                     let host: Arc<dyn Host> = Arc::new(BlockingHost {
                         peer: cx.peer(),
                         cx,

@@ -1,27 +1,24 @@
 //! The server on a `sansrpc_futures::AsyncRouter`: tokio (through sansrpc-tokio), smol,
 //! async-std, over any transport those adapters speak.
 
+use crate::raw_json;
 use std::sync::Arc;
 
-use sansrpc::{ErrorObject, RawValue};
+use sansrpc::ErrorObject;
 use sansrpc_futures::{AsyncRouter, Client, RequestContext};
 use serde_json::Value;
 
 use super::context::{BoxFuture, Host};
 use super::state::{Notifier, Session};
-use super::{Server, NOTIFICATIONS, REQUESTS};
+use super::{params_value, Server, NOTIFICATIONS, REQUESTS};
 
 struct FuturesHost {
     cx: RequestContext,
 }
 
-fn raw(value: &Value) -> Box<RawValue> {
-    RawValue::from_string(value.to_string()).expect("serde_json writes JSON")
-}
-
 impl Host for FuturesHost {
     fn call(&self, method: &str, params: Value) -> BoxFuture<Result<Value, ErrorObject<'static>>> {
-        let call = self.cx.call_raw(method, Some(&raw(&params)));
+        let call = self.cx.call_raw(method, Some(&raw_json(&params)));
         let method = method.to_owned();
         Box::pin(async move {
             match call.await {
@@ -35,13 +32,13 @@ impl Host for FuturesHost {
     }
 
     fn notify(&self, method: &str, params: Value) -> BoxFuture<bool> {
-        let sent = self.cx.notify_raw(method, Some(&raw(&params)));
+        let sent = self.cx.notify_raw(method, Some(&raw_json(&params)));
         Box::pin(async move { sent.await.is_ok() })
     }
 
     fn progress(&self, value: Value) -> BoxFuture<bool> {
         let cx = self.cx.clone();
-        Box::pin(async move { cx.report_progress(&raw(&value)).await.unwrap_or(false) })
+        Box::pin(async move { cx.report_progress(&raw_json(&value)).await.unwrap_or(false) })
     }
 
     fn progress_token(&self) -> Option<Value> {
@@ -78,7 +75,7 @@ struct ClientNotifier(Client);
 impl Notifier for ClientNotifier {
     fn notify(&self, method: &str, params: Value) -> bool {
         // The notification is queued when the future is made; nobody needs to wait.
-        drop(self.0.notify_raw(method, Some(&raw(&params))));
+        drop(self.0.notify_raw(method, Some(&raw_json(&params))));
         !self.0.is_closed()
     }
 
@@ -108,16 +105,10 @@ impl Server {
                 .raw_method_with_context(method, move |cx: RequestContext, params| {
                     let server = server.clone();
                     async move {
-                        let params = match params {
-                            Some(p) => Some(
-                                serde_json::from_str::<Value>(p.get())
-                                    .map_err(|_| ErrorObject::new(-32602, "params are not JSON"))?,
-                            ),
-                            None => None,
-                        };
+                        let params = params_value(params.as_deref())?;
                         let host: Arc<dyn Host> = Arc::new(FuturesHost { cx });
                         let value = server.handle(method, params, host).await?;
-                        Ok(raw(&value))
+                        Ok(raw_json(&value))
                     }
                 })
                 .unwrap_or_else(|e| panic!("mounting {method}: {e}"));

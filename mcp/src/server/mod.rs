@@ -465,6 +465,18 @@ pub const REQUESTS: &[&str] = &[
     methods::LOGGING_SET_LEVEL,
 ];
 
+/// A request's raw params as the JSON [`Server::handle`] takes; -32602 when they are not
+/// JSON (the adapters' routers hand them on unchecked).
+#[cfg(any(feature = "futures", feature = "blocking"))]
+pub(crate) fn params_value(
+    params: Option<&sansrpc::RawValue>,
+) -> Result<Option<Value>, ErrorObject<'static>> {
+    params
+        .map(|p| serde_json::from_str(p.get()))
+        .transpose()
+        .map_err(|_| ErrorObject::new(-32602, "params are not JSON"))
+}
+
 /// The notifications a server takes: `initialize` already settled what they announce, so
 /// they change nothing (an adapter registers them so they are not reported as unknown).
 pub const NOTIFICATIONS: &[&str] = &[
