@@ -31,7 +31,8 @@ pub struct Limits {
     ///
     /// A longer batch is answered with one error response, `-32003` Batch too large (seed 000
     /// appendix B) with id `null`, or `-32600` when [`Limits::batch_too_large_as_invalid_request`]
-    /// is set (the WebSocket seed's choice). Scanning stops at the first entry past the limit.
+    /// is set (the WebSocket seed's choice). Entries past the limit are scanned but not recorded:
+    /// a frame that is not JSON is a parse error (`-32700`) whatever its length.
     pub max_batch_len: usize,
     /// Longest id token in bytes, as written on the wire: a string's contents with escapes
     /// in place, or a number's digits (default 256).

@@ -80,13 +80,29 @@ fn batch_length_limit() {
         l.batch_too_large_as_invalid_request = true;
     });
     assert_eq!(code(&serve_with(l, batch(4).as_bytes()).unwrap()), -32600);
-    // Scanning stops at the limit: what follows is never looked at, even if it is garbage.
+    // Entries past the limit are scanned without being recorded: a long batch that is not
+    // JSON is a parse error like a short one (the fuzzer's differential against serde_json
+    // found the two verdicts differing on a 1,434-entry array with a stray byte).
     let mut frame = batch(4).into_bytes();
     frame.pop();
     frame.extend_from_slice(b", not json at all");
     let mut c = Classifier::new(limits(|l| l.max_batch_len = 3));
+    assert_eq!(c.classify(&frame).rejection(), Some(Rejection::Parse));
+    let mut frame = batch(4).into_bytes();
+    frame.extend_from_slice(b" x");
+    assert_eq!(c.classify(&frame).rejection(), Some(Rejection::Parse));
+    let deep = format!(
+        "[{entry},{entry},{entry},{}1{}]",
+        "[".repeat(200),
+        "]".repeat(200)
+    );
     assert_eq!(
-        c.classify(&frame).rejection(),
+        c.classify(deep.as_bytes()).rejection(),
+        Some(Rejection::TooDeep)
+    );
+    let tail = format!("[{entry},{entry},{entry},1,\"x\",{{\"a\":[null]}}]");
+    assert_eq!(
+        c.classify(tail.as_bytes()).rejection(),
         Some(Rejection::BatchTooLarge)
     );
 }

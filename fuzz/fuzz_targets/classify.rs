@@ -22,13 +22,21 @@ fn serde_verdict(data: &[u8]) -> Option<bool> {
                 "surrogate",
                 "end of hex escape",
             ];
-            if no_verdict.iter().any(|m| msg.contains(m)) {
+            // An object keyed `$serde_json::private::RawValue` is serde_json's own raw-value
+            // marker, read as that and not as JSON.
+            let marker = has_serde_marker(data);
+            if marker || no_verdict.iter().any(|m| msg.contains(m)) {
                 None
             } else {
                 Some(false)
             }
         }
     }
+}
+
+fn has_serde_marker(data: &[u8]) -> bool {
+    const MARKER: &[u8] = b"$serde_json::private::";
+    data.windows(MARKER.len()).any(|w| w == MARKER)
 }
 
 fn answer(limits: Limits, data: &[u8]) -> Option<Rejection> {

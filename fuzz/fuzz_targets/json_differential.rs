@@ -22,7 +22,10 @@ fuzz_target!(|data: &[u8]| {
                 "surrogate",
                 "end of hex escape",
             ];
-            if !no_verdict.iter().any(|m| msg.contains(m)) {
+            // serde_json's Value reads an object keyed `$serde_json::private::RawValue` as
+            // its own raw-value marker, not as JSON: no verdict on its refusal there.
+            let marker = text.contains("$serde_json::private::");
+            if !marker && !no_verdict.iter().any(|m| msg.contains(m)) {
                 assert!(
                     ours.is_err(),
                     "serde_json refuses ({msg}), we accept: {text:?}"

@@ -258,7 +258,15 @@ fn scan_frame(
             }
             loop {
                 if entries.len() == limits.max_batch_len {
-                    return Err(Rejection::BatchTooLarge);
+                    // Too many entries, but the whole frame is still checked: text that is
+                    // not JSON is a parse error (-32700) whatever its length, as the spec
+                    // asks. Scanning costs no more than the entries before did.
+                    skip_batch_tail(&mut s, max_depth).map_err(reject)?;
+                    return if s.at_end() {
+                        Err(Rejection::BatchTooLarge)
+                    } else {
+                        Err(Rejection::Parse)
+                    };
                 }
                 entries.push(RawEntry::PLACEHOLDER);
                 let slot = entries.last_mut().expect("just pushed");
@@ -294,6 +302,22 @@ fn scan_frame(
             }
         }
         None => Err(Rejection::Parse),
+    }
+}
+
+/// Scans the rest of a batch after the entry limit: values separated by commas up to the
+/// closing bracket, with nothing recorded.
+fn skip_batch_tail(s: &mut Scanner<'_>, max_depth: u32) -> Result<(), JsonError> {
+    loop {
+        s.value(1, max_depth)?;
+        match s.peek_ws() {
+            Some(b',') => s.pos += 1,
+            Some(b']') => {
+                s.pos += 1;
+                return Ok(());
+            }
+            _ => return Err(JsonError::Syntax),
+        }
     }
 }
 
