@@ -5,14 +5,17 @@
 //! server's notifications). Errors come back as the server's JSON-RPC error.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::channel::mpsc;
 use futures::future::Either;
 use futures::StreamExt;
 use sansrpc::endpoint::{Config, Profile};
-use sansrpc_futures::{transport, AsyncIoTimer, Builder};
-use sansrpc_mcp::client::{ClientBuilder, McpClient};
+use sansrpc::RawValue;
+use sansrpc_futures::{transport, AsyncIoTimer, AsyncRouter, Builder};
+use sansrpc_mcp::client::{ClientBuilder, ClientError, McpClient, MAX_ITEMS, MAX_PAGES};
 use sansrpc_mcp::server::{Context, McpError, Server, ServerBuilder};
 use sansrpc_mcp::types::{
     notifications, Completion, ContentBlock, CreateMessageResult, ElicitRequestParams,
@@ -325,6 +328,114 @@ fn a_client_without_callbacks_declares_nothing_and_the_server_says_so() {
         assert_eq!(
             form.defaults()["tags"],
             ElicitValue::StringArray(vec!["y".into()])
+        );
+    });
+}
+
+/// A server whose lists never end: `tools/list` hands out a new cursor on every page,
+/// `resources/list` repeats its cursor, `prompts/list` sends 3,000 items a page. Each counts
+/// the pages it was asked for.
+async fn connect_to_endless_lists(pages: Arc<[AtomicUsize; 3]>) -> McpClient {
+    let listener = async_net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut router = AsyncRouter::new();
+    let raw = |v: Value| RawValue::from_string(v.to_string()).unwrap();
+    router
+        .raw_method("initialize", move |_| async move {
+            Ok(raw(json!({"protocolVersion": "2025-11-25", "capabilities":
+                {"tools": {}, "resources": {}, "prompts": {}},
+                "serverInfo": {"name": "endless", "version": "1"}})))
+        })
+        .unwrap();
+    router
+        .raw_method("ping", move |_| async move { Ok(raw(json!({}))) })
+        .unwrap();
+    let p = pages.clone();
+    router
+        .raw_method("tools/list", move |_| {
+            let n = p[0].fetch_add(1, Ordering::SeqCst);
+            async move {
+                Ok(raw(json!({"tools": [{"name": format!("t{n}"),
+                    "inputSchema": {"type": "object"}}], "nextCursor": format!("c{n}")})))
+            }
+        })
+        .unwrap();
+    let p = pages.clone();
+    router
+        .raw_method("resources/list", move |_| {
+            p[1].fetch_add(1, Ordering::SeqCst);
+            async move { Ok(raw(json!({"resources": [], "nextCursor": "same"}))) }
+        })
+        .unwrap();
+    let p = pages.clone();
+    router
+        .raw_method("prompts/list", move |_| {
+            let n = p[2].fetch_add(1, Ordering::SeqCst);
+            async move {
+                let prompts: Vec<Value> = (0..3000)
+                    .map(|i| json!({"name": format!("p{i}")}))
+                    .collect();
+                Ok(raw(
+                    json!({"prompts": prompts, "nextCursor": format!("c{n}")}),
+                ))
+            }
+        })
+        .unwrap();
+    smol::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let builder = Builder::new()
+            .config(Config::for_profile(Profile::Mcp))
+            .router(router);
+        let (_, driver) = builder.connect(transport::tcp(stream), AsyncIoTimer);
+        let _ = driver.await;
+    })
+    .detach();
+    let stream = async_net::TcpStream::connect(addr).await.unwrap();
+    let mcp = ClientBuilder::new("pager", "1");
+    let builder = Builder::new()
+        .config(Config::for_profile(Profile::Mcp))
+        .router(mcp.router());
+    let (client, driver) = builder.connect(transport::tcp(stream), AsyncIoTimer);
+    smol::spawn(driver).detach();
+    mcp.initialize(client).await.unwrap()
+}
+
+#[test]
+fn lists_that_never_end_stop_at_the_page_item_and_cursor_bounds() {
+    run(async {
+        let pages = Arc::new([
+            AtomicUsize::new(0),
+            AtomicUsize::new(0),
+            AtomicUsize::new(0),
+        ]);
+        let client = connect_to_endless_lists(pages.clone()).await;
+        // A fresh cursor on every page: stopped after MAX_PAGES pages.
+        let err = client.all_tools().await.unwrap_err();
+        assert!(
+            matches!(err, ClientError::TooManyPages("tools/list")),
+            "{err}"
+        );
+        assert_eq!(pages[0].load(Ordering::SeqCst), MAX_PAGES);
+        // A cursor that does not move on: stopped at the second page.
+        let err = client.all_resources().await.unwrap_err();
+        assert!(
+            matches!(err, ClientError::TooManyPages("resources/list")),
+            "{err}"
+        );
+        assert_eq!(pages[1].load(Ordering::SeqCst), 2);
+        // 3,000 items a page: stopped once past MAX_ITEMS (34 pages), long before MAX_PAGES.
+        let err = client.all_prompts().await.unwrap_err();
+        assert!(
+            matches!(err, ClientError::TooManyPages("prompts/list")),
+            "{err}"
+        );
+        assert_eq!(pages[2].load(Ordering::SeqCst), MAX_ITEMS / 3000 + 1);
+        // The session still works, and one page at a time is not bounded.
+        client.ping().await.unwrap();
+        let page = client.list_tools(Some("c7")).await.unwrap();
+        assert_eq!(
+            page.next_cursor.as_deref(),
+            Some(format!("c{MAX_PAGES}").as_str())
         );
     });
 }

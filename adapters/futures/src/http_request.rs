@@ -62,3 +62,43 @@ impl HttpRequests {
         self.len() == 0
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(tag: &str) -> Arc<HttpRequest> {
+        Arc::new(HttpRequest {
+            principal: None,
+            headers: vec![("x-tag".into(), tag.into())],
+        })
+    }
+
+    #[test]
+    fn at_most_max_recorded_calls_are_kept_and_a_forgotten_one_frees_its_place() {
+        let calls = HttpRequests::default();
+        for n in 0..MAX_RECORDED {
+            assert!(calls.record(&Id::number(n as i64), request("a")));
+        }
+        assert_eq!(calls.len(), MAX_RECORDED);
+        // Full: a new call is not recorded, its handler sees None.
+        let late = Id::from("late");
+        assert!(!calls.record(&late, request("b")));
+        assert_eq!(calls.get(&late), None);
+        assert_eq!(calls.len(), MAX_RECORDED);
+        // A call already recorded may be recorded again (its request replaced).
+        assert!(calls.record(&Id::number(7), request("c")));
+        let seven = calls.get(&Id::number(7)).unwrap();
+        assert_eq!(seven.header("X-Tag"), Some("c"));
+        // Forgetting one makes room for the next.
+        calls.forget(&Id::number(0));
+        assert!(calls.record(&late, request("b")));
+        assert_eq!(calls.get(&late).unwrap().header("x-tag"), Some("b"));
+        assert_eq!(calls.len(), MAX_RECORDED);
+        // Ids of different kinds with the same text are different calls.
+        calls.forget(&late);
+        assert!(calls.record(&Id::from("1"), request("s")));
+        let one = calls.get(&Id::number(1)).unwrap();
+        assert_eq!(one.header("x-tag"), Some("a"));
+    }
+}
