@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use sansrpc::endpoint::{Config, Profile};
 use sansrpc::streamable::{self, ParamHeader};
-use sansrpc_mcp::server::{Context, McpError, ServerBuilder};
+use sansrpc_mcp::server::{Context, ListKind, McpError, ServerBuilder};
 use sansrpc_mcp::types::{
     CallToolResult, Completion, ContentBlock, CreateMessageRequestParams, ElicitRequestParams,
     GetPromptResult, JsonObject, LoggingLevel, Prompt, PromptArgument, PromptMessage, Resource,
@@ -149,6 +149,26 @@ fn content_tools(server: ServerBuilder) -> ServerBuilder {
 }
 
 fn streaming_tools(server: ServerBuilder) -> ServerBuilder {
+    // The suite's hooks for the 2026-07-28 `subscriptions/listen` checks: each announces a
+    // change of one list to the sessions and listen streams that asked for it.
+    let server = plain(
+        server,
+        "test_trigger_tool_change",
+        "Announces that the tool list changed",
+        |cx| async move {
+            cx.server().list_changed(ListKind::Tools);
+            Ok(CallToolResult::text("Mutation triggered"))
+        },
+    );
+    let server = plain(
+        server,
+        "test_trigger_prompt_change",
+        "Announces that the prompt list changed",
+        |cx| async move {
+            cx.server().list_changed(ListKind::Prompts);
+            Ok(CallToolResult::text("Mutation triggered"))
+        },
+    );
     let server = plain(
         server,
         "test_tool_with_progress",

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use super::context::{BoxFuture, Host};
 use super::state::{Notifier, Session};
-use super::{params_value, Server, NOTIFICATIONS, REQUESTS};
+use super::{params_value, request_id, Server, NOTIFICATIONS, REQUESTS};
 
 /// How often a waiting [`Host::cancelled`] looks at the request's cancellation flag (the
 /// blocking adapter raises a flag; it has no waker to call).
@@ -80,6 +80,10 @@ impl Host for BlockingHost {
 
     fn notifier(&self) -> Arc<dyn Notifier> {
         Arc::new(PeerNotifier(self.peer.clone()))
+    }
+
+    fn request_id(&self) -> Option<crate::types::RequestId> {
+        request_id(self.cx.id())
     }
 }
 

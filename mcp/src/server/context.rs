@@ -44,6 +44,11 @@ pub trait Host: Send + Sync + 'static {
     fn session(&self) -> Arc<Session>;
     /// A way to notify the session outside this request (list-changed, resource updates).
     fn notifier(&self) -> Arc<dyn Notifier>;
+    /// The request's JSON-RPC id (a `subscriptions/listen` stream is known by it); `None`
+    /// where the driver does not tell it, and then `subscriptions/listen` is refused.
+    fn request_id(&self) -> Option<crate::types::RequestId> {
+        None
+    }
     /// The HTTP request this call came in (its token's principal, its header fields), on
     /// an HTTP transport that records it; `None` elsewhere.
     fn http(&self) -> Option<Arc<sansrpc::streamable::HttpRequest>> {
@@ -81,6 +86,8 @@ pub struct Context {
 
 pub(crate) struct Inner {
     pub host: Arc<dyn Host>,
+    /// The server answering: a handler may announce changes through it.
+    pub server: super::Server,
     pub meta: Option<RequestMeta>,
     /// The revision of this request: the session's, or the one its `_meta` names.
     pub version: String,
@@ -150,6 +157,14 @@ impl Context {
     /// The session's state (2025-11-25; a stateless request's is empty).
     pub fn session(&self) -> Arc<Session> {
         self.inner.host.session()
+    }
+
+    /// The server answering this request: a handler that changes what the server offers
+    /// announces it with [`Server::list_changed`](super::Server::list_changed) or
+    /// [`Server::resource_updated`](super::Server::resource_updated), which reach the
+    /// sessions and the `subscriptions/listen` streams that asked.
+    pub fn server(&self) -> &super::Server {
+        &self.inner.server
     }
 
     /// The HTTP request this call came in, over Streamable HTTP: the principal of its bearer

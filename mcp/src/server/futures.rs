@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::context::{BoxFuture, Host};
 use super::state::{Notifier, Session};
-use super::{params_value, Server, NOTIFICATIONS, REQUESTS};
+use super::{params_value, request_id, Server, NOTIFICATIONS, REQUESTS};
 
 struct FuturesHost {
     cx: RequestContext,
@@ -66,6 +66,10 @@ impl Host for FuturesHost {
 
     fn http(&self) -> Option<Arc<sansrpc::streamable::HttpRequest>> {
         self.cx.http()
+    }
+
+    fn request_id(&self) -> Option<crate::types::RequestId> {
+        request_id(self.cx.id())
     }
 }
 

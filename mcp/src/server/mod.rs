@@ -35,6 +35,7 @@ mod blocking;
 mod context;
 #[cfg(feature = "futures")]
 mod futures;
+mod listen;
 pub mod state;
 mod tool;
 mod uri_template;
@@ -53,14 +54,16 @@ pub use tool::{Json, ToolOutput};
 pub use uri_template::UriTemplate;
 
 use context::Inner;
+use listen::Listeners;
 use state::{Carried, Sealer, Sessions, MAX_INPUT_RESPONSES, MAX_SUBSCRIPTIONS};
 
 use crate::types::{
     error_codes, methods, notifications, version, CacheScope, ClientCapabilities,
     CompleteRequestParams, Completion, GetPromptResult, Implementation, InitializeRequestParams,
-    JsonObject, LoggingLevel, Prompt, PromptsCapability, Reference, RequestMeta, Resource,
-    ResourceContents, ResourceTemplate, ResourcesCapability, ServerCapabilities, Tool,
-    ToolsCapability,
+    JsonObject, LoggingLevel, NotificationMeta, Prompt, PromptsCapability, Reference, RequestMeta,
+    Resource, ResourceContents, ResourceTemplate, ResourcesCapability, ServerCapabilities,
+    SubscriptionFilter, SubscriptionsAcknowledgedNotificationParams,
+    SubscriptionsListenRequestParams, SubscriptionsListenResult, Tool, ToolsCapability,
 };
 
 /// The longest URI `resources/read` and `resources/subscribe` take (longer is -32602).
@@ -400,6 +403,7 @@ impl ServerBuilder {
                 declared: self.declared,
                 sealer: self.sealer.unwrap_or_else(Sealer::random),
                 sessions: Sessions::default(),
+                listeners: Listeners::default(),
             }),
         }
     }
@@ -409,6 +413,8 @@ struct Shared {
     declared: Declared,
     sealer: Sealer,
     sessions: Sessions,
+    /// Open `subscriptions/listen` requests (2026-07-28).
+    listeners: Listeners,
 }
 
 impl std::ops::Deref for Shared {
@@ -463,6 +469,7 @@ pub const REQUESTS: &[&str] = &[
     methods::PROMPTS_GET,
     methods::COMPLETION_COMPLETE,
     methods::LOGGING_SET_LEVEL,
+    methods::SUBSCRIPTIONS_LISTEN,
 ];
 
 /// A request's raw params as the JSON [`Server::handle`] takes; -32602 when they are not
@@ -475,6 +482,14 @@ pub(crate) fn params_value(
         .map(|p| serde_json::from_str(p.get()))
         .transpose()
         .map_err(|_| ErrorObject::new(-32602, "params are not JSON"))
+}
+
+/// A JSON-RPC id as MCP's `RequestId` (a string or an integer; `None` for others).
+#[cfg(any(feature = "futures", feature = "blocking"))]
+pub(crate) fn request_id(id: &sansrpc::Id<'_>) -> Option<crate::types::RequestId> {
+    let mut json = Vec::new();
+    id.write_json(&mut json);
+    serde_json::from_slice(&json).ok()
 }
 
 /// The notifications a server takes: `initialize` already settled what they announce, so
@@ -520,30 +535,123 @@ impl Server {
     }
 
     /// Sends `notifications/resources/updated` for `uri` to every session subscribed to
-    /// it; returns how many sessions it reached.
+    /// it and every `subscriptions/listen` stream that asked for it; returns how many it
+    /// reached.
     pub fn resource_updated(&self, uri: &str) -> usize {
-        self.shared.sessions.broadcast(
+        let mut params = Map::new();
+        params.insert("uri".into(), json!(uri));
+        let shared = &self.shared;
+        let sessions = shared.sessions.broadcast(
             notifications::RESOURCES_UPDATED,
-            &json!({ "uri": uri }),
+            &Value::Object(params.clone()),
             |s| s.is_subscribed(uri),
-        )
+        );
+        let streams = shared
+            .listeners
+            .deliver(notifications::RESOURCES_UPDATED, &params, |f| {
+                f.resource_subscriptions
+                    .as_ref()
+                    .is_some_and(|uris| uris.iter().any(|u| u == uri))
+            });
+        sessions + streams
     }
 
-    /// Sends a list-changed notification to every session; returns how many it reached.
+    /// Sends a list-changed notification to every session and every
+    /// `subscriptions/listen` stream that asked for that kind; returns how many it reached.
     pub fn list_changed(&self, kind: ListKind) -> usize {
         let method = match kind {
             ListKind::Tools => notifications::TOOLS_LIST_CHANGED,
             ListKind::Resources => notifications::RESOURCES_LIST_CHANGED,
             ListKind::Prompts => notifications::PROMPTS_LIST_CHANGED,
         };
-        self.shared.sessions.broadcast(method, &json!({}), |_| true)
+        let shared = &self.shared;
+        let sessions = shared.sessions.broadcast(method, &json!({}), |_| true);
+        let streams = shared.listeners.deliver(method, &Map::new(), |f| {
+            let wanted = match kind {
+                ListKind::Tools => f.tools_list_changed,
+                ListKind::Resources => f.resources_list_changed,
+                ListKind::Prompts => f.prompts_list_changed,
+            };
+            wanted == Some(true)
+        });
+        sessions + streams
+    }
+
+    /// Ends every open `subscriptions/listen` stream gracefully (at shutdown, say): each
+    /// listen request is answered with a `complete` result carrying its subscription id,
+    /// which closes its stream. Returns how many there were.
+    pub fn end_subscriptions(&self) -> usize {
+        self.shared.listeners.end_all()
+    }
+
+    /// How many `subscriptions/listen` streams are open.
+    pub fn open_subscriptions(&self) -> usize {
+        self.shared.listeners.len()
+    }
+
+    /// `subscriptions/listen`: acknowledges the part of the filter this server can honour,
+    /// then stays pending, delivering what was asked for, until the client cancels it or
+    /// the server ends it.
+    async fn listen(&self, request: Request, host: Arc<dyn Host>) -> Result<Value, McpError> {
+        let params: SubscriptionsListenRequestParams =
+            serde_json::from_value(Value::Object(request.params))
+                .map_err(|e| McpError::invalid_params(format!("subscriptions/listen: {e}")))?;
+        let asked = params.notifications;
+        let shared = &self.shared;
+        let has_resources = !shared.resources.is_empty() || !shared.templates.is_empty();
+        let honour = |asked: Option<bool>, offered: bool| asked.filter(|&a| a && offered);
+        let uris = asked.resource_subscriptions.filter(|_| has_resources);
+        if let Some(uris) = &uris {
+            if uris.len() > MAX_SUBSCRIPTIONS {
+                return Err(McpError::invalid_params(format!(
+                    "a subscription holds at most {MAX_SUBSCRIPTIONS} resource URIs"
+                )));
+            }
+            if uris.iter().any(|u| u.len() > MAX_URI) {
+                return Err(McpError::invalid_params(format!(
+                    "a URI is at most {MAX_URI} bytes"
+                )));
+            }
+        }
+        let filter = SubscriptionFilter {
+            tools_list_changed: honour(asked.tools_list_changed, !shared.tools.is_empty()),
+            prompts_list_changed: honour(asked.prompts_list_changed, !shared.prompts.is_empty()),
+            resources_list_changed: honour(asked.resources_list_changed, has_resources),
+            resource_subscriptions: uris,
+            extra: JsonObject::new(),
+        };
+        let id = host
+            .request_id()
+            .ok_or_else(|| McpError::internal("this transport gives no request id"))?;
+        // The acknowledgment first: nothing goes on the stream before it.
+        let ack = SubscriptionsAcknowledgedNotificationParams {
+            meta: Some(NotificationMeta::subscription(id.clone())),
+            notifications: filter.clone(),
+        };
+        let ack = serde_json::to_value(ack).map_err(McpError::internal)?;
+        if !host
+            .notify(notifications::SUBSCRIPTIONS_ACKNOWLEDGED, ack)
+            .await
+        {
+            return Err(McpError::internal("the connection is gone"));
+        }
+        let registered = shared.listeners.register(id.clone(), filter, host.clone());
+        let ended = registered.listener.ended();
+        if listen::first_of(ended, host.cancelled()).await {
+            let result = SubscriptionsListenResult::closed(id);
+            return serde_json::to_value(result).map_err(McpError::internal);
+        }
+        // Cancelled: the client closed the stream; the answer is not sent.
+        Err(McpError::internal("subscription cancelled"))
     }
 
     /// The capabilities this server declares, on a session or on the stateless revision
     /// (which has no list-changed or subscribe without `subscriptions/listen`).
-    pub fn capabilities(&self, stateless: bool) -> ServerCapabilities {
+    pub fn capabilities(&self, _stateless: bool) -> ServerCapabilities {
         let shared = &self.shared;
-        let changes = (!stateless).then_some(true);
+        // Both revisions deliver changes: sessions on their GET stream, 2026-07-28 on the
+        // `subscriptions/listen` streams.
+        let changes = Some(true);
         ServerCapabilities {
             tools: (!shared.tools.is_empty()).then(|| ToolsCapability {
                 list_changed: changes,
@@ -617,6 +725,10 @@ impl Server {
                 stateless,
             });
         }
+        // Sessions (2025-11-25) have the GET stream and resources/subscribe instead.
+        if method == methods::SUBSCRIPTIONS_LISTEN {
+            return Err(McpError::Rpc(ErrorObject::method_not_found()));
+        }
         let session = host.session();
         let s = session.lock();
         Ok(Request {
@@ -636,6 +748,7 @@ impl Server {
         Context {
             inner: Arc::new(Inner {
                 host,
+                server: self.clone(),
                 meta: request.meta.clone(),
                 version: request.version.clone(),
                 stateless: request.stateless,
@@ -693,6 +806,7 @@ impl Server {
             methods::TOOLS_CALL | methods::PROMPTS_GET | methods::RESOURCES_READ => {
                 return self.asking(method, request, host).await;
             }
+            methods::SUBSCRIPTIONS_LISTEN => return self.listen(request, host).await,
             methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
                 let uri = string_param(&request.params, "uri")?;
                 if uri.len() > MAX_URI {

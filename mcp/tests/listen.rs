@@ -1,0 +1,193 @@
+//! `subscriptions/listen` (2026-07-28) on the futures driver (smol) over a real TCP socket
+//! on loopback, as on stdio where every subscription shares one channel: the
+//! acknowledgment first, with the subscription id (the listen request's id) and the part of
+//! the filter the server honours; then only what was asked for, each tagged; two
+//! subscriptions side by side; a cancelled one gets nothing more and leaves the server's
+//! list; `Server::end_subscriptions` answers the rest with a `complete` result. A session
+//! (2025-11-25) has no `subscriptions/listen`. Over Streamable HTTP the conformance suite
+//! checks the same (`mcp_conformance.rs`) and `mcp_listen_http.rs` that a closed stream
+//! ends its subscription.
+
+use std::time::Duration;
+
+use futures::channel::mpsc;
+use futures::future::Either;
+use futures::StreamExt;
+use sansrpc::endpoint::{Config, Profile};
+use sansrpc::RawValue;
+use sansrpc_futures::{transport, AsyncIoTimer, AsyncRouter, Builder, CallError, Client};
+use sansrpc_mcp::server::{Context, ListKind, McpError, Server, ServerBuilder};
+use sansrpc_mcp::types::Resource;
+use serde_json::{json, Value};
+
+fn server() -> Server {
+    let resource: Resource =
+        serde_json::from_value(json!({"uri": "test://a", "name": "a"})).unwrap();
+    ServerBuilder::new("listen-test", "1")
+        .tool("noop", "Does nothing", |_: Context, ()| async {
+            Ok::<_, McpError>(String::new())
+        })
+        .resource(resource, |_, _| async { Err(McpError::internal("unread")) })
+        .build()
+}
+
+const META: &str = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+
+fn listen_params(filter: Value) -> Box<RawValue> {
+    let meta: Value = serde_json::from_str(META).unwrap();
+    RawValue::from_string(json!({"_meta": meta, "notifications": filter}).to_string()).unwrap()
+}
+
+/// The server on one loopback connection; the client end, and every notification it gets
+/// as `(method, params)`.
+async fn connect(server: &Server) -> (Client, mpsc::UnboundedReceiver<(String, Value)>) {
+    let listener = async_net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let router = server.router();
+    smol::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let builder = Builder::new()
+            .config(Config::for_profile(Profile::Mcp))
+            .router(router);
+        let (_, driver) = builder.connect(transport::tcp(stream), AsyncIoTimer);
+        let _ = driver.await;
+    })
+    .detach();
+    let (tx, rx) = mpsc::unbounded();
+    let mut router = AsyncRouter::new();
+    for method in [
+        "notifications/subscriptions/acknowledged",
+        "notifications/tools/list_changed",
+        "notifications/prompts/list_changed",
+        "notifications/resources/list_changed",
+        "notifications/resources/updated",
+    ] {
+        let tx = tx.clone();
+        router
+            .raw_notification(method, move |params| {
+                let params: Value =
+                    params.map_or(Value::Null, |p| serde_json::from_str(p.get()).unwrap());
+                let _ = tx.unbounded_send((method.to_owned(), params));
+                async {}
+            })
+            .unwrap();
+    }
+    let stream = async_net::TcpStream::connect(addr).await.unwrap();
+    let builder = Builder::new()
+        .config(Config::for_profile(Profile::Mcp))
+        .router(router);
+    let (client, driver) = builder.connect(transport::tcp(stream), AsyncIoTimer);
+    smol::spawn(driver).detach();
+    (client, rx)
+}
+
+fn run<F: std::future::Future<Output = ()>>(f: F) {
+    smol::block_on(async {
+        let f = std::pin::pin!(f);
+        let limit = std::pin::pin!(async_io::Timer::after(Duration::from_secs(20)));
+        if let Either::Right(_) = futures::future::select(f, limit).await {
+            panic!("not done within 20 s");
+        }
+    });
+}
+
+/// Waits (bounded by `run`'s limit) until `cond` holds.
+async fn until(cond: impl Fn() -> bool) {
+    while !cond() {
+        async_io::Timer::after(Duration::from_millis(5)).await;
+    }
+}
+
+fn subscription(params: &Value) -> &Value {
+    &params["_meta"]["io.modelcontextprotocol/subscriptionId"]
+}
+
+#[test]
+fn listen_streams_get_their_acknowledgment_then_only_what_they_asked_for() {
+    run(async {
+        let server = server();
+        let (client, mut seen) = connect(&server).await;
+        // Tools and prompts asked for; this server has no prompts: only tools is honoured.
+        let tools = client.call_raw(
+            "subscriptions/listen",
+            Some(&listen_params(
+                json!({"toolsListChanged": true, "promptsListChanged": true}),
+            )),
+        );
+        let (method, ack) = seen.next().await.unwrap();
+        assert_eq!(method, "notifications/subscriptions/acknowledged");
+        let tools_id = subscription(&ack).clone();
+        assert!(tools_id.is_number(), "the listen request's id: {ack}");
+        assert_eq!(ack["notifications"], json!({"toolsListChanged": true}));
+        // A second subscription, to one resource's updates and the resource list.
+        let resources = client.call_raw(
+            "subscriptions/listen",
+            Some(&listen_params(
+                json!({"resourceSubscriptions": ["test://a"], "resourcesListChanged": true}),
+            )),
+        );
+        let (method, ack) = seen.next().await.unwrap();
+        assert_eq!(method, "notifications/subscriptions/acknowledged");
+        let resources_id = subscription(&ack).clone();
+        assert_ne!(resources_id, tools_id);
+        assert_eq!(
+            ack["notifications"],
+            json!({"resourcesListChanged": true, "resourceSubscriptions": ["test://a"]})
+        );
+        until(|| server.open_subscriptions() == 2).await;
+
+        // Each change reaches the subscription that asked, tagged with its id.
+        assert_eq!(server.list_changed(ListKind::Tools), 1);
+        let (method, params) = seen.next().await.unwrap();
+        assert_eq!(method, "notifications/tools/list_changed");
+        assert_eq!(subscription(&params), &tools_id);
+        assert_eq!(
+            server.list_changed(ListKind::Prompts),
+            0,
+            "nobody was given prompts"
+        );
+        assert_eq!(server.resource_updated("test://other"), 0);
+        assert_eq!(server.resource_updated("test://a"), 1);
+        let (method, params) = seen.next().await.unwrap();
+        assert_eq!(method, "notifications/resources/updated");
+        assert_eq!(params["uri"], "test://a");
+        assert_eq!(subscription(&params), &resources_id);
+
+        // Dropping the call cancels it (notifications/cancelled): it leaves the list and
+        // gets nothing more.
+        drop(tools);
+        until(|| server.open_subscriptions() == 1).await;
+        assert_eq!(server.list_changed(ListKind::Tools), 0);
+
+        // The server ends the rest: the listen request is answered `complete`, tagged.
+        assert_eq!(server.end_subscriptions(), 1);
+        let result = resources.await.unwrap();
+        let result: Value = serde_json::from_str(result.get()).unwrap();
+        assert_eq!(result["resultType"], "complete");
+        assert_eq!(subscription(&result), &resources_id);
+        until(|| server.open_subscriptions() == 0).await;
+        // Nothing else came on the connection (the prompts change was never sent).
+        assert!(seen.try_recv().is_err(), "no other notification");
+    });
+}
+
+#[test]
+fn listen_is_refused_on_a_session_and_when_its_filter_is_too_large() {
+    run(async {
+        let server = server();
+        let (client, _seen) = connect(&server).await;
+        // Without the 2026-07-28 `_meta`, a request belongs to a session: no listen there.
+        let params = RawValue::from_string(json!({"notifications": {}}).to_string()).unwrap();
+        match client.call_raw("subscriptions/listen", Some(&params)).await {
+            Err(CallError::Rpc(e)) => assert_eq!(e.code, -32601, "{e:?}"),
+            other => panic!("{other:?}"),
+        }
+        let uris: Vec<String> = (0..1025).map(|n| format!("test://{n}")).collect();
+        let params = listen_params(json!({"resourceSubscriptions": uris}));
+        match client.call_raw("subscriptions/listen", Some(&params)).await {
+            Err(CallError::Rpc(e)) => assert_eq!(e.code, -32602, "{e:?}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(server.open_subscriptions(), 0);
+    });
+}
