@@ -92,8 +92,8 @@ pub(crate) struct Inner {
     /// The revision of this request: the session's, or the one its `_meta` names.
     pub version: String,
     pub stateless: bool,
-    pub capabilities: Option<ClientCapabilities>,
-    pub client: Option<Implementation>,
+    pub capabilities: Option<Arc<ClientCapabilities>>,
+    pub client: Option<Arc<Implementation>>,
     /// Input responses from this round and the rounds before, by key.
     pub responses: BTreeMap<String, Value>,
     /// The handler's own state from the round before.
@@ -129,12 +129,12 @@ impl Context {
     /// The client's capabilities: from `initialize` on a session, from the request's
     /// `_meta` on the stateless revision.
     pub fn client_capabilities(&self) -> Option<&ClientCapabilities> {
-        self.inner.capabilities.as_ref()
+        self.inner.capabilities.as_deref()
     }
 
     /// The client's name and version, where it said them.
     pub fn client_info(&self) -> Option<&Implementation> {
-        self.inner.client.as_ref()
+        self.inner.client.as_deref()
     }
 
     /// The request's `_meta`, if it had one.

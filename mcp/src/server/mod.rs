@@ -505,8 +505,8 @@ struct Request {
     meta: Option<RequestMeta>,
     stateless: bool,
     version: String,
-    capabilities: Option<ClientCapabilities>,
-    client: Option<Implementation>,
+    capabilities: Option<Arc<ClientCapabilities>>,
+    client: Option<Arc<Implementation>>,
 }
 
 impl Server {
@@ -718,8 +718,8 @@ impl Server {
             let meta_ref = meta.as_ref();
             return Ok(Request {
                 version: asked,
-                capabilities: meta_ref.and_then(|m| m.client_capabilities.clone()),
-                client: meta_ref.and_then(|m| m.client_info.clone()),
+                capabilities: meta_ref.and_then(|m| m.client_capabilities.clone().map(Arc::new)),
+                client: meta_ref.and_then(|m| m.client_info.clone().map(Arc::new)),
                 params,
                 meta,
                 stateless,
@@ -889,8 +889,8 @@ impl Server {
         {
             let mut s = session.lock();
             s.version = Some(chosen.clone());
-            s.capabilities = Some(params.capabilities);
-            s.client = Some(params.client_info);
+            s.capabilities = Some(Arc::new(params.capabilities));
+            s.client = Some(Arc::new(params.client_info));
             if !s.registered {
                 s.registered = true;
                 drop(s);
@@ -958,11 +958,16 @@ impl Server {
         };
         // The state is bound to the request: its method, its tool, prompt or URI, and its
         // arguments (a state issued for one call is refused on a call with other ones).
-        let arguments = request
-            .params
-            .get("arguments")
-            .map_or(String::new(), Value::to_string);
-        let request_key = format!("{method}:{name}:{}", state::digest(arguments.as_bytes()));
+        // Only the stateless revision carries state: a session's call skips the digest.
+        let request_key = if request.stateless {
+            let arguments = request
+                .params
+                .get("arguments")
+                .map_or(String::new(), Value::to_string);
+            format!("{method}:{name}:{}", state::digest(arguments.as_bytes()))
+        } else {
+            String::new()
+        };
         let mut cx = self.context(&request, Arc::clone(&host), request.stateless);
         if request.stateless {
             let inner = Arc::get_mut(&mut cx.inner).expect("not shared yet");

@@ -35,8 +35,8 @@ pub struct Session {
 pub(crate) struct SessionState {
     /// The revision `initialize` settled on.
     pub version: Option<String>,
-    pub capabilities: Option<ClientCapabilities>,
-    pub client: Option<Implementation>,
+    pub capabilities: Option<Arc<ClientCapabilities>>,
+    pub client: Option<Arc<Implementation>>,
     /// `logging/setLevel`: messages below it are not sent. `None`: all are.
     pub level: Option<LoggingLevel>,
     /// `resources/subscribe`d URIs.
