@@ -49,12 +49,12 @@ use serde_json::Value;
 use crate::types::{
     error_codes, methods, notifications, version, CallToolRequestParams, CallToolResult,
     ClientCapabilities, CompleteRequestParams, CompleteResult, Completion, CompletionArgument,
-    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-    ElicitationCapability, GetPromptRequestParams, GetPromptResult, Implementation,
-    InitializeResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListRootsResult, ListToolsResult, LoggingLevel, Prompt,
-    ReadResourceResult, Reference, Resource, ResourceTemplate, Root, RootsCapability,
-    SamplingCapability, Tool,
+    CreateMessageRequestParams, CreateMessageResult, DiscoverResult, ElicitRequestParams,
+    ElicitResult, ElicitationCapability, GetPromptRequestParams, GetPromptResult, Implementation,
+    InitializeResult, InputRequest, InputRequests, JsonObject, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListRootsResult, ListToolsResult,
+    LoggingLevel, Prompt, ReadResourceResult, Reference, Resource, ResourceTemplate, Root,
+    RootsCapability, SamplingCapability, Tool,
 };
 
 /// The most pages [`McpClient::all_tools`] and the other `all_` calls follow: a server
@@ -64,6 +64,10 @@ pub const MAX_PAGES: usize = 1000;
 /// The most items the `all_` calls collect; more is [`ClientError::TooManyPages`] (page
 /// through with the `list_` calls instead).
 pub const MAX_ITEMS: usize = 100_000;
+
+/// The most rounds one call of the stateless revision goes through: a server that keeps
+/// answering `input_required` after that is an error ([`ClientError::TooManyRounds`]).
+pub const MAX_ROUNDS: usize = 16;
 
 /// Why a call to the server gave no result.
 #[derive(Debug)]
@@ -85,6 +89,11 @@ pub enum ClientError {
     /// The tool arguments given are not a JSON object (or do not serialize); nothing was
     /// sent.
     Arguments(String),
+    /// A 2026-07-28 call still needed input after [`MAX_ROUNDS`] rounds.
+    TooManyRounds(&'static str),
+    /// The server asked (in an `input_required` result) for something this client has no
+    /// handler for: the request's method.
+    Unanswerable(String),
 }
 
 impl ClientError {
@@ -118,6 +127,18 @@ impl fmt::Display for ClientError {
                 "{method}: more than {MAX_PAGES} pages or {MAX_ITEMS} items, or a repeated cursor"
             ),
             ClientError::Arguments(e) => write!(f, "tool arguments: {e}"),
+            ClientError::TooManyRounds(method) => {
+                write!(
+                    f,
+                    "{method}: still input_required after {MAX_ROUNDS} rounds"
+                )
+            }
+            ClientError::Unanswerable(method) => {
+                write!(
+                    f,
+                    "the server asked for {method}, which this client does not answer"
+                )
+            }
         }
     }
 }
@@ -367,7 +388,145 @@ impl ClientBuilder {
             client,
             init,
             roots: self.roots.clone(),
+            stateless: None,
         })
+    }
+
+    /// The `_meta` every request of the stateless revision `version` carries.
+    fn request_meta(&self, version: &str) -> JsonObject {
+        let mut meta = JsonObject::new();
+        meta.insert(
+            "io.modelcontextprotocol/protocolVersion".into(),
+            Value::String(version.to_owned()),
+        );
+        meta.insert(
+            "io.modelcontextprotocol/clientCapabilities".into(),
+            serde_json::to_value(self.capabilities()).expect("MCP types serialize"),
+        );
+        meta.insert(
+            "io.modelcontextprotocol/clientInfo".into(),
+            serde_json::to_value(&self.info).expect("MCP types serialize"),
+        );
+        meta
+    }
+
+    /// Starts on the stateless revision (2026-07-28) on `client`'s connection: no handshake
+    /// and no session; `server/discover` says who the server is, and every request then
+    /// carries the revision, this client's capabilities and identity in its `_meta`. A
+    /// server that refuses the revision (-32022) and names one this client speaks is asked
+    /// once more with it. When a call answers `input_required`, the client fulfils the
+    /// server's requests with its handlers (sampling, elicitation, roots) and calls again
+    /// with the answers and the server's `requestState`, up to [`MAX_ROUNDS`] rounds.
+    ///
+    /// The methods 2026-07-28 removed (`ping`, `logging/setLevel`,
+    /// `resources/subscribe`) are refused by such a server with -32601.
+    pub async fn discover(&self, client: Client) -> Result<McpClient, ClientError> {
+        let mut chosen = version::STATELESS.to_owned();
+        let mut retried = false;
+        let result = loop {
+            let params = serde_json::json!({ "_meta": self.request_meta(&chosen) });
+            match client
+                .call_raw(methods::SERVER_DISCOVER, Some(&raw_json(&params)))
+                .await
+            {
+                Ok(result) => break result,
+                Err(CallError::Rpc(e))
+                    if e.code == error_codes::UNSUPPORTED_PROTOCOL_VERSION && !retried =>
+                {
+                    // The server names what it speaks: take the first this client does.
+                    let supported = e
+                        .data
+                        .as_ref()
+                        .and_then(|d| serde_json::from_str::<Value>(d.get()).ok())
+                        .and_then(|d| d.get("supported").cloned())
+                        .and_then(|s| serde_json::from_value::<Vec<String>>(s).ok())
+                        .unwrap_or_default();
+                    match supported
+                        .into_iter()
+                        .find(|v| version::STATELESS_VERSIONS.contains(&v.as_str()))
+                    {
+                        Some(v) => chosen = v,
+                        None => return Err(ClientError::Call(CallError::Rpc(e))),
+                    }
+                    retried = true;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        };
+        let discovered: DiscoverResult = decode(methods::SERVER_DISCOVER, result.get())?;
+        if !discovered.supported_versions.is_empty()
+            && !discovered.supported_versions.contains(&chosen)
+        {
+            return Err(ClientError::Version(
+                discovered.supported_versions.join(", "),
+            ));
+        }
+        let server_info = discovered
+            .server_info()
+            .cloned()
+            .or_else(|| {
+                let info = discovered.extra.get("serverInfo")?;
+                serde_json::from_value(info.clone()).ok()
+            })
+            .unwrap_or_else(|| Implementation::new("", ""));
+        let init = InitializeResult {
+            meta: None,
+            protocol_version: chosen.clone(),
+            capabilities: discovered.capabilities,
+            server_info,
+            instructions: discovered.instructions,
+            extra: JsonObject::new(),
+        };
+        Ok(McpClient {
+            client,
+            init,
+            roots: self.roots.clone(),
+            stateless: Some(Arc::new(Stateless {
+                meta: self.request_meta(&chosen),
+                answers: self.clone(),
+            })),
+        })
+    }
+
+    /// Fulfils one of the server's input requests with this client's handlers.
+    async fn answer(&self, request: InputRequest) -> Result<Value, ClientError> {
+        let refused = |e: ErrorObject<'static>| ClientError::Call(CallError::Rpc(e));
+        let value = match request {
+            InputRequest::Elicit(params) => {
+                let Some(elicitation) = &self.elicitation else {
+                    return Err(ClientError::Unanswerable(
+                        methods::ELICITATION_CREATE.into(),
+                    ));
+                };
+                if matches!(params, ElicitRequestParams::Url(_)) && !self.url_elicitation {
+                    return Err(ClientError::Unanswerable(
+                        "elicitation/create (URL mode)".into(),
+                    ));
+                }
+                serde_json::to_value(elicitation(params).await.map_err(refused)?)
+            }
+            InputRequest::CreateMessage(params) => {
+                let Some(sampling) = &self.sampling else {
+                    return Err(ClientError::Unanswerable(
+                        methods::SAMPLING_CREATE_MESSAGE.into(),
+                    ));
+                };
+                serde_json::to_value(sampling(params).await.map_err(refused)?)
+            }
+            InputRequest::ListRoots(_) => {
+                let Some(roots) = &self.roots else {
+                    return Err(ClientError::Unanswerable(methods::ROOTS_LIST.into()));
+                };
+                let roots = roots.lock().unwrap_or_else(PoisonError::into_inner).clone();
+                serde_json::to_value(ListRootsResult {
+                    meta: None,
+                    roots,
+                    extra: JsonObject::new(),
+                })
+            }
+            InputRequest::Other { method, .. } => return Err(ClientError::Unanswerable(method)),
+        };
+        Ok(value.expect("MCP types serialize"))
     }
 }
 
@@ -382,6 +541,18 @@ pub struct McpClient {
     client: Client,
     init: InitializeResult,
     roots: Option<Arc<Mutex<Vec<Root>>>>,
+    /// On the stateless revision (2026-07-28): what every request carries, and how the
+    /// client answers the server's input requests.
+    stateless: Option<Arc<Stateless>>,
+}
+
+/// A client on the stateless revision.
+#[derive(Debug)]
+struct Stateless {
+    /// `_meta` of every request: the revision, the client's capabilities and identity.
+    meta: JsonObject,
+    /// The handlers that answer `input_required` rounds.
+    answers: ClientBuilder,
 }
 
 impl McpClient {
@@ -406,16 +577,71 @@ impl McpClient {
         &self.client
     }
 
+    /// True on the stateless revision (started with [`ClientBuilder::discover`]).
+    pub fn is_stateless(&self) -> bool {
+        self.stateless.is_some()
+    }
+
     async fn request<T: DeserializeOwned>(
         &self,
         method: &'static str,
         params: &impl Serialize,
     ) -> Result<T, ClientError> {
-        let result = self
-            .client
-            .call_raw(method, Some(&raw_json(params)))
-            .await?;
+        let params = serde_json::to_value(params).expect("MCP types serialize");
+        let result = self.call(method, params, None).await?;
         decode(method, result.get())
+    }
+
+    /// One call: on a session, one request; on the stateless revision, with the request
+    /// `_meta` and as many `input_required` rounds as the server needs (at most
+    /// [`MAX_ROUNDS`]). `progress`: a token, the timeout each progress report renews, and
+    /// the cap.
+    async fn call(
+        &self,
+        method: &'static str,
+        mut params: Value,
+        progress: Option<(i64, Duration, Duration)>,
+    ) -> Result<Box<RawValue>, ClientError> {
+        let send = |params: &Value| match progress {
+            Some((token, timeout, cap)) => self.client.call_raw_with_progress(
+                method,
+                Some(&raw_json(params)),
+                timeout,
+                token,
+                cap,
+            ),
+            None => self.client.call_raw(method, Some(&raw_json(params))),
+        };
+        let Some(stateless) = &self.stateless else {
+            return Ok(send(&params).await?);
+        };
+        if let Value::Object(map) = &mut params {
+            let meta = map
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(JsonObject::new()));
+            if let Value::Object(meta) = meta {
+                meta.extend(stateless.meta.clone());
+            }
+        }
+        for _ in 0..MAX_ROUNDS {
+            let result = send(&params).await?;
+            let round: Round = decode(method, result.get())?;
+            if round.result_type.as_deref() != Some("input_required") {
+                return Ok(result);
+            }
+            let mut answers = JsonObject::new();
+            for (key, request) in round.input_requests.unwrap_or_default() {
+                answers.insert(key, stateless.answers.answer(request).await?);
+            }
+            if let Value::Object(map) = &mut params {
+                map.insert("inputResponses".into(), Value::Object(answers));
+                match round.request_state {
+                    Some(state) => map.insert("requestState".into(), Value::String(state)),
+                    None => map.remove("requestState"),
+                };
+            }
+        }
+        Err(ClientError::TooManyRounds(method))
     }
 
     /// Every item of a paginated list: each page's items, following the cursors (at most
@@ -491,14 +717,10 @@ impl McpClient {
         let mut params =
             serde_json::to_value(tool_params(name, arguments)?).expect("MCP types serialize");
         params["_meta"] = serde_json::json!({ "progressToken": token });
-        let call = self.client.call_raw_with_progress(
-            methods::TOOLS_CALL,
-            Some(&raw_json(&params)),
-            timeout,
-            token,
-            cap,
-        );
-        decode(methods::TOOLS_CALL, call.await?.get())
+        let result = self
+            .call(methods::TOOLS_CALL, params, Some((token, timeout, cap)))
+            .await?;
+        decode(methods::TOOLS_CALL, result.get())
     }
 
     /// One page of `resources/list`.
@@ -635,6 +857,15 @@ impl McpClient {
             .await?;
         Ok(true)
     }
+}
+
+/// What the client reads of every stateless result first: whether it asks for input.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Round {
+    result_type: Option<String>,
+    input_requests: Option<InputRequests>,
+    request_state: Option<String>,
 }
 
 fn page(cursor: Option<&str>) -> Value {

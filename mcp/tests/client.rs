@@ -124,6 +124,11 @@ fn server() -> Server {
 
 /// The server on one loopback connection, and `mcp`'s client initialized on the other end.
 async fn connect(server: &Server, mcp: &ClientBuilder) -> McpClient {
+    mcp.initialize(open(server, mcp).await).await.unwrap()
+}
+
+/// The server on one loopback connection; the other end's connection, with `mcp`'s router.
+async fn open(server: &Server, mcp: &ClientBuilder) -> sansrpc_futures::Client {
     let listener = async_net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let router = server.router();
@@ -142,7 +147,7 @@ async fn connect(server: &Server, mcp: &ClientBuilder) -> McpClient {
         .router(mcp.router());
     let (client, driver) = builder.connect(transport::tcp(stream), AsyncIoTimer);
     smol::spawn(driver).detach();
-    mcp.initialize(client).await.unwrap()
+    client
 }
 
 fn run<F: std::future::Future<Output = ()>>(f: F) {
@@ -304,6 +309,61 @@ fn the_server_asks_and_tells_through_the_callbacks() {
         assert_eq!(params["uri"], "memo://a");
 
         assert!(client.set_roots(vec![root("file:///c")]).await.unwrap());
+    });
+}
+
+#[test]
+fn the_typed_client_on_the_stateless_revision() {
+    run(async {
+        let mcp = ClientBuilder::new("stateless", "2")
+            .on_elicitation(|request| async move { Ok(ElicitResult::accept(request.defaults())) })
+            .on_sampling(|_| async move {
+                let answer = json!({"role": "assistant", "model": "round-model",
+                    "content": {"type": "text", "text": "pong"}});
+                Ok(serde_json::from_value::<CreateMessageResult>(answer).unwrap())
+            })
+            .roots(vec![root("file:///r")]);
+        let server = server();
+        let client = mcp.discover(open(&server, &mcp).await).await.unwrap();
+        assert!(client.is_stateless());
+        assert_eq!(client.protocol_version(), "2026-07-28");
+        assert_eq!(client.server_info().name, "client-test-server");
+        // Lists across pages and plain calls, with `_meta` on every request.
+        let tools = client.all_tools().await.unwrap();
+        assert_eq!(tools.len(), 8, "{tools:?}");
+        let sum = client
+            .call_tool("add", json!({"a": 2, "b": 40}))
+            .await
+            .unwrap();
+        assert_eq!(text(&sum.content), "42");
+        // No session to ask the client on: the server answers input_required three
+        // times (elicitation, sampling, roots, one per round); the client fulfils each
+        // with its handlers and calls again with the answers and the requestState.
+        let asked = client.call_tool("ask", ()).await.unwrap();
+        let asked: Value = serde_json::from_str(text(&asked.content)).unwrap();
+        assert_eq!(
+            asked["content"],
+            json!({"name": "Ada", "age": 36, "score": 9.5, "ok": true, "color": "blue"}),
+            "{asked}"
+        );
+        assert_eq!(asked["model"], "round-model");
+        assert_eq!(asked["roots"], 1);
+        // The methods 2026-07-28 removed are refused.
+        let err = client.ping().await.unwrap_err();
+        assert_eq!(err.rpc().map(|e| e.code), Some(-32601), "{err}");
+    });
+}
+
+#[test]
+fn a_stateless_client_without_the_handler_asked_for_says_so() {
+    run(async {
+        // Declares nothing: the server refuses the tool that needs elicitation (-32021),
+        // as on a session.
+        let mcp = ClientBuilder::new("plain", "1");
+        let server = server();
+        let client = mcp.discover(open(&server, &mcp).await).await.unwrap();
+        let err = client.call_tool("ask", ()).await.unwrap_err();
+        assert_eq!(err.rpc().map(|e| e.code), Some(-32021), "{err}");
     });
 }
 

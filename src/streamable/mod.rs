@@ -56,9 +56,9 @@ mod store;
 mod stream;
 
 pub use rules::{
-    bearer_token, decode_header_value, Hosts, Origins, ParamHeader, ASSUMED, HEADER_MISMATCH,
-    LATEST_LEGACY, LEGACY, META_CAPABILITIES, META_VERSION, MISSING_CAPABILITY, STATELESS,
-    UNSUPPORTED_VERSION,
+    bearer_token, decode_header_value, encode_header_value, Hosts, Origins, ParamHeader, ASSUMED,
+    HEADER_MISMATCH, LATEST_LEGACY, LEGACY, META_CAPABILITIES, META_VERSION, MISSING_CAPABILITY,
+    STATELESS, UNSUPPORTED_VERSION,
 };
 pub use store::{EventStore, MemoryEventStore};
 

@@ -163,6 +163,39 @@ pub fn decode_header_value(value: &str) -> Option<String> {
     }
 }
 
+/// A header value as an MCP client sends it (the inverse of [`decode_header_value`]):
+/// plain when it is visible ASCII with inner spaces only, else `=?base64?…?=` around the
+/// base64 of its UTF-8 (a value that itself starts `=?base64?` is encoded too, so that it
+/// reads back as sent).
+pub fn encode_header_value(value: &str) -> String {
+    let plain = value.bytes().all(|b| b == b' ' || b.is_ascii_graphic())
+        && !value.starts_with(' ')
+        && !value.ends_with(' ')
+        && !value.starts_with("=?base64?");
+    if plain {
+        return String::from(value);
+    }
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::from("=?base64?");
+    for chunk in value.as_bytes().chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for (i, shift) in [18u32, 12, 6, 0].into_iter().enumerate() {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[((n >> shift) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out.push_str("?=");
+    out
+}
+
 /// Standard base64 (with its padding), strictly.
 fn base64_decode(text: &str) -> Option<Vec<u8>> {
     let bytes = text.as_bytes();
@@ -449,6 +482,37 @@ fn check_param(head: &Head, arguments: Option<&Json>, p: &ParamHeader) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn header_values_encode_to_what_decodes_back() {
+        assert_eq!(encode_header_value("get-weather"), "get-weather");
+        assert_eq!(encode_header_value("file:///a b.txt"), "file:///a b.txt");
+        assert_eq!(encode_header_value("Hello"), "Hello");
+        assert_eq!(encode_header_value("héllo"), "=?base64?aMOpbGxv?=");
+        assert_eq!(encode_header_value(" lead"), "=?base64?IGxlYWQ=?=");
+        assert_eq!(encode_header_value("a\r\nb"), "=?base64?YQ0KYg==?=");
+        for value in [
+            "",
+            "x",
+            "ab",
+            "abc",
+            "日本語",
+            "=?base64?SGVsbG8=?=",
+            "tab\there",
+            "end ",
+        ] {
+            let encoded = encode_header_value(value);
+            assert!(
+                encoded.bytes().all(|b| b == b' ' || b.is_ascii_graphic()),
+                "{encoded:?}"
+            );
+            assert_eq!(
+                decode_header_value(&encoded).as_deref(),
+                Some(value),
+                "{encoded:?}"
+            );
+        }
+    }
 
     #[test]
     fn base64_header_values_decode_strictly() {

@@ -8,7 +8,13 @@
 //! - `elicitation-sep1034-client-defaults`: `test_client_elicitation_defaults`, accepting
 //!   the server's form with the defaults it declares (SEP-1034);
 //! - `sse-retry`: `test_reconnection`, whose event stream the server closes; the answer comes
-//!   on the stream resumed with `Last-Event-ID` after the server's `retry` delay.
+//!   on the stream resumed with `Last-Event-ID` after the server's `retry` delay;
+//! - `http-standard-headers`: every tool called, every resource read, every prompt got
+//!   (each POST carries `Mcp-Method`, and `Mcp-Name` where the request names something).
+//!
+//! `MCP_CONFORMANCE_PROTOCOL_VERSION` picks the revision: 2026-07-28 starts with
+//! `server/discover` and sends `_meta` on every request (`ClientBuilder::discover`),
+//! answering `input_required` rounds with the same handlers; the others initialize.
 //!
 //! Any other scenario calls every tool the server lists without arguments. Prints one JSON
 //! line with what it saw; exits non-zero when a call fails.
@@ -17,7 +23,7 @@
 
 use sansrpc::endpoint::{Config, Profile};
 use sansrpc_mcp::client::ClientBuilder;
-use sansrpc_mcp::types::ElicitResult;
+use sansrpc_mcp::types::{version, CreateMessageResult, ElicitResult};
 use sansrpc_tokio::{sansrpc, Builder};
 use serde_json::{json, Value};
 
@@ -28,14 +34,29 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .next_back()
         .ok_or("usage: everything_client URL")?;
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    let revision = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").unwrap_or_default();
 
     let mcp = ClientBuilder::new("sansrpc-everything-client", env!("CARGO_PKG_VERSION"))
-        .on_elicitation(|request| async move { Ok(ElicitResult::accept(request.defaults())) });
+        .on_elicitation(|request| async move { Ok(ElicitResult::accept(request.defaults())) })
+        // A canned model and no roots: the client declares every capability it can answer.
+        .on_sampling(|_| async {
+            let answer = json!({"role": "assistant", "model": "sansrpc-canned",
+                "content": {"type": "text", "text": "A canned answer."}});
+            serde_json::from_value::<CreateMessageResult>(answer)
+                .map_err(|e| sansrpc::ErrorObject::new(-32603, e.to_string()))
+        })
+        .roots(Vec::new());
     let builder = Builder::new()
         .config(Config::for_profile(Profile::Mcp))
         .router(mcp.router());
     let conn = sansrpc_tokio::mcp_client::connect(&url, builder)?;
-    let server = mcp.initialize(conn.client.clone()).await?;
+    // The stateless revision has no handshake: `server/discover`, then `_meta` on every
+    // request. The session revisions initialize.
+    let server = if version::is_stateless(&revision) {
+        mcp.discover(conn.client.clone()).await?
+    } else {
+        mcp.initialize(conn.client.clone()).await?
+    };
 
     let mut calls = Vec::new();
     if scenario != "initialize" {
@@ -55,6 +76,23 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             let result = server.call_tool(name, arguments).await?;
             calls.push(json!({"tool": name, "result": result}));
+        }
+        // Every kind of named request (its POST carries `Mcp-Name`): each resource read
+        // and each prompt got, where the server offers them.
+        if scenario == "http-standard-headers" {
+            let caps = &server.initialize_result().capabilities;
+            if caps.resources.is_some() {
+                for resource in server.all_resources().await? {
+                    let read = server.read_resource(&resource.uri).await?;
+                    calls.push(json!({"resource": resource.uri, "result": read}));
+                }
+            }
+            if caps.prompts.is_some() {
+                for prompt in server.all_prompts().await? {
+                    let got = server.get_prompt(&prompt.name, Default::default()).await?;
+                    calls.push(json!({"prompt": prompt.name, "result": got}));
+                }
+            }
         }
     }
     println!(

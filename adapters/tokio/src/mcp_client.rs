@@ -35,6 +35,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use sansrpc::codec::sse;
 use sansrpc::connection::Connection as Conn;
+use sansrpc::streamable::encode_header_value;
 use sansrpc::Instant;
 use tokio::sync::mpsc;
 
@@ -86,22 +87,63 @@ impl Drop for OpenOnDrop {
     }
 }
 
-/// What a frame the connection sends is: its method, and whether it waits for an answer.
-fn sent(frame: &[u8]) -> (Option<String>, bool) {
+/// What a frame the connection sends is: its method, whether it waits for an answer, and
+/// what its POST's headers say of it.
+#[derive(Debug, Default)]
+struct Frame {
+    method: Option<String>,
+    request: bool,
+    /// `Mcp-Name`: the tool or prompt name, or the resource URI, of `tools/call`,
+    /// `prompts/get` and `resources/read`.
+    name: Option<String>,
+    /// The revision its `_meta` names (2026-07-28 requests carry it in every request).
+    version: Option<String>,
+}
+
+fn sent(frame: &[u8]) -> Frame {
     #[derive(serde::Deserialize)]
-    struct Sent<'a> {
-        #[serde(borrow)]
-        method: Option<&'a str>,
-        #[serde(borrow)]
-        id: Option<&'a serde_json::value::RawValue>,
+    struct Sent {
+        method: Option<String>,
+        id: Option<Box<serde_json::value::RawValue>>,
+        params: Option<Params>,
     }
-    let sent = serde_json::from_slice::<Sent<'_>>(frame).ok();
-    // A request (or a batch) waits for its answer; a notification or a response does not.
-    let request = frame.first() == Some(&b'[')
-        || sent
-            .as_ref()
-            .is_some_and(|s| s.method.is_some() && s.id.is_some());
-    (sent.and_then(|s| s.method.map(str::to_owned)), request)
+    #[derive(serde::Deserialize)]
+    struct Params {
+        name: Option<String>,
+        uri: Option<String>,
+        #[serde(rename = "_meta")]
+        meta: Option<Meta>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Meta {
+        #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
+        version: Option<String>,
+    }
+    let Ok(sent) = serde_json::from_slice::<Sent>(frame) else {
+        // A batch (or what does not parse) waits for its answers.
+        return Frame {
+            request: frame.first() == Some(&b'['),
+            ..Frame::default()
+        };
+    };
+    let request = sent.method.is_some() && sent.id.is_some();
+    let named = matches!(
+        sent.method.as_deref(),
+        Some("tools/call" | "prompts/get" | "resources/read")
+    );
+    let (name, version) = match sent.params {
+        Some(p) => (
+            if named { p.name.or(p.uri) } else { None },
+            p.meta.and_then(|m| m.version),
+        ),
+        None => (None, None),
+    };
+    Frame {
+        method: sent.method,
+        request,
+        name,
+        version,
+    }
 }
 
 /// Connects to the Streamable HTTP MCP endpoint at `url` (`http://`) and spawns the
@@ -177,8 +219,8 @@ impl Transport for Messages {
         self.buf.clear();
         while let Some(len) = conn.poll_transmit(&mut self.buf) {
             let frame = self.buf.split_off(self.buf.len() - len);
-            let (method, request) = sent(&frame);
-            let opens = method.as_deref() == Some("notifications/initialized") && {
+            let described = sent(&frame);
+            let opens = described.method.as_deref() == Some("notifications/initialized") && {
                 let mut session = self
                     .shared
                     .session
@@ -197,7 +239,7 @@ impl Transport for Messages {
                     drop(gate);
                 });
             }
-            tokio::spawn(post(self.shared.clone(), frame, method, request, opens));
+            tokio::spawn(post(self.shared.clone(), frame, described, opens));
         }
         Poll::Ready(Ok(()))
     }
@@ -206,7 +248,7 @@ impl Transport for Messages {
         if !std::mem::replace(&mut self.closing, true) {
             let shared = self.shared.clone();
             tokio::spawn(async move {
-                let _ = send(&shared, Method::DELETE, None, None).await;
+                let _ = send(&shared, Method::DELETE, None, None, None).await;
             });
         }
         Poll::Ready(Ok(()))
@@ -218,6 +260,7 @@ async fn send(
     shared: &Shared,
     method: Method,
     body: Option<Vec<u8>>,
+    frame: Option<&Frame>,
     last_event_id: Option<&str>,
 ) -> Result<hyper::Response<hyper::body::Incoming>, Box<dyn std::error::Error + Send + Sync>> {
     let mut request = Request::builder()
@@ -234,8 +277,22 @@ async fn send(
         if let Some(id) = &session.id {
             request = request.header("mcp-session-id", id.as_str());
         }
-        if let Some(version) = &session.version {
+        // A 2026-07-28 request names its revision itself; a session's was settled at
+        // initialize.
+        let version = frame
+            .and_then(|f| f.version.as_ref())
+            .or(session.version.as_ref());
+        if let Some(version) = version {
             request = request.header("mcp-protocol-version", version.as_str());
+        }
+    }
+    // The standard headers (SEP-2243): the method, and the name of what it acts on.
+    if let Some(frame) = frame {
+        if let Some(method) = &frame.method {
+            request = request.header("mcp-method", encode_header_value(method));
+        }
+        if let Some(name) = &frame.name {
+            request = request.header("mcp-name", encode_header_value(name));
         }
     }
     if let Some(id) = last_event_id {
@@ -250,13 +307,14 @@ async fn send(
 
 /// POSTs one frame and hands on what comes back. The POST of `notifications/initialized`
 /// (`opens`) then opens the session's GET stream; the others wait until it is open.
-async fn post(shared: Shared, frame: Vec<u8>, method: Option<String>, request: bool, opens: bool) {
+async fn post(shared: Shared, frame: Vec<u8>, described: Frame, opens: bool) {
     let gate = opens.then(|| OpenOnDrop(shared.listening.clone()));
     if !opens {
         let mut open = shared.listening.subscribe();
         let _ = tokio::time::timeout(LISTEN_WAIT, open.wait_for(|open| *open)).await;
     }
-    let Ok(response) = send(&shared, Method::POST, Some(frame), None).await else {
+    let Ok(response) = send(&shared, Method::POST, Some(frame), Some(&described), None).await
+    else {
         return;
     };
     if let Some(id) = response.headers().get("mcp-session-id") {
@@ -264,11 +322,11 @@ async fn post(shared: Shared, frame: Vec<u8>, method: Option<String>, request: b
             shared.session.lock().unwrap_or_else(|e| e.into_inner()).id = Some(id.to_owned());
         }
     }
-    let initialize = method.as_deref() == Some("initialize");
+    let initialize = described.method.as_deref() == Some("initialize");
     // Anything but 202 for `notifications/initialized`: no GET stream, the gate opens now
     // (not after an answer the server might keep open).
     let gate = gate.filter(|_| response.status() == hyper::StatusCode::ACCEPTED);
-    read(&shared, response, initialize, request).await;
+    read(&shared, response, initialize, described.request).await;
     if let Some(gate) = gate {
         tokio::spawn(listen(shared.clone(), gate));
     }
@@ -277,7 +335,7 @@ async fn post(shared: Shared, frame: Vec<u8>, method: Option<String>, request: b
 /// The session's GET stream: messages for no request; resumed when it drops. The gate
 /// opens once the answer's head is in (or the GET failed).
 async fn listen(shared: Shared, gate: OpenOnDrop) {
-    let response = send(&shared, Method::GET, None, None).await;
+    let response = send(&shared, Method::GET, None, None, None).await;
     drop(gate);
     if let Ok(response) = response {
         if response.status().is_success() {
@@ -336,7 +394,7 @@ async fn read(
             }
             decoder = sse::Decoder::new(sse::Limits::default());
             tokio::time::sleep(retry).await;
-            match send(shared, Method::GET, None, Some(&resume_from)).await {
+            match send(shared, Method::GET, None, None, Some(&resume_from)).await {
                 Ok(r) if r.status().is_success() => body = r.into_body(),
                 _ => return,
             }

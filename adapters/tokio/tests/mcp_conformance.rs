@@ -9,7 +9,9 @@
 //!
 //! The client side: the suite's mock servers against the `everything_client` example (the
 //! typed client of `sansrpc_mcp::client` over Streamable HTTP) in the scenarios initialize,
-//! tools_call, elicitation-sep1034-client-defaults and sse-retry.
+//! tools_call, elicitation-sep1034-client-defaults and sse-retry, and on the stateless
+//! revision in tools_call, request-metadata, http-standard-headers and
+//! sep-2322-client-request-state.
 
 #[path = "../../../tests/support/interop.rs"]
 mod support;
@@ -239,26 +241,56 @@ fn a_dropped_stateless_response_does_not_stop_the_server() {
 }
 
 /// One client scenario against `everything_client`: the suite starts its mock server and
-/// runs the client with the server's URL; every check must pass, without warnings.
+/// runs the client with the server's URL; every check must pass, without warnings. The
+/// session revision's scenarios run at the suite's default revision; the stateless ones at
+/// 2026-07-28, where the client starts with `server/discover` (`ClientBuilder::discover`)
+/// and some checks must be seen to succeed (not be skipped): the named requests' `Mcp-Name`
+/// header, the retry after -32022, and the declared capabilities.
 #[test]
 fn the_client_passes_the_client_scenarios() {
     let dir = support::interop(env!("CARGO_MANIFEST_DIR"), "mcp-conformance");
     support::npm_ci(&dir, "@modelcontextprotocol/conformance");
     let client = support::example("sansrpc-tokio", "everything_client");
     let mut failed = Vec::new();
-    for name in [
-        "initialize",
-        "tools_call",
-        "elicitation-sep1034-client-defaults",
-        "sse-retry",
-    ] {
-        let out = Command::new("bash")
+    let stateless = Some("2026-07-28");
+    let scenarios: [(&str, Option<&str>, &[&str]); 8] = [
+        ("initialize", None, &[]),
+        ("tools_call", None, &[]),
+        ("elicitation-sep1034-client-defaults", None, &[]),
+        ("sse-retry", None, &[]),
+        ("tools_call", stateless, &[]),
+        (
+            "request-metadata",
+            stateless,
+            &[
+                "Client retries with a supported version",
+                "Client declares valid roots capability",
+                "Client declares valid sampling capability",
+                "Client declares valid elicitation capability",
+            ],
+        ),
+        (
+            "http-standard-headers",
+            stateless,
+            &[
+                "Mcp-Name header on tools/call request",
+                "Mcp-Name header on resources/read request",
+                "Mcp-Name header on prompts/get request",
+            ],
+        ),
+        ("sep-2322-client-request-state", stateless, &[]),
+    ];
+    for (name, version, must_succeed) in scenarios {
+        let mut command = Command::new("bash");
+        command
             .arg(dir.join("run.sh"))
             .args(["client", "--command"])
             .arg(&client)
-            .args(["--scenario", name, "--timeout", "60000"])
-            .output()
-            .expect("bash runs the conformance suite");
+            .args(["--scenario", name, "--timeout", "60000"]);
+        if let Some(version) = version {
+            command.args(["--spec-version", version]);
+        }
+        let out = command.output().expect("bash runs the conformance suite");
         // Client runs print their summary on stderr.
         let report = format!(
             "{}{}",
@@ -270,9 +302,24 @@ fn the_client_passes_the_client_scenarios() {
             .find(|l| l.starts_with("Passed: "))
             .unwrap_or_default()
             .to_owned();
+        let name = format!("{name} ({})", version.unwrap_or("default revision"));
         eprintln!("client {name}: {passed}");
-        if !out.status.success() || !passed.contains(", 0 failed, 0 warnings") {
-            failed.push(format!("{name}: {passed}\n{report}"));
+        let not_seen: Vec<&str> = must_succeed
+            .iter()
+            .copied()
+            .filter(|check| {
+                !report
+                    .lines()
+                    .any(|l| l.contains(check) && l.contains("SUCCESS"))
+            })
+            .collect();
+        if !out.status.success()
+            || !passed.contains(", 0 failed, 0 warnings")
+            || !not_seen.is_empty()
+        {
+            failed.push(format!(
+                "{name}: {passed}; not SUCCESS: {not_seen:?}\n{report}"
+            ));
         }
     }
     assert!(failed.is_empty(), "{}", failed.join("\n"));
