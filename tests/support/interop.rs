@@ -1,8 +1,13 @@
 //! Shared by the tests that drive our examples with other projects' clients and servers
 //! (vscode-jsonrpc, the MCP SDKs), in whichever crate they live: installing a Node project
 //! from its lock file, finding an example binary, and the LSP clients' runs (vscode-jsonrpc,
-//! pytest-lsp).
+//! pytest-lsp). Running the examples themselves is `processes.rs`, re-exported here.
 #![allow(dead_code)]
+
+#[path = "processes.rs"]
+mod processes;
+#[allow(unused_imports)] // Not every test that includes this runs an example.
+pub use processes::*;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -42,24 +47,6 @@ pub fn npm_ci(dir: &Path, package: &str) {
         .status()
         .expect("npm (Node 20) is needed for this test");
     assert!(status.success(), "npm ci failed in {}", dir.display());
-}
-
-/// The example binary `cargo test` builds beside the test binaries.
-pub fn example(package: &str, name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let path = exe
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("examples")
-        .join(name);
-    assert!(
-        path.exists(),
-        "{} is missing: `cargo test` builds examples; alone, run `cargo build -p {package} --example {name}`",
-        path.display()
-    );
-    path
 }
 
 /// Runs `interop/vscode-jsonrpc/lsp_client.js` against the LSP server `server` and checks
@@ -145,31 +132,4 @@ pub fn pytest_lsp_drives(crate_dir: &str, server: &Path) {
 /// `s` as one word for Python's `shlex.split`.
 fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
-}
-
-/// A child process killed (and reaped) when dropped, however the test ends.
-pub struct Running(pub std::process::Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts the example `name` of `package` with `env`, and waits for the first line it
-/// prints on stdout (`listening on …`); returns it with the process.
-pub fn start_example(package: &str, name: &str, env: &[(&str, &str)]) -> (Running, String) {
-    use std::io::BufRead;
-    let mut child = Command::new(example(package, name))
-        .envs(env.iter().copied())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::inherit())
-        .spawn()
-        .unwrap_or_else(|e| panic!("start the {name} example: {e}"));
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    (Running(child), line.trim().to_owned())
 }

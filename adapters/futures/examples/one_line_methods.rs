@@ -18,6 +18,8 @@ fn main() -> std::io::Result<()> {
     smol::block_on(async {
         let listener = async_net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
+        // The server tells `main` once it has handled `Initialized`.
+        let (handled, initialized) = smol::channel::bounded(1);
         smol::spawn(async move {
             let Ok((stream, _)) = listener.accept().await else {
                 return;
@@ -27,7 +29,13 @@ fn main() -> std::io::Result<()> {
                 .handle(Add, |p| async move { Ok(p.a + p.b) })
                 .unwrap();
             router
-                .notification::<Initialized, _, _>(|()| async { println!("initialized") })
+                .notification::<Initialized, _, _>(move |()| {
+                    let handled = handled.clone();
+                    async move {
+                        println!("initialized");
+                        let _ = handled.send(()).await;
+                    }
+                })
                 .unwrap();
             let (_client, driver) = Builder::new()
                 .router(router)
@@ -40,6 +48,7 @@ fn main() -> std::io::Result<()> {
         let (client, driver) = Builder::new().connect(transport::tcp(stream), AsyncIoTimer);
         smol::spawn(driver).detach();
         client.notify::<Initialized>(&()).await.unwrap();
+        initialized.recv().await.unwrap();
         let sum = client
             .request(Add, &AddParams { a: 1, b: 2 })
             .await

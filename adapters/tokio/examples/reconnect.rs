@@ -50,25 +50,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let builder = Builder::new().heartbeat(heartbeat);
     let conn = reconnect::spawn(builder, policy, reconnect::tcp(addr));
     let client = conn.client.clone();
+    // The client's state: `wait_for` returns once it is the one wanted (`changed()`, at the
+    // next change).
     let mut watch = client.watch();
-    tokio::spawn(async move {
-        loop {
-            let state = watch.changed().await;
-            println!("client: {state}");
-            if state == State::Closed {
-                break;
-            }
-        }
-    });
 
     client.wait_open().await?;
+    println!("client: {}", client.state());
     let sum = client.call::<Add>(&Pair { a: 1.0, b: 2.0 }).await?;
     println!("1 + 2 = {sum}");
 
     println!("server: killed");
     server.abort();
     let _ = server.await;
-    client.watch().wait_for(|s| s == State::Connecting).await;
+    let state = watch.wait_for(|s| s == State::Connecting).await;
+    println!("client: {state}");
     // While the client reconnects, calls are refused at once with a typed error...
     if let Err(e) = client.call::<Add>(&Pair { a: 2.0, b: 2.0 }).await {
         println!("2 + 2 while the server is down: {e}");
@@ -79,6 +74,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // ...and once it is open again, calls go through.
     client.wait_open().await?;
+    println!("client: {}", client.state());
     let sum = client
         .call_idempotent::<Add>(&Pair { a: 3.0, b: 4.0 })
         .await?;
@@ -86,5 +82,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     client.close(Duration::from_secs(1));
     conn.task.await??;
+    println!("client: {}", client.state());
     Ok(())
 }

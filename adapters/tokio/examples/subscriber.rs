@@ -26,6 +26,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         policy,
         reconnect::tcp(addr),
     );
+    // Calls are refused until the first connection is open.
+    conn.client.wait_open().await?;
     conn.client
         .call_raw(
             "rpc.subscribe",
