@@ -24,7 +24,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::abuse::{assert_alive, peak_rss_kib};
-use common::{exe, start_logging_addr, Server};
+use common::{exe, first_line, run, start_logging_addr, Server, Watchdog};
 
 /// Peak RSS bound of a server under one pipelining client (the figure: 934 MiB in
 /// 20 s over stdio before the output buffer was reclaimed under partial drains).
@@ -68,19 +68,17 @@ fn mio_server(write_stall_secs: Option<u64>) -> (Server, String) {
     if let Some(secs) = write_stall_secs {
         command.arg(secs.to_string());
     }
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start the mio example");
-    let mut line = String::new();
-    let mut stdout = child.stdout.take().unwrap();
-    let mut byte = [0u8; 1];
-    while !line.ends_with('\n') && stdout.read(&mut byte).unwrap_or(0) == 1 {
-        line.push(byte[0] as char);
-    }
+    let mut server = Server(
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start the mio example"),
+    );
+    let stdout = server.0.stdout.take().unwrap();
+    let line = first_line(stdout, Duration::from_secs(30), "the mio example listens");
     assert!(line.starts_with("listening on"), "{line:?}");
-    (Server(child), addr)
+    (server, addr)
 }
 
 /// `sansrpc serve --tcp` with these extra arguments.
@@ -225,7 +223,12 @@ fn a_pipelining_slow_reader_over_stdio_to_the_tokio_calculator() {
     let open = std::os::fd::AsFd::as_fd(&stdin)
         .try_clone_to_owned()
         .unwrap();
-    let seen = pipeline(stdin, stdout, "add");
+    let seen = {
+        // Pipes have no timeouts: a calculator that stops answering is killed after the
+        // pipeline's own bound (it reads for at most 60 s past it), and the test fails.
+        let _bound = Watchdog::new(&server, PIPELINE + Duration::from_secs(90));
+        pipeline(stdin, stdout, "add")
+    };
     assert_pipelined("tokio calculator over stdio", seen, &mut server);
     drop(open);
 }
@@ -234,7 +237,7 @@ fn a_pipelining_slow_reader_over_stdio_to_the_tokio_calculator() {
 fn a_pipelining_slow_reader_over_tcp_to_sansrpc_serve() {
     let _serial = one_at_a_time();
     let (mut server, addr) = serve_tcp(&[]);
-    let stream = TcpStream::connect(&addr).unwrap();
+    let stream = bounded(TcpStream::connect(&addr).unwrap());
     let seen = pipeline(stream.try_clone().unwrap(), stream, "add");
     assert_pipelined("sansrpc serve --tcp", seen, &mut server);
 }
@@ -243,9 +246,18 @@ fn a_pipelining_slow_reader_over_tcp_to_sansrpc_serve() {
 fn a_pipelining_slow_reader_over_tcp_to_the_mio_example() {
     let _serial = one_at_a_time();
     let (mut server, addr) = mio_server(None);
-    let stream = TcpStream::connect(&addr).unwrap();
+    let stream = bounded(TcpStream::connect(&addr).unwrap());
     let seen = pipeline(stream.try_clone().unwrap(), stream, "sum");
     assert_pipelined("mio example", seen, &mut server);
+}
+
+/// `stream` with its reads and writes bounded (30 s each, shared by its clones): a server
+/// that stops answering, or reading, fails the pipeline instead of hanging it.
+fn bounded(stream: TcpStream) -> TcpStream {
+    let limit = Some(Duration::from_secs(30));
+    stream.set_read_timeout(limit).unwrap();
+    stream.set_write_timeout(limit).unwrap();
+    stream
 }
 
 /// One call on a new connection; true when its `3` came back within 5 s.
@@ -406,15 +418,15 @@ fn peers_that_stop_reading_are_closed_at_the_default_write_stall_by_the_mio_exam
 fn the_mio_example_passes_sansrpc_check_strict() {
     let _serial = one_at_a_time();
     let (mut server, addr) = mio_server(None);
-    let out = Command::new(exe())
-        .args(["check", "--tcp", &addr, "--spec-methods", "--strict"])
-        .output()
-        .expect("run sansrpc check");
-    let report = String::from_utf8_lossy(&out.stdout);
+    let out = run(
+        &["check", "--tcp", &addr, "--spec-methods", "--strict"],
+        Duration::from_secs(300),
+    );
+    let report = &out.stdout;
     assert!(
-        out.status.success(),
+        out.status == 0,
         "sansrpc check --strict failed against the mio example:\n{report}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+        out.stderr
     );
     assert!(report.contains("Robustness: hostile input"), "{report}");
     assert_alive(&mut server);

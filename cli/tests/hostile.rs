@@ -155,21 +155,17 @@ fn descriptor_exhaustion_under_a_low_limit_serves_held_and_later_clients() {
         .collect();
     // The descriptors did run out: the server holds every one its limit allows (it may
     // keep one spare to shed a connection it cannot serve).
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let open = loop {
-        let open = std::fs::read_dir(format!("/proc/{}/fd", server.0.id()))
-            .unwrap()
-            .count();
-        if open >= 63 || Instant::now() > deadline {
-            break open;
-        }
-        thread::sleep(Duration::from_millis(20));
-    };
-    eprintln!("descriptor exhaustion: {open} descriptors open, limit 64");
-    assert!(
-        open >= 63,
-        "the descriptors never ran out: {open} of 64 open"
+    let fds = format!("/proc/{}/fd", server.0.id());
+    let mut open = 0;
+    common::wait_until(
+        Duration::from_secs(10),
+        "the descriptors run out: 63 of 64 open",
+        || {
+            open = std::fs::read_dir(&fds).unwrap().count();
+            open >= 63
+        },
     );
+    eprintln!("descriptor exhaustion: {open} descriptors open, limit 64");
     assert!(
         call(&mut held),
         "the held connection works while descriptors are out"
@@ -217,8 +213,12 @@ fn websocket_protocol_violations_get_their_close_codes() {
         ws.write_all(&frame).unwrap();
         assert_eq!(read_close_code(&mut ws), Some(want), "{what}");
     }
-    // Long enough for the well-behaved client's calls to count.
-    thread::sleep(Duration::from_secs(1));
+    // Until the well-behaved client's calls count (assert_served wants five).
+    common::wait_until(
+        Duration::from_secs(20),
+        "the well-behaved client served 5 times",
+        || caller.served() >= 5,
+    );
     assert_served(caller, &mut server, "protocol violations");
 }
 

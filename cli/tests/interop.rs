@@ -7,13 +7,14 @@
 //!
 //! Each dependency is installed by the test when it is missing.
 
+mod common;
 #[path = "../../tests/support/interop.rs"]
 mod support;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 fn interop(dir: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -24,17 +25,15 @@ fn interop(dir: &str) -> PathBuf {
 /// Runs `sansrpc check --spec-methods --json` with `target` and checks the verdicts: the
 /// run fails as a whole, each case in `pass` passes and each in `fail` fails.
 fn check(target: &[&str], who: &str, pass: &[&str], fail: &[&str]) {
-    let out: Output = Command::new(env!("CARGO_BIN_EXE_sansrpc"))
-        .args(["check", "--spec-methods", "--json", "--timeout", "1"])
-        .args(target)
-        .output()
-        .unwrap();
+    let mut args = vec!["check", "--spec-methods", "--json", "--timeout", "1"];
+    args.extend_from_slice(target);
+    // A bound, not an estimate: against jsonrpcserver the run takes over 2 minutes.
+    let out = common::run(&args, Duration::from_secs(600));
     assert_eq!(
-        out.status.code(),
-        Some(1),
+        out.status, 1,
         "{who} is not fully compliant; the check must say so"
     );
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     let status: BTreeMap<&str, &str> = report["cases"]
         .as_array()
         .unwrap()
@@ -105,55 +104,49 @@ fn python_jsonrpcserver_over_http_report() {
         .local_addr()
         .unwrap()
         .port();
-    let mut server = Command::new("python3")
-        .arg(dir.join("server.py"))
-        .arg(port.to_string())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "the Python server did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let address = format!("127.0.0.1:{port}");
-    let result = std::panic::catch_unwind(|| {
-        check(
-            &["--http", &address],
-            "jsonrpcserver",
-            // Right: parse errors, unknown methods, the specification's calls, integer and
-            // string ids, the empty batch, every hostile input.
-            &[
-                "parse.spec-example",
-                "method.unknown",
-                "spec.subtract-positional",
-                "spec.subtract-named",
-                "spec.sum",
-                "spec.get-data",
-                "id.integer",
-                "id.string",
-                "batch.empty",
-                "hostile.deep-array",
-                "hostile.large-batch",
-            ],
-            // Wrong: invalid requests answered with id null instead of their id, notifications
-            // answered (an empty 200 body, not 204), batches with invalid entries answered
-            // with one object, ids re-encoded (1e3 as 1000.0), NaN accepted and echoed as
-            // invalid JSON.
-            &[
-                "invalid.jsonrpc-missing",
-                "params.string",
-                "notification.unknown",
-                "batch.mixed",
-                "spec.batch",
-                "id.exponent",
-                "parse.nan",
-            ],
-        )
+    // Killed when dropped, however the test ends.
+    let _server = common::Server(
+        Command::new("python3")
+            .arg(dir.join("server.py"))
+            .arg(port.to_string())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    common::wait_until(Duration::from_secs(10), "the Python server listens", || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
     });
-    let _ = server.kill();
-    let _ = server.wait();
-    if let Err(panic) = result {
-        std::panic::resume_unwind(panic);
-    }
+    let address = format!("127.0.0.1:{port}");
+    check(
+        &["--http", &address],
+        "jsonrpcserver",
+        // Right: parse errors, unknown methods, the specification's calls, integer and
+        // string ids, the empty batch, every hostile input.
+        &[
+            "parse.spec-example",
+            "method.unknown",
+            "spec.subtract-positional",
+            "spec.subtract-named",
+            "spec.sum",
+            "spec.get-data",
+            "id.integer",
+            "id.string",
+            "batch.empty",
+            "hostile.deep-array",
+            "hostile.large-batch",
+        ],
+        // Wrong: invalid requests answered with id null instead of their id, notifications
+        // answered (an empty 200 body, not 204), batches with invalid entries answered
+        // with one object, ids re-encoded (1e3 as 1000.0), NaN accepted and echoed as
+        // invalid JSON.
+        &[
+            "invalid.jsonrpc-missing",
+            "params.string",
+            "notification.unknown",
+            "batch.mixed",
+            "spec.batch",
+            "id.exponent",
+            "parse.nan",
+        ],
+    );
 }

@@ -9,7 +9,7 @@ mod nats;
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use serde_json::{json, Value};
@@ -248,19 +248,15 @@ fn two_servers_on_one_nats_share_publishes_and_persistent_subscribers() {
     drop(mover);
 
     let mut mover = Peer::connect(&addr_b);
-    let deadline = Instant::now() + LIMIT;
-    let resumed = loop {
-        // A may still hold the subscription for a moment after the disconnect; B takes it.
-        let resumed = mover.call(
+    let mut resumed = Value::Null;
+    // A may still hold the subscription for a moment after the disconnect; B takes it.
+    wait_until(LIMIT, "B resumes the subscription from sequence 3", || {
+        resumed = mover.call(
             "rpc.subscribe.persistent",
             json!({"subscription_id": "mover", "topic": "jobs"}),
         );
-        if resumed["resumed_from_sequence"] == 3 || Instant::now() > deadline {
-            break resumed;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert_eq!(resumed["resumed_from_sequence"], 3, "{resumed}");
+        resumed["resumed_from_sequence"] == 3
+    });
     let again = mover.deliveries_until(&[4, 5]);
     assert!(
         again.keys().all(|s| *s >= 4),

@@ -3,9 +3,9 @@
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use sansrpc::codec::{encode_frame, Decoder, Framing};
 use sansrpc::Limits;
@@ -16,14 +16,16 @@ fn stdout_carries_only_frames() {
         ("content-length", Framing::ContentLength),
         ("newline", Framing::Newline),
     ] {
-        let mut child = Command::new(common::exe())
-            .args(["serve", "--stdio", "--framing", name])
-            .env("RUST_LOG", "trace")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = common::Server(
+            Command::new(common::exe())
+                .args(["serve", "--stdio", "--framing", name])
+                .env("RUST_LOG", "trace")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
+        );
         let mut input = Vec::new();
         for body in [
             r#"{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1}"#,
@@ -34,20 +36,19 @@ fn stdout_carries_only_frames() {
         ] {
             encode_frame(framing, body.as_bytes(), &mut input);
         }
-        let mut stdin = child.stdin.take().unwrap();
+        // Read on threads of their own: a server that does not exit fails the wait below
+        // (and is killed), never a read that blocks for good.
+        let out = common::read_all(child.0.stdout.take().unwrap());
+        let err = common::read_all(child.0.stderr.take().unwrap());
+        let mut stdin = child.0.stdin.take().unwrap();
         stdin.write_all(&input).unwrap();
         drop(stdin);
-        let (mut out, mut err) = (Vec::new(), Vec::new());
-        child.stdout.take().unwrap().read_to_end(&mut out).unwrap();
-        child.stderr.take().unwrap().read_to_end(&mut err).unwrap();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while child.try_wait().unwrap().is_none() {
-            assert!(
-                Instant::now() < deadline,
-                "serve did not exit at the end of stdin"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        common::wait_exit(
+            &mut child,
+            Duration::from_secs(20),
+            "serve exits at the end of stdin",
+        );
+        let (out, err) = (out.join().unwrap().into_bytes(), err.join().unwrap());
 
         let mut decoder = Decoder::new(framing, &Limits::default());
         let mut frames = Vec::new();
@@ -73,7 +74,6 @@ fn stdout_carries_only_frames() {
         assert_eq!(by_id(2.into())[0]["result"], 7);
         assert_eq!(by_id(serde_json::Value::Null)["error"]["code"], -32700);
         assert_eq!(by_id(3.into())["result"]["openrpc"], "1.2.6");
-        let err = String::from_utf8_lossy(&err);
         assert!(err.contains("serving on stdio"), "{err}");
         assert!(err.contains("sink") && err.contains("logged"), "{err}");
     }

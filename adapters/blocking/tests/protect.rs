@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use calculator::*;
-use common::within;
+use common::{eventually, within};
 use sansrpc::endpoint::RateLimit;
 use sansrpc::method::CallError;
 use sansrpc_blocking::{connect_tcp, serve_tcp, Config, Error};
@@ -69,22 +69,18 @@ fn a_flood_beyond_the_limit_is_refused_while_served_connections_keep_working() {
         for (i, c) in clients.iter().enumerate() {
             assert_eq!(add(c, i as i64, 2), i as i64 + 2);
         }
-        // Once one closes, a new connection is served.
+        // Once one closes, a new connection is served (once the server has seen the close).
         clients[0].close();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
+        eventually(Duration::from_secs(20), "a freed slot is reused", || {
             let c = connect_tcp(server.local_addr(), Config::default()).unwrap();
             match c.call::<Add>(&Operands { a: 5, b: 5 }, T) {
                 Ok(v) => {
                     assert_eq!(v, 10);
-                    break;
+                    true
                 }
-                Err(_) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                Err(e) => panic!("a freed slot was never reused: {e}"),
+                Err(_) => false,
             }
-        }
+        });
         server.shutdown();
     });
 }
@@ -131,13 +127,20 @@ fn an_idle_connection_is_closed_and_a_busy_one_is_not() {
         // the timeout: 2.5 s of calls every 250 ms (each call resets the idle clock).
         let client = connect_tcp(server.local_addr(), Config::default()).unwrap();
         let busy = Instant::now();
+        let mut last_call = busy;
         for i in 0..10 {
-            assert_eq!(add(&client, i, 1), i + 1);
             std::thread::sleep(Duration::from_millis(250));
+            last_call = Instant::now();
+            assert_eq!(add(&client, i, 1), i + 1);
         }
         assert!(busy.elapsed() >= Duration::from_millis(2500));
-        // Then, left alone, it is closed too: the next call fails as closed.
-        std::thread::sleep(Duration::from_millis(3000));
+        assert!(!client.is_closed(), "a busy connection was closed");
+        // Then, left alone, it is closed too, not before the timeout has passed since its
+        // last call; the next call fails as closed.
+        eventually(Duration::from_secs(10), "the idle client is closed", || {
+            client.is_closed()
+        });
+        assert!(last_call.elapsed() >= Duration::from_secs(1));
         let result = client.call::<Add>(&Operands { a: 1, b: 1 }, T);
         assert!(
             matches!(

@@ -8,10 +8,10 @@ mod calculator;
 mod common;
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use calculator::*;
 use common::{eventually, within};
@@ -46,14 +46,16 @@ fn quick_shutdown() -> Config {
 /// Serves `router` on `addr`, retrying while the port is still held by someone else.
 fn serve_on(addr: &str, router: Router) -> Server {
     let router = Arc::new(router);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        match serve_tcp(addr, router.clone(), quick_shutdown()) {
-            Ok(server) => return server,
-            Err(e) if Instant::now() > deadline => panic!("serving on {addr}: {e}"),
-            Err(_) => thread::sleep(Duration::from_millis(50)),
-        }
-    }
+    let mut served = None;
+    eventually(
+        Duration::from_secs(10),
+        &format!("serving on {addr}"),
+        || {
+            served = serve_tcp(addr, router.clone(), quick_shutdown()).ok();
+            served.is_some()
+        },
+    );
+    served.unwrap()
 }
 
 fn add(client: &Reconnect) -> Result<i64, Error> {
@@ -119,20 +121,23 @@ fn gives_up_after_max_attempts() {
 
 #[test]
 fn a_pending_idempotent_call_is_resent_and_a_plain_one_fails() {
-    let release = Arc::new(AtomicBool::new(false));
-    let released = release.clone();
+    // Dropped at the end of the test: the held handlers' wait ends.
+    let (release, held) = mpsc::channel::<()>();
+    let held = Arc::new(Mutex::new(held));
     within(LIMIT, move || {
         // The first server takes `slow` calls and holds them past its shutdown grace.
         let arrived = Arc::new(AtomicUsize::new(0));
         let mut router = calculator::router();
-        let (seen, hold) = (arrived.clone(), released.clone());
+        let seen = arrived.clone();
         router
             .raw_method("slow", move |_, out| {
                 seen.fetch_add(1, Ordering::SeqCst);
-                let until = Instant::now() + Duration::from_secs(20);
-                while !hold.load(Ordering::SeqCst) && Instant::now() < until {
-                    thread::sleep(Duration::from_millis(10));
-                }
+                // One handler at a time waits on the receiver; each wakes when the sender
+                // is dropped (or after 20 s, a bound).
+                let _ = held
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .recv_timeout(Duration::from_secs(20));
                 out.extend_from_slice(b"\"late\"");
                 Ok(())
             })
@@ -173,7 +178,7 @@ fn a_pending_idempotent_call_is_resent_and_a_plain_one_fails() {
         client.close();
         server.shutdown();
     });
-    release.store(true, Ordering::SeqCst);
+    drop(release);
 }
 
 #[test]

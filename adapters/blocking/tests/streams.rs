@@ -1,11 +1,14 @@
 //! Pull-based streams and `$/progress` over real TCP connections on 127.0.0.1, with
 //! threads only.
 
+mod common;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::eventually;
 use sansrpc::endpoint::EndReason;
 use sansrpc::method::CallError;
 use sansrpc::router::Router;
@@ -76,14 +79,6 @@ fn router(flags: Arc<Mutex<Vec<Arc<AtomicBool>>>>) -> Router {
     router
 }
 
-fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(start.elapsed() < Duration::from_secs(15), "never: {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 #[test]
 fn streams_over_tcp() {
     let _heap = HEAP.lock().unwrap_or_else(|e| e.into_inner());
@@ -135,9 +130,11 @@ fn streams_over_tcp() {
     let flag = flags.lock().unwrap()[0].clone();
     assert!(!flag.load(Ordering::SeqCst));
     drop(forever);
-    eventually("the server dropped the producer", || {
-        flag.load(Ordering::SeqCst)
-    });
+    eventually(
+        Duration::from_secs(15),
+        "the server dropped the producer",
+        || flag.load(Ordering::SeqCst),
+    );
 
     // A failure after some items.
     let mut failing = client

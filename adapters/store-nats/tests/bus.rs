@@ -5,7 +5,7 @@ mod common;
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
-use common::NatsServer;
+use common::{wait_until, NatsServer};
 use sansrpc::ext::store::{RetentionPolicy, Store, SubscriptionState};
 use sansrpc::RawValue;
 use sansrpc_store_nats::{BusEvent, Error, NatsBus, NatsStore};
@@ -92,15 +92,7 @@ fn a_full_receiver_drops_and_counts_instead_of_growing() {
         a.publish("burst", raw(&i.to_string())).unwrap();
     }
     a.flush().unwrap();
-    let deadline = std::time::Instant::now() + WAIT;
-    while b.dropped() < 16 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "dropped {}",
-            b.dropped()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until(WAIT, "16 events dropped", || b.dropped() >= 16);
     let kept: Vec<BusEvent> = b_rx.try_iter().collect();
     assert_eq!(kept.len(), 4);
     assert_eq!(kept[0], published("burst", "0"));

@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use async_nats::jetstream;
-use common::NatsServer;
+use common::{wait_until, NatsServer};
 use sansrpc::ext::store::{Retention, RetentionPolicy, Store, StoredMessage, SubscriptionState};
 use sansrpc::RawValue;
 use sansrpc_store_nats::{Error, NatsStore};
@@ -227,14 +227,9 @@ fn retention_by_age_is_enforced_by_the_server() {
     a.append("fleeting", 0, raw("1")).unwrap();
     a.append("fleeting", 0, raw("2")).unwrap();
     a.expire(u64::MAX).unwrap(); // a no-op: the server has the clock
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while !read_all(&mut a, "fleeting", 0).is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "max_age never applied"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_until(Duration::from_secs(30), "max_age applied", || {
+        read_all(&mut a, "fleeting", 0).is_empty()
+    });
     assert_eq!(a.last_sequence("fleeting").unwrap(), 2);
     assert_eq!(a.append("fleeting", 0, raw("3")).unwrap(), 3);
 }

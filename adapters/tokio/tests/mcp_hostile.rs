@@ -14,14 +14,16 @@
 //! its old response is still attached takes it over and the old response ends; the late
 //! close of the old response no longer detaches the resumed one).
 
+mod common;
 #[path = "../../../tests/support/interop.rs"]
 mod support;
 
 use std::collections::BTreeMap;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -63,8 +65,6 @@ const STATELESS_HEADERS: &[(&str, &str)] = &[
 struct Server {
     child: Child,
     port: u16,
-    /// Kept open: the example's stdout stays a pipe someone holds.
-    _stdout: BufReader<ChildStdout>,
 }
 
 impl Drop for Server {
@@ -77,26 +77,24 @@ impl Drop for Server {
 impl Server {
     fn start() -> Server {
         let exe = support::example("sansrpc-tokio", "everything_server");
-        let mut child = Command::new(exe)
+        let child = Command::new(exe)
             .env("PORT", "0")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
             .expect("start the everything_server example");
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
-        let port = line
+        // Killed when dropped, also when it never says where it listens.
+        let mut server = Server { child, port: 0 };
+        // Its stdout is drained, and held open, by the reading thread.
+        let stdout = server.child.stdout.take().unwrap();
+        let line = common::first_line(stdout, TIMEOUT, "the everything_server listens");
+        server.port = line
             .trim()
             .strip_prefix("listening on http://127.0.0.1:")
             .and_then(|rest| rest.strip_suffix("/mcp"))
             .and_then(|port| port.parse().ok())
             .unwrap_or_else(|| panic!("{line:?}"));
-        Server {
-            child,
-            port,
-            _stdout: stdout,
-        }
+        server
     }
 
     fn alive(&mut self) -> bool {
@@ -387,7 +385,8 @@ fn good_cycle(port: u16, n: u64, retried: &mut usize) -> io::Result<()> {
     }
 }
 
-fn good_client(port: u16, stop: Arc<AtomicBool>, ready: Arc<AtomicBool>) -> Good {
+/// Sends on `ready` once it holds its session (and drops it unsent if it cannot get one).
+fn good_client(port: u16, stop: Arc<AtomicBool>, ready: mpsc::Sender<()>) -> Good {
     let mut good = Good::default();
     let (mut held, held_id) = match session(port) {
         Ok(session) => session,
@@ -396,7 +395,7 @@ fn good_client(port: u16, stop: Arc<AtomicBool>, ready: Arc<AtomicBool>) -> Good
             return good;
         }
     };
-    ready.store(true, Ordering::SeqCst);
+    let _ = ready.send(());
     let mut next = Instant::now();
     let mut n = 10;
     while !stop.load(Ordering::SeqCst) {
@@ -600,20 +599,21 @@ fn hostile_clients_neither_starve_a_good_one_nor_grow_the_server() {
     let tally = Tally::default();
 
     let stop = Arc::new(AtomicBool::new(false));
-    let ready = Arc::new(AtomicBool::new(false));
+    let (ready, has_session) = mpsc::channel();
     let good = {
-        let (stop, ready) = (Arc::clone(&stop), Arc::clone(&ready));
+        let stop = Arc::clone(&stop);
         thread::spawn(move || good_client(port, stop, ready))
     };
-    while !ready.load(Ordering::SeqCst) && !good.is_finished() {
-        thread::sleep(Duration::from_millis(10));
+    match has_session.recv_timeout(TIMEOUT) {
+        // Disconnected: it got no session; its report says why, and fails the test below.
+        Ok(()) | Err(RecvTimeoutError::Disconnected) => {}
+        Err(RecvTimeoutError::Timeout) => panic!("the good client has no session in {TIMEOUT:?}"),
     }
     // Sockets the hostile clients hold, unread, to the end.
     let mut held: Vec<TcpStream> = Vec::new();
 
     // 1. Never-read SSE streams: 50 `slow` calls of 5 s in one session, each on its own
     // connection, and the session's GET stream; 10 stateless ones; none ever read.
-    let never_read_started = Instant::now();
     let (_hostile, hostile_id) = session(port).expect("the hostile session");
     for i in 0..50 {
         let mut conn = Conn::open(port).expect("connect");
@@ -624,6 +624,7 @@ fn hostile_clients_neither_starve_a_good_one_nor_grow_the_server() {
     let mut get = Conn::open(port).expect("connect");
     get.send("GET", &session_headers(&hostile_id), "")
         .expect("send GET");
+    let get_stream = held.len();
     held.push(get.s);
     for i in 0..10 {
         let mut conn = Conn::open(port).expect("connect");
@@ -816,9 +817,25 @@ fn hostile_clients_neither_starve_a_good_one_nor_grow_the_server() {
     call_add(&mut again, &again_id, 7).expect("add after the flood");
     assert_eq!(delete(&mut again, &again_id).unwrap(), 200);
 
-    // 5. The never-read calls have run their course; their responses wait unread.
-    let wait = Duration::from_secs(6).saturating_sub(never_read_started.elapsed());
-    thread::sleep(wait);
+    // 5. The never-read calls run their course (each ends with its answer, "slept 5 s");
+    // their responses wait unread: looked at in the socket's buffer, never taken from it.
+    let ran_its_course = |s: &TcpStream| {
+        let mut buffered = vec![0u8; 64 << 10];
+        s.set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
+        s.peek(&mut buffered)
+            .is_ok_and(|n| find(&buffered[..n], b"slept 5 s").is_some())
+    };
+    common::wait_until(
+        Duration::from_secs(30),
+        "every never-read `slow` call answered",
+        || {
+            held[..never_read]
+                .iter()
+                .enumerate()
+                .all(|(i, s)| i == get_stream || ran_its_course(s))
+        },
+    );
     let mut answered = 0;
     for s in &held[..never_read] {
         let mut peeked = [0u8; 16];
@@ -880,7 +897,7 @@ fn hostile_clients_neither_starve_a_good_one_nor_grow_the_server() {
 fn bytes_sent_behind_an_open_sse_response_are_bounded() {
     let mut server = Server::start();
     let port = server.port;
-    let (_conn, id) = session(port).expect("a session");
+    let (mut conn, id) = session(port).expect("a session");
     let mut get = Conn::open(port).unwrap();
     get.send("GET", &session_headers(&id), "").unwrap();
     let head = get.head().unwrap();
@@ -895,7 +912,10 @@ fn bytes_sent_behind_an_open_sse_response_are_bounded() {
         }
         sent += 1;
     }
-    thread::sleep(Duration::from_millis(500));
+    // No wait for the server to take in what was sent: a write returns once the server
+    // has read all but what the socket buffers hold, so 256 MiB read is already in its
+    // peak. The session is still served: a round trip on its own connection.
+    call_add(&mut conn, &id, 2).expect("the session is served after the junk");
     assert!(server.alive(), "the server died");
     let grown = server.status_kib("VmHWM").saturating_sub(before);
     assert!(
@@ -959,10 +979,14 @@ fn a_resumed_stream_survives_the_close_of_its_old_response() {
     let mut new = resume(port, &id, &last);
     let head = new.head().unwrap();
     assert_eq!(head.status, 200, "{head:?}");
-    // The old connection's close reaches the server after the resumption.
-    thread::sleep(Duration::from_millis(300));
+    // The resumption is in (its head came) and its response writes (a first event came
+    // through it): the old connection's close reaches the server after that.
+    let first = new
+        .chunk()
+        .unwrap()
+        .expect("an event on the resumed stream");
+    let mut text = String::from_utf8_lossy(&first).into_owned();
     drop(old);
-    let mut text = String::new();
     let goes = rest_of(&mut new, Duration::from_secs(5), &mut text);
     assert!(server.alive(), "the server died");
     assert!(

@@ -6,10 +6,10 @@
 //! router and POSTed back, and a `slow` call whose SSE stream the server closes after two
 //! progress notifications (`--close-sse-after 2`), resumed with `Last-Event-ID`.
 
+mod common;
 #[path = "../../../tests/support/interop.rs"]
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -30,25 +30,30 @@ fn python_server() -> (Running, String) {
     let _ = std::fs::remove_file(wire_log());
     let sdk = support::pip_install(env!("CARGO_MANIFEST_DIR"), "mcp-python");
     let script = support::interop(env!("CARGO_MANIFEST_DIR"), "mcp-python").join("http_server.py");
-    let mut child = Command::new("python3")
-        .arg(script)
-        .args(["0", "--close-sse-after", "2", "--log"])
-        .arg(wire_log())
-        .env("PYTHONPATH", sdk)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("python3 runs the SDK's server");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    // Killed when dropped, also when it never says where it listens.
+    let mut server = Running(
+        Command::new("python3")
+            .arg(script)
+            .args(["0", "--close-sse-after", "2", "--log"])
+            .arg(wire_log())
+            .env("PYTHONPATH", sdk)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("python3 runs the SDK's server"),
+    );
+    let stdout = server.0.stdout.take().unwrap();
+    let line = common::first_line(
+        stdout,
+        Duration::from_secs(60),
+        "the Python SDK's server listens",
+    );
     let port = line
         .trim()
         .strip_prefix("listening on ")
         .unwrap_or_else(|| panic!("{line:?}"))
         .to_owned();
-    (Running(child), format!("http://127.0.0.1:{port}/mcp"))
+    (server, format!("http://127.0.0.1:{port}/mcp"))
 }
 
 fn raw(value: Value) -> Box<RawValue> {
@@ -188,8 +193,26 @@ async fn the_client_against_the_python_sdk_server() {
     );
     // The client sent what the exchange needs and nothing else: no error of its own (an
     // empty 202 body was once read as a parse error, answered, POSTed, answered 202, ...).
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let log = std::fs::read_to_string(wire_log()).unwrap();
+    // Read once the client is closed and the server has logged its last request, the
+    // DELETE of the session: it sends nothing after that.
+    conn.shutdown.shutdown(Duration::from_secs(1));
+    let _ = tokio::time::timeout(Duration::from_secs(10), conn.driver)
+        .await
+        .expect("the client closes");
+    let log = tokio::task::spawn_blocking(|| {
+        let mut log = String::new();
+        common::wait_until(
+            Duration::from_secs(10),
+            "the session's DELETE is logged",
+            || {
+                log = std::fs::read_to_string(wire_log()).unwrap();
+                log.contains(r#""dir": "request", "method": "DELETE""#)
+            },
+        );
+        log
+    })
+    .await
+    .unwrap();
     let posts: Vec<&str> = log
         .lines()
         .filter(|l| l.contains(r#""dir": "request""#) && l.contains(r#""method": "POST""#))
@@ -200,5 +223,4 @@ async fn the_client_against_the_python_sdk_server() {
         posts.len()
     );
     assert!(posts.len() <= 12, "{} POSTs: {posts:#?}", posts.len());
-    conn.shutdown.shutdown(Duration::from_secs(1));
 }

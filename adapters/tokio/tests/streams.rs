@@ -1,19 +1,22 @@
 //! Streams on tokio, through the shared driver: an async producer over TCP, read with
 //! pipelined pulls, and cancelled by dropping the reader.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use futures::StreamExt;
 use sansrpc::ErrorObject;
 use sansrpc_tokio::{AsyncRouter, Builder, StreamOptions};
+use tokio::sync::oneshot;
 
-struct Dropped(Arc<AtomicBool>);
+/// Says so on its channel when dropped.
+struct Dropped(Option<oneshot::Sender<()>>);
 
 impl Drop for Dropped {
     fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send(());
+        }
     }
 }
 
@@ -21,13 +24,13 @@ impl Drop for Dropped {
 async fn an_async_stream_over_tcp_with_cancel_on_drop() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let dropped = Arc::new(AtomicBool::new(false));
-    let flag = dropped.clone();
+    let (tx, dropped) = oneshot::channel();
+    let once = Mutex::new(Some(tx));
     let mut router = AsyncRouter::new();
     // Items that take time to come: one every millisecond, forever.
     router
         .stream_method("ticks", move |(): ()| {
-            let guard = Dropped(flag.clone());
+            let guard = Dropped(once.lock().unwrap().take());
             Ok(futures::stream::unfold(0u64, move |n| {
                 let _ = &guard;
                 async move {
@@ -53,12 +56,8 @@ async fn an_async_stream_over_tcp_with_cancel_on_drop() {
         assert_eq!(ticks.next().await.unwrap().unwrap(), expected);
     }
     drop(ticks);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-    while !dropped.load(Ordering::SeqCst) {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the producer was never dropped"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    tokio::time::timeout(Duration::from_secs(15), dropped)
+        .await
+        .expect("the producer was never dropped")
+        .expect("the producer's guard says so");
 }

@@ -140,6 +140,11 @@ impl Caller {
         }
     }
 
+    /// The calls served so far.
+    pub fn served(&self) -> u64 {
+        self.served.load(Ordering::SeqCst)
+    }
+
     /// Stops; returns (calls served, calls failed, slowest call).
     pub fn finish(mut self) -> (u64, u64, Duration) {
         self.stop.store(true, Ordering::SeqCst);

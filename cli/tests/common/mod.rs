@@ -3,7 +3,8 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -19,29 +20,47 @@ pub struct Output {
     pub stderr: String,
 }
 
+/// Polls `done` every 10 ms until it holds; fails the test, saying `what` never happened,
+/// once `limit` has passed. The one poll of these tests: every wait for something a
+/// process does on its own schedule goes through it (a process under a [`Server`] guard is
+/// killed by the failure).
+pub fn wait_until(limit: Duration, what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        assert!(Instant::now() < deadline, "not within {limit:?}: {what}");
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Waits at most `limit` for the process to exit; on failure the guard kills it.
+pub fn wait_exit(server: &mut Server, limit: Duration, what: &str) -> ExitStatus {
+    let mut status = None;
+    wait_until(limit, what, || {
+        status = server.0.try_wait().unwrap();
+        status.is_some()
+    });
+    status.unwrap()
+}
+
 /// Runs the binary with `args`; kills it and fails the test if it runs past `limit`.
 pub fn run(args: &[&str], limit: Duration) -> Output {
-    let mut child = Command::new(exe())
-        .args(args)
+    let what = format!("sansrpc {args:?} exits");
+    run_command(Command::new(exe()).args(args), limit, &what)
+}
+
+/// Runs `command` (stdin closed); kills it and fails the test, saying `what` did not
+/// happen, if it runs past `limit`.
+pub fn run_command(command: &mut Command, limit: Duration, what: &str) -> Output {
+    let child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("start sansrpc");
-    let out = read_all(child.stdout.take().unwrap());
-    let err = read_all(child.stderr.take().unwrap());
-    let deadline = Instant::now() + limit;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("sansrpc {args:?} ran longer than {limit:?}");
-        }
-        thread::sleep(Duration::from_millis(10));
-    };
+        .unwrap_or_else(|e| panic!("start {command:?}: {e}"));
+    let mut child = Server(child);
+    let out = read_all(child.0.stdout.take().unwrap());
+    let err = read_all(child.0.stderr.take().unwrap());
+    let status = wait_exit(&mut child, limit, what);
     Output {
         status: status.code().unwrap_or(-1),
         stdout: out.join().unwrap(),
@@ -49,7 +68,8 @@ pub fn run(args: &[&str], limit: Duration) -> Output {
     }
 }
 
-fn read_all(mut r: impl Read + Send + 'static) -> thread::JoinHandle<String> {
+/// Reads `r` to its end on a thread of its own: a pipe read never blocks the test.
+pub fn read_all(mut r: impl Read + Send + 'static) -> thread::JoinHandle<String> {
     thread::spawn(move || {
         let mut buf = Vec::new();
         let _ = r.read_to_end(&mut buf);
@@ -65,6 +85,59 @@ impl Drop for Server {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// Kills a process with SIGKILL if it is still there when `limit` has passed, unless
+/// dropped first: the bound of a test that blocks on the process's pipes, which have no
+/// timeouts of their own (the kill closes them, so the blocked read or write ends and the
+/// test fails instead of hanging). Drop it before anything reaps the process (its
+/// [`Server`] guard, [`wait_exit`], a `try_wait`): until then its id names no other process.
+pub struct Watchdog {
+    disarm: Option<mpsc::Sender<()>>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl Watchdog {
+    pub fn new(server: &Server, limit: Duration) -> Watchdog {
+        let pid = libc::pid_t::try_from(server.0.id()).unwrap();
+        let (disarm, armed) = mpsc::channel::<()>();
+        let thread = thread::spawn(move || {
+            if armed.recv_timeout(limit) == Err(mpsc::RecvTimeoutError::Timeout) {
+                eprintln!("watchdog: process {pid} still running after {limit:?}: killed");
+                // SAFETY: kill(2) with a plain pid and signal; the process is not reaped
+                // yet (see above), so the pid is still the test's child.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        });
+        Watchdog {
+            disarm: Some(disarm),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        drop(self.disarm.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The first line `r` gives (a process's `listening on ...`), read on a thread of its own
+/// that then reads the rest to its end; fails the test if no line comes within `limit`.
+pub fn first_line(r: impl Read + Send + 'static, limit: Duration, what: &str) -> String {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let mut lines = BufReader::new(r).lines();
+        if let Some(Ok(line)) = lines.next() {
+            let _ = tx.send(line);
+        }
+        for _ in lines.by_ref() {}
+    });
+    rx.recv_timeout(limit)
+        .unwrap_or_else(|e| panic!("no line within {limit:?} ({e}): {what}"))
 }
 
 /// `sansrpc serve --tcp 127.0.0.1:0`, and the address it logged.
@@ -138,11 +211,9 @@ pub fn serve_unix_with(path: &Path, extra: &[&str]) -> Server {
         .spawn()
         .expect("start sansrpc serve");
     let server = Server(child);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::os::unix::net::UnixStream::connect(path).is_err() {
-        assert!(Instant::now() < deadline, "the Unix server never listened");
-        thread::sleep(Duration::from_millis(10));
-    }
+    wait_until(Duration::from_secs(10), "the Unix server listens", || {
+        std::os::unix::net::UnixStream::connect(path).is_ok()
+    });
     server
 }
 

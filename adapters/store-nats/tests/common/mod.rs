@@ -58,30 +58,33 @@ impl NatsServer {
             url: String::new(),
             _dir: dir,
         };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let url = loop {
+        let limit = Duration::from_secs(30);
+        let mut url = None;
+        wait_until(limit, "nats-server writes its ports file", || {
             if let Some(status) = server.child.try_wait().unwrap() {
                 panic!("nats-server exited at start: {status}");
             }
-            assert!(
-                Instant::now() < deadline,
-                "nats-server wrote no ports file in 30 s"
-            );
-            if let Some(url) = client_url(&ports) {
-                break url;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
+            url = client_url(&ports);
+            url.is_some()
+        });
+        let url = url.unwrap();
         let address = url.trim_start_matches("nats://").to_owned();
-        while TcpStream::connect(&address).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "nats-server did not listen in 30 s"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_until(limit, "nats-server listens", || {
+            TcpStream::connect(&address).is_ok()
+        });
         server.url = url;
         server
+    }
+}
+
+/// Polls `done` every 20 ms until it holds; fails the test, saying `what` never
+/// happened, once `limit` has passed. The one poll of these tests: every wait for
+/// something the server does on its own schedule goes through it.
+pub fn wait_until(limit: Duration, what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        assert!(Instant::now() < deadline, "not within {limit:?}: {what}");
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
