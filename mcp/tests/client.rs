@@ -7,14 +7,14 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+
+mod support;
+use support::run;
 
 use futures::channel::mpsc;
-use futures::future::Either;
 use futures::StreamExt;
-use sansrpc::endpoint::{Config, Profile};
 use sansrpc::RawValue;
-use sansrpc_futures::{transport, AsyncIoTimer, AsyncRouter, Builder};
+use sansrpc_futures::AsyncRouter;
 use sansrpc_mcp::client::{ClientBuilder, ClientError, McpClient, MAX_ITEMS, MAX_PAGES};
 use sansrpc_mcp::server::{Context, McpError, Server, ServerBuilder};
 use sansrpc_mcp::types::{
@@ -129,35 +129,7 @@ async fn connect(server: &Server, mcp: &ClientBuilder) -> McpClient {
 
 /// The server on one loopback connection; the other end's connection, with `mcp`'s router.
 async fn open(server: &Server, mcp: &ClientBuilder) -> sansrpc_futures::Client {
-    let listener = async_net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let router = server.router();
-    smol::spawn(async move {
-        let (stream, _) = listener.accept().await.unwrap();
-        let builder = Builder::new()
-            .config(Config::for_profile(Profile::Mcp))
-            .router(router);
-        let (_, driver) = builder.connect(transport::tcp(stream), AsyncIoTimer);
-        let _ = driver.await;
-    })
-    .detach();
-    let stream = async_net::TcpStream::connect(addr).await.unwrap();
-    let builder = Builder::new()
-        .config(Config::for_profile(Profile::Mcp))
-        .router(mcp.router());
-    let (client, driver) = builder.connect(transport::tcp(stream), AsyncIoTimer);
-    smol::spawn(driver).detach();
-    client
-}
-
-fn run<F: std::future::Future<Output = ()>>(f: F) {
-    smol::block_on(async {
-        let f = std::pin::pin!(f);
-        let limit = std::pin::pin!(async_io::Timer::after(Duration::from_secs(20)));
-        if let Either::Right(_) = futures::future::select(f, limit).await {
-            panic!("not done within 20 s");
-        }
-    });
+    support::loopback(server.router(), mcp.router()).await
 }
 
 fn root(uri: &str) -> Root {
@@ -396,8 +368,6 @@ fn a_client_without_callbacks_declares_nothing_and_the_server_says_so() {
 /// `resources/list` repeats its cursor, `prompts/list` sends 3,000 items a page. Each counts
 /// the pages it was asked for.
 async fn connect_to_endless_lists(pages: Arc<[AtomicUsize; 3]>) -> McpClient {
-    let listener = async_net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
     let mut router = AsyncRouter::new();
     let raw = |v: Value| RawValue::from_string(v.to_string()).unwrap();
     router
@@ -441,22 +411,8 @@ async fn connect_to_endless_lists(pages: Arc<[AtomicUsize; 3]>) -> McpClient {
             }
         })
         .unwrap();
-    smol::spawn(async move {
-        let (stream, _) = listener.accept().await.unwrap();
-        let builder = Builder::new()
-            .config(Config::for_profile(Profile::Mcp))
-            .router(router);
-        let (_, driver) = builder.connect(transport::tcp(stream), AsyncIoTimer);
-        let _ = driver.await;
-    })
-    .detach();
-    let stream = async_net::TcpStream::connect(addr).await.unwrap();
     let mcp = ClientBuilder::new("pager", "1");
-    let builder = Builder::new()
-        .config(Config::for_profile(Profile::Mcp))
-        .router(mcp.router());
-    let (client, driver) = builder.connect(transport::tcp(stream), AsyncIoTimer);
-    smol::spawn(driver).detach();
+    let client = support::loopback(router, mcp.router()).await;
     mcp.initialize(client).await.unwrap()
 }
 

@@ -10,12 +10,13 @@
 
 use std::time::Duration;
 
+mod support;
+use support::run;
+
 use futures::channel::mpsc;
-use futures::future::Either;
 use futures::StreamExt;
-use sansrpc::endpoint::{Config, Profile};
 use sansrpc::RawValue;
-use sansrpc_futures::{transport, AsyncIoTimer, AsyncRouter, Builder, CallError, Client};
+use sansrpc_futures::{AsyncRouter, CallError, Client};
 use sansrpc_mcp::server::{Context, ListKind, McpError, Server, ServerBuilder};
 use sansrpc_mcp::types::Resource;
 use serde_json::{json, Value};
@@ -41,18 +42,6 @@ fn listen_params(filter: Value) -> Box<RawValue> {
 /// The server on one loopback connection; the client end, and every notification it gets
 /// as `(method, params)`.
 async fn connect(server: &Server) -> (Client, mpsc::UnboundedReceiver<(String, Value)>) {
-    let listener = async_net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let router = server.router();
-    smol::spawn(async move {
-        let (stream, _) = listener.accept().await.unwrap();
-        let builder = Builder::new()
-            .config(Config::for_profile(Profile::Mcp))
-            .router(router);
-        let (_, driver) = builder.connect(transport::tcp(stream), AsyncIoTimer);
-        let _ = driver.await;
-    })
-    .detach();
     let (tx, rx) = mpsc::unbounded();
     let mut router = AsyncRouter::new();
     for method in [
@@ -72,23 +61,7 @@ async fn connect(server: &Server) -> (Client, mpsc::UnboundedReceiver<(String, V
             })
             .unwrap();
     }
-    let stream = async_net::TcpStream::connect(addr).await.unwrap();
-    let builder = Builder::new()
-        .config(Config::for_profile(Profile::Mcp))
-        .router(router);
-    let (client, driver) = builder.connect(transport::tcp(stream), AsyncIoTimer);
-    smol::spawn(driver).detach();
-    (client, rx)
-}
-
-fn run<F: std::future::Future<Output = ()>>(f: F) {
-    smol::block_on(async {
-        let f = std::pin::pin!(f);
-        let limit = std::pin::pin!(async_io::Timer::after(Duration::from_secs(20)));
-        if let Either::Right(_) = futures::future::select(f, limit).await {
-            panic!("not done within 20 s");
-        }
-    });
+    (support::loopback(server.router(), router).await, rx)
 }
 
 /// Waits (bounded by `run`'s limit) until `cond` holds.

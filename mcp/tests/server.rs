@@ -3,14 +3,13 @@
 //! asking the client from inside a tool on a session, logging levels, resource templates
 //! and updates, and the stateless revision's multi round-trip requests.
 
-use std::time::Duration;
+mod support;
+use support::run;
 
 use futures::channel::mpsc;
-use futures::future::Either;
 use futures::StreamExt;
-use sansrpc::endpoint::{Config, Profile};
 use sansrpc::RawValue;
-use sansrpc_futures::{transport, AsyncIoTimer, AsyncRouter, Builder, CallError, Client};
+use sansrpc_futures::{AsyncRouter, CallError, Client};
 use sansrpc_mcp::server::{Context, Json, McpError, Server, ServerBuilder};
 use sansrpc_mcp::types::{CreateMessageRequestParams, LoggingLevel, ResourceTemplate};
 use serde_json::{json, Value};
@@ -87,18 +86,6 @@ fn server() -> Server {
 /// The server on one connection and a client connected to it; the client's router answers
 /// sampling, and every notification the client receives goes to the returned channel.
 async fn connect(server: &Server) -> (Client, mpsc::UnboundedReceiver<(String, Value)>) {
-    let listener = async_net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let router = server.router();
-    smol::spawn(async move {
-        let (stream, _) = listener.accept().await.unwrap();
-        let builder = Builder::new()
-            .config(Config::for_profile(Profile::Mcp))
-            .router(router);
-        let (_, driver) = builder.connect(transport::tcp(stream), AsyncIoTimer);
-        let _ = driver.await;
-    })
-    .detach();
     let (tx, rx) = mpsc::unbounded();
     let mut client = AsyncRouter::new();
     client
@@ -121,13 +108,7 @@ async fn connect(server: &Server) -> (Client, mpsc::UnboundedReceiver<(String, V
             })
             .unwrap();
     }
-    let stream = async_net::TcpStream::connect(addr).await.unwrap();
-    let builder = Builder::new()
-        .config(Config::for_profile(Profile::Mcp))
-        .router(client);
-    let (client, driver) = builder.connect(transport::tcp(stream), AsyncIoTimer);
-    smol::spawn(driver).detach();
-    (client, rx)
+    (support::loopback(server.router(), client).await, rx)
 }
 
 async fn call(client: &Client, method: &str, params: Value) -> Result<Value, CallError> {
@@ -152,16 +133,6 @@ async fn initialize(client: &Client, capabilities: Value) -> Value {
     )
     .await
     .unwrap()
-}
-
-fn run<F: std::future::Future<Output = ()>>(f: F) {
-    smol::block_on(async {
-        let f = std::pin::pin!(f);
-        let limit = std::pin::pin!(async_io::Timer::after(Duration::from_secs(20)));
-        if let Either::Right(_) = futures::future::select(f, limit).await {
-            panic!("not done within 20 s");
-        }
-    });
 }
 
 #[test]
