@@ -449,13 +449,16 @@ impl Server {
 
     /// An endpoint keeping its events in `store`.
     pub fn with_store(config: Config, store: Box<dyn EventStore>) -> Self {
+        let store_last = store.last_stream();
         Server {
             config,
             ids: BTreeMap::new(),
             sessions: BTreeMap::new(),
             streams: BTreeMap::new(),
             stateless: 0,
-            next: 1,
+            // Above every stream a durable store kept from before a restart: an old event id
+            // never names a new stream.
+            next: store_last.saturating_add(1),
             store,
             timers: Timers::new(),
             ready: VecDeque::new(),
@@ -469,6 +472,14 @@ impl Server {
     /// The config.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// Makes the events the store took since the last call durable (a durable store
+    /// commits them; the in-memory one has nothing to do). A driver calls it once per
+    /// turn, after handing the machine its input, so a store commits once per turn rather
+    /// than once per event.
+    pub fn flush_store(&mut self) {
+        self.store.flush();
     }
 
     /// Sessions open.
@@ -775,7 +786,16 @@ impl Server {
             let why = "Bad Request: Mcp-Session-Id header is required";
             return Verdict::Respond(Response::json(400, error_body(None, -32000, why, None)));
         };
+        let resumed = rules::text(head, "last-event-id").and_then(Stream::parse_event_id);
         let Some(&key) = self.ids.get(id.as_bytes()) else {
+            if let Some((stream, seq)) = resumed {
+                if !self.streams.contains_key(&stream)
+                    && self.store.owner(stream).as_deref() == Some(id.as_bytes())
+                    && rules::accepts(head, "text/event-stream")
+                {
+                    return self.replay_kept(stream, seq, now);
+                }
+            }
             return Verdict::Respond(Response::json(
                 404,
                 error_body(None, -32001, "Session not found", None),
@@ -787,7 +807,6 @@ impl Server {
         }
         let session = self.sessions.get_mut(&key).expect("indexed");
         session.last_active = now;
-        let resumed = rules::text(head, "last-event-id").and_then(Stream::parse_event_id);
         if let Some((stream, seq)) = resumed {
             if self.streams.get(&stream).is_some_and(|s| s.session == key) {
                 return self.resume(stream, seq, now);
@@ -838,6 +857,26 @@ impl Server {
             .set(Timer::Stream(stream), Some(now + self.config.keepalive));
         self.wake(stream);
         Verdict::Listen { stream }
+    }
+
+    /// A client resumes a stream of a session from before a restart (the durable store
+    /// names the session as its owner): what the store kept after `seq` goes out on a
+    /// response that then ends. The session itself is gone: its next POST is answered
+    /// 404, and the client starts a new one, as for any ended session.
+    fn replay_kept(&mut self, stream: u64, seq: u64, now: Instant) -> Verdict {
+        let id = self.fresh();
+        let mut s = Stream::new(Kind::Replay, 0, 0, false, now);
+        s.open_sse(id, retry_ms(&self.config), None);
+        let mut replay = Vec::new();
+        self.store.replay(stream, seq, &mut |_, event| {
+            stream::write_chunk(&mut replay, event);
+        });
+        s.out.extend_from_slice(&replay);
+        s.done = true;
+        s.end();
+        self.streams.insert(id, s);
+        self.wake(id);
+        Verdict::Listen { stream: id }
     }
 
     fn delete(&mut self, head: &Head) -> Verdict {
@@ -1074,7 +1113,7 @@ impl Server {
             return Step::Abort;
         };
         if core::mem::take(&mut s.cut) {
-            if s.session == 0 {
+            if s.session == 0 && s.kind != Kind::Replay {
                 // A stateless request cut is a request cancelled.
                 self.handle_stream_closed(stream, Instant::ZERO);
             }
@@ -1107,7 +1146,9 @@ impl Server {
         let Some(s) = self.streams.remove(&stream) else {
             return;
         };
-        if s.session == 0 {
+        if s.kind == Kind::Replay {
+            // Counted nowhere.
+        } else if s.session == 0 {
             self.stateless = self.stateless.saturating_sub(1);
         } else if let Some(session) = self.sessions.get_mut(&s.session) {
             session.streams.remove(&stream);
@@ -1122,6 +1163,10 @@ impl Server {
         };
         s.attached = false;
         s.out.clear();
+        if s.kind == Kind::Replay {
+            self.streams.remove(&stream);
+            return Closed::Nothing;
+        }
         if s.session == 0 {
             self.stateless = self.stateless.saturating_sub(1);
             self.streams.remove(&stream);

@@ -462,6 +462,12 @@ fn check_param(head: &Head, arguments: Option<&Json>, p: &ParamHeader) -> Result
             serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(a.get()).ok()
         })
         .and_then(|mut a| a.remove(&p.param));
+    // A number compares as a number (SEP-2243: `42.0` in the body and `42` in the header
+    // agree), everything else as its text.
+    let number = match &argument {
+        Some(serde_json::Value::Number(n)) => n.as_f64(),
+        _ => None,
+    };
     let argument = match argument {
         None | Some(serde_json::Value::Null) => None,
         Some(serde_json::Value::String(s)) => Some(s),
@@ -473,6 +479,9 @@ fn check_param(head: &Head, arguments: Option<&Json>, p: &ParamHeader) -> Result
         (None, Some(_)) => Err("Header mismatch: an Mcp-Param header is missing"),
         (Some(Some(_)), None) => Err("Header mismatch: an Mcp-Param header has no argument"),
         (Some(Some(h)), Some(a)) if h == a => Ok(()),
+        (Some(Some(h)), Some(_)) if number.is_some() && h.trim().parse::<f64>().ok() == number => {
+            Ok(())
+        }
         (Some(Some(_)), Some(_)) => {
             Err("Header mismatch: an Mcp-Param header differs from its argument")
         }

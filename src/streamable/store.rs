@@ -38,6 +38,18 @@ pub trait EventStore: Send {
     fn set_owner(&mut self, stream: u64, owner: &[u8]) {
         let _ = (stream, owner);
     }
+
+    /// The highest stream number the store holds anything of (0: none). A server started
+    /// on a durable store numbers its new streams above it, so an event id from before a
+    /// restart never names a new stream.
+    fn last_stream(&self) -> u64 {
+        0
+    }
+
+    /// Makes what was appended since the last call durable. The server's driver calls it
+    /// once per turn, after handing the machine its input and before writing what the
+    /// machine produced, so a durable store commits once per turn, not once per event.
+    fn flush(&mut self) {}
 }
 
 /// Events of one stream in memory.

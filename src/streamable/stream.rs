@@ -15,6 +15,9 @@ pub(super) enum Kind {
     Post,
     /// A session's GET stream: the session's messages that belong to no request.
     Get,
+    /// The events a durable store kept of a stream from before the server restarted,
+    /// replayed to the client resuming it; then it ends (session 0, never stateless).
+    Replay,
 }
 
 /// How its HTTP response goes out.

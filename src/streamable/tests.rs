@@ -644,3 +644,163 @@ fn arguments_mirrored_in_headers_must_agree() {
         "another tool is not checked"
     );
 }
+
+/// A store shared between two servers, standing for a durable one across a restart: the
+/// memory store's events plus the owners and the last stream a durable store keeps.
+#[derive(Clone, Default)]
+struct Kept(std::sync::Arc<std::sync::Mutex<Durable>>);
+
+/// The events, and the owner of each stream.
+type Durable = (MemoryEventStore, BTreeMap<u64, Vec<u8>>);
+
+impl Kept {
+    fn with<R>(&self, f: impl FnOnce(&mut Durable) -> R) -> R {
+        f(&mut self.0.lock().unwrap())
+    }
+}
+
+impl Default for MemoryEventStore {
+    fn default() -> Self {
+        MemoryEventStore::new(1 << 20, Duration::from_secs(600))
+    }
+}
+
+impl EventStore for Kept {
+    fn append(&mut self, stream: u64, seq: u64, event: &[u8], now: Instant) {
+        self.with(|(m, _)| m.append(stream, seq, event, now))
+    }
+    fn replay(&mut self, stream: u64, after: u64, each: &mut dyn FnMut(u64, &[u8])) -> bool {
+        self.with(|(m, _)| m.replay(stream, after, each))
+    }
+    fn remove(&mut self, stream: u64) {
+        self.with(|(m, o)| {
+            m.remove(stream);
+            o.remove(&stream);
+        })
+    }
+    fn expire(&mut self, now: Instant) {
+        self.with(|(m, _)| m.expire(now))
+    }
+    fn owner(&self, stream: u64) -> Option<Vec<u8>> {
+        self.with(|(_, o)| o.get(&stream).cloned())
+    }
+    fn set_owner(&mut self, stream: u64, owner: &[u8]) {
+        self.with(|(_, o)| o.insert(stream, owner.to_vec()));
+    }
+    fn last_stream(&self) -> u64 {
+        self.with(|(_, o)| o.keys().next_back().copied().unwrap_or(0))
+    }
+}
+
+#[test]
+fn after_a_restart_a_durable_store_replays_what_a_stream_missed_to_its_session_only() {
+    let kept = Kept::default();
+    let now = Instant::ZERO;
+    let mut before = Server::with_store(Config::default(), Box::new(kept.clone()));
+    let (key, id) = session(&mut before, now);
+    let sid = ("mcp-session-id", id.as_str());
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}}"#;
+    let Verdict::Open { stream, .. } = post(&mut before, &[sid], call, now) else {
+        panic!()
+    };
+    let note = |n: u32| {
+        format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":1,"progress":{n}}}}}"#
+        )
+    };
+    before.handle_outgoing(key, note(1).as_bytes(), stream, now);
+    let (seen, _) = drain(&mut before, stream);
+    assert!(seen.contains(&note(1)));
+    // The connection drops; the answer comes; then the server goes down.
+    assert_eq!(before.handle_stream_closed(stream, now), Closed::Detached);
+    let answer = r#"{"jsonrpc":"2.0","id":2,"result":{}}"#;
+    before.handle_outgoing(key, note(2).as_bytes(), stream, now);
+    before.handle_outgoing(key, answer.as_bytes(), stream, now);
+    before.flush_store();
+    drop(before);
+
+    let mut after = Server::with_store(Config::default(), Box::new(kept.clone()));
+    let get = |server: &mut Server, session: &str, last: &str| {
+        let (head, _) = request(
+            "GET",
+            &[
+                ("mcp-session-id", session),
+                ("accept", "text/event-stream"),
+                ("last-event-id", last),
+            ],
+            "",
+        );
+        server.handle_request(&head, &[], Authorized::NotRequired, now, &mut entropy)
+    };
+    // Another client (another session id) gets nothing of it.
+    let Verdict::Respond(refused) = get(&mut after, &"0".repeat(32), &format!("{stream}.1")) else {
+        panic!()
+    };
+    assert_eq!(refused.status, 404);
+    let Verdict::Listen { stream: replay } = get(&mut after, &id, &format!("{stream}.1")) else {
+        panic!()
+    };
+    assert!(
+        replay > stream,
+        "new streams are numbered after the kept ones"
+    );
+    let (text, step) = drain(&mut after, replay);
+    assert_eq!(step, Step::End);
+    assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+    assert!(text.contains("content-type: text/event-stream\r\n"));
+    assert!(!text.contains(&note(1)), "already seen: {text}");
+    let (two, end) = (text.find(&note(2)), text.find(answer));
+    assert!(two.is_some() && two < end, "{text}");
+    assert!(
+        text.contains(&format!("id: {stream}.3\nevent: message\ndata: {answer}")),
+        "the old ids, to resume again: {text}"
+    );
+    assert!(text.ends_with("0\r\n\r\n"), "it ends: {text}");
+    assert_eq!(after.streams(), 0, "nothing stays");
+    // The session is gone: its next POST is 404 (the client starts a new one).
+    let Verdict::Respond(gone) = post(&mut after, &[sid], call, now) else {
+        panic!()
+    };
+    assert_eq!(gone.status, 404);
+    // Resuming again from the answer's id gives the rest: nothing.
+    let Verdict::Listen { stream: again } = get(&mut after, &id, &format!("{stream}.3")) else {
+        panic!()
+    };
+    let (text, step) = drain(&mut after, again);
+    assert_eq!(step, Step::End);
+    assert!(!text.contains("data: {"), "{text}");
+}
+
+/// SEP-2243: a number mirrored in a header compares as a number: `42.0` in the body and
+/// `42` in the header agree (the form a client sends), `43` does not, nor does text.
+#[test]
+fn a_mirrored_number_compares_as_a_number() {
+    let config = Config {
+        param_headers: vec![ParamHeader::new("queue", "Priority", "priority")],
+        ..Config::default()
+    };
+    let mut server = Server::new(config);
+    let mut send = |value: &str, header: &str| {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"queue","arguments":{{"priority":{value}}},{}}}}}"#,
+            meta("2026-07-28")
+        );
+        let headers = [
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "queue"),
+            ("mcp-param-priority", header),
+        ];
+        match post(&mut server, &headers, &body, Instant::ZERO) {
+            Verdict::Stateless { .. } => 200,
+            Verdict::Respond(r) => r.status,
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(send("42", "42"), 200);
+    assert_eq!(send("42.0", "42"), 200);
+    assert_eq!(send("4.2e1", "42"), 200);
+    assert_eq!(send("42", "43"), 400);
+    assert_eq!(send("42", "forty-two"), 400);
+    assert_eq!(send(r#""42.0""#, "42"), 400, "a string compares as text");
+}
