@@ -31,6 +31,14 @@
 //! after being forgotten) starts above every sequence a forgotten topic reached. The file
 //! itself does not shrink when messages go: redb reuses the freed pages.
 //!
+//! # SSE events
+//! [`RedbEventStore`] (module [`events`]) implements [`sansrpc::streamable::EventStore`], the
+//! store of the events MCP's Streamable HTTP machine sends, so a client resuming with
+//! `Last-Event-ID` after a server restart gets what it missed. Unlike [`RedbStore`] it does not
+//! commit per call: it writes into one open transaction that
+//! [`EventStore::flush`](sansrpc::streamable::EventStore::flush) (once per driver turn) commits.
+//! Its tables (`sse_*`) are its own; give it a file of its own.
+//!
 //! # Example
 //! ```
 //! use sansrpc::ext::store::{RetentionPolicy, Store, SubscriptionState};
@@ -55,6 +63,9 @@
 
 use std::path::Path;
 
+pub mod events;
+pub use events::RedbEventStore;
+
 use redb::{Database, ReadableTable, TableDefinition, WriteTransaction};
 use sansrpc::ext::store::{RetentionPolicy, Store, StoredMessage, SubscriptionState, TopicBudget};
 use sansrpc::RawValue;
@@ -68,7 +79,7 @@ const TOUCHED: TableDefinition<&str, u64> = TableDefinition::new("topic_touched"
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 const FORGOTTEN_MAX: &str = "forgotten_max";
 
-/// What went wrong in a [`RedbStore`].
+/// What went wrong in a [`RedbStore`] or a [`RedbEventStore`].
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
