@@ -25,6 +25,7 @@ use sansrpc_mcp::types::{
     GetPromptResult, JsonObject, LoggingLevel, Prompt, PromptArgument, PromptMessage, Resource,
     ResourceContents, ResourceTemplate, Role, Tool,
 };
+use sansrpc_store_redb::RedbEventStore;
 use sansrpc_tokio::Builder;
 use serde_json::{json, Value};
 
@@ -758,6 +759,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let stop = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    sansrpc_tokio::mcp::serve(listener, builder, config, stop).await?;
+    // MCP_EVENT_STORE=path: the SSE events kept in a redb file, across restarts.
+    let mut options = sansrpc_tokio::mcp::Options::default();
+    if let Some(path) = std::env::var_os("MCP_EVENT_STORE") {
+        let store = RedbEventStore::open(path, config.store_bytes, config.store_age)
+            .map_err(std::io::Error::other)?;
+        options = options.event_store(store);
+    }
+    sansrpc_tokio::mcp::serve_with(listener, builder, config, options, stop).await?;
     Ok(())
 }

@@ -81,19 +81,26 @@ pub enum TokenCheck {
 pub type Validator = Arc<dyn Fn(&str) -> TokenCheck + Send + Sync>;
 
 /// What [`serve_with`] adds to [`serve`].
-#[derive(Clone, Default)]
+#[derive(Default)]
 #[non_exhaustive]
 pub struct Options {
     /// Checks every request's bearer token when `streamable::Config::auth` is set (then a
     /// request without a token is 401, as the machine decides). Without a validator every
     /// token is invalid.
     pub validator: Option<Validator>,
+    /// Where the SSE events of resumable streams wait for a client that reconnects with
+    /// `Last-Event-ID`; in memory (`streamable::MemoryEventStore`, bounded by the config's
+    /// `store_bytes` and `store_age`) when `None`. A durable store (`sansrpc-store-redb`'s
+    /// `RedbEventStore`) keeps them across a restart: it is flushed once per turn, before
+    /// anything it took is written to a client.
+    pub event_store: Option<Box<dyn streamable::EventStore>>,
 }
 
 impl std::fmt::Debug for Options {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Options")
             .field("validator", &self.validator.is_some())
+            .field("event_store", &self.event_store.is_some())
             .finish()
     }
 }
@@ -105,6 +112,12 @@ impl Options {
         validator: impl Fn(&str) -> TokenCheck + Send + Sync + 'static,
     ) -> Self {
         self.validator = Some(Arc::new(validator));
+        self
+    }
+
+    /// SSE events kept in `store` (see [`Options::event_store`]).
+    pub fn event_store(mut self, store: impl streamable::EventStore + 'static) -> Self {
+        self.event_store = Some(Box::new(store));
         self
     }
 }
@@ -120,7 +133,11 @@ pub async fn serve_with(
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
     let checks_tokens = config.auth.is_some();
-    let state = State::new(streamable::Server::new(config), builder);
+    let server = match options.event_store {
+        Some(store) => streamable::Server::with_store(config, store),
+        None => streamable::Server::new(config),
+    };
+    let state = State::new(server, builder);
     state.lock().validator = checks_tokens.then(|| {
         options
             .validator
@@ -260,6 +277,8 @@ impl Shared {
     /// of sessions it ended. (The timer task itself calls only this: telling itself to
     /// look again would have it spin.)
     fn wake(&mut self) {
+        // Durable before any of it reaches a client.
+        self.server.flush_store();
         while let Some(stream) = self.server.poll_ready() {
             if let Some((_, notify)) = self.waiting.get(&stream) {
                 notify.notify_one();
@@ -497,10 +516,11 @@ async fn read_request(
                 input.truncate(kept);
             }
         }
-        let mut chunk = [0u8; 16 * 1024];
-        match socket.read(&mut chunk).await {
+        // Straight into the buffer's spare room: no zeroed chunk, no copy.
+        input.reserve(16 * 1024);
+        match socket.read_buf(input).await {
             Ok(0) | Err(_) => return None,
-            Ok(n) => input.extend_from_slice(&chunk[..n]),
+            Ok(_) => {}
         }
     }
 }
@@ -644,8 +664,9 @@ async fn write_stream(
 ) -> bool {
     let stream = writer.stream;
     let mut wrote = false;
+    let mut out = Vec::new();
     let keep = loop {
-        let mut out = Vec::new();
+        out.clear();
         let step = {
             let mut shared = state.lock();
             if !shared.owns(&writer) {
@@ -671,14 +692,12 @@ async fn write_stream(
             Step::Wait => {}
             _ => break false,
         }
-        let mut chunk = [0u8; 4096];
+        // A pipelined next request is read into `input`, kept for after this response.
+        input.reserve(4096);
         tokio::select! {
             _ = writer.notify.notified() => {}
-            read = socket.read(&mut chunk) => match read {
-                Ok(n) if n > 0 && input.len() + n <= MAX_AHEAD => {
-                    // A pipelined next request: kept for after this response.
-                    input.extend_from_slice(&chunk[..n]);
-                }
+            read = socket.read_buf(input) => match read {
+                Ok(n) if n > 0 && input.len() <= MAX_AHEAD => {}
                 _ => {
                     closed(state, &writer);
                     break false;
