@@ -32,9 +32,17 @@
 //! println!("{:?}", answer.content);
 //! # Ok(()) }
 //! ```
+//!
+//! On the stateless revision (2026-07-28) a tool's input schema may mark an argument with
+//! `"x-mcp-header": "<Name>"` (SEP-2243): over Streamable HTTP its value also travels in an
+//! `Mcp-Param-<Name>` header. The client remembers those marks from the `tools/list` pages it
+//! reads, leaves out of what it returns the tools whose marks break the revision's rules
+//! (and refuses to call them), and says through [`ParamHeaders`] which headers each
+//! `tools/call` carries; `sansrpc_tokio::mcp_client::connect_with_headers` sends them.
 
 use crate::raw_json;
-use std::collections::BTreeMap;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -94,6 +102,14 @@ pub enum ClientError {
     /// The server asked (in an `input_required` result) for something this client has no
     /// handler for: the request's method.
     Unanswerable(String),
+    /// The tool's `x-mcp-header` marks break the rules of SEP-2243 (see [`param_mirrors`]):
+    /// the client left it out of the tools it listed and does not call it; nothing was sent.
+    RejectedTool {
+        /// The tool's name.
+        name: String,
+        /// Which rule its input schema breaks.
+        reason: String,
+    },
 }
 
 impl ClientError {
@@ -139,6 +155,9 @@ impl fmt::Display for ClientError {
                     "the server asked for {method}, which this client does not answer"
                 )
             }
+            ClientError::RejectedTool { name, reason } => {
+                write!(f, "tool {name:?} was rejected: {reason}")
+            }
         }
     }
 }
@@ -174,6 +193,7 @@ pub struct ClientBuilder {
     url_elicitation: bool,
     roots: Option<Arc<Mutex<Vec<Root>>>>,
     notifications: Option<Arc<NotificationFn>>,
+    param_headers: ParamHeaders,
 }
 
 impl fmt::Debug for ClientBuilder {
@@ -206,6 +226,7 @@ impl ClientBuilder {
             url_elicitation: false,
             roots: None,
             notifications: None,
+            param_headers: ParamHeaders::default(),
         }
     }
 
@@ -266,6 +287,15 @@ impl ClientBuilder {
     {
         self.notifications = Some(Arc::new(handler));
         self
+    }
+
+    /// The `x-mcp-header` marks (SEP-2243) of the tools the clients this builder starts
+    /// (and its clones) have listed, shared: give it to the HTTP transport, which asks it
+    /// for the `Mcp-Param-*` headers of each `tools/call` (with
+    /// `sansrpc_tokio::mcp_client::connect_with_headers`). One builder per server: the
+    /// marks are remembered by tool name.
+    pub fn param_headers(&self) -> ParamHeaders {
+        self.param_headers.clone()
     }
 
     /// The capabilities declared in `initialize`, from the handlers given.
@@ -389,6 +419,7 @@ impl ClientBuilder {
             init,
             roots: self.roots.clone(),
             stateless: None,
+            param_headers: self.param_headers.clone(),
         })
     }
 
@@ -485,6 +516,7 @@ impl ClientBuilder {
                 meta: self.request_meta(&chosen),
                 answers: self.clone(),
             })),
+            param_headers: self.param_headers.clone(),
         })
     }
 
@@ -544,6 +576,8 @@ pub struct McpClient {
     /// On the stateless revision (2026-07-28): what every request carries, and how the
     /// client answers the server's input requests.
     stateless: Option<Arc<Stateless>>,
+    /// The `x-mcp-header` marks of the tools listed (shared with the builder).
+    param_headers: ParamHeaders,
 }
 
 /// A client on the stateless revision.
@@ -679,27 +713,58 @@ impl McpClient {
     }
 
     /// One page of `tools/list` (`cursor` from the previous page's `next_cursor`).
+    ///
+    /// On the stateless revision the page's `x-mcp-header` marks are remembered (for the
+    /// `Mcp-Param-*` headers of later calls, see [`ParamHeaders`]) and the tools whose marks
+    /// break SEP-2243's rules ([`param_mirrors`]) are left out of the page; calling one is
+    /// [`ClientError::RejectedTool`]. More than [`MAX_ITEMS`] marked tools remembered from
+    /// single pages is [`ClientError::TooManyPages`] ([`all_tools`](Self::all_tools) starts
+    /// afresh).
     pub async fn list_tools(&self, cursor: Option<&str>) -> Result<ListToolsResult, ClientError> {
-        self.request(methods::TOOLS_LIST, &page(cursor)).await
+        let mut page: ListToolsResult = self.request(methods::TOOLS_LIST, &page(cursor)).await?;
+        if self.is_stateless() {
+            page.tools = self.param_headers.screen(page.tools, false)?;
+        }
+        Ok(page)
     }
 
     /// Every tool, following the cursors (at most [`MAX_PAGES`] pages).
+    ///
+    /// On the stateless revision, as [`list_tools`](Self::list_tools): the tools whose
+    /// `x-mcp-header` marks break SEP-2243's rules are left out, and the marks of this
+    /// listing replace all those remembered before.
     pub async fn all_tools(&self) -> Result<Vec<Tool>, ClientError> {
-        self.all(methods::TOOLS_LIST, |page: ListToolsResult| {
-            (page.tools, page.next_cursor)
-        })
-        .await
+        let tools = self
+            .all(methods::TOOLS_LIST, |page: ListToolsResult| {
+                (page.tools, page.next_cursor)
+            })
+            .await?;
+        if self.is_stateless() {
+            return self.param_headers.screen(tools, true);
+        }
+        Ok(tools)
+    }
+
+    /// The `x-mcp-header` marks (SEP-2243) of the tools listed, and the `Mcp-Param-*`
+    /// headers they give a `tools/call`.
+    pub fn param_headers(&self) -> &ParamHeaders {
+        &self.param_headers
     }
 
     /// `tools/call` of `name` with `arguments` (a struct or a JSON object; `()` for none).
     /// A tool's own failure is a result with `is_error`, not an `Err`.
+    ///
+    /// A tool the listing rejected is [`ClientError::RejectedTool`]; an argument mirrored in
+    /// an `Mcp-Param-*` header that is no string, boolean or integer within ±(2^53−1) (nor
+    /// null) is [`ClientError::Arguments`]. Neither sends anything.
     pub async fn call_tool(
         &self,
         name: &str,
         arguments: impl Serialize,
     ) -> Result<CallToolResult, ClientError> {
-        self.request(methods::TOOLS_CALL, &tool_params(name, arguments)?)
-            .await
+        let params = tool_params(name, arguments)?;
+        self.param_headers.check(name, params.arguments.as_ref())?;
+        self.request(methods::TOOLS_CALL, &params).await
     }
 
     /// [`call_tool`](Self::call_tool) with a progress token: the server's
@@ -714,8 +779,9 @@ impl McpClient {
         timeout: Duration,
         cap: Duration,
     ) -> Result<CallToolResult, ClientError> {
-        let mut params =
-            serde_json::to_value(tool_params(name, arguments)?).expect("MCP types serialize");
+        let params = tool_params(name, arguments)?;
+        self.param_headers.check(name, params.arguments.as_ref())?;
+        let mut params = serde_json::to_value(params).expect("MCP types serialize");
         params["_meta"] = serde_json::json!({ "progressToken": token });
         let result = self
             .call(methods::TOOLS_CALL, params, Some((token, timeout, cap)))
@@ -890,4 +956,406 @@ fn tool_params(
         Err(e) => return Err(ClientError::Arguments(e.to_string())),
     };
     Ok(CallToolRequestParams::new(name, arguments))
+}
+
+/// One tool argument mirrored in an HTTP header (SEP-2243): the property its input schema
+/// marks with `"x-mcp-header": "<Name>"`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamMirror {
+    /// Where the argument is: the chain of `properties` keys from the schema's root (one
+    /// key for a top-level argument).
+    pub path: Vec<String>,
+    /// The header's name after `Mcp-Param-`, as the schema spells it.
+    pub header: String,
+}
+
+/// The JSON Schema keywords whose value is a schema (or an array of schemas): a mark under
+/// one of them is not statically reachable.
+const SUBSCHEMA: &[&str] = &[
+    "items",
+    "prefixItems",
+    "additionalItems",
+    "contains",
+    "additionalProperties",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "propertyNames",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "if",
+    "then",
+    "else",
+];
+
+/// The keywords whose value maps names to schemas (`properties` aside).
+const SCHEMA_MAP: &[&str] = &[
+    "patternProperties",
+    "dependentSchemas",
+    "dependencies",
+    "$defs",
+    "definitions",
+];
+
+/// The arguments `tool` mirrors in `Mcp-Param-*` headers, from the `x-mcp-header` marks of
+/// its input schema (none: an empty list), or why the tool must be rejected. The rules of
+/// revision 2026-07-28 (`server/tools#x-mcp-header`, `basic/transports/streamable-http`,
+/// "Custom Headers from Tool Parameters"): a mark is a non-empty string of HTTP token
+/// characters (RFC 9110 `tchar`: no space, colon, control or non-ASCII character); the
+/// marks of one schema differ case-insensitively; a marked property has `"type"` `string`,
+/// `integer` or `boolean` (or one of them with `"null"`; not `number`, `object`, `array`
+/// or `null` alone, nor no type); and it is reached from the root through `properties`
+/// keys alone (not through `items`, `allOf`/`anyOf`/`oneOf`/`not`, `if`/`then`/`else`,
+/// `$defs`, `additionalProperties`, …, nor the root itself).
+pub fn param_mirrors(tool: &Tool) -> Result<Vec<ParamMirror>, String> {
+    let mut out = Vec::new();
+    for (key, value) in &tool.input_schema {
+        mirrors_under(key, value, Some(&[]), &mut out)?;
+    }
+    if tool.input_schema.contains_key("x-mcp-header") {
+        return Err("x-mcp-header on the schema's root, not on a property".into());
+    }
+    let mut seen: Vec<String> = Vec::with_capacity(out.len());
+    for mirror in &out {
+        let lower = mirror.header.to_ascii_lowercase();
+        if seen.contains(&lower) {
+            return Err(format!(
+                "x-mcp-header {:?} appears twice (names are case-insensitive)",
+                mirror.header
+            ));
+        }
+        seen.push(lower);
+    }
+    Ok(out)
+}
+
+/// The marks under keyword `key` (of value `value`) of a schema at `path` (`None`: not
+/// statically reachable).
+fn mirrors_under(
+    key: &str,
+    value: &Value,
+    path: Option<&[String]>,
+    out: &mut Vec<ParamMirror>,
+) -> Result<(), String> {
+    match (key, value) {
+        ("properties", Value::Object(properties)) => {
+            for (name, schema) in properties {
+                let child = path.map(|p| {
+                    let mut child = p.to_vec();
+                    child.push(name.clone());
+                    child
+                });
+                mirrors_in(schema, child.as_deref(), out)?;
+            }
+        }
+        (k, Value::Array(schemas)) if SUBSCHEMA.contains(&k) => {
+            for schema in schemas {
+                mirrors_in(schema, None, out)?;
+            }
+        }
+        (k, schema) if SUBSCHEMA.contains(&k) => mirrors_in(schema, None, out)?,
+        (k, Value::Object(schemas)) if SCHEMA_MAP.contains(&k) => {
+            for schema in schemas.values() {
+                mirrors_in(schema, None, out)?;
+            }
+        }
+        // Anything else (`enum`, `const`, `default`, `examples`, …) is data, not a schema.
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The marks of one (sub)schema at `path` (`None`: not statically reachable).
+fn mirrors_in(
+    schema: &Value,
+    path: Option<&[String]>,
+    out: &mut Vec<ParamMirror>,
+) -> Result<(), String> {
+    let Value::Object(schema) = schema else {
+        return Ok(());
+    };
+    if let Some(mark) = schema.get("x-mcp-header") {
+        let at = path.map_or_else(
+            || "a subschema".to_owned(),
+            |p| format!("{:?}", p.join(".")),
+        );
+        let Some(path) = path else {
+            return Err(format!(
+                "x-mcp-header on {at} not reached through `properties` alone"
+            ));
+        };
+        let Value::String(header) = mark else {
+            return Err(format!("x-mcp-header on {at} is not a string"));
+        };
+        if header.is_empty() {
+            return Err(format!("x-mcp-header on {at} is empty"));
+        }
+        if !header.bytes().all(is_tchar) {
+            return Err(format!(
+                "x-mcp-header {header:?} on {at} is not an HTTP token (RFC 9110 tchar)"
+            ));
+        }
+        if !is_primitive(schema.get("type")) {
+            return Err(format!(
+                "x-mcp-header {header:?} on {at}, whose type is not string, integer or boolean"
+            ));
+        }
+        out.push(ParamMirror {
+            path: path.to_vec(),
+            header: header.clone(),
+        });
+    }
+    for (key, value) in schema {
+        mirrors_under(key, value, path, out)?;
+    }
+    Ok(())
+}
+
+/// RFC 9110 `tchar`.
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// `"type"` is `string`, `integer` or `boolean`, or an array of one of them and `"null"`.
+fn is_primitive(kind: Option<&Value>) -> bool {
+    const PRIMITIVE: [&str; 3] = ["string", "integer", "boolean"];
+    match kind {
+        Some(Value::String(kind)) => PRIMITIVE.contains(&kind.as_str()),
+        Some(Value::Array(kinds)) => {
+            let mut kinds = kinds.iter().filter(|k| k.as_str() != Some("null"));
+            match (kinds.next(), kinds.next()) {
+                (Some(Value::String(kind)), None) => PRIMITIVE.contains(&kind.as_str()),
+                _ => false,
+            }
+        }
+        _ => false,
+    }
+}
+
+/// What the client remembers of one tool with `x-mcp-header` marks.
+#[derive(Debug, Clone)]
+enum Marks {
+    Mirrors(Arc<[ParamMirror]>),
+    Rejected(String),
+}
+
+/// The `x-mcp-header` marks (SEP-2243) of the tools a client listed on the stateless
+/// revision, by tool name, and the `Mcp-Param-*` headers they give each `tools/call`. A
+/// shared handle (cheap to clone): the typed client fills it from its `tools/list` pages
+/// ([`McpClient::list_tools`], [`McpClient::all_tools`]); the HTTP transport asks it, for
+/// each `tools/call` it POSTs, which headers to add ([`for_frame`](Self::for_frame)). Tools
+/// without marks are not remembered; a call of one (or of a tool never listed) has no
+/// such header.
+#[derive(Clone, Default)]
+pub struct ParamHeaders {
+    tools: Arc<Mutex<HashMap<String, Marks>>>,
+}
+
+impl fmt::Debug for ParamHeaders {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let tools = self.tools.lock().unwrap_or_else(PoisonError::into_inner);
+        f.debug_struct("ParamHeaders")
+            .field("tools", &tools.len())
+            .finish()
+    }
+}
+
+/// The largest integer a header carries: 2^53 − 1 (exact in IEEE 754 double precision).
+const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
+
+/// An argument's value as its header gives it (before the encoding): a string as it is, a
+/// boolean as `true`/`false`, an integer within ±(2^53−1) in decimal. `Ok(None)`: null,
+/// no header; `Err`: no header can carry it.
+fn header_text(value: &Value) -> Result<Option<Cow<'_, str>>, ()> {
+    match value {
+        Value::Null => Ok(None),
+        Value::String(s) => Ok(Some(Cow::Borrowed(s))),
+        Value::Bool(b) => Ok(Some(Cow::Borrowed(if *b { "true" } else { "false" }))),
+        Value::Number(n) => {
+            let integer = n.as_i64().or_else(|| {
+                let f = n.as_f64()?;
+                // 42.0 is the integer 42; 2^63 and beyond fail the range check below.
+                (f.fract() == 0.0 && f.abs() <= MAX_SAFE_INTEGER as f64).then_some(f as i64)
+            });
+            match integer {
+                Some(i) if i.abs() <= MAX_SAFE_INTEGER => Ok(Some(Cow::Owned(i.to_string()))),
+                _ => Err(()),
+            }
+        }
+        Value::Array(_) | Value::Object(_) => Err(()),
+    }
+}
+
+/// The value at `path` of a call's arguments, if there is one.
+fn at_path<'a>(arguments: &'a JsonObject, path: &[String]) -> Option<&'a Value> {
+    let (first, rest) = path.split_first()?;
+    rest.iter()
+        .try_fold(arguments.get(first)?, |value, key| value.get(key))
+}
+
+impl ParamHeaders {
+    /// The marks of `tool`, if it has any (or was rejected).
+    fn marks(&self, tool: &str) -> Option<Marks> {
+        let tools = self.tools.lock().unwrap_or_else(PoisonError::into_inner);
+        if tools.is_empty() {
+            return None;
+        }
+        tools.get(tool).cloned()
+    }
+
+    /// Why the listing rejected `tool` ([`param_mirrors`]), if it did.
+    pub fn rejection(&self, tool: &str) -> Option<String> {
+        match self.marks(tool)? {
+            Marks::Rejected(reason) => Some(reason),
+            Marks::Mirrors(_) => None,
+        }
+    }
+
+    /// The arguments `tool` mirrors in headers (empty for a tool without marks, rejected or
+    /// never listed).
+    pub fn mirrors(&self, tool: &str) -> Vec<ParamMirror> {
+        match self.marks(tool) {
+            Some(Marks::Mirrors(mirrors)) => mirrors.to_vec(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Remembers the marks of `tools` (replacing all remembered before when `afresh`) and
+    /// returns the tools that keep to the rules.
+    fn screen(&self, tools: Vec<Tool>, afresh: bool) -> Result<Vec<Tool>, ClientError> {
+        // The schemas are read before the lock is taken: a transport asking for a call's
+        // headers meanwhile does not wait on a long listing.
+        let mut kept = Vec::with_capacity(tools.len());
+        let mut changes = Vec::new();
+        for tool in tools {
+            match param_mirrors(&tool) {
+                Ok(mirrors) if mirrors.is_empty() => {
+                    if !afresh {
+                        changes.push((tool.name.clone(), None));
+                    }
+                    kept.push(tool);
+                }
+                Ok(mirrors) => {
+                    changes.push((tool.name.clone(), Some(Marks::Mirrors(mirrors.into()))));
+                    kept.push(tool);
+                }
+                Err(reason) => changes.push((tool.name, Some(Marks::Rejected(reason)))),
+            }
+        }
+        let mut fresh = HashMap::new();
+        let mut remembered = self.tools.lock().unwrap_or_else(PoisonError::into_inner);
+        let marks = if afresh { &mut fresh } else { &mut *remembered };
+        for (name, entry) in changes {
+            match entry {
+                None => {
+                    marks.remove(&name);
+                }
+                Some(_) if marks.len() >= MAX_ITEMS && !marks.contains_key(&name) => {
+                    return Err(ClientError::TooManyPages(methods::TOOLS_LIST));
+                }
+                Some(entry) => {
+                    marks.insert(name, entry);
+                }
+            }
+        }
+        if afresh {
+            *remembered = fresh;
+        }
+        Ok(kept)
+    }
+
+    /// Whether a `tools/call` of `tool` with `arguments` may be sent: not a rejected tool,
+    /// and every mirrored argument something a header carries.
+    fn check(&self, tool: &str, arguments: Option<&JsonObject>) -> Result<(), ClientError> {
+        match self.marks(tool) {
+            None => Ok(()),
+            Some(Marks::Rejected(reason)) => Err(ClientError::RejectedTool {
+                name: tool.to_owned(),
+                reason,
+            }),
+            Some(Marks::Mirrors(mirrors)) => {
+                let Some(arguments) = arguments else {
+                    return Ok(());
+                };
+                for mirror in mirrors.iter() {
+                    if let Some(value) = at_path(arguments, &mirror.path) {
+                        if header_text(value).is_err() {
+                            return Err(ClientError::Arguments(format!(
+                                "{} is mirrored in Mcp-Param-{} and must be a string, a boolean \
+                                 or an integer within ±(2^53−1), not {value}",
+                                mirror.path.join("."),
+                                mirror.header
+                            )));
+                        }
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The `Mcp-Param-<Name>` headers of a `tools/call` of `tool` with `arguments`: name and
+    /// value (encoded with [`sansrpc::streamable::encode_header_value`]: plain when it is
+    /// visible ASCII with inner spaces only, else `=?base64?…?=`), one per marked argument
+    /// present and not null. Empty (and not allocated) for a tool without marks.
+    pub fn for_call(&self, tool: &str, arguments: Option<&JsonObject>) -> Vec<(String, String)> {
+        let (Some(Marks::Mirrors(mirrors)), Some(arguments)) = (self.marks(tool), arguments) else {
+            return Vec::new();
+        };
+        mirrors
+            .iter()
+            .filter_map(|mirror| {
+                let value = header_text(at_path(arguments, &mirror.path)?).ok()??;
+                Some((
+                    format!("Mcp-Param-{}", mirror.header),
+                    sansrpc::streamable::encode_header_value(&value),
+                ))
+            })
+            .collect()
+    }
+
+    /// [`for_call`](Self::for_call) of the request a transport sends (a JSON-RPC message's
+    /// bytes): the `Mcp-Param-*` headers of a `tools/call`, nothing for anything else. When
+    /// no tool has marks it returns at once, without reading the frame.
+    pub fn for_frame(&self, frame: &[u8]) -> Vec<(String, String)> {
+        #[derive(serde::Deserialize)]
+        struct Frame<'a> {
+            #[serde(borrow)]
+            method: Option<Cow<'a, str>>,
+            #[serde(borrow)]
+            params: Option<Params<'a>>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Params<'a> {
+            #[serde(borrow)]
+            name: Option<Cow<'a, str>>,
+            #[serde(borrow)]
+            arguments: Option<&'a serde_json::value::RawValue>,
+        }
+        if self
+            .tools
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_empty()
+        {
+            return Vec::new();
+        }
+        let Ok(Frame {
+            method: Some(method),
+            params:
+                Some(Params {
+                    name: Some(name),
+                    arguments,
+                }),
+        }) = serde_json::from_slice::<Frame<'_>>(frame)
+        else {
+            return Vec::new();
+        };
+        if method != methods::TOOLS_CALL || !matches!(self.marks(&name), Some(Marks::Mirrors(_))) {
+            return Vec::new();
+        }
+        let arguments = arguments.and_then(|a| serde_json::from_str::<JsonObject>(a.get()).ok());
+        self.for_call(&name, arguments.as_ref())
+    }
 }

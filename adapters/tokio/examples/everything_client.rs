@@ -10,7 +10,12 @@
 //! - `sse-retry`: `test_reconnection`, whose event stream the server closes; the answer comes
 //!   on the stream resumed with `Last-Event-ID` after the server's `retry` delay;
 //! - `http-standard-headers`: every tool called, every resource read, every prompt got
-//!   (each POST carries `Mcp-Method`, and `Mcp-Name` where the request names something).
+//!   (each POST carries `Mcp-Method`, and `Mcp-Name` where the request names something);
+//! - `http-custom-headers`: the calls `MCP_CONFORMANCE_CONTEXT` names (`toolCalls`, with
+//!   their arguments); each carries the `Mcp-Param-*` headers of the tool's `x-mcp-header`
+//!   arguments (SEP-2243), plain or `=?base64?…?=`, none for a null argument;
+//! - `http-invalid-tool-headers`: every tool listed called, and the listing leaves out the
+//!   tools whose `x-mcp-header` marks break the rules, so they are never called.
 //!
 //! `MCP_CONFORMANCE_PROTOCOL_VERSION` picks the revision: 2026-07-28 starts with
 //! `server/discover` and sends `_meta` on every request (`ClientBuilder::discover`),
@@ -49,7 +54,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let builder = Builder::new()
         .config(Config::for_profile(Profile::Mcp))
         .router(mcp.router());
-    let conn = sansrpc_tokio::mcp_client::connect(&url, builder)?;
+    // Each `tools/call` POST carries the `Mcp-Param-*` headers of the tools listed.
+    let headers = mcp.param_headers();
+    let conn = sansrpc_tokio::mcp_client::connect_with_headers(&url, builder, move |frame| {
+        headers.for_frame(frame)
+    })?;
     // The stateless revision has no handshake: `server/discover`, then `_meta` on every
     // request. The session revisions initialize.
     let server = if version::is_stateless(&revision) {
@@ -62,15 +71,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if scenario != "initialize" {
         let tools = server.all_tools().await?;
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-        let wanted: Vec<(&str, Value)> = match scenario.as_str() {
-            "tools_call" => vec![("add_numbers", json!({"a": 5, "b": 3}))],
+        let named = |name: &str, arguments: Value| vec![(name.to_owned(), arguments)];
+        let wanted: Vec<(String, Value)> = match scenario.as_str() {
+            "tools_call" => named("add_numbers", json!({"a": 5, "b": 3})),
             "elicitation-sep1034-client-defaults" => {
-                vec![("test_client_elicitation_defaults", json!({}))]
+                named("test_client_elicitation_defaults", json!({}))
             }
-            "sse-retry" => vec![("test_reconnection", json!({}))],
-            _ => names.iter().map(|&n| (n, json!({}))).collect(),
+            "sse-retry" => named("test_reconnection", json!({})),
+            "http-custom-headers" => context_calls()?,
+            _ => names.iter().map(|&n| (n.to_owned(), json!({}))).collect(),
         };
         for (name, arguments) in wanted {
+            let name = name.as_str();
             if !names.contains(&name) {
                 return Err(format!("the server lists no tool {name:?} (it has {names:?})").into());
             }
@@ -108,4 +120,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     conn.shutdown.shutdown(std::time::Duration::from_secs(1));
     conn.driver.await??;
     Ok(())
+}
+
+/// The calls the scenario's context names: `{"toolCalls": [{"name", "arguments"}, …]}` in
+/// `MCP_CONFORMANCE_CONTEXT`.
+fn context_calls() -> Result<Vec<(String, Value)>, Box<dyn std::error::Error>> {
+    let context: Value = serde_json::from_str(&std::env::var("MCP_CONFORMANCE_CONTEXT")?)?;
+    let calls = context["toolCalls"]
+        .as_array()
+        .ok_or("MCP_CONFORMANCE_CONTEXT has no toolCalls")?;
+    calls
+        .iter()
+        .map(|call| {
+            let name = call["name"].as_str().ok_or("a tool call without a name")?;
+            Ok((name.to_owned(), call["arguments"].clone()))
+        })
+        .collect()
 }

@@ -7,6 +7,12 @@
 //! (sampling, elicitation, roots) reach your [`Builder`]'s router, and their answers are
 //! POSTed back.
 //!
+//! On the stateless revision (2026-07-28) the `_meta` of each request gives its
+//! `MCP-Protocol-Version`, and every POST carries `Mcp-Method` (and `Mcp-Name` where the
+//! request names something). A `tools/call` also carries the `Mcp-Param-*` headers of the
+//! tool's `x-mcp-header` arguments (SEP-2243) when the connection was made with
+//! [`connect_with_headers`] and the typed client's `ParamHeaders`.
+//!
 //! ```no_run
 //! use sansrpc::endpoint::{Config, Profile};
 //! use sansrpc_tokio::Builder;
@@ -60,9 +66,14 @@ struct Session {
     listening: bool,
 }
 
+/// The extra headers of a `tools/call` POST, from its frame.
+type ExtraHeaders = dyn Fn(&[u8]) -> Vec<(String, String)> + Send + Sync;
+
 #[derive(Clone)]
 struct Shared {
     http: Http,
+    /// Asked for the extra headers of each `tools/call` (see [`connect_with_headers`]).
+    extra: Option<Arc<ExtraHeaders>>,
     uri: Uri,
     session: Arc<Mutex<Session>>,
     /// Messages for the connection: bounded, so a server that floods waits on its stream.
@@ -98,6 +109,8 @@ struct Frame {
     name: Option<String>,
     /// The revision its `_meta` names (2026-07-28 requests carry it in every request).
     version: Option<String>,
+    /// Extra headers (the `Mcp-Param-*` of a `tools/call`): empty, unallocated, for most.
+    extra: Vec<(String, String)>,
 }
 
 fn sent(frame: &[u8]) -> Frame {
@@ -143,6 +156,7 @@ fn sent(frame: &[u8]) -> Frame {
         request,
         name,
         version,
+        extra: Vec::new(),
     }
 }
 
@@ -150,6 +164,50 @@ fn sent(frame: &[u8]) -> Frame {
 /// connection's driver on the current tokio runtime. Nothing is sent until you call
 /// `initialize`.
 pub fn connect(url: &str, builder: Builder) -> io::Result<crate::Connection> {
+    open(url, builder, None)
+}
+
+/// [`connect`], and each `tools/call` POST also carries the headers `headers` gives for its
+/// body (a name and a value each, sent as they are): the `Mcp-Param-*` headers of the
+/// tool's `x-mcp-header` arguments (SEP-2243), from the typed client's
+/// `sansrpc_mcp::client::ParamHeaders`, which remembers the marks of the tools it listed:
+///
+/// ```no_run
+/// use sansrpc::endpoint::{Config, Profile};
+/// use sansrpc_mcp::client::ClientBuilder;
+/// use sansrpc_tokio::Builder;
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let mcp = ClientBuilder::new("me", "1");
+/// let builder = Builder::new().config(Config::for_profile(Profile::Mcp)).router(mcp.router());
+/// let headers = mcp.param_headers();
+/// let conn = sansrpc_tokio::mcp_client::connect_with_headers(
+///     "http://127.0.0.1:3000/mcp",
+///     builder,
+///     move |frame| headers.for_frame(frame),
+/// )?;
+/// let server = mcp.discover(conn.client.clone()).await?;
+/// for tool in server.all_tools().await? {
+///     println!("{}", tool.name);
+/// }
+/// # Ok(()) }
+/// ```
+pub fn connect_with_headers<F>(
+    url: &str,
+    builder: Builder,
+    headers: F,
+) -> io::Result<crate::Connection>
+where
+    F: Fn(&[u8]) -> Vec<(String, String)> + Send + Sync + 'static,
+{
+    open(url, builder, Some(Arc::new(headers)))
+}
+
+fn open(
+    url: &str,
+    builder: Builder,
+    extra: Option<Arc<ExtraHeaders>>,
+) -> io::Result<crate::Connection> {
     let uri: Uri = url
         .parse()
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
@@ -164,6 +222,7 @@ pub fn connect(url: &str, builder: Builder) -> io::Result<crate::Connection> {
     let transport = Messages {
         shared: Shared {
             http,
+            extra,
             uri,
             session: Arc::default(),
             incoming,
@@ -219,7 +278,12 @@ impl Transport for Messages {
         self.buf.clear();
         while let Some(len) = conn.poll_transmit(&mut self.buf) {
             let frame = self.buf.split_off(self.buf.len() - len);
-            let described = sent(&frame);
+            let mut described = sent(&frame);
+            if let (Some("tools/call"), Some(extra)) =
+                (described.method.as_deref(), &self.shared.extra)
+            {
+                described.extra = extra(&frame);
+            }
             let opens = described.method.as_deref() == Some("notifications/initialized") && {
                 let mut session = self
                     .shared
@@ -293,6 +357,9 @@ async fn send(
         }
         if let Some(name) = &frame.name {
             request = request.header("mcp-name", encode_header_value(name));
+        }
+        for (name, value) in &frame.extra {
+            request = request.header(name.as_str(), value.as_str());
         }
     }
     if let Some(id) = last_event_id {
