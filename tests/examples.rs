@@ -43,3 +43,59 @@ fn spec_examples_prints_the_specifications_answers() {
         "one request per answer: {lines:#?}"
     );
 }
+
+/// The bound every child-process and interop test runs under (`output_within`): a command
+/// that never finishes, or one that exits but leaves a grandchild holding its output open,
+/// is killed with everything it started, and the test fails saying so, within the limit.
+#[test]
+fn a_command_past_its_limit_is_killed_with_what_it_started() {
+    use std::process::Command;
+    use std::time::{Duration, Instant};
+    let out = interop::output_within(
+        Command::new("sh").args(["-c", "echo out; echo err >&2; exit 3"]),
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(
+        (&out.stdout[..], &out.stderr[..]),
+        (&b"out\n"[..], &b"err\n"[..])
+    );
+
+    for (n, (script, says)) in [
+        ("echo started; exec sleep 60", "did not finish"),
+        ("sleep 60 & echo started", "exited but left its output open"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("output-within-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let pidfile = dir.join("pid");
+        let script = format!("sleep 60 & echo $! > {}; {script}", pidfile.display());
+        let start = Instant::now();
+        let failed = std::panic::catch_unwind(|| {
+            interop::output_within(
+                Command::new("sh").args(["-c", &script]),
+                Duration::from_millis(500),
+            )
+        })
+        .expect_err("past its limit");
+        assert!(start.elapsed() < Duration::from_secs(20));
+        let message = failed.downcast_ref::<String>().unwrap();
+        assert!(message.contains(says), "{message}");
+        assert!(message.contains("started"), "{message}");
+        // The background `sleep` (a grandchild) was killed too.
+        let pid = std::fs::read_to_string(&pidfile).unwrap();
+        let gone = Instant::now() + Duration::from_secs(10);
+        while std::path::Path::new(&format!("/proc/{}", pid.trim())).exists() {
+            let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()));
+            // A zombie waiting for its (init) parent counts as killed.
+            if stat.is_ok_and(|s| s.split_whitespace().nth(2) == Some("Z")) {
+                break;
+            }
+            assert!(Instant::now() < gone, "the grandchild {pid} lives on");
+            std::thread::yield_now();
+        }
+    }
+}

@@ -87,17 +87,22 @@ fn vscode_jsonrpc_server_report() {
 #[test]
 fn python_jsonrpcserver_over_http_report() {
     let dir = interop("jsonrpcserver");
-    let have = Command::new("python3")
-        .args(["-c", "import jsonrpcserver"])
-        .status()
-        .expect("python3 is needed for the interop test");
-    if !have.success() {
-        let status = Command::new("python3")
-            .args(["-m", "pip", "install", "--quiet", "-r"])
-            .arg(dir.join("requirements.txt"))
-            .status()
-            .unwrap();
-        assert!(status.success(), "pip install of jsonrpcserver failed");
+    let have = support::output_within(
+        Command::new("python3").args(["-c", "import jsonrpcserver"]),
+        support::CLIENT_TIMEOUT,
+    );
+    if !have.status.success() {
+        let out = support::output_within(
+            Command::new("python3")
+                .args(["-m", "pip", "install", "--quiet", "-r"])
+                .arg(dir.join("requirements.txt")),
+            support::INSTALL_TIMEOUT,
+        );
+        assert!(
+            out.status.success(),
+            "pip install of jsonrpcserver failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()

@@ -11,6 +11,12 @@ pub use processes::*;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
+
+/// How long an install from a registry (npm ci, pip) may take.
+pub const INSTALL_TIMEOUT: Duration = Duration::from_secs(600);
+/// How long one run of another project's client or test suite may take.
+pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// One install at a time in this test binary (its tests run side by side, and two
 /// installs into one folder break each other).
@@ -41,12 +47,18 @@ pub fn npm_ci(dir: &Path, package: &str) {
     {
         return;
     }
-    let status = Command::new("npm")
-        .args(["ci", "--no-audit", "--no-fund"])
-        .current_dir(dir)
-        .status()
-        .expect("npm (Node 20) is needed for this test");
-    assert!(status.success(), "npm ci failed in {}", dir.display());
+    let out = output_within(
+        Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(dir),
+        INSTALL_TIMEOUT,
+    );
+    assert!(
+        out.status.success(),
+        "npm (Node 20) ci failed in {}:\n{}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Runs `interop/vscode-jsonrpc/lsp_client.js` against the LSP server `server` and checks
@@ -54,11 +66,12 @@ pub fn npm_ci(dir: &Path, package: &str) {
 pub fn vscode_jsonrpc_drives(crate_dir: &str, server: &Path) {
     let dir = interop(crate_dir, "vscode-jsonrpc");
     npm_ci(&dir, "vscode-jsonrpc");
-    let out = Command::new("node")
-        .arg(dir.join("lsp_client.js"))
-        .arg(server)
-        .output()
-        .expect("node (Node 20) is needed for this test");
+    let out = output_within(
+        Command::new("node")
+            .arg(dir.join("lsp_client.js"))
+            .arg(server),
+        CLIENT_TIMEOUT,
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "client failed: {stderr}");
     let report: serde_json::Value =
@@ -83,23 +96,26 @@ pub fn pip_install(crate_dir: &str, dir: &str) -> PathBuf {
         return target;
     }
     let _ = std::fs::remove_dir_all(&target);
-    let status = Command::new("python3")
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "--no-input",
-            "--root-user-action=ignore",
-        ])
-        .arg("--target")
-        .arg(&target)
-        .arg("-r")
-        .arg(&requirements)
-        .status()
-        .expect("python3 (3.11 or later) with pip is needed for this test");
-    assert!(status.success(), "pip install of interop/{dir} failed");
+    let mut pip = Command::new("python3");
+    pip.args([
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--no-input",
+        "--root-user-action=ignore",
+    ])
+    .arg("--target")
+    .arg(&target)
+    .arg("-r")
+    .arg(&requirements);
+    let out = output_within(&mut pip, INSTALL_TIMEOUT);
+    assert!(
+        out.status.success(),
+        "pip install of interop/{dir} failed (python3 3.11 or later with pip is needed):\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     std::fs::write(&marker, pinned).unwrap();
     target
 }
@@ -109,15 +125,16 @@ pub fn pip_install(crate_dir: &str, dir: &str) -> PathBuf {
 pub fn pytest_lsp_drives(crate_dir: &str, server: &Path) {
     let dir = interop(crate_dir, "pytest-lsp");
     let root = dir.parent().and_then(Path::parent).unwrap();
-    let out = Command::new("python3")
-        .args(["-m", "pytest", "-q", "-rA"])
-        .arg(dir.join("test_lsp_server.py"))
-        .current_dir(root)
-        .env("PYTHONPATH", pip_install(crate_dir, "pytest-lsp"))
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("SANSRPC_LSP_SERVER", shell_quote(&server.to_string_lossy()))
-        .output()
-        .expect("python3 is needed for this test");
+    let out = output_within(
+        Command::new("python3")
+            .args(["-m", "pytest", "-q", "-rA"])
+            .arg(dir.join("test_lsp_server.py"))
+            .current_dir(root)
+            .env("PYTHONPATH", pip_install(crate_dir, "pytest-lsp"))
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .env("SANSRPC_LSP_SERVER", shell_quote(&server.to_string_lossy())),
+        CLIENT_TIMEOUT,
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(

@@ -8,7 +8,7 @@
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -78,10 +78,8 @@ pub fn built_example(package: &str, name: &str) -> PathBuf {
             }
             None => panic!("no profile folder above {}", dir.display()),
         }
-        let out = build
-            .stdin(Stdio::null())
-            .output()
-            .expect("cargo builds the examples");
+        // A cold build of an example and its dependencies on a slow machine: minutes.
+        let out = output_within(&mut build, Duration::from_secs(1800));
         assert!(
             out.status.success(),
             "cargo build -p {package} --example {name} failed:\n{}",
@@ -90,6 +88,82 @@ pub fn built_example(package: &str, name: &str) -> PathBuf {
         built.as_mut().unwrap().insert(key);
     }
     example(package, name)
+}
+
+/// Runs `command` to its end like [`Command::output`] (stdin closed, stdout and stderr
+/// collected), but at most `limit`: past it the command and everything it started (its
+/// process group) are killed and the test panics with what they printed so far. Also
+/// bounded: the wait for the pipes to close, which a leftover grandchild could hold open.
+pub fn output_within(command: &mut Command, limit: Duration) -> Output {
+    use std::os::unix::process::CommandExt;
+    enum Done {
+        Pipe,
+        Exited(std::process::ExitStatus),
+    }
+    let deadline = Instant::now() + limit;
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Its own process group, so a timeout kills what it started too.
+        .process_group(0)
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {command:?}: {e}"));
+    let (tx, done) = mpsc::channel();
+    let collect = |mut pipe: Box<dyn Read + Send>| {
+        let kept = Arc::new(Mutex::new(Vec::new()));
+        let (into, tx) = (kept.clone(), tx.clone());
+        std::thread::spawn(move || {
+            let mut chunk = [0; 8192];
+            while let Ok(n @ 1..) = pipe.read(&mut chunk) {
+                into.lock().unwrap().extend_from_slice(&chunk[..n]);
+            }
+            let _ = tx.send(Done::Pipe);
+        });
+        kept
+    };
+    let stdout = collect(Box::new(child.stdout.take().unwrap()));
+    let stderr = collect(Box::new(child.stderr.take().unwrap()));
+    let pid = child.id();
+    std::thread::spawn(move || {
+        if let Ok(status) = child.wait() {
+            let _ = tx.send(Done::Exited(status));
+        }
+    });
+    // Done when it exited and both pipes closed, by the deadline.
+    let (mut status, mut closed) = (None, 0);
+    while status.is_none() || closed < 2 {
+        match done.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(Done::Pipe) => closed += 1,
+            Ok(Done::Exited(exit)) => status = Some(exit),
+            Err(_) => break,
+        }
+    }
+    let taken = |kept: &Arc<Mutex<Vec<u8>>>| std::mem::take(&mut *kept.lock().unwrap());
+    match status {
+        Some(status) if closed == 2 => Output {
+            status,
+            stdout: taken(&stdout),
+            stderr: taken(&stderr),
+        },
+        _ => {
+            // The whole group; the waiting thread reaps the child. The shell's own `kill`:
+            // no procps needed.
+            let _ = Command::new("sh")
+                .args(["-c", &format!("kill -9 -{pid}")])
+                .status();
+            panic!(
+                "{command:?} {} within {limit:?}\n--- stdout:\n{}\n--- stderr:\n{}",
+                if status.is_some() {
+                    "exited but left its output open"
+                } else {
+                    "did not finish"
+                },
+                String::from_utf8_lossy(&taken(&stdout)),
+                String::from_utf8_lossy(&taken(&stderr)),
+            )
+        }
+    }
 }
 
 /// A child process killed (and reaped) when dropped, however the test ends.
@@ -111,11 +185,23 @@ pub fn start_example(package: &str, name: &str, env: &[(&str, &str)]) -> (Runnin
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap_or_else(|e| panic!("start the {name} example: {e}"));
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    (Running(child), line.trim().to_owned())
+    // Read on a thread, so a server that never prints is killed after EXAMPLE_TIMEOUT.
+    let stdout = child.stdout.take().unwrap();
+    let (tx, first) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let mut child = Running(child);
+    match first.recv_timeout(EXAMPLE_TIMEOUT) {
+        Ok(line) if !line.is_empty() => (child, line.trim().to_owned()),
+        Ok(_) => panic!(
+            "the {name} example closed its stdout before its first line (exit: {:?})",
+            child.0.try_wait()
+        ),
+        Err(_) => panic!("the {name} example printed no line within {EXAMPLE_TIMEOUT:?}"),
+    }
 }
 
 /// An example started by [`Example::start`]: its stdout read line by line as it prints,

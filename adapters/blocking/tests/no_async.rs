@@ -1,17 +1,22 @@
 //! The adapter's promise: no async runtime anywhere in its dependency tree.
 
 use std::process::Command;
+use std::time::Duration;
+
+#[path = "../../../tests/support/processes.rs"]
+mod processes;
 
 const FORBIDDEN: &[&str] = &["tokio", "futures", "async-std", "smol", "async-io", "mio"];
 
 #[test]
 fn no_async_runtime_in_the_dependency_tree() {
-    let output = Command::new(env!("CARGO"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["tree", "-p", "sansrpc-blocking", "-e", "normal"])
-        .args(["--prefix", "none", "--format", "{p}"])
-        .output()
-        .expect("cargo runs");
+    let output = processes::output_within(
+        Command::new(env!("CARGO"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["tree", "-p", "sansrpc-blocking", "-e", "normal"])
+            .args(["--prefix", "none", "--format", "{p}"]),
+        Duration::from_secs(300),
+    );
     assert!(
         output.status.success(),
         "cargo tree failed: {}",

@@ -2,22 +2,27 @@
 //! hyper nor tungstenite (read from `cargo tree`).
 
 use std::process::Command;
+use std::time::Duration;
+
+#[path = "../../../tests/support/processes.rs"]
+mod processes;
 
 fn tree(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO"))
-        .args([
-            "tree",
-            "-p",
-            "sansrpc-tokio",
-            "-e",
-            "normal",
-            "--prefix",
-            "none",
-        ])
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("cargo runs");
+    let out = processes::output_within(
+        Command::new(env!("CARGO"))
+            .args([
+                "tree",
+                "-p",
+                "sansrpc-tokio",
+                "-e",
+                "normal",
+                "--prefix",
+                "none",
+            ])
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR")),
+        Duration::from_secs(300),
+    );
     assert!(
         out.status.success(),
         "{}",

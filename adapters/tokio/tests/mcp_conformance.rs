@@ -40,11 +40,15 @@ fn everything_server() -> (Running, String) {
 /// that revision, the multi round-trip ones among them). Extension scenarios are not
 /// listed.
 fn scenarios(dir: &std::path::Path, version: &str) -> Vec<String> {
-    let out = Command::new("bash")
-        .arg(dir.join("run.sh"))
-        .args(["list", "--server", "--spec-version", version])
-        .output()
-        .expect("bash runs the conformance suite");
+    let out = support::output_within(
+        Command::new("bash").arg(dir.join("run.sh")).args([
+            "list",
+            "--server",
+            "--spec-version",
+            version,
+        ]),
+        support::CLIENT_TIMEOUT,
+    );
     assert!(
         out.status.success(),
         "{}",
@@ -69,9 +73,8 @@ fn scenario(
     name: &str,
     must_succeed: &[&str],
 ) -> Option<String> {
-    let out = Command::new("bash")
-        .arg(dir.join("run.sh"))
-        .args([
+    let out = support::output_within(
+        Command::new("bash").arg(dir.join("run.sh")).args([
             "server",
             "--url",
             url,
@@ -81,9 +84,9 @@ fn scenario(
             name,
             "--timeout",
             "60000",
-        ])
-        .output()
-        .expect("bash runs the conformance suite");
+        ]),
+        support::CLIENT_TIMEOUT,
+    );
     let report = String::from_utf8_lossy(&out.stdout);
     let passed = report
         .lines()
@@ -245,7 +248,8 @@ fn a_dropped_stateless_response_does_not_stop_the_server() {
 /// session revision's scenarios run at the suite's default revision; the stateless ones at
 /// 2026-07-28, where the client starts with `server/discover` (`ClientBuilder::discover`)
 /// and some checks must be seen to succeed (not be skipped): the named requests' `Mcp-Name`
-/// header, the retry after -32022, and the declared capabilities.
+/// header, the retry after -32022, the declared capabilities, each `Mcp-Param-*` header of
+/// the `x-mcp-header` arguments (SEP-2243), and each invalid tool left uncalled.
 #[test]
 fn the_client_passes_the_client_scenarios() {
     let dir = support::interop(env!("CARGO_MANIFEST_DIR"), "mcp-conformance");
@@ -253,7 +257,7 @@ fn the_client_passes_the_client_scenarios() {
     let client = support::example("sansrpc-tokio", "everything_client");
     let mut failed = Vec::new();
     let stateless = Some("2026-07-28");
-    let scenarios: [(&str, Option<&str>, &[&str]); 8] = [
+    let scenarios: [(&str, Option<&str>, &[&str]); 10] = [
         ("initialize", None, &[]),
         ("tools_call", None, &[]),
         ("elicitation-sep1034-client-defaults", None, &[]),
@@ -279,6 +283,48 @@ fn the_client_passes_the_client_scenarios() {
             ],
         ),
         ("sep-2322-client-request-state", stateless, &[]),
+        (
+            "http-custom-headers",
+            stateless,
+            &[
+                "Client supports custom headers",
+                "Mcp-Param-Region header (string value)",
+                "Mcp-Param-Priority header (integer value)",
+                "Mcp-Param-Verbose header (boolean value)",
+                "Mcp-Param-Debug header (boolean value)",
+                "Mcp-Param-EmptyVal header (string value)",
+                "Mcp-Param-Method header (string value)",
+                "Mcp-Param-NonAscii header (string value)",
+                "Mcp-Param-Whitespace header (string value)",
+                "Mcp-Param-LeadingSpace header (string value)",
+                "Mcp-Param-TrailingSpace header (string value)",
+                "Mcp-Param-InternalSpace header (string value)",
+                "Mcp-Param-ControlChar header (string value)",
+                "Mcp-Param-CrLf header (string value)",
+                "Mcp-Param-Tab header (string value)",
+                "number-typed float_val is served unannotated",
+                "Mcp-Param headers for parameters without x-mcp-header",
+                "omit Mcp-Param header when parameter value is null",
+            ],
+        ),
+        (
+            "http-invalid-tool-headers",
+            stateless,
+            &[
+                "Client MUST keep valid tools while excluding invalid ones",
+                "tool 'invalid_empty_header'",
+                "tool 'invalid_object_header'",
+                "tool 'invalid_array_header'",
+                "tool 'invalid_null_header'",
+                "tool 'invalid_number_header'",
+                "tool 'invalid_duplicate_same_case'",
+                "tool 'invalid_duplicate_diff_case'",
+                "tool 'invalid_space_in_name'",
+                "tool 'invalid_colon_in_name'",
+                "tool 'invalid_non_ascii_name'",
+                "tool 'invalid_control_char_name'",
+            ],
+        ),
     ];
     for (name, version, must_succeed) in scenarios {
         let mut command = Command::new("bash");
@@ -290,7 +336,7 @@ fn the_client_passes_the_client_scenarios() {
         if let Some(version) = version {
             command.args(["--spec-version", version]);
         }
-        let out = command.output().expect("bash runs the conformance suite");
+        let out = support::output_within(&mut command, support::CLIENT_TIMEOUT);
         // Client runs print their summary on stderr.
         let report = format!(
             "{}{}",

@@ -27,7 +27,7 @@ fn everything_server() -> (Running, String) {
 
 /// Runs a client; its report (the JSON line it prints), which must say `ok`.
 fn report(mut client: Command) -> serde_json::Value {
-    let out = client.output().expect("the client runs");
+    let out = support::output_within(&mut client, support::CLIENT_TIMEOUT);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),

@@ -46,7 +46,7 @@ fn drive(who: &str, mut client: Command, server: &str, args: &str) {
         example(server).display(),
         wire.display()
     );
-    let out = client.arg(server).output().unwrap();
+    let out = support::output_within(client.arg(server), support::CLIENT_TIMEOUT);
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
@@ -118,12 +118,13 @@ fn the_mcp_typescript_sdk_drives_the_small_mcp_server_example() {
 /// ends the child with status 0.
 #[test]
 fn the_mcp_client_example_drives_a_python_sdk_server() {
-    let out = Command::new(example("mcp_client"))
-        .arg("python3")
-        .arg(interop("mcp-python").join("server.py"))
-        .env("PYTHONPATH", sdk())
-        .output()
-        .unwrap();
+    let out = support::output_within(
+        Command::new(example("mcp_client"))
+            .arg("python3")
+            .arg(interop("mcp-python").join("server.py"))
+            .env("PYTHONPATH", sdk()),
+        support::CLIENT_TIMEOUT,
+    );
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
