@@ -631,7 +631,10 @@ impl Server {
             // A modern-only server: what it speaks, in the error any older request gets.
             let data = br#"{"supported":["2026-07-28"]}"#;
             let body = error_body(
-                shape.id,
+                // The id of a lone request, read only for this error.
+                (shape.requests == 1)
+                    .then(|| rules::stateless(body).and_then(|s| s.id))
+                    .flatten(),
                 UNSUPPORTED_VERSION,
                 "Unsupported protocol version",
                 Some(data),
@@ -681,7 +684,7 @@ impl Server {
     }
 
     /// What a POST body holds: its requests, whether it is `initialize`, its id.
-    fn shape<'b>(&mut self, body: &'b [u8]) -> Result<Shape<'b>, Response> {
+    fn shape(&mut self, body: &[u8]) -> Result<Shape, Response> {
         let mut shape = Shape::default();
         match self.classifier.classify(body) {
             Classified::Rejected(rejection) => {
@@ -696,9 +699,6 @@ impl Server {
                 }
                 shape.initialize = false;
             }
-        }
-        if shape.requests == 1 {
-            shape.id = rules::stateless(body).and_then(|s| s.id);
         }
         Ok(shape)
     }
@@ -750,13 +750,7 @@ impl Server {
         }
     }
 
-    fn post_stateless(
-        &mut self,
-        head: &Head,
-        body: &[u8],
-        shape: Shape<'_>,
-        now: Instant,
-    ) -> Verdict {
+    fn post_stateless(&mut self, head: &Head, body: &[u8], shape: Shape, now: Instant) -> Verdict {
         let Some(fields) = rules::stateless(body) else {
             let why = "Invalid Request: a 2026-07-28 POST carries one message";
             return Verdict::Respond(Response::json(400, error_body(None, -32600, why, None)));
@@ -1269,13 +1263,12 @@ impl Server {
 
 /// What a POST body holds.
 #[derive(Debug, Default)]
-struct Shape<'b> {
+struct Shape {
     requests: usize,
     initialize: bool,
-    id: Option<&'b str>,
 }
 
-fn note(entry: &Incoming<'_>, shape: &mut Shape<'_>) {
+fn note(entry: &Incoming<'_>, shape: &mut Shape) {
     if let Incoming::Request(r) = entry {
         shape.requests += 1;
         shape.initialize = r.method == "initialize";

@@ -468,7 +468,7 @@ async fn serve_socket(mut socket: TcpStream, state: State) {
             return;
         };
         let keep_alive = head.keep_alive;
-        if !answer(&mut socket, &state, &head, body, &mut input).await || !keep_alive {
+        if !answer(&mut socket, &state, head, body, &mut input).await || !keep_alive {
             let _ = socket.shutdown().await;
             return;
         }
@@ -529,17 +529,17 @@ async fn read_request(
 async fn answer(
     socket: &mut TcpStream,
     state: &State,
-    head: &Head,
+    mut head: Head,
     body: Vec<u8>,
     input: &mut Vec<u8>,
 ) -> bool {
     let (verdict, writer, principal) = {
         let mut shared = state.lock();
         let now = shared.now();
-        let (authorized, principal) = authorize(shared.validator.as_ref(), head);
+        let (authorized, principal) = authorize(shared.validator.as_ref(), &head);
         let verdict = shared
             .server
-            .handle_request(head, &body, authorized, now, &mut entropy);
+            .handle_request(&head, &body, authorized, now, &mut entropy);
         // A response that writes a stream becomes its writer before anyone is woken: a
         // stream resumed while another response still writes it (a client that reconnects
         // before this side saw it go) is this response's from its first byte (its head).
@@ -553,16 +553,20 @@ async fn answer(
         (verdict, writer, principal)
     };
     // What the calls' handlers see of this request; recorded only for calls it carries.
-    let request = || {
+    // The fields are moved, not copied: names lowered in place, values kept when UTF-8
+    // (the same size of element, so the list is reused too).
+    let fields = std::mem::take(&mut head.fields);
+    let request = move || {
         Arc::new(HttpRequest {
-            principal: principal.clone(),
-            headers: head
-                .fields
-                .iter()
+            principal,
+            headers: fields
+                .into_iter()
                 .filter(|(name, _)| !name.eq_ignore_ascii_case("authorization"))
-                .map(|(name, value)| {
-                    let value = String::from_utf8_lossy(value).into_owned();
-                    (name.to_ascii_lowercase(), value)
+                .map(|(mut name, value)| {
+                    name.make_ascii_lowercase();
+                    let value = String::from_utf8(value)
+                        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+                    (name, value)
                 })
                 .collect(),
         })
