@@ -49,7 +49,7 @@ use crate::codec::sse;
 use crate::driver::Timers;
 use crate::message::{Classified, Classifier, Incoming};
 use crate::time::Instant;
-use crate::Limits;
+use crate::{Id, Limits};
 
 mod rules;
 mod store;
@@ -420,6 +420,8 @@ pub struct Server {
     ready_set: BTreeSet<u64>,
     events: VecDeque<Event>,
     classifier: Classifier,
+    /// The ids of the requests in the last body read ([`Server::request_ids`]).
+    call_ids: Vec<Id<'static>>,
     /// The event store's age timer runs.
     store_armed: bool,
 }
@@ -465,6 +467,7 @@ impl Server {
             ready_set: BTreeSet::new(),
             events: VecDeque::new(),
             classifier: Classifier::new(Limits::default()),
+            call_ids: Vec::new(),
             store_armed: false,
         }
     }
@@ -472,6 +475,15 @@ impl Server {
     /// The config.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// The ids of the requests (calls, not notifications) in the body of the request
+    /// [`handle_request`](Server::handle_request) read last, in order: a transport that
+    /// keeps per call what its handler should see of the HTTP request (its headers, its
+    /// principal) records them without reading the body again. Empty after a request
+    /// with no body or one refused before it was read.
+    pub fn request_ids(&self) -> &[Id<'static>] {
+        &self.call_ids
     }
 
     /// Makes the events the store took since the last call durable (a durable store
@@ -511,6 +523,7 @@ impl Server {
         now: Instant,
         entropy: &mut dyn FnMut(&mut [u8]),
     ) -> Verdict {
+        self.call_ids.clear();
         if !self.store_armed {
             self.store_armed = true;
             self.timers
@@ -692,10 +705,10 @@ impl Server {
                 let body = error_body(None, error.code, &error.message, None);
                 return Err(Response::json(400, body));
             }
-            Classified::Single(entry) => note(&entry, &mut shape),
+            Classified::Single(entry) => note(&entry, &mut shape, &mut self.call_ids),
             Classified::Batch(batch) => {
                 for entry in batch {
-                    note(&entry, &mut shape);
+                    note(&entry, &mut shape, &mut self.call_ids);
                 }
                 shape.initialize = false;
             }
@@ -1268,8 +1281,9 @@ struct Shape {
     initialize: bool,
 }
 
-fn note(entry: &Incoming<'_>, shape: &mut Shape) {
+fn note(entry: &Incoming<'_>, shape: &mut Shape, ids: &mut Vec<Id<'static>>) {
     if let Incoming::Request(r) = entry {
+        ids.push(r.id.to_owned_id());
         shape.requests += 1;
         shape.initialize = r.method == "initialize";
     }

@@ -804,3 +804,25 @@ fn a_mirrored_number_compares_as_a_number() {
     assert_eq!(send("42", "forty-two"), 400);
     assert_eq!(send(r#""42.0""#, "42"), 400, "a string compares as text");
 }
+
+/// The ids of a body's calls, as the machine read them, for a transport that records per
+/// call what its handler sees: calls only (not notifications), in order, kinds kept;
+/// nothing after a request with no body.
+#[test]
+fn the_ids_of_a_bodys_calls_are_read_once_by_the_machine() {
+    let mut server = Server::new(Config::default());
+    let now = Instant::ZERO;
+    let (_, id) = session(&mut server, now);
+    let sid = ("mcp-session-id", id.as_str());
+    let batch = r#"[{"jsonrpc":"2.0","id":7,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/x"},{"jsonrpc":"2.0","id":"7","method":"ping"}]"#;
+    let Verdict::Open { .. } = post(&mut server, &[sid], batch, now) else {
+        panic!()
+    };
+    assert_eq!(
+        server.request_ids(),
+        &[Id::number(7), Id::from("7").to_owned_id()]
+    );
+    let (head, _) = request("GET", &[sid, ("accept", "text/event-stream")], "");
+    server.handle_request(&head, &[], Authorized::NotRequired, now, &mut entropy);
+    assert!(server.request_ids().is_empty());
+}

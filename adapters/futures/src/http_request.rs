@@ -17,12 +17,11 @@ pub const MAX_RECORDED: usize = 4096;
 /// The HTTP requests of a connection's calls in flight, by call id: the transport records
 /// them as it hands the calls in and forgets them when their answer is written.
 #[derive(Debug, Default)]
-pub struct HttpRequests(Mutex<HashMap<String, Arc<HttpRequest>>>);
+pub struct HttpRequests(Mutex<HashMap<Id<'static>, Arc<HttpRequest>>>);
 
-fn key(id: &Id<'_>) -> String {
-    let mut json = Vec::new();
-    id.write_json(&mut json);
-    String::from_utf8(json).unwrap_or_default()
+/// The id as a key: owned, inline (no allocation) for every number and short string.
+fn key(id: &Id<'_>) -> Id<'static> {
+    id.to_owned_id()
 }
 
 impl HttpRequests {

@@ -533,7 +533,7 @@ async fn answer(
     body: Vec<u8>,
     input: &mut Vec<u8>,
 ) -> bool {
-    let (verdict, writer, principal) = {
+    let (verdict, writer, principal, ids) = {
         let mut shared = state.lock();
         let now = shared.now();
         let (authorized, principal) = authorize(shared.validator.as_ref(), &head);
@@ -549,8 +549,15 @@ async fn answer(
             | Verdict::Listen { stream } => Some(shared.writer(stream)),
             _ => None,
         };
+        // The calls the body carries, as the machine read them (for their handlers).
+        let ids = match verdict {
+            Verdict::Open { .. } | Verdict::Stateless { .. } => {
+                shared.server.request_ids().to_vec()
+            }
+            _ => Vec::new(),
+        };
         shared.settle();
-        (verdict, writer, principal)
+        (verdict, writer, principal, ids)
     };
     // What the calls' handlers see of this request; recorded only for calls it carries.
     // The fields are moved, not copied: names lowered in place, values kept when UTF-8
@@ -604,7 +611,7 @@ async fn answer(
             let Some((sender, requests)) = sender else {
                 return write_stream(socket, state, writer, input).await;
             };
-            let calls = record(&requests, &body, request);
+            let calls = record(&requests, ids, request);
             let _ = sender.send((body, stream)).await;
             let keep = write_stream(socket, state, writer, input).await;
             for id in &calls {
@@ -623,7 +630,7 @@ async fn answer(
             };
             let (sender, requests) = sender;
             // The connection is this request's alone and ends with it: nothing to forget.
-            record(&requests, &body, request);
+            record(&requests, ids, request);
             let _ = sender.send((body, stream)).await;
             let keep = write_stream(socket, state, writer, input).await;
             // Its one request answered (or abandoned): the connection ends.
@@ -748,31 +755,13 @@ fn authorize(validator: Option<&Validator>, head: &Head) -> (Authorized, Option<
     }
 }
 
-/// Records the HTTP request for each call in `body` (a message or a batch); the ids
-/// recorded.
+/// Records the HTTP request for each call the machine read in the request's body
+/// (`ids`, from [`streamable::Server::request_ids`]); the ids recorded.
 fn record(
     requests: &HttpRequests,
-    body: &[u8],
+    ids: Vec<sansrpc::Id<'static>>,
     request: impl FnOnce() -> Arc<HttpRequest>,
 ) -> Vec<sansrpc::Id<'static>> {
-    #[derive(serde::Deserialize)]
-    struct Call {
-        method: Option<serde::de::IgnoredAny>,
-        id: Option<sansrpc::Id<'static>>,
-    }
-    // Read directly (not through an untagged enum, whose buffer the id's raw text does not
-    // come through).
-    let batch = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
-    let calls = if batch {
-        serde_json::from_slice::<Vec<Call>>(body).unwrap_or_default()
-    } else {
-        serde_json::from_slice::<Call>(body).map_or_else(|_| Vec::new(), |c| vec![c])
-    };
-    let ids: Vec<sansrpc::Id<'static>> = calls
-        .into_iter()
-        .filter(|c| c.method.is_some())
-        .filter_map(|c| c.id)
-        .collect();
     if ids.is_empty() {
         return ids;
     }
