@@ -209,8 +209,11 @@ struct Shared {
     next_writer: u64,
     /// TCP connections being served.
     connections: usize,
-    /// The timer task: woken when the machine's next deadline may have moved.
+    /// The timer task: woken when the machine's next deadline moved earlier than the one
+    /// it sleeps until.
     timer: Arc<Notify>,
+    /// The deadline the timer task sleeps until (`None`: none, it waits to be told).
+    timer_at: Option<Instant>,
     /// Checks bearer tokens, when the configuration requires them.
     validator: Option<Validator>,
 }
@@ -230,6 +233,7 @@ impl State {
             next_writer: 0,
             connections: 0,
             timer: Arc::new(Notify::new()),
+            timer_at: None,
             validator: None,
         })))
     }
@@ -270,7 +274,13 @@ impl Shared {
     /// machine's next deadline may have moved).
     fn settle(&mut self) {
         self.wake();
-        self.timer.notify_one();
+        // Only a deadline earlier than the timer task's needs it now; a later one it finds
+        // when it wakes (most calls move nothing earlier: no wake-up per call).
+        let next = self.server.poll_timeout();
+        if next.is_some_and(|at| self.timer_at.map_or(true, |armed| at < armed)) {
+            self.timer_at = next;
+            self.timer.notify_one();
+        }
     }
 
     /// Wakes the writers of the streams the machine made ready and stops the connections
@@ -298,11 +308,10 @@ impl Shared {
 async fn run_timers(state: State) {
     loop {
         let (wait, timer) = {
-            let shared = state.lock();
-            let wait = shared
-                .server
-                .poll_timeout()
-                .map(|at| shared.clock.until(at));
+            let mut shared = state.lock();
+            let at = shared.server.poll_timeout();
+            shared.timer_at = at;
+            let wait = at.map(|at| shared.clock.until(at));
             (wait, Arc::clone(&shared.timer))
         };
         match wait {
