@@ -98,7 +98,9 @@ pub struct Config {
     /// A comment goes out on an SSE stream idle this long (default 15 s).
     pub keepalive: Duration,
     /// A request not answered within this time gets an SSE stream (with its priming event
-    /// and keep-alives) instead of a JSON body (default 1 s).
+    /// and keep-alives) instead of a JSON body (default 1 s). Zero: every request that
+    /// carries calls is answered on an SSE stream, whose response starts with the first
+    /// message for it (or a keep-alive).
     pub json_window: Duration,
     /// A session that made no request and has no stream open for this long ends (default
     /// 10 min).
@@ -947,8 +949,12 @@ impl Server {
             }
         }
         if kind == Kind::Post {
-            self.timers
-                .set(Timer::Stream(id), Some(now + self.config.json_window));
+            // No window: nothing to decide when it ends; the stream's first keep-alive.
+            let window = match self.config.json_window {
+                Duration::ZERO => self.config.keepalive,
+                window => window,
+            };
+            self.timers.set(Timer::Stream(id), Some(now + window));
         }
         id
     }
@@ -1012,7 +1018,8 @@ impl Server {
         }
         s.pending = s.pending.saturating_sub(answers);
         let last = answers > 0 && s.pending == 0 && s.kind == Kind::Post;
-        if s.mode == Mode::Undecided && last && s.attached {
+        let json = !self.config.json_window.is_zero();
+        if s.mode == Mode::Undecided && last && s.attached && json {
             // The answer is the first thing for this request: one JSON body.
             s.mode = Mode::Json;
             let status = (s.json_status)(error);

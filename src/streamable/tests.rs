@@ -826,3 +826,58 @@ fn the_ids_of_a_bodys_calls_are_read_once_by_the_machine() {
     server.handle_request(&head, &[], Authorized::NotRequired, now, &mut entropy);
     assert!(server.request_ids().is_empty());
 }
+
+/// `json_window` zero: an answer that is ready at once still goes on an SSE stream (not a
+/// JSON body), with no timer due before the first keep-alive.
+#[test]
+fn with_no_json_window_every_answer_is_an_event_stream() {
+    let config = Config {
+        json_window: Duration::ZERO,
+        ..Config::default()
+    };
+    let keepalive = config.keepalive;
+    let mut server = Server::new(config);
+    let now = Instant::ZERO;
+    let Verdict::Open {
+        session: key,
+        stream,
+        new_session: true,
+    } = post(&mut server, &[], INITIALIZE, now)
+    else {
+        panic!("a new session")
+    };
+    let result = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}"#;
+    server.handle_outgoing(key, result.as_bytes(), stream, now);
+    let (text, step) = drain(&mut server, stream);
+    assert_eq!(step, Step::End);
+    assert!(
+        text.contains("content-type: text/event-stream\r\n"),
+        "{text}"
+    );
+    assert!(text.contains(&format!("data: {result}\n")), "{text}");
+    let id = text
+        .lines()
+        .find_map(|l| l.strip_prefix("mcp-session-id: "))
+        .expect("the session id on the stream's head")
+        .to_owned();
+    let sid = ("mcp-session-id", id.as_str());
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add"}}"#;
+    let Verdict::Open { stream, .. } = post(&mut server, &[sid], call, now) else {
+        panic!()
+    };
+    assert!(
+        server
+            .poll_timeout()
+            .is_some_and(|at| at >= now + keepalive),
+        "no timer before the first keep-alive"
+    );
+    let answer = r#"{"jsonrpc":"2.0","id":2,"result":{}}"#;
+    server.handle_outgoing(key, answer.as_bytes(), stream, now);
+    let (text, step) = drain(&mut server, stream);
+    assert_eq!(step, Step::End);
+    assert!(
+        text.contains("content-type: text/event-stream\r\n"),
+        "{text}"
+    );
+    assert!(text.contains(&format!("data: {answer}\n")), "{text}");
+}
