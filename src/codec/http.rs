@@ -637,6 +637,9 @@ pub fn write_head(
     content_length: Option<usize>,
     headers: &[(&str, &[u8])],
 ) {
+    // Room for all of it at once (the status line and a length are under 64 bytes).
+    let fields: usize = headers.iter().map(|(n, v)| n.len() + v.len() + 4).sum();
+    out.reserve(64 + fields + content_length.map_or(0, |n| n.min(1 << 16)));
     out.extend_from_slice(b"HTTP/1.1 ");
     out.extend_from_slice(itoa::Buffer::new().format(status).as_bytes());
     out.push(b' ');

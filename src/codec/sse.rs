@@ -60,7 +60,7 @@ pub fn encode_event(
     }
     let mut rest = data;
     loop {
-        let end = rest.find(['\r', '\n']).unwrap_or(rest.len());
+        let end = memchr::memchr2(b'\r', b'\n', rest.as_bytes()).unwrap_or(rest.len());
         out.extend_from_slice(b"data: ");
         out.extend_from_slice(&rest.as_bytes()[..end]);
         out.push(b'\n');

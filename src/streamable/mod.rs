@@ -1023,12 +1023,12 @@ impl Server {
             // The answer is the first thing for this request: one JSON body.
             s.mode = Mode::Json;
             let status = (s.json_status)(error);
-            let mut headers: Vec<(&str, &[u8])> =
-                Vec::from([("content-type", &b"application/json"[..])]);
-            if let Some(id) = session_id.as_deref() {
-                headers.push(("mcp-session-id", id));
-            }
-            write_head(&mut s.out, status, Some(frame.len()), &headers);
+            let headers: [(&str, &[u8]); 2] = [
+                ("content-type", b"application/json"),
+                ("mcp-session-id", session_id.as_deref().unwrap_or_default()),
+            ];
+            let named = if session_id.is_some() { 2 } else { 1 };
+            write_head(&mut s.out, status, Some(frame.len()), &headers[..named]);
             s.out.extend_from_slice(frame);
             s.done = true;
             s.ended = true;
@@ -1044,7 +1044,8 @@ impl Server {
             // Detached before anything went out: a client resuming it reads events.
             s.mode = Mode::Sse;
         }
-        let mut event = Vec::new();
+        // The frame, its field names and an id: one allocation.
+        let mut event = Vec::with_capacity(frame.len() + 64);
         let text = core::str::from_utf8(frame).unwrap_or_default();
         if s.resumable {
             s.seq += 1;

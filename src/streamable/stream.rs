@@ -110,19 +110,18 @@ impl Stream {
     /// last id and the reconnection delay).
     pub fn open_sse(&mut self, id: u64, retry_ms: u32, session_id: Option<&[u8]>) {
         self.mode = Mode::Sse;
-        let mut headers: Vec<(&str, &[u8])> = Vec::from([
-            ("content-type", &b"text/event-stream"[..]),
+        let headers: [(&str, &[u8]); 5] = [
+            ("content-type", b"text/event-stream"),
             ("cache-control", b"no-cache"),
             ("x-accel-buffering", b"no"),
             ("transfer-encoding", b"chunked"),
-        ]);
-        if let Some(session) = session_id {
-            headers.push(("mcp-session-id", session));
-        }
-        write_head(&mut self.out, 200, None, &headers);
+            ("mcp-session-id", session_id.unwrap_or_default()),
+        ];
+        let named = if session_id.is_some() { 5 } else { 4 };
+        write_head(&mut self.out, 200, None, &headers[..named]);
         if self.resumable {
-            let mut event = Vec::new();
-            let mut eid = Vec::new();
+            let mut event = Vec::with_capacity(64);
+            let mut eid = Vec::with_capacity(24);
             Stream::event_id(id, self.seq, &mut eid);
             let eid = core::str::from_utf8(&eid).unwrap_or_default();
             sse::encode_event(&mut event, Some(eid), None, "", Some(retry_ms));
