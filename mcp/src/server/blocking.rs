@@ -177,9 +177,9 @@ impl Server {
                         peer: cx.peer(),
                         cx,
                     });
-                    let value = pollster::block_on(server.handle(method, params, host))?;
-                    serde_json::to_writer(out, &value)
-                        .map_err(|e| ErrorObject::new(-32603, e.to_string()))
+                    let raw = pollster::block_on(server.handle_raw(method, params, host))?;
+                    out.extend_from_slice(raw.get().as_bytes());
+                    Ok(())
                 })
                 .unwrap_or_else(|e| panic!("mounting {method}: {e}"));
         }

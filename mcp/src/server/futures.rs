@@ -111,8 +111,7 @@ impl Server {
                     async move {
                         let params = params_value(params.as_deref())?;
                         let host: Arc<dyn Host> = Arc::new(FuturesHost { cx });
-                        let value = server.handle(method, params, host).await?;
-                        Ok(raw_json(&value))
+                        server.handle_raw(method, params, host).await
                     }
                 })
                 .unwrap_or_else(|e| panic!("mounting {method}: {e}"));

@@ -509,6 +509,29 @@ struct Request {
     client: Option<Arc<Implementation>>,
 }
 
+/// A method's result: a `Value` to finish, or JSON text written straight from a typed
+/// result (a session's tool call).
+enum Reply {
+    Value(Value),
+    Raw(Box<sansrpc::RawValue>),
+}
+
+impl Reply {
+    fn into_value(self) -> Value {
+        match self {
+            Reply::Value(v) => v,
+            Reply::Raw(raw) => serde_json::from_str(raw.get()).unwrap_or(Value::Null),
+        }
+    }
+
+    fn into_raw(self) -> Box<sansrpc::RawValue> {
+        match self {
+            Reply::Value(v) => crate::raw_json(&v),
+            Reply::Raw(raw) => raw,
+        }
+    }
+}
+
 impl Server {
     /// Answers one request: the result, or the error object. `host` is the adapter's way
     /// to the client for this request. Methods not in [`REQUESTS`] (or not offered, such
@@ -519,6 +542,29 @@ impl Server {
         params: Option<Value>,
         host: Arc<dyn Host>,
     ) -> BoxFuture<Result<Value, ErrorObject<'static>>> {
+        let reply = self.respond(method, params, host);
+        Box::pin(async move { reply.await.map(Reply::into_value) })
+    }
+
+    /// [`handle`](Server::handle) with the result as JSON text, what the adapters send: a
+    /// tool's result on a session is written straight from its Rust value, with no
+    /// `Value` tree in between.
+    pub(crate) fn handle_raw(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        host: Arc<dyn Host>,
+    ) -> BoxFuture<Result<Box<sansrpc::RawValue>, ErrorObject<'static>>> {
+        let reply = self.respond(method, params, host);
+        Box::pin(async move { reply.await.map(Reply::into_raw) })
+    }
+
+    fn respond(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        host: Arc<dyn Host>,
+    ) -> BoxFuture<Result<Reply, ErrorObject<'static>>> {
         let server = self.clone();
         let method = method.to_owned();
         Box::pin(async move {
@@ -768,11 +814,11 @@ impl Server {
         method: &str,
         request: Request,
         host: Arc<dyn Host>,
-    ) -> Result<Value, McpError> {
+    ) -> Result<Reply, McpError> {
         let shared = &self.shared;
         let stateless = request.stateless;
         let mut value = match method {
-            methods::INITIALIZE => return self.initialize(request, &*host),
+            methods::INITIALIZE => return self.initialize(request, &*host).map(Reply::Value),
             methods::SERVER_DISCOVER => {
                 let mut result = json!({
                     "supportedVersions": version::STATELESS_VERSIONS,
@@ -783,30 +829,34 @@ impl Server {
                 if let Some(text) = &shared.instructions {
                     result["instructions"] = json!(text);
                 }
-                return Ok(self.finish(result, stateless, true));
+                return Ok(Reply::Value(self.finish(result, stateless, true)));
             }
             methods::PING => json!({}),
             methods::TOOLS_LIST => {
                 let tools: Vec<&Tool> = shared.tools.iter().map(|t| &t.tool).collect();
-                return self.page(&request, "tools", &tools);
+                return self.page(&request, "tools", &tools).map(Reply::Value);
             }
             methods::RESOURCES_LIST => {
                 let list: Vec<&Resource> = shared.resources.iter().map(|r| &r.resource).collect();
-                return self.page(&request, "resources", &list);
+                return self.page(&request, "resources", &list).map(Reply::Value);
             }
             methods::RESOURCES_TEMPLATES_LIST => {
                 let list: Vec<&ResourceTemplate> =
                     shared.templates.iter().map(|t| &t.template).collect();
-                return self.page(&request, "resourceTemplates", &list);
+                return self
+                    .page(&request, "resourceTemplates", &list)
+                    .map(Reply::Value);
             }
             methods::PROMPTS_LIST => {
                 let list: Vec<&Prompt> = shared.prompts.iter().map(|p| &p.prompt).collect();
-                return self.page(&request, "prompts", &list);
+                return self.page(&request, "prompts", &list).map(Reply::Value);
             }
             methods::TOOLS_CALL | methods::PROMPTS_GET | methods::RESOURCES_READ => {
                 return self.asking(method, request, host).await;
             }
-            methods::SUBSCRIPTIONS_LISTEN => return self.listen(request, host).await,
+            methods::SUBSCRIPTIONS_LISTEN => {
+                return self.listen(request, host).await.map(Reply::Value)
+            }
             methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
                 let uri = string_param(&request.params, "uri")?;
                 if uri.len() > MAX_URI {
@@ -872,7 +922,7 @@ impl Server {
             _ => return Err(McpError::Rpc(ErrorObject::method_not_found())),
         };
         value = self.finish(value, stateless, false);
-        Ok(value)
+        Ok(Reply::Value(value))
     }
 
     fn initialize(&self, request: Request, host: &dyn Host) -> Result<Value, McpError> {
@@ -951,7 +1001,7 @@ impl Server {
         method: &str,
         request: Request,
         host: Arc<dyn Host>,
-    ) -> Result<Value, McpError> {
+    ) -> Result<Reply, McpError> {
         let name = match method {
             methods::RESOURCES_READ => string_param(&request.params, "uri")?,
             _ => string_param(&request.params, "name")?,
@@ -975,13 +1025,23 @@ impl Server {
         }
         let outcome = match method {
             methods::TOOLS_CALL => self.call_tool(&name, &request, cx.clone()).await,
-            methods::PROMPTS_GET => self.get_prompt(&name, &request, cx.clone()).await,
-            _ => self.read_resource(&name, cx.clone()).await,
+            methods::PROMPTS_GET => self
+                .get_prompt(&name, &request, cx.clone())
+                .await
+                .map(Reply::Value),
+            _ => self
+                .read_resource(&name, cx.clone())
+                .await
+                .map(Reply::Value),
         };
         match outcome {
-            Ok(value) => {
-                Ok(self.finish(value, request.stateless, method == methods::RESOURCES_READ))
-            }
+            Ok(Reply::Value(value)) => Ok(Reply::Value(self.finish(
+                value,
+                request.stateless,
+                method == methods::RESOURCES_READ,
+            ))),
+            // Written already (a session's tool result: `finish` changes nothing there).
+            Ok(raw) => Ok(raw),
             Err(McpError::InputRequired) if request.stateless => {
                 let asked =
                     std::mem::take(&mut *cx.inner.asked.lock().unwrap_or_else(|e| e.into_inner()));
@@ -1005,19 +1065,19 @@ impl Server {
                     .sealer
                     .seal(&carried)
                     .ok_or_else(|| McpError::internal("requestState would exceed 64 KiB"))?;
-                Ok(json!({
+                Ok(Reply::Value(json!({
                     "resultType": "input_required",
                     "inputRequests": asked,
                     "requestState": sealed,
-                }))
+                })))
             }
             Err(McpError::Tool(message)) if method == methods::TOOLS_CALL => {
                 let result = crate::types::CallToolResult::error(message);
-                Ok(self.finish(
+                Ok(Reply::Value(self.finish(
                     serde_json::to_value(result).map_err(McpError::internal)?,
                     request.stateless,
                     false,
-                ))
+                )))
             }
             Err(e) => Err(e),
         }
@@ -1076,7 +1136,7 @@ impl Server {
         name: &str,
         request: &Request,
         cx: Context,
-    ) -> Result<Value, McpError> {
+    ) -> Result<Reply, McpError> {
         let Some(entry) = self.shared.tools.iter().find(|t| t.tool.name == name) else {
             return Err(McpError::invalid_params(format!("Unknown tool: {name}")));
         };
@@ -1086,7 +1146,14 @@ impl Server {
             Some(_) => return Err(McpError::invalid_params("arguments must be an object")),
         };
         let result = (entry.call)(cx, arguments).await?;
-        serde_json::to_value(result).map_err(McpError::internal)
+        if request.stateless {
+            // `finish` adds the revision's fields to it.
+            serde_json::to_value(result)
+                .map(Reply::Value)
+                .map_err(McpError::internal)
+        } else {
+            Ok(Reply::Raw(crate::raw_json(&result)))
+        }
     }
 
     async fn get_prompt(
