@@ -23,6 +23,11 @@ fn server() -> Server {
 
 /// Serves `server` on a free loopback port on a runtime of its own; the port.
 fn serve(server: &Server) -> u16 {
+    serve_with(server, streamable::Config::default())
+}
+
+/// [`serve`] with `config`.
+fn serve_with(server: &Server, config: streamable::Config) -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     listener.set_nonblocking(true).unwrap();
@@ -38,7 +43,7 @@ fn serve(server: &Server) -> u16 {
                 .config(Config::for_profile(Profile::Mcp))
                 .router(router);
             let never = std::future::pending::<()>();
-            sansrpc_tokio::mcp::serve(listener, builder, streamable::Config::default(), never)
+            sansrpc_tokio::mcp::serve(listener, builder, config, never)
                 .await
                 .unwrap();
         });
@@ -135,4 +140,49 @@ fn ending_the_subscriptions_answers_each_listen_stream_complete() {
     until("the ended subscription leaves", || {
         server.open_subscriptions() == 0
     });
+}
+
+/// Listen streams are stateless requests that stay open, so `max_stateless` bounds them:
+/// past it a listen is refused 503 (and holds nothing), and a closed stream frees its
+/// place for the next.
+#[test]
+fn listen_streams_are_bounded_and_a_closed_one_frees_its_place() {
+    let server = server();
+    let mut config = streamable::Config::default();
+    config.max_stateless = 3;
+    let port = serve_with(&server, config);
+    let mut open: Vec<TcpStream> = (0..3)
+        .map(|n| {
+            let mut s = listen(port, 50 + n);
+            let mut seen = String::new();
+            read_until(
+                &mut s,
+                &mut seen,
+                "notifications/subscriptions/acknowledged",
+            );
+            s
+        })
+        .collect();
+    assert_eq!(server.open_subscriptions(), 3);
+    let mut refused = listen(port, 60);
+    let mut seen = String::new();
+    read_until(&mut refused, &mut seen, "\r\n\r\n");
+    assert!(seen.starts_with("HTTP/1.1 503"), "{seen}");
+    assert_eq!(
+        server.open_subscriptions(),
+        3,
+        "the refused one holds nothing"
+    );
+    drop(open.pop());
+    until("the closed stream's subscription ends", || {
+        server.open_subscriptions() == 2
+    });
+    let mut again = listen(port, 61);
+    let mut seen = String::new();
+    read_until(
+        &mut again,
+        &mut seen,
+        "notifications/subscriptions/acknowledged",
+    );
+    assert_eq!(server.open_subscriptions(), 3);
 }
