@@ -853,12 +853,9 @@ impl Server {
         s.seq = seq;
         s.open_sse(stream, retry, None);
         s.seq = last;
-        let mut replay = Vec::new();
         self.store.replay(stream, seq, &mut |_, event| {
-            stream::write_chunk(&mut replay, event);
+            stream::write_chunk(&mut s.out, event);
         });
-        let s = self.streams.get_mut(&stream).expect("present");
-        s.out.extend_from_slice(&replay);
         if s.done {
             s.end();
         }
@@ -876,11 +873,9 @@ impl Server {
         let id = self.fresh();
         let mut s = Stream::new(Kind::Replay, 0, 0, false, now);
         s.open_sse(id, retry_ms(&self.config), None);
-        let mut replay = Vec::new();
         self.store.replay(stream, seq, &mut |_, event| {
-            stream::write_chunk(&mut replay, event);
+            stream::write_chunk(&mut s.out, event);
         });
-        s.out.extend_from_slice(&replay);
         s.done = true;
         s.end();
         self.streams.insert(id, s);

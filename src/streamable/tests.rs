@@ -57,6 +57,13 @@ fn drain(server: &mut Server, stream: u64) -> (String, Step) {
     (String::from_utf8(out).unwrap(), step)
 }
 
+/// Progress notification `n` of token 1.
+fn progress(n: u32) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":1,"progress":{n}}}}}"#
+    )
+}
+
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
 
 /// Opens a session; its id.
@@ -370,11 +377,7 @@ fn a_dropped_stream_is_resumed_with_last_event_id_and_loses_nothing() {
     let Verdict::Open { stream, .. } = post(&mut server, &[sid], call, now) else {
         panic!()
     };
-    let note = |n: u32| {
-        format!(
-            r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":1,"progress":{n}}}}}"#
-        )
-    };
+    let note = progress;
     server.handle_outgoing(key, note(1).as_bytes(), stream, now);
     let (first, _) = drain(&mut server, stream);
     assert!(first.contains(&note(1)));
@@ -703,11 +706,7 @@ fn after_a_restart_a_durable_store_replays_what_a_stream_missed_to_its_session_o
     let Verdict::Open { stream, .. } = post(&mut before, &[sid], call, now) else {
         panic!()
     };
-    let note = |n: u32| {
-        format!(
-            r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":1,"progress":{n}}}}}"#
-        )
-    };
+    let note = progress;
     before.handle_outgoing(key, note(1).as_bytes(), stream, now);
     let (seen, _) = drain(&mut before, stream);
     assert!(seen.contains(&note(1)));
