@@ -11,7 +11,10 @@
 //! `MCP-Protocol-Version`, and every POST carries `Mcp-Method` (and `Mcp-Name` where the
 //! request names something). A `tools/call` also carries the `Mcp-Param-*` headers of the
 //! tool's `x-mcp-header` arguments (SEP-2243) when the connection was made with
-//! [`connect_with_headers`] and the typed client's `ParamHeaders`.
+//! [`connect_with_headers`] and the typed client's `ParamHeaders`. Cancelling a 2026-07-28
+//! request (`notifications/cancelled`, as when its call is dropped) closes its POST's
+//! response stream instead of POSTing the notification: on that revision closing the stream
+//! is how a client cancels over HTTP (a `subscriptions/listen` is forgotten by the server).
 //!
 //! ```no_run
 //! use sansrpc::endpoint::{Config, Profile};
@@ -28,6 +31,7 @@
 //! # Ok(()) }
 //! ```
 
+use std::collections::HashMap;
 use std::io;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -83,6 +87,15 @@ struct Shared {
     /// sends its requests on the GET stream (as the TypeScript SDK does when a handler asks
     /// the client something) finds it open.
     listening: Arc<tokio::sync::watch::Sender<bool>>,
+    /// The POSTs of the 2026-07-28 requests still open, by request id (its JSON text): a
+    /// `notifications/cancelled` for one aborts it, which closes its stream.
+    stateless: Arc<Mutex<HashMap<String, tokio::task::AbortHandle>>>,
+}
+
+impl Shared {
+    fn open_posts(&self) -> std::sync::MutexGuard<'_, HashMap<String, tokio::task::AbortHandle>> {
+        self.stateless.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// The longest the POSTs wait for the session's GET stream to open, in all.
@@ -111,6 +124,10 @@ struct Frame {
     version: Option<String>,
     /// Extra headers (the `Mcp-Param-*` of a `tools/call`): empty, unallocated, for most.
     extra: Vec<(String, String)>,
+    /// A request's id (JSON text).
+    id: Option<String>,
+    /// The `requestId` (JSON text) of a `notifications/cancelled`.
+    cancels: Option<String>,
 }
 
 fn sent(frame: &[u8]) -> Frame {
@@ -126,6 +143,8 @@ fn sent(frame: &[u8]) -> Frame {
         uri: Option<String>,
         #[serde(rename = "_meta")]
         meta: Option<Meta>,
+        #[serde(rename = "requestId")]
+        request_id: Option<Box<serde_json::value::RawValue>>,
     }
     #[derive(serde::Deserialize)]
     struct Meta {
@@ -144,12 +163,16 @@ fn sent(frame: &[u8]) -> Frame {
         sent.method.as_deref(),
         Some("tools/call" | "prompts/get" | "resources/read")
     );
-    let (name, version) = match sent.params {
+    let cancelled = sent.method.as_deref() == Some("notifications/cancelled");
+    let (name, version, cancels) = match sent.params {
         Some(p) => (
             if named { p.name.or(p.uri) } else { None },
             p.meta.and_then(|m| m.version),
+            p.request_id
+                .filter(|_| cancelled)
+                .map(|id| id.get().to_owned()),
         ),
-        None => (None, None),
+        None => (None, None, None),
     };
     Frame {
         method: sent.method,
@@ -157,6 +180,8 @@ fn sent(frame: &[u8]) -> Frame {
         name,
         version,
         extra: Vec::new(),
+        id: sent.id.filter(|_| request).map(|id| id.get().to_owned()),
+        cancels,
     }
 }
 
@@ -227,6 +252,7 @@ fn open(
             session: Arc::default(),
             incoming,
             listening: Arc::new(tokio::sync::watch::Sender::new(true)),
+            stateless: Arc::default(),
         },
         rx,
         held: None,
@@ -303,7 +329,30 @@ impl Transport for Messages {
                     drop(gate);
                 });
             }
-            tokio::spawn(post(self.shared.clone(), frame, described, opens));
+            if let Some(id) = &described.cancels {
+                let open = self.shared.open_posts().remove(id);
+                if let Some(post) = open {
+                    // A 2026-07-28 request: closing its stream cancels it.
+                    post.abort();
+                    continue;
+                }
+            }
+            match described.id.clone().filter(|_| described.version.is_some()) {
+                Some(id) => {
+                    // Held while the POST starts: it takes itself out when done, after this.
+                    let mut open = self.shared.open_posts();
+                    let shared = self.shared.clone();
+                    let key = id.clone();
+                    let task = tokio::spawn(async move {
+                        post(shared.clone(), frame, described, opens).await;
+                        shared.open_posts().remove(&id);
+                    });
+                    open.insert(key, task.abort_handle());
+                }
+                None => {
+                    tokio::spawn(post(self.shared.clone(), frame, described, opens));
+                }
+            }
         }
         Poll::Ready(Ok(()))
     }
