@@ -17,7 +17,7 @@
 //! ```
 
 use alloc::borrow::Cow;
-use alloc::string::{String, ToString};
+use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
 
@@ -339,7 +339,7 @@ pub(crate) fn decode_params<T: DeserializeOwned>(
         },
         // `_meta` (MCP) is accepted by every struct, even one that denies unknown members.
         (Some(b'{'), _)
-            if text.contains("\"_meta\"")
+            if memchr::memmem::find(text.as_bytes(), b"\"_meta\"").is_some()
                 && shape.names.is_some_and(|names| !names.contains(&"_meta")) =>
         {
             padded = without_member(text, "_meta");
@@ -353,7 +353,7 @@ pub(crate) fn decode_params<T: DeserializeOwned>(
         // Positional params: the usual call has them all and decodes at once; only a
         // call that does not is counted, then padded or refused.
         (Some(b'['), Some(n)) => {
-            let e = match serde_json::from_str(text) {
+            let e = match decode(text) {
                 Ok(value) => return Ok(value),
                 Err(e) => e,
             };
@@ -367,12 +367,31 @@ pub(crate) fn decode_params<T: DeserializeOwned>(
                         alloc::format!("Invalid params: expected at most {n} params, got {len}");
                     return Err(ErrorObject::new(code::INVALID_PARAMS, message));
                 }
-                _ => return Err(invalid_params(&e)),
+                _ => return Err(e),
             }
         }
         _ => text,
     };
+    decode(text)
+}
+
+/// `text` decoded into `T`: with serde_json (feature `serde-json-params`), else with the
+/// core's own decoder ([`crate::de`]), which leaves serde_json's parser, its float tables
+/// and its message formatting out of a firmware.
+#[cfg(feature = "serde-json-params")]
+fn decode<T: DeserializeOwned>(text: &str) -> Result<T, ErrorObject<'static>> {
     serde_json::from_str(text).map_err(|e| invalid_params(&e))
+}
+
+/// `text` decoded into `T` with the core's own decoder ([`crate::de`]); with the feature
+/// `serde-json-params`, with serde_json.
+#[cfg(not(feature = "serde-json-params"))]
+fn decode<T: DeserializeOwned>(text: &str) -> Result<T, ErrorObject<'static>> {
+    crate::de::from_str(text).map_err(|e| {
+        let mut message = String::from("Invalid params: ");
+        message.push_str(e.message());
+        ErrorObject::new(code::INVALID_PARAMS, message)
+    })
 }
 
 /// The object `text` (already validated) without its member `key`.
@@ -445,10 +464,11 @@ fn array_len(text: &str) -> Option<usize> {
     }
 }
 
+#[cfg(feature = "serde-json-params")]
 /// `-32602` with serde's description of what was wrong, without the line and column of a
 /// text the caller never saw in that form.
 pub(crate) fn invalid_params(e: &serde_json::Error) -> ErrorObject<'static> {
-    let text = e.to_string();
+    let text = alloc::string::ToString::to_string(e);
     let detail = match text.rfind(" at line ") {
         Some(i) => &text[..i],
         None => &text,

@@ -130,7 +130,7 @@ impl Lsp {
                     value: &'a str,
                 }
                 let value = params
-                    .and_then(|p| serde_json::from_str::<SetTrace<'_>>(p.get()).ok())
+                    .and_then(|p| crate::de::from_str::<SetTrace<'_>>(p.get()).ok())
                     .and_then(|t| Trace::parse(t.value));
                 match value {
                     Some(trace) => Gate::SetTrace(trace),
@@ -166,7 +166,7 @@ impl Lsp {
             capabilities: Option<Capabilities>,
         }
         let params: Params<'_> = params
-            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .and_then(|p| crate::de::from_str(p.get()).ok())
             .unwrap_or_default();
         self.state = State::Running;
         self.pid = params.process_id;

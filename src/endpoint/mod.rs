@@ -11,7 +11,7 @@ pub use profile::Profile;
 #[cfg(feature = "progress")]
 pub use progress::Progress;
 
-use alloc::collections::{BTreeMap, VecDeque};
+use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use core::fmt;
 use core::time::Duration;
@@ -55,6 +55,40 @@ impl fmt::Display for RequestId {
 /// newer request that happens to carry the same wire id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct IncomingId(u64);
+
+/// Tags by key (a request's handle or a batch's key), in a vector sorted by key: keys are
+/// handed out in increasing order, so an insert is a push, and the few in flight make a
+/// removal's shift cheap (no B-tree's code in a firmware).
+#[derive(Debug, Default)]
+struct Tags(Vec<(u64, u64)>);
+
+impl Tags {
+    fn insert(&mut self, key: u64, tag: u64) {
+        match self.0.binary_search_by_key(&key, |&(k, _)| k) {
+            Ok(i) => self.0[i].1 = tag,
+            Err(i) => self.0.insert(i, (key, tag)),
+        }
+    }
+
+    fn get(&self, key: u64) -> Option<u64> {
+        let i = self.0.binary_search_by_key(&key, |&(k, _)| k).ok()?;
+        Some(self.0[i].1)
+    }
+
+    fn remove(&mut self, key: u64) -> Option<u64> {
+        let i = self.0.binary_search_by_key(&key, |&(k, _)| k).ok()?;
+        let (_, tag) = self.0.remove(i);
+        if self.0.is_empty() && self.0.capacity() > 64 {
+            // A burst is over: give its memory back.
+            self.0 = Vec::new();
+        }
+        Some(tag)
+    }
+
+    fn clear(&mut self) {
+        self.0 = Vec::new();
+    }
+}
 
 /// What to do with an error response whose id is `null`: the peer could not parse something
 /// we sent, and could not tell which request it was.
@@ -747,10 +781,11 @@ pub struct Endpoint {
     input_tag: u64,
     /// The tag frames written now get.
     output_tag: u64,
-    /// Tags of the requests in flight that have one (few: only tagged transports use them).
-    tags: BTreeMap<IncomingId, u64>,
-    /// Tags of incoming batches still open that came tagged.
-    batch_tags: BTreeMap<u64, u64>,
+    /// Tags of the requests in flight that have one (only tagged transports use them),
+    /// by handle.
+    tags: Tags,
+    /// Tags of incoming batches still open that came tagged, by batch key.
+    batch_tags: Tags,
     /// Scratch space for one message body before it is framed.
     body: Vec<u8>,
     /// Scratch space for serializing typed params.
@@ -791,8 +826,8 @@ impl Endpoint {
             out: output::Output::default(),
             input_tag: 0,
             output_tag: 0,
-            tags: BTreeMap::new(),
-            batch_tags: BTreeMap::new(),
+            tags: Tags::default(),
+            batch_tags: Tags::default(),
             body: Vec::new(),
             params: Vec::new(),
             guard: guard::Guard::default(),
@@ -1182,7 +1217,7 @@ impl Endpoint {
                     self.queued_requests += 1;
                     self.queued_calls += 1;
                     if self.input_tag != 0 {
-                        self.tags.insert(handle, self.input_tag);
+                        self.tags.insert(handle.0, self.input_tag);
                     }
                 }
                 Verdict::Refuse(error) => {
@@ -1394,7 +1429,7 @@ impl Endpoint {
 
     /// Sends the array of a batch whose requests are all answered, and forgets the batch.
     fn send_batch(&mut self, key: u64) {
-        let tag = self.batch_tags.remove(&key);
+        let tag = self.batch_tags.remove(key);
         if let Some(mut b) = self.incoming.close_batch(key) {
             if b.answers > 0 {
                 b.body.push(b']');
@@ -1591,11 +1626,7 @@ impl Endpoint {
                 .answer(id, &mut body, answer_cancelled, |peer_id, version, out| {
                     write_response(out, version, peer_id, result)
                 });
-        let tag = if self.tags.is_empty() {
-            None
-        } else {
-            self.tags.remove(&id)
-        };
+        let tag = self.tags.remove(id.0);
         // An answer outside a batch (or whose batch is gone) is in `body`.
         if !body.is_empty() {
             let current = self.output_tag;
@@ -1627,7 +1658,7 @@ impl Endpoint {
     /// The tag of a request the peer sent and we have not answered yet (0 when its message
     /// came untagged).
     pub fn tag_of(&self, id: IncomingId) -> u64 {
-        self.tags.get(&id).copied().unwrap_or(0)
+        self.tags.get(id.0).unwrap_or(0)
     }
 
     /// Tags the frames written from now on with `tag` (the tag of the request they are sent

@@ -98,7 +98,7 @@ impl Profile {
         #[derive(serde::Deserialize)]
         struct Params {
             #[serde(rename = "partialResultToken")]
-            token: Option<serde_json::Value>,
+            token: Option<Id<'static>>,
         }
         if matches!(self, Profile::Mcp) {
             return None;
@@ -109,13 +109,9 @@ impl Profile {
         if !text.starts_with('{') || (!named && memchr::memchr(b'\\', bytes).is_none()) {
             return None;
         }
-        let params: Params = serde_json::from_str(text).ok()?;
-        match params.token? {
-            token @ (serde_json::Value::Number(_) | serde_json::Value::String(_)) => {
-                serde_json::from_value(token).ok()
-            }
-            _ => None,
-        }
+        // A token that is not a number, a string or null fails the whole decode: `None`.
+        let params: Params = crate::de::from_str(text).ok()?;
+        params.token
     }
 
     /// The progress token a peer put in a request's params, where this profile puts it:
@@ -125,12 +121,12 @@ impl Profile {
         #[derive(serde::Deserialize)]
         struct Meta {
             #[serde(rename = "progressToken")]
-            progress_token: Option<serde_json::Value>,
+            progress_token: Option<Id<'static>>,
         }
         #[derive(serde::Deserialize)]
         struct Params {
             #[serde(rename = "workDoneToken")]
-            work_done_token: Option<serde_json::Value>,
+            work_done_token: Option<Id<'static>>,
             #[serde(rename = "_meta")]
             meta: Option<Meta>,
         }
@@ -147,21 +143,17 @@ impl Profile {
         if !text.starts_with('{') || (!present && memchr::memchr(b'\\', bytes).is_none()) {
             return None;
         }
-        let params: Params = serde_json::from_str(text).ok()?;
+        // A token that is not a number, a string or null (either of them, under plain
+        // JSON-RPC) fails the whole decode: `None`.
+        let params: Params = crate::de::from_str(text).ok()?;
         let meta = || params.meta.and_then(|m| m.progress_token);
-        let token = match self {
-            Profile::Mcp => meta()?,
-            Profile::Lsp => params.work_done_token?,
+        match self {
+            Profile::Mcp => meta(),
+            Profile::Lsp => params.work_done_token,
             Profile::JsonRpc => match params.work_done_token {
-                Some(t) => t,
-                None => meta()?,
+                Some(t) => Some(t),
+                None => meta(),
             },
-        };
-        match token {
-            serde_json::Value::Number(_) | serde_json::Value::String(_) => {
-                serde_json::from_value(token).ok()
-            }
-            _ => None,
         }
     }
 
