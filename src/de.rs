@@ -269,7 +269,7 @@ impl<'de> Deserializer<'de> {
         signed: bool,
     ) -> Result<V::Value, DeError> {
         let text = self.integer(&visitor, true)?;
-        if text.starts_with('-') {
+        if signed || text.starts_with('-') {
             if !signed {
                 return Err(DeError::text("integer out of range"));
             }
@@ -645,23 +645,30 @@ struct Key<'a, 'de> {
 }
 
 impl<'de> Key<'_, 'de> {
-    /// The key parsed as an integer, for a map keyed by one.
-    fn integer<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        let name = self.de.string()?;
-        let parsed = if name.starts_with('-') {
-            match name.parse::<i64>() {
-                Ok(n) => Some(visitor.visit_i64(n)),
-                Err(_) => None,
-            }
-        } else {
-            match name.parse::<u64>() {
-                Ok(n) => Some(visitor.visit_u64(n)),
-                Err(_) => None,
-            }
+    /// The key read as a number by `read` (on a deserializer over the text between its
+    /// quotes), for a map keyed by a number type. As serde_json, the whole key must be a
+    /// JSON number (no escape, no sign but `-`, no leading zero, no space).
+    fn number<V: Visitor<'de>>(
+        self,
+        visitor: V,
+        read: impl FnOnce(&mut Deserializer<'de>, V) -> Result<V::Value, DeError>,
+    ) -> Result<V::Value, DeError> {
+        let tok = self.de.s.string().map_err(DeError::syntax)?;
+        let text = tok.span.of(self.de.text);
+        if tok.escaped || !matches!(text.as_bytes().first(), Some(b'-' | b'0'..=b'9')) {
+            return Err(de::Error::invalid_type(Unexpected::Str(""), &visitor));
+        }
+        let mut inner = Deserializer {
+            s: Scanner::new(text.as_bytes()),
+            text,
+            depth: 0,
         };
-        parsed.unwrap_or(Err(DeError::text(
-            "invalid type: string, expected an integer key",
-        )))
+        let value = read(&mut inner, visitor)?;
+        if inner.s.pos == text.len() {
+            Ok(value)
+        } else {
+            Err(DeError::text("invalid type: string, expected a number key"))
+        }
     }
 }
 
@@ -680,34 +687,71 @@ impl<'de> de::Deserializer<'de> for Key<'_, 'de> {
         visitor.visit_newtype_struct(self)
     }
 
+    /// A key is never null.
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_some(self)
+    }
+
+    /// A unit variant by name.
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        de::Deserializer::deserialize_enum(self.de, name, variants, visitor)
+    }
+
+    /// `"true"` or `"false"`.
+    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        let tok = self.de.s.string().map_err(DeError::syntax)?;
+        match (tok.escaped, tok.span.of(self.de.text)) {
+            (false, "true") => visitor.visit_bool(true),
+            (false, "false") => visitor.visit_bool(false),
+            _ => Err(de::Error::invalid_type(Unexpected::Str(""), &visitor)),
+        }
+    }
+
     fn deserialize_i8<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        self.integer(visitor)
+        self.number(visitor, Deserializer::visit_integer)
     }
     fn deserialize_i16<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        self.integer(visitor)
+        self.number(visitor, Deserializer::visit_integer)
     }
     fn deserialize_i32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        self.integer(visitor)
+        self.number(visitor, Deserializer::visit_integer)
     }
     fn deserialize_i64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        self.integer(visitor)
+        self.number(visitor, Deserializer::visit_integer)
+    }
+    fn deserialize_i128<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        self.number(visitor, |d, v| d.visit_wide_integer(v, true))
     }
     fn deserialize_u8<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        self.integer(visitor)
+        self.number(visitor, Deserializer::visit_integer)
     }
     fn deserialize_u16<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        self.integer(visitor)
+        self.number(visitor, Deserializer::visit_integer)
     }
     fn deserialize_u32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        self.integer(visitor)
+        self.number(visitor, Deserializer::visit_integer)
     }
     fn deserialize_u64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        self.integer(visitor)
+        self.number(visitor, Deserializer::visit_integer)
+    }
+    fn deserialize_u128<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        self.number(visitor, |d, v| d.visit_wide_integer(v, false))
+    }
+    fn deserialize_f32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        self.number(visitor, Deserializer::visit_float)
+    }
+    fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        self.number(visitor, Deserializer::visit_float)
     }
 
     serde::forward_to_deserialize_any! {
-        bool i128 u128 f32 f64 char str string bytes byte_buf
-        option unit unit_struct seq tuple tuple_struct map struct enum identifier ignored_any
+        char str string bytes byte_buf unit unit_struct seq tuple tuple_struct map struct
+        identifier ignored_any
     }
 }
 
