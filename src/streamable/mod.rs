@@ -1150,12 +1150,15 @@ impl Server {
         }
     }
 
-    /// Forgets a stream whose every answer was written (its events stay in the store for
-    /// a client that missed them, until the session ends or they age out).
+    /// Forgets a stream whose every answer was written, and its events in the store: a
+    /// finished stream is not resumed (a `Last-Event-ID` naming it gets the session's GET
+    /// stream), so they would only fill the store, one entry per request, for as long as
+    /// the session lives.
     fn finish(&mut self, stream: u64) {
         let Some(s) = self.streams.remove(&stream) else {
             return;
         };
+        self.store.remove(stream);
         if s.kind == Kind::Replay {
             // Counted nowhere.
         } else if s.session == 0 {

@@ -65,8 +65,12 @@ struct Kept {
 #[derive(Debug)]
 pub struct MemoryEventStore {
     streams: BTreeMap<u64, Kept>,
-    /// Every event kept, oldest first, for the global byte bound.
+    /// Every event kept, oldest first, for the global byte and age bounds; entries of
+    /// removed streams stay until they come up or the queue is compacted (at twice the
+    /// events kept).
     order: VecDeque<(Instant, u64, u64)>,
+    /// Events kept.
+    kept: usize,
     bytes: usize,
     max_bytes: usize,
     max_age: Duration,
@@ -78,6 +82,7 @@ impl MemoryEventStore {
         MemoryEventStore {
             streams: BTreeMap::new(),
             order: VecDeque::new(),
+            kept: 0,
             bytes: 0,
             max_bytes,
             max_age,
@@ -98,6 +103,7 @@ impl MemoryEventStore {
             if kept.events.front().is_some_and(|e| e.0 == seq) {
                 let (_, _, bytes) = kept.events.pop_front().unwrap_or_default();
                 self.bytes -= bytes.len();
+                self.kept -= 1;
                 kept.forgotten = kept.forgotten.max(seq);
             }
         }
@@ -121,6 +127,7 @@ impl EventStore for MemoryEventStore {
             .push_back((seq, now, event.to_vec()));
         self.order.push_back((now, stream, seq));
         self.bytes += event.len();
+        self.kept += 1;
     }
 
     fn replay(&mut self, stream: u64, after: u64, each: &mut dyn FnMut(u64, &[u8])) -> bool {
@@ -136,7 +143,18 @@ impl EventStore for MemoryEventStore {
     fn remove(&mut self, stream: u64) {
         if let Some(kept) = self.streams.remove(&stream) {
             self.bytes -= kept.events.iter().map(|e| e.2.len()).sum::<usize>();
-            // Their entries in `order` are skipped when they come up.
+            self.kept -= kept.events.len();
+            // Their entries in `order` are skipped when they come up; a queue that is
+            // mostly such entries (streams removed before their events aged out) is
+            // compacted, so it stays within twice the events kept.
+            if self.order.len() > 2 * self.kept + 1024 {
+                let streams = &self.streams;
+                self.order.retain(|&(_, stream, seq)| {
+                    streams
+                        .get(&stream)
+                        .is_some_and(|k| k.events.binary_search_by_key(&seq, |e| e.0).is_ok())
+                });
+            }
         }
     }
 
@@ -182,5 +200,41 @@ mod tests {
         store.remove(7);
         assert_eq!(store.bytes(), 0);
         assert!(!store.replay(7, 0, &mut |_, _| {}));
+    }
+
+    #[test]
+    fn removed_streams_leave_nothing_behind() {
+        let mut store = MemoryEventStore::new(1 << 20, Duration::from_secs(300));
+        let t = Instant::ZERO;
+        // A kept stream among many short ones removed as they finish.
+        store.append(1, 1, b"kept", t);
+        for stream in 2..20_000 {
+            store.append(stream, 1, &[b'x'; 100], t);
+            store.append(stream, 2, &[b'y'; 100], t);
+            store.remove(stream);
+        }
+        assert_eq!(store.bytes(), 4);
+        assert_eq!(store.kept, 1);
+        assert_eq!(store.streams.len(), 1);
+        assert!(
+            store.order.len() <= 2 * store.kept + 1024 + 2,
+            "{}",
+            store.order.len()
+        );
+        let mut seen = Vec::new();
+        assert!(store.replay(1, 0, &mut |seq, e| seen.push((seq, e.to_vec()))));
+        assert_eq!(seen, [(1, b"kept".to_vec())]);
+        // The byte bound still forgets the oldest kept event first.
+        let mut small = MemoryEventStore::new(10, Duration::from_secs(300));
+        small.append(1, 1, b"aaaa", t);
+        for stream in 2..3000 {
+            small.append(stream, 1, b"b", t);
+            small.remove(stream);
+        }
+        small.append(1, 2, b"cccccccc", t);
+        seen.clear();
+        assert!(!small.replay(1, 0, &mut |seq, e| seen.push((seq, e.to_vec()))));
+        assert_eq!(seen, [(2, b"cccccccc".to_vec())]);
+        assert_eq!((small.bytes(), small.kept), (8, 1));
     }
 }

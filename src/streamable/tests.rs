@@ -880,3 +880,36 @@ fn with_no_json_window_every_answer_is_an_event_stream() {
     );
     assert!(text.contains(&format!("data: {answer}\n")), "{text}");
 }
+
+#[test]
+fn a_finished_stream_leaves_nothing_in_the_store() {
+    let kept = Kept::default();
+    let now = Instant::ZERO;
+    let mut server = Server::with_store(Config::default(), Box::new(kept.clone()));
+    let (key, id) = session(&mut server, now);
+    let sid = ("mcp-session-id", id.as_str());
+    for n in 2..202 {
+        let call = format!(r#"{{"jsonrpc":"2.0","id":{n},"method":"tools/call","params":{{}}}}"#);
+        let Verdict::Open { stream, .. } = post(&mut server, &[sid], &call, now) else {
+            panic!()
+        };
+        // Progress first, so that the answer goes on an event stream.
+        server.handle_outgoing(key, progress(1).as_bytes(), stream, now);
+        let answer = format!(r#"{{"jsonrpc":"2.0","id":{n},"result":{{}}}}"#);
+        server.handle_outgoing(key, answer.as_bytes(), stream, now);
+        let (text, step) = drain(&mut server, stream);
+        assert_eq!(step, Step::End);
+        assert!(text.contains(&answer), "{text}");
+        assert!(
+            text.contains("content-type: text/event-stream\r\n"),
+            "{text}"
+        );
+    }
+    // Two hundred requests answered on event streams: none of their events is kept, and
+    // no entry per stream either (the store used to keep one per request until the
+    // session ended).
+    let (bytes, owners) = kept.with(|(m, o)| (m.bytes(), o.len()));
+    assert_eq!((bytes, owners), (0, 0));
+    assert!(!kept.with(|(m, _)| m.replay(2, 0, &mut |_, _| {})));
+    assert_eq!(server.streams(), 0);
+}
