@@ -3,7 +3,8 @@
 //! acknowledgment first, with the subscription id (the listen request's id) and the part of
 //! the filter the server honours; then only what was asked for, each tagged; two
 //! subscriptions side by side; a cancelled one gets nothing more and leaves the server's
-//! list; `Server::end_subscriptions` answers the rest with a `complete` result. A session
+//! list; `Server::end_subscriptions` answers the rest with a `complete` result; a change
+//! made while the acknowledgment is still on its way is not missed (a host of the test's). A session
 //! (2025-11-25) has no `subscriptions/listen`. Over Streamable HTTP the conformance suite
 //! checks the same (`mcp_conformance.rs`) and `mcp_listen_http.rs` that a closed stream
 //! ends its subscription.
@@ -163,4 +164,101 @@ fn listen_is_refused_on_a_session_and_when_its_filter_is_too_large() {
         }
         assert_eq!(server.open_subscriptions(), 0);
     });
+}
+
+/// A host that records what the server sends and holds the acknowledgment's future open
+/// until the test lets it go: what happens between the acknowledgment and the listener's
+/// registration is then in the test's hands.
+struct Held {
+    sent: std::sync::Mutex<Vec<String>>,
+    gate: std::sync::Mutex<Option<futures::channel::oneshot::Receiver<()>>>,
+    session: std::sync::Arc<sansrpc_mcp::server::Session>,
+}
+
+struct Nobody;
+
+impl sansrpc_mcp::server::Notifier for Nobody {
+    fn notify(&self, _: &str, _: Value) -> bool {
+        true
+    }
+    fn is_closed(&self) -> bool {
+        false
+    }
+}
+
+impl sansrpc_mcp::server::Host for Held {
+    fn call(
+        &self,
+        _: &str,
+        _: Value,
+    ) -> sansrpc_mcp::server::BoxFuture<Result<Value, sansrpc::ErrorObject<'static>>> {
+        Box::pin(async { Err(sansrpc::ErrorObject::new(-32601, "no calls here")) })
+    }
+    fn notify(&self, method: &str, _: Value) -> sansrpc_mcp::server::BoxFuture<bool> {
+        self.sent.lock().unwrap().push(method.to_owned());
+        match self.gate.lock().unwrap().take() {
+            Some(gate) => Box::pin(async move { gate.await.is_ok() }),
+            None => Box::pin(async { true }),
+        }
+    }
+    fn progress(&self, _: Value) -> sansrpc_mcp::server::BoxFuture<bool> {
+        Box::pin(async { false })
+    }
+    fn progress_token(&self) -> Option<Value> {
+        None
+    }
+    fn is_cancelled(&self) -> bool {
+        false
+    }
+    fn cancelled(&self) -> sansrpc_mcp::server::BoxFuture<()> {
+        Box::pin(futures::future::pending())
+    }
+    fn session(&self) -> std::sync::Arc<sansrpc_mcp::server::Session> {
+        self.session.clone()
+    }
+    fn notifier(&self) -> std::sync::Arc<dyn sansrpc_mcp::server::Notifier> {
+        std::sync::Arc::new(Nobody)
+    }
+    fn request_id(&self) -> Option<sansrpc_mcp::types::RequestId> {
+        Some(sansrpc_mcp::types::RequestId::Number(9))
+    }
+}
+
+#[test]
+fn a_change_right_after_the_acknowledgment_is_not_missed() {
+    use futures::FutureExt;
+    let server = server();
+    let (open, gate) = futures::channel::oneshot::channel();
+    let host = std::sync::Arc::new(Held {
+        sent: Default::default(),
+        gate: std::sync::Mutex::new(Some(gate)),
+        session: Default::default(),
+    });
+    let meta: Value = serde_json::from_str(META).unwrap();
+    let params = json!({"_meta": meta, "notifications": {"toolsListChanged": true}});
+    let mut listen = server.handle("subscriptions/listen", Some(params), host.clone());
+    // The acknowledgment is on its way (its future not done yet)...
+    assert!((&mut listen).now_or_never().is_none());
+    assert_eq!(
+        *host.sent.lock().unwrap(),
+        ["notifications/subscriptions/acknowledged"]
+    );
+    // ...and a change now reaches the subscription, after the acknowledgment.
+    assert_eq!(server.list_changed(ListKind::Tools), 1);
+    open.send(()).unwrap();
+    assert!((&mut listen).now_or_never().is_none(), "still listening");
+    assert_eq!(
+        *host.sent.lock().unwrap(),
+        [
+            "notifications/subscriptions/acknowledged",
+            "notifications/tools/list_changed"
+        ]
+    );
+    assert_eq!(server.end_subscriptions(), 1);
+    let result = listen.now_or_never().expect("ended").unwrap();
+    assert_eq!(
+        result["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        json!(9),
+        "{result}"
+    );
 }

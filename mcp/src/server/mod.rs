@@ -675,13 +675,14 @@ impl Server {
             notifications: filter.clone(),
         };
         let ack = serde_json::to_value(ack).map_err(McpError::internal)?;
-        if !host
-            .notify(notifications::SUBSCRIPTIONS_ACKNOWLEDGED, ack)
-            .await
-        {
+        // The adapters queue a notification when its future is made: the acknowledgment is
+        // queued, then the listener registered, so a change from then on goes out after
+        // the acknowledgment and none falls between the two.
+        let acknowledged = host.notify(notifications::SUBSCRIPTIONS_ACKNOWLEDGED, ack);
+        let registered = shared.listeners.register(id.clone(), filter, host.clone());
+        if !acknowledged.await {
             return Err(McpError::internal("the connection is gone"));
         }
-        let registered = shared.listeners.register(id.clone(), filter, host.clone());
         let ended = registered.listener.ended();
         if listen::first_of(ended, host.cancelled()).await {
             let result = SubscriptionsListenResult::closed(id);
