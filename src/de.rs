@@ -149,6 +149,23 @@ pub fn from_str<'de, T: de::Deserialize<'de>>(text: &'de str) -> Result<T, DeErr
     }
 }
 
+/// An integer's text read in 64 bits: `u64` without a sign, else `i64`.
+enum Int64 {
+    Unsigned(u64),
+    Signed(i64),
+}
+
+/// `text` (an integer as the scanner found it) in 64 bits; `None` past them.
+fn int64(text: &str) -> Option<Int64> {
+    match text.strip_prefix('-') {
+        Some(digits) => {
+            let n = digits.parse::<u64>().ok()?;
+            (n <= i64::MAX as u64 + 1).then(|| Int64::Signed((n as i64).wrapping_neg()))
+        }
+        None => text.parse().ok().map(Int64::Unsigned),
+    }
+}
+
 struct Deserializer<'de> {
     s: Scanner<'de>,
     text: &'de str,
@@ -230,8 +247,8 @@ impl<'de> Deserializer<'de> {
     }
 
     /// The integer at the next position (no fraction, no exponent), or an error naming
-    /// what is there instead.
-    /// `-0` is a float to serde_json (-0.0) but for the 128-bit types (`wide`), and so here.
+    /// what is there instead. `-0` is a float to serde_json (-0.0) but for the 128-bit
+    /// types (`wide`), and so here.
     fn integer<V: Visitor<'de>>(&mut self, visitor: &V, wide: bool) -> Result<&'de str, DeError> {
         let at = self.s.pos;
         if let b'-' | b'0'..=b'9' = self.peek()? {
@@ -248,16 +265,10 @@ impl<'de> Deserializer<'de> {
     /// An integer to `visitor` as `u64` or `i64`.
     fn visit_integer<V: Visitor<'de>>(&mut self, visitor: V) -> Result<V::Value, DeError> {
         let text = self.integer(&visitor, false)?;
-        if let Some(digits) = text.strip_prefix('-') {
-            match digits.parse::<u64>() {
-                Ok(n) if n <= i64::MAX as u64 + 1 => visitor.visit_i64((n as i64).wrapping_neg()),
-                _ => Err(DeError::text("integer out of range")),
-            }
-        } else {
-            match text.parse::<u64>() {
-                Ok(n) => visitor.visit_u64(n),
-                Err(_) => Err(DeError::text("integer out of range")),
-            }
+        match int64(text) {
+            Some(Int64::Unsigned(n)) => visitor.visit_u64(n),
+            Some(Int64::Signed(n)) => visitor.visit_i64(n),
+            None => Err(DeError::text("integer out of range")),
         }
     }
 
@@ -269,19 +280,13 @@ impl<'de> Deserializer<'de> {
         signed: bool,
     ) -> Result<V::Value, DeError> {
         let text = self.integer(&visitor, true)?;
-        if signed || text.starts_with('-') {
-            if !signed {
-                return Err(DeError::text("integer out of range"));
-            }
-            match text.parse::<i128>() {
-                Ok(n) => visitor.visit_i128(n),
-                Err(_) => Err(DeError::text("integer out of range")),
-            }
+        let out_of_range = || DeError::text("integer out of range");
+        if signed {
+            visitor.visit_i128(text.parse().map_err(|_| out_of_range())?)
+        } else if text.starts_with('-') {
+            Err(out_of_range())
         } else {
-            match text.parse::<u128>() {
-                Ok(n) => visitor.visit_u128(n),
-                Err(_) => Err(DeError::text("integer out of range")),
-            }
+            visitor.visit_u128(text.parse().map_err(|_| out_of_range())?)
         }
     }
 
@@ -366,19 +371,13 @@ impl<'de> de::Deserializer<'de> for &mut Deserializer<'de> {
             b'[' => self.visit_array(visitor),
             b'{' => self.visit_object(visitor),
             _ => {
+                // As serde_json: `-0` and an integer past 64 bits read as floats.
                 let at = self.s.pos;
                 if let Num::Int(text) = self.number()? {
-                    // As serde_json: an integer past 64 bits reads as a float.
-                    if text == "-0" {
-                        return visitor.visit_f64(-0.0);
-                    } else if let Some(digits) = text.strip_prefix('-') {
-                        if let Ok(n) = digits.parse::<u64>() {
-                            if n <= i64::MAX as u64 + 1 {
-                                return visitor.visit_i64((n as i64).wrapping_neg());
-                            }
-                        }
-                    } else if let Ok(n) = text.parse::<u64>() {
-                        return visitor.visit_u64(n);
+                    match int64(text).filter(|_| text != "-0") {
+                        Some(Int64::Unsigned(n)) => return visitor.visit_u64(n),
+                        Some(Int64::Signed(n)) => return visitor.visit_i64(n),
+                        None => {}
                     }
                 }
                 self.s.pos = at;

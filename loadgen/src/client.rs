@@ -228,7 +228,8 @@ impl Frames {
     }
 }
 
-async fn connect(addr: SocketAddr) -> Result<TcpStream, String> {
+/// A connection to `addr` with `TCP_NODELAY` set.
+pub async fn connect(addr: SocketAddr) -> Result<TcpStream, String> {
     let stream = TcpStream::connect(addr).await.map_err(io)?;
     stream.set_nodelay(true).map_err(io)?;
     Ok(stream)

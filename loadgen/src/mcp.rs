@@ -73,8 +73,7 @@ struct Content<'a> {
 impl Session {
     /// Connects, initializes and sends `notifications/initialized`.
     pub async fn open(addr: SocketAddr) -> Result<Session, String> {
-        let stream = TcpStream::connect(addr).await.map_err(io)?;
-        stream.set_nodelay(true).map_err(io)?;
+        let stream = crate::client::connect(addr).await?;
         let mut session = Session {
             stream,
             id: None,

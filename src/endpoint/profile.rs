@@ -150,10 +150,7 @@ impl Profile {
         match self {
             Profile::Mcp => meta(),
             Profile::Lsp => params.work_done_token,
-            Profile::JsonRpc => match params.work_done_token {
-                Some(t) => Some(t),
-                None => meta(),
-            },
+            Profile::JsonRpc => params.work_done_token.or_else(meta),
         }
     }
 
