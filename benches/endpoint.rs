@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use sansrpc::codec::{Decoder, Framing};
-use sansrpc::endpoint::{Config, Endpoint, Event, RequestOptions, Timeout};
+use sansrpc::connection::{Config, RequestOptions, Timeout};
+use sansrpc::internals::{Endpoint, Event};
 use sansrpc::{Instant, Limits, RawValue};
 use serde_json::value::RawValue as SerdeRaw;
 

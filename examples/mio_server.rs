@@ -14,9 +14,9 @@ use std::time::Duration;
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 use sansrpc::connection::{Config, Connection};
-use sansrpc::driver::{self, Clock, StreamIo, Timers, UNSENT_LOW_WATER};
-use sansrpc::endpoint;
+use sansrpc::driver::{self, StreamIo, Timers, UNSENT_LOW_WATER};
 use sansrpc::router::{Reply, Router};
+use sansrpc::runtime::Clock;
 use sansrpc::Instant;
 
 struct Peer {
@@ -30,9 +30,9 @@ const LISTENER: Token = Token(usize::MAX);
 fn main() -> std::io::Result<()> {
     let mut args = std::env::args().skip(1);
     let addr = args.next().unwrap_or_else(|| "127.0.0.1:7600".into());
-    let mut config = endpoint::Config::default();
+    let mut config = Config::default();
     config.write_stall_timeout = args.next().map(|s| Duration::from_secs(s.parse().unwrap()));
-    let config = Config::new(config.with_network_defaults());
+    let config = config.with_network_defaults();
     let (router, mut reply) = (router(), Reply::default());
     let (mut poll, mut events) = (Poll::new()?, Events::with_capacity(256));
     let mut listener = TcpListener::bind(addr.parse().expect("an address"))?;
@@ -91,7 +91,7 @@ fn turn(peer: &mut Peer, router: &Router, reply: &mut Reply, now: Instant) -> dr
     let Peer { socket, conn, io } = peer;
     // Runs the handlers of what came, then offers the connection input it held back.
     let mut serve = |conn: &mut Connection, io: &mut StreamIo| {
-        while router.serve_connection(conn, reply, |_| {}) || io.feed(conn, now) {}
+        while router.serve(conn, reply, |_| {}) || io.feed(conn, now) {}
     };
     while let Some(buf) = io.read_buf(conn) {
         match socket.read(buf) {

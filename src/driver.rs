@@ -1,6 +1,7 @@
-//! What every driver needs beyond its I/O, written once: a byte-stream helper
-//! ([`StreamIo`]), a timer set for many connections ([`Timers`]) and, with `std`, a clock
-//! ([`Clock`]) that turns `std::time::Instant` into [`Instant`] and back.
+//! What every driver needs beyond its I/O, written once and sans-I/O like the rest of the
+//! core: a byte-stream helper ([`StreamIo`]) and a timer set for many connections
+//! ([`Timers`]). What a driver on `std` needs from its host (a clock, per-connection
+//! values, the process check) is in [`runtime`](crate::runtime).
 //!
 //! A driver of a byte stream (TCP, a Unix socket, a pipe, stdio) owns one [`Connection`]
 //! and one [`StreamIo`] per connection, and repeats one turn whenever the socket is ready
@@ -9,7 +10,7 @@
 //! 1. **read** while [`StreamIo::read_buf`] gives a buffer: read into it and report the
 //!    count with [`StreamIo::handle_read`] (0 is the end of input); stop at "would block";
 //! 2. **events**: drain [`Connection::poll_event`] (or let
-//!    [`Router::serve_connection`](crate::router::Router::serve_connection) do it), then
+//!    [`Router::serve`](crate::router::Router::serve) do it), then
 //!    [`StreamIo::feed`] offers input held back meanwhile; repeat while it returns true;
 //! 3. **timers**: once [`Connection::poll_timeout`] has passed, call
 //!    [`Connection::handle_timeout`];
@@ -48,7 +49,7 @@
 //!     input = &input[n..];
 //!     io.handle_read(&mut conn, n, now);
 //!     loop {
-//!         router.serve_connection(&mut conn, &mut reply, |_| {});
+//!         router.serve(&mut conn, &mut reply, |_| {});
 //!         if !io.feed(&mut conn, now) { break; }
 //!     }
 //!     // The socket takes 16 bytes at a time.
@@ -449,134 +450,5 @@ impl<K: Ord + Copy> Timers<K> {
     /// True when no key has a deadline.
     pub fn is_empty(&self) -> bool {
         self.by_key.is_empty()
-    }
-}
-
-/// One value per type, kept per connection by a driver: the state a protocol layer keeps
-/// for a connection (an MCP server's session, an LSP server's open documents), shared by
-/// every handler on it. The futures adapter's `Client::local` and the blocking adapter's
-/// `Peer::local` hand these out.
-#[cfg(feature = "std")]
-#[derive(Default)]
-pub struct Locals(
-    std::sync::Mutex<
-        Vec<(
-            core::any::TypeId,
-            alloc::sync::Arc<dyn core::any::Any + Send + Sync>,
-        )>,
-    >,
-);
-
-#[cfg(feature = "std")]
-impl core::fmt::Debug for Locals {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let n = self.0.lock().map_or(0, |l| l.len());
-        f.debug_struct("Locals").field("values", &n).finish()
-    }
-}
-
-#[cfg(feature = "std")]
-impl Locals {
-    /// The value of type `T`, made with `T::default()` the first time it is asked for.
-    pub fn get<T: Default + Send + Sync + 'static>(&self) -> alloc::sync::Arc<T> {
-        use alloc::sync::Arc;
-        let id = core::any::TypeId::of::<T>();
-        let find = |values: &[(core::any::TypeId, Arc<dyn core::any::Any + Send + Sync>)]| {
-            let (_, value) = values.iter().find(|(t, _)| *t == id)?;
-            Arc::clone(value).downcast::<T>().ok()
-        };
-        if let Some(value) = find(&self.0.lock().unwrap_or_else(|e| e.into_inner())) {
-            return value;
-        }
-        // Made outside the lock (a `Default` may ask for another local); the first value
-        // stored wins.
-        let made = Arc::new(T::default());
-        let mut values = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(value) = find(&values) {
-            return value;
-        }
-        values.push((
-            id,
-            Arc::clone(&made) as Arc<dyn core::any::Any + Send + Sync>,
-        ));
-        made
-    }
-}
-
-/// A monotonic clock for drivers on `std`: [`Instant`]s measured from when it was made,
-/// and back to `std::time::Instant` for sleeping.
-#[cfg(feature = "std")]
-#[derive(Debug, Clone, Copy)]
-pub struct Clock {
-    start: std::time::Instant,
-}
-
-#[cfg(feature = "std")]
-impl Default for Clock {
-    fn default() -> Self {
-        Clock::new()
-    }
-}
-
-#[cfg(feature = "std")]
-impl Clock {
-    /// A clock whose epoch is now.
-    pub fn new() -> Self {
-        Clock {
-            start: std::time::Instant::now(),
-        }
-    }
-
-    /// The current time.
-    pub fn now(&self) -> Instant {
-        self.instant(std::time::Instant::now())
-    }
-
-    /// `at` on this clock (the epoch when earlier).
-    pub fn instant(&self, at: std::time::Instant) -> Instant {
-        Instant::from_duration(at.saturating_duration_since(self.start))
-    }
-
-    /// `at` as a `std::time::Instant`, to sleep until.
-    pub fn to_std(&self, at: Instant) -> std::time::Instant {
-        self.start + at.since_epoch()
-    }
-
-    /// How long from now until `at` (zero when it passed): a poller's timeout.
-    pub fn until(&self, at: Instant) -> core::time::Duration {
-        self.to_std(at)
-            .saturating_duration_since(std::time::Instant::now())
-    }
-}
-
-/// True while the process `pid` runs (for [`Event::CheckProcess`]: an LSP server whose
-/// editor died exits). On Linux it reads `/proc` (a zombie counts as gone); on other Unix
-/// systems it asks `kill -0`; elsewhere it cannot tell and answers true.
-///
-/// [`Event::CheckProcess`]: crate::connection::Event::CheckProcess
-#[cfg(feature = "std")]
-pub fn process_alive(pid: u32) -> bool {
-    #[cfg(target_os = "linux")]
-    {
-        match std::fs::read_to_string(std::format!("/proc/{pid}/stat")) {
-            // The state follows the command name, which is in parentheses.
-            Ok(stat) => !stat
-                .rsplit_once(')')
-                .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
-            Err(_) => false,
-        }
-    }
-    #[cfg(all(unix, not(target_os = "linux")))]
-    {
-        std::process::Command::new("kill")
-            .args(["-0", &std::format!("{pid}")])
-            .stderr(std::process::Stdio::null())
-            .status()
-            .map_or(true, |s| s.success())
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = pid;
-        true
     }
 }

@@ -198,3 +198,7 @@ impl fmt::Display for ProtocolError {
 
 #[cfg(feature = "std")]
 impl std::error::Error for ProtocolError {}
+
+/// What a handler or a layer returns: `Ok` once the result JSON is in the output buffer, or
+/// the error object to answer with.
+pub type Outcome = Result<(), ErrorObject<'static>>;

@@ -106,10 +106,11 @@ pub mod codec;
 /// needs it).
 #[cfg(feature = "arbitrary")]
 pub mod compliance;
+mod config;
 pub mod connection;
 pub mod de;
 pub mod driver;
-pub mod endpoint;
+mod endpoint;
 pub mod error;
 pub mod ext;
 pub mod id;
@@ -119,6 +120,8 @@ pub mod message;
 pub mod method;
 mod raw;
 pub mod router;
+#[cfg(feature = "std")]
+pub mod runtime;
 pub mod streamable;
 mod sync;
 mod time;
@@ -178,10 +181,19 @@ mod guide_testing {}
 #[doc = include_str!("../docs/transports.md")]
 mod guide_transports {}
 
-pub use endpoint::Endpoint;
+pub use config::Config;
+pub use connection::{Connection, Event, Profile, Timeout};
 pub use error::{ErrorObject, ProtocolError};
 pub use id::{Id, IdKind};
 pub use limits::Limits;
 pub use message::{Classified, Classifier, Incoming, Notification, Request, Response, Version};
 pub use raw::{InvalidJson, RawValue};
 pub use time::Instant;
+
+/// The machinery under [`Connection`], for this crate's own tests, benches and fuzz
+/// targets (feature `internals`): not part of the public API, and not stable.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::endpoint::{BatchBuilder, Endpoint, Event};
+}

@@ -111,7 +111,7 @@ impl fmt::Display for CallError {
 #[cfg(feature = "std")]
 impl std::error::Error for CallError {}
 
-/// Decodes the result of a call to `M` from a [`Event::Response`](crate::endpoint::Event)'s
+/// Decodes the result of a call to `M` from a [`Event::Answer`](crate::connection::Event::Answer)'s
 /// `result`: a typed error, never a panic, when the peer's answer does not fit.
 pub fn decode_result<M: Method<Result: serde::de::DeserializeOwned>>(
     result: Result<Cow<'_, RawValue>, ErrorObject<'_>>,

@@ -14,7 +14,7 @@ use serde::de::DeserializeOwned;
 #[cfg(feature = "discover")]
 use serde_json::{json, Map, Value};
 
-use crate::endpoint::{Endpoint, Event, IncomingId, UnknownRequest};
+use crate::connection::{Connection, Event, IncomingId};
 use crate::error::ErrorObject;
 use crate::id::Id;
 use crate::message::{Notification, Request};
@@ -23,14 +23,12 @@ use crate::method::{
 };
 use crate::raw::RawValue;
 
-/// What a handler or a layer returns: `Ok` once the result JSON is in the output buffer, or
-/// the error object to answer with.
-pub type Outcome = Result<(), ErrorObject<'static>>;
+pub use crate::error::Outcome;
 
 type CallFn = dyn Fn(Option<&RawValue>, &mut Vec<u8>) -> Outcome + Send + Sync;
 type NotifyFn = dyn Fn(Option<&RawValue>) + Send + Sync;
 #[cfg(feature = "streams")]
-type OpenFn = dyn Fn(Option<&RawValue>) -> Result<crate::ext::stream::BoxSource, ErrorObject<'static>>
+type OpenFn = dyn Fn(Option<&RawValue>) -> Result<crate::connection::stream::BoxSource, ErrorObject<'static>>
     + Send
     + Sync;
 
@@ -286,7 +284,7 @@ pub struct Router {
     /// Providers of `rpc.` names, consulted before user methods.
     providers: BTreeMap<String, Box<CallFn>>,
     layers: Vec<Box<dyn Layer>>,
-    /// Stream-returning methods (`ext::stream`), by name.
+    /// Stream-returning methods (`connection::stream`), by name.
     #[cfg(feature = "streams")]
     streams: BTreeMap<String, Box<OpenFn>>,
     /// Methods served elsewhere (an adapter's async handlers, streams), listed by
@@ -491,7 +489,7 @@ impl Router {
 
     /// Registers a stream-returning method: the handler turns the params into an iterator
     /// of items, and the caller gets `{"stream": id}` and pulls the items with
-    /// `rpc.stream.next` (see [`ext::stream`](crate::ext::stream)). Nothing is taken from
+    /// `rpc.stream.next` (see [`connection::stream`](crate::connection::stream)). Nothing is taken from
     /// the iterator before the first pull. Layers do not wrap it; `rpc.discover` lists it
     /// with `"x-stream": true`. The adapter keeps the stream table, so this needs one that serves streams
     /// (both sansrpc adapters do): the blocking adapter runs the iterator on its handler
@@ -514,7 +512,7 @@ impl Router {
         let shape = param_shape::<P>();
         let open = move |params: Option<&RawValue>| {
             let params = decode_params::<P>(params, &shape)?;
-            handler(params).map(crate::ext::stream::from_iter)
+            handler(params).map(crate::connection::stream::from_iter)
         };
         self.streams.insert(name.to_string(), Box::new(open));
         #[cfg(feature = "discover")]
@@ -559,7 +557,7 @@ impl Router {
         &self,
         method: &str,
         params: Option<&RawValue>,
-    ) -> Option<Result<crate::ext::stream::BoxSource, ErrorObject<'static>>> {
+    ) -> Option<Result<crate::connection::stream::BoxSource, ErrorObject<'static>>> {
         self.streams.get(method).map(|open| open(params))
     }
 
@@ -629,17 +627,6 @@ impl Router {
         Ok(admitted)
     }
 
-    /// Hands the sizes of the batches `endpoint` has received since the last call
-    /// ([`Endpoint::poll_batch_size`]) to every layer's [`Layer::batch`]. Adapters that
-    /// drain events themselves call it after each input; [`Router::serve`] calls it.
-    pub fn observe_batches(&self, endpoint: &mut Endpoint) {
-        while let Some(size) = endpoint.poll_batch_size() {
-            for layer in &self.layers {
-                layer.batch(size);
-            }
-        }
-    }
-
     /// Tells every layer, innermost first, that a call it admitted through
     /// [`admit`](Router::admit) finished ([`Layer::finished`]). Adapters call it when an
     /// async handler completes.
@@ -654,9 +641,10 @@ impl Router {
         !self.layers.is_empty()
     }
 
-    /// Like [`observe_batches`](Router::observe_batches), for a
-    /// [`Connection`](crate::connection::Connection).
-    pub fn observe_connection_batches(&self, connection: &mut crate::connection::Connection) {
+    /// Hands the sizes of the batches `connection` has received since the last call
+    /// ([`Connection::poll_batch_size`]) to every layer's [`Layer::batch`]. Drivers that
+    /// drain events themselves call it after each input; [`Router::serve`] calls it.
+    pub fn observe_batches(&self, connection: &mut Connection) {
         while let Some(size) = connection.poll_batch_size() {
             for layer in &self.layers {
                 layer.batch(size);
@@ -671,14 +659,14 @@ impl Router {
     /// are all synchronous (see [`driver`](crate::driver)). Stream methods need a driver
     /// that produces items ([`Connection::produce`](crate::connection::Connection::produce));
     /// here they are answered `-32601`.
-    pub fn serve_connection(
+    pub fn serve(
         &self,
-        connection: &mut crate::connection::Connection,
+        connection: &mut Connection,
         reply: &mut Reply,
-        mut other: impl FnMut(crate::connection::Event<'_>),
+        mut other: impl FnMut(Event<'_>),
     ) -> bool {
-        use crate::connection::Event as E;
-        self.observe_connection_batches(connection);
+        use Event as E;
+        self.observe_batches(connection);
         let mut any = false;
         while let Some(event) = connection.poll_event() {
             any = true;
@@ -695,31 +683,6 @@ impl Router {
             }
         }
         any
-    }
-
-    /// Drains `endpoint`'s events: requests are dispatched and answered, notifications
-    /// handled; every other event goes to `other`.
-    pub fn serve(
-        &self,
-        endpoint: &mut Endpoint,
-        reply: &mut Reply,
-        mut other: impl FnMut(Event<'_>),
-    ) {
-        self.observe_batches(endpoint);
-        while let Some(event) = endpoint.poll_event() {
-            match event {
-                Event::Request { id, request } => {
-                    self.dispatch(&request, reply);
-                    // The handle is ours and unanswered, so this cannot fail.
-                    let _ = reply.send(endpoint, id);
-                }
-                Event::Notification(n) => {
-                    self.notify(&n);
-                    endpoint.notification_done();
-                }
-                other_event => other(other_event),
-            }
-        }
     }
 
     fn run_from(&self, layer: usize, call: &Call<'_>, out: &mut Vec<u8>) -> Outcome {
@@ -960,24 +923,13 @@ impl Reply {
         RawValue::from_validated(text)
     }
 
-    /// Answers the request `handle` of a
-    /// [`Connection`](crate::connection::Connection) with this outcome.
-    pub fn answer(&mut self, connection: &mut crate::connection::Connection, handle: IncomingId) {
+    /// Answers the request `handle` of `connection` with this outcome.
+    pub fn answer(&mut self, connection: &mut Connection, handle: IncomingId) {
         match self.outcome.take() {
             // The buffer holds what serde_json wrote or what `handle` validated.
             Some(Ok(())) => connection.respond(handle, Ok(self.result())),
             Some(Err(e)) => connection.respond(handle, Err(&e)),
             None => connection.respond(handle, Err(&ErrorObject::internal_error())),
-        }
-    }
-
-    /// Answers request `id` on `endpoint` with this outcome.
-    pub fn send(&mut self, endpoint: &mut Endpoint, id: IncomingId) -> Result<(), UnknownRequest> {
-        match self.outcome.take() {
-            // The buffer holds what serde_json wrote or what `handle` validated.
-            Some(Ok(())) => endpoint.respond(id, Ok(self.result())),
-            Some(Err(e)) => endpoint.respond(id, Err(&e)),
-            None => endpoint.respond(id, Err(&ErrorObject::internal_error())),
         }
     }
 }

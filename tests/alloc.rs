@@ -178,7 +178,8 @@ fn the_counter_counts() {
 
 #[test]
 fn endpoint_round_trip_allocates_nothing_when_warm() {
-    use sansrpc::endpoint::{Config, Endpoint, Event, RequestOptions};
+    use sansrpc::connection::{Config, RequestOptions};
+    use sansrpc::internals::{Endpoint, Event};
     use sansrpc::Instant;
 
     let mut client = Endpoint::new(Config::default());
@@ -227,7 +228,7 @@ fn machine_round_trip(
     use sansrpc::connection::Event;
     let now = sansrpc::Instant::ZERO;
     let params = RawValue::from_json("[20,22]").unwrap();
-    let options = sansrpc::endpoint::RequestOptions::default();
+    let options = sansrpc::connection::RequestOptions::default();
     client
         .call(token, "add", Some(params), options, now)
         .unwrap();

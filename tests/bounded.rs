@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
+use sansrpc::connection::Expiry;
 use sansrpc::connection::{Config, Connection, Event};
 use sansrpc::driver::StreamIo;
-use sansrpc::endpoint::{self, Expiry};
 use sansrpc::router::{Reply, Router};
 use sansrpc::{Instant, RawValue};
 
@@ -21,10 +21,10 @@ fn request(id: u64) -> Vec<u8> {
     ))
 }
 
-fn connection(f: impl FnOnce(&mut endpoint::Config)) -> Connection {
-    let mut c = endpoint::Config::default();
+fn connection(f: impl FnOnce(&mut Config)) -> Connection {
+    let mut c = Config::default();
     f(&mut c);
-    Connection::new(Config::new(c), Instant::ZERO)
+    Connection::new(c, Instant::ZERO)
 }
 
 /// Answers every request with `19`; true when any event came.
@@ -34,9 +34,7 @@ fn answer_all(conn: &mut Connection) -> Vec<Event<'static>> {
     while let Some(event) = conn.poll_event() {
         match event {
             Event::Request { handle, .. } => conn.respond(handle, Ok(nineteen)),
-            Event::Other(sansrpc::endpoint::Event::Expired(e)) => {
-                others.push(Event::Other(sansrpc::endpoint::Event::Expired(e)))
-            }
+            Event::Expired(e) => others.push(Event::Expired(e)),
             Event::Closed { reason } => others.push(Event::Closed { reason }),
             _ => {}
         }
@@ -117,7 +115,7 @@ fn output_written_in_parts_from_the_connection_buffer_stays_bounded() {
             offered = &offered[n..];
             io.handle_read(&mut conn, n, now);
             loop {
-                router.serve_connection(&mut conn, &mut reply, |_| {});
+                router.serve(&mut conn, &mut reply, |_| {});
                 if !io.feed(&mut conn, now) {
                     break;
                 }
@@ -175,10 +173,7 @@ fn the_partial_frame_clock_pauses_while_output_holds_input_back() {
     conn.handle_timeout(deadline);
     let events = answer_all(&mut conn);
     assert!(
-        matches!(
-            events[0],
-            Event::Other(sansrpc::endpoint::Event::Expired(Expiry::PartialFrame))
-        ),
+        matches!(events[0], Event::Expired(Expiry::PartialFrame)),
         "{events:?}"
     );
 }
@@ -208,10 +203,7 @@ fn the_write_stall_runs_from_the_last_byte_written() {
     conn.handle_timeout(t0 + Duration::from_secs(5));
     let events = answer_all(&mut conn);
     assert!(
-        matches!(
-            events[0],
-            Event::Other(sansrpc::endpoint::Event::Expired(Expiry::WriteStall))
-        ),
+        matches!(events[0], Event::Expired(Expiry::WriteStall)),
         "{events:?}"
     );
     // The driver is told to reset the transport: the peer will read nothing more, and a
@@ -306,7 +298,7 @@ fn the_read_budget_ends_a_turn_and_asks_for_another() {
 /// are in flight; a flood stops being taken once 4 KiB of requests wait.
 #[test]
 fn the_embedded_preset_keeps_its_bounds() {
-    let mut conn = Connection::new(Config::new(endpoint::Config::embedded()), Instant::ZERO);
+    let mut conn = Connection::new(Config::embedded(), Instant::ZERO);
     let now = Instant::ZERO;
     let mut answers = Vec::new();
     let drain = |conn: &mut Connection, answers: &mut Vec<u8>| {

@@ -5,10 +5,10 @@ mod pair;
 
 use pair::{raw, Ev, Pair};
 use sansrpc::codec::Framing;
-use sansrpc::endpoint::{
-    Config, EndReason, Endpoint, Event, NotAByteStream, NullIdPolicy, RequestOptions, SendError,
-    Timeout,
+use sansrpc::connection::{
+    Config, EndReason, NotAByteStream, NullIdPolicy, RequestOptions, SendError, Timeout,
 };
+use sansrpc::internals::{Endpoint, Event};
 use sansrpc::{Instant, RawValue};
 use std::time::Duration;
 
@@ -999,7 +999,7 @@ fn held_input_offered_in_odd_chunks_is_decoded_intact() {
 /// application's own errors are never changed, and other profiles keep sansrpc's codes.
 #[test]
 fn under_mcp_sansrpcs_own_codes_leave_the_server_error_range() {
-    use sansrpc::endpoint::{write_refusal, Profile};
+    use sansrpc::connection::{write_refusal, Profile};
     use sansrpc::ErrorObject;
     for (profile, shift) in [
         (Profile::JsonRpc, 0),

@@ -1,7 +1,8 @@
 //! `Framing::Auto`, and framing mistakes reported loudly with a hint, at any chunking.
 
 use sansrpc::codec::{encode_frame, Decoder, FrameError, Framing};
-use sansrpc::endpoint::{Config, Endpoint, Event, Profile};
+use sansrpc::connection::{Config, Profile};
+use sansrpc::internals::{Endpoint, Event};
 use sansrpc::{Instant, Limits};
 
 const BODIES: [&str; 3] = [

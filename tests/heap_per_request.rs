@@ -7,8 +7,8 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use sansrpc::connection::{Config, Connection, Event};
-use sansrpc::endpoint::RequestOptions;
+use sansrpc::connection::RequestOptions;
+use sansrpc::connection::{Connection, Event};
 use sansrpc::{Instant, RawValue};
 
 struct Live;
@@ -44,10 +44,10 @@ fn live() -> isize {
 const N: usize = 1024;
 
 fn machine() -> Connection {
-    let mut config = sansrpc::endpoint::Config::default();
+    let mut config = sansrpc::connection::Config::default();
     config.max_pending_outgoing = 4 * N;
     config.max_inflight_incoming = 4 * N;
-    Connection::new(Config::new(config), Instant::ZERO)
+    Connection::new(config, Instant::ZERO)
 }
 
 /// Bytes per pending call: the client's heap with `N` more calls sent (and their frames
@@ -120,12 +120,12 @@ fn per_request_in_flight() -> f64 {
         out.clear();
         while server.poll_transmit(&mut out).is_some() {}
     }
-    assert_eq!(server.endpoint().requests_in_flight(), 0);
+    assert_eq!(server.requests_in_flight(), 0);
     let before = live();
     receive(&mut server, &measured, &mut handles);
     let held = live() - before;
     assert_eq!(handles.len(), N);
-    assert_eq!(server.endpoint().requests_in_flight(), N);
+    assert_eq!(server.requests_in_flight(), N);
     held as f64 / N as f64
 }
 

@@ -4,7 +4,7 @@
 //! held bytes stops the input.
 
 use sansrpc::connection::{Config, Connection, Event};
-use sansrpc::endpoint::{self, Profile, RequestOptions};
+use sansrpc::connection::{Profile, RequestOptions};
 use sansrpc::{Instant, RawValue};
 
 fn frame(body: &str) -> Vec<u8> {
@@ -25,10 +25,10 @@ fn notification(method: &str) -> Vec<u8> {
 
 /// A connection in `profile` (without the LSP lifecycle: these requests need no
 /// `initialize` first).
-fn connection(profile: Profile, f: impl FnOnce(&mut endpoint::Config)) -> Connection {
-    let mut c = endpoint::Config::for_profile(profile);
+fn connection(profile: Profile, f: impl FnOnce(&mut Config)) -> Connection {
+    let mut c = Config::for_profile(profile);
     f(&mut c);
-    let mut config = Config::new(c);
+    let mut config = c;
     config.lsp_lifecycle = false;
     Connection::new(config, Instant::ZERO)
 }
@@ -36,7 +36,7 @@ fn connection(profile: Profile, f: impl FnOnce(&mut endpoint::Config)) -> Connec
 /// What the connection hands out, in order, until it has nothing more.
 #[derive(Debug, PartialEq)]
 enum Seen {
-    Request(String, sansrpc::endpoint::IncomingId),
+    Request(String, sansrpc::connection::IncomingId),
     Notification(String),
     Answer(u64, String),
 }
@@ -67,7 +67,7 @@ fn names(seen: &[Seen]) -> Vec<&str> {
         .collect()
 }
 
-fn handle(seen: &Seen) -> sansrpc::endpoint::IncomingId {
+fn handle(seen: &Seen) -> sansrpc::connection::IncomingId {
     match seen {
         Seen::Request(_, h) => *h,
         other => panic!("not a request: {other:?}"),
@@ -205,10 +205,10 @@ fn held_input_stops_at_its_bound() {
         }
     }
     assert_eq!(running.len(), 1);
-    assert!(conn.endpoint().is_holding());
+    assert!(conn.is_holding());
     assert!(held < 1024 + 500, "{held} bytes taken");
     // About 1 KiB of request bodies (55 bytes each) kept, besides the one running.
-    assert!(conn.endpoint().requests_in_flight() <= 22);
+    assert!(conn.requests_in_flight() <= 22);
     assert!(!conn.wants_input());
     // Answering lets the held requests out one by one, and the input in again.
     let mut answered = 0;

@@ -5,12 +5,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sansrpc::endpoint::{Config, Endpoint};
+use sansrpc::connection::Config;
 use sansrpc::ext::interceptors::{
     attach_credential, AuthLayer, Metrics, MetricsLayer, RateLimitLayer, TokenBucket,
     UNKNOWN_METHOD,
 };
 use sansrpc::router::{Reply, Router};
+use sansrpc::Connection;
 use sansrpc::{ErrorObject, Id, Instant, RawValue, Request, Version};
 use serde_json::{json, Value};
 
@@ -222,7 +223,7 @@ impl Metrics for Recorded {
 }
 
 #[test]
-fn metrics_count_requests_responses_errors_and_batch_sizes_through_an_endpoint() {
+fn metrics_count_requests_responses_errors_and_batch_sizes_through_a_connection() {
     let metrics = Arc::new(Recorded::default());
     let (now, clock) = test_clock();
     let mut r = router();
@@ -238,7 +239,7 @@ fn metrics_count_requests_responses_errors_and_batch_sizes_through_an_endpoint()
 
     let mut config = Config::default();
     config.framing = None;
-    let mut ep = Endpoint::new(config);
+    let mut ep = Connection::new(config, Instant::ZERO);
     let mut reply = Reply::default();
     let batch = br#"[{"jsonrpc":"2.0","id":1,"method":"slow"},
         {"jsonrpc":"2.0","id":2,"method":"fail"},
@@ -440,7 +441,7 @@ mod facade {
         r.layer(MetricsLayer::new(FacadeMetrics::default()));
         let mut config = Config::default();
         config.framing = None;
-        let mut ep = Endpoint::new(config);
+        let mut ep = Connection::new(config, Instant::ZERO);
         let mut reply = Reply::default();
         metrics::with_local_recorder(&recorder, || {
             for _ in 0..3 {

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
+use sansrpc::connection::Profile;
 use sansrpc::connection::{CloseReason, Config, Connection, Event, Trace};
-use sansrpc::endpoint::{self, Profile};
 use sansrpc::{Instant, RawValue};
 
 fn frame(body: &str) -> Vec<u8> {
@@ -13,10 +13,7 @@ fn frame(body: &str) -> Vec<u8> {
 }
 
 fn lsp() -> Connection {
-    Connection::new(
-        Config::new(endpoint::Config::for_profile(Profile::Lsp)),
-        Instant::ZERO,
-    )
+    Connection::new(Config::for_profile(Profile::Lsp), Instant::ZERO)
 }
 
 /// Everything written, as text.

@@ -2,7 +2,8 @@
 //! `Id` and `RawValue`, and typed answers.
 
 use sansrpc::codec::{encode_frame, Decoder, Framing};
-use sansrpc::endpoint::{Config, Endpoint, Event, RequestOptions};
+use sansrpc::connection::{Config, RequestOptions};
+use sansrpc::internals::{Endpoint, Event};
 use sansrpc::method::{Method, ParamsDecoder};
 use sansrpc::router::{Reply, Router};
 use sansrpc::{ErrorObject, Id, Instant, RawValue, Request, Version};

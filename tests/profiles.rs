@@ -5,7 +5,7 @@ mod pair;
 
 use pair::{raw, Ev, Pair};
 use sansrpc::codec::Framing;
-use sansrpc::endpoint::{Config, EndReason, Profile, RequestOptions, Timeout};
+use sansrpc::connection::{Config, EndReason, Profile, RequestOptions, Timeout};
 use sansrpc::Id;
 use serde_json::{json, Value};
 use std::time::Duration;

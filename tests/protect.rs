@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use sansrpc::codec::Framing;
-use sansrpc::endpoint::{Config, Endpoint, Event, Expiry, RateLimit, RequestOptions};
+use sansrpc::connection::{Config, Expiry, RateLimit, RequestOptions};
+use sansrpc::internals::{Endpoint, Event};
 use sansrpc::{Instant, RawValue};
 
 fn endpoint(f: impl FnOnce(&mut Config)) -> Endpoint {

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use proptest::prelude::*;
-use sansrpc::ext::keepalive::{Beat, Heard, Heartbeat, HeartbeatConfig};
+use sansrpc::connection::keepalive::{Beat, Heard, Heartbeat, HeartbeatConfig};
 use sansrpc::ext::reconnect::{
     Backoff, Jitter, PendingPolicy, ReconnectPolicy, Schedule, State, Subscriptions,
 };
@@ -305,7 +305,7 @@ mod machine {
 
     use core::time::Duration;
 
-    use sansrpc::endpoint::SendError;
+    use sansrpc::connection::SendError;
     use sansrpc::ext::reconnect::{
         Action, Backoff, Jitter, PendingPolicy, ReconnectPolicy, Reconnector, State,
     };

@@ -2,11 +2,13 @@
 
 use std::sync::{Arc, Mutex};
 
-use sansrpc::endpoint::{Config, Endpoint, Event, RequestOptions, SendError};
+use sansrpc::connection::{Config, RequestOptions, SendError};
+use sansrpc::internals::{Endpoint, Event};
 use sansrpc::method::{decode_result, CallError, Method, NotificationMethod};
 #[cfg(feature = "discover")]
 use sansrpc::router::MethodDoc;
 use sansrpc::router::{Call, Layer, Next, Outcome, RegisterError, Reply, Router};
+use sansrpc::Connection;
 use sansrpc::{ErrorObject, Id, Instant, RawValue, Request, Version};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -446,7 +448,7 @@ fn typed_calls_over_two_endpoints() {
         .notification::<Log, _>(move |(line,)| sink.lock().unwrap().push(line))
         .unwrap();
     let mut client = Endpoint::new(Config::default());
-    let mut server = Endpoint::new(Config::default());
+    let mut server = Connection::new(Config::default(), Instant::ZERO);
     let now = Instant::ZERO;
     let id = client
         .call::<Subtract>(
@@ -614,7 +616,7 @@ impl Layer for Answering {
 
 /// The answer a server sends for one `subtract` request through `router`.
 fn answer_through(router: &Router) -> String {
-    let mut server = Endpoint::new(Config::default());
+    let mut server = Connection::new(Config::default(), Instant::ZERO);
     let body = r#"{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1}"#;
     let frame = format!("Content-Length: {}\r\n\r\n{body}", body.len());
     server
@@ -622,9 +624,9 @@ fn answer_through(router: &Router) -> String {
         .unwrap();
     let mut reply = Reply::default();
     while let Some(event) = server.poll_event() {
-        if let Event::Request { id, request } = event {
+        if let sansrpc::Event::Request { handle, request } = event {
             router.dispatch(&request, &mut reply);
-            reply.send(&mut server, id).unwrap();
+            reply.answer(&mut server, handle);
         }
     }
     let mut out = Vec::new();

@@ -3,10 +3,11 @@
 
 use std::time::Duration;
 
-use sansrpc::endpoint::{Config, EndReason, Endpoint, Event, RequestId, RequestOptions, Timeout};
-use sansrpc::ext::stream::{
+use sansrpc::connection::stream::{
     code, stream_id, Produced, ReadItem, StreamConfig, StreamReader, StreamTable, NEXT_METHOD,
 };
+use sansrpc::connection::{Config, EndReason, RequestId, RequestOptions, Timeout};
+use sansrpc::internals::{Endpoint, Event};
 use sansrpc::method::CallError;
 use sansrpc::{ErrorObject, Id, Instant, RawValue};
 
@@ -408,7 +409,7 @@ fn unknown_streams_bad_params_and_the_cancel_answer() {
 /// HeaderMismatch, MissingRequiredClientCapability and UnsupportedProtocolVersion.
 #[test]
 fn under_mcp_the_stream_codes_move_out_of_mcps_range() {
-    use sansrpc::endpoint::Profile;
+    use sansrpc::connection::Profile;
     let mut server = Server::new(StreamConfig::default());
     let mut config = Config::for_profile(Profile::Mcp);
     config.framing = Some(sansrpc::codec::Framing::ContentLength);

@@ -6,7 +6,7 @@
 use std::hint::black_box;
 
 use sansrpc::codec::{encode_frame, Decoder, Framing};
-use sansrpc::endpoint::RequestOptions;
+use sansrpc::connection::RequestOptions;
 use sansrpc::{Instant, Limits, RawValue};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue as SerdeRaw;

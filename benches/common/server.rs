@@ -7,7 +7,7 @@
 use std::hint::black_box;
 
 use sansrpc::codec::Framing;
-use sansrpc::connection::{Config, Connection, Event};
+use sansrpc::connection::{Connection, Event};
 use sansrpc::method::Method;
 use sansrpc::router::{Reply, Router};
 use sansrpc::Instant;
@@ -166,11 +166,11 @@ pub struct Server {
 
 impl Server {
     pub fn new(params: Params) -> Self {
-        let mut config = sansrpc::endpoint::Config::default();
+        let mut config = sansrpc::connection::Config::default();
         config.framing = Some(Framing::ContentLength);
         Server {
             router: router(params),
-            conn: Connection::new(Config::new(config), Instant::ZERO),
+            conn: Connection::new(config, Instant::ZERO),
             reply: Reply::default(),
         }
     }

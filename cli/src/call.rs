@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use clap::{ArgAction, ArgMatches, Args};
 use sansrpc::codec::{Decoder, Framing};
-use sansrpc::endpoint::EndReason;
+use sansrpc::connection::EndReason;
 use sansrpc::method::CallError;
 use sansrpc::{ErrorObject, Limits, RawValue};
-use sansrpc_blocking::{Client, Config, Direction, Error, StreamOptions, Tap};
+use sansrpc_blocking::{Client, Direction, Error, Options, StreamOptions, Tap};
 use sansrpc_tokio::http;
 use serde::Deserialize;
 
@@ -206,7 +206,7 @@ fn request_id(body: &[u8]) -> Option<String> {
     request.id.map(|id| id.get().to_owned())
 }
 
-fn connect(kind: &Kind, config: Config) -> Fallible<Client> {
+fn connect(kind: &Kind, config: Options) -> Fallible<Client> {
     let client = match kind {
         Kind::Ws(_) | Kind::Http(_) => unreachable!("served by sansrpc-tokio"),
         Kind::Stdio(words) => {
@@ -223,13 +223,13 @@ fn connect(kind: &Kind, config: Config) -> Fallible<Client> {
 }
 
 #[cfg(unix)]
-fn connect_unix(path: &std::path::Path, config: Config) -> Fallible<Client> {
+fn connect_unix(path: &std::path::Path, config: Options) -> Fallible<Client> {
     sansrpc_blocking::connect_unix(path, config)
         .map_err(|e| format!("cannot connect to {}: {e}", path.display()).into())
 }
 
 #[cfg(not(unix))]
-fn connect_unix(_: &std::path::Path, _: Config) -> Fallible<Client> {
+fn connect_unix(_: &std::path::Path, _: Options) -> Fallible<Client> {
     Err("Unix sockets are not available on this platform".into())
 }
 
@@ -397,7 +397,7 @@ impl Tokio {
             .enable_all()
             .build()
             .map_err(|e| format!("cannot start a tokio runtime: {e}"))?;
-        let mut config = sansrpc::endpoint::Config::default();
+        let mut config = sansrpc::connection::Config::default();
         config.default_timeout = Some(timeout);
         // The core cancels with `$/cancelRequest`, which is not MCP's.
         config.cancel_on_timeout = profile != ProfileArg::Mcp;
@@ -608,13 +608,13 @@ pub fn run(args: CallArgs, matches: Option<&ArgMatches>) -> Fallible<ExitCode> {
         client.close();
         result
     } else {
-        let mut config = Config::default();
-        config.framing = framing.framing();
-        config.endpoint.default_timeout = Some(timeout);
+        let mut config = Options::default();
+        config.connection.framing = Some(framing.framing());
+        config.connection.default_timeout = Some(timeout);
         // The core cancels with `$/cancelRequest`; MCP's cancel is sent here instead.
-        config.endpoint.cancel_on_timeout = args.profile != ProfileArg::Mcp;
+        config.connection.cancel_on_timeout = args.profile != ProfileArg::Mcp;
         let seen = Arc::new(Mutex::new(Seen::default()));
-        config.tap = Some(tap(config.framing, args.raw, seen.clone()));
+        config.tap = Some(tap(framing.framing(), args.raw, seen.clone()));
         let client = Blocking {
             client: connect(&kind, config)?,
             timeout,

@@ -6,11 +6,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use sansrpc::endpoint::RateLimit;
+use sansrpc::connection::RateLimit;
 use sansrpc::method::{Method, NotificationMethod};
 use sansrpc::router::{MethodDoc, Router};
 use sansrpc::ErrorObject;
-use sansrpc_blocking::Config;
+use sansrpc_blocking::Options;
 use sansrpc_tokio::Origins;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -261,9 +261,9 @@ pub struct ProtectArgs {
 }
 
 impl ProtectArgs {
-    /// The endpoint's share: the rate limit and the timeouts, with the network defaults
+    /// The connection's share: the rate limit and the timeouts, with the network defaults
     /// when `network` (every transport but stdio).
-    fn endpoint(&self, config: &mut sansrpc::endpoint::Config, network: bool) {
+    fn connection(&self, config: &mut sansrpc::Config, network: bool) {
         let default = |given: Option<Duration>, default: Duration| {
             given
                 .or(network.then_some(default))
@@ -318,9 +318,9 @@ impl ProtectArgs {
 
 /// Network transports: the core's network defaults (idle 5 min, partial frame 30 s, write
 /// stall 30 s), which the library servers apply too.
-const DEFAULT_IDLE: Duration = sansrpc::endpoint::NETWORK_IDLE_TIMEOUT;
-const DEFAULT_FRAME: Duration = sansrpc::endpoint::NETWORK_FRAME_TIMEOUT;
-const DEFAULT_WRITE_STALL: Duration = sansrpc::endpoint::NETWORK_WRITE_STALL_TIMEOUT;
+const DEFAULT_IDLE: Duration = sansrpc::connection::NETWORK_IDLE_TIMEOUT;
+const DEFAULT_FRAME: Duration = sansrpc::connection::NETWORK_FRAME_TIMEOUT;
+const DEFAULT_WRITE_STALL: Duration = sansrpc::connection::NETWORK_WRITE_STALL_TIMEOUT;
 /// Most connections at once unless the descriptor budget is smaller.
 const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 /// Descriptors kept for the listener, the store, logs and accept retries (a quarter of
@@ -452,13 +452,13 @@ pub fn run(
     let mut router = router();
     pubsub::register(&mut router, &hub, true);
     let router = Arc::new(router);
-    let mut config = Config::default();
+    let mut config = Options::default();
     config.extension = Some(sansrpc_blocking::Extension::new(hub.clone()));
-    config.framing = framing.framing();
+    config.connection.framing = Some(framing.framing());
     config.max_connections = protect.max_connections();
     // The endpoint config holds the flags' timeouts already (0 meaning never).
     config.network_defaults = false;
-    protect.endpoint(&mut config.endpoint, tcp.is_some() || unix.is_some());
+    protect.connection(&mut config.connection, tcp.is_some() || unix.is_some());
     let framing = framing.name();
     if let Some(addr) = tcp {
         let server = sansrpc_blocking::serve_tcp(&*addr, router, config)
@@ -501,8 +501,8 @@ fn serve_tokio(addr: &str, ws: bool, protect: &ProtectArgs, hub: &pubsub::Hub) -
             (true, false) => "https",
         };
         tracing::info!(addr = %local, url = %format!("{scheme}://{local}/"), "listening on {name}");
-        let mut config = sansrpc::endpoint::Config::default();
-        protect.endpoint(&mut config, true);
+        let mut config = sansrpc::connection::Config::default();
+        protect.connection(&mut config, true);
         let mut router = sansrpc_tokio::AsyncRouter::from_router(router());
         pubsub::register_async(&mut router, hub, ws);
         let mut builder = sansrpc_tokio::Builder::new().config(config).router(router);
@@ -525,7 +525,7 @@ fn serve_tokio(addr: &str, ws: bool, protect: &ProtectArgs, hub: &pubsub::Hub) -
 }
 
 #[cfg(unix)]
-fn serve_unix(path: &std::path::Path, router: Arc<Router>, config: Config) -> Fallible<PathBuf> {
+fn serve_unix(path: &std::path::Path, router: Arc<Router>, config: Options) -> Fallible<PathBuf> {
     let server = sansrpc_blocking::serve_unix(path, router, config)
         .map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
     let path = server.path().to_path_buf();
@@ -535,7 +535,7 @@ fn serve_unix(path: &std::path::Path, router: Arc<Router>, config: Config) -> Fa
 }
 
 #[cfg(not(unix))]
-fn serve_unix(_: &std::path::Path, _: Arc<Router>, _: Config) -> Fallible<PathBuf> {
+fn serve_unix(_: &std::path::Path, _: Arc<Router>, _: Options) -> Fallible<PathBuf> {
     Err("Unix sockets are not available on this platform".into())
 }
 

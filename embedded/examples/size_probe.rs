@@ -17,7 +17,7 @@ use cortex_m_semihosting::debug;
 use embedded_alloc::LlffHeap;
 use sansrpc::connection::{Config, Connection, Event};
 use sansrpc::driver::StreamIo;
-use sansrpc::endpoint::{RequestOptions, Timeout};
+use sansrpc::connection::{RequestOptions, Timeout};
 use sansrpc::router::{Reply, Router};
 use sansrpc::{ErrorObject, Instant};
 
@@ -74,7 +74,7 @@ fn main() -> ! {
             buf[..n].copy_from_slice(&input[..n]);
             input = &input[n..];
             io.handle_read(&mut conn, n, now);
-            while router.serve_connection(&mut conn, &mut reply, |e| {
+            while router.serve(&mut conn, &mut reply, |e| {
                 black_box(matches!(e, Event::Closed { .. }));
             }) || io.feed(&mut conn, now)
             {}
@@ -82,7 +82,7 @@ fn main() -> ! {
         if conn.poll_timeout().is_some_and(|at| at <= now) {
             conn.handle_timeout(now);
         }
-        while router.serve_connection(&mut conn, &mut reply, |e| {
+        while router.serve(&mut conn, &mut reply, |e| {
             black_box(matches!(e, Event::Answer { .. } | Event::Ended { .. }));
         }) || io.feed(&mut conn, now)
         {}

@@ -24,7 +24,7 @@ use cortex_m_semihosting::{debug, hprint, hprintln};
 use embedded_alloc::LlffHeap;
 use sansrpc::connection::{CloseReason, Config, Connection, Event};
 use sansrpc::driver::StreamIo;
-use sansrpc::endpoint::{self, EndReason, RequestOptions, Timeout};
+use sansrpc::connection::{self, EndReason, RequestOptions, Timeout};
 use sansrpc::router::{Reply, Router};
 use sansrpc::{ErrorObject, Instant};
 
@@ -243,15 +243,15 @@ impl Device<'_> {
                     Event::Closed { reason } => Seen::Closed {
                         shutdown: reason == CloseReason::Shutdown,
                     },
-                    Event::Other(endpoint::Event::FrameError(_)) => Seen::FrameError,
-                    Event::Other(endpoint::Event::Rejected(_)) => Seen::Rejected,
+                    Event::FrameError(_) => Seen::FrameError,
+                    Event::Rejected(_) => Seen::Rejected,
                     _ => Seen::Other,
                 };
                 if let Some(slot) = seen.iter_mut().find(|s| s.is_none()) {
                     *slot = Some(event);
                 }
             };
-            while router.serve_connection(conn, reply, &mut record) || io.feed(conn, now) {}
+            while router.serve(conn, reply, &mut record) || io.feed(conn, now) {}
         };
         for _turn in 0..1000 {
             // Read.

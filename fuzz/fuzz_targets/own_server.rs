@@ -9,7 +9,7 @@ use libfuzzer_sys::arbitrary::Unstructured;
 use libfuzzer_sys::fuzz_target;
 use sansrpc::codec::Framing;
 use sansrpc::compliance::Input;
-use sansrpc::endpoint::{Config, Endpoint};
+use sansrpc::{Config, Connection};
 use sansrpc::method::Method;
 use sansrpc::router::{Reply, Router};
 use sansrpc::{ErrorObject, Instant};
@@ -44,18 +44,19 @@ fuzz_target!(|data: &[u8]| {
     // Protocol edges (`Input` is also `Arbitrary`), and calls to the router's own methods.
     let methods: Vec<&str> = router.method_names().collect();
     let input = Input::calling(&mut Unstructured::new(data), &methods);
-    let (mut endpoint, mut reply) = (Endpoint::new(Config::default()), Reply::default());
+    let mut conn = Connection::new(Config::default(), Instant::ZERO);
+    let mut reply = Reply::default();
     // Feed the input as it arrives, cut anywhere; answer what can be answered.
     for chunk in input.chunks(framing) {
         let mut rest = &chunk[..];
         while !rest.is_empty() {
-            rest = &rest[endpoint.handle_input(rest, Instant::ZERO).unwrap()..];
-            router.serve(&mut endpoint, &mut reply, |_| {});
+            rest = &rest[conn.handle_input(rest, Instant::ZERO).unwrap()..];
+            router.serve(&mut conn, &mut reply, |_| {});
         }
     }
     // Everything the server wrote back, judged by the rules of JSON-RPC 2.0.
     let mut answered = Vec::new();
-    while endpoint.poll_transmit(&mut answered).is_some() {}
+    while conn.poll_transmit(&mut answered).is_some() {}
     let violations = input.judge(framing, &answered);
     assert!(violations.is_empty(), "{input:?}\n{violations:#?}");
 });

@@ -11,7 +11,7 @@
 //! not declare elicitation, and a server that asks anyway gets -32601.
 //!
 //! ```no_run
-//! use sansrpc::endpoint::{Config, Profile};
+//! use sansrpc::connection::{Config, Profile};
 //! use sansrpc_futures::Builder;
 //! use sansrpc_mcp::client::ClientBuilder;
 //! use sansrpc_mcp::types::ElicitResult;
@@ -51,7 +51,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use sansrpc::endpoint::Timeout;
+use sansrpc::connection::Timeout;
 use sansrpc::{ErrorObject, RawValue};
 use sansrpc_futures::{AsyncRouter, BoxFuture, CallError, Client, PendingCall};
 use serde::de::DeserializeOwned;

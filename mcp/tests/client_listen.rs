@@ -24,7 +24,7 @@ use support::run;
 use futures::channel::mpsc;
 use futures::task::AtomicWaker;
 use futures::{FutureExt, StreamExt};
-use sansrpc::endpoint::{Config, Profile};
+use sansrpc::connection::{Config, Profile};
 use sansrpc::ext::interceptors::{Interceptor, Interceptors, Outgoing};
 use sansrpc::ErrorObject;
 use sansrpc_futures::{transport, AsyncIoTimer, Builder, Client};

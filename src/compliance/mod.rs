@@ -22,7 +22,7 @@
 //! ```
 //! use sansrpc::codec::Framing;
 //! use sansrpc::compliance::{Gen, Input};
-//! use sansrpc::endpoint::{Config, Endpoint};
+//! use sansrpc::{Config, Connection};
 //! use sansrpc::router::{Reply, Router};
 //! use sansrpc::Instant;
 //!
@@ -36,16 +36,17 @@
 //! let mut gen = Gen::new(1, Framing::ContentLength);
 //! for _ in 0..200 {
 //!     let input = Input::generate(&mut gen);
-//!     let (mut endpoint, mut reply) = (Endpoint::new(Config::default()), Reply::default());
+//!     let mut conn = Connection::new(Config::default(), Instant::ZERO);
+//!     let mut reply = Reply::default();
 //!     for chunk in input.chunks(Framing::ContentLength) {
 //!         let mut chunk = &chunk[..];
 //!         while !chunk.is_empty() {
-//!             chunk = &chunk[endpoint.handle_input(chunk, Instant::ZERO)?..];
-//!             router.serve(&mut endpoint, &mut reply, |_| {});
+//!             chunk = &chunk[conn.handle_input(chunk, Instant::ZERO)?..];
+//!             router.serve(&mut conn, &mut reply, |_| {});
 //!         }
 //!     }
 //!     let mut answered = Vec::new();
-//!     while endpoint.poll_transmit(&mut answered).is_some() {}
+//!     while conn.poll_transmit(&mut answered).is_some() {}
 //!     let violations = input.judge(Framing::ContentLength, &answered);
 //!     assert!(violations.is_empty(), "{input:?}: {violations:?}");
 //! }

@@ -1,7 +1,8 @@
-//! One connection as one state machine: the [`Endpoint`] and everything else that lives
+//! One connection as one state machine: the wire protocol and everything else that lives
 //! as long as the connection, so a driver is only a loop of I/O.
 //!
-//! [`Connection`] owns the wire protocol ([`Endpoint`]) and, around it, every rule a
+//! [`Connection`] owns the wire protocol (framing, classification, ids, deadlines, limits)
+//! and, around it, every rule a
 //! connection follows whatever runtime drives it:
 //! - **our calls**, keyed by the caller's own *token* (a number the driver picks per call
 //!   or batch): answers come back as [`Event::Answer`] and [`Event::Ended`] with that token
@@ -87,76 +88,37 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::time::Duration;
 
-use crate::endpoint::{
-    self, Backpressure, BatchBuilder, EndReason, Endpoint, Expiry, IncomingId, NotAByteStream,
-    Peek, RequestId, RequestOptions, SendError,
-};
-use crate::error::ErrorObject;
-use crate::ext::connection::{self as hook, ConnectionHook};
-use crate::ext::keepalive::{self, Beat, Heard, Heartbeat, HeartbeatConfig};
-#[cfg(feature = "streams")]
-use crate::ext::stream::{self, Demand, Produced, StreamConfig, StreamTable};
+use crate::codec::FrameError;
+use crate::endpoint::{self, BatchBuilder, Endpoint, Peek};
+use crate::error::{ErrorObject, ProtocolError};
 use crate::id::Id;
-use crate::message::{Notification, Request};
+use crate::message::{Notification, Rejection, Request, Response};
 use crate::raw::RawValue;
 use crate::time::Instant;
+use hook::ConnectionHook;
+use keepalive::{Beat, Heard, Heartbeat};
+#[cfg(feature = "streams")]
+use stream::{Demand, Produced, StreamTable};
 
-mod lsp;
+pub mod hook;
+pub mod keepalive;
+pub(crate) mod lsp;
+#[cfg(feature = "streams")]
+pub mod stream;
 
+pub use crate::config::{
+    Config, NullIdPolicy, NETWORK_FRAME_TIMEOUT, NETWORK_IDLE_TIMEOUT, NETWORK_WRITE_STALL_TIMEOUT,
+};
+#[cfg(feature = "progress")]
+pub use crate::endpoint::Progress;
+pub use crate::endpoint::{
+    write_refusal, Backpressure, EndReason, Expiry, IncomingId, NotAByteStream, Profile, RateLimit,
+    RequestId, RequestOptions, SendError, Timeout, UnknownRequest,
+};
+pub use keepalive::HeartbeatConfig;
 pub use lsp::{Trace, PROCESS_CHECK};
-
-/// How a [`Connection`] behaves beyond the wire protocol.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct Config {
-    /// The wire protocol: framing, limits, deadlines, cancellation, profile.
-    pub endpoint: endpoint::Config,
-    /// Bounds of the streams this connection serves.
-    #[cfg(feature = "streams")]
-    pub streams: StreamConfig,
-    /// The application-level heartbeat (seed 002 §3.3.2); `None` leaves `ping` and `pong`
-    /// to the driver's handlers like any notification.
-    pub heartbeat: Option<HeartbeatConfig>,
-    /// How long the peer's requests still running may take to answer once the peer's
-    /// input ended (default 5 s); then the connection closes.
-    pub end_grace: Duration,
-    /// How long output queued at close may take to reach the peer (default 1 s).
-    pub linger: Duration,
-    /// Under [`Profile::Lsp`](crate::endpoint::Profile::Lsp): how often the editor's
-    /// process (`initialize`'s `processId`) is checked ([`Event::CheckProcess`]; default
-    /// 3 s).
-    pub process_check: Duration,
-    /// Under [`Profile::Lsp`](crate::endpoint::Profile::Lsp), keep a server's lifecycle
-    /// (default `true`; see [`lsp`](self#the-lsp-lifecycle)): requests before
-    /// `initialize` refused, `exit` ends the connection. A connection that sends
-    /// `initialize` itself is the client, and keeps none.
-    pub lsp_lifecycle: bool,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            endpoint: endpoint::Config::default(),
-            #[cfg(feature = "streams")]
-            streams: StreamConfig::default(),
-            heartbeat: None,
-            end_grace: Duration::from_secs(5),
-            linger: Duration::from_secs(1),
-            process_check: PROCESS_CHECK,
-            lsp_lifecycle: true,
-        }
-    }
-}
-
-impl Config {
-    /// The default config around an endpoint config.
-    pub fn new(endpoint: endpoint::Config) -> Self {
-        Config {
-            endpoint,
-            ..Config::default()
-        }
-    }
-}
+#[cfg(feature = "streams")]
+pub use stream::StreamConfig;
 
 /// Why a connection closed; carried by [`Event::Closed`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -232,12 +194,33 @@ pub enum Event<'a> {
         /// The stream id given to [`Connection::open_stream`]'s caller.
         stream: u64,
     },
-    /// Something only worth logging: an unknown response, an error without id, a malformed
-    /// response, a framing fault, a refused frame, an expired protection timeout. The
-    /// endpoint already answered whatever needed an answer.
-    Other(endpoint::Event<'a>),
+    /// A response whose id matches no call waiting (never sent, or answered already):
+    /// only worth logging. (The late answer to a call that timed out or was cancelled is
+    /// dropped silently.)
+    UnknownResponse(Response<'a>),
+    /// An error response with a `null` id that
+    /// [`Config::null_id_policy`](crate::Config::null_id_policy) did not attribute to a
+    /// call: only worth logging.
+    ErrorWithoutId(ErrorObject<'a>),
+    /// The peer sent a malformed response that matched no call waiting: only worth
+    /// logging.
+    ProtocolError {
+        /// The response's id, when it had a valid one.
+        id: Option<Id<'a>>,
+        /// What was wrong.
+        error: ProtocolError,
+    },
+    /// A framing fault in the input; the decoder has already resynchronised. Only worth
+    /// logging (a [`FrameError::WrongFraming`] says the peer speaks another framing).
+    FrameError(FrameError),
+    /// A frame was refused as a whole (not JSON, an empty batch, past a limit); the peer
+    /// was already answered with an error whose id is `null`. Only worth logging.
+    Rejected(Rejection),
+    /// A protection timeout of the config passed (idle, partial frame, write stall) and the
+    /// connection closes: [`Event::Closed`] follows.
+    Expired(Expiry),
     /// LSP: is the editor's process (`initialize`'s `processId`) still running? A driver
-    /// on `std` checks ([`driver::process_alive`](crate::driver::process_alive)) and, when
+    /// on `std` checks ([`runtime::process_alive`](crate::runtime::process_alive)) and, when
     /// it is gone, calls [`Connection::handle_client_gone`]. Asked every
     /// [`Config::process_check`].
     CheckProcess {
@@ -448,11 +431,10 @@ enum Take {
     LspNotification(lsp::Gate),
 }
 
-/// One connection: the [`Endpoint`] and everything per connection around it; see the
+/// One connection: the wire protocol and everything per connection around it; see the
 /// [module documentation](self).
 pub struct Connection {
     endpoint: Endpoint,
-    config: Config,
     calls: Calls,
     /// The peer's requests handed out as [`Event::Request`] and not answered yet.
     running: Running,
@@ -473,7 +455,7 @@ pub struct Connection {
     /// The driver still holds output it has not written.
     driver_pending: bool,
     finished: bool,
-    /// The LSP lifecycle, under [`Profile::Lsp`](crate::endpoint::Profile::Lsp).
+    /// The LSP lifecycle, under [`Profile::Lsp`].
     lsp: Option<lsp::Lsp>,
 }
 
@@ -493,15 +475,13 @@ impl fmt::Debug for Connection {
 impl Connection {
     /// A new connection at `now` (the heartbeat's clock starts there).
     pub fn new(config: Config, now: Instant) -> Self {
-        let lsp = (config.lsp_lifecycle
-            && config.endpoint.profile == crate::endpoint::Profile::Lsp)
+        let lsp = (config.lsp_lifecycle && config.profile == Profile::Lsp)
             .then(|| lsp::Lsp::new(config.process_check));
         Connection {
-            endpoint: Endpoint::new(config.endpoint.clone()),
             #[cfg(feature = "streams")]
             streams: StreamTable::new(config.streams),
             heartbeat: config.heartbeat.map(|h| Heartbeat::new(h, now)),
-            config,
+            endpoint: Endpoint::new(config),
             calls: Calls::default(),
             running: Running::default(),
             hook: None,
@@ -527,16 +507,50 @@ impl Connection {
 
     /// The config.
     pub fn config(&self) -> &Config {
-        &self.config
+        self.endpoint.config()
     }
 
-    /// The wire protocol machine, to read its state (pending requests, buffered output).
+    /// The machinery under the connection (feature `internals`: this crate's own tests).
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
     pub fn endpoint(&self) -> &Endpoint {
         &self.endpoint
     }
 
+    /// Our requests the peer has not answered yet. Unlike
+    /// [`waiting_calls`](Connection::waiting_calls), an answer received and not yet handed
+    /// out by [`poll_event`](Connection::poll_event) no longer counts.
+    pub fn unanswered_requests(&self) -> usize {
+        self.endpoint.pending_requests()
+    }
+
+    /// The peer's requests received and not answered yet (held ones included).
+    pub fn requests_in_flight(&self) -> usize {
+        self.endpoint.requests_in_flight()
+    }
+
+    /// Notifications the rate limit ([`Config::rate_limit`]) dropped so far.
+    pub fn dropped_notifications(&self) -> u64 {
+        self.endpoint.dropped_notifications()
+    }
+
+    /// True while the peer's requests or notifications are held back: as many requests are
+    /// handed out and unanswered as allowed ([`Config::hold_when_busy`]), or a
+    /// notification's handler has not finished ([`Config::ordered_notifications`]). The
+    /// rest of the input is still read, up to [`Config::max_held_bytes`].
+    pub fn is_holding(&self) -> bool {
+        self.endpoint.is_holding()
+    }
+
+    /// Bytes of output taken so far (by [`poll_transmit`](Connection::poll_transmit) and
+    /// [`consume_transmit`](Connection::consume_transmit)): a driver compares it before and
+    /// after writing to know whether a byte went out.
+    pub fn transmitted(&self) -> u64 {
+        self.endpoint.transmitted()
+    }
+
     /// True while the connection takes input: open, not shutting down, and with room for
-    /// it ([`Endpoint::wants_input`]: held input within its bound, output within its). A
+    /// it (held input within its bound, output within its). A
     /// driver stops reading otherwise, and tries again once its output is written or a
     /// handler answered.
     pub fn wants_input(&self) -> bool {
@@ -544,7 +558,7 @@ impl Connection {
     }
 
     /// The handler of a notification from [`Event::Notification`] has finished. Under
-    /// [`ordered_notifications`](crate::endpoint::Config::ordered_notifications) (the LSP
+    /// [`ordered_notifications`](Config::ordered_notifications) (the LSP
     /// profile's default) the peer's later requests and notifications wait for it: a
     /// driver calls it once per notification, when its handler (async ones included) is
     /// done; otherwise it does nothing.
@@ -637,7 +651,7 @@ impl Connection {
         self.input_ended = true;
         if matches!(self.phase, Phase::Open) {
             self.phase = Phase::Draining {
-                until: now.saturating_add(self.config.end_grace),
+                until: now.saturating_add(self.endpoint.config().end_grace),
                 reason: CloseReason::PeerClosed,
             };
         }
@@ -718,7 +732,8 @@ impl Connection {
     }
 
     /// Like [`poll_transmit`](Connection::poll_transmit), with the frame's tag (see
-    /// [`Endpoint::poll_transmit_tagged`]).
+    /// [`handle_message_tagged`](Connection::handle_message_tagged)): the tag of the message whose
+    /// request the frame answers or was sent for.
     pub fn poll_transmit_tagged(&mut self, buf: &mut Vec<u8>) -> Option<(usize, u64)> {
         if let Some(frame) = self.endpoint.poll_transmit_tagged(buf) {
             return Some(frame);
@@ -935,7 +950,7 @@ impl Connection {
                                 // for up to `end_grace`; nothing after `exit` is read.
                                 self.input_ended = true;
                                 self.phase = Phase::Draining {
-                                    until: now.saturating_add(self.config.end_grace),
+                                    until: now.saturating_add(self.endpoint.config().end_grace),
                                     reason,
                                 };
                             }
@@ -1012,10 +1027,7 @@ impl Connection {
                 result,
                 last,
             },
-            None => Event::Other(endpoint::Event::Response {
-                id: response.id,
-                result,
-            }),
+            None => Event::UnknownResponse(orphan(response.id, result)),
         })
     }
 
@@ -1039,13 +1051,21 @@ impl Connection {
                     result,
                     last,
                 },
-                None => Event::Other(endpoint::Event::Response { id, result }),
+                None => Event::UnknownResponse(orphan(id, result)),
             },
             endpoint::Event::Expired(e) => {
                 self.reason.get_or_insert(CloseReason::Expired(e));
-                Event::Other(endpoint::Event::Expired(e))
+                Event::Expired(e)
             }
-            other => Event::Other(other),
+            endpoint::Event::UnknownResponse(r) => Event::UnknownResponse(r),
+            endpoint::Event::ErrorWithoutId(e) => Event::ErrorWithoutId(e),
+            endpoint::Event::ProtocolError { id, error } => Event::ProtocolError { id, error },
+            endpoint::Event::FrameError(e) => Event::FrameError(e),
+            endpoint::Event::Rejected(r) => Event::Rejected(r),
+            // `decide` takes these before they get here.
+            endpoint::Event::Ended { .. }
+            | endpoint::Event::PeerCancelled { .. }
+            | endpoint::Event::Closed => return None,
         })
     }
 
@@ -1070,7 +1090,7 @@ impl Connection {
             // A peer that stopped reading will not take what is queued: no linger for it.
             let linger = match reason {
                 CloseReason::Expired(Expiry::WriteStall) => Duration::ZERO,
-                _ => self.config.linger,
+                _ => self.endpoint.config().linger,
             };
             self.phase = Phase::Closed {
                 until: now.saturating_add(linger),
@@ -1165,7 +1185,14 @@ impl Connection {
         self.endpoint.send_notification(method, params)
     }
 
-    /// Reports progress on a token the peer gave (with [`endpoint::Config::progress_method`]).
+    /// Reports progress on `token` to the peer: a notification of
+    /// [`Config::progress_method`] in the profile's shape. The token is the one the peer gave
+    /// with its request (an integer or a string).
+    ///
+    /// - LSP and plain JSON-RPC: params `{"token": token, "value": value}`.
+    /// - MCP: params `{"progressToken": token, …}`, where `…` is the members of `value` when
+    ///   it is an object (`{"progress": 3, "total": 10, "message": "…"}`), else
+    ///   `"progress": value` (a bare number).
     pub fn send_progress(&mut self, token: &Id<'_>, value: &RawValue) -> Result<(), SendError> {
         self.endpoint.send_progress(token, value)
     }
@@ -1242,7 +1269,7 @@ impl Connection {
     }
 
     /// Forgets the calls of `token`: no event comes for them any more, and (with
-    /// [`endpoint::Config::cancellation`]) the peer is told. False when none was waiting.
+    /// [`Config::cancellation`]) the peer is told. False when none was waiting.
     pub fn cancel_call(&mut self, token: u64, now: Instant) -> bool {
         let ids = self.calls.forget(token);
         for id in &ids {
@@ -1261,7 +1288,7 @@ impl Connection {
         }
     }
 
-    /// Answers a cancelled request as cancelled ([`endpoint::Config::cancelled_code`]), or
+    /// Answers a cancelled request as cancelled ([`Config::cancelled_code`]), or
     /// with nothing when the profile says so (MCP).
     pub fn respond_cancelled(&mut self, handle: IncomingId) {
         if self.running.remove(&handle) {
@@ -1339,7 +1366,7 @@ impl Connection {
     // ----- LSP -----
 
     /// The status the process should exit with, once the connection is over: under
-    /// [`Profile::Lsp`](crate::endpoint::Profile::Lsp), 0 when `shutdown` came before the
+    /// [`Profile::Lsp`], 0 when `shutdown` came before the
     /// end (`exit`, or the input ended) and 1 otherwise (also when the editor's process is
     /// gone); `None` while open, and for other profiles.
     pub fn exit_code(&self) -> Option<i32> {
@@ -1503,6 +1530,15 @@ fn decide(
         endpoint::Event::Ended { id, reason } => Take::Ended(id, reason),
         endpoint::Event::Closed => Take::Closed,
         _ => Take::Pass,
+    }
+}
+
+/// The response to a request of ours that no call waits for, as the peer sent it.
+fn orphan<'a>(id: RequestId, result: Result<Cow<'a, RawValue>, ErrorObject<'a>>) -> Response<'a> {
+    Response {
+        id: Id::number(i64::try_from(id.get()).unwrap_or(i64::MAX)),
+        result,
+        version: crate::message::Version::V2,
     }
 }
 

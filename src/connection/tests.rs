@@ -63,8 +63,8 @@ fn events(c: &mut Connection) -> Vec<Seen> {
             Event::Cancel { handle } => Seen::Cancel(handle),
             #[cfg(feature = "streams")]
             Event::StreamClosed { stream } => Seen::StreamClosed(stream),
-            Event::Other(_) | Event::CheckProcess { .. } => Seen::Other,
             Event::Closed { reason } => Seen::Closed(reason),
+            _ => Seen::Other,
         });
     }
     out
@@ -680,10 +680,10 @@ fn the_hook_answers_its_requests_and_sends_its_notifications() {
 
 #[test]
 fn a_whole_message_connection_refuses_bytes() {
-    let config = Config::new(crate::endpoint::Config {
+    let config = Config {
         framing: None,
-        ..crate::endpoint::Config::default()
-    });
+        ..Config::default()
+    };
     let mut c = Connection::new(config, Instant::ZERO);
     assert!(c.handle_input(b"{}", Instant::ZERO).is_err());
     c.handle_message(b"{\"jsonrpc\":\"2.0\",\"method\":\"n\"}", Instant::ZERO)

@@ -24,7 +24,7 @@ use super::Endpoint;
 /// token. A request finding the bucket empty is answered by the endpoint itself with
 /// [`RateLimit::code`] (default `-32002` "Server busy: rate limit exceeded") and never
 /// surfaces as an event; a notification finding it empty is dropped and counted
-/// ([`Endpoint::dropped_notifications`]). Responses and cancellation notifications are
+/// ([`Connection::dropped_notifications`](crate::connection::Connection::dropped_notifications)). Responses and cancellation notifications are
 /// never limited: they only end work already under way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -55,7 +55,7 @@ impl RateLimit {
     }
 }
 
-/// Why the endpoint closed the connection by itself ([`Event::Expired`](super::Event)).
+/// Why the connection closed by itself ([`Event::Expired`](crate::connection::Event::Expired)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Expiry {

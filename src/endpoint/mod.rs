@@ -1,8 +1,8 @@
 //! The [`Endpoint`]: one symmetric JSON-RPC connection as a state machine.
 
-mod guard;
+pub(crate) mod guard;
 mod output;
-mod profile;
+pub(crate) mod profile;
 mod progress;
 mod tables;
 mod typed;
@@ -16,10 +16,9 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::time::Duration;
 
-use crate::codec::{self, Decoder, FrameError, Framing};
+use crate::codec::{self, Decoder, FrameError};
 use crate::error::{code, ErrorObject, ProtocolError};
 use crate::id::Id;
-use crate::limits::Limits;
 use crate::message::{
     frame_str, write_error_response, write_result_response, Incoming, Notification, RawEntry,
     Rejection, Request, Response, Shape, Version,
@@ -49,7 +48,7 @@ impl fmt::Display for RequestId {
     }
 }
 
-/// A handle to a request the peer sent, to answer it with [`Endpoint::respond`].
+/// A handle to a request the peer sent, to answer it with [`Connection::respond`](crate::connection::Connection::respond).
 ///
 /// Handles are never reused within one endpoint, so a stale handle can never answer a
 /// newer request that happens to carry the same wire id.
@@ -90,224 +89,7 @@ impl Tags {
     }
 }
 
-/// What to do with an error response whose id is `null`: the peer could not parse something
-/// we sent, and could not tell which request it was.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum NullIdPolicy {
-    /// Only report it, as [`Event::ErrorWithoutId`].
-    Report,
-    /// When exactly one request is pending, fail that request with the error (a
-    /// [`Event::Response`] carrying it); otherwise report it. The default.
-    FailSingle,
-    /// Report it and end every pending request with [`EndReason::PeerError`] (seed 000
-    /// §8.3's policy).
-    FailAll,
-}
-
-/// Network default of [`Config::idle_timeout`]: a peer that sent nothing for 5 minutes with
-/// nothing in flight is closed (long enough for any interactive client between calls).
-pub const NETWORK_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
-/// Network default of [`Config::frame_timeout`]: a message may take 30 s to arrive whole
-/// (slowloris protection; a healthy client sends a frame in milliseconds).
-pub const NETWORK_FRAME_TIMEOUT: Duration = Duration::from_secs(30);
-/// Network default of [`Config::write_stall_timeout`]: answers may wait 30 s for a peer
-/// that does not read before it is closed.
-pub const NETWORK_WRITE_STALL_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// How an endpoint behaves; every bound it keeps is here.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Config {
-    /// Framing of a byte stream ([`Endpoint::handle_input`]); `None` for transports that
-    /// deliver whole messages (WebSocket, HTTP: [`Endpoint::handle_message`]), whose output
-    /// is then one unframed message per [`Endpoint::poll_transmit`]. Default: Content-Length.
-    pub framing: Option<Framing>,
-    /// Bounds on frames, nesting, batches and ids.
-    pub limits: Limits,
-    /// Deadline of a request sent without its own (default 30 s, as seed 000 §8.2).
-    pub default_timeout: Option<Duration>,
-    /// The protocol conventions for cancellation and progress (default
-    /// [`Profile::JsonRpc`]): the params shapes and whether a cancelled request is answered.
-    /// Set it with [`Config::for_profile`], which also sets the method names and framing.
-    pub profile: Profile,
-    /// Honour incoming and send outgoing cancellation notifications (default `true`).
-    pub cancellation: bool,
-    /// The method of cancellation notifications (default `$/cancelRequest`, as LSP); the
-    /// params name the request in [`Profile::cancel_id_key`].
-    pub cancel_method: &'static str,
-    /// Also send a cancellation when a request times out (default `true`), so the peer can
-    /// stop working on an answer nobody waits for.
-    pub cancel_on_timeout: bool,
-    /// The code to answer a cancelled request with (default `-32800`, LSP's
-    /// RequestCancelled; seed 000 appendix B uses `-32001`). Unused when the profile does
-    /// not answer cancelled requests ([`Profile::answers_cancelled`]).
-    pub cancelled_code: i64,
-    /// Most cancels remembered for requests that have not arrived yet (default 64).
-    pub early_cancel_capacity: usize,
-    /// How long such a cancel is remembered (default 30 s).
-    pub early_cancel_ttl: Duration,
-    /// What an error response with a `null` id does (default [`NullIdPolicy::FailSingle`]).
-    pub null_id_policy: NullIdPolicy,
-    /// Most of our requests awaiting a response (default 4096); beyond it sending fails
-    /// with [`SendError::TooManyPending`].
-    pub max_pending_outgoing: usize,
-    /// Most of the peer's requests awaiting our answer (default 1024). What happens beyond
-    /// it depends on [`Config::hold_when_busy`].
-    pub max_inflight_incoming: usize,
-    /// With [`Config::max_inflight_incoming`] requests handed out and unanswered, hold the
-    /// peer's further requests (and the notifications behind them, which keep their order)
-    /// until one is answered (default `true`). Every request of a burst is answered, none
-    /// with `-32002`.
-    ///
-    /// Held input is still read, up to [`Config::max_held_bytes`]: responses to our own
-    /// calls, cancellations (a held request cancelled is answered at once) and everything
-    /// else that is not a request or notification go on. So a server whose handlers all
-    /// wait on calls to the same peer (LSP's `workspace/configuration`) gets its answers;
-    /// only past the bound does input stop, which a socket turns into back-pressure on the
-    /// peer ([`Endpoint::handle_input`] takes no more bytes, [`Endpoint::handle_message`]
-    /// refuses with [`Backpressure`]). Off: a request beyond the limit is answered at once
-    /// with `-32002` Server busy and never surfaces as an event.
-    pub hold_when_busy: bool,
-    /// Most bytes of input kept while requests or notifications are held back (by
-    /// [`Config::hold_when_busy`] or [`Config::ordered_notifications`]; default 1 MiB).
-    /// Beyond it no more input is taken until they are handed out. One frame may take it
-    /// past the bound.
-    pub max_held_bytes: usize,
-    /// A notification is a barrier (default `false`; `true` for [`Profile::Lsp`]): a
-    /// later request or notification is handed out only once every earlier notification's
-    /// handler has finished, which the application reports with
-    /// [`Endpoint::notification_done`]. Requests among themselves still run concurrently.
-    ///
-    /// LSP needs it: a `textDocument/didChange` followed by a `textDocument/hover`
-    /// expects the hover to see the change; with an async `didChange` handler that awaits
-    /// anything, the hover would otherwise start first and answer from the stale text.
-    /// Responses and cancellations are never held by it.
-    pub ordered_notifications: bool,
-    /// Most bytes of output waiting for [`Endpoint::poll_transmit`] (default 8 MiB). Beyond
-    /// it, sending fails with [`SendError::OutputFull`] and input is left unprocessed until
-    /// the output is drained.
-    pub max_buffered_output: usize,
-
-    // Protection for connections facing untrusted peers (all off by default).
-    /// A per-connection rate limit on the peer's requests and notifications (default
-    /// none); see [`RateLimit`].
-    pub rate_limit: Option<RateLimit>,
-    /// Closes the connection ([`Event::Expired`] with [`Expiry::Idle`], then
-    /// [`Event::Closed`]) when nothing came from the peer for this long while nothing was
-    /// in flight either way (default none). Counts JSON-RPC input only, not a transport's
-    /// own pings.
-    pub idle_timeout: Option<Duration>,
-    /// Closes the connection ([`Event::Expired`] with [`Expiry::PartialFrame`]) when a
-    /// frame stays partly received for this long: a peer sending half a frame, then
-    /// nothing or a byte now and then (slowloris). Byte streams only (default none).
-    pub frame_timeout: Option<Duration>,
-    /// Closes the connection ([`Event::Expired`] with [`Expiry::WriteStall`]) when output
-    /// has been waiting to be written for this long with less than 16 KiB of it written: a
-    /// peer that sends but never reads (default none; the kernel's trickle of a few bytes
-    /// into a full receive window does not count as reading). The driver reports its
-    /// writes with [`Endpoint::handle_write`]. While writes wait with more than 64 KiB
-    /// queued, input is held back too: a peer that does not read gets no more answers
-    /// computed for it.
-    pub write_stall_timeout: Option<Duration>,
-    /// The method of progress notifications (default `$/progress`, as LSP); the params
-    /// carry the token in [`Profile::progress_token_key`]. Progress on the token of a request sent with
-    /// [`RequestOptions::progress`] extends its deadline; every progress notification still
-    /// surfaces as [`Event::Notification`].
-    pub progress_method: &'static str,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            framing: Some(Framing::ContentLength),
-            profile: Profile::JsonRpc,
-            limits: Limits::default(),
-            default_timeout: Some(Duration::from_secs(30)),
-            cancellation: true,
-            cancel_method: "$/cancelRequest",
-            cancel_on_timeout: true,
-            cancelled_code: code::LSP_REQUEST_CANCELLED,
-            early_cancel_capacity: 64,
-            early_cancel_ttl: Duration::from_secs(30),
-            null_id_policy: NullIdPolicy::FailSingle,
-            max_pending_outgoing: 4096,
-            max_inflight_incoming: 1024,
-            hold_when_busy: true,
-            max_held_bytes: 1024 * 1024,
-            ordered_notifications: false,
-            max_buffered_output: 8 * 1024 * 1024,
-            rate_limit: None,
-            idle_timeout: None,
-            frame_timeout: None,
-            write_stall_timeout: None,
-            progress_method: "$/progress",
-        }
-    }
-}
-
-impl Config {
-    /// The default config with `profile`'s conventions: its cancellation and progress
-    /// methods and params shapes, whether cancelled requests are answered, and its framing
-    /// of byte streams (set [`Config::framing`] to `None` afterwards for WebSocket or HTTP).
-    ///
-    /// ```
-    /// use sansrpc::codec::Framing;
-    /// use sansrpc::endpoint::{Config, Profile};
-    ///
-    /// let config = Config::for_profile(Profile::Mcp);
-    /// assert_eq!(config.cancel_method, "notifications/cancelled");
-    /// assert_eq!(config.progress_method, "notifications/progress");
-    /// assert_eq!(config.framing, Some(Framing::Newline));
-    /// ```
-    pub fn for_profile(profile: Profile) -> Self {
-        Config {
-            framing: Some(profile.default_framing()),
-            profile,
-            cancel_method: profile.cancel_method(),
-            progress_method: profile.progress_method(),
-            ordered_notifications: profile == Profile::Lsp,
-            ..Config::default()
-        }
-    }
-
-    /// A preset for a small device (a microcontroller with tens of KiB of RAM): frames of
-    /// at most 4 KiB (heads 256 bytes), batches of 8, JSON nested 16 deep, 4 requests in
-    /// flight each way (more held up to 4 KiB), 8 KiB of output buffered, 4 early cancels
-    /// remembered. Everything past a bound gets the answer it would get anywhere (`-32600`,
-    /// `-32002`, back-pressure); nothing grows past it.
-    pub fn embedded() -> Self {
-        let limits = Limits {
-            max_frame_bytes: 4 * 1024,
-            max_header_bytes: 256,
-            max_depth: 16,
-            max_batch_len: 8,
-            ..Limits::default()
-        };
-        Config {
-            limits,
-            max_pending_outgoing: 4,
-            max_inflight_incoming: 4,
-            max_held_bytes: 4 * 1024,
-            max_buffered_output: 8 * 1024,
-            early_cancel_capacity: 4,
-            ..Config::default()
-        }
-    }
-
-    /// Fills the protection timeouts left unset with the defaults for a connection that
-    /// comes over a network (TCP, Unix sockets, WebSocket, HTTP), where an unknown peer may
-    /// hold a connection open without using it: [`NETWORK_IDLE_TIMEOUT`],
-    /// [`NETWORK_FRAME_TIMEOUT`], [`NETWORK_WRITE_STALL_TIMEOUT`]. A healthy client never
-    /// meets them; stdio keeps none. The servers of the adapters apply them unless told not
-    /// to.
-    pub fn with_network_defaults(mut self) -> Self {
-        self.idle_timeout.get_or_insert(NETWORK_IDLE_TIMEOUT);
-        self.frame_timeout.get_or_insert(NETWORK_FRAME_TIMEOUT);
-        self.write_stall_timeout
-            .get_or_insert(NETWORK_WRITE_STALL_TIMEOUT);
-        self
-    }
-}
+pub use crate::config::{Config, NullIdPolicy};
 
 /// When a request should time out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -361,9 +143,9 @@ impl RequestOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum EndReason {
-    /// Its deadline passed ([`Endpoint::handle_timeout`]).
+    /// Its deadline passed ([`Connection::handle_timeout`](crate::connection::Connection::handle_timeout)).
     TimedOut,
-    /// The application cancelled it ([`Endpoint::cancel`]).
+    /// The application cancelled it ([`Connection::cancel_call`](crate::connection::Connection::cancel_call)).
     Cancelled,
     /// The connection closed first.
     Closed,
@@ -373,11 +155,11 @@ pub enum EndReason {
     MalformedResponse(ProtocolError),
 }
 
-/// Something the application should know or act on; from [`Endpoint::poll_event`].
+/// Something the application should know or act on; from [`Connection::poll_event`](crate::connection::Connection::poll_event).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Event<'a> {
-    /// The peer sent a request: answer it exactly once with [`Endpoint::respond`].
+    /// The peer sent a request: answer it exactly once with [`Connection::respond`](crate::connection::Connection::respond).
     Request {
         /// The handle to answer with.
         id: IncomingId,
@@ -442,7 +224,7 @@ pub enum SendError {
     /// [`Config::max_pending_outgoing`] requests are already pending.
     TooManyPending,
     /// More than [`Config::max_buffered_output`] bytes wait to be transmitted: drain
-    /// [`Endpoint::poll_transmit`] first.
+    /// [`Connection::poll_transmit`](crate::connection::Connection::poll_transmit) first.
     OutputFull,
     /// Typed params failed to serialize (a map with non-string keys, a failing `Serialize`).
     InvalidParams,
@@ -466,7 +248,7 @@ impl fmt::Display for SendError {
 #[cfg(feature = "std")]
 impl std::error::Error for SendError {}
 
-/// [`Endpoint::respond`] was given a handle with nothing to answer: already answered,
+/// [`Connection::respond`](crate::connection::Connection::respond) was given a handle with nothing to answer: already answered,
 /// dropped by a close, or from another endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UnknownRequest;
@@ -480,8 +262,8 @@ impl fmt::Display for UnknownRequest {
 #[cfg(feature = "std")]
 impl std::error::Error for UnknownRequest {}
 
-/// [`Endpoint::handle_message`] refused a message because events or output are backed
-/// up: drain [`Endpoint::poll_event`] and [`Endpoint::poll_transmit`], then hand it in again.
+/// [`Connection::handle_message`](crate::connection::Connection::handle_message) refused a message because events or output are backed
+/// up: drain [`Connection::poll_event`](crate::connection::Connection::poll_event) and [`Connection::poll_transmit`](crate::connection::Connection::poll_transmit), then hand it in again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Backpressure;
 
@@ -494,9 +276,9 @@ impl fmt::Display for Backpressure {
 #[cfg(feature = "std")]
 impl std::error::Error for Backpressure {}
 
-/// [`Endpoint::handle_input`] was called on an endpoint configured for a message transport
+/// [`Connection::handle_input`](crate::connection::Connection::handle_input) was called on an endpoint configured for a message transport
 /// (`framing: None`): a wiring mistake of the caller's. Nothing was taken; hand whole
-/// messages to [`Endpoint::handle_message`] instead.
+/// messages to [`Connection::handle_message`](crate::connection::Connection::handle_message) instead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NotAByteStream;
 
@@ -713,7 +495,8 @@ enum Action {
 /// # A complete run loop
 /// Two endpoints over an in-memory link with a virtual clock:
 /// ```
-/// use sansrpc::endpoint::{Config, Endpoint, Event, RequestOptions};
+/// use sansrpc::internals::{Endpoint, Event};
+/// use sansrpc::connection::{Config, RequestOptions};
 /// use sansrpc::{Instant, RawValue};
 ///
 /// let mut client = Endpoint::new(Config::default());

@@ -39,7 +39,7 @@ impl Profile {
     /// `-326xx`) and errors an application answers with are never changed.
     ///
     /// ```
-    /// use sansrpc::endpoint::Profile;
+    /// use sansrpc::Profile;
     /// use sansrpc::error::code;
     /// assert_eq!(Profile::Mcp.own_code(code::SERVER_BUSY), -31002);
     /// assert_eq!(Profile::Lsp.own_code(code::SERVER_BUSY), -32002);

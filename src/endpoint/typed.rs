@@ -43,7 +43,8 @@ impl Endpoint {
     /// answered either way.
     ///
     /// ```
-    /// use sansrpc::endpoint::{Config, Endpoint, Event};
+    /// use sansrpc::internals::{Endpoint, Event};
+    /// use sansrpc::Config;
     /// use sansrpc::Instant;
     ///
     /// let mut ep = Endpoint::new(Config::default());

@@ -13,9 +13,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use sansrpc::connection::keepalive::HeartbeatConfig;
 use sansrpc::connection::{Config, Connection, Event};
-use sansrpc::endpoint::{IncomingId, RequestOptions, Timeout};
-use sansrpc::ext::keepalive::HeartbeatConfig;
+use sansrpc::connection::{IncomingId, RequestOptions, Timeout};
 use sansrpc::{ErrorObject, Instant, RawValue};
 
 /// One step of a run. `side` picks a machine (0 or 1); `pick` picks among what is there.
@@ -88,7 +88,7 @@ struct Side {
 impl Side {
     fn new(heartbeat: bool) -> Side {
         let mut config = Config::default();
-        config.endpoint.max_buffered_output = 4096;
+        config.max_buffered_output = 4096;
         if heartbeat {
             config.heartbeat = Some(HeartbeatConfig::ping(
                 Duration::from_millis(500),

@@ -1,7 +1,8 @@
 //! A pair of endpoints over an in-memory link with a virtual clock, as quinn's `Pair`.
 #![allow(dead_code)]
 
-use sansrpc::endpoint::{Config, EndReason, Endpoint, Event, IncomingId, RequestId};
+use sansrpc::connection::{Config, EndReason, IncomingId, RequestId};
+use sansrpc::internals::{Endpoint, Event};
 use sansrpc::{ErrorObject, Instant, RawValue};
 use std::time::Duration;
 

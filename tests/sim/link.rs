@@ -3,7 +3,7 @@
 //! whole connection may be cut.
 
 use sansrpc::codec::{encode_frame, Decoder, Framing};
-use sansrpc::endpoint::Endpoint;
+use sansrpc::internals::Endpoint;
 use sansrpc::{Instant, Limits};
 use std::collections::VecDeque;
 

@@ -10,10 +10,11 @@
 
 use super::link::{Link, Transport};
 use sansrpc::codec::FrameError;
-use sansrpc::endpoint::{
-    Config, EndReason, Endpoint, Event, IncomingId, RequestId, RequestOptions, SendError, Timeout,
+use sansrpc::connection::{
+    Config, EndReason, IncomingId, RequestId, RequestOptions, SendError, Timeout,
 };
 use sansrpc::error::code;
+use sansrpc::internals::{Endpoint, Event};
 use sansrpc::{ErrorObject, Instant, RawValue};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};

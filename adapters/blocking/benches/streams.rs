@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use sansrpc::router::Router;
-use sansrpc_blocking::{connect_tcp, serve_tcp, Config, StreamOptions};
+use sansrpc_blocking::{connect_tcp, serve_tcp, Options, StreamOptions};
 
 const ITEMS: u64 = 2_000;
 
@@ -15,8 +15,8 @@ fn streams(c: &mut Criterion) {
     router
         .stream_method("count", |(to,): (u64,)| Ok((1..=to).map(Ok)))
         .unwrap();
-    let server = serve_tcp("127.0.0.1:0", Arc::new(router), Config::default()).unwrap();
-    let client = connect_tcp(server.local_addr(), Config::default()).unwrap();
+    let server = serve_tcp("127.0.0.1:0", Arc::new(router), Options::default()).unwrap();
+    let client = connect_tcp(server.local_addr(), Options::default()).unwrap();
 
     let mut group = c.benchmark_group("stream_items_tcp");
     group.throughput(Throughput::Elements(ITEMS));

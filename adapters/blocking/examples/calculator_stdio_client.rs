@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use calculator::{Add, AddPositional, Divide, Operands};
 use sansrpc::codec::Framing;
-use sansrpc_blocking::{spawn_child, Config};
+use sansrpc_blocking::{spawn_child, Options};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -30,8 +30,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             c
         }
     };
-    let mut config = Config::default();
-    config.framing = Framing::Newline;
+    let mut config = Options::default();
+    config.connection.framing = Some(Framing::Newline);
     let client = spawn_child(&mut command, config)?;
     // The first call may wait for cargo to build the server.
     let timeout = Some(Duration::from_secs(120));

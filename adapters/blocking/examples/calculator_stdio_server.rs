@@ -10,10 +10,10 @@ mod calculator;
 use std::sync::Arc;
 
 use sansrpc::codec::Framing;
-use sansrpc_blocking::{serve_stdio, Config};
+use sansrpc_blocking::{serve_stdio, Options};
 
 fn main() -> std::io::Result<()> {
-    let mut config = Config::default();
-    config.framing = Framing::Newline;
+    let mut config = Options::default();
+    config.connection.framing = Some(Framing::Newline);
     serve_stdio(Arc::new(calculator::router()), config)
 }

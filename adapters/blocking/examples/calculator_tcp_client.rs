@@ -8,13 +8,13 @@ mod calculator;
 use std::time::Duration;
 
 use calculator::{Add, Divide, Log, Logged, Operands, SubtractPositional};
-use sansrpc_blocking::{connect_tcp, Config};
+use sansrpc_blocking::{connect_tcp, Options};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let addr = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:7878".into());
-    let client = connect_tcp(&*addr, Config::default())?;
+    let client = connect_tcp(&*addr, Options::default())?;
     let timeout = Some(Duration::from_secs(5));
 
     println!(

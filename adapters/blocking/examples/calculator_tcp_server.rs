@@ -8,13 +8,13 @@ mod calculator;
 
 use std::sync::Arc;
 
-use sansrpc_blocking::{serve_tcp, Config};
+use sansrpc_blocking::{serve_tcp, Options};
 
 fn main() -> std::io::Result<()> {
     let addr = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:7878".into());
-    let server = serve_tcp(&*addr, Arc::new(calculator::router()), Config::default())?;
+    let server = serve_tcp(&*addr, Arc::new(calculator::router()), Options::default())?;
     println!("calculator listening on {}", server.local_addr());
     loop {
         std::thread::park();

@@ -16,7 +16,7 @@ use sansrpc::ext::interceptors::{
     system_clock, AuthLayer, BearerToken, Interceptors, Metrics, MetricsLayer, RateLimitLayer,
     TokenBucket,
 };
-use sansrpc_blocking::{connect_tcp, serve_tcp, Config};
+use sansrpc_blocking::{connect_tcp, serve_tcp, Options};
 
 /// Counts requests and errors; a real service would use `FacadeMetrics` (feature `metrics`).
 #[derive(Default)]
@@ -47,10 +47,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             TokenBucket::per_second(100),
             system_clock(),
         ));
-    let server = serve_tcp("127.0.0.1:0", Arc::new(router), Config::default())?;
+    let server = serve_tcp("127.0.0.1:0", Arc::new(router), Options::default())?;
 
     let timeout = Some(Duration::from_secs(5));
-    let plain = connect_tcp(server.local_addr(), Config::default())?;
+    let plain = connect_tcp(server.local_addr(), Options::default())?;
     match plain.call::<Add>(&Operands { a: 2, b: 3 }, timeout) {
         Ok(sum) => println!("without a token: {sum}?"),
         Err(e) => println!("without a token: {e}"),

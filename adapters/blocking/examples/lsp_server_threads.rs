@@ -30,10 +30,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use sansrpc::endpoint::Profile;
+use sansrpc::connection::Profile;
 use sansrpc::router::Router;
 use sansrpc::{ErrorObject, RawValue};
-use sansrpc_blocking::{serve_stdio_status, Config, RequestContext};
+use sansrpc_blocking::{serve_stdio_status, Options, RequestContext};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -202,10 +202,10 @@ fn main() -> std::io::Result<()> {
         .method::<Hover, _>(move |p| Ok(hover(&documents, &p)))
         .unwrap();
 
-    let mut config = Config::default();
-    config.endpoint = sansrpc::endpoint::Config::for_profile(Profile::Lsp);
+    let mut config = Options::default();
+    config.connection = sansrpc::Config::for_profile(Profile::Lsp);
     if let Some(n) = max_inflight {
-        config.endpoint.max_inflight_incoming = n;
+        config.connection.max_inflight_incoming = n;
     }
     // 0 after `shutdown`, 1 without, as the connection ended.
     let status = serve_stdio_status(Arc::new(router), config)?;

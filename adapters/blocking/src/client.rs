@@ -9,7 +9,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant as StdInstant};
 
 use sansrpc::connection::Connection;
-use sansrpc::endpoint::{EndReason, RequestOptions, SendError, Timeout};
+use sansrpc::connection::{EndReason, RequestOptions, SendError, Timeout};
 use sansrpc::ext::interceptors::{CallOutcome, Interceptors};
 use sansrpc::method::{decode_result, encode_params_owned, CallError, Method, NotificationMethod};
 use sansrpc::{Instant, RawValue};
@@ -17,7 +17,7 @@ use sansrpc::{Instant, RawValue};
 use crate::driver::{self, Answer, Cmd, Handlers, Op};
 use crate::pool::join_by;
 use crate::transport::Transport;
-use crate::{Config, Error};
+use crate::{Error, Options};
 
 /// How much longer than a request's own deadline a caller waits for the driver to report
 /// it; only a driver blocked in a write to a peer that does not read needs it.
@@ -70,7 +70,7 @@ impl Client {
         transport: Transport,
         abort: Box<dyn Fn() + Send + Sync>,
         handlers: Handlers,
-        config: &Config,
+        config: &Options,
     ) -> std::io::Result<Client> {
         let exit = Arc::new(AtomicI64::new(i64::MIN));
         let (cmds, driver) = driver::spawn(transport, handlers, config, Arc::clone(&exit))?;
@@ -79,8 +79,8 @@ impl Client {
                 cmds,
                 driver: Mutex::new(Some(driver)),
                 abort,
-                default_timeout: config.endpoint.default_timeout,
-                grace: config.shutdown_grace,
+                default_timeout: config.connection.default_timeout,
+                grace: config.connection.end_grace,
                 exit,
             }),
             interceptors: None,

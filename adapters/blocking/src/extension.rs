@@ -4,11 +4,11 @@ use std::fmt;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 
-use sansrpc::ext::connection::{ConnectionExtension, ConnectionHook};
+use sansrpc::connection::hook::{ConnectionExtension, ConnectionHook};
 
 use crate::driver::Cmd;
 
-/// A [`ConnectionExtension`] every connection served with this [`Config`](crate::Config)
+/// A [`ConnectionExtension`] every connection served with this [`Config`](crate::Options)
 /// gets: it sees the peer's requests before the router and sends notifications to the
 /// peer whenever it wakes the connection.
 #[derive(Clone)]

@@ -1,23 +1,23 @@
-//! sansrpc-blocking: the [`sansrpc`] JSON-RPC 2.0 endpoint on `std::io` and threads, with
+//! sansrpc-blocking: the [`sansrpc`] JSON-RPC 2.0 connection machine on `std::io` and threads, with
 //! no async runtime anywhere in its dependency tree.
 //!
 //! # Threads
 //! Each connection has one **driver** thread, the only one that touches its
-//! [`Endpoint`](sansrpc::Endpoint), and one **reader** thread that reads the transport and
+//! [`Connection`](sansrpc::Connection), and one **reader** thread that reads the transport and
 //! hands byte chunks to the driver over a channel. Everything else talks to the driver over
 //! that same channel: [`Client`] handles (calls, notifications, batches), and the handler
-//! **workers** that send their answers back. The driver follows the endpoint's calling
+//! **workers** that send their answers back. The driver follows the connection's calling
 //! contract: input and timeouts in, frames written to the transport, events routed: a
 //! response to the caller waiting for it, a request to a handler worker, a notification to
 //! its handler right there on the driver thread. Notifications therefore run one at a time
 //! in arrival order, each before any request that arrived after it starts (as LSP needs for
 //! `didChange`); keep their handlers short, since the connection's I/O waits for them.
 //!
-//! Requests run on a bounded pool of [`Config::workers`] threads. Requests beyond the pool
+//! Requests run on a bounded pool of [`Options::workers`] threads. Requests beyond the pool
 //! wait in a queue bounded by the endpoint's own
-//! [`max_inflight_incoming`](sansrpc::endpoint::Config::max_inflight_incoming): beyond that
+//! [`max_inflight_incoming`](sansrpc::connection::Config::max_inflight_incoming): beyond that
 //! the connection stops reading until a handler answers, so the peer's socket pushes back
-//! ([`hold_when_busy`](sansrpc::endpoint::Config::hold_when_busy), the default; off, the
+//! ([`hold_when_busy`](sansrpc::connection::Config::hold_when_busy), the default; off, the
 //! endpoint answers `-32002` Server busy by itself). A handler learns that its request
 //! was cancelled (by the peer, or by a shutdown) from [`is_cancelled`].
 //!
@@ -26,13 +26,13 @@
 //! `max` at a time, so an iterator that blocks never stalls the connection. Clients read
 //! streams as iterators ([`Client::stream`]), with pulls pipelined.
 //!
-//! Input is read in at most [`Config::read_buffers`] chunks ahead of the endpoint: when the
+//! Input is read in at most [`Options::read_buffers`] chunks ahead of the endpoint: when the
 //! endpoint pushes back, the reader stops reading.
 //!
 //! # Shutdown
 //! [`Server::shutdown`] and [`Client::close`] stop reading, give handlers in flight
-//! [`Config::shutdown_grace`] to answer (then raise their cancellation flag), end every
-//! pending call with [`EndReason::Closed`](sansrpc::endpoint::EndReason), shut the socket
+//! the connection's [`end_grace`](sansrpc::Config::end_grace) to answer (then raise their cancellation flag), end every
+//! pending call with [`EndReason::Closed`](sansrpc::connection::EndReason), shut the socket
 //! down so the reader's blocking `read` returns, and join every thread. A thread that does
 //! not end within the grace (a handler that ignores cancellation, a peer that never reads)
 //! is left behind rather than waited for: shutdown never hangs.
@@ -42,7 +42,7 @@
 //! use std::sync::Arc;
 //! use sansrpc::method::Method;
 //! use sansrpc::router::Router;
-//! use sansrpc_blocking::{connect_tcp, serve_tcp, Config};
+//! use sansrpc_blocking::{connect_tcp, serve_tcp, Options};
 //!
 //! enum Add {}
 //! impl Method for Add {
@@ -53,9 +53,9 @@
 //!
 //! let mut router = Router::new();
 //! router.method::<Add, _>(|(a, b)| Ok(a + b)).unwrap();
-//! let server = serve_tcp("127.0.0.1:0", Arc::new(router), Config::default()).unwrap();
+//! let server = serve_tcp("127.0.0.1:0", Arc::new(router), Options::default()).unwrap();
 //!
-//! let client = connect_tcp(server.local_addr(), Config::default()).unwrap();
+//! let client = connect_tcp(server.local_addr(), Options::default()).unwrap();
 //! assert_eq!(client.call::<Add>(&(1, 2), None).unwrap(), 3);
 //! client.close();
 //! server.shutdown();
@@ -74,11 +74,10 @@ mod worker;
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
-use sansrpc::codec::Framing;
-use sansrpc::endpoint::SendError;
+use sansrpc::connection::SendError;
 use sansrpc::method::CallError;
+use sansrpc::Config;
 
 pub use client::{Batch, Client, Pending};
 pub use driver::{is_cancelled, report_progress, Peer, RequestContext};
@@ -89,16 +88,16 @@ pub use transport::{connect_tcp, serve_stdio, serve_stdio_status, serve_tcp, spa
 #[cfg(unix)]
 pub use transport::{connect_unix, serve_unix, UnixServer};
 
-/// How connections are driven; every bound the adapter keeps is here, the endpoint's own
-/// in [`Config::endpoint`].
+/// How connections are driven: the connection's one [`Config`] (framing, limits, deadlines,
+/// profile, heartbeat, streams, close phases) and what only this adapter has (threads,
+/// reads, servers' bounds).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
-pub struct Config {
-    /// The endpoint's configuration. Its `framing` is ignored: [`Config::framing`] decides.
-    pub endpoint: sansrpc::endpoint::Config,
-    /// How the byte stream is cut into messages (default Content-Length, as LSP; newline
-    /// framing is what MCP uses over stdio).
-    pub framing: Framing,
+pub struct Options {
+    /// The connection's config, as every driver takes it; its framing is the byte stream's
+    /// (Content-Length unless set; [`Config::for_profile`] sets the profile's: MCP is
+    /// newline-delimited JSON).
+    pub connection: Config,
     /// Handler threads: per server for [`serve_tcp`], per connection otherwise (default 4).
     pub workers: usize,
     /// Most connections [`serve_tcp`] and [`serve_unix`] serve at once (default 64). A
@@ -106,39 +105,22 @@ pub struct Config {
     /// too many connections", in the connection's framing) and closed as soon as it is
     /// accepted; the connections already served keep working.
     pub max_connections: usize,
-    /// [`serve_tcp`] and [`serve_unix`] fill the protection timeouts the endpoint config
+    /// [`serve_tcp`] and [`serve_unix`] fill the protection timeouts the connection config
     /// leaves unset with the network defaults
-    /// ([`Config::with_network_defaults`](sansrpc::endpoint::Config::with_network_defaults):
-    /// idle 5 min, partial frame 30 s, write stall 30 s), so a server on a socket is safe by
-    /// default (default `true`).
+    /// ([`Config::with_network_defaults`]: idle 5 min, partial frame 30 s, write stall
+    /// 30 s), so a server on a socket is safe by default (default `true`).
     pub network_defaults: bool,
-    /// How long a shutdown, or the end of the peer's input, waits for handlers in flight
-    /// to answer before closing (default 5 s).
-    pub shutdown_grace: Duration,
     /// Largest read from the transport (default 16 KiB): reads start at 4 KiB and grow
     /// while they fill their buffer, so quiet connections stay small.
     pub read_size: usize,
-    /// Most chunks read ahead of the endpoint (default 4): the back-pressure bound.
+    /// Most chunks read ahead of the connection (default 4): the back-pressure bound.
     pub read_buffers: usize,
     /// Sees a copy of every byte the connection reads and writes (default none): for
     /// showing the wire, as `sansrpc call --raw` does.
     pub tap: Option<Tap>,
-    /// The application-level `ping`/`pong` heartbeat (default none): the peer's `ping`
-    /// notifications are answered with `pong` and never reach the router; with an interval
-    /// set, a `ping` goes out every interval and the connection closes (pending calls fail
-    /// as closed) when its `pong` is later than the timeout.
-    pub heartbeat: Option<sansrpc::ext::keepalive::HeartbeatConfig>,
-    /// Bounds of the streams a connection serves (open streams, queued pulls, items per
-    /// answer, idle timeout); see [`sansrpc::ext::stream`].
-    pub streams: sansrpc::ext::stream::StreamConfig,
     /// A per-connection extension (pub/sub, see `sansrpc-pubsub`), default none: it
     /// answers the requests it owns before the router and sends its notifications.
     pub extension: Option<Extension>,
-    /// Under the LSP profile, keep a server's lifecycle (default `true`; see
-    /// [`sansrpc::connection::Config::lsp_lifecycle`]): requests before `initialize`
-    /// refused, `exit` ends the connection ([`Client::exit_code`],
-    /// [`serve_stdio_status`]), the editor's process watched.
-    pub lsp_lifecycle: bool,
 }
 
 /// Which way bytes went past a [`Tap`].
@@ -177,37 +159,30 @@ impl fmt::Debug for Tap {
     }
 }
 
-impl Default for Config {
+impl Default for Options {
     fn default() -> Self {
-        Config {
-            endpoint: sansrpc::endpoint::Config::default(),
-            framing: Framing::ContentLength,
-            workers: 4,
-            max_connections: 64,
-            network_defaults: true,
-            shutdown_grace: Duration::from_secs(5),
-            read_size: 16 * 1024,
-            read_buffers: 4,
-            tap: None,
-            heartbeat: None,
-            streams: sansrpc::ext::stream::StreamConfig::default(),
-            extension: None,
-            lsp_lifecycle: true,
-        }
+        Options::new(Config::default())
     }
 }
 
-impl Config {
-    /// The configuration for `profile`: the endpoint's
-    /// ([`sansrpc::endpoint::Config::for_profile`]) and the framing that goes with it (MCP:
-    /// newline-delimited JSON, as its stdio transport; LSP: Content-Length). Setting only
-    /// [`Config::endpoint`] leaves [`Config::framing`] at Content-Length.
-    pub fn for_profile(profile: sansrpc::endpoint::Profile) -> Self {
-        let endpoint = sansrpc::endpoint::Config::for_profile(profile);
-        let mut config = Config::default();
-        config.framing = endpoint.framing.unwrap_or(config.framing);
-        config.endpoint = endpoint;
-        config
+impl Options {
+    /// The adapter's defaults around `connection`.
+    pub fn new(connection: Config) -> Self {
+        Options {
+            connection,
+            workers: 4,
+            max_connections: 64,
+            network_defaults: true,
+            read_size: 16 * 1024,
+            read_buffers: 4,
+            tap: None,
+            extension: None,
+        }
+    }
+
+    /// The options for `profile`: [`Config::for_profile`] (its conventions and framing).
+    pub fn for_profile(profile: sansrpc::Profile) -> Self {
+        Options::new(Config::for_profile(profile))
     }
 }
 

@@ -21,14 +21,14 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use sansrpc::endpoint::SendError;
+use sansrpc::connection::SendError;
 #[cfg(doc)]
 use sansrpc::ext::reconnect::PendingPolicy;
 use sansrpc::ext::reconnect::{Action, Jitter, ReconnectPolicy, Reconnector, State};
 use sansrpc::method::{decode_result, encode_params_owned, CallError, Method};
 use sansrpc::RawValue;
 
-use crate::{Client, Config, Error};
+use crate::{Client, Error, Options};
 
 /// Opens one connection, within the timeout it is given.
 pub type Connector = dyn Fn(Duration) -> io::Result<Client> + Send + Sync;
@@ -183,7 +183,7 @@ impl Reconnect {
     pub fn tcp(
         addr: impl ToSocketAddrs + Send + Sync + 'static,
         policy: ReconnectPolicy,
-        config: Config,
+        config: Options,
     ) -> io::Result<Reconnect> {
         Reconnect::new(policy, move |timeout| {
             let mut last = io::Error::new(io::ErrorKind::NotFound, "no address to connect to");
@@ -210,7 +210,7 @@ impl Reconnect {
     pub fn unix(
         path: impl Into<std::path::PathBuf>,
         policy: ReconnectPolicy,
-        config: Config,
+        config: Options,
     ) -> io::Result<Reconnect> {
         let path = path.into();
         Reconnect::new(policy, move |_| crate::connect_unix(&path, config.clone()))
@@ -221,7 +221,7 @@ impl Reconnect {
     pub fn child(
         command: impl Fn() -> std::process::Command + Send + Sync + 'static,
         policy: ReconnectPolicy,
-        config: Config,
+        config: Options,
     ) -> io::Result<Reconnect> {
         Reconnect::new(policy, move |_| {
             crate::spawn_child(&mut command(), config.clone())

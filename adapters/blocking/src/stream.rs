@@ -1,4 +1,4 @@
-//! The client side of pull-based streams (`sansrpc::ext::stream`): an iterator that keeps a
+//! The client side of pull-based streams (`sansrpc::connection::stream`): an iterator that keeps a
 //! window of pulls in flight.
 
 use std::collections::VecDeque;
@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
-use sansrpc::ext::stream::{stream_id, ReadItem, StreamReader, CANCEL_METHOD, NEXT_METHOD};
+use sansrpc::connection::stream::{stream_id, ReadItem, StreamReader, CANCEL_METHOD, NEXT_METHOD};
 use sansrpc::method::CallError;
 use sansrpc::RawValue;
 use serde::de::DeserializeOwned;

@@ -20,11 +20,11 @@ use sansrpc::router::Router;
 
 use crate::driver::{Cmd, Handlers};
 use crate::pool::{join_by, Pool};
-use crate::{Client, Config, Direction, Tap};
+use crate::{Client, Direction, Options, Tap};
 
 /// Connects to a JSON-RPC server over TCP. Requests the server sends back are answered
 /// `-32601` Method not found.
-pub fn connect_tcp(addr: impl ToSocketAddrs, config: Config) -> io::Result<Client> {
+pub fn connect_tcp(addr: impl ToSocketAddrs, config: Options) -> io::Result<Client> {
     let stream = TcpStream::connect(addr)?;
     tune(&stream)?;
     socket(stream, Handlers::none(), &config)
@@ -42,14 +42,14 @@ pub(crate) fn tune(stream: &TcpStream) -> io::Result<()> {
 }
 
 /// A client over a TCP stream already connected (the reconnecting client's connector).
-pub(crate) fn tcp_client(stream: TcpStream, config: &Config) -> io::Result<Client> {
+pub(crate) fn tcp_client(stream: TcpStream, config: &Options) -> io::Result<Client> {
     socket(stream, Handlers::none(), config)
 }
 
 /// Connects to a JSON-RPC server listening on the Unix socket at `path`. Requests the
 /// server sends back are answered `-32601` Method not found.
 #[cfg(unix)]
-pub fn connect_unix(path: impl AsRef<Path>, config: Config) -> io::Result<Client> {
+pub fn connect_unix(path: impl AsRef<Path>, config: Options) -> io::Result<Client> {
     socket(UnixStream::connect(path)?, Handlers::none(), &config)
 }
 
@@ -112,7 +112,7 @@ where
     }
 }
 
-fn socket<S: Socket>(stream: S, handlers: Handlers, config: &Config) -> io::Result<Client>
+fn socket<S: Socket>(stream: S, handlers: Handlers, config: &Options) -> io::Result<Client>
 where
     for<'a> &'a S: Read + Write,
 {
@@ -120,7 +120,7 @@ where
     // Short, because a write that returns at its timeout says how much went out but not
     // when: 4 MiB taken at once and reported 30 s later would restart the stall clock.
     let wake = Duration::from_millis(250);
-    stream.set_write_timeout(config.endpoint.write_stall_timeout.map(|t| t.min(wake)))?;
+    stream.set_write_timeout(config.connection.write_stall_timeout.map(|t| t.min(wake)))?;
     let stream = Arc::new(stream);
     let closer = Arc::downgrade(&stream);
     let aborter = Arc::downgrade(&stream);
@@ -149,7 +149,7 @@ where
 /// Spawns `command` with piped stdin and stdout and connects to it as a JSON-RPC server
 /// over them (stderr is left as configured). Closing the client closes the child's stdin,
 /// waits up to the shutdown grace for the child to exit, then kills it.
-pub fn spawn_child(command: &mut Command, config: Config) -> io::Result<Client> {
+pub fn spawn_child(command: &mut Command, config: Options) -> io::Result<Client> {
     let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -160,7 +160,7 @@ pub fn spawn_child(command: &mut Command, config: Config) -> io::Result<Client> 
         return Err(io::Error::other("child process without piped stdio"));
     };
     let child = Arc::new(Mutex::new(child));
-    let (reaped, killed, grace) = (Arc::clone(&child), child, config.shutdown_grace);
+    let (reaped, killed, grace) = (Arc::clone(&child), child, config.connection.end_grace);
     let transport = Transport {
         reader: Box::new(stdout),
         writer: Box::new(stdin),
@@ -195,23 +195,23 @@ fn reap(child: &Mutex<Child>, deadline: Instant) {
 /// Nothing else may write to stdout meanwhile: log to stderr. When the connection ends
 /// for another reason (stdout closed), the thread reading stdin cannot be woken and is
 /// left to end with the process.
-pub fn serve_stdio(router: Arc<Router>, config: Config) -> io::Result<()> {
+pub fn serve_stdio(router: Arc<Router>, config: Options) -> io::Result<()> {
     serve_stdio_status(router, config).map(drop)
 }
 
 /// Serves as [`serve_stdio`] does and returns the status the process should exit with:
-/// for an LSP server ([`Profile::Lsp`](sansrpc::endpoint::Profile::Lsp)), 0 when the
+/// for an LSP server ([`Profile::Lsp`](sansrpc::connection::Profile::Lsp)), 0 when the
 /// client sent `shutdown` before `exit` (or before it closed stdin), 1 otherwise (also
 /// when the editor's process, `initialize`'s `processId`, died); 0 for other profiles.
 ///
 /// ```no_run
 /// # let router = std::sync::Arc::new(sansrpc::router::Router::new());
-/// # let config = sansrpc_blocking::Config::default();
+/// # let config = sansrpc_blocking::Options::default();
 /// let status = sansrpc_blocking::serve_stdio_status(router, config)?;
 /// std::process::exit(status);
 /// # Ok::<(), std::io::Error>(())
 /// ```
-pub fn serve_stdio_status(router: Arc<Router>, config: Config) -> io::Result<i32> {
+pub fn serve_stdio_status(router: Arc<Router>, config: Options) -> io::Result<i32> {
     let transport = Transport {
         reader: Box::new(io::stdin()),
         writer: Box::new(io::stdout()),
@@ -225,11 +225,11 @@ pub fn serve_stdio_status(router: Arc<Router>, config: Config) -> io::Result<i32
 }
 
 /// Listens on `addr` and serves `router` on every connection, each with its own driver and
-/// reader threads, all sharing one pool of [`Config::workers`] handler threads.
+/// reader threads, all sharing one pool of [`Options::workers`](crate::Options::workers) handler threads.
 pub fn serve_tcp(
     addr: impl ToSocketAddrs,
     router: Arc<Router>,
-    config: Config,
+    config: Options,
 ) -> io::Result<Server> {
     let listener = TcpListener::bind(addr)?;
     let addr = listener.local_addr()?;
@@ -260,7 +260,7 @@ pub fn serve_tcp(
 pub fn serve_unix(
     path: impl AsRef<Path>,
     router: Arc<Router>,
-    config: Config,
+    config: Options,
 ) -> io::Result<UnixServer> {
     let path = path.as_ref().to_path_buf();
     let listener = UnixListener::bind(&path)?;
@@ -296,7 +296,7 @@ impl Listening {
         mut accept: impl FnMut() -> io::Result<S> + Send + 'static,
         wake: Box<dyn Fn() + Send + Sync>,
         router: Arc<Router>,
-        mut config: Config,
+        mut config: Options,
     ) -> io::Result<Listening>
     where
         for<'a> &'a S: Read + Write,
@@ -307,15 +307,15 @@ impl Listening {
         let stop = Arc::new(AtomicBool::new(false));
         let connections = Arc::new(Mutex::new(Vec::<Client>::new()));
         let mut refusal = Vec::new();
-        sansrpc::endpoint::write_refusal(
-            config.endpoint.profile,
-            Some(config.framing),
+        sansrpc::connection::write_refusal(
+            config.connection.profile,
+            Some(config.connection.stream_framing()),
             &mut refusal,
         );
         let (stopped, live, grace) = (
             Arc::clone(&stop),
             Arc::clone(&connections),
-            config.shutdown_grace,
+            config.connection.end_grace,
         );
         let acceptor = thread::Builder::new()
             .name("rpc-accept".into())
@@ -509,9 +509,9 @@ pub(crate) fn read(
 }
 
 /// The config a listening server serves with: the network defaults filled in when on.
-fn served(mut config: Config) -> Config {
+fn served(mut config: Options) -> Options {
     if config.network_defaults {
-        config.endpoint = config.endpoint.with_network_defaults();
+        config.connection = config.connection.with_network_defaults();
     }
     config
 }
@@ -520,26 +520,29 @@ fn served(mut config: Config) -> Config {
 mod tests {
     use std::time::Duration;
 
-    use sansrpc::endpoint::NETWORK_WRITE_STALL_TIMEOUT;
+    use sansrpc::connection::NETWORK_WRITE_STALL_TIMEOUT;
 
     use super::served;
-    use crate::Config;
+    use crate::Options;
 
     #[test]
     fn listening_servers_fill_unset_timeouts_with_the_network_defaults() {
-        let mut config = Config::default();
-        config.endpoint.frame_timeout = Some(Duration::from_secs(2));
+        let mut config = Options::default();
+        config.connection.frame_timeout = Some(Duration::from_secs(2));
         let config = served(config);
-        assert_eq!(config.endpoint.frame_timeout, Some(Duration::from_secs(2)));
         assert_eq!(
-            config.endpoint.write_stall_timeout,
+            config.connection.frame_timeout,
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(
+            config.connection.write_stall_timeout,
             Some(NETWORK_WRITE_STALL_TIMEOUT)
         );
-        assert!(config.endpoint.idle_timeout.is_some());
-        let off = Config {
+        assert!(config.connection.idle_timeout.is_some());
+        let off = Options {
             network_defaults: false,
-            ..Config::default()
+            ..Options::default()
         };
-        assert_eq!(served(off).endpoint.idle_timeout, None);
+        assert_eq!(served(off).connection.idle_timeout, None);
     }
 }

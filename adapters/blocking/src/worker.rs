@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use sansrpc::ext::stream::{BoxSource, Demand, Produced};
+use sansrpc::connection::stream::{BoxSource, Demand, Produced};
 use sansrpc::ErrorObject;
 
 /// Most items a worker takes from a stream's iterator per turn, however many the pulls

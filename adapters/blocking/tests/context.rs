@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use sansrpc::router::Router;
 use sansrpc::ErrorObject;
-use sansrpc_blocking::{serve_tcp, Config, RequestContext};
+use sansrpc_blocking::{serve_tcp, Options, RequestContext};
 use serde_json::json;
 use suite::Peer;
 
@@ -42,7 +42,7 @@ fn a_handler_calls_its_peer_and_reports_progress() {
         RequestContext::current().is_none(),
         "no context outside a handler"
     );
-    let server = serve_tcp("127.0.0.1:0", Arc::new(router), Config::default()).unwrap();
+    let server = serve_tcp("127.0.0.1:0", Arc::new(router), Options::default()).unwrap();
     let mut peer = Peer::connect(server.local_addr());
     peer.send(
         r#"{"jsonrpc":"2.0","method":"greet","params":{"name":"Ada","workDoneToken":"w1"},"id":7}"#,
@@ -73,7 +73,7 @@ fn a_stream_handler_keeps_its_context_and_sees_its_stream_end() {
             Ok((0..to).map(Ok::<u64, ErrorObject<'static>>))
         })
         .unwrap();
-    let server = serve_tcp("127.0.0.1:0", Arc::new(router), Config::default()).unwrap();
+    let server = serve_tcp("127.0.0.1:0", Arc::new(router), Options::default()).unwrap();
     let mut peer = Peer::connect(server.local_addr());
     peer.send(r#"{"jsonrpc":"2.0","method":"count","params":[2],"id":9}"#);
     let stream = peer.expect()["result"]["stream"].as_u64().unwrap();

@@ -17,7 +17,7 @@ use sansrpc::ext::interceptors::{
 };
 use sansrpc::method::CallError;
 use sansrpc::{ErrorObject, RawValue};
-use sansrpc_blocking::{connect_tcp, serve_tcp, Client, Config, Error, Server};
+use sansrpc_blocking::{connect_tcp, serve_tcp, Client, Error, Options, Server};
 
 const LIMIT: Duration = Duration::from_secs(30);
 const T: Option<Duration> = Some(Duration::from_secs(10));
@@ -59,8 +59,8 @@ fn server(metrics: Arc<Recorded>) -> (Server, Client) {
     let names: Vec<String> = router.method_names().map(str::to_owned).collect();
     router.layer(MetricsLayer::new(metrics).known_methods(names.iter().map(String::as_str)));
     router.layer(AuthLayer::token("s3cret"));
-    let server = serve_tcp("127.0.0.1:0", Arc::new(router), Config::default()).unwrap();
-    let client = connect_tcp(server.local_addr(), Config::default()).unwrap();
+    let server = serve_tcp("127.0.0.1:0", Arc::new(router), Options::default()).unwrap();
+    let client = connect_tcp(server.local_addr(), Options::default()).unwrap();
     (server, client)
 }
 

@@ -14,14 +14,14 @@ use std::time::{Duration, Instant};
 
 use calculator::*;
 use common::{eventually, within};
-use sansrpc::ext::keepalive::HeartbeatConfig;
-use sansrpc_blocking::{connect_tcp, serve_tcp, Config, Error};
+use sansrpc::connection::keepalive::HeartbeatConfig;
+use sansrpc_blocking::{connect_tcp, serve_tcp, Error, Options};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
-fn with_heartbeat(heartbeat: HeartbeatConfig) -> Config {
-    let mut config = Config::default();
-    config.heartbeat = Some(heartbeat);
+fn with_heartbeat(heartbeat: HeartbeatConfig) -> Options {
+    let mut config = Options::default();
+    config.connection.heartbeat = Some(heartbeat);
     config
 }
 

@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 
 use calculator::*;
 use common::{eventually, within};
-use sansrpc::endpoint::RateLimit;
+use sansrpc::connection::RateLimit;
 use sansrpc::method::CallError;
-use sansrpc_blocking::{connect_tcp, serve_tcp, Config, Error};
+use sansrpc_blocking::{connect_tcp, serve_tcp, Error, Options};
 
 const LIMIT: Duration = Duration::from_secs(60);
 const T: Option<Duration> = Some(Duration::from_secs(10));
@@ -45,11 +45,11 @@ fn read_to_close(stream: &mut TcpStream) -> String {
 #[test]
 fn a_flood_beyond_the_limit_is_refused_while_served_connections_keep_working() {
     within(LIMIT, || {
-        let mut config = Config::default();
+        let mut config = Options::default();
         config.max_connections = 4;
         let server = serve_tcp("127.0.0.1:0", Arc::new(router()), config).unwrap();
         let clients: Vec<_> = (0..4)
-            .map(|_| connect_tcp(server.local_addr(), Config::default()).unwrap())
+            .map(|_| connect_tcp(server.local_addr(), Options::default()).unwrap())
             .collect();
         for (i, c) in clients.iter().enumerate() {
             assert_eq!(add(c, i as i64, 1), i as i64 + 1);
@@ -72,7 +72,7 @@ fn a_flood_beyond_the_limit_is_refused_while_served_connections_keep_working() {
         // Once one closes, a new connection is served (once the server has seen the close).
         clients[0].close();
         eventually(Duration::from_secs(20), "a freed slot is reused", || {
-            let c = connect_tcp(server.local_addr(), Config::default()).unwrap();
+            let c = connect_tcp(server.local_addr(), Options::default()).unwrap();
             match c.call::<Add>(&Operands { a: 5, b: 5 }, T) {
                 Ok(v) => {
                     assert_eq!(v, 10);
@@ -88,10 +88,10 @@ fn a_flood_beyond_the_limit_is_refused_while_served_connections_keep_working() {
 #[test]
 fn a_slowloris_peer_is_dropped_at_the_frame_timeout_and_others_are_not() {
     within(LIMIT, || {
-        let mut config = Config::default();
-        config.endpoint.frame_timeout = Some(Duration::from_millis(500));
+        let mut config = Options::default();
+        config.connection.frame_timeout = Some(Duration::from_millis(500));
         let server = serve_tcp("127.0.0.1:0", Arc::new(router()), config).unwrap();
-        let client = connect_tcp(server.local_addr(), Config::default()).unwrap();
+        let client = connect_tcp(server.local_addr(), Options::default()).unwrap();
         assert_eq!(add(&client, 1, 2), 3);
 
         let mut slow = TcpStream::connect(server.local_addr()).unwrap();
@@ -115,8 +115,8 @@ fn a_slowloris_peer_is_dropped_at_the_frame_timeout_and_others_are_not() {
 #[test]
 fn an_idle_connection_is_closed_and_a_busy_one_is_not() {
     within(LIMIT, || {
-        let mut config = Config::default();
-        config.endpoint.idle_timeout = Some(Duration::from_secs(1));
+        let mut config = Options::default();
+        config.connection.idle_timeout = Some(Duration::from_secs(1));
         let server = serve_tcp("127.0.0.1:0", Arc::new(router()), config).unwrap();
         let mut idle = TcpStream::connect(server.local_addr()).unwrap();
         let start = Instant::now();
@@ -125,7 +125,7 @@ fn an_idle_connection_is_closed_and_a_busy_one_is_not() {
 
         // A client calling more often than the timeout keeps its connection, for well past
         // the timeout: 2.5 s of calls every 250 ms (each call resets the idle clock).
-        let client = connect_tcp(server.local_addr(), Config::default()).unwrap();
+        let client = connect_tcp(server.local_addr(), Options::default()).unwrap();
         let busy = Instant::now();
         let mut last_call = busy;
         for i in 0..10 {
@@ -156,10 +156,10 @@ fn an_idle_connection_is_closed_and_a_busy_one_is_not() {
 #[test]
 fn requests_over_the_rate_limit_are_answered_server_busy() {
     within(LIMIT, || {
-        let mut config = Config::default();
-        config.endpoint.rate_limit = Some(RateLimit::new(1, 3));
+        let mut config = Options::default();
+        config.connection.rate_limit = Some(RateLimit::new(1, 3));
         let server = serve_tcp("127.0.0.1:0", Arc::new(router()), config).unwrap();
-        let client = connect_tcp(server.local_addr(), Config::default()).unwrap();
+        let client = connect_tcp(server.local_addr(), Options::default()).unwrap();
         let mut batch = client.batch();
         for i in 0..6 {
             let text = format!("[{i},0]");
@@ -192,10 +192,10 @@ fn a_unix_socket_connection_beyond_the_limit_is_refused() {
             std::process::id()
         ));
         let _ = std::fs::remove_file(&path);
-        let mut config = Config::default();
+        let mut config = Options::default();
         config.max_connections = 1;
         let server = sansrpc_blocking::serve_unix(&path, Arc::new(router()), config).unwrap();
-        let served = sansrpc_blocking::connect_unix(&path, Config::default()).unwrap();
+        let served = sansrpc_blocking::connect_unix(&path, Options::default()).unwrap();
         assert_eq!(add(&served, 1, 2), 3);
         let mut refused = UnixStream::connect(&path).unwrap();
         refused

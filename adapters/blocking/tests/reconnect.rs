@@ -15,10 +15,10 @@ use std::time::Duration;
 
 use calculator::*;
 use common::{eventually, within};
-use sansrpc::endpoint::SendError;
+use sansrpc::connection::SendError;
 use sansrpc::ext::reconnect::{Backoff, PendingPolicy, ReconnectPolicy, State};
 use sansrpc::router::Router;
-use sansrpc_blocking::{serve_tcp, Config, Error, Reconnect, Server};
+use sansrpc_blocking::{serve_tcp, Error, Options, Reconnect, Server};
 
 const LIMIT: Duration = Duration::from_secs(30);
 const T: Option<Duration> = Some(Duration::from_secs(10));
@@ -37,9 +37,9 @@ fn patient(pending: PendingPolicy) -> ReconnectPolicy {
     }
 }
 
-fn quick_shutdown() -> Config {
-    let mut config = Config::default();
-    config.shutdown_grace = Duration::from_millis(100);
+fn quick_shutdown() -> Options {
+    let mut config = Options::default();
+    config.connection.end_grace = Duration::from_millis(100);
     config
 }
 
@@ -68,7 +68,7 @@ fn a_server_restarted_under_the_client() {
         let server = serve_on("127.0.0.1:0", calculator::router());
         let addr: SocketAddr = server.local_addr();
         let policy = patient(PendingPolicy::Fail);
-        let client = Reconnect::tcp(addr, policy, Config::default()).unwrap();
+        let client = Reconnect::tcp(addr, policy, Options::default()).unwrap();
         client.wait_open(T).unwrap();
         assert_eq!(add(&client).unwrap(), 3);
 
@@ -105,7 +105,7 @@ fn gives_up_after_max_attempts() {
             },
             ..patient(PendingPolicy::Fail)
         };
-        let client = Reconnect::tcp(server.local_addr(), policy, Config::default()).unwrap();
+        let client = Reconnect::tcp(server.local_addr(), policy, Options::default()).unwrap();
         client.wait_open(T).unwrap();
         server.shutdown(); // Never started again.
         assert_eq!(client.wait_for(T, |s| s == State::Closed), State::Closed);
@@ -145,7 +145,7 @@ fn a_pending_idempotent_call_is_resent_and_a_plain_one_fails() {
         let server = serve_on("127.0.0.1:0", router);
         let addr = server.local_addr();
         let policy = patient(PendingPolicy::ResendIdempotent);
-        let client = Reconnect::tcp(addr, policy, Config::default()).unwrap();
+        let client = Reconnect::tcp(addr, policy, Options::default()).unwrap();
         client.wait_open(T).unwrap();
 
         let c = client.clone();
@@ -192,7 +192,7 @@ fn close_interrupts_the_wait_for_the_next_attempt() {
             },
             ..patient(PendingPolicy::Fail)
         };
-        let client = Reconnect::tcp(server.local_addr(), policy, Config::default()).unwrap();
+        let client = Reconnect::tcp(server.local_addr(), policy, Options::default()).unwrap();
         client.wait_open(T).unwrap();
         server.shutdown();
         assert_eq!(

@@ -14,7 +14,7 @@ use std::time::Duration;
 use calculator::*;
 use common::{eventually, within};
 use sansrpc::ext::reconnect::{Backoff, PendingPolicy, ReconnectPolicy, State};
-use sansrpc_blocking::{serve_stdio, Config, Error, Reconnect};
+use sansrpc_blocking::{serve_stdio, Error, Options, Reconnect};
 
 const T: Option<Duration> = Some(Duration::from_secs(10));
 
@@ -24,7 +24,7 @@ fn serve() {
     router
         .raw_method("exit", |_, _| std::process::exit(3))
         .unwrap();
-    serve_stdio(Arc::new(router), Config::default()).unwrap();
+    serve_stdio(Arc::new(router), Options::default()).unwrap();
 }
 
 fn a_dead_child_is_respawned() {
@@ -43,7 +43,7 @@ fn a_dead_child_is_respawned() {
         command.arg("--serve-stdio");
         command
     };
-    let client = Reconnect::child(command, policy, Config::default()).unwrap();
+    let client = Reconnect::child(command, policy, Options::default()).unwrap();
     client.wait_open(T).unwrap();
     assert_eq!(client.call::<AddPositional>(&(1, 2), T).unwrap(), 3);
 

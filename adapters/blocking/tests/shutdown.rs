@@ -10,10 +10,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::{eventually, within};
-use sansrpc::endpoint::EndReason;
+use sansrpc::connection::EndReason;
 use sansrpc::method::{CallError, Method};
 use sansrpc::router::Router;
-use sansrpc_blocking::{connect_tcp, is_cancelled, serve_tcp, Config, Error};
+use sansrpc_blocking::{connect_tcp, is_cancelled, serve_tcp, Error, Options};
 
 enum Sleep {}
 impl Method for Sleep {
@@ -57,15 +57,15 @@ const GRACE: Duration = Duration::from_millis(300);
 fn shutdown_with_requests_in_flight() {
     within(Duration::from_secs(30), || {
         let running = Arc::new(AtomicUsize::new(0));
-        let mut config = Config::default();
-        config.shutdown_grace = GRACE;
+        let mut config = Options::default();
+        config.connection.end_grace = GRACE;
         let server = serve_tcp(
             "127.0.0.1:0",
             Arc::new(router(Arc::clone(&running))),
             config,
         )
         .unwrap();
-        let client = connect_tcp(server.local_addr(), Config::default()).unwrap();
+        let client = connect_tcp(server.local_addr(), Options::default()).unwrap();
         let timeout = Some(Duration::from_secs(20));
         let calls: Vec<_> = (0..3)
             .map(|_| {
@@ -107,12 +107,12 @@ fn shutdown_with_requests_in_flight() {
 
         // Closing a client with a call pending fails the call at once.
         let server = serve_tcp("127.0.0.1:0", Arc::new(router(Arc::clone(&running))), {
-            let mut config = Config::default();
-            config.shutdown_grace = GRACE;
+            let mut config = Options::default();
+            config.connection.end_grace = GRACE;
             config
         })
         .unwrap();
-        let client = connect_tcp(server.local_addr(), Config::default()).unwrap();
+        let client = connect_tcp(server.local_addr(), Options::default()).unwrap();
         let pending = {
             let client = client.clone();
             thread::spawn(move || client.call::<Sleep>(&(20_000, true), timeout))
@@ -146,15 +146,15 @@ fn shutdown_with_requests_in_flight() {
 
         // A handler that ignores cancellation cannot hold a shutdown hostage: its thread
         // is left behind after the grace.
-        let mut config = Config::default();
-        config.shutdown_grace = GRACE;
+        let mut config = Options::default();
+        config.connection.end_grace = GRACE;
         let server = serve_tcp(
             "127.0.0.1:0",
             Arc::new(router(Arc::clone(&running))),
             config,
         )
         .unwrap();
-        let client = connect_tcp(server.local_addr(), Config::default()).unwrap();
+        let client = connect_tcp(server.local_addr(), Options::default()).unwrap();
         let stubborn = {
             let client = client.clone();
             thread::spawn(move || client.call::<Sleep>(&(3_000, false), timeout))

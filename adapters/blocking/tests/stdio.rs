@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 use calculator::*;
 use common::within;
 use sansrpc::codec::Framing;
-use sansrpc::endpoint::EndReason;
+use sansrpc::connection::EndReason;
 use sansrpc::method::CallError;
-use sansrpc_blocking::{serve_stdio, spawn_child, Client, Config, Error};
+use sansrpc_blocking::{serve_stdio, spawn_child, Client, Error, Options};
 
 const T: Option<Duration> = Some(Duration::from_secs(5));
 
@@ -32,16 +32,16 @@ fn serve(framing_name: &str) {
     router
         .raw_method("exit", |_, _| std::process::exit(3))
         .unwrap();
-    let mut config = Config::default();
-    config.framing = framing(framing_name);
+    let mut config = Options::default();
+    config.connection.framing = Some(framing(framing_name));
     serve_stdio(Arc::new(router), config).unwrap();
 }
 
 fn child(framing_name: &str) -> Client {
     let mut command = Command::new(std::env::current_exe().unwrap());
     command.arg(format!("--serve-stdio={framing_name}"));
-    let mut config = Config::default();
-    config.framing = framing(framing_name);
+    let mut config = Options::default();
+    config.connection.framing = Some(framing(framing_name));
     spawn_child(&mut command, config).unwrap()
 }
 

@@ -9,11 +9,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::eventually;
-use sansrpc::endpoint::EndReason;
+use sansrpc::connection::EndReason;
 use sansrpc::method::CallError;
 use sansrpc::router::Router;
 use sansrpc::{ErrorObject, Id, RawValue};
-use sansrpc_blocking::{connect_tcp, report_progress, serve_tcp, Config, Error, StreamOptions};
+use sansrpc_blocking::{connect_tcp, report_progress, serve_tcp, Error, Options, StreamOptions};
 
 struct Counting;
 
@@ -86,10 +86,10 @@ fn streams_over_tcp() {
     let server = serve_tcp(
         "127.0.0.1:0",
         Arc::new(router(flags.clone())),
-        Config::default(),
+        Options::default(),
     )
     .unwrap();
-    let client = connect_tcp(server.local_addr(), Config::default()).unwrap();
+    let client = connect_tcp(server.local_addr(), Options::default()).unwrap();
 
     // Warm-up, then 1,000,000 items in order, with the heap bounded.
     let warm = client
@@ -175,8 +175,8 @@ fn progress_from_a_handler_keeps_the_call_alive_until_the_cap() {
             Ok(())
         })
         .unwrap();
-    let server = serve_tcp("127.0.0.1:0", Arc::new(router), Config::default()).unwrap();
-    let client = connect_tcp(server.local_addr(), Config::default()).unwrap();
+    let server = serve_tcp("127.0.0.1:0", Arc::new(router), Options::default()).unwrap();
+    let client = connect_tcp(server.local_addr(), Options::default()).unwrap();
 
     let base = Duration::from_millis(700);
     let plain = client.call_raw(
@@ -241,8 +241,8 @@ fn a_blocking_iterator_does_not_stall_the_connection() {
             Ok(())
         })
         .unwrap();
-    let server = serve_tcp("127.0.0.1:0", Arc::new(router), Config::default()).unwrap();
-    let client = connect_tcp(server.local_addr(), Config::default()).unwrap();
+    let server = serve_tcp("127.0.0.1:0", Arc::new(router), Options::default()).unwrap();
+    let client = connect_tcp(server.local_addr(), Options::default()).unwrap();
     let reader = client.clone();
     let items = std::thread::spawn(move || {
         let options = StreamOptions::new(1, 1);

@@ -6,18 +6,18 @@ mod suite;
 
 use std::sync::Arc;
 
-use sansrpc::ext::keepalive::HeartbeatConfig;
+use sansrpc::connection::keepalive::HeartbeatConfig;
 use sansrpc::router::Router;
-use sansrpc_blocking::{serve_tcp, Config};
+use sansrpc_blocking::serve_tcp;
 use suite::{Options, Served};
 
 fn serve(router: Router, options: Options) -> Served {
-    let mut config = Config::default();
+    let mut config = sansrpc_blocking::Options::default();
     if options.heartbeat {
-        config.heartbeat = Some(HeartbeatConfig::answer_only());
+        config.connection.heartbeat = Some(HeartbeatConfig::answer_only());
     }
     if let Some(n) = options.max_inflight {
-        config.endpoint.max_inflight_incoming = n;
+        config.connection.max_inflight_incoming = n;
     }
     let server = serve_tcp("127.0.0.1:0", Arc::new(router), config).unwrap();
     Served {

@@ -12,18 +12,18 @@ use std::time::{Duration, Instant};
 
 use calculator::*;
 use common::{eventually, within};
-use sansrpc::endpoint::{EndReason, SendError};
+use sansrpc::connection::{EndReason, SendError};
 use sansrpc::method::{CallError, Method};
 use sansrpc::router::Router;
 use sansrpc::RawValue;
-use sansrpc_blocking::{connect_tcp, is_cancelled, serve_tcp, Client, Config, Error, Server};
+use sansrpc_blocking::{connect_tcp, is_cancelled, serve_tcp, Client, Error, Options, Server};
 
 const LIMIT: Duration = Duration::from_secs(20);
 const T: Option<Duration> = Some(Duration::from_secs(5));
 
-fn serve(router: Router, config: Config) -> (Server, Client) {
+fn serve(router: Router, config: Options) -> (Server, Client) {
     let server = serve_tcp("127.0.0.1:0", Arc::new(router), config).unwrap();
-    let client = connect_tcp(server.local_addr(), Config::default()).unwrap();
+    let client = connect_tcp(server.local_addr(), Options::default()).unwrap();
     (server, client)
 }
 
@@ -37,7 +37,7 @@ fn rpc_code<T: std::fmt::Debug>(result: Result<T, Error>) -> i64 {
 #[test]
 fn calculator_over_tcp() {
     within(LIMIT, || {
-        let (server, client) = serve(calculator::router(), Config::default());
+        let (server, client) = serve(calculator::router(), Options::default());
         let (two_three, ten_four) = (Operands { a: 2, b: 3 }, Operands { a: 10, b: 4 });
         assert_eq!(client.call::<Add>(&two_three, T).unwrap(), 5);
         assert_eq!(client.call::<AddPositional>(&(2, 3), T).unwrap(), 5);
@@ -83,7 +83,7 @@ fn calculator_over_tcp() {
 #[test]
 fn concurrent_calls_from_several_threads() {
     within(LIMIT, || {
-        let (server, client) = serve(calculator::router(), Config::default());
+        let (server, client) = serve(calculator::router(), Options::default());
         let threads: Vec<_> = (0..8)
             .map(|t| {
                 let client = client.clone();
@@ -104,7 +104,7 @@ fn concurrent_calls_from_several_threads() {
 #[test]
 fn batch_over_tcp() {
     within(LIMIT, || {
-        let (server, client) = serve(calculator::router(), Config::default());
+        let (server, client) = serve(calculator::router(), Options::default());
         let json = |s| Some(RawValue::from_json(s).unwrap());
         let mut batch = client.batch();
         batch
@@ -160,7 +160,7 @@ fn sleeper(cancelled: Arc<AtomicBool>) -> Router {
 fn a_timed_out_call_fails_and_cancels_the_handler() {
     within(LIMIT, || {
         let cancelled = Arc::new(AtomicBool::new(false));
-        let (server, client) = serve(sleeper(Arc::clone(&cancelled)), Config::default());
+        let (server, client) = serve(sleeper(Arc::clone(&cancelled)), Options::default());
         let start = Instant::now();
         let result = client.call::<Sleep>(&(10_000,), Some(Duration::from_millis(200)));
         let took = start.elapsed();
@@ -201,7 +201,7 @@ fn the_pool_bounds_concurrent_handlers() {
                 Ok(false)
             })
             .unwrap();
-        let mut config = Config::default();
+        let mut config = Options::default();
         config.workers = 2;
         let (server, client) = serve(router, config);
         let start = Instant::now();
@@ -222,10 +222,10 @@ fn the_pool_bounds_concurrent_handlers() {
 #[test]
 fn beyond_the_queue_the_endpoint_answers_busy() {
     within(LIMIT, || {
-        let mut config = Config::default();
+        let mut config = Options::default();
         config.workers = 1;
-        config.endpoint.max_inflight_incoming = 2;
-        config.endpoint.hold_when_busy = false;
+        config.connection.max_inflight_incoming = 2;
+        config.connection.hold_when_busy = false;
         let (server, client) = serve(sleeper(Arc::default()), config);
         let calls: Vec<_> = (0..3)
             .map(|_| {
@@ -248,11 +248,11 @@ fn beyond_the_queue_the_endpoint_answers_busy() {
 #[test]
 fn connections_beyond_the_bound_are_closed() {
     within(LIMIT, || {
-        let mut config = Config::default();
+        let mut config = Options::default();
         config.max_connections = 1;
         let (server, first) = serve(calculator::router(), config);
         assert_eq!(first.call::<AddPositional>(&(1, 2), T).unwrap(), 3);
-        let second = connect_tcp(server.local_addr(), Config::default()).unwrap();
+        let second = connect_tcp(server.local_addr(), Options::default()).unwrap();
         let refused = second.call::<AddPositional>(&(1, 2), T);
         // The refusal (-32002, id null) reaches the call when it was already pending (the
         // endpoint attributes a null-id error to the single pending request); otherwise the
@@ -283,12 +283,12 @@ fn large_messages_pushed_back() {
                 Ok(())
             })
             .unwrap();
-        let mut config = Config::default();
+        let mut config = Options::default();
         // Reads of several frames, with room for one frame's events at a time: the
         // endpoint pushes back the rest of a read until its events are drained.
         config.read_size = 1 << 20;
         config.read_buffers = 2;
-        config.endpoint.limits.max_frame_bytes = 400_000;
+        config.connection.limits.max_frame_bytes = 400_000;
         let server = serve_tcp("127.0.0.1:0", Arc::new(router), config.clone()).unwrap();
         let client = connect_tcp(server.local_addr(), config).unwrap();
         let calls: Vec<_> = (0..4)

@@ -15,7 +15,7 @@ use sansrpc::codec::{Decoder, Framing};
 use sansrpc::method::CallError;
 use sansrpc::{Limits, RawValue};
 use sansrpc_blocking::{
-    connect_tcp, connect_unix, serve_tcp, serve_unix, Config, Direction, Error, Tap,
+    connect_tcp, connect_unix, serve_tcp, serve_unix, Direction, Error, Options, Tap,
 };
 
 const LIMIT: Duration = Duration::from_secs(20);
@@ -31,9 +31,9 @@ fn socket_path(name: &str) -> std::path::PathBuf {
 fn calculator_over_a_unix_socket() {
     within(LIMIT, || {
         let path = socket_path("calc");
-        let server = serve_unix(&path, Arc::new(calculator::router()), Config::default()).unwrap();
+        let server = serve_unix(&path, Arc::new(calculator::router()), Options::default()).unwrap();
         assert_eq!(server.path(), path);
-        let client = connect_unix(&path, Config::default()).unwrap();
+        let client = connect_unix(&path, Options::default()).unwrap();
         assert_eq!(client.call::<Add>(&Operands { a: 2, b: 3 }, T).unwrap(), 5);
         assert_eq!(client.call::<SubtractPositional>(&(10, 4), T).unwrap(), 6);
         match client.call::<Divide>(&(1.0, 0.0), T) {
@@ -41,7 +41,7 @@ fn calculator_over_a_unix_socket() {
             other => panic!("expected the division error, got {other:?}"),
         }
 
-        let second = connect_unix(&path, Config::default()).unwrap();
+        let second = connect_unix(&path, Options::default()).unwrap();
         let mut batch = second.batch();
         batch
             .call_raw("add", Some(RawValue::from_json("[1,2]").unwrap()))
@@ -65,7 +65,7 @@ fn calculator_over_a_unix_socket() {
 fn binding_over_an_existing_file_fails() {
     let path = socket_path("taken");
     std::fs::write(&path, b"").unwrap();
-    let result = serve_unix(&path, Arc::new(calculator::router()), Config::default());
+    let result = serve_unix(&path, Arc::new(calculator::router()), Options::default());
     assert!(result.is_err());
     std::fs::remove_file(&path).unwrap();
 }
@@ -91,12 +91,12 @@ fn the_tap_sees_every_byte_both_ways() {
         let server = serve_tcp(
             "127.0.0.1:0",
             Arc::new(calculator::router()),
-            Config::default(),
+            Options::default(),
         )
         .unwrap();
         let seen = Arc::new(Mutex::new((Vec::new(), Vec::new())));
         let record = Arc::clone(&seen);
-        let mut config = Config::default();
+        let mut config = Options::default();
         config.tap = Some(Tap::new(move |direction, bytes| {
             let mut seen = record.lock().unwrap();
             match direction {

@@ -3,14 +3,11 @@
 use std::fmt;
 use std::sync::Arc;
 
-use sansrpc::connection::{self, Connection};
-use sansrpc::endpoint::{Config, Event};
-use sansrpc::ext::keepalive::HeartbeatConfig;
-use sansrpc::ext::stream::StreamConfig;
+use sansrpc::connection::{Config, Connection, Event};
 use sansrpc::Instant;
 
 use crate::client::Client;
-use crate::driver::{Driver, Parts, LINGER};
+use crate::driver::{Driver, Parts};
 use crate::extension::Extension;
 use crate::router::AsyncRouter;
 use crate::timer::Timer;
@@ -18,8 +15,9 @@ use crate::transport::Transport;
 
 pub(crate) type EventHook = Arc<dyn for<'a> Fn(Event<'a>) + Send + Sync>;
 
-/// Sets up a connection: the endpoint's [`Config`], the router that serves the peer's
-/// requests, and the driver's own bounds. Cheap to clone, for accept loops.
+/// Sets up a connection: the connection's one [`Config`] (framing, limits, deadlines,
+/// profile, heartbeat, streams, close phases), the router that serves the peer's requests,
+/// and the driver's own bounds. Cheap to clone, for accept loops.
 #[derive(Clone)]
 pub struct Builder {
     config: Config,
@@ -27,9 +25,6 @@ pub struct Builder {
     max_concurrent: usize,
     max_queued_notifications: usize,
     on_event: Option<EventHook>,
-    heartbeat: Option<HeartbeatConfig>,
-    streams: StreamConfig,
-    lsp_lifecycle: bool,
     /// Extension: per-connection hook (pub/sub), set with `Builder::extension`.
     pub(crate) extension: Option<Extension>,
 }
@@ -41,7 +36,6 @@ impl fmt::Debug for Builder {
             .field("router", &self.router)
             .field("max_concurrent", &self.max_concurrent)
             .field("max_queued_notifications", &self.max_queued_notifications)
-            .field("heartbeat", &self.heartbeat)
             .finish()
     }
 }
@@ -53,7 +47,7 @@ impl Default for Builder {
 }
 
 impl Builder {
-    /// The default endpoint config, no router (the peer's requests get `-32601`), 64
+    /// The default config, no router (the peer's requests get `-32601`), 64
     /// concurrent requests, 1024 queued notifications.
     pub fn new() -> Self {
         Builder {
@@ -62,37 +56,30 @@ impl Builder {
             max_concurrent: 64,
             max_queued_notifications: 1024,
             on_event: None,
-            heartbeat: None,
-            streams: StreamConfig::default(),
             extension: None,
-            lsp_lifecycle: true,
         }
     }
 
-    /// Bounds of the streams this connection serves (open streams, queued pulls, items per
-    /// answer, idle timeout); see [`sansrpc::ext::stream`].
-    pub fn stream_config(mut self, config: StreamConfig) -> Self {
-        self.streams = config;
-        self
-    }
-
-    /// The endpoint's config: framing of a byte stream, limits, default deadline,
-    /// cancellation, bounds.
+    /// The connection's config, whole: framing of a byte stream, limits, default deadline,
+    /// cancellation, the profile, the heartbeat, streams, the close phases (replacing what
+    /// was set before). The driver takes it as it is; only the framing follows the
+    /// transport ([`Config::for_transport`]).
     pub fn config(mut self, config: Config) -> Self {
         self.config = config;
         self
     }
 
-    /// The endpoint's config as set so far (message transports size their own buffers from
-    /// its [`Limits`](sansrpc::Limits)).
-    pub fn endpoint_config(&self) -> &Config {
-        &self.config
+    /// Changes fields of the config set so far:
+    /// `Builder::new().configure(|c| c.heartbeat = Some(HeartbeatConfig::answer_only()))`.
+    pub fn configure(mut self, change: impl FnOnce(&mut Config)) -> Self {
+        change(&mut self.config);
+        self
     }
 
-    /// The framing of a byte stream (Content-Length unless set).
-    pub fn framing(mut self, framing: sansrpc::codec::Framing) -> Self {
-        self.config.framing = Some(framing);
-        self
+    /// The config as set so far (message transports size their own buffers from its
+    /// [`Limits`](sansrpc::Limits)).
+    pub fn connection_config(&self) -> &Config {
+        &self.config
     }
 
     /// Serves the peer's requests and notifications with `router`. A connection with a
@@ -131,26 +118,6 @@ impl Builder {
         self
     }
 
-    /// Runs the application-level heartbeat of seed 002 §3.3.2 (for byte streams without
-    /// native pings): the peer's `ping` notifications are answered with `pong` and never
-    /// reach the router; with an interval set, a `ping` goes out every interval and the
-    /// driver fails with [`std::io::ErrorKind::TimedOut`] when its `pong` is later than the
-    /// timeout (pending calls then fail with [`CallError::is_closed`](crate::CallError::is_closed)).
-    pub fn heartbeat(mut self, config: HeartbeatConfig) -> Self {
-        self.heartbeat = Some(config);
-        self
-    }
-
-    /// Under the LSP profile, keep a server's lifecycle (default `true`; see
-    /// [`sansrpc::connection::Config::lsp_lifecycle`]): requests before `initialize`
-    /// refused, `exit` ends the driver ([`Client::exit_code`] then says with what status),
-    /// the editor's process watched. A connection that sends `initialize` is a client and
-    /// keeps none either way.
-    pub fn lsp_lifecycle(mut self, on: bool) -> Self {
-        self.lsp_lifecycle = on;
-        self
-    }
-
     /// Builds the connection over `transport`, sleeping on `timer`: a [`Client`] to call the
     /// peer with, and the [`Driver`] future to spawn (or await) that does all the work.
     pub fn connect<T: Transport, Tm: Timer>(
@@ -158,16 +125,7 @@ impl Builder {
         transport: T,
         timer: Tm,
     ) -> (Client, Driver<T, Tm>) {
-        let mut config = connection::Config::new(self.config);
-        if transport.is_message_based() {
-            config.endpoint.framing = None;
-        } else if config.endpoint.framing.is_none() {
-            config.endpoint.framing = Some(sansrpc::codec::Framing::ContentLength);
-        }
-        config.streams = self.streams;
-        config.heartbeat = self.heartbeat;
-        config.linger = LINGER;
-        config.lsp_lifecycle = self.lsp_lifecycle;
+        let config = self.config.for_transport(transport.is_message_based());
         let mut conn = Connection::new(config, Instant::ZERO);
         // Extension: per-connection hook (pub/sub), woken through the driver's waker.
         let wake = self.extension.as_ref().map(|ext| {

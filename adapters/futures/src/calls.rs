@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use futures::channel::oneshot;
 use sansrpc::connection::Connection;
-use sansrpc::endpoint::{EndReason, RequestOptions, SendError};
+use sansrpc::connection::{EndReason, RequestOptions, SendError};
 use sansrpc::Instant;
 
 use crate::client::{CallError, Command, RawResult};

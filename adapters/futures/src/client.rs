@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures::channel::{mpsc, oneshot};
-use sansrpc::endpoint::{EndReason, IncomingId, Progress, SendError, Timeout};
+use sansrpc::connection::{EndReason, IncomingId, Progress, SendError, Timeout};
 use sansrpc::ext::interceptors::{CallOutcome, Interceptors};
 use std::time::Duration;
 
@@ -80,7 +80,7 @@ pub struct Client {
     /// Hooks around every outgoing call; see [`Client::with_interceptors`].
     interceptors: Option<Arc<Interceptors>>,
     /// State the application keeps per connection: [`Client::local`].
-    locals: Arc<sansrpc::driver::Locals>,
+    locals: Arc<sansrpc::runtime::Locals>,
 }
 
 impl Client {
@@ -137,7 +137,7 @@ impl Client {
         }
     }
 
-    /// Calls `M` with the endpoint's default deadline ([`Config::default_timeout`](sansrpc::endpoint::Config)).
+    /// Calls `M` with the endpoint's default deadline ([`Config::default_timeout`](sansrpc::connection::Config)).
     pub fn call<M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>>(
         &self,
         params: &M::Params,
@@ -189,7 +189,7 @@ impl Client {
 
     /// Calls `method` with raw params, a deadline, and a progress token (an integer or a
     /// string): each progress notification on `token` extends the deadline by `timeout` again, never past `cap` after sending
-    /// ([`RequestOptions::with_progress`](sansrpc::endpoint::RequestOptions::with_progress)).
+    /// ([`RequestOptions::with_progress`](sansrpc::connection::RequestOptions::with_progress)).
     /// Put the token in the params where the peer expects it.
     pub fn call_raw_with_progress(
         &self,
@@ -215,7 +215,7 @@ impl Client {
     }
 
     /// Reports progress on `token` (the one the peer sent with its request) with `value`,
-    /// in the endpoint's profile: [`Endpoint::send_progress`](sansrpc::Endpoint::send_progress)
+    /// in the connection's profile: [`Connection::send_progress`](sansrpc::Connection::send_progress)
     /// says what each profile puts on the wire (LSP: `$/progress {token, value}`; MCP:
     /// `notifications/progress {progressToken, …value's members}`). Interceptors do not see
     /// progress notifications.

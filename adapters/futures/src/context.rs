@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
-use sansrpc::endpoint::IncomingId;
+use sansrpc::connection::IncomingId;
 use sansrpc::{Id, RawValue};
 
 use crate::client::{CallError, Client};

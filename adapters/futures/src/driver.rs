@@ -27,9 +27,6 @@ use crate::server::Server;
 use crate::timer::{Sleep, Timer};
 use crate::transport::{Received, Transport};
 
-/// How long output queued at close may take to reach the peer before the driver gives up.
-pub(crate) const LINGER: Duration = Duration::from_secs(1);
-
 /// Commands taken per turn of the loop, so a flood of calls cannot starve input.
 const COMMANDS_PER_TURN: usize = 64;
 
@@ -311,7 +308,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             progress |= self.route_events(now);
             progress |= self.poll_handlers(cx, now);
             progress |= self.poll_timer(cx, now);
-            let before = self.conn.endpoint().transmitted();
+            let before = self.conn.transmitted();
             let flushed = match self.transport.poll_transmit(cx, &mut self.conn) {
                 Poll::Ready(Ok(())) => true,
                 Poll::Ready(Err(e)) => {
@@ -320,14 +317,15 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                 }
                 Poll::Pending => false,
             };
-            let wrote = self.conn.endpoint().transmitted() > before;
+            let wrote = self.conn.transmitted() > before;
             progress |= wrote;
             let pending = !flushed || self.conn.buffered_output() > 0;
             self.conn.handle_write(wrote, pending, now);
             if self.conn.is_finished() {
                 if self.closing.is_none() {
                     // The close may never complete (a peer that does not read): bounded.
-                    self.closing = Some(self.clock() + LINGER);
+                    let linger = self.conn.config().linger;
+                    self.closing = Some(self.clock() + linger);
                     progress = true;
                 }
                 let deadline = self.closing.unwrap_or_else(|| self.clock());

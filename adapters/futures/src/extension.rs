@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use futures::task::AtomicWaker;
-use sansrpc::ext::connection::{ConnectionExtension, ConnectionHook};
+use sansrpc::connection::hook::{ConnectionExtension, ConnectionHook};
 
 use crate::builder::Builder;
 

@@ -1,13 +1,13 @@
 //! sansrpc-futures: the async driver of the [`sansrpc`] core, over futures-io, for any
 //! runtime (async-std, smol, tokio through `sansrpc-tokio`, or a hand-rolled executor).
 //!
-//! One [`Driver`] future per connection owns the [`Endpoint`](sansrpc::Endpoint) and runs
+//! One [`Driver`] future per connection owns its [`Connection`](sansrpc::Connection) and runs
 //! its loop; cloneable [`Client`] handles send it calls, notifications and batches from any
 //! task. An [`AsyncRouter`] serves the peer's requests (async handlers run concurrently in
 //! the driver, up to a limit; notifications one at a time in arrival order) and falls back
 //! to the core [`Router`](sansrpc::router::Router) for sync handlers, layers and
 //! `rpc.discover`. A [`Reconnect`] client reconnects on a backoff schedule when its
-//! connection is lost ([`reconnect`]); [`Builder::heartbeat`] adds the `ping`/`pong`
+//! connection is lost ([`reconnect`]); the config's [`heartbeat`](sansrpc::Config::heartbeat) adds the `ping`/`pong`
 //! keep-alive to byte streams. The runtime supplies only I/O (a [`Transport`], usually a
 //! [`ByteStream`] over futures-io halves) and a [`Timer`].
 //!

@@ -40,7 +40,7 @@ use std::time::Duration;
 use futures::channel::{mpsc, oneshot};
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
-use sansrpc::endpoint::{EndReason, SendError, Timeout};
+use sansrpc::connection::{EndReason, SendError, Timeout};
 use sansrpc::ext::reconnect::{Action, Jitter, ReconnectPolicy, Reconnector, State};
 #[cfg(doc)]
 use sansrpc::ext::reconnect::{PendingPolicy, Subscriptions};

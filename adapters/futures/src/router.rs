@@ -259,7 +259,7 @@ impl AsyncRouter {
     /// Registers a stream-returning method: the handler turns the params into a
     /// [`Stream`](futures::Stream) of items (an error item ends the stream with that error),
     /// and the caller gets `{"stream": id}` and pulls with `rpc.stream.next` (see
-    /// [`sansrpc::ext::stream`]). The stream is polled only while a pull waits (cold until
+    /// [`sansrpc::connection::stream`]). The stream is polled only while a pull waits (cold until
     /// the first), by the connection's driver; it is dropped when it ends, when the caller
     /// cancels or stops pulling, and when the connection closes.
     pub fn stream_method<P, T, S, F>(&mut self, name: &str, handler: F) -> Result<(), RegisterError>
@@ -369,11 +369,11 @@ pub(crate) struct Origin<'a> {
     /// A client on the request's connection.
     pub peer: Option<&'a Client>,
     /// The request's handle on its connection.
-    pub handle: sansrpc::endpoint::IncomingId,
+    pub handle: sansrpc::connection::IncomingId,
     /// Its partial-result token and the client's progress creation (LSP).
     pub lsp: crate::context::LspProgress,
     /// The connection's profile (where progress tokens are).
-    pub profile: sansrpc::endpoint::Profile,
+    pub profile: sansrpc::connection::Profile,
 }
 
 /// A typed result as raw JSON; `-32603` when it does not serialize.

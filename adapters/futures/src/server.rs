@@ -11,9 +11,8 @@ use futures::future::{AbortHandle, Abortable};
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use sansrpc::codec::FrameError;
-use sansrpc::connection::{self, CloseReason, Connection};
-use sansrpc::endpoint::{Event, IncomingId};
-use sansrpc::ext::stream::Produced;
+use sansrpc::connection::stream::Produced;
+use sansrpc::connection::{self, CloseReason, Connection, Event, IncomingId};
 use sansrpc::router::Reply;
 use sansrpc::{ErrorObject, Instant, Notification};
 
@@ -112,10 +111,10 @@ impl Server {
         let mut closed = None;
         // Batch sizes for the router's layers (metrics), before the batch's calls run.
         let router = Arc::clone(&self.router);
-        router.core().observe_connection_batches(conn);
+        router.core().observe_batches(conn);
         // Checked before a stream method's handler runs, so a flood of opens builds nothing.
         let mut room = conn.stream_room();
-        let profile = conn.config().endpoint.profile;
+        let profile = conn.config().profile;
         let creates_progress = conn.client_creates_progress();
         while let Some(event) = conn.poll_event() {
             any = true;
@@ -255,10 +254,15 @@ impl Server {
                     closed = Some(reason);
                     self.clear();
                 }
-                connection::Event::CheckProcess { pid } if !sansrpc::driver::process_alive(pid) => {
+                connection::Event::CheckProcess { pid }
+                    if !sansrpc::runtime::process_alive(pid) =>
+                {
                     conn.handle_client_gone(now);
                 }
-                connection::Event::Other(other) => {
+                connection::Event::CheckProcess { .. } => {}
+                // Only worth logging: unknown responses, errors without id, protocol and
+                // framing faults, refused frames, expiries.
+                other => {
                     if let Event::FrameError(e @ FrameError::WrongFraming { .. }) = &other {
                         tracing::warn!("sansrpc: {e}");
                     }
@@ -266,7 +270,6 @@ impl Server {
                         hook(other);
                     }
                 }
-                _ => {}
             }
         }
         Routed { any, closed }

@@ -1,4 +1,4 @@
-//! Pull-based streams (`sansrpc::ext::stream`): async producers on the serving side, and a
+//! Pull-based streams (`sansrpc::connection::stream`): async producers on the serving side, and a
 //! client [`Stream`] that pipelines its pulls.
 
 use std::collections::VecDeque;
@@ -8,10 +8,10 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use futures::Stream;
-use sansrpc::endpoint::Timeout;
-use sansrpc::ext::stream::{
+use sansrpc::connection::stream::{
     BoxSource, Produced, ReadItem, StreamReader, CANCEL_METHOD, NEXT_METHOD,
 };
+use sansrpc::connection::Timeout;
 use sansrpc::method::CallError;
 use sansrpc::{ErrorObject, RawValue};
 use serde::de::DeserializeOwned;
@@ -239,7 +239,7 @@ impl Client {
         options: StreamOptions,
     ) -> Result<RawStream, CallError> {
         let opened = self.call_raw_with(method, params, options.timeout).await?;
-        let id = sansrpc::ext::stream::stream_id(&opened).ok_or_else(|| {
+        let id = sansrpc::connection::stream::stream_id(&opened).ok_or_else(|| {
             CallError::Decode(serde::de::Error::custom(
                 "the answer is not {\"stream\": id}",
             ))

@@ -69,7 +69,7 @@ pub trait Transport: Send + Unpin + 'static {
 }
 
 /// A byte-stream transport over any futures-io reader and writer (TCP, Unix sockets, pipes,
-/// stdio); the endpoint's [`Config::framing`](sansrpc::endpoint::Config) cuts it into
+/// stdio); the endpoint's [`Config::framing`](sansrpc::connection::Config) cuts it into
 /// messages. The read buffer, input held back, the end of input and the read budget of a
 /// turn are the core's [`StreamIo`]; output is written straight from the connection's
 /// buffer.

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use common::{within, LIMIT};
 use futures::channel::{mpsc, oneshot};
 use futures::{AsyncReadExt, StreamExt};
-use sansrpc::endpoint::Timeout;
+use sansrpc::connection::Timeout;
 use sansrpc::method::{Method, NotificationMethod};
 use sansrpc_futures::{transport, AsyncIoTimer, AsyncRouter, Builder, Client, ShutdownHandle};
 
@@ -168,7 +168,7 @@ fn a_call_past_its_deadline_times_out() {
     smol::block_on(within(LIMIT, async {
         let (router, mut signals) = sleeper();
         let server = serve(Builder::new().router(router)).await;
-        let mut config = sansrpc::endpoint::Config::default();
+        let mut config = sansrpc::connection::Config::default();
         config.default_timeout = Some(Duration::from_millis(300));
         let conn = connect(server.addr, Builder::new().config(config)).await;
 

@@ -13,7 +13,7 @@ fn calculator(args: &[&str], framing: Framing) {
         command.args(args).kill_on_drop(true);
         let (mut child, transport) = transport::child(&mut command).unwrap();
         let (client, driver) = Builder::new()
-            .framing(framing)
+            .configure(|c| c.framing = Some(framing))
             .connect(transport, AsyncIoTimer);
         let driver = smol::spawn(driver);
         exercise(&client).await;

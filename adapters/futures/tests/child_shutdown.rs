@@ -6,7 +6,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{within, LIMIT};
-use sansrpc::endpoint::{Config, Profile};
+use sansrpc::connection::{Config, Profile};
 use sansrpc::RawValue;
 use sansrpc_futures::{child_process, AsyncIoTimer, Builder};
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::{within, LIMIT};
 use futures::channel::mpsc;
 use futures::StreamExt;
-use sansrpc::endpoint::{Config, Profile};
+use sansrpc::connection::{Config, Profile};
 use sansrpc::method::Method;
 use sansrpc::{ErrorObject, RawValue};
 use sansrpc_futures::{transport, AsyncIoTimer, AsyncRouter, Builder, Client, RequestContext};
@@ -148,11 +148,11 @@ fn progress_goes_out_in_the_connections_profile() {
                 Builder::new()
                     .config(config.clone())
                     .router(server)
-                    .lsp_lifecycle(false),
+                    .configure(|c| c.lsp_lifecycle = false),
                 Builder::new()
                     .config(config)
                     .router(client)
-                    .lsp_lifecycle(false),
+                    .configure(|c| c.lsp_lifecycle = false),
             )
             .await;
             let params = match profile {
@@ -384,7 +384,7 @@ fn lsp_work_done_progress_and_partial_results() {
                 Builder::new()
                     .config(config)
                     .router(client)
-                    .lsp_lifecycle(false),
+                    .configure(|c| c.lsp_lifecycle = false),
             )
             .await;
             let capabilities = serde_json::json!({"processId": null,

@@ -11,7 +11,7 @@ use std::time::Duration;
 use common::{within, LIMIT};
 use futures::io::BufReader;
 use futures::{AsyncBufReadExt, AsyncWriteExt, StreamExt};
-use sansrpc::endpoint::{Config, Profile};
+use sansrpc::connection::{Config, Profile};
 use sansrpc::{Id, RawValue};
 use sansrpc_futures::{transport, AsyncIoTimer, AsyncRouter, Builder, Client};
 use serde_json::{json, Value};

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use common::{calculator, within, Add, Pair, LIMIT};
-use sansrpc::ext::keepalive::HeartbeatConfig;
+use sansrpc::connection::keepalive::HeartbeatConfig;
 use sansrpc::ext::reconnect::{Backoff, PendingPolicy, ReconnectPolicy, State};
 use sansrpc_futures::{transport, AsyncIoTimer, Builder, Reconnect};
 
@@ -17,7 +17,7 @@ use sansrpc_futures::{transport, AsyncIoTimer, Builder, Reconnect};
 fn serve(listener: async_net::TcpListener) -> smol::Task<()> {
     smol::spawn(async move {
         let builder = Builder::new()
-            .heartbeat(HeartbeatConfig::answer_only())
+            .configure(|c| c.heartbeat = Some(HeartbeatConfig::answer_only()))
             .router(calculator());
         let mut connections = Vec::new();
         while let Ok((stream, _)) = listener.accept().await {
@@ -71,7 +71,7 @@ where
         ..ReconnectPolicy::default()
     };
     let heartbeat = HeartbeatConfig::ping(Duration::from_millis(50), Duration::from_secs(2));
-    let builder = Builder::new().heartbeat(heartbeat);
+    let builder = Builder::new().configure(|c| c.heartbeat = Some(heartbeat));
     let (client, supervisor) = Reconnect::connect(builder, policy, connector(addr), AsyncIoTimer);
     let (done_tx, done_rx) = futures::channel::oneshot::channel();
     spawn(Box::pin(async move {

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use common::{within, LIMIT};
 use futures::{AsyncReadExt, AsyncWriteExt, StreamExt};
-use sansrpc::endpoint::{Config, EndReason, Timeout};
-use sansrpc::ext::stream::{code, StreamConfig};
+use sansrpc::connection::stream::{code, StreamConfig};
+use sansrpc::connection::{Config, EndReason, Timeout};
 use sansrpc::method::CallError;
 use sansrpc::{ErrorObject, Id, RawValue};
 use sansrpc_futures::{transport, AsyncIoTimer, AsyncRouter, Builder, Client, StreamOptions};
@@ -268,7 +268,7 @@ fn a_peer_that_opens_streams_and_never_pulls_cannot_exhaust_memory() {
         let mut streams = StreamConfig::default();
         streams.max_open = 8;
         streams.idle_timeout = Duration::from_millis(300);
-        let served = serve(Builder::new().stream_config(streams)).await;
+        let served = serve(Builder::new().configure(|c| c.streams = streams)).await;
         let mut raw = async_net::TcpStream::connect(served.addr).await.unwrap();
         let mut reader = raw.clone();
         // Counts the answers as they stream past, holding only a short tail of the bytes.

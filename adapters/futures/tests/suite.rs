@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::Either;
-use sansrpc::ext::keepalive::HeartbeatConfig;
+use sansrpc::connection::keepalive::HeartbeatConfig;
 use sansrpc::router::Router;
 use sansrpc_futures::{transport, AsyncIoTimer, AsyncRouter, Builder, ShutdownHandle};
 use suite::{Options, Served};
@@ -29,10 +29,11 @@ fn serve(router: Router, options: Options) -> Served {
                     while let Ok((stream, _)) = listener.accept().await {
                         let mut builder = Builder::new().shared_router(router.clone());
                         if options.heartbeat {
-                            builder = builder.heartbeat(HeartbeatConfig::answer_only());
+                            builder = builder
+                                .configure(|c| c.heartbeat = Some(HeartbeatConfig::answer_only()));
                         }
                         if let Some(n) = options.max_inflight {
-                            let mut config = builder.endpoint_config().clone();
+                            let mut config = builder.connection_config().clone();
                             config.max_inflight_incoming = n;
                             builder = builder.config(config);
                         }

@@ -62,7 +62,7 @@ fn serve(store: DynStore) -> SocketAddr {
         })
         .unwrap();
     let builder = Builder::new()
-        .framing(Framing::Newline)
+        .configure(|c| c.framing = Some(Framing::Newline))
         .router(router)
         .extension(Extension::new(hub));
     let (tx, rx) = std::sync::mpsc::channel();

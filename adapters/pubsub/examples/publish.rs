@@ -16,7 +16,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         MemoryStore::new(RetentionPolicy::default()),
         HubConfig::default(),
     ));
-    let mut config = sansrpc_blocking::Config::default();
+    let mut config = sansrpc_blocking::Options::default();
     config.extension = Some(sansrpc_blocking::Extension::new(pubsub.clone()));
     let server = sansrpc_blocking::serve_tcp("127.0.0.1:0", Arc::new(router), config)?;
     let receipt = pubsub.publish(

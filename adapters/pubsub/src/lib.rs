@@ -29,7 +29,7 @@
 //!
 //! let store = MemoryStore::new(RetentionPolicy::default());
 //! let pubsub = Arc::new(PubSub::new(store, HubConfig::default()));
-//! let mut config = sansrpc_blocking::Config::default();
+//! let mut config = sansrpc_blocking::Options::default();
 //! config.extension = Some(sansrpc_blocking::Extension::new(pubsub.clone()));
 //! let router = Arc::new(sansrpc::router::Router::new());
 //! let server = sansrpc_blocking::serve_tcp("127.0.0.1:0", router, config).unwrap();
@@ -49,7 +49,7 @@ use std::thread;
 use std::time::{Duration, Instant as StdInstant, SystemTime, UNIX_EPOCH};
 
 use futures_channel::oneshot;
-use sansrpc::ext::connection::{ConnectionExtension, ConnectionHook, Item, Taken, Wake};
+use sansrpc::connection::hook::{ConnectionExtension, ConnectionHook, Item, Taken, Wake};
 use sansrpc::ext::pubsub::{
     AppendId, Handled, Hub, HubConfig, NodeEvent, Outgoing, PublishError, Report, SessionId,
     StoreTask,

@@ -14,7 +14,7 @@ use sansrpc::ext::pubsub::HubConfig;
 use sansrpc::ext::store::{MemoryStore, RetentionPolicy, Store};
 use sansrpc::router::Router;
 use sansrpc::ErrorObject;
-use sansrpc_blocking::{serve_tcp, Config, Extension, Server};
+use sansrpc_blocking::{serve_tcp, Extension, Options, Server};
 use sansrpc_pubsub::PubSub;
 use serde_json::{json, Value};
 
@@ -58,8 +58,8 @@ fn server_with(hub: HubConfig, disk: bool) -> Server {
             Ok(())
         })
         .unwrap();
-    let mut config = Config::default();
-    config.framing = Framing::Newline;
+    let mut config = Options::default();
+    config.connection.framing = Some(Framing::Newline);
     config.extension = Some(Extension::new(pubsub));
     serve_tcp("127.0.0.1:0", Arc::new(router), config).unwrap()
 }

@@ -26,7 +26,7 @@
 //!
 //! `bash interop/mcp-conformance/run.sh client --command "target/debug/examples/everything_client" --scenario tools_call`
 
-use sansrpc::endpoint::{Config, Profile};
+use sansrpc::connection::{Config, Profile};
 use sansrpc_mcp::client::ClientBuilder;
 use sansrpc_mcp::types::{version, CreateMessageResult, ElicitResult};
 use sansrpc_tokio::{sansrpc, Builder};

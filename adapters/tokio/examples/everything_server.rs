@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use sansrpc::endpoint::{Config, Profile};
+use sansrpc::connection::{Config, Profile};
 use sansrpc::streamable::{self, ParamHeader};
 use sansrpc_mcp::server::{Context, ListKind, McpError, ServerBuilder};
 use sansrpc_mcp::types::{

@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::{select, Either};
-use sansrpc::endpoint::{Config, Profile};
+use sansrpc::connection::{Config, Profile};
 use sansrpc::{ErrorObject, RawValue};
 use sansrpc_tokio::{sansrpc, AsyncRouter, Builder, RequestContext};
 use serde::Deserialize;

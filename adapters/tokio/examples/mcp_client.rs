@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use sansrpc::endpoint::{Config, Profile};
+use sansrpc::connection::{Config, Profile};
 use sansrpc_mcp::client::ClientBuilder;
 use sansrpc_mcp::types::{notifications, CallToolResult, ContentBlock};
 use sansrpc_tokio::{sansrpc, Builder};

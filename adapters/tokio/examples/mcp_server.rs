@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use futures::future::{select, Either};
-use sansrpc::endpoint::{Config, Profile};
+use sansrpc::connection::{Config, Profile};
 use sansrpc_mcp::server::{Context, McpError, ServerBuilder};
 use sansrpc_tokio::{sansrpc, Builder};
 

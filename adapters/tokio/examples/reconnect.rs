@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use sansrpc::ext::keepalive::HeartbeatConfig;
+use sansrpc::connection::keepalive::HeartbeatConfig;
 use sansrpc_tokio::reconnect::{self, Backoff, PendingPolicy, ReconnectPolicy, State};
 use sansrpc_tokio::{sansrpc, Builder};
 use tokio::net::TcpListener;
@@ -18,7 +18,7 @@ use calc::{Add, Pair};
 fn serve(listener: TcpListener) -> tokio::task::JoinHandle<std::io::Result<()>> {
     // The server answers the client's heartbeat pings.
     let builder = Builder::new()
-        .heartbeat(HeartbeatConfig::answer_only())
+        .configure(|c| c.heartbeat = Some(HeartbeatConfig::answer_only()))
         .router(calc::calculator());
     let forever = std::future::pending();
     tokio::spawn(sansrpc_tokio::serve_tcp(
@@ -47,7 +47,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     // Pings every 5 s; a server silent for 2 s after a ping counts as dead.
     let heartbeat = HeartbeatConfig::ping(Duration::from_secs(5), Duration::from_secs(2));
-    let builder = Builder::new().heartbeat(heartbeat);
+    let builder = Builder::new().configure(|c| c.heartbeat = Some(heartbeat));
     let conn = reconnect::spawn(builder, policy, reconnect::tcp(addr));
     let client = conn.client.clone();
     // The client's state: `wait_for` returns once it is the one wanted (`changed()`, at the

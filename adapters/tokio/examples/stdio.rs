@@ -13,7 +13,7 @@ use calc::{Multiply, Pair};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let builder = Builder::new().framing(Framing::Newline);
+    let builder = Builder::new().configure(|c| c.framing = Some(Framing::Newline));
     if std::env::args().any(|a| a == "--serve") {
         let conn = sansrpc_tokio::spawn(builder.router(calc::calculator()), sansrpc_tokio::stdio());
         return Ok(conn.driver.await??);

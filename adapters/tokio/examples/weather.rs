@@ -1,4 +1,4 @@
-use sansrpc::endpoint::{Config, Profile};
+use sansrpc::connection::{Config, Profile};
 use sansrpc_mcp::server::{Context, McpError, ServerBuilder};
 use sansrpc_tokio::{sansrpc, spawn, stdio, Builder};
 

@@ -399,7 +399,7 @@ where
         out.clear();
         // The body is handled, its events routed, and no request of it is left to answer:
         // notifications only, which get no answer.
-        if conn.endpoint().requests_in_flight() == 0 {
+        if conn.requests_in_flight() == 0 {
             let mut out = std::mem::take(&mut self.output.buf);
             self.write_answer_head(&mut out, 204, None, after, &[]);
             self.output.buf = out;
@@ -678,12 +678,12 @@ pub async fn serve_with(
 /// CORS header (the browser then hides the answer).
 ///
 /// The endpoint config's timeouts bound slow clients: a request head must arrive within
-/// the shorter of [`frame_timeout`](sansrpc::endpoint::Config::frame_timeout) and
-/// [`idle_timeout`](sansrpc::endpoint::Config::idle_timeout), counted from the end of the
+/// the shorter of [`frame_timeout`](sansrpc::connection::Config::frame_timeout) and
+/// [`idle_timeout`](sansrpc::connection::Config::idle_timeout), counted from the end of the
 /// connection's last exchange (or its opening), so a keep-alive connection waiting that long
 /// for its next request is closed as well; a body within `frame_timeout` (else `408` and the
 /// connection is closed). A connection whose answer the peer takes no byte of for
-/// [`write_stall_timeout`](sansrpc::endpoint::Config::write_stall_timeout) (a peer that
+/// [`write_stall_timeout`](sansrpc::connection::Config::write_stall_timeout) (a peer that
 /// sends and never reads) is closed.
 pub async fn serve_with_options(
     listener: tokio::net::TcpListener,
@@ -693,7 +693,7 @@ pub async fn serve_with_options(
     grace: Duration,
 ) -> io::Result<()> {
     let builder = options.builder(builder);
-    let config = builder.endpoint_config();
+    let config = builder.connection_config();
     let head_timeout = match (config.frame_timeout, config.idle_timeout) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
@@ -875,8 +875,7 @@ impl Transport for ClientExchange {
             Ok(None) => None,
             Err(e) => Some(e),
         };
-        let failure =
-            failure.or((conn.endpoint().pending_requests() > 0).then_some(Error::NoAnswer));
+        let failure = failure.or((conn.unanswered_requests() > 0).then_some(Error::NoAnswer));
         *self.failure.lock().unwrap_or_else(|e| e.into_inner()) = failure;
         conn.handle_end_of_input(now);
         if let Some(done) = self.done.take() {
@@ -991,7 +990,7 @@ impl Client {
         let transport = ClientExchange {
             http: self.http.clone(),
             uri: self.uri.clone(),
-            limit: self.builder.endpoint_config().limits.max_frame_bytes,
+            limit: self.builder.connection_config().limits.max_frame_bytes,
             posted: false,
             request: None,
             failure: failure.clone(),

@@ -102,7 +102,7 @@ impl Origins {
 /// How a server protects itself from clients it does not trust, for every `serve_*`
 /// function of this crate (each field says which use it). The per-connection rules
 /// (rate limit, idle and partial-frame timeouts) are the endpoint's, in the
-/// [`Builder`]'s [`Config`](sansrpc::endpoint::Config).
+/// [`Builder`]'s [`Config`](sansrpc::connection::Config).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ServeOptions {
@@ -134,7 +134,7 @@ pub struct ServeOptions {
     #[cfg(feature = "tls")]
     pub tls: Option<Arc<tls::rustls::ServerConfig>>,
     /// Fill the protection timeouts the builder's config leaves unset with the network
-    /// defaults ([`Config::with_network_defaults`](sansrpc::endpoint::Config::with_network_defaults):
+    /// defaults ([`Config::with_network_defaults`](sansrpc::connection::Config::with_network_defaults):
     /// idle 5 min, partial frame 30 s, write stall 30 s), so a server on a socket is safe
     /// by default (default `true`; `false` serves with the builder's config as it is).
     pub network_defaults: bool,
@@ -146,7 +146,7 @@ impl ServeOptions {
         if !self.network_defaults {
             return builder;
         }
-        let config = builder.endpoint_config().clone().with_network_defaults();
+        let config = builder.connection_config().clone().with_network_defaults();
         builder.config(config)
     }
 }
@@ -357,9 +357,9 @@ pub(crate) const HTTP_BUSY: &[u8] =
 /// What a byte stream beyond the connection limit is sent.
 fn stream_refusal(builder: &Builder) -> Arc<[u8]> {
     let mut answer = Vec::new();
-    sansrpc::endpoint::write_refusal(
-        builder.endpoint_config().profile,
-        builder.endpoint_config().framing,
+    sansrpc::connection::write_refusal(
+        builder.connection_config().profile,
+        Some(builder.connection_config().stream_framing()),
         &mut answer,
     );
     answer.into()
@@ -474,7 +474,7 @@ fn is_connection_error(e: &io::Error) -> bool {
 mod tests {
     use std::time::Duration;
 
-    use sansrpc::endpoint::{Config, NETWORK_FRAME_TIMEOUT, NETWORK_IDLE_TIMEOUT};
+    use sansrpc::connection::{Config, NETWORK_FRAME_TIMEOUT, NETWORK_IDLE_TIMEOUT};
 
     use super::{Builder, ServeOptions};
 
@@ -484,7 +484,7 @@ mod tests {
         let mut config = Config::default();
         config.idle_timeout = Some(Duration::from_secs(7));
         let builder = options.builder(Builder::new().config(config));
-        let served = builder.endpoint_config();
+        let served = builder.connection_config();
         assert_eq!(served.idle_timeout, Some(Duration::from_secs(7)), "kept");
         assert_eq!(served.frame_timeout, Some(NETWORK_FRAME_TIMEOUT));
         assert!(served.write_stall_timeout.is_some());
@@ -494,10 +494,10 @@ mod tests {
             ..ServeOptions::default()
         };
         let builder = off.builder(Builder::new());
-        assert_eq!(builder.endpoint_config().idle_timeout, None);
+        assert_eq!(builder.connection_config().idle_timeout, None);
         assert_ne!(
             Some(NETWORK_IDLE_TIMEOUT),
-            builder.endpoint_config().idle_timeout
+            builder.connection_config().idle_timeout
         );
     }
 }

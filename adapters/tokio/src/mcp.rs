@@ -6,7 +6,7 @@
 //! [`Builder`]'s router, and writes what the machine says.
 //!
 //! ```no_run
-//! use sansrpc::endpoint::{Config, Profile};
+//! use sansrpc::connection::{Config, Profile};
 //! use sansrpc::streamable;
 //! use sansrpc_tokio::{AsyncRouter, Builder};
 //!
@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use sansrpc::codec::http::{Head, HttpStep, RequestDecoder};
 use sansrpc::connection::Connection as Conn;
-use sansrpc::driver::Clock;
+use sansrpc::runtime::Clock;
 use sansrpc::streamable::{self, Authorized, Closed, Step, Verdict};
 use sansrpc::Instant;
 use sansrpc_futures::{HttpRequest, HttpRequests, Principal, Received, ShutdownHandle, Transport};
@@ -44,7 +44,7 @@ const MAX_BODY: usize = 4 << 20;
 /// streams; past it the client is cut off (it is not waiting for that response).
 const MAX_AHEAD: usize = 64 * 1024;
 /// How long a write may wait on a client that does not read before it is cut off.
-const WRITE_STALL: Duration = sansrpc::endpoint::NETWORK_WRITE_STALL_TIMEOUT;
+const WRITE_STALL: Duration = sansrpc::connection::NETWORK_WRITE_STALL_TIMEOUT;
 /// TCP connections served at once; one beyond it is answered 503 and closed.
 const MAX_CONNECTIONS: usize = 4096;
 /// Time a client has to send a whole request (head and body) once the previous answer is
@@ -54,7 +54,7 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 const SESSION_QUEUE: usize = 64;
 
 /// Serves MCP's Streamable HTTP on `listener` with `builder` (configure it with
-/// [`Profile::Mcp`](sansrpc::endpoint::Profile::Mcp) and give it your router) until
+/// [`Profile::Mcp`](sansrpc::connection::Profile::Mcp) and give it your router) until
 /// `shutdown` completes.
 pub async fn serve(
     listener: TcpListener,

@@ -17,7 +17,7 @@
 //! is how a client cancels over HTTP (a `subscriptions/listen` is forgotten by the server).
 //!
 //! ```no_run
-//! use sansrpc::endpoint::{Config, Profile};
+//! use sansrpc::connection::{Config, Profile};
 //! use sansrpc_tokio::Builder;
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -198,7 +198,7 @@ pub fn connect(url: &str, builder: Builder) -> io::Result<crate::Connection> {
 /// `sansrpc_mcp::client::ParamHeaders`, which remembers the marks of the tools it listed:
 ///
 /// ```no_run
-/// use sansrpc::endpoint::{Config, Profile};
+/// use sansrpc::connection::{Config, Profile};
 /// use sansrpc_mcp::client::ClientBuilder;
 /// use sansrpc_tokio::Builder;
 ///

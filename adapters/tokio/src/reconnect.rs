@@ -136,7 +136,7 @@ pub fn ws(
     keepalive: Option<KeepAlive>,
 ) -> impl FnMut() -> BoxFuture<io::Result<WsTransport>> + Send + 'static {
     let url = url.into();
-    let limits = builder.endpoint_config().limits;
+    let limits = builder.connection_config().limits;
     move || {
         let url = url.clone();
         async move {

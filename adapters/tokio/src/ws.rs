@@ -522,7 +522,7 @@ pub async fn connect_with(
     builder: Builder,
     keepalive: Option<KeepAlive>,
 ) -> Result<Connection, WsError> {
-    let limits = builder.endpoint_config().limits;
+    let limits = builder.connection_config().limits;
     #[cfg(feature = "tls")]
     let ws = open(url, &limits, keepalive, None).await?;
     #[cfg(not(feature = "tls"))]
@@ -538,7 +538,7 @@ pub async fn connect_tls(
     builder: Builder,
     tls: std::sync::Arc<crate::tls::rustls::ClientConfig>,
 ) -> Result<Connection, WsError> {
-    let limits = builder.endpoint_config().limits;
+    let limits = builder.connection_config().limits;
     let ws = open(url, &limits, Some(KeepAlive::default()), Some(tls)).await?;
     Ok(crate::spawn(builder, ws))
 }
@@ -581,9 +581,9 @@ pub async fn serve_with(
 /// `403`, one without `Origin` as [`ServeOptions::allow_missing_origin`] says) and the
 /// keep-alive.
 ///
-/// The endpoint's [`frame_timeout`](sansrpc::endpoint::Config::frame_timeout), when set,
+/// The endpoint's [`frame_timeout`](sansrpc::connection::Config::frame_timeout), when set,
 /// also bounds the handshake. A WebSocket frame half received counts as silence, which the
-/// [`idle_timeout`](sansrpc::endpoint::Config::idle_timeout) ends.
+/// [`idle_timeout`](sansrpc::connection::Config::idle_timeout) ends.
 pub async fn serve_with_options(
     listener: tokio::net::TcpListener,
     builder: Builder,
@@ -592,9 +592,9 @@ pub async fn serve_with_options(
     grace: Duration,
 ) -> io::Result<()> {
     let builder = options.builder(builder);
-    let limits = builder.endpoint_config().limits;
+    let limits = builder.connection_config().limits;
     let config = config(&limits);
-    let handshake_timeout = builder.endpoint_config().frame_timeout;
+    let handshake_timeout = builder.connection_config().frame_timeout;
     let accept = || async { listener.accept().await.map(crate::no_delay) };
     let origins = Arc::new(options.allowed_origins.clone());
     let (missing, keepalive) = (options.allow_missing_origin, options.keepalive);

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use sansrpc::endpoint::{Config, Profile};
+use sansrpc::connection::{Config, Profile};
 use sansrpc_tokio::{spawn_child, Builder};
 use tokio::process::Command;
 

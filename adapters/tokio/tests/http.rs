@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::{calculator, within, Add, Divide, Multiply, Pair, Tick, Ticks, LIMIT};
 use futures::future::join_all;
-use sansrpc::endpoint::Config;
+use sansrpc::connection::Config;
 use sansrpc::RawValue;
 use sansrpc_tokio::http::{self, Error};
 use sansrpc_tokio::{sansrpc, Builder};

@@ -7,7 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{calculator, within, Add, Pair, LIMIT};
-use sansrpc::ext::keepalive::HeartbeatConfig;
+use sansrpc::connection::keepalive::HeartbeatConfig;
 use sansrpc_tokio::ws::{self, KeepAlive};
 use sansrpc_tokio::{sansrpc, Builder};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -107,7 +107,7 @@ async fn the_heartbeat_detects_a_silent_tcp_peer() {
         });
         let heartbeat =
             HeartbeatConfig::ping(Duration::from_millis(100), Duration::from_millis(300));
-        let builder = Builder::new().heartbeat(heartbeat);
+        let builder = Builder::new().configure(|c| c.heartbeat = Some(heartbeat));
         let stream = TcpStream::connect(addr).await.unwrap();
         let conn = sansrpc_tokio::spawn(builder, sansrpc_tokio::tcp(stream));
         let start = Instant::now();
@@ -133,7 +133,7 @@ async fn the_heartbeat_keeps_a_live_connection() {
         let addr = listener.local_addr().unwrap();
         // The server only answers pings.
         let server_builder = Builder::new()
-            .heartbeat(HeartbeatConfig::answer_only())
+            .configure(|c| c.heartbeat = Some(HeartbeatConfig::answer_only()))
             .router(calculator());
         let shutdown = std::future::pending::<()>();
         let server = tokio::spawn(sansrpc_tokio::serve_tcp(
@@ -145,7 +145,7 @@ async fn the_heartbeat_keeps_a_live_connection() {
         // Without pongs this client would give up after about a second; it pings far more
         // often than that for three seconds.
         let heartbeat = HeartbeatConfig::ping(Duration::from_millis(50), Duration::from_secs(1));
-        let builder = Builder::new().heartbeat(heartbeat);
+        let builder = Builder::new().configure(|c| c.heartbeat = Some(heartbeat));
         let stream = TcpStream::connect(addr).await.unwrap();
         let conn = sansrpc_tokio::spawn(builder, sansrpc_tokio::tcp(stream));
         tokio::time::sleep(Duration::from_secs(3)).await;

@@ -10,7 +10,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use sansrpc::endpoint::{Config, Profile};
+use sansrpc::connection::{Config, Profile};
 use sansrpc::streamable::{self, Auth, Principal};
 use sansrpc_mcp::server::{Context, McpError, ServerBuilder};
 use sansrpc_tokio::mcp::{Options, TokenCheck};

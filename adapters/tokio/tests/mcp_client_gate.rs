@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use sansrpc::endpoint::{Config, Profile};
+use sansrpc::connection::{Config, Profile};
 use sansrpc::RawValue;
 use sansrpc_tokio::{AsyncRouter, Builder};
 use serde_json::{json, Value};
@@ -56,7 +56,7 @@ async fn read_request(
     Some((method, body))
 }
 
-async fn serve_connection(stream: TcpStream, get: Get, seen: Seen) {
+async fn serve(stream: TcpStream, get: Get, seen: Seen) {
     let (r, mut w) = stream.into_split();
     let mut r = BufReader::new(r);
     while let Some((method, body)) = read_request(&mut r).await {
@@ -109,7 +109,7 @@ async fn server(get: Get) -> (String, Seen) {
     tokio::spawn(async move {
         loop {
             let (stream, _) = listener.accept().await.unwrap();
-            tokio::spawn(serve_connection(stream, get, log.clone()));
+            tokio::spawn(serve(stream, get, log.clone()));
         }
     });
     (url, seen)

@@ -11,7 +11,7 @@
 
 use std::time::{Duration, Instant};
 
-use sansrpc::endpoint::{Config, Profile};
+use sansrpc::connection::{Config, Profile};
 use sansrpc::streamable;
 use sansrpc_mcp::client::{ClientBuilder, ListenNotification};
 use sansrpc_mcp::server::{Context, ListKind, McpError, Server, ServerBuilder};

@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sansrpc::endpoint::{Config, Profile};
+use sansrpc::connection::{Config, Profile};
 use sansrpc::RawValue;
 use sansrpc_tokio::{AsyncRouter, Builder, HandlerResult};
 use serde_json::{json, Value};

@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use sansrpc::endpoint::{Config, Profile};
+use sansrpc::connection::{Config, Profile};
 use sansrpc::streamable;
 use sansrpc_mcp::server::{Context, ListKind, McpError, Server, ServerBuilder};
 use sansrpc_tokio::Builder;

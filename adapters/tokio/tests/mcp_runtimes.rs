@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sansrpc::endpoint::{Config, Profile};
+use sansrpc::connection::{Config, Profile};
 use sansrpc_mcp::client::ClientBuilder;
 use sansrpc_mcp::server::{Context, McpError, Server, ServerBuilder};
 use sansrpc_mcp::types::{
@@ -114,7 +114,7 @@ fn on_smol(server: &Server) -> std::net::SocketAddr {
 /// Serves `server` on the blocking adapter's threads.
 fn on_threads(server: &Server) -> sansrpc_blocking::Server {
     // The MCP profile and its framing (newline-delimited JSON), as the other two.
-    let blocking = sansrpc_blocking::Config::for_profile(Profile::Mcp);
+    let blocking = sansrpc_blocking::Options::for_profile(Profile::Mcp);
     sansrpc_blocking::serve_tcp("127.0.0.1:0", Arc::new(server.blocking_router()), blocking)
         .unwrap()
 }

@@ -7,7 +7,7 @@ mod support;
 
 use std::time::Duration;
 
-use sansrpc::endpoint::{Config, Profile};
+use sansrpc::connection::{Config, Profile};
 use sansrpc::RawValue;
 use sansrpc_tokio::{spawn_child, Builder};
 use serde_json::{json, Value};

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use common::{calculator, within, Add, Pair};
-use sansrpc::endpoint::Config;
+use sansrpc::connection::Config;
 use sansrpc_tokio::ws::tungstenite::client::IntoClientRequest;
 use sansrpc_tokio::ws::tungstenite::Error as WsError;
 use sansrpc_tokio::{http, ws, Builder, Origins, ServeOptions};

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{calculator, within, Add, Pair, LIMIT};
-use sansrpc::endpoint::SendError;
+use sansrpc::connection::SendError;
 use sansrpc::RawValue;
 use sansrpc_tokio::reconnect::{
     self, Backoff, CallOptions, PendingPolicy, Reconnect, ReconnectPolicy, State,
@@ -432,7 +432,7 @@ async fn subscriptions_are_replayed_after_a_reconnect() {
 
 #[tokio::test]
 async fn a_silent_peer_caught_by_the_heartbeat_is_reconnected_to() {
-    use sansrpc::ext::keepalive::HeartbeatConfig;
+    use sansrpc::connection::keepalive::HeartbeatConfig;
     use tokio::io::AsyncReadExt;
     within(LIMIT, async {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -450,7 +450,7 @@ async fn a_silent_peer_caught_by_the_heartbeat_is_reconnected_to() {
         });
         let heartbeat =
             HeartbeatConfig::ping(Duration::from_millis(50), Duration::from_millis(200));
-        let builder = Builder::new().heartbeat(heartbeat);
+        let builder = Builder::new().configure(|c| c.heartbeat = Some(heartbeat));
         let conn = reconnect::spawn(builder, patient(PendingPolicy::Fail), reconnect::tcp(addr));
         let client = conn.client;
         client.wait_open().await.unwrap();

@@ -7,7 +7,7 @@ mod suite;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sansrpc::ext::keepalive::HeartbeatConfig;
+use sansrpc::connection::keepalive::HeartbeatConfig;
 use sansrpc::router::Router;
 use sansrpc_tokio::{AsyncRouter, Builder};
 use suite::{Options, Served};
@@ -26,10 +26,10 @@ fn serve(router: Router, options: Options) -> Served {
             addr_tx.send(listener.local_addr().unwrap()).unwrap();
             let mut builder = Builder::new().shared_router(router);
             if options.heartbeat {
-                builder = builder.heartbeat(HeartbeatConfig::answer_only());
+                builder = builder.configure(|c| c.heartbeat = Some(HeartbeatConfig::answer_only()));
             }
             if let Some(n) = options.max_inflight {
-                let mut config = builder.endpoint_config().clone();
+                let mut config = builder.connection_config().clone();
                 config.max_inflight_incoming = n;
                 builder = builder.config(config);
             }

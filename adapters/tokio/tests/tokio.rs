@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use common::{calculator, exercise, within, LIMIT};
 use sansrpc::codec::Framing;
-use sansrpc::endpoint::Timeout;
+use sansrpc::connection::Timeout;
 use sansrpc::method::Method;
 use sansrpc_tokio::{sansrpc, AsyncRouter, Builder};
 use tokio::sync::oneshot;
@@ -80,7 +80,10 @@ async fn child(args: &[&str], framing: Framing) {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_sansrpc-tokio-calculator"));
     command.args(args).kill_on_drop(true);
     let (mut child, transport) = sansrpc_tokio::child(&mut command).unwrap();
-    let conn = sansrpc_tokio::spawn(Builder::new().framing(framing), transport);
+    let conn = sansrpc_tokio::spawn(
+        Builder::new().configure(|c| c.framing = Some(framing)),
+        transport,
+    );
     exercise(&conn.client).await;
     // The last client gone, the driver closes the child's stdin and the child exits.
     drop(conn.client);

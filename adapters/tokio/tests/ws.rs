@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use common::{calculator, exercise, within, Add, Pair, LIMIT};
 use futures::{SinkExt, StreamExt};
-use sansrpc::endpoint::Config;
+use sansrpc::connection::Config;
 use sansrpc_tokio::ws::tungstenite::protocol::frame::coding::CloseCode;
 use sansrpc_tokio::ws::tungstenite::Message;
 use sansrpc_tokio::ws::{self, KeepAlive};

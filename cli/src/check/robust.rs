@@ -22,8 +22,8 @@ const ABUSE: Duration = Duration::from_secs(3);
 /// server with shorter timeouts is done sooner: the case ends once the abuser is closed.
 const CLOSE_WAIT: Duration = Duration::from_secs(
     max(
-        sansrpc::endpoint::NETWORK_FRAME_TIMEOUT.as_secs(),
-        sansrpc::endpoint::NETWORK_WRITE_STALL_TIMEOUT.as_secs(),
+        sansrpc::connection::NETWORK_FRAME_TIMEOUT.as_secs(),
+        sansrpc::connection::NETWORK_WRITE_STALL_TIMEOUT.as_secs(),
     ) + 5,
 );
 

@@ -10,7 +10,7 @@
 use std::io::Write as _;
 use std::time::Duration;
 
-use sansrpc::endpoint::{Config, Profile};
+use sansrpc::connection::{Config, Profile};
 use sansrpc::streamable;
 use sansrpc_mcp::server::{Context, McpError, ServerBuilder};
 use sansrpc_tokio::Builder;

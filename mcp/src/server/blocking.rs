@@ -152,7 +152,7 @@ impl Notifier for PeerNotifier {
 impl Server {
     /// The server as the core's [`Router`], for the blocking adapter
     /// (`sansrpc_blocking::serve_stdio`, `serve_tcp`, …). Give the connection
-    /// `sansrpc_blocking::Config::for_profile(Profile::Mcp)` (the MCP profile and its
+    /// `sansrpc_blocking::Options::for_profile(Profile::Mcp)` (the MCP profile and its
     /// newline framing).
     pub fn blocking_router(&self) -> Router {
         let mut router = Router::new();

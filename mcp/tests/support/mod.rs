@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use futures::future::Either;
-use sansrpc::endpoint::{Config, Profile};
+use sansrpc::connection::{Config, Profile};
 use sansrpc_futures::{transport, AsyncIoTimer, AsyncRouter, Builder, Client};
 
 /// `server` on one end of a loopback connection and `client` on the other; the client

@@ -11,13 +11,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sansrpc::codec::FrameError;
+use sansrpc::connection::stream::Produced;
 use sansrpc::connection::Event;
-use sansrpc::driver::Locals;
-use sansrpc::endpoint::{IncomingId, Profile};
-use sansrpc::endpoint::{RequestOptions, SendError, Timeout};
-use sansrpc::ext::stream::Produced;
+use sansrpc::connection::{IncomingId, Profile};
+use sansrpc::connection::{RequestOptions, SendError, Timeout};
 use sansrpc::method::{decode_result, encode_params_owned, CallError, Method};
 use sansrpc::router::{Reply, Router};
+use sansrpc::runtime::Locals;
 use sansrpc::{ErrorObject, Instant, RawValue, Request};
 
 use super::{Cmd, Driver, Op};
@@ -326,11 +326,11 @@ impl Driver {
     pub(super) fn events(&mut self) -> bool {
         let mut any = false;
         // Batch sizes for the router's layers (metrics), before the batch's calls run.
-        self.router.observe_connection_batches(&mut self.conn);
+        self.router.observe_batches(&mut self.conn);
         let now = self.now();
         // Checked before a stream method's handler runs, so a flood of opens builds nothing.
         let mut room = self.conn.stream_room();
-        let config = &self.conn.config().endpoint;
+        let config = self.conn.config();
         let config = (config.profile, config.default_timeout);
         while let Some(event) = self.conn.poll_event() {
             any = true;
@@ -410,12 +410,10 @@ impl Driver {
                     self.lent.clear();
                     self.closed.store(true, Ordering::Relaxed);
                 }
-                Event::CheckProcess { pid } if !sansrpc::driver::process_alive(pid) => {
+                Event::CheckProcess { pid } if !sansrpc::runtime::process_alive(pid) => {
                     self.conn.handle_client_gone(now);
                 }
-                Event::Other(sansrpc::endpoint::Event::FrameError(
-                    e @ FrameError::WrongFraming { .. },
-                )) => {
+                Event::FrameError(e @ FrameError::WrongFraming { .. }) => {
                     tracing::warn!("sansrpc: {e}");
                 }
                 // Other framing faults, refused frames, stray responses: the connection
@@ -436,7 +434,7 @@ impl Driver {
         };
         let flag = Arc::new(AtomicBool::new(false));
         self.inflight.insert(handle, Arc::clone(&flag));
-        let config = &self.conn.config().endpoint;
+        let config = self.conn.config();
         let config = (config.profile, config.default_timeout);
         let cx = context(
             &request,

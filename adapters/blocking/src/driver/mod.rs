@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant as StdInstant};
 
-use sansrpc::connection::{self, Connection};
+use sansrpc::connection::Connection;
+use sansrpc::connection::IncomingId;
 use sansrpc::driver::StreamIo;
-use sansrpc::endpoint::IncomingId;
 use sansrpc::router::{Reply, Router};
 use sansrpc::{Instant, RawValue};
 
@@ -24,7 +24,7 @@ pub use dispatch::{is_cancelled, report_progress, Peer, RequestContext};
 use crate::pool::{join_by, Job, Pool};
 use crate::transport::{read, Tapped, Transport};
 use crate::worker::{Batch, Lent};
-use crate::{Config, Error};
+use crate::{Error, Options};
 
 /// What a caller waiting for a response is eventually given.
 pub(crate) type Answer = Result<Box<RawValue>, Error>;
@@ -60,9 +60,6 @@ impl Waiters {
 /// An application call run on the driver thread, against the connection.
 pub(crate) type Op = Box<dyn FnOnce(&mut Connection, Instant, &mut Waiters) + Send>;
 
-/// How long output queued at close may take to reach the peer.
-const LINGER: Duration = Duration::from_secs(1);
-
 /// Everything the driver is told, by the reader, the clients and the handler workers.
 pub(crate) enum Cmd {
     /// Bytes from the transport.
@@ -85,7 +82,7 @@ pub(crate) enum Cmd {
 pub(crate) fn spawn(
     mut transport: Transport,
     handlers: Handlers,
-    config: &Config,
+    config: &Options,
     exit: Arc<AtomicI64>,
 ) -> io::Result<(Sender<Cmd>, JoinHandle<()>)> {
     if let Some(tap) = &config.tap {
@@ -100,13 +97,7 @@ pub(crate) fn spawn(
         });
     }
     let (me, cmds) = mpsc::channel();
-    let mut machine = connection::Config::new(config.endpoint.clone());
-    machine.endpoint.framing = Some(config.framing);
-    machine.streams = config.streams;
-    machine.heartbeat = config.heartbeat;
-    machine.end_grace = config.shutdown_grace;
-    machine.linger = LINGER;
-    machine.lsp_lifecycle = config.lsp_lifecycle;
+    let machine = config.connection.clone().for_transport(false);
     let mut conn = Connection::new(machine, Instant::ZERO);
     // Extension: per-connection hook (pub/sub), woken through the driver's channel.
     if let Some(extension) = &config.extension {
@@ -128,7 +119,7 @@ pub(crate) fn spawn(
         closed: Arc::new(AtomicBool::new(false)),
         locals: Arc::default(),
         exit,
-        grace: config.shutdown_grace,
+        grace: config.connection.end_grace,
     };
     let (size, buffers, pool) = (
         config.read_size.max(1),
@@ -165,7 +156,7 @@ struct Driver {
     /// Set once the connection is closed: queued jobs of this connection are skipped.
     closed: Arc<AtomicBool>,
     /// State the application keeps per connection ([`Peer::local`](crate::Peer::local)).
-    locals: Arc<sansrpc::driver::Locals>,
+    locals: Arc<sansrpc::runtime::Locals>,
     /// The status the connection ended with for the process ([`Client::exit_code`]).
     ///
     /// [`Client::exit_code`]: crate::Client::exit_code

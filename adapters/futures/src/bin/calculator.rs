@@ -15,7 +15,9 @@ fn main() -> std::io::Result<()> {
     } else {
         Framing::ContentLength
     };
-    let builder = Builder::new().framing(framing).router(router);
+    let builder = Builder::new()
+        .configure(|c| c.framing = Some(framing))
+        .router(router);
     let (_client, driver) = builder.connect(transport::stdio(), AsyncIoTimer);
     async_io::block_on(driver)
 }

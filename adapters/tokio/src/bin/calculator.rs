@@ -14,7 +14,9 @@ async fn main() -> std::io::Result<()> {
     } else {
         Framing::ContentLength
     };
-    let builder = Builder::new().framing(framing).router(calc::calculator());
+    let builder = Builder::new()
+        .configure(|c| c.framing = Some(framing))
+        .router(calc::calculator());
     let conn = sansrpc_tokio::spawn(builder, sansrpc_tokio::stdio());
     conn.driver.await?
 }

@@ -17,8 +17,8 @@ use alloc::vec::Vec;
 
 use crate::endpoint::{Endpoint, IncomingId};
 use crate::error::ErrorObject;
+use crate::error::Outcome;
 use crate::raw::RawValue;
-use crate::router::Outcome;
 
 /// Asks a connection's driver to call [`ConnectionHook::drain`] soon. Callable from any
 /// thread, any number of times; cheap.
@@ -79,7 +79,7 @@ pub enum Item<'a> {
 
 /// Offers a request to `hook` without answering it: `Some` when the hook took it, with a
 /// result JSON left in `buf` (see [`send_answer`]).
-pub fn ask(
+pub(crate) fn ask(
     hook: &mut dyn ConnectionHook,
     method: &str,
     params: Option<&RawValue>,
@@ -90,7 +90,7 @@ pub fn ask(
 }
 
 /// Answers request `id` with a result JSON (checked) or an error.
-pub fn send_answer(
+pub(crate) fn send_answer(
     endpoint: &mut Endpoint,
     id: IncomingId,
     answer: Result<&[u8], &ErrorObject<'_>>,
@@ -112,7 +112,7 @@ pub fn send_answer(
 /// (driver step 3); `later` maps the numbers of requests taken with [`Taken::Later`] to
 /// their ids (an answered one is removed). `true` when at least one frame was queued, so
 /// the driver should write and call again.
-pub fn drain_into(
+pub(crate) fn drain_into(
     hook: &mut dyn ConnectionHook,
     endpoint: &mut Endpoint,
     later: &mut Vec<(u64, IncomingId)>,

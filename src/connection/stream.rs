@@ -37,7 +37,7 @@
 //! - [`StreamTable`]: a connection's server side. It holds each stream's producer (any type:
 //!   an iterator, an async stream) and its queued pulls; the adapter asks it which producers
 //!   have demand ([`StreamTable::produce`]) and the table writes the pull answers through the
-//!   [`Endpoint`].
+//!   connection.
 //! - [`StreamReader`]: one stream's client side: the pipelining window, in-order delivery
 //!   of items, the end, and the params of each pull and of the cancel. It sends nothing
 //!   itself: the adapter sends the pulls it asks for and hands back their answers.
@@ -194,7 +194,7 @@ struct Entry<P> {
 }
 
 /// One connection's server-side streams: open streams with their producers and queued
-/// pulls, answered through the [`Endpoint`]. Sans-I/O: time is an argument, and the table
+/// pulls, answered through the connection's wire protocol. Sans-I/O: time is an argument, and the table
 /// never calls a producer except inside [`produce`](StreamTable::produce), through the
 /// caller's closure.
 ///

@@ -1,0 +1,131 @@
+//! What a driver on `std` needs from its host, beside the sans-I/O core: a [`Clock`] that
+//! turns `std::time::Instant` into the core's [`Instant`] and back, per-connection values
+//! shared by handlers ([`Locals`]), and whether a process still runs ([`process_alive`],
+//! for an LSP server whose editor died). The only part of the crate that reads a clock,
+//! locks or asks the operating system; feature `std`.
+
+use alloc::vec::Vec;
+
+use crate::time::Instant;
+
+/// One value per type, kept per connection by a driver: the state a protocol layer keeps
+/// for a connection (an MCP server's session, an LSP server's open documents), shared by
+/// every handler on it. The futures adapter's `Client::local` and the blocking adapter's
+/// `Peer::local` hand these out.
+#[derive(Default)]
+pub struct Locals(
+    std::sync::Mutex<
+        Vec<(
+            core::any::TypeId,
+            alloc::sync::Arc<dyn core::any::Any + Send + Sync>,
+        )>,
+    >,
+);
+
+impl core::fmt::Debug for Locals {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let n = self.0.lock().map_or(0, |l| l.len());
+        f.debug_struct("Locals").field("values", &n).finish()
+    }
+}
+
+impl Locals {
+    /// The value of type `T`, made with `T::default()` the first time it is asked for.
+    pub fn get<T: Default + Send + Sync + 'static>(&self) -> alloc::sync::Arc<T> {
+        use alloc::sync::Arc;
+        let id = core::any::TypeId::of::<T>();
+        let find = |values: &[(core::any::TypeId, Arc<dyn core::any::Any + Send + Sync>)]| {
+            let (_, value) = values.iter().find(|(t, _)| *t == id)?;
+            Arc::clone(value).downcast::<T>().ok()
+        };
+        if let Some(value) = find(&self.0.lock().unwrap_or_else(|e| e.into_inner())) {
+            return value;
+        }
+        // Made outside the lock (a `Default` may ask for another local); the first value
+        // stored wins.
+        let made = Arc::new(T::default());
+        let mut values = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(value) = find(&values) {
+            return value;
+        }
+        values.push((
+            id,
+            Arc::clone(&made) as Arc<dyn core::any::Any + Send + Sync>,
+        ));
+        made
+    }
+}
+
+/// A monotonic clock for drivers on `std`: [`Instant`]s measured from when it was made,
+/// and back to `std::time::Instant` for sleeping.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    start: std::time::Instant,
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Clock::new()
+    }
+}
+
+impl Clock {
+    /// A clock whose epoch is now.
+    pub fn new() -> Self {
+        Clock {
+            start: std::time::Instant::now(),
+        }
+    }
+
+    /// The current time.
+    pub fn now(&self) -> Instant {
+        self.instant(std::time::Instant::now())
+    }
+
+    /// `at` on this clock (the epoch when earlier).
+    pub fn instant(&self, at: std::time::Instant) -> Instant {
+        Instant::from_duration(at.saturating_duration_since(self.start))
+    }
+
+    /// `at` as a `std::time::Instant`, to sleep until.
+    pub fn to_std(&self, at: Instant) -> std::time::Instant {
+        self.start + at.since_epoch()
+    }
+
+    /// How long from now until `at` (zero when it passed): a poller's timeout.
+    pub fn until(&self, at: Instant) -> core::time::Duration {
+        self.to_std(at)
+            .saturating_duration_since(std::time::Instant::now())
+    }
+}
+
+/// True while the process `pid` runs (for [`Event::CheckProcess`]: an LSP server whose
+/// editor died exits). On Linux it reads `/proc` (a zombie counts as gone); on other Unix
+/// systems it asks `kill -0`; elsewhere it cannot tell and answers true.
+///
+/// [`Event::CheckProcess`]: crate::connection::Event::CheckProcess
+pub fn process_alive(pid: u32) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        match std::fs::read_to_string(std::format!("/proc/{pid}/stat")) {
+            // The state follows the command name, which is in parentheses.
+            Ok(stat) => !stat
+                .rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+            Err(_) => false,
+        }
+    }
+    #[cfg(all(unix, not(target_os = "linux")))]
+    {
+        std::process::Command::new("kill")
+            .args(["-0", &std::format!("{pid}")])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .map_or(true, |s| s.success())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
+    }
+}
