@@ -205,3 +205,107 @@ fn exit_right_behind_shutdown_still_answers_what_was_read_before_it() {
     );
     assert_eq!(conn.exit_code(), Some(0));
 }
+
+/// What the application sees of the events polled now, answering requests `null` at once
+/// but leaving every notification running (its handler has not finished).
+fn poll_leaving_notifications_running(conn: &mut Connection) -> Vec<String> {
+    let mut seen = Vec::new();
+    while let Some(event) = conn.poll_event() {
+        match event {
+            Event::Request { handle, request } => {
+                seen.push(request.method.to_string());
+                conn.respond(handle, Ok(RawValue::from_json("null").unwrap()));
+            }
+            Event::Notification(n) => seen.push(n.method.to_string()),
+            Event::Closed { reason } => seen.push(format!("closed {reason:?}")),
+            _ => {}
+        }
+    }
+    seen
+}
+
+const DID_CHANGE: &str = r#"{"jsonrpc":"2.0","method":"textDocument/didChange","params":{}}"#;
+const HOVER: &str = r#"{"jsonrpc":"2.0","id":2,"method":"textDocument/hover","params":{}}"#;
+const SHUTDOWN: &str = r#"{"jsonrpc":"2.0","id":3,"method":"shutdown"}"#;
+
+/// The editor's last words before its end of input: a change whose handler is still running
+/// (it awaits), then a hover and `shutdown` held behind it.
+fn ended_with_a_notification_running() -> Connection {
+    let mut conn = lsp();
+    let now = Instant::ZERO;
+    assert_eq!(feed(&mut conn, INITIALIZE, now), ["initialize"]);
+    let mut input = frame(DID_CHANGE);
+    input.extend(frame(HOVER));
+    input.extend(frame(SHUTDOWN));
+    conn.handle_input(&input, now).unwrap();
+    conn.handle_end_of_input(now);
+    assert_eq!(
+        poll_leaving_notifications_running(&mut conn),
+        ["textDocument/didChange"]
+    );
+    conn
+}
+
+#[test]
+fn at_the_end_of_input_a_running_notification_finishes_and_the_requests_behind_it_are_answered() {
+    let mut conn = ended_with_a_notification_running();
+    // The handler is still running: the connection waits for it, up to `end_grace`.
+    assert!(!conn.is_closed());
+    conn.handle_timeout(Instant::from_millis(20));
+    assert!(poll_leaving_notifications_running(&mut conn).is_empty());
+    assert!(!conn.is_closed());
+    // It finishes (its publishDiagnostics could go out meanwhile); then the requests read
+    // before the end are handed out in order and answered, and only then does it close.
+    conn.notify("textDocument/publishDiagnostics", None)
+        .unwrap();
+    conn.notification_done();
+    assert_eq!(
+        poll_leaving_notifications_running(&mut conn),
+        ["textDocument/hover", "shutdown", "closed PeerClosed"]
+    );
+    let out = sent(&mut conn);
+    let diagnostics = out.find("publishDiagnostics").unwrap();
+    let hover = out.find(r#""id":2"#).unwrap();
+    let shutdown = out.find(r#""id":3"#).unwrap();
+    assert!(diagnostics < hover && hover < shutdown, "{out}");
+    // `shutdown` was answered: the process exits 0.
+    assert_eq!(conn.exit_code(), Some(0));
+}
+
+#[test]
+fn at_the_end_of_input_a_notification_that_never_finishes_is_given_end_grace_and_exit_is_1() {
+    let mut conn = ended_with_a_notification_running();
+    let grace = conn.config().end_grace;
+    conn.handle_timeout(Instant::ZERO.saturating_add(grace - Duration::from_millis(1)));
+    assert!(poll_leaving_notifications_running(&mut conn).is_empty());
+    conn.handle_timeout(Instant::ZERO.saturating_add(grace));
+    assert_eq!(
+        poll_leaving_notifications_running(&mut conn),
+        ["closed PeerClosed"]
+    );
+    // `shutdown` was read but never answered: not a clean exit.
+    assert_eq!(conn.exit_code(), Some(1));
+}
+
+#[test]
+fn a_shutdown_handed_out_but_never_answered_is_not_a_clean_exit() {
+    let mut conn = lsp();
+    let now = Instant::ZERO;
+    feed(&mut conn, INITIALIZE, now);
+    conn.handle_input(&frame(SHUTDOWN), now).unwrap();
+    let Some(Event::Request { request, .. }) = conn.poll_event() else {
+        panic!("shutdown handed out")
+    };
+    assert_eq!(request.method, "shutdown");
+    // The handler never answers; the editor goes away.
+    conn.handle_end_of_input(now);
+    assert!(conn.poll_event().is_none());
+    conn.handle_timeout(now.saturating_add(conn.config().end_grace));
+    assert!(matches!(
+        conn.poll_event(),
+        Some(Event::Closed {
+            reason: CloseReason::PeerClosed
+        })
+    ));
+    assert_eq!(conn.exit_code(), Some(1));
+}

@@ -21,6 +21,7 @@ use core::time::Duration;
 
 use serde::Deserialize;
 
+use crate::endpoint::IncomingId;
 use crate::error::{code, ErrorObject};
 use crate::raw::RawValue;
 use crate::time::Instant;
@@ -73,6 +74,10 @@ pub(super) struct Lsp {
     pub check_every: Duration,
     /// The client said it handles `window/workDoneProgress/create`.
     pub work_done_progress: bool,
+    /// The `shutdown` request handed to the application, until it is answered.
+    pub shutdown: Option<IncomingId>,
+    /// `shutdown` was answered: only then is the exit clean (status 0).
+    pub shutdown_answered: bool,
 }
 
 impl Lsp {
@@ -85,6 +90,16 @@ impl Lsp {
             check_due: false,
             check_every,
             work_done_progress: false,
+            shutdown: None,
+            shutdown_answered: false,
+        }
+    }
+
+    /// The application answered request `handle`.
+    pub fn answered(&mut self, handle: IncomingId) {
+        if self.shutdown == Some(handle) {
+            self.shutdown = None;
+            self.shutdown_answered = true;
         }
     }
 

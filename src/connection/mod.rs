@@ -425,7 +425,7 @@ enum Take {
     LspRefuse(IncomingId, ErrorObject<'static>),
     /// `initialize`, with its params.
     LspInitialize(Option<Box<RawValue>>),
-    LspShutdown,
+    LspShutdown(IncomingId),
     /// A notification the lifecycle takes: `exit` (its status), `$/setTrace`, or one it
     /// drops.
     LspNotification(lsp::Gate),
@@ -642,8 +642,12 @@ impl Connection {
         self.endpoint.handle_message_tagged(message, tag, now)
     }
 
-    /// The peer's input ended: requests already received still run and are answered for up
-    /// to [`Config::end_grace`]; then the connection closes ([`CloseReason::PeerClosed`]).
+    /// The peer's input ended: everything it sent before still runs, for up to
+    /// [`Config::end_grace`]: requests running are answered, a notification still running
+    /// under [`Config::ordered_notifications`] finishes, and the requests and notifications
+    /// held behind it are handed out and answered in order; then the connection closes
+    /// ([`CloseReason::PeerClosed`]). Under the LSP profile the exit status
+    /// ([`exit_code`](Connection::exit_code)) is 0 only if `shutdown` was answered.
     pub fn handle_end_of_input(&mut self, now: Instant) {
         if self.input_ended {
             return;
@@ -929,9 +933,10 @@ impl Connection {
                     }
                     return self.pass();
                 }
-                Take::LspShutdown => {
+                Take::LspShutdown(handle) => {
                     if let Some(lsp) = self.lsp.as_mut() {
                         lsp.state = lsp::State::ShutDown;
+                        lsp.shutdown = Some(handle);
                     }
                     return self.pass();
                 }
@@ -1076,6 +1081,15 @@ impl Connection {
             _ if self.input_ended => CloseReason::PeerClosed,
             _ => CloseReason::Local,
         });
+        // `exit` after `shutdown` is a clean exit only once `shutdown` was answered (a
+        // client that sent both together, and a handler that never answered before the
+        // grace ran out, is not).
+        let reason = match (reason, self.lsp.as_ref()) {
+            (CloseReason::Exit { code: 0 }, Some(lsp)) if !lsp.shutdown_answered => {
+                CloseReason::Exit { code: 1 }
+            }
+            _ => reason,
+        };
         self.reason = Some(reason);
         self.running.clear();
         self.hook_later.clear();
@@ -1121,7 +1135,14 @@ impl Connection {
         }
         if let Phase::Draining { reason, .. } = self.phase {
             let input_done = !self.input_ended || self.input_finished;
-            if self.running.is_empty() && input_done && !self.endpoint.is_closed() {
+            // Handlers still running keep the connection open until the grace ends:
+            // requests handed out, and notifications whose order holds the rest back. At
+            // the end of the peer's input, what it sent before is handed out and answered
+            // too, in order (a `shutdown` behind a `didChange` still runs).
+            let handlers_done = self.running.is_empty()
+                && self.endpoint.notifications_running() == 0
+                && (reason != CloseReason::PeerClosed || self.endpoint.calls_queued() == 0);
+            if handlers_done && input_done && !self.endpoint.is_closed() {
                 let now = self.endpoint_now();
                 self.close_with(reason, now);
                 return true;
@@ -1136,6 +1157,7 @@ impl Connection {
         }
         self.reason = Some(reason);
         self.endpoint.close(now);
+        self.endpoint.discard_queued_calls();
     }
 
     fn check_finished(&mut self, now: Instant) {
@@ -1285,6 +1307,9 @@ impl Connection {
     pub fn respond(&mut self, handle: IncomingId, result: Result<&RawValue, &ErrorObject<'_>>) {
         if self.running.remove(&handle) {
             let _ = self.endpoint.respond(handle, result);
+            if let Some(lsp) = self.lsp.as_mut() {
+                lsp.answered(handle);
+            }
         }
     }
 
@@ -1293,6 +1318,9 @@ impl Connection {
     pub fn respond_cancelled(&mut self, handle: IncomingId) {
         if self.running.remove(&handle) {
             let _ = self.endpoint.respond_cancelled(handle);
+            if let Some(lsp) = self.lsp.as_mut() {
+                lsp.answered(handle);
+            }
         }
     }
 
@@ -1366,9 +1394,9 @@ impl Connection {
     // ----- LSP -----
 
     /// The status the process should exit with, once the connection is over: under
-    /// [`Profile::Lsp`], 0 when `shutdown` came before the
-    /// end (`exit`, or the input ended) and 1 otherwise (also when the editor's process is
-    /// gone); `None` while open, and for other profiles.
+    /// [`Profile::Lsp`], 0 when `shutdown` came and was answered before the end (`exit`, or
+    /// the input ended) and 1 otherwise (also when the editor's process is gone, or a
+    /// `shutdown` was never answered); `None` while open, and for other profiles.
     pub fn exit_code(&self) -> Option<i32> {
         if let Some(CloseReason::Exit { code }) = self.reason {
             return Some(code);
@@ -1377,11 +1405,7 @@ impl Connection {
         if !self.is_closed() {
             return None;
         }
-        Some(if lsp.state == lsp::State::ShutDown {
-            0
-        } else {
-            1
-        })
+        Some(if lsp.shutdown_answered { 0 } else { 1 })
     }
 
     /// LSP: the editor's process is gone ([`Event::CheckProcess`]): the connection closes
@@ -1492,7 +1516,7 @@ fn decide(
                         let params = request.params.as_deref().map(ToOwned::to_owned);
                         return Take::LspInitialize(params);
                     }
-                    lsp::Gate::Shutdown => return Take::LspShutdown,
+                    lsp::Gate::Shutdown => return Take::LspShutdown(id),
                     _ => {}
                 }
             }

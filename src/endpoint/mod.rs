@@ -867,6 +867,17 @@ impl Endpoint {
         self.notifying > 0
     }
 
+    /// Notifications handed out under [`Config::ordered_notifications`] whose handlers have
+    /// not finished.
+    pub(crate) fn notifications_running(&self) -> usize {
+        self.notifying
+    }
+
+    /// Requests and notifications received and not handed out yet (held, or not polled).
+    pub(crate) fn calls_queued(&self) -> usize {
+        self.queued_calls
+    }
+
     /// As many requests are handed out and unanswered as allowed, with holding on.
     fn busy_full(&self) -> bool {
         let handed_out = self.incoming.len().saturating_sub(self.queued_requests);
@@ -1492,6 +1503,17 @@ impl Endpoint {
         self.batch_tags.clear();
         self.notifying = 0;
         self.events.push_back(Record::Closed);
+    }
+
+    /// Drops the peer's requests and notifications received and not handed out yet: once
+    /// closed, nothing can answer them. The connection machine calls it when it closes; the
+    /// endpoint alone hands them out after a close (its own end-of-input tests read them).
+    pub(crate) fn discard_queued_calls(&mut self) {
+        if self.queued_calls > 0 {
+            self.events.retain(|r| !is_call(r));
+            self.queued_calls = 0;
+            self.queued_requests = 0;
+        }
     }
 
     // ----- output -----
