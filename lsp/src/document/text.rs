@@ -281,7 +281,13 @@ impl TextDocument {
         } else {
             (range.start, range.end)
         };
-        let (start, end) = (self.resolve(start), self.resolve(end));
+        let start_resolved = self.resolve(start);
+        let end = if end == start {
+            start_resolved
+        } else {
+            self.resolve(end)
+        };
+        let start = start_resolved;
         // Every adjustment moves a position to a place no later than one it does not move
         // past, so ordered positions give ordered places.
         debug_assert!(start.offset <= end.offset);
