@@ -288,13 +288,9 @@ impl Model {
         if at > 0 && at < self.units.len() && self.units[at] == LF && self.units[at - 1] == CR {
             at -= 1;
         }
-        let (index, line) = lines
-            .iter()
-            .enumerate()
-            .rev()
-            .find(|(_, l)| l.start <= at)
-            .expect("line 0 starts at 0");
-        Position::new(index as u32, (at - line.start) as u32)
+        // The last line that starts at or before `at` (line 0 starts at 0).
+        let index = lines.partition_point(|l| l.start <= at) - 1;
+        Position::new(index as u32, (at - lines[index].start) as u32)
     }
 
     /// Lookup tables made by walking the text once: for each code unit that starts a
@@ -480,7 +476,7 @@ pub fn check(doc: &TextDocument, model: &Model) {
     }
 
     // Ranges: pairs of probe positions, in both orders.
-    let stride = (positions.len() / 20).max(1);
+    let stride = (positions.len() / if small { 20 } else { 8 }).max(1);
     let picks: Vec<Position> = positions.iter().copied().step_by(stride).collect();
     for (i, &a) in picks.iter().enumerate() {
         for &b in picks.iter().skip(i).step_by(3) {
