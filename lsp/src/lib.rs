@@ -1,0 +1,63 @@
+//! The Language Server Protocol for sansrpc.
+//!
+//! [`lsp_types`] is re-exported as it is: its request, notification and parameter types
+//! are the ones this crate takes and gives.
+//!
+//! [`document`] keeps the text documents a server (or a client) has open: it applies
+//! `textDocument/didOpen`, `didChange` (full and incremental, several changes in one
+//! notification applied in order) and `didClose`, and converts every position in the
+//! `positionEncoding` negotiated at `initialize` (UTF-8, UTF-16 or UTF-32). It does no
+//! I/O: notifications in, documents and warnings out.
+//!
+//! ```
+//! use sansrpc_lsp::document::{Documents, PositionEncoding};
+//! use sansrpc_lsp::lsp_types::{
+//!     DidChangeTextDocumentParams, DidOpenTextDocumentParams, Position, Range,
+//!     TextDocumentContentChangeEvent, TextDocumentItem, Uri, VersionedTextDocumentIdentifier,
+//! };
+//!
+//! // The client offered nothing: positions count UTF-16 code units.
+//! let encoding = PositionEncoding::negotiate(None, &PositionEncoding::ALL);
+//! assert_eq!(encoding, PositionEncoding::Utf16);
+//! let mut documents = Documents::new(encoding);
+//!
+//! let uri: Uri = "file:///notes.txt".parse().unwrap();
+//! documents.did_open(DidOpenTextDocumentParams {
+//!     text_document: TextDocumentItem::new(uri.clone(), "plaintext".into(), 1, "a😀b\r\nline two".into()),
+//! });
+//!
+//! // 😀 is two UTF-16 code units: "b" is at character 3 of line 0.
+//! let at = |line, character| Position::new(line, character);
+//! let warnings = documents.did_change(DidChangeTextDocumentParams {
+//!     text_document: VersionedTextDocumentIdentifier::new(uri.clone(), 2),
+//!     content_changes: vec![
+//!         // Replace "b" with "c 𝄞", then insert "!" after the 𝄞 (applied to the result).
+//!         TextDocumentContentChangeEvent {
+//!             range: Some(Range::new(at(0, 3), at(0, 4))),
+//!             range_length: None,
+//!             text: "c 𝄞".into(),
+//!         },
+//!         TextDocumentContentChangeEvent {
+//!             range: Some(Range::new(at(0, 7), at(0, 7))),
+//!             range_length: None,
+//!             text: "!".into(),
+//!         },
+//!     ],
+//! });
+//! assert!(warnings.unwrap().is_empty());
+//!
+//! // A snapshot for a hover: shares the text, copies none of it.
+//! let doc = documents.snapshot(&uri).unwrap();
+//! assert_eq!(doc.version(), 2);
+//! assert_eq!(doc.line(0).unwrap(), "a😀c 𝄞!");
+//! assert_eq!(doc.line(1).unwrap(), "line two");
+//! assert_eq!(doc.text_in(Range::new(at(0, 1), at(0, 5))), "😀c ");
+//! // Byte offsets, and back: "!" is at byte 11 (1 + 4 + 1 + 1 + 4).
+//! assert_eq!(doc.offset_at(at(0, 7)), 11);
+//! assert_eq!(doc.position_at(11), at(0, 7));
+//! ```
+#![deny(missing_docs)]
+
+pub mod document;
+
+pub use lsp_types;
