@@ -120,7 +120,7 @@ fn concrete(place: &Place, model: &Model) -> Position {
 
 fn open(documents: &mut Documents, uri: &Uri, version: i32, text: String) -> usize {
     documents
-        .did_open(DidOpenTextDocumentParams {
+        .did_open(&DidOpenTextDocumentParams {
             text_document: TextDocumentItem::new(uri.clone(), "text".into(), version, text),
         })
         .len()
@@ -166,7 +166,7 @@ fuzz_target!(|input: Input| {
                     });
                 }
                 let warnings = documents
-                    .did_change(DidChangeTextDocumentParams {
+                    .did_change(&DidChangeTextDocumentParams {
                         text_document: VersionedTextDocumentIdentifier::new(uri.clone(), version),
                         content_changes,
                     })
@@ -189,7 +189,7 @@ fuzz_target!(|input: Input| {
                 assert_eq!(before.to_string(), before_text);
             }
             Op::ChangeElsewhere => {
-                let result = documents.did_change(DidChangeTextDocumentParams {
+                let result = documents.did_change(&DidChangeTextDocumentParams {
                     text_document: VersionedTextDocumentIdentifier::new(elsewhere.clone(), 1),
                     content_changes: vec![TextDocumentContentChangeEvent {
                         range: None,
@@ -214,7 +214,7 @@ fuzz_target!(|input: Input| {
             }
             Op::CloseAndOpen { text } => {
                 let closed = documents
-                    .did_close(DidCloseTextDocumentParams {
+                    .did_close(&DidCloseTextDocumentParams {
                         text_document: TextDocumentIdentifier::new(uri.clone()),
                     })
                     .expect("the document is open");

@@ -135,7 +135,7 @@ fn edits(c: &mut Criterion) {
     let places = positions(&text, &mut rng);
     let uri: Uri = "file:///big.rs".parse().unwrap();
     let mut documents = Documents::new(PositionEncoding::Utf16);
-    documents.did_open(DidOpenTextDocumentParams {
+    documents.did_open(&DidOpenTextDocumentParams {
         text_document: TextDocumentItem::new(uri.clone(), "rust".into(), 0, text.clone()),
     });
 
@@ -154,7 +154,7 @@ fn edits(c: &mut Criterion) {
             i += 1;
             version += 1;
             let params = change(&uri, version, Range::new(at, at), "x");
-            black_box(documents.did_change(params).unwrap());
+            black_box(documents.did_change(&params).unwrap());
         })
     });
     group.bench_function("rope_delete", |b| {
@@ -164,7 +164,7 @@ fn edits(c: &mut Criterion) {
             version += 1;
             let end = Position::new(at.line, at.character + width);
             let params = change(&uri, version, Range::new(at, end), "");
-            black_box(documents.did_change(params).unwrap());
+            black_box(documents.did_change(&params).unwrap());
         })
     });
 

@@ -3,6 +3,12 @@
 //! [`lsp_types`] is re-exported as it is: its request, notification and parameter types
 //! are the ones this crate takes and gives.
 //!
+//! [`server`] is a language server over them: lsp-types' own request and notification
+//! types register as they are, every handler (notifications included) gets a
+//! [`Context`](server::Context) that reaches the editor, the capabilities follow from what
+//! is registered, and the documents are kept for it, in the negotiated position encoding.
+//! One definition runs on tokio, smol and async-std.
+//!
 //! [`document`] keeps the text documents a server (or a client) has open: it applies
 //! `textDocument/didOpen`, `didChange` (full and incremental, several changes in one
 //! notification applied in order) and `didClose`, and converts every position in the
@@ -22,13 +28,13 @@
 //! let mut documents = Documents::new(encoding);
 //!
 //! let uri: Uri = "file:///notes.txt".parse().unwrap();
-//! documents.did_open(DidOpenTextDocumentParams {
+//! documents.did_open(&DidOpenTextDocumentParams {
 //!     text_document: TextDocumentItem::new(uri.clone(), "plaintext".into(), 1, "a😀b\r\nline two".into()),
 //! });
 //!
 //! // 😀 is two UTF-16 code units: "b" is at character 3 of line 0.
 //! let at = |line, character| Position::new(line, character);
-//! let warnings = documents.did_change(DidChangeTextDocumentParams {
+//! let warnings = documents.did_change(&DidChangeTextDocumentParams {
 //!     text_document: VersionedTextDocumentIdentifier::new(uri.clone(), 2),
 //!     content_changes: vec![
 //!         // Replace "b" with "c 𝄞", then insert "!" after the 𝄞 (applied to the result).
@@ -59,5 +65,6 @@
 #![deny(missing_docs)]
 
 pub mod document;
+pub mod server;
 
 pub use lsp_types;

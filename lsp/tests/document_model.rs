@@ -132,7 +132,7 @@ fn uri() -> Uri {
 
 fn run(encoding: PositionEncoding, initial: String, notifications: Vec<Notification>) {
     let mut documents = Documents::new(encoding);
-    let warnings = documents.did_open(DidOpenTextDocumentParams {
+    let warnings = documents.did_open(&DidOpenTextDocumentParams {
         text_document: TextDocumentItem::new(uri(), "text".into(), 0, initial.clone()),
     });
     assert!(warnings.is_empty());
@@ -177,7 +177,7 @@ fn run(encoding: PositionEncoding, initial: String, notifications: Vec<Notificat
             });
         }
         let warnings = documents
-            .did_change(DidChangeTextDocumentParams {
+            .did_change(&DidChangeTextDocumentParams {
                 text_document: VersionedTextDocumentIdentifier::new(uri(), version),
                 content_changes,
             })

@@ -34,7 +34,7 @@ fn doc(text: &str, encoding: PositionEncoding) -> TextDocument {
 }
 
 fn open(documents: &mut Documents, name: &str, version: i32, text: &str) -> Vec<Warning> {
-    documents.did_open(DidOpenTextDocumentParams {
+    documents.did_open(&DidOpenTextDocumentParams {
         text_document: TextDocumentItem::new(uri(name), "rust".into(), version, text.into()),
     })
 }
@@ -61,7 +61,7 @@ fn change(
     version: i32,
     changes: Vec<TextDocumentContentChangeEvent>,
 ) -> Result<Vec<Warning>, DocumentError> {
-    documents.did_change(DidChangeTextDocumentParams {
+    documents.did_change(&DidChangeTextDocumentParams {
         text_document: VersionedTextDocumentIdentifier::new(uri(name), version),
         content_changes: changes,
     })
@@ -558,16 +558,19 @@ fn a_document_that_is_not_open_is_an_error_and_nothing_changes() {
         text_document: TextDocumentIdentifier::new(uri(name)),
     };
     assert_eq!(
-        documents.did_close(closed("closed")).unwrap_err(),
+        documents.did_close(&closed("closed")).unwrap_err(),
         DocumentError::NotOpen { uri: uri("closed") }
     );
-    let document = documents.did_close(closed("open")).unwrap();
+    let document = documents.did_close(&closed("open")).unwrap();
     assert_eq!(document.to_string(), "text");
     assert!(documents.is_empty());
     // Closed, then changed: an error.
     assert!(change(&mut documents, "open", 2, vec![full("x")]).is_err());
     assert_eq!(
-        documents.did_close(closed("open")).unwrap_err().to_string(),
+        documents
+            .did_close(&closed("open"))
+            .unwrap_err()
+            .to_string(),
         "file:///open: not open"
     );
 }
@@ -576,7 +579,7 @@ fn a_document_that_is_not_open_is_an_error_and_nothing_changes() {
 fn a_second_did_open_replaces_the_document_with_a_warning() {
     let mut documents = Documents::new(Utf16);
     assert!(open(&mut documents, "twice", 3, "old").is_empty());
-    let warnings = documents.did_open(DidOpenTextDocumentParams {
+    let warnings = documents.did_open(&DidOpenTextDocumentParams {
         text_document: TextDocumentItem::new(uri("twice"), "python".into(), 1, "new".into()),
     });
     assert_eq!(

@@ -48,7 +48,7 @@ fn snapshots_copy_no_text_and_small_edits_copy_a_path_not_the_document() {
     assert!(text.len() > 9_900_000);
     let uri: Uri = "file:///big.rs".parse().unwrap();
     let mut documents = Documents::new(PositionEncoding::Utf16);
-    documents.did_open(DidOpenTextDocumentParams {
+    documents.did_open(&DidOpenTextDocumentParams {
         text_document: TextDocumentItem::new(uri.clone(), "rust".into(), 1, text),
     });
 
@@ -76,7 +76,7 @@ fn snapshots_copy_no_text_and_small_edits_copy_a_path_not_the_document() {
                 text: text.into(),
             }],
         };
-        let (warnings, bytes) = allocated_by(|| documents.did_change(params).unwrap());
+        let (warnings, bytes) = allocated_by(|| documents.did_change(&params).unwrap());
         assert!(warnings.is_empty());
         assert!(
             bytes < 64 * 1024,

@@ -323,3 +323,22 @@ impl Future for Cancelled {
         Poll::Pending
     }
 }
+
+/// What an async notification handler registered with
+/// [`AsyncRouter::raw_notification_with_context`](crate::AsyncRouter::raw_notification_with_context)
+/// knows: the connection, to notify or call the peer back.
+#[derive(Debug, Clone)]
+pub struct NotificationContext {
+    peer: Client,
+}
+
+impl NotificationContext {
+    pub(crate) fn new(peer: Client) -> Self {
+        NotificationContext { peer }
+    }
+
+    /// A handle to the connection the notification came on: notify or call the peer.
+    pub fn peer(&self) -> &Client {
+        &self.peer
+    }
+}

@@ -65,7 +65,7 @@ pub use child::{ClosableWriter, WriterCloser};
 
 pub use builder::Builder;
 pub use client::{Batch, BatchSlot, CallError, Client, PendingCall, RawResult};
-pub use context::{Cancelled, RequestContext};
+pub use context::{Cancelled, NotificationContext, RequestContext};
 pub use driver::{Driver, ShutdownHandle};
 pub use extension::Extension;
 pub use http_request::{HttpRequest, HttpRequests, Principal, MAX_RECORDED};

@@ -12,7 +12,7 @@ use sansrpc::router::{Admit, Call, RegisterError, Router, PEER_NOTIFICATIONS};
 use sansrpc::{ErrorObject, RawValue};
 
 use crate::client::Client;
-use crate::context::{CancelSignal, RequestContext};
+use crate::context::{CancelSignal, NotificationContext, RequestContext};
 use crate::stream::Producer;
 
 /// What an async method handler's future resolves to: the result JSON or the error object.
@@ -30,7 +30,10 @@ enum Handler {
     Plain(Box<CallFn>),
     Context(Box<ContextCallFn>),
 }
-type NotifyFn = dyn Fn(Option<Box<RawValue>>) -> BoxFuture<()> + Send + Sync;
+/// A notification handler; it gets the connection's [`NotificationContext`] when it asked
+/// for one (a connection that serves always has it).
+type NotifyFn =
+    dyn Fn(Option<NotificationContext>, Option<Box<RawValue>>) -> BoxFuture<()> + Send + Sync;
 type OpenFn = dyn Fn(Option<&RawValue>) -> Result<Producer, ErrorObject<'static>> + Send + Sync;
 
 /// Async handlers per method, with the core [`Router`] behind them.
@@ -233,7 +236,7 @@ impl AsyncRouter {
     {
         self.check(N::NAME)?;
         let decoder = ParamsDecoder::<N::Params>::new();
-        let notify = move |params: Option<Box<RawValue>>| -> BoxFuture<()> {
+        let notify = move |_, params: Option<Box<RawValue>>| -> BoxFuture<()> {
             match decoder.decode(params.as_deref()) {
                 Ok(params) => handler(params).boxed(),
                 Err(_) => futures::future::ready(()).boxed(),
@@ -251,7 +254,31 @@ impl AsyncRouter {
         Fut: Future<Output = ()> + Send + 'static,
     {
         self.check_as(name, true)?;
-        let notify = move |params| -> BoxFuture<()> { handler(params).boxed() };
+        let notify = move |_, params| -> BoxFuture<()> { handler(params).boxed() };
+        self.notifications.insert(name.to_owned(), Box::new(notify));
+        Ok(())
+    }
+
+    /// Registers an async raw notification handler that reaches the peer: it gets the
+    /// connection's [`NotificationContext`] (to notify or call the peer back, as an LSP
+    /// server publishes diagnostics after `textDocument/didChange`). Notifications still
+    /// run one at a time, in arrival order.
+    pub fn raw_notification_with_context<F, Fut>(
+        &mut self,
+        name: &str,
+        handler: F,
+    ) -> Result<(), RegisterError>
+    where
+        F: Fn(NotificationContext, Option<Box<RawValue>>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.check_as(name, true)?;
+        let notify = move |cx: Option<NotificationContext>, params| -> BoxFuture<()> {
+            match cx {
+                Some(cx) => handler(cx, params).boxed(),
+                None => futures::future::ready(()).boxed(),
+            }
+        };
         self.notifications.insert(name.to_owned(), Box::new(notify));
         Ok(())
     }
@@ -338,10 +365,15 @@ impl AsyncRouter {
     }
 
     /// The work for a notification of `method`.
-    pub(crate) fn notification_work(&self, method: &str, params: Option<&RawValue>) -> Work {
+    pub(crate) fn notification_work(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        peer: Option<&Client>,
+    ) -> Work {
         match self.notifications.get(method) {
             Some(f) => match self.admit(method, params, None) {
-                Ok(params) => Work::Notify(f(params)),
+                Ok(params) => Work::Notify(f(peer.cloned().map(NotificationContext::new), params)),
                 // Refused: dropped, as the core router drops a refused notification.
                 Err(_) => Work::Notify(futures::future::ready(()).boxed()),
             },

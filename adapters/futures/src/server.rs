@@ -192,7 +192,7 @@ impl Server {
                 connection::Event::Notification(n) => {
                     let params = n.params.as_deref();
                     let work = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                        router.notification_work(&n.method, params)
+                        router.notification_work(&n.method, params, self.peer.as_ref())
                     }));
                     match work {
                         Ok(Work::Notify(work)) => self.notify(work),

@@ -73,8 +73,9 @@ use tokio_util::compat::{Compat, TokioAsyncReadCompatExt, TokioAsyncWriteCompatE
 
 pub use sansrpc_futures::{
     sansrpc, AsyncRouter, Batch, BatchSlot, BoxFuture, Builder, ByteStream, CallError, Cancelled,
-    Client, Driver, Extension, HandlerResult, PendingCall, RawResult, RawStream, Received,
-    RequestContext, ShutdownHandle, StreamOptions, Timer, Transport, TypedStream,
+    Client, Driver, Extension, HandlerResult, NotificationContext, PendingCall, RawResult,
+    RawStream, Received, RequestContext, ShutdownHandle, StreamOptions, Timer, Transport,
+    TypedStream,
 };
 
 /// Which `Origin`s a server accepts: for the WebSocket handshake ([`ws`]) and for CORS

@@ -55,8 +55,8 @@ impl Documents {
     /// Applies `textDocument/didOpen`: the document is open with the given text, language
     /// and version. A document already open is replaced ([`Warning::AlreadyOpen`]): the
     /// client's latest word is what its editor shows.
-    pub fn did_open(&mut self, params: DidOpenTextDocumentParams) -> Vec<Warning> {
-        let item = params.text_document;
+    pub fn did_open(&mut self, params: &DidOpenTextDocumentParams) -> Vec<Warning> {
+        let item = &params.text_document;
         if let Some(document) = self.open.get_mut(&item.uri) {
             let warning = Warning::AlreadyOpen {
                 uri: item.uri.clone(),
@@ -65,7 +65,13 @@ impl Documents {
             document.reopen(item);
             return vec![warning];
         }
-        let document = TextDocument::from_item(item, self.encoding);
+        let document = TextDocument::new(
+            item.uri.clone(),
+            item.language_id.clone(),
+            item.version,
+            &item.text,
+            self.encoding,
+        );
         self.open.insert(document.uri().clone(), document);
         Vec::new()
     }
@@ -75,15 +81,15 @@ impl Documents {
     /// adjusted and how). A document that is not open is an error, and nothing changes.
     pub fn did_change(
         &mut self,
-        params: DidChangeTextDocumentParams,
+        params: &DidChangeTextDocumentParams,
     ) -> Result<Vec<Warning>, DocumentError> {
-        let identifier = params.text_document;
+        let identifier = &params.text_document;
         match self.open.get_mut(&identifier.uri) {
             Some(document) => {
                 Ok(document.apply_changes(identifier.version, &params.content_changes))
             }
             None => Err(DocumentError::NotOpen {
-                uri: identifier.uri,
+                uri: identifier.uri.clone(),
             }),
         }
     }
@@ -92,10 +98,12 @@ impl Documents {
     /// document that is not open is an error.
     pub fn did_close(
         &mut self,
-        params: DidCloseTextDocumentParams,
+        params: &DidCloseTextDocumentParams,
     ) -> Result<TextDocument, DocumentError> {
-        let uri = params.text_document.uri;
-        self.open.remove(&uri).ok_or(DocumentError::NotOpen { uri })
+        let uri = &params.text_document.uri;
+        self.open
+            .remove(uri)
+            .ok_or_else(|| DocumentError::NotOpen { uri: uri.clone() })
     }
 
     /// The open document `uri`, if it is open.

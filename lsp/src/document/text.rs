@@ -399,8 +399,8 @@ impl TextDocument {
     }
 
     /// Replaces text, language and version, as a second `didOpen` does.
-    pub(super) fn reopen(&mut self, item: TextDocumentItem) {
-        self.language_id = item.language_id;
+    pub(super) fn reopen(&mut self, item: &TextDocumentItem) {
+        self.language_id.clone_from(&item.language_id);
         self.version = item.version;
         self.text = Rope::from_str(&item.text);
     }

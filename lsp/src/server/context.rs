@@ -1,0 +1,276 @@
+//! What a handler knows and how it reaches the editor: [`Context`], and the [`Host`] an
+//! adapter gives it.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use lsp_types::notification::{
+    LogMessage, Notification, Progress, PublishDiagnostics, ShowMessage,
+};
+use lsp_types::request::{Request, WorkDoneProgressCreate};
+use lsp_types::{
+    ClientCapabilities, Diagnostic, InitializeParams, LogMessageParams, MessageType,
+    ProgressParams, ProgressParamsValue, ProgressToken, PublishDiagnosticsParams,
+    ShowMessageParams, Uri, WorkDoneProgress, WorkDoneProgressBegin, WorkDoneProgressCreateParams,
+    WorkDoneProgressEnd, WorkDoneProgressReport,
+};
+use sansrpc::{ErrorObject, RawValue};
+use serde::Serialize;
+
+use super::session::Session;
+use super::LspError;
+use crate::document::{PositionEncoding, TextDocument};
+
+/// A boxed future, as [`Host`] returns them.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// What a driver gives the server for one request or notification: the way to the editor
+/// and the connection's [`Session`]. The adapters implement it (the `futures` feature's
+/// serves tokio, smol and async-std; the `blocking` feature's, plain threads); the
+/// protocol logic never sees a socket.
+pub trait Host: Send + Sync + 'static {
+    /// Calls the editor; its result or its error.
+    fn call(
+        &self,
+        method: &str,
+        params: Box<RawValue>,
+    ) -> BoxFuture<Result<Box<RawValue>, ErrorObject<'static>>>;
+    /// Sends the editor a notification; false when the connection is gone.
+    fn notify(&self, method: &str, params: Box<RawValue>) -> BoxFuture<bool>;
+    /// The connection's session (one per connection).
+    fn session(&self) -> Arc<Session>;
+    /// The editor cancelled the request (always false for a notification).
+    fn is_cancelled(&self) -> bool;
+    /// Resolves when the editor cancels the request (never, for a notification).
+    fn cancelled(&self) -> BoxFuture<()>;
+}
+
+/// The progress tokens a request carried (`workDoneToken`, `partialResultToken`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Tokens {
+    pub work_done: Option<ProgressToken>,
+    pub partial_result: Option<ProgressToken>,
+}
+
+/// What a handler knows about its request or notification, and how it reaches the editor:
+/// notifications (diagnostics, log and show messages), calls (configuration, applyEdit,
+/// showMessageRequest, registerCapability), work-done progress and partial results, the
+/// documents the server keeps, in the negotiated position encoding, and, for requests,
+/// the editor's cancellation. Cheap to clone; give a clone to a task that outlives the
+/// handler.
+#[derive(Clone)]
+pub struct Context {
+    host: Arc<dyn Host>,
+    session: Arc<Session>,
+    tokens: Arc<Tokens>,
+}
+
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context")
+            .field("encoding", &self.encoding())
+            .field("cancelled", &self.is_cancelled())
+            .finish()
+    }
+}
+
+/// Tokens of the progress a server creates (`window/workDoneProgress/create`), unique in
+/// the process.
+static CREATED: AtomicU64 = AtomicU64::new(1);
+
+impl Context {
+    pub(crate) fn new(host: Arc<dyn Host>, tokens: Tokens) -> Self {
+        let session = host.session();
+        Context {
+            host,
+            session,
+            tokens: Arc::new(tokens),
+        }
+    }
+
+    /// The connection's session: documents, the negotiated encoding, the client's
+    /// capabilities.
+    pub fn session(&self) -> &Arc<Session> {
+        &self.session
+    }
+
+    /// The position encoding negotiated at `initialize` (UTF-16 before it).
+    pub fn encoding(&self) -> PositionEncoding {
+        self.session.encoding()
+    }
+
+    /// A snapshot of the open document `uri`, as of the latest change applied (cheap: no
+    /// copy of the text); `None` when it is not open.
+    pub fn document(&self, uri: &Uri) -> Option<TextDocument> {
+        self.session.document(uri)
+    }
+
+    /// The client's `initialize` params (`None` before `initialize`).
+    pub fn initialize_params(&self) -> Option<Arc<InitializeParams>> {
+        self.session.initialize_params()
+    }
+
+    /// The client's capabilities (`None` before `initialize`).
+    pub fn client_capabilities(&self) -> Option<ClientCapabilities> {
+        self.initialize_params().map(|p| p.capabilities.clone())
+    }
+
+    /// True once the editor cancelled this request (`$/cancelRequest`); a handler that
+    /// stops answers with [`LspError::cancelled`]. Always false in a notification.
+    pub fn is_cancelled(&self) -> bool {
+        self.host.is_cancelled()
+    }
+
+    /// Resolves when the editor cancels this request (never, in a notification).
+    pub fn cancelled(&self) -> impl Future<Output = ()> + Send + 'static {
+        self.host.cancelled()
+    }
+
+    /// Sends the editor the notification `N`; false when the connection is gone or the
+    /// params do not serialize.
+    pub async fn notify<N: Notification>(&self, params: N::Params) -> bool {
+        match super::to_raw(&params) {
+            Ok(params) => self.host.notify(N::METHOD, params).await,
+            Err(_) => false,
+        }
+    }
+
+    /// Calls the editor with the request `R`: `workspace/configuration`,
+    /// `workspace/applyEdit`, `window/showMessageRequest`, `client/registerCapability`…
+    pub async fn call<R: Request>(&self, params: R::Params) -> Result<R::Result, LspError> {
+        let params = super::to_raw(&params)
+            .map_err(|e| LspError::internal(format!("{}: {e}", R::METHOD)))?;
+        let result = self
+            .host
+            .call(R::METHOD, params)
+            .await
+            .map_err(LspError::from)?;
+        serde_json::from_str(result.get())
+            .map_err(|e| LspError::internal(format!("the editor's answer to {}: {e}", R::METHOD)))
+    }
+
+    /// Publishes the diagnostics of `uri` (`textDocument/publishDiagnostics`), for the
+    /// document's `version` when given.
+    pub async fn publish_diagnostics(
+        &self,
+        uri: Uri,
+        diagnostics: Vec<Diagnostic>,
+        version: Option<i32>,
+    ) -> bool {
+        let params = PublishDiagnosticsParams::new(uri, diagnostics, version);
+        self.notify::<PublishDiagnostics>(params).await
+    }
+
+    /// Logs `message` in the editor (`window/logMessage`).
+    pub async fn log_message(&self, typ: MessageType, message: impl Into<String>) -> bool {
+        let params = LogMessageParams {
+            typ,
+            message: message.into(),
+        };
+        self.notify::<LogMessage>(params).await
+    }
+
+    /// Shows `message` to the user (`window/showMessage`).
+    pub async fn show_message(&self, typ: MessageType, message: impl Into<String>) -> bool {
+        let params = ShowMessageParams {
+            typ,
+            message: message.into(),
+        };
+        self.notify::<ShowMessage>(params).await
+    }
+
+    /// Starts work-done progress titled `title`: on the request's own `workDoneToken` when
+    /// it carried one, else on a token created with `window/workDoneProgress/create` when
+    /// the client supports it. `None` when neither: report nothing then.
+    pub async fn work_done(&self, title: impl Into<String>) -> Option<WorkDone> {
+        let token = match &self.tokens.work_done {
+            Some(token) => token.clone(),
+            None => {
+                let creates = self
+                    .client_capabilities()
+                    .and_then(|c| c.window)
+                    .and_then(|w| w.work_done_progress)
+                    .unwrap_or(false);
+                if !creates {
+                    return None;
+                }
+                let n = CREATED.fetch_add(1, Ordering::Relaxed);
+                let token = ProgressToken::String(format!("sansrpc-lsp-{n}"));
+                let params = WorkDoneProgressCreateParams {
+                    token: token.clone(),
+                };
+                self.call::<WorkDoneProgressCreate>(params).await.ok()?;
+                token
+            }
+        };
+        let done = WorkDone {
+            cx: self.clone(),
+            token,
+        };
+        let begin = WorkDoneProgressBegin {
+            title: title.into(),
+            ..WorkDoneProgressBegin::default()
+        };
+        done.send(WorkDoneProgress::Begin(begin)).await;
+        Some(done)
+    }
+
+    /// Sends `value` as a partial result of this request on its `partialResultToken`
+    /// (`$/progress`); false when the request carried none (answer with the whole result
+    /// then).
+    pub async fn partial_result<T: Serialize>(&self, value: &T) -> bool {
+        let Some(token) = self.tokens.partial_result.clone() else {
+            return false;
+        };
+        #[derive(Serialize)]
+        struct Partial<'a, T> {
+            token: ProgressToken,
+            value: &'a T,
+        }
+        match super::to_raw(&Partial { token, value }) {
+            Ok(params) => self.host.notify(Progress::METHOD, params).await,
+            Err(_) => false,
+        }
+    }
+}
+
+/// Work-done progress under way ([`Context::work_done`]): report, then end it.
+#[derive(Debug)]
+pub struct WorkDone {
+    cx: Context,
+    token: ProgressToken,
+}
+
+impl WorkDone {
+    /// The token the progress goes on.
+    pub fn token(&self) -> &ProgressToken {
+        &self.token
+    }
+
+    /// Reports `message` and, when known, the `percentage` done.
+    pub async fn report(&self, message: Option<String>, percentage: Option<u32>) -> bool {
+        let report = WorkDoneProgressReport {
+            message,
+            percentage,
+            ..WorkDoneProgressReport::default()
+        };
+        self.send(WorkDoneProgress::Report(report)).await
+    }
+
+    /// Ends the progress with a last `message`.
+    pub async fn end(self, message: Option<String>) -> bool {
+        self.send(WorkDoneProgress::End(WorkDoneProgressEnd { message }))
+            .await
+    }
+
+    async fn send(&self, value: WorkDoneProgress) -> bool {
+        let params = ProgressParams {
+            token: self.token.clone(),
+            value: ProgressParamsValue::WorkDone(value),
+        };
+        self.cx.notify::<Progress>(params).await
+    }
+}

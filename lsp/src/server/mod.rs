@@ -1,0 +1,507 @@
+//! A language server: lsp-types' own request and notification types registered as they
+//! are, a [`Context`] in every handler (notifications included) that reaches the editor,
+//! the capabilities that follow from what is registered, and the text documents kept in
+//! the negotiated position encoding.
+//!
+//! [`ServerBuilder`] declares the handlers; [`Server`] is the protocol logic, a function of
+//! a request and a [`Host`] (the adapter's way to the editor), so one definition runs on
+//! tokio and on the futures driver (smol, async-std) with the `futures` feature
+//! ([`Server::router`]). Give the connection
+//! `sansrpc::Config::for_profile(Profile::Lsp)`: the lifecycle (requests before
+//! `initialize` refused, `exit`'s status, the editor's process watched), ordered
+//! notifications and `$/cancelRequest` are the connection machine's.
+//!
+//! What the server answers itself:
+//! - `initialize`: the position encoding negotiated from the client's
+//!   `general.positionEncodings` (its first choice the server supports; UTF-16 when it
+//!   offers none), the capabilities of the registered handlers (see
+//!   [`ServerBuilder::capabilities`]) and the server's name and version;
+//! - `shutdown` (`null`, after the application's handler when it registered one);
+//! - `textDocument/didOpen`, `didChange` and `didClose`, applied to the [`Session`]'s
+//!   documents in arrival order before the application's handler for them runs (unless
+//!   [`ServerBuilder::keep_documents`] is off).
+//!
+//! ```
+//! use sansrpc_lsp::lsp_types::request::HoverRequest;
+//! use sansrpc_lsp::lsp_types::{Hover, HoverContents, HoverParams, MarkupContent, MarkupKind};
+//! use sansrpc_lsp::server::{Context, LspError, ServerBuilder};
+//!
+//! async fn hover(cx: Context, params: HoverParams) -> Result<Option<Hover>, LspError> {
+//!     let at = params.text_document_position_params;
+//!     let Some(doc) = cx.document(&at.text_document.uri) else { return Ok(None) };
+//!     let line = doc.line(at.position.line).unwrap_or_default().into_owned();
+//!     let contents = HoverContents::Markup(MarkupContent { kind: MarkupKind::PlainText, value: line });
+//!     Ok(Some(Hover { contents, range: None }))
+//! }
+//!
+//! let server = ServerBuilder::new("lines", "1.0").request::<HoverRequest, _, _>(hover).build();
+//! assert!(server.capabilities().hover_provider.is_some());
+//! ```
+
+mod capabilities;
+mod context;
+mod session;
+
+#[cfg(feature = "futures")]
+mod futures;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use lsp_types::notification::{
+    DidChangeTextDocument, DidCloseTextDocument, DidOpenTextDocument, Notification,
+};
+use lsp_types::request::{Initialize, Request, Shutdown};
+use lsp_types::{
+    DidChangeTextDocumentParams, DidCloseTextDocumentParams, DidOpenTextDocumentParams,
+    InitializeParams, InitializeResult, MessageType, ProgressToken, ServerCapabilities, ServerInfo,
+};
+use sansrpc::{ErrorObject, RawValue};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+
+pub use context::{BoxFuture, Context, Host, WorkDone};
+pub use session::Session;
+
+use crate::document::{PositionEncoding, Warning};
+use context::Tokens;
+
+/// Why a handler did not give its result: the JSON-RPC error that answers the request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LspError(pub ErrorObject<'static>);
+
+impl LspError {
+    /// An error with `code` and `message`.
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        LspError(ErrorObject::new(code, message.into()))
+    }
+
+    /// `-32602` Invalid params.
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        LspError::new(-32602, message)
+    }
+
+    /// `-32603` Internal error.
+    pub fn internal(message: impl Into<String>) -> Self {
+        LspError::new(-32603, message)
+    }
+
+    /// `-32803` RequestFailed (LSP 3.17): the request was valid and failed.
+    pub fn request_failed(message: impl Into<String>) -> Self {
+        LspError::new(-32803, message)
+    }
+
+    /// `-32801` ContentModified: the document changed under the request.
+    pub fn content_modified() -> Self {
+        LspError::new(-32801, "Content modified")
+    }
+
+    /// `-32800` RequestCancelled: what a handler answers once it sees
+    /// [`Context::is_cancelled`].
+    pub fn cancelled() -> Self {
+        LspError::new(-32800, "Request cancelled")
+    }
+}
+
+impl fmt::Display for LspError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.0.message, self.0.code)
+    }
+}
+
+impl std::error::Error for LspError {}
+
+impl From<ErrorObject<'static>> for LspError {
+    fn from(e: ErrorObject<'static>) -> Self {
+        LspError(e)
+    }
+}
+
+type RequestFn = dyn Fn(Context, Option<&RawValue>) -> BoxFuture<Result<Box<RawValue>, ErrorObject<'static>>>
+    + Send
+    + Sync;
+type NotificationFn = dyn Fn(Context, Option<&RawValue>) -> BoxFuture<()> + Send + Sync;
+type CapabilitiesFn = dyn Fn(&mut ServerCapabilities) + Send + Sync;
+
+/// Declares a language server: its handlers, capabilities and position encodings.
+pub struct ServerBuilder {
+    info: ServerInfo,
+    requests: BTreeMap<&'static str, Box<RequestFn>>,
+    notifications: BTreeMap<&'static str, Box<NotificationFn>>,
+    encodings: Vec<PositionEncoding>,
+    documents: bool,
+    capabilities: Option<Box<CapabilitiesFn>>,
+}
+
+impl fmt::Debug for ServerBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerBuilder")
+            .field("info", &self.info)
+            .field("requests", &self.requests.keys().collect::<Vec<_>>())
+            .field(
+                "notifications",
+                &self.notifications.keys().collect::<Vec<_>>(),
+            )
+            .field("encodings", &self.encodings)
+            .field("documents", &self.documents)
+            .finish()
+    }
+}
+
+/// The methods the server answers itself; registering them is a mistake.
+const OWN_REQUESTS: [&str; 1] = [Initialize::METHOD];
+/// What the connection machine takes (the lifecycle, cancellation, tracing).
+const MACHINE_NOTIFICATIONS: [&str; 3] = ["exit", "$/cancelRequest", "$/setTrace"];
+
+impl ServerBuilder {
+    /// A server called `name`, at `version`, that keeps documents and speaks every position
+    /// encoding (UTF-8, UTF-16, UTF-32: the client's first choice wins).
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        ServerBuilder {
+            info: ServerInfo {
+                name: name.into(),
+                version: Some(version.into()),
+            },
+            requests: BTreeMap::new(),
+            notifications: BTreeMap::new(),
+            encodings: PositionEncoding::ALL.to_vec(),
+            documents: true,
+            capabilities: None,
+        }
+    }
+
+    /// Handles the request `R` (an lsp-types request type, or your own declared the same
+    /// way) with `handler`; its capability follows (see [`capabilities`](Self::capabilities)).
+    /// Params that do not decode are answered `-32602` without running it.
+    ///
+    /// # Panics
+    /// When `R` is `initialize` (the server answers it) or is registered twice.
+    pub fn request<R, F, Fut>(mut self, handler: F) -> Self
+    where
+        R: Request,
+        F: Fn(Context, R::Params) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R::Result, LspError>> + Send + 'static,
+    {
+        assert!(
+            !OWN_REQUESTS.contains(&R::METHOD),
+            "{} is answered by the server",
+            R::METHOD
+        );
+        let run = move |cx: Context, params: Option<&RawValue>| -> BoxFuture<_> {
+            match decode::<R::Params>(params) {
+                Ok(params) => {
+                    let answer = handler(cx, params);
+                    Box::pin(async move {
+                        let result = answer.await.map_err(|e| e.0)?;
+                        to_raw(&result).map_err(|e| {
+                            ErrorObject::new(-32603, format!("{}'s result: {e}", R::METHOD))
+                        })
+                    })
+                }
+                Err(e) => Box::pin(std::future::ready(Err(e))),
+            }
+        };
+        let old = self.requests.insert(R::METHOD, Box::new(run));
+        assert!(old.is_none(), "{} is registered twice", R::METHOD);
+        self
+    }
+
+    /// Handles the notification `N` with `handler`, which gets a [`Context`] to reach the
+    /// editor. Notifications run one at a time in arrival order, each before any request
+    /// that came after it. For `didOpen`, `didChange` and `didClose` the document is
+    /// already updated when the handler runs. Params that do not decode are dropped, with
+    /// a `window/logMessage` warning to the editor.
+    ///
+    /// # Panics
+    /// When `N` is `exit`, `$/cancelRequest` or `$/setTrace` (the connection machine takes
+    /// them) or is registered twice.
+    pub fn notification<N, F, Fut>(mut self, handler: F) -> Self
+    where
+        N: Notification,
+        F: Fn(Context, N::Params) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        assert!(
+            !MACHINE_NOTIFICATIONS.contains(&N::METHOD),
+            "{} is taken by the connection",
+            N::METHOD
+        );
+        let run = move |cx: Context, params: Option<&RawValue>| -> BoxFuture<()> {
+            match decode::<N::Params>(params) {
+                Ok(params) => Box::pin(handler(cx, params)),
+                Err(e) => Box::pin(async move {
+                    let message = format!("{}: {}", N::METHOD, e.message);
+                    cx.log_message(MessageType::WARNING, message).await;
+                }),
+            }
+        };
+        let old = self.notifications.insert(N::METHOD, Box::new(run));
+        assert!(old.is_none(), "{} is registered twice", N::METHOD);
+        self
+    }
+
+    /// The position encodings the server supports (default all three); the client's first
+    /// choice among them is used, UTF-16 when there is none (as LSP 3.17 says).
+    pub fn position_encodings(mut self, supported: &[PositionEncoding]) -> Self {
+        self.encodings = supported.to_vec();
+        self
+    }
+
+    /// Keeps the client's text documents (default on): `didOpen`, `didChange` (full and
+    /// incremental) and `didClose` are applied in order, [`Context::document`] reads
+    /// them, and `textDocumentSync` says so (`openClose`, incremental changes). Off, the
+    /// server keeps none and declares the sync of its own handlers only.
+    pub fn keep_documents(mut self, on: bool) -> Self {
+        self.documents = on;
+        self
+    }
+
+    /// Changes the capabilities the registered handlers imply before they are sent:
+    /// options a method needs beyond "provided" (completion trigger characters, a semantic
+    /// tokens legend, the commands of `workspace/executeCommand`), or anything else.
+    /// `positionEncoding` is set after it, as negotiated.
+    pub fn capabilities(
+        mut self,
+        change: impl Fn(&mut ServerCapabilities) + Send + Sync + 'static,
+    ) -> Self {
+        self.capabilities = Some(Box::new(change));
+        self
+    }
+
+    /// The server.
+    pub fn build(self) -> Server {
+        let mut capabilities = capabilities::implied(
+            self.requests
+                .keys()
+                .chain(self.notifications.keys())
+                .copied(),
+            self.documents,
+        );
+        if let Some(change) = &self.capabilities {
+            change(&mut capabilities);
+        }
+        Server(Arc::new(Inner {
+            info: self.info,
+            requests: self.requests,
+            notifications: self.notifications,
+            encodings: self.encodings,
+            documents: self.documents,
+            capabilities,
+        }))
+    }
+}
+
+struct Inner {
+    info: ServerInfo,
+    requests: BTreeMap<&'static str, Box<RequestFn>>,
+    notifications: BTreeMap<&'static str, Box<NotificationFn>>,
+    encodings: Vec<PositionEncoding>,
+    documents: bool,
+    capabilities: ServerCapabilities,
+}
+
+/// A language server, built by [`ServerBuilder`]: the protocol logic, for any adapter.
+/// Cheap to clone (shared).
+#[derive(Clone)]
+pub struct Server(Arc<Inner>);
+
+impl fmt::Debug for Server {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Server")
+            .field("name", &self.0.info.name)
+            .field("requests", &self.0.requests.keys().collect::<Vec<_>>())
+            .field(
+                "notifications",
+                &self.0.notifications.keys().collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+/// The tokens of a request's params, read before its handler runs.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct TokenParams {
+    work_done_token: Option<ProgressToken>,
+    partial_result_token: Option<ProgressToken>,
+}
+
+impl Server {
+    /// The capabilities sent at `initialize` (before `positionEncoding`, which depends on
+    /// the client).
+    pub fn capabilities(&self) -> &ServerCapabilities {
+        &self.0.capabilities
+    }
+
+    /// The request methods the server answers: its own and the registered ones.
+    pub fn request_methods(&self) -> impl Iterator<Item = &'static str> + '_ {
+        let own = [Initialize::METHOD, Shutdown::METHOD];
+        own.into_iter().chain(
+            self.0
+                .requests
+                .keys()
+                .copied()
+                .filter(move |m| !own.contains(m)),
+        )
+    }
+
+    /// The notification methods the server handles: the registered ones and, when it
+    /// keeps documents, `didOpen`, `didChange` and `didClose`.
+    pub fn notification_methods(&self) -> impl Iterator<Item = &'static str> + '_ {
+        let documents = [
+            DidOpenTextDocument::METHOD,
+            DidChangeTextDocument::METHOD,
+            DidCloseTextDocument::METHOD,
+        ];
+        let kept = self.0.documents.then_some(documents).into_iter().flatten();
+        kept.chain(
+            self.0
+                .notifications
+                .keys()
+                .copied()
+                .filter(move |m| !(self.0.documents && documents.contains(m))),
+        )
+    }
+
+    /// Answers the request `method` for a driver: the result JSON or the error object.
+    pub fn handle_request(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        host: Arc<dyn Host>,
+    ) -> BoxFuture<Result<Box<RawValue>, ErrorObject<'static>>> {
+        let tokens = params
+            .and_then(|p| serde_json::from_str::<TokenParams>(p.get()).ok())
+            .unwrap_or_default();
+        let cx = Context::new(
+            host,
+            Tokens {
+                work_done: tokens.work_done_token,
+                partial_result: tokens.partial_result_token,
+            },
+        );
+        match method {
+            m if m == Initialize::METHOD => {
+                Box::pin(std::future::ready(self.initialize(&cx, params)))
+            }
+            m if m == Shutdown::METHOD => match self.0.requests.get(m) {
+                Some(handler) => {
+                    let answer = handler(cx, params);
+                    Box::pin(async move { answer.await.map(|_| null()) })
+                }
+                None => Box::pin(std::future::ready(Ok(null()))),
+            },
+            m => match self.0.requests.get(m) {
+                Some(handler) => handler(cx, params),
+                None => Box::pin(std::future::ready(Err(ErrorObject::method_not_found()))),
+            },
+        }
+    }
+
+    /// Handles the notification `method` for a driver. The documents change here, at once,
+    /// in the order the driver calls it (arrival order); the future it returns runs the
+    /// application's handler.
+    pub fn handle_notification(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        host: Arc<dyn Host>,
+    ) -> BoxFuture<()> {
+        let cx = Context::new(host, Tokens::default());
+        let warnings = if self.0.documents {
+            self.apply_document(&cx, method, params)
+        } else {
+            Vec::new()
+        };
+        let handler = self
+            .0
+            .notifications
+            .get(method)
+            .map(|h| h(cx.clone(), params));
+        Box::pin(async move {
+            for warning in warnings {
+                cx.log_message(MessageType::WARNING, warning).await;
+            }
+            if let Some(handler) = handler {
+                handler.await;
+            }
+        })
+    }
+
+    /// Applies a document notification to the session's documents; what is worth a
+    /// warning (past the spec's clamps: a malformed edit, a document not open).
+    fn apply_document(&self, cx: &Context, method: &str, params: Option<&RawValue>) -> Vec<String> {
+        let session = cx.session();
+        let warn = |warnings: Vec<Warning>| -> Vec<String> {
+            warnings
+                .into_iter()
+                .filter(|w| !w.is_spec_clamp())
+                .map(|w| format!("{method}: {w}"))
+                .collect()
+        };
+        match method {
+            m if m == DidOpenTextDocument::METHOD => {
+                match decode::<DidOpenTextDocumentParams>(params) {
+                    Ok(p) => warn(session.with_documents(|d| d.did_open(&p))),
+                    Err(e) => vec![format!("{m}: {}", e.message)],
+                }
+            }
+            m if m == DidChangeTextDocument::METHOD => {
+                match decode::<DidChangeTextDocumentParams>(params) {
+                    Ok(p) => match session.with_documents(|d| d.did_change(&p)) {
+                        Ok(warnings) => warn(warnings),
+                        Err(e) => vec![format!("{m}: {e}")],
+                    },
+                    Err(e) => vec![format!("{m}: {}", e.message)],
+                }
+            }
+            m if m == DidCloseTextDocument::METHOD => {
+                match decode::<DidCloseTextDocumentParams>(params) {
+                    Ok(p) => match session.with_documents(|d| d.did_close(&p)) {
+                        Ok(_) => Vec::new(),
+                        Err(e) => vec![format!("{m}: {e}")],
+                    },
+                    Err(e) => vec![format!("{m}: {}", e.message)],
+                }
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn initialize(
+        &self,
+        cx: &Context,
+        params: Option<&RawValue>,
+    ) -> Result<Box<RawValue>, ErrorObject<'static>> {
+        let params: InitializeParams = decode(params)?;
+        let encoding =
+            PositionEncoding::from_client_capabilities(&params.capabilities, &self.0.encodings);
+        cx.session().initialized(Arc::new(params), encoding);
+        let mut capabilities = self.0.capabilities.clone();
+        capabilities.position_encoding = Some(encoding.kind());
+        let result = InitializeResult {
+            capabilities,
+            server_info: Some(self.0.info.clone()),
+        };
+        to_raw(&result).map_err(|e| ErrorObject::new(-32603, format!("initialize's result: {e}")))
+    }
+}
+
+/// `value` as JSON text (serde_json writes it, so it is valid).
+pub(crate) fn to_raw<T: serde::Serialize + ?Sized>(value: &T) -> Result<Box<RawValue>, String> {
+    let json = serde_json::to_string(value).map_err(|e| e.to_string())?;
+    RawValue::from_string(json).map_err(|e| e.to_string())
+}
+
+/// `null`, as a result.
+fn null() -> Box<RawValue> {
+    RawValue::from_string("null".to_owned()).unwrap_or_else(|_| unreachable!("null is JSON"))
+}
+
+/// Decodes params (absent reads as `null`, as lsp-types' `()` params expect).
+fn decode<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T, ErrorObject<'static>> {
+    let text = params.map_or("null", RawValue::get);
+    serde_json::from_str(text).map_err(|e| ErrorObject::new(-32602, format!("Invalid params: {e}")))
+}
