@@ -3,7 +3,6 @@
 use std::sync::{Arc, Mutex};
 
 use sansrpc::connection::{Config, RequestOptions, SendError};
-use sansrpc::internals::{Endpoint, Event};
 use sansrpc::method::{decode_result, CallError, Method, NotificationMethod};
 #[cfg(feature = "discover")]
 use sansrpc::router::MethodDoc;
@@ -439,7 +438,7 @@ fn rpc_discover_describes_the_registered_methods() {
 }
 
 #[test]
-fn typed_calls_over_two_endpoints() {
+fn typed_calls_over_two_connections() {
     let server_router = router();
     let logged = Arc::new(Mutex::new(Vec::new()));
     let mut server_router = server_router;
@@ -447,29 +446,25 @@ fn typed_calls_over_two_endpoints() {
     server_router
         .notification::<Log, _>(move |(line,)| sink.lock().unwrap().push(line))
         .unwrap();
-    let mut client = Endpoint::new(Config::default());
+    let mut client = Connection::new(Config::default(), Instant::ZERO);
     let mut server = Connection::new(Config::default(), Instant::ZERO);
     let now = Instant::ZERO;
-    let id = client
-        .call::<Subtract>(
-            &Sub {
-                minuend: 5,
-                subtrahend: 3,
-            },
-            RequestOptions::default(),
-            now,
-        )
+    let sub = Sub {
+        minuend: 5,
+        subtrahend: 3,
+    };
+    client
+        .call_typed::<Subtract>(1, &sub, RequestOptions::default(), now)
         .unwrap();
-    client.notify::<Log>(&("started".to_owned(),)).unwrap();
-    let wrong = client
-        .call::<Hello>(
-            &Greet {
-                name: "x".into(),
-                greeting: None,
-            },
-            RequestOptions::default(),
-            now,
-        )
+    client
+        .notify_typed::<Log>(&("started".to_owned(),))
+        .unwrap();
+    let greet = Greet {
+        name: "x".into(),
+        greeting: None,
+    };
+    client
+        .call_typed::<Hello>(2, &greet, RequestOptions::default(), now)
         .unwrap();
     let mut wire = Vec::new();
     while client.poll_transmit(&mut wire).is_some() {}
@@ -482,13 +477,13 @@ fn typed_calls_over_two_endpoints() {
     client.handle_input(&wire, now).unwrap();
     let mut results = Vec::new();
     while let Some(event) = client.poll_event() {
-        let Event::Response { id: got, result } = event else {
+        let sansrpc::Event::Answer { token, result, .. } = event else {
             panic!("{event:?}")
         };
-        if got == id {
+        if token == 1 {
             results.push(format!("{:?}", decode_result::<Subtract>(result).unwrap()));
         } else {
-            assert_eq!(got, wrong);
+            assert_eq!(token, 2);
             // "hello" answers a string; decoding it as Subtract's i64 is a typed error.
             assert!(matches!(
                 decode_result::<Subtract>(result),
@@ -501,6 +496,38 @@ fn typed_calls_over_two_endpoints() {
 }
 
 #[test]
+fn a_typed_answer_is_written_as_serialized_and_one_that_fails_is_an_internal_error() {
+    let mut server = Connection::new(Config::default(), Instant::ZERO);
+    let frame = |body: &str| format!("Content-Length: {}\r\n\r\n{body}", body.len());
+    let input = frame(r#"{"jsonrpc":"2.0","method":"a","id":1}"#)
+        + &frame(r#"{"jsonrpc":"2.0","method":"b","id":2}"#);
+    server
+        .handle_input(input.as_bytes(), Instant::ZERO)
+        .unwrap();
+    let mut handles = Vec::new();
+    while let Some(event) = server.poll_event() {
+        if let sansrpc::Event::Request { handle, .. } = event {
+            handles.push(handle);
+        }
+    }
+    server.respond_typed(handles[0], Ok(&json!({"sum": [1, 2]})));
+    // A map with non-string keys does not serialize to JSON.
+    let bad: std::collections::BTreeMap<(u8, u8), u8> = [((1, 2), 3)].into();
+    server.respond_typed(handles[1], Ok(&bad));
+    let mut out = Vec::new();
+    while server.poll_transmit(&mut out).is_some() {}
+    let out = String::from_utf8(out).unwrap();
+    assert!(
+        out.contains(r#"{"jsonrpc":"2.0","result":{"sum":[1,2]},"id":1}"#),
+        "{out}"
+    );
+    assert!(
+        out.contains(r#""code":-32603"#) && out.ends_with(r#""id":2}"#),
+        "{out}"
+    );
+}
+
+#[test]
 fn typed_params_must_serialize_to_an_array_or_object() {
     enum Scalar {}
     impl Method for Scalar {
@@ -508,12 +535,13 @@ fn typed_params_must_serialize_to_an_array_or_object() {
         type Params = i64;
         type Result = ();
     }
-    let mut ep = Endpoint::new(Config::default());
+    let mut conn = Connection::new(Config::default(), Instant::ZERO);
     assert_eq!(
-        ep.call::<Scalar>(&5, RequestOptions::default(), Instant::ZERO),
+        conn.call_typed::<Scalar>(1, &5, RequestOptions::default(), Instant::ZERO),
         Err(SendError::InvalidParams)
     );
-    assert_eq!(ep.pending_requests(), 0);
+    assert_eq!(conn.waiting_calls(), 0);
+    assert_eq!(conn.unanswered_requests(), 0);
 }
 
 #[test]

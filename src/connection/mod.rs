@@ -1199,6 +1199,42 @@ impl Connection {
         Ok(())
     }
 
+    /// Calls `M` like [`call`](Connection::call), the params serialized straight into a
+    /// reused buffer (no `serde_json::Value` between). Decode the answer's result with
+    /// [`decode_result::<M>`](crate::method::decode_result).
+    pub fn call_typed<M>(
+        &mut self,
+        token: u64,
+        params: &M::Params,
+        options: RequestOptions,
+        now: Instant,
+    ) -> Result<(), SendError>
+    where
+        M: crate::method::Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>,
+    {
+        if !matches!(self.phase, Phase::Open) {
+            return Err(SendError::Closed);
+        }
+        let id = self.endpoint.call::<M>(params, options, now)?;
+        self.calls.insert(token, id, 0, false);
+        if M::NAME == "initialize" {
+            self.lsp = None;
+        }
+        Ok(())
+    }
+
+    /// Sends the notification `N`, its params serialized as
+    /// [`call_typed`](Connection::call_typed) does.
+    pub fn notify_typed<N>(&mut self, params: &N::Params) -> Result<(), SendError>
+    where
+        N: crate::method::NotificationMethod<Params: serde::Serialize>,
+    {
+        if !matches!(self.phase, Phase::Open | Phase::Draining { .. }) {
+            return Err(SendError::Closed);
+        }
+        self.endpoint.notify::<N>(params)
+    }
+
     /// Sends a notification. Refused once the connection shuts down.
     pub fn notify(&mut self, method: &str, params: Option<&RawValue>) -> Result<(), SendError> {
         if !matches!(self.phase, Phase::Open | Phase::Draining { .. }) {
@@ -1307,6 +1343,23 @@ impl Connection {
     pub fn respond(&mut self, handle: IncomingId, result: Result<&RawValue, &ErrorObject<'_>>) {
         if self.running.remove(&handle) {
             let _ = self.endpoint.respond(handle, result);
+            if let Some(lsp) = self.lsp.as_mut() {
+                lsp.answered(handle);
+            }
+        }
+    }
+
+    /// Answers the request `handle` with a typed result (serialized straight into a reused
+    /// buffer) or an error object, as [`respond`](Connection::respond) does. A result that
+    /// does not serialize is answered `-32603` Internal error: the request is answered
+    /// either way.
+    pub fn respond_typed<T: serde::Serialize + ?Sized>(
+        &mut self,
+        handle: IncomingId,
+        result: Result<&T, &ErrorObject<'_>>,
+    ) {
+        if self.running.remove(&handle) {
+            let _ = self.endpoint.respond_typed(handle, result);
             if let Some(lsp) = self.lsp.as_mut() {
                 lsp.answered(handle);
             }
