@@ -167,6 +167,10 @@ pub struct Config {
     /// refused, `exit` ends the connection, the editor's process watched. A connection that
     /// sends `initialize` itself is the client, and keeps none.
     pub lsp_lifecycle: bool,
+    /// Most method subscriptions active on one connection (default 1,024); past it a
+    /// subscribe is answered `-32002` "Server busy: too many subscriptions".
+    #[cfg(feature = "subscriptions")]
+    pub max_subscriptions: usize,
 }
 
 impl Default for Config {
@@ -201,6 +205,8 @@ impl Default for Config {
             linger: Duration::from_secs(1),
             process_check: PROCESS_CHECK,
             lsp_lifecycle: true,
+            #[cfg(feature = "subscriptions")]
+            max_subscriptions: 1024,
         }
     }
 }

@@ -36,6 +36,9 @@ pub mod code {
     pub const TIMEOUT: i64 = -32005;
     /// LSP's code for a request the client cancelled.
     pub const LSP_REQUEST_CANCELLED: i64 = -32800;
+    /// A method subscription ended because its subscriber read too slowly
+    /// ([`LagPolicy::Close`](crate::connection::subscriptions::LagPolicy::Close)).
+    pub const SUBSCRIPTION_LAGGED: i64 = -32006;
     /// LSP's ServerNotInitialized: a request before `initialize` (the same number as
     /// [`SERVER_BUSY`]; LSP defines it, sansrpc's busy answer uses it outside LSP).
     pub const LSP_SERVER_NOT_INITIALIZED: i64 = -32002;

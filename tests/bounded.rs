@@ -73,7 +73,7 @@ fn output_taken_in_parts_each_turn_keeps_the_buffer_bounded() {
         while out.len() < 5_000 && conn.poll_transmit(&mut out).is_some() {}
         taken += out.len();
         conn.handle_write(true, true, now);
-        peak = peak.max(conn.endpoint().output_capacity());
+        peak = peak.max(conn.output_capacity());
         assert!(conn.buffered_output() > 0);
     }
     let pending = conn.buffered_output();
@@ -126,7 +126,7 @@ fn output_written_in_parts_from_the_connection_buffer_stays_bounded() {
         }
         let pending = io.transmit(&mut conn).len();
         io.handle_written(&mut conn, pending.saturating_sub(100), now);
-        peak = peak.max(conn.endpoint().output_capacity());
+        peak = peak.max(conn.output_capacity());
         let interest = io.interest(&mut conn);
         assert!(interest.read && interest.write);
     }

@@ -105,6 +105,8 @@ pub mod keepalive;
 pub(crate) mod lsp;
 #[cfg(feature = "streams")]
 pub mod stream;
+#[cfg(feature = "subscriptions")]
+pub mod subscriptions;
 
 pub use crate::config::{
     Config, NullIdPolicy, NETWORK_FRAME_TIMEOUT, NETWORK_IDLE_TIMEOUT, NETWORK_WRITE_STALL_TIMEOUT,
@@ -219,6 +221,14 @@ pub enum Event<'a> {
     /// A protection timeout of the config passed (idle, partial frame, write stall) and the
     /// connection closes: [`Event::Closed`] follows.
     Expired(Expiry),
+    /// The peer ended a method subscription accepted with
+    /// [`Connection::accept_subscription`] (its unsubscribe request was answered `true`):
+    /// stop its producer and drop its queue.
+    #[cfg(feature = "subscriptions")]
+    Unsubscribed {
+        /// The subscription.
+        sub: u64,
+    },
     /// LSP: is the editor's process (`initialize`'s `processId`) still running? A driver
     /// on `std` checks ([`runtime::process_alive`](crate::runtime::process_alive)) and, when
     /// it is gone, calls [`Connection::handle_client_gone`]. Asked every
@@ -426,6 +436,9 @@ enum Take {
     /// `initialize`, with its params.
     LspInitialize(Option<Box<RawValue>>),
     LspShutdown(IncomingId),
+    /// An unsubscribe request, with the subscription it names (if it is one of ours).
+    #[cfg(feature = "subscriptions")]
+    Unsubscribe(IncomingId, Option<u64>),
     /// A notification the lifecycle takes: `exit` (its status), `$/setTrace`, or one it
     /// drops.
     LspNotification(lsp::Gate),
@@ -440,6 +453,9 @@ pub struct Connection {
     running: Running,
     #[cfg(feature = "streams")]
     streams: StreamTable<()>,
+    /// Method subscriptions accepted (the Ethereum shape).
+    #[cfg(feature = "subscriptions")]
+    subs: subscriptions::Table,
     heartbeat: Option<Heartbeat>,
     hook: Option<Box<dyn ConnectionHook>>,
     /// Scratch space for the hook's answers.
@@ -481,6 +497,8 @@ impl Connection {
             #[cfg(feature = "streams")]
             streams: StreamTable::new(config.streams),
             heartbeat: config.heartbeat.map(|h| Heartbeat::new(h, now)),
+            #[cfg(feature = "subscriptions")]
+            subs: subscriptions::Table::default(),
             endpoint: Endpoint::new(config),
             calls: Calls::default(),
             running: Running::default(),
@@ -527,6 +545,18 @@ impl Connection {
     /// The peer's requests received and not answered yet (held ones included).
     pub fn requests_in_flight(&self) -> usize {
         self.endpoint.requests_in_flight()
+    }
+
+    /// Requests the rate limit ([`Config::rate_limit`]) answered with its error so far.
+    pub fn rate_limited_requests(&self) -> u64 {
+        self.endpoint.rate_limited_requests()
+    }
+
+    /// Bytes of memory the output buffer holds: at most about twice
+    /// [`buffered_output`](Connection::buffered_output) (plus a few KiB), whatever the
+    /// driver takes per turn; an emptied buffer keeps at most 64 KiB.
+    pub fn output_capacity(&self) -> usize {
+        self.endpoint.output_capacity()
     }
 
     /// Notifications the rate limit ([`Config::rate_limit`]) dropped so far.
@@ -825,6 +855,8 @@ impl Connection {
                     &mut self.hook_buf,
                     self.heartbeat.is_some(),
                     self.lsp.as_ref(),
+                    #[cfg(feature = "subscriptions")]
+                    &self.subs,
                 ),
                 None => {
                     #[cfg(feature = "streams")]
@@ -922,6 +954,16 @@ impl Connection {
                     self.endpoint.poll_event();
                     return Some(self.closed());
                 }
+                #[cfg(feature = "subscriptions")]
+                Take::Unsubscribe(id, sub) => {
+                    self.endpoint.poll_event();
+                    let ended = sub.is_some_and(|sub| self.subs.active.remove(&sub).is_some());
+                    let answer = RawValue::from_validated(if ended { "true" } else { "false" });
+                    let _ = self.endpoint.respond(id, Ok(answer));
+                    if let (true, Some(sub)) = (ended, sub) {
+                        return Some(Event::Unsubscribed { sub });
+                    }
+                }
                 Take::LspRefuse(id, error) => {
                     self.endpoint.poll_event();
                     let _ = self.endpoint.respond(id, Err(&error));
@@ -979,11 +1021,16 @@ impl Connection {
     fn by_name_next(&mut self) -> NextByName {
         let heartbeat = self.heartbeat.is_some();
         let lsp = self.lsp.as_ref();
+        #[cfg(feature = "subscriptions")]
+        let subs = &self.subs;
+        #[cfg(not(feature = "subscriptions"))]
+        let subs = &();
         match self.endpoint.peek_next() {
             None => NextByName::Empty,
             Some(Peek::Call { request, method })
                 if by_name(request, method, heartbeat) == ByName::Nothing
-                    && !lsp.is_some_and(|l| l.takes(request, method)) =>
+                    && !lsp.is_some_and(|l| l.takes(request, method))
+                    && !subs_take(subs, request, method) =>
             {
                 NextByName::Pass
             }
@@ -1095,6 +1142,8 @@ impl Connection {
         self.hook_later.clear();
         #[cfg(feature = "streams")]
         self.streams.clear();
+        #[cfg(feature = "subscriptions")]
+        self.subs.active.clear();
         self.calls.clear();
         if let Some(mut hook) = self.hook.take() {
             hook.close();
@@ -1444,6 +1493,123 @@ impl Connection {
             })
     }
 
+    // ----- method subscriptions -----
+
+    /// Accepts the subscribe request `handle` as a subscription of `declaration`: answers
+    /// it with a new subscription id (in the declaration's style) and returns the
+    /// subscription's number, for [`send_item`](Connection::send_item) and the rest. From
+    /// now on the connection answers the declaration's unsubscribe method itself. `None`
+    /// when the request is not running here (answered already, or the connection closed),
+    /// or when [`Config::max_subscriptions`] are active: then it is answered `-32002`
+    /// "Server busy: too many subscriptions".
+    #[cfg(feature = "subscriptions")]
+    pub fn accept_subscription(
+        &mut self,
+        handle: IncomingId,
+        declaration: &subscriptions::MethodSubscription,
+    ) -> Option<u64> {
+        if !self.running.contains(&handle) {
+            return None;
+        }
+        if self.subs.active.len() >= self.endpoint.config().max_subscriptions {
+            let error = ErrorObject::fixed(
+                crate::error::code::SERVER_BUSY,
+                "Server busy: too many subscriptions",
+            );
+            let error = self.endpoint.own_error(error);
+            self.respond(handle, Err(&error));
+            return None;
+        }
+        let decl = self.subs.declare(declaration);
+        self.subs.next += 1;
+        let sub = self.subs.next;
+        let mut id = core::mem::take(&mut self.subs.buf);
+        id.clear();
+        self.subs.declarations[decl].write_id(sub, &mut id);
+        // Written here, from a number: JSON.
+        let text = core::str::from_utf8(&id).unwrap_or("null");
+        self.respond(handle, Ok(RawValue::from_validated(text)));
+        self.subs.buf = id;
+        self.subs.active.insert(sub, decl);
+        Some(sub)
+    }
+
+    /// Sends `item` to subscription `sub`: a notification of its declaration
+    /// (`{"subscription": id, "result": item}`). [`SendError::Closed`] when the
+    /// subscription is over; [`SendError::OutputFull`] while the output is full (keep the
+    /// item queued and send it once [`buffered_output`](Connection::buffered_output) went
+    /// down).
+    #[cfg(feature = "subscriptions")]
+    pub fn send_item(&mut self, sub: u64, item: &RawValue) -> Result<(), SendError> {
+        self.send_notice(sub, |d, sub, out| d.write_item(sub, item, out))
+    }
+
+    /// Tells subscription `sub` it missed `dropped` items
+    /// ([`LagPolicy::DropOldest`](subscriptions::LagPolicy::DropOldest)).
+    #[cfg(feature = "subscriptions")]
+    pub fn send_lagged(&mut self, sub: u64, dropped: u64) -> Result<(), SendError> {
+        self.send_notice(sub, |d, sub, out| d.write_lagged(sub, dropped, out))
+    }
+
+    /// Sends what a [`SubscriptionQueue`](subscriptions::SubscriptionQueue) popped: an item,
+    /// a lag notice, or the end of an overflowed subscription. The errors of
+    /// [`send_item`](Connection::send_item).
+    #[cfg(feature = "subscriptions")]
+    pub fn send_popped(
+        &mut self,
+        sub: u64,
+        popped: &subscriptions::Popped,
+    ) -> Result<(), SendError> {
+        match popped {
+            subscriptions::Popped::Item(item) => self.send_item(sub, item),
+            subscriptions::Popped::Lagged(n) => self.send_lagged(sub, *n),
+            subscriptions::Popped::Overflowed => {
+                match self.end_subscription(sub, Some(&subscriptions::lagged_error())) {
+                    true => Ok(()),
+                    false => Err(SendError::Closed),
+                }
+            }
+        }
+    }
+
+    /// The server ends subscription `sub`: with `error`, a last notification carrying it
+    /// (`{"subscription": id, "error": {...}}`) tells the subscriber; without, it just
+    /// stops (as jsonrpsee's and geth's servers do). False when it was not active.
+    #[cfg(feature = "subscriptions")]
+    pub fn end_subscription(&mut self, sub: u64, error: Option<&ErrorObject<'_>>) -> bool {
+        if let Some(error) = error {
+            let _ = self.send_notice(sub, |d, sub, out| d.write_error(sub, error, out));
+        }
+        self.subs.active.remove(&sub).is_some()
+    }
+
+    /// Method subscriptions active on this connection.
+    #[cfg(feature = "subscriptions")]
+    pub fn subscriptions(&self) -> usize {
+        self.subs.active.len()
+    }
+
+    #[cfg(feature = "subscriptions")]
+    fn send_notice(
+        &mut self,
+        sub: u64,
+        write: impl FnOnce(&subscriptions::MethodSubscription, u64, &mut Vec<u8>),
+    ) -> Result<(), SendError> {
+        let decl = *self.subs.active.get(&sub).ok_or(SendError::Closed)?;
+        let declaration = &self.subs.declarations[decl];
+        let mut params = core::mem::take(&mut self.subs.buf);
+        params.clear();
+        write(declaration, sub, &mut params);
+        // Our own writing around a value that is JSON: JSON.
+        let text = core::str::from_utf8(&params).unwrap_or("null");
+        let sent = self.endpoint.send_notification(
+            declaration.notification,
+            Some(RawValue::from_validated(text)),
+        );
+        self.subs.buf = params;
+        sent
+    }
+
     // ----- LSP -----
 
     /// The status the process should exit with, once the connection is over: under
@@ -1559,9 +1725,14 @@ fn decide(
     buf: &mut Vec<u8>,
     heartbeat: bool,
     lsp: Option<&lsp::Lsp>,
+    #[cfg(feature = "subscriptions")] subs: &subscriptions::Table,
 ) -> Take {
     match event {
         endpoint::Event::Request { id, request } => {
+            #[cfg(feature = "subscriptions")]
+            if let Some(decl) = subs.unsubscribe_method(&request.method) {
+                return Take::Unsubscribe(id, subs.named(decl, request.params.as_deref()));
+            }
             if let Some(lsp) = lsp.filter(|l| l.takes(true, &request.method)) {
                 match lsp.request(&request.method) {
                     lsp::Gate::Refuse(error) => return Take::LspRefuse(id, error),
@@ -1617,6 +1788,20 @@ fn orphan<'a>(id: RequestId, result: Result<Cow<'a, RawValue>, ErrorObject<'a>>)
         result,
         version: crate::message::Version::V2,
     }
+}
+
+/// True when a request is the unsubscribe method of a subscription accepted here: the
+/// connection answers it.
+#[cfg(feature = "subscriptions")]
+#[inline]
+fn subs_take(subs: &subscriptions::Table, request: bool, method: &str) -> bool {
+    request && !subs.declarations.is_empty() && subs.unsubscribe_method(method).is_some()
+}
+
+#[cfg(not(feature = "subscriptions"))]
+#[inline]
+fn subs_take(_: &(), _: bool, _: &str) -> bool {
+    false
 }
 
 fn min(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {

@@ -652,6 +652,7 @@ impl Endpoint {
     }
 
     /// True when every table is empty: nothing pending, in flight, remembered or queued.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))] // the crate's own tests use it
     pub fn is_idle(&self) -> bool {
         self.outgoing.is_empty()
             && self.incoming.is_empty()
@@ -773,6 +774,7 @@ impl Endpoint {
 
     /// Signals the end of input: a partial frame is reported, then the endpoint closes as
     /// with [`close`](Endpoint::close).
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))] // the crate's own tests use it
     pub fn handle_end_of_input(&mut self, now: Instant) {
         self.finish_input(now);
         self.close(now);

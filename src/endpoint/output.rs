@@ -38,6 +38,7 @@ impl Output {
     }
 
     /// True when no frame waits.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))] // the crate's own tests use it
     pub(super) fn is_empty(&self) -> bool {
         self.frames.is_empty()
     }

@@ -1,0 +1,569 @@
+//! Method subscriptions in the Ethereum shape: a subscribe method answers a subscription
+//! id, notifications carry it with each item, an unsubscribe method ends it. Ethereum
+//! (`eth_subscribe` / `eth_subscription` / `eth_unsubscribe`), Substrate
+//! (`chain_subscribeNewHeads` / `chain_newHead` / `chain_unsubscribeNewHeads`), Solana
+//! (`accountSubscribe` / `accountNotification` / `accountUnsubscribe`) and jsonrpsee's
+//! `#[subscription]` all speak it.
+//!
+//! ```text
+//! → {"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["newHeads"]}
+//! ← {"jsonrpc":"2.0","id":1,"result":"0x1"}
+//! ← {"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":"0x1","result":{"number":"0x10"}}}
+//! → {"jsonrpc":"2.0","id":2,"method":"eth_unsubscribe","params":["0x1"]}
+//! ← {"jsonrpc":"2.0","id":2,"result":true}
+//! ```
+//!
+//! # The server side
+//! A [`MethodSubscription`] declares the three names, the notification's field names and
+//! the id style. The subscribe request reaches the application like any request; it
+//! accepts with [`Connection::accept_subscription`](super::Connection::accept_subscription)
+//! (which answers the id) or answers an error. From then on the connection answers the
+//! unsubscribe method itself (`true`, or `false` for an id it does not know) and tells the
+//! driver ([`Event::Unsubscribed`](super::Event::Unsubscribed)); items go out with
+//! [`Connection::send_item`](super::Connection::send_item), a lag notice with
+//! [`Connection::send_lagged`](super::Connection::send_lagged), and the server ends one with
+//! [`Connection::end_subscription`](super::Connection::end_subscription). Closing the
+//! connection ends them all.
+//!
+//! Items wait in a [`SubscriptionQueue`] between the producer and the connection, one per
+//! subscription, bounded by count and bytes, with the declaration's [`LagPolicy`]: a
+//! subscriber that stops reading never grows the server's memory past it. The driver keeps
+//! the queue behind its runtime's lock and moves items into the connection while the
+//! connection's output has room.
+//!
+//! # The client side
+//! [`ClientSubscriptions`] routes a client's notifications: a subscribe call registered
+//! under the caller's key, its answer's id bound to it, every notification of the
+//! declaration then read ([`Notice`]) and handed to that key. The id is bound by the
+//! driver when the answer arrives, before any later notification is read, so none is
+//! lost to a race with the caller.
+
+use alloc::borrow::Cow;
+use alloc::boxed::Box;
+use alloc::collections::{BTreeMap, VecDeque};
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use serde::Deserialize;
+
+use crate::error::ErrorObject;
+use crate::id::Id;
+use crate::raw::RawValue;
+
+/// How a server writes its subscription ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum IdStyle {
+    /// A hex string: `"0x1f"` (Ethereum).
+    #[default]
+    Hex,
+    /// A decimal string: `"31"` (Substrate, jsonrpsee's string ids).
+    String,
+    /// A number: `31` (Solana).
+    Number,
+}
+
+/// What a subscription's queue does when its subscriber reads slower than items come.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum LagPolicy {
+    /// Drop the oldest queued items to make room, and tell the subscriber how many it
+    /// missed before the next item: a notification whose params carry `"lagged": n` in
+    /// place of the result (sansrpc's clients surface it as a lag; a client that knows
+    /// nothing of it sees a notification without a result). The default.
+    #[default]
+    DropOldest,
+    /// End the subscription: a last notification whose params carry an `"error"`
+    /// ([`code::SUBSCRIPTION_LAGGED`](crate::error::code::SUBSCRIPTION_LAGGED)) in place of
+    /// the result, then nothing. For clients that would rather resubscribe than miss items
+    /// silently (a block follower).
+    Close,
+}
+
+/// The declaration of one kind of method subscription.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct MethodSubscription {
+    /// The method that subscribes (`eth_subscribe`).
+    pub subscribe: &'static str,
+    /// The method of the notifications (`eth_subscription`).
+    pub notification: &'static str,
+    /// The method that ends a subscription (`eth_unsubscribe`).
+    pub unsubscribe: &'static str,
+    /// The notification's member naming the subscription (`subscription`).
+    pub id_field: &'static str,
+    /// The notification's member holding the item (`result`).
+    pub result_field: &'static str,
+    /// How ids are written.
+    pub ids: IdStyle,
+    /// Most items queued per subscription (default 64).
+    pub capacity: usize,
+    /// Most bytes of items queued per subscription (default 1 MiB); one item larger than
+    /// it is queued alone.
+    pub max_bytes: usize,
+    /// What a full queue does (default [`LagPolicy::DropOldest`]).
+    pub lag: LagPolicy,
+}
+
+impl MethodSubscription {
+    /// A declaration with these three methods, the members `subscription` and `result`,
+    /// string ids, 64 items and 1 MiB per queue, dropping the oldest when full.
+    pub const fn new(
+        subscribe: &'static str,
+        notification: &'static str,
+        unsubscribe: &'static str,
+    ) -> Self {
+        MethodSubscription {
+            subscribe,
+            notification,
+            unsubscribe,
+            id_field: "subscription",
+            result_field: "result",
+            ids: IdStyle::String,
+            capacity: 64,
+            max_bytes: 1 << 20,
+            lag: LagPolicy::DropOldest,
+        }
+    }
+
+    /// Ethereum's: `eth_subscribe` / `eth_subscription` / `eth_unsubscribe`, hex ids.
+    pub const fn ethereum() -> Self {
+        MethodSubscription::new("eth_subscribe", "eth_subscription", "eth_unsubscribe")
+            .with_ids(IdStyle::Hex)
+    }
+
+    /// These ids.
+    pub const fn with_ids(mut self, ids: IdStyle) -> Self {
+        self.ids = ids;
+        self
+    }
+
+    /// These notification members for the subscription id and the item.
+    pub const fn with_fields(mut self, id_field: &'static str, result_field: &'static str) -> Self {
+        self.id_field = id_field;
+        self.result_field = result_field;
+        self
+    }
+
+    /// These bounds of each subscription's queue (at least one item).
+    pub const fn with_capacity(mut self, items: usize, bytes: usize) -> Self {
+        self.capacity = if items == 0 { 1 } else { items };
+        self.max_bytes = bytes;
+        self
+    }
+
+    /// This lag policy.
+    pub const fn with_lag(mut self, lag: LagPolicy) -> Self {
+        self.lag = lag;
+        self
+    }
+
+    /// Writes the id of subscription `sub` as JSON, in this declaration's style.
+    pub fn write_id(&self, sub: u64, out: &mut Vec<u8>) {
+        let mut digits = itoa::Buffer::new();
+        match self.ids {
+            IdStyle::Hex => {
+                out.extend_from_slice(b"\"0x");
+                write_hex(sub, out);
+                out.push(b'"');
+            }
+            IdStyle::String => {
+                out.push(b'"');
+                out.extend_from_slice(digits.format(sub).as_bytes());
+                out.push(b'"');
+            }
+            IdStyle::Number => out.extend_from_slice(digits.format(sub).as_bytes()),
+        }
+    }
+
+    /// The subscription number an id names in this declaration's style, if it is one.
+    pub fn read_id(&self, id: &Id<'_>) -> Option<u64> {
+        match self.ids {
+            IdStyle::Number => id.as_u64(),
+            IdStyle::String => id.as_str()?.parse().ok(),
+            IdStyle::Hex => {
+                let text = id.as_str()?;
+                let hex = text
+                    .strip_prefix("0x")
+                    .or_else(|| text.strip_prefix("0X"))?;
+                if hex.is_empty() || hex.len() > 16 {
+                    return None;
+                }
+                u64::from_str_radix(hex, 16).ok()
+            }
+        }
+    }
+
+    /// The params of a notification for subscription `sub`: `{"<id>": id, "<result>": item}`.
+    pub fn write_item(&self, sub: u64, item: &RawValue, out: &mut Vec<u8>) {
+        self.write_params(sub, out, |out| {
+            write_key(self.result_field, out);
+            out.extend_from_slice(item.get().as_bytes());
+        });
+    }
+
+    /// The params of a lag notice: `{"<id>": id, "lagged": n}`.
+    pub fn write_lagged(&self, sub: u64, dropped: u64, out: &mut Vec<u8>) {
+        self.write_params(sub, out, |out| {
+            out.extend_from_slice(b"\"lagged\":");
+            out.extend_from_slice(itoa::Buffer::new().format(dropped).as_bytes());
+        });
+    }
+
+    /// The params of the notification that ends a subscription with an error:
+    /// `{"<id>": id, "error": {...}}`.
+    pub fn write_error(&self, sub: u64, error: &ErrorObject<'_>, out: &mut Vec<u8>) {
+        self.write_params(sub, out, |out| {
+            out.extend_from_slice(b"\"error\":");
+            error.write_json(out);
+        });
+    }
+
+    fn write_params(&self, sub: u64, out: &mut Vec<u8>, rest: impl FnOnce(&mut Vec<u8>)) {
+        out.push(b'{');
+        write_key(self.id_field, out);
+        self.write_id(sub, out);
+        out.push(b',');
+        rest(out);
+        out.push(b'}');
+    }
+}
+
+/// `"key":`, the key being one of the declaration's `&'static str` names (escaped, in case).
+fn write_key(key: &str, out: &mut Vec<u8>) {
+    crate::json::write_str(out, key);
+    out.push(b':');
+}
+
+fn write_hex(mut n: u64, out: &mut Vec<u8>) {
+    let mut digits = [0u8; 16];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b"0123456789abcdef"[(n & 0xf) as usize];
+        n >>= 4;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
+/// The error a subscription ended with under [`LagPolicy::Close`].
+pub fn lagged_error() -> ErrorObject<'static> {
+    ErrorObject::fixed(
+        crate::error::code::SUBSCRIPTION_LAGGED,
+        "Subscription closed: the subscriber read too slowly",
+    )
+}
+
+/// What [`SubscriptionQueue::push`] did with an item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Pushed {
+    /// Queued.
+    Queued,
+    /// Queued after dropping the oldest items (`dropped`, counted since the last lag
+    /// notice went out) under [`LagPolicy::DropOldest`].
+    Lagged {
+        /// Items dropped and not yet told.
+        dropped: u64,
+    },
+    /// The queue was full under [`LagPolicy::Close`]: the subscription is over (the
+    /// driver ends it with [`lagged_error`]). Nothing was queued.
+    Overflowed,
+    /// The subscription is over (unsubscribed, ended, the connection closed): nothing was
+    /// queued.
+    Closed,
+}
+
+/// What [`SubscriptionQueue::pop`] hands out, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Popped {
+    /// Tell the subscriber it missed this many items (before the next item).
+    Lagged(u64),
+    /// The next item.
+    Item(Box<RawValue>),
+    /// The subscription overflowed under [`LagPolicy::Close`]: end it with
+    /// [`lagged_error`] (after the items queued before, which are handed out first).
+    Overflowed,
+}
+
+/// One subscription's items between its producer and the connection: bounded by count and
+/// bytes, with the declaration's lag policy. No lock inside: a driver keeps it behind its
+/// runtime's (the producer pushes, the connection's driver pops while output has room).
+#[derive(Debug)]
+pub struct SubscriptionQueue {
+    items: VecDeque<Box<RawValue>>,
+    bytes: usize,
+    capacity: usize,
+    max_bytes: usize,
+    lag: LagPolicy,
+    /// Items dropped since the last lag notice was handed out.
+    dropped: u64,
+    overflowed: bool,
+    closed: bool,
+}
+
+impl SubscriptionQueue {
+    /// An empty queue with `declaration`'s bounds and policy.
+    pub fn new(declaration: &MethodSubscription) -> Self {
+        SubscriptionQueue {
+            items: VecDeque::new(),
+            bytes: 0,
+            capacity: declaration.capacity.max(1),
+            max_bytes: declaration.max_bytes,
+            lag: declaration.lag,
+            dropped: 0,
+            overflowed: false,
+            closed: false,
+        }
+    }
+
+    /// Queues `item` (see [`Pushed`]).
+    pub fn push(&mut self, item: Box<RawValue>) -> Pushed {
+        if self.closed || self.overflowed {
+            return Pushed::Closed;
+        }
+        let size = item.get().len();
+        let full = |q: &Self| {
+            !q.items.is_empty() && (q.items.len() >= q.capacity || q.bytes + size > q.max_bytes)
+        };
+        if full(self) {
+            if self.lag == LagPolicy::Close {
+                self.overflowed = true;
+                return Pushed::Overflowed;
+            }
+            while full(self) {
+                if let Some(old) = self.items.pop_front() {
+                    self.bytes -= old.get().len();
+                    self.dropped += 1;
+                }
+            }
+        }
+        self.bytes += size;
+        self.items.push_back(item);
+        match self.dropped {
+            0 => Pushed::Queued,
+            dropped => Pushed::Lagged { dropped },
+        }
+    }
+
+    /// The next thing to send: a lag notice first when items were dropped, then the items
+    /// in order, then the overflow; `None` when there is nothing (or it is closed).
+    pub fn pop(&mut self) -> Option<Popped> {
+        if self.closed {
+            return None;
+        }
+        if self.dropped > 0 {
+            return Some(Popped::Lagged(core::mem::take(&mut self.dropped)));
+        }
+        if let Some(item) = self.items.pop_front() {
+            self.bytes -= item.get().len();
+            return Some(Popped::Item(item));
+        }
+        if self.overflowed {
+            self.closed = true;
+            return Some(Popped::Overflowed);
+        }
+        None
+    }
+
+    /// The subscription is over: nothing more is queued or handed out, and what is queued
+    /// is freed.
+    pub fn close(&mut self) {
+        self.closed = true;
+        self.items = VecDeque::new();
+        self.bytes = 0;
+    }
+
+    /// True once the subscription is over ([`close`](Self::close)d, or past its overflow).
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Items queued.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// True when nothing is queued (no item, no lag notice, no overflow).
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty() && self.dropped == 0 && !self.overflowed
+    }
+
+    /// Bytes of items queued.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+/// The subscriptions a server connection has accepted, and the declarations they came
+/// with. Kept by the [`Connection`](super::Connection).
+#[derive(Debug, Default)]
+pub(crate) struct Table {
+    /// Declarations met so far (by their subscribe method), small.
+    pub declarations: Vec<MethodSubscription>,
+    /// Active subscriptions: number → declaration index.
+    pub active: BTreeMap<u64, usize>,
+    pub next: u64,
+    /// Scratch for notification params.
+    pub buf: Vec<u8>,
+}
+
+impl Table {
+    /// The declaration whose unsubscribe method `method` is.
+    pub fn unsubscribe_method(&self, method: &str) -> Option<usize> {
+        self.declarations
+            .iter()
+            .position(|d| d.unsubscribe == method)
+    }
+
+    /// The index of `declaration`, registered when new.
+    pub fn declare(&mut self, declaration: &MethodSubscription) -> usize {
+        match self.declarations.iter().position(|d| d == declaration) {
+            Some(at) => at,
+            None => {
+                self.declarations.push(declaration.clone());
+                self.declarations.len() - 1
+            }
+        }
+    }
+
+    /// The subscription an unsubscribe request of declaration `decl` names (its first
+    /// positional param, or its `id_field` member), if it is one of this declaration's.
+    pub fn named(&self, decl: usize, params: Option<&RawValue>) -> Option<u64> {
+        let declaration = &self.declarations[decl];
+        let text = params?.get();
+        let id = match crate::de::from_str::<(Id<'static>,)>(text) {
+            Ok((id,)) => id,
+            Err(_) => {
+                let mut members: BTreeMap<String, Id<'static>> = crate::de::from_str(text).ok()?;
+                members.remove(declaration.id_field)?
+            }
+        };
+        let sub = declaration.read_id(&id)?;
+        (self.active.get(&sub) == Some(&decl)).then_some(sub)
+    }
+}
+
+/// What a subscription notification says, read on the client side.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// An item.
+    Item(Box<RawValue>),
+    /// The server dropped this many items ([`LagPolicy::DropOldest`]).
+    Lagged(u64),
+    /// The server ended the subscription with this error.
+    Ended(ErrorObject<'static>),
+}
+
+/// A client's subscriptions: calls in flight by key, then ids bound to keys, and the
+/// notifications read for them. One per connection, kept by the client's driver.
+#[derive(Debug, Default)]
+pub struct ClientSubscriptions {
+    declarations: Vec<MethodSubscription>,
+    /// Subscribe calls waiting for their answer: key → declaration index.
+    pending: BTreeMap<u64, usize>,
+    /// Bound ids: (declaration index, the id's JSON text) → key.
+    bound: BTreeMap<(usize, String), u64>,
+    /// The reverse, to unbind a key.
+    keys: BTreeMap<u64, (usize, String)>,
+}
+
+impl ClientSubscriptions {
+    /// An empty table.
+    pub fn new() -> Self {
+        ClientSubscriptions::default()
+    }
+
+    /// A subscribe call of `declaration` went out under `key`.
+    pub fn subscribing(&mut self, key: u64, declaration: &MethodSubscription) {
+        let decl = match self.declarations.iter().position(|d| d == declaration) {
+            Some(at) => at,
+            None => {
+                self.declarations.push(declaration.clone());
+                self.declarations.len() - 1
+            }
+        };
+        self.pending.insert(key, decl);
+    }
+
+    /// The answer to the subscribe call `key`: its result, the subscription id, is bound to
+    /// the key (true) unless it is not an id (false: the call failed in effect).
+    pub fn answered(&mut self, key: u64, result: &RawValue) -> bool {
+        let Some(decl) = self.pending.remove(&key) else {
+            return false;
+        };
+        // The id as its JSON text: notifications carry it written the same way.
+        match crate::de::from_str::<Id<'_>>(result.get()) {
+            Ok(id) if !id.is_null() => {}
+            _ => return false,
+        }
+        let id = String::from(result.get().trim());
+        self.keys.insert(key, (decl, id.clone()));
+        self.bound.insert((decl, id), key);
+        true
+    }
+
+    /// The subscribe call `key` ended without an answer, or its subscription is over
+    /// (unsubscribed, dropped): forget it.
+    pub fn forget(&mut self, key: u64) {
+        self.pending.remove(&key);
+        if let Some(bound) = self.keys.remove(&key) {
+            self.bound.remove(&bound);
+        }
+    }
+
+    /// The id a key's subscription was given (its JSON text), to unsubscribe with.
+    pub fn id_of(&self, key: u64) -> Option<&str> {
+        self.keys.get(&key).map(|(_, id)| id.as_str())
+    }
+
+    /// True when `method` is the notification method of a declaration in use: the driver
+    /// then offers the notification to [`read`](Self::read) before anything else.
+    pub fn is_notification(&self, method: &str) -> bool {
+        !self.keys.is_empty() && self.declarations.iter().any(|d| d.notification == method)
+    }
+
+    /// Reads a notification of `method` with `params`: the key of the subscription it is
+    /// for, and what it says; `None` when it is for no subscription bound here. A notice
+    /// that ends the subscription unbinds it.
+    pub fn read(&mut self, method: &str, params: Option<&RawValue>) -> Option<(u64, Notice)> {
+        let mut members: BTreeMap<String, Box<RawValue>> =
+            crate::de::from_str(params?.get()).ok()?;
+        for (decl, declaration) in self.declarations.iter().enumerate() {
+            if declaration.notification != method {
+                continue;
+            }
+            let Some(id) = members.get(declaration.id_field) else {
+                continue;
+            };
+            let Some(&key) = self.bound.get(&(decl, String::from(id.get()))) else {
+                continue;
+            };
+            let notice = if let Some(result) = members.remove(declaration.result_field) {
+                Notice::Item(result)
+            } else if let Some(lagged) = members.get("lagged") {
+                Notice::Lagged(lagged.get().parse().unwrap_or(0))
+            } else if let Some(error) = members.get("error") {
+                #[derive(Deserialize)]
+                struct Error<'a> {
+                    code: i64,
+                    #[serde(borrow)]
+                    message: Cow<'a, str>,
+                }
+                let error = match crate::de::from_str::<Error<'_>>(error.get()) {
+                    Ok(e) => ErrorObject::new(e.code, String::from(e.message)),
+                    Err(_) => ErrorObject::internal_error(),
+                };
+                self.forget(key);
+                Notice::Ended(error)
+            } else {
+                continue;
+            };
+            return Some((key, notice));
+        }
+        None
+    }
+}
