@@ -388,3 +388,69 @@ mod bucket {
         }
     }
 }
+
+/// The network defaults' own values, in virtual time: an endpoint with
+/// `Config::with_network_defaults` closes a quiet peer after 300 s, a slowloris after 30 s
+/// and a peer that does not read after 30 s, not a millisecond earlier. (The tests over real
+/// sockets use short timeouts; one, `cli/tests/backpressure.rs`, waits for the 30 s
+/// write-stall default of `sansrpc serve` in real time.)
+#[test]
+fn the_network_defaults_close_at_their_stated_values() {
+    let network = || Endpoint::new(Config::default().with_network_defaults());
+    assert_eq!(
+        sansrpc::endpoint::NETWORK_IDLE_TIMEOUT,
+        Duration::from_secs(300)
+    );
+    assert_eq!(
+        sansrpc::endpoint::NETWORK_FRAME_TIMEOUT,
+        Duration::from_secs(30)
+    );
+    assert_eq!(
+        sansrpc::endpoint::NETWORK_WRITE_STALL_TIMEOUT,
+        Duration::from_secs(30)
+    );
+
+    // Idle: nothing from the peer since 1 s.
+    let mut ep = network();
+    ep.handle_timeout(ms(1_000));
+    assert_eq!(ep.poll_timeout(), Some(ms(301_000)));
+    ep.handle_timeout(ms(300_999));
+    assert!(!ep.is_closed());
+    ep.handle_timeout(ms(301_000));
+    assert_eq!(
+        events(&mut ep, false),
+        vec![Ev::Expired(Expiry::Idle), Ev::Closed]
+    );
+
+    // A frame's first half at 1 s, and never the rest.
+    let mut ep = network();
+    let slow = request(1, "work");
+    ep.handle_input(&slow[..slow.len() / 2], ms(1_000)).unwrap();
+    assert_eq!(ep.poll_timeout(), Some(ms(31_000)));
+    ep.handle_timeout(ms(30_999));
+    assert!(!ep.is_closed());
+    ep.handle_timeout(ms(31_000));
+    assert_eq!(
+        events(&mut ep, false),
+        vec![Ev::Expired(Expiry::PartialFrame), Ev::Closed]
+    );
+
+    // Answers that wait to be written from 1 s on, with no byte taken.
+    let mut ep = network();
+    let mut input = Vec::new();
+    for id in 1..=1_000 {
+        input.extend_from_slice(&request(id, "add"));
+    }
+    ep.handle_input(&input, ms(0)).unwrap();
+    events(&mut ep, true);
+    ep.handle_write(false, true, ms(1_000));
+    ep.handle_timeout(ms(1_000));
+    assert_eq!(ep.poll_timeout(), Some(ms(31_000)));
+    ep.handle_timeout(ms(30_999));
+    assert!(!ep.is_closed());
+    ep.handle_timeout(ms(31_000));
+    assert_eq!(
+        events(&mut ep, false),
+        vec![Ev::Expired(Expiry::WriteStall), Ev::Closed]
+    );
+}

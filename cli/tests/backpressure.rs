@@ -34,7 +34,10 @@ const PIPELINE: Duration = Duration::from_secs(20);
 /// How fast it reads: slower than the server answers it, so answers queue up.
 const READ_RATE: u64 = 8 << 20;
 
-/// The cases run one at a time: each loads both cores, and timing is what they check.
+/// The cases run one at a time: each loads both cores, and timing is what they check. (Under
+/// cargo-nextest, `scripts/test`, each runs in a process of its own, where this lock holds
+/// nothing: the test group `backpressure-pipelines` in `.config/nextest.toml` runs the
+/// pipelining ones one at a time.)
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {

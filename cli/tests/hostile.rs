@@ -287,14 +287,33 @@ fn check_robustness_fails_strict_when_abusers_are_never_closed() {
         "0",
     ];
     let (mut server, addr) = serve(&args, None);
+    // Not closed within 2 s of the abuse fails as not closed within 35 s does (the default
+    // wait, for the network defaults of the server's timeouts).
     let out = common::run(
-        &["check", "--tcp", &addr, "--strict", "--timeout", "5"],
+        &[
+            "check",
+            "--tcp",
+            &addr,
+            "--strict",
+            "--timeout",
+            "5",
+            "--close-wait",
+            "2",
+        ],
         Duration::from_secs(90),
     );
     assert!(out.stdout.contains("FAIL slowloris"), "{}", out.stdout);
     assert_eq!(out.status, 1, "{}", out.stdout);
     let advisory = common::run(
-        &["check", "--tcp", &addr, "--timeout", "5"],
+        &[
+            "check",
+            "--tcp",
+            &addr,
+            "--timeout",
+            "5",
+            "--close-wait",
+            "2",
+        ],
         Duration::from_secs(90),
     );
     assert_eq!(

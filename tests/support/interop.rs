@@ -18,11 +18,39 @@ pub const INSTALL_TIMEOUT: Duration = Duration::from_secs(600);
 /// How long one run of another project's client or test suite may take.
 pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// One install at a time in this test binary (its tests run side by side, and two
-/// installs into one folder break each other).
-fn installing() -> std::sync::MutexGuard<'static, ()> {
+/// One install at a time, across processes: tests run side by side in one binary, and
+/// under cargo-nextest each in a process of its own, several binaries at once; two installs
+/// into one folder break each other. The lock is `flock(2)` on
+/// `$CARGO_TARGET_TMPDIR/interop-install.lock` (`target/tmp/`; `flock(1)` takes the same in
+/// `scripts/test`, which installs all of it ahead of the tests), released when the guard
+/// drops or the process dies.
+fn installing() -> InstallLock {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+    let guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("interop-install.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
+    // Tests build with the toolchain CI uses; `File::lock` is newer than the crates' MSRV,
+    // which is about their library code.
+    #[allow(clippy::incompatible_msrv)]
+    file.lock()
+        .unwrap_or_else(|e| panic!("lock {}: {e}", path.display()));
+    InstallLock {
+        _file: file,
+        _guard: guard,
+    }
+}
+
+/// Held while installing: the file's lock (released when it closes) and this process's.
+struct InstallLock {
+    _file: std::fs::File,
+    _guard: std::sync::MutexGuard<'static, ()>,
 }
 
 /// `interop/<dir>` at the repository's root, from a crate at `crate_dir`.

@@ -36,7 +36,15 @@ fn profile_dir() -> PathBuf {
 /// The example `name` of `package`, built now with cargo (once per test binary): `cargo test
 /// --test <name>` builds no example, and a binary left from an earlier build would be
 /// tested in place of the source. Same target folder and profile as this test binary.
+///
+/// Not built again when `SANSRPC_EXAMPLES_BUILT` is set: `scripts/test` sets it when its
+/// own build (every target of the packages it tests) has just built the examples. Its
+/// tests run side by side in processes of their own, and a build here would replace the
+/// binary while another test starts it.
 pub fn built_example(package: &str, name: &str) -> PathBuf {
+    if std::env::var_os("SANSRPC_EXAMPLES_BUILT").is_some() {
+        return example(package, name);
+    }
     static BUILT: Mutex<Option<HashSet<String>>> = Mutex::new(None);
     // One build at a time in this test binary; each example once.
     let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());

@@ -6,6 +6,8 @@
 #[path = "../examples/calculator/mod.rs"]
 mod calculator;
 mod common;
+#[path = "../../../tests/support/harness.rs"]
+mod harness;
 
 use std::process::Command;
 use std::sync::Arc;
@@ -66,6 +68,7 @@ fn main() {
     if std::env::args().any(|a| a == "--serve-stdio") {
         return serve();
     }
-    within(Duration::from_secs(30), a_dead_child_is_respawned);
-    println!("test a dead child is respawned ... ok");
+    harness::run(&[("a_dead_child_is_respawned", || {
+        within(Duration::from_secs(30), a_dead_child_is_respawned)
+    })]);
 }

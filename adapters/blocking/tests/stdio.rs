@@ -5,6 +5,8 @@
 #[path = "../examples/calculator/mod.rs"]
 mod calculator;
 mod common;
+#[path = "../../../tests/support/harness.rs"]
+mod harness;
 
 use std::process::Command;
 use std::sync::Arc;
@@ -86,20 +88,20 @@ fn main() {
     {
         return serve(&name);
     }
-    let tests: [(&str, fn()); 3] = [
-        ("calculator over stdio, Content-Length", || {
-            calculator_over_stdio("content-length")
+    harness::run(&[
+        ("calculator_over_stdio_content_length", || {
+            within(Duration::from_secs(30), || {
+                calculator_over_stdio("content-length")
+            })
         }),
-        ("calculator over stdio, newline", || {
-            calculator_over_stdio("newline")
+        ("calculator_over_stdio_newline", || {
+            within(Duration::from_secs(30), || calculator_over_stdio("newline"))
         }),
-        (
-            "a dying child fails the pending call",
-            a_dying_child_fails_the_pending_call,
-        ),
-    ];
-    for (name, test) in tests {
-        within(Duration::from_secs(30), test);
-        println!("test {name} ... ok");
-    }
+        ("a_dying_child_fails_the_pending_call", || {
+            within(
+                Duration::from_secs(30),
+                a_dying_child_fails_the_pending_call,
+            )
+        }),
+    ]);
 }

@@ -9,6 +9,8 @@
 //! `S <floor> <acked,...>` after each subscription save returned.
 
 mod common;
+#[path = "../../../tests/support/harness.rs"]
+mod harness;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -104,6 +106,13 @@ fn main() {
     if let Some(url) = std::env::var_os(CHILD_ENV) {
         return child(url.to_str().unwrap());
     }
+    harness::run(&[(
+        "a_node_killed_twice_loses_no_returned_append_or_ack",
+        parent,
+    )]);
+}
+
+fn parent() {
     let server = common::NatsServer::start();
     let mut node_b = NatsStore::connect(&server.url, policy()).unwrap();
     let mut appended: Vec<(u64, String)> = Vec::new();

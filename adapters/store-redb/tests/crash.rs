@@ -8,6 +8,9 @@
 //! The child prints one line per operation that returned, flushed at once:
 //! `A <sequence> <data>` after an append, `S <floor> <acked,...>` after a subscription save.
 
+#[path = "../../../tests/support/harness.rs"]
+mod harness;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -236,6 +239,6 @@ fn main() {
                 .unwrap();
             child(Path::new(&path), round)
         }
-        None => parent(),
+        None => harness::run(&[("every_returned_append_and_ack_survives_sigkill", parent)]),
     }
 }

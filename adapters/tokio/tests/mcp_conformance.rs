@@ -126,16 +126,13 @@ fn every_scenario(version: &str, must_include: &[&str], must_succeed: &[(&str, &
         );
     }
     let (_server, url) = everything_server();
-    let failed: Vec<String> = names
-        .iter()
-        .filter_map(|name| {
-            let checks = must_succeed
-                .iter()
-                .find(|(s, _)| s == name)
-                .map_or(&[][..], |(_, c)| c);
-            scenario(&dir, &url, version, name, checks)
-        })
-        .collect();
+    let failed = side_by_side(&names, |name| {
+        let checks = must_succeed
+            .iter()
+            .find(|(s, _)| s == name)
+            .map_or(&[][..], |(_, c)| c);
+        scenario(&dir, &url, version, name, checks)
+    });
     assert!(
         failed.is_empty(),
         "{} of {} scenarios failed:\n{}",
@@ -143,6 +140,34 @@ fn every_scenario(version: &str, must_include: &[&str], must_succeed: &[(&str, &
         names.len(),
         failed.join("\n")
     );
+}
+
+/// Runs `run` on each of `items`, four at a time (each scenario is a Node process that
+/// mostly waits on the other side: one after another, a test took minutes); what it
+/// returned, in the order of `items`.
+fn side_by_side<T: Sync>(items: &[T], run: impl Fn(&T) -> Option<String> + Sync) -> Vec<String> {
+    let next = std::sync::Mutex::new(items.iter().enumerate());
+    let mut found: Vec<(usize, String)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..4)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut found = Vec::new();
+                    loop {
+                        let Some((i, item)) = next.lock().unwrap().next() else {
+                            break found;
+                        };
+                        found.extend(run(item).map(|f| (i, f)));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    });
+    found.sort();
+    found.into_iter().map(|(_, f)| f).collect()
 }
 
 #[test]
@@ -255,7 +280,6 @@ fn the_client_passes_the_client_scenarios() {
     let dir = support::interop(env!("CARGO_MANIFEST_DIR"), "mcp-conformance");
     support::npm_ci(&dir, "@modelcontextprotocol/conformance");
     let client = support::example("sansrpc-tokio", "everything_client");
-    let mut failed = Vec::new();
     let stateless = Some("2026-07-28");
     let scenarios: [(&str, Option<&str>, &[&str]); 10] = [
         ("initialize", None, &[]),
@@ -326,7 +350,7 @@ fn the_client_passes_the_client_scenarios() {
             ],
         ),
     ];
-    for (name, version, must_succeed) in scenarios {
+    let failed = side_by_side(&scenarios, |&(name, version, must_succeed)| {
         let mut command = Command::new("bash");
         command
             .arg(dir.join("run.sh"))
@@ -363,10 +387,12 @@ fn the_client_passes_the_client_scenarios() {
             || !passed.contains(", 0 failed, 0 warnings")
             || !not_seen.is_empty()
         {
-            failed.push(format!(
+            Some(format!(
                 "{name}: {passed}; not SUCCESS: {not_seen:?}\n{report}"
-            ));
+            ))
+        } else {
+            None
         }
-    }
+    });
     assert!(failed.is_empty(), "{}", failed.join("\n"));
 }

@@ -82,6 +82,12 @@ pub struct CheckArgs {
     /// without it they are advisory.
     #[arg(long)]
     strict: bool,
+    /// Seconds an abusive connection may stay open after its abuse before its robustness
+    /// case fails (default: the network defaults of the partial-frame and write-stall
+    /// timeouts, 30 s, and 5 s for the close to arrive). A server with shorter timeouts is
+    /// checked as well with a shorter wait.
+    #[arg(long, value_name = "SECS")]
+    close_wait: Option<f64>,
 }
 
 /// How a case failed; shrinking keeps an input only while it fails the same way.
@@ -565,6 +571,7 @@ fn suite(runner: &mut Runner, args: &CheckArgs, seed: u64) -> Outcome {
         runner.framing,
         runner.timeout,
         args.strict,
+        args.close_wait.map(Duration::from_secs_f64),
     ));
     let mut violations: Vec<Violation> = Vec::new();
     let mut fuzz = None;
@@ -662,6 +669,12 @@ fn shrink(
 pub fn run(mut args: CheckArgs) -> Fallible<ExitCode> {
     if !(args.timeout.is_finite() && args.timeout > 0.0) {
         return Err("--timeout must be a positive number of seconds".into());
+    }
+    if args
+        .close_wait
+        .is_some_and(|secs| !(secs.is_finite() && secs >= 0.0))
+    {
+        return Err("--close-wait must be a number of seconds".into());
     }
     let framing_arg = args.profile.framing(args.framing);
     let kind = match args.target.kind()? {

@@ -252,14 +252,19 @@ fn read_until(sock: &mut Sock, marker: &str) -> std::io::Result<()> {
 /// What an abuser does each turn; true once the server closed its connection.
 type Abuse = Box<dyn FnMut() -> bool>;
 
-/// Runs `abuse` for [`ABUSE`] (then up to [`CLOSE_WAIT`] more until closed) while the meter
+/// Runs `abuse` for [`ABUSE`] (then up to `close_wait` more until closed) while the meter
 /// calls; the case passes when every call was served and, if `must_close`, the abuser was
 /// closed.
-fn measure(meter: &mut Meter, mut abuse: Abuse, must_close: bool) -> (bool, String) {
+fn measure(
+    meter: &mut Meter,
+    mut abuse: Abuse,
+    must_close: bool,
+    close_wait: Duration,
+) -> (bool, String) {
     let started = Instant::now();
     let mut next_call = started;
     let mut closed = None;
-    while started.elapsed() < ABUSE + CLOSE_WAIT {
+    while started.elapsed() < ABUSE + close_wait {
         if closed.is_none() && abuse() {
             closed = Some(started.elapsed());
         }
@@ -276,7 +281,7 @@ fn measure(meter: &mut Meter, mut abuse: Abuse, must_close: bool) -> (bool, Stri
         Some(at) => format!("the abusive connection was closed after {at:.1?}"),
         None => format!(
             "the abusive connection was still open after {:?}",
-            ABUSE + CLOSE_WAIT
+            ABUSE + close_wait
         ),
     };
     let why = format!(
@@ -298,8 +303,16 @@ fn write_gone(sock: &mut Sock, bytes: &[u8]) -> bool {
 }
 
 /// The robustness cases for `kind` (none over stdio: there is one connection), required
-/// when `strict`.
-pub fn run(kind: &Kind, framing: Framing, timeout: Duration, strict: bool) -> Vec<CaseResult> {
+/// when `strict`; an abuser may stay open `close_wait` after its abuse ([`CLOSE_WAIT`] when
+/// `None`).
+pub fn run(
+    kind: &Kind,
+    framing: Framing,
+    timeout: Duration,
+    strict: bool,
+    close_wait: Option<Duration>,
+) -> Vec<CaseResult> {
+    let close_wait = close_wait.unwrap_or(CLOSE_WAIT);
     let mut results = Vec::new();
     if matches!(kind, Kind::Stdio(_)) {
         return results;
@@ -337,7 +350,7 @@ pub fn run(kind: &Kind, framing: Framing, timeout: Duration, strict: bool) -> Ve
                 }
             }
             let abuse: Abuse = Box::new(move || write_gone(&mut sock, &burst));
-            Ok(measure(&mut meter(kind), abuse, true))
+            Ok(measure(&mut meter(kind), abuse, true, close_wait))
         })();
         add(
             "flood-without-reading",
@@ -352,7 +365,7 @@ pub fn run(kind: &Kind, framing: Framing, timeout: Duration, strict: bool) -> Ve
             sock.timeouts(Duration::from_millis(50), Duration::from_millis(50));
             let pings: Vec<u8> = (0..64).flat_map(|_| ws_frame(0x9, &[b'p'; 125])).collect();
             let abuse: Abuse = Box::new(move || write_gone(&mut sock, &pings));
-            Ok(measure(&mut meter(kind), abuse, false))
+            Ok(measure(&mut meter(kind), abuse, false, close_wait))
         })();
         add(
             "ping-flood",
@@ -389,7 +402,7 @@ pub fn run(kind: &Kind, framing: Framing, timeout: Duration, strict: bool) -> Ve
             thread::sleep(Duration::from_millis(10));
             false
         });
-        Ok(measure(&mut meter(kind), abuse, true))
+        Ok(measure(&mut meter(kind), abuse, true, close_wait))
     })();
     add(
         "slowloris",
