@@ -398,15 +398,15 @@ mod bucket {
 fn the_network_defaults_close_at_their_stated_values() {
     let network = || Endpoint::new(Config::default().with_network_defaults());
     assert_eq!(
-        sansrpc::endpoint::NETWORK_IDLE_TIMEOUT,
+        sansrpc::connection::NETWORK_IDLE_TIMEOUT,
         Duration::from_secs(300)
     );
     assert_eq!(
-        sansrpc::endpoint::NETWORK_FRAME_TIMEOUT,
+        sansrpc::connection::NETWORK_FRAME_TIMEOUT,
         Duration::from_secs(30)
     );
     assert_eq!(
-        sansrpc::endpoint::NETWORK_WRITE_STALL_TIMEOUT,
+        sansrpc::connection::NETWORK_WRITE_STALL_TIMEOUT,
         Duration::from_secs(30)
     );
 
