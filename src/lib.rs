@@ -175,6 +175,9 @@ mod guide_pubsub {}
 #[doc = include_str!("../docs/streams.md")]
 mod guide_streams {}
 #[cfg(doctest)]
+#[doc = include_str!("../docs/subscriptions.md")]
+mod guide_subscriptions {}
+#[cfg(doctest)]
 #[doc = include_str!("../docs/testing.md")]
 mod guide_testing {}
 #[cfg(doctest)]
