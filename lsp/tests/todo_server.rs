@@ -517,6 +517,42 @@ fn documents_diagnostics_and_hovers_in_each_encoding() {
     }
 }
 
+#[test]
+fn a_hover_sees_the_changes_sent_before_it_and_none_after() {
+    let mut server = TodoServer::start();
+    server.initialize(Some(&["utf-16"]));
+    server.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": URI, "languageId": "plaintext", "version": 1,
+               "text": "v1"}}),
+    );
+    // Written at once: each didChange's analysis takes 20 ms, and when it ends the hover
+    // behind it and the next didChange are handed out together. The hover answers for the
+    // text as it was when it arrived, as a position in it means: not the next version.
+    let versions = 2..=6;
+    for version in versions.clone() {
+        server.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": URI, "version": version},
+                   "contentChanges": [{"range": range(0, 0, 2), "text": format!("v{version}")}]}),
+        );
+        server.request(i64::from(version), "textDocument/hover", hover_at(0));
+    }
+    let mut hovers = Vec::new();
+    for _ in 0..(1 + 2 * versions.clone().count()) {
+        let message = server.next("diagnostics and hovers");
+        if message.get("id").is_some() {
+            hovers.push((message["id"].clone(), message["result"].clone()));
+        }
+    }
+    hovers.sort_by_key(|(id, _)| id.as_i64());
+    let expected: Vec<_> = versions
+        .map(|v| (json!(v), hover_answer(&format!("version {v}: v{v}"))))
+        .collect();
+    assert_eq!(hovers, expected);
+    server.shut_down(20);
+}
+
 /// What the end-of-input tests write before closing stdin: initialize, initialized, a
 /// didOpen without TODO, a didChange adding two, a hover; `shutdown` when asked.
 fn write_session(server: &mut TodoServer, shutdown: bool) {
