@@ -12,6 +12,7 @@
 //!   `publishDiagnostics` is checked whole (version, one warning per `TODO`, its range in
 //!   the encoding's units, written out below by hand), and hovers answer
 //!   `version V: LINE` (the line without its CRLF), `null` past the last line.
+//! - The README shows the example as it is (and it stays within 60 lines of code).
 //! - The end of input: initialize, initialized, didOpen, didChange, hover, shutdown written
 //!   at once and stdin closed without `exit`: the diagnostics of both versions arrive, the
 //!   hover (seeing the change) and `shutdown` are answered in order, and the process exits
@@ -298,6 +299,36 @@ fn read_frames(mut stdout: impl BufRead, tx: mpsc::Sender<Result<Value, String>>
             return;
         }
     }
+}
+
+/// The README shows the example whole, as it is, and says how long it is; and it stays at
+/// most 60 lines of code (comments and blank lines aside).
+#[test]
+fn the_readme_shows_the_example_in_full() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let example = std::fs::read_to_string(format!(
+        "{}/examples/todo_server.rs",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let code = example
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with("//"))
+        .count();
+    assert!(
+        code <= 60,
+        "todo_server.rs has {code} lines of code, more than 60"
+    );
+    let lines = example.lines().count();
+    let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
+    assert!(
+        readme.contains(&format!("```rust,ignore\n{example}```")),
+        "README.md must show lsp/examples/todo_server.rs as it is"
+    );
+    assert!(
+        readme.contains(&format!("in {lines} lines")),
+        "README.md must state the example's {lines} lines"
+    );
 }
 
 /// The capabilities the example must declare, in `encoding`.
