@@ -12,7 +12,10 @@
 //!   `publishDiagnostics` is checked whole (version, one warning per `TODO`, its range in
 //!   the encoding's units, written out below by hand), and hovers answer
 //!   `version V: LINE` (the line without its CRLF), `null` past the last line.
-//! - The README shows the example as it is (and it stays within 60 lines of code).
+//! - A hover sees the changes sent before it and none sent after (five didChange + hover
+//!   pairs written at once).
+//! - The README and docs/lsp.md show the example as it is (within 60 lines of code).
+//! - A file past the 8 MiB frame limit: its didOpen refused (`-32004`), the server goes on.
 //! - The end of input: initialize, initialized, didOpen, didChange, hover, shutdown written
 //!   at once and stdin closed without `exit`: the diagnostics of both versions arrive, the
 //!   hover (seeing the change) and `shutdown` are answered in order, and the process exits
@@ -301,10 +304,10 @@ fn read_frames(mut stdout: impl BufRead, tx: mpsc::Sender<Result<Value, String>>
     }
 }
 
-/// The README shows the example whole, as it is, and says how long it is; and it stays at
-/// most 60 lines of code (comments and blank lines aside).
+/// The README's quick start and the LSP guide show the example whole, as it is, and say how
+/// long it is; and it stays at most 60 lines of code (comments and blank lines aside).
 #[test]
-fn the_readme_shows_the_example_in_full() {
+fn the_readme_and_the_lsp_guide_show_the_example_in_full() {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
     let example = std::fs::read_to_string(format!(
         "{}/examples/todo_server.rs",
@@ -320,15 +323,17 @@ fn the_readme_shows_the_example_in_full() {
         "todo_server.rs has {code} lines of code, more than 60"
     );
     let lines = example.lines().count();
-    let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
-    assert!(
-        readme.contains(&format!("```rust,ignore\n{example}```")),
-        "README.md must show lsp/examples/todo_server.rs as it is"
-    );
-    assert!(
-        readme.contains(&format!("in {lines} lines")),
-        "README.md must state the example's {lines} lines"
-    );
+    for page in ["README.md", "docs/lsp.md"] {
+        let text = std::fs::read_to_string(format!("{root}/{page}")).unwrap();
+        assert!(
+            text.contains(&format!("```rust,ignore\n{example}```")),
+            "{page} must show lsp/examples/todo_server.rs as it is"
+        );
+        assert!(
+            text.contains(&format!("in {lines} lines")),
+            "{page} must state the example's {lines} lines"
+        );
+    }
 }
 
 /// The capabilities the example must declare, in `encoding`.
@@ -582,6 +587,44 @@ fn a_hover_sees_the_changes_sent_before_it_and_none_after() {
         .collect();
     assert_eq!(hovers, expected);
     server.shut_down(20);
+}
+
+/// A file past the default 8 MiB frame limit (`Limits::max_frame_bytes`): its didOpen is
+/// refused unread (`-32004`, id null), the document is not open (a hover on it answers
+/// null, a change to it is a warning), and the server goes on.
+#[test]
+fn a_document_past_the_frame_limit_is_refused_and_the_server_goes_on() {
+    let mut server = TodoServer::start();
+    server.initialize(Some(&["utf-16"]));
+    let big = "TODO ".repeat(9 * 1024 * 1024 / 5);
+    server.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": URI, "languageId": "plaintext", "version": 1,
+               "text": big}}),
+    );
+    let refused = server.next("the refusal of the didOpen");
+    assert_eq!(refused["id"], Value::Null, "{refused}");
+    assert_eq!(refused["error"]["code"], -32004, "{refused}");
+    server.request(2, "textDocument/hover", hover_at(0));
+    assert_eq!(server.result(2), Value::Null);
+    server.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": URI, "version": 2},
+               "contentChanges": [{"range": range(0, 0, 0), "text": "x"}]}),
+    );
+    let warning = server.notification("window/logMessage");
+    assert_eq!(warning["type"], 2, "a warning: {warning}");
+    // A file within the limit still opens.
+    let small = "file:///tmp/sansrpc-todo/small.txt";
+    server.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": small, "languageId": "plaintext", "version": 1,
+               "text": "TODO"}}),
+    );
+    let published = server.notification("textDocument/publishDiagnostics");
+    assert_eq!(published["uri"], small);
+    assert_eq!(published["diagnostics"], json!([todo(range(0, 0, 4))]));
+    server.shut_down(3);
 }
 
 /// What the end-of-input tests write before closing stdin: initialize, initialized, a
