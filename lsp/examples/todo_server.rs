@@ -1,10 +1,3 @@
-//! A language server that finds TODOs, on stdio: the documents are kept for it (incremental
-//! sync, in the position encoding the editor prefers), every change is analysed (20 ms of
-//! pretend work) and answered with one warning per `TODO`, and a hover shows the document's
-//! version and the hovered line.
-//!
-//! `cargo build -p sansrpc-lsp --example todo_server`, then point an editor at
-//! `target/debug/examples/todo_server`.
 use std::time::Duration;
 
 use sansrpc_lsp::lsp_types::notification::{DidChangeTextDocument, DidOpenTextDocument};

@@ -89,25 +89,46 @@ pub fn npm_ci(dir: &Path, package: &str) {
     );
 }
 
-/// Runs `interop/vscode-jsonrpc/lsp_client.js` against the LSP server `server` and checks
-/// its report: every step passed, the cancelled request answered -32800, exit status 0.
+/// Runs `interop/vscode-jsonrpc/lsp_client_threads.js` against the LSP server `server`
+/// (sansrpc-blocking's `lsp_server_threads`, until it moves onto sansrpc-lsp) and checks its
+/// report: every step passed, the cancelled request answered -32800, exit status 0.
 pub fn vscode_jsonrpc_drives(crate_dir: &str, server: &Path) {
-    let dir = interop(crate_dir, "vscode-jsonrpc");
-    npm_ci(&dir, "vscode-jsonrpc");
-    let out = output_within(
-        Command::new("node")
-            .arg(dir.join("lsp_client.js"))
-            .arg(server),
-        CLIENT_TIMEOUT,
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "client failed: {stderr}");
-    let report: serde_json::Value =
-        serde_json::from_str(String::from_utf8_lossy(&out.stdout).trim()).unwrap();
+    let report = vscode_jsonrpc(crate_dir, "lsp_client_threads.js", &[server]);
     assert_eq!(
         report,
         serde_json::json!({"ok": true, "cancelled": -32800, "exit": 0, "progress": 1})
     );
+}
+
+/// Runs `interop/vscode-jsonrpc/lsp_client.js` against sansrpc-lsp's `todo_server` and
+/// `context_server` examples and checks its report: every step passed; todo_server spoke
+/// UTF-16, published the diagnostics of versions 1 and 2 and exited 0; context_server's
+/// progress went begin, report, end, the cancelled request was answered -32800, and it
+/// exited 0.
+pub fn vscode_jsonrpc_drives_lsp_examples(crate_dir: &str, todo: &Path, context: &Path) {
+    let report = vscode_jsonrpc(crate_dir, "lsp_client.js", &[todo, context]);
+    assert_eq!(
+        report,
+        serde_json::json!({
+            "ok": true,
+            "todo": {"encoding": "utf-16", "published": [1, 2], "exit": 0},
+            "context": {"cancelled": -32800, "progress": ["begin", "report", "end"], "exit": 0},
+        })
+    );
+}
+
+/// Runs the Node script `interop/vscode-jsonrpc/<script>` with `args` (vscode-jsonrpc
+/// installed first); the JSON line it prints.
+fn vscode_jsonrpc(crate_dir: &str, script: &str, args: &[&Path]) -> serde_json::Value {
+    let dir = interop(crate_dir, "vscode-jsonrpc");
+    npm_ci(&dir, "vscode-jsonrpc");
+    let out = output_within(
+        Command::new("node").arg(dir.join(script)).args(args),
+        CLIENT_TIMEOUT,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{script} failed: {stderr}");
+    serde_json::from_str(String::from_utf8_lossy(&out.stdout).trim()).unwrap()
 }
 
 /// Installs the pinned `interop/<dir>/requirements.txt` with pip into
@@ -148,27 +169,51 @@ pub fn pip_install(crate_dir: &str, dir: &str) -> PathBuf {
     target
 }
 
-/// Runs `interop/pytest-lsp/test_lsp_server.py` with pytest against the LSP server
-/// `server` (pytest-lsp installed first); prints pytest's output when it fails.
+/// Runs `interop/pytest-lsp/test_lsp_server_threads.py` with pytest against the LSP server
+/// `server` (sansrpc-blocking's `lsp_server_threads`, until it moves onto sansrpc-lsp);
+/// pytest-lsp installed first; prints pytest's output when it fails.
 pub fn pytest_lsp_drives(crate_dir: &str, server: &Path) {
+    pytest_lsp(
+        crate_dir,
+        "test_lsp_server_threads.py",
+        &[("SANSRPC_LSP_SERVER", server)],
+    );
+}
+
+/// Runs `interop/pytest-lsp/test_lsp_server.py` with pytest against sansrpc-lsp's
+/// `todo_server` and `context_server` examples; prints pytest's output when it fails.
+pub fn pytest_lsp_drives_lsp_examples(crate_dir: &str, todo: &Path, context: &Path) {
+    pytest_lsp(
+        crate_dir,
+        "test_lsp_server.py",
+        &[
+            ("SANSRPC_TODO_SERVER", todo),
+            ("SANSRPC_CONTEXT_SERVER", context),
+        ],
+    );
+}
+
+/// Runs `interop/pytest-lsp/<file>` with pytest (pytest-lsp installed first), each server
+/// named by its environment variable.
+fn pytest_lsp(crate_dir: &str, file: &str, servers: &[(&str, &Path)]) {
     let dir = interop(crate_dir, "pytest-lsp");
     let root = dir.parent().and_then(Path::parent).unwrap();
-    let out = output_within(
-        Command::new("python3")
-            .args(["-m", "pytest", "-q", "-rA"])
-            .arg(dir.join("test_lsp_server.py"))
-            .current_dir(root)
-            .env("PYTHONPATH", pip_install(crate_dir, "pytest-lsp"))
-            .env("PYTHONDONTWRITEBYTECODE", "1")
-            .env("SANSRPC_LSP_SERVER", shell_quote(&server.to_string_lossy())),
-        CLIENT_TIMEOUT,
-    );
+    let mut pytest = Command::new("python3");
+    pytest
+        .args(["-m", "pytest", "-q", "-rA"])
+        .arg(dir.join(file))
+        .current_dir(root)
+        .env("PYTHONPATH", pip_install(crate_dir, "pytest-lsp"))
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    for (variable, server) in servers {
+        pytest.env(variable, shell_quote(&server.to_string_lossy()));
+    }
+    let out = output_within(&mut pytest, CLIENT_TIMEOUT);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
-        "pytest-lsp against {} failed ({}):\n{stdout}\n{stderr}",
-        server.display(),
+        "pytest-lsp's {file} against {servers:?} failed ({}):\n{stdout}\n{stderr}",
         out.status
     );
     println!("{stdout}");

@@ -22,7 +22,7 @@ use serde::Serialize;
 
 use super::session::Session;
 use super::LspError;
-use crate::document::{PositionEncoding, TextDocument};
+use crate::document::{Documents, PositionEncoding, TextDocument};
 
 /// A boxed future, as [`Host`] returns them.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -61,10 +61,15 @@ pub(crate) struct Tokens {
 /// documents the server keeps, in the negotiated position encoding, and, for requests,
 /// the editor's cancellation. Cheap to clone; give a clone to a task that outlives the
 /// handler.
+///
+/// Its documents are those its request or notification saw: every change that arrived
+/// before it applied, none that arrived after, however long the handler runs (a position
+/// in a request means a place in that text).
 #[derive(Clone)]
 pub struct Context {
     host: Arc<dyn Host>,
     session: Arc<Session>,
+    documents: Arc<Documents>,
     tokens: Arc<Tokens>,
 }
 
@@ -82,11 +87,15 @@ impl fmt::Debug for Context {
 static CREATED: AtomicU64 = AtomicU64::new(1);
 
 impl Context {
+    /// The context of a request or notification handed out now: the documents as they are
+    /// now (for a document notification, once it is applied).
     pub(crate) fn new(host: Arc<dyn Host>, tokens: Tokens) -> Self {
         let session = host.session();
+        let documents = session.documents_now();
         Context {
             host,
             session,
+            documents,
             tokens: Arc::new(tokens),
         }
     }
@@ -102,10 +111,12 @@ impl Context {
         self.session.encoding()
     }
 
-    /// A snapshot of the open document `uri`, as of the latest change applied (cheap: no
-    /// copy of the text); `None` when it is not open.
+    /// A snapshot of the open document `uri` as this request or notification saw it (cheap:
+    /// no copy of the text): with every change that arrived before it, none after; `None`
+    /// when it was not open. The latest text is
+    /// [`session().document(uri)`](Session::document).
     pub fn document(&self, uri: &Uri) -> Option<TextDocument> {
-        self.session.document(uri)
+        self.documents.snapshot(uri)
     }
 
     /// The client's `initialize` params (`None` before `initialize`).

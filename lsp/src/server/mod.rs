@@ -365,7 +365,8 @@ impl Server {
         )
     }
 
-    /// Answers the request `method` for a driver: the result JSON or the error object.
+    /// Answers the request `method` for a driver: the result JSON or the error object. Call
+    /// it when the request is handed out: its [`Context`] keeps the documents as of then.
     pub fn handle_request(
         &self,
         method: &str,
@@ -403,18 +404,23 @@ impl Server {
     /// Handles the notification `method` for a driver. The documents change here, at once,
     /// in the order the driver calls it (arrival order); the future it returns runs the
     /// application's handler.
+    ///
+    /// A driver calls this and [`handle_request`](Self::handle_request) as it hands each
+    /// message out, in arrival order: a request's [`Context`] keeps the documents as they
+    /// were then.
     pub fn handle_notification(
         &self,
         method: &str,
         params: Option<&RawValue>,
         host: Arc<dyn Host>,
     ) -> BoxFuture<()> {
-        let cx = Context::new(host, Tokens::default());
         let warnings = if self.0.documents {
-            self.apply_document(&cx, method, params)
+            self.apply_document(&host.session(), method, params)
         } else {
             Vec::new()
         };
+        // After the change: the handler's documents include it.
+        let cx = Context::new(host, Tokens::default());
         let handler = self
             .0
             .notifications
@@ -432,8 +438,12 @@ impl Server {
 
     /// Applies a document notification to the session's documents; what is worth a
     /// warning (past the spec's clamps: a malformed edit, a document not open).
-    fn apply_document(&self, cx: &Context, method: &str, params: Option<&RawValue>) -> Vec<String> {
-        let session = cx.session();
+    fn apply_document(
+        &self,
+        session: &Session,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Vec<String> {
         let warn = |warnings: Vec<Warning>| -> Vec<String> {
             warnings
                 .into_iter()

@@ -18,7 +18,11 @@ pub struct Session {
 #[derive(Debug, Default)]
 struct State {
     initialize: Option<Arc<InitializeParams>>,
-    documents: Documents,
+    /// Shared with the handlers' [`Context`](super::Context)s, each of which keeps the
+    /// documents as they were when its request or notification was handed out: a change
+    /// made while one of them still holds them copies the map first (the texts are ropes,
+    /// shared, not copied).
+    documents: Arc<Documents>,
 }
 
 impl Session {
@@ -37,9 +41,16 @@ impl Session {
         self.lock().initialize.clone()
     }
 
-    /// A snapshot of the open document `uri` (no copy of its text).
+    /// A snapshot of the open document `uri` as of the latest change applied (no copy of
+    /// its text). A handler usually wants [`Context::document`](super::Context::document)
+    /// instead: the document as its request saw it.
     pub fn document(&self, uri: &Uri) -> Option<TextDocument> {
         self.lock().documents.snapshot(uri)
+    }
+
+    /// Every open document as of now, for a handler's context: a reference count, no copy.
+    pub(crate) fn documents_now(&self) -> Arc<Documents> {
+        self.lock().documents.clone()
     }
 
     /// Snapshots of every open document, in URI order.
@@ -50,13 +61,13 @@ impl Session {
     /// Runs `f` on the documents with the session locked: how the server applies
     /// `didOpen`, `didChange` and `didClose` in arrival order. Keep `f` short.
     pub fn with_documents<T>(&self, f: impl FnOnce(&mut Documents) -> T) -> T {
-        f(&mut self.lock().documents)
+        f(Arc::make_mut(&mut self.lock().documents))
     }
 
     /// Records `initialize`: its params and the encoding negotiated from them.
     pub(crate) fn initialized(&self, params: Arc<InitializeParams>, encoding: PositionEncoding) {
         let mut state = self.lock();
         state.initialize = Some(params);
-        state.documents.set_encoding(encoding);
+        Arc::make_mut(&mut state.documents).set_encoding(encoding);
     }
 }
