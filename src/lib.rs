@@ -100,6 +100,7 @@ extern crate alloc;
 #[cfg(any(feature = "std", test))]
 extern crate std;
 
+pub mod client;
 pub mod codec;
 /// Compliance fuzzing: inputs at the edges of JSON-RPC 2.0 from a fuzzer's bytes, and a judge
 /// of a server's answers. Feature `arbitrary`, which implies `std` (the `arbitrary` crate

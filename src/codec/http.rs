@@ -1,5 +1,6 @@
-//! HTTP/1.1 for a JSON-RPC server (RFC 9112), without I/O: request heads and bodies cut
-//! from the bytes a transport read, and response heads written.
+//! HTTP/1.1 for JSON-RPC (RFC 9112), without I/O: for a server, request heads and bodies
+//! cut from the bytes a transport read, and response heads written; for a client, request
+//! heads written and responses cut ([`ResponseDecoder`], [`write_request_head`]).
 //!
 //! JSON-RPC over HTTP is one message per POST body. [`RequestDecoder`] yields a request's
 //! [`Head`] (what a JSON-RPC server decides on: the method, the media type, the body's
@@ -66,6 +67,9 @@ pub enum BodyKind {
     Length(u64),
     /// `Transfer-Encoding: chunked`.
     Chunked,
+    /// Everything until the connection closes: a response with neither `Content-Length`
+    /// nor `Transfer-Encoding` (never a request's body).
+    UntilClose,
 }
 
 /// What a JSON-RPC server needs from a request head.
@@ -243,6 +247,20 @@ impl RequestDecoder {
         self.state != State::Head
     }
 
+    /// Expects a body framed as `body` next (a response's, whose head the client's decoder
+    /// read): [`BodyKind::UntilClose`] is read by the caller, not here.
+    pub(super) fn expect_body(&mut self, body: BodyKind) {
+        self.state = match body {
+            BodyKind::None | BodyKind::UntilClose => State::Head,
+            BodyKind::Length(n) => State::Length(usize::try_from(n).unwrap_or(usize::MAX)),
+            BodyKind::Chunked => State::Chunked {
+                out: 0,
+                pos: 0,
+                phase: Chunk::Size,
+            },
+        };
+    }
+
     /// While a chunked body is incomplete, moves the bytes of `buf` not decoded yet down
     /// over the chunk framing already decoded (sizes, extensions, line ends), and returns
     /// how many bytes at the start of `buf` are still in use: drop the rest before reading
@@ -409,16 +427,8 @@ impl RequestDecoder {
             (false, Some(0) | None) => BodyKind::None,
             (false, Some(n)) => BodyKind::Length(n),
         };
-        self.state = match head.body {
-            BodyKind::None => State::Head,
-            // Over the limit: the server answers 413 from the head and reads no further.
-            BodyKind::Length(n) => State::Length(usize::try_from(n).unwrap_or(usize::MAX)),
-            BodyKind::Chunked => State::Chunked {
-                out: 0,
-                pos: 0,
-                phase: Chunk::Size,
-            },
-        };
+        // Over the limit: the server answers 413 from the head and reads no further.
+        self.expect_body(head.body);
         Ok(HttpStep::Head(used, head))
     }
 
@@ -659,5 +669,8 @@ pub fn write_head(
     out.extend_from_slice(b"\r\n");
 }
 
+mod response;
 #[cfg(test)]
 mod tests;
+
+pub use response::{write_request_head, ResponseDecoder, ResponseHead, ResponseStep};
