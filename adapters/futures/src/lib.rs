@@ -64,7 +64,7 @@ pub use child::{child_process, ChildProcess};
 pub use child::{ClosableWriter, WriterCloser};
 
 pub use builder::Builder;
-pub use client::{Batch, BatchSlot, CallError, Client, PendingCall, RawResult};
+pub use client::{Batch, BatchSlot, CallError, Client, PendingBatch, PendingCall, RawResult};
 pub use context::{Cancelled, RequestContext};
 pub use driver::{Driver, ShutdownHandle};
 pub use extension::Extension;
