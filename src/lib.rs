@@ -137,6 +137,9 @@ mod readme {}
 #[doc = include_str!("../docs/cli.md")]
 mod guide_cli {}
 #[cfg(doctest)]
+#[doc = include_str!("../docs/client.md")]
+mod guide_client {}
+#[cfg(doctest)]
 #[doc = include_str!("../docs/core.md")]
 mod guide_core {}
 #[cfg(doctest)]
