@@ -368,44 +368,15 @@ impl RequestDecoder {
         for header in request.headers.iter() {
             let (name, value) = (header.name, header.value);
             if name.eq_ignore_ascii_case("content-length") {
-                let n = parse_length(value).ok_or(HttpFault::BadRequest)?;
-                if length.is_some_and(|l| l != n) {
-                    return Err(HttpFault::BadRequest);
-                }
-                length = Some(n);
+                content_length(&mut length, value)?;
             } else if name.eq_ignore_ascii_case("transfer-encoding") {
-                let mut any = false;
-                for coding in value
-                    .split(|&b| b == b',')
-                    .map(trim)
-                    .filter(|c| !c.is_empty())
-                {
-                    any = true;
-                    // Only chunked is known here: gzip and the rest are not implemented.
-                    if !coding.eq_ignore_ascii_case(b"chunked") {
-                        return Err(HttpFault::NotImplemented);
-                    }
-                    // Chunked twice (in one field or two) would be undone once here and
-                    // twice elsewhere on the way: refused (RFC 9112 §6.1).
-                    if coded {
-                        return Err(HttpFault::BadRequest);
-                    }
-                    coded = true;
-                }
-                // A field with no coding at all says nothing about the framing.
-                if !any {
-                    return Err(HttpFault::BadRequest);
-                }
+                transfer_coding(&mut coded, value)?;
             } else if name.eq_ignore_ascii_case("content-type") {
                 head.json = is_json(value);
             } else if name.eq_ignore_ascii_case("connection") {
-                for token in value.split(|&b| b == b',').map(trim) {
-                    if token.eq_ignore_ascii_case(b"close") {
-                        close = true;
-                    } else if token.eq_ignore_ascii_case(b"keep-alive") && http10 {
-                        head.keep_alive = true;
-                    }
-                }
+                let (closes, keeps) = connection_tokens(value);
+                close |= closes;
+                head.keep_alive |= keeps && http10;
             } else if name.eq_ignore_ascii_case("expect") {
                 head.expect_continue = !http10 && trim(value).eq_ignore_ascii_case(b"100-continue");
             } else if name.eq_ignore_ascii_case("origin") {
@@ -537,6 +508,54 @@ fn is_field_line(line: &[u8]) -> bool {
         && value
             .iter()
             .all(|&b| b == b'\t' || (b >= 0x20 && b != 0x7f))
+}
+
+/// A `Content-Length` field into `length`: a second one that differs is refused.
+fn content_length(length: &mut Option<u64>, value: &[u8]) -> Result<(), HttpFault> {
+    let n = parse_length(value).ok_or(HttpFault::BadRequest)?;
+    if length.is_some_and(|l| l != n) {
+        return Err(HttpFault::BadRequest);
+    }
+    *length = Some(n);
+    Ok(())
+}
+
+/// A `Transfer-Encoding` field: sets `coded` for `chunked`, the only coding known here.
+fn transfer_coding(coded: &mut bool, value: &[u8]) -> Result<(), HttpFault> {
+    let mut any = false;
+    for coding in value
+        .split(|&b| b == b',')
+        .map(trim)
+        .filter(|c| !c.is_empty())
+    {
+        any = true;
+        // Only chunked is known here: gzip and the rest are not implemented.
+        if !coding.eq_ignore_ascii_case(b"chunked") {
+            return Err(HttpFault::NotImplemented);
+        }
+        // Chunked twice (in one field or two) would be undone once here and twice
+        // elsewhere on the way: refused (RFC 9112 §6.1).
+        if *coded {
+            return Err(HttpFault::BadRequest);
+        }
+        *coded = true;
+    }
+    // A field with no coding at all says nothing about the framing.
+    if any {
+        Ok(())
+    } else {
+        Err(HttpFault::BadRequest)
+    }
+}
+
+/// A `Connection` field: whether it says `close`, and whether it says `keep-alive`.
+fn connection_tokens(value: &[u8]) -> (bool, bool) {
+    let (mut close, mut keep) = (false, false);
+    for token in value.split(|&b| b == b',').map(trim) {
+        close |= token.eq_ignore_ascii_case(b"close");
+        keep |= token.eq_ignore_ascii_case(b"keep-alive");
+    }
+    (close, keep)
 }
 
 /// A chunk-size line: hexadecimal digits, then optional extensions (ignored).

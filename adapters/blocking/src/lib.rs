@@ -84,6 +84,7 @@ pub use extension::Extension;
 pub use reconnect::Reconnect;
 pub use sansrpc::client::{BatchSlot, RawResult};
 pub use sansrpc::method::CallError;
+pub use sansrpc::Timeout;
 pub use stream::{StreamIter, StreamOptions, TypedIter};
 pub use transport::{connect_tcp, serve_stdio, serve_stdio_status, serve_tcp, spawn_child, Server};
 #[cfg(unix)]

@@ -78,3 +78,4 @@ pub use timer::Timer;
 pub use transport::{ByteStream, Received, Transport};
 
 pub use sansrpc;
+pub use sansrpc::Timeout;

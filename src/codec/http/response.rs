@@ -3,7 +3,10 @@
 
 use alloc::vec::Vec;
 
-use super::{is_json, parse_length, trim, BodyKind, HttpFault, RequestDecoder, MAX_HEAD};
+use super::{
+    connection_tokens, content_length, is_json, transfer_coding, BodyKind, HttpFault,
+    RequestDecoder, MAX_HEAD,
+};
 
 /// What a JSON-RPC client needs from a response head.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,25 +157,14 @@ impl ResponseDecoder {
         for header in response.headers.iter() {
             let (name, value) = (header.name, header.value);
             if name.eq_ignore_ascii_case("content-length") {
-                let n = parse_length(value).ok_or(HttpFault::BadRequest)?;
-                if length.is_some_and(|l| l != n) {
-                    return Err(HttpFault::BadRequest);
-                }
-                length = Some(n);
+                content_length(&mut length, value)?;
             } else if name.eq_ignore_ascii_case("transfer-encoding") {
-                // The last coding frames the body; only chunked is read here.
-                let last = value.rsplit(|&b| b == b',').map(trim).next();
-                if !last.is_some_and(|c| c.eq_ignore_ascii_case(b"chunked")) {
-                    return Err(HttpFault::NotImplemented);
-                }
-                chunked = true;
+                transfer_coding(&mut chunked, value)?;
             } else if name.eq_ignore_ascii_case("content-type") {
                 json = is_json(value);
             } else if name.eq_ignore_ascii_case("connection") {
-                for token in value.split(|&b| b == b',').map(trim) {
-                    close |= token.eq_ignore_ascii_case(b"close");
-                    keep |= token.eq_ignore_ascii_case(b"keep-alive");
-                }
+                let (closes, keeps) = connection_tokens(value);
+                (close, keep) = (close | closes, keep | keeps);
             }
         }
         // RFC 9112 §6.3: no body for 1xx, 204 and 304; chunked wins over a length; neither
