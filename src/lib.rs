@@ -100,6 +100,7 @@ extern crate alloc;
 #[cfg(any(feature = "std", test))]
 extern crate std;
 
+pub mod client;
 pub mod codec;
 /// Compliance fuzzing: inputs at the edges of JSON-RPC 2.0 from a fuzzer's bytes, and a judge
 /// of a server's answers. Feature `arbitrary`, which implies `std` (the `arbitrary` crate
@@ -135,6 +136,9 @@ mod readme {}
 #[cfg(doctest)]
 #[doc = include_str!("../docs/cli.md")]
 mod guide_cli {}
+#[cfg(doctest)]
+#[doc = include_str!("../docs/client.md")]
+mod guide_client {}
 #[cfg(doctest)]
 #[doc = include_str!("../docs/core.md")]
 mod guide_core {}

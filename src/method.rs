@@ -101,6 +101,15 @@ impl fmt::Display for CallError {
             CallError::Ended(EndReason::Closed) => {
                 f.write_str("the connection closed before an answer came")
             }
+            CallError::Ended(EndReason::Unanswered {
+                status: Some(status),
+            }) => write!(
+                f,
+                "the server answered HTTP {status} without an answer to the request"
+            ),
+            CallError::Ended(EndReason::Unanswered { status: None }) => {
+                f.write_str("the request could not be sent, or its answer not read")
+            }
             CallError::Ended(r) => write!(f, "the request ended without an answer: {r:?}"),
             CallError::Send(e) => write!(f, "the request was not sent: {e}"),
             CallError::Intercepted(e) => write!(f, "an interceptor refused the call: {e}"),

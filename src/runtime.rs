@@ -1,11 +1,18 @@
 //! What a driver on `std` needs from its host, beside the sans-I/O core: a [`Clock`] that
 //! turns `std::time::Instant` into the core's [`Instant`] and back, per-connection values
-//! shared by handlers ([`Locals`]), and whether a process still runs ([`process_alive`],
-//! for an LSP server whose editor died). The only part of the crate that reads a clock,
-//! locks or asks the operating system; feature `std`.
+//! shared by handlers ([`Locals`]), whether a process still runs ([`process_alive`], for an
+//! LSP server whose editor died), and the client interceptors' view of each call, timed
+//! ([`Observe`], [`ObserveBatch`]). The only part of the crate that reads a clock, locks or
+//! asks the operating system; feature `std`.
 
+use alloc::string::{String, ToString};
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
+use crate::client::{BatchEntry, RawResult};
+use crate::ext::interceptors::{CallOutcome, Interceptors};
+use crate::method::CallError;
+use crate::raw::RawValue;
 use crate::time::Instant;
 
 /// One value per type, kept per connection by a driver: the state a protocol layer keeps
@@ -127,5 +134,87 @@ pub fn process_alive(pid: u32) -> bool {
     {
         let _ = pid;
         true
+    }
+}
+
+/// A call the client interceptors saw go out, to report to their
+/// [`after`](crate::ext::interceptors::Interceptor::after) hooks with the time it took: the
+/// futures and blocking clients' one way of running them.
+#[derive(Debug)]
+pub struct Observe {
+    chain: Arc<Interceptors>,
+    method: String,
+    start: std::time::Instant,
+}
+
+impl Observe {
+    /// Runs the `before` hooks of `chain` (none: nothing to observe) on a call or
+    /// notification about to go out, which they may change; a refusal is
+    /// [`CallError::Intercepted`] and the call must not be sent.
+    pub fn before(
+        chain: Option<&Arc<Interceptors>>,
+        method: &str,
+        params: &mut Option<alloc::boxed::Box<RawValue>>,
+        notification: bool,
+    ) -> Result<Option<Observe>, CallError> {
+        let Some(chain) = chain else {
+            return Ok(None);
+        };
+        chain.before(method, params, notification)?;
+        Ok(Some(Observe {
+            chain: Arc::clone(chain),
+            method: method.to_string(),
+            start: std::time::Instant::now(),
+        }))
+    }
+
+    /// Runs the `after` hooks with how the call ended and the time since `before`.
+    pub fn after<T>(&self, result: &Result<T, CallError>) {
+        self.chain
+            .after(&self.method, CallOutcome::of(result), self.start.elapsed());
+    }
+}
+
+/// A batch the client interceptors saw go out: [`Observe`] for every entry of it.
+#[derive(Debug)]
+pub struct ObserveBatch {
+    chain: Arc<Interceptors>,
+    /// The calls' methods, in the order of their results.
+    methods: Vec<String>,
+    start: std::time::Instant,
+}
+
+impl ObserveBatch {
+    /// Runs the `before` hooks of `chain` on every entry in order (calls and notifications
+    /// alike); the first refusal is [`CallError::Intercepted`] and nothing of the batch may
+    /// be sent.
+    pub fn before(
+        chain: Option<&Arc<Interceptors>>,
+        entries: &mut [BatchEntry],
+    ) -> Result<Option<ObserveBatch>, CallError> {
+        let Some(chain) = chain else {
+            return Ok(None);
+        };
+        let mut methods = Vec::new();
+        for entry in entries {
+            chain.before(&entry.method, &mut entry.params, !entry.call)?;
+            if entry.call {
+                methods.push(entry.method.to_string());
+            }
+        }
+        Ok(Some(ObserveBatch {
+            chain: Arc::clone(chain),
+            methods,
+            start: std::time::Instant::now(),
+        }))
+    }
+
+    /// Runs the `after` hooks for each call with its result (when the batch was answered).
+    pub fn after(&self, results: &Result<Vec<RawResult>, CallError>) {
+        let Ok(results) = results else { return };
+        let elapsed = self.start.elapsed();
+        for (method, result) in self.methods.iter().zip(results) {
+            self.chain.after(method, CallOutcome::of(result), elapsed);
+        }
     }
 }

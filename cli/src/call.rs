@@ -11,9 +11,10 @@ use clap::{ArgAction, ArgMatches, Args};
 use sansrpc::codec::{Decoder, Framing};
 use sansrpc::connection::EndReason;
 use sansrpc::method::CallError;
+use sansrpc::Timeout;
 use sansrpc::{ErrorObject, Limits, RawValue};
-use sansrpc_blocking::{Client, Direction, Error, Options, StreamOptions, Tap};
-use sansrpc_tokio::http;
+use sansrpc_blocking::{Client, Direction, Options, RawResult, StreamOptions, Tap};
+use sansrpc_tokio::{http, Spawned};
 use serde::Deserialize;
 
 use crate::target::{self, Kind, Target};
@@ -249,32 +250,14 @@ fn error_json(e: &ErrorObject<'_>) -> String {
 /// What one call came to: the JSON to print, and whether it was an error object.
 type Answer = Fallible<(String, bool)>;
 
-/// A call's answer, from any client.
-fn call_outcome(answer: Result<Box<RawValue>, CallError>, timeout: Duration) -> Answer {
+/// A call's answer, from either client.
+fn call_outcome(answer: RawResult, timeout: Duration) -> Answer {
     match answer {
         Ok(raw) => Ok((raw.get().to_owned(), false)),
         Err(CallError::Rpc(e)) => Ok((error_json(&e), true)),
         Err(CallError::Ended(EndReason::TimedOut)) => {
             Err(format!("no answer within {} s", timeout.as_secs_f64()).into())
         }
-        Err(e) => Err(format!("no answer: {e}").into()),
-    }
-}
-
-/// A call's answer, from the blocking client.
-fn outcome(answer: Result<Box<RawValue>, Error>, timeout: Duration) -> Answer {
-    match answer {
-        Ok(raw) => call_outcome(Ok(raw), timeout),
-        Err(Error::Call(e)) => call_outcome(Err(e), timeout),
-        Err(e) => Err(format!("no answer: {e}").into()),
-    }
-}
-
-/// A call's answer, from the HTTP client.
-fn http_outcome(answer: Result<Box<RawValue>, http::Error>, timeout: Duration) -> Answer {
-    match answer {
-        Ok(raw) => call_outcome(Ok(raw), timeout),
-        Err(http::Error::Call(e)) => call_outcome(Err(e), timeout),
         Err(e) => Err(format!("no answer: {e}").into()),
     }
 }
@@ -311,13 +294,9 @@ struct Blocking {
 impl Blocking {
     /// The answer, after a timeout: cancels the request the way the profile does, and
     /// when the server sent nothing at all, names the other framing.
-    fn answer(&self, answer: Result<Box<RawValue>, Error>) -> Answer {
-        let timed_out = matches!(
-            answer,
-            Err(Error::Call(CallError::Ended(EndReason::TimedOut)))
-        );
-        if !timed_out {
-            return outcome(answer, self.timeout);
+    fn answer(&self, answer: RawResult) -> Answer {
+        if !matches!(answer, Err(CallError::Ended(EndReason::TimedOut))) {
+            return call_outcome(answer, self.timeout);
         }
         let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
         let (received, last_id) = (seen.received, seen.last_id.clone());
@@ -348,7 +327,7 @@ impl Blocking {
 
 impl Rpc for Blocking {
     fn call(&self, method: &str, params: Option<&RawValue>) -> Answer {
-        self.answer(self.client.call_raw(method, params, Some(self.timeout)))
+        self.answer(self.client.call_raw(method, params))
     }
 
     fn notify(&self, method: &str, params: Option<&RawValue>) -> Fallible<()> {
@@ -366,23 +345,16 @@ impl Rpc for Blocking {
                 batch.notify_raw(&step.method, step.params.as_deref());
             }
         }
-        let pending = batch
-            .send(Some(self.timeout))
-            .map_err(|e| format!("batch not sent: {e}"))?;
-        Ok(pending.into_iter().map(|p| self.answer(p.wait())).collect())
+        let results = batch.send().map_err(|e| format!("batch not sent: {e}"))?;
+        Ok(results.into_iter().map(|r| self.answer(r)).collect())
     }
 }
 
-/// sansrpc-tokio's clients, on a runtime of their own.
+/// sansrpc-tokio's client (WebSocket, HTTP), on a runtime of its own.
 struct Tokio {
     runtime: tokio::runtime::Runtime,
-    client: TokioClient,
+    connection: Spawned,
     timeout: Duration,
-}
-
-enum TokioClient {
-    Ws(sansrpc_tokio::Connection),
-    Http(Box<http::Client>),
 }
 
 impl Tokio {
@@ -402,7 +374,7 @@ impl Tokio {
         // The core cancels with `$/cancelRequest`, which is not MCP's.
         config.cancel_on_timeout = profile != ProfileArg::Mcp;
         let builder = sansrpc_tokio::Builder::new().config(config);
-        let client = match kind {
+        let connection = match kind {
             Kind::Ws(url) => {
                 let connect = async {
                     match tls {
@@ -412,98 +384,63 @@ impl Tokio {
                         None => sansrpc_tokio::ws::connect(url.as_str(), builder).await,
                     }
                 };
-                let connection = runtime
+                runtime
                     .block_on(async { tokio::time::timeout(timeout, connect).await })
                     .map_err(|_| format!("cannot connect to {url}: timed out"))?
-                    .map_err(|e| format!("cannot connect to {url}: {e}"))?;
-                TokioClient::Ws(connection)
+                    .map_err(|e| format!("cannot connect to {url}: {e}"))?
             }
             Kind::Http(url) => {
-                let client = http::Client::new(url)
-                    .map_err(|e| format!("not an HTTP URL: {url}: {e}"))?
-                    .with_builder(builder);
-                TokioClient::Http(Box::new(match tls {
-                    Some(tls) => client.with_tls(tls),
-                    None => client,
-                }))
+                // Spawns the connection's driver on this runtime; nothing connects yet.
+                let _entered = runtime.enter();
+                match tls {
+                    Some(tls) => http::connect_tls(url, builder, tls),
+                    None => http::connect(url, builder),
+                }
+                .map_err(|e| format!("not an HTTP URL: {e}"))?
             }
             _ => unreachable!("served by the blocking adapter"),
         };
         Ok(Tokio {
             runtime,
-            client,
+            connection,
             timeout,
         })
     }
 
-    /// Closes a WebSocket gracefully (what was queued goes out first).
+    /// Closes gracefully (what was queued goes out first).
     fn close(self) {
-        if let TokioClient::Ws(connection) = self.client {
-            connection.shutdown.shutdown(Duration::from_secs(1));
-            let done =
-                async { tokio::time::timeout(Duration::from_secs(2), connection.driver).await };
-            let _ = self.runtime.block_on(done);
-        }
+        let closed = self.connection.client.close();
+        let done = async { tokio::time::timeout(Duration::from_secs(2), closed).await };
+        let _ = self.runtime.block_on(done);
     }
 }
 
 impl Rpc for Tokio {
     fn call(&self, method: &str, params: Option<&RawValue>) -> Answer {
-        match &self.client {
-            TokioClient::Ws(c) => {
-                let answer = self.runtime.block_on(c.client.call_raw(method, params));
-                call_outcome(answer, self.timeout)
-            }
-            TokioClient::Http(c) => {
-                let answer = self.runtime.block_on(c.call_raw(method, params));
-                http_outcome(answer, self.timeout)
-            }
-        }
+        let call = self.connection.client.call_raw(method, params);
+        call_outcome(self.runtime.block_on(call), self.timeout)
     }
 
     fn notify(&self, method: &str, params: Option<&RawValue>) -> Fallible<()> {
-        let sent = match &self.client {
-            TokioClient::Ws(c) => self
-                .runtime
-                .block_on(c.client.notify_raw(method, params))
-                .map_err(|e| e.to_string()),
-            TokioClient::Http(c) => self
-                .runtime
-                .block_on(c.notify_raw(method, params))
-                .map_err(|e| e.to_string()),
-        };
-        sent.map_err(|e| format!("not sent: {e}").into())
+        let notify = self.connection.client.notify_raw(method, params);
+        self.runtime
+            .block_on(notify)
+            .map_err(|e| format!("not sent: {e}").into())
     }
 
     fn batch(&self, steps: &[Step]) -> Fallible<Vec<Answer>> {
-        let results = match &self.client {
-            TokioClient::Ws(c) => {
-                let mut batch = c.client.batch();
-                for step in steps {
-                    if step.call {
-                        batch.call_raw(&step.method, step.params.as_deref());
-                    } else {
-                        batch.notify_raw(&step.method, step.params.as_deref());
-                    }
-                }
-                self.runtime
-                    .block_on(batch.send())
-                    .map_err(|e| format!("batch not sent: {e}"))?
+        let mut batch = self.connection.client.batch();
+        for step in steps {
+            if step.call {
+                batch.call_raw(&step.method, step.params.as_deref());
+            } else {
+                batch.notify_raw(&step.method, step.params.as_deref());
             }
-            TokioClient::Http(c) => {
-                let mut batch = c.batch();
-                for step in steps {
-                    if step.call {
-                        batch.call_raw(&step.method, step.params.as_deref());
-                    } else {
-                        batch.notify_raw(&step.method, step.params.as_deref());
-                    }
-                }
-                self.runtime
-                    .block_on(batch.send())
-                    .map_err(|e| format!("batch not sent: {e}"))?
-            }
-        };
+        }
+        let results = self
+            .runtime
+            .block_on(batch.send())
+            .map_err(|e| format!("batch not sent: {e}"))?;
         Ok(results
             .into_iter()
             .map(|r| call_outcome(r, self.timeout))
@@ -652,12 +589,11 @@ fn print_stream(
     window: usize,
 ) -> Fallible<ExitCode> {
     use std::io::Write;
-    let mut options = StreamOptions::new(window.max(1), 64);
-    options.timeout = Some(client.timeout);
+    let options = StreamOptions::new(window.max(1), 64).timeout(Timeout::After(client.timeout));
     let items = match client.client.stream_raw(method, params, options) {
         Ok(items) => items,
         Err(e) => {
-            let (json, failed) = outcome(Err(e), client.timeout)?;
+            let (json, failed) = call_outcome(Err(e), client.timeout)?;
             println!("{}", target::pretty(&json));
             return Ok(ExitCode::from(if failed { 1 } else { 2 }));
         }
@@ -671,7 +607,7 @@ fn print_stream(
                 out.flush()?;
             }
             Err(e) => {
-                let (json, _) = outcome(Err(e), client.timeout)?;
+                let (json, _) = call_outcome(Err(e), client.timeout)?;
                 writeln!(out, "{}", target::pretty(&json))?;
                 return Ok(ExitCode::from(1));
             }

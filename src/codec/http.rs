@@ -1,5 +1,6 @@
-//! HTTP/1.1 for a JSON-RPC server (RFC 9112), without I/O: request heads and bodies cut
-//! from the bytes a transport read, and response heads written.
+//! HTTP/1.1 for JSON-RPC (RFC 9112), without I/O: for a server, request heads and bodies
+//! cut from the bytes a transport read, and response heads written; for a client, request
+//! heads written and responses cut ([`ResponseDecoder`], [`write_request_head`]).
 //!
 //! JSON-RPC over HTTP is one message per POST body. [`RequestDecoder`] yields a request's
 //! [`Head`] (what a JSON-RPC server decides on: the method, the media type, the body's
@@ -66,6 +67,9 @@ pub enum BodyKind {
     Length(u64),
     /// `Transfer-Encoding: chunked`.
     Chunked,
+    /// Everything until the connection closes: a response with neither `Content-Length`
+    /// nor `Transfer-Encoding` (never a request's body).
+    UntilClose,
 }
 
 /// What a JSON-RPC server needs from a request head.
@@ -243,6 +247,20 @@ impl RequestDecoder {
         self.state != State::Head
     }
 
+    /// Expects a body framed as `body` next (a response's, whose head the client's decoder
+    /// read): [`BodyKind::UntilClose`] is read by the caller, not here.
+    pub(super) fn expect_body(&mut self, body: BodyKind) {
+        self.state = match body {
+            BodyKind::None | BodyKind::UntilClose => State::Head,
+            BodyKind::Length(n) => State::Length(usize::try_from(n).unwrap_or(usize::MAX)),
+            BodyKind::Chunked => State::Chunked {
+                out: 0,
+                pos: 0,
+                phase: Chunk::Size,
+            },
+        };
+    }
+
     /// While a chunked body is incomplete, moves the bytes of `buf` not decoded yet down
     /// over the chunk framing already decoded (sizes, extensions, line ends), and returns
     /// how many bytes at the start of `buf` are still in use: drop the rest before reading
@@ -350,44 +368,15 @@ impl RequestDecoder {
         for header in request.headers.iter() {
             let (name, value) = (header.name, header.value);
             if name.eq_ignore_ascii_case("content-length") {
-                let n = parse_length(value).ok_or(HttpFault::BadRequest)?;
-                if length.is_some_and(|l| l != n) {
-                    return Err(HttpFault::BadRequest);
-                }
-                length = Some(n);
+                content_length(&mut length, value)?;
             } else if name.eq_ignore_ascii_case("transfer-encoding") {
-                let mut any = false;
-                for coding in value
-                    .split(|&b| b == b',')
-                    .map(trim)
-                    .filter(|c| !c.is_empty())
-                {
-                    any = true;
-                    // Only chunked is known here: gzip and the rest are not implemented.
-                    if !coding.eq_ignore_ascii_case(b"chunked") {
-                        return Err(HttpFault::NotImplemented);
-                    }
-                    // Chunked twice (in one field or two) would be undone once here and
-                    // twice elsewhere on the way: refused (RFC 9112 §6.1).
-                    if coded {
-                        return Err(HttpFault::BadRequest);
-                    }
-                    coded = true;
-                }
-                // A field with no coding at all says nothing about the framing.
-                if !any {
-                    return Err(HttpFault::BadRequest);
-                }
+                transfer_coding(&mut coded, value)?;
             } else if name.eq_ignore_ascii_case("content-type") {
                 head.json = is_json(value);
             } else if name.eq_ignore_ascii_case("connection") {
-                for token in value.split(|&b| b == b',').map(trim) {
-                    if token.eq_ignore_ascii_case(b"close") {
-                        close = true;
-                    } else if token.eq_ignore_ascii_case(b"keep-alive") && http10 {
-                        head.keep_alive = true;
-                    }
-                }
+                let (closes, keeps) = connection_tokens(value);
+                close |= closes;
+                head.keep_alive |= keeps && http10;
             } else if name.eq_ignore_ascii_case("expect") {
                 head.expect_continue = !http10 && trim(value).eq_ignore_ascii_case(b"100-continue");
             } else if name.eq_ignore_ascii_case("origin") {
@@ -409,16 +398,8 @@ impl RequestDecoder {
             (false, Some(0) | None) => BodyKind::None,
             (false, Some(n)) => BodyKind::Length(n),
         };
-        self.state = match head.body {
-            BodyKind::None => State::Head,
-            // Over the limit: the server answers 413 from the head and reads no further.
-            BodyKind::Length(n) => State::Length(usize::try_from(n).unwrap_or(usize::MAX)),
-            BodyKind::Chunked => State::Chunked {
-                out: 0,
-                pos: 0,
-                phase: Chunk::Size,
-            },
-        };
+        // Over the limit: the server answers 413 from the head and reads no further.
+        self.expect_body(head.body);
         Ok(HttpStep::Head(used, head))
     }
 
@@ -527,6 +508,54 @@ fn is_field_line(line: &[u8]) -> bool {
         && value
             .iter()
             .all(|&b| b == b'\t' || (b >= 0x20 && b != 0x7f))
+}
+
+/// A `Content-Length` field into `length`: a second one that differs is refused.
+fn content_length(length: &mut Option<u64>, value: &[u8]) -> Result<(), HttpFault> {
+    let n = parse_length(value).ok_or(HttpFault::BadRequest)?;
+    if length.is_some_and(|l| l != n) {
+        return Err(HttpFault::BadRequest);
+    }
+    *length = Some(n);
+    Ok(())
+}
+
+/// A `Transfer-Encoding` field: sets `coded` for `chunked`, the only coding known here.
+fn transfer_coding(coded: &mut bool, value: &[u8]) -> Result<(), HttpFault> {
+    let mut any = false;
+    for coding in value
+        .split(|&b| b == b',')
+        .map(trim)
+        .filter(|c| !c.is_empty())
+    {
+        any = true;
+        // Only chunked is known here: gzip and the rest are not implemented.
+        if !coding.eq_ignore_ascii_case(b"chunked") {
+            return Err(HttpFault::NotImplemented);
+        }
+        // Chunked twice (in one field or two) would be undone once here and twice
+        // elsewhere on the way: refused (RFC 9112 §6.1).
+        if *coded {
+            return Err(HttpFault::BadRequest);
+        }
+        *coded = true;
+    }
+    // A field with no coding at all says nothing about the framing.
+    if any {
+        Ok(())
+    } else {
+        Err(HttpFault::BadRequest)
+    }
+}
+
+/// A `Connection` field: whether it says `close`, and whether it says `keep-alive`.
+fn connection_tokens(value: &[u8]) -> (bool, bool) {
+    let (mut close, mut keep) = (false, false);
+    for token in value.split(|&b| b == b',').map(trim) {
+        close |= token.eq_ignore_ascii_case(b"close");
+        keep |= token.eq_ignore_ascii_case(b"keep-alive");
+    }
+    (close, keep)
 }
 
 /// A chunk-size line: hexadecimal digits, then optional extensions (ignored).
@@ -659,5 +688,8 @@ pub fn write_head(
     out.extend_from_slice(b"\r\n");
 }
 
+mod response;
 #[cfg(test)]
 mod tests;
+
+pub use response::{write_request_head, ResponseDecoder, ResponseHead, ResponseStep};

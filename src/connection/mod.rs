@@ -1375,6 +1375,21 @@ impl Connection {
         }
     }
 
+    /// Ends, with `reason`, each of our calls in `frame` (a frame this connection wrote, as
+    /// [`poll_transmit`](Connection::poll_transmit) handed it out) still waiting for its
+    /// answer: for a transport whose exchanges carry one frame and its answers (an HTTP POST)
+    /// when the exchange ended without them (a status with no JSON-RPC body, a connection
+    /// refused or reset, a body that did not answer every call). Each ends as
+    /// [`Event::Ended`] with `reason` (usually [`EndReason::Unanswered`]); no cancellation is
+    /// sent. Returns how many ended.
+    pub fn end_unanswered(&mut self, frame: &[u8], reason: EndReason, now: Instant) -> usize {
+        let mut ended = 0;
+        request_ids(frame, |id| {
+            ended += usize::from(self.endpoint.end(RequestId(id), reason, now));
+        });
+        ended
+    }
+
     /// Forgets the calls of `token`: no event comes for them any more, and (with
     /// [`Config::cancellation`]) the peer is told. False when none was waiting.
     pub fn cancel_call(&mut self, token: u64, now: Instant) -> bool {
@@ -1802,6 +1817,61 @@ fn subs_take(subs: &subscriptions::Table, request: bool, method: &str) -> bool {
 #[inline]
 fn subs_take(_: &(), _: bool, _: &str) -> bool {
     false
+}
+
+/// Calls `f` with the id of each request (a member `method` and an integer `id`) in `frame`:
+/// one message or a batch of them, as the endpoint writes them. What does not scan is
+/// passed over.
+fn request_ids(frame: &[u8], mut f: impl FnMut(u64)) {
+    use crate::json::Scanner;
+    let max = crate::Limits::MAX_DEPTH_CAP;
+    let text = core::str::from_utf8(frame).unwrap_or_default();
+    let mut s = Scanner::new(text.as_bytes());
+    // One object: its id, when it is a request.
+    let mut object = |s: &mut Scanner<'_>| -> Option<()> {
+        s.expect(b'{').ok()?;
+        let (mut id, mut method) = (None, false);
+        if s.peek_ws() == Some(b'}') {
+            s.pos += 1;
+            return Some(());
+        }
+        loop {
+            let key = s.key().ok()?;
+            let value = s.value(1, max).ok()?;
+            match key.span.of(text) {
+                "id" => id = value.of(text).parse::<u64>().ok(),
+                "method" => method = true,
+                _ => {}
+            }
+            match s.peek_ws()? {
+                b',' => s.pos += 1,
+                b'}' => {
+                    s.pos += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+        if let (Some(id), true) = (id, method) {
+            f(id);
+        }
+        Some(())
+    };
+    match s.peek_ws() {
+        Some(b'{') => {
+            object(&mut s);
+        }
+        Some(b'[') => {
+            s.pos += 1;
+            while s.peek_ws() == Some(b'{') && object(&mut s).is_some() {
+                if s.peek_ws() != Some(b',') {
+                    break;
+                }
+                s.pos += 1;
+            }
+        }
+        _ => {}
+    }
 }
 
 fn min(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {

@@ -730,6 +730,16 @@ pub fn stream_id(result: &RawValue) -> Option<u64> {
     stream_param(Some(result))
 }
 
+/// The stream a stream-returning method's answer opened: its id from `{"stream": n}`, or
+/// [`CallError::Decode`] when the answer is not that.
+pub fn opened(result: &RawValue) -> Result<u64, CallError> {
+    stream_id(result).ok_or_else(|| {
+        CallError::Decode(serde::de::Error::custom(
+            "the answer is not {\"stream\": id}",
+        ))
+    })
+}
+
 /// Why a stream ended early, as its reader reports it.
 pub type StreamError = CallError;
 
@@ -760,6 +770,50 @@ impl Slot {
         match self {
             Slot::Waiting(s) | Slot::Items(s, ..) | Slot::Failed(s, _) => *s,
         }
+    }
+}
+
+/// How a client reads a stream: the futures and blocking adapters' `Client::stream_raw`
+/// take it, and build their [`StreamReader`] from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StreamOptions {
+    /// Pulls in flight at once (default 16): 1 is one round trip per answer.
+    pub window: usize,
+    /// Most items asked for per pull (default 64; the server may send fewer).
+    pub max: u32,
+    /// The deadline of the opening call and of each pull (a pull waits for the producer).
+    pub timeout: crate::Timeout,
+}
+
+impl Default for StreamOptions {
+    fn default() -> Self {
+        StreamOptions {
+            window: 16,
+            max: 64,
+            timeout: crate::Timeout::Default,
+        }
+    }
+}
+
+impl StreamOptions {
+    /// Options with this pipelining window and items per pull.
+    pub fn new(window: usize, max: u32) -> Self {
+        StreamOptions {
+            window,
+            max,
+            ..StreamOptions::default()
+        }
+    }
+
+    /// These options with `timeout` for the opening call and each pull.
+    pub fn timeout(self, timeout: crate::Timeout) -> Self {
+        StreamOptions { timeout, ..self }
+    }
+
+    /// The reader of stream `stream` these options make.
+    pub fn reader(&self, stream: u64) -> StreamReader {
+        StreamReader::new(stream, self.window, self.max)
     }
 }
 

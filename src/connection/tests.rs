@@ -133,6 +133,53 @@ fn answers_come_back_with_the_callers_token() {
 }
 
 #[test]
+fn calls_a_transport_could_not_get_answered_end_with_its_reason() {
+    // A message transport: each frame goes out alone (one HTTP POST each).
+    let config = Config::default().for_transport(true);
+    let mut client = Connection::new(config, Instant::ZERO);
+    let now = Instant::ZERO;
+    let frame = |c: &mut Connection| {
+        let mut frame = Vec::new();
+        c.poll_transmit(&mut frame).expect("a frame");
+        frame
+    };
+    client
+        .call(1, "a", None, RequestOptions::default(), now)
+        .unwrap();
+    let single = frame(&mut client);
+    let mut batch = client.batch(2, now);
+    batch.call("b", None, RequestOptions::default()).unwrap();
+    batch.notify("n", None).unwrap();
+    batch.call("c", None, RequestOptions::default()).unwrap();
+    batch.send().unwrap();
+    let batched = frame(&mut client);
+    client.notify("alone", None).unwrap();
+    let notification = frame(&mut client);
+
+    let unanswered = EndReason::Unanswered { status: Some(502) };
+    assert_eq!(client.end_unanswered(&single, unanswered, now), 1);
+    assert_eq!(client.end_unanswered(&notification, unanswered, now), 0);
+    // The batch's body answered its first call only.
+    client
+        .handle_message(br#"[{"jsonrpc":"2.0","id":2,"result":7}]"#, now)
+        .unwrap();
+    let lost = EndReason::Unanswered { status: None };
+    assert_eq!(client.end_unanswered(&batched, lost, now), 1);
+    assert_eq!(client.end_unanswered(&batched, lost, now), 0, "ended once");
+    assert_eq!(
+        events(&mut client),
+        vec![
+            Seen::Ended(1, 0, unanswered, true),
+            Seen::Answer(2, 0, Ok("7".into()), false),
+            Seen::Ended(2, 1, lost, true),
+        ]
+    );
+    assert_eq!(client.waiting_calls(), 0);
+    // No cancellation goes out for them: the transport knows they are not coming.
+    assert!(client.poll_transmit(&mut Vec::new()).is_none());
+}
+
+#[test]
 fn a_batch_answers_each_call_with_its_index_and_marks_the_last() {
     let (mut client, mut server) = pair();
     let now = Instant::ZERO;

@@ -153,6 +153,15 @@ pub enum EndReason {
     PeerError,
     /// The peer answered it with a malformed response.
     MalformedResponse(ProtocolError),
+    /// The transport's exchange that carried it ended without its answer
+    /// ([`Connection::end_unanswered`](crate::connection::Connection::end_unanswered)): over
+    /// HTTP, `status` is what the server answered instead (`413` for a body over its limit,
+    /// `204`, a `502` from a proxy), `None` when the request could not be sent or the
+    /// response not read (connection refused or reset, a malformed response).
+    Unanswered {
+        /// The HTTP status of the exchange, when one came.
+        status: Option<u16>,
+    },
 }
 
 /// Something the application should know or act on; from [`Connection::poll_event`](crate::connection::Connection::poll_event).
@@ -1481,6 +1490,18 @@ impl Endpoint {
         if self.config.cancellation && !self.closed {
             self.write_cancel(id.0, "Request cancelled");
         }
+        true
+    }
+
+    /// Ends one of our requests with `reason`, as if its deadline had passed but without a
+    /// cancellation to the peer (the transport knows it will not be answered); a late
+    /// response is ignored. False when it was not pending.
+    pub fn end(&mut self, id: RequestId, reason: EndReason, now: Instant) -> bool {
+        self.now = now;
+        if !self.outgoing.remove(id.0) {
+            return false;
+        }
+        self.events.push_back(Record::Ended(id, reason));
         true
     }
 

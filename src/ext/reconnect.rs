@@ -179,6 +179,37 @@ pub enum PendingPolicy {
     ResendIdempotent,
 }
 
+/// How one call is made through a reconnecting client: its deadline, and whether it may be
+/// made twice. A [`Timeout`](crate::Timeout) converts into the options of a call that is
+/// not idempotent, so `call_with(&params, Timeout::After(d))` reads as on a plain client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CallOptions {
+    /// The call's deadline (restarted when it is re-sent).
+    pub timeout: crate::Timeout,
+    /// The call may safely be made twice: under [`PendingPolicy::ResendIdempotent`] it is
+    /// re-sent on the next connection when the connection is lost before its answer.
+    pub idempotent: bool,
+}
+
+impl CallOptions {
+    /// The default deadline, idempotent.
+    pub fn idempotent() -> Self {
+        CallOptions {
+            timeout: crate::Timeout::Default,
+            idempotent: true,
+        }
+    }
+}
+
+impl From<crate::Timeout> for CallOptions {
+    fn from(timeout: crate::Timeout) -> Self {
+        CallOptions {
+            timeout,
+            idempotent: false,
+        }
+    }
+}
+
 /// A reconnecting client's policy: the backoff, its jitter, the connect timeout and the
 /// pending-request policy.
 #[derive(Debug, Clone, Copy, PartialEq)]

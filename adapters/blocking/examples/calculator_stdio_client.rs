@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use calculator::{Add, AddPositional, Divide, Operands};
 use sansrpc::codec::Framing;
+use sansrpc::Timeout;
 use sansrpc_blocking::{spawn_child, Options};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -34,16 +35,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     config.connection.framing = Some(Framing::Newline);
     let client = spawn_child(&mut command, config)?;
     // The first call may wait for cargo to build the server.
-    let timeout = Some(Duration::from_secs(120));
+    let timeout = Timeout::After(Duration::from_secs(120));
     println!(
         "2 + 3 = {}",
-        client.call::<Add>(&Operands { a: 2, b: 3 }, timeout)?
+        client.call_with::<Add>(&Operands { a: 2, b: 3 }, timeout)?
     );
     println!(
         "4 + 5 = {}",
-        client.call::<AddPositional>(&(4, 5), timeout)?
+        client.call_with::<AddPositional>(&(4, 5), timeout)?
     );
-    println!("1 / 8 = {}", client.call::<Divide>(&(1.0, 8.0), timeout)?);
+    println!(
+        "1 / 8 = {}",
+        client.call_with::<Divide>(&(1.0, 8.0), timeout)?
+    );
     client.close();
     Ok(())
 }

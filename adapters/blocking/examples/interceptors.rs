@@ -16,6 +16,7 @@ use sansrpc::ext::interceptors::{
     system_clock, AuthLayer, BearerToken, Interceptors, Metrics, MetricsLayer, RateLimitLayer,
     TokenBucket,
 };
+use sansrpc::Timeout;
 use sansrpc_blocking::{connect_tcp, serve_tcp, Options};
 
 /// Counts requests and errors; a real service would use `FacadeMetrics` (feature `metrics`).
@@ -49,9 +50,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ));
     let server = serve_tcp("127.0.0.1:0", Arc::new(router), Options::default())?;
 
-    let timeout = Some(Duration::from_secs(5));
+    let timeout = Timeout::After(Duration::from_secs(5));
     let plain = connect_tcp(server.local_addr(), Options::default())?;
-    match plain.call::<Add>(&Operands { a: 2, b: 3 }, timeout) {
+    match plain.call_with::<Add>(&Operands { a: 2, b: 3 }, timeout) {
         Ok(sum) => println!("without a token: {sum}?"),
         Err(e) => println!("without a token: {e}"),
     }
@@ -60,7 +61,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!(
         "with a token: 2 + 3 = {}",
-        client.call::<Add>(&Operands { a: 2, b: 3 }, timeout)?
+        client.call_with::<Add>(&Operands { a: 2, b: 3 }, timeout)?
     );
     client.close();
     server.shutdown();

@@ -141,7 +141,7 @@ fn greet(p: GreetParams) -> Result<String, ErrorObject<'static>> {
     let cx = RequestContext::current().ok_or_else(ErrorObject::internal_error)?;
     let peer = cx.peer();
     let items = json!({"items": [{"section": "greeting"}]});
-    let salutation = match peer.call::<Configuration>(&items, None).as_deref() {
+    let salutation = match peer.call::<Configuration>(&items).as_deref() {
         Ok([Value::String(s), ..]) => s.clone(),
         _ => "Hello".to_owned(),
     };
@@ -151,7 +151,7 @@ fn greet(p: GreetParams) -> Result<String, ErrorObject<'static>> {
         Some(RawValue::from_json(&log).unwrap()),
     );
     let begin = r#"{"kind":"report","message":"thinking","percentage":50}"#;
-    cx.report_progress(RawValue::from_json(begin).unwrap());
+    let _ = cx.report_progress(RawValue::from_json(begin).unwrap());
     let end = Instant::now() + Duration::from_millis(p.wait_ms);
     while Instant::now() < end {
         if cx.is_cancelled() {

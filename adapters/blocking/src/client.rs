@@ -1,50 +1,69 @@
-//! [`Client`]: blocking calls, notifications and batches over a connection's driver.
+//! [`Client`]: blocking calls, notifications and batches over a connection's driver. The API
+//! is the futures adapter's, method for method, with values where it has futures
+//! (docs/client.md); what both share (typed params and results, batches, interceptors) is
+//! the core's [`sansrpc::client`].
 
 use std::borrow::Cow;
 use std::fmt;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant as StdInstant};
 
-use sansrpc::connection::Connection;
+use sansrpc::client::{self as shared, send_batch, BatchEntry, RawResult, SendBatch};
 use sansrpc::connection::{EndReason, RequestOptions, SendError, Timeout};
-use sansrpc::ext::interceptors::{CallOutcome, Interceptors};
-use sansrpc::method::{decode_result, encode_params_owned, CallError, Method, NotificationMethod};
-use sansrpc::{Instant, RawValue};
+use sansrpc::ext::interceptors::Interceptors;
+use sansrpc::method::{CallError, Method, NotificationMethod};
+use sansrpc::runtime::{Locals, Observe, ObserveBatch};
+use sansrpc::{Id, RawValue};
 
-use crate::driver::{self, Answer, Cmd, Handlers, Op};
+use crate::driver::{self, Cmd, Handlers, Op};
 use crate::pool::join_by;
 use crate::transport::Transport;
-use crate::{Error, Options};
+use crate::Options;
 
 /// How much longer than a request's own deadline a caller waits for the driver to report
 /// it; only a driver blocked in a write to a peer that does not read needs it.
 const SLACK: Duration = Duration::from_secs(1);
 
-/// A handle to one connection: call the peer, notify it, close the connection.
+/// A handle to one connection: call the peer, notify it, close the connection. The futures
+/// adapter's `Client` has the same methods, returning futures where these block
+/// (docs/client.md).
 ///
 /// Cheap to clone; every clone talks to the same driver thread and may be used from any
 /// thread. Calls block the calling thread until the answer arrives, the request's deadline
-/// passes, or the connection closes. Dropping the last clone closes the connection as
-/// [`Client::close`] does.
+/// passes, or the connection closes. Dropping the last clone of a connection's client
+/// closes the connection as [`Client::close`] does; the client a handler gets from
+/// [`RequestContext::peer`](crate::RequestContext::peer) does not keep it open.
 #[derive(Clone)]
 pub struct Client {
-    shared: Arc<Shared>,
+    link: Arc<Link>,
+    /// The application's hold on the connection: `None` for a handler's peer.
+    owner: Option<Arc<Owner>>,
     /// Hooks around every outgoing call; see [`Client::with_interceptors`].
     interceptors: Option<Arc<Interceptors>>,
 }
 
-pub(crate) struct Shared {
-    cmds: Sender<Cmd>,
+/// What every handle on one connection shares with its driver.
+pub(crate) struct Link {
+    pub cmds: Sender<Cmd>,
+    pub default_timeout: Option<Duration>,
+    /// Set by the driver once the connection is closed.
+    pub closed: AtomicBool,
+    /// State the application keeps per connection ([`Client::local`]).
+    pub locals: Locals,
+    /// The status the connection ended with for the process; `i64::MIN` until then.
+    pub exit: AtomicI64,
+}
+
+/// The application's hold on a connection: the last one dropped closes it.
+struct Owner {
+    link: Arc<Link>,
     driver: Mutex<Option<JoinHandle<()>>>,
     /// Forces the transport shut when the driver does not end in time.
     abort: Box<dyn Fn() + Send + Sync>,
-    default_timeout: Option<Duration>,
     grace: Duration,
-    /// The status the connection ended with for the process; `i64::MIN` until then.
-    exit: Arc<AtomicI64>,
 }
 
 impl fmt::Debug for Client {
@@ -55,13 +74,22 @@ impl fmt::Debug for Client {
     }
 }
 
-/// Sends a request on the driver thread, under the caller's token.
-type SendRequest = dyn FnOnce(&mut Connection, u64, Instant) -> Result<(), SendError> + Send;
-/// Sends a notification on the driver thread.
-type SendNotification = dyn FnOnce(&mut Connection) -> Result<(), SendError> + Send;
+/// A call sent to the driver: its answer to wait for, and what the interceptors are told.
+pub(crate) struct Pending {
+    rx: Receiver<RawResult>,
+    limit: Option<Duration>,
+    observe: Option<Observe>,
+}
 
-fn options(timeout: Option<Duration>) -> RequestOptions {
-    RequestOptions::timeout(timeout.map_or(Timeout::Default, Timeout::After))
+impl Pending {
+    /// Waits for the answer, a little longer than the request's own deadline.
+    pub(crate) fn wait(self) -> RawResult {
+        let result = wait(&self.rx, self.limit);
+        if let Some(observe) = &self.observe {
+            observe.after(&result);
+        }
+        result
+    }
 }
 
 impl Client {
@@ -72,164 +100,44 @@ impl Client {
         handlers: Handlers,
         config: &Options,
     ) -> std::io::Result<Client> {
-        let exit = Arc::new(AtomicI64::new(i64::MIN));
-        let (cmds, driver) = driver::spawn(transport, handlers, config, Arc::clone(&exit))?;
+        let (cmds, start) = driver::channel();
+        let link = Arc::new(Link {
+            cmds,
+            default_timeout: config.connection.default_timeout,
+            closed: AtomicBool::new(false),
+            locals: Locals::default(),
+            exit: AtomicI64::new(i64::MIN),
+        });
+        let driver = driver::spawn(transport, handlers, config, Arc::clone(&link), start)?;
+        let owner = Owner {
+            link: Arc::clone(&link),
+            driver: Mutex::new(Some(driver)),
+            abort,
+            grace: config.connection.end_grace,
+        };
         Ok(Client {
-            shared: Arc::new(Shared {
-                cmds,
-                driver: Mutex::new(Some(driver)),
-                abort,
-                default_timeout: config.connection.default_timeout,
-                grace: config.connection.end_grace,
-                exit,
-            }),
+            link,
+            owner: Some(Arc::new(owner)),
             interceptors: None,
         })
     }
 
-    /// Calls the method `M`, given as a value (a [`sansrpc::method!`] struct), so no
-    /// turbofish is needed: `client.request(Add, &params, None)`. The same as
-    /// [`call`](Client::call).
-    pub fn request<M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>>(
-        &self,
-        _method: M,
-        params: &M::Params,
-        timeout: Option<Duration>,
-    ) -> Result<M::Result, Error> {
-        self.call::<M>(params, timeout)
-    }
-
-    /// Calls `M` and waits for its result.
-    ///
-    /// `timeout` is the request's deadline (`None`: the endpoint's `default_timeout`); when
-    /// it passes the call fails with [`CallError::Ended`]`(`[`EndReason::TimedOut`]`)` and
-    /// the peer is sent a cancellation. Params are sent by name or by position as `M::Params`
-    /// serializes (a struct by name, a tuple by position).
-    pub fn call<M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>>(
-        &self,
-        params: &M::Params,
-        timeout: Option<Duration>,
-    ) -> Result<M::Result, Error> {
-        let params = encode_params_owned(params).map_err(Error::Send)?;
-        let options = options(timeout);
-        let raw = self.intercept(M::NAME, params, false, |params| {
-            self.submit(
-                Box::new(move |c, token, now| {
-                    c.call(token, M::NAME, params.as_deref(), options, now)
-                }),
-                timeout,
-            )
-        })?;
-        decode_result::<M>(Ok(Cow::Owned(raw))).map_err(Error::Call)
-    }
-
-    /// Calls `method` with raw params and waits for the raw result; `timeout` as for
-    /// [`Client::call`].
-    pub fn call_raw(
-        &self,
-        method: &str,
-        params: Option<&RawValue>,
-        timeout: Option<Duration>,
-    ) -> Result<Box<RawValue>, Error> {
-        let params = params.map(ToOwned::to_owned);
-        let options = options(timeout);
-        self.intercept(method, params, false, |params| {
-            let method = method.to_owned();
-            self.submit(
-                Box::new(move |c, token, now| {
-                    c.call(token, &method, params.as_deref(), options, now)
-                }),
-                timeout,
-            )
-        })
-    }
-
-    /// Calls `method` with raw params, a deadline, and a progress token (an integer or a
-    /// string): each progress notification on `token` extends the deadline by `timeout` again, never past `cap` after sending
-    /// ([`RequestOptions::with_progress`]). Put the token in the params where the peer
-    /// expects it.
-    pub fn call_raw_with_progress(
-        &self,
-        method: &str,
-        params: Option<&RawValue>,
-        timeout: Duration,
-        token: impl Into<sansrpc::Id<'static>>,
-        cap: Duration,
-    ) -> Result<Box<RawValue>, Error> {
-        let (method, params) = (method.to_owned(), params.map(ToOwned::to_owned));
-        let options = RequestOptions::timeout(Timeout::After(timeout)).with_progress(token, cap);
-        self.submit(
-            Box::new(move |c, token, now| c.call(token, &method, params.as_deref(), options, now)),
-            Some(cap.max(timeout)),
-        )
-    }
-
-    /// Reports progress on `token` (the one the peer sent with its request): a `$/progress`
-    /// notification `{"token": token, "value": value}`. Inside a request handler,
-    /// [`report_progress`](crate::report_progress) needs no client.
-    pub fn send_progress(&self, token: &sansrpc::Id<'_>, value: &RawValue) -> Result<(), Error> {
-        let (token, value) = (token.to_owned_id(), value.to_owned());
-        self.send(Box::new(move |c| c.send_progress(&token, &value)))
-    }
-
-    /// Sends a request without waiting: the receiver gets its answer.
-    pub(crate) fn start_raw(
-        &self,
-        method: &str,
-        params: Option<&RawValue>,
-        timeout: Option<Duration>,
-    ) -> Result<Receiver<Answer>, Error> {
-        let (op, rx) = request_op(method, params, options(timeout));
-        self.run(op)?;
-        Ok(rx)
-    }
-
-    /// How long a call with deadline `timeout` may be waited for.
-    pub(crate) fn limit(&self, timeout: Option<Duration>) -> Option<Duration> {
-        timeout.or(self.shared.default_timeout)
-    }
-
-    /// Sends a notification to `N`. Returns once it is queued for writing.
-    pub fn notify<N: NotificationMethod<Params: serde::Serialize>>(
-        &self,
-        params: &N::Params,
-    ) -> Result<(), Error> {
-        let params = encode_params_owned(params).map_err(Error::Send)?;
-        self.intercept(N::NAME, params, true, |params| {
-            self.send(Box::new(move |c| c.notify(N::NAME, params.as_deref())))
-        })
-    }
-
-    /// Sends a notification with raw params.
-    pub fn notify_raw(&self, method: &str, params: Option<&RawValue>) -> Result<(), Error> {
-        let params = params.map(ToOwned::to_owned);
-        self.intercept(method, params, true, |params| {
-            let method = method.to_owned();
-            self.send(Box::new(move |c| c.notify(&method, params.as_deref())))
-        })
-    }
-
-    /// Starts a batch: calls and notifications sent as one JSON array.
-    pub fn batch(&self) -> Batch<'_> {
-        Batch {
-            client: self,
-            entries: Vec::new(),
+    /// A handle for the connection's handlers: it does not keep the connection open.
+    pub(crate) fn peer(link: Arc<Link>) -> Client {
+        Client {
+            link,
+            owner: None,
+            interceptors: None,
         }
     }
 
-    /// Closes the connection gracefully and waits for its threads: stops reading, gives
-    /// the handlers in flight the shutdown grace to answer, fails every pending call with
-    /// [`EndReason::Closed`], then shuts the transport down. Idempotent; other clones fail
-    /// from then on with [`SendError::Closed`].
-    pub fn close(&self) {
-        self.shared.begin_close();
-        self.shared.join();
-    }
-
-    /// True once the connection is closed (by either side) and its driver has ended.
-    pub fn is_closed(&self) -> bool {
-        let driver = self.shared.driver.lock().unwrap_or_else(|e| e.into_inner());
-        driver.as_ref().map_or(true, JoinHandle::is_finished)
+    /// The connection's own value of type `T`, made with `T::default()` the first time it
+    /// is asked for: state a protocol keeps per connection (an MCP server's session, an LSP
+    /// server's open documents), shared by every handler on it, dropped with the
+    /// connection's last handle. One value per type; keep your own types (or a newtype) to
+    /// avoid meeting another layer's.
+    pub fn local<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        self.link.locals.get::<T>()
     }
 
     /// The status the process should exit with, once the connection is over: under the
@@ -237,21 +145,214 @@ impl Client {
     /// 1 otherwise (also when the editor's process died); `None` while the connection runs
     /// and for other profiles.
     pub fn exit_code(&self) -> Option<i32> {
-        match self.shared.exit.load(Ordering::SeqCst) {
+        match self.link.exit.load(Ordering::SeqCst) {
             i64::MIN => None,
             code => i32::try_from(code).ok(),
         }
     }
 
+    /// Calls `M` with the connection's default deadline
+    /// ([`Config::default_timeout`](sansrpc::Config::default_timeout)) and waits for its
+    /// result. Params are sent by name or by position as `M::Params` serializes (a struct
+    /// by name, a tuple by position).
+    pub fn call<M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>>(
+        &self,
+        params: &M::Params,
+    ) -> Result<M::Result, CallError> {
+        self.call_with::<M>(params, Timeout::Default)
+    }
+
+    /// Calls the method `M` given as a value (a [`sansrpc::method!`] struct), so no turbofish
+    /// is needed: `client.request(Add, &params)` is `client.call::<Add>(&params)`.
+    pub fn request<M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>>(
+        &self,
+        _method: M,
+        params: &M::Params,
+    ) -> Result<M::Result, CallError> {
+        self.call::<M>(params)
+    }
+
+    /// Calls `M` with its own deadline; when it passes the call fails with
+    /// [`CallError::is_timeout`] and (with cancellation configured) the peer is sent a
+    /// cancellation.
+    pub fn call_with<M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>>(
+        &self,
+        params: &M::Params,
+        timeout: Timeout,
+    ) -> Result<M::Result, CallError> {
+        let params = shared::encode(params)?;
+        let options = RequestOptions::timeout(timeout);
+        let raw = self
+            .start(Cow::Borrowed(M::NAME), params, options)?
+            .wait()?;
+        shared::decode::<M>(&raw)
+    }
+
+    /// Calls `method` with raw params, with the connection's default deadline.
+    pub fn call_raw(&self, method: &str, params: Option<&RawValue>) -> RawResult {
+        self.call_raw_with(method, params, Timeout::Default)
+    }
+
+    /// Calls `method` with raw params and its own deadline.
+    pub fn call_raw_with(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        timeout: Timeout,
+    ) -> RawResult {
+        let params = params.map(ToOwned::to_owned);
+        let options = RequestOptions::timeout(timeout);
+        self.start(Cow::Owned(method.to_owned()), params, options)?
+            .wait()
+    }
+
+    /// Calls `method` with raw params, a deadline, and a progress token (an integer or a
+    /// string): each progress notification on `token` extends the deadline by `timeout`
+    /// again, never past `cap` after sending ([`RequestOptions::with_progress`]). Put the
+    /// token in the params where the peer expects it.
+    pub fn call_raw_with_progress(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        timeout: Duration,
+        token: impl Into<Id<'static>>,
+        cap: Duration,
+    ) -> RawResult {
+        let params = params.map(ToOwned::to_owned);
+        let options = RequestOptions::timeout(Timeout::After(timeout)).with_progress(token, cap);
+        let mut pending = self.start(Cow::Owned(method.to_owned()), params, options)?;
+        pending.limit = Some(cap.max(timeout));
+        pending.wait()
+    }
+
+    /// Sends a request through the interceptors without waiting for its answer.
+    pub(crate) fn start(
+        &self,
+        method: Cow<'static, str>,
+        mut params: Option<Box<RawValue>>,
+        options: RequestOptions,
+    ) -> Result<Pending, CallError> {
+        let observe = Observe::before(self.interceptors.as_ref(), &method, &mut params, false)?;
+        let limit = self.limit(options.timeout);
+        let (tx, rx) = mpsc::channel();
+        self.run(Box::new(move |c, now, waiters| {
+            let token = waiters.token();
+            match c.call(token, &method, params.as_deref(), options, now) {
+                Ok(()) => waiters.callers.call(token, tx),
+                Err(e) => drop(tx.send(Err(CallError::Send(e)))),
+            }
+        }))?;
+        Ok(Pending { rx, limit, observe })
+    }
+
+    /// How long a call with `timeout` may be waited for.
+    fn limit(&self, timeout: Timeout) -> Option<Duration> {
+        match timeout {
+            Timeout::Default => self.link.default_timeout,
+            Timeout::Never => None,
+            Timeout::After(d) => Some(d),
+        }
+    }
+
+    /// Reports progress on `token` (the one the peer sent with its request) with `value`,
+    /// in the connection's profile: [`Connection::send_progress`](sansrpc::Connection::send_progress)
+    /// says what each profile puts on the wire (LSP: `$/progress {token, value}`; MCP:
+    /// `notifications/progress {progressToken, …value's members}`). Returns once it is
+    /// queued. Interceptors do not see progress notifications.
+    pub fn send_progress(&self, token: &Id<'_>, value: &RawValue) -> Result<(), CallError> {
+        let (token, value) = (token.to_owned_id(), value.to_owned());
+        self.queued(move |c| c.send_progress(&token, &value))
+    }
+
+    /// [`send_progress`](Self::send_progress) without waiting for the driver (so also from
+    /// the driver thread: a stream method's handler); a refusal is dropped.
+    pub(crate) fn queue_progress(&self, token: &Id<'_>, value: &RawValue) -> Result<(), CallError> {
+        let (token, value) = (token.to_owned_id(), value.to_owned());
+        self.run(Box::new(move |c, _, _| {
+            let _ = c.send_progress(&token, &value);
+        }))
+    }
+
+    /// Sends notification `N`; returns once the connection has queued it for the wire.
+    pub fn notify<N: NotificationMethod<Params: serde::Serialize>>(
+        &self,
+        params: &N::Params,
+    ) -> Result<(), CallError> {
+        let params = shared::encode(params)?;
+        self.notify_owned(Cow::Borrowed(N::NAME), params)
+    }
+
+    /// Sends a notification with raw params; returns once it is queued for the wire.
+    pub fn notify_raw(&self, method: &str, params: Option<&RawValue>) -> Result<(), CallError> {
+        let params = params.map(ToOwned::to_owned);
+        self.notify_owned(Cow::Owned(method.to_owned()), params)
+    }
+
+    fn notify_owned(
+        &self,
+        method: Cow<'static, str>,
+        mut params: Option<Box<RawValue>>,
+    ) -> Result<(), CallError> {
+        let observe = Observe::before(self.interceptors.as_ref(), &method, &mut params, true)?;
+        let result = self.queued(move |c| c.notify(&method, params.as_deref()));
+        if let Some(observe) = observe {
+            observe.after(&result);
+        }
+        result
+    }
+
+    /// Queues a notification with raw params without waiting for the connection's driver
+    /// (so also from a notification handler, which runs on the driver thread, where
+    /// [`notify_raw`](Self::notify_raw) would wait for itself); false when the connection
+    /// is gone. A notification the connection refuses is dropped. The futures adapter has
+    /// no such method: its `notify_raw` is queued when called, and its future only waits.
+    pub fn notify_raw_queued(&self, method: &str, params: Option<&RawValue>) -> bool {
+        let (method, params) = (method.to_owned(), params.map(ToOwned::to_owned));
+        let op: Op = Box::new(move |conn, _, _| {
+            let _ = conn.notify(&method, params.as_deref());
+        });
+        !self.is_closed() && self.run(op).is_ok()
+    }
+
+    /// Starts a batch: calls and notifications sent as one JSON array.
+    pub fn batch(&self) -> Batch {
+        Batch::new(self.clone())
+    }
+
+    /// Closes the connection gracefully and waits for its threads: stops reading, gives
+    /// the handlers in flight the connection's [`end_grace`](sansrpc::Config::end_grace)
+    /// to answer, fails every pending call with [`EndReason::Closed`], then shuts the
+    /// transport down. Idempotent; other clones fail from then on with
+    /// [`SendError::Closed`]. From a handler's [`peer`](crate::RequestContext::peer) it
+    /// asks for the close without waiting (the handler's own thread is one of those
+    /// waited for).
+    pub fn close(&self) {
+        let _ = self.link.cmds.send(Cmd::Shutdown);
+        if let Some(owner) = &self.owner {
+            owner.join();
+        }
+    }
+
+    /// True once the connection is closed (by either side).
+    pub fn is_closed(&self) -> bool {
+        if self.link.closed.load(Ordering::Relaxed) {
+            return true;
+        }
+        self.owner.as_ref().is_some_and(|owner| {
+            let driver = owner.driver.lock().unwrap_or_else(|e| e.into_inner());
+            driver.as_ref().map_or(true, JoinHandle::is_finished)
+        })
+    }
+
     /// Asks the driver to close without waiting for it.
     pub(crate) fn begin_close(&self) {
-        self.shared.begin_close();
+        let _ = self.link.cmds.send(Cmd::Shutdown);
     }
 
     /// Waits until the connection ends by itself (the peer closes it), without asking.
     pub(crate) fn wait(&self) {
-        let driver = self
-            .shared
+        let Some(owner) = &self.owner else { return };
+        let driver = owner
             .driver
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -261,41 +362,26 @@ impl Client {
         }
     }
 
-    fn run(&self, op: Op) -> Result<(), Error> {
-        self.shared
+    fn run(&self, op: Op) -> Result<(), CallError> {
+        self.link
             .cmds
             .send(Cmd::With(op))
-            .map_err(|_| Error::Send(SendError::Closed))
+            .map_err(|_| CallError::Send(SendError::Closed))
     }
 
-    /// Runs a notification send on the driver and returns its outcome.
-    fn send(&self, send: Box<SendNotification>) -> Result<(), Error> {
+    /// Runs a send on the driver and returns the connection's verdict.
+    fn queued(
+        &self,
+        send: impl FnOnce(&mut sansrpc::Connection) -> Result<(), SendError> + Send + 'static,
+    ) -> Result<(), CallError> {
         let (tx, rx) = mpsc::channel();
         self.run(Box::new(move |c, _, _| {
             let _ = tx.send(send(c));
         }))?;
         match rx.recv() {
-            Ok(result) => result.map_err(Error::Send),
-            Err(_) => Err(Error::Send(SendError::Closed)),
+            Ok(result) => result.map_err(CallError::Send),
+            Err(_) => Err(CallError::Send(SendError::Closed)),
         }
-    }
-
-    fn submit(
-        &self,
-        send: Box<SendRequest>,
-        timeout: Option<Duration>,
-    ) -> Result<Box<RawValue>, Error> {
-        let (tx, rx) = mpsc::channel();
-        self.run(Box::new(move |c, now, waiters| {
-            let token = waiters.token();
-            match send(c, token, now) {
-                Ok(()) => waiters.insert(token, 0, tx),
-                Err(e) => {
-                    let _ = tx.send(Err(Error::Send(e)));
-                }
-            }
-        }))?;
-        wait(&rx, timeout.or(self.shared.default_timeout))
     }
 }
 
@@ -310,80 +396,27 @@ impl Client {
     /// connection are not affected.
     pub fn with_interceptors(&self, interceptors: Interceptors) -> Client {
         Client {
-            shared: Arc::clone(&self.shared),
             interceptors: (!interceptors.is_empty()).then(|| Arc::new(interceptors)),
+            ..self.clone()
         }
     }
-
-    /// Runs `send` with `params` between the interceptors' hooks.
-    fn intercept<T>(
-        &self,
-        method: &str,
-        mut params: Option<Box<RawValue>>,
-        notification: bool,
-        send: impl FnOnce(Option<Box<RawValue>>) -> Result<T, Error>,
-    ) -> Result<T, Error> {
-        let Some(chain) = &self.interceptors else {
-            return send(params);
-        };
-        chain
-            .before(method, &mut params, notification)
-            .map_err(Error::Call)?;
-        let start = StdInstant::now();
-        let result = send(params);
-        chain.after(method, outcome_of(&result), start.elapsed());
-        result
-    }
-}
-
-/// How a call ended, for the interceptors.
-fn outcome_of<T>(result: &Result<T, Error>) -> CallOutcome<'_> {
-    match result {
-        Ok(_) => CallOutcome::Success,
-        Err(Error::Call(CallError::Rpc(e) | CallError::Intercepted(e))) => CallOutcome::Error(e),
-        Err(_) => CallOutcome::Failed,
-    }
-}
-
-/// The driver-side work of sending a request, and where its answer comes.
-pub(crate) fn request_op(
-    method: &str,
-    params: Option<&RawValue>,
-    options: RequestOptions,
-) -> (Op, Receiver<Answer>) {
-    let (method, params) = (method.to_owned(), params.map(ToOwned::to_owned));
-    let (tx, rx) = mpsc::channel();
-    let op: Op = Box::new(move |c, now, waiters| {
-        let token = waiters.token();
-        match c.call(token, &method, params.as_deref(), options, now) {
-            Ok(()) => waiters.insert(token, 0, tx),
-            Err(e) => {
-                let _ = tx.send(Err(Error::Send(e)));
-            }
-        }
-    });
-    (op, rx)
 }
 
 /// Waits for an answer, a little longer than the request's own deadline.
-pub(crate) fn wait(rx: &Receiver<Answer>, limit: Option<Duration>) -> Answer {
+fn wait<T>(rx: &Receiver<Result<T, CallError>>, limit: Option<Duration>) -> Result<T, CallError> {
     let answer = match limit {
         Some(limit) => rx.recv_timeout(limit + SLACK),
         None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
     };
     match answer {
         Ok(answer) => answer,
-        Err(RecvTimeoutError::Timeout) => Err(Error::Call(CallError::Ended(EndReason::TimedOut))),
+        Err(RecvTimeoutError::Timeout) => Err(CallError::Ended(EndReason::TimedOut)),
         // The driver ended before it ran the call.
-        Err(RecvTimeoutError::Disconnected) => Err(Error::Send(SendError::Closed)),
+        Err(RecvTimeoutError::Disconnected) => Err(CallError::Send(SendError::Closed)),
     }
 }
 
-impl Shared {
-    fn begin_close(&self) {
-        let _ = self.cmds.send(Cmd::Shutdown);
-    }
-
+impl Owner {
     fn join(&self) {
         let mut driver = self.driver.lock().unwrap_or_else(|e| e.into_inner());
         let Some(thread) = driver.take() else { return };
@@ -401,127 +434,44 @@ impl Shared {
     }
 }
 
-impl Drop for Shared {
+impl Drop for Owner {
     fn drop(&mut self) {
-        self.begin_close();
+        let _ = self.link.cmds.send(Cmd::Shutdown);
         self.join();
     }
 }
 
-/// Calls and notifications to send as one batch; from [`Client::batch`].
-///
-/// Params are raw JSON; decode each result with [`Pending::wait_as`].
-pub struct Batch<'c> {
-    client: &'c Client,
-    entries: Vec<(String, Option<Box<RawValue>>, bool)>,
-}
+/// Calls and notifications sent as one JSON array; from [`Client::batch`]. The core's
+/// [`Batch`](sansrpc::client::Batch) over this client: the same methods as the futures
+/// adapter's, with `send` waiting for the results.
+pub type Batch = sansrpc::client::Batch<Client>;
 
-impl fmt::Debug for Batch<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Batch")
-            .field("entries", &self.entries.len())
-            .finish()
-    }
-}
+impl SendBatch for Client {
+    type Sent = Result<Vec<RawResult>, CallError>;
 
-impl Batch<'_> {
-    /// Adds a call; its answer is the [`Pending`] at the same position among the calls in
-    /// what [`Batch::send`] returns.
-    pub fn call_raw(&mut self, method: &str, params: Option<&RawValue>) -> &mut Self {
-        let params = params.map(ToOwned::to_owned);
-        self.entries.push((method.to_owned(), params, true));
-        self
-    }
-
-    /// Adds a notification.
-    pub fn notify_raw(&mut self, method: &str, params: Option<&RawValue>) -> &mut Self {
-        let params = params.map(ToOwned::to_owned);
-        self.entries.push((method.to_owned(), params, false));
-        self
-    }
-
-    /// Sends the batch as one frame (nothing when it is empty) and returns one [`Pending`]
-    /// answer per call, in the order they were added; `timeout` as for [`Client::call`].
-    pub fn send(mut self, timeout: Option<Duration>) -> Result<Vec<Pending>, Error> {
-        let options = options(timeout);
-        let limit = timeout.or(self.client.shared.default_timeout);
-        let chain = self.client.interceptors.clone();
-        if let Some(chain) = &chain {
-            for (method, params, call) in &mut self.entries {
-                chain.before(method, params, !*call).map_err(Error::Call)?;
-            }
-        }
-        let start = StdInstant::now();
-        let mut pending = Vec::new();
-        let entries: Vec<_> = self
-            .entries
-            .into_iter()
-            .map(|(method, params, call)| {
-                let tx = call.then(|| {
-                    let (tx, rx) = mpsc::channel();
-                    let observe = chain.clone().map(|c| (c, method.clone(), start));
-                    pending.push(Pending { rx, limit, observe });
-                    tx
-                });
-                (method, params, tx)
-            })
-            .collect();
-        let (ack, acked) = mpsc::channel();
-        self.client.run(Box::new(move |c, now, waiters| {
+    fn send_batch(
+        &self,
+        entries: Result<Vec<BatchEntry>, CallError>,
+        timeout: Timeout,
+    ) -> Self::Sent {
+        // A batch with an entry that did not serialize, or one an interceptor refused,
+        // never goes out.
+        let mut entries = entries?;
+        let observe = ObserveBatch::before(self.interceptors.as_ref(), &mut entries)?;
+        let options = RequestOptions::timeout(timeout);
+        let (tx, rx) = mpsc::channel();
+        self.run(Box::new(move |c, now, waiters| {
             let token = waiters.token();
-            let mut batch = c.batch(token, now);
-            let mut sent = Vec::new();
-            let result = entries.into_iter().try_for_each(|(method, params, tx)| {
-                let params = params.as_deref();
-                match tx {
-                    Some(tx) => {
-                        batch.call(&method, params, options.clone())?;
-                        sent.push(tx);
-                    }
-                    None => batch.notify(&method, params)?,
-                }
-                Ok(())
-            });
-            let result = result.and_then(|()| batch.send());
-            if result.is_ok() {
-                for (index, tx) in sent.into_iter().enumerate() {
-                    waiters.insert(token, index, tx);
-                }
+            match send_batch(c, token, &entries, &options, now) {
+                Ok(0) => drop(tx.send(Ok(Vec::new()))),
+                Ok(n) => waiters.callers.batch(token, n, tx),
+                Err(e) => drop(tx.send(Err(CallError::Send(e)))),
             }
-            let _ = ack.send(result.map(|_| ()));
         }))?;
-        match acked.recv() {
-            Ok(Ok(())) => Ok(pending),
-            Ok(Err(e)) => Err(Error::Send(e)),
-            Err(_) => Err(Error::Send(SendError::Closed)),
-        }
-    }
-}
-
-/// The answer to one call of a [`Batch`], to wait for.
-#[derive(Debug)]
-pub struct Pending {
-    rx: Receiver<Answer>,
-    limit: Option<Duration>,
-    /// The interceptors to tell, the method and when the batch went out.
-    observe: Option<(Arc<Interceptors>, String, StdInstant)>,
-}
-
-impl Pending {
-    /// Waits for the raw result.
-    pub fn wait(self) -> Result<Box<RawValue>, Error> {
-        let result = wait(&self.rx, self.limit);
-        if let Some((chain, method, start)) = &self.observe {
-            chain.after(method, outcome_of(&result), start.elapsed());
+        let result = wait(&rx, self.limit(timeout));
+        if let Some(observe) = observe {
+            observe.after(&result);
         }
         result
-    }
-
-    /// Waits for the result and decodes it as `M`'s.
-    pub fn wait_as<M: Method<Result: serde::de::DeserializeOwned>>(
-        self,
-    ) -> Result<M::Result, Error> {
-        let raw = self.wait()?;
-        decode_result::<M>(Ok(Cow::Owned(raw))).map_err(Error::Call)
     }
 }

@@ -19,7 +19,8 @@
 //! the connection stops reading until a handler answers, so the peer's socket pushes back
 //! ([`hold_when_busy`](sansrpc::connection::Config::hold_when_busy), the default; off, the
 //! endpoint answers `-32002` Server busy by itself). A handler learns that its request
-//! was cancelled (by the peer, or by a shutdown) from [`is_cancelled`].
+//! was cancelled (by the peer, or by a shutdown) from its [`RequestContext::current`]'s
+//! [`is_cancelled`](RequestContext::is_cancelled).
 //!
 //! A stream method ([`Router::stream_method`](sansrpc::router::Router::stream_method))
 //! returns an iterator; its items are taken on the handler pool, up to the waiting pull's
@@ -56,7 +57,7 @@
 //! let server = serve_tcp("127.0.0.1:0", Arc::new(router), Options::default()).unwrap();
 //!
 //! let client = connect_tcp(server.local_addr(), Options::default()).unwrap();
-//! assert_eq!(client.call::<Add>(&(1, 2), None).unwrap(), 3);
+//! assert_eq!(client.call::<Add>(&(1, 2)).unwrap(), 3);
 //! client.close();
 //! server.shutdown();
 //! ```
@@ -75,14 +76,15 @@ mod worker;
 use std::fmt;
 use std::sync::Arc;
 
-use sansrpc::connection::SendError;
-use sansrpc::method::CallError;
 use sansrpc::Config;
 
-pub use client::{Batch, Client, Pending};
-pub use driver::{is_cancelled, report_progress, Peer, RequestContext};
+pub use client::{Batch, Client};
+pub use driver::RequestContext;
 pub use extension::Extension;
 pub use reconnect::Reconnect;
+pub use sansrpc::client::{BatchSlot, RawResult};
+pub use sansrpc::method::CallError;
+pub use sansrpc::Timeout;
 pub use stream::{StreamIter, StreamOptions, TypedIter};
 pub use transport::{connect_tcp, serve_stdio, serve_stdio_status, serve_tcp, spawn_child, Server};
 #[cfg(unix)]
@@ -183,35 +185,5 @@ impl Options {
     /// The options for `profile`: [`Config::for_profile`] (its conventions and framing).
     pub fn for_profile(profile: sansrpc::Profile) -> Self {
         Options::new(Config::for_profile(profile))
-    }
-}
-
-/// Why a call or a notification produced no result.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum Error {
-    /// Refused before anything was sent: the connection is closed, too many requests are
-    /// pending, output is backed up, or the params do not serialize to an array or object.
-    Send(SendError),
-    /// Sent, and then: the peer answered with an error, the result did not decode, or the
-    /// request ended without an answer (timed out, connection closed).
-    Call(CallError),
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::Send(e) => write!(f, "not sent: {e}"),
-            Error::Call(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Error::Send(e) => Some(e),
-            Error::Call(e) => Some(e),
-        }
     }
 }

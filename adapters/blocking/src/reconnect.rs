@@ -14,21 +14,22 @@
 //! - successful `rpc.subscribe*` calls are replayed on every new connection before it is
 //!   reported open.
 
-use std::borrow::Cow;
 use std::io;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use sansrpc::connection::SendError;
+use sansrpc::client::{self as shared, RawResult};
+use sansrpc::connection::{SendError, Timeout};
+pub use sansrpc::ext::reconnect::CallOptions;
 #[cfg(doc)]
 use sansrpc::ext::reconnect::PendingPolicy;
 use sansrpc::ext::reconnect::{Action, Jitter, ReconnectPolicy, Reconnector, State};
-use sansrpc::method::{decode_result, encode_params_owned, CallError, Method};
+use sansrpc::method::{CallError, Method, NotificationMethod};
 use sansrpc::RawValue;
 
-use crate::{Client, Error, Options};
+use crate::{Client, Options};
 
 /// Opens one connection, within the timeout it is given.
 pub type Connector = dyn Fn(Duration) -> io::Result<Client> + Send + Sync;
@@ -131,13 +132,6 @@ impl std::fmt::Debug for Reconnect {
             .field("state", &self.state())
             .field("connections", &self.connections())
             .finish()
-    }
-}
-
-fn lost(error: &Error) -> bool {
-    match error {
-        Error::Send(e) => *e == SendError::Closed,
-        Error::Call(e) => e.is_closed(),
     }
 }
 
@@ -259,23 +253,23 @@ impl Reconnect {
     }
 
     /// Waits up to `timeout` for an open connection: fails with [`SendError::Connecting`]
-    /// when none came in time, [`SendError::Closed`] once closing or closed.
-    pub fn wait_open(&self, timeout: Option<Duration>) -> Result<(), Error> {
+    /// when none came in time, [`SendError::Closed`] once closing or closed. (The futures
+    /// adapter's `wait_open` takes no timeout: its caller races it with its runtime's.)
+    pub fn wait_open(&self, timeout: Option<Duration>) -> Result<(), CallError> {
         let state = self.wait_for(timeout, |s| matches!(s, State::Open | State::Closing));
         match state {
             State::Open => Ok(()),
-            State::Connecting => Err(Error::Send(SendError::Connecting)),
-            _ => Err(Error::Send(SendError::Closed)),
+            State::Connecting => Err(CallError::Send(SendError::Connecting)),
+            _ => Err(CallError::Send(SendError::Closed)),
         }
     }
 
-    /// Calls `M` (not re-sent after a disconnect); `timeout` as for [`Client::call`].
+    /// Calls `M` with the default deadline; not re-sent after a disconnect.
     pub fn call<M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>>(
         &self,
         params: &M::Params,
-        timeout: Option<Duration>,
-    ) -> Result<M::Result, Error> {
-        self.call_typed::<M>(params, timeout, false)
+    ) -> Result<M::Result, CallError> {
+        self.call_with::<M>(params, Timeout::Default)
     }
 
     /// Calls `M`, marked idempotent: re-sent on the next connection under
@@ -285,44 +279,52 @@ impl Reconnect {
     >(
         &self,
         params: &M::Params,
-        timeout: Option<Duration>,
-    ) -> Result<M::Result, Error> {
-        self.call_typed::<M>(params, timeout, true)
+    ) -> Result<M::Result, CallError> {
+        self.call_with::<M>(params, CallOptions::idempotent())
     }
 
-    fn call_typed<M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>>(
+    /// Calls `M` with its own deadline (a [`Timeout`]) or options (a [`CallOptions`]:
+    /// idempotent or not).
+    pub fn call_with<M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>>(
         &self,
         params: &M::Params,
-        timeout: Option<Duration>,
-        idempotent: bool,
-    ) -> Result<M::Result, Error> {
-        let params = encode_params_owned(params).map_err(Error::Send)?;
-        let raw = self.call_raw_with(M::NAME, params.as_deref(), timeout, idempotent)?;
-        decode_result::<M>(Ok(Cow::Owned(raw))).map_err(Error::Call)
+        options: impl Into<CallOptions>,
+    ) -> Result<M::Result, CallError> {
+        let params = shared::encode(params)?;
+        let raw = self.call_raw_with(M::NAME, params.as_deref(), options)?;
+        shared::decode::<M>(&raw)
     }
 
-    /// Calls `method` with raw params; `idempotent` as for
-    /// [`call_idempotent`](Reconnect::call_idempotent).
+    /// Calls `method` with raw params and the default deadline; not re-sent after a
+    /// disconnect.
+    pub fn call_raw(&self, method: &str, params: Option<&RawValue>) -> RawResult {
+        self.call_raw_with(method, params, Timeout::Default)
+    }
+
+    /// Calls `method` with raw params and its own deadline or options.
     pub fn call_raw_with(
         &self,
         method: &str,
         params: Option<&RawValue>,
-        timeout: Option<Duration>,
-        idempotent: bool,
-    ) -> Result<Box<RawValue>, Error> {
+        options: impl Into<CallOptions>,
+    ) -> RawResult {
+        let CallOptions {
+            timeout,
+            idempotent,
+        } = options.into();
         let shared = self.shared();
         loop {
             let (client, connection) = {
                 let mut inner = shared.lock();
-                inner.rc.admit().map_err(Error::Send)?;
+                inner.rc.admit().map_err(CallError::Send)?;
                 let Some(client) = inner.client.clone() else {
-                    return Err(Error::Send(SendError::Connecting));
+                    return Err(CallError::Send(SendError::Connecting));
                 };
                 inner.rc.subscriptions().unsubscribing(method, params);
                 (client, inner.connections)
             };
-            match client.call_raw(method, params, timeout) {
-                Err(e) if lost(&e) && shared.resend(idempotent) => {
+            match client.call_raw_with(method, params, timeout) {
+                Err(e) if e.is_closed() && shared.resend(idempotent) => {
                     // Wait for the next connection (or the end) and send it again there.
                     let inner = shared.wait_until(shared.lock(), None, |i| {
                         (i.state == State::Open && i.connections > connection)
@@ -338,24 +340,33 @@ impl Reconnect {
                 }
                 // Refused unsent by a connection that just ended, before the supervisor
                 // noticed: the client is reconnecting, not closed.
-                Err(Error::Send(SendError::Closed))
+                Err(CallError::Send(SendError::Closed))
                     if !matches!(shared.lock().state, State::Closing | State::Closed) =>
                 {
-                    return Err(Error::Send(SendError::Connecting))
+                    return Err(CallError::Send(SendError::Connecting))
                 }
                 Err(e) => return Err(e),
             }
         }
     }
 
-    /// Sends a notification (never re-sent).
-    pub fn notify_raw(&self, method: &str, params: Option<&RawValue>) -> Result<(), Error> {
+    /// Sends notification `N` (never re-sent).
+    pub fn notify<N: NotificationMethod<Params: serde::Serialize>>(
+        &self,
+        params: &N::Params,
+    ) -> Result<(), CallError> {
+        let params = shared::encode(params)?;
+        self.notify_raw(N::NAME, params.as_deref())
+    }
+
+    /// Sends a notification with raw params (never re-sent).
+    pub fn notify_raw(&self, method: &str, params: Option<&RawValue>) -> Result<(), CallError> {
         let client = {
             let inner = self.shared().lock();
-            inner.rc.admit().map_err(Error::Send)?;
+            inner.rc.admit().map_err(CallError::Send)?;
             match &inner.client {
                 Some(client) => client.clone(),
-                None => return Err(Error::Send(SendError::Connecting)),
+                None => return Err(CallError::Send(SendError::Connecting)),
             }
         };
         client.notify_raw(method, params)
@@ -446,9 +457,7 @@ fn supervise(shared: &Shared) {
                 };
                 let replay = shared.lock().rc.replay();
                 for (method, params) in replay {
-                    if let Err(Error::Call(CallError::Rpc(_))) =
-                        client.call_raw(method, Some(&params), None)
-                    {
+                    if let Err(CallError::Rpc(_)) = client.call_raw(method, Some(&params)) {
                         shared
                             .lock()
                             .rc

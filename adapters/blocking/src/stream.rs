@@ -1,53 +1,21 @@
 //! The client side of pull-based streams (`sansrpc::connection::stream`): an iterator that keeps a
 //! window of pulls in flight.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::mpsc::Receiver;
-use std::time::Duration;
 
-use sansrpc::connection::stream::{stream_id, ReadItem, StreamReader, CANCEL_METHOD, NEXT_METHOD};
+use sansrpc::client::{self as shared, RawResult};
+pub use sansrpc::connection::stream::StreamOptions;
+use sansrpc::connection::stream::{opened, ReadItem, StreamReader, CANCEL_METHOD, NEXT_METHOD};
+use sansrpc::connection::RequestOptions;
 use sansrpc::method::CallError;
 use sansrpc::RawValue;
 use serde::de::DeserializeOwned;
 
-use crate::driver::Answer;
-use crate::{Client, Error};
-
-/// How a client reads a stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct StreamOptions {
-    /// Pulls in flight at once (default 16): 1 is one round trip per answer.
-    pub window: usize,
-    /// Most items asked for per pull (default 64; the server may send fewer).
-    pub max: u32,
-    /// The deadline of the opening call and of each pull (`None`: the endpoint's default).
-    /// A pull waits for the producer.
-    pub timeout: Option<Duration>,
-}
-
-impl Default for StreamOptions {
-    fn default() -> Self {
-        StreamOptions {
-            window: 16,
-            max: 64,
-            timeout: None,
-        }
-    }
-}
-
-impl StreamOptions {
-    /// Options with this pipelining window and items per pull.
-    pub fn new(window: usize, max: u32) -> Self {
-        StreamOptions {
-            window,
-            max,
-            ..StreamOptions::default()
-        }
-    }
-}
+use crate::client::Pending;
+use crate::Client;
 
 /// A stream the peer produces, read as an iterator of raw JSON items; from
 /// [`Client::stream_raw`]. It keeps [`StreamOptions::window`] pulls in flight and holds at
@@ -57,8 +25,8 @@ impl StreamOptions {
 pub struct StreamIter {
     client: Client,
     reader: StreamReader,
-    pulls: VecDeque<(u64, Receiver<Answer>)>,
-    timeout: Option<Duration>,
+    pulls: VecDeque<(u64, Pending)>,
+    options: StreamOptions,
 }
 
 impl fmt::Debug for StreamIter {
@@ -76,17 +44,17 @@ impl StreamIter {
         self.reader.stream()
     }
 
-    fn next_raw(&mut self) -> Option<Result<Box<RawValue>, Error>> {
+    fn next_raw(&mut self) -> Option<RawResult> {
         loop {
             while let Some(seq) = self.reader.next_pull() {
-                let params = self.reader.pull_params();
+                let params = Some(self.reader.pull_params().to_owned());
+                let options = RequestOptions::timeout(self.options.timeout);
                 match self
                     .client
-                    .start_raw(NEXT_METHOD, Some(params), self.timeout)
+                    .start(Cow::Borrowed(NEXT_METHOD), params, options)
                 {
-                    Ok(rx) => self.pulls.push_back((seq, rx)),
-                    Err(Error::Send(e)) => self.reader.handle_answer(seq, Err(CallError::Send(e))),
-                    Err(Error::Call(e)) => self.reader.handle_answer(seq, Err(e)),
+                    Ok(pull) => self.pulls.push_back((seq, pull)),
+                    Err(e) => self.reader.handle_answer(seq, Err(e)),
                 }
             }
             match self.reader.poll_item() {
@@ -97,16 +65,15 @@ impl StreamIter {
                 }
                 ReadItem::Failed(e) => {
                     self.pulls.clear();
-                    return Some(Err(Error::Call(e)));
+                    return Some(Err(e));
                 }
                 ReadItem::Pending => {}
             }
             // Items come in pull order: the oldest pull is the one to wait for.
-            let (seq, rx) = self.pulls.pop_front()?;
-            match crate::client::wait(&rx, self.client.limit(self.timeout)) {
+            let (seq, pull) = self.pulls.pop_front()?;
+            match pull.wait() {
                 Ok(raw) => self.reader.handle_answer(seq, Ok(&raw)),
-                Err(Error::Call(e)) => self.reader.handle_answer(seq, Err(e)),
-                Err(Error::Send(e)) => self.reader.handle_answer(seq, Err(CallError::Send(e))),
+                Err(e) => self.reader.handle_answer(seq, Err(e)),
             }
         }
     }
@@ -131,19 +98,16 @@ pub struct TypedIter<T> {
 }
 
 impl<T: DeserializeOwned> Iterator for TypedIter<T> {
-    type Item = Result<T, Error>;
+    type Item = Result<T, CallError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         let item = self.raw.next()?;
-        Some(item.and_then(|raw| {
-            raw.deserialize()
-                .map_err(|e| Error::Call(CallError::Decode(e)))
-        }))
+        Some(item.and_then(|raw| raw.deserialize().map_err(CallError::Decode)))
     }
 }
 
 impl Iterator for StreamIter {
-    type Item = Result<Box<RawValue>, Error>;
+    type Item = RawResult;
 
     fn next(&mut self) -> Option<Self::Item> {
         self.next_raw()
@@ -166,8 +130,8 @@ impl Client {
         method: &str,
         params: &P,
         options: StreamOptions,
-    ) -> Result<TypedIter<T>, Error> {
-        let params = sansrpc::method::encode_params_owned(params).map_err(Error::Send)?;
+    ) -> Result<TypedIter<T>, CallError> {
+        let params = shared::encode(params)?;
         Ok(self.stream_raw(method, params.as_deref(), options)?.typed())
     }
 
@@ -179,18 +143,13 @@ impl Client {
         method: &str,
         params: Option<&RawValue>,
         options: StreamOptions,
-    ) -> Result<StreamIter, Error> {
-        let opened = self.call_raw(method, params, options.timeout)?;
-        let id = stream_id(&opened).ok_or_else(|| {
-            Error::Call(CallError::Decode(serde::de::Error::custom(
-                "the answer is not {\"stream\": id}",
-            )))
-        })?;
+    ) -> Result<StreamIter, CallError> {
+        let id = opened(&self.call_raw_with(method, params, options.timeout)?)?;
         Ok(StreamIter {
             client: self.clone(),
-            reader: StreamReader::new(id, options.window, options.max),
+            reader: options.reader(id),
             pulls: VecDeque::new(),
-            timeout: options.timeout,
+            options,
         })
     }
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use sansrpc::router::Router;
 use sansrpc::ErrorObject;
+use sansrpc::Timeout;
 use sansrpc_blocking::{serve_tcp, Options, RequestContext};
 use serde_json::json;
 use suite::Peer;
@@ -23,10 +24,17 @@ fn a_handler_calls_its_peer_and_reports_progress() {
             let name: serde_json::Value = serde_json::from_str(params.unwrap().get()).unwrap();
             let salutation = cx
                 .peer()
-                .call_raw("client/salutation", None, Some(Duration::from_secs(5)))
+                .call_raw_with(
+                    "client/salutation",
+                    None,
+                    Timeout::After(Duration::from_secs(5)),
+                )
                 .map_err(|_| ErrorObject::fixed(-1, "the client did not answer"))?;
             let half = sansrpc::RawValue::from_json(r#"{"pct":50}"#).unwrap();
-            assert!(cx.report_progress(half), "the request carries a token");
+            assert!(
+                cx.report_progress(half).unwrap(),
+                "the request carries a token"
+            );
             assert!(!cx.is_cancelled());
             let text = format!(
                 "{}, {} (request {})",

@@ -16,11 +16,12 @@ use sansrpc::ext::interceptors::{
     TokenBucket,
 };
 use sansrpc::method::CallError;
+use sansrpc::Timeout;
 use sansrpc::{ErrorObject, RawValue};
-use sansrpc_blocking::{connect_tcp, serve_tcp, Client, Error, Options, Server};
+use sansrpc_blocking::{connect_tcp, serve_tcp, Client, Options, Server};
 
 const LIMIT: Duration = Duration::from_secs(30);
-const T: Option<Duration> = Some(Duration::from_secs(10));
+const T: Timeout = Timeout::After(Duration::from_secs(10));
 
 /// Every record, as text, in order.
 #[derive(Default)]
@@ -64,9 +65,9 @@ fn server(metrics: Arc<Recorded>) -> (Server, Client) {
     (server, client)
 }
 
-fn rpc_error<T: std::fmt::Debug>(result: Result<T, Error>) -> ErrorObject<'static> {
+fn rpc_error<T: std::fmt::Debug>(result: Result<T, CallError>) -> ErrorObject<'static> {
     match result {
-        Err(Error::Call(CallError::Rpc(e))) => e,
+        Err(CallError::Rpc(e)) => e,
         other => panic!("expected an error object, got {other:?}"),
     }
 }
@@ -75,10 +76,13 @@ fn rpc_error<T: std::fmt::Debug>(result: Result<T, Error>) -> ErrorObject<'stati
 fn without_a_token_existing_and_missing_methods_get_the_same_error() {
     within(LIMIT, || {
         let (_server, client) = server(Arc::default());
-        let existing = rpc_error(client.call::<Add>(&Operands { a: 1, b: 2 }, T));
-        let missing =
-            rpc_error(client.call_raw("multiply", Some(RawValue::from_json("[2,3]").unwrap()), T));
-        let discover = rpc_error(client.call_raw("rpc.discover", None, T));
+        let existing = rpc_error(client.call_with::<Add>(&Operands { a: 1, b: 2 }, T));
+        let missing = rpc_error(client.call_raw_with(
+            "multiply",
+            Some(RawValue::from_json("[2,3]").unwrap()),
+            T,
+        ));
+        let discover = rpc_error(client.call_raw_with("rpc.discover", None, T));
         assert_eq!(existing.code, 1000);
         assert_eq!(existing, missing);
         assert_eq!(existing, discover);
@@ -87,7 +91,7 @@ fn without_a_token_existing_and_missing_methods_get_the_same_error() {
             Interceptors::new().with(BearerToken::new(|| Some("guess".to_owned()))),
         );
         assert_eq!(
-            rpc_error(wrong.call::<Add>(&Operands { a: 1, b: 2 }, T)),
+            rpc_error(wrong.call_with::<Add>(&Operands { a: 1, b: 2 }, T)),
             existing
         );
         client.close();
@@ -106,36 +110,35 @@ fn a_token_from_the_provider_authenticates_every_kind_of_call() {
         };
         let client = plain.with_interceptors(Interceptors::new().with(BearerToken::new(provider)));
         // By name, by position, no params.
-        assert_eq!(client.call::<Add>(&Operands { a: 2, b: 3 }, T).unwrap(), 5);
-        assert_eq!(client.call::<AddPositional>(&(2, 3), T).unwrap(), 5);
-        assert_eq!(client.call::<Divide>(&(1.0, 4.0), T).unwrap(), 0.25);
+        assert_eq!(
+            client
+                .call_with::<Add>(&Operands { a: 2, b: 3 }, T)
+                .unwrap(),
+            5
+        );
+        assert_eq!(client.call_with::<AddPositional>(&(2, 3), T).unwrap(), 5);
+        assert_eq!(client.call_with::<Divide>(&(1.0, 4.0), T).unwrap(), 0.25);
         // Notifications carry it too: only an authenticated one is recorded.
         plain.notify::<Log>(&("anonymous".to_owned(),)).unwrap();
         client.notify::<Log>(&("signed".to_owned(),)).unwrap();
-        assert_eq!(client.call::<Logged>(&(), T).unwrap(), ["signed"]);
+        assert_eq!(client.call_with::<Logged>(&(), T).unwrap(), ["signed"]);
         // Batches: every entry carries it.
         let mut batch = client.batch();
-        batch
-            .call_raw(
-                "add",
-                Some(RawValue::from_json(r#"{"a":1,"b":1}"#).unwrap()),
-            )
-            .call_raw("subtract", Some(RawValue::from_json("[5,2]").unwrap()));
-        let answers: Vec<_> = batch
-            .send(T)
-            .unwrap()
-            .into_iter()
-            .map(|p| p.wait())
-            .collect();
+        batch.call_raw(
+            "add",
+            Some(RawValue::from_json(r#"{"a":1,"b":1}"#).unwrap()),
+        );
+        batch.call_raw("subtract", Some(RawValue::from_json("[5,2]").unwrap()));
+        let answers = batch.send_with(T).unwrap();
         assert_eq!(answers[0].as_ref().unwrap().get(), "2");
         assert_eq!(answers[1].as_ref().unwrap().get(), "3");
         // Authenticated, a missing method is reported as such.
-        let missing = rpc_error(client.call_raw("multiply", None, T));
+        let missing = rpc_error(client.call_raw_with("multiply", None, T));
         assert_eq!(missing.code, -32601);
         // The provider runs per call: a revoked token takes effect at once.
         *token.lock().unwrap() = None;
         assert_eq!(
-            rpc_error(client.call::<Add>(&Operands { a: 2, b: 3 }, T)).code,
+            rpc_error(client.call_with::<Add>(&Operands { a: 2, b: 3 }, T)).code,
             1000
         );
         // The server's metrics saw the batch and labelled the missing method as unknown.
@@ -165,13 +168,18 @@ fn the_client_rate_limit_refuses_without_sending_and_client_metrics_see_outcomes
                 ))
                 .with(BearerToken::new(|| Some("s3cret".to_owned()))),
         );
-        assert_eq!(client.call::<Add>(&Operands { a: 2, b: 3 }, T).unwrap(), 5);
         assert_eq!(
-            rpc_error(client.call::<Divide>(&(1.0, 0.0), T)).code,
+            client
+                .call_with::<Add>(&Operands { a: 2, b: 3 }, T)
+                .unwrap(),
+            5
+        );
+        assert_eq!(
+            rpc_error(client.call_with::<Divide>(&(1.0, 0.0), T)).code,
             DIVISION_BY_ZERO
         );
-        match client.call::<Add>(&Operands { a: 2, b: 3 }, T) {
-            Err(Error::Call(CallError::Intercepted(e))) => {
+        match client.call_with::<Add>(&Operands { a: 2, b: 3 }, T) {
+            Err(CallError::Intercepted(e)) => {
                 assert_eq!(e.code, -32002);
                 let data = e.data.as_ref().unwrap().get();
                 assert!(data.starts_with(r#"{"retryAfterMs":"#), "{data}");

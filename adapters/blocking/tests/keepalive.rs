@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use calculator::*;
 use common::{eventually, within};
 use sansrpc::connection::keepalive::HeartbeatConfig;
-use sansrpc_blocking::{connect_tcp, serve_tcp, Error, Options};
+use sansrpc::Timeout;
+use sansrpc_blocking::{connect_tcp, serve_tcp, Options};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -41,9 +42,12 @@ fn the_heartbeat_detects_a_silent_tcp_peer() {
             HeartbeatConfig::ping(Duration::from_millis(100), Duration::from_millis(300));
         let client = connect_tcp(addr, with_heartbeat(heartbeat)).unwrap();
         let start = Instant::now();
-        let result = client.call::<Add>(&Operands { a: 1, b: 2 }, Some(Duration::from_secs(20)));
+        let result = client.call_with::<Add>(
+            &Operands { a: 1, b: 2 },
+            Timeout::After(Duration::from_secs(20)),
+        );
         match result {
-            Err(Error::Call(e)) => assert!(e.is_closed(), "{e:?}"),
+            Err(e) => assert!(e.is_closed(), "{e:?}"),
             other => panic!("expected the call to fail as closed, got {other:?}"),
         }
         assert!(start.elapsed() < Duration::from_millis(400) + Duration::from_secs(5));
@@ -71,7 +75,10 @@ fn the_heartbeat_keeps_a_live_connection() {
         let client = connect_tcp(server.local_addr(), with_heartbeat(heartbeat)).unwrap();
         thread::sleep(Duration::from_secs(3));
         assert!(!client.is_closed());
-        let sum = client.call::<Add>(&Operands { a: 1, b: 2 }, Some(Duration::from_secs(5)));
+        let sum = client.call_with::<Add>(
+            &Operands { a: 1, b: 2 },
+            Timeout::After(Duration::from_secs(5)),
+        );
         assert_eq!(sum.unwrap(), 3);
         client.close();
         server.shutdown();

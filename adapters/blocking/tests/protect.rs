@@ -15,13 +15,14 @@ use calculator::*;
 use common::{eventually, within};
 use sansrpc::connection::RateLimit;
 use sansrpc::method::CallError;
-use sansrpc_blocking::{connect_tcp, serve_tcp, Error, Options};
+use sansrpc::Timeout;
+use sansrpc_blocking::{connect_tcp, serve_tcp, Options};
 
 const LIMIT: Duration = Duration::from_secs(60);
-const T: Option<Duration> = Some(Duration::from_secs(10));
+const T: Timeout = Timeout::After(Duration::from_secs(10));
 
 fn add(client: &sansrpc_blocking::Client, a: i64, b: i64) -> i64 {
-    client.call::<Add>(&Operands { a, b }, T).unwrap()
+    client.call_with::<Add>(&Operands { a, b }, T).unwrap()
 }
 
 /// Reads until the peer closes (or 20 s pass, a failure) and returns what came.
@@ -73,7 +74,7 @@ fn a_flood_beyond_the_limit_is_refused_while_served_connections_keep_working() {
         clients[0].close();
         eventually(Duration::from_secs(20), "a freed slot is reused", || {
             let c = connect_tcp(server.local_addr(), Options::default()).unwrap();
-            match c.call::<Add>(&Operands { a: 5, b: 5 }, T) {
+            match c.call_with::<Add>(&Operands { a: 5, b: 5 }, T) {
                 Ok(v) => {
                     assert_eq!(v, 10);
                     true
@@ -141,12 +142,9 @@ fn an_idle_connection_is_closed_and_a_busy_one_is_not() {
             client.is_closed()
         });
         assert!(last_call.elapsed() >= Duration::from_secs(1));
-        let result = client.call::<Add>(&Operands { a: 1, b: 1 }, T);
+        let result = client.call_with::<Add>(&Operands { a: 1, b: 1 }, T);
         assert!(
-            matches!(
-                result,
-                Err(Error::Send(_)) | Err(Error::Call(CallError::Ended(_)))
-            ),
+            matches!(result, Err(CallError::Send(_)) | Err(CallError::Ended(_))),
             "{result:?}"
         );
         server.shutdown();
@@ -167,10 +165,10 @@ fn requests_over_the_rate_limit_are_answered_server_busy() {
         }
         let mut ok = 0;
         let mut busy = 0;
-        for pending in batch.send(T).unwrap() {
-            match pending.wait() {
+        for result in batch.send_with(T).unwrap() {
+            match result {
                 Ok(_) => ok += 1,
-                Err(Error::Call(CallError::Rpc(e))) if e.code == -32002 => busy += 1,
+                Err(CallError::Rpc(e)) if e.code == -32002 => busy += 1,
                 Err(e) => panic!("{e:?}"),
             }
         }

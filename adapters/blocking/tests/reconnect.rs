@@ -16,12 +16,15 @@ use std::time::Duration;
 use calculator::*;
 use common::{eventually, within};
 use sansrpc::connection::SendError;
-use sansrpc::ext::reconnect::{Backoff, PendingPolicy, ReconnectPolicy, State};
+use sansrpc::ext::reconnect::{Backoff, CallOptions, PendingPolicy, ReconnectPolicy, State};
 use sansrpc::router::Router;
-use sansrpc_blocking::{serve_tcp, Error, Options, Reconnect, Server};
+use sansrpc::Timeout;
+use sansrpc_blocking::{serve_tcp, CallError, Options, Reconnect, Server};
 
 const LIMIT: Duration = Duration::from_secs(30);
-const T: Option<Duration> = Some(Duration::from_secs(10));
+const T: Timeout = Timeout::After(Duration::from_secs(10));
+/// How long to wait for a state.
+const W: Option<Duration> = Some(Duration::from_secs(10));
 
 fn patient(pending: PendingPolicy) -> ReconnectPolicy {
     ReconnectPolicy {
@@ -58,8 +61,8 @@ fn serve_on(addr: &str, router: Router) -> Server {
     served.unwrap()
 }
 
-fn add(client: &Reconnect) -> Result<i64, Error> {
-    client.call::<Add>(&Operands { a: 1, b: 2 }, T)
+fn add(client: &Reconnect) -> Result<i64, CallError> {
+    client.call_with::<Add>(&Operands { a: 1, b: 2 }, T)
 }
 
 #[test]
@@ -69,27 +72,30 @@ fn a_server_restarted_under_the_client() {
         let addr: SocketAddr = server.local_addr();
         let policy = patient(PendingPolicy::Fail);
         let client = Reconnect::tcp(addr, policy, Options::default()).unwrap();
-        client.wait_open(T).unwrap();
+        client.wait_open(W).unwrap();
         assert_eq!(add(&client).unwrap(), 3);
 
         server.shutdown();
         assert_eq!(
-            client.wait_for(T, |s| s == State::Connecting),
+            client.wait_for(W, |s| s == State::Connecting),
             State::Connecting
         );
         match add(&client) {
-            Err(Error::Send(SendError::Connecting)) => {}
+            Err(CallError::Send(SendError::Connecting)) => {}
             other => panic!("expected SendError::Connecting, got {other:?}"),
         }
 
         let server = serve_on(&addr.to_string(), calculator::router());
-        client.wait_open(T).unwrap();
+        client.wait_open(W).unwrap();
         assert_eq!(add(&client).unwrap(), 3);
         assert_eq!(client.connections(), 2);
 
         client.close();
         assert_eq!(client.state(), State::Closed);
-        assert!(matches!(add(&client), Err(Error::Send(SendError::Closed))));
+        assert!(matches!(
+            add(&client),
+            Err(CallError::Send(SendError::Closed))
+        ));
         server.shutdown();
     });
 }
@@ -106,15 +112,18 @@ fn gives_up_after_max_attempts() {
             ..patient(PendingPolicy::Fail)
         };
         let client = Reconnect::tcp(server.local_addr(), policy, Options::default()).unwrap();
-        client.wait_open(T).unwrap();
+        client.wait_open(W).unwrap();
         server.shutdown(); // Never started again.
-        assert_eq!(client.wait_for(T, |s| s == State::Closed), State::Closed);
+        assert_eq!(client.wait_for(W, |s| s == State::Closed), State::Closed);
         let gave_up = client.gave_up().expect("gave up");
         assert_eq!(gave_up.attempts, 3);
-        assert!(matches!(add(&client), Err(Error::Send(SendError::Closed))));
         assert!(matches!(
-            client.wait_open(T),
-            Err(Error::Send(SendError::Closed))
+            add(&client),
+            Err(CallError::Send(SendError::Closed))
+        ));
+        assert!(matches!(
+            client.wait_open(W),
+            Err(CallError::Send(SendError::Closed))
         ));
     });
 }
@@ -146,13 +155,17 @@ fn a_pending_idempotent_call_is_resent_and_a_plain_one_fails() {
         let addr = server.local_addr();
         let policy = patient(PendingPolicy::ResendIdempotent);
         let client = Reconnect::tcp(addr, policy, Options::default()).unwrap();
-        client.wait_open(T).unwrap();
+        client.wait_open(W).unwrap();
 
         let c = client.clone();
-        let idempotent = thread::spawn(move || c.call_raw_with("slow", None, T, true));
+        let options = CallOptions {
+            timeout: T,
+            idempotent: true,
+        };
+        let idempotent = thread::spawn(move || c.call_raw_with("slow", None, options));
         let c = client.clone();
-        let plain = thread::spawn(move || c.call_raw_with("slow", None, T, false));
-        eventually(T.unwrap(), "both calls reach the server", || {
+        let plain = thread::spawn(move || c.call_raw_with("slow", None, T));
+        eventually(W.unwrap(), "both calls reach the server", || {
             arrived.load(Ordering::SeqCst) == 2
         });
 
@@ -169,7 +182,7 @@ fn a_pending_idempotent_call_is_resent_and_a_plain_one_fails() {
 
         let plain = plain.join().unwrap();
         match plain {
-            Err(Error::Call(e)) => assert!(e.is_closed(), "{e:?}"),
+            Err(e) => assert!(e.is_closed(), "{e:?}"),
             other => panic!("expected the plain call to fail as closed, got {other:?}"),
         }
         let answer = idempotent.join().unwrap().unwrap();
@@ -193,10 +206,10 @@ fn close_interrupts_the_wait_for_the_next_attempt() {
             ..patient(PendingPolicy::Fail)
         };
         let client = Reconnect::tcp(server.local_addr(), policy, Options::default()).unwrap();
-        client.wait_open(T).unwrap();
+        client.wait_open(W).unwrap();
         server.shutdown();
         assert_eq!(
-            client.wait_for(T, |s| s == State::Connecting),
+            client.wait_for(W, |s| s == State::Connecting),
             State::Connecting
         );
         // An hour until the next attempt: close does not wait for it.

@@ -16,9 +16,12 @@ use std::time::Duration;
 use calculator::*;
 use common::{eventually, within};
 use sansrpc::ext::reconnect::{Backoff, PendingPolicy, ReconnectPolicy, State};
-use sansrpc_blocking::{serve_stdio, Error, Options, Reconnect};
+use sansrpc::Timeout;
+use sansrpc_blocking::{serve_stdio, Options, Reconnect};
 
-const T: Option<Duration> = Some(Duration::from_secs(10));
+const T: Timeout = Timeout::After(Duration::from_secs(10));
+/// How long to wait for a state.
+const W: Option<Duration> = Some(Duration::from_secs(10));
 
 /// The child: the calculator, plus `exit`, which ends the process without answering.
 fn serve() {
@@ -46,19 +49,19 @@ fn a_dead_child_is_respawned() {
         command
     };
     let client = Reconnect::child(command, policy, Options::default()).unwrap();
-    client.wait_open(T).unwrap();
-    assert_eq!(client.call::<AddPositional>(&(1, 2), T).unwrap(), 3);
+    client.wait_open(W).unwrap();
+    assert_eq!(client.call_with::<AddPositional>(&(1, 2), T).unwrap(), 3);
 
     // The child dies with the call pending: not idempotent, so it fails.
-    match client.call_raw_with("exit", None, T, false) {
-        Err(Error::Call(e)) => assert!(e.is_closed(), "{e:?}"),
+    match client.call_raw_with("exit", None, T) {
+        Err(e) => assert!(e.is_closed(), "{e:?}"),
         other => panic!("expected the call to fail as closed, got {other:?}"),
     }
     // The supervisor notices and respawns the child.
     eventually(Duration::from_secs(10), "a second connection", || {
         client.connections() == 2 && client.state() == State::Open
     });
-    assert_eq!(client.call::<AddPositional>(&(2, 3), T).unwrap(), 5);
+    assert_eq!(client.call_with::<AddPositional>(&(2, 3), T).unwrap(), 5);
     assert_eq!(client.connections(), 2);
     client.close();
     assert_eq!(client.state(), State::Closed);

@@ -13,7 +13,8 @@ use common::{eventually, within};
 use sansrpc::connection::EndReason;
 use sansrpc::method::{CallError, Method};
 use sansrpc::router::Router;
-use sansrpc_blocking::{connect_tcp, is_cancelled, serve_tcp, Error, Options};
+use sansrpc::Timeout;
+use sansrpc_blocking::{connect_tcp, serve_tcp, Options, RequestContext};
 
 enum Sleep {}
 impl Method for Sleep {
@@ -30,7 +31,9 @@ fn router(running: Arc<AtomicUsize>) -> Router {
         .method::<Sleep, _>(move |(ms, cooperative)| {
             running.fetch_add(1, Ordering::SeqCst);
             let end = Instant::now() + Duration::from_millis(ms);
-            while Instant::now() < end && !(cooperative && is_cancelled()) {
+            while Instant::now() < end
+                && !(cooperative && RequestContext::current().is_some_and(|cx| cx.is_cancelled()))
+            {
                 thread::sleep(Duration::from_millis(5));
             }
             running.fetch_sub(1, Ordering::SeqCst);
@@ -66,11 +69,11 @@ fn shutdown_with_requests_in_flight() {
         )
         .unwrap();
         let client = connect_tcp(server.local_addr(), Options::default()).unwrap();
-        let timeout = Some(Duration::from_secs(20));
+        let timeout = Timeout::After(Duration::from_secs(20));
         let calls: Vec<_> = (0..3)
             .map(|_| {
                 let client = client.clone();
-                thread::spawn(move || client.call::<Sleep>(&(20_000, true), timeout))
+                thread::spawn(move || client.call_with::<Sleep>(&(20_000, true), timeout))
             })
             .collect();
         eventually(Duration::from_secs(5), "three handlers running", || {
@@ -94,10 +97,7 @@ fn shutdown_with_requests_in_flight() {
         for call in calls {
             let result = call.join().unwrap();
             assert!(
-                matches!(
-                    result,
-                    Err(Error::Call(CallError::Ended(EndReason::Closed)))
-                ),
+                matches!(result, Err(CallError::Ended(EndReason::Closed))),
                 "{result:?}"
             );
         }
@@ -115,7 +115,7 @@ fn shutdown_with_requests_in_flight() {
         let client = connect_tcp(server.local_addr(), Options::default()).unwrap();
         let pending = {
             let client = client.clone();
-            thread::spawn(move || client.call::<Sleep>(&(20_000, true), timeout))
+            thread::spawn(move || client.call_with::<Sleep>(&(20_000, true), timeout))
         };
         eventually(Duration::from_secs(5), "the handler running", || {
             running.load(Ordering::SeqCst) == 1
@@ -129,10 +129,7 @@ fn shutdown_with_requests_in_flight() {
         );
         let result = pending.join().unwrap();
         assert!(
-            matches!(
-                result,
-                Err(Error::Call(CallError::Ended(EndReason::Closed)))
-            ),
+            matches!(result, Err(CallError::Ended(EndReason::Closed))),
             "{result:?}"
         );
         // The server saw the end of input; its handler gets the grace, then is cancelled.
@@ -157,7 +154,7 @@ fn shutdown_with_requests_in_flight() {
         let client = connect_tcp(server.local_addr(), Options::default()).unwrap();
         let stubborn = {
             let client = client.clone();
-            thread::spawn(move || client.call::<Sleep>(&(3_000, false), timeout))
+            thread::spawn(move || client.call_with::<Sleep>(&(3_000, false), timeout))
         };
         eventually(
             Duration::from_secs(5),

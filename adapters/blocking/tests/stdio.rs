@@ -17,9 +17,10 @@ use common::within;
 use sansrpc::codec::Framing;
 use sansrpc::connection::EndReason;
 use sansrpc::method::CallError;
-use sansrpc_blocking::{serve_stdio, spawn_child, Client, Error, Options};
+use sansrpc::Timeout;
+use sansrpc_blocking::{serve_stdio, spawn_child, Client, Options};
 
-const T: Option<Duration> = Some(Duration::from_secs(5));
+const T: Timeout = Timeout::After(Duration::from_secs(5));
 
 fn framing(name: &str) -> Framing {
     match name {
@@ -49,14 +50,22 @@ fn child(framing_name: &str) -> Client {
 
 fn calculator_over_stdio(framing_name: &'static str) {
     let client = child(framing_name);
-    assert_eq!(client.call::<Add>(&Operands { a: 2, b: 3 }, T).unwrap(), 5);
-    assert_eq!(client.call::<SubtractPositional>(&(2, 3), T).unwrap(), -1);
-    match client.call::<Divide>(&(1.0, 0.0), T) {
-        Err(Error::Call(CallError::Rpc(e))) => assert_eq!(e.code, DIVISION_BY_ZERO),
+    assert_eq!(
+        client
+            .call_with::<Add>(&Operands { a: 2, b: 3 }, T)
+            .unwrap(),
+        5
+    );
+    assert_eq!(
+        client.call_with::<SubtractPositional>(&(2, 3), T).unwrap(),
+        -1
+    );
+    match client.call_with::<Divide>(&(1.0, 0.0), T) {
+        Err(CallError::Rpc(e)) => assert_eq!(e.code, DIVISION_BY_ZERO),
         other => panic!("{other:?}"),
     }
     client.notify::<Log>(&("over stdio".into(),)).unwrap();
-    assert_eq!(client.call::<Logged>(&(), T).unwrap(), ["over stdio"]);
+    assert_eq!(client.call_with::<Logged>(&(), T).unwrap(), ["over stdio"]);
     // The child sees its stdin end and exits by itself, well within the 5 s grace after
     // which it would be killed.
     let start = Instant::now();
@@ -70,16 +79,13 @@ fn calculator_over_stdio(framing_name: &'static str) {
 
 fn a_dying_child_fails_the_pending_call() {
     let client = child("content-length");
-    assert_eq!(client.call::<AddPositional>(&(1, 2), T).unwrap(), 3);
-    let result = client.call_raw("exit", None, T);
+    assert_eq!(client.call_with::<AddPositional>(&(1, 2), T).unwrap(), 3);
+    let result = client.call_raw_with("exit", None, T);
     assert!(
-        matches!(
-            result,
-            Err(Error::Call(CallError::Ended(EndReason::Closed)))
-        ),
+        matches!(result, Err(CallError::Ended(EndReason::Closed))),
         "{result:?}"
     );
-    assert!(client.call::<AddPositional>(&(1, 2), T).is_err());
+    assert!(client.call_with::<AddPositional>(&(1, 2), T).is_err());
 }
 
 fn main() {

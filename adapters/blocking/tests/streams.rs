@@ -12,8 +12,9 @@ use common::eventually;
 use sansrpc::connection::EndReason;
 use sansrpc::method::CallError;
 use sansrpc::router::Router;
+use sansrpc::Timeout;
 use sansrpc::{ErrorObject, Id, RawValue};
-use sansrpc_blocking::{connect_tcp, report_progress, serve_tcp, Error, Options, StreamOptions};
+use sansrpc_blocking::{connect_tcp, serve_tcp, Options, RequestContext, StreamOptions};
 
 struct Counting;
 
@@ -147,7 +148,7 @@ fn streams_over_tcp() {
     let got: Vec<u64> = (&mut failing).take(3).map(Result::unwrap).collect();
     assert_eq!(got, [1, 2, 3]);
     match failing.next() {
-        Some(Err(Error::Call(CallError::Rpc(e)))) => assert_eq!(e.code, -32099),
+        Some(Err(CallError::Rpc(e))) => assert_eq!(e.code, -32099),
         other => panic!("expected the producer's error, got {other:?}"),
     }
     assert!(failing.next().is_none());
@@ -166,7 +167,8 @@ fn progress_from_a_handler_keeps_the_call_alive_until_the_cap() {
             for step in 0..steps {
                 std::thread::sleep(Duration::from_millis(200));
                 let value = RawValue::from_string(step.to_string()).unwrap();
-                if !report_progress(&Id::number(token), &value) || sansrpc_blocking::is_cancelled()
+                let cx = RequestContext::current().expect("inside a handler");
+                if cx.peer().send_progress(&Id::number(token), &value).is_err() || cx.is_cancelled()
                 {
                     return Err(ErrorObject::new(-32001, "cancelled"));
                 }
@@ -179,15 +181,12 @@ fn progress_from_a_handler_keeps_the_call_alive_until_the_cap() {
     let client = connect_tcp(server.local_addr(), Options::default()).unwrap();
 
     let base = Duration::from_millis(700);
-    let plain = client.call_raw(
+    let plain = client.call_raw_with(
         "work",
         Some(RawValue::from_json("[1, 8]").unwrap()),
-        Some(base),
+        Timeout::After(base),
     );
-    assert!(matches!(
-        plain,
-        Err(Error::Call(CallError::Ended(EndReason::TimedOut)))
-    ));
+    assert!(matches!(plain, Err(CallError::Ended(EndReason::TimedOut))));
 
     let kept = client.call_raw_with_progress(
         "work",
@@ -206,10 +205,7 @@ fn progress_from_a_handler_keeps_the_call_alive_until_the_cap() {
         3,
         Duration::from_millis(1500),
     );
-    assert!(matches!(
-        capped,
-        Err(Error::Call(CallError::Ended(EndReason::TimedOut)))
-    ));
+    assert!(matches!(capped, Err(CallError::Ended(EndReason::TimedOut))));
     assert!(start.elapsed() >= Duration::from_millis(1500));
     client.close();
     server.shutdown();
@@ -252,7 +248,7 @@ fn a_blocking_iterator_does_not_stall_the_connection() {
     // The iterator is blocked (nothing sent through the gate yet): the connection answers.
     for _ in 0..3 {
         let pong = client
-            .call_raw("ping", None, Some(Duration::from_secs(10)))
+            .call_raw_with("ping", None, Timeout::After(Duration::from_secs(10)))
             .unwrap();
         assert_eq!(pong.get(), "\"pong\"");
     }

@@ -12,14 +12,14 @@ use std::time::{Duration, Instant};
 
 use calculator::*;
 use common::{eventually, within};
-use sansrpc::connection::{EndReason, SendError};
+use sansrpc::connection::{EndReason, SendError, Timeout};
 use sansrpc::method::{CallError, Method};
 use sansrpc::router::Router;
 use sansrpc::RawValue;
-use sansrpc_blocking::{connect_tcp, is_cancelled, serve_tcp, Client, Error, Options, Server};
+use sansrpc_blocking::{connect_tcp, serve_tcp, Client, Options, RequestContext, Server};
 
 const LIMIT: Duration = Duration::from_secs(20);
-const T: Option<Duration> = Some(Duration::from_secs(5));
+const T: Timeout = Timeout::After(Duration::from_secs(5));
 
 fn serve(router: Router, config: Options) -> (Server, Client) {
     let server = serve_tcp("127.0.0.1:0", Arc::new(router), config).unwrap();
@@ -27,9 +27,9 @@ fn serve(router: Router, config: Options) -> (Server, Client) {
     (server, client)
 }
 
-fn rpc_code<T: std::fmt::Debug>(result: Result<T, Error>) -> i64 {
+fn rpc_code<T: std::fmt::Debug>(result: Result<T, CallError>) -> i64 {
     match result {
-        Err(Error::Call(CallError::Rpc(e))) => e.code,
+        Err(CallError::Rpc(e)) => e.code,
         other => panic!("expected an error object, got {other:?}"),
     }
 }
@@ -39,22 +39,28 @@ fn calculator_over_tcp() {
     within(LIMIT, || {
         let (server, client) = serve(calculator::router(), Options::default());
         let (two_three, ten_four) = (Operands { a: 2, b: 3 }, Operands { a: 10, b: 4 });
-        assert_eq!(client.call::<Add>(&two_three, T).unwrap(), 5);
-        assert_eq!(client.call::<AddPositional>(&(2, 3), T).unwrap(), 5);
-        assert_eq!(client.call::<Subtract>(&ten_four, T).unwrap(), 6);
-        assert_eq!(client.call::<SubtractPositional>(&(10, 4), T).unwrap(), 6);
-        assert_eq!(client.call::<Divide>(&(1.0, 4.0), T).unwrap(), 0.25);
+        assert_eq!(client.call_with::<Add>(&two_three, T).unwrap(), 5);
+        assert_eq!(client.call_with::<AddPositional>(&(2, 3), T).unwrap(), 5);
+        assert_eq!(client.call_with::<Subtract>(&ten_four, T).unwrap(), 6);
+        assert_eq!(
+            client.call_with::<SubtractPositional>(&(10, 4), T).unwrap(),
+            6
+        );
+        assert_eq!(client.call_with::<Divide>(&(1.0, 4.0), T).unwrap(), 0.25);
 
-        let by_zero = client.call::<Divide>(&(1.0, 0.0), T);
+        let by_zero = client.call_with::<Divide>(&(1.0, 0.0), T);
         assert_eq!(rpc_code(by_zero), DIVISION_BY_ZERO);
         let params = RawValue::from_json("[2, 3]").unwrap();
         assert_eq!(
-            rpc_code(client.call_raw("multiply", Some(params), T)),
+            rpc_code(client.call_raw_with("multiply", Some(params), T)),
             -32601
         );
         let short = RawValue::from_json("[1]").unwrap();
-        assert_eq!(rpc_code(client.call_raw("add", Some(short), T)), -32602);
-        let raw = client.call_raw(
+        assert_eq!(
+            rpc_code(client.call_raw_with("add", Some(short), T)),
+            -32602
+        );
+        let raw = client.call_raw_with(
             "add",
             Some(RawValue::from_json(r#"{"b":1,"a":41}"#).unwrap()),
             T,
@@ -66,15 +72,15 @@ fn calculator_over_tcp() {
             client.notify::<Log>(&(line.to_owned(),)).unwrap();
         }
         assert_eq!(
-            client.call::<Logged>(&(), T).unwrap(),
+            client.call_with::<Logged>(&(), T).unwrap(),
             ["one", "two", "three"]
         );
 
         client.close();
         assert!(client.is_closed());
         assert!(matches!(
-            client.call::<Add>(&two_three, T),
-            Err(Error::Send(SendError::Closed))
+            client.call_with::<Add>(&two_three, T),
+            Err(CallError::Send(SendError::Closed))
         ));
         server.shutdown();
     });
@@ -89,7 +95,7 @@ fn concurrent_calls_from_several_threads() {
                 let client = client.clone();
                 thread::spawn(move || {
                     for i in 0..50 {
-                        let sum = client.call::<AddPositional>(&(t, i), T).unwrap();
+                        let sum = client.call_with::<AddPositional>(&(t, i), T).unwrap();
                         assert_eq!(sum, t + i);
                     }
                 })
@@ -107,21 +113,17 @@ fn batch_over_tcp() {
         let (server, client) = serve(calculator::router(), Options::default());
         let json = |s| Some(RawValue::from_json(s).unwrap());
         let mut batch = client.batch();
-        batch
-            .call_raw("add", json("[1, 2]"))
-            .notify_raw("log", json(r#"["batched"]"#))
-            .call_raw("divide", json("[1, 0]"))
-            .call_raw("nope", None);
-        let answers = batch.send(T).unwrap();
+        let add = batch.call::<AddPositional>(&(1, 2));
+        batch.notify_raw("log", json(r#"["batched"]"#));
+        batch.call_raw("divide", json("[1, 0]"));
+        batch.call_raw("nope", None);
+        let mut answers = batch.send_with(T).unwrap();
         assert_eq!(answers.len(), 3);
-        let mut answers = answers.into_iter();
-        assert_eq!(
-            answers.next().unwrap().wait_as::<AddPositional>().unwrap(),
-            3
-        );
-        assert_eq!(rpc_code(answers.next().unwrap().wait()), DIVISION_BY_ZERO);
-        assert_eq!(rpc_code(answers.next().unwrap().wait()), -32601);
-        assert_eq!(client.call::<Logged>(&(), T).unwrap(), ["batched"]);
+        assert_eq!(add.take(&mut answers).unwrap(), 3);
+        let mut answers = answers.into_iter().skip(1);
+        assert_eq!(rpc_code(answers.next().unwrap()), DIVISION_BY_ZERO);
+        assert_eq!(rpc_code(answers.next().unwrap()), -32601);
+        assert_eq!(client.call_with::<Logged>(&(), T).unwrap(), ["batched"]);
         server.shutdown();
     });
 }
@@ -141,7 +143,7 @@ fn sleeper(cancelled: Arc<AtomicBool>) -> Router {
         .method::<Sleep, _>(move |(ms,)| {
             let end = Instant::now() + Duration::from_millis(ms);
             while Instant::now() < end {
-                if is_cancelled() {
+                if RequestContext::current().is_some_and(|cx| cx.is_cancelled()) {
                     cancelled.store(true, Ordering::SeqCst);
                     return Ok(true);
                 }
@@ -162,13 +164,11 @@ fn a_timed_out_call_fails_and_cancels_the_handler() {
         let cancelled = Arc::new(AtomicBool::new(false));
         let (server, client) = serve(sleeper(Arc::clone(&cancelled)), Options::default());
         let start = Instant::now();
-        let result = client.call::<Sleep>(&(10_000,), Some(Duration::from_millis(200)));
+        let result =
+            client.call_with::<Sleep>(&(10_000,), Timeout::After(Duration::from_millis(200)));
         let took = start.elapsed();
         assert!(
-            matches!(
-                result,
-                Err(Error::Call(CallError::Ended(EndReason::TimedOut)))
-            ),
+            matches!(result, Err(CallError::Ended(EndReason::TimedOut))),
             "{result:?}"
         );
         assert!(took >= Duration::from_millis(200), "{took:?}");
@@ -180,7 +180,7 @@ fn a_timed_out_call_fails_and_cancels_the_handler() {
             || cancelled.load(Ordering::SeqCst),
         );
         // The late answer is dropped and the connection goes on.
-        assert_eq!(client.call::<AddPositional>(&(1, 1), T).unwrap(), 2);
+        assert_eq!(client.call_with::<AddPositional>(&(1, 1), T).unwrap(), 2);
         server.shutdown();
     });
 }
@@ -208,7 +208,7 @@ fn the_pool_bounds_concurrent_handlers() {
         let calls: Vec<_> = (0..4)
             .map(|_| {
                 let client = client.clone();
-                thread::spawn(move || client.call::<Sleep>(&(300,), T).unwrap())
+                thread::spawn(move || client.call_with::<Sleep>(&(300,), T).unwrap())
             })
             .collect();
         calls.into_iter().for_each(|c| assert!(!c.join().unwrap()));
@@ -230,7 +230,7 @@ fn beyond_the_queue_the_endpoint_answers_busy() {
         let calls: Vec<_> = (0..3)
             .map(|_| {
                 let client = client.clone();
-                thread::spawn(move || client.call::<Sleep>(&(500,), T))
+                thread::spawn(move || client.call_with::<Sleep>(&(500,), T))
             })
             .collect();
         let results: Vec<_> = calls.into_iter().map(|c| c.join().unwrap()).collect();
@@ -251,24 +251,24 @@ fn connections_beyond_the_bound_are_closed() {
         let mut config = Options::default();
         config.max_connections = 1;
         let (server, first) = serve(calculator::router(), config);
-        assert_eq!(first.call::<AddPositional>(&(1, 2), T).unwrap(), 3);
+        assert_eq!(first.call_with::<AddPositional>(&(1, 2), T).unwrap(), 3);
         let second = connect_tcp(server.local_addr(), Options::default()).unwrap();
-        let refused = second.call::<AddPositional>(&(1, 2), T);
+        let refused = second.call_with::<AddPositional>(&(1, 2), T);
         // The refusal (-32002, id null) reaches the call when it was already pending (the
         // endpoint attributes a null-id error to the single pending request); otherwise the
         // call finds the connection closed.
         assert!(
             match &refused {
-                Err(Error::Call(CallError::Rpc(e))) => e.code == -32002,
+                Err(CallError::Rpc(e)) => e.code == -32002,
                 other => matches!(
                     other,
-                    Err(Error::Call(CallError::Ended(EndReason::Closed)))
-                        | Err(Error::Send(SendError::Closed))
+                    Err(CallError::Ended(EndReason::Closed))
+                        | Err(CallError::Send(SendError::Closed))
                 ),
             },
             "{refused:?}"
         );
-        assert_eq!(first.call::<AddPositional>(&(3, 4), T).unwrap(), 7);
+        assert_eq!(first.call_with::<AddPositional>(&(3, 4), T).unwrap(), 7);
         server.shutdown();
     });
 }
@@ -298,7 +298,7 @@ fn large_messages_pushed_back() {
                     for i in 0..5 {
                         let text = format!("[\"{}\"]", "x".repeat(300_000 + t * 1000 + i));
                         let params = RawValue::from_json(&text).unwrap();
-                        let echoed = client.call_raw("echo", Some(params), T).unwrap();
+                        let echoed = client.call_raw_with("echo", Some(params), T).unwrap();
                         assert_eq!(echoed.get(), text);
                     }
                 })

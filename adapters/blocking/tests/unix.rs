@@ -13,13 +13,12 @@ use calculator::*;
 use common::within;
 use sansrpc::codec::{Decoder, Framing};
 use sansrpc::method::CallError;
+use sansrpc::Timeout;
 use sansrpc::{Limits, RawValue};
-use sansrpc_blocking::{
-    connect_tcp, connect_unix, serve_tcp, serve_unix, Direction, Error, Options, Tap,
-};
+use sansrpc_blocking::{connect_tcp, connect_unix, serve_tcp, serve_unix, Direction, Options, Tap};
 
 const LIMIT: Duration = Duration::from_secs(20);
-const T: Option<Duration> = Some(Duration::from_secs(5));
+const T: Timeout = Timeout::After(Duration::from_secs(5));
 
 fn socket_path(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("sansrpc-unix-{}-{name}", std::process::id()));
@@ -34,25 +33,32 @@ fn calculator_over_a_unix_socket() {
         let server = serve_unix(&path, Arc::new(calculator::router()), Options::default()).unwrap();
         assert_eq!(server.path(), path);
         let client = connect_unix(&path, Options::default()).unwrap();
-        assert_eq!(client.call::<Add>(&Operands { a: 2, b: 3 }, T).unwrap(), 5);
-        assert_eq!(client.call::<SubtractPositional>(&(10, 4), T).unwrap(), 6);
-        match client.call::<Divide>(&(1.0, 0.0), T) {
-            Err(Error::Call(CallError::Rpc(e))) => assert_eq!(e.code, DIVISION_BY_ZERO),
+        assert_eq!(
+            client
+                .call_with::<Add>(&Operands { a: 2, b: 3 }, T)
+                .unwrap(),
+            5
+        );
+        assert_eq!(
+            client.call_with::<SubtractPositional>(&(10, 4), T).unwrap(),
+            6
+        );
+        match client.call_with::<Divide>(&(1.0, 0.0), T) {
+            Err(CallError::Rpc(e)) => assert_eq!(e.code, DIVISION_BY_ZERO),
             other => panic!("expected the division error, got {other:?}"),
         }
 
         let second = connect_unix(&path, Options::default()).unwrap();
         let mut batch = second.batch();
-        batch
-            .call_raw("add", Some(RawValue::from_json("[1,2]").unwrap()))
-            .notify_raw("log", Some(RawValue::from_json(r#"["hi"]"#).unwrap()))
-            .call_raw("logged", None);
-        let pending = batch.send(T).unwrap();
-        assert_eq!(pending.len(), 2);
-        let mut pending = pending.into_iter();
-        assert_eq!(pending.next().unwrap().wait().unwrap().get(), "3");
+        batch.call_raw("add", Some(RawValue::from_json("[1,2]").unwrap()));
+        batch.notify_raw("log", Some(RawValue::from_json(r#"["hi"]"#).unwrap()));
+        batch.call_raw("logged", None);
+        let results = batch.send_with(T).unwrap();
+        assert_eq!(results.len(), 2);
+        let mut results = results.into_iter();
+        assert_eq!(results.next().unwrap().unwrap().get(), "3");
         // `logged` answers what the notification before it logged.
-        assert_eq!(pending.next().unwrap().wait().unwrap().get(), r#"["hi"]"#);
+        assert_eq!(results.next().unwrap().unwrap().get(), r#"["hi"]"#);
 
         client.close();
         second.close();
@@ -106,7 +112,9 @@ fn the_tap_sees_every_byte_both_ways() {
         }));
         let client = connect_tcp(server.local_addr(), config).unwrap();
         assert_eq!(
-            client.call::<Add>(&Operands { a: 40, b: 2 }, T).unwrap(),
+            client
+                .call_with::<Add>(&Operands { a: 40, b: 2 }, T)
+                .unwrap(),
             42
         );
         client.close();

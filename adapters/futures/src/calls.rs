@@ -1,28 +1,19 @@
 //! Our calls in the driver: commands from `Client`s handed to the connection, and the
 //! callers waiting for each token's answers.
 
-use std::collections::BTreeMap;
-
 use futures::channel::oneshot;
+use sansrpc::client::{send_batch, Answered, Callers};
 use sansrpc::connection::Connection;
-use sansrpc::connection::{EndReason, RequestOptions, SendError};
+use sansrpc::connection::{RequestOptions, SendError};
 use sansrpc::Instant;
 
 use crate::client::{CallError, Command, RawResult};
 
-/// Who waits for the answers of one token.
-enum Waiter {
-    Single(oneshot::Sender<RawResult>),
-    Batch {
-        results: Vec<Option<RawResult>>,
-        reply: oneshot::Sender<Result<Vec<RawResult>, CallError>>,
-    },
-}
-
 /// The callers waiting, by the token their call (or batch) went out with.
 #[derive(Default)]
 pub(crate) struct Calls {
-    waiters: BTreeMap<u64, Waiter>,
+    waiters:
+        Callers<oneshot::Sender<RawResult>, oneshot::Sender<Result<Vec<RawResult>, CallError>>>,
 }
 
 impl Calls {
@@ -35,9 +26,12 @@ impl Calls {
     ) -> Option<Command> {
         match command {
             Command::Cancel(key) => {
-                self.waiters.remove(&key);
+                self.waiters.forget(key);
                 conn.cancel_call(key, now);
             }
+            // The driver takes these itself; one left at the end drops (its caller's wait
+            // is over).
+            Command::Close(_) => {}
             // The caller left before it went out.
             Command::Call { ref reply, .. } if reply.is_canceled() => {}
             Command::Batch { ref reply, .. } if reply.is_canceled() => {}
@@ -59,9 +53,7 @@ impl Calls {
                     None => conn.call(key, &method, params.as_deref(), options, now),
                 };
                 match sent {
-                    Ok(()) => {
-                        self.waiters.insert(key, Waiter::Single(reply));
-                    }
+                    Ok(()) => self.waiters.call(key, reply),
                     Err(SendError::OutputFull) => {
                         return Some(Command::Call {
                             key,
@@ -127,20 +119,7 @@ impl Calls {
                 reply,
             } => {
                 let options = RequestOptions::timeout(timeout);
-                let mut batch = conn.batch(key, now);
-                let mut sent = Ok(());
-                for e in &entries {
-                    sent = if e.call {
-                        batch.call(&e.method, e.params.as_deref(), options.clone())
-                    } else {
-                        batch.notify(&e.method, e.params.as_deref())
-                    };
-                    if sent.is_err() {
-                        break;
-                    }
-                }
-                // Dropping an unsent batch forgets the calls it registered.
-                match sent.and_then(|()| batch.send()) {
+                match send_batch(conn, key, &entries, &options, now) {
                     Err(SendError::OutputFull) => {
                         return Some(Command::Batch {
                             key,
@@ -155,10 +134,7 @@ impl Calls {
                     Ok(0) => {
                         let _ = reply.send(Ok(Vec::new()));
                     }
-                    Ok(n) => {
-                        let results = (0..n).map(|_| None).collect();
-                        self.waiters.insert(key, Waiter::Batch { results, reply });
-                    }
+                    Ok(n) => self.waiters.batch(key, n, reply),
                 }
             }
         }
@@ -167,26 +143,10 @@ impl Calls {
 
     /// Gives the answer of one call to whoever waits for its token.
     pub(crate) fn answer(&mut self, token: u64, index: usize, result: RawResult, last: bool) {
-        match self.waiters.get_mut(&token) {
-            Some(Waiter::Batch { results, .. }) => {
-                if let Some(slot) = results.get_mut(index) {
-                    *slot = Some(result);
-                }
-            }
-            Some(Waiter::Single(_)) => {
-                if let Some(Waiter::Single(reply)) = self.waiters.remove(&token) {
-                    let _ = reply.send(result);
-                }
-                return;
-            }
-            None => return,
-        }
-        if last {
-            if let Some(Waiter::Batch { results, reply }) = self.waiters.remove(&token) {
-                let missing = || Err(CallError::Ended(EndReason::Cancelled));
-                let results = results.into_iter().map(|r| r.unwrap_or_else(missing));
-                let _ = reply.send(Ok(results.collect()));
-            }
+        match self.waiters.answer(token, index, result, last) {
+            Some(Answered::Call(reply, result)) => drop(reply.send(result)),
+            Some(Answered::Batch(reply, results)) => drop(reply.send(Ok(results))),
+            None => {}
         }
     }
 

@@ -1,32 +1,25 @@
-//! The client handle: calls, notifications and batches, sent to the driver task.
+//! The client handle: calls, notifications and batches, sent to the driver task. The API is
+//! the blocking adapter's, method for method, with futures for values (docs/client.md); what
+//! both share (typed params and results, batches, interceptors) is the core's
+//! [`sansrpc::client`].
 
 use std::borrow::Cow;
-
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
-
-use futures::channel::{mpsc, oneshot};
-use sansrpc::connection::{EndReason, IncomingId, Progress, SendError, Timeout};
-use sansrpc::ext::interceptors::{CallOutcome, Interceptors};
 use std::time::Duration;
 
+use futures::channel::{mpsc, oneshot};
+use sansrpc::client::{self as shared, BatchEntry, SendBatch};
+pub use sansrpc::client::{BatchSlot, RawResult};
+use sansrpc::connection::{EndReason, IncomingId, Progress, Timeout};
+use sansrpc::ext::interceptors::Interceptors;
 pub use sansrpc::method::CallError;
-use sansrpc::method::{encode_params_owned, Method, NotificationMethod};
+use sansrpc::method::{Method, NotificationMethod};
+use sansrpc::runtime::{Observe, ObserveBatch};
 use sansrpc::{Id, RawValue};
-
-/// What a raw call produces: the result JSON, or why there is none.
-pub type RawResult = Result<Box<RawValue>, CallError>;
-
-/// One call or notification of a batch, as it crosses to the driver.
-#[derive(Debug)]
-pub(crate) struct BatchEntry {
-    pub method: Cow<'static, str>,
-    pub params: Option<Box<RawValue>>,
-    pub call: bool,
-}
 
 /// What a handle asks of the driver.
 #[derive(Debug)]
@@ -62,14 +55,19 @@ pub(crate) enum Command {
     },
     /// The caller dropped the call (or batch) with this key before its answer came.
     Cancel(u64),
+    /// Close the connection gracefully; the sender drops once the driver has finished.
+    Close(oneshot::Sender<()>),
 }
 
-/// A handle to a connection's driver: cheap to clone, usable from any task.
+/// A handle to a connection's driver: cheap to clone, usable from any task. The blocking
+/// adapter's `Client` has the same methods, returning values where these return futures
+/// (docs/client.md).
 ///
 /// Every call is one message to the driver task; its future waits for the answer and
 /// **dropping the future cancels the request** (the endpoint ends it and, with
-/// cancellation configured, sends the peer `$/cancelRequest`). Calls fail with
-/// [`CallError::is_closed`] once the connection is gone.
+/// cancellation configured, sends the peer `$/cancelRequest`). A notification, a batch or a
+/// close is handed to the driver when it is made: its future only waits for the outcome.
+/// Calls fail with [`CallError::is_closed`] once the connection is gone.
 #[derive(Debug, Clone)]
 pub struct Client {
     tx: mpsc::UnboundedSender<Command>,
@@ -137,7 +135,8 @@ impl Client {
         }
     }
 
-    /// Calls `M` with the endpoint's default deadline ([`Config::default_timeout`](sansrpc::connection::Config)).
+    /// Calls `M` with the connection's default deadline
+    /// ([`Config::default_timeout`](sansrpc::Config::default_timeout)).
     pub fn call<M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>>(
         &self,
         params: &M::Params,
@@ -145,9 +144,8 @@ impl Client {
         self.call_with::<M>(params, Timeout::Default)
     }
 
-    /// Calls the method `M`, given as a value (a [`sansrpc::method!`] struct), so no
-    /// turbofish is needed: `client.request(Add, &params).await`. The same as
-    /// [`call`](Client::call).
+    /// Calls the method `M` given as a value (a [`sansrpc::method!`] struct), so no turbofish
+    /// is needed: `client.request(Add, &params)` is `client.call::<Add>(&params)`.
     pub fn request<M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>>(
         &self,
         _method: M,
@@ -156,22 +154,19 @@ impl Client {
         self.call::<M>(params)
     }
 
-    /// Calls `M` with its own deadline.
+    /// Calls `M` with its own deadline; when it passes the call fails with
+    /// [`CallError::is_timeout`].
     pub fn call_with<M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>>(
         &self,
         params: &M::Params,
         timeout: Timeout,
     ) -> impl Future<Output = Result<M::Result, CallError>> + Send {
-        let pending = encode_params_owned(params)
-            .map_err(CallError::Send)
+        let pending = shared::encode(params)
             .map(|params| self.start(Cow::Borrowed(M::NAME), params, timeout, None, None));
-        async move {
-            let raw = pending?.await?;
-            serde_json::from_str(raw.get()).map_err(CallError::Decode)
-        }
+        async move { shared::decode::<M>(&pending?.await?) }
     }
 
-    /// Calls `method` with raw params, with the endpoint's default deadline.
+    /// Calls `method` with raw params, with the connection's default deadline.
     pub fn call_raw(&self, method: &str, params: Option<&RawValue>) -> PendingCall {
         self.call_raw_with(method, params, Timeout::Default)
     }
@@ -188,7 +183,8 @@ impl Client {
     }
 
     /// Calls `method` with raw params, a deadline, and a progress token (an integer or a
-    /// string): each progress notification on `token` extends the deadline by `timeout` again, never past `cap` after sending
+    /// string): each progress notification on `token` extends the deadline by `timeout`
+    /// again, never past `cap` after sending
     /// ([`RequestOptions::with_progress`](sansrpc::connection::RequestOptions::with_progress)).
     /// Put the token in the params where the peer expects it.
     pub fn call_raw_with_progress(
@@ -204,14 +200,8 @@ impl Client {
             token: token.into(),
             cap,
         });
-        let timeout = Timeout::After(timeout);
-        self.start(
-            Cow::Owned(method.to_owned()),
-            params,
-            timeout,
-            progress,
-            None,
-        )
+        let method = Cow::Owned(method.to_owned());
+        self.start(method, params, Timeout::After(timeout), progress, None)
     }
 
     /// Reports progress on `token` (the one the peer sent with its request) with `value`,
@@ -264,23 +254,11 @@ impl Client {
         progress: Option<Progress>,
         on_behalf: Option<IncomingId>,
     ) -> PendingCall {
-        let observe = match self.intercept_before(&method, &mut params, false) {
+        let observe = match Observe::before(self.interceptors.as_ref(), &method, &mut params, false)
+        {
             Ok(observe) => observe,
             Err(e) => return PendingCall::failed(e, self.tx.clone()),
         };
-        let mut pending = self.send_call(method, params, timeout, progress, on_behalf);
-        pending.observe = observe;
-        pending
-    }
-
-    fn send_call(
-        &self,
-        method: Cow<'static, str>,
-        params: Option<Box<RawValue>>,
-        timeout: Timeout,
-        progress: Option<Progress>,
-        on_behalf: Option<IncomingId>,
-    ) -> PendingCall {
         let key = self.keys.fetch_add(1, Ordering::Relaxed);
         let (reply, rx) = oneshot::channel();
         let sent = self.tx.unbounded_send(Command::Call {
@@ -299,17 +277,16 @@ impl Client {
                 tx: self.tx.clone(),
                 armed: sent.is_ok(),
             },
-            observe: None,
+            observe,
         }
     }
 
-    /// Sends notification `N`; resolves once the endpoint has queued it for the wire.
+    /// Sends notification `N`; resolves once the connection has queued it for the wire.
     pub fn notify<N: NotificationMethod<Params: serde::Serialize>>(
         &self,
         params: &N::Params,
     ) -> impl Future<Output = Result<(), CallError>> + Send {
-        let queued = encode_params_owned(params)
-            .map_err(CallError::Send)
+        let queued = shared::encode(params)
             .map(|params| self.notify_owned(Cow::Borrowed(N::NAME), params, None));
         async move { queued?.await }
     }
@@ -334,18 +311,15 @@ impl Client {
         on_behalf: Option<IncomingId>,
     ) -> impl Future<Output = Result<(), CallError>> + Send {
         let (ack, rx) = oneshot::channel();
-        let observe = match self.intercept_before(&method, &mut params, true) {
-            Ok(observe) => {
-                let _ = self.tx.unbounded_send(Command::Notify {
-                    method,
-                    params,
-                    on_behalf,
-                    ack,
-                });
-                Ok(observe)
-            }
-            Err(e) => Err(e),
-        };
+        let observe = Observe::before(self.interceptors.as_ref(), &method, &mut params, true);
+        if observe.is_ok() {
+            let _ = self.tx.unbounded_send(Command::Notify {
+                method,
+                params,
+                on_behalf,
+                ack,
+            });
+        }
         async move {
             let observe = observe?;
             let result = rx.await.unwrap_or(Err(CallError::Ended(EndReason::Closed)));
@@ -356,12 +330,21 @@ impl Client {
         }
     }
 
-    /// Starts a batch: calls and notifications sent as one array.
+    /// Starts a batch: calls and notifications sent as one JSON array.
     pub fn batch(&self) -> Batch {
-        Batch {
-            client: self.clone(),
-            entries: Vec::new(),
-            error: None,
+        Batch::new(self.clone())
+    }
+
+    /// Closes the connection gracefully: stops reading, gives the handlers in flight the
+    /// connection's [`end_grace`](sansrpc::Config::end_grace) to answer, fails every
+    /// pending call as closed, then closes the transport. Asked at once; the future
+    /// completes when the driver has finished (it must run on another task meanwhile, as a
+    /// spawned driver does). Other handles fail from then on.
+    pub fn close(&self) -> impl Future<Output = ()> + Send {
+        let (done, finished) = oneshot::channel();
+        let _ = self.tx.unbounded_send(Command::Close(done));
+        async move {
+            let _ = finished.await;
         }
     }
 
@@ -382,45 +365,9 @@ impl Client {
     /// and sends nothing. Other handles on the connection are not affected.
     pub fn with_interceptors(&self, interceptors: Interceptors) -> Client {
         Client {
-            tx: self.tx.clone(),
-            keys: Arc::clone(&self.keys),
-            exit: Arc::clone(&self.exit),
             interceptors: (!interceptors.is_empty()).then(|| Arc::new(interceptors)),
-            locals: Arc::clone(&self.locals),
+            ..self.clone()
         }
-    }
-
-    /// Runs the `before` hooks; what to tell the `after` hooks later, if there are any.
-    fn intercept_before(
-        &self,
-        method: &str,
-        params: &mut Option<Box<RawValue>>,
-        notification: bool,
-    ) -> Result<Option<Observe>, CallError> {
-        let Some(chain) = &self.interceptors else {
-            return Ok(None);
-        };
-        chain.before(method, params, notification)?;
-        Ok(Some(Observe {
-            chain: Arc::clone(chain),
-            method: method.to_owned(),
-            start: std::time::Instant::now(),
-        }))
-    }
-}
-
-/// A call the interceptors saw go out, to report to their `after` hooks.
-#[derive(Debug)]
-struct Observe {
-    chain: Arc<Interceptors>,
-    method: String,
-    start: std::time::Instant,
-}
-
-impl Observe {
-    fn after<T>(&self, result: &Result<T, CallError>) {
-        self.chain
-            .after(&self.method, CallOutcome::of(result), self.start.elapsed());
     }
 }
 
@@ -430,13 +377,6 @@ struct CancelGuard {
     key: u64,
     tx: mpsc::UnboundedSender<Command>,
     armed: bool,
-}
-
-impl CancelGuard {
-    /// The answer came: nothing to cancel.
-    fn disarm(&mut self) {
-        self.armed = false;
-    }
 }
 
 impl Drop for CancelGuard {
@@ -471,13 +411,11 @@ impl PendingCall {
             observe: None,
         }
     }
-}
 
-impl PendingCall {
     /// Drops the call without cancelling its request: the answer, when it comes, is
     /// discarded.
     pub(crate) fn detach(mut self) {
-        self.guard.disarm();
+        self.guard.armed = false;
     }
 }
 
@@ -486,7 +424,7 @@ impl Future for PendingCall {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<RawResult> {
         let result = futures::ready!(Pin::new(&mut self.rx).poll(cx));
-        self.guard.disarm();
+        self.guard.armed = false;
         let result = result.unwrap_or(Err(CallError::Ended(EndReason::Closed)));
         if let Some(observe) = self.observe.take() {
             observe.after(&result);
@@ -495,175 +433,81 @@ impl Future for PendingCall {
     }
 }
 
-/// Where a call's result lands in the vector [`Batch::send`] returns.
-#[derive(Debug)]
-pub struct BatchSlot<M> {
-    index: usize,
-    _method: std::marker::PhantomData<fn() -> M>,
-}
-
-impl<M> Clone for BatchSlot<M> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<M> Copy for BatchSlot<M> {}
-
-impl<M: Method<Result: serde::de::DeserializeOwned>> BatchSlot<M> {
-    /// The index of this call's result among the batch's results.
-    pub fn index(self) -> usize {
-        self.index
-    }
-
-    /// Takes and decodes this call's result from the batch's results.
-    pub fn take(self, results: &mut [RawResult]) -> Result<M::Result, CallError> {
-        let slot = results
-            .get_mut(self.index)
-            .map(|r| std::mem::replace(r, Err(CallError::Ended(EndReason::Cancelled))));
-        let raw = slot.unwrap_or(Err(CallError::Ended(EndReason::Cancelled)))?;
-        serde_json::from_str(raw.get()).map_err(CallError::Decode)
-    }
-}
-
 /// An outgoing batch: one JSON array on the wire, one result per call, matched by id
-/// whatever order the peer answers in. From [`Client::batch`].
-#[derive(Debug)]
-pub struct Batch {
-    client: Client,
-    entries: Vec<BatchEntry>,
-    error: Option<SendError>,
-}
+/// whatever order the peer answers in. From [`Client::batch`]. The core's
+/// [`Batch`](sansrpc::client::Batch) over this client: the same methods as the blocking
+/// adapter's, with `send` giving a [`PendingBatch`].
+pub type Batch = sansrpc::client::Batch<Client>;
 
-impl Batch {
-    fn calls(&self) -> usize {
-        self.entries.iter().filter(|e| e.call).count()
-    }
+impl SendBatch for Client {
+    type Sent = PendingBatch;
 
-    /// Adds a call to `M`; its result is at the returned slot.
-    pub fn call<M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>>(
-        &mut self,
-        params: &M::Params,
-    ) -> BatchSlot<M> {
-        let index = self.calls();
-        match encode_params_owned(params) {
-            Ok(params) => self.entries.push(BatchEntry {
-                method: Cow::Borrowed(M::NAME),
-                params,
-                call: true,
-            }),
-            Err(e) => self.error = Some(e),
-        }
-        BatchSlot {
-            index,
-            _method: std::marker::PhantomData,
-        }
-    }
-
-    /// Adds a raw call; returns the index of its result.
-    pub fn call_raw(&mut self, method: &str, params: Option<&RawValue>) -> usize {
-        let index = self.calls();
-        self.entries.push(BatchEntry {
-            method: Cow::Owned(method.to_owned()),
-            params: params.map(ToOwned::to_owned),
-            call: true,
-        });
-        index
-    }
-
-    /// Adds notification `N`.
-    pub fn notify<N: NotificationMethod<Params: serde::Serialize>>(
-        &mut self,
-        params: &N::Params,
-    ) -> &mut Self {
-        match encode_params_owned(params) {
-            Ok(params) => self.entries.push(BatchEntry {
-                method: Cow::Borrowed(N::NAME),
-                params,
-                call: false,
-            }),
-            Err(e) => self.error = Some(e),
-        }
-        self
-    }
-
-    /// Adds a raw notification.
-    pub fn notify_raw(&mut self, method: &str, params: Option<&RawValue>) -> &mut Self {
-        self.entries.push(BatchEntry {
-            method: Cow::Owned(method.to_owned()),
-            params: params.map(ToOwned::to_owned),
-            call: false,
-        });
-        self
-    }
-
-    /// Sends the batch with the default deadline and waits for every call's result, in the
-    /// order the calls were added. Dropping the future cancels the calls still pending.
-    pub fn send(self) -> impl Future<Output = Result<Vec<RawResult>, CallError>> + Send {
-        self.send_with(Timeout::Default)
-    }
-
-    /// Sends the batch with its own deadline (for every call in it).
-    pub fn send_with(
-        self,
+    fn send_batch(
+        &self,
+        entries: Result<Vec<BatchEntry>, CallError>,
         timeout: Timeout,
-    ) -> impl Future<Output = Result<Vec<RawResult>, CallError>> + Send {
-        let Batch {
-            client,
-            mut entries,
-            error,
-        } = self;
-        let mut intercepted = None;
-        let mut observed = Vec::new();
-        if let (Some(chain), None) = (&client.interceptors, &error) {
-            for entry in &mut entries {
-                if let Err(e) = chain.before(&entry.method, &mut entry.params, !entry.call) {
-                    intercepted = Some(e);
-                    break;
-                }
-                if entry.call {
-                    observed.push(entry.method.to_string());
-                }
-            }
-        }
-        let observe = client
-            .interceptors
-            .clone()
-            .map(|chain| (chain, observed, std::time::Instant::now()));
-        let key = client.keys.fetch_add(1, Ordering::Relaxed);
-        let (reply, mut rx) = oneshot::channel();
-        let mut guard = CancelGuard {
-            key,
-            tx: client.tx.clone(),
-            armed: false,
-        };
+    ) -> PendingBatch {
         // A batch with an entry that did not serialize, or one an interceptor refused,
         // never goes out.
-        if error.is_none() && intercepted.is_none() {
+        let sent = entries.and_then(|mut entries| {
+            let observe = ObserveBatch::before(self.interceptors.as_ref(), &mut entries)?;
+            let key = self.keys.fetch_add(1, Ordering::Relaxed);
+            let (reply, rx) = oneshot::channel();
             let command = Command::Batch {
                 key,
                 entries,
                 timeout,
                 reply,
             };
-            guard.armed = client.tx.unbounded_send(command).is_ok();
+            let armed = self.tx.unbounded_send(command).is_ok();
+            let guard = CancelGuard {
+                key,
+                tx: self.tx.clone(),
+                armed,
+            };
+            Ok((rx, guard, observe))
+        });
+        PendingBatch {
+            sent: sent.map_err(Some),
         }
-        async move {
-            if let Some(e) = intercepted {
-                return Err(e);
+    }
+}
+
+/// The future of a batch's results, from [`Batch::send`](sansrpc::client::Batch::send):
+/// one per call, in the order the calls were added. Dropping it before it completes cancels
+/// the calls still pending.
+#[derive(Debug)]
+#[must_use = "a batch's calls are cancelled when its future is dropped"]
+pub struct PendingBatch {
+    sent: Result<BatchSent, Option<CallError>>,
+}
+
+/// A batch handed to the driver: where its results come, and what to tell whom.
+type BatchSent = (
+    oneshot::Receiver<Result<Vec<RawResult>, CallError>>,
+    CancelGuard,
+    Option<ObserveBatch>,
+);
+
+impl Future for PendingBatch {
+    type Output = Result<Vec<RawResult>, CallError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let (rx, guard, observe) = match &mut self.sent {
+            Ok(sent) => sent,
+            Err(refused) => {
+                let e = refused
+                    .take()
+                    .unwrap_or(CallError::Ended(EndReason::Closed));
+                return Poll::Ready(Err(e));
             }
-            if let Some(e) = error {
-                return Err(CallError::Send(e));
-            }
-            let result = (&mut rx).await;
-            guard.disarm();
-            let result = result.unwrap_or(Err(CallError::Ended(EndReason::Closed)));
-            if let (Some((chain, methods, start)), Ok(results)) = (&observe, &result) {
-                for (method, r) in methods.iter().zip(results) {
-                    chain.after(method, CallOutcome::of(r), start.elapsed());
-                }
-            }
-            result
+        };
+        let result = futures::ready!(Pin::new(rx).poll(cx));
+        guard.armed = false;
+        let result = result.unwrap_or(Err(CallError::Ended(EndReason::Closed)));
+        if let Some(observe) = observe.take() {
+            observe.after(&result);
         }
+        Poll::Ready(result)
     }
 }

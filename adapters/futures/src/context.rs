@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
+use sansrpc::client::PeerRequest;
 use sansrpc::connection::IncomingId;
 use sansrpc::{Id, RawValue};
 
@@ -18,7 +19,7 @@ use crate::client::{CallError, Client};
 /// registered with [`AsyncRouter::method_with_context`](crate::AsyncRouter::method_with_context)
 /// and [`raw_method_with_context`](crate::AsyncRouter::raw_method_with_context).
 ///
-/// - [`id`](RequestContext::id): the request's id as the peer sent it;
+/// - [`id`](PeerRequest::id): the request's id as the peer sent it;
 /// - [`peer`](RequestContext::peer): a [`Client`] on the same connection, to call or notify
 ///   the peer from inside the handler (an LSP server asking its client for
 ///   `workspace/configuration`, an MCP server sending `sampling/createMessage`);
@@ -52,56 +53,48 @@ use crate::client::{CallError, Client};
 ///     })
 ///     .unwrap();
 /// ```
+///
+/// It derefs to the core's [`PeerRequest`]: [`id`](PeerRequest::id),
+/// [`progress_token`](PeerRequest::progress_token) and
+/// [`partial_result_token`](PeerRequest::partial_result_token), as in the blocking
+/// adapter's context, which has the same methods (docs/client.md).
 #[derive(Clone)]
 pub struct RequestContext {
-    id: Id<'static>,
+    request: PeerRequest,
     handle: IncomingId,
     peer: Client,
     cancel: CancelSignal,
-    progress: Option<Id<'static>>,
-    lsp: LspProgress,
 }
-
-/// What an LSP request's context knows for progress the server starts and for partial
-/// results.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct LspProgress {
-    /// The request's `partialResultToken`.
-    pub partial: Option<Id<'static>>,
-    /// The client handles `window/workDoneProgress/create`.
-    pub creates: bool,
-}
-
-/// Tokens of the progress servers create (`window/workDoneProgress/create`), unique in the
-/// process.
-static CREATED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl fmt::Debug for RequestContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RequestContext")
-            .field("id", &self.id)
+            .field("request", &self.request)
             .field("cancelled", &self.is_cancelled())
-            .field("progress", &self.progress)
             .finish()
+    }
+}
+
+impl std::ops::Deref for RequestContext {
+    type Target = PeerRequest;
+
+    fn deref(&self) -> &PeerRequest {
+        &self.request
     }
 }
 
 impl RequestContext {
     pub(crate) fn new(
-        id: Id<'static>,
+        request: PeerRequest,
         handle: IncomingId,
         peer: Client,
         cancel: CancelSignal,
-        progress: Option<Id<'static>>,
-        lsp: LspProgress,
     ) -> Self {
         RequestContext {
-            id,
+            request,
             handle,
             peer,
             cancel,
-            progress,
-            lsp,
         }
     }
 
@@ -116,11 +109,6 @@ impl RequestContext {
         CURRENT.with(|c| c.borrow().clone())
     }
 
-    /// The request's id, exactly as the peer sent it.
-    pub fn id(&self) -> &Id<'static> {
-        &self.id
-    }
-
     /// A client on the connection the request came on: calls and notifications to the
     /// peer.
     pub fn peer(&self) -> &Client {
@@ -131,7 +119,7 @@ impl RequestContext {
     /// Streamable HTTP server does): the principal of its bearer token and its header
     /// fields. `None` on other transports.
     pub fn http(&self) -> Option<std::sync::Arc<crate::HttpRequest>> {
-        self.peer.local::<crate::HttpRequests>().get(&self.id)
+        self.peer.local::<crate::HttpRequests>().get(self.id())
     }
 
     /// True once the peer cancelled the request.
@@ -145,22 +133,20 @@ impl RequestContext {
         Cancelled(self.cancel.clone())
     }
 
-    /// The progress token the peer put in the request, if any.
-    pub fn progress_token(&self) -> Option<&Id<'static>> {
-        self.progress.as_ref()
-    }
-
     /// Reports progress to the peer on the request's token, with the connection's progress
     /// method (LSP `$/progress {token, value}`; MCP `notifications/progress
     /// {progressToken, …value's members}`). `Ok(false)` when the request carried no token.
     pub async fn report_progress(&self, value: &RawValue) -> Result<bool, CallError> {
-        let Some(token) = &self.progress else {
+        self.report_on(self.progress_token(), value).await
+    }
+
+    /// Progress on `token`, when there is one, for the request.
+    async fn report_on(&self, token: Option<&Id<'_>>, value: &RawValue) -> Result<bool, CallError> {
+        let Some(token) = token else {
             return Ok(false);
         };
-        self.peer
-            .send_progress_for(Some(self.handle), token, value)
-            .await
-            .map(|()| true)
+        let sent = self.peer.send_progress_for(Some(self.handle), token, value);
+        sent.await.map(|()| true)
     }
 
     /// Like [`report_progress`](Self::report_progress) without waiting, for a synchronous
@@ -168,7 +154,7 @@ impl RequestContext {
     /// returns when it runs on the connection's own task). False when the request carried
     /// no token.
     pub fn queue_progress(&self, value: &RawValue) -> bool {
-        let Some(token) = &self.progress else {
+        let Some(token) = self.progress_token() else {
             return false;
         };
         // The command is queued when the future is made; nobody waits for its send.
@@ -176,22 +162,11 @@ impl RequestContext {
         true
     }
 
-    /// The request's `partialResultToken` (LSP), if it carried one.
-    pub fn partial_result_token(&self) -> Option<&Id<'static>> {
-        self.lsp.partial.as_ref()
-    }
-
     /// Sends part of the result ahead of the answer (LSP partial results:
     /// `$/progress {token: partialResultToken, value}`); the final answer then carries what
     /// was not sent this way. `Ok(false)` when the request carried no `partialResultToken`.
     pub async fn report_partial(&self, value: &RawValue) -> Result<bool, CallError> {
-        let Some(token) = &self.lsp.partial else {
-            return Ok(false);
-        };
-        self.peer
-            .send_progress_for(Some(self.handle), token, value)
-            .await
-            .map(|()| true)
+        self.report_on(self.partial_result_token(), value).await
     }
 
     /// Begins work-done progress titled `title` (LSP `$/progress {token, value: {kind:
@@ -202,28 +177,17 @@ impl RequestContext {
     /// (as the protocol requires before server-initiated progress). `Ok(None)` when neither:
     /// the client cannot show progress for this request.
     pub async fn begin_work_done(&self, title: &str) -> Result<Option<Id<'static>>, CallError> {
-        let token = match &self.progress {
-            Some(token) => token.clone(),
-            None if self.lsp.creates => {
-                let n = CREATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let token = Id::string(format!("sansrpc-progress-{n}"));
-                let mut params = b"{\"token\":".to_vec();
-                token.write_json(&mut params);
-                params.push(b'}');
-                let params = String::from_utf8(params).expect("UTF-8");
-                let params = RawValue::from_string(params).expect("JSON");
-                self.call_raw("window/workDoneProgress/create", Some(&params))
-                    .await?;
-                token
-            }
-            None => return Ok(None),
+        let Some(work) = self.work_done(title) else {
+            return Ok(None);
         };
-        let begin = serde_json::json!({"kind": "begin", "title": title}).to_string();
-        let begin = RawValue::from_string(begin).expect("JSON");
+        if let Some(create) = &work.create {
+            self.call_raw("window/workDoneProgress/create", Some(create))
+                .await?;
+        }
         self.peer
-            .send_progress_for(Some(self.handle), &token, &begin)
+            .send_progress_for(Some(self.handle), &work.token, &work.begin)
             .await?;
-        Ok(Some(token))
+        Ok(Some(work.token))
     }
 
     /// Calls the peer on behalf of the request (an MCP server's `sampling/createMessage` or

@@ -95,6 +95,8 @@ pub struct Driver<T, Tm> {
     reason: Option<CloseReason>,
     /// The clients' record of the status the connection ended with.
     exit: Arc<std::sync::atomic::AtomicI64>,
+    /// The callers of [`Client::close`] waiting: dropped when the driver has finished.
+    closers: Vec<futures::channel::oneshot::Sender<()>>,
     done: bool,
 }
 
@@ -147,6 +149,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             wake: parts.wake,
             reason: None,
             exit: client.exit_cell(),
+            closers: Vec::new(),
             done: false,
         };
         (client, driver)
@@ -182,6 +185,12 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                 break;
             }
             match self.commands.poll_next_unpin(cx) {
+                Poll::Ready(Some(Command::Close(done))) => {
+                    progress = true;
+                    self.closers.push(done);
+                    let grace = self.conn.config().end_grace;
+                    self.conn.shutdown(grace, now);
+                }
                 Poll::Ready(Some(command)) => {
                     progress = true;
                     self.deferred = self.calls.apply(&mut self.conn, command, now);
@@ -255,6 +264,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             self.calls.apply(&mut self.conn, command, now);
         }
         self.calls.clear();
+        self.closers.clear();
         self.shutdown_rx.close();
         self.done = true;
         if let Some(code) = self.conn.exit_code() {

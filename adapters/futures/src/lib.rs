@@ -64,7 +64,7 @@ pub use child::{child_process, ChildProcess};
 pub use child::{ClosableWriter, WriterCloser};
 
 pub use builder::Builder;
-pub use client::{Batch, BatchSlot, CallError, Client, PendingCall, RawResult};
+pub use client::{Batch, BatchSlot, CallError, Client, PendingBatch, PendingCall, RawResult};
 pub use context::{Cancelled, NotificationContext, RequestContext};
 pub use driver::{Driver, ShutdownHandle};
 pub use extension::Extension;
@@ -78,3 +78,4 @@ pub use timer::Timer;
 pub use transport::{ByteStream, Received, Transport};
 
 pub use sansrpc;
+pub use sansrpc::Timeout;

@@ -40,11 +40,13 @@ use std::time::Duration;
 use futures::channel::{mpsc, oneshot};
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
-use sansrpc::connection::{EndReason, SendError, Timeout};
+use sansrpc::client as shared;
+use sansrpc::connection::{EndReason, SendError};
+pub use sansrpc::ext::reconnect::CallOptions;
 use sansrpc::ext::reconnect::{Action, Jitter, ReconnectPolicy, Reconnector, State};
 #[cfg(doc)]
 use sansrpc::ext::reconnect::{PendingPolicy, Subscriptions};
-use sansrpc::method::{encode_params_owned, Method, NotificationMethod};
+use sansrpc::method::{Method, NotificationMethod};
 use sansrpc::RawValue;
 
 use crate::builder::Builder;
@@ -53,36 +55,6 @@ use crate::driver::ShutdownHandle;
 use crate::router::BoxFuture;
 use crate::timer::{Sleep, Timer};
 use crate::transport::Transport;
-
-/// How one call is made through a [`Reconnect`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CallOptions {
-    /// The call's deadline (restarted when it is re-sent).
-    pub timeout: Timeout,
-    /// The call may safely be made twice: under [`PendingPolicy::ResendIdempotent`] it is
-    /// re-sent on the next connection when the connection is lost before its answer.
-    pub idempotent: bool,
-}
-
-impl Default for CallOptions {
-    /// The endpoint's default deadline, not idempotent.
-    fn default() -> Self {
-        CallOptions {
-            timeout: Timeout::Default,
-            idempotent: false,
-        }
-    }
-}
-
-impl CallOptions {
-    /// The default deadline, idempotent.
-    pub fn idempotent() -> Self {
-        CallOptions {
-            timeout: Timeout::Default,
-            idempotent: true,
-        }
-    }
-}
 
 /// The supervisor gave up: the policy's attempts were used up (or it never reconnects) and
 /// the connection is closed for good.
@@ -201,7 +173,8 @@ enum Request {
         params: Option<Box<RawValue>>,
         ack: oneshot::Sender<Result<(), CallError>>,
     },
-    Close(Duration),
+    /// Close; the sender drops once the supervisor has finished.
+    Close(oneshot::Sender<()>),
 }
 
 /// One call, kept whole until answered so it can be sent again.
@@ -236,7 +209,7 @@ impl fmt::Debug for Request {
         match self {
             Request::Call(e) => write!(f, "Call({})", e.method),
             Request::Notify { method, .. } => write!(f, "Notify({method})"),
-            Request::Close(grace) => write!(f, "Close({grace:?})"),
+            Request::Close(_) => f.write_str("Close"),
         }
     }
 }
@@ -288,6 +261,7 @@ impl Reconnect {
             next_token: 0,
             last_error: None,
             gave_up: None,
+            closers: Vec::new(),
         };
         (Reconnect { tx, watch }, supervisor)
     }
@@ -324,12 +298,17 @@ impl Reconnect {
         }
     }
 
-    /// Closes the client: stops reconnecting, refuses new calls, lets the connection's
-    /// handlers in flight finish for up to `grace` (see
-    /// [`ShutdownHandle::shutdown`]); pending calls then fail with
-    /// [`CallError::is_closed`].
-    pub fn close(&self, grace: Duration) {
-        let _ = self.tx.unbounded_send(Request::Close(grace));
+    /// Closes the client: stops reconnecting, refuses new calls, closes the connection as
+    /// [`Client::close`] does (its handlers in flight get the config's
+    /// [`end_grace`](sansrpc::Config::end_grace)); pending calls then fail with
+    /// [`CallError::is_closed`]. Asked at once; the future completes when the
+    /// [`Supervisor`] has finished (it must run on another task meanwhile).
+    pub fn close(&self) -> impl Future<Output = ()> + Send {
+        let (done, finished) = oneshot::channel();
+        let _ = self.tx.unbounded_send(Request::Close(done));
+        async move {
+            let _ = finished.await;
+        }
     }
 
     /// Calls `M` with the default deadline; not re-sent after a disconnect.
@@ -351,19 +330,16 @@ impl Reconnect {
         self.call_with::<M>(params, CallOptions::idempotent())
     }
 
-    /// Calls `M` with its own options.
+    /// Calls `M` with its own deadline (a [`Timeout`](sansrpc::Timeout)) or options (a
+    /// [`CallOptions`]: idempotent or not).
     pub fn call_with<M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>>(
         &self,
         params: &M::Params,
-        options: CallOptions,
+        options: impl Into<CallOptions>,
     ) -> impl Future<Output = Result<M::Result, CallError>> + Send {
-        let pending = encode_params_owned(params)
-            .map_err(CallError::Send)
-            .map(|params| self.start(Cow::Borrowed(M::NAME), params, options));
-        async move {
-            let raw = pending?.await?;
-            serde_json::from_str(raw.get()).map_err(CallError::Decode)
-        }
+        let pending = shared::encode(params)
+            .map(|params| self.start(Cow::Borrowed(M::NAME), params, options.into()));
+        async move { shared::decode::<M>(&pending?.await?) }
     }
 
     /// Calls `method` with raw params and the default options.
@@ -375,15 +351,15 @@ impl Reconnect {
         self.call_raw_with(method, params, CallOptions::default())
     }
 
-    /// Calls `method` with raw params and its own options.
+    /// Calls `method` with raw params and its own deadline or options.
     pub fn call_raw_with(
         &self,
         method: &str,
         params: Option<&RawValue>,
-        options: CallOptions,
+        options: impl Into<CallOptions>,
     ) -> impl Future<Output = RawResult> + Send {
         let params = params.map(ToOwned::to_owned);
-        self.start(Cow::Owned(method.to_owned()), params, options)
+        self.start(Cow::Owned(method.to_owned()), params, options.into())
     }
 
     fn start(
@@ -407,9 +383,8 @@ impl Reconnect {
         &self,
         params: &N::Params,
     ) -> impl Future<Output = Result<(), CallError>> + Send {
-        let queued = encode_params_owned(params)
-            .map_err(CallError::Send)
-            .map(|params| self.notify_owned(Cow::Borrowed(N::NAME), params));
+        let queued =
+            shared::encode(params).map(|params| self.notify_owned(Cow::Borrowed(N::NAME), params));
         async move { queued?.await }
     }
 
@@ -490,6 +465,8 @@ pub struct Supervisor<C, T, Tm> {
     /// Why the last attempt failed or the last connection ended.
     last_error: Option<io::Error>,
     gave_up: Option<GaveUp>,
+    /// The callers of [`Reconnect::close`] waiting: dropped when the supervisor finishes.
+    closers: Vec<oneshot::Sender<()>>,
 }
 
 impl<C, T, Tm> fmt::Debug for Supervisor<C, T, Tm> {
@@ -657,15 +634,21 @@ where
         }
     }
 
+    /// Stops reconnecting and shuts the connection down with `grace` for its handlers.
+    fn close(&mut self, grace: Duration) {
+        self.rc.close();
+        if let Link::Open { shutdown, .. } = &self.link {
+            shutdown.shutdown(grace);
+        }
+        self.act();
+    }
+
     fn request(&mut self, request: Request) {
         let refused = self.rc.admit().err();
         match request {
-            Request::Close(grace) => {
-                self.rc.close();
-                if let Link::Open { shutdown, .. } = &self.link {
-                    shutdown.shutdown(grace);
-                }
-                self.act();
+            Request::Close(done) => {
+                self.closers.push(done);
+                self.close(self.builder.connection_config().end_grace);
             }
             Request::Call(entry) => match refused {
                 Some(e) => {
@@ -759,7 +742,7 @@ where
                         if self.rc.state() == State::Closing {
                             break;
                         }
-                        self.request(Request::Close(Duration::ZERO))
+                        self.close(Duration::ZERO)
                     }
                     Poll::Ready(None) | Poll::Pending => break,
                 }
@@ -767,6 +750,7 @@ where
             }
             if matches!(self.link, Link::Closed) && self.inflight.is_empty() {
                 self.watch.set(State::Closed);
+                self.closers.clear();
                 return Poll::Ready(self.gave_up.take().map_or(Ok(()), Err));
             }
             if !progress {

@@ -341,15 +341,8 @@ impl AsyncRouter {
                     return Work::Call(futures::future::ready(Err(e)).boxed(), None);
                 };
                 let signal = CancelSignal::default();
-                let token = origin.profile.progress_token(params);
-                let cx = RequestContext::new(
-                    id.to_owned_id(),
-                    origin.handle,
-                    peer.clone(),
-                    signal.clone(),
-                    token,
-                    origin.lsp.clone(),
-                );
+                let request = origin.request.clone();
+                let cx = RequestContext::new(request, origin.handle, peer.clone(), signal.clone());
                 return Work::Call(f(cx, admitted), Some(signal));
             }
             None => {}
@@ -402,10 +395,8 @@ pub(crate) struct Origin<'a> {
     pub peer: Option<&'a Client>,
     /// The request's handle on its connection.
     pub handle: sansrpc::connection::IncomingId,
-    /// Its partial-result token and the client's progress creation (LSP).
-    pub lsp: crate::context::LspProgress,
-    /// The connection's profile (where progress tokens are).
-    pub profile: sansrpc::connection::Profile,
+    /// The request: its id and its tokens.
+    pub request: sansrpc::client::PeerRequest,
 }
 
 /// A typed result as raw JSON; `-32603` when it does not serialize.

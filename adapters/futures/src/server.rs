@@ -10,6 +10,7 @@ use std::task::{Context, Poll};
 use futures::future::{AbortHandle, Abortable};
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
+use sansrpc::client::PeerRequest;
 use sansrpc::codec::FrameError;
 use sansrpc::connection::stream::Produced;
 use sansrpc::connection::{self, CloseReason, Connection, Event, IncomingId};
@@ -18,7 +19,7 @@ use sansrpc::{ErrorObject, Instant, Notification};
 
 use crate::calls::Calls;
 use crate::client::{CallError, Client};
-use crate::context::{with_current, CancelSignal, LspProgress, RequestContext};
+use crate::context::{with_current, CancelSignal, RequestContext};
 use crate::router::{AsyncRouter, BoxFuture, HandlerResult, Origin, Work};
 use crate::stream::Producer;
 
@@ -125,15 +126,10 @@ impl Server {
                         continue;
                     }
                     let params = request.params.as_deref();
-                    let lsp = LspProgress {
-                        partial: profile.partial_result_token(params),
-                        creates: creates_progress,
-                    };
                     let origin = Origin {
                         peer: self.peer.as_ref(),
                         handle,
-                        lsp: lsp.clone(),
-                        profile,
+                        request: PeerRequest::new(&request.id, params, profile, creates_progress),
                     };
                     // What a synchronous handler (or a stream's) sees as its context.
                     let stream_signal = router
@@ -141,16 +137,9 @@ impl Server {
                         .then(CancelSignal::default);
                     let cx = |signal: Option<CancelSignal>| {
                         let peer = self.peer.clone()?;
-                        let token = profile.progress_token(params);
                         let signal = signal.unwrap_or_else(CancelSignal::never);
-                        Some(RequestContext::new(
-                            request.id.to_owned_id(),
-                            handle,
-                            peer,
-                            signal,
-                            token,
-                            lsp.clone(),
-                        ))
+                        let request = origin.request.clone();
+                        Some(RequestContext::new(request, handle, peer, signal))
                     };
                     let opening = stream_signal
                         .is_some()

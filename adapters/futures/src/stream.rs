@@ -8,6 +8,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use futures::Stream;
+pub use sansrpc::connection::stream::StreamOptions;
 use sansrpc::connection::stream::{
     BoxSource, Produced, ReadItem, StreamReader, CANCEL_METHOD, NEXT_METHOD,
 };
@@ -68,39 +69,6 @@ pub(crate) fn sync(source: BoxSource) -> Producer {
     Box::new(FromIter(source))
 }
 
-/// How a client reads a stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct StreamOptions {
-    /// Pulls in flight at once (default 16): 1 is one round trip per answer.
-    pub window: usize,
-    /// Most items asked for per pull (default 64; the server may send fewer).
-    pub max: u32,
-    /// The deadline of the opening call and of each pull (a pull waits for the producer).
-    pub timeout: Timeout,
-}
-
-impl Default for StreamOptions {
-    fn default() -> Self {
-        StreamOptions {
-            window: 16,
-            max: 64,
-            timeout: Timeout::Default,
-        }
-    }
-}
-
-impl StreamOptions {
-    /// Options with this pipelining window and items per pull.
-    pub fn new(window: usize, max: u32) -> Self {
-        StreamOptions {
-            window,
-            max,
-            ..StreamOptions::default()
-        }
-    }
-}
-
 /// A stream the peer produces, read item by item: a [`Stream`] of raw JSON items, from
 /// [`Client::stream_raw`]. It keeps [`StreamOptions::window`] pulls in flight and holds at
 /// most that many answers. It ends after the last item; an error item is the last one.
@@ -117,7 +85,7 @@ impl RawStream {
     pub(crate) fn new(client: Client, stream: u64, options: StreamOptions) -> Self {
         RawStream {
             client,
-            reader: StreamReader::new(stream, options.window, options.max),
+            reader: options.reader(stream),
             pulls: VecDeque::new(),
             timeout: options.timeout,
         }
@@ -221,9 +189,7 @@ impl<T: DeserializeOwned> Stream for TypedStream<T> {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         Pin::new(&mut self.raw).poll_next(cx).map(|item| {
-            item.map(|r| {
-                r.and_then(|raw| serde_json::from_str(raw.get()).map_err(CallError::Decode))
-            })
+            item.map(|r| r.and_then(|raw| raw.deserialize().map_err(CallError::Decode)))
         })
     }
 }
@@ -239,11 +205,7 @@ impl Client {
         options: StreamOptions,
     ) -> Result<RawStream, CallError> {
         let opened = self.call_raw_with(method, params, options.timeout).await?;
-        let id = sansrpc::connection::stream::stream_id(&opened).ok_or_else(|| {
-            CallError::Decode(serde::de::Error::custom(
-                "the answer is not {\"stream\": id}",
-            ))
-        })?;
+        let id = sansrpc::connection::stream::opened(&opened)?;
         Ok(RawStream::new(self.clone(), id, options))
     }
 
@@ -254,7 +216,7 @@ impl Client {
         params: &P,
         options: StreamOptions,
     ) -> Result<TypedStream<T>, CallError> {
-        let params = sansrpc::method::encode_params_owned(params).map_err(CallError::Send)?;
+        let params = sansrpc::client::encode(params)?;
         let raw = self.stream_raw(method, params.as_deref(), options).await?;
         Ok(raw.typed())
     }

@@ -92,7 +92,7 @@ where
     assert_eq!(client.call_idempotent::<Add>(&pair).await.unwrap(), 3.0);
     assert_eq!(client.connections(), 2);
 
-    client.close(Duration::from_secs(1));
+    client.close().await;
     done_rx.await.unwrap().unwrap();
     assert_eq!(client.state(), State::Closed);
 }

@@ -1,8 +1,9 @@
-//! Calls the calculator of the `http_server` example, one POST per call.
+//! Calls the calculator of the `http_server` example, one POST per call, on the ordinary
+//! client: the HTTP transport keeps its connection alive between POSTs.
 //!
 //! `cargo run -p sansrpc-tokio --example http_client -- http://127.0.0.1:7702/`
 
-use sansrpc_tokio::http;
+use sansrpc_tokio::{http, Builder};
 
 #[path = "../../futures/fixtures/calculator.rs"]
 mod calc;
@@ -13,7 +14,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let url = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "http://127.0.0.1:7702/".into());
-    let client = http::Client::new(&url)?;
+    let client = http::connect(&url, Builder::new())?.client;
 
     let sum = client.call::<Add>(&Pair { a: 1.5, b: 2.0 }).await?;
     println!("1.5 + 2 = {sum}");

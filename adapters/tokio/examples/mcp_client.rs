@@ -50,7 +50,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut command = tokio::process::Command::new(program);
     command.args(args);
     let child = sansrpc_tokio::spawn_child(builder, &mut command)?;
-    let server = mcp.initialize(child.client().clone()).await?;
+    let server = mcp.initialize(child.client.clone()).await?;
     let server_name = server.server_info().name.clone();
 
     let mut names: Vec<String> = server

@@ -80,7 +80,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .await?;
     println!("3 + 4 = {sum} (connection {})", client.connections());
 
-    client.close(Duration::from_secs(1));
+    client.close().await;
     conn.task.await??;
     println!("client: {}", client.state());
     Ok(())

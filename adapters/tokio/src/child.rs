@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use sansrpc_futures::{ByteStream, ClosableWriter, WriterCloser};
 use tokio::process::{Child, ChildStdin, Command};
+use tokio::task::JoinHandle;
 use tokio_util::compat::{Compat, TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
-use crate::{spawn, Builder, Client, Connection};
+use crate::{spawn, Builder, Client, ShutdownHandle};
 
 /// How long the driver is given to finish after the child exited (its stdout closed).
 const DRIVER_LINGER: Duration = Duration::from_secs(1);
@@ -17,8 +18,10 @@ const DRIVER_LINGER: Duration = Duration::from_secs(1);
 /// A child process spoken to over its stdin and stdout, from [`spawn_child`].
 #[derive(Debug)]
 pub struct ChildProcess {
-    /// The connection: its client calls the child.
-    pub connection: Connection,
+    /// Calls the child (as the `client` of every connection of this crate).
+    pub client: Client,
+    shutdown: ShutdownHandle,
+    driver: JoinHandle<io::Result<()>>,
     child: Child,
     stdin: WriterCloser<Compat<ChildStdin>>,
 }
@@ -29,20 +32,17 @@ pub struct ChildProcess {
 pub fn spawn_child(builder: Builder, command: &mut Command) -> io::Result<ChildProcess> {
     let (child, stdout, stdin) = crate::spawn_piped(command)?;
     let (writer, stdin) = ClosableWriter::new(stdin.compat_write());
-    let connection = spawn(builder, ByteStream::new(stdout.compat(), writer));
+    let spawned = spawn(builder, ByteStream::new(stdout.compat(), writer));
     Ok(ChildProcess {
-        connection,
+        client: spawned.client,
+        shutdown: spawned.shutdown,
+        driver: spawned.driver,
         child,
         stdin,
     })
 }
 
 impl ChildProcess {
-    /// Calls the child.
-    pub fn client(&self) -> &Client {
-        &self.connection.client
-    }
-
     /// The child's process id, while it runs.
     pub fn id(&self) -> Option<u32> {
         self.child.id()
@@ -64,12 +64,12 @@ impl ChildProcess {
         };
         // The child's stdout is closed (unless it handed it to a process of its own): the
         // driver reads the rest and ends; it is stopped if it does not.
-        let mut driver = self.connection.driver;
+        let mut driver = self.driver;
         if tokio::time::timeout(DRIVER_LINGER, &mut driver)
             .await
             .is_err()
         {
-            self.connection.shutdown.shutdown(Duration::ZERO);
+            self.shutdown.shutdown(Duration::ZERO);
             if tokio::time::timeout(DRIVER_LINGER, &mut driver)
                 .await
                 .is_err()

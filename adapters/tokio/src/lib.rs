@@ -54,6 +54,8 @@ use std::time::{Duration, Instant};
 mod child;
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "http")]
+mod http_client;
 pub mod mcp;
 #[cfg(feature = "http")]
 pub mod mcp_client;
@@ -71,11 +73,12 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::compat::{Compat, TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
+pub use sansrpc::Timeout;
 pub use sansrpc_futures::{
     sansrpc, AsyncRouter, Batch, BatchSlot, BoxFuture, Builder, ByteStream, CallError, Cancelled,
-    Client, Driver, Extension, HandlerResult, NotificationContext, PendingCall, RawResult,
-    RawStream, Received, RequestContext, ShutdownHandle, StreamOptions, Timer, Transport,
-    TypedStream,
+    Client, Driver, Extension, HandlerResult, NotificationContext, PendingBatch, PendingCall,
+    RawResult, RawStream, Received, RequestContext, ShutdownHandle, StreamOptions, Timer,
+    Transport, TypedStream,
 };
 
 /// Which `Origin`s a server accepts: for the WebSocket handshake ([`ws`]) and for CORS
@@ -300,9 +303,14 @@ fn spawn_piped(
     Ok((child, stdout, stdin))
 }
 
-/// A connection whose driver runs on its own tokio task; from [`spawn`].
+/// A connection whose driver runs on its own tokio task: what [`spawn`] and every
+/// connecting function of this crate ([`ws::connect`], [`http::connect`],
+/// [`mcp_client::connect`]) return. Its [`client`](Spawned::client) calls the peer, as the
+/// `client` of a [`ChildProcess`] and of a [`reconnect::ReconnectConnection`] do. (The
+/// connection's state machine is the core's [`sansrpc::Connection`], which this handle
+/// runs.)
 #[derive(Debug)]
-pub struct Connection {
+pub struct Spawned {
     /// Calls the peer.
     pub client: Client,
     /// Shuts the connection down gracefully.
@@ -312,9 +320,9 @@ pub struct Connection {
 }
 
 /// Connects over `transport` and spawns the driver on the current tokio runtime.
-pub fn spawn<T: Transport>(builder: Builder, transport: T) -> Connection {
+pub fn spawn<T: Transport>(builder: Builder, transport: T) -> Spawned {
     let (client, driver) = builder.connect(transport, TokioTimer);
-    Connection {
+    Spawned {
         client,
         shutdown: driver.shutdown_handle(),
         driver: tokio::spawn(driver),

@@ -44,8 +44,8 @@ use hyper::{Method, Request, Uri};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use sansrpc::codec::sse;
-use sansrpc::connection::Connection as Conn;
 use sansrpc::streamable::encode_header_value;
+use sansrpc::Connection;
 use sansrpc::Instant;
 use tokio::sync::mpsc;
 
@@ -188,7 +188,7 @@ fn sent(frame: &[u8]) -> Frame {
 /// Connects to the Streamable HTTP MCP endpoint at `url` (`http://`) and spawns the
 /// connection's driver on the current tokio runtime. Nothing is sent until you call
 /// `initialize`.
-pub fn connect(url: &str, builder: Builder) -> io::Result<crate::Connection> {
+pub fn connect(url: &str, builder: Builder) -> io::Result<crate::Spawned> {
     open(url, builder, None)
 }
 
@@ -221,7 +221,7 @@ pub fn connect_with_headers<F>(
     url: &str,
     builder: Builder,
     headers: F,
-) -> io::Result<crate::Connection>
+) -> io::Result<crate::Spawned>
 where
     F: Fn(&[u8]) -> Vec<(String, String)> + Send + Sync + 'static,
 {
@@ -232,7 +232,7 @@ fn open(
     url: &str,
     builder: Builder,
     extra: Option<Arc<ExtraHeaders>>,
-) -> io::Result<crate::Connection> {
+) -> io::Result<crate::Spawned> {
     let uri: Uri = url
         .parse()
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
@@ -279,7 +279,7 @@ impl Transport for Messages {
     fn poll_receive(
         &mut self,
         cx: &mut Context<'_>,
-        conn: &mut Conn,
+        conn: &mut Connection,
         now: Instant,
     ) -> Poll<io::Result<Received>> {
         if self.held.is_none() {
@@ -300,7 +300,11 @@ impl Transport for Messages {
         Poll::Ready(Ok(Received::Data))
     }
 
-    fn poll_transmit(&mut self, _: &mut Context<'_>, conn: &mut Conn) -> Poll<io::Result<()>> {
+    fn poll_transmit(
+        &mut self,
+        _: &mut Context<'_>,
+        conn: &mut Connection,
+    ) -> Poll<io::Result<()>> {
         self.buf.clear();
         while let Some(len) = conn.poll_transmit(&mut self.buf) {
             let frame = self.buf.split_off(self.buf.len() - len);

@@ -33,7 +33,7 @@
 //! conn.client.wait_open().await?;
 //! // Re-sent on the next connection if this one is lost before the answer.
 //! assert_eq!(conn.client.call_idempotent::<Add>(&(1, 2)).await?, 3);
-//! conn.client.close(Duration::from_secs(1));
+//! conn.client.close().await;
 //! # Ok(())
 //! # }
 //! ```

@@ -1,11 +1,10 @@
 //! TLS with rustls (feature `tls`, on by default): `wss://` and `https://` for the clients,
 //! and a TLS acceptor for the WebSocket and HTTP servers.
 //!
-//! - Clients: [`ws::connect`](crate::ws::connect) and [`http::Client::new`](crate::http::Client::new)
-//!   take `wss://` and `https://` URLs and trust the Mozilla root certificates
-//!   (webpki-roots). For a private CA or a self-signed certificate, build a config with
-//!   [`client_config_with_roots`] and use [`ws::connect_tls`](crate::ws::connect_tls) or
-//!   [`http::Client::with_tls`](crate::http::Client::with_tls).
+//! - Clients: `ws::connect` and `http::connect` take `wss://` and `https://` URLs and trust
+//!   the Mozilla root certificates (webpki-roots). For a private CA or a self-signed
+//!   certificate, build a config with [`client_config_with_roots`] and use
+//!   `ws::connect_tls` or `http::connect_tls`.
 //! - Servers: set [`ServeOptions::tls`](crate::ServeOptions::tls) to a config from
 //!   [`server_config`]; every accepted connection does the TLS handshake first, within the
 //!   same time limit as the WebSocket handshake or an HTTP request head.

@@ -26,7 +26,7 @@ use std::time::Duration;
 use sansrpc::codec::websocket::{
     self, encode_close, encode_frame, frame_in_place, Opcode, Role, Step, WsDecoder, WsEvent,
 };
-use sansrpc::connection::Connection as Machine;
+use sansrpc::Connection;
 use sansrpc::{Instant, Limits};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
@@ -37,7 +37,7 @@ use tokio_tungstenite::tungstenite::Error as WsError;
 use tokio_tungstenite::MaybeTlsStream;
 
 use crate::wire::{Input, Output, CHUNK, SMALL};
-use crate::{Builder, Connection, Origins, Received, ServeOptions, Transport};
+use crate::{Builder, Origins, Received, ServeOptions, Spawned, Transport};
 use std::sync::Arc;
 use tokio_tungstenite::tungstenite::handshake::server::{
     ErrorResponse, Request as HsRequest, Response as HsResponse,
@@ -162,7 +162,7 @@ where
     /// Input ends: the connection is told, and the close frame to send is set.
     fn end(
         &mut self,
-        conn: &mut Machine,
+        conn: &mut Connection,
         now: Instant,
         close: (Option<u16>, &'static str),
     ) -> Received {
@@ -188,7 +188,7 @@ where
     fn poll_receive(
         &mut self,
         cx: &mut Context<'_>,
-        conn: &mut Machine,
+        conn: &mut Connection,
         now: Instant,
     ) -> Poll<io::Result<Received>> {
         // Every message already received is handed in before the answers are written, so
@@ -267,7 +267,11 @@ where
         }
     }
 
-    fn poll_transmit(&mut self, cx: &mut Context<'_>, conn: &mut Machine) -> Poll<io::Result<()>> {
+    fn poll_transmit(
+        &mut self,
+        cx: &mut Context<'_>,
+        conn: &mut Connection,
+    ) -> Poll<io::Result<()>> {
         if let Some(p) = &mut self.pinger {
             if p.timer.as_mut().poll(cx).is_ready() {
                 if p.awaiting {
@@ -312,7 +316,7 @@ where
 {
     /// Fills the empty write buffer: the keep-alive's ping, the pong owed, then the
     /// connection's messages, each framed where the connection wrote it, up to [`CHUNK`].
-    fn take_output(&mut self, conn: &mut Machine) {
+    fn take_output(&mut self, conn: &mut Connection) {
         if let Some(p) = self.pinger.as_mut().filter(|p| p.due) {
             p.due = false;
             let mask = self.mask();
@@ -512,7 +516,7 @@ pub(crate) async fn open(
 pub async fn connect(
     url: impl IntoClientRequest + Unpin,
     builder: Builder,
-) -> Result<Connection, WsError> {
+) -> Result<Spawned, WsError> {
     connect_with(url, builder, Some(KeepAlive::default())).await
 }
 
@@ -521,7 +525,7 @@ pub async fn connect_with(
     url: impl IntoClientRequest + Unpin,
     builder: Builder,
     keepalive: Option<KeepAlive>,
-) -> Result<Connection, WsError> {
+) -> Result<Spawned, WsError> {
     let limits = builder.connection_config().limits;
     #[cfg(feature = "tls")]
     let ws = open(url, &limits, keepalive, None).await?;
@@ -537,7 +541,7 @@ pub async fn connect_tls(
     url: impl IntoClientRequest + Unpin,
     builder: Builder,
     tls: std::sync::Arc<crate::tls::rustls::ClientConfig>,
-) -> Result<Connection, WsError> {
+) -> Result<Spawned, WsError> {
     let limits = builder.connection_config().limits;
     let ws = open(url, &limits, Some(KeepAlive::default()), Some(tls)).await?;
     Ok(crate::spawn(builder, ws))

@@ -41,7 +41,7 @@ fn builder_with_started() -> (Builder, tokio::sync::mpsc::UnboundedReceiver<()>)
 async fn shutdown_lets_the_child_finish_its_work_and_returns_exit_status_0() {
     let (builder, mut started) = builder_with_started();
     let child = spawn_child(builder, &mut python(&[])).unwrap();
-    let client = child.client().clone();
+    let client = child.client.clone();
     let params = sansrpc::RawValue::from_json(r#"{"ms": 400}"#)
         .unwrap()
         .to_owned();
@@ -64,7 +64,7 @@ async fn shutdown_lets_the_child_finish_its_work_and_returns_exit_status_0() {
 #[tokio::test]
 async fn a_child_that_does_not_exit_is_killed_after_the_grace_period() {
     let child = spawn_child(builder(), &mut python(&["--ignore-eof"])).unwrap();
-    let client = child.client().clone();
+    let client = child.client.clone();
     let params = sansrpc::RawValue::from_json(r#"{"ms": 10}"#)
         .unwrap()
         .to_owned();

@@ -65,6 +65,15 @@ fn http_client_calls_http_server() {
 }
 
 #[test]
+fn client_api_runs_the_same_calls_on_the_async_and_the_blocking_client() {
+    let same = "3.5 42 Some(1001) 5.0 (2.0, Ok(\"3.0\"))";
+    assert_eq!(
+        run_example(PACKAGE, "client_api", &[]),
+        [format!("async:    {same}"), format!("blocking: {same}")]
+    );
+}
+
+#[test]
 fn stdio_calls_itself_as_a_child_process() {
     let mut stdio = Example::start(PACKAGE, "stdio", &[]);
     let line = stdio.line();

@@ -1,6 +1,7 @@
 //! The calculator over real HTTP on 127.0.0.1: the typed client, and the server's statuses
 //! checked with hand-written requests (405, 415, 413 without reading the body, 204, batches,
-//! parse errors).
+//! parse errors); the client against hand-written servers (kept-alive connections, a server
+//! that closes them, error statuses).
 
 mod common;
 
@@ -9,10 +10,10 @@ use std::time::{Duration, Instant};
 
 use common::{calculator, within, Add, Divide, Multiply, Pair, Tick, Ticks, LIMIT};
 use futures::future::join_all;
-use sansrpc::connection::Config;
+use sansrpc::connection::{Config, EndReason};
 use sansrpc::RawValue;
-use sansrpc_tokio::http::{self, Error};
-use sansrpc_tokio::{sansrpc, Builder};
+use sansrpc_tokio::http;
+use sansrpc_tokio::{sansrpc, Builder, CallError};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
@@ -62,7 +63,9 @@ async fn post(addr: SocketAddr, content_type: &str, body: &str) -> (u16, String,
 async fn calculator_over_http() {
     within(LIMIT, async {
         let (addr, stop, task) = server(Config::default()).await;
-        let client = http::Client::new(&format!("http://{addr}/")).unwrap();
+        let client = http::connect(&format!("http://{addr}/"), Builder::new())
+            .unwrap()
+            .client;
         let p = Pair { a: 6.0, b: 3.0 };
         assert_eq!(client.call::<Add>(&p).await.unwrap(), 9.0);
         assert_eq!(client.call::<Divide>(&p).await.unwrap(), 2.0);
@@ -72,7 +75,7 @@ async fn calculator_over_http() {
         assert_eq!(unknown.code(), Some(-32601));
         let raw = client.call_raw("add", Some(RawValue::from_json("[1, 2]").unwrap()));
         assert_eq!(raw.await.unwrap().get(), "3.0");
-        // Concurrent calls, each its own POST.
+        // Concurrent calls, each its own POST (on the connections kept alive).
         let client = &client;
         let calls = (0..16).map(|i| async move {
             let p = Pair {
@@ -106,7 +109,13 @@ async fn calculator_over_http() {
         task.await.unwrap().unwrap();
         // Stopped: nothing listens any more.
         let gone = client.call::<Add>(&p).await.unwrap_err();
-        assert!(matches!(gone, Error::Transport(_)), "{gone:?}");
+        assert!(
+            matches!(
+                gone,
+                CallError::Ended(EndReason::Unanswered { status: None })
+            ),
+            "{gone:?}"
+        );
     })
     .await;
 }
@@ -117,11 +126,15 @@ async fn http_errors_reach_the_client() {
         let mut config = Config::default();
         config.limits.max_frame_bytes = 256;
         let (addr, stop, _task) = server(config).await;
-        let client = http::Client::new(&format!("http://{addr}/")).unwrap();
+        let client = http::connect(&format!("http://{addr}/"), Builder::new())
+            .unwrap()
+            .client;
         let big = format!("[\"{}\"]", "x".repeat(1024));
         let big = RawValue::from_json(&big).unwrap();
         match client.call_raw("add", Some(big)).await {
-            Err(Error::Status { status, .. }) => assert_eq!(status.as_u16(), 413),
+            Err(CallError::Ended(EndReason::Unanswered { status })) => {
+                assert_eq!(status, Some(413))
+            }
             other => panic!("expected 413, got {other:?}"),
         }
         // Small calls still go through.
@@ -698,6 +711,168 @@ async fn a_refused_body_still_arriving_does_not_reset_the_connection() {
             assert_eq!(reader.read_to_end(&mut rest).await.unwrap(), 0, "{rest:?}");
         }
         let _ = stop.send(());
+    })
+    .await;
+}
+
+/// A server written by hand for the client's tests: each POST on each connection is
+/// answered with what `answer(connection, body)` gives (connections numbered from 1), and the
+/// connection is closed after `per_connection` answers (without saying so, as a server whose
+/// keep-alive timeout ran out does). Returns its address and how many connections it took.
+async fn scripted(
+    per_connection: usize,
+    answer: impl Fn(usize, &serde_json::Value) -> String + Send + Sync + 'static,
+) -> (SocketAddr, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = std::sync::Arc::new(AtomicUsize::new(0));
+    let (count, answer) = (accepted.clone(), std::sync::Arc::new(answer));
+    tokio::spawn(async move {
+        loop {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let n = count.fetch_add(1, Ordering::SeqCst) + 1;
+            let answer = answer.clone();
+            tokio::spawn(async move {
+                let mut received = Vec::new();
+                for _ in 0..per_connection {
+                    let Some(body) = read_request(&mut stream, &mut received).await else {
+                        return;
+                    };
+                    let request: serde_json::Value = serde_json::from_slice(&body).unwrap();
+                    let response = answer(n, &request);
+                    stream.write_all(response.as_bytes()).await.unwrap();
+                }
+            });
+        }
+    });
+    (addr, accepted)
+}
+
+/// Reads one request (its head and `Content-Length` body); `None` when the client closed.
+async fn read_request(stream: &mut TcpStream, received: &mut Vec<u8>) -> Option<Vec<u8>> {
+    let mut chunk = [0; 4096];
+    loop {
+        if let Some(end) = received.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&received[..end]).to_ascii_lowercase();
+            assert!(head.starts_with("post / http/1.1\r\n"), "{head}");
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .map(|n| n.trim().parse().unwrap())
+                .unwrap();
+            if received.len() >= end + 4 + length {
+                let body = received[end + 4..end + 4 + length].to_vec();
+                received.drain(..end + 4 + length);
+                return Some(body);
+            }
+        }
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        received.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// An HTTP response with `status`, a JSON body and a length.
+fn respond(status: &str, content_type: &str, body: &str) -> String {
+    format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+#[tokio::test]
+async fn the_client_keeps_its_connection_and_reconnects_when_the_server_closes_it() {
+    within(LIMIT, async {
+        // Each answer is the number of the connection it came on.
+        let (addr, accepted) = scripted(2, |n, request| {
+            let body = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{n}}}"#, request["id"]);
+            respond("200 OK", "application/json", &body)
+        })
+        .await;
+        let conn = http::connect(&format!("http://{addr}/"), Builder::new()).unwrap();
+        let mut on = Vec::new();
+        for _ in 0..5 {
+            let answer = conn.client.call_raw("which", None).await.unwrap();
+            on.push(answer.get().to_owned());
+            // Time for the server's close to arrive: the client notices it while idle.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(on, ["1", "1", "2", "2", "3"]);
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 3);
+        // A notification (204) and a batch on the same connections.
+        let (addr, accepted) = scripted(usize::MAX, |_, request| match request.as_array() {
+            Some(calls) => {
+                let answers: Vec<String> = calls
+                    .iter()
+                    .filter(|c| c.get("id").is_some())
+                    .map(|c| format!(r#"{{"jsonrpc":"2.0","id":{},"result":0}}"#, c["id"]))
+                    .collect();
+                respond(
+                    "200 OK",
+                    "application/json",
+                    &format!("[{}]", answers.join(",")),
+                )
+            }
+            None if request.get("id").is_none() => "HTTP/1.1 204 No Content\r\n\r\n".to_owned(),
+            None => {
+                let body = format!(r#"{{"jsonrpc":"2.0","id":{},"result":0}}"#, request["id"]);
+                respond("200 OK", "application/json", &body)
+            }
+        })
+        .await;
+        let client = http::connect(&format!("http://{addr}/"), Builder::new())
+            .unwrap()
+            .client;
+        for _ in 0..3 {
+            client.notify_raw("note", None).await.unwrap();
+            let mut batch = client.batch();
+            batch.call_raw("a", None);
+            batch.notify_raw("note", None);
+            batch.call_raw("b", None);
+            let results = batch.send().await.unwrap();
+            assert!(results.iter().all(|r| r.as_ref().unwrap().get() == "0"));
+        }
+        // Six POSTs; a notification resolves once queued, so its POST may still be under
+        // way when the batch goes, on a second connection.
+        assert!(accepted.load(std::sync::atomic::Ordering::SeqCst) <= 2);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_error_status_is_the_calls_error_with_its_json_rpc_error_when_it_has_one() {
+    within(LIMIT, async {
+        let (addr, _) = scripted(usize::MAX, |_, request| {
+            let id = &request["id"];
+            match request["method"].as_str().unwrap() {
+                "failing" => {
+                    let error = r#"{"code":-32000,"message":"boom"}"#;
+                    let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{error}}}"#);
+                    respond("500 Internal Server Error", "application/json", &body)
+                }
+                "proxied" => respond("502 Bad Gateway", "text/html", "<html>gateway</html>"),
+                "elsewhere" => {
+                    let body = r#"{"jsonrpc":"2.0","id":999999,"result":0}"#;
+                    respond("200 OK", "application/json", body)
+                }
+                _ => "HTTP/1.1 204 No Content\r\n\r\n".to_owned(),
+            }
+        })
+        .await;
+        let client = http::connect(&format!("http://{addr}/"), Builder::new())
+            .unwrap()
+            .client;
+        let failing = client.call_raw("failing", None).await.unwrap_err();
+        assert_eq!(failing.code(), Some(-32000), "{failing:?}");
+        let unanswered = |status| CallError::Ended(EndReason::Unanswered { status });
+        for (method, status) in [("proxied", 502), ("elsewhere", 200), ("nothing", 204)] {
+            let e = client.call_raw(method, None).await.unwrap_err();
+            assert_eq!(e.to_string(), unanswered(Some(status)).to_string(), "{method}");
+            assert!(matches!(e, CallError::Ended(EndReason::Unanswered { status: Some(s) }) if s == status));
+        }
     })
     .await;
 }

@@ -37,7 +37,7 @@ async fn the_weather_example_serves_its_tool_over_stdio() {
     let exe = support::example("sansrpc-tokio", "weather");
     let builder = Builder::new().config(Config::for_profile(Profile::Mcp));
     let child = spawn_child(builder, &mut tokio::process::Command::new(exe)).unwrap();
-    let client = child.client().clone();
+    let client = child.client.clone();
     let call = |method: &'static str, params: Value| {
         let client = client.clone();
         async move {

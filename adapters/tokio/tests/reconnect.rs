@@ -111,7 +111,7 @@ where
     assert_eq!(add(&client).await.unwrap(), 3.0);
     assert_eq!(client.connections(), 2);
 
-    client.close(Duration::from_secs(1));
+    client.close().await;
     assert_eq!(watch.wait_for(|s| s == State::Closed).await, State::Closed);
     conn.task.await.unwrap().unwrap();
     match add(&client).await {
@@ -230,7 +230,7 @@ async fn a_killed_child_process_is_respawned() {
         let second = pid.lock().unwrap().expect("a child pid");
         assert_ne!(first, second);
         assert_eq!(client.connections(), 2);
-        client.close(Duration::from_secs(1));
+        client.close().await;
         conn.task.await.unwrap().unwrap();
     })
     .await;
@@ -462,7 +462,7 @@ async fn a_silent_peer_caught_by_the_heartbeat_is_reconnected_to() {
         );
         assert_eq!(watch.wait_for(|s| s == State::Open).await, State::Open);
         assert!(client.connections() >= 2);
-        client.close(Duration::ZERO);
+        client.close().await;
         conn.task.await.unwrap().unwrap();
         silent.abort();
     })

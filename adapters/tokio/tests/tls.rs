@@ -96,7 +96,9 @@ async fn http_over_tls() {
             Duration::from_secs(1),
         ));
         let url = format!("https://localhost:{port}");
-        let client = http::Client::new(&url).unwrap().with_tls(trusted);
+        let client = http::connect_tls(&url, Builder::new(), trusted)
+            .unwrap()
+            .client;
         let sum = client
             .call::<Add>(&Pair { a: 20.0, b: 22.0 })
             .await
@@ -104,12 +106,14 @@ async fn http_over_tls() {
         assert_eq!(sum, 42.0);
 
         // Untrusted certificate, and plain HTTP to a TLS port: no answer.
-        let untrusting = http::Client::new(&url).unwrap();
+        let untrusting = http::connect(&url, Builder::new()).unwrap().client;
         assert!(untrusting
             .call::<Add>(&Pair { a: 1.0, b: 1.0 })
             .await
             .is_err());
-        let plain = http::Client::new(&format!("http://localhost:{port}")).unwrap();
+        let plain = http::connect(&format!("http://localhost:{port}"), Builder::new())
+            .unwrap()
+            .client;
         assert!(plain.call::<Add>(&Pair { a: 1.0, b: 1.0 }).await.is_err());
 
         let sum = client.call::<Add>(&Pair { a: 1.0, b: 2.0 }).await.unwrap();

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use sansrpc::router::Router;
 use sansrpc::ErrorObject;
-use sansrpc_blocking::{Peer, RequestContext};
+use sansrpc_blocking::{Client, RequestContext};
 use serde_json::Value;
 
 use super::context::{BoxFuture, Host};
@@ -25,7 +25,7 @@ const CANCEL_POLL: Duration = Duration::from_millis(10);
 
 struct BlockingHost {
     cx: RequestContext,
-    peer: Peer,
+    peer: Client,
 }
 
 impl Host for BlockingHost {
@@ -33,11 +33,11 @@ impl Host for BlockingHost {
         let (peer, method) = (self.peer.clone(), method.to_owned());
         Box::pin(async move {
             // Blocks this worker until the client answers: the handler runs here alone.
-            match peer.call_raw(&method, Some(&raw_json(&params)), None) {
+            match peer.call_raw(&method, Some(&raw_json(&params))) {
                 Ok(result) => serde_json::from_str(result.get()).map_err(|e| {
                     ErrorObject::new(-32603, format!("the client's answer to {method}: {e}"))
                 }),
-                Err(sansrpc_blocking::Error::Call(sansrpc::method::CallError::Rpc(e))) => Err(e),
+                Err(sansrpc::method::CallError::Rpc(e)) => Err(e),
                 Err(e) => Err(ErrorObject::new(-32603, format!("{method}: {e}"))),
             }
         })
@@ -52,9 +52,8 @@ impl Host for BlockingHost {
     }
 
     fn progress(&self, value: Value) -> BoxFuture<bool> {
-        Box::pin(std::future::ready(
-            self.cx.report_progress(&raw_json(&value)),
-        ))
+        let sent = self.cx.report_progress(&raw_json(&value));
+        Box::pin(std::future::ready(sent.unwrap_or(false)))
     }
 
     fn progress_token(&self) -> Option<Value> {
@@ -137,7 +136,7 @@ impl Future for Cancelled {
 }
 
 /// Notifies a session from outside its requests, without waiting for its driver.
-struct PeerNotifier(Peer);
+struct PeerNotifier(Client);
 
 impl Notifier for PeerNotifier {
     fn notify(&self, method: &str, params: Value) -> bool {
@@ -174,7 +173,7 @@ impl Server {
                     })?;
                     let params = params_value(params)?;
                     let host: Arc<dyn Host> = Arc::new(BlockingHost {
-                        peer: cx.peer(),
+                        peer: cx.peer().clone(),
                         cx,
                     });
                     let raw = pollster::block_on(server.handle_raw(method, params, host))?;

@@ -635,3 +635,138 @@ fn malformed_request_lines_are_bad_requests() {
     // A bare LF ends a head's line (httparse follows RFC 9112 §2.2), not a chunk's.
     assert!(head_of("POST / HTTP/1.1\nHost: x\n\n").keep_alive);
 }
+
+/// A response as a client's decoder gave it: its status, body and keep-alive.
+type Answered = Result<(u16, Vec<u8>, bool), HttpFault>;
+
+/// What a client's decoder makes of `stream` read `chunk` bytes at a time: each response's
+/// status, body and keep-alive, and the fault that stopped it; at the end of the input, a
+/// body that ends with it.
+fn responses(stream: &[u8], max_body: usize, chunk: usize) -> Vec<Answered> {
+    let mut decoder = ResponseDecoder::new(max_body);
+    let (mut buffer, mut fed, mut out) = (Vec::new(), 0, Vec::new());
+    let mut head = None;
+    loop {
+        match decoder.decode(&mut buffer) {
+            Err(fault) => {
+                out.push(Err(fault));
+                return out;
+            }
+            Ok(ResponseStep::Head(used, h)) => {
+                buffer.drain(..used);
+                if h.status < 200 {
+                    continue;
+                }
+                if h.body == BodyKind::None {
+                    out.push(Ok((h.status, Vec::new(), h.keep_alive)));
+                } else {
+                    head = Some(h);
+                }
+            }
+            Ok(ResponseStep::Body(used, body)) => {
+                let h = head.take().unwrap();
+                out.push(Ok((h.status, body.to_vec(), h.keep_alive)));
+                buffer.drain(..used);
+            }
+            Ok(ResponseStep::Incomplete(_)) => {
+                let kept = decoder.reclaim(&mut buffer);
+                buffer.truncate(kept);
+                if fed == stream.len() {
+                    if let (Some(h), Some(body)) = (head.take(), decoder.finish(&buffer)) {
+                        out.push(Ok((h.status, body.to_vec(), h.keep_alive)));
+                    }
+                    return out;
+                }
+                let end = (fed + chunk).min(stream.len());
+                buffer.extend_from_slice(&stream[fed..end]);
+                fed = end;
+            }
+        }
+    }
+}
+
+#[test]
+fn responses_are_cut_by_length_chunks_or_the_close_whatever_the_reads() {
+    let stream = b"HTTP/1.1 100 Continue\r\n\r\n\
+        HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}\
+        HTTP/1.1 204 No Content\r\n\r\n\
+        HTTP/1.1 500 Oops\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n1\r\nd\r\n0\r\nT: 1\r\n\r\n\
+        HTTP/1.1 413 Content Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n\
+        HTTP/1.0 502 Bad Gateway\r\n\r\nuntil the end";
+    let expected = vec![
+        Ok((200, b"{}".to_vec(), true)),
+        Ok((204, Vec::new(), true)),
+        Ok((500, b"abcd".to_vec(), true)),
+        Ok((413, Vec::new(), false)),
+        Ok((502, b"until the end".to_vec(), false)),
+    ];
+    for chunk in [1, 2, 7, 64, stream.len()] {
+        assert_eq!(
+            responses(stream, 1 << 20, chunk),
+            expected,
+            "{chunk} at a time"
+        );
+    }
+}
+
+#[test]
+fn responses_over_the_limit_or_malformed_are_refused() {
+    let over = b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n";
+    assert_eq!(responses(over, 10, 64), vec![Err(HttpFault::BodyTooLarge)]);
+    let chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n6\r\n123456\r\n6\r\n";
+    assert_eq!(
+        responses(chunked, 10, 64),
+        vec![Err(HttpFault::BodyTooLarge)]
+    );
+    let to_the_end = b"HTTP/1.1 200 OK\r\n\r\n0123456789ab";
+    assert_eq!(
+        responses(to_the_end, 10, 64),
+        vec![Err(HttpFault::BodyTooLarge)]
+    );
+    let gzip = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n";
+    assert_eq!(
+        responses(gzip, 10, 64),
+        vec![Err(HttpFault::NotImplemented)]
+    );
+    let twice = b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n";
+    assert_eq!(responses(twice, 10, 64), vec![Err(HttpFault::BadRequest)]);
+    assert_eq!(
+        responses(b"NOT HTTP\r\n\r\n", 10, 64),
+        vec![Err(HttpFault::BadRequest)]
+    );
+    // Cut short: nothing, and no fault (the caller's input ended).
+    assert_eq!(
+        responses(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab", 10, 64),
+        vec![]
+    );
+}
+
+#[test]
+fn a_request_head_names_the_target_host_and_length() {
+    let mut out = Vec::new();
+    write_request_head(
+        &mut out,
+        "/rpc?x=1",
+        "example.com:8080",
+        17,
+        &[("accept", b"application/json")],
+    );
+    assert_eq!(
+        out,
+        b"POST /rpc?x=1 HTTP/1.1\r\nhost: example.com:8080\r\ncontent-type: application/json\r\n\
+          accept: application/json\r\ncontent-length: 17\r\n\r\n"
+    );
+    let mut decoder = RequestDecoder::new(100);
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\"}");
+    let HttpStep::Head(used, head) = decoder.decode(&mut out).unwrap() else {
+        panic!("a head")
+    };
+    assert_eq!(
+        (head.method, head.json, head.body),
+        (Method::Post, true, BodyKind::Length(17))
+    );
+    let HttpStep::Body(_, body) = decoder.decode(&mut out[used..]).unwrap() else {
+        panic!("a body")
+    };
+    assert_eq!(body, b"{\"jsonrpc\":\"2.0\"}");
+}

@@ -8,22 +8,20 @@ use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::Arc;
-use std::time::Duration;
 
+use sansrpc::client::{self as shared, PeerRequest, RawResult};
 use sansrpc::codec::FrameError;
 use sansrpc::connection::stream::Produced;
 use sansrpc::connection::Event;
 use sansrpc::connection::{IncomingId, Profile};
-use sansrpc::connection::{RequestOptions, SendError, Timeout};
-use sansrpc::method::{decode_result, encode_params_owned, CallError, Method};
+use sansrpc::method::CallError;
 use sansrpc::router::{Reply, Router};
-use sansrpc::runtime::Locals;
-use sansrpc::{ErrorObject, Instant, RawValue, Request};
+use sansrpc::{ErrorObject, Id, Instant, RawValue, Request};
 
-use super::{Cmd, Driver, Op};
+use super::{Cmd, Driver};
+use crate::client::{Client, Link};
 use crate::pool::{Job, Pool};
 use crate::worker::{work_stream, Lent};
-use crate::Error;
 
 /// Stream items produced per turn of the driver, so a fast stream cannot starve the rest.
 const ITEMS_PER_TURN: usize = 4096;
@@ -65,22 +63,21 @@ thread_local! {
     static CURRENT: RefCell<Option<RequestContext>> = const { RefCell::new(None) };
 }
 
-/// The context a handler of `request` sees on a connection with `config`, cancelled
-/// through `flag`.
-fn context(
-    request: &Request<'_>,
-    flag: Arc<AtomicBool>,
-    config: &(Profile, Option<Duration>),
-    (connection, closed, locals): (&Sender<Cmd>, &Arc<AtomicBool>, &Arc<Locals>),
-) -> RequestContext {
+/// What a request's context knows of its connection, the same for every request of a turn.
+struct Conn {
+    profile: Profile,
+    /// The client handles `window/workDoneProgress/create`.
+    creates: bool,
+    link: Arc<Link>,
+}
+
+/// The context a handler of `request` sees, cancelled through `flag`.
+fn context(request: &Request<'_>, flag: Arc<AtomicBool>, conn: &Conn) -> RequestContext {
+    let params = request.params.as_deref();
     RequestContext {
-        id: request.id.to_owned_id(),
-        progress: config.0.progress_token(request.params.as_deref()),
+        request: PeerRequest::new(&request.id, params, conn.profile, conn.creates),
         cancelled: flag,
-        connection: connection.clone(),
-        default_timeout: config.1,
-        closed: Arc::clone(closed),
-        locals: Arc::clone(locals),
+        peer: Client::peer(Arc::clone(&conn.link)),
     }
 }
 
@@ -92,30 +89,43 @@ fn with_context<R>(cx: RequestContext, f: impl FnOnce() -> R) -> R {
     result
 }
 
-/// The request the current thread's handler answers, and the connection it came on: the
-/// blocking adapter's handler context, from [`RequestContext::current`] inside a handler
-/// run on the pool, and inside a stream method's handler while it makes its iterator
-/// (keep a clone in the iterator: [`is_cancelled`](RequestContext::is_cancelled) turns
-/// true once the stream ends or the peer cancels it).
+/// The request a handler answers, and the connection it came on: from
+/// [`RequestContext::current`] inside a handler run on the pool, and inside a stream
+/// method's handler while it makes its iterator (keep a clone in the iterator:
+/// [`is_cancelled`](RequestContext::is_cancelled) turns true once the stream ends or the
+/// peer cancels it). The futures adapter's `RequestContext` has the same methods, async
+/// where these wait (docs/client.md); it also has `cancelled()`, a future (here a handler
+/// looks at [`is_cancelled`](RequestContext::is_cancelled) now and then), and `http()` (no
+/// HTTP server runs on this adapter).
 ///
-/// - [`id`](RequestContext::id): the request's id as the peer sent it;
-/// - [`peer`](RequestContext::peer): calls and notifications to the peer, from inside the
-///   handler (an LSP server asking its client for `workspace/configuration`); a call blocks
-///   this worker thread only;
+/// - [`id`](PeerRequest::id): the request's id as the peer sent it;
+/// - [`peer`](RequestContext::peer): a [`Client`] on the same connection, to call and
+///   notify the peer from inside the handler (an LSP server asking its client for
+///   `workspace/configuration`); a call blocks this worker thread only;
 /// - [`is_cancelled`](RequestContext::is_cancelled): the peer cancelled the request (or
-///   the connection's shutdown grace ran out);
+///   the connection's shutdown grace ran out). A long handler looks now and then and
+///   returns early (typically with an error object); what it returns is still sent if the
+///   connection is open;
 /// - [`report_progress`](RequestContext::report_progress): progress on the token the peer
 ///   put in the request (LSP `workDoneToken`, MCP `_meta.progressToken`), in the
 ///   connection's profile.
+///
+/// It derefs to the core's [`PeerRequest`]: [`id`](PeerRequest::id),
+/// [`progress_token`](PeerRequest::progress_token) and
+/// [`partial_result_token`](PeerRequest::partial_result_token).
 #[derive(Clone, Debug)]
 pub struct RequestContext {
-    id: sansrpc::Id<'static>,
-    progress: Option<sansrpc::Id<'static>>,
+    request: PeerRequest,
     cancelled: Arc<AtomicBool>,
-    connection: Sender<Cmd>,
-    default_timeout: Option<Duration>,
-    closed: Arc<AtomicBool>,
-    locals: Arc<Locals>,
+    peer: Client,
+}
+
+impl std::ops::Deref for RequestContext {
+    type Target = PeerRequest;
+
+    fn deref(&self) -> &PeerRequest {
+        &self.request
+    }
 }
 
 impl RequestContext {
@@ -124,9 +134,10 @@ impl RequestContext {
         CURRENT.with(|c| c.borrow().clone())
     }
 
-    /// The request's id, exactly as the peer sent it.
-    pub fn id(&self) -> &sansrpc::Id<'static> {
-        &self.id
+    /// A client on the connection the request came on: calls and notifications to the
+    /// peer (it does not keep the connection open).
+    pub fn peer(&self) -> &Client {
+        &self.peer
     }
 
     /// True once the peer cancelled the request (or the shutdown grace ran out).
@@ -134,141 +145,58 @@ impl RequestContext {
         self.cancelled.load(Ordering::Relaxed)
     }
 
-    /// The progress token the peer put in the request, if any.
-    pub fn progress_token(&self) -> Option<&sansrpc::Id<'static>> {
-        self.progress.as_ref()
+    /// Reports progress to the peer on the request's token, with the connection's progress
+    /// method (LSP `$/progress {token, value}`; MCP `notifications/progress
+    /// {progressToken, …value's members}`). `Ok(false)` when the request carried no token.
+    /// Queued without waiting for the driver (so also from a stream method's handler,
+    /// which runs on the driver thread); a refusal is dropped.
+    pub fn report_progress(&self, value: &RawValue) -> Result<bool, CallError> {
+        self.queue_on(self.progress_token(), value)
     }
 
-    /// Reports progress on the request's token, with the connection's progress method
-    /// (see [`report_progress`]); false when the request carried no token or the
-    /// connection is gone.
-    pub fn report_progress(&self, value: &RawValue) -> bool {
-        match &self.progress {
-            Some(token) => send_progress(&self.connection, token, value),
-            None => false,
+    /// Progress on `token`, when there is one, queued.
+    fn queue_on(&self, token: Option<&Id<'_>>, value: &RawValue) -> Result<bool, CallError> {
+        let Some(token) = token else { return Ok(false) };
+        self.peer.queue_progress(token, value).map(|()| true)
+    }
+
+    /// Sends part of the result ahead of the answer (LSP partial results:
+    /// `$/progress {token: partialResultToken, value}`); the final answer then carries what
+    /// was not sent this way. `Ok(false)` when the request carried no `partialResultToken`.
+    pub fn report_partial(&self, value: &RawValue) -> Result<bool, CallError> {
+        self.queue_on(self.partial_result_token(), value)
+    }
+
+    /// Begins work-done progress titled `title` (LSP `$/progress {token, value: {kind:
+    /// "begin", title}}`) and returns its token, for the reports and the end that follow
+    /// ([`Client::send_progress`]): the request's own `workDoneToken` when it has one;
+    /// otherwise, when the client's `initialize` said it handles
+    /// `window/workDoneProgress/create`, a new token the client is asked to create first
+    /// (a call: from a handler on the pool, not from the driver thread). `Ok(None)` when
+    /// neither: the client cannot show progress for this request.
+    pub fn begin_work_done(&self, title: &str) -> Result<Option<Id<'static>>, CallError> {
+        let Some(work) = self.work_done(title) else {
+            return Ok(None);
+        };
+        if let Some(create) = &work.create {
+            self.call_raw("window/workDoneProgress/create", Some(create))?;
         }
+        self.peer.send_progress(&work.token, &work.begin)?;
+        Ok(Some(work.token))
     }
 
-    /// The peer, to call and notify from inside the handler.
-    pub fn peer(&self) -> Peer {
-        Peer {
-            connection: self.connection.clone(),
-            default_timeout: self.default_timeout,
-            closed: Arc::clone(&self.closed),
-            locals: Arc::clone(&self.locals),
-        }
-    }
-}
-
-/// The peer of a connection, from inside one of its handlers ([`RequestContext::peer`]).
-#[derive(Clone, Debug)]
-pub struct Peer {
-    connection: Sender<Cmd>,
-    default_timeout: Option<Duration>,
-    closed: Arc<AtomicBool>,
-    locals: Arc<Locals>,
-}
-
-impl Peer {
-    /// The connection's own value of type `T`, made with `T::default()` the first time it
-    /// is asked for: state a protocol keeps per connection (an MCP server's session, an LSP
-    /// server's open documents), shared by every handler on it, dropped with the
-    /// connection's last handle.
-    pub fn local<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
-        self.locals.get::<T>()
+    /// Calls the peer on behalf of the request (LSP's `workspace/configuration`, an MCP
+    /// server's `sampling/createMessage`): [`Client::call_raw`] on [`peer`](Self::peer), as
+    /// this adapter's transports have no stream per request.
+    pub fn call_raw(&self, method: &str, params: Option<&RawValue>) -> RawResult {
+        self.peer.call_raw(method, params)
     }
 
-    /// True once the connection is closed.
-    pub fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::Relaxed)
+    /// Sends a notification on behalf of the request (a log message, say):
+    /// [`Client::notify_raw`] on [`peer`](Self::peer).
+    pub fn notify_raw(&self, method: &str, params: Option<&RawValue>) -> Result<(), CallError> {
+        self.peer.notify_raw(method, params)
     }
-
-    /// Queues a notification with raw params without waiting for the connection's driver
-    /// (so also from a notification handler, which runs on the driver); false when the
-    /// connection is gone. A notification the endpoint refuses is dropped.
-    pub fn notify_raw_queued(&self, method: &str, params: Option<&RawValue>) -> bool {
-        let (method, params) = (method.to_owned(), params.map(ToOwned::to_owned));
-        let op: Op = Box::new(move |conn, _, _| {
-            let _ = conn.notify(&method, params.as_deref());
-        });
-        !self.is_closed() && self.connection.send(Cmd::With(op)).is_ok()
-    }
-
-    /// Calls `M` on the peer and waits for its result (`timeout`: the request's deadline,
-    /// `None` for the connection's default).
-    pub fn call<M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>>(
-        &self,
-        params: &M::Params,
-        timeout: Option<Duration>,
-    ) -> Result<M::Result, Error> {
-        let params = encode_params_owned(params).map_err(Error::Send)?;
-        let raw = self.call_raw(M::NAME, params.as_deref(), timeout)?;
-        decode_result::<M>(Ok(std::borrow::Cow::Owned(raw))).map_err(Error::Call)
-    }
-
-    /// Calls `method` with raw params on the peer and waits for the raw result.
-    pub fn call_raw(
-        &self,
-        method: &str,
-        params: Option<&RawValue>,
-        timeout: Option<Duration>,
-    ) -> Result<Box<RawValue>, Error> {
-        let options = RequestOptions::timeout(timeout.map_or(Timeout::Default, Timeout::After));
-        let (op, rx) = crate::client::request_op(method, params, options);
-        self.connection
-            .send(Cmd::With(op))
-            .map_err(|_| Error::Send(SendError::Closed))?;
-        crate::client::wait(&rx, timeout.or(self.default_timeout))
-    }
-
-    /// Sends a notification with raw params to the peer.
-    pub fn notify_raw(&self, method: &str, params: Option<&RawValue>) -> Result<(), Error> {
-        let (method, params) = (method.to_owned(), params.map(ToOwned::to_owned));
-        let (tx, rx) = mpsc::channel();
-        let op: Op = Box::new(move |conn, _, _| {
-            let _ = tx.send(conn.notify(&method, params.as_deref()));
-        });
-        self.connection
-            .send(Cmd::With(op))
-            .map_err(|_| Error::Send(SendError::Closed))?;
-        match rx.recv() {
-            Ok(result) => result.map_err(Error::Send),
-            Err(_) => Err(Error::Send(SendError::Closed)),
-        }
-    }
-}
-
-fn send_progress(connection: &Sender<Cmd>, token: &sansrpc::Id<'_>, value: &RawValue) -> bool {
-    let (token, value) = (token.to_owned_id(), value.to_owned());
-    let op: Op = Box::new(move |conn, _, _| {
-        let _ = conn.send_progress(&token, &value);
-    });
-    connection.send(Cmd::With(op)).is_ok()
-}
-
-/// Reports progress from inside a request handler, to the peer of the connection the
-/// request came on, with the connection's progress method and profile (LSP `$/progress
-/// {token, value}`, MCP `notifications/progress {progressToken, …}`; the token is the one
-/// the peer put in its request). False outside a handler or once the connection is gone.
-/// The peer may extend the request's deadline on it.
-pub fn report_progress(token: &sansrpc::Id<'_>, value: &RawValue) -> bool {
-    CURRENT.with(|c| {
-        c.borrow()
-            .as_ref()
-            .is_some_and(|cx| send_progress(&cx.connection, token, value))
-    })
-}
-
-/// True when the request the current thread's handler is answering was cancelled: by the
-/// peer (its cancellation notification arrived), or because the connection is closing. A
-/// long handler checks it now and then and returns early (typically with an error object);
-/// whatever it returns is still sent if the connection is open. False outside a handler.
-pub fn is_cancelled() -> bool {
-    CURRENT.with(|c| {
-        c.borrow()
-            .as_ref()
-            .is_some_and(RequestContext::is_cancelled)
-    })
 }
 
 impl Driver {
@@ -330,15 +258,23 @@ impl Driver {
         let now = self.now();
         // Checked before a stream method's handler runs, so a flood of opens builds nothing.
         let mut room = self.conn.stream_room();
-        let config = self.conn.config();
-        let config = (config.profile, config.default_timeout);
+        let conn = Conn {
+            profile: self.conn.config().profile,
+            creates: self.conn.client_creates_progress(),
+            link: Arc::clone(&self.link),
+        };
         while let Some(event) = self.conn.poll_event() {
             any = true;
             match event {
                 Event::Request { handle, request } => {
                     if !self.router.is_stream_method(&request.method) {
                         let request = request.into_owned();
-                        self.request(handle, request);
+                        let cx = (self.jobs.is_some()).then(|| {
+                            let flag = Arc::new(AtomicBool::new(false));
+                            self.inflight.insert(handle, Arc::clone(&flag));
+                            context(&request, flag, &conn)
+                        });
+                        self.request(handle, request, cx);
                         continue;
                     }
                     if room == 0 {
@@ -348,12 +284,7 @@ impl Driver {
                     // Built here: the handler only makes the iterator; a worker runs it. The
                     // handler sees its context; the flag is set when the stream ends.
                     let flag = Arc::new(AtomicBool::new(false));
-                    let cx = context(
-                        &request,
-                        Arc::clone(&flag),
-                        &config,
-                        (&self.me, &self.closed, &self.locals),
-                    );
+                    let cx = context(&request, Arc::clone(&flag), &conn);
                     let params = request.params.as_deref();
                     let open =
                         || with_context(cx, || self.router.open_stream(&request.method, params));
@@ -380,22 +311,18 @@ impl Driver {
                     token,
                     index,
                     result,
-                    ..
-                } => {
-                    let answer = match result {
-                        Ok(raw) => Ok(raw.into_owned()),
-                        Err(e) => Err(Error::Call(CallError::Rpc(e.into_owned()))),
-                    };
-                    self.waiters.answer(token, index, answer);
-                }
+                    last,
+                } => self
+                    .waiters
+                    .answer(token, index, shared::answer(result), last),
                 Event::Ended {
                     token,
                     index,
                     reason,
-                    ..
+                    last,
                 } => {
-                    let answer = Err(Error::Call(CallError::Ended(reason)));
-                    self.waiters.answer(token, index, answer);
+                    let ended = Err(CallError::Ended(reason));
+                    self.waiters.answer(token, index, ended, last);
                 }
                 Event::Cancel { handle } => {
                     if let Some(flag) = self.inflight.get(&handle) {
@@ -409,6 +336,7 @@ impl Driver {
                 Event::Closed { .. } => {
                     self.lent.clear();
                     self.closed.store(true, Ordering::Relaxed);
+                    self.link.closed.store(true, Ordering::Relaxed);
                 }
                 Event::CheckProcess { pid } if !sansrpc::runtime::process_alive(pid) => {
                     self.conn.handle_client_gone(now);
@@ -424,24 +352,20 @@ impl Driver {
         any
     }
 
-    /// Hands a request to the handler pool, or answers it here when there is none.
-    fn request(&mut self, handle: IncomingId, request: Request<'static>) {
+    /// Hands a request to the handler pool with its context, or answers it here when there
+    /// is no pool (and so no context).
+    fn request(
+        &mut self,
+        handle: IncomingId,
+        request: Request<'static>,
+        cx: Option<RequestContext>,
+    ) {
         let mut reply = Reply::default();
-        let Some(jobs) = &self.jobs else {
+        let (Some(jobs), Some(cx)) = (&self.jobs, cx) else {
             self.router.dispatch(&request, &mut reply);
             reply.answer(&mut self.conn, handle);
             return;
         };
-        let flag = Arc::new(AtomicBool::new(false));
-        self.inflight.insert(handle, Arc::clone(&flag));
-        let config = self.conn.config();
-        let config = (config.profile, config.default_timeout);
-        let cx = context(
-            &request,
-            flag,
-            &config,
-            (&self.me, &self.closed, &self.locals),
-        );
         let (router, closed, me) = (
             Arc::clone(&self.router),
             Arc::clone(&self.closed),

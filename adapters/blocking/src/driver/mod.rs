@@ -4,37 +4,36 @@
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant as StdInstant};
 
+use sansrpc::client::{Answered, Callers, RawResult};
 use sansrpc::connection::Connection;
 use sansrpc::connection::IncomingId;
 use sansrpc::driver::StreamIo;
+use sansrpc::method::CallError;
 use sansrpc::router::{Reply, Router};
-use sansrpc::{Instant, RawValue};
+use sansrpc::Instant;
 
 mod dispatch;
 
 pub(crate) use dispatch::Handlers;
-pub use dispatch::{is_cancelled, report_progress, Peer, RequestContext};
+pub use dispatch::RequestContext;
 
+use crate::client::Link;
 use crate::pool::{join_by, Job, Pool};
 use crate::transport::{read, Tapped, Transport};
 use crate::worker::{Batch, Lent};
-use crate::{Error, Options};
+use crate::Options;
 
-/// What a caller waiting for a response is eventually given.
-pub(crate) type Answer = Result<Box<RawValue>, Error>;
-
-/// Callers waiting for answers, by the token their call (or batch) went out with and the
-/// call's index in it.
+/// The callers waiting for answers, by the token their call (or batch) went out with.
 #[derive(Default)]
 pub(crate) struct Waiters {
     next: u64,
-    waiting: BTreeMap<(u64, usize), Sender<Answer>>,
+    pub callers: Callers<Sender<RawResult>, Sender<Result<Vec<RawResult>, CallError>>>,
 }
 
 impl Waiters {
@@ -44,15 +43,12 @@ impl Waiters {
         self.next
     }
 
-    /// Waits for the answer of call `index` of `token`.
-    pub(crate) fn insert(&mut self, token: u64, index: usize, tx: Sender<Answer>) {
-        self.waiting.insert((token, index), tx);
-    }
-
-    fn answer(&mut self, token: u64, index: usize, answer: Answer) {
-        if let Some(tx) = self.waiting.remove(&(token, index)) {
-            // The caller may have given up; then nobody wants the answer.
-            let _ = tx.send(answer);
+    fn answer(&mut self, token: u64, index: usize, result: RawResult, last: bool) {
+        // The caller may have given up; then nobody wants the answer.
+        match self.callers.answer(token, index, result, last) {
+            Some(Answered::Call(tx, result)) => drop(tx.send(result)),
+            Some(Answered::Batch(tx, results)) => drop(tx.send(Ok(results))),
+            None => {}
         }
     }
 }
@@ -78,13 +74,20 @@ pub(crate) enum Cmd {
     Wake,
 }
 
-/// Starts a connection's driver thread, which starts its reader thread.
+/// The channel of a connection's driver: its handles' end, and the driver's.
+pub(crate) fn channel() -> (Sender<Cmd>, Receiver<Cmd>) {
+    mpsc::channel()
+}
+
+/// Starts a connection's driver thread, which starts its reader thread; `cmds` is the
+/// driver's end of the channel of `link`.
 pub(crate) fn spawn(
     mut transport: Transport,
     handlers: Handlers,
     config: &Options,
-    exit: Arc<AtomicI64>,
-) -> io::Result<(Sender<Cmd>, JoinHandle<()>)> {
+    link: Arc<Link>,
+    cmds: Receiver<Cmd>,
+) -> io::Result<JoinHandle<()>> {
     if let Some(tap) = &config.tap {
         let (reader, writer) = (transport.reader, transport.writer);
         transport.reader = Box::new(Tapped {
@@ -96,7 +99,7 @@ pub(crate) fn spawn(
             tap: tap.clone(),
         });
     }
-    let (me, cmds) = mpsc::channel();
+    let me = link.cmds.clone();
     let machine = config.connection.clone().for_transport(false);
     let mut conn = Connection::new(machine, Instant::ZERO);
     // Extension: per-connection hook (pub/sub), woken through the driver's channel.
@@ -117,8 +120,7 @@ pub(crate) fn spawn(
         router: handlers.router,
         jobs: handlers.jobs,
         closed: Arc::new(AtomicBool::new(false)),
-        locals: Arc::default(),
-        exit,
+        link,
         grace: config.connection.end_grace,
     };
     let (size, buffers, pool) = (
@@ -129,7 +131,7 @@ pub(crate) fn spawn(
     let thread = thread::Builder::new()
         .name("rpc-driver".into())
         .spawn(move || driver.run(transport, size, buffers, pool))?;
-    Ok((me, thread))
+    Ok(thread)
 }
 
 struct Driver {
@@ -155,12 +157,9 @@ struct Driver {
     jobs: Option<Sender<Job>>,
     /// Set once the connection is closed: queued jobs of this connection are skipped.
     closed: Arc<AtomicBool>,
-    /// State the application keeps per connection ([`Peer::local`](crate::Peer::local)).
-    locals: Arc<sansrpc::runtime::Locals>,
-    /// The status the connection ended with for the process ([`Client::exit_code`]).
-    ///
-    /// [`Client::exit_code`]: crate::Client::exit_code
-    exit: Arc<AtomicI64>,
+    /// What the connection's handles share: its per-connection values, its exit status,
+    /// whether it is closed.
+    link: Arc<Link>,
     grace: Duration,
 }
 
@@ -188,8 +187,9 @@ impl Driver {
         // Teardown: nothing answered from here on is wanted.
         self.closed.store(true, Ordering::Relaxed);
         if let Some(code) = self.conn.exit_code() {
-            self.exit.store(i64::from(code), Ordering::SeqCst);
+            self.link.exit.store(i64::from(code), Ordering::SeqCst);
         }
+        self.link.closed.store(true, Ordering::Relaxed);
         self.inflight
             .values()
             .for_each(|f| f.store(true, Ordering::Relaxed));
