@@ -1103,7 +1103,7 @@ impl Endpoint {
     /// once the events are drained nothing would bring the caller back for them. Output
     /// overshoots the bound by at most the answers to one decoder's worth of frames, since
     /// `handle_input` feeds the decoder only while the output is within it.
-    #[inline]
+    #[inline(always)]
     fn process_decoded(&mut self) {
         // Asked after every input and every drained queue, and nearly always with nothing
         // there once frames come whole: answered here, without the call.
@@ -1113,6 +1113,8 @@ impl Endpoint {
     }
 
     /// [`process_decoded`](Endpoint::process_decoded) when the decoder holds something.
+    // Kept out of line so that the question before it is answered without its stack frame.
+    #[inline(never)]
     fn process_buffered(&mut self) {
         while self.has_event_room() {
             let Some(decoder) = self.decoder.as_mut() else {
@@ -1951,15 +1953,23 @@ impl Endpoint {
         })
     }
 
+    /// Asked before every event handed out: answered here while events are queued.
+    #[inline(always)]
     fn refill_events(&mut self) {
         if self.events.is_empty() {
-            // Every event handed out so far is dead: reuse the arena for frames the decoder
-            // holds but had no room to process.
-            self.arena.clear();
-            if !self.closed {
-                self.process_decoded();
-                self.guard_note(None);
-            }
+            self.events_drained();
+        }
+    }
+
+    /// [`refill_events`](Endpoint::refill_events) once the queue is empty.
+    #[inline(never)]
+    fn events_drained(&mut self) {
+        // Every event handed out so far is dead: reuse the arena for frames the decoder
+        // holds but had no room to process.
+        self.arena.clear();
+        if !self.closed {
+            self.process_decoded();
+            self.guard_note(None);
         }
     }
 
