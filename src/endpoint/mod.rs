@@ -624,8 +624,13 @@ pub(crate) struct PolledResponse<'a> {
 
 /// The next event as [`Endpoint::peek_next`] tells it.
 pub(crate) enum Peek<'a> {
-    /// A request (`request`) or notification whose method has no escapes.
-    Call { request: bool, method: &'a str },
+    /// A request (`request`) or notification whose method has no escapes, at `at` in the
+    /// queue ([`Endpoint::poll_call`] takes it there).
+    Call {
+        request: bool,
+        method: &'a str,
+        at: usize,
+    },
     /// The response to our request `RequestId`.
     Response(RequestId),
     /// Anything else.
@@ -1820,21 +1825,28 @@ impl Endpoint {
             self.events.remove(at)
         }?;
         if let Record::Entry { role, .. } = &record {
-            match role {
-                Role::Request(_) => {
-                    self.queued_requests -= 1;
-                    self.queued_calls -= 1;
-                }
-                Role::Notification => {
-                    self.queued_calls -= 1;
-                    if self.config.ordered_notifications && !self.closed {
-                        self.notifying += 1;
-                    }
-                }
-                _ => {}
-            }
+            self.count_handed_out(role);
         }
         Some(record)
+    }
+
+    /// Counts an entry of `role` taken from the queue: a request or notification handed
+    /// out.
+    #[inline]
+    fn count_handed_out(&mut self, role: &Role) {
+        match role {
+            Role::Request(_) => {
+                self.queued_requests -= 1;
+                self.queued_calls -= 1;
+            }
+            Role::Notification => {
+                self.queued_calls -= 1;
+                if self.config.ordered_notifications && !self.closed {
+                    self.notifying += 1;
+                }
+            }
+            _ => {}
+        }
     }
 
     /// Where the event of the request `handle`, not handed out yet, is in the queue.
@@ -1870,34 +1882,45 @@ impl Endpoint {
             return None;
         }
         let at = self.next_index()?;
-        let Some(Record::Entry {
+        self.take_entry(at)
+    }
+
+    /// Takes the event at `at` when it is an entry: its role, the entry and the text it
+    /// lies in.
+    #[inline(always)]
+    fn take_entry(&mut self, at: usize) -> Option<(Role, RawEntry, &str)> {
+        // Read where it lies, then dropped from the queue, as `take` would: moved out whole
+        // first, the record was copied by a call to `memcpy` on every event.
+        let Some(&Record::Entry {
             start,
             end,
             entry,
             role,
-        }) = self.take(at)
+        }) = self.events.get(at)
         else {
             return None;
         };
+        if at == 0 {
+            self.events.pop_front();
+        } else {
+            self.events.remove(at);
+        }
+        self.count_handed_out(&role);
         // SAFETY: as in `decide`: a scanned entry, unchanged in the arena since.
         let frame = unsafe { frame_str(&self.arena[start..end]) };
         Some((role, entry, frame))
     }
 
-    /// Whether the next event is a request or a notification
-    /// ([`poll_call`](Endpoint::poll_call) takes it).
+    /// Takes the request or notification [`peek_next`](Endpoint::peek_next) told of as
+    /// [`Peek::Call`] at `at`, nothing having changed the endpoint since, as its entry and
+    /// the text it lies in, without building it: the connection machine builds its own
+    /// event from them, once (built here and moved into that event, its fields were stored
+    /// in pieces and read back whole right away, a stalled store-to-load forward, twice).
+    /// The queue is not asked again what comes next (asking cost two more looks per call).
     #[inline]
-    pub(crate) fn next_is_call(&mut self) -> bool {
-        self.next_entry_is(Role::is_call)
-    }
-
-    /// Takes the next event when it is a request or a notification, as its entry and the
-    /// text it lies in, without building it: the connection machine builds its own event
-    /// from them, once (built here and moved into that event, its fields were stored in
-    /// pieces and read back whole right away, a stalled store-to-load forward, twice).
-    /// `None`, taking nothing, for any other event or none.
-    pub(crate) fn poll_call(&mut self) -> Option<PolledCall<'_>> {
-        let (role, entry, frame) = self.poll_entry(Role::is_call)?;
+    pub(crate) fn poll_call(&mut self, at: usize) -> Option<PolledCall<'_>> {
+        let (role, entry, frame) = self.take_entry(at)?;
+        debug_assert!(role.is_call(), "poll_call at an event that is not a call");
         let request = match role {
             Role::Request(id) => Some(id),
             _ => None,
@@ -1929,6 +1952,7 @@ impl Endpoint {
     /// What the next event is, told without building it: for the connection machine's
     /// routing, which needs only a call's method name or a response's request. `None` when
     /// there is none (then [`peek_event`](Endpoint::peek_event) would find none either).
+    #[inline]
     pub(crate) fn peek_next(&mut self) -> Option<Peek<'_>> {
         self.refill_events();
         let at = self.next_index()?;
@@ -1945,7 +1969,11 @@ impl Endpoint {
                 // SAFETY: as in `decide`: a scanned entry, unchanged in the arena since.
                 let frame = unsafe { frame_str(&self.arena[*start..*end]) };
                 match entry.plain_method(frame) {
-                    Some((request, method)) => Peek::Call { request, method },
+                    Some((request, method)) => Peek::Call {
+                        request,
+                        method,
+                        at,
+                    },
                     None => Peek::Other,
                 }
             }
