@@ -1738,11 +1738,7 @@ impl Endpoint {
     /// the rest. A transport with a stream per message (MCP's Streamable HTTP) sends each
     /// frame on its tag's stream.
     pub fn poll_transmit_tagged(&mut self, buf: &mut Vec<u8>) -> Option<(usize, u64)> {
-        let (frame, tag) = self.out.front()?;
-        let len = frame.len();
-        buf.extend_from_slice(frame);
-        self.out.consume(len);
-        Some((len, tag))
+        self.out.take_front(buf)
     }
 
     /// Every byte of output queued, framed, to write as it is (a byte-stream driver writes
