@@ -128,15 +128,21 @@ pub(super) struct Guard {
 
 impl Guard {
     /// Applies `limit` to one incoming request (`is_request`) or notification.
+    #[inline]
     pub(super) fn admit_call(
         &mut self,
         limit: Option<&RateLimit>,
         now: Instant,
         is_request: bool,
     ) -> Admission {
-        let Some(limit) = limit else {
-            return Admission::Admit;
-        };
+        match limit {
+            None => Admission::Admit,
+            Some(limit) => self.admit_limited(limit, now, is_request),
+        }
+    }
+
+    /// [`admit_call`](Guard::admit_call) under a rate limit.
+    fn admit_limited(&mut self, limit: &RateLimit, now: Instant, is_request: bool) -> Admission {
         if self.admit(limit, now) {
             Admission::Admit
         } else if is_request {
