@@ -388,6 +388,7 @@ pub(crate) fn decode_params<T: DeserializeOwned>(
 /// core's own decoder ([`crate::de`]), which leaves serde_json's parser, its float tables
 /// and its message formatting out of a firmware.
 #[cfg(feature = "serde-json-params")]
+#[inline]
 fn decode<T: DeserializeOwned>(text: &str) -> Result<T, ErrorObject<'static>> {
     serde_json::from_str(text).map_err(|e| invalid_params(&e))
 }

@@ -404,8 +404,9 @@ impl Running {
 enum NextByName {
     /// No event is queued.
     Empty,
-    /// A request or notification no part of the machine takes: hand it out.
-    Pass,
+    /// A request or notification no part of the machine takes, at this place in the
+    /// endpoint's queue: hand it out.
+    Pass(usize),
     /// The response to our request: handed out if a call waits for it, else dropped.
     Response(RequestId),
     /// It takes more than the name to tell: build the event and decide.
@@ -832,7 +833,7 @@ impl Connection {
             };
             match by_name {
                 // What no extension takes, known by its method alone: built once, handed out.
-                NextByName::Pass => return self.pass_call(),
+                NextByName::Pass(at) => return self.pass_call(at),
                 NextByName::Response(id) => {
                     if self.calls.contains(id) {
                         return self.pass_response();
@@ -1027,29 +1028,26 @@ impl Connection {
         let subs = &();
         match self.endpoint.peek_next() {
             None => NextByName::Empty,
-            Some(Peek::Call { request, method })
-                if by_name(request, method, heartbeat) == ByName::Nothing
-                    && !lsp.is_some_and(|l| l.takes(request, method))
-                    && !subs_take(subs, request, method) =>
+            Some(Peek::Call {
+                request,
+                method,
+                at,
+            }) if by_name(request, method, heartbeat) == ByName::Nothing
+                && !lsp.is_some_and(|l| l.takes(request, method))
+                && !subs_take(subs, request, method) =>
             {
-                NextByName::Pass
+                NextByName::Pass(at)
             }
             Some(Peek::Response(id)) => NextByName::Response(id),
             Some(_) => NextByName::Look,
         }
     }
 
-    /// Hands the endpoint's next event, a request or notification, to the driver: built
-    /// once, here, from the endpoint's entry.
+    /// Hands the endpoint's next event, the request or notification at `at` in its queue
+    /// ([`NextByName::Pass`]), to the driver: built once, here, from the endpoint's entry.
     #[inline]
-    fn pass_call(&mut self) -> Option<Event<'_>> {
-        // Asked first, though `poll_call` checks too: falling back to `pass` when it returns
-        // `None` would keep the endpoint borrowed (the borrow checker cannot see that the
-        // `None` borrows nothing). The two checks are inlined into one.
-        if !self.endpoint.next_is_call() {
-            return self.pass();
-        }
-        let call = self.endpoint.poll_call()?;
+    fn pass_call(&mut self, at: usize) -> Option<Event<'_>> {
+        let call = self.endpoint.poll_call(at)?;
         Some(match call.request {
             Some(handle) => {
                 self.running.insert(handle);

@@ -128,15 +128,21 @@ pub(super) struct Guard {
 
 impl Guard {
     /// Applies `limit` to one incoming request (`is_request`) or notification.
+    #[inline]
     pub(super) fn admit_call(
         &mut self,
         limit: Option<&RateLimit>,
         now: Instant,
         is_request: bool,
     ) -> Admission {
-        let Some(limit) = limit else {
-            return Admission::Admit;
-        };
+        match limit {
+            None => Admission::Admit,
+            Some(limit) => self.admit_limited(limit, now, is_request),
+        }
+    }
+
+    /// [`admit_call`](Guard::admit_call) under a rate limit.
+    fn admit_limited(&mut self, limit: &RateLimit, now: Instant, is_request: bool) -> Admission {
         if self.admit(limit, now) {
             Admission::Admit
         } else if is_request {
@@ -205,6 +211,18 @@ impl Endpoint {
     /// own should report `wrote` only for writes that emptied its buffer.
     pub fn handle_write(&mut self, wrote: bool, pending: bool, now: Instant) {
         self.now = self.now.max(now);
+        // Nearly always nothing waits, before and after: no stall to start, keep or end.
+        if pending || self.guard.write_stalled.is_some() {
+            self.note_stall(wrote, pending, now);
+        }
+        // Output written may have made room for input held back: the frame clock resumes.
+        if !self.closed {
+            self.guard_note(Some(now));
+        }
+    }
+
+    /// The write-stall part of [`handle_write`](Endpoint::handle_write).
+    fn note_stall(&mut self, wrote: bool, pending: bool, now: Instant) {
         let total = self.out.total() as usize;
         let start = Stall {
             since: now,
@@ -225,10 +243,6 @@ impl Endpoint {
                 }
             }
         };
-        // Output written may have made room for input held back: the frame clock resumes.
-        if !self.closed {
-            self.guard_note(Some(now));
-        }
     }
 
     /// True while writes wait with more than [`STALLED_OUTPUT`] queued: input is held back.
@@ -252,23 +266,35 @@ impl Endpoint {
     /// once the decoder's complete frames are all processed: frames waiting on us are not
     /// the peer's delay). `now` is `None` when the caller gave no time. While the endpoint
     /// holds input back, the partial frame's clock is paused.
+    #[inline(always)]
     pub(super) fn guard_note(&mut self, now: Option<Instant>) {
-        self.guard.was_busy |= self.busy();
-        let partial = self.decoder.as_ref().is_some_and(|d| d.in_frame());
+        if !self.guard.was_busy {
+            self.guard.was_busy = self.busy();
+        }
+        // Nearly always, no frame is partly received: then nothing else is asked.
+        if self.decoder.as_ref().is_some_and(|d| d.in_frame()) {
+            self.note_partial_frame(now);
+        } else {
+            self.guard.frame = FrameClock::Whole;
+        }
+    }
+
+    /// [`guard_note`](Endpoint::guard_note) with a frame partly received.
+    #[inline(never)]
+    fn note_partial_frame(&mut self, now: Option<Instant>) {
         let held = !self.has_room();
-        self.guard.frame = match (partial, held, self.guard.frame) {
-            (false, _, _) => FrameClock::Whole,
-            (true, true, FrameClock::Since(t)) => {
+        self.guard.frame = match (held, self.guard.frame) {
+            (true, FrameClock::Since(t)) => {
                 // Paused now; without the time, at the last instant known (the peer gets
                 // the difference, never loses it).
                 let at = now.unwrap_or(self.now);
                 FrameClock::Paused(at.saturating_duration_since(t))
             }
-            (true, true, FrameClock::Unstamped(e) | FrameClock::Paused(e)) => FrameClock::Paused(e),
-            (true, true, FrameClock::Whole) => FrameClock::Paused(Duration::ZERO),
-            (true, false, FrameClock::Since(t)) => FrameClock::Since(t),
-            (true, false, FrameClock::Whole) => resume(Duration::ZERO, now),
-            (true, false, FrameClock::Unstamped(e) | FrameClock::Paused(e)) => resume(e, now),
+            (true, FrameClock::Unstamped(e) | FrameClock::Paused(e)) => FrameClock::Paused(e),
+            (true, FrameClock::Whole) => FrameClock::Paused(Duration::ZERO),
+            (false, FrameClock::Since(t)) => FrameClock::Since(t),
+            (false, FrameClock::Whole) => resume(Duration::ZERO, now),
+            (false, FrameClock::Unstamped(e) | FrameClock::Paused(e)) => resume(e, now),
         };
     }
 

@@ -415,8 +415,13 @@ pub(crate) struct PolledResponse<'a> {
 
 /// The next event as [`Endpoint::peek_next`] tells it.
 pub(crate) enum Peek<'a> {
-    /// A request (`request`) or notification whose method has no escapes.
-    Call { request: bool, method: &'a str },
+    /// A request (`request`) or notification whose method has no escapes, at `at` in the
+    /// queue ([`Endpoint::poll_call`] takes it there).
+    Call {
+        request: bool,
+        method: &'a str,
+        at: usize,
+    },
     /// The response to our request `RequestId`.
     Response(RequestId),
     /// Anything else.
@@ -908,7 +913,7 @@ impl Endpoint {
     /// once the events are drained nothing would bring the caller back for them. Output
     /// overshoots the bound by at most the answers to one decoder's worth of frames, since
     /// `handle_input` feeds the decoder only while the output is within it.
-    #[inline]
+    #[inline(always)]
     fn process_decoded(&mut self) {
         // Asked after every input and every drained queue, and nearly always with nothing
         // there once frames come whole: answered here, without the call.
@@ -918,6 +923,8 @@ impl Endpoint {
     }
 
     /// [`process_decoded`](Endpoint::process_decoded) when the decoder holds something.
+    // Kept out of line so that the question before it is answered without its stack frame.
+    #[inline(never)]
     fn process_buffered(&mut self) {
         while self.has_event_room() {
             let Some(decoder) = self.decoder.as_mut() else {
@@ -1559,11 +1566,7 @@ impl Endpoint {
     /// the rest. A transport with a stream per message (MCP's Streamable HTTP) sends each
     /// frame on its tag's stream.
     pub fn poll_transmit_tagged(&mut self, buf: &mut Vec<u8>) -> Option<(usize, u64)> {
-        let (frame, tag) = self.out.front()?;
-        let len = frame.len();
-        buf.extend_from_slice(frame);
-        self.out.consume(len);
-        Some((len, tag))
+        self.out.take_front(buf)
     }
 
     /// Every byte of output queued, framed, to write as it is (a byte-stream driver writes
@@ -1646,21 +1649,28 @@ impl Endpoint {
             self.events.remove(at)
         }?;
         if let Record::Entry { role, .. } = &record {
-            match role {
-                Role::Request(_) => {
-                    self.queued_requests -= 1;
-                    self.queued_calls -= 1;
-                }
-                Role::Notification => {
-                    self.queued_calls -= 1;
-                    if self.config.ordered_notifications && !self.closed {
-                        self.notifying += 1;
-                    }
-                }
-                _ => {}
-            }
+            self.count_handed_out(role);
         }
         Some(record)
+    }
+
+    /// Counts an entry of `role` taken from the queue: a request or notification handed
+    /// out.
+    #[inline]
+    fn count_handed_out(&mut self, role: &Role) {
+        match role {
+            Role::Request(_) => {
+                self.queued_requests -= 1;
+                self.queued_calls -= 1;
+            }
+            Role::Notification => {
+                self.queued_calls -= 1;
+                if self.config.ordered_notifications && !self.closed {
+                    self.notifying += 1;
+                }
+            }
+            _ => {}
+        }
     }
 
     /// Where the event of the request `handle`, not handed out yet, is in the queue.
@@ -1696,34 +1706,45 @@ impl Endpoint {
             return None;
         }
         let at = self.next_index()?;
-        let Some(Record::Entry {
+        self.take_entry(at)
+    }
+
+    /// Takes the event at `at` when it is an entry: its role, the entry and the text it
+    /// lies in.
+    #[inline(always)]
+    fn take_entry(&mut self, at: usize) -> Option<(Role, RawEntry, &str)> {
+        // Read where it lies, then dropped from the queue, as `take` would: moved out whole
+        // first, the record was copied by a call to `memcpy` on every event.
+        let Some(&Record::Entry {
             start,
             end,
             entry,
             role,
-        }) = self.take(at)
+        }) = self.events.get(at)
         else {
             return None;
         };
+        if at == 0 {
+            self.events.pop_front();
+        } else {
+            self.events.remove(at);
+        }
+        self.count_handed_out(&role);
         // SAFETY: as in `decide`: a scanned entry, unchanged in the arena since.
         let frame = unsafe { frame_str(&self.arena[start..end]) };
         Some((role, entry, frame))
     }
 
-    /// Whether the next event is a request or a notification
-    /// ([`poll_call`](Endpoint::poll_call) takes it).
+    /// Takes the request or notification [`peek_next`](Endpoint::peek_next) told of as
+    /// [`Peek::Call`] at `at`, nothing having changed the endpoint since, as its entry and
+    /// the text it lies in, without building it: the connection machine builds its own
+    /// event from them, once (built here and moved into that event, its fields were stored
+    /// in pieces and read back whole right away, a stalled store-to-load forward, twice).
+    /// The queue is not asked again what comes next (asking cost two more looks per call).
     #[inline]
-    pub(crate) fn next_is_call(&mut self) -> bool {
-        self.next_entry_is(Role::is_call)
-    }
-
-    /// Takes the next event when it is a request or a notification, as its entry and the
-    /// text it lies in, without building it: the connection machine builds its own event
-    /// from them, once (built here and moved into that event, its fields were stored in
-    /// pieces and read back whole right away, a stalled store-to-load forward, twice).
-    /// `None`, taking nothing, for any other event or none.
-    pub(crate) fn poll_call(&mut self) -> Option<PolledCall<'_>> {
-        let (role, entry, frame) = self.poll_entry(Role::is_call)?;
+    pub(crate) fn poll_call(&mut self, at: usize) -> Option<PolledCall<'_>> {
+        let (role, entry, frame) = self.take_entry(at)?;
+        debug_assert!(role.is_call(), "poll_call at an event that is not a call");
         let request = match role {
             Role::Request(id) => Some(id),
             _ => None,
@@ -1755,6 +1776,7 @@ impl Endpoint {
     /// What the next event is, told without building it: for the connection machine's
     /// routing, which needs only a call's method name or a response's request. `None` when
     /// there is none (then [`peek_event`](Endpoint::peek_event) would find none either).
+    #[inline]
     pub(crate) fn peek_next(&mut self) -> Option<Peek<'_>> {
         self.refill_events();
         let at = self.next_index()?;
@@ -1771,7 +1793,11 @@ impl Endpoint {
                 // SAFETY: as in `decide`: a scanned entry, unchanged in the arena since.
                 let frame = unsafe { frame_str(&self.arena[*start..*end]) };
                 match entry.plain_method(frame) {
-                    Some((request, method)) => Peek::Call { request, method },
+                    Some((request, method)) => Peek::Call {
+                        request,
+                        method,
+                        at,
+                    },
                     None => Peek::Other,
                 }
             }
@@ -1779,15 +1805,23 @@ impl Endpoint {
         })
     }
 
+    /// Asked before every event handed out: answered here while events are queued.
+    #[inline(always)]
     fn refill_events(&mut self) {
         if self.events.is_empty() {
-            // Every event handed out so far is dead: reuse the arena for frames the decoder
-            // holds but had no room to process.
-            self.arena.clear();
-            if !self.closed {
-                self.process_decoded();
-                self.guard_note(None);
-            }
+            self.events_drained();
+        }
+    }
+
+    /// [`refill_events`](Endpoint::refill_events) once the queue is empty.
+    #[inline(never)]
+    fn events_drained(&mut self) {
+        // Every event handed out so far is dead: reuse the arena for frames the decoder
+        // holds but had no room to process.
+        self.arena.clear();
+        if !self.closed {
+            self.process_decoded();
+            self.guard_note(None);
         }
     }
 

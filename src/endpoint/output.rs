@@ -54,6 +54,7 @@ impl Output {
     }
 
     /// Appends one frame written by `write`, with `tag`.
+    #[inline]
     pub(super) fn push(&mut self, tag: u64, write: impl FnOnce(&mut Vec<u8>)) {
         let before = self.buf.len();
         write(&mut self.buf);
@@ -69,10 +70,26 @@ impl Output {
     }
 
     /// The rest of the next frame (all of it unless bytes of it were consumed), and its tag.
+    #[cfg(test)]
     pub(super) fn front(&self) -> Option<(&[u8], u64)> {
         let &(len, tag) = self.frames.front()?;
         let len = len - self.front_taken;
         Some((&self.buf[self.head..self.head + len], tag))
+    }
+
+    /// Appends the rest of the next frame to `out` and consumes it, as
+    /// [`front`](Output::front) then [`consume`](Output::consume) of its length would: its
+    /// length and tag.
+    #[inline]
+    pub(super) fn take_front(&mut self, out: &mut Vec<u8>) -> Option<(usize, u64)> {
+        let (len, tag) = self.frames.pop_front()?;
+        let len = len - self.front_taken;
+        out.extend_from_slice(&self.buf[self.head..self.head + len]);
+        self.head += len;
+        self.total += len as u64;
+        self.front_taken = 0;
+        self.reclaim();
+        Some((len, tag))
     }
 
     /// `n` bytes from the front are written (at most [`len`](Output::len)).
@@ -136,6 +153,16 @@ mod tests {
         out.consume(1);
         assert_eq!(out.front(), Some((&b"defg"[..], 0)));
         out.consume(4);
+        assert!(out.is_empty());
+        frame(&mut out, b"hij");
+        frame(&mut out, b"kl");
+        out.consume(1);
+        let mut taken = Vec::new();
+        assert_eq!(out.take_front(&mut taken), Some((2, 0)));
+        assert_eq!(out.take_front(&mut taken), Some((2, 0)));
+        assert_eq!(taken, b"ijkl");
+        assert_eq!(out.take_front(&mut taken), None);
+        assert_eq!(out.total(), 12);
         assert!(out.is_empty());
         assert_eq!(out.len(), 0);
         assert_eq!(out.front(), None);

@@ -269,10 +269,16 @@ impl<K: Ord, V> SortedDeque<K, V> {
         }
     }
 
+    #[inline]
     pub fn get_mut<Q: Ord + ?Sized>(&mut self, key: &Q) -> Option<&mut V>
     where
         K: core::borrow::Borrow<Q>,
     {
+        // The usual case (the oldest entry: the batch being read or answered) without
+        // finding its place twice.
+        if self.entries.front().is_some_and(|(k, _)| k.borrow() == key) {
+            return self.entries.front_mut().map(|(_, v)| v);
+        }
         let i = self.find(key).ok()?;
         Some(&mut self.entries[i].1)
     }
@@ -634,7 +640,14 @@ impl EarlyCancels {
     }
 
     /// Takes a remembered cancel for `id`, if there is a live one.
+    #[inline]
     pub fn take(&mut self, id: &Id<'_>, now: Instant) -> bool {
+        // Asked for every request; nearly always none is remembered.
+        !self.entries.is_empty() && self.take_remembered(id, now)
+    }
+
+    /// [`take`](EarlyCancels::take) with some cancel remembered.
+    fn take_remembered(&mut self, id: &Id<'_>, now: Instant) -> bool {
         self.expire(now);
         match self.entries.iter().position(|(x, _)| x == id) {
             Some(i) => {
