@@ -1,5 +1,5 @@
 //! TLS with rustls (feature `tls`, on by default): `wss://` and `https://` for the clients,
-//! and a TLS acceptor for the WebSocket and HTTP servers.
+//! and a TLS acceptor for the WebSocket, HTTP and MCP servers.
 //!
 //! - Clients: [`ws::connect`](crate::ws::connect) and [`http::Client::new`](crate::http::Client::new)
 //!   take `wss://` and `https://` URLs and trust the Mozilla root certificates
@@ -8,7 +8,8 @@
 //!   [`http::Client::with_tls`](crate::http::Client::with_tls).
 //! - Servers: set [`ServeOptions::tls`](crate::ServeOptions::tls) to a config from
 //!   [`server_config`]; every accepted connection does the TLS handshake first, within the
-//!   same time limit as the WebSocket handshake or an HTTP request head.
+//!   same time limit as the WebSocket handshake or an HTTP request head (the MCP server:
+//!   [`mcp::Options::serve`](crate::mcp::Options::serve)).
 //!
 //! The crypto is `ring`; rustls is re-exported as [`rustls`] to build configs with.
 
@@ -71,7 +72,6 @@ pub enum ServerStream {
 }
 
 /// Does the server side of the TLS handshake on `stream` when `tls` is set.
-#[cfg(any(feature = "ws", feature = "http"))]
 pub(crate) async fn accept(
     tls: Option<&Arc<ServerConfig>>,
     stream: TcpStream,

@@ -625,13 +625,8 @@ pub async fn serve_with_options(
                     .await
                     .map_err(io_error)
             };
-            let ws = match handshake_timeout {
-                Some(limit) => tokio::time::timeout(limit, handshake)
-                    .await
-                    .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "handshake timed out"))?,
-                None => handshake.await,
-            };
-            let (stream, read) = ws?.into_inner().into_parts();
+            let ws = crate::request::within(handshake_timeout, "handshake timed out", handshake);
+            let (stream, read) = ws.await?.into_inner().into_parts();
             Ok(WebSocket::new(
                 stream,
                 Role::Server,
