@@ -13,27 +13,8 @@ use serde_json::value::RawValue as Json;
 
 use super::{error_body, Response};
 
-/// The revision served when a client asks for none: 2025-11-25.
-pub const LATEST_LEGACY: &str = "2025-11-25";
-/// The stateless revision.
-pub const STATELESS: &str = "2026-07-28";
-/// The session-based revisions served, newest first.
-pub const LEGACY: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
-/// What a client is assumed to speak when it sends no `MCP-Protocol-Version` (the
-/// 2025-11-25 transport's rule).
-pub const ASSUMED: &str = "2025-03-26";
-
-/// The 2026 `_meta` key of the protocol version.
-pub const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-/// The 2026 `_meta` key of the client's capabilities.
-pub const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
-
-/// MCP's HeaderMismatch error code (2026-07-28).
-pub const HEADER_MISMATCH: i64 = -32020;
-/// MCP's MissingRequiredClientCapability error code (2026-07-28).
-pub const MISSING_CAPABILITY: i64 = -32021;
-/// MCP's UnsupportedProtocolVersion error code (2026-07-28).
-pub const UNSUPPORTED_VERSION: i64 = -32022;
+use crate::mcp::error_codes::{HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION};
+use crate::mcp::version::STATELESS;
 
 /// Which `Host` names a server accepts (DNS-rebinding protection).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -437,18 +418,27 @@ pub(super) fn check_stateless(
         }
     }
     if version != STATELESS {
-        let mut data = Vec::from(&b"{\"supported\":[\""[..]);
-        data.extend_from_slice(STATELESS.as_bytes());
-        data.extend_from_slice(b"\"],\"requested\":");
-        crate::json::write_str(&mut data, version);
-        data.push(b'}');
         return refuse(
-            UNSUPPORTED_VERSION,
+            UNSUPPORTED_PROTOCOL_VERSION,
             "Unsupported protocol version",
-            Some(&data),
+            Some(&unsupported_data(Some(version))),
         );
     }
     Ok(())
+}
+
+/// The `data` of an unsupported-protocol-version error: the revision served without a
+/// session, and the one `requested`, if known.
+pub(super) fn unsupported_data(requested: Option<&str>) -> Vec<u8> {
+    let mut data = Vec::from(&b"{\"supported\":[\""[..]);
+    data.extend_from_slice(STATELESS.as_bytes());
+    data.extend_from_slice(b"\"]");
+    if let Some(requested) = requested {
+        data.extend_from_slice(b",\"requested\":");
+        crate::json::write_str(&mut data, requested);
+    }
+    data.push(b'}');
+    data
 }
 
 /// One argument against its `Mcp-Param-` header: both absent, or both present and equal
