@@ -33,6 +33,10 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
 
+mod origin;
+
+pub use origin::{Hosts, Origins};
+
 /// Longest request head accepted (request line and headers), and longest trailer section.
 pub const MAX_HEAD: usize = 32 * 1024;
 

@@ -59,9 +59,9 @@ mod rules;
 mod store;
 mod stream;
 
-pub use rules::{
-    bearer_token, decode_header_value, encode_header_value, Hosts, Origins, ParamHeader,
-};
+// The `Host` and `Origin` rules are HTTP's, the same for every server (`codec::http`).
+pub use crate::codec::http::{Hosts, Origins};
+pub use rules::{bearer_token, decode_header_value, encode_header_value, ParamHeader};
 pub use store::{EventStore, MemoryEventStore};
 
 use stream::{Kind, Mode, Stream};

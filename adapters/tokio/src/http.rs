@@ -30,7 +30,9 @@ use hyper::header::{ACCEPT, CONTENT_TYPE};
 use hyper::{Request, StatusCode, Uri};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use sansrpc::codec::http::{write_head, BodyKind, Head, HttpFault, Method as Verb, RequestDecoder};
+use sansrpc::codec::http::{
+    write_head, BodyKind, Head, Hosts, HttpFault, Method as Verb, RequestDecoder,
+};
 use sansrpc::connection::Connection;
 use sansrpc::method::{Method, NotificationMethod};
 use sansrpc::{Instant, RawValue};
@@ -219,10 +221,12 @@ where
         self.http10 = head.http10;
         self.request_headers = None;
         self.allow_origin = match (&self.serving.cors, head.origin) {
-            (Some(origins), Some(origin)) if origins.allows(&origin) => Some(match origins {
-                Origins::Any => "*".to_owned(),
-                Origins::List(_) => origin,
-            }),
+            (Some(origins), Some(origin)) if origins.allows(&origin, &Hosts::Loopback) => {
+                Some(match origins {
+                    Origins::Any => "*".to_owned(),
+                    _ => origin,
+                })
+            }
             _ => None,
         };
         let refused = if self.serving.cors.is_some()

@@ -73,33 +73,16 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::compat::{Compat, TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
+/// Which `Origin`s a server accepts: the WebSocket handshake's ([`ServeOptions::allowed_origins`]),
+/// CORS ([`ServeOptions::cors`]) and MCP's (`streamable::Config::origins`) are one rule, the
+/// core's. [`Origins::SameAsHosts`] (the default) is judged against
+/// [`Hosts::Loopback`](sansrpc::codec::http::Hosts::Loopback) here.
+pub use sansrpc::codec::http::Origins;
 pub use sansrpc_futures::{
     sansrpc, AsyncRouter, Batch, BatchSlot, BoxFuture, Builder, ByteStream, CallError, Cancelled,
     Client, Driver, Extension, HandlerResult, PendingCall, RawResult, RawStream, Received,
     RequestContext, ShutdownHandle, StreamOptions, Timer, Transport, TypedStream,
 };
-
-/// Which `Origin`s a server accepts: for the WebSocket handshake ([`ws`]) and for CORS
-/// ([`http`]).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum Origins {
-    /// Every origin.
-    #[default]
-    Any,
-    /// Only these, compared with the `Origin` header ignoring ASCII case
-    /// (`https://app.example.com`, scheme and host, and port when not the default).
-    List(Vec<String>),
-}
-
-impl Origins {
-    /// True when `origin` is accepted.
-    pub fn allows(&self, origin: &str) -> bool {
-        match self {
-            Origins::Any => true,
-            Origins::List(list) => list.iter().any(|o| o.eq_ignore_ascii_case(origin.trim())),
-        }
-    }
-}
 
 /// How a server protects itself from clients it does not trust, for every `serve_*`
 /// function of this crate and the MCP server ([`mcp::Options::serve`]; each field says
@@ -115,8 +98,13 @@ pub struct ServeOptions {
     /// busy: too many connections", in the builder's framing), a WebSocket upgrade or an
     /// HTTP request (JSON-RPC or MCP) gets `503 Service Unavailable`.
     pub max_connections: usize,
-    /// WebSocket only: the `Origin`s whose handshake is accepted (default any); another
-    /// gets `403 Forbidden`.
+    /// WebSocket only: the `Origin`s whose handshake is accepted; another gets `403
+    /// Forbidden`. The default, [`Origins::SameAsHosts`], accepts the pages of a loopback
+    /// host (`http://localhost:3000`, `http://127.0.0.1:8080`, `http://[::1]`) and no
+    /// other site's (DNS rebinding, cross-site WebSocket hijacking): a server whose browser
+    /// pages come from elsewhere lists their origins ([`Origins::List`]) or takes
+    /// [`Origins::Any`]. A handshake without `Origin` (not from a browser) is judged by
+    /// [`allow_missing_origin`](Self::allow_missing_origin) instead.
     pub allowed_origins: Origins,
     /// WebSocket only: accept a handshake without an `Origin` header, as non-browser
     /// clients send (default `true`; `false` answers it `403`).
@@ -125,7 +113,8 @@ pub struct ServeOptions {
     #[cfg(feature = "ws")]
     pub keepalive: Option<ws::KeepAlive>,
     /// HTTP only: CORS for these origins (default none: no CORS headers, `OPTIONS` is
-    /// `405`). See [`http::serve_with_options`].
+    /// `405`; [`Origins::SameAsHosts`] means those of a loopback host). See
+    /// [`http::serve_with_options`].
     pub cors: Option<Origins>,
     /// HTTP only: how long a browser may cache a preflight answer (default 10 minutes).
     pub cors_max_age: Duration,
@@ -158,7 +147,7 @@ impl Default for ServeOptions {
     fn default() -> Self {
         ServeOptions {
             max_connections: 1024,
-            allowed_origins: Origins::Any,
+            allowed_origins: Origins::SameAsHosts,
             allow_missing_origin: true,
             #[cfg(feature = "ws")]
             keepalive: Some(ws::KeepAlive::default()),
