@@ -55,13 +55,15 @@ use crate::message::{Classified, Classifier, Incoming};
 use crate::time::Instant;
 use crate::{Id, Limits};
 
+mod param;
 mod rules;
 mod store;
 mod stream;
 
 // The `Host` and `Origin` rules are HTTP's, the same for every server (`codec::http`).
 pub use crate::codec::http::{Hosts, Origins};
-pub use rules::{bearer_token, decode_header_value, encode_header_value, ParamHeader};
+pub use param::ParamHeader;
+pub use rules::{bearer_token, decode_header_value, encode_header_value};
 pub use store::{EventStore, MemoryEventStore};
 
 use stream::{Kind, Mode, Stream};
@@ -114,7 +116,8 @@ pub struct Config {
     /// The OAuth 2.1 resource-server settings; `None` (the default) serves without tokens.
     pub auth: Option<Auth>,
     /// Tool arguments mirrored in `Mcp-Param-` headers, checked on 2026-07-28 `tools/call`
-    /// requests (default none).
+    /// requests (default none). [`ParamHeader::of_tool`] reads them from a tool's input
+    /// schema; `sansrpc_mcp::server::Server::streamable_config` fills them from its tools.
     pub param_headers: Vec<ParamHeader>,
 }
 

@@ -7,11 +7,12 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use serde::Deserialize;
+use serde_json::{Map, Value};
 
 use crate::codec::http::Head;
 use serde_json::value::RawValue as Json;
 
-use super::{error_body, Response};
+use super::{error_body, ParamHeader, Response};
 
 use crate::mcp::error_codes::{HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION};
 use crate::mcp::version::STATELESS;
@@ -144,31 +145,6 @@ pub(super) struct Stateless<'a> {
     pub name: Option<String>,
     /// `params.arguments` of a `tools/call`, as raw JSON.
     pub arguments: Option<&'a Json>,
-}
-
-/// A tool argument mirrored in an HTTP header (SEP-2243: the tool's input schema marks the
-/// property with `"x-mcp-header": "<Name>"`): a 2026-07-28 `tools/call` of `tool` must send
-/// `Mcp-Param-<Name>` with the argument's value (plain, or `=?base64?…?=`), and the two must
-/// agree; otherwise 400 with `-32020`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParamHeader {
-    /// The tool's name.
-    pub tool: String,
-    /// The header's name after `Mcp-Param-`.
-    pub header: String,
-    /// The argument (a top-level property of the tool's input).
-    pub param: String,
-}
-
-impl ParamHeader {
-    /// `tool`'s argument `param`, mirrored in `Mcp-Param-<header>`.
-    pub fn new(tool: &str, header: &str, param: &str) -> Self {
-        ParamHeader {
-            tool: String::from(tool),
-            header: String::from(header),
-            param: String::from(param),
-        }
-    }
 }
 
 #[derive(Deserialize)]
@@ -330,9 +306,19 @@ pub(super) fn check_stateless(
     }
     if method == "tools/call" {
         let tool = body.name.as_deref().unwrap_or_default();
-        for p in param_headers.iter().filter(|p| p.tool == tool) {
-            if let Err(message) = check_param(head, body.arguments, p) {
-                return refuse(HEADER_MISMATCH, message, None);
+        let mut mirrored = param_headers.iter().filter(|p| p.tool == tool).peekable();
+        if mirrored.peek().is_some() {
+            // Read once for all of the tool's headers.
+            let arguments = body
+                .arguments
+                .and_then(|a| serde_json::from_str::<Map<String, Value>>(a.get()).ok());
+            for p in mirrored {
+                let mut name = String::from("mcp-param-");
+                name.push_str(&p.header);
+                let header = text(head, &name).map(decode_header_value);
+                if let Err(message) = p.check(header, arguments.as_ref()) {
+                    return refuse(HEADER_MISMATCH, message, None);
+                }
             }
         }
     }
@@ -358,43 +344,6 @@ pub(super) fn unsupported_data(requested: Option<&str>) -> Vec<u8> {
     }
     data.push(b'}');
     data
-}
-
-/// One argument against its `Mcp-Param-` header: both absent, or both present and equal
-/// (a string as it is, a number or boolean as its JSON text).
-fn check_param(head: &Head, arguments: Option<&Json>, p: &ParamHeader) -> Result<(), &'static str> {
-    let mut name = String::from("mcp-param-");
-    name.push_str(&p.header);
-    let header = text(head, &name).map(decode_header_value);
-    let argument = arguments
-        .and_then(|a| {
-            serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(a.get()).ok()
-        })
-        .and_then(|mut a| a.remove(&p.param));
-    // A number compares as a number (SEP-2243: `42.0` in the body and `42` in the header
-    // agree), everything else as its text.
-    let number = match &argument {
-        Some(serde_json::Value::Number(n)) => n.as_f64(),
-        _ => None,
-    };
-    let argument = match argument {
-        None | Some(serde_json::Value::Null) => None,
-        Some(serde_json::Value::String(s)) => Some(s),
-        Some(other) => serde_json::to_string(&other).ok(),
-    };
-    match (header, argument) {
-        (None, None) => Ok(()),
-        (Some(None), _) => Err("Header mismatch: an Mcp-Param header is not valid base64"),
-        (None, Some(_)) => Err("Header mismatch: an Mcp-Param header is missing"),
-        (Some(Some(_)), None) => Err("Header mismatch: an Mcp-Param header has no argument"),
-        (Some(Some(h)), Some(a)) if h == a => Ok(()),
-        (Some(Some(h)), Some(_)) if number.is_some() && h.trim().parse::<f64>().ok() == number => {
-            Ok(())
-        }
-        (Some(Some(_)), Some(_)) => {
-            Err("Header mismatch: an Mcp-Param header differs from its argument")
-        }
-    }
 }
 
 #[cfg(test)]

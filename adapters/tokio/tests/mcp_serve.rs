@@ -1,7 +1,8 @@
 //! The MCP server on the listener every server of this crate shares (`sansrpc_tokio::mcp`
 //! with `Options::serve`): the connection cap of `ServeOptions` and its `503`, the request
-//! time limits of the builder's config, and HTTPS with `ServeOptions::tls`. Raw HTTP/1.1
-//! clients on loopback sockets.
+//! time limits of the builder's config, HTTPS with `ServeOptions::tls`, and the
+//! `Mcp-Param-*` headers a `sansrpc_mcp` server derives from its tools' `x-mcp-header` marks
+//! (`Server::streamable_config`). Raw HTTP/1.1 clients on loopback sockets.
 
 mod common;
 
@@ -182,4 +183,97 @@ fn mcp_over_tls() {
     plain.write_all(initialize(port).as_bytes()).unwrap();
     let answer = until_closed(&mut plain);
     assert!(!answer.contains("HTTP/1.1 200"), "{answer:?}");
+}
+
+/// The arguments of the `forecast` tool: `region` is mirrored in `Mcp-Param-Region`.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Forecast {
+    #[schemars(extend("x-mcp-header" = "Region"))]
+    region: String,
+    days: u8,
+}
+
+/// A stateless `tools/call` of `forecast` with `headers` beside the revision's own.
+fn forecast_call(port: u16, region: &str, headers: &str) -> String {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"forecast","arguments":{{"region":"{region}","days":2}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
+    );
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+         Mcp-Method: tools/call\r\nMcp-Name: forecast\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+#[test]
+fn the_server_checks_the_param_headers_its_tools_mark() {
+    let server = ServerBuilder::new("forecast-test", "1")
+        .tool(
+            "forecast",
+            "Forecasts",
+            |_: Context, f: Forecast| async move {
+                Ok::<_, McpError>(format!("{}: sunny for {} days", f.region, f.days))
+            },
+        )
+        .build();
+    let marks = server.param_headers();
+    assert_eq!(
+        marks,
+        [sansrpc::streamable::ParamHeader::new(
+            "forecast", "Region", "region"
+        )]
+    );
+    let config = server.streamable_config();
+    assert_eq!(config.param_headers, marks);
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    let router = server.router();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            let builder = Builder::new()
+                .config(Config::for_profile(Profile::Mcp))
+                .router(router);
+            let never = std::future::pending::<()>();
+            mcp::serve(listener, builder, config, never).await.unwrap();
+        });
+    });
+    let call = |region: &str, headers: &str| {
+        let mut s = connect(port);
+        s.write_all(forecast_call(port, region, headers).as_bytes())
+            .unwrap();
+        response(&mut s)
+    };
+    let sent = call("Paris", "Mcp-Param-Region: Paris\r\n");
+    assert!(sent.starts_with("HTTP/1.1 200"), "{sent}");
+    assert!(sent.contains("Paris: sunny for 2 days"), "{sent}");
+    let missing = call("Paris", "");
+    assert!(missing.starts_with("HTTP/1.1 400"), "{missing}");
+    assert!(missing.contains("-32020"), "{missing}");
+    let other = call("Paris", "Mcp-Param-Region: Lyon\r\n");
+    assert!(other.starts_with("HTTP/1.1 400"), "{other}");
+    assert!(other.contains("-32020"), "{other}");
+}
+
+/// A tool whose marks break SEP-2243's rules is a programming error, caught when it is
+/// declared.
+#[test]
+#[should_panic(expected = "x-mcp-header")]
+fn a_tool_whose_marks_break_the_rules_is_refused_when_declared() {
+    let schema = serde_json::json!({"type": "object", "properties": {
+        "region": {"type": "object", "x-mcp-header": "Region"}}});
+    let serde_json::Value::Object(schema) = schema else {
+        unreachable!()
+    };
+    let tool = sansrpc_mcp::types::Tool::new("bad", "Has an object header", schema);
+    let _ = ServerBuilder::new("bad", "1").tool_with(tool, |_, _| async {
+        Ok(sansrpc_mcp::types::CallToolResult::text("never"))
+    });
 }
