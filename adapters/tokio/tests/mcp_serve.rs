@@ -12,19 +12,28 @@ use std::time::Duration;
 
 use sansrpc::connection::{Config, Profile};
 use sansrpc::streamable;
-use sansrpc_mcp::server::{Context, McpError, ServerBuilder};
+use sansrpc_mcp::server::{Context, McpError, Server, ServerBuilder};
 use sansrpc_tokio::{mcp, Builder, ServeOptions};
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#;
 
-/// Serves an MCP server with one tool on a free loopback port, on a runtime of its own,
-/// with `options` and the builder's `config`; the port.
-fn serve(options: mcp::Options, config: Config) -> u16 {
-    let server = ServerBuilder::new("serve-test", "1")
+/// An MCP server with one tool.
+fn noop() -> Server {
+    ServerBuilder::new("serve-test", "1")
         .tool("noop", "Does nothing", |_: Context, ()| async {
             Ok::<_, McpError>(String::new())
         })
-        .build();
+        .build()
+}
+
+/// Serves `server` on a free loopback port, on a runtime of its own, with `options`, the
+/// builder's `config` and `streamable`; the port.
+fn serve(
+    server: &Server,
+    options: mcp::Options,
+    config: Config,
+    streamable: streamable::Config,
+) -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     listener.set_nonblocking(true).unwrap();
@@ -38,13 +47,18 @@ fn serve(options: mcp::Options, config: Config) -> u16 {
             let listener = tokio::net::TcpListener::from_std(listener).unwrap();
             let builder = Builder::new().config(config).router(router);
             let never = std::future::pending::<()>();
-            let streamable = streamable::Config::default();
             mcp::serve_with(listener, builder, streamable, options, never)
                 .await
                 .unwrap();
         });
     });
     port
+}
+
+/// [`serve`] with the MCP profile and the default Streamable HTTP config.
+fn serve_noop(options: mcp::Options) -> u16 {
+    let config = Config::for_profile(Profile::Mcp);
+    serve(&noop(), options, config, streamable::Config::default())
 }
 
 fn connect(port: u16) -> TcpStream {
@@ -101,10 +115,7 @@ fn until_closed(s: &mut TcpStream) -> String {
 fn a_connection_beyond_the_cap_gets_503_while_the_served_ones_keep_working() {
     let mut options = ServeOptions::default();
     options.max_connections = 2;
-    let port = serve(
-        mcp::Options::default().serve_options(options),
-        Config::for_profile(Profile::Mcp),
-    );
+    let port = serve_noop(mcp::Options::default().serve_options(options));
     let mut served: Vec<TcpStream> = (0..2).map(|_| connect(port)).collect();
     for s in &mut served {
         s.write_all(initialize(port).as_bytes()).unwrap();
@@ -130,7 +141,12 @@ fn a_connection_beyond_the_cap_gets_503_while_the_served_ones_keep_working() {
 fn a_stalled_request_head_is_closed_at_the_config_frame_timeout() {
     let mut config = Config::for_profile(Profile::Mcp);
     config.frame_timeout = Some(Duration::from_millis(300));
-    let port = serve(mcp::Options::default(), config);
+    let port = serve(
+        &noop(),
+        mcp::Options::default(),
+        config,
+        streamable::Config::default(),
+    );
     let mut s = connect(port);
     s.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         .unwrap();
@@ -165,10 +181,7 @@ fn mcp_over_tls() {
     ));
     let mut options = ServeOptions::default();
     options.tls = Some(tls::server_config(vec![cert.clone()], key).unwrap());
-    let port = serve(
-        mcp::Options::default().serve_options(options),
-        Config::for_profile(Profile::Mcp),
-    );
+    let port = serve_noop(mcp::Options::default().serve_options(options));
     let trusted = tls::client_config_with_roots([cert]).unwrap();
     let name = "localhost".try_into().unwrap();
     let connection = rustls::ClientConnection::new(Arc::clone(&trusted), name).unwrap();
@@ -227,24 +240,8 @@ fn the_server_checks_the_param_headers_its_tools_mark() {
     let config = server.streamable_config();
     assert_eq!(config.param_headers, marks);
 
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    listener.set_nonblocking(true).unwrap();
-    let router = server.router();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-            let builder = Builder::new()
-                .config(Config::for_profile(Profile::Mcp))
-                .router(router);
-            let never = std::future::pending::<()>();
-            mcp::serve(listener, builder, config, never).await.unwrap();
-        });
-    });
+    let mcp = Config::for_profile(Profile::Mcp);
+    let port = serve(&server, mcp::Options::default(), mcp, config);
     let call = |region: &str, headers: &str| {
         let mut s = connect(port);
         s.write_all(forecast_call(port, region, headers).as_bytes())

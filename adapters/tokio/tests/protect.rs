@@ -135,6 +135,15 @@ async fn a_websocket_flood_beyond_the_limit_gets_503() {
     .await;
 }
 
+/// A WebSocket handshake request to `url` from `origin`.
+fn handshake_from(url: &str, origin: &str) -> ws::tungstenite::handshake::client::Request {
+    let mut request = url.into_client_request().unwrap();
+    request
+        .headers_mut()
+        .insert("origin", origin.parse().unwrap());
+    request
+}
+
 #[tokio::test]
 async fn a_disallowed_websocket_origin_is_refused_with_403() {
     within(LIMIT, async {
@@ -142,13 +151,7 @@ async fn a_disallowed_websocket_origin_is_refused_with_403() {
         options.allowed_origins = Origins::List(vec!["https://app.example".into()]);
         let server = start(Kind::Ws, options.clone(), Config::default()).await;
         let url = format!("ws://{}", server.addr);
-        let with_origin = |origin: &str| {
-            let mut request = url.as_str().into_client_request().unwrap();
-            request
-                .headers_mut()
-                .insert("origin", origin.parse().unwrap());
-            request
-        };
+        let with_origin = |origin: &str| handshake_from(&url, origin);
         match ws::connect(with_origin("https://evil.example"), Builder::new()).await {
             Err(WsError::Http(response)) => assert_eq!(response.status(), 403),
             other => panic!("expected 403, got {:?}", other.map(|_| ())),
@@ -178,13 +181,7 @@ async fn by_default_websocket_origins_are_those_of_loopback_hosts() {
     within(LIMIT, async {
         let server = start(Kind::Ws, ServeOptions::default(), Config::default()).await;
         let url = format!("ws://{}", server.addr);
-        let with_origin = |origin: &str| {
-            let mut request = url.as_str().into_client_request().unwrap();
-            request
-                .headers_mut()
-                .insert("origin", origin.parse().unwrap());
-            request
-        };
+        let with_origin = |origin: &str| handshake_from(&url, origin);
         for other in [
             "https://evil.example",
             "http://127.0.0.1.evil.example",
@@ -210,11 +207,10 @@ async fn by_default_websocket_origins_are_those_of_loopback_hosts() {
         let mut any = ServeOptions::default();
         any.allowed_origins = Origins::Any;
         let open = start(Kind::Ws, any, Config::default()).await;
-        let mut request = format!("ws://{}", open.addr).into_client_request().unwrap();
-        request
-            .headers_mut()
-            .insert("origin", "https://evil.example".parse().unwrap());
-        let conn = ws::connect(request, Builder::new()).await.unwrap();
+        let url = format!("ws://{}", open.addr);
+        let conn = ws::connect(handshake_from(&url, "https://evil.example"), Builder::new())
+            .await
+            .unwrap();
         assert_eq!(add(&conn.client, 1.0).await, 2.0);
     })
     .await;
