@@ -40,7 +40,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::{Instant as Clock, Sleep};
 
 use crate::request::{Handshake, Part, Requests, Times, CONTINUE};
-use crate::wire::{Input, Output};
+use crate::wire::Output;
 use crate::{BatchSlot, BoxFuture, Builder, CallError, Driver, Received};
 use crate::{Origins, ServeOptions, TokioTimer, Transport};
 
@@ -449,7 +449,7 @@ where
             After::Next => {
                 self.phase = Phase::Head;
                 self.idle_since = self.clock(None);
-                if !self.requests.input.is_empty() {
+                if self.requests.read_ahead() > 0 {
                     // A pipelined request waits in the buffer: read it.
                     cx.waker().wake_by_ref();
                 }
@@ -507,11 +507,10 @@ where
                 Phase::Await | Phase::Write(_) => return Poll::Pending,
                 Phase::Ended => return Poll::Ready(Ok(self.end(conn, now))),
                 Phase::Offer { used, len } => {
-                    let input = &mut self.requests.input;
-                    if conn.handle_message(&input.data()[..len], now).is_err() {
+                    if conn.handle_message(self.requests.body(len), now).is_err() {
                         return Poll::Ready(Ok(Received::Stalled));
                     }
-                    input.consume(used);
+                    self.requests.consume(used);
                     self.phase = Phase::Await;
                     self.since = self.clock(Some(now));
                     self.arm(Some(self.serving.handler_timeout));
@@ -541,7 +540,7 @@ where
                     Phase::Body {
                         refused: Some(refusal),
                     } => {
-                        self.requests.input.consume(used);
+                        self.requests.consume(used);
                         self.phase = self.refuse(refusal);
                         return Poll::Ready(Ok(Received::Data));
                     }
@@ -583,7 +582,7 @@ where
         if !self.shut {
             ready!(Pin::new(&mut self.stream).poll_shutdown(cx))?;
             self.shut = true;
-            self.requests.input = Input::new(Vec::new());
+            self.requests.release();
         }
         // A lingering close: what the peer still sends (a body refused from its head, a
         // request pipelined behind the last answer) is read and dropped until it closes its

@@ -39,7 +39,7 @@ use tokio::sync::{mpsc, Notify};
 
 use crate::channel::{Channel, Outbox, Tagged};
 use crate::request::{within, Handshake, Part, Requests, Times, CONTINUE};
-use crate::wire::{Input, SMALL};
+use crate::wire::SMALL;
 use crate::{Builder, Listener, ServeOptions};
 
 /// Largest request body read (a JSON-RPC message or batch).
@@ -461,8 +461,7 @@ async fn serve_socket<S: AsyncRead + AsyncWrite + Unpin>(
             return;
         };
         let keep_alive = head.keep_alive;
-        let input = &mut requests.input;
-        if !answer(&mut socket, &state, head, body, input).await || !keep_alive {
+        if !answer(&mut socket, &state, head, body, &mut requests).await || !keep_alive {
             let _ = socket.shutdown().await;
             return;
         }
@@ -477,7 +476,7 @@ async fn read_request<S: AsyncRead + AsyncWrite + Unpin>(
     requests: &mut Requests,
     times: Times,
 ) -> Option<(Head, Vec<u8>)> {
-    let head = within(times.head, "request head", next_part(socket, requests)).await;
+    let head = next_part(socket, requests, times.head, "request head").await;
     let head = match head {
         Ok(Part::Head(head)) => head,
         Ok(Part::Fault(fault)) => {
@@ -496,10 +495,10 @@ async fn read_request<S: AsyncRead + AsyncWrite + Unpin>(
     if head.expect_continue {
         let _ = socket.write_all(CONTINUE).await;
     }
-    match within(times.body, "request body", next_part(socket, requests)).await {
+    match next_part(socket, requests, times.body, "request body").await {
         Ok(Part::Body { used, len }) => {
-            let body = requests.input.data()[..len].to_vec();
-            requests.input.consume(used);
+            let body = requests.body(len).to_vec();
+            requests.consume(used);
             Some((head, body))
         }
         Ok(Part::Fault(fault)) => {
@@ -510,12 +509,18 @@ async fn read_request<S: AsyncRead + AsyncWrite + Unpin>(
     }
 }
 
-/// The next part of a request on `socket`.
+/// The next part of a request on `socket`, within `limit` (no timer when it was read
+/// already: a body that came with its head, a pipelined request).
 async fn next_part<S: AsyncRead + Unpin>(
     socket: &mut S,
     requests: &mut Requests,
+    limit: Option<Duration>,
+    what: &'static str,
 ) -> io::Result<Part> {
-    poll_fn(|cx| requests.poll_part(socket, cx)).await
+    match requests.buffered() {
+        Ok(part) => Ok(part),
+        Err(_) => within(limit, what, poll_fn(|cx| requests.poll_part(socket, cx))).await,
+    }
 }
 
 /// Answers one request as the machine decides; false when the connection must close.
@@ -524,7 +529,7 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
     state: &State,
     mut head: Head,
     body: Vec<u8>,
-    input: &mut Input,
+    reader: &mut Requests,
 ) -> bool {
     let (verdict, writer, principal, ids) = {
         let mut shared = state.lock();
@@ -602,11 +607,11 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
                     .map(|r| (r.input.clone(), Arc::clone(&r.requests)))
             };
             let Some((sender, requests)) = sender else {
-                return write_stream(socket, state, writer, input).await;
+                return write_stream(socket, state, writer, reader).await;
             };
             let calls = record(&requests, ids, request);
             let _ = sender.send((body, stream)).await;
-            let keep = write_stream(socket, state, writer, input).await;
+            let keep = write_stream(socket, state, writer, reader).await;
             for id in &calls {
                 requests.forget(id);
             }
@@ -625,14 +630,14 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
             // The connection is this request's alone and ends with it: nothing to forget.
             record(&requests, ids, request);
             let _ = sender.send((body, stream)).await;
-            let keep = write_stream(socket, state, writer, input).await;
+            let keep = write_stream(socket, state, writer, reader).await;
             // Its one request answered (or abandoned): the connection ends.
             if let Some(running) = state.lock().stateless.remove(&stream) {
                 running.shutdown.shutdown(Duration::ZERO);
             }
             keep
         }
-        (Verdict::Listen { .. }, Some(writer)) => write_stream(socket, state, writer, input).await,
+        (Verdict::Listen { .. }, Some(writer)) => write_stream(socket, state, writer, reader).await,
         (Verdict::Ended { session, response }, _) => {
             if let Some(running) = state.lock().sessions.remove(&session) {
                 running.shutdown.shutdown(Duration::ZERO);
@@ -667,7 +672,7 @@ async fn write_stream<S: AsyncRead + AsyncWrite + Unpin>(
     socket: &mut S,
     state: &State,
     writer: Writer,
-    input: &mut Input,
+    reader: &mut Requests,
 ) -> bool {
     let stream = writer.stream;
     let mut wrote = false;
@@ -699,12 +704,12 @@ async fn write_stream<S: AsyncRead + AsyncWrite + Unpin>(
             Step::Wait => {}
             _ => break false,
         }
-        // A pipelined next request is read into `input`, kept for after this response.
-        let need = input.len() + SMALL;
+        // A pipelined next request is read ahead, kept for after this response.
+        let need = reader.read_ahead() + SMALL;
         tokio::select! {
             _ = writer.notify.notified() => {}
-            read = poll_fn(|cx| input.poll_fill(socket, cx, need)) => match read {
-                Ok(n) if n > 0 && input.len() <= MAX_AHEAD => {}
+            read = poll_fn(|cx| reader.poll_read(socket, cx, need)) => match read {
+                Ok(n) if n > 0 && reader.read_ahead() <= MAX_AHEAD => {}
                 _ => {
                     closed(state, &writer);
                     break false;

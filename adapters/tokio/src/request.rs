@@ -129,8 +129,11 @@ pub(crate) enum Part {
 #[derive(Debug)]
 pub(crate) struct Requests {
     /// What was read and not consumed yet.
-    pub(crate) input: Input,
+    input: Input,
     decoder: RequestDecoder,
+    /// The decoder found what was read incomplete and wants this many bytes: it is not
+    /// asked again before more come.
+    need: Option<usize>,
 }
 
 impl Requests {
@@ -139,6 +142,7 @@ impl Requests {
         Requests {
             input: Input::new(Vec::new()),
             decoder,
+            need: None,
         }
     }
 
@@ -148,6 +152,74 @@ impl Requests {
         matches!(head.body, BodyKind::Length(n) if n > self.decoder.max_body() as u64)
     }
 
+    /// The body of a [`Part::Body`] of `len` bytes.
+    pub(crate) fn body(&mut self, len: usize) -> &[u8] {
+        &self.input.data()[..len]
+    }
+
+    /// The first `used` bytes read are done with (a body taken).
+    pub(crate) fn consume(&mut self, used: usize) {
+        self.input.consume(used);
+    }
+
+    /// How many bytes were read and not consumed.
+    pub(crate) fn read_ahead(&self) -> usize {
+        self.input.len()
+    }
+
+    /// Nothing more will be read: the buffer is given back.
+    #[cfg(feature = "http")]
+    pub(crate) fn release(&mut self) {
+        self.input = Input::new(Vec::new());
+        self.need = None;
+    }
+
+    /// The next part of a request when what was read holds it whole; else how many bytes
+    /// the input should hold to go on.
+    pub(crate) fn buffered(&mut self) -> Result<Part, usize> {
+        if let Some(need) = self.need {
+            return Err(need);
+        }
+        match self.decoder.decode(self.input.data()) {
+            Err(fault) => Ok(Part::Fault(fault)),
+            Ok(HttpStep::Head(used, head)) => {
+                self.input.consume(used);
+                Ok(Part::Head(head))
+            }
+            Ok(HttpStep::Body(used, body)) => Ok(Part::Body {
+                used,
+                len: body.len(),
+            }),
+            Ok(HttpStep::Incomplete(need)) => {
+                // A chunked body's framing is dropped as it is decoded (what is still needed
+                // is as many bytes more as before).
+                let held = self.input.len();
+                let kept = self.decoder.reclaim(self.input.data());
+                self.input.keep(kept);
+                let need = kept + need.saturating_sub(held);
+                // A head or chunk line says only that it needs more: read a good deal more,
+                // not a byte at a time.
+                let need = need.max(self.input.len() + SMALL);
+                self.need = Some(need);
+                Err(need)
+            }
+        }
+    }
+
+    /// Reads more of `stream` into the input, wanting it to hold `need` bytes: `Ok(0)` at
+    /// the end of the stream. (Also for what a client sends ahead while its answer is
+    /// written.)
+    pub(crate) fn poll_read<S: AsyncRead + Unpin>(
+        &mut self,
+        stream: &mut S,
+        cx: &mut Context<'_>,
+        need: usize,
+    ) -> Poll<io::Result<usize>> {
+        let n = ready!(self.input.poll_fill(stream, cx, need))?;
+        self.need = None;
+        Poll::Ready(Ok(n))
+    }
+
     /// Reads `stream` until the next part of a request is whole.
     pub(crate) fn poll_part<S: AsyncRead + Unpin>(
         &mut self,
@@ -155,30 +227,12 @@ impl Requests {
         cx: &mut Context<'_>,
     ) -> Poll<io::Result<Part>> {
         loop {
-            match self.decoder.decode(self.input.data()) {
-                Err(fault) => return Poll::Ready(Ok(Part::Fault(fault))),
-                Ok(HttpStep::Head(used, head)) => {
-                    self.input.consume(used);
-                    return Poll::Ready(Ok(Part::Head(head)));
-                }
-                Ok(HttpStep::Body(used, body)) => {
-                    let len = body.len();
-                    return Poll::Ready(Ok(Part::Body { used, len }));
-                }
-                Ok(HttpStep::Incomplete(need)) => {
-                    // A chunked body's framing is dropped as it is decoded (what is still
-                    // needed is as many bytes more as before).
-                    let held = self.input.len();
-                    let kept = self.decoder.reclaim(self.input.data());
-                    self.input.keep(kept);
-                    let need = kept + need.saturating_sub(held);
-                    // A head or chunk line says only that it needs more: read a good deal
-                    // more, not a byte at a time.
-                    let need = need.max(self.input.len() + SMALL);
-                    if ready!(self.input.poll_fill(stream, cx, need))? == 0 {
-                        return Poll::Ready(Ok(Part::End));
-                    }
-                }
+            let need = match self.buffered() {
+                Ok(part) => return Poll::Ready(Ok(part)),
+                Err(need) => need,
+            };
+            if ready!(self.poll_read(stream, cx, need))? == 0 {
+                return Poll::Ready(Ok(Part::End));
             }
         }
     }

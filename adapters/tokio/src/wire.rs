@@ -51,12 +51,6 @@ impl Input {
         self.end - self.start
     }
 
-    /// True when every byte read was consumed.
-    #[cfg(feature = "http")]
-    pub(crate) fn is_empty(&self) -> bool {
-        self.start == self.end
-    }
-
     /// Only the first `n` bytes of [`data`](Input::data) are kept.
     pub(crate) fn keep(&mut self, n: usize) {
         self.end = self.end.min(self.start + n);
