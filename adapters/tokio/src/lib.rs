@@ -12,8 +12,8 @@
 //! Servers facing the internet: [`ServeOptions`] (the `*_with` / `serve_with_options`
 //! variants, and [`mcp::Options::serve`]) bounds the connections at once, serves TLS, and
 //! configures WebSocket `Origin`s and HTTP CORS. Every server accepts on one loop: the
-//! same connection cap, busy answer and shutdown; the endpoint's own rules (rate limit, idle and partial-frame timeouts) are set in
-//! the [`Builder`]'s config.
+//! same connection cap, busy answer and shutdown. The endpoint's own rules (rate limit,
+//! idle and partial-frame timeouts) are set in the [`Builder`]'s config.
 //!
 //! ```
 //! use sansrpc::method::Method;
@@ -73,10 +73,11 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::compat::{Compat, TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
-/// Which `Origin`s a server accepts: the WebSocket handshake's ([`ServeOptions::allowed_origins`]),
-/// CORS ([`ServeOptions::cors`]) and MCP's (`streamable::Config::origins`) are one rule, the
-/// core's. [`Origins::SameAsHosts`] (the default) is judged against
-/// [`Hosts::Loopback`](sansrpc::codec::http::Hosts::Loopback) here.
+/// Which `Origin`s a server accepts: the WebSocket handshake's
+/// ([`ServeOptions::allowed_origins`]), CORS ([`ServeOptions::cors`]) and MCP's
+/// (`streamable::Config::origins`) are one rule, the core's. [`Origins::SameAsHosts`] (the
+/// default) is judged against [`Hosts::Loopback`](sansrpc::codec::http::Hosts::Loopback)
+/// here.
 pub use sansrpc::codec::http::Origins;
 pub use sansrpc_futures::{
     sansrpc, AsyncRouter, Batch, BatchSlot, BoxFuture, Builder, ByteStream, CallError, Cancelled,
@@ -86,9 +87,8 @@ pub use sansrpc_futures::{
 
 /// How a server protects itself from clients it does not trust, for every `serve_*`
 /// function of this crate and the MCP server ([`mcp::Options::serve`]; each field says
-/// which use it). The per-connection rules
-/// (rate limit, idle and partial-frame timeouts) are the endpoint's, in the
-/// [`Builder`]'s [`Config`](sansrpc::connection::Config).
+/// which use it). The per-connection rules (rate limit, idle and partial-frame timeouts)
+/// are the endpoint's, in the [`Builder`]'s [`Config`](sansrpc::connection::Config).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ServeOptions {
