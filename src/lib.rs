@@ -117,6 +117,7 @@ pub mod ext;
 pub mod id;
 mod json;
 pub mod limits;
+pub mod mcp;
 pub mod message;
 pub mod method;
 mod raw;

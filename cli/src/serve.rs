@@ -250,9 +250,10 @@ pub struct ProtectArgs {
     /// sends but does not read). 0: never. Default on network transports: 30s; stdio: never.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     write_stall_timeout: Option<Duration>,
-    /// WebSocket: accept handshakes from this Origin only (repeatable; others get 403).
-    /// Clients sending no Origin are accepted.
-    #[arg(long, value_name = "ORIGIN")]
+    /// WebSocket: accept handshakes from this Origin (repeatable; `*` for any; others get
+    /// 403). Without it, only pages of a loopback host (http://localhost:3000). Clients
+    /// sending no Origin are accepted.
+    #[arg(long, value_name = "ORIGIN|*")]
     allow_origin: Vec<String>,
     /// HTTP: answer CORS for this origin (repeatable; `*` for any); preflights from other
     /// origins get 403.
@@ -304,14 +305,10 @@ impl ProtectArgs {
         options.max_connections = self.max_connections();
         // The endpoint config already holds the flags' timeouts (0 meaning never).
         options.network_defaults = false;
-        if !self.allow_origin.is_empty() {
-            options.allowed_origins = Origins::List(self.allow_origin.clone());
+        if let Some(origins) = origins(&self.allow_origin) {
+            options.allowed_origins = origins;
         }
-        if self.cors_origin.iter().any(|o| o == "*") {
-            options.cors = Some(Origins::Any);
-        } else if !self.cors_origin.is_empty() {
-            options.cors = Some(Origins::List(self.cors_origin.clone()));
-        }
+        options.cors = origins(&self.cors_origin);
         options
     }
 }
@@ -322,6 +319,17 @@ const DEFAULT_IDLE: Duration = sansrpc::connection::NETWORK_IDLE_TIMEOUT;
 const DEFAULT_FRAME: Duration = sansrpc::connection::NETWORK_FRAME_TIMEOUT;
 const DEFAULT_WRITE_STALL: Duration = sansrpc::connection::NETWORK_WRITE_STALL_TIMEOUT;
 /// Most connections at once unless the descriptor budget is smaller.
+/// The origins a repeatable flag names: `*` for any; `None` when it is not given.
+fn origins(flag: &[String]) -> Option<Origins> {
+    if flag.iter().any(|o| o == "*") {
+        Some(Origins::Any)
+    } else if flag.is_empty() {
+        None
+    } else {
+        Some(Origins::List(flag.to_vec()))
+    }
+}
+
 const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 /// Descriptors kept for the listener, the store, logs and accept retries (a quarter of
 /// the limit when that is less).

@@ -38,7 +38,9 @@
 //! `Mcp-Param-<Name>` header. The client remembers those marks from the `tools/list` pages it
 //! reads, leaves out of what it returns the tools whose marks break the revision's rules
 //! (and refuses to call them), and says through [`ParamHeaders`] which headers each
-//! `tools/call` carries; `sansrpc_tokio::mcp_client::connect_with_headers` sends them.
+//! `tools/call` carries; `sansrpc_tokio::mcp_client::connect_with_headers` sends them. The
+//! marks are read into the same model the server checks them with,
+//! [`sansrpc::streamable::ParamHeader`].
 
 use crate::raw_json;
 use std::borrow::Cow;
@@ -52,6 +54,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use sansrpc::connection::Timeout;
+use sansrpc::streamable::ParamHeader;
 use sansrpc::{ErrorObject, RawValue};
 use sansrpc_futures::{AsyncRouter, BoxFuture, CallError, Client, PendingCall};
 use serde::de::DeserializeOwned;
@@ -108,8 +111,9 @@ pub enum ClientError {
     /// The server asked (in an `input_required` result) for something this client has no
     /// handler for: the request's method.
     Unanswerable(String),
-    /// The tool's `x-mcp-header` marks break the rules of SEP-2243 (see [`param_mirrors`]):
-    /// the client left it out of the tools it listed and does not call it; nothing was sent.
+    /// The tool's `x-mcp-header` marks break the rules of SEP-2243 (see
+    /// [`Tool::param_headers`]): the client left it out of the tools it listed and does not
+    /// call it; nothing was sent.
     RejectedTool {
         /// The tool's name.
         name: String,
@@ -779,8 +783,8 @@ impl McpClient {
     ///
     /// On the stateless revision the page's `x-mcp-header` marks are remembered (for the
     /// `Mcp-Param-*` headers of later calls, see [`ParamHeaders`]) and the tools whose marks
-    /// break SEP-2243's rules ([`param_mirrors`]) are left out of the page; calling one is
-    /// [`ClientError::RejectedTool`]. More than [`MAX_ITEMS`] marked tools remembered from
+    /// break SEP-2243's rules ([`Tool::param_headers`]) are left out of the page; calling one
+    /// is [`ClientError::RejectedTool`]. More than [`MAX_ITEMS`] marked tools remembered from
     /// single pages is [`ClientError::TooManyPages`] ([`all_tools`](Self::all_tools) starts
     /// afresh).
     pub async fn list_tools(&self, cursor: Option<&str>) -> Result<ListToolsResult, ClientError> {
@@ -1505,185 +1509,10 @@ fn tool_params(
     Ok(CallToolRequestParams::new(name, arguments))
 }
 
-/// One tool argument mirrored in an HTTP header (SEP-2243): the property its input schema
-/// marks with `"x-mcp-header": "<Name>"`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParamMirror {
-    /// Where the argument is: the chain of `properties` keys from the schema's root (one
-    /// key for a top-level argument).
-    pub path: Vec<String>,
-    /// The header's name after `Mcp-Param-`, as the schema spells it.
-    pub header: String,
-}
-
-/// The JSON Schema keywords whose value is a schema (or an array of schemas): a mark under
-/// one of them is not statically reachable.
-const SUBSCHEMA: &[&str] = &[
-    "items",
-    "prefixItems",
-    "additionalItems",
-    "contains",
-    "additionalProperties",
-    "unevaluatedItems",
-    "unevaluatedProperties",
-    "propertyNames",
-    "allOf",
-    "anyOf",
-    "oneOf",
-    "not",
-    "if",
-    "then",
-    "else",
-];
-
-/// The keywords whose value maps names to schemas (`properties` aside).
-const SCHEMA_MAP: &[&str] = &[
-    "patternProperties",
-    "dependentSchemas",
-    "dependencies",
-    "$defs",
-    "definitions",
-];
-
-/// The arguments `tool` mirrors in `Mcp-Param-*` headers, from the `x-mcp-header` marks of
-/// its input schema (none: an empty list), or why the tool must be rejected. The rules of
-/// revision 2026-07-28 (`server/tools#x-mcp-header`, `basic/transports/streamable-http`,
-/// "Custom Headers from Tool Parameters"): a mark is a non-empty string of HTTP token
-/// characters (RFC 9110 `tchar`: no space, colon, control or non-ASCII character); the
-/// marks of one schema differ case-insensitively; a marked property has `"type"` `string`,
-/// `integer` or `boolean` (or one of them with `"null"`; not `number`, `object`, `array`
-/// or `null` alone, nor no type); and it is reached from the root through `properties`
-/// keys alone (not through `items`, `allOf`/`anyOf`/`oneOf`/`not`, `if`/`then`/`else`,
-/// `$defs`, `additionalProperties`, …, nor the root itself).
-pub fn param_mirrors(tool: &Tool) -> Result<Vec<ParamMirror>, String> {
-    let mut out = Vec::new();
-    for (key, value) in &tool.input_schema {
-        mirrors_under(key, value, Some(&[]), &mut out)?;
-    }
-    if tool.input_schema.contains_key("x-mcp-header") {
-        return Err("x-mcp-header on the schema's root, not on a property".into());
-    }
-    let mut seen: Vec<String> = Vec::with_capacity(out.len());
-    for mirror in &out {
-        let lower = mirror.header.to_ascii_lowercase();
-        if seen.contains(&lower) {
-            return Err(format!(
-                "x-mcp-header {:?} appears twice (names are case-insensitive)",
-                mirror.header
-            ));
-        }
-        seen.push(lower);
-    }
-    Ok(out)
-}
-
-/// The marks under keyword `key` (of value `value`) of a schema at `path` (`None`: not
-/// statically reachable).
-fn mirrors_under(
-    key: &str,
-    value: &Value,
-    path: Option<&[String]>,
-    out: &mut Vec<ParamMirror>,
-) -> Result<(), String> {
-    match (key, value) {
-        ("properties", Value::Object(properties)) => {
-            for (name, schema) in properties {
-                let child = path.map(|p| {
-                    let mut child = p.to_vec();
-                    child.push(name.clone());
-                    child
-                });
-                mirrors_in(schema, child.as_deref(), out)?;
-            }
-        }
-        (k, Value::Array(schemas)) if SUBSCHEMA.contains(&k) => {
-            for schema in schemas {
-                mirrors_in(schema, None, out)?;
-            }
-        }
-        (k, schema) if SUBSCHEMA.contains(&k) => mirrors_in(schema, None, out)?,
-        (k, Value::Object(schemas)) if SCHEMA_MAP.contains(&k) => {
-            for schema in schemas.values() {
-                mirrors_in(schema, None, out)?;
-            }
-        }
-        // Anything else (`enum`, `const`, `default`, `examples`, …) is data, not a schema.
-        _ => {}
-    }
-    Ok(())
-}
-
-/// The marks of one (sub)schema at `path` (`None`: not statically reachable).
-fn mirrors_in(
-    schema: &Value,
-    path: Option<&[String]>,
-    out: &mut Vec<ParamMirror>,
-) -> Result<(), String> {
-    let Value::Object(schema) = schema else {
-        return Ok(());
-    };
-    if let Some(mark) = schema.get("x-mcp-header") {
-        let at = path.map_or_else(
-            || "a subschema".to_owned(),
-            |p| format!("{:?}", p.join(".")),
-        );
-        let Some(path) = path else {
-            return Err(format!(
-                "x-mcp-header on {at} not reached through `properties` alone"
-            ));
-        };
-        let Value::String(header) = mark else {
-            return Err(format!("x-mcp-header on {at} is not a string"));
-        };
-        if header.is_empty() {
-            return Err(format!("x-mcp-header on {at} is empty"));
-        }
-        if !header.bytes().all(is_tchar) {
-            return Err(format!(
-                "x-mcp-header {header:?} on {at} is not an HTTP token (RFC 9110 tchar)"
-            ));
-        }
-        if !is_primitive(schema.get("type")) {
-            return Err(format!(
-                "x-mcp-header {header:?} on {at}, whose type is not string, integer or boolean"
-            ));
-        }
-        out.push(ParamMirror {
-            path: path.to_vec(),
-            header: header.clone(),
-        });
-    }
-    for (key, value) in schema {
-        mirrors_under(key, value, path, out)?;
-    }
-    Ok(())
-}
-
-/// RFC 9110 `tchar`.
-fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
-}
-
-/// `"type"` is `string`, `integer` or `boolean`, or an array of one of them and `"null"`.
-fn is_primitive(kind: Option<&Value>) -> bool {
-    const PRIMITIVE: [&str; 3] = ["string", "integer", "boolean"];
-    match kind {
-        Some(Value::String(kind)) => PRIMITIVE.contains(&kind.as_str()),
-        Some(Value::Array(kinds)) => {
-            let mut kinds = kinds.iter().filter(|k| k.as_str() != Some("null"));
-            match (kinds.next(), kinds.next()) {
-                (Some(Value::String(kind)), None) => PRIMITIVE.contains(&kind.as_str()),
-                _ => false,
-            }
-        }
-        _ => false,
-    }
-}
-
 /// What the client remembers of one tool with `x-mcp-header` marks.
 #[derive(Debug, Clone)]
 enum Marks {
-    Mirrors(Arc<[ParamMirror]>),
+    Mirrors(Arc<[ParamHeader]>),
     Rejected(String),
 }
 
@@ -1708,39 +1537,6 @@ impl fmt::Debug for ParamHeaders {
     }
 }
 
-/// The largest integer a header carries: 2^53 − 1 (exact in IEEE 754 double precision).
-const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
-
-/// An argument's value as its header gives it (before the encoding): a string as it is, a
-/// boolean as `true`/`false`, an integer within ±(2^53−1) in decimal. `Ok(None)`: null,
-/// no header; `Err`: no header can carry it.
-fn header_text(value: &Value) -> Result<Option<Cow<'_, str>>, ()> {
-    match value {
-        Value::Null => Ok(None),
-        Value::String(s) => Ok(Some(Cow::Borrowed(s))),
-        Value::Bool(b) => Ok(Some(Cow::Borrowed(if *b { "true" } else { "false" }))),
-        Value::Number(n) => {
-            let integer = n.as_i64().or_else(|| {
-                let f = n.as_f64()?;
-                // 42.0 is the integer 42; 2^63 and beyond fail the range check below.
-                (f.fract() == 0.0 && f.abs() <= MAX_SAFE_INTEGER as f64).then_some(f as i64)
-            });
-            match integer {
-                Some(i) if i.abs() <= MAX_SAFE_INTEGER => Ok(Some(Cow::Owned(i.to_string()))),
-                _ => Err(()),
-            }
-        }
-        Value::Array(_) | Value::Object(_) => Err(()),
-    }
-}
-
-/// The value at `path` of a call's arguments, if there is one.
-fn at_path<'a>(arguments: &'a JsonObject, path: &[String]) -> Option<&'a Value> {
-    let (first, rest) = path.split_first()?;
-    rest.iter()
-        .try_fold(arguments.get(first)?, |value, key| value.get(key))
-}
-
 impl ParamHeaders {
     /// The marks of `tool`, if it has any (or was rejected).
     fn marks(&self, tool: &str) -> Option<Marks> {
@@ -1751,7 +1547,7 @@ impl ParamHeaders {
         tools.get(tool).cloned()
     }
 
-    /// Why the listing rejected `tool` ([`param_mirrors`]), if it did.
+    /// Why the listing rejected `tool` ([`Tool::param_headers`]), if it did.
     pub fn rejection(&self, tool: &str) -> Option<String> {
         match self.marks(tool)? {
             Marks::Rejected(reason) => Some(reason),
@@ -1761,7 +1557,7 @@ impl ParamHeaders {
 
     /// The arguments `tool` mirrors in headers (empty for a tool without marks, rejected or
     /// never listed).
-    pub fn mirrors(&self, tool: &str) -> Vec<ParamMirror> {
+    pub fn mirrors(&self, tool: &str) -> Vec<ParamHeader> {
         match self.marks(tool) {
             Some(Marks::Mirrors(mirrors)) => mirrors.to_vec(),
             _ => Vec::new(),
@@ -1776,7 +1572,7 @@ impl ParamHeaders {
         let mut kept = Vec::with_capacity(tools.len());
         let mut changes = Vec::new();
         for tool in tools {
-            match param_mirrors(&tool) {
+            match tool.param_headers() {
                 Ok(mirrors) if mirrors.is_empty() => {
                     if !afresh {
                         changes.push((tool.name.clone(), None));
@@ -1826,8 +1622,8 @@ impl ParamHeaders {
                     return Ok(());
                 };
                 for mirror in mirrors.iter() {
-                    if let Some(value) = at_path(arguments, &mirror.path) {
-                        if header_text(value).is_err() {
+                    if let Some(value) = mirror.argument(arguments) {
+                        if ParamHeader::header_text(value).is_err() {
                             return Err(ClientError::Arguments(format!(
                                 "{} is mirrored in Mcp-Param-{} and must be a string, a boolean \
                                  or an integer within ±(2^53−1), not {value}",
@@ -1853,7 +1649,7 @@ impl ParamHeaders {
         mirrors
             .iter()
             .filter_map(|mirror| {
-                let value = header_text(at_path(arguments, &mirror.path)?).ok()??;
+                let value = ParamHeader::header_text(mirror.argument(arguments)?).ok()??;
                 Some((
                     format!("Mcp-Param-{}", mirror.header),
                     sansrpc::streamable::encode_header_value(&value),

@@ -10,9 +10,10 @@ use std::sync::Arc;
 mod support;
 use support::run;
 
+use sansrpc::streamable::ParamHeader;
 use sansrpc::RawValue;
 use sansrpc_futures::AsyncRouter;
-use sansrpc_mcp::client::{param_mirrors, ClientBuilder, ClientError, McpClient, ParamMirror};
+use sansrpc_mcp::client::{ClientBuilder, ClientError, McpClient};
 use sansrpc_mcp::types::{JsonObject, Tool};
 use serde_json::{json, Value};
 
@@ -456,9 +457,10 @@ fn the_session_revision_ignores_the_marks() {
 #[test]
 fn the_marks_of_one_tool_read_from_its_schema() {
     let weather: Tool = serde_json::from_value(weather()).unwrap();
-    let mut mirrors = param_mirrors(&weather).unwrap();
+    let mut mirrors = weather.param_headers().unwrap();
     mirrors.sort_by(|a, b| a.header.cmp(&b.header));
-    let mirror = |path: &[&str], header: &str| ParamMirror {
+    let mirror = |path: &[&str], header: &str| ParamHeader {
+        tool: "weather".to_owned(),
         path: path.iter().map(|p| p.to_string()).collect(),
         header: header.to_owned(),
     };
@@ -474,7 +476,7 @@ fn the_marks_of_one_tool_read_from_its_schema() {
     );
     for (tool, rule) in invalid_tools() {
         let tool: Tool = serde_json::from_value(tool).unwrap();
-        let reason = param_mirrors(&tool).unwrap_err();
+        let reason = tool.param_headers().unwrap_err();
         assert!(reason.contains(rule), "{}: {reason}", tool.name);
     }
 }

@@ -34,6 +34,10 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
 
+mod origin;
+
+pub use origin::{Hosts, Origins};
+
 /// Longest request head accepted (request line and headers), and longest trailer section.
 pub const MAX_HEAD: usize = 32 * 1024;
 
@@ -298,8 +302,6 @@ impl RequestDecoder {
     }
 
     fn decode_head<'a>(&mut self, buf: &'a mut [u8]) -> Result<HttpStep<'a>, HttpFault> {
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut request = httparse::Request::new(&mut headers);
         // Only the first MAX_HEAD bytes are read: a fault past them would be found or not
         // depending on how much the transport had read.
         let window = &buf[..buf.len().min(MAX_HEAD)];
@@ -320,6 +322,10 @@ impl RequestDecoder {
         {
             self.parses += 1;
         }
+        // The fields' table is set up only for a parse (an idle connection's reads find no
+        // line, and cost no 2 KiB of it).
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut request = httparse::Request::new(&mut headers);
         let parsed = request.parse(lines);
         // Still partial: the next parse is due at a line end after these bytes.
         self.head_scanned = match parsed {

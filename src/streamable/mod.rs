@@ -47,19 +47,23 @@ use core::time::Duration;
 use crate::codec::http::{write_head, Head, Method};
 use crate::codec::sse;
 use crate::driver::Timers;
+use crate::mcp::error_codes::{
+    HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,
+};
+use crate::mcp::version::{self, STATELESS};
 use crate::message::{Classified, Classifier, Incoming};
 use crate::time::Instant;
 use crate::{Id, Limits};
 
+mod param;
 mod rules;
 mod store;
 mod stream;
 
-pub use rules::{
-    bearer_token, decode_header_value, encode_header_value, Hosts, Origins, ParamHeader, ASSUMED,
-    HEADER_MISMATCH, LATEST_LEGACY, LEGACY, META_CAPABILITIES, META_VERSION, MISSING_CAPABILITY,
-    STATELESS, UNSUPPORTED_VERSION,
-};
+// The `Host` and `Origin` rules are HTTP's, the same for every server (`codec::http`).
+pub use crate::codec::http::{Hosts, Origins};
+pub use param::ParamHeader;
+pub use rules::{bearer_token, decode_header_value, encode_header_value};
 pub use store::{EventStore, MemoryEventStore};
 
 use stream::{Kind, Mode, Stream};
@@ -112,7 +116,8 @@ pub struct Config {
     /// The OAuth 2.1 resource-server settings; `None` (the default) serves without tokens.
     pub auth: Option<Auth>,
     /// Tool arguments mirrored in `Mcp-Param-` headers, checked on 2026-07-28 `tools/call`
-    /// requests (default none).
+    /// requests (default none). [`ParamHeader::of_tool`] reads them from a tool's input
+    /// schema; `sansrpc_mcp::server::Server::streamable_config` fills them from its tools.
     pub param_headers: Vec<ParamHeader>,
 }
 
@@ -644,20 +649,20 @@ impl Server {
         }
         if !self.config.sessions {
             // A modern-only server: what it speaks, in the error any older request gets.
-            let data = br#"{"supported":["2026-07-28"]}"#;
+            let data = rules::unsupported_data(None);
             let body = error_body(
                 // The id of a lone request, read only for this error.
                 (shape.requests == 1)
                     .then(|| rules::stateless(body).and_then(|s| s.id))
                     .flatten(),
-                UNSUPPORTED_VERSION,
+                UNSUPPORTED_PROTOCOL_VERSION,
                 "Unsupported protocol version",
-                Some(data),
+                Some(&data),
             );
             return Verdict::Respond(Response::json(400, body));
         }
         if let Some(version) = version_header {
-            if !LEGACY.contains(&version) {
+            if !version::is_handshake(version) {
                 let why = "Bad Request: unsupported MCP-Protocol-Version";
                 return Verdict::Respond(Response::json(400, error_body(None, -32000, why, None)));
             }
@@ -1300,7 +1305,9 @@ fn note(entry: &Incoming<'_>, shape: &mut Shape, ids: &mut Vec<Id<'static>>) {
 fn stateless_status(code: Option<i64>) -> u16 {
     match code {
         Some(crate::error::code::METHOD_NOT_FOUND) => 404,
-        Some(HEADER_MISMATCH | MISSING_CAPABILITY | UNSUPPORTED_VERSION) => 400,
+        Some(
+            HEADER_MISMATCH | MISSING_REQUIRED_CLIENT_CAPABILITY | UNSUPPORTED_PROTOCOL_VERSION,
+        ) => 400,
         _ => 200,
     }
 }

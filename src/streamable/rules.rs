@@ -7,114 +7,15 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use serde::Deserialize;
+use serde_json::{Map, Value};
 
 use crate::codec::http::Head;
 use serde_json::value::RawValue as Json;
 
-use super::{error_body, Response};
+use super::{error_body, ParamHeader, Response};
 
-/// The revision served when a client asks for none: 2025-11-25.
-pub const LATEST_LEGACY: &str = "2025-11-25";
-/// The stateless revision.
-pub const STATELESS: &str = "2026-07-28";
-/// The session-based revisions served, newest first.
-pub const LEGACY: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
-/// What a client is assumed to speak when it sends no `MCP-Protocol-Version` (the
-/// 2025-11-25 transport's rule).
-pub const ASSUMED: &str = "2025-03-26";
-
-/// The 2026 `_meta` key of the protocol version.
-pub const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-/// The 2026 `_meta` key of the client's capabilities.
-pub const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
-
-/// MCP's HeaderMismatch error code (2026-07-28).
-pub const HEADER_MISMATCH: i64 = -32020;
-/// MCP's MissingRequiredClientCapability error code (2026-07-28).
-pub const MISSING_CAPABILITY: i64 = -32021;
-/// MCP's UnsupportedProtocolVersion error code (2026-07-28).
-pub const UNSUPPORTED_VERSION: i64 = -32022;
-
-/// Which `Host` names a server accepts (DNS-rebinding protection).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Hosts {
-    /// `localhost`, `127.0.0.1` and `[::1]`, any port: the default, right for a server
-    /// bound to a loopback address (a page on another site that resolves its own name to
-    /// 127.0.0.1 still sends its own name as `Host`).
-    Loopback,
-    /// These names (with or without a port; compared ignoring ASCII case), and the
-    /// loopback ones.
-    List(Vec<String>),
-    /// Any host (a server behind a proxy that checks it, or on a public address).
-    Any,
-}
-
-/// Which `Origin`s a server accepts; a request without one (not from a browser) is
-/// accepted.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Origins {
-    /// An origin whose host is one [`Hosts`] accepts (`http://localhost:3000`): the
-    /// default.
-    SameAsHosts,
-    /// These exact origins (`https://app.example.com`, compared ignoring ASCII case).
-    List(Vec<String>),
-    /// Any origin.
-    Any,
-}
-
-/// The host part of a `Host` value or an origin's authority: without the port, and
-/// without the brackets of an IPv6 literal.
-fn host_name(authority: &str) -> &str {
-    let authority = authority.trim();
-    if let Some(rest) = authority.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or_default();
-    }
-    match authority.rsplit_once(':') {
-        Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
-        _ => authority,
-    }
-}
-
-fn loopback(host: &str) -> bool {
-    host.eq_ignore_ascii_case("localhost") || host == "127.0.0.1" || host == "::1"
-}
-
-impl Hosts {
-    /// True when a request with `Host: host` may be served.
-    pub fn allows(&self, host: &str) -> bool {
-        let name = host_name(host);
-        match self {
-            Hosts::Any => true,
-            Hosts::Loopback => loopback(name),
-            Hosts::List(list) => {
-                loopback(name)
-                    || list.iter().any(|h| {
-                        h.eq_ignore_ascii_case(host.trim()) || h.eq_ignore_ascii_case(name)
-                    })
-            }
-        }
-    }
-}
-
-impl Origins {
-    /// True when a request with `Origin: origin` may be served (`hosts` for
-    /// [`Origins::SameAsHosts`]).
-    pub fn allows(&self, origin: &str, hosts: &Hosts) -> bool {
-        let origin = origin.trim();
-        match self {
-            Origins::Any => true,
-            Origins::List(list) => list.iter().any(|o| o.eq_ignore_ascii_case(origin)),
-            Origins::SameAsHosts => {
-                let authority = origin
-                    .strip_prefix("http://")
-                    .or_else(|| origin.strip_prefix("https://"));
-                authority.is_some_and(|a| hosts.allows(a.trim_end_matches('/')))
-            }
-        }
-    }
-}
+use crate::mcp::error_codes::{HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION};
+use crate::mcp::version::STATELESS;
 
 /// A header's value as text (trimmed of optional whitespace), when it is text.
 pub(super) fn text<'h>(head: &'h Head, name: &str) -> Option<&'h str> {
@@ -244,31 +145,6 @@ pub(super) struct Stateless<'a> {
     pub name: Option<String>,
     /// `params.arguments` of a `tools/call`, as raw JSON.
     pub arguments: Option<&'a Json>,
-}
-
-/// A tool argument mirrored in an HTTP header (SEP-2243: the tool's input schema marks the
-/// property with `"x-mcp-header": "<Name>"`): a 2026-07-28 `tools/call` of `tool` must send
-/// `Mcp-Param-<Name>` with the argument's value (plain, or `=?base64?…?=`), and the two must
-/// agree; otherwise 400 with `-32020`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParamHeader {
-    /// The tool's name.
-    pub tool: String,
-    /// The header's name after `Mcp-Param-`.
-    pub header: String,
-    /// The argument (a top-level property of the tool's input).
-    pub param: String,
-}
-
-impl ParamHeader {
-    /// `tool`'s argument `param`, mirrored in `Mcp-Param-<header>`.
-    pub fn new(tool: &str, header: &str, param: &str) -> Self {
-        ParamHeader {
-            tool: String::from(tool),
-            header: String::from(header),
-            param: String::from(param),
-        }
-    }
 }
 
 #[derive(Deserialize)]
@@ -430,62 +306,44 @@ pub(super) fn check_stateless(
     }
     if method == "tools/call" {
         let tool = body.name.as_deref().unwrap_or_default();
-        for p in param_headers.iter().filter(|p| p.tool == tool) {
-            if let Err(message) = check_param(head, body.arguments, p) {
-                return refuse(HEADER_MISMATCH, message, None);
+        let mut mirrored = param_headers.iter().filter(|p| p.tool == tool).peekable();
+        if mirrored.peek().is_some() {
+            // Read once for all of the tool's headers.
+            let arguments = body
+                .arguments
+                .and_then(|a| serde_json::from_str::<Map<String, Value>>(a.get()).ok());
+            for p in mirrored {
+                let mut name = String::from("mcp-param-");
+                name.push_str(&p.header);
+                let header = text(head, &name).map(decode_header_value);
+                if let Err(message) = p.check(header, arguments.as_ref()) {
+                    return refuse(HEADER_MISMATCH, message, None);
+                }
             }
         }
     }
     if version != STATELESS {
-        let mut data = Vec::from(&b"{\"supported\":[\""[..]);
-        data.extend_from_slice(STATELESS.as_bytes());
-        data.extend_from_slice(b"\"],\"requested\":");
-        crate::json::write_str(&mut data, version);
-        data.push(b'}');
         return refuse(
-            UNSUPPORTED_VERSION,
+            UNSUPPORTED_PROTOCOL_VERSION,
             "Unsupported protocol version",
-            Some(&data),
+            Some(&unsupported_data(Some(version))),
         );
     }
     Ok(())
 }
 
-/// One argument against its `Mcp-Param-` header: both absent, or both present and equal
-/// (a string as it is, a number or boolean as its JSON text).
-fn check_param(head: &Head, arguments: Option<&Json>, p: &ParamHeader) -> Result<(), &'static str> {
-    let mut name = String::from("mcp-param-");
-    name.push_str(&p.header);
-    let header = text(head, &name).map(decode_header_value);
-    let argument = arguments
-        .and_then(|a| {
-            serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(a.get()).ok()
-        })
-        .and_then(|mut a| a.remove(&p.param));
-    // A number compares as a number (SEP-2243: `42.0` in the body and `42` in the header
-    // agree), everything else as its text.
-    let number = match &argument {
-        Some(serde_json::Value::Number(n)) => n.as_f64(),
-        _ => None,
-    };
-    let argument = match argument {
-        None | Some(serde_json::Value::Null) => None,
-        Some(serde_json::Value::String(s)) => Some(s),
-        Some(other) => serde_json::to_string(&other).ok(),
-    };
-    match (header, argument) {
-        (None, None) => Ok(()),
-        (Some(None), _) => Err("Header mismatch: an Mcp-Param header is not valid base64"),
-        (None, Some(_)) => Err("Header mismatch: an Mcp-Param header is missing"),
-        (Some(Some(_)), None) => Err("Header mismatch: an Mcp-Param header has no argument"),
-        (Some(Some(h)), Some(a)) if h == a => Ok(()),
-        (Some(Some(h)), Some(_)) if number.is_some() && h.trim().parse::<f64>().ok() == number => {
-            Ok(())
-        }
-        (Some(Some(_)), Some(_)) => {
-            Err("Header mismatch: an Mcp-Param header differs from its argument")
-        }
+/// The `data` of an unsupported-protocol-version error: the revision served without a
+/// session, and the one `requested`, if known.
+pub(super) fn unsupported_data(requested: Option<&str>) -> Vec<u8> {
+    let mut data = Vec::from(&b"{\"supported\":[\""[..]);
+    data.extend_from_slice(STATELESS.as_bytes());
+    data.extend_from_slice(b"\"]");
+    if let Some(requested) = requested {
+        data.extend_from_slice(b",\"requested\":");
+        crate::json::write_str(&mut data, requested);
     }
+    data.push(b'}');
+    data
 }
 
 #[cfg(test)]
@@ -542,26 +400,5 @@ mod tests {
             Some("=?base64?SGVsbG8="),
             "no ?= suffix: literal"
         );
-    }
-
-    #[test]
-    fn hosts_and_origins() {
-        let hosts = Hosts::Loopback;
-        for ok in [
-            "localhost",
-            "localhost:3000",
-            "127.0.0.1:80",
-            "[::1]:9",
-            "LOCALHOST",
-        ] {
-            assert!(hosts.allows(ok), "{ok}");
-        }
-        for no in ["evil.example.com", "127.0.0.1.evil.com", "evil.com:127"] {
-            assert!(!hosts.allows(no), "{no}");
-        }
-        let origins = Origins::SameAsHosts;
-        assert!(origins.allows("http://127.0.0.1:3000", &hosts));
-        assert!(!origins.allows("http://evil.example.com", &hosts));
-        assert!(!origins.allows("null", &hosts));
     }
 }

@@ -18,7 +18,6 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use sansrpc::connection::{Config, Profile};
-use sansrpc::streamable::{self, ParamHeader};
 use sansrpc_mcp::server::{Context, ListKind, McpError, ServerBuilder};
 use sansrpc_mcp::types::{
     CallToolResult, Completion, ContentBlock, CreateMessageRequestParams, ElicitRequestParams,
@@ -482,7 +481,7 @@ fn schema_tools(server: ServerBuilder) -> ServerBuilder {
         )))
     });
     // SEP-2243: the argument travels in the `Mcp-Param-Region` header too (checked by the
-    // transport, see `main`).
+    // transport: `Server::streamable_config` in `main`).
     let schema = json!({"type": "object", "required": ["region"],
         "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}});
     let tool = Tool::new("test_header_param", "Echoes its region", object(schema));
@@ -754,8 +753,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let port: u16 = std::env::var("PORT").map_or(Ok(3000), |p| p.parse())?;
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     println!("listening on http://{}/mcp", listener.local_addr()?);
-    let mut config = streamable::Config::default();
-    config.param_headers = vec![ParamHeader::new("test_header_param", "Region", "region")];
+    // The `Mcp-Param-*` headers checked are those the tools' schemas mark (SEP-2243).
+    let config = server.streamable_config();
     let stop = async {
         let _ = tokio::signal::ctrl_c().await;
     };

@@ -26,14 +26,15 @@ use std::task::{ready, Context, Poll};
 use std::time::{Duration, SystemTime};
 
 use sansrpc::codec::http::{
-    write_head, BodyKind, Head, HttpFault, HttpStep, Method as Verb, RequestDecoder,
+    write_head, BodyKind, Head, Hosts, HttpFault, Method as Verb, RequestDecoder,
 };
 use sansrpc::connection::Connection;
 use sansrpc::Instant;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::{Instant as Clock, Sleep};
 
-use crate::wire::{Input, Output, SMALL};
+use crate::request::{Handshake, Part, Requests, Times, CONTINUE};
+use crate::wire::Output;
 use crate::{Builder, Received};
 use crate::{Origins, ServeOptions, Transport};
 
@@ -52,10 +53,10 @@ const HEAD_ROOM: usize = 256;
 #[derive(Debug)]
 struct Serving {
     max_body: usize,
-    /// The next request head is due this long after the last exchange ended.
-    head_timeout: Option<Duration>,
-    /// A body is due this long after its head.
-    body_timeout: Option<Duration>,
+    /// The request head's and body's limits.
+    times: Times,
+    /// The TLS handshake, when configured.
+    handshake: Handshake,
     handler_timeout: Duration,
     cors: Option<Origins>,
     cors_max_age: String,
@@ -64,11 +65,7 @@ struct Serving {
 impl Serving {
     /// The timer's period: the shortest limit.
     fn period(&self) -> Duration {
-        let limits = [
-            self.head_timeout,
-            self.body_timeout,
-            Some(self.handler_timeout),
-        ];
+        let limits = [self.times.head, self.times.body, Some(self.handler_timeout)];
         limits
             .into_iter()
             .flatten()
@@ -123,8 +120,7 @@ enum Refusal {
 /// The HTTP server side of one connection, as a message [`Transport`].
 struct HttpServer<S> {
     stream: S,
-    input: Input,
-    decoder: RequestDecoder,
+    requests: Requests,
     output: Output,
     phase: Phase,
     serving: Arc<Serving>,
@@ -189,8 +185,7 @@ where
         let now = Clock::now();
         HttpServer {
             stream,
-            input: Input::new(Vec::new()),
-            decoder: RequestDecoder::new(serving.max_body),
+            requests: Requests::new(RequestDecoder::new(serving.max_body)),
             output: Output::default(),
             phase: Phase::Head,
             keep_alive: true,
@@ -218,14 +213,17 @@ where
 
     /// Starts an exchange at its head: the phase it begins with.
     fn begin(&mut self, head: Head) -> Phase {
+        let over = self.requests.too_large(&head);
         self.keep_alive = head.keep_alive;
         self.http10 = head.http10;
         self.request_headers = None;
         self.allow_origin = match (&self.serving.cors, head.origin) {
-            (Some(origins), Some(origin)) if origins.allows(&origin) => Some(match origins {
-                Origins::Any => "*".to_owned(),
-                Origins::List(_) => origin,
-            }),
+            (Some(origins), Some(origin)) if origins.allows(&origin, &Hosts::Loopback) => {
+                Some(match origins {
+                    Origins::Any => "*".to_owned(),
+                    _ => origin,
+                })
+            }
             _ => None,
         };
         let refused = if self.serving.cors.is_some()
@@ -244,7 +242,6 @@ where
         } else {
             None
         };
-        let over = matches!(head.body, BodyKind::Length(n) if n > self.serving.max_body as u64);
         match (head.body, refused) {
             (BodyKind::None, Some(refusal)) => self.refuse(refusal),
             (BodyKind::None, None) => Phase::Offer { used: 0, len: 0 },
@@ -261,12 +258,10 @@ where
             }
             (_, refused) => {
                 if head.expect_continue && refused.is_none() {
-                    self.output
-                        .buf
-                        .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+                    self.output.buf.extend_from_slice(CONTINUE);
                 }
                 self.since = self.clock(None);
-                self.arm(self.serving.body_timeout);
+                self.arm(self.serving.times.body);
                 Phase::Body { refused }
             }
         }
@@ -413,9 +408,9 @@ where
             let now = Clock::now();
             let serving = self.serving.clone();
             let (due, expired) = match self.phase {
-                Phase::Head => (serving.head_timeout.map(|t| self.idle_since + t), None),
+                Phase::Head => (serving.times.head.map(|t| self.idle_since + t), None),
                 Phase::Body { .. } => (
-                    serving.body_timeout.map(|t| self.since + t),
+                    serving.times.body.map(|t| self.since + t),
                     Some(Refusal::Status(408)),
                 ),
                 Phase::Offer { .. } | Phase::Await => (
@@ -451,7 +446,7 @@ where
             After::Next => {
                 self.phase = Phase::Head;
                 self.idle_since = self.clock(None);
-                if !self.input.is_empty() {
+                if self.requests.read_ahead() > 0 {
                     // A pipelined request waits in the buffer: read it.
                     cx.waker().wake_by_ref();
                 }
@@ -505,23 +500,25 @@ where
     ) -> Poll<io::Result<Received>> {
         self.now = now;
         loop {
-            let step = match self.phase {
+            let part = match self.phase {
                 Phase::Await | Phase::Write(_) => return Poll::Pending,
                 Phase::Ended => return Poll::Ready(Ok(self.end(conn, now))),
                 Phase::Offer { used, len } => {
-                    if conn.handle_message(&self.input.data()[..len], now).is_err() {
+                    if conn.handle_message(self.requests.body(len), now).is_err() {
                         return Poll::Ready(Ok(Received::Stalled));
                     }
-                    self.input.consume(used);
+                    self.requests.consume(used);
                     self.phase = Phase::Await;
                     self.since = self.clock(Some(now));
                     self.arm(Some(self.serving.handler_timeout));
                     return Poll::Ready(Ok(Received::Data));
                 }
-                Phase::Head | Phase::Body { .. } => self.decoder.decode(self.input.data()),
+                Phase::Head | Phase::Body { .. } => {
+                    ready!(self.requests.poll_part(&mut self.stream, cx))?
+                }
             };
-            match step {
-                Err(fault) => {
+            match part {
+                Part::Fault(fault) => {
                     self.keep_alive = false;
                     let status = match fault {
                         HttpFault::BadRequest => 400,
@@ -530,42 +527,24 @@ where
                     self.phase = self.refuse(Refusal::Status(status));
                     return Poll::Ready(Ok(Received::Data));
                 }
-                Ok(HttpStep::Head(used, head)) => {
-                    self.input.consume(used);
+                Part::Head(head) => {
                     self.phase = self.begin(head);
                     if matches!(self.phase, Phase::Write(_)) {
                         return Poll::Ready(Ok(Received::Data));
                     }
                 }
-                Ok(HttpStep::Body(used, body)) => {
-                    let len = body.len();
-                    match self.phase {
-                        Phase::Body {
-                            refused: Some(refusal),
-                        } => {
-                            self.input.consume(used);
-                            self.phase = self.refuse(refusal);
-                            return Poll::Ready(Ok(Received::Data));
-                        }
-                        _ => self.phase = Phase::Offer { used, len },
+                Part::Body { used, len } => match self.phase {
+                    Phase::Body {
+                        refused: Some(refusal),
+                    } => {
+                        self.requests.consume(used);
+                        self.phase = self.refuse(refusal);
+                        return Poll::Ready(Ok(Received::Data));
                     }
-                }
-                Ok(HttpStep::Incomplete(need)) => {
-                    // A chunked body's framing is dropped as it is decoded (what is still
-                    // needed is as many bytes more as before).
-                    let held = self.input.len();
-                    let kept = self.decoder.reclaim(self.input.data());
-                    self.input.keep(kept);
-                    let need = kept + need.saturating_sub(held);
-                    // A head or chunk line says only that it needs more: read a good deal
-                    // more, not a byte at a time.
-                    let need = need.max(self.input.len() + SMALL);
-                    match ready!(self.input.poll_fill(&mut self.stream, cx, need))? {
-                        // The peer closed: a request cut short is not answered.
-                        0 => return Poll::Ready(Ok(self.end(conn, now))),
-                        _ => continue,
-                    }
-                }
+                    _ => self.phase = Phase::Offer { used, len },
+                },
+                // The peer closed: a request cut short is not answered.
+                Part::End => return Poll::Ready(Ok(self.end(conn, now))),
             }
         }
     }
@@ -600,7 +579,7 @@ where
         if !self.shut {
             ready!(Pin::new(&mut self.stream).poll_shutdown(cx))?;
             self.shut = true;
-            self.input = Input::new(Vec::new());
+            self.requests.release();
         }
         // A lingering close: what the peer still sends (a body refused from its head, a
         // request pipelined behind the last answer) is read and dropped until it closes its
@@ -691,14 +670,11 @@ pub async fn serve_with_options(
 ) -> io::Result<()> {
     let builder = options.builder(builder);
     let config = builder.connection_config();
-    let head_timeout = match (config.frame_timeout, config.idle_timeout) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
+    let times = Times::of(config);
     let serving = Arc::new(Serving {
         max_body: config.limits.max_frame_bytes,
-        head_timeout,
-        body_timeout: config.frame_timeout,
+        times,
+        handshake: Handshake::new(&options, times),
         handler_timeout: options.handler_timeout,
         cors: options.cors.clone(),
         cors_max_age: options.cors_max_age.as_secs().to_string(),
@@ -709,24 +685,10 @@ pub async fn serve_with_options(
     (quiet.idle_timeout, quiet.frame_timeout) = (None, None);
     let builder = builder.config(quiet);
     let accept = || async { listener.accept().await.map(crate::no_delay) };
-    #[cfg(feature = "tls")]
-    let tls = options.tls.clone();
     let setup = move |stream: tokio::net::TcpStream| {
         let serving = serving.clone();
-        #[cfg(feature = "tls")]
-        let tls = tls.clone();
         async move {
-            // The TLS handshake (when configured), within the head's limit.
-            #[cfg(feature = "tls")]
-            let stream = {
-                let handshake = crate::tls::accept(tls.as_ref(), stream);
-                match serving.head_timeout {
-                    Some(limit) => tokio::time::timeout(limit, handshake)
-                        .await
-                        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "TLS handshake"))??,
-                    None => handshake.await?,
-                }
-            };
+            let stream = serving.handshake.run(stream).await?;
             Ok(HttpServer::new(stream, serving))
         }
     };

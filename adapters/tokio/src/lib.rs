@@ -10,9 +10,10 @@
 //! client that reconnects over TCP, Unix sockets, WebSocket or a respawned child process.
 //!
 //! Servers facing the internet: [`ServeOptions`] (the `*_with` / `serve_with_options`
-//! variants) bounds the connections at once and configures WebSocket `Origin`s and HTTP
-//! CORS; the endpoint's own rules (rate limit, idle and partial-frame timeouts) are set in
-//! the [`Builder`]'s config.
+//! variants, and [`mcp::Options::serve`]) bounds the connections at once, serves TLS, and
+//! configures WebSocket `Origin`s and HTTP CORS. Every server accepts on one loop: the
+//! same connection cap, busy answer and shutdown. The endpoint's own rules (rate limit,
+//! idle and partial-frame timeouts) are set in the [`Builder`]'s config.
 //!
 //! ```
 //! use sansrpc::method::Method;
@@ -51,6 +52,7 @@ use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod channel;
 mod child;
 #[cfg(feature = "http")]
 pub mod http;
@@ -60,9 +62,9 @@ pub mod mcp;
 #[cfg(feature = "http")]
 pub mod mcp_client;
 pub mod reconnect;
+mod request;
 #[cfg(feature = "tls")]
 pub mod tls;
-#[cfg(any(feature = "ws", feature = "http"))]
 mod wire;
 #[cfg(feature = "ws")]
 pub mod ws;
@@ -73,6 +75,12 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::compat::{Compat, TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
+/// Which `Origin`s a server accepts: the WebSocket handshake's
+/// ([`ServeOptions::allowed_origins`]), CORS ([`ServeOptions::cors`]) and MCP's
+/// (`streamable::Config::origins`) are one rule, the core's. [`Origins::SameAsHosts`] (the
+/// default) is judged against [`Hosts::Loopback`](sansrpc::codec::http::Hosts::Loopback)
+/// here.
+pub use sansrpc::codec::http::Origins;
 pub use sansrpc::Timeout;
 pub use sansrpc_futures::{
     sansrpc, AsyncRouter, Batch, BatchSlot, BoxFuture, Builder, ByteStream, CallError, Cancelled,
@@ -81,32 +89,10 @@ pub use sansrpc_futures::{
     Transport, TypedStream,
 };
 
-/// Which `Origin`s a server accepts: for the WebSocket handshake ([`ws`]) and for CORS
-/// ([`http`]).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum Origins {
-    /// Every origin.
-    #[default]
-    Any,
-    /// Only these, compared with the `Origin` header ignoring ASCII case
-    /// (`https://app.example.com`, scheme and host, and port when not the default).
-    List(Vec<String>),
-}
-
-impl Origins {
-    /// True when `origin` is accepted.
-    pub fn allows(&self, origin: &str) -> bool {
-        match self {
-            Origins::Any => true,
-            Origins::List(list) => list.iter().any(|o| o.eq_ignore_ascii_case(origin.trim())),
-        }
-    }
-}
-
 /// How a server protects itself from clients it does not trust, for every `serve_*`
-/// function of this crate (each field says which use it). The per-connection rules
-/// (rate limit, idle and partial-frame timeouts) are the endpoint's, in the
-/// [`Builder`]'s [`Config`](sansrpc::connection::Config).
+/// function of this crate and the MCP server ([`mcp::Options::serve`]; each field says
+/// which use it). The per-connection rules (rate limit, idle and partial-frame timeouts)
+/// are the endpoint's, in the [`Builder`]'s [`Config`](sansrpc::connection::Config).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ServeOptions {
@@ -114,10 +100,15 @@ pub struct ServeOptions {
     /// and closed at once, and the connections already served keep working: a byte stream
     /// ([`serve_tcp`], [`serve_unix`]) gets one error response (id `null`, `-32002` "Server
     /// busy: too many connections", in the builder's framing), a WebSocket upgrade or an
-    /// HTTP request gets `503 Service Unavailable`.
+    /// HTTP request (JSON-RPC or MCP) gets `503 Service Unavailable`.
     pub max_connections: usize,
-    /// WebSocket only: the `Origin`s whose handshake is accepted (default any); another
-    /// gets `403 Forbidden`.
+    /// WebSocket only: the `Origin`s whose handshake is accepted; another gets `403
+    /// Forbidden`. The default, [`Origins::SameAsHosts`], accepts the pages of a loopback
+    /// host (`http://localhost:3000`, `http://127.0.0.1:8080`, `http://[::1]`) and no
+    /// other site's (DNS rebinding, cross-site WebSocket hijacking): a server whose browser
+    /// pages come from elsewhere lists their origins ([`Origins::List`]) or takes
+    /// [`Origins::Any`]. A handshake without `Origin` (not from a browser) is judged by
+    /// [`allow_missing_origin`](Self::allow_missing_origin) instead.
     pub allowed_origins: Origins,
     /// WebSocket only: accept a handshake without an `Origin` header, as non-browser
     /// clients send (default `true`; `false` answers it `403`).
@@ -126,15 +117,16 @@ pub struct ServeOptions {
     #[cfg(feature = "ws")]
     pub keepalive: Option<ws::KeepAlive>,
     /// HTTP only: CORS for these origins (default none: no CORS headers, `OPTIONS` is
-    /// `405`). See [`http::serve_with_options`].
+    /// `405`; [`Origins::SameAsHosts`] means those of a loopback host). See
+    /// [`http::serve_with_options`].
     pub cors: Option<Origins>,
     /// HTTP only: how long a browser may cache a preflight answer (default 10 minutes).
     pub cors_max_age: Duration,
     /// HTTP only: how long each request's handlers may run (default 60 s).
     pub handler_timeout: Duration,
-    /// WebSocket and HTTP only: serve over TLS with this config (see [`tls`]); each accepted
-    /// connection does the TLS handshake within the same limit as the WebSocket handshake
-    /// or an HTTP request head (default none: plain TCP).
+    /// WebSocket, HTTP and MCP only: serve over TLS with this config (see [`tls`]); each
+    /// accepted connection does the TLS handshake within the same limit as the WebSocket
+    /// handshake or an HTTP request head (default none: plain TCP).
     #[cfg(feature = "tls")]
     pub tls: Option<Arc<tls::rustls::ServerConfig>>,
     /// Fill the protection timeouts the builder's config leaves unset with the network
@@ -159,7 +151,7 @@ impl Default for ServeOptions {
     fn default() -> Self {
         ServeOptions {
             max_connections: 1024,
-            allowed_origins: Origins::Any,
+            allowed_origins: Origins::SameAsHosts,
             allow_missing_origin: true,
             #[cfg(feature = "ws")]
             keepalive: Some(ws::KeepAlive::default()),
@@ -228,7 +220,6 @@ where
 /// An accepted TCP connection with Nagle's algorithm off: JSON-RPC writes whole messages,
 /// and a small answer held back for the peer's delayed ACK stalls a pipelined client for
 /// tens of milliseconds.
-#[cfg(any(feature = "ws", feature = "http"))]
 pub(crate) fn no_delay(
     (stream, _): (tokio::net::TcpStream, std::net::SocketAddr),
 ) -> tokio::net::TcpStream {
@@ -359,7 +350,6 @@ pub async fn serve_tcp_with(
 }
 
 /// What an HTTP request or WebSocket upgrade beyond the connection limit is answered.
-#[cfg(any(feature = "ws", feature = "http"))]
 pub(crate) const HTTP_BUSY: &[u8] =
     b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
 
@@ -401,11 +391,13 @@ pub async fn serve_unix_with(
     serve(accept, setup, refusal, builder, &options, shutdown, grace).await
 }
 
-/// The accept loop of every `serve_*`: `accept` yields connections, `setup` the future
-/// that finishes setting one up (a WebSocket handshake) on the connection's own task.
-/// Beyond [`ServeOptions::max_connections`] a connection is sent `refusal` and closed.
+/// The accept loop of every `serve_*` that runs one driver per connection: `accept` yields
+/// connections, `setup` the future that finishes setting one up (a TLS or WebSocket
+/// handshake) on the connection's own task. Beyond [`ServeOptions::max_connections`] a
+/// connection is sent `refusal` and closed. At shutdown every connection is shut down with
+/// `grace` for its handlers in flight.
 async fn serve<S, T, A, F, H>(
-    mut accept: A,
+    accept: A,
     setup: impl Fn(S) -> H,
     refusal: Arc<[u8]>,
     builder: Builder,
@@ -420,53 +412,100 @@ where
     F: Future<Output = io::Result<S>>,
     H: Future<Output = io::Result<T>> + Send + 'static,
 {
-    let mut refusing = JoinSet::new();
-    let mut shutdown = std::pin::pin!(shutdown);
-    let mut connections = JoinSet::new();
     // `None` once shutting down: connections set up later are shut down at once.
     let handles = Arc::new(Mutex::new(Some(Vec::<ShutdownHandle>::new())));
-    loop {
-        tokio::select! {
-            () = &mut shutdown => break,
-            accepted = accept() => match accepted {
-                Ok(stream) if connections.len() >= options.max_connections => {
-                    refuse_on(&mut refusing, stream, &refusal);
+    let connection = |stream| {
+        let setup = setup(stream);
+        let builder = builder.clone();
+        let handles = handles.clone();
+        async move {
+            let (_client, driver) = builder.connect(setup.await?, TokioTimer);
+            let handle = driver.shutdown_handle();
+            match handles.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+                Some(handles) => {
+                    handles.retain(|h| !h.is_finished());
+                    handles.push(handle);
                 }
-                Ok(stream) => {
-                    let setup = setup(stream);
-                    let builder = builder.clone();
-                    let handles = handles.clone();
-                    connections.spawn(async move {
-                        let (_client, driver) = builder.connect(setup.await?, TokioTimer);
-                        let handle = driver.shutdown_handle();
-                        match handles.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
-                            Some(handles) => {
-                                handles.retain(|h| !h.is_finished());
-                                handles.push(handle);
-                            }
-                            None => handle.shutdown(grace),
-                        }
-                        driver.await
-                    });
-                }
-                // A connection that failed while being accepted concerns only itself; for
-                // anything else (out of file descriptors) wait a moment before trying again.
-                Err(e) if is_connection_error(&e) => {}
-                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-            },
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-            Some(_) = refusing.join_next(), if !refusing.is_empty() => {}
+                None => handle.shutdown(grace),
+            }
+            driver.await
         }
+    };
+    let stop = || {
+        let registered = handles.lock().unwrap_or_else(|e| e.into_inner()).take();
+        for handle in registered.into_iter().flatten() {
+            handle.shutdown(grace);
+        }
+    };
+    let listener = Listener {
+        refusal,
+        max_connections: options.max_connections,
+        drain: grace + Duration::from_secs(1),
+    };
+    listener.run(accept, connection, shutdown, stop).await
+}
+
+/// The accept loop every server of this crate shares: the connection cap and the busy
+/// answer, one task per connection, and the end at shutdown.
+pub(crate) struct Listener {
+    /// What a connection beyond the cap is sent before it is closed.
+    pub(crate) refusal: Arc<[u8]>,
+    /// Most connections served at once ([`ServeOptions::max_connections`]).
+    pub(crate) max_connections: usize,
+    /// How long the connections may take to end once told to stop; then they are aborted.
+    pub(crate) drain: Duration,
+}
+
+impl Listener {
+    /// Serves each connection `accept` yields with `connection`, on a task of its own,
+    /// until `shutdown` completes; then stops accepting, calls `stop` (which tells the
+    /// connections to end), and returns once they have ended or [`drain`](Self::drain) has
+    /// passed.
+    pub(crate) async fn run<S, A, F, C, Fut>(
+        &self,
+        mut accept: A,
+        connection: C,
+        shutdown: impl Future<Output = ()>,
+        stop: impl FnOnce(),
+    ) -> io::Result<()>
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+        A: FnMut() -> F,
+        F: Future<Output = io::Result<S>>,
+        C: Fn(S) -> Fut,
+        Fut: Future + Send + 'static,
+        Fut::Output: Send + 'static,
+    {
+        let mut refusing = JoinSet::new();
+        let mut shutdown = std::pin::pin!(shutdown);
+        let mut connections = JoinSet::new();
+        loop {
+            tokio::select! {
+                () = &mut shutdown => break,
+                accepted = accept() => match accepted {
+                    Ok(stream) if connections.len() >= self.max_connections => {
+                        refuse_on(&mut refusing, stream, &self.refusal);
+                    }
+                    Ok(stream) => {
+                        connections.spawn(connection(stream));
+                    }
+                    // A connection that failed while being accepted concerns only itself;
+                    // for anything else (out of file descriptors) wait a moment before
+                    // trying again.
+                    Err(e) if is_connection_error(&e) => {}
+                    Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+                },
+                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+                Some(_) = refusing.join_next(), if !refusing.is_empty() => {}
+            }
+        }
+        refusing.shutdown().await;
+        stop();
+        let all_done = async { while connections.join_next().await.is_some() {} };
+        let _ = tokio::time::timeout(self.drain, all_done).await;
+        connections.shutdown().await;
+        Ok(())
     }
-    refusing.shutdown().await;
-    let registered = handles.lock().unwrap_or_else(|e| e.into_inner()).take();
-    for handle in registered.into_iter().flatten() {
-        handle.shutdown(grace);
-    }
-    let all_done = async { while connections.join_next().await.is_some() {} };
-    let _ = tokio::time::timeout(grace + Duration::from_secs(1), all_done).await;
-    connections.shutdown().await;
-    Ok(())
 }
 
 fn is_connection_error(e: &io::Error) -> bool {

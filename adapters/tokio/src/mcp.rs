@@ -3,7 +3,9 @@
 //! JSON or Server-Sent Events, which stream a message goes on, resumption, bounds) is the
 //! core's [`sansrpc::streamable::Server`]; this module only moves bytes: it reads HTTP
 //! requests, runs one connection per session (and one per stateless request) with your
-//! [`Builder`]'s router, and writes what the machine says.
+//! [`Builder`]'s router, and writes what the machine says. It accepts connections on the
+//! listener every server of this crate shares, with its [`ServeOptions`] ([`Options::serve`]):
+//! the connection cap and its `503`, TLS, and the time limits of a request's head and body.
 //!
 //! ```no_run
 //! use sansrpc::connection::{Config, Profile};
@@ -20,23 +22,25 @@
 //! ```
 
 use std::collections::HashMap;
-use std::future::Future;
+use std::future::{poll_fn, Future};
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use sansrpc::codec::http::{Head, HttpStep, RequestDecoder};
-use sansrpc::connection::Connection as Conn;
+use sansrpc::codec::http::{BodyKind, Head, RequestDecoder};
 use sansrpc::runtime::Clock;
 use sansrpc::streamable::{self, Authorized, Closed, Step, Verdict};
+use sansrpc::Connection;
 use sansrpc::Instant;
-use sansrpc_futures::{HttpRequest, HttpRequests, Principal, Received, ShutdownHandle, Transport};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use sansrpc_futures::{HttpRequest, HttpRequests, Principal, ShutdownHandle};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Notify};
 
-use crate::Builder;
+use crate::channel::{Channel, Outbox, Tagged};
+use crate::request::{within, Handshake, Part, Requests, Times, CONTINUE};
+use crate::wire::SMALL;
+use crate::{Builder, Listener, ServeOptions};
 
 /// Largest request body read (a JSON-RPC message or batch).
 const MAX_BODY: usize = 4 << 20;
@@ -45,11 +49,9 @@ const MAX_BODY: usize = 4 << 20;
 const MAX_AHEAD: usize = 64 * 1024;
 /// How long a write may wait on a client that does not read before it is cut off.
 const WRITE_STALL: Duration = sansrpc::connection::NETWORK_WRITE_STALL_TIMEOUT;
-/// TCP connections served at once; one beyond it is answered 503 and closed.
-const MAX_CONNECTIONS: usize = 4096;
-/// Time a client has to send a whole request (head and body) once the previous answer is
-/// written: an idle keep-alive connection, or a slow one, is closed after it.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the TCP connections may take to end once the server stops; then they are
+/// aborted.
+const DRAIN: Duration = Duration::from_secs(1);
 /// Messages waiting for one session's connection; a POST beyond it waits (back-pressure).
 const SESSION_QUEUE: usize = 64;
 
@@ -94,6 +96,14 @@ pub struct Options {
     /// `RedbEventStore`) keeps them across a restart: it is flushed once per turn, before
     /// anything it took is written to a client.
     pub event_store: Option<Box<dyn streamable::EventStore>>,
+    /// The listener's side, as for every server of this crate: the connections served at
+    /// once ([`ServeOptions::max_connections`]; one beyond it is answered `503`), TLS
+    /// ([`ServeOptions::tls`]: `https://`), and the time a client has for a request head
+    /// and body (the builder config's `frame_timeout` and `idle_timeout`, with the network
+    /// defaults when [`ServeOptions::network_defaults`] is on: 30 s each). The WebSocket and
+    /// CORS fields do not apply: the `Origin`s and `Host`s served are the
+    /// [`streamable::Config`]'s.
+    pub serve: ServeOptions,
 }
 
 impl std::fmt::Debug for Options {
@@ -101,6 +111,7 @@ impl std::fmt::Debug for Options {
         f.debug_struct("Options")
             .field("validator", &self.validator.is_some())
             .field("event_store", &self.event_store.is_some())
+            .field("serve", &self.serve)
             .finish()
     }
 }
@@ -120,11 +131,21 @@ impl Options {
         self.event_store = Some(Box::new(store));
         self
     }
+
+    /// The listener served with `options` (see [`Options::serve`]).
+    pub fn serve_options(mut self, options: ServeOptions) -> Self {
+        self.serve = options;
+        self
+    }
 }
 
-/// [`serve`] with [`Options`]: a bearer-token validator (OAuth 2.1 resource server). The
-/// handlers of each call see the HTTP request it came in (the principal, the header fields)
-/// through [`RequestContext::http`](crate::RequestContext::http).
+/// [`serve`] with [`Options`]: a bearer-token validator (OAuth 2.1 resource server), an
+/// event store, and the listener's [`ServeOptions`] (connection cap, TLS, request time
+/// limits). The handlers of each call see the HTTP request it came in (the principal, the
+/// header fields) through [`RequestContext::http`](crate::RequestContext::http).
+///
+/// When `shutdown` completes, the listener stops accepting, every session's connection is
+/// shut down, and the TCP connections get a second to end before they are aborted.
 pub async fn serve_with(
     listener: TcpListener,
     builder: Builder,
@@ -132,62 +153,50 @@ pub async fn serve_with(
     options: Options,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
+    let Options {
+        validator,
+        event_store,
+        serve,
+    } = options;
     let checks_tokens = config.auth.is_some();
-    let server = match options.event_store {
+    let server = match event_store {
         Some(store) => streamable::Server::with_store(config, store),
         None => streamable::Server::new(config),
     };
+    // A request's time limits are the builder config's, as for the other servers; the
+    // sessions' connections run on the builder as it is (a session's life is the machine's
+    // `session_idle`, not a socket's).
+    let times = Times::of(serve.builder(builder.clone()).connection_config());
+    let handshake = Handshake::new(&serve, times);
     let state = State::new(server, builder);
-    state.lock().validator = checks_tokens.then(|| {
-        options
-            .validator
-            .unwrap_or_else(|| Arc::new(|_: &str| TokenCheck::Invalid))
-    });
+    state.lock().validator =
+        checks_tokens.then(|| validator.unwrap_or_else(|| Arc::new(|_: &str| TokenCheck::Invalid)));
     let timers = tokio::spawn(run_timers(state.clone()));
-    tokio::pin!(shutdown);
-    loop {
-        tokio::select! {
-            _ = &mut shutdown => break,
-            accepted = listener.accept() => match accepted {
-                Ok((mut socket, _)) => {
-                    crate::tune(&socket);
-                    let admitted = {
-                        let mut shared = state.lock();
-                        let room = shared.connections < MAX_CONNECTIONS;
-                        shared.connections += usize::from(room);
-                        room
-                    };
-                    let state = state.clone();
-                    tokio::spawn(async move {
-                        if admitted {
-                            serve_socket(socket, state.clone()).await;
-                            state.lock().connections -= 1;
-                        } else {
-                            let _ = socket.write_all(&status_only(503)).await;
-                        }
-                    });
-                }
-                // Out of descriptors, most likely: give connections time to end.
-                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-            },
+    let accept = || async { listener.accept().await.map(crate::no_delay) };
+    let connection = |stream| {
+        let (state, handshake) = (state.clone(), handshake.clone());
+        async move {
+            if let Ok(stream) = handshake.run(stream).await {
+                serve_socket(stream, state, times).await;
+            }
         }
-    }
-    timers.abort();
-    let connections: Vec<ShutdownHandle> = {
-        let mut shared = state.lock();
-        let sessions = std::mem::take(&mut shared.sessions);
-        sessions.into_values().map(|s| s.shutdown).collect()
     };
-    for handle in connections {
-        handle.shutdown(Duration::ZERO);
-    }
-    Ok(())
+    let listener = Listener {
+        refusal: crate::HTTP_BUSY.into(),
+        max_connections: serve.max_connections,
+        drain: DRAIN,
+    };
+    let result = listener
+        .run(accept, connection, shutdown, || state.end_sessions())
+        .await;
+    timers.abort();
+    result
 }
 
 /// A connection running for a session (or a stateless request): where its input goes and
 /// how to stop it.
 struct Running {
-    input: mpsc::Sender<(Vec<u8>, u64)>,
+    input: mpsc::Sender<Tagged>,
     shutdown: ShutdownHandle,
     /// The HTTP request of each call in flight, for its handler.
     requests: Arc<HttpRequests>,
@@ -207,8 +216,6 @@ struct Shared {
     /// saw the old one go) takes it over; the old writer then ends.
     waiting: HashMap<u64, (u64, Arc<Notify>)>,
     next_writer: u64,
-    /// TCP connections being served.
-    connections: usize,
     /// The timer task: woken when the machine's next deadline moved earlier than the one
     /// it sleeps until.
     timer: Arc<Notify>,
@@ -231,7 +238,6 @@ impl State {
             stateless: HashMap::new(),
             waiting: HashMap::new(),
             next_writer: 0,
-            connections: 0,
             timer: Arc::new(Notify::new()),
             timer_at: None,
             validator: None,
@@ -240,6 +246,14 @@ impl State {
 
     fn lock(&self) -> MutexGuard<'_, Shared> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Shuts every session's connection down (the server stops).
+    fn end_sessions(&self) {
+        let sessions = std::mem::take(&mut self.lock().sessions);
+        for running in sessions.into_values() {
+            running.shutdown.shutdown(Duration::ZERO);
+        }
     }
 }
 
@@ -341,58 +355,31 @@ enum Target {
     Stream(u64),
 }
 
-/// The transport of a session's (or a stateless request's) connection: messages in from
-/// the HTTP requests, each frame out to the machine with its tag.
-struct Messages {
-    input: mpsc::Receiver<(Vec<u8>, u64)>,
-    held: Option<(Vec<u8>, u64)>,
+/// Where the frames of a session's (or a stateless request's) connection go: to the
+/// machine, each with its tag.
+struct Frames {
     state: State,
     target: Target,
+    /// The frames of one turn, end to end, and each one's length and tag (kept for the
+    /// next turn).
     buf: Vec<u8>,
+    frames: Vec<(usize, u64)>,
 }
 
-impl Transport for Messages {
-    fn is_message_based(&self) -> bool {
-        true
-    }
-
-    fn poll_receive(
-        &mut self,
-        cx: &mut Context<'_>,
-        conn: &mut Conn,
-        now: Instant,
-    ) -> Poll<io::Result<Received>> {
-        if self.held.is_none() {
-            match self.input.poll_recv(cx) {
-                Poll::Ready(Some(message)) => self.held = Some(message),
-                Poll::Ready(None) => {
-                    conn.handle_end_of_input(now);
-                    return Poll::Ready(Ok(Received::End));
-                }
-                Poll::Pending => return Poll::Pending,
-            }
-        }
-        let (message, tag) = self.held.take().expect("a message");
-        if conn.handle_message_tagged(&message, tag, now).is_err() {
-            self.held = Some((message, tag));
-            return Poll::Ready(Ok(Received::Stalled));
-        }
-        Poll::Ready(Ok(Received::Data))
-    }
-
-    fn poll_transmit(&mut self, _: &mut Context<'_>, conn: &mut Conn) -> Poll<io::Result<()>> {
-        let mut frames = Vec::new();
+impl Outbox for Frames {
+    fn take(&mut self, conn: &mut Connection) {
         self.buf.clear();
-        while let Some((len, tag)) = conn.poll_transmit_tagged(&mut self.buf) {
-            frames.push((len, tag));
+        self.frames.clear();
+        while let Some(frame) = conn.poll_transmit_tagged(&mut self.buf) {
+            self.frames.push(frame);
         }
-        if frames.is_empty() {
-            return Poll::Ready(Ok(()));
+        if self.frames.is_empty() {
+            return;
         }
         let mut shared = self.state.lock();
         let now = shared.now();
         let mut at = 0;
-        for (len, tag) in frames {
+        for &(len, tag) in &self.frames {
             let frame = &self.buf[at..at + len];
             at += len;
             match self.target {
@@ -401,24 +388,19 @@ impl Transport for Messages {
             }
         }
         shared.settle();
-        Poll::Ready(Ok(()))
-    }
-
-    fn poll_close(&mut self, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
     }
 }
 
 /// Starts a connection for `target` with the server's builder; returns where its input goes.
 fn start(shared: &Shared, state: &State, target: Target) -> Running {
     let (input, rx) = mpsc::channel(SESSION_QUEUE);
-    let transport = Messages {
-        input: rx,
-        held: None,
+    let frames = Frames {
         state: state.clone(),
         target,
         buf: Vec::new(),
+        frames: Vec::new(),
     };
+    let transport = Channel::new(rx, frames);
     let connection = crate::spawn(shared.builder.clone(), transport);
     let ended = state.clone();
     let driver = connection.driver;
@@ -468,79 +450,86 @@ fn entropy(out: &mut [u8]) {
 }
 
 /// One TCP connection: its requests one after another (HTTP/1.1 keep-alive).
-async fn serve_socket(mut socket: TcpStream, state: State) {
-    let mut decoder = RequestDecoder::keeping_fields(MAX_BODY);
-    let mut input = Vec::new();
+async fn serve_socket<S: AsyncRead + AsyncWrite + Unpin>(
+    mut socket: S,
+    state: State,
+    times: Times,
+) {
+    let mut requests = Requests::new(RequestDecoder::keeping_fields(MAX_BODY));
     loop {
-        let request = read_request(&mut socket, &mut decoder, &mut input);
-        let Ok(Some((head, body))) = tokio::time::timeout(REQUEST_TIMEOUT, request).await else {
+        let Some((head, body)) = read_request(&mut socket, &mut requests, times).await else {
             return;
         };
         let keep_alive = head.keep_alive;
-        if !answer(&mut socket, &state, head, body, &mut input).await || !keep_alive {
+        if !answer(&mut socket, &state, head, body, &mut requests).await || !keep_alive {
             let _ = socket.shutdown().await;
             return;
         }
     }
 }
 
-/// Reads the next request (its head and body); `None` when the connection ended or sent
-/// something that is not HTTP (answered 4xx first).
-async fn read_request(
-    socket: &mut TcpStream,
-    decoder: &mut RequestDecoder,
-    input: &mut Vec<u8>,
+/// Reads the next request (its head and body, each within its time limit); `None` when
+/// the connection ended, was too slow, or sent something that is not HTTP (answered 4xx
+/// first).
+async fn read_request<S: AsyncRead + AsyncWrite + Unpin>(
+    socket: &mut S,
+    requests: &mut Requests,
+    times: Times,
 ) -> Option<(Head, Vec<u8>)> {
-    let mut head = None;
-    loop {
-        match decoder.decode(input) {
-            Err(fault) => {
-                let _ = socket.write_all(&status_only(fault.status())).await;
-                return None;
-            }
-            Ok(HttpStep::Head(used, h)) => {
-                input.drain(..used);
-                if h.body == sansrpc::codec::http::BodyKind::None {
-                    return Some((h, Vec::new()));
-                }
-                if let sansrpc::codec::http::BodyKind::Length(n) = h.body {
-                    if n > MAX_BODY as u64 {
-                        let _ = socket.write_all(&status_only(413)).await;
-                        return None;
-                    }
-                }
-                if h.expect_continue {
-                    let _ = socket.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").await;
-                }
-                head = Some(h);
-                continue;
-            }
-            Ok(HttpStep::Body(used, body)) => {
-                let body = body.to_vec();
-                input.drain(..used);
-                return head.map(|h| (h, body));
-            }
-            Ok(HttpStep::Incomplete(_)) => {
-                let kept = decoder.reclaim(input);
-                input.truncate(kept);
-            }
+    let head = next_part(socket, requests, times.head, "request head").await;
+    let head = match head {
+        Ok(Part::Head(head)) => head,
+        Ok(Part::Fault(fault)) => {
+            let _ = socket.write_all(&status_only(fault.status())).await;
+            return None;
         }
-        // Straight into the buffer's spare room: no zeroed chunk, no copy.
-        input.reserve(16 * 1024);
-        match socket.read_buf(input).await {
-            Ok(0) | Err(_) => return None,
-            Ok(_) => {}
+        _ => return None,
+    };
+    if head.body == BodyKind::None {
+        return Some((head, Vec::new()));
+    }
+    if requests.too_large(&head) {
+        let _ = socket.write_all(&status_only(413)).await;
+        return None;
+    }
+    if head.expect_continue {
+        let _ = socket.write_all(CONTINUE).await;
+    }
+    match next_part(socket, requests, times.body, "request body").await {
+        Ok(Part::Body { used, len }) => {
+            let body = requests.body(len).to_vec();
+            requests.consume(used);
+            Some((head, body))
         }
+        Ok(Part::Fault(fault)) => {
+            let _ = socket.write_all(&status_only(fault.status())).await;
+            None
+        }
+        _ => None,
+    }
+}
+
+/// The next part of a request on `socket`, within `limit` (no timer when it was read
+/// already: a body that came with its head, a pipelined request).
+async fn next_part<S: AsyncRead + Unpin>(
+    socket: &mut S,
+    requests: &mut Requests,
+    limit: Option<Duration>,
+    what: &'static str,
+) -> io::Result<Part> {
+    match requests.buffered() {
+        Ok(part) => Ok(part),
+        Err(_) => within(limit, what, poll_fn(|cx| requests.poll_part(socket, cx))).await,
     }
 }
 
 /// Answers one request as the machine decides; false when the connection must close.
-async fn answer(
-    socket: &mut TcpStream,
+async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
+    socket: &mut S,
     state: &State,
     mut head: Head,
     body: Vec<u8>,
-    input: &mut Vec<u8>,
+    reader: &mut Requests,
 ) -> bool {
     let (verdict, writer, principal, ids) = {
         let mut shared = state.lock();
@@ -618,11 +607,11 @@ async fn answer(
                     .map(|r| (r.input.clone(), Arc::clone(&r.requests)))
             };
             let Some((sender, requests)) = sender else {
-                return write_stream(socket, state, writer, input).await;
+                return write_stream(socket, state, writer, reader).await;
             };
             let calls = record(&requests, ids, request);
             let _ = sender.send((body, stream)).await;
-            let keep = write_stream(socket, state, writer, input).await;
+            let keep = write_stream(socket, state, writer, reader).await;
             for id in &calls {
                 requests.forget(id);
             }
@@ -641,14 +630,14 @@ async fn answer(
             // The connection is this request's alone and ends with it: nothing to forget.
             record(&requests, ids, request);
             let _ = sender.send((body, stream)).await;
-            let keep = write_stream(socket, state, writer, input).await;
+            let keep = write_stream(socket, state, writer, reader).await;
             // Its one request answered (or abandoned): the connection ends.
             if let Some(running) = state.lock().stateless.remove(&stream) {
                 running.shutdown.shutdown(Duration::ZERO);
             }
             keep
         }
-        (Verdict::Listen { .. }, Some(writer)) => write_stream(socket, state, writer, input).await,
+        (Verdict::Listen { .. }, Some(writer)) => write_stream(socket, state, writer, reader).await,
         (Verdict::Ended { session, response }, _) => {
             if let Some(running) = state.lock().sessions.remove(&session) {
                 running.shutdown.shutdown(Duration::ZERO);
@@ -666,7 +655,10 @@ fn status_only(status: u16) -> Vec<u8> {
     out
 }
 
-async fn write_response(socket: &mut TcpStream, response: &streamable::Response) -> bool {
+async fn write_response<S: AsyncWrite + Unpin>(
+    socket: &mut S,
+    response: &streamable::Response,
+) -> bool {
     let mut out = Vec::new();
     response.write(&mut out);
     socket.write_all(&out).await.is_ok()
@@ -676,11 +668,11 @@ async fn write_response(socket: &mut TcpStream, response: &streamable::Response)
 /// a newer response takes the stream over); watches the socket meanwhile, so a client that
 /// goes away closes the stream (which cancels a stateless request), and one that floods it
 /// while it waits for this response is cut off. False when the connection must close.
-async fn write_stream(
-    socket: &mut TcpStream,
+async fn write_stream<S: AsyncRead + AsyncWrite + Unpin>(
+    socket: &mut S,
     state: &State,
     writer: Writer,
-    input: &mut Vec<u8>,
+    reader: &mut Requests,
 ) -> bool {
     let stream = writer.stream;
     let mut wrote = false;
@@ -712,12 +704,12 @@ async fn write_stream(
             Step::Wait => {}
             _ => break false,
         }
-        // A pipelined next request is read into `input`, kept for after this response.
-        input.reserve(4096);
+        // A pipelined next request is read ahead, kept for after this response.
+        let need = reader.read_ahead() + SMALL;
         tokio::select! {
             _ = writer.notify.notified() => {}
-            read = socket.read_buf(input) => match read {
-                Ok(n) if n > 0 && input.len() <= MAX_AHEAD => {}
+            read = poll_fn(|cx| reader.poll_read(socket, cx, need)) => match read {
+                Ok(n) if n > 0 && reader.read_ahead() <= MAX_AHEAD => {}
                 _ => {
                     closed(state, &writer);
                     break false;

@@ -1,5 +1,5 @@
 //! TLS with rustls (feature `tls`, on by default): `wss://` and `https://` for the clients,
-//! and a TLS acceptor for the WebSocket and HTTP servers.
+//! and a TLS acceptor for the WebSocket, HTTP and MCP servers.
 //!
 //! - Clients: `ws::connect` and `http::connect` take `wss://` and `https://` URLs and trust
 //!   the Mozilla root certificates (webpki-roots). For a private CA or a self-signed
@@ -7,7 +7,8 @@
 //!   `ws::connect_tls` or `http::connect_tls`.
 //! - Servers: set [`ServeOptions::tls`](crate::ServeOptions::tls) to a config from
 //!   [`server_config`]; every accepted connection does the TLS handshake first, within the
-//!   same time limit as the WebSocket handshake or an HTTP request head.
+//!   same time limit as the WebSocket handshake or an HTTP request head (the MCP server:
+//!   [`mcp::Options::serve`](crate::mcp::Options::serve)).
 //!
 //! The crypto is `ring`; rustls is re-exported as [`rustls`] to build configs with.
 
@@ -70,7 +71,6 @@ pub enum ServerStream {
 }
 
 /// Does the server side of the TLS handshake on `stream` when `tls` is set.
-#[cfg(any(feature = "ws", feature = "http"))]
 pub(crate) async fn accept(
     tls: Option<&Arc<ServerConfig>>,
     stream: TcpStream,

@@ -4,10 +4,10 @@
 
 use std::io;
 use std::pin::Pin;
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll};
 
 use sansrpc::codec::ReadSize;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, ReadBuf};
 
 /// What an idle connection keeps for reading and writing: reads start here and grow while
 /// they fill the buffer.
@@ -47,19 +47,11 @@ impl Input {
     }
 
     /// How many bytes were read and not consumed.
-    #[cfg(feature = "http")]
     pub(crate) fn len(&self) -> usize {
         self.end - self.start
     }
 
-    /// True when every byte read was consumed.
-    #[cfg(feature = "http")]
-    pub(crate) fn is_empty(&self) -> bool {
-        self.start == self.end
-    }
-
     /// Only the first `n` bytes of [`data`](Input::data) are kept.
-    #[cfg(feature = "http")]
     pub(crate) fn keep(&mut self, n: usize) {
         self.end = self.end.min(self.start + n);
     }
@@ -108,6 +100,7 @@ impl Input {
 }
 
 /// Bytes to write to the stream: `buf[written..]` is still to go.
+#[cfg(any(feature = "ws", feature = "http"))]
 #[derive(Debug, Default)]
 pub(crate) struct Output {
     pub(crate) buf: Vec<u8>,
@@ -115,6 +108,7 @@ pub(crate) struct Output {
     unflushed: bool,
 }
 
+#[cfg(any(feature = "ws", feature = "http"))]
 impl Output {
     /// True while bytes wait to be written.
     pub(crate) fn pending(&self) -> bool {
@@ -133,14 +127,14 @@ impl Output {
     }
 
     /// Writes all of the buffer to `stream` (not flushed yet).
-    pub(crate) fn poll_write_out<S: AsyncWrite + Unpin>(
+    pub(crate) fn poll_write_out<S: tokio::io::AsyncWrite + Unpin>(
         &mut self,
         stream: &mut S,
         cx: &mut Context<'_>,
     ) -> Poll<io::Result<()>> {
         while self.written < self.buf.len() {
             let pending = &self.buf[self.written..];
-            let n = ready!(Pin::new(&mut *stream).poll_write(cx, pending))?;
+            let n = std::task::ready!(Pin::new(&mut *stream).poll_write(cx, pending))?;
             if n == 0 {
                 return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
             }
@@ -151,13 +145,13 @@ impl Output {
     }
 
     /// Flushes what was written.
-    pub(crate) fn poll_flushed<S: AsyncWrite + Unpin>(
+    pub(crate) fn poll_flushed<S: tokio::io::AsyncWrite + Unpin>(
         &mut self,
         stream: &mut S,
         cx: &mut Context<'_>,
     ) -> Poll<io::Result<()>> {
         if self.unflushed {
-            ready!(Pin::new(stream).poll_flush(cx))?;
+            std::task::ready!(Pin::new(stream).poll_flush(cx))?;
             self.unflushed = false;
         }
         Poll::Ready(Ok(()))

@@ -23,6 +23,7 @@ use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
+use sansrpc::codec::http::Hosts;
 use sansrpc::codec::websocket::{
     self, encode_close, encode_frame, frame_in_place, Opcode, Role, Step, WsDecoder, WsEvent,
 };
@@ -629,13 +630,8 @@ pub async fn serve_with_options(
                     .await
                     .map_err(io_error)
             };
-            let ws = match handshake_timeout {
-                Some(limit) => tokio::time::timeout(limit, handshake)
-                    .await
-                    .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "handshake timed out"))?,
-                None => handshake.await,
-            };
-            let (stream, read) = ws?.into_inner().into_parts();
+            let ws = crate::request::within(handshake_timeout, "handshake timed out", handshake);
+            let (stream, read) = ws.await?.into_inner().into_parts();
             Ok(WebSocket::new(
                 stream,
                 Role::Server,
@@ -661,6 +657,8 @@ pub async fn serve_with_options(
 fn origin_allowed(origins: &Origins, allow_missing: bool, request: &HsRequest) -> bool {
     match request.headers().get("origin") {
         None => allow_missing,
-        Some(origin) => origin.to_str().is_ok_and(|o| origins.allows(o)),
+        Some(origin) => origin
+            .to_str()
+            .is_ok_and(|o| origins.allows(o, &Hosts::Loopback)),
     }
 }

@@ -1,6 +1,6 @@
 //! Protection over real sockets on 127.0.0.1: connection floods beyond the limit refused
 //! (TCP, WebSocket, HTTP) while served connections keep working, WebSocket `Origin`s
-//! refused with 403, CORS preflights answered, slowloris peers dropped at the timeout
+//! refused with 403 (by default those of other hosts than loopback ones), CORS preflights answered, slowloris peers dropped at the timeout
 //! (TCP and HTTP) and idle connections closed.
 
 mod common;
@@ -135,6 +135,15 @@ async fn a_websocket_flood_beyond_the_limit_gets_503() {
     .await;
 }
 
+/// A WebSocket handshake request to `url` from `origin`.
+fn handshake_from(url: &str, origin: &str) -> ws::tungstenite::handshake::client::Request {
+    let mut request = url.into_client_request().unwrap();
+    request
+        .headers_mut()
+        .insert("origin", origin.parse().unwrap());
+    request
+}
+
 #[tokio::test]
 async fn a_disallowed_websocket_origin_is_refused_with_403() {
     within(LIMIT, async {
@@ -142,13 +151,7 @@ async fn a_disallowed_websocket_origin_is_refused_with_403() {
         options.allowed_origins = Origins::List(vec!["https://app.example".into()]);
         let server = start(Kind::Ws, options.clone(), Config::default()).await;
         let url = format!("ws://{}", server.addr);
-        let with_origin = |origin: &str| {
-            let mut request = url.as_str().into_client_request().unwrap();
-            request
-                .headers_mut()
-                .insert("origin", origin.parse().unwrap());
-            request
-        };
+        let with_origin = |origin: &str| handshake_from(&url, origin);
         match ws::connect(with_origin("https://evil.example"), Builder::new()).await {
             Err(WsError::Http(response)) => assert_eq!(response.status(), 403),
             other => panic!("expected 403, got {:?}", other.map(|_| ())),
@@ -167,6 +170,48 @@ async fn a_disallowed_websocket_origin_is_refused_with_403() {
             Err(WsError::Http(response)) => assert_eq!(response.status(), 403),
             other => panic!("expected 403, got {:?}", other.map(|_| ())),
         }
+    })
+    .await;
+}
+
+/// By default a WebSocket handshake is accepted from the pages of a loopback host only
+/// (`Origins::SameAsHosts`), and from clients that send no `Origin`.
+#[tokio::test]
+async fn by_default_websocket_origins_are_those_of_loopback_hosts() {
+    within(LIMIT, async {
+        let server = start(Kind::Ws, ServeOptions::default(), Config::default()).await;
+        let url = format!("ws://{}", server.addr);
+        let with_origin = |origin: &str| handshake_from(&url, origin);
+        for other in [
+            "https://evil.example",
+            "http://127.0.0.1.evil.example",
+            "null",
+        ] {
+            match ws::connect(with_origin(other), Builder::new()).await {
+                Err(WsError::Http(response)) => assert_eq!(response.status(), 403, "{other}"),
+                got => panic!("{other}: expected 403, got {:?}", got.map(|_| ())),
+            }
+        }
+        for local in [
+            "http://localhost:3000",
+            "http://127.0.0.1:8080",
+            "https://[::1]",
+        ] {
+            let conn = ws::connect(with_origin(local), Builder::new())
+                .await
+                .unwrap();
+            assert_eq!(add(&conn.client, 1.0).await, 2.0, "{local}");
+        }
+        let plain = ws::connect(url.as_str(), Builder::new()).await.unwrap();
+        assert_eq!(add(&plain.client, 1.0).await, 2.0);
+        let mut any = ServeOptions::default();
+        any.allowed_origins = Origins::Any;
+        let open = start(Kind::Ws, any, Config::default()).await;
+        let url = format!("ws://{}", open.addr);
+        let conn = ws::connect(handshake_from(&url, "https://evil.example"), Builder::new())
+            .await
+            .unwrap();
+        assert_eq!(add(&conn.client, 1.0).await, 2.0);
     })
     .await;
 }

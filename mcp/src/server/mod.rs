@@ -44,6 +44,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
+use sansrpc::streamable::{self, ParamHeader};
 use sansrpc::ErrorObject;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
@@ -211,6 +212,8 @@ struct Declared {
     completion: Option<CompleteFn>,
     page_size: usize,
     cache: (u64, CacheScope),
+    /// The `Mcp-Param-*` headers of the tools' `x-mcp-header` marks (SEP-2243).
+    param_headers: Vec<ParamHeader>,
 }
 
 /// Declares an MCP server: its name, tools, resources, templates, prompts and completion.
@@ -242,6 +245,7 @@ impl ServerBuilder {
                 completion: None,
                 page_size: 100,
                 cache: (0, CacheScope::Public),
+                param_headers: Vec::new(),
             },
             sealer: None,
         }
@@ -278,6 +282,13 @@ impl ServerBuilder {
     /// the model sees, and the handler is not called. `A = ()` takes no arguments. The
     /// handler's output is anything [`ToolOutput`]: text, content blocks, a whole
     /// `CallToolResult`, or [`Json`] for structured content with an output schema.
+    ///
+    /// A property marked `x-mcp-header` (SEP-2243) is mirrored in an `Mcp-Param-*` header
+    /// on 2026-07-28 calls over HTTP, checked with [`Server::streamable_config`].
+    ///
+    /// # Panics
+    /// When the schema's `x-mcp-header` marks break SEP-2243's rules (a programming error:
+    /// every client would refuse the tool; [`Tool::param_headers`] says why).
     pub fn tool<A, R, F, Fut>(mut self, name: &str, description: &str, handler: F) -> Self
     where
         A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
@@ -304,15 +315,16 @@ impl ServerBuilder {
                 handler(cx, args).await?.into_result()
             })
         });
-        self.declared.tools.push(ToolEntry {
-            tool: declared,
-            call,
-        });
+        self.add_tool(declared, call);
         self
     }
 
     /// A tool declared in full (its schemas written by hand), whose handler gets the raw
     /// `arguments` object (`{}` when the client sent none).
+    ///
+    /// # Panics
+    /// As [`tool`](Self::tool), when the input schema's `x-mcp-header` marks break
+    /// SEP-2243's rules.
     pub fn tool_with<F, Fut>(mut self, tool: Tool, handler: F) -> Self
     where
         F: Fn(Context, JsonObject) -> Fut + Send + Sync + 'static,
@@ -329,8 +341,17 @@ impl ServerBuilder {
                 handler(cx, arguments).await
             })
         });
-        self.declared.tools.push(ToolEntry { tool, call });
+        self.add_tool(tool, call);
         self
+    }
+
+    /// Declares `tool`, and the headers its marks mirror.
+    fn add_tool(&mut self, tool: Tool, call: ToolFn) {
+        let mirrored = tool
+            .param_headers()
+            .unwrap_or_else(|e| panic!("tool {:?}: {e}", tool.name));
+        self.declared.param_headers.extend(mirrored);
+        self.declared.tools.push(ToolEntry { tool, call });
     }
 
     /// A resource at a fixed URI; `read` gets the URI and returns its contents.
@@ -533,6 +554,22 @@ impl Reply {
 }
 
 impl Server {
+    /// The `Mcp-Param-*` headers of this server's tools: every property their input schemas
+    /// mark `x-mcp-header` (SEP-2243), as the Streamable HTTP machine checks them
+    /// ([`streamable::Config::param_headers`](sansrpc::streamable::Config::param_headers)).
+    pub fn param_headers(&self) -> &[ParamHeader] {
+        &self.shared.param_headers
+    }
+
+    /// A Streamable HTTP configuration for this server: the defaults, with the
+    /// `Mcp-Param-*` headers of its tools ([`param_headers`](Self::param_headers)) checked
+    /// on 2026-07-28 calls. Set the other fields on it (hosts, origins, auth, bounds).
+    pub fn streamable_config(&self) -> streamable::Config {
+        let mut config = streamable::Config::default();
+        config.param_headers = self.param_headers().to_vec();
+        config
+    }
+
     /// Answers one request: the result, or the error object. `host` is the adapter's way
     /// to the client for this request. Methods not in [`REQUESTS`] (or not offered, such
     /// as `completion/complete` without a completion handler) are -32601.

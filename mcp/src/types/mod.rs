@@ -21,11 +21,12 @@
 //! - Request params are deserialized from the JSON-RPC `params` member, results from
 //!   `result`; the JSON-RPC envelope itself belongs to the sansrpc core.
 
-pub mod error_codes;
-pub mod meta_keys;
 pub mod methods;
 pub mod notifications;
-pub mod version;
+
+// MCP's protocol constants are the core's (`sansrpc::mcp`), defined once for the
+// Streamable HTTP machine and these types alike.
+pub use sansrpc::mcp::{error_codes, meta_keys, version};
 
 mod capabilities;
 mod common;
