@@ -56,6 +56,15 @@ pub fn encode<P: Serialize + ?Sized>(params: &P) -> Result<Option<Box<RawValue>>
     encode_params_owned(params).map_err(CallError::Send)
 }
 
+/// A raw call's or notification's method and params, owned, to cross to the driver:
+/// what every client's `*_raw` methods hand to the part that queues them.
+pub fn owned(
+    method: &str,
+    params: Option<&RawValue>,
+) -> (Cow<'static, str>, Option<Box<RawValue>>) {
+    (Cow::Owned(method.to_owned()), params.map(ToOwned::to_owned))
+}
+
 /// Decodes a result of `M`: [`CallError::Decode`] when it does not fit `M::Result`.
 pub fn decode<M: Method<Result: DeserializeOwned>>(raw: &RawValue) -> Result<M::Result, CallError> {
     serde_json::from_str(raw.get()).map_err(CallError::Decode)

@@ -200,9 +200,8 @@ impl Client {
         params: Option<&RawValue>,
         timeout: Timeout,
     ) -> RawResult {
-        let params = params.map(ToOwned::to_owned);
-        let options = RequestOptions::timeout(timeout);
-        self.start(Cow::Owned(method.to_owned()), params, options)?
+        let (method, params) = shared::owned(method, params);
+        self.start(method, params, RequestOptions::timeout(timeout))?
             .wait()
     }
 
@@ -218,9 +217,9 @@ impl Client {
         token: impl Into<Id<'static>>,
         cap: Duration,
     ) -> RawResult {
-        let params = params.map(ToOwned::to_owned);
+        let (method, params) = shared::owned(method, params);
         let options = RequestOptions::timeout(Timeout::After(timeout)).with_progress(token, cap);
-        let mut pending = self.start(Cow::Owned(method.to_owned()), params, options)?;
+        let mut pending = self.start(method, params, options)?;
         pending.limit = Some(cap.max(timeout));
         pending.wait()
     }
@@ -284,8 +283,8 @@ impl Client {
 
     /// Sends a notification with raw params; returns once it is queued for the wire.
     pub fn notify_raw(&self, method: &str, params: Option<&RawValue>) -> Result<(), CallError> {
-        let params = params.map(ToOwned::to_owned);
-        self.notify_owned(Cow::Owned(method.to_owned()), params)
+        let (method, params) = shared::owned(method, params);
+        self.notify_owned(method, params)
     }
 
     fn notify_owned(

@@ -178,8 +178,8 @@ impl Client {
         params: Option<&RawValue>,
         timeout: Timeout,
     ) -> PendingCall {
-        let params = params.map(ToOwned::to_owned);
-        self.start(Cow::Owned(method.to_owned()), params, timeout, None, None)
+        let (method, params) = shared::owned(method, params);
+        self.start(method, params, timeout, None, None)
     }
 
     /// Calls `method` with raw params, a deadline, and a progress token (an integer or a
@@ -195,12 +195,11 @@ impl Client {
         token: impl Into<Id<'static>>,
         cap: Duration,
     ) -> PendingCall {
-        let params = params.map(ToOwned::to_owned);
+        let (method, params) = shared::owned(method, params);
         let progress = Some(Progress {
             token: token.into(),
             cap,
         });
-        let method = Cow::Owned(method.to_owned());
         self.start(method, params, Timeout::After(timeout), progress, None)
     }
 
@@ -241,8 +240,7 @@ impl Client {
         method: &str,
         params: Option<&RawValue>,
     ) -> PendingCall {
-        let params = params.map(ToOwned::to_owned);
-        let method = Cow::Owned(method.to_owned());
+        let (method, params) = shared::owned(method, params);
         self.start(method, params, Timeout::Default, None, Some(on_behalf))
     }
 
@@ -297,11 +295,8 @@ impl Client {
         method: &str,
         params: Option<&RawValue>,
     ) -> impl Future<Output = Result<(), CallError>> + Send {
-        self.notify_owned(
-            Cow::Owned(method.to_owned()),
-            params.map(ToOwned::to_owned),
-            None,
-        )
+        let (method, params) = shared::owned(method, params);
+        self.notify_owned(method, params, None)
     }
 
     pub(crate) fn notify_owned(

@@ -1,6 +1,5 @@
 //! What an async handler knows about the request it answers: [`RequestContext`].
 
-use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt;
 use std::future::Future;
@@ -207,11 +206,8 @@ impl RequestContext {
         method: &str,
         params: Option<&RawValue>,
     ) -> impl Future<Output = Result<(), CallError>> + Send {
-        self.peer.notify_owned(
-            Cow::Owned(method.to_owned()),
-            params.map(ToOwned::to_owned),
-            Some(self.handle),
-        )
+        let (method, params) = sansrpc::client::owned(method, params);
+        self.peer.notify_owned(method, params, Some(self.handle))
     }
 }
 

@@ -358,8 +358,8 @@ impl Reconnect {
         params: Option<&RawValue>,
         options: impl Into<CallOptions>,
     ) -> impl Future<Output = RawResult> + Send {
-        let params = params.map(ToOwned::to_owned);
-        self.start(Cow::Owned(method.to_owned()), params, options.into())
+        let (method, params) = shared::owned(method, params);
+        self.start(method, params, options.into())
     }
 
     fn start(
@@ -394,7 +394,8 @@ impl Reconnect {
         method: &str,
         params: Option<&RawValue>,
     ) -> impl Future<Output = Result<(), CallError>> + Send {
-        self.notify_owned(Cow::Owned(method.to_owned()), params.map(ToOwned::to_owned))
+        let (method, params) = shared::owned(method, params);
+        self.notify_owned(method, params)
     }
 
     fn notify_owned(
