@@ -7,7 +7,8 @@
 //! types register as they are, every handler (notifications included) gets a
 //! [`Context`](server::Context) that reaches the editor, the capabilities follow from what
 //! is registered, and the documents are kept for it, in the negotiated position encoding.
-//! One definition runs on tokio, smol and async-std.
+//! One definition runs on tokio, smol and async-std (`futures` feature, on by default) and
+//! on the blocking adapter's threads (`blocking` feature).
 //!
 //! [`document`] keeps the text documents a server (or a client) has open: it applies
 //! `textDocument/didOpen`, `didChange` (full and incremental, several changes in one
