@@ -166,3 +166,33 @@ async fn waits_for_diagnostics_end_and_misuse_is_refused() {
         Err(ClientError::Closed)
     ));
 }
+
+/// docs/lsp.md's client section shows the client module's example (which compiles as a
+/// doctest), its hidden lines aside.
+#[test]
+fn the_lsp_guide_shows_the_client_example_as_it_is() {
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let module = std::fs::read_to_string(format!("{dir}/src/client/mod.rs")).unwrap();
+    let lines: Vec<&str> = module.lines().collect();
+    let start = lines.iter().position(|l| *l == "//! ```no_run").unwrap();
+    let end = start
+        + 1
+        + lines[start + 1..]
+            .iter()
+            .position(|l| *l == "//! ```")
+            .unwrap();
+    let shown: Vec<&str> = lines[start + 1..end]
+        .iter()
+        .map(|l| {
+            l.strip_prefix("//! ")
+                .unwrap_or(l.trim_start_matches("//!"))
+        })
+        .filter(|l| !l.trim_start().starts_with("# ") && l.trim() != "#")
+        .collect();
+    let snippet = format!("```rust,ignore\n{}\n```", shown.join("\n"));
+    let guide = std::fs::read_to_string(format!("{dir}/../docs/lsp.md")).unwrap();
+    assert!(
+        guide.contains(&snippet),
+        "docs/lsp.md must show the client example as it is:\n{snippet}"
+    );
+}
