@@ -259,6 +259,8 @@ impl ClientBuilder {
     /// Starts `command` (with piped stdin and stdout; its stderr is left as it is set) and
     /// initializes it: `initialize` with the capabilities, then `initialized`. Fails when
     /// the process does not start or `initialize` fails (the process is then shut down).
+    /// The process is killed if the client is dropped without
+    /// [`shutdown`](LanguageClient::shutdown) (`kill_on_drop`).
     pub async fn start(
         self,
         command: &mut tokio::process::Command,
@@ -266,7 +268,7 @@ impl ClientBuilder {
         let shared = Arc::new(Shared::default());
         let router = client_router(&shared, &self.configuration);
         let builder = Builder::new().config(self.config).router(router);
-        let child = sansrpc_tokio::spawn_child(builder, command)?;
+        let child = sansrpc_tokio::spawn_child(builder, command.kill_on_drop(true))?;
         let conn = child.client.clone();
         #[allow(deprecated)] // root_uri: servers still read it (pylsp does).
         let params = InitializeParams {
@@ -299,7 +301,10 @@ impl ClientBuilder {
             .and_then(PositionEncoding::from_kind)
             .unwrap_or(PositionEncoding::Utf16);
         shared.lock().documents.set_encoding(encoding);
-        notify::<Initialized>(&conn, &InitializedParams {}).await?;
+        if let Err(e) = notify::<Initialized>(&conn, &InitializedParams {}).await {
+            let _ = child.shutdown(Duration::from_secs(1)).await;
+            return Err(e);
+        }
         Ok(LanguageClient {
             sync: SyncKind::of(&result.capabilities),
             conn,
@@ -588,7 +593,8 @@ impl LanguageClient {
         if let Some(sent) = sent {
             sent?.await.map_err(ClientError::Call)?;
         }
-        doc.ok_or(ClientError::Closed)
+        // Just opened: the store has it.
+        doc.ok_or(ClientError::Document(DocumentError::NotOpen { uri }))
     }
 
     /// Replaces `range` of `uri` (in the negotiated encoding) with `text`: one incremental
@@ -747,5 +753,56 @@ impl LanguageClient {
         let _ = notify::<Exit>(&self.conn, &()).await;
         let status = child.shutdown(grace).await?;
         answered.map(|()| status)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use lsp_types::{SaveOptions, TextDocumentSyncOptions, TextDocumentSyncSaveOptions};
+
+    use super::*;
+
+    #[test]
+    fn a_publication_is_for_the_version_it_names_else_the_one_it_arrived_at() {
+        let named = |version, received_at| Published {
+            version,
+            received_at,
+            diagnostics: Vec::new(),
+        };
+        assert!(named(Some(3), Some(4)).is_for(3));
+        assert!(!named(Some(3), Some(4)).is_for(4));
+        assert!(named(None, Some(4)).is_for(4));
+        assert!(!named(None, None).is_for(1));
+    }
+
+    #[test]
+    fn what_is_sent_follows_text_document_sync() {
+        let with = |sync| {
+            SyncKind::of(&ServerCapabilities {
+                text_document_sync: sync,
+                ..ServerCapabilities::default()
+            })
+        };
+        let kind = with(Some(TextDocumentSyncCapability::Kind(
+            TextDocumentSyncKind::FULL,
+        )));
+        assert!(kind.open_close);
+        assert_eq!(kind.change, TextDocumentSyncKind::FULL);
+        let options = with(Some(TextDocumentSyncCapability::Options(
+            TextDocumentSyncOptions {
+                open_close: None,
+                change: Some(TextDocumentSyncKind::INCREMENTAL),
+                save: Some(TextDocumentSyncSaveOptions::SaveOptions(
+                    SaveOptions::default(),
+                )),
+                ..TextDocumentSyncOptions::default()
+            },
+        )));
+        // Options without `openClose`: no open or close notifications (LSP 3.17).
+        assert!(!options.open_close);
+        assert_eq!(options.change, TextDocumentSyncKind::INCREMENTAL);
+        let none = with(None);
+        assert!(!none.open_close);
+        assert_eq!(none.change, TextDocumentSyncKind::NONE);
     }
 }
