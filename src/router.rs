@@ -27,6 +27,12 @@ pub use crate::error::Outcome;
 
 type CallFn = dyn Fn(Option<&RawValue>, &mut Vec<u8>) -> Outcome + Send + Sync;
 type NotifyFn = dyn Fn(Option<&RawValue>) + Send + Sync;
+type StageFn = dyn Fn(Option<&RawValue>) -> Staged + Send + Sync;
+
+/// The rest of a staged handler ([`Router::raw_staged_method`]): it writes the result (one
+/// JSON value, checked) where the driver runs handlers, after the first part ran at
+/// hand-out.
+pub type Staged = Box<dyn FnOnce(&mut Vec<u8>) -> Outcome + Send>;
 #[cfg(feature = "streams")]
 type OpenFn = dyn Fn(Option<&RawValue>) -> Result<crate::connection::stream::BoxSource, ErrorObject<'static>>
     + Send
@@ -34,6 +40,8 @@ type OpenFn = dyn Fn(Option<&RawValue>) -> Result<crate::connection::stream::Box
 
 enum Handler {
     Call(Box<CallFn>),
+    /// Two parts: one when the request is handed out, the rest where handlers run.
+    Stage(Box<StageFn>),
     Notify(Box<NotifyFn>),
 }
 
@@ -444,6 +452,57 @@ impl Router {
         )
     }
 
+    /// Registers a raw method handler in two parts: `handler` runs when the driver hands
+    /// the request out, in arrival order with the notifications around it (on a blocking
+    /// driver, on the connection's thread, so keep it short and never wait there), and
+    /// returns the rest, which runs where the driver runs handlers (a worker) and writes
+    /// the result as [`raw_method`](Self::raw_method)'s handler does. For a handler that
+    /// must see the connection's state as of its request's arrival (an LSP server's
+    /// documents) on a driver that runs handlers later. Drivers that dispatch at once
+    /// ([`dispatch`](Self::dispatch)) run both parts together; with [layers](Self::layer)
+    /// registered, so does [`stage`](Self::stage)'s driver.
+    pub fn raw_staged_method<F>(&mut self, name: &str, handler: F) -> Result<(), RegisterError>
+    where
+        F: Fn(Option<&RawValue>) -> Staged + Send + Sync + 'static,
+    {
+        self.insert(
+            name.to_string(),
+            Handler::Stage(Box::new(handler)),
+            false,
+            ParamShape::default(),
+        )
+    }
+
+    /// Runs the first part of a staged method ([`raw_staged_method`](Self::raw_staged_method))
+    /// for `request`, as a driver hands it out; the rest goes to
+    /// [`run_staged`](Self::run_staged) where the driver runs handlers. `None` when
+    /// `request` is not for a staged method, or when layers are registered (a layer wraps
+    /// a whole call): [`dispatch`](Self::dispatch) it then.
+    pub fn stage(&self, request: &Request<'_>) -> Option<Staged> {
+        if !self.layers.is_empty() {
+            return None;
+        }
+        let Handler::Stage(f) = &self.methods.get(&request.method)?.handler else {
+            return None;
+        };
+        let params = request.params.as_deref();
+        #[cfg(feature = "std")]
+        let staged = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(params)))
+            .unwrap_or_else(|_| Box::new(|_: &mut Vec<u8>| Err(ErrorObject::internal_error())));
+        #[cfg(not(feature = "std"))]
+        let staged = f(params);
+        Some(staged)
+    }
+
+    /// Runs the rest of a staged method ([`stage`](Self::stage)) into `reply`, as
+    /// [`dispatch`](Self::dispatch) would have answered the whole request.
+    pub fn run_staged(&self, staged: Staged, reply: &mut Reply) {
+        reply.buf.clear();
+        let outcome = self.run_checked(staged, &mut reply.buf, false);
+        reply.outcome = Some(outcome);
+        reply.checked = true;
+    }
+
     /// Registers a raw notification handler.
     pub fn raw_notification<F>(&mut self, name: &str, handler: F) -> Result<(), RegisterError>
     where
@@ -718,7 +777,7 @@ impl Router {
                     .map_err(|_| ErrorObject::internal_error());
             }
             if let Some(f) = self.providers.get(call.method) {
-                return self.run_checked(f, call, out, false);
+                return self.run_checked(|out| f(call.params, out), out, false);
             }
             if !PEER_NOTIFICATIONS.contains(&call.method) {
                 return Err(ErrorObject::method_not_found());
@@ -728,7 +787,8 @@ impl Router {
             return Err(ErrorObject::method_not_found());
         };
         match &entry.handler {
-            Handler::Call(f) => self.run_checked(f, call, out, entry.trusted),
+            Handler::Call(f) => self.run_checked(|out| f(call.params, out), out, entry.trusted),
+            Handler::Stage(f) => self.run_checked(|out| f(call.params)(out), out, false),
             Handler::Notify(f) if call.id.is_none() => guard(|| {
                 f(call.params);
                 Ok(())
@@ -742,13 +802,12 @@ impl Router {
     /// it wrote exactly one JSON value.
     fn run_checked(
         &self,
-        f: &CallFn,
-        call: &Call<'_>,
+        f: impl FnOnce(&mut Vec<u8>) -> Outcome,
         out: &mut Vec<u8>,
         trusted: bool,
     ) -> Outcome {
         let start = out.len();
-        let outcome = guard(|| f(call.params, out));
+        let outcome = guard(|| f(out));
         if outcome.is_ok()
             && !trusted
             && crate::json::validate(&out[start..], crate::Limits::MAX_DEPTH_CAP).is_err()
@@ -766,7 +825,7 @@ impl Router {
             .methods
             .0
             .iter()
-            .filter(|(_, e)| matches!(e.handler, Handler::Call(_)))
+            .filter(|(_, e)| matches!(e.handler, Handler::Call(_) | Handler::Stage(_)))
             .map(|(name, e)| (name, &e.shape, &e.doc, false));
         let listed = self
             .listed

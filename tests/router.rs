@@ -701,3 +701,58 @@ fn without_the_discover_feature_rpc_discover_is_unknown_and_free() {
     .unwrap();
     assert_eq!(dispatch(&r, "rpc.discover", None), Ok(json!({})));
 }
+
+/// A staged method: its first part runs at `stage` (when a driver hands the request out),
+/// the rest at `run_staged`; `dispatch` runs both at once; its output is checked like a raw
+/// method's; with a layer, `stage` declines and `dispatch` goes through the layer.
+#[test]
+fn a_staged_method_runs_its_parts_when_handed_out_and_when_run() {
+    let state = Arc::new(Mutex::new(1));
+    let mut r = router();
+    let seen = state.clone();
+    r.raw_staged_method("staged", move |params| {
+        // What the first part reads is what it saw when staged.
+        let at_stage = *seen.lock().unwrap();
+        let params = params.map(|p| p.get().to_owned());
+        Box::new(move |out: &mut Vec<u8>| {
+            let params = params.unwrap_or_default();
+            out.extend_from_slice(format!("[{at_stage}, {params}]").as_bytes());
+            Ok(())
+        })
+    })
+    .unwrap();
+    r.raw_staged_method("broken", |_| {
+        Box::new(|out: &mut Vec<u8>| {
+            out.extend_from_slice(b"{not json");
+            Ok(())
+        })
+    })
+    .unwrap();
+
+    let staged = r
+        .stage(&request("staged", Some("\"x\"")))
+        .expect("a staged method");
+    *state.lock().unwrap() = 2; // A notification handled after the request was handed out.
+    let mut reply = Reply::default();
+    r.run_staged(staged, &mut reply);
+    assert_eq!(reply.result_json(), Some("[1, \"x\"]"));
+    // Dispatched at once: both parts now.
+    assert_eq!(dispatch(&r, "staged", Some("3")), Ok(json!([2, 3])));
+    // Not a staged method: none.
+    assert!(r.stage(&request("subtract", Some("[2, 1]"))).is_none());
+    // Output that is not JSON is answered -32603, as from a raw method.
+    let broken = r.stage(&request("broken", None)).unwrap();
+    r.run_staged(broken, &mut reply);
+    assert_eq!(reply.error().map(|e| e.code), Some(-32603));
+    assert_eq!(dispatch(&r, "broken", None).unwrap_err().code, -32603);
+
+    // With a layer, the whole call goes through it: `stage` declines.
+    let log = Arc::new(Mutex::new(Vec::new()));
+    r.layer(Trace {
+        name: "outer",
+        log: log.clone(),
+    });
+    assert!(r.stage(&request("staged", None)).is_none());
+    assert_eq!(dispatch(&r, "staged", Some("4")), Ok(json!([2, 4])));
+    assert_eq!(log.lock().unwrap().len(), 2);
+}

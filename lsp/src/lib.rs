@@ -7,7 +7,14 @@
 //! types register as they are, every handler (notifications included) gets a
 //! [`Context`](server::Context) that reaches the editor, the capabilities follow from what
 //! is registered, and the documents are kept for it, in the negotiated position encoding.
-//! One definition runs on tokio, smol and async-std.
+//! One definition runs on tokio, smol and async-std (`futures` feature, on by default) and
+//! on the blocking adapter's threads (`blocking` feature).
+//!
+//! `client` (the module of the `client` feature) is a typed language client: it starts a server as a
+//! child process on tokio, initializes it with given capabilities (VS Code's and
+//! Neovim's ship with it), opens and edits documents through the same document store,
+//! sends lsp-types' requests, collects diagnostics per document and version, and shuts
+//! the server down with its exit status.
 //!
 //! [`document`] keeps the text documents a server (or a client) has open: it applies
 //! `textDocument/didOpen`, `didChange` (full and incremental, several changes in one
@@ -64,6 +71,8 @@
 //! ```
 #![deny(missing_docs)]
 
+#[cfg(feature = "client")]
+pub mod client;
 pub mod document;
 pub mod server;
 

@@ -11,7 +11,9 @@
 //! the server exiting by itself once the editor's process (`processId`) is gone. On
 //! `context_server`: two requests whose handler calls the editor back
 //! (`workspace/configuration`, `window/workDoneProgress/create`) both answered under
-//! `--max-inflight 1`, with their log messages and progress.
+//! `--max-inflight 1`, with their log messages and progress. The same tests run against
+//! `todo_server_threads` and `context_server_threads`: the same servers on the blocking
+//! adapter's threads.
 
 #[path = "../../tests/support/interop.rs"]
 mod interop;
@@ -20,5 +22,12 @@ mod interop;
 fn pytest_lsp_drives_the_todo_and_context_servers() {
     let todo = interop::built_example("sansrpc-lsp", "todo_server");
     let context = interop::built_example("sansrpc-lsp", "context_server");
+    interop::pytest_lsp_drives_lsp_examples(env!("CARGO_MANIFEST_DIR"), &todo, &context);
+}
+
+#[test]
+fn pytest_lsp_drives_the_todo_and_context_servers_on_threads() {
+    let todo = interop::built_example("sansrpc-lsp", "todo_server_threads");
+    let context = interop::built_example("sansrpc-lsp", "context_server_threads");
     interop::pytest_lsp_drives_lsp_examples(env!("CARGO_MANIFEST_DIR"), &todo, &context);
 }

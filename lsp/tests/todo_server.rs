@@ -1,4 +1,5 @@
-//! The `todo_server` example as an editor runs it: a child process on stdio, driven with
+//! The `todo_server` example as an editor runs it, and `todo_server_threads` (the same server
+//! on the blocking adapter), each a child process on stdio, driven with
 //! Content-Length frames written by hand (no LSP library on this side), every frame it
 //! writes back parsed and checked whole.
 //!
@@ -36,7 +37,7 @@ use serde_json::{json, Value};
 const ANSWER: Duration = Duration::from_secs(20);
 const URI: &str = "file:///tmp/sansrpc-todo/notes.txt";
 
-/// The `todo_server` example running as a child process.
+/// The `todo_server` example (or `todo_server_threads`) running as a child process.
 struct TodoServer {
     stdin: Option<ChildStdin>,
     frames: Receiver<Result<Value, String>>,
@@ -47,14 +48,15 @@ struct TodoServer {
 }
 
 impl TodoServer {
-    fn start() -> TodoServer {
-        let exe = support::built_example("sansrpc-lsp", "todo_server");
+    /// Starts the example `example`.
+    fn start(example: &str) -> TodoServer {
+        let exe = support::built_example("sansrpc-lsp", example);
         let mut child: Child = Command::new(exe)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("start the todo_server example");
+            .unwrap_or_else(|e| panic!("start the {example} example: {e}"));
         let stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().unwrap());
         let (tx, frames) = mpsc::channel();
@@ -336,6 +338,40 @@ fn the_readme_and_the_lsp_guide_show_the_example_in_full() {
     }
 }
 
+/// The LSP guide's excerpt of `todo_server_threads` (its `main` on the blocking adapter) is
+/// taken from the file as it is, and the rest of that file is `todo_server`'s definition.
+#[test]
+fn the_lsp_guide_shows_the_threads_example_as_it_is() {
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let threads =
+        std::fs::read_to_string(format!("{dir}/examples/todo_server_threads.rs")).unwrap();
+    let guide = std::fs::read_to_string(format!("{dir}/../docs/lsp.md")).unwrap();
+    let section = guide
+        .split("## On threads")
+        .nth(1)
+        .expect("the guide's threads section");
+    let excerpt = section
+        .split("```rust,ignore\n")
+        .nth(1)
+        .and_then(|s| s.split("```").next())
+        .expect("the section's code");
+    let indented: String = excerpt.lines().map(|l| format!("    {l}\n")).collect();
+    assert!(
+        threads.contains(&indented),
+        "docs/lsp.md must show todo_server_threads.rs's main as it is:\n{excerpt}"
+    );
+    // The same handlers: `hover` is `todo_server`'s, character for character.
+    let todo = std::fs::read_to_string(format!("{dir}/examples/todo_server.rs")).unwrap();
+    let hover = |text: &str| {
+        text.split("async fn hover")
+            .nth(1)
+            .and_then(|s| s.split("\n}\n").next())
+            .map(str::to_owned)
+    };
+    assert_eq!(hover(&threads), hover(&todo));
+    assert!(hover(&todo).is_some());
+}
+
 /// The capabilities the example must declare, in `encoding`.
 fn capabilities(encoding: &str) -> Value {
     json!({
@@ -345,8 +381,7 @@ fn capabilities(encoding: &str) -> Value {
     })
 }
 
-#[test]
-fn initialize_takes_the_first_encoding_offered_and_declares_the_capabilities() {
+fn initialize_takes_the_first_encoding_offered_and_declares_the_capabilities(example: &str) {
     let cases: [(Option<&[&str]>, &str); 6] = [
         (Some(&["utf-8", "utf-16", "utf-32"]), "utf-8"),
         (Some(&["utf-16", "utf-8", "utf-32"]), "utf-16"),
@@ -358,7 +393,7 @@ fn initialize_takes_the_first_encoding_offered_and_declares_the_capabilities() {
         (None, "utf-16"),
     ];
     for (offered, negotiated) in cases {
-        let mut server = TodoServer::start();
+        let mut server = TodoServer::start(example);
         let result = server.initialize(offered);
         assert_eq!(
             result,
@@ -493,10 +528,9 @@ fn the_edits(u: &Units) -> Value {
     })
 }
 
-#[test]
-fn documents_diagnostics_and_hovers_in_each_encoding() {
+fn documents_diagnostics_and_hovers_in_each_encoding(example: &str) {
     for u in [UTF8, UTF16, UTF32] {
-        let mut server = TodoServer::start();
+        let mut server = TodoServer::start(example);
         let offered = [u.encoding, "utf-16"];
         let result = server.initialize(Some(&offered));
         assert_eq!(result["capabilities"], capabilities(u.encoding));
@@ -553,9 +587,8 @@ fn documents_diagnostics_and_hovers_in_each_encoding() {
     }
 }
 
-#[test]
-fn a_hover_sees_the_changes_sent_before_it_and_none_after() {
-    let mut server = TodoServer::start();
+fn a_hover_sees_the_changes_sent_before_it_and_none_after(example: &str) {
+    let mut server = TodoServer::start(example);
     server.initialize(Some(&["utf-16"]));
     server.notify(
         "textDocument/didOpen",
@@ -592,9 +625,8 @@ fn a_hover_sees_the_changes_sent_before_it_and_none_after() {
 /// A file past the default 8 MiB frame limit (`Limits::max_frame_bytes`): its didOpen is
 /// refused unread (`-32004`, id null), the document is not open (a hover on it answers
 /// null, a change to it is a warning), and the server goes on.
-#[test]
-fn a_document_past_the_frame_limit_is_refused_and_the_server_goes_on() {
-    let mut server = TodoServer::start();
+fn a_document_past_the_frame_limit_is_refused_and_the_server_goes_on(example: &str) {
+    let mut server = TodoServer::start(example);
     server.initialize(Some(&["utf-16"]));
     let big = "TODO ".repeat(9 * 1024 * 1024 / 5);
     server.notify(
@@ -674,19 +706,45 @@ fn read_session(server: &mut TodoServer) {
     assert_eq!(server.result(2), answer);
 }
 
-#[test]
-fn at_the_end_of_input_everything_sent_is_answered_in_order_and_shutdown_exits_0() {
-    let mut server = TodoServer::start();
+fn at_the_end_of_input_everything_sent_is_answered_in_order_and_shutdown_exits_0(example: &str) {
+    let mut server = TodoServer::start(example);
     write_session(&mut server, true);
     read_session(&mut server);
     assert_eq!(server.result(3), Value::Null, "shutdown's answer");
     assert_eq!(server.exit_code(), Some(0));
 }
 
-#[test]
-fn at_the_end_of_input_without_shutdown_everything_is_answered_and_it_exits_1() {
-    let mut server = TodoServer::start();
+fn at_the_end_of_input_without_shutdown_everything_is_answered_and_it_exits_1(example: &str) {
+    let mut server = TodoServer::start(example);
     write_session(&mut server, false);
     read_session(&mut server);
     assert_eq!(server.exit_code(), Some(1));
 }
+
+/// Every scenario above, against each example: `todo_server` (tokio) and
+/// `todo_server_threads` (the same server on the blocking adapter's threads).
+macro_rules! on_each_example {
+    ($($name:ident),* $(,)?) => {
+        mod tokio {
+            $(#[test]
+            fn $name() {
+                super::$name("todo_server");
+            })*
+        }
+        mod threads {
+            $(#[test]
+            fn $name() {
+                super::$name("todo_server_threads");
+            })*
+        }
+    };
+}
+
+on_each_example!(
+    initialize_takes_the_first_encoding_offered_and_declares_the_capabilities,
+    documents_diagnostics_and_hovers_in_each_encoding,
+    a_hover_sees_the_changes_sent_before_it_and_none_after,
+    a_document_past_the_frame_limit_is_refused_and_the_server_goes_on,
+    at_the_end_of_input_everything_sent_is_answered_in_order_and_shutdown_exits_0,
+    at_the_end_of_input_without_shutdown_everything_is_answered_and_it_exits_1
+);

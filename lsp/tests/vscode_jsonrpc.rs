@@ -7,7 +7,8 @@
 //! `context_server`: a handler that calls `workspace/configuration` back, sends
 //! `window/logMessage` and work-done progress on the request's `workDoneToken`; a request
 //! cancelled with `$/cancelRequest` that the handler sees and answers `-32800`; shutdown and
-//! exit with status 0.
+//! exit with status 0. The same script drives `todo_server_threads` and
+//! `context_server_threads`, the same servers on the blocking adapter's threads.
 
 #[path = "../../tests/support/interop.rs"]
 mod interop;
@@ -16,5 +17,12 @@ mod interop;
 fn vscode_jsonrpc_drives_the_todo_and_context_servers() {
     let todo = interop::built_example("sansrpc-lsp", "todo_server");
     let context = interop::built_example("sansrpc-lsp", "context_server");
+    interop::vscode_jsonrpc_drives_lsp_examples(env!("CARGO_MANIFEST_DIR"), &todo, &context);
+}
+
+#[test]
+fn vscode_jsonrpc_drives_the_todo_and_context_servers_on_threads() {
+    let todo = interop::built_example("sansrpc-lsp", "todo_server_threads");
+    let context = interop::built_example("sansrpc-lsp", "context_server_threads");
     interop::vscode_jsonrpc_drives_lsp_examples(env!("CARGO_MANIFEST_DIR"), &todo, &context);
 }

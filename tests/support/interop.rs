@@ -89,19 +89,8 @@ pub fn npm_ci(dir: &Path, package: &str) {
     );
 }
 
-/// Runs `interop/vscode-jsonrpc/lsp_client_threads.js` against the LSP server `server`
-/// (sansrpc-blocking's `lsp_server_threads`, until it moves onto sansrpc-lsp) and checks its
-/// report: every step passed, the cancelled request answered -32800, exit status 0.
-pub fn vscode_jsonrpc_drives(crate_dir: &str, server: &Path) {
-    let report = vscode_jsonrpc(crate_dir, "lsp_client_threads.js", &[server]);
-    assert_eq!(
-        report,
-        serde_json::json!({"ok": true, "cancelled": -32800, "exit": 0, "progress": 1})
-    );
-}
-
 /// Runs `interop/vscode-jsonrpc/lsp_client.js` against sansrpc-lsp's `todo_server` and
-/// `context_server` examples and checks its report: every step passed; todo_server spoke
+/// `context_server` examples (or their `_threads` variants on the blocking adapter) and checks its report: every step passed; todo_server spoke
 /// UTF-16, published the diagnostics of versions 1 and 2 and exited 0; context_server's
 /// progress went begin, report, end, the cancelled request was answered -32800, and it
 /// exited 0.
@@ -169,19 +158,8 @@ pub fn pip_install(crate_dir: &str, dir: &str) -> PathBuf {
     target
 }
 
-/// Runs `interop/pytest-lsp/test_lsp_server_threads.py` with pytest against the LSP server
-/// `server` (sansrpc-blocking's `lsp_server_threads`, until it moves onto sansrpc-lsp);
-/// pytest-lsp installed first; prints pytest's output when it fails.
-pub fn pytest_lsp_drives(crate_dir: &str, server: &Path) {
-    pytest_lsp(
-        crate_dir,
-        "test_lsp_server_threads.py",
-        &[("SANSRPC_LSP_SERVER", server)],
-    );
-}
-
 /// Runs `interop/pytest-lsp/test_lsp_server.py` with pytest against sansrpc-lsp's
-/// `todo_server` and `context_server` examples; prints pytest's output when it fails.
+/// `todo_server` and `context_server` examples (or their `_threads` variants); prints pytest's output when it fails.
 pub fn pytest_lsp_drives_lsp_examples(crate_dir: &str, todo: &Path, context: &Path) {
     pytest_lsp(
         crate_dir,

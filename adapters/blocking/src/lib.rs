@@ -12,6 +12,12 @@
 //! its handler right there on the driver thread. Notifications therefore run one at a time
 //! in arrival order, each before any request that arrived after it starts (as LSP needs for
 //! `didChange`); keep their handlers short, since the connection's I/O waits for them.
+//! Inside one, [`NotificationContext::current`] reaches the connection (its per-connection
+//! values, notifications to the peer, queued). A method registered as staged
+//! ([`Router::raw_staged_method`](sansrpc::router::Router::raw_staged_method)) runs its first
+//! part when the request is handed out, on the driver thread in the same order, and the
+//! rest on the pool: a handler that must see the connection's state as of its request's
+//! arrival (an LSP server's documents) takes it there.
 //!
 //! Requests run on a bounded pool of [`Options::workers`] threads. Requests beyond the pool
 //! wait in a queue bounded by the endpoint's own
@@ -79,7 +85,7 @@ use std::sync::Arc;
 use sansrpc::Config;
 
 pub use client::{Batch, Client};
-pub use driver::RequestContext;
+pub use driver::{Cancelled, NotificationContext, RequestContext};
 pub use extension::Extension;
 pub use reconnect::Reconnect;
 pub use sansrpc::client::{BatchSlot, RawResult};

@@ -42,6 +42,8 @@ mod capabilities;
 mod context;
 mod session;
 
+#[cfg(feature = "blocking")]
+mod blocking;
 #[cfg(feature = "futures")]
 mod futures;
 
@@ -511,7 +513,9 @@ fn null() -> Box<RawValue> {
 }
 
 /// Decodes params (absent reads as `null`, as lsp-types' `()` params expect).
-fn decode<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T, ErrorObject<'static>> {
+pub(crate) fn decode<T: DeserializeOwned>(
+    params: Option<&RawValue>,
+) -> Result<T, ErrorObject<'static>> {
     let text = params.map_or("null", RawValue::get);
     serde_json::from_str(text).map_err(|e| ErrorObject::new(-32602, format!("Invalid params: {e}")))
 }

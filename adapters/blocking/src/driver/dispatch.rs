@@ -4,10 +4,14 @@
 //! iterators running on the pool.
 
 use std::cell::RefCell;
+use std::future::Future;
 use std::io;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context as TaskContext, Poll, Waker};
+use std::time::Duration;
 
 use sansrpc::client::{self as shared, PeerRequest, RawResult};
 use sansrpc::codec::FrameError;
@@ -61,6 +65,47 @@ impl Handlers {
 
 thread_local! {
     static CURRENT: RefCell<Option<RequestContext>> = const { RefCell::new(None) };
+    /// The connection whose driver thread this is (set once, when the thread starts).
+    static DRIVING: RefCell<Option<Arc<Link>>> = const { RefCell::new(None) };
+}
+
+/// Marks this thread as `link`'s driver, for [`NotificationContext::current`].
+pub(crate) fn driving(link: &Arc<Link>) {
+    DRIVING.with(|d| *d.borrow_mut() = Some(Arc::clone(link)));
+}
+
+/// The connection a notification came on: from [`NotificationContext::current`] inside a
+/// notification handler. Notification handlers run on the connection's driver thread (see
+/// the crate's docs), so what they send the peer is queued
+/// ([`Client::notify_raw_queued`]) rather than waited for, and they cannot wait for an
+/// answer from the peer: a call from there would wait for the very thread that reads it.
+/// The futures adapter's `NotificationContext` has the same [`peer`](Self::peer).
+#[derive(Clone, Debug)]
+pub struct NotificationContext {
+    peer: Client,
+}
+
+impl NotificationContext {
+    /// The context of the notifications this thread handles: `Some` on a connection's
+    /// driver thread (inside a notification handler, or a stream method's handler while it
+    /// makes its iterator), `None` elsewhere (a request handler has
+    /// [`RequestContext::current`]).
+    pub fn current() -> Option<NotificationContext> {
+        DRIVING.with(|d| {
+            let link = d.borrow();
+            let link = link.as_ref()?;
+            Some(NotificationContext {
+                peer: Client::peer(Arc::clone(link)),
+            })
+        })
+    }
+
+    /// A client on the connection: per-connection values ([`Client::local`]) and
+    /// notifications to the peer with [`Client::notify_raw_queued`] (it does not keep the
+    /// connection open).
+    pub fn peer(&self) -> &Client {
+        &self.peer
+    }
 }
 
 /// What a request's context knows of its connection, the same for every request of a turn.
@@ -94,8 +139,9 @@ fn with_context<R>(cx: RequestContext, f: impl FnOnce() -> R) -> R {
 /// method's handler while it makes its iterator (keep a clone in the iterator:
 /// [`is_cancelled`](RequestContext::is_cancelled) turns true once the stream ends or the
 /// peer cancels it). The futures adapter's `RequestContext` has the same methods, async
-/// where these wait (docs/client.md); it also has `cancelled()`, a future (here a handler
-/// looks at [`is_cancelled`](RequestContext::is_cancelled) now and then), and `http()` (no
+/// where these wait (docs/client.md), and `cancelled()`, a future, as here
+/// ([`cancelled`](RequestContext::cancelled); a blocking handler rather looks at
+/// [`is_cancelled`](RequestContext::is_cancelled) now and then); it also has `http()` (no
 /// HTTP server runs on this adapter).
 ///
 /// - [`id`](PeerRequest::id): the request's id as the peer sent it;
@@ -143,6 +189,17 @@ impl RequestContext {
     /// True once the peer cancelled the request (or the shutdown grace ran out).
     pub fn is_cancelled(&self) -> bool {
         self.cancelled.load(Ordering::Relaxed)
+    }
+
+    /// A future ready once [`is_cancelled`](Self::is_cancelled) turns true, for a handler
+    /// that runs a future to completion on its worker (`pollster::block_on`, say) and
+    /// races its work against the peer's cancellation. The flag has no waker: while the
+    /// future waits, a watcher thread looks at it every 10 ms, and ends with the future.
+    pub fn cancelled(&self) -> Cancelled {
+        Cancelled {
+            flag: Arc::clone(&self.cancelled),
+            waker: None,
+        }
     }
 
     /// Reports progress to the peer on the request's token, with the connection's progress
@@ -196,6 +253,58 @@ impl RequestContext {
     /// [`Client::notify_raw`] on [`peer`](Self::peer).
     pub fn notify_raw(&self, method: &str, params: Option<&RawValue>) -> Result<(), CallError> {
         self.peer.notify_raw(method, params)
+    }
+}
+
+/// Ready once a request is cancelled: [`RequestContext::cancelled`].
+#[derive(Debug)]
+pub struct Cancelled {
+    flag: Arc<AtomicBool>,
+    /// Shared with the watcher thread, which holds it weakly and ends once it is gone.
+    waker: Option<Arc<Mutex<Waker>>>,
+}
+
+/// How often a waiting [`Cancelled`] looks at its flag.
+const CANCEL_POLL: Duration = Duration::from_millis(10);
+
+impl Future for Cancelled {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, task: &mut TaskContext<'_>) -> Poll<()> {
+        if self.flag.load(Ordering::Relaxed) {
+            return Poll::Ready(());
+        }
+        if let Some(waker) = &self.waker {
+            waker
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone_from(task.waker());
+            return Poll::Pending;
+        }
+        let waker = Arc::new(Mutex::new(task.waker().clone()));
+        let (watched, flag) = (Arc::downgrade(&waker), Arc::clone(&self.flag));
+        let watch = move || loop {
+            std::thread::sleep(CANCEL_POLL);
+            let Some(waker) = watched.upgrade() else {
+                return;
+            };
+            if flag.load(Ordering::Relaxed) {
+                waker
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .wake_by_ref();
+                return;
+            }
+        };
+        // Without a thread to watch with, it never wakes: as if the peer never cancelled
+        // (the handler still ends on its own).
+        let spawned = std::thread::Builder::new()
+            .name("rpc-cancel-watch".into())
+            .spawn(watch);
+        if spawned.is_ok() {
+            self.waker = Some(waker);
+        }
+        Poll::Pending
     }
 }
 
@@ -371,11 +480,17 @@ impl Driver {
             Arc::clone(&self.closed),
             self.me.clone(),
         );
+        // A staged method's first part runs now, on this thread, in arrival order with
+        // the notifications around it (they run here too); the rest on the pool.
+        let staged = with_context(cx.clone(), || router.stage(&request));
         let job: Job = Box::new(move || {
             if closed.load(Ordering::Relaxed) {
                 return;
             }
-            with_context(cx, || router.dispatch(&request, &mut reply));
+            with_context(cx, || match staged {
+                Some(staged) => router.run_staged(staged, &mut reply),
+                None => router.dispatch(&request, &mut reply),
+            });
             let _ = me.send(Cmd::Respond { id: handle, reply });
         });
         if jobs.send(job).is_err() {

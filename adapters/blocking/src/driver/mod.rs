@@ -21,7 +21,7 @@ use sansrpc::Instant;
 mod dispatch;
 
 pub(crate) use dispatch::Handlers;
-pub use dispatch::RequestContext;
+pub use dispatch::{Cancelled, NotificationContext, RequestContext};
 
 use crate::client::Link;
 use crate::pool::{join_by, Job, Pool};
@@ -165,6 +165,7 @@ struct Driver {
 
 impl Driver {
     fn run(mut self, transport: Transport, size: usize, buffers: usize, pool: Option<Pool>) {
+        dispatch::driving(&self.link);
         let (free, chunks) = mpsc::sync_channel(buffers);
         for _ in 0..buffers {
             // Allocated by the reader as the traffic needs (up to `size`).

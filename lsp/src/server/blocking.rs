@@ -1,0 +1,150 @@
+//! The server on the blocking adapter (`sansrpc-blocking`): the core's [`Router`] run on
+//! plain threads, with no async runtime. A request's handler runs to completion on the
+//! adapter's worker thread ([`pollster::block_on`]); asking the editor blocks that worker
+//! only. A notification's handler runs on the connection's driver thread, where the
+//! adapter runs every notification, in arrival order: what it sends the editor is queued,
+//! and it cannot wait for the editor's answer to a call (see [`Server::blocking_router`]).
+
+use std::sync::Arc;
+
+use sansrpc::method::CallError;
+use sansrpc::router::{Router, Staged};
+use sansrpc::{ErrorObject, RawValue};
+use sansrpc_blocking::{Client, NotificationContext, RequestContext};
+
+use super::context::{BoxFuture, Host};
+use super::session::Session;
+use super::Server;
+
+/// The editor, for a request (on a worker: calls wait there) or a notification (on the
+/// driver thread: sends are queued, calls refused).
+struct BlockingHost {
+    peer: Client,
+    request: Option<RequestContext>,
+}
+
+impl Host for BlockingHost {
+    fn call(
+        &self,
+        method: &str,
+        params: Box<RawValue>,
+    ) -> BoxFuture<Result<Box<RawValue>, ErrorObject<'static>>> {
+        let answer = match &self.request {
+            // Blocks this worker until the editor answers: the handler runs here alone.
+            Some(cx) => cx.call_raw(method, Some(&params)).map_err(|e| match e {
+                CallError::Rpc(e) => e,
+                e => ErrorObject::new(-32603, format!("{method}: {e}")),
+            }),
+            None => Err(ErrorObject::new(
+                -32603,
+                format!(
+                    "{method}: a notification handler on the blocking adapter runs on the \
+                     connection's driver thread and cannot wait for the editor's answer \
+                     (call from a request handler)"
+                ),
+            )),
+        };
+        Box::pin(std::future::ready(answer))
+    }
+
+    fn notify(&self, method: &str, params: Box<RawValue>) -> BoxFuture<bool> {
+        let sent = match &self.request {
+            Some(cx) => cx.notify_raw(method, Some(&params)).is_ok(),
+            None => self.peer.notify_raw_queued(method, Some(&params)),
+        };
+        Box::pin(std::future::ready(sent))
+    }
+
+    fn session(&self) -> Arc<Session> {
+        self.peer.local::<Session>()
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.request
+            .as_ref()
+            .is_some_and(RequestContext::is_cancelled)
+    }
+
+    fn cancelled(&self) -> BoxFuture<()> {
+        match &self.request {
+            Some(cx) => Box::pin(cx.cancelled()),
+            None => Box::pin(std::future::pending()),
+        }
+    }
+}
+
+/// The error a handler gets outside the blocking adapter's threads.
+fn outside(method: &str) -> ErrorObject<'static> {
+    ErrorObject::new(
+        -32603,
+        format!("{method}: an LSP method outside the blocking adapter"),
+    )
+}
+
+impl Server {
+    /// The server as the core's [`Router`], for the blocking adapter
+    /// (`sansrpc_blocking::serve_stdio_status`, `spawn_child`, TCP…): plain threads, no
+    /// async runtime. Give the connection
+    /// `sansrpc_blocking::Options::for_profile(Profile::Lsp)`.
+    ///
+    /// The handlers are the same async functions as on tokio or smol, each run to its end
+    /// where the adapter runs it: a request's on a worker of the handler pool
+    /// (`Options::workers`), where a [`Context::call`](super::Context::call) to the editor
+    /// blocks that worker only and [`Context::cancelled`](super::Context::cancelled) is
+    /// ready once the editor cancels; a notification's on the connection's driver thread,
+    /// in arrival order, before any later request starts (the LSP profile's order), where
+    /// its notifications to the editor (diagnostics, log messages, progress) are queued
+    /// and a `Context::call` is answered `-32603` at once: the driver thread is the one
+    /// that would read the answer. The connection reads nothing while a notification's
+    /// handler runs, so keep those short, and ask the editor from request handlers.
+    pub fn blocking_router(&self) -> Router {
+        let mut router = Router::new();
+        self.mount_blocking(&mut router);
+        router
+    }
+
+    /// Registers the server's methods on `router`, beside the application's own.
+    ///
+    /// # Panics
+    /// When `router` already has one of them.
+    pub fn mount_blocking(&self, router: &mut Router) {
+        for method in self.request_methods() {
+            let server = self.clone();
+            // Staged: the handler's Context (its documents) is made when the request is
+            // handed out, on the driver thread between the notifications before and after
+            // it; the handler runs on a worker.
+            router
+                .raw_staged_method(method, move |params| -> Staged {
+                    let Some(cx) = RequestContext::current() else {
+                        return Box::new(move |_| Err(outside(method)));
+                    };
+                    let host = Arc::new(BlockingHost {
+                        peer: cx.peer().clone(),
+                        request: Some(cx),
+                    });
+                    let answer = server.handle_request(method, params, host);
+                    Box::new(move |out| {
+                        let raw = pollster::block_on(answer)?;
+                        out.extend_from_slice(raw.get().as_bytes());
+                        Ok(())
+                    })
+                })
+                .unwrap_or_else(|e| panic!("mounting {method}: {e}"));
+        }
+        for method in self.notification_methods() {
+            let server = self.clone();
+            router
+                .raw_notification(method, move |params| {
+                    let Some(cx) = NotificationContext::current() else {
+                        return;
+                    };
+                    let host = Arc::new(BlockingHost {
+                        peer: cx.peer().clone(),
+                        request: None,
+                    });
+                    pollster::block_on(server.handle_notification(method, params, host));
+                })
+                .unwrap_or_else(|e| panic!("mounting {method}: {e}"));
+        }
+    }
+}
