@@ -637,6 +637,7 @@ pub(crate) struct Upgrade {
     allow_missing_origin: bool,
     keepalive: Option<KeepAlive>,
     limits: Limits,
+    accept_binary: bool,
 }
 
 impl Upgrade {
@@ -648,6 +649,7 @@ impl Upgrade {
             allow_missing_origin: options.allow_missing_origin,
             keepalive: options.keepalive,
             limits,
+            accept_binary: options.accept_binary,
         }
     }
 
@@ -673,13 +675,12 @@ impl Upgrade {
             .await
             .map_err(io_error)?;
         let (stream, read) = ws.into_inner().into_parts();
-        Ok(WebSocket::new(
-            stream,
-            Role::Server,
-            read,
-            &self.limits,
-            self.keepalive,
-        ))
+        let mut ws = WebSocket::new(stream, Role::Server, read, &self.limits, self.keepalive);
+        if self.accept_binary {
+            ws.decoder =
+                WsDecoder::new(Role::Server, self.limits.max_frame_bytes).accept_binary(true);
+        }
+        Ok(ws)
     }
 }
 
