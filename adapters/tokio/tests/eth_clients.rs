@@ -102,3 +102,45 @@ fn web3py_async_websocket_subscribe_and_unsubscribe() {
         })
     );
 }
+
+#[test]
+fn the_readme_shows_the_new_heads_examples_as_they_are() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
+    for name in ["new_heads", "new_heads_client"] {
+        let path = format!("{}/examples/{name}.rs", env!("CARGO_MANIFEST_DIR"));
+        let example = std::fs::read_to_string(path).unwrap();
+        assert!(
+            readme.contains(&format!("```rust,ignore\n{example}```")),
+            "README.md must show examples/{name}.rs as it is"
+        );
+        if name == "new_heads" {
+            let lines = example.lines().count();
+            assert!(
+                readme.contains(&format!("in {lines} lines")),
+                "README.md must state the example's {lines} lines"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_readme_client_follows_the_readme_node() {
+    let mut node = Example::start_with_env("sansrpc-tokio", "new_heads", &[("PORT", "0")]);
+    let line = node.line();
+    let addr = line
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| node.fail(&format!("printed {line:?}, not its address")))
+        .to_owned();
+    let url = format!("ws://{addr}");
+    let client = Example::start("sansrpc-tokio", "new_heads_client", &[&url]);
+    assert_eq!(
+        client.finish(),
+        [
+            r#"block "0x0""#,
+            r#"block "0x1""#,
+            r#"block "0x2""#,
+            "unsubscribed: true"
+        ]
+    );
+}
