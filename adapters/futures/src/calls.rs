@@ -30,13 +30,11 @@ impl Calls {
         match command {
             Command::Cancel(key) => {
                 self.waiters.forget(key);
-                conn.cancel_call(key, now);
-                // A subscribe answered before its caller left: ended at once.
-                if let Some((method, params)) = self.subs.unsubscribe_call(key) {
-                    let options = RequestOptions::timeout(sansrpc::Timeout::Default);
-                    let _ = conn.call(u64::MAX - key, method, Some(&params), options, now);
+                // A subscribe is not cancelled (a node may not know how): its answer is
+                // awaited, and the subscription it made ended at once.
+                if !self.subs.abandon(conn, key, now) {
+                    conn.cancel_call(key, now);
                 }
-                self.subs.forget(key);
             }
             Command::Subscribe { ref reply, .. } if reply.is_canceled() => {}
             Command::Subscribe {
@@ -216,8 +214,16 @@ impl Calls {
     }
 
     /// Gives the answer of one call to whoever waits for its token.
-    pub(crate) fn answer(&mut self, token: u64, index: usize, mut result: RawResult, last: bool) {
-        self.subs.answer(token, &mut result);
+    pub(crate) fn answer(
+        &mut self,
+        conn: &mut Connection,
+        token: u64,
+        index: usize,
+        mut result: RawResult,
+        last: bool,
+        now: Instant,
+    ) {
+        self.subs.answer(conn, token, &mut result, now);
         match self.waiters.answer(token, index, result, last) {
             Some(Answered::Call(reply, result)) => drop(reply.send(result)),
             Some(Answered::Batch(reply, results)) => drop(reply.send(Ok(results))),

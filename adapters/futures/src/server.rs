@@ -224,14 +224,17 @@ impl Server {
                         Ok(raw) => Ok(raw.into_owned()),
                         Err(e) => Err(CallError::Rpc(e.into_owned())),
                     };
-                    calls.answer(token, index, result, last);
+                    calls.answer(conn, token, index, result, last, now);
                 }
                 connection::Event::Ended {
                     token,
                     index,
                     reason,
                     last,
-                } => (calls).answer(token, index, Err(CallError::Ended(reason)), last),
+                } => {
+                    let ended = Err(CallError::Ended(reason));
+                    calls.answer(conn, token, index, ended, last, now)
+                }
                 connection::Event::Cancel { handle } => {
                     if let Some((abort, cx)) = self.aborts.get(&handle) {
                         match cx {

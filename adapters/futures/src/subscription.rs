@@ -649,6 +649,10 @@ impl Inbox {
 pub(crate) struct Subscribed {
     routes: ClientSubscriptions,
     inboxes: BTreeMap<u64, Arc<Inbox>>,
+    /// Subscribe calls whose caller left before the answer: ended once it comes.
+    abandoned: std::collections::BTreeSet<u64>,
+    /// Keys of our own unsubscribe calls for those (nobody waits for their answers).
+    next_unsubscribe: u64,
 }
 
 impl Subscribed {
@@ -673,8 +677,15 @@ impl Subscribed {
 
     /// The answer of call `key`, before its caller gets it: a subscribe's id is bound now,
     /// before any later notification is read.
-    /// An answer that is not an id becomes a [`CallError::Decode`].
-    pub(crate) fn answer(&mut self, key: u64, result: &mut Result<Box<RawValue>, CallError>) {
+    /// An answer that is not an id becomes a [`CallError::Decode`]. A subscription whose
+    /// caller left is unsubscribed at once.
+    pub(crate) fn answer(
+        &mut self,
+        conn: &mut Connection,
+        key: u64,
+        result: &mut Result<Box<RawValue>, CallError>,
+        now: Instant,
+    ) {
         if !self.routes.is_pending(key) {
             return;
         }
@@ -682,6 +693,10 @@ impl Subscribed {
             Ok(id) => self.routes.answered(key, id),
             Err(_) => false,
         };
+        if self.abandoned.remove(&key) {
+            self.unsubscribe_now(conn, key, now);
+            return;
+        }
         if !bound {
             self.forget(key);
             if result.is_ok() {
@@ -691,6 +706,37 @@ impl Subscribed {
                 *result = Err(CallError::Decode(e));
             }
         }
+    }
+
+    /// The caller of subscribe call `key` left before its answer: true when it was one
+    /// still waiting (its answer is awaited, and what it made ended).
+    /// When the answer came already (the caller left before it took it), the subscription
+    /// is ended now.
+    pub(crate) fn abandon(&mut self, conn: &mut Connection, key: u64, now: Instant) -> bool {
+        if self.routes.is_pending(key) {
+            self.abandoned.insert(key);
+            if let Some(inbox) = self.inboxes.remove(&key) {
+                inbox.end();
+            }
+            return true;
+        }
+        if self.routes.id_of(key).is_none() {
+            return false;
+        }
+        self.unsubscribe_now(conn, key, now);
+        true
+    }
+
+    /// Sends the unsubscribe call of `key`'s subscription, answered to nobody, and forgets it.
+    fn unsubscribe_now(&mut self, conn: &mut Connection, key: u64, now: Instant) {
+        if let Some((method, params)) = self.unsubscribe_call(key) {
+            // Keys from the top down: the clients' count up from 0.
+            self.next_unsubscribe += 1;
+            let token = u64::MAX - self.next_unsubscribe;
+            let options = RequestOptions::timeout(Timeout::Default);
+            let _ = conn.call(token, method, Some(&params), options, now);
+        }
+        self.forget(key);
     }
 
     /// Our subscription `key` is over on this side (its stream dropped, or unsubscribed).
@@ -732,6 +778,7 @@ impl Subscribed {
         for (_, inbox) in std::mem::take(&mut self.inboxes) {
             inbox.end();
         }
+        self.abandoned.clear();
         self.routes = ClientSubscriptions::new();
     }
 }

@@ -28,6 +28,7 @@ type Reports = mpsc::UnboundedReceiver<Ended>;
 /// - `"ticks"`: an item every 5 ms until it is over; how it ended is reported;
 /// - `"close"`: items 0..count, then the server ends it with an error (-32050);
 /// - `"big"`: items of 64 KiB, one a millisecond, until sending fails; why is reported;
+/// - `"slow"`: accepted after `count` milliseconds, then as `"ticks"`;
 /// - anything else is rejected with -32602.
 fn router(declaration: MethodSubscription) -> (AsyncRouter, Reports) {
     let (tx, reports) = mpsc::unbounded_channel();
@@ -36,8 +37,11 @@ fn router(declaration: MethodSubscription) -> (AsyncRouter, Reports) {
         .subscription(declaration, move |pending, (kind, count): (String, u64)| {
             let tx = tx.clone();
             async move {
-                if !["count", "ticks", "close", "big"].contains(&kind.as_str()) {
+                if !["count", "ticks", "close", "big", "slow"].contains(&kind.as_str()) {
                     return pending.reject(ErrorObject::fixed(-32602, "unknown subscription"));
+                }
+                if kind == "slow" {
+                    tokio::time::sleep(Duration::from_millis(count)).await;
                 }
                 let sink = pending.accept().await.expect("accepted");
                 // The handler is dropped when the subscription is over: a watcher reports.
@@ -53,7 +57,7 @@ fn router(declaration: MethodSubscription) -> (AsyncRouter, Reports) {
                         }
                         std::future::pending::<()>().await;
                     }
-                    "ticks" => {
+                    "ticks" | "slow" => {
                         for n in 0u64.. {
                             tokio::time::sleep(Duration::from_millis(5)).await;
                             if sink.send(&n).is_err() {
@@ -180,6 +184,26 @@ async fn tcp_unsubscribe_answers_true_and_the_server_sees_it() {
 
 fn raw(json: &str) -> Box<sansrpc::RawValue> {
     sansrpc::RawValue::from_string(json.to_owned()).unwrap()
+}
+
+#[tokio::test]
+async fn a_subscribe_dropped_before_its_answer_is_unsubscribed_once_it_comes() {
+    within(LIMIT, async {
+        let (router, mut reports) = router(eth());
+        let (url, _stop) = ws_server(router).await;
+        let conn = ws::connect(&url, Builder::new()).await.unwrap();
+        // The server accepts after 300 ms; the caller gives up after 50.
+        let eth = eth();
+        let subscribe = conn.client.subscribe::<_, u64>(&eth, &("slow", 300));
+        let gave_up = tokio::time::timeout(Duration::from_millis(50), subscribe).await;
+        assert!(gave_up.is_err());
+        assert_eq!(reports.recv().await, Some(Ended::Unsubscribed));
+        // The connection goes on.
+        let mut ticks: Subscription<u64> =
+            conn.client.subscribe(&eth, &("ticks", 0)).await.unwrap();
+        assert_eq!(items(&mut ticks, 2).await, [0, 1]);
+    })
+    .await;
 }
 
 #[tokio::test]
