@@ -171,6 +171,12 @@ pub struct Config {
     /// subscribe is answered `-32002` "Server busy: too many subscriptions".
     #[cfg(feature = "subscriptions")]
     pub max_subscriptions: usize,
+    /// The transport carries messages the peer did not ask for, outside answers (default
+    /// `true`). Plain HTTP (one answer per POST) does not: its drivers set `false`, and
+    /// then a method subscription is refused on both sides (the server answers the
+    /// subscribe `-32601` "Subscriptions are not supported over plain HTTP", a client's
+    /// subscribe fails with [`SendError::NoPush`](crate::connection::SendError::NoPush)).
+    pub push: bool,
 }
 
 impl Default for Config {
@@ -207,6 +213,7 @@ impl Default for Config {
             lsp_lifecycle: true,
             #[cfg(feature = "subscriptions")]
             max_subscriptions: 1024,
+            push: true,
         }
     }
 }

@@ -172,6 +172,8 @@ pub struct WsDecoder {
     fragmented: bool,
     /// `partial` holds a message handed out by the last step: cleared at the next.
     delivered: bool,
+    /// Binary messages are taken as text ([`accept_binary`](Self::accept_binary)).
+    binary: bool,
 }
 
 /// What a frame's first bytes say.
@@ -196,7 +198,16 @@ impl WsDecoder {
             partial: Vec::new(),
             fragmented: false,
             delivered: false,
+            binary: false,
         }
+    }
+
+    /// Takes binary messages as text too (their UTF-8 checked: 1007 when invalid), as
+    /// geth and Hardhat do: web3.py sends its requests in binary frames unless told
+    /// otherwise. Off by default: a binary frame fails the connection with 1003.
+    pub fn accept_binary(mut self, accept: bool) -> Self {
+        self.binary = accept;
+        self
     }
 
     /// Decodes the frame at the start of `input` (unmasking it in place). After an `Err`,
@@ -223,13 +234,13 @@ impl WsDecoder {
             apply_mask(payload, key);
         }
         let event = match header.opcode {
-            Opcode::Text if header.fin => {
+            Opcode::Text | Opcode::Binary if header.fin => {
                 if core::str::from_utf8(payload).is_err() {
                     return Err(WsFault::new(close_code::INVALID, "invalid UTF-8"));
                 }
                 WsEvent::Text(payload)
             }
-            Opcode::Text | Opcode::Continuation => {
+            Opcode::Text | Opcode::Binary | Opcode::Continuation => {
                 self.fragmented = true;
                 self.partial.extend_from_slice(payload);
                 if !header.fin {
@@ -242,8 +253,6 @@ impl WsDecoder {
                 }
                 WsEvent::Text(&self.partial)
             }
-            // Refused from its header already.
-            Opcode::Binary => return Err(binary()),
             Opcode::Ping => WsEvent::Ping(payload),
             Opcode::Pong => WsEvent::Pong(payload),
             Opcode::Close => close_event(payload)?,
@@ -310,7 +319,7 @@ impl WsDecoder {
                         "new message inside a fragmented one",
                     ))
                 }
-                (Opcode::Binary, false) => return Err(binary()),
+                (Opcode::Binary, false) if !self.binary => return Err(binary()),
                 _ => {}
             }
             let so_far = if self.fragmented {

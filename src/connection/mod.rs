@@ -1514,7 +1514,9 @@ impl Connection {
     /// now on the connection answers the declaration's unsubscribe method itself. `None`
     /// when the request is not running here (answered already, or the connection closed),
     /// or when [`Config::max_subscriptions`] are active: then it is answered `-32002`
-    /// "Server busy: too many subscriptions".
+    /// "Server busy: too many subscriptions"; or when the transport cannot push
+    /// ([`Config::push`] false, plain HTTP): then it is answered `-32601` "Subscriptions are
+    /// not supported over plain HTTP".
     #[cfg(feature = "subscriptions")]
     pub fn accept_subscription(
         &mut self,
@@ -1522,6 +1524,11 @@ impl Connection {
         declaration: &subscriptions::MethodSubscription,
     ) -> Option<u64> {
         if !self.running.contains(&handle) {
+            return None;
+        }
+        if !self.endpoint.config().push {
+            let error = self.endpoint.own_error(subscriptions::no_push_error());
+            self.respond(handle, Err(&error));
             return None;
         }
         if self.subs.active.len() >= self.endpoint.config().max_subscriptions {

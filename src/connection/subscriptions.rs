@@ -257,6 +257,20 @@ pub fn lagged_error() -> ErrorObject<'static> {
     )
 }
 
+/// Drivers move queued items into the connection while less than this much of its output
+/// waits to be written (64 KiB): a subscriber that reads slowly meets its queue's bound and
+/// lag policy, not the connection's whole output buffer of stale items.
+pub const OUTPUT_ROOM: usize = 64 * 1024;
+
+/// The answer to a subscribe request over a transport that cannot push (plain HTTP,
+/// [`Config::push`](crate::Config::push) false): `-32601`, as geth answers it.
+pub fn no_push_error() -> ErrorObject<'static> {
+    ErrorObject::fixed(
+        crate::error::code::METHOD_NOT_FOUND,
+        "Subscriptions are not supported over plain HTTP: subscribe over WebSocket, TCP, IPC or stdio",
+    )
+}
+
 /// What [`SubscriptionQueue::push`] did with an item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -367,6 +381,23 @@ impl SubscriptionQueue {
             return Some(Popped::Overflowed);
         }
         None
+    }
+
+    /// Puts back what [`pop`](Self::pop) handed out and the connection could not take
+    /// ([`SendError::OutputFull`](crate::connection::SendError::OutputFull)): it is handed
+    /// out first next time.
+    pub fn restore(&mut self, popped: Popped) {
+        match popped {
+            Popped::Lagged(n) => self.dropped += n,
+            Popped::Item(item) => {
+                self.bytes += item.get().len();
+                self.items.push_front(item);
+            }
+            Popped::Overflowed => {
+                self.overflowed = true;
+                self.closed = false;
+            }
+        }
     }
 
     /// The subscription is over: nothing more is queued or handed out, and what is queued
@@ -504,6 +535,40 @@ impl ClientSubscriptions {
         self.keys.insert(key, (decl, id.clone()));
         self.bound.insert((decl, id), key);
         true
+    }
+
+    /// Sends the subscribe call of `declaration` with `params` on `conn` under `key` and
+    /// registers it ([`subscribing`](Self::subscribing)). [`SendError::NoPush`] when the
+    /// transport cannot carry notifications ([`Config::push`](crate::Config::push) false:
+    /// plain HTTP); the errors of [`Connection::call`](crate::Connection::call) otherwise.
+    ///
+    /// [`SendError::NoPush`]: crate::connection::SendError::NoPush
+    pub fn subscribe(
+        &mut self,
+        conn: &mut crate::Connection,
+        key: u64,
+        declaration: &MethodSubscription,
+        params: Option<&RawValue>,
+        options: crate::connection::RequestOptions,
+        now: crate::Instant,
+    ) -> Result<(), crate::connection::SendError> {
+        if !conn.config().push {
+            return Err(crate::connection::SendError::NoPush);
+        }
+        conn.call(key, declaration.subscribe, params, options, now)?;
+        self.subscribing(key, declaration);
+        Ok(())
+    }
+
+    /// True while the subscribe call `key` waits for its answer.
+    pub fn is_pending(&self, key: u64) -> bool {
+        self.pending.contains_key(&key)
+    }
+
+    /// The declaration of the subscription bound to `key`.
+    pub fn declaration_of(&self, key: u64) -> Option<&MethodSubscription> {
+        let (decl, _) = self.keys.get(&key)?;
+        self.declarations.get(*decl)
     }
 
     /// The subscribe call `key` ended without an answer, or its subscription is over

@@ -240,6 +240,9 @@ pub enum SendError {
     /// The connection is not open yet (connecting, or waiting to reconnect): nothing may be
     /// sent ([`ext::reconnect::State`](crate::ext::reconnect::State)).
     Connecting,
+    /// The transport cannot carry notifications outside answers (plain HTTP,
+    /// [`Config::push`] false), so a subscription cannot be made over it.
+    NoPush,
 }
 
 impl fmt::Display for SendError {
@@ -250,6 +253,10 @@ impl fmt::Display for SendError {
             SendError::OutputFull => "too much output waiting to be transmitted",
             SendError::InvalidParams => "params do not serialize to JSON",
             SendError::Connecting => "the connection is not open yet",
+            SendError::NoPush => {
+                "subscriptions need a transport that carries notifications (WebSocket, TCP, \
+                 IPC, stdio), not plain HTTP"
+            }
         })
     }
 }

@@ -228,11 +228,21 @@ impl Example {
         Example::start_path(&built_example(package, name), args)
     }
 
+    /// [`Example::start`] with these environment variables set.
+    pub fn start_with_env(package: &str, name: &str, env: &[(&str, &str)]) -> Example {
+        Example::start_path_env(&built_example(package, name), &[], env)
+    }
+
     /// Starts the program at `path` with `args`, stdin closed.
     pub fn start_path(path: &Path, args: &[&str]) -> Example {
+        Example::start_path_env(path, args, &[])
+    }
+
+    fn start_path_env(path: &Path, args: &[&str], env: &[(&str, &str)]) -> Example {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let mut child = Command::new(path)
             .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

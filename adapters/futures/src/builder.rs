@@ -125,7 +125,8 @@ impl Builder {
         transport: T,
         timer: Tm,
     ) -> (Client, Driver<T, Tm>) {
-        let config = self.config.for_transport(transport.is_message_based());
+        let mut config = self.config.for_transport(transport.is_message_based());
+        config.push &= transport.can_push();
         let mut conn = Connection::new(config, Instant::ZERO);
         // Extension: per-connection hook (pub/sub), woken through the driver's waker.
         let wake = self.extension.as_ref().map(|ext| {

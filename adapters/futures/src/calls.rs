@@ -8,12 +8,15 @@ use sansrpc::connection::{RequestOptions, SendError};
 use sansrpc::Instant;
 
 use crate::client::{CallError, Command, RawResult};
+use crate::subscription::Subscribed;
 
 /// The callers waiting, by the token their call (or batch) went out with.
 #[derive(Default)]
 pub(crate) struct Calls {
     waiters:
         Callers<oneshot::Sender<RawResult>, oneshot::Sender<Result<Vec<RawResult>, CallError>>>,
+    /// Our method subscriptions: their routes and streams.
+    pub subs: Subscribed,
 }
 
 impl Calls {
@@ -27,7 +30,76 @@ impl Calls {
         match command {
             Command::Cancel(key) => {
                 self.waiters.forget(key);
-                conn.cancel_call(key, now);
+                // A subscribe is not cancelled (a node may not know how): its answer is
+                // awaited, and the subscription it made ended at once.
+                if !self.subs.abandon(conn, key, now) {
+                    conn.cancel_call(key, now);
+                }
+            }
+            Command::Subscribe { ref reply, .. } if reply.is_canceled() => {}
+            Command::Subscribe {
+                key,
+                declaration,
+                params,
+                timeout,
+                inbox,
+                reply,
+            } => {
+                let sent = self.subs.subscribe(
+                    conn,
+                    key,
+                    &declaration,
+                    params.as_deref(),
+                    timeout,
+                    inbox.clone(),
+                    now,
+                );
+                match sent {
+                    Ok(()) => self.waiters.call(key, reply),
+                    Err(SendError::OutputFull) => {
+                        return Some(Command::Subscribe {
+                            key,
+                            declaration,
+                            params,
+                            timeout,
+                            inbox,
+                            reply,
+                        })
+                    }
+                    Err(e) => {
+                        let _ = reply.send(Err(CallError::Send(e)));
+                    }
+                }
+            }
+            Command::Unsubscribe { key, call, reply } => {
+                let Some((method, params)) = self.subs.unsubscribe_call(key) else {
+                    // Never bound, or over already (the server ended it).
+                    self.subs.forget(key);
+                    if let Some(reply) = reply {
+                        let _ = reply.send(Ok(
+                            sansrpc::RawValue::from_string("false".into()).expect("JSON")
+                        ));
+                    }
+                    return None;
+                };
+                let options = RequestOptions::timeout(sansrpc::Timeout::Default);
+                match conn.call(call, method, Some(&params), options, now) {
+                    Err(SendError::OutputFull) => {
+                        return Some(Command::Unsubscribe { key, call, reply })
+                    }
+                    Ok(()) => {
+                        self.subs.forget(key);
+                        if let Some(reply) = reply {
+                            self.waiters.call(call, reply);
+                        }
+                    }
+                    Err(e) => {
+                        self.subs.forget(key);
+                        if let Some(reply) = reply {
+                            let _ = reply.send(Err(CallError::Send(e)));
+                        }
+                    }
+                }
             }
             // The driver takes these itself; one left at the end drops (its caller's wait
             // is over).
@@ -142,7 +214,16 @@ impl Calls {
     }
 
     /// Gives the answer of one call to whoever waits for its token.
-    pub(crate) fn answer(&mut self, token: u64, index: usize, result: RawResult, last: bool) {
+    pub(crate) fn answer(
+        &mut self,
+        conn: &mut Connection,
+        token: u64,
+        index: usize,
+        mut result: RawResult,
+        last: bool,
+        now: Instant,
+    ) {
+        self.subs.answer(conn, token, &mut result, now);
         match self.waiters.answer(token, index, result, last) {
             Some(Answered::Call(reply, result)) => drop(reply.send(result)),
             Some(Answered::Batch(reply, results)) => drop(reply.send(Ok(results))),
@@ -153,5 +234,6 @@ impl Calls {
     /// Forgets every caller (their senders drop: the calls fail as closed).
     pub(crate) fn clear(&mut self) {
         self.waiters.clear();
+        self.subs.clear();
     }
 }

@@ -53,6 +53,22 @@ pub(crate) enum Command {
         timeout: Timeout,
         reply: oneshot::Sender<Result<Vec<RawResult>, CallError>>,
     },
+    /// A method subscription's subscribe call; its notifications go to `inbox`.
+    Subscribe {
+        key: u64,
+        declaration: sansrpc::connection::subscriptions::MethodSubscription,
+        params: Option<Box<RawValue>>,
+        timeout: Timeout,
+        inbox: Arc<crate::subscription::Inbox>,
+        reply: oneshot::Sender<RawResult>,
+    },
+    /// Ends the subscription `key` (its stream was dropped, or unsubscribes): its
+    /// unsubscribe call goes out under `call`, its answer to `reply` when one waits.
+    Unsubscribe {
+        key: u64,
+        call: u64,
+        reply: Option<oneshot::Sender<RawResult>>,
+    },
     /// The caller dropped the call (or batch) with this key before its answer came.
     Cancel(u64),
     /// Close the connection gracefully; the sender drops once the driver has finished.
@@ -346,6 +362,36 @@ impl Client {
     /// True once the driver has stopped: every call fails from now on.
     pub fn is_closed(&self) -> bool {
         self.tx.is_closed()
+    }
+
+    /// A key for a call of this connection's.
+    pub(crate) fn next_key(&self) -> u64 {
+        self.keys.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Hands `command` to the driver (dropped when it has finished).
+    pub(crate) fn command(&self, command: Command) {
+        let _ = self.tx.unbounded_send(command);
+    }
+}
+
+/// Cancels the call `key` when dropped, unless disarmed: for a call awaited in an `async
+/// fn` of this crate.
+#[derive(Debug)]
+pub(crate) struct CancelOnDrop(CancelGuard);
+
+impl CancelOnDrop {
+    pub(crate) fn new(client: &Client, key: u64) -> Self {
+        CancelOnDrop(CancelGuard {
+            key,
+            tx: client.tx.clone(),
+            armed: true,
+        })
+    }
+
+    /// The call was answered: nothing to cancel.
+    pub(crate) fn disarm(mut self) {
+        self.0.armed = false;
     }
 }
 

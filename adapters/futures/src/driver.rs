@@ -144,6 +144,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                 // Handlers' contexts call the peer through it (it keeps the commands open,
                 // which only matters for a connection that serves nothing).
                 peer: serving.then(|| client.clone()),
+                served: Default::default(),
             },
             on_event: parts.on_event,
             wake: parts.wake,

@@ -57,6 +57,7 @@ pub mod reconnect;
 mod router;
 mod server;
 mod stream;
+mod subscription;
 mod timer;
 pub mod transport;
 #[cfg(feature = "async-io")]
@@ -72,6 +73,10 @@ pub use http_request::{HttpRequest, HttpRequests, Principal, MAX_RECORDED};
 pub use reconnect::{CallOptions, GaveUp, Reconnect, StateWatch, Supervisor};
 pub use router::{AsyncRouter, BoxFuture, HandlerResult};
 pub use stream::{RawStream, StreamOptions, TypedStream};
+pub use subscription::{
+    Ended, NotAccepted, PendingSubscription, RawSubscription, Subscription, SubscriptionError,
+    SubscriptionSink,
+};
 #[cfg(feature = "async-io")]
 pub use timer::AsyncIoTimer;
 pub use timer::Timer;

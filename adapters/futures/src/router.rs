@@ -14,6 +14,8 @@ use sansrpc::{ErrorObject, RawValue};
 use crate::client::Client;
 use crate::context::{CancelSignal, NotificationContext, RequestContext};
 use crate::stream::Producer;
+use crate::subscription::{PendingSubscription, Subscribe};
+use sansrpc::connection::subscriptions::MethodSubscription;
 
 /// What an async method handler's future resolves to: the result JSON or the error object.
 pub type HandlerResult = Result<Box<RawValue>, ErrorObject<'static>>;
@@ -35,6 +37,8 @@ enum Handler {
 type NotifyFn =
     dyn Fn(Option<NotificationContext>, Option<Box<RawValue>>) -> BoxFuture<()> + Send + Sync;
 type OpenFn = dyn Fn(Option<&RawValue>) -> Result<Producer, ErrorObject<'static>> + Send + Sync;
+/// A subscription handler, given the request's params.
+type SubscribeFn = dyn Fn(Option<Box<RawValue>>) -> Subscribe + Send + Sync;
 
 /// Async handlers per method, with the core [`Router`] behind them.
 ///
@@ -57,6 +61,7 @@ pub struct AsyncRouter {
     methods: BTreeMap<String, Handler>,
     notifications: BTreeMap<String, Box<NotifyFn>>,
     streams: BTreeMap<String, Box<OpenFn>>,
+    subscriptions: BTreeMap<String, (MethodSubscription, Box<SubscribeFn>)>,
     sync: Router,
 }
 
@@ -82,6 +87,8 @@ pub(crate) enum Work {
     Notify(BoxFuture<()>),
     /// A stream method's producer (or the handler's error), for the stream table.
     Stream(Result<Producer, ErrorObject<'static>>),
+    /// A subscribe request: its handler, for a pending subscription of this declaration.
+    Subscribe(MethodSubscription, Subscribe),
     /// No async handler: the core router takes it.
     Sync,
 }
@@ -122,6 +129,7 @@ impl AsyncRouter {
         let taken = self.methods.contains_key(name)
             || self.notifications.contains_key(name)
             || self.streams.contains_key(name)
+            || self.subscriptions.contains_key(name)
             || self.sync.method_names().any(|n| n == name);
         if taken {
             return Err(RegisterError::Duplicate(name.to_owned()));
@@ -307,6 +315,82 @@ impl AsyncRouter {
         Ok(())
     }
 
+    /// Registers a method subscription ([`sansrpc::connection::subscriptions`]): a request
+    /// to `declaration`'s subscribe method runs `handler` with a [`PendingSubscription`]
+    /// and the params decoded as `P` (`-32602` when they do not fit). The handler accepts
+    /// (the client gets the subscription id, the handler a
+    /// [`SubscriptionSink`](crate::SubscriptionSink)) or rejects with an error; its future
+    /// runs in the connection's driver until it finishes or the subscription is over (the
+    /// client unsubscribed or went away), when it is dropped. The connection answers the
+    /// unsubscribe method itself; before any subscription of the connection it is answered
+    /// `false`.
+    ///
+    /// ```
+    /// use sansrpc::connection::subscriptions::MethodSubscription;
+    /// use sansrpc::ErrorObject;
+    /// use sansrpc_futures::AsyncRouter;
+    ///
+    /// let mut router = AsyncRouter::new();
+    /// router
+    ///     .subscription(MethodSubscription::ethereum(), |pending, (kind,): (String,)| async move {
+    ///         if kind != "newHeads" {
+    ///             return pending.reject(ErrorObject::fixed(-32602, "unknown subscription"));
+    ///         }
+    ///         let Ok(sink) = pending.accept().await else { return };
+    ///         for number in 0u64.. {
+    ///             if sink.send(&serde_json::json!({ "number": format!("{number:#x}") })).is_err() {
+    ///                 break; // Unsubscribed, or the client went away.
+    ///             }
+    ///             # break;
+    ///         }
+    ///     })
+    ///     .unwrap();
+    /// ```
+    pub fn subscription<P, F, Fut>(
+        &mut self,
+        declaration: MethodSubscription,
+        handler: F,
+    ) -> Result<(), RegisterError>
+    where
+        P: serde::de::DeserializeOwned + Send + 'static,
+        F: Fn(PendingSubscription, P) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.check(declaration.subscribe)?;
+        self.check(declaration.unsubscribe)?;
+        let decoder = ParamsDecoder::<P>::new();
+        let handler = std::sync::Arc::new(handler);
+        let open = move |params: Option<Box<RawValue>>| -> Subscribe {
+            match decoder.decode(params.as_deref()) {
+                Ok(params) => {
+                    let handler = std::sync::Arc::clone(&handler);
+                    Box::new(move |pending| handler(pending, params).boxed())
+                }
+                Err(e) => Box::new(move |pending: PendingSubscription| {
+                    pending.reject(e);
+                    futures::future::ready(()).boxed()
+                }),
+            }
+        };
+        // Taken by the connection once it has a subscription of this declaration.
+        let unknown = |_| -> BoxFuture<HandlerResult> {
+            let answer = RawValue::from_string("false".to_owned())
+                .map_err(|_| ErrorObject::internal_error());
+            futures::future::ready(answer).boxed()
+        };
+        self.methods.insert(
+            declaration.unsubscribe.to_owned(),
+            Handler::Plain(Box::new(unknown)),
+        );
+        self.sync.list_external_raw(declaration.unsubscribe, false);
+        self.sync.list_external::<P>(declaration.subscribe, false);
+        self.subscriptions.insert(
+            declaration.subscribe.to_owned(),
+            (declaration, Box::new(open)),
+        );
+        Ok(())
+    }
+
     /// True when `method` is a stream method (async or of the core router).
     pub(crate) fn is_stream(&self, method: &str) -> bool {
         self.streams.contains_key(method) || self.sync.is_stream_method(method)
@@ -322,9 +406,11 @@ impl AsyncRouter {
     ) -> Work {
         let async_call = self.methods.get(method);
         let async_stream = self.streams.get(method);
+        let subscription = self.subscriptions.get(method);
         let sync_stream =
             async_call.is_none() && async_stream.is_none() && self.sync.is_stream_method(method);
-        if async_call.is_none() && async_stream.is_none() && !sync_stream {
+        if async_call.is_none() && async_stream.is_none() && !sync_stream && subscription.is_none()
+        {
             // The core router runs its own layers around its own handlers.
             return Work::Sync;
         }
@@ -346,6 +432,9 @@ impl AsyncRouter {
                 return Work::Call(f(cx, admitted), Some(signal));
             }
             None => {}
+        }
+        if let Some((declaration, open)) = subscription {
+            return Work::Subscribe(declaration.clone(), open(admitted));
         }
         let params = admitted.as_deref();
         if let Some(open) = async_stream {

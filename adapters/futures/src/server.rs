@@ -22,6 +22,7 @@ use crate::client::{CallError, Client};
 use crate::context::{with_current, CancelSignal, RequestContext};
 use crate::router::{AsyncRouter, BoxFuture, HandlerResult, Origin, Work};
 use crate::stream::Producer;
+use crate::subscription::Served;
 
 /// Stream items produced per turn of the loop, so a fast stream cannot starve the rest.
 const ITEMS_PER_TURN: usize = 4096;
@@ -52,6 +53,8 @@ pub(crate) struct Server {
     /// The contexts of stream handlers, set when their stream goes.
     pub stream_signals: BTreeMap<u64, CancelSignal>,
     pub peer: Option<Client>,
+    /// The method subscriptions served.
+    pub served: Served,
 }
 
 impl Server {
@@ -98,6 +101,7 @@ impl Server {
         self.aborts.clear();
         self.waiting.clear();
         self.notifications.clear();
+        self.served.clear();
     }
 
     /// Acts on the connection's events.
@@ -175,11 +179,19 @@ impl Server {
                             }
                         }
                         Work::Stream(Err(e)) => conn.respond(handle, Err(&e)),
+                        Work::Subscribe(declaration, work) => {
+                            self.served.start(handle, &declaration, work)
+                        }
                         Work::Notify(_) | Work::Sync => {}
                     }
                 }
                 connection::Event::Notification(n) => {
                     let params = n.params.as_deref();
+                    // Our own subscriptions' notifications go to their streams.
+                    if calls.subs.notification(&n.method, params) {
+                        conn.notification_done();
+                        continue;
+                    }
                     let work = std::panic::catch_unwind(AssertUnwindSafe(|| {
                         router.notification_work(&n.method, params, self.peer.as_ref())
                     }));
@@ -212,14 +224,17 @@ impl Server {
                         Ok(raw) => Ok(raw.into_owned()),
                         Err(e) => Err(CallError::Rpc(e.into_owned())),
                     };
-                    calls.answer(token, index, result, last);
+                    calls.answer(conn, token, index, result, last, now);
                 }
                 connection::Event::Ended {
                     token,
                     index,
                     reason,
                     last,
-                } => (calls).answer(token, index, Err(CallError::Ended(reason)), last),
+                } => {
+                    let ended = Err(CallError::Ended(reason));
+                    calls.answer(conn, token, index, ended, last, now)
+                }
                 connection::Event::Cancel { handle } => {
                     if let Some((abort, cx)) = self.aborts.get(&handle) {
                         match cx {
@@ -230,8 +245,11 @@ impl Server {
                     } else if let Some(i) = self.waiting.iter().position(|w| w.0 == handle) {
                         self.waiting.remove(i);
                         conn.respond_cancelled(handle);
+                    } else {
+                        self.served.cancel(conn, handle);
                     }
                 }
+                connection::Event::Unsubscribed { sub } => self.served.unsubscribed(sub),
                 connection::Event::StreamClosed { stream } => {
                     self.producers.remove(&stream);
                     if let Some(signal) = self.stream_signals.remove(&stream) {
@@ -301,6 +319,7 @@ impl Server {
             });
             progress |= taken > 0;
         }
+        progress |= self.served.poll(cx, conn);
         if progress {
             // Newly started handlers must be polled to register their wakers.
             return true;

@@ -59,6 +59,14 @@ pub trait Transport: Send + Unpin + 'static {
         conn: &mut Connection,
     ) -> Poll<io::Result<()>>;
 
+    /// True when the transport carries messages the peer did not ask for, outside
+    /// answers (the default). Plain HTTP, one answer per POST, does not: the driver then
+    /// sets [`Config::push`](sansrpc::Config::push) false, and method subscriptions are
+    /// refused with a clear error on either side.
+    fn can_push(&self) -> bool {
+        true
+    }
+
     /// A new turn of the driver begins (each poll of its future): a transport that limits
     /// what it reads per turn, so that one flooding peer cannot keep the executor's thread,
     /// starts counting again. Nothing by default.

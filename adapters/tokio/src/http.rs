@@ -63,6 +63,18 @@ struct Serving {
 }
 
 impl Serving {
+    fn new(options: &ServeOptions, config: &sansrpc::Config) -> Arc<Serving> {
+        let times = Times::of(config);
+        Arc::new(Serving {
+            max_body: config.limits.max_frame_bytes,
+            times,
+            handshake: Handshake::new(options, times),
+            handler_timeout: options.handler_timeout,
+            cors: options.cors.clone(),
+            cors_max_age: options.cors_max_age.as_secs().to_string(),
+        })
+    }
+
     /// The timer's period: the shortest limit.
     fn period(&self) -> Duration {
         let limits = [self.times.head, self.times.body, Some(self.handler_timeout)];
@@ -492,6 +504,11 @@ where
         true
     }
 
+    /// One answer per POST: nothing reaches the peer unasked, so no subscription.
+    fn can_push(&self) -> bool {
+        false
+    }
+
     fn poll_receive(
         &mut self,
         cx: &mut Context<'_>,
@@ -670,15 +687,7 @@ pub async fn serve_with_options(
 ) -> io::Result<()> {
     let builder = options.builder(builder);
     let config = builder.connection_config();
-    let times = Times::of(config);
-    let serving = Arc::new(Serving {
-        max_body: config.limits.max_frame_bytes,
-        times,
-        handshake: Handshake::new(&options, times),
-        handler_timeout: options.handler_timeout,
-        cors: options.cors.clone(),
-        cors_max_age: options.cors_max_age.as_secs().to_string(),
-    });
+    let serving = Serving::new(&options, config);
     // The transport keeps the head, body and handler limits; the machine keeps the write
     // stall (an idle keep-alive connection is the head limit's).
     let mut quiet = config.clone();
@@ -702,4 +711,200 @@ pub async fn serve_with_options(
         grace,
     )
     .await
+}
+
+/// JSON-RPC over HTTP and over WebSocket on one port, as geth and Hardhat serve them
+/// (`http://127.0.0.1:8545` and `ws://127.0.0.1:8545`): a connection whose first request
+/// asks for `Upgrade: websocket` becomes a WebSocket connection (as [`ws::serve_with_options`]
+/// serves it: its `Origin` rule, keep-alive), any other is served as [`serve_with_options`]
+/// serves it (one message per POST; no subscriptions). Both run with `builder`'s router,
+/// under one connection limit and one shutdown; the first request head is due within the
+/// HTTP head limit.
+///
+/// [`ws::serve_with_options`]: crate::ws::serve_with_options
+#[cfg(feature = "ws")]
+pub async fn serve_with_websocket(
+    listener: tokio::net::TcpListener,
+    builder: Builder,
+    options: ServeOptions,
+    shutdown: impl Future<Output = ()>,
+    grace: Duration,
+) -> io::Result<()> {
+    let builder = options.builder(builder);
+    let serving = Serving::new(&options, builder.connection_config());
+    let upgrade = Arc::new(crate::ws::Upgrade::new(&options, &builder));
+    let accept = || async { listener.accept().await.map(crate::no_delay) };
+    let setup = move |stream: tokio::net::TcpStream| {
+        let (serving, upgrade) = (serving.clone(), upgrade.clone());
+        async move {
+            let stream = serving.handshake.run(stream).await?;
+            let head = crate::request::within(serving.times.head, "request head", sniff(stream));
+            let (stream, websocket) = head.await?;
+            Ok(if websocket {
+                let limit = serving.times.head;
+                let ws = upgrade.accept(stream);
+                OnePort::Ws(crate::request::within(limit, "handshake timed out", ws).await?)
+            } else {
+                OnePort::Http(HttpServer::new(stream, serving))
+            })
+        }
+    };
+    crate::serve(
+        accept,
+        setup,
+        crate::HTTP_BUSY.into(),
+        builder,
+        &options,
+        shutdown,
+        grace,
+    )
+    .await
+}
+
+/// Reads `stream` up to the end of its first request head (16 KiB at most): the stream
+/// with what was read put back in front, and whether the head asks for a WebSocket.
+#[cfg(feature = "ws")]
+async fn sniff<S: AsyncRead + Unpin>(mut stream: S) -> io::Result<(Rewind<S>, bool)> {
+    use tokio::io::AsyncReadExt;
+    const MAX_HEAD: usize = 16 * 1024;
+    let mut read = Vec::new();
+    let end = loop {
+        if let Some(at) = read.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at;
+        }
+        if read.len() >= MAX_HEAD {
+            // Left to the HTTP server, which answers it 431.
+            break read.len();
+        }
+        let mut chunk = [0u8; 2048];
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            break read.len();
+        }
+        read.extend_from_slice(&chunk[..n]);
+    };
+    let websocket = read[..end].split(|&b| b == b'\n').skip(1).any(|line| {
+        let Some(colon) = line.iter().position(|&b| b == b':') else {
+            return false;
+        };
+        let (name, value) = (&line[..colon], &line[colon + 1..]);
+        name.trim_ascii().eq_ignore_ascii_case(b"upgrade")
+            && value
+                .split(|&b| b == b',')
+                .any(|v| v.trim_ascii().eq_ignore_ascii_case(b"websocket"))
+    });
+    let rewind = Rewind {
+        read,
+        at: 0,
+        stream,
+    };
+    Ok((rewind, websocket))
+}
+
+/// A stream with bytes already read from it put back in front.
+#[cfg(feature = "ws")]
+#[derive(Debug)]
+pub(crate) struct Rewind<S> {
+    read: Vec<u8>,
+    at: usize,
+    stream: S,
+}
+
+#[cfg(feature = "ws")]
+impl<S: AsyncRead + Unpin> AsyncRead for Rewind<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        out: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if this.at < this.read.len() {
+            let n = (this.read.len() - this.at).min(out.remaining());
+            out.put_slice(&this.read[this.at..this.at + n]);
+            this.at += n;
+            if this.at == this.read.len() {
+                this.read = Vec::new();
+                this.at = 0;
+            }
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut this.stream).poll_read(cx, out)
+    }
+}
+
+#[cfg(feature = "ws")]
+impl<S: AsyncWrite + Unpin> AsyncWrite for Rewind<S> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+    }
+}
+
+/// A connection of [`serve_with_websocket`]: HTTP or WebSocket.
+#[cfg(feature = "ws")]
+enum OnePort<S> {
+    Http(HttpServer<S>),
+    Ws(crate::ws::WebSocket<S>),
+}
+
+#[cfg(feature = "ws")]
+impl<S> Transport for OnePort<S>
+where
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    fn is_message_based(&self) -> bool {
+        true
+    }
+
+    fn can_push(&self) -> bool {
+        matches!(self, OnePort::Ws(_))
+    }
+
+    fn poll_receive(
+        &mut self,
+        cx: &mut Context<'_>,
+        conn: &mut Connection,
+        now: Instant,
+    ) -> Poll<io::Result<Received>> {
+        match self {
+            OnePort::Http(t) => t.poll_receive(cx, conn, now),
+            OnePort::Ws(t) => t.poll_receive(cx, conn, now),
+        }
+    }
+
+    fn poll_transmit(
+        &mut self,
+        cx: &mut Context<'_>,
+        conn: &mut Connection,
+    ) -> Poll<io::Result<()>> {
+        match self {
+            OnePort::Http(t) => t.poll_transmit(cx, conn),
+            OnePort::Ws(t) => t.poll_transmit(cx, conn),
+        }
+    }
+
+    fn start_turn(&mut self) {
+        match self {
+            OnePort::Http(t) => t.start_turn(),
+            OnePort::Ws(t) => t.start_turn(),
+        }
+    }
+
+    fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self {
+            OnePort::Http(t) => t.poll_close(cx),
+            OnePort::Ws(t) => t.poll_close(cx),
+        }
+    }
 }

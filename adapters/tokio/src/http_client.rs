@@ -518,6 +518,11 @@ impl Transport for HttpClient {
         true
     }
 
+    /// One answer per POST: nothing reaches the peer unasked, so no subscription.
+    fn can_push(&self) -> bool {
+        false
+    }
+
     fn poll_receive(
         &mut self,
         cx: &mut Context<'_>,

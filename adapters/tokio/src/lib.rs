@@ -84,9 +84,10 @@ pub use sansrpc::codec::http::Origins;
 pub use sansrpc::Timeout;
 pub use sansrpc_futures::{
     sansrpc, AsyncRouter, Batch, BatchSlot, BoxFuture, Builder, ByteStream, CallError, Cancelled,
-    Client, Driver, Extension, HandlerResult, NotificationContext, PendingBatch, PendingCall,
-    RawResult, RawStream, Received, RequestContext, ShutdownHandle, StreamOptions, Timer,
-    Transport, TypedStream,
+    Client, Driver, Ended, Extension, HandlerResult, NotAccepted, NotificationContext,
+    PendingBatch, PendingCall, PendingSubscription, RawResult, RawStream, RawSubscription,
+    Received, RequestContext, ShutdownHandle, StreamOptions, Subscription, SubscriptionError,
+    SubscriptionSink, Timer, Transport, TypedStream,
 };
 
 /// How a server protects itself from clients it does not trust, for every `serve_*`
@@ -116,6 +117,10 @@ pub struct ServeOptions {
     /// WebSocket only: the keep-alive pings (default [`ws::KeepAlive::default`]).
     #[cfg(feature = "ws")]
     pub keepalive: Option<ws::KeepAlive>,
+    /// WebSocket only: take binary messages as JSON text too (their UTF-8 checked), as
+    /// geth and Hardhat do; web3.py sends binary frames unless told otherwise (default
+    /// `false`: a binary frame closes the connection with 1003).
+    pub accept_binary: bool,
     /// HTTP only: CORS for these origins (default none: no CORS headers, `OPTIONS` is
     /// `405`; [`Origins::SameAsHosts`] means those of a loopback host). See
     /// [`http::serve_with_options`].
@@ -155,6 +160,7 @@ impl Default for ServeOptions {
             allow_missing_origin: true,
             #[cfg(feature = "ws")]
             keepalive: Some(ws::KeepAlive::default()),
+            accept_binary: false,
             cors: None,
             cors_max_age: Duration::from_secs(600),
             handler_timeout: Duration::from_secs(60),

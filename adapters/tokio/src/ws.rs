@@ -597,48 +597,23 @@ pub async fn serve_with_options(
     grace: Duration,
 ) -> io::Result<()> {
     let builder = options.builder(builder);
-    let limits = builder.connection_config().limits;
-    let config = config(&limits);
     let handshake_timeout = builder.connection_config().frame_timeout;
     let accept = || async { listener.accept().await.map(crate::no_delay) };
-    let origins = Arc::new(options.allowed_origins.clone());
-    let (missing, keepalive) = (options.allow_missing_origin, options.keepalive);
+    let upgrade = Arc::new(Upgrade::new(&options, &builder));
     #[cfg(feature = "tls")]
     let tls = options.tls.clone();
     let setup = move |stream: tokio::net::TcpStream| {
-        let origins = origins.clone();
+        let upgrade = upgrade.clone();
         #[cfg(feature = "tls")]
         let tls = tls.clone();
         async move {
-            // The error type is tungstenite's.
-            #[allow(clippy::result_large_err)]
-            let check = move |request: &HsRequest, response: HsResponse| {
-                if origin_allowed(&origins, missing, request) {
-                    Ok(response)
-                } else {
-                    let mut refusal = ErrorResponse::new(Some("origin not allowed".into()));
-                    *refusal.status_mut() = tungstenite::http::StatusCode::FORBIDDEN;
-                    Err(refusal)
-                }
-            };
             // The TLS handshake (when configured) and the WebSocket one, in one time limit.
             let handshake = async move {
                 #[cfg(feature = "tls")]
                 let stream = crate::tls::accept(tls.as_ref(), stream).await?;
-                let stream = HeadOnly::new(stream);
-                tokio_tungstenite::accept_hdr_async_with_config(stream, check, Some(config))
-                    .await
-                    .map_err(io_error)
+                upgrade.accept(stream).await
             };
-            let ws = crate::request::within(handshake_timeout, "handshake timed out", handshake);
-            let (stream, read) = ws.await?.into_inner().into_parts();
-            Ok(WebSocket::new(
-                stream,
-                Role::Server,
-                read,
-                &limits,
-                keepalive,
-            ))
+            crate::request::within(handshake_timeout, "handshake timed out", handshake).await
         }
     };
     crate::serve(
@@ -651,6 +626,62 @@ pub async fn serve_with_options(
         grace,
     )
     .await
+}
+
+/// The server side of the opening handshake, as a server's options and builder set it:
+/// the `Origin` rule, the message bound, the keep-alive.
+#[derive(Debug)]
+pub(crate) struct Upgrade {
+    config: WebSocketConfig,
+    origins: Origins,
+    allow_missing_origin: bool,
+    keepalive: Option<KeepAlive>,
+    limits: Limits,
+    accept_binary: bool,
+}
+
+impl Upgrade {
+    pub(crate) fn new(options: &ServeOptions, builder: &Builder) -> Self {
+        let limits = builder.connection_config().limits;
+        Upgrade {
+            config: config(&limits),
+            origins: options.allowed_origins.clone(),
+            allow_missing_origin: options.allow_missing_origin,
+            keepalive: options.keepalive,
+            limits,
+            accept_binary: options.accept_binary,
+        }
+    }
+
+    /// Does the server side of the opening handshake on `stream` (403 for an `Origin` not
+    /// allowed) and returns the transport.
+    pub(crate) async fn accept<S>(&self, stream: S) -> io::Result<WebSocket<S>>
+    where
+        S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+    {
+        // The error type is tungstenite's.
+        #[allow(clippy::result_large_err)]
+        let check = |request: &HsRequest, response: HsResponse| {
+            if origin_allowed(&self.origins, self.allow_missing_origin, request) {
+                Ok(response)
+            } else {
+                let mut refusal = ErrorResponse::new(Some("origin not allowed".into()));
+                *refusal.status_mut() = tungstenite::http::StatusCode::FORBIDDEN;
+                Err(refusal)
+            }
+        };
+        let stream = HeadOnly::new(stream);
+        let ws = tokio_tungstenite::accept_hdr_async_with_config(stream, check, Some(self.config))
+            .await
+            .map_err(io_error)?;
+        let (stream, read) = ws.into_inner().into_parts();
+        let mut ws = WebSocket::new(stream, Role::Server, read, &self.limits, self.keepalive);
+        if self.accept_binary {
+            ws.decoder =
+                WsDecoder::new(Role::Server, self.limits.max_frame_bytes).accept_binary(true);
+        }
+        Ok(ws)
+    }
 }
 
 /// True when the handshake's `Origin` is accepted.

@@ -311,3 +311,37 @@ proptest! {
         prop_assert_eq!(texts, messages);
     }
 }
+
+#[test]
+fn binary_messages_are_taken_as_text_only_when_accepted() {
+    let mut wire = raw(0x82, br#"{"id":1}"#);
+    // A fragmented binary message, with a ping between its fragments.
+    wire.extend(raw(0x02, b"[1,"));
+    wire.extend(raw(0x89, b"p"));
+    wire.extend(raw(0x80, b"2]"));
+    let mut decoder = WsDecoder::new(Role::Server, 1024).accept_binary(true);
+    let mut seen = Vec::new();
+    while !wire.is_empty() {
+        let used = match decoder.decode(&mut wire).unwrap() {
+            Step::Event(n, WsEvent::Text(t)) => {
+                seen.push(String::from(core::str::from_utf8(t).unwrap()));
+                n
+            }
+            Step::Event(n, _) | Step::Fragment(n) => n,
+            Step::Incomplete(n) => panic!("incomplete, wants {n}"),
+        };
+        wire.drain(..used);
+    }
+    assert_eq!(seen, [r#"{"id":1}"#, "[1,2]"]);
+    // Its UTF-8 is checked as a text message's.
+    let mut decoder = WsDecoder::new(Role::Server, 1024).accept_binary(true);
+    let mut wire = raw(0x82, &[0xff, 0xfe]);
+    let fault = decoder.decode(&mut wire).err().unwrap();
+    assert_eq!(fault.code, close_code::INVALID);
+    // Not accepted (the default): 1003.
+    assert_eq!(fault_of(raw(0x82, b"{}")).code, close_code::UNSUPPORTED);
+}
+
+fn fault_of(wire: Vec<u8>) -> WsFault {
+    fault(Role::Server, wire)
+}

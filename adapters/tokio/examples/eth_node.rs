@@ -1,0 +1,202 @@
+//! A small fake Ethereum node: JSON-RPC over HTTP and WebSocket on one port, as geth and
+//! Hardhat serve them, with a deterministic chain that grows a block every 200 ms. Enough
+//! for dapp libraries (viem, ethers, web3.py) to follow its blocks:
+//!
+//! - `eth_chainId` (`"0x539"`, 1337), `net_version` (`"1337"`), `eth_blockNumber`,
+//!   `eth_getBlockByNumber(tag, full)` (a number, `latest`, `earliest`, ...; `null` past the
+//!   head), batches of them;
+//! - `eth_subscribe("newHeads")` / `eth_unsubscribe` over WebSocket: every block's header,
+//!   in order. A subscriber that stops reading costs the node its queue's bound (64 headers
+//!   or 1 MiB), no more; it is told how many it missed when it reads again.
+//!
+//! `PORT=8545 cargo run -p sansrpc-tokio --example eth_node` (`PORT` defaults to 8545; 0
+//! takes a free one). It prints `listening on 127.0.0.1:PORT` and serves until Ctrl-C.
+//! For tests: `ETH_NODE_BLOCK_MS` sets the block time, `ETH_NODE_BLOCK_PAD` pads each
+//! block's `extraData` with that many bytes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sansrpc::connection::subscriptions::MethodSubscription;
+use sansrpc::ErrorObject;
+use sansrpc_tokio::{http, sansrpc, AsyncRouter, Builder, PendingSubscription, ServeOptions};
+use serde_json::{json, Value};
+use tokio::sync::watch;
+
+sansrpc::method!(ChainId = "eth_chainId", () => String);
+sansrpc::method!(NetVersion = "net_version", () => String);
+sansrpc::method!(BlockNumber = "eth_blockNumber", () => String);
+sansrpc::method!(GetBlockByNumber = "eth_getBlockByNumber", (String, bool) => Option<Value>);
+
+/// The chain: block `n` is made from `n` alone, so every run serves the same blocks.
+struct Chain {
+    /// The number of the newest block.
+    head: watch::Receiver<u64>,
+    /// Bytes of `extraData` per block.
+    pad: usize,
+}
+
+/// A 32-byte hash, from a block number and what it is for.
+fn hash(n: u64, salt: u64) -> String {
+    let word = n.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ salt;
+    format!("0x{word:016x}{:016x}{word:016x}{salt:016x}", !word)
+}
+
+impl Chain {
+    /// Block `n`'s header, as `newHeads` sends it.
+    fn header(&self, n: u64) -> Value {
+        const EMPTY_ROOT: &str =
+            "0x56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421";
+        const EMPTY_UNCLES: &str =
+            "0x1dcc4de8dec75d7aab85b567b6ccd41ad312451b948a7413f0a142fd40d49347";
+        let parent = if n == 0 {
+            format!("0x{}", "0".repeat(64))
+        } else {
+            hash(n - 1, 1)
+        };
+        json!({
+            "number": format!("{n:#x}"),
+            "hash": hash(n, 1),
+            "parentHash": parent,
+            "nonce": "0x0000000000000000",
+            "mixHash": hash(n, 2),
+            "sha3Uncles": EMPTY_UNCLES,
+            "logsBloom": format!("0x{}", "0".repeat(512)),
+            "transactionsRoot": EMPTY_ROOT,
+            "stateRoot": hash(n, 3),
+            "receiptsRoot": EMPTY_ROOT,
+            "miner": "0x0000000000000000000000000000000000000000",
+            "difficulty": "0x0",
+            "totalDifficulty": "0x0",
+            "extraData": format!("0x{}", "00".repeat(self.pad)),
+            "size": format!("{:#x}", 600 + self.pad),
+            "gasLimit": "0x1c9c380",
+            "gasUsed": "0x0",
+            // 2024-01-01, a second a block.
+            "timestamp": format!("{:#x}", 1_704_067_200 + n),
+            "baseFeePerGas": "0x3b9aca00",
+            "withdrawalsRoot": EMPTY_ROOT,
+            "blobGasUsed": "0x0",
+            "excessBlobGas": "0x0",
+            "parentBeaconBlockRoot": hash(n, 4),
+        })
+    }
+
+    /// Block `n` with its (empty) transactions, as `eth_getBlockByNumber` answers it.
+    fn block(&self, n: u64) -> Value {
+        let mut block = self.header(n);
+        block["transactions"] = json!([]);
+        block["uncles"] = json!([]);
+        block["withdrawals"] = json!([]);
+        block
+    }
+
+    fn latest(&self) -> u64 {
+        *self.head.borrow()
+    }
+
+    /// The block a tag or number names, when there is one.
+    fn named(&self, tag: &str) -> Result<Option<u64>, ErrorObject<'static>> {
+        let latest = self.latest();
+        let n = match tag {
+            "latest" | "pending" | "safe" | "finalized" => latest,
+            "earliest" => 0,
+            hex => {
+                let digits = hex.strip_prefix("0x").unwrap_or("");
+                u64::from_str_radix(digits, 16)
+                    .map_err(|_| ErrorObject::fixed(-32602, "invalid block number or tag"))?
+            }
+        };
+        Ok((n <= latest).then_some(n))
+    }
+}
+
+/// `eth_subscribe`: `newHeads` only. Every block's header from the next one on, in order.
+async fn subscribe(chain: Arc<Chain>, pending: PendingSubscription, params: Vec<Value>) {
+    if params.first().and_then(Value::as_str) != Some("newHeads") {
+        let e = ErrorObject::fixed(-32602, "only newHeads subscriptions are served");
+        return pending.reject(e);
+    }
+    let mut head = chain.head.clone();
+    let mut sent = *head.borrow_and_update();
+    let Ok(sink) = pending.accept().await else {
+        return;
+    };
+    while head.changed().await.is_ok() {
+        let latest = *head.borrow_and_update();
+        for n in sent + 1..=latest {
+            if sink.send(&chain.header(n)).is_err() {
+                return; // Unsubscribed, or the client went away.
+            }
+        }
+        sent = latest;
+    }
+}
+
+fn router(chain: Arc<Chain>) -> AsyncRouter {
+    let mut router = AsyncRouter::new();
+    router
+        .method::<ChainId, _, _>(|()| async { Ok("0x539".to_owned()) })
+        .unwrap();
+    router
+        .method::<NetVersion, _, _>(|()| async { Ok("1337".to_owned()) })
+        .unwrap();
+    let c = chain.clone();
+    router
+        .method::<BlockNumber, _, _>(move |()| {
+            let latest = c.latest();
+            async move { Ok(format!("{latest:#x}")) }
+        })
+        .unwrap();
+    let c = chain.clone();
+    router
+        .method::<GetBlockByNumber, _, _>(move |(tag, _full)| {
+            let block = c.named(&tag).map(|n| n.map(|n| c.block(n)));
+            async move { block }
+        })
+        .unwrap();
+    router
+        .subscription(MethodSubscription::ethereum(), move |pending, params| {
+            subscribe(chain.clone(), pending, params)
+        })
+        .unwrap();
+    router
+}
+
+fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+#[tokio::main]
+async fn main() -> std::io::Result<()> {
+    let port: u16 = env("PORT", 8545);
+    let block_time = Duration::from_millis(env("ETH_NODE_BLOCK_MS", 200));
+    let (grow, head) = watch::channel(0u64);
+    let chain = Arc::new(Chain {
+        head,
+        pad: env("ETH_NODE_BLOCK_PAD", 0),
+    });
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(block_time);
+        ticks.tick().await;
+        loop {
+            ticks.tick().await;
+            grow.send_modify(|n| *n += 1);
+        }
+    });
+
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    println!("listening on {}", listener.local_addr()?);
+    let builder = Builder::new().router(router(chain));
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let grace = Duration::from_secs(1);
+    // As geth: web3.py sends its requests in binary WebSocket frames.
+    let mut options = ServeOptions::default();
+    options.accept_binary = true;
+    http::serve_with_websocket(listener, builder, options, shutdown, grace).await
+}

@@ -1,0 +1,460 @@
+//! Method subscriptions in the Ethereum shape over real sockets on 127.0.0.1: a server's
+//! `SubscriptionSink` and a client's `Subscription` stream over WebSocket and TCP; the
+//! stream ending on unsubscribe, on the server's close and with the connection; the lag
+//! policies seen by a slow reader and by one that never reads; plain HTTP refusing
+//! subscriptions on both sides; HTTP and WebSocket on one port.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::time::Duration;
+
+use common::{within, LIMIT};
+use futures::StreamExt;
+use sansrpc::connection::subscriptions::{LagPolicy, MethodSubscription};
+use sansrpc::connection::SendError;
+use sansrpc::ErrorObject;
+use sansrpc_tokio::{http, sansrpc, ws, AsyncRouter, Builder, CallError, Ended, ServeOptions};
+use sansrpc_tokio::{Subscription, SubscriptionError};
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot};
+
+/// What the server's subscription handlers report: how each subscription ended.
+type Reports = mpsc::UnboundedReceiver<Ended>;
+
+/// A router with `declaration` serving these kinds of subscription (the params are
+/// `[kind, count]`):
+/// - `"count"`: items 0..count, then it waits; how it ended is reported;
+/// - `"ticks"`: an item every 5 ms until it is over; how it ended is reported;
+/// - `"close"`: items 0..count, then the server ends it with an error (-32050);
+/// - `"big"`: items of 64 KiB, one a millisecond, until sending fails; why is reported;
+/// - `"slow"`: accepted after `count` milliseconds, then as `"ticks"`;
+/// - anything else is rejected with -32602.
+fn router(declaration: MethodSubscription) -> (AsyncRouter, Reports) {
+    let (tx, reports) = mpsc::unbounded_channel();
+    let mut router = AsyncRouter::new();
+    router
+        .subscription(declaration, move |pending, (kind, count): (String, u64)| {
+            let tx = tx.clone();
+            async move {
+                if !["count", "ticks", "close", "big", "slow"].contains(&kind.as_str()) {
+                    return pending.reject(ErrorObject::fixed(-32602, "unknown subscription"));
+                }
+                if kind == "slow" {
+                    tokio::time::sleep(Duration::from_millis(count)).await;
+                }
+                let sink = pending.accept().await.expect("accepted");
+                // The handler is dropped when the subscription is over: a watcher reports.
+                let watch = sink.clone();
+                let report = tx.clone();
+                tokio::spawn(async move {
+                    let _ = report.send(watch.closed().await);
+                });
+                match kind.as_str() {
+                    "count" => {
+                        for n in 0..count {
+                            sink.send(&n).unwrap();
+                        }
+                        std::future::pending::<()>().await;
+                    }
+                    "ticks" | "slow" => {
+                        for n in 0u64.. {
+                            tokio::time::sleep(Duration::from_millis(5)).await;
+                            if sink.send(&n).is_err() {
+                                break;
+                            }
+                        }
+                    }
+                    "close" => {
+                        for n in 0..count {
+                            sink.send(&n).unwrap();
+                        }
+                        sink.close(Some(ErrorObject::fixed(-32050, "no more")));
+                    }
+                    _ => {
+                        let big = "x".repeat(64 * 1024);
+                        while sink.send(&big).is_ok() {
+                            tokio::time::sleep(Duration::from_millis(1)).await;
+                        }
+                    }
+                }
+            }
+        })
+        .unwrap();
+    (router, reports)
+}
+
+/// A WebSocket server with `router`: its URL and its stop.
+async fn ws_server(router: AsyncRouter) -> (String, oneshot::Sender<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("ws://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = oneshot::channel::<()>();
+    let shutdown = async move {
+        let _ = stopped.await;
+    };
+    let builder = Builder::new().router(router);
+    tokio::spawn(ws::serve(
+        listener,
+        builder,
+        shutdown,
+        Duration::from_secs(1),
+    ));
+    (url, stop)
+}
+
+/// A TCP server (Content-Length framing) with `router`: its address and its stop.
+async fn tcp_server(router: AsyncRouter) -> (std::net::SocketAddr, oneshot::Sender<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let shutdown = async move {
+        let _ = stopped.await;
+    };
+    let builder = Builder::new().router(router);
+    let grace = Duration::from_secs(1);
+    tokio::spawn(sansrpc_tokio::serve_tcp(listener, builder, shutdown, grace));
+    (addr, stop)
+}
+
+fn eth() -> MethodSubscription {
+    MethodSubscription::ethereum()
+}
+
+/// The next `n` items of `stream`, which must all be items.
+async fn items(stream: &mut Subscription<u64>, n: usize) -> Vec<u64> {
+    let mut seen = Vec::new();
+    while seen.len() < n {
+        match stream.next().await {
+            Some(Ok(item)) => seen.push(item),
+            other => panic!("an item, not {other:?}"),
+        }
+    }
+    seen
+}
+
+#[tokio::test]
+async fn websocket_subscription_streams_items_and_unsubscribes_when_dropped() {
+    within(LIMIT, async {
+        let (router, mut reports) = router(eth());
+        let (url, _stop) = ws_server(router).await;
+        let conn = ws::connect(&url, Builder::new()).await.unwrap();
+        let mut ticks: Subscription<u64> =
+            conn.client.subscribe(&eth(), &("ticks", 0)).await.unwrap();
+        assert_eq!(ticks.id().get(), r#""0x1""#, "Ethereum's hex ids");
+        assert_eq!(items(&mut ticks, 10).await, (0..10).collect::<Vec<_>>());
+        // A second subscription on the same connection gets its own id and items.
+        let mut counted: Subscription<u64> =
+            conn.client.subscribe(&eth(), &("count", 3)).await.unwrap();
+        assert_eq!(counted.id().get(), r#""0x2""#);
+        assert_eq!(items(&mut counted, 3).await, [0, 1, 2]);
+        drop(ticks);
+        // The server learns it: the client unsubscribed.
+        assert_eq!(reports.recv().await, Some(Ended::Unsubscribed));
+        drop(counted);
+        assert_eq!(reports.recv().await, Some(Ended::Unsubscribed));
+        // The connection goes on.
+        let again: Subscription<u64> = conn.client.subscribe(&eth(), &("count", 1)).await.unwrap();
+        assert_eq!(again.id().get(), r#""0x3""#);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn tcp_unsubscribe_answers_true_and_the_server_sees_it() {
+    within(LIMIT, async {
+        let (router, mut reports) = router(eth());
+        let (addr, _stop) = tcp_server(router).await;
+        let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let conn = sansrpc_tokio::spawn(Builder::new(), sansrpc_tokio::tcp(stream));
+        let mut ticks: Subscription<u64> =
+            conn.client.subscribe(&eth(), &("ticks", 0)).await.unwrap();
+        assert_eq!(items(&mut ticks, 5).await, [0, 1, 2, 3, 4]);
+        assert!(ticks.unsubscribe().await.unwrap(), "the server ended it");
+        assert_eq!(reports.recv().await, Some(Ended::Unsubscribed));
+        // An id the server does not know is answered false.
+        let answer = conn
+            .client
+            .call_raw("eth_unsubscribe", Some(&raw(r#"["0x1"]"#)))
+            .await
+            .unwrap();
+        assert_eq!(answer.get(), "false");
+    })
+    .await;
+}
+
+fn raw(json: &str) -> Box<sansrpc::RawValue> {
+    sansrpc::RawValue::from_string(json.to_owned()).unwrap()
+}
+
+#[tokio::test]
+async fn a_subscribe_dropped_before_its_answer_is_unsubscribed_once_it_comes() {
+    within(LIMIT, async {
+        let (router, mut reports) = router(eth());
+        let (url, _stop) = ws_server(router).await;
+        let conn = ws::connect(&url, Builder::new()).await.unwrap();
+        // The server accepts after 300 ms; the caller gives up after 50.
+        let eth = eth();
+        let subscribe = conn.client.subscribe::<_, u64>(&eth, &("slow", 300));
+        let gave_up = tokio::time::timeout(Duration::from_millis(50), subscribe).await;
+        assert!(gave_up.is_err());
+        assert_eq!(reports.recv().await, Some(Ended::Unsubscribed));
+        // The connection goes on.
+        let mut ticks: Subscription<u64> =
+            conn.client.subscribe(&eth, &("ticks", 0)).await.unwrap();
+        assert_eq!(items(&mut ticks, 2).await, [0, 1]);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_servers_close_ends_the_stream_after_its_items_with_the_error() {
+    within(LIMIT, async {
+        let (router, mut reports) = router(eth());
+        let (url, _stop) = ws_server(router).await;
+        let conn = ws::connect(&url, Builder::new()).await.unwrap();
+        let mut closing: Subscription<u64> =
+            conn.client.subscribe(&eth(), &("close", 4)).await.unwrap();
+        assert_eq!(items(&mut closing, 4).await, [0, 1, 2, 3]);
+        match closing.next().await {
+            Some(Err(SubscriptionError::Ended(e))) => {
+                assert_eq!((e.code, &*e.message), (-32050, "no more"))
+            }
+            other => panic!("the server's error, not {other:?}"),
+        }
+        assert!(closing.next().await.is_none(), "then the stream ends");
+        assert_eq!(reports.recv().await, Some(Ended::ByServer));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_rejected_subscribe_fails_with_the_handlers_error() {
+    within(LIMIT, async {
+        let (router, _reports) = router(eth());
+        let (url, _stop) = ws_server(router).await;
+        let conn = ws::connect(&url, Builder::new()).await.unwrap();
+        let refused = conn
+            .client
+            .subscribe::<_, u64>(&eth(), &("logs", 0))
+            .await
+            .unwrap_err();
+        assert_eq!(refused.code(), Some(-32602));
+        // Params that do not fit the handler's are -32602 too.
+        let refused = conn
+            .client
+            .subscribe::<_, u64>(&eth(), &("count",))
+            .await
+            .unwrap_err();
+        assert_eq!(refused.code(), Some(-32602));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_stream_ends_with_the_connection_and_the_server_sees_the_client_go() {
+    within(LIMIT, async {
+        let (router, mut reports) = router(eth());
+        let (url, stop) = ws_server(router).await;
+        // The client goes away: the server's sink sees the connection closed.
+        let conn = ws::connect(&url, Builder::new()).await.unwrap();
+        let mut ticks: Subscription<u64> =
+            conn.client.subscribe(&eth(), &("ticks", 0)).await.unwrap();
+        items(&mut ticks, 2).await;
+        conn.driver.abort();
+        let _ = conn.driver.await;
+        assert_eq!(reports.recv().await, Some(Ended::Closed));
+        // Whatever was read before, the stream ends.
+        while let Some(item) = ticks.next().await {
+            item.unwrap();
+        }
+
+        // The server goes away: the client's stream ends.
+        let conn = ws::connect(&url, Builder::new()).await.unwrap();
+        let mut ticks: Subscription<u64> =
+            conn.client.subscribe(&eth(), &("ticks", 0)).await.unwrap();
+        items(&mut ticks, 2).await;
+        let _ = stop.send(());
+        while let Some(item) = ticks.next().await {
+            item.unwrap();
+        }
+        assert_eq!(reports.recv().await, Some(Ended::Closed));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_slow_reader_is_told_how_many_items_it_missed() {
+    within(LIMIT, async {
+        let declaration = eth().with_capacity(8, 1 << 20);
+        let (router, _reports) = router(declaration.clone());
+        let (url, _stop) = ws_server(router).await;
+        let conn = ws::connect(&url, Builder::new()).await.unwrap();
+        // 1,000 items sent at once, and read only after a while.
+        let mut counted: Subscription<u64> = conn
+            .client
+            .subscribe(&declaration, &("count", 1000))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let (mut missed, mut read, mut lags) = (0, Vec::new(), 0);
+        while missed + read.len() as u64 != 1000 {
+            match counted.next().await {
+                Some(Ok(item)) => read.push(item),
+                Some(Err(SubscriptionError::Lagged(n))) => {
+                    missed += n;
+                    lags += 1;
+                }
+                other => panic!("an item or a lag, not {other:?}"),
+            }
+        }
+        assert!(
+            lags > 0 && missed > 0,
+            "items were dropped and the reader told"
+        );
+        assert!(
+            read.len() <= 2 * 8,
+            "at most the two queues' worth: {}",
+            read.len()
+        );
+        assert!(read.windows(2).all(|w| w[0] < w[1]), "in order: {read:?}");
+        assert_eq!(read.last(), Some(&999), "the newest kept");
+    })
+    .await;
+}
+
+/// `body` framed with Content-Length.
+fn framed(body: &str) -> Vec<u8> {
+    format!("Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes()
+}
+
+#[tokio::test]
+async fn lag_policy_close_ends_a_subscriber_that_never_reads() {
+    within(LIMIT, async {
+        let declaration = eth().with_capacity(4, 1 << 20).with_lag(LagPolicy::Close);
+        let (router, mut reports) = router(declaration);
+        let (addr, _stop) = tcp_server(router).await;
+        // A raw client: it subscribes, then reads nothing.
+        let mut raw = std::net::TcpStream::connect(addr).unwrap();
+        let subscribe = r#"{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["big",0]}"#;
+        raw.write_all(&framed(subscribe)).unwrap();
+        // The producer's send fails: the queue overflowed while the socket was full.
+        assert_eq!(reports.recv().await, Some(Ended::Lagged));
+        // Reading it all now, the last notification carries the error.
+        let tail = tokio::task::spawn_blocking(move || {
+            raw.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut wire = Vec::new();
+            let mut chunk = vec![0; 1 << 16];
+            let marker = br#""error":{"code":-32006"#;
+            loop {
+                let n = raw.read(&mut chunk).unwrap();
+                assert!(n > 0, "the connection ended before the error came");
+                wire.extend_from_slice(&chunk[..n]);
+                if let Some(at) = wire.windows(marker.len()).position(|w| w == marker) {
+                    let from = wire[..at].iter().rposition(|&b| b == b'{').unwrap();
+                    return String::from_utf8_lossy(&wire[from.saturating_sub(40)..]).into_owned();
+                }
+            }
+        })
+        .await
+        .unwrap();
+        assert!(
+            tail.contains(r#""params":{"subscription":"0x1","error":{"code":-32006"#),
+            "{tail}"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn plain_http_refuses_subscriptions_on_both_sides() {
+    within(LIMIT, async {
+        let (router, _reports) = router(eth());
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let builder = Builder::new().router(router);
+        let shutdown = std::future::pending::<()>();
+        tokio::spawn(http::serve(listener, builder, shutdown, Duration::from_secs(1)));
+
+        // Our client does not send it.
+        let conn = http::connect(&format!("http://{addr}"), Builder::new()).unwrap();
+        let refused = conn
+            .client
+            .subscribe::<_, u64>(&eth(), &("count", 1))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(refused, CallError::Send(SendError::NoPush)),
+            "{refused:?}"
+        );
+        assert!(refused.to_string().contains("not plain HTTP"), "{refused}");
+
+        // Another client's subscribe is answered with an error that says why.
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["count",1]}"#;
+        let answer = tokio::task::spawn_blocking(move || post(addr, body))
+            .await
+            .unwrap();
+        assert!(
+            answer.contains(r#""error":{"code":-32601,"message":"Subscriptions are not supported over plain HTTP"#),
+            "{answer}"
+        );
+    })
+    .await;
+}
+
+/// POSTs `body` to `addr` and returns the whole answer (the connection closed after it).
+fn post(addr: std::net::SocketAddr, body: &str) -> String {
+    let mut raw = std::net::TcpStream::connect(addr).unwrap();
+    raw.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let request = format!(
+        "POST / HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    raw.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    raw.read_to_string(&mut answer).unwrap();
+    answer
+}
+
+sansrpc::method!(ChainId = "eth_chainId", () => String);
+
+#[tokio::test]
+async fn one_port_serves_http_and_websocket() {
+    within(LIMIT, async {
+        let (mut router, _reports) = router(eth());
+        router
+            .method::<ChainId, _, _>(|()| async { Ok("0x539".to_owned()) })
+            .unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let builder = Builder::new().router(router);
+        let shutdown = std::future::pending::<()>();
+        let options = ServeOptions::default();
+        let grace = Duration::from_secs(1);
+        tokio::spawn(http::serve_with_websocket(
+            listener, builder, options, shutdown, grace,
+        ));
+
+        let over_http = http::connect(&format!("http://{addr}"), Builder::new()).unwrap();
+        assert_eq!(
+            over_http.client.call::<ChainId>(&()).await.unwrap(),
+            "0x539"
+        );
+        let over_ws = ws::connect(&format!("ws://{addr}"), Builder::new())
+            .await
+            .unwrap();
+        assert_eq!(over_ws.client.call::<ChainId>(&()).await.unwrap(), "0x539");
+        let mut counted: Subscription<u64> = over_ws
+            .client
+            .subscribe(&eth(), &("count", 3))
+            .await
+            .unwrap();
+        assert_eq!(items(&mut counted, 3).await, [0, 1, 2]);
+        // The HTTP side of the same port still refuses subscriptions.
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["count",1]}"#;
+        let answer = tokio::task::spawn_blocking(move || post(addr, body))
+            .await
+            .unwrap();
+        assert!(answer.contains(r#""code":-32601"#), "{answer}");
+    })
+    .await;
+}
