@@ -43,12 +43,12 @@ use crate::wire::SMALL;
 use crate::{Builder, Listener, ServeOptions};
 
 /// Largest request body read (a JSON-RPC message or batch).
-const MAX_BODY: usize = 4 << 20;
+pub(crate) const MAX_BODY: usize = 4 << 20;
 /// Bytes a client may send ahead (a pipelined next request) while one of its responses
 /// streams; past it the client is cut off (it is not waiting for that response).
 const MAX_AHEAD: usize = 64 * 1024;
 /// How long a write may wait on a client that does not read before it is cut off.
-const WRITE_STALL: Duration = sansrpc::connection::NETWORK_WRITE_STALL_TIMEOUT;
+pub(crate) const WRITE_STALL: Duration = sansrpc::connection::NETWORK_WRITE_STALL_TIMEOUT;
 /// How long the TCP connections may take to end once the server stops; then they are
 /// aborted.
 const DRAIN: Duration = Duration::from_secs(1);
@@ -158,20 +158,12 @@ pub async fn serve_with(
         event_store,
         serve,
     } = options;
-    let checks_tokens = config.auth.is_some();
-    let server = match event_store {
-        Some(store) => streamable::Server::with_store(config, store),
-        None => streamable::Server::new(config),
-    };
     // A request's time limits are the builder config's, as for the other servers; the
     // sessions' connections run on the builder as it is (a session's life is the machine's
     // `session_idle`, not a socket's).
     let times = Times::of(serve.builder(builder.clone()).connection_config());
     let handshake = Handshake::new(&serve, times);
-    let state = State::new(server, builder);
-    state.lock().validator =
-        checks_tokens.then(|| validator.unwrap_or_else(|| Arc::new(|_: &str| TokenCheck::Invalid)));
-    let timers = tokio::spawn(run_timers(state.clone()));
+    let (state, timers) = serving(builder, config, validator, event_store);
     let accept = || async { listener.accept().await.map(crate::no_delay) };
     let connection = |stream| {
         let (state, handshake) = (state.clone(), handshake.clone());
@@ -193,28 +185,49 @@ pub async fn serve_with(
     result
 }
 
+/// The machine for `config` (its events in `event_store`, else in memory) and what every
+/// task shares, with the task running its timers; tokens checked by `validator` when the
+/// config requires them (every token is invalid without one).
+pub(crate) fn serving(
+    builder: Builder,
+    config: streamable::Config,
+    validator: Option<Validator>,
+    event_store: Option<Box<dyn streamable::EventStore>>,
+) -> (State, tokio::task::JoinHandle<()>) {
+    let checks_tokens = config.auth.is_some();
+    let server = match event_store {
+        Some(store) => streamable::Server::with_store(config, store),
+        None => streamable::Server::new(config),
+    };
+    let state = State::new(server, builder);
+    state.lock().validator =
+        checks_tokens.then(|| validator.unwrap_or_else(|| Arc::new(|_: &str| TokenCheck::Invalid)));
+    let timers = tokio::spawn(run_timers(state.clone()));
+    (state, timers)
+}
+
 /// A connection running for a session (or a stateless request): where its input goes and
 /// how to stop it.
-struct Running {
-    input: mpsc::Sender<Tagged>,
-    shutdown: ShutdownHandle,
+pub(crate) struct Running {
+    pub(crate) input: mpsc::Sender<Tagged>,
+    pub(crate) shutdown: ShutdownHandle,
     /// The HTTP request of each call in flight, for its handler.
-    requests: Arc<HttpRequests>,
+    pub(crate) requests: Arc<HttpRequests>,
 }
 
 /// What every task shares; never locked across an await.
-struct Shared {
-    server: streamable::Server,
+pub(crate) struct Shared {
+    pub(crate) server: streamable::Server,
     clock: Clock,
     builder: Builder,
     /// Session connections, by the machine's session key.
-    sessions: HashMap<u64, Running>,
+    pub(crate) sessions: HashMap<u64, Running>,
     /// Stateless requests' connections, by stream.
-    stateless: HashMap<u64, Running>,
+    pub(crate) stateless: HashMap<u64, Running>,
     /// The response writing each stream (its writer number) and how to wake it. A newer
     /// response for a stream (a client resuming it with `Last-Event-ID` before this side
     /// saw the old one go) takes it over; the old writer then ends.
-    waiting: HashMap<u64, (u64, Arc<Notify>)>,
+    pub(crate) waiting: HashMap<u64, (u64, Arc<Notify>)>,
     next_writer: u64,
     /// The timer task: woken when the machine's next deadline moved earlier than the one
     /// it sleeps until.
@@ -222,11 +235,11 @@ struct Shared {
     /// The deadline the timer task sleeps until (`None`: none, it waits to be told).
     timer_at: Option<Instant>,
     /// Checks bearer tokens, when the configuration requires them.
-    validator: Option<Validator>,
+    pub(crate) validator: Option<Validator>,
 }
 
 #[derive(Clone)]
-struct State(Arc<Mutex<Shared>>);
+pub(crate) struct State(Arc<Mutex<Shared>>);
 
 impl State {
     fn new(server: streamable::Server, builder: Builder) -> Self {
@@ -244,12 +257,12 @@ impl State {
         })))
     }
 
-    fn lock(&self) -> MutexGuard<'_, Shared> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Shared> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Shuts every session's connection down (the server stops).
-    fn end_sessions(&self) {
+    pub(crate) fn end_sessions(&self) {
         let sessions = std::mem::take(&mut self.lock().sessions);
         for running in sessions.into_values() {
             running.shutdown.shutdown(Duration::ZERO);
@@ -258,12 +271,12 @@ impl State {
 }
 
 impl Shared {
-    fn now(&self) -> Instant {
+    pub(crate) fn now(&self) -> Instant {
         self.clock.now()
     }
 
     /// Makes a new response the writer of `stream`; a writer it replaces is woken to end.
-    fn writer(&mut self, stream: u64) -> Writer {
+    pub(crate) fn writer(&mut self, stream: u64) -> Writer {
         self.next_writer += 1;
         let notify = Arc::new(Notify::new());
         let old = self
@@ -280,13 +293,13 @@ impl Shared {
     }
 
     /// True while `writer` still writes its stream.
-    fn owns(&self, writer: &Writer) -> bool {
+    pub(crate) fn owns(&self, writer: &Writer) -> bool {
         self.waiting.get(&writer.stream).map(|w| w.0) == Some(writer.id)
     }
 
     /// What [`wake`](Self::wake) does, then tells the timer task to look again (the
     /// machine's next deadline may have moved).
-    fn settle(&mut self) {
+    pub(crate) fn settle(&mut self) {
         self.wake();
         // Only a deadline earlier than the timer task's needs it now; a later one it finds
         // when it wakes (most calls move nothing earlier: no wake-up per call).
@@ -342,15 +355,15 @@ async fn run_timers(state: State) {
 }
 
 /// A response writing a stream.
-struct Writer {
-    stream: u64,
+pub(crate) struct Writer {
+    pub(crate) stream: u64,
     id: u64,
-    notify: Arc<Notify>,
+    pub(crate) notify: Arc<Notify>,
 }
 
 /// Where a connection's frames go.
 #[derive(Clone, Copy)]
-enum Target {
+pub(crate) enum Target {
     Session(u64),
     Stream(u64),
 }
@@ -392,7 +405,7 @@ impl Outbox for Frames {
 }
 
 /// Starts a connection for `target` with the server's builder; returns where its input goes.
-fn start(shared: &Shared, state: &State, target: Target) -> Running {
+pub(crate) fn start(shared: &Shared, state: &State, target: Target) -> Running {
     let (input, rx) = mpsc::channel(SESSION_QUEUE);
     let frames = Frames {
         state: state.clone(),
@@ -426,7 +439,7 @@ fn start(shared: &Shared, state: &State, target: Target) -> Running {
 }
 
 /// Unguessable bytes for session ids: the system's random source.
-fn entropy(out: &mut [u8]) {
+pub(crate) fn entropy(out: &mut [u8]) {
     use std::io::Read;
     let filled = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(out));
     if filled.is_err() {
@@ -561,21 +574,7 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
     // The fields are moved, not copied: names lowered in place, values kept when UTF-8
     // (the same size of element, so the list is reused too).
     let fields = std::mem::take(&mut head.fields);
-    let request = move || {
-        Arc::new(HttpRequest {
-            principal,
-            headers: fields
-                .into_iter()
-                .filter(|(name, _)| !name.eq_ignore_ascii_case("authorization"))
-                .map(|(mut name, value)| {
-                    name.make_ascii_lowercase();
-                    let value = String::from_utf8(value)
-                        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-                    (name, value)
-                })
-                .collect(),
-        })
-    };
+    let request = move || http_request(principal, fields, Default::default());
     match (verdict, writer) {
         (Verdict::Respond(response), _) => write_response(socket, &response).await,
         (Verdict::Deliver { session, response }, _) => {
@@ -726,7 +725,7 @@ async fn write_stream<S: AsyncRead + AsyncWrite + Unpin>(
 
 /// The client closed the response of `writer` before its end (nothing happens when a
 /// newer response writes the stream now).
-fn closed(state: &State, writer: &Writer) {
+pub(crate) fn closed(state: &State, writer: &Writer) {
     let mut shared = state.lock();
     if !shared.owns(writer) {
         return;
@@ -742,7 +741,10 @@ fn closed(state: &State, writer: &Writer) {
 
 /// The token check of a request: what the machine needs to decide, and the principal for
 /// the handlers.
-fn authorize(validator: Option<&Validator>, head: &Head) -> (Authorized, Option<Principal>) {
+pub(crate) fn authorize(
+    validator: Option<&Validator>,
+    head: &Head,
+) -> (Authorized, Option<Principal>) {
     let Some(validator) = validator else {
         return (Authorized::NotRequired, None);
     };
@@ -756,9 +758,33 @@ fn authorize(validator: Option<&Validator>, head: &Head) -> (Authorized, Option<
     }
 }
 
+/// What the handlers of a request's calls see of it: the principal, the header `fields`
+/// (`Authorization` left out; moved, not copied: names lowered in place, values kept when
+/// UTF-8), and what a layer in front of the server attached to it.
+pub(crate) fn http_request(
+    principal: Option<Principal>,
+    fields: Vec<(String, Vec<u8>)>,
+    extensions: streamable::Extensions,
+) -> Arc<HttpRequest> {
+    Arc::new(HttpRequest {
+        principal,
+        headers: fields
+            .into_iter()
+            .filter(|(name, _)| !name.eq_ignore_ascii_case("authorization"))
+            .map(|(mut name, value)| {
+                name.make_ascii_lowercase();
+                let value = String::from_utf8(value)
+                    .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+                (name, value)
+            })
+            .collect(),
+        extensions,
+    })
+}
+
 /// Records the HTTP request for each call the machine read in the request's body
 /// (`ids`, from [`streamable::Server::request_ids`]); the ids recorded.
-fn record(
+pub(crate) fn record(
     requests: &HttpRequests,
     ids: Vec<sansrpc::Id<'static>>,
     request: impl FnOnce() -> Arc<HttpRequest>,
