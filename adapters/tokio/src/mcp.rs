@@ -208,11 +208,11 @@ pub(crate) fn serving(
 
 /// A connection running for a session (or a stateless request): where its input goes and
 /// how to stop it.
-pub(crate) struct Running {
-    pub(crate) input: mpsc::Sender<Tagged>,
-    pub(crate) shutdown: ShutdownHandle,
+struct Running {
+    input: mpsc::Sender<Tagged>,
+    shutdown: ShutdownHandle,
     /// The HTTP request of each call in flight, for its handler.
-    pub(crate) requests: Arc<HttpRequests>,
+    requests: Arc<HttpRequests>,
 }
 
 /// What every task shares; never locked across an await.
@@ -221,9 +221,9 @@ pub(crate) struct Shared {
     clock: Clock,
     builder: Builder,
     /// Session connections, by the machine's session key.
-    pub(crate) sessions: HashMap<u64, Running>,
+    sessions: HashMap<u64, Running>,
     /// Stateless requests' connections, by stream.
-    pub(crate) stateless: HashMap<u64, Running>,
+    stateless: HashMap<u64, Running>,
     /// The response writing each stream (its writer number) and how to wake it. A newer
     /// response for a stream (a client resuming it with `Last-Event-ID` before this side
     /// saw the old one go) takes it over; the old writer then ends.
@@ -235,7 +235,7 @@ pub(crate) struct Shared {
     /// The deadline the timer task sleeps until (`None`: none, it waits to be told).
     timer_at: Option<Instant>,
     /// Checks bearer tokens, when the configuration requires them.
-    pub(crate) validator: Option<Validator>,
+    validator: Option<Validator>,
 }
 
 #[derive(Clone)]
@@ -271,12 +271,12 @@ impl State {
 }
 
 impl Shared {
-    pub(crate) fn now(&self) -> Instant {
+    fn now(&self) -> Instant {
         self.clock.now()
     }
 
     /// Makes a new response the writer of `stream`; a writer it replaces is woken to end.
-    pub(crate) fn writer(&mut self, stream: u64) -> Writer {
+    fn writer(&mut self, stream: u64) -> Writer {
         self.next_writer += 1;
         let notify = Arc::new(Notify::new());
         let old = self
@@ -299,7 +299,7 @@ impl Shared {
 
     /// What [`wake`](Self::wake) does, then tells the timer task to look again (the
     /// machine's next deadline may have moved).
-    pub(crate) fn settle(&mut self) {
+    fn settle(&mut self) {
         self.wake();
         // Only a deadline earlier than the timer task's needs it now; a later one it finds
         // when it wakes (most calls move nothing earlier: no wake-up per call).
@@ -363,7 +363,7 @@ pub(crate) struct Writer {
 
 /// Where a connection's frames go.
 #[derive(Clone, Copy)]
-pub(crate) enum Target {
+enum Target {
     Session(u64),
     Stream(u64),
 }
@@ -405,7 +405,7 @@ impl Outbox for Frames {
 }
 
 /// Starts a connection for `target` with the server's builder; returns where its input goes.
-pub(crate) fn start(shared: &Shared, state: &State, target: Target) -> Running {
+fn start(shared: &Shared, state: &State, target: Target) -> Running {
     let (input, rx) = mpsc::channel(SESSION_QUEUE);
     let frames = Frames {
         state: state.clone(),
@@ -439,7 +439,7 @@ pub(crate) fn start(shared: &Shared, state: &State, target: Target) -> Running {
 }
 
 /// Unguessable bytes for session ids: the system's random source.
-pub(crate) fn entropy(out: &mut [u8]) {
+fn entropy(out: &mut [u8]) {
     use std::io::Read;
     let filled = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(out));
     if filled.is_err() {
@@ -540,10 +540,42 @@ async fn next_part<S: AsyncRead + Unpin>(
 async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
     socket: &mut S,
     state: &State,
-    mut head: Head,
+    head: Head,
     body: Vec<u8>,
     reader: &mut Requests,
 ) -> bool {
+    match dispatch(state, head, body, streamable::Extensions::default()).await {
+        Dispatched::Whole(response) => write_response(socket, &response).await,
+        Dispatched::Stream(writer, after) => {
+            let keep = write_stream(socket, state, writer, reader).await;
+            after();
+            keep
+        }
+        Dispatched::Close => false,
+    }
+}
+
+/// What a request became: an answer to write whole, or a stream to serve (then `after`
+/// runs); for the socket server here and the tower service alike.
+pub(crate) enum Dispatched {
+    /// Write this answer.
+    Whole(streamable::Response),
+    /// Serve this writer's stream until it ends, then run the function.
+    Stream(Writer, Box<dyn FnOnce() + Send>),
+    /// Nothing to answer: close the connection.
+    Close,
+}
+
+/// Hands one request to the machine and does what its verdict says (a session started,
+/// the body handed to a session's connection or to a stateless request's own, the HTTP
+/// request recorded for the calls' handlers, with `extensions`, a session stopped); what
+/// is left to write.
+pub(crate) async fn dispatch(
+    state: &State,
+    mut head: Head,
+    body: Vec<u8>,
+    extensions: streamable::Extensions,
+) -> Dispatched {
     let (verdict, writer, principal, ids) = {
         let mut shared = state.lock();
         let now = shared.now();
@@ -571,18 +603,16 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
         (verdict, writer, principal, ids)
     };
     // What the calls' handlers see of this request; recorded only for calls it carries.
-    // The fields are moved, not copied: names lowered in place, values kept when UTF-8
-    // (the same size of element, so the list is reused too).
     let fields = std::mem::take(&mut head.fields);
-    let request = move || http_request(principal, fields, Default::default());
+    let request = move || http_request(principal, fields, extensions);
     match (verdict, writer) {
-        (Verdict::Respond(response), _) => write_response(socket, &response).await,
+        (Verdict::Respond(response), _) => Dispatched::Whole(response),
         (Verdict::Deliver { session, response }, _) => {
             let sender = state.lock().sessions.get(&session).map(|r| r.input.clone());
             if let Some(sender) = sender {
                 let _ = sender.send((body, 0)).await;
             }
-            write_response(socket, &response).await
+            Dispatched::Whole(response)
         }
         (
             Verdict::Open {
@@ -606,15 +636,16 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
                     .map(|r| (r.input.clone(), Arc::clone(&r.requests)))
             };
             let Some((sender, requests)) = sender else {
-                return write_stream(socket, state, writer, reader).await;
+                return Dispatched::Stream(writer, Box::new(|| {}));
             };
             let calls = record(&requests, ids, request);
             let _ = sender.send((body, stream)).await;
-            let keep = write_stream(socket, state, writer, reader).await;
-            for id in &calls {
-                requests.forget(id);
-            }
-            keep
+            let forget = move || {
+                for id in &calls {
+                    requests.forget(id);
+                }
+            };
+            Dispatched::Stream(writer, Box::new(forget))
         }
         (Verdict::Stateless { stream }, Some(writer)) => {
             let sender = {
@@ -629,21 +660,23 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
             // The connection is this request's alone and ends with it: nothing to forget.
             record(&requests, ids, request);
             let _ = sender.send((body, stream)).await;
-            let keep = write_stream(socket, state, writer, reader).await;
             // Its one request answered (or abandoned): the connection ends.
-            if let Some(running) = state.lock().stateless.remove(&stream) {
-                running.shutdown.shutdown(Duration::ZERO);
-            }
-            keep
+            let ended = state.clone();
+            let end = move || {
+                if let Some(running) = ended.lock().stateless.remove(&stream) {
+                    running.shutdown.shutdown(Duration::ZERO);
+                }
+            };
+            Dispatched::Stream(writer, Box::new(end))
         }
-        (Verdict::Listen { .. }, Some(writer)) => write_stream(socket, state, writer, reader).await,
+        (Verdict::Listen { .. }, Some(writer)) => Dispatched::Stream(writer, Box::new(|| {})),
         (Verdict::Ended { session, response }, _) => {
             if let Some(running) = state.lock().sessions.remove(&session) {
                 running.shutdown.shutdown(Duration::ZERO);
             }
-            write_response(socket, &response).await
+            Dispatched::Whole(response)
         }
-        _ => false,
+        _ => Dispatched::Close,
     }
 }
 
@@ -741,10 +774,7 @@ pub(crate) fn closed(state: &State, writer: &Writer) {
 
 /// The token check of a request: what the machine needs to decide, and the principal for
 /// the handlers.
-pub(crate) fn authorize(
-    validator: Option<&Validator>,
-    head: &Head,
-) -> (Authorized, Option<Principal>) {
+fn authorize(validator: Option<&Validator>, head: &Head) -> (Authorized, Option<Principal>) {
     let Some(validator) = validator else {
         return (Authorized::NotRequired, None);
     };
@@ -761,7 +791,7 @@ pub(crate) fn authorize(
 /// What the handlers of a request's calls see of it: the principal, the header `fields`
 /// (`Authorization` left out; moved, not copied: names lowered in place, values kept when
 /// UTF-8), and what a layer in front of the server attached to it.
-pub(crate) fn http_request(
+fn http_request(
     principal: Option<Principal>,
     fields: Vec<(String, Vec<u8>)>,
     extensions: streamable::Extensions,
@@ -784,7 +814,7 @@ pub(crate) fn http_request(
 
 /// Records the HTTP request for each call the machine read in the request's body
 /// (`ids`, from [`streamable::Server::request_ids`]); the ids recorded.
-pub(crate) fn record(
+fn record(
     requests: &HttpRequests,
     ids: Vec<sansrpc::Id<'static>>,
     request: impl FnOnce() -> Arc<HttpRequest>,

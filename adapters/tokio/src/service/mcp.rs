@@ -5,17 +5,15 @@ use std::convert::Infallible;
 use std::io;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use bytes::Bytes;
 use sansrpc::codec::http::{Parts, Unframer};
-use sansrpc::streamable::{self, Extensions, Step, Verdict};
+use sansrpc::streamable::{self, Extensions, Step};
 use tokio::sync::{mpsc, oneshot};
 
 use super::{read_body, response, Body, ResponseFuture};
 use crate::mcp::{
-    authorize, closed, entropy, http_request, record, serving, start, Options, State, Target,
-    Writer, MAX_BODY, WRITE_STALL,
+    closed, dispatch, serving, Dispatched, Options, State, Writer, MAX_BODY, WRITE_STALL,
 };
 use crate::Builder;
 
@@ -108,13 +106,14 @@ fn whole(answer: streamable::Response) -> http::Response<Body> {
     response(answer.status, fields, super::Body::full(answer.body))
 }
 
-/// Answers one request as the machine decides (the steps of the standalone server's).
+/// Answers one request as the machine decides, with the standalone server's steps
+/// ([`dispatch`]).
 async fn answer<B: http_body::Body>(
     state: &State,
     request: http::Request<B>,
 ) -> http::Response<Body> {
     let (mut parts, body) = request.into_parts();
-    let mut head = match super::head_of(&parts, true) {
+    let head = match super::head_of(&parts, true) {
         Ok(head) => head,
         Err(fault) => return super::status(fault.status()),
     };
@@ -122,98 +121,11 @@ async fn answer<B: http_body::Body>(
         Ok(body) => body,
         Err(status) => return super::status(status),
     };
-    let (verdict, writer, principal, ids) = {
-        let mut shared = state.lock();
-        let now = shared.now();
-        let (authorized, principal) = authorize(shared.validator.as_ref(), &head);
-        let verdict = shared
-            .server
-            .handle_request(&head, &body, authorized, now, &mut entropy);
-        let writer = match verdict {
-            Verdict::Open { stream, .. }
-            | Verdict::Stateless { stream }
-            | Verdict::Listen { stream } => Some(shared.writer(stream)),
-            _ => None,
-        };
-        let ids = match verdict {
-            Verdict::Open { .. } | Verdict::Stateless { .. } => {
-                shared.server.request_ids().to_vec()
-            }
-            _ => Vec::new(),
-        };
-        shared.settle();
-        (verdict, writer, principal, ids)
-    };
-    let fields = std::mem::take(&mut head.fields);
     let extensions = Extensions::new(std::mem::take(&mut parts.extensions));
-    let request = move || http_request(principal, fields, extensions);
-    match (verdict, writer) {
-        (Verdict::Respond(answer), _) => whole(answer),
-        (Verdict::Deliver { session, response }, _) => {
-            let sender = state.lock().sessions.get(&session).map(|r| r.input.clone());
-            if let Some(sender) = sender {
-                let _ = sender.send((body, 0)).await;
-            }
-            whole(response)
-        }
-        (
-            Verdict::Open {
-                session,
-                stream,
-                new_session,
-            },
-            Some(writer),
-        ) => {
-            let sender = {
-                let mut shared = state.lock();
-                if new_session {
-                    let running = start(&shared, state, Target::Session(session));
-                    shared.sessions.insert(session, running);
-                }
-                shared
-                    .sessions
-                    .get(&session)
-                    .map(|r| (r.input.clone(), Arc::clone(&r.requests)))
-            };
-            let Some((sender, requests)) = sender else {
-                return serve_stream(state, writer, || {}).await;
-            };
-            let calls = record(&requests, ids, request);
-            let _ = sender.send((body, stream)).await;
-            serve_stream(state, writer, move || {
-                for id in &calls {
-                    requests.forget(id);
-                }
-            })
-            .await
-        }
-        (Verdict::Stateless { stream }, Some(writer)) => {
-            let (sender, requests) = {
-                let mut shared = state.lock();
-                let running = start(&shared, state, Target::Stream(stream));
-                let sender = running.input.clone();
-                let requests = Arc::clone(&running.requests);
-                shared.stateless.insert(stream, running);
-                (sender, requests)
-            };
-            record(&requests, ids, request);
-            let _ = sender.send((body, stream)).await;
-            let ended = state.clone();
-            serve_stream(state, writer, move || {
-                if let Some(running) = ended.lock().stateless.remove(&stream) {
-                    running.shutdown.shutdown(Duration::ZERO);
-                }
-            })
-            .await
-        }
-        (Verdict::Listen { .. }, Some(writer)) => serve_stream(state, writer, || {}).await,
-        (Verdict::Ended { session, response }, _) => {
-            if let Some(running) = state.lock().sessions.remove(&session) {
-                running.shutdown.shutdown(Duration::ZERO);
-            }
-            whole(response)
-        }
-        _ => super::status(500),
+    match dispatch(state, head, body, extensions).await {
+        Dispatched::Whole(answer) => whole(answer),
+        Dispatched::Stream(writer, after) => serve_stream(state, writer, after).await,
+        Dispatched::Close => super::status(500),
     }
 }
 
