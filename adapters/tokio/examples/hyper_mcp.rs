@@ -1,7 +1,8 @@
 //! An MCP server (one `echo` tool) mounted in a bare hyper server, no axum: hyper-util's
 //! server, HTTP/1.1 and h2c on one port, at most 100 HTTP/2 streams per connection.
 //!
-//! `cargo run -p sansrpc-tokio --example hyper_mcp -- 127.0.0.1:3001`
+//! It listens on `127.0.0.1:$PORT` (`PORT` from the environment, default 3001):
+//! `PORT=3001 cargo run -p sansrpc-tokio --example hyper_mcp`
 
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
@@ -19,9 +20,8 @@ struct Echo {
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
-    let addr = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "127.0.0.1:3001".into());
+    let port = std::env::var("PORT").map_or(Ok(3001), |p| p.parse::<u16>());
+    let port = port.map_err(std::io::Error::other)?;
     let echo = |_: Context, echo: Echo| async move { Ok::<_, McpError>(echo.text) };
     let server = ServerBuilder::new("hyper-mcp", "0.1.0")
         .tool("echo", "Echoes its text", echo)
@@ -30,7 +30,7 @@ async fn main() -> std::io::Result<()> {
         .config(Config::for_profile(Profile::Mcp))
         .router(server.router());
     let mcp = McpService::new(builder, server.streamable_config());
-    let listener = tokio::net::TcpListener::bind(&addr).await?;
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     println!("listening on http://{}/mcp", listener.local_addr()?);
     loop {
         let (stream, _) = listener.accept().await?;

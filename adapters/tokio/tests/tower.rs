@@ -18,17 +18,23 @@ use support::Running;
 
 /// The example on a free port.
 fn axum_app() -> (Running, u16) {
+    example("axum_app")
+}
+
+/// The example `name` on a free port.
+fn example(name: &str) -> (Running, u16) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
     // Built now unless the test run built every example already.
-    support::built_example("sansrpc-tokio", "axum_app");
+    support::built_example("sansrpc-tokio", name);
     let env = [("PORT", port.to_string())];
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let (server, line) = support::start_example("sansrpc-tokio", "axum_app", &env);
-    assert_eq!(line, format!("listening on http://127.0.0.1:{port}"));
+    let (server, line) = support::start_example("sansrpc-tokio", name, &env);
+    let url = format!("listening on http://127.0.0.1:{port}");
+    assert!(line == url || line == format!("{url}/mcp"), "{line:?}");
     (server, port)
 }
 
@@ -423,4 +429,14 @@ async fn rpc_service_options_cors_limits_and_handler_time_hold_on_http2() {
         assert_eq!(answer.await.unwrap(), n);
     }
     assert_eq!(accepted.load(Ordering::SeqCst), 1, "one HTTP/2 connection");
+}
+
+#[tokio::test]
+async fn the_bare_hyper_example_serves_mcp_over_http1_and_h2c() {
+    let (_server, port) = example("hyper_mcp");
+    for conn in [Conn::h1(port).await, Conn::h2(port).await] {
+        let id = session(&conn, port).await;
+        let answer = call_tool(&conn, port, &id, "echo", json!({"text": "hello"})).await;
+        assert_eq!(tool_text(&answer), "hello");
+    }
 }
