@@ -440,3 +440,45 @@ async fn the_bare_hyper_example_serves_mcp_over_http1_and_h2c() {
         assert_eq!(tool_text(&answer), "hello");
     }
 }
+
+/// The `rust,ignore` snippets of `doc` (below `../`) that follow a link to `example`
+/// (`adapters/tokio/examples/<example>.rs`) before the next link to another example: each is
+/// in the example as it is, so the guide shows code that compiles.
+fn snippets_are_in_example(doc: &str, example: &str) -> usize {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../");
+    let text = std::fs::read_to_string(format!("{root}{doc}")).unwrap();
+    let link = format!("examples/{example}.rs)");
+    let source =
+        std::fs::read_to_string(format!("{root}adapters/tokio/examples/{example}.rs")).unwrap();
+    let mut current = false;
+    let mut checked = 0;
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("```rust,ignore\n") {
+        let before = &rest[..at];
+        if let Some(last) = before.rfind("examples/") {
+            current = before[last..].starts_with(&link);
+        }
+        let block = &rest[at + "```rust,ignore\n".len()..];
+        let end = block.find("```").unwrap();
+        let snippet = &block[..end];
+        if current {
+            assert!(
+                source.contains(snippet),
+                "{doc}: not in {example}.rs:\n{snippet}"
+            );
+            checked += 1;
+        }
+        rest = &block[end + 3..];
+    }
+    checked
+}
+
+#[test]
+fn the_guides_show_the_examples_as_they_are() {
+    assert_eq!(snippets_are_in_example("docs/transports.md", "axum_app"), 2);
+    assert_eq!(
+        snippets_are_in_example("docs/transports.md", "hyper_mcp"),
+        1
+    );
+    assert_eq!(snippets_are_in_example("docs/mcp.md", "axum_app"), 3);
+}
