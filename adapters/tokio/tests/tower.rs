@@ -482,3 +482,82 @@ fn the_guides_show_the_examples_as_they_are() {
     );
     assert_eq!(snippets_are_in_example("docs/mcp.md", "axum_app"), 3);
 }
+
+/// An MCP service with one `echo` tool.
+fn echo_service() -> sansrpc_tokio::service::McpService {
+    use sansrpc::connection::{Config, Profile};
+    use sansrpc_mcp::server::{Context, McpError, ServerBuilder};
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Echo {
+        text: String,
+    }
+    let echo = |_: Context, echo: Echo| async move { Ok::<_, McpError>(echo.text) };
+    let server = ServerBuilder::new("echo", "1")
+        .tool("echo", "Echoes its text", echo)
+        .build();
+    let builder = sansrpc_tokio::Builder::new()
+        .config(Config::for_profile(Profile::Mcp))
+        .router(server.router());
+    sansrpc_tokio::service::McpService::new(builder, server.streamable_config())
+}
+
+#[cfg(feature = "tls")]
+#[tokio::test]
+async fn mcp_over_h2_with_tls_chosen_by_alpn() {
+    use sansrpc_tokio::tls::{self, rustls};
+    use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+
+    let generated = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let cert: CertificateDer<'static> = generated.cert.der().clone();
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
+        generated.signing_key.serialize_der(),
+    ));
+    let mut server: rustls::ServerConfig =
+        (*tls::server_config(vec![cert.clone()], key).unwrap()).clone();
+    server.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let mut client: rustls::ClientConfig =
+        (*tls::client_config_with_roots([cert]).unwrap()).clone();
+    client.alpn_protocols = vec![b"h2".to_vec()];
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server));
+    let mcp = echo_service();
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let (acceptor, mcp) = (acceptor.clone(), mcp.clone());
+            tokio::spawn(async move {
+                stream.set_nodelay(true).unwrap();
+                let Ok(stream) = acceptor.accept(stream).await else {
+                    return;
+                };
+                let service = hyper_util::service::TowerToHyperService::new(mcp);
+                let server = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+                let _ = server.serve_connection(TokioIo::new(stream), service).await;
+            });
+        }
+    });
+
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    tcp.set_nodelay(true).unwrap();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(client));
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let tls = connector.connect(name, tcp).await.unwrap();
+    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+    let (send, conn) = http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let conn = Conn::H2(send);
+    // The `Host` the machine checks comes from the URI's authority (`:authority`).
+    let id = session(&conn, port).await;
+    let answer = call_tool(&conn, port, &id, "echo", json!({"text": "over h2"})).await;
+    assert_eq!(answer.version, http::Version::HTTP_2);
+    assert_eq!(tool_text(&answer), "over h2");
+}
