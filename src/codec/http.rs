@@ -694,8 +694,13 @@ pub fn write_head(
     out.extend_from_slice(b"\r\n");
 }
 
+mod exchange;
 mod response;
 #[cfg(test)]
 mod tests;
+mod unframe;
+
+pub use exchange::{Exchange, Refusal};
+pub use unframe::{Parts, Unframer};
 
 pub use response::{write_request_head, ResponseDecoder, ResponseHead, ResponseStep};

@@ -55,6 +55,8 @@ use crate::message::{Classified, Classifier, Incoming};
 use crate::time::Instant;
 use crate::{Id, Limits};
 
+#[cfg(feature = "std")]
+mod extensions;
 mod param;
 mod rules;
 mod store;
@@ -62,6 +64,8 @@ mod stream;
 
 // The `Host` and `Origin` rules are HTTP's, the same for every server (`codec::http`).
 pub use crate::codec::http::{Hosts, Origins};
+#[cfg(feature = "std")]
+pub use extensions::Extensions;
 pub use param::ParamHeader;
 pub use rules::{bearer_token, decode_header_value, encode_header_value};
 pub use store::{EventStore, MemoryEventStore};
@@ -211,6 +215,10 @@ pub struct HttpRequest {
     /// Its header fields, names in lower case, in the order sent (the `Authorization`
     /// field is left out).
     pub headers: Vec<(String, String)>,
+    /// What a layer in front of the server attached to the request (the tokio adapter's
+    /// tower services: its `http::Extensions`); empty otherwise.
+    #[cfg(feature = "std")]
+    pub extensions: Extensions,
 }
 
 impl HttpRequest {

@@ -70,6 +70,7 @@ mod tests {
         Arc::new(HttpRequest {
             principal: None,
             headers: vec![("x-tag".into(), tag.into())],
+            ..HttpRequest::default()
         })
     }
 

@@ -26,7 +26,7 @@ use std::task::{ready, Context, Poll};
 use std::time::{Duration, SystemTime};
 
 use sansrpc::codec::http::{
-    write_head, BodyKind, Head, Hosts, HttpFault, Method as Verb, RequestDecoder,
+    write_head, BodyKind, Exchange, Head, HttpFault, Refusal, RequestDecoder,
 };
 use sansrpc::connection::Connection;
 use sansrpc::Instant;
@@ -43,11 +43,16 @@ pub use crate::http_client::connect_tls;
 pub use crate::http_client::{connect, MAX_CONNECTIONS};
 pub use hyper;
 
-const JSON: &[u8] = b"application/json";
-
 /// Room kept in front of an answer in the write buffer for its head, which is written
 /// there once the answer's length is known (a longer head is moved in front).
 const HEAD_ROOM: usize = 256;
+
+/// The exchange before any head: nothing allowed, nothing refused.
+const NO_EXCHANGE: Exchange = Exchange {
+    refused: None,
+    allow_origin: None,
+    request_headers: None,
+};
 
 /// What every connection of one server shares.
 #[derive(Debug)]
@@ -116,19 +121,6 @@ enum After {
     Drop,
 }
 
-/// An answer given without the connection machine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Refusal {
-    /// A bare status.
-    Status(u16),
-    /// `405` with `Allow: POST`.
-    NotPost,
-    /// A CORS preflight from an allowed origin (`204` with the CORS headers).
-    Preflight,
-    /// A CORS preflight from another origin.
-    Forbidden,
-}
-
 /// The HTTP server side of one connection, as a message [`Transport`].
 struct HttpServer<S> {
     stream: S,
@@ -140,10 +132,8 @@ struct HttpServer<S> {
     keep_alive: bool,
     /// HTTP/1.0 keep-alive asks for the header in the answer.
     http10: bool,
-    /// The exchange's `Access-Control-Allow-Origin`, when CORS allows its origin.
-    allow_origin: Option<String>,
-    /// The preflight's `Access-Control-Request-Headers`.
-    request_headers: Option<String>,
+    /// What the exchange's head decided (the core's rule, with its CORS answer).
+    exchange: Exchange,
     /// One timer for the connection's limits, moved only when it fires early.
     timer: Pin<Box<Sleep>>,
     /// When the last exchange ended (or the connection opened).
@@ -202,8 +192,7 @@ where
             phase: Phase::Head,
             keep_alive: true,
             http10: false,
-            allow_origin: None,
-            request_headers: None,
+            exchange: NO_EXCHANGE,
             timer: Box::pin(tokio::time::sleep_until(now + serving.period())),
             idle_since: now,
             since: now,
@@ -228,33 +217,10 @@ where
         let over = self.requests.too_large(&head);
         self.keep_alive = head.keep_alive;
         self.http10 = head.http10;
-        self.request_headers = None;
-        self.allow_origin = match (&self.serving.cors, head.origin) {
-            (Some(origins), Some(origin)) if origins.allows(&origin, &Hosts::Loopback) => {
-                Some(match origins {
-                    Origins::Any => "*".to_owned(),
-                    _ => origin,
-                })
-            }
-            _ => None,
-        };
-        let refused = if self.serving.cors.is_some()
-            && head.method == Verb::Options
-            && head.cors_request_method
-        {
-            self.request_headers = head.cors_request_headers;
-            Some(match self.allow_origin {
-                Some(_) => Refusal::Preflight,
-                None => Refusal::Forbidden,
-            })
-        } else if head.method != Verb::Post {
-            Some(Refusal::NotPost)
-        } else if !head.json {
-            Some(Refusal::Status(415))
-        } else {
-            None
-        };
-        match (head.body, refused) {
+        let (body, expect_continue) = (head.body, head.expect_continue);
+        self.exchange = Exchange::of(head, self.serving.cors.as_ref());
+        let refused = self.exchange.refused;
+        match (body, refused) {
             (BodyKind::None, Some(refusal)) => self.refuse(refusal),
             (BodyKind::None, None) => Phase::Offer { used: 0, len: 0 },
             // A body declared over the limit is refused without being read, and so is one
@@ -264,12 +230,12 @@ where
                 self.keep_alive = false;
                 self.refuse(Refusal::Status(413))
             }
-            (_, Some(refusal)) if head.expect_continue => {
+            (_, Some(refusal)) if expect_continue => {
                 self.keep_alive = false;
                 self.refuse(refusal)
             }
             (_, refused) => {
-                if head.expect_continue && refused.is_none() {
+                if expect_continue && refused.is_none() {
                     self.output.buf.extend_from_slice(CONTINUE);
                 }
                 self.since = self.clock(None);
@@ -291,29 +257,14 @@ where
 
     /// Writes `refusal` as the exchange's answer.
     fn refuse(&mut self, refusal: Refusal) -> Phase {
-        let (status, allow) = match refusal {
-            Refusal::Status(status) => (status, None),
-            Refusal::NotPost => (405, Some(("allow", &b"POST"[..]))),
-            Refusal::Preflight => (204, None),
-            Refusal::Forbidden => (403, None),
-        };
+        let status = refusal.status();
         let after = self.after();
         // A `100 Continue` not yet begun is dropped; one half written goes out whole first.
         if self.output.written == 0 || !self.output.pending() {
             self.output.reset();
         }
-        let max_age = self.serving.cors_max_age.clone();
-        let requested = self.request_headers.take();
-        let mut extra: Vec<(&str, &[u8])> = Vec::new();
-        extra.extend(allow);
-        if refusal == Refusal::Preflight {
-            let headers = requested.as_deref().unwrap_or("Content-Type");
-            extra.push(("access-control-allow-methods", b"POST"));
-            extra.push(("access-control-allow-headers", headers.as_bytes()));
-            extra.push(("access-control-max-age", max_age.as_bytes()));
-        }
         let mut out = std::mem::take(&mut self.output.buf);
-        self.write_answer_head(&mut out, status, Some(0), after, &extra);
+        self.write_answer_head(&mut out, status, Some(0), after);
         self.output.buf = out;
         Phase::Write(after)
     }
@@ -327,15 +278,15 @@ where
         }
     }
 
-    /// Appends the answer's head: `status`, the JSON type for `200`, the date, the CORS
-    /// headers, `extra`, `Connection` as `after` says, the length.
+    /// Appends the answer's head: `status`, the date, `Connection` as `after` says, the
+    /// exchange's fields ([`Exchange::headers`]: the JSON type for `200`, CORS, `Allow`),
+    /// the length.
     fn write_answer_head(
         &mut self,
         out: &mut Vec<u8>,
         status: u16,
         length: Option<usize>,
         after: After,
-        extra: &[(&str, &[u8])],
     ) {
         let at = self.clock(None);
         with_date(at, |date| {
@@ -346,24 +297,17 @@ where
                 headers[n] = header;
                 n += 1;
             };
-            if status == 200 {
-                push(("content-type", JSON));
-            }
             push(("date", date));
             match after {
                 After::Next if self.http10 => push(("connection", b"keep-alive")),
                 After::Next => {}
                 After::End | After::Drop => push(("connection", b"close")),
             }
-            if self.serving.cors.is_some() {
-                push(("vary", b"Origin"));
-                if let Some(origin) = &self.allow_origin {
-                    push(("access-control-allow-origin", origin.as_bytes()));
-                }
-            }
-            for &header in extra.iter().take(MOST - 5) {
-                push(header);
-            }
+            let cors = self.serving.cors.is_some();
+            let max_age = self.serving.cors_max_age.as_str();
+            self.exchange.headers(status, cors, max_age, |name, value| {
+                push((name, value));
+            });
             write_head(out, status, length, &headers[..n]);
         });
     }
@@ -384,7 +328,7 @@ where
             let mut out = std::mem::take(&mut self.output.buf);
             let mut head = std::mem::take(&mut self.head);
             head.clear();
-            self.write_answer_head(&mut head, 200, Some(out.len() - HEAD_ROOM), after, &[]);
+            self.write_answer_head(&mut head, 200, Some(out.len() - HEAD_ROOM), after);
             self.output.written = match HEAD_ROOM.checked_sub(head.len()) {
                 Some(at) => {
                     out[at..HEAD_ROOM].copy_from_slice(&head);
@@ -405,7 +349,7 @@ where
         // notifications only, which get no answer.
         if conn.requests_in_flight() == 0 {
             let mut out = std::mem::take(&mut self.output.buf);
-            self.write_answer_head(&mut out, 204, None, after, &[]);
+            self.write_answer_head(&mut out, 204, None, after);
             self.output.buf = out;
             self.phase = Phase::Write(after);
             return true;
@@ -537,6 +481,7 @@ where
             match part {
                 Part::Fault(fault) => {
                     self.keep_alive = false;
+                    self.exchange = NO_EXCHANGE;
                     let status = match fault {
                         HttpFault::BadRequest => 400,
                         other => other.status(),

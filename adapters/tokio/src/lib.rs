@@ -63,6 +63,8 @@ pub mod mcp;
 pub mod mcp_client;
 pub mod reconnect;
 mod request;
+#[cfg(feature = "tower")]
+pub mod service;
 #[cfg(feature = "tls")]
 pub mod tls;
 mod wire;

@@ -43,12 +43,12 @@ use crate::wire::SMALL;
 use crate::{Builder, Listener, ServeOptions};
 
 /// Largest request body read (a JSON-RPC message or batch).
-const MAX_BODY: usize = 4 << 20;
+pub(crate) const MAX_BODY: usize = 4 << 20;
 /// Bytes a client may send ahead (a pipelined next request) while one of its responses
 /// streams; past it the client is cut off (it is not waiting for that response).
 const MAX_AHEAD: usize = 64 * 1024;
 /// How long a write may wait on a client that does not read before it is cut off.
-const WRITE_STALL: Duration = sansrpc::connection::NETWORK_WRITE_STALL_TIMEOUT;
+pub(crate) const WRITE_STALL: Duration = sansrpc::connection::NETWORK_WRITE_STALL_TIMEOUT;
 /// How long the TCP connections may take to end once the server stops; then they are
 /// aborted.
 const DRAIN: Duration = Duration::from_secs(1);
@@ -158,20 +158,12 @@ pub async fn serve_with(
         event_store,
         serve,
     } = options;
-    let checks_tokens = config.auth.is_some();
-    let server = match event_store {
-        Some(store) => streamable::Server::with_store(config, store),
-        None => streamable::Server::new(config),
-    };
     // A request's time limits are the builder config's, as for the other servers; the
     // sessions' connections run on the builder as it is (a session's life is the machine's
     // `session_idle`, not a socket's).
     let times = Times::of(serve.builder(builder.clone()).connection_config());
     let handshake = Handshake::new(&serve, times);
-    let state = State::new(server, builder);
-    state.lock().validator =
-        checks_tokens.then(|| validator.unwrap_or_else(|| Arc::new(|_: &str| TokenCheck::Invalid)));
-    let timers = tokio::spawn(run_timers(state.clone()));
+    let (state, timers) = serving(builder, config, validator, event_store);
     let accept = || async { listener.accept().await.map(crate::no_delay) };
     let connection = |stream| {
         let (state, handshake) = (state.clone(), handshake.clone());
@@ -193,6 +185,27 @@ pub async fn serve_with(
     result
 }
 
+/// The machine for `config` (its events in `event_store`, else in memory) and what every
+/// task shares, with the task running its timers; tokens checked by `validator` when the
+/// config requires them (every token is invalid without one).
+pub(crate) fn serving(
+    builder: Builder,
+    config: streamable::Config,
+    validator: Option<Validator>,
+    event_store: Option<Box<dyn streamable::EventStore>>,
+) -> (State, tokio::task::JoinHandle<()>) {
+    let checks_tokens = config.auth.is_some();
+    let server = match event_store {
+        Some(store) => streamable::Server::with_store(config, store),
+        None => streamable::Server::new(config),
+    };
+    let state = State::new(server, builder);
+    state.lock().validator =
+        checks_tokens.then(|| validator.unwrap_or_else(|| Arc::new(|_: &str| TokenCheck::Invalid)));
+    let timers = tokio::spawn(run_timers(state.clone()));
+    (state, timers)
+}
+
 /// A connection running for a session (or a stateless request): where its input goes and
 /// how to stop it.
 struct Running {
@@ -203,8 +216,8 @@ struct Running {
 }
 
 /// What every task shares; never locked across an await.
-struct Shared {
-    server: streamable::Server,
+pub(crate) struct Shared {
+    pub(crate) server: streamable::Server,
     clock: Clock,
     builder: Builder,
     /// Session connections, by the machine's session key.
@@ -214,7 +227,7 @@ struct Shared {
     /// The response writing each stream (its writer number) and how to wake it. A newer
     /// response for a stream (a client resuming it with `Last-Event-ID` before this side
     /// saw the old one go) takes it over; the old writer then ends.
-    waiting: HashMap<u64, (u64, Arc<Notify>)>,
+    pub(crate) waiting: HashMap<u64, (u64, Arc<Notify>)>,
     next_writer: u64,
     /// The timer task: woken when the machine's next deadline moved earlier than the one
     /// it sleeps until.
@@ -226,7 +239,7 @@ struct Shared {
 }
 
 #[derive(Clone)]
-struct State(Arc<Mutex<Shared>>);
+pub(crate) struct State(Arc<Mutex<Shared>>);
 
 impl State {
     fn new(server: streamable::Server, builder: Builder) -> Self {
@@ -244,12 +257,12 @@ impl State {
         })))
     }
 
-    fn lock(&self) -> MutexGuard<'_, Shared> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Shared> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Shuts every session's connection down (the server stops).
-    fn end_sessions(&self) {
+    pub(crate) fn end_sessions(&self) {
         let sessions = std::mem::take(&mut self.lock().sessions);
         for running in sessions.into_values() {
             running.shutdown.shutdown(Duration::ZERO);
@@ -280,7 +293,7 @@ impl Shared {
     }
 
     /// True while `writer` still writes its stream.
-    fn owns(&self, writer: &Writer) -> bool {
+    pub(crate) fn owns(&self, writer: &Writer) -> bool {
         self.waiting.get(&writer.stream).map(|w| w.0) == Some(writer.id)
     }
 
@@ -342,10 +355,10 @@ async fn run_timers(state: State) {
 }
 
 /// A response writing a stream.
-struct Writer {
-    stream: u64,
+pub(crate) struct Writer {
+    pub(crate) stream: u64,
     id: u64,
-    notify: Arc<Notify>,
+    pub(crate) notify: Arc<Notify>,
 }
 
 /// Where a connection's frames go.
@@ -527,10 +540,42 @@ async fn next_part<S: AsyncRead + Unpin>(
 async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
     socket: &mut S,
     state: &State,
-    mut head: Head,
+    head: Head,
     body: Vec<u8>,
     reader: &mut Requests,
 ) -> bool {
+    match dispatch(state, head, body, streamable::Extensions::default()).await {
+        Dispatched::Whole(response) => write_response(socket, &response).await,
+        Dispatched::Stream(writer, after) => {
+            let keep = write_stream(socket, state, writer, reader).await;
+            after();
+            keep
+        }
+        Dispatched::Close => false,
+    }
+}
+
+/// What a request became: an answer to write whole, or a stream to serve (then `after`
+/// runs); for the socket server here and the tower service alike.
+pub(crate) enum Dispatched {
+    /// Write this answer.
+    Whole(streamable::Response),
+    /// Serve this writer's stream until it ends, then run the function.
+    Stream(Writer, Box<dyn FnOnce() + Send>),
+    /// Nothing to answer: close the connection.
+    Close,
+}
+
+/// Hands one request to the machine and does what its verdict says (a session started,
+/// the body handed to a session's connection or to a stateless request's own, the HTTP
+/// request recorded for the calls' handlers, with `extensions`, a session stopped); what
+/// is left to write.
+pub(crate) async fn dispatch(
+    state: &State,
+    mut head: Head,
+    body: Vec<u8>,
+    extensions: streamable::Extensions,
+) -> Dispatched {
     let (verdict, writer, principal, ids) = {
         let mut shared = state.lock();
         let now = shared.now();
@@ -558,32 +603,16 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
         (verdict, writer, principal, ids)
     };
     // What the calls' handlers see of this request; recorded only for calls it carries.
-    // The fields are moved, not copied: names lowered in place, values kept when UTF-8
-    // (the same size of element, so the list is reused too).
     let fields = std::mem::take(&mut head.fields);
-    let request = move || {
-        Arc::new(HttpRequest {
-            principal,
-            headers: fields
-                .into_iter()
-                .filter(|(name, _)| !name.eq_ignore_ascii_case("authorization"))
-                .map(|(mut name, value)| {
-                    name.make_ascii_lowercase();
-                    let value = String::from_utf8(value)
-                        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-                    (name, value)
-                })
-                .collect(),
-        })
-    };
+    let request = move || http_request(principal, fields, extensions);
     match (verdict, writer) {
-        (Verdict::Respond(response), _) => write_response(socket, &response).await,
+        (Verdict::Respond(response), _) => Dispatched::Whole(response),
         (Verdict::Deliver { session, response }, _) => {
             let sender = state.lock().sessions.get(&session).map(|r| r.input.clone());
             if let Some(sender) = sender {
                 let _ = sender.send((body, 0)).await;
             }
-            write_response(socket, &response).await
+            Dispatched::Whole(response)
         }
         (
             Verdict::Open {
@@ -607,15 +636,16 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
                     .map(|r| (r.input.clone(), Arc::clone(&r.requests)))
             };
             let Some((sender, requests)) = sender else {
-                return write_stream(socket, state, writer, reader).await;
+                return Dispatched::Stream(writer, Box::new(|| {}));
             };
             let calls = record(&requests, ids, request);
             let _ = sender.send((body, stream)).await;
-            let keep = write_stream(socket, state, writer, reader).await;
-            for id in &calls {
-                requests.forget(id);
-            }
-            keep
+            let forget = move || {
+                for id in &calls {
+                    requests.forget(id);
+                }
+            };
+            Dispatched::Stream(writer, Box::new(forget))
         }
         (Verdict::Stateless { stream }, Some(writer)) => {
             let sender = {
@@ -630,21 +660,23 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
             // The connection is this request's alone and ends with it: nothing to forget.
             record(&requests, ids, request);
             let _ = sender.send((body, stream)).await;
-            let keep = write_stream(socket, state, writer, reader).await;
             // Its one request answered (or abandoned): the connection ends.
-            if let Some(running) = state.lock().stateless.remove(&stream) {
-                running.shutdown.shutdown(Duration::ZERO);
-            }
-            keep
+            let ended = state.clone();
+            let end = move || {
+                if let Some(running) = ended.lock().stateless.remove(&stream) {
+                    running.shutdown.shutdown(Duration::ZERO);
+                }
+            };
+            Dispatched::Stream(writer, Box::new(end))
         }
-        (Verdict::Listen { .. }, Some(writer)) => write_stream(socket, state, writer, reader).await,
+        (Verdict::Listen { .. }, Some(writer)) => Dispatched::Stream(writer, Box::new(|| {})),
         (Verdict::Ended { session, response }, _) => {
             if let Some(running) = state.lock().sessions.remove(&session) {
                 running.shutdown.shutdown(Duration::ZERO);
             }
-            write_response(socket, &response).await
+            Dispatched::Whole(response)
         }
-        _ => false,
+        _ => Dispatched::Close,
     }
 }
 
@@ -726,7 +758,7 @@ async fn write_stream<S: AsyncRead + AsyncWrite + Unpin>(
 
 /// The client closed the response of `writer` before its end (nothing happens when a
 /// newer response writes the stream now).
-fn closed(state: &State, writer: &Writer) {
+pub(crate) fn closed(state: &State, writer: &Writer) {
     let mut shared = state.lock();
     if !shared.owns(writer) {
         return;
@@ -754,6 +786,30 @@ fn authorize(validator: Option<&Validator>, head: &Head) -> (Authorized, Option<
             TokenCheck::InsufficientScope(scope) => (Authorized::InsufficientScope(scope), None),
         },
     }
+}
+
+/// What the handlers of a request's calls see of it: the principal, the header `fields`
+/// (`Authorization` left out; moved, not copied: names lowered in place, values kept when
+/// UTF-8), and what a layer in front of the server attached to it.
+fn http_request(
+    principal: Option<Principal>,
+    fields: Vec<(String, Vec<u8>)>,
+    extensions: streamable::Extensions,
+) -> Arc<HttpRequest> {
+    Arc::new(HttpRequest {
+        principal,
+        headers: fields
+            .into_iter()
+            .filter(|(name, _)| !name.eq_ignore_ascii_case("authorization"))
+            .map(|(mut name, value)| {
+                name.make_ascii_lowercase();
+                let value = String::from_utf8(value)
+                    .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+                (name, value)
+            })
+            .collect(),
+        extensions,
+    })
 }
 
 /// Records the HTTP request for each call the machine read in the request's body

@@ -685,7 +685,11 @@ impl Upgrade {
 }
 
 /// True when the handshake's `Origin` is accepted.
-fn origin_allowed(origins: &Origins, allow_missing: bool, request: &HsRequest) -> bool {
+pub(crate) fn origin_allowed<B>(
+    origins: &Origins,
+    allow_missing: bool,
+    request: &tungstenite::http::Request<B>,
+) -> bool {
     match request.headers().get("origin") {
         None => allow_missing,
         Some(origin) => origin

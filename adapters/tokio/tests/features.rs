@@ -1,5 +1,6 @@
-//! `ws` and `http` are cargo features: a stdio server built without them pulls neither
-//! hyper nor tungstenite (read from `cargo tree`).
+//! `ws`, `http` and `tower` are cargo features: a stdio server built without them pulls
+//! neither hyper nor tungstenite (read from `cargo tree`), and the HTTP client alone no
+//! HTTP/2 server.
 
 use std::process::Command;
 use std::time::Duration;
@@ -59,4 +60,9 @@ fn without_default_features_neither_hyper_nor_tungstenite_is_built() {
     assert!(has(&ws, "tokio-tungstenite") && !has(&ws, "hyper"));
     let http = tree(&["--no-default-features", "--features", "http"]);
     assert!(has(&http, "hyper") && !has(&http, "tungstenite"));
+    // The tower services bring hyper's server and HTTP/2; the HTTP client alone does not.
+    assert!(!has(&http, "h2"), "{http}");
+    assert!(has(&full, "h2"), "{full}");
+    let tower = tree(&["--no-default-features", "--features", "tower"]);
+    assert!(has(&tower, "h2") && !has(&tower, "tungstenite"), "{tower}");
 }

@@ -4,7 +4,8 @@
 //! `insufficient_scope`, each with `WWW-Authenticate` naming the metadata document); the
 //! RFC 9728 metadata document is served; a valid token's principal and the request's
 //! header fields reach the tool's handler (`Context::http`), on a 2025-11-25 session and on
-//! a stateless 2026-07-28 request; the `Authorization` field itself is not handed on.
+//! a stateless 2026-07-28 request; the `Authorization` field itself is not handed on. The
+//! same with the tower service mounted in an axum app.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -14,11 +15,14 @@ use sansrpc::connection::{Config, Profile};
 use sansrpc::streamable::{self, Auth, Principal};
 use sansrpc_mcp::server::{Context, McpError, ServerBuilder};
 use sansrpc_tokio::mcp::{Options, TokenCheck};
+use sansrpc_tokio::service::McpService;
 use sansrpc_tokio::{sansrpc, Builder};
 
 const METADATA: &str = "http://127.0.0.1/.well-known/oauth-protected-resource/mcp";
 
-fn start() -> u16 {
+/// The server on a free port: the standalone one, or (`mounted`) the same service mounted
+/// in an axum app at `/mcp` and at the metadata document's path.
+fn start(mounted: bool) -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     listener.set_nonblocking(true).unwrap();
@@ -50,6 +54,13 @@ fn start() -> u16 {
                 _ => TokenCheck::Invalid,
             });
             let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            if mounted {
+                let mcp = McpService::with_options(builder, config, options);
+                let app = axum::Router::new()
+                    .route_service("/mcp", mcp.clone())
+                    .route_service("/.well-known/oauth-protected-resource/mcp", mcp);
+                return axum::serve(listener, app).await;
+            }
             let forever = std::future::pending::<()>();
             sansrpc_tokio::mcp::serve_with(listener, builder, config, options, forever).await
         })
@@ -104,7 +115,15 @@ const WHOAMI: &str =
 
 #[test]
 fn tokens_are_checked_and_the_principal_and_headers_reach_the_handler() {
-    let port = start();
+    tokens_are_checked(start(false));
+}
+
+#[test]
+fn the_mounted_service_checks_tokens_and_serves_the_metadata_alike() {
+    tokens_are_checked(start(true));
+}
+
+fn tokens_are_checked(port: u16) {
     // Wait for the server to listen (it binds before the thread starts serving).
     let refused = |token: Option<&str>| {
         let auth = token.map(|t| format!("Bearer {t}"));

@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use support::Running;
 
-/// The example on a free port; its URL once it listens.
-fn everything_server() -> (Running, String) {
+/// The example `name` on a free port; the URL of its `/mcp` once it listens.
+fn example_server(name: &str) -> (Running, String) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -30,9 +30,19 @@ fn everything_server() -> (Running, String) {
         .port();
     let env = [("PORT", port.to_string())];
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let (server, line) = support::start_example("sansrpc-tokio", "everything_server", &env);
+    let (server, line) = support::start_example("sansrpc-tokio", name, &env);
     assert!(line.starts_with("listening on"), "{line:?}");
     (server, format!("http://127.0.0.1:{port}/mcp"))
+}
+
+/// The `everything_server` example (the standalone server).
+fn everything_server() -> (Running, String) {
+    example_server("everything_server")
+}
+
+/// The `axum_app` example: the same application mounted in an axum app as a tower service.
+fn axum_app() -> (Running, String) {
+    example_server("axum_app")
 }
 
 /// Every server scenario the suite lists for `version` (`list --server --spec-version`):
@@ -112,10 +122,15 @@ fn scenario(
     }
 }
 
-/// Every scenario of `version` against one server; fails with the report of each that did
-/// not pass. `must_succeed`: checks (by scenario) that must run and succeed, not be
-/// skipped.
-fn every_scenario(version: &str, must_include: &[&str], must_succeed: &[(&str, &[&str])]) {
+/// Every scenario of `version` against one server, which `server` starts; fails with the
+/// report of each that did not pass. `must_succeed`: checks (by scenario) that must run and
+/// succeed, not be skipped.
+fn every_scenario(
+    server: fn() -> (Running, String),
+    version: &str,
+    must_include: &[&str],
+    must_succeed: &[(&str, &[&str])],
+) {
     let dir = support::interop(env!("CARGO_MANIFEST_DIR"), "mcp-conformance");
     support::npm_ci(&dir, "@modelcontextprotocol/conformance");
     let names = scenarios(&dir, version);
@@ -125,7 +140,7 @@ fn every_scenario(version: &str, must_include: &[&str], must_succeed: &[(&str, &
             "{name} is not listed: {names:?}"
         );
     }
-    let (_server, url) = everything_server();
+    let (_server, url) = server();
     let failed = side_by_side(&names, |name| {
         let checks = must_succeed
             .iter()
@@ -170,51 +185,72 @@ fn side_by_side<T: Sync>(items: &[T], run: impl Fn(&T) -> Option<String> + Sync)
     found.into_iter().map(|(_, f)| f).collect()
 }
 
+/// The scenarios of the 2025-11-25 revision the suite must list.
+const SESSION_SCENARIOS: &[&str] = &[
+    "server-initialize",
+    "server-session-lifecycle",
+    "ping",
+    "server-sse-multiple-streams",
+    "dns-rebinding-protection",
+    "tools-call-sampling",
+    "elicitation-sep1034-defaults",
+    "elicitation-sep1330-enums",
+    "completion-complete",
+    "json-schema-2020-12",
+];
+
 #[test]
 fn every_server_scenario_of_the_session_revision_2025_11_25() {
-    every_scenario(
-        "2025-11-25",
-        &[
-            "server-initialize",
-            "server-session-lifecycle",
-            "ping",
-            "server-sse-multiple-streams",
-            "dns-rebinding-protection",
-            "tools-call-sampling",
-            "elicitation-sep1034-defaults",
-            "elicitation-sep1330-enums",
-            "completion-complete",
-            "json-schema-2020-12",
-        ],
-        &[],
-    );
+    every_scenario(everything_server, "2025-11-25", SESSION_SCENARIOS, &[]);
 }
+
+#[test]
+fn axum_app_passes_every_server_scenario_of_the_session_revision_2025_11_25() {
+    every_scenario(axum_app, "2025-11-25", SESSION_SCENARIOS, &[]);
+}
+
+/// The scenarios of the 2026-07-28 revision the suite must list.
+const STATELESS_SCENARIOS: &[&str] = &[
+    "server-stateless",
+    "http-header-validation",
+    "http-custom-header-server-validation",
+    "caching",
+    "sep-2164-resource-not-found",
+    "input-required-result-multi-round",
+    "input-required-result-tampered-state",
+];
+
+/// The checks of the 2026-07-28 revision that must run and succeed. The server declares
+/// list changes and resource subscriptions, so the suite runs its `subscriptions/listen`
+/// checks (it skips them for a server that does not).
+const STATELESS_CHECKS: &[(&str, &[&str])] = &[(
+    "server-stateless",
+    &[
+        "sep-2575-server-sends-subscription-ack",
+        "sep-2575-server-tags-subscription-id",
+        "sep-2575-server-honors-notification-filter",
+        "sep-2575-server-sends-prompts-list-changed-on-subscription",
+        "sep-2575-server-sends-tools-list-changed-on-subscription",
+    ],
+)];
 
 #[test]
 fn every_server_scenario_of_the_stateless_revision_2026_07_28() {
     every_scenario(
+        everything_server,
         "2026-07-28",
-        &[
-            "server-stateless",
-            "http-header-validation",
-            "http-custom-header-server-validation",
-            "caching",
-            "sep-2164-resource-not-found",
-            "input-required-result-multi-round",
-            "input-required-result-tampered-state",
-        ],
-        // The server declares list changes and resource subscriptions, so the suite runs
-        // its `subscriptions/listen` checks (it skips them for a server that does not).
-        &[(
-            "server-stateless",
-            &[
-                "sep-2575-server-sends-subscription-ack",
-                "sep-2575-server-tags-subscription-id",
-                "sep-2575-server-honors-notification-filter",
-                "sep-2575-server-sends-prompts-list-changed-on-subscription",
-                "sep-2575-server-sends-tools-list-changed-on-subscription",
-            ],
-        )],
+        STATELESS_SCENARIOS,
+        STATELESS_CHECKS,
+    );
+}
+
+#[test]
+fn axum_app_passes_every_server_scenario_of_the_stateless_revision_2026_07_28() {
+    every_scenario(
+        axum_app,
+        "2026-07-28",
+        STATELESS_SCENARIOS,
+        STATELESS_CHECKS,
     );
 }
 
@@ -223,7 +259,16 @@ fn every_server_scenario_of_the_stateless_revision_2026_07_28() {
 /// client vanished mid-stream (a stateless request whose response was dropped).
 #[test]
 fn a_dropped_stateless_response_does_not_stop_the_server() {
-    let (_server, url) = everything_server();
+    a_dropped_stateless_response_does_not_stop(everything_server);
+}
+
+#[test]
+fn a_dropped_stateless_response_does_not_stop_the_mounted_service() {
+    a_dropped_stateless_response_does_not_stop(axum_app);
+}
+
+fn a_dropped_stateless_response_does_not_stop(server: fn() -> (Running, String)) {
+    let (_server, url) = server();
     let port = url
         .trim_start_matches("http://127.0.0.1:")
         .trim_end_matches("/mcp");

@@ -76,13 +76,19 @@ impl Drop for Server {
 
 impl Server {
     fn start() -> Server {
-        let exe = support::example("sansrpc-tokio", "everything_server");
+        Server::start_example("everything_server")
+    }
+
+    /// The example `name` (`everything_server`, or `axum_app` with the same application
+    /// mounted as a tower service).
+    fn start_example(name: &str) -> Server {
+        let exe = support::example("sansrpc-tokio", name);
         let child = Command::new(exe)
             .env("PORT", "0")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .expect("start the everything_server example");
+            .unwrap_or_else(|e| panic!("start the {name} example: {e}"));
         // Killed when dropped, also when it never says where it listens.
         let mut server = Server { child, port: 0 };
         // Its stdout is drained, and held open, by the reading thread.
@@ -91,7 +97,7 @@ impl Server {
         server.port = line
             .trim()
             .strip_prefix("listening on http://127.0.0.1:")
-            .and_then(|rest| rest.strip_suffix("/mcp"))
+            .map(|rest| rest.strip_suffix("/mcp").unwrap_or(rest))
             .and_then(|port| port.parse().ok())
             .unwrap_or_else(|| panic!("{line:?}"));
         server
@@ -592,8 +598,16 @@ fn rest_of(conn: &mut Conn, wait: Duration, text: &mut String) -> &'static str {
 
 #[test]
 fn hostile_clients_neither_starve_a_good_one_nor_grow_the_server() {
+    hostile_clients_against(Server::start());
+}
+
+#[test]
+fn hostile_clients_neither_starve_a_good_one_nor_grow_the_mounted_service() {
+    hostile_clients_against(Server::start_example("axum_app"));
+}
+
+fn hostile_clients_against(mut server: Server) {
     let test_started = Instant::now();
-    let mut server = Server::start();
     let port = server.port;
     let baseline_kib = server.status_kib("VmRSS");
     let tally = Tally::default();

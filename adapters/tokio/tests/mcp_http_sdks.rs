@@ -15,14 +15,23 @@ use std::process::Command;
 
 use support::Running;
 
-fn everything_server() -> (Running, String) {
-    let (server, line) =
-        support::start_example("sansrpc-tokio", "everything_server", &[("PORT", "0")]);
+/// The example `name` on a free port, and the URL of its `/mcp`.
+fn example_server(name: &str) -> (Running, String) {
+    let (server, line) = support::start_example("sansrpc-tokio", name, &[("PORT", "0")]);
     let url = line
         .strip_prefix("listening on ")
         .unwrap_or_else(|| panic!("{line:?}"))
-        .to_owned();
-    (server, url)
+        .trim_end_matches("/mcp");
+    (server, format!("{url}/mcp"))
+}
+
+fn everything_server() -> (Running, String) {
+    example_server("everything_server")
+}
+
+/// The same application mounted in an axum app as a tower service.
+fn axum_app() -> (Running, String) {
+    example_server("axum_app")
 }
 
 /// Runs a client; its report (the JSON line it prints), which must say `ok`.
@@ -73,7 +82,16 @@ fn typescript(url: &str, args: &[&str]) -> serde_json::Value {
 
 #[test]
 fn the_python_sdk_on_both_revisions_and_resuming() {
-    let (_server, url) = everything_server();
+    python_on_both_revisions_and_resuming(everything_server);
+}
+
+#[test]
+fn the_python_sdk_on_both_revisions_and_resuming_against_the_mounted_service() {
+    python_on_both_revisions_and_resuming(axum_app);
+}
+
+fn python_on_both_revisions_and_resuming(server: fn() -> (Running, String)) {
+    let (_server, url) = server();
     let legacy = python(&url, &["--mode", "legacy"]);
     assert_eq!(legacy["protocol"], "2025-11-25");
     assert_eq!(legacy["http"]["DELETE"], 1, "the session ends: {legacy}");
@@ -89,7 +107,16 @@ fn the_python_sdk_on_both_revisions_and_resuming() {
 
 #[test]
 fn the_typescript_sdk_and_resuming() {
-    let (_server, url) = everything_server();
+    typescript_and_resuming(everything_server);
+}
+
+#[test]
+fn the_typescript_sdk_and_resuming_against_the_mounted_service() {
+    typescript_and_resuming(axum_app);
+}
+
+fn typescript_and_resuming(server: fn() -> (Running, String)) {
+    let (_server, url) = server();
     let plain = typescript(&url, &[]);
     assert_eq!(plain["protocol"], "2025-11-25");
     let resumed = typescript(&url, &["--resume"]);

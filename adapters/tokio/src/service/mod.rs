@@ -1,0 +1,241 @@
+//! sansrpc as [tower](https://docs.rs/tower) services an axum or hyper app mounts at a
+//! route, beside its own handlers and behind its own layers, on HTTP/1.1 and HTTP/2 alike:
+//!
+//! - [`RpcService`]: JSON-RPC over HTTP POST, the rules of [`http::serve`](crate::http::serve)
+//!   (the 200/204/405/413/415 table, batches, notifications, limits, CORS);
+//! - [`McpService`]: MCP's Streamable HTTP, the machine [`mcp::serve`](crate::mcp::serve)
+//!   runs (both revisions, JSON or SSE answers, the GET stream, DELETE, `Last-Event-ID`,
+//!   Host and Origin checks, bearer tokens and the RFC 9728 metadata document, the
+//!   machine's bounds). A call's handler sees the request's header fields, its principal
+//!   and its `http::Extensions` (what a layer in front put there: [`extensions`]) through
+//!   [`RequestContext::http`](crate::RequestContext::http);
+//! - [`WsService`] (feature `ws`): JSON-RPC over WebSocket, upgraded with hyper's upgrade
+//!   mechanism (HTTP/1.1) and run by the same transport as [`ws::serve`](crate::ws::serve).
+//!
+//! Each is generic over the request body (any [`http_body::Body`]) and answers with
+//! [`Body`], a body that streams (an SSE answer is sent event by event). The services only
+//! convert: a request head becomes the core's [`Head`] through the core's own decoder (so
+//! every header rule is the one the standalone servers apply), and what the machines
+//! write becomes the `http` response ([`Unframer`]); every protocol decision is the
+//! core's. What the standalone servers add around a socket (the connection cap, the head
+//! and body time limits, TLS) is the app's here: hyper's and tower's settings (see
+//! `docs/transports.md`).
+//!
+//! Under HTTP/2 every request is one stream: an SSE answer is one stream, many MCP sessions
+//! share one connection, and hyper bounds the streams of a connection
+//! (`http2().max_concurrent_streams`, 200 by default: a client opening more is refused
+//! them by the HTTP/2 flow, `REFUSED_STREAM`, not served into a memory curve).
+//!
+//! ```no_run
+//! use sansrpc::connection::{Config, Profile};
+//! use sansrpc::streamable;
+//! use sansrpc_tokio::service::{McpService, RpcService};
+//! use sansrpc_tokio::{AsyncRouter, Builder};
+//!
+//! # async fn run() -> std::io::Result<()> {
+//! let mcp = Builder::new().config(Config::for_profile(Profile::Mcp)).router(AsyncRouter::new());
+//! let app = axum::Router::new()
+//!     .route_service("/mcp", McpService::new(mcp, streamable::Config::default()))
+//!     .route_service("/rpc", RpcService::new(Builder::new().router(AsyncRouter::new())))
+//!     .route("/healthz", axum::routing::get(|| async { "ok" }));
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+//! axum::serve(listener, app).await
+//! # }
+//! ```
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::header::{HeaderName, HeaderValue};
+use http_body::Frame;
+use sansrpc::codec::http::{Head, HttpFault, HttpStep, RequestDecoder};
+use tokio::sync::mpsc;
+
+mod mcp;
+mod rpc;
+#[cfg(feature = "ws")]
+mod ws;
+
+pub use mcp::McpService;
+pub use rpc::RpcService;
+#[cfg(feature = "ws")]
+pub use ws::WsService;
+
+#[cfg(doc)]
+use sansrpc::codec::http::Unframer;
+
+/// The future of every service here: it never fails (every refusal is an HTTP answer).
+pub type ResponseFuture =
+    Pin<Box<dyn Future<Output = Result<http::Response<Body>, Infallible>> + Send + 'static>>;
+
+/// The `http::Extensions` of the request a call came in (what the layers in front of an
+/// [`McpService`] put there: an auth layer's user, a request id), from its
+/// [`HttpRequest`](crate::sansrpc::streamable::HttpRequest); `None` for a request no tower
+/// service served.
+///
+/// ```no_run
+/// # fn handler(cx: &sansrpc_tokio::RequestContext) {
+/// #[derive(Clone)]
+/// struct User(String);
+/// let user = cx.http().and_then(|r| sansrpc_tokio::service::extensions(&r)?.get::<User>().cloned());
+/// # }
+/// ```
+pub fn extensions(request: &sansrpc::streamable::HttpRequest) -> Option<&http::Extensions> {
+    request.extensions.get::<http::Extensions>()
+}
+
+/// The body of every answer of these services: empty, whole, or streamed (an SSE answer,
+/// each event as it comes).
+#[derive(Debug)]
+pub struct Body(Kind);
+
+#[derive(Debug)]
+enum Kind {
+    Full(Option<Bytes>),
+    Stream(mpsc::Receiver<io::Result<Bytes>>),
+}
+
+impl Body {
+    /// An empty body.
+    pub fn empty() -> Self {
+        Body(Kind::Full(None))
+    }
+
+    fn full(bytes: Vec<u8>) -> Self {
+        if bytes.is_empty() {
+            return Body::empty();
+        }
+        Body(Kind::Full(Some(Bytes::from(bytes))))
+    }
+}
+
+impl http_body::Body for Body {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+        match &mut self.get_mut().0 {
+            Kind::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+            Kind::Stream(rx) => rx
+                .poll_recv(cx)
+                .map(|item| item.map(|r| r.map(Frame::data))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self.0, Kind::Full(None))
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        match &self.0 {
+            Kind::Full(bytes) => {
+                http_body::SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64))
+            }
+            Kind::Stream(_) => http_body::SizeHint::default(),
+        }
+    }
+}
+
+/// An answer: `status`, `headers`, `body`.
+fn response<'a>(
+    status: u16,
+    headers: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+    body: Body,
+) -> http::Response<Body> {
+    let mut response = http::Response::new(body);
+    *response.status_mut() =
+        http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
+    let fields = response.headers_mut();
+    for (name, value) in headers {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_bytes(value),
+        ) {
+            fields.append(name, value);
+        }
+    }
+    response
+}
+
+/// A bare `status`.
+fn status(status: u16) -> http::Response<Body> {
+    response(status, [], Body::empty())
+}
+
+/// The request head as the core reads it: `parts` written out as an HTTP/1.1 head (the
+/// `Host` from the URI's authority when there is no such field, as in HTTP/2; the framing
+/// fields left out: hyper has read the body) and decoded by the core's decoder, keeping
+/// the target and fields when `keep`.
+fn head_of(parts: &http::request::Parts, keep: bool) -> Result<Head, HttpFault> {
+    let mut wire = Vec::with_capacity(256);
+    wire.extend_from_slice(parts.method.as_str().as_bytes());
+    wire.push(b' ');
+    let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    wire.extend_from_slice(target.as_bytes());
+    wire.extend_from_slice(b" HTTP/1.1\r\n");
+    if !parts.headers.contains_key(http::header::HOST) {
+        if let Some(authority) = parts.uri.authority() {
+            wire.extend_from_slice(b"host: ");
+            wire.extend_from_slice(authority.as_str().as_bytes());
+            wire.extend_from_slice(b"\r\n");
+        }
+    }
+    for (name, value) in &parts.headers {
+        use http::header::{CONNECTION, CONTENT_LENGTH, EXPECT, TRANSFER_ENCODING};
+        if [CONTENT_LENGTH, TRANSFER_ENCODING, CONNECTION, EXPECT].contains(name) {
+            continue;
+        }
+        wire.extend_from_slice(name.as_str().as_bytes());
+        wire.extend_from_slice(b": ");
+        wire.extend_from_slice(value.as_bytes());
+        wire.extend_from_slice(b"\r\n");
+    }
+    wire.extend_from_slice(b"\r\n");
+    let mut decoder = if keep {
+        RequestDecoder::keeping_fields(0)
+    } else {
+        RequestDecoder::new(0)
+    };
+    match decoder.decode(&mut wire)? {
+        HttpStep::Head(_, head) => Ok(head),
+        _ => Err(HttpFault::BadRequest),
+    }
+}
+
+/// Reads `body` whole, up to `max` bytes: else the status to answer (`413` past it, `400`
+/// when the body failed).
+async fn read_body<B>(body: B, max: usize) -> Result<Vec<u8>, u16>
+where
+    B: http_body::Body,
+{
+    use http_body::Body as _;
+    if body.size_hint().lower() > max as u64 {
+        return Err(413);
+    }
+    let mut body = std::pin::pin!(body);
+    let mut out = Vec::with_capacity(body.size_hint().exact().map_or(0, |n| n as usize));
+    while let Some(frame) = std::future::poll_fn(|cx| body.as_mut().poll_frame(cx)).await {
+        let Ok(frame) = frame else { return Err(400) };
+        if let Ok(data) = frame.into_data() {
+            use bytes::Buf;
+            if out.len() + data.remaining() > max {
+                return Err(413);
+            }
+            let mut data = data;
+            while data.has_remaining() {
+                let chunk = data.chunk();
+                out.extend_from_slice(chunk);
+                let n = chunk.len();
+                data.advance(n);
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,198 @@
+//! JSON-RPC over HTTP POST as a tower service.
+
+use std::convert::Infallible;
+use std::io;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use sansrpc::codec::http::Exchange;
+use sansrpc::connection::Connection;
+use sansrpc::Instant;
+use tokio::sync::oneshot;
+
+use super::{read_body, response, Body, ResponseFuture};
+use crate::{Builder, Origins, Received, ServeOptions, Transport};
+
+/// JSON-RPC over HTTP POST, one message (or batch) per request body, with the rules of
+/// [`http::serve_with_options`](crate::http::serve_with_options): `405` with `Allow: POST`
+/// for another method, `415` for a body not `application/json`, `413` past the endpoint's
+/// [`max_frame_bytes`](sansrpc::Limits::max_frame_bytes) (read no further), `200` with the
+/// answer, `204` when the body held no request (notifications, answered once dispatched),
+/// CORS as [`ServeOptions::cors`] says (from the core's [`Exchange`]). Each request's
+/// handlers run on a connection of their own (so ids from different requests never meet,
+/// on HTTP/2 streams as on HTTP/1.1 connections) for up to
+/// [`ServeOptions::handler_timeout`]; past it the request is answered `204` and its
+/// handlers are dropped.
+///
+/// Clone it freely: the clones share one configuration.
+#[derive(Clone, Debug)]
+pub struct RpcService(Arc<Rpc>);
+
+#[derive(Debug)]
+struct Rpc {
+    builder: Builder,
+    max_body: usize,
+    handler_timeout: Duration,
+    cors: Option<Origins>,
+    cors_max_age: String,
+}
+
+impl RpcService {
+    /// The service of `builder` (give it a router) with the default [`ServeOptions`].
+    pub fn new(builder: Builder) -> Self {
+        Self::with_options(builder, &ServeOptions::default())
+    }
+
+    /// The service of `builder` with `options`: the handlers' time, CORS, and the network
+    /// defaults of the builder's config (the connection cap, TLS and the WebSocket fields
+    /// are the app's server's, not the service's).
+    pub fn with_options(builder: Builder, options: &ServeOptions) -> Self {
+        let builder = options.builder(builder);
+        let max_body = builder.connection_config().limits.max_frame_bytes;
+        // Each connection lives for one request: the service keeps the handlers' time, the
+        // app's server the request's.
+        let mut quiet = builder.connection_config().clone();
+        (quiet.idle_timeout, quiet.frame_timeout) = (None, None);
+        RpcService(Arc::new(Rpc {
+            builder: builder.config(quiet),
+            max_body,
+            handler_timeout: options.handler_timeout,
+            cors: options.cors.clone(),
+            cors_max_age: options.cors_max_age.as_secs().to_string(),
+        }))
+    }
+}
+
+impl<B> tower_service::Service<http::Request<B>> for RpcService
+where
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+{
+    type Response = http::Response<Body>;
+    type Error = Infallible;
+    type Future = ResponseFuture;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> ResponseFuture {
+        let rpc = Arc::clone(&self.0);
+        Box::pin(async move { Ok(rpc.answer(request).await) })
+    }
+}
+
+impl Rpc {
+    async fn answer<B: http_body::Body>(&self, request: http::Request<B>) -> http::Response<Body> {
+        let (parts, body) = request.into_parts();
+        let head = match super::head_of(&parts, false) {
+            Ok(head) => head,
+            Err(fault) => return super::status(fault.status()),
+        };
+        let exchange = Exchange::of(head, self.cors.as_ref());
+        if let Some(refusal) = exchange.refused {
+            return self.reply(&exchange, refusal.status(), Vec::new());
+        }
+        let body = match read_body(body, self.max_body).await {
+            Ok(body) => body,
+            Err(status) => return self.reply(&exchange, status, Vec::new()),
+        };
+        let (tx, rx) = oneshot::channel();
+        let transport = OneShot {
+            message: Some(body),
+            delivered: false,
+            answer: Some(tx),
+            stray: Vec::new(),
+        };
+        let connection = crate::spawn(self.builder.clone(), transport);
+        match tokio::time::timeout(self.handler_timeout, rx).await {
+            Ok(Ok(Some(frame))) => self.reply(&exchange, 200, frame),
+            Ok(Ok(None)) => self.reply(&exchange, 204, Vec::new()),
+            // The connection failed before it answered.
+            Ok(Err(_)) => self.reply(&exchange, 500, Vec::new()),
+            // Handlers past their time: dropped, as the standalone server drops them.
+            Err(_) => {
+                connection.driver.abort();
+                self.reply(&exchange, 204, Vec::new())
+            }
+        }
+    }
+
+    /// The answer with `status` and `body`, and the exchange's header fields.
+    fn reply(&self, exchange: &Exchange, status: u16, body: Vec<u8>) -> http::Response<Body> {
+        let mut fields = Vec::new();
+        let cors = self.cors.is_some();
+        exchange.headers(status, cors, &self.cors_max_age, |name, value| {
+            fields.push((name, value));
+        });
+        response(status, fields, Body::full(body))
+    }
+}
+
+/// The transport of one request's connection: its body in, its answer out (the first frame,
+/// or none once no request of it is left to answer: notifications only), then the end of
+/// the input (handlers of notifications still running finish).
+struct OneShot {
+    message: Option<Vec<u8>>,
+    delivered: bool,
+    answer: Option<oneshot::Sender<Option<Vec<u8>>>>,
+    /// Frames nobody waits for, dropped.
+    stray: Vec<u8>,
+}
+
+impl Transport for OneShot {
+    fn is_message_based(&self) -> bool {
+        true
+    }
+
+    fn poll_receive(
+        &mut self,
+        _: &mut Context<'_>,
+        conn: &mut Connection,
+        now: Instant,
+    ) -> Poll<io::Result<Received>> {
+        if let Some(message) = self.message.take() {
+            if conn.handle_message(&message, now).is_err() {
+                self.message = Some(message);
+                return Poll::Ready(Ok(Received::Stalled));
+            }
+            self.delivered = true;
+            return Poll::Ready(Ok(Received::Data));
+        }
+        if self.answer.is_none() {
+            conn.handle_end_of_input(now);
+            return Poll::Ready(Ok(Received::End));
+        }
+        Poll::Pending
+    }
+
+    fn poll_transmit(
+        &mut self,
+        cx: &mut Context<'_>,
+        conn: &mut Connection,
+    ) -> Poll<io::Result<()>> {
+        if self.delivered {
+            if let Some(tx) = self.answer.take() {
+                let mut out = Vec::new();
+                if conn.poll_transmit(&mut out).is_some() {
+                    let _ = tx.send(Some(out));
+                    cx.waker().wake_by_ref();
+                } else if conn.requests_in_flight() == 0 {
+                    let _ = tx.send(None);
+                    cx.waker().wake_by_ref();
+                } else {
+                    self.answer = Some(tx);
+                }
+            }
+        }
+        while conn.poll_transmit(&mut self.stray).is_some() {
+            self.stray.clear();
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_close(&mut self, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
