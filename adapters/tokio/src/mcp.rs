@@ -173,11 +173,13 @@ pub async fn serve_with(
         checks_tokens.then(|| validator.unwrap_or_else(|| Arc::new(|_: &str| TokenCheck::Invalid)));
     let timers = tokio::spawn(run_timers(state.clone()));
     let accept = || async { listener.accept().await.map(crate::no_delay) };
-    let connection = |stream| {
+    let connection = |stream: tokio::net::TcpStream| {
         let (state, handshake) = (state.clone(), handshake.clone());
+        // The machine counts sessions per peer address (`max_sessions_per_peer`).
+        let peer = stream.peer_addr().ok().map(|a| a.ip());
         async move {
             if let Ok(stream) = handshake.run(stream).await {
-                serve_socket(stream, state, times).await;
+                serve_socket(stream, state, times, peer).await;
             }
         }
     };
@@ -454,6 +456,7 @@ async fn serve_socket<S: AsyncRead + AsyncWrite + Unpin>(
     mut socket: S,
     state: State,
     times: Times,
+    peer: Option<std::net::IpAddr>,
 ) {
     let mut requests = Requests::new(RequestDecoder::keeping_fields(MAX_BODY));
     loop {
@@ -461,7 +464,7 @@ async fn serve_socket<S: AsyncRead + AsyncWrite + Unpin>(
             return;
         };
         let keep_alive = head.keep_alive;
-        if !answer(&mut socket, &state, head, body, &mut requests).await || !keep_alive {
+        if !answer(&mut socket, &state, head, body, &mut requests, peer).await || !keep_alive {
             let _ = socket.shutdown().await;
             return;
         }
@@ -530,14 +533,16 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
     mut head: Head,
     body: Vec<u8>,
     reader: &mut Requests,
+    peer: Option<std::net::IpAddr>,
 ) -> bool {
     let (verdict, writer, principal, ids) = {
         let mut shared = state.lock();
         let now = shared.now();
         let (authorized, principal) = authorize(shared.validator.as_ref(), &head);
-        let verdict = shared
-            .server
-            .handle_request(&head, &body, authorized, now, &mut entropy);
+        let verdict =
+            shared
+                .server
+                .handle_request_from(&head, &body, authorized, peer, now, &mut entropy);
         // A response that writes a stream becomes its writer before anyone is woken: a
         // stream resumed while another response still writes it (a client that reconnects
         // before this side saw it go) is this response's from its first byte (its head).
