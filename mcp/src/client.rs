@@ -125,6 +125,12 @@ pub enum ClientError {
     /// a session gets changes with [`McpClient::subscribe`] and
     /// [`ClientBuilder::on_notification`] instead.
     StatelessOnly(&'static str),
+    /// `method` exists only on the session revisions (2025-11-25 and earlier;
+    /// [`methods::REMOVED_IN_2026_07_28`]) and this client is on the stateless revision
+    /// (started with [`ClientBuilder::discover`]): nothing was sent. `ping` has no
+    /// replacement (every request is its own HTTP exchange); `logging/setLevel` is the
+    /// per-request `_meta` log level; `resources/subscribe` is [`McpClient::listen`].
+    SessionOnly(&'static str),
     /// The server answered `subscriptions/listen` without acknowledging it first
     /// (`notifications/subscriptions/acknowledged`): no subscription is open.
     Unacknowledged,
@@ -179,6 +185,10 @@ impl fmt::Display for ClientError {
             ClientError::StatelessOnly(method) => write!(
                 f,
                 "{method} needs the stateless revision (2026-07-28); this client is on a session"
+            ),
+            ClientError::SessionOnly(method) => write!(
+                f,
+                "{method} was removed in the stateless revision (2026-07-28) this client is on"
             ),
             ClientError::Unacknowledged => write!(
                 f,
@@ -513,8 +523,10 @@ impl ClientBuilder {
     /// server's requests with its handlers (sampling, elicitation, roots) and calls again
     /// with the answers and the server's `requestState`, up to [`MAX_ROUNDS`] rounds.
     ///
-    /// The methods 2026-07-28 removed (`ping`, `logging/setLevel`,
-    /// `resources/subscribe`) are refused by such a server with -32601.
+    /// The methods 2026-07-28 removed (`ping`, `logging/setLevel`, `resources/subscribe`,
+    /// [`methods::REMOVED_IN_2026_07_28`]) are refused by the client itself
+    /// ([`ClientError::SessionOnly`]: nothing is sent), as [`McpClient::listen`] is on a
+    /// session.
     pub async fn discover(&self, client: Client) -> Result<McpClient, ClientError> {
         let mut chosen = version::STATELESS.to_owned();
         let mut retried = false;
@@ -703,6 +715,9 @@ impl McpClient {
         mut params: Value,
         progress: Option<(i64, Duration, Duration)>,
     ) -> Result<Box<RawValue>, ClientError> {
+        if self.is_stateless() && methods::REMOVED_IN_2026_07_28.contains(&method) {
+            return Err(ClientError::SessionOnly(method));
+        }
         let send = |params: &Value| match progress {
             Some((token, timeout, cap)) => self.client.call_raw_with_progress(
                 method,
@@ -772,7 +787,8 @@ impl McpClient {
         Err(ClientError::TooManyPages(method))
     }
 
-    /// `ping`.
+    /// `ping`. On the stateless revision it is [`ClientError::SessionOnly`] and nothing is
+    /// sent (2026-07-28 has no `ping`).
     pub async fn ping(&self) -> Result<(), ClientError> {
         self.request::<JsonObject>(methods::PING, &JsonObject::new())
             .await

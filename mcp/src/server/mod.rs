@@ -791,12 +791,7 @@ impl Server {
                 )));
             }
             // The methods 2026-07-28 removed.
-            if method == methods::INITIALIZE
-                || method == methods::PING
-                || method == methods::LOGGING_SET_LEVEL
-                || method == methods::RESOURCES_SUBSCRIBE
-                || method == methods::RESOURCES_UNSUBSCRIBE
-            {
+            if methods::REMOVED_IN_2026_07_28.contains(&method) {
                 return Err(McpError::Rpc(ErrorObject::method_not_found()));
             }
             let meta_ref = meta.as_ref();
