@@ -33,7 +33,9 @@ struct Add {
 }
 
 fn server() -> Server {
-    let mut builder = ServerBuilder::new("client-test-server", "0.3.0").page_size(2);
+    let mut builder = ServerBuilder::new("client-test-server", "0.3.0")
+        .page_size(2)
+        .resource_subscriptions();
     for n in 0..5 {
         builder = builder.tool(
             &format!("echo{n}"),

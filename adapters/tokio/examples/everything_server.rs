@@ -740,7 +740,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = content_tools(streaming_tools(client_tools(input_required_tools(
         schema_tools(sdk_tools(server)),
     ))));
-    let server = prompts(resources(server)).build();
+    // The tool and prompt lists change while it serves (the conformance scenarios' triggers);
+    // clients may subscribe to the resources.
+    let server = prompts(resources(server))
+        .list_changed(ListKind::Tools)
+        .list_changed(ListKind::Prompts)
+        .resource_subscriptions()
+        .build();
     let builder = Builder::new()
         .config(Config::for_profile(Profile::Mcp))
         .router(server.router());
