@@ -846,11 +846,9 @@ impl Server {
     fn make_room(&mut self, peer: Option<IpAddr>, now: Instant) -> Option<Response> {
         if let (Some(limit), Some(peer)) = (self.config.max_sessions_per_peer, peer) {
             if self.peers.get(&peer).copied().unwrap_or(0) >= limit {
-                let own = self
-                    .half_open
-                    .iter()
-                    .copied()
-                    .find(|k| self.sessions.get(k).is_some_and(|s| s.peer == Some(peer)));
+                let own = self.half_open.iter().copied().find(|&k| {
+                    self.sessions.get(&k).is_some_and(|s| s.peer == Some(peer)) && !self.busy(k)
+                });
                 match own {
                     Some(key) => self.evict(key),
                     None => {
@@ -863,7 +861,8 @@ impl Server {
         if self.sessions.len() < self.config.max_sessions {
             return None;
         }
-        if let Some(&key) = self.half_open.first() {
+        // Not one whose `initialize` is still being answered.
+        if let Some(key) = self.half_open.iter().copied().find(|&k| !self.busy(k)) {
             self.evict(key);
             return None;
         }
@@ -871,12 +870,7 @@ impl Server {
         let idlest = self
             .sessions
             .iter()
-            .filter(|(_, s)| s.last_active + floor <= now)
-            .filter(|(_, s)| {
-                !s.streams
-                    .iter()
-                    .any(|id| self.streams.get(id).is_some_and(|st| st.attached))
-            })
+            .filter(|&(&key, s)| s.last_active + floor <= now && !self.busy(key))
             .min_by_key(|(_, s)| s.last_active)
             .map(|(&key, _)| key);
         match idlest {
@@ -889,6 +883,16 @@ impl Server {
                 Some(Response::json(503, error_body(None, -32000, why, None)))
             }
         }
+    }
+
+    /// True while session `key` has a response open (a request being answered, its GET
+    /// stream).
+    fn busy(&self, key: u64) -> bool {
+        self.sessions.get(&key).is_some_and(|s| {
+            s.streams
+                .iter()
+                .any(|id| self.streams.get(id).is_some_and(|st| st.attached))
+        })
     }
 
     /// Ends session `key` to make room; the adapter hears of it ([`Event::SessionEnded`]).

@@ -1004,7 +1004,31 @@ fn a_full_table_evicts_the_oldest_half_open_session_then_the_idlest_past_the_flo
     let (b, b_id) = session(&mut server, t0 + Duration::from_secs(1));
     let (c, _) = session(&mut server, t0 + Duration::from_secs(2));
     assert!(ended(&mut server).is_empty());
-    // Full: the new session takes the place of the oldest half-open one (b).
+    // Full: the new session takes the place of the oldest half-open one (b). Not while its
+    // `initialize` is still being answered: then nothing can go (a is initialized and busy
+    // within the floor).
+    let late = Config {
+        max_sessions: 2,
+        ..Config::default()
+    };
+    let mut other = Server::new(late);
+    let (_, x_id) = session(&mut other, t0);
+    initialized(&mut other, &x_id, t0);
+    let Verdict::Open {
+        stream: answering, ..
+    } = post(&mut other, &[], INITIALIZE, t0)
+    else {
+        panic!()
+    };
+    let Verdict::Respond(r) = post(&mut other, &[], INITIALIZE, t0) else {
+        panic!("the session being initialized stays")
+    };
+    assert_eq!(r.status, 503);
+    assert_eq!(
+        drain(&mut other, answering).1,
+        Step::Wait,
+        "still answering"
+    );
     let (d, d_id) = session(&mut server, t0 + Duration::from_secs(3));
     assert_eq!(ended(&mut server), [b]);
     assert_eq!(server.sessions(), 3);
