@@ -310,6 +310,14 @@ pub struct Spawned {
     pub driver: JoinHandle<io::Result<()>>,
 }
 
+/// Lends the connection's [`client`](Spawned::client): `sansrpc_mcp`'s
+/// `ClientBuilder::initialize(&conn)` takes it from any connection of this crate.
+impl AsRef<Client> for Spawned {
+    fn as_ref(&self) -> &Client {
+        &self.client
+    }
+}
+
 /// Connects over `transport` and spawns the driver on the current tokio runtime.
 pub fn spawn<T: Transport>(builder: Builder, transport: T) -> Spawned {
     let (client, driver) = builder.connect(transport, TokioTimer);

@@ -98,6 +98,9 @@ impl Shared {
     }
 }
 
+/// The longest closing waits for the answer to the session's `DELETE`.
+const CLOSE_WAIT: Duration = Duration::from_secs(1);
+
 /// The longest the POSTs wait for the session's GET stream to open, in all.
 const LISTEN_WAIT: Duration = Duration::from_secs(10);
 
@@ -257,7 +260,7 @@ fn open(
         rx,
         held: None,
         buf: Vec::new(),
-        closing: false,
+        closing: None,
     };
     Ok(crate::spawn(builder, transport))
 }
@@ -268,7 +271,8 @@ struct Messages {
     rx: mpsc::Receiver<Vec<u8>>,
     held: Option<Vec<u8>>,
     buf: Vec<u8>,
-    closing: bool,
+    /// The session's `DELETE`, once the connection closes.
+    closing: Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>>,
 }
 
 impl Transport for Messages {
@@ -361,14 +365,25 @@ impl Transport for Messages {
         Poll::Ready(Ok(()))
     }
 
-    fn poll_close(&mut self, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        if !std::mem::replace(&mut self.closing, true) {
+    /// Ends the session with `DELETE` (when there is one) and waits for the answer, at
+    /// most [`CLOSE_WAIT`].
+    fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let closing = self.closing.get_or_insert_with(|| {
             let shared = self.shared.clone();
-            tokio::spawn(async move {
-                let _ = send(&shared, Method::DELETE, None, None, None).await;
-            });
-        }
-        Poll::Ready(Ok(()))
+            let session = shared
+                .session
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .id
+                .is_some();
+            Box::pin(async move {
+                if session {
+                    let delete = send(&shared, Method::DELETE, None, None, None);
+                    let _ = tokio::time::timeout(CLOSE_WAIT, delete).await;
+                }
+            })
+        });
+        closing.as_mut().poll(cx).map(Ok)
     }
 }
 
