@@ -57,7 +57,7 @@ mod child;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "http")]
-mod http_client;
+pub(crate) mod http_client;
 pub mod mcp;
 #[cfg(feature = "http")]
 pub mod mcp_client;
