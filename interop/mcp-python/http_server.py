@@ -8,14 +8,14 @@ through an in-memory event store) and the 2026-07-28 stateless revision (the SDK
 the MCP-Protocol-Version header; elicitation and sampling become an `input_required` result
 the client answers by retrying the call).
 
-    python3 http_server.py PORT [--log FILE] [--close-sse-after N] [--retry-ms MS]
+    python3 http_server.py PORT [--log FILE] [--close-sse-after N] [--retry-ms MS] [--tls CERT KEY]
 
 PORT 0 picks a free port; the server prints `listening on PORT` once it accepts connections.
 --log FILE appends one JSON line per HTTP request and response (headers, bodies, SSE data).
 --close-sse-after N makes `slow` close its SSE stream after N progress notifications on
 2025-11-25 (SEP-1699 polling), so the client must reconnect with GET + Last-Event-ID.
 --retry-ms MS is the `retry:` sent in priming events (default 200), the clients' reconnection
-delay. The event store is shared by all sessions and keyed by request id, so run resumption
+delay. --tls CERT KEY serves HTTPS with that PEM certificate chain and key. The event store is shared by all sessions and keyed by request id, so run resumption
 tests with one client at a time.
 """
 import argparse
@@ -66,6 +66,7 @@ options.add_argument("port", type=int)
 options.add_argument("--log")
 options.add_argument("--close-sse-after", type=int, default=0)
 options.add_argument("--retry-ms", type=int, default=200)
+options.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
 args = options.parse_args()
 
 server = MCPServer("python-sdk-http-server", version="1.0.0", log_level="WARNING")
@@ -177,7 +178,8 @@ def main() -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", args.port))
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    tls = {"ssl_certfile": args.tls[0], "ssl_keyfile": args.tls[1]} if args.tls else {}
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", **tls)
     uv = uvicorn.Server(config)
 
     async def serve() -> None:

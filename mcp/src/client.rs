@@ -125,6 +125,12 @@ pub enum ClientError {
     /// a session gets changes with [`McpClient::subscribe`] and
     /// [`ClientBuilder::on_notification`] instead.
     StatelessOnly(&'static str),
+    /// `method` exists only on the session revisions (2025-11-25 and earlier;
+    /// [`methods::REMOVED_IN_2026_07_28`]) and this client is on the stateless revision
+    /// (started with [`ClientBuilder::discover`]): nothing was sent. `ping` has no
+    /// replacement (every request is its own HTTP exchange); `logging/setLevel` is the
+    /// per-request `_meta` log level; `resources/subscribe` is [`McpClient::listen`].
+    SessionOnly(&'static str),
     /// The server answered `subscriptions/listen` without acknowledging it first
     /// (`notifications/subscriptions/acknowledged`): no subscription is open.
     Unacknowledged,
@@ -179,6 +185,10 @@ impl fmt::Display for ClientError {
             ClientError::StatelessOnly(method) => write!(
                 f,
                 "{method} needs the stateless revision (2026-07-28); this client is on a session"
+            ),
+            ClientError::SessionOnly(method) => write!(
+                f,
+                "{method} was removed in the stateless revision (2026-07-28) this client is on"
             ),
             ClientError::Unacknowledged => write!(
                 f,
@@ -463,7 +473,13 @@ impl ClientBuilder {
     /// The MCP handshake on `client`'s connection: `initialize` with this client's
     /// identity and capabilities, a check that the server chose a revision this client
     /// speaks, then `notifications/initialized`.
-    pub async fn initialize(&self, client: Client) -> Result<McpClient, ClientError> {
+    ///
+    /// `client` is the connection's [`Client`], by value or borrowed, or anything that
+    /// lends one: every connection of `sansrpc-tokio` does (`&conn` for a
+    /// `sansrpc_tokio::Spawned`, from `mcp_client::connect` or `spawn`, and for a
+    /// `ChildProcess`, from `spawn_child`). The [`McpClient`] keeps its own handle.
+    pub async fn initialize(&self, client: impl AsRef<Client>) -> Result<McpClient, ClientError> {
+        let client = client.as_ref().clone();
         let params = serde_json::json!({
             "protocolVersion": self.version,
             "capabilities": self.capabilities(),
@@ -478,6 +494,7 @@ impl ClientBuilder {
         }
         client.notify_raw(notifications::INITIALIZED, None).await?;
         Ok(McpClient {
+            _closer: Arc::new(Closer(client.clone())),
             client,
             init,
             roots: self.roots.clone(),
@@ -513,9 +530,14 @@ impl ClientBuilder {
     /// server's requests with its handlers (sampling, elicitation, roots) and calls again
     /// with the answers and the server's `requestState`, up to [`MAX_ROUNDS`] rounds.
     ///
-    /// The methods 2026-07-28 removed (`ping`, `logging/setLevel`,
-    /// `resources/subscribe`) are refused by such a server with -32601.
-    pub async fn discover(&self, client: Client) -> Result<McpClient, ClientError> {
+    /// The methods 2026-07-28 removed (`ping`, `logging/setLevel`, `resources/subscribe`,
+    /// [`methods::REMOVED_IN_2026_07_28`]) are refused by the client itself
+    /// ([`ClientError::SessionOnly`]: nothing is sent), as [`McpClient::listen`] is on a
+    /// session.
+    ///
+    /// `client` as for [`initialize`](Self::initialize).
+    pub async fn discover(&self, client: impl AsRef<Client>) -> Result<McpClient, ClientError> {
+        let client = client.as_ref().clone();
         let mut chosen = version::STATELESS.to_owned();
         let mut retried = false;
         let result = loop {
@@ -573,6 +595,7 @@ impl ClientBuilder {
             extra: JsonObject::new(),
         };
         Ok(McpClient {
+            _closer: Arc::new(Closer(client.clone())),
             client,
             init,
             roots: self.roots.clone(),
@@ -633,8 +656,16 @@ fn decode<T: DeserializeOwned>(method: &'static str, json: &str) -> Result<T, Cl
 
 /// An initialized session with an MCP server: typed calls. Cheap to clone; dropping a call's
 /// future cancels the request (`notifications/cancelled`).
+///
+/// [`close`](Self::close) ends the session and the connection: over Streamable HTTP
+/// (`sansrpc_tokio::mcp_client`) the transport ends the session with a `DELETE` first. When
+/// the last clone is dropped without it, the same close starts by itself, in the
+/// background, best-effort (the connection's driver does it; nothing waits for it). Other
+/// handles on the connection (the [`Client`] it was made from) then fail as closed.
 #[derive(Clone, Debug)]
 pub struct McpClient {
+    /// Closes the connection when the last clone goes (held for its `Drop`).
+    _closer: Arc<Closer>,
     client: Client,
     init: InitializeResult,
     roots: Option<Arc<Mutex<Vec<Root>>>>,
@@ -647,6 +678,17 @@ pub struct McpClient {
     listens: Listens,
 }
 
+/// Asks the connection to close when dropped (with the last [`McpClient`] clone).
+#[derive(Debug)]
+struct Closer(Client);
+
+impl Drop for Closer {
+    fn drop(&mut self) {
+        // The close is asked when `close` is called; its future only waits for the end.
+        drop(self.0.close());
+    }
+}
+
 /// A client on the stateless revision.
 #[derive(Debug)]
 struct Stateless {
@@ -657,6 +699,16 @@ struct Stateless {
 }
 
 impl McpClient {
+    /// Ends the session and closes the connection, and waits until it is closed: the
+    /// handlers in flight get the connection's `end_grace`, pending calls fail as closed,
+    /// then the transport closes; over Streamable HTTP (`sansrpc_tokio::mcp_client`) that
+    /// sends the session's `DELETE` and waits for its answer, at most a second. Every
+    /// handle on the connection fails from then on. A child process is shut down with its
+    /// own `shutdown(grace)` (MCP's stdio rules: close stdin, wait, kill).
+    pub async fn close(&self) {
+        self.client.close().await;
+    }
+
     /// The server's answer to `initialize`: its identity, capabilities, instructions and
     /// the revision it chose.
     pub fn initialize_result(&self) -> &InitializeResult {
@@ -703,6 +755,9 @@ impl McpClient {
         mut params: Value,
         progress: Option<(i64, Duration, Duration)>,
     ) -> Result<Box<RawValue>, ClientError> {
+        if self.is_stateless() && methods::REMOVED_IN_2026_07_28.contains(&method) {
+            return Err(ClientError::SessionOnly(method));
+        }
         let send = |params: &Value| match progress {
             Some((token, timeout, cap)) => self.client.call_raw_with_progress(
                 method,
@@ -772,7 +827,8 @@ impl McpClient {
         Err(ClientError::TooManyPages(method))
     }
 
-    /// `ping`.
+    /// `ping`. On the stateless revision it is [`ClientError::SessionOnly`] and nothing is
+    /// sent (2026-07-28 has no `ping`).
     pub async fn ping(&self) -> Result<(), ClientError> {
         self.request::<JsonObject>(methods::PING, &JsonObject::new())
             .await

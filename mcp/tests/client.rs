@@ -13,7 +13,9 @@ use support::run;
 
 use futures::channel::mpsc;
 use futures::StreamExt;
-use sansrpc::RawValue;
+use sansrpc::ext::interceptors::{Interceptor, Interceptors, Outgoing};
+use sansrpc::method::CallError;
+use sansrpc::{ErrorObject, RawValue};
 use sansrpc_futures::AsyncRouter;
 use sansrpc_mcp::client::{ClientBuilder, ClientError, McpClient, MAX_ITEMS, MAX_PAGES};
 use sansrpc_mcp::server::{Context, McpError, Server, ServerBuilder};
@@ -31,7 +33,9 @@ struct Add {
 }
 
 fn server() -> Server {
-    let mut builder = ServerBuilder::new("client-test-server", "0.3.0").page_size(2);
+    let mut builder = ServerBuilder::new("client-test-server", "0.3.0")
+        .page_size(2)
+        .resource_subscriptions();
     for n in 0..5 {
         builder = builder.tool(
             &format!("echo{n}"),
@@ -284,6 +288,23 @@ fn the_server_asks_and_tells_through_the_callbacks() {
     });
 }
 
+/// Counts what a client sends (a client interceptor).
+#[derive(Default, Clone)]
+struct Sent(Arc<std::sync::Mutex<Vec<String>>>);
+
+impl Sent {
+    fn methods(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+impl Interceptor for Sent {
+    fn before(&self, call: &mut Outgoing<'_>) -> Result<(), ErrorObject<'static>> {
+        self.0.lock().unwrap().push(call.method.to_owned());
+        Ok(())
+    }
+}
+
 #[test]
 fn the_typed_client_on_the_stateless_revision() {
     run(async {
@@ -296,7 +317,12 @@ fn the_typed_client_on_the_stateless_revision() {
             })
             .roots(vec![root("file:///r")]);
         let server = server();
-        let client = mcp.discover(open(&server, &mcp).await).await.unwrap();
+        // Every method the client sends, as it goes out.
+        let sent = Sent::default();
+        let conn = open(&server, &mcp)
+            .await
+            .with_interceptors(Interceptors::new().with(sent.clone()));
+        let client = mcp.discover(conn.clone()).await.unwrap();
         assert!(client.is_stateless());
         assert_eq!(client.protocol_version(), "2026-07-28");
         assert_eq!(client.server_info().name, "client-test-server");
@@ -320,9 +346,41 @@ fn the_typed_client_on_the_stateless_revision() {
         );
         assert_eq!(asked["model"], "round-model");
         assert_eq!(asked["roots"], 1);
-        // The methods 2026-07-28 removed are refused.
+        // The methods 2026-07-28 removed are refused by the client: nothing is sent.
+        let before = sent.methods();
+        assert!(before.contains(&"tools/call".to_owned()), "{before:?}");
         let err = client.ping().await.unwrap_err();
-        assert_eq!(err.rpc().map(|e| e.code), Some(-32601), "{err}");
+        assert!(matches!(err, ClientError::SessionOnly("ping")), "{err}");
+        let err = client
+            .set_logging_level(LoggingLevel::Info)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, ClientError::SessionOnly("logging/setLevel")),
+            "{err}"
+        );
+        let err = client.subscribe("memo://a").await.unwrap_err();
+        assert!(
+            matches!(err, ClientError::SessionOnly("resources/subscribe")),
+            "{err}"
+        );
+        assert_eq!(sent.methods(), before, "nothing was sent");
+        // The server refuses them too, when sent anyway (a raw call on the connection).
+        let params = json!({"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }});
+        let err = conn
+            .call_raw(
+                "ping",
+                Some(&RawValue::from_string(params.to_string()).unwrap()),
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, CallError::Rpc(e) if e.code == -32601),
+            "{err}"
+        );
     });
 }
 

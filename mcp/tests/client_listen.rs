@@ -40,6 +40,10 @@ fn server() -> Server {
     let resource: Resource =
         serde_json::from_value(json!({"uri": "test://a", "name": "a"})).unwrap();
     ServerBuilder::new("client-listen-test", "1")
+        .list_changed(ListKind::Tools)
+        .list_changed(ListKind::Resources)
+        .list_changed(ListKind::Prompts)
+        .resource_subscriptions()
         .tool("noop", "Does nothing", |_: Context, ()| async {
             Ok::<_, McpError>(String::new())
         })

@@ -10,8 +10,11 @@ use futures::channel::mpsc;
 use futures::StreamExt;
 use sansrpc::RawValue;
 use sansrpc_futures::{AsyncRouter, CallError, Client};
-use sansrpc_mcp::server::{Context, Json, McpError, Server, ServerBuilder};
-use sansrpc_mcp::types::{CreateMessageRequestParams, LoggingLevel, ResourceTemplate};
+use sansrpc_mcp::server::{Context, Json, ListKind, McpError, Server, ServerBuilder};
+use sansrpc_mcp::types::{
+    CreateMessageRequestParams, GetPromptResult, LoggingLevel, Prompt, Resource, ResourceContents,
+    ResourceTemplate,
+};
 use serde_json::{json, Value};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -30,6 +33,8 @@ struct Sum {
 fn server() -> Server {
     ServerBuilder::new("test-server", "1.2.3")
         .page_size(2)
+        .list_changed(ListKind::Tools)
+        .resource_subscriptions()
         .tool("add", "Adds", |_: Context, Add { a, b }| async move {
             Ok::<_, McpError>(Json(Sum { sum: a + b }))
         })
@@ -463,5 +468,85 @@ fn the_stateless_revision_asks_in_rounds_and_refuses_a_changed_state() {
             (listed["resultType"].as_str(), listed["ttlMs"].as_u64()),
             (Some("complete"), Some(0))
         );
+    });
+}
+
+/// A server with a tool, a resource, a template and a prompt, and nothing declared about
+/// changes.
+fn plain() -> ServerBuilder {
+    ServerBuilder::new("plain", "1")
+        .tool("add", "Adds", |_: Context, Add { a, b }| async move {
+            Ok::<_, McpError>((a + b).to_string())
+        })
+        .resource(Resource::new("memo://a", "a"), |_, uri| async move {
+            Ok(vec![ResourceContents::text(uri, None, "a")])
+        })
+        .resource_template(
+            ResourceTemplate::new("note://{id}", "note"),
+            |_, uri, _| async move { Ok(vec![ResourceContents::text(uri, None, "n")]) },
+        )
+        .prompt(Prompt::new("greet"), |_, _| async move {
+            Ok(GetPromptResult::new(Vec::new()))
+        })
+}
+
+/// The capabilities of `initialize` and of `server/discover` (2026-07-28).
+async fn both_capabilities(server: &Server) -> (Value, Value) {
+    let (client, _) = connect(server).await;
+    let session = initialize(&client, json!({})).await["capabilities"].clone();
+    let discover = call(&client, "server/discover", stateless(json!({}), json!({})))
+        .await
+        .unwrap()["capabilities"]
+        .clone();
+    (session, discover)
+}
+
+#[test]
+fn capabilities_promise_only_what_the_server_declared() {
+    run(async {
+        // Nothing declared: what it has, no listChanged, no subscribe; logging on a
+        // session only (2026-07-28 removed logging/setLevel).
+        let server = plain().build();
+        let (session, discover) = both_capabilities(&server).await;
+        assert_eq!(
+            session,
+            json!({"tools": {}, "resources": {}, "prompts": {}, "logging": {}})
+        );
+        assert_eq!(
+            discover,
+            json!({"tools": {}, "resources": {}, "prompts": {}})
+        );
+        // What it did not declare it does not do: no subscription, no list change sent.
+        let (client, _) = connect(&server).await;
+        initialize(&client, json!({})).await;
+        let refused = call(&client, "resources/subscribe", json!({"uri": "memo://a"})).await;
+        assert_eq!(code(refused.unwrap_err()).0, -32601);
+        assert_eq!(server.list_changed(ListKind::Tools), 0);
+
+        // Declared: the lists that change and the subscriptions, on both revisions.
+        let server = plain()
+            .list_changed(ListKind::Tools)
+            .list_changed(ListKind::Prompts)
+            .resource_subscriptions()
+            .build();
+        let (session, discover) = both_capabilities(&server).await;
+        assert_eq!(
+            session,
+            json!({"tools": {"listChanged": true}, "resources": {"subscribe": true},
+                "prompts": {"listChanged": true}, "logging": {}})
+        );
+        assert_eq!(
+            discover,
+            json!({"tools": {"listChanged": true}, "resources": {"subscribe": true},
+                "prompts": {"listChanged": true}})
+        );
+        // A declaration for a list the server does not have declares nothing.
+        let empty = ServerBuilder::new("empty", "1")
+            .list_changed(ListKind::Tools)
+            .resource_subscriptions()
+            .build();
+        let (session, discover) = both_capabilities(&empty).await;
+        assert_eq!(session, json!({"logging": {}}));
+        assert_eq!(discover, json!({}));
     });
 }

@@ -42,6 +42,7 @@ use alloc::boxed::Box;
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 use alloc::string::String;
 use alloc::vec::Vec;
+use core::net::IpAddr;
 use core::time::Duration;
 
 use crate::codec::http::{write_head, Head, Method};
@@ -86,8 +87,23 @@ pub struct Config {
     pub sessions: bool,
     /// Serve the stateless revision 2026-07-28 (default `true`).
     pub stateless: bool,
-    /// Most sessions at once (default 1024); `initialize` beyond it is 503.
+    /// Most sessions at once (default 1024). An `initialize` that finds the table full
+    /// first evicts the oldest session still in its handshake, else the longest-idle
+    /// session idle at least [`evict_idle_floor`](Config::evict_idle_floor); only when
+    /// there is neither is it 503.
     pub max_sessions: usize,
+    /// How long a new session has to finish its handshake (default 10 s): a session that
+    /// sent neither `notifications/initialized` nor a later request (nor opened its GET
+    /// stream) within it ends, and until it does it is the first evicted when the table is
+    /// full. One client cannot hold the table with `initialize` requests alone.
+    pub handshake_timeout: Duration,
+    /// How long an initialized session must have been idle (no request, no stream open)
+    /// before a new `initialize` may evict it from a full table (default 60 s).
+    pub evict_idle_floor: Duration,
+    /// Most sessions one peer address holds at once (default `None`: no limit; the adapter
+    /// names the peer, [`Server::handle_request_from`]). An `initialize` from a peer at
+    /// its limit evicts that peer's oldest session still in its handshake, else is 429.
+    pub max_sessions_per_peer: Option<usize>,
     /// Most streams of one session open at once, its GET stream included (default 64); a
     /// POST with requests beyond it is 429.
     pub max_streams_per_session: usize,
@@ -134,6 +150,9 @@ impl Default for Config {
             sessions: true,
             stateless: true,
             max_sessions: 1024,
+            handshake_timeout: Duration::from_secs(10),
+            evict_idle_floor: Duration::from_secs(60),
+            max_sessions_per_peer: None,
             max_streams_per_session: 64,
             max_stateless: 1024,
             max_queued_events: 256,
@@ -389,7 +408,8 @@ pub enum Closed {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Event {
-    /// The session ended (idle too long): stop its connection.
+    /// The session ended (idle too long, its handshake not finished in time, or evicted
+    /// from a full table): stop its connection.
     SessionEnded {
         /// The session.
         session: u64,
@@ -407,6 +427,12 @@ struct Session {
     /// Messages for no request, waiting for a GET stream (bounded).
     waiting: VecDeque<Vec<u8>>,
     last_active: Instant,
+    /// When its `initialize` came.
+    created: Instant,
+    /// It finished its handshake (`notifications/initialized`, a later request, or a GET).
+    initialized: bool,
+    /// The peer address that made it, when the adapter named one.
+    peer: Option<IpAddr>,
 }
 
 /// What a timer is for.
@@ -426,6 +452,10 @@ pub struct Server {
     /// Sessions by their `Mcp-Session-Id`, and by key.
     ids: BTreeMap<Vec<u8>, u64>,
     sessions: BTreeMap<u64, Session>,
+    /// The sessions still in their handshake; keys grow, so the first is the oldest.
+    half_open: BTreeSet<u64>,
+    /// Sessions per peer address (only when [`Config::max_sessions_per_peer`] is set).
+    peers: BTreeMap<IpAddr, usize>,
     streams: BTreeMap<u64, Stream>,
     stateless: usize,
     next: u64,
@@ -471,6 +501,8 @@ impl Server {
             config,
             ids: BTreeMap::new(),
             sessions: BTreeMap::new(),
+            half_open: BTreeSet::new(),
+            peers: BTreeMap::new(),
             streams: BTreeMap::new(),
             stateless: 0,
             // Above every stream a durable store kept from before a restart: an old event id
@@ -529,12 +561,28 @@ impl Server {
 
     /// Decides what to do with one HTTP request: its head, its body (empty for GET and
     /// DELETE), what the token validator found, the time, and a source of unguessable
-    /// bytes (for new session ids).
+    /// bytes (for new session ids). The same as
+    /// [`handle_request_from`](Server::handle_request_from) with no peer address named.
     pub fn handle_request(
         &mut self,
         head: &Head,
         body: &[u8],
         auth: Authorized,
+        now: Instant,
+        entropy: &mut dyn FnMut(&mut [u8]),
+    ) -> Verdict {
+        self.handle_request_from(head, body, auth, None, now, entropy)
+    }
+
+    /// [`handle_request`](Server::handle_request) for a request from `peer` (the client's
+    /// address, as the adapter saw the connection), which
+    /// [`Config::max_sessions_per_peer`] counts sessions by.
+    pub fn handle_request_from(
+        &mut self,
+        head: &Head,
+        body: &[u8],
+        auth: Authorized,
+        peer: Option<IpAddr>,
         now: Instant,
         entropy: &mut dyn FnMut(&mut [u8]),
     ) -> Verdict {
@@ -560,7 +608,7 @@ impl Server {
             return Verdict::Respond(refused);
         }
         match head.method {
-            Method::Post => self.post(head, body, now, entropy),
+            Method::Post => self.post(head, body, peer, now, entropy),
             Method::Get if self.config.sessions => self.get(head, now),
             Method::Delete if self.config.sessions => self.delete(head),
             _ => {
@@ -631,6 +679,7 @@ impl Server {
         &mut self,
         head: &Head,
         body: &[u8],
+        peer: Option<IpAddr>,
         now: Instant,
         entropy: &mut dyn FnMut(&mut [u8]),
     ) -> Verdict {
@@ -676,7 +725,7 @@ impl Server {
             }
         }
         match session_header {
-            None if shape.initialize => self.initialize(now, entropy),
+            None if shape.initialize => self.initialize(peer, now, entropy),
             None => {
                 let why = "Bad Request: Mcp-Session-Id header is required";
                 Verdict::Respond(Response::json(400, error_body(None, -32000, why, None)))
@@ -688,6 +737,10 @@ impl Server {
                 };
                 let session = self.sessions.get_mut(&key).expect("indexed");
                 session.last_active = now;
+                if shape.requests > 0 || shape.initialized {
+                    let idle = now + self.config.session_idle;
+                    established(session, &mut self.half_open, &mut self.timers, key, idle);
+                }
                 if shape.requests == 0 {
                     return Verdict::Deliver {
                         session: key,
@@ -731,10 +784,14 @@ impl Server {
         Ok(shape)
     }
 
-    fn initialize(&mut self, now: Instant, entropy: &mut dyn FnMut(&mut [u8])) -> Verdict {
-        if self.sessions.len() >= self.config.max_sessions {
-            let why = "Service Unavailable: too many sessions";
-            return Verdict::Respond(Response::json(503, error_body(None, -32000, why, None)));
+    fn initialize(
+        &mut self,
+        peer: Option<IpAddr>,
+        now: Instant,
+        entropy: &mut dyn FnMut(&mut [u8]),
+    ) -> Verdict {
+        if let Some(refused) = self.make_room(peer, now) {
+            return Verdict::Respond(refused);
         }
         let mut id = Vec::with_capacity(32);
         for _ in 0..8 {
@@ -763,10 +820,17 @@ impl Server {
                 get: None,
                 waiting: VecDeque::new(),
                 last_active: now,
+                created: now,
+                initialized: false,
+                peer: peer.filter(|_| self.config.max_sessions_per_peer.is_some()),
             },
         );
+        self.half_open.insert(key);
+        if let Some(peer) = self.sessions[&key].peer {
+            *self.peers.entry(peer).or_default() += 1;
+        }
         self.timers
-            .set(Timer::Session(key), Some(now + self.config.session_idle));
+            .set(Timer::Session(key), Some(now + self.handshake()));
         let stream = self.open_stream(Kind::Post, key, 1, true, now);
         if let Some(s) = self.streams.get_mut(&stream) {
             s.announce = true;
@@ -776,6 +840,73 @@ impl Server {
             stream,
             new_session: true,
         }
+    }
+
+    /// The time a new session has to finish its handshake (never more than an idle one).
+    fn handshake(&self) -> Duration {
+        self.config.handshake_timeout.min(self.config.session_idle)
+    }
+
+    /// Makes room for a new session from `peer`: within the peer's limit by evicting its
+    /// oldest session in its handshake, within the table by evicting the oldest session in
+    /// its handshake or else the longest-idle one past the floor. The refusal when there
+    /// is no room.
+    fn make_room(&mut self, peer: Option<IpAddr>, now: Instant) -> Option<Response> {
+        if let (Some(limit), Some(peer)) = (self.config.max_sessions_per_peer, peer) {
+            if self.peers.get(&peer).copied().unwrap_or(0) >= limit {
+                let own = self.half_open.iter().copied().find(|&k| {
+                    self.sessions.get(&k).is_some_and(|s| s.peer == Some(peer)) && !self.busy(k)
+                });
+                match own {
+                    Some(key) => self.evict(key),
+                    None => {
+                        let why = "Too Many Requests: too many sessions from this address";
+                        return Some(Response::json(429, error_body(None, -32000, why, None)));
+                    }
+                }
+            }
+        }
+        if self.sessions.len() < self.config.max_sessions {
+            return None;
+        }
+        // Not one whose `initialize` is still being answered.
+        if let Some(key) = self.half_open.iter().copied().find(|&k| !self.busy(k)) {
+            self.evict(key);
+            return None;
+        }
+        let floor = self.config.evict_idle_floor;
+        let idlest = self
+            .sessions
+            .iter()
+            .filter(|&(&key, s)| s.last_active + floor <= now && !self.busy(key))
+            .min_by_key(|(_, s)| s.last_active)
+            .map(|(&key, _)| key);
+        match idlest {
+            Some(key) => {
+                self.evict(key);
+                None
+            }
+            None => {
+                let why = "Service Unavailable: too many sessions";
+                Some(Response::json(503, error_body(None, -32000, why, None)))
+            }
+        }
+    }
+
+    /// True while session `key` has a response open (a request being answered, its GET
+    /// stream).
+    fn busy(&self, key: u64) -> bool {
+        self.sessions.get(&key).is_some_and(|s| {
+            s.streams
+                .iter()
+                .any(|id| self.streams.get(id).is_some_and(|st| st.attached))
+        })
+    }
+
+    /// Ends session `key` to make room; the adapter hears of it ([`Event::SessionEnded`]).
+    fn evict(&mut self, key: u64) {
+        self.end_session(key);
+        self.events.push_back(Event::SessionEnded { session: key });
     }
 
     fn post_stateless(&mut self, head: &Head, body: &[u8], shape: Shape, now: Instant) -> Verdict {
@@ -829,6 +960,8 @@ impl Server {
         }
         let session = self.sessions.get_mut(&key).expect("indexed");
         session.last_active = now;
+        let idle = now + self.config.session_idle;
+        established(session, &mut self.half_open, &mut self.timers, key, idle);
         if let Some((stream, seq)) = resumed {
             if self.streams.get(&stream).is_some_and(|s| s.session == key) {
                 return self.resume(stream, seq, now);
@@ -920,6 +1053,15 @@ impl Server {
             return;
         };
         self.ids.remove(&session.id);
+        self.half_open.remove(&key);
+        if let Some(peer) = session.peer {
+            if let Some(n) = self.peers.get_mut(&peer) {
+                *n -= 1;
+                if *n == 0 {
+                    self.peers.remove(&peer);
+                }
+            }
+        }
         self.timers.set(Timer::Session(key), None);
         for stream in session.streams {
             self.store.remove(stream);
@@ -1241,11 +1383,17 @@ impl Server {
                     let Some(session) = self.sessions.get(&key) else {
                         continue;
                     };
-                    let open = session
-                        .streams
-                        .iter()
-                        .any(|s| self.streams.get(s).is_some_and(|s| s.attached));
-                    let due = session.last_active + self.config.session_idle;
+                    // A session in its handshake has until its deadline, whatever it has
+                    // open; an initialized one lives while a stream is open or it is busy.
+                    let (open, due) = if session.initialized {
+                        let open = session
+                            .streams
+                            .iter()
+                            .any(|s| self.streams.get(s).is_some_and(|s| s.attached));
+                        (open, session.last_active + self.config.session_idle)
+                    } else {
+                        (false, session.created + self.handshake())
+                    };
                     if open || due > now {
                         let at = if open {
                             now + self.config.session_idle
@@ -1293,18 +1441,41 @@ impl Server {
     }
 }
 
+/// Session `key` (`session`) finished its handshake: it lives until `idle` (or later, while
+/// it is busy), not its handshake deadline.
+fn established(
+    session: &mut Session,
+    half_open: &mut BTreeSet<u64>,
+    timers: &mut Timers<Timer>,
+    key: u64,
+    idle: Instant,
+) {
+    if half_open.remove(&key) {
+        session.initialized = true;
+        timers.set(Timer::Session(key), Some(idle));
+    }
+}
+
 /// What a POST body holds.
 #[derive(Debug, Default)]
 struct Shape {
     requests: usize,
     initialize: bool,
+    /// It holds `notifications/initialized`.
+    initialized: bool,
 }
 
 fn note(entry: &Incoming<'_>, shape: &mut Shape, ids: &mut Vec<Id<'static>>) {
-    if let Incoming::Request(r) = entry {
-        ids.push(r.id.to_owned_id());
-        shape.requests += 1;
-        shape.initialize = r.method == "initialize";
+    match entry {
+        Incoming::Request(r) => {
+            ids.push(r.id.to_owned_id());
+            shape.requests += 1;
+            shape.initialize = r.method == "initialize";
+        }
+        Incoming::Notification(n) if n.method == "notifications/initialized" => {
+            shape.initialized = true;
+        }
+        _ => {}
     }
 }
 

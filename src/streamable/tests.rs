@@ -93,6 +93,26 @@ fn session(server: &mut Server, now: Instant) -> (u64, String) {
     (session, id)
 }
 
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+/// Finishes session `id`'s handshake with `notifications/initialized`.
+fn initialized(server: &mut Server, id: &str, now: Instant) {
+    let verdict = post(server, &[("mcp-session-id", id)], INITIALIZED, now);
+    assert!(
+        matches!(&verdict, Verdict::Deliver { response, .. } if response.status == 202),
+        "{verdict:?}"
+    );
+}
+
+/// The sessions the machine told the adapter to stop.
+fn ended(server: &mut Server) -> Vec<u64> {
+    let mut ended = Vec::new();
+    while let Some(Event::SessionEnded { session }) = server.poll_event() {
+        ended.push(session);
+    }
+    ended
+}
+
 #[test]
 fn a_session_answers_json_then_sse_when_progress_comes_first() {
     let mut server = Server::new(Config::default());
@@ -476,7 +496,10 @@ fn bounds_sessions_streams_and_unread_responses() {
     });
     let now = Instant::ZERO;
     let (key, id) = session(&mut server, now);
-    session(&mut server, now);
+    initialized(&mut server, &id, now);
+    let (_, other) = session(&mut server, now);
+    initialized(&mut server, &other, now);
+    // Both initialized and busy: nothing to evict.
     let Verdict::Respond(r) = post(&mut server, &[], INITIALIZE, now) else {
         panic!()
     };
@@ -912,4 +935,191 @@ fn a_finished_stream_leaves_nothing_in_the_store() {
     assert_eq!((bytes, owners), (0, 0));
     assert!(!kept.with(|(m, _)| m.replay(2, 0, &mut |_, _| {})));
     assert_eq!(server.streams(), 0);
+}
+
+#[test]
+fn a_half_open_session_ends_at_its_handshake_deadline_an_initialized_one_lives_on() {
+    let mut server = Server::new(Config::default());
+    let t0 = Instant::ZERO;
+    let (half, _) = session(&mut server, t0);
+    let (by_note, note_id) = session(&mut server, t0);
+    let (by_call, call_id) = session(&mut server, t0);
+    let (by_get, get_id) = session(&mut server, t0);
+    let later = t0 + Duration::from_secs(9);
+    initialized(&mut server, &note_id, later);
+    // A request (no notification first) finishes the handshake too, and so does a GET.
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let Verdict::Open { stream, .. } =
+        post(&mut server, &[("mcp-session-id", &call_id)], call, later)
+    else {
+        panic!()
+    };
+    let answer = r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}"#;
+    server.handle_outgoing(by_call, answer.as_bytes(), stream, later);
+    assert_eq!(drain(&mut server, stream).1, Step::End);
+    let (head, _) = request(
+        "GET",
+        &[("mcp-session-id", &get_id), ("accept", "text/event-stream")],
+        "",
+    );
+    let verdict = server.handle_request(&head, &[], Authorized::NotRequired, later, &mut entropy);
+    let Verdict::Listen { stream: get } = verdict else {
+        panic!("{verdict:?}")
+    };
+    assert_eq!(
+        server.handle_stream_closed(get, later),
+        Closed::Detached,
+        "the GET stream goes; the session stays"
+    );
+    // The deadline: 10 s after `initialize`.
+    let deadline = server.poll_timeout().expect("a deadline");
+    assert_eq!(deadline, t0 + Duration::from_secs(10));
+    server.handle_timeout(t0 + Duration::from_millis(9_999));
+    assert_eq!(server.sessions(), 4);
+    server.handle_timeout(deadline);
+    assert_eq!(
+        ended(&mut server),
+        [half],
+        "only the half-open session ends"
+    );
+    assert_eq!(server.sessions(), 3);
+    // The others live until the idle timeout (10 min after their last request).
+    server.handle_timeout(later + Duration::from_secs(599));
+    assert_eq!(server.sessions(), 3);
+    server.handle_timeout(later + Duration::from_secs(600));
+    let mut gone = ended(&mut server);
+    gone.sort_unstable();
+    assert_eq!(gone, [by_note, by_call, by_get]);
+}
+
+#[test]
+fn a_full_table_evicts_the_oldest_half_open_session_then_the_idlest_past_the_floor() {
+    let mut server = Server::new(Config {
+        max_sessions: 3,
+        ..Config::default()
+    });
+    let t0 = Instant::ZERO;
+    let (a, a_id) = session(&mut server, t0);
+    initialized(&mut server, &a_id, t0);
+    let (b, b_id) = session(&mut server, t0 + Duration::from_secs(1));
+    let (c, _) = session(&mut server, t0 + Duration::from_secs(2));
+    assert!(ended(&mut server).is_empty());
+    // Full: the new session takes the place of the oldest half-open one (b). Not while its
+    // `initialize` is still being answered: then nothing can go (a is initialized and busy
+    // within the floor).
+    let late = Config {
+        max_sessions: 2,
+        ..Config::default()
+    };
+    let mut other = Server::new(late);
+    let (_, x_id) = session(&mut other, t0);
+    initialized(&mut other, &x_id, t0);
+    let Verdict::Open {
+        stream: answering, ..
+    } = post(&mut other, &[], INITIALIZE, t0)
+    else {
+        panic!()
+    };
+    let Verdict::Respond(r) = post(&mut other, &[], INITIALIZE, t0) else {
+        panic!("the session being initialized stays")
+    };
+    assert_eq!(r.status, 503);
+    assert_eq!(
+        drain(&mut other, answering).1,
+        Step::Wait,
+        "still answering"
+    );
+    let (d, d_id) = session(&mut server, t0 + Duration::from_secs(3));
+    assert_eq!(ended(&mut server), [b]);
+    assert_eq!(server.sessions(), 3);
+    let Verdict::Respond(r) = post(&mut server, &[("mcp-session-id", &b_id)], INITIALIZED, t0)
+    else {
+        panic!()
+    };
+    assert_eq!(r.status, 404, "the evicted session is gone");
+    // Then c (the only half-open one left).
+    initialized(&mut server, &d_id, t0 + Duration::from_secs(3));
+    let (e, e_id) = session(&mut server, t0 + Duration::from_secs(4));
+    assert_eq!(ended(&mut server), [c]);
+    initialized(&mut server, &e_id, t0 + Duration::from_secs(4));
+    // All three initialized and active within the floor (60 s): 503.
+    let Verdict::Respond(r) = post(&mut server, &[], INITIALIZE, t0 + Duration::from_secs(30))
+    else {
+        panic!()
+    };
+    assert_eq!(r.status, 503);
+    assert!(String::from_utf8_lossy(&r.body).contains("too many sessions"));
+    // Past the floor, the longest idle (a, last active at 0 s) gives way.
+    let _ = session(&mut server, t0 + Duration::from_secs(61));
+    assert_eq!(ended(&mut server), [a]);
+    let mut left: Vec<u64> = server.sessions.keys().copied().collect();
+    left.sort_unstable();
+    assert_eq!(&left[..2], [d, e]);
+}
+
+#[test]
+fn a_peer_at_its_session_limit_displaces_its_own_half_open_sessions_only() {
+    let mut server = Server::new(Config {
+        max_sessions_per_peer: Some(2),
+        ..Config::default()
+    });
+    let t0 = Instant::ZERO;
+    let one = IpAddr::from([10, 0, 0, 1]);
+    let two = IpAddr::from([10, 0, 0, 2]);
+    let (head, body) = request("POST", &[ACCEPT], INITIALIZE);
+    let init = |server: &mut Server, peer: IpAddr| {
+        let verdict = server.handle_request_from(
+            &head,
+            &body,
+            Authorized::NotRequired,
+            Some(peer),
+            t0,
+            &mut entropy,
+        );
+        match verdict {
+            Verdict::Open {
+                session, stream, ..
+            } => {
+                let result = r#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+                server.handle_outgoing(session, result.as_bytes(), stream, t0);
+                let (text, _) = drain(server, stream);
+                let id = text
+                    .lines()
+                    .find_map(|l| l.strip_prefix("mcp-session-id: "))
+                    .unwrap()
+                    .to_owned();
+                Ok((session, id))
+            }
+            Verdict::Respond(r) => Err(r.status),
+            other => panic!("{other:?}"),
+        }
+    };
+    let (first, _) = init(&mut server, one).unwrap();
+    let _ = init(&mut server, one).unwrap();
+    // At its limit: its oldest half-open session goes.
+    let _ = init(&mut server, one).unwrap();
+    assert_eq!(ended(&mut server), [first]);
+    // Another peer is not counted with it.
+    let (other, other_id) = init(&mut server, two).unwrap();
+    initialized(&mut server, &other_id, t0);
+    assert!(ended(&mut server).is_empty());
+    // Once its sessions are initialized, a peer at its limit is refused (429).
+    let ids: Vec<String> = server
+        .sessions
+        .values()
+        .filter(|s| s.peer == Some(one))
+        .map(|s| String::from_utf8(s.id.clone()).unwrap())
+        .collect();
+    assert_eq!(ids.len(), 2);
+    for id in &ids {
+        initialized(&mut server, id, t0);
+    }
+    assert_eq!(init(&mut server, one), Err(429));
+    assert!(ended(&mut server).is_empty());
+    assert!(server.sessions.contains_key(&other));
+    // Ending a session frees a place.
+    let (head, _) = request("DELETE", &[("mcp-session-id", &ids[0])], "");
+    let verdict = server.handle_request(&head, &[], Authorized::NotRequired, t0, &mut entropy);
+    assert!(matches!(verdict, Verdict::Ended { .. }));
+    assert!(init(&mut server, one).is_ok());
 }

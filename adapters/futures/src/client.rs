@@ -395,6 +395,14 @@ impl CancelOnDrop {
     }
 }
 
+/// A client is its own handle: what takes `impl AsRef<Client>` (`sansrpc_mcp`'s
+/// `initialize`) takes a `Client`, a `&Client`, or a connection that lends one.
+impl AsRef<Client> for Client {
+    fn as_ref(&self) -> &Client {
+        self
+    }
+}
+
 /// Client interceptors ([`sansrpc::ext::interceptors`]).
 impl Client {
     /// A handle on the same connection whose calls, notifications and batches go through

@@ -42,6 +42,14 @@ pub fn spawn_child(builder: Builder, command: &mut Command) -> io::Result<ChildP
     })
 }
 
+/// Lends the child's [`client`](ChildProcess::client), as every connection of this crate
+/// does ([`Spawned`](crate::Spawned)).
+impl AsRef<crate::Client> for ChildProcess {
+    fn as_ref(&self) -> &crate::Client {
+        &self.client
+    }
+}
+
 impl ChildProcess {
     /// The child's process id, while it runs.
     pub fn id(&self) -> Option<u32> {

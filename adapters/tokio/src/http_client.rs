@@ -79,44 +79,11 @@ fn open(
     builder: Builder,
     #[cfg(feature = "tls")] tls: Option<Arc<crate::tls::rustls::ClientConfig>>,
 ) -> io::Result<Spawned> {
-    let invalid = |e: &str| io::Error::new(io::ErrorKind::InvalidInput, format!("{url}: {e}"));
-    let uri: Uri = url.parse().map_err(|_| invalid("not a URL"))?;
-    let secure = match uri.scheme_str() {
-        Some("http") => false,
-        Some("https") => true,
-        _ => return Err(invalid("not an http:// or https:// URL")),
-    };
-    let authority = uri.authority().ok_or_else(|| invalid("no host"))?;
-    let host = authority.host().to_owned();
-    let port = authority
-        .port_u16()
-        .unwrap_or(if secure { 443 } else { 80 });
-    let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_owned();
-    #[cfg(feature = "tls")]
-    let tls = match secure {
-        true => {
-            use tokio_rustls::rustls::pki_types::ServerName;
-            let name = host
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .to_owned();
-            let name = ServerName::try_from(name).map_err(|_| invalid("not a TLS name"))?;
-            let config = tls.unwrap_or_else(crate::tls::client_config);
-            Some((tokio_rustls::TlsConnector::from(config), name))
-        }
-        false => None,
-    };
-    #[cfg(not(feature = "tls"))]
-    if secure {
-        return Err(invalid("https:// needs the `tls` feature"));
-    }
-    let target = Arc::new(Target {
-        addr: format!("{host}:{port}"),
-        host: authority.as_str().to_owned(),
-        path,
+    let target = Arc::new(Target::of(
+        url,
         #[cfg(feature = "tls")]
         tls,
-    });
+    )?);
     // A cancellation could reach no exchange: HTTP/1.1 answers one request at a time per
     // connection, and a server's connection machine knows only its own connection's ids.
     // A call given up on (dropped, or past its deadline) is forgotten here instead.
@@ -132,8 +99,56 @@ fn open(
     Ok(crate::spawn(builder, transport))
 }
 
+impl Target {
+    /// Where the POSTs to `url` go (`http://`, or `https://` trusting `tls`, by default the
+    /// Mozilla roots); the MCP client's connections are made the same way.
+    pub(crate) fn of(
+        url: &str,
+        #[cfg(feature = "tls")] tls: Option<Arc<crate::tls::rustls::ClientConfig>>,
+    ) -> io::Result<Target> {
+        let invalid = |e: &str| io::Error::new(io::ErrorKind::InvalidInput, format!("{url}: {e}"));
+        let uri: Uri = url.parse().map_err(|_| invalid("not a URL"))?;
+        let secure = match uri.scheme_str() {
+            Some("http") => false,
+            Some("https") => true,
+            _ => return Err(invalid("not an http:// or https:// URL")),
+        };
+        let authority = uri.authority().ok_or_else(|| invalid("no host"))?;
+        let host = authority.host().to_owned();
+        let port = authority
+            .port_u16()
+            .unwrap_or(if secure { 443 } else { 80 });
+        let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_owned();
+        #[cfg(feature = "tls")]
+        let tls = match secure {
+            true => {
+                use tokio_rustls::rustls::pki_types::ServerName;
+                let name = host
+                    .trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .to_owned();
+                let name = ServerName::try_from(name).map_err(|_| invalid("not a TLS name"))?;
+                let config = tls.unwrap_or_else(crate::tls::client_config);
+                Some((tokio_rustls::TlsConnector::from(config), name))
+            }
+            false => None,
+        };
+        #[cfg(not(feature = "tls"))]
+        if secure {
+            return Err(invalid("https:// needs the `tls` feature"));
+        }
+        Ok(Target {
+            addr: format!("{host}:{port}"),
+            host: authority.as_str().to_owned(),
+            path,
+            #[cfg(feature = "tls")]
+            tls,
+        })
+    }
+}
+
 /// Where the POSTs go.
-struct Target {
+pub(crate) struct Target {
     /// `host:port`, to connect to.
     addr: String,
     /// The `Host` header.
@@ -149,7 +164,7 @@ struct Target {
 
 impl Target {
     /// A new TCP connection (and TLS over it, for `https://`).
-    fn connect(self: &Arc<Self>) -> BoxFuture<io::Result<Stream>> {
+    pub(crate) fn connect(self: &Arc<Self>) -> BoxFuture<io::Result<Stream>> {
         let target = Arc::clone(self);
         async move {
             let tcp = TcpStream::connect(&target.addr).await?;
@@ -166,7 +181,7 @@ impl Target {
 }
 
 /// One TCP connection, plain or TLS.
-enum Stream {
+pub(crate) enum Stream {
     Plain(TcpStream),
     #[cfg(feature = "tls")]
     Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
@@ -194,6 +209,38 @@ impl Stream {
             Stream::Plain(s) => Pin::new(s).poll_flush(cx),
             #[cfg(feature = "tls")]
             Stream::Tls(s) => Pin::new(s).poll_flush(cx),
+        }
+    }
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Stream::poll_read(self.get_mut(), cx, buf)
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Stream::poll_write(self.get_mut(), cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Stream::poll_flush(self.get_mut(), cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            #[cfg(feature = "tls")]
+            Stream::Tls(s) => Pin::new(s).poll_shutdown(cx),
         }
     }
 }

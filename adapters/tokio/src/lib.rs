@@ -57,7 +57,7 @@ mod child;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "http")]
-mod http_client;
+pub(crate) mod http_client;
 pub mod mcp;
 #[cfg(feature = "http")]
 pub mod mcp_client;
@@ -316,6 +316,14 @@ pub struct Spawned {
     pub shutdown: ShutdownHandle,
     /// The driver's task: completes when the connection ends.
     pub driver: JoinHandle<io::Result<()>>,
+}
+
+/// Lends the connection's [`client`](Spawned::client): `sansrpc_mcp`'s
+/// `ClientBuilder::initialize(&conn)` takes it from any connection of this crate.
+impl AsRef<Client> for Spawned {
+    fn as_ref(&self) -> &Client {
+        &self.client
+    }
 }
 
 /// Connects over `transport` and spawns the driver on the current tokio runtime.

@@ -165,11 +165,13 @@ pub async fn serve_with(
     let handshake = Handshake::new(&serve, times);
     let (state, timers) = serving(builder, config, validator, event_store);
     let accept = || async { listener.accept().await.map(crate::no_delay) };
-    let connection = |stream| {
+    let connection = |stream: tokio::net::TcpStream| {
         let (state, handshake) = (state.clone(), handshake.clone());
+        // The machine counts sessions per peer address (`max_sessions_per_peer`).
+        let peer = stream.peer_addr().ok().map(|a| a.ip());
         async move {
             if let Ok(stream) = handshake.run(stream).await {
-                serve_socket(stream, state, times).await;
+                serve_socket(stream, state, times, peer).await;
             }
         }
     };
@@ -467,6 +469,7 @@ async fn serve_socket<S: AsyncRead + AsyncWrite + Unpin>(
     mut socket: S,
     state: State,
     times: Times,
+    peer: Option<std::net::IpAddr>,
 ) {
     let mut requests = Requests::new(RequestDecoder::keeping_fields(MAX_BODY));
     loop {
@@ -474,7 +477,7 @@ async fn serve_socket<S: AsyncRead + AsyncWrite + Unpin>(
             return;
         };
         let keep_alive = head.keep_alive;
-        if !answer(&mut socket, &state, head, body, &mut requests).await || !keep_alive {
+        if !answer(&mut socket, &state, head, body, &mut requests, peer).await || !keep_alive {
             let _ = socket.shutdown().await;
             return;
         }
@@ -543,8 +546,9 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
     head: Head,
     body: Vec<u8>,
     reader: &mut Requests,
+    peer: Option<std::net::IpAddr>,
 ) -> bool {
-    match dispatch(state, head, body, streamable::Extensions::default()).await {
+    match dispatch(state, head, body, streamable::Extensions::default(), peer).await {
         Dispatched::Whole(response) => write_response(socket, &response).await,
         Dispatched::Stream(writer, after) => {
             let keep = write_stream(socket, state, writer, reader).await;
@@ -569,20 +573,23 @@ pub(crate) enum Dispatched {
 /// Hands one request to the machine and does what its verdict says (a session started,
 /// the body handed to a session's connection or to a stateless request's own, the HTTP
 /// request recorded for the calls' handlers, with `extensions`, a session stopped); what
-/// is left to write.
+/// is left to write. `peer` is the client's address where it is known (the machine counts
+/// sessions per address, `max_sessions_per_peer`).
 pub(crate) async fn dispatch(
     state: &State,
     mut head: Head,
     body: Vec<u8>,
     extensions: streamable::Extensions,
+    peer: Option<std::net::IpAddr>,
 ) -> Dispatched {
     let (verdict, writer, principal, ids) = {
         let mut shared = state.lock();
         let now = shared.now();
         let (authorized, principal) = authorize(shared.validator.as_ref(), &head);
-        let verdict = shared
-            .server
-            .handle_request(&head, &body, authorized, now, &mut entropy);
+        let verdict =
+            shared
+                .server
+                .handle_request_from(&head, &body, authorized, peer, now, &mut entropy);
         // A response that writes a stream becomes its writer before anyone is woken: a
         // stream resumed while another response still writes it (a client that reconnects
         // before this side saw it go) is this response's from its first byte (its head).

@@ -7,6 +7,11 @@
 //! (sampling, elicitation, roots) reach your [`Builder`]'s router, and their answers are
 //! POSTed back.
 //!
+//! `https://` URLs are served over rustls (feature `tls`): [`connect`] trusts the Mozilla
+//! root certificates, [`connect_tls`] the roots of a config you give (a private CA, a
+//! self-signed certificate, or the system's store). The connections are made the way the
+//! JSON-RPC HTTP client makes its own (`http::connect`), TCP then TLS.
+//!
 //! On the stateless revision (2026-07-28) the `_meta` of each request gives its
 //! `MCP-Protocol-Version`, and every POST carries `Mcp-Method` (and `Mcp-Name` where the
 //! request names something). A `tools/call` also carries the `Mcp-Param-*` headers of the
@@ -41,20 +46,47 @@ use http_body_util::{BodyExt, Empty, Full};
 use hyper::body::Bytes;
 use hyper::header::{ACCEPT, CONTENT_TYPE};
 use hyper::{Method, Request, Uri};
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
+use hyper_util::client::legacy::connect::{Connected, Connection as Connect};
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use sansrpc::codec::sse;
 use sansrpc::streamable::encode_header_value;
 use sansrpc::Connection;
 use sansrpc::Instant;
 use tokio::sync::mpsc;
 
-use crate::{Builder, Received, Transport};
+use crate::http_client::{Stream, Target};
+use crate::{BoxFuture, Builder, Received, Transport};
 
 type Http = hyper_util::client::legacy::Client<
-    HttpConnector,
+    Dial,
     http_body_util::combinators::BoxBody<Bytes, hyper::Error>,
 >;
+
+/// Makes the HTTP client's connections: TCP to the endpoint's host, and TLS over it for
+/// `https://`, as the JSON-RPC HTTP client makes its own ([`Target`]).
+#[derive(Clone)]
+struct Dial(Arc<Target>);
+
+impl tower_service::Service<Uri> for Dial {
+    type Response = TokioIo<Stream>;
+    type Error = io::Error;
+    type Future = BoxFuture<io::Result<TokioIo<Stream>>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _: Uri) -> Self::Future {
+        let connecting = self.0.connect();
+        Box::pin(async move { connecting.await.map(TokioIo::new) })
+    }
+}
+
+impl Connect for Stream {
+    fn connected(&self) -> Connected {
+        Connected::new()
+    }
+}
 
 /// Messages received and not yet taken by the connection.
 const INCOMING: usize = 256;
@@ -97,6 +129,9 @@ impl Shared {
         self.stateless.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
+
+/// The longest closing waits for the answer to the session's `DELETE`.
+const CLOSE_WAIT: Duration = Duration::from_secs(1);
 
 /// The longest the POSTs wait for the session's GET stream to open, in all.
 const LISTEN_WAIT: Duration = Duration::from_secs(10);
@@ -185,11 +220,23 @@ fn sent(frame: &[u8]) -> Frame {
     }
 }
 
-/// Connects to the Streamable HTTP MCP endpoint at `url` (`http://`) and spawns the
-/// connection's driver on the current tokio runtime. Nothing is sent until you call
-/// `initialize`.
+/// Connects to the Streamable HTTP MCP endpoint at `url` (`http://`, or `https://` with
+/// the `tls` feature, trusting the Mozilla root certificates) and spawns the connection's
+/// driver on the current tokio runtime. Nothing is sent until you call `initialize`.
 pub fn connect(url: &str, builder: Builder) -> io::Result<crate::Spawned> {
-    open(url, builder, None)
+    open(url, builder, None, None)
+}
+
+/// [`connect`] to an `https://` URL trusting what `tls` trusts: a private CA or a
+/// self-signed certificate ([`tls::client_config_with_roots`](crate::tls::client_config_with_roots)),
+/// or the system's certificate store ([`tls::client_config_with_native_roots`](crate::tls::client_config_with_native_roots)).
+#[cfg(feature = "tls")]
+pub fn connect_tls(
+    url: &str,
+    builder: Builder,
+    tls: Arc<crate::tls::rustls::ClientConfig>,
+) -> io::Result<crate::Spawned> {
+    open(url, builder, None, Some(tls))
 }
 
 /// [`connect`], and each `tools/call` POST also carries the headers `headers` gives for its
@@ -225,24 +272,47 @@ pub fn connect_with_headers<F>(
 where
     F: Fn(&[u8]) -> Vec<(String, String)> + Send + Sync + 'static,
 {
-    open(url, builder, Some(Arc::new(headers)))
+    open(url, builder, Some(Arc::new(headers)), None)
 }
+
+/// [`connect_with_headers`] to an `https://` URL trusting what `tls` trusts (see
+/// [`connect_tls`]).
+#[cfg(feature = "tls")]
+pub fn connect_tls_with_headers<F>(
+    url: &str,
+    builder: Builder,
+    tls: Arc<crate::tls::rustls::ClientConfig>,
+    headers: F,
+) -> io::Result<crate::Spawned>
+where
+    F: Fn(&[u8]) -> Vec<(String, String)> + Send + Sync + 'static,
+{
+    open(url, builder, Some(Arc::new(headers)), Some(tls))
+}
+
+#[cfg(feature = "tls")]
+type Tls = Option<Arc<crate::tls::rustls::ClientConfig>>;
+#[cfg(not(feature = "tls"))]
+type Tls = Option<std::convert::Infallible>;
 
 fn open(
     url: &str,
     builder: Builder,
     extra: Option<Arc<ExtraHeaders>>,
+    tls: Tls,
 ) -> io::Result<crate::Spawned> {
+    #[cfg(not(feature = "tls"))]
+    let _ = tls;
     let uri: Uri = url
         .parse()
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    if uri.scheme_str() != Some("http") {
-        let e = "only http:// URLs (put TLS in front with a proxy)";
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, e));
-    }
-    let mut connector = HttpConnector::new();
-    connector.set_nodelay(true);
-    let http = hyper_util::client::legacy::Client::builder(TokioExecutor::new()).build(connector);
+    let target = Target::of(
+        url,
+        #[cfg(feature = "tls")]
+        tls,
+    )?;
+    let http = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+        .build(Dial(Arc::new(target)));
     let (incoming, rx) = mpsc::channel(INCOMING);
     let transport = Messages {
         shared: Shared {
@@ -257,7 +327,7 @@ fn open(
         rx,
         held: None,
         buf: Vec::new(),
-        closing: false,
+        closing: None,
     };
     Ok(crate::spawn(builder, transport))
 }
@@ -268,7 +338,8 @@ struct Messages {
     rx: mpsc::Receiver<Vec<u8>>,
     held: Option<Vec<u8>>,
     buf: Vec<u8>,
-    closing: bool,
+    /// The session's `DELETE`, once the connection closes.
+    closing: Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>>,
 }
 
 impl Transport for Messages {
@@ -361,14 +432,25 @@ impl Transport for Messages {
         Poll::Ready(Ok(()))
     }
 
-    fn poll_close(&mut self, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        if !std::mem::replace(&mut self.closing, true) {
+    /// Ends the session with `DELETE` (when there is one) and waits for the answer, at
+    /// most [`CLOSE_WAIT`].
+    fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let closing = self.closing.get_or_insert_with(|| {
             let shared = self.shared.clone();
-            tokio::spawn(async move {
-                let _ = send(&shared, Method::DELETE, None, None, None).await;
-            });
-        }
-        Poll::Ready(Ok(()))
+            let session = shared
+                .session
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .id
+                .is_some();
+            Box::pin(async move {
+                if session {
+                    let delete = send(&shared, Method::DELETE, None, None, None);
+                    let _ = tokio::time::timeout(CLOSE_WAIT, delete).await;
+                }
+            })
+        });
+        closing.as_mut().poll(cx).map(Ok)
     }
 }
 

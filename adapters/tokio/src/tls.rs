@@ -1,10 +1,12 @@
 //! TLS with rustls (feature `tls`, on by default): `wss://` and `https://` for the clients,
 //! and a TLS acceptor for the WebSocket, HTTP and MCP servers.
 //!
-//! - Clients: `ws::connect` and `http::connect` take `wss://` and `https://` URLs and trust
+//! - Clients: `ws::connect`, `http::connect` and `mcp_client::connect` take `wss://` and
+//!   `https://` URLs and trust
 //!   the Mozilla root certificates (webpki-roots). For a private CA or a self-signed
 //!   certificate, build a config with [`client_config_with_roots`] and use
-//!   `ws::connect_tls` or `http::connect_tls`.
+//!   `ws::connect_tls`, `http::connect_tls` or `mcp_client::connect_tls`; for the system's
+//!   own store, [`client_config_with_native_roots`].
 //! - Servers: set [`ServeOptions::tls`](crate::ServeOptions::tls) to a config from
 //!   [`server_config`]; every accepted connection does the TLS handshake first, within the
 //!   same time limit as the WebSocket handshake or an HTTP request head (the MCP server:
@@ -33,6 +35,24 @@ pub fn client_config() -> Arc<ClientConfig> {
             .with_root_certificates(roots)
             .with_no_client_auth(),
     )
+}
+
+/// A client config that trusts the certificates of the system's store (what the platform
+/// trusts: `/etc/ssl/certs` and the like, the macOS keychain, the Windows store), read now.
+/// Certificates of the store that do not parse are skipped; an error when none is usable.
+pub fn client_config_with_native_roots() -> io::Result<Arc<ClientConfig>> {
+    let mut roots = RootCertStore::empty();
+    let found = rustls_native_certs::load_native_certs()?;
+    let (added, _) = roots.add_parsable_certificates(found);
+    if added == 0 {
+        let e = "no usable certificate in the system's store";
+        return Err(io::Error::new(io::ErrorKind::NotFound, e));
+    }
+    Ok(Arc::new(
+        ClientConfig::builder()
+            .with_root_certificates(roots)
+            .with_no_client_auth(),
+    ))
 }
 
 /// A client config that trusts exactly `roots` (a private CA, a self-signed certificate).

@@ -5,9 +5,10 @@
 //! well-behaved client does a full initialize + `tools/call add` every 200 ms. The server
 //! must answer every hostile request with what its bounds say (503, 431, 413, 4xx), serve
 //! the good client every time, keep its peak RSS (VmHWM) under a stated bound, and be alive
-//! at the end. While the hostile sessions fill the table, a new session is 503 for the
-//! good client too (that is what `max_sessions` means): it backs off and retries then,
-//! and only then; the session it holds from the start is served on every tick.
+//! at the end. While the hostile sessions (initialized, active) fill the table, a new
+//! session is 503 for the good client too (that is what `max_sessions` means): it backs off
+//! and retries then, and only then; the session it holds from the start is served on every
+//! tick. Sessions that never finish their handshake do not hold the table (the last test).
 //!
 //! The tests at the end pin three server bugs these clients found (all fixed in the
 //! adapter: bytes sent ahead while a response streams are bounded; a stream resumed while
@@ -82,7 +83,7 @@ impl Server {
     /// The example `name` (`everything_server`, or `axum_app` with the same application
     /// mounted as a tower service).
     fn start_example(name: &str) -> Server {
-        let exe = support::example("sansrpc-tokio", name);
+        let exe = support::built_example("sansrpc-tokio", name);
         let child = Command::new(exe)
             .env("PORT", "0")
             .stdout(Stdio::piped())
@@ -294,7 +295,10 @@ fn fail(what: impl std::fmt::Display) -> io::Error {
     io::Error::other(what.to_string())
 }
 
-/// `initialize` (and `notifications/initialized`) on `conn`: the session id.
+/// `initialize` (and `notifications/initialized`) on `conn`: the session id, or the reply
+/// that refused it: to `initialize` (503 when the table is full), or 404 to
+/// `notifications/initialized` (a full table gave its place to a newer `initialize` while it
+/// was in its handshake: a client starts again).
 fn initialize(conn: &mut Conn) -> io::Result<Result<String, Reply>> {
     let reply = conn.call("POST", &[], INIT)?;
     let Some(id) = reply.header("mcp-session-id").map(str::to_owned) else {
@@ -304,6 +308,9 @@ fn initialize(conn: &mut Conn) -> io::Result<Result<String, Reply>> {
         return Ok(Err(reply));
     }
     let done = conn.call("POST", &session_headers(&id), INITIALIZED)?;
+    if done.status == 404 {
+        return Ok(Err(done));
+    }
     if done.status != 202 {
         return Err(fail(format!("notifications/initialized: {done:?}")));
     }
@@ -368,7 +375,10 @@ fn good_cycle(port: u16, n: u64, retried: &mut usize) -> io::Result<()> {
         let flooding = FLOOD.load(Ordering::SeqCst);
         match initialize(&mut conn)? {
             Ok(id) => break id,
-            Err(reply) if reply.status == 503 && (flooding || FLOOD.load(Ordering::SeqCst)) => {
+            Err(reply)
+                if matches!(reply.status, 503 | 404)
+                    && (flooding || FLOOD.load(Ordering::SeqCst)) =>
+            {
                 *retried += 1;
                 if started.elapsed() > Duration::from_secs(20) {
                     return Err(fail("503 for 20 s"));
@@ -819,12 +829,22 @@ fn hostile_clients_against(mut server: Server) {
     FLOOD.store(false, Ordering::SeqCst);
     let ok = tally.get("flood initialize", 200);
     let unavailable = tally.get("flood initialize", 503);
+    // Displaced in their handshake by a concurrent `initialize` when the table was full
+    // (at most one per flooding connection at a time; each gave its place to another).
+    let displaced = tally.get("flood initialize", 404);
     assert_eq!(ok, made.len());
-    assert_eq!(ok + unavailable, 1500, "only 200s and 503s");
+    assert_eq!(
+        ok + unavailable + displaced,
+        1500,
+        "only 200s, 503s and 404s"
+    );
     // The table held the hostile, reader and other sessions and the good client's one
     // (and maybe the one of its cycle).
     assert!((1019..=1020).contains(&ok), "{ok} sessions made");
-    assert!(unavailable >= 1500 - 1024, "{unavailable} 503s");
+    assert!(
+        unavailable + displaced >= 1500 - 1024,
+        "{unavailable} 503s, {displaced} 404s"
+    );
     assert_eq!(tally.get("flood DELETE", 200), ok);
     // The table has room again.
     let (mut again, again_id) = session(port).expect("a session after the flood");
@@ -1006,5 +1026,53 @@ fn a_resumed_stream_survives_the_close_of_its_old_response() {
     assert!(
         goes == "ended" && text.contains("slept 3 s"),
         "stream {stream} resumed after {last}: the response {goes} without the answer: {text}"
+    );
+}
+
+/// Was the lockout of issue 48: `initialize` requests that never finish the handshake filled
+/// the session table (1,024), and every new client got 503 until the idle timeout (10
+/// min). Now a full table evicts the oldest session still in its handshake: 5,000 of them
+/// from one address, over 4 keep-alive connections, are each answered 200 (each evicting
+/// the oldest once the table is full), and a well-behaved client is then served at once.
+#[test]
+fn half_open_sessions_do_not_lock_a_good_client_out() {
+    let mut server = Server::start();
+    let port = server.port;
+    let baseline_kib = server.status_kib("VmRSS");
+    let started = Instant::now();
+    let tally = Tally::default();
+    thread::scope(|scope| {
+        for t in 0..4 {
+            let tally = &tally;
+            scope.spawn(move || {
+                let mut conn = Conn::open(port).expect("connect");
+                for _ in (t..5000).step_by(4) {
+                    let reply = conn.call("POST", &[], INIT).expect("an answer");
+                    // A 200 counts only with the new session's id.
+                    let named = reply.header("mcp-session-id").is_some();
+                    let status = if named { reply.status } else { 0 };
+                    tally.add("half-open initialize", status);
+                }
+            });
+        }
+    });
+    let flood = started.elapsed();
+    assert_eq!(
+        tally.get("half-open initialize", 200),
+        5000,
+        "every half-open initialize was served: {:?}",
+        tally.0.lock().unwrap()
+    );
+    // The good client, at once: no 503, no retry.
+    let good_started = Instant::now();
+    let (mut conn, id) = session(port).expect("a session right after the flood");
+    call_add(&mut conn, &id, 2).expect("add right after the flood");
+    let good = good_started.elapsed();
+    assert_eq!(delete(&mut conn, &id).unwrap(), 200);
+    assert!(server.alive(), "the server died");
+    let peak_kib = server.status_kib("VmHWM");
+    let rss_kib = server.status_kib("VmRSS");
+    eprintln!(
+        "half-open flood: 5000 initializes in {flood:.1?}; then the good client's initialize + add in {good:.1?}; RSS {baseline_kib} KiB at start, {rss_kib} KiB at the end, peak {peak_kib} KiB"
     );
 }

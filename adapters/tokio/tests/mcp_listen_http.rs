@@ -15,6 +15,10 @@ use sansrpc_tokio::Builder;
 
 fn server() -> Server {
     ServerBuilder::new("listen-http-test", "1")
+        .list_changed(ListKind::Tools)
+        .list_changed(ListKind::Resources)
+        .list_changed(ListKind::Prompts)
+        .resource_subscriptions()
         .tool("noop", "Does nothing", |_: Context, ()| async {
             Ok::<_, McpError>(String::new())
         })

@@ -214,6 +214,30 @@ struct Declared {
     cache: (u64, CacheScope),
     /// The `Mcp-Param-*` headers of the tools' `x-mcp-header` marks (SEP-2243).
     param_headers: Vec<ParamHeader>,
+    /// The lists whose changes the server announces ([`ServerBuilder::list_changed`]):
+    /// tools, resources, prompts.
+    list_changes: [bool; 3],
+    /// Clients may subscribe to resource updates ([`ServerBuilder::resource_subscriptions`]).
+    subscriptions: bool,
+}
+
+impl Declared {
+    /// True when the server announces changes of list `kind` (declared, and it has such a
+    /// list).
+    fn announces(&self, kind: ListKind) -> bool {
+        let has = match kind {
+            ListKind::Tools => !self.tools.is_empty(),
+            ListKind::Resources => !self.resources.is_empty() || !self.templates.is_empty(),
+            ListKind::Prompts => !self.prompts.is_empty(),
+        };
+        has && self.list_changes[kind as usize]
+    }
+
+    /// True when clients may subscribe to resource updates (declared, and it has
+    /// resources).
+    fn subscribable(&self) -> bool {
+        self.subscriptions && (!self.resources.is_empty() || !self.templates.is_empty())
+    }
 }
 
 /// Declares an MCP server: its name, tools, resources, templates, prompts and completion.
@@ -246,6 +270,8 @@ impl ServerBuilder {
                 page_size: 100,
                 cache: (0, CacheScope::Public),
                 param_headers: Vec::new(),
+                list_changes: [false; 3],
+                subscriptions: false,
             },
             sealer: None,
         }
@@ -254,6 +280,26 @@ impl ServerBuilder {
     /// Instructions for the model, sent at `initialize` and `server/discover`.
     pub fn instructions(mut self, text: impl Into<String>) -> Self {
         self.declared.instructions = Some(text.into());
+        self
+    }
+
+    /// Announces changes of list `kind`: the server declares `listChanged` for it, and
+    /// [`Server::list_changed`] then notifies the sessions and the `subscriptions/listen`
+    /// streams that asked. Call it for a list the application changes while serving
+    /// (what a handler lists depends on state); without it the capability says the list
+    /// is fixed, and `list_changed` of that kind sends nothing.
+    pub fn list_changed(mut self, kind: ListKind) -> Self {
+        self.declared.list_changes[kind as usize] = true;
+        self
+    }
+
+    /// Lets clients subscribe to resource updates: the server declares
+    /// `resources.subscribe`, answers `resources/subscribe` on sessions and honours
+    /// `resourceSubscriptions` in a `subscriptions/listen` filter, and
+    /// [`Server::resource_updated`] notifies the subscribers. Without it `resources/subscribe`
+    /// is -32601 (method not found) and `resource_updated` reaches no one.
+    pub fn resource_subscriptions(mut self) -> Self {
+        self.declared.subscriptions = true;
         self
     }
 
@@ -463,15 +509,15 @@ impl std::fmt::Debug for Server {
     }
 }
 
-/// Which list changed, for [`Server::list_changed`].
+/// Which list changed, for [`Server::list_changed`] and [`ServerBuilder::list_changed`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ListKind {
     /// `notifications/tools/list_changed`.
-    Tools,
+    Tools = 0,
     /// `notifications/resources/list_changed`.
-    Resources,
+    Resources = 1,
     /// `notifications/prompts/list_changed`.
-    Prompts,
+    Prompts = 2,
 }
 
 /// The request methods a server answers (an adapter registers each).
@@ -641,7 +687,12 @@ impl Server {
 
     /// Sends a list-changed notification to every session and every
     /// `subscriptions/listen` stream that asked for that kind; returns how many it reached.
+    /// Nothing is sent for a kind the builder did not declare
+    /// ([`ServerBuilder::list_changed`]): the server told its clients that list is fixed.
     pub fn list_changed(&self, kind: ListKind) -> usize {
+        if !self.shared.announces(kind) {
+            return 0;
+        }
         let method = match kind {
             ListKind::Tools => notifications::TOOLS_LIST_CHANGED,
             ListKind::Resources => notifications::RESOURCES_LIST_CHANGED,
@@ -681,9 +732,11 @@ impl Server {
                 .map_err(|e| McpError::invalid_params(format!("subscriptions/listen: {e}")))?;
         let asked = params.notifications;
         let shared = &self.shared;
-        let has_resources = !shared.resources.is_empty() || !shared.templates.is_empty();
-        let honour = |asked: Option<bool>, offered: bool| asked.filter(|&a| a && offered);
-        let uris = asked.resource_subscriptions.filter(|_| has_resources);
+        let honour =
+            |asked: Option<bool>, kind: ListKind| asked.filter(|&a| a && shared.announces(kind));
+        let uris = asked
+            .resource_subscriptions
+            .filter(|_| shared.subscribable());
         if let Some(uris) = &uris {
             if uris.len() > MAX_SUBSCRIPTIONS {
                 return Err(McpError::invalid_params(format!(
@@ -697,9 +750,9 @@ impl Server {
             }
         }
         let filter = SubscriptionFilter {
-            tools_list_changed: honour(asked.tools_list_changed, !shared.tools.is_empty()),
-            prompts_list_changed: honour(asked.prompts_list_changed, !shared.prompts.is_empty()),
-            resources_list_changed: honour(asked.resources_list_changed, has_resources),
+            tools_list_changed: honour(asked.tools_list_changed, ListKind::Tools),
+            prompts_list_changed: honour(asked.prompts_list_changed, ListKind::Prompts),
+            resources_list_changed: honour(asked.resources_list_changed, ListKind::Resources),
             resource_subscriptions: uris,
             extra: JsonObject::new(),
         };
@@ -729,30 +782,34 @@ impl Server {
         Err(McpError::internal("subscription cancelled"))
     }
 
-    /// The capabilities this server declares, on a session or on the stateless revision
-    /// (which has no list-changed or subscribe without `subscriptions/listen`).
-    pub fn capabilities(&self, _stateless: bool) -> ServerCapabilities {
+    /// The capabilities this server declares, on a session or on the stateless revision:
+    /// what it has, `listChanged` only for the lists it announces changes of
+    /// ([`ServerBuilder::list_changed`]), `resources.subscribe` only when clients may
+    /// subscribe ([`ServerBuilder::resource_subscriptions`]); `logging` on a session
+    /// (`logging/setLevel`), not in the 2026-07-28 discover answer (that revision removed
+    /// `logging/setLevel` and deprecated the capability: a request names its log level).
+    /// Both revisions deliver changes: sessions on their GET stream, 2026-07-28 on the
+    /// `subscriptions/listen` streams.
+    pub fn capabilities(&self, stateless: bool) -> ServerCapabilities {
         let shared = &self.shared;
-        // Both revisions deliver changes: sessions on their GET stream, 2026-07-28 on the
-        // `subscriptions/listen` streams.
-        let changes = Some(true);
+        let announces = |kind| shared.announces(kind).then_some(true);
         ServerCapabilities {
             tools: (!shared.tools.is_empty()).then(|| ToolsCapability {
-                list_changed: changes,
+                list_changed: announces(ListKind::Tools),
                 ..Default::default()
             }),
             resources: (!shared.resources.is_empty() || !shared.templates.is_empty()).then(|| {
                 ResourcesCapability {
-                    subscribe: changes,
-                    list_changed: changes,
+                    subscribe: shared.subscribable().then_some(true),
+                    list_changed: announces(ListKind::Resources),
                     ..Default::default()
                 }
             }),
             prompts: (!shared.prompts.is_empty()).then(|| PromptsCapability {
-                list_changed: changes,
+                list_changed: announces(ListKind::Prompts),
                 ..Default::default()
             }),
-            logging: Some(JsonObject::new()),
+            logging: (!stateless).then(JsonObject::new),
             completions: shared.completion.is_some().then(JsonObject::new),
             ..Default::default()
         }
@@ -791,12 +848,7 @@ impl Server {
                 )));
             }
             // The methods 2026-07-28 removed.
-            if method == methods::INITIALIZE
-                || method == methods::PING
-                || method == methods::LOGGING_SET_LEVEL
-                || method == methods::RESOURCES_SUBSCRIBE
-                || method == methods::RESOURCES_UNSUBSCRIBE
-            {
+            if methods::REMOVED_IN_2026_07_28.contains(&method) {
                 return Err(McpError::Rpc(ErrorObject::method_not_found()));
             }
             let meta_ref = meta.as_ref();
@@ -896,6 +948,9 @@ impl Server {
                 return self.listen(request, host).await.map(Reply::Value)
             }
             methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
+                if !shared.subscribable() {
+                    return Err(McpError::Rpc(ErrorObject::method_not_found()));
+                }
                 let uri = string_param(&request.params, "uri")?;
                 if uri.len() > MAX_URI {
                     return Err(McpError::invalid_params(format!(

@@ -62,6 +62,17 @@ pub const TASKS_LIST: &str = "tasks/list";
 /// extension).
 pub const TASKS_CANCEL: &str = "tasks/cancel";
 
+/// The client → server requests 2026-07-28 removed (the session revisions have them): a
+/// 2026-07-28 server answers them -32601, and the client refuses them before sending
+/// (`ClientError::SessionOnly`).
+pub const REMOVED_IN_2026_07_28: &[&str] = &[
+    INITIALIZE,
+    PING,
+    LOGGING_SET_LEVEL,
+    RESOURCES_SUBSCRIBE,
+    RESOURCES_UNSUBSCRIBE,
+];
+
 /// The client → server request methods of 2025-11-25.
 pub const CLIENT_REQUESTS_2025_11_25: &[&str] = &[
     PING,

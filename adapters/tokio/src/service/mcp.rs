@@ -121,8 +121,14 @@ async fn answer<B: http_body::Body>(
         Ok(body) => body,
         Err(status) => return super::status(status),
     };
+    // The client's address, where the app's server put it in the request's extensions
+    // (a `SocketAddr`), for the per-address session limit.
+    let peer = parts
+        .extensions
+        .get::<std::net::SocketAddr>()
+        .map(|a| a.ip());
     let extensions = Extensions::new(std::mem::take(&mut parts.extensions));
-    match dispatch(state, head, body, extensions).await {
+    match dispatch(state, head, body, extensions, peer).await {
         Dispatched::Whole(answer) => whole(answer),
         Dispatched::Stream(writer, after) => serve_stream(state, writer, after).await,
         Dispatched::Close => super::status(500),
