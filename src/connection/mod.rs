@@ -1388,6 +1388,15 @@ impl Connection {
         ended
     }
 
+    /// How many requests a frame this connection wrote carries (one message or a batch):
+    /// `0` for a frame of notifications only. A message transport that sends frames side by
+    /// side (HTTP, one POST each) uses it to keep a notification in order with what follows.
+    pub fn requests_in(frame: &[u8]) -> usize {
+        let mut n = 0;
+        request_ids(frame, |_| n += 1);
+        n
+    }
+
     /// Forgets the calls of `token`: no event comes for them any more, and (with
     /// [`Config::cancellation`]) the peer is told. False when none was waiting.
     pub fn cancel_call(&mut self, token: u64, now: Instant) -> bool {

@@ -5,7 +5,9 @@
 //!
 //! HTTP/1.1 carries one exchange at a time per TCP connection, so the transport keeps a few
 //! (at most [`MAX_CONNECTIONS`]), each kept alive for the next POST: a slow call does not
-//! hold up the others, and an idle connection is reused instead of connecting again. An
+//! hold up the others, and an idle connection is reused instead of connecting again. A POST
+//! of notifications is the exception: the frames after it wait for its answer, so a
+//! notification reaches the server before the calls and notifications sent after it. An
 //! idle connection the server closed is noticed and dropped; a POST that meets the close
 //! of a reused connection before any byte of its answer is sent again once, on a new one.
 //!
@@ -269,6 +271,8 @@ struct Job {
     answered: bool,
     /// Sent again already, after the close of a reused connection.
     retried: bool,
+    /// Notifications only: the frames after it wait until it is answered.
+    ordered: bool,
 }
 
 /// One TCP connection and the POST on it, if any.
@@ -302,6 +306,7 @@ impl Exchange {
 
     /// Starts the POST of `frame`.
     fn start(&mut self, target: &Target, frame: Vec<u8>) {
+        let ordered = Connection::requests_in(&frame) == 0;
         let mut head = Vec::new();
         let accept: &[u8] = b"application/json";
         write_request_head(
@@ -319,6 +324,7 @@ impl Exchange {
             status: None,
             answered: false,
             retried: false,
+            ordered,
         });
     }
 
@@ -526,6 +532,16 @@ impl HttpClient {
     /// POST ended.
     fn poll_io(&mut self, cx: &mut Context<'_>) -> bool {
         while let Some(frame) = self.waiting.pop_front() {
+            // A POST of notifications is answered (the server has taken them) before the
+            // next frame goes: `notify(..).await` then `call(..)` reach the server in order.
+            if self
+                .exchanges
+                .iter()
+                .any(|e| e.job.as_ref().is_some_and(|j| j.ordered))
+            {
+                self.waiting.push_front(frame);
+                break;
+            }
             // A free connection kept alive first, then any free one, then a new one.
             let free = self
                 .exchanges

@@ -824,7 +824,12 @@ fn hostile_clients_against(mut server: Server) {
     let full = initialize(&mut probe).unwrap();
     let full_status = full.as_ref().map_or_else(|r| r.status, |_| 200);
     tally.add("initialize with the table full", full_status);
-    assert_eq!(full_status, 503, "the table is full: {full:?}");
+    // 503, or 404 to its `notifications/initialized` when the good client's own cycle,
+    // running beside it, took the place the probe had in its handshake: full either way.
+    assert!(
+        matches!(full_status, 503 | 404),
+        "the table is full: {full:?}"
+    );
     delete_all(port, &made, 6, &tally);
     FLOOD.store(false, Ordering::SeqCst);
     let ok = tally.get("flood initialize", 200);
