@@ -17,10 +17,10 @@
 //!   pairs written at once).
 //! - The README and docs/lsp.md show the example as it is (within 60 lines of code).
 //! - A file past the 8 MiB frame limit: its didOpen refused (`-32004`), the server goes on.
-//! - The end of input: initialize, initialized, didOpen, didChange, hover, shutdown written
-//!   at once and stdin closed without `exit`: the diagnostics of both versions arrive, the
-//!   hover (seeing the change) and `shutdown` are answered in order, and the process exits
-//!   0; without `shutdown`, the same arrives and it exits 1.
+//! - The end of input: once `initialize` is answered, initialized, didOpen, didChange,
+//!   hover, shutdown written at once and stdin closed without `exit`: the diagnostics of
+//!   both versions arrive, the hover (seeing the change) and `shutdown` are answered in
+//!   order, and the process exits 0; without `shutdown`, the same arrives and it exits 1.
 
 #[path = "../../tests/support/processes.rs"]
 mod support;
@@ -659,8 +659,11 @@ fn a_document_past_the_frame_limit_is_refused_and_the_server_goes_on(example: &s
     server.shut_down(3);
 }
 
-/// What the end-of-input tests write before closing stdin: initialize, initialized, a
-/// didOpen without TODO, a didChange adding two, a hover; `shutdown` when asked.
+/// What the end-of-input tests write before closing stdin: initialize, and once it is
+/// answered (an editor sends nothing before, as LSP says: on threads its answer comes from
+/// a worker, and may follow the diagnostics of a didOpen sent right behind it),
+/// initialized, a didOpen without TODO, a didChange adding two, a hover; `shutdown` when
+/// asked.
 fn write_session(server: &mut TodoServer, shutdown: bool) {
     server.request(
         1,
@@ -668,6 +671,7 @@ fn write_session(server: &mut TodoServer, shutdown: bool) {
         json!({"processId": null, "rootUri": null,
                "capabilities": {"general": {"positionEncodings": ["utf-16"]}}}),
     );
+    assert_eq!(server.result(1)["capabilities"], capabilities("utf-16"));
     server.notify("initialized", json!({}));
     server.notify(
         "textDocument/didOpen",
@@ -688,7 +692,6 @@ fn write_session(server: &mut TodoServer, shutdown: bool) {
 
 /// What a server writes back for `write_session`, up to the hover's answer.
 fn read_session(server: &mut TodoServer) {
-    assert_eq!(server.result(1)["capabilities"], capabilities("utf-16"));
     let opened = json!({"uri": URI, "version": 1, "diagnostics": []});
     assert_eq!(
         server.notification("textDocument/publishDiagnostics"),

@@ -6,7 +6,8 @@
 //! [`ServerBuilder`] declares the handlers; [`Server`] is the protocol logic, a function of
 //! a request and a [`Host`] (the adapter's way to the editor), so one definition runs on
 //! tokio and on the futures driver (smol, async-std) with the `futures` feature
-//! ([`Server::router`]). Give the connection
+//! (`Server::router`), and on the blocking adapter's threads with the `blocking` feature
+//! (`Server::blocking_router`). Give the connection
 //! `sansrpc::Config::for_profile(Profile::Lsp)`: the lifecycle (requests before
 //! `initialize` refused, `exit`'s status, the editor's process watched), ordered
 //! notifications and `$/cancelRequest` are the connection machine's.

@@ -4,11 +4,7 @@
 //! elicitation, roots) blocks that worker only, as a blocking handler's call does.
 
 use crate::raw_json;
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Poll, Waker};
-use std::time::Duration;
+use std::sync::Arc;
 
 use sansrpc::router::Router;
 use sansrpc::ErrorObject;
@@ -18,10 +14,6 @@ use serde_json::Value;
 use super::context::{BoxFuture, Host};
 use super::state::{Notifier, Session};
 use super::{params_value, request_id, Server, NOTIFICATIONS, REQUESTS};
-
-/// How often a waiting [`Host::cancelled`] looks at the request's cancellation flag (the
-/// blocking adapter raises a flag; it has no waker to call).
-const CANCEL_POLL: Duration = Duration::from_millis(10);
 
 struct BlockingHost {
     cx: RequestContext,
@@ -67,10 +59,7 @@ impl Host for BlockingHost {
     }
 
     fn cancelled(&self) -> BoxFuture<()> {
-        Box::pin(Cancelled {
-            cx: self.cx.clone(),
-            waker: None,
-        })
+        Box::pin(self.cx.cancelled())
     }
 
     fn session(&self) -> Arc<Session> {
@@ -83,55 +72,6 @@ impl Host for BlockingHost {
 
     fn request_id(&self) -> Option<crate::types::RequestId> {
         request_id(self.cx.id())
-    }
-}
-
-/// Ready once the request is cancelled. While it waits, a watcher thread looks at the flag
-/// every [`CANCEL_POLL`] and wakes the task; it ends with the future.
-struct Cancelled {
-    cx: RequestContext,
-    waker: Option<Arc<Mutex<Waker>>>,
-}
-
-impl Future for Cancelled {
-    type Output = ();
-
-    fn poll(mut self: Pin<&mut Self>, task: &mut std::task::Context<'_>) -> Poll<()> {
-        if self.cx.is_cancelled() {
-            return Poll::Ready(());
-        }
-        match &self.waker {
-            Some(waker) => waker
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .clone_from(task.waker()),
-            None => {
-                let waker = Arc::new(Mutex::new(task.waker().clone()));
-                let (watched, cx) = (Arc::downgrade(&waker), self.cx.clone());
-                let spawned = std::thread::Builder::new()
-                    .name("mcp-cancel-watch".into())
-                    .spawn(move || loop {
-                        std::thread::sleep(CANCEL_POLL);
-                        let Some(waker) = watched.upgrade() else {
-                            return;
-                        };
-                        if cx.is_cancelled() {
-                            waker
-                                .lock()
-                                .unwrap_or_else(PoisonError::into_inner)
-                                .wake_by_ref();
-                            return;
-                        }
-                    });
-                if spawned.is_err() {
-                    // No thread to watch with: never cancelled, as if the client never
-                    // asked; the handler still ends on its own.
-                    return Poll::Pending;
-                }
-                self.waker = Some(waker);
-            }
-        }
-        Poll::Pending
     }
 }
 
