@@ -494,3 +494,31 @@ async fn bad_subscribe_and_unsubscribe_params_are_answered() {
     })
     .await;
 }
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_unix_socket_carries_subscriptions_as_geths_ipc_does() {
+    within(LIMIT, async {
+        let (router, mut reports) = router(eth());
+        let dir = std::env::temp_dir().join(format!("sansrpc-subs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("geth.ipc");
+        let _ = std::fs::remove_file(&path);
+        let listener = tokio::net::UnixListener::bind(&path).unwrap();
+        let builder = Builder::new().router(router);
+        let shutdown = std::future::pending::<()>();
+        let grace = Duration::from_secs(1);
+        tokio::spawn(sansrpc_tokio::serve_unix(
+            listener, builder, shutdown, grace,
+        ));
+        let stream = tokio::net::UnixStream::connect(&path).await.unwrap();
+        let conn = sansrpc_tokio::spawn(Builder::new(), sansrpc_tokio::unix(stream));
+        let mut ticks: Subscription<u64> =
+            conn.client.subscribe(&eth(), &("ticks", 0)).await.unwrap();
+        assert_eq!(items(&mut ticks, 3).await, [0, 1, 2]);
+        drop(ticks);
+        assert_eq!(reports.recv().await, Some(Ended::Unsubscribed));
+        let _ = std::fs::remove_dir_all(&dir);
+    })
+    .await;
+}
