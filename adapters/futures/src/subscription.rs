@@ -222,6 +222,11 @@ impl Drop for PendingSubscription {
 /// the oldest are dropped and the subscriber told how many, or the subscription ends with
 /// an error (then [`send`](Self::send) fails with [`Ended::Lagged`]). A subscriber that
 /// never reads costs the server that bound and no more.
+///
+/// A handler runs in the connection's driver, which moves items out between its polls: a
+/// handler that sends more items at once than the queue holds (a backlog after a pause)
+/// yields between them (`tokio::task::yield_now().await`), or they are dropped like a slow
+/// reader's.
 pub struct SubscriptionSink {
     shared: Arc<SubShared>,
 }

@@ -128,6 +128,9 @@ async fn subscribe(chain: Arc<Chain>, pending: PendingSubscription, params: Vec<
             if sink.send(&chain.header(n)).is_err() {
                 return; // Unsubscribed, or the client went away.
             }
+            // Several heads at once (the node was held up): the connection's driver,
+            // which runs this handler, moves each one out before the next is queued.
+            tokio::task::yield_now().await;
         }
         sent = latest;
     }

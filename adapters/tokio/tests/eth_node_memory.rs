@@ -76,11 +76,14 @@ async fn a_subscriber_that_never_reads_costs_the_node_a_bound_and_others_get_eve
     let pid = node.0.id();
     let url = format!("ws://{addr}");
 
-    // The one that reads.
+    // The one that reads. It holds up to 4,096 heads unread on its side (the stream's
+    // bound is the declaration's capacity), so a test starved of CPU among many others
+    // does not miss blocks of its own doing: the node's side is what is tested.
     let reader = ws::connect(&url, Builder::new()).await.unwrap();
+    let patient = MethodSubscription::ethereum().with_capacity(4096, 256 << 20);
     let mut heads: Subscription<Header> = reader
         .client
-        .subscribe(&MethodSubscription::ethereum(), &("newHeads",))
+        .subscribe(&patient, &("newHeads",))
         .await
         .unwrap();
 

@@ -458,3 +458,67 @@ async fn one_port_serves_http_and_websocket() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn bad_subscribe_and_unsubscribe_params_are_answered() {
+    use futures::SinkExt;
+    use sansrpc_tokio::ws::tungstenite::Message;
+    within(LIMIT, async {
+        let (router, _reports) = router(eth());
+        let (url, _stop) = ws_server(router).await;
+        let (mut raw, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
+        let cases = [
+            // Before any subscription: the router answers false.
+            (r#"{"jsonrpc":"2.0","id":1,"method":"eth_unsubscribe","params":["0x1"]}"#, r#""result":false"#),
+            (r#"{"jsonrpc":"2.0","id":2,"method":"eth_subscribe"}"#, r#""code":-32602"#),
+            (r#"{"jsonrpc":"2.0","id":3,"method":"eth_subscribe","params":{"a":1}}"#, r#""code":-32602"#),
+            (r#"{"jsonrpc":"2.0","id":4,"method":"eth_subscribe","params":["count",1]}"#, r#""result":"0x1""#),
+            // Now the connection answers it: whatever it is given, an answer.
+            (r#"{"jsonrpc":"2.0","id":5,"method":"eth_unsubscribe"}"#, r#""result":false"#),
+            (r#"{"jsonrpc":"2.0","id":6,"method":"eth_unsubscribe","params":[{"x":1}]}"#, r#""result":false"#),
+            (r#"{"jsonrpc":"2.0","id":7,"method":"eth_unsubscribe","params":["0xffffffffffffffffff"]}"#, r#""result":false"#),
+            (r#"{"jsonrpc":"2.0","id":8,"method":"eth_unsubscribe","params":{"subscription":"0x1"}}"#, r#""result":true"#),
+        ];
+        for (request, expected) in cases {
+            raw.send(Message::text(request)).await.unwrap();
+            // The answer (a notification of the subscription may come first).
+            let answer = loop {
+                let message = raw.next().await.unwrap().unwrap();
+                let text = message.to_text().unwrap().to_owned();
+                if text.contains(r#""id":"#) {
+                    break text;
+                }
+            };
+            assert!(answer.contains(expected), "{request} -> {answer}");
+        }
+    })
+    .await;
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_unix_socket_carries_subscriptions_as_geths_ipc_does() {
+    within(LIMIT, async {
+        let (router, mut reports) = router(eth());
+        let dir = std::env::temp_dir().join(format!("sansrpc-subs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("geth.ipc");
+        let _ = std::fs::remove_file(&path);
+        let listener = tokio::net::UnixListener::bind(&path).unwrap();
+        let builder = Builder::new().router(router);
+        let shutdown = std::future::pending::<()>();
+        let grace = Duration::from_secs(1);
+        tokio::spawn(sansrpc_tokio::serve_unix(
+            listener, builder, shutdown, grace,
+        ));
+        let stream = tokio::net::UnixStream::connect(&path).await.unwrap();
+        let conn = sansrpc_tokio::spawn(Builder::new(), sansrpc_tokio::unix(stream));
+        let mut ticks: Subscription<u64> =
+            conn.client.subscribe(&eth(), &("ticks", 0)).await.unwrap();
+        assert_eq!(items(&mut ticks, 3).await, [0, 1, 2]);
+        drop(ticks);
+        assert_eq!(reports.recv().await, Some(Ended::Unsubscribed));
+        let _ = std::fs::remove_dir_all(&dir);
+    })
+    .await;
+}
