@@ -186,11 +186,6 @@ async fn the_client_against_the_python_sdk_server() {
         .filter(|p| p["progressToken"] == "p-1")
         .map(|p| p["progress"].as_f64().unwrap())
         .collect();
-    assert_eq!(
-        steps,
-        [1.0, 2.0, 3.0, 4.0, 5.0],
-        "every step once, in order"
-    );
     // The client sent what the exchange needs and nothing else: no error of its own (an
     // empty 202 body was once read as a parse error, answered, POSTed, answered 202, ...).
     // Read once the client is closed and the server has logged its last request, the
@@ -213,6 +208,43 @@ async fn the_client_against_the_python_sdk_server() {
     })
     .await
     .unwrap();
+    // Every step the server put on a stream, once, in order. The Python SDK may lose a step
+    // itself: one reported while the client's GET is being replayed to (after its replay,
+    // before it attaches the new stream) is stored and sent nowhere, which a loaded machine
+    // showed once (steps 1, 2, 3, 5; the log had no 4 on any stream). So the steps are
+    // checked against what the wire log shows the server sent, not against 1..=5.
+    let mut sent: Vec<(String, f64)> = Vec::new();
+    for line in log.lines() {
+        let Ok(entry) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if entry["dir"] != "body" {
+            continue;
+        }
+        let mut id = String::new();
+        for field in entry["body"].as_str().unwrap_or_default().lines() {
+            if let Some(v) = field.strip_prefix("id: ") {
+                id = v.to_owned();
+            } else if let Some(data) = field.strip_prefix("data: ") {
+                let Ok(message) = serde_json::from_str::<serde_json::Value>(data) else {
+                    continue;
+                };
+                let params = &message["params"];
+                if message["method"] == "notifications/progress"
+                    && params["progressToken"] == "p-1"
+                    && !sent.iter().any(|(seen, _)| *seen == id)
+                {
+                    sent.push((id.clone(), params["progress"].as_f64().unwrap()));
+                }
+            }
+        }
+    }
+    let sent: Vec<f64> = sent.into_iter().map(|(_, step)| step).collect();
+    assert!(
+        sent.starts_with(&[1.0, 2.0]) && sent.windows(2).all(|w| w[0] < w[1]),
+        "the server's steps: {sent:?}"
+    );
+    assert_eq!(steps, sent, "every step the server sent, once, in order");
     let posts: Vec<&str> = log
         .lines()
         .filter(|l| l.contains(r#""dir": "request""#) && l.contains(r#""method": "POST""#))
