@@ -84,9 +84,9 @@ pub use sansrpc::codec::http::Origins;
 pub use sansrpc::Timeout;
 pub use sansrpc_futures::{
     sansrpc, AsyncRouter, Batch, BatchSlot, BoxFuture, Builder, ByteStream, CallError, Cancelled,
-    Client, Driver, Extension, HandlerResult, NotificationContext, PendingBatch, PendingCall,
-    RawResult, RawStream, Received, RequestContext, ShutdownHandle, StreamOptions, Timer,
-    Transport, TypedStream,
+    Client, CloseWithSession, Driver, Extension, HandlerResult, NotificationContext, PendingBatch,
+    PendingCall, RawResult, RawStream, Received, RequestContext, ShutdownHandle, StreamOptions,
+    Timer, Transport, TypedStream,
 };
 
 /// How a server protects itself from clients it does not trust, for every `serve_*`

@@ -6,10 +6,12 @@ use super::*;
 /// future cancels the request (`notifications/cancelled`).
 ///
 /// [`close`](Self::close) ends the session and the connection: over Streamable HTTP
-/// (`sansrpc_tokio::mcp_client`) the transport ends the session with a `DELETE` first. When
-/// the last clone is dropped without it, the same close starts by itself, in the
-/// background, best-effort (the connection's driver does it; nothing waits for it). Other
-/// handles on the connection (the [`Client`] it was made from) then fail as closed.
+/// (`sansrpc_tokio::mcp_client`) the transport ends the session with a `DELETE` first. Over
+/// Streamable HTTP, when the last clone is dropped without it, the same close starts by
+/// itself, in the background, best-effort (the connection's driver does it; nothing waits
+/// for it; other handles on the connection then fail as closed). Other connections (a
+/// child process: its own `shutdown` ends it) are left as they are when the last clone
+/// goes ([`CloseWithSession`] marks the ones that close).
 #[derive(Clone, Debug)]
 pub struct McpClient {
     /// Closes the connection when the last clone goes (held for its `Drop`).
@@ -32,8 +34,11 @@ pub(super) struct Closer(pub(super) Client);
 
 impl Drop for Closer {
     fn drop(&mut self) {
-        // The close is asked when `close` is called; its future only waits for the end.
-        drop(self.0.close());
+        // Only where the transport asks for it (an HTTP session); the close is asked when
+        // `close` is called, its future only waits for the end.
+        if self.0.local::<CloseWithSession>().is_set() {
+            drop(self.0.close());
+        }
     }
 }
 

@@ -56,7 +56,7 @@ use std::time::Duration;
 use sansrpc::connection::Timeout;
 use sansrpc::streamable::ParamHeader;
 use sansrpc::{ErrorObject, RawValue};
-use sansrpc_futures::{AsyncRouter, BoxFuture, CallError, Client, PendingCall};
+use sansrpc_futures::{AsyncRouter, BoxFuture, CallError, Client, CloseWithSession, PendingCall};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
