@@ -45,7 +45,7 @@ use alloc::vec::Vec;
 use core::net::IpAddr;
 use core::time::Duration;
 
-use crate::codec::http::{write_head, Head, Method};
+use crate::codec::http::{write_head, Head, HttpFault, Method};
 use crate::codec::sse;
 use crate::driver::Timers;
 use crate::mcp::error_codes::{
@@ -309,6 +309,23 @@ impl Response {
         write_head(out, self.status, Some(self.body.len()), &headers);
         out.extend_from_slice(&self.body);
     }
+}
+
+/// The answer to a request the adapter could not read on ([`HttpFault`]: a malformed head
+/// 400, a body over the limit 413, a head over the limit 431, a transfer coding it does not
+/// know 501): a JSON-RPC error (id `null`) that names the fault, and `connection: close`
+/// (what follows on the connection cannot be framed). An adapter writes it and closes.
+pub fn refusal(fault: HttpFault) -> Response {
+    let why = match fault {
+        HttpFault::BadRequest => "Bad Request: malformed HTTP request",
+        HttpFault::BodyTooLarge => "Payload Too Large: the request body is over the limit",
+        HttpFault::HeadTooLarge => {
+            "Request Header Fields Too Large: the request head is over the limit"
+        }
+        HttpFault::NotImplemented => "Not Implemented: unsupported transfer coding",
+    };
+    Response::json(fault.status(), error_body(None, -32600, why, None))
+        .header("connection", "close")
 }
 
 /// A JSON-RPC error response's bytes: `id` as sent (`null` without one), `data` raw JSON.
@@ -599,7 +616,8 @@ impl Server {
             }
         }
         if path != self.config.path {
-            return Verdict::Respond(Response::new(404));
+            let why = "Not Found: no MCP endpoint at this path";
+            return Verdict::Respond(Response::json(404, error_body(None, -32000, why, None)));
         }
         if let Err(refused) = self.check_origin(head) {
             return Verdict::Respond(refused);
@@ -617,7 +635,9 @@ impl Server {
                 } else {
                     "POST"
                 };
-                Verdict::Respond(Response::new(405).header("allow", allow))
+                let why = "Method Not Allowed: the MCP endpoint takes POST (and GET, DELETE with sessions)";
+                let body = error_body(None, -32000, why, None);
+                Verdict::Respond(Response::json(405, body).header("allow", allow))
             }
         }
     }
@@ -775,10 +795,23 @@ impl Server {
             }
             Classified::Single(entry) => note(&entry, &mut shape, &mut self.call_ids),
             Classified::Batch(batch) => {
+                let mut initializes = 0;
                 for entry in batch {
+                    if matches!(&entry, Incoming::Request(r) if r.method == "initialize") {
+                        initializes += 1;
+                    }
                     note(&entry, &mut shape, &mut self.call_ids);
                 }
-                shape.initialize = false;
+                if initializes > 0 {
+                    // The revisions that had batches say `initialize` is never in one.
+                    self.call_ids.clear();
+                    let why = if initializes > 1 {
+                        "Invalid Request: more than one initialize in a batch; initialize is sent alone"
+                    } else {
+                        "Invalid Request: initialize must not be part of a batch; send it alone"
+                    };
+                    return Err(Response::json(400, error_body(None, -32600, why, None)));
+                }
             }
         }
         Ok(shape)
@@ -989,7 +1022,8 @@ impl Server {
     fn resume(&mut self, stream: u64, seq: u64, now: Instant) -> Verdict {
         let retry = retry_ms(&self.config);
         let Some(s) = self.streams.get_mut(&stream) else {
-            return Verdict::Respond(Response::new(404));
+            let body = error_body(None, -32001, "Session not found", None);
+            return Verdict::Respond(Response::json(404, body));
         };
         s.attached = true;
         s.ended = false;

@@ -1,5 +1,6 @@
 use alloc::borrow::ToOwned;
 use alloc::string::String;
+use alloc::string::ToString;
 use alloc::vec::Vec;
 use alloc::{format, vec};
 use core::time::Duration;
@@ -1122,4 +1123,117 @@ fn a_peer_at_its_session_limit_displaces_its_own_half_open_sessions_only() {
     let verdict = server.handle_request(&head, &[], Authorized::NotRequired, t0, &mut entropy);
     assert!(matches!(verdict, Verdict::Ended { .. }));
     assert!(init(&mut server, one).is_ok());
+}
+
+/// The JSON-RPC error of a refusal's body: its id, code and message.
+fn error_of(r: &Response) -> (String, i64, String) {
+    assert_eq!(
+        r.headers
+            .iter()
+            .find(|(n, _)| *n == "content-type")
+            .map(|(_, v)| v.as_str()),
+        Some("application/json"),
+        "{r:?}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(v["jsonrpc"], "2.0");
+    (
+        v["id"].to_string(),
+        v["error"]["code"].as_i64().unwrap(),
+        v["error"]["message"].as_str().unwrap().to_owned(),
+    )
+}
+
+#[test]
+fn every_refusal_carries_a_json_rpc_error_with_a_null_id() {
+    let mut server = Server::new(Config::default());
+    let now = Instant::ZERO;
+    // 404: another path.
+    let mut wire = Vec::from(&b"GET /other HTTP/1.1\r\nhost: 127.0.0.1:3000\r\n\r\n"[..]);
+    let mut decoder = RequestDecoder::keeping_fields(1 << 20);
+    let Ok(HttpStep::Head(_, head)) = decoder.decode(&mut wire) else {
+        panic!()
+    };
+    let verdict = server.handle_request(&head, &[], Authorized::NotRequired, now, &mut entropy);
+    let Verdict::Respond(r) = verdict else {
+        panic!()
+    };
+    assert_eq!(r.status, 404);
+    let (id, _, message) = error_of(&r);
+    assert_eq!(id, "null");
+    assert!(message.contains("Not Found"), "{message}");
+    // 405: a method the endpoint does not take.
+    let (head, _) = request("PUT", &[], "");
+    let verdict = server.handle_request(&head, &[], Authorized::NotRequired, now, &mut entropy);
+    let Verdict::Respond(r) = verdict else {
+        panic!()
+    };
+    assert_eq!(r.status, 405);
+    assert!(r
+        .headers
+        .iter()
+        .any(|(n, v)| *n == "allow" && v == "GET, POST, DELETE"));
+    let (id, _, message) = error_of(&r);
+    assert_eq!(id, "null");
+    assert!(message.contains("Method Not Allowed"), "{message}");
+    // 413, 431 (and the other faults an adapter meets reading a request).
+    for (fault, status, named) in [
+        (HttpFault::BodyTooLarge, 413, "Payload Too Large"),
+        (
+            HttpFault::HeadTooLarge,
+            431,
+            "Request Header Fields Too Large",
+        ),
+        (HttpFault::BadRequest, 400, "Bad Request"),
+    ] {
+        let r = refusal(fault);
+        assert_eq!(r.status, status);
+        assert!(r
+            .headers
+            .iter()
+            .any(|(n, v)| *n == "connection" && v == "close"));
+        let (id, code, message) = error_of(&r);
+        assert_eq!((id.as_str(), code), ("null", -32600));
+        assert!(message.starts_with(named), "{message}");
+        let mut out = Vec::new();
+        r.write(&mut out);
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains(&format!("content-length: {}\r\n", r.body.len())),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn initialize_in_a_batch_is_refused_naming_the_fault() {
+    let mut server = Server::new(Config::default());
+    let now = Instant::ZERO;
+    let two = format!(
+        "[{INITIALIZE},{}]",
+        INITIALIZE.replace("\"id\":1", "\"id\":2")
+    );
+    let Verdict::Respond(r) = post(&mut server, &[], &two, now) else {
+        panic!()
+    };
+    assert_eq!(r.status, 400);
+    let (_, code, message) = error_of(&r);
+    assert_eq!(code, -32600);
+    assert!(message.contains("more than one initialize"), "{message}");
+    assert!(!message.contains("Mcp-Session-Id"), "{message}");
+    let one = format!(r#"[{INITIALIZE},{{"jsonrpc":"2.0","id":3,"method":"tools/list"}}]"#);
+    let Verdict::Respond(r) = post(&mut server, &[], &one, now) else {
+        panic!()
+    };
+    assert_eq!(r.status, 400);
+    assert!(error_of(&r)
+        .2
+        .contains("initialize must not be part of a batch"));
+    assert_eq!(server.sessions(), 0);
+    // A batch without initialize still needs its session.
+    let calls = r#"[{"jsonrpc":"2.0","id":3,"method":"tools/list"}]"#;
+    let Verdict::Respond(r) = post(&mut server, &[], calls, now) else {
+        panic!()
+    };
+    assert!(error_of(&r).2.contains("Mcp-Session-Id header is required"));
 }

@@ -395,6 +395,27 @@ impl CancelOnDrop {
     }
 }
 
+/// Marks a connection that a typed session handle ends when the last of it is dropped
+/// (`sansrpc_mcp`'s `McpClient` over Streamable HTTP: the session's `DELETE`, in the
+/// background). The transport sets it on the connection it makes
+/// ([`Client::local`]`::<CloseWithSession>().set()`); a connection without it (a child
+/// process, whose own `shutdown` ends it reading the child's output to its end) is left
+/// open when the handle goes.
+#[derive(Debug, Default)]
+pub struct CloseWithSession(std::sync::atomic::AtomicBool);
+
+impl CloseWithSession {
+    /// Marks the connection.
+    pub fn set(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// True when the connection is marked.
+    pub fn is_set(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
 /// A client is its own handle: what takes `impl AsRef<Client>` (`sansrpc_mcp`'s
 /// `initialize`) takes a `Client`, a `&Client`, or a connection that lends one.
 impl AsRef<Client> for Client {

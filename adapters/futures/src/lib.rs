@@ -65,7 +65,9 @@ pub use child::{child_process, ChildProcess};
 pub use child::{ClosableWriter, WriterCloser};
 
 pub use builder::Builder;
-pub use client::{Batch, BatchSlot, CallError, Client, PendingBatch, PendingCall, RawResult};
+pub use client::{
+    Batch, BatchSlot, CallError, Client, CloseWithSession, PendingBatch, PendingCall, RawResult,
+};
 pub use context::{Cancelled, NotificationContext, RequestContext};
 pub use driver::{Driver, ShutdownHandle};
 pub use extension::Extension;

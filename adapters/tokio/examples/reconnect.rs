@@ -1,6 +1,9 @@
 //! A reconnecting client riding out a server restart: the calculator is served on a port,
-//! killed, and served again on the same port; the client notices, reconnects with backoff,
-//! and re-sends the idempotent call that was pending when the server died.
+//! killed, and served again on the same port; the client notices and reconnects with
+//! backoff. A call made while it reconnects is refused at once with a typed error; once the
+//! connection is open again, calls go through. (With `PendingPolicy::ResendIdempotent`, an
+//! idempotent call pending when a connection drops would be sent again on the next one;
+//! none is pending here when the server dies.)
 //!
 //! `cargo run -p sansrpc-tokio --example reconnect`
 

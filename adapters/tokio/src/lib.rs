@@ -86,10 +86,10 @@ pub use sansrpc::codec::http::Origins;
 pub use sansrpc::Timeout;
 pub use sansrpc_futures::{
     sansrpc, AsyncRouter, Batch, BatchSlot, BoxFuture, Builder, ByteStream, CallError, Cancelled,
-    Client, Driver, Ended, Extension, HandlerResult, NotAccepted, NotificationContext,
-    PendingBatch, PendingCall, PendingSubscription, RawResult, RawStream, RawSubscription,
-    Received, RequestContext, ShutdownHandle, StreamOptions, Subscription, SubscriptionError,
-    SubscriptionSink, Timer, Transport, TypedStream,
+    Client, CloseWithSession, Driver, Ended, Extension, HandlerResult, NotAccepted,
+    NotificationContext, PendingBatch, PendingCall, PendingSubscription, RawResult, RawStream,
+    RawSubscription, Received, RequestContext, ShutdownHandle, StreamOptions, Subscription,
+    SubscriptionError, SubscriptionSink, Timer, Transport, TypedStream,
 };
 
 /// How a server protects itself from clients it does not trust, for every `serve_*`

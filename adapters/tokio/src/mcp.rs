@@ -27,7 +27,7 @@ use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use sansrpc::codec::http::{BodyKind, Head, RequestDecoder};
+use sansrpc::codec::http::{BodyKind, Head, HttpFault, RequestDecoder};
 use sansrpc::runtime::Clock;
 use sansrpc::streamable::{self, Authorized, Closed, Step, Verdict};
 use sansrpc::Connection;
@@ -496,7 +496,7 @@ async fn read_request<S: AsyncRead + AsyncWrite + Unpin>(
     let head = match head {
         Ok(Part::Head(head)) => head,
         Ok(Part::Fault(fault)) => {
-            let _ = socket.write_all(&status_only(fault.status())).await;
+            let _ = write_response(socket, &streamable::refusal(fault)).await;
             return None;
         }
         _ => return None,
@@ -505,7 +505,8 @@ async fn read_request<S: AsyncRead + AsyncWrite + Unpin>(
         return Some((head, Vec::new()));
     }
     if requests.too_large(&head) {
-        let _ = socket.write_all(&status_only(413)).await;
+        let refusal = streamable::refusal(HttpFault::BodyTooLarge);
+        let _ = write_response(socket, &refusal).await;
         return None;
     }
     if head.expect_continue {
@@ -518,7 +519,7 @@ async fn read_request<S: AsyncRead + AsyncWrite + Unpin>(
             Some((head, body))
         }
         Ok(Part::Fault(fault)) => {
-            let _ = socket.write_all(&status_only(fault.status())).await;
+            let _ = write_response(socket, &streamable::refusal(fault)).await;
             None
         }
         _ => None,
@@ -685,13 +686,6 @@ pub(crate) async fn dispatch(
         }
         _ => Dispatched::Close,
     }
-}
-
-/// A response with `status`, no body, and the connection closed after it.
-fn status_only(status: u16) -> Vec<u8> {
-    let mut out = Vec::new();
-    sansrpc::codec::http::write_head(&mut out, status, Some(0), &[("connection", b"close")]);
-    out
 }
 
 async fn write_response<S: AsyncWrite + Unpin>(

@@ -329,7 +329,10 @@ fn open(
         buf: Vec::new(),
         closing: None,
     };
-    Ok(crate::spawn(builder, transport))
+    let spawned = crate::spawn(builder, transport);
+    // The typed client's last handle ends the session (DELETE) when it goes.
+    spawned.client.local::<crate::CloseWithSession>().set();
+    Ok(spawned)
 }
 
 /// The connection's transport: frames out as POSTs, messages in from their answers.

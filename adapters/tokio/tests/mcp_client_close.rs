@@ -184,3 +184,29 @@ async fn dropping_the_last_client_ends_the_session_in_the_background() {
         "the session is gone"
     );
 }
+
+/// A child process's connection is not closed by the drop of the last `McpClient`: its own
+/// `shutdown` ends it (closing the child's stdin and reading its output to the end), so
+/// the child exits by itself, status 0.
+#[tokio::test]
+async fn dropping_the_last_client_leaves_a_child_process_to_its_own_shutdown() {
+    let server = support::built_example("sansrpc-tokio", "notes_server");
+    let mcp = ClientBuilder::new("close-test", "1");
+    let child =
+        sansrpc_tokio::spawn_child(builder(&mcp), &mut tokio::process::Command::new(server))
+            .unwrap();
+    let client = mcp.initialize(&child).await.unwrap();
+    drop(client);
+    // The connection still serves its other handles.
+    let tools = child.client.call_raw("tools/list", None).await.unwrap();
+    assert!(tools.get().contains("\"add\""), "{}", tools.get());
+    assert!(!child.client.is_closed());
+    let status = child.shutdown(Duration::from_secs(5)).await.unwrap();
+    assert_eq!(status.code(), Some(0), "{status}");
+}
+
+fn builder(mcp: &ClientBuilder) -> Builder {
+    Builder::new()
+        .config(Config::for_profile(Profile::Mcp))
+        .router(mcp.router())
+}

@@ -274,3 +274,57 @@ fn a_tool_whose_marks_break_the_rules_is_refused_when_declared() {
         Ok(sansrpc_mcp::types::CallToolResult::text("never"))
     });
 }
+
+/// The JSON-RPC error in a response's body (after its head).
+fn json_error(answer: &str) -> serde_json::Value {
+    let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    let v: serde_json::Value =
+        serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {answer:?}"));
+    assert_eq!(v["id"], serde_json::Value::Null, "{answer}");
+    v["error"].clone()
+}
+
+/// Every refusal of the server, those of the HTTP reading (413, 431) included, carries a
+/// JSON-RPC error with a null id, on a real socket.
+#[test]
+fn refusals_carry_a_json_rpc_error_body() {
+    let port = serve_noop(mcp::Options::default());
+    let ask = |raw: String| {
+        let mut s = connect(port);
+        s.write_all(raw.as_bytes()).unwrap();
+        response(&mut s)
+    };
+    let answer = ask(format!(
+        "GET /elsewhere HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n"
+    ));
+    assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
+    assert!(json_error(&answer)["message"]
+        .as_str()
+        .unwrap()
+        .contains("Not Found"));
+    let answer = ask(format!(
+        "PUT /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\n\r\n"
+    ));
+    assert!(answer.starts_with("HTTP/1.1 405"), "{answer}");
+    assert!(json_error(&answer)["message"]
+        .as_str()
+        .unwrap()
+        .contains("Method Not Allowed"));
+    // A body over the limit (4 MiB), announced: refused before it is read.
+    let answer = ask(format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n",
+        5 << 20
+    ));
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert_eq!(json_error(&answer)["code"], -32600);
+    // A head over the limit.
+    let answer = ask(format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Big: {}\r\n\r\n",
+        "a".repeat(64 << 10)
+    ));
+    assert!(answer.starts_with("HTTP/1.1 431"), "{answer}");
+    assert!(json_error(&answer)["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("Request Header Fields Too Large"));
+}

@@ -156,6 +156,18 @@ impl Prompt {
             ..Default::default()
         }
     }
+
+    /// The prompt, described by `text`.
+    pub fn description(mut self, text: impl Into<String>) -> Self {
+        self.description = Some(text.into());
+        self
+    }
+
+    /// The prompt with `argument` after the ones it has.
+    pub fn argument(mut self, argument: PromptArgument) -> Self {
+        self.arguments.get_or_insert_with(Vec::new).push(argument);
+        self
+    }
 }
 
 impl PromptArgument {
@@ -165,6 +177,20 @@ impl PromptArgument {
             name: name.into(),
             ..Default::default()
         }
+    }
+
+    /// A required argument named `name` (`"required": true`).
+    pub fn required(name: impl Into<String>) -> Self {
+        PromptArgument {
+            required: Some(true),
+            ..PromptArgument::new(name)
+        }
+    }
+
+    /// The argument, described by `text`.
+    pub fn description(mut self, text: impl Into<String>) -> Self {
+        self.description = Some(text.into());
+        self
     }
 }
 

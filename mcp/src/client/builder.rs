@@ -1,0 +1,440 @@
+//! [`ClientBuilder`]: who the client is, the handlers that answer the server, the
+//! handshake (`initialize`, `discover`) that makes an [`McpClient`].
+
+use super::*;
+
+type Answer<T> = BoxFuture<Result<T, ErrorObject<'static>>>;
+type SamplingFn = dyn Fn(CreateMessageRequestParams) -> Answer<CreateMessageResult> + Send + Sync;
+type ElicitationFn = dyn Fn(ElicitRequestParams) -> Answer<ElicitResult> + Send + Sync;
+type NotificationFn = dyn Fn(&str, &Value) + Send + Sync;
+
+/// Who the client is, and how it answers what the server asks.
+#[derive(Clone)]
+pub struct ClientBuilder {
+    info: Implementation,
+    version: String,
+    sampling: Option<Arc<SamplingFn>>,
+    elicitation: Option<Arc<ElicitationFn>>,
+    url_elicitation: bool,
+    roots: Option<Arc<Mutex<Vec<Root>>>>,
+    notifications: Option<Arc<NotificationFn>>,
+    param_headers: ParamHeaders,
+    /// The open `subscriptions/listen` requests of the clients this builder starts.
+    listens: Listens,
+}
+
+impl fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("info", &self.info)
+            .field("version", &self.version)
+            .field("capabilities", &self.capabilities())
+            .finish()
+    }
+}
+
+fn decode_params<T: DeserializeOwned>(
+    params: Option<Box<RawValue>>,
+) -> Result<T, ErrorObject<'static>> {
+    let json = params.as_deref().map_or("{}", RawValue::get);
+    serde_json::from_str(json)
+        .map_err(|e| ErrorObject::new(error_codes::INVALID_PARAMS, format!("invalid params: {e}")))
+}
+
+impl ClientBuilder {
+    /// A client named `name` at `version`, asking for revision 2025-11-25 (and accepting an
+    /// earlier session revision, down to 2024-11-05, when the server offers it instead).
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        ClientBuilder {
+            info: Implementation::new(name, version),
+            version: version::LATEST.to_owned(),
+            sampling: None,
+            elicitation: None,
+            url_elicitation: false,
+            roots: None,
+            notifications: None,
+            param_headers: ParamHeaders::default(),
+            listens: Listens::default(),
+        }
+    }
+
+    /// The revision asked for in `initialize` (one of the session revisions, up to
+    /// 2025-11-25).
+    pub fn protocol_version(mut self, version: impl Into<String>) -> Self {
+        self.version = version.into();
+        self
+    }
+
+    /// Answers `sampling/createMessage` (and declares the `sampling` capability): the
+    /// server asks for an LLM completion from inside one of its handlers.
+    pub fn on_sampling<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(CreateMessageRequestParams) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<CreateMessageResult, ErrorObject<'static>>> + Send + 'static,
+    {
+        self.sampling = Some(Arc::new(move |p| Box::pin(handler(p))));
+        self
+    }
+
+    /// Answers `elicitation/create` in form mode (and declares the `elicitation`
+    /// capability): the server asks the user for input. [`ElicitRequestParams::defaults`]
+    /// gives the form's defaults (SEP-1034). URL-mode requests reach the handler only with
+    /// [`url_elicitation`](Self::url_elicitation); without it they are refused with -32602.
+    pub fn on_elicitation<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(ElicitRequestParams) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ElicitResult, ErrorObject<'static>>> + Send + 'static,
+    {
+        self.elicitation = Some(Arc::new(move |p| Box::pin(handler(p))));
+        self
+    }
+
+    /// Declares URL-mode elicitation too: the elicitation handler also gets requests to
+    /// send the user to a URL (`ElicitRequestParams::Url`), and answers `accept` only once
+    /// the user was shown it.
+    pub fn url_elicitation(mut self) -> Self {
+        self.url_elicitation = true;
+        self
+    }
+
+    /// Answers `roots/list` with `roots` (and declares the `roots` capability, with
+    /// `listChanged`); [`McpClient::set_roots`] changes them later.
+    pub fn roots(mut self, roots: Vec<Root>) -> Self {
+        self.roots = Some(Arc::new(Mutex::new(roots)));
+        self
+    }
+
+    /// Called with every notification MCP defines for the server to send
+    /// (`notifications/progress`, `notifications/message`, the list-changed ones,
+    /// `notifications/resources/updated`, …) but `notifications/cancelled`, which the
+    /// connection handles: its method and params (`{}` when it has none). Other methods go
+    /// on the router (`mount` on your own).
+    ///
+    /// The notifications of a [`Subscription`] ([`McpClient::listen`]) reach this handler
+    /// too, as before there was `listen`, with their `_meta` (the subscription id); the
+    /// subscription gets its own copy. `notifications/subscriptions/acknowledged` does not
+    /// reach it: [`McpClient::listen`] takes it.
+    pub fn on_notification<F>(mut self, handler: F) -> Self
+    where
+        F: Fn(&str, &Value) + Send + Sync + 'static,
+    {
+        self.notifications = Some(Arc::new(handler));
+        self
+    }
+
+    /// The `x-mcp-header` marks (SEP-2243) of the tools the clients this builder starts
+    /// (and its clones) have listed, shared: give it to the HTTP transport, which asks it
+    /// for the `Mcp-Param-*` headers of each `tools/call` (with
+    /// `sansrpc_tokio::mcp_client::connect_with_headers`). One builder per server: the
+    /// marks are remembered by tool name.
+    pub fn param_headers(&self) -> ParamHeaders {
+        self.param_headers.clone()
+    }
+
+    /// The capabilities declared in `initialize`, from the handlers given.
+    pub fn capabilities(&self) -> ClientCapabilities {
+        let mut caps = ClientCapabilities::default();
+        if self.sampling.is_some() {
+            caps.sampling = Some(SamplingCapability::default());
+        }
+        if self.elicitation.is_some() {
+            caps.elicitation = Some(ElicitationCapability {
+                form: Some(JsonObject::new()),
+                url: self.url_elicitation.then(JsonObject::new),
+                ..Default::default()
+            });
+        }
+        if self.roots.is_some() {
+            caps.roots = Some(RootsCapability {
+                list_changed: Some(true),
+                ..Default::default()
+            });
+        }
+        caps
+    }
+
+    /// The client's side as an [`AsyncRouter`]: give it to the connection's builder. Call
+    /// it once the builder is complete: the router has the handlers given so far, and
+    /// [`initialize`](Self::initialize) declares the capabilities of the handlers it has.
+    pub fn router(&self) -> AsyncRouter {
+        let mut router = AsyncRouter::new();
+        self.mount(&mut router);
+        router
+    }
+
+    /// Registers the client's handlers on `router`, beside the application's own.
+    ///
+    /// For [`McpClient::listen`] it also registers `notifications/subscriptions/acknowledged`
+    /// and the notifications a listen stream carries (the three list-changed ones and
+    /// `notifications/resources/updated`), whether or not there is an
+    /// [`on_notification`](Self::on_notification) handler. Without that handler, one of
+    /// these the router already has is left to the router's own handler (and does not
+    /// reach the subscriptions).
+    ///
+    /// # Panics
+    /// When `router` already has one of the methods (but those just named, when there is
+    /// no [`on_notification`](Self::on_notification) handler).
+    pub fn mount(&self, router: &mut AsyncRouter) {
+        let registered = |r: Result<(), sansrpc::router::RegisterError>, name: &str| {
+            r.unwrap_or_else(|e| panic!("mounting {name}: {e}"));
+        };
+        registered(
+            router.raw_method(methods::PING, |_| async {
+                Ok(raw_json(&JsonObject::new()))
+            }),
+            methods::PING,
+        );
+        if let Some(sampling) = self.sampling.clone() {
+            let r = router.raw_method(methods::SAMPLING_CREATE_MESSAGE, move |params| {
+                let sampling = sampling.clone();
+                async move { Ok(raw_json(&sampling(decode_params(params)?).await?)) }
+            });
+            registered(r, methods::SAMPLING_CREATE_MESSAGE);
+        }
+        if let Some(elicitation) = self.elicitation.clone() {
+            let url = self.url_elicitation;
+            let r = router.raw_method(methods::ELICITATION_CREATE, move |params| {
+                let elicitation = elicitation.clone();
+                async move {
+                    let request: ElicitRequestParams = decode_params(params)?;
+                    if matches!(request, ElicitRequestParams::Url(_)) && !url {
+                        let e = "URL-mode elicitation was not declared by this client";
+                        return Err(ErrorObject::new(error_codes::INVALID_PARAMS, e));
+                    }
+                    Ok(raw_json(&elicitation(request).await?))
+                }
+            });
+            registered(r, methods::ELICITATION_CREATE);
+        }
+        if let Some(roots) = self.roots.clone() {
+            let r = router.raw_method(methods::ROOTS_LIST, move |_| {
+                let roots = roots.lock().unwrap_or_else(PoisonError::into_inner).clone();
+                async move {
+                    Ok(raw_json(&ListRootsResult {
+                        meta: None,
+                        roots,
+                        extra: JsonObject::new(),
+                    }))
+                }
+            });
+            registered(r, methods::ROOTS_LIST);
+        }
+        let methods = notifications::SERVER_2025_11_25
+            .iter()
+            .chain([&notifications::SUBSCRIPTIONS_ACKNOWLEDGED]);
+        for &method in methods {
+            if method == notifications::CANCELLED {
+                // The connection handles cancellation of the server's requests itself.
+                continue;
+            }
+            let listen = LISTEN_METHODS.contains(&method);
+            let acknowledged = method == notifications::SUBSCRIPTIONS_ACKNOWLEDGED;
+            let handler = self.notifications.clone().filter(|_| !acknowledged);
+            if handler.is_none() && !listen && !acknowledged {
+                continue;
+            }
+            let listens = self.listens.clone();
+            let optional = handler.is_none();
+            let r = router.raw_notification(method, move |params| {
+                let value = params
+                    .and_then(|p| serde_json::from_str(p.get()).ok())
+                    .unwrap_or_else(|| Value::Object(JsonObject::new()));
+                if acknowledged {
+                    listens.acknowledged(value);
+                } else {
+                    if listen {
+                        listens.deliver(method, &value);
+                    }
+                    if let Some(handler) = &handler {
+                        handler(method, &value);
+                    }
+                }
+                async {}
+            });
+            match r {
+                // Left to the application's own handler (documented above).
+                Err(_) if optional => {}
+                r => registered(r, method),
+            }
+        }
+    }
+
+    /// The MCP handshake on `client`'s connection: `initialize` with this client's
+    /// identity and capabilities, a check that the server chose a revision this client
+    /// speaks, then `notifications/initialized`.
+    ///
+    /// `client` is the connection's [`Client`], by value or borrowed, or anything that
+    /// lends one: every connection of `sansrpc-tokio` does (`&conn` for a
+    /// `sansrpc_tokio::Spawned`, from `mcp_client::connect` or `spawn`, and for a
+    /// `ChildProcess`, from `spawn_child`). The [`McpClient`] keeps its own handle.
+    pub async fn initialize(&self, client: impl AsRef<Client>) -> Result<McpClient, ClientError> {
+        let client = client.as_ref().clone();
+        let params = serde_json::json!({
+            "protocolVersion": self.version,
+            "capabilities": self.capabilities(),
+            "clientInfo": self.info,
+        });
+        let result = client
+            .call_raw(methods::INITIALIZE, Some(&raw_json(&params)))
+            .await?;
+        let init: InitializeResult = decode(methods::INITIALIZE, result.get())?;
+        if !version::HANDSHAKE.contains(&init.protocol_version.as_str()) {
+            return Err(ClientError::Version(init.protocol_version));
+        }
+        client.notify_raw(notifications::INITIALIZED, None).await?;
+        Ok(McpClient {
+            _closer: Arc::new(Closer(client.clone())),
+            client,
+            init,
+            roots: self.roots.clone(),
+            stateless: None,
+            param_headers: self.param_headers.clone(),
+            listens: self.listens.clone(),
+        })
+    }
+
+    /// The `_meta` every request of the stateless revision `version` carries.
+    fn request_meta(&self, version: &str) -> JsonObject {
+        let mut meta = JsonObject::new();
+        meta.insert(
+            "io.modelcontextprotocol/protocolVersion".into(),
+            Value::String(version.to_owned()),
+        );
+        meta.insert(
+            "io.modelcontextprotocol/clientCapabilities".into(),
+            serde_json::to_value(self.capabilities()).expect("MCP types serialize"),
+        );
+        meta.insert(
+            "io.modelcontextprotocol/clientInfo".into(),
+            serde_json::to_value(&self.info).expect("MCP types serialize"),
+        );
+        meta
+    }
+
+    /// Starts on the stateless revision (2026-07-28) on `client`'s connection: no handshake
+    /// and no session; `server/discover` says who the server is, and every request then
+    /// carries the revision, this client's capabilities and identity in its `_meta`. A
+    /// server that refuses the revision (-32022) and names one this client speaks is asked
+    /// once more with it. When a call answers `input_required`, the client fulfils the
+    /// server's requests with its handlers (sampling, elicitation, roots) and calls again
+    /// with the answers and the server's `requestState`, up to [`MAX_ROUNDS`] rounds.
+    ///
+    /// The methods 2026-07-28 removed (`ping`, `logging/setLevel`, `resources/subscribe`,
+    /// [`methods::REMOVED_IN_2026_07_28`]) are refused by the client itself
+    /// ([`ClientError::SessionOnly`]: nothing is sent), as [`McpClient::listen`] is on a
+    /// session.
+    ///
+    /// `client` as for [`initialize`](Self::initialize).
+    pub async fn discover(&self, client: impl AsRef<Client>) -> Result<McpClient, ClientError> {
+        let client = client.as_ref().clone();
+        let mut chosen = version::STATELESS.to_owned();
+        let mut retried = false;
+        let result = loop {
+            let params = serde_json::json!({ "_meta": self.request_meta(&chosen) });
+            match client
+                .call_raw(methods::SERVER_DISCOVER, Some(&raw_json(&params)))
+                .await
+            {
+                Ok(result) => break result,
+                Err(CallError::Rpc(e))
+                    if e.code == error_codes::UNSUPPORTED_PROTOCOL_VERSION && !retried =>
+                {
+                    // The server names what it speaks: take the first this client does.
+                    let supported = e
+                        .data
+                        .as_ref()
+                        .and_then(|d| serde_json::from_str::<Value>(d.get()).ok())
+                        .and_then(|d| d.get("supported").cloned())
+                        .and_then(|s| serde_json::from_value::<Vec<String>>(s).ok())
+                        .unwrap_or_default();
+                    match supported
+                        .into_iter()
+                        .find(|v| version::STATELESS_VERSIONS.contains(&v.as_str()))
+                    {
+                        Some(v) => chosen = v,
+                        None => return Err(ClientError::Call(CallError::Rpc(e))),
+                    }
+                    retried = true;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        };
+        let discovered: DiscoverResult = decode(methods::SERVER_DISCOVER, result.get())?;
+        if !discovered.supported_versions.is_empty()
+            && !discovered.supported_versions.contains(&chosen)
+        {
+            return Err(ClientError::Version(
+                discovered.supported_versions.join(", "),
+            ));
+        }
+        let server_info = discovered
+            .server_info()
+            .cloned()
+            .or_else(|| {
+                let info = discovered.extra.get("serverInfo")?;
+                serde_json::from_value(info.clone()).ok()
+            })
+            .unwrap_or_else(|| Implementation::new("", ""));
+        let init = InitializeResult {
+            meta: None,
+            protocol_version: chosen.clone(),
+            capabilities: discovered.capabilities,
+            server_info,
+            instructions: discovered.instructions,
+            extra: JsonObject::new(),
+        };
+        Ok(McpClient {
+            _closer: Arc::new(Closer(client.clone())),
+            client,
+            init,
+            roots: self.roots.clone(),
+            stateless: Some(Arc::new(Stateless {
+                meta: self.request_meta(&chosen),
+                answers: self.clone(),
+            })),
+            param_headers: self.param_headers.clone(),
+            listens: self.listens.clone(),
+        })
+    }
+
+    /// Fulfils one of the server's input requests with this client's handlers.
+    pub(super) async fn answer(&self, request: InputRequest) -> Result<Value, ClientError> {
+        let refused = |e: ErrorObject<'static>| ClientError::Call(CallError::Rpc(e));
+        let value = match request {
+            InputRequest::Elicit(params) => {
+                let Some(elicitation) = &self.elicitation else {
+                    return Err(ClientError::Unanswerable(
+                        methods::ELICITATION_CREATE.into(),
+                    ));
+                };
+                if matches!(params, ElicitRequestParams::Url(_)) && !self.url_elicitation {
+                    return Err(ClientError::Unanswerable(
+                        "elicitation/create (URL mode)".into(),
+                    ));
+                }
+                serde_json::to_value(elicitation(params).await.map_err(refused)?)
+            }
+            InputRequest::CreateMessage(params) => {
+                let Some(sampling) = &self.sampling else {
+                    return Err(ClientError::Unanswerable(
+                        methods::SAMPLING_CREATE_MESSAGE.into(),
+                    ));
+                };
+                serde_json::to_value(sampling(params).await.map_err(refused)?)
+            }
+            InputRequest::ListRoots(_) => {
+                let Some(roots) = &self.roots else {
+                    return Err(ClientError::Unanswerable(methods::ROOTS_LIST.into()));
+                };
+                let roots = roots.lock().unwrap_or_else(PoisonError::into_inner).clone();
+                serde_json::to_value(ListRootsResult {
+                    meta: None,
+                    roots,
+                    extra: JsonObject::new(),
+                })
+            }
+            InputRequest::Other { method, .. } => return Err(ClientError::Unanswerable(method)),
+        };
+        Ok(value.expect("MCP types serialize"))
+    }
+}
