@@ -156,7 +156,8 @@ impl Drop for Server {
     }
 }
 
-/// The three servers, and how each serves a transport: its binary and arguments.
+/// The servers, and how each serves a transport: its binary and arguments
+/// (`sansrpc-axum`: sansrpc's tower services mounted in axum, for HTTP and MCP).
 fn server_for(name: &str, transport: Transport) -> Option<(&'static str, Vec<&'static str>)> {
     let t = transport.arg();
     match (name, transport) {
@@ -165,6 +166,9 @@ fn server_for(name: &str, transport: Transport) -> Option<(&'static str, Vec<&'s
             Some(("mcp-sansrpc-server", vec![t]))
         }
         ("rmcp", Transport::McpJson | Transport::McpSse) => Some(("mcp-rmcp-server", vec![t])),
+        ("sansrpc-axum", Transport::McpJson | Transport::McpSse | Transport::Http) => {
+            Some(("sansrpc-axum-server", vec![t]))
+        }
         ("sansrpc", _) => Some(("sansrpc-server", vec![t])),
         ("jsonrpsee", Transport::Ws | Transport::Http) => Some(("jsonrpsee-server", vec![])),
         _ => None,
@@ -430,7 +434,7 @@ async fn main() {
     );
     println!("\nload average at start: {start_load}");
 
-    let servers = ["floor", "sansrpc", "jsonrpsee"];
+    let servers = ["floor", "sansrpc", "sansrpc-axum", "jsonrpsee"];
     let mut tables = Vec::new();
     let specs: [(String, Transport, &str, usize); 4] = [
         (
@@ -503,7 +507,7 @@ async fn main() {
     }
 
     // MCP over Streamable HTTP: sansrpc's MCP server against rmcp's, the same `add` tool.
-    let mcp_servers = ["sansrpc", "rmcp"];
+    let mcp_servers = ["sansrpc", "sansrpc-axum", "rmcp"];
     for (transport, title) in [
         (
             Transport::McpJson,

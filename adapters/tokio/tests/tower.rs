@@ -230,6 +230,18 @@ async fn the_app_answers_healthz_rpc_and_ws_beside_each_other_over_http1() {
     let params = sansrpc::RawValue::from_string("[10,4]".into()).unwrap();
     let result = ws.client.call_raw("subtract", Some(&params)).await.unwrap();
     assert_eq!(result.get(), "6");
+    // Not a handshake: 400; a page of another site: 403 (the WebSocket `Origin` rule).
+    let answer = conn.send(port, "GET", "/ws", &[], "").await;
+    assert_eq!(answer.status, 400, "{answer:?}");
+    let handshake = [
+        ("connection", "Upgrade"),
+        ("upgrade", "websocket"),
+        ("sec-websocket-version", "13"),
+        ("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ=="),
+        ("origin", "https://evil.example.com"),
+    ];
+    let answer = conn.send(port, "GET", "/ws", &handshake, "").await;
+    assert_eq!(answer.status, 403, "{answer:?}");
     // And the HTTP/1.1 connection still serves.
     let health = conn.send(port, "GET", "/healthz", &[], "").await;
     assert_eq!(health.body, "ok");

@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use sansrpc::codec::http::{Parts, Unframer};
 use sansrpc::streamable::{self, Extensions, Step};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 use super::{read_body, response, Body, ResponseFuture};
 use crate::mcp::{
@@ -135,108 +135,151 @@ async fn answer<B: http_body::Body>(
     }
 }
 
-/// The response of `writer`'s stream: its head once the machine has written it, its body
-/// streamed by a task of its own (which runs `after` once the response is over). A stream
-/// that ends before any head (its session ended first, or a newer response took it over)
-/// is answered `503`: nothing was served.
+/// The response of `writer`'s stream, as the machine writes it: its head (awaited here),
+/// then its body: whole when the machine wrote it all at once (a JSON answer), else
+/// streamed by a task of its own. `after` runs once the response is over. A stream that
+/// ends before any head (its session ended first, or a newer response took it over) is
+/// answered `503`: nothing was served.
 async fn serve_stream(
     state: &State,
     writer: Writer,
-    after: impl FnOnce() + Send + 'static,
+    after: Box<dyn FnOnce() + Send>,
 ) -> http::Response<Body> {
-    let (head_tx, head_rx) = oneshot::channel();
-    let (body_tx, body_rx) = mpsc::channel(QUEUED);
-    tokio::spawn(pump(state.clone(), writer, head_tx, body_tx, after));
-    match head_rx.await {
-        Ok(parts) => {
-            let fields = parts
-                .headers
-                .iter()
-                .map(|(n, v)| (n.as_str(), v.as_slice()));
-            let fields: Vec<_> = fields.collect();
-            response(parts.status, fields, Body(super::Kind::Stream(body_rx)))
+    let mut pump = Pump {
+        state: state.clone(),
+        writer,
+        unframer: Unframer::new(),
+        after: Some(after),
+        ended: false,
+    };
+    let mut data = Vec::new();
+    // Dropped while it waits (the client went away): the stream is closed (`Pump::drop`).
+    let (parts, step) = loop {
+        match pump.take(&mut data) {
+            Some((Some(parts), step)) => break (parts, step),
+            Some((None, Step::Data)) => {}
+            Some((None, Step::Wait)) => pump.writer.notify.clone().notified().await,
+            Some((None, _)) | None => {
+                pump.ended = true;
+                return super::status(503);
+            }
         }
-        Err(_) => super::status(503),
-    }
+    };
+    let fields = parts
+        .headers
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_slice()));
+    let fields: Vec<_> = fields.collect();
+    let body = match step {
+        Step::End => {
+            pump.ended = true;
+            Body::full(data)
+        }
+        Step::Data | Step::Wait => {
+            let (tx, rx) = mpsc::channel(QUEUED);
+            if !data.is_empty() {
+                let _ = tx.try_send(Ok(Bytes::from(data)));
+            }
+            tokio::spawn(pump.rest(tx));
+            Body(super::Kind::Stream(rx))
+        }
+        // Cut at once: what was written, then the error.
+        _ => {
+            pump.ended = true;
+            let (tx, rx) = mpsc::channel(2);
+            let _ = tx.try_send(Ok(Bytes::from(data)));
+            let _ = tx.try_send(Err(io::Error::other("the response was cut")));
+            Body(super::Kind::Stream(rx))
+        }
+    };
+    response(parts.status, fields, body)
 }
 
-/// Moves what the machine writes on `writer`'s stream into the response, until it ends
-/// (or a newer response takes the stream over, or the client goes away: then the machine
-/// is told, which cancels a stateless request and keeps a session stream's events for a
-/// client that resumes it).
-async fn pump(
+/// What moves one stream's answer from the machine into its response. Dropped before the
+/// stream [`ended`](Self::ended) (the client went away, or did not read): the machine is
+/// told, which cancels a stateless request and keeps a session stream's events for a
+/// client that resumes it. Either way the stream's writer is released and `after` runs.
+struct Pump {
     state: State,
     writer: Writer,
-    head: oneshot::Sender<Parts>,
-    body: mpsc::Sender<io::Result<Bytes>>,
-    after: impl FnOnce(),
-) {
-    let mut head = Some(head);
-    let mut unframer = Unframer::new();
-    let mut out = Vec::new();
-    loop {
-        out.clear();
+    unframer: Unframer,
+    after: Option<Box<dyn FnOnce() + Send>>,
+    /// The response is over as the machine says (ended, cut, or taken over).
+    ended: bool,
+}
+
+impl Pump {
+    /// What the machine has for the stream now: its body bytes appended to `data`, the
+    /// head when these bytes completed it, and the step; `None` when a newer response took
+    /// the stream over (or the machine wrote what is no HTTP response).
+    fn take(&mut self, data: &mut Vec<u8>) -> Option<(Option<Parts>, Step)> {
+        let mut out = Vec::new();
         let step = {
-            let mut shared = state.lock();
-            if !shared.owns(&writer) {
-                break;
+            let mut shared = self.state.lock();
+            if !shared.owns(&self.writer) {
+                return None;
             }
-            shared.server.poll_stream(writer.stream, &mut out)
+            shared.server.poll_stream(self.writer.stream, &mut out)
         };
-        if !out.is_empty() {
+        let parts = match out.is_empty() {
+            true => None,
+            false => self.unframer.push(&out, data).ok()?,
+        };
+        Some((parts, step))
+    }
+
+    /// Streams the rest of the answer into `body` until it ends, the client goes away or
+    /// stops reading (the write-stall limit), or a newer response takes the stream over.
+    async fn rest(mut self, body: mpsc::Sender<io::Result<Bytes>>) {
+        loop {
             let mut data = Vec::new();
-            match unframer.push(&out, &mut data) {
-                Ok(Some(parts)) => {
-                    if head.take().is_some_and(|h| h.send(parts).is_err()) {
-                        closed(&state, &writer);
-                        break;
-                    }
-                }
-                Ok(None) => {}
-                Err(fault) => {
-                    let _ = body.try_send(Err(io::Error::other(fault.to_string())));
-                    closed(&state, &writer);
-                    break;
-                }
-            }
+            let Some((_, step)) = self.take(&mut data) else {
+                self.ended = true;
+                return;
+            };
             if !data.is_empty() {
                 let sent = tokio::time::timeout(WRITE_STALL, body.send(Ok(Bytes::from(data))));
                 if !matches!(sent.await, Ok(Ok(()))) {
-                    closed(&state, &writer);
-                    break;
+                    return;
                 }
             }
-        }
-        match step {
-            Step::Data => continue,
-            Step::End => break,
-            Step::Wait => {}
-            // Cut (the client does not read, or its session is gone): the response ends in
-            // an error, so the client sees it cut rather than complete.
-            _ => {
-                let _ = body.try_send(Err(io::Error::other("the response was cut")));
-                break;
+            match step {
+                Step::Data => continue,
+                Step::Wait => {}
+                Step::End => {
+                    self.ended = true;
+                    return;
+                }
+                // Cut (the client does not read, or its session is gone): the response ends
+                // in an error, so the client sees it cut rather than complete.
+                _ => {
+                    self.ended = true;
+                    let _ = body.try_send(Err(io::Error::other("the response was cut")));
+                    return;
+                }
             }
-        }
-        let gone = async {
-            match head.as_mut() {
-                Some(head) => head.closed().await,
-                None => body.closed().await,
-            }
-        };
-        tokio::select! {
-            _ = writer.notify.notified() => {}
-            _ = gone => {
-                closed(&state, &writer);
-                break;
+            let notify = self.writer.notify.clone();
+            tokio::select! {
+                _ = notify.notified() => {}
+                _ = body.closed() => return,
             }
         }
     }
-    {
-        let mut shared = state.lock();
-        if shared.owns(&writer) {
-            shared.waiting.remove(&writer.stream);
+}
+
+impl Drop for Pump {
+    fn drop(&mut self) {
+        if !self.ended {
+            closed(&self.state, &self.writer);
+        }
+        {
+            let mut shared = self.state.lock();
+            if shared.owns(&self.writer) {
+                shared.waiting.remove(&self.writer.stream);
+            }
+        }
+        if let Some(after) = self.after.take() {
+            after();
         }
     }
-    after();
 }

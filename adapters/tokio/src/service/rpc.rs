@@ -9,7 +9,7 @@ use std::time::Duration;
 use sansrpc::codec::http::Exchange;
 use sansrpc::connection::Connection;
 use sansrpc::Instant;
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 
 use super::{read_body, response, Body, ResponseFuture};
 use crate::{Builder, Origins, Received, ServeOptions, Transport};
@@ -20,10 +20,11 @@ use crate::{Builder, Origins, Received, ServeOptions, Transport};
 /// [`max_frame_bytes`](sansrpc::Limits::max_frame_bytes) (read no further), `200` with the
 /// answer, `204` when the body held no request (notifications, answered once dispatched),
 /// CORS as [`ServeOptions::cors`] says (from the core's [`Exchange`]). Each request's
-/// handlers run on a connection of their own (so ids from different requests never meet,
-/// on HTTP/2 streams as on HTTP/1.1 connections) for up to
-/// [`ServeOptions::handler_timeout`]; past it the request is answered `204` and its
-/// handlers are dropped.
+/// handlers run on a connection machine that serves no other request meanwhile (so ids
+/// from different requests never meet, on HTTP/2 streams as on HTTP/1.1 connections; the
+/// machines are kept between requests, as a keep-alive connection of the standalone
+/// server keeps its own) for up to [`ServeOptions::handler_timeout`]; past it the request
+/// is answered `204` and its handlers are dropped with their machine.
 ///
 /// Clone it freely: the clones share one configuration.
 #[derive(Clone, Debug)]
@@ -36,6 +37,8 @@ struct Rpc {
     handler_timeout: Duration,
     cors: Option<Origins>,
     cors_max_age: String,
+    /// Connection machines between requests.
+    idle: std::sync::Mutex<Vec<Machine>>,
 }
 
 impl RpcService {
@@ -50,8 +53,8 @@ impl RpcService {
     pub fn with_options(builder: Builder, options: &ServeOptions) -> Self {
         let builder = options.builder(builder);
         let max_body = builder.connection_config().limits.max_frame_bytes;
-        // Each connection lives for one request: the service keeps the handlers' time, the
-        // app's server the request's.
+        // The service keeps the handlers' time, the app's server the request's: a machine
+        // idle in the pool is not timed out.
         let mut quiet = builder.connection_config().clone();
         (quiet.idle_timeout, quiet.frame_timeout) = (None, None);
         RpcService(Arc::new(Rpc {
@@ -60,6 +63,7 @@ impl RpcService {
             handler_timeout: options.handler_timeout,
             cors: options.cors.clone(),
             cors_max_age: options.cors_max_age.as_secs().to_string(),
+            idle: std::sync::Mutex::new(Vec::new()),
         }))
     }
 }
@@ -98,24 +102,56 @@ impl Rpc {
             Ok(body) => body,
             Err(status) => return self.reply(&exchange, status, Vec::new()),
         };
+        let machine = self.take();
         let (tx, rx) = oneshot::channel();
-        let transport = OneShot {
-            message: Some(body),
-            delivered: false,
-            answer: Some(tx),
-            stray: Vec::new(),
-        };
-        let connection = crate::spawn(self.builder.clone(), transport);
+        if machine.input.send((body, tx)).await.is_err() {
+            return self.reply(&exchange, 500, Vec::new());
+        }
         match tokio::time::timeout(self.handler_timeout, rx).await {
-            Ok(Ok(Some(frame))) => self.reply(&exchange, 200, frame),
-            Ok(Ok(None)) => self.reply(&exchange, 204, Vec::new()),
+            Ok(Ok(answer)) => {
+                self.put_back(machine);
+                match answer {
+                    Some(frame) => self.reply(&exchange, 200, frame),
+                    None => self.reply(&exchange, 204, Vec::new()),
+                }
+            }
             // The connection failed before it answered.
             Ok(Err(_)) => self.reply(&exchange, 500, Vec::new()),
-            // Handlers past their time: dropped, as the standalone server drops them.
+            // Handlers past their time: dropped with their connection, as the standalone
+            // server drops them.
             Err(_) => {
-                connection.driver.abort();
+                machine.shutdown.shutdown(Duration::ZERO);
                 self.reply(&exchange, 204, Vec::new())
             }
+        }
+    }
+
+    /// An idle connection machine, or a new one.
+    fn take(&self) -> Machine {
+        let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        idle.unwrap_or_else(|| {
+            let (input, rx) = mpsc::channel(1);
+            let transport = Exchanges {
+                input: rx,
+                message: None,
+                answer: None,
+                delivered: false,
+                stray: Vec::new(),
+            };
+            let connection = crate::spawn(self.builder.clone(), transport);
+            Machine {
+                input,
+                shutdown: connection.shutdown,
+                _client: connection.client,
+            }
+        })
+    }
+
+    /// Keeps `machine` for a later request (at most [`MAX_IDLE`]; beyond them it ends).
+    fn put_back(&self, machine: Machine) {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        if idle.len() < MAX_IDLE {
+            idle.push(machine);
         }
     }
 
@@ -130,28 +166,63 @@ impl Rpc {
     }
 }
 
-/// The transport of one request's connection: its body in, its answer out (the first frame,
-/// or none once no request of it is left to answer: notifications only), then the end of
-/// the input (handlers of notifications still running finish).
-struct OneShot {
+/// Idle connection machines kept for later requests.
+const MAX_IDLE: usize = 256;
+
+/// A request body, and where its answer goes (`None`: no request to answer).
+type Ask = (Vec<u8>, oneshot::Sender<Option<Vec<u8>>>);
+
+/// A connection machine serving one request at a time: idle in the pool, or taken by the
+/// request it serves (so ids of requests under way at once never meet). Dropping it ends
+/// its input (its handlers still running finish).
+#[derive(Debug)]
+struct Machine {
+    input: mpsc::Sender<Ask>,
+    shutdown: crate::ShutdownHandle,
+    /// The connection's client, kept while the machine is: the driver ends with its last
+    /// handle.
+    _client: crate::Client,
+}
+
+/// The transport of a pooled connection: one request body in, its answer out (the first
+/// frame, or none once no request of it is left to answer: notifications only), then the
+/// next; the end of the channel is the end of the input.
+struct Exchanges {
+    input: mpsc::Receiver<Ask>,
+    /// The body not handed in yet (held back while the connection cannot take it).
     message: Option<Vec<u8>>,
-    delivered: bool,
     answer: Option<oneshot::Sender<Option<Vec<u8>>>>,
+    /// The body was handed in: its answer is due.
+    delivered: bool,
     /// Frames nobody waits for, dropped.
     stray: Vec<u8>,
 }
 
-impl Transport for OneShot {
+impl Transport for Exchanges {
     fn is_message_based(&self) -> bool {
         true
     }
 
     fn poll_receive(
         &mut self,
-        _: &mut Context<'_>,
+        cx: &mut Context<'_>,
         conn: &mut Connection,
         now: Instant,
     ) -> Poll<io::Result<Received>> {
+        if self.answer.is_none() {
+            match self.input.poll_recv(cx) {
+                Poll::Ready(Some((message, answer))) => {
+                    self.message = Some(message);
+                    self.answer = Some(answer);
+                    self.delivered = false;
+                }
+                Poll::Ready(None) => {
+                    conn.handle_end_of_input(now);
+                    return Poll::Ready(Ok(Received::End));
+                }
+                Poll::Pending => return Poll::Pending,
+            }
+        }
         if let Some(message) = self.message.take() {
             if conn.handle_message(&message, now).is_err() {
                 self.message = Some(message);
@@ -159,10 +230,6 @@ impl Transport for OneShot {
             }
             self.delivered = true;
             return Poll::Ready(Ok(Received::Data));
-        }
-        if self.answer.is_none() {
-            conn.handle_end_of_input(now);
-            return Poll::Ready(Ok(Received::End));
         }
         Poll::Pending
     }
@@ -173,17 +240,21 @@ impl Transport for OneShot {
         conn: &mut Connection,
     ) -> Poll<io::Result<()>> {
         if self.delivered {
-            if let Some(tx) = self.answer.take() {
-                let mut out = Vec::new();
-                if conn.poll_transmit(&mut out).is_some() {
-                    let _ = tx.send(Some(out));
-                    cx.waker().wake_by_ref();
-                } else if conn.requests_in_flight() == 0 {
-                    let _ = tx.send(None);
-                    cx.waker().wake_by_ref();
-                } else {
-                    self.answer = Some(tx);
+            let mut out = Vec::new();
+            let answer = if conn.poll_transmit(&mut out).is_some() {
+                Some(Some(out))
+            } else if conn.requests_in_flight() == 0 {
+                Some(None)
+            } else {
+                None
+            };
+            if let Some(answer) = answer {
+                if let Some(tx) = self.answer.take() {
+                    let _ = tx.send(answer);
                 }
+                self.delivered = false;
+                // The next request may be waiting.
+                cx.waker().wake_by_ref();
             }
         }
         while conn.poll_transmit(&mut self.stray).is_some() {

@@ -1,0 +1,85 @@
+//! sansrpc's tower services mounted in axum (`sansrpc_tokio::service`), single-threaded,
+//! for the load generator's HTTP and MCP tables: the same methods as `sansrpc-server`
+//! (`echo`, `add`) at any path with `RpcService`, or the same MCP tool as
+//! `mcp-sansrpc-server` (`add`) at `/mcp` with `McpService`. `axum::serve` (HTTP/1.1 and
+//! h2c), Nagle's algorithm off, as `mcp-rmcp-server` does.
+//!
+//! `sansrpc-axum-server http|json|sse`. The first line on stdout is the bound address
+//! (`127.0.0.1:0`); it serves until killed.
+
+use std::io::Write as _;
+use std::time::Duration;
+
+use axum::serve::ListenerExt as _;
+use sansrpc::connection::{Config, Profile};
+use sansrpc::method::Method;
+use sansrpc::streamable;
+use sansrpc_mcp::server::{Context, McpError, ServerBuilder};
+use sansrpc_tokio::service::{McpService, RpcService};
+use sansrpc_tokio::{AsyncRouter, Builder};
+
+enum Add {}
+impl Method for Add {
+    const NAME: &'static str = "add";
+    type Params = (i64, i64);
+    type Result = i64;
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct AddArgs {
+    a: i64,
+    b: i64,
+}
+
+fn rpc() -> RpcService {
+    let mut router = AsyncRouter::new();
+    let sync = router.sync();
+    sync.raw_method("echo", |params, out| {
+        out.extend_from_slice(params.map_or("null", |p| p.get()).as_bytes());
+        Ok(())
+    })
+    .expect("echo registers");
+    sync.method::<Add, _>(|(a, b)| Ok(a.wrapping_add(b)))
+        .expect("add registers");
+    RpcService::new(Builder::new().router(router))
+}
+
+fn mcp(sse: bool) -> McpService {
+    let add = |_: Context, AddArgs { a, b }| async move {
+        Ok::<_, McpError>(a.wrapping_add(b).to_string())
+    };
+    let server = ServerBuilder::new("sansrpc-loadgen", "0.0.0")
+        .tool("add", "Adds two integers", add)
+        .build();
+    let builder = Builder::new()
+        .config(Config::for_profile(Profile::Mcp))
+        .router(server.router());
+    let mut config = streamable::Config::default();
+    config.max_sessions = 100_000;
+    if sse {
+        config.json_window = Duration::ZERO;
+    }
+    McpService::new(builder, config)
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> std::io::Result<()> {
+    let mode = std::env::args().nth(1).unwrap_or_else(|| "http".into());
+    let app = match mode.as_str() {
+        "http" => axum::Router::new().fallback_service(rpc()),
+        "json" | "sse" => axum::Router::new().route_service("/mcp", mcp(mode == "sse")),
+        other => {
+            return Err(std::io::Error::other(format!(
+                "unknown mode {other:?}: http, json or sse"
+            )))
+        }
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let mut out = std::io::stdout();
+    writeln!(out, "{}", listener.local_addr()?)?;
+    out.flush()?;
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    axum::serve(listener, app).await
+}
