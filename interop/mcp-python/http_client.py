@@ -6,7 +6,7 @@ sampling request (the tool returns the sampled text), read `test://hello` and ge
 prompt `greet` when the server offers them, then close (DELETE of the session on legacy).
 Prints one JSON line with what it saw; raises on the first broken expectation.
 
-    python3 http_client.py URL [--mode legacy|2026] [--resume]
+    python3 http_client.py URL [--mode legacy|2026] [--resume] [--ca PEM]
 
 --mode legacy (the default) speaks 2025-11-25: initialize, Mcp-Session-Id, a standalone
 GET stream, server-to-client requests (elicitation/create, sampling/createMessage) on the
@@ -18,9 +18,12 @@ back as an `input_required` result the SDK answers by retrying the call).
 --resume (legacy only) cuts the SSE response of the `slow` call after its second progress
 notification, as a dropped connection would; the SDK must reconnect by GET with
 Last-Event-ID and still deliver the result and every progress notification exactly once.
+
+--ca PEM trusts the certificates in that file (and only those) for an https:// URL.
 """
 import argparse
 import json
+import ssl
 
 import anyio
 import httpx2
@@ -36,8 +39,9 @@ class Recorder(httpx2.AsyncBaseTransport):
     """An httpx2 transport that records every HTTP exchange the SDK makes, and with `cut`
     set drops the SSE response of the `slow` call after its second progress notification."""
 
-    def __init__(self, cut: bool) -> None:
-        self.inner = httpx2.AsyncHTTPTransport()
+    def __init__(self, cut: bool, ca: str | None = None) -> None:
+        verify = ssl.create_default_context(cafile=ca) if ca else True
+        self.inner = httpx2.AsyncHTTPTransport(verify=verify)
         self.cut = cut
         self.cuts = 0
         self.log: list[dict] = []
@@ -86,7 +90,7 @@ class CutStream(httpx2.AsyncByteStream):
         await self.inner.aclose()
 
 
-async def main(url: str, mode: str, resume: bool) -> None:
+async def main(url: str, mode: str, resume: bool, ca: str | None) -> None:
     elicited, sampled = [], []
 
     async def on_elicit(context, params):
@@ -98,7 +102,7 @@ async def main(url: str, mode: str, resume: bool) -> None:
         return CreateMessageResult(role="assistant", content=TextContent(type="text", text=SAMPLED),
                                    model="interop-model", stop_reason="endTurn")
 
-    recorder = Recorder(cut=resume)
+    recorder = Recorder(cut=resume, ca=ca)
     http = httpx2.AsyncClient(transport=recorder, timeout=httpx2.Timeout(30.0, read=300.0))
     transport = streamable_http_client(url, http_client=http)
     client = Client(transport, mode="legacy" if mode == "legacy" else "auto",
@@ -179,7 +183,8 @@ options = argparse.ArgumentParser()
 options.add_argument("url")
 options.add_argument("--mode", choices=["legacy", "2026"], default="legacy")
 options.add_argument("--resume", action="store_true")
+options.add_argument("--ca", help="a PEM file of the certificates to trust for https://")
 args = options.parse_args()
 if args.resume and args.mode != "legacy":
     options.error("--resume needs --mode legacy: 2026-07-28 has no SSE resumption")
-anyio.run(main, args.url, args.mode, args.resume)
+anyio.run(main, args.url, args.mode, args.resume, args.ca)

@@ -1,11 +1,15 @@
 //! The MCP client over HTTPS (`sansrpc_tokio::mcp_client::connect_tls`, rustls): against
 //! this crate's own MCP server serving TLS (`ServeOptions::tls`), and against a server
 //! written with the official MCP Python SDK 2.3.0 behind TLS
-//! (`interop/mcp-python/http_server.py --tls`, uvicorn's). The certificates are made by the
-//! test (rcgen); a client that does not trust them is not served.
+//! (`interop/mcp-python/http_server.py --tls`, uvicorn's); and the Python SDK's client
+//! (`interop/mcp-python/http_client.py --ca`, httpx) against this crate's server over HTTPS
+//! with the conformance suite's tool set. The certificates are made by the test (rcgen); a
+//! client that does not trust them is not served.
 #![cfg(feature = "tls")]
 
 mod common;
+#[path = "../fixtures/everything.rs"]
+mod everything;
 #[path = "../../../tests/support/interop.rs"]
 mod support;
 
@@ -171,4 +175,73 @@ async fn the_client_over_https_to_the_python_sdk_server() {
     tokio::time::timeout(Duration::from_secs(10), client.close())
         .await
         .expect("close is bounded");
+}
+
+/// The Python SDK's client over HTTPS against this crate's MCP server (the `everything`
+/// tool set, TLS from `ServeOptions::tls`): every call of its script on both revisions,
+/// trusting only the test's certificate; and refused when it trusts the system roots alone.
+#[test]
+fn the_python_sdk_client_over_https_to_our_server_on_both_revisions() {
+    let (cert, generated) = certificate();
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mcp-python-client-tls");
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca = dir.join("cert.pem");
+    std::fs::write(&ca, generated.cert.pem()).unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let port = runtime.block_on(async {
+        let server = everything::everything(ServerBuilder::new("tls-everything", "1")).build();
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
+            generated.signing_key.serialize_der(),
+        ));
+        let mut serve = ServeOptions::default();
+        serve.tls = Some(tls::server_config(vec![cert], key).unwrap());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let builder = Builder::new()
+            .config(Config::for_profile(Profile::Mcp))
+            .router(server.router());
+        let options = mcp::Options::default().serve_options(serve);
+        tokio::spawn(mcp::serve_with(
+            listener,
+            builder,
+            streamable::Config::default(),
+            options,
+            std::future::pending(),
+        ));
+        port
+    });
+    let sdk = support::pip_install(env!("CARGO_MANIFEST_DIR"), "mcp-python");
+    let script = support::interop(env!("CARGO_MANIFEST_DIR"), "mcp-python").join("http_client.py");
+    // The certificate names `localhost`.
+    let url = format!("https://localhost:{port}/mcp");
+    let run = |args: &[&str]| {
+        let mut client = Command::new("python3");
+        client
+            .arg(&script)
+            .arg(&url)
+            .args(args)
+            .env("PYTHONPATH", &sdk);
+        support::output_within(&mut client, support::CLIENT_TIMEOUT)
+    };
+    let ca = ca.to_str().unwrap();
+    for (mode, protocol) in [("legacy", "2025-11-25"), ("2026", "2026-07-28")] {
+        let out = run(&["--mode", mode, "--ca", ca]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{mode}: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+        assert_eq!(report["protocol"], protocol, "{report}");
+    }
+    // Without the test's certificate the SDK's client does not trust the server.
+    let out = run(&["--mode", "legacy"]);
+    assert!(
+        !out.status.success(),
+        "served without trusting the certificate"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("CERTIFICATE_VERIFY_FAILED"), "{stderr}");
+    drop(runtime);
 }
