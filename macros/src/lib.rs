@@ -2,7 +2,8 @@
 //!
 //! The attribute turns a trait whose methods are marked `#[method(...)]` or
 //! `#[subscription(...)]` into a server trait (`NameServer`, mounted on a
-//! `sansrpc_futures::AsyncRouter`) and a client extension (`NameClient`, implemented for
+//! `sansrpc_futures::AsyncRouter`; `NameSyncServer` for the core `Router` and the blocking
+//! adapter) and a client extension (`NameClient`, implemented for
 //! every `AsRef<sansrpc_futures::Client>`). Use it through `sansrpc_futures::rpc` or
 //! `sansrpc_tokio::rpc` (their `macros` feature); the guide is `docs/methods.md` of the
 //! sansrpc crate.
@@ -27,7 +28,8 @@ use syn::{
 /// Turns a trait into a server trait and a client extension; see the crate docs of
 /// `sansrpc_futures` (`rpc`) and `docs/methods.md`.
 ///
-/// Arguments: `server`, `client` (at least one), `namespace = "eth"` (wire names become
+/// Arguments: `server` (async, on the `AsyncRouter`), `sync` (plain methods, on the core
+/// `Router`), `client` (at least one of the three), `namespace = "eth"` (wire names become
 /// `eth_name`), `crate = path` (where the generated code finds the adapter, default
 /// `::sansrpc_futures`).
 #[proc_macro_attribute]
@@ -52,6 +54,8 @@ fn expand(args: TokenStream2, item: TokenStream2, default_crate: &str) -> TokenS
 /// The attribute's arguments.
 struct Args {
     server: bool,
+    /// A server trait of plain methods, mounted on the core `Router`.
+    sync: bool,
     client: bool,
     namespace: Option<String>,
     krate: syn::Path,
@@ -61,6 +65,7 @@ fn parse_args(args: TokenStream2, default_crate: &str) -> syn::Result<Args> {
     let metas = Punctuated::<Meta, Token![,]>::parse_terminated.parse2(args)?;
     let mut parsed = Args {
         server: false,
+        sync: false,
         client: false,
         namespace: None,
         krate: syn::parse_str(default_crate)?,
@@ -69,6 +74,7 @@ fn parse_args(args: TokenStream2, default_crate: &str) -> syn::Result<Args> {
         match &meta {
             Meta::Path(p) if p.is_ident("server") => parsed.server = true,
             Meta::Path(p) if p.is_ident("client") => parsed.client = true,
+            Meta::Path(p) if p.is_ident("sync") => parsed.sync = true,
             Meta::NameValue(nv) if nv.path.is_ident("namespace") => {
                 let ns = string_value(&nv.value)?;
                 if ns.is_empty() {
@@ -85,15 +91,15 @@ fn parse_args(args: TokenStream2, default_crate: &str) -> syn::Result<Args> {
             _ => {
                 return Err(syn::Error::new(
                     meta.span(),
-                    "unknown argument: expected `server`, `client`, `namespace = \"...\"` or `crate = path`",
+                    "unknown argument: expected `server`, `sync`, `client`, `namespace = \"...\"` or `crate = path`",
                 ))
             }
         }
     }
-    if !parsed.server && !parsed.client {
+    if !parsed.server && !parsed.client && !parsed.sync {
         return Err(syn::Error::new(
             Span::call_site(),
-            "#[rpc] needs `server`, `client` or both",
+            "#[rpc] needs `server`, `sync` or `client` (or several)",
         ));
     }
     Ok(parsed)
@@ -215,6 +221,16 @@ fn expand_or_error(
             }
         }
     }
+    if args.sync {
+        for rpc in &rpcs {
+            if matches!(rpc.kind, Kind::Subscription { .. }) {
+                push(syn::Error::new(
+                    rpc.func.sig.ident.span(),
+                    "a `sync` server (the core Router) does not serve subscriptions: put them in a trait of their own",
+                ));
+            }
+        }
+    }
     if let Some(e) = errors {
         return Err(e);
     }
@@ -225,6 +241,9 @@ fn expand_or_error(
     out.extend(hidden_items(&item.ident, &rpcs, &support));
     if args.server {
         out.extend(server(&item, &rpcs, &support));
+    }
+    if args.sync {
+        out.extend(sync_server(&item, &rpcs, &support));
     }
     if args.client {
         out.extend(client(&item, &rpcs, &support));
@@ -702,6 +721,74 @@ fn server(item: &ItemTrait, rpcs: &[Rpc], support: &TokenStream2) -> TokenStream
             {
                 let mut router = #support::AsyncRouter::new();
                 self.mount(&mut router)?;
+                ::core::result::Result::Ok(router)
+            }
+        }
+    }
+}
+
+/// The sync server trait: one plain method per method of the trait, and `mount_sync` /
+/// `into_sync_router` on the core `Router` (what the blocking adapter and a sans-I/O loop
+/// serve).
+fn sync_server(item: &ItemTrait, rpcs: &[Rpc], support: &TokenStream2) -> TokenStream2 {
+    let vis = &item.vis;
+    let name = format_ident!("{}SyncServer", item.ident);
+    let mut methods = TokenStream2::new();
+    let mut mounts = TokenStream2::new();
+    for rpc in rpcs {
+        let Kind::Method { ret, .. } = &rpc.kind else {
+            continue;
+        };
+        let h = hidden(&item.ident, rpc);
+        let attrs = &rpc.attrs;
+        let ident = &rpc.func.sig.ident;
+        let names: Vec<_> = rpc.params.iter().map(|p| &p.name).collect();
+        let types: Vec<_> = rpc.params.iter().map(|p| &p.ty).collect();
+        let (params, method) = (&h.params, &h.method);
+        methods.extend(quote! {
+            #(#attrs)*
+            fn #ident(&self, #( #names: #types ),*) -> #ret;
+        });
+        let into = quote_spanned! {ret.span()=>
+            |e| -> #support::ErrorObject<'static> { ::core::convert::Into::into(e) }
+        };
+        mounts.extend(quote! {
+            {
+                let this = ::std::sync::Arc::clone(&this);
+                router.method::<#method, _>(move |params: #params| {
+                    this.#ident(#( params.#names ),*).map_err(#into)
+                })?;
+            }
+        });
+    }
+    let doc = format!(
+        "The server side of `{}`'s API with plain (not async) methods, for the core `Router`.",
+        item.ident
+    );
+    quote! {
+        #[doc = #doc]
+        #vis trait #name: ::core::marker::Send + ::core::marker::Sync + 'static {
+            #methods
+
+            /// Registers every method of this API on the core `router`, served by `self`;
+            /// fails when a name is already taken there.
+            fn mount_sync(self, router: &mut #support::Router) -> ::core::result::Result<(), #support::RegisterError>
+            where
+                Self: ::core::marker::Sized,
+            {
+                let this = ::std::sync::Arc::new(self);
+                #mounts
+                let _ = this;
+                ::core::result::Result::Ok(())
+            }
+
+            /// A new core router serving this API.
+            fn into_sync_router(self) -> ::core::result::Result<#support::Router, #support::RegisterError>
+            where
+                Self: ::core::marker::Sized,
+            {
+                let mut router = #support::Router::new();
+                self.mount_sync(&mut router)?;
                 ::core::result::Result::Ok(router)
             }
         }

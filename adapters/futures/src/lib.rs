@@ -118,7 +118,7 @@ pub mod __macros {
     pub use crate::{AsyncRouter, CallError, Client, PendingSubscription, Subscription};
     pub use sansrpc::connection::subscriptions::{IdStyle, LagPolicy, MethodSubscription};
     pub use sansrpc::method::Method;
-    pub use sansrpc::router::RegisterError;
+    pub use sansrpc::router::{RegisterError, Router};
     pub use sansrpc::ErrorObject;
     pub use serde;
 }

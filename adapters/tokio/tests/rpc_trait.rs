@@ -6,6 +6,7 @@
 mod common;
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::{within, LIMIT};
@@ -287,4 +288,60 @@ async fn mounting_twice_on_one_router_is_refused() {
     let mut router = first.into_router().unwrap();
     let e = second.mount(&mut router).unwrap_err();
     assert!(e.to_string().contains("eth_chainId"), "{e}");
+}
+
+/// An API served by a plain (not async) server on the core `Router` too.
+#[sansrpc_tokio::rpc(sync, server, client, namespace = "calc")]
+pub trait Calc {
+    /// `a + b`, params by position.
+    #[method(name = "add")]
+    async fn add(&self, a: i64, b: i64) -> Result<i64, ErrorObject<'static>>;
+
+    /// `a / b`, params by name; -32000 for a division by zero.
+    #[method(name = "div", param_kind = map)]
+    async fn div(&self, a: i64, b: i64) -> Result<i64, ErrorObject<'static>>;
+}
+
+struct Calculator;
+
+impl CalcSyncServer for Calculator {
+    fn add(&self, a: i64, b: i64) -> Result<i64, ErrorObject<'static>> {
+        a.checked_add(b)
+            .ok_or(ErrorObject::fixed(-32000, "overflow"))
+    }
+
+    fn div(&self, a: i64, b: i64) -> Result<i64, ErrorObject<'static>> {
+        a.checked_div(b)
+            .ok_or(ErrorObject::fixed(-32000, "division by zero"))
+    }
+}
+
+#[tokio::test]
+async fn a_sync_server_on_the_blocking_adapter_answers_the_generated_client() {
+    within(LIMIT, async {
+        let router = Calculator.into_sync_router().unwrap();
+        let server = sansrpc_blocking::serve_tcp(
+            "127.0.0.1:0",
+            Arc::new(router),
+            sansrpc_blocking::Options::default(),
+        )
+        .unwrap();
+        let stream = tokio::net::TcpStream::connect(server.local_addr())
+            .await
+            .unwrap();
+        let conn = sansrpc_tokio::spawn(Builder::new(), sansrpc_tokio::tcp(stream));
+        assert_eq!(conn.add(40, 2).await.unwrap(), 42);
+        assert_eq!(conn.div(84, 2).await.unwrap(), 42);
+        match conn.div(1, 0).await {
+            Err(CallError::Rpc(e)) => {
+                assert_eq!((e.code, &*e.message), (-32000, "division by zero"))
+            }
+            other => panic!("an error object, not {other:?}"),
+        }
+        conn.client.close().await;
+        tokio::task::spawn_blocking(move || server.shutdown())
+            .await
+            .unwrap();
+    })
+    .await;
 }

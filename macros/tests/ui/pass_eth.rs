@@ -16,11 +16,17 @@ pub trait Eth {
     async fn new_heads(&self, pending: PendingSubscription, kind: String);
 }
 
-// Only a client, without a namespace.
-#[sansrpc_futures::rpc(client)]
+// A client and a sync server, without a namespace.
+#[sansrpc_futures::rpc(client, sync)]
 trait Plain {
     #[method]
     async fn ping(&self) -> Result<(), ErrorObject<'static>>;
+}
+
+impl PlainSyncServer for Node {
+    fn ping(&self) -> Result<(), ErrorObject<'static>> {
+        Ok(())
+    }
 }
 
 struct Node;
@@ -39,6 +45,7 @@ impl EthServer for Node {
 
 fn main() {
     let _router = Node.into_router().unwrap();
+    let _core: sansrpc::router::Router = Node.into_sync_router().unwrap();
     fn client_side(client: &sansrpc_futures::Client) {
         let _ = client.chain_id();
         let _ = client.block("latest".into(), false);
