@@ -833,8 +833,8 @@ fn client(item: &ItemTrait, rpcs: &[Rpc], support: &TokenStream2) -> TokenStream
                     fn #ident(&self, #( #names: #types ),*)
                         -> impl ::core::future::Future<Output = #output> + ::core::marker::Send
                     {
-                        let client: &#support::Client = ::core::convert::AsRef::as_ref(self);
-                        client.call::<#method>(&#build)
+                        let __sansrpc_client: &#support::Client = ::core::convert::AsRef::as_ref(self);
+                        __sansrpc_client.call::<#method>(&#build)
                     }
                 });
             }
@@ -850,9 +850,11 @@ fn client(item: &ItemTrait, rpcs: &[Rpc], support: &TokenStream2) -> TokenStream
                     fn #ident(&self, #( #names: #types ),*)
                         -> impl ::core::future::Future<Output = #output> + ::core::marker::Send
                     {
-                        let client: &#support::Client = ::core::convert::AsRef::as_ref(self);
-                        let params = #build;
-                        async move { client.subscribe(&#declaration, &params).await }
+                        let __sansrpc_client: &#support::Client = ::core::convert::AsRef::as_ref(self);
+                        let __sansrpc_params = #build;
+                        async move {
+                            __sansrpc_client.subscribe(&#declaration, &__sansrpc_params).await
+                        }
                     }
                 });
             }

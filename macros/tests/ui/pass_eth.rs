@@ -21,11 +21,17 @@ pub trait Eth {
 trait Plain {
     #[method]
     async fn ping(&self) -> Result<(), ErrorObject<'static>>;
+    // Arguments named as what the generated code holds.
+    #[method(param_kind = map)]
+    async fn echo(&self, client: String, params: u8, this: bool) -> Result<String, ErrorObject<'static>>;
 }
 
 impl PlainSyncServer for Node {
     fn ping(&self) -> Result<(), ErrorObject<'static>> {
         Ok(())
+    }
+    fn echo(&self, client: String, _params: u8, _this: bool) -> Result<String, ErrorObject<'static>> {
+        Ok(client)
     }
 }
 
@@ -51,6 +57,7 @@ fn main() {
         let _ = client.block("latest".into(), false);
         let _ = client.new_heads("newHeads".into());
         let _ = client.ping();
+        let _ = client.echo("me".into(), 1, true);
     }
     let _ = client_side;
 }
