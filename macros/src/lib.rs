@@ -29,7 +29,8 @@ use syn::{
 /// `sansrpc_futures` (`rpc`) and `docs/methods.md`.
 ///
 /// Arguments: `server` (async, on the `AsyncRouter`), `sync` (plain methods, on the core
-/// `Router`), `client` (at least one of the three), `namespace = "eth"` (wire names become
+/// `Router`), `client`, `blocking_client` (on `sansrpc_blocking::Client`; at least one of
+/// the four), `namespace = "eth"` (wire names become
 /// `eth_name`), `crate = path` (where the generated code finds the adapter, default
 /// `::sansrpc_futures`).
 #[proc_macro_attribute]
@@ -56,6 +57,8 @@ struct Args {
     server: bool,
     /// A server trait of plain methods, mounted on the core `Router`.
     sync: bool,
+    /// A client extension of `sansrpc_blocking::Client`.
+    blocking_client: bool,
     client: bool,
     namespace: Option<String>,
     krate: syn::Path,
@@ -66,6 +69,7 @@ fn parse_args(args: TokenStream2, default_crate: &str) -> syn::Result<Args> {
     let mut parsed = Args {
         server: false,
         sync: false,
+        blocking_client: false,
         client: false,
         namespace: None,
         krate: syn::parse_str(default_crate)?,
@@ -75,6 +79,7 @@ fn parse_args(args: TokenStream2, default_crate: &str) -> syn::Result<Args> {
             Meta::Path(p) if p.is_ident("server") => parsed.server = true,
             Meta::Path(p) if p.is_ident("client") => parsed.client = true,
             Meta::Path(p) if p.is_ident("sync") => parsed.sync = true,
+            Meta::Path(p) if p.is_ident("blocking_client") => parsed.blocking_client = true,
             Meta::NameValue(nv) if nv.path.is_ident("namespace") => {
                 let ns = string_value(&nv.value)?;
                 if ns.is_empty() {
@@ -91,15 +96,15 @@ fn parse_args(args: TokenStream2, default_crate: &str) -> syn::Result<Args> {
             _ => {
                 return Err(syn::Error::new(
                     meta.span(),
-                    "unknown argument: expected `server`, `sync`, `client`, `namespace = \"...\"` or `crate = path`",
+                    "unknown argument: expected `server`, `sync`, `client`, `blocking_client`, `namespace = \"...\"` or `crate = path`",
                 ))
             }
         }
     }
-    if !parsed.server && !parsed.client && !parsed.sync {
+    if !parsed.server && !parsed.client && !parsed.sync && !parsed.blocking_client {
         return Err(syn::Error::new(
             Span::call_site(),
-            "#[rpc] needs `server`, `sync` or `client` (or several)",
+            "#[rpc] needs `server`, `sync`, `client` or `blocking_client` (or several)",
         ));
     }
     Ok(parsed)
@@ -221,12 +226,24 @@ fn expand_or_error(
             }
         }
     }
-    if args.sync {
+    for (asked, what) in [
+        (
+            args.sync,
+            "a `sync` server (the core Router) does not serve subscriptions",
+        ),
+        (
+            args.blocking_client,
+            "a `blocking_client` does not follow subscriptions",
+        ),
+    ] {
+        if !asked {
+            continue;
+        }
         for rpc in &rpcs {
             if matches!(rpc.kind, Kind::Subscription { .. }) {
                 push(syn::Error::new(
                     rpc.func.sig.ident.span(),
-                    "a `sync` server (the core Router) does not serve subscriptions: put them in a trait of their own",
+                    format!("{what}: put them in a trait of their own"),
                 ));
             }
         }
@@ -247,6 +264,9 @@ fn expand_or_error(
     }
     if args.client {
         out.extend(client(&item, &rpcs, &support));
+    }
+    if args.blocking_client {
+        out.extend(blocking_client(&item, &rpcs, &support));
     }
     Ok(out)
 }
@@ -791,6 +811,53 @@ fn sync_server(item: &ItemTrait, rpcs: &[Rpc], support: &TokenStream2) -> TokenS
                 self.mount_sync(&mut router)?;
                 ::core::result::Result::Ok(router)
             }
+        }
+    }
+}
+
+/// The blocking client extension: a typed call per method on `sansrpc_blocking::Client`.
+fn blocking_client(item: &ItemTrait, rpcs: &[Rpc], support: &TokenStream2) -> TokenStream2 {
+    let vis = &item.vis;
+    let name = format_ident!("{}BlockingClient", item.ident);
+    let doc = format!(
+        "The client side of `{}`'s API on a `sansrpc_blocking::Client`: typed calls that block.",
+        item.ident
+    );
+    let mut decls = TokenStream2::new();
+    let mut impls = TokenStream2::new();
+    for rpc in rpcs {
+        let Kind::Method { ok, .. } = &rpc.kind else {
+            continue;
+        };
+        let h = hidden(&item.ident, rpc);
+        let attrs = &rpc.attrs;
+        let ident = &rpc.func.sig.ident;
+        let names: Vec<_> = rpc.params.iter().map(|p| &p.name).collect();
+        let types: Vec<_> = rpc.params.iter().map(|p| &p.ty).collect();
+        let params = &h.params;
+        let (method, build) = match rpc.param_kind {
+            ParamKind::Array => (&h.positional, quote!(( #( #names, )* ))),
+            ParamKind::Map => (&h.method, quote!(#params { #( #names ),* })),
+        };
+        let output = quote!(::core::result::Result<#ok, #support::CallError>);
+        decls.extend(quote! {
+            #(#attrs)*
+            fn #ident(&self, #( #names: #types ),*) -> #output;
+        });
+        impls.extend(quote! {
+            fn #ident(&self, #( #names: #types ),*) -> #output {
+                ::sansrpc_blocking::Client::call::<#method>(self, &#build)
+            }
+        });
+    }
+    quote! {
+        #[doc = #doc]
+        #vis trait #name {
+            #decls
+        }
+
+        impl #name for ::sansrpc_blocking::Client {
+            #impls
         }
     }
 }

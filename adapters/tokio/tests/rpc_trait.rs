@@ -345,3 +345,31 @@ async fn a_sync_server_on_the_blocking_adapter_answers_the_generated_client() {
     })
     .await;
 }
+
+/// The same API called from the blocking adapter's client.
+#[sansrpc_tokio::rpc(blocking_client, namespace = "calc")]
+pub trait CalcBlocking {
+    /// `a + b`, params by position.
+    #[method(name = "add")]
+    async fn add(&self, a: i64, b: i64) -> Result<i64, ErrorObject<'static>>;
+
+    /// `a / b`, params by name.
+    #[method(name = "div", param_kind = map)]
+    async fn div(&self, a: i64, b: i64) -> Result<i64, ErrorObject<'static>>;
+}
+
+#[test]
+fn the_blocking_client_extension_calls_the_sync_server() {
+    let router = Calculator.into_sync_router().unwrap();
+    let options = sansrpc_blocking::Options::default;
+    let server = sansrpc_blocking::serve_tcp("127.0.0.1:0", Arc::new(router), options()).unwrap();
+    let client = sansrpc_blocking::connect_tcp(server.local_addr(), options()).unwrap();
+    assert_eq!(client.add(40, 2).unwrap(), 42);
+    assert_eq!(client.div(84, 2).unwrap(), 42);
+    match client.div(1, 0) {
+        Err(CallError::Rpc(e)) => assert_eq!(e.code, -32000),
+        other => panic!("an error object, not {other:?}"),
+    }
+    client.close();
+    server.shutdown();
+}
