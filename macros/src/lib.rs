@@ -598,6 +598,24 @@ fn hidden_items(trait_name: &Ident, rpcs: &[Rpc], support: &TokenStream2) -> Tok
         let wire = &rpc.wire;
         let names: Vec<_> = rpc.params.iter().map(|p| &p.name).collect();
         let types: Vec<_> = rpc.params.iter().map(|p| &p.ty).collect();
+        // Every type the trait names, so its imports are used whichever sides are made (a
+        // client alone drops the error type and the pending subscription).
+        let declared = Ident::new(
+            &format!("__Sansrpc{}_{}_Declared", trait_name, rpc.func.sig.ident),
+            Span::call_site(),
+        );
+        let (pending, ret) = match &rpc.kind {
+            Kind::Method { ret, .. } => (None, quote!(#ret)),
+            Kind::Subscription { pending, .. } => {
+                let ty = &pending.ty;
+                (Some(quote!(#ty,)), quote!(()))
+            }
+        };
+        out.extend(quote! {
+            #[doc(hidden)]
+            #[allow(non_camel_case_types, dead_code)]
+            type #declared = fn(#pending #( #types ),*) -> #ret;
+        });
         out.extend(quote! {
             #[doc(hidden)]
             #[allow(non_camel_case_types, dead_code)]
