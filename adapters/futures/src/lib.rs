@@ -86,3 +86,41 @@ pub use transport::{ByteStream, Received, Transport};
 
 pub use sansrpc;
 pub use sansrpc::Timeout;
+
+/// A typed API from one trait: a server trait (`NameServer`, mounted on an
+/// [`AsyncRouter`]) and a client extension (`NameClient`, on every `AsRef<Client>`).
+/// See the guide's section on it (`docs/methods.md`, "A typed API from one trait").
+///
+/// ```
+/// use sansrpc::ErrorObject;
+///
+/// #[sansrpc_futures::rpc(server, client, namespace = "math")]
+/// pub trait Math {
+///     /// `math_add`, params by position: `[1, 2]`.
+///     #[method(name = "add")]
+///     async fn add(&self, a: i64, b: i64) -> Result<i64, ErrorObject<'static>>;
+/// }
+///
+/// struct Calculator;
+/// impl MathServer for Calculator {
+///     async fn add(&self, a: i64, b: i64) -> Result<i64, ErrorObject<'static>> {
+///         a.checked_add(b).ok_or(ErrorObject::fixed(-32000, "overflow"))
+///     }
+/// }
+/// let router = Calculator.into_router().unwrap();
+/// # let _ = router;
+/// // And on a client: `let sum = client.add(1, 2).await?;` (`MathClient`).
+/// ```
+#[cfg(feature = "macros")]
+pub use sansrpc_macros::rpc;
+
+/// What the code `#[rpc]` generates refers to; not part of the API.
+#[doc(hidden)]
+pub mod __macros {
+    pub use crate::{AsyncRouter, CallError, Client, PendingSubscription, Subscription};
+    pub use sansrpc::connection::subscriptions::{IdStyle, LagPolicy, MethodSubscription};
+    pub use sansrpc::method::Method;
+    pub use sansrpc::router::{RegisterError, Router};
+    pub use sansrpc::ErrorObject;
+    pub use serde;
+}

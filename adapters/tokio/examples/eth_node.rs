@@ -17,16 +17,49 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use sansrpc::connection::subscriptions::MethodSubscription;
 use sansrpc::ErrorObject;
 use sansrpc_tokio::{http, sansrpc, AsyncRouter, Builder, PendingSubscription, ServeOptions};
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
-sansrpc::method!(ChainId = "eth_chainId", () => String);
-sansrpc::method!(NetVersion = "net_version", () => String);
-sansrpc::method!(BlockNumber = "eth_blockNumber", () => String);
-sansrpc::method!(GetBlockByNumber = "eth_getBlockByNumber", (String, bool) => Option<Value>);
+/// The node's `eth_` API; `EthServer` is what the node implements (the `EthClient` a
+/// client calls is tested in tests/rpc_trait.rs).
+#[sansrpc_tokio::rpc(server, namespace = "eth")]
+trait Eth {
+    /// `eth_chainId`: 1337, as Hardhat's and geth's dev chains.
+    #[method(name = "chainId")]
+    async fn chain_id(&self) -> Result<String, ErrorObject<'static>>;
+
+    /// `eth_blockNumber`: the head's number.
+    #[method(name = "blockNumber")]
+    async fn block_number(&self) -> Result<String, ErrorObject<'static>>;
+
+    /// `eth_getBlockByNumber(tag, full)`: `null` past the head.
+    #[method(name = "getBlockByNumber")]
+    async fn block_by_number(
+        &self,
+        tag: String,
+        full: bool,
+    ) -> Result<Option<Value>, ErrorObject<'static>>;
+
+    /// `eth_subscribe("newHeads")`: every block's header from the next one on, in order.
+    #[subscription(
+        name = "subscribe",
+        item = Value,
+        notification = "subscription",
+        unsubscribe = "unsubscribe",
+        ids = hex
+    )]
+    async fn subscribe(&self, pending: PendingSubscription, kind: String, options: Option<Value>);
+}
+
+/// `net_version`.
+#[sansrpc_tokio::rpc(server, namespace = "net")]
+trait Net {
+    /// `"1337"`.
+    #[method(name = "version")]
+    async fn version(&self) -> Result<String, ErrorObject<'static>>;
+}
 
 /// The chain: block `n` is made from `n` alone, so every run serves the same blocks.
 struct Chain {
@@ -111,58 +144,66 @@ impl Chain {
     }
 }
 
-/// `eth_subscribe`: `newHeads` only. Every block's header from the next one on, in order.
-async fn subscribe(chain: Arc<Chain>, pending: PendingSubscription, params: Vec<Value>) {
-    if params.first().and_then(Value::as_str) != Some("newHeads") {
-        let e = ErrorObject::fixed(-32602, "only newHeads subscriptions are served");
-        return pending.reject(e);
+/// The node's API, served from the chain.
+#[derive(Clone)]
+struct Node(Arc<Chain>);
+
+impl EthServer for Node {
+    async fn chain_id(&self) -> Result<String, ErrorObject<'static>> {
+        Ok("0x539".to_owned())
     }
-    let mut head = chain.head.clone();
-    let mut sent = *head.borrow_and_update();
-    let Ok(sink) = pending.accept().await else {
-        return;
-    };
-    while head.changed().await.is_ok() {
-        let latest = *head.borrow_and_update();
-        for n in sent + 1..=latest {
-            if sink.send(&chain.header(n)).is_err() {
-                return; // Unsubscribed, or the client went away.
-            }
-            // Several heads at once (the node was held up): the connection's driver,
-            // which runs this handler, moves each one out before the next is queued.
-            tokio::task::yield_now().await;
+
+    async fn block_number(&self) -> Result<String, ErrorObject<'static>> {
+        Ok(format!("{:#x}", self.0.latest()))
+    }
+
+    async fn block_by_number(
+        &self,
+        tag: String,
+        _full: bool,
+    ) -> Result<Option<Value>, ErrorObject<'static>> {
+        let chain = &self.0;
+        chain.named(&tag).map(|n| n.map(|n| chain.block(n)))
+    }
+
+    /// `newHeads` only.
+    async fn subscribe(&self, pending: PendingSubscription, kind: String, _options: Option<Value>) {
+        if kind != "newHeads" {
+            let e = ErrorObject::fixed(-32602, "only newHeads subscriptions are served");
+            return pending.reject(e);
         }
-        sent = latest;
+        let chain = &self.0;
+        let mut head = chain.head.clone();
+        let mut sent = *head.borrow_and_update();
+        let Ok(sink) = pending.accept().await else {
+            return;
+        };
+        while head.changed().await.is_ok() {
+            let latest = *head.borrow_and_update();
+            for n in sent + 1..=latest {
+                if sink.send(&chain.header(n)).is_err() {
+                    return; // Unsubscribed, or the client went away.
+                }
+                // Several heads at once (the node was held up): the connection's driver,
+                // which runs this handler, moves each one out before the next is queued.
+                tokio::task::yield_now().await;
+            }
+            sent = latest;
+        }
+    }
+}
+
+impl NetServer for Node {
+    async fn version(&self) -> Result<String, ErrorObject<'static>> {
+        Ok("1337".to_owned())
     }
 }
 
 fn router(chain: Arc<Chain>) -> AsyncRouter {
+    let node = Node(chain);
     let mut router = AsyncRouter::new();
-    router
-        .method::<ChainId, _, _>(|()| async { Ok("0x539".to_owned()) })
-        .unwrap();
-    router
-        .method::<NetVersion, _, _>(|()| async { Ok("1337".to_owned()) })
-        .unwrap();
-    let c = chain.clone();
-    router
-        .method::<BlockNumber, _, _>(move |()| {
-            let latest = c.latest();
-            async move { Ok(format!("{latest:#x}")) }
-        })
-        .unwrap();
-    let c = chain.clone();
-    router
-        .method::<GetBlockByNumber, _, _>(move |(tag, _full)| {
-            let block = c.named(&tag).map(|n| n.map(|n| c.block(n)));
-            async move { block }
-        })
-        .unwrap();
-    router
-        .subscription(MethodSubscription::ethereum(), move |pending, params| {
-            subscribe(chain.clone(), pending, params)
-        })
-        .unwrap();
+    EthServer::mount(node.clone(), &mut router).expect("the eth_ names are free");
+    NetServer::mount(node, &mut router).expect("the net_ names are free");
     router
 }
 

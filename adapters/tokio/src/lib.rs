@@ -92,6 +92,15 @@ pub use sansrpc_futures::{
     SubscriptionError, SubscriptionSink, Timer, Transport, TypedStream,
 };
 
+/// A typed API from one trait: a server trait (`NameServer`, mounted on an
+/// [`AsyncRouter`]) and a client extension (`NameClient`, on every `AsRef<Client>`), as
+/// [`sansrpc_futures::rpc`] makes them, for a crate that depends on this one only.
+#[cfg(feature = "macros")]
+pub use sansrpc_macros::rpc_tokio as rpc;
+
+#[doc(hidden)]
+pub use sansrpc_futures::__macros;
+
 /// How a server protects itself from clients it does not trust, for every `serve_*`
 /// function of this crate and the MCP server ([`mcp::Options::serve`]; each field says
 /// which use it). The per-connection rules (rate limit, idle and partial-frame timeouts)

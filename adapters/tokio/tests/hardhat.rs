@@ -2,7 +2,8 @@
 //! `hardhat`, pinned in interop/hardhat/package-lock.json), HTTP and WebSocket on one
 //! port. Over HTTP: `eth_chainId` and a batch; over WebSocket: `eth_subscribe("newHeads")`
 //! while the test mines blocks with `hardhat_mine`, every mined block's head in order, then
-//! `eth_unsubscribe`; and over HTTP a subscribe is refused before it goes out.
+//! `eth_unsubscribe`; and over HTTP a subscribe is refused before it goes out. The calls
+//! and the subscription go through the client `#[rpc]` generates from the `Eth` trait.
 
 #[path = "../../../tests/support/interop.rs"]
 mod interop;
@@ -15,9 +16,33 @@ use futures::StreamExt;
 use interop::{interop, npm_ci, Running};
 use sansrpc::connection::subscriptions::MethodSubscription;
 use sansrpc::connection::SendError;
+use sansrpc::ErrorObject;
 use sansrpc::RawValue;
-use sansrpc_tokio::{http, sansrpc, ws, Builder, CallError, Subscription};
+use sansrpc_tokio::{http, sansrpc, ws, Builder, CallError, PendingSubscription, Subscription};
 use serde_json::Value;
+
+/// What this test calls of an Ethereum node: `EthClient` is generated from it.
+#[sansrpc_tokio::rpc(client, namespace = "eth")]
+trait Eth {
+    #[method(name = "chainId")]
+    async fn chain_id(&self) -> Result<String, ErrorObject<'static>>;
+
+    #[method(name = "getBlockByNumber")]
+    async fn block_by_number(
+        &self,
+        tag: String,
+        full: bool,
+    ) -> Result<Option<Value>, ErrorObject<'static>>;
+
+    #[subscription(
+        name = "subscribe",
+        item = Value,
+        notification = "subscription",
+        unsubscribe = "unsubscribe",
+        ids = hex
+    )]
+    async fn new_heads(&self, pending: PendingSubscription, kind: String);
+}
 
 sansrpc::method!(ChainId = "eth_chainId", () => String);
 sansrpc::method!(BlockNumber = "eth_blockNumber", () => String);
@@ -80,7 +105,13 @@ async fn sansrpc_client_follows_hardhats_node() {
         // HTTP: a call and a batch.
         let over_http = http::connect(&format!("http://127.0.0.1:{port}"), Builder::new()).unwrap();
         let client = &over_http.client;
-        assert_eq!(client.call::<ChainId>(&()).await.unwrap(), "0x7a69");
+        assert_eq!(over_http.chain_id().await.unwrap(), "0x7a69");
+        let genesis = over_http
+            .block_by_number("0x0".to_owned(), false)
+            .await
+            .unwrap()
+            .expect("the genesis block");
+        assert_eq!(genesis["number"], "0x0", "{genesis}");
         let mut batch = client.batch();
         let chain = batch.call::<ChainId>(&());
         let height = batch.call::<BlockNumber>(&());
@@ -103,11 +134,8 @@ async fn sansrpc_client_follows_hardhats_node() {
         let over_ws = ws::connect(&format!("ws://127.0.0.1:{port}"), Builder::new())
             .await
             .unwrap();
-        let mut heads: Subscription<Value> = over_ws
-            .client
-            .subscribe(&MethodSubscription::ethereum(), &("newHeads",))
-            .await
-            .unwrap();
+        let mut heads: Subscription<Value> =
+            over_ws.new_heads("newHeads".to_owned()).await.unwrap();
         let mine = RawValue::from_string(r#"["0x5"]"#.to_owned()).unwrap();
         client.call_raw("hardhat_mine", Some(&mine)).await.unwrap();
         let mut seen = Vec::new();

@@ -1,0 +1,375 @@
+//! `#[rpc]` over real TCP on 127.0.0.1: a server from the trait and its generated client;
+//! params by position and by name as they go on the wire (seen by a raw server) and as
+//! they arrive (decoded by the generated one); an error from the server arriving as
+//! `CallError::Rpc`; a subscription streaming items and unsubscribing.
+
+mod common;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{within, LIMIT};
+use futures::StreamExt;
+use sansrpc::ErrorObject;
+use sansrpc_tokio::{AsyncRouter, Builder, CallError, Ended, PendingSubscription, Spawned};
+use serde::{Deserialize, Serialize};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+/// A block, as `eth_getBlockByNumber` answers it here.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Block {
+    number: String,
+    full: bool,
+}
+
+/// A fake node's API: the trait both sides are generated from.
+#[sansrpc_tokio::rpc(server, client, namespace = "eth")]
+pub trait Eth {
+    /// The chain id.
+    #[method(name = "chainId")]
+    async fn chain_id(&self) -> Result<String, ErrorObject<'static>>;
+
+    /// A block by number, params by name.
+    #[method(name = "getBlockByNumber", param_kind = map)]
+    async fn block(
+        &self,
+        number: String,
+        full: bool,
+    ) -> Result<Option<Block>, ErrorObject<'static>>;
+
+    /// The same, params by position.
+    #[method(name = "getBlockByNumberPositional")]
+    async fn block_positional(
+        &self,
+        number: String,
+        full: bool,
+    ) -> Result<Option<Block>, ErrorObject<'static>>;
+
+    /// Always fails, with -32042.
+    #[method(name = "fail")]
+    async fn fail(&self, reason: String) -> Result<u64, ErrorObject<'static>>;
+
+    /// `count` items, then one a millisecond until the client unsubscribes.
+    #[subscription(name = "subscribe", item = u64, unsubscribe = "unsubscribe", notification = "subscription", ids = hex)]
+    async fn subscribe_ticks(&self, pending: PendingSubscription, kind: String);
+}
+
+/// The server: reports how each subscription ended.
+struct Node {
+    ended: mpsc::UnboundedSender<Ended>,
+    served: AtomicU64,
+}
+
+impl EthServer for Node {
+    async fn chain_id(&self) -> Result<String, ErrorObject<'static>> {
+        self.served.fetch_add(1, Ordering::Relaxed);
+        Ok("0x539".to_owned())
+    }
+
+    async fn block(
+        &self,
+        number: String,
+        full: bool,
+    ) -> Result<Option<Block>, ErrorObject<'static>> {
+        Ok((number != "0xffff").then_some(Block { number, full }))
+    }
+
+    async fn block_positional(
+        &self,
+        number: String,
+        full: bool,
+    ) -> Result<Option<Block>, ErrorObject<'static>> {
+        self.block(number, full).await
+    }
+
+    async fn fail(&self, reason: String) -> Result<u64, ErrorObject<'static>> {
+        let data = sansrpc::RawValue::from_string(serde_json::to_string(&reason).unwrap()).unwrap();
+        Err(ErrorObject::fixed(-32042, "refused").with_data(std::borrow::Cow::Owned(data)))
+    }
+
+    async fn subscribe_ticks(&self, pending: PendingSubscription, kind: String) {
+        if kind != "ticks" {
+            return pending.reject(ErrorObject::fixed(-32602, "only ticks"));
+        }
+        let Ok(sink) = pending.accept().await else {
+            return;
+        };
+        let ended = self.ended.clone();
+        let watch = sink.clone();
+        tokio::spawn(async move {
+            let _ = ended.send(watch.closed().await);
+        });
+        for n in 0u64.. {
+            if sink.send(&n).is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+}
+
+/// Serves `router` over TCP (Content-Length framing) on 127.0.0.1; a client connected.
+async fn serve(router: AsyncRouter) -> Spawned {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let builder = Builder::new().router(router);
+    tokio::spawn(sansrpc_tokio::serve_tcp(
+        listener,
+        builder,
+        std::future::pending(),
+        Duration::from_secs(1),
+    ));
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    sansrpc_tokio::spawn(Builder::new(), sansrpc_tokio::tcp(stream))
+}
+
+fn node() -> (Node, mpsc::UnboundedReceiver<Ended>) {
+    let (ended, reports) = mpsc::unbounded_channel();
+    let node = Node {
+        ended,
+        served: AtomicU64::new(0),
+    };
+    (node, reports)
+}
+
+#[tokio::test]
+async fn generated_client_calls_generated_server_by_position_and_by_name() {
+    within(LIMIT, async {
+        let (node, _reports) = node();
+        let conn = serve(node.into_router().unwrap()).await;
+        assert_eq!(conn.chain_id().await.unwrap(), "0x539");
+        let by_name = conn.block("0x10".to_owned(), true).await.unwrap();
+        assert_eq!(
+            by_name,
+            Some(Block {
+                number: "0x10".to_owned(),
+                full: true
+            })
+        );
+        let by_position = conn
+            .block_positional("0x11".to_owned(), false)
+            .await
+            .unwrap();
+        assert_eq!(
+            by_position,
+            Some(Block {
+                number: "0x11".to_owned(),
+                full: false
+            })
+        );
+        assert_eq!(conn.block("0xffff".to_owned(), false).await.unwrap(), None);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn params_go_on_the_wire_as_an_array_or_an_object() {
+    within(LIMIT, async {
+        // A raw server echoes the params it got, as JSON text.
+        let mut router = AsyncRouter::new();
+        for name in [
+            "eth_getBlockByNumber",
+            "eth_getBlockByNumberPositional",
+            "eth_chainId",
+        ] {
+            router
+                .raw_method(name, |params: Option<Box<sansrpc::RawValue>>| async move {
+                    let text = params.map_or("absent".to_owned(), |p| p.get().to_owned());
+                    let block = Block {
+                        number: text,
+                        full: false,
+                    };
+                    let json = serde_json::to_string(&block).unwrap();
+                    Ok(sansrpc::RawValue::from_string(json).unwrap())
+                })
+                .unwrap();
+        }
+        let conn = serve(router).await;
+        let by_name = conn.block("0x1".to_owned(), true).await.unwrap().unwrap();
+        assert_eq!(by_name.number, r#"{"number":"0x1","full":true}"#);
+        let by_position = conn
+            .block_positional("0x2".to_owned(), true)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(by_position.number, r#"["0x2",true]"#);
+        // A result that is not the method's type is a decode error, not a panic.
+        let wrong = conn.chain_id().await.unwrap_err();
+        assert!(matches!(wrong, CallError::Decode(_)), "{wrong:?}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn generated_server_decodes_params_either_way_and_refuses_bad_ones() {
+    within(LIMIT, async {
+        let (node, _reports) = node();
+        let conn = serve(node.into_router().unwrap()).await;
+        let raw = |s: &str| sansrpc::RawValue::from_string(s.to_owned()).unwrap();
+        for (method, params) in [
+            ("eth_getBlockByNumber", r#"["0x5",true]"#),
+            ("eth_getBlockByNumber", r#"{"full":true,"number":"0x5"}"#),
+            ("eth_getBlockByNumberPositional", r#"["0x5",true]"#),
+            (
+                "eth_getBlockByNumberPositional",
+                r#"{"number":"0x5","full":true}"#,
+            ),
+        ] {
+            let answer = conn
+                .client
+                .call_raw(method, Some(&raw(params)))
+                .await
+                .unwrap();
+            assert_eq!(
+                answer.get(),
+                r#"{"number":"0x5","full":true}"#,
+                "{method} {params}"
+            );
+        }
+        let bad = conn
+            .client
+            .call_raw("eth_getBlockByNumber", Some(&raw(r#"["0x5"]"#)))
+            .await
+            .unwrap_err();
+        assert_eq!(bad.code(), Some(-32602), "{bad:?}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_error_from_the_server_arrives_as_call_error_rpc() {
+    within(LIMIT, async {
+        let (node, _reports) = node();
+        let conn = serve(node.into_router().unwrap()).await;
+        match conn.fail("no reason".to_owned()).await {
+            Err(CallError::Rpc(e)) => {
+                assert_eq!(e.code, -32042);
+                assert_eq!(e.message, "refused");
+                assert_eq!(
+                    e.data.map(|d| d.get().to_owned()).as_deref(),
+                    Some(r#""no reason""#)
+                );
+            }
+            other => panic!("an error object, not {other:?}"),
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_subscription_streams_items_and_unsubscribes() {
+    within(LIMIT, async {
+        let (node, mut reports) = node();
+        let conn = serve(node.into_router().unwrap()).await;
+        let mut ticks = conn.subscribe_ticks("ticks".to_owned()).await.unwrap();
+        assert_eq!(ticks.id().get(), r#""0x1""#, "hex ids, as declared");
+        let mut seen = Vec::new();
+        while seen.len() < 5 {
+            seen.push(ticks.next().await.expect("an item").expect("not a lag"));
+        }
+        assert_eq!(seen, [0, 1, 2, 3, 4]);
+        assert!(ticks.unsubscribe().await.unwrap(), "the server ended it");
+        assert_eq!(reports.recv().await, Some(Ended::Unsubscribed));
+        // Rejected by the server: the error object, as a call's.
+        let refused = conn.subscribe_ticks("blocks".to_owned()).await.unwrap_err();
+        assert_eq!(refused.code(), Some(-32602), "{refused:?}");
+        // Still served.
+        assert_eq!(conn.chain_id().await.unwrap(), "0x539");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn mounting_twice_on_one_router_is_refused() {
+    let (first, _) = node();
+    let (second, _) = node();
+    let mut router = first.into_router().unwrap();
+    let e = second.mount(&mut router).unwrap_err();
+    assert!(e.to_string().contains("eth_chainId"), "{e}");
+}
+
+/// An API served by a plain (not async) server on the core `Router` too.
+#[sansrpc_tokio::rpc(sync, server, client, namespace = "calc")]
+pub trait Calc {
+    /// `a + b`, params by position.
+    #[method(name = "add")]
+    async fn add(&self, a: i64, b: i64) -> Result<i64, ErrorObject<'static>>;
+
+    /// `a / b`, params by name; -32000 for a division by zero.
+    #[method(name = "div", param_kind = map)]
+    async fn div(&self, a: i64, b: i64) -> Result<i64, ErrorObject<'static>>;
+}
+
+struct Calculator;
+
+impl CalcSyncServer for Calculator {
+    fn add(&self, a: i64, b: i64) -> Result<i64, ErrorObject<'static>> {
+        a.checked_add(b)
+            .ok_or(ErrorObject::fixed(-32000, "overflow"))
+    }
+
+    fn div(&self, a: i64, b: i64) -> Result<i64, ErrorObject<'static>> {
+        a.checked_div(b)
+            .ok_or(ErrorObject::fixed(-32000, "division by zero"))
+    }
+}
+
+#[tokio::test]
+async fn a_sync_server_on_the_blocking_adapter_answers_the_generated_client() {
+    within(LIMIT, async {
+        let router = Calculator.into_sync_router().unwrap();
+        let server = sansrpc_blocking::serve_tcp(
+            "127.0.0.1:0",
+            Arc::new(router),
+            sansrpc_blocking::Options::default(),
+        )
+        .unwrap();
+        let stream = tokio::net::TcpStream::connect(server.local_addr())
+            .await
+            .unwrap();
+        let conn = sansrpc_tokio::spawn(Builder::new(), sansrpc_tokio::tcp(stream));
+        assert_eq!(conn.add(40, 2).await.unwrap(), 42);
+        assert_eq!(conn.div(84, 2).await.unwrap(), 42);
+        match conn.div(1, 0).await {
+            Err(CallError::Rpc(e)) => {
+                assert_eq!((e.code, &*e.message), (-32000, "division by zero"))
+            }
+            other => panic!("an error object, not {other:?}"),
+        }
+        conn.client.close().await;
+        tokio::task::spawn_blocking(move || server.shutdown())
+            .await
+            .unwrap();
+    })
+    .await;
+}
+
+/// The same API called from the blocking adapter's client.
+#[sansrpc_tokio::rpc(blocking_client, namespace = "calc")]
+pub trait CalcBlocking {
+    /// `a + b`, params by position.
+    #[method(name = "add")]
+    async fn add(&self, a: i64, b: i64) -> Result<i64, ErrorObject<'static>>;
+
+    /// `a / b`, params by name.
+    #[method(name = "div", param_kind = map)]
+    async fn div(&self, a: i64, b: i64) -> Result<i64, ErrorObject<'static>>;
+}
+
+#[test]
+fn the_blocking_client_extension_calls_the_sync_server() {
+    let router = Calculator.into_sync_router().unwrap();
+    let options = sansrpc_blocking::Options::default;
+    let server = sansrpc_blocking::serve_tcp("127.0.0.1:0", Arc::new(router), options()).unwrap();
+    let client = sansrpc_blocking::connect_tcp(server.local_addr(), options()).unwrap();
+    assert_eq!(client.add(40, 2).unwrap(), 42);
+    assert_eq!(client.div(84, 2).unwrap(), 42);
+    match client.div(1, 0) {
+        Err(CallError::Rpc(e)) => assert_eq!(e.code, -32000),
+        other => panic!("an error object, not {other:?}"),
+    }
+    client.close();
+    server.shutdown();
+}
