@@ -62,6 +62,15 @@ async fn our_server(
             Ok::<_, McpError>((a + b).to_string())
         })
         .build();
+    serve_tls(server, cert, generated).await
+}
+
+/// `server` serving HTTPS (`ServeOptions::tls`) on a free port of 127.0.0.1; the port.
+async fn serve_tls(
+    server: sansrpc_mcp::server::Server,
+    cert: CertificateDer<'static>,
+    generated: &rcgen::CertifiedKey<rcgen::KeyPair>,
+) -> u16 {
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
         generated.signing_key.serialize_der(),
     ));
@@ -188,28 +197,8 @@ fn the_python_sdk_client_over_https_to_our_server_on_both_revisions() {
     let ca = dir.join("cert.pem");
     std::fs::write(&ca, generated.cert.pem()).unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let port = runtime.block_on(async {
-        let server = everything::everything(ServerBuilder::new("tls-everything", "1")).build();
-        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
-            generated.signing_key.serialize_der(),
-        ));
-        let mut serve = ServeOptions::default();
-        serve.tls = Some(tls::server_config(vec![cert], key).unwrap());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let builder = Builder::new()
-            .config(Config::for_profile(Profile::Mcp))
-            .router(server.router());
-        let options = mcp::Options::default().serve_options(serve);
-        tokio::spawn(mcp::serve_with(
-            listener,
-            builder,
-            streamable::Config::default(),
-            options,
-            std::future::pending(),
-        ));
-        port
-    });
+    let server = everything::everything(ServerBuilder::new("tls-everything", "1")).build();
+    let port = runtime.block_on(serve_tls(server, cert, &generated));
     let sdk = support::pip_install(env!("CARGO_MANIFEST_DIR"), "mcp-python");
     let script = support::interop(env!("CARGO_MANIFEST_DIR"), "mcp-python").join("http_client.py");
     // The certificate names `localhost`.
