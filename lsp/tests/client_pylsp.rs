@@ -11,39 +11,19 @@
 
 #[path = "../../tests/support/interop.rs"]
 mod interop;
+mod servers;
 
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
 use sansrpc_lsp::client::{capabilities, LanguageClient};
-use sansrpc_lsp::document::{PositionEncoding, TextDocument};
+use sansrpc_lsp::document::PositionEncoding;
 use sansrpc_lsp::lsp_types::request::HoverRequest;
 use sansrpc_lsp::lsp_types::*;
+use servers::{range_of, uri, workspace};
 
 /// How long pylsp may take to answer or publish (its first lint loads the plugins).
 const WAIT: Duration = Duration::from_secs(60);
-
-/// A folder of its own for the workspace.
-fn workspace(name: &str) -> PathBuf {
-    let dir =
-        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn uri(path: &std::path::Path) -> Uri {
-    format!("file://{}", path.display()).parse().unwrap()
-}
-
-/// The range of the first `needle` in `doc`, in the document's encoding.
-fn range_of(doc: &TextDocument, needle: &str) -> Range {
-    let text = doc.to_string();
-    let at = text
-        .find(needle)
-        .unwrap_or_else(|| panic!("{needle:?} in {text:?}"));
-    doc.range_of(at..at + needle.len())
-}
 
 /// The diagnostic whose message contains `needle`.
 fn find<'a>(diagnostics: &'a [Diagnostic], needle: &str) -> &'a Diagnostic {

@@ -11,39 +11,18 @@
 
 #[path = "../../tests/support/interop.rs"]
 mod interop;
+mod servers;
 
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
 use sansrpc_lsp::client::{capabilities, LanguageClient};
-use sansrpc_lsp::document::TextDocument;
 use sansrpc_lsp::lsp_types::request::HoverRequest;
 use sansrpc_lsp::lsp_types::*;
+use servers::{range_of, uri, workspace};
 
 /// How long the server may take to answer or publish (tsserver starts on the first file).
 const WAIT: Duration = Duration::from_secs(90);
-
-/// A folder of its own for the workspace.
-fn workspace(name: &str) -> PathBuf {
-    let dir =
-        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn uri(path: &std::path::Path) -> Uri {
-    format!("file://{}", path.display()).parse().unwrap()
-}
-
-/// The range of the first `needle` in `doc`, in the document's encoding.
-fn range_of(doc: &TextDocument, needle: &str) -> Range {
-    let text = doc.to_string();
-    let at = text
-        .find(needle)
-        .unwrap_or_else(|| panic!("{needle:?} in {text:?}"));
-    doc.range_of(at..at + needle.len())
-}
 
 /// True when `diagnostics` hold a type error (TS2322) at `range`.
 fn type_error_at(diagnostics: &[Diagnostic], range: Range) -> bool {
