@@ -100,7 +100,11 @@ async fn connect(server: &Server) -> (Client, mpsc::UnboundedReceiver<(String, V
             Ok(RawValue::from_string(answer.to_string()).unwrap())
         })
         .unwrap();
-    for method in ["notifications/message", "notifications/resources/updated"] {
+    for method in [
+        "notifications/message",
+        "notifications/resources/updated",
+        "notifications/tools/list_changed",
+    ] {
         let tx = tx.clone();
         client
             .raw_notification(method, move |params| {
@@ -302,6 +306,70 @@ fn a_tool_asks_the_client_on_a_session_and_logs_at_the_level_set() {
         }
         assert_eq!(&levels[8..], ["error", "critical", "alert", "emergency"]);
         assert!(notes.try_recv().is_err(), "the first session heard nothing");
+    });
+}
+
+#[test]
+fn a_tool_added_while_serving_is_listed_called_and_announced() {
+    run(async {
+        let server = server();
+        let (client, mut notes) = connect(&server).await;
+        initialize(&client, json!({})).await;
+        let e = call(
+            &client,
+            "tools/call",
+            json!({"name": "late", "arguments": {}}),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(code(e), (-32602, "Unknown tool: late".into()));
+
+        server
+            .add_tool("late", "Added while serving", |_: Context, ()| async {
+                Ok::<_, McpError>("late answer")
+            })
+            .unwrap();
+        assert_eq!(server.list_changed(ListKind::Tools), 1);
+        let (method, _) = notes.next().await.unwrap();
+        assert_eq!(method, "notifications/tools/list_changed");
+        // After the declared tools, on the last page.
+        let mut names = Vec::new();
+        let mut params = json!({});
+        loop {
+            let page = call(&client, "tools/list", params).await.unwrap();
+            let listed = page["tools"].as_array().unwrap().iter();
+            names.extend(listed.map(|t| t["name"].as_str().unwrap().to_owned()));
+            match &page["nextCursor"] {
+                Value::String(c) => params = json!({"cursor": c}),
+                _ => break,
+            }
+        }
+        assert_eq!(
+            names,
+            ["add", "fail", "ask_model", "chatty", "two_rounds", "late"]
+        );
+        let answer = call(
+            &client,
+            "tools/call",
+            json!({"name": "late", "arguments": {}}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(answer["content"][0]["text"], "late answer");
+
+        // A name taken, declared or added, is refused and changes nothing.
+        use sansrpc_mcp::server::AddToolError;
+        let again = |name: &str| {
+            server.add_tool(name, "again", |_: Context, ()| async {
+                Ok::<_, McpError>("again")
+            })
+        };
+        assert_eq!(again("late"), Err(AddToolError::Exists));
+        assert_eq!(again("add"), Err(AddToolError::Exists));
+        let answer = call(&client, "tools/call", json!({"name": "late"}))
+            .await
+            .unwrap();
+        assert_eq!(answer["content"][0]["text"], "late answer");
     });
 }
 

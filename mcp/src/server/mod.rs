@@ -70,6 +70,9 @@ use crate::types::{
 /// The longest URI `resources/read` and `resources/subscribe` take (longer is -32602).
 pub const MAX_URI: usize = 8 * 1024;
 
+/// The most tools [`Server::add_tool`] adds to a server while it serves.
+pub const MAX_ADDED_TOOLS: usize = 1024;
+
 /// Why a handler did not give its result.
 #[derive(Debug, Clone)]
 pub enum McpError {
@@ -206,6 +209,8 @@ struct Declared {
     info: Implementation,
     instructions: Option<String>,
     tools: Vec<ToolEntry>,
+    /// The tools [`Server::add_tool`] added while serving (after `tools` in the list).
+    added: std::sync::RwLock<Vec<ToolEntry>>,
     resources: Vec<ResourceEntry>,
     templates: Vec<TemplateEntry>,
     prompts: Vec<PromptEntry>,
@@ -222,11 +227,21 @@ struct Declared {
 }
 
 impl Declared {
+    /// True when the server has a tool, declared or added.
+    fn has_tools(&self) -> bool {
+        !self.tools.is_empty() || !self.added_tools().is_empty()
+    }
+
+    /// The tools added while serving, read.
+    fn added_tools(&self) -> std::sync::RwLockReadGuard<'_, Vec<ToolEntry>> {
+        self.added.read().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// True when the server announces changes of list `kind` (declared, and it has such a
     /// list).
     fn announces(&self, kind: ListKind) -> bool {
         let has = match kind {
-            ListKind::Tools => !self.tools.is_empty(),
+            ListKind::Tools => self.has_tools(),
             ListKind::Resources => !self.resources.is_empty() || !self.templates.is_empty(),
             ListKind::Prompts => !self.prompts.is_empty(),
         };
@@ -263,6 +278,7 @@ impl ServerBuilder {
                 info: Implementation::new(name, version),
                 instructions: None,
                 tools: Vec::new(),
+                added: Default::default(),
                 resources: Vec::new(),
                 templates: Vec::new(),
                 prompts: Vec::new(),
@@ -342,25 +358,7 @@ impl ServerBuilder {
         F: Fn(Context, A) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<R, McpError>> + Send + 'static,
     {
-        let (schema, unit) = tool::input_schema::<A>();
-        let mut declared = Tool::new(name, description, schema);
-        declared.output_schema = R::output_schema();
-        let handler = Arc::new(handler);
-        let call: ToolFn = Arc::new(move |cx, arguments| {
-            let handler = Arc::clone(&handler);
-            Box::pin(async move {
-                let arguments = if unit { Value::Null } else { arguments };
-                let args: A = match serde_json::from_value(arguments) {
-                    Ok(args) => args,
-                    Err(e) => {
-                        return Ok(crate::types::CallToolResult::error(format!(
-                            "invalid arguments: {e}"
-                        )))
-                    }
-                };
-                handler(cx, args).await?.into_result()
-            })
-        });
+        let (declared, call) = typed_tool(name, description, handler);
         self.add_tool(declared, call);
         self
     }
@@ -475,6 +473,65 @@ impl ServerBuilder {
         }
     }
 }
+
+/// A tool whose arguments are `A` and whose result is `R` ([`ServerBuilder::tool`]): its
+/// declaration and its handler on the raw arguments.
+fn typed_tool<A, R, F, Fut>(name: &str, description: &str, handler: F) -> (Tool, ToolFn)
+where
+    A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
+    R: ToolOutput + 'static,
+    F: Fn(Context, A) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<R, McpError>> + Send + 'static,
+{
+    let (schema, unit) = tool::input_schema::<A>();
+    let mut declared = Tool::new(name, description, schema);
+    declared.output_schema = R::output_schema();
+    let handler = Arc::new(handler);
+    let call: ToolFn = Arc::new(move |cx, arguments| {
+        let handler = Arc::clone(&handler);
+        Box::pin(async move {
+            let arguments = if unit { Value::Null } else { arguments };
+            let args: A = match serde_json::from_value(arguments) {
+                Ok(args) => args,
+                Err(e) => {
+                    return Ok(crate::types::CallToolResult::error(format!(
+                        "invalid arguments: {e}"
+                    )))
+                }
+            };
+            handler(cx, args).await?.into_result()
+        })
+    });
+    (declared, call)
+}
+
+/// Why [`Server::add_tool`] added no tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AddToolError {
+    /// The server has a tool of that name already.
+    Exists,
+    /// The server has added [`MAX_ADDED_TOOLS`] tools already.
+    TooMany,
+    /// The tool's input schema marks a property `x-mcp-header` (SEP-2243): the headers a
+    /// transport checks were fixed when it started serving ([`Server::streamable_config`]),
+    /// so such a tool is declared with the builder.
+    HeaderMarks,
+}
+
+impl std::fmt::Display for AddToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            AddToolError::Exists => "the server has a tool of that name",
+            AddToolError::TooMany => "the server has added as many tools as it may",
+            AddToolError::HeaderMarks => {
+                "a tool added while serving cannot mark x-mcp-header properties"
+            }
+        })
+    }
+}
+
+impl std::error::Error for AddToolError {}
 
 struct Shared {
     declared: Declared,
@@ -614,6 +671,42 @@ impl Server {
         let mut config = streamable::Config::default();
         config.param_headers = self.param_headers().to_vec();
         config
+    }
+
+    /// Adds a tool while the server serves, as [`ServerBuilder::tool`] declares one: it is
+    /// listed after the declared tools from the next `tools/list` on, and callable from the
+    /// next `tools/call` on, in this process (the other processes of a cluster have their
+    /// own tools). Nothing is announced: call [`list_changed`](Self::list_changed) with
+    /// [`ListKind::Tools`] after it (the builder's [`ServerBuilder::list_changed`] declares
+    /// that the list changes). A tool added this way has no `x-mcp-header` marks (the
+    /// checked headers are fixed when serving starts). At most [`MAX_ADDED_TOOLS`].
+    pub fn add_tool<A, R, F, Fut>(
+        &self,
+        name: &str,
+        description: &str,
+        handler: F,
+    ) -> Result<(), AddToolError>
+    where
+        A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
+        R: ToolOutput + 'static,
+        F: Fn(Context, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, McpError>> + Send + 'static,
+    {
+        let (tool, call) = typed_tool(name, description, handler);
+        if !tool.param_headers().is_ok_and(|marks| marks.is_empty()) {
+            return Err(AddToolError::HeaderMarks);
+        }
+        let shared = &self.shared;
+        let mut added = shared.added.write().unwrap_or_else(|e| e.into_inner());
+        let named = |t: &ToolEntry| t.tool.name == name;
+        if shared.tools.iter().any(named) || added.iter().any(named) {
+            return Err(AddToolError::Exists);
+        }
+        if added.len() >= MAX_ADDED_TOOLS {
+            return Err(AddToolError::TooMany);
+        }
+        added.push(ToolEntry { tool, call });
+        Ok(())
     }
 
     /// Answers one request: the result, or the error object. `host` is the adapter's way
@@ -794,7 +887,7 @@ impl Server {
         let shared = &self.shared;
         let announces = |kind| shared.announces(kind).then_some(true);
         ServerCapabilities {
-            tools: (!shared.tools.is_empty()).then(|| ToolsCapability {
+            tools: shared.has_tools().then(|| ToolsCapability {
                 list_changed: announces(ListKind::Tools),
                 ..Default::default()
             }),
@@ -923,7 +1016,9 @@ impl Server {
             }
             methods::PING => json!({}),
             methods::TOOLS_LIST => {
-                let tools: Vec<&Tool> = shared.tools.iter().map(|t| &t.tool).collect();
+                let added = shared.added_tools();
+                let tools = shared.tools.iter().chain(added.iter());
+                let tools: Vec<&Tool> = tools.map(|t| &t.tool).collect();
                 return self.page(&request, "tools", &tools).map(Reply::Value);
             }
             methods::RESOURCES_LIST => {
@@ -1230,15 +1325,26 @@ impl Server {
         request: &Request,
         cx: Context,
     ) -> Result<Reply, McpError> {
-        let Some(entry) = self.shared.tools.iter().find(|t| t.tool.name == name) else {
-            return Err(McpError::invalid_params(format!("Unknown tool: {name}")));
+        let named = |t: &&ToolEntry| t.tool.name == name;
+        let added: ToolFn;
+        let call = match self.shared.tools.iter().find(named) {
+            Some(entry) => &entry.call,
+            // Not declared: added while serving (its handler taken out of the lock), or
+            // unknown.
+            None => match self.shared.added_tools().iter().find(named) {
+                Some(entry) => {
+                    added = Arc::clone(&entry.call);
+                    &added
+                }
+                None => return Err(McpError::invalid_params(format!("Unknown tool: {name}"))),
+            },
         };
         let arguments = match request.params.get("arguments") {
             None | Some(Value::Null) => Value::Object(Map::new()),
             Some(v @ Value::Object(_)) => v.clone(),
             Some(_) => return Err(McpError::invalid_params("arguments must be an object")),
         };
-        let result = (entry.call)(cx, arguments).await?;
+        let result = call(cx, arguments).await?;
         if request.stateless {
             // `finish` adds the revision's fields to it.
             serde_json::to_value(result)
