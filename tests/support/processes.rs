@@ -281,6 +281,18 @@ impl Example {
         self.child.0.id()
     }
 
+    /// Kills the example with SIGKILL (no clean shutdown) and reaps it; the lines it
+    /// printed before stay readable ([`drain`](Self::drain)).
+    pub fn kill(&mut self) {
+        let _ = self.child.0.kill();
+        let _ = self.child.0.wait();
+    }
+
+    /// The lines the example printed on stdout that were not read yet, without waiting.
+    pub fn drain(&mut self) -> Vec<String> {
+        self.lines.try_iter().collect()
+    }
+
     /// The next line the example prints on stdout, waiting at most [`EXAMPLE_TIMEOUT`];
     /// panics (the example killed) if none comes.
     pub fn line(&mut self) -> String {
