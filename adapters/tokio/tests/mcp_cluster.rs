@@ -6,7 +6,8 @@
 //!   the client twice completes with each `input_required` round on another process (the
 //!   processes share `STATE_KEY`), and fails when they do not share it.
 //! - 2025-11-25: a session's requests all go to the process that answered its
-//!   `initialize` (HAProxy learns the `Mcp-Session-Id`).
+//!   `initialize` (HAProxy learns the `Mcp-Session-Id`); a tool `add_tool` adds there is
+//!   announced on the session's GET stream, and only that process has it.
 //! - Load: 32 clients call a tool (50 ms of work) for 20 s while one process is killed (SIGKILL) and
 //!   started again: every call ends by its deadline, with a result or an error the client
 //!   saw, and none runs twice (each call is tagged; the processes print the tags they ran).
@@ -161,13 +162,17 @@ fn port_of(answer: &str) -> u16 {
         .unwrap_or_else(|| panic!("{answer:?}"))
 }
 
-/// A client through the balancer whose elicitation handler answers a name and a colour and
-/// keeps the questions asked. Stateless (`discover`) or on a session (`initialize`).
-async fn connect(
-    url: &str,
-    stateless: bool,
-    timeout: Duration,
-) -> (McpClient, Arc<Mutex<Vec<String>>>) {
+/// What a client's handlers were given: the questions asked (elicitation), and the
+/// methods of the notifications received.
+#[derive(Default, Clone)]
+struct Heard {
+    asked: Arc<Mutex<Vec<String>>>,
+    notified: Arc<Mutex<Vec<String>>>,
+}
+
+/// A client through the balancer whose elicitation handler answers a name and a colour;
+/// what it hears is kept. Stateless (`discover`) or on a session (`initialize`).
+async fn connect(url: &str, stateless: bool, timeout: Duration) -> (McpClient, Heard) {
     connect_with(url, stateless, timeout, |_| {}).await
 }
 
@@ -177,11 +182,13 @@ async fn connect_with(
     stateless: bool,
     timeout: Duration,
     adjust: impl FnOnce(&mut Config),
-) -> (McpClient, Arc<Mutex<Vec<String>>>) {
-    let asked = Arc::new(Mutex::new(Vec::new()));
-    let seen = Arc::clone(&asked);
-    let mcp = ClientBuilder::new("cluster-test", "1").on_elicitation(
-        move |params: ElicitRequestParams| {
+) -> (McpClient, Heard) {
+    let heard = Heard::default();
+    let seen = Arc::clone(&heard.asked);
+    let notified = Arc::clone(&heard.notified);
+    let mcp = ClientBuilder::new("cluster-test", "1")
+        .on_notification(move |method, _| notified.lock().unwrap().push(method.to_owned()))
+        .on_elicitation(move |params: ElicitRequestParams| {
             let message = params.message().to_owned();
             seen.lock().unwrap().push(message.clone());
             let content = if message.ends_with("your name?") {
@@ -192,8 +199,7 @@ async fn connect_with(
             let result: ElicitResult =
                 serde_json::from_value(json!({"action": "accept", "content": content})).unwrap();
             async move { Ok(result) }
-        },
-    );
+        });
     let mut config = Config::for_profile(Profile::Mcp);
     config.default_timeout = Some(timeout);
     adjust(&mut config);
@@ -206,7 +212,7 @@ async fn connect_with(
     };
     (
         client.expect("the client starts through the balancer"),
-        asked,
+        heard,
     )
 }
 
@@ -219,7 +225,7 @@ async fn whoami(client: &McpClient) -> u16 {
 async fn stateless_requests_round_robin_and_rounds_land_on_different_processes() {
     let cluster = Cluster::start();
     tokio::time::timeout(Duration::from_secs(60), async {
-        let (client, asked) = connect(&cluster.url, true, Duration::from_secs(10)).await;
+        let (client, heard) = connect(&cluster.url, true, Duration::from_secs(10)).await;
         assert!(client.is_stateless());
 
         // One client, one request after another: each goes to the next process.
@@ -241,7 +247,7 @@ async fn stateless_requests_round_robin_and_rounds_land_on_different_processes()
         // Two rounds of input_required, then the answer: three requests, three processes.
         let answer = client.call_tool("ask_twice", ()).await.unwrap();
         let answer = text(&answer);
-        let asked = asked.lock().unwrap().clone();
+        let asked = heard.asked.lock().unwrap().clone();
         assert_eq!(asked.len(), 2, "{asked:?}");
         let asker = |question: &str| port_of(question.split(':').next().unwrap());
         let (first, second) = (asker(&asked[0]), asker(&asked[1]));
@@ -266,11 +272,12 @@ async fn without_a_shared_state_key_a_round_on_another_process_is_refused() {
     let keys = ["1", "2", "3"].map(|digit| digit.repeat(64)).to_vec();
     let cluster = Cluster::with_keys(keys);
     tokio::time::timeout(Duration::from_secs(60), async {
-        let (client, asked) = connect(&cluster.url, true, Duration::from_secs(10)).await;
+        let (client, heard) = connect(&cluster.url, true, Duration::from_secs(10)).await;
         let refused = client.call_tool("ask_twice", ()).await.unwrap_err();
         let code = refused.rpc().map(|e| e.code);
         assert_eq!(code, Some(-32602), "{refused:?}");
-        assert_eq!(asked.lock().unwrap().len(), 1, "asked once, then refused");
+        let asked = heard.asked.lock().unwrap().len();
+        assert_eq!(asked, 1, "asked once, then refused");
     })
     .await
     .expect("done within 60 s");
@@ -293,6 +300,64 @@ async fn a_session_sticks_to_the_process_that_initialized_it() {
             assert_eq!(whoami(&other).await, second);
             assert_eq!(whoami(&client).await, first);
         }
+    })
+    .await
+    .expect("done within 60 s");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_added_on_one_process_is_announced_to_its_session_and_callable_there() {
+    let cluster = Cluster::start();
+    tokio::time::timeout(Duration::from_secs(60), async {
+        // On a session: add_tool lands on the session's process, which announces the
+        // change on the session's GET stream.
+        let (client, heard) = connect(&cluster.url, false, Duration::from_secs(10)).await;
+        let home = whoami(&client).await;
+        let added = client
+            .call_tool("add_tool", json!({"name": "late"}))
+            .await
+            .unwrap();
+        assert_eq!(text(&added), format!("added tool late on port {home}"));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let announced = "notifications/tools/list_changed".to_owned();
+        while !heard.notified.lock().unwrap().contains(&announced) {
+            assert!(
+                Instant::now() < deadline,
+                "no tools/list_changed within 10 s"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let names: Vec<String> = client
+            .all_tools()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(names, ["whoami", "add_tool", "ask_twice", "late"]);
+        let late = client.call_tool("late", ()).await.unwrap();
+        assert_eq!(text(&late), "added late");
+        // A bad name is the tool's error, and adds nothing.
+        let bad = client
+            .call_tool("add_tool", json!({"name": "no spaces"}))
+            .await
+            .unwrap();
+        assert_eq!(bad.is_error, Some(true), "{bad:?}");
+
+        // The tool lives in that process only: stateless calls go round the three, and
+        // only one of them knows it.
+        let (stateless, _) = connect(&cluster.url, true, Duration::from_secs(10)).await;
+        let mut known = 0;
+        for _ in 0..3 {
+            match stateless.call_tool("late", ()).await {
+                Ok(answer) => {
+                    assert_eq!(text(&answer), "added late");
+                    known += 1;
+                }
+                Err(e) => assert_eq!(e.rpc().map(|e| e.code), Some(-32602), "{e:?}"),
+            }
+        }
+        assert_eq!(known, 1, "one process of three has the tool");
     })
     .await
     .expect("done within 60 s");
