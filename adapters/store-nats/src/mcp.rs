@@ -379,6 +379,12 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_fanout_can_move_between_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<McpFanout>();
+    }
+
+    #[test]
     fn changes_encode_and_decode_back() {
         for change in [
             Change::ListChanged(ListKind::Tools),

@@ -4,6 +4,9 @@
 //! `subscriptions/listen` stream (2026-07-28) and 2025-11-25 sessions on A, through the
 //! typed sansrpc MCP client. Every wait is bounded (30 s): a deadline for a hang, not a
 //! timing target.
+//!
+//! The `mcp` feature is on in every test build of this crate (its dev-dependency on itself).
+#![cfg(feature = "mcp")]
 
 mod common;
 
