@@ -177,15 +177,24 @@ fn runs(file: &Path) -> Vec<String> {
         .collect()
 }
 
-/// A typed client on a new connection to `url`: initialized (2025-11-25), its tools
-/// listed (so it knows which are idempotent). Counts the new sessions it is told of.
-async fn client(url: &str, mcp: ClientBuilder) -> (Spawned, McpClient) {
+/// A typed client on a new connection to `url`: initialized (2025-11-25), or on the
+/// stateless revision (2026-07-28); its tools listed (so it knows which are idempotent).
+async fn client(url: &str, mcp: ClientBuilder, stateless: bool) -> (Spawned, McpClient) {
     let builder = Builder::new()
         .config(Config::for_profile(Profile::Mcp))
         .router(mcp.router());
     let conn = sansrpc_tokio::mcp_client::connect(url, builder).unwrap();
-    let client = mcp.initialize(&conn).await.unwrap();
-    assert_eq!(client.protocol_version(), "2025-11-25");
+    let client = if stateless {
+        mcp.discover(&conn).await.unwrap()
+    } else {
+        mcp.initialize(&conn).await.unwrap()
+    };
+    let revision = if stateless {
+        "2026-07-28"
+    } else {
+        "2025-11-25"
+    };
+    assert_eq!(client.protocol_version(), revision);
     let tools = client.all_tools().await.unwrap();
     assert_eq!(tools.len(), 2);
     (conn, client)
@@ -236,7 +245,7 @@ async fn a_call_after_the_server_restarted_runs_on_a_new_session() {
                     let _ = updated.send(params["uri"].as_str().unwrap_or("").to_owned());
                 }
             });
-        let (conn, client) = client(&port.url, mcp).await;
+        let (conn, client) = client(&port.url, mcp, false).await;
         client.subscribe("test://a").await.unwrap();
         assert_eq!(
             text(&client.call_tool("once", ()).await.unwrap()),
@@ -257,15 +266,20 @@ async fn a_call_after_the_server_restarted_runs_on_a_new_session() {
         let served = second.clone();
         tokio::spawn(async move { serve(listener, &served, std::future::pending()).await });
 
-        // The next call meets 404, and runs on a new session, once.
+        // The next call meets 404, and runs on a new session, once. It is the idempotent
+        // tool: the client's idle keep-alive connections to the stopped server may not be
+        // seen closed yet, and a POST on one is cut, not answered 404 (about one run in
+        // eight with `once`, which then fails with `OutcomeUnknown`); the cut is retried for
+        // this tool, and the resend meets the 404. The 404 alone is retried for any call:
+        // `once` below, and after the renewal in the tests that kill a process.
         assert_eq!(
-            text(&client.call_tool("once", ()).await.unwrap()),
+            text(&client.call_tool("again", ()).await.unwrap()),
             "ran on second"
         );
         assert_ne!(session(&conn), old);
         assert_eq!(client.session_renewals(), 1);
         assert_eq!(renewed.load(Ordering::SeqCst), 1);
-        assert_eq!(port.runs(), ["once first", "once second"]);
+        assert_eq!(port.runs(), ["once first", "again second"]);
         // The subscription was made again, and its notification comes on the new session's
         // GET stream.
         assert_eq!(second.resource_updated("test://a"), 1);
@@ -276,6 +290,7 @@ async fn a_call_after_the_server_restarted_runs_on_a_new_session() {
             "ran on second"
         );
         assert_eq!(client.session_renewals(), 1);
+        assert_eq!(port.runs(), ["once first", "again second", "once second"]);
         client.close().await;
     })
     .await
@@ -286,6 +301,7 @@ async fn a_call_after_the_server_restarted_runs_on_a_new_session() {
 async fn killed_mid_call(
     test: &str,
     tool: &'static str,
+    stateless: bool,
 ) -> (
     Port,
     Result<CallToolResult, ClientError>,
@@ -295,7 +311,8 @@ async fn killed_mid_call(
 ) {
     let port = Port::new(test);
     let first = port.start(test, "first", true);
-    let (conn, client) = client(&port.url, ClientBuilder::new("session-lost-test", "1")).await;
+    let mcp = ClientBuilder::new("session-lost-test", "1");
+    let (conn, client) = client(&port.url, mcp, stateless).await;
     let call = tokio::spawn({
         let client = client.clone();
         async move { client.call_tool(tool, ()).await }
@@ -312,7 +329,7 @@ async fn a_call_cut_by_a_killed_server_is_not_sent_again() {
     serve_if_child().await;
     within(LIMIT, async {
         let test = "a_call_cut_by_a_killed_server_is_not_sent_again";
-        let (port, result, client, _conn, _second) = killed_mid_call(test, "once").await;
+        let (port, result, client, _conn, _second) = killed_mid_call(test, "once", false).await;
         match result {
             Err(ClientError::OutcomeUnknown("tools/call")) => {}
             other => panic!("{other:?}"),
@@ -334,12 +351,41 @@ async fn an_idempotent_call_cut_by_a_killed_server_is_sent_again_once() {
     serve_if_child().await;
     within(LIMIT, async {
         let test = "an_idempotent_call_cut_by_a_killed_server_is_sent_again_once";
-        let (port, result, client, conn, _second) = killed_mid_call(test, "again").await;
+        let (port, result, client, conn, _second) = killed_mid_call(test, "again", false).await;
         // Sent again; the new process knew no session (404): a new one, then the call.
         assert_eq!(text(&result.unwrap()), "ran on second");
         assert_eq!(client.session_renewals(), 1);
         assert_eq!(port.runs(), ["again first", "again second"]);
         assert!(sansrpc_tokio::mcp_client::session_id(&conn.client).is_some());
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_the_stateless_revision_only_the_idempotent_call_is_sent_again() {
+    serve_if_child().await;
+    within(LIMIT, async {
+        let test = "on_the_stateless_revision_only_the_idempotent_call_is_sent_again";
+        let (port, result, client, conn, _second) = killed_mid_call(test, "again", true).await;
+        assert_eq!(text(&result.unwrap()), "ran on second");
+        assert_eq!(port.runs(), ["again first", "again second"]);
+        // No session to lose, none started.
+        assert_eq!(client.session_renewals(), 0);
+        assert_eq!(sansrpc_tokio::mcp_client::session_id(&conn.client), None);
+    })
+    .await;
+    within(LIMIT, async {
+        let test = "on_the_stateless_revision_only_the_idempotent_call_is_sent_again";
+        let (port, result, client, _conn, _second) = killed_mid_call(test, "once", true).await;
+        match result {
+            Err(ClientError::OutcomeUnknown("tools/call")) => {}
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            text(&client.call_tool("once", ()).await.unwrap()),
+            "ran on second"
+        );
+        assert_eq!(port.runs(), ["once first", "once second"]);
     })
     .await
 }
