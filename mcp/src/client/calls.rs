@@ -67,7 +67,8 @@ impl McpClient {
     }
 
     /// The server's answer to `initialize`: its identity, capabilities, instructions and
-    /// the revision it chose.
+    /// the revision it chose. The first one: the answers of the sessions started after the
+    /// server lost one go to [`ClientBuilder::on_session_renewed`].
     pub fn initialize_result(&self) -> &InitializeResult {
         &self.init
     }

@@ -33,6 +33,12 @@
 //! # Ok(()) }
 //! ```
 //!
+//! Over Streamable HTTP the client starts a new session by itself when the server lost its
+//! session (HTTP 404), and sends a call cut before its answer again only when it is
+//! idempotent: [`retry`] says which, and what the application sees
+//! ([`ClientBuilder::on_session_renewed`], [`McpClient::session_renewals`],
+//! [`ClientError::SessionLost`], [`ClientError::OutcomeUnknown`]).
+//!
 //! On the stateless revision (2026-07-28) a tool's input schema may mark an argument with
 //! `"x-mcp-header": "<Name>"` (SEP-2243): over Streamable HTTP its value also travels in an
 //! `Mcp-Param-<Name>` header. The client remembers those marks from the `tools/list` pages it
