@@ -252,9 +252,10 @@ impl Drop for McpFanout {
     }
 }
 
-/// The subject suffix and payload of `change`.
-fn encode(change: &Change) -> (&'static str, String) {
-    match change {
+/// The subject suffix and payload of `change`; `None` for a kind of change this version
+/// does not carry.
+fn encode(change: &Change) -> Option<(&'static str, String)> {
+    Some(match change {
         Change::ListChanged(ListKind::Tools) => ("tools.list_changed", "{}".into()),
         Change::ListChanged(ListKind::Resources) => ("resources.list_changed", "{}".into()),
         Change::ListChanged(ListKind::Prompts) => ("prompts.list_changed", "{}".into()),
@@ -262,7 +263,8 @@ fn encode(change: &Change) -> (&'static str, String) {
             "resources.updated",
             serde_json::json!({ "uri": uri }).to_string(),
         ),
-    }
+        _ => return None,
+    })
 }
 
 /// What a message heard on `suffix` asks for: a change to apply, or (`None`) a resync.
@@ -294,7 +296,9 @@ async fn publish(
     counters: Arc<Counters>,
 ) {
     while let Some(change) = queued.recv().await {
-        let (suffix, payload) = encode(&change);
+        let Some((suffix, payload)) = encode(&change) else {
+            continue;
+        };
         if client
             .publish(format!("{prefix}{suffix}"), payload.into())
             .await
@@ -392,7 +396,7 @@ mod tests {
             Change::ListChanged(ListKind::Prompts),
             Change::ResourceUpdated("file:///a.b/c d?x=1#y".into()),
         ] {
-            let (suffix, payload) = encode(&change);
+            let (suffix, payload) = encode(&change).unwrap();
             assert_eq!(decode(suffix, payload.as_bytes()), Ok(Some(change)));
         }
         assert_eq!(decode("resync", b"{}"), Ok(None));

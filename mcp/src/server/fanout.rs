@@ -21,6 +21,7 @@ use super::{ListKind, Server};
 /// A change a server announces: what [`Fanout::announce`] carries to the other processes
 /// and [`Server::apply`] delivers there.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Change {
     /// [`Server::list_changed`] of this kind.
     ListChanged(ListKind),
