@@ -273,10 +273,7 @@ impl SubscriptionSink {
 
     /// Queues `item` for the subscriber. The error says why the subscription is over.
     pub fn send<T: Serialize + ?Sized>(&self, item: &T) -> Result<(), Ended> {
-        let item = serde_json::to_string(item)
-            .ok()
-            .and_then(|s| RawValue::from_string(s).ok());
-        match item {
+        match RawValue::from_serialize(item).ok() {
             Some(item) => self.send_raw(item),
             // A value that does not serialize is the server's own bug: it ends the
             // subscription rather than sending the client something else.
