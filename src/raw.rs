@@ -44,6 +44,25 @@ impl RawValue {
         )))
     }
 
+    /// Serializes `value` with serde_json and wraps the text. What serde_json writes is one
+    /// JSON value, so it is not scanned again, nor copied, as
+    /// [`from_string`](RawValue::from_string) would: the way to turn a typed item or result
+    /// into raw JSON.
+    pub fn from_serialize<T: serde::Serialize + ?Sized>(
+        value: &T,
+    ) -> Result<Box<RawValue>, serde_json::Error> {
+        #[cfg(feature = "std")]
+        let text = serde_json::to_string(value)?;
+        #[cfg(not(feature = "std"))]
+        let text = {
+            let mut out = alloc::vec::Vec::with_capacity(128);
+            crate::method::write_json(&mut out, value)?;
+            // serde_json writes UTF-8; a failure here would be serde_json's bug.
+            alloc::string::String::from_utf8(out).map_err(serde::ser::Error::custom)?
+        };
+        Ok(RawValue::boxed_from_validated(text.into_boxed_str()))
+    }
+
     /// The JSON text `null`.
     pub const NULL: &'static RawValue = {
         // SAFETY: as in `from_validated`.

@@ -26,6 +26,15 @@
 //!   the official Rust SDK, both single-threaded, one `add` tool): 64 sessions calling
 //!   `tools/call` one at a time each, answered with JSON bodies and with event streams; and
 //!   the RSS growth with M idle sessions (one call answered on each, connections closed).
+//! - Method subscriptions, Ethereum's `newHeads` (`heads-sansrpc-server` against
+//!   `heads-jsonrpsee-server`, both single-threaded, a 1 KiB block every 100 ms): S
+//!   WebSocket subscribers (default 1,000), each on its own connection; over a measured
+//!   window (10 s, 3 s with `--quick`, after 1 s of warm-up) the notifications delivered per
+//!   second (counted by the subscribers, each one checked), the server's CPU time per
+//!   notification (`/proc/<pid>/stat`), its RSS; blocks a subscriber missed are reported.
+//!   Runs alternate between the servers (3 each, 1 with `--quick`); the median by CPU per
+//!   notification is shown, and the ratio of notifications per CPU-second to jsonrpsee's is
+//!   the median of the ratios of runs made in the same turn. See `heads.rs`.
 //!
 //! Throughput is the median of 5 runs (1 with `--quick`), after a short warm-up on a
 //! connection of its own. The servers of a workload run at once and take turns: a run of
@@ -33,11 +42,14 @@
 //! of the ratios of the runs made in the same turn; the lowest and highest run are shown.
 //! Every workload is bounded in time (60 s).
 //!
-//! `loadgen [--quick] [--requests N] [--connections M] [--only TEXT]`; `--quick` (or
-//! `LOADGEN_QUICK=1`) is N = 2,000 and M = 200; `--only http` runs only the tables whose
-//! title contains "http" (any case).
+//! `loadgen [--quick] [--requests N] [--connections M] [--subscribers S] [--only TEXT]`;
+//! `--quick` (or `LOADGEN_QUICK=1`) is N = 2,000 and M = 200; `--only http` runs only the
+//! tables whose title contains "http" (any case).
 
+#[allow(dead_code)] // shared with the servers, which use the rest
+mod chain;
 mod client;
+mod heads;
 mod mcp;
 
 use std::io::{BufRead, BufReader};
@@ -55,6 +67,8 @@ const DEPTH: usize = 64;
 struct Options {
     requests: u64,
     connections: usize,
+    /// Subscribers of the newHeads workload.
+    subscribers: usize,
     runs: usize,
     quick: bool,
     /// Only the tables whose title contains this (`--only`), case-insensitive.
@@ -64,6 +78,7 @@ struct Options {
 fn options() -> Options {
     let mut quick = std::env::var("LOADGEN_QUICK").is_ok_and(|v| v == "1");
     let (mut requests, mut connections, mut only) = (None, None, None);
+    let mut subscribers = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut number = || {
@@ -75,6 +90,7 @@ fn options() -> Options {
             "--quick" => quick = true,
             "--requests" => requests = Some(number()),
             "--connections" => connections = Some(number()),
+            "--subscribers" => subscribers = Some(number() as usize),
             "--only" => only = Some(args.next().unwrap_or_else(|| usage()).to_lowercase()),
             _ => usage(),
         }
@@ -82,6 +98,7 @@ fn options() -> Options {
     Options {
         requests: requests.unwrap_or(if quick { 2_000 } else { 20_000 }),
         connections: connections.unwrap_or(if quick { 200 } else { 1_000 }) as usize,
+        subscribers: subscribers.unwrap_or(1_000),
         runs: if quick { 1 } else { 5 },
         quick,
         only,
@@ -97,7 +114,9 @@ impl Options {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: loadgen [--quick] [--requests N] [--connections M] [--only TEXT]");
+    eprintln!(
+        "usage: loadgen [--quick] [--requests N] [--connections M] [--subscribers S] [--only TEXT]"
+    );
     std::process::exit(2)
 }
 
@@ -421,6 +440,99 @@ async fn memory(opts: &Options, name: &str, transport: Transport) -> Cell {
     }
 }
 
+/// The newHeads workload's servers: the name in the table, the binary.
+const HEADS_SERVERS: [(&str, &str); 2] = [
+    ("sansrpc", "heads-sansrpc-server"),
+    ("jsonrpsee", "heads-jsonrpsee-server"),
+];
+
+/// Runs the newHeads workload: a fresh server process per run, the servers taking turns.
+/// Each server's runs (or why one failed), in the order of the turns.
+async fn new_heads(opts: &Options) -> Vec<Vec<Result<heads::Outcome, String>>> {
+    let window = Duration::from_secs(if opts.quick { 3 } else { 10 });
+    let runs = if opts.quick { 1 } else { 3 };
+    let mut rows: Vec<Vec<_>> = HEADS_SERVERS.iter().map(|_| Vec::new()).collect();
+    for _ in 0..runs {
+        for ((_, bin), row) in HEADS_SERVERS.iter().zip(&mut rows) {
+            let run = async {
+                let server = Server::start(bin, &[])?;
+                let pid = server.child.id();
+                let work = heads::run(
+                    server.addr,
+                    pid,
+                    || server.rss(),
+                    opts.subscribers,
+                    Duration::from_secs(1),
+                    window,
+                );
+                tokio::time::timeout(WORKLOAD_LIMIT, work)
+                    .await
+                    .map_err(|_| format!("no end within {WORKLOAD_LIMIT:?}"))?
+            };
+            row.push(run.await);
+        }
+    }
+    rows
+}
+
+/// Prints the newHeads table; the errors (wrong notifications or answers, failed runs).
+fn print_heads(title: &str, rows: &[Vec<Result<heads::Outcome, String>>]) -> u64 {
+    println!("\n### {title}\n");
+    println!(
+        "| server | notifications/s | server CPU µs per notification | notifications per \
+         CPU-second | ratio to jsonrpsee (per CPU-second) | RSS MiB | missed | errors |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    let base = HEADS_SERVERS
+        .iter()
+        .position(|(name, _)| *name == "jsonrpsee")
+        .expect("jsonrpsee is a server");
+    let mut errors = 0;
+    for ((name, _), runs) in HEADS_SERVERS.iter().zip(rows) {
+        let failed = runs.iter().find_map(|r| r.as_ref().err());
+        let mut ok: Vec<&heads::Outcome> = runs.iter().filter_map(|r| r.as_ref().ok()).collect();
+        if let Some(why) = failed {
+            errors += 1;
+            if ok.is_empty() {
+                println!("| {name} | failed: {why} | | | | | | 1 |");
+                continue;
+            }
+            eprintln!("{name}: a run failed: {why}");
+        }
+        // Paired ratios: run i of this server against run i of jsonrpsee (the same turn).
+        let mut ratios: Vec<f64> = runs
+            .iter()
+            .zip(&rows[base])
+            .filter_map(|(r, b)| match (r, b) {
+                (Ok(r), Ok(b)) => Some(r.per_cpu_second() / b.per_cpu_second()),
+                _ => None,
+            })
+            .collect();
+        ratios.sort_by(f64::total_cmp);
+        let ratio = ratios
+            .get(ratios.len() / 2)
+            .map_or("n/a".into(), |r| format!("{r:.2}"));
+        let run_errors: u64 = ok.iter().map(|o| o.errors).sum();
+        let missed: u64 = ok.iter().map(|o| o.missed).sum();
+        errors += run_errors;
+        ok.sort_by(|a, b| a.cpu_us().total_cmp(&b.cpu_us()));
+        let mid = ok[ok.len() / 2];
+        let spread = if ok.len() > 1 {
+            format!(" ({:.2}-{:.2})", ok[0].cpu_us(), ok[ok.len() - 1].cpu_us())
+        } else {
+            String::new()
+        };
+        println!(
+            "| {name} | {} | {:.2}{spread} | {} | {ratio} | {:.1} | {missed} | {run_errors} |",
+            fmt_value(mid.per_second(), "requests"),
+            mid.cpu_us(),
+            fmt_value(mid.per_cpu_second(), "requests"),
+            mid.rss as f64 / (1024.0 * 1024.0),
+        );
+    }
+    errors
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let opts = options();
@@ -554,10 +666,23 @@ async fn main() {
         });
     }
 
+    let heads_title = format!(
+        "Method subscriptions: {} WebSocket subscribers to newHeads, a 1 KiB block every 100 ms",
+        opts.subscribers
+    );
+    let heads_rows = if opts.wants(&heads_title) {
+        Some(new_heads(&opts).await)
+    } else {
+        None
+    };
+
     let mut errors = 0;
     for table in &tables {
         table.print();
         errors += table.errors();
+    }
+    if let Some(rows) = &heads_rows {
+        errors += print_heads(&heads_title, rows);
     }
     println!("\nload average at end: {}", loadavg());
     if errors > 0 {

@@ -266,3 +266,86 @@ fn a_change_right_after_the_acknowledgment_is_not_missed() {
         "{result}"
     );
 }
+
+/// The fan-out hook (`Server::set_fanout`): each change the server announces is handed to
+/// it once, after the local delivery, and only for what the server announces; a change
+/// heard from another process (`Server::apply`) and a resync (`Server::resync`) are
+/// delivered locally and never handed out again (no loop between processes).
+#[test]
+fn the_fanout_gets_what_is_announced_and_apply_and_resync_stay_local() {
+    use sansrpc_mcp::server::{Change, Fanout, RESYNC_META};
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Default)]
+    struct Recorded(Mutex<Vec<Change>>);
+    impl Fanout for Recorded {
+        fn announce(&self, change: &Change) {
+            self.0.lock().unwrap().push(change.clone());
+        }
+    }
+
+    run(async {
+        let server = server();
+        let recorded = Arc::new(Recorded::default());
+        assert!(server.set_fanout(Some(recorded.clone())).is_none());
+        assert!(server.has_fanout());
+        let handed = || recorded.0.lock().unwrap().clone();
+        let (client, mut seen) = connect(&server).await;
+        let _listen = client.call_raw(
+            "subscriptions/listen",
+            Some(&listen_params(
+                json!({"toolsListChanged": true, "resourceSubscriptions": ["test://a"]}),
+            )),
+        );
+        let (method, _) = seen.next().await.unwrap();
+        assert_eq!(method, "notifications/subscriptions/acknowledged");
+        until(|| server.open_subscriptions() == 1).await;
+
+        // Announced: delivered here, then handed out; a kind the server has nothing of
+        // (prompts) is neither.
+        assert_eq!(server.list_changed(ListKind::Tools), 1);
+        assert_eq!(server.list_changed(ListKind::Prompts), 0);
+        assert_eq!(server.resource_updated("test://b"), 0);
+        assert_eq!(
+            handed(),
+            [
+                Change::ListChanged(ListKind::Tools),
+                Change::ResourceUpdated("test://b".into())
+            ]
+        );
+        let (method, params) = seen.next().await.unwrap();
+        assert_eq!(method, "notifications/tools/list_changed");
+        assert_eq!(params["_meta"].get(RESYNC_META), None);
+
+        // Heard from elsewhere: delivered here only.
+        assert_eq!(server.apply(&Change::ResourceUpdated("test://a".into())), 1);
+        let (method, params) = seen.next().await.unwrap();
+        assert_eq!(method, "notifications/resources/updated");
+        assert_eq!(params["uri"], "test://a");
+        // A resync: what the listen stream asked for, marked; nothing handed out.
+        assert_eq!(server.resync(), 2);
+        let mut resynced = Vec::new();
+        for _ in 0..2 {
+            let (method, params) = seen.next().await.unwrap();
+            assert_eq!(params["_meta"][RESYNC_META], json!(true), "{params}");
+            resynced.push((method, params["uri"].clone()));
+        }
+        resynced.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(
+            resynced,
+            [
+                (
+                    "notifications/resources/updated".to_owned(),
+                    json!("test://a")
+                ),
+                ("notifications/tools/list_changed".to_owned(), Value::Null),
+            ]
+        );
+        assert_eq!(handed().len(), 2, "apply and resync hand nothing out");
+
+        assert!(server.set_fanout(None).is_some());
+        assert!(!server.has_fanout());
+        assert_eq!(server.list_changed(ListKind::Tools), 1);
+        assert_eq!(handed().len(), 2);
+    });
+}

@@ -1626,17 +1626,9 @@ impl Connection {
     ) -> Result<(), SendError> {
         let decl = *self.subs.active.get(&sub).ok_or(SendError::Closed)?;
         let declaration = &self.subs.declarations[decl];
-        let mut params = core::mem::take(&mut self.subs.buf);
-        params.clear();
-        write(declaration, sub, &mut params);
-        // Our own writing around a value that is JSON: JSON.
-        let text = core::str::from_utf8(&params).unwrap_or("null");
-        let sent = self.endpoint.send_notification(
-            declaration.notification,
-            Some(RawValue::from_validated(text)),
-        );
-        self.subs.buf = params;
-        sent
+        // Written in place: our own writing around a value that is JSON.
+        self.endpoint
+            .send_notification_with(declaration.notification, |out| write(declaration, sub, out))
     }
 
     // ----- LSP -----

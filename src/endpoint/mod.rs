@@ -1416,6 +1416,24 @@ impl Endpoint {
         Ok(())
     }
 
+    /// [`send_notification`](Endpoint::send_notification) with params that `params`
+    /// appends in place (one JSON value): a subscription's notice written around its item
+    /// with no buffer between.
+    #[cfg(feature = "subscriptions")]
+    pub(crate) fn send_notification_with(
+        &mut self,
+        method: &str,
+        params: impl FnOnce(&mut Vec<u8>),
+    ) -> Result<(), SendError> {
+        self.check_send()?;
+        let mut body = core::mem::take(&mut self.body);
+        body.clear();
+        crate::message::write_call_with(&mut body, Version::V2, None, method, Some(params));
+        self.push_frame(&body);
+        self.body = body;
+        Ok(())
+    }
+
     /// Starts an outgoing batch: add calls to the builder, then [`BatchBuilder::send`] it
     /// as one array. Responses arrive as ordinary [`Event::Response`]s, matched by id,
     /// whatever order the peer answers in.

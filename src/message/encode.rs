@@ -18,6 +18,20 @@ pub(crate) fn write_call(
     method: &str,
     params: Option<&RawValue>,
 ) {
+    let params = params.map(|p| move |out: &mut Vec<u8>| out.extend_from_slice(p.get().as_bytes()));
+    write_call_with(out, version, id, method, params);
+}
+
+/// [`write_call`] with params that `params` appends in place (one JSON value), so that
+/// params put together from parts (a subscription's notice around its item) are not
+/// written into a buffer of their own first.
+pub(crate) fn write_call_with(
+    out: &mut Vec<u8>,
+    version: Version,
+    id: Option<&Id<'_>>,
+    method: &str,
+    params: Option<impl FnOnce(&mut Vec<u8>)>,
+) {
     match version {
         Version::V2 => out.extend_from_slice(V2_HEAD),
         Version::V1 => out.push(b'{'),
@@ -25,9 +39,9 @@ pub(crate) fn write_call(
     out.extend_from_slice(b"\"method\":");
     json::write_str(out, method);
     match (params, version) {
-        (Some(p), _) => {
+        (Some(write), _) => {
             out.extend_from_slice(b",\"params\":");
-            out.extend_from_slice(p.get().as_bytes());
+            write(out);
         }
         // JSON-RPC 1.0 requires params; an empty array stands for none.
         (None, Version::V1) => out.extend_from_slice(b",\"params\":[]"),

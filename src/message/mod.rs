@@ -14,6 +14,8 @@ use alloc::borrow::Cow;
 pub(crate) use classify::{frame_str, RawEntry, Shape};
 pub use classify::{Batch, Classified, Classifier, Rejection};
 pub(crate) use encode::write_call;
+#[cfg(feature = "subscriptions")]
+pub(crate) use encode::write_call_with;
 pub use encode::{write_error_response, write_result_response, BatchWriter};
 
 use crate::error::{ErrorObject, ProtocolError};

@@ -490,8 +490,5 @@ pub(crate) struct Origin<'a> {
 
 /// A typed result as raw JSON; `-32603` when it does not serialize.
 fn to_raw<T: serde::Serialize>(value: &T) -> HandlerResult {
-    serde_json::to_string(value)
-        .ok()
-        .and_then(|s| RawValue::from_string(s).ok())
-        .ok_or_else(ErrorObject::internal_error)
+    RawValue::from_serialize(value).map_err(|_| ErrorObject::internal_error())
 }

@@ -9,6 +9,7 @@
 //! driver: a sink pushes into its queue and wakes the driver, which moves items into the
 //! connection while less than [`OUTPUT_ROOM`] of output waits.
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::future::Future;
@@ -106,11 +107,25 @@ pub(crate) struct Hub {
     pending: AtomicBool,
 }
 
+thread_local! {
+    /// The hub whose driver is polling its handlers on this thread (its address), if any.
+    static POLLING: Cell<usize> = const { Cell::new(0) };
+}
+
 impl Hub {
     fn decide(&self, handle: IncomingId, declaration: MethodSubscription, decision: Decision) {
         lock(&self.decisions).push((handle, declaration, decision));
+        self.notify();
+    }
+
+    /// Tells the driver there is something handed over. A handler that sends from inside
+    /// the driver's own poll of it needs no wake: the driver takes what was handed over
+    /// right after (a wake there would cost the connection a whole extra turn per item).
+    fn notify(&self) {
         self.pending.store(true, Ordering::Release);
-        self.waker.wake();
+        if POLLING.with(Cell::get) != self as *const Hub as usize {
+            self.waker.wake();
+        }
     }
 }
 
@@ -138,8 +153,7 @@ impl SubShared {
         if !state.scheduled {
             state.scheduled = true;
             lock(&self.hub.ready).push(self.sub);
-            self.hub.pending.store(true, Ordering::Release);
-            self.hub.waker.wake();
+            self.hub.notify();
         }
     }
 
@@ -273,10 +287,7 @@ impl SubscriptionSink {
 
     /// Queues `item` for the subscriber. The error says why the subscription is over.
     pub fn send<T: Serialize + ?Sized>(&self, item: &T) -> Result<(), Ended> {
-        let item = serde_json::to_string(item)
-            .ok()
-            .and_then(|s| RawValue::from_string(s).ok());
-        match item {
+        match RawValue::from_serialize(item).ok() {
             Some(item) => self.send_raw(item),
             // A value that does not serialize is the server's own bug: it ends the
             // subscription rather than sending the client something else.
@@ -444,11 +455,15 @@ impl Served {
             return false;
         }
         let mut progress = false;
+        let hub = Arc::as_ptr(&self.hub) as usize;
+        let outer = POLLING.with(|p| p.replace(hub));
         while let Poll::Ready(Some(handle)) = self.tasks.poll_next_unpin(cx) {
             progress = true;
             // Finished: a subscription it accepted goes on with its sinks.
             self.by_handle.remove(&handle);
         }
+        POLLING.with(|p| p.set(outer));
+        // Taken after the handlers ran: what they handed over while polled is seen now.
         let decisions = std::mem::take(&mut *lock(&self.hub.decisions));
         for (handle, declaration, decision) in decisions {
             progress = true;

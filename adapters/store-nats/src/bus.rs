@@ -116,7 +116,7 @@ impl NatsBus {
 /// answer comes back it has processed everything this client sent before. (The client's own
 /// `flush` only writes the socket.) A request to a fresh inbox nobody listens on is
 /// answered by the server itself with "no responders".
-async fn round_trip(client: &async_nats::Client) -> Result<(), Error> {
+pub(crate) async fn round_trip(client: &async_nats::Client) -> Result<(), Error> {
     match client.request(client.new_inbox(), Vec::new().into()).await {
         Ok(_) => Ok(()),
         Err(e) if e.kind() == async_nats::RequestErrorKind::NoResponders => Ok(()),

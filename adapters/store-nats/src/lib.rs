@@ -27,6 +27,7 @@
 //! | subscription id `S` | durable pull consumer `SANSRPC_<S escaped>` on the topic's stream; its ack floor follows the saved floor |
 //! | subscription record | key `<S escaped>` in the KV bucket `SANSRPC_SUBSCRIPTIONS`: topic, floor and out-of-order acks |
 //! | ephemeral publish to `T` | core NATS subject `sansrpc.pub.T` |
+//! | MCP change of server `N` (feature `mcp`, `McpFanout`) | core NATS subject `sansrpc.pub.mcp.<N escaped>.<kind>` |
 //!
 //! Escaping keeps ASCII letters, digits and `-`, and writes every other byte as `_XX` (hex),
 //! so distinct names stay distinct. Names longer than [`MAX_NAME_LEN`] once escaped are
@@ -64,10 +65,14 @@
 use std::time::Duration;
 
 mod bus;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod runtime;
 mod store;
 
 pub use bus::{BusEvent, NatsBus};
+#[cfg(feature = "mcp")]
+pub use mcp::{McpFanout, MCP_QUEUE};
 pub use store::NatsStore;
 
 /// Subject prefix of the persistent log: topic `T` is stored from subject `sansrpc.log.T`.

@@ -49,6 +49,7 @@ use hyper::{Method, Request, Uri};
 use hyper_util::client::legacy::connect::{Connected, Connection as Connect};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use sansrpc::codec::sse;
+use sansrpc::connection::EndReason;
 use sansrpc::streamable::encode_header_value;
 use sansrpc::Connection;
 use sansrpc::Instant;
@@ -90,11 +91,38 @@ impl Connect for Stream {
 
 /// Messages received and not yet taken by the connection.
 const INCOMING: usize = 256;
+
+/// What the POSTs hand to the connection, in the order it happened.
+enum Incoming {
+    /// A message from the server.
+    Message(Vec<u8>),
+    /// A POST of this frame ended: its requests still waiting end
+    /// ([`Connection::end_unanswered`]) with the HTTP status that came instead of their
+    /// answers, or `None` when the exchange failed or was cut before them.
+    Ended(Vec<u8>, Option<u16>),
+}
+
+/// The session of a connection [`connect`] made, as the connection's handles see it
+/// ([`session_id`]).
+#[derive(Default)]
+struct SessionOf(std::sync::OnceLock<Arc<Mutex<Session>>>);
+
+/// The `Mcp-Session-Id` the connection's requests carry now (the server's answer to the
+/// last `initialize` set it), or `None` before a session started, on the stateless
+/// revision, for a server without sessions, or for a connection [`connect`] did not make.
+/// It changes when the typed client (`sansrpc_mcp::client::McpClient`) starts a new session
+/// after the server lost the old one (HTTP 404).
+pub fn session_id(client: &crate::Client) -> Option<String> {
+    let of = client.local::<SessionOf>();
+    let session = of.0.get()?;
+    let id = session.lock().unwrap_or_else(|e| e.into_inner()).id.clone();
+    id
+}
 /// Times a dropped event stream is resumed before its messages are given up.
 const RESUMES: u32 = 5;
 
 /// What every request of the session carries.
-#[derive(Default)]
+#[derive(Default, Debug)]
 struct Session {
     id: Option<String>,
     version: Option<String>,
@@ -113,7 +141,7 @@ struct Shared {
     uri: Uri,
     session: Arc<Mutex<Session>>,
     /// Messages for the connection: bounded, so a server that floods waits on its stream.
-    incoming: mpsc::Sender<Vec<u8>>,
+    incoming: mpsc::Sender<Incoming>,
     /// False from the moment `notifications/initialized` is sent until the session's GET
     /// stream has its answer's head (or failed): the POSTs behind wait, so a server that
     /// sends its requests on the GET stream (as the TypeScript SDK does when a handler asks
@@ -314,12 +342,13 @@ fn open(
     let http = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
         .build(Dial(Arc::new(target)));
     let (incoming, rx) = mpsc::channel(INCOMING);
+    let session: Arc<Mutex<Session>> = Arc::default();
     let transport = Messages {
         shared: Shared {
             http,
             extra,
             uri,
-            session: Arc::default(),
+            session: Arc::clone(&session),
             incoming,
             listening: Arc::new(tokio::sync::watch::Sender::new(true)),
             stateless: Arc::default(),
@@ -332,13 +361,14 @@ fn open(
     let spawned = crate::spawn(builder, transport);
     // The typed client's last handle ends the session (DELETE) when it goes.
     spawned.client.local::<crate::CloseWithSession>().set();
+    let _ = spawned.client.local::<SessionOf>().0.set(session);
     Ok(spawned)
 }
 
 /// The connection's transport: frames out as POSTs, messages in from their answers.
 struct Messages {
     shared: Shared,
-    rx: mpsc::Receiver<Vec<u8>>,
+    rx: mpsc::Receiver<Incoming>,
     held: Option<Vec<u8>>,
     buf: Vec<u8>,
     /// The session's `DELETE`, once the connection closes.
@@ -358,7 +388,11 @@ impl Transport for Messages {
     ) -> Poll<io::Result<Received>> {
         if self.held.is_none() {
             match self.rx.poll_recv(cx) {
-                Poll::Ready(Some(message)) => self.held = Some(message),
+                Poll::Ready(Some(Incoming::Message(message))) => self.held = Some(message),
+                Poll::Ready(Some(Incoming::Ended(frame, status))) => {
+                    conn.end_unanswered(&frame, EndReason::Unanswered { status }, now);
+                    return Poll::Ready(Ok(Received::Data));
+                }
                 Poll::Ready(None) => {
                     conn.handle_end_of_input(now);
                     return Poll::Ready(Ok(Received::End));
@@ -387,6 +421,15 @@ impl Transport for Messages {
                 (described.method.as_deref(), &self.shared.extra)
             {
                 described.extra = extra(&frame);
+            }
+            if described.method.as_deref() == Some("initialize") {
+                // A new session starts (the first, or one after the server lost the last):
+                // its `notifications/initialized` opens its own GET stream.
+                self.shared
+                    .session
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .listening = false;
             }
             let opens = described.method.as_deref() == Some("notifications/initialized") && {
                 let mut session = self
@@ -457,14 +500,18 @@ impl Transport for Messages {
     }
 }
 
-/// One request to the endpoint with the session's headers.
+/// What [`send`] gives: the response, and the session id the request carried.
+type Sent = (hyper::Response<hyper::body::Incoming>, Option<String>);
+
+/// One request to the endpoint with the session's headers (an `initialize` starts a new
+/// session: it carries no session id).
 async fn send(
     shared: &Shared,
     method: Method,
-    body: Option<Vec<u8>>,
+    body: Option<Bytes>,
     frame: Option<&Frame>,
     last_event_id: Option<&str>,
-) -> Result<hyper::Response<hyper::body::Incoming>, Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<Sent, Box<dyn std::error::Error + Send + Sync>> {
     let mut request = Request::builder()
         .method(method.clone())
         .uri(shared.uri.clone());
@@ -474,9 +521,11 @@ async fn send(
             .header(ACCEPT, "application/json, text/event-stream")
             .header(CONTENT_TYPE, "application/json"),
     };
-    {
+    let initialize = frame.is_some_and(|f| f.method.as_deref() == Some("initialize"));
+    let carried = {
         let session = shared.session.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(id) = &session.id {
+        let carried = session.id.clone().filter(|_| !initialize);
+        if let Some(id) = &carried {
             request = request.header("mcp-session-id", id.as_str());
         }
         // A 2026-07-28 request names its revision itself; a session's was settled at
@@ -487,7 +536,8 @@ async fn send(
         if let Some(version) = version {
             request = request.header("mcp-protocol-version", version.as_str());
         }
-    }
+        carried
+    };
     // The standard headers (SEP-2243): the method, and the name of what it acts on.
     if let Some(frame) = frame {
         if let Some(method) = &frame.method {
@@ -504,24 +554,50 @@ async fn send(
         request = request.header("last-event-id", id);
     }
     let body = match body {
-        Some(b) => Full::new(Bytes::from(b)).map_err(|e| match e {}).boxed(),
+        Some(b) => Full::new(b).map_err(|e| match e {}).boxed(),
         None => Empty::new().map_err(|e| match e {}).boxed(),
     };
-    Ok(shared.http.request(request.body(body)?).await?)
+    Ok((shared.http.request(request.body(body)?).await?, carried))
+}
+
+/// Ends the requests of `frame` still waiting, with `status` (see [`Incoming::Ended`]).
+async fn ended(shared: &Shared, frame: Bytes, status: Option<u16>) {
+    let _ = shared
+        .incoming
+        .send(Incoming::Ended(frame.to_vec(), status))
+        .await;
 }
 
 /// POSTs one frame and hands on what comes back. The POST of `notifications/initialized`
 /// (`opens`) then opens the session's GET stream; the others wait until it is open.
+///
+/// A request's POST ends its calls still waiting when it is over ([`Incoming::Ended`]): with
+/// `404` when it carried a session id the server does not know (the server did not run it;
+/// its body, an error with no id, is not handed on), with `None` when it could not be sent
+/// or its answer was cut off (the server may or may not have run it), with the status
+/// otherwise.
 async fn post(shared: Shared, frame: Vec<u8>, described: Frame, opens: bool) {
     let gate = opens.then(|| OpenOnDrop(shared.listening.clone()));
     if !opens {
         let mut open = shared.listening.subscribe();
         let _ = tokio::time::timeout(LISTEN_WAIT, open.wait_for(|open| *open)).await;
     }
-    let Ok(response) = send(&shared, Method::POST, Some(frame), Some(&described), None).await
-    else {
+    let frame = Bytes::from(frame);
+    let kept = described.request.then(|| frame.clone());
+    let sent = send(&shared, Method::POST, Some(frame), Some(&described), None).await;
+    let Ok((response, carried)) = sent else {
+        if let Some(frame) = kept {
+            ended(&shared, frame, None).await;
+        }
         return;
     };
+    let status = response.status();
+    if status == hyper::StatusCode::NOT_FOUND && carried.is_some() {
+        if let Some(frame) = kept {
+            ended(&shared, frame, Some(404)).await;
+        }
+        return;
+    }
     if let Some(id) = response.headers().get("mcp-session-id") {
         if let Ok(id) = id.to_str() {
             shared.session.lock().unwrap_or_else(|e| e.into_inner()).id = Some(id.to_owned());
@@ -530,8 +606,11 @@ async fn post(shared: Shared, frame: Vec<u8>, described: Frame, opens: bool) {
     let initialize = described.method.as_deref() == Some("initialize");
     // Anything but 202 for `notifications/initialized`: no GET stream, the gate opens now
     // (not after an answer the server might keep open).
-    let gate = gate.filter(|_| response.status() == hyper::StatusCode::ACCEPTED);
-    read(&shared, response, initialize, described.request).await;
+    let gate = gate.filter(|_| status == hyper::StatusCode::ACCEPTED);
+    let whole = read(&shared, response, initialize, described.request, carried).await;
+    if let Some(frame) = kept {
+        ended(&shared, frame, whole.then_some(status.as_u16())).await;
+    }
     if let Some(gate) = gate {
         tokio::spawn(listen(shared.clone(), gate));
     }
@@ -542,22 +621,25 @@ async fn post(shared: Shared, frame: Vec<u8>, described: Frame, opens: bool) {
 async fn listen(shared: Shared, gate: OpenOnDrop) {
     let response = send(&shared, Method::GET, None, None, None).await;
     drop(gate);
-    if let Ok(response) = response {
+    if let Ok((response, carried)) = response {
         if response.status().is_success() {
-            read(&shared, response, false, false).await;
+            read(&shared, response, false, false, carried).await;
         }
     }
 }
 
 /// Hands on the messages of one answer (a JSON body, or an event stream, resumed with
 /// `Last-Event-ID` when it drops, or ends before the answer to a request it carries: a
-/// server may close a stream on purpose and let the client poll).
+/// server may close a stream on purpose and let the client poll). A stream of the session
+/// `carried` is not resumed once the connection is on another session. False when the
+/// answer was cut off (and could not be resumed).
 async fn read(
     shared: &Shared,
     response: hyper::Response<hyper::body::Incoming>,
     initialize: bool,
     request: bool,
-) {
+    carried: Option<String>,
+) -> bool {
     let event_stream = response
         .headers()
         .get(CONTENT_TYPE)
@@ -565,13 +647,14 @@ async fn read(
         .is_some_and(|v| v.starts_with("text/event-stream"));
     if !event_stream {
         // A 202 (or any answer without a message) has no body: nothing to hand on.
-        if let Ok(body) = response.into_body().collect().await {
-            let body = body.to_bytes();
-            if !body.iter().all(u8::is_ascii_whitespace) {
-                deliver(shared, body.to_vec(), initialize).await;
-            }
+        let Ok(body) = response.into_body().collect().await else {
+            return false;
+        };
+        let body = body.to_bytes();
+        if !body.iter().all(u8::is_ascii_whitespace) {
+            deliver(shared, body.to_vec(), initialize).await;
         }
-        return;
+        return true;
     }
     let mut decoder = sse::Decoder::new(sse::Limits::default());
     let mut retry = Duration::from_secs(1);
@@ -591,7 +674,16 @@ async fn read(
             // Resume from the last complete event, if the server gave ids; a new stream
             // starts a new decoder (what was cut mid-event is replayed whole).
             if resume_from.is_empty() || resumes == RESUMES {
-                return;
+                return false;
+            }
+            let now = shared
+                .session
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .id
+                .clone();
+            if carried.is_some() && now != carried {
+                return false;
             }
             resumes += 1;
             if let Some(ms) = decoder.reconnection_time() {
@@ -600,8 +692,8 @@ async fn read(
             decoder = sse::Decoder::new(sse::Limits::default());
             tokio::time::sleep(retry).await;
             match send(shared, Method::GET, None, None, Some(&resume_from)).await {
-                Ok(r) if r.status().is_success() => body = r.into_body(),
-                _ => return,
+                Ok((r, _)) if r.status().is_success() => body = r.into_body(),
+                _ => return false,
             }
             continue;
         }
@@ -626,7 +718,7 @@ async fn read(
                 }
             }
             // The stream ended with everything it had to say.
-            _ => return,
+            _ => return true,
         }
     }
 }
@@ -669,5 +761,5 @@ async fn deliver(shared: &Shared, message: Vec<u8>, initialize: bool) {
                 .version = Some(v);
         }
     }
-    let _ = shared.incoming.send(message).await;
+    let _ = shared.incoming.send(Incoming::Message(message)).await;
 }

@@ -21,6 +21,8 @@ pub struct ClientBuilder {
     param_headers: ParamHeaders,
     /// The open `subscriptions/listen` requests of the clients this builder starts.
     listens: Listens,
+    /// Told of each new session started after the server lost one.
+    pub(super) renewed: Option<Arc<retry::RenewedFn>>,
 }
 
 impl fmt::Debug for ClientBuilder {
@@ -55,6 +57,7 @@ impl ClientBuilder {
             notifications: None,
             param_headers: ParamHeaders::default(),
             listens: Listens::default(),
+            renewed: None,
         }
     }
 
@@ -119,6 +122,18 @@ impl ClientBuilder {
         F: Fn(&str, &Value) + Send + Sync + 'static,
     {
         self.notifications = Some(Arc::new(handler));
+        self
+    }
+
+    /// Called each time a client this builder initialized starts a new session because the
+    /// server lost its session (HTTP 404 to a request carrying its `Mcp-Session-Id`), with
+    /// the server's answer to the new `initialize`; the call that met the 404 is then sent
+    /// again (see [`retry`](super::retry)). [`McpClient::session_renewals`] counts them.
+    pub fn on_session_renewed<F>(mut self, handler: F) -> Self
+    where
+        F: Fn(&InitializeResult) + Send + Sync + 'static,
+    {
+        self.renewed = Some(Arc::new(handler));
         self
     }
 
@@ -267,8 +282,27 @@ impl ClientBuilder {
     /// lends one: every connection of `sansrpc-tokio` does (`&conn` for a
     /// `sansrpc_tokio::Spawned`, from `mcp_client::connect` or `spawn`, and for a
     /// `ChildProcess`, from `spawn_child`). The [`McpClient`] keeps its own handle.
+    ///
+    /// Over Streamable HTTP, when the server loses the session later (HTTP 404), the client
+    /// starts a new one by itself and sends the call again: see [`retry`](super::retry).
     pub async fn initialize(&self, client: impl AsRef<Client>) -> Result<McpClient, ClientError> {
         let client = client.as_ref().clone();
+        let init = self.handshake(&client).await?;
+        Ok(McpClient {
+            _closer: Arc::new(Closer(client.clone())),
+            client,
+            init,
+            roots: self.roots.clone(),
+            stateless: None,
+            param_headers: self.param_headers.clone(),
+            listens: self.listens.clone(),
+            renewal: Some(Arc::new(Renewal::new(self))),
+            idempotent: Arc::default(),
+        })
+    }
+
+    /// `initialize`, its check, `notifications/initialized`.
+    pub(super) async fn handshake(&self, client: &Client) -> Result<InitializeResult, ClientError> {
         let params = serde_json::json!({
             "protocolVersion": self.version,
             "capabilities": self.capabilities(),
@@ -282,15 +316,7 @@ impl ClientBuilder {
             return Err(ClientError::Version(init.protocol_version));
         }
         client.notify_raw(notifications::INITIALIZED, None).await?;
-        Ok(McpClient {
-            _closer: Arc::new(Closer(client.clone())),
-            client,
-            init,
-            roots: self.roots.clone(),
-            stateless: None,
-            param_headers: self.param_headers.clone(),
-            listens: self.listens.clone(),
-        })
+        Ok(init)
     }
 
     /// The `_meta` every request of the stateless revision `version` carries.
@@ -394,6 +420,8 @@ impl ClientBuilder {
             })),
             param_headers: self.param_headers.clone(),
             listens: self.listens.clone(),
+            renewal: None,
+            idempotent: Arc::default(),
         })
     }
 

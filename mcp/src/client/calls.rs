@@ -26,6 +26,10 @@ pub struct McpClient {
     pub(super) param_headers: ParamHeaders,
     /// The open `subscriptions/listen` requests (shared with the builder's router).
     pub(super) listens: Listens,
+    /// On a session: how to start a new one when the server lost it.
+    pub(super) renewal: Option<Arc<Renewal>>,
+    /// The tools listed with `idempotentHint: true`: sent again after a cut connection.
+    pub(super) idempotent: Arc<Idempotent>,
 }
 
 /// Asks the connection to close when dropped (with the last [`McpClient`] clone).
@@ -63,7 +67,8 @@ impl McpClient {
     }
 
     /// The server's answer to `initialize`: its identity, capabilities, instructions and
-    /// the revision it chose.
+    /// the revision it chose. The first one: the answers of the sessions started after the
+    /// server lost one go to [`ClientBuilder::on_session_renewed`].
     pub fn initialize_result(&self) -> &InitializeResult {
         &self.init
     }
@@ -86,6 +91,26 @@ impl McpClient {
     /// True on the stateless revision (started with [`ClientBuilder::discover`]).
     pub fn is_stateless(&self) -> bool {
         self.stateless.is_some()
+    }
+
+    /// How many new sessions the client started because the server lost the last one
+    /// (HTTP 404; see [`retry`](super::retry) and [`ClientBuilder::on_session_renewed`]).
+    /// Always 0 on the stateless revision.
+    pub fn session_renewals(&self) -> u64 {
+        self.renewal
+            .as_ref()
+            .map_or(0, |r| r.generation.load(Ordering::Acquire))
+    }
+
+    /// True when `method` (with `params`) may be sent twice: a read-only method, or a
+    /// `tools/call` of a tool listed with `idempotentHint: true`.
+    fn idempotent(&self, method: &str, params: &Value) -> bool {
+        retry::is_read_only(method)
+            || (method == methods::TOOLS_CALL
+                && params
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .is_some_and(|name| self.idempotent.contains(name)))
     }
 
     async fn request<T: DeserializeOwned>(
@@ -111,18 +136,12 @@ impl McpClient {
         if self.is_stateless() && methods::REMOVED_IN_2026_07_28.contains(&method) {
             return Err(ClientError::SessionOnly(method));
         }
-        let send = |params: &Value| match progress {
-            Some((token, timeout, cap)) => self.client.call_raw_with_progress(
-                method,
-                Some(&raw_json(params)),
-                timeout,
-                token,
-                cap,
-            ),
-            None => self.client.call_raw(method, Some(&raw_json(params))),
-        };
+        let idempotent = self.idempotent(method, &params);
+        let mut attempts = retry::Attempts::default();
         let Some(stateless) = &self.stateless else {
-            return Ok(send(&params).await?);
+            return self
+                .send(method, &params, progress, idempotent, &mut attempts)
+                .await;
         };
         if let Value::Object(map) = &mut params {
             let meta = map
@@ -133,7 +152,9 @@ impl McpClient {
             }
         }
         for _ in 0..MAX_ROUNDS {
-            let result = send(&params).await?;
+            let result = self
+                .send(method, &params, progress, idempotent, &mut attempts)
+                .await?;
             let round: Round = decode(method, result.get())?;
             if round.result_type.as_deref() != Some("input_required") {
                 return Ok(result);
@@ -151,6 +172,57 @@ impl McpClient {
             }
         }
         Err(ClientError::TooManyRounds(method))
+    }
+
+    /// Sends one request, and again after a lost session or a cut connection where the
+    /// rules of [`retry`](super::retry) allow it (`attempts` counts for the whole call).
+    async fn send(
+        &self,
+        method: &'static str,
+        params: &Value,
+        progress: Option<(i64, Duration, Duration)>,
+        idempotent: bool,
+        attempts: &mut retry::Attempts,
+    ) -> Result<Box<RawValue>, ClientError> {
+        let params = raw_json(params);
+        loop {
+            // The session this sending goes on: a renewal since is another call's.
+            let seen = self
+                .renewal
+                .as_ref()
+                .map_or(0, |r| r.generation.load(Ordering::Acquire));
+            let pending = match progress {
+                Some((token, timeout, cap)) => {
+                    self.client
+                        .call_raw_with_progress(method, Some(&params), timeout, token, cap)
+                }
+                None => self.client.call_raw(method, Some(&params)),
+            };
+            let error = match pending.await {
+                Ok(result) => return Ok(result),
+                Err(error) => error,
+            };
+            let loss = match (retry::Loss::of(&error), &self.renewal) {
+                // A 404 is a lost session only where there is one.
+                (Some(retry::Loss::Session), None) | (None, _) => {
+                    return Err(ClientError::Call(error))
+                }
+                (Some(loss), _) => loss,
+            };
+            match (attempts.next(loss, idempotent), &self.renewal) {
+                (retry::Next::Renew, Some(renewal)) => {
+                    renewal.renew(&self.client, method, seen).await?;
+                }
+                (retry::Next::Resend, _) => {}
+                (_, _) if loss == retry::Loss::Session => {
+                    return Err(ClientError::SessionLost {
+                        method,
+                        cause: None,
+                    })
+                }
+                _ => return Err(ClientError::OutcomeUnknown(method)),
+            }
+        }
     }
 
     /// Every item of a paginated list: each page's items, following the cursors (at most
@@ -198,6 +270,7 @@ impl McpClient {
     /// afresh).
     pub async fn list_tools(&self, cursor: Option<&str>) -> Result<ListToolsResult, ClientError> {
         let mut page: ListToolsResult = self.request(methods::TOOLS_LIST, &page(cursor)).await?;
+        self.idempotent.learn(&page.tools, false);
         if self.is_stateless() {
             page.tools = self.param_headers.screen(page.tools, false)?;
         }
@@ -215,6 +288,7 @@ impl McpClient {
                 (page.tools, page.next_cursor)
             })
             .await?;
+        self.idempotent.learn(&tools, true);
         if self.is_stateless() {
             return self.param_headers.screen(tools, true);
         }
@@ -306,17 +380,32 @@ impl McpClient {
     }
 
     /// `resources/subscribe`: the server sends `notifications/resources/updated` for `uri`.
+    /// The client subscribes again on a new session when the server lost the session.
     pub async fn subscribe(&self, uri: &str) -> Result<(), ClientError> {
         self.request::<JsonObject>(
             methods::RESOURCES_SUBSCRIBE,
             &serde_json::json!({ "uri": uri }),
         )
-        .await
-        .map(drop)
+        .await?;
+        if let Some(renewal) = &self.renewal {
+            let mut subscribed = renewal
+                .subscribed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            subscribed.insert(uri.to_owned());
+        }
+        Ok(())
     }
 
     /// `resources/unsubscribe`.
     pub async fn unsubscribe(&self, uri: &str) -> Result<(), ClientError> {
+        if let Some(renewal) = &self.renewal {
+            let mut subscribed = renewal
+                .subscribed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            subscribed.remove(uri);
+        }
         self.request::<JsonObject>(
             methods::RESOURCES_UNSUBSCRIBE,
             &serde_json::json!({ "uri": uri }),
@@ -376,14 +465,18 @@ impl McpClient {
         Ok(result.completion)
     }
 
-    /// `logging/setLevel`: the server sends log messages at `level` and above.
+    /// `logging/setLevel`: the server sends log messages at `level` and above. The client
+    /// sets it again on a new session when the server lost the session.
     pub async fn set_logging_level(&self, level: LoggingLevel) -> Result<(), ClientError> {
         self.request::<JsonObject>(
             methods::LOGGING_SET_LEVEL,
             &serde_json::json!({ "level": level }),
         )
-        .await
-        .map(drop)
+        .await?;
+        if let Some(renewal) = &self.renewal {
+            *renewal.level.lock().unwrap_or_else(PoisonError::into_inner) = Some(level);
+        }
+        Ok(())
     }
 
     /// Replaces the roots `roots/list` answers with and tells the server

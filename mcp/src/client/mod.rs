@@ -33,6 +33,12 @@
 //! # Ok(()) }
 //! ```
 //!
+//! Over Streamable HTTP the client starts a new session by itself when the server lost its
+//! session (HTTP 404), and sends a call cut before its answer again only when it is
+//! idempotent: [`retry`] says which, and what the application sees
+//! ([`ClientBuilder::on_session_renewed`], [`McpClient::session_renewals`],
+//! [`ClientError::SessionLost`], [`ClientError::OutcomeUnknown`]).
+//!
 //! On the stateless revision (2026-07-28) a tool's input schema may mark an argument with
 //! `"x-mcp-header": "<Name>"` (SEP-2243): over Streamable HTTP its value also travels in an
 //! `Mcp-Param-<Name>` header. The client remembers those marks from the `tools/list` pages it
@@ -45,10 +51,11 @@
 use crate::raw_json;
 use std::borrow::Cow;
 use std::collections::VecDeque;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -78,6 +85,7 @@ mod builder;
 mod calls;
 mod listen;
 mod params;
+pub mod retry;
 
 pub use builder::ClientBuilder;
 pub use calls::McpClient;
@@ -85,6 +93,7 @@ use calls::{Closer, Stateless};
 pub use listen::{ListenNotification, Subscription, MAX_QUEUED_NOTIFICATIONS};
 use listen::{Listens, Opening, LISTEN_METHODS};
 pub use params::ParamHeaders;
+use retry::{Idempotent, Renewal};
 
 /// The most pages [`McpClient::all_tools`] and the other `all_` calls follow: a server
 /// whose cursors never end (or repeat) is an error, not a loop.
@@ -146,6 +155,21 @@ pub enum ClientError {
     /// The server answered `subscriptions/listen` without acknowledging it first
     /// (`notifications/subscriptions/acknowledged`): no subscription is open.
     Unacknowledged,
+    /// The server lost the session (HTTP 404 to a request carrying its `Mcp-Session-Id`)
+    /// and the client could not go on with `method` on a new one: starting it failed
+    /// (`cause`), or the new session was lost too at once (`cause` is `None`: another 404
+    /// right after the new session started). The server did not run the call. See
+    /// [`retry`].
+    SessionLost {
+        /// The method called.
+        method: &'static str,
+        /// Why the new session could not be started, if that is what failed.
+        cause: Option<Box<ClientError>>,
+    },
+    /// The connection was cut before the answer to `method` came (or a proxy answered 502
+    /// or 504): the server may or may not have run it, and the client did not send it again
+    /// (it is not known to be idempotent, or it was already sent twice). See [`retry`].
+    OutcomeUnknown(&'static str),
 }
 
 impl ClientError {
@@ -206,6 +230,24 @@ impl fmt::Display for ClientError {
                 f,
                 "the server answered subscriptions/listen without acknowledging it"
             ),
+            ClientError::SessionLost {
+                method,
+                cause: Some(cause),
+            } => write!(
+                f,
+                "{method}: the server lost the session, and a new one could not start: {cause}"
+            ),
+            ClientError::SessionLost {
+                method,
+                cause: None,
+            } => write!(
+                f,
+                "{method}: the server lost the session, and the new one at once too (HTTP 404)"
+            ),
+            ClientError::OutcomeUnknown(method) => write!(
+                f,
+                "{method}: the connection was cut before the answer; the server may or may not have run it"
+            ),
         }
     }
 }
@@ -215,6 +257,9 @@ impl std::error::Error for ClientError {
         match self {
             ClientError::Call(e) => Some(e),
             ClientError::Decode { error, .. } => Some(error),
+            ClientError::SessionLost {
+                cause: Some(cause), ..
+            } => Some(cause),
             _ => None,
         }
     }

@@ -142,6 +142,12 @@ impl Listeners {
             .count()
     }
 
+    /// Calls `f` with every open listener; the sum of what it returns.
+    pub fn each(&self, f: impl Fn(&Listener) -> usize) -> usize {
+        let open: Vec<Arc<Listener>> = self.lock().open.clone();
+        open.iter().map(|l| f(l)).sum()
+    }
+
     /// Ends every open subscription (each listen request is then answered); how many.
     pub fn end_all(&self) -> usize {
         let open: Vec<Arc<Listener>> = self.lock().open.clone();

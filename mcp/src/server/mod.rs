@@ -33,6 +33,7 @@
 #[cfg(feature = "blocking")]
 mod blocking;
 mod context;
+mod fanout;
 #[cfg(feature = "futures")]
 mod futures;
 mod listen;
@@ -50,6 +51,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
 pub use context::{BoxFuture, Context, Host};
+pub use fanout::{Change, Fanout, RESYNC_META};
 pub use state::{Notifier, Session};
 pub use tool::{Json, ToolOutput};
 pub use uri_template::UriTemplate;
@@ -469,6 +471,7 @@ impl ServerBuilder {
                 sealer: self.sealer.unwrap_or_else(Sealer::random),
                 sessions: Sessions::default(),
                 listeners: Listeners::default(),
+                fanout: Mutex::new(None),
             }),
         }
     }
@@ -539,6 +542,8 @@ struct Shared {
     sessions: Sessions,
     /// Open `subscriptions/listen` requests (2026-07-28).
     listeners: Listeners,
+    /// Where announced changes go to reach the other processes ([`Server::set_fanout`]).
+    fanout: Mutex<Option<Arc<dyn Fanout>>>,
 }
 
 impl std::ops::Deref for Shared {
@@ -575,6 +580,27 @@ pub enum ListKind {
     Resources = 1,
     /// `notifications/prompts/list_changed`.
     Prompts = 2,
+}
+
+impl ListKind {
+    /// Its list-changed notification's method.
+    pub fn method(self) -> &'static str {
+        match self {
+            ListKind::Tools => notifications::TOOLS_LIST_CHANGED,
+            ListKind::Resources => notifications::RESOURCES_LIST_CHANGED,
+            ListKind::Prompts => notifications::PROMPTS_LIST_CHANGED,
+        }
+    }
+
+    /// Whether a `subscriptions/listen` filter asked for this kind.
+    pub(crate) fn wanted(self, filter: &SubscriptionFilter) -> bool {
+        let wanted = match self {
+            ListKind::Tools => filter.tools_list_changed,
+            ListKind::Resources => filter.resources_list_changed,
+            ListKind::Prompts => filter.prompts_list_changed,
+        };
+        wanted == Some(true)
+    }
 }
 
 /// The request methods a server answers (an adapter registers each).
@@ -657,6 +683,11 @@ impl Reply {
 }
 
 impl Server {
+    /// The name and version the server gives at `initialize` and `server/discover`.
+    pub fn info(&self) -> &Implementation {
+        &self.shared.info
+    }
+
     /// The `Mcp-Param-*` headers of this server's tools: every property their input schemas
     /// mark `x-mcp-header` (SEP-2243), as the Streamable HTTP machine checks them
     /// ([`streamable::Config::param_headers`](sansrpc::streamable::Config::param_headers)).
@@ -758,8 +789,18 @@ impl Server {
 
     /// Sends `notifications/resources/updated` for `uri` to every session subscribed to
     /// it and every `subscriptions/listen` stream that asked for it; returns how many it
-    /// reached.
+    /// reached in this process. With a fan-out ([`set_fanout`](Self::set_fanout)), the
+    /// change then goes to the other processes too (when clients may subscribe at all).
     pub fn resource_updated(&self, uri: &str) -> usize {
+        let reached = self.deliver_resource_updated(uri);
+        if self.shared.subscribable() {
+            self.fan_out(Change::ResourceUpdated(uri.to_owned()));
+        }
+        reached
+    }
+
+    /// `notifications/resources/updated` for `uri` to this process's subscribers.
+    fn deliver_resource_updated(&self, uri: &str) -> usize {
         let mut params = Map::new();
         params.insert("uri".into(), json!(uri));
         let shared = &self.shared;
@@ -779,28 +820,38 @@ impl Server {
     }
 
     /// Sends a list-changed notification to every session and every
-    /// `subscriptions/listen` stream that asked for that kind; returns how many it reached.
+    /// `subscriptions/listen` stream that asked for that kind; returns how many it reached
+    /// in this process. With a fan-out ([`set_fanout`](Self::set_fanout)), the change then
+    /// goes to the other processes too.
     /// Nothing is sent for a kind the builder did not declare
     /// ([`ServerBuilder::list_changed`]): the server told its clients that list is fixed.
     pub fn list_changed(&self, kind: ListKind) -> usize {
         if !self.shared.announces(kind) {
             return 0;
         }
-        let method = match kind {
-            ListKind::Tools => notifications::TOOLS_LIST_CHANGED,
-            ListKind::Resources => notifications::RESOURCES_LIST_CHANGED,
-            ListKind::Prompts => notifications::PROMPTS_LIST_CHANGED,
-        };
+        let reached = self.deliver_list_changed(kind, false);
+        self.fan_out(Change::ListChanged(kind));
+        reached
+    }
+
+    /// A list-changed notification of `kind` to this process's listeners (marked with
+    /// [`RESYNC_META`] for a resync).
+    fn deliver_list_changed(&self, kind: ListKind, resync: bool) -> usize {
+        if !self.shared.announces(kind) {
+            return 0;
+        }
+        let mut params = Map::new();
+        if resync {
+            params.insert("_meta".into(), json!({ RESYNC_META: true }));
+        }
         let shared = &self.shared;
-        let sessions = shared.sessions.broadcast(method, &json!({}), |_| true);
-        let streams = shared.listeners.deliver(method, &Map::new(), |f| {
-            let wanted = match kind {
-                ListKind::Tools => f.tools_list_changed,
-                ListKind::Resources => f.resources_list_changed,
-                ListKind::Prompts => f.prompts_list_changed,
-            };
-            wanted == Some(true)
-        });
+        let sessions =
+            shared
+                .sessions
+                .broadcast(kind.method(), &Value::Object(params.clone()), |_| true);
+        let streams = shared
+            .listeners
+            .deliver(kind.method(), &params, |f| kind.wanted(f));
         sessions + streams
     }
 

@@ -118,6 +118,18 @@ impl Sessions {
         sent
     }
 
+    /// Calls `f` with every live session and its notifier; the sum of what it returns.
+    pub fn each(&self, f: impl Fn(&Session, &dyn Notifier) -> usize) -> usize {
+        let live: Vec<Live> = {
+            let mut list = self.list.lock().unwrap_or_else(|e| e.into_inner());
+            list.retain(|(s, n)| s.strong_count() > 0 && !n.is_closed());
+            list.clone()
+        };
+        live.iter()
+            .filter_map(|(session, notifier)| Some(f(&*session.upgrade()?, &**notifier)))
+            .sum()
+    }
+
     pub fn len(&self) -> usize {
         self.list.lock().map_or(0, |l| l.len())
     }

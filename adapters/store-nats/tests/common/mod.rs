@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 pub struct NatsServer {
     child: Child,
     pub url: String,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 fn binary() -> PathBuf {
@@ -56,7 +56,7 @@ impl NatsServer {
         let mut server = NatsServer {
             child,
             url: String::new(),
-            _dir: dir,
+            dir,
         };
         let limit = Duration::from_secs(30);
         let mut url = None;
@@ -98,6 +98,35 @@ fn client_url(dir: &Path) -> Option<String> {
         }
     }
     None
+}
+
+impl NatsServer {
+    /// Kills the server (SIGKILL) and waits for it to exit: its clients see the
+    /// connection drop.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts the server again on the same port (and store), after [`kill`](Self::kill);
+    /// returns once it listens.
+    pub fn restart(&mut self) {
+        let address = self.url.trim_start_matches("nats://").to_owned();
+        let port = address.rsplit(':').next().unwrap().to_owned();
+        self.child = Command::new(binary())
+            .args(["-js", "-a", "127.0.0.1", "-p", &port, "-sd"])
+            .arg(self.dir.path().join("store"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nats-server starts again");
+        wait_until(Duration::from_secs(30), "nats-server listens again", || {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!("nats-server exited at restart: {status}");
+            }
+            TcpStream::connect(&address).is_ok()
+        });
+    }
 }
 
 impl Drop for NatsServer {
