@@ -10,6 +10,10 @@
 //! process has a random key of its own, and a round that lands on another process is
 //! refused.
 //!
+//! `NATS_URL` (optional): the NATS server through which the processes hear each other's
+//! list changes (`sansrpc_store_nats::McpFanout`): a `tools/list_changed` announced by one
+//! process reaches the `subscriptions/listen` streams and sessions of all of them.
+//!
 //! Tools:
 //! - `whoami`: answers the text `port P`, P the port this process listens on. With
 //!   `{"tag": T}` it also prints `whoami T` on stdout, so a test can tell which process ran
@@ -161,6 +165,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         )
         .build();
 
+    // Kept until the end: dropping it ends the fan-out.
+    let _fanout = match std::env::var("NATS_URL") {
+        Ok(url) => {
+            let server = server.clone();
+            let connect = move || sansrpc_store_nats::McpFanout::connect(&url, &server);
+            Some(tokio::task::spawn_blocking(connect).await??)
+        }
+        Err(_) => None,
+    };
     let builder = Builder::new()
         .config(Config::for_profile(Profile::Mcp))
         .router(server.router());
