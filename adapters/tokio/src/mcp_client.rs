@@ -126,6 +126,9 @@ const RESUMES: u32 = 5;
 struct Session {
     id: Option<String>,
     version: Option<String>,
+    /// The revision the last request named itself (2026-07-28: `_meta`), for what names
+    /// none (`notifications/cancelled`), when no session settled one.
+    named: Option<String>,
     /// The GET stream was opened.
     listening: bool,
 }
@@ -523,16 +526,21 @@ async fn send(
     };
     let initialize = frame.is_some_and(|f| f.method.as_deref() == Some("initialize"));
     let carried = {
-        let session = shared.session.lock().unwrap_or_else(|e| e.into_inner());
+        let mut session = shared.session.lock().unwrap_or_else(|e| e.into_inner());
         let carried = session.id.clone().filter(|_| !initialize);
         if let Some(id) = &carried {
             request = request.header("mcp-session-id", id.as_str());
         }
         // A 2026-07-28 request names its revision itself; a session's was settled at
-        // initialize.
-        let version = frame
-            .and_then(|f| f.version.as_ref())
-            .or(session.version.as_ref());
+        // initialize; a notification on the stateless revision goes with the revision
+        // its requests named (without it, the server refuses it).
+        let named = frame.and_then(|f| f.version.clone());
+        if named.is_some() {
+            session.named.clone_from(&named);
+        }
+        let version = named
+            .or_else(|| session.version.clone())
+            .or_else(|| session.named.clone());
         if let Some(version) = version {
             request = request.header("mcp-protocol-version", version.as_str());
         }
@@ -596,6 +604,13 @@ async fn post(shared: Shared, frame: Vec<u8>, described: Frame, opens: bool) {
         if let Some(frame) = kept {
             ended(&shared, frame, Some(404)).await;
         }
+        return;
+    }
+    if kept.is_none() && !status.is_success() {
+        // A notification (or a response) the server refused: the error its body may carry
+        // has no id and answers no request of ours. Handed on, the null-id policy would
+        // end whichever single request is waiting with it.
+        let _ = response.into_body().collect().await;
         return;
     }
     if let Some(id) = response.headers().get("mcp-session-id") {

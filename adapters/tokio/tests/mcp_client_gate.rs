@@ -22,6 +22,9 @@ enum Get {
     Hang,
     /// Answers 405 Method Not Allowed.
     Refuse,
+    /// Answers 405, refuses every `notifications/cancelled` with 400 and an error without
+    /// an id, and answers a `ping` only once it has refused one.
+    RefuseCancels,
 }
 
 /// What the server saw: each request's method (`GET`, or the JSON-RPC method of a POST)
@@ -56,7 +59,7 @@ async fn read_request(
     Some((method, body))
 }
 
-async fn serve(stream: TcpStream, get: Get, seen: Seen) {
+async fn serve(stream: TcpStream, get: Get, seen: Seen, refused: Arc<tokio::sync::Notify>) {
     let (r, mut w) = stream.into_split();
     let mut r = BufReader::new(r);
     while let Some((method, body)) = read_request(&mut r).await {
@@ -69,7 +72,7 @@ async fn serve(stream: TcpStream, get: Get, seen: Seen) {
                     let _ = r.read_to_end(&mut rest).await;
                     return;
                 }
-                Get::Refuse => {
+                Get::Refuse | Get::RefuseCancels => {
                     let head = "HTTP/1.1 405 Method Not Allowed\r\nallow: POST\r\ncontent-length: 0\r\n\r\n";
                     w.write_all(head.as_bytes()).await.unwrap();
                     continue;
@@ -79,6 +82,22 @@ async fn serve(stream: TcpStream, get: Get, seen: Seen) {
         let message: Value = serde_json::from_slice(&body).unwrap();
         let name = message["method"].as_str().unwrap_or("response").to_owned();
         seen.lock().unwrap().push((name.clone(), Instant::now()));
+        if matches!(get, Get::RefuseCancels) {
+            if name == "notifications/cancelled" {
+                let body = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"refused here"}}"#;
+                let head = format!(
+                    "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                    body.len()
+                );
+                w.write_all(head.as_bytes()).await.unwrap();
+                w.write_all(body.as_bytes()).await.unwrap();
+                refused.notify_one();
+                continue;
+            }
+            if name == "ping" {
+                refused.notified().await;
+            }
+        }
         let answer = match name.as_str() {
             "initialize" => Some(json!({"jsonrpc": "2.0", "id": message["id"], "result": {
                 "protocolVersion": "2025-11-25", "capabilities": {},
@@ -106,10 +125,11 @@ async fn server(get: Get) -> (String, Seen) {
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let seen = Seen::default();
     let log = seen.clone();
+    let refused = Arc::new(tokio::sync::Notify::new());
     tokio::spawn(async move {
         loop {
             let (stream, _) = listener.accept().await.unwrap();
-            tokio::spawn(serve(stream, get, log.clone()));
+            tokio::spawn(serve(stream, get, log.clone(), refused.clone()));
         }
     });
     (url, seen)
@@ -181,4 +201,57 @@ async fn a_get_stream_refused_holds_nothing() {
     );
     // Far under the 10 s the other case waits (generous for a loaded machine).
     assert!(waited < Duration::from_secs(8), "posted after {waited:?}");
+}
+
+/// A notification the server refuses (400, with an error that has no id) answers none of
+/// the client's requests: the one request waiting meanwhile gets its own answer, not that
+/// error (the null-id policy would have given it to the only request waiting).
+#[tokio::test]
+async fn a_refused_notification_does_not_answer_the_request_waiting() {
+    let (url, seen) = server(Get::RefuseCancels).await;
+    let builder = Builder::new()
+        .config(Config::for_profile(Profile::Mcp))
+        .router(AsyncRouter::new());
+    let conn = sansrpc_tokio::mcp_client::connect(&url, builder).unwrap();
+    let client = conn.client.clone();
+    let params = json!({"protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "gate", "version": "1"}});
+    let run = async {
+        client
+            .call_raw("initialize", Some(&raw(params)))
+            .await
+            .unwrap();
+        client
+            .notify_raw("notifications/initialized", None)
+            .await
+            .unwrap();
+        // The ping waits at the server until the notification was refused.
+        let ping = client.call_raw("ping", Some(&raw(json!({}))));
+        let refuse = async {
+            client
+                .notify_raw(
+                    "notifications/cancelled",
+                    Some(&raw(json!({"requestId": 99}))),
+                )
+                .await
+                .unwrap();
+        };
+        let (pong, ()) = tokio::join!(ping, refuse);
+        pong
+    };
+    let pong = tokio::time::timeout(Duration::from_secs(40), run)
+        .await
+        .expect("the ping is answered within 40 s")
+        .expect("the ping gets its own answer, not the refusal");
+    assert_eq!(pong.get(), "{}");
+    let methods: Vec<String> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(m, _)| m.clone())
+        .collect();
+    assert!(
+        methods.iter().any(|m| m == "notifications/cancelled"),
+        "the server refused the notification: {methods:?}"
+    );
 }
