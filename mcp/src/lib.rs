@@ -27,6 +27,27 @@ pub mod types;
 /// `serde_json` values always serialise).
 #[cfg(any(feature = "futures", feature = "blocking"))]
 pub(crate) fn raw_json(value: &impl serde::Serialize) -> Box<sansrpc::RawValue> {
-    let json = serde_json::to_string(value).expect("MCP types serialize");
-    sansrpc::RawValue::from_string(json).expect("serde_json writes JSON")
+    std::thread_local! {
+        /// Where a value is written before its one copy of the exact size is taken (a
+        /// `String` grown as serde_json writes, then shrunk, allocated twice or more).
+        static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let write = |out: &mut Vec<u8>| {
+        out.clear();
+        serde_json::to_writer(&mut *out, value).expect("MCP types serialize");
+        let json = std::str::from_utf8(out).expect("serde_json writes UTF-8");
+        let raw = sansrpc::RawValue::from_json(json)
+            .expect("serde_json writes JSON")
+            .to_owned();
+        // A large value's room is not held on to.
+        if out.capacity() > 64 * 1024 {
+            *out = Vec::new();
+        }
+        raw
+    };
+    SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+        Ok(mut out) => write(&mut out),
+        // Written from inside a serialization (never by the MCP types): a buffer of its own.
+        Err(_) => write(&mut Vec::new()),
+    })
 }

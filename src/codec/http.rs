@@ -99,23 +99,23 @@ pub struct Head {
     pub cors_request_method: bool,
     /// The `Access-Control-Request-Headers` header, when present and text.
     pub cors_request_headers: Option<String>,
-    /// The request target (`/mcp?x=1`), kept by a decoder made with
-    /// [`RequestDecoder::keeping_fields`]; empty otherwise.
-    pub target: String,
-    /// Every header field as received (name, value), kept by a decoder made with
-    /// [`RequestDecoder::keeping_fields`] (at most 64 of them, within the 32 KiB head);
-    /// empty otherwise.
-    pub fields: Vec<(String, Vec<u8>)>,
+    /// The request target (`/mcp?x=1`) and every header field as received, kept by a
+    /// decoder made with [`RequestDecoder::keeping_fields`] (at most 64 fields, within the
+    /// 32 KiB head) in one buffer; empty otherwise.
+    pub fields: Fields,
 }
 
 impl Head {
     /// The value of the first field named `name` (ignoring ASCII case), from
     /// [`Head::fields`].
     pub fn field(&self, name: &str) -> Option<&[u8]> {
-        self.fields
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_slice())
+        self.fields.get(name)
+    }
+
+    /// The request target (`/mcp?x=1`), from [`Head::fields`]; empty unless the decoder
+    /// kept it.
+    pub fn target(&self) -> &str {
+        self.fields.target()
     }
 }
 
@@ -157,6 +157,9 @@ impl fmt::Display for HttpFault {
 }
 
 /// What [`RequestDecoder::decode`] found at the start of the buffer.
+// A `Head` keeps the places of its fields inline (no allocation for them): it is moved once
+// per request, where a box would cost the allocation that saves.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, PartialEq, Eq)]
 pub enum HttpStep<'a> {
     /// More bytes are needed: at least this many from the start of the buffer (a hint;
@@ -359,16 +362,12 @@ impl RequestDecoder {
             origin: None,
             cors_request_method: false,
             cors_request_headers: None,
-            target: String::new(),
-            fields: Vec::new(),
+            fields: Fields::new(),
         };
         if self.keep {
-            head.target = String::from(request.path.unwrap_or_default());
-            head.fields = request
-                .headers
-                .iter()
-                .map(|h| (String::from(h.name), h.value.to_vec()))
-                .collect();
+            // One copy of the head's bytes, the target and fields read in place.
+            let target = request.path.unwrap_or_default();
+            head.fields = Fields::parsed(&lines[..used], target, request.headers);
         }
         let (mut length, mut coded, mut close) = (None::<u64>, false, false);
         for header in request.headers.iter() {
@@ -695,12 +694,14 @@ pub fn write_head(
 }
 
 mod exchange;
+mod fields;
 mod response;
 #[cfg(test)]
 mod tests;
 mod unframe;
 
 pub use exchange::{Exchange, Refusal};
+pub use fields::Fields;
 pub use unframe::{Parts, Unframer};
 
 pub use response::{write_request_head, ResponseDecoder, ResponseHead, ResponseStep};

@@ -45,7 +45,7 @@ use alloc::vec::Vec;
 use core::net::IpAddr;
 use core::time::Duration;
 
-use crate::codec::http::{write_head, Head, HttpFault, Method};
+use crate::codec::http::{write_head, Fields, Head, HttpFault, Method};
 use crate::codec::sse;
 use crate::driver::Timers;
 use crate::mcp::error_codes::{
@@ -233,7 +233,7 @@ pub struct HttpRequest {
     pub principal: Option<Principal>,
     /// Its header fields, names in lower case, in the order sent (the `Authorization`
     /// field is left out).
-    pub headers: Vec<(String, String)>,
+    pub headers: Headers,
     /// What a layer in front of the server attached to the request (the tokio adapter's
     /// tower services: its `http::Extensions`); empty otherwise.
     #[cfg(feature = "std")]
@@ -243,11 +243,61 @@ pub struct HttpRequest {
 impl HttpRequest {
     /// The first value of header `name` (any case).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        self.headers.get(name)
     }
+}
+
+/// The header fields a call's handler sees ([`HttpRequest::headers`]): names in lower case,
+/// values as text, `Authorization` left out. Kept as the request head's [`Fields`] were
+/// read (one buffer), not as a string per name and value.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Headers(Fields);
+
+impl Headers {
+    /// What the handlers see of a request head's `fields`: `Authorization` left out, names
+    /// lowered in place, a value that is not UTF-8 replaced by its lossy conversion.
+    pub fn from_fields(mut fields: Fields) -> Self {
+        fields.retain(|name, _| !name.eq_ignore_ascii_case("authorization"));
+        fields.lowercase_names();
+        fields.make_values_text();
+        Headers(fields)
+    }
+
+    /// The first value of header `name` (any case).
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(text)
+    }
+
+    /// Every field (name, value), in the order sent.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
+        self.0.iter().map(|(n, v)| (n, text(v)))
+    }
+
+    /// How many fields there are.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl<'a> FromIterator<(&'a str, &'a str)> for Headers {
+    /// Headers from (name, value) pairs, with the rules of [`Headers::from_fields`].
+    fn from_iter<I: IntoIterator<Item = (&'a str, &'a str)>>(pairs: I) -> Self {
+        let mut fields = Fields::new();
+        for (name, value) in pairs {
+            fields.push(name, value.as_bytes());
+        }
+        Headers::from_fields(fields)
+    }
+}
+
+/// A value [`Headers::from_fields`] made text.
+fn text(value: &[u8]) -> &str {
+    core::str::from_utf8(value).unwrap_or_default()
 }
 
 /// What the adapter's token validator found, for [`Server::handle_request`].
@@ -609,7 +659,7 @@ impl Server {
             self.timers
                 .set(Timer::Store, Some(now + self.config.store_age / 4));
         }
-        let path = head.target.split('?').next().unwrap_or_default();
+        let path = head.target().split('?').next().unwrap_or_default();
         if let Some(auth) = &self.config.auth {
             if metadata_path(&auth.metadata_url).is_some_and(|p| p == path) {
                 return Verdict::Respond(metadata(auth));
@@ -1322,7 +1372,12 @@ impl Server {
             return if s.ended { Step::End } else { Step::Abort };
         }
         let wrote = !s.out.is_empty();
-        out.extend_from_slice(&s.out);
+        if out.is_empty() {
+            // Handed over whole (a JSON answer: its head and body), not copied.
+            core::mem::swap(out, &mut s.out);
+        } else {
+            out.extend_from_slice(&s.out);
+        }
         s.out.clear();
         if s.ended {
             let finished = s.done;

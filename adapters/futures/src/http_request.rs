@@ -69,7 +69,7 @@ mod tests {
     fn request(tag: &str) -> Arc<HttpRequest> {
         Arc::new(HttpRequest {
             principal: None,
-            headers: vec![("x-tag".into(), tag.into())],
+            headers: [("x-tag", tag)].into_iter().collect(),
             ..HttpRequest::default()
         })
     }

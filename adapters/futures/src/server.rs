@@ -37,6 +37,18 @@ pub(crate) struct Routed {
 
 pub(crate) type Running = BoxFuture<(IncomingId, Option<HandlerResult>)>;
 
+/// A handler's work with a panic caught as an internal error: not boxed again (its one box
+/// is made when it starts running, around this and its abort registration).
+pub(crate) type Guarded = futures::future::Map<
+    futures::future::CatchUnwind<AssertUnwindSafe<BoxFuture<HandlerResult>>>,
+    fn(std::thread::Result<HandlerResult>) -> HandlerResult,
+>;
+
+/// A panic in a handler is answered as an internal error.
+fn unpanicked(result: std::thread::Result<HandlerResult>) -> HandlerResult {
+    result.unwrap_or_else(|_| Err(ErrorObject::internal_error()))
+}
+
 /// The peer's requests and notifications being handled, and the streams being produced.
 pub(crate) struct Server {
     pub router: Arc<AsyncRouter>,
@@ -45,7 +57,7 @@ pub(crate) struct Server {
     pub running: FuturesUnordered<Running>,
     /// How to stop each running handler: drop it, or signal its context.
     pub aborts: BTreeMap<IncomingId, (AbortHandle, Option<CancelSignal>)>,
-    pub waiting: VecDeque<(IncomingId, BoxFuture<HandlerResult>, Option<CancelSignal>)>,
+    pub waiting: VecDeque<(IncomingId, Guarded, Option<CancelSignal>)>,
     pub notifications: VecDeque<BoxFuture<()>>,
     pub max_concurrent: usize,
     pub max_queued: usize,
@@ -64,10 +76,8 @@ impl Server {
         work: BoxFuture<HandlerResult>,
         cx: Option<CancelSignal>,
     ) {
-        let work = AssertUnwindSafe(work)
-            .catch_unwind()
-            .map(|r| r.unwrap_or_else(|_| Err(ErrorObject::internal_error())))
-            .boxed();
+        let unpanicked: fn(_) -> _ = unpanicked;
+        let work = AssertUnwindSafe(work).catch_unwind().map(unpanicked);
         if self.running.len() < self.max_concurrent {
             self.start(id, work, cx);
         } else {
@@ -75,12 +85,7 @@ impl Server {
         }
     }
 
-    pub(crate) fn start(
-        &mut self,
-        id: IncomingId,
-        work: BoxFuture<HandlerResult>,
-        cx: Option<CancelSignal>,
-    ) {
+    pub(crate) fn start(&mut self, id: IncomingId, work: Guarded, cx: Option<CancelSignal>) {
         let (handle, registration) = AbortHandle::new_pair();
         self.aborts.insert(id, (handle, cx));
         let running = Abortable::new(work, registration).map(move |r| (id, r.ok()));

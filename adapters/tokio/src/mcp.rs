@@ -27,12 +27,13 @@ use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use sansrpc::codec::http::{BodyKind, Head, HttpFault, RequestDecoder};
+use sansrpc::codec::http::{BodyKind, Fields, Head, HttpFault, RequestDecoder};
 use sansrpc::runtime::Clock;
 use sansrpc::streamable::{self, Authorized, Closed, Step, Verdict};
 use sansrpc::Connection;
 use sansrpc::Instant;
 use sansrpc_futures::{HttpRequest, HttpRequests, Principal, ShutdownHandle};
+use smallvec::SmallVec;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Notify};
@@ -553,7 +554,7 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
         Dispatched::Whole(response) => write_response(socket, &response).await,
         Dispatched::Stream(writer, after) => {
             let keep = write_stream(socket, state, writer, reader).await;
-            after();
+            after.run();
             keep
         }
         Dispatched::Close => false,
@@ -565,10 +566,43 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
 pub(crate) enum Dispatched {
     /// Write this answer.
     Whole(streamable::Response),
-    /// Serve this writer's stream until it ends, then run the function.
-    Stream(Writer, Box<dyn FnOnce() + Send>),
+    /// Serve this writer's stream until it ends, then do what [`After`] says.
+    Stream(Writer, After),
     /// Nothing to answer: close the connection.
     Close,
+}
+
+/// The calls a request's body carries, as the machine read them: one or two inline.
+type Ids = SmallVec<[sansrpc::Id<'static>; 2]>;
+
+/// What is left to do once a stream's response is over (a value, not a boxed closure: no
+/// allocation per request).
+pub(crate) enum After {
+    /// Nothing.
+    Nothing,
+    /// Forget the HTTP request recorded for these calls of a session.
+    Forget(Arc<HttpRequests>, Ids),
+    /// End the connection of the stateless request of this stream, if it still runs.
+    End(State, u64),
+}
+
+impl After {
+    /// Does it.
+    pub(crate) fn run(self) {
+        match self {
+            After::Nothing => {}
+            After::Forget(requests, calls) => {
+                for id in &calls {
+                    requests.forget(id);
+                }
+            }
+            After::End(state, stream) => {
+                if let Some(running) = state.lock().stateless.remove(&stream) {
+                    running.shutdown.shutdown(Duration::ZERO);
+                }
+            }
+        }
+    }
 }
 
 /// Hands one request to the machine and does what its verdict says (a session started,
@@ -603,9 +637,9 @@ pub(crate) async fn dispatch(
         // The calls the body carries, as the machine read them (for their handlers).
         let ids = match verdict {
             Verdict::Open { .. } | Verdict::Stateless { .. } => {
-                shared.server.request_ids().to_vec()
+                shared.server.request_ids().iter().cloned().collect()
             }
-            _ => Vec::new(),
+            _ => Ids::new(),
         };
         shared.settle();
         (verdict, writer, principal, ids)
@@ -644,16 +678,11 @@ pub(crate) async fn dispatch(
                     .map(|r| (r.input.clone(), Arc::clone(&r.requests)))
             };
             let Some((sender, requests)) = sender else {
-                return Dispatched::Stream(writer, Box::new(|| {}));
+                return Dispatched::Stream(writer, After::Nothing);
             };
             let calls = record(&requests, ids, request);
             let _ = sender.send((body, stream)).await;
-            let forget = move || {
-                for id in &calls {
-                    requests.forget(id);
-                }
-            };
-            Dispatched::Stream(writer, Box::new(forget))
+            Dispatched::Stream(writer, After::Forget(requests, calls))
         }
         (Verdict::Stateless { stream }, Some(writer)) => {
             let sender = {
@@ -669,15 +698,9 @@ pub(crate) async fn dispatch(
             record(&requests, ids, request);
             let _ = sender.send((body, stream)).await;
             // Its one request answered (or abandoned): the connection ends.
-            let ended = state.clone();
-            let end = move || {
-                if let Some(running) = ended.lock().stateless.remove(&stream) {
-                    running.shutdown.shutdown(Duration::ZERO);
-                }
-            };
-            Dispatched::Stream(writer, Box::new(end))
+            Dispatched::Stream(writer, After::End(state.clone(), stream))
         }
-        (Verdict::Listen { .. }, Some(writer)) => Dispatched::Stream(writer, Box::new(|| {})),
+        (Verdict::Listen { .. }, Some(writer)) => Dispatched::Stream(writer, After::Nothing),
         (Verdict::Ended { session, response }, _) => {
             if let Some(running) = state.lock().sessions.remove(&session) {
                 running.shutdown.shutdown(Duration::ZERO);
@@ -790,36 +813,23 @@ fn authorize(validator: Option<&Validator>, head: &Head) -> (Authorized, Option<
 }
 
 /// What the handlers of a request's calls see of it: the principal, the header `fields`
-/// (`Authorization` left out; moved, not copied: names lowered in place, values kept when
-/// UTF-8), and what a layer in front of the server attached to it.
+/// (as [`Headers::from_fields`](streamable::Headers::from_fields) gives them: moved, not
+/// copied), and what a layer in front of the server attached to it.
 fn http_request(
     principal: Option<Principal>,
-    fields: Vec<(String, Vec<u8>)>,
+    fields: Fields,
     extensions: streamable::Extensions,
 ) -> Arc<HttpRequest> {
     Arc::new(HttpRequest {
         principal,
-        headers: fields
-            .into_iter()
-            .filter(|(name, _)| !name.eq_ignore_ascii_case("authorization"))
-            .map(|(mut name, value)| {
-                name.make_ascii_lowercase();
-                let value = String::from_utf8(value)
-                    .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-                (name, value)
-            })
-            .collect(),
+        headers: streamable::Headers::from_fields(fields),
         extensions,
     })
 }
 
 /// Records the HTTP request for each call the machine read in the request's body
 /// (`ids`, from [`streamable::Server::request_ids`]); the ids recorded.
-fn record(
-    requests: &HttpRequests,
-    ids: Vec<sansrpc::Id<'static>>,
-    request: impl FnOnce() -> Arc<HttpRequest>,
-) -> Vec<sansrpc::Id<'static>> {
+fn record(requests: &HttpRequests, ids: Ids, request: impl FnOnce() -> Arc<HttpRequest>) -> Ids {
     if ids.is_empty() {
         return ids;
     }

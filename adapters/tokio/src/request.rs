@@ -110,6 +110,8 @@ impl Handshake {
 }
 
 /// One part of a request, read by [`Requests::poll_part`].
+// A head keeps its fields' places inline (see `sansrpc::codec::http::HttpStep`).
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub(crate) enum Part {
     /// A request head. A body follows unless [`Head::body`] is [`BodyKind::None`].

@@ -90,7 +90,7 @@ pub(crate) struct Inner {
     pub server: super::Server,
     pub meta: Option<RequestMeta>,
     /// The revision of this request: the session's, or the one its `_meta` names.
-    pub version: String,
+    pub version: &'static str,
     pub stateless: bool,
     pub capabilities: Option<Arc<ClientCapabilities>>,
     pub client: Option<Arc<Implementation>>,
@@ -118,7 +118,7 @@ impl std::fmt::Debug for Context {
 impl Context {
     /// The protocol revision of this request ("2025-11-25", "2026-07-28", …).
     pub fn protocol_version(&self) -> &str {
-        &self.inner.version
+        self.inner.version
     }
 
     /// The request came on the stateless 2026-07-28 revision.

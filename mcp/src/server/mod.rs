@@ -642,6 +642,16 @@ pub(crate) fn request_id(id: &sansrpc::Id<'_>) -> Option<crate::types::RequestId
     serde_json::from_slice(&json).ok()
 }
 
+/// `method` as the entry of [`REQUESTS`] it names (no copy per request); `""` for any
+/// other, which every step after treats as it treated the unknown name (-32601).
+fn known_method(method: &str) -> &'static str {
+    REQUESTS
+        .iter()
+        .copied()
+        .find(|m| *m == method)
+        .unwrap_or("")
+}
+
 /// The notifications a server takes: `initialize` already settled what they announce, so
 /// they change nothing (an adapter registers them so they are not reported as unknown).
 pub const NOTIFICATIONS: &[&str] = &[
@@ -654,7 +664,8 @@ struct Request {
     params: Map<String, Value>,
     meta: Option<RequestMeta>,
     stateless: bool,
-    version: String,
+    /// One of `version::SUPPORTED` (no copy per request).
+    version: &'static str,
     capabilities: Option<Arc<ClientCapabilities>>,
     client: Option<Arc<Implementation>>,
 }
@@ -749,42 +760,53 @@ impl Server {
         params: Option<Value>,
         host: Arc<dyn Host>,
     ) -> BoxFuture<Result<Value, ErrorObject<'static>>> {
-        let reply = self.respond(method, params, host);
-        Box::pin(async move { reply.await.map(Reply::into_value) })
+        let server = self.clone();
+        let method = known_method(method);
+        Box::pin(async move {
+            server
+                .respond(method, params, host)
+                .await
+                .map(Reply::into_value)
+        })
     }
 
     /// [`handle`](Server::handle) with the result as JSON text, what the adapters send: a
     /// tool's result on a session is written straight from its Rust value, with no
-    /// `Value` tree in between.
+    /// `Value` tree in between. Not boxed: the adapter's router boxes the handler's future
+    /// (one allocation for the whole call, not one per layer).
     pub(crate) fn handle_raw(
         &self,
         method: &str,
         params: Option<Value>,
         host: Arc<dyn Host>,
-    ) -> BoxFuture<Result<Box<sansrpc::RawValue>, ErrorObject<'static>>> {
-        let reply = self.respond(method, params, host);
-        Box::pin(async move { reply.await.map(Reply::into_raw) })
+    ) -> impl std::future::Future<Output = Result<Box<sansrpc::RawValue>, ErrorObject<'static>>>
+           + Send
+           + 'static {
+        let server = self.clone();
+        let method = known_method(method);
+        async move {
+            server
+                .respond(method, params, host)
+                .await
+                .map(Reply::into_raw)
+        }
     }
 
-    fn respond(
+    async fn respond(
         &self,
-        method: &str,
+        method: &'static str,
         params: Option<Value>,
         host: Arc<dyn Host>,
-    ) -> BoxFuture<Result<Reply, ErrorObject<'static>>> {
-        let server = self.clone();
-        let method = method.to_owned();
-        Box::pin(async move {
-            let request = match server.read(&method, params, &*host) {
-                Ok(r) => r,
-                Err(e) => return Err(e.into_error(false)),
-            };
-            let stateless = request.stateless;
-            match server.dispatch(&method, request, host).await {
-                Ok(v) => Ok(v),
-                Err(e) => Err(e.into_error(stateless)),
-            }
-        })
+    ) -> Result<Reply, ErrorObject<'static>> {
+        let request = match self.read(method, params, &*host) {
+            Ok(r) => r,
+            Err(e) => return Err(e.into_error(false)),
+        };
+        let stateless = request.stateless;
+        match self.dispatch(method, request, host).await {
+            Ok(v) => Ok(v),
+            Err(e) => Err(e.into_error(stateless)),
+        }
     }
 
     /// Sends `notifications/resources/updated` for `uri` to every session subscribed to
@@ -983,21 +1005,24 @@ impl Server {
                 .as_ref()
                 .and_then(|m| m.protocol_version.clone())
                 .unwrap_or_default();
-            if !version::STATELESS_VERSIONS.contains(&asked.as_str()) {
+            let known = version::STATELESS_VERSIONS
+                .iter()
+                .find(|v| **v == asked.as_str());
+            let Some(&known) = known else {
                 let data = json!({"supported": version::STATELESS_VERSIONS, "requested": asked});
                 return Err(McpError::Rpc(error_with_data(
                     error_codes::UNSUPPORTED_PROTOCOL_VERSION,
                     format!("unsupported protocol version {asked:?}"),
                     &data,
                 )));
-            }
+            };
             // The methods 2026-07-28 removed.
             if methods::REMOVED_IN_2026_07_28.contains(&method) {
                 return Err(McpError::Rpc(ErrorObject::method_not_found()));
             }
             let meta_ref = meta.as_ref();
             return Ok(Request {
-                version: asked,
+                version: known,
                 capabilities: meta_ref.and_then(|m| m.client_capabilities.clone().map(Arc::new)),
                 client: meta_ref.and_then(|m| m.client_info.clone().map(Arc::new)),
                 params,
@@ -1012,10 +1037,7 @@ impl Server {
         let session = host.session();
         let s = session.lock();
         Ok(Request {
-            version: s
-                .version
-                .clone()
-                .unwrap_or_else(|| version::LATEST.to_owned()),
+            version: s.version.unwrap_or(version::LATEST),
             capabilities: s.capabilities.clone(),
             client: s.client.clone(),
             params,
@@ -1030,7 +1052,7 @@ impl Server {
                 host,
                 server: self.clone(),
                 meta: request.meta.clone(),
-                version: request.version.clone(),
+                version: request.version,
                 stateless: request.stateless,
                 capabilities: request.capabilities.clone(),
                 client: request.client.clone(),
@@ -1167,17 +1189,16 @@ impl Server {
     fn initialize(&self, request: Request, host: &dyn Host) -> Result<Value, McpError> {
         let params: InitializeRequestParams = serde_json::from_value(Value::Object(request.params))
             .map_err(|e| McpError::invalid_params(format!("initialize: {e}")))?;
-        let chosen = if version::SUPPORTED.contains(&params.protocol_version.as_str())
-            && !version::STATELESS_VERSIONS.contains(&params.protocol_version.as_str())
-        {
-            params.protocol_version.clone()
-        } else {
-            version::LATEST.to_owned()
-        };
+        let asked = params.protocol_version.as_str();
+        let chosen = version::SUPPORTED
+            .iter()
+            .copied()
+            .find(|v| *v == asked && !version::STATELESS_VERSIONS.contains(v))
+            .unwrap_or(version::LATEST);
         let session = host.session();
         {
             let mut s = session.lock();
-            s.version = Some(chosen.clone());
+            s.version = Some(chosen);
             s.capabilities = Some(Arc::new(params.capabilities));
             s.client = Some(Arc::new(params.client_info));
             if !s.registered {
@@ -1238,12 +1259,13 @@ impl Server {
     async fn asking(
         &self,
         method: &str,
-        request: Request,
+        mut request: Request,
         host: Arc<dyn Host>,
     ) -> Result<Reply, McpError> {
+        // Moved out of the params (no copy): nothing after reads them there.
         let name = match method {
-            methods::RESOURCES_READ => string_param(&request.params, "uri")?,
-            _ => string_param(&request.params, "name")?,
+            methods::RESOURCES_READ => take_string_param(&mut request.params, "uri")?,
+            _ => take_string_param(&mut request.params, "name")?,
         };
         // The state is bound to the request: its method, its tool, prompt or URI, and its
         // arguments (a state issued for one call is refused on a call with other ones).
@@ -1262,10 +1284,15 @@ impl Server {
             let inner = Arc::get_mut(&mut cx.inner).expect("not shared yet");
             self.carry(&request, &request_key, inner)?;
         }
+        // Moved out too: the request key above was the last to read them in place.
+        let arguments = request.params.remove("arguments");
         let outcome = match method {
-            methods::TOOLS_CALL => self.call_tool(&name, &request, cx.clone()).await,
+            methods::TOOLS_CALL => {
+                self.call_tool(&name, arguments, request.stateless, cx.clone())
+                    .await
+            }
             methods::PROMPTS_GET => self
-                .get_prompt(&name, &request, cx.clone())
+                .get_prompt(&name, arguments, cx.clone())
                 .await
                 .map(Reply::Value),
             _ => self
@@ -1373,7 +1400,8 @@ impl Server {
     async fn call_tool(
         &self,
         name: &str,
-        request: &Request,
+        arguments: Option<Value>,
+        stateless: bool,
         cx: Context,
     ) -> Result<Reply, McpError> {
         let named = |t: &&ToolEntry| t.tool.name == name;
@@ -1390,13 +1418,13 @@ impl Server {
                 None => return Err(McpError::invalid_params(format!("Unknown tool: {name}"))),
             },
         };
-        let arguments = match request.params.get("arguments") {
+        let arguments = match arguments {
             None | Some(Value::Null) => Value::Object(Map::new()),
-            Some(v @ Value::Object(_)) => v.clone(),
+            Some(v @ Value::Object(_)) => v,
             Some(_) => return Err(McpError::invalid_params("arguments must be an object")),
         };
         let result = call(cx, arguments).await?;
-        if request.stateless {
+        if stateless {
             // `finish` adds the revision's fields to it.
             serde_json::to_value(result)
                 .map(Reply::Value)
@@ -1409,15 +1437,15 @@ impl Server {
     async fn get_prompt(
         &self,
         name: &str,
-        request: &Request,
+        arguments: Option<Value>,
         cx: Context,
     ) -> Result<Value, McpError> {
         let Some(entry) = self.shared.prompts.iter().find(|p| p.prompt.name == name) else {
             return Err(McpError::invalid_params(format!("Unknown prompt: {name}")));
         };
-        let args: BTreeMap<String, String> = match request.params.get("arguments") {
+        let args: BTreeMap<String, String> = match arguments {
             None | Some(Value::Null) => BTreeMap::new(),
-            Some(v) => serde_json::from_value(v.clone()).map_err(|_| {
+            Some(v) => serde_json::from_value(v).map_err(|_| {
                 McpError::invalid_params("prompt arguments must be an object of strings")
             })?,
         };
@@ -1465,6 +1493,14 @@ impl Server {
         };
         let contents = read(cx, uri.to_owned(), vars).await?;
         Ok(json!({ "contents": contents }))
+    }
+}
+
+/// [`string_param`], moved out of `params`.
+fn take_string_param(params: &mut Map<String, Value>, name: &str) -> Result<String, McpError> {
+    match params.remove(name) {
+        Some(Value::String(s)) => Ok(s),
+        _ => Err(McpError::invalid_params(format!("{name} must be a string"))),
     }
 }
 

@@ -33,8 +33,8 @@ pub struct Session {
 
 #[derive(Debug, Default)]
 pub(crate) struct SessionState {
-    /// The revision `initialize` settled on.
-    pub version: Option<String>,
+    /// The revision `initialize` settled on (one of `version::SUPPORTED`).
+    pub version: Option<&'static str>,
     pub capabilities: Option<Arc<ClientCapabilities>>,
     pub client: Option<Arc<Implementation>>,
     /// `logging/setLevel`: messages below it are not sent. `None`: all are.
@@ -53,7 +53,7 @@ impl Session {
 
     /// The protocol revision `initialize` settled on, once it did.
     pub fn protocol_version(&self) -> Option<String> {
-        self.lock().version.clone()
+        self.lock().version.map(str::to_owned)
     }
 
     /// The level `logging/setLevel` set, if the client sent one.

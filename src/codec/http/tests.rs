@@ -4,6 +4,7 @@ use alloc::vec;
 use proptest::prelude::*;
 
 /// What decoding a stream gave: heads, bodies, and the fault that stopped it.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, PartialEq)]
 enum Seen {
     Head(Head),
@@ -769,4 +770,58 @@ fn a_request_head_names_the_target_host_and_length() {
         panic!("a body")
     };
     assert_eq!(body, b"{\"jsonrpc\":\"2.0\"}");
+}
+
+/// A decoder keeping fields keeps the target and every field, in order and as received
+/// (one buffer for all of them); the handlers' view lowers the names, leaves out
+/// `Authorization` and reads a value that is not UTF-8 lossily.
+#[test]
+fn kept_fields_are_the_target_and_every_field_as_received() {
+    let mut wire = b"POST /mcp?x=1 HTTP/1.1\r\nHost: a:1\r\nX-Tag:  two words \r\n\
+        Authorization: Bearer t\r\nX-Raw: \xff!\r\nx-tag: again\r\nContent-Length: 0\r\n\r\n"
+        .to_vec();
+    let mut decoder = RequestDecoder::keeping_fields(1 << 20);
+    let Ok(HttpStep::Head(used, head)) = decoder.decode(&mut wire) else {
+        panic!("not a head")
+    };
+    assert_eq!(used, wire.len());
+    assert_eq!(head.target(), "/mcp?x=1");
+    let fields: Vec<(&str, &[u8])> = head.fields.iter().collect();
+    assert_eq!(
+        fields,
+        [
+            ("Host", &b"a:1"[..]),
+            ("X-Tag", b"two words"),
+            ("Authorization", b"Bearer t"),
+            ("X-Raw", b"\xff!"),
+            ("x-tag", b"again"),
+            ("Content-Length", b"0"),
+        ]
+    );
+    assert_eq!(head.field("x-TAG"), Some(&b"two words"[..]));
+    assert_eq!(head.field("origin"), None);
+
+    let headers = crate::streamable::Headers::from_fields(head.fields.clone());
+    let seen: Vec<(&str, &str)> = headers.iter().collect();
+    assert_eq!(
+        seen,
+        [
+            ("host", "a:1"),
+            ("x-tag", "two words"),
+            ("x-raw", "\u{fffd}!"),
+            ("x-tag", "again"),
+            ("content-length", "0"),
+        ]
+    );
+    assert_eq!(headers.get("X-Tag"), Some("two words"));
+    assert_eq!(headers.get("authorization"), None);
+    let built: crate::streamable::Headers = [("Host", "a:1"), ("X-Tag", "two words")]
+        .into_iter()
+        .collect();
+    assert_eq!(built.iter().collect::<Vec<_>>(), seen[..2]);
+
+    // A decoder that does not keep them keeps nothing.
+    let plain = head_of("POST /mcp HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n");
+    assert!(plain.fields.is_empty());
+    assert_eq!(plain.target(), "");
 }

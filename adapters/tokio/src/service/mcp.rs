@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 
 use super::{read_body, response, Body, ResponseFuture};
 use crate::mcp::{
-    closed, dispatch, serving, Dispatched, Options, State, Writer, MAX_BODY, WRITE_STALL,
+    closed, dispatch, serving, After, Dispatched, Options, State, Writer, MAX_BODY, WRITE_STALL,
 };
 use crate::Builder;
 
@@ -140,11 +140,7 @@ async fn answer<B: http_body::Body>(
 /// streamed by a task of its own. `after` runs once the response is over. A stream that
 /// ends before any head (its session ended first, or a newer response took it over) is
 /// answered `503`: nothing was served.
-async fn serve_stream(
-    state: &State,
-    writer: Writer,
-    after: Box<dyn FnOnce() + Send>,
-) -> http::Response<Body> {
+async fn serve_stream(state: &State, writer: Writer, after: After) -> http::Response<Body> {
     let mut pump = Pump {
         state: state.clone(),
         writer,
@@ -203,7 +199,7 @@ struct Pump {
     state: State,
     writer: Writer,
     unframer: Unframer,
-    after: Option<Box<dyn FnOnce() + Send>>,
+    after: Option<After>,
     /// The response is over as the machine says (ended, cut, or taken over).
     ended: bool,
 }
@@ -279,7 +275,7 @@ impl Drop for Pump {
             }
         }
         if let Some(after) = self.after.take() {
-            after();
+            after.run();
         }
     }
 }

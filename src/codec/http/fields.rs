@@ -1,0 +1,195 @@
+//! A request head's target and header fields, kept in one buffer: one allocation per head,
+//! whatever the number of fields (a `String` per name and a `Vec` per value made two per
+//! field).
+
+use alloc::borrow::Cow;
+use alloc::vec::Vec;
+use core::fmt;
+use core::ops::Range;
+
+use smallvec::SmallVec;
+
+/// Where a field's name and value lie in [`Fields`]' buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Span {
+    name: (u32, u32),
+    value: (u32, u32),
+}
+
+/// Most heads have fewer fields than this: their places are kept inline.
+const INLINE: usize = 16;
+
+/// The request target and header fields of a request head, in the order received: their
+/// bytes in one buffer, and where each name and value lies in it. A
+/// [`RequestDecoder::keeping_fields`](super::RequestDecoder::keeping_fields) decoder keeps
+/// them in [`Head::fields`](super::Head::fields); [`Fields::new`] and [`Fields::push`] build
+/// them by hand.
+#[derive(Clone, Default)]
+pub struct Fields {
+    text: Vec<u8>,
+    target: (u32, u32),
+    spans: SmallVec<[Span; INLINE]>,
+}
+
+fn range((start, end): (u32, u32)) -> Range<usize> {
+    start as usize..end as usize
+}
+
+impl Fields {
+    /// No target and no fields.
+    pub fn new() -> Self {
+        Fields::default()
+    }
+
+    /// The target and fields httparse read out of `head`, which `target` and every name and
+    /// value of `headers` point into: `head` is copied once.
+    pub(super) fn parsed(head: &[u8], target: &str, headers: &[httparse::Header<'_>]) -> Self {
+        let base = head.as_ptr() as usize;
+        let at = |s: &[u8]| {
+            let start = (s.as_ptr() as usize).wrapping_sub(base) as u32;
+            (start, start + s.len() as u32)
+        };
+        // The parser's slices all lie in `head` (at most `MAX_HEAD` bytes): offsets fit.
+        let inside = |s: &[u8]| {
+            s.is_empty()
+                || (s.as_ptr() as usize >= base
+                    && s.as_ptr() as usize + s.len() <= base + head.len())
+        };
+        let mut fields = Fields {
+            text: head.to_vec(),
+            target: if inside(target.as_bytes()) {
+                at(target.as_bytes())
+            } else {
+                (0, 0)
+            },
+            spans: SmallVec::new(),
+        };
+        for h in headers {
+            if inside(h.name.as_bytes()) && inside(h.value) {
+                fields.spans.push(Span {
+                    name: at(h.name.as_bytes()),
+                    value: at(h.value),
+                });
+            }
+        }
+        fields
+    }
+
+    /// The request target (`/mcp?x=1`); empty when none was kept.
+    pub fn target(&self) -> &str {
+        core::str::from_utf8(&self.text[range(self.target)]).unwrap_or_default()
+    }
+
+    /// Sets the request target.
+    pub fn set_target(&mut self, target: &str) {
+        self.target = self.append(target.as_bytes());
+    }
+
+    /// Adds a field after the others.
+    pub fn push(&mut self, name: &str, value: &[u8]) {
+        let name = self.append(name.as_bytes());
+        let value = self.append(value);
+        self.spans.push(Span { name, value });
+    }
+
+    fn append(&mut self, bytes: &[u8]) -> (u32, u32) {
+        let start = self.text.len() as u32;
+        self.text.extend_from_slice(bytes);
+        (start, self.text.len() as u32)
+    }
+
+    /// How many fields there are.
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    fn name_of(&self, span: &Span) -> &str {
+        // Names are tokens (ASCII) as the parser reads them, and `&str` as `push` takes them.
+        core::str::from_utf8(&self.text[range(span.name)]).unwrap_or_default()
+    }
+
+    /// Every field (name, value) in the order received.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &[u8])> + Clone + '_ {
+        self.spans
+            .iter()
+            .map(|s| (self.name_of(s), &self.text[range(s.value)]))
+    }
+
+    /// The value of the first field named `name` (ignoring ASCII case).
+    pub fn get(&self, name: &str) -> Option<&[u8]> {
+        self.iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v)
+    }
+
+    /// Keeps only the fields for which `keep` says true.
+    pub fn retain(&mut self, mut keep: impl FnMut(&str, &[u8]) -> bool) {
+        let text = &self.text;
+        self.spans.retain(|s| {
+            let name = core::str::from_utf8(&text[range(s.name)]).unwrap_or_default();
+            keep(name, &text[range(s.value)])
+        });
+    }
+
+    /// Writes every name in lower case, in place.
+    pub fn lowercase_names(&mut self) {
+        for s in &self.spans {
+            self.text[range(s.name)].make_ascii_lowercase();
+        }
+    }
+
+    /// Replaces every value that is not UTF-8 with its lossy conversion (`U+FFFD` for each
+    /// bad sequence), so that each value reads as text; values already text are left where
+    /// they are (no copy).
+    pub fn make_values_text(&mut self) {
+        for i in 0..self.spans.len() {
+            let value = range(self.spans[i].value);
+            if let Cow::Owned(fixed) = alloc::string::String::from_utf8_lossy(&self.text[value]) {
+                self.spans[i].value = self.append(fixed.as_bytes());
+            }
+        }
+    }
+}
+
+impl PartialEq for Fields {
+    fn eq(&self, other: &Self) -> bool {
+        self.target() == other.target() && self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for Fields {}
+
+impl fmt::Debug for Fields {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        struct Value<'a>(&'a [u8]);
+        impl fmt::Debug for Value<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                match core::str::from_utf8(self.0) {
+                    Ok(text) => fmt::Debug::fmt(text, f),
+                    Err(_) => fmt::Debug::fmt(self.0, f),
+                }
+            }
+        }
+        f.debug_struct("Fields")
+            .field("target", &self.target())
+            .field(
+                "fields",
+                &DebugList(self.iter().map(|(n, v)| (n, Value(v)))),
+            )
+            .finish()
+    }
+}
+
+/// Lists what an iterator yields, for `Debug`.
+struct DebugList<I>(I);
+
+impl<I: Iterator<Item = T> + Clone, T: fmt::Debug> fmt::Debug for DebugList<I> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.0.clone()).finish()
+    }
+}
