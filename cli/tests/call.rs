@@ -342,18 +342,21 @@ fn a_timed_out_call_is_cancelled_the_way_the_profile_says() {
             r#"cancel: $/cancelRequest {"id": 2}"#,
         ),
     ] {
+        // The timeout covers `initialize` too, which waits for a Python interpreter to
+        // start: 0.5 s was too short for it on a loaded machine. `slow` is never answered,
+        // so the timeout is what this costs.
         let options = [
             "--profile",
             profile,
             "--framing",
             framing,
             "--timeout",
-            "0.5",
+            "3",
         ];
         let out = initialized(&server, &options, &["--call", "slow"]);
         assert_eq!(out.status, 2, "{profile}: {}", out.stderr);
         assert!(
-            out.stderr.contains("call 2 (slow): no answer within 0.5 s"),
+            out.stderr.contains("call 2 (slow): no answer within 3 s"),
             "{profile}: {}",
             out.stderr
         );
