@@ -345,14 +345,7 @@ fn a_timed_out_call_is_cancelled_the_way_the_profile_says() {
         // The timeout covers `initialize` too, which waits for a Python interpreter to
         // start: 0.5 s was too short for it on a loaded machine. `slow` is never answered,
         // so the timeout is what this costs.
-        let options = [
-            "--profile",
-            profile,
-            "--framing",
-            framing,
-            "--timeout",
-            "3",
-        ];
+        let options = ["--profile", profile, "--framing", framing, "--timeout", "3"];
         let out = initialized(&server, &options, &["--call", "slow"]);
         assert_eq!(out.status, 2, "{profile}: {}", out.stderr);
         assert!(
