@@ -139,22 +139,29 @@ fn raw(v: Value) -> Box<RawValue> {
     RawValue::from_string(v.to_string()).unwrap()
 }
 
+/// A client of the server at `url`: the MCP profile, no methods of its own.
+fn connect(url: &str) -> sansrpc_tokio::Spawned {
+    let builder = Builder::new()
+        .config(Config::for_profile(Profile::Mcp))
+        .router(AsyncRouter::new());
+    sansrpc_tokio::mcp_client::connect(url, builder).unwrap()
+}
+
+/// The `initialize` params of a 2025-11-25 session.
+fn initialize_params() -> Box<RawValue> {
+    raw(json!({"protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "gate", "version": "1"}}))
+}
+
 /// Initializes a session with the server, then pings it: how long after
 /// `notifications/initialized` the ping reached the server, and the methods it saw.
 async fn ping_after_initialized(get: Get) -> (Duration, Vec<String>) {
     let (url, seen) = server(get).await;
-    let builder = Builder::new()
-        .config(Config::for_profile(Profile::Mcp))
-        .router(AsyncRouter::new());
-    let conn = sansrpc_tokio::mcp_client::connect(&url, builder).unwrap();
+    let conn = connect(&url);
     let client = conn.client.clone();
-    let params = json!({"protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "gate", "version": "1"}});
+    let params = initialize_params();
     let run = async {
-        client
-            .call_raw("initialize", Some(&raw(params)))
-            .await
-            .unwrap();
+        client.call_raw("initialize", Some(&params)).await.unwrap();
         let initialized = Instant::now();
         client
             .notify_raw("notifications/initialized", None)
@@ -209,18 +216,11 @@ async fn a_get_stream_refused_holds_nothing() {
 #[tokio::test]
 async fn a_refused_notification_does_not_answer_the_request_waiting() {
     let (url, seen) = server(Get::RefuseCancels).await;
-    let builder = Builder::new()
-        .config(Config::for_profile(Profile::Mcp))
-        .router(AsyncRouter::new());
-    let conn = sansrpc_tokio::mcp_client::connect(&url, builder).unwrap();
+    let conn = connect(&url);
     let client = conn.client.clone();
-    let params = json!({"protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "gate", "version": "1"}});
+    let params = initialize_params();
     let run = async {
-        client
-            .call_raw("initialize", Some(&raw(params)))
-            .await
-            .unwrap();
+        client.call_raw("initialize", Some(&params)).await.unwrap();
         client
             .notify_raw("notifications/initialized", None)
             .await
