@@ -28,6 +28,12 @@ pub enum Transport {
     McpJson,
     /// MCP over Streamable HTTP, calls answered on event streams.
     McpSse,
+    /// JSON-RPC over HTTP/2 with prior knowledge (h2c), one connection.
+    H2Http,
+    /// MCP over h2c, JSON answers, the sessions sharing one connection.
+    H2McpJson,
+    /// MCP over h2c, SSE answers, the sessions sharing one connection.
+    H2McpSse,
 }
 
 impl Transport {
@@ -36,9 +42,9 @@ impl Transport {
         match self {
             Transport::Tcp => "tcp",
             Transport::Ws => "ws",
-            Transport::Http => "http",
-            Transport::McpJson => "json",
-            Transport::McpSse => "sse",
+            Transport::Http | Transport::H2Http => "http",
+            Transport::McpJson | Transport::H2McpJson => "json",
+            Transport::McpSse | Transport::H2McpSse => "sse",
         }
     }
 
@@ -47,7 +53,9 @@ impl Transport {
             Transport::Tcp => "TCP",
             Transport::Ws => "WebSocket",
             Transport::Http => "HTTP keep-alive",
+            Transport::H2Http => "HTTP/2",
             Transport::McpJson | Transport::McpSse => "MCP session",
+            Transport::H2McpJson | Transport::H2McpSse => "MCP session over HTTP/2",
         }
     }
 }
@@ -86,7 +94,7 @@ fn request(out: &mut Vec<u8>, id: u64) {
     }
 }
 
-fn request_string(id: u64) -> String {
+pub fn request_string(id: u64) -> String {
     let mut out = Vec::with_capacity(80);
     request(&mut out, id);
     String::from_utf8(out).expect("ASCII")
@@ -120,7 +128,7 @@ struct Answer<'a> {
 }
 
 /// The id of a right answer; `None` for anything else (an error, a wrong result, no id).
-fn verify(body: &[u8]) -> Option<u64> {
+pub fn verify(body: &[u8]) -> Option<u64> {
     let answer: Answer = serde_json::from_slice(body).ok()?;
     let id = answer.id?;
     if answer.jsonrpc != "2.0" || answer.error.is_some() {

@@ -26,6 +26,10 @@
 //!   the official Rust SDK, both single-threaded, one `add` tool): 64 sessions calling
 //!   `tools/call` one at a time each, answered with JSON bodies and with event streams; and
 //!   the RSS growth with M idle sessions (one call answered on each, connections closed).
+//! - HTTP/2 with prior knowledge (h2c), one connection, 64 streams in flight: JSON-RPC
+//!   (`sansrpc-axum` against jsonrpsee) and MCP `tools/call` from 64 sessions sharing the
+//!   connection, JSON and SSE answers (`sansrpc-axum` against rmcp in axum); hyper's HTTP/2
+//!   client. The standalone sansrpc servers speak HTTP/1.1 only. See `h2.rs`.
 //! - Method subscriptions, Ethereum's `newHeads` (`heads-sansrpc-server` against
 //!   `heads-jsonrpsee-server`, both single-threaded, a 1 KiB block every 100 ms): S
 //!   WebSocket subscribers (default 1,000), each on its own connection; over a measured
@@ -49,6 +53,7 @@
 #[allow(dead_code)] // shared with the servers, which use the rest
 mod chain;
 mod client;
+mod h2;
 mod heads;
 mod mcp;
 
@@ -188,6 +193,13 @@ fn server_for(name: &str, transport: Transport) -> Option<(&'static str, Vec<&'s
         ("sansrpc-axum", Transport::McpJson | Transport::McpSse | Transport::Http) => {
             Some(("sansrpc-axum-server", vec![t]))
         }
+        ("sansrpc-axum", Transport::H2Http | Transport::H2McpJson | Transport::H2McpSse) => {
+            Some(("sansrpc-axum-server", vec![t]))
+        }
+        ("rmcp", Transport::H2McpJson | Transport::H2McpSse) => Some(("mcp-rmcp-server", vec![t])),
+        ("jsonrpsee", Transport::H2Http) => Some(("jsonrpsee-server", vec![])),
+        // The standalone servers speak HTTP/1.1 only.
+        (_, Transport::H2Http | Transport::H2McpJson | Transport::H2McpSse) => None,
         ("sansrpc", _) => Some(("sansrpc-server", vec![t])),
         ("jsonrpsee", Transport::Ws | Transport::Http) => Some(("jsonrpsee-server", vec![])),
         _ => None,
@@ -196,9 +208,10 @@ fn server_for(name: &str, transport: Transport) -> Option<(&'static str, Vec<&'s
 
 /// One row of a table: a measured value or why there is none.
 enum Cell {
-    /// The value (a median for throughput), the errors, and for throughput each run's
-    /// requests per second in the order of the turns.
-    Value(f64, u64, Vec<f64>),
+    /// The value (a median for throughput), the errors, for throughput each run's
+    /// requests per second in the order of the turns and the server's CPU time per
+    /// request (the median of the runs', in µs).
+    Value(f64, u64, Vec<f64>, Option<f64>),
     NotApplicable,
     Failed(String),
 }
@@ -215,31 +228,47 @@ struct Table {
 impl Table {
     fn print(&self) {
         let base = self.rows.iter().find_map(|(name, cell)| match cell {
-            Cell::Value(v, _, runs) if *name == self.baseline => Some((*v, runs)),
+            Cell::Value(v, _, runs, cpu) if *name == self.baseline => Some((*v, runs, *cpu)),
             _ => None,
         });
         let paired = self
             .rows
             .iter()
-            .any(|(_, c)| matches!(c, Cell::Value(_, _, runs) if !runs.is_empty()));
+            .any(|(_, c)| matches!(c, Cell::Value(_, _, runs, _) if !runs.is_empty()));
         println!("\n### {}\n", self.title);
         let (per_head, per_rule) = match (self.connections, paired) {
             (Some(_), _) => (" KiB per connection |", "---:|"),
             (None, true) => (" runs (lowest-highest) |", "---:|"),
             (None, false) => ("", ""),
         };
+        let cpu_shown = self
+            .rows
+            .iter()
+            .any(|(_, c)| matches!(c, Cell::Value(_, _, _, Some(_))));
+        let (cpu_head, cpu_rule) = if cpu_shown {
+            (
+                format!(
+                    " server CPU µs per request | CPU ratio to {} |",
+                    self.baseline
+                ),
+                "---:|---:|",
+            )
+        } else {
+            (String::new(), "")
+        };
         println!(
-            "| server | {} |{per_head} ratio to {} | errors |",
+            "| server | {} |{per_head} ratio to {} |{cpu_head} errors |",
             self.unit, self.baseline
         );
-        println!("|---|---:|{per_rule}---:|---:|");
+        println!("|---|---:|{per_rule}---:|{cpu_rule}---:|");
         for (name, cell) in &self.rows {
             let blank = if per_head.is_empty() { "" } else { " |" };
+            let cpu_blank = if cpu_shown { " | |" } else { "" };
             match cell {
-                Cell::Value(v, errors, runs) => {
+                Cell::Value(v, errors, runs, cpu) => {
                     // Throughput: the median of the ratios of runs made in the same turn
                     // (each pair saw the same machine); else the ratio of the values.
-                    let ratio = base.map_or("n/a".into(), |(b, base_runs)| {
+                    let ratio = base.map_or("n/a".into(), |(b, base_runs, _)| {
                         let mut pairs: Vec<f64> =
                             runs.iter().zip(base_runs).map(|(r, b)| r / b).collect();
                         pairs.sort_by(f64::total_cmp);
@@ -261,13 +290,19 @@ impl Table {
                         }
                         (None, false) => String::new(),
                     };
+                    let cpu_cells = match (cpu_shown, cpu, base.and_then(|b| b.2)) {
+                        (false, ..) => String::new(),
+                        (true, Some(c), Some(b)) => format!(" {c:.2} | {:.2} |", c / b),
+                        (true, Some(c), None) => format!(" {c:.2} | n/a |"),
+                        (true, None, _) => " n/a | n/a |".into(),
+                    };
                     println!(
-                        "| {name} | {} |{per} {ratio} | {errors} |",
+                        "| {name} | {} |{per} {ratio} |{cpu_cells} {errors} |",
                         fmt_value(*v, self.unit)
                     );
                 }
-                Cell::NotApplicable => println!("| {name} | n/a |{blank} n/a | |"),
-                Cell::Failed(why) => println!("| {name} | failed: {why} |{blank} | 1 |"),
+                Cell::NotApplicable => println!("| {name} | n/a |{blank} n/a |{cpu_blank} |"),
+                Cell::Failed(why) => println!("| {name} | failed: {why} |{blank} |{cpu_blank} 1 |"),
             }
         }
     }
@@ -276,7 +311,7 @@ impl Table {
         self.rows
             .iter()
             .map(|(_, c)| match c {
-                Cell::Value(_, e, _) => *e,
+                Cell::Value(_, e, _, _) => *e,
                 Cell::NotApplicable => 0,
                 Cell::Failed(_) => 1,
             })
@@ -321,6 +356,25 @@ fn raise_fd_limit() {
     }
 }
 
+/// The CPU time process `pid` has had, all its threads, in nanoseconds
+/// (`/proc/<pid>/task/*/schedstat`: nanosecond figures, where `/proc/<pid>/stat` counts
+/// clock ticks).
+fn cpu_ns(pid: u32) -> Option<u64> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut total = 0;
+    for task in tasks.flatten() {
+        let stat = std::fs::read_to_string(task.path().join("schedstat")).ok()?;
+        total += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(total)
+}
+
+/// The median of `values`, if any.
+fn median_of(mut values: Vec<f64>) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied()
+}
+
 fn median(mut runs: Vec<Run>) -> Run {
     runs.sort_by(|a, b| a.per_second().total_cmp(&b.per_second()));
     let errors = runs.iter().map(|r| r.errors).sum();
@@ -351,6 +405,8 @@ async fn throughput(
     struct Turn {
         server: Option<Server>,
         runs: Vec<Run>,
+        /// The server's CPU time per request of each run, in µs.
+        cpu: Vec<f64>,
         errors: u64,
         failed: Option<String>,
     }
@@ -363,6 +419,7 @@ async fn throughput(
         let mut turn = Turn {
             server: None,
             runs: Vec::new(),
+            cpu: Vec::new(),
             errors: 0,
             failed: None,
         };
@@ -382,11 +439,19 @@ async fn throughput(
     }
     for _ in 0..opts.runs {
         for turn in turns.iter_mut().flatten() {
-            let Some(addr) = turn.server.as_ref().map(|s| s.addr) else {
+            let Some((addr, pid)) = turn.server.as_ref().map(|s| (s.addr, s.child.id())) else {
                 continue;
             };
+            let before = cpu_ns(pid);
             match bounded(addr, opts.requests).await {
-                Ok(run) => turn.runs.push(run),
+                Ok(run) => {
+                    if let (Some(before), Some(after)) = (before, cpu_ns(pid)) {
+                        let answered = run.answered.max(1) as f64;
+                        turn.cpu
+                            .push(after.saturating_sub(before) as f64 / 1e3 / answered);
+                    }
+                    turn.runs.push(run)
+                }
                 Err(why) => {
                     turn.failed = Some(why);
                     turn.server = None;
@@ -407,7 +472,7 @@ async fn throughput(
                     let each = turn.runs.iter().map(Run::per_second).collect();
                     let mut run = median(turn.runs);
                     run.errors += turn.errors;
-                    Cell::Value(run.per_second(), run.errors, each)
+                    Cell::Value(run.per_second(), run.errors, each, median_of(turn.cpu))
                 }
             };
             (name, cell)
@@ -435,7 +500,7 @@ async fn memory(opts: &Options, name: &str, transport: Transport) -> Cell {
         Ok::<_, String>((growth, errors))
     };
     match result.await {
-        Ok((mib, errors)) => Cell::Value(mib, errors, Vec::new()),
+        Ok((mib, errors)) => Cell::Value(mib, errors, Vec::new(), None),
         Err(why) => Cell::Failed(why),
     }
 }
@@ -583,6 +648,8 @@ async fn main() {
             Transport::Ws => Box::pin(client::ws(addr, n, depth)),
             Transport::Http => Box::pin(client::http(addr, n, depth)),
             Transport::McpJson | Transport::McpSse => Box::pin(mcp::calls(addr, n, depth)),
+            Transport::H2Http => Box::pin(h2::rpc(addr, n, depth)),
+            Transport::H2McpJson | Transport::H2McpSse => Box::pin(h2::mcp_calls(addr, n, depth)),
         })
         .await;
         tables.push(Table {
@@ -646,6 +713,49 @@ async fn main() {
             title,
             unit: "requests/s",
             baseline: "rmcp",
+            rows,
+            connections: None,
+        });
+    }
+    // HTTP/2 with prior knowledge: the servers that speak it, one connection each.
+    for (transport, title, baseline, names) in [
+        (
+            Transport::H2Http,
+            format!("HTTP/2 (h2c): 1 connection, {DEPTH} streams in flight"),
+            "jsonrpsee",
+            &["sansrpc-axum", "jsonrpsee"][..],
+        ),
+        (
+            Transport::H2McpJson,
+            format!(
+                "MCP over HTTP/2 (h2c), JSON answers: {DEPTH} sessions on 1 connection, \
+                 tools/call, 1 in flight each (rmcp: its stateless mode)"
+            ),
+            "rmcp",
+            &["sansrpc-axum", "rmcp"][..],
+        ),
+        (
+            Transport::H2McpSse,
+            format!(
+                "MCP over HTTP/2 (h2c), SSE answers: {DEPTH} sessions on 1 connection, \
+                 tools/call, 1 in flight each"
+            ),
+            "rmcp",
+            &["sansrpc-axum", "rmcp"][..],
+        ),
+    ] {
+        if !opts.wants(&title) {
+            continue;
+        }
+        let rows = throughput(&opts, names, transport, |addr, n| match transport {
+            Transport::H2Http => Box::pin(h2::rpc(addr, n, DEPTH)),
+            _ => Box::pin(h2::mcp_calls(addr, n, DEPTH)),
+        })
+        .await;
+        tables.push(Table {
+            title,
+            unit: "requests/s",
+            baseline,
             rows,
             connections: None,
         });

@@ -117,6 +117,131 @@ impl Head {
     pub fn target(&self) -> &str {
         self.fields.target()
     }
+
+    /// The head of a request an HTTP library has read already (hyper's `http::Request`,
+    /// an HTTP/2 stream's head), judged by the rules [`RequestDecoder`] applies to a head
+    /// it parses: the same fields read the same way (framing, `Content-Type`, `Expect`,
+    /// `Origin`, CORS), the same bounds ([`MAX_HEAD`] bytes as an HTTP/1.1 head would
+    /// take, at most 64 fields), and the same refusals (a name that is not a token, a
+    /// value with a control byte, a target with a space or control byte: `BadRequest`).
+    /// `fields` are (name, value) pairs in the order received; the target and fields are
+    /// kept in [`Head::fields`] when `keep`. HTTP/1.1 semantics apply (`http10` false).
+    pub fn from_parts<'a>(
+        method: &str,
+        target: &str,
+        fields: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+        keep: bool,
+    ) -> Result<Head, HttpFault> {
+        if !is_token(method.as_bytes())
+            || target.is_empty()
+            || target.bytes().any(|b| b <= b' ' || b == 0x7f)
+        {
+            return Err(HttpFault::BadRequest);
+        }
+        let mut kept = Fields::with_capacity(if keep { 256 + target.len() } else { 0 }, 0);
+        if keep {
+            kept.set_target(target);
+        }
+        // `METHOD target HTTP/1.1\r\n`, each `name: value\r\n`, the empty line.
+        let (mut bytes, mut count) = (method.len() + target.len() + 14, 0);
+        // Each field judged as the decoder's parser would, then read: the first refusal
+        // ends the reading.
+        let mut refused = None;
+        let mut judged = fields.into_iter().map_while(|(name, value)| {
+            if refused.is_some() {
+                return None;
+            }
+            bytes += name.len() + value.len() + 4;
+            count += 1;
+            refused = if !is_token(name.as_bytes()) || !is_field_value(value) {
+                Some(HttpFault::BadRequest)
+            } else if bytes > MAX_HEAD || count > MAX_HEADERS {
+                Some(HttpFault::HeadTooLarge)
+            } else {
+                None
+            };
+            if keep && refused.is_none() {
+                kept.push(name, value);
+            }
+            refused.is_none().then_some((name, value))
+        });
+        let mut head = Head::bare(method, false);
+        let read = head.read_fields(judged.by_ref());
+        // The fields after a field the reading refused are judged too: a refusal of the
+        // parser's anywhere in a head comes first, as in the decoder.
+        judged.for_each(drop);
+        if let Some(fault) = refused {
+            return Err(fault);
+        }
+        read?;
+        head.fields = kept;
+        Ok(head)
+    }
+
+    /// The head of a `method` request before its fields are read.
+    fn bare(method: &str, http10: bool) -> Head {
+        Head {
+            method: match method {
+                "POST" => Method::Post,
+                "OPTIONS" => Method::Options,
+                "GET" => Method::Get,
+                "DELETE" => Method::Delete,
+                _ => Method::Other,
+            },
+            json: false,
+            body: BodyKind::None,
+            keep_alive: !http10,
+            http10,
+            expect_continue: false,
+            origin: None,
+            cors_request_method: false,
+            cors_request_headers: None,
+            fields: Fields::new(),
+        }
+    }
+
+    /// Reads what a server needs from the head's fields, and the body's framing from them.
+    fn read_fields<'a>(
+        &mut self,
+        fields: impl Iterator<Item = (&'a str, &'a [u8])>,
+    ) -> Result<(), HttpFault> {
+        let http10 = self.http10;
+        let head = self;
+        let (mut length, mut coded, mut close) = (None::<u64>, false, false);
+        for (name, value) in fields {
+            if name.eq_ignore_ascii_case("content-length") {
+                content_length(&mut length, value)?;
+            } else if name.eq_ignore_ascii_case("transfer-encoding") {
+                transfer_coding(&mut coded, value)?;
+            } else if name.eq_ignore_ascii_case("content-type") {
+                head.json = is_json(value);
+            } else if name.eq_ignore_ascii_case("connection") {
+                let (closes, keeps) = connection_tokens(value);
+                close |= closes;
+                head.keep_alive |= keeps && http10;
+            } else if name.eq_ignore_ascii_case("expect") {
+                head.expect_continue = !http10 && trim(value).eq_ignore_ascii_case(b"100-continue");
+            } else if name.eq_ignore_ascii_case("origin") {
+                head.origin = text(value);
+            } else if name.eq_ignore_ascii_case("access-control-request-method") {
+                head.cors_request_method = true;
+            } else if name.eq_ignore_ascii_case("access-control-request-headers") {
+                head.cors_request_headers = text(value);
+            }
+        }
+        // `close` wins over `keep-alive`, wherever each came (RFC 9112 §9.6).
+        head.keep_alive &= !close;
+        head.body = match (coded, length) {
+            // Both framings: refused rather than guessed at (request smuggling).
+            (true, Some(_)) => return Err(HttpFault::BadRequest),
+            // Transfer codings came with HTTP/1.1 (RFC 9112 §6.1).
+            (true, None) if http10 => return Err(HttpFault::BadRequest),
+            (true, None) => BodyKind::Chunked,
+            (false, Some(0) | None) => BodyKind::None,
+            (false, Some(n)) => BodyKind::Length(n),
+        };
+        Ok(())
+    }
 }
 
 /// A request the server cannot read on: answer with [`status`](HttpFault::status) and
@@ -345,64 +470,13 @@ impl RequestDecoder {
             Err(_) => return Err(HttpFault::BadRequest),
         };
         let http10 = request.version == Some(0);
-        let method = match request.method {
-            Some("POST") => Method::Post,
-            Some("OPTIONS") => Method::Options,
-            Some("GET") => Method::Get,
-            Some("DELETE") => Method::Delete,
-            _ => Method::Other,
-        };
-        let mut head = Head {
-            method,
-            json: false,
-            body: BodyKind::None,
-            keep_alive: !http10,
-            http10,
-            expect_continue: false,
-            origin: None,
-            cors_request_method: false,
-            cors_request_headers: None,
-            fields: Fields::new(),
-        };
+        let mut head = Head::bare(request.method.unwrap_or_default(), http10);
         if self.keep {
             // One copy of the head's bytes, the target and fields read in place.
             let target = request.path.unwrap_or_default();
             head.fields = Fields::parsed(&lines[..used], target, request.headers);
         }
-        let (mut length, mut coded, mut close) = (None::<u64>, false, false);
-        for header in request.headers.iter() {
-            let (name, value) = (header.name, header.value);
-            if name.eq_ignore_ascii_case("content-length") {
-                content_length(&mut length, value)?;
-            } else if name.eq_ignore_ascii_case("transfer-encoding") {
-                transfer_coding(&mut coded, value)?;
-            } else if name.eq_ignore_ascii_case("content-type") {
-                head.json = is_json(value);
-            } else if name.eq_ignore_ascii_case("connection") {
-                let (closes, keeps) = connection_tokens(value);
-                close |= closes;
-                head.keep_alive |= keeps && http10;
-            } else if name.eq_ignore_ascii_case("expect") {
-                head.expect_continue = !http10 && trim(value).eq_ignore_ascii_case(b"100-continue");
-            } else if name.eq_ignore_ascii_case("origin") {
-                head.origin = text(value);
-            } else if name.eq_ignore_ascii_case("access-control-request-method") {
-                head.cors_request_method = true;
-            } else if name.eq_ignore_ascii_case("access-control-request-headers") {
-                head.cors_request_headers = text(value);
-            }
-        }
-        // `close` wins over `keep-alive`, wherever each came (RFC 9112 §9.6).
-        head.keep_alive &= !close;
-        head.body = match (coded, length) {
-            // Both framings: refused rather than guessed at (request smuggling).
-            (true, Some(_)) => return Err(HttpFault::BadRequest),
-            // Transfer codings came with HTTP/1.1 (RFC 9112 §6.1).
-            (true, None) if http10 => return Err(HttpFault::BadRequest),
-            (true, None) => BodyKind::Chunked,
-            (false, Some(0) | None) => BodyKind::None,
-            (false, Some(n)) => BodyKind::Length(n),
-        };
+        head.read_fields(request.headers.iter().map(|h| (h.name, h.value)))?;
         // Over the limit: the server answers 413 from the head and reads no further.
         self.expect_body(head.body);
         Ok(HttpStep::Head(used, head))
@@ -499,6 +573,66 @@ fn line_at(
     Ok(Some(lf - 1))
 }
 
+/// The bytes a token may hold (RFC 9110 §5.6.2), by value.
+const TCHAR: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric()
+            || matches!(
+                c,
+                b'!' | b'#'
+                    | b'$'
+                    | b'%'
+                    | b'&'
+                    | b'\''
+                    | b'*'
+                    | b'+'
+                    | b'-'
+                    | b'.'
+                    | b'^'
+                    | b'_'
+                    | b'`'
+                    | b'|'
+                    | b'~'
+            );
+        b += 1;
+    }
+    table
+};
+
+/// True for a token (RFC 9110 §5.6.2): a field name, a method.
+fn is_token(bytes: &[u8]) -> bool {
+    !bytes.is_empty() && bytes.iter().all(|&b| TCHAR[b as usize])
+}
+
+/// True for a field value free of control bytes other than tab (RFC 9110 §5.5). Eight
+/// bytes at a time: a word with no byte under 0x20 and none 0x7f passes at once.
+fn is_field_value(value: &[u8]) -> bool {
+    const ONES: u64 = u64::MAX / 255;
+    const HIGHS: u64 = ONES << 7;
+    let bytewise = |bytes: &[u8]| {
+        bytes
+            .iter()
+            .all(|&b| b == b'\t' || (b >= 0x20 && b != 0x7f))
+    };
+    let mut words = value.chunks_exact(8);
+    for word in &mut words {
+        let x = u64::from_le_bytes(word.try_into().unwrap_or_default());
+        // A byte under 0x20 (its high bit clear), or 0x7f: flagged, then judged one by one.
+        let low = x.wrapping_sub(ONES * 0x20) & !x & HIGHS;
+        let del = {
+            let y = x ^ (ONES * 0x7f);
+            y.wrapping_sub(ONES) & !y & HIGHS
+        };
+        if (low | del) != 0 && !bytewise(word) {
+            return false;
+        }
+    }
+    bytewise(words.remainder())
+}
+
 /// True for `name: value` with `name` a token and `value` free of control bytes other than
 /// tab (RFC 9110 §5.1, §5.5); a line starting with whitespace (an obsolete fold) has no
 /// name and is not one.
@@ -507,12 +641,7 @@ fn is_field_line(line: &[u8]) -> bool {
         return false;
     };
     let (name, value) = (&line[..colon], &line[colon + 1..]);
-    let tchar = |b: &u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(b);
-    !name.is_empty()
-        && name.iter().all(tchar)
-        && value
-            .iter()
-            .all(|&b| b == b'\t' || (b >= 0x20 && b != 0x7f))
+    is_token(name) && is_field_value(value)
 }
 
 /// A `Content-Length` field into `length`: a second one that differs is refused.

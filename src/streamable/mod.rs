@@ -1324,6 +1324,9 @@ impl Server {
     /// How many responses `frame` holds, and the code of the error when it is one error
     /// response.
     fn answers(&mut self, frame: &[u8]) -> (usize, Option<i64>) {
+        if let Some(kind) = peek_single(frame) {
+            return kind;
+        }
         match self.classifier.classify(frame) {
             Classified::Single(Incoming::Response(r)) => {
                 (1, r.result.as_ref().err().map(|e| e.code))
@@ -1618,3 +1621,33 @@ fn metadata(auth: &Auth) -> Response {
 
 #[cfg(test)]
 mod tests;
+
+/// What [`Server::answers`] finds in `frame`, read from its top-level keys alone when they
+/// tell: a `result` member before any `method` one is one result response, a `method`
+/// member before any `result` or `error` one is no response. `None` (classify the whole
+/// frame) for anything else: a batch, an error response (its code is wanted), a frame
+/// that is not an object. The frames are the ones this server's connections wrote, whole
+/// messages the connection machine encoded: skipping a result's value unread is safe.
+fn peek_single(frame: &[u8]) -> Option<(usize, Option<i64>)> {
+    let mut s = crate::json::Scanner::new(frame);
+    s.expect(b'{').ok()?;
+    if s.peek_ws() == Some(b'}') {
+        return None;
+    }
+    loop {
+        let key = s.key().ok()?;
+        if !key.escaped {
+            match &frame[key.span.start..key.span.end] {
+                b"result" => return Some((1, None)),
+                b"method" => return Some((0, None)),
+                b"error" => return None,
+                _ => {}
+            }
+        }
+        s.value(1, crate::Limits::MAX_DEPTH_CAP).ok()?;
+        match s.peek_ws()? {
+            b',' => s.pos += 1,
+            _ => return None,
+        }
+    }
+}

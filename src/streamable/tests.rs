@@ -1237,3 +1237,53 @@ fn initialize_in_a_batch_is_refused_naming_the_fault() {
     };
     assert!(error_of(&r).2.contains("Mcp-Session-Id header is required"));
 }
+
+/// A frame's top-level keys tell what it is, as the whole classification does, or the
+/// frame is classified whole.
+#[test]
+fn peeking_at_an_answer_agrees_with_classifying_it() {
+    let mut server = Server::new(Config::default());
+    let frames: [&[u8]; 9] = [
+        br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"8"}]}}"#,
+        br#" { "id" : "a\"b" , "jsonrpc":"2.0", "result": [1, {"x": null}] }"#,
+        br#"{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"no such method"}}"#,
+        br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}"#,
+        br#"{"jsonrpc":"2.0","id":3,"method":"sampling/createMessage","params":{}}"#,
+        br#"[{"jsonrpc":"2.0","id":1,"result":1},{"jsonrpc":"2.0","id":2,"result":2}]"#,
+        br#"{}"#,
+        br#"{"jsonrpc":"2.0","id":4,"re\u0073ult":5}"#,
+        br#"not json"#,
+    ];
+    for frame in frames {
+        let whole = {
+            let mut classifier = Classifier::new(Limits::default());
+            match classifier.classify(frame) {
+                Classified::Single(Incoming::Response(r)) => {
+                    (1, r.result.as_ref().err().map(|e| e.code))
+                }
+                Classified::Single(Incoming::BadResponse { .. }) => (1, None),
+                Classified::Batch(batch) => (
+                    batch
+                        .filter(|e| {
+                            matches!(e, Incoming::Response(_) | Incoming::BadResponse { .. })
+                        })
+                        .count(),
+                    None,
+                ),
+                _ => (0, None),
+            }
+        };
+        if let Some(peeked) = peek_single(frame) {
+            assert_eq!(peeked, whole, "{}", String::from_utf8_lossy(frame));
+        }
+        assert_eq!(
+            server.answers(frame),
+            whole,
+            "{}",
+            String::from_utf8_lossy(frame)
+        );
+    }
+    // The frames the peek reads alone: results and messages with a method.
+    assert!(peek_single(frames[0]).is_some() && peek_single(frames[3]).is_some());
+    assert!(peek_single(frames[2]).is_none() && peek_single(frames[5]).is_none());
+}

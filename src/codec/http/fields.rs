@@ -41,6 +41,15 @@ impl Fields {
         Fields::default()
     }
 
+    /// No target and no fields, with room for `bytes` of them and `fields` fields.
+    pub fn with_capacity(bytes: usize, fields: usize) -> Self {
+        Fields {
+            text: Vec::with_capacity(bytes),
+            target: (0, 0),
+            spans: SmallVec::with_capacity(fields),
+        }
+    }
+
     /// The target and fields httparse read out of `head`, which `target` and every name and
     /// value of `headers` point into: `head` is copied once.
     pub(super) fn parsed(head: &[u8], target: &str, headers: &[httparse::Header<'_>]) -> Self {
@@ -122,9 +131,13 @@ impl Fields {
 
     /// The value of the first field named `name` (ignoring ASCII case).
     pub fn get(&self, name: &str) -> Option<&[u8]> {
-        self.iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v)
+        // Bytes against bytes: a lookup reads no name as text (a head is looked up a dozen
+        // times per request).
+        let name = name.as_bytes();
+        self.spans
+            .iter()
+            .find(|s| self.text[range(s.name)].eq_ignore_ascii_case(name))
+            .map(|s| &self.text[range(s.value)])
     }
 
     /// Keeps only the fields for which `keep` says true.
@@ -149,6 +162,9 @@ impl Fields {
     pub fn make_values_text(&mut self) {
         for i in 0..self.spans.len() {
             let value = range(self.spans[i].value);
+            if self.text[value.clone()].is_ascii() {
+                continue;
+            }
             if let Cow::Owned(fixed) = alloc::string::String::from_utf8_lossy(&self.text[value]) {
                 self.spans[i].value = self.append(fixed.as_bytes());
             }

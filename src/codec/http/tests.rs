@@ -825,3 +825,120 @@ fn kept_fields_are_the_target_and_every_field_as_received() {
     assert!(plain.fields.is_empty());
     assert_eq!(plain.target(), "");
 }
+
+/// The head of `fields` read by `Head::from_parts` and by the decoder from the same fields
+/// written out as HTTP/1.1: one set of rules, the same head or the same refusal.
+fn both_ways(method: &str, target: &str, fields: &[(&str, &[u8])]) -> Result<Head, HttpFault> {
+    let parts = Head::from_parts(method, target, fields.iter().copied(), true);
+    let mut wire = format!("{method} {target} HTTP/1.1\r\n").into_bytes();
+    for (name, value) in fields {
+        wire.extend_from_slice(name.as_bytes());
+        wire.extend_from_slice(b": ");
+        wire.extend_from_slice(value);
+        wire.extend_from_slice(b"\r\n");
+    }
+    wire.extend_from_slice(b"\r\n");
+    let decoded = match RequestDecoder::keeping_fields(1 << 20).decode(&mut wire) {
+        Ok(HttpStep::Head(_, head)) => Ok(head),
+        Ok(other) => panic!("{other:?}"),
+        Err(fault) => Err(fault),
+    };
+    assert_eq!(parts, decoded, "{method} {target} {fields:?}");
+    parts
+}
+
+#[test]
+fn a_head_from_parts_follows_the_decoders_rules() {
+    let head = both_ways(
+        "POST",
+        "/mcp?x=1",
+        &[
+            ("host", b"a:1"),
+            ("content-type", b"application/json; charset=utf-8"),
+            ("origin", b"http://a:1"),
+            ("content-length", b"12"),
+            ("expect", b"100-continue"),
+            ("x-raw", b"caf\xc3\xa9"),
+        ],
+    )
+    .expect("a good head");
+    assert!(head.json && head.expect_continue && head.keep_alive);
+    assert_eq!(head.body, BodyKind::Length(12));
+    assert_eq!(head.origin.as_deref(), Some("http://a:1"));
+    assert_eq!(head.target(), "/mcp?x=1");
+    assert_eq!(head.field("X-RAW"), Some(&b"caf\xc3\xa9"[..]));
+    let preflight = both_ways(
+        "OPTIONS",
+        "/",
+        &[
+            ("access-control-request-method", b"POST"),
+            ("access-control-request-headers", b"content-type"),
+            ("connection", b"close"),
+        ],
+    )
+    .expect("a preflight");
+    assert_eq!(preflight.method, Method::Options);
+    assert!(preflight.cors_request_method && !preflight.keep_alive);
+    // Refusals: both framings, a second differing length, an unknown coding, a control
+    // byte in a value; too many fields, too many bytes.
+    type Fields<'a> = &'a [(&'a str, &'a [u8])];
+    let refused: [(Fields, HttpFault); 5] = [
+        // The parser's refusal of a later field comes first.
+        (
+            &[("transfer-encoding", b"gzip"), ("x-bad", b"a\x7f")],
+            HttpFault::BadRequest,
+        ),
+        (
+            &[("content-length", b"1"), ("transfer-encoding", b"chunked")],
+            HttpFault::BadRequest,
+        ),
+        (
+            &[("content-length", b"1"), ("content-length", b"2")],
+            HttpFault::BadRequest,
+        ),
+        (&[("transfer-encoding", b"gzip")], HttpFault::NotImplemented),
+        (&[("x-bad", b"a\x01b")], HttpFault::BadRequest),
+    ];
+    for (fields, fault) in refused {
+        assert_eq!(
+            both_ways("POST", "/", fields).err(),
+            Some(fault),
+            "{fields:?}"
+        );
+    }
+    let many: Vec<(String, Vec<u8>)> = (0..65).map(|i| (format!("x-{i}"), vec![b'v'])).collect();
+    let many: Vec<(&str, &[u8])> = many.iter().map(|(n, v)| (n.as_str(), &v[..])).collect();
+    assert_eq!(
+        both_ways("GET", "/", &many).err(),
+        Some(HttpFault::HeadTooLarge)
+    );
+    let long = vec![b'v'; MAX_HEAD];
+    assert_eq!(
+        both_ways("GET", "/", &[("x-long", &long)]).err(),
+        Some(HttpFault::HeadTooLarge)
+    );
+    // What only a library could hand over (no wire could carry it): a name that is no
+    // token, a target with a space.
+    assert_eq!(
+        Head::from_parts("POST", "/", [("bad name", &b"v"[..])], false).err(),
+        Some(HttpFault::BadRequest)
+    );
+    assert_eq!(
+        Head::from_parts("POST", "/a b", [], false).err(),
+        Some(HttpFault::BadRequest)
+    );
+}
+
+#[test]
+fn field_values_are_judged_a_word_at_a_time_as_byte_by_byte() {
+    let bytewise = |v: &[u8]| v.iter().all(|&b| b == b'\t' || (b >= 0x20 && b != 0x7f));
+    for len in 0..20 {
+        for at in 0..len {
+            for b in 0..=255u8 {
+                let mut value = vec![b'a'; len];
+                value[at] = b;
+                assert_eq!(is_field_value(&value), bytewise(&value), "{value:?}");
+            }
+        }
+    }
+}

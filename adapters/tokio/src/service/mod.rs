@@ -52,7 +52,7 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
 use http_body::Frame;
-use sansrpc::codec::http::{Head, HttpFault, HttpStep, RequestDecoder};
+use sansrpc::codec::http::{Head, HttpFault};
 use tokio::sync::mpsc;
 
 mod mcp;
@@ -169,44 +169,31 @@ fn status(status: u16) -> http::Response<Body> {
     response(status, [], Body::empty())
 }
 
-/// The request head as the core reads it: `parts` written out as an HTTP/1.1 head (the
-/// `Host` from the URI's authority when there is no such field, as in HTTP/2; the framing
-/// fields left out: hyper has read the body) and decoded by the core's decoder, keeping
-/// the target and fields when `keep`.
+/// The request head as the core reads it: `parts` judged by the core's rules for a head
+/// ([`Head::from_parts`]: the `Host` from the URI's authority when there is no such field,
+/// as in HTTP/2; the framing fields left out: hyper has read the body), keeping the
+/// target and fields when `keep`.
 fn head_of(parts: &http::request::Parts, keep: bool) -> Result<Head, HttpFault> {
-    let mut wire = Vec::with_capacity(256);
-    wire.extend_from_slice(parts.method.as_str().as_bytes());
-    wire.push(b' ');
+    use http::header::{CONNECTION, CONTENT_LENGTH, EXPECT, HOST, TRANSFER_ENCODING};
     let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-    wire.extend_from_slice(target.as_bytes());
-    wire.extend_from_slice(b" HTTP/1.1\r\n");
-    if !parts.headers.contains_key(http::header::HOST) {
-        if let Some(authority) = parts.uri.authority() {
-            wire.extend_from_slice(b"host: ");
-            wire.extend_from_slice(authority.as_str().as_bytes());
-            wire.extend_from_slice(b"\r\n");
-        }
-    }
-    for (name, value) in &parts.headers {
-        use http::header::{CONNECTION, CONTENT_LENGTH, EXPECT, TRANSFER_ENCODING};
-        if [CONTENT_LENGTH, TRANSFER_ENCODING, CONNECTION, EXPECT].contains(name) {
-            continue;
-        }
-        wire.extend_from_slice(name.as_str().as_bytes());
-        wire.extend_from_slice(b": ");
-        wire.extend_from_slice(value.as_bytes());
-        wire.extend_from_slice(b"\r\n");
-    }
-    wire.extend_from_slice(b"\r\n");
-    let mut decoder = if keep {
-        RequestDecoder::keeping_fields(0)
-    } else {
-        RequestDecoder::new(0)
+    let host = match parts.headers.contains_key(HOST) {
+        true => None,
+        false => parts
+            .uri
+            .authority()
+            .map(|a| ("host", a.as_str().as_bytes())),
     };
-    match decoder.decode(&mut wire)? {
-        HttpStep::Head(_, head) => Ok(head),
-        _ => Err(HttpFault::BadRequest),
-    }
+    let fields = parts
+        .headers
+        .iter()
+        .filter(|(name, _)| ![CONTENT_LENGTH, TRANSFER_ENCODING, CONNECTION, EXPECT].contains(name))
+        .map(|(name, value)| (name.as_str(), value.as_bytes()));
+    Head::from_parts(
+        parts.method.as_str(),
+        target,
+        host.into_iter().chain(fields),
+        keep,
+    )
 }
 
 /// Reads `body` whole, up to `max` bytes: else the status to answer (`413` past it, `400`
