@@ -223,6 +223,9 @@ struct Table {
     rows: Vec<(&'static str, Cell)>,
     /// Memory tables: the connections held, for a per-connection column.
     connections: Option<usize>,
+    /// Throughput tables: the load generator's own CPU time per request (µs, the median
+    /// of all runs): near a server's, the client bounds the requests per second.
+    client_cpu: Option<f64>,
 }
 
 impl Table {
@@ -304,6 +307,11 @@ impl Table {
                 Cell::NotApplicable => println!("| {name} | n/a |{blank} n/a |{cpu_blank} |"),
                 Cell::Failed(why) => println!("| {name} | failed: {why} |{blank} |{cpu_blank} 1 |"),
             }
+        }
+        if let Some(client) = self.client_cpu {
+            println!(
+                "\nThe load generator's CPU per request (median of all runs): {client:.2} µs."
+            );
         }
     }
 
@@ -393,7 +401,7 @@ async fn throughput(
     names: &[&'static str],
     transport: Transport,
     work: impl Fn(SocketAddr, u64) -> client::BoxRun,
-) -> Vec<(&'static str, Cell)> {
+) -> (Vec<(&'static str, Cell)>, Option<f64>) {
     let work = &work;
     let bounded = |addr, n| async move {
         tokio::time::timeout(WORKLOAD_LIMIT, work(addr, n))
@@ -411,6 +419,8 @@ async fn throughput(
         failed: Option<String>,
     }
     let mut turns: Vec<Option<Turn>> = Vec::new();
+    // The load generator's own CPU time per request, every run of every server.
+    let mut client_cpu = Vec::new();
     for &name in names {
         let Some((bin, args)) = server_for(name, transport) else {
             turns.push(None);
@@ -443,12 +453,17 @@ async fn throughput(
                 continue;
             };
             let before = cpu_ns(pid);
+            let client_before = cpu_ns(std::process::id());
             match bounded(addr, opts.requests).await {
                 Ok(run) => {
+                    let answered = run.answered.max(1) as f64;
                     if let (Some(before), Some(after)) = (before, cpu_ns(pid)) {
-                        let answered = run.answered.max(1) as f64;
                         turn.cpu
                             .push(after.saturating_sub(before) as f64 / 1e3 / answered);
+                    }
+                    if let (Some(before), Some(after)) = (client_before, cpu_ns(std::process::id()))
+                    {
+                        client_cpu.push(after.saturating_sub(before) as f64 / 1e3 / answered);
                     }
                     turn.runs.push(run)
                 }
@@ -459,7 +474,7 @@ async fn throughput(
             }
         }
     }
-    names
+    let rows = names
         .iter()
         .zip(turns)
         .map(|(&name, turn)| {
@@ -477,7 +492,8 @@ async fn throughput(
             };
             (name, cell)
         })
-        .collect()
+        .collect();
+    (rows, median_of(client_cpu))
 }
 
 /// Measures the server's resident set growth with `opts.connections` open connections.
@@ -505,8 +521,10 @@ async fn memory(opts: &Options, name: &str, transport: Transport) -> Cell {
     }
 }
 
-/// The newHeads workload's servers: the name in the table, the binary.
-const HEADS_SERVERS: [(&str, &str); 2] = [
+/// The newHeads workload's servers: the name in the table, the binary (`floor`: one
+/// encoded frame written to every socket, see `heads_floor_server.rs`).
+const HEADS_SERVERS: [(&str, &str); 3] = [
+    ("floor", "heads-floor-server"),
     ("sansrpc", "heads-sansrpc-server"),
     ("jsonrpsee", "heads-jsonrpsee-server"),
 ];
@@ -643,21 +661,25 @@ async fn main() {
         if !opts.wants(&title) {
             continue;
         }
-        let rows = throughput(&opts, &servers, transport, |addr, n| match transport {
-            Transport::Tcp => Box::pin(client::tcp_pipelined(addr, n, depth)),
-            Transport::Ws => Box::pin(client::ws(addr, n, depth)),
-            Transport::Http => Box::pin(client::http(addr, n, depth)),
-            Transport::McpJson | Transport::McpSse => Box::pin(mcp::calls(addr, n, depth)),
-            Transport::H2Http => Box::pin(h2::rpc(addr, n, depth)),
-            Transport::H2McpJson | Transport::H2McpSse => Box::pin(h2::mcp_calls(addr, n, depth)),
-        })
-        .await;
+        let (rows, client_cpu) =
+            throughput(&opts, &servers, transport, |addr, n| match transport {
+                Transport::Tcp => Box::pin(client::tcp_pipelined(addr, n, depth)),
+                Transport::Ws => Box::pin(client::ws(addr, n, depth)),
+                Transport::Http => Box::pin(client::http(addr, n, depth)),
+                Transport::McpJson | Transport::McpSse => Box::pin(mcp::calls(addr, n, depth)),
+                Transport::H2Http => Box::pin(h2::rpc(addr, n, depth)),
+                Transport::H2McpJson | Transport::H2McpSse => {
+                    Box::pin(h2::mcp_calls(addr, n, depth))
+                }
+            })
+            .await;
         tables.push(Table {
             title,
             unit: "requests/s",
             baseline,
             rows,
             connections: None,
+            client_cpu,
         });
     }
     for (transport, baseline) in [
@@ -682,6 +704,7 @@ async fn main() {
             baseline,
             rows,
             connections: Some(m),
+            client_cpu: None,
         });
     }
 
@@ -705,7 +728,7 @@ async fn main() {
         if !opts.wants(&title) {
             continue;
         }
-        let rows = throughput(&opts, &mcp_servers, transport, |addr, n| {
+        let (rows, client_cpu) = throughput(&opts, &mcp_servers, transport, |addr, n| {
             Box::pin(mcp::calls(addr, n, DEPTH))
         })
         .await;
@@ -715,6 +738,7 @@ async fn main() {
             baseline: "rmcp",
             rows,
             connections: None,
+            client_cpu,
         });
     }
     // HTTP/2 with prior knowledge: the servers that speak it, one connection each.
@@ -747,7 +771,7 @@ async fn main() {
         if !opts.wants(&title) {
             continue;
         }
-        let rows = throughput(&opts, names, transport, |addr, n| match transport {
+        let (rows, client_cpu) = throughput(&opts, names, transport, |addr, n| match transport {
             Transport::H2Http => Box::pin(h2::rpc(addr, n, DEPTH)),
             _ => Box::pin(h2::mcp_calls(addr, n, DEPTH)),
         })
@@ -758,6 +782,7 @@ async fn main() {
             baseline,
             rows,
             connections: None,
+            client_cpu,
         });
     }
     let title =
@@ -773,6 +798,7 @@ async fn main() {
             baseline: "rmcp",
             rows,
             connections: Some(m),
+            client_cpu: None,
         });
     }
 
