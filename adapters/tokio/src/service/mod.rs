@@ -25,10 +25,10 @@
 //! Under HTTP/2 every request is one stream: an SSE answer is one stream, a WebSocket is
 //! one stream, many MCP sessions and WebSockets share one connection, and hyper bounds
 //! the streams of a connection (`http2().max_concurrent_streams`, 200 by default: a
-//! client opening more is refused them by the HTTP/2 flow, `REFUSED_STREAM`, not served
-//! into a memory curve). WebSocket over HTTP/2
-//! needs the server to announce extended CONNECT: `axum::serve` does; a hyper server
-//! does with `http2().enable_connect_protocol()` on its builder.
+//! client opening more is refused them by HTTP/2 itself, `REFUSED_STREAM`, then `GOAWAY`
+//! when the refusals pile up, not served into a memory curve). WebSocket over HTTP/2 needs
+//! the server to announce extended CONNECT: `axum::serve` does; a hyper server does with
+//! `http2().enable_connect_protocol()` on its builder.
 //!
 //! ```no_run
 //! use sansrpc::connection::{Config, Profile};
