@@ -6,7 +6,8 @@
 //! - `/rpc`: JSON-RPC over HTTP POST with the specification's example methods (`subtract`
 //!   by position and by name, `sum`, `get_data`, the notifications `update` and
 //!   `notify_hello`), as `sansrpc serve --spec-methods` answers them;
-//! - `/ws`: the same methods over WebSocket;
+//! - `/ws`: the same methods over WebSocket (an HTTP/1.1 upgrade, or on HTTP/2 an extended
+//!   CONNECT, RFC 8441, which `axum::serve` announces);
 //! - `/healthz`: a plain axum handler answering `ok`.
 //!
 //! The app's layer gives every request an `x-request-id` header and a `RequestId`

@@ -573,3 +573,239 @@ async fn mcp_over_h2_with_tls_chosen_by_alpn() {
     assert_eq!(answer.version, http::Version::HTTP_2);
     assert_eq!(tool_text(&answer), "over h2");
 }
+
+/// A WebSocket client (tokio-tungstenite) on one stream of an HTTP/2 connection.
+type H2Ws = tokio_tungstenite::WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>;
+
+/// An HTTP/2 connection to `port` (prior knowledge) and its sender. (That the server
+/// announced `SETTINGS_ENABLE_CONNECT_PROTOCOL` shows in a `200` to an extended CONNECT:
+/// h2 resets a stream whose `:protocol` the server did not allow, PROTOCOL_ERROR.)
+async fn h2_and_sender(port: u16) -> (Conn, http2::SendRequest<Full<Bytes>>) {
+    let conn = Conn::h2(port).await;
+    let Conn::H2(send) = &conn else {
+        unreachable!()
+    };
+    let send = send.clone();
+    (conn, send)
+}
+
+/// An extended CONNECT (RFC 8441) to `/ws` on `send` with `:protocol` `protocol` and
+/// `headers`: the answer's status and header fields, and on a `200` the WebSocket on the
+/// stream (tokio-tungstenite, as the client).
+async fn connect_ws(
+    send: &http2::SendRequest<Full<Bytes>>,
+    port: u16,
+    protocol: &'static str,
+    headers: &[(&str, &str)],
+) -> (u16, http::HeaderMap, Option<H2Ws>) {
+    let mut request = http::Request::builder()
+        .method("CONNECT")
+        .version(http::Version::HTTP_2)
+        .uri(format!("http://127.0.0.1:{port}/ws"))
+        .extension(hyper::ext::Protocol::from_static(protocol));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let request = request.body(Full::new(Bytes::new())).unwrap();
+    let mut send = send.clone();
+    send.ready().await.unwrap();
+    let response = send.send_request(request).await.unwrap();
+    assert_eq!(response.version(), http::Version::HTTP_2);
+    let (status, headers) = (response.status().as_u16(), response.headers().clone());
+    if status != 200 {
+        return (status, headers, None);
+    }
+    let upgraded = hyper::upgrade::on(response).await.unwrap();
+    let role = tokio_tungstenite::tungstenite::protocol::Role::Client;
+    let ws =
+        tokio_tungstenite::WebSocketStream::from_raw_socket(TokioIo::new(upgraded), role, None)
+            .await;
+    (status, headers, Some(ws))
+}
+
+const WS_VERSION: (&str, &str) = ("sec-websocket-version", "13");
+
+/// Sends `request` as a text message on `ws`; the next text message, as JSON.
+async fn ws_call<S>(ws: &mut tokio_tungstenite::WebSocketStream<S>, request: &str) -> Value
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    use futures::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    ws.send(Message::text(request)).await.unwrap();
+    loop {
+        match ws.next().await.expect("an answer").unwrap() {
+            Message::Text(text) => return serde_json::from_str(text.as_str()).unwrap(),
+            Message::Ping(_) | Message::Pong(_) => continue,
+            other => panic!("not an answer: {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn websocket_over_http2_by_extended_connect_answers_json_rpc() {
+    let (_app, port) = axum_app();
+    let (conn, send) = h2_and_sender(port).await;
+
+    let (status, headers, ws) = connect_ws(&send, port, "websocket", &[WS_VERSION]).await;
+    assert_eq!(status, 200, "{headers:?}");
+    // No key, no accept under HTTP/2 (RFC 8441 §5).
+    assert!(headers.get("sec-websocket-accept").is_none(), "{headers:?}");
+    let mut ws = ws.unwrap();
+    let answer = ws_call(
+        &mut ws,
+        r#"{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1}"#,
+    )
+    .await;
+    assert_eq!(answer, json!({"jsonrpc":"2.0","result":19,"id":1}));
+    let answer = ws_call(
+        &mut ws,
+        r#"{"jsonrpc":"2.0","method":"subtract","params":{"subtrahend":23,"minuend":42},"id":3}"#,
+    )
+    .await;
+    assert_eq!(answer, json!({"jsonrpc":"2.0","result":19,"id":3}));
+    let answer = ws_call(&mut ws, r#"{"jsonrpc":"2.0","method":"foobar","id":"1"}"#).await;
+    assert_eq!(answer["error"]["code"], -32601, "{answer}");
+    // A batch with a notification in it: one answer, the notification's left out.
+    let batch = r#"[{"jsonrpc":"2.0","method":"sum","params":[1,2,4],"id":"1"},
+        {"jsonrpc":"2.0","method":"notify_hello","params":[7]},
+        {"jsonrpc":"2.0","method":"get_data","id":"9"}]"#;
+    let answer = ws_call(&mut ws, batch).await;
+    let items = answer.as_array().cloned().unwrap_or_default();
+    assert_eq!(items.len(), 2, "{answer}");
+    assert!(items.contains(&json!({"jsonrpc":"2.0","result":7,"id":"1"})));
+    assert!(items.contains(&json!({"jsonrpc":"2.0","result":["hello",5],"id":"9"})));
+
+    // Refusals are HTTP answers on their stream, as over HTTP/1.1: another protocol, a
+    // wrong or missing version, a plain GET are no opening handshake (400); a page of
+    // another site is refused by the `Origin` rule (403).
+    let (status, ..) = connect_ws(&send, port, "not-websocket", &[WS_VERSION]).await;
+    assert_eq!(status, 400);
+    let version_8 = [("sec-websocket-version", "8")];
+    let (status, ..) = connect_ws(&send, port, "websocket", &version_8).await;
+    assert_eq!(status, 400);
+    let (status, ..) = connect_ws(&send, port, "websocket", &[]).await;
+    assert_eq!(status, 400);
+    let answer = conn.send(port, "GET", "/ws", &[WS_VERSION], "").await;
+    assert_eq!(answer.status, 400, "{answer:?}");
+    let evil = [WS_VERSION, ("origin", "https://evil.example.com")];
+    let (status, ..) = connect_ws(&send, port, "websocket", &evil).await;
+    assert_eq!(status, 403);
+
+    // The WebSocket opened first still answers, and closes as WebSocket does.
+    let answer = ws_call(
+        &mut ws,
+        r#"{"jsonrpc":"2.0","method":"sum","params":[5],"id":4}"#,
+    )
+    .await;
+    assert_eq!(answer, json!({"jsonrpc":"2.0","result":5,"id":4}));
+    ws.close(None).await.unwrap();
+    {
+        use futures::StreamExt;
+        while let Some(message) = ws.next().await {
+            if message.is_err() {
+                break;
+            }
+        }
+    }
+    let health = conn.send(port, "GET", "/healthz", &[], "").await;
+    assert_eq!(health.body, "ok");
+}
+
+#[tokio::test]
+async fn two_websockets_and_an_mcp_session_share_one_http2_connection_at_once() {
+    let (_app, port) = axum_app();
+    let (conn, send) = h2_and_sender(port).await;
+    let (status, _, first) = connect_ws(&send, port, "websocket", &[WS_VERSION]).await;
+    assert_eq!(status, 200);
+    let (status, _, second) = connect_ws(&send, port, "websocket", &[WS_VERSION]).await;
+    assert_eq!(status, 200);
+    let (mut first, mut second) = (first.unwrap(), second.unwrap());
+
+    // Each WebSocket runs a hundred calls while an MCP session is made and calls a tool
+    // answered with SSE, all on the one connection.
+    let on = |mut ws: H2Ws, tag: &'static str, base: i64| async move {
+        for n in 0..100 {
+            let call = format!(
+                r#"{{"jsonrpc":"2.0","method":"subtract","params":[{},{n}],"id":"{tag}-{n}"}}"#,
+                base + n
+            );
+            let answer = ws_call(&mut ws, &call).await;
+            assert_eq!(
+                answer,
+                json!({"jsonrpc":"2.0","result":base,"id":format!("{tag}-{n}")})
+            );
+        }
+        ws
+    };
+    let mcp = async {
+        let id = session(&conn, port).await;
+        let answer = call_tool(&conn, port, &id, "test_tool_with_progress", json!({})).await;
+        assert_eq!(answer.version, http::Version::HTTP_2);
+        assert_eq!(answer.header("content-type"), "text/event-stream");
+        assert!(answer.body.contains("notifications/progress"), "{answer:?}");
+        let sum = call_tool(&conn, port, &id, "add", json!({"a": 40, "b": 2})).await;
+        assert_eq!(tool_text(&sum), "42");
+    };
+    let (first_back, second_back, ()) =
+        tokio::join!(on(first, "a", 1000), on(second, "b", -7), mcp);
+    (first, second) = (first_back, second_back);
+
+    // The first closes; the second goes on.
+    {
+        use futures::StreamExt;
+        first.close(None).await.unwrap();
+        while let Some(Ok(_)) = first.next().await {}
+    }
+    let answer = ws_call(
+        &mut second,
+        r#"{"jsonrpc":"2.0","method":"sum","params":[1,1],"id":5}"#,
+    )
+    .await;
+    assert_eq!(answer, json!({"jsonrpc":"2.0","result":2,"id":5}));
+}
+
+#[tokio::test]
+async fn the_bare_hyper_example_serves_websocket_over_http2_beside_mcp() {
+    let (_server, port) = example("hyper_mcp");
+    let (conn, send) = h2_and_sender(port).await;
+    let (status, _, ws) = connect_ws(&send, port, "websocket", &[WS_VERSION]).await;
+    assert_eq!(status, 200);
+    let mut ws = ws.unwrap();
+    // The same server's methods, one JSON-RPC message per WebSocket message.
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "tower-test", "version": "1"}}});
+    let answer = ws_call(&mut ws, &init.to_string()).await;
+    assert_eq!(
+        answer["result"]["serverInfo"]["name"], "hyper-mcp",
+        "{answer}"
+    );
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    {
+        use futures::SinkExt;
+        let message = tokio_tungstenite::tungstenite::Message::text(initialized.to_string());
+        ws.send(message).await.unwrap();
+    }
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "over a stream"}}});
+    let answer = ws_call(&mut ws, &call.to_string()).await;
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "over a stream",
+        "{answer}"
+    );
+    // MCP over Streamable HTTP on the same connection, while the WebSocket is open.
+    let id = session(&conn, port).await;
+    let answer = call_tool(&conn, port, &id, "echo", json!({"text": "beside it"})).await;
+    assert_eq!(tool_text(&answer), "beside it");
+    // And the HTTP/1.1 upgrade (a real client, tungstenite's handshake).
+    let url = format!("ws://127.0.0.1:{port}/ws");
+    let (mut h1, _) = tokio_tungstenite::connect_async(url.as_str())
+        .await
+        .unwrap();
+    let answer = ws_call(&mut h1, &init.to_string()).await;
+    assert_eq!(
+        answer["result"]["serverInfo"]["name"], "hyper-mcp",
+        "{answer}"
+    );
+}

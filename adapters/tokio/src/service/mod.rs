@@ -9,8 +9,9 @@
 //!   machine's bounds). A call's handler sees the request's header fields, its principal
 //!   and its `http::Extensions` (what a layer in front put there: [`extensions`]) through
 //!   [`RequestContext::http`](crate::RequestContext::http);
-//! - [`WsService`] (feature `ws`): JSON-RPC over WebSocket, upgraded with hyper's upgrade
-//!   mechanism (HTTP/1.1) and run by the same transport as [`ws::serve`](crate::ws::serve).
+//! - [`WsService`] (feature `ws`): JSON-RPC over WebSocket, opened by an HTTP/1.1 upgrade
+//!   or an HTTP/2 extended CONNECT (RFC 8441), taken over with hyper's upgrade mechanism
+//!   and run by the same transport as [`ws::serve`](crate::ws::serve).
 //!
 //! Each is generic over the request body (any [`http_body::Body`]) and answers with
 //! [`Body`], a body that streams (an SSE answer is sent event by event). The services only
@@ -21,10 +22,13 @@
 //! and body time limits, TLS) is the app's here: hyper's and tower's settings (see
 //! `docs/transports.md`).
 //!
-//! Under HTTP/2 every request is one stream: an SSE answer is one stream, many MCP sessions
-//! share one connection, and hyper bounds the streams of a connection
-//! (`http2().max_concurrent_streams`, 200 by default: a client opening more is refused
-//! them by the HTTP/2 flow, `REFUSED_STREAM`, not served into a memory curve).
+//! Under HTTP/2 every request is one stream: an SSE answer is one stream, a WebSocket is
+//! one stream, many MCP sessions and WebSockets share one connection, and hyper bounds
+//! the streams of a connection (`http2().max_concurrent_streams`, 200 by default: a
+//! client opening more is refused them by HTTP/2 itself, `REFUSED_STREAM`, then `GOAWAY`
+//! when the refusals pile up, not served into a memory curve). WebSocket over HTTP/2 needs
+//! the server to announce extended CONNECT: `axum::serve` does; a hyper server does with
+//! `http2().enable_connect_protocol()` on its builder.
 //!
 //! ```no_run
 //! use sansrpc::connection::{Config, Profile};

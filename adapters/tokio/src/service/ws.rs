@@ -11,13 +11,22 @@ use super::{Body, ResponseFuture};
 use crate::ws::{origin_allowed, KeepAlive, WebSocket};
 use crate::{Builder, Origins, ServeOptions};
 
-/// JSON-RPC over WebSocket at a route: the opening handshake is checked and answered by
-/// tungstenite's rules (as [`ws::serve`](crate::ws::serve) does), the `Origin` by
-/// [`ServeOptions::allowed_origins`] and [`ServeOptions::allow_missing_origin`] (`403`
-/// otherwise); then hyper's upgrade hands over the connection, and the same transport as
-/// the standalone server's (the core's WebSocket codec, the keep-alive, the message limit
-/// of the builder's config) runs it on a task of its own with `builder`'s router. An
-/// upgrade needs HTTP/1.1 (a request that is no handshake gets `400`).
+/// JSON-RPC over WebSocket at a route, over HTTP/1.1 and HTTP/2.
+///
+/// - HTTP/1.1: the opening handshake (`GET` with `Upgrade: websocket`) is checked and
+///   answered (`101`) by tungstenite's rules, as [`ws::serve`](crate::ws::serve) does.
+/// - HTTP/2 (RFC 8441): an extended `CONNECT` whose `:protocol` is `websocket` (hyper's
+///   [`hyper::ext::Protocol`] extension) with `Sec-WebSocket-Version: 13` is answered `200`
+///   (no `Sec-WebSocket-Key`/`Accept` under HTTP/2); the WebSocket is that one stream. The
+///   server must announce `SETTINGS_ENABLE_CONNECT_PROTOCOL`: `axum::serve` does,
+///   a hyper server does with `http2().enable_connect_protocol()` on its builder.
+///
+/// Either way the `Origin` is checked by [`ServeOptions::allowed_origins`] and
+/// [`ServeOptions::allow_missing_origin`] (`403` otherwise), a request that is no
+/// handshake gets `400`; then hyper's upgrade hands over the connection (or the stream),
+/// and the same transport as the standalone server's (the core's WebSocket codec, the
+/// keep-alive, the message limit of the builder's config) runs it on a task of its own
+/// with `builder`'s router.
 #[derive(Clone)]
 pub struct WsService(Arc<Ws>);
 
@@ -67,34 +76,47 @@ where
     }
 
     fn call(&mut self, mut request: http::Request<B>) -> ResponseFuture {
-        use tokio_tungstenite::tungstenite::handshake::server::create_response_with_body;
         let ws = Arc::clone(&self.0);
         let answer = if !origin_allowed(&ws.origins, ws.allow_missing, &request) {
             super::status(403)
         } else {
-            match create_response_with_body(&request, Body::empty) {
-                Err(_) => super::status(400),
-                Ok(answer) => {
+            match opening(&request) {
+                None => super::status(400),
+                Some(answer) => {
                     let upgrade = hyper::upgrade::on(&mut request);
-                    tokio::spawn(async move {
-                        let Ok(upgraded) = upgrade.await else {
-                            return;
-                        };
-                        let stream = hyper_util::rt::TokioIo::new(upgraded);
-                        let transport = WebSocket::new(
-                            stream,
-                            Role::Server,
-                            Vec::new(),
-                            &ws.limits,
-                            ws.keepalive,
-                        );
-                        let connection = crate::spawn(ws.builder.clone(), transport);
-                        let _ = connection.driver.await;
-                    });
+                    tokio::spawn(run(ws, upgrade));
                     answer
                 }
             }
         };
         Box::pin(std::future::ready(Ok(answer)))
     }
+}
+
+/// The answer that opens the WebSocket `request` asks for, or `None` when it is no opening
+/// handshake: under HTTP/2 an extended `CONNECT` (RFC 8441), else tungstenite's HTTP/1.1
+/// handshake.
+fn opening<B>(request: &http::Request<B>) -> Option<http::Response<Body>> {
+    use tokio_tungstenite::tungstenite::handshake::server::create_response_with_body;
+    if request.version() < http::Version::HTTP_2 {
+        return create_response_with_body(request, Body::empty).ok();
+    }
+    let protocol = request.extensions().get::<hyper::ext::Protocol>();
+    let version = request.headers().get("sec-websocket-version");
+    let websocket = request.method() == http::Method::CONNECT
+        && protocol.is_some_and(|p| p.as_str().eq_ignore_ascii_case("websocket"))
+        && version.is_some_and(|v| v.as_bytes() == b"13");
+    websocket.then(|| super::status(200))
+}
+
+/// Runs the WebSocket on the connection (HTTP/1.1) or stream (HTTP/2) `upgrade` hands
+/// over, until it ends.
+async fn run(ws: Arc<Ws>, upgrade: hyper::upgrade::OnUpgrade) {
+    let Ok(upgraded) = upgrade.await else {
+        return;
+    };
+    let stream = hyper_util::rt::TokioIo::new(upgraded);
+    let transport = WebSocket::new(stream, Role::Server, Vec::new(), &ws.limits, ws.keepalive);
+    let connection = crate::spawn(ws.builder.clone(), transport);
+    let _ = connection.driver.await;
 }
