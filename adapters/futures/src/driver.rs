@@ -156,6 +156,18 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
         (client, driver)
     }
 
+    /// True when nothing is under way: no handler running or waiting, no notification
+    /// queued, no stream producing, no request of the peer's unanswered. A driver that is
+    /// quiet can wait unpolled (an owner that drives it inline, one exchange at a time,
+    /// can keep it for the next one) without holding anything up.
+    pub fn is_quiet(&self) -> bool {
+        self.server.running.is_empty()
+            && self.server.waiting.is_empty()
+            && self.server.notifications.is_empty()
+            && self.server.producers.is_empty()
+            && self.conn.requests_in_flight() == 0
+    }
+
     /// A handle to shut this driver down gracefully.
     pub fn shutdown_handle(&self) -> ShutdownHandle {
         ShutdownHandle {

@@ -443,6 +443,50 @@ async fn rpc_service_options_cors_limits_and_handler_time_hold_on_http2() {
     assert_eq!(accepted.load(Ordering::SeqCst), 1, "one HTTP/2 connection");
 }
 
+/// A notification's handler still running when its request is answered `204` finishes
+/// (its machine goes on on a task of its own), and the requests after it are served.
+#[tokio::test]
+async fn rpc_service_notification_handlers_finish_after_the_answer() {
+    use sansrpc::method::NotificationMethod;
+    use sansrpc_tokio::service::RpcService;
+    use sansrpc_tokio::{AsyncRouter, Builder};
+    use tokio::sync::{mpsc, Notify};
+
+    enum Record {}
+    impl NotificationMethod for Record {
+        const NAME: &'static str = "record";
+        type Params = (u64,);
+    }
+    // Each `record` waits for the test's go-ahead, then reports its number.
+    let (done_tx, mut done) = mpsc::unbounded_channel();
+    let go = Arc::new(Notify::new());
+    let mut router = AsyncRouter::new();
+    let gate = Arc::clone(&go);
+    router
+        .notification::<Record, _, _>(move |(n,)| {
+            let (gate, done_tx) = (Arc::clone(&gate), done_tx.clone());
+            async move {
+                gate.notified().await;
+                let _ = done_tx.send(n);
+            }
+        })
+        .unwrap();
+    let rpc = RpcService::new(Builder::new().router(router));
+    let (port, _) = serve(axum::Router::new().route_service("/rpc", rpc)).await;
+    let conn = Conn::h1(port).await;
+    for n in 0..3u64 {
+        let note = format!(r#"{{"jsonrpc":"2.0","method":"record","params":[{n}]}}"#);
+        let answer = conn.send(port, "POST", "/rpc", &[JSON], &note).await;
+        assert_eq!(answer.status, 204, "{answer:?}");
+        // Answered before its handler could finish: it finishes now, on its own.
+        go.notify_one();
+        assert_eq!(done.recv().await, Some(n));
+    }
+    let call = r#"{"jsonrpc":"2.0","method":"missing","id":1}"#;
+    let answer = conn.send(port, "POST", "/rpc", &[JSON], call).await;
+    assert_eq!(answer.json()["error"]["code"], -32601);
+}
+
 #[tokio::test]
 async fn the_bare_hyper_example_serves_mcp_over_http1_and_h2c() {
     let (_server, port) = example("hyper_mcp");

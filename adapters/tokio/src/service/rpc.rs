@@ -12,7 +12,7 @@ use sansrpc::Instant;
 use tokio::sync::{mpsc, oneshot};
 
 use super::{read_body, response, Body, ResponseFuture};
-use crate::{Builder, Origins, Received, ServeOptions, Transport};
+use crate::{Builder, Origins, Received, ServeOptions, TokioTimer, Transport};
 
 /// JSON-RPC over HTTP POST, one message (or batch) per request body, with the rules of
 /// [`http::serve_with_options`](crate::http::serve_with_options): `405` with `Allow: POST`
@@ -24,7 +24,10 @@ use crate::{Builder, Origins, Received, ServeOptions, Transport};
 /// from different requests never meet, on HTTP/2 streams as on HTTP/1.1 connections; the
 /// machines are kept between requests, as a keep-alive connection of the standalone
 /// server keeps its own) for up to [`ServeOptions::handler_timeout`]; past it the request
-/// is answered `204` and its handlers are dropped with their machine.
+/// is answered `204` and its handlers are dropped with their machine. The request's own
+/// future drives its machine (no task of its own, no hop between tasks); a machine whose
+/// handlers still run after the answer (a notification's) finishes them on a task of
+/// its own and is not kept.
 ///
 /// Clone it freely: the clones share one configuration.
 #[derive(Clone, Debug)]
@@ -102,27 +105,35 @@ impl Rpc {
             Ok(body) => body,
             Err(status) => return self.reply(&exchange, status, Vec::new()),
         };
-        let machine = self.take();
-        let (tx, rx) = oneshot::channel();
-        if machine.input.send((body, tx)).await.is_err() {
+        let mut machine = self.take();
+        let (tx, mut rx) = oneshot::channel();
+        // An idle machine's input is empty: the body goes in at once.
+        if machine.input.try_send((body, tx)).is_err() {
             return self.reply(&exchange, 500, Vec::new());
         }
-        match tokio::time::timeout(self.handler_timeout, rx).await {
-            Ok(Ok(answer)) => {
+        // The machine driven here until its answer comes: the answer is sent from inside
+        // the driver's turn, so the turn that sends it is followed by a poll that reads it.
+        let driven = async {
+            let driver = &mut *machine.driver;
+            tokio::select! {
+                biased;
+                answer = &mut rx => answer.ok(),
+                _ = driver => None,
+            }
+        };
+        match tokio::time::timeout(self.handler_timeout, driven).await {
+            Ok(Some(answer)) => {
                 self.put_back(machine);
                 match answer {
                     Some(frame) => self.reply(&exchange, 200, frame),
                     None => self.reply(&exchange, 204, Vec::new()),
                 }
             }
-            // The connection failed before it answered.
-            Ok(Err(_)) => self.reply(&exchange, 500, Vec::new()),
-            // Handlers past their time: dropped with their connection, as the standalone
+            // The connection ended before it answered.
+            Ok(None) => self.reply(&exchange, 500, Vec::new()),
+            // Handlers past their time: dropped with their machine, as the standalone
             // server drops them.
-            Err(_) => {
-                machine.shutdown.shutdown(Duration::ZERO);
-                self.reply(&exchange, 204, Vec::new())
-            }
+            Err(_) => self.reply(&exchange, 204, Vec::new()),
         }
     }
 
@@ -138,17 +149,34 @@ impl Rpc {
                 delivered: false,
                 stray: Vec::new(),
             };
-            let connection = crate::spawn(self.builder.clone(), transport);
+            let (client, driver) = self.builder.clone().connect(transport, TokioTimer);
             Machine {
                 input,
-                shutdown: connection.shutdown,
-                _client: connection.client,
+                driver: Box::new(driver),
+                _client: client,
             }
         })
     }
 
     /// Keeps `machine` for a later request (at most [`MAX_IDLE`]; beyond them it ends).
+    /// One whose handlers still run (a notification's, dispatched before the answer)
+    /// finishes them on a task of its own, and is not kept.
     fn put_back(&self, machine: Machine) {
+        if !machine.driver.is_quiet() {
+            // Driven on a task of its own until its handlers are done, then dropped (the end
+            // of its input would drop them unfinished).
+            let mut machine = machine;
+            tokio::spawn(std::future::poll_fn(move |cx| {
+                // The whole machine moves in (its input open, its client kept), not only the
+                // driver the closure names.
+                let machine = &mut machine;
+                match std::future::Future::poll(std::pin::Pin::new(&mut *machine.driver), cx) {
+                    Poll::Pending if !machine.driver.is_quiet() => Poll::Pending,
+                    _ => Poll::Ready(()),
+                }
+            }));
+            return;
+        }
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
         if idle.len() < MAX_IDLE {
             idle.push(machine);
@@ -172,13 +200,13 @@ const MAX_IDLE: usize = 256;
 /// A request body, and where its answer goes (`None`: no request to answer).
 type Ask = (Vec<u8>, oneshot::Sender<Option<Vec<u8>>>);
 
-/// A connection machine serving one request at a time: idle in the pool, or taken by the
-/// request it serves (so ids of requests under way at once never meet). Dropping it ends
-/// its input (its handlers still running finish).
+/// A connection machine serving one request at a time: idle in the pool, or taken (and
+/// driven) by the request it serves, so ids of requests under way at once never meet.
+/// Dropping it drops its handlers.
 #[derive(Debug)]
 struct Machine {
     input: mpsc::Sender<Ask>,
-    shutdown: crate::ShutdownHandle,
+    driver: Box<crate::Driver<Exchanges, TokioTimer>>,
     /// The connection's client, kept while the machine is: the driver ends with its last
     /// handle.
     _client: crate::Client,
