@@ -27,7 +27,7 @@ use futures_util::future::{join_all, try_join_all};
 
 use crate::client::{self, Transport};
 use crate::heads::cpu_time;
-use crate::{fmt_value, Options, Server, WORKLOAD_LIMIT};
+use crate::{fmt_value, Options, Server, DEPTH, WORKLOAD_LIMIT};
 
 /// The servers of the HTTP tables: the name in the table, the binary, its arguments.
 const SERVERS: [(&str, &str, &[&str]); 4] = [
@@ -263,8 +263,8 @@ pub async fn run_all(opts: &Options) -> Tables {
             opts.requests,
         ),
         (
-            "HTTP: 64 keep-alive connections, 1 in flight each".to_string(),
-            Shape::KeepAlive(64),
+            format!("HTTP: {DEPTH} keep-alive connections, 1 in flight each"),
+            Shape::KeepAlive(DEPTH),
             opts.requests,
         ),
         (

@@ -66,7 +66,8 @@ use client::{Run, Transport};
 
 /// How long one workload may take before it is abandoned as failed.
 const WORKLOAD_LIMIT: Duration = Duration::from_secs(60);
-/// Requests in flight on a pipelined connection, and connections of the HTTP workload.
+/// Requests in flight on a pipelined connection; keep-alive connections of the second HTTP
+/// table, and sessions of the MCP tables.
 const DEPTH: usize = 64;
 
 struct Options {
