@@ -345,7 +345,16 @@ async fn http_connection(
     n: u64,
     next: Rc<Cell<u64>>,
 ) -> Result<(u64, u64), String> {
-    let mut stream = connect(addr).await?;
+    http_requests(&mut connect(addr).await?, n, &next).await
+}
+
+/// POSTs on `stream`, one at a time, until `next` (the id of the next request, shared by
+/// the connections of a run) reaches `n`: the answers received and the wrong ones.
+pub async fn http_requests(
+    stream: &mut TcpStream,
+    n: u64,
+    next: &Cell<u64>,
+) -> Result<(u64, u64), String> {
     let (mut frames, mut out) = (Frames::new(true), Vec::new());
     let (mut answered, mut errors) = (0, 0);
     loop {
@@ -360,7 +369,7 @@ async fn http_connection(
         let body = loop {
             match frames.next()? {
                 Some(body) => break body,
-                None => frames.fill(&mut stream).await?,
+                None => frames.fill(stream).await?,
             }
         };
         answered += 1;
@@ -392,7 +401,9 @@ pub async fn hold(
     Ok((held, errors))
 }
 
-async fn hold_one(
+/// Opens a connection, asks request `id` on it and checks the answer: the connection, still
+/// open, and whether the answer was right.
+pub async fn hold_one(
     addr: SocketAddr,
     transport: Transport,
     id: u64,

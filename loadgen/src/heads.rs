@@ -7,8 +7,8 @@
 //! that id and a header that parses, byte for byte the one `chain::header` makes for its
 //! number, numbers one after the other (a gap counts its blocks as missed; a number not
 //! after the last is an error). After a warm-up the measured window opens: the
-//! notifications the subscribers count, and the server's CPU time (`utime + stime` from
-//! `/proc/<pid>/stat`), between its two ends; the server's `VmRSS` at its end. Then every
+//! notifications the subscribers count, and the server's CPU time (see [`cpu_time`]),
+//! between its two ends; the server's `VmRSS` at its end. Then every
 //! subscriber reads on until it has the newest block any subscriber had at the window's end
 //! (what it never gets within 2 s is missed too), sends `eth_unsubscribe([id])`, and must
 //! be answered `true`.
@@ -266,8 +266,32 @@ async fn next_text(ws: &mut Ws) -> Result<String, String> {
     }
 }
 
+/// The CPU time of process `pid` (user + system): the sum over its threads of the
+/// scheduler's run time (`/proc/<pid>/task/*/schedstat`, in nanoseconds), or where the
+/// kernel has no schedstat, `utime + stime` from `/proc/<pid>/stat` (in clock ticks, 10 ms
+/// on most systems: too coarse for a run of a second or less).
+pub fn cpu_time(pid: u32) -> Result<Duration, String> {
+    match run_time(pid) {
+        Some(ns) => Ok(Duration::from_nanos(ns)),
+        None => stat_time(pid),
+    }
+}
+
+/// The summed `schedstat` run time of `pid`'s threads, in nanoseconds.
+fn run_time(pid: u32) -> Option<u64> {
+    let mut total = 0;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
+        // A thread that ended since the listing counts no more.
+        let Ok(stat) = std::fs::read_to_string(task.ok()?.path().join("schedstat")) else {
+            continue;
+        };
+        total += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(total)
+}
+
 /// `utime + stime` of process `pid`.
-fn cpu_time(pid: u32) -> Result<Duration, String> {
+fn stat_time(pid: u32) -> Result<Duration, String> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).map_err(io)?;
     // The fields after the command name, which is in parentheses: utime and stime are the
     // 14th and 15th of the whole line.

@@ -17,8 +17,12 @@
 //!   (floor, sansrpc; jsonrpsee serves no raw TCP).
 //! - WebSocket sequential (1 in flight) and pipelined (64 in flight), one connection, text
 //!   frames (sansrpc, jsonrpsee).
-//! - HTTP: 64 keep-alive connections, each POSTing one request at a time (sansrpc,
-//!   jsonrpsee).
+//! - HTTP/1.1, four scenarios (floor, sansrpc, sansrpc-axum, jsonrpsee): sequential (1
+//!   keep-alive connection), 64 and M keep-alive connections, each POSTing one request at
+//!   a time, and a burst of 10,000 connections (1,000 with `--quick`) of one POST each,
+//!   100 at a time; requests per second and the server's CPU time per request (its
+//!   threads' run time from `/proc/<pid>`), each with its ratio to jsonrpsee paired by
+//!   turn. See `http_scenarios.rs`.
 //! - Memory: M connections opened, one request answered on each, kept open; the growth of
 //!   the server's resident set (`VmRSS`) over the idle server's (TCP: floor, sansrpc;
 //!   WebSocket and HTTP: sansrpc, jsonrpsee).
@@ -35,7 +39,7 @@
 //!   WebSocket subscribers (default 1,000), each on its own connection; over a measured
 //!   window (10 s, 3 s with `--quick`, after 1 s of warm-up) the notifications delivered per
 //!   second (counted by the subscribers, each one checked), the server's CPU time per
-//!   notification (`/proc/<pid>/stat`), its RSS; blocks a subscriber missed are reported.
+//!   notification (`/proc/<pid>`), its RSS; blocks a subscriber missed are reported.
 //!   Runs alternate between the servers (3 each, 1 with `--quick`); the median by CPU per
 //!   notification is shown, and the ratio of notifications per CPU-second to jsonrpsee's is
 //!   the median of the ratios of runs made in the same turn. See `heads.rs`.
@@ -55,6 +59,7 @@ mod chain;
 mod client;
 mod h2;
 mod heads;
+mod http_scenarios;
 mod mcp;
 
 use std::io::{BufRead, BufReader};
@@ -66,7 +71,8 @@ use client::{Run, Transport};
 
 /// How long one workload may take before it is abandoned as failed.
 const WORKLOAD_LIMIT: Duration = Duration::from_secs(60);
-/// Requests in flight on a pipelined connection, and connections of the HTTP workload.
+/// Requests in flight on a pipelined connection; keep-alive connections of the second HTTP
+/// table, and sessions of the MCP tables.
 const DEPTH: usize = 64;
 
 struct Options {
@@ -631,7 +637,7 @@ async fn main() {
 
     let servers = ["floor", "sansrpc", "sansrpc-axum", "jsonrpsee"];
     let mut tables = Vec::new();
-    let specs: [(String, Transport, &str, usize); 4] = [
+    let specs: [(String, Transport, &str, usize); 3] = [
         (
             format!("TCP, pipelined: 1 connection, {DEPTH} in flight, Content-Length framing"),
             Transport::Tcp,
@@ -647,12 +653,6 @@ async fn main() {
         (
             format!("WebSocket, pipelined: 1 connection, {DEPTH} in flight"),
             Transport::Ws,
-            "jsonrpsee",
-            DEPTH,
-        ),
-        (
-            format!("HTTP: {DEPTH} keep-alive connections, 1 in flight each"),
-            Transport::Http,
             "jsonrpsee",
             DEPTH,
         ),
@@ -682,6 +682,7 @@ async fn main() {
             client_cpu,
         });
     }
+    let http = http_scenarios::run_all(&opts).await;
     for (transport, baseline) in [
         (Transport::Tcp, "floor"),
         (Transport::Ws, "jsonrpsee"),
@@ -817,6 +818,7 @@ async fn main() {
         table.print();
         errors += table.errors();
     }
+    errors += http.print();
     if let Some(rows) = &heads_rows {
         errors += print_heads(&heads_title, rows);
     }

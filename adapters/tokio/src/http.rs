@@ -151,6 +151,8 @@ struct HttpServer<S> {
     stray: Vec<u8>,
     /// The sending side is shut down: the close lingers, reading what still comes.
     shut: bool,
+    /// The peer closed its side (a read found the end): the close has nothing to read.
+    peer_closed: bool,
 }
 
 thread_local! {
@@ -201,6 +203,7 @@ where
             head: Vec::new(),
             stray: Vec::new(),
             shut: false,
+            peer_closed: false,
             serving,
         }
     }
@@ -506,7 +509,10 @@ where
                     _ => self.phase = Phase::Offer { used, len },
                 },
                 // The peer closed: a request cut short is not answered.
-                Part::End => return Poll::Ready(Ok(self.end(conn, now))),
+                Part::End => {
+                    self.peer_closed = true;
+                    return Poll::Ready(Ok(self.end(conn, now)));
+                }
             }
         }
     }
@@ -542,6 +548,10 @@ where
             ready!(Pin::new(&mut self.stream).poll_shutdown(cx))?;
             self.shut = true;
             self.requests.release();
+        }
+        if self.peer_closed {
+            // Its end was read: no byte can follow it, and closing resets nothing.
+            return Poll::Ready(Ok(()));
         }
         // A lingering close: what the peer still sends (a body refused from its head, a
         // request pipelined behind the last answer) is read and dropped until it closes its
