@@ -370,19 +370,6 @@ fn raise_fd_limit() {
     }
 }
 
-/// The CPU time process `pid` has had, all its threads, in nanoseconds
-/// (`/proc/<pid>/task/*/schedstat`: nanosecond figures, where `/proc/<pid>/stat` counts
-/// clock ticks).
-fn cpu_ns(pid: u32) -> Option<u64> {
-    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
-    let mut total = 0;
-    for task in tasks.flatten() {
-        let stat = std::fs::read_to_string(task.path().join("schedstat")).ok()?;
-        total += stat.split_whitespace().next()?.parse::<u64>().ok()?;
-    }
-    Some(total)
-}
-
 /// The median of `values`, if any.
 fn median_of(mut values: Vec<f64>) -> Option<f64> {
     values.sort_by(f64::total_cmp);
@@ -458,19 +445,18 @@ async fn throughput(
             let Some((addr, pid)) = turn.server.as_ref().map(|s| (s.addr, s.child.id())) else {
                 continue;
             };
-            let before = cpu_ns(pid);
-            let client_before = cpu_ns(std::process::id());
+            let before = heads::cpu_time(pid).ok();
+            let client_before = heads::cpu_time(std::process::id()).ok();
             match bounded(addr, opts.requests).await {
                 Ok(run) => {
                     let answered = run.answered.max(1) as f64;
-                    if let (Some(before), Some(after)) = (before, cpu_ns(pid)) {
-                        turn.cpu
-                            .push(after.saturating_sub(before) as f64 / 1e3 / answered);
-                    }
-                    if let (Some(before), Some(after)) = (client_before, cpu_ns(std::process::id()))
-                    {
-                        client_cpu.push(after.saturating_sub(before) as f64 / 1e3 / answered);
-                    }
+                    let us = |before: Option<Duration>, after: Result<Duration, String>| {
+                        let spent = after.ok()?.checked_sub(before?)?;
+                        Some(spent.as_secs_f64() * 1e6 / answered)
+                    };
+                    turn.cpu.extend(us(before, heads::cpu_time(pid)));
+                    let own = heads::cpu_time(std::process::id());
+                    client_cpu.extend(us(client_before, own));
                     turn.runs.push(run)
                 }
                 Err(why) => {

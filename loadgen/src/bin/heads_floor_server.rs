@@ -134,7 +134,7 @@ async fn serve(stream: TcpStream, subscribers: Subscribers) -> io::Result<()> {
                 let id = text
                     .split("\"id\":")
                     .nth(1)
-                    .and_then(|r| r.split(|c| c == ',' || c == '}').next())
+                    .and_then(|r| r.split([',', '}']).next())
                     .unwrap_or("null")
                     .trim()
                     .to_owned();
