@@ -76,6 +76,7 @@ mod extension;
 mod pool;
 pub mod reconnect;
 mod stream;
+mod subscription;
 mod transport;
 mod worker;
 
@@ -92,6 +93,10 @@ pub use sansrpc::client::{BatchSlot, RawResult};
 pub use sansrpc::method::CallError;
 pub use sansrpc::Timeout;
 pub use stream::{StreamIter, StreamOptions, TypedIter};
+pub use subscription::{
+    Ended, NotAccepted, PendingSubscription, RawSubscription, Subscription, SubscriptionError,
+    SubscriptionSink,
+};
 pub use transport::{connect_tcp, serve_stdio, serve_stdio_status, serve_tcp, spawn_child, Server};
 #[cfg(unix)]
 pub use transport::{connect_unix, serve_unix, UnixServer};
