@@ -33,6 +33,12 @@
 //! `max` at a time, so an iterator that blocks never stalls the connection. Clients read
 //! streams as iterators ([`Client::stream`]), with pulls pipelined.
 //!
+//! A method subscription ([`Router::subscription`](sansrpc::router::Router::subscription),
+//! the Ethereum shape) runs its handler on the pool with a [`PendingSubscription`]; once
+//! accepted, its [`SubscriptionSink`] sends from any thread into a queue bounded by the
+//! declaration, which the driver thread empties into the connection. Clients follow one as
+//! an iterator ([`Client::subscribe`]), which unsubscribes when dropped (docs/subscriptions.md).
+//!
 //! Input is read in at most [`Options::read_buffers`] chunks ahead of the endpoint: when the
 //! endpoint pushes back, the reader stops reading.
 //!
