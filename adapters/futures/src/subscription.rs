@@ -141,16 +141,20 @@ struct Task {
     abort: AbortHandle,
 }
 
-/// The subscriptions a driver serves: the core's table, and the handlers' futures.
-pub(crate) struct Served {
+/// The subscriptions a driver serves: the core's table, and the handlers' futures. Made
+/// at the first subscribe request: a connection that serves none pays nothing for it.
+#[derive(Default)]
+pub(crate) struct Served(Option<Serving>);
+
+struct Serving {
     core: shared::Served,
     waker: Arc<AtomicWaker>,
     tasks: FuturesUnordered<BoxFuture<IncomingId>>,
     by_handle: BTreeMap<IncomingId, Task>,
 }
 
-impl Default for Served {
-    fn default() -> Self {
+impl Serving {
+    fn new() -> Serving {
         let waker = Arc::new(AtomicWaker::new());
         let woken = Arc::clone(&waker);
         // A handler that sends from inside the driver's own poll of it needs no wake: the
@@ -161,11 +165,17 @@ impl Default for Served {
                 woken.wake();
             }
         });
-        Served {
+        Serving {
             core: shared::Served::new(hub),
             waker,
             tasks: FuturesUnordered::new(),
             by_handle: BTreeMap::new(),
+        }
+    }
+
+    fn stop(&mut self, handle: IncomingId) {
+        if let Some(task) = self.by_handle.remove(&handle) {
+            task.abort.abort();
         }
     }
 }
@@ -178,21 +188,25 @@ impl Served {
         declaration: &MethodSubscription,
         work: Subscribe,
     ) {
-        let pending = PendingSubscription(self.core.pending(handle, declaration));
+        let serving = self.0.get_or_insert_with(Serving::new);
+        let pending = PendingSubscription(serving.core.pending(handle, declaration));
         let work = std::panic::AssertUnwindSafe(work(pending))
             .catch_unwind()
             .map(|_| ());
         let (abort, registration) = AbortHandle::new_pair();
         let task = Abortable::new(work, registration).map(move |_| handle);
-        self.tasks.push(task.boxed());
-        self.by_handle.insert(handle, Task { abort });
+        serving.tasks.push(task.boxed());
+        serving.by_handle.insert(handle, Task { abort });
     }
 
     /// The peer cancelled request `handle`: true when it was a subscribe still undecided
     /// (its handler is dropped and the request answered as cancelled).
     pub(crate) fn cancel(&mut self, conn: &mut Connection, handle: IncomingId) -> bool {
-        match self.by_handle.get(&handle) {
-            Some(task) if !self.core.is_accepted(handle) => {
+        let Some(serving) = &mut self.0 else {
+            return false;
+        };
+        match serving.by_handle.get(&handle) {
+            Some(task) if !serving.core.is_accepted(handle) => {
                 task.abort.abort();
                 conn.respond_cancelled(handle);
                 true
@@ -203,50 +217,51 @@ impl Served {
 
     /// The client unsubscribed `sub`: its sinks learn it, its handler is dropped.
     pub(crate) fn unsubscribed(&mut self, sub: u64) {
-        if let Some(handle) = self.core.unsubscribed(sub) {
-            self.stop(handle);
-        }
-    }
-
-    fn stop(&mut self, handle: IncomingId) {
-        if let Some(task) = self.by_handle.remove(&handle) {
-            task.abort.abort();
+        if let Some(serving) = &mut self.0 {
+            if let Some(handle) = serving.core.unsubscribed(sub) {
+                serving.stop(handle);
+            }
         }
     }
 
     /// The connection closed: every subscription is over, every handler dropped.
     pub(crate) fn clear(&mut self) {
-        self.core.clear();
-        for (_, task) in std::mem::take(&mut self.by_handle) {
+        let Some(serving) = &mut self.0 else { return };
+        serving.core.clear();
+        for (_, task) in std::mem::take(&mut serving.by_handle) {
             task.abort.abort();
         }
-        self.tasks.clear();
+        serving.tasks.clear();
     }
 
     /// Runs the handlers, takes their decisions, and moves queued items into the
     /// connection while its output has room. True when anything moved.
     pub(crate) fn poll(&mut self, cx: &mut Context<'_>, conn: &mut Connection) -> bool {
+        // Nothing served yet: nothing can have been handed over.
+        let Some(serving) = &mut self.0 else {
+            return false;
+        };
         // Registered before anything is looked at, so a wake in between is not lost.
-        self.waker.register(cx.waker());
-        if self.core.is_idle() && self.tasks.is_empty() {
+        serving.waker.register(cx.waker());
+        if serving.core.is_idle() && serving.tasks.is_empty() {
             // No handler running, nothing decided or scheduled, nothing held back: what a
             // connection serving no subscription pays on each turn of its driver.
             return false;
         }
         let mut progress = false;
-        let me = Arc::as_ptr(&self.waker) as usize;
+        let me = Arc::as_ptr(&serving.waker) as usize;
         let outer = POLLING.with(|p| p.replace(me));
-        while let Poll::Ready(Some(handle)) = self.tasks.poll_next_unpin(cx) {
+        while let Poll::Ready(Some(handle)) = serving.tasks.poll_next_unpin(cx) {
             progress = true;
             // Finished: a subscription it accepted goes on with its sinks.
-            self.by_handle.remove(&handle);
+            serving.by_handle.remove(&handle);
         }
         POLLING.with(|p| p.set(outer));
         // Taken after the handlers ran: what they handed over while polled is seen now.
         let mut over = Vec::new();
-        progress |= self.core.poll(conn, &mut |handle| over.push(handle));
+        progress |= serving.core.poll(conn, &mut |handle| over.push(handle));
         for handle in over {
-            self.stop(handle);
+            serving.stop(handle);
         }
         progress
     }
