@@ -32,7 +32,7 @@ struct Hold {
 }
 
 /// A router serving `declaration` (params `[kind]`: `"items"` accepted and its sink handed
-/// to the test, anything else rejected with -32602), and the notification `hold`, which
+/// to the test (unless the connection refused it), anything else rejected with -32602), and the notification `hold`, which
 /// holds the server's driver thread until the test releases it: items sent meanwhile wait
 /// in their queue, as for a reader that does not keep up.
 fn router(declaration: MethodSubscription) -> (Router, Sinks, Hold) {
@@ -44,7 +44,8 @@ fn router(declaration: MethodSubscription) -> (Router, Sinks, Hold) {
             if kind != "items" {
                 return pending.reject(ErrorObject::fixed(-32602, "unknown subscription"));
             }
-            let sink = pending.accept().expect("accepted");
+            // Not accepted when the connection refused it (it answered why).
+            let Ok(sink) = pending.accept() else { return };
             sinks_tx.lock().unwrap().send(sink).unwrap();
         })
         .unwrap();
@@ -306,6 +307,36 @@ fn a_subscription_over_a_unix_socket_as_geths_ipc() {
         assert_eq!(items(&mut stream, 50), (0..50).collect::<Vec<_>>());
         assert!(stream.unsubscribe().unwrap());
         assert_eq!(sink.wait_closed(), Ended::Unsubscribed);
+        client.close();
+        server.shutdown();
+    });
+}
+
+#[test]
+fn a_connection_that_cannot_push_refuses_subscriptions_on_both_sides() {
+    within(LIMIT, || {
+        // What plain HTTP sets (this adapter has no HTTP transport; a user's own may).
+        let mut no_push = Options::default();
+        no_push.connection.push = false;
+        let eth = MethodSubscription::ethereum();
+        let (router, _sinks, _hold) = router(eth.clone());
+        let server = serve_tcp("127.0.0.1:0", Arc::new(router), no_push.clone()).unwrap();
+        // The server answers -32601, to a client that sends the subscribe anyway.
+        let client = connect_tcp(server.local_addr(), Options::default()).unwrap();
+        match client.subscribe::<_, u64>(&eth, &("items",)) {
+            Err(CallError::Rpc(e)) => {
+                assert_eq!(e.code, -32601);
+                assert!(e.message.contains("not supported over plain HTTP"), "{e}");
+            }
+            other => panic!("refused by the server, not {other:?}"),
+        }
+        client.close();
+        // Our client does not send it.
+        let client = connect_tcp(server.local_addr(), no_push).unwrap();
+        match client.subscribe::<_, u64>(&eth, &("items",)) {
+            Err(CallError::Send(sansrpc::connection::SendError::NoPush)) => {}
+            other => panic!("refused by the client, not {other:?}"),
+        }
         client.close();
         server.shutdown();
     });
