@@ -531,3 +531,43 @@ fn the_router_and_the_shared_machinery_serve_a_subscription_to_an_inbox() {
     // The inbox ends once it is read.
     assert!(inbox.next_blocking().is_none());
 }
+
+/// A subscribe the peer cancels before its handler decides is answered as cancelled at
+/// once; the handler's accept then fails, and nothing else is sent.
+#[test]
+fn a_subscribe_cancelled_before_its_handler_decides_is_answered_cancelled() {
+    use std::sync::{Arc, Mutex};
+
+    use sansrpc::runtime::subscriptions::{Hub, Served};
+
+    let eth = MethodSubscription::ethereum();
+    let mut server = Connection::new(Config::default(), NOW);
+    let mut client = Connection::new(Config::default(), NOW);
+    let mut served = Served::new(Hub::new(|| {}));
+    let params = raw(r#"["newHeads"]"#);
+    client
+        .call(7, eth.subscribe, Some(&params), Default::default(), NOW)
+        .unwrap();
+    send(&mut client, &mut server);
+    let Some(Event::Request { handle, .. }) = server.poll_event() else {
+        panic!("the subscribe request")
+    };
+    let pending = served.pending(handle, &eth);
+    assert!(served.cancel(&mut server, handle));
+    assert!(!served.cancel(&mut server, handle), "once");
+    let accepted: Arc<Mutex<Option<bool>>> = Arc::default();
+    let seen = Arc::clone(&accepted);
+    pending.accept_with(Box::new(move |sink| {
+        *seen.lock().unwrap() = Some(sink.is_some())
+    }));
+    served.poll(&mut server, &mut |_| {});
+    assert_eq!(*accepted.lock().unwrap(), Some(false));
+    assert_eq!(server.subscriptions(), 0);
+    let wire = send(&mut server, &mut client);
+    let bodies = bodies(&wire);
+    assert_eq!(bodies.len(), 1, "{wire}");
+    assert!(
+        bodies[0].contains(r#""id":1"#) && bodies[0].contains(r#""error""#),
+        "{wire}"
+    );
+}

@@ -398,6 +398,8 @@ pub struct Served {
     active: BTreeMap<u64, (Arc<SubShared>, IncomingId)>,
     /// Subscribe requests accepted, → their subscription.
     accepted: BTreeMap<IncomingId, u64>,
+    /// Subscribe requests handed to a handler and not decided on yet.
+    undecided: BTreeSet<IncomingId>,
     /// Subscriptions with items left that the output had no room for.
     backlog: Vec<u64>,
 }
@@ -417,6 +419,7 @@ impl Served {
             hub,
             active: BTreeMap::new(),
             accepted: BTreeMap::new(),
+            undecided: BTreeSet::new(),
             backlog: Vec::new(),
         }
     }
@@ -428,11 +431,23 @@ impl Served {
 
     /// A pending subscription for the subscribe request `handle`, for its handler.
     pub fn pending(
-        &self,
+        &mut self,
         handle: IncomingId,
         declaration: &MethodSubscription,
     ) -> PendingSubscription {
+        self.undecided.insert(handle);
         PendingSubscription::new(handle, declaration.clone(), Arc::clone(&self.hub))
+    }
+
+    /// The peer cancelled request `handle`: when it is a subscribe its handler has not
+    /// decided on yet, it is answered as cancelled now (true), and the handler's decision,
+    /// when it comes, does nothing (an accept fails with [`NotAccepted`]).
+    pub fn cancel(&mut self, conn: &mut Connection, handle: IncomingId) -> bool {
+        if !self.undecided.remove(&handle) {
+            return false;
+        }
+        conn.respond_cancelled(handle);
+        true
     }
 
     /// True when the subscribe request `handle` was accepted (its handler decided).
@@ -473,6 +488,7 @@ impl Served {
             self.end(sub, Ended::Closed);
         }
         self.backlog.clear();
+        self.undecided.clear();
         let decisions = core::mem::take(&mut *lock(&self.hub.decisions));
         drop(decisions);
     }
@@ -502,6 +518,13 @@ impl Served {
         declaration: &MethodSubscription,
         decision: Decision,
     ) {
+        if !self.undecided.remove(&handle) {
+            // Cancelled by the peer (answered then), or the connection closed.
+            if let Decision::Accept(reply) = decision {
+                reply(None);
+            }
+            return;
+        }
         match decision {
             Decision::Accept(reply) => {
                 let Some(sub) = conn.accept_subscription(handle, declaration) else {

@@ -205,14 +205,14 @@ impl Served {
         let Some(serving) = &mut self.0 else {
             return false;
         };
-        match serving.by_handle.get(&handle) {
-            Some(task) if !serving.core.is_accepted(handle) => {
-                task.abort.abort();
-                conn.respond_cancelled(handle);
-                true
-            }
-            _ => false,
+        let Some(task) = serving.by_handle.get(&handle) else {
+            return false;
+        };
+        if !serving.core.cancel(conn, handle) {
+            return false;
         }
+        task.abort.abort();
+        true
     }
 
     /// The client unsubscribed `sub`: its sinks learn it, its handler is dropped.

@@ -460,6 +460,10 @@ impl Driver {
                 Event::Cancel { handle } => {
                     if let Some(flag) = self.inflight.get(&handle) {
                         flag.store(true, Ordering::Relaxed);
+                    } else {
+                        // A subscribe not decided on yet is answered as cancelled; its
+                        // handler's accept then fails.
+                        self.served.cancel(&mut self.conn, handle);
                     }
                 }
                 Event::StreamClosed { stream } => {
