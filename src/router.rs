@@ -9,7 +9,11 @@ use core::cmp::Ordering;
 use core::fmt;
 use core::time::Duration;
 
-#[cfg(any(feature = "discover", feature = "streams"))]
+#[cfg(any(
+    feature = "discover",
+    feature = "streams",
+    all(feature = "std", feature = "subscriptions")
+))]
 use serde::de::DeserializeOwned;
 #[cfg(feature = "discover")]
 use serde_json::{json, Map, Value};
@@ -37,6 +41,21 @@ pub type Staged = Box<dyn FnOnce(&mut Vec<u8>) -> Outcome + Send>;
 type OpenFn = dyn Fn(Option<&RawValue>) -> Result<crate::connection::stream::BoxSource, ErrorObject<'static>>
     + Send
     + Sync;
+
+/// A method subscription's handler, given the request's params: its work for the pending
+/// subscription, or the error the subscribe is answered with.
+#[cfg(all(feature = "std", feature = "subscriptions"))]
+type SubscribeFn =
+    dyn Fn(Option<&RawValue>) -> Result<Subscribe, ErrorObject<'static>> + Send + Sync;
+
+/// A subscription handler's work for one subscribe request
+/// ([`Router::open_subscription`]): the driver runs it where it runs handlers (a worker
+/// thread), with the request's pending subscription.
+#[cfg(all(feature = "std", feature = "subscriptions"))]
+pub type Subscribe = Box<dyn FnOnce(crate::runtime::subscriptions::PendingSubscription) + Send>;
+
+#[cfg(all(feature = "std", feature = "subscriptions"))]
+use crate::connection::subscriptions::MethodSubscription;
 
 enum Handler {
     Call(Box<CallFn>),
@@ -295,6 +314,9 @@ pub struct Router {
     /// Stream-returning methods (`connection::stream`), by name.
     #[cfg(feature = "streams")]
     streams: BTreeMap<String, Box<OpenFn>>,
+    /// Method subscriptions (`connection::subscriptions`), by subscribe method.
+    #[cfg(all(feature = "std", feature = "subscriptions"))]
+    subscriptions: BTreeMap<String, (MethodSubscription, Box<SubscribeFn>)>,
     /// Methods served elsewhere (an adapter's async handlers, streams), listed by
     /// `rpc.discover`: their params' shape, documentation, and whether they open a stream.
     #[cfg(feature = "discover")]
@@ -331,6 +353,8 @@ impl Router {
             layers: Vec::new(),
             #[cfg(feature = "streams")]
             streams: BTreeMap::new(),
+            #[cfg(all(feature = "std", feature = "subscriptions"))]
+            subscriptions: BTreeMap::new(),
             #[cfg(feature = "discover")]
             listed: BTreeMap::new(),
             extensions: true,
@@ -580,6 +604,89 @@ impl Router {
             (param_shape::<P>(), MethodDoc::default(), true),
         );
         Ok(())
+    }
+
+    /// Registers a method subscription ([`connection::subscriptions`](crate::connection::subscriptions)),
+    /// served by a driver with threads (the blocking adapter; the async adapters take
+    /// theirs on their `AsyncRouter`): a request to `declaration`'s subscribe method runs
+    /// `handler` where the driver runs handlers (a worker thread), with the request's
+    /// [`PendingSubscription`](crate::runtime::subscriptions::PendingSubscription) and the
+    /// params decoded as `P` (`-32602` when they do not fit; the layers' gates decide
+    /// first, as for every call). The handler accepts, blocking its thread until the
+    /// connection has answered the id, and gets a
+    /// [`SubscriptionSink`](crate::runtime::subscriptions::SubscriptionSink) usable from any
+    /// thread; or it rejects with an error. It may send from where it is, or hand the sink
+    /// to a producer of its own and return (a long loop holds a worker of the pool). The
+    /// connection answers the unsubscribe method itself; before any subscription of the
+    /// connection the router answers it `false`. A driver that does not serve
+    /// subscriptions ([`dispatch`](Self::dispatch)) answers the subscribe method `-32601`.
+    #[cfg(all(feature = "std", feature = "subscriptions"))]
+    pub fn subscription<P, F>(
+        &mut self,
+        declaration: MethodSubscription,
+        handler: F,
+    ) -> Result<(), RegisterError>
+    where
+        P: DeserializeOwned + Send + 'static,
+        F: Fn(crate::runtime::subscriptions::PendingSubscription, P) + Send + Sync + 'static,
+    {
+        let name = declaration.subscribe;
+        if name.starts_with("rpc.") {
+            return Err(RegisterError::Reserved(name.to_string()));
+        }
+        #[cfg(feature = "streams")]
+        let stream = self.streams.contains_key(name);
+        #[cfg(not(feature = "streams"))]
+        let stream = false;
+        if self.methods.get(name).is_some() || stream || self.subscriptions.contains_key(name) {
+            return Err(RegisterError::Duplicate(name.to_string()));
+        }
+        // Taken by the connection once it has a subscription of this declaration.
+        self.raw_method(declaration.unsubscribe, |_, out| {
+            out.extend_from_slice(b"false");
+            Ok(())
+        })?;
+        let shape = param_shape::<P>();
+        let handler = alloc::sync::Arc::new(handler);
+        let open = move |params: Option<&RawValue>| -> Result<Subscribe, ErrorObject<'static>> {
+            let params = decode_params::<P>(params, &shape)?;
+            let handler = alloc::sync::Arc::clone(&handler);
+            Ok(Box::new(move |pending| handler(pending, params)))
+        };
+        #[cfg(feature = "discover")]
+        self.listed.insert(
+            name.to_string(),
+            (param_shape::<P>(), MethodDoc::default(), false),
+        );
+        self.subscriptions
+            .insert(name.to_string(), (declaration, Box::new(open)));
+        Ok(())
+    }
+
+    /// The declaration of the subscription whose subscribe method is `method`, if one was
+    /// registered with [`Router::subscription`].
+    #[cfg(all(feature = "std", feature = "subscriptions"))]
+    pub fn subscription_of(&self, method: &str) -> Option<&MethodSubscription> {
+        self.subscriptions
+            .get(method)
+            .map(|(declaration, _)| declaration)
+    }
+
+    /// A subscribe request `call` to a method registered with [`Router::subscription`],
+    /// past the layers' gates: the handler's work with its declaration, or the error to
+    /// answer (refused by a layer, params that do not fit); `None` when `call`'s method is
+    /// not a subscribe method.
+    #[cfg(all(feature = "std", feature = "subscriptions"))]
+    pub fn open_subscription(
+        &self,
+        call: &Call<'_>,
+    ) -> Option<(&MethodSubscription, Result<Subscribe, ErrorObject<'static>>)> {
+        let (declaration, open) = self.subscriptions.get(call.method)?;
+        let opened = self.admit(call).and_then(|admitted| match admitted {
+            Admit::Unchanged => open(call.params),
+            Admit::Params(params) => open(params.as_deref()),
+        });
+        Some((declaration, opened))
     }
 
     /// Lists a method served outside this router (an adapter's async handler, with params

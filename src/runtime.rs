@@ -2,7 +2,9 @@
 //! turns `std::time::Instant` into the core's [`Instant`] and back, per-connection values
 //! shared by handlers ([`Locals`]), whether a process still runs ([`process_alive`], for an
 //! LSP server whose editor died), and the client interceptors' view of each call, timed
-//! ([`Observe`], [`ObserveBatch`]). The only part of the crate that reads a clock, locks or
+//! ([`Observe`], [`ObserveBatch`]), and method subscriptions' sinks and readers shared
+//! between a driver's thread and the others ([`subscriptions`], feature `subscriptions`).
+//! The only part of the crate that reads a clock, locks or
 //! asks the operating system; feature `std`.
 
 use alloc::string::{String, ToString};
@@ -218,3 +220,6 @@ impl ObserveBatch {
         }
     }
 }
+
+#[cfg(feature = "subscriptions")]
+pub mod subscriptions;

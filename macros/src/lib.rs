@@ -28,9 +28,9 @@ use syn::{
 /// Turns a trait into a server trait and a client extension; see the crate docs of
 /// `sansrpc_futures` (`rpc`) and `docs/methods.md`.
 ///
-/// Arguments: `server` (async, on the `AsyncRouter`), `sync` (plain methods, on the core
-/// `Router`), `client`, `blocking_client` (on `sansrpc_blocking::Client`; at least one of
-/// the four), `namespace = "eth"` (wire names become
+/// Arguments: `server` (async, on the `AsyncRouter`), `sync` (plain methods and
+/// subscriptions, on the core `Router`: the blocking adapter serves it), `client`,
+/// `blocking_client` (on `sansrpc_blocking::Client`; at least one of the four), `namespace = "eth"` (wire names become
 /// `eth_name`), `crate = path` (where the generated code finds the adapter, default
 /// `::sansrpc_futures`).
 #[proc_macro_attribute]
@@ -223,28 +223,6 @@ fn expand_or_error(
                 None => {
                     seen.insert(name, rpc.func.sig.ident.clone());
                 }
-            }
-        }
-    }
-    for (asked, what) in [
-        (
-            args.sync,
-            "a `sync` server (the core Router) does not serve subscriptions",
-        ),
-        (
-            args.blocking_client,
-            "a `blocking_client` does not follow subscriptions",
-        ),
-    ] {
-        if !asked {
-            continue;
-        }
-        for rpc in &rpcs {
-            if matches!(rpc.kind, Kind::Subscription { .. }) {
-                push(syn::Error::new(
-                    rpc.func.sig.ident.span(),
-                    format!("{what}: put them in a trait of their own"),
-                ));
             }
         }
     }
@@ -774,15 +752,34 @@ fn sync_server(item: &ItemTrait, rpcs: &[Rpc], support: &TokenStream2) -> TokenS
     let mut methods = TokenStream2::new();
     let mut mounts = TokenStream2::new();
     for rpc in rpcs {
-        let Kind::Method { ret, .. } = &rpc.kind else {
-            continue;
-        };
         let h = hidden(&item.ident, rpc);
         let attrs = &rpc.attrs;
         let ident = &rpc.func.sig.ident;
         let names: Vec<_> = rpc.params.iter().map(|p| &p.name).collect();
         let types: Vec<_> = rpc.params.iter().map(|p| &p.ty).collect();
         let (params, method) = (&h.params, &h.method);
+        let ret = match &rpc.kind {
+            Kind::Method { ret, .. } => ret,
+            Kind::Subscription { pending, .. } => {
+                // The core router's pending subscription, whose `accept` blocks the worker
+                // thread the handler runs on.
+                let pending_name = &pending.name;
+                let declaration = &h.declaration;
+                methods.extend(quote! {
+                    #(#attrs)*
+                    fn #ident(&self, #pending_name: #support::SyncPendingSubscription, #( #names: #types ),*);
+                });
+                mounts.extend(quote! {
+                    {
+                        let this = ::std::sync::Arc::clone(&this);
+                        router.subscription(#declaration, move |pending: #support::SyncPendingSubscription, params: #params| {
+                            this.#ident(pending, #( params.#names ),*)
+                        })?;
+                    }
+                });
+                continue;
+            }
+        };
         methods.extend(quote! {
             #(#attrs)*
             fn #ident(&self, #( #names: #types ),*) -> #ret;
@@ -808,8 +805,8 @@ fn sync_server(item: &ItemTrait, rpcs: &[Rpc], support: &TokenStream2) -> TokenS
         #vis trait #name: ::core::marker::Send + ::core::marker::Sync + 'static {
             #methods
 
-            /// Registers every method of this API on the core `router`, served by `self`;
-            /// fails when a name is already taken there.
+            /// Registers every method and subscription of this API on the core `router`,
+            /// served by `self`; fails when a name is already taken there.
             fn mount_sync(self, router: &mut #support::Router) -> ::core::result::Result<(), #support::RegisterError>
             where
                 Self: ::core::marker::Sized,
@@ -838,15 +835,12 @@ fn blocking_client(item: &ItemTrait, rpcs: &[Rpc], support: &TokenStream2) -> To
     let vis = &item.vis;
     let name = format_ident!("{}BlockingClient", item.ident);
     let doc = format!(
-        "The client side of `{}`'s API on a `sansrpc_blocking::Client`: typed calls that block.",
+        "The client side of `{}`'s API on a `sansrpc_blocking::Client`: typed calls that block, and subscriptions read as iterators.",
         item.ident
     );
     let mut decls = TokenStream2::new();
     let mut impls = TokenStream2::new();
     for rpc in rpcs {
-        let Kind::Method { ok, .. } = &rpc.kind else {
-            continue;
-        };
         let h = hidden(&item.ident, rpc);
         let attrs = &rpc.attrs;
         let ident = &rpc.func.sig.ident;
@@ -856,6 +850,23 @@ fn blocking_client(item: &ItemTrait, rpcs: &[Rpc], support: &TokenStream2) -> To
         let (method, build) = match rpc.param_kind {
             ParamKind::Array => (&h.positional, quote!(( #( #names, )* ))),
             ParamKind::Map => (&h.method, quote!(#params { #( #names ),* })),
+        };
+        let ok = match &rpc.kind {
+            Kind::Method { ok, .. } => ok,
+            Kind::Subscription { item: ty, .. } => {
+                let declaration = &h.declaration;
+                let output = quote!(::core::result::Result<::sansrpc_blocking::Subscription<#ty>, #support::CallError>);
+                decls.extend(quote! {
+                    #(#attrs)*
+                    fn #ident(&self, #( #names: #types ),*) -> #output;
+                });
+                impls.extend(quote! {
+                    fn #ident(&self, #( #names: #types ),*) -> #output {
+                        ::sansrpc_blocking::Client::subscribe(self, &#declaration, &#build)
+                    }
+                });
+                continue;
+            }
         };
         let output = quote!(::core::result::Result<#ok, #support::CallError>);
         decls.extend(quote! {

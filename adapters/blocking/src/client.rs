@@ -84,7 +84,7 @@ pub(crate) struct Pending {
 impl Pending {
     /// Waits for the answer, a little longer than the request's own deadline.
     pub(crate) fn wait(self) -> RawResult {
-        let result = wait(&self.rx, self.limit);
+        let result = wait_answer(&self.rx, self.limit);
         if let Some(observe) = &self.observe {
             observe.after(&result);
         }
@@ -245,7 +245,7 @@ impl Client {
     }
 
     /// How long a call with `timeout` may be waited for.
-    fn limit(&self, timeout: Timeout) -> Option<Duration> {
+    pub(crate) fn limit(&self, timeout: Timeout) -> Option<Duration> {
         match timeout {
             Timeout::Default => self.link.default_timeout,
             Timeout::Never => None,
@@ -361,7 +361,7 @@ impl Client {
         }
     }
 
-    fn run(&self, op: Op) -> Result<(), CallError> {
+    pub(crate) fn run(&self, op: Op) -> Result<(), CallError> {
         self.link
             .cmds
             .send(Cmd::With(op))
@@ -402,7 +402,10 @@ impl Client {
 }
 
 /// Waits for an answer, a little longer than the request's own deadline.
-fn wait<T>(rx: &Receiver<Result<T, CallError>>, limit: Option<Duration>) -> Result<T, CallError> {
+pub(crate) fn wait_answer<T>(
+    rx: &Receiver<Result<T, CallError>>,
+    limit: Option<Duration>,
+) -> Result<T, CallError> {
     let answer = match limit {
         Some(limit) => rx.recv_timeout(limit + SLACK),
         None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
@@ -467,7 +470,7 @@ impl SendBatch for Client {
                 Err(e) => drop(tx.send(Err(CallError::Send(e)))),
             }
         }))?;
-        let result = wait(&rx, self.limit(timeout));
+        let result = wait_answer(&rx, self.limit(timeout));
         if let Some(observe) = observe {
             observe.after(&result);
         }

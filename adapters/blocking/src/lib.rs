@@ -33,6 +33,12 @@
 //! `max` at a time, so an iterator that blocks never stalls the connection. Clients read
 //! streams as iterators ([`Client::stream`]), with pulls pipelined.
 //!
+//! A method subscription ([`Router::subscription`](sansrpc::router::Router::subscription),
+//! the Ethereum shape) runs its handler on the pool with a [`PendingSubscription`]; once
+//! accepted, its [`SubscriptionSink`] sends from any thread into a queue bounded by the
+//! declaration, which the driver thread empties into the connection. Clients follow one as
+//! an iterator ([`Client::subscribe`]), which unsubscribes when dropped (docs/subscriptions.md).
+//!
 //! Input is read in at most [`Options::read_buffers`] chunks ahead of the endpoint: when the
 //! endpoint pushes back, the reader stops reading.
 //!
@@ -76,6 +82,7 @@ mod extension;
 mod pool;
 pub mod reconnect;
 mod stream;
+mod subscription;
 mod transport;
 mod worker;
 
@@ -92,6 +99,10 @@ pub use sansrpc::client::{BatchSlot, RawResult};
 pub use sansrpc::method::CallError;
 pub use sansrpc::Timeout;
 pub use stream::{StreamIter, StreamOptions, TypedIter};
+pub use subscription::{
+    Ended, NotAccepted, PendingSubscription, RawSubscription, Subscription, SubscriptionError,
+    SubscriptionSink,
+};
 pub use transport::{connect_tcp, serve_stdio, serve_stdio_status, serve_tcp, spawn_child, Server};
 #[cfg(unix)]
 pub use transport::{connect_unix, serve_unix, UnixServer};

@@ -60,3 +60,17 @@ fn streams_threads_sums_the_streamed_items() {
         ["sum of 1..=1000: 500500"]
     );
 }
+
+#[test]
+fn new_heads_threads_follows_three_heads_and_unsubscribes() {
+    assert_eq!(
+        run_example(PACKAGE, "new_heads_threads", &[]),
+        [
+            r#"head "0x0""#,
+            r#"head "0x1""#,
+            r#"head "0x2""#,
+            "unsubscribed: true",
+            "the server saw: the client unsubscribed",
+        ]
+    );
+}

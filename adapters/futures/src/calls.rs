@@ -5,6 +5,7 @@ use futures::channel::oneshot;
 use sansrpc::client::{send_batch, Answered, Callers};
 use sansrpc::connection::Connection;
 use sansrpc::connection::{RequestOptions, SendError};
+use sansrpc::runtime::subscriptions::answer_false;
 use sansrpc::Instant;
 
 use crate::client::{CallError, Command, RawResult};
@@ -72,29 +73,22 @@ impl Calls {
                 }
             }
             Command::Unsubscribe { key, call, reply } => {
-                let Some((method, params)) = self.subs.unsubscribe_call(key) else {
-                    // Never bound, or over already (the server ended it).
-                    self.subs.forget(key);
-                    if let Some(reply) = reply {
-                        let _ = reply.send(Ok(
-                            sansrpc::RawValue::from_string("false".into()).expect("JSON")
-                        ));
-                    }
-                    return None;
-                };
-                let options = RequestOptions::timeout(sansrpc::Timeout::Default);
-                match conn.call(call, method, Some(&params), options, now) {
+                match self.subs.unsubscribe(conn, key, call, now) {
                     Err(SendError::OutputFull) => {
                         return Some(Command::Unsubscribe { key, call, reply })
                     }
-                    Ok(()) => {
-                        self.subs.forget(key);
+                    // Never bound, or over already (the server ended it).
+                    Ok(false) => {
+                        if let Some(reply) = reply {
+                            let _ = reply.send(Ok(answer_false()));
+                        }
+                    }
+                    Ok(true) => {
                         if let Some(reply) = reply {
                             self.waiters.call(call, reply);
                         }
                     }
                     Err(e) => {
-                        self.subs.forget(key);
                         if let Some(reply) = reply {
                             let _ = reply.send(Err(CallError::Send(e)));
                         }

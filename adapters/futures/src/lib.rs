@@ -121,6 +121,7 @@ pub mod __macros {
     pub use sansrpc::connection::subscriptions::{IdStyle, LagPolicy, MethodSubscription};
     pub use sansrpc::method::Method;
     pub use sansrpc::router::{RegisterError, Router};
+    pub use sansrpc::runtime::subscriptions::PendingSubscription as SyncPendingSubscription;
     pub use sansrpc::ErrorObject;
     pub use serde;
 }

@@ -373,3 +373,115 @@ fn the_blocking_client_extension_calls_the_sync_server() {
     client.close();
     server.shutdown();
 }
+
+/// Subscriptions from one trait on threads: a sync server on the core `Router` (the
+/// blocking adapter serves it) and the blocking client's iterator; the async client too.
+#[sansrpc_tokio::rpc(sync, blocking_client, client, namespace = "chain")]
+pub trait Chain {
+    /// The head's number.
+    #[method(name = "head")]
+    async fn head(&self) -> Result<u64, ErrorObject<'static>>;
+
+    /// The heads from `from` on, one per item; -32602 for a `from` past the head.
+    #[subscription(name = "subscribeHeads", item = u64, notification = "head", unsubscribe = "unsubscribeHeads", ids = number)]
+    async fn heads(&self, pending: sansrpc_blocking::PendingSubscription, from: u64);
+}
+
+/// A chain of 16 heads: each subscription gets those from `from` on, from a thread of its
+/// own, then waits for its end and reports it.
+struct Heads {
+    ended: std::sync::Mutex<std::sync::mpsc::Sender<sansrpc_blocking::Ended>>,
+}
+
+impl ChainSyncServer for Heads {
+    fn head(&self) -> Result<u64, ErrorObject<'static>> {
+        Ok(15)
+    }
+
+    fn heads(&self, pending: sansrpc_blocking::PendingSubscription, from: u64) {
+        if from > 15 {
+            return pending.reject(ErrorObject::fixed(-32602, "past the head"));
+        }
+        let sink = pending.accept().expect("accepted");
+        let ended = self.ended.lock().unwrap().clone();
+        // The handler's worker is not held: a thread of its own produces.
+        std::thread::spawn(move || {
+            for n in from..16 {
+                // A client that drops its iterator at once may end it before this sends.
+                if sink.send(&n).is_err() {
+                    break;
+                }
+            }
+            let _ = ended.send(sink.wait_closed());
+        });
+    }
+}
+
+#[test]
+fn a_sync_servers_subscription_iterates_on_the_generated_blocking_client() {
+    // A hang is a failure, not a stuck run.
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = finished.recv_timeout(LIMIT) {
+            eprintln!("not done within {LIMIT:?}");
+            std::process::abort();
+        }
+    });
+    let (ended_tx, ended) = std::sync::mpsc::channel();
+    let chain = Heads {
+        ended: std::sync::Mutex::new(ended_tx),
+    };
+    let router = chain.into_sync_router().unwrap();
+    let options = sansrpc_blocking::Options::default;
+    let server = sansrpc_blocking::serve_tcp("127.0.0.1:0", Arc::new(router), options()).unwrap();
+    let client = sansrpc_blocking::connect_tcp(server.local_addr(), options()).unwrap();
+    assert_eq!(ChainBlockingClient::head(&client).unwrap(), 15);
+    let mut heads = ChainBlockingClient::heads(&client, 10).unwrap();
+    assert_eq!(heads.id().get(), "1");
+    let seen: Vec<u64> = heads.by_ref().take(6).map(Result::unwrap).collect();
+    assert_eq!(seen, [10, 11, 12, 13, 14, 15]);
+    assert!(heads.unsubscribe().unwrap());
+    assert_eq!(ended.recv().unwrap(), sansrpc_blocking::Ended::Unsubscribed);
+    match ChainBlockingClient::heads(&client, 99) {
+        Err(CallError::Rpc(e)) => assert_eq!(e.code, -32602),
+        other => panic!("the handler's error, not {other:?}"),
+    }
+    // Dropping the iterator unsubscribes.
+    let heads = ChainBlockingClient::heads(&client, 15).unwrap();
+    drop(heads);
+    assert_eq!(ended.recv().unwrap(), sansrpc_blocking::Ended::Unsubscribed);
+    client.close();
+    server.shutdown();
+    let _ = done.send(());
+}
+
+#[tokio::test]
+async fn a_sync_servers_subscription_streams_to_the_generated_async_client() {
+    within(LIMIT, async {
+        let (ended_tx, ended) = std::sync::mpsc::channel();
+        let chain = Heads {
+            ended: std::sync::Mutex::new(ended_tx),
+        };
+        let router = chain.into_sync_router().unwrap();
+        let options = sansrpc_blocking::Options::default();
+        let server = sansrpc_blocking::serve_tcp("127.0.0.1:0", Arc::new(router), options).unwrap();
+        let stream = tokio::net::TcpStream::connect(server.local_addr())
+            .await
+            .unwrap();
+        let conn = sansrpc_tokio::spawn(Builder::new(), sansrpc_tokio::tcp(stream));
+        let mut heads = ChainClient::heads(&conn, 12).await.unwrap();
+        let mut seen = Vec::new();
+        while seen.len() < 4 {
+            seen.push(heads.next().await.unwrap().unwrap());
+        }
+        assert_eq!(seen, [12, 13, 14, 15]);
+        assert!(heads.unsubscribe().await.unwrap());
+        let why = tokio::task::spawn_blocking(move || ended.recv().unwrap());
+        assert_eq!(why.await.unwrap(), sansrpc_blocking::Ended::Unsubscribed);
+        conn.client.close().await;
+        tokio::task::spawn_blocking(move || server.shutdown())
+            .await
+            .unwrap();
+    })
+    .await;
+}

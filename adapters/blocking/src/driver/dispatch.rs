@@ -19,7 +19,8 @@ use sansrpc::connection::stream::Produced;
 use sansrpc::connection::Event;
 use sansrpc::connection::{IncomingId, Profile};
 use sansrpc::method::CallError;
-use sansrpc::router::{Reply, Router};
+use sansrpc::router::{Call, Reply, Router, Subscribe};
+use sansrpc::runtime::subscriptions::PendingSubscription;
 use sansrpc::{ErrorObject, Id, Instant, RawValue, Request};
 
 use super::{Cmd, Driver};
@@ -376,6 +377,22 @@ impl Driver {
             any = true;
             match event {
                 Event::Request { handle, request } => {
+                    let call = Call {
+                        method: &request.method,
+                        params: request.params.as_deref(),
+                        id: Some(&request.id),
+                    };
+                    if let Some((declaration, opened)) = self.router.open_subscription(&call) {
+                        let cx = context(&request, Arc::new(AtomicBool::new(false)), &conn);
+                        match opened {
+                            Ok(work) => {
+                                let pending = self.served.pending(handle, declaration);
+                                self.subscribe(work, pending, cx);
+                            }
+                            Err(e) => self.conn.respond(handle, Err(&e)),
+                        }
+                        continue;
+                    }
                     if !self.router.is_stream_method(&request.method) {
                         let request = request.into_owned();
                         let cx = (self.jobs.is_some()).then(|| {
@@ -413,7 +430,11 @@ impl Driver {
                 // Here, in arrival order: its effects are visible to every request that
                 // arrived after it (LSP's didChange before completion).
                 Event::Notification(n) => {
-                    self.router.notify(&n);
+                    // Our own subscriptions' notifications go to their inboxes.
+                    let params = n.params.as_deref();
+                    if !self.waiters.subs.notification(&n.method, params) {
+                        self.router.notify(&n);
+                    }
                     self.conn.notification_done();
                 }
                 Event::Answer {
@@ -421,9 +442,11 @@ impl Driver {
                     index,
                     result,
                     last,
-                } => self
-                    .waiters
-                    .answer(token, index, shared::answer(result), last),
+                } => {
+                    let result = shared::answer(result);
+                    let conn = &mut self.conn;
+                    self.waiters.answer(conn, token, index, result, last, now);
+                }
                 Event::Ended {
                     token,
                     index,
@@ -431,19 +454,30 @@ impl Driver {
                     last,
                 } => {
                     let ended = Err(CallError::Ended(reason));
-                    self.waiters.answer(token, index, ended, last);
+                    let conn = &mut self.conn;
+                    self.waiters.answer(conn, token, index, ended, last, now);
                 }
                 Event::Cancel { handle } => {
                     if let Some(flag) = self.inflight.get(&handle) {
                         flag.store(true, Ordering::Relaxed);
+                    } else {
+                        // A subscribe not decided on yet is answered as cancelled; its
+                        // handler's accept then fails.
+                        self.served.cancel(&mut self.conn, handle);
                     }
                 }
                 Event::StreamClosed { stream } => {
                     self.lent.remove(&stream);
                     room += 1;
                 }
+                Event::Unsubscribed { sub } => {
+                    // The handler (or the producer it gave the sink to) learns it there.
+                    self.served.unsubscribed(sub);
+                }
                 Event::Closed { .. } => {
                     self.lent.clear();
+                    self.served.clear();
+                    self.waiters.subs.clear();
                     self.closed.store(true, Ordering::Relaxed);
                     self.link.closed.store(true, Ordering::Relaxed);
                 }
@@ -459,6 +493,24 @@ impl Driver {
             }
         }
         any
+    }
+
+    /// Runs a subscription handler on the pool with its pending subscription (it accepts
+    /// there, waiting for this thread to answer the id). Without a pool, or with the pool
+    /// gone, the pending subscription is dropped: answered `-32603`.
+    fn subscribe(&mut self, work: Subscribe, pending: PendingSubscription, cx: RequestContext) {
+        let closed = Arc::clone(&self.closed);
+        let job: Job = Box::new(move || {
+            if closed.load(Ordering::Relaxed) {
+                return;
+            }
+            // A panic drops the pending subscription (answered `-32603`) or the sink.
+            let run = std::panic::AssertUnwindSafe(|| with_context(cx, || work(pending)));
+            let _ = std::panic::catch_unwind(run);
+        });
+        if let Some(jobs) = &self.jobs {
+            let _ = jobs.send(job);
+        }
     }
 
     /// Hands a request to the handler pool with its context, or answers it here when there

@@ -16,6 +16,7 @@ use sansrpc::connection::IncomingId;
 use sansrpc::driver::StreamIo;
 use sansrpc::method::CallError;
 use sansrpc::router::{Reply, Router};
+use sansrpc::runtime::subscriptions::{Hub, Served, Subscribed};
 use sansrpc::Instant;
 
 mod dispatch;
@@ -34,6 +35,8 @@ use crate::Options;
 pub(crate) struct Waiters {
     next: u64,
     pub callers: Callers<Sender<RawResult>, Sender<Result<Vec<RawResult>, CallError>>>,
+    /// Our method subscriptions: their routes and inboxes (the core's).
+    pub subs: Subscribed,
 }
 
 impl Waiters {
@@ -43,7 +46,18 @@ impl Waiters {
         self.next
     }
 
-    fn answer(&mut self, token: u64, index: usize, result: RawResult, last: bool) {
+    /// Gives the answer of one call to whoever waits for its token; a subscribe's id is
+    /// bound first, before any later notification is read.
+    fn answer(
+        &mut self,
+        conn: &mut Connection,
+        token: u64,
+        index: usize,
+        mut result: RawResult,
+        last: bool,
+        now: Instant,
+    ) {
+        self.subs.answer(conn, token, &mut result, now);
         // The caller may have given up; then nobody wants the answer.
         match self.callers.answer(token, index, result, last) {
             Some(Answered::Call(tx, result)) => drop(tx.send(result)),
@@ -117,6 +131,11 @@ pub(crate) fn spawn(
         waiters: Waiters::default(),
         inflight: BTreeMap::new(),
         lent: BTreeMap::new(),
+        served: Served::new(Hub::new({
+            // Sinks and handlers on other threads wake the driver through its channel.
+            let me = me.clone();
+            move || drop(me.send(Cmd::Wake))
+        })),
         router: handlers.router,
         jobs: handlers.jobs,
         closed: Arc::new(AtomicBool::new(false)),
@@ -153,6 +172,8 @@ struct Driver {
     /// The producers of the streams this connection serves; their iterators run on the
     /// handler pool.
     lent: BTreeMap<u64, Lent>,
+    /// The method subscriptions this connection serves (the core's table).
+    served: Served,
     router: Arc<Router>,
     jobs: Option<Sender<Job>>,
     /// Set once the connection is closed: queued jobs of this connection are skipped.
@@ -218,6 +239,9 @@ impl Driver {
         if self.conn.poll_timeout().is_some_and(|d| d <= now) {
             self.conn.handle_timeout(now);
         }
+        // First what the sinks handed over before the input of this turn came: a
+        // subscription its server ended is over before an unsubscribe read after it.
+        let pushing = self.push(now);
         self.io.feed(&mut self.conn, now);
         // Chunks consumed go back to the reader, which reads only into one it holds.
         while let (Some(chunk), Some(free)) = (self.io.take_spare(), &self.free) {
@@ -228,9 +252,9 @@ impl Driver {
         if self.conn.is_finished() {
             return;
         }
-        if self.io.interest(&mut self.conn).again || producing {
-            // Input was held back (draining the events made room for it), or a stream has
-            // more to produce: no waiting.
+        if self.io.interest(&mut self.conn).again || producing || pushing {
+            // Input was held back (draining the events made room for it), or a stream or
+            // a subscription has more to send: no waiting.
             return;
         }
         let wait = self
@@ -275,6 +299,21 @@ impl Driver {
             // The connection drains its extension with its events, this turn.
             Cmd::Wake => {}
         }
+    }
+
+    /// Takes the subscription handlers' decisions and moves their sinks' items into the
+    /// connection (while less than `OUTPUT_ROOM` of output waits), then writes them. True
+    /// when some were held back for room.
+    fn push(&mut self, now: Instant) -> bool {
+        if self.served.is_idle() {
+            return false;
+        }
+        // A handler runs on the pool and cannot be stopped: a subscription that ends
+        // leaves it to learn so from its sink.
+        if self.served.poll(&mut self.conn, &mut |_| {}) {
+            self.pump(now);
+        }
+        self.served.is_held_back()
     }
 
     /// Writes the output and routes the events, until neither is left.

@@ -1,0 +1,213 @@
+//! Method subscriptions in the Ethereum shape on threads
+//! ([`sansrpc::connection::subscriptions`]): a client's [`Subscription`], an iterator of
+//! items. The serving side is the core's
+//! ([`Router::subscription`](sansrpc::router::Router::subscription), whose handler gets a
+//! [`PendingSubscription`](sansrpc::runtime::subscriptions::PendingSubscription) and then a
+//! [`SubscriptionSink`](sansrpc::runtime::subscriptions::SubscriptionSink) usable from any
+//! thread); the driver thread moves the sinks' items into the connection.
+//!
+//! Every rule is the core's, and so is the state shared between threads (the sinks, the
+//! client's inboxes: [`sansrpc::runtime::subscriptions`], shared with the futures adapter):
+//! this file only waits.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+
+use sansrpc::connection::subscriptions::MethodSubscription;
+use sansrpc::connection::Timeout;
+use sansrpc::method::CallError;
+use sansrpc::runtime::subscriptions::{answer_false, Inbox, Next};
+use sansrpc::RawValue;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+pub use sansrpc::runtime::subscriptions::{
+    Ended, NotAccepted, PendingSubscription, SubscriptionError, SubscriptionSink,
+};
+
+use crate::client::{wait_answer, Client};
+
+/// A subscription to the peer, read as an [`Iterator`] of raw JSON items: from
+/// [`Client::subscribe_raw`]. Each `next` blocks until a notification comes; the iterator
+/// ends when the server ends the subscription (after [`SubscriptionError::Ended`] when it
+/// said why), when the connection ends, and after [`unsubscribe`](Self::unsubscribe).
+/// Dropping it unsubscribes (the answer is not waited for).
+///
+/// It holds at most the declaration's [`capacity`](MethodSubscription::capacity) items
+/// unread; past that the oldest are dropped and it yields [`SubscriptionError::Lagged`],
+/// as it does when the server dropped items for a slow reader.
+pub struct RawSubscription {
+    client: Client,
+    key: u64,
+    id: Box<RawValue>,
+    inbox: Arc<Inbox>,
+    /// Unsubscribed, or the iterator ended: nothing to do when dropped.
+    done: bool,
+}
+
+impl fmt::Debug for RawSubscription {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RawSubscription")
+            .field("id", &self.id.get())
+            .finish()
+    }
+}
+
+impl RawSubscription {
+    /// The subscription id the server gave (its JSON: `"0x1"`, `31`).
+    pub fn id(&self) -> &RawValue {
+        &self.id
+    }
+
+    /// Decodes each item as `T`.
+    pub fn typed<T: DeserializeOwned>(self) -> Subscription<T> {
+        Subscription {
+            raw: self,
+            _item: PhantomData,
+        }
+    }
+
+    /// Unsubscribes and waits for the server's answer (`true` when it ended the
+    /// subscription). The iterator is over either way.
+    pub fn unsubscribe(mut self) -> Result<bool, CallError> {
+        self.done = true;
+        let key = self.key;
+        let (tx, rx) = mpsc::channel();
+        self.client.run(Box::new(move |conn, now, waiters| {
+            let token = waiters.token();
+            match waiters.subs.unsubscribe(conn, key, token, now) {
+                Ok(true) => waiters.callers.call(token, tx),
+                // Never bound, or over already (the server ended it).
+                Ok(false) => drop(tx.send(Ok(answer_false()))),
+                Err(e) => drop(tx.send(Err(CallError::Send(e)))),
+            }
+        }))?;
+        let answer = wait_answer(&rx, self.client.limit(Timeout::Default))?;
+        answer.deserialize().map_err(CallError::Decode)
+    }
+}
+
+impl Iterator for RawSubscription {
+    type Item = Next;
+
+    fn next(&mut self) -> Option<Next> {
+        if self.done {
+            return None;
+        }
+        let next = self.inbox.next_blocking();
+        self.done = next.is_none();
+        next
+    }
+}
+
+impl Drop for RawSubscription {
+    fn drop(&mut self) {
+        if !self.done {
+            let key = self.key;
+            let _ = self.client.run(Box::new(move |conn, now, waiters| {
+                waiters.subs.abandon(conn, key, now);
+            }));
+        }
+    }
+}
+
+/// A [`RawSubscription`] whose items decode as `T`: from [`Client::subscribe`]. An
+/// [`Iterator`] of `Result<T, SubscriptionError>`.
+pub struct Subscription<T> {
+    raw: RawSubscription,
+    _item: PhantomData<fn() -> T>,
+}
+
+impl<T> fmt::Debug for Subscription<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.raw.fmt(f)
+    }
+}
+
+impl<T> Subscription<T> {
+    /// The subscription id the server gave.
+    pub fn id(&self) -> &RawValue {
+        self.raw.id()
+    }
+
+    /// Unsubscribes ([`RawSubscription::unsubscribe`]).
+    pub fn unsubscribe(self) -> Result<bool, CallError> {
+        self.raw.unsubscribe()
+    }
+
+    /// The raw iterator.
+    pub fn into_raw(self) -> RawSubscription {
+        self.raw
+    }
+}
+
+impl<T: DeserializeOwned> Iterator for Subscription<T> {
+    type Item = Result<T, SubscriptionError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let next = self.raw.next()?;
+        Some(next.and_then(|raw| raw.deserialize().map_err(SubscriptionError::Decode)))
+    }
+}
+
+/// Method subscriptions ([`sansrpc::connection::subscriptions`]).
+impl Client {
+    /// Subscribes with `declaration`'s subscribe method and raw `params` (Ethereum's
+    /// `["newHeads"]`), waiting for the server's answer: once it gives the id, its
+    /// notifications come as a [`RawSubscription`]. [`CallError::Rpc`] when the server
+    /// refused; [`CallError::Decode`] when the answer is not an id.
+    pub fn subscribe_raw(
+        &self,
+        declaration: &MethodSubscription,
+        params: Option<&RawValue>,
+    ) -> Result<RawSubscription, CallError> {
+        let inbox = Inbox::new(declaration.capacity);
+        let (declaration, params) = (declaration.clone(), params.map(ToOwned::to_owned));
+        // Set by the driver before the answer can come.
+        let key = Arc::new(AtomicU64::new(0));
+        let (tx, rx) = mpsc::channel();
+        let (keyed, delivered) = (Arc::clone(&key), Arc::clone(&inbox));
+        self.run(Box::new(move |conn, now, waiters| {
+            let token = waiters.token();
+            keyed.store(token, Ordering::Release);
+            let timeout = Timeout::Default;
+            let params = params.as_deref();
+            match waiters
+                .subs
+                .subscribe(conn, token, &declaration, params, timeout, delivered, now)
+            {
+                Ok(()) => waiters.callers.call(token, tx),
+                Err(e) => drop(tx.send(Err(CallError::Send(e)))),
+            }
+        }))?;
+        let answer = wait_answer(&rx, self.limit(Timeout::Default));
+        let key = key.load(Ordering::Acquire);
+        if let Err(CallError::Ended(sansrpc::connection::EndReason::TimedOut)) = &answer {
+            // Given up on before the driver reported it: what it makes is ended at once.
+            let _ = self.run(Box::new(move |conn, now, waiters| {
+                waiters.subs.abandon(conn, key, now);
+            }));
+        }
+        Ok(RawSubscription {
+            client: self.clone(),
+            key,
+            id: answer?,
+            inbox,
+            done: false,
+        })
+    }
+
+    /// [`subscribe_raw`](Self::subscribe_raw) with typed params and items:
+    /// `client.subscribe::<_, Block>(&MethodSubscription::ethereum(), &("newHeads",))`.
+    pub fn subscribe<P: Serialize + ?Sized, T: DeserializeOwned>(
+        &self,
+        declaration: &MethodSubscription,
+        params: &P,
+    ) -> Result<Subscription<T>, CallError> {
+        let params = sansrpc::client::encode(params)?;
+        let raw = self.subscribe_raw(declaration, params.as_deref())?;
+        Ok(raw.typed())
+    }
+}
