@@ -480,11 +480,117 @@ async fn rpc_service_notification_handlers_finish_after_the_answer() {
         assert_eq!(answer.status, 204, "{answer:?}");
         // Answered before its handler could finish: it finishes now, on its own.
         go.notify_one();
-        assert_eq!(done.recv().await, Some(n));
+        // A guard against a hang, not a time limit on the handler.
+        let finished = tokio::time::timeout(Duration::from_secs(60), done.recv()).await;
+        assert_eq!(finished, Ok(Some(n)));
     }
     let call = r#"{"jsonrpc":"2.0","method":"missing","id":1}"#;
     let answer = conn.send(port, "POST", "/rpc", &[JSON], call).await;
     assert_eq!(answer.json()["error"]["code"], -32601);
+}
+
+/// A request whose client goes away before the answer (an HTTP/2 stream reset) has its
+/// handler finish all the same, as it did when each machine ran on a task of its own.
+#[tokio::test]
+async fn rpc_service_handlers_finish_when_the_client_goes_away() {
+    use sansrpc::method::Method;
+    use sansrpc_tokio::service::RpcService;
+    use sansrpc_tokio::{AsyncRouter, Builder};
+    use tokio::sync::{mpsc, Notify};
+
+    enum Slow {}
+    impl Method for Slow {
+        const NAME: &'static str = "slow";
+        type Params = (u64,);
+        type Result = u64;
+    }
+    // The handler tells it started, waits for the test's go-ahead, then reports.
+    let (started_tx, mut started) = mpsc::unbounded_channel();
+    let (done_tx, mut done) = mpsc::unbounded_channel();
+    let go = Arc::new(Notify::new());
+    let gate = Arc::clone(&go);
+    let mut router = AsyncRouter::new();
+    router
+        .method::<Slow, _, _>(move |(n,)| {
+            let (gate, started_tx, done_tx) =
+                (Arc::clone(&gate), started_tx.clone(), done_tx.clone());
+            async move {
+                let _ = started_tx.send(n);
+                gate.notified().await;
+                let _ = done_tx.send(n);
+                Ok(n)
+            }
+        })
+        .unwrap();
+    // In front of the service: a layer that tells when a request's future is dropped
+    // unfinished (what hyper does when the client resets the stream).
+    #[derive(Clone)]
+    struct Watch<S>(S, mpsc::UnboundedSender<()>);
+    struct Watched<F>(std::pin::Pin<Box<F>>, Option<mpsc::UnboundedSender<()>>);
+    impl<F: std::future::Future> std::future::Future for Watched<F> {
+        type Output = F::Output;
+        fn poll(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<F::Output> {
+            let done = self.0.as_mut().poll(cx);
+            if done.is_ready() {
+                self.1 = None;
+            }
+            done
+        }
+    }
+    impl<F> Drop for Watched<F> {
+        fn drop(&mut self) {
+            if let Some(tx) = self.1.take() {
+                let _ = tx.send(());
+            }
+        }
+    }
+    impl<S: tower::Service<R>, R> tower::Service<R> for Watch<S> {
+        type Response = S::Response;
+        type Error = S::Error;
+        type Future = Watched<S::Future>;
+        fn poll_ready(
+            &mut self,
+            cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Result<(), S::Error>> {
+            self.0.poll_ready(cx)
+        }
+        fn call(&mut self, request: R) -> Self::Future {
+            Watched(Box::pin(self.0.call(request)), Some(self.1.clone()))
+        }
+    }
+    let (dropped_tx, mut dropped) = mpsc::unbounded_channel();
+    let rpc = Watch(RpcService::new(Builder::new().router(router)), dropped_tx);
+    let (port, _) = serve(axum::Router::new().route_service("/rpc", rpc)).await;
+
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let (mut client, connection) = h2::client::handshake(tcp).await.unwrap();
+    tokio::spawn(connection);
+    let request = http::Request::post(format!("http://127.0.0.1:{port}/rpc"))
+        .header("content-type", "application/json")
+        .body(())
+        .unwrap();
+    let (answer, mut body) = client.send_request(request, false).unwrap();
+    let call = r#"{"jsonrpc":"2.0","method":"slow","params":[7],"id":1}"#;
+    body.send_data(Bytes::from_static(call.as_bytes()), true)
+        .unwrap();
+    assert_eq!(started.recv().await, Some(7));
+    // The client gives up: the server drops the request's future, its handler waiting.
+    body.send_reset(h2::Reason::CANCEL);
+    drop(answer);
+    assert_eq!(dropped.recv().await, Some(()));
+    go.notify_one();
+    // A guard against a hang, not a time limit on the handler.
+    let finished = tokio::time::timeout(Duration::from_secs(60), done.recv()).await;
+    assert_eq!(
+        finished,
+        Ok(Some(7)),
+        "the handler finished after the reset"
+    );
 }
 
 #[tokio::test]

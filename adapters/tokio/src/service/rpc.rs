@@ -105,7 +105,10 @@ impl Rpc {
             Ok(body) => body,
             Err(status) => return self.reply(&exchange, status, Vec::new()),
         };
-        let mut machine = self.take();
+        // Dropped with this future before the answer (the client went away): the machine
+        // finishes its handlers on a task of its own.
+        let mut taken = Taken(Some(self.take()));
+        let machine = taken.0.as_mut().expect("a machine was just taken");
         let (tx, mut rx) = oneshot::channel();
         // An idle machine's input is empty: the body goes in at once.
         if machine.input.try_send((body, tx)).is_err() {
@@ -123,17 +126,25 @@ impl Rpc {
         };
         match tokio::time::timeout(self.handler_timeout, driven).await {
             Ok(Some(answer)) => {
-                self.put_back(machine);
+                if let Some(machine) = taken.0.take() {
+                    self.put_back(machine);
+                }
                 match answer {
                     Some(frame) => self.reply(&exchange, 200, frame),
                     None => self.reply(&exchange, 204, Vec::new()),
                 }
             }
             // The connection ended before it answered.
-            Ok(None) => self.reply(&exchange, 500, Vec::new()),
+            Ok(None) => {
+                taken.0 = None;
+                self.reply(&exchange, 500, Vec::new())
+            }
             // Handlers past their time: dropped with their machine, as the standalone
             // server drops them.
-            Err(_) => self.reply(&exchange, 204, Vec::new()),
+            Err(_) => {
+                taken.0 = None;
+                self.reply(&exchange, 204, Vec::new())
+            }
         }
     }
 
@@ -163,18 +174,7 @@ impl Rpc {
     /// finishes them on a task of its own, and is not kept.
     fn put_back(&self, machine: Machine) {
         if !machine.driver.is_quiet() {
-            // Driven on a task of its own until its handlers are done, then dropped (the end
-            // of its input would drop them unfinished).
-            let mut machine = machine;
-            tokio::spawn(std::future::poll_fn(move |cx| {
-                // The whole machine moves in (its input open, its client kept), not only the
-                // driver the closure names.
-                let machine = &mut machine;
-                match std::future::Future::poll(std::pin::Pin::new(&mut *machine.driver), cx) {
-                    Poll::Pending if !machine.driver.is_quiet() => Poll::Pending,
-                    _ => Poll::Ready(()),
-                }
-            }));
+            finish_elsewhere(machine);
             return;
         }
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
@@ -192,6 +192,39 @@ impl Rpc {
         });
         response(status, fields, Body::full(body))
     }
+}
+
+/// A machine a request took. Dropped holding it (the request's future dropped before its
+/// answer: the client went away), its handlers finish as they would have on a task of
+/// the machine's own.
+struct Taken(Option<Machine>);
+
+impl Drop for Taken {
+    fn drop(&mut self) {
+        // Driven at least once more: a body sent in and not read yet is served too.
+        if let Some(machine) = self.0.take() {
+            finish_elsewhere(machine);
+        }
+    }
+}
+
+/// Drives `machine` on a task of its own until its handlers are done, then drops it (the
+/// end of its input would drop them unfinished). Outside a runtime (one shutting down)
+/// it is dropped at once.
+fn finish_elsewhere(machine: Machine) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let mut machine = machine;
+    runtime.spawn(std::future::poll_fn(move |cx| {
+        // The whole machine moves in (its input open, its client kept), not only the
+        // driver the closure names.
+        let machine = &mut machine;
+        match std::future::Future::poll(std::pin::Pin::new(&mut *machine.driver), cx) {
+            Poll::Pending if !machine.driver.is_quiet() => Poll::Pending,
+            _ => Poll::Ready(()),
+        }
+    }));
 }
 
 /// Idle connection machines kept for later requests.
