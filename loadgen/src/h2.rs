@@ -10,15 +10,13 @@
 use std::net::SocketAddr;
 use std::time::Instant;
 
+use crate::client::Run;
+use crate::mcp::{self, Caller};
 use bytes::Bytes;
-use futures_util::future::{join_all, try_join_all};
+use futures_util::future::try_join_all;
 use http_body_util::{BodyExt as _, Full};
 use hyper::client::conn::http2::SendRequest;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use serde::Deserialize;
-use serde_json::{json, Value};
-
-use crate::client::Run;
 
 fn io(e: impl std::fmt::Display) -> String {
     e.to_string()
@@ -104,47 +102,12 @@ struct Session {
     send: SendRequest<Full<Bytes>>,
     addr: SocketAddr,
     id: Option<String>,
+    /// The next call's body.
+    call: Vec<u8>,
 }
 
 const ACCEPT: (&str, &str) = ("accept", "application/json, text/event-stream");
 const VERSION: (&str, &str) = ("mcp-protocol-version", "2025-06-18");
-
-#[derive(Deserialize)]
-struct CallAnswer<'a> {
-    jsonrpc: &'a str,
-    id: u64,
-    #[serde(borrow)]
-    result: CallResult<'a>,
-}
-
-#[derive(Deserialize)]
-struct CallResult<'a> {
-    #[serde(borrow)]
-    content: Vec<Content<'a>>,
-}
-
-#[derive(Deserialize)]
-struct Content<'a> {
-    text: &'a str,
-}
-
-/// The JSON-RPC message of an answer: the JSON body, or the event stream's message (a
-/// priming event has empty data); `None` for an empty body (202).
-fn message(sse: bool, body: &[u8]) -> Result<Option<&str>, String> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(None);
-    }
-    let text = std::str::from_utf8(body).map_err(io)?;
-    if !sse {
-        return Ok(Some(text));
-    }
-    text.lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .map(str::trim)
-        .find(|d| !d.is_empty())
-        .map(Some)
-        .ok_or_else(|| "an event stream without a message".into())
-}
 
 impl Session {
     async fn post(&mut self, body: Vec<u8>) -> Result<(u16, Option<String>, bool, Bytes), String> {
@@ -171,34 +134,21 @@ impl Session {
             send,
             addr,
             id: None,
+            call: Vec::with_capacity(256),
         };
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "loadgen", "version": "0"}}});
-        let (_, id, sse, body) = session.post(init.to_string().into_bytes()).await?;
-        let answer: Value =
-            serde_json::from_str(message(sse, &body)?.ok_or("no answer")?).map_err(io)?;
-        if answer["result"]["protocolVersion"].is_null() {
-            return Err("initialize: no result".into());
-        }
+        let (_, id, sse, body) = session.post(mcp::initialize().into_bytes()).await?;
+        mcp::initialized(mcp::message(sse, &body)?)?;
         session.id = id;
-        let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-        session.post(initialized.as_bytes().to_vec()).await?;
+        session.post(mcp::INITIALIZED.as_bytes().to_vec()).await?;
         Ok(session)
     }
+}
 
-    /// Calls `add` with `a`, `b`; true when the answer is their sum, with the call's id.
+impl Caller for Session {
     async fn add(&mut self, id: u64, a: i64, b: i64) -> Result<bool, String> {
-        let call = format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"add","arguments":{{"a":{a},"b":{b}}}}}}}"#
-        );
-        let (_, _, sse, body) = self.post(call.into_bytes()).await?;
-        let text = message(sse, &body)?.ok_or("no answer to tools/call")?;
-        let answer: CallAnswer<'_> = serde_json::from_str(text).map_err(io)?;
-        let sum = answer.result.content.first().map(|c| c.text);
-        Ok(answer.jsonrpc == "2.0"
-            && answer.id == id
-            && sum.and_then(|t| t.parse::<i64>().ok()) == Some(a + b))
+        mcp::add_call(&mut self.call, id, a, b);
+        let (_, _, sse, body) = self.post(self.call.clone()).await?;
+        mcp::added(mcp::message(sse, &body)?, id, a, b)
     }
 }
 
@@ -207,35 +157,5 @@ impl Session {
 pub async fn mcp_calls(addr: SocketAddr, n: u64, sessions: usize) -> Result<Run, String> {
     let send = connect(addr).await?;
     let opened = try_join_all((0..sessions).map(|_| Session::open(send.clone(), addr))).await?;
-    let per = n / sessions as u64;
-    let start = Instant::now();
-    let runs = join_all(
-        opened
-            .into_iter()
-            .enumerate()
-            .map(|(s, mut session)| async move {
-                let (mut answered, mut errors) = (0u64, 0u64);
-                for i in 0..per {
-                    let id = s as u64 * per + i + 1;
-                    match session.add(id, id as i64, 7).await {
-                        Ok(right) => {
-                            answered += 1;
-                            errors += u64::from(!right);
-                        }
-                        Err(_) => errors += 1,
-                    }
-                }
-                (answered, errors)
-            }),
-    )
-    .await;
-    let elapsed = start.elapsed();
-    let (answered, errors) = runs
-        .iter()
-        .fold((0, 0), |(a, e), (ra, re)| (a + ra, e + re));
-    Ok(Run {
-        answered,
-        errors,
-        elapsed,
-    })
+    Ok(mcp::run_calls(opened, n).await)
 }

@@ -84,18 +84,11 @@ impl Session {
             body: Vec::with_capacity(1024),
         };
         session.set_head(addr);
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "loadgen", "version": "0"}}});
-        let response = session.post(init.to_string().as_bytes()).await?;
-        let answer: Value = session.message(&response)?.ok_or("initialize: no answer")?;
-        if answer["result"]["protocolVersion"].is_null() {
-            return Err("initialize: no result".into());
-        }
+        let response = session.post(initialize().as_bytes()).await?;
+        initialized(message(response.sse, &session.body)?)?;
         session.id = response.session;
         session.set_head(addr);
-        let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-        session.post(initialized.as_bytes()).await?;
+        session.post(INITIALIZED.as_bytes()).await?;
         Ok(session)
     }
 
@@ -206,49 +199,80 @@ impl Session {
             _ => Ok(()),
         }
     }
+}
 
-    /// The JSON-RPC message text of the last response: the JSON body, or the event
-    /// stream's message (a priming event has empty data); `None` for an empty body (202).
-    fn message_text(&self, response: &Response) -> Result<Option<&str>, String> {
-        if self.body.iter().all(u8::is_ascii_whitespace) {
-            return Ok(None);
-        }
-        let text = std::str::from_utf8(&self.body).map_err(io)?;
-        if !response.sse {
-            return Ok(Some(text));
-        }
-        text.lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .map(str::trim)
-            .find(|d| !d.is_empty())
-            .map(Some)
-            .ok_or_else(|| "an event stream without a message".into())
-    }
-
-    fn message<'a, T: Deserialize<'a>>(&'a self, response: &Response) -> Result<Option<T>, String> {
-        match self.message_text(response)? {
-            Some(text) => serde_json::from_str(text).map(Some).map_err(io),
-            None => Ok(None),
-        }
-    }
-
-    /// Calls `add` with `a`, `b`; true when the answer is their sum, with the call's id.
+impl Caller for Session {
     async fn add(&mut self, id: u64, a: i64, b: i64) -> Result<bool, String> {
         let mut call = std::mem::take(&mut self.call);
-        call.clear();
-        let _ = write!(
-            call,
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"add","arguments":{{"a":{a},"b":{b}}}}}}}"#
-        );
+        add_call(&mut call, id, a, b);
         let response = self.post(&call).await;
         self.call = call;
         let response = response?;
-        let answer: CallAnswer<'_> = self.message(&response)?.ok_or("no answer to tools/call")?;
-        let text = answer.result.content.first().map(|c| c.text);
-        Ok(answer.jsonrpc == "2.0"
-            && answer.id == id
-            && text.and_then(|t| t.parse::<i64>().ok()) == Some(a + b))
+        added(message(response.sse, &self.body)?, id, a, b)
     }
+}
+
+/// The JSON-RPC message text of an answer's `body`: the JSON body, or the event stream's
+/// message (a priming event has empty data); `None` for an empty body (202).
+pub fn message(sse: bool, body: &[u8]) -> Result<Option<&str>, String> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    let text = std::str::from_utf8(body).map_err(io)?;
+    if !sse {
+        return Ok(Some(text));
+    }
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(str::trim)
+        .find(|d| !d.is_empty())
+        .map(Some)
+        .ok_or_else(|| "an event stream without a message".into())
+}
+
+/// The `initialize` request every session starts with.
+pub fn initialize() -> String {
+    json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "loadgen", "version": "0"}}})
+    .to_string()
+}
+
+/// Checks the answer to `initialize` (its message text).
+pub fn initialized(text: Option<&str>) -> Result<(), String> {
+    let answer: Value = serde_json::from_str(text.ok_or("initialize: no answer")?).map_err(io)?;
+    if answer["result"]["protocolVersion"].is_null() {
+        return Err("initialize: no result".into());
+    }
+    Ok(())
+}
+
+/// The notification that follows `initialize`.
+pub const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+/// The `tools/call` of `add` with `a`, `b`, written over `out`.
+pub fn add_call(out: &mut Vec<u8>, id: u64, a: i64, b: i64) {
+    out.clear();
+    let _ = write!(
+        out,
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"add","arguments":{{"a":{a},"b":{b}}}}}}}"#
+    );
+}
+
+/// True when `text`, the answer to call `id` of `add` with `a`, `b`, is their sum.
+pub fn added(text: Option<&str>, id: u64, a: i64, b: i64) -> Result<bool, String> {
+    let answer: CallAnswer<'_> =
+        serde_json::from_str(text.ok_or("no answer to tools/call")?).map_err(io)?;
+    let sum = answer.result.content.first().map(|c| c.text);
+    Ok(answer.jsonrpc == "2.0"
+        && answer.id == id
+        && sum.and_then(|t| t.parse::<i64>().ok()) == Some(a + b))
+}
+
+/// A session that calls `add` (over HTTP/1.1 here, over HTTP/2 in `h2.rs`).
+pub trait Caller {
+    /// Calls `add` with `a`, `b`; true when the answer is their sum, with the call's id.
+    async fn add(&mut self, id: u64, a: i64, b: i64) -> Result<bool, String>;
 }
 
 enum Framing {
@@ -264,7 +288,13 @@ fn find_crlf(buf: &[u8]) -> Option<usize> {
 /// timed), one call in flight on each.
 pub async fn calls(addr: SocketAddr, n: u64, sessions: usize) -> Result<Run, String> {
     let opened = try_join_all((0..sessions).map(|_| Session::open(addr))).await?;
-    let per = n / sessions as u64;
+    Ok(run_calls(opened, n).await)
+}
+
+/// `n` calls of `add` spread over the `opened` sessions, one call in flight on each,
+/// timed from the first.
+pub async fn run_calls<S: Caller>(opened: Vec<S>, n: u64) -> Run {
+    let per = n / opened.len().max(1) as u64;
     let start = Instant::now();
     let runs = join_all(
         opened
@@ -290,11 +320,11 @@ pub async fn calls(addr: SocketAddr, n: u64, sessions: usize) -> Result<Run, Str
     let (answered, errors) = runs
         .iter()
         .fold((0, 0), |(a, e), (ra, re)| (a + ra, e + re));
-    Ok(Run {
+    Run {
         answered,
         errors,
         elapsed,
-    })
+    }
 }
 
 /// Opens `count` sessions, each with one call answered; the sessions' ids (the sessions
