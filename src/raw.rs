@@ -63,6 +63,20 @@ impl RawValue {
         Ok(RawValue::boxed_from_validated(text.into_boxed_str()))
     }
 
+    /// Like [`from_serialize`](RawValue::from_serialize), writing the text into `scratch`
+    /// (cleared first) and taking one allocation of its exact size: for code that turns
+    /// many values into raw JSON and keeps one buffer for them.
+    pub fn from_serialize_in<T: serde::Serialize + ?Sized>(
+        value: &T,
+        scratch: &mut alloc::vec::Vec<u8>,
+    ) -> Result<Box<RawValue>, serde_json::Error> {
+        scratch.clear();
+        crate::method::write_json(scratch, value)?;
+        // serde_json writes UTF-8; a failure here would be serde_json's bug.
+        let text = core::str::from_utf8(scratch).map_err(serde::ser::Error::custom)?;
+        Ok(RawValue::boxed_from_validated(Box::from(text)))
+    }
+
     /// The JSON text `null`.
     pub const NULL: &'static RawValue = {
         // SAFETY: as in `from_validated`.

@@ -33,12 +33,8 @@ pub(crate) fn raw_json(value: &impl serde::Serialize) -> Box<sansrpc::RawValue> 
         static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
     let write = |out: &mut Vec<u8>| {
-        out.clear();
-        serde_json::to_writer(&mut *out, value).expect("MCP types serialize");
-        let json = std::str::from_utf8(out).expect("serde_json writes UTF-8");
-        let raw = sansrpc::RawValue::from_json(json)
-            .expect("serde_json writes JSON")
-            .to_owned();
+        // What serde_json writes is one JSON value: not scanned again.
+        let raw = sansrpc::RawValue::from_serialize_in(value, out).expect("MCP types serialize");
         // A large value's room is not held on to.
         if out.capacity() > 64 * 1024 {
             *out = Vec::new();

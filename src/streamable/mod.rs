@@ -71,6 +71,7 @@ pub use param::ParamHeader;
 pub use rules::{bearer_token, decode_header_value, encode_header_value};
 pub use store::{EventStore, MemoryEventStore};
 
+pub use stream::StreamHead;
 use stream::{Kind, Mode, Stream};
 
 /// How the MCP endpoint behaves; every bound it keeps is here.
@@ -257,7 +258,7 @@ impl Headers {
     /// What the handlers see of a request head's `fields`: `Authorization` left out, names
     /// lowered in place, a value that is not UTF-8 replaced by its lossy conversion.
     pub fn from_fields(mut fields: Fields) -> Self {
-        fields.retain(|name, _| !name.eq_ignore_ascii_case("authorization"));
+        fields.remove("authorization");
         fields.lowercase_names();
         fields.make_values_text();
         Headers(fields)
@@ -536,6 +537,8 @@ pub struct Server {
     call_ids: Vec<Id<'static>>,
     /// The event store's age timer runs.
     store_armed: bool,
+    /// Where [`Server::poll_stream`] writes the HTTP/1.1 framing in front of what it takes.
+    scratch: Vec<u8>,
 }
 
 impl core::fmt::Debug for Server {
@@ -583,6 +586,7 @@ impl Server {
             classifier: Classifier::new(Limits::default()),
             call_ids: Vec::new(),
             store_armed: false,
+            scratch: Vec::new(),
         }
     }
 
@@ -1077,14 +1081,14 @@ impl Server {
         };
         s.attached = true;
         s.ended = false;
-        s.out.clear();
+        s.clear();
         s.last_write = now;
         let last = s.seq;
         s.seq = seq;
         s.open_sse(stream, retry, None);
         s.seq = last;
         self.store.replay(stream, seq, &mut |_, event| {
-            stream::write_chunk(&mut s.out, event);
+            s.chunk(event);
         });
         if s.done {
             s.end();
@@ -1104,7 +1108,7 @@ impl Server {
         let mut s = Stream::new(Kind::Replay, 0, 0, false, now);
         s.open_sse(id, retry_ms(&self.config), None);
         self.store.replay(stream, seq, &mut |_, event| {
-            stream::write_chunk(&mut s.out, event);
+            s.chunk(event);
         });
         s.done = true;
         s.end();
@@ -1255,15 +1259,8 @@ impl Server {
         let json = !self.config.json_window.is_zero();
         if s.mode == Mode::Undecided && last && s.attached && json {
             // The answer is the first thing for this request: one JSON body.
-            s.mode = Mode::Json;
             let status = (s.json_status)(error);
-            let headers: [(&str, &[u8]); 2] = [
-                ("content-type", b"application/json"),
-                ("mcp-session-id", session_id.as_deref().unwrap_or_default()),
-            ];
-            let named = if session_id.is_some() { 2 } else { 1 };
-            write_head(&mut s.out, status, Some(frame.len()), &headers[..named]);
-            s.out.extend_from_slice(frame);
+            s.answer_json(status, session_id, frame);
             s.done = true;
             s.ended = true;
             s.last_write = now;
@@ -1310,7 +1307,7 @@ impl Server {
             // A client that does not read: its response is cut; the events are kept
             // (resumable) or lost with the request (stateless: it is cancelled).
             s.attached = false;
-            s.out.clear();
+            s.clear();
             s.cut = true;
         }
         let keepalive = self.config.keepalive;
@@ -1361,25 +1358,78 @@ impl Server {
 
     /// Appends what `stream`'s response has to write to `out`; see [`Step`].
     pub fn poll_stream(&mut self, stream: u64, out: &mut Vec<u8>) -> Step {
+        let start = out.len();
+        let mut head = None;
+        let (step, sse) = self.take_stream(stream, &mut head, out);
+        // The HTTP/1.1 framing around what was taken: the head, and for events one chunk
+        // of what came since the last turn, then the last chunk at the end.
+        let mut prefix = core::mem::take(&mut self.scratch);
+        prefix.clear();
+        let len = out.len() - start;
+        if let Some(head) = head {
+            head.write(&mut prefix, len);
+        }
+        if sse && len > 0 {
+            stream::chunk_line(&mut prefix, len);
+            out.extend_from_slice(b"\r\n");
+        }
+        if sse && step == Step::End {
+            out.extend_from_slice(b"0\r\n\r\n");
+        }
+        if !prefix.is_empty() {
+            out.splice(start..start, prefix.drain(..));
+        }
+        self.scratch = prefix;
+        step
+    }
+
+    /// What `stream`'s response has to write, for a driver whose HTTP library writes the
+    /// head and frames the body itself (hyper, HTTP/2): the head into `head` the first
+    /// time (it comes before any body byte), and the body's bytes appended to `body` as
+    /// they are, unframed (one JSON answer, or events); see [`Step`]. The same response
+    /// [`poll_stream`](Self::poll_stream) writes as HTTP/1.1.
+    pub fn poll_stream_parts(
+        &mut self,
+        stream: u64,
+        head: &mut Option<StreamHead>,
+        body: &mut Vec<u8>,
+    ) -> Step {
+        self.take_stream(stream, head, body).0
+    }
+
+    /// What `stream` has for its response: the head into `head`, the body's bytes
+    /// appended to `body`; the step, and whether they are events of its response (framed
+    /// as chunks in HTTP/1.1, and its end the last chunk).
+    fn take_stream(
+        &mut self,
+        stream: u64,
+        head: &mut Option<StreamHead>,
+        body: &mut Vec<u8>,
+    ) -> (Step, bool) {
         let Some(s) = self.streams.get_mut(&stream) else {
-            return Step::Abort;
+            return (Step::Abort, false);
         };
+        let sse = s.mode == Mode::Sse;
         if core::mem::take(&mut s.cut) {
             if s.session == 0 && s.kind != Kind::Replay {
                 // A stateless request cut is a request cancelled.
                 self.handle_stream_closed(stream, Instant::ZERO);
             }
-            return Step::Abort;
+            return (Step::Abort, false);
         }
-        if !s.attached && s.out.is_empty() {
-            return if s.ended { Step::End } else { Step::Abort };
+        if !s.attached && !s.pending() {
+            // No response, or its end was taken already: nothing to frame.
+            return (if s.ended { Step::End } else { Step::Abort }, false);
         }
-        let wrote = !s.out.is_empty();
-        if out.is_empty() {
-            // Handed over whole (a JSON answer: its head and body), not copied.
-            core::mem::swap(out, &mut s.out);
+        let wrote = s.pending();
+        if let Some(h) = s.head.take() {
+            *head = Some(h);
+        }
+        if body.is_empty() {
+            // Handed over whole (a JSON answer, with room for its head), not copied.
+            core::mem::swap(body, &mut s.out);
         } else {
-            out.extend_from_slice(&s.out);
+            body.extend_from_slice(&s.out);
         }
         s.out.clear();
         if s.ended {
@@ -1388,12 +1438,12 @@ impl Server {
             if finished {
                 self.finish(stream);
             }
-            return Step::End;
+            return (Step::End, sse);
         }
         if wrote {
-            Step::Data
+            (Step::Data, sse)
         } else {
-            Step::Wait
+            (Step::Wait, sse)
         }
     }
 
@@ -1422,7 +1472,7 @@ impl Server {
             return Closed::Nothing;
         };
         s.attached = false;
-        s.out.clear();
+        s.clear();
         if s.kind == Kind::Replay {
             self.streams.remove(&stream);
             return Closed::Nothing;

@@ -24,18 +24,21 @@ pub(super) fn text<'h>(head: &'h Head, name: &str) -> Option<&'h str> {
         .map(str::trim)
 }
 
-/// True when the `Accept` header lists `media` (or `*/*`, or the type's wildcard).
+/// True when the `Accept` header lists `media` (or `*/*`, or the type's wildcard). Read as
+/// bytes: a media range is ASCII, and an item that is not one matches nothing.
 pub(super) fn accepts(head: &Head, media: &str) -> bool {
-    let Some(accept) = text(head, "accept") else {
+    let Some(accept) = head.field("accept") else {
         return false;
     };
-    let kind = media.split('/').next().unwrap_or_default();
-    accept.split(',').any(|item| {
-        let range = item.split(';').next().unwrap_or_default().trim();
-        range == "*/*"
+    let media = media.as_bytes();
+    let kind = media.split(|&b| b == b'/').next().unwrap_or_default();
+    accept.split(|&b| b == b',').any(|item| {
+        let range = item.split(|&b| b == b';').next().unwrap_or_default();
+        let range = range.trim_ascii();
+        range == b"*/*"
             || range.eq_ignore_ascii_case(media)
             || range
-                .strip_suffix("/*")
+                .strip_suffix(b"/*")
                 .is_some_and(|t| t.eq_ignore_ascii_case(kind))
     })
 }

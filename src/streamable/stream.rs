@@ -4,7 +4,6 @@
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
-use crate::codec::http::write_head;
 use crate::codec::sse;
 use crate::time::Instant;
 
@@ -47,7 +46,12 @@ pub(super) struct Stream {
     pub seq: u64,
     /// An HTTP response is attached and reading.
     pub attached: bool,
-    /// Bytes for the attached response (head, events, the end), not taken yet.
+    /// The head of the attached response, not taken yet.
+    pub head: Option<StreamHead>,
+    /// Body bytes for the attached response (the JSON answer, or events), not taken yet;
+    /// the HTTP/1.1 framing is added as they are taken ([`Server::poll_stream`]).
+    ///
+    /// [`Server::poll_stream`]: super::Server::poll_stream
     pub out: Vec<u8>,
     /// Events waiting while no response is attached and nothing keeps them (a stream of a
     /// revision without resumption, or the session's GET stream before one opens),
@@ -78,6 +82,7 @@ impl Stream {
             resumable,
             seq: 0,
             attached: true,
+            head: None,
             out: Vec::new(),
             queued: VecDeque::new(),
             done: false,
@@ -110,59 +115,123 @@ impl Stream {
     /// last id and the reconnection delay).
     pub fn open_sse(&mut self, id: u64, retry_ms: u32, session_id: Option<&[u8]>) {
         self.mode = Mode::Sse;
-        let headers: [(&str, &[u8]); 5] = [
-            ("content-type", b"text/event-stream"),
-            ("cache-control", b"no-cache"),
-            ("x-accel-buffering", b"no"),
-            ("transfer-encoding", b"chunked"),
-            ("mcp-session-id", session_id.unwrap_or_default()),
-        ];
-        let named = if session_id.is_some() { 5 } else { 4 };
-        write_head(&mut self.out, 200, None, &headers[..named]);
+        self.head = Some(StreamHead {
+            status: 200,
+            sse: true,
+            session_id: session_id.map(<[u8]>::to_vec),
+        });
         if self.resumable {
-            let mut event = Vec::with_capacity(64);
             let mut eid = Vec::with_capacity(24);
             Stream::event_id(id, self.seq, &mut eid);
             let eid = core::str::from_utf8(&eid).unwrap_or_default();
-            sse::encode_event(&mut event, Some(eid), None, "", Some(retry_ms));
-            self.chunk(&event);
+            sse::encode_event(&mut self.out, Some(eid), None, "", Some(retry_ms));
         }
     }
 
-    /// Appends one chunk of the chunked body.
+    /// Starts a JSON response of `status` with its one body, `answer`.
+    pub fn answer_json(&mut self, status: u16, session_id: Option<Vec<u8>>, answer: &[u8]) {
+        self.mode = Mode::Json;
+        self.head = Some(StreamHead {
+            status,
+            sse: false,
+            session_id,
+        });
+        // Room for the HTTP/1.1 head written in front of it as it is taken.
+        self.out.reserve_exact(answer.len() + HEAD_ROOM);
+        self.out.extend_from_slice(answer);
+    }
+
+    /// Appends body bytes (events, a comment).
     pub fn chunk(&mut self, data: &[u8]) {
-        if data.is_empty() {
-            return;
-        }
-        write_chunk(&mut self.out, data);
+        self.out.extend_from_slice(data);
     }
 
-    /// Ends the chunked body.
+    /// Ends the body.
     pub fn end(&mut self) {
-        if !self.ended {
-            if self.mode == Mode::Sse {
-                self.out.extend_from_slice(b"0\r\n\r\n");
-            }
-            self.ended = true;
-        }
+        self.ended = true;
+    }
+
+    /// Forgets what the attached response had not taken.
+    pub fn clear(&mut self) {
+        self.head = None;
+        self.out.clear();
+    }
+
+    /// Something is waiting to be taken.
+    pub fn pending(&self) -> bool {
+        self.head.is_some() || !self.out.is_empty()
     }
 }
 
-/// Appends `data` as one chunk of a chunked body.
-pub(super) fn write_chunk(out: &mut Vec<u8>, data: &[u8]) {
-    let mut len = [0u8; 16];
-    let mut n = data.len();
-    let mut i = len.len();
+/// Room kept in front of a JSON answer for its HTTP/1.1 head.
+const HEAD_ROOM: usize = 160;
+
+/// The head of a stream's HTTP response, as [`Server::poll_stream_parts`] gives it: for a
+/// driver whose HTTP library writes the head and frames the body itself (hyper, HTTP/2).
+/// [`Server::poll_stream`] writes the same head as HTTP/1.1.
+///
+/// [`Server::poll_stream_parts`]: super::Server::poll_stream_parts
+/// [`Server::poll_stream`]: super::Server::poll_stream
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamHead {
+    /// The status.
+    pub status: u16,
+    /// Server-Sent Events (a body of unknown length, sent as it comes); else one JSON body.
+    pub sse: bool,
+    /// The session the response names (`Mcp-Session-Id`): on the answer to the
+    /// `initialize` that started it.
+    pub session_id: Option<Vec<u8>>,
+}
+
+impl StreamHead {
+    /// Its header fields besides the framing ones (`content-length`,
+    /// `transfer-encoding`) and `mcp-session-id` ([`session_id`](Self::session_id)).
+    pub fn fields(&self) -> &'static [(&'static str, &'static str)] {
+        if self.sse {
+            &[
+                ("content-type", "text/event-stream"),
+                ("cache-control", "no-cache"),
+                ("x-accel-buffering", "no"),
+            ]
+        } else {
+            &[("content-type", "application/json")]
+        }
+    }
+
+    /// The head as HTTP/1.1: a JSON body of `len` bytes, or a chunked one.
+    pub(super) fn write(&self, out: &mut Vec<u8>, len: usize) {
+        let mut headers: [(&str, &[u8]); 5] = [("", b""); 5];
+        let mut named = 0;
+        for &(name, value) in self.fields() {
+            headers[named] = (name, value.as_bytes());
+            named += 1;
+        }
+        if self.sse {
+            headers[named] = ("transfer-encoding", b"chunked");
+            named += 1;
+        }
+        if let Some(id) = &self.session_id {
+            headers[named] = ("mcp-session-id", id);
+            named += 1;
+        }
+        let length = (!self.sse).then_some(len);
+        crate::codec::http::write_head(out, self.status, length, &headers[..named]);
+    }
+}
+
+/// The line that starts a chunk of `len` bytes of a chunked body.
+pub(super) fn chunk_line(out: &mut Vec<u8>, len: usize) {
+    let mut digits = [0u8; 16];
+    let mut n = len;
+    let mut i = digits.len();
     loop {
         i -= 1;
-        len[i] = b"0123456789abcdef"[n % 16];
+        digits[i] = b"0123456789abcdef"[n % 16];
         n /= 16;
         if n == 0 {
             break;
         }
     }
-    out.extend_from_slice(&len[i..]);
-    out.extend_from_slice(b"\r\n");
-    out.extend_from_slice(data);
+    out.extend_from_slice(&digits[i..]);
     out.extend_from_slice(b"\r\n");
 }

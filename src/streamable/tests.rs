@@ -1287,3 +1287,128 @@ fn peeking_at_an_answer_agrees_with_classifying_it() {
     assert!(peek_single(frames[0]).is_some() && peek_single(frames[3]).is_some());
     assert!(peek_single(frames[2]).is_none() && peek_single(frames[5]).is_none());
 }
+
+/// Everything `stream` gives now as parts: its head when it comes, its body bytes appended.
+fn drain_parts(
+    server: &mut Server,
+    stream: u64,
+    head: &mut Option<StreamHead>,
+    body: &mut Vec<u8>,
+) -> Step {
+    loop {
+        let step = server.poll_stream_parts(stream, head, body);
+        if step != Step::Data {
+            return step;
+        }
+    }
+}
+
+/// The head and body [`Server::poll_stream_parts`] gives are the response
+/// [`Server::poll_stream`] writes as HTTP/1.1, read back: a JSON answer naming its session,
+/// an SSE answer naming it (no JSON window), and a call's events up to their end.
+#[test]
+fn the_parts_of_a_response_are_the_response_poll_stream_writes() {
+    use crate::codec::http::Unframer;
+    let now = Instant::ZERO;
+    let result = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}"#;
+    let progress = r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":7,"progress":1}}"#;
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","_meta":{"progressToken":7}}}"#;
+    let answer = r#"{"jsonrpc":"2.0","id":2,"result":{"content":[]}}"#;
+    for window in [Config::default().json_window, Duration::ZERO] {
+        let config = Config {
+            json_window: window,
+            ..Config::default()
+        };
+        let (mut wire, mut parts) = (Server::new(config.clone()), Server::new(config));
+        // Each response on both: the bytes written, read back; and the parts given.
+        let mut ids = Vec::new();
+        for turn in 0..2 {
+            let mut sides = Vec::new();
+            for (i, server) in [&mut wire, &mut parts].into_iter().enumerate() {
+                let (session, stream) = if turn == 0 {
+                    let Verdict::Open {
+                        session, stream, ..
+                    } = post(server, &[], INITIALIZE, now)
+                    else {
+                        panic!("a new session")
+                    };
+                    server.handle_outgoing(session, result.as_bytes(), stream, now);
+                    (session, stream)
+                } else {
+                    let id: &String = &ids[i];
+                    initialized(server, id, now);
+                    let version = ("mcp-protocol-version", "2025-11-25");
+                    let headers = [("mcp-session-id", id.as_str()), version];
+                    let Verdict::Open {
+                        session, stream, ..
+                    } = post(server, &headers, call, now)
+                    else {
+                        panic!("a call")
+                    };
+                    server.handle_outgoing(session, progress.as_bytes(), stream, now);
+                    (session, stream)
+                };
+                let (mut head, mut body, mut bytes) = (None, Vec::new(), Vec::new());
+                let mut steps = Vec::new();
+                for _ in 0..2 {
+                    let step = if i == 0 {
+                        let (text, step) = drain(server, stream);
+                        bytes.extend_from_slice(text.as_bytes());
+                        step
+                    } else {
+                        drain_parts(server, stream, &mut head, &mut body)
+                    };
+                    steps.push(step);
+                    if step == Step::End {
+                        break;
+                    }
+                    server.handle_outgoing(session, answer.as_bytes(), stream, now);
+                }
+                if i == 0 {
+                    let mut read = Vec::new();
+                    let parts = Unframer::new().push(&bytes, &mut read).unwrap().unwrap();
+                    let mut headers = parts.headers.clone();
+                    headers.retain(|(n, _)| n != "transfer-encoding" && n != "content-length");
+                    sides.push((parts.status, headers, read, steps));
+                } else {
+                    let head = head.expect("a head");
+                    let mut headers: Vec<(String, Vec<u8>)> = head
+                        .fields()
+                        .iter()
+                        .map(|(n, v)| (n.to_string(), v.as_bytes().to_vec()))
+                        .collect();
+                    if let Some(id) = &head.session_id {
+                        headers.push(("mcp-session-id".to_string(), id.clone()));
+                    }
+                    sides.push((head.status, headers, body, steps));
+                }
+            }
+            let (parts_side, wire_side) = (sides.pop().unwrap(), sides.pop().unwrap());
+            let (status, mut wire_headers, wire_body, wire_steps) = wire_side;
+            let (parts_status, mut parts_headers, parts_body, parts_steps) = parts_side;
+            assert_eq!(
+                (status, &wire_body, &wire_steps),
+                (parts_status, &parts_body, &parts_steps)
+            );
+            assert!(String::from_utf8_lossy(&parts_body).contains(if turn == 0 {
+                result
+            } else {
+                answer
+            }));
+            // Each names its own session (their ids differ), at the same place.
+            if turn == 0 {
+                for headers in [&mut wire_headers, &mut parts_headers] {
+                    let at = headers.iter().position(|(n, _)| n == "mcp-session-id");
+                    let (_, id) = headers.remove(at.expect("the session named"));
+                    ids.push(String::from_utf8(id).unwrap());
+                }
+            }
+            wire_headers.sort();
+            parts_headers.sort();
+            assert_eq!(
+                wire_headers, parts_headers,
+                "window {window:?}, turn {turn}"
+            );
+        }
+    }
+}

@@ -149,6 +149,13 @@ impl Fields {
         });
     }
 
+    /// Removes every field named `name` (any case).
+    pub fn remove(&mut self, name: &str) {
+        let (name, text) = (name.as_bytes(), &self.text);
+        self.spans
+            .retain(|s| !text[range(s.name)].eq_ignore_ascii_case(name));
+    }
+
     /// Writes every name in lower case, in place.
     pub fn lowercase_names(&mut self) {
         for s in &self.spans {

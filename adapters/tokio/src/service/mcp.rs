@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use sansrpc::codec::http::{Parts, Unframer};
-use sansrpc::streamable::{self, Extensions, Step};
+use http::header::{HeaderName, HeaderValue};
+use sansrpc::streamable::{self, Extensions, Step, StreamHead};
 use tokio::sync::mpsc;
 
 use super::{read_body, response, Body, ResponseFuture};
@@ -144,28 +144,25 @@ async fn serve_stream(state: &State, writer: Writer, after: After) -> http::Resp
     let mut pump = Pump {
         state: state.clone(),
         writer,
-        unframer: Unframer::new(),
         after: Some(after),
         ended: false,
     };
-    let mut data = Vec::new();
+    let (mut head, mut data) = (None, Vec::new());
     // Dropped while it waits (the client went away): the stream is closed (`Pump::drop`).
-    let (parts, step) = loop {
-        match pump.take(&mut data) {
-            Some((Some(parts), step)) => break (parts, step),
-            Some((None, Step::Data)) => {}
-            Some((None, Step::Wait)) => pump.writer.notify.clone().notified().await,
-            Some((None, _)) | None => {
+    let (head, step) = loop {
+        let step = pump.take(&mut head, &mut data);
+        if let (Some(step), Some(head)) = (step, head.take()) {
+            break (head, step);
+        }
+        match step {
+            Some(Step::Data) => {}
+            Some(Step::Wait) => pump.writer.notify.clone().notified().await,
+            Some(_) | None => {
                 pump.ended = true;
                 return super::status(503);
             }
         }
     };
-    let fields = parts
-        .headers
-        .iter()
-        .map(|(n, v)| (n.as_str(), v.as_slice()));
-    let fields: Vec<_> = fields.collect();
     let body = match step {
         Step::End => {
             pump.ended = true;
@@ -188,7 +185,28 @@ async fn serve_stream(state: &State, writer: Writer, after: After) -> http::Resp
             Body(super::Kind::Stream(rx))
         }
     };
-    response(parts.status, fields, body)
+    stream_response(&head, body)
+}
+
+/// The response of a stream's `head`: its fields as the machine names them, the static
+/// ones not copied.
+fn stream_response(head: &StreamHead, body: Body) -> http::Response<Body> {
+    let mut response = http::Response::new(body);
+    *response.status_mut() =
+        http::StatusCode::from_u16(head.status).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
+    let fields = response.headers_mut();
+    for &(name, value) in head.fields() {
+        fields.append(
+            HeaderName::from_static(name),
+            HeaderValue::from_static(value),
+        );
+    }
+    if let Some(id) = head.session_id.as_deref() {
+        if let Ok(id) = HeaderValue::from_bytes(id) {
+            fields.append(HeaderName::from_static("mcp-session-id"), id);
+        }
+    }
+    response
 }
 
 /// What moves one stream's answer from the machine into its response. Dropped before the
@@ -198,30 +216,25 @@ async fn serve_stream(state: &State, writer: Writer, after: After) -> http::Resp
 struct Pump {
     state: State,
     writer: Writer,
-    unframer: Unframer,
     after: Option<After>,
     /// The response is over as the machine says (ended, cut, or taken over).
     ended: bool,
 }
 
 impl Pump {
-    /// What the machine has for the stream now: its body bytes appended to `data`, the
-    /// head when these bytes completed it, and the step; `None` when a newer response took
-    /// the stream over (or the machine wrote what is no HTTP response).
-    fn take(&mut self, data: &mut Vec<u8>) -> Option<(Option<Parts>, Step)> {
-        let mut out = Vec::new();
-        let step = {
-            let mut shared = self.state.lock();
-            if !shared.owns(&self.writer) {
-                return None;
-            }
-            shared.server.poll_stream(self.writer.stream, &mut out)
-        };
-        let parts = match out.is_empty() {
-            true => None,
-            false => self.unframer.push(&out, data).ok()?,
-        };
-        Some((parts, step))
+    /// What the machine has for the stream now: its head into `head` the first time, its
+    /// body bytes appended to `data`, and the step; `None` when a newer response took the
+    /// stream over.
+    fn take(&mut self, head: &mut Option<StreamHead>, data: &mut Vec<u8>) -> Option<Step> {
+        let mut shared = self.state.lock();
+        if !shared.owns(&self.writer) {
+            return None;
+        }
+        Some(
+            shared
+                .server
+                .poll_stream_parts(self.writer.stream, head, data),
+        )
     }
 
     /// Streams the rest of the answer into `body` until it ends, the client goes away or
@@ -229,7 +242,7 @@ impl Pump {
     async fn rest(mut self, body: mpsc::Sender<io::Result<Bytes>>) {
         loop {
             let mut data = Vec::new();
-            let Some((_, step)) = self.take(&mut data) else {
+            let Some(step) = self.take(&mut None, &mut data) else {
                 self.ended = true;
                 return;
             };

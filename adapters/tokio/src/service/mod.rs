@@ -17,10 +17,13 @@
 //! [`Body`], a body that streams (an SSE answer is sent event by event). The services only
 //! convert: a request head becomes the core's [`Head`] through the core's own decoder (so
 //! every header rule is the one the standalone servers apply), and what the machines
-//! write becomes the `http` response ([`Unframer`]); every protocol decision is the
+//! write becomes the `http` response (the Streamable HTTP machine gives a response's head
+//! and body apart, [`poll_stream_parts`]); every protocol decision is the
 //! core's. What the standalone servers add around a socket (the connection cap, the head
 //! and body time limits, TLS) is the app's here: hyper's and tower's settings (see
 //! `docs/transports.md`).
+//!
+//! [`poll_stream_parts`]: Server::poll_stream_parts
 //!
 //! Under HTTP/2 every request is one stream: an SSE answer is one stream, a WebSocket is
 //! one stream, many MCP sessions and WebSockets share one connection, and hyper bounds
@@ -70,7 +73,7 @@ pub use rpc::RpcService;
 pub use ws::WsService;
 
 #[cfg(doc)]
-use sansrpc::codec::http::Unframer;
+use sansrpc::streamable::Server;
 
 /// The future of every service here: it never fails (every refusal is an HTTP answer).
 pub type ResponseFuture =
