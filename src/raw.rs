@@ -35,6 +35,13 @@ impl RawValue {
             .map_err(|_| InvalidJson)
     }
 
+    /// serde_json's raw JSON text as this crate's, not scanned again: serde_json read it as
+    /// one JSON value (its nesting bounded as serde_json bounds it, not by
+    /// [`Limits::MAX_DEPTH_CAP`](crate::Limits::MAX_DEPTH_CAP)).
+    pub fn from_serde_json(raw: &serde_json::value::RawValue) -> &RawValue {
+        RawValue::from_validated(raw.get())
+    }
+
     /// Like [`RawValue::from_json`], owning the text.
     pub fn from_string(json: alloc::string::String) -> Result<Box<RawValue>, InvalidJson> {
         let span = crate::json::validate(json.as_bytes(), crate::Limits::MAX_DEPTH_CAP)

@@ -761,8 +761,7 @@ impl Server {
             let body = error_body(None, -32600, "Content-Type must be application/json", None);
             return Verdict::Respond(Response::json(415, body));
         }
-        if !(rules::accepts(head, "application/json") && rules::accepts(head, "text/event-stream"))
-        {
+        if !rules::accepts(head, &["application/json", "text/event-stream"]) {
             let why = "Not Acceptable: Accept must list application/json and text/event-stream";
             return Verdict::Respond(Response::json(406, error_body(None, -32600, why, None)));
         }
@@ -1031,7 +1030,7 @@ impl Server {
             if let Some((stream, seq)) = resumed {
                 if !self.streams.contains_key(&stream)
                     && self.store.owner(stream).as_deref() == Some(id.as_bytes())
-                    && rules::accepts(head, "text/event-stream")
+                    && rules::accepts(head, &["text/event-stream"])
                 {
                     return self.replay_kept(stream, seq, now);
                 }
@@ -1041,7 +1040,7 @@ impl Server {
                 error_body(None, -32001, "Session not found", None),
             ));
         };
-        if !rules::accepts(head, "text/event-stream") {
+        if !rules::accepts(head, &["text/event-stream"]) {
             let why = "Not Acceptable: Accept must list text/event-stream";
             return Verdict::Respond(Response::json(406, error_body(None, -32600, why, None)));
         }

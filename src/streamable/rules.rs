@@ -24,23 +24,39 @@ pub(super) fn text<'h>(head: &'h Head, name: &str) -> Option<&'h str> {
         .map(str::trim)
 }
 
-/// True when the `Accept` header lists `media` (or `*/*`, or the type's wildcard). Read as
-/// bytes: a media range is ASCII, and an item that is not one matches nothing.
-pub(super) fn accepts(head: &Head, media: &str) -> bool {
+/// True when the `Accept` header lists every one of `medias` (each itself, `*/*`, or its
+/// type's wildcard). Read as bytes, in one pass: a media range is ASCII, and an item that
+/// is not one matches nothing.
+pub(super) fn accepts(head: &Head, medias: &[&str]) -> bool {
     let Some(accept) = head.field("accept") else {
         return false;
     };
-    let media = media.as_bytes();
-    let kind = media.split(|&b| b == b'/').next().unwrap_or_default();
-    accept.split(|&b| b == b',').any(|item| {
-        let range = item.split(|&b| b == b';').next().unwrap_or_default();
+    // One bit per media listed so far (at most 8 asked for).
+    let all = (1u8 << medias.len().min(8)) - 1;
+    let mut listed = 0u8;
+    for item in accept.split(|&b| b == b',') {
+        let range = match item.iter().position(|&b| b == b';') {
+            Some(end) => &item[..end],
+            None => item,
+        };
         let range = range.trim_ascii();
-        range == b"*/*"
-            || range.eq_ignore_ascii_case(media)
-            || range
-                .strip_suffix(b"/*")
-                .is_some_and(|t| t.eq_ignore_ascii_case(kind))
-    })
+        for (i, media) in medias.iter().take(8).enumerate() {
+            let media = media.as_bytes();
+            let kind = media.split(|&b| b == b'/').next().unwrap_or_default();
+            let matches = range.eq_ignore_ascii_case(media)
+                || range == b"*/*"
+                || range
+                    .strip_suffix(b"/*")
+                    .is_some_and(|t| t.eq_ignore_ascii_case(kind));
+            if matches {
+                listed |= 1 << i;
+            }
+        }
+        if listed == all {
+            return true;
+        }
+    }
+    listed == all
 }
 
 /// The token of an `Authorization: Bearer …` header.

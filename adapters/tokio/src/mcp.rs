@@ -224,13 +224,13 @@ pub(crate) struct Shared {
     clock: Clock,
     builder: Builder,
     /// Session connections, by the machine's session key.
-    sessions: HashMap<u64, Running>,
+    sessions: HashMap<u64, Running, Keys>,
     /// Stateless requests' connections, by stream.
-    stateless: HashMap<u64, Running>,
+    stateless: HashMap<u64, Running, Keys>,
     /// The response writing each stream (its writer number) and how to wake it. A newer
     /// response for a stream (a client resuming it with `Last-Event-ID` before this side
     /// saw the old one go) takes it over; the old writer then ends.
-    pub(crate) waiting: HashMap<u64, (u64, Arc<Notify>)>,
+    pub(crate) waiting: HashMap<u64, (u64, Arc<Notify>), Keys>,
     next_writer: u64,
     /// The timer task: woken when the machine's next deadline moved earlier than the one
     /// it sleeps until.
@@ -239,6 +239,39 @@ pub(crate) struct Shared {
     timer_at: Option<Instant>,
     /// Checks bearer tokens, when the configuration requires them.
     validator: Option<Validator>,
+}
+
+/// The hashing of the machine's own keys (sessions and streams: numbers it counts out, not
+/// chosen by clients, so nothing to flood a table with): one multiplication, not SipHash.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Keys;
+
+impl std::hash::BuildHasher for Keys {
+    type Hasher = KeyHasher;
+    fn build_hasher(&self) -> KeyHasher {
+        KeyHasher(0)
+    }
+}
+
+/// [`Keys`]' hasher.
+#[derive(Debug)]
+pub(crate) struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        // Odd: distinct keys stay distinct in every low bit; the high bits mixed.
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
 }
 
 #[derive(Clone)]
@@ -250,9 +283,9 @@ impl State {
             server,
             clock: Clock::new(),
             builder,
-            sessions: HashMap::new(),
-            stateless: HashMap::new(),
-            waiting: HashMap::new(),
+            sessions: HashMap::default(),
+            stateless: HashMap::default(),
+            waiting: HashMap::default(),
             next_writer: 0,
             timer: Arc::new(Notify::new()),
             timer_at: None,

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::context::{BoxFuture, Host};
 use super::state::{Notifier, Session};
-use super::{params_value, request_id, Server, NOTIFICATIONS, REQUESTS};
+use super::{read_params, request_id, Server, NOTIFICATIONS, REQUESTS};
 
 struct BlockingHost {
     cx: RequestContext,
@@ -111,7 +111,7 @@ impl Server {
                     let cx = RequestContext::current().ok_or_else(|| {
                         ErrorObject::new(-32603, "an MCP method outside the blocking adapter")
                     })?;
-                    let params = params_value(params)?;
+                    let params = read_params(params)?;
                     let host: Arc<dyn Host> = Arc::new(BlockingHost {
                         peer: cx.peer().clone(),
                         cx,

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::context::{BoxFuture, Host};
 use super::state::{Notifier, Session};
-use super::{params_value, request_id, Server, NOTIFICATIONS, REQUESTS};
+use super::{read_params, request_id, Server, NOTIFICATIONS, REQUESTS};
 
 struct FuturesHost {
     cx: RequestContext,
@@ -109,7 +109,7 @@ impl Server {
                 .raw_method_with_context(method, move |cx: RequestContext, params| {
                     let server = server.clone();
                     async move {
-                        let params = params_value(params.as_deref())?;
+                        let params = read_params(params.as_deref())?;
                         let host: Arc<dyn Host> = Arc::new(FuturesHost { cx });
                         server.handle_raw(method, params, host).await
                     }

@@ -163,7 +163,7 @@ fn error_with_data(code: i64, message: String, data: &Value) -> ErrorObject<'sta
 }
 
 type ToolFn = Arc<
-    dyn Fn(Context, Value) -> BoxFuture<Result<crate::types::CallToolResult, McpError>>
+    dyn Fn(Context, Arguments) -> BoxFuture<Result<crate::types::CallToolResult, McpError>>
         + Send
         + Sync,
 >;
@@ -380,8 +380,8 @@ impl ServerBuilder {
         let call: ToolFn = Arc::new(move |cx, arguments| {
             let handler = Arc::clone(&handler);
             Box::pin(async move {
-                let arguments = match arguments {
-                    Value::Object(map) => map,
+                let arguments = match arguments.into_value() {
+                    Some(Value::Object(map)) => map,
                     _ => Map::new(),
                 };
                 handler(cx, arguments).await
@@ -493,8 +493,12 @@ where
     let call: ToolFn = Arc::new(move |cx, arguments| {
         let handler = Arc::clone(&handler);
         Box::pin(async move {
-            let arguments = if unit { Value::Null } else { arguments };
-            let args: A = match serde_json::from_value(arguments) {
+            let arguments = if unit {
+                Arguments::Value(Value::Null)
+            } else {
+                arguments
+            };
+            let args: A = match arguments.decode() {
                 Ok(args) => args,
                 Err(e) => {
                     return Ok(crate::types::CallToolResult::error(format!(
@@ -622,16 +626,121 @@ pub const REQUESTS: &[&str] = &[
     methods::SUBSCRIPTIONS_LISTEN,
 ];
 
-/// A request's raw params as the JSON [`Server::handle`] takes; -32602 when they are not
-/// JSON (the adapters' routers hand them on unchecked).
+/// A request's params as the server reads them: a JSON value, and a call's `arguments`
+/// apart when they came as raw text (decoded once, into the tool's own type, with no
+/// `Value` tree in between).
+#[derive(Default)]
+pub(crate) struct Params {
+    value: Option<Value>,
+    arguments: Option<Box<sansrpc::RawValue>>,
+}
+
+impl From<Option<Value>> for Params {
+    fn from(value: Option<Value>) -> Self {
+        Params {
+            value,
+            arguments: None,
+        }
+    }
+}
+
+/// A request's raw params as the server reads them (an object's `arguments` kept as text);
+/// -32602 when they are not JSON (the adapters' routers hand them on unchecked).
 #[cfg(any(feature = "futures", feature = "blocking"))]
-pub(crate) fn params_value(
+pub(crate) fn read_params(
     params: Option<&sansrpc::RawValue>,
-) -> Result<Option<Value>, ErrorObject<'static>> {
-    params
-        .map(|p| serde_json::from_str(p.get()))
-        .transpose()
-        .map_err(|_| ErrorObject::new(-32602, "params are not JSON"))
+) -> Result<Params, ErrorObject<'static>> {
+    let not_json = |_| ErrorObject::new(-32602, "params are not JSON");
+    let Some(params) = params else {
+        return Ok(Params::default());
+    };
+    if !params.get().trim_start().starts_with('{') {
+        return serde_json::from_str(params.get())
+            .map(|v| Params::from(Some(v)))
+            .map_err(not_json);
+    }
+    serde_json::from_str::<ObjectParams>(params.get())
+        .map(|p| Params {
+            value: Some(Value::Object(p.members)),
+            arguments: p.arguments,
+        })
+        .map_err(not_json)
+}
+
+/// A params object read in one pass: `arguments` captured as text, every other member a
+/// value (a member named twice: the last one, as in a `Value`).
+#[cfg(any(feature = "futures", feature = "blocking"))]
+struct ObjectParams {
+    members: Map<String, Value>,
+    arguments: Option<Box<sansrpc::RawValue>>,
+}
+
+#[cfg(any(feature = "futures", feature = "blocking"))]
+impl<'de> serde::Deserialize<'de> for ObjectParams {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Members;
+        impl<'de> serde::de::Visitor<'de> for Members {
+            type Value = ObjectParams;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a params object")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut map: M,
+            ) -> Result<ObjectParams, M::Error> {
+                let (mut members, mut arguments) = (Map::new(), None);
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    if key == "arguments" {
+                        let raw: &'de serde_json::value::RawValue = map.next_value()?;
+                        arguments = Some(sansrpc::RawValue::from_serde_json(raw).to_owned());
+                        members.remove("arguments");
+                    } else {
+                        members.insert(key.into_owned(), map.next_value()?);
+                    }
+                }
+                Ok(ObjectParams { members, arguments })
+            }
+        }
+        deserializer.deserialize_map(Members)
+    }
+}
+
+/// A call's `arguments`: raw JSON text, or a value.
+pub(crate) enum Arguments {
+    Raw(Box<sansrpc::RawValue>),
+    Value(Value),
+}
+
+impl Arguments {
+    fn into_value(self) -> Option<Value> {
+        match self {
+            // Valid JSON: checked as it was read.
+            Arguments::Raw(raw) => serde_json::from_str(raw.get()).ok(),
+            Arguments::Value(value) => Some(value),
+        }
+    }
+
+    fn is_null(&self) -> bool {
+        match self {
+            Arguments::Raw(raw) => raw.get().trim() == "null",
+            Arguments::Value(value) => value.is_null(),
+        }
+    }
+
+    fn is_object(&self) -> bool {
+        match self {
+            Arguments::Raw(raw) => raw.get().trim_start().starts_with('{'),
+            Arguments::Value(value) => value.is_object(),
+        }
+    }
+
+    /// Decodes them into `A`.
+    fn decode<A: DeserializeOwned>(self) -> Result<A, serde_json::Error> {
+        match self {
+            Arguments::Raw(raw) => serde_json::from_str(raw.get()),
+            Arguments::Value(value) => serde_json::from_value(value),
+        }
+    }
 }
 
 /// A JSON-RPC id as MCP's `RequestId` (a string or an integer; `None` for others).
@@ -662,6 +771,8 @@ pub const NOTIFICATIONS: &[&str] = &[
 /// A request as the server reads it before dispatch.
 struct Request {
     params: Map<String, Value>,
+    /// The call's `arguments` (moved out of the params).
+    arguments: Option<Arguments>,
     meta: Option<RequestMeta>,
     stateless: bool,
     /// One of `version::SUPPORTED` (no copy per request).
@@ -764,7 +875,7 @@ impl Server {
         let method = known_method(method);
         Box::pin(async move {
             server
-                .respond(method, params, host)
+                .respond(method, Params::from(params), host)
                 .await
                 .map(Reply::into_value)
         })
@@ -777,7 +888,7 @@ impl Server {
     pub(crate) fn handle_raw(
         &self,
         method: &str,
-        params: Option<Value>,
+        params: Params,
         host: Arc<dyn Host>,
     ) -> impl std::future::Future<Output = Result<Box<sansrpc::RawValue>, ErrorObject<'static>>>
            + Send
@@ -795,7 +906,7 @@ impl Server {
     async fn respond(
         &self,
         method: &'static str,
-        params: Option<Value>,
+        params: Params,
         host: Arc<dyn Host>,
     ) -> Result<Reply, ErrorObject<'static>> {
         let request = match self.read(method, params, &*host) {
@@ -981,16 +1092,16 @@ impl Server {
         }
     }
 
-    fn read(
-        &self,
-        method: &str,
-        params: Option<Value>,
-        host: &dyn Host,
-    ) -> Result<Request, McpError> {
-        let params = match params {
+    fn read(&self, method: &str, params: Params, host: &dyn Host) -> Result<Request, McpError> {
+        let Params { value, arguments } = params;
+        let mut params = match value {
             None | Some(Value::Null) => Map::new(),
             Some(Value::Object(map)) => map,
             Some(_) => return Err(McpError::invalid_params("params must be an object")),
+        };
+        let arguments = match arguments {
+            Some(raw) => Some(Arguments::Raw(raw)),
+            None => params.remove("arguments").map(Arguments::Value),
         };
         let meta = match params.get("_meta") {
             None | Some(Value::Null) => None,
@@ -1026,6 +1137,7 @@ impl Server {
                 capabilities: meta_ref.and_then(|m| m.client_capabilities.clone().map(Arc::new)),
                 client: meta_ref.and_then(|m| m.client_info.clone().map(Arc::new)),
                 params,
+                arguments,
                 meta,
                 stateless,
             });
@@ -1041,6 +1153,7 @@ impl Server {
             capabilities: s.capabilities.clone(),
             client: s.client.clone(),
             params,
+            arguments,
             meta,
             stateless,
         })
@@ -1271,10 +1384,14 @@ impl Server {
         // arguments (a state issued for one call is refused on a call with other ones).
         // Only the stateless revision carries state: a session's call skips the digest.
         let request_key = if request.stateless {
-            let arguments = request
-                .params
-                .get("arguments")
-                .map_or(String::new(), Value::to_string);
+            let arguments = match &request.arguments {
+                None => String::new(),
+                Some(Arguments::Value(value)) => value.to_string(),
+                // As the value reads back: the key order and spacing the client chose do
+                // not count.
+                Some(Arguments::Raw(raw)) => serde_json::from_str::<Value>(raw.get())
+                    .map_or(String::new(), |v| v.to_string()),
+            };
             format!("{method}:{name}:{}", state::digest(arguments.as_bytes()))
         } else {
             String::new()
@@ -1285,14 +1402,14 @@ impl Server {
             self.carry(&request, &request_key, inner)?;
         }
         // Moved out too: the request key above was the last to read them in place.
-        let arguments = request.params.remove("arguments");
+        let arguments = request.arguments.take();
         let outcome = match method {
             methods::TOOLS_CALL => {
                 self.call_tool(&name, arguments, request.stateless, cx.clone())
                     .await
             }
             methods::PROMPTS_GET => self
-                .get_prompt(&name, arguments, cx.clone())
+                .get_prompt(&name, arguments.and_then(Arguments::into_value), cx.clone())
                 .await
                 .map(Reply::Value),
             _ => self
@@ -1400,7 +1517,7 @@ impl Server {
     async fn call_tool(
         &self,
         name: &str,
-        arguments: Option<Value>,
+        arguments: Option<Arguments>,
         stateless: bool,
         cx: Context,
     ) -> Result<Reply, McpError> {
@@ -1419,8 +1536,9 @@ impl Server {
             },
         };
         let arguments = match arguments {
-            None | Some(Value::Null) => Value::Object(Map::new()),
-            Some(v @ Value::Object(_)) => v,
+            None => Arguments::Value(Value::Object(Map::new())),
+            Some(a) if a.is_null() => Arguments::Value(Value::Object(Map::new())),
+            Some(a) if a.is_object() => a,
             Some(_) => return Err(McpError::invalid_params("arguments must be an object")),
         };
         let result = call(cx, arguments).await?;

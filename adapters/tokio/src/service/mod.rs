@@ -177,7 +177,7 @@ fn status(status: u16) -> http::Response<Body> {
 }
 
 /// The request head as the core reads it: `parts` judged by the core's rules for a head
-/// ([`Head::from_parts`]: the `Host` from the URI's authority when there is no such field,
+/// ([`Head::from_checked_parts`]: the `Host` from the URI's authority when there is no such field,
 /// as in HTTP/2; the framing fields left out: hyper has read the body), keeping the
 /// target and fields when `keep`.
 fn head_of(parts: &http::request::Parts, keep: bool) -> Result<Head, HttpFault> {
@@ -195,7 +195,8 @@ fn head_of(parts: &http::request::Parts, keep: bool) -> Result<Head, HttpFault> 
         .iter()
         .filter(|(name, _)| ![CONTENT_LENGTH, TRANSFER_ENCODING, CONNECTION, EXPECT].contains(name))
         .map(|(name, value)| (name.as_str(), value.as_bytes()));
-    Head::from_parts(
+    // `http`'s types checked the names and values as they were made.
+    Head::from_checked_parts(
         parts.method.as_str(),
         target,
         host.into_iter().chain(fields),
