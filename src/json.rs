@@ -484,6 +484,24 @@ impl Iterator for Unescape<'_> {
     }
 }
 
+/// True when `needle` (not empty) occurs in `haystack`. For the short texts of a
+/// request's params: one `memchr` per candidate first byte, no searcher set up per call (as
+/// `memmem` builds one, which costs more than the search of a small text).
+pub(crate) fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    let Some((&first, rest)) = needle.split_first() else {
+        return true;
+    };
+    let mut at = 0;
+    while let Some(i) = memchr::memchr(first, &haystack[at..]) {
+        let start = at + i + 1;
+        if haystack[start..].starts_with(rest) {
+            return true;
+        }
+        at = start;
+    }
+    false
+}
+
 /// True when the string token (escapes in place) stands for exactly `plain`.
 pub(crate) fn token_eq(token: &str, escaped: bool, plain: &str) -> bool {
     if !escaped {
@@ -543,6 +561,28 @@ pub(crate) fn needs_no_escape(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn contains_finds_what_memmem_finds() {
+        let hay = b"{\"_meta\":{\"progressToken\":1},\"pp\":\"progress\"}";
+        for start in 0..hay.len() {
+            for end in start..=hay.len() {
+                for needle in [
+                    &b"progressToken"[..],
+                    b"pp",
+                    b"p",
+                    b"\"_meta\"",
+                    b"}",
+                    b"x",
+                    b"",
+                ] {
+                    let hay = &hay[start..end];
+                    let expected = memchr::memmem::find(hay, needle).is_some();
+                    assert_eq!(contains(hay, needle), expected, "{hay:?} {needle:?}");
+                }
+            }
+        }
+    }
 
     fn ok(s: &str) -> bool {
         validate(s.as_bytes(), 128).is_ok()

@@ -348,7 +348,7 @@ pub(crate) fn decode_params<T: DeserializeOwned>(
         },
         // `_meta` (MCP) is accepted by every struct, even one that denies unknown members.
         (Some(b'{'), _)
-            if memchr::memmem::find(text.as_bytes(), b"\"_meta\"").is_some()
+            if crate::json::contains(text.as_bytes(), b"\"_meta\"")
                 && shape.names.is_some_and(|names| !names.contains(&"_meta")) =>
         {
             padded = without_member(text, "_meta");

@@ -105,7 +105,7 @@ impl Profile {
         }
         let text = params?.get().trim_start();
         let bytes = text.as_bytes();
-        let named = memchr::memmem::find(bytes, b"partialResultToken").is_some();
+        let named = crate::json::contains(bytes, b"partialResultToken");
         if !text.starts_with('{') || (!named && memchr::memchr(b'\\', bytes).is_none()) {
             return None;
         }
@@ -134,7 +134,7 @@ impl Profile {
         // one with escapes that might spell it).
         let text = params?.get().trim_start();
         let bytes = text.as_bytes();
-        let named = |key: &str| memchr::memmem::find(bytes, key.as_bytes()).is_some();
+        let named = |key: &str| crate::json::contains(bytes, key.as_bytes());
         let present = match self {
             Profile::Mcp => named("progressToken"),
             Profile::Lsp => named("workDoneToken"),
