@@ -8,6 +8,8 @@
 #   cd loadgen && cargo build --release --bins
 #   callgrind/mcp.sh target/release/mcp-sansrpc-server json 1000
 #   callgrind/mcp.sh target/release/mcp-rmcp-server sse 1000
+#   callgrind/mcp.sh target/release/sansrpc-axum-server json 1000
+#   callgrind/mcp.sh target/release/mcp-axum-floor-server json 1000
 set -euo pipefail
 bin=$1 mode=$2 n=$3
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -30,9 +30,13 @@
 //!   the official Rust SDK, both single-threaded, one `add` tool): 64 sessions calling
 //!   `tools/call` one at a time each, answered with JSON bodies and with event streams; and
 //!   the RSS growth with M idle sessions (one call answered on each, connections closed).
+//!   Beside them `sansrpc-axum` (the tower service in axum) and `axum-floor`
+//!   (`mcp-axum-floor-server`: axum with a handler that answers what the client checks and
+//!   does nothing of MCP, the cost any MCP server in axum starts from).
 //! - HTTP/2 with prior knowledge (h2c), one connection, 64 streams in flight: JSON-RPC
 //!   (`sansrpc-axum` against jsonrpsee) and MCP `tools/call` from 64 sessions sharing the
-//!   connection, JSON and SSE answers (`sansrpc-axum` against rmcp in axum); hyper's HTTP/2
+//!   connection, JSON and SSE answers (`sansrpc-axum` and `axum-floor` against rmcp in
+//!   axum); hyper's HTTP/2
 //!   client. The standalone sansrpc servers speak HTTP/1.1 only. See `h2.rs`.
 //! - Method subscriptions, Ethereum's `newHeads` (`heads-sansrpc-server` against
 //!   `heads-jsonrpsee-server`, both single-threaded, a 1 KiB block every 100 ms): S
@@ -196,6 +200,10 @@ fn server_for(name: &str, transport: Transport) -> Option<(&'static str, Vec<&'s
             Some(("mcp-sansrpc-server", vec![t]))
         }
         ("rmcp", Transport::McpJson | Transport::McpSse) => Some(("mcp-rmcp-server", vec![t])),
+        (
+            "axum-floor",
+            Transport::McpJson | Transport::McpSse | Transport::H2McpJson | Transport::H2McpSse,
+        ) => Some(("mcp-axum-floor-server", vec![t])),
         ("sansrpc-axum", Transport::McpJson | Transport::McpSse | Transport::Http) => {
             Some(("sansrpc-axum-server", vec![t]))
         }
@@ -696,7 +704,7 @@ async fn main() {
     }
 
     // MCP over Streamable HTTP: sansrpc's MCP server against rmcp's, the same `add` tool.
-    let mcp_servers = ["sansrpc", "sansrpc-axum", "rmcp"];
+    let mcp_servers = ["axum-floor", "sansrpc", "sansrpc-axum", "rmcp"];
     for (transport, title) in [
         (
             Transport::McpJson,
@@ -743,7 +751,7 @@ async fn main() {
                  tools/call, 1 in flight each (rmcp: its stateless mode)"
             ),
             "rmcp",
-            &["sansrpc-axum", "rmcp"][..],
+            &["axum-floor", "sansrpc-axum", "rmcp"][..],
         ),
         (
             Transport::H2McpSse,
@@ -752,7 +760,7 @@ async fn main() {
                  tools/call, 1 in flight each"
             ),
             "rmcp",
-            &["sansrpc-axum", "rmcp"][..],
+            &["axum-floor", "sansrpc-axum", "rmcp"][..],
         ),
     ] {
         if !opts.wants(&title) {
