@@ -1384,13 +1384,15 @@ impl Server {
         // arguments (a state issued for one call is refused on a call with other ones).
         // Only the stateless revision carries state: a session's call skips the digest.
         let request_key = if request.stateless {
+            // Read as a value once (for the digest, then for the call): the key order and
+            // spacing the client chose do not count.
+            if let Some(Arguments::Raw(_)) = &request.arguments {
+                let value = request.arguments.take().and_then(Arguments::into_value);
+                request.arguments = value.map(Arguments::Value);
+            }
             let arguments = match &request.arguments {
-                None => String::new(),
                 Some(Arguments::Value(value)) => value.to_string(),
-                // As the value reads back: the key order and spacing the client chose do
-                // not count.
-                Some(Arguments::Raw(raw)) => serde_json::from_str::<Value>(raw.get())
-                    .map_or(String::new(), |v| v.to_string()),
+                _ => String::new(),
             };
             format!("{method}:{name}:{}", state::digest(arguments.as_bytes()))
         } else {
