@@ -773,7 +773,8 @@ struct Request {
     params: Map<String, Value>,
     /// The call's `arguments` (moved out of the params).
     arguments: Option<Arguments>,
-    meta: Option<RequestMeta>,
+    /// Boxed: most requests carry none, and the futures that hold a request stay small.
+    meta: Option<Box<RequestMeta>>,
     stateless: bool,
     /// One of `version::SUPPORTED` (no copy per request).
     version: &'static str,
@@ -914,10 +915,15 @@ impl Server {
             Err(e) => return Err(e.into_error(false)),
         };
         let stateless = request.stateless;
-        match self.dispatch(method, request, host).await {
-            Ok(v) => Ok(v),
-            Err(e) => Err(e.into_error(stateless)),
-        }
+        let outcome = match method {
+            // The calls (most of the traffic) go straight to their future; every other
+            // method's is boxed, so that a call's future carries no room for theirs.
+            methods::TOOLS_CALL | methods::PROMPTS_GET | methods::RESOURCES_READ => {
+                self.asking(method, request, host).await
+            }
+            _ => Box::pin(self.dispatch(method, request, host)).await,
+        };
+        outcome.map_err(|e| e.into_error(stateless))
     }
 
     /// Sends `notifications/resources/updated` for `uri` to every session subscribed to
@@ -1105,10 +1111,10 @@ impl Server {
         };
         let meta = match params.get("_meta") {
             None | Some(Value::Null) => None,
-            Some(meta) => Some(
+            Some(meta) => Some(Box::new(
                 serde_json::from_value::<RequestMeta>(meta.clone())
                     .map_err(|e| McpError::invalid_params(format!("_meta: {e}")))?,
-            ),
+            )),
         };
         let stateless = meta.as_ref().is_some_and(|m| m.protocol_version.is_some());
         if stateless {
@@ -1164,7 +1170,7 @@ impl Server {
             inner: Arc::new(Inner {
                 host,
                 server: self.clone(),
-                meta: request.meta.clone(),
+                meta: request.meta.as_deref().cloned(),
                 version: request.version,
                 stateless: request.stateless,
                 capabilities: request.capabilities.clone(),
@@ -1226,7 +1232,9 @@ impl Server {
                 return self.asking(method, request, host).await;
             }
             methods::SUBSCRIPTIONS_LISTEN => {
-                return self.listen(request, host).await.map(Reply::Value)
+                // Boxed: its future is the largest of any method's, and every call's future
+                // would carry its room.
+                return Box::pin(self.listen(request, host)).await.map(Reply::Value);
             }
             methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
                 if !shared.subscribable() {
