@@ -1,65 +1,244 @@
-//! A connection that reads no socket of its own: its messages come from a channel, each
-//! with its tag ([`Connection::handle_message_tagged`]; tag 0 is none), and its frames go
-//! to an [`Outbox`] at every turn. The MCP server runs a session (or a stateless request)
-//! on one, fed by the HTTP requests that carry its messages.
+//! A connection that reads no socket of its own: its messages come from the HTTP requests
+//! that carry them, each with its tag ([`Connection::handle_message_tagged`]; tag 0 is
+//! none), and its frames go to an [`Outbox`] at every turn. The MCP server runs a session
+//! (or a stateless request) on one.
+//!
+//! The connection is driven where its input comes from: the request that hands it a
+//! message polls it in the request's own future ([`Engine::deliver`]), so a handler that
+//! answers at once has its answer written before the request waits for it, with no switch
+//! to another task. Every poll, wherever it runs, uses the waker of the connection's own
+//! task ([`Engine::run`]): what the connection then waits for (a handler still running, a
+//! timer, a message from another session's handler) wakes that task, which drives it until
+//! the next request comes.
 
+use std::collections::VecDeque;
+use std::future::Future;
 use std::io;
-use std::task::{Context, Poll};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError, Weak};
+use std::task::{Context, Poll, Waker};
 
 use sansrpc::connection::Connection;
 use sansrpc::Instant;
-use sansrpc_futures::{Received, Transport};
-use tokio::sync::mpsc;
+use sansrpc_futures::{Client, Received, ShutdownHandle, Transport};
+use tokio::sync::Notify;
+
+use crate::{Builder, TokioTimer};
 
 /// A message and its tag.
 pub(crate) type Tagged = (Vec<u8>, u64);
 
-/// Where the frames of a [`Channel`] go; it takes them at once, never waiting.
+/// Where the frames of a connection go; it takes them at once, never waiting.
 pub(crate) trait Outbox: Send + Unpin + 'static {
     /// Takes every frame `conn` has to send.
     fn take(&mut self, conn: &mut Connection);
 }
 
-/// The transport: messages from `input` (one held back while the connection cannot take
-/// it), frames to `out`; the end of the channel is the end of the input.
-pub(crate) struct Channel<O> {
-    input: mpsc::Receiver<Tagged>,
-    held: Option<Tagged>,
-    out: O,
+/// The messages waiting for the connection, and whether its input ended.
+struct Inbox {
+    queue: VecDeque<Tagged>,
+    closed: bool,
 }
 
-impl<O: Outbox> Channel<O> {
-    /// A channel transport reading `input` and sending to `out`.
-    pub(crate) fn new(input: mpsc::Receiver<Tagged>, out: O) -> Self {
-        Channel {
-            input,
+/// The connection's driver, until it ends.
+type Running = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// A connection and its input, driven by whoever has something for it: a request handing
+/// it a message ([`deliver`](Self::deliver)), or its own task ([`run`](Self::run)).
+pub(crate) struct Engine {
+    inbox: Mutex<Inbox>,
+    /// At most this many messages wait; a request with another waits for room.
+    capacity: usize,
+    /// Room was made in a full inbox.
+    room: Notify,
+    /// `None` once the connection ended.
+    driver: Mutex<Option<Running>>,
+    /// The waker of the connection's own task, once it ran: every poll of the driver uses
+    /// it.
+    task: Mutex<Option<Waker>>,
+    /// A poll found the driver being polled elsewhere: the one polling it wakes the task
+    /// when it lets go, so that nothing the refused poll came for is missed.
+    missed: AtomicBool,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Engine {
+    /// A connection made by `builder`, its frames going to `out`, up to `capacity`
+    /// messages waiting: the engine (run it on a task of its own with [`run`](Self::run)),
+    /// the connection's client, and its shutdown handle.
+    pub(crate) fn start<O: Outbox>(
+        builder: Builder,
+        out: O,
+        capacity: usize,
+    ) -> (Arc<Engine>, Client, ShutdownHandle) {
+        let engine = Arc::new(Engine {
+            inbox: Mutex::new(Inbox {
+                queue: VecDeque::new(),
+                closed: false,
+            }),
+            capacity: capacity.max(1),
+            room: Notify::new(),
+            driver: Mutex::new(None),
+            task: Mutex::new(None),
+            missed: AtomicBool::new(false),
+        });
+        // The transport holds the engine weakly: the engine holds the driver, which holds
+        // the transport.
+        let transport = Inlet {
+            engine: Arc::downgrade(&engine),
             held: None,
             out,
+        };
+        let (client, driver) = builder.connect(transport, TokioTimer);
+        let shutdown = driver.shutdown_handle();
+        *lock(&engine.driver) = Some(Box::pin(async move {
+            let _ = driver.await;
+        }));
+        (engine, client, shutdown)
+    }
+
+    /// Drives the connection until it ends: the future of its own task.
+    pub(crate) async fn run(self: Arc<Self>) {
+        std::future::poll_fn(|cx| {
+            {
+                let mut task = lock(&self.task);
+                if !task.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                    *task = Some(cx.waker().clone());
+                }
+            }
+            self.poll_driver(cx.waker())
+        })
+        .await
+    }
+
+    /// Hands `message` to the connection (waiting while its inbox is full; dropped when
+    /// its input has ended), then drives it here when the connection's task has run once:
+    /// a handler that answers at once has answered when this returns.
+    pub(crate) async fn deliver(&self, message: Tagged) {
+        let mut message = Some(message);
+        while let Some(next) = message.take() {
+            let room = self.room.notified();
+            tokio::pin!(room);
+            room.as_mut().enable();
+            {
+                let mut inbox = lock(&self.inbox);
+                if inbox.closed {
+                    return;
+                }
+                if inbox.queue.len() < self.capacity {
+                    inbox.queue.push_back(next);
+                    break;
+                }
+                message = Some(next);
+            }
+            room.await;
+        }
+        let task = lock(&self.task).clone();
+        // Before its task's first turn, that turn reads the inbox.
+        if let Some(task) = task {
+            if self.poll_driver(&task).is_ready() {
+                // Ended here: its task finishes it.
+                task.wake();
+            }
+        }
+    }
+
+    /// Ends the connection's input: it ends once it has read what waits.
+    pub(crate) fn close(&self) {
+        lock(&self.inbox).closed = true;
+        self.room.notify_waiters();
+        if let Some(task) = lock(&self.task).as_ref() {
+            task.wake_by_ref();
+        }
+    }
+
+    /// Polls the driver with `task` (the connection task's waker), unless it is being
+    /// polled elsewhere; ready once the connection ended.
+    fn poll_driver(&self, task: &Waker) -> Poll<()> {
+        let mut slot = match self.driver.try_lock() {
+            Ok(slot) => slot,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => {
+                self.missed.store(true, Ordering::SeqCst);
+                // Let go of in the meantime: polled here after all. Else the one polling
+                // it sees `missed` once it lets go.
+                match self.driver.try_lock() {
+                    Ok(slot) => slot,
+                    Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+                    Err(TryLockError::WouldBlock) => return Poll::Pending,
+                }
+            }
+        };
+        let ended = match slot.as_mut() {
+            Some(driver) => driver
+                .as_mut()
+                .poll(&mut Context::from_waker(task))
+                .is_ready(),
+            None => true,
+        };
+        if ended {
+            *slot = None;
+        }
+        drop(slot);
+        if self.missed.swap(false, Ordering::SeqCst) {
+            task.wake_by_ref();
+        }
+        match ended {
+            true => Poll::Ready(()),
+            false => Poll::Pending,
         }
     }
 }
 
-impl<O: Outbox> Transport for Channel<O> {
+/// The transport: messages from the engine's inbox (one held back while the connection
+/// cannot take it), frames to `out`; the inbox closed is the end of the input.
+struct Inlet<O> {
+    engine: Weak<Engine>,
+    held: Option<Tagged>,
+    out: O,
+}
+
+impl<O: Outbox> Transport for Inlet<O> {
     fn is_message_based(&self) -> bool {
         true
     }
 
     fn poll_receive(
         &mut self,
-        cx: &mut Context<'_>,
+        _: &mut Context<'_>,
         conn: &mut Connection,
         now: Instant,
     ) -> Poll<io::Result<Received>> {
         let (message, tag) = match self.held.take() {
             Some(held) => held,
-            None => match self.input.poll_recv(cx) {
-                Poll::Ready(Some(message)) => message,
-                Poll::Ready(None) => {
+            None => {
+                let next = match self.engine.upgrade() {
+                    Some(engine) => {
+                        let mut inbox = lock(&engine.inbox);
+                        let next = inbox.queue.pop_front();
+                        if next.is_some() && inbox.queue.len() + 1 == engine.capacity {
+                            engine.room.notify_waiters();
+                        }
+                        match next {
+                            Some(next) => Some(next),
+                            // Whoever hands it the next message drives it, or wakes its
+                            // task ([`Engine::deliver`], [`Engine::close`]).
+                            None if !inbox.closed => return Poll::Pending,
+                            None => None,
+                        }
+                    }
+                    None => None,
+                };
+                let Some(next) = next else {
                     conn.handle_end_of_input(now);
                     return Poll::Ready(Ok(Received::End));
-                }
-                Poll::Pending => return Poll::Pending,
-            },
+                };
+                next
+            }
         };
         if conn.handle_message_tagged(&message, tag, now).is_err() {
             self.held = Some((message, tag));

@@ -36,9 +36,9 @@ use sansrpc_futures::{HttpRequest, HttpRequests, Principal, ShutdownHandle};
 use smallvec::SmallVec;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::Notify;
 
-use crate::channel::{Channel, Outbox, Tagged};
+use crate::channel::{Engine, Outbox};
 use crate::request::{within, Handshake, Part, Requests, Times, CONTINUE};
 use crate::wire::SMALL;
 use crate::{Builder, Listener, ServeOptions};
@@ -212,10 +212,18 @@ pub(crate) fn serving(
 /// A connection running for a session (or a stateless request): where its input goes and
 /// how to stop it.
 struct Running {
-    input: mpsc::Sender<Tagged>,
+    /// Where its input goes, and what drives it.
+    engine: Arc<Engine>,
     shutdown: ShutdownHandle,
     /// The HTTP request of each call in flight, for its handler.
     requests: Arc<HttpRequests>,
+}
+
+impl Drop for Running {
+    /// Its input ends (the connection ends once it has read what waits).
+    fn drop(&mut self) {
+        self.engine.close();
+    }
 }
 
 /// What every task shares; never locked across an await.
@@ -442,19 +450,17 @@ impl Outbox for Frames {
 
 /// Starts a connection for `target` with the server's builder; returns where its input goes.
 fn start(shared: &Shared, state: &State, target: Target) -> Running {
-    let (input, rx) = mpsc::channel(SESSION_QUEUE);
     let frames = Frames {
         state: state.clone(),
         target,
         buf: Vec::new(),
         frames: Vec::new(),
     };
-    let transport = Channel::new(rx, frames);
-    let connection = crate::spawn(shared.builder.clone(), transport);
+    let (engine, client, shutdown) = Engine::start(shared.builder.clone(), frames, SESSION_QUEUE);
     let ended = state.clone();
-    let driver = connection.driver;
+    let run = Arc::clone(&engine).run();
     tokio::spawn(async move {
-        let _ = driver.await;
+        run.await;
         let mut shared = ended.lock();
         match target {
             Target::Session(session) => {
@@ -468,9 +474,9 @@ fn start(shared: &Shared, state: &State, target: Target) -> Running {
         shared.settle();
     });
     Running {
-        input,
-        shutdown: connection.shutdown,
-        requests: connection.client.local::<HttpRequests>(),
+        engine,
+        shutdown,
+        requests: client.local::<HttpRequests>(),
     }
 }
 
@@ -683,9 +689,13 @@ pub(crate) async fn dispatch(
     match (verdict, writer) {
         (Verdict::Respond(response), _) => Dispatched::Whole(response),
         (Verdict::Deliver { session, response }, _) => {
-            let sender = state.lock().sessions.get(&session).map(|r| r.input.clone());
-            if let Some(sender) = sender {
-                let _ = sender.send((body, 0)).await;
+            let engine = state
+                .lock()
+                .sessions
+                .get(&session)
+                .map(|r| Arc::clone(&r.engine));
+            if let Some(engine) = engine {
+                engine.deliver((body, 0)).await;
             }
             Dispatched::Whole(response)
         }
@@ -708,28 +718,29 @@ pub(crate) async fn dispatch(
                 shared
                     .sessions
                     .get(&session)
-                    .map(|r| (r.input.clone(), Arc::clone(&r.requests)))
+                    .map(|r| (Arc::clone(&r.engine), Arc::clone(&r.requests)))
             };
-            let Some((sender, requests)) = sender else {
+            let Some((engine, requests)) = sender else {
                 return Dispatched::Stream(writer, After::Nothing);
             };
             let calls = record(&requests, ids, request);
-            let _ = sender.send((body, stream)).await;
+            // Driven here: a handler that answers at once has answered on return.
+            engine.deliver((body, stream)).await;
             Dispatched::Stream(writer, After::Forget(requests, calls))
         }
         (Verdict::Stateless { stream }, Some(writer)) => {
             let sender = {
                 let mut shared = state.lock();
                 let running = start(&shared, state, Target::Stream(stream));
-                let sender = running.input.clone();
+                let engine = Arc::clone(&running.engine);
                 let requests = Arc::clone(&running.requests);
                 shared.stateless.insert(stream, running);
-                (sender, requests)
+                (engine, requests)
             };
-            let (sender, requests) = sender;
+            let (engine, requests) = sender;
             // The connection is this request's alone and ends with it: nothing to forget.
             record(&requests, ids, request);
-            let _ = sender.send((body, stream)).await;
+            engine.deliver((body, stream)).await;
             // Its one request answered (or abandoned): the connection ends.
             Dispatched::Stream(writer, After::End(state.clone(), stream))
         }
