@@ -260,3 +260,79 @@ impl<O: Outbox> Transport for Inlet<O> {
         Poll::Ready(Ok(()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::AsyncRouter;
+    use std::time::Duration;
+
+    /// Frames written, each as text.
+    struct Written(Arc<Mutex<Vec<String>>>);
+
+    impl Outbox for Written {
+        fn take(&mut self, conn: &mut Connection) {
+            let mut out = Vec::new();
+            while let Some((len, _)) = conn.poll_transmit_tagged(&mut out) {
+                let frame = out.split_off(out.len() - len);
+                lock(&self.0).push(String::from_utf8(frame).unwrap());
+            }
+        }
+    }
+
+    fn request(id: u64, method: &str) -> Tagged {
+        let text = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}"}}"#);
+        (text.into_bytes(), 0)
+    }
+
+    /// A handler that answers at once has answered when `deliver` returns (driven in the
+    /// caller's task); one that waits is finished by the connection's own task once what
+    /// it waits for comes, with no message to drive it; closing the input ends the task.
+    #[tokio::test]
+    async fn the_request_drives_the_connection_and_its_task_finishes_what_waits() {
+        let (release, gate) = tokio::sync::watch::channel(false);
+        let mut router = AsyncRouter::new();
+        router
+            .raw_method("now", |_| async { Ok(sansrpc::RawValue::NULL.to_owned()) })
+            .unwrap();
+        router
+            .raw_method("later", move |_| {
+                let mut gate = gate.clone();
+                async move {
+                    let _ = gate.wait_for(|open| *open).await;
+                    Ok(sansrpc::RawValue::NULL.to_owned())
+                }
+            })
+            .unwrap();
+        let written = Arc::new(Mutex::new(Vec::new()));
+        let out = Written(Arc::clone(&written));
+        let (engine, _client, _shutdown) = Engine::start(Builder::new().router(router), out, 4);
+        let task = tokio::spawn(Arc::clone(&engine).run());
+        // The task's first turn: its waker is known from then on.
+        tokio::task::yield_now().await;
+        engine.deliver(request(1, "now")).await;
+        assert_eq!(
+            lock(&written).len(),
+            1,
+            "answered inline: {:?}",
+            lock(&written)
+        );
+        assert!(lock(&written)[0].contains(r#""id":1"#));
+        engine.deliver(request(2, "later")).await;
+        assert_eq!(lock(&written).len(), 1);
+        release.send(true).unwrap();
+        tokio::time::timeout(Duration::from_secs(5), async {
+            while lock(&written).len() < 2 {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("the connection's task answers the call that waited");
+        assert!(lock(&written)[1].contains(r#""id":2"#));
+        engine.close();
+        tokio::time::timeout(Duration::from_secs(5), task)
+            .await
+            .expect("the input's end ends the connection")
+            .unwrap();
+    }
+}
