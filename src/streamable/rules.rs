@@ -31,6 +31,11 @@ pub(super) fn accepts(head: &Head, medias: &[&str]) -> bool {
     let Some(accept) = head.field("accept") else {
         return false;
     };
+    // What the SDKs send, byte for byte: both of MCP's media types, read at once.
+    let common = |m: &&str| matches!(*m, "application/json" | "text/event-stream");
+    if accept == b"application/json, text/event-stream" && medias.iter().all(common) {
+        return true;
+    }
     // One bit per media listed so far (at most 8 asked for).
     let all = (1u8 << medias.len().min(8)) - 1;
     let mut listed = 0u8;
@@ -368,6 +373,38 @@ pub(super) fn unsupported_data(requested: Option<&str>) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn accept_lists_each_media_type_itself_or_by_a_wildcard() {
+        let both = ["application/json", "text/event-stream"];
+        let accepts_both = |value: &[u8]| {
+            let head = Head::from_parts("POST", "/mcp", [("accept", value)], true).unwrap();
+            accepts(&head, &both)
+        };
+        for yes in [
+            &b"application/json, text/event-stream"[..],
+            b"text/event-stream,application/json",
+            b"Application/JSON; q=0.9 , TEXT/EVENT-STREAM",
+            b"*/*",
+            b"application/*, text/*",
+            b"application/json, \xff\xfe, text/event-stream",
+        ] {
+            assert!(accepts_both(yes), "{:?}", String::from_utf8_lossy(yes));
+        }
+        for no in [
+            &b"application/json"[..],
+            b"text/event-stream",
+            b"application/jsonx, text/event-stream",
+            b"text/*",
+            b"",
+        ] {
+            assert!(!accepts_both(no), "{:?}", String::from_utf8_lossy(no));
+        }
+        let head = Head::from_parts("GET", "/mcp", [("accept", &b"text/*"[..])], true).unwrap();
+        assert!(accepts(&head, &["text/event-stream"]));
+        let head = Head::from_parts("GET", "/mcp", [], true).unwrap();
+        assert!(!accepts(&head, &["text/event-stream"]));
+    }
 
     #[test]
     fn header_values_encode_to_what_decodes_back() {

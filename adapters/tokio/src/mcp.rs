@@ -238,7 +238,9 @@ pub(crate) struct Shared {
     /// The response writing each stream (its writer number) and how to wake it. A newer
     /// response for a stream (a client resuming it with `Last-Event-ID` before this side
     /// saw the old one go) takes it over; the old writer then ends.
-    pub(crate) waiting: HashMap<u64, (u64, Arc<Notify>), Keys>,
+    /// Its `Notify` is made when the response first waits (a JSON answer written at once
+    /// never does).
+    pub(crate) waiting: HashMap<u64, (u64, Option<Arc<Notify>>), Keys>,
     next_writer: u64,
     /// The timer task: woken when the machine's next deadline moved earlier than the one
     /// it sleeps until.
@@ -322,18 +324,32 @@ impl Shared {
     /// Makes a new response the writer of `stream`; a writer it replaces is woken to end.
     fn writer(&mut self, stream: u64) -> Writer {
         self.next_writer += 1;
-        let notify = Arc::new(Notify::new());
-        let old = self
-            .waiting
-            .insert(stream, (self.next_writer, Arc::clone(&notify)));
-        if let Some((_, old)) = old {
+        let old = self.waiting.insert(stream, (self.next_writer, None));
+        if let Some((_, Some(old))) = old {
             old.notify_one();
         }
         Writer {
             stream,
             id: self.next_writer,
-            notify,
+            notify: None,
         }
+    }
+
+    /// What `writer` waits on for more of its stream, made now if it has none; called
+    /// under the same lock as the look at the stream that found nothing, so no wake-up
+    /// falls between the two.
+    pub(crate) fn listen(&mut self, writer: &mut Writer) -> Arc<Notify> {
+        if let Some(notify) = &writer.notify {
+            return Arc::clone(notify);
+        }
+        let notify = Arc::new(Notify::new());
+        if let Some(entry) = self.waiting.get_mut(&writer.stream) {
+            if entry.0 == writer.id {
+                entry.1 = Some(Arc::clone(&notify));
+            }
+        }
+        writer.notify = Some(Arc::clone(&notify));
+        notify
     }
 
     /// True while `writer` still writes its stream.
@@ -361,7 +377,7 @@ impl Shared {
         // Durable before any of it reaches a client.
         self.server.flush_store();
         while let Some(stream) = self.server.poll_ready() {
-            if let Some((_, notify)) = self.waiting.get(&stream) {
+            if let Some((_, Some(notify))) = self.waiting.get(&stream) {
                 notify.notify_one();
             }
         }
@@ -402,7 +418,8 @@ async fn run_timers(state: State) {
 pub(crate) struct Writer {
     pub(crate) stream: u64,
     id: u64,
-    pub(crate) notify: Arc<Notify>,
+    /// Made when it first waits ([`Shared::listen`]).
+    notify: Option<Arc<Notify>>,
 }
 
 /// Where a connection's frames go.
@@ -771,7 +788,7 @@ async fn write_response<S: AsyncWrite + Unpin>(
 async fn write_stream<S: AsyncRead + AsyncWrite + Unpin>(
     socket: &mut S,
     state: &State,
-    writer: Writer,
+    mut writer: Writer,
     reader: &mut Requests,
 ) -> bool {
     let stream = writer.stream;
@@ -779,13 +796,15 @@ async fn write_stream<S: AsyncRead + AsyncWrite + Unpin>(
     let mut out = Vec::new();
     let keep = loop {
         out.clear();
-        let step = {
+        let (step, notify) = {
             let mut shared = state.lock();
             if !shared.owns(&writer) {
                 // Resumed elsewhere: this response just ends.
                 break false;
             }
-            shared.server.poll_stream(stream, &mut out)
+            let step = shared.server.poll_stream(stream, &mut out);
+            let notify = (step == Step::Wait).then(|| shared.listen(&mut writer));
+            (step, notify)
         };
         if !out.is_empty() {
             // A client that stops reading is cut off at the network write-stall timeout.
@@ -806,8 +825,9 @@ async fn write_stream<S: AsyncRead + AsyncWrite + Unpin>(
         }
         // A pipelined next request is read ahead, kept for after this response.
         let need = reader.read_ahead() + SMALL;
+        let notify = notify.unwrap_or_default();
         tokio::select! {
-            _ = writer.notify.notified() => {}
+            _ = notify.notified() => {}
             read = poll_fn(|cx| reader.poll_read(socket, cx, need)) => match read {
                 Ok(n) if n > 0 && reader.read_ahead() <= MAX_AHEAD => {}
                 _ => {

@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
 use sansrpc::streamable::{self, Extensions, Step, StreamHead};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Notify};
 
 use super::{read_body, response, Body, ResponseFuture};
 use crate::mcp::{
@@ -151,12 +151,12 @@ async fn serve_stream(state: &State, writer: Writer, after: After) -> http::Resp
     // Dropped while it waits (the client went away): the stream is closed (`Pump::drop`).
     let (head, step) = loop {
         let step = pump.take(&mut head, &mut data);
-        if let (Some(step), Some(head)) = (step, head.take()) {
+        if let (Some((step, _)), Some(head)) = (step.clone(), head.take()) {
             break (head, step);
         }
         match step {
-            Some(Step::Data) => {}
-            Some(Step::Wait) => pump.writer.notify.clone().notified().await,
+            Some((Step::Data, _)) => {}
+            Some((Step::Wait, Some(notify))) => notify.notified().await,
             Some(_) | None => {
                 pump.ended = true;
                 return super::status(503);
@@ -223,18 +223,22 @@ struct Pump {
 
 impl Pump {
     /// What the machine has for the stream now: its head into `head` the first time, its
-    /// body bytes appended to `data`, and the step; `None` when a newer response took the
-    /// stream over.
-    fn take(&mut self, head: &mut Option<StreamHead>, data: &mut Vec<u8>) -> Option<Step> {
+    /// body bytes appended to `data`, and the step, with what to wait on when it is
+    /// [`Step::Wait`]; `None` when a newer response took the stream over.
+    fn take(
+        &mut self,
+        head: &mut Option<StreamHead>,
+        data: &mut Vec<u8>,
+    ) -> Option<(Step, Option<Arc<Notify>>)> {
         let mut shared = self.state.lock();
         if !shared.owns(&self.writer) {
             return None;
         }
-        Some(
-            shared
-                .server
-                .poll_stream_parts(self.writer.stream, head, data),
-        )
+        let step = shared
+            .server
+            .poll_stream_parts(self.writer.stream, head, data);
+        let notify = (step == Step::Wait).then(|| shared.listen(&mut self.writer));
+        Some((step, notify))
     }
 
     /// Streams the rest of the answer into `body` until it ends, the client goes away or
@@ -242,7 +246,7 @@ impl Pump {
     async fn rest(mut self, body: mpsc::Sender<io::Result<Bytes>>) {
         loop {
             let mut data = Vec::new();
-            let Some(step) = self.take(&mut None, &mut data) else {
+            let Some((step, notify)) = self.take(&mut None, &mut data) else {
                 self.ended = true;
                 return;
             };
@@ -267,7 +271,7 @@ impl Pump {
                     return;
                 }
             }
-            let notify = self.writer.notify.clone();
+            let notify = notify.unwrap_or_default();
             tokio::select! {
                 _ = notify.notified() => {}
                 _ = body.closed() => return,
