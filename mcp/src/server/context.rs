@@ -88,7 +88,8 @@ pub(crate) struct Inner {
     pub host: Arc<dyn Host>,
     /// The server answering: a handler may announce changes through it.
     pub server: super::Server,
-    pub meta: Option<RequestMeta>,
+    /// Boxed: most requests carry none, and the context stays small.
+    pub meta: Option<Box<RequestMeta>>,
     /// The revision of this request: the session's, or the one its `_meta` names.
     pub version: &'static str,
     pub stateless: bool,
@@ -139,7 +140,7 @@ impl Context {
 
     /// The request's `_meta`, if it had one.
     pub fn meta(&self) -> Option<&RequestMeta> {
-        self.inner.meta.as_ref()
+        self.inner.meta.as_deref()
     }
 
     /// The client cancelled the request (a handler that runs long checks it and stops).

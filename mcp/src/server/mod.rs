@@ -633,6 +633,9 @@ pub const REQUESTS: &[&str] = &[
 pub(crate) struct Params {
     value: Option<Value>,
     arguments: Option<Box<sansrpc::RawValue>>,
+    /// The `name` member, kept apart (a call's tool or prompt: no entry in the map made
+    /// only to be taken out again).
+    name: Option<Value>,
 }
 
 impl From<Option<Value>> for Params {
@@ -640,6 +643,7 @@ impl From<Option<Value>> for Params {
         Params {
             value,
             arguments: None,
+            name: None,
         }
     }
 }
@@ -663,6 +667,7 @@ pub(crate) fn read_params(
         .map(|p| Params {
             value: Some(Value::Object(p.members)),
             arguments: p.arguments,
+            name: p.name,
         })
         .map_err(not_json)
 }
@@ -673,6 +678,7 @@ pub(crate) fn read_params(
 struct ObjectParams {
     members: Map<String, Value>,
     arguments: Option<Box<sansrpc::RawValue>>,
+    name: Option<Value>,
 }
 
 #[cfg(any(feature = "futures", feature = "blocking"))]
@@ -688,17 +694,24 @@ impl<'de> serde::Deserialize<'de> for ObjectParams {
                 self,
                 mut map: M,
             ) -> Result<ObjectParams, M::Error> {
-                let (mut members, mut arguments) = (Map::new(), None);
+                let (mut members, mut arguments, mut name) = (Map::new(), None, None);
                 while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
                     if key == "arguments" {
                         let raw: &'de serde_json::value::RawValue = map.next_value()?;
                         arguments = Some(sansrpc::RawValue::from_serde_json(raw).to_owned());
                         members.remove("arguments");
+                    } else if key == "name" {
+                        name = Some(map.next_value()?);
+                        members.remove("name");
                     } else {
                         members.insert(key.into_owned(), map.next_value()?);
                     }
                 }
-                Ok(ObjectParams { members, arguments })
+                Ok(ObjectParams {
+                    members,
+                    arguments,
+                    name,
+                })
             }
         }
         deserializer.deserialize_map(Members)
@@ -771,6 +784,8 @@ pub const NOTIFICATIONS: &[&str] = &[
 /// A request as the server reads it before dispatch.
 struct Request {
     params: Map<String, Value>,
+    /// A call's `name` (a tool's or prompt's), when it came apart from the params.
+    name: Option<Value>,
     /// The call's `arguments` (moved out of the params).
     arguments: Option<Arguments>,
     /// Boxed: most requests carry none, and the futures that hold a request stay small.
@@ -1099,11 +1114,26 @@ impl Server {
     }
 
     fn read(&self, method: &str, params: Params, host: &dyn Host) -> Result<Request, McpError> {
-        let Params { value, arguments } = params;
+        let Params {
+            value,
+            arguments,
+            name,
+        } = params;
         let mut params = match value {
             None | Some(Value::Null) => Map::new(),
             Some(Value::Object(map)) => map,
             Some(_) => return Err(McpError::invalid_params("params must be an object")),
+        };
+        // Kept apart for the methods that take it out; back in the map for the others.
+        let name = match name {
+            Some(name) if matches!(method, methods::TOOLS_CALL | methods::PROMPTS_GET) => {
+                Some(name)
+            }
+            Some(name) => {
+                params.insert(String::from("name"), name);
+                None
+            }
+            None => None,
         };
         let arguments = match arguments {
             Some(raw) => Some(Arguments::Raw(raw)),
@@ -1143,6 +1173,7 @@ impl Server {
                 capabilities: meta_ref.and_then(|m| m.client_capabilities.clone().map(Arc::new)),
                 client: meta_ref.and_then(|m| m.client_info.clone().map(Arc::new)),
                 params,
+                name,
                 arguments,
                 meta,
                 stateless,
@@ -1159,6 +1190,7 @@ impl Server {
             capabilities: s.capabilities.clone(),
             client: s.client.clone(),
             params,
+            name,
             arguments,
             meta,
             stateless,
@@ -1170,7 +1202,7 @@ impl Server {
             inner: Arc::new(Inner {
                 host,
                 server: self.clone(),
-                meta: request.meta.as_deref().cloned(),
+                meta: request.meta.clone(),
                 version: request.version,
                 stateless: request.stateless,
                 capabilities: request.capabilities.clone(),
@@ -1386,7 +1418,11 @@ impl Server {
         // Moved out of the params (no copy): nothing after reads them there.
         let name = match method {
             methods::RESOURCES_READ => take_string_param(&mut request.params, "uri")?,
-            _ => take_string_param(&mut request.params, "name")?,
+            _ => match request.name.take() {
+                Some(Value::String(name)) => name,
+                Some(_) => return Err(McpError::invalid_params("name must be a string")),
+                None => take_string_param(&mut request.params, "name")?,
+            },
         };
         // The state is bound to the request: its method, its tool, prompt or URI, and its
         // arguments (a state issued for one call is refused on a call with other ones).
