@@ -299,7 +299,10 @@ struct Closed {
 }
 
 /// Ten peers that make one call, then send calls without pause and never read again;
-/// each reports when the server closed it.
+/// each reports when the server closed it. A peer gives up once the server has taken
+/// nothing of its input for `limit` (a server on busy cores takes input, and fills the
+/// buffers its answers then block on, for longer after the peer stopped), and `limit` +
+/// 30 s after it stopped at the latest.
 fn stop_reading(addr: &str, method: &'static str, limit: Duration) -> Vec<Closed> {
     let peers: Vec<_> = (0..10)
         .map(|_| {
@@ -316,7 +319,9 @@ fn stop_reading(addr: &str, method: &'static str, limit: Duration) -> Vec<Closed
                 }
                 let stopped = Instant::now();
                 let mut last_ok = stopped;
-                while stopped.elapsed() < limit {
+                while last_ok.elapsed() < limit
+                    && stopped.elapsed() < limit + Duration::from_secs(30)
+                {
                     match stream.write(&flood) {
                         Ok(_) => last_ok = Instant::now(),
                         Err(e)
@@ -345,9 +350,11 @@ fn stop_reading(addr: &str, method: &'static str, limit: Duration) -> Vec<Closed
 }
 
 /// Runs ten non-reading peers against `addr` beside a well-behaved client: each is closed
-/// within `stall` + 2 s of when it stopped reading (and of the server's last take of its
-/// input; measured: within `stall` + 0.9 s, also with the machine's cores busy), the client is served throughout, and new connections are served
-/// afterwards.
+/// within `stall` + 2 s of the server's last take of its input (measured: within `stall` +
+/// 0.9 s, also with the machine's cores busy) and within `stall` + 10 s of when it stopped
+/// reading (the server's answers fill the buffers first: a second or two for a debug build,
+/// longer beside CI's heaviest tests), the client is served throughout, and new connections
+/// are served afterwards.
 fn assert_stalled_peers_closed(server: &mut Server, addr: &str, method: &'static str, stall: u64) {
     let stall = Duration::from_secs(stall);
     let stop = Arc::new(AtomicBool::new(false));
@@ -371,7 +378,7 @@ fn assert_stalled_peers_closed(server: &mut Server, addr: &str, method: &'static
     for c in &closed {
         assert!(
             c.after_last_taken <= stall + Duration::from_secs(2)
-                && c.after_stop <= stall + Duration::from_secs(2),
+                && c.after_stop <= stall + Duration::from_secs(10),
             "a peer that stopped reading was closed late: {c:?} (write stall {stall:?})"
         );
     }
