@@ -11,12 +11,12 @@
 //! (the whole stream in one body). The first line on stdout is the bound address
 //! (`127.0.0.1:0`); it serves until killed.
 
-use std::io::Write as _;
+#[path = "../axum_serve.rs"]
+mod axum_serve;
 
 use axum::body::Bytes;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::serve::ListenerExt as _;
 use memchr::memmem::Finder;
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"floor","version":"0"}}}"#;
@@ -93,12 +93,5 @@ async fn main() -> std::io::Result<()> {
         "/mcp",
         axum::routing::post(move |body: Bytes| async move { mcp(&find, sse, &body) }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let mut out = std::io::stdout();
-    writeln!(out, "{}", listener.local_addr()?)?;
-    out.flush()?;
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    axum::serve(listener, app).await
+    axum_serve::serve(app).await
 }

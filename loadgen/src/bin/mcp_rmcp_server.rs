@@ -7,9 +7,9 @@
 //! with JSON answers (no `Mcp-Session-Id`). The first line on stdout is the bound address
 //! (`127.0.0.1:0`); it serves until killed.
 
-use std::io::Write as _;
+#[path = "../axum_serve.rs"]
+mod axum_serve;
 
-use axum::serve::ListenerExt as _;
 use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -53,14 +53,5 @@ async fn main() -> std::io::Result<()> {
     let service: StreamableHttpService<Adder, LocalSessionManager> =
         StreamableHttpService::new(move || Ok(adder.clone()), Default::default(), config);
     let app = axum::Router::new().nest_service("/mcp", service);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let mut out = std::io::stdout();
-    writeln!(out, "{}", listener.local_addr()?)?;
-    out.flush()?;
-    // TCP_NODELAY, as sansrpc's adapter sets: rmcp writes an event stream in several small
-    // writes, which Nagle's algorithm would hold for the client's delayed ACK.
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    axum::serve(listener, app).await
+    axum_serve::serve(app).await
 }

@@ -7,10 +7,11 @@
 //! `sansrpc-axum-server http|json|sse`. The first line on stdout is the bound address
 //! (`127.0.0.1:0`); it serves until killed.
 
-use std::io::Write as _;
+#[path = "../axum_serve.rs"]
+mod axum_serve;
+
 use std::time::Duration;
 
-use axum::serve::ListenerExt as _;
 use sansrpc::connection::{Config, Profile};
 use sansrpc::method::Method;
 use sansrpc::streamable;
@@ -74,12 +75,5 @@ async fn main() -> std::io::Result<()> {
             )))
         }
     };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let mut out = std::io::stdout();
-    writeln!(out, "{}", listener.local_addr()?)?;
-    out.flush()?;
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    axum::serve(listener, app).await
+    axum_serve::serve(app).await
 }

@@ -695,7 +695,7 @@ impl<'de> serde::Deserialize<'de> for ObjectParams {
                 mut map: M,
             ) -> Result<ObjectParams, M::Error> {
                 let (mut members, mut arguments, mut name) = (Map::new(), None, None);
-                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
                     if key == "arguments" {
                         let raw: &'de serde_json::value::RawValue = map.next_value()?;
                         arguments = Some(sansrpc::RawValue::from_serde_json(raw).to_owned());
@@ -715,6 +715,34 @@ impl<'de> serde::Deserialize<'de> for ObjectParams {
             }
         }
         deserializer.deserialize_map(Members)
+    }
+}
+
+/// A member's name, borrowed from the text when it has no escapes (serde's `Cow<str>`
+/// always copies): `arguments` and `name` are compared, not kept.
+#[cfg(any(feature = "futures", feature = "blocking"))]
+struct Key<'de>(std::borrow::Cow<'de, str>);
+
+#[cfg(any(feature = "futures", feature = "blocking"))]
+impl<'de> serde::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Name;
+        impl<'de> serde::de::Visitor<'de> for Name {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_borrowed_str<E>(self, name: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Borrowed(name)))
+            }
+            fn visit_str<E>(self, name: &str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Owned(name.to_owned())))
+            }
+            fn visit_string<E>(self, name: String) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Owned(name)))
+            }
+        }
+        deserializer.deserialize_str(Name)
     }
 }
 
@@ -932,7 +960,8 @@ impl Server {
         let stateless = request.stateless;
         let outcome = match method {
             // The calls (most of the traffic) go straight to their future; every other
-            // method's is boxed, so that a call's future carries no room for theirs.
+            // method's is boxed, so that a call's future carries no room for theirs. This
+            // is where the calls are routed: `dispatch` has the other methods.
             methods::TOOLS_CALL | methods::PROMPTS_GET | methods::RESOURCES_READ => {
                 self.asking(method, request, host).await
             }
@@ -1216,6 +1245,8 @@ impl Server {
         }
     }
 
+    /// Answers every method but the calls (`tools/call`, `prompts/get`, `resources/read`),
+    /// which [`respond`](Self::respond) hands to [`asking`](Self::asking) itself.
     async fn dispatch(
         &self,
         method: &str,
@@ -1259,9 +1290,6 @@ impl Server {
             methods::PROMPTS_LIST => {
                 let list: Vec<&Prompt> = shared.prompts.iter().map(|p| &p.prompt).collect();
                 return self.page(&request, "prompts", &list).map(Reply::Value);
-            }
-            methods::TOOLS_CALL | methods::PROMPTS_GET | methods::RESOURCES_READ => {
-                return self.asking(method, request, host).await;
             }
             methods::SUBSCRIPTIONS_LISTEN => {
                 // Boxed: its future is the largest of any method's, and every call's future
