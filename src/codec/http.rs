@@ -138,7 +138,9 @@ impl Head {
     /// [`from_parts`](Head::from_parts) for fields whose names are known to be tokens and
     /// whose values are known to be free of control bytes other than tab: an
     /// `http::HeaderMap`'s, whose `HeaderName` and `HeaderValue` check both as they are
-    /// made. They are not checked again; every other rule is the same.
+    /// made. They are not checked again; every other rule is the same. The names are
+    /// taken to be in lower case, as `HeaderName` keeps them (what handlers are shown of
+    /// them is not lowered again: [`Headers`](crate::streamable::Headers)).
     pub fn from_checked_parts<'a>(
         method: &str,
         target: &str,
@@ -185,7 +187,11 @@ impl Head {
                 None
             };
             if keep && refused.is_none() {
-                kept.push(name, value);
+                match check_fields {
+                    true => kept.push(name, value),
+                    // `http`'s names: in lower case.
+                    false => kept.push_lowercase(name, value),
+                }
             }
             refused.is_none().then_some((name, value))
         });
@@ -233,6 +239,10 @@ impl Head {
         let head = self;
         let (mut length, mut coded, mut close) = (None::<u64>, false, false);
         for (name, value) in fields {
+            // Only a name of one of the lengths read can be read: most are passed by at once.
+            if !matches!(name.len(), 6 | 10 | 12 | 14 | 17 | 29 | 30) {
+                continue;
+            }
             if name.eq_ignore_ascii_case("content-length") {
                 content_length(&mut length, value)?;
             } else if name.eq_ignore_ascii_case("transfer-encoding") {

@@ -673,6 +673,24 @@ impl Connection {
         self.endpoint.handle_message_tagged(message, tag, now)
     }
 
+    /// [`handle_message_tagged`](Connection::handle_message_tagged) for a message a
+    /// classifier has scanned already ([`Scanned`](crate::message::Scanned), as the
+    /// Streamable HTTP machine hands on the body it read:
+    /// [`Server::handle_request_owned`](crate::streamable::Server::handle_request_owned)):
+    /// what it found is read rather than found a second time, when it was found under this
+    /// connection's [`Limits`](crate::Limits). On [`Backpressure`] hand it in again later.
+    pub fn handle_scanned_tagged(
+        &mut self,
+        message: &mut crate::message::Scanned,
+        tag: u64,
+        now: Instant,
+    ) -> Result<(), Backpressure> {
+        if !self.takes_input() {
+            return Ok(());
+        }
+        self.endpoint.handle_scanned_tagged(message, tag, now)
+    }
+
     /// The peer's input ended: everything it sent before still runs, for up to
     /// [`Config::end_grace`]: requests running are answered, a notification still running
     /// under [`Config::ordered_notifications`] finishes, and the requests and notifications

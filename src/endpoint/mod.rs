@@ -20,8 +20,8 @@ use crate::codec::{self, Decoder, FrameError};
 use crate::error::{code, ErrorObject, ProtocolError};
 use crate::id::Id;
 use crate::message::{
-    frame_str, write_error_response, write_result_response, Incoming, Notification, RawEntry,
-    Rejection, Request, Response, Shape, Version,
+    frame_str, write_error_response, write_result_response, Entries, Incoming, Notification,
+    RawEntry, Rejection, Request, Response, Scanned, Shape, Version,
 };
 use crate::raw::RawValue;
 use crate::time::Instant;
@@ -771,6 +771,37 @@ impl Endpoint {
     }
 
     fn take_message(&mut self, message: &[u8], now: Instant) -> Result<(), Backpressure> {
+        self.take_scanned(message, None, now)
+    }
+
+    /// [`handle_message_tagged`](Endpoint::handle_message_tagged) for a message a
+    /// classifier has scanned already ([`Scanned`]): what it found is read, not found
+    /// again, when it was found under this endpoint's limits. On [`Backpressure`] hand it
+    /// in again later (it is scanned then).
+    pub fn handle_scanned_tagged(
+        &mut self,
+        message: &mut Scanned,
+        tag: u64,
+        now: Instant,
+    ) -> Result<(), Backpressure> {
+        self.input_tag = tag;
+        self.output_tag = tag;
+        // Refused for now (backpressure), it is scanned when handed in again.
+        let found = message.take_found(&self.config.limits);
+        let result = self.take_scanned(message.bytes(), found, now);
+        self.input_tag = 0;
+        self.output_tag = 0;
+        result
+    }
+
+    /// Takes `message`, classified as `found` says when something is found, else scanned
+    /// here.
+    fn take_scanned(
+        &mut self,
+        message: &[u8],
+        found: Option<Entries>,
+        now: Instant,
+    ) -> Result<(), Backpressure> {
         self.now = now;
         if self.closed {
             return Ok(());
@@ -785,7 +816,16 @@ impl Endpoint {
             Ok(()) => {
                 let start = self.arena.len();
                 self.arena.extend_from_slice(message);
-                self.process_frame(start, self.arena.len());
+                let end = self.arena.len();
+                match found {
+                    // The bytes copied are the ones scanned (`Scanned` keeps them as they
+                    // were), so the entries' places hold in the arena at `start`.
+                    Some(Entries::One(entry)) => self.process_entry(start, end, &entry, None),
+                    Some(Entries::Batch(entries)) => {
+                        self.process_entries(start, end, Shape::Batch, entries)
+                    }
+                    None => self.process_frame(start, end),
+                }
             }
             Err(e) => self.frame_error(e),
         }
@@ -990,25 +1030,31 @@ impl Endpoint {
                 // Read in place, each entry where the classifier wrote it (see
                 // `Classifier::scan`).
                 let entries = self.classifier.take_entries();
-                match shape {
-                    Shape::Single => self.process_entry(start, end, &entries[0], None),
-                    Shape::Batch => {
-                        let batch = self.incoming.open_batch();
-                        if self.input_tag != 0 {
-                            self.batch_tags.insert(batch, self.input_tag);
-                        }
-                        if self.batch_sizes.len() < MAX_BATCH_SIZES {
-                            self.batch_sizes.push_back(entries.len());
-                        }
-                        for entry in &entries {
-                            self.process_entry(start, end, entry, Some(batch));
-                        }
-                        self.settle_batch(batch);
-                    }
-                }
-                self.classifier.restore_entries(entries);
+                self.process_entries(start, end, shape, entries);
             }
         }
+    }
+
+    /// Acts on each of `entries`, which a classifier found in the frame at
+    /// `arena[start..end]` (scanned `Ok` as `shape`); the classifier keeps their vector.
+    fn process_entries(&mut self, start: usize, end: usize, shape: Shape, entries: Vec<RawEntry>) {
+        match shape {
+            Shape::Single => self.process_entry(start, end, &entries[0], None),
+            Shape::Batch => {
+                let batch = self.incoming.open_batch();
+                if self.input_tag != 0 {
+                    self.batch_tags.insert(batch, self.input_tag);
+                }
+                if self.batch_sizes.len() < MAX_BATCH_SIZES {
+                    self.batch_sizes.push_back(entries.len());
+                }
+                for entry in &entries {
+                    self.process_entry(start, end, entry, Some(batch));
+                }
+                self.settle_batch(batch);
+            }
+        }
+        self.classifier.restore_entries(entries);
     }
 
     fn process_entry(&mut self, start: usize, end: usize, entry: &RawEntry, batch: Option<u64>) {

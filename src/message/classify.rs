@@ -7,6 +7,7 @@
 
 use alloc::borrow::Cow;
 use alloc::vec::Vec;
+use core::fmt;
 
 use super::{Incoming, Invalid, InvalidReason, Notification, Request, Response, Version};
 use crate::error::{code, ErrorObject, ProtocolError};
@@ -194,6 +195,94 @@ impl Classifier {
     }
 }
 
+/// One message's bytes, owned, with what a [`Classifier`] found in them when one has
+/// scanned them already: a connection handed it
+/// ([`Connection::handle_scanned_tagged`](crate::Connection::handle_scanned_tagged)) reads
+/// the entries found rather than scanning the bytes a second time, when it scans with the
+/// same [`Limits`]. The Streamable HTTP machine makes them, for the body it classified
+/// ([`Server::handle_request_owned`](crate::streamable::Server::handle_request_owned));
+/// [`Scanned::new`] makes one not scanned yet.
+///
+/// The bytes cannot be changed once scanned: what was found stays true of them.
+pub struct Scanned {
+    frame: Vec<u8>,
+    found: Option<Found>,
+}
+
+/// What a scan found, under these limits.
+struct Found {
+    entries: Entries,
+    limits: Limits,
+}
+
+/// The entries a scan found: a single message's, copied out (the classifier keeps its
+/// vector, and no other is allocated), or a batch's.
+pub(crate) enum Entries {
+    One(RawEntry),
+    Batch(Vec<RawEntry>),
+}
+
+impl Scanned {
+    /// `message`, not scanned: the connection scans it.
+    pub fn new(message: Vec<u8>) -> Self {
+        Scanned {
+            frame: message,
+            found: None,
+        }
+    }
+
+    /// The message's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.frame
+    }
+
+    /// Whether what a scan found comes with them.
+    pub fn is_scanned(&self) -> bool {
+        self.found.is_some()
+    }
+
+    /// The bytes.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.frame
+    }
+
+    /// What was found, taken out when it was found under `limits` (from then on, the
+    /// bytes are as if not scanned).
+    pub(crate) fn take_found(&mut self, limits: &Limits) -> Option<Entries> {
+        match self.found.take() {
+            Some(found) if found.limits == *limits => Some(found.entries),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Debug for Scanned {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Scanned")
+            .field("bytes", &self.frame.len())
+            .field("scanned", &self.found.is_some())
+            .finish()
+    }
+}
+
+impl Classifier {
+    /// `frame`, with what the last [`scan`](Classifier::scan) (which returned `Ok(shape)`)
+    /// found in it: the caller passes the bytes scanned, unchanged.
+    pub(crate) fn scanned(&mut self, frame: Vec<u8>, shape: Shape) -> Scanned {
+        let entries = match shape {
+            Shape::Single => Entries::One(self.entries[0]),
+            Shape::Batch => Entries::Batch(self.take_entries()),
+        };
+        Scanned {
+            frame,
+            found: Some(Found {
+                entries,
+                limits: self.limits,
+            }),
+        }
+    }
+}
+
 /// Bytes the scanner has validated, as text, without checking them again.
 ///
 /// # Safety
@@ -215,6 +304,7 @@ pub(crate) unsafe fn frame_str(bytes: &[u8]) -> &str {
 
 /// What a frame that scanned well is; its entries are in [`Classifier::entries`], one for a
 /// single message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Shape {
     Single,
     Batch,

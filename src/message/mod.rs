@@ -11,8 +11,8 @@ mod encode;
 
 use alloc::borrow::Cow;
 
-pub(crate) use classify::{frame_str, RawEntry, Shape};
-pub use classify::{Batch, Classified, Classifier, Rejection};
+pub(crate) use classify::{frame_str, Entries, RawEntry, Shape};
+pub use classify::{Batch, Classified, Classifier, Rejection, Scanned};
 pub(crate) use encode::write_call;
 #[cfg(feature = "subscriptions")]
 pub(crate) use encode::write_call_with;

@@ -15,7 +15,9 @@
 //!   to the session's connection, then write the `202`;
 //! - [`Verdict::Open`]: a POST carrying requests, in a session (a new one for
 //!   `initialize`): hand the body to the session's connection tagged with the stream
-//!   ([`Connection::handle_message_tagged`](crate::connection::Connection::handle_message_tagged)),
+//!   ([`Connection::handle_message_tagged`](crate::connection::Connection::handle_message_tagged);
+//!   or, with the body as [`Server::handle_request_owned`] gives it back, scanned already,
+//!   [`Connection::handle_scanned_tagged`](crate::connection::Connection::handle_scanned_tagged)),
 //!   then write what [`Server::poll_stream`] gives until it ends;
 //! - [`Verdict::Stateless`]: a 2026-07-28 request: run it on a connection of its own,
 //!   whose every frame goes to [`Server::handle_stream_output`]; serve the stream as above;
@@ -52,7 +54,7 @@ use crate::mcp::error_codes::{
     HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,
 };
 use crate::mcp::version::{self, STATELESS};
-use crate::message::{Classified, Classifier, Incoming};
+use crate::message::{Classified, Classifier, Incoming, Scanned, Shape as Scanning};
 use crate::time::Instant;
 use crate::{Id, Limits};
 
@@ -258,9 +260,7 @@ impl Headers {
     /// What the handlers see of a request head's `fields`: `Authorization` left out, names
     /// lowered in place, a value that is not UTF-8 replaced by its lossy conversion.
     pub fn from_fields(mut fields: Fields) -> Self {
-        fields.remove("authorization");
-        fields.lowercase_names();
-        fields.make_values_text();
+        fields.make_text_without("authorization");
         Headers(fields)
     }
 
@@ -535,6 +535,9 @@ pub struct Server {
     classifier: Classifier,
     /// The ids of the requests in the last body read ([`Server::request_ids`]).
     call_ids: Vec<Id<'static>>,
+    /// What the classifier's entries are, while they are those of the body of the request
+    /// being handled ([`Server::handle_request_owned`] hands them on with it).
+    body_scan: Option<Scanning>,
     /// The event store's age timer runs.
     store_armed: bool,
     /// Where [`Server::poll_stream`] writes the HTTP/1.1 framing in front of what it takes.
@@ -585,6 +588,7 @@ impl Server {
             events: VecDeque::new(),
             classifier: Classifier::new(Limits::default()),
             call_ids: Vec::new(),
+            body_scan: None,
             store_armed: false,
             scratch: Vec::new(),
         }
@@ -657,6 +661,7 @@ impl Server {
         now: Instant,
         entropy: &mut dyn FnMut(&mut [u8]),
     ) -> Verdict {
+        self.body_scan = None;
         self.call_ids.clear();
         if !self.store_armed {
             self.store_armed = true;
@@ -694,6 +699,36 @@ impl Server {
                 Verdict::Respond(Response::json(405, body).header("allow", allow))
             }
         }
+    }
+
+    /// [`handle_request_from`](Server::handle_request_from) taking the body: when the
+    /// verdict hands it to a connection ([`Verdict::Deliver`], [`Verdict::Open`],
+    /// [`Verdict::Stateless`]), the body comes back with what the machine's reading of it
+    /// found ([`Scanned`]), which the connection then reads instead of scanning the body a
+    /// second time ([`Connection::handle_scanned_tagged`]). `None` for the other verdicts.
+    ///
+    /// [`Connection::handle_scanned_tagged`]: crate::Connection::handle_scanned_tagged
+    pub fn handle_request_owned(
+        &mut self,
+        head: &Head,
+        body: Vec<u8>,
+        auth: Authorized,
+        peer: Option<IpAddr>,
+        now: Instant,
+        entropy: &mut dyn FnMut(&mut [u8]),
+    ) -> (Verdict, Option<Scanned>) {
+        let verdict = self.handle_request_from(head, &body, auth, peer, now, entropy);
+        let delivered = matches!(
+            verdict,
+            Verdict::Deliver { .. } | Verdict::Open { .. } | Verdict::Stateless { .. }
+        );
+        let scanned = match (delivered, self.body_scan.take()) {
+            (false, _) => None,
+            // The classifier's entries are still this body's: nothing classified since.
+            (true, Some(shape)) => Some(self.classifier.scanned(body, shape)),
+            (true, None) => Some(Scanned::new(body)),
+        };
+        (verdict, scanned)
     }
 
     /// Host and Origin (DNS-rebinding protection): 403 for one not allowed.
@@ -846,7 +881,10 @@ impl Server {
                 let body = error_body(None, error.code, &error.message, None);
                 return Err(Response::json(400, body));
             }
-            Classified::Single(entry) => note(&entry, &mut shape, &mut self.call_ids),
+            Classified::Single(entry) => {
+                note(&entry, &mut shape, &mut self.call_ids);
+                self.body_scan = Some(Scanning::Single);
+            }
             Classified::Batch(batch) => {
                 let mut initializes = 0;
                 for entry in batch {
@@ -865,6 +903,7 @@ impl Server {
                     };
                     return Err(Response::json(400, error_body(None, -32600, why, None)));
                 }
+                self.body_scan = Some(Scanning::Batch);
             }
         }
         Ok(shape)
@@ -1323,6 +1362,8 @@ impl Server {
         if let Some(kind) = peek_single(frame) {
             return kind;
         }
+        // The classifier's entries are this frame's from here.
+        self.body_scan = None;
         match self.classifier.classify(frame) {
             Classified::Single(Incoming::Response(r)) => {
                 (1, r.result.as_ref().err().map(|e| e.code))

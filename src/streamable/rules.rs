@@ -19,9 +19,10 @@ use crate::mcp::version::STATELESS;
 
 /// A header's value as text (trimmed of optional whitespace), when it is text.
 pub(super) fn text<'h>(head: &'h Head, name: &str) -> Option<&'h str> {
+    // Trimmed as bytes (a field's optional whitespace is spaces and tabs), then read as
+    // text: `str::trim` decoded every character to test it for Unicode whitespace.
     head.field(name)
-        .and_then(|v| core::str::from_utf8(v).ok())
-        .map(str::trim)
+        .and_then(|v| core::str::from_utf8(v.trim_ascii()).ok())
 }
 
 /// True when the `Accept` header lists every one of `medias` (each itself, `*/*`, or its

@@ -7,6 +7,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use foldhash::fast::RandomState;
+
 pub use sansrpc::streamable::{HttpRequest, Principal};
 use sansrpc::Id;
 
@@ -15,9 +17,11 @@ use sansrpc::Id;
 pub const MAX_RECORDED: usize = 4096;
 
 /// The HTTP requests of a connection's calls in flight, by call id: the transport records
-/// them as it hands the calls in and forgets them when their answer is written.
+/// them as it hands the calls in and forgets them when their answer is written. Keyed with
+/// foldhash (seeded per process): a call's id is hashed three times per call, and SipHash
+/// cost more than the rest of the table's work.
 #[derive(Debug, Default)]
-pub struct HttpRequests(Mutex<HashMap<Id<'static>, Arc<HttpRequest>>>);
+pub struct HttpRequests(Mutex<HashMap<Id<'static>, Arc<HttpRequest>, RandomState>>);
 
 /// The id as a key: owned, inline (no allocation) for every number and short string.
 fn key(id: &Id<'_>) -> Id<'static> {

@@ -20,14 +20,15 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError, Weak};
 use std::task::{Context, Poll, Waker};
 
 use sansrpc::connection::Connection;
+use sansrpc::message::Scanned;
 use sansrpc::Instant;
 use sansrpc_futures::{Client, Received, ShutdownHandle, Transport};
 use tokio::sync::Notify;
 
 use crate::{Builder, TokioTimer};
 
-/// A message and its tag.
-pub(crate) type Tagged = (Vec<u8>, u64);
+/// A message (with what the machine that read it found in it) and its tag.
+pub(crate) type Tagged = (Scanned, u64);
 
 /// Where the frames of a connection go; it takes them at once, never waiting.
 pub(crate) trait Outbox: Send + Unpin + 'static {
@@ -39,6 +40,16 @@ pub(crate) trait Outbox: Send + Unpin + 'static {
 struct Inbox {
     queue: VecDeque<Tagged>,
     closed: bool,
+}
+
+/// What [`Engine::hand`] did with a message.
+pub(crate) enum Handed {
+    /// Queued.
+    Queued,
+    /// The inbox was full: it waits for room.
+    Full(Box<Tagged>),
+    /// The connection's input had ended: dropped.
+    Dropped,
 }
 
 /// The connection's driver, until it ends.
@@ -118,24 +129,35 @@ impl Engine {
     /// Hands `message` to the connection (waiting while its inbox is full; dropped when
     /// its input has ended), then drives it here when the connection's task has run once:
     /// a handler that answers at once has answered when this returns.
+    #[cfg(test)]
     pub(crate) async fn deliver(&self, message: Tagged) {
-        let mut message = Some(message);
-        while let Some(next) = message.take() {
-            let room = self.room.notified();
-            tokio::pin!(room);
-            room.as_mut().enable();
-            {
-                let mut inbox = lock(&self.inbox);
-                if inbox.closed {
+        self.deliver_handed(self.hand(message)).await
+    }
+
+    /// Queues `message` now when there is room: what is left to do
+    /// ([`deliver_handed`](Self::deliver_handed)). Done before a request's future waits,
+    /// that future does not carry the message.
+    pub(crate) fn hand(&self, message: Tagged) -> Handed {
+        match self.offer(message) {
+            Ok(true) => Handed::Queued,
+            Ok(false) => Handed::Dropped,
+            Err(message) => Handed::Full(message),
+        }
+    }
+
+    /// Finishes handing a message in ([`hand`](Self::hand)): waits for room when the inbox
+    /// was full, then drives the connection here when its task has run once.
+    pub(crate) async fn deliver_handed(&self, handed: Handed) {
+        match handed {
+            Handed::Queued => {}
+            Handed::Dropped => return,
+            // Rare: its future (with a `Notified` in it) is boxed, so that a request's
+            // future does not carry it.
+            Handed::Full(message) => {
+                if !Box::pin(self.offer_when_room(message)).await {
                     return;
                 }
-                if inbox.queue.len() < self.capacity {
-                    inbox.queue.push_back(next);
-                    break;
-                }
-                message = Some(next);
             }
-            room.await;
         }
         let task = lock(&self.task).clone();
         // Before its task's first turn, that turn reads the inbox.
@@ -144,6 +166,36 @@ impl Engine {
                 // Ended here: its task finishes it.
                 task.wake();
             }
+        }
+    }
+
+    /// Queues `message` when there is room (`Ok(true)`), drops it when the input has
+    /// ended (`Ok(false)`); gives it back, boxed, when the inbox is full.
+    fn offer(&self, message: Tagged) -> Result<bool, Box<Tagged>> {
+        let mut inbox = lock(&self.inbox);
+        if inbox.closed {
+            return Ok(false);
+        }
+        if inbox.queue.len() < self.capacity {
+            inbox.queue.push_back(message);
+            return Ok(true);
+        }
+        Err(Box::new(message))
+    }
+
+    /// Waits for room in the inbox and queues `message`; false when the input ended first.
+    async fn offer_when_room(&self, message: Box<Tagged>) -> bool {
+        let mut message = message;
+        loop {
+            let room = self.room.notified();
+            tokio::pin!(room);
+            room.as_mut().enable();
+            // Room made between the first offer and `enable` is seen here.
+            match self.offer(*message) {
+                Ok(queued) => return queued,
+                Err(back) => message = back,
+            }
+            room.await;
         }
     }
 
@@ -213,7 +265,7 @@ impl<O: Outbox> Transport for Inlet<O> {
         conn: &mut Connection,
         now: Instant,
     ) -> Poll<io::Result<Received>> {
-        let (message, tag) = match self.held.take() {
+        let (mut message, tag) = match self.held.take() {
             Some(held) => held,
             None => {
                 let next = match self.engine.upgrade() {
@@ -240,7 +292,7 @@ impl<O: Outbox> Transport for Inlet<O> {
                 next
             }
         };
-        if conn.handle_message_tagged(&message, tag, now).is_err() {
+        if conn.handle_scanned_tagged(&mut message, tag, now).is_err() {
             self.held = Some((message, tag));
             return Poll::Ready(Ok(Received::Stalled));
         }
@@ -282,7 +334,7 @@ mod tests {
 
     fn request(id: u64, method: &str) -> Tagged {
         let text = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}"}}"#);
-        (text.into_bytes(), 0)
+        (Scanned::new(text.into_bytes()), 0)
     }
 
     /// A handler that answers at once has answered when `deliver` returns (driven in the
@@ -330,6 +382,49 @@ mod tests {
         .expect("the connection's task answers the call that waited");
         assert!(lock(&written)[1].contains(r#""id":2"#));
         engine.close();
+        tokio::time::timeout(Duration::from_secs(5), task)
+            .await
+            .expect("the input's end ends the connection")
+            .unwrap();
+    }
+
+    /// A message handed to a full inbox waits for room, outside the request's future until
+    /// then (boxed), and is read once the connection takes what waits; one handed after the
+    /// input ended is dropped.
+    #[tokio::test]
+    async fn a_full_inbox_makes_the_next_message_wait_for_room() {
+        let mut router = AsyncRouter::new();
+        router
+            .raw_method("now", |_| async { Ok(sansrpc::RawValue::NULL.to_owned()) })
+            .unwrap();
+        let written = Arc::new(Mutex::new(Vec::new()));
+        let out = Written(Arc::clone(&written));
+        let (engine, _client, _shutdown) = Engine::start(Builder::new().router(router), out, 1);
+        // Its task has not run: nothing reads the inbox yet.
+        assert!(matches!(engine.hand(request(1, "now")), Handed::Queued));
+        let full = engine.hand(request(2, "now"));
+        assert!(matches!(full, Handed::Full(_)));
+        let waiting = {
+            let engine = Arc::clone(&engine);
+            tokio::spawn(async move { engine.deliver_handed(full).await })
+        };
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished(), "no room yet");
+        let task = tokio::spawn(Arc::clone(&engine).run());
+        tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("room made once the connection read the first")
+            .unwrap();
+        tokio::time::timeout(Duration::from_secs(5), async {
+            while lock(&written).len() < 2 {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("both answered");
+        assert!(lock(&written)[1].contains(r#""id":2"#));
+        engine.close();
+        assert!(matches!(engine.hand(request(3, "now")), Handed::Dropped));
         tokio::time::timeout(Duration::from_secs(5), task)
             .await
             .expect("the input's end ends the connection")

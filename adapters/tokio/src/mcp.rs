@@ -38,7 +38,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
 
-use crate::channel::{Engine, Outbox};
+use crate::channel::{Engine, Handed, Outbox};
 use crate::request::{within, Handshake, Part, Requests, Times, CONTINUE};
 use crate::wire::SMALL;
 use crate::{Builder, Listener, ServeOptions};
@@ -606,7 +606,10 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
     reader: &mut Requests,
     peer: Option<std::net::IpAddr>,
 ) -> bool {
-    match dispatch(state, head, body, streamable::Extensions::default(), peer).await {
+    match dispatch(state, head, body, streamable::Extensions::default(), peer)
+        .deliver()
+        .await
+    {
         Dispatched::Whole(response) => write_response(socket, &response).await,
         Dispatched::Stream(writer, after) => {
             let keep = write_stream(socket, state, writer, reader).await;
@@ -664,23 +667,30 @@ impl After {
 /// Hands one request to the machine and does what its verdict says (a session started,
 /// the body handed to a session's connection or to a stateless request's own, the HTTP
 /// request recorded for the calls' handlers, with `extensions`, a session stopped); what
-/// is left to write. `peer` is the client's address where it is known (the machine counts
-/// sessions per address, `max_sessions_per_peer`).
-pub(crate) async fn dispatch(
+/// is left to write, once the body is handed in ([`Dispatch::deliver`]). `peer` is the
+/// client's address where it is known (the machine counts sessions per address,
+/// `max_sessions_per_peer`).
+///
+/// Deciding takes no wait, so it is not part of a request's future: that future holds only
+/// the delivery, not the head and body (a few hundred bytes it would move and keep for the
+/// whole request).
+pub(crate) fn dispatch(
     state: &State,
     mut head: Head,
     body: Vec<u8>,
     extensions: streamable::Extensions,
     peer: Option<std::net::IpAddr>,
-) -> Dispatched {
-    let (verdict, writer, principal, ids) = {
+) -> Dispatch {
+    let (verdict, body, writer, principal, ids) = {
         let mut shared = state.lock();
         let now = shared.now();
         let (authorized, principal) = authorize(shared.validator.as_ref(), &head);
-        let verdict =
+        // The body comes back with what the machine found in it, for the connection to
+        // read rather than scan again.
+        let (verdict, body) =
             shared
                 .server
-                .handle_request_from(&head, &body, authorized, peer, now, &mut entropy);
+                .handle_request_owned(&head, body, authorized, peer, now, &mut entropy);
         // A response that writes a stream becomes its writer before anyone is woken: a
         // stream resumed while another response still writes it (a client that reconnects
         // before this side saw it go) is this response's from its first byte (its head).
@@ -698,23 +708,26 @@ pub(crate) async fn dispatch(
             _ => Ids::new(),
         };
         shared.settle();
-        (verdict, writer, principal, ids)
+        (verdict, body, writer, principal, ids)
     };
     // What the calls' handlers see of this request; recorded only for calls it carries.
     let fields = std::mem::take(&mut head.fields);
     let request = move || http_request(principal, fields, extensions);
     match (verdict, writer) {
-        (Verdict::Respond(response), _) => Dispatched::Whole(response),
+        (Verdict::Respond(response), _) => Dispatched::Whole(response).into(),
         (Verdict::Deliver { session, response }, _) => {
             let engine = state
                 .lock()
                 .sessions
                 .get(&session)
                 .map(|r| Arc::clone(&r.engine));
-            if let Some(engine) = engine {
-                engine.deliver((body, 0)).await;
+            Dispatch {
+                to: engine.zip(body).map(|(engine, body)| {
+                    let handed = engine.hand((body, 0));
+                    (engine, handed)
+                }),
+                then: Dispatched::Whole(response),
             }
-            Dispatched::Whole(response)
         }
         (
             Verdict::Open {
@@ -738,12 +751,16 @@ pub(crate) async fn dispatch(
                     .map(|r| (Arc::clone(&r.engine), Arc::clone(&r.requests)))
             };
             let Some((engine, requests)) = sender else {
-                return Dispatched::Stream(writer, After::Nothing);
+                return Dispatched::Stream(writer, After::Nothing).into();
             };
             let calls = record(&requests, ids, request);
-            // Driven here: a handler that answers at once has answered on return.
-            engine.deliver((body, stream)).await;
-            Dispatched::Stream(writer, After::Forget(requests, calls))
+            Dispatch {
+                to: body.map(|body| {
+                    let handed = engine.hand((body, stream));
+                    (engine, handed)
+                }),
+                then: Dispatched::Stream(writer, After::Forget(requests, calls)),
+            }
         }
         (Verdict::Stateless { stream }, Some(writer)) => {
             let sender = {
@@ -757,18 +774,47 @@ pub(crate) async fn dispatch(
             let (engine, requests) = sender;
             // The connection is this request's alone and ends with it: nothing to forget.
             record(&requests, ids, request);
-            engine.deliver((body, stream)).await;
             // Its one request answered (or abandoned): the connection ends.
-            Dispatched::Stream(writer, After::End(state.clone(), stream))
+            Dispatch {
+                to: body.map(|body| {
+                    let handed = engine.hand((body, stream));
+                    (engine, handed)
+                }),
+                then: Dispatched::Stream(writer, After::End(state.clone(), stream)),
+            }
         }
-        (Verdict::Listen { .. }, Some(writer)) => Dispatched::Stream(writer, After::Nothing),
+        (Verdict::Listen { .. }, Some(writer)) => Dispatched::Stream(writer, After::Nothing).into(),
         (Verdict::Ended { session, response }, _) => {
             if let Some(running) = state.lock().sessions.remove(&session) {
                 running.shutdown.shutdown(Duration::ZERO);
             }
-            Dispatched::Whole(response)
+            Dispatched::Whole(response).into()
         }
-        _ => Dispatched::Close,
+        _ => Dispatched::Close.into(),
+    }
+}
+
+/// What [`dispatch`] decided: the connection handed the body, if any (queued already, or
+/// waiting for room), then what to write.
+pub(crate) struct Dispatch {
+    to: Option<(Arc<Engine>, Handed)>,
+    then: Dispatched,
+}
+
+impl From<Dispatched> for Dispatch {
+    fn from(then: Dispatched) -> Self {
+        Dispatch { to: None, then }
+    }
+}
+
+impl Dispatch {
+    /// Hands the message in (driving the connection here: a handler that answers at once
+    /// has answered on return); what is left to write.
+    pub(crate) async fn deliver(self) -> Dispatched {
+        if let Some((engine, handed)) = self.to {
+            engine.deliver_handed(handed).await;
+        }
+        self.then
     }
 }
 

@@ -29,6 +29,8 @@ pub struct Fields {
     text: Vec<u8>,
     target: (u32, u32),
     spans: SmallVec<[Span; INLINE]>,
+    /// Every name is known to be in lower case (`http`'s names are): not lowered again.
+    lower: bool,
 }
 
 fn range((start, end): (u32, u32)) -> Range<usize> {
@@ -47,6 +49,7 @@ impl Fields {
             text: Vec::with_capacity(bytes),
             target: (0, 0),
             spans: SmallVec::with_capacity(fields),
+            lower: false,
         }
     }
 
@@ -72,6 +75,7 @@ impl Fields {
                 (0, 0)
             },
             spans: SmallVec::new(),
+            lower: false,
         };
         for h in headers {
             if inside(h.name.as_bytes()) && inside(h.value) {
@@ -96,6 +100,13 @@ impl Fields {
 
     /// Adds a field after the others.
     pub fn push(&mut self, name: &str, value: &[u8]) {
+        self.lower = false;
+        self.push_unlowered(name, value);
+    }
+
+    /// [`push`](Self::push), leaving what is known of the names' case as it is (the
+    /// caller knows `name` is in lower case, or clears `lower` itself).
+    fn push_unlowered(&mut self, name: &str, value: &[u8]) {
         let name = self.append(name.as_bytes());
         let value = self.append(value);
         self.spans.push(Span { name, value });
@@ -133,10 +144,14 @@ impl Fields {
     pub fn get(&self, name: &str) -> Option<&[u8]> {
         // Bytes against bytes: a lookup reads no name as text (a head is looked up a dozen
         // times per request).
+        // The length first, from the span (no slice made): most names differ in it.
         let name = name.as_bytes();
         self.spans
             .iter()
-            .find(|s| self.text[range(s.name)].eq_ignore_ascii_case(name))
+            .find(|s| {
+                (s.name.1 - s.name.0) as usize == name.len()
+                    && self.text[range(s.name)].eq_ignore_ascii_case(name)
+            })
             .map(|s| &self.text[range(s.value)])
     }
 
@@ -161,6 +176,40 @@ impl Fields {
         for s in &self.spans {
             self.text[range(s.name)].make_ascii_lowercase();
         }
+        self.lower = true;
+    }
+
+    /// The fields of `http`'s names, which are in lower case (its `HeaderName` lowers them
+    /// as it is made), pushed by [`Head::from_checked_parts`](super::Head::from_checked_parts):
+    /// what [`make_text_without`](Self::make_text_without) need not lower.
+    pub(super) fn push_lowercase(&mut self, name: &str, value: &[u8]) {
+        debug_assert!(!name.bytes().any(|b| b.is_ascii_uppercase()));
+        if self.spans.is_empty() {
+            self.lower = true;
+        }
+        self.push_unlowered(name, value);
+    }
+
+    /// What a handler is shown of a request's fields, in one pass: every field named
+    /// `without` (any case) removed, the other names written in lower case, and their
+    /// values made text as [`make_values_text`](Self::make_values_text) does.
+    pub(crate) fn make_text_without(&mut self, without: &str) {
+        let without = without.as_bytes();
+        let mut i = 0;
+        while i < self.spans.len() {
+            let Span { name, value } = self.spans[i];
+            let name = &mut self.text[range(name)];
+            if name.eq_ignore_ascii_case(without) {
+                self.spans.remove(i);
+                continue;
+            }
+            if !self.lower {
+                name.make_ascii_lowercase();
+            }
+            self.make_value_text(i, value);
+            i += 1;
+        }
+        self.lower = true;
     }
 
     /// Replaces every value that is not UTF-8 with its lossy conversion (`U+FFFD` for each
@@ -168,13 +217,19 @@ impl Fields {
     /// they are (no copy).
     pub fn make_values_text(&mut self) {
         for i in 0..self.spans.len() {
-            let value = range(self.spans[i].value);
-            if self.text[value.clone()].is_ascii() {
-                continue;
-            }
-            if let Cow::Owned(fixed) = alloc::string::String::from_utf8_lossy(&self.text[value]) {
-                self.spans[i].value = self.append(fixed.as_bytes());
-            }
+            self.make_value_text(i, self.spans[i].value);
+        }
+    }
+
+    /// Field `i`'s `value` made text: left where it is when it is ASCII or UTF-8, its lossy
+    /// conversion appended and pointed to when not.
+    fn make_value_text(&mut self, i: usize, value: (u32, u32)) {
+        let value = range(value);
+        if self.text[value.clone()].is_ascii() {
+            return;
+        }
+        if let Cow::Owned(fixed) = alloc::string::String::from_utf8_lossy(&self.text[value]) {
+            self.spans[i].value = self.append(fixed.as_bytes());
         }
     }
 }
