@@ -195,6 +195,13 @@ impl Fields {
     /// values made text as [`make_values_text`](Self::make_values_text) does.
     pub(crate) fn make_text_without(&mut self, without: &str) {
         let without = without.as_bytes();
+        // One look at the whole buffer: when it is UTF-8 (nearly always), every value is
+        // text already and none is looked at on its own. (Each value lies between ASCII
+        // bytes or whole pieces of text: the parsed head's delimiters, names and targets
+        // pushed as `&str`, lossy conversions appended; a value that is not UTF-8 cannot
+        // become so beside them.) The UTF-8 check reads two words a step; `is_ascii` here
+        // read a byte a step.
+        let text = core::str::from_utf8(&self.text).is_ok();
         let mut i = 0;
         while i < self.spans.len() {
             let Span { name, value } = self.spans[i];
@@ -206,7 +213,9 @@ impl Fields {
             if !self.lower {
                 name.make_ascii_lowercase();
             }
-            self.make_value_text(i, value);
+            if !text {
+                self.make_value_text(i, value);
+            }
             i += 1;
         }
         self.lower = true;

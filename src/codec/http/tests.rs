@@ -819,6 +819,21 @@ fn kept_fields_are_the_target_and_every_field_as_received() {
         .into_iter()
         .collect();
     assert_eq!(built.iter().collect::<Vec<_>>(), seen[..2]);
+    // `http`'s fields (names in lower case, not lowered again): the same view.
+    let checked = Head::from_checked_parts(
+        "POST",
+        "/mcp",
+        [
+            ("host", &b"a:1"[..]),
+            ("authorization", b"Bearer t"),
+            ("x-raw", b"\xff!"),
+        ],
+        true,
+    )
+    .unwrap();
+    let headers = crate::streamable::Headers::from_fields(checked.fields);
+    let seen_checked: Vec<(&str, &str)> = headers.iter().collect();
+    assert_eq!(seen_checked, [("host", "a:1"), ("x-raw", "\u{fffd}!")]);
 
     // A decoder that does not keep them keeps nothing.
     let plain = head_of("POST /mcp HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n");
