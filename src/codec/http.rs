@@ -112,6 +112,12 @@ impl Head {
         self.fields.get(name)
     }
 
+    /// [`field`](Head::field) for a `name` in lower case (the Streamable HTTP rules': a
+    /// head from `http`'s fields is then read byte for byte).
+    pub(crate) fn field_lowercase(&self, name: &str) -> Option<&[u8]> {
+        self.fields.get_lowercase(name)
+    }
+
     /// The request target (`/mcp?x=1`), from [`Head::fields`]; empty unless the decoder
     /// kept it.
     pub fn target(&self) -> &str {
@@ -864,6 +870,7 @@ mod tests;
 mod unframe;
 
 pub use exchange::{Exchange, Refusal};
+pub(crate) use fields::as_text;
 pub use fields::Fields;
 pub use unframe::{Parts, Unframer};
 

@@ -17,19 +17,20 @@ use super::{error_body, ParamHeader, Response};
 use crate::mcp::error_codes::{HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION};
 use crate::mcp::version::STATELESS;
 
-/// A header's value as text (trimmed of optional whitespace), when it is text.
+/// A header's value as text (trimmed of optional whitespace), when it is text; `name` in
+/// lower case.
 pub(super) fn text<'h>(head: &'h Head, name: &str) -> Option<&'h str> {
     // Trimmed as bytes (a field's optional whitespace is spaces and tabs), then read as
     // text: `str::trim` decoded every character to test it for Unicode whitespace.
-    head.field(name)
-        .and_then(|v| core::str::from_utf8(v.trim_ascii()).ok())
+    head.field_lowercase(name)
+        .and_then(|v| crate::codec::http::as_text(v.trim_ascii()))
 }
 
 /// True when the `Accept` header lists every one of `medias` (each itself, `*/*`, or its
 /// type's wildcard). Read as bytes, in one pass: a media range is ASCII, and an item that
 /// is not one matches nothing.
 pub(super) fn accepts(head: &Head, medias: &[&str]) -> bool {
-    let Some(accept) = head.field("accept") else {
+    let Some(accept) = head.field_lowercase("accept") else {
         return false;
     };
     // What the SDKs send, byte for byte: both of MCP's media types, read at once.
@@ -338,8 +339,9 @@ pub(super) fn check_stateless(
                 .arguments
                 .and_then(|a| serde_json::from_str::<Map<String, Value>>(a.get()).ok());
             for p in mirrored {
+                // In lower case, as `text` takes names.
                 let mut name = String::from("mcp-param-");
-                name.push_str(&p.header);
+                name.push_str(&p.header.to_ascii_lowercase());
                 let header = text(head, &name).map(decode_header_value);
                 if let Err(message) = p.check(header, arguments.as_ref()) {
                     return refuse(HEADER_MISMATCH, message, None);

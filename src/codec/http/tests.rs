@@ -965,3 +965,32 @@ fn field_values_are_judged_a_word_at_a_time_as_byte_by_byte() {
         }
     }
 }
+
+/// A field's bytes as text: the same verdict as `from_utf8` whatever the length and
+/// wherever a byte above ASCII sits (in an eight-byte step or in the remainder).
+#[test]
+fn field_bytes_read_as_text_as_from_utf8_reads_them() {
+    let mut cases: Vec<Vec<u8>> = Vec::new();
+    for len in 0..20 {
+        let ascii: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+        cases.push(ascii.clone());
+        for at in 0..len {
+            let mut bad = ascii.clone();
+            bad[at] = 0xff;
+            cases.push(bad);
+            let mut two = ascii.clone();
+            two.splice(at..at + 1, "é".bytes());
+            cases.push(two);
+            let mut cut = ascii.clone();
+            cut[at] = 0xc3;
+            cases.push(cut);
+        }
+    }
+    for bytes in &cases {
+        assert_eq!(
+            super::as_text(bytes),
+            core::str::from_utf8(bytes).ok(),
+            "{bytes:?}"
+        );
+    }
+}
