@@ -762,16 +762,17 @@ impl Endpoint {
         tag: u64,
         now: Instant,
     ) -> Result<(), Backpressure> {
+        self.tagged(tag, |endpoint| endpoint.take_scanned(message, None, now))
+    }
+
+    /// Runs `take` with `tag` as the input's and the output's tag, then none.
+    fn tagged<R>(&mut self, tag: u64, take: impl FnOnce(&mut Self) -> R) -> R {
         self.input_tag = tag;
         self.output_tag = tag;
-        let result = self.take_message(message, now);
+        let result = take(self);
         self.input_tag = 0;
         self.output_tag = 0;
         result
-    }
-
-    fn take_message(&mut self, message: &[u8], now: Instant) -> Result<(), Backpressure> {
-        self.take_scanned(message, None, now)
     }
 
     /// [`handle_message_tagged`](Endpoint::handle_message_tagged) for a message a
@@ -784,14 +785,11 @@ impl Endpoint {
         tag: u64,
         now: Instant,
     ) -> Result<(), Backpressure> {
-        self.input_tag = tag;
-        self.output_tag = tag;
         // Refused for now (backpressure), it is scanned when handed in again.
         let found = message.take_found(&self.config.limits);
-        let result = self.take_scanned(message.bytes(), found, now);
-        self.input_tag = 0;
-        self.output_tag = 0;
-        result
+        self.tagged(tag, |endpoint| {
+            endpoint.take_scanned(message.bytes(), found, now)
+        })
     }
 
     /// Takes `message`, classified as `found` says when something is found, else scanned

@@ -138,11 +138,15 @@ impl Engine {
     /// ([`deliver_handed`](Self::deliver_handed)). Done before a request's future waits,
     /// that future does not carry the message.
     pub(crate) fn hand(&self, message: Tagged) -> Handed {
-        match self.offer(message) {
-            Ok(true) => Handed::Queued,
-            Ok(false) => Handed::Dropped,
-            Err(message) => Handed::Full(message),
+        let mut inbox = lock(&self.inbox);
+        if inbox.closed {
+            return Handed::Dropped;
         }
+        if inbox.queue.len() < self.capacity {
+            inbox.queue.push_back(message);
+            return Handed::Queued;
+        }
+        Handed::Full(Box::new(message))
     }
 
     /// Finishes handing a message in ([`hand`](Self::hand)): waits for room when the inbox
@@ -169,20 +173,6 @@ impl Engine {
         }
     }
 
-    /// Queues `message` when there is room (`Ok(true)`), drops it when the input has
-    /// ended (`Ok(false)`); gives it back, boxed, when the inbox is full.
-    fn offer(&self, message: Tagged) -> Result<bool, Box<Tagged>> {
-        let mut inbox = lock(&self.inbox);
-        if inbox.closed {
-            return Ok(false);
-        }
-        if inbox.queue.len() < self.capacity {
-            inbox.queue.push_back(message);
-            return Ok(true);
-        }
-        Err(Box::new(message))
-    }
-
     /// Waits for room in the inbox and queues `message`; false when the input ended first.
     async fn offer_when_room(&self, message: Box<Tagged>) -> bool {
         let mut message = message;
@@ -191,9 +181,10 @@ impl Engine {
             tokio::pin!(room);
             room.as_mut().enable();
             // Room made between the first offer and `enable` is seen here.
-            match self.offer(*message) {
-                Ok(queued) => return queued,
-                Err(back) => message = back,
+            match self.hand(*message) {
+                Handed::Queued => return true,
+                Handed::Dropped => return false,
+                Handed::Full(back) => message = back,
             }
             room.await;
         }

@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use sansrpc::codec::http::{BodyKind, Fields, Head, HttpFault, RequestDecoder};
+use sansrpc::message::Scanned;
 use sansrpc::runtime::Clock;
 use sansrpc::streamable::{self, Authorized, Closed, Step, Verdict};
 use sansrpc::Connection;
@@ -722,10 +723,7 @@ pub(crate) fn dispatch(
                 .get(&session)
                 .map(|r| Arc::clone(&r.engine));
             Dispatch {
-                to: engine.zip(body).map(|(engine, body)| {
-                    let handed = engine.hand((body, 0));
-                    (engine, handed)
-                }),
+                to: engine.and_then(|engine| handing(engine, body, 0)),
                 then: Dispatched::Whole(response),
             }
         }
@@ -755,10 +753,7 @@ pub(crate) fn dispatch(
             };
             let calls = record(&requests, ids, request);
             Dispatch {
-                to: body.map(|body| {
-                    let handed = engine.hand((body, stream));
-                    (engine, handed)
-                }),
+                to: handing(engine, body, stream),
                 then: Dispatched::Stream(writer, After::Forget(requests, calls)),
             }
         }
@@ -776,10 +771,7 @@ pub(crate) fn dispatch(
             record(&requests, ids, request);
             // Its one request answered (or abandoned): the connection ends.
             Dispatch {
-                to: body.map(|body| {
-                    let handed = engine.hand((body, stream));
-                    (engine, handed)
-                }),
+                to: handing(engine, body, stream),
                 then: Dispatched::Stream(writer, After::End(state.clone(), stream)),
             }
         }
@@ -799,6 +791,12 @@ pub(crate) fn dispatch(
 pub(crate) struct Dispatch {
     to: Option<(Arc<Engine>, Handed)>,
     then: Dispatched,
+}
+
+/// `body` handed to `engine` tagged `tag`, when the machine gave it back.
+fn handing(engine: Arc<Engine>, body: Option<Scanned>, tag: u64) -> Option<(Arc<Engine>, Handed)> {
+    let handed = engine.hand((body?, tag));
+    Some((engine, handed))
 }
 
 impl From<Dispatched> for Dispatch {

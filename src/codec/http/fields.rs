@@ -164,13 +164,22 @@ impl Fields {
     pub fn get(&self, name: &str) -> Option<&[u8]> {
         // Bytes against bytes: a lookup reads no name as text (a head is looked up a dozen
         // times per request).
-        // The length first, from the span (no slice made): most names differ in it.
-        let name = name.as_bytes();
+        self.find(name.as_bytes(), false)
+    }
+
+    /// The value of the first field named `name`: byte for byte when `exact`, else in any
+    /// case. The length first, from the span (no slice made): most names differ in it.
+    fn find(&self, name: &[u8], exact: bool) -> Option<&[u8]> {
         self.spans
             .iter()
             .find(|s| {
-                (s.name.1 - s.name.0) as usize == name.len()
-                    && self.text[range(s.name)].eq_ignore_ascii_case(name)
+                (s.name.1 - s.name.0) as usize == name.len() && {
+                    let have = &self.text[range(s.name)];
+                    match exact {
+                        true => have == name,
+                        false => have.eq_ignore_ascii_case(name),
+                    }
+                }
             })
             .map(|s| &self.text[range(s.value)])
     }
@@ -180,16 +189,7 @@ impl Fields {
     /// in either case.
     pub(crate) fn get_lowercase(&self, name: &str) -> Option<&[u8]> {
         debug_assert!(!name.bytes().any(|b| b.is_ascii_uppercase()));
-        if !self.lower {
-            return self.get(name);
-        }
-        let name = name.as_bytes();
-        self.spans
-            .iter()
-            .find(|s| {
-                (s.name.1 - s.name.0) as usize == name.len() && self.text[range(s.name)] == *name
-            })
-            .map(|s| &self.text[range(s.value)])
+        self.find(name.as_bytes(), self.lower)
     }
 
     /// Keeps only the fields for which `keep` says true.
@@ -270,7 +270,7 @@ impl Fields {
     /// conversion appended and pointed to when not.
     fn make_value_text(&mut self, i: usize, value: (u32, u32)) {
         let value = range(value);
-        if self.text[value.clone()].is_ascii() {
+        if as_text(&self.text[value.clone()]).is_some() {
             return;
         }
         if let Cow::Owned(fixed) = alloc::string::String::from_utf8_lossy(&self.text[value]) {
