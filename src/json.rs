@@ -367,6 +367,52 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// Passes over the value at the next non-whitespace byte of text known to be valid
+    /// JSON (a [`RawValue`](crate::RawValue)'s) and returns its span: only strings and
+    /// brackets are followed, nothing is checked again.
+    pub fn valid_value(&mut self) -> Span {
+        self.peek_ws();
+        let start = self.pos;
+        let bytes = self.bytes;
+        let mut depth = 0usize;
+        while let Some(&b) = bytes.get(self.pos) {
+            match b {
+                b'"' => {
+                    self.pos += 1;
+                    loop {
+                        self.skip_plain();
+                        match bytes.get(self.pos) {
+                            Some(b'"') => break,
+                            Some(b'\\') => self.pos += 2,
+                            Some(_) => self.pos += 1,
+                            None => break,
+                        }
+                    }
+                    self.pos += 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                b'{' | b'[' => {
+                    depth += 1;
+                    self.pos += 1;
+                }
+                b'}' | b']' | b',' | b':' | b' ' | b'\n' | b'\r' | b'\t' if depth == 0 => break,
+                b'}' | b']' => {
+                    depth -= 1;
+                    self.pos += 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                _ => self.pos += 1,
+            }
+        }
+        let end = self.pos.min(bytes.len());
+        self.pos = end;
+        Span { start, end }
+    }
+
     /// Scans `"key" :` and leaves `pos` before the member's value.
     #[inline]
     pub fn key(&mut self) -> Result<StrTok, JsonError> {

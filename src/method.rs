@@ -404,32 +404,22 @@ fn decode<T: DeserializeOwned>(text: &str) -> Result<T, ErrorObject<'static>> {
     })
 }
 
-/// The object `text` (already validated) without its member `key`.
+/// The object `text` (already validated) without its member `key` (as written: the
+/// caller looks for it unescaped).
 fn without_member(text: &str, key: &str) -> String {
+    let Some(members) = RawValue::from_validated(text).members() else {
+        return String::from(text);
+    };
     let mut out = String::with_capacity(text.len());
     out.push('{');
-    let mut s = crate::json::Scanner::new(text.as_bytes());
-    if s.expect(b'{').is_err() || s.peek_ws() == Some(b'}') {
-        return String::from(text);
-    }
-    loop {
-        let start = s.pos;
-        let Ok(name) = s.key() else {
-            return String::from(text);
-        };
-        let Ok(_) = s.value(1, crate::Limits::MAX_DEPTH_CAP) else {
-            return String::from(text);
-        };
-        if name.span.of(text) != key {
-            if out.len() > 1 {
-                out.push(',');
-            }
-            out.push_str(&text[start..s.pos]);
+    for (name, value) in members.filter(|(name, _)| name.raw() != key) {
+        if out.len() > 1 {
+            out.push(',');
         }
-        match s.peek_ws() {
-            Some(b',') => s.pos += 1,
-            _ => break,
-        }
+        out.push('"');
+        out.push_str(name.raw());
+        out.push_str("\":");
+        out.push_str(value.get());
     }
     out.push('}');
     out

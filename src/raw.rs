@@ -79,8 +79,9 @@ impl RawValue {
     ) -> Result<Box<RawValue>, serde_json::Error> {
         scratch.clear();
         crate::method::write_json(scratch, value)?;
-        // serde_json writes UTF-8; a failure here would be serde_json's bug.
-        let text = core::str::from_utf8(scratch).map_err(serde::ser::Error::custom)?;
+        // SAFETY: serde_json's serializer writes only UTF-8: strings and keys as they are
+        // (escaped), everything else ASCII; its own `to_string` relies on the same.
+        let text = unsafe { core::str::from_utf8_unchecked(scratch) };
         Ok(RawValue::boxed_from_validated(Box::from(text)))
     }
 
@@ -105,6 +106,121 @@ impl RawValue {
     #[inline]
     pub fn is_null(&self) -> bool {
         &self.0 == "null"
+    }
+
+    /// The members of an object, in the order written, each name with its value, read
+    /// from the text as they are asked for (no value is built, nothing is allocated);
+    /// `None` when the value is not an object. A name written twice comes twice.
+    ///
+    /// ```
+    /// use sansrpc::RawValue;
+    /// let params = RawValue::from_json(r#"{"name": "add", "arguments": {"a": 1}}"#).unwrap();
+    /// let mut members = params.members().unwrap();
+    /// let (name, value) = members.next().unwrap();
+    /// assert!(name == "name" && value.get() == r#""add""#);
+    /// let (name, value) = members.next().unwrap();
+    /// assert!(name == "arguments" && value.get() == r#"{"a": 1}"#);
+    /// assert!(members.next().is_none());
+    /// assert!(RawValue::from_json("[1]").unwrap().members().is_none());
+    /// ```
+    pub fn members(&self) -> Option<Members<'_>> {
+        let mut s = crate::json::Scanner::new(self.0.as_bytes());
+        if s.peek_ws() != Some(b'{') {
+            return None;
+        }
+        Some(Members {
+            text: &self.0,
+            pos: s.pos + 1,
+            first: true,
+        })
+    }
+}
+
+/// The members of an object ([`RawValue::members`]).
+#[derive(Debug, Clone)]
+pub struct Members<'a> {
+    text: &'a str,
+    /// Where the next member (or the `,` before it) starts; `usize::MAX` once done.
+    pos: usize,
+    first: bool,
+}
+
+impl<'a> Iterator for Members<'a> {
+    type Item = (MemberName<'a>, &'a RawValue);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.pos == usize::MAX {
+            return None;
+        }
+        let text = self.text;
+        let mut s = crate::json::Scanner {
+            bytes: text.as_bytes(),
+            pos: self.pos,
+        };
+        // The text is one valid JSON value (every way of making a `RawValue` checks it), so
+        // a member is either there or the object ends, and its value needs no second check.
+        let member = (|| {
+            match (s.peek_ws()?, self.first) {
+                (b'}', _) => return None,
+                (b',', false) => s.pos += 1,
+                (_, true) => {}
+                _ => return None,
+            }
+            let name = s.key().ok()?;
+            let value = s.valid_value();
+            Some((
+                MemberName {
+                    raw: name.span.of(text),
+                    escaped: name.escaped,
+                },
+                RawValue::from_validated(value.of(text)),
+            ))
+        })();
+        self.first = false;
+        self.pos = if member.is_some() { s.pos } else { usize::MAX };
+        member
+    }
+}
+
+/// A member's name as written in an object ([`RawValue::members`]): compared and decoded
+/// without an allocation unless it holds escapes.
+#[derive(Debug, Clone, Copy)]
+pub struct MemberName<'a> {
+    raw: &'a str,
+    escaped: bool,
+}
+
+impl<'a> MemberName<'a> {
+    /// The text between the quotes, escapes in place.
+    pub fn raw(&self) -> &'a str {
+        self.raw
+    }
+
+    /// The name, escapes decoded (borrowed from the text when it has none; a lone
+    /// surrogate escape decodes to U+FFFD).
+    pub fn decoded(&self) -> alloc::borrow::Cow<'a, str> {
+        if self.escaped {
+            alloc::borrow::Cow::Owned(crate::json::Unescape::new(self.raw).collect())
+        } else {
+            alloc::borrow::Cow::Borrowed(self.raw)
+        }
+    }
+}
+
+/// The decoded name is `other`.
+impl PartialEq<str> for MemberName<'_> {
+    fn eq(&self, other: &str) -> bool {
+        if self.escaped {
+            crate::json::Unescape::new(self.raw).eq(other.chars())
+        } else {
+            self.raw == other
+        }
+    }
+}
+
+impl PartialEq<&str> for MemberName<'_> {
+    fn eq(&self, other: &&str) -> bool {
+        *self == **other
     }
 }
 

@@ -650,6 +650,11 @@ impl From<Option<Value>> for Params {
 
 /// A request's raw params as the server reads them (an object's `arguments` kept as text);
 /// -32602 when they are not JSON (the adapters' routers hand them on unchecked).
+///
+/// An object is read member by member from its text ([`sansrpc::RawValue::members`]): a
+/// call's `name` and `arguments` are taken as they are written, and only the other members
+/// (`_meta`, a prompt's or a resource's own) become values. A member named twice: the last
+/// one, as in a `Value`.
 #[cfg(any(feature = "futures", feature = "blocking"))]
 pub(crate) fn read_params(
     params: Option<&sansrpc::RawValue>,
@@ -658,91 +663,36 @@ pub(crate) fn read_params(
     let Some(params) = params else {
         return Ok(Params::default());
     };
-    if !params.get().trim_start().starts_with('{') {
+    let Some(object) = params.members() else {
         return serde_json::from_str(params.get())
             .map(|v| Params::from(Some(v)))
             .map_err(not_json);
-    }
-    serde_json::from_str::<ObjectParams>(params.get())
-        .map(|p| Params {
-            value: Some(Value::Object(p.members)),
-            arguments: p.arguments,
-            name: p.name,
-        })
-        .map_err(not_json)
-}
-
-/// A params object read in one pass: `arguments` captured as text, every other member a
-/// value (a member named twice: the last one, as in a `Value`).
-#[cfg(any(feature = "futures", feature = "blocking"))]
-struct ObjectParams {
-    members: Map<String, Value>,
-    arguments: Option<Box<sansrpc::RawValue>>,
-    name: Option<Value>,
-}
-
-#[cfg(any(feature = "futures", feature = "blocking"))]
-impl<'de> serde::Deserialize<'de> for ObjectParams {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Members;
-        impl<'de> serde::de::Visitor<'de> for Members {
-            type Value = ObjectParams;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a params object")
-            }
-            fn visit_map<M: serde::de::MapAccess<'de>>(
-                self,
-                mut map: M,
-            ) -> Result<ObjectParams, M::Error> {
-                let (mut members, mut arguments, mut name) = (Map::new(), None, None);
-                while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
-                    if key == "arguments" {
-                        let raw: &'de serde_json::value::RawValue = map.next_value()?;
-                        arguments = Some(sansrpc::RawValue::from_serde_json(raw).to_owned());
-                        members.remove("arguments");
-                    } else if key == "name" {
-                        name = Some(map.next_value()?);
-                        members.remove("name");
-                    } else {
-                        members.insert(key.into_owned(), map.next_value()?);
-                    }
-                }
-                Ok(ObjectParams {
-                    members,
-                    arguments,
-                    name,
-                })
-            }
+    };
+    let (mut members, mut arguments, mut name) = (Map::new(), None, None);
+    for (key, value) in object {
+        if key == "arguments" {
+            arguments = Some(value.to_owned());
+        } else if key == "name" {
+            name = Some(string_or_value(value).map_err(not_json)?);
+        } else {
+            let value = serde_json::from_str(value.get()).map_err(not_json)?;
+            members.insert(key.decoded().into_owned(), value);
         }
-        deserializer.deserialize_map(Members)
     }
+    Ok(Params {
+        value: Some(Value::Object(members)),
+        arguments,
+        name,
+    })
 }
 
-/// A member's name, borrowed from the text when it has no escapes (serde's `Cow<str>`
-/// always copies): `arguments` and `name` are compared, not kept.
+/// A value, a string without escapes taken from the text as it is.
 #[cfg(any(feature = "futures", feature = "blocking"))]
-struct Key<'de>(std::borrow::Cow<'de, str>);
-
-#[cfg(any(feature = "futures", feature = "blocking"))]
-impl<'de> serde::Deserialize<'de> for Key<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Name;
-        impl<'de> serde::de::Visitor<'de> for Name {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a member name")
-            }
-            fn visit_borrowed_str<E>(self, name: &'de str) -> Result<Key<'de>, E> {
-                Ok(Key(std::borrow::Cow::Borrowed(name)))
-            }
-            fn visit_str<E>(self, name: &str) -> Result<Key<'de>, E> {
-                Ok(Key(std::borrow::Cow::Owned(name.to_owned())))
-            }
-            fn visit_string<E>(self, name: String) -> Result<Key<'de>, E> {
-                Ok(Key(std::borrow::Cow::Owned(name)))
-            }
-        }
-        deserializer.deserialize_str(Name)
+fn string_or_value(value: &sansrpc::RawValue) -> serde_json::Result<Value> {
+    let text = value.get();
+    match text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+        Some(plain) if !plain.contains('\\') => Ok(Value::String(plain.to_owned())),
+        _ => serde_json::from_str(text),
     }
 }
 
