@@ -529,6 +529,11 @@ pub struct Server {
     next: u64,
     store: Box<dyn EventStore>,
     timers: Timers<Timer>,
+    /// POST streams' JSON windows, earliest first: each is its stream's `now` plus the same
+    /// window, so they come in order and are queued at the back, and one answered is only
+    /// marked (its stream's `window` cleared), not looked for. A deadline earlier than the
+    /// last queued (a driver's clock that went back) goes among the timers instead.
+    windows: VecDeque<(Instant, u64)>,
     ready: VecDeque<u64>,
     ready_set: BTreeSet<u64>,
     events: VecDeque<Event>,
@@ -542,6 +547,9 @@ pub struct Server {
     store_armed: bool,
     /// Where [`Server::poll_stream`] writes the HTTP/1.1 framing in front of what it takes.
     scratch: Vec<u8>,
+    /// Responses are taken as parts ([`Server::poll_stream_parts`]): a JSON answer is kept
+    /// without room for a head in front of it (its buffer then becomes the body as it is).
+    parts: bool,
 }
 
 impl core::fmt::Debug for Server {
@@ -583,6 +591,7 @@ impl Server {
             next: store_last.saturating_add(1),
             store,
             timers: Timers::new(),
+            windows: VecDeque::new(),
             ready: VecDeque::new(),
             ready_set: BTreeSet::new(),
             events: VecDeque::new(),
@@ -591,6 +600,7 @@ impl Server {
             body_scan: None,
             store_armed: false,
             scratch: Vec::new(),
+            parts: false,
         }
     }
 
@@ -1131,8 +1141,7 @@ impl Server {
         if s.done {
             s.end();
         }
-        self.timers
-            .set(Timer::Stream(stream), Some(now + self.config.keepalive));
+        self.stream_deadline(stream, Some(now + self.config.keepalive));
         self.wake(stream);
         Verdict::Listen { stream }
     }
@@ -1230,9 +1239,52 @@ impl Server {
                 Duration::ZERO => self.config.keepalive,
                 window => window,
             };
-            self.timers.set(Timer::Stream(id), Some(now + window));
+            let at = now + window;
+            match self.windows.back() {
+                Some(&(last, _)) if last > at => self.timers.set(Timer::Stream(id), Some(at)),
+                _ => {
+                    self.windows.push_back((at, id));
+                    if let Some(s) = self.streams.get_mut(&id) {
+                        s.window = Some(at);
+                    }
+                    self.tidy_windows();
+                }
+            }
         }
         id
+    }
+
+    /// Sets `stream`'s deadline among the timers (`None`: it has none), its JSON window
+    /// forgotten.
+    fn stream_deadline(&mut self, stream: u64, at: Option<Instant>) {
+        if let Some(s) = self.streams.get_mut(&stream) {
+            s.window = None;
+        }
+        self.timers.set(Timer::Stream(stream), at);
+    }
+
+    /// Whether the queued window `(at, stream)` is still its stream's.
+    fn window_live(&self, &(at, stream): &(Instant, u64)) -> bool {
+        self.streams
+            .get(&stream)
+            .is_some_and(|s| s.window == Some(at))
+    }
+
+    /// Drops the stale windows at the front of the queue, and rebuilds it without any stale
+    /// one when they outnumber the streams (a driver that seldom runs its timeouts): the
+    /// queue stays within about twice the streams.
+    fn tidy_windows(&mut self) {
+        while let Some(front) = self.windows.front() {
+            if self.window_live(front) {
+                break;
+            }
+            self.windows.pop_front();
+        }
+        if self.windows.len() > 2 * self.streams.len() + 64 {
+            let streams = &self.streams;
+            self.windows
+                .retain(|&(at, stream)| streams.get(&stream).is_some_and(|s| s.window == Some(at)));
+        }
     }
 
     /// Starts the SSE response of `stream` at once (a GET).
@@ -1298,11 +1350,16 @@ impl Server {
         if s.mode == Mode::Undecided && last && s.attached && json {
             // The answer is the first thing for this request: one JSON body.
             let status = (s.json_status)(error);
-            s.answer_json(status, session_id, frame);
+            s.answer_json(status, session_id, frame, !self.parts);
             s.done = true;
             s.ended = true;
             s.last_write = now;
-            self.timers.set(Timer::Stream(stream), None);
+            if s.window.take().is_some() {
+                // Its deadline was only in the queue of windows.
+                self.tidy_windows();
+            } else {
+                self.timers.set(Timer::Stream(stream), None);
+            }
             self.wake(stream);
             return;
         }
@@ -1349,8 +1406,8 @@ impl Server {
             s.cut = true;
         }
         let keepalive = self.config.keepalive;
-        self.timers.set(
-            Timer::Stream(stream),
+        self.stream_deadline(
+            stream,
             (!self.streams.get(&stream).is_some_and(|s| s.done)).then(|| now + keepalive),
         );
         self.wake(stream);
@@ -1434,6 +1491,7 @@ impl Server {
         head: &mut Option<StreamHead>,
         body: &mut Vec<u8>,
     ) -> Step {
+        self.parts = true;
         self.take_stream(stream, head, body).0
     }
 
@@ -1526,7 +1584,7 @@ impl Server {
         if let Some(session) = self.sessions.get_mut(&s.session) {
             session.last_active = now;
         }
-        self.timers.set(Timer::Stream(stream), None);
+        self.stream_deadline(stream, None);
         Closed::Detached
     }
 
@@ -1552,13 +1610,34 @@ impl Server {
 
     /// The next instant [`handle_timeout`](Server::handle_timeout) has work at.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.timers.next_deadline()
+        let window = self.windows.iter().find(|w| self.window_live(w));
+        match (self.timers.next_deadline(), window) {
+            (Some(t), Some(&(w, _))) => Some(t.min(w)),
+            (t, w) => t.or(w.map(|&(at, _)| at)),
+        }
+    }
+
+    /// The earliest due window or timer at `now`, taken (a window before a timer due at
+    /// the same instant).
+    fn pop_due(&mut self, now: Instant) -> Option<Timer> {
+        self.tidy_windows();
+        let window = self.windows.front().filter(|&&(at, _)| at <= now);
+        match (window, self.timers.next_deadline()) {
+            (Some(&(at, stream)), next) if next.map_or(true, |t| at <= t) => {
+                self.windows.pop_front();
+                if let Some(s) = self.streams.get_mut(&stream) {
+                    s.window = None;
+                }
+                Some(Timer::Stream(stream))
+            }
+            _ => self.timers.pop_due(now),
+        }
     }
 
     /// Runs what is due at `now`: JSON windows that turn into SSE streams, keep-alive
     /// comments, idle sessions ending, events ageing out.
     pub fn handle_timeout(&mut self, now: Instant) {
-        while let Some(timer) = self.timers.pop_due(now) {
+        while let Some(timer) = self.pop_due(now) {
             match timer {
                 Timer::Stream(stream) => self.stream_timer(stream, now),
                 Timer::Session(key) => {
@@ -1617,8 +1696,7 @@ impl Server {
             Mode::Json => return,
         }
         s.last_write = now;
-        self.timers
-            .set(Timer::Stream(stream), Some(now + keepalive));
+        self.stream_deadline(stream, Some(now + keepalive));
         self.wake(stream);
     }
 }

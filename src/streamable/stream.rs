@@ -70,6 +70,10 @@ pub(super) struct Stream {
     pub json_status: fn(Option<i64>) -> u16,
     /// Its response names the session (the stream of the `initialize` that made it).
     pub announce: bool,
+    /// The deadline of its POST's JSON window, when it waits in the server's queue of
+    /// windows rather than among its timers (an entry there naming another deadline, or
+    /// none, is stale).
+    pub window: Option<Instant>,
 }
 
 impl Stream {
@@ -91,6 +95,7 @@ impl Stream {
             last_write: now,
             json_status: |_| 200,
             announce: false,
+            window: None,
         }
     }
 
@@ -128,8 +133,15 @@ impl Stream {
         }
     }
 
-    /// Starts a JSON response of `status` with its one body, `answer`.
-    pub fn answer_json(&mut self, status: u16, session_id: Option<Vec<u8>>, answer: &[u8]) {
+    /// Starts a JSON response of `status` with its one body, `answer`; with room for an
+    /// HTTP/1.1 head in front of it when `head_room` (else the buffer is exactly the body).
+    pub fn answer_json(
+        &mut self,
+        status: u16,
+        session_id: Option<Vec<u8>>,
+        answer: &[u8],
+        head_room: bool,
+    ) {
         self.mode = Mode::Json;
         self.head = Some(StreamHead {
             status,
@@ -137,7 +149,8 @@ impl Stream {
             session_id,
         });
         // Room for the HTTP/1.1 head written in front of it as it is taken.
-        self.out.reserve_exact(answer.len() + HEAD_ROOM);
+        self.out
+            .reserve_exact(answer.len() + if head_room { HEAD_ROOM } else { 0 });
         self.out.extend_from_slice(answer);
     }
 

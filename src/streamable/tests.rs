@@ -1412,3 +1412,97 @@ fn the_parts_of_a_response_are_the_response_poll_stream_writes() {
         }
     }
 }
+
+/// Answers `id` in session `key` on `stream` (the connection's frame back to the machine).
+fn answer(server: &mut Server, key: u64, stream: u64, id: u32, now: Instant) {
+    let frame = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#);
+    server.handle_outgoing(key, frame.as_bytes(), stream, now);
+}
+
+#[test]
+fn json_windows_answered_in_time_leave_no_deadline_and_a_slow_one_still_turns_to_sse() {
+    let mut server = Server::new(Config::default());
+    let t0 = Instant::ZERO;
+    let (key, id) = session(&mut server, t0);
+    initialized(&mut server, &id, t0);
+    let sid = ("mcp-session-id", id.as_str());
+    let idle = server.poll_timeout();
+    let call = |n: u32| format!(r#"{{"jsonrpc":"2.0","id":{n},"method":"tools/call"}}"#);
+    // A slow call first, then many answered within their windows behind it.
+    let Verdict::Open { stream: slow, .. } = post(&mut server, &[sid], &call(2), t0) else {
+        panic!()
+    };
+    for n in 3..503 {
+        let now = t0 + Duration::from_millis(n.into());
+        let Verdict::Open { stream, .. } = post(&mut server, &[sid], &call(n), now) else {
+            panic!()
+        };
+        answer(&mut server, key, stream, n, now);
+        let (text, step) = drain(&mut server, stream);
+        assert_eq!(step, Step::End, "{text}");
+        assert!(text.contains("application/json"), "{text}");
+    }
+    // Answered ones are stale behind the slow one, and the queue stays bounded.
+    assert!(server.windows.len() <= 2 * server.streams.len() + 64);
+    // The slow call's window is the next deadline, and then it is an event stream.
+    let window = t0 + Duration::from_secs(1);
+    assert_eq!(server.poll_timeout(), Some(window));
+    server.handle_timeout(t0 + Duration::from_millis(999));
+    assert_eq!(drain(&mut server, slow).1, Step::Wait);
+    server.handle_timeout(window);
+    let (text, _) = drain(&mut server, slow);
+    assert!(text.contains("text/event-stream"), "{text}");
+    assert!(server.windows.is_empty());
+    // Then its keep-alive; once it is answered, only the session's own deadline is left.
+    let keepalive = window + Duration::from_secs(15);
+    assert_eq!(server.poll_timeout(), Some(keepalive));
+    answer(&mut server, key, slow, 2, keepalive);
+    assert_eq!(drain(&mut server, slow).1, Step::End);
+    assert_eq!(server.poll_timeout(), idle);
+}
+
+#[test]
+fn a_clock_that_goes_back_still_gets_every_window_in_order() {
+    let mut server = Server::new(Config::default());
+    let t0 = Instant::from_millis(10_000);
+    let (_, id) = session(&mut server, t0);
+    initialized(&mut server, &id, t0);
+    let sid = ("mcp-session-id", id.as_str());
+    let call = |n: u32| format!(r#"{{"jsonrpc":"2.0","id":{n},"method":"tools/call"}}"#);
+    let Verdict::Open { stream: late, .. } = post(&mut server, &[sid], &call(2), t0) else {
+        panic!()
+    };
+    // An earlier `now` than the last request's: its window is due first.
+    let back = Instant::from_millis(9_500);
+    let Verdict::Open { stream: early, .. } = post(&mut server, &[sid], &call(3), back) else {
+        panic!()
+    };
+    let second = Duration::from_secs(1);
+    assert_eq!(server.poll_timeout(), Some(back + second));
+    server.handle_timeout(back + second);
+    assert!(drain(&mut server, early).0.contains("text/event-stream"));
+    assert_eq!(drain(&mut server, late).1, Step::Wait);
+    assert_eq!(server.poll_timeout(), Some(t0 + second));
+    server.handle_timeout(t0 + second);
+    assert!(drain(&mut server, late).0.contains("text/event-stream"));
+}
+
+#[test]
+fn a_closed_response_forgets_its_window() {
+    let mut server = Server::new(Config::default());
+    let t0 = Instant::ZERO;
+    let (_, id) = session(&mut server, t0);
+    initialized(&mut server, &id, t0);
+    let idle = server.poll_timeout();
+    let sid = ("mcp-session-id", id.as_str());
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call"}"#;
+    let Verdict::Open { stream, .. } = post(&mut server, &[sid], call, t0) else {
+        panic!()
+    };
+    assert_eq!(server.poll_timeout(), Some(t0 + Duration::from_secs(1)));
+    assert_eq!(server.handle_stream_closed(stream, t0), Closed::Detached);
+    // Detached: no window and no keep-alive for a response nobody reads.
+    assert_eq!(server.poll_timeout(), idle);
+    server.handle_timeout(t0 + Duration::from_secs(1));
+    assert_eq!(server.poll_timeout(), idle);
+}
