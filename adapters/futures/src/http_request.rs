@@ -17,11 +17,44 @@ use sansrpc::Id;
 pub const MAX_RECORDED: usize = 4096;
 
 /// The HTTP requests of a connection's calls in flight, by call id: the transport records
-/// them as it hands the calls in and forgets them when their answer is written. Keyed with
-/// foldhash (seeded per process): a call's id is hashed three times per call, and SipHash
-/// cost more than the rest of the table's work.
+/// them as it hands the calls in and forgets them when their answer is written.
 #[derive(Debug, Default)]
-pub struct HttpRequests(Mutex<HashMap<Id<'static>, Arc<HttpRequest>, RandomState>>);
+pub struct HttpRequests(Mutex<Table>);
+
+/// Up to [`FEW`] calls in a list searched in order: a session's calls are most often one or
+/// a few at a time, and comparing an id or two costs less than hashing it three times per
+/// call. Beyond that, a map keyed with foldhash (seeded per process; SipHash cost more than
+/// the rest of the table's work), until the connection has no call in flight again.
+#[derive(Debug)]
+enum Table {
+    Few(Vec<(Id<'static>, Arc<HttpRequest>)>),
+    Many(HashMap<Id<'static>, Arc<HttpRequest>, RandomState>),
+}
+
+/// The most calls [`Table::Few`] holds.
+const FEW: usize = 8;
+
+impl Default for Table {
+    fn default() -> Self {
+        Table::Few(Vec::new())
+    }
+}
+
+impl Table {
+    fn len(&self) -> usize {
+        match self {
+            Table::Few(few) => few.len(),
+            Table::Many(many) => many.len(),
+        }
+    }
+
+    fn get(&self, id: &Id<'_>) -> Option<&Arc<HttpRequest>> {
+        match self {
+            Table::Few(few) => few.iter().find(|(k, _)| k == id).map(|(_, r)| r),
+            Table::Many(many) => many.get(&key(id)),
+        }
+    }
+}
 
 /// The id as a key: owned, inline (no allocation) for every number and short string.
 fn key(id: &Id<'_>) -> Id<'static> {
@@ -32,27 +65,52 @@ impl HttpRequests {
     /// Records `request` for the call `id`; false when [`MAX_RECORDED`] calls are
     /// recorded already.
     pub fn record(&self, id: &Id<'_>, request: Arc<HttpRequest>) -> bool {
-        let key = key(id);
-        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if map.len() >= MAX_RECORDED && !map.contains_key(&key) {
-            return false;
+        let mut table = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        match &mut *table {
+            Table::Few(few) => {
+                if let Some((_, old)) = few.iter_mut().find(|(k, _)| k == id) {
+                    *old = request;
+                } else if few.len() < FEW {
+                    few.push((key(id), request));
+                } else {
+                    let mut many: HashMap<_, _, RandomState> = few.drain(..).collect();
+                    many.insert(key(id), request);
+                    *table = Table::Many(many);
+                }
+            }
+            Table::Many(many) => {
+                let key = key(id);
+                if many.len() >= MAX_RECORDED && !many.contains_key(&key) {
+                    return false;
+                }
+                many.insert(key, request);
+            }
         }
-        map.insert(key, request);
         true
     }
 
     /// Forgets the call `id`.
     pub fn forget(&self, id: &Id<'_>) {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&key(id));
+        let mut table = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        match &mut *table {
+            Table::Few(few) => {
+                if let Some(at) = few.iter().position(|(k, _)| k == id) {
+                    few.swap_remove(at);
+                }
+            }
+            Table::Many(many) => {
+                many.remove(&key(id));
+                if many.is_empty() {
+                    *table = Table::default();
+                }
+            }
+        }
     }
 
     /// The request of the call `id`.
     pub fn get(&self, id: &Id<'_>) -> Option<Arc<HttpRequest>> {
-        let map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        map.get(&key(id)).cloned()
+        let table = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        table.get(id).cloned()
     }
 
     /// How many calls are recorded.
@@ -104,5 +162,39 @@ mod tests {
         assert!(calls.record(&Id::from("1"), request("s")));
         let one = calls.get(&Id::number(1)).unwrap();
         assert_eq!(one.header("x-tag"), Some("a"));
+    }
+
+    #[test]
+    fn a_few_calls_and_many_keep_the_same_table() {
+        let calls = HttpRequests::default();
+        // Past the few kept in a list and back: every call keeps its own request.
+        for round in 0..2 {
+            for n in 0..3 * FEW as i64 {
+                assert!(calls.record(&Id::number(n), request(&n.to_string())));
+                assert!(calls.record(&Id::from(n.to_string().as_str()), request("s")));
+                assert_eq!(calls.len(), 2 * (n as usize + 1), "round {round}");
+                for m in 0..=n {
+                    let got = calls.get(&Id::number(m)).unwrap();
+                    assert_eq!(got.header("x-tag"), Some(m.to_string().as_str()));
+                }
+            }
+            // Recorded again: replaced, not added.
+            assert!(calls.record(&Id::number(0), request("again")));
+            assert_eq!(
+                calls.get(&Id::number(0)).unwrap().header("x-tag"),
+                Some("again")
+            );
+            assert_eq!(calls.len(), 6 * FEW);
+            for n in 0..3 * FEW as i64 {
+                calls.forget(&Id::number(n));
+                assert_eq!(calls.get(&Id::number(n)), None);
+                calls.forget(&Id::from(n.to_string().as_str()));
+            }
+            assert!(calls.is_empty());
+            assert!(matches!(*calls.0.lock().unwrap(), Table::Few(_)));
+        }
+        // Forgetting a call never recorded changes nothing.
+        calls.forget(&Id::number(1));
+        assert!(calls.is_empty());
     }
 }
