@@ -452,3 +452,60 @@ impl<K: Ord + Copy> Timers<K> {
         self.by_key.is_empty()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Set(u8, Option<u16>),
+        Pop(u16),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            3 => (0..12u8, proptest::option::of(0..400u16)).prop_map(|(k, at)| Op::Set(k, at)),
+            1 => (0..400u16).prop_map(Op::Pop),
+        ]
+    }
+
+    proptest! {
+        /// Against the plainest model (every key's deadline, searched): the same earliest
+        /// deadline and the same keys due in the same order, whatever is set, replaced and
+        /// removed.
+        #[test]
+        fn timers_do_what_a_list_of_deadlines_does(ops in prop::collection::vec(op(), 0..300)) {
+            let mut timers = Timers::new();
+            let mut model: BTreeMap<u8, Instant> = BTreeMap::new();
+            for op in ops {
+                match op {
+                    Op::Set(key, at) => {
+                        let at = at.map(|ms| Instant::from_millis(ms.into()));
+                        timers.set(key, at);
+                        match at {
+                            Some(at) => model.insert(key, at),
+                            None => model.remove(&key),
+                        };
+                    }
+                    Op::Pop(now) => {
+                        let now = Instant::from_millis(now.into());
+                        let due = model
+                            .iter()
+                            .map(|(&k, &at)| (at, k))
+                            .filter(|&(at, _)| at <= now)
+                            .min()
+                            .map(|(_, k)| k);
+                        if let Some(k) = due {
+                            model.remove(&k);
+                        }
+                        prop_assert_eq!(timers.pop_due(now), due);
+                    }
+                }
+                prop_assert_eq!(timers.next_deadline(), model.values().min().copied());
+                prop_assert_eq!(timers.len(), model.len());
+            }
+        }
+    }
+}
