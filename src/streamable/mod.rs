@@ -517,8 +517,10 @@ enum Timer {
 /// The Streamable HTTP endpoint; see the [module documentation](self).
 pub struct Server {
     config: Config,
-    /// Sessions by their `Mcp-Session-Id`, and by key.
-    ids: BTreeMap<Vec<u8>, u64>,
+    /// Sessions by their `Mcp-Session-Id` (held in the map's nodes, not each behind a
+    /// pointer of its own: a lookup among many sessions reads a few nodes, not a session
+    /// id per comparison), and by key.
+    ids: BTreeMap<SessionId, u64>,
     sessions: BTreeMap<u64, Session>,
     /// The sessions still in their handshake; keys grow, so the first is the oldest.
     half_open: BTreeSet<u64>,
@@ -849,7 +851,7 @@ impl Server {
                 Verdict::Respond(Response::json(400, error_body(None, -32000, why, None)))
             }
             Some(id) => {
-                let Some(&key) = self.ids.get(id.as_bytes()) else {
+                let Some(&key) = session_key(&self.ids, id) else {
                     let body = error_body(None, -32001, "Session not found", None);
                     return Verdict::Respond(Response::json(404, body));
                 };
@@ -928,14 +930,13 @@ impl Server {
         if let Some(refused) = self.make_room(peer, now) {
             return Verdict::Respond(refused);
         }
-        let mut id = Vec::with_capacity(32);
+        let mut id = [0u8; SESSION_ID_LEN];
         for _ in 0..8 {
-            let mut raw = [0u8; 16];
+            let mut raw = [0u8; SESSION_ID_LEN / 2];
             entropy(&mut raw);
-            id.clear();
-            for b in raw {
-                id.push(b"0123456789abcdef"[usize::from(b >> 4)]);
-                id.push(b"0123456789abcdef"[usize::from(b & 15)]);
+            for (pair, b) in id.chunks_exact_mut(2).zip(raw) {
+                pair[0] = b"0123456789abcdef"[usize::from(b >> 4)];
+                pair[1] = b"0123456789abcdef"[usize::from(b & 15)];
             }
             if !self.ids.contains_key(&id) {
                 break;
@@ -946,7 +947,8 @@ impl Server {
             return Verdict::Respond(Response::json(500, error_body(None, -32603, why, None)));
         }
         let key = self.fresh();
-        self.ids.insert(id.clone(), key);
+        self.ids.insert(id, key);
+        let id = id.to_vec();
         self.sessions.insert(
             key,
             Session {
@@ -1075,7 +1077,7 @@ impl Server {
             return Verdict::Respond(Response::json(400, error_body(None, -32000, why, None)));
         };
         let resumed = rules::text(head, "last-event-id").and_then(Stream::parse_event_id);
-        let Some(&key) = self.ids.get(id.as_bytes()) else {
+        let Some(&key) = session_key(&self.ids, id) else {
             if let Some((stream, seq)) = resumed {
                 if !self.streams.contains_key(&stream)
                     && self.store.owner(stream).as_deref() == Some(id.as_bytes())
@@ -1169,7 +1171,7 @@ impl Server {
             let why = "Bad Request: Mcp-Session-Id header is required";
             return Verdict::Respond(Response::json(400, error_body(None, -32000, why, None)));
         };
-        let Some(&key) = self.ids.get(id.as_bytes()) else {
+        let Some(&key) = session_key(&self.ids, id) else {
             return Verdict::Respond(Response::json(
                 404,
                 error_body(None, -32001, "Session not found", None),
@@ -1187,7 +1189,9 @@ impl Server {
         let Some(session) = self.sessions.remove(&key) else {
             return;
         };
-        self.ids.remove(&session.id);
+        if let Ok(id) = SessionId::try_from(&session.id[..]) {
+            self.ids.remove(&id);
+        }
         self.half_open.remove(&key);
         if let Some(peer) = session.peer {
             if let Some(n) = self.peers.get_mut(&peer) {
@@ -1699,6 +1703,18 @@ impl Server {
         self.stream_deadline(stream, Some(now + keepalive));
         self.wake(stream);
     }
+}
+
+/// The length of the session ids the server makes: 128 random bits in hex.
+const SESSION_ID_LEN: usize = 32;
+
+/// A session id as the server keeps it.
+type SessionId = [u8; SESSION_ID_LEN];
+
+/// The key of the session a client named `id` (none when it is not an id this server
+/// could have made).
+fn session_key<'a>(ids: &'a BTreeMap<SessionId, u64>, id: &str) -> Option<&'a u64> {
+    ids.get(&SessionId::try_from(id.as_bytes()).ok()?)
 }
 
 /// Session `key` (`session`) finished its handshake: it lives until `idle` (or later, while
