@@ -70,16 +70,27 @@ pub(crate) struct Server {
 }
 
 impl Server {
+    /// Starts a request's handler, or queues it behind the running ones. One with room to
+    /// run is polled once at once: a handler that finishes without waiting (most do) is
+    /// answered here, and never takes a place among the running ones, an abort handle or a
+    /// box of its own. One that waits is polled again where it runs, with the driver's
+    /// waker (this first poll's waker wakes nothing: a future polled again reads its state
+    /// again, so no wake-up is lost).
     pub(crate) fn enqueue(
         &mut self,
+        conn: &mut Connection,
         id: IncomingId,
         work: BoxFuture<HandlerResult>,
         cx: Option<CancelSignal>,
     ) {
         let unpanicked: fn(_) -> _ = unpanicked;
-        let work = AssertUnwindSafe(work).catch_unwind().map(unpanicked);
+        let mut work = AssertUnwindSafe(work).catch_unwind().map(unpanicked);
         if self.running.len() < self.max_concurrent {
-            self.start(id, work, cx);
+            let mut first = Context::from_waker(futures::task::noop_waker_ref());
+            match work.poll_unpin(&mut first) {
+                Poll::Ready(outcome) => respond(conn, id, Some(outcome)),
+                Poll::Pending => self.start(id, work, cx),
+            }
         } else {
             self.waiting.push_back((id, work, cx));
         }
@@ -172,7 +183,7 @@ impl Server {
                     match work {
                         Work::Call(work, cx) => {
                             let work = observed(&router, &request, work);
-                            self.enqueue(handle, work, cx)
+                            self.enqueue(conn, handle, work, cx)
                         }
                         Work::Stream(Ok(producer)) => {
                             if let Some(stream) = conn.open_stream(handle, now) {
@@ -299,11 +310,7 @@ impl Server {
         while let Poll::Ready(Some((id, outcome))) = self.running.poll_next_unpin(cx) {
             progress = true;
             self.aborts.remove(&id);
-            match outcome {
-                Some(Ok(raw)) => conn.respond(id, Ok(&raw)),
-                Some(Err(e)) => conn.respond(id, Err(&e)),
-                None => conn.respond_cancelled(id),
-            }
+            respond(conn, id, outcome);
         }
         while self.running.len() < self.max_concurrent {
             let Some((id, work, cx)) = self.waiting.pop_front() else {
@@ -347,6 +354,15 @@ impl Server {
 /// An async handler's work, reported to the core router's layers when it finishes
 /// ([`Router::finished`](sansrpc::router::Router::finished)): metrics and logging layers
 /// see async calls as they see sync ones. Untouched when there is no layer.
+/// Answers request `id` with its handler's outcome (`None`: it was cancelled).
+fn respond(conn: &mut Connection, id: IncomingId, outcome: Option<HandlerResult>) {
+    match outcome {
+        Some(Ok(raw)) => conn.respond(id, Ok(&raw)),
+        Some(Err(e)) => conn.respond(id, Err(&e)),
+        None => conn.respond_cancelled(id),
+    }
+}
+
 fn observed(
     router: &Arc<AsyncRouter>,
     request: &sansrpc::Request<'_>,
