@@ -23,9 +23,11 @@ pub type HandlerResult = Result<Box<RawValue>, ErrorObject<'static>>;
 /// A boxed, sendable future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
-type CallFn = dyn Fn(Option<Box<RawValue>>) -> BoxFuture<HandlerResult> + Send + Sync;
+/// Handlers get the params borrowed from the connection's frame: a typed one decodes them
+/// before its future is made, and only a raw handler that keeps them gets its own copy.
+type CallFn = dyn Fn(Option<&RawValue>) -> BoxFuture<HandlerResult> + Send + Sync;
 type ContextCallFn =
-    dyn Fn(RequestContext, Option<Box<RawValue>>) -> BoxFuture<HandlerResult> + Send + Sync;
+    dyn Fn(RequestContext, Option<&RawValue>) -> BoxFuture<HandlerResult> + Send + Sync;
 
 /// An async method handler, with or without a [`RequestContext`].
 enum Handler {
@@ -168,8 +170,8 @@ impl AsyncRouter {
     {
         self.check(M::NAME)?;
         let decoder = ParamsDecoder::<M::Params>::new();
-        let call = move |params: Option<Box<RawValue>>| -> BoxFuture<HandlerResult> {
-            match decoder.decode(params.as_deref()) {
+        let call = move |params: Option<&RawValue>| -> BoxFuture<HandlerResult> {
+            match decoder.decode(params) {
                 Ok(params) => handler(params).map(|r| r.and_then(|r| to_raw(&r))).boxed(),
                 Err(e) => futures::future::ready(Err(e)).boxed(),
             }
@@ -193,8 +195,7 @@ impl AsyncRouter {
     {
         self.check(M::NAME)?;
         let decoder = ParamsDecoder::<M::Params>::new();
-        let call = move |cx: RequestContext, params: Option<Box<RawValue>>| match decoder
-            .decode(params.as_deref())
+        let call = move |cx: RequestContext, params: Option<&RawValue>| match decoder.decode(params)
         {
             Ok(params) => handler(cx, params)
                 .map(|r| r.and_then(|r| to_raw(&r)))
@@ -219,7 +220,31 @@ impl AsyncRouter {
         Fut: Future<Output = HandlerResult> + Send + 'static,
     {
         self.check(name)?;
-        let call = move |cx, params| -> BoxFuture<HandlerResult> { handler(cx, params).boxed() };
+        let call = move |cx, params: Option<&RawValue>| -> BoxFuture<HandlerResult> {
+            handler(cx, params.map(ToOwned::to_owned)).boxed()
+        };
+        self.methods
+            .insert(name.to_owned(), Handler::Context(Box::new(call)));
+        self.sync.list_external_raw(name, false);
+        Ok(())
+    }
+
+    /// [`raw_method_with_context`](AsyncRouter::raw_method_with_context) for a handler that
+    /// reads its params before its future is made: they are lent to it, borrowed from the
+    /// connection's frame, not copied for it (what it keeps, it copies itself).
+    pub fn raw_method_with_context_borrowed<F, Fut>(
+        &mut self,
+        name: &str,
+        handler: F,
+    ) -> Result<(), RegisterError>
+    where
+        F: Fn(RequestContext, Option<&RawValue>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HandlerResult> + Send + 'static,
+    {
+        self.check(name)?;
+        let call = move |cx, params: Option<&RawValue>| -> BoxFuture<HandlerResult> {
+            handler(cx, params).boxed()
+        };
         self.methods
             .insert(name.to_owned(), Handler::Context(Box::new(call)));
         self.sync.list_external_raw(name, false);
@@ -233,7 +258,9 @@ impl AsyncRouter {
         Fut: Future<Output = HandlerResult> + Send + 'static,
     {
         self.check(name)?;
-        let call = move |params| -> BoxFuture<HandlerResult> { handler(params).boxed() };
+        let call = move |params: Option<&RawValue>| -> BoxFuture<HandlerResult> {
+            handler(params.map(ToOwned::to_owned)).boxed()
+        };
         self.methods
             .insert(name.to_owned(), Handler::Plain(Box::new(call)));
         self.sync.list_external_raw(name, false);
@@ -379,7 +406,7 @@ impl AsyncRouter {
             }
         };
         // Taken by the connection once it has a subscription of this declaration.
-        let unknown = |_| -> BoxFuture<HandlerResult> {
+        let unknown = |_: Option<&RawValue>| -> BoxFuture<HandlerResult> {
             let answer = RawValue::from_string("false".to_owned())
                 .map_err(|_| ErrorObject::internal_error());
             futures::future::ready(answer).boxed()
@@ -421,12 +448,20 @@ impl AsyncRouter {
             return Work::Sync;
         }
         // Handlers the core router does not run still pass its gates (auth, rate limit).
-        let admitted = match self.admit(method, params, Some(id)) {
+        let admitted = match self.sync.admit(&Call {
+            method,
+            params,
+            id: Some(id),
+        }) {
             Ok(admitted) => admitted,
             Err(e) => return Work::Call(futures::future::ready(Err(e)).boxed(), None),
         };
+        let params = match &admitted {
+            Admit::Unchanged => params,
+            Admit::Params(changed) => changed.as_deref(),
+        };
         match async_call {
-            Some(Handler::Plain(f)) => return Work::Call(f(admitted), None),
+            Some(Handler::Plain(f)) => return Work::Call(f(params), None),
             Some(Handler::Context(f)) => {
                 let Some(peer) = origin.peer else {
                     let e = ErrorObject::internal_error();
@@ -435,14 +470,13 @@ impl AsyncRouter {
                 let signal = CancelSignal::default();
                 let request = origin.request.clone();
                 let cx = RequestContext::new(request, origin.handle, peer.clone(), signal.clone());
-                return Work::Call(f(cx, admitted), Some(signal));
+                return Work::Call(f(cx, params), Some(signal));
             }
             None => {}
         }
         if let Some((declaration, open)) = subscription {
-            return Work::Subscribe(declaration.clone(), open(admitted));
+            return Work::Subscribe(declaration.clone(), open(params.map(ToOwned::to_owned)));
         }
-        let params = admitted.as_deref();
         if let Some(open) = async_stream {
             return Work::Stream(open(params));
         }

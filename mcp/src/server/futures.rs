@@ -106,7 +106,7 @@ impl Server {
         for method in REQUESTS {
             let server = self.clone();
             router
-                .raw_method_with_context(method, move |cx: RequestContext, params| {
+                .raw_method_with_context_borrowed(method, move |cx: RequestContext, params| {
                     request(server.clone(), method, cx, params)
                 })
                 .unwrap_or_else(|e| panic!("mounting {method}: {e}"));
@@ -126,11 +126,11 @@ fn request(
     server: Server,
     method: &'static str,
     cx: RequestContext,
-    params: Option<Box<sansrpc::RawValue>>,
+    params: Option<&sansrpc::RawValue>,
 ) -> impl std::future::Future<Output = Result<Box<sansrpc::RawValue>, ErrorObject<'static>>>
        + Send
        + 'static {
-    let read = read_params(params.as_deref()).map(|params| {
+    let read = read_params(params).map(|params| {
         let host: Arc<dyn Host> = Arc::new(FuturesHost { cx });
         (params, host)
     });
