@@ -428,3 +428,42 @@ fn lsp_work_done_progress_and_partial_results() {
         }
     }));
 }
+
+/// A handler registered with `raw_method_with_context_borrowed` reads its params before its
+/// future is made (they are lent, not copied); one that answers at once (answered as it is
+/// routed) and one that waits (polled again among the running handlers) are both
+/// answered, each with what it read from its own params.
+#[test]
+fn a_handler_reads_its_lent_params_before_its_future_and_both_kinds_answer() {
+    smol::block_on(within(LIMIT, async {
+        let mut server = AsyncRouter::new();
+        for (method, wait) in [("now", false), ("later", true)] {
+            server
+                .raw_method_with_context_borrowed(method, move |_cx, params: Option<&RawValue>| {
+                    // Read here, before the future: only what is read goes into it.
+                    let name = params
+                        .and_then(|p| p.members())
+                        .and_then(|mut m| m.find(|(n, _)| *n == "name"))
+                        .map(|(_, v)| v.get().to_owned())
+                        .unwrap_or_else(|| "null".to_owned());
+                    async move {
+                        if wait {
+                            async_io::Timer::after(Duration::from_millis(20)).await;
+                        }
+                        Ok(RawValue::from_string(name).unwrap())
+                    }
+                })
+                .unwrap();
+        }
+        let (client, _served) = pair(Builder::new().router(server), Builder::new()).await;
+        let call = |method: &'static str, name: &str| {
+            let params = RawValue::from_string(format!(r#"{{"x":1,"name":"{name}"}}"#)).unwrap();
+            let client = client.clone();
+            async move { client.call_raw(method, Some(&params)).await.unwrap() }
+        };
+        let (later, now) = futures::future::join(call("later", "b"), call("now", "a")).await;
+        assert_eq!((now.get(), later.get()), (r#""a""#, r#""b""#));
+        let absent = client.call_raw("now", None).await.unwrap();
+        assert_eq!(absent.get(), "null");
+    }));
+}
