@@ -1227,16 +1227,7 @@ impl Server {
     ) -> u64 {
         let id = self.fresh();
         let resumable = resumable && session != 0;
-        self.streams
-            .insert(id, Stream::new(kind, session, pending, resumable, now));
-        if let Some(s) = self.sessions.get_mut(&session) {
-            s.streams.insert(id);
-        }
-        if resumable {
-            if let Some(s) = self.sessions.get(&session) {
-                self.store.set_owner(id, &s.id);
-            }
-        }
+        let mut stream = Stream::new(kind, session, pending, resumable, now);
         if kind == Kind::Post {
             // No window: nothing to decide when it ends; the stream's first keep-alive.
             let window = match self.config.json_window {
@@ -1248,13 +1239,20 @@ impl Server {
                 Some(&(last, _)) if last > at => self.timers.set(Timer::Stream(id), Some(at)),
                 _ => {
                     self.windows.push_back((at, id));
-                    if let Some(s) = self.streams.get_mut(&id) {
-                        s.window = Some(at);
-                    }
-                    self.tidy_windows();
+                    stream.window = Some(at);
                 }
             }
         }
+        self.streams.insert(id, stream);
+        if let Some(s) = self.sessions.get_mut(&session) {
+            s.streams.insert(id);
+        }
+        if resumable {
+            if let Some(s) = self.sessions.get(&session) {
+                self.store.set_owner(id, &s.id);
+            }
+        }
+        self.tidy_windows();
         id
     }
 
@@ -1267,27 +1265,19 @@ impl Server {
         self.timers.set(Timer::Stream(stream), at);
     }
 
-    /// Whether the queued window `(at, stream)` is still its stream's.
-    fn window_live(&self, &(at, stream): &(Instant, u64)) -> bool {
-        self.streams
-            .get(&stream)
-            .is_some_and(|s| s.window == Some(at))
-    }
-
     /// Drops the stale windows at the front of the queue, and rebuilds it without any stale
     /// one when they outnumber the streams (a driver that seldom runs its timeouts): the
     /// queue stays within about twice the streams.
     fn tidy_windows(&mut self) {
         while let Some(front) = self.windows.front() {
-            if self.window_live(front) {
+            if window_live(&self.streams, front) {
                 break;
             }
             self.windows.pop_front();
         }
         if self.windows.len() > 2 * self.streams.len() + 64 {
             let streams = &self.streams;
-            self.windows
-                .retain(|&(at, stream)| streams.get(&stream).is_some_and(|s| s.window == Some(at)));
+            self.windows.retain(|w| window_live(streams, w));
         }
     }
 
@@ -1614,7 +1604,7 @@ impl Server {
 
     /// The next instant [`handle_timeout`](Server::handle_timeout) has work at.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let window = self.windows.iter().find(|w| self.window_live(w));
+        let window = self.windows.iter().find(|w| window_live(&self.streams, w));
         match (self.timers.next_deadline(), window) {
             (Some(t), Some(&(w, _))) => Some(t.min(w)),
             (t, w) => t.or(w.map(|&(at, _)| at)),
@@ -1703,6 +1693,11 @@ impl Server {
         self.stream_deadline(stream, Some(now + keepalive));
         self.wake(stream);
     }
+}
+
+/// Whether the queued window `(at, stream)` is still its stream's.
+fn window_live(streams: &BTreeMap<u64, Stream>, &(at, stream): &(Instant, u64)) -> bool {
+    streams.get(&stream).is_some_and(|s| s.window == Some(at))
 }
 
 /// The length of the session ids the server makes: 128 random bits in hex.

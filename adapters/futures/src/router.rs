@@ -448,18 +448,11 @@ impl AsyncRouter {
             return Work::Sync;
         }
         // Handlers the core router does not run still pass its gates (auth, rate limit).
-        let admitted = match self.sync.admit(&Call {
-            method,
-            params,
-            id: Some(id),
-        }) {
+        let admitted = match self.admit(method, params, Some(id)) {
             Ok(admitted) => admitted,
             Err(e) => return Work::Call(futures::future::ready(Err(e)).boxed(), None),
         };
-        let params = match &admitted {
-            Admit::Unchanged => params,
-            Admit::Params(changed) => changed.as_deref(),
-        };
+        let params = admitted_params(&admitted, params);
         match async_call {
             Some(Handler::Plain(f)) => return Work::Call(f(params), None),
             Some(Handler::Context(f)) => {
@@ -495,7 +488,10 @@ impl AsyncRouter {
     ) -> Work {
         match self.notifications.get(method) {
             Some(f) => match self.admit(method, params, None) {
-                Ok(params) => Work::Notify(f(peer.cloned().map(NotificationContext::new), params)),
+                Ok(admitted) => {
+                    let params = admitted_params(&admitted, params).map(ToOwned::to_owned);
+                    Work::Notify(f(peer.cloned().map(NotificationContext::new), params))
+                }
                 // Refused: dropped, as the core router drops a refused notification.
                 Err(_) => Work::Notify(futures::future::ready(()).boxed()),
             },
@@ -503,18 +499,25 @@ impl AsyncRouter {
         }
     }
 
-    /// The params an async handler gets, once the core router's layers admit the call.
+    /// What the core router's layers say of a call an async handler runs (auth, rate
+    /// limit): refused, or admitted with its params as they were or changed
+    /// ([`admitted_params`]).
     fn admit(
         &self,
         method: &str,
         params: Option<&RawValue>,
         id: Option<&sansrpc::Id<'_>>,
-    ) -> Result<Option<Box<RawValue>>, ErrorObject<'static>> {
-        let call = Call { method, params, id };
-        match self.sync.admit(&call)? {
-            Admit::Unchanged => Ok(params.map(ToOwned::to_owned)),
-            Admit::Params(params) => Ok(params),
-        }
+    ) -> Result<Admit, ErrorObject<'static>> {
+        self.sync.admit(&Call { method, params, id })
+    }
+}
+
+/// The params an async handler gets once `admitted`: the call's own, or the ones a layer
+/// put in their place.
+fn admitted_params<'a>(admitted: &'a Admit, params: Option<&'a RawValue>) -> Option<&'a RawValue> {
+    match admitted {
+        Admit::Unchanged => params,
+        Admit::Params(changed) => changed.as_deref(),
     }
 }
 
