@@ -488,8 +488,8 @@ pub enum Event {
 #[derive(Debug)]
 struct Session {
     id: Vec<u8>,
-    /// Its streams still known.
-    streams: BTreeSet<u64>,
+    /// Its streams still known (a few: a list, not a set).
+    streams: Vec<u64>,
     /// Its GET stream.
     get: Option<u64>,
     /// Messages for no request, waiting for a GET stream (bounded).
@@ -521,12 +521,12 @@ pub struct Server {
     /// pointer of its own: a lookup among many sessions reads a few nodes, not a session
     /// id per comparison), and by key.
     ids: BTreeMap<SessionId, u64>,
-    sessions: BTreeMap<u64, Session>,
+    sessions: KeyMap<Session>,
     /// The sessions still in their handshake; keys grow, so the first is the oldest.
     half_open: BTreeSet<u64>,
     /// Sessions per peer address (only when [`Config::max_sessions_per_peer`] is set).
     peers: BTreeMap<IpAddr, usize>,
-    streams: BTreeMap<u64, Stream>,
+    streams: KeyMap<Stream>,
     stateless: usize,
     next: u64,
     store: Box<dyn EventStore>,
@@ -536,8 +536,8 @@ pub struct Server {
     /// marked (its stream's `window` cleared), not looked for. A deadline earlier than the
     /// last queued (a driver's clock that went back) goes among the timers instead.
     windows: VecDeque<(Instant, u64)>,
+    /// Streams with something for their writers, each once (its `queued_ready`).
     ready: VecDeque<u64>,
-    ready_set: BTreeSet<u64>,
     events: VecDeque<Event>,
     classifier: Classifier,
     /// The ids of the requests in the last body read ([`Server::request_ids`]).
@@ -583,10 +583,10 @@ impl Server {
         Server {
             config,
             ids: BTreeMap::new(),
-            sessions: BTreeMap::new(),
+            sessions: KeyMap::default(),
             half_open: BTreeSet::new(),
             peers: BTreeMap::new(),
-            streams: BTreeMap::new(),
+            streams: KeyMap::default(),
             stateless: 0,
             // Above every stream a durable store kept from before a restart: an old event id
             // never names a new stream.
@@ -595,7 +595,6 @@ impl Server {
             timers: Timers::new(),
             windows: VecDeque::new(),
             ready: VecDeque::new(),
-            ready_set: BTreeSet::new(),
             events: VecDeque::new(),
             classifier: Classifier::new(Limits::default()),
             call_ids: Vec::new(),
@@ -953,7 +952,7 @@ impl Server {
             key,
             Session {
                 id,
-                streams: BTreeSet::new(),
+                streams: Vec::new(),
                 get: None,
                 waiting: VecDeque::new(),
                 last_active: now,
@@ -1016,7 +1015,8 @@ impl Server {
             .sessions
             .iter()
             .filter(|&(&key, s)| s.last_active + floor <= now && !self.busy(key))
-            .min_by_key(|(_, s)| s.last_active)
+            // Of those idle as long, the oldest.
+            .min_by_key(|&(&key, s)| (s.last_active, key))
             .map(|(&key, _)| key);
         match idlest {
             Some(key) => {
@@ -1245,7 +1245,7 @@ impl Server {
         }
         self.streams.insert(id, stream);
         if let Some(s) = self.sessions.get_mut(&session) {
-            s.streams.insert(id);
+            s.streams.push(id);
         }
         if resumable {
             if let Some(s) = self.sessions.get(&session) {
@@ -1553,7 +1553,9 @@ impl Server {
         } else if s.session == 0 {
             self.stateless = self.stateless.saturating_sub(1);
         } else if let Some(session) = self.sessions.get_mut(&s.session) {
-            session.streams.remove(&stream);
+            if let Some(i) = session.streams.iter().position(|&id| id == stream) {
+                session.streams.swap_remove(i);
+            }
         }
         self.timers.set(Timer::Stream(stream), None);
     }
@@ -1585,12 +1587,19 @@ impl Server {
     /// The next stream with something to write, to wake its response's writer.
     pub fn poll_ready(&mut self) -> Option<u64> {
         let stream = self.ready.pop_front()?;
-        self.ready_set.remove(&stream);
+        if let Some(s) = self.streams.get_mut(&stream) {
+            s.queued_ready = false;
+        }
         Some(stream)
     }
 
     fn wake(&mut self, stream: u64) {
-        if self.ready_set.insert(stream) {
+        let queued = match self.streams.get_mut(&stream) {
+            Some(s) => core::mem::replace(&mut s.queued_ready, true),
+            // Gone: its writer learns so as it looks (once).
+            None => self.ready.contains(&stream),
+        };
+        if !queued {
             self.ready.push_back(stream);
         }
     }
@@ -1696,8 +1705,40 @@ impl Server {
 }
 
 /// Whether the queued window `(at, stream)` is still its stream's.
-fn window_live(streams: &BTreeMap<u64, Stream>, &(at, stream): &(Instant, u64)) -> bool {
+fn window_live(streams: &KeyMap<Stream>, &(at, stream): &(Instant, u64)) -> bool {
     streams.get(&stream).is_some_and(|s| s.window == Some(at))
+}
+
+/// Sessions and streams by key. Keys are the server's own, handed out in turn (a client
+/// never picks one that is stored), so with `std` they are hashed by one multiplication: an
+/// entry is found, added and removed without a B-tree's search or its nodes' shifts of
+/// values of 150 bytes and more. Without `std`, a B-tree (the same methods).
+#[cfg(feature = "std")]
+type KeyMap<V> = std::collections::HashMap<u64, V, core::hash::BuildHasherDefault<IdHasher>>;
+#[cfg(not(feature = "std"))]
+type KeyMap<V> = BTreeMap<u64, V>;
+
+/// Hashes a key of a [`KeyMap`]: Fibonacci hashing, the key times 2^64 / φ.
+#[cfg(feature = "std")]
+#[derive(Default)]
+struct IdHasher(u64);
+
+#[cfg(feature = "std")]
+impl core::hash::Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `u64`s are hashed; any other key would come here a byte at a time.
+        for &b in bytes {
+            self.write_u64(self.0 ^ u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 /// The length of the session ids the server makes: 128 random bits in hex.

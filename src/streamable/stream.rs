@@ -74,6 +74,10 @@ pub(super) struct Stream {
     /// windows rather than among its timers (an entry there naming another deadline, or
     /// none, is stale).
     pub window: Option<Instant>,
+    /// It waits in the server's queue of ready streams ([`Server::poll_ready`]).
+    ///
+    /// [`Server::poll_ready`]: super::Server::poll_ready
+    pub queued_ready: bool,
 }
 
 impl Stream {
@@ -96,6 +100,7 @@ impl Stream {
             json_status: |_| 200,
             announce: false,
             window: None,
+            queued_ready: false,
         }
     }
 
