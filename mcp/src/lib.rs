@@ -27,23 +27,146 @@ pub mod types;
 /// `serde_json` values always serialise).
 #[cfg(any(feature = "futures", feature = "blocking"))]
 pub(crate) fn raw_json(value: &impl serde::Serialize) -> Box<sansrpc::RawValue> {
+    // What serde_json writes is one JSON value: not scanned again.
+    with_scratch(|out| {
+        sansrpc::RawValue::from_serialize_in(value, out).expect("MCP types serialize")
+    })
+}
+
+/// A `tools/call` result as raw JSON: the same text [`raw_json`] writes, written here
+/// without serde when the result is text blocks alone (with `resultType` and `isError`
+/// at most), as most tools answer; through serde when it is anything else.
+#[cfg(any(feature = "futures", feature = "blocking"))]
+pub(crate) fn raw_tool_result(result: &types::CallToolResult) -> Box<sansrpc::RawValue> {
+    with_scratch(|out| text_result(result, out)).unwrap_or_else(|| raw_json(result))
+}
+
+/// `result` written into `out` as serde would write it, when it is text blocks alone.
+#[cfg(any(feature = "futures", feature = "blocking"))]
+fn text_result(
+    result: &types::CallToolResult,
+    out: &mut Vec<u8>,
+) -> Option<Box<sansrpc::RawValue>> {
+    use types::{ContentBlock, TextContent};
+    if result.meta.is_some() || result.structured_content.is_some() || !result.extra.is_empty() {
+        return None;
+    }
+    out.clear();
+    // The members in the order of the type's fields, as its derived `Serialize` writes them.
+    out.push(b'{');
+    if let Some(kind) = &result.result_type {
+        out.extend_from_slice(br#""resultType":"#);
+        serde_json::to_writer(&mut *out, kind).ok()?;
+        out.push(b',');
+    }
+    out.extend_from_slice(br#""content":["#);
+    for (i, block) in result.content.iter().enumerate() {
+        let ContentBlock::Text(TextContent {
+            text,
+            annotations: None,
+            meta: None,
+        }) = block
+        else {
+            return None;
+        };
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(br#"{"type":"text","text":"#);
+        serde_json::to_writer(&mut *out, text).ok()?;
+        out.push(b'}');
+    }
+    out.push(b']');
+    match result.is_error {
+        Some(true) => out.extend_from_slice(br#","isError":true"#),
+        Some(false) => out.extend_from_slice(br#","isError":false"#),
+        None => {}
+    }
+    out.push(b'}');
+    // SAFETY: one JSON object of this function's ASCII names and punctuation around the
+    // strings serde_json wrote (escaped, UTF-8), two levels deep: UTF-8 and valid JSON.
+    let raw = unsafe { sansrpc::RawValue::from_json_unchecked(std::str::from_utf8_unchecked(out)) };
+    Some(raw.to_owned())
+}
+
+/// Runs `write` with this thread's scratch buffer, where a value is written before its one
+/// copy of the exact size is taken (a `String` grown as serde_json writes, then shrunk,
+/// would be allocated twice or more).
+#[cfg(any(feature = "futures", feature = "blocking"))]
+fn with_scratch<R>(write: impl FnOnce(&mut Vec<u8>) -> R) -> R {
     std::thread_local! {
-        /// Where a value is written before its one copy of the exact size is taken (a
-        /// `String` grown as serde_json writes, then shrunk, allocated twice or more).
         static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
     let write = |out: &mut Vec<u8>| {
-        // What serde_json writes is one JSON value: not scanned again.
-        let raw = sansrpc::RawValue::from_serialize_in(value, out).expect("MCP types serialize");
+        let written = write(out);
         // A large value's room is not held on to.
         if out.capacity() > 64 * 1024 {
             *out = Vec::new();
         }
-        raw
+        written
     };
     SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
         Ok(mut out) => write(&mut out),
         // Written from inside a serialization (never by the MCP types): a buffer of its own.
         Err(_) => write(&mut Vec::new()),
     })
+}
+
+#[cfg(all(test, any(feature = "futures", feature = "blocking")))]
+mod tests {
+    use crate::types::{Annotations, CallToolResult, ContentBlock, ResultType};
+
+    /// A tool result is the same text whether written without serde or through it.
+    #[test]
+    fn a_tool_result_is_written_as_serde_writes_it() {
+        let texts = [
+            "3",
+            "",
+            "a \"quoted\" \\ line\nand a tab\t",
+            "é ✓ 😀",
+            "\u{1}\u{1f}",
+        ];
+        let mut results = vec![CallToolResult::default()];
+        for text in texts {
+            results.push(CallToolResult::text(text));
+            results.push(CallToolResult::error(text));
+            results.push(CallToolResult {
+                result_type: Some(ResultType::Complete),
+                is_error: Some(false),
+                ..CallToolResult::success(vec![ContentBlock::text(text), ContentBlock::text("b")])
+            });
+        }
+        // Shapes written through serde: each member the direct path does not write.
+        let mut annotated = CallToolResult::text("x");
+        if let ContentBlock::Text(t) = &mut annotated.content[0] {
+            t.annotations = Some(Annotations::default());
+        }
+        let mut extra = CallToolResult::text("x");
+        extra.extra.insert("k".into(), serde_json::json!(1));
+        results.extend([
+            annotated,
+            extra,
+            CallToolResult {
+                structured_content: Some(serde_json::Value::Null),
+                ..CallToolResult::text("x")
+            },
+            CallToolResult::success(vec![ContentBlock::image("AA==", "image/png")]),
+            CallToolResult {
+                result_type: Some(ResultType::Other("later".into())),
+                ..CallToolResult::text("x")
+            },
+        ]);
+        for result in &results {
+            let direct = super::raw_tool_result(result);
+            assert_eq!(
+                direct.get(),
+                serde_json::to_string(result).unwrap(),
+                "{result:?}"
+            );
+        }
+        // Only the text shapes are written directly.
+        let mut out = Vec::new();
+        assert!(super::text_result(&results[1], &mut out).is_some());
+        assert!(super::text_result(&results[results.len() - 4], &mut out).is_none());
+    }
 }

@@ -120,8 +120,9 @@ impl Server {
 }
 
 /// One request of `method` as the router runs it. Its params are read before its future is
-/// made, so the future holds what was read, not the context and the raw params as well: the
-/// router boxes it, and at most 1 KiB comes from the allocator's per-thread cache.
+/// made, so the future is the server's for what was read, not one holding the context and
+/// the raw params as well: the router boxes it (and copies it into the box), and at most
+/// 1 KiB comes from the allocator's per-thread cache.
 fn request(
     server: Server,
     method: &'static str,
@@ -130,13 +131,13 @@ fn request(
 ) -> impl std::future::Future<Output = Result<Box<sansrpc::RawValue>, ErrorObject<'static>>>
        + Send
        + 'static {
-    let read = read_params(params).map(|params| {
-        let host: Arc<dyn Host> = Arc::new(FuturesHost { cx });
-        (params, host)
-    });
-    async move {
-        let (params, host) = read?;
-        server.handle_raw(method, params, host).await
+    use futures::future::{ready, Either};
+    match read_params(params) {
+        Ok(params) => {
+            let host: Arc<dyn Host> = Arc::new(FuturesHost { cx });
+            Either::Left(server.handle_raw(method, params, host))
+        }
+        Err(e) => Either::Right(ready(Err(e))),
     }
 }
 

@@ -865,20 +865,18 @@ impl Server {
         params: Option<Value>,
         host: Arc<dyn Host>,
     ) -> BoxFuture<Result<Value, ErrorObject<'static>>> {
-        let server = self.clone();
         let method = known_method(method);
-        Box::pin(async move {
-            server
-                .respond(method, Params::from(params), host)
-                .await
-                .map(Reply::into_value)
-        })
+        Box::pin(
+            self.clone()
+                .respond(method, Params::from(params), host, Reply::into_value),
+        )
     }
 
     /// [`handle`](Server::handle) with the result as JSON text, what the adapters send: a
     /// tool's result on a session is written straight from its Rust value, with no
     /// `Value` tree in between. Not boxed: the adapter's router boxes the handler's future
-    /// (one allocation for the whole call, not one per layer).
+    /// (one allocation for the whole call, not one per layer), and not wrapped in a future
+    /// of its own (which would hold its arguments beside the one it awaits).
     pub(crate) fn handle_raw(
         &self,
         method: &str,
@@ -887,22 +885,18 @@ impl Server {
     ) -> impl std::future::Future<Output = Result<Box<sansrpc::RawValue>, ErrorObject<'static>>>
            + Send
            + 'static {
-        let server = self.clone();
-        let method = known_method(method);
-        async move {
-            server
-                .respond(method, params, host)
-                .await
-                .map(Reply::into_raw)
-        }
+        self.clone()
+            .respond(known_method(method), params, host, Reply::into_raw)
     }
 
-    async fn respond(
-        &self,
+    /// Answers `method`, the answer made what the adapter sends by `into`.
+    async fn respond<R>(
+        self,
         method: &'static str,
         params: Params,
         host: Arc<dyn Host>,
-    ) -> Result<Reply, ErrorObject<'static>> {
+        into: fn(Reply) -> R,
+    ) -> Result<R, ErrorObject<'static>> {
         let request = match self.read(method, params, &*host) {
             Ok(r) => r,
             Err(e) => return Err(e.into_error(false)),
@@ -917,7 +911,7 @@ impl Server {
             }
             _ => Box::pin(self.dispatch(method, request, host)).await,
         };
-        outcome.map_err(|e| e.into_error(stateless))
+        outcome.map(into).map_err(|e| e.into_error(stateless))
     }
 
     /// Sends `notifications/resources/updated` for `uri` to every session subscribed to
@@ -1572,7 +1566,7 @@ impl Server {
                 .map(Reply::Value)
                 .map_err(McpError::internal)
         } else {
-            Ok(Reply::Raw(crate::raw_json(&result)))
+            Ok(Reply::Raw(crate::raw_tool_result(&result)))
         }
     }
 
