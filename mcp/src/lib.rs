@@ -33,60 +33,87 @@ pub(crate) fn raw_json(value: &impl serde::Serialize) -> Box<sansrpc::RawValue> 
     })
 }
 
-/// A `tools/call` result as raw JSON: the same text [`raw_json`] writes, written here
-/// without serde when the result is text blocks alone (with `resultType` and `isError`
-/// at most), as most tools answer; through serde when it is anything else.
+/// A `tools/call` result as raw JSON: the same text [`raw_json`] writes for it, written here
+/// without serde when the result is text blocks alone (with `resultType` and `isError` at
+/// most), as most tools answer; through serde when it is anything else.
 #[cfg(any(feature = "futures", feature = "blocking"))]
-pub(crate) fn raw_tool_result(result: &types::CallToolResult) -> Box<sansrpc::RawValue> {
-    with_scratch(|out| text_result(result, out)).unwrap_or_else(|| raw_json(result))
-}
-
-/// `result` written into `out` as serde would write it, when it is text blocks alone.
-#[cfg(any(feature = "futures", feature = "blocking"))]
-fn text_result(
-    result: &types::CallToolResult,
-    out: &mut Vec<u8>,
-) -> Option<Box<sansrpc::RawValue>> {
-    use types::{ContentBlock, TextContent};
-    if result.meta.is_some() || result.structured_content.is_some() || !result.extra.is_empty() {
-        return None;
-    }
-    out.clear();
-    // The members in the order of the type's fields, as its derived `Serialize` writes them.
-    out.push(b'{');
-    if let Some(kind) = &result.result_type {
-        out.extend_from_slice(br#""resultType":"#);
-        serde_json::to_writer(&mut *out, kind).ok()?;
-        out.push(b',');
-    }
-    out.extend_from_slice(br#""content":["#);
-    for (i, block) in result.content.iter().enumerate() {
-        let ContentBlock::Text(TextContent {
+pub(crate) fn raw_tool_result(reply: &server::ToolReply) -> Box<sansrpc::RawValue> {
+    use server::ToolReply;
+    let result = match reply {
+        ToolReply::Text(text) => {
+            return with_scratch(|out| text_result(out, None, [text.as_str()], None));
+        }
+        ToolReply::Result(result) => result,
+    };
+    let texts = result.content.iter().map(|block| match block {
+        types::ContentBlock::Text(types::TextContent {
             text,
             annotations: None,
             meta: None,
-        }) = block
-        else {
-            return None;
-        };
+        }) => Some(text.as_str()),
+        _ => None,
+    });
+    let plain = result.meta.is_none()
+        && result.structured_content.is_none()
+        && result.extra.is_empty()
+        && texts.clone().all(|t| t.is_some());
+    match plain {
+        true => with_scratch(|out| {
+            text_result(
+                out,
+                result.result_type.as_ref(),
+                texts.flatten(),
+                result.is_error,
+            )
+        }),
+        false => raw_json(result),
+    }
+}
+
+/// A result of text blocks `texts` written into `out` as serde writes a
+/// [`CallToolResult`](types::CallToolResult) of them.
+#[cfg(any(feature = "futures", feature = "blocking"))]
+fn text_result<'a>(
+    out: &mut Vec<u8>,
+    result_type: Option<&types::ResultType>,
+    texts: impl IntoIterator<Item = &'a str>,
+    is_error: Option<bool>,
+) -> Box<sansrpc::RawValue> {
+    out.clear();
+    // The members in the order of the type's fields, as its derived `Serialize` writes them.
+    out.push(b'{');
+    if let Some(kind) = result_type {
+        out.extend_from_slice(br#""resultType":"#);
+        string_into(out, kind.as_str());
+        out.push(b',');
+    }
+    out.extend_from_slice(br#""content":["#);
+    for (i, text) in texts.into_iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
         out.extend_from_slice(br#"{"type":"text","text":"#);
-        serde_json::to_writer(&mut *out, text).ok()?;
+        string_into(out, text);
         out.push(b'}');
     }
     out.push(b']');
-    match result.is_error {
+    match is_error {
         Some(true) => out.extend_from_slice(br#","isError":true"#),
         Some(false) => out.extend_from_slice(br#","isError":false"#),
         None => {}
     }
     out.push(b'}');
     // SAFETY: one JSON object of this function's ASCII names and punctuation around the
-    // strings serde_json wrote (escaped, UTF-8), two levels deep: UTF-8 and valid JSON.
+    // strings serde_json wrote (UTF-8), two levels deep: UTF-8 and valid JSON.
     let raw = unsafe { sansrpc::RawValue::from_json_unchecked(std::str::from_utf8_unchecked(out)) };
-    Some(raw.to_owned())
+    raw.to_owned()
+}
+
+/// `text` as a JSON string, as serde_json writes it, appended to `out`.
+#[cfg(any(feature = "futures", feature = "blocking"))]
+fn string_into(out: &mut Vec<u8>, text: &str) {
+    // Writing to a `Vec` does not fail.
+    let _ = serde_json::to_writer(out, text);
 }
 
 /// Runs `write` with this thread's scratch buffer, where a value is written before its one
@@ -157,16 +184,25 @@ mod tests {
             },
         ]);
         for result in &results {
-            let direct = super::raw_tool_result(result);
+            let reply = crate::server::ToolReply::Result(result.clone());
+            let direct = super::raw_tool_result(&reply);
             assert_eq!(
                 direct.get(),
                 serde_json::to_string(result).unwrap(),
                 "{result:?}"
             );
         }
-        // Only the text shapes are written directly.
-        let mut out = Vec::new();
-        assert!(super::text_result(&results[1], &mut out).is_some());
-        assert!(super::text_result(&results[results.len() - 4], &mut out).is_none());
+        // A `String` handler's text, never made a result, is written as its result is.
+        for text in texts {
+            let reply = crate::server::ToolReply::Text(text.to_owned());
+            let expected = serde_json::to_string(&CallToolResult::text(text)).unwrap();
+            assert_eq!(super::raw_tool_result(&reply).get(), expected);
+        }
+        // Only a `String` is kept as text; any other output is made its result.
+        use crate::server::ToolReply;
+        assert!(matches!(ToolReply::of(String::from("3")), Ok(ToolReply::Text(t)) if t == "3"));
+        assert!(
+            matches!(ToolReply::of("3"), Ok(ToolReply::Result(r)) if r == CallToolResult::text("3"))
+        );
     }
 }

@@ -162,11 +162,42 @@ fn error_with_data(code: i64, message: String, data: &Value) -> ErrorObject<'sta
     ErrorObject::new(code, message).with_data(data)
 }
 
-type ToolFn = Arc<
-    dyn Fn(Context, Arguments) -> BoxFuture<Result<crate::types::CallToolResult, McpError>>
-        + Send
-        + Sync,
->;
+type ToolFn =
+    Arc<dyn Fn(Context, Arguments) -> BoxFuture<Result<ToolReply, McpError>> + Send + Sync>;
+
+/// What a tool's handler returned: a result, or (a handler returning a `String`) the one
+/// text block of one, written as JSON without a result made of it first.
+// Moved once, from the handler's future to where it is written: a boxed result would cost
+// an allocation per call.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum ToolReply {
+    Result(crate::types::CallToolResult),
+    Text(String),
+}
+
+impl ToolReply {
+    /// The reply as a handler's `output`: a text one unless `R` is `String`.
+    pub(crate) fn of<R: ToolOutput + 'static>(output: R) -> Result<Self, McpError> {
+        // `R` is known where this is made: the check is decided as it is compiled.
+        let mut output = Some(output);
+        if let Some(text) = (&mut output as &mut dyn std::any::Any).downcast_mut::<Option<String>>()
+        {
+            return Ok(ToolReply::Text(text.take().unwrap_or_default()));
+        }
+        match output {
+            Some(output) => output.into_result().map(ToolReply::Result),
+            None => Err(McpError::internal("a tool's output taken twice")),
+        }
+    }
+
+    /// As a result.
+    fn into_result(self) -> crate::types::CallToolResult {
+        match self {
+            ToolReply::Result(result) => result,
+            ToolReply::Text(text) => crate::types::CallToolResult::text(text),
+        }
+    }
+}
 type ReadFn = Arc<
     dyn Fn(
             Context,
@@ -384,7 +415,7 @@ impl ServerBuilder {
                     Some(Value::Object(map)) => map,
                     _ => Map::new(),
                 };
-                handler(cx, arguments).await
+                handler(cx, arguments).await.map(ToolReply::Result)
             })
         });
         self.add_tool(tool, call);
@@ -501,12 +532,12 @@ where
             let args: A = match arguments.decode() {
                 Ok(args) => args,
                 Err(e) => {
-                    return Ok(crate::types::CallToolResult::error(format!(
-                        "invalid arguments: {e}"
+                    return Ok(ToolReply::Result(crate::types::CallToolResult::error(
+                        format!("invalid arguments: {e}"),
                     )))
                 }
             };
-            handler(cx, args).await?.into_result()
+            ToolReply::of(handler(cx, args).await?)
         })
     });
     (declared, call)
@@ -1559,14 +1590,14 @@ impl Server {
             Some(a) if a.is_object() => a,
             Some(_) => return Err(McpError::invalid_params("arguments must be an object")),
         };
-        let result = call(cx, arguments).await?;
+        let reply = call(cx, arguments).await?;
         if stateless {
             // `finish` adds the revision's fields to it.
-            serde_json::to_value(result)
+            serde_json::to_value(reply.into_result())
                 .map(Reply::Value)
                 .map_err(McpError::internal)
         } else {
-            Ok(Reply::Raw(crate::raw_tool_result(&result)))
+            Ok(Reply::Raw(crate::raw_tool_result(&reply)))
         }
     }
 
