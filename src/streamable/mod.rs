@@ -488,7 +488,7 @@ pub enum Event {
 #[derive(Debug)]
 struct Session {
     id: Vec<u8>,
-    /// Its streams still known (a few: a list, not a set).
+    /// Its streams still known, oldest first (a few: a list, not a set).
     streams: Vec<u64>,
     /// Its GET stream.
     get: Option<u64>,
@@ -1553,8 +1553,9 @@ impl Server {
         } else if s.session == 0 {
             self.stateless = self.stateless.saturating_sub(1);
         } else if let Some(session) = self.sessions.get_mut(&s.session) {
+            // In the order they opened, as a set of them kept them.
             if let Some(i) = session.streams.iter().position(|&id| id == stream) {
-                session.streams.swap_remove(i);
+                session.streams.remove(i);
             }
         }
         self.timers.set(Timer::Stream(stream), None);

@@ -176,9 +176,10 @@ pub(crate) enum ToolReply {
 }
 
 impl ToolReply {
-    /// The reply as a handler's `output`: a text one unless `R` is `String`.
+    /// The reply of a handler's `output`: its text when `R` is `String`, else its result.
     pub(crate) fn of<R: ToolOutput + 'static>(output: R) -> Result<Self, McpError> {
-        // `R` is known where this is made: the check is decided as it is compiled.
+        // `R` is known where this is made: the check is decided as it is compiled, and the
+        // `None` below never comes (the text is only taken when returned).
         let mut output = Some(output);
         if let Some(text) = (&mut output as &mut dyn std::any::Any).downcast_mut::<Option<String>>()
         {
