@@ -487,7 +487,7 @@ pub enum Event {
 /// One session of the session revisions.
 #[derive(Debug)]
 struct Session {
-    id: Vec<u8>,
+    id: SessionId,
     /// Its streams still known, oldest first (a few: a list, not a set).
     streams: Vec<u64>,
     /// Its GET stream.
@@ -947,7 +947,6 @@ impl Server {
         }
         let key = self.fresh();
         self.ids.insert(id, key);
-        let id = id.to_vec();
         self.sessions.insert(
             key,
             Session {
@@ -1189,9 +1188,7 @@ impl Server {
         let Some(session) = self.sessions.remove(&key) else {
             return;
         };
-        if let Ok(id) = SessionId::try_from(&session.id[..]) {
-            self.ids.remove(&id);
-        }
+        self.ids.remove(&session.id);
         self.half_open.remove(&key);
         if let Some(peer) = session.peer {
             if let Some(n) = self.peers.get_mut(&peer) {
@@ -1436,7 +1433,7 @@ impl Server {
         let s = self.streams.get(&stream).filter(|s| s.announce)?;
         self.sessions
             .get(&s.session)
-            .map(|session| session.id.clone())
+            .map(|session| session.id.to_vec())
     }
 
     /// The connection of session `session` ended (by itself, or it was stopped): its

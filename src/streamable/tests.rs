@@ -1109,7 +1109,7 @@ fn a_peer_at_its_session_limit_displaces_its_own_half_open_sessions_only() {
         .sessions
         .values()
         .filter(|s| s.peer == Some(one))
-        .map(|s| String::from_utf8(s.id.clone()).unwrap())
+        .map(|s| String::from_utf8(s.id.to_vec()).unwrap())
         .collect();
     assert_eq!(ids.len(), 2);
     for id in &ids {

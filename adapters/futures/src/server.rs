@@ -351,9 +351,6 @@ impl Server {
     }
 }
 
-/// An async handler's work, reported to the core router's layers when it finishes
-/// ([`Router::finished`](sansrpc::router::Router::finished)): metrics and logging layers
-/// see async calls as they see sync ones. Untouched when there is no layer.
 /// Answers request `id` with its handler's outcome (`None`: it was cancelled).
 fn respond(conn: &mut Connection, id: IncomingId, outcome: Option<HandlerResult>) {
     match outcome {
@@ -363,6 +360,9 @@ fn respond(conn: &mut Connection, id: IncomingId, outcome: Option<HandlerResult>
     }
 }
 
+/// An async handler's work, reported to the core router's layers when it finishes
+/// ([`Router::finished`](sansrpc::router::Router::finished)): metrics and logging layers
+/// see async calls as they see sync ones. Untouched when there is no layer.
 fn observed(
     router: &Arc<AsyncRouter>,
     request: &sansrpc::Request<'_>,
