@@ -117,14 +117,12 @@ pub mod ext;
 pub mod id;
 mod json;
 pub mod limits;
-pub mod mcp;
 pub mod message;
 pub mod method;
 mod raw;
 pub mod router;
 #[cfg(feature = "std")]
 pub mod runtime;
-pub mod streamable;
 mod sync;
 mod time;
 

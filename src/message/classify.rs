@@ -200,7 +200,7 @@ impl Classifier {
 /// ([`Connection::handle_scanned_tagged`](crate::Connection::handle_scanned_tagged)) reads
 /// the entries found rather than scanning the bytes a second time, when it scans with the
 /// same [`Limits`]. The Streamable HTTP machine makes them, for the body it classified
-/// ([`Server::handle_request_owned`](crate::streamable::Server::handle_request_owned));
+/// (`sansrpc_mcp::streamable::Server::handle_request_owned`);
 /// [`Scanned::new`] makes one not scanned yet.
 ///
 /// The bytes cannot be changed once scanned: what was found stays true of them.
@@ -266,12 +266,17 @@ impl fmt::Debug for Scanned {
 }
 
 impl Classifier {
-    /// `frame`, with what the last [`scan`](Classifier::scan) (which returned `Ok(shape)`)
-    /// found in it: the caller passes the bytes scanned, unchanged.
-    pub(crate) fn scanned(&mut self, frame: Vec<u8>, shape: Shape) -> Scanned {
-        let entries = match shape {
-            Shape::Single => Entries::One(self.entries[0]),
-            Shape::Batch => Entries::Batch(self.take_entries()),
+    /// `frame`, with what the last [`classify`](Classifier::classify) found in it, for a
+    /// connection to read rather than scan it again
+    /// ([`Connection::handle_scanned_tagged`](crate::Connection::handle_scanned_tagged)).
+    /// The caller passes the bytes classified, unchanged, and `batch`: whether that
+    /// classification was [`Classified::Batch`] (else it was [`Classified::Single`]; a
+    /// rejected frame is handed on with [`Scanned::new`]).
+    pub fn scanned(&mut self, frame: Vec<u8>, batch: bool) -> Scanned {
+        debug_assert!(!self.entries.is_empty() && (batch || self.entries.len() == 1));
+        let entries = match batch {
+            false => Entries::One(self.entries[0]),
+            true => Entries::Batch(self.take_entries()),
         };
         Scanned {
             frame,

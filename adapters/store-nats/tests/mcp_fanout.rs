@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 
 use common::NatsServer;
 use sansrpc::connection::{Config, Profile};
-use sansrpc::streamable;
 use sansrpc_mcp::client::{ClientBuilder, ListenNotification, McpClient, Subscription};
 use sansrpc_mcp::server::{Context, ListKind, McpError, Server, ServerBuilder, RESYNC_META};
+use sansrpc_mcp::streamable;
 use sansrpc_mcp::types::{GetPromptResult, Prompt, Resource, SubscriptionFilter};
 use sansrpc_store_nats::McpFanout;
 use sansrpc_tokio::{Builder, Spawned};

@@ -32,11 +32,11 @@
 //! itself does not shrink when messages go: redb reuses the freed pages.
 //!
 //! # SSE events
-//! [`RedbEventStore`] (module [`events`]) implements [`sansrpc::streamable::EventStore`], the
+//! [`RedbEventStore`] (module [`events`]) implements [`sansrpc_mcp::streamable::EventStore`], the
 //! store of the events MCP's Streamable HTTP machine sends, so a client resuming with
 //! `Last-Event-ID` after a server restart gets what it missed. Unlike [`RedbStore`] it does not
 //! commit per call: it writes into one open transaction that
-//! [`EventStore::flush`](sansrpc::streamable::EventStore::flush) (once per driver turn) commits.
+//! [`EventStore::flush`](sansrpc_mcp::streamable::EventStore::flush) (once per driver turn) commits.
 //! Its tables (`sse_*`) are its own; give it a file of its own.
 //!
 //! # Example

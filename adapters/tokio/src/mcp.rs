@@ -1,7 +1,7 @@
 //! MCP's Streamable HTTP on tokio: the 2025-11-25 session revision (and older clients) and
 //! the stateless 2026-07-28 revision on one endpoint. Every decision (statuses, sessions,
 //! JSON or Server-Sent Events, which stream a message goes on, resumption, bounds) is the
-//! core's [`sansrpc::streamable::Server`]; this module only moves bytes: it reads HTTP
+//! core's [`sansrpc_mcp::streamable::Server`]; this module only moves bytes: it reads HTTP
 //! requests, runs one connection per session (and one per stateless request) with your
 //! [`Builder`]'s router, and writes what the machine says. It accepts connections on the
 //! listener every server of this crate shares, with its [`ServeOptions`] ([`Options::serve`]):
@@ -9,7 +9,7 @@
 //!
 //! ```no_run
 //! use sansrpc::connection::{Config, Profile};
-//! use sansrpc::streamable;
+//! use sansrpc_mcp::streamable;
 //! use sansrpc_tokio::{AsyncRouter, Builder};
 //!
 //! # async fn run() -> std::io::Result<()> {
@@ -30,10 +30,10 @@ use std::time::Duration;
 use sansrpc::codec::http::{BodyKind, Fields, Head, HttpFault, RequestDecoder};
 use sansrpc::message::Scanned;
 use sansrpc::runtime::Clock;
-use sansrpc::streamable::{self, Authorized, Closed, Step, Verdict};
 use sansrpc::Connection;
 use sansrpc::Instant;
 use sansrpc_futures::{HttpRequest, HttpRequests, Principal, ShutdownHandle};
+use sansrpc_mcp::streamable::{self, Authorized, Closed, Step, Verdict};
 use smallvec::SmallVec;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;

@@ -50,9 +50,9 @@ use hyper_util::client::legacy::connect::{Connected, Connection as Connect};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use sansrpc::codec::sse;
 use sansrpc::connection::EndReason;
-use sansrpc::streamable::encode_header_value;
 use sansrpc::Connection;
 use sansrpc::Instant;
+use sansrpc_mcp::streamable::encode_header_value;
 use tokio::sync::mpsc;
 
 use crate::http_client::{Stream, Target};

@@ -17,8 +17,8 @@ use std::cell::Cell;
 use std::fmt::Write as _;
 
 use sansrpc::connection::{Config, Profile};
-use sansrpc::streamable;
 use sansrpc_mcp::server::{Context, McpError, ServerBuilder};
+use sansrpc_mcp::streamable;
 use sansrpc_tokio::{mcp, Builder};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;

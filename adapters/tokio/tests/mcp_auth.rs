@@ -12,8 +12,8 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use sansrpc::connection::{Config, Profile};
-use sansrpc::streamable::{self, Auth, Principal};
 use sansrpc_mcp::server::{Context, McpError, ServerBuilder};
+use sansrpc_mcp::streamable::{self, Auth, Principal};
 use sansrpc_tokio::mcp::{Options, TokenCheck};
 use sansrpc_tokio::service::McpService;
 use sansrpc_tokio::{sansrpc, Builder};

@@ -12,9 +12,9 @@
 use std::time::{Duration, Instant};
 
 use sansrpc::connection::{Config, Profile};
-use sansrpc::streamable;
 use sansrpc_mcp::client::{ClientBuilder, ListenNotification};
 use sansrpc_mcp::server::{Context, ListKind, McpError, Server, ServerBuilder};
+use sansrpc_mcp::streamable;
 use sansrpc_mcp::types::{Resource, SubscriptionFilter};
 use sansrpc_tokio::Builder;
 use serde_json::json;

@@ -18,9 +18,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sansrpc::connection::{Config, Profile};
-use sansrpc::streamable;
 use sansrpc_mcp::client::{ClientBuilder, McpClient};
 use sansrpc_mcp::server::{Context, McpError, ServerBuilder};
+use sansrpc_mcp::streamable;
 use sansrpc_mcp::types::ContentBlock;
 use sansrpc_tokio::tls;
 use sansrpc_tokio::{mcp, Builder, ServeOptions};

@@ -9,8 +9,8 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use sansrpc::connection::{Config, Profile};
-use sansrpc::streamable;
 use sansrpc_mcp::server::{Context, ListKind, McpError, Server, ServerBuilder};
+use sansrpc_mcp::streamable;
 use sansrpc_tokio::Builder;
 
 fn server() -> Server {

@@ -11,8 +11,8 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use sansrpc::connection::{Config, Profile};
-use sansrpc::streamable;
 use sansrpc_mcp::server::{Context, McpError, Server, ServerBuilder};
+use sansrpc_mcp::streamable;
 use sansrpc_tokio::{mcp, Builder, ServeOptions};
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#;
@@ -233,7 +233,7 @@ fn the_server_checks_the_param_headers_its_tools_mark() {
     let marks = server.param_headers();
     assert_eq!(
         marks,
-        [sansrpc::streamable::ParamHeader::new(
+        [sansrpc_mcp::streamable::ParamHeader::new(
             "forecast", "Region", "region"
         )]
     );

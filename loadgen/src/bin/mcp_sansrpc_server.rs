@@ -11,7 +11,7 @@ use std::io::Write as _;
 use std::time::Duration;
 
 use sansrpc::connection::{Config, Profile};
-use sansrpc::streamable;
+use sansrpc_mcp::streamable;
 use sansrpc_mcp::server::{Context, McpError, ServerBuilder};
 use sansrpc_tokio::Builder;
 

@@ -46,7 +46,7 @@
 //! (and refuses to call them), and says through [`ParamHeaders`] which headers each
 //! `tools/call` carries; `sansrpc_tokio::mcp_client::connect_with_headers` sends them. The
 //! marks are read into the same model the server checks them with,
-//! [`sansrpc::streamable::ParamHeader`].
+//! [`crate::streamable::ParamHeader`].
 
 use crate::raw_json;
 use std::borrow::Cow;
@@ -60,8 +60,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use crate::streamable::ParamHeader;
 use sansrpc::connection::Timeout;
-use sansrpc::streamable::ParamHeader;
 use sansrpc::{ErrorObject, RawValue};
 use sansrpc_futures::{AsyncRouter, BoxFuture, CallError, Client, CloseWithSession, PendingCall};
 use serde::de::DeserializeOwned;

@@ -51,7 +51,7 @@ pub trait Host: Send + Sync + 'static {
     }
     /// The HTTP request this call came in (its token's principal, its header fields), on
     /// an HTTP transport that records it; `None` elsewhere.
-    fn http(&self) -> Option<Arc<sansrpc::streamable::HttpRequest>> {
+    fn http(&self) -> Option<Arc<sansrpc::codec::http::HttpRequest>> {
         None
     }
 }
@@ -171,7 +171,7 @@ impl Context {
     /// The HTTP request this call came in, over Streamable HTTP: the principal of its bearer
     /// token (when the server checks tokens: `sansrpc_tokio::mcp::serve_with` and its
     /// validator) and its header fields. `None` on stdio and other transports.
-    pub fn http(&self) -> Option<Arc<sansrpc::streamable::HttpRequest>> {
+    pub fn http(&self) -> Option<Arc<sansrpc::codec::http::HttpRequest>> {
         self.inner.host.http()
     }
 

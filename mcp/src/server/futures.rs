@@ -64,7 +64,7 @@ impl Host for FuturesHost {
         Arc::new(ClientNotifier(self.cx.peer().clone()))
     }
 
-    fn http(&self) -> Option<Arc<sansrpc::streamable::HttpRequest>> {
+    fn http(&self) -> Option<Arc<sansrpc::codec::http::HttpRequest>> {
         self.cx.http()
     }
 

@@ -45,7 +45,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
-use sansrpc::streamable::{self, ParamHeader};
+use crate::streamable::{self, ParamHeader};
 use sansrpc::ErrorObject;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
@@ -822,6 +822,7 @@ impl Reply {
         }
     }
 
+    #[cfg_attr(not(any(feature = "futures", feature = "blocking")), allow(dead_code))]
     fn into_raw(self) -> Box<sansrpc::RawValue> {
         match self {
             Reply::Value(v) => crate::raw_json(&v),
@@ -838,7 +839,7 @@ impl Server {
 
     /// The `Mcp-Param-*` headers of this server's tools: every property their input schemas
     /// mark `x-mcp-header` (SEP-2243), as the Streamable HTTP machine checks them
-    /// ([`streamable::Config::param_headers`](sansrpc::streamable::Config::param_headers)).
+    /// ([`streamable::Config::param_headers`](crate::streamable::Config::param_headers)).
     pub fn param_headers(&self) -> &[ParamHeader] {
         &self.shared.param_headers
     }
@@ -909,6 +910,7 @@ impl Server {
     /// `Value` tree in between. Not boxed: the adapter's router boxes the handler's future
     /// (one allocation for the whole call, not one per layer), and not wrapped in a future
     /// of its own (which would hold its arguments beside the one it awaits).
+    #[cfg_attr(not(any(feature = "futures", feature = "blocking")), allow(dead_code))]
     pub(crate) fn handle_raw(
         &self,
         method: &str,

@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
 use sansrpc::codec::http::Head;
-use sansrpc::streamable::{self, Extensions, Step, StreamHead};
+use sansrpc_mcp::streamable::{self, Extensions, Step, StreamHead};
 use tokio::sync::{mpsc, Notify};
 
 use super::{read_body, response, Body, ResponseFuture};

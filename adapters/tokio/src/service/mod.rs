@@ -35,7 +35,7 @@
 //!
 //! ```no_run
 //! use sansrpc::connection::{Config, Profile};
-//! use sansrpc::streamable;
+//! use sansrpc_mcp::streamable;
 //! use sansrpc_tokio::service::{McpService, RpcService};
 //! use sansrpc_tokio::{AsyncRouter, Builder};
 //!
@@ -73,7 +73,7 @@ pub use rpc::RpcService;
 pub use ws::WsService;
 
 #[cfg(doc)]
-use sansrpc::streamable::Server;
+use sansrpc_mcp::streamable::Server;
 
 /// The future of every service here: it never fails (every refusal is an HTTP answer).
 pub type ResponseFuture =
@@ -81,7 +81,7 @@ pub type ResponseFuture =
 
 /// The `http::Extensions` of the request a call came in (what the layers in front of an
 /// [`McpService`] put there: an auth layer's user, a request id), from its
-/// [`HttpRequest`](crate::sansrpc::streamable::HttpRequest); `None` for a request no tower
+/// [`HttpRequest`](crate::sansrpc_mcp::streamable::HttpRequest); `None` for a request no tower
 /// service served.
 ///
 /// ```no_run
@@ -91,7 +91,7 @@ pub type ResponseFuture =
 /// let user = cx.http().and_then(|r| sansrpc_tokio::service::extensions(&r)?.get::<User>().cloned());
 /// # }
 /// ```
-pub fn extensions(request: &sansrpc::streamable::HttpRequest) -> Option<&http::Extensions> {
+pub fn extensions(request: &sansrpc_mcp::streamable::HttpRequest) -> Option<&http::Extensions> {
     request.extensions.get::<http::Extensions>()
 }
 

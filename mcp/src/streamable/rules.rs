@@ -3,19 +3,19 @@
 //! revision a POST speaks, and the 2026-07-28 checks of `_meta` and of the `Mcp-*`
 //! headers against the body.
 
-use alloc::string::String;
-use alloc::vec::Vec;
+use std::string::String;
+use std::vec::Vec;
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::codec::http::Head;
+use sansrpc::codec::http::Head;
 use serde_json::value::RawValue as Json;
 
 use super::{error_body, ParamHeader, Response};
 
-use crate::mcp::error_codes::{HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION};
-use crate::mcp::version::STATELESS;
+use crate::types::error_codes::{HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION};
+use crate::types::version::STATELESS;
 
 /// A header's value as text (trimmed of optional whitespace), when it is text; `name` in
 /// lower case.
@@ -23,7 +23,7 @@ pub(super) fn text<'h>(head: &'h Head, name: &str) -> Option<&'h str> {
     // Trimmed as bytes (a field's optional whitespace is spaces and tabs), then read as
     // text: `str::trim` decoded every character to test it for Unicode whitespace.
     head.field_lowercase(name)
-        .and_then(|v| crate::codec::http::as_text(v.trim_ascii()))
+        .and_then(|v| sansrpc::codec::http::as_text(v.trim_ascii()))
 }
 
 /// True when the `Accept` header lists every one of `medias` (each itself, `*/*`, or its
@@ -367,7 +367,7 @@ pub(super) fn unsupported_data(requested: Option<&str>) -> Vec<u8> {
     data.extend_from_slice(b"\"]");
     if let Some(requested) = requested {
         data.extend_from_slice(b",\"requested\":");
-        crate::json::write_str(&mut data, requested);
+        sansrpc::message::write_json_string(&mut data, requested);
     }
     data.push(b'}');
     data

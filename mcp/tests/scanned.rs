@@ -7,8 +7,8 @@
 use sansrpc::codec::http::Head;
 use sansrpc::connection::Config;
 use sansrpc::message::Scanned;
-use sansrpc::streamable::{Authorized, Config as McpConfig, Server, Step, Verdict};
 use sansrpc::{Connection, Instant, Limits, Profile};
+use sansrpc_mcp::streamable::{Authorized, Config as McpConfig, Server, Step, Verdict};
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
 

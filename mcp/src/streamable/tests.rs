@@ -1,12 +1,12 @@
-use alloc::borrow::ToOwned;
-use alloc::string::String;
-use alloc::string::ToString;
-use alloc::vec::Vec;
-use alloc::{format, vec};
 use core::time::Duration;
+use std::borrow::ToOwned;
+use std::string::String;
+use std::string::ToString;
+use std::vec::Vec;
+use std::{format, vec};
 
 use super::*;
-use crate::codec::http::{HttpStep, RequestDecoder};
+use sansrpc::codec::http::{HttpStep, RequestDecoder};
 
 /// A head and body as a client would send them.
 fn request(method: &str, headers: &[(&str, &str)], body: &str) -> (Head, Vec<u8>) {
@@ -1308,7 +1308,7 @@ fn drain_parts(
 /// an SSE answer naming it (no JSON window), and a call's events up to their end.
 #[test]
 fn the_parts_of_a_response_are_the_response_poll_stream_writes() {
-    use crate::codec::http::Unframer;
+    use sansrpc::codec::http::Unframer;
     let now = Instant::ZERO;
     let result = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}"#;
     let progress = r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":7,"progress":1}}"#;

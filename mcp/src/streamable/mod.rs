@@ -4,7 +4,7 @@
 //! the answers; an adapter only moves bytes and runs connections.
 //!
 //! For each request the adapter parsed (a [`Head`] from a decoder made with
-//! [`RequestDecoder::keeping_fields`](crate::codec::http::RequestDecoder::keeping_fields),
+//! [`RequestDecoder::keeping_fields`](sansrpc::codec::http::RequestDecoder::keeping_fields),
 //! and the body), [`Server::handle_request`] gives a [`Verdict`]:
 //!
 //! - [`Verdict::Respond`]: write the [`Response`]; nothing else happens (refusals: Host or
@@ -15,9 +15,9 @@
 //!   to the session's connection, then write the `202`;
 //! - [`Verdict::Open`]: a POST carrying requests, in a session (a new one for
 //!   `initialize`): hand the body to the session's connection tagged with the stream
-//!   ([`Connection::handle_message_tagged`](crate::connection::Connection::handle_message_tagged);
+//!   ([`Connection::handle_message_tagged`](sansrpc::connection::Connection::handle_message_tagged);
 //!   or, with the body as [`Server::handle_request_owned`] gives it back, scanned already,
-//!   [`Connection::handle_scanned_tagged`](crate::connection::Connection::handle_scanned_tagged)),
+//!   [`Connection::handle_scanned_tagged`](sansrpc::connection::Connection::handle_scanned_tagged)),
 //!   then write what [`Server::poll_stream`] gives until it ends;
 //! - [`Verdict::Stateless`]: a 2026-07-28 request: run it on a connection of its own,
 //!   whose every frame goes to [`Server::handle_stream_output`]; serve the stream as above;
@@ -28,7 +28,7 @@
 //! - [`Verdict::Ended`]: a DELETE: stop the session's connection, write the response.
 //!
 //! A session's connection hands its frames to [`Server::handle_outgoing`] with their tags
-//! ([`Connection::poll_transmit_tagged`](crate::connection::Connection::poll_transmit_tagged)):
+//! ([`Connection::poll_transmit_tagged`](sansrpc::connection::Connection::poll_transmit_tagged)):
 //! answers and the messages sent for a request go on that request's stream, others on
 //! the session's GET stream (they wait, bounded, until one opens). A stream answers with
 //! one JSON body when the answer is the first thing it has to send, else with Server-Sent
@@ -40,37 +40,34 @@
 //! Time is an argument ([`Server::poll_timeout`], [`Server::handle_timeout`]); session ids
 //! come from the adapter's entropy (they must be unguessable).
 
-use alloc::boxed::Box;
-use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
-use alloc::string::String;
-use alloc::vec::Vec;
 use core::net::IpAddr;
 use core::time::Duration;
+use std::boxed::Box;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::string::String;
+use std::vec::Vec;
 
-use crate::codec::http::{write_head, Fields, Head, HttpFault, Method};
-use crate::codec::sse;
-use crate::driver::Timers;
-use crate::mcp::error_codes::{
+use crate::types::error_codes::{
     HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,
 };
-use crate::mcp::version::{self, STATELESS};
-use crate::message::{Classified, Classifier, Incoming, Scanned, Shape as Scanning};
-use crate::time::Instant;
-use crate::{Id, Limits};
+use crate::types::version::{self, STATELESS};
+use sansrpc::codec::http::{write_head, Head, HttpFault, Method};
+use sansrpc::codec::sse;
+use sansrpc::driver::Timers;
+use sansrpc::message::{Classified, Classifier, Incoming, Scanned};
+use sansrpc::Instant;
+use sansrpc::{Id, Limits};
 
-#[cfg(feature = "std")]
-mod extensions;
 mod param;
 mod rules;
 mod store;
 mod stream;
 
 // The `Host` and `Origin` rules are HTTP's, the same for every server (`codec::http`).
-pub use crate::codec::http::{Hosts, Origins};
-#[cfg(feature = "std")]
-pub use extensions::Extensions;
 pub use param::ParamHeader;
 pub use rules::{bearer_token, decode_header_value, encode_header_value};
+pub use sansrpc::codec::http::{Extensions, Headers, HttpRequest, Principal};
+pub use sansrpc::codec::http::{Hosts, Origins};
 pub use store::{EventStore, MemoryEventStore};
 
 pub use stream::StreamHead;
@@ -204,103 +201,6 @@ impl Auth {
     }
 }
 
-/// Who a validated bearer token belongs to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Principal {
-    /// The token's subject (a user or client id), as the validator names it.
-    pub subject: String,
-    /// The scopes the token grants.
-    pub scopes: Vec<String>,
-}
-
-impl Principal {
-    /// A principal `subject` with `scopes`.
-    pub fn new(subject: impl Into<String>, scopes: Vec<String>) -> Self {
-        Principal {
-            subject: subject.into(),
-            scopes,
-        }
-    }
-
-    /// True when the token grants `scope`.
-    pub fn has_scope(&self, scope: &str) -> bool {
-        self.scopes.iter().any(|s| s == scope)
-    }
-}
-
-/// The HTTP request a call came in, as an adapter hands it to the call's handler (the
-/// tokio adapter records it per call; `sansrpc_futures::RequestContext::http` reads it).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct HttpRequest {
-    /// The principal of its bearer token, when the server checks tokens.
-    pub principal: Option<Principal>,
-    /// Its header fields, names in lower case, in the order sent (the `Authorization`
-    /// field is left out).
-    pub headers: Headers,
-    /// What a layer in front of the server attached to the request (the tokio adapter's
-    /// tower services: its `http::Extensions`); empty otherwise.
-    #[cfg(feature = "std")]
-    pub extensions: Extensions,
-}
-
-impl HttpRequest {
-    /// The first value of header `name` (any case).
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.get(name)
-    }
-}
-
-/// The header fields a call's handler sees ([`HttpRequest::headers`]): names in lower case,
-/// values as text, `Authorization` left out. Kept as the request head's [`Fields`] were
-/// read (one buffer), not as a string per name and value.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Headers(Fields);
-
-impl Headers {
-    /// What the handlers see of a request head's `fields`: `Authorization` left out, names
-    /// lowered in place, a value that is not UTF-8 replaced by its lossy conversion.
-    pub fn from_fields(mut fields: Fields) -> Self {
-        fields.make_text_without("authorization");
-        Headers(fields)
-    }
-
-    /// The first value of header `name` (any case).
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.0.get(name).map(text)
-    }
-
-    /// Every field (name, value), in the order sent.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
-        self.0.iter().map(|(n, v)| (n, text(v)))
-    }
-
-    /// How many fields there are.
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// True when there are none.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-impl<'a> FromIterator<(&'a str, &'a str)> for Headers {
-    /// Headers from (name, value) pairs, with the rules of [`Headers::from_fields`].
-    fn from_iter<I: IntoIterator<Item = (&'a str, &'a str)>>(pairs: I) -> Self {
-        let mut fields = Fields::new();
-        for (name, value) in pairs {
-            fields.push(name, value.as_bytes());
-        }
-        Headers::from_fields(fields)
-    }
-}
-
-/// A value [`Headers::from_fields`] made text.
-fn text(value: &[u8]) -> &str {
-    core::str::from_utf8(value).unwrap_or_default()
-}
-
 /// What the adapter's token validator found, for [`Server::handle_request`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -391,7 +291,7 @@ pub(crate) fn error_body(
     out.extend_from_slice(b",\"error\":{\"code\":");
     out.extend_from_slice(itoa::Buffer::new().format(code).as_bytes());
     out.extend_from_slice(b",\"message\":");
-    crate::json::write_str(&mut out, message);
+    sansrpc::message::write_json_string(&mut out, message);
     if let Some(data) = data {
         out.extend_from_slice(b",\"data\":");
         out.extend_from_slice(data);
@@ -542,9 +442,9 @@ pub struct Server {
     classifier: Classifier,
     /// The ids of the requests in the last body read ([`Server::request_ids`]).
     call_ids: Vec<Id<'static>>,
-    /// What the classifier's entries are, while they are those of the body of the request
+    /// Whether the classifier's entries are a batch's, while they are those of the body of the request
     /// being handled ([`Server::handle_request_owned`] hands them on with it).
-    body_scan: Option<Scanning>,
+    body_scan: Option<bool>,
     /// The event store's age timer runs.
     store_armed: bool,
     /// Where [`Server::poll_stream`] writes the HTTP/1.1 framing in front of what it takes.
@@ -718,7 +618,7 @@ impl Server {
     /// found ([`Scanned`]), which the connection then reads instead of scanning the body a
     /// second time ([`Connection::handle_scanned_tagged`]). `None` for the other verdicts.
     ///
-    /// [`Connection::handle_scanned_tagged`]: crate::Connection::handle_scanned_tagged
+    /// [`Connection::handle_scanned_tagged`]: sansrpc::Connection::handle_scanned_tagged
     pub fn handle_request_owned(
         &mut self,
         head: &Head,
@@ -736,7 +636,7 @@ impl Server {
         let scanned = match (delivered, self.body_scan.take()) {
             (false, _) => None,
             // The classifier's entries are still this body's: nothing classified since.
-            (true, Some(shape)) => Some(self.classifier.scanned(body, shape)),
+            (true, Some(batch)) => Some(self.classifier.scanned(body, batch)),
             (true, None) => Some(Scanned::new(body)),
         };
         (verdict, scanned)
@@ -894,7 +794,7 @@ impl Server {
             }
             Classified::Single(entry) => {
                 note(&entry, &mut shape, &mut self.call_ids);
-                self.body_scan = Some(Scanning::Single);
+                self.body_scan = Some(false);
             }
             Classified::Batch(batch) => {
                 let mut initializes = 0;
@@ -914,7 +814,7 @@ impl Server {
                     };
                     return Err(Response::json(400, error_body(None, -32600, why, None)));
                 }
-                self.body_scan = Some(Scanning::Batch);
+                self.body_scan = Some(true);
             }
         }
         Ok(shape)
@@ -1708,20 +1608,15 @@ fn window_live(streams: &KeyMap<Stream>, &(at, stream): &(Instant, u64)) -> bool
 }
 
 /// Sessions and streams by key. Keys are the server's own, handed out in turn (a client
-/// never picks one that is stored), so with `std` they are hashed by one multiplication: an
+/// never picks one that is stored), so they are hashed by one multiplication: an
 /// entry is found, added and removed without a B-tree's search or its nodes' shifts of
-/// values of 150 bytes and more. Without `std`, a B-tree (the same methods).
-#[cfg(feature = "std")]
+/// values of 150 bytes and more.
 type KeyMap<V> = std::collections::HashMap<u64, V, core::hash::BuildHasherDefault<IdHasher>>;
-#[cfg(not(feature = "std"))]
-type KeyMap<V> = BTreeMap<u64, V>;
 
 /// Hashes a key of a [`KeyMap`]: Fibonacci hashing, the key times 2^64 / φ.
-#[cfg(feature = "std")]
 #[derive(Default)]
 struct IdHasher(u64);
 
-#[cfg(feature = "std")]
 impl core::hash::Hasher for IdHasher {
     fn write(&mut self, bytes: &[u8]) {
         // Only `u64`s are hashed; any other key would come here a byte at a time.
@@ -1793,7 +1688,7 @@ fn note(entry: &Incoming<'_>, shape: &mut Shape, ids: &mut Vec<Id<'static>>) {
 /// header, capability and version errors are 400.
 fn stateless_status(code: Option<i64>) -> u16 {
     match code {
-        Some(crate::error::code::METHOD_NOT_FOUND) => 404,
+        Some(sansrpc::error::code::METHOD_NOT_FOUND) => 404,
         Some(
             HEADER_MISMATCH | MISSING_REQUIRED_CLIENT_CAPABILITY | UNSUPPORTED_PROTOCOL_VERSION,
         ) => 400,
@@ -1814,13 +1709,13 @@ fn metadata_path(url: &str) -> Option<&str> {
 /// The protected-resource metadata document (RFC 9728).
 fn metadata(auth: &Auth) -> Response {
     let mut body = Vec::from(&b"{\"resource\":"[..]);
-    crate::json::write_str(&mut body, &auth.resource);
+    sansrpc::message::write_json_string(&mut body, &auth.resource);
     body.extend_from_slice(b",\"authorization_servers\":[");
     for (i, server) in auth.authorization_servers.iter().enumerate() {
         if i > 0 {
             body.push(b',');
         }
-        crate::json::write_str(&mut body, server);
+        sansrpc::message::write_json_string(&mut body, server);
     }
     body.extend_from_slice(b"],\"bearer_methods_supported\":[\"header\"]");
     if !auth.scopes.is_empty() {
@@ -1829,7 +1724,7 @@ fn metadata(auth: &Auth) -> Response {
             if i > 0 {
                 body.push(b',');
             }
-            crate::json::write_str(&mut body, scope);
+            sansrpc::message::write_json_string(&mut body, scope);
         }
         body.push(b']');
     }
@@ -1840,32 +1735,14 @@ fn metadata(auth: &Auth) -> Response {
 #[cfg(test)]
 mod tests;
 
-/// What [`Server::answers`] finds in `frame`, read from its top-level keys alone when they
-/// tell: a `result` member before any `method` one is one result response, a `method`
-/// member before any `result` or `error` one is no response. `None` (classify the whole
-/// frame) for anything else: a batch, an error response (its code is wanted), a frame
-/// that is not an object. The frames are the ones this server's connections wrote, whole
-/// messages the connection machine encoded: skipping a result's value unread is safe.
+/// What [`Server::answers`] finds in `frame`: one result response, or no response, when
+/// its top-level keys tell ([`leading_member`](sansrpc::message::leading_member)); `None`
+/// (classify the whole frame) for anything else (an error response: its code is wanted).
+/// The frames are the ones this server's connections wrote.
 fn peek_single(frame: &[u8]) -> Option<(usize, Option<i64>)> {
-    let mut s = crate::json::Scanner::new(frame);
-    s.expect(b'{').ok()?;
-    if s.peek_ws() == Some(b'}') {
-        return None;
-    }
-    loop {
-        let key = s.key().ok()?;
-        if !key.escaped {
-            match &frame[key.span.start..key.span.end] {
-                b"result" => return Some((1, None)),
-                b"method" => return Some((0, None)),
-                b"error" => return None,
-                _ => {}
-            }
-        }
-        s.value(1, crate::Limits::MAX_DEPTH_CAP).ok()?;
-        match s.peek_ws()? {
-            b',' => s.pos += 1,
-            _ => return None,
-        }
+    match sansrpc::message::leading_member(frame)? {
+        sansrpc::message::Leading::Result => Some((1, None)),
+        sansrpc::message::Leading::Method => Some((0, None)),
+        sansrpc::message::Leading::Error => None,
     }
 }

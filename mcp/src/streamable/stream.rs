@@ -1,11 +1,11 @@
 //! One response stream of the server: what it waits for, how it answers (one JSON body,
 //! or Server-Sent Events), and the bytes its HTTP response still has to write.
 
-use alloc::collections::VecDeque;
-use alloc::vec::Vec;
+use std::collections::VecDeque;
+use std::vec::Vec;
 
-use crate::codec::sse;
-use crate::time::Instant;
+use sansrpc::codec::sse;
+use sansrpc::Instant;
 
 /// What a stream is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -233,7 +233,7 @@ impl StreamHead {
             named += 1;
         }
         let length = (!self.sse).then_some(len);
-        crate::codec::http::write_head(out, self.status, length, &headers[..named]);
+        sansrpc::codec::http::write_head(out, self.status, length, &headers[..named]);
     }
 }
 

@@ -2,11 +2,11 @@
 //! bytes and in age, in memory by default; a durable store (the redb one) keeps them
 //! across a restart.
 
-use alloc::collections::{BTreeMap, VecDeque};
-use alloc::vec::Vec;
 use core::time::Duration;
+use std::collections::{BTreeMap, VecDeque};
+use std::vec::Vec;
 
-use crate::time::Instant;
+use sansrpc::Instant;
 
 /// A store of the SSE events sent on resumable streams, by stream and sequence number.
 ///

@@ -6,11 +6,11 @@
 //! and writes each call's headers with [`ParamHeader::header_text`] and
 //! [`encode_header_value`](super::encode_header_value).
 
-use alloc::borrow::Cow;
-use alloc::borrow::ToOwned;
-use alloc::format;
-use alloc::string::{String, ToString};
-use alloc::vec::Vec;
+use std::borrow::Cow;
+use std::borrow::ToOwned;
+use std::format;
+use std::string::{String, ToString};
+use std::vec::Vec;
 
 use serde_json::{Map, Value};
 
@@ -66,7 +66,7 @@ impl ParamHeader {
         ParamHeader {
             tool: String::from(tool),
             header: String::from(header),
-            path: alloc::vec![String::from(param)],
+            path: std::vec![String::from(param)],
         }
     }
 
