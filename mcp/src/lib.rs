@@ -24,6 +24,8 @@
 pub mod client;
 pub mod server;
 pub mod streamable;
+#[cfg(feature = "tokio")]
+pub mod tokio;
 pub mod types;
 
 /// A value as raw JSON, for the adapters' raw handlers and calls (the MCP types and

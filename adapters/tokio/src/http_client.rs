@@ -104,7 +104,7 @@ fn open(
 impl Target {
     /// Where the POSTs to `url` go (`http://`, or `https://` trusting `tls`, by default the
     /// Mozilla roots); the MCP client's connections are made the same way.
-    pub(crate) fn of(
+    pub fn of(
         url: &str,
         #[cfg(feature = "tls")] tls: Option<Arc<crate::tls::rustls::ClientConfig>>,
     ) -> io::Result<Target> {
@@ -149,8 +149,9 @@ impl Target {
     }
 }
 
-/// Where the POSTs go.
-pub(crate) struct Target {
+/// Where an HTTP client's requests go: the address to connect to, the `Host`, the request
+/// target, and TLS for `https://`.
+pub struct Target {
     /// `host:port`, to connect to.
     addr: String,
     /// The `Host` header.
@@ -166,7 +167,7 @@ pub(crate) struct Target {
 
 impl Target {
     /// A new TCP connection (and TLS over it, for `https://`).
-    pub(crate) fn connect(self: &Arc<Self>) -> BoxFuture<io::Result<Stream>> {
+    pub fn connect(self: &Arc<Self>) -> BoxFuture<io::Result<Stream>> {
         let target = Arc::clone(self);
         async move {
             let tcp = TcpStream::connect(&target.addr).await?;
@@ -183,10 +184,20 @@ impl Target {
 }
 
 /// One TCP connection, plain or TLS.
-pub(crate) enum Stream {
+pub enum Stream {
+    /// Plain TCP (`http://`).
     Plain(TcpStream),
+    /// TLS over TCP (`https://`).
     #[cfg(feature = "tls")]
     Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+/// What hyper-util's pooled client asks of a connection it did not make itself (the MCP
+/// client dials with [`Target::connect`]).
+impl hyper_util::client::legacy::connect::Connection for Stream {
+    fn connected(&self) -> hyper_util::client::legacy::connect::Connected {
+        hyper_util::client::legacy::connect::Connected::new()
+    }
 }
 
 impl Stream {

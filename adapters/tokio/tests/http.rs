@@ -3,6 +3,7 @@
 //! parse errors); the client against hand-written servers (kept-alive connections, a server
 //! that closes them, error statuses).
 
+#[path = "../../../tests/support/common.rs"]
 mod common;
 
 use std::net::SocketAddr;

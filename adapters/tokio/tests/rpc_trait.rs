@@ -3,6 +3,7 @@
 //! they arrive (decoded by the generated one); an error from the server arriving as
 //! `CallError::Rpc`; a subscription streaming items and unsubscribing.
 
+#[path = "../../../tests/support/common.rs"]
 mod common;
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -4,6 +4,7 @@
 //! policies seen by a slow reader and by one that never reads; plain HTTP refusing
 //! subscriptions on both sides; HTTP and WebSocket on one port.
 
+#[path = "../../../tests/support/common.rs"]
 mod common;
 
 use std::io::{Read, Write};

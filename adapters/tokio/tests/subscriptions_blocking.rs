@@ -3,6 +3,7 @@
 //! adapter's client stream, and this adapter's server followed by the blocking client's
 //! iterator. Items in order, unsubscribe answered and seen by the server, the lag notice.
 
+#[path = "../../../tests/support/common.rs"]
 mod common;
 
 use std::sync::mpsc;

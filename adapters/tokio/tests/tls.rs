@@ -3,6 +3,7 @@
 //! trust it; a client that does not trust it, and a plain client, are refused.
 #![cfg(feature = "tls")]
 
+#[path = "../../../tests/support/common.rs"]
 mod common;
 
 use std::sync::Arc;

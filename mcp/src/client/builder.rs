@@ -140,7 +140,7 @@ impl ClientBuilder {
     /// The `x-mcp-header` marks (SEP-2243) of the tools the clients this builder starts
     /// (and its clones) have listed, shared: give it to the HTTP transport, which asks it
     /// for the `Mcp-Param-*` headers of each `tools/call` (with
-    /// `sansrpc_tokio::mcp_client::connect_with_headers`). One builder per server: the
+    /// `sansrpc_mcp::tokio::connect_with_headers`). One builder per server: the
     /// marks are remembered by tool name.
     pub fn param_headers(&self) -> ParamHeaders {
         self.param_headers.clone()

@@ -6,7 +6,7 @@ use super::*;
 /// future cancels the request (`notifications/cancelled`).
 ///
 /// [`close`](Self::close) ends the session and the connection: over Streamable HTTP
-/// (`sansrpc_tokio::mcp_client`) the transport ends the session with a `DELETE` first. Over
+/// (`sansrpc_mcp::tokio`) the transport ends the session with a `DELETE` first. Over
 /// Streamable HTTP, when the last clone is dropped without it, the same close starts by
 /// itself, in the background, best-effort (the connection's driver does it; nothing waits
 /// for it; other handles on the connection then fail as closed). Other connections (a
@@ -58,7 +58,7 @@ pub(super) struct Stateless {
 impl McpClient {
     /// Ends the session and closes the connection, and waits until it is closed: the
     /// handlers in flight get the connection's `end_grace`, pending calls fail as closed,
-    /// then the transport closes; over Streamable HTTP (`sansrpc_tokio::mcp_client`) that
+    /// then the transport closes; over Streamable HTTP (`sansrpc_mcp::tokio`) that
     /// sends the session's `DELETE` and waits for its answer, at most a second. Every
     /// handle on the connection fails from then on. A child process is shut down with its
     /// own `shutdown(grace)` (MCP's stdio rules: close stdin, wait, kill).

@@ -1,5 +1,5 @@
 //! An MCP client: the primitives from the client's side on any connection the futures adapter
-//! drives (a child's stdio, Streamable HTTP through `sansrpc_tokio::mcp_client`, TCP, on
+//! drives (a child's stdio, Streamable HTTP through `sansrpc_mcp::tokio`, TCP, on
 //! tokio, smol or async-std).
 //!
 //! [`ClientBuilder`] says who the client is and what it answers when the server asks
@@ -44,7 +44,7 @@
 //! `Mcp-Param-<Name>` header. The client remembers those marks from the `tools/list` pages it
 //! reads, leaves out of what it returns the tools whose marks break the revision's rules
 //! (and refuses to call them), and says through [`ParamHeaders`] which headers each
-//! `tools/call` carries; `sansrpc_tokio::mcp_client::connect_with_headers` sends them. The
+//! `tools/call` carries; `sansrpc_mcp::tokio::connect_with_headers` sends them. The
 //! marks are read into the same model the server checks them with,
 //! [`crate::streamable::ParamHeader`].
 

@@ -169,7 +169,7 @@ impl Context {
     }
 
     /// The HTTP request this call came in, over Streamable HTTP: the principal of its bearer
-    /// token (when the server checks tokens: `sansrpc_tokio::mcp::serve_with` and its
+    /// token (when the server checks tokens: `sansrpc_mcp::tokio::serve_with` and its
     /// validator) and its header fields. `None` on stdio and other transports.
     pub fn http(&self) -> Option<Arc<sansrpc::codec::http::HttpRequest>> {
         self.inner.host.http()

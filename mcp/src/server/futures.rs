@@ -89,7 +89,7 @@ impl Notifier for ClientNotifier {
 }
 
 impl Server {
-    /// The server as an [`AsyncRouter`], for the tokio adapter (`sansrpc_tokio::mcp::serve`
+    /// The server as an [`AsyncRouter`], for the tokio adapter (`sansrpc_mcp::tokio::serve`
     /// for Streamable HTTP, `serve_stdio` for stdio) and the futures driver (smol,
     /// async-std). Give the connection `Config::for_profile(Profile::Mcp)`.
     pub fn router(&self) -> AsyncRouter {

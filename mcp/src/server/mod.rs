@@ -848,9 +848,10 @@ impl Server {
     /// `Mcp-Param-*` headers of its tools ([`param_headers`](Self::param_headers)) checked
     /// on 2026-07-28 calls. Set the other fields on it (hosts, origins, auth, bounds).
     pub fn streamable_config(&self) -> streamable::Config {
-        let mut config = streamable::Config::default();
-        config.param_headers = self.param_headers().to_vec();
-        config
+        streamable::Config {
+            param_headers: self.param_headers().to_vec(),
+            ..Default::default()
+        }
     }
 
     /// Adds a tool while the server serves, as [`ServerBuilder::tool`] declares one: it is
