@@ -18,7 +18,7 @@ pub struct AgentCard {
     #[serde(default, deserialize_with = "nullable")]
     pub description: String,
     /// `supportedInterfaces` (REQUIRED): one per binding, the preferred first.
-    #[serde(default, alias = "supported_interfaces", deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "nullable")]
     pub supported_interfaces: Vec<AgentInterface>,
     /// `provider`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -27,11 +27,7 @@ pub struct AgentCard {
     #[serde(default, deserialize_with = "nullable")]
     pub version: String,
     /// `documentationUrl`.
-    #[serde(
-        default,
-        alias = "documentation_url",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub documentation_url: Option<String>,
     /// `capabilities` (REQUIRED).
     #[serde(default)]
@@ -39,7 +35,6 @@ pub struct AgentCard {
     /// `securitySchemes`: by name.
     #[serde(
         default,
-        alias = "security_schemes",
         deserialize_with = "nullable",
         skip_serializing_if = "BTreeMap::is_empty"
     )]
@@ -47,16 +42,15 @@ pub struct AgentCard {
     /// `securityRequirements`: the schemes a client must satisfy (any one entry).
     #[serde(
         default,
-        alias = "security_requirements",
         deserialize_with = "nullable",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub security_requirements: Vec<SecurityRequirement>,
     /// `defaultInputModes` (REQUIRED): media types the agent takes.
-    #[serde(default, alias = "default_input_modes", deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "nullable")]
     pub default_input_modes: Vec<String>,
     /// `defaultOutputModes` (REQUIRED): media types the agent produces.
-    #[serde(default, alias = "default_output_modes", deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "nullable")]
     pub default_output_modes: Vec<String>,
     /// `skills` (REQUIRED).
     #[serde(default, deserialize_with = "nullable")]
@@ -69,7 +63,7 @@ pub struct AgentCard {
     )]
     pub signatures: Vec<AgentCardSignature>,
     /// `iconUrl`.
-    #[serde(default, alias = "icon_url", skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub icon_url: Option<String>,
 }
 
@@ -81,7 +75,7 @@ pub struct AgentInterface {
     #[serde(default, deserialize_with = "nullable")]
     pub url: String,
     /// `protocolBinding` (REQUIRED): `JSONRPC`, `GRPC`, `HTTP+JSON` or another.
-    #[serde(default, alias = "protocol_binding", deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "nullable")]
     pub protocol_binding: String,
     /// `tenant`: a routing value the client puts in every request to this interface.
     #[serde(
@@ -91,7 +85,7 @@ pub struct AgentInterface {
     )]
     pub tenant: Option<String>,
     /// `protocolVersion` (REQUIRED): `1.0`.
-    #[serde(default, alias = "protocol_version", deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "nullable")]
     pub protocol_version: String,
 }
 
@@ -121,7 +115,6 @@ pub struct AgentCapabilities {
     /// `pushNotifications`: the push notification config methods and webhooks.
     #[serde(
         default,
-        alias = "push_notifications",
         deserialize_with = "opt_bool",
         skip_serializing_if = "Option::is_none"
     )]
@@ -136,7 +129,6 @@ pub struct AgentCapabilities {
     /// `extendedAgentCard`: `GetExtendedAgentCard`.
     #[serde(
         default,
-        alias = "extended_agent_card",
         deserialize_with = "opt_bool",
         skip_serializing_if = "Option::is_none"
     )]
@@ -203,7 +195,6 @@ pub struct AgentSkill {
     /// `inputModes`: media types, when they differ from the card's defaults.
     #[serde(
         default,
-        alias = "input_modes",
         deserialize_with = "nullable",
         skip_serializing_if = "Vec::is_empty"
     )]
@@ -211,7 +202,6 @@ pub struct AgentSkill {
     /// `outputModes`: media types, when they differ from the card's defaults.
     #[serde(
         default,
-        alias = "output_modes",
         deserialize_with = "nullable",
         skip_serializing_if = "Vec::is_empty"
     )]
@@ -219,7 +209,6 @@ pub struct AgentSkill {
     /// `securityRequirements`: for this skill.
     #[serde(
         default,
-        alias = "security_requirements",
         deserialize_with = "nullable",
         skip_serializing_if = "Vec::is_empty"
     )]
@@ -275,19 +264,14 @@ pub struct SecurityRequirement {
 #[serde(rename_all = "camelCase")]
 pub enum SecurityScheme {
     /// `apiKeySecurityScheme`.
-    #[serde(alias = "api_key_security_scheme")]
     ApiKeySecurityScheme(ApiKeySecurityScheme),
     /// `httpAuthSecurityScheme`.
-    #[serde(alias = "http_auth_security_scheme")]
     HttpAuthSecurityScheme(HttpAuthSecurityScheme),
     /// `oauth2SecurityScheme`.
-    #[serde(alias = "oauth2_security_scheme")]
     Oauth2SecurityScheme(OAuth2SecurityScheme),
     /// `openIdConnectSecurityScheme`.
-    #[serde(alias = "open_id_connect_security_scheme")]
     OpenIdConnectSecurityScheme(OpenIdConnectSecurityScheme),
     /// `mtlsSecurityScheme`.
-    #[serde(alias = "mtls_security_scheme")]
     MtlsSecurityScheme(MutualTlsSecurityScheme),
 }
 
@@ -327,7 +311,6 @@ pub struct HttpAuthSecurityScheme {
     /// `bearerFormat`: a hint (`JWT`).
     #[serde(
         default,
-        alias = "bearer_format",
         deserialize_with = "opt_string",
         skip_serializing_if = "Option::is_none"
     )]
@@ -351,7 +334,6 @@ pub struct OAuth2SecurityScheme {
     /// `oauth2MetadataUrl`: RFC 8414 authorization server metadata.
     #[serde(
         default,
-        alias = "oauth2_metadata_url",
         deserialize_with = "opt_string",
         skip_serializing_if = "Option::is_none"
     )]
@@ -370,7 +352,7 @@ pub struct OpenIdConnectSecurityScheme {
     )]
     pub description: Option<String>,
     /// `openIdConnectUrl` (REQUIRED): the discovery document.
-    #[serde(default, alias = "open_id_connect_url", deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "nullable")]
     pub open_id_connect_url: String,
 }
 
@@ -392,17 +374,14 @@ pub struct MutualTlsSecurityScheme {
 #[serde(rename_all = "camelCase")]
 pub enum OAuthFlows {
     /// `authorizationCode`.
-    #[serde(alias = "authorization_code")]
     AuthorizationCode(AuthorizationCodeOAuthFlow),
     /// `clientCredentials`.
-    #[serde(alias = "client_credentials")]
     ClientCredentials(ClientCredentialsOAuthFlow),
     /// `implicit` (deprecated by the specification).
     Implicit(ImplicitOAuthFlow),
     /// `password` (deprecated by the specification).
     Password(PasswordOAuthFlow),
     /// `deviceCode`: RFC 8628.
-    #[serde(alias = "device_code")]
     DeviceCode(DeviceCodeOAuthFlow),
 }
 
@@ -411,15 +390,14 @@ pub enum OAuthFlows {
 #[serde(rename_all = "camelCase")]
 pub struct AuthorizationCodeOAuthFlow {
     /// `authorizationUrl` (REQUIRED).
-    #[serde(default, alias = "authorization_url", deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "nullable")]
     pub authorization_url: String,
     /// `tokenUrl` (REQUIRED).
-    #[serde(default, alias = "token_url", deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "nullable")]
     pub token_url: String,
     /// `refreshUrl`.
     #[serde(
         default,
-        alias = "refresh_url",
         deserialize_with = "opt_string",
         skip_serializing_if = "Option::is_none"
     )]
@@ -430,7 +408,6 @@ pub struct AuthorizationCodeOAuthFlow {
     /// `pkceRequired`.
     #[serde(
         default,
-        alias = "pkce_required",
         deserialize_with = "nullable",
         skip_serializing_if = "is_false"
     )]
@@ -442,12 +419,11 @@ pub struct AuthorizationCodeOAuthFlow {
 #[serde(rename_all = "camelCase")]
 pub struct ClientCredentialsOAuthFlow {
     /// `tokenUrl` (REQUIRED).
-    #[serde(default, alias = "token_url", deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "nullable")]
     pub token_url: String,
     /// `refreshUrl`.
     #[serde(
         default,
-        alias = "refresh_url",
         deserialize_with = "opt_string",
         skip_serializing_if = "Option::is_none"
     )]
@@ -464,7 +440,6 @@ pub struct ImplicitOAuthFlow {
     /// `authorizationUrl`.
     #[serde(
         default,
-        alias = "authorization_url",
         deserialize_with = "opt_string",
         skip_serializing_if = "Option::is_none"
     )]
@@ -472,7 +447,6 @@ pub struct ImplicitOAuthFlow {
     /// `refreshUrl`.
     #[serde(
         default,
-        alias = "refresh_url",
         deserialize_with = "opt_string",
         skip_serializing_if = "Option::is_none"
     )]
@@ -493,7 +467,6 @@ pub struct PasswordOAuthFlow {
     /// `tokenUrl`.
     #[serde(
         default,
-        alias = "token_url",
         deserialize_with = "opt_string",
         skip_serializing_if = "Option::is_none"
     )]
@@ -501,7 +474,6 @@ pub struct PasswordOAuthFlow {
     /// `refreshUrl`.
     #[serde(
         default,
-        alias = "refresh_url",
         deserialize_with = "opt_string",
         skip_serializing_if = "Option::is_none"
     )]
@@ -520,19 +492,14 @@ pub struct PasswordOAuthFlow {
 #[serde(rename_all = "camelCase")]
 pub struct DeviceCodeOAuthFlow {
     /// `deviceAuthorizationUrl` (REQUIRED).
-    #[serde(
-        default,
-        alias = "device_authorization_url",
-        deserialize_with = "nullable"
-    )]
+    #[serde(default, deserialize_with = "nullable")]
     pub device_authorization_url: String,
     /// `tokenUrl` (REQUIRED).
-    #[serde(default, alias = "token_url", deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "nullable")]
     pub token_url: String,
     /// `refreshUrl`.
     #[serde(
         default,
-        alias = "refresh_url",
         deserialize_with = "opt_string",
         skip_serializing_if = "Option::is_none"
     )]

@@ -191,7 +191,7 @@ impl<'de> Visitor<'de> for PartVisitor {
                         .next_value::<Option<String>>()?
                         .filter(|s| !s.is_empty())
                 }
-                "mediaType" | "media_type" => {
+                "mediaType" => {
                     media_type = map
                         .next_value::<Option<String>>()?
                         .filter(|s| !s.is_empty())
@@ -217,12 +217,11 @@ impl<'de> Visitor<'de> for PartVisitor {
 #[serde(rename_all = "camelCase")]
 pub struct Message {
     /// `messageId` (REQUIRED): unique, made by the message's creator.
-    #[serde(default, alias = "message_id", deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "nullable")]
     pub message_id: String,
     /// `contextId`: the conversation this message belongs to.
     #[serde(
         default,
-        alias = "context_id",
         deserialize_with = "opt_string",
         skip_serializing_if = "Option::is_none"
     )]
@@ -230,7 +229,6 @@ pub struct Message {
     /// `taskId`: the task this message continues.
     #[serde(
         default,
-        alias = "task_id",
         deserialize_with = "opt_string",
         skip_serializing_if = "Option::is_none"
     )]
@@ -258,7 +256,6 @@ pub struct Message {
     /// `referenceTaskIds`: tasks this message refers to for context.
     #[serde(
         default,
-        alias = "reference_task_ids",
         deserialize_with = "nullable",
         skip_serializing_if = "Vec::is_empty"
     )]
@@ -287,7 +284,7 @@ impl Message {
 #[serde(rename_all = "camelCase")]
 pub struct Artifact {
     /// `artifactId` (REQUIRED): unique within the task.
-    #[serde(default, alias = "artifact_id", deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "nullable")]
     pub artifact_id: String,
     /// `name`: human-readable.
     #[serde(
@@ -355,10 +352,10 @@ mod tests {
         // `null` data is data; `null` text is no text.
         let p: Part = serde_json::from_value(json!({"text": null, "data": null})).unwrap();
         assert_eq!(p.content, PartContent::Data(Value::Null));
-        // snake_case names are read too, as ProtoJSON parsers do.
+        // Empty strings are unset; unknown members are ignored.
         let p: Part =
-            serde_json::from_value(json!({"url": "u", "media_type": "image/png"})).unwrap();
-        assert_eq!(p.media_type.as_deref(), Some("image/png"));
+            serde_json::from_value(json!({"url": "u", "filename": "", "kind": "file"})).unwrap();
+        assert_eq!(p.filename, None);
     }
 
     #[test]

@@ -4,8 +4,8 @@
 //!
 //! Conventions:
 //!
-//! - Members are camelCase (`contextId`); the proto's snake_case names (`context_id`) are
-//!   read too, as ProtoJSON parsers do.
+//! - Members are camelCase (`contextId`), which §5.5 makes the only form on the wire (the
+//!   proto's snake_case names, which ProtoJSON parsers also take, are not read).
 //! - Enums are their proto names (`TASK_STATE_WORKING`, `ROLE_USER`); their numbers are
 //!   read too.
 //! - A oneof is one member: [`Part`]'s content (`text`, `raw`, `url`, `data`),

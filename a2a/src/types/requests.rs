@@ -17,23 +17,17 @@ pub struct SendMessageConfiguration {
     /// `acceptedOutputModes`: media types the client takes for response parts.
     #[serde(
         default,
-        alias = "accepted_output_modes",
         deserialize_with = "nullable",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub accepted_output_modes: Vec<String>,
     /// `taskPushNotificationConfig`: a webhook for this task's updates (its `taskId` empty).
-    #[serde(
-        default,
-        alias = "task_push_notification_config",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_push_notification_config: Option<TaskPushNotificationConfig>,
     /// `historyLength`: at most this many recent messages in the returned task (0: none;
     /// absent: no limit).
     #[serde(
         default,
-        alias = "history_length",
         deserialize_with = "opt_int32",
         skip_serializing_if = "Option::is_none"
     )]
@@ -42,7 +36,6 @@ pub struct SendMessageConfiguration {
     /// terminal or interrupted.
     #[serde(
         default,
-        alias = "return_immediately",
         deserialize_with = "nullable",
         skip_serializing_if = "super::serde_util::is_false"
     )]
@@ -92,7 +85,6 @@ pub struct GetTaskRequest {
     /// `historyLength`: at most this many recent messages (0: none; absent: all).
     #[serde(
         default,
-        alias = "history_length",
         deserialize_with = "opt_int32",
         skip_serializing_if = "Option::is_none"
     )]
@@ -113,7 +105,6 @@ pub struct ListTasksRequest {
     /// `contextId`: only tasks of this context.
     #[serde(
         default,
-        alias = "context_id",
         deserialize_with = "opt_string",
         skip_serializing_if = "Option::is_none"
     )]
@@ -124,7 +115,6 @@ pub struct ListTasksRequest {
     /// `pageSize`: 1 to 100; absent is 50.
     #[serde(
         default,
-        alias = "page_size",
         deserialize_with = "opt_int32",
         skip_serializing_if = "Option::is_none"
     )]
@@ -132,7 +122,6 @@ pub struct ListTasksRequest {
     /// `pageToken`: the `nextPageToken` of the page before.
     #[serde(
         default,
-        alias = "page_token",
         deserialize_with = "opt_string",
         skip_serializing_if = "Option::is_none"
     )]
@@ -140,22 +129,16 @@ pub struct ListTasksRequest {
     /// `historyLength`: at most this many recent messages per task.
     #[serde(
         default,
-        alias = "history_length",
         deserialize_with = "opt_int32",
         skip_serializing_if = "Option::is_none"
     )]
     pub history_length: Option<i32>,
     /// `statusTimestampAfter`: only tasks whose status was recorded at or after this.
-    #[serde(
-        default,
-        alias = "status_timestamp_after",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_timestamp_after: Option<Timestamp>,
     /// `includeArtifacts`: with the tasks' artifacts (absent: without).
     #[serde(
         default,
-        alias = "include_artifacts",
         deserialize_with = "opt_bool",
         skip_serializing_if = "Option::is_none"
     )]
@@ -171,13 +154,13 @@ pub struct ListTasksResponse {
     #[serde(default, deserialize_with = "nullable")]
     pub tasks: Vec<Task>,
     /// `nextPageToken`: for the next page; empty on the last.
-    #[serde(default, alias = "next_page_token", deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "nullable")]
     pub next_page_token: String,
     /// `pageSize`: the page size used.
-    #[serde(default, alias = "page_size", deserialize_with = "int32")]
+    #[serde(default, deserialize_with = "int32")]
     pub page_size: i32,
     /// `totalSize`: how many tasks match the filters, over all pages.
-    #[serde(default, alias = "total_size", deserialize_with = "int32")]
+    #[serde(default, deserialize_with = "int32")]
     pub total_size: i32,
 }
 
@@ -258,7 +241,6 @@ pub struct TaskPushNotificationConfig {
     /// `taskId`: the task.
     #[serde(
         default,
-        alias = "task_id",
         deserialize_with = "opt_string",
         skip_serializing_if = "Option::is_none"
     )]
@@ -290,7 +272,7 @@ pub struct GetTaskPushNotificationConfigRequest {
     )]
     pub tenant: Option<String>,
     /// `taskId` (REQUIRED).
-    #[serde(default, alias = "task_id", deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "nullable")]
     pub task_id: String,
     /// `id` (REQUIRED): of the configuration.
     #[serde(default, deserialize_with = "nullable")]
@@ -309,7 +291,7 @@ pub struct DeleteTaskPushNotificationConfigRequest {
     )]
     pub tenant: Option<String>,
     /// `taskId` (REQUIRED).
-    #[serde(default, alias = "task_id", deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "nullable")]
     pub task_id: String,
     /// `id` (REQUIRED): of the configuration.
     #[serde(default, deserialize_with = "nullable")]
@@ -328,20 +310,14 @@ pub struct ListTaskPushNotificationConfigsRequest {
     )]
     pub tenant: Option<String>,
     /// `taskId` (REQUIRED).
-    #[serde(default, alias = "task_id", deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "nullable")]
     pub task_id: String,
     /// `pageSize`: at most this many (0: the server's choice).
-    #[serde(
-        default,
-        alias = "page_size",
-        deserialize_with = "int32",
-        skip_serializing_if = "is_zero"
-    )]
+    #[serde(default, deserialize_with = "int32", skip_serializing_if = "is_zero")]
     pub page_size: i32,
     /// `pageToken`: the `nextPageToken` of the page before.
     #[serde(
         default,
-        alias = "page_token",
         deserialize_with = "opt_string",
         skip_serializing_if = "Option::is_none"
     )]
@@ -362,7 +338,6 @@ pub struct ListTaskPushNotificationConfigsResponse {
     /// `nextPageToken`: empty on the last page.
     #[serde(
         default,
-        alias = "next_page_token",
         deserialize_with = "nullable",
         skip_serializing_if = "String::is_empty"
     )]

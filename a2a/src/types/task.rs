@@ -134,7 +134,6 @@ pub struct Task {
     /// `contextId`: the conversation the task belongs to.
     #[serde(
         default,
-        alias = "context_id",
         deserialize_with = "nullable",
         skip_serializing_if = "String::is_empty"
     )]
@@ -170,10 +169,10 @@ pub struct Task {
 #[serde(rename_all = "camelCase")]
 pub struct TaskStatusUpdateEvent {
     /// `taskId` (REQUIRED).
-    #[serde(default, alias = "task_id", deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "nullable")]
     pub task_id: String,
     /// `contextId` (REQUIRED).
-    #[serde(default, alias = "context_id", deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "nullable")]
     pub context_id: String,
     /// `status` (REQUIRED): the new status.
     #[serde(default)]
@@ -192,10 +191,10 @@ pub struct TaskStatusUpdateEvent {
 #[serde(rename_all = "camelCase")]
 pub struct TaskArtifactUpdateEvent {
     /// `taskId` (REQUIRED).
-    #[serde(default, alias = "task_id", deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "nullable")]
     pub task_id: String,
     /// `contextId` (REQUIRED).
-    #[serde(default, alias = "context_id", deserialize_with = "nullable")]
+    #[serde(default, deserialize_with = "nullable")]
     pub context_id: String,
     /// `artifact` (REQUIRED): the artifact, or with `append` the parts to add to it.
     #[serde(default)]
@@ -211,7 +210,6 @@ pub struct TaskArtifactUpdateEvent {
     /// `lastChunk`: the artifact is complete.
     #[serde(
         default,
-        alias = "last_chunk",
         deserialize_with = "nullable",
         skip_serializing_if = "super::serde_util::is_false"
     )]
@@ -236,10 +234,8 @@ pub enum StreamResponse {
     /// A message (the only event of a message-only stream).
     Message(Message),
     /// A status change.
-    #[serde(alias = "status_update")]
     StatusUpdate(TaskStatusUpdateEvent),
     /// An artifact change.
-    #[serde(alias = "artifact_update")]
     ArtifactUpdate(TaskArtifactUpdateEvent),
 }
 
