@@ -2,6 +2,8 @@
 //! the task machine on virtual time (no thread, no sleep, no runtime).
 #![allow(dead_code)]
 
+pub mod shapes;
+
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
