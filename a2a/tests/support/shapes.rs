@@ -118,7 +118,6 @@ pub fn own_samples() -> Vec<(String, &'static str, Value)> {
     events.extend(more);
     let mut artifact = Artifact::text("", "blue");
     artifact.parts.push(Part::new(PartContent::Raw(vec![])));
-    artifact.parts.push(Part::data(Value::Null));
     m.handle_update(at(3), run.id, Update::artifact(artifact))
         .unwrap();
     m.handle_update(
@@ -184,6 +183,14 @@ pub fn own_samples() -> Vec<(String, &'static str, Value)> {
         "empty-message",
         "Message",
         serde_json::to_value(Message::default()).unwrap(),
+    );
+    let mut null_data = user("m", "x");
+    null_data.parts.push(Part::data(Value::Null));
+    null_data.parts.push(Part::data(json!([null])));
+    add(
+        "null-data",
+        "Message",
+        serde_json::to_value(null_data).unwrap(),
     );
     let presence = SendMessageRequest {
         message: user("m", "x"),
