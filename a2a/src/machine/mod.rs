@@ -406,8 +406,9 @@ impl TaskMachine {
                 "this agent opens no streams",
             ));
         }
-        self.make_room()?;
+        // The id first: a refusal evicts nothing.
         let id = self.fresh_id()?;
+        self.make_room()?;
         let context_id = match &message.context_id {
             Some(context_id) => context_id.clone(),
             None => self.ids.next_id(),
