@@ -158,7 +158,8 @@ fn config_error(why: String) -> Error {
 
 impl Config {
     /// The authorization code grant with PKCE for the protected resource at `resource`
-    /// (the URL requests go to, as `https://mcp.example.com/mcp`), the user's browser
+    /// (the URL requests go to, as `https://mcp.example.com/mcp`; `https`, or `http` on a
+    /// loopback host), the user's browser
     /// coming back to `redirect_uri` (`https`, or `http` on a loopback host).
     ///
     /// Dynamic registration is allowed (client name "sansrpc"), refresh tokens are asked
@@ -200,6 +201,13 @@ impl Config {
 
     fn with_grant(resource: &str, grant: Grant) -> Result<Config, Error> {
         let resource_url = uri::parse_http(resource).map_err(config_error)?;
+        // OAuth 2.1 §1.5 and §5: bearer tokens travel over TLS only.
+        if !uri::secure_or_loopback(&resource_url) {
+            return Err(config_error(format!(
+                "the resource `{resource}` must be https or on a loopback host: its tokens \
+                 would travel in the clear"
+            )));
+        }
         let canonical = uri::canonical_resource(resource).map_err(config_error)?;
         Ok(Config {
             resource_url,

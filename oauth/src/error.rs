@@ -19,8 +19,9 @@ pub enum Step {
     Token,
     /// A refresh of the access token.
     Refresh,
-    /// The protected resource refused a token the flow had just obtained, or asked for
-    /// more scope than the step-up limit allows.
+    /// The protected resource itself: a request to it could not be sent, it refused a
+    /// token the flow had just obtained (or a static one), or it asked for more scope than
+    /// the step-up limit allows.
     Resource,
     /// The application's token store.
     Store,

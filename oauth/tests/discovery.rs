@@ -156,10 +156,26 @@ fn resource_metadata_that_is_not_usable_is_an_error_naming_it() {
     c.handle_response(id, ok(json!({"authorization_servers": [AS]})), t0());
     let error = failed(&mut c);
     assert_eq!(error.step, Step::Discovery);
+    assert_eq!(error.url.as_deref(), Some(PRM_ROOT));
     let Cause::Invalid(why) = &error.cause else {
         panic!("{error:?}")
     };
     assert!(why.contains("missing field `resource`"), "{why}");
+
+    // A usable-looking document that was not usable, then nothing: the document's fault
+    // is the one told, at its URL.
+    let mut c = client(config());
+    unauthorized(&mut c, "");
+    let id = get(&mut c, PRM_URL);
+    c.handle_response(id, ok(json!({"resource": RS})), t0());
+    let id = get(&mut c, PRM_ROOT);
+    c.handle_response(id, HttpResponse::new(404), t0());
+    let error = failed(&mut c);
+    assert_eq!(error.url.as_deref(), Some(PRM_URL));
+    assert!(
+        matches!(error.cause, Cause::Invalid(ref why) if why.contains("authorization_servers")),
+        "{error:?}"
+    );
 }
 
 #[test]
@@ -330,6 +346,7 @@ fn answers_to_other_requests_are_ignored() {
 fn a_bad_configuration_is_an_error_of_its_own_step() {
     for (resource, redirect) in [
         ("mcp.example.com", REDIRECT),
+        ("http://mcp.example.com/mcp", REDIRECT),
         (RS, "http://example.com/callback"),
         (RS, "not a url"),
     ] {

@@ -12,6 +12,26 @@
 //! [`authorization`](CredentialProvider::authorization) before each request, hand each
 //! answer to [`on_response`](CredentialProvider::on_response), send again on
 //! [`Retry::Yes`]. [`StaticToken`] is the provider for a token the user already has.
+//!
+//! ```no_run
+//! use sansrpc_oauth::driver::{Authorizer, HeadlessUserAgent, HyperTransport};
+//! use sansrpc_oauth::{Config, HttpRequest};
+//!
+//! # async fn run() -> Result<(), sansrpc_oauth::Error> {
+//! let config = Config::authorization_code("https://mcp.example.com/mcp", "http://127.0.0.1:8765/callback")?
+//!     .discovery_header("MCP-Protocol-Version", "2025-11-25");
+//! let transport = HyperTransport::new();
+//! let authorizer = Authorizer::builder(config)
+//!     .transport(transport.clone())
+//!     // A desktop application opens a browser and listens on the redirect URI instead.
+//!     .user_agent(HeadlessUserAgent::new(transport))
+//!     .build()?;
+//! // The first 401 runs discovery, registration and the code flow; the answer that stands.
+//! let answer = authorizer.send(HttpRequest::get("https://mcp.example.com/mcp")).await?;
+//! println!("{} with {:?}", answer.status, authorizer.tokens().map(|t| t.scope));
+//! # Ok(())
+//! # }
+//! ```
 
 mod headless;
 mod transport;
@@ -285,7 +305,8 @@ struct Shared {
 }
 
 /// The OAuth client of one protected resource, shared by every request to it (clone it:
-/// the clones share one machine).
+/// the clones share one machine). Its methods run inside a tokio runtime: a flow runs on a
+/// task of its own, so a caller that goes away does not stop it.
 #[derive(Clone)]
 pub struct Authorizer {
     shared: Arc<Shared>,
@@ -411,15 +432,17 @@ impl Authorizer {
         Ok(Retry::Yes)
     }
 
-    /// Sends `request` to the resource with its `Authorization` header through the
-    /// authorizer's transport, handling 401 and 403 answers (sending again after a
-    /// refresh, an authorization or a step-up); the answer that stands.
+    /// Sends `request` to the resource with its `Authorization` header (replacing any it
+    /// has) through the authorizer's transport, handling 401 and 403 answers (sending again
+    /// after a refresh, an authorization or a step-up); the answer that stands.
     pub async fn send(&self, request: HttpRequest) -> Result<HttpResponse, Error> {
         let attempts = 4 + self.lock().machine.config().max_step_ups;
         for _ in 0..attempts {
             let authorization = self.authorization().await?;
             let mut attempt = request.clone();
-            attempt.headers.retain(|(n, _)| n != "authorization");
+            attempt
+                .headers
+                .retain(|(n, _)| !n.eq_ignore_ascii_case("authorization"));
             if let Some(value) = &authorization {
                 attempt = attempt.header("authorization", value.clone());
             }

@@ -48,7 +48,7 @@ impl OAuthClient {
         &mut self,
         candidates: Vec<String>,
         next: usize,
-        problem: Option<Cause>,
+        problem: Option<(String, Cause)>,
     ) {
         let request = self.metadata_request(&candidates[next]);
         let id = self.send(request);
@@ -64,7 +64,7 @@ impl OAuthClient {
         &mut self,
         candidates: Vec<String>,
         next: usize,
-        problem: Option<Cause>,
+        problem: Option<(String, Cause)>,
         answer: HttpResponse,
     ) {
         let url = candidates[next].clone();
@@ -74,13 +74,14 @@ impl OAuthClient {
                     &answer.body,
                     "the protected resource metadata",
                 ) {
-                    Ok(metadata) if metadata.authorization_servers.is_empty() => {
-                        Some(Cause::Invalid(
+                    Ok(metadata) if metadata.authorization_servers.is_empty() => Some((
+                        url.clone(),
+                        Cause::Invalid(
                             "the protected resource metadata names no authorization_servers".into(),
-                        ))
-                    }
+                        ),
+                    )),
                     Ok(metadata) => return self.resource_found(url, metadata),
-                    Err(cause) => Some(cause),
+                    Err(cause) => Some((url.clone(), cause)),
                 }
             }
             300..=499 | 502 => problem,
@@ -94,8 +95,9 @@ impl OAuthClient {
             self.resource_param = self.config.resource.clone();
             return self.discover_server(issuer);
         }
+        // A document found but not usable says more than "not found".
         let error = match problem {
-            Some(cause) => Error::at(Step::Discovery, url, cause),
+            Some((url, cause)) => Error::at(Step::Discovery, url, cause),
             None => Error::new(Step::Discovery, Cause::NotFound { tried: candidates }),
         };
         self.fail(error)

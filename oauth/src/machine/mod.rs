@@ -124,7 +124,8 @@ enum Phase {
         candidates: Vec<String>,
         next: usize,
         id: RequestId,
-        problem: Option<Cause>,
+        /// The last document found but not usable, and where.
+        problem: Option<(String, Cause)>,
     },
     /// Authorization-server metadata for `issuer`: `candidates[next]` asked.
     Server {
