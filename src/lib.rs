@@ -102,11 +102,6 @@ extern crate std;
 
 pub mod client;
 pub mod codec;
-/// Compliance fuzzing: inputs at the edges of JSON-RPC 2.0 from a fuzzer's bytes, and a judge
-/// of a server's answers. Feature `arbitrary`, which implies `std` (the `arbitrary` crate
-/// needs it).
-#[cfg(feature = "arbitrary")]
-pub mod compliance;
 mod config;
 pub mod connection;
 pub mod de;

@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use crate::ProfileArg;
-use sansrpc::compliance::{Expect, Item};
+use sansrpc_compliance::{Expect, Item};
 
 /// Where a case's rule lives in the JSON-RPC 2.0 specification.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -2,8 +2,8 @@
 //!
 //! The checker speaks raw bytes (it has to send malformed input), framed by the core's
 //! codec, and judges every answer itself with serde_json by the rules of JSON-RPC 2.0
-//! sections 4 to 6 (see [`sansrpc::compliance::judge`]); `--fuzz` generates its messages
-//! with [`sansrpc::compliance::Gen`]. After every case it sends a probe request and waits
+//! sections 4 to 6 (see [`sansrpc_compliance::judge`]); `--fuzz` generates its messages
+//! with [`sansrpc_compliance::Gen`]. After every case it sends a probe request and waits
 //! for its answer: a server that closed the connection or died is reported, then
 //! restarted (stdio) or reconnected to (sockets); a server that stopped answering is
 //! reported once, and the cases after it as not run (each would only wait its timeout).
@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use sansrpc::codec::Framing;
-use sansrpc::compliance::{self, Expect};
+use sansrpc_compliance::{self as compliance, Expect};
 
 use crate::target::{Kind, Target};
 use crate::{Fallible, FramingArg, ProfileArg};

@@ -8,16 +8,16 @@
 //! bytes that are not UTF-8, two requests with the same id in one batch) are never
 //! generated here; [`Input`](super::Input) adds them, with lenient expectations.
 
-use alloc::borrow::ToOwned;
-use alloc::format;
-use alloc::string::{String, ToString};
-use alloc::vec;
-use alloc::vec::Vec;
+use std::borrow::ToOwned;
+use std::format;
+use std::string::{String, ToString};
+use std::vec;
+use std::vec::Vec;
 
 use serde::de::IgnoredAny;
 
 use super::judge::{same_json, Expect, Item};
-use crate::codec::Framing;
+use sansrpc::codec::Framing;
 
 pub(super) const INVALID: i64 = -32600;
 pub(super) const NOT_FOUND: i64 = -32601;
@@ -631,7 +631,7 @@ impl<E: Entropy> Gen<E> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use alloc::boxed::Box;
+    use std::boxed::Box;
 
     #[test]
     fn the_same_seed_gives_the_same_messages() {

@@ -1,3 +1,6 @@
+//! sansrpc-compliance: JSON-RPC 2.0 compliance fuzzing, inputs at the edges of the
+//! specification from a fuzzer's bytes, and a judge of a server's answers.
+//!
 //! For fuzzing a server in-process (cargo-fuzz, libFuzzer, AFL), or checking it from a
 //! seed; `sansrpc check --fuzz` uses the same generator and judge over a socket.
 //!
@@ -21,7 +24,7 @@
 //!
 //! ```
 //! use sansrpc::codec::Framing;
-//! use sansrpc::compliance::{Gen, Input};
+//! use sansrpc_compliance::{Gen, Input};
 //! use sansrpc::{Config, Connection};
 //! use sansrpc::router::{Reply, Router};
 //! use sansrpc::Instant;
@@ -57,15 +60,17 @@
 //! [`Entropy`], each with the answer it requires ([`Expect`]), and [`judge`] judges one
 //! answer against an [`Expect`].
 //!
-//! [`Input`]: crate::compliance::Input
-//! [`Input::judge`]: crate::compliance::Input::judge
-//! [`Violation`]: crate::compliance::Violation
-//! [`METHOD_PREFIX`]: crate::compliance::METHOD_PREFIX
-//! [`Gen`]: crate::compliance::Gen
-//! [`Msg`]: crate::compliance::Msg
-//! [`Entropy`]: crate::compliance::Entropy
-//! [`Expect`]: crate::compliance::Expect
-//! [`judge`]: crate::compliance::judge()
+//! [`Input`]: crate::Input
+//! [`Input::judge`]: crate::Input::judge
+//! [`Violation`]: crate::Violation
+//! [`METHOD_PREFIX`]: crate::METHOD_PREFIX
+//! [`Gen`]: crate::Gen
+//! [`Msg`]: crate::Msg
+//! [`Entropy`]: crate::Entropy
+//! [`Expect`]: crate::Expect
+//! [`judge`]: crate::judge()
+
+#![deny(missing_docs)]
 
 mod gen;
 mod input;

@@ -1,18 +1,18 @@
 //! [`Input`]: one fuzz input (a message, the answer it requires, how its bytes are cut into
 //! chunks) and judging what a server answered to it.
 
-use alloc::borrow::ToOwned;
-use alloc::format;
-use alloc::string::String;
-use alloc::vec;
-use alloc::vec::Vec;
 use core::fmt;
+use std::borrow::ToOwned;
+use std::format;
+use std::string::String;
+use std::vec;
+use std::vec::Vec;
 
 use arbitrary::{Arbitrary, Unstructured};
 
 use super::gen::{error, Entropy, Gen, Msg, INVALID, J, METHOD_PREFIX, NOT_FOUND};
 use super::judge::{judge, Expect, Item};
-use crate::codec::Framing;
+use sansrpc::codec::Framing;
 
 /// One input for a server under test: the message body, the answer JSON-RPC 2.0 requires
 /// (or allows) for it, and how its bytes are cut into chunks on their way in.
@@ -578,7 +578,7 @@ fn deep<E: Entropy>(gen: &mut Gen<E>) -> (Kind, Vec<u8>, Expect) {
         (nest("1"), Expect::Single(error(INVALID, "null")))
     };
     let expect = Expect::Deep {
-        normal: alloc::boxed::Box::new(normal),
+        normal: std::boxed::Box::new(normal),
     };
     (Kind::Deep, body.into_bytes(), expect)
 }
@@ -586,7 +586,7 @@ fn deep<E: Entropy>(gen: &mut Gen<E>) -> (Kind, Vec<u8>, Expect) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use alloc::string::ToString;
+    use std::string::ToString;
 
     fn ok(frame: &str) -> String {
         format!(r#"{{"jsonrpc":"2.0","error":{{"code":-32601,"message":"x"}},"id":{frame}}}"#)
@@ -680,7 +680,7 @@ mod tests {
             Expect::Nothing,
             Expect::Tolerated { id: None },
             Expect::Deep {
-                normal: alloc::boxed::Box::new(Expect::Nothing),
+                normal: std::boxed::Box::new(Expect::Nothing),
             },
         ] {
             assert_eq!(judge_answers(&expect, &[]), vec![]);

@@ -1,13 +1,13 @@
 //! Judging what a server answered, by the rules of JSON-RPC 2.0 sections 5 and 6, with
 //! serde_json and nothing of the core's: the checker must not share the bugs it looks for.
 
-use alloc::borrow::ToOwned;
-use alloc::boxed::Box;
-use alloc::format;
-use alloc::string::String;
-use alloc::vec;
-use alloc::vec::Vec;
 use core::fmt;
+use std::borrow::ToOwned;
+use std::boxed::Box;
+use std::format;
+use std::string::String;
+use std::vec;
+use std::vec::Vec;
 
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
