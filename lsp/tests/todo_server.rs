@@ -21,6 +21,8 @@
 //!   hover, shutdown written at once and stdin closed without `exit`: the diagnostics of
 //!   both versions arrive, the hover (seeing the change) and `shutdown` are answered in
 //!   order, and the process exits 0; without `shutdown`, the same arrives and it exits 1.
+//! - `"params": null` on `initialized`, `shutdown` and `exit` (as Zed and eglot send them):
+//!   `shutdown` answered, and `exit` ends the process with status 0, stdin still open.
 
 #[path = "../../tests/support/processes.rs"]
 mod support;
@@ -732,6 +734,25 @@ fn at_the_end_of_input_without_shutdown_everything_is_answered_and_it_exits_1(ex
     assert_eq!(server.exit_code(), Some(1));
 }
 
+/// `"params": null` on `initialized`, `shutdown` and `exit`, as Zed, Emacs's eglot, LSP4IJ
+/// and Atom send them: read as absent, so `shutdown` is answered `null` and `exit` ends
+/// the process with status 0 at once, its stdin still open.
+fn null_params_on_initialized_shutdown_and_exit_end_with_status_0(example: &str) {
+    let mut server = TodoServer::start(example);
+    server.request(
+        1,
+        "initialize",
+        json!({"processId": null, "capabilities": {}}),
+    );
+    server.result(1);
+    server.send(json!({"jsonrpc": "2.0", "method": "initialized", "params": null}));
+    server.send(json!({"jsonrpc": "2.0", "id": 2, "method": "shutdown", "params": null}));
+    assert_eq!(server.result(2), Value::Null, "shutdown answered");
+    server.send(json!({"jsonrpc": "2.0", "method": "exit", "params": null}));
+    // Stdin stays open: only `exit` can end the process.
+    assert_eq!(server.exit_code(), Some(0));
+}
+
 /// Every scenario above, against each example: `todo_server` (tokio) and
 /// `todo_server_threads` (the same server on the blocking adapter's threads).
 macro_rules! on_each_example {
@@ -757,5 +778,6 @@ on_each_example!(
     a_hover_sees_the_changes_sent_before_it_and_none_after,
     a_document_past_the_frame_limit_is_refused_and_the_server_goes_on,
     at_the_end_of_input_everything_sent_is_answered_in_order_and_shutdown_exits_0,
-    at_the_end_of_input_without_shutdown_everything_is_answered_and_it_exits_1
+    at_the_end_of_input_without_shutdown_everything_is_answered_and_it_exits_1,
+    null_params_on_initialized_shutdown_and_exit_end_with_status_0
 );
