@@ -19,8 +19,6 @@ use std::time::Duration;
 use sansrpc_lsp::lsp_types::request::{Request, WorkspaceConfiguration};
 use sansrpc_lsp::lsp_types::{ConfigurationItem, ConfigurationParams, MessageType};
 use sansrpc_lsp::server::{Context, LspError, ServerBuilder};
-use sansrpc_tokio::sansrpc::{Config, Profile};
-use sansrpc_tokio::{spawn, stdio, Builder};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -98,7 +96,7 @@ fn max_inflight() -> Result<Option<usize>, String> {
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() {
     let max_inflight = max_inflight().unwrap_or_else(|e| {
         eprintln!("context_server: {e}\nusage: context_server [--max-inflight N]");
         std::process::exit(2)
@@ -107,17 +105,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .keep_documents(false)
         .request::<Greet, _, _>(greet)
         .build();
-    let mut config = Config::for_profile(Profile::Lsp);
-    if let Some(n) = max_inflight {
-        config.max_inflight_incoming = n;
-    }
-    let builder = Builder::new().config(config);
-    let conn = spawn(builder.router(server.router()), stdio());
-    let ended = conn.driver.await?;
-    if let Err(e) = &ended {
-        eprintln!("context_server: {e}");
-    }
-    // The LSP lifecycle: 0 after `shutdown` was answered, 1 otherwise. Exiting rather than
-    // returning: tokio's stdin reads on a thread that a return would wait for.
-    std::process::exit(conn.client.exit_code().unwrap_or(i32::from(ended.is_err())))
+    // Stdio under the LSP profile; 0 after `shutdown` was answered, 1 otherwise.
+    let status = server
+        .serve_stdio_with(|config| {
+            if let Some(n) = max_inflight {
+                config.max_inflight_incoming = n;
+            }
+        })
+        .await;
+    std::process::exit(status)
 }

@@ -10,11 +10,8 @@
 //!
 //! (`context_server_threads`: example names share one output folder across the workspace.)
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sansrpc::Profile;
-use sansrpc_blocking::{serve_stdio_status, Options};
 use sansrpc_lsp::lsp_types::request::{Request, WorkspaceConfiguration};
 use sansrpc_lsp::lsp_types::{ConfigurationItem, ConfigurationParams, MessageType};
 use sansrpc_lsp::server::{Context, LspError, ServerBuilder};
@@ -93,7 +90,7 @@ fn max_inflight() -> Result<Option<usize>, String> {
     Ok(max)
 }
 
-fn main() -> std::io::Result<()> {
+fn main() {
     let max_inflight = max_inflight().unwrap_or_else(|e| {
         eprintln!("context_server_threads: {e}\nusage: context_server_threads [--max-inflight N]");
         std::process::exit(2)
@@ -102,11 +99,10 @@ fn main() -> std::io::Result<()> {
         .keep_documents(false)
         .request::<Greet, _, _>(greet)
         .build();
-    let mut options = Options::for_profile(Profile::Lsp);
-    if let Some(n) = max_inflight {
-        options.connection.max_inflight_incoming = n;
-    }
-    // The LSP lifecycle: 0 after `shutdown` was answered, 1 otherwise.
-    let status = serve_stdio_status(Arc::new(server.blocking_router()), options)?;
-    std::process::exit(status)
+    // Stdio under the LSP profile; 0 after `shutdown` was answered, 1 otherwise.
+    std::process::exit(server.serve_stdio_blocking_with(|options| {
+        if let Some(n) = max_inflight {
+            options.connection.max_inflight_incoming = n;
+        }
+    }))
 }

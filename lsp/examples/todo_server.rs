@@ -4,8 +4,6 @@ use sansrpc_lsp::lsp_types::notification::{DidChangeTextDocument, DidOpenTextDoc
 use sansrpc_lsp::lsp_types::request::HoverRequest;
 use sansrpc_lsp::lsp_types::*;
 use sansrpc_lsp::server::{Context, LspError, ServerBuilder};
-use sansrpc_tokio::sansrpc::{Config, Profile};
-use sansrpc_tokio::{spawn, stdio, Builder};
 
 async fn analyse(cx: Context, uri: Uri) {
     let Some(doc) = cx.document(&uri) else { return };
@@ -43,15 +41,12 @@ async fn hover(cx: Context, params: HoverParams) -> Result<Option<Hover>, LspErr
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() {
     let server = ServerBuilder::new("todo", "1.0")
         .notification::<DidOpenTextDocument, _, _>(|cx, p| analyse(cx, p.text_document.uri))
         .notification::<DidChangeTextDocument, _, _>(|cx, p| analyse(cx, p.text_document.uri))
         .request::<HoverRequest, _, _>(hover)
         .build();
-    let builder = Builder::new().config(Config::for_profile(Profile::Lsp));
-    let conn = spawn(builder.router(server.router()), stdio());
-    let ended = conn.driver.await?;
-    // The LSP lifecycle: 0 after `shutdown` was answered, 1 otherwise.
-    std::process::exit(conn.client.exit_code().unwrap_or(i32::from(ended.is_err())))
+    // Stdio under the LSP profile; 0 after `shutdown` was answered, 1 otherwise.
+    std::process::exit(server.serve_stdio().await)
 }

@@ -8,11 +8,8 @@
 //!
 //! (`todo_server_threads`: example names share one output folder across the workspace.)
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use sansrpc::Profile;
-use sansrpc_blocking::{serve_stdio_status, Options};
 use sansrpc_lsp::lsp_types::notification::{DidChangeTextDocument, DidOpenTextDocument};
 use sansrpc_lsp::lsp_types::request::HoverRequest;
 use sansrpc_lsp::lsp_types::*;
@@ -54,14 +51,12 @@ async fn hover(cx: Context, params: HoverParams) -> Result<Option<Hover>, LspErr
     }))
 }
 
-fn main() -> std::io::Result<()> {
+fn main() {
     let server = ServerBuilder::new("todo", "1.0")
         .notification::<DidOpenTextDocument, _, _>(|cx, p| analyse(cx, p.text_document.uri))
         .notification::<DidChangeTextDocument, _, _>(|cx, p| analyse(cx, p.text_document.uri))
         .request::<HoverRequest, _, _>(hover)
         .build();
-    let options = Options::for_profile(Profile::Lsp);
-    // The LSP lifecycle: 0 after `shutdown` was answered, 1 otherwise.
-    let status = serve_stdio_status(Arc::new(server.blocking_router()), options)?;
-    std::process::exit(status)
+    // Stdio under the LSP profile; 0 after `shutdown` was answered, 1 otherwise.
+    std::process::exit(server.serve_stdio_blocking())
 }

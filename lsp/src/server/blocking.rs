@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use lsp_types::request::{Initialize, Request};
 use sansrpc::method::CallError;
 use sansrpc::router::{Router, Staged};
 use sansrpc::{ErrorObject, RawValue};
@@ -118,10 +119,16 @@ impl Server {
                     let Some(cx) = RequestContext::current() else {
                         return Box::new(move |_| Err(outside(method)));
                     };
-                    let host = Arc::new(BlockingHost {
+                    let profile = cx.peer().profile();
+                    let host: Arc<dyn Host> = Arc::new(BlockingHost {
                         peer: cx.peer().clone(),
                         request: Some(cx),
                     });
+                    if method == Initialize::METHOD {
+                        if let Some(warned) = super::serve::check_profile(profile, &host) {
+                            pollster::block_on(warned);
+                        }
+                    }
                     let answer = server.handle_request(method, params, host);
                     Box::new(move |out| {
                         let raw = pollster::block_on(answer)?;

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use lsp_types::request::{Initialize, Request};
 use sansrpc::{ErrorObject, RawValue};
 use sansrpc_futures::{AsyncRouter, CallError, Client, NotificationContext, RequestContext};
 
@@ -86,11 +87,22 @@ impl Server {
             let server = self.clone();
             router
                 .raw_method_with_context(method, move |cx: RequestContext, params| {
-                    let host = Arc::new(FuturesHost {
+                    let profile = cx.peer().profile();
+                    let host: Arc<dyn Host> = Arc::new(FuturesHost {
                         peer: cx.peer().clone(),
                         request: Some(cx),
                     });
-                    server.handle_request(method, params.as_deref(), host)
+                    let warned = (method == Initialize::METHOD)
+                        .then(|| super::serve::check_profile(profile, &host))
+                        .flatten();
+                    let answer = server.handle_request(method, params.as_deref(), host);
+                    match warned {
+                        Some(warned) => Box::pin(async move {
+                            warned.await;
+                            answer.await
+                        }),
+                        None => answer,
+                    }
                 })
                 .unwrap_or_else(|e| panic!("mounting {method}: {e}"));
         }

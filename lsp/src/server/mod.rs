@@ -41,6 +41,7 @@
 
 mod capabilities;
 mod context;
+mod serve;
 mod session;
 
 #[cfg(feature = "blocking")]

@@ -1,0 +1,122 @@
+//! Serving a server in one call, and a server on a connection without the LSP profile: an
+//! in-memory stream, Content-Length frames written and read by hand.
+//!
+//! - On the plain connection (`Server::router()` on a `Builder` left at plain JSON-RPC), the
+//!   server says so at `initialize`: a `window/logMessage` warning to the editor, before
+//!   the answer (and the same line on stderr).
+//! - `Server::serve` (what `serve_stdio` runs on stdio) sets the profile: no warning,
+//!   requests before `initialize` refused `-32002`, `exit` with null params after
+//!   `shutdown` ends it, and the call returns the status, 0.
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+
+use sansrpc_lsp::server::ServerBuilder;
+
+/// The editor's end of an in-memory stream.
+struct Editor {
+    io: DuplexStream,
+    read: Vec<u8>,
+}
+
+impl Editor {
+    async fn send(&mut self, message: Value) {
+        let body = message.to_string();
+        let frame = format!("Content-Length: {}\r\n\r\n{body}", body.len());
+        self.io.write_all(frame.as_bytes()).await.unwrap();
+    }
+
+    /// The next frame the server writes.
+    async fn next(&mut self) -> Value {
+        loop {
+            let text = String::from_utf8_lossy(&self.read).into_owned();
+            if let Some(end) = text.find("\r\n\r\n") {
+                let length: usize = text[..end]
+                    .strip_prefix("Content-Length: ")
+                    .and_then(|n| n.parse().ok())
+                    .expect("a Content-Length header");
+                if self.read.len() >= end + 4 + length {
+                    let body: Vec<u8> = self.read.drain(..end + 4 + length).skip(end + 4).collect();
+                    return serde_json::from_slice(&body).unwrap();
+                }
+            }
+            let mut chunk = [0; 4096];
+            let n = self.io.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "the server closed the stream");
+            self.read.extend_from_slice(&chunk[..n]);
+        }
+    }
+}
+
+fn initialize() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+           "params": {"processId": null, "capabilities": {}}})
+}
+
+#[tokio::test]
+async fn a_server_on_a_connection_without_the_lsp_profile_warns_at_initialize() {
+    let (editor, server_end) = tokio::io::duplex(1 << 16);
+    let server = ServerBuilder::new("plain", "1.0").build();
+    let (read, write) = tokio::io::split(server_end);
+    // Left at plain JSON-RPC: the mistake the warning is for.
+    let builder = sansrpc_tokio::Builder::new()
+        .configure(|c| c.framing = Some(sansrpc_tokio::sansrpc::codec::Framing::ContentLength))
+        .router(server.router());
+    let _conn = sansrpc_tokio::spawn(builder, sansrpc_tokio::stream(read, write));
+    let mut editor = Editor {
+        io: editor,
+        read: Vec::new(),
+    };
+    editor.send(initialize()).await;
+    let warning = editor.next().await;
+    assert_eq!(warning["method"], "window/logMessage", "{warning}");
+    assert_eq!(warning["params"]["type"], 2, "a warning: {warning}");
+    let message = warning["params"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("not under the LSP profile") && message.contains("serve_stdio"),
+        "{message}"
+    );
+    let answer = editor.next().await;
+    assert_eq!(answer["id"], 1);
+    assert_eq!(answer["result"]["serverInfo"]["name"], "plain");
+}
+
+#[tokio::test]
+async fn serve_sets_the_lsp_profile_and_returns_the_exit_status() {
+    let (editor, server_end) = tokio::io::duplex(1 << 16);
+    let server = ServerBuilder::new("served", "1.0").build();
+    let (read, write) = tokio::io::split(server_end);
+    let served = tokio::spawn(async move {
+        server
+            .serve(sansrpc_tokio::stream(read, write), |_| {})
+            .await
+    });
+    let mut editor = Editor {
+        io: editor,
+        read: Vec::new(),
+    };
+    // Before initialize: refused by the profile's lifecycle.
+    editor
+        .send(json!({"jsonrpc": "2.0", "id": 0, "method": "shutdown"}))
+        .await;
+    let refused = editor.next().await;
+    assert_eq!(refused["error"]["code"], -32002, "{refused}");
+    editor.send(initialize()).await;
+    let answer = editor.next().await;
+    assert_eq!(answer["id"], 1, "no warning before the answer: {answer}");
+    assert_eq!(answer["result"]["serverInfo"]["name"], "served");
+    editor
+        .send(json!({"jsonrpc": "2.0", "method": "initialized", "params": null}))
+        .await;
+    editor
+        .send(json!({"jsonrpc": "2.0", "id": 2, "method": "shutdown", "params": null}))
+        .await;
+    assert_eq!(
+        editor.next().await,
+        json!({"jsonrpc": "2.0", "id": 2, "result": null})
+    );
+    editor
+        .send(json!({"jsonrpc": "2.0", "method": "exit", "params": null}))
+        .await;
+    assert_eq!(served.await.unwrap(), 0, "exit after shutdown: status 0");
+}
