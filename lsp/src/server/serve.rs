@@ -2,20 +2,22 @@
 //! returned: on tokio (`tokio` feature) and on the blocking adapter's threads (`blocking`
 //! feature). And what a server says when it runs on a connection without that profile.
 
+#[cfg(any(feature = "futures", feature = "blocking"))]
 use std::sync::Arc;
 
-use lsp_types::notification::{LogMessage, Notification};
-use lsp_types::{LogMessageParams, MessageType};
 #[cfg(feature = "tokio")]
 use sansrpc::Config;
+#[cfg(any(feature = "futures", feature = "blocking"))]
 use sansrpc::Profile;
 
+#[cfg(any(feature = "futures", feature = "blocking"))]
 use super::context::{BoxFuture, Host};
 #[cfg(any(feature = "tokio", feature = "blocking"))]
 use super::Server;
 
 /// What a server writes to stderr, and logs in the editor (`window/logMessage`), at
 /// `initialize` when its connection is not under [`Profile::Lsp`].
+#[cfg(any(feature = "futures", feature = "blocking"))]
 pub(crate) const WITHOUT_PROFILE: &str = "sansrpc-lsp: this connection is not under the LSP \
      profile: requests before `initialize` are answered, `exit` is ignored (the process \
      stays until its input ends, with status 0), and a notification may overtake the request \
@@ -27,6 +29,8 @@ pub(crate) const WITHOUT_PROFILE: &str = "sansrpc-lsp: this connection is not un
 /// the editor.
 #[cfg(any(feature = "futures", feature = "blocking"))]
 pub(crate) fn check_profile(profile: Profile, host: &Arc<dyn Host>) -> Option<BoxFuture<bool>> {
+    use lsp_types::notification::{LogMessage, Notification};
+    use lsp_types::{LogMessageParams, MessageType};
     if profile == Profile::Lsp {
         return None;
     }
