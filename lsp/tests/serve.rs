@@ -120,3 +120,61 @@ async fn serve_sets_the_lsp_profile_and_returns_the_exit_status() {
         .await;
     assert_eq!(served.await.unwrap(), 0, "exit after shutdown: status 0");
 }
+
+/// A `didOpen` whose params do not decode, on a server that keeps documents and has its own
+/// `didOpen` handler: one warning to the editor, not one from the documents and one from
+/// the handler; the handler does not run.
+#[tokio::test]
+async fn undecodable_did_open_params_are_warned_about_once() {
+    use sansrpc_lsp::lsp_types::notification::{DidOpenTextDocument, ShowMessage};
+    use sansrpc_lsp::lsp_types::{MessageType, ShowMessageParams};
+
+    let (editor, server_end) = tokio::io::duplex(1 << 16);
+    let server = ServerBuilder::new("opens", "1.0")
+        .notification::<DidOpenTextDocument, _, _>(|cx, p| async move {
+            let message = format!("opened {}", p.text_document.uri.as_str());
+            let params = ShowMessageParams {
+                typ: MessageType::INFO,
+                message,
+            };
+            cx.notify::<ShowMessage>(params).await;
+        })
+        .build();
+    let (read, write) = tokio::io::split(server_end);
+    tokio::spawn(async move {
+        server
+            .serve(sansrpc_tokio::stream(read, write), |_| {})
+            .await
+    });
+    let mut editor = Editor {
+        io: editor,
+        read: Vec::new(),
+    };
+    editor.send(initialize()).await;
+    assert_eq!(editor.next().await["id"], 1);
+    // No `version`, and `text` a number.
+    editor
+        .send(json!({"jsonrpc": "2.0", "method": "textDocument/didOpen",
+                     "params": {"textDocument": {"uri": "file:///a.txt", "languageId": "x", "text": 7}}}))
+        .await;
+    let warning = editor.next().await;
+    assert_eq!(warning["method"], "window/logMessage", "{warning}");
+    assert_eq!(warning["params"]["type"], 2);
+    let message = warning["params"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("textDocument/didOpen: Invalid params"),
+        "{message}"
+    );
+    // A good one runs the handler; the frame after the warning is its message.
+    editor
+        .send(json!({"jsonrpc": "2.0", "method": "textDocument/didOpen",
+                     "params": {"textDocument": {"uri": "file:///b.txt", "languageId": "x",
+                                                 "version": 1, "text": ""}}}))
+        .await;
+    let shown = editor.next().await;
+    assert_eq!(
+        shown["method"], "window/showMessage",
+        "one warning only, then: {shown}"
+    );
+    assert_eq!(shown["params"]["message"], "opened file:///b.txt");
+}

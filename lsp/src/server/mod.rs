@@ -216,7 +216,8 @@ impl ServerBuilder {
     /// editor. Notifications run one at a time in arrival order, each before any request
     /// that came after it. For `didOpen`, `didChange` and `didClose` the document is
     /// already updated when the handler runs. Params that do not decode are dropped, with
-    /// a `window/logMessage` warning to the editor.
+    /// one `window/logMessage` warning to the editor (for those three, the documents'
+    /// warning: the handler does not run).
     ///
     /// # Panics
     /// When `N` is `exit`, `$/cancelRequest` or `$/setTrace` (the connection machine takes
@@ -418,17 +419,20 @@ impl Server {
         params: Option<&RawValue>,
         host: Arc<dyn Host>,
     ) -> BoxFuture<()> {
-        let warnings = if self.0.documents {
+        let (warnings, decoded) = if self.0.documents {
             self.apply_document(&host.session(), method, params)
         } else {
-            Vec::new()
+            (Vec::new(), true)
         };
         // After the change: the handler's documents include it.
         let cx = Context::new(host, Tokens::default());
+        // Params the documents could not decode are warned about once, above: the
+        // application's handler of the same notification would fail on them too.
         let handler = self
             .0
             .notifications
             .get(method)
+            .filter(|_| decoded)
             .map(|h| h(cx.clone(), params));
         Box::pin(async move {
             for warning in warnings {
@@ -441,13 +445,14 @@ impl Server {
     }
 
     /// Applies a document notification to the session's documents; what is worth a
-    /// warning (past the spec's clamps: a malformed edit, a document not open).
+    /// warning (past the spec's clamps: a malformed edit, a document not open), and whether
+    /// its params decoded (false: the warning says why, and nothing changed).
     fn apply_document(
         &self,
         session: &Session,
         method: &str,
         params: Option<&RawValue>,
-    ) -> Vec<String> {
+    ) -> (Vec<String>, bool) {
         let warn = |warnings: Vec<Warning>| -> Vec<String> {
             warnings
                 .into_iter()
@@ -455,32 +460,33 @@ impl Server {
                 .map(|w| format!("{method}: {w}"))
                 .collect()
         };
+        let undecoded = |e: ErrorObject<'static>| (vec![format!("{method}: {}", e.message)], false);
         match method {
             m if m == DidOpenTextDocument::METHOD => {
                 match decode::<DidOpenTextDocumentParams>(params) {
-                    Ok(p) => warn(session.with_documents(|d| d.did_open(&p))),
-                    Err(e) => vec![format!("{m}: {}", e.message)],
+                    Ok(p) => (warn(session.with_documents(|d| d.did_open(&p))), true),
+                    Err(e) => undecoded(e),
                 }
             }
             m if m == DidChangeTextDocument::METHOD => {
                 match decode::<DidChangeTextDocumentParams>(params) {
                     Ok(p) => match session.with_documents(|d| d.did_change(&p)) {
-                        Ok(warnings) => warn(warnings),
-                        Err(e) => vec![format!("{m}: {e}")],
+                        Ok(warnings) => (warn(warnings), true),
+                        Err(e) => (vec![format!("{m}: {e}")], true),
                     },
-                    Err(e) => vec![format!("{m}: {}", e.message)],
+                    Err(e) => undecoded(e),
                 }
             }
             m if m == DidCloseTextDocument::METHOD => {
                 match decode::<DidCloseTextDocumentParams>(params) {
                     Ok(p) => match session.with_documents(|d| d.did_close(&p)) {
-                        Ok(_) => Vec::new(),
-                        Err(e) => vec![format!("{m}: {e}")],
+                        Ok(_) => (Vec::new(), true),
+                        Err(e) => (vec![format!("{m}: {e}")], true),
                     },
-                    Err(e) => vec![format!("{m}: {}", e.message)],
+                    Err(e) => undecoded(e),
                 }
             }
-            _ => Vec::new(),
+            _ => (Vec::new(), true),
         }
     }
 
