@@ -7,6 +7,9 @@
 //! - `Server::serve` (what `serve_stdio` runs on stdio) sets the profile: no warning,
 //!   requests before `initialize` refused `-32002`, `exit` with null params after
 //!   `shutdown` ends it, and the call returns the status, 0.
+//! - A `didOpen` that does not decode is warned about once.
+//! - `on_change`: each version's analysis, cancelled by the next version and by `didClose`,
+//!   which also clears the diagnostics; `Context::cached`, once per version.
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
@@ -177,4 +180,144 @@ async fn undecodable_did_open_params_are_warned_about_once() {
         "one warning only, then: {shown}"
     );
     assert_eq!(shown["params"]["message"], "opened file:///b.txt");
+}
+
+/// `server` served over an in-memory stream (`Server::serve`), initialized: the editor's end.
+async fn served(server: sansrpc_lsp::server::Server) -> Editor {
+    let (editor, server_end) = tokio::io::duplex(1 << 16);
+    let (read, write) = tokio::io::split(server_end);
+    tokio::spawn(async move {
+        server
+            .serve(sansrpc_tokio::stream(read, write), |_| {})
+            .await
+    });
+    let mut editor = Editor {
+        io: editor,
+        read: Vec::new(),
+    };
+    editor.send(initialize()).await;
+    assert_eq!(editor.next().await["id"], 1);
+    editor
+}
+
+fn did_open(uri: &str, text: &str) -> Value {
+    json!({"jsonrpc": "2.0", "method": "textDocument/didOpen",
+           "params": {"textDocument": {"uri": uri, "languageId": "x", "version": 1, "text": text}}})
+}
+
+fn did_change(uri: &str, version: i32, text: &str) -> Value {
+    json!({"jsonrpc": "2.0", "method": "textDocument/didChange",
+           "params": {"textDocument": {"uri": uri, "version": version},
+                      "contentChanges": [{"text": text}]}})
+}
+
+/// The message of the next frame, which must be a `window/logMessage`.
+async fn logged(editor: &mut Editor) -> String {
+    let frame = editor.next().await;
+    assert_eq!(frame["method"], "window/logMessage", "{frame}");
+    frame["params"]["message"].as_str().unwrap().to_owned()
+}
+
+/// `on_change` runs for `didOpen` and every `didChange`, with the document as that version
+/// left it; a newer version cancels the analysis of the one before (its `Context` says so,
+/// and its diagnostics are not sent), and `didClose` cancels the last one and clears the
+/// document's diagnostics. No timer: each analysis waits for its own cancellation.
+#[tokio::test]
+async fn a_newer_version_cancels_the_analysis_of_the_one_before_and_close_clears() {
+    use sansrpc_lsp::lsp_types::MessageType;
+
+    let server = ServerBuilder::new("versions", "1.0")
+        .on_change(|cx, doc| async move {
+            let version = doc.version();
+            let text = doc.to_string();
+            cx.log_message(MessageType::INFO, format!("start {version}: {text}"))
+                .await;
+            assert!(!cx.is_cancelled());
+            cx.cancelled().await;
+            assert!(cx.is_cancelled());
+            // Superseded: publishing sends nothing.
+            let sent = cx
+                .publish_diagnostics(doc.uri().clone(), Vec::new(), Some(version))
+                .await;
+            cx.log_message(
+                MessageType::INFO,
+                format!("cancelled {version}, published {sent}"),
+            )
+            .await;
+        })
+        .build();
+    let mut editor = served(server).await;
+    let uri = "file:///v.txt";
+    editor.send(did_open(uri, "one")).await;
+    assert_eq!(logged(&mut editor).await, "start 1: one");
+    editor.send(did_change(uri, 2, "two")).await;
+    let mut seen = vec![logged(&mut editor).await, logged(&mut editor).await];
+    seen.sort();
+    assert_eq!(seen, ["cancelled 1, published false", "start 2: two"]);
+    editor
+        .send(json!({"jsonrpc": "2.0", "method": "textDocument/didClose",
+                     "params": {"textDocument": {"uri": uri}}}))
+        .await;
+    let (mut cleared, mut cancelled) = (None, None);
+    while cleared.is_none() || cancelled.is_none() {
+        let frame = editor.next().await;
+        match frame["method"].as_str() {
+            Some("textDocument/publishDiagnostics") => cleared = Some(frame["params"].clone()),
+            Some("window/logMessage") => cancelled = Some(frame["params"]["message"].clone()),
+            _ => panic!("{frame}"),
+        }
+    }
+    assert_eq!(cleared.unwrap(), json!({"uri": uri, "diagnostics": []}));
+    assert_eq!(cancelled.unwrap(), "cancelled 2, published false");
+}
+
+/// `Context::cached` computes once per version of a document: two hovers on one version
+/// share the value, a change makes a new one.
+#[tokio::test]
+async fn cached_values_are_computed_once_per_version() {
+    use sansrpc_lsp::lsp_types::request::HoverRequest;
+    use sansrpc_lsp::lsp_types::{Hover, HoverContents, MarkedString};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    let computed = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&computed);
+    let server = ServerBuilder::new("cache", "1.0")
+        .request::<HoverRequest, _, _>(move |cx, p| {
+            let count = Arc::clone(&count);
+            async move {
+                let uri = p.text_document_position_params.text_document.uri;
+                let doc = cx.document(&uri).unwrap();
+                let words = cx.cached(&doc, |doc| {
+                    count.fetch_add(1, Ordering::SeqCst);
+                    doc.to_string().split_whitespace().count()
+                });
+                let value = format!("v{} has {words} words", doc.version());
+                Ok(Some(Hover {
+                    contents: HoverContents::Scalar(MarkedString::String(value)),
+                    range: None,
+                }))
+            }
+        })
+        .build();
+    let mut editor = served(server).await;
+    let uri = "file:///c.txt";
+    let hover = |id: i64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "textDocument/hover",
+               "params": {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}}})
+    };
+    editor.send(did_open(uri, "a b c")).await;
+    for id in [10, 11] {
+        editor.send(hover(id)).await;
+        assert_eq!(editor.next().await["result"]["contents"], "v1 has 3 words");
+    }
+    assert_eq!(computed.load(Ordering::SeqCst), 1, "once for version 1");
+    editor.send(did_change(uri, 2, "a b")).await;
+    editor.send(hover(12)).await;
+    assert_eq!(editor.next().await["result"]["contents"], "v2 has 2 words");
+    assert_eq!(
+        computed.load(Ordering::SeqCst),
+        2,
+        "once more for version 2"
+    );
 }

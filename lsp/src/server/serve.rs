@@ -2,7 +2,7 @@
 //! returned: on tokio (`tokio` feature) and on the blocking adapter's threads (`blocking`
 //! feature). And what a server says when it runs on a connection without that profile.
 
-#[cfg(any(feature = "futures", feature = "blocking"))]
+#[cfg(any(feature = "futures", feature = "blocking", feature = "tokio"))]
 use std::sync::Arc;
 
 #[cfg(feature = "tokio")]
@@ -13,7 +13,11 @@ use sansrpc::Profile;
 #[cfg(any(feature = "futures", feature = "blocking"))]
 use super::context::{BoxFuture, Host};
 #[cfg(any(feature = "tokio", feature = "blocking"))]
-use super::Server;
+use super::{Server, Session};
+
+/// `window/logMessage`.
+#[cfg(any(feature = "tokio", feature = "blocking"))]
+const LOG_MESSAGE: &str = "window/logMessage";
 
 /// What a server writes to stderr, and logs in the editor (`window/logMessage`), at
 /// `initialize` when its connection is not under [`Profile::Lsp`].
@@ -80,7 +84,25 @@ impl Server {
         transport: T,
         configure: impl FnOnce(&mut Config),
     ) -> i32 {
-        let conn = sansrpc_tokio::spawn(self.builder(configure), transport);
+        // Dropped frames told on stderr, and in the editor's log once it initialized.
+        let frames = super::frames::FrameLog::default();
+        let peer = Arc::new(std::sync::OnceLock::<sansrpc_tokio::Client>::new());
+        let seen = Arc::clone(&peer);
+        let builder = self.builder(configure).on_event(move |event| {
+            let Some(message) = frames.report(&event, std::time::Instant::now()) else {
+                return;
+            };
+            let peer = seen.get();
+            let initialized = peer.is_some_and(|p| p.local::<Session>().is_initialized());
+            super::frames::tell(&message, initialized, |params| {
+                if let Some(peer) = peer {
+                    // Queued now; its future only waits for the queue.
+                    drop(peer.notify_raw(LOG_MESSAGE, Some(params)));
+                }
+            });
+        });
+        let conn = sansrpc_tokio::spawn(builder, transport);
+        let _ = peer.set(conn.client.clone());
         let ended = match conn.driver.await {
             Ok(ended) => ended,
             Err(e) => Err(std::io::Error::other(e)),
@@ -127,6 +149,16 @@ impl Server {
         configure: impl FnOnce(&mut sansrpc_blocking::Options),
     ) -> i32 {
         let mut options = sansrpc_blocking::Options::for_profile(Profile::Lsp);
+        // Dropped frames told on stderr, and in the editor's log once it initialized.
+        let frames = super::frames::FrameLog::default();
+        options.on_event = Some(sansrpc_blocking::EventHook::new(move |peer, event| {
+            if let Some(message) = frames.report(&event, std::time::Instant::now()) {
+                let initialized = peer.local::<Session>().is_initialized();
+                super::frames::tell(&message, initialized, |params| {
+                    peer.notify_raw_queued(LOG_MESSAGE, Some(params));
+                });
+            }
+        }));
         configure(&mut options);
         match sansrpc_blocking::serve_stdio_status(Arc::new(self.blocking_router()), options) {
             Ok(status) => status,
