@@ -86,18 +86,7 @@ async fn a_server_on_a_connection_without_the_lsp_profile_warns_at_initialize() 
 
 #[tokio::test]
 async fn serve_sets_the_lsp_profile_and_returns_the_exit_status() {
-    let (editor, server_end) = tokio::io::duplex(1 << 16);
-    let server = ServerBuilder::new("served", "1.0").build();
-    let (read, write) = tokio::io::split(server_end);
-    let served = tokio::spawn(async move {
-        server
-            .serve(sansrpc_tokio::stream(read, write), |_| {})
-            .await
-    });
-    let mut editor = Editor {
-        io: editor,
-        read: Vec::new(),
-    };
+    let (mut editor, served) = serve(ServerBuilder::new("served", "1.0").build());
     // Before initialize: refused by the profile's lifecycle.
     editor
         .send(json!({"jsonrpc": "2.0", "id": 0, "method": "shutdown"}))
@@ -132,7 +121,6 @@ async fn undecodable_did_open_params_are_warned_about_once() {
     use sansrpc_lsp::lsp_types::notification::{DidOpenTextDocument, ShowMessage};
     use sansrpc_lsp::lsp_types::{MessageType, ShowMessageParams};
 
-    let (editor, server_end) = tokio::io::duplex(1 << 16);
     let server = ServerBuilder::new("opens", "1.0")
         .notification::<DidOpenTextDocument, _, _>(|cx, p| async move {
             let message = format!("opened {}", p.text_document.uri.as_str());
@@ -143,18 +131,7 @@ async fn undecodable_did_open_params_are_warned_about_once() {
             cx.notify::<ShowMessage>(params).await;
         })
         .build();
-    let (read, write) = tokio::io::split(server_end);
-    tokio::spawn(async move {
-        server
-            .serve(sansrpc_tokio::stream(read, write), |_| {})
-            .await
-    });
-    let mut editor = Editor {
-        io: editor,
-        read: Vec::new(),
-    };
-    editor.send(initialize()).await;
-    assert_eq!(editor.next().await["id"], 1);
+    let mut editor = served(server).await;
     // No `version`, and `text` a number.
     editor
         .send(json!({"jsonrpc": "2.0", "method": "textDocument/didOpen",
@@ -182,19 +159,26 @@ async fn undecodable_did_open_params_are_warned_about_once() {
     assert_eq!(shown["params"]["message"], "opened file:///b.txt");
 }
 
-/// `server` served over an in-memory stream (`Server::serve`), initialized: the editor's end.
-async fn served(server: sansrpc_lsp::server::Server) -> Editor {
+/// `server` served over an in-memory stream (`Server::serve`): the editor's end, and the
+/// status `serve` returns.
+fn serve(server: sansrpc_lsp::server::Server) -> (Editor, tokio::task::JoinHandle<i32>) {
     let (editor, server_end) = tokio::io::duplex(1 << 16);
     let (read, write) = tokio::io::split(server_end);
-    tokio::spawn(async move {
+    let served = tokio::spawn(async move {
         server
             .serve(sansrpc_tokio::stream(read, write), |_| {})
             .await
     });
-    let mut editor = Editor {
+    let editor = Editor {
         io: editor,
         read: Vec::new(),
     };
+    (editor, served)
+}
+
+/// `server` served as [`serve`] does, initialized: the editor's end.
+async fn served(server: sansrpc_lsp::server::Server) -> Editor {
+    let (mut editor, _) = serve(server);
     editor.send(initialize()).await;
     assert_eq!(editor.next().await["id"], 1);
     editor
