@@ -71,7 +71,8 @@ impl Host for FuturesHost {
 impl Server {
     /// The server as an [`AsyncRouter`], for the tokio adapter (`sansrpc_tokio::stdio`,
     /// `spawn_child`, TCP…) and the futures driver (smol, async-std). Give the connection
-    /// `Config::for_profile(Profile::Lsp)`.
+    /// `Config::for_profile(Profile::Lsp)` (without it, the server writes a warning to stderr
+    /// and the editor's log at `initialize`), or serve with `serve_stdio`, which does.
     pub fn router(&self) -> AsyncRouter {
         let mut router = AsyncRouter::new();
         self.mount(&mut router);

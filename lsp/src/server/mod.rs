@@ -7,8 +7,10 @@
 //! a request and a [`Host`] (the adapter's way to the editor), so one definition runs on
 //! tokio and on the futures driver (smol, async-std) with the `futures` feature
 //! (`Server::router`), and on the blocking adapter's threads with the `blocking` feature
-//! (`Server::blocking_router`). Give the connection
-//! `sansrpc::Config::for_profile(Profile::Lsp)`: the lifecycle (requests before
+//! (`Server::blocking_router`). `Server::serve_stdio` (`tokio` feature) and
+//! `Server::serve_stdio_blocking` serve it on stdio under `Profile::Lsp` and return the
+//! exit status; a connection of your own needs `sansrpc::Config::for_profile(Profile::Lsp)`
+//! (without it the server says so at `initialize`): the lifecycle (requests before
 //! `initialize` refused, `exit`'s status, the editor's process watched), ordered
 //! notifications and `$/cancelRequest` are the connection machine's.
 //!
