@@ -305,3 +305,44 @@ async fn cached_values_are_computed_once_per_version() {
         "once more for version 2"
     );
 }
+
+/// The same on the blocking adapter: a server's `blocking_router()` on a plain connection
+/// (here a TCP one on loopback) warns at `initialize`.
+#[test]
+fn on_threads_a_connection_without_the_profile_is_told_too() {
+    use std::io::{Read, Write};
+
+    let server = ServerBuilder::new("plain", "1.0").build();
+    let router = std::sync::Arc::new(server.blocking_router());
+    let listening =
+        sansrpc_blocking::serve_tcp("127.0.0.1:0", router, sansrpc_blocking::Options::default())
+            .unwrap();
+    let mut stream = std::net::TcpStream::connect(listening.local_addr()).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    let body = initialize().to_string();
+    write!(stream, "Content-Length: {}\r\n\r\n{body}", body.len()).unwrap();
+    let mut read = Vec::new();
+    let mut frames = Vec::new();
+    while frames.len() < 2 {
+        let mut chunk = [0; 4096];
+        let n = stream.read(&mut chunk).expect("the server answers in time");
+        assert!(n > 0, "the server closed the connection");
+        read.extend_from_slice(&chunk[..n]);
+        while let Some(end) = read.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&read[..end]).into_owned();
+            let length: usize = head["Content-Length: ".len()..].parse().unwrap();
+            if read.len() < end + 4 + length {
+                break;
+            }
+            let frame: Vec<u8> = read.drain(..end + 4 + length).skip(end + 4).collect();
+            frames.push(serde_json::from_slice::<Value>(&frame).unwrap());
+        }
+    }
+    assert_eq!(frames[0]["method"], "window/logMessage", "{frames:?}");
+    let message = frames[0]["params"]["message"].as_str().unwrap();
+    assert!(message.contains("not under the LSP profile"), "{message}");
+    assert_eq!(frames[1]["id"], 1, "{frames:?}");
+    listening.shutdown();
+}

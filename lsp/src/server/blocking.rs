@@ -124,13 +124,15 @@ impl Server {
                         peer: cx.peer().clone(),
                         request: Some(cx),
                     });
-                    if method == Initialize::METHOD {
-                        if let Some(warned) = super::serve::check_profile(profile, &host) {
-                            pollster::block_on(warned);
-                        }
-                    }
+                    // Told from the worker: a request's sends wait for this thread.
+                    let told = (method == Initialize::METHOD).then(|| Arc::clone(&host));
                     let answer = server.handle_request(method, params, host);
                     Box::new(move |out| {
+                        if let Some(warned) =
+                            told.and_then(|host| super::serve::check_profile(profile, &host))
+                        {
+                            pollster::block_on(warned);
+                        }
                         let raw = pollster::block_on(answer)?;
                         out.extend_from_slice(raw.get().as_bytes());
                         Ok(())
