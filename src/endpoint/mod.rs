@@ -612,7 +612,10 @@ const MAX_BATCH_SIZES: usize = 64;
 
 impl Endpoint {
     /// A new, open endpoint.
-    pub fn new(config: Config) -> Self {
+    pub fn new(mut config: Config) -> Self {
+        // The LSP ecosystem reads `"params": null` as absent; the profile says so, not the
+        // limits a caller may have replaced whole.
+        config.limits.null_params_as_absent |= config.profile == Profile::Lsp;
         Endpoint {
             decoder: config.framing.map(|f| Decoder::new(f, &config.limits)),
             classifier: Classifier::new(config.limits),

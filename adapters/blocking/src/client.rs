@@ -55,6 +55,8 @@ pub(crate) struct Link {
     pub locals: Locals,
     /// The status the connection ended with for the process; `i64::MIN` until then.
     pub exit: AtomicI64,
+    /// The connection's protocol profile.
+    pub profile: sansrpc::Profile,
 }
 
 /// The application's hold on a connection: the last one dropped closes it.
@@ -107,6 +109,7 @@ impl Client {
             closed: AtomicBool::new(false),
             locals: Locals::default(),
             exit: AtomicI64::new(i64::MIN),
+            profile: config.connection.profile,
         });
         let driver = driver::spawn(transport, handlers, config, Arc::clone(&link), start)?;
         let owner = Owner {
@@ -129,6 +132,12 @@ impl Client {
             owner: None,
             interceptors: None,
         }
+    }
+
+    /// The protocol profile the connection was configured with
+    /// (`Options::for_profile`): a protocol layer checks that its conventions are in force.
+    pub fn profile(&self) -> sansrpc::Profile {
+        self.link.profile
     }
 
     /// The connection's own value of type `T`, made with `T::default()` the first time it

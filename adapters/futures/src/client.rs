@@ -95,17 +95,26 @@ pub struct Client {
     interceptors: Option<Arc<Interceptors>>,
     /// State the application keeps per connection: [`Client::local`].
     locals: Arc<sansrpc::runtime::Locals>,
+    /// The connection's protocol profile: [`Client::profile`].
+    profile: sansrpc::Profile,
 }
 
 impl Client {
-    pub(crate) fn new(tx: mpsc::UnboundedSender<Command>) -> Self {
+    pub(crate) fn new(tx: mpsc::UnboundedSender<Command>, profile: sansrpc::Profile) -> Self {
         Client {
             tx,
+            profile,
             keys: Arc::new(AtomicU64::new(0)),
             exit: Arc::new(AtomicI64::new(i64::MIN)),
             interceptors: None,
             locals: Arc::default(),
         }
+    }
+
+    /// The protocol profile the connection was configured with (`Config::for_profile`): a
+    /// protocol layer checks that its conventions are in force.
+    pub fn profile(&self) -> sansrpc::Profile {
+        self.profile
     }
 
     /// The connection's own value of type `T`, made with `T::default()` the first time it

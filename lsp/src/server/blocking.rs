@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use lsp_types::request::{Initialize, Request};
 use sansrpc::method::CallError;
 use sansrpc::router::{Router, Staged};
 use sansrpc::{ErrorObject, RawValue};
@@ -118,12 +119,20 @@ impl Server {
                     let Some(cx) = RequestContext::current() else {
                         return Box::new(move |_| Err(outside(method)));
                     };
-                    let host = Arc::new(BlockingHost {
+                    let profile = cx.peer().profile();
+                    let host: Arc<dyn Host> = Arc::new(BlockingHost {
                         peer: cx.peer().clone(),
                         request: Some(cx),
                     });
+                    // Told from the worker: a request's sends wait for this thread.
+                    let told = (method == Initialize::METHOD).then(|| Arc::clone(&host));
                     let answer = server.handle_request(method, params, host);
                     Box::new(move |out| {
+                        if let Some(warned) =
+                            told.and_then(|host| super::serve::check_profile(profile, &host))
+                        {
+                            pollster::block_on(warned);
+                        }
                         let raw = pollster::block_on(answer)?;
                         out.extend_from_slice(raw.get().as_bytes());
                         Ok(())

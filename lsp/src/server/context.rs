@@ -21,6 +21,7 @@ use sansrpc::{ErrorObject, RawValue};
 use serde::Serialize;
 
 use super::session::Session;
+use super::versions::{self, Signal};
 use super::LspError;
 use crate::document::{Documents, PositionEncoding, TextDocument};
 
@@ -71,6 +72,9 @@ pub struct Context {
     session: Arc<Session>,
     documents: Arc<Documents>,
     tokens: Arc<Tokens>,
+    /// In the analysis of a document's version ([`ServerBuilder::on_change`](super::ServerBuilder::on_change)): set once a
+    /// newer version arrives or the document closes.
+    superseded: Option<Signal>,
 }
 
 impl fmt::Debug for Context {
@@ -97,7 +101,14 @@ impl Context {
             session,
             documents,
             tokens: Arc::new(tokens),
+            superseded: None,
         }
+    }
+
+    /// This context, for the analysis of a version that `superseded` ends.
+    pub(crate) fn for_version(mut self, superseded: Signal) -> Self {
+        self.superseded = Some(superseded);
+        self
     }
 
     /// The connection's session: documents, the negotiated encoding, the client's
@@ -130,14 +141,51 @@ impl Context {
     }
 
     /// True once the editor cancelled this request (`$/cancelRequest`); a handler that
-    /// stops answers with [`LspError::cancelled`]. Always false in a notification.
+    /// stops answers with [`LspError::cancelled`]. In the analysis of a document's version
+    /// ([`ServerBuilder::on_change`](super::ServerBuilder::on_change)): true once a newer version arrived or the document
+    /// closed, and the analysis is wasted. Always false in a notification.
     pub fn is_cancelled(&self) -> bool {
-        self.host.is_cancelled()
+        self.host.is_cancelled() || self.superseded.as_ref().is_some_and(Signal::is_set)
     }
 
-    /// Resolves when the editor cancels this request (never, in a notification).
+    /// Resolves when [`is_cancelled`](Self::is_cancelled) turns true (never, in a
+    /// notification).
     pub fn cancelled(&self) -> impl Future<Output = ()> + Send + 'static {
-        self.host.cancelled()
+        match &self.superseded {
+            Some(signal) => signal.wait(),
+            None => self.host.cancelled(),
+        }
+    }
+
+    /// Waits `pause`, unless cancelled first ([`is_cancelled`](Self::is_cancelled)): true
+    /// when the pause passed and the work is still wanted. The debounce of an analysis
+    /// that should not run on every keystroke:
+    /// `if !cx.debounce(Duration::from_millis(100)).await { return }`. On tokio's timer
+    /// inside a tokio runtime; elsewhere (threads, smol) on a thread that sleeps `pause`.
+    pub async fn debounce(&self, pause: std::time::Duration) -> bool {
+        if self.is_cancelled() {
+            return false;
+        }
+        versions::first_of(versions::sleep(pause), Box::pin(self.cancelled())).await
+            && !self.is_cancelled()
+    }
+
+    /// The value `compute` makes of `doc`, computed once per version of the document and
+    /// kept while it is open (one value per type `T`, of the latest version asked for):
+    /// the parse an analysis, a hover and a completion of one version share. Two handlers
+    /// asking at once may both compute it; one value is kept.
+    pub fn cached<T: Send + Sync + 'static>(
+        &self,
+        doc: &TextDocument,
+        compute: impl FnOnce(&TextDocument) -> T,
+    ) -> Arc<T> {
+        if let Some(value) = self.session.cached::<T>(doc.uri(), doc.version()) {
+            return value;
+        }
+        let value = Arc::new(compute(doc));
+        self.session
+            .cache(doc.uri(), doc.version(), Arc::clone(&value));
+        value
     }
 
     /// Sends the editor the notification `N`; false when the connection is gone or the
@@ -164,13 +212,17 @@ impl Context {
     }
 
     /// Publishes the diagnostics of `uri` (`textDocument/publishDiagnostics`), for the
-    /// document's `version` when given.
+    /// document's `version` when given. In the analysis of a version that was superseded
+    /// (a newer one arrived, or the document closed), nothing is sent: false.
     pub async fn publish_diagnostics(
         &self,
         uri: Uri,
         diagnostics: Vec<Diagnostic>,
         version: Option<i32>,
     ) -> bool {
+        if self.superseded.as_ref().is_some_and(Signal::is_set) {
+            return false;
+        }
         let params = PublishDiagnosticsParams::new(uri, diagnostics, version);
         self.notify::<PublishDiagnostics>(params).await
     }

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use lsp_types::request::{Initialize, Request};
 use sansrpc::{ErrorObject, RawValue};
 use sansrpc_futures::{AsyncRouter, CallError, Client, NotificationContext, RequestContext};
 
@@ -70,7 +71,8 @@ impl Host for FuturesHost {
 impl Server {
     /// The server as an [`AsyncRouter`], for the tokio adapter (`sansrpc_tokio::stdio`,
     /// `spawn_child`, TCP…) and the futures driver (smol, async-std). Give the connection
-    /// `Config::for_profile(Profile::Lsp)`.
+    /// `Config::for_profile(Profile::Lsp)` (without it, the server writes a warning to stderr
+    /// and the editor's log at `initialize`), or serve with `serve_stdio`, which does.
     pub fn router(&self) -> AsyncRouter {
         let mut router = AsyncRouter::new();
         self.mount(&mut router);
@@ -86,11 +88,22 @@ impl Server {
             let server = self.clone();
             router
                 .raw_method_with_context(method, move |cx: RequestContext, params| {
-                    let host = Arc::new(FuturesHost {
+                    let profile = cx.peer().profile();
+                    let host: Arc<dyn Host> = Arc::new(FuturesHost {
                         peer: cx.peer().clone(),
                         request: Some(cx),
                     });
-                    server.handle_request(method, params.as_deref(), host)
+                    let warned = (method == Initialize::METHOD)
+                        .then(|| super::serve::check_profile(profile, &host))
+                        .flatten();
+                    let answer = server.handle_request(method, params.as_deref(), host);
+                    match warned {
+                        Some(warned) => Box::pin(async move {
+                            warned.await;
+                            answer.await
+                        }),
+                        None => answer,
+                    }
                 })
                 .unwrap_or_else(|e| panic!("mounting {method}: {e}"));
         }

@@ -484,12 +484,16 @@ impl Driver {
                 Event::CheckProcess { pid } if !sansrpc::runtime::process_alive(pid) => {
                     self.conn.handle_client_gone(now);
                 }
-                Event::FrameError(e @ FrameError::WrongFraming { .. }) => {
-                    tracing::warn!("sansrpc: {e}");
+                // Framing faults, refused frames, stray responses: the connection answered
+                // whatever needed an answer; they are worth a log line at most.
+                other => {
+                    if let Event::FrameError(e @ FrameError::WrongFraming { .. }) = &other {
+                        tracing::warn!("sansrpc: {e}");
+                    }
+                    if let Some(hook) = &self.on_event {
+                        hook.call(&crate::Client::peer(Arc::clone(&self.link)), other);
+                    }
                 }
-                // Other framing faults, refused frames, stray responses: the connection
-                // answered whatever needed an answer, and a caller has nothing to do.
-                _ => {}
             }
         }
         any
