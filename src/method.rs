@@ -24,7 +24,7 @@ use core::fmt;
 use serde::de::{self, DeserializeOwned, Visitor};
 use serde::Serialize;
 
-use crate::endpoint::EndReason;
+use crate::error::EndReason;
 use crate::error::{code, ErrorObject};
 use crate::raw::RawValue;
 
@@ -61,7 +61,7 @@ pub enum CallError {
     Ended(EndReason),
     /// The call was refused locally before it went out (params that do not serialize, too
     /// many requests pending, the connection already closed).
-    Send(crate::endpoint::SendError),
+    Send(crate::error::SendError),
     /// A client interceptor refused the call before it went out (a client-side rate
     /// limit, for one); see [`crate::ext::interceptors`].
     Intercepted(ErrorObject<'static>),
@@ -77,8 +77,7 @@ impl CallError {
     pub fn is_closed(&self) -> bool {
         matches!(
             self,
-            CallError::Ended(EndReason::Closed)
-                | CallError::Send(crate::endpoint::SendError::Closed)
+            CallError::Ended(EndReason::Closed) | CallError::Send(crate::error::SendError::Closed)
         )
     }
 
@@ -191,27 +190,7 @@ impl<T> fmt::Debug for ParamsDecoder<T> {
     }
 }
 
-/// Appends `value` as JSON, with no `Value` between. With `std`, serde_json writes straight
-/// into the buffer; without it serde_json offers only `to_vec`, one allocation per value.
-pub(crate) fn write_json<T: Serialize + ?Sized>(
-    out: &mut Vec<u8>,
-    value: &T,
-) -> Result<(), serde_json::Error> {
-    #[cfg(feature = "std")]
-    {
-        let start = out.len();
-        let result = value.serialize(&mut serde_json::Serializer::new(&mut *out));
-        if result.is_err() {
-            out.truncate(start);
-        }
-        result
-    }
-    #[cfg(not(feature = "std"))]
-    {
-        out.extend_from_slice(&serde_json::to_vec(value)?);
-        Ok(())
-    }
-}
+pub(crate) use crate::json::write_json;
 
 /// Serializes typed params into `buf` (cleared first) and returns them as they go on the
 /// wire: `None` for `()` or `None` (serialized as `null`: no params member at all), the
@@ -220,8 +199,8 @@ pub(crate) fn write_json<T: Serialize + ?Sized>(
 pub fn encode_params<'b, P: Serialize + ?Sized>(
     params: &P,
     buf: &'b mut Vec<u8>,
-) -> Result<Option<&'b RawValue>, crate::endpoint::SendError> {
-    use crate::endpoint::SendError;
+) -> Result<Option<&'b RawValue>, crate::error::SendError> {
+    use crate::error::SendError;
     buf.clear();
     write_json(buf, params).map_err(|_| SendError::InvalidParams)?;
     // serde_json wrote it, so it is one valid JSON value.
@@ -237,7 +216,7 @@ pub fn encode_params<'b, P: Serialize + ?Sized>(
 /// params to an endpoint on another thread or task (the adapters' clients).
 pub fn encode_params_owned<P: Serialize + ?Sized>(
     params: &P,
-) -> Result<Option<alloc::boxed::Box<RawValue>>, crate::endpoint::SendError> {
+) -> Result<Option<alloc::boxed::Box<RawValue>>, crate::error::SendError> {
     let mut buf = Vec::new();
     Ok(encode_params(params, &mut buf)?.map(alloc::borrow::ToOwned::to_owned))
 }

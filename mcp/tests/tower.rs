@@ -355,8 +355,7 @@ fn snippets_are_in_example(doc: &str, example: &str) -> usize {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../");
     let text = std::fs::read_to_string(format!("{root}{doc}")).unwrap();
     let link = format!("examples/{example}.rs)");
-    let source =
-        std::fs::read_to_string(format!("{root}mcp/examples/{example}.rs")).unwrap();
+    let source = std::fs::read_to_string(format!("{root}mcp/examples/{example}.rs")).unwrap();
     let mut current = false;
     let mut checked = 0;
     let mut rest = text.as_str();

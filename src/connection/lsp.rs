@@ -29,8 +29,7 @@ use crate::error::{code, ErrorObject};
 use crate::raw::RawValue;
 use crate::time::Instant;
 
-/// How often the editor's process (`processId`) is checked by default.
-pub const PROCESS_CHECK: Duration = Duration::from_secs(3);
+pub use crate::config::PROCESS_CHECK;
 
 /// Where an LSP connection is in its lifecycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
