@@ -349,14 +349,13 @@ async fn the_bare_hyper_example_serves_mcp_over_http1_and_h2c() {
 }
 
 /// The `rust,ignore` snippets of `doc` (below `../`) that follow a link to `example`
-/// (`adapters/tokio/examples/<example>.rs`) before the next link to another example: each is
+/// (`mcp/examples/<example>.rs`) before the next link to another example: each is
 /// in the example as it is, so the guide shows code that compiles.
 fn snippets_are_in_example(doc: &str, example: &str) -> usize {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../");
     let text = std::fs::read_to_string(format!("{root}{doc}")).unwrap();
     let link = format!("examples/{example}.rs)");
-    let source =
-        std::fs::read_to_string(format!("{root}adapters/tokio/examples/{example}.rs")).unwrap();
+    let source = std::fs::read_to_string(format!("{root}mcp/examples/{example}.rs")).unwrap();
     let mut current = false;
     let mut checked = 0;
     let mut rest = text.as_str();
