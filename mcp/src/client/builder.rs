@@ -280,7 +280,7 @@ impl ClientBuilder {
     ///
     /// `client` is the connection's [`Client`], by value or borrowed, or anything that
     /// lends one: every connection of `sansrpc-tokio` does (`&conn` for a
-    /// `sansrpc_tokio::Spawned`, from `mcp_client::connect` or `spawn`, and for a
+    /// `sansrpc_tokio::Spawned`, from `sansrpc_mcp::tokio::connect` or `spawn`, and for a
     /// `ChildProcess`, from `spawn_child`). The [`McpClient`] keeps its own handle.
     ///
     /// Over Streamable HTTP, when the server loses the session later (HTTP 404), the client
