@@ -28,7 +28,6 @@ fn server() -> Server {
     ServerBuilder::new("listen-test", "1")
         .list_changed(ListKind::Tools)
         .list_changed(ListKind::Resources)
-        .list_changed(ListKind::Prompts)
         .resource_subscriptions()
         .tool("noop", "Does nothing", |_: Context, ()| async {
             Ok::<_, McpError>(String::new())
@@ -85,7 +84,7 @@ fn listen_streams_get_their_acknowledgment_then_only_what_they_asked_for() {
     run(async {
         let server = server();
         let (client, mut seen) = connect(&server).await;
-        // Tools and prompts asked for; this server has no prompts: only tools is honoured.
+        // Tools and prompts asked for; this server does not announce prompts (it has none, and did not declare that they change): only tools is honoured.
         let tools = client.call_raw(
             "subscriptions/listen",
             Some(&listen_params(
@@ -301,7 +300,7 @@ fn the_fanout_gets_what_is_announced_and_apply_and_resync_stay_local() {
         assert_eq!(method, "notifications/subscriptions/acknowledged");
         until(|| server.open_subscriptions() == 1).await;
 
-        // Announced: delivered here, then handed out; a kind the server has nothing of
+        // Announced: delivered here, then handed out; a kind the server does not announce
         // (prompts) is neither.
         assert_eq!(server.list_changed(ListKind::Tools), 1);
         assert_eq!(server.list_changed(ListKind::Prompts), 0);

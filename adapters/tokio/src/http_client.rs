@@ -166,20 +166,57 @@ pub struct Target {
 }
 
 impl Target {
-    /// A new TCP connection (and TLS over it, for `https://`).
+    /// A new TCP connection (and TLS over it, for `https://`). An error names what failed
+    /// and where, its kind kept and the original error as its source: `connecting to
+    /// 127.0.0.1:9: Connection refused (os error 111)`, `TLS with localhost: invalid peer
+    /// certificate: UnknownIssuer` (rustls' reason, its [`rustls::Error`](crate::tls::rustls::Error)
+    /// the source's source).
     pub fn connect(self: &Arc<Self>) -> BoxFuture<io::Result<Stream>> {
         let target = Arc::clone(self);
         async move {
-            let tcp = TcpStream::connect(&target.addr).await?;
+            let tcp = TcpStream::connect(&target.addr)
+                .await
+                .map_err(|e| failed(format!("connecting to {}", target.addr), e))?;
             crate::tune(&tcp);
             #[cfg(feature = "tls")]
             if let Some((connector, name)) = &target.tls {
-                let tls = connector.connect(name.clone(), tcp).await?;
+                let tls = connector
+                    .connect(name.clone(), tcp)
+                    .await
+                    .map_err(|e| failed(format!("TLS with {}", name.to_str()), e))?;
                 return Ok(Stream::Tls(Box::new(tls)));
             }
             Ok(Stream::Plain(tcp))
         }
         .boxed()
+    }
+}
+
+/// `error` of the same kind, said with what was being done (`doing`), and kept as the source.
+fn failed(doing: String, error: io::Error) -> io::Error {
+    io::Error::new(error.kind(), Failed { doing, error })
+}
+
+/// What [`Target::connect`] was doing when `error` came.
+#[derive(Debug)]
+struct Failed {
+    doing: String,
+    error: io::Error,
+}
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.doing, self.error)
+    }
+}
+
+impl std::error::Error for Failed {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        // The rustls error inside a TLS failure, else the io error itself.
+        self.error.get_ref().map_or(
+            Some(&self.error as &(dyn std::error::Error + 'static)),
+            |inner| Some(inner as &(dyn std::error::Error + 'static)),
+        )
     }
 }
 

@@ -12,7 +12,7 @@ use http::header::{HeaderName, HeaderValue};
 use sansrpc::codec::http::Head;
 use tokio::sync::{mpsc, Notify};
 
-use sansrpc_tokio::service::{head_of, read_body, response, status as bare, Body, ResponseFuture};
+use sansrpc_tokio::service::{head_of, read_body, response, Body, ResponseFuture};
 use sansrpc_tokio::Builder;
 
 use super::serve::{
@@ -105,6 +105,12 @@ where
         let mcp = Arc::clone(&self.0);
         Box::pin(async move { Ok(answer(&mcp.state, prepared).await) })
     }
+}
+
+/// An answer the service gives without the machine: `status`, with the JSON-RPC error body
+/// the standalone server's refusals carry ([`streamable::status_refusal`]).
+fn bare(status: u16) -> http::Response<Body> {
+    whole(streamable::status_refusal(status))
 }
 
 /// A whole response the machine gave.
