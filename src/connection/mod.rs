@@ -230,7 +230,7 @@ pub enum Event<'a> {
         sub: u64,
     },
     /// LSP: is the editor's process (`initialize`'s `processId`) still running? A driver
-    /// on `std` checks ([`runtime::process_alive`](crate::runtime::process_alive)) and, when
+    /// on `std` checks (`sansrpc_runtime::process_alive`) and, when
     /// it is gone, calls [`Connection::handle_client_gone`]. Asked every
     /// [`Config::process_check`].
     CheckProcess {

@@ -79,6 +79,7 @@
 mod client;
 mod driver;
 mod extension;
+mod peer;
 mod pool;
 pub mod reconnect;
 mod stream;
@@ -98,6 +99,7 @@ pub use reconnect::Reconnect;
 pub use sansrpc::client::{BatchSlot, RawResult};
 pub use sansrpc::method::CallError;
 pub use sansrpc::Timeout;
+pub use sansrpc_runtime::{BoxFuture, ConnectionNotifier, Peer};
 pub use stream::{StreamIter, StreamOptions, TypedIter};
 pub use subscription::{
     Ended, NotAccepted, PendingSubscription, RawSubscription, Subscription, SubscriptionError,

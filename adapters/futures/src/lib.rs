@@ -53,6 +53,7 @@ mod context;
 mod driver;
 mod extension;
 mod http_request;
+mod peer;
 pub mod reconnect;
 mod router;
 mod server;
@@ -74,6 +75,7 @@ pub use extension::Extension;
 pub use http_request::{HttpRequest, HttpRequests, Principal, MAX_RECORDED};
 pub use reconnect::{CallOptions, GaveUp, Reconnect, StateWatch, Supervisor};
 pub use router::{AsyncRouter, BoxFuture, HandlerResult};
+pub use sansrpc_runtime::{ConnectionNotifier, Peer};
 pub use stream::{RawStream, StreamOptions, TypedStream};
 pub use subscription::{
     Ended, NotAccepted, PendingSubscription, RawSubscription, Subscription, SubscriptionError,

@@ -1,9 +1,8 @@
-//! What a handler knows and how it reaches the editor: [`Context`], and the [`Host`] an
-//! adapter gives it.
+//! What a handler knows and how it reaches the editor: [`Context`], over the [`Peer`]
+//! (`sansrpc_runtime::Peer`) an adapter gives it.
 
 use std::fmt;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -17,7 +16,6 @@ use lsp_types::{
     ShowMessageParams, Uri, WorkDoneProgress, WorkDoneProgressBegin, WorkDoneProgressCreateParams,
     WorkDoneProgressEnd, WorkDoneProgressReport,
 };
-use sansrpc::{ErrorObject, RawValue};
 use serde::Serialize;
 
 use super::session::Session;
@@ -25,29 +23,10 @@ use super::versions::{self, Signal};
 use super::LspError;
 use crate::document::{Documents, PositionEncoding, TextDocument};
 
-/// A boxed future, as [`Host`] returns them.
-pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
-
-/// What a driver gives the server for one request or notification: the way to the editor
-/// and the connection's [`Session`]. The adapters implement it (the `futures` feature's
-/// serves tokio, smol and async-std; the `blocking` feature's, plain threads); the
-/// protocol logic never sees a socket.
-pub trait Host: Send + Sync + 'static {
-    /// Calls the editor; its result or its error.
-    fn call(
-        &self,
-        method: &str,
-        params: Box<RawValue>,
-    ) -> BoxFuture<Result<Box<RawValue>, ErrorObject<'static>>>;
-    /// Sends the editor a notification; false when the connection is gone.
-    fn notify(&self, method: &str, params: Box<RawValue>) -> BoxFuture<bool>;
-    /// The connection's session (one per connection).
-    fn session(&self) -> Arc<Session>;
-    /// The editor cancelled the request (always false for a notification).
-    fn is_cancelled(&self) -> bool;
-    /// Resolves when the editor cancels the request (never, for a notification).
-    fn cancelled(&self) -> BoxFuture<()>;
-}
+/// The driver's side of a handler: `sansrpc_runtime::Peer`, which every adapter
+/// implements once (`sansrpc_futures`, `sansrpc_blocking`) and the MCP and A2A crates use
+/// too.
+pub use sansrpc_runtime::{BoxFuture, Peer};
 
 /// The progress tokens a request carried (`workDoneToken`, `partialResultToken`).
 #[derive(Debug, Clone, Default)]
@@ -68,7 +47,7 @@ pub(crate) struct Tokens {
 /// in a request means a place in that text).
 #[derive(Clone)]
 pub struct Context {
-    host: Arc<dyn Host>,
+    host: Arc<dyn Peer>,
     session: Arc<Session>,
     documents: Arc<Documents>,
     tokens: Arc<Tokens>,
@@ -93,8 +72,8 @@ static CREATED: AtomicU64 = AtomicU64::new(1);
 impl Context {
     /// The context of a request or notification handed out now: the documents as they are
     /// now (for a document notification, once it is applied).
-    pub(crate) fn new(host: Arc<dyn Host>, tokens: Tokens) -> Self {
-        let session = host.session();
+    pub(crate) fn new(host: Arc<dyn Peer>, tokens: Tokens) -> Self {
+        let session = host.locals().get::<Session>();
         let documents = session.documents_now();
         Context {
             host,

@@ -4,7 +4,7 @@
 //! the negotiated position encoding.
 //!
 //! [`ServerBuilder`] declares the handlers; [`Server`] is the protocol logic, a function of
-//! a request and a [`Host`] (the adapter's way to the editor), so one definition runs on
+//! a request and a [`Peer`] (the adapter's way to the editor), so one definition runs on
 //! tokio and on the futures driver (smol, async-std) with the `futures` feature
 //! (`Server::router`), and on the blocking adapter's threads with the `blocking` feature
 //! (`Server::blocking_router`). `Server::serve_stdio` (`tokio` feature) and
@@ -71,7 +71,7 @@ use sansrpc::{ErrorObject, RawValue};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
-pub use context::{BoxFuture, Context, Host, WorkDone};
+pub use context::{BoxFuture, Context, Peer, WorkDone};
 pub use session::Session;
 
 use crate::document::{PositionEncoding, TextDocument, Warning};
@@ -438,7 +438,7 @@ impl Server {
         &self,
         method: &str,
         params: Option<&RawValue>,
-        host: Arc<dyn Host>,
+        host: Arc<dyn Peer>,
     ) -> BoxFuture<Result<Box<RawValue>, ErrorObject<'static>>> {
         let tokens = params
             .and_then(|p| serde_json::from_str::<TokenParams>(p.get()).ok())
@@ -479,9 +479,9 @@ impl Server {
         &self,
         method: &str,
         params: Option<&RawValue>,
-        host: Arc<dyn Host>,
+        host: Arc<dyn Peer>,
     ) -> BoxFuture<()> {
-        let session = host.session();
+        let session = host.locals().get::<Session>();
         let applied = if self.0.documents {
             self.apply_document(&session, method, params)
         } else {

@@ -11,7 +11,7 @@ use sansrpc::Config;
 use sansrpc::Profile;
 
 #[cfg(any(feature = "futures", feature = "blocking"))]
-use super::context::{BoxFuture, Host};
+use super::context::{BoxFuture, Peer};
 #[cfg(any(feature = "tokio", feature = "blocking"))]
 use super::{Server, Session};
 
@@ -32,7 +32,7 @@ pub(crate) const WITHOUT_PROFILE: &str = "sansrpc-lsp: this connection is not un
 /// profile; otherwise [`WITHOUT_PROFILE`] on stderr at once, and the future that logs it in
 /// the editor.
 #[cfg(any(feature = "futures", feature = "blocking"))]
-pub(crate) fn check_profile(profile: Profile, host: &Arc<dyn Host>) -> Option<BoxFuture<bool>> {
+pub(crate) fn check_profile(profile: Profile, host: &Arc<dyn Peer>) -> Option<BoxFuture<bool>> {
     use lsp_types::notification::{LogMessage, Notification};
     use lsp_types::{LogMessageParams, MessageType};
     if profile == Profile::Lsp {

@@ -4,7 +4,7 @@
 //!
 //! [`ServerBuilder`] declares what the server offers; tool input (and output) schemas come
 //! from the Rust types of the handlers' parameters through [`schemars`]. The protocol
-//! logic ([`Server::handle`]) is a function of the request and a [`Host`], the adapter's
+//! logic ([`Server::handle`]) is a function of the request and a [`Peer`], the adapter's
 //! way to the client for that request: it never does I/O itself, so the same server runs
 //! on tokio, on smol or async-std, and on plain threads. With the `futures` feature,
 //! [`Server::router`] mounts it on a `sansrpc_futures::AsyncRouter` (re-exported by
@@ -53,14 +53,14 @@ use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
 pub use catalog::{AddError, MAX_ADDED_ENTRIES};
-pub use context::{BoxFuture, Context, Host};
+pub use context::{BoxFuture, Context, Peer};
 pub use fanout::{Change, Fanout, RESYNC_META};
 pub use state::{Notifier, Session};
 pub use tool::{Json, ToolOutput};
 pub use uri_template::UriTemplate;
 
 use catalog::Entries;
-use context::Inner;
+use context::{Inner, McpPeer};
 use listen::Listeners;
 use state::{Carried, Sealer, Sessions, MAX_INPUT_RESPONSES, MAX_SUBSCRIPTIONS};
 
@@ -915,7 +915,7 @@ impl Server {
         &self,
         method: &str,
         params: Option<Value>,
-        host: Arc<dyn Host>,
+        host: Arc<dyn Peer>,
     ) -> BoxFuture<Result<Value, ErrorObject<'static>>> {
         let method = known_method(method);
         Box::pin(
@@ -934,7 +934,7 @@ impl Server {
         &self,
         method: &str,
         params: Params,
-        host: Arc<dyn Host>,
+        host: Arc<dyn Peer>,
     ) -> impl std::future::Future<Output = Result<Box<sansrpc::RawValue>, ErrorObject<'static>>>
            + Send
            + 'static {
@@ -947,7 +947,7 @@ impl Server {
         self,
         method: &'static str,
         params: Params,
-        host: Arc<dyn Host>,
+        host: Arc<dyn Peer>,
         into: fn(Reply) -> R,
     ) -> Result<R, ErrorObject<'static>> {
         let request = match self.read(method, params, &*host) {
@@ -1050,7 +1050,7 @@ impl Server {
     /// `subscriptions/listen`: acknowledges the part of the filter this server can honour,
     /// then stays pending, delivering what was asked for, until the client cancels it or
     /// the server ends it.
-    async fn listen(&self, request: Request, host: Arc<dyn Host>) -> Result<Value, McpError> {
+    async fn listen(&self, request: Request, host: Arc<dyn Peer>) -> Result<Value, McpError> {
         let params: SubscriptionsListenRequestParams =
             serde_json::from_value(Value::Object(request.params))
                 .map_err(|e| McpError::invalid_params(format!("subscriptions/listen: {e}")))?;
@@ -1081,7 +1081,7 @@ impl Server {
             extra: JsonObject::new(),
         };
         let id = host
-            .request_id()
+            .mcp_request_id()
             .ok_or_else(|| McpError::internal("this transport gives no request id"))?;
         // The acknowledgment first: nothing goes on the stream before it.
         let ack = SubscriptionsAcknowledgedNotificationParams {
@@ -1092,7 +1092,7 @@ impl Server {
         // The adapters queue a notification when its future is made: the acknowledgment is
         // queued, then the listener registered, so a change from then on goes out after
         // the acknowledgment and none falls between the two.
-        let acknowledged = host.notify(notifications::SUBSCRIPTIONS_ACKNOWLEDGED, ack);
+        let acknowledged = host.notify_value(notifications::SUBSCRIPTIONS_ACKNOWLEDGED, &ack);
         let registered = shared.listeners.register(id.clone(), filter, host.clone());
         if !acknowledged.await {
             return Err(McpError::internal("the connection is gone"));
@@ -1139,7 +1139,7 @@ impl Server {
         }
     }
 
-    fn read(&self, method: &str, params: Params, host: &dyn Host) -> Result<Request, McpError> {
+    fn read(&self, method: &str, params: Params, host: &dyn Peer) -> Result<Request, McpError> {
         let Params {
             value,
             arguments,
@@ -1223,7 +1223,7 @@ impl Server {
         })
     }
 
-    fn context(&self, request: &Request, host: Arc<dyn Host>, may_ask: bool) -> Context {
+    fn context(&self, request: &Request, host: Arc<dyn Peer>, may_ask: bool) -> Context {
         Context {
             inner: Arc::new(Inner {
                 host,
@@ -1248,7 +1248,7 @@ impl Server {
         &self,
         method: &str,
         request: Request,
-        host: Arc<dyn Host>,
+        host: Arc<dyn Peer>,
     ) -> Result<Reply, McpError> {
         let shared = &self.shared;
         let stateless = request.stateless;
@@ -1319,7 +1319,7 @@ impl Server {
                     if !s.registered {
                         s.registered = true;
                         drop(s);
-                        shared.sessions.register(&session, host.notifier());
+                        shared.sessions.register(&session, host.session_notifier());
                     }
                 }
                 json!({})
@@ -1371,7 +1371,7 @@ impl Server {
         Ok(Reply::Value(value))
     }
 
-    fn initialize(&self, request: Request, host: &dyn Host) -> Result<Value, McpError> {
+    fn initialize(&self, request: Request, host: &dyn Peer) -> Result<Value, McpError> {
         let params: InitializeRequestParams = serde_json::from_value(Value::Object(request.params))
             .map_err(|e| McpError::invalid_params(format!("initialize: {e}")))?;
         let asked = params.protocol_version.as_str();
@@ -1389,7 +1389,9 @@ impl Server {
             if !s.registered {
                 s.registered = true;
                 drop(s);
-                self.shared.sessions.register(&session, host.notifier());
+                self.shared
+                    .sessions
+                    .register(&session, host.session_notifier());
             }
         }
         let mut result = json!({
@@ -1445,7 +1447,7 @@ impl Server {
         &self,
         method: &str,
         mut request: Request,
-        host: Arc<dyn Host>,
+        host: Arc<dyn Peer>,
     ) -> Result<Reply, McpError> {
         // Moved out of the params (no copy): nothing after reads them there.
         let name = match method {

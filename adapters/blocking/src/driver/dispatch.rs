@@ -481,7 +481,7 @@ impl Driver {
                     self.closed.store(true, Ordering::Relaxed);
                     self.link.closed.store(true, Ordering::Relaxed);
                 }
-                Event::CheckProcess { pid } if !sansrpc::runtime::process_alive(pid) => {
+                Event::CheckProcess { pid } if !sansrpc_runtime::process_alive(pid) => {
                     self.conn.handle_client_gone(now);
                 }
                 // Framing faults, refused frames, stray responses: the connection answered

@@ -1941,7 +1941,7 @@ fn persistent_item(id: &str, m: &StoredMessage) -> Outgoing {
 ///
 /// ```
 /// let mut s = String::new();
-/// crate::hub::write_rfc3339(&mut s, 1_766_750_400_000);
+/// sansrpc_pubsub::hub::write_rfc3339(&mut s, 1_766_750_400_000);
 /// assert_eq!(s, "2025-12-26T12:00:00Z");
 /// ```
 pub fn write_rfc3339(out: &mut String, ms: u64) {

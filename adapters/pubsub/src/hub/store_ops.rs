@@ -231,8 +231,8 @@ impl StoreOp {
 /// its own methods replace the hub's that need the store.
 ///
 /// ```
-/// use crate::hub::{HubConfig, InlineHub};
-/// use crate::store::{MemoryStore, RetentionPolicy};
+/// use sansrpc_pubsub::hub::{HubConfig, InlineHub};
+/// use sansrpc_pubsub::store::{MemoryStore, RetentionPolicy};
 /// use sansrpc::{Instant, RawValue};
 ///
 /// let mut hub = InlineHub::new(MemoryStore::new(RetentionPolicy::default()), HubConfig::default());
