@@ -149,6 +149,10 @@ enum Kind {
         unsubscribe: (String, Span),
         ids: Option<Ident>,
         lag: Option<Ident>,
+        /// The queue's bound in bytes (`capacity = 4 << 20`).
+        capacity: Option<Box<Expr>>,
+        /// sansrpc's notices (`notices = true`).
+        notices: Option<syn::LitBool>,
     },
 }
 
@@ -380,6 +384,8 @@ fn parse_rpc(f: &TraitItemFn, namespace: Option<&str>) -> syn::Result<Rpc> {
     let mut unsubscribe = None;
     let mut ids = None;
     let mut lag = None;
+    let mut capacity = None;
+    let mut notices = None;
     for nv in attr_args(marker)? {
         let key = nv
             .path
@@ -426,20 +432,28 @@ fn parse_rpc(f: &TraitItemFn, namespace: Option<&str>) -> syn::Result<Rpc> {
             "lag" if is_subscription => {
                 let w = word(&nv.value)?;
                 let variant = match w.to_string().as_str() {
+                    "disconnect" => "Disconnect",
                     "drop_oldest" => "DropOldest",
                     "close" => "Close",
                     _ => {
                         return Err(syn::Error::new(
                             w.span(),
-                            "expected `drop_oldest` or `close`",
+                            "expected `disconnect`, `drop_oldest` or `close`",
                         ))
                     }
                 };
                 lag = Some(Ident::new(variant, w.span()));
             }
+            "capacity" if is_subscription => capacity = Some(Box::new(nv.value.clone())),
+            "notices" if is_subscription => match &nv.value {
+                Expr::Lit(ExprLit {
+                    lit: Lit::Bool(b), ..
+                }) => notices = Some(b.clone()),
+                other => return Err(syn::Error::new(other.span(), "expected `true` or `false`")),
+            },
             _ => {
                 let expected = if is_subscription {
-                    "`name`, `item`, `notification`, `unsubscribe`, `param_kind`, `ids` or `lag`"
+                    "`name`, `item`, `notification`, `unsubscribe`, `param_kind`, `ids`, `lag`, `capacity` or `notices`"
                 } else {
                     "`name` or `param_kind`"
                 };
@@ -493,6 +507,8 @@ fn parse_rpc(f: &TraitItemFn, namespace: Option<&str>) -> syn::Result<Rpc> {
             unsubscribe,
             ids,
             lag,
+            capacity,
+            notices,
         }
     } else {
         let ReturnType::Type(_, ret) = &sig.output else {
@@ -633,6 +649,8 @@ fn hidden_items(trait_name: &Ident, rpcs: &[Rpc], support: &TokenStream2) -> Tok
             unsubscribe,
             ids,
             lag,
+            capacity,
+            notices,
             ..
         } = &rpc.kind
         {
@@ -644,11 +662,15 @@ fn hidden_items(trait_name: &Ident, rpcs: &[Rpc], support: &TokenStream2) -> Tok
             let lag = lag
                 .as_ref()
                 .map(|lag| quote!(.with_lag(#support::LagPolicy::#lag)));
+            let capacity = capacity
+                .as_ref()
+                .map(|bytes| quote_spanned!(bytes.span()=> .with_capacity(#bytes)));
+            let notices = notices.as_ref().map(|on| quote!(.with_notices(#on)));
             out.extend(quote! {
                 #[doc(hidden)]
                 #[allow(dead_code)]
                 const #declaration: #support::MethodSubscription =
-                    #support::MethodSubscription::new(#wire, #notification, #unsubscribe) #ids #lag;
+                    #support::MethodSubscription::new(#wire, #notification, #unsubscribe) #ids #lag #capacity #notices;
             });
         }
     }

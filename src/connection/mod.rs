@@ -136,6 +136,11 @@ pub enum CloseReason {
     Expired(Expiry),
     /// The peer did not answer our `ping` within the heartbeat's timeout.
     HeartbeatTimeout,
+    /// A method subscription's queue overflowed under
+    /// [`LagPolicy::Disconnect`](subscriptions::LagPolicy::Disconnect): the subscriber
+    /// read too slowly, and the connection closed as go-ethereum closes it.
+    #[cfg(feature = "subscriptions")]
+    SubscriberLagged,
     /// LSP: the client sent `exit` (status 0 after `shutdown`, 1 without), or its process
     /// is gone (status 1). The process should exit with `code`.
     Exit {
@@ -1592,25 +1597,42 @@ impl Connection {
     }
 
     /// Tells subscription `sub` it missed `dropped` items
-    /// ([`LagPolicy::DropOldest`](subscriptions::LagPolicy::DropOldest)).
+    /// ([`LagPolicy::DropOldest`](subscriptions::LagPolicy::DropOldest)), when its
+    /// declaration's [`notices`](subscriptions::MethodSubscription::notices) are on; sends
+    /// nothing otherwise.
     #[cfg(feature = "subscriptions")]
     pub fn send_lagged(&mut self, sub: u64, dropped: u64) -> Result<(), SendError> {
+        let decl = *self.subs.active.get(&sub).ok_or(SendError::Closed)?;
+        if !self.subs.declarations[decl].notices {
+            return Ok(());
+        }
         self.send_notice(sub, |d, sub, out| d.write_lagged(sub, dropped, out))
     }
 
     /// Sends what a [`SubscriptionQueue`](subscriptions::SubscriptionQueue) popped: an item,
-    /// a lag notice, or the end of an overflowed subscription. The errors of
+    /// a lag notice, or the end of an overflowed subscription, by its declaration's
+    /// [`LagPolicy`](subscriptions::LagPolicy): under `Close` it ends
+    /// ([`end_subscription`](Connection::end_subscription), with
+    /// [`lagged_error`](subscriptions::lagged_error)); under `Disconnect` the connection
+    /// closes ([`CloseReason::SubscriberLagged`]) after what it has written. The errors of
     /// [`send_item`](Connection::send_item).
     #[cfg(feature = "subscriptions")]
-    pub fn send_popped(
+    pub fn send_popped<T: AsRef<RawValue>>(
         &mut self,
         sub: u64,
-        popped: &subscriptions::Popped,
+        popped: &subscriptions::Popped<T>,
     ) -> Result<(), SendError> {
         match popped {
-            subscriptions::Popped::Item(item) => self.send_item(sub, item),
+            subscriptions::Popped::Item(item) => self.send_item(sub, item.as_ref()),
             subscriptions::Popped::Lagged(n) => self.send_lagged(sub, *n),
             subscriptions::Popped::Overflowed => {
+                let decl = *self.subs.active.get(&sub).ok_or(SendError::Closed)?;
+                if self.subs.declarations[decl].lag == subscriptions::LagPolicy::Disconnect {
+                    self.subs.active.remove(&sub);
+                    let now = self.endpoint_now();
+                    self.close_with(CloseReason::SubscriberLagged, now);
+                    return Ok(());
+                }
                 match self.end_subscription(sub, Some(&subscriptions::lagged_error())) {
                     true => Ok(()),
                     false => Err(SendError::Closed),
@@ -1619,12 +1641,16 @@ impl Connection {
         }
     }
 
-    /// The server ends subscription `sub`: with `error`, a last notification carrying it
-    /// (`{"subscription": id, "error": {...}}`) tells the subscriber; without, it just
-    /// stops (as jsonrpsee's and geth's servers do). False when it was not active.
+    /// The server ends subscription `sub`: with `error`, and a declaration whose
+    /// [`notices`](subscriptions::MethodSubscription::notices) are on, a last notification
+    /// carrying it (`{"subscription": id, "error": {...}}`) tells the subscriber; otherwise
+    /// it just stops (as jsonrpsee's and geth's servers do). False when it was not active.
     #[cfg(feature = "subscriptions")]
     pub fn end_subscription(&mut self, sub: u64, error: Option<&ErrorObject<'_>>) -> bool {
-        if let Some(error) = error {
+        let Some(&decl) = self.subs.active.get(&sub) else {
+            return false;
+        };
+        if let (Some(error), true) = (error, self.subs.declarations[decl].notices) {
             let _ = self.send_notice(sub, |d, sub, out| d.write_error(sub, error, out));
         }
         self.subs.active.remove(&sub).is_some()

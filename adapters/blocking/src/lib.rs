@@ -100,8 +100,8 @@ pub use sansrpc::method::CallError;
 pub use sansrpc::Timeout;
 pub use stream::{StreamIter, StreamOptions, TypedIter};
 pub use subscription::{
-    Ended, NotAccepted, PendingSubscription, RawSubscription, Subscription, SubscriptionError,
-    SubscriptionSink,
+    Ended, Fanout, NotAccepted, PendingSubscription, RawSubscription, Subscription,
+    SubscriptionError, SubscriptionSink,
 };
 pub use transport::{connect_tcp, serve_stdio, serve_stdio_status, serve_tcp, spawn_child, Server};
 #[cfg(unix)]

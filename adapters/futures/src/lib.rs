@@ -76,8 +76,8 @@ pub use reconnect::{CallOptions, GaveUp, Reconnect, StateWatch, Supervisor};
 pub use router::{AsyncRouter, BoxFuture, HandlerResult};
 pub use stream::{RawStream, StreamOptions, TypedStream};
 pub use subscription::{
-    Ended, NotAccepted, PendingSubscription, RawSubscription, Subscription, SubscriptionError,
-    SubscriptionSink,
+    Ended, Fanout, NotAccepted, PendingSubscription, RawSubscription, Subscription,
+    SubscriptionError, SubscriptionSink,
 };
 #[cfg(feature = "async-io")]
 pub use timer::AsyncIoTimer;

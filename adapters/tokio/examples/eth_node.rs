@@ -6,8 +6,9 @@
 //!   `eth_getBlockByNumber(tag, full)` (a number, `latest`, `earliest`, ...; `null` past the
 //!   head), batches of them;
 //! - `eth_subscribe("newHeads")` / `eth_unsubscribe` over WebSocket: every block's header,
-//!   in order. A subscriber that stops reading costs the node its queue's bound (64 headers
-//!   or 1 MiB), no more; it is told how many it missed when it reads again.
+//!   in order. Each subscription's producer waits for room in its queue (1 MiB): a
+//!   subscriber that stops reading costs the node that bound, no more, and gets every
+//!   block in order when it reads again (or is closed by the write-stall timeout).
 //!
 //! `PORT=8545 cargo run -p sansrpc-tokio --example eth_node` (`PORT` defaults to 8545; 0
 //! takes a free one). It prints `listening on 127.0.0.1:PORT` and serves until Ctrl-C.
@@ -180,13 +181,12 @@ impl EthServer for Node {
         };
         while head.changed().await.is_ok() {
             let latest = *head.borrow_and_update();
+            // Several heads at once (the node was held up): each waits for room in the
+            // subscription's queue, so a slow reader gets them all, in order.
             for n in sent + 1..=latest {
-                if sink.send(&chain.header(n)).is_err() {
+                if sink.send(&chain.header(n)).await.is_err() {
                     return; // Unsubscribed, or the client went away.
                 }
-                // Several heads at once (the node was held up): the connection's driver,
-                // which runs this handler, moves each one out before the next is queued.
-                tokio::task::yield_now().await;
             }
             sent = latest;
         }

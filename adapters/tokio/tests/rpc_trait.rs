@@ -102,7 +102,7 @@ impl EthServer for Node {
             let _ = ended.send(watch.closed().await);
         });
         for n in 0u64.. {
-            if sink.send(&n).is_err() {
+            if sink.send(&n).await.is_err() {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(1)).await;

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::{within, LIMIT};
 use futures::StreamExt;
-use sansrpc::connection::subscriptions::{LagPolicy, MethodSubscription};
+use sansrpc::connection::subscriptions::{LagPolicy, MethodSubscription, ITEM_OVERHEAD};
 use sansrpc::connection::SendError;
 use sansrpc::ErrorObject;
 use sansrpc_tokio::{http, sansrpc, ws, AsyncRouter, Builder, CallError, Ended, ServeOptions};
@@ -24,10 +24,14 @@ type Reports = mpsc::UnboundedReceiver<Ended>;
 
 /// A router with `declaration` serving these kinds of subscription (the params are
 /// `[kind, count]`):
-/// - `"count"`: items 0..count, then it waits; how it ended is reported;
+/// - `"count"`: items 0..count, each sent when the queue has room, then it waits; how it
+///   ended is reported;
+/// - `"burst"`: items 0..count queued at once without waiting (`try_send`: a full queue
+///   meets the lag policy), then it waits;
 /// - `"ticks"`: an item every 5 ms until it is over; how it ended is reported;
 /// - `"close"`: items 0..count, then the server ends it with an error (-32050);
-/// - `"big"`: items of 64 KiB, one a millisecond, until sending fails; why is reported;
+/// - `"big"`: items of 64 KiB, one a millisecond without waiting for room, until sending
+///   fails; why is reported;
 /// - `"slow"`: accepted after `count` milliseconds, then as `"ticks"`;
 /// - anything else is rejected with -32602.
 fn router(declaration: MethodSubscription) -> (AsyncRouter, Reports) {
@@ -37,7 +41,7 @@ fn router(declaration: MethodSubscription) -> (AsyncRouter, Reports) {
         .subscription(declaration, move |pending, (kind, count): (String, u64)| {
             let tx = tx.clone();
             async move {
-                if !["count", "ticks", "close", "big", "slow"].contains(&kind.as_str()) {
+                if !["count", "burst", "ticks", "close", "big", "slow"].contains(&kind.as_str()) {
                     return pending.reject(ErrorObject::fixed(-32602, "unknown subscription"));
                 }
                 if kind == "slow" {
@@ -53,27 +57,33 @@ fn router(declaration: MethodSubscription) -> (AsyncRouter, Reports) {
                 match kind.as_str() {
                     "count" => {
                         for n in 0..count {
-                            sink.send(&n).unwrap();
+                            sink.send(&n).await.unwrap();
+                        }
+                        std::future::pending::<()>().await;
+                    }
+                    "burst" => {
+                        for n in 0..count {
+                            let _ = sink.try_send(&n);
                         }
                         std::future::pending::<()>().await;
                     }
                     "ticks" | "slow" => {
                         for n in 0u64.. {
                             tokio::time::sleep(Duration::from_millis(5)).await;
-                            if sink.send(&n).is_err() {
+                            if sink.send(&n).await.is_err() {
                                 break;
                             }
                         }
                     }
                     "close" => {
                         for n in 0..count {
-                            sink.send(&n).unwrap();
+                            sink.send(&n).await.unwrap();
                         }
                         sink.close(Some(ErrorObject::fixed(-32050, "no more")));
                     }
                     _ => {
                         let big = "x".repeat(64 * 1024);
-                        while sink.send(&big).is_ok() {
+                        while sink.try_send(&big).is_ok() {
                             tokio::time::sleep(Duration::from_millis(1)).await;
                         }
                     }
@@ -209,11 +219,16 @@ async fn a_subscribe_dropped_before_its_answer_is_unsubscribed_once_it_comes() {
 #[tokio::test]
 async fn the_servers_close_ends_the_stream_after_its_items_with_the_error() {
     within(LIMIT, async {
-        let (router, mut reports) = router(eth());
+        // With sansrpc's notices on: the error reaches sansrpc's client.
+        let noticed = eth().with_notices(true);
+        let (router, mut reports) = router(noticed.clone());
         let (url, _stop) = ws_server(router).await;
         let conn = ws::connect(&url, Builder::new()).await.unwrap();
-        let mut closing: Subscription<u64> =
-            conn.client.subscribe(&eth(), &("close", 4)).await.unwrap();
+        let mut closing: Subscription<u64> = conn
+            .client
+            .subscribe(&noticed, &("close", 4))
+            .await
+            .unwrap();
         assert_eq!(items(&mut closing, 4).await, [0, 1, 2, 3]);
         match closing.next().await {
             Some(Err(SubscriptionError::Ended(e))) => {
@@ -285,14 +300,17 @@ async fn the_stream_ends_with_the_connection_and_the_server_sees_the_client_go()
 #[tokio::test]
 async fn a_slow_reader_is_told_how_many_items_it_missed() {
     within(LIMIT, async {
-        let declaration = eth().with_capacity(8, 1 << 20);
+        let declaration = eth()
+            .with_capacity(8 * (1 + ITEM_OVERHEAD))
+            .with_lag(LagPolicy::DropOldest)
+            .with_notices(true);
         let (router, _reports) = router(declaration.clone());
         let (url, _stop) = ws_server(router).await;
         let conn = ws::connect(&url, Builder::new()).await.unwrap();
-        // 1,000 items sent at once, and read only after a while.
+        // 1,000 items queued at once without waiting, and read only after a while.
         let mut counted: Subscription<u64> = conn
             .client
-            .subscribe(&declaration, &("count", 1000))
+            .subscribe(&declaration, &("burst", 1000))
             .await
             .unwrap();
         tokio::time::sleep(Duration::from_millis(300)).await;
@@ -330,7 +348,10 @@ fn framed(body: &str) -> Vec<u8> {
 #[tokio::test]
 async fn lag_policy_close_ends_a_subscriber_that_never_reads() {
     within(LIMIT, async {
-        let declaration = eth().with_capacity(4, 1 << 20).with_lag(LagPolicy::Close);
+        let declaration = eth()
+            .with_capacity(4 * (64 * 1024 + 2 + ITEM_OVERHEAD))
+            .with_lag(LagPolicy::Close)
+            .with_notices(true);
         let (router, mut reports) = router(declaration);
         let (addr, _stop) = tcp_server(router).await;
         // A raw client: it subscribes, then reads nothing.
@@ -361,6 +382,50 @@ async fn lag_policy_close_ends_a_subscriber_that_never_reads() {
             tail.contains(r#""params":{"subscription":"0x1","error":{"code":-32006"#),
             "{tail}"
         );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn by_default_a_subscriber_that_never_reads_is_disconnected_without_another_shape() {
+    within(LIMIT, async {
+        let (router, mut reports) = router(eth());
+        let (addr, _stop) = tcp_server(router).await;
+        // A raw client: it subscribes, then reads nothing.
+        let mut raw = std::net::TcpStream::connect(addr).unwrap();
+        let subscribe = r#"{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["big",0]}"#;
+        raw.write_all(&framed(subscribe)).unwrap();
+        // The producer's try_send fails: the queue (1 MiB) overflowed.
+        assert_eq!(reports.recv().await, Some(Ended::Lagged));
+        // Read now, the connection holds items, then ends: as go-ethereum, no lag notice
+        // and no error notification.
+        let wire = tokio::task::spawn_blocking(move || {
+            raw.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut wire = Vec::new();
+            raw.read_to_end(&mut wire).unwrap();
+            wire
+        })
+        .await
+        .unwrap();
+        // Every whole frame after the answer is a notification with a result.
+        let (mut rest, mut frames) = (&wire[..], Vec::new());
+        while let Some(end) = rest.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = std::str::from_utf8(&rest[..end]).unwrap();
+            let len: usize = head.trim_start_matches("Content-Length: ").parse().unwrap();
+            let Some(body) = rest.get(end + 4..end + 4 + len) else {
+                break; // cut by the close
+            };
+            frames.push(String::from_utf8(body.to_vec()).unwrap());
+            rest = &rest[end + 4 + len..];
+        }
+        assert!(frames[0].contains(r#""result":"0x1""#), "{}", frames[0]);
+        assert!(frames.len() > 1);
+        for frame in &frames[1..] {
+            assert!(
+                frame.starts_with(r#"{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":"0x1","result":"xxx"#),
+                "{frame:.200}"
+            );
+        }
     })
     .await;
 }
