@@ -441,7 +441,9 @@ async fn plain_http_refuses_subscriptions_on_both_sides() {
         tokio::spawn(http::serve(listener, builder, shutdown, Duration::from_secs(1)));
 
         // Our client does not send it.
-        let conn = http::connect(&format!("http://{addr}"), Builder::new()).unwrap();
+        let conn = http::connect(&format!("http://{addr}"), Builder::new())
+            .await
+            .unwrap();
         let refused = conn
             .client
             .subscribe::<_, u64>(&eth(), &("count", 1))
@@ -499,7 +501,9 @@ async fn one_port_serves_http_and_websocket() {
             listener, builder, options, shutdown, grace,
         ));
 
-        let over_http = http::connect(&format!("http://{addr}"), Builder::new()).unwrap();
+        let over_http = http::connect(&format!("http://{addr}"), Builder::new())
+            .await
+            .unwrap();
         assert_eq!(
             over_http.client.call::<ChainId>(&()).await.unwrap(),
             "0x539"
