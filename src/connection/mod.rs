@@ -1593,7 +1593,17 @@ impl Connection {
     /// down).
     #[cfg(feature = "subscriptions")]
     pub fn send_item(&mut self, sub: u64, item: &RawValue) -> Result<(), SendError> {
-        self.send_notice(sub, |d, sub, out| d.write_item(sub, item, out))
+        let decl = *self.subs.active.get(&sub).ok_or(SendError::Closed)?;
+        // The pieces around the item were written once for the declaration; the id is
+        // written here, and the whole framed where the endpoint keeps its output.
+        let mut id = core::mem::take(&mut self.subs.buf);
+        id.clear();
+        self.subs.declarations[decl].write_id(sub, &mut id);
+        let shape = &self.subs.shapes[decl];
+        let parts: [&[u8]; 5] = [&shape.head, &id, &shape.mid, item.get().as_bytes(), b"}}"];
+        let sent = self.endpoint.send_parts(&parts);
+        self.subs.buf = id;
+        sent
     }
 
     /// Tells subscription `sub` it missed `dropped` items

@@ -503,12 +503,45 @@ impl<T: AsRef<RawValue>> SubscriptionQueue<T> {
     }
 }
 
+/// A declaration's notification around its items, written once: `head` up to the
+/// subscription id, `mid` between the id and the item, then the item and `}}`.
+#[derive(Debug, Default)]
+pub(crate) struct Shape {
+    /// `{"jsonrpc":"2.0","method":"<notification>","params":{"<id_field>":`
+    pub head: Vec<u8>,
+    /// `,"<result_field>":`
+    pub mid: Vec<u8>,
+}
+
+impl Shape {
+    fn of(declaration: &MethodSubscription) -> Shape {
+        let mut head = Vec::new();
+        crate::message::write_call_with(
+            &mut head,
+            crate::message::Version::V2,
+            None,
+            declaration.notification,
+            Some(|out: &mut Vec<u8>| {
+                out.push(b'{');
+                write_key(declaration.id_field, out);
+            }),
+        );
+        // Without the call's closing brace: the params go on after it.
+        head.pop();
+        let mut mid = Vec::from(&b","[..]);
+        write_key(declaration.result_field, &mut mid);
+        Shape { head, mid }
+    }
+}
+
 /// The subscriptions a server connection has accepted, and the declarations they came
 /// with. Kept by the [`Connection`](super::Connection).
 #[derive(Debug, Default)]
 pub(crate) struct Table {
     /// Declarations met so far (by their subscribe method), small.
     pub declarations: Vec<MethodSubscription>,
+    /// Each declaration's notification around its items, by the same index.
+    pub shapes: Vec<Shape>,
     /// Active subscriptions: number → declaration index.
     pub active: BTreeMap<u64, usize>,
     pub next: u64,
@@ -530,6 +563,7 @@ impl Table {
             Some(at) => at,
             None => {
                 self.declarations.push(declaration.clone());
+                self.shapes.push(Shape::of(declaration));
                 self.declarations.len() - 1
             }
         }

@@ -14,7 +14,9 @@ use futures::StreamExt;
 use sansrpc::connection::subscriptions::{LagPolicy, MethodSubscription, ITEM_OVERHEAD};
 use sansrpc::connection::SendError;
 use sansrpc::ErrorObject;
-use sansrpc_tokio::{http, sansrpc, ws, AsyncRouter, Builder, CallError, Ended, ServeOptions};
+use sansrpc_tokio::{
+    http, sansrpc, ws, AsyncRouter, Builder, CallError, Ended, Fanout, ServeOptions,
+};
 use sansrpc_tokio::{Subscription, SubscriptionError};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
@@ -588,6 +590,132 @@ async fn a_unix_socket_carries_subscriptions_as_geths_ipc_does() {
         drop(ticks);
         assert_eq!(reports.recv().await, Some(Ended::Unsubscribed));
         let _ = std::fs::remove_dir_all(&dir);
+    })
+    .await;
+}
+
+/// A router whose `eth_subscribe` adds each accepted sink to `fanout` (the handler ends).
+fn fanout_router(declaration: MethodSubscription, fanout: std::sync::Arc<Fanout>) -> AsyncRouter {
+    let mut router = AsyncRouter::new();
+    router
+        .subscription(declaration, move |pending, (_kind,): (String,)| {
+            let fanout = std::sync::Arc::clone(&fanout);
+            async move {
+                if let Ok(sink) = pending.accept().await {
+                    fanout.add(sink);
+                }
+            }
+        })
+        .unwrap();
+    router
+}
+
+#[tokio::test]
+async fn a_fanout_sends_each_item_once_to_every_subscriber_in_order() {
+    within(LIMIT, async {
+        let fanout = std::sync::Arc::new(Fanout::new());
+        let (url, _stop) = ws_server(fanout_router(eth(), fanout.clone())).await;
+        let mut conns = Vec::new();
+        let mut streams = Vec::new();
+        for _ in 0..3 {
+            let conn = ws::connect(&url, Builder::new()).await.unwrap();
+            let heads: Subscription<u64> =
+                conn.client.subscribe(&eth(), &("newHeads",)).await.unwrap();
+            streams.push(heads);
+            conns.push(conn);
+        }
+        // Accepted: each handler added its sink (the answer goes out after the accept).
+        while fanout.len() < 3 {
+            tokio::task::yield_now().await;
+        }
+        for n in 0..200u64 {
+            assert_eq!(fanout.send(&n), 3);
+        }
+        for heads in &mut streams {
+            assert_eq!(items(heads, 200).await, (0..200).collect::<Vec<_>>());
+        }
+        // One unsubscribes: it leaves the fan-out at the next send; the others go on.
+        let gone = streams.pop().unwrap();
+        assert!(gone.unsubscribe().await.unwrap());
+        assert_eq!(fanout.send(&200u64), 2);
+        assert_eq!(fanout.len(), 2);
+        for heads in &mut streams {
+            assert_eq!(items(heads, 1).await, [200]);
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_fanout_disconnects_a_subscriber_that_never_reads_and_the_others_get_every_item() {
+    within(LIMIT, async {
+        // 64 KiB a queue: the silent subscriber meets it fast.
+        let small = eth().with_capacity(64 << 10);
+        let fanout = std::sync::Arc::new(Fanout::new());
+        let (addr, _stop) = tcp_server(fanout_router(small.clone(), fanout.clone())).await;
+        // The silent one: subscribes over raw TCP, reads nothing.
+        let mut silent = std::net::TcpStream::connect(addr).unwrap();
+        let subscribe =
+            r#"{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["newHeads"]}"#;
+        silent.write_all(&framed(subscribe)).unwrap();
+        // The reader, on its own task.
+        let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let reader = sansrpc_tokio::spawn(Builder::new(), sansrpc_tokio::tcp(stream));
+        let mut heads: Subscription<String> = reader
+            .client
+            .subscribe(&small, &("newHeads",))
+            .await
+            .unwrap();
+        while fanout.len() < 2 {
+            tokio::task::yield_now().await;
+        }
+        let (progress, mut read) = tokio::sync::watch::channel(0u64);
+        let follow = tokio::spawn(async move {
+            let mut seen = 0u64;
+            loop {
+                let item = heads.next().await.unwrap().unwrap();
+                if item == "end" {
+                    return seen;
+                }
+                assert_eq!(item[..6], format!("{seen:06}"), "in order");
+                seen += 1;
+                progress.send_replace(seen);
+            }
+        });
+        // 1 KiB items until the subscriber that never reads is gone (its queue, 64 KiB,
+        // full once its socket's buffers are), then 100 more. The reader (whose queue is as
+        // small) is waited for every 32 items: never 64 KiB behind.
+        let (mut n, mut after) = (0u64, None);
+        while after.is_none_or(|first| n < first + 100) {
+            assert!(n < 100_000, "the silent subscriber was never disconnected");
+            let to = fanout.send(&format!("{n:06}{}", "x".repeat(1018)));
+            if n == 0 {
+                assert_eq!(to, 2);
+            }
+            if to == 1 && after.is_none() {
+                after = Some(n);
+            }
+            if n % 32 == 31 {
+                read.wait_for(|&seen| seen > n).await.unwrap();
+            }
+            n += 1;
+        }
+        fanout.send("end");
+        assert_eq!(follow.await.unwrap(), n, "the reader got every item");
+        assert_eq!(fanout.len(), 1);
+        // Its connection was closed (as geth closes it), after what was written.
+        let wire = tokio::task::spawn_blocking(move || {
+            silent
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            let mut wire = Vec::new();
+            silent.read_to_end(&mut wire).unwrap();
+            wire
+        })
+        .await
+        .unwrap();
+        assert!(!wire.is_empty());
+        assert!(!String::from_utf8_lossy(&wire).contains("lagged"));
     })
     .await;
 }
