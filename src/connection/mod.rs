@@ -1581,8 +1581,10 @@ impl Connection {
         // Written here, from a number: JSON.
         let text = core::str::from_utf8(&id).unwrap_or("null");
         self.respond(handle, Ok(RawValue::from_validated(text)));
+        self.subs
+            .active
+            .insert(sub, subscriptions::Active::new(decl, &id));
         self.subs.buf = id;
-        self.subs.active.insert(sub, decl);
         Some(sub)
     }
 
@@ -1593,17 +1595,18 @@ impl Connection {
     /// down).
     #[cfg(feature = "subscriptions")]
     pub fn send_item(&mut self, sub: u64, item: &RawValue) -> Result<(), SendError> {
-        let decl = *self.subs.active.get(&sub).ok_or(SendError::Closed)?;
-        // The pieces around the item were written once for the declaration; the id is
-        // written here, and the whole framed where the endpoint keeps its output.
-        let mut id = core::mem::take(&mut self.subs.buf);
-        id.clear();
-        self.subs.declarations[decl].write_id(sub, &mut id);
-        let shape = &self.subs.shapes[decl];
-        let parts: [&[u8]; 5] = [&shape.head, &id, &shape.mid, item.get().as_bytes(), b"}}"];
-        let sent = self.endpoint.send_parts(&parts);
-        self.subs.buf = id;
-        sent
+        let active = *self.subs.active.get(&sub).ok_or(SendError::Closed)?;
+        // The pieces around the item, the id included, were written once; the whole is
+        // framed where the endpoint keeps its output.
+        let shape = &self.subs.shapes[active.decl];
+        let parts: [&[u8]; 5] = [
+            &shape.head,
+            active.id(),
+            &shape.mid,
+            item.get().as_bytes(),
+            b"}}",
+        ];
+        self.endpoint.send_parts(&parts)
     }
 
     /// Tells subscription `sub` it missed `dropped` items
@@ -1612,7 +1615,7 @@ impl Connection {
     /// nothing otherwise.
     #[cfg(feature = "subscriptions")]
     pub fn send_lagged(&mut self, sub: u64, dropped: u64) -> Result<(), SendError> {
-        let decl = *self.subs.active.get(&sub).ok_or(SendError::Closed)?;
+        let decl = self.subs.active.get(&sub).ok_or(SendError::Closed)?.decl;
         if !self.subs.declarations[decl].notices {
             return Ok(());
         }
@@ -1636,7 +1639,7 @@ impl Connection {
             subscriptions::Popped::Item(item) => self.send_item(sub, item.as_ref()),
             subscriptions::Popped::Lagged(n) => self.send_lagged(sub, *n),
             subscriptions::Popped::Overflowed => {
-                let decl = *self.subs.active.get(&sub).ok_or(SendError::Closed)?;
+                let decl = self.subs.active.get(&sub).ok_or(SendError::Closed)?.decl;
                 if self.subs.declarations[decl].lag == subscriptions::LagPolicy::Disconnect {
                     self.subs.active.remove(&sub);
                     let now = self.endpoint_now();
@@ -1657,7 +1660,7 @@ impl Connection {
     /// it just stops (as jsonrpsee's and geth's servers do). False when it was not active.
     #[cfg(feature = "subscriptions")]
     pub fn end_subscription(&mut self, sub: u64, error: Option<&ErrorObject<'_>>) -> bool {
-        let Some(&decl) = self.subs.active.get(&sub) else {
+        let Some(decl) = self.subs.active.get(&sub).map(|a| a.decl) else {
             return false;
         };
         if let (Some(error), true) = (error, self.subs.declarations[decl].notices) {
@@ -1678,7 +1681,7 @@ impl Connection {
         sub: u64,
         write: impl FnOnce(&subscriptions::MethodSubscription, u64, &mut Vec<u8>),
     ) -> Result<(), SendError> {
-        let decl = *self.subs.active.get(&sub).ok_or(SendError::Closed)?;
+        let decl = self.subs.active.get(&sub).ok_or(SendError::Closed)?.decl;
         let declaration = &self.subs.declarations[decl];
         // Written in place: our own writing around a value that is JSON.
         self.endpoint

@@ -534,6 +534,108 @@ impl Shape {
     }
 }
 
+/// A map kept as a sorted vector: what a connection's few subscriptions need (a B-tree's
+/// node holds eleven entries however many are in it, a cost every connection pays).
+/// Lookups are binary searches; keys that grow (subscription numbers, request handles) are
+/// inserted at the end.
+#[derive(Debug, Clone)]
+pub(crate) struct VecMap<K, V>(Vec<(K, V)>);
+
+impl<K, V> Default for VecMap<K, V> {
+    fn default() -> Self {
+        VecMap(Vec::new())
+    }
+}
+
+impl<K: Ord + Copy, V> VecMap<K, V> {
+    fn find(&self, key: &K) -> Result<usize, usize> {
+        self.0.binary_search_by(|(k, _)| k.cmp(key))
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, key: &K) -> Option<&V> {
+        self.find(key).ok().map(|at| &self.0[at].1)
+    }
+
+    /// The value of `key`, to change.
+    pub fn get_mut(&mut self, key: &K) -> Option<&mut V> {
+        match self.find(key) {
+            Ok(at) => Some(&mut self.0[at].1),
+            Err(_) => None,
+        }
+    }
+
+    /// True when `key` is in.
+    pub fn contains_key(&self, key: &K) -> bool {
+        self.find(key).is_ok()
+    }
+
+    /// Sets `key`'s value; the one it replaces.
+    pub fn insert(&mut self, key: K, value: V) -> Option<V> {
+        match self.find(&key) {
+            Ok(at) => Some(core::mem::replace(&mut self.0[at].1, value)),
+            Err(at) => {
+                self.0.insert(at, (key, value));
+                None
+            }
+        }
+    }
+
+    /// Takes `key` out; its value.
+    pub fn remove(&mut self, key: &K) -> Option<V> {
+        let at = self.find(key).ok()?;
+        let (_, value) = self.0.remove(at);
+        if self.0.is_empty() {
+            // A connection whose subscriptions are over holds nothing for them.
+            self.0 = Vec::new();
+        }
+        Some(value)
+    }
+
+    /// The smallest key.
+    pub fn first_key(&self) -> Option<K> {
+        self.0.first().map(|(k, _)| *k)
+    }
+
+    /// How many keys.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Empties it, and gives its memory back.
+    pub fn clear(&mut self) {
+        self.0 = Vec::new();
+    }
+}
+
+/// One active subscription: its declaration's index, and its id as JSON (written once).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Active {
+    pub decl: usize,
+    id: [u8; 24],
+    id_len: u8,
+}
+
+impl Active {
+    /// Declaration `decl`'s subscription whose id is the JSON `id` (at most 22 bytes: a
+    /// quoted decimal `u64`).
+    pub fn new(decl: usize, id: &[u8]) -> Active {
+        let mut bytes = [0; 24];
+        let len = id.len().min(bytes.len());
+        bytes[..len].copy_from_slice(&id[..len]);
+        Active {
+            decl,
+            id: bytes,
+            id_len: len as u8,
+        }
+    }
+
+    /// The id, as JSON.
+    pub fn id(&self) -> &[u8] {
+        &self.id[..usize::from(self.id_len)]
+    }
+}
+
 /// The subscriptions a server connection has accepted, and the declarations they came
 /// with. Kept by the [`Connection`](super::Connection).
 #[derive(Debug, Default)]
@@ -542,8 +644,8 @@ pub(crate) struct Table {
     pub declarations: Vec<MethodSubscription>,
     /// Each declaration's notification around its items, by the same index.
     pub shapes: Vec<Shape>,
-    /// Active subscriptions: number → declaration index.
-    pub active: BTreeMap<u64, usize>,
+    /// Active subscriptions: number → declaration index and id.
+    pub active: VecMap<u64, Active>,
     pub next: u64,
     /// Scratch for notification params.
     pub buf: Vec<u8>,
@@ -582,7 +684,7 @@ impl Table {
             }
         };
         let sub = declaration.read_id(&id)?;
-        (self.active.get(&sub) == Some(&decl)).then_some(sub)
+        (self.active.get(&sub).map(|a| a.decl) == Some(decl)).then_some(sub)
     }
 }
 

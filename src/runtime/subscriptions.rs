@@ -33,7 +33,7 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 
 use crate::connection::subscriptions::{
     charge, ClientSubscriptions, MethodSubscription, Notice, Popped, Pushed, SubscriptionQueue,
-    ITEM_OVERHEAD, OUTPUT_ROOM,
+    VecMap, ITEM_OVERHEAD, OUTPUT_ROOM,
 };
 use crate::connection::{Connection, IncomingId, RequestOptions, SendError, Timeout};
 use crate::error::ErrorObject;
@@ -131,6 +131,9 @@ struct SubState {
     sinks: usize,
     /// In the hub's ready list (or the driver's backlog).
     scheduled: bool,
+    /// Active on the connection: the driver sends what is queued (cleared when the driver
+    /// ends it).
+    live: bool,
     /// Tasks waiting for the end ([`SubscriptionSink::poll_closed`]).
     closing: Vec<Waker>,
     /// Tasks waiting for room ([`SubscriptionSink::poll_send`]).
@@ -164,7 +167,7 @@ pub struct Hub {
 #[derive(Default)]
 struct HubState {
     decisions: Vec<(IncomingId, MethodSubscription, Decision)>,
-    subs: BTreeMap<u64, SubState>,
+    subs: VecMap<u64, SubState>,
     /// Subscriptions with something for the driver, in the order they got it.
     ready: Vec<u64>,
     /// Threads waiting on `changed`.
@@ -479,7 +482,8 @@ impl SubscriptionSink {
     /// Pushes `item` into the queue (the lag policy deciding when it is full), with the hub
     /// locked as `state`.
     fn push(&self, mut state: MutexGuard<'_, HubState>, item: Item) -> Result<(), Ended> {
-        let s = state.subs.get_mut(&self.sub).ok_or(Ended::Closed)?;
+        let HubState { subs, ready, .. } = &mut *state;
+        let s = subs.get_mut(&self.sub).ok_or(Ended::Closed)?;
         if let Some(why) = s.ended {
             return Err(why);
         }
@@ -498,7 +502,11 @@ impl SubscriptionSink {
             _ => Err(s.ended.unwrap_or(Ended::Closed)),
         };
         // The overflow, too, is for the driver to act on (after what is queued).
-        let notify = Hub::schedule(&mut state, self.sub);
+        let notify = !s.scheduled;
+        if notify {
+            s.scheduled = true;
+            ready.push(self.sub);
+        }
         if result.is_err() {
             self.hub.changed(&state);
         }
@@ -631,11 +639,11 @@ impl Fanout {
 pub struct Served {
     hub: Arc<Hub>,
     /// Accepted subscriptions: number → subscribe request.
-    active: BTreeMap<u64, IncomingId>,
+    active: VecMap<u64, IncomingId>,
     /// Subscribe requests accepted, → their subscription.
-    accepted: BTreeMap<IncomingId, u64>,
+    accepted: VecMap<IncomingId, u64>,
     /// Subscribe requests handed to a handler and not decided on yet.
-    undecided: BTreeSet<IncomingId>,
+    undecided: VecMap<IncomingId, ()>,
     /// Subscriptions with items left that the output had no room for.
     backlog: Vec<u64>,
     /// The ready list taken from the hub, kept for its allocation.
@@ -655,9 +663,9 @@ impl Served {
     pub fn new(hub: Arc<Hub>) -> Served {
         Served {
             hub,
-            active: BTreeMap::new(),
-            accepted: BTreeMap::new(),
-            undecided: BTreeSet::new(),
+            active: VecMap::default(),
+            accepted: VecMap::default(),
+            undecided: VecMap::default(),
             backlog: Vec::new(),
             todo: Vec::new(),
         }
@@ -674,7 +682,7 @@ impl Served {
         handle: IncomingId,
         declaration: &MethodSubscription,
     ) -> PendingSubscription {
-        self.undecided.insert(handle);
+        self.undecided.insert(handle, ());
         PendingSubscription::new(handle, declaration.clone(), Arc::clone(&self.hub))
     }
 
@@ -682,7 +690,7 @@ impl Served {
     /// decided on yet, it is answered as cancelled now (true), and the handler's decision,
     /// when it comes, does nothing (an accept fails with [`NotAccepted`]).
     pub fn cancel(&mut self, conn: &mut Connection, handle: IncomingId) -> bool {
-        if !self.undecided.remove(&handle) {
+        if self.undecided.remove(&handle).is_none() {
             return false;
         }
         conn.respond_cancelled(handle);
@@ -723,6 +731,7 @@ impl Served {
             s.queue.close();
             s.over(why);
             s.scheduled = false;
+            s.live = false;
             if s.sinks == 0 {
                 state.subs.remove(&sub);
             }
@@ -736,7 +745,7 @@ impl Served {
     pub fn clear(&mut self) {
         let hub = Arc::clone(&self.hub);
         let mut state = lock(&hub.state);
-        while let Some((&sub, _)) = self.active.first_key_value() {
+        while let Some(sub) = self.active.first_key() {
             self.end(&mut state, sub, Ended::Closed);
         }
         self.backlog.clear();
@@ -753,6 +762,8 @@ impl Served {
     /// dropped). True when anything moved.
     pub fn poll(&mut self, conn: &mut Connection, over: &mut dyn FnMut(IncomingId)) -> bool {
         let mut progress = false;
+        // Cloned so that the lock's guard does not borrow `self` (the handle is in every
+        // sink, so this is one count up and down, no allocation).
         let hub = Arc::clone(&self.hub);
         let mut state = lock(&hub.state);
         let mut replies = Vec::new();
@@ -796,7 +807,7 @@ impl Served {
         declaration: &MethodSubscription,
         decision: Decision,
     ) -> Option<(AcceptReply, Option<SubscriptionSink>)> {
-        if !self.undecided.remove(&handle) {
+        if self.undecided.remove(&handle).is_none() {
             // Cancelled by the peer (answered then), or the connection closed.
             return match decision {
                 Decision::Accept(reply) => Some((reply, None)),
@@ -816,6 +827,7 @@ impl Served {
                         close: None,
                         sinks: 1,
                         scheduled: false,
+                        live: true,
                         closing: Vec::new(),
                         room: Vec::new(),
                     },
@@ -855,10 +867,7 @@ impl Served {
         sub: u64,
         ended: &mut Vec<(u64, Ended)>,
     ) -> bool {
-        if !self.active.contains_key(&sub) {
-            return false;
-        }
-        let Some(s) = state.subs.get_mut(&sub) else {
+        let Some(s) = state.subs.get_mut(&sub).filter(|s| s.live) else {
             return false;
         };
         let mut progress = false;

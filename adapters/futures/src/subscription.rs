@@ -174,7 +174,9 @@ pub(crate) struct Served(Option<Serving>);
 struct Serving {
     core: shared::Served,
     waker: Arc<AtomicWaker>,
-    tasks: FuturesUnordered<BoxFuture<IncomingId>>,
+    /// The handlers still running (none kept once all have returned, as with a `Fanout`:
+    /// a connection then holds nothing for them).
+    tasks: Option<FuturesUnordered<BoxFuture<IncomingId>>>,
     by_handle: BTreeMap<IncomingId, Task>,
 }
 
@@ -193,7 +195,7 @@ impl Serving {
         Serving {
             core: shared::Served::new(hub),
             waker,
-            tasks: FuturesUnordered::new(),
+            tasks: None,
             by_handle: BTreeMap::new(),
         }
     }
@@ -220,7 +222,10 @@ impl Served {
             .map(|_| ());
         let (abort, registration) = AbortHandle::new_pair();
         let task = Abortable::new(work, registration).map(move |_| handle);
-        serving.tasks.push(task.boxed());
+        serving
+            .tasks
+            .get_or_insert_with(FuturesUnordered::new)
+            .push(task.boxed());
         serving.by_handle.insert(handle, Task { abort });
     }
 
@@ -256,7 +261,7 @@ impl Served {
         for (_, task) in std::mem::take(&mut serving.by_handle) {
             task.abort.abort();
         }
-        serving.tasks.clear();
+        serving.tasks = None;
     }
 
     /// Runs the handlers, takes their decisions, and moves queued items into the
@@ -268,20 +273,30 @@ impl Served {
         };
         // Registered before anything is looked at, so a wake in between is not lost.
         serving.waker.register(cx.waker());
-        if serving.core.is_idle() && serving.tasks.is_empty() {
+        if serving.core.is_idle() && serving.tasks.is_none() {
             // No handler running, nothing decided or scheduled, nothing held back: what a
             // connection serving no subscription pays on each turn of its driver.
             return false;
         }
         let mut progress = false;
-        let me = Arc::as_ptr(&serving.waker) as usize;
-        let outer = POLLING.with(|p| p.replace(me));
-        while let Poll::Ready(Some(handle)) = serving.tasks.poll_next_unpin(cx) {
-            progress = true;
-            // Finished: a subscription it accepted goes on with its sinks.
-            serving.by_handle.remove(&handle);
+        // The handlers, when some run (a connection whose handlers have all returned, as
+        // with a `Fanout`, pays nothing for them).
+        if let Some(tasks) = &mut serving.tasks {
+            let me = Arc::as_ptr(&serving.waker) as usize;
+            let outer = POLLING.with(|p| p.replace(me));
+            while let Poll::Ready(Some(handle)) = tasks.poll_next_unpin(cx) {
+                progress = true;
+                // Finished: a subscription it accepted goes on with its sinks.
+                serving.by_handle.remove(&handle);
+            }
+            POLLING.with(|p| p.set(outer));
+            if tasks.is_empty() {
+                // Given back, with the emptied node of the handles: every connection pays
+                // for what it keeps.
+                serving.tasks = None;
+                serving.by_handle = BTreeMap::new();
+            }
         }
-        POLLING.with(|p| p.set(outer));
         // Taken after the handlers ran: what they handed over while polled is seen now.
         let mut over = Vec::new();
         progress |= serving.core.poll(conn, &mut |handle| over.push(handle));
