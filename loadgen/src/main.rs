@@ -42,7 +42,8 @@
 //!   `heads-jsonrpsee-server`, both single-threaded, a 1 KiB block every 100 ms; beside
 //!   them the floor, `heads-floor-server`, and sansrpc's topic pub/sub fed by one
 //!   publisher, `heads-pubsub-server`): S WebSocket subscribers (a table for 1,000 and one
-//!   for 10,000, or `--subscribers S`), each on its own connection; over a measured
+//!   for 10,000, or `--subscribers S`; beyond 1,000 the block time grows with S, to 1 s
+//!   for 10,000, so that the one client keeps up), each on its own connection; over a measured
 //!   window (10 s, 3 s with `--quick`, after 1 s of warm-up) the notifications delivered per
 //!   second (counted by the subscribers, each one checked), the server's CPU time per
 //!   notification (`/proc/<pid>`), its RSS; blocks a subscriber missed are reported.
@@ -539,6 +540,8 @@ async fn new_heads(
     opts: &Options,
     subscribers: usize,
 ) -> Vec<Vec<Result<heads::Outcome, String>>> {
+    // The servers (started from here) read the block time from the environment.
+    std::env::set_var("LOADGEN_BLOCK_MS", heads_block_ms(subscribers).to_string());
     let window = Duration::from_secs(if opts.quick { 3 } else { 10 });
     let runs = if opts.quick { 1 } else { 3 };
     let mut rows: Vec<Vec<_>> = HEADS_SERVERS.iter().map(|_| Vec::new()).collect();
@@ -556,14 +559,24 @@ async fn new_heads(
                     Duration::from_secs(1),
                     window,
                 );
-                tokio::time::timeout(WORKLOAD_LIMIT, work)
+                // Opening 10,000 connections alone takes a while.
+                let limit = WORKLOAD_LIMIT * (1 + subscribers as u32 / 2_000);
+                tokio::time::timeout(limit, work)
                     .await
-                    .map_err(|_| format!("no end within {WORKLOAD_LIMIT:?}"))?
+                    .map_err(|_| format!("no end within {limit:?}"))?
             };
             row.push(run.await);
         }
     }
     rows
+}
+
+/// The newHeads block time for `subscribers`, in milliseconds: 100 ms up to 1,000
+/// subscribers (10,000 notifications a second), then longer, so that the load generator's
+/// one client, which checks every notification, keeps up (1 s for 10,000: as many
+/// notifications a second).
+fn heads_block_ms(subscribers: usize) -> u64 {
+    (subscribers as u64 / 10).max(100)
 }
 
 /// Prints the newHeads table; the errors (wrong notifications or answers, failed runs).
@@ -808,7 +821,8 @@ async fn main() {
     let mut heads_tables = Vec::new();
     for &subscribers in &opts.subscribers {
         let title = format!(
-            "Method subscriptions: {subscribers} WebSocket subscribers to newHeads, a 1 KiB block every 100 ms"
+            "Method subscriptions: {subscribers} WebSocket subscribers to newHeads, a 1 KiB block every {} ms",
+            heads_block_ms(subscribers)
         );
         if opts.wants(&title) {
             let rows = new_heads(&opts, subscribers).await;

@@ -575,6 +575,10 @@ impl<K: Ord + Copy, V> VecMap<K, V> {
         match self.find(&key) {
             Ok(at) => Some(core::mem::replace(&mut self.0[at].1, value)),
             Err(at) => {
+                // One entry's room at first, then doubling: most connections keep one.
+                if self.0.len() == self.0.capacity() {
+                    self.0.reserve_exact(self.0.len().max(1));
+                }
                 self.0.insert(at, (key, value));
                 None
             }
@@ -664,6 +668,9 @@ impl Table {
         match self.declarations.iter().position(|d| d == declaration) {
             Some(at) => at,
             None => {
+                // Room for this one only: most connections use one declaration.
+                self.declarations.reserve_exact(1);
+                self.shapes.reserve_exact(1);
                 self.declarations.push(declaration.clone());
                 self.shapes.push(Shape::of(declaration));
                 self.declarations.len() - 1

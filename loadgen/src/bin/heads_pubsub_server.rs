@@ -35,7 +35,7 @@ async fn main() -> std::io::Result<()> {
     ));
     let publisher = Arc::clone(&pubsub);
     tokio::spawn(async move {
-        let mut ticks = tokio::time::interval(chain::BLOCK_TIME);
+        let mut ticks = tokio::time::interval(chain::block_time());
         for n in 0u64.. {
             ticks.tick().await;
             let header = RawValue::from_serialize(&chain::header(n)).expect("a header");

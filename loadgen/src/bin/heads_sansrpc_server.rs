@@ -53,7 +53,7 @@ async fn main() -> std::io::Result<()> {
     let heads = Arc::new(Fanout::new());
     let producer = Arc::clone(&heads);
     tokio::spawn(async move {
-        let mut ticks = tokio::time::interval(chain::BLOCK_TIME);
+        let mut ticks = tokio::time::interval(chain::block_time());
         for n in 0u64.. {
             ticks.tick().await;
             producer.send(&chain::header(n));
