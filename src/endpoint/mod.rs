@@ -1373,6 +1373,40 @@ impl Endpoint {
         Ok(())
     }
 
+    /// Sends a message whose body is `parts` one after the other (a notification put
+    /// together from pieces written once, around an item), framed where it is written: no
+    /// body buffer between, the parts copied once. Newline framing (which must look at
+    /// every byte) goes through the body buffer as [`push_frame`](Self::push_frame) does.
+    pub(crate) fn send_parts(&mut self, parts: &[&[u8]]) -> Result<(), SendError> {
+        self.check_send()?;
+        let framing = self
+            .decoder
+            .as_ref()
+            .map(Decoder::framing)
+            .or(self.config.framing);
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        match framing {
+            Some(codec::Framing::Newline) => {
+                let mut body = core::mem::take(&mut self.body);
+                body.clear();
+                parts.iter().for_each(|p| body.extend_from_slice(p));
+                self.push_frame(&body);
+                self.body = body;
+            }
+            framed => self.out.push(self.output_tag, |out| {
+                out.reserve(len + 32);
+                if framed.is_some() {
+                    // Content-Length (or Auto, which writes it).
+                    out.extend_from_slice(b"Content-Length: ");
+                    out.extend_from_slice(itoa::Buffer::new().format(len).as_bytes());
+                    out.extend_from_slice(b"\r\n\r\n");
+                }
+                parts.iter().for_each(|p| out.extend_from_slice(p));
+            }),
+        }
+        Ok(())
+    }
+
     /// Starts an outgoing batch: add calls to the builder, then [`BatchBuilder::send`] it
     /// as one array. Responses arrive as ordinary [`Event::Response`]s, matched by id,
     /// whatever order the peer answers in.

@@ -102,8 +102,8 @@ pub use sansrpc::Timeout;
 pub use sansrpc_runtime::{BoxFuture, ConnectionNotifier, Peer};
 pub use stream::{StreamIter, StreamOptions, TypedIter};
 pub use subscription::{
-    Ended, NotAccepted, PendingSubscription, RawSubscription, Subscription, SubscriptionError,
-    SubscriptionSink,
+    Ended, Fanout, NotAccepted, PendingSubscription, RawSubscription, Subscription,
+    SubscriptionError, SubscriptionSink,
 };
 pub use transport::{connect_tcp, serve_stdio, serve_stdio_status, serve_tcp, spawn_child, Server};
 #[cfg(unix)]

@@ -46,7 +46,10 @@ const READ: usize = 16 * 1024;
 /// Connects to the JSON-RPC server at `url` (`http://`, or `https://` with the `tls` feature,
 /// trusting the Mozilla roots) and spawns the connection's driver on the current tokio
 /// runtime: calls, notifications and batches on its [`client`](Spawned::client) are POSTed
-/// (each one, or each batch, a POST). Nothing is connected until the first one.
+/// (each one, or each batch, a POST). Like [`ws::connect`](crate::ws::connect), it connects
+/// before it returns (TCP, and TLS for `https://`): a server that is not there, or a
+/// certificate not trusted, fails here, not at the first call. The first POST goes on that
+/// connection; later ones connect again as they need.
 /// `builder`'s config bounds each call (its default deadline) and each response body (its
 /// [`max_frame_bytes`](sansrpc::Limits::max_frame_bytes)).
 ///
@@ -57,26 +60,26 @@ const READ: usize = 16 * 1024;
 /// [`EndReason::Unanswered`]`{ status: Some(status) }` (a JSON-RPC error body on a 4xx or 5xx
 /// is the call's error, [`CallError::Rpc`](crate::CallError::Rpc)); one whose POST fails
 /// (connection refused, reset) with `status: None`, and the next call tries again.
-pub fn connect(url: &str, builder: Builder) -> io::Result<Spawned> {
+pub async fn connect(url: &str, builder: Builder) -> io::Result<Spawned> {
     #[cfg(feature = "tls")]
-    return open(url, builder, None);
+    return open(url, builder, None).await;
     #[cfg(not(feature = "tls"))]
-    open(url, builder)
+    open(url, builder).await
 }
 
 /// [`connect`] to an `https://` URL trusting what `tls` trusts (a private CA, a
 /// self-signed certificate: see
 /// [`tls::client_config_with_roots`](crate::tls::client_config_with_roots)).
 #[cfg(feature = "tls")]
-pub fn connect_tls(
+pub async fn connect_tls(
     url: &str,
     builder: Builder,
     tls: Arc<crate::tls::rustls::ClientConfig>,
 ) -> io::Result<Spawned> {
-    open(url, builder, Some(tls))
+    open(url, builder, Some(tls)).await
 }
 
-fn open(
+async fn open(
     url: &str,
     builder: Builder,
     #[cfg(feature = "tls")] tls: Option<Arc<crate::tls::rustls::ClientConfig>>,
@@ -86,15 +89,20 @@ fn open(
         #[cfg(feature = "tls")]
         tls,
     )?);
+    let first = target.connect().await?;
     // A cancellation could reach no exchange: HTTP/1.1 answers one request at a time per
     // connection, and a server's connection machine knows only its own connection's ids.
     // A call given up on (dropped, or past its deadline) is forgotten here instead.
     let builder = builder.configure(|c| c.cancellation = false);
+    let max_body = builder.connection_config().limits.max_frame_bytes;
+    let mut kept = Exchange::new(max_body);
+    // Idle since it was made: a server that closed it meanwhile gets the POST again once.
+    (kept.stream, kept.reused) = (Some(first), true);
     let transport = HttpClient {
-        max_body: builder.connection_config().limits.max_frame_bytes,
+        max_body,
         target,
         waiting: VecDeque::new(),
-        exchanges: Vec::new(),
+        exchanges: vec![kept],
         done: VecDeque::new(),
         frame: Vec::new(),
     };
