@@ -16,6 +16,7 @@ use sansrpc::method::CallError;
 use sansrpc::{Instant, RawValue};
 
 mod peer;
+pub mod subscriptions;
 
 pub use peer::{BoxFuture, ConnectionNotifier, Peer};
 
