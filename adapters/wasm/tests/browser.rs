@@ -31,8 +31,11 @@ wasm_bindgen_test_configure!(run_in_browser);
 /// `ws://127.0.0.1:PORT` of the calculator and of the node, baked in by tests/chromium.rs.
 const CALCULATOR: Option<&str> = option_env!("SANSRPC_WASM_CALCULATOR_URL");
 const ETH_NODE: Option<&str> = option_env!("SANSRPC_WASM_ETH_NODE_URL");
-/// A sansrpc WebSocket server whose method `never` is never answered.
+/// A sansrpc WebSocket server whose method `never` is never answered; it lists this page's
+/// origin among those it accepts.
 const NEVER: Option<&str> = option_env!("SANSRPC_WASM_NEVER_URL");
+/// The same server accepting only `https://app.example.com`: it refuses this page.
+const REFUSING: Option<&str> = option_env!("SANSRPC_WASM_REFUSING_URL");
 
 fn url(url: Option<&'static str>) -> &'static str {
     url.expect("built without the servers' URLs: run it through tests/chromium.rs")
@@ -269,4 +272,14 @@ async fn a_socket_that_never_opens_is_a_clear_error() {
     // A scheme the browser's WebSocket refuses (it throws a SyntaxError).
     let err = sansrpc_wasm::connect("ftp://127.0.0.1/").await.unwrap_err();
     assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput, "{err}");
+}
+
+#[wasm_bindgen_test]
+async fn a_server_that_does_not_list_the_page_origin_refuses_it() {
+    // Its handshake answer is 403; the page sees only a socket that closed (1006).
+    let err = sansrpc_wasm::connect(url(REFUSING)).await.unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::ConnectionRefused, "{err}");
+    assert!(err.to_string().contains("code 1006"), "{err}");
+    // The same server, listing this page's origin, accepts it (the deadline test calls it).
+    sansrpc_wasm::connect(url(NEVER)).await.unwrap();
 }

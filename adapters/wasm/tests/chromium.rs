@@ -1,14 +1,16 @@
 //! Runs `tests/browser.rs` in headless Chromium, against the project's own servers started
 //! here on 127.0.0.1: the WebSocket calculator (`sansrpc-tokio`'s `ws_server` example), the
-//! Ethereum node (`eth_node`, a block every 100 ms), and a sansrpc WebSocket server in this
+//! Ethereum node (`eth_node`, a block every 100 ms), and sansrpc WebSocket servers in this
 //! process whose one method, `never`, is never answered (the deadline test's).
 //!
 //! Their URLs reach the browser test baked in at compile time (`option_env!`): this test
 //! builds it for `wasm32-unknown-unknown` with cargo and runs it with
 //! `wasm-bindgen-test-runner` (cargo's runner for the target), which serves it on a page
 //! of its own at `http://127.0.0.1:PORT` and drives Chromium through chromedriver. The
-//! servers keep their default `Origin` rule ([`Origins::SameAsHosts`](sansrpc_tokio::Origins)):
-//! a page of a loopback host is accepted, as a developer's page on `localhost` is.
+//! examples keep their default `Origin` rule ([`Origins::SameAsHosts`]): a page of a
+//! loopback host is accepted, as a developer's page on `localhost` is. The server that
+//! never answers lists the page's origin (`Origins::List`), as a server whose pages come
+//! from a site of its own does; one more lists another origin only, and refuses the page.
 //!
 //! Needs: Debian's `chromium` and `chromium-driver`, the `wasm32-unknown-unknown` target
 //! and `wasm-bindgen-cli` at the version of `wasm-bindgen` in Cargo.lock, which
@@ -24,10 +26,10 @@ use std::process::Command;
 use std::time::Duration;
 
 use processes::{output_within, Example};
-use sansrpc_tokio::{ws, AsyncRouter, Builder};
+use sansrpc_tokio::{ws, AsyncRouter, Builder, Origins, ServeOptions};
 
 /// The tests in tests/browser.rs, each of which must have run and passed.
-const BROWSER_TESTS: usize = 9;
+const BROWSER_TESTS: usize = 10;
 
 /// A program on `PATH`, or at one of `fallbacks`.
 fn find(env: &str, program: &str, fallbacks: &[PathBuf]) -> Option<PathBuf> {
@@ -43,9 +45,10 @@ fn find(env: &str, program: &str, fallbacks: &[PathBuf]) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// The sansrpc WebSocket server whose `never` method is never answered, on a thread of its
-/// own (its runtime and listener end with the test process); its URL.
-fn never_answering_server() -> String {
+/// A sansrpc WebSocket server whose one method, `never`, is never answered, accepting pages
+/// of `origins` only (as a user configures it: `ServeOptions::allowed_origins`), on a
+/// thread of its own (its runtime and listener end with the test process); its URL.
+fn never_answering_server(origins: Origins) -> String {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -60,8 +63,10 @@ fn never_answering_server() -> String {
                 .raw_method("never", |_| std::future::pending())
                 .unwrap();
             let builder = Builder::new().router(router);
+            let mut options = ServeOptions::default();
+            options.allowed_origins = origins;
             let shutdown = std::future::pending::<()>();
-            ws::serve(listener, builder, shutdown, Duration::from_secs(1))
+            ws::serve_with_options(listener, builder, options, shutdown, Duration::from_secs(1))
                 .await
                 .unwrap();
         });
@@ -108,7 +113,16 @@ fn the_browser_tests_pass_in_headless_chromium() {
         &[("PORT", "0"), ("ETH_NODE_BLOCK_MS", "100")],
     );
     let node_url = ws_url(&node.line());
-    let never_url = never_answering_server();
+    // The page's origin: wasm-bindgen-test-runner serves it at this address. The server
+    // that never answers lists it, as a user lists the origin of their page; another lists
+    // only a site's, and refuses the page.
+    let page = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let never_url = never_answering_server(Origins::List(vec![format!("http://{page}")]));
+    let refusing_url =
+        never_answering_server(Origins::List(vec!["https://app.example.com".to_owned()]));
 
     let manifest = env!("CARGO_MANIFEST_DIR");
     // This test binary is target/<profile>/deps/<name>: the same target folder.
@@ -125,7 +139,9 @@ fn the_browser_tests_pass_in_headless_chromium() {
         .env("WASM_BINDGEN_TEST_TIMEOUT", "300")
         .env("SANSRPC_WASM_CALCULATOR_URL", &calculator_url)
         .env("SANSRPC_WASM_ETH_NODE_URL", &node_url)
-        .env("SANSRPC_WASM_NEVER_URL", &never_url);
+        .env("SANSRPC_WASM_NEVER_URL", &never_url)
+        .env("SANSRPC_WASM_REFUSING_URL", &refusing_url)
+        .env("WASM_BINDGEN_TEST_ADDRESS", page.to_string());
     // Not the variables cargo set for this test (a build script watching one would
     // rebuild, here and in the next plain build).
     for (key, _) in std::env::vars_os() {
