@@ -16,7 +16,7 @@ use futures::StreamExt;
 use sansrpc::connection::subscriptions::MethodSubscription;
 use sansrpc::ext::interceptors::{CallOutcome, Interceptor, Interceptors, Outgoing};
 use sansrpc::{ErrorObject, Timeout};
-use sansrpc_futures::Timer;
+use sansrpc_futures::{PendingSubscription, Timer};
 use sansrpc_runtime::time::Instant;
 use sansrpc_wasm::{BrowserTimer, Builder, Client};
 use serde_json::Value;
@@ -261,6 +261,60 @@ async fn new_heads_arrive_then_the_subscription_ends() {
     // Shut down: the driver's task ends cleanly.
     spawned.shutdown.shutdown(Duration::from_millis(100));
     spawned.driver.await.unwrap();
+}
+
+/// What the page calls of an Ethereum node: `EthClient`, on every `AsRef<Client>`, is
+/// generated from it (the node implements the same methods with `#[rpc(server)]`).
+#[sansrpc_futures::rpc(client, namespace = "eth")]
+trait Eth {
+    #[method(name = "chainId")]
+    async fn chain_id(&self) -> Result<String, ErrorObject<'static>>;
+
+    #[method(name = "getBlockByNumber")]
+    async fn block_by_number(
+        &self,
+        tag: String,
+        full: bool,
+    ) -> Result<Option<Value>, ErrorObject<'static>>;
+
+    #[subscription(
+        name = "subscribe",
+        item = Value,
+        notification = "subscription",
+        unsubscribe = "unsubscribe",
+        ids = hex
+    )]
+    async fn new_heads(&self, pending: PendingSubscription, kind: String);
+}
+
+#[wasm_bindgen_test]
+async fn the_rpc_traits_client_calls_and_subscribes() {
+    let node = sansrpc_wasm::connect(url(ETH_NODE))
+        .await
+        .expect("connect to the node");
+    assert_eq!(node.chain_id().await.unwrap(), "0x539");
+    let genesis = node
+        .block_by_number("0x0".to_owned(), false)
+        .await
+        .unwrap()
+        .expect("the genesis block");
+    assert_eq!(genesis["number"], "0x0", "{genesis}");
+    // Past the head: `null`.
+    let future = node.block_by_number("0xffffffff".to_owned(), false).await;
+    assert_eq!(future.unwrap(), None);
+
+    let mut heads = node.new_heads("newHeads".to_owned()).await.unwrap();
+    let mut numbers = Vec::new();
+    while numbers.len() < 3 {
+        let head = heads.next().await.expect("the subscription ended").unwrap();
+        let number = head["number"].as_str().unwrap().to_owned();
+        numbers.push(u64::from_str_radix(number.trim_start_matches("0x"), 16).unwrap());
+    }
+    assert_eq!(numbers[2], numbers[0] + 2, "{numbers:?}");
+    assert!(heads.unsubscribe().await.unwrap());
+    // The node refuses a kind it does not serve, with its error object.
+    let refused = node.new_heads("pendingTransactions".to_owned()).await;
+    assert_eq!(refused.unwrap_err().code(), Some(-32602));
 }
 
 #[wasm_bindgen_test]
