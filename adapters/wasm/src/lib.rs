@@ -6,7 +6,8 @@
 //! `performance.now()` as its clock ([`sansrpc_runtime::time::Instant`]); the driver runs
 //! as a task of `wasm-bindgen-futures` ([`spawn`]). The [`Client`] is the futures one:
 //! typed calls with deadlines, notifications, batches, method subscriptions
-//! ([`Client::subscribe`], the `eth_subscribe` shape).
+//! ([`Client::subscribe`], the `eth_subscribe` shape); [`reconnect`] gives a client that
+//! reconnects when its WebSocket is lost.
 //!
 //! ```no_run
 //! use sansrpc::method::Method;
@@ -29,6 +30,7 @@
 #![deny(missing_docs)]
 
 mod local;
+pub mod reconnect;
 mod timer;
 mod websocket;
 

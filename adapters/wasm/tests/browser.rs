@@ -18,7 +18,8 @@ use sansrpc::ext::interceptors::{CallOutcome, Interceptor, Interceptors, Outgoin
 use sansrpc::{ErrorObject, Timeout};
 use sansrpc_futures::{PendingSubscription, Timer};
 use sansrpc_runtime::time::Instant;
-use sansrpc_wasm::{BrowserTimer, Builder, Client};
+use sansrpc_wasm::reconnect::{self, Backoff, ReconnectPolicy, State};
+use sansrpc_wasm::{BrowserTimer, Builder, CallError, Client};
 use serde_json::Value;
 use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
 
@@ -336,4 +337,47 @@ async fn a_server_that_does_not_list_the_page_origin_refuses_it() {
     assert!(err.to_string().contains("code 1006"), "{err}");
     // The same server, listing this page's origin, accepts it (the deadline test calls it).
     sansrpc_wasm::connect(url(NEVER)).await.unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn a_reconnecting_client_opens_a_new_socket_when_the_server_hangs_up() {
+    let policy = ReconnectPolicy {
+        backoff: Backoff::Exponential {
+            initial: Duration::from_millis(50),
+            max: Duration::from_secs(1),
+            multiplier: 2.0,
+            max_attempts: 5,
+        },
+        ..ReconnectPolicy::default()
+    };
+    let conn = reconnect::connect(url(NEVER), Builder::new(), policy);
+    let client = &conn.client;
+    client.wait_open().await.unwrap();
+    assert_eq!(client.connections(), 1);
+    let pong = client.call_raw("ping", None).await.unwrap();
+    assert_eq!(pong.get(), "\"pong\"");
+
+    let mut watch = client.watch();
+    // The server answers and closes the socket; the answer may lose the race with the close.
+    let hung_up = client.call_raw("hang_up", None).await;
+    assert!(
+        hung_up
+            .as_ref()
+            .map_or_else(CallError::is_closed, |r| r.get() == "true"),
+        "{hung_up:?}"
+    );
+    // Lost, then open again on a new socket (after a backoff on setTimeout).
+    loop {
+        let state = watch.changed().await;
+        assert_ne!(state, State::Closed, "the client gave up");
+        if state == State::Open && client.connections() == 2 {
+            break;
+        }
+    }
+    let pong = client.call_raw("ping", None).await.unwrap();
+    assert_eq!(pong.get(), "\"pong\"");
+
+    client.close().await;
+    conn.task.await.unwrap();
+    assert_eq!(client.state(), State::Closed);
 }

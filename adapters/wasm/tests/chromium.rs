@@ -26,10 +26,10 @@ use std::process::Command;
 use std::time::Duration;
 
 use processes::{output_within, Example};
-use sansrpc_tokio::{ws, AsyncRouter, Builder, Origins, ServeOptions};
+use sansrpc_tokio::{sansrpc, ws, AsyncRouter, Builder, Origins, ServeOptions};
 
 /// The tests in tests/browser.rs, each of which must have run and passed.
-const BROWSER_TESTS: usize = 11;
+const BROWSER_TESTS: usize = 12;
 
 /// A program on `PATH`, or at one of `fallbacks`.
 fn find(env: &str, program: &str, fallbacks: &[PathBuf]) -> Option<PathBuf> {
@@ -45,7 +45,8 @@ fn find(env: &str, program: &str, fallbacks: &[PathBuf]) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// A sansrpc WebSocket server whose one method, `never`, is never answered, accepting pages
+/// A sansrpc WebSocket server whose method `never` is never answered (`ping` is, and
+/// `hang_up` is, then closes the connection), accepting pages
 /// of `origins` only (as a user configures it: `ServeOptions::allowed_origins`), on a
 /// thread of its own (its runtime and listener end with the test process); its URL.
 fn never_answering_server(origins: Origins) -> String {
@@ -61,6 +62,19 @@ fn never_answering_server(origins: Origins) -> String {
             let mut router = AsyncRouter::new();
             router
                 .raw_method("never", |_| std::future::pending())
+                .unwrap();
+            router
+                .raw_method("ping", |_| async {
+                    Ok(sansrpc::RawValue::from_string("\"pong\"".to_owned()).unwrap())
+                })
+                .unwrap();
+            // Answers, and closes the connection (the reconnecting client's test).
+            router
+                .raw_method_with_context("hang_up", |ctx, _| async move {
+                    let peer = ctx.peer().clone();
+                    tokio::spawn(async move { peer.close().await });
+                    Ok(sansrpc::RawValue::from_string("true".to_owned()).unwrap())
+                })
                 .unwrap();
             let builder = Builder::new().router(router);
             let mut options = ServeOptions::default();
