@@ -381,3 +381,32 @@ async fn a_reconnecting_client_opens_a_new_socket_when_the_server_hangs_up() {
     conn.task.await.unwrap();
     assert_eq!(client.state(), State::Closed);
 }
+
+#[wasm_bindgen_test]
+async fn a_message_over_the_limit_closes_the_socket_with_a_clear_error() {
+    // Headers of about 1.5 KB against a limit of 1 KiB on one message.
+    let builder = Builder::new().configure(|c| c.limits.max_frame_bytes = 1024);
+    let spawned = sansrpc_wasm::connect_with(builder, url(ETH_NODE))
+        .await
+        .expect("connect to the node");
+    let eth = MethodSubscription::ethereum();
+    let mut heads = spawned
+        .client
+        .subscribe::<_, Value>(&eth, &("newHeads",))
+        .await
+        .unwrap();
+    // The first header is refused: the subscription ends with the connection.
+    match heads.next().await {
+        None | Some(Err(_)) => {}
+        Some(Ok(head)) => panic!("a header over the limit was delivered: {head}"),
+    }
+    let err = spawned.driver.await.unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidData, "{err}");
+    assert!(err.to_string().contains("closed with 1009"), "{err}");
+    assert!(spawned
+        .client
+        .call::<Add>(&Pair { a: 1.0, b: 1.0 })
+        .await
+        .unwrap_err()
+        .is_closed());
+}
