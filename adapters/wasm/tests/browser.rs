@@ -410,3 +410,18 @@ async fn a_message_over_the_limit_closes_the_socket_with_a_clear_error() {
         .unwrap_err()
         .is_closed());
 }
+
+#[wasm_bindgen_test]
+async fn output_waits_while_the_browser_holds_a_mebibyte_unsent() {
+    let client = sansrpc_wasm::connect(url(NEVER)).await.expect("connect");
+    // Two calls queued before the driver runs: the first, 2 MiB, leaves the browser's
+    // `bufferedAmount` over the transport's 1 MiB mark within the same turn, so the second
+    // waits on the transport's setTimeout re-check before it is sent.
+    let big = format!("[\"{}\"]", "x".repeat(2 << 20));
+    let big = sansrpc::RawValue::from_string(big).unwrap();
+    let first = client.call_raw("ping", Some(&big));
+    let second = client.call_raw("ping", None);
+    let (first, second) = futures::future::join(first, second).await;
+    assert_eq!(first.unwrap().get(), "\"pong\"");
+    assert_eq!(second.unwrap().get(), "\"pong\"");
+}
