@@ -720,3 +720,41 @@ async fn a_fanout_disconnects_a_subscriber_that_never_reads_and_the_others_get_e
     })
     .await;
 }
+
+/// A live subscription does not hold a server's shutdown for its grace period: a producer
+/// that only waits for its subscription to end is ended with the connection, the server
+/// returns, and the client's stream ends. The grace period is a minute; the test's limit,
+/// a third of it.
+#[tokio::test]
+async fn a_live_subscription_does_not_hold_shutdown_for_the_grace_period() {
+    within(LIMIT, async {
+        let mut router = AsyncRouter::new();
+        router
+            .subscription(eth(), move |pending, (_kind,): (String,)| async move {
+                let Ok(sink) = pending.accept().await else {
+                    return;
+                };
+                sink.closed().await;
+            })
+            .unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("ws://{}", listener.local_addr().unwrap());
+        let (stop, stopped) = oneshot::channel::<()>();
+        let shutdown = async move {
+            let _ = stopped.await;
+        };
+        let server = tokio::spawn(ws::serve(
+            listener,
+            Builder::new().router(router),
+            shutdown,
+            Duration::from_secs(60),
+        ));
+        let conn = ws::connect(&url, Builder::new()).await.unwrap();
+        let mut heads: Subscription<u64> =
+            conn.client.subscribe(&eth(), &("newHeads",)).await.unwrap();
+        stop.send(()).unwrap();
+        server.await.unwrap().unwrap();
+        assert!(!matches!(heads.next().await, Some(Ok(_))));
+    })
+    .await;
+}
