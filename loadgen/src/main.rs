@@ -54,9 +54,14 @@
 //! of the ratios of the runs made in the same turn; the lowest and highest run are shown.
 //! Every workload is bounded in time (60 s).
 //!
-//! `loadgen [--quick] [--requests N] [--connections M] [--subscribers S] [--only TEXT]`;
-//! `--quick` (or `LOADGEN_QUICK=1`) is N = 2,000 and M = 200; `--only http` runs only the
-//! tables whose title contains "http" (any case).
+//! - Many connections open at once (TCP, WebSocket, HTTP/1.1; the floors, sansrpc, jsonrpsee):
+//!   C connections (default 10,000) opened and kept open, then one request on each; the
+//!   connections served per second, the server's CPU per connection, its RSS per
+//!   connection. See `many.rs`.
+//!
+//! `loadgen [--quick] [--requests N] [--connections M] [--subscribers S] [--open C]
+//! [--only TEXT]`; `--quick` (or `LOADGEN_QUICK=1`) is N = 2,000, M = 200 and C = 1,000;
+//! `--only http` runs only the tables whose title contains "http" (any case).
 
 #[allow(dead_code)] // shared with the servers, which use the rest
 mod chain;
@@ -64,6 +69,7 @@ mod client;
 mod h2;
 mod heads;
 mod http_scenarios;
+mod many;
 mod mcp;
 
 use std::io::{BufRead, BufReader};
@@ -84,6 +90,8 @@ struct Options {
     connections: usize,
     /// Subscribers of the newHeads workload.
     subscribers: usize,
+    /// Connections of the many-connections workload.
+    open: usize,
     runs: usize,
     quick: bool,
     /// Only the tables whose title contains this (`--only`), case-insensitive.
@@ -94,6 +102,7 @@ fn options() -> Options {
     let mut quick = std::env::var("LOADGEN_QUICK").is_ok_and(|v| v == "1");
     let (mut requests, mut connections, mut only) = (None, None, None);
     let mut subscribers = None;
+    let mut open = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut number = || {
@@ -106,6 +115,7 @@ fn options() -> Options {
             "--requests" => requests = Some(number()),
             "--connections" => connections = Some(number()),
             "--subscribers" => subscribers = Some(number() as usize),
+            "--open" => open = Some(number() as usize),
             "--only" => only = Some(args.next().unwrap_or_else(|| usage()).to_lowercase()),
             _ => usage(),
         }
@@ -114,6 +124,7 @@ fn options() -> Options {
         requests: requests.unwrap_or(if quick { 2_000 } else { 20_000 }),
         connections: connections.unwrap_or(if quick { 200 } else { 1_000 }) as usize,
         subscribers: subscribers.unwrap_or(1_000),
+        open: open.unwrap_or(if quick { 1_000 } else { 10_000 }),
         runs: if quick { 1 } else { 5 },
         quick,
         only,
@@ -130,7 +141,8 @@ impl Options {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: loadgen [--quick] [--requests N] [--connections M] [--subscribers S] [--only TEXT]"
+        "usage: loadgen [--quick] [--requests N] [--connections M] [--subscribers S] [--open C] \
+         [--only TEXT]"
     );
     std::process::exit(2)
 }
@@ -677,6 +689,7 @@ async fn main() {
         });
     }
     let http = http_scenarios::run_all(&opts).await;
+    let many = many::run_all(&opts).await;
     for (transport, baseline) in [
         (Transport::Tcp, "floor"),
         (Transport::Ws, "jsonrpsee"),
@@ -813,6 +826,7 @@ async fn main() {
         errors += table.errors();
     }
     errors += http.print();
+    errors += many.print();
     if let Some(rows) = &heads_rows {
         errors += print_heads(&heads_title, rows);
     }
