@@ -330,7 +330,6 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             }
             progress |= self.route_events(now);
             progress |= self.poll_handlers(cx, now);
-            progress |= self.poll_timer(cx, now);
             let before = self.conn.transmitted();
             let flushed = match self.transport.poll_transmit(cx, &mut self.conn) {
                 Poll::Ready(Ok(())) => true,
@@ -344,6 +343,10 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             progress |= wrote;
             let pending = !flushed || self.conn.buffered_output() > 0;
             self.conn.handle_write(wrote, pending, now);
+            // Last in the pass, once the writes are told: a write stall this pass began (or
+            // restarted) moves the deadline, and the sleep is armed for it before the task
+            // waits (armed before, it kept the old one until something else woke the task).
+            progress |= self.poll_timer(cx, now);
             if self.conn.is_finished() {
                 if self.closing.is_none() {
                     // The close may never complete (a peer that does not read): bounded.
