@@ -466,12 +466,19 @@ where
     F: Future<Output = io::Result<S>>,
     H: Future<Output = io::Result<T>> + Send + 'static,
 {
+    let builder = Arc::new(builder);
+    // The connection's task holds pointers only: a task's future is moved whole as it is
+    // spawned, polled to its end and its output read (tokio copies it five times, each
+    // time at its largest state's size), and the driver with its machine and transport is
+    // 3-4 KiB, a TLS handshake more. The handshake is boxed while it runs, the driver once
+    // made.
     let connection = |stream| {
-        let setup = setup(stream);
-        let builder = builder.clone();
-        let registry = registry.clone();
+        let setup = Box::pin(setup(stream));
+        let (builder, registry) = (builder.clone(), registry.clone());
         async move {
-            let (_client, driver) = builder.connect(setup.await?, TokioTimer);
+            let transport = setup.await?;
+            let (_client, driver) = Builder::clone(&builder).connect(transport, TokioTimer);
+            let driver = Box::new(driver);
             // Freed as the connection ends (or its task is aborted).
             let _registered = registry.register(driver.shutdown_handle());
             driver.await
