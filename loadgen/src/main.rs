@@ -17,7 +17,8 @@
 //!   (floor, sansrpc; jsonrpsee serves no raw TCP).
 //! - WebSocket sequential (1 in flight) and pipelined (64 in flight), one connection, text
 //!   frames (sansrpc, jsonrpsee).
-//! - HTTP/1.1, four scenarios (floor, sansrpc, sansrpc-axum, jsonrpsee): sequential (1
+//! - HTTP/1.1, four scenarios (floor, sansrpc, axum-floor, sansrpc-axum, jsonrpsee; axum-floor
+//!   is `rpc-axum-floor-server`, axum answering each body as the floor does): sequential (1
 //!   keep-alive connection), 64 and M keep-alive connections, each POSTing one request at
 //!   a time, and a burst of 10,000 connections (1,000 with `--quick`) of one POST each,
 //!   100 at a time; requests per second and the server's CPU time per request (its
@@ -36,7 +37,7 @@
 //! - HTTP/2 with prior knowledge (h2c), one connection, 64 streams in flight: JSON-RPC
 //!   (`sansrpc-axum` against jsonrpsee) and MCP `tools/call` from 64 sessions sharing the
 //!   connection, JSON and SSE answers (`sansrpc-axum` and `axum-floor` against rmcp in
-//!   axum); hyper's HTTP/2
+//!   axum; for JSON-RPC, `axum-floor` is `rpc-axum-floor-server`); hyper's HTTP/2
 //!   client. The standalone sansrpc servers speak HTTP/1.1 only. See `h2.rs`.
 //! - Method subscriptions, Ethereum's `newHeads` (`heads-sansrpc-server` against
 //!   `heads-jsonrpsee-server`, both single-threaded, a 1 KiB block every 100 ms): S
@@ -224,6 +225,9 @@ fn server_for(name: &str, transport: Transport) -> Option<(&'static str, Vec<&'s
         }
         ("rmcp", Transport::H2McpJson | Transport::H2McpSse) => Some(("mcp-rmcp-server", vec![t])),
         ("jsonrpsee", Transport::H2Http) => Some(("jsonrpsee-server", vec![])),
+        ("axum-floor", Transport::H2Http | Transport::Http) => {
+            Some(("rpc-axum-floor-server", vec![]))
+        }
         // The standalone servers speak HTTP/1.1 only.
         (_, Transport::H2Http | Transport::H2McpJson | Transport::H2McpSse) => None,
         ("sansrpc", _) => Some(("sansrpc-server", vec![t])),
@@ -755,7 +759,7 @@ async fn main() {
             Transport::H2Http,
             format!("HTTP/2 (h2c): 1 connection, {DEPTH} streams in flight"),
             "jsonrpsee",
-            &["sansrpc-axum", "jsonrpsee"][..],
+            &["axum-floor", "sansrpc-axum", "jsonrpsee"][..],
         ),
         (
             Transport::H2McpJson,

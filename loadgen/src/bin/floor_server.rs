@@ -35,22 +35,13 @@ mod backlog;
 
 use std::io::Write as _;
 
-use serde::Deserialize;
-use serde_json::value::RawValue;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::{TcpListener, TcpStream};
 
-/// The request envelope, borrowed from the read buffer.
-#[derive(Deserialize)]
-#[allow(dead_code)]
-struct Req<'a> {
-    jsonrpc: &'a str,
-    #[serde(borrow)]
-    id: &'a RawValue,
-    method: &'a str,
-    #[serde(borrow)]
-    params: Option<&'a RawValue>,
-}
+#[path = "../respond.rs"]
+mod respond;
+
+use respond::respond;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> std::io::Result<()> {
@@ -284,38 +275,4 @@ async fn http_connection(mut stream: TcpStream) -> std::io::Result<()> {
             return Ok(());
         }
     }
-}
-
-/// Writes the response to one request body into `out`.
-fn respond(body: &[u8], out: &mut Vec<u8>) {
-    let req: Req = match serde_json::from_slice(body) {
-        Ok(req) => req,
-        Err(_) => {
-            out.extend_from_slice(
-                br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#,
-            );
-            return;
-        }
-    };
-    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    out.extend_from_slice(req.id.get().as_bytes());
-    match req.method {
-        "echo" => {
-            out.extend_from_slice(br#","result":"#);
-            out.extend_from_slice(req.params.map_or("null", |p| p.get()).as_bytes());
-        }
-        "add" => match req
-            .params
-            .and_then(|p| serde_json::from_str::<(i64, i64)>(p.get()).ok())
-        {
-            Some((a, b)) => {
-                let _ = write!(out, r#","result":{}"#, a.wrapping_add(b));
-            }
-            None => {
-                out.extend_from_slice(br#","error":{"code":-32602,"message":"Invalid params"}"#)
-            }
-        },
-        _ => out.extend_from_slice(br#","error":{"code":-32601,"message":"Method not found"}"#),
-    }
-    out.push(b'}');
 }
