@@ -382,10 +382,6 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             progress |= wrote;
             let pending = !flushed || self.conn.buffered_output() > 0;
             self.conn.handle_write(wrote, pending, now);
-            // Last in the pass, once the writes are told: a write stall this pass began (or
-            // restarted) moves the deadline, and the sleep is armed for it before the task
-            // waits (armed before, it kept the old one until something else woke the task).
-            progress |= self.poll_timer(cx, now);
             if self.conn.is_finished() {
                 if self.closing.is_none() {
                     // The close may never complete (a peer that does not read): bounded.
@@ -399,6 +395,11 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                     return Poll::Ready(self.finish());
                 }
             }
+            // Last in the pass, once the writes are told: a write stall this pass began (or
+            // restarted) moves the deadline, and the sleep is armed for it before the task
+            // waits (armed before, it kept the old one until something else woke the task);
+            // and a connection whose close completed at once arms none.
+            progress |= self.poll_timer(cx, now);
             if !progress {
                 return Poll::Pending;
             }
