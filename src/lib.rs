@@ -102,11 +102,6 @@ extern crate std;
 
 pub mod client;
 pub mod codec;
-/// Compliance fuzzing: inputs at the edges of JSON-RPC 2.0 from a fuzzer's bytes, and a judge
-/// of a server's answers. Feature `arbitrary`, which implies `std` (the `arbitrary` crate
-/// needs it).
-#[cfg(feature = "arbitrary")]
-pub mod compliance;
 mod config;
 pub mod connection;
 pub mod de;
@@ -117,14 +112,12 @@ pub mod ext;
 pub mod id;
 mod json;
 pub mod limits;
-pub mod mcp;
 pub mod message;
 pub mod method;
 mod raw;
 pub mod router;
 #[cfg(feature = "std")]
 pub mod runtime;
-pub mod streamable;
 mod sync;
 mod time;
 

@@ -1,5 +1,5 @@
 //! Fuzzing your own server: a `Router` as an application builds it, fed the inputs of
-//! `sansrpc::compliance` (protocol edges, and calls to its own methods with params of any
+//! `sansrpc_compliance` (protocol edges, and calls to its own methods with params of any
 //! shape, cut into chunks) and judged by the rules of JSON-RPC 2.0. Any answer the
 //! specification forbids is a crash. Run with `cargo fuzz run own_server` (or
 //! `cargo fuzz run -s none own_server` on stable).
@@ -8,11 +8,11 @@
 use libfuzzer_sys::arbitrary::Unstructured;
 use libfuzzer_sys::fuzz_target;
 use sansrpc::codec::Framing;
-use sansrpc::compliance::Input;
-use sansrpc::{Config, Connection};
 use sansrpc::method::Method;
 use sansrpc::router::{Reply, Router};
+use sansrpc::{Config, Connection};
 use sansrpc::{ErrorObject, Instant};
+use sansrpc_compliance::Input;
 
 struct Subtract;
 

@@ -10,7 +10,7 @@
 //!
 //! The second workload is the same call over Streamable HTTP without the HTTP library: a
 //! POST's head (the fields an MCP client sends, as `http`'s checked fields) and body go to
-//! the Streamable HTTP machine (`sansrpc::streamable::Server`), which hands the scanned
+//! the Streamable HTTP machine (`sansrpc_mcp::streamable::Server`), which hands the scanned
 //! body to the session's connection tagged with its stream; the connection's answer goes
 //! back to the machine, and the response is taken as parts (head, body), as a tower
 //! service takes it. `scripts/instructions` counts `mcp_http_call_once`.
@@ -27,11 +27,11 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use sansrpc::codec::http::Head;
 use sansrpc::connection::Connection;
 use sansrpc::message::Scanned;
-use sansrpc::streamable::{self, Authorized, Step, Verdict};
 use sansrpc::Instant;
 use sansrpc::{Config, Profile};
 use sansrpc_futures::{Builder, Client, Driver, Received, Timer, Transport};
 use sansrpc_mcp::server::{Context as ToolContext, McpError, ServerBuilder};
+use sansrpc_mcp::streamable::{self, Authorized, Step, Verdict};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Add {

@@ -3,7 +3,9 @@
 //! [`types`] holds the MCP message types (request params, results, notification params,
 //! capabilities, content blocks, error data) for protocol revisions **2025-11-25** (the
 //! `initialize` handshake era) and **2026-07-28** (stateless, per-request `_meta`), as serde
-//! types that follow the schema's JSON names exactly. The protocol logic lives elsewhere.
+//! types that follow the schema's JSON names exactly. [`streamable`] is the Streamable HTTP
+//! transport as a sans-I/O machine (sessions, JSON or Server-Sent Events, resumption, the
+//! header rules of each revision, Host/Origin checks, the OAuth resource-server answers).
 //!
 //! ```
 //! use sansrpc_mcp::types::{CallToolResult, ContentBlock};
@@ -21,11 +23,14 @@
 #[cfg(feature = "futures")]
 pub mod client;
 pub mod server;
+pub mod streamable;
+#[cfg(feature = "tokio")]
+pub mod tokio;
 pub mod types;
 
 /// A value as raw JSON, for the adapters' raw handlers and calls (the MCP types and
 /// `serde_json` values always serialise).
-#[cfg(any(feature = "futures", feature = "blocking"))]
+#[cfg_attr(not(any(feature = "futures", feature = "blocking")), allow(dead_code))]
 pub(crate) fn raw_json(value: &impl serde::Serialize) -> Box<sansrpc::RawValue> {
     // What serde_json writes is one JSON value: not scanned again.
     with_scratch(|out| {
@@ -36,7 +41,7 @@ pub(crate) fn raw_json(value: &impl serde::Serialize) -> Box<sansrpc::RawValue> 
 /// A `tools/call` result as raw JSON: the same text [`raw_json`] writes for it, written here
 /// without serde when the result is text blocks alone (with `resultType` and `isError` at
 /// most), as most tools answer; through serde when it is anything else.
-#[cfg(any(feature = "futures", feature = "blocking"))]
+#[cfg_attr(not(any(feature = "futures", feature = "blocking")), allow(dead_code))]
 pub(crate) fn raw_tool_result(reply: &server::ToolReply) -> Box<sansrpc::RawValue> {
     use server::ToolReply;
     let result = match reply {
@@ -72,7 +77,7 @@ pub(crate) fn raw_tool_result(reply: &server::ToolReply) -> Box<sansrpc::RawValu
 
 /// A result of text blocks `texts` written into `out` as serde writes a
 /// [`CallToolResult`](types::CallToolResult) of them.
-#[cfg(any(feature = "futures", feature = "blocking"))]
+#[cfg_attr(not(any(feature = "futures", feature = "blocking")), allow(dead_code))]
 fn text_result<'a>(
     out: &mut Vec<u8>,
     result_type: Option<&types::ResultType>,
@@ -110,7 +115,7 @@ fn text_result<'a>(
 }
 
 /// `text` as a JSON string, as serde_json writes it, appended to `out`.
-#[cfg(any(feature = "futures", feature = "blocking"))]
+#[cfg_attr(not(any(feature = "futures", feature = "blocking")), allow(dead_code))]
 fn string_into(out: &mut Vec<u8>, text: &str) {
     // Writing to a `Vec` does not fail.
     let _ = serde_json::to_writer(out, text);
@@ -119,7 +124,7 @@ fn string_into(out: &mut Vec<u8>, text: &str) {
 /// Runs `write` with this thread's scratch buffer, where a value is written before its one
 /// copy of the exact size is taken (a `String` grown as serde_json writes, then shrunk,
 /// would be allocated twice or more).
-#[cfg(any(feature = "futures", feature = "blocking"))]
+#[cfg_attr(not(any(feature = "futures", feature = "blocking")), allow(dead_code))]
 fn with_scratch<R>(write: impl FnOnce(&mut Vec<u8>) -> R) -> R {
     std::thread_local! {
         static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };

@@ -10,10 +10,10 @@ use std::sync::Arc;
 mod support;
 use support::run;
 
-use sansrpc::streamable::ParamHeader;
 use sansrpc::RawValue;
 use sansrpc_futures::AsyncRouter;
 use sansrpc_mcp::client::{ClientBuilder, ClientError, McpClient};
+use sansrpc_mcp::streamable::ParamHeader;
 use sansrpc_mcp::types::{JsonObject, Tool};
 use serde_json::{json, Value};
 

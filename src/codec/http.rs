@@ -112,9 +112,9 @@ impl Head {
         self.fields.get(name)
     }
 
-    /// [`field`](Head::field) for a `name` in lower case (the Streamable HTTP rules': a
-    /// head from `http`'s fields is then read byte for byte).
-    pub(crate) fn field_lowercase(&self, name: &str) -> Option<&[u8]> {
+    /// [`field`](Head::field) for a `name` in lower case: a head whose field names are known
+    /// to be lower case (made from `http`'s fields) is then read byte for byte.
+    pub fn field_lowercase(&self, name: &str) -> Option<&[u8]> {
         self.fields.get_lowercase(name)
     }
 
@@ -146,7 +146,7 @@ impl Head {
     /// `http::HeaderMap`'s, whose `HeaderName` and `HeaderValue` check both as they are
     /// made. They are not checked again; every other rule is the same. The names are
     /// taken to be in lower case, as `HeaderName` keeps them (what handlers are shown of
-    /// them is not lowered again: [`Headers`](crate::streamable::Headers)).
+    /// them is not lowered again: [`Headers`]).
     pub fn from_checked_parts<'a>(
         method: &str,
         target: &str,
@@ -863,15 +863,21 @@ pub fn write_head(
 }
 
 mod exchange;
+#[cfg(feature = "std")]
+mod extensions;
 mod fields;
+mod request;
 mod response;
 #[cfg(test)]
 mod tests;
 mod unframe;
 
 pub use exchange::{Exchange, Refusal};
-pub(crate) use fields::as_text;
+pub use fields::as_text;
 pub use fields::Fields;
+#[cfg(feature = "std")]
+pub use request::Extensions;
+pub use request::{Headers, HttpRequest, Principal};
 pub use unframe::{Parts, Unframer};
 
 pub use response::{write_request_head, ResponseDecoder, ResponseHead, ResponseStep};

@@ -200,7 +200,7 @@ impl Classifier {
 /// ([`Connection::handle_scanned_tagged`](crate::Connection::handle_scanned_tagged)) reads
 /// the entries found rather than scanning the bytes a second time, when it scans with the
 /// same [`Limits`]. The Streamable HTTP machine makes them, for the body it classified
-/// ([`Server::handle_request_owned`](crate::streamable::Server::handle_request_owned));
+/// (`sansrpc_mcp::streamable::Server::handle_request_owned`);
 /// [`Scanned::new`] makes one not scanned yet.
 ///
 /// The bytes cannot be changed once scanned: what was found stays true of them.
@@ -266,12 +266,17 @@ impl fmt::Debug for Scanned {
 }
 
 impl Classifier {
-    /// `frame`, with what the last [`scan`](Classifier::scan) (which returned `Ok(shape)`)
-    /// found in it: the caller passes the bytes scanned, unchanged.
-    pub(crate) fn scanned(&mut self, frame: Vec<u8>, shape: Shape) -> Scanned {
-        let entries = match shape {
-            Shape::Single => Entries::One(self.entries[0]),
-            Shape::Batch => Entries::Batch(self.take_entries()),
+    /// `frame`, with what the last [`classify`](Classifier::classify) found in it, for a
+    /// connection to read rather than scan it again
+    /// ([`Connection::handle_scanned_tagged`](crate::Connection::handle_scanned_tagged)).
+    /// The caller passes the bytes classified, unchanged, and `batch`: whether that
+    /// classification was [`Classified::Batch`] (else it was [`Classified::Single`]; a
+    /// rejected frame is handed on with [`Scanned::new`]).
+    pub fn scanned(&mut self, frame: Vec<u8>, batch: bool) -> Scanned {
+        debug_assert!(!self.entries.is_empty() && (batch || self.entries.len() == 1));
+        let entries = match batch {
+            false => Entries::One(self.entries[0]),
+            true => Entries::Batch(self.take_entries()),
         };
         Scanned {
             frame,
@@ -881,7 +886,7 @@ fn parse_i64(raw: &[u8]) -> Option<i64> {
 }
 
 /// Decides what an object is from its members (JSON-RPC 2.0 sections 4 and 5).
-fn decide(frame: &[u8], m: Members, limits: &Limits, entry: &mut RawEntry) {
+fn decide(frame: &[u8], mut m: Members, limits: &Limits, entry: &mut RawEntry) {
     let version = match m.jsonrpc {
         Some(true) => Some(Version::V2),
         None if limits.accept_v1 => Some(Version::V1),
@@ -905,7 +910,13 @@ fn decide(frame: &[u8], m: Members, limits: &Limits, entry: &mut RawEntry) {
         } else if method.is_err() {
             Some(InvalidReason::MethodNotString)
         } else if matches!(m.params, Some((_, first)) if first != b'[' && first != b'{') {
-            Some(InvalidReason::BadParams)
+            // The scanner took the value whole: one starting with `n` is the literal `null`.
+            if m.params.is_some_and(|(_, first)| first == b'n') && limits.null_params_as_absent {
+                m.params = None;
+                None
+            } else {
+                Some(InvalidReason::BadParams)
+            }
         } else {
             None
         };

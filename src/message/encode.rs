@@ -131,3 +131,54 @@ impl BatchWriter {
         }
     }
 }
+
+/// Appends `s` as a JSON string: quoted, with `"`, `\` and the control characters escaped
+/// (the escaping every message this crate writes uses; no allocation).
+pub fn write_json_string(out: &mut Vec<u8>, s: &str) {
+    json::write_str(out, s);
+}
+
+/// Which of `result`, `method` or `error` comes first among the top-level members of a
+/// single message object, read from its keys alone without looking into any value it
+/// passes over: what a transport needs to know of a frame its own connection wrote (a
+/// result response, a call, or an error response whose code is wanted). `None` for a batch,
+/// a frame that is not an object, or one with none of the three.
+///
+/// The values passed over are skipped, not checked: use it on frames a [`Connection`]
+/// wrote (whole, valid messages), not on a peer's input.
+///
+/// [`Connection`]: crate::Connection
+pub fn leading_member(frame: &[u8]) -> Option<Leading> {
+    let mut s = json::Scanner::new(frame);
+    s.expect(b'{').ok()?;
+    if s.peek_ws() == Some(b'}') {
+        return None;
+    }
+    loop {
+        let key = s.key().ok()?;
+        if !key.escaped {
+            match &frame[key.span.start..key.span.end] {
+                b"result" => return Some(Leading::Result),
+                b"method" => return Some(Leading::Method),
+                b"error" => return Some(Leading::Error),
+                _ => {}
+            }
+        }
+        s.value(1, crate::Limits::MAX_DEPTH_CAP).ok()?;
+        match s.peek_ws()? {
+            b',' => s.pos += 1,
+            _ => return None,
+        }
+    }
+}
+
+/// What [`leading_member`] found first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Leading {
+    /// `result`: a result response.
+    Result,
+    /// `method`: a request or a notification.
+    Method,
+    /// `error`: an error response.
+    Error,
+}

@@ -16,7 +16,10 @@ pub use classify::{Batch, Classified, Classifier, Rejection, Scanned};
 pub(crate) use encode::write_call;
 #[cfg(feature = "subscriptions")]
 pub(crate) use encode::write_call_with;
-pub use encode::{write_error_response, write_result_response, BatchWriter};
+pub use encode::{
+    leading_member, write_error_response, write_json_string, write_result_response, BatchWriter,
+    Leading,
+};
 
 use crate::error::{ErrorObject, ProtocolError};
 use crate::id::Id;

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use foldhash::fast::RandomState;
 
-pub use sansrpc::streamable::{HttpRequest, Principal};
+pub use sansrpc::codec::http::{HttpRequest, Principal};
 use sansrpc::Id;
 
 /// The most calls of one connection whose HTTP request is kept at once; beyond it a call's

@@ -34,7 +34,7 @@ pub const MCP_QUEUE: usize = 1024;
 ///     .build();
 /// // Every process of "notes" connects its server to the same NATS...
 /// let fanout = McpFanout::connect("nats://127.0.0.1:4222", &server)?;
-/// // ...and serves `server` as usual (`sansrpc_tokio::mcp::serve`). A change announced in
+/// // ...and serves `server` as usual (`sansrpc_mcp::tokio::serve`). A change announced in
 /// // any process now reaches the listeners of every process, once each:
 /// server.list_changed(ListKind::Tools);
 /// // The fan-out lasts as long as `fanout`: keep it while serving.

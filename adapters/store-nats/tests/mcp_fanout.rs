@@ -1,5 +1,5 @@
 //! MCP change fan-out over a real nats-server: two `Server`s of one MCP server ("A" and
-//! "B"), each served on its own 127.0.0.1 port by `sansrpc_tokio::mcp::serve` with its own
+//! "B"), each served on its own 127.0.0.1 port by `sansrpc_mcp::tokio::serve` with its own
 //! NATS connection (`McpFanout`), and real clients over Streamable HTTP: a
 //! `subscriptions/listen` stream (2026-07-28) and 2025-11-25 sessions on A, through the
 //! typed sansrpc MCP client. Every wait is bounded (30 s): a deadline for a hang, not a
@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 
 use common::NatsServer;
 use sansrpc::connection::{Config, Profile};
-use sansrpc::streamable;
 use sansrpc_mcp::client::{ClientBuilder, ListenNotification, McpClient, Subscription};
 use sansrpc_mcp::server::{Context, ListKind, McpError, Server, ServerBuilder, RESYNC_META};
+use sansrpc_mcp::streamable;
 use sansrpc_mcp::types::{GetPromptResult, Prompt, Resource, SubscriptionFilter};
 use sansrpc_store_nats::McpFanout;
 use sansrpc_tokio::{Builder, Spawned};
@@ -88,7 +88,7 @@ async fn serve(server: &Server) -> String {
         .router(server.router());
     tokio::spawn(async move {
         let never = std::future::pending::<()>();
-        sansrpc_tokio::mcp::serve(listener, builder, streamable::Config::default(), never)
+        sansrpc_mcp::tokio::serve(listener, builder, streamable::Config::default(), never)
             .await
             .unwrap();
     });
@@ -112,7 +112,7 @@ async fn listen(url: &str, filter: Value) -> Listener {
     let builder = Builder::new()
         .config(Config::for_profile(Profile::Mcp))
         .router(mcp.router());
-    let conn = sansrpc_tokio::mcp_client::connect(url, builder).unwrap();
+    let conn = sansrpc_mcp::tokio::connect(url, builder).unwrap();
     let client = mcp.discover(conn.client.clone()).await.unwrap();
     assert!(client.is_stateless());
     let filter: SubscriptionFilter = serde_json::from_value(filter).unwrap();
@@ -154,7 +154,7 @@ async fn session(url: &str) -> Session {
     let builder = Builder::new()
         .config(Config::for_profile(Profile::Mcp))
         .router(mcp.router());
-    let conn = sansrpc_tokio::mcp_client::connect(url, builder).unwrap();
+    let conn = sansrpc_mcp::tokio::connect(url, builder).unwrap();
     let client = mcp.initialize(conn.client.clone()).await.unwrap();
     assert_eq!(client.protocol_version(), "2025-11-25");
     Session {

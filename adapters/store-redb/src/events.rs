@@ -3,7 +3,7 @@
 //! missed.
 //!
 //! # Semantics
-//! The same as [`MemoryEventStore`](sansrpc::streamable::MemoryEventStore): events are kept
+//! The same as [`MemoryEventStore`](sansrpc_mcp::streamable::MemoryEventStore): events are kept
 //! per stream in sequence order, at most `max_bytes` of them in all (the oldest event of any
 //! stream goes first), none older than `max_age` once [`expire`](EventStore::expire) ran;
 //! an event larger than `max_bytes` is not kept and counts as forgotten; a
@@ -69,8 +69,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use redb::{Database, ReadableTable, ReadableTableMetadata, TableDefinition, WriteTransaction};
-use sansrpc::streamable::EventStore;
 use sansrpc::Instant;
+use sansrpc_mcp::streamable::EventStore;
 
 use crate::Error;
 
@@ -223,13 +223,13 @@ fn replay_from(
 
 /// An [`EventStore`] in one redb file: durable across restarts, single process (redb locks
 /// the file), bounded in bytes and in age like
-/// [`MemoryEventStore`](sansrpc::streamable::MemoryEventStore). See the
+/// [`MemoryEventStore`](sansrpc_mcp::streamable::MemoryEventStore). See the
 /// [module docs](crate::events) for the layout, how age survives a restart, when it commits
 /// and what it does with errors.
 ///
 /// ```
 /// use std::time::Duration;
-/// use sansrpc::streamable::EventStore;
+/// use sansrpc_mcp::streamable::EventStore;
 /// use sansrpc::Instant;
 /// use sansrpc_store_redb::RedbEventStore;
 ///

@@ -6,8 +6,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use sansrpc::streamable::{EventStore, MemoryEventStore};
 use sansrpc::Instant;
+use sansrpc_mcp::streamable::{EventStore, MemoryEventStore};
 use sansrpc_store_redb::RedbEventStore;
 
 const CHILD_ENV: &str = "SANSRPC_REDB_EVENTS_CHILD";

@@ -10,7 +10,7 @@
 //! client that reconnects over TCP, Unix sockets, WebSocket or a respawned child process.
 //!
 //! Servers facing the internet: [`ServeOptions`] (the `*_with` / `serve_with_options`
-//! variants, and [`mcp::Options::serve`]) bounds the connections at once, serves TLS, and
+//! variants, and `sansrpc_mcp::tokio::Options::serve`) bounds the connections at once, serves TLS, and
 //! configures WebSocket `Origin`s and HTTP CORS. Every server accepts on one loop: the
 //! same connection cap, busy answer and shutdown. The endpoint's own rules (rate limit,
 //! idle and partial-frame timeouts) are set in the [`Builder`]'s config.
@@ -52,15 +52,12 @@ use std::io;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-mod channel;
 mod child;
+pub mod host;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "http")]
 pub(crate) mod http_client;
-pub mod mcp;
-#[cfg(feature = "http")]
-pub mod mcp_client;
 pub mod reconnect;
 mod registry;
 mod request;
@@ -88,7 +85,7 @@ pub use sansrpc::codec::http::Origins;
 pub use sansrpc::Timeout;
 pub use sansrpc_futures::{
     sansrpc, AsyncRouter, Batch, BatchSlot, BoxFuture, Builder, ByteStream, CallError, Cancelled,
-    Client, CloseWithSession, Driver, Ended, Extension, HandlerResult, NotAccepted,
+    Client, CloseWithSession, Driver, Ended, Extension, Fanout, HandlerResult, NotAccepted,
     NotificationContext, PendingBatch, PendingCall, PendingSubscription, RawResult, RawStream,
     RawSubscription, Received, RequestContext, ShutdownHandle, StreamOptions, Subscription,
     SubscriptionError, SubscriptionSink, Timer, Transport, TypedStream,
@@ -104,7 +101,7 @@ pub use sansrpc_macros::rpc_tokio as rpc;
 pub use sansrpc_futures::__macros;
 
 /// How a server protects itself from clients it does not trust, for every `serve_*`
-/// function of this crate and the MCP server ([`mcp::Options::serve`]; each field says
+/// function of this crate and the MCP server (`sansrpc_mcp::tokio::Options::serve`; each field says
 /// which use it). The per-connection rules (rate limit, idle and partial-frame timeouts)
 /// are the endpoint's, in the [`Builder`]'s [`Config`](sansrpc::connection::Config).
 #[derive(Debug, Clone)]
@@ -156,7 +153,7 @@ pub struct ServeOptions {
 
 impl ServeOptions {
     /// The builder a server uses: `builder`, with the network defaults when they are on.
-    pub(crate) fn builder(&self, builder: Builder) -> Builder {
+    pub fn builder(&self, builder: Builder) -> Builder {
         if !self.network_defaults {
             return builder;
         }
@@ -239,7 +236,7 @@ where
 /// An accepted TCP connection with Nagle's algorithm off: JSON-RPC writes whole messages,
 /// and a small answer held back for the peer's delayed ACK stalls a pipelined client for
 /// tens of milliseconds.
-pub(crate) fn no_delay(
+pub fn no_delay(
     (stream, _): (tokio::net::TcpStream, std::net::SocketAddr),
 ) -> tokio::net::TcpStream {
     tune(&stream);
@@ -249,7 +246,7 @@ pub(crate) fn no_delay(
 /// Sets up a TCP connection: Nagle's algorithm off, and the kernel's unsent bytes bounded
 /// by [`UNSENT_LOW_WATER`](sansrpc::driver::UNSENT_LOW_WATER) where the system has the
 /// option, so a peer that stops reading meets the write-stall timeout soon after.
-pub(crate) fn tune(stream: &tokio::net::TcpStream) {
+pub fn tune(stream: &tokio::net::TcpStream) {
     let _ = stream.set_nodelay(true);
     #[cfg(any(target_os = "linux", target_os = "android"))]
     let _ = socket2::SockRef::from(stream).set_tcp_notsent_lowat(sansrpc::driver::UNSENT_LOW_WATER);
@@ -315,7 +312,7 @@ fn spawn_piped(
 
 /// A connection whose driver runs on its own tokio task: what [`spawn`] and every
 /// connecting function of this crate ([`ws::connect`], [`http::connect`],
-/// [`mcp_client::connect`]) return. Its [`client`](Spawned::client) calls the peer, as the
+/// `sansrpc_mcp::tokio::connect`) return. Its [`client`](Spawned::client) calls the peer, as the
 /// `client` of a [`ChildProcess`] and of a [`reconnect::ReconnectConnection`] do. (The
 /// connection's state machine is the core's [`sansrpc::Connection`], which this handle
 /// runs.)
@@ -377,7 +374,7 @@ pub async fn serve_tcp_with(
 }
 
 /// What an HTTP request or WebSocket upgrade beyond the connection limit is answered.
-pub(crate) const HTTP_BUSY: &[u8] =
+pub const HTTP_BUSY: &[u8] =
     b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
 
 /// What a byte stream beyond the connection limit is sent.
@@ -490,13 +487,13 @@ where
 
 /// The accept loop every server of this crate shares: the connection cap and the busy
 /// answer, one task per connection, and the end at shutdown.
-pub(crate) struct Listener {
+pub struct Listener {
     /// What a connection beyond the cap is sent before it is closed.
-    pub(crate) refusal: Arc<[u8]>,
+    pub refusal: Arc<[u8]>,
     /// Most connections served at once ([`ServeOptions::max_connections`]).
-    pub(crate) max_connections: usize,
+    pub max_connections: usize,
     /// How long the connections may take to end once told to stop; then they are aborted.
-    pub(crate) drain: Duration,
+    pub drain: Duration,
 }
 
 impl Listener {
@@ -504,7 +501,7 @@ impl Listener {
     /// until `shutdown` completes; then stops accepting, calls `stop` (which tells the
     /// connections to end), and returns once they have ended or [`drain`](Self::drain) has
     /// passed.
-    pub(crate) async fn run<S, A, F, C, Fut>(
+    pub async fn run<S, A, F, C, Fut>(
         &self,
         mut accept: A,
         connection: C,

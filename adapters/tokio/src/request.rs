@@ -1,5 +1,5 @@
 //! Reading HTTP/1.1 requests from an accepted connection, for the servers that answer them
-//! (JSON-RPC over HTTP in [`http`](crate::http), MCP's Streamable HTTP in [`mcp`](crate::mcp)):
+//! (JSON-RPC over HTTP in [`http`](crate::http), MCP's Streamable HTTP in `sansrpc_mcp::tokio`):
 //! the TLS handshake, then each request's head and body through the core's sans-I/O
 //! decoder, within the time limits of the builder's config. What a request means, and its
 //! answer, is each server's own.
@@ -21,32 +21,32 @@ use crate::ServeOptions;
 
 /// What a request whose client waits for it (`Expect: 100-continue`) is sent before its
 /// body is read.
-pub(crate) const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
+pub const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
 /// An accepted connection once its handshake is done: TLS over TCP, or plain TCP.
 #[cfg(feature = "tls")]
-pub(crate) type Accepted = crate::tls::ServerStream;
+pub type Accepted = crate::tls::ServerStream;
 /// An accepted connection once its handshake is done.
 #[cfg(not(feature = "tls"))]
-pub(crate) type Accepted = TcpStream;
+pub type Accepted = TcpStream;
 
 /// How long a client may take over a request, from the builder's config (with the network
 /// defaults when [`ServeOptions::network_defaults`] is on).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Times {
+pub struct Times {
     /// A request head is due this long after the last exchange ended (or the connection
     /// opened, its TLS handshake included): the shorter of the config's
     /// [`frame_timeout`](sansrpc::Config::frame_timeout) and
     /// [`idle_timeout`](sansrpc::Config::idle_timeout), so a keep-alive connection waiting
     /// that long for its next request is closed as well.
-    pub(crate) head: Option<Duration>,
+    pub head: Option<Duration>,
     /// A body is due this long after its head: the config's `frame_timeout`.
-    pub(crate) body: Option<Duration>,
+    pub body: Option<Duration>,
 }
 
 impl Times {
     /// The limits `config` sets.
-    pub(crate) fn of(config: &Config) -> Self {
+    pub fn of(config: &Config) -> Self {
         let head = match (config.frame_timeout, config.idle_timeout) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -60,7 +60,7 @@ impl Times {
 
 /// `work`, failing with [`io::ErrorKind::TimedOut`] (saying `what`) when `limit` passes
 /// first.
-pub(crate) async fn within<T>(
+pub async fn within<T>(
     limit: Option<Duration>,
     what: &'static str,
     work: impl Future<Output = io::Result<T>>,
@@ -76,7 +76,7 @@ pub(crate) async fn within<T>(
 /// What every connection an HTTP server accepts goes through before its first request:
 /// the TLS handshake when [`ServeOptions::tls`] is set, within the request head's limit.
 #[derive(Debug, Clone)]
-pub(crate) struct Handshake {
+pub struct Handshake {
     #[cfg(feature = "tls")]
     tls: Option<Arc<crate::tls::rustls::ServerConfig>>,
     #[cfg(feature = "tls")]
@@ -85,7 +85,7 @@ pub(crate) struct Handshake {
 
 impl Handshake {
     /// The handshake `options` ask for, within `times`' head limit.
-    pub(crate) fn new(options: &ServeOptions, times: Times) -> Self {
+    pub fn new(options: &ServeOptions, times: Times) -> Self {
         #[cfg(not(feature = "tls"))]
         let _ = (options, times);
         Handshake {
@@ -97,7 +97,7 @@ impl Handshake {
     }
 
     /// Runs the handshake on `stream`.
-    pub(crate) async fn run(&self, stream: TcpStream) -> io::Result<Accepted> {
+    pub async fn run(&self, stream: TcpStream) -> io::Result<Accepted> {
         #[cfg(feature = "tls")]
         let stream = within(
             self.limit,
@@ -113,12 +113,17 @@ impl Handshake {
 // A head keeps its fields' places inline (see `sansrpc::codec::http::HttpStep`).
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
-pub(crate) enum Part {
+pub enum Part {
     /// A request head. A body follows unless [`Head::body`] is [`BodyKind::None`].
     Head(Head),
     /// The body of the request whose head came last: `input.data()[..len]`; consume `used`
     /// bytes of the input once it is taken.
-    Body { used: usize, len: usize },
+    Body {
+        /// Input bytes to consume once the body is taken.
+        used: usize,
+        /// The body's length.
+        len: usize,
+    },
     /// Not a request this server reads on (malformed, over a bound): answer the fault's
     /// status and close the connection.
     Fault(HttpFault),
@@ -129,7 +134,7 @@ pub(crate) enum Part {
 /// The requests of one connection: what was read of them, and the decoder that cuts them
 /// out of it (a chunked body is joined in place).
 #[derive(Debug)]
-pub(crate) struct Requests {
+pub struct Requests {
     /// What was read and not consumed yet.
     input: Input,
     decoder: RequestDecoder,
@@ -140,7 +145,7 @@ pub(crate) struct Requests {
 
 impl Requests {
     /// Requests cut by `decoder`, with nothing read yet.
-    pub(crate) fn new(decoder: RequestDecoder) -> Self {
+    pub fn new(decoder: RequestDecoder) -> Self {
         Requests {
             input: Input::new(Vec::new()),
             decoder,
@@ -150,35 +155,35 @@ impl Requests {
 
     /// True when `head` declares a body over the decoder's limit: it is answered `413`
     /// without being read, and the connection closes (what follows on it is unknown).
-    pub(crate) fn too_large(&self, head: &Head) -> bool {
+    pub fn too_large(&self, head: &Head) -> bool {
         matches!(head.body, BodyKind::Length(n) if n > self.decoder.max_body() as u64)
     }
 
     /// The body of a [`Part::Body`] of `len` bytes.
-    pub(crate) fn body(&mut self, len: usize) -> &[u8] {
+    pub fn body(&mut self, len: usize) -> &[u8] {
         &self.input.data()[..len]
     }
 
     /// The first `used` bytes read are done with (a body taken).
-    pub(crate) fn consume(&mut self, used: usize) {
+    pub fn consume(&mut self, used: usize) {
         self.input.consume(used);
     }
 
     /// How many bytes were read and not consumed.
-    pub(crate) fn read_ahead(&self) -> usize {
+    pub fn read_ahead(&self) -> usize {
         self.input.len()
     }
 
     /// Nothing more will be read: the buffer is given back.
     #[cfg(feature = "http")]
-    pub(crate) fn release(&mut self) {
+    pub fn release(&mut self) {
         self.input = Input::new(Vec::new());
         self.need = None;
     }
 
     /// The next part of a request when what was read holds it whole; else how many bytes
     /// the input should hold to go on.
-    pub(crate) fn buffered(&mut self) -> Result<Part, usize> {
+    pub fn buffered(&mut self) -> Result<Part, usize> {
         if let Some(need) = self.need {
             return Err(need);
         }
@@ -211,7 +216,7 @@ impl Requests {
     /// Reads more of `stream` into the input, wanting it to hold `need` bytes: `Ok(0)` at
     /// the end of the stream. (Also for what a client sends ahead while its answer is
     /// written.)
-    pub(crate) fn poll_read<S: AsyncRead + Unpin>(
+    pub fn poll_read<S: AsyncRead + Unpin>(
         &mut self,
         stream: &mut S,
         cx: &mut Context<'_>,
@@ -223,7 +228,7 @@ impl Requests {
     }
 
     /// Reads `stream` until the next part of a request is whole.
-    pub(crate) fn poll_part<S: AsyncRead + Unpin>(
+    pub fn poll_part<S: AsyncRead + Unpin>(
         &mut self,
         stream: &mut S,
         cx: &mut Context<'_>,

@@ -1,16 +1,16 @@
 //! TLS with rustls (feature `tls`, on by default): `wss://` and `https://` for the clients,
 //! and a TLS acceptor for the WebSocket, HTTP and MCP servers.
 //!
-//! - Clients: `ws::connect`, `http::connect` and `mcp_client::connect` take `wss://` and
+//! - Clients: `ws::connect`, `http::connect` and `sansrpc_mcp::tokio::connect` take `wss://` and
 //!   `https://` URLs and trust
 //!   the Mozilla root certificates (webpki-roots). For a private CA or a self-signed
 //!   certificate, build a config with [`client_config_with_roots`] and use
-//!   `ws::connect_tls`, `http::connect_tls` or `mcp_client::connect_tls`; for the system's
+//!   `ws::connect_tls`, `http::connect_tls` or `sansrpc_mcp::tokio::Connect::tls`; for the system's
 //!   own store, [`client_config_with_native_roots`].
 //! - Servers: set [`ServeOptions::tls`](crate::ServeOptions::tls) to a config from
 //!   [`server_config`]; every accepted connection does the TLS handshake first, within the
 //!   same time limit as the WebSocket handshake or an HTTP request head (the MCP server:
-//!   [`mcp::Options::serve`](crate::mcp::Options::serve)).
+//!   `sansrpc_mcp::tokio::Options::serve`).
 //!
 //! The crypto is `ring`; rustls is re-exported as [`rustls`] to build configs with.
 

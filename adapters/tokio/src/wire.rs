@@ -11,7 +11,7 @@ use tokio::io::{AsyncRead, ReadBuf};
 
 /// What an idle connection keeps for reading and writing: reads start here and grow while
 /// they fill the buffer.
-pub(crate) const SMALL: usize = 4 * 1024;
+pub const SMALL: usize = 4 * 1024;
 
 /// Most bytes read at a time past what the frame under way needs, and bytes buffered for
 /// writing before the connection keeps the rest (a single larger message is still read and

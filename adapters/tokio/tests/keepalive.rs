@@ -2,6 +2,7 @@
 //! from the server (the peer completes the handshake, then never answers), and the
 //! application-level `ping`/`pong` heartbeat over plain TCP; a live peer stays connected.
 
+#[path = "../../../tests/support/common.rs"]
 mod common;
 
 use std::time::{Duration, Instant};

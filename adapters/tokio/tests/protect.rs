@@ -3,6 +3,7 @@
 //! refused with 403 (by default those of other hosts than loopback ones), CORS preflights answered, slowloris peers dropped at the timeout
 //! (TCP and HTTP) and idle connections closed.
 
+#[path = "../../../tests/support/common.rs"]
 mod common;
 
 use std::net::SocketAddr;

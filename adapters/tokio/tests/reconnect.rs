@@ -6,6 +6,7 @@
 // Server starters are async (binding) and yield the server's task handle on purpose.
 #![allow(clippy::async_yields_async)]
 
+#[path = "../../../tests/support/common.rs"]
 mod common;
 
 use std::future::Future;

@@ -3,6 +3,7 @@
 //! adapter's client stream, and this adapter's server followed by the blocking client's
 //! iterator. Items in order, unsubscribe answered and seen by the server, the lag notice.
 
+#[path = "../../../tests/support/common.rs"]
 mod common;
 
 use std::sync::mpsc;
@@ -19,7 +20,7 @@ use tokio::net::TcpListener;
 #[tokio::test]
 async fn the_blocking_servers_subscription_streams_to_the_tokio_client() {
     within(LIMIT, async {
-        let eth = MethodSubscription::ethereum().with_capacity(8, 1 << 20);
+        let eth = MethodSubscription::ethereum().with_capacity(8 * 66);
         let (sinks_tx, sinks) = mpsc::channel();
         let sinks_tx = Mutex::new(sinks_tx);
         let mut router = Router::new();
@@ -101,7 +102,7 @@ async fn the_tokio_servers_subscription_iterates_on_the_blocking_client() {
                         let _ = ended_tx.send(watch.await);
                     });
                     for n in 0..count {
-                        sink.send(&n).unwrap();
+                        sink.send(&n).await.unwrap();
                     }
                     std::future::pending::<()>().await;
                 }

@@ -1,6 +1,7 @@
 //! The calculator on tokio over real TCP and Unix sockets and a real child process, the
 //! accept loops' graceful shutdown, and the tokio timer driving deadlines.
 
+#[path = "../../../tests/support/common.rs"]
 mod common;
 
 use std::time::{Duration, Instant};

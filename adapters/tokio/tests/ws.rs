@@ -2,6 +2,7 @@
 //! concurrent calls; binary frames and oversize messages closing only their connection;
 //! keep-alive dropping a silent peer; pending calls failing when the socket closes.
 
+#[path = "../../../tests/support/common.rs"]
 mod common;
 
 use std::time::{Duration, Instant};

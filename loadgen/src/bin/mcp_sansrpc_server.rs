@@ -1,5 +1,5 @@
 //! sansrpc's MCP server (`sansrpc_mcp::server`, one tool `add`: `{a, b}` -> the sum as
-//! text) over Streamable HTTP (`sansrpc_tokio::mcp`), single-threaded, for the load
+//! text) over Streamable HTTP (`sansrpc_mcp::tokio`), single-threaded, for the load
 //! generator's MCP tables.
 //!
 //! `mcp-sansrpc-server json|sse`: `json` answers each call with a JSON body (the machine's
@@ -11,7 +11,7 @@ use std::io::Write as _;
 use std::time::Duration;
 
 use sansrpc::connection::{Config, Profile};
-use sansrpc::streamable;
+use sansrpc_mcp::streamable;
 use sansrpc_mcp::server::{Context, McpError, ServerBuilder};
 use sansrpc_tokio::Builder;
 
@@ -47,5 +47,5 @@ async fn main() -> std::io::Result<()> {
     let mut out = std::io::stdout();
     writeln!(out, "{}", listener.local_addr()?)?;
     out.flush()?;
-    sansrpc_tokio::mcp::serve(listener, builder, config, std::future::pending()).await
+    sansrpc_mcp::tokio::serve(listener, builder, config, std::future::pending()).await
 }

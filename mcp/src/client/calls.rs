@@ -6,7 +6,7 @@ use super::*;
 /// future cancels the request (`notifications/cancelled`).
 ///
 /// [`close`](Self::close) ends the session and the connection: over Streamable HTTP
-/// (`sansrpc_tokio::mcp_client`) the transport ends the session with a `DELETE` first. Over
+/// (`sansrpc_mcp::tokio`) the transport ends the session with a `DELETE` first. Over
 /// Streamable HTTP, when the last clone is dropped without it, the same close starts by
 /// itself, in the background, best-effort (the connection's driver does it; nothing waits
 /// for it; other handles on the connection then fail as closed). Other connections (a
@@ -30,6 +30,8 @@ pub struct McpClient {
     pub(super) renewal: Option<Arc<Renewal>>,
     /// The tools listed with `idempotentHint: true`: sent again after a cut connection.
     pub(super) idempotent: Arc<Idempotent>,
+    /// The causes the transport recorded for the exchanges it could not make.
+    pub(super) failures: Arc<TransportFailures>,
 }
 
 /// Asks the connection to close when dropped (with the last [`McpClient`] clone).
@@ -58,7 +60,7 @@ pub(super) struct Stateless {
 impl McpClient {
     /// Ends the session and closes the connection, and waits until it is closed: the
     /// handlers in flight get the connection's `end_grace`, pending calls fail as closed,
-    /// then the transport closes; over Streamable HTTP (`sansrpc_tokio::mcp_client`) that
+    /// then the transport closes; over Streamable HTTP (`sansrpc_mcp::tokio`) that
     /// sends the session's `DELETE` and waits for its answer, at most a second. Every
     /// handle on the connection fails from then on. A child process is shut down with its
     /// own `shutdown(grace)` (MCP's stdio rules: close stdin, wait, kill).
@@ -191,6 +193,7 @@ impl McpClient {
                 .renewal
                 .as_ref()
                 .map_or(0, |r| r.generation.load(Ordering::Acquire));
+            let failed_before = self.failures.count();
             let pending = match progress {
                 Some((token, timeout, cap)) => {
                     self.client
@@ -201,6 +204,12 @@ impl McpClient {
             let error = match pending.await {
                 Ok(result) => return Ok(result),
                 Err(error) => error,
+            };
+            // The transport could not deliver it (no connection, no authorization): the
+            // server did not run it, and sending it again now would fail the same way.
+            let error = match ClientError::of_call(method, error, &self.failures, failed_before) {
+                ClientError::Call(error) => error,
+                not_delivered => return Err(not_delivered),
             };
             let loss = match (retry::Loss::of(&error), &self.renewal) {
                 // A 404 is a lost session only where there is one.

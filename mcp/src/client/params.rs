@@ -137,7 +137,7 @@ impl ParamHeaders {
     }
 
     /// The `Mcp-Param-<Name>` headers of a `tools/call` of `tool` with `arguments`: name and
-    /// value (encoded with [`sansrpc::streamable::encode_header_value`]: plain when it is
+    /// value (encoded with [`crate::streamable::encode_header_value`]: plain when it is
     /// visible ASCII with inner spaces only, else `=?base64?…?=`), one per marked argument
     /// present and not null. Empty (and not allocated) for a tool without marks.
     pub fn for_call(&self, tool: &str, arguments: Option<&JsonObject>) -> Vec<(String, String)> {
@@ -150,7 +150,7 @@ impl ParamHeaders {
                 let value = ParamHeader::header_text(mirror.argument(arguments)?).ok()??;
                 Some((
                     format!("Mcp-Param-{}", mirror.header),
-                    sansrpc::streamable::encode_header_value(&value),
+                    crate::streamable::encode_header_value(&value),
                 ))
             })
             .collect()

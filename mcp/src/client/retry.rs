@@ -19,7 +19,7 @@
 //!   rule applies on top.
 //!
 //! [`Attempts`] keeps the count of one call; [`Loss::of`] reads what happened from the
-//! call's error ([`EndReason::Unanswered`], which `sansrpc_tokio::mcp_client` gives).
+//! call's error ([`EndReason::Unanswered`], which `sansrpc_mcp::tokio` gives).
 
 use super::*;
 use sansrpc::connection::EndReason;

@@ -24,9 +24,9 @@
 pub mod methods;
 pub mod notifications;
 
-// MCP's protocol constants are the core's (`sansrpc::mcp`), defined once for the
-// Streamable HTTP machine and these types alike.
-pub use sansrpc::mcp::{error_codes, meta_keys, version};
+pub mod error_codes;
+pub mod meta_keys;
+pub mod version;
 
 mod capabilities;
 mod common;

@@ -59,10 +59,10 @@ impl Tool {
 
     /// The arguments this tool mirrors in `Mcp-Param-*` headers (SEP-2243, 2026-07-28), from
     /// the `x-mcp-header` marks of its input schema (none: an empty list), or why the tool
-    /// must be rejected: [`ParamHeader::of_tool`](sansrpc::streamable::ParamHeader::of_tool)
+    /// must be rejected: [`ParamHeader::of_tool`](crate::streamable::ParamHeader::of_tool)
     /// says the rules.
-    pub fn param_headers(&self) -> Result<Vec<sansrpc::streamable::ParamHeader>, String> {
-        sansrpc::streamable::ParamHeader::of_tool(&self.name, &self.input_schema)
+    pub fn param_headers(&self) -> Result<Vec<crate::streamable::ParamHeader>, String> {
+        crate::streamable::ParamHeader::of_tool(&self.name, &self.input_schema)
     }
 
     /// The input schema of a tool without parameters: `{"type": "object", "properties": {}}`.

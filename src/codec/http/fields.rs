@@ -40,7 +40,7 @@ fn range((start, end): (u32, u32)) -> Range<usize> {
 /// `bytes` as text when they are UTF-8: ASCII (what a header's bytes nearly always are) is
 /// seen eight bytes a step, and anything else goes through `from_utf8`, which for a few
 /// dozen bytes costs more than the whole of the ASCII check.
-pub(crate) fn as_text(bytes: &[u8]) -> Option<&str> {
+pub fn as_text(bytes: &[u8]) -> Option<&str> {
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let mut chunks = bytes.chunks_exact(8);
     let mut high = 0;
@@ -187,7 +187,7 @@ impl Fields {
     /// [`get`](Self::get) for a `name` in lower case: when every name here is known to be
     /// in lower case too (`http`'s), compared byte for byte rather than letter by letter
     /// in either case.
-    pub(crate) fn get_lowercase(&self, name: &str) -> Option<&[u8]> {
+    pub fn get_lowercase(&self, name: &str) -> Option<&[u8]> {
         debug_assert!(!name.bytes().any(|b| b.is_ascii_uppercase()));
         self.find(name.as_bytes(), self.lower)
     }

@@ -801,7 +801,7 @@ fn kept_fields_are_the_target_and_every_field_as_received() {
     assert_eq!(head.field("x-TAG"), Some(&b"two words"[..]));
     assert_eq!(head.field("origin"), None);
 
-    let headers = crate::streamable::Headers::from_fields(head.fields.clone());
+    let headers = crate::codec::http::Headers::from_fields(head.fields.clone());
     let seen: Vec<(&str, &str)> = headers.iter().collect();
     assert_eq!(
         seen,
@@ -815,7 +815,7 @@ fn kept_fields_are_the_target_and_every_field_as_received() {
     );
     assert_eq!(headers.get("X-Tag"), Some("two words"));
     assert_eq!(headers.get("authorization"), None);
-    let built: crate::streamable::Headers = [("Host", "a:1"), ("X-Tag", "two words")]
+    let built: crate::codec::http::Headers = [("Host", "a:1"), ("X-Tag", "two words")]
         .into_iter()
         .collect();
     assert_eq!(built.iter().collect::<Vec<_>>(), seen[..2]);
@@ -831,7 +831,7 @@ fn kept_fields_are_the_target_and_every_field_as_received() {
         true,
     )
     .unwrap();
-    let headers = crate::streamable::Headers::from_fields(checked.fields);
+    let headers = crate::codec::http::Headers::from_fields(checked.fields);
     let seen_checked: Vec<(&str, &str)> = headers.iter().collect();
     assert_eq!(seen_checked, [("host", "a:1"), ("x-raw", "\u{fffd}!")]);
 

@@ -3,8 +3,9 @@
 //!
 //! - [`RpcService`]: JSON-RPC over HTTP POST, the rules of [`http::serve`](crate::http::serve)
 //!   (the 200/204/405/413/415 table, batches, notifications, limits, CORS);
-//! - [`McpService`]: MCP's Streamable HTTP, the machine [`mcp::serve`](crate::mcp::serve)
-//!   runs (both revisions, JSON or SSE answers, the GET stream, DELETE, `Last-Event-ID`,
+//! - `sansrpc_mcp::tokio::McpService` (the `sansrpc-mcp` crate, feature `tower`): MCP's
+//!   Streamable HTTP, built on the pieces here ([`Body`], [`head_of`], [`read_body`]): the
+//!   machine `sansrpc_mcp::tokio::serve` runs (both revisions, JSON or SSE answers, the GET stream, DELETE, `Last-Event-ID`,
 //!   Host and Origin checks, bearer tokens and the RFC 9728 metadata document, the
 //!   machine's bounds). A call's handler sees the request's header fields, its principal
 //!   and its `http::Extensions` (what a layer in front put there: [`extensions`]) through
@@ -17,13 +18,9 @@
 //! [`Body`], a body that streams (an SSE answer is sent event by event). The services only
 //! convert: a request head becomes the core's [`Head`] through the core's own decoder (so
 //! every header rule is the one the standalone servers apply), and what the machines
-//! write becomes the `http` response (the Streamable HTTP machine gives a response's head
-//! and body apart, [`poll_stream_parts`]); every protocol decision is the
-//! core's. What the standalone servers add around a socket (the connection cap, the head
+//! write becomes the `http` response; every protocol decision is a machine's. What the standalone servers add around a socket (the connection cap, the head
 //! and body time limits, TLS) is the app's here: hyper's and tower's settings (see
 //! `docs/transports.md`).
-//!
-//! [`poll_stream_parts`]: Server::poll_stream_parts
 //!
 //! Under HTTP/2 every request is one stream: an SSE answer is one stream, a WebSocket is
 //! one stream, many MCP sessions and WebSockets share one connection, and hyper bounds
@@ -34,15 +31,11 @@
 //! `http2().enable_connect_protocol()` on its builder.
 //!
 //! ```no_run
-//! use sansrpc::connection::{Config, Profile};
-//! use sansrpc::streamable;
-//! use sansrpc_tokio::service::{McpService, RpcService};
+//! use sansrpc_tokio::service::RpcService;
 //! use sansrpc_tokio::{AsyncRouter, Builder};
 //!
 //! # async fn run() -> std::io::Result<()> {
-//! let mcp = Builder::new().config(Config::for_profile(Profile::Mcp)).router(AsyncRouter::new());
 //! let app = axum::Router::new()
-//!     .route_service("/mcp", McpService::new(mcp, streamable::Config::default()))
 //!     .route_service("/rpc", RpcService::new(Builder::new().router(AsyncRouter::new())))
 //!     .route("/healthz", axum::routing::get(|| async { "ok" }));
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
@@ -62,26 +55,21 @@ use http_body::Frame;
 use sansrpc::codec::http::{Head, HttpFault};
 use tokio::sync::mpsc;
 
-mod mcp;
 mod rpc;
 #[cfg(feature = "ws")]
 mod ws;
 
-pub use mcp::McpService;
 pub use rpc::RpcService;
 #[cfg(feature = "ws")]
 pub use ws::WsService;
-
-#[cfg(doc)]
-use sansrpc::streamable::Server;
 
 /// The future of every service here: it never fails (every refusal is an HTTP answer).
 pub type ResponseFuture =
     Pin<Box<dyn Future<Output = Result<http::Response<Body>, Infallible>> + Send + 'static>>;
 
 /// The `http::Extensions` of the request a call came in (what the layers in front of an
-/// [`McpService`] put there: an auth layer's user, a request id), from its
-/// [`HttpRequest`](crate::sansrpc::streamable::HttpRequest); `None` for a request no tower
+/// `sansrpc_mcp::tokio::McpService` put there: an auth layer's user, a request id), from its
+/// [`HttpRequest`](sansrpc::codec::http::HttpRequest); `None` for a request no tower
 /// service served.
 ///
 /// ```no_run
@@ -91,7 +79,7 @@ pub type ResponseFuture =
 /// let user = cx.http().and_then(|r| sansrpc_tokio::service::extensions(&r)?.get::<User>().cloned());
 /// # }
 /// ```
-pub fn extensions(request: &sansrpc::streamable::HttpRequest) -> Option<&http::Extensions> {
+pub fn extensions(request: &sansrpc::codec::http::HttpRequest) -> Option<&http::Extensions> {
     request.extensions.get::<http::Extensions>()
 }
 
@@ -112,11 +100,18 @@ impl Body {
         Body(Kind::Full(None))
     }
 
-    fn full(bytes: Vec<u8>) -> Self {
+    /// `bytes`, whole (empty when there are none).
+    pub fn full(bytes: Vec<u8>) -> Self {
         if bytes.is_empty() {
             return Body::empty();
         }
         Body(Kind::Full(Some(Bytes::from(bytes))))
+    }
+
+    /// A body sent piece by piece as `pieces` yields them (an SSE answer, each event as it
+    /// comes), ended when the sender is dropped; an error ends it abruptly.
+    pub fn stream(pieces: mpsc::Receiver<io::Result<Bytes>>) -> Self {
+        Body(Kind::Stream(pieces))
     }
 }
 
@@ -151,7 +146,7 @@ impl http_body::Body for Body {
 }
 
 /// An answer: `status`, `headers`, `body`.
-fn response<'a>(
+pub fn response<'a>(
     status: u16,
     headers: impl IntoIterator<Item = (&'a str, &'a [u8])>,
     body: Body,
@@ -172,7 +167,7 @@ fn response<'a>(
 }
 
 /// A bare `status`.
-fn status(status: u16) -> http::Response<Body> {
+pub fn status(status: u16) -> http::Response<Body> {
     response(status, [], Body::empty())
 }
 
@@ -180,7 +175,7 @@ fn status(status: u16) -> http::Response<Body> {
 /// ([`Head::from_checked_parts`]: the `Host` from the URI's authority when there is no such field,
 /// as in HTTP/2; the framing fields left out: hyper has read the body), keeping the
 /// target and fields when `keep`.
-fn head_of(parts: &http::request::Parts, keep: bool) -> Result<Head, HttpFault> {
+pub fn head_of(parts: &http::request::Parts, keep: bool) -> Result<Head, HttpFault> {
     use http::header::{CONNECTION, CONTENT_LENGTH, EXPECT, HOST, TRANSFER_ENCODING};
     let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
     let host = match parts.headers.contains_key(HOST) {
@@ -206,7 +201,7 @@ fn head_of(parts: &http::request::Parts, keep: bool) -> Result<Head, HttpFault> 
 
 /// Reads `body` whole, up to `max` bytes: else the status to answer (`413` past it, `400`
 /// when the body failed).
-async fn read_body<B>(body: B, max: usize) -> Result<Vec<u8>, u16>
+pub async fn read_body<B>(body: B, max: usize) -> Result<Vec<u8>, u16>
 where
     B: http_body::Body,
 {

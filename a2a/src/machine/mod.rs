@@ -1,0 +1,991 @@
+//! The task machine: every task's state, history and artifacts, the runs of the agent,
+//! and the streams and waiting requests that watch them, with no I/O, clock or lock.
+//!
+//! # The calling contract
+//!
+//! A driver owns one [`TaskMachine`] and feeds it:
+//!
+//! - the requests it receives: [`handle_send`](TaskMachine::handle_send) (`SendMessage`,
+//!   `SendStreamingMessage`), [`handle_cancel`](TaskMachine::handle_cancel),
+//!   [`handle_subscribe`](TaskMachine::handle_subscribe), and the reads
+//!   [`get_task`](TaskMachine::get_task) and [`list_tasks`](TaskMachine::list_tasks); an
+//!   `Err` is the JSON-RPC error to answer with;
+//! - what the agent's runs publish ([`handle_update`](TaskMachine::handle_update)) and
+//!   that a run finished ([`handle_run_end`](TaskMachine::handle_run_end));
+//! - that a client went away: [`close_stream`](TaskMachine::close_stream),
+//!   [`drop_waiter`](TaskMachine::drop_waiter).
+//!
+//! After each input it drains [`poll_event`](TaskMachine::poll_event): start a run
+//! ([`Event::Run`]), stop one ([`Event::Stop`]), answer a waiting `SendMessage`
+//! ([`Event::Reply`]), send an event to streams ([`Event::Stream`]). Time is an input: the
+//! current UTC time goes with every input that records a status.
+//!
+//! # The rules it keeps
+//!
+//! - A message without `taskId` creates a task (`TASK_STATE_SUBMITTED`, the message its
+//!   history) in the message's `contextId`, or in a new context when it has none. A
+//!   message with `taskId` continues that task: `TaskNotFound` when there is none,
+//!   `UnsupportedOperation` when it is terminal, `InvalidParams` when its `contextId` is
+//!   another. User messages are kept exactly as sent.
+//! - One agent run per task at a time: a message sent while a run goes on waits its turn.
+//! - The agent moves its task to any state but `Unspecified` (and back to `Submitted`);
+//!   a terminal state is final. Its status messages get an id, its role and the task's
+//!   ids, and join the history.
+//! - An artifact with a new id is added, one with a known id replaced; `append` adds parts
+//!   to one already sent, until its `lastChunk`.
+//! - A stream gets the task first, then every status and artifact update in order, the
+//!   same as every other stream of the task; it ends after a terminal status (and after
+//!   input required, see [`Config::end_streams_on_input_required`]).
+//! - A blocking `SendMessage` is answered when its run reaches a terminal or interrupted
+//!   state, or ends; `returnImmediately` answers at once.
+//! - `CancelTask` cancels a task that is not terminal (its run is stopped) and answers
+//!   `TaskNotCancelable` for one that is.
+//! - `ListTasks` lists the most recently updated first, filtered by context, state and
+//!   status time, a page at a time with an opaque cursor.
+//! - Every collection is bounded by [`Limits`], with a defined error past each bound.
+//!
+//! ```
+//! use sansrpc_a2a::machine::{Event, SeededIds, SendMode, Sent, TaskMachine, Update};
+//! use sansrpc_a2a::types::{
+//!     Artifact, Message, Role, SendMessageRequest, SendMessageResponse, TaskState, Timestamp,
+//! };
+//!
+//! let mut machine = TaskMachine::new(Default::default(), SeededIds::new(1));
+//! let now = Timestamp::from_unix_millis(1_700_000_000_000).unwrap();
+//! let request = SendMessageRequest {
+//!     message: Message::text(Role::User, "m-1", "echo hi"),
+//!     ..Default::default()
+//! };
+//! let Ok(Sent::Waiting(waiter)) = machine.handle_send(now, request, SendMode::Blocking) else {
+//!     panic!()
+//! };
+//! // The driver starts the agent on the run...
+//! let Some(Event::Run(run)) = machine.poll_event() else { panic!() };
+//! assert_eq!(run.message.first_text(), Some("echo hi"));
+//! // ...which publishes an artifact and completes the task.
+//! machine.handle_update(now, run.id, Update::artifact(Artifact::text("", "hi"))).unwrap();
+//! machine.handle_update(now, run.id, Update::status(TaskState::Completed, None)).unwrap();
+//! // The waiting SendMessage is answered with the completed task.
+//! let Some(Event::Reply { waiter: w, response: SendMessageResponse::Task(task) }) =
+//!     machine.poll_event()
+//! else {
+//!     panic!()
+//! };
+//! assert_eq!(w, waiter);
+//! assert_eq!(task.status.state, TaskState::Completed);
+//! assert_eq!(task.artifacts[0].parts[0].as_text(), Some("hi"));
+//! machine.handle_run_end(run.id);
+//! assert_eq!(machine.poll_event(), None);
+//! ```
+
+mod config;
+mod event;
+mod ids;
+mod list;
+pub(crate) mod size;
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::mem;
+
+pub use config::{Config, Limits};
+pub use event::{Event, Run, RunId, SendMode, Sent, StreamId, Update, UpdateError, WaiterId};
+pub use ids::{IdSource, SeededIds};
+
+use crate::types::{
+    Artifact, CancelTaskRequest, GetTaskRequest, ListTasksRequest, ListTasksResponse, Message,
+    Role, SendMessageRequest, SendMessageResponse, StreamResponse, Struct, SubscribeToTaskRequest,
+    Task, TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent, Timestamp,
+};
+use crate::{A2aError, ErrorKind};
+
+/// The tasks of one agent, and everything watching them. See the [module docs](self).
+pub struct TaskMachine {
+    config: Config,
+    ids: Box<dyn IdSource + Send>,
+    tasks: BTreeMap<String, Entry>,
+    /// Every task by (status time, id): `ListTasks`' order, and eviction's.
+    by_status: BTreeSet<(Timestamp, String)>,
+    runs: BTreeMap<RunId, String>,
+    streams: BTreeMap<StreamId, String>,
+    waiters: BTreeMap<WaiterId, String>,
+    /// The last run, stream or waiter id handed out.
+    counter: u64,
+    events: VecDeque<Event>,
+}
+
+/// One task and what goes on around it.
+struct Entry {
+    task: Task,
+    run: Option<ActiveRun>,
+    queued: VecDeque<Queued>,
+    streams: Vec<StreamId>,
+    /// Beside `task.artifacts`, index for index.
+    artifacts: Vec<ArtifactInfo>,
+    artifact_bytes: usize,
+}
+
+struct ActiveRun {
+    id: RunId,
+    waiters: Vec<Waiter>,
+}
+
+struct Waiter {
+    id: WaiterId,
+    history_length: Option<usize>,
+}
+
+/// A message waiting for its run.
+struct Queued {
+    message: Message,
+    accepted_output_modes: Vec<String>,
+    metadata: Option<Struct>,
+    waiter: Option<Waiter>,
+}
+
+struct ArtifactInfo {
+    bytes: usize,
+    closed: bool,
+}
+
+/// `historyLength`: absent is everything; negative is refused.
+fn history_length(value: Option<i32>) -> Result<Option<usize>, A2aError> {
+    match value {
+        None => Ok(None),
+        Some(n) => usize::try_from(n).map(Some).map_err(|_| {
+            A2aError::invalid_params(format!("historyLength must not be negative: {n}"))
+        }),
+    }
+}
+
+/// The task as a reader gets it: the last `history_length` messages, artifacts or not.
+fn snapshot(task: &Task, history_length: Option<usize>, with_artifacts: bool) -> Task {
+    let keep = history_length.map_or(task.history.len(), |n| n.min(task.history.len()));
+    Task {
+        id: task.id.clone(),
+        context_id: task.context_id.clone(),
+        status: task.status.clone(),
+        artifacts: if with_artifacts {
+            task.artifacts.clone()
+        } else {
+            Vec::new()
+        },
+        history: task.history[task.history.len() - keep..].to_vec(),
+        metadata: task.metadata.clone(),
+    }
+}
+
+fn state_error(kind: ErrorKind, task: &Task, what: &str) -> A2aError {
+    let state = task.status.state.as_str();
+    A2aError::new(kind, format!("Task {} is {state}: {what}", task.id))
+        .with_metadata("taskId", task.id.clone())
+        .with_metadata("state", state)
+}
+
+impl TaskMachine {
+    /// A machine with no tasks, taking its ids from `ids`.
+    pub fn new(config: Config, ids: impl IdSource + Send + 'static) -> TaskMachine {
+        TaskMachine {
+            config,
+            ids: Box::new(ids),
+            tasks: BTreeMap::new(),
+            by_status: BTreeSet::new(),
+            runs: BTreeMap::new(),
+            streams: BTreeMap::new(),
+            waiters: BTreeMap::new(),
+            counter: 0,
+            events: VecDeque::new(),
+        }
+    }
+
+    /// The config.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The task `id`, whole.
+    pub fn task(&self, id: &str) -> Option<&Task> {
+        self.tasks.get(id).map(|e| &e.task)
+    }
+
+    /// How many tasks are kept.
+    pub fn len(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Whether no task is kept.
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
+
+    /// The next thing the driver must do, if any.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    fn next_counter(&mut self) -> u64 {
+        self.counter += 1;
+        self.counter
+    }
+
+    /// `SendMessage` (`mode` [`Blocking`](SendMode::Blocking)) or `SendStreamingMessage`
+    /// ([`Streaming`](SendMode::Streaming)): creates or continues a task, and starts a run
+    /// for the message (or queues it behind the run under way).
+    ///
+    /// Returns how the answer comes ([`Sent`]); an `Err` is the request's error answer,
+    /// and nothing was kept.
+    pub fn handle_send(
+        &mut self,
+        now: Timestamp,
+        request: SendMessageRequest,
+        mode: SendMode,
+    ) -> Result<Sent, A2aError> {
+        let SendMessageRequest {
+            message,
+            configuration,
+            metadata,
+            ..
+        } = request;
+        let configuration = configuration.unwrap_or_default();
+        let history_length = history_length(configuration.history_length)?;
+        self.check_message(&message)?;
+        let immediate = mode == SendMode::Blocking && configuration.return_immediately;
+        let task_id = match message.task_id.clone() {
+            Some(task_id) => {
+                self.check_follow_up(&task_id, &message, mode)?;
+                let entry = self.tasks.get_mut(&task_id).expect("checked");
+                entry.task.history.push(message.clone());
+                task_id
+            }
+            None => self.create_task(now, &message, mode)?,
+        };
+        let mut queued = Queued {
+            message,
+            accepted_output_modes: configuration.accepted_output_modes,
+            metadata,
+            waiter: None,
+        };
+        let entry = &self.tasks[&task_id];
+        let sent = if immediate {
+            Sent::Task(Box::new(snapshot(&entry.task, history_length, true)))
+        } else if mode == SendMode::Streaming {
+            let first = snapshot(&entry.task, history_length, true);
+            Sent::Stream(self.open_stream(&task_id, first))
+        } else {
+            let id = WaiterId(self.next_counter());
+            self.waiters.insert(id, task_id.clone());
+            queued.waiter = Some(Waiter { id, history_length });
+            Sent::Waiting(id)
+        };
+        let entry = self.tasks.get_mut(&task_id).expect("present");
+        if entry.run.is_some() {
+            entry.queued.push_back(queued);
+        } else {
+            self.start_run(&task_id, queued);
+        }
+        Ok(sent)
+    }
+
+    fn check_message(&self, message: &Message) -> Result<(), A2aError> {
+        let limits = &self.config.limits;
+        if message.message_id.is_empty() {
+            return Err(A2aError::invalid_params("message.messageId is required"));
+        }
+        let ids = [
+            ("messageId", Some(&message.message_id)),
+            ("taskId", message.task_id.as_ref()),
+            ("contextId", message.context_id.as_ref()),
+        ];
+        for (name, id) in ids {
+            if let Some(id) = id.filter(|id| id.len() > limits.max_id_bytes) {
+                return Err(A2aError::invalid_params(format!(
+                    "message.{name} is {} bytes, over the limit of {}",
+                    id.len(),
+                    limits.max_id_bytes
+                )));
+            }
+        }
+        if message.parts.is_empty() {
+            return Err(A2aError::invalid_params(
+                "message.parts is empty: a message needs a part",
+            ));
+        }
+        if message.parts.len() > limits.max_parts {
+            return Err(A2aError::invalid_params(format!(
+                "the message has {} parts, over the limit of {}",
+                message.parts.len(),
+                limits.max_parts
+            )));
+        }
+        let size = size::message_size(message);
+        if size > limits.max_message_bytes {
+            return Err(A2aError::invalid_params(format!(
+                "the message is {size} bytes, over the limit of {}",
+                limits.max_message_bytes
+            )));
+        }
+        Ok(())
+    }
+
+    /// Whether `message` may continue task `task_id` (and open a stream on it).
+    fn check_follow_up(
+        &self,
+        task_id: &str,
+        message: &Message,
+        mode: SendMode,
+    ) -> Result<(), A2aError> {
+        let limits = &self.config.limits;
+        let entry = self
+            .tasks
+            .get(task_id)
+            .ok_or_else(|| A2aError::task_not_found(task_id))?;
+        let task = &entry.task;
+        if task.status.state.is_terminal() {
+            return Err(state_error(
+                ErrorKind::UnsupportedOperation,
+                task,
+                "a terminal task takes no more messages",
+            ));
+        }
+        if let Some(context_id) = message
+            .context_id
+            .as_ref()
+            .filter(|c| **c != task.context_id)
+        {
+            return Err(A2aError::invalid_params(format!(
+                "contextId {context_id} is not the context of task {task_id} ({})",
+                task.context_id
+            )));
+        }
+        if task.history.len() >= limits.max_history {
+            return Err(A2aError::invalid_params(format!(
+                "the history of task {task_id} is full ({} messages): start a new task in its context",
+                limits.max_history
+            )));
+        }
+        if mode == SendMode::Streaming && entry.streams.len() >= limits.max_streams_per_task {
+            return Err(self.streams_full(task_id));
+        }
+        if entry.run.is_some() && entry.queued.len() >= limits.max_queued_messages {
+            return Err(A2aError::new(
+                ErrorKind::Internal,
+                format!(
+                    "task {task_id} has {} messages waiting for the agent already",
+                    limits.max_queued_messages
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn streams_full(&self, task_id: &str) -> A2aError {
+        A2aError::new(
+            ErrorKind::Internal,
+            format!(
+                "task {task_id} has {} streams open already",
+                self.config.limits.max_streams_per_task
+            ),
+        )
+    }
+
+    /// A new task for `message`, its first message; returns its id.
+    fn create_task(
+        &mut self,
+        now: Timestamp,
+        message: &Message,
+        mode: SendMode,
+    ) -> Result<String, A2aError> {
+        let limits = &self.config.limits;
+        if limits.max_history == 0 {
+            return Err(A2aError::invalid_params(
+                "this agent keeps no history (max_history 0), so it takes no message",
+            ));
+        }
+        if mode == SendMode::Streaming && limits.max_streams_per_task == 0 {
+            return Err(A2aError::new(
+                ErrorKind::Internal,
+                "this agent opens no streams",
+            ));
+        }
+        // The id first: a refusal evicts nothing.
+        let id = self.fresh_id()?;
+        self.make_room()?;
+        let context_id = match &message.context_id {
+            Some(context_id) => context_id.clone(),
+            None => self.ids.next_id(),
+        };
+        let task = Task {
+            id: id.clone(),
+            context_id,
+            status: TaskStatus {
+                state: TaskState::Submitted,
+                message: None,
+                timestamp: Some(now),
+            },
+            artifacts: Vec::new(),
+            history: vec![message.clone()],
+            metadata: None,
+        };
+        self.by_status.insert((now, id.clone()));
+        self.tasks.insert(
+            id.clone(),
+            Entry {
+                task,
+                run: None,
+                queued: VecDeque::new(),
+                streams: Vec::new(),
+                artifacts: Vec::new(),
+                artifact_bytes: 0,
+            },
+        );
+        Ok(id)
+    }
+
+    /// A task id not in use.
+    fn fresh_id(&mut self) -> Result<String, A2aError> {
+        for _ in 0..16 {
+            let id = self.ids.next_id();
+            if !id.is_empty() && !self.tasks.contains_key(&id) {
+                return Ok(id);
+            }
+        }
+        Err(A2aError::new(
+            ErrorKind::Internal,
+            "the id source gives only ids in use",
+        ))
+    }
+
+    /// Room for one more task: evicts the terminal task whose status is oldest.
+    fn make_room(&mut self) -> Result<(), A2aError> {
+        let max = self.config.limits.max_tasks;
+        if self.tasks.len() < max {
+            return Ok(());
+        }
+        let victim = self
+            .by_status
+            .iter()
+            .find(|(_, id)| self.tasks[id].task.status.state.is_terminal())
+            .cloned();
+        let Some(key) = victim else {
+            return Err(A2aError::new(
+                ErrorKind::Internal,
+                format!("this agent keeps {max} tasks, and none of them is finished"),
+            ));
+        };
+        self.by_status.remove(&key);
+        let entry = self.tasks.remove(&key.1).expect("indexed");
+        // A terminal task has no streams, waiters or queued messages left; its run may
+        // not have reported its end yet.
+        if let Some(run) = entry.run {
+            self.runs.remove(&run.id);
+            self.events.push_back(Event::Stop {
+                run: run.id,
+                task_id: key.1,
+            });
+        }
+        Ok(())
+    }
+
+    fn open_stream(&mut self, task_id: &str, first: Task) -> StreamId {
+        let id = StreamId(self.next_counter());
+        self.streams.insert(id, task_id.to_owned());
+        self.tasks
+            .get_mut(task_id)
+            .expect("present")
+            .streams
+            .push(id);
+        self.events.push_back(Event::Stream {
+            streams: vec![id],
+            response: StreamResponse::Task(first),
+            last: false,
+        });
+        id
+    }
+
+    fn start_run(&mut self, task_id: &str, queued: Queued) {
+        let id = RunId(self.next_counter());
+        let entry = self.tasks.get_mut(task_id).expect("present");
+        entry.run = Some(ActiveRun {
+            id,
+            waiters: queued.waiter.into_iter().collect(),
+        });
+        self.runs.insert(id, task_id.to_owned());
+        self.events.push_back(Event::Run(Box::new(Run {
+            id,
+            message: queued.message,
+            task: entry.task.clone(),
+            accepted_output_modes: queued.accepted_output_modes,
+            metadata: queued.metadata,
+        })));
+    }
+
+    /// Answers `waiter` with the task as it is now.
+    fn reply(&mut self, task_id: &str, waiter: Waiter) {
+        self.waiters.remove(&waiter.id);
+        let task = snapshot(&self.tasks[task_id].task, waiter.history_length, true);
+        self.events.push_back(Event::Reply {
+            waiter: waiter.id,
+            response: SendMessageResponse::Task(task),
+        });
+    }
+
+    /// What run `run` publishes. `Err` refuses the update and leaves the task as it was.
+    pub fn handle_update(
+        &mut self,
+        now: Timestamp,
+        run: RunId,
+        update: Update,
+    ) -> Result<(), UpdateError> {
+        let task_id = self
+            .runs
+            .get(&run)
+            .cloned()
+            .ok_or(UpdateError::UnknownRun(run))?;
+        let state = self.tasks[&task_id].task.status.state;
+        if state.is_terminal() {
+            return Err(UpdateError::Finished(state));
+        }
+        match update {
+            Update::Status {
+                state: to,
+                message,
+                metadata,
+            } => {
+                if to == TaskState::Unspecified
+                    || (to == TaskState::Submitted && state != TaskState::Submitted)
+                {
+                    return Err(UpdateError::Transition { from: state, to });
+                }
+                let message = match message {
+                    Some(m) => Some(self.agent_message(&task_id, m)?),
+                    None => None,
+                };
+                self.set_status(now, &task_id, to, message, metadata);
+                Ok(())
+            }
+            Update::Artifact {
+                artifact,
+                append,
+                last_chunk,
+                metadata,
+            } => self.apply_artifact(&task_id, artifact, append, last_chunk, metadata),
+        }
+    }
+
+    /// An agent's message, bounded, with what it left out filled in.
+    fn agent_message(
+        &mut self,
+        task_id: &str,
+        mut message: Message,
+    ) -> Result<Message, UpdateError> {
+        let limits = &self.config.limits;
+        if message.parts.len() > limits.max_parts {
+            return Err(UpdateError::Limit("parts in a message", limits.max_parts));
+        }
+        if size::message_size(&message) > limits.max_message_bytes {
+            return Err(UpdateError::Limit(
+                "bytes in a message",
+                limits.max_message_bytes,
+            ));
+        }
+        if message.message_id.is_empty() {
+            message.message_id = self.ids.next_id();
+        }
+        if message.role == Role::Unspecified {
+            message.role = Role::Agent;
+        }
+        let task = &self.tasks[task_id].task;
+        message.task_id.get_or_insert_with(|| task.id.clone());
+        message
+            .context_id
+            .get_or_insert_with(|| task.context_id.clone());
+        Ok(message)
+    }
+
+    /// Records a new status and tells everyone watching.
+    fn set_status(
+        &mut self,
+        now: Timestamp,
+        task_id: &str,
+        state: TaskState,
+        message: Option<Message>,
+        metadata: Option<Struct>,
+    ) {
+        let max_history = self.config.limits.max_history;
+        let end_on_input = self.config.end_streams_on_input_required;
+        let entry = self.tasks.get_mut(task_id).expect("present");
+        let task = &mut entry.task;
+        if let Some(m) = &message {
+            if task.history.len() < max_history {
+                task.history.push(m.clone());
+            }
+        }
+        if let Some(metadata) = &metadata {
+            let merged = task.metadata.get_or_insert_with(Struct::new);
+            merged.extend(metadata.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        let old = (
+            task.status.timestamp.unwrap_or_default(),
+            task_id.to_owned(),
+        );
+        self.by_status.remove(&old);
+        self.by_status.insert((now, task_id.to_owned()));
+        task.status = TaskStatus {
+            state,
+            message,
+            timestamp: Some(now),
+        };
+        let last = state.is_terminal() || (state == TaskState::InputRequired && end_on_input);
+        if !entry.streams.is_empty() {
+            let streams = if last {
+                mem::take(&mut entry.streams)
+            } else {
+                entry.streams.clone()
+            };
+            if last {
+                for s in &streams {
+                    self.streams.remove(s);
+                }
+            }
+            let event = TaskStatusUpdateEvent {
+                task_id: entry.task.id.clone(),
+                context_id: entry.task.context_id.clone(),
+                status: entry.task.status.clone(),
+                metadata,
+            };
+            self.events.push_back(Event::Stream {
+                streams,
+                response: StreamResponse::StatusUpdate(event),
+                last,
+            });
+        }
+        let mut answered = Vec::new();
+        if state.is_terminal() || state.is_interrupted() {
+            if let Some(run) = &mut entry.run {
+                answered.append(&mut run.waiters);
+            }
+        }
+        if state.is_terminal() {
+            // Messages waiting for a run will not get one.
+            answered.extend(
+                mem::take(&mut entry.queued)
+                    .into_iter()
+                    .filter_map(|q| q.waiter),
+            );
+        }
+        for waiter in answered {
+            self.reply(task_id, waiter);
+        }
+    }
+
+    fn apply_artifact(
+        &mut self,
+        task_id: &str,
+        mut artifact: Artifact,
+        append: bool,
+        last_chunk: bool,
+        metadata: Option<Struct>,
+    ) -> Result<(), UpdateError> {
+        let limits = &self.config.limits;
+        if artifact.parts.len() > limits.max_parts {
+            return Err(UpdateError::Limit(
+                "parts in an artifact update",
+                limits.max_parts,
+            ));
+        }
+        let bytes = size::artifact_size(&artifact);
+        if bytes > limits.max_message_bytes {
+            return Err(UpdateError::Limit(
+                "bytes in an artifact update",
+                limits.max_message_bytes,
+            ));
+        }
+        if artifact.artifact_id.is_empty() {
+            if append {
+                return Err(UpdateError::UnknownArtifact(String::new()));
+            }
+            artifact.artifact_id = self.ids.next_id();
+        }
+        let (max_artifacts, max_bytes) = (limits.max_artifacts, limits.max_artifact_bytes);
+        let entry = self.tasks.get_mut(task_id).expect("present");
+        let index = entry
+            .task
+            .artifacts
+            .iter()
+            .position(|a| a.artifact_id == artifact.artifact_id);
+        let over = |total: usize| total > max_bytes;
+        match (append, index) {
+            (true, None) => return Err(UpdateError::UnknownArtifact(artifact.artifact_id)),
+            (true, Some(i)) => {
+                if entry.artifacts[i].closed {
+                    return Err(UpdateError::ArtifactClosed(artifact.artifact_id));
+                }
+                if over(entry.artifact_bytes.saturating_add(bytes)) {
+                    return Err(UpdateError::Limit("bytes of a task's artifacts", max_bytes));
+                }
+                let existing = &mut entry.task.artifacts[i];
+                existing.parts.extend(artifact.parts.iter().cloned());
+                if let Some(m) = &artifact.metadata {
+                    let merged = existing.metadata.get_or_insert_with(Struct::new);
+                    merged.extend(m.iter().map(|(k, v)| (k.clone(), v.clone())));
+                }
+                if artifact.name.is_some() {
+                    existing.name.clone_from(&artifact.name);
+                }
+                if artifact.description.is_some() {
+                    existing.description.clone_from(&artifact.description);
+                }
+                existing
+                    .extensions
+                    .extend(artifact.extensions.iter().cloned());
+                entry.artifacts[i].bytes += bytes;
+                entry.artifacts[i].closed = last_chunk;
+                entry.artifact_bytes += bytes;
+            }
+            (false, Some(i)) => {
+                let total = entry.artifact_bytes - entry.artifacts[i].bytes + bytes;
+                if over(total) {
+                    return Err(UpdateError::Limit("bytes of a task's artifacts", max_bytes));
+                }
+                entry.task.artifacts[i] = artifact.clone();
+                entry.artifacts[i] = ArtifactInfo {
+                    bytes,
+                    closed: last_chunk,
+                };
+                entry.artifact_bytes = total;
+            }
+            (false, None) => {
+                if entry.task.artifacts.len() >= max_artifacts {
+                    return Err(UpdateError::Limit("artifacts in a task", max_artifacts));
+                }
+                if over(entry.artifact_bytes.saturating_add(bytes)) {
+                    return Err(UpdateError::Limit("bytes of a task's artifacts", max_bytes));
+                }
+                entry.task.artifacts.push(artifact.clone());
+                entry.artifacts.push(ArtifactInfo {
+                    bytes,
+                    closed: last_chunk,
+                });
+                entry.artifact_bytes += bytes;
+            }
+        }
+        if !entry.streams.is_empty() {
+            let event = TaskArtifactUpdateEvent {
+                task_id: entry.task.id.clone(),
+                context_id: entry.task.context_id.clone(),
+                artifact,
+                append,
+                last_chunk,
+                metadata,
+            };
+            self.events.push_back(Event::Stream {
+                streams: entry.streams.clone(),
+                response: StreamResponse::ArtifactUpdate(event),
+                last: false,
+            });
+        }
+        Ok(())
+    }
+
+    /// Run `run` finished (its future completed). Its waiters still waiting are answered
+    /// with the task as it is, and the next message waiting for the task gets its run.
+    ///
+    /// Report it after everything the run published, in the same order. A run that is
+    /// over already (stopped, or reported before) is ignored.
+    pub fn handle_run_end(&mut self, run: RunId) {
+        let Some(task_id) = self.runs.remove(&run) else {
+            return;
+        };
+        let entry = self.tasks.get_mut(&task_id).expect("a run's task is kept");
+        let waiters = entry.run.take().map(|r| r.waiters).unwrap_or_default();
+        let next = if entry.task.status.state.is_terminal() {
+            None
+        } else {
+            entry.queued.pop_front()
+        };
+        for waiter in waiters {
+            self.reply(&task_id, waiter);
+        }
+        if let Some(queued) = next {
+            self.start_run(&task_id, queued);
+        }
+    }
+
+    /// `CancelTask`: a task that is not terminal becomes canceled (its streams get the
+    /// status and end, its waiting requests are answered, its run is stopped); answers
+    /// with the task. A terminal task is `TaskNotCancelable`.
+    pub fn handle_cancel(
+        &mut self,
+        now: Timestamp,
+        request: &CancelTaskRequest,
+    ) -> Result<Task, A2aError> {
+        let id = &request.id;
+        let entry = self
+            .tasks
+            .get(id)
+            .ok_or_else(|| A2aError::task_not_found(id))?;
+        if entry.task.status.state.is_terminal() {
+            return Err(state_error(
+                ErrorKind::TaskNotCancelable,
+                &entry.task,
+                "it cannot be canceled",
+            ));
+        }
+        self.set_status(now, id, TaskState::Canceled, None, None);
+        let entry = self.tasks.get_mut(id).expect("present");
+        if let Some(run) = entry.run.take() {
+            self.runs.remove(&run.id);
+            self.events.push_back(Event::Stop {
+                run: run.id,
+                task_id: id.clone(),
+            });
+        }
+        Ok(entry.task.clone())
+    }
+
+    /// `SubscribeToTask`: a stream of the task's events, the task first. A terminal task
+    /// has none (`UnsupportedOperation`).
+    pub fn handle_subscribe(
+        &mut self,
+        request: &SubscribeToTaskRequest,
+    ) -> Result<StreamId, A2aError> {
+        let id = &request.id;
+        let entry = self
+            .tasks
+            .get(id)
+            .ok_or_else(|| A2aError::task_not_found(id))?;
+        if entry.task.status.state.is_terminal() {
+            return Err(state_error(
+                ErrorKind::UnsupportedOperation,
+                &entry.task,
+                "a terminal task has no more events",
+            ));
+        }
+        if entry.streams.len() >= self.config.limits.max_streams_per_task {
+            return Err(self.streams_full(id));
+        }
+        let first = entry.task.clone();
+        Ok(self.open_stream(id, first))
+    }
+
+    /// The client of `stream` went away: it gets no more events. Other streams of the
+    /// task are not affected.
+    pub fn close_stream(&mut self, stream: StreamId) {
+        if let Some(task_id) = self.streams.remove(&stream) {
+            if let Some(entry) = self.tasks.get_mut(&task_id) {
+                entry.streams.retain(|s| *s != stream);
+            }
+        }
+    }
+
+    /// The client of `waiter` went away: it gets no answer. Its message stays in the task
+    /// and is still handled.
+    pub fn drop_waiter(&mut self, waiter: WaiterId) {
+        let Some(task_id) = self.waiters.remove(&waiter) else {
+            return;
+        };
+        let Some(entry) = self.tasks.get_mut(&task_id) else {
+            return;
+        };
+        if let Some(run) = &mut entry.run {
+            run.waiters.retain(|w| w.id != waiter);
+        }
+        for queued in &mut entry.queued {
+            if queued.waiter.as_ref().is_some_and(|w| w.id == waiter) {
+                queued.waiter = None;
+            }
+        }
+    }
+
+    /// `GetTask`: the task, with at most `historyLength` recent messages.
+    pub fn get_task(&self, request: &GetTaskRequest) -> Result<Task, A2aError> {
+        let history_length = history_length(request.history_length)?;
+        let entry = self
+            .tasks
+            .get(&request.id)
+            .ok_or_else(|| A2aError::task_not_found(&request.id))?;
+        Ok(snapshot(&entry.task, history_length, true))
+    }
+
+    /// `ListTasks`: the tasks that pass the filters, most recently updated first (by
+    /// status time, then id), a page at a time.
+    ///
+    /// `pageSize` is 1 to 100 (50 when absent); `historyLength` limits each task's
+    /// history; artifacts are left out unless `includeArtifacts` is true. The
+    /// `nextPageToken` marks where the page ended, so a page that follows skips no task
+    /// that was there before (a task updated meanwhile moves to the front).
+    pub fn list_tasks(&self, request: &ListTasksRequest) -> Result<ListTasksResponse, A2aError> {
+        let page_size = match request.page_size {
+            None => list::DEFAULT_PAGE_SIZE,
+            Some(n) if (1..=list::MAX_PAGE_SIZE).contains(&n) => n,
+            Some(n) => {
+                return Err(A2aError::invalid_params(format!(
+                    "pageSize must be between 1 and {}, not {n}",
+                    list::MAX_PAGE_SIZE
+                )))
+            }
+        };
+        let history_length = history_length(request.history_length)?;
+        let cursor = match request.page_token.as_deref() {
+            None => None,
+            Some(token) => Some(list::decode_cursor(token).ok_or_else(|| {
+                A2aError::invalid_params("pageToken is not a token this agent gave")
+            })?),
+        };
+        let with_artifacts = request.include_artifacts == Some(true);
+        let passes = |task: &Task| {
+            request
+                .context_id
+                .as_ref()
+                .map_or(true, |c| *c == task.context_id)
+                && (request.status == TaskState::Unspecified || request.status == task.status.state)
+                && request.status_timestamp_after.map_or(true, |after| {
+                    task.status.timestamp.is_some_and(|t| t >= after)
+                })
+        };
+        let mut total = 0usize;
+        let mut tasks = Vec::new();
+        let mut more = false;
+        let mut last = None;
+        for key in self.by_status.iter().rev() {
+            let task = &self.tasks[&key.1].task;
+            if !passes(task) {
+                continue;
+            }
+            total += 1;
+            if cursor
+                .as_ref()
+                .is_some_and(|(t, id)| (key.0, key.1.as_str()) >= (*t, id.as_str()))
+            {
+                continue;
+            }
+            if tasks.len() < page_size as usize {
+                tasks.push(snapshot(task, history_length, with_artifacts));
+                last = Some(key);
+            } else {
+                more = true;
+            }
+        }
+        let next_page_token = match last {
+            Some((t, id)) if more => list::encode_cursor(*t, id),
+            _ => String::new(),
+        };
+        Ok(ListTasksResponse {
+            tasks,
+            next_page_token,
+            page_size,
+            total_size: i32::try_from(total).unwrap_or(i32::MAX),
+        })
+    }
+}
+
+impl std::fmt::Debug for TaskMachine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskMachine")
+            .field("tasks", &self.tasks.len())
+            .field("runs", &self.runs.len())
+            .field("streams", &self.streams.len())
+            .field("waiters", &self.waiters.len())
+            .field("events", &self.events.len())
+            .finish()
+    }
+}

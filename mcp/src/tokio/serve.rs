@@ -1,0 +1,929 @@
+//! The standalone server: it reads HTTP requests on the listener every sansrpc-tokio
+//! server shares (with its [`ServeOptions`]: the connection cap and its `503`, TLS, the
+//! time limits of a request's head and body), runs one connection per session (and one per
+//! stateless request) with your [`Builder`]'s router, and writes what the machine says.
+
+use std::collections::HashMap;
+use std::future::{poll_fn, Future};
+use std::io;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use crate::streamable::{self, Authorized, Closed, Step, Verdict};
+use sansrpc::codec::http::{BodyKind, Fields, Head, HttpFault, RequestDecoder};
+use sansrpc::message::Scanned;
+use sansrpc::Connection;
+use sansrpc::Instant;
+use sansrpc_futures::{HttpRequest, HttpRequests, Principal, ShutdownHandle};
+use sansrpc_runtime::Clock;
+use smallvec::SmallVec;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+
+use sansrpc_tokio::host::{within, Handshake, Listener, Part, Requests, Times, CONTINUE, SMALL};
+use sansrpc_tokio::{Builder, ServeOptions};
+
+use super::channel::{Engine, Handed, Outbox};
+
+/// Largest request body read (a JSON-RPC message or batch).
+pub(crate) const MAX_BODY: usize = 4 << 20;
+/// Bytes a client may send ahead (a pipelined next request) while one of its responses
+/// streams; past it the client is cut off (it is not waiting for that response).
+const MAX_AHEAD: usize = 64 * 1024;
+/// How long a write may wait on a client that does not read before it is cut off.
+pub(crate) const WRITE_STALL: Duration = sansrpc::connection::NETWORK_WRITE_STALL_TIMEOUT;
+/// How long the TCP connections may take to end once the server stops; then they are
+/// aborted.
+const DRAIN: Duration = Duration::from_secs(1);
+/// Messages waiting for one session's connection; a POST beyond it waits (back-pressure).
+const SESSION_QUEUE: usize = 64;
+
+/// Serves MCP's Streamable HTTP on `listener` with `builder` (configure it with
+/// [`Profile::Mcp`](sansrpc::connection::Profile::Mcp) and give it your router) until
+/// `shutdown` completes.
+pub async fn serve(
+    listener: TcpListener,
+    builder: Builder,
+    config: streamable::Config,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
+    serve_with(listener, builder, config, Options::default(), shutdown).await
+}
+
+/// What the application's token validator says of a bearer token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenCheck {
+    /// A valid token, for this principal: its calls' handlers see it
+    /// ([`RequestContext::http`](sansrpc_tokio::RequestContext::http)).
+    Valid(Principal),
+    /// Expired, revoked, for another audience, unknown: 401 `invalid_token`.
+    Invalid,
+    /// Valid, without the scope named: 403 `insufficient_scope`.
+    InsufficientScope(String),
+}
+
+/// Checks a bearer token (the text after `Bearer `).
+pub type Validator = Arc<dyn Fn(&str) -> TokenCheck + Send + Sync>;
+
+/// What [`serve_with`] adds to [`serve`].
+#[derive(Default)]
+#[non_exhaustive]
+pub struct Options {
+    /// Checks every request's bearer token when `streamable::Config::auth` is set (then a
+    /// request without a token is 401, as the machine decides). Without a validator every
+    /// token is invalid.
+    pub validator: Option<Validator>,
+    /// Where the SSE events of resumable streams wait for a client that reconnects with
+    /// `Last-Event-ID`; in memory (`streamable::MemoryEventStore`, bounded by the config's
+    /// `store_bytes` and `store_age`) when `None`. A durable store (`sansrpc-store-redb`'s
+    /// `RedbEventStore`) keeps them across a restart: it is flushed once per turn, before
+    /// anything it took is written to a client.
+    pub event_store: Option<Box<dyn streamable::EventStore>>,
+    /// The listener's side, as for every server of this crate: the connections served at
+    /// once ([`ServeOptions::max_connections`]; one beyond it is answered `503`), TLS
+    /// ([`ServeOptions::tls`]: `https://`), and the time a client has for a request head
+    /// and body (the builder config's `frame_timeout` and `idle_timeout`, with the network
+    /// defaults when [`ServeOptions::network_defaults`] is on: 30 s each). The WebSocket and
+    /// CORS fields do not apply: the `Origin`s and `Host`s served are the
+    /// [`streamable::Config`]'s.
+    pub serve: ServeOptions,
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("validator", &self.validator.is_some())
+            .field("event_store", &self.event_store.is_some())
+            .field("serve", &self.serve)
+            .finish()
+    }
+}
+
+impl Options {
+    /// Bearer tokens checked by `validator`.
+    pub fn validator(
+        mut self,
+        validator: impl Fn(&str) -> TokenCheck + Send + Sync + 'static,
+    ) -> Self {
+        self.validator = Some(Arc::new(validator));
+        self
+    }
+
+    /// SSE events kept in `store` (see [`Options::event_store`]).
+    pub fn event_store(mut self, store: impl streamable::EventStore + 'static) -> Self {
+        self.event_store = Some(Box::new(store));
+        self
+    }
+
+    /// The listener served with `options` (see [`Options::serve`]).
+    pub fn serve_options(mut self, options: ServeOptions) -> Self {
+        self.serve = options;
+        self
+    }
+}
+
+/// [`serve`] with [`Options`]: a bearer-token validator (OAuth 2.1 resource server), an
+/// event store, and the listener's [`ServeOptions`] (connection cap, TLS, request time
+/// limits). The handlers of each call see the HTTP request it came in (the principal, the
+/// header fields) through [`RequestContext::http`](sansrpc_tokio::RequestContext::http).
+///
+/// When `shutdown` completes, the listener stops accepting, every session's connection is
+/// shut down, and the TCP connections get a second to end before they are aborted.
+pub async fn serve_with(
+    listener: TcpListener,
+    builder: Builder,
+    config: streamable::Config,
+    options: Options,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
+    let Options {
+        validator,
+        event_store,
+        serve,
+    } = options;
+    // A request's time limits are the builder config's, as for the other servers; the
+    // sessions' connections run on the builder as it is (a session's life is the machine's
+    // `session_idle`, not a socket's).
+    let times = Times::of(serve.builder(builder.clone()).connection_config());
+    let handshake = Handshake::new(&serve, times);
+    let (state, timers) = serving(builder, config, validator, event_store);
+    let accept = || async { listener.accept().await.map(sansrpc_tokio::host::no_delay) };
+    let connection = |stream: tokio::net::TcpStream| {
+        let (state, handshake) = (state.clone(), handshake.clone());
+        // The machine counts sessions per peer address (`max_sessions_per_peer`).
+        let peer = stream.peer_addr().ok().map(|a| a.ip());
+        async move {
+            if let Ok(stream) = handshake.run(stream).await {
+                serve_socket(stream, state, times, peer).await;
+            }
+        }
+    };
+    let listener = Listener {
+        refusal: sansrpc_tokio::host::HTTP_BUSY.into(),
+        max_connections: serve.max_connections,
+        drain: DRAIN,
+    };
+    let result = listener
+        .run(accept, connection, shutdown, || state.end_sessions())
+        .await;
+    timers.abort();
+    result
+}
+
+/// The machine for `config` (its events in `event_store`, else in memory) and what every
+/// task shares, with the task running its timers; tokens checked by `validator` when the
+/// config requires them (every token is invalid without one).
+pub(crate) fn serving(
+    builder: Builder,
+    config: streamable::Config,
+    validator: Option<Validator>,
+    event_store: Option<Box<dyn streamable::EventStore>>,
+) -> (State, tokio::task::JoinHandle<()>) {
+    let checks_tokens = config.auth.is_some();
+    let server = match event_store {
+        Some(store) => streamable::Server::with_store(config, store),
+        None => streamable::Server::new(config),
+    };
+    let state = State::new(server, builder);
+    state.lock().validator =
+        checks_tokens.then(|| validator.unwrap_or_else(|| Arc::new(|_: &str| TokenCheck::Invalid)));
+    let timers = tokio::spawn(run_timers(state.clone()));
+    (state, timers)
+}
+
+/// A connection running for a session (or a stateless request): where its input goes and
+/// how to stop it.
+struct Running {
+    /// Where its input goes, and what drives it.
+    engine: Arc<Engine>,
+    shutdown: ShutdownHandle,
+    /// The HTTP request of each call in flight, for its handler.
+    requests: Arc<HttpRequests>,
+}
+
+impl Drop for Running {
+    /// Its input ends (the connection ends once it has read what waits).
+    fn drop(&mut self) {
+        self.engine.close();
+    }
+}
+
+/// What every task shares; never locked across an await.
+pub(crate) struct Shared {
+    pub(crate) server: streamable::Server,
+    clock: Clock,
+    builder: Builder,
+    /// Session connections, by the machine's session key.
+    sessions: HashMap<u64, Running, Keys>,
+    /// Stateless requests' connections, by stream.
+    stateless: HashMap<u64, Running, Keys>,
+    /// The response writing each stream (its writer number) and how to wake it. A newer
+    /// response for a stream (a client resuming it with `Last-Event-ID` before this side
+    /// saw the old one go) takes it over; the old writer then ends.
+    /// Its `Notify` is made when the response first waits (a JSON answer written at once
+    /// never does).
+    pub(crate) waiting: HashMap<u64, (u64, Option<Arc<Notify>>), Keys>,
+    next_writer: u64,
+    /// The timer task: woken when the machine's next deadline moved earlier than the one
+    /// it sleeps until.
+    timer: Arc<Notify>,
+    /// The deadline the timer task sleeps until (`None`: none, it waits to be told).
+    timer_at: Option<Instant>,
+    /// Checks bearer tokens, when the configuration requires them.
+    validator: Option<Validator>,
+}
+
+/// The hashing of the machine's own keys (sessions and streams: numbers it counts out, not
+/// chosen by clients, so nothing to flood a table with): one multiplication, not SipHash.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Keys;
+
+impl std::hash::BuildHasher for Keys {
+    type Hasher = KeyHasher;
+    fn build_hasher(&self) -> KeyHasher {
+        KeyHasher(0)
+    }
+}
+
+/// [`Keys`]' hasher.
+#[derive(Debug)]
+pub(crate) struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        // Odd: distinct keys stay distinct in every low bit; the high bits mixed.
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+#[derive(Clone)]
+pub(crate) struct State(Arc<Mutex<Shared>>);
+
+impl State {
+    fn new(server: streamable::Server, builder: Builder) -> Self {
+        State(Arc::new(Mutex::new(Shared {
+            server,
+            clock: Clock::new(),
+            builder,
+            sessions: HashMap::default(),
+            stateless: HashMap::default(),
+            waiting: HashMap::default(),
+            next_writer: 0,
+            timer: Arc::new(Notify::new()),
+            timer_at: None,
+            validator: None,
+        })))
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Shared> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Shuts every session's connection down (the server stops).
+    pub(crate) fn end_sessions(&self) {
+        let sessions = std::mem::take(&mut self.lock().sessions);
+        for running in sessions.into_values() {
+            running.shutdown.shutdown(Duration::ZERO);
+        }
+    }
+}
+
+impl Shared {
+    fn now(&self) -> Instant {
+        self.clock.now()
+    }
+
+    /// Makes a new response the writer of `stream`; a writer it replaces is woken to end.
+    fn writer(&mut self, stream: u64) -> Writer {
+        self.next_writer += 1;
+        let old = self.waiting.insert(stream, (self.next_writer, None));
+        if let Some((_, Some(old))) = old {
+            old.notify_one();
+        }
+        Writer {
+            stream,
+            id: self.next_writer,
+            notify: None,
+        }
+    }
+
+    /// What `writer` waits on for more of its stream, made now if it has none; called
+    /// under the same lock as the look at the stream that found nothing, so no wake-up
+    /// falls between the two.
+    pub(crate) fn listen(&mut self, writer: &mut Writer) -> Arc<Notify> {
+        if let Some(notify) = &writer.notify {
+            return Arc::clone(notify);
+        }
+        let notify = Arc::new(Notify::new());
+        if let Some(entry) = self.waiting.get_mut(&writer.stream) {
+            if entry.0 == writer.id {
+                entry.1 = Some(Arc::clone(&notify));
+            }
+        }
+        writer.notify = Some(Arc::clone(&notify));
+        notify
+    }
+
+    /// True while `writer` still writes its stream.
+    pub(crate) fn owns(&self, writer: &Writer) -> bool {
+        self.waiting.get(&writer.stream).map(|w| w.0) == Some(writer.id)
+    }
+
+    /// What [`wake`](Self::wake) does, then tells the timer task to look again (the
+    /// machine's next deadline may have moved).
+    fn settle(&mut self) {
+        self.wake();
+        // Only a deadline earlier than the timer task's needs it now; a later one it finds
+        // when it wakes (most calls move nothing earlier: no wake-up per call).
+        let next = self.server.poll_timeout();
+        if next.is_some_and(|at| self.timer_at.map_or(true, |armed| at < armed)) {
+            self.timer_at = next;
+            self.timer.notify_one();
+        }
+    }
+
+    /// Wakes the writers of the streams the machine made ready and stops the connections
+    /// of sessions it ended. (The timer task itself calls only this: telling itself to
+    /// look again would have it spin.)
+    fn wake(&mut self) {
+        // Durable before any of it reaches a client.
+        self.server.flush_store();
+        while let Some(stream) = self.server.poll_ready() {
+            if let Some((_, Some(notify))) = self.waiting.get(&stream) {
+                notify.notify_one();
+            }
+        }
+        while let Some(event) = self.server.poll_event() {
+            let streamable::Event::SessionEnded { session } = event;
+            if let Some(running) = self.sessions.remove(&session) {
+                running.shutdown.shutdown(Duration::ZERO);
+            }
+        }
+    }
+}
+
+/// Sleeps until the machine's next deadline (or until it may have moved), then runs it.
+async fn run_timers(state: State) {
+    loop {
+        let (wait, timer) = {
+            let mut shared = state.lock();
+            let at = shared.server.poll_timeout();
+            shared.timer_at = at;
+            let wait = at.map(|at| shared.clock.until(at));
+            (wait, Arc::clone(&shared.timer))
+        };
+        match wait {
+            Some(wait) => {
+                let _ = tokio::time::timeout(wait, timer.notified()).await;
+            }
+            None => timer.notified().await,
+        }
+        let mut shared = state.lock();
+        let now = shared.now();
+        shared.server.handle_timeout(now);
+        shared.wake();
+    }
+}
+
+/// A response writing a stream.
+pub(crate) struct Writer {
+    pub(crate) stream: u64,
+    id: u64,
+    /// Made when it first waits ([`Shared::listen`]).
+    notify: Option<Arc<Notify>>,
+}
+
+/// Where a connection's frames go.
+#[derive(Clone, Copy)]
+enum Target {
+    Session(u64),
+    Stream(u64),
+}
+
+/// Where the frames of a session's (or a stateless request's) connection go: to the
+/// machine, each with its tag.
+struct Frames {
+    state: State,
+    target: Target,
+    /// The frames of one turn, end to end, and each one's length and tag (kept for the
+    /// next turn).
+    buf: Vec<u8>,
+    frames: Vec<(usize, u64)>,
+}
+
+impl Outbox for Frames {
+    fn take(&mut self, conn: &mut Connection) {
+        self.buf.clear();
+        self.frames.clear();
+        while let Some(frame) = conn.poll_transmit_tagged(&mut self.buf) {
+            self.frames.push(frame);
+        }
+        if self.frames.is_empty() {
+            return;
+        }
+        let mut shared = self.state.lock();
+        let now = shared.now();
+        let mut at = 0;
+        for &(len, tag) in &self.frames {
+            let frame = &self.buf[at..at + len];
+            at += len;
+            match self.target {
+                Target::Session(session) => shared.server.handle_outgoing(session, frame, tag, now),
+                Target::Stream(stream) => shared.server.handle_stream_output(stream, frame, now),
+            }
+        }
+        shared.settle();
+    }
+}
+
+/// Starts a connection for `target` with the server's builder; returns where its input goes.
+fn start(shared: &Shared, state: &State, target: Target) -> Running {
+    let frames = Frames {
+        state: state.clone(),
+        target,
+        buf: Vec::new(),
+        frames: Vec::new(),
+    };
+    let (engine, client, shutdown) = Engine::start(shared.builder.clone(), frames, SESSION_QUEUE);
+    let ended = state.clone();
+    let run = Arc::clone(&engine).run();
+    tokio::spawn(async move {
+        run.await;
+        let mut shared = ended.lock();
+        match target {
+            Target::Session(session) => {
+                shared.sessions.remove(&session);
+                shared.server.handle_session_closed(session);
+            }
+            Target::Stream(stream) => {
+                shared.stateless.remove(&stream);
+            }
+        }
+        shared.settle();
+    });
+    Running {
+        engine,
+        shutdown,
+        requests: client.local::<HttpRequests>(),
+    }
+}
+
+/// Unguessable bytes for session ids: the system's random source.
+fn entropy(out: &mut [u8]) {
+    use std::io::Read;
+    let filled = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(out));
+    if filled.is_err() {
+        // No /dev/urandom (not a Unix): std's per-process random hash keys, mixed with
+        // the time and a counter.
+        use std::hash::{BuildHasher, Hasher};
+        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let keys = std::collections::hash_map::RandomState::new();
+        for chunk in out.chunks_mut(8) {
+            let mut h = keys.build_hasher();
+            h.write_u64(COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+            h.write_u128(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos()),
+            );
+            let bytes = h.finish().to_le_bytes();
+            chunk.copy_from_slice(&bytes[..chunk.len()]);
+        }
+    }
+}
+
+/// One TCP connection: its requests one after another (HTTP/1.1 keep-alive).
+async fn serve_socket<S: AsyncRead + AsyncWrite + Unpin>(
+    mut socket: S,
+    state: State,
+    times: Times,
+    peer: Option<std::net::IpAddr>,
+) {
+    let mut requests = Requests::new(RequestDecoder::keeping_fields(MAX_BODY));
+    loop {
+        let Some((head, body)) = read_request(&mut socket, &mut requests, times).await else {
+            return;
+        };
+        let keep_alive = head.keep_alive;
+        if !answer(&mut socket, &state, head, body, &mut requests, peer).await || !keep_alive {
+            let _ = socket.shutdown().await;
+            return;
+        }
+    }
+}
+
+/// Reads the next request (its head and body, each within its time limit); `None` when
+/// the connection ended, was too slow, or sent something that is not HTTP (answered 4xx
+/// first).
+async fn read_request<S: AsyncRead + AsyncWrite + Unpin>(
+    socket: &mut S,
+    requests: &mut Requests,
+    times: Times,
+) -> Option<(Head, Vec<u8>)> {
+    let head = next_part(socket, requests, times.head, "request head").await;
+    let head = match head {
+        Ok(Part::Head(head)) => head,
+        Ok(Part::Fault(fault)) => {
+            let _ = write_response(socket, &streamable::refusal(fault)).await;
+            return None;
+        }
+        _ => return None,
+    };
+    if head.body == BodyKind::None {
+        return Some((head, Vec::new()));
+    }
+    if requests.too_large(&head) {
+        let refusal = streamable::refusal(HttpFault::BodyTooLarge);
+        let _ = write_response(socket, &refusal).await;
+        return None;
+    }
+    if head.expect_continue {
+        let _ = socket.write_all(CONTINUE).await;
+    }
+    match next_part(socket, requests, times.body, "request body").await {
+        Ok(Part::Body { used, len }) => {
+            let body = requests.body(len).to_vec();
+            requests.consume(used);
+            Some((head, body))
+        }
+        Ok(Part::Fault(fault)) => {
+            let _ = write_response(socket, &streamable::refusal(fault)).await;
+            None
+        }
+        _ => None,
+    }
+}
+
+/// The next part of a request on `socket`, within `limit` (no timer when it was read
+/// already: a body that came with its head, a pipelined request).
+async fn next_part<S: AsyncRead + Unpin>(
+    socket: &mut S,
+    requests: &mut Requests,
+    limit: Option<Duration>,
+    what: &'static str,
+) -> io::Result<Part> {
+    match requests.buffered() {
+        Ok(part) => Ok(part),
+        Err(_) => within(limit, what, poll_fn(|cx| requests.poll_part(socket, cx))).await,
+    }
+}
+
+/// Answers one request as the machine decides; false when the connection must close.
+async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
+    socket: &mut S,
+    state: &State,
+    head: Head,
+    body: Vec<u8>,
+    reader: &mut Requests,
+    peer: Option<std::net::IpAddr>,
+) -> bool {
+    match dispatch(state, head, body, streamable::Extensions::default(), peer)
+        .deliver()
+        .await
+    {
+        Dispatched::Whole(response) => write_response(socket, &response).await,
+        Dispatched::Stream(writer, after) => {
+            let keep = write_stream(socket, state, writer, reader).await;
+            after.run();
+            keep
+        }
+        Dispatched::Close => false,
+    }
+}
+
+/// What a request became: an answer to write whole, or a stream to serve (then `after`
+/// runs); for the socket server here and the tower service alike.
+pub(crate) enum Dispatched {
+    /// Write this answer.
+    Whole(streamable::Response),
+    /// Serve this writer's stream until it ends, then do what [`After`] says.
+    Stream(Writer, After),
+    /// Nothing to answer: close the connection.
+    Close,
+}
+
+/// The calls a request's body carries, as the machine read them: one or two inline.
+type Ids = SmallVec<[sansrpc::Id<'static>; 2]>;
+
+/// What is left to do once a stream's response is over (a value, not a boxed closure: no
+/// allocation per request).
+pub(crate) enum After {
+    /// Nothing.
+    Nothing,
+    /// Forget the HTTP request recorded for these calls of a session.
+    Forget(Arc<HttpRequests>, Ids),
+    /// End the connection of the stateless request of this stream, if it still runs.
+    End(State, u64),
+}
+
+impl After {
+    /// Does it.
+    pub(crate) fn run(self) {
+        match self {
+            After::Nothing => {}
+            After::Forget(requests, calls) => {
+                for id in &calls {
+                    requests.forget(id);
+                }
+            }
+            After::End(state, stream) => {
+                if let Some(running) = state.lock().stateless.remove(&stream) {
+                    running.shutdown.shutdown(Duration::ZERO);
+                }
+            }
+        }
+    }
+}
+
+/// Hands one request to the machine and does what its verdict says (a session started,
+/// the body handed to a session's connection or to a stateless request's own, the HTTP
+/// request recorded for the calls' handlers, with `extensions`, a session stopped); what
+/// is left to write, once the body is handed in ([`Dispatch::deliver`]). `peer` is the
+/// client's address where it is known (the machine counts sessions per address,
+/// `max_sessions_per_peer`).
+///
+/// Deciding takes no wait, so it is not part of a request's future: that future holds only
+/// the delivery, not the head and body (a few hundred bytes it would move and keep for the
+/// whole request).
+pub(crate) fn dispatch(
+    state: &State,
+    mut head: Head,
+    body: Vec<u8>,
+    extensions: streamable::Extensions,
+    peer: Option<std::net::IpAddr>,
+) -> Dispatch {
+    let (verdict, body, writer, principal, ids) = {
+        let mut shared = state.lock();
+        let now = shared.now();
+        let (authorized, principal) = authorize(shared.validator.as_ref(), &head);
+        // The body comes back with what the machine found in it, for the connection to
+        // read rather than scan again.
+        let (verdict, body) =
+            shared
+                .server
+                .handle_request_owned(&head, body, authorized, peer, now, &mut entropy);
+        // A response that writes a stream becomes its writer before anyone is woken: a
+        // stream resumed while another response still writes it (a client that reconnects
+        // before this side saw it go) is this response's from its first byte (its head).
+        let writer = match verdict {
+            Verdict::Open { stream, .. }
+            | Verdict::Stateless { stream }
+            | Verdict::Listen { stream } => Some(shared.writer(stream)),
+            _ => None,
+        };
+        // The calls the body carries, as the machine read them (for their handlers).
+        let ids = match verdict {
+            Verdict::Open { .. } | Verdict::Stateless { .. } => {
+                shared.server.request_ids().iter().cloned().collect()
+            }
+            _ => Ids::new(),
+        };
+        shared.settle();
+        (verdict, body, writer, principal, ids)
+    };
+    // What the calls' handlers see of this request; recorded only for calls it carries.
+    let fields = std::mem::take(&mut head.fields);
+    let request = move || http_request(principal, fields, extensions);
+    match (verdict, writer) {
+        (Verdict::Respond(response), _) => Dispatched::Whole(response).into(),
+        (Verdict::Deliver { session, response }, _) => {
+            let engine = state
+                .lock()
+                .sessions
+                .get(&session)
+                .map(|r| Arc::clone(&r.engine));
+            Dispatch {
+                to: engine.and_then(|engine| handing(engine, body, 0)),
+                then: Dispatched::Whole(response),
+            }
+        }
+        (
+            Verdict::Open {
+                session,
+                stream,
+                new_session,
+            },
+            Some(writer),
+        ) => {
+            let sender = {
+                let mut shared = state.lock();
+                // Only a new session starts a connection: a session missing here ended in
+                // the meantime (a DELETE raced this POST), and its stream ends with it.
+                if new_session {
+                    let running = start(&shared, state, Target::Session(session));
+                    shared.sessions.insert(session, running);
+                }
+                shared
+                    .sessions
+                    .get(&session)
+                    .map(|r| (Arc::clone(&r.engine), Arc::clone(&r.requests)))
+            };
+            let Some((engine, requests)) = sender else {
+                return Dispatched::Stream(writer, After::Nothing).into();
+            };
+            let calls = record(&requests, ids, request);
+            Dispatch {
+                to: handing(engine, body, stream),
+                then: Dispatched::Stream(writer, After::Forget(requests, calls)),
+            }
+        }
+        (Verdict::Stateless { stream }, Some(writer)) => {
+            let sender = {
+                let mut shared = state.lock();
+                let running = start(&shared, state, Target::Stream(stream));
+                let engine = Arc::clone(&running.engine);
+                let requests = Arc::clone(&running.requests);
+                shared.stateless.insert(stream, running);
+                (engine, requests)
+            };
+            let (engine, requests) = sender;
+            // The connection is this request's alone and ends with it: nothing to forget.
+            record(&requests, ids, request);
+            // Its one request answered (or abandoned): the connection ends.
+            Dispatch {
+                to: handing(engine, body, stream),
+                then: Dispatched::Stream(writer, After::End(state.clone(), stream)),
+            }
+        }
+        (Verdict::Listen { .. }, Some(writer)) => Dispatched::Stream(writer, After::Nothing).into(),
+        (Verdict::Ended { session, response }, _) => {
+            if let Some(running) = state.lock().sessions.remove(&session) {
+                running.shutdown.shutdown(Duration::ZERO);
+            }
+            Dispatched::Whole(response).into()
+        }
+        _ => Dispatched::Close.into(),
+    }
+}
+
+/// What [`dispatch`] decided: the connection handed the body, if any (queued already, or
+/// waiting for room), then what to write.
+pub(crate) struct Dispatch {
+    to: Option<(Arc<Engine>, Handed)>,
+    then: Dispatched,
+}
+
+/// `body` handed to `engine` tagged `tag`, when the machine gave it back.
+fn handing(engine: Arc<Engine>, body: Option<Scanned>, tag: u64) -> Option<(Arc<Engine>, Handed)> {
+    let handed = engine.hand((body?, tag));
+    Some((engine, handed))
+}
+
+impl From<Dispatched> for Dispatch {
+    fn from(then: Dispatched) -> Self {
+        Dispatch { to: None, then }
+    }
+}
+
+impl Dispatch {
+    /// Hands the message in (driving the connection here: a handler that answers at once
+    /// has answered on return); what is left to write.
+    pub(crate) async fn deliver(self) -> Dispatched {
+        if let Some((engine, handed)) = self.to {
+            engine.deliver_handed(handed).await;
+        }
+        self.then
+    }
+}
+
+async fn write_response<S: AsyncWrite + Unpin>(
+    socket: &mut S,
+    response: &streamable::Response,
+) -> bool {
+    let mut out = Vec::new();
+    response.write(&mut out);
+    socket.write_all(&out).await.is_ok()
+}
+
+/// Writes the response of `writer`'s stream as the machine produces it, until it ends (or
+/// a newer response takes the stream over); watches the socket meanwhile, so a client that
+/// goes away closes the stream (which cancels a stateless request), and one that floods it
+/// while it waits for this response is cut off. False when the connection must close.
+async fn write_stream<S: AsyncRead + AsyncWrite + Unpin>(
+    socket: &mut S,
+    state: &State,
+    mut writer: Writer,
+    reader: &mut Requests,
+) -> bool {
+    let stream = writer.stream;
+    let mut wrote = false;
+    let mut out = Vec::new();
+    let keep = loop {
+        out.clear();
+        let (step, notify) = {
+            let mut shared = state.lock();
+            if !shared.owns(&writer) {
+                // Resumed elsewhere: this response just ends.
+                break false;
+            }
+            let step = shared.server.poll_stream(stream, &mut out);
+            let notify = (step == Step::Wait).then(|| shared.listen(&mut writer));
+            (step, notify)
+        };
+        if !out.is_empty() {
+            // A client that stops reading is cut off at the network write-stall timeout.
+            let write = tokio::time::timeout(WRITE_STALL, socket.write_all(&out));
+            if !matches!(write.await, Ok(Ok(()))) {
+                closed(state, &writer);
+                break false;
+            }
+            wrote = true;
+        }
+        match step {
+            Step::Data => continue,
+            // Ended with nothing written (its session ended before it answered): the
+            // connection closes, so the client is not left waiting for a response.
+            Step::End => break wrote,
+            Step::Wait => {}
+            _ => break false,
+        }
+        // A pipelined next request is read ahead, kept for after this response.
+        let need = reader.read_ahead() + SMALL;
+        let notify = notify.unwrap_or_default();
+        tokio::select! {
+            _ = notify.notified() => {}
+            read = poll_fn(|cx| reader.poll_read(socket, cx, need)) => match read {
+                Ok(n) if n > 0 && reader.read_ahead() <= MAX_AHEAD => {}
+                _ => {
+                    closed(state, &writer);
+                    break false;
+                }
+            },
+        }
+    };
+    let mut shared = state.lock();
+    if shared.owns(&writer) {
+        shared.waiting.remove(&stream);
+    }
+    keep
+}
+
+/// The client closed the response of `writer` before its end (nothing happens when a
+/// newer response writes the stream now).
+pub(crate) fn closed(state: &State, writer: &Writer) {
+    let mut shared = state.lock();
+    if !shared.owns(writer) {
+        return;
+    }
+    let now = shared.now();
+    if shared.server.handle_stream_closed(writer.stream, now) == Closed::Cancel {
+        if let Some(running) = shared.stateless.remove(&writer.stream) {
+            running.shutdown.shutdown(Duration::ZERO);
+        }
+    }
+    shared.settle();
+}
+
+/// The token check of a request: what the machine needs to decide, and the principal for
+/// the handlers.
+fn authorize(validator: Option<&Validator>, head: &Head) -> (Authorized, Option<Principal>) {
+    let Some(validator) = validator else {
+        return (Authorized::NotRequired, None);
+    };
+    match streamable::bearer_token(head) {
+        None => (Authorized::Missing, None),
+        Some(token) => match validator(token) {
+            TokenCheck::Valid(principal) => (Authorized::Valid, Some(principal)),
+            TokenCheck::Invalid => (Authorized::Invalid, None),
+            TokenCheck::InsufficientScope(scope) => (Authorized::InsufficientScope(scope), None),
+        },
+    }
+}
+
+/// What the handlers of a request's calls see of it: the principal, the header `fields`
+/// (as [`Headers::from_fields`](streamable::Headers::from_fields) gives them: moved, not
+/// copied), and what a layer in front of the server attached to it.
+fn http_request(
+    principal: Option<Principal>,
+    fields: Fields,
+    extensions: streamable::Extensions,
+) -> Arc<HttpRequest> {
+    Arc::new(HttpRequest {
+        principal,
+        headers: streamable::Headers::from_fields(fields),
+        extensions,
+    })
+}
+
+/// Records the HTTP request for each call the machine read in the request's body
+/// (`ids`, from [`streamable::Server::request_ids`]); the ids recorded.
+fn record(requests: &HttpRequests, ids: Ids, request: impl FnOnce() -> Arc<HttpRequest>) -> Ids {
+    if ids.is_empty() {
+        return ids;
+    }
+    let request = request();
+    ids.into_iter()
+        .filter(|id| requests.record(id, Arc::clone(&request)))
+        .collect()
+}
