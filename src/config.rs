@@ -124,9 +124,10 @@ pub struct Config {
     /// nothing or a byte now and then (slowloris). Byte streams only (default none).
     pub frame_timeout: Option<Duration>,
     /// Closes the connection ([`Event::Expired`](crate::connection::Event::Expired) with [`Expiry::WriteStall`](crate::connection::Expiry::WriteStall)) when output
-    /// has been waiting to be written for this long with less than 16 KiB of it written: a
-    /// peer that sends but never reads (default none; the kernel's trickle of a few bytes
-    /// into a full receive window does not count as reading). The driver reports its
+    /// has been waiting to be written for this long with less than 256 KiB of it written
+    /// (or less than the most output that waited meanwhile, when that is less): a peer that
+    /// sends but never reads (default none; what the kernel still moves into a full
+    /// receive window, as it compacts it, does not count as reading). The driver reports its
     /// writes with [`Connection::handle_write`](crate::connection::Connection::handle_write). While writes wait with more than 64 KiB
     /// queued, input is held back too: a peer that does not read gets no more answers
     /// computed for it.

@@ -202,16 +202,23 @@ fn write_stall_timeout_closes_a_peer_that_does_not_read() {
     }
     ep.handle_input(&input, ms(0)).unwrap();
     events(&mut ep, true);
-    assert!(ep.buffered_output() > 32 * 1024);
+    let waiting = ep.buffered_output();
+    assert!(waiting > 32 * 1024);
     // Output waits; nothing was written yet: the clock starts.
     ep.handle_write(false, true, ms(1_000));
     assert_eq!(ep.poll_timeout(), Some(ms(31_000)));
-    // A trickle (the kernel moving a few bytes into a full window) does not restart it;
-    // 16 KiB taken does; a failed attempt does not.
+    // A trickle (the kernel moving bytes into a full window as it compacts it, even 16 KiB
+    // and seconds into the stall) does not restart it; a failed attempt does not; taking
+    // all that waited does.
     ep.consume_transmit(100);
     ep.handle_write(true, true, ms(5_000));
     assert_eq!(ep.poll_timeout(), Some(ms(31_000)));
     ep.consume_transmit(16 * 1024);
+    ep.handle_write(true, true, ms(8_000));
+    assert_eq!(ep.poll_timeout(), Some(ms(31_000)));
+    ep.handle_input(&request(1_001, "add"), ms(9_000)).unwrap();
+    events(&mut ep, true);
+    ep.consume_transmit(waiting - 100 - 16 * 1024);
     ep.handle_write(true, true, ms(10_000));
     ep.handle_write(false, true, ms(20_000));
     assert_eq!(ep.poll_timeout(), Some(ms(40_000)));

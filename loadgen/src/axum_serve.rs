@@ -12,6 +12,7 @@ use axum::serve::ListenerExt as _;
 /// writes, which Nagle's algorithm would hold for the client's delayed ACK.
 pub async fn serve(app: axum::Router) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    crate::backlog::raise(&listener)?;
     let mut out = std::io::stdout();
     writeln!(out, "{}", listener.local_addr()?)?;
     out.flush()?;

@@ -179,6 +179,8 @@ struct Frames {
     buf: Vec<u8>,
     start: usize,
     http: bool,
+    /// Room made before each read.
+    chunk: usize,
 }
 
 impl Frames {
@@ -187,6 +189,17 @@ impl Frames {
             buf: Vec::with_capacity(64 * 1024),
             start: 0,
             http,
+            chunk: 16 * 1024,
+        }
+    }
+
+    /// For one small answer (10,000 connections waiting for theirs at once).
+    fn small(http: bool) -> Self {
+        Frames {
+            buf: Vec::new(),
+            start: 0,
+            http,
+            chunk: 1024,
         }
     }
 
@@ -228,7 +241,7 @@ impl Frames {
             self.buf.drain(..self.start);
             self.start = 0;
         }
-        self.buf.reserve(16 * 1024);
+        self.buf.reserve(self.chunk);
         match read.read_buf(&mut self.buf).await.map_err(io)? {
             0 => Err("connection closed by the server".into()),
             _ => Ok(()),
@@ -408,41 +421,82 @@ pub async fn hold_one(
     transport: Transport,
     id: u64,
 ) -> Result<(Box<dyn Any>, bool), String> {
-    let mut stream = connect(addr).await?;
-    if transport == Transport::Ws {
-        let (mut ws, _) = tokio_tungstenite::client_async(format!("ws://{addr}/"), stream)
-            .await
-            .map_err(io)?;
-        ws.send(Message::text(request_string(id)))
-            .await
-            .map_err(io)?;
-        loop {
-            match ws.next().await {
-                Some(Ok(Message::Text(text))) => {
-                    let right = verify(text.as_bytes()) == Some(id);
-                    return Ok((Box::new(ws), right));
-                }
-                Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
-                Some(Ok(other)) => return Err(format!("unexpected message {other:?}")),
-                Some(Err(e)) => return Err(io(e)),
-                None => return Err("closed by the server".into()),
-            }
+    match open_one(addr, transport).await? {
+        Open::Stream(mut stream) => {
+            let right = ask(&mut stream, transport == Transport::Http, id).await?;
+            Ok((Box::new(stream), right))
+        }
+        Open::Ws(mut ws) => {
+            let right = ask_ws(&mut ws, id).await?;
+            Ok((Box::new(ws), right))
         }
     }
-    let http = transport == Transport::Http;
-    let (mut frames, mut out) = (Frames::new(http), Vec::new());
+}
+
+/// A connection opened and ready for requests: a byte stream (TCP, HTTP), or a WebSocket
+/// whose handshake is done.
+pub enum Open {
+    Stream(TcpStream),
+    Ws(Box<tokio_tungstenite::WebSocketStream<TcpStream>>),
+}
+
+/// Opens a connection to `addr` for `transport` (with its WebSocket handshake).
+pub async fn open_one(addr: SocketAddr, transport: Transport) -> Result<Open, String> {
+    let stream = connect(addr).await?;
+    if transport != Transport::Ws {
+        return Ok(Open::Stream(stream));
+    }
+    let (ws, _) = tokio_tungstenite::client_async(format!("ws://{addr}/"), stream)
+        .await
+        .map_err(io)?;
+    Ok(Open::Ws(Box::new(ws)))
+}
+
+/// Asks request `id` on `ws` (a text message) and checks its answer.
+async fn ask_ws(
+    ws: &mut tokio_tungstenite::WebSocketStream<TcpStream>,
+    id: u64,
+) -> Result<bool, String> {
+    ws.send(Message::text(request_string(id)))
+        .await
+        .map_err(io)?;
+    loop {
+        match ws.next().await {
+            Some(Ok(Message::Text(text))) => return Ok(verify(text.as_bytes()) == Some(id)),
+            Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
+            Some(Ok(other)) => return Err(format!("unexpected message {other:?}")),
+            Some(Err(e)) => return Err(io(e)),
+            None => return Err("closed by the server".into()),
+        }
+    }
+}
+
+/// Asks request `id` on `stream` (an HTTP POST when `http`, else Content-Length framing)
+/// and checks its answer.
+async fn ask(stream: &mut TcpStream, http: bool, id: u64) -> Result<bool, String> {
+    send(stream, http, id).await?;
+    answer(stream, http, id).await
+}
+
+/// Sends request `id` on `stream` (an HTTP POST when `http`, else Content-Length framing).
+pub async fn send(stream: &mut TcpStream, http: bool, id: u64) -> Result<(), String> {
+    let mut out = Vec::with_capacity(256);
     if http {
         post(&mut out, id)
     } else {
         framed(&mut out, id)
     }
-    stream.write_all(&out).await.map_err(io)?;
+    stream.write_all(&out).await.map_err(io)
+}
+
+/// Reads the answer to request `id` on `stream` and checks it.
+pub async fn answer(stream: &mut TcpStream, http: bool, id: u64) -> Result<bool, String> {
+    let mut frames = Frames::small(http);
     let body = loop {
         match frames.next()? {
             Some(body) => break body,
-            None => frames.fill(&mut stream).await?,
+            None => frames.fill(stream).await?,
         }
     };
-    let right = verify(&frames.buf[body]) == Some(id);
-    Ok((Box::new(stream), right))
+    Ok(verify(&frames.buf[body]) == Some(id))
 }

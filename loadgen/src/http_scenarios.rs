@@ -1,6 +1,7 @@
 //! The HTTP/1.1 tables: requests per second and the server's CPU time per request, on four
 //! scenarios, for the HTTP floor (`floor-server http`), sansrpc (`sansrpc_tokio::http::serve`,
-//! what users run by default), sansrpc's `RpcService` in axum, and jsonrpsee. All four are
+//! what users run by default), axum's floor (`rpc-axum-floor-server`: axum answering each
+//! body as the floor does), sansrpc's `RpcService` in axum, and jsonrpsee. All five are
 //! single-threaded.
 //!
 //! - Sequential: 1 keep-alive connection, 1 request in flight.
@@ -30,9 +31,10 @@ use crate::heads::cpu_time;
 use crate::{fmt_value, Options, Server, DEPTH, WORKLOAD_LIMIT};
 
 /// The servers of the HTTP tables: the name in the table, the binary, its arguments.
-const SERVERS: [(&str, &str, &[&str]); 4] = [
+const SERVERS: [(&str, &str, &[&str]); 5] = [
     ("floor", "floor-server", &["http"]),
     ("sansrpc", "sansrpc-server", &["http"]),
+    ("axum-floor", "rpc-axum-floor-server", &[]),
     ("sansrpc-axum", "sansrpc-axum-server", &["http"]),
     ("jsonrpsee", "jsonrpsee-server", &[]),
 ];

@@ -17,7 +17,8 @@
 //!   (floor, sansrpc; jsonrpsee serves no raw TCP).
 //! - WebSocket sequential (1 in flight) and pipelined (64 in flight), one connection, text
 //!   frames (sansrpc, jsonrpsee).
-//! - HTTP/1.1, four scenarios (floor, sansrpc, sansrpc-axum, jsonrpsee): sequential (1
+//! - HTTP/1.1, four scenarios (floor, sansrpc, axum-floor, sansrpc-axum, jsonrpsee; axum-floor
+//!   is `rpc-axum-floor-server`, axum answering each body as the floor does): sequential (1
 //!   keep-alive connection), 64 and M keep-alive connections, each POSTing one request at
 //!   a time, and a burst of 10,000 connections (1,000 with `--quick`) of one POST each,
 //!   100 at a time; requests per second and the server's CPU time per request (its
@@ -36,7 +37,7 @@
 //! - HTTP/2 with prior knowledge (h2c), one connection, 64 streams in flight: JSON-RPC
 //!   (`sansrpc-axum` against jsonrpsee) and MCP `tools/call` from 64 sessions sharing the
 //!   connection, JSON and SSE answers (`sansrpc-axum` and `axum-floor` against rmcp in
-//!   axum); hyper's HTTP/2
+//!   axum; for JSON-RPC, `axum-floor` is `rpc-axum-floor-server`); hyper's HTTP/2
 //!   client. The standalone sansrpc servers speak HTTP/1.1 only. See `h2.rs`.
 //! - Method subscriptions, Ethereum's `newHeads` (`heads-sansrpc-server` against
 //!   `heads-jsonrpsee-server`, both single-threaded, a 1 KiB block every 100 ms; beside
@@ -57,9 +58,14 @@
 //! of the ratios of the runs made in the same turn; the lowest and highest run are shown.
 //! Every workload is bounded in time (60 s).
 //!
-//! `loadgen [--quick] [--requests N] [--connections M] [--subscribers S] [--only TEXT]`;
-//! `--quick` (or `LOADGEN_QUICK=1`) is N = 2,000 and M = 200; `--only http` runs only the
-//! tables whose title contains "http" (any case).
+//! - Many connections open at once (TCP, WebSocket, HTTP/1.1; the floors, sansrpc, jsonrpsee):
+//!   C connections (default 10,000) opened and kept open, then one request on each; the
+//!   connections served per second, the server's CPU per connection, its RSS per
+//!   connection. See `many.rs`.
+//!
+//! `loadgen [--quick] [--requests N] [--connections M] [--subscribers S] [--open C]
+//! [--only TEXT]`; `--quick` (or `LOADGEN_QUICK=1`) is N = 2,000, M = 200 and C = 1,000;
+//! `--only http` runs only the tables whose title contains "http" (any case).
 
 #[allow(dead_code)] // shared with the servers, which use the rest
 mod chain;
@@ -67,6 +73,7 @@ mod client;
 mod h2;
 mod heads;
 mod http_scenarios;
+mod many;
 mod mcp;
 
 use std::io::{BufRead, BufReader};
@@ -87,6 +94,8 @@ struct Options {
     connections: usize,
     /// Subscribers of the newHeads workload: a table for each count.
     subscribers: Vec<usize>,
+    /// Connections of the many-connections workload.
+    open: usize,
     runs: usize,
     quick: bool,
     /// Only the tables whose title contains this (`--only`), case-insensitive.
@@ -97,6 +106,7 @@ fn options() -> Options {
     let mut quick = std::env::var("LOADGEN_QUICK").is_ok_and(|v| v == "1");
     let (mut requests, mut connections, mut only) = (None, None, None);
     let mut subscribers = None;
+    let mut open = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut number = || {
@@ -109,6 +119,7 @@ fn options() -> Options {
             "--requests" => requests = Some(number()),
             "--connections" => connections = Some(number()),
             "--subscribers" => subscribers = Some(number() as usize),
+            "--open" => open = Some(number() as usize),
             "--only" => only = Some(args.next().unwrap_or_else(|| usage()).to_lowercase()),
             _ => usage(),
         }
@@ -117,6 +128,7 @@ fn options() -> Options {
         requests: requests.unwrap_or(if quick { 2_000 } else { 20_000 }),
         connections: connections.unwrap_or(if quick { 200 } else { 1_000 }) as usize,
         subscribers: subscribers.map_or_else(|| vec![1_000, 10_000], |s| vec![s]),
+        open: open.unwrap_or(if quick { 1_000 } else { 10_000 }),
         runs: if quick { 1 } else { 5 },
         quick,
         only,
@@ -133,7 +145,8 @@ impl Options {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: loadgen [--quick] [--requests N] [--connections M] [--subscribers S] [--only TEXT]"
+        "usage: loadgen [--quick] [--requests N] [--connections M] [--subscribers S] [--open C] \
+         [--only TEXT]"
     );
     std::process::exit(2)
 }
@@ -215,6 +228,9 @@ fn server_for(name: &str, transport: Transport) -> Option<(&'static str, Vec<&'s
         }
         ("rmcp", Transport::H2McpJson | Transport::H2McpSse) => Some(("mcp-rmcp-server", vec![t])),
         ("jsonrpsee", Transport::H2Http) => Some(("jsonrpsee-server", vec![])),
+        ("axum-floor", Transport::H2Http | Transport::Http) => {
+            Some(("rpc-axum-floor-server", vec![]))
+        }
         // The standalone servers speak HTTP/1.1 only.
         (_, Transport::H2Http | Transport::H2McpJson | Transport::H2McpSse) => None,
         ("sansrpc", _) => Some(("sansrpc-server", vec![t])),
@@ -698,6 +714,7 @@ async fn main() {
         });
     }
     let http = http_scenarios::run_all(&opts).await;
+    let many = many::run_all(&opts).await;
     for (transport, baseline) in [
         (Transport::Tcp, "floor"),
         (Transport::Ws, "jsonrpsee"),
@@ -763,7 +780,7 @@ async fn main() {
             Transport::H2Http,
             format!("HTTP/2 (h2c): 1 connection, {DEPTH} streams in flight"),
             "jsonrpsee",
-            &["sansrpc-axum", "jsonrpsee"][..],
+            &["axum-floor", "sansrpc-axum", "jsonrpsee"][..],
         ),
         (
             Transport::H2McpJson,
@@ -836,6 +853,7 @@ async fn main() {
         errors += table.errors();
     }
     errors += http.print();
+    errors += many.print();
     for (title, rows) in &heads_tables {
         errors += print_heads(title, rows);
     }

@@ -70,10 +70,16 @@ pub enum Expiry {
     WriteStall,
 }
 
-/// Bytes a peer must take to restart the write-stall clock. A peer that does not read
-/// still lets the kernel move a few bytes now and then (its receive queue is compacted,
-/// the window reopens by a segment or two): trickles below this do not count as reading.
-pub(super) const STALL_PROGRESS: usize = 16 * 1024;
+/// Bytes a peer must take, counted from when a write stall began, to restart its clock (or
+/// all the output that waited at any time of the stall, when that is less). A peer that
+/// does not read still lets its kernel take bytes: its receive queue of small segments,
+/// compacted, frees room and the window reopens, once or a few times, whenever a window
+/// probe or the next segment finds it (measured on loopback: 32-64 KiB taken two seconds
+/// into a stall by a peer that never read, up to 127 KiB behind 39-byte writes; seconds
+/// or more into the stall on a loaded machine, the close then slipping by as much). The
+/// kernel's receive buffer bounds those trickles (128 KiB by default on Linux); a peer
+/// that reads takes its whole buffer again and again.
+pub(super) const STALL_PROGRESS: usize = 256 * 1024;
 
 /// Output held, with writes blocked, beyond which input waits: a peer that does not read
 /// gets no more answers computed for it than this while its write stall runs.
@@ -100,12 +106,13 @@ enum FrameClock {
     Paused(Duration),
 }
 
-/// A write stall under way: since when, the output taken by then, and what was pending.
+/// A write stall under way: since when, the output taken by then, and the most output
+/// that waited since.
 #[derive(Debug, Clone, Copy)]
 struct Stall {
     since: Instant,
     taken: usize,
-    pending: usize,
+    most: usize,
 }
 
 /// The guard's state inside an [`Endpoint`].
@@ -199,8 +206,8 @@ impl Endpoint {
 
     /// Notes the driver's latest write attempt at `now`: `wrote` when at least one byte went
     /// out, `pending` when output (the endpoint's or the driver's own) still waits to be
-    /// written. Output pending while less than 16 KiB of it (or of what was pending when
-    /// the wait began, if less) is written for
+    /// written. Output pending while less than 256 KiB of it (or of the most output that
+    /// waited meanwhile, if less) is written for
     /// [`Config::write_stall_timeout`](super::Config::write_stall_timeout) closes the
     /// connection at [`Endpoint::handle_timeout`] ([`Expiry::WriteStall`]); drivers call
     /// this after every write attempt and sleep until [`Endpoint::poll_timeout`] as usual.
@@ -224,19 +231,23 @@ impl Endpoint {
     /// The write-stall part of [`handle_write`](Endpoint::handle_write).
     fn note_stall(&mut self, wrote: bool, pending: bool, now: Instant) {
         let total = self.out.total() as usize;
+        let buffered = self.buffered_output();
         let start = Stall {
             since: now,
             taken: total,
-            pending: self.buffered_output(),
+            most: buffered,
         };
         self.guard.write_stalled = match (pending, self.guard.write_stalled) {
             (false, _) => None,
             (true, None) => Some(start),
-            (true, Some(stall)) => {
-                // A real share of the output restarts the clock, not a trickle: 16 KiB, or
-                // all that was waiting when the clock started.
+            (true, Some(mut stall)) => {
+                // Reading restarts the clock, not the kernel's trickle: 256 KiB taken, or as
+                // much as ever waited during the stall (a peer that keeps up with small
+                // output). The most is what waited before this write too: a stall that began
+                // small and grew is judged by what it grew to.
+                stall.most = stall.most.max(buffered);
                 let taken = total.wrapping_sub(stall.taken);
-                if wrote && taken >= STALL_PROGRESS.min(stall.pending.max(1)) {
+                if wrote && taken >= STALL_PROGRESS.min(stall.most.max(1)) {
                     Some(start)
                 } else {
                     Some(stall)

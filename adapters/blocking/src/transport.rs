@@ -9,7 +9,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 #[cfg(unix)]
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
@@ -116,6 +116,19 @@ fn socket<S: Socket>(stream: S, handlers: Handlers, config: &Options) -> io::Res
 where
     for<'a> &'a S: Read + Write,
 {
+    socket_with(stream, handlers, config, ())
+}
+
+/// [`socket`], keeping `kept` until the connection's threads are done.
+fn socket_with<S: Socket>(
+    stream: S,
+    handlers: Handlers,
+    config: &Options,
+    kept: impl Send + Sync + 'static,
+) -> io::Result<Client>
+where
+    for<'a> &'a S: Read + Write,
+{
     // A blocked write wakes the driver this often, whose endpoint decides (write stall).
     // Short, because a write that returns at its timeout says how much went out but not
     // when: 4 MiB taken at once and reported 30 s later would restart the stall clock.
@@ -129,6 +142,7 @@ where
         writer: Box::new(Shared(stream)),
         // Makes the reader's blocking `read` return, on this side and the peer's.
         close: Box::new(move |reset| {
+            let _ = &kept;
             if let Some(s) = closer.upgrade() {
                 if reset {
                     s.reset();
@@ -306,6 +320,10 @@ impl Listening {
         let jobs = pool.sender();
         let stop = Arc::new(AtomicBool::new(false));
         let connections = Arc::new(Mutex::new(Vec::<Client>::new()));
+        // Connections running: one more per connection served, one less as its threads end.
+        let open = Arc::new(AtomicUsize::new(0));
+        // The list's length when closed connections were last dropped from it.
+        let mut pruned = 0;
         let mut refusal = Vec::new();
         sansrpc::connection::write_refusal(
             config.connection.profile,
@@ -330,8 +348,13 @@ impl Listening {
                     continue;
                 };
                 let mut live = lock(&live);
-                live.retain(|c: &Client| !c.is_closed());
-                if live.len() >= config.max_connections {
+                // The closed connections are dropped from the list once it has doubled since
+                // they last were: constant work per connection, whatever the number open.
+                if live.len() >= 2 * pruned.max(32) {
+                    live.retain(|c: &Client| !c.is_closed());
+                    pruned = live.len();
+                }
+                if open.load(Ordering::SeqCst) >= config.max_connections {
                     // Refused: one error (id null, -32002), then closed. The connections
                     // already served are not touched.
                     let _ = (&stream).write_all(&refusal);
@@ -343,7 +366,9 @@ impl Listening {
                     jobs: Some(jobs.clone()),
                     pool: None,
                 };
-                if let Ok(client) = socket(stream, handlers, &config) {
+                open.fetch_add(1, Ordering::SeqCst);
+                let running = Running(Arc::clone(&open));
+                if let Ok(client) = socket_with(stream, handlers, &config, running) {
                     live.push(client);
                 }
             })?;
@@ -379,6 +404,15 @@ impl Listening {
 impl Drop for Listening {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// One connection a server counts as running, until dropped (its threads are done).
+struct Running(Arc<AtomicUsize>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

@@ -30,6 +30,34 @@ use crate::transport::{Received, Transport};
 /// Commands taken per turn of the loop, so a flood of calls cannot starve input.
 const COMMANDS_PER_TURN: usize = 64;
 
+/// Which of the driver's channels have its task's waker, this poll: a channel polled
+/// pending keeps it until the task is next woken, so the later passes of the same poll only
+/// look (a registration is most of a poll's cost, twice a pass otherwise).
+#[derive(Debug, Default, Clone, Copy)]
+struct Listening {
+    commands: bool,
+    shutdown: bool,
+}
+
+/// The next message of `rx`: polled (so that one sent later wakes the task) until it was
+/// once pending this poll (`listening`), then only looked at.
+fn next<T>(
+    rx: &mut mpsc::UnboundedReceiver<T>,
+    cx: &mut Context<'_>,
+    listening: &mut bool,
+) -> Poll<Option<T>> {
+    if !*listening {
+        let next = rx.poll_next_unpin(cx);
+        *listening = next.is_pending();
+        return next;
+    }
+    match rx.try_recv() {
+        Ok(message) => Poll::Ready(Some(message)),
+        Err(mpsc::TryRecvError::Closed) => Poll::Ready(None),
+        Err(mpsc::TryRecvError::Empty) => Poll::Pending,
+    }
+}
+
 /// What a [`Builder`](crate::Builder) gives the driver besides the connection.
 pub(crate) struct Parts {
     pub router: Option<Arc<AsyncRouter>>,
@@ -84,6 +112,7 @@ pub struct Driver<T, Tm> {
     deferred: Option<Command>,
     shutdown_tx: mpsc::UnboundedSender<Duration>,
     shutdown_rx: mpsc::UnboundedReceiver<Duration>,
+    listening: Listening,
     sleep: Sleep,
     /// Once the connection finished: until when closing the transport may take.
     closing: Option<sansrpc_runtime::time::Instant>,
@@ -126,6 +155,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             deferred: None,
             shutdown_tx,
             shutdown_rx,
+            listening: Listening::default(),
             sleep: Sleep::default(),
             closing: None,
             calls: Calls::default(),
@@ -168,6 +198,13 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             && self.conn.requests_in_flight() == 0
     }
 
+    /// The transport, for an owner that drives the connection inline between its polls (a
+    /// tower service handing it a request body and taking the answer, with no channel and
+    /// no wakeup between them).
+    pub fn transport_mut(&mut self) -> &mut T {
+        &mut self.transport
+    }
+
     /// A handle to shut this driver down gracefully.
     pub fn shutdown_handle(&self) -> ShutdownHandle {
         ShutdownHandle {
@@ -197,7 +234,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             if !self.commands_open {
                 break;
             }
-            match self.commands.poll_next_unpin(cx) {
+            match next(&mut self.commands, cx, &mut self.listening.commands) {
                 Poll::Ready(Some(Command::Close(done))) => {
                     progress = true;
                     self.closers.push(done);
@@ -218,7 +255,8 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                 Poll::Pending => break,
             }
         }
-        if let Poll::Ready(Some(grace)) = self.shutdown_rx.poll_next_unpin(cx) {
+        let shutdown = next(&mut self.shutdown_rx, cx, &mut self.listening.shutdown);
+        if let Poll::Ready(Some(grace)) = shutdown {
             // Handlers in flight get the grace; then the connection drops what still runs.
             self.conn.shutdown(grace, now);
             progress = true;
@@ -301,6 +339,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
         // The transport said it waits for more input and will wake the task: this poll
         // does not ask it again.
         let mut receive_waits = false;
+        self.listening = Listening::default();
         self.transport.start_turn();
         loop {
             // Registered before the connection drains its hook (with its events), so a wake
@@ -330,7 +369,6 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             }
             progress |= self.route_events(now);
             progress |= self.poll_handlers(cx, now);
-            progress |= self.poll_timer(cx, now);
             let before = self.conn.transmitted();
             let flushed = match self.transport.poll_transmit(cx, &mut self.conn) {
                 Poll::Ready(Ok(())) => true,
@@ -357,6 +395,11 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                     return Poll::Ready(self.finish());
                 }
             }
+            // Last in the pass, once the writes are told: a write stall this pass began (or
+            // restarted) moves the deadline, and the sleep is armed for it before the task
+            // waits (armed before, it kept the old one until something else woke the task);
+            // and a connection whose close completed at once arms none.
+            progress |= self.poll_timer(cx, now);
             if !progress {
                 return Poll::Pending;
             }

@@ -544,14 +544,15 @@ where
     fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         ready!(self.output.poll_write_out(&mut self.stream, cx))?;
         ready!(self.output.poll_flushed(&mut self.stream, cx))?;
+        if self.peer_closed {
+            // Its end was read: no byte can follow it, and closing resets nothing (nor
+            // needs a shutdown first: the close sends our end).
+            return Poll::Ready(Ok(()));
+        }
         if !self.shut {
             ready!(Pin::new(&mut self.stream).poll_shutdown(cx))?;
             self.shut = true;
             self.requests.release();
-        }
-        if self.peer_closed {
-            // Its end was read: no byte can follow it, and closing resets nothing.
-            return Poll::Ready(Ok(()));
         }
         // A lingering close: what the peer still sends (a body refused from its head, a
         // request pipelined behind the last answer) is read and dropped until it closes its

@@ -49,7 +49,7 @@
 
 use std::future::Future;
 use std::io;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod child;
@@ -59,6 +59,7 @@ pub mod http;
 #[cfg(feature = "http")]
 pub(crate) mod http_client;
 pub mod reconnect;
+mod registry;
 mod request;
 #[cfg(feature = "tower")]
 pub mod service;
@@ -70,6 +71,7 @@ pub mod ws;
 
 pub use child::{spawn_child, ChildProcess};
 
+use registry::Registry;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::compat::{Compat, TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
@@ -434,36 +436,52 @@ where
     F: Future<Output = io::Result<S>>,
     H: Future<Output = io::Result<T>> + Send + 'static,
 {
-    // `None` once shutting down: connections set up later are shut down at once.
-    let handles = Arc::new(Mutex::new(Some(Vec::<ShutdownHandle>::new())));
-    let connection = |stream| {
-        let setup = setup(stream);
-        let builder = builder.clone();
-        let handles = handles.clone();
-        async move {
-            let (_client, driver) = builder.connect(setup.await?, TokioTimer);
-            let handle = driver.shutdown_handle();
-            match handles.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
-                Some(handles) => {
-                    handles.retain(|h| !h.is_finished());
-                    handles.push(handle);
-                }
-                None => handle.shutdown(grace),
-            }
-            driver.await
-        }
-    };
-    let stop = || {
-        let registered = handles.lock().unwrap_or_else(|e| e.into_inner()).take();
-        for handle in registered.into_iter().flatten() {
-            handle.shutdown(grace);
-        }
-    };
+    let registry = Arc::new(Registry::default());
     let listener = Listener {
         refusal,
         max_connections: options.max_connections,
         drain: grace + Duration::from_secs(1),
     };
+    serve_in(registry, listener, accept, setup, builder, shutdown, grace).await
+}
+
+/// [`serve`] with the connections in `registry` (constant time per connection set up and
+/// ended, whatever the number open), accepting on `listener`'s terms.
+async fn serve_in<S, T, A, F, H>(
+    registry: Arc<Registry>,
+    listener: Listener,
+    accept: A,
+    setup: impl Fn(S) -> H,
+    builder: Builder,
+    shutdown: impl Future<Output = ()>,
+    grace: Duration,
+) -> io::Result<()>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    T: Transport,
+    A: FnMut() -> F,
+    F: Future<Output = io::Result<S>>,
+    H: Future<Output = io::Result<T>> + Send + 'static,
+{
+    let builder = Arc::new(builder);
+    // The connection's task holds pointers only: a task's future is moved whole as it is
+    // spawned, polled to its end and its output read (tokio copies it five times, each
+    // time at its largest state's size), and the driver with its machine and transport is
+    // 3-4 KiB, a TLS handshake more. The handshake is boxed while it runs, the driver once
+    // made.
+    let connection = |stream| {
+        let setup = Box::pin(setup(stream));
+        let (builder, registry) = (builder.clone(), registry.clone());
+        async move {
+            let transport = setup.await?;
+            let (_client, driver) = Builder::clone(&builder).connect(transport, TokioTimer);
+            let driver = Box::new(driver);
+            // Freed as the connection ends (or its task is aborted).
+            let _registered = registry.register(driver.shutdown_handle());
+            driver.await
+        }
+    };
+    let stop = || registry.stop(grace);
     listener.run(accept, connection, shutdown, stop).await
 }
 

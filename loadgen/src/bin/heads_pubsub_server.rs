@@ -16,9 +16,9 @@ use std::io::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sansrpc::ext::pubsub::HubConfig;
-use sansrpc::ext::store::{MemoryStore, RetentionPolicy};
 use sansrpc::RawValue;
+use sansrpc_pubsub::hub::HubConfig;
+use sansrpc_pubsub::store::{MemoryStore, RetentionPolicy};
 use sansrpc_pubsub::PubSub;
 use sansrpc_tokio::{ws, AsyncRouter, Builder, Extension, ServeOptions};
 

@@ -13,6 +13,8 @@
 
 #[path = "../axum_serve.rs"]
 mod axum_serve;
+#[path = "../backlog.rs"]
+mod backlog;
 
 use axum::body::Bytes;
 use axum::http::{header, StatusCode};

@@ -9,6 +9,8 @@
 
 #[path = "../axum_serve.rs"]
 mod axum_serve;
+#[path = "../backlog.rs"]
+mod backlog;
 
 use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;

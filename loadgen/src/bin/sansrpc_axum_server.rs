@@ -9,6 +9,8 @@
 
 #[path = "../axum_serve.rs"]
 mod axum_serve;
+#[path = "../backlog.rs"]
+mod backlog;
 
 use std::time::Duration;
 

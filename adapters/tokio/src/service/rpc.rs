@@ -1,17 +1,18 @@
 //! JSON-RPC over HTTP POST as a tower service.
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::io;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use http::header::{HeaderName, HeaderValue};
 use sansrpc::codec::http::Exchange;
 use sansrpc::connection::Connection;
 use sansrpc::Instant;
-use tokio::sync::{mpsc, oneshot};
 
-use super::{read_body, response, Body, ResponseFuture};
+use super::{read_body, Body, ResponseFuture};
 use crate::{Builder, Origins, Received, ServeOptions, TokioTimer, Transport};
 
 /// JSON-RPC over HTTP POST, one message (or batch) per request body, with the rules of
@@ -109,22 +110,27 @@ impl Rpc {
         // finishes its handlers on a task of its own.
         let mut taken = Taken(Some(self.take()));
         let machine = taken.0.as_mut().expect("a machine was just taken");
-        let (tx, mut rx) = oneshot::channel();
-        // An idle machine's input is empty: the body goes in at once.
-        if machine.input.try_send((body, tx)).is_err() {
-            return self.reply(&exchange, 500, Vec::new());
-        }
-        // The machine driven here until its answer comes: the answer is sent from inside
-        // the driver's turn, so the turn that sends it is followed by a poll that reads it.
-        let driven = async {
-            let driver = &mut *machine.driver;
-            tokio::select! {
-                biased;
-                answer = &mut rx => answer.ok(),
-                _ = driver => None,
+        // The body goes straight to the machine's transport, and the answer comes back the
+        // same way, within the driver's turn: no channel, no wakeup.
+        machine.driver.transport_mut().ask(body);
+        let driver = &mut *machine.driver;
+        let mut driven = std::pin::pin!(std::future::poll_fn(|cx| {
+            let ended = std::pin::Pin::new(&mut *driver).poll(cx).is_ready();
+            match driver.transport_mut().answer.take() {
+                Some(answer) => Poll::Ready(Some(answer)),
+                // The connection ended before it answered.
+                None if ended => Poll::Ready(None),
+                None => Poll::Pending,
             }
+        }));
+        // Most handlers answer within the first poll: the time limit's timer is set only for
+        // the others.
+        let first = std::future::poll_fn(|cx| Poll::Ready(driven.as_mut().poll(cx))).await;
+        let answered = match first {
+            Poll::Ready(answered) => Ok(answered),
+            Poll::Pending => tokio::time::timeout(self.handler_timeout, driven).await,
         };
-        match tokio::time::timeout(self.handler_timeout, driven).await {
+        match answered {
             Ok(Some(answer)) => {
                 if let Some(machine) = taken.0.take() {
                     self.put_back(machine);
@@ -152,9 +158,7 @@ impl Rpc {
     fn take(&self) -> Machine {
         let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
         idle.unwrap_or_else(|| {
-            let (input, rx) = mpsc::channel(1);
             let transport = Exchanges {
-                input: rx,
                 message: None,
                 answer: None,
                 delivered: false,
@@ -162,7 +166,6 @@ impl Rpc {
             };
             let (client, driver) = self.builder.clone().connect(transport, TokioTimer);
             Machine {
-                input,
                 driver: Box::new(driver),
                 _client: client,
             }
@@ -185,14 +188,25 @@ impl Rpc {
 
     /// The answer with `status` and `body`, and the exchange's header fields.
     fn reply(&self, exchange: &Exchange, status: u16, body: Vec<u8>) -> http::Response<Body> {
-        let mut fields = Vec::new();
+        let mut response = http::Response::new(Body::full(body));
+        *response.status_mut() =
+            http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
+        let fields = response.headers_mut();
         let cors = self.cors.is_some();
         exchange.headers(status, cors, &self.cors_max_age, |name, value| {
-            fields.push((name, value));
+            // The JSON type of every answer, made once.
+            if name == "content-type" && value == JSON.as_bytes() {
+                fields.append(http::header::CONTENT_TYPE, JSON);
+            } else if let Ok(value) = HeaderValue::from_bytes(value) {
+                fields.append(HeaderName::from_static(name), value);
+            }
         });
-        response(status, fields, Body::full(body))
+        response
     }
 }
+
+/// `application/json`, as a header value.
+const JSON: HeaderValue = HeaderValue::from_static("application/json");
 
 /// A machine a request took. Dropped holding it (the request's future dropped before its
 /// answer: the client went away), its handlers finish as they would have on a task of
@@ -230,33 +244,39 @@ fn finish_elsewhere(machine: Machine) {
 /// Idle connection machines kept for later requests.
 const MAX_IDLE: usize = 256;
 
-/// A request body, and where its answer goes (`None`: no request to answer).
-type Ask = (Vec<u8>, oneshot::Sender<Option<Vec<u8>>>);
-
 /// A connection machine serving one request at a time: idle in the pool, or taken (and
 /// driven) by the request it serves, so ids of requests under way at once never meet.
 /// Dropping it drops its handlers.
 #[derive(Debug)]
 struct Machine {
-    input: mpsc::Sender<Ask>,
     driver: Box<crate::Driver<Exchanges, TokioTimer>>,
     /// The connection's client, kept while the machine is: the driver ends with its last
     /// handle.
     _client: crate::Client,
 }
 
-/// The transport of a pooled connection: one request body in, its answer out (the first
-/// frame, or none once no request of it is left to answer: notifications only), then the
-/// next; the end of the channel is the end of the input.
+/// The transport of a pooled connection: the request body its owner hands in
+/// ([`ask`](Exchanges::ask)), and the answer the owner takes after the driver's turn (the
+/// first frame, or none once no request of it is left to answer: notifications only).
+#[derive(Debug)]
 struct Exchanges {
-    input: mpsc::Receiver<Ask>,
     /// The body not handed in yet (held back while the connection cannot take it).
     message: Option<Vec<u8>>,
-    answer: Option<oneshot::Sender<Option<Vec<u8>>>>,
+    /// The answer to the body handed in, once there is one: `Some(None)` for none.
+    answer: Option<Option<Vec<u8>>>,
     /// The body was handed in: its answer is due.
     delivered: bool,
     /// Frames nobody waits for, dropped.
     stray: Vec<u8>,
+}
+
+impl Exchanges {
+    /// The next request's body.
+    fn ask(&mut self, body: Vec<u8>) {
+        self.message = Some(body);
+        self.answer = None;
+        self.delivered = false;
+    }
 }
 
 impl Transport for Exchanges {
@@ -266,24 +286,11 @@ impl Transport for Exchanges {
 
     fn poll_receive(
         &mut self,
-        cx: &mut Context<'_>,
+        _: &mut Context<'_>,
         conn: &mut Connection,
         now: Instant,
     ) -> Poll<io::Result<Received>> {
-        if self.answer.is_none() {
-            match self.input.poll_recv(cx) {
-                Poll::Ready(Some((message, answer))) => {
-                    self.message = Some(message);
-                    self.answer = Some(answer);
-                    self.delivered = false;
-                }
-                Poll::Ready(None) => {
-                    conn.handle_end_of_input(now);
-                    return Poll::Ready(Ok(Received::End));
-                }
-                Poll::Pending => return Poll::Pending,
-            }
-        }
+        // The owner polls the driver after handing a body in: nothing to wait for here.
         if let Some(message) = self.message.take() {
             if conn.handle_message(&message, now).is_err() {
                 self.message = Some(message);
@@ -297,25 +304,17 @@ impl Transport for Exchanges {
 
     fn poll_transmit(
         &mut self,
-        cx: &mut Context<'_>,
+        _: &mut Context<'_>,
         conn: &mut Connection,
     ) -> Poll<io::Result<()>> {
         if self.delivered {
             let mut out = Vec::new();
-            let answer = if conn.poll_transmit(&mut out).is_some() {
-                Some(Some(out))
-            } else if conn.requests_in_flight() == 0 {
-                Some(None)
-            } else {
-                None
-            };
-            if let Some(answer) = answer {
-                if let Some(tx) = self.answer.take() {
-                    let _ = tx.send(answer);
-                }
+            if conn.poll_transmit(&mut out).is_some() {
+                self.answer = Some(Some(out));
                 self.delivered = false;
-                // The next request may be waiting.
-                cx.waker().wake_by_ref();
+            } else if conn.requests_in_flight() == 0 {
+                self.answer = Some(None);
+                self.delivered = false;
             }
         }
         while conn.poll_transmit(&mut self.stray).is_some() {
