@@ -62,6 +62,7 @@ pub mod reconnect;
 mod request;
 #[cfg(feature = "tower")]
 pub mod service;
+mod streams;
 #[cfg(feature = "tls")]
 pub mod tls;
 mod wire;

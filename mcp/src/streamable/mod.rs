@@ -60,15 +60,15 @@ use sansrpc::{Id, Limits};
 
 mod param;
 mod rules;
-mod store;
 mod stream;
 
 // The `Host` and `Origin` rules are HTTP's, the same for every server (`codec::http`).
 pub use param::ParamHeader;
-pub use rules::{bearer_token, decode_header_value, encode_header_value};
+pub use rules::{decode_header_value, encode_header_value};
+pub use sansrpc::codec::http::bearer_token;
 pub use sansrpc::codec::http::{Extensions, Headers, HttpRequest, Principal};
 pub use sansrpc::codec::http::{Hosts, Origins};
-pub use store::{EventStore, MemoryEventStore};
+pub use sansrpc::codec::sse::{EventStore, MemoryEventStore};
 
 pub use stream::StreamHead;
 use stream::{Kind, Mode, Stream};
@@ -344,20 +344,10 @@ pub enum Verdict {
     },
 }
 
-/// What [`Server::poll_stream`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Step {
-    /// Nothing to write now: wait until the stream is [ready](Server::poll_ready).
-    Wait,
-    /// Bytes were appended: write them, then poll again.
-    Data,
-    /// Bytes may have been appended: write them; the response is complete.
-    End,
-    /// The response must be cut (the client does not read it, or its session is gone):
-    /// close the connection without writing more.
-    Abort,
-}
+/// What [`Server::poll_stream`] did: the core's [`BodyStep`](sansrpc::codec::http::BodyStep),
+/// the contract every machine that writes its responses piece by piece keeps (wait until
+/// the stream is [ready](Server::poll_ready), write and poll again, write and end, cut).
+pub use sansrpc::codec::http::BodyStep as Step;
 
 /// What closing a stream's response means; from [`Server::handle_stream_closed`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -975,7 +965,7 @@ impl Server {
             let why = "Bad Request: Mcp-Session-Id header is required";
             return Verdict::Respond(Response::json(400, error_body(None, -32000, why, None)));
         };
-        let resumed = rules::text(head, "last-event-id").and_then(Stream::parse_event_id);
+        let resumed = rules::text(head, "last-event-id").and_then(sse::parse_event_id);
         let Some(&key) = session_key(&self.ids, id) else {
             if let Some((stream, seq)) = resumed {
                 if !self.streams.contains_key(&stream)
@@ -1267,7 +1257,7 @@ impl Server {
         if s.resumable {
             s.seq += 1;
             let mut eid = Vec::new();
-            Stream::event_id(stream, s.seq, &mut eid);
+            sse::event_id(stream, s.seq, &mut eid);
             let eid = core::str::from_utf8(&eid).unwrap_or_default();
             sse::encode_event(&mut event, Some(eid), Some("message"), text, None);
             self.store.append(stream, s.seq, &event, now);
@@ -1358,7 +1348,7 @@ impl Server {
             head.write(&mut prefix, len);
         }
         if sse && len > 0 {
-            stream::chunk_line(&mut prefix, len);
+            sansrpc::codec::http::chunk_line(&mut prefix, len);
             out.extend_from_slice(b"\r\n");
         }
         if sse && step == Step::End {

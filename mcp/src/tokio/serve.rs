@@ -4,13 +4,13 @@
 //! stateless request) with your [`Builder`]'s router, and writes what the machine says.
 
 use std::collections::HashMap;
-use std::future::{poll_fn, Future};
+use std::future::Future;
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::streamable::{self, Authorized, Closed, Step, Verdict};
-use sansrpc::codec::http::{BodyKind, Fields, Head, HttpFault, RequestDecoder};
+use crate::streamable::{self, Authorized, Closed, Verdict};
+use sansrpc::codec::http::{Fields, Head, HttpFault};
 use sansrpc::message::Scanned;
 use sansrpc::runtime::Clock;
 use sansrpc::Connection;
@@ -21,18 +21,17 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
 
-use sansrpc_tokio::host::{within, Handshake, Listener, Part, Requests, Times, CONTINUE, SMALL};
+use sansrpc_tokio::host::{
+    serve_socket, write_stream, Answerer, BodyStep, Handshake, Keys, Listener, Requests, Streams,
+    Times, Writer, Writers,
+};
+pub use sansrpc_tokio::host::{TokenCheck, Validator};
 use sansrpc_tokio::{Builder, ServeOptions};
 
 use super::channel::{Engine, Handed, Outbox};
 
 /// Largest request body read (a JSON-RPC message or batch).
 pub(crate) const MAX_BODY: usize = 4 << 20;
-/// Bytes a client may send ahead (a pipelined next request) while one of its responses
-/// streams; past it the client is cut off (it is not waiting for that response).
-const MAX_AHEAD: usize = 64 * 1024;
-/// How long a write may wait on a client that does not read before it is cut off.
-pub(crate) const WRITE_STALL: Duration = sansrpc::connection::NETWORK_WRITE_STALL_TIMEOUT;
 /// How long the TCP connections may take to end once the server stops; then they are
 /// aborted.
 const DRAIN: Duration = Duration::from_secs(1);
@@ -50,21 +49,6 @@ pub async fn serve(
 ) -> io::Result<()> {
     serve_with(listener, builder, config, Options::default(), shutdown).await
 }
-
-/// What the application's token validator says of a bearer token.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TokenCheck {
-    /// A valid token, for this principal: its calls' handlers see it
-    /// ([`RequestContext::http`](sansrpc_tokio::RequestContext::http)).
-    Valid(Principal),
-    /// Expired, revoked, for another audience, unknown: 401 `invalid_token`.
-    Invalid,
-    /// Valid, without the scope named: 403 `insufficient_scope`.
-    InsufficientScope(String),
-}
-
-/// Checks a bearer token (the text after `Bearer `).
-pub type Validator = Arc<dyn Fn(&str) -> TokenCheck + Send + Sync>;
 
 /// What [`serve_with`] adds to [`serve`].
 #[derive(Default)]
@@ -155,7 +139,7 @@ pub async fn serve_with(
         let peer = stream.peer_addr().ok().map(|a| a.ip());
         async move {
             if let Ok(stream) = handshake.run(stream).await {
-                serve_socket(stream, state, times, peer).await;
+                serve_socket(stream, &Socket { state, peer }, times, MAX_BODY).await;
             }
         }
     };
@@ -218,13 +202,8 @@ pub(crate) struct Shared {
     sessions: HashMap<u64, Running, Keys>,
     /// Stateless requests' connections, by stream.
     stateless: HashMap<u64, Running, Keys>,
-    /// The response writing each stream (its writer number) and how to wake it. A newer
-    /// response for a stream (a client resuming it with `Last-Event-ID` before this side
-    /// saw the old one go) takes it over; the old writer then ends.
-    /// Its `Notify` is made when the response first waits (a JSON answer written at once
-    /// never does).
-    pub(crate) waiting: HashMap<u64, (u64, Option<Arc<Notify>>), Keys>,
-    next_writer: u64,
+    /// The response writing each stream, and how to wake it.
+    pub(crate) writers: Writers,
     /// The timer task: woken when the machine's next deadline moved earlier than the one
     /// it sleeps until.
     timer: Arc<Notify>,
@@ -232,39 +211,6 @@ pub(crate) struct Shared {
     timer_at: Option<Instant>,
     /// Checks bearer tokens, when the configuration requires them.
     validator: Option<Validator>,
-}
-
-/// The hashing of the machine's own keys (sessions and streams: numbers it counts out, not
-/// chosen by clients, so nothing to flood a table with): one multiplication, not SipHash.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct Keys;
-
-impl std::hash::BuildHasher for Keys {
-    type Hasher = KeyHasher;
-    fn build_hasher(&self) -> KeyHasher {
-        KeyHasher(0)
-    }
-}
-
-/// [`Keys`]' hasher.
-#[derive(Debug)]
-pub(crate) struct KeyHasher(u64);
-
-impl std::hash::Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        // Odd: distinct keys stay distinct in every low bit; the high bits mixed.
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
 }
 
 #[derive(Clone)]
@@ -278,8 +224,7 @@ impl State {
             builder,
             sessions: HashMap::default(),
             stateless: HashMap::default(),
-            waiting: HashMap::default(),
-            next_writer: 0,
+            writers: Writers::default(),
             timer: Arc::new(Notify::new()),
             timer_at: None,
             validator: None,
@@ -304,42 +249,6 @@ impl Shared {
         self.clock.now()
     }
 
-    /// Makes a new response the writer of `stream`; a writer it replaces is woken to end.
-    fn writer(&mut self, stream: u64) -> Writer {
-        self.next_writer += 1;
-        let old = self.waiting.insert(stream, (self.next_writer, None));
-        if let Some((_, Some(old))) = old {
-            old.notify_one();
-        }
-        Writer {
-            stream,
-            id: self.next_writer,
-            notify: None,
-        }
-    }
-
-    /// What `writer` waits on for more of its stream, made now if it has none; called
-    /// under the same lock as the look at the stream that found nothing, so no wake-up
-    /// falls between the two.
-    pub(crate) fn listen(&mut self, writer: &mut Writer) -> Arc<Notify> {
-        if let Some(notify) = &writer.notify {
-            return Arc::clone(notify);
-        }
-        let notify = Arc::new(Notify::new());
-        if let Some(entry) = self.waiting.get_mut(&writer.stream) {
-            if entry.0 == writer.id {
-                entry.1 = Some(Arc::clone(&notify));
-            }
-        }
-        writer.notify = Some(Arc::clone(&notify));
-        notify
-    }
-
-    /// True while `writer` still writes its stream.
-    pub(crate) fn owns(&self, writer: &Writer) -> bool {
-        self.waiting.get(&writer.stream).map(|w| w.0) == Some(writer.id)
-    }
-
     /// What [`wake`](Self::wake) does, then tells the timer task to look again (the
     /// machine's next deadline may have moved).
     fn settle(&mut self) {
@@ -360,9 +269,7 @@ impl Shared {
         // Durable before any of it reaches a client.
         self.server.flush_store();
         while let Some(stream) = self.server.poll_ready() {
-            if let Some((_, Some(notify))) = self.waiting.get(&stream) {
-                notify.notify_one();
-            }
+            self.writers.wake(stream);
         }
         while let Some(event) = self.server.poll_event() {
             let streamable::Event::SessionEnded { session } = event;
@@ -394,14 +301,6 @@ async fn run_timers(state: State) {
         shared.server.handle_timeout(now);
         shared.wake();
     }
-}
-
-/// A response writing a stream.
-pub(crate) struct Writer {
-    pub(crate) stream: u64,
-    id: u64,
-    /// Made when it first waits ([`Shared::listen`]).
-    notify: Option<Arc<Notify>>,
 }
 
 /// Where a connection's frames go.
@@ -503,102 +402,46 @@ fn entropy(out: &mut [u8]) {
     }
 }
 
-/// One TCP connection: its requests one after another (HTTP/1.1 keep-alive).
-async fn serve_socket<S: AsyncRead + AsyncWrite + Unpin>(
-    mut socket: S,
+/// One socket's side of the server: its requests answered as the machine decides.
+struct Socket {
     state: State,
-    times: Times,
+    /// The client's address (the machine counts sessions per address).
     peer: Option<std::net::IpAddr>,
-) {
-    let mut requests = Requests::new(RequestDecoder::keeping_fields(MAX_BODY));
-    loop {
-        let Some((head, body)) = read_request(&mut socket, &mut requests, times).await else {
-            return;
-        };
-        let keep_alive = head.keep_alive;
-        if !answer(&mut socket, &state, head, body, &mut requests, peer).await || !keep_alive {
-            let _ = socket.shutdown().await;
-            return;
-        }
-    }
 }
 
-/// Reads the next request (its head and body, each within its time limit); `None` when
-/// the connection ended, was too slow, or sent something that is not HTTP (answered 4xx
-/// first).
-async fn read_request<S: AsyncRead + AsyncWrite + Unpin>(
-    socket: &mut S,
-    requests: &mut Requests,
-    times: Times,
-) -> Option<(Head, Vec<u8>)> {
-    let head = next_part(socket, requests, times.head, "request head").await;
-    let head = match head {
-        Ok(Part::Head(head)) => head,
-        Ok(Part::Fault(fault)) => {
-            let _ = write_response(socket, &streamable::refusal(fault)).await;
-            return None;
-        }
-        _ => return None,
-    };
-    if head.body == BodyKind::None {
-        return Some((head, Vec::new()));
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Answerer<S> for Socket {
+    fn refusal(&self, fault: HttpFault) -> Vec<u8> {
+        let mut out = Vec::new();
+        streamable::refusal(fault).write(&mut out);
+        out
     }
-    if requests.too_large(&head) {
-        let refusal = streamable::refusal(HttpFault::BodyTooLarge);
-        let _ = write_response(socket, &refusal).await;
-        return None;
-    }
-    if head.expect_continue {
-        let _ = socket.write_all(CONTINUE).await;
-    }
-    match next_part(socket, requests, times.body, "request body").await {
-        Ok(Part::Body { used, len }) => {
-            let body = requests.body(len).to_vec();
-            requests.consume(used);
-            Some((head, body))
-        }
-        Ok(Part::Fault(fault)) => {
-            let _ = write_response(socket, &streamable::refusal(fault)).await;
-            None
-        }
-        _ => None,
-    }
-}
 
-/// The next part of a request on `socket`, within `limit` (no timer when it was read
-/// already: a body that came with its head, a pipelined request).
-async fn next_part<S: AsyncRead + Unpin>(
-    socket: &mut S,
-    requests: &mut Requests,
-    limit: Option<Duration>,
-    what: &'static str,
-) -> io::Result<Part> {
-    match requests.buffered() {
-        Ok(part) => Ok(part),
-        Err(_) => within(limit, what, poll_fn(|cx| requests.poll_part(socket, cx))).await,
-    }
-}
-
-/// Answers one request as the machine decides; false when the connection must close.
-async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
-    socket: &mut S,
-    state: &State,
-    head: Head,
-    body: Vec<u8>,
-    reader: &mut Requests,
-    peer: Option<std::net::IpAddr>,
-) -> bool {
-    match dispatch(state, head, body, streamable::Extensions::default(), peer)
+    async fn answer(
+        &self,
+        socket: &mut S,
+        head: Head,
+        body: Vec<u8>,
+        reader: &mut Requests,
+    ) -> bool {
+        let state = &self.state;
+        match dispatch(
+            state,
+            head,
+            body,
+            streamable::Extensions::default(),
+            self.peer,
+        )
         .deliver()
         .await
-    {
-        Dispatched::Whole(response) => write_response(socket, &response).await,
-        Dispatched::Stream(writer, after) => {
-            let keep = write_stream(socket, state, writer, reader).await;
-            after.run();
-            keep
+        {
+            Dispatched::Whole(response) => write_response(socket, &response).await,
+            Dispatched::Stream(writer, after) => {
+                let keep = write_stream(socket, state, writer, reader).await;
+                after.run();
+                keep
+            }
+            Dispatched::Close => false,
         }
-        Dispatched::Close => false,
     }
 }
 
@@ -679,7 +522,7 @@ pub(crate) fn dispatch(
         let writer = match verdict {
             Verdict::Open { stream, .. }
             | Verdict::Stateless { stream }
-            | Verdict::Listen { stream } => Some(shared.writer(stream)),
+            | Verdict::Listen { stream } => Some(shared.writers.writer(stream)),
             _ => None,
         };
         // The calls the body carries, as the machine read them (for their handlers).
@@ -806,74 +649,11 @@ async fn write_response<S: AsyncWrite + Unpin>(
     socket.write_all(&out).await.is_ok()
 }
 
-/// Writes the response of `writer`'s stream as the machine produces it, until it ends (or
-/// a newer response takes the stream over); watches the socket meanwhile, so a client that
-/// goes away closes the stream (which cancels a stateless request), and one that floods it
-/// while it waits for this response is cut off. False when the connection must close.
-async fn write_stream<S: AsyncRead + AsyncWrite + Unpin>(
-    socket: &mut S,
-    state: &State,
-    mut writer: Writer,
-    reader: &mut Requests,
-) -> bool {
-    let stream = writer.stream;
-    let mut wrote = false;
-    let mut out = Vec::new();
-    let keep = loop {
-        out.clear();
-        let (step, notify) = {
-            let mut shared = state.lock();
-            if !shared.owns(&writer) {
-                // Resumed elsewhere: this response just ends.
-                break false;
-            }
-            let step = shared.server.poll_stream(stream, &mut out);
-            let notify = (step == Step::Wait).then(|| shared.listen(&mut writer));
-            (step, notify)
-        };
-        if !out.is_empty() {
-            // A client that stops reading is cut off at the network write-stall timeout.
-            let write = tokio::time::timeout(WRITE_STALL, socket.write_all(&out));
-            if !matches!(write.await, Ok(Ok(()))) {
-                closed(state, &writer);
-                break false;
-            }
-            wrote = true;
-        }
-        match step {
-            Step::Data => continue,
-            // Ended with nothing written (its session ended before it answered): the
-            // connection closes, so the client is not left waiting for a response.
-            Step::End => break wrote,
-            Step::Wait => {}
-            _ => break false,
-        }
-        // A pipelined next request is read ahead, kept for after this response.
-        let need = reader.read_ahead() + SMALL;
-        let notify = notify.unwrap_or_default();
-        tokio::select! {
-            _ = notify.notified() => {}
-            read = poll_fn(|cx| reader.poll_read(socket, cx, need)) => match read {
-                Ok(n) if n > 0 && reader.read_ahead() <= MAX_AHEAD => {}
-                _ => {
-                    closed(state, &writer);
-                    break false;
-                }
-            },
-        }
-    };
-    let mut shared = state.lock();
-    if shared.owns(&writer) {
-        shared.waiting.remove(&stream);
-    }
-    keep
-}
-
 /// The client closed the response of `writer` before its end (nothing happens when a
 /// newer response writes the stream now).
 pub(crate) fn closed(state: &State, writer: &Writer) {
     let mut shared = state.lock();
-    if !shared.owns(writer) {
+    if !shared.writers.owns(writer) {
         return;
     }
     let now = shared.now();
@@ -883,6 +663,44 @@ pub(crate) fn closed(state: &State, writer: &Writer) {
         }
     }
     shared.settle();
+}
+
+/// The machine's streams, as the drivers of their responses see them.
+impl Streams for State {
+    type Head = streamable::StreamHead;
+
+    fn poll(
+        &self,
+        writer: &mut Writer,
+        out: &mut Vec<u8>,
+    ) -> Option<(BodyStep, Option<Arc<Notify>>)> {
+        let shared = &mut *self.lock();
+        let server = &mut shared.server;
+        shared
+            .writers
+            .step(writer, |stream| server.poll_stream(stream, out))
+    }
+
+    fn poll_parts(
+        &self,
+        writer: &mut Writer,
+        head: &mut Option<streamable::StreamHead>,
+        data: &mut Vec<u8>,
+    ) -> Option<(BodyStep, Option<Arc<Notify>>)> {
+        let shared = &mut *self.lock();
+        let server = &mut shared.server;
+        shared.writers.step(writer, |stream| {
+            server.poll_stream_parts(stream, head, data)
+        })
+    }
+
+    fn closed(&self, writer: &Writer) {
+        closed(self, writer);
+    }
+
+    fn release(&self, writer: &Writer) {
+        self.lock().writers.release(writer);
+    }
 }
 
 /// The token check of a request: what the machine needs to decide, and the principal for

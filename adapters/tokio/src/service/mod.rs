@@ -56,10 +56,12 @@ use sansrpc::codec::http::{Head, HttpFault};
 use tokio::sync::mpsc;
 
 mod rpc;
+mod stream;
 #[cfg(feature = "ws")]
 mod ws;
 
 pub use rpc::RpcService;
+pub use stream::{stream_response, StreamHead};
 #[cfg(feature = "ws")]
 pub use ws::WsService;
 

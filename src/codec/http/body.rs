@@ -1,0 +1,65 @@
+//! What a server machine that writes its responses piece by piece (MCP's Streamable HTTP,
+//! A2A's JSON-RPC binding: one JSON body, or Server-Sent Events as they come) tells the
+//! driver that moves the bytes, and the request rules such servers share.
+
+use super::Head;
+
+/// What a machine's `poll_stream` did with one response stream: the same contract for
+/// every protocol, so one driver loop writes them all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BodyStep {
+    /// Nothing to write now: wait until the machine says the stream is ready.
+    Wait,
+    /// Bytes were appended: write them, then poll again.
+    Data,
+    /// Bytes may have been appended: write them; the response is complete.
+    End,
+    /// The response must be cut (the client does not read it, or what it belonged to is
+    /// gone): close the connection without writing more.
+    Abort,
+}
+
+/// The token of an `Authorization: Bearer …` header (RFC 6750 §2.1), trimmed; `None`
+/// without one, or with an empty one.
+///
+/// ```
+/// use sansrpc::codec::http::{bearer_token, Head};
+///
+/// let head = Head::from_checked_parts("POST", "/", [("authorization", &b"Bearer abc "[..])], true).unwrap();
+/// assert_eq!(bearer_token(&head), Some("abc"));
+/// ```
+pub fn bearer_token(head: &Head) -> Option<&str> {
+    let value = head.field_lowercase("authorization")?;
+    let value = super::as_text(value.trim_ascii())?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+/// Appends the line that starts a chunk of `len` bytes of a chunked body (RFC 9112 §7.1):
+/// the size in hexadecimal, then CRLF. The chunk's data and its closing CRLF follow; a
+/// body ends with the last chunk, `0\r\n\r\n`.
+///
+/// ```
+/// let mut out = Vec::new();
+/// sansrpc::codec::http::chunk_line(&mut out, 300);
+/// assert_eq!(out, b"12c\r\n");
+/// ```
+pub fn chunk_line(out: &mut alloc::vec::Vec<u8>, len: usize) {
+    let mut digits = [0u8; 16];
+    let mut n = len;
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b"0123456789abcdef"[n % 16];
+        n /= 16;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+    out.extend_from_slice(b"\r\n");
+}
