@@ -207,6 +207,16 @@ impl TaskMachine {
         self.tasks.get(id).map(|e| &e.task)
     }
 
+    /// The task stream `stream` watches, while it is open.
+    pub fn stream_task(&self, stream: StreamId) -> Option<&str> {
+        self.streams.get(&stream).map(String::as_str)
+    }
+
+    /// The task waiter `waiter` waits on, while it waits.
+    pub fn waiter_task(&self, waiter: WaiterId) -> Option<&str> {
+        self.waiters.get(&waiter).map(String::as_str)
+    }
+
     /// How many tasks are kept.
     pub fn len(&self) -> usize {
         self.tasks.len()
