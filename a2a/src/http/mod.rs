@@ -39,10 +39,10 @@ mod push;
 mod rpc;
 mod stream;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
-use sansrpc::codec::http::{write_head, Head, HttpFault, Method};
+use sansrpc::codec::http::{Head, HttpFault, Method};
 use sansrpc::codec::sse::{EventStore, MemoryEventStore};
 use sansrpc::driver::Timers;
 use sansrpc::Instant;
@@ -77,16 +77,18 @@ pub struct Config {
     /// Most bytes a response may have waiting to be written (default 4 MiB): beyond it
     /// the response is cut (the client can resume the stream).
     pub max_stream_buffer: usize,
-    /// The `retry` delay sent when a stream opens (default 1 s).
+    /// How long a client whose stream broke waits before it resumes it: the stream's first
+    /// event says (`retry`, default 1 s).
     pub retry: Duration,
-    /// A comment goes out on an SSE stream idle this long (default 15 s).
+    /// Idle streams get a keep-alive comment at this interval (default 15 s), so proxies
+    /// and clients do not take them for dead.
     pub keepalive: Duration,
     /// How long a stream whose client went away is kept for it to resume with
     /// `Last-Event-ID` (default 60 s; zero: not kept).
     pub detached: Duration,
-    /// Bytes of events the default event store keeps (default 8 MiB).
+    /// The memory event store's bound on bytes (default 8 MiB) ...
     pub store_bytes: usize,
-    /// How long the default event store keeps an event (default 5 min).
+    /// ... and on an event's age (default 5 min).
     pub store_age: Duration,
     /// Bounds of the push notification configs (used when the card declares push
     /// notifications).
@@ -127,65 +129,9 @@ pub struct Now {
     pub utc: Timestamp,
 }
 
-/// What the adapter's bearer-token validator found, for [`Server::handle_request`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Authorized {
-    /// No validator: nothing was checked.
-    NotChecked,
-    /// No `Authorization: Bearer` token.
-    Missing,
-    /// A token the validator refused.
-    Invalid,
-    /// A valid token without this scope.
-    InsufficientScope(String),
-    /// A valid token.
-    Valid,
-}
-
-/// An HTTP answer to write whole.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Response {
-    /// The status.
-    pub status: u16,
-    /// The header fields (besides `content-length`).
-    pub headers: Vec<(&'static str, String)>,
-    /// The body.
-    pub body: Vec<u8>,
-}
-
-impl Response {
-    fn new(status: u16) -> Self {
-        Response {
-            status,
-            headers: Vec::new(),
-            body: Vec::new(),
-        }
-    }
-
-    fn json(status: u16, body: Vec<u8>) -> Self {
-        let mut r = Response::new(status);
-        r.headers.push(("content-type", "application/json".into()));
-        r.body = body;
-        r
-    }
-
-    fn header(mut self, name: &'static str, value: &str) -> Self {
-        self.headers.push((name, value.into()));
-        self
-    }
-
-    /// The response on the wire: head (with `content-length`) and body.
-    pub fn write(&self, out: &mut Vec<u8>) {
-        let headers: Vec<(&str, &[u8])> = self
-            .headers
-            .iter()
-            .map(|(n, v)| (*n, v.as_bytes()))
-            .collect();
-        write_head(out, self.status, Some(self.body.len()), &headers);
-        out.extend_from_slice(&self.body);
-    }
-}
+// What the adapter's token validator found, and an answer written whole: HTTP's, the same
+// for every server (`codec::http`).
+pub use sansrpc::codec::http::{Authorized, WholeResponse as Response};
 
 /// The answer to a request the adapter could not read ([`HttpFault`]): a JSON-RPC error
 /// (id `null`, `-32600`) that names the fault, with `connection: close`. An adapter writes
@@ -249,7 +195,8 @@ pub struct Server {
     store: Box<dyn EventStore>,
     timers: Timers<Timer>,
     store_armed: bool,
-    ready: VecDeque<u64>,
+    /// Streams with something for their writers.
+    ready: BTreeSet<u64>,
     events: VecDeque<Event>,
     push: push::Configs,
 }
@@ -297,7 +244,7 @@ impl Server {
             store,
             timers: Timers::new(),
             store_armed: false,
-            ready: VecDeque::new(),
+            ready: BTreeSet::new(),
             events: VecDeque::new(),
         }
     }
@@ -385,21 +332,14 @@ impl Server {
         self.events.pop_front()
     }
 
-    /// The next stream with something for its writer.
+    /// The next stream with something for its writer (each once, oldest first).
     pub fn poll_ready(&mut self) -> Option<u64> {
-        let stream = self.ready.pop_front()?;
-        if let Some(s) = self.streams.get_mut(&stream) {
-            s.queued_ready = false;
-        }
-        Some(stream)
+        self.ready.pop_first()
     }
 
     fn wake(&mut self, stream: u64) {
-        if let Some(s) = self.streams.get_mut(&stream) {
-            if !s.queued_ready {
-                s.queued_ready = true;
-                self.ready.push_back(stream);
-            }
+        if self.streams.contains_key(&stream) {
+            self.ready.insert(stream);
         }
     }
 

@@ -22,18 +22,11 @@ use crate::{A2aError, ErrorKind};
 
 /// A JSON-RPC error response's bytes for request `id` (JSON; `null` without one).
 pub(super) fn error_body(id: &str, error: &A2aError) -> Vec<u8> {
-    let object = error.to_error_object();
     let mut out = Vec::from(&b"{\"jsonrpc\":\"2.0\",\"id\":"[..]);
     out.extend_from_slice(id.as_bytes());
-    out.extend_from_slice(b",\"error\":{\"code\":");
-    out.extend_from_slice(itoa::Buffer::new().format(object.code).as_bytes());
-    out.extend_from_slice(b",\"message\":");
-    sansrpc::message::write_json_string(&mut out, &object.message);
-    if let Some(data) = &object.data {
-        out.extend_from_slice(b",\"data\":");
-        out.extend_from_slice(data.get().as_bytes());
-    }
-    out.extend_from_slice(b"}}");
+    out.extend_from_slice(b",\"error\":");
+    error.to_error_object().write_json(&mut out);
+    out.push(b'}');
     out
 }
 
@@ -85,13 +78,7 @@ fn version(head: &Head) -> Option<String> {
 }
 
 impl Server {
-    pub(super) fn call(
-        &mut self,
-        head: &Head,
-        body: &[u8],
-        authorized: Authorized,
-        now: Now,
-    ) -> Verdict {
+    pub(super) fn call(&mut self, head: &Head, body: &[u8], auth: Authorized, now: Now) -> Verdict {
         let value: serde_json::Value = match serde_json::from_slice(body) {
             Ok(v) => v,
             Err(e) => {
@@ -179,7 +166,7 @@ impl Server {
             methods::CANCEL_TASK => params::<CancelTaskRequest>(raw)
                 .and_then(|p| self.tasks.handle_cancel(now.utc, &p))
                 .map(|t| to_json(&t)),
-            methods::GET_EXTENDED_AGENT_CARD => return self.extended_card(&id, authorized),
+            methods::GET_EXTENDED_AGENT_CARD => return self.extended_card(&id, auth),
             push => self.push_call(push, raw),
         };
         answer(&id, result)
@@ -290,7 +277,7 @@ impl Server {
         };
         let refused = match authorized {
             Authorized::Valid => None,
-            Authorized::NotChecked if !self.config.extended_card_needs_token => None,
+            Authorized::NotRequired if !self.config.extended_card_needs_token => None,
             Authorized::InsufficientScope(scope) => Some((
                 403,
                 format!("Bearer error=\"insufficient_scope\", scope=\"{scope}\""),

@@ -41,7 +41,6 @@ pub(super) struct Stream {
     /// The response was cut (its client did not read).
     pub cut: bool,
     pub last_write: Instant,
-    pub queued_ready: bool,
 }
 
 /// The head of a stream's HTTP response, as [`Server::poll_stream_parts`] gives it.
@@ -80,7 +79,6 @@ impl Stream {
             done: false,
             cut: false,
             last_write: now,
-            queued_ready: false,
         }
     }
 }

@@ -125,7 +125,6 @@ fn http_client(url: &str) -> Result<Http, ClientError> {
 pub struct Client {
     http: Http,
     url: String,
-    uri: Uri,
     card: Arc<AgentCard>,
     credentials: Option<Arc<dyn CredentialProvider>>,
     ids: Arc<AtomicU64>,
@@ -154,10 +153,18 @@ impl Client {
     ) -> Result<Client, ClientError> {
         let url = format!("{}{AGENT_CARD_PATH}", base_url.trim_end_matches('/'));
         let http = http_client(&url)?;
-        let (status, body) = exchange(&http, &url, credentials.as_deref(), |r| {
+        let response = send(&http, &url, credentials.as_deref(), |r| {
             r.method(HttpMethod::GET).body(Full::new(Bytes::new()))
         })
         .await?;
+        let status = response.status().as_u16();
+        let body =
+            read_whole(response.into_body())
+                .await
+                .map_err(|reason| ClientError::Transport {
+                    url: url.clone(),
+                    reason,
+                })?;
         if status != 200 {
             return Err(http_error(&url, status, &body));
         }
@@ -180,14 +187,13 @@ impl Client {
             })
             .ok_or(ClientError::NoJsonRpcInterface)?;
         let url = interface.url.clone();
-        let uri: Uri = url.parse().map_err(|_| ClientError::Transport {
+        let _: Uri = url.parse().map_err(|_| ClientError::Transport {
             url: url.clone(),
             reason: "not a URL".into(),
         })?;
         Ok(Client {
             http: http_client(&url)?,
             url,
-            uri,
             card: Arc::new(card),
             credentials,
             ids: Arc::new(AtomicU64::new(1)),
@@ -390,72 +396,34 @@ impl Client {
         accept: &'static str,
         last_event_id: Option<String>,
     ) -> Result<(u16, Answer), ClientError> {
-        let credentials = self.credentials.as_deref();
-        loop {
-            let sent = match credentials {
-                Some(c) => c.authorization().await.map_err(ClientError::Credentials)?,
-                None => None,
-            };
-            let mut request = Request::builder()
+        let response = send(&self.http, &self.url, self.credentials.as_deref(), |r| {
+            let mut r = r
                 .method(HttpMethod::POST)
-                .uri(self.uri.clone())
                 .header("content-type", "application/json")
-                .header("accept", accept)
-                .header(VERSION_HEADER, PROTOCOL_VERSION);
-            if let Some(value) = &sent {
-                request = request.header("authorization", value);
-            }
+                .header("accept", accept);
             if let Some(last) = &last_event_id {
-                request = request.header("last-event-id", last);
+                r = r.header("last-event-id", last);
             }
-            let request = request
-                .body(Full::new(Bytes::from(body.clone())))
-                .map_err(|e| self.transport(e))?;
-            let response = self
-                .http
-                .request(request)
-                .await
-                .map_err(|e| self.transport(e))?;
-            let status = response.status().as_u16();
-            if let Some(c) = credentials {
-                let challenges: Vec<&str> = response
-                    .headers()
-                    .get_all("www-authenticate")
-                    .iter()
-                    .filter_map(|v| v.to_str().ok())
-                    .collect();
-                let retry = c
-                    .on_response(status, &challenges, sent.as_deref())
-                    .await
-                    .map_err(ClientError::Credentials)?;
-                if retry == Retry::Yes {
-                    continue;
-                }
-            }
-            let sse = response
-                .headers()
-                .get("content-type")
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|t| t.starts_with("text/event-stream"));
-            let body = response.into_body();
-            if sse {
-                return Ok((status, Answer::Stream(body)));
-            }
-            let bytes = read_whole(body)
-                .await
-                .map_err(|reason| ClientError::Transport {
-                    url: self.url.clone(),
-                    reason,
-                })?;
-            return Ok((status, Answer::Whole(bytes)));
+            r.body(Full::new(Bytes::from(body.clone())))
+        })
+        .await?;
+        let status = response.status().as_u16();
+        let sse = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|t| t.starts_with("text/event-stream"));
+        let body = response.into_body();
+        if sse {
+            return Ok((status, Answer::Stream(body)));
         }
-    }
-
-    fn transport(&self, e: impl std::error::Error) -> ClientError {
-        ClientError::Transport {
-            url: self.url.clone(),
-            reason: chain(&e),
-        }
+        let bytes = read_whole(body)
+            .await
+            .map_err(|reason| ClientError::Transport {
+                url: self.url.clone(),
+                reason,
+            })?;
+        Ok((status, Answer::Whole(bytes)))
     }
 }
 
@@ -491,12 +459,14 @@ async fn read_whole(mut body: Incoming) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
-async fn exchange(
+/// Sends the request `build` makes (with the `A2A-Version` header and, when there are
+/// credentials, their `Authorization`) until the credentials say the answer stands.
+async fn send(
     http: &Http,
     url: &str,
     credentials: Option<&dyn CredentialProvider>,
     build: impl Fn(hyper::http::request::Builder) -> Result<Request<Full<Bytes>>, hyper::http::Error>,
-) -> Result<(u16, Vec<u8>), ClientError> {
+) -> Result<hyper::Response<Incoming>, ClientError> {
     let transport = |reason: String| ClientError::Transport {
         url: url.to_owned(),
         reason,
@@ -517,24 +487,23 @@ async fn exchange(
             .request(request)
             .await
             .map_err(|e| transport(chain(&e)))?;
+        let Some(c) = credentials else {
+            return Ok(response);
+        };
+        let challenges: Vec<&str> = response
+            .headers()
+            .get_all("www-authenticate")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect();
         let status = response.status().as_u16();
-        if let Some(c) = credentials {
-            let challenges: Vec<&str> = response
-                .headers()
-                .get_all("www-authenticate")
-                .iter()
-                .filter_map(|v| v.to_str().ok())
-                .collect();
-            let retry = c
-                .on_response(status, &challenges, sent.as_deref())
-                .await
-                .map_err(ClientError::Credentials)?;
-            if retry == Retry::Yes {
-                continue;
-            }
+        let retry = c
+            .on_response(status, &challenges, sent.as_deref())
+            .await
+            .map_err(ClientError::Credentials)?;
+        if retry == Retry::No {
+            return Ok(response);
         }
-        let body = read_whole(response.into_body()).await.map_err(transport)?;
-        return Ok((status, body));
     }
 }
 

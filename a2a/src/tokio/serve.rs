@@ -7,71 +7,62 @@ use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use sansrpc::codec::http::{bearer_token, Head, HttpFault};
-use sansrpc::codec::sse::EventStore;
+use sansrpc::codec::http::{Head, HttpFault};
 use sansrpc::runtime::Clock;
-use sansrpc::Instant;
 use sansrpc_oauth::driver::{HttpTransport, HyperTransport};
 use sansrpc_oauth::HttpRequest;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use sansrpc_tokio::host::{
-    serve_socket, write_stream, Answerer, BodyStep, Handshake, Keys, Listener, Requests, Streams,
-    Times, TokenCheck, Validator, Writer, Writers,
+    authorize, run_timers, serve_http, write_stream, Answerer, Keys, PollParts, PollStream,
+    Request, Requests, ServerOptions, Streams, Times, TokenCheck, Validator, Wakeup, Writer,
+    Writers,
 };
-use sansrpc_tokio::ServeOptions;
 
 use crate::agent::{Agent, BoxFuture, Host, Publisher};
-use crate::http::{self, Authorized, Delivery, Event, Now, Verdict};
+use crate::http::{self, Delivery, Event, Now, Verdict};
 use crate::machine::{RunId, SeededIds, Update};
 use crate::types::{AgentCard, Timestamp};
-
-/// How long the TCP connections may take to end once the server stops.
-const DRAIN: Duration = Duration::from_secs(1);
 
 /// What [`serve_with`] and [`A2aService::with_options`](super::A2aService::with_options)
 /// add to the defaults.
 #[non_exhaustive]
 pub struct Options {
-    /// Checks bearer tokens (`GetExtendedAgentCard` needs a valid one when
-    /// [`http::Config::extended_card_needs_token`]); the validator MCP's servers take.
-    pub validator: Option<Validator>,
+    /// What every protocol's server takes: the bearer-token validator (the one MCP's
+    /// servers take; `GetExtendedAgentCard` needs a valid token when
+    /// [`http::Config::extended_card_needs_token`]), the event store of resumable streams
+    /// (in memory by default, bounded by the config's `store_bytes` and `store_age`), and
+    /// the listener's side (the standalone server only).
+    pub server: ServerOptions,
     /// The card `GetExtendedAgentCard` answers with (the public card must declare
     /// `capabilities.extendedAgentCard`).
     pub extended_card: Option<AgentCard>,
     /// The HTTP client push notifications are POSTed with (default: hyper's, with
     /// rustls, `HyperTransport`); any [`HttpTransport`] replaces it.
     pub push_client: Option<Arc<dyn HttpTransport>>,
-    /// Tries of one notification (default 3), the first wait between two (default
-    /// 200 ms, doubled each time), and notifications waiting to be sent (default 1024;
-    /// past it a notification is dropped).
+    /// Tries of one notification (default 3); between two, a wait of
+    /// [`push_backoff`](Self::push_backoff), doubled each time. A 4xx answer but 408 and
+    /// 429 is not tried again.
     pub push_attempts: u32,
-    /// See [`push_attempts`](Self::push_attempts).
+    /// The first wait before a notification is tried again (default 200 ms).
     pub push_backoff: Duration,
-    /// See [`push_attempts`](Self::push_attempts).
+    /// Notifications waiting to be sent (default 1024); past it a notification is
+    /// dropped, so a webhook that does not answer slows nothing else.
     pub push_queue: usize,
-    /// Where SSE events wait for a client that resumes (default: in memory, bounded by
-    /// the config's `store_bytes` and `store_age`).
-    pub event_store: Option<Box<dyn EventStore>>,
-    /// The listener's side (the standalone server only): the connection cap, TLS, the
-    /// time a client has for a request head and body.
-    pub serve: ServeOptions,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
-            validator: None,
+            server: ServerOptions::default(),
             extended_card: None,
             push_client: None,
             push_attempts: 3,
             push_backoff: Duration::from_millis(200),
             push_queue: 1024,
-            event_store: None,
-            serve: ServeOptions::default(),
         }
     }
 }
@@ -79,22 +70,20 @@ impl Default for Options {
 impl std::fmt::Debug for Options {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Options")
-            .field("validator", &self.validator.is_some())
+            .field("server", &self.server)
             .field("extended_card", &self.extended_card.is_some())
             .field("push_attempts", &self.push_attempts)
-            .field("serve", &self.serve)
             .finish_non_exhaustive()
     }
 }
 
 impl Options {
     /// Bearer tokens checked by `validator`.
-    pub fn validator(
-        mut self,
-        validator: impl Fn(&str) -> TokenCheck + Send + Sync + 'static,
-    ) -> Self {
-        self.validator = Some(Arc::new(validator));
-        self
+    pub fn validator(self, validator: impl Fn(&str) -> TokenCheck + Send + Sync + 'static) -> Self {
+        Options {
+            server: self.server.validator(validator),
+            ..self
+        }
     }
 
     /// `card` for `GetExtendedAgentCard`.
@@ -106,12 +95,6 @@ impl Options {
     /// Push notifications POSTed with `client`.
     pub fn push_client(mut self, client: impl HttpTransport) -> Self {
         self.push_client = Some(Arc::new(client));
-        self
-    }
-
-    /// The listener served with `options`.
-    pub fn serve_options(mut self, options: ServeOptions) -> Self {
-        self.serve = options;
         self
     }
 }
@@ -134,35 +117,22 @@ pub async fn serve_with(
     agent: impl Agent,
     card: AgentCard,
     config: http::Config,
-    options: Options,
+    mut options: Options,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
-    let serve = options.serve.clone();
+    let serve = std::mem::take(&mut options.server.serve);
     let times = Times::of(
         serve
             .builder(sansrpc_tokio::Builder::new())
             .connection_config(),
     );
-    let handshake = Handshake::new(&serve, times);
     let max_body = config.max_body;
     let (state, tasks) = serving(Arc::new(agent), card, config, options);
-    let accept = || async { listener.accept().await.map(sansrpc_tokio::host::no_delay) };
-    let connection = |stream: tokio::net::TcpStream| {
-        let (state, handshake) = (state.clone(), handshake.clone());
-        async move {
-            if let Ok(stream) = handshake.run(stream).await {
-                serve_socket(stream, &Socket(state), times, max_body).await;
-            }
-        }
-    };
-    let listener = Listener {
-        refusal: sansrpc_tokio::host::HTTP_BUSY.into(),
-        max_connections: serve.max_connections,
-        drain: DRAIN,
-    };
-    let result = listener
-        .run(accept, connection, shutdown, || state.stop())
-        .await;
+    let socket = |_| Socket(state.clone());
+    let result = serve_http(listener, &serve, times, max_body, socket, shutdown, || {
+        state.stop()
+    })
+    .await;
     tasks.abort();
     result
 }
@@ -191,7 +161,7 @@ pub(crate) fn serving(
             .finish()
     });
     let ids = SeededIds::new(seed);
-    let mut server = match options.event_store {
+    let mut server = match options.server.event_store {
         Some(store) => http::Server::with_store(config, card, ids, store),
         None => http::Server::new(config, card, ids),
     };
@@ -205,9 +175,8 @@ pub(crate) fn serving(
         writers: Writers::default(),
         runs: HashMap::default(),
         agent,
-        timer: Arc::new(Notify::new()),
-        timer_at: None,
-        validator: options.validator,
+        timer: Wakeup::default(),
+        validator: options.server.validator,
         push,
     })));
     let client = options
@@ -218,7 +187,7 @@ pub(crate) fn serving(
         attempts: options.push_attempts.max(1),
         backoff: options.push_backoff,
     };
-    let timers = tokio::spawn(run_timers(state.clone()));
+    let timers = tokio::spawn(timers(state.clone()));
     let pushes = tokio::spawn(sender.run(deliveries));
     (state, Background(timers, pushes))
 }
@@ -231,9 +200,8 @@ pub(crate) struct Shared {
     /// The agent's runs going on.
     runs: HashMap<u64, AbortHandle, Keys>,
     agent: Arc<dyn Agent>,
-    /// The timer task: woken when the machine's next deadline moved earlier.
-    timer: Arc<Notify>,
-    timer_at: Option<Instant>,
+    /// The timer task, woken when the machine's next deadline moved earlier.
+    timer: Wakeup,
     validator: Option<Validator>,
     push: mpsc::Sender<Delivery>,
 }
@@ -258,7 +226,7 @@ impl State {
     pub(crate) fn dispatch(&self, head: &Head, body: &[u8]) -> Dispatched {
         let mut shared = self.lock();
         let now = shared.now();
-        let authorized = authorize(shared.validator.as_ref(), head);
+        let (authorized, _) = authorize(shared.validator.as_ref(), head);
         let verdict = shared.server.handle_request(head, body, authorized, now);
         let dispatched = match verdict {
             Verdict::Respond(response) => Dispatched::Whole(response),
@@ -306,10 +274,7 @@ impl State {
             shared.writers.wake(stream);
         }
         let next = shared.server.poll_timeout();
-        if next.is_some_and(|at| shared.timer_at.map_or(true, |armed| at < armed)) {
-            shared.timer_at = next;
-            shared.timer.notify_one();
-        }
+        shared.timer.moved(next);
     }
 }
 
@@ -350,30 +315,20 @@ impl Host for RunHost {
     }
 }
 
-/// Sleeps until the machine's next deadline (or until it may have moved), then runs it.
-async fn run_timers(state: State) {
-    loop {
-        let (wait, timer) = {
-            let mut shared = state.lock();
-            let at = shared.server.poll_timeout();
-            shared.timer_at = at;
-            let wait = at.map(|at| shared.clock.until(at));
-            (wait, Arc::clone(&shared.timer))
-        };
-        match wait {
-            Some(wait) => {
-                let _ = tokio::time::timeout(wait, timer.notified()).await;
-            }
-            None => timer.notified().await,
-        }
+/// The timer task: runs the machine's deadlines, and what they make ready.
+async fn timers(state: State) {
+    let sleep = || {
+        let shared = &mut *state.lock();
+        let next = shared.server.poll_timeout();
+        shared.timer.sleep(next, &shared.clock)
+    };
+    let fire = || {
         let mut shared = state.lock();
         let now = shared.now();
         shared.server.handle_timeout(now);
-        let timer_at = shared.timer_at;
         state.settle(&mut shared);
-        // The timer task looks again at once anyway: no wake-up for itself.
-        shared.timer_at = timer_at;
-    }
+    };
+    run_timers(sleep, fire).await
 }
 
 /// Posts the push notifications, in order, each tried a bounded number of times.
@@ -412,44 +367,18 @@ impl PushSender {
     }
 }
 
-/// The token check of a request.
-fn authorize(validator: Option<&Validator>, head: &Head) -> Authorized {
-    let Some(validator) = validator else {
-        return Authorized::NotChecked;
-    };
-    match bearer_token(head) {
-        None => Authorized::Missing,
-        Some(token) => match validator(token) {
-            TokenCheck::Valid(_) => Authorized::Valid,
-            TokenCheck::Invalid => Authorized::Invalid,
-            TokenCheck::InsufficientScope(scope) => Authorized::InsufficientScope(scope),
-        },
-    }
-}
-
 /// One socket's side of the server.
 struct Socket(State);
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Answerer<S> for Socket {
     fn refusal(&self, fault: HttpFault) -> Vec<u8> {
-        let mut out = Vec::new();
-        http::refusal(fault).write(&mut out);
-        out
+        http::refusal(fault).to_bytes()
     }
 
-    async fn answer(
-        &self,
-        socket: &mut S,
-        head: Head,
-        body: Vec<u8>,
-        reader: &mut Requests,
-    ) -> bool {
+    async fn answer(&self, socket: &mut S, request: Request, reader: &mut Requests) -> bool {
+        let (head, body) = request;
         match self.0.dispatch(&head, &body) {
-            Dispatched::Whole(response) => {
-                let mut out = Vec::new();
-                response.write(&mut out);
-                socket.write_all(&out).await.is_ok()
-            }
+            Dispatched::Whole(response) => socket.write_all(&response.to_bytes()).await.is_ok(),
             Dispatched::Stream(writer) => write_stream(socket, &self.0, writer, reader).await,
         }
     }
@@ -457,31 +386,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Answerer<S> for Socket {
 
 /// The machine's streams, as the drivers of their responses see them.
 impl Streams for State {
+    type Machine = http::Server;
     type Head = http::StreamHead;
+    const POLL: PollStream<http::Server> = http::Server::poll_stream;
+    const POLL_PARTS: PollParts<http::Server, http::StreamHead> = http::Server::poll_stream_parts;
 
-    fn poll(
-        &self,
-        writer: &mut Writer,
-        out: &mut Vec<u8>,
-    ) -> Option<(BodyStep, Option<Arc<Notify>>)> {
+    fn locked<R>(&self, f: impl FnOnce(&mut http::Server, &mut Writers) -> R) -> R {
         let shared = &mut *self.lock();
-        let server = &mut shared.server;
-        shared
-            .writers
-            .step(writer, |stream| server.poll_stream(stream, out))
-    }
-
-    fn poll_parts(
-        &self,
-        writer: &mut Writer,
-        head: &mut Option<http::StreamHead>,
-        data: &mut Vec<u8>,
-    ) -> Option<(BodyStep, Option<Arc<Notify>>)> {
-        let shared = &mut *self.lock();
-        let server = &mut shared.server;
-        shared.writers.step(writer, |stream| {
-            server.poll_stream_parts(stream, head, data)
-        })
+        f(&mut shared.server, &mut shared.writers)
     }
 
     fn closed(&self, writer: &Writer) {
@@ -491,9 +403,5 @@ impl Streams for State {
             shared.server.handle_stream_closed(writer.stream, now);
             self.settle(&mut shared);
         }
-    }
-
-    fn release(&self, writer: &Writer) {
-        self.lock().writers.release(writer);
     }
 }

@@ -89,6 +89,18 @@ pub struct AgentInterface {
     pub protocol_version: String,
 }
 
+impl AgentInterface {
+    /// The JSON-RPC binding of protocol version 1.0 at `url` (the endpoint's absolute URL).
+    pub fn jsonrpc(url: &str) -> AgentInterface {
+        AgentInterface {
+            url: url.into(),
+            protocol_binding: crate::version::JSONRPC_BINDING.into(),
+            tenant: None,
+            protocol_version: crate::version::PROTOCOL_VERSION.into(),
+        }
+    }
+}
+
 /// The organization behind the agent (§4.4.2).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
