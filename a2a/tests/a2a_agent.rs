@@ -430,3 +430,65 @@ fn a2a_sdk_client_drives_the_example_agent() {
         })
     );
 }
+
+#[test]
+fn a2a_js_sdk_client_drives_the_example_agent() {
+    let dir = interop::interop(env!("CARGO_MANIFEST_DIR"), "a2a-js");
+    interop::npm_ci(&dir, "@a2a-js/sdk");
+    let (_agent, base) = agent();
+    let out = interop::output_within(
+        Command::new("node").arg(dir.join("client.mjs")).arg(&base),
+        interop::CLIENT_TIMEOUT,
+    );
+    assert!(
+        out.status.success(),
+        "client.mjs failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let resubscribed = report["resubscribe"].as_array().unwrap();
+    assert_eq!(resubscribed[0][0], "task");
+    assert_eq!(
+        resubscribed[resubscribed.len() - 3..],
+        [
+            json!(["status", "TASK_STATE_WORKING", "step 3"]),
+            json!(["artifact", "done"]),
+            json!(["status", "TASK_STATE_COMPLETED"])
+        ]
+    );
+    let canceled = json!([
+        ["task", "TASK_STATE_WORKING"],
+        ["status", "TASK_STATE_CANCELED"]
+    ]);
+    assert_eq!(
+        report,
+        json!({
+            "card": {"name": "echo-agent", "streaming": true, "skills": ["echo"], "bindings": ["JSONRPC"]},
+            "echo": {"state": "TASK_STATE_COMPLETED", "artifact": ["hello"], "history": ["echo hello"]},
+            "slow": [
+                ["task", "TASK_STATE_SUBMITTED"],
+                ["status", "TASK_STATE_WORKING", "step 1"],
+                ["status", "TASK_STATE_WORKING", "step 2"],
+                ["status", "TASK_STATE_WORKING", "step 3"],
+                ["artifact", "done"],
+                ["status", "TASK_STATE_COMPLETED"]
+            ],
+            "ask": {"first": "TASK_STATE_INPUT_REQUIRED", "question": ["what?"], "then": "TASK_STATE_COMPLETED", "artifact": ["blue"], "same_task": true},
+            "immediate": {"first": "TASK_STATE_SUBMITTED", "later": "TASK_STATE_COMPLETED", "artifact": ["done"]},
+            "wait": {"canceled": "TASK_STATE_CANCELED", "subscribed": canceled, "again": canceled},
+            "cancel_again": {"type": "JsonRpcTaskNotCancelableError"},
+            "resubscribe": report["resubscribe"],
+            "list": {"count": 1, "ids": [true]},
+            "not_found": {"type": "JsonRpcTaskNotFoundError"},
+            "errors": {
+                // What the SDK's client does not refuse itself (it refuses create, get and
+                // list of push configs when the card declares none), and its transport
+                // asked directly: the agent answers the specification's errors.
+                "delete_push": {"type": "JsonRpcPushNotificationNotSupportedError"},
+                "create_push_transport": {"type": "JsonRpcPushNotificationNotSupportedError"},
+                "extended_card_transport": {"type": "JsonRpcUnsupportedOperationError"},
+                "unversioned_transport": {"type": "JsonRpcVersionNotSupportedError"}
+            }
+        })
+    );
+}
