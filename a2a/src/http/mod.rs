@@ -38,6 +38,8 @@
 mod push;
 mod rpc;
 mod stream;
+#[cfg(test)]
+mod tests;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;

@@ -207,6 +207,11 @@ impl TaskMachine {
         self.tasks.get(id).map(|e| &e.task)
     }
 
+    /// The ids of the tasks kept, in no particular order.
+    pub fn task_ids(&self) -> impl Iterator<Item = &str> {
+        self.tasks.keys().map(String::as_str)
+    }
+
     /// The task stream `stream` watches, while it is open.
     pub fn stream_task(&self, stream: StreamId) -> Option<&str> {
         self.streams.get(&stream).map(String::as_str)
