@@ -84,7 +84,14 @@ async fn collect(stream: &mut sansrpc_a2a::tokio::EventStream) -> Vec<String> {
 #[tokio::test]
 async fn our_client_drives_the_example_agent_through_the_contract() {
     let (_agent, base) = agent();
-    let client = Client::resolve(&base).await.unwrap();
+    contract(&base, true).await;
+}
+
+/// Our client drives the agent at `base` through every point of the contract (the
+/// history's user messages exactly as sent when `exact`: a2a-sdk's server fills in their
+/// task and context ids).
+async fn contract(base: &str, exact: bool) {
+    let client = Client::resolve(base).await.unwrap();
     let card = client.card().clone();
     assert_eq!(card.name, "echo-agent");
     assert_eq!(client.url(), format!("{base}/a2a"));
@@ -97,7 +104,11 @@ async fn our_client_drives_the_example_agent_through_the_contract() {
     let done = task(client.send_message(&sent).await.unwrap());
     assert_eq!(done.status.state, TaskState::Completed);
     assert_eq!(done.artifacts[0].parts[0].as_text(), Some("hello  world"));
-    assert_eq!(done.history, std::slice::from_ref(&sent.message));
+    if exact {
+        assert_eq!(done.history, std::slice::from_ref(&sent.message));
+    }
+    assert_eq!(done.history[0].message_id, sent.message.message_id);
+    assert_eq!(done.history[0].parts, sent.message.parts);
 
     // slow 3 streamed: the task, three steps, the artifact, completed.
     let mut stream = client
@@ -491,4 +502,48 @@ fn a2a_js_sdk_client_drives_the_example_agent() {
             }
         })
     );
+}
+
+/// Starts the program `command` (an SDK's server) and waits for its
+/// `listening on <url>` line; the process and the URL.
+fn sdk_server(command: &mut Command) -> (interop::Running, String) {
+    use std::io::BufRead;
+    let mut child = command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let child = interop::Running(child);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = std::io::BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx.recv_timeout(Duration::from_secs(60)).unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("first line: {line:?}"))
+        .to_owned();
+    (child, url)
+}
+
+#[tokio::test]
+async fn our_client_drives_a2a_sdks_own_server_through_the_contract() {
+    let site = tokio::task::spawn_blocking(|| {
+        interop::pip_install(env!("CARGO_MANIFEST_DIR"), "a2a-python")
+    })
+    .await
+    .unwrap();
+    let script = interop::interop(env!("CARGO_MANIFEST_DIR"), "a2a-python").join("server.py");
+    let (_server, base) = sdk_server(
+        Command::new("python3")
+            .arg(script)
+            .env("PORT", "0")
+            .env("PYTHONPATH", site)
+            .env("PYTHONDONTWRITEBYTECODE", "1"),
+    );
+    contract(&base, false).await;
 }
