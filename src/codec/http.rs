@@ -873,7 +873,7 @@ mod response;
 mod tests;
 mod unframe;
 
-pub use body::{bearer_token, chunk_line, BodyStep};
+pub use body::{bearer_token, chunk_line, Authorized, BodyStep, WholeResponse};
 pub use exchange::{Exchange, Refusal};
 pub use fields::as_text;
 pub use fields::Fields;

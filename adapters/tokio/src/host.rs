@@ -15,30 +15,13 @@
 
 pub use crate::request::{within, Accepted, Handshake, Part, Requests, Times, CONTINUE};
 pub use crate::streams::{
-    serve_socket, write_stream, Answerer, KeyHasher, Keys, Streams, Writer, Writers, WRITE_STALL,
+    authorize, run_timers, serve_http, serve_socket, write_stream, Answerer, KeyHasher, Keys,
+    PollParts, PollStream, Request, ServerOptions, Streams, TokenCheck, Validator, Wakeup, Writer,
+    Writers, WRITE_STALL,
 };
 pub use crate::wire::SMALL;
 pub use crate::{no_delay, tune, Listener, HTTP_BUSY};
-pub use sansrpc::codec::http::BodyStep;
+pub use sansrpc::codec::http::{Authorized, BodyStep};
 
 #[cfg(feature = "http")]
 pub use crate::http_client::{Dial, Stream as HttpStream, Target as HttpTarget};
-
-use std::sync::Arc;
-
-use sansrpc::codec::http::Principal;
-
-/// What the application's token validator says of a bearer token.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TokenCheck {
-    /// A valid token, for this principal: its calls' handlers see it
-    /// ([`RequestContext::http`](crate::RequestContext::http)).
-    Valid(Principal),
-    /// Expired, revoked, for another audience, unknown: 401 `invalid_token`.
-    Invalid,
-    /// Valid, without the scope named: 403 `insufficient_scope`.
-    InsufficientScope(String),
-}
-
-/// Checks a bearer token (the text after `Bearer `).
-pub type Validator = Arc<dyn Fn(&str) -> TokenCheck + Send + Sync>;

@@ -11,12 +11,20 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sansrpc::codec::http::{BodyKind, BodyStep, Head, HttpFault, RequestDecoder};
+use sansrpc::codec::http::{
+    bearer_token, Authorized, BodyKind, BodyStep, Head, HttpFault, Principal, RequestDecoder,
+};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Notify;
 
-use crate::request::{within, Part, Requests, Times, CONTINUE};
+use std::net::IpAddr;
+
+use sansrpc::codec::sse::EventStore;
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::request::{within, Accepted, Handshake, Part, Requests, Times, CONTINUE};
 use crate::wire::SMALL;
+use crate::{Listener, ServeOptions};
 
 /// Bytes a client may send ahead (a pipelined next request) while one of its responses
 /// streams; past it the client is cut off (it is not waiting for that response).
@@ -146,12 +154,37 @@ impl Writers {
     }
 }
 
+/// A machine's `poll_stream`: what a stream's response has to write, appended to the buffer
+/// as HTTP/1.1.
+pub type PollStream<M> = fn(&mut M, u64, &mut Vec<u8>) -> BodyStep;
+
+/// A machine's `poll_stream_parts`: a stream's response head (`H`) the first time, body
+/// bytes appended to the buffer, unframed.
+pub type PollParts<M, H> = fn(&mut M, u64, &mut Option<H>, &mut Vec<u8>) -> BodyStep;
+
 /// A server whose responses a machine writes stream by stream, as its drivers (the socket
-/// loop here, the tower service's body) see it: everything under the server's one lock.
+/// loop here, the tower service's body) see it: the machine and its [`Writers`] under the
+/// server's one lock.
 pub trait Streams: Clone + Send + Sync + 'static {
+    /// The protocol machine that writes the answers (MCP's `streamable::Server`, A2A's
+    /// `http::Server`).
+    type Machine: Send + 'static;
     /// The head of a stream's response, as the machine gives it to a driver whose HTTP
     /// library writes heads itself (hyper).
     type Head: Send + 'static;
+    /// The machine's `poll_stream`: what `stream`'s response has to write, appended to the
+    /// buffer as HTTP/1.1 (its head first).
+    const POLL: PollStream<Self::Machine>;
+    /// The machine's `poll_stream_parts`: the head into the option the first time, body
+    /// bytes appended to the buffer, unframed.
+    const POLL_PARTS: PollParts<Self::Machine, Self::Head>;
+
+    /// Runs `f` on the machine and the writers, under the server's lock.
+    fn locked<R>(&self, f: impl FnOnce(&mut Self::Machine, &mut Writers) -> R) -> R;
+
+    /// The client went away before the response of `writer` ended (nothing happens when a
+    /// newer response writes the stream now).
+    fn closed(&self, writer: &Writer);
 
     /// [`Writers::step`] on the machine's `poll_stream`: what the stream has, as HTTP/1.1
     /// (its head first), appended to `out`.
@@ -159,7 +192,11 @@ pub trait Streams: Clone + Send + Sync + 'static {
         &self,
         writer: &mut Writer,
         out: &mut Vec<u8>,
-    ) -> Option<(BodyStep, Option<Arc<Notify>>)>;
+    ) -> Option<(BodyStep, Option<Arc<Notify>>)> {
+        self.locked(|machine, writers| {
+            writers.step(writer, |stream| Self::POLL(machine, stream, out))
+        })
+    }
 
     /// [`Writers::step`] on the machine's `poll_stream_parts`: the head into `head` the
     /// first time, body bytes appended to `data`.
@@ -168,15 +205,50 @@ pub trait Streams: Clone + Send + Sync + 'static {
         writer: &mut Writer,
         head: &mut Option<Self::Head>,
         data: &mut Vec<u8>,
-    ) -> Option<(BodyStep, Option<Arc<Notify>>)>;
-
-    /// The client went away before the response of `writer` ended (nothing happens when a
-    /// newer response writes the stream now).
-    fn closed(&self, writer: &Writer);
+    ) -> Option<(BodyStep, Option<Arc<Notify>>)> {
+        self.locked(|machine, writers| {
+            writers.step(writer, |stream| {
+                Self::POLL_PARTS(machine, stream, head, data)
+            })
+        })
+    }
 
     /// The response of `writer` is over: [`Writers::release`].
-    fn release(&self, writer: &Writer);
+    fn release(&self, writer: &Writer) {
+        self.locked(|_, writers| writers.release(writer));
+    }
 }
+
+/// The token check of a request with the application's `validator` (none: nothing
+/// checked): what the protocol machine decides on, and the principal of a valid token.
+pub fn authorize(validator: Option<&Validator>, head: &Head) -> (Authorized, Option<Principal>) {
+    let Some(validator) = validator else {
+        return (Authorized::NotRequired, None);
+    };
+    match bearer_token(head) {
+        None => (Authorized::Missing, None),
+        Some(token) => match validator(token) {
+            TokenCheck::Valid(principal) => (Authorized::Valid, Some(principal)),
+            TokenCheck::Invalid => (Authorized::Invalid, None),
+            TokenCheck::InsufficientScope(scope) => (Authorized::InsufficientScope(scope), None),
+        },
+    }
+}
+
+/// What the application's token validator says of a bearer token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenCheck {
+    /// A valid token, for this principal: its calls' handlers see it
+    /// ([`RequestContext::http`](crate::RequestContext::http)).
+    Valid(Principal),
+    /// Expired, revoked, for another audience, unknown: 401 `invalid_token`.
+    Invalid,
+    /// Valid, without the scope named: 403 `insufficient_scope`.
+    InsufficientScope(String),
+}
+
+/// Checks a bearer token (the text after `Bearer `).
+pub type Validator = Arc<dyn Fn(&str) -> TokenCheck + Send + Sync>;
 
 /// Writes the response of `writer`'s stream as the machine produces it, until it ends (or
 /// a newer response takes the stream over); watches the socket meanwhile, so a client that
@@ -235,19 +307,168 @@ where
     keep
 }
 
+/// How a server's timer task is told that its machine's next deadline moved: the task
+/// sleeps until the deadline it took last, or until told; only a deadline earlier than
+/// that one tells it (most calls move nothing earlier: no wake-up per call).
+#[derive(Debug, Default)]
+pub struct Wakeup {
+    notify: Arc<Notify>,
+    /// The deadline the timer task sleeps until (`None`: none, it waits to be told).
+    at: Option<sansrpc::Instant>,
+}
+
+impl Wakeup {
+    /// The machine's next deadline is now `next`: the timer task is woken when it is
+    /// earlier than the one it sleeps until.
+    pub fn moved(&mut self, next: Option<sansrpc::Instant>) {
+        if next.is_some_and(|at| self.at.map_or(true, |armed| at < armed)) {
+            self.at = next;
+            self.notify.notify_one();
+        }
+    }
+
+    /// What the timer task sleeps for when the machine's next deadline is `next` (read
+    /// on `clock`): until it, or until told.
+    pub fn sleep(
+        &mut self,
+        next: Option<sansrpc::Instant>,
+        clock: &sansrpc::runtime::Clock,
+    ) -> (Option<Duration>, Arc<Notify>) {
+        self.at = next;
+        (next.map(|at| clock.until(at)), Arc::clone(&self.notify))
+    }
+}
+
+/// A server's timer task: sleeps as `sleep` says ([`Wakeup::sleep`], under the server's
+/// lock), then runs `fire` (the machine's `handle_timeout`, and what it made ready), for
+/// ever.
+pub async fn run_timers(
+    mut sleep: impl FnMut() -> (Option<Duration>, Arc<Notify>),
+    mut fire: impl FnMut(),
+) {
+    loop {
+        let (wait, told) = sleep();
+        match wait {
+            Some(wait) => {
+                let _ = tokio::time::timeout(wait, told.notified()).await;
+            }
+            None => told.notified().await,
+        }
+        fire();
+    }
+}
+
+/// How long the TCP connections may take to end once a server stops; then they are
+/// aborted.
+const DRAIN: Duration = Duration::from_secs(1);
+
+/// What a protocol's HTTP server takes besides its own config (MCP's `serve_with` and
+/// `McpService::with_options`, A2A's): the application's bearer-token validator, where
+/// the SSE events of resumable streams wait for a client that reconnects with
+/// `Last-Event-ID` (in memory, bounded by the protocol config's `store_bytes` and
+/// `store_age`, when `None`; a durable store is flushed once per turn, before anything it
+/// took is written to a client), and the listener's side.
+#[derive(Default)]
+#[non_exhaustive]
+pub struct ServerOptions {
+    /// Checks bearer tokens where the protocol asks for them.
+    pub validator: Option<Validator>,
+    /// Where the SSE events of resumable streams wait.
+    pub event_store: Option<Box<dyn EventStore>>,
+    /// The listener's side, as for every server of this crate (the standalone server only:
+    /// a tower service's is the app's): the connections served at once
+    /// ([`ServeOptions::max_connections`]; one beyond it is answered `503`), TLS
+    /// ([`ServeOptions::tls`]: `https://`), and the time a client has for a request head
+    /// and body (the builder config's `frame_timeout` and `idle_timeout`, with the network
+    /// defaults when [`ServeOptions::network_defaults`] is on: 30 s each).
+    pub serve: ServeOptions,
+}
+
+impl std::fmt::Debug for ServerOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerOptions")
+            .field("validator", &self.validator.is_some())
+            .field("event_store", &self.event_store.is_some())
+            .field("serve", &self.serve)
+            .finish()
+    }
+}
+
+impl ServerOptions {
+    /// Bearer tokens checked by `validator`.
+    pub fn validator(
+        mut self,
+        validator: impl Fn(&str) -> TokenCheck + Send + Sync + 'static,
+    ) -> Self {
+        self.validator = Some(Arc::new(validator));
+        self
+    }
+
+    /// SSE events kept in `store` (see [`ServerOptions::event_store`]).
+    pub fn event_store(mut self, store: impl EventStore + 'static) -> Self {
+        self.event_store = Some(Box::new(store));
+        self
+    }
+
+    /// The listener served with `options` (see [`ServerOptions::serve`]).
+    pub fn serve_options(mut self, options: ServeOptions) -> Self {
+        self.serve = options;
+        self
+    }
+}
+
+/// Serves HTTP/1.1 on `listener` as a protocol's standalone server does, until `shutdown`
+/// completes: the listener's `options` (the connection cap and its `503`, TLS), each
+/// request read within `times` with a body of at most `max_body` bytes, and answered by
+/// the [`Answerer`] `answerer` makes for the connection's peer address. Then it stops
+/// accepting, calls `stop` (which ends what the connections wait on), and gives the
+/// connections a second to end before they are aborted.
+pub async fn serve_http<A>(
+    listener: TcpListener,
+    options: &ServeOptions,
+    times: Times,
+    max_body: usize,
+    answerer: impl Fn(Option<IpAddr>) -> A,
+    shutdown: impl Future<Output = ()>,
+    stop: impl FnOnce(),
+) -> io::Result<()>
+where
+    A: Answerer<Accepted> + Send + 'static,
+{
+    let handshake = Handshake::new(options, times);
+    let accept = || async { listener.accept().await.map(crate::no_delay) };
+    let connection = |stream: TcpStream| {
+        let handshake = handshake.clone();
+        let answerer = answerer(stream.peer_addr().ok().map(|a| a.ip()));
+        async move {
+            if let Ok(stream) = handshake.run(stream).await {
+                serve_socket(stream, &answerer, times, max_body).await;
+            }
+        }
+    };
+    let listener = Listener {
+        refusal: crate::HTTP_BUSY.into(),
+        max_connections: options.max_connections,
+        drain: DRAIN,
+    };
+    listener.run(accept, connection, shutdown, stop).await
+}
+
+/// A request as [`serve_socket`] reads it: its head and its whole body.
+pub type Request = (Head, Vec<u8>);
+
 /// What a server does with the requests [`serve_socket`] reads.
 pub trait Answerer<S>: Sync {
     /// The answer to a request that could not be read (a [`HttpFault`]: malformed, over a
     /// limit), whole: it is written, then the connection closes.
     fn refusal(&self, fault: HttpFault) -> Vec<u8>;
 
-    /// Answers one request on `socket` (`reader` holds what the client sent ahead); false
-    /// when the connection must close.
+    /// Answers one request (its head and body) on `socket` (`reader` holds what the client
+    /// sent ahead); false when the connection must close.
     fn answer<'a>(
         &'a self,
         socket: &'a mut S,
-        head: Head,
-        body: Vec<u8>,
+        request: Request,
         reader: &'a mut Requests,
     ) -> impl Future<Output = bool> + Send + 'a;
 }
@@ -267,7 +488,11 @@ where
             return;
         };
         let keep_alive = head.keep_alive;
-        if !server.answer(&mut socket, head, body, &mut requests).await || !keep_alive {
+        if !server
+            .answer(&mut socket, (head, body), &mut requests)
+            .await
+            || !keep_alive
+        {
             let _ = socket.shutdown().await;
             return;
         }

@@ -51,7 +51,7 @@ use crate::types::error_codes::{
     HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,
 };
 use crate::types::version::{self, STATELESS};
-use sansrpc::codec::http::{write_head, Head, HttpFault, Method};
+use sansrpc::codec::http::{Head, HttpFault, Method};
 use sansrpc::codec::sse;
 use sansrpc::driver::Timers;
 use sansrpc::message::{Classified, Classifier, Incoming, Scanned};
@@ -201,66 +201,9 @@ impl Auth {
     }
 }
 
-/// What the adapter's token validator found, for [`Server::handle_request`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Authorized {
-    /// No [`Config::auth`]: nothing was checked.
-    NotRequired,
-    /// No `Authorization: Bearer` token: 401.
-    Missing,
-    /// A token the validator refused (expired, another audience): 401 `invalid_token`.
-    Invalid,
-    /// A valid token without these scopes: 403 `insufficient_scope`.
-    InsufficientScope(String),
-    /// A valid token.
-    Valid,
-}
-
-/// An HTTP answer to write whole.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Response {
-    /// The status.
-    pub status: u16,
-    /// The header fields (besides `content-length`).
-    pub headers: Vec<(&'static str, String)>,
-    /// The body.
-    pub body: Vec<u8>,
-}
-
-impl Response {
-    fn new(status: u16) -> Self {
-        Response {
-            status,
-            headers: Vec::new(),
-            body: Vec::new(),
-        }
-    }
-
-    pub(crate) fn json(status: u16, body: Vec<u8>) -> Self {
-        let mut r = Response::new(status);
-        r.headers
-            .push(("content-type", String::from("application/json")));
-        r.body = body;
-        r
-    }
-
-    fn header(mut self, name: &'static str, value: &str) -> Self {
-        self.headers.push((name, String::from(value)));
-        self
-    }
-
-    /// The response on the wire: head (with `content-length`) and body.
-    pub fn write(&self, out: &mut Vec<u8>) {
-        let headers: Vec<(&str, &[u8])> = self
-            .headers
-            .iter()
-            .map(|(n, v)| (*n, v.as_bytes()))
-            .collect();
-        write_head(out, self.status, Some(self.body.len()), &headers);
-        out.extend_from_slice(&self.body);
-    }
-}
+// What the adapter's token validator found, and an answer written whole: HTTP's, the same
+// for every server (`codec::http`).
+pub use sansrpc::codec::http::{Authorized, WholeResponse as Response};
 
 /// The answer to a request the adapter could not read on ([`HttpFault`]: a malformed head
 /// 400, a body over the limit 413, a head over the limit 431, a transfer coding it does not

@@ -1,5 +1,5 @@
 //! The standalone server: it reads HTTP requests on the listener every sansrpc-tokio
-//! server shares (with its [`ServeOptions`]: the connection cap and its `503`, TLS, the
+//! server shares (with its [`ServeOptions`](sansrpc_tokio::ServeOptions): the connection cap and its `503`, TLS, the
 //! time limits of a request's head and body), runs one connection per session (and one per
 //! stateless request) with your [`Builder`]'s router, and writes what the machine says.
 
@@ -9,7 +9,7 @@ use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::streamable::{self, Authorized, Closed, Verdict};
+use crate::streamable::{self, Closed, Verdict};
 use sansrpc::codec::http::{Fields, Head, HttpFault};
 use sansrpc::message::Scanned;
 use sansrpc::runtime::Clock;
@@ -19,22 +19,18 @@ use sansrpc_futures::{HttpRequest, HttpRequests, Principal, ShutdownHandle};
 use smallvec::SmallVec;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
-use tokio::sync::Notify;
 
 use sansrpc_tokio::host::{
-    serve_socket, write_stream, Answerer, BodyStep, Handshake, Keys, Listener, Requests, Streams,
-    Times, Writer, Writers,
+    authorize, run_timers, serve_http, write_stream, Answerer, Keys, PollParts, PollStream,
+    Request, Requests, Streams, Times, Wakeup, Writer, Writers,
 };
 pub use sansrpc_tokio::host::{TokenCheck, Validator};
-use sansrpc_tokio::{Builder, ServeOptions};
+use sansrpc_tokio::Builder;
 
 use super::channel::{Engine, Handed, Outbox};
 
 /// Largest request body read (a JSON-RPC message or batch).
 pub(crate) const MAX_BODY: usize = 4 << 20;
-/// How long the TCP connections may take to end once the server stops; then they are
-/// aborted.
-const DRAIN: Duration = Duration::from_secs(1);
 /// Messages waiting for one session's connection; a POST beyond it waits (back-pressure).
 const SESSION_QUEUE: usize = 64;
 
@@ -50,65 +46,17 @@ pub async fn serve(
     serve_with(listener, builder, config, Options::default(), shutdown).await
 }
 
-/// What [`serve_with`] adds to [`serve`].
-#[derive(Default)]
-#[non_exhaustive]
-pub struct Options {
-    /// Checks every request's bearer token when `streamable::Config::auth` is set (then a
-    /// request without a token is 401, as the machine decides). Without a validator every
-    /// token is invalid.
-    pub validator: Option<Validator>,
-    /// Where the SSE events of resumable streams wait for a client that reconnects with
-    /// `Last-Event-ID`; in memory (`streamable::MemoryEventStore`, bounded by the config's
-    /// `store_bytes` and `store_age`) when `None`. A durable store (`sansrpc-store-redb`'s
-    /// `RedbEventStore`) keeps them across a restart: it is flushed once per turn, before
-    /// anything it took is written to a client.
-    pub event_store: Option<Box<dyn streamable::EventStore>>,
-    /// The listener's side, as for every server of this crate: the connections served at
-    /// once ([`ServeOptions::max_connections`]; one beyond it is answered `503`), TLS
-    /// ([`ServeOptions::tls`]: `https://`), and the time a client has for a request head
-    /// and body (the builder config's `frame_timeout` and `idle_timeout`, with the network
-    /// defaults when [`ServeOptions::network_defaults`] is on: 30 s each). The WebSocket and
-    /// CORS fields do not apply: the `Origin`s and `Host`s served are the
-    /// [`streamable::Config`]'s.
-    pub serve: ServeOptions,
-}
-
-impl std::fmt::Debug for Options {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Options")
-            .field("validator", &self.validator.is_some())
-            .field("event_store", &self.event_store.is_some())
-            .field("serve", &self.serve)
-            .finish()
-    }
-}
-
-impl Options {
-    /// Bearer tokens checked by `validator`.
-    pub fn validator(
-        mut self,
-        validator: impl Fn(&str) -> TokenCheck + Send + Sync + 'static,
-    ) -> Self {
-        self.validator = Some(Arc::new(validator));
-        self
-    }
-
-    /// SSE events kept in `store` (see [`Options::event_store`]).
-    pub fn event_store(mut self, store: impl streamable::EventStore + 'static) -> Self {
-        self.event_store = Some(Box::new(store));
-        self
-    }
-
-    /// The listener served with `options` (see [`Options::serve`]).
-    pub fn serve_options(mut self, options: ServeOptions) -> Self {
-        self.serve = options;
-        self
-    }
-}
+/// What [`serve_with`] adds to [`serve`] (and [`McpService::with_options`](super::McpService::with_options)
+/// to `new`): the validator that checks every request's bearer token when
+/// `streamable::Config::auth` is set (then a request without a token is 401, as the machine
+/// decides; without a validator every token is invalid), the event store of resumable
+/// streams (a durable one, `sansrpc-store-redb`'s `RedbEventStore`, keeps them across a
+/// restart), and the listener's side. The `Origin`s and `Host`s served are the
+/// [`streamable::Config`]'s (the CORS fields of [`ServeOptions`](sansrpc_tokio::ServeOptions) do not apply).
+pub use sansrpc_tokio::host::ServerOptions as Options;
 
 /// [`serve`] with [`Options`]: a bearer-token validator (OAuth 2.1 resource server), an
-/// event store, and the listener's [`ServeOptions`] (connection cap, TLS, request time
+/// event store, and the listener's [`ServeOptions`](sansrpc_tokio::ServeOptions) (connection cap, TLS, request time
 /// limits). The handlers of each call see the HTTP request it came in (the principal, the
 /// header fields) through [`RequestContext::http`](sansrpc_tokio::RequestContext::http).
 ///
@@ -125,32 +73,22 @@ pub async fn serve_with(
         validator,
         event_store,
         serve,
+        ..
     } = options;
     // A request's time limits are the builder config's, as for the other servers; the
     // sessions' connections run on the builder as it is (a session's life is the machine's
     // `session_idle`, not a socket's).
     let times = Times::of(serve.builder(builder.clone()).connection_config());
-    let handshake = Handshake::new(&serve, times);
     let (state, timers) = serving(builder, config, validator, event_store);
-    let accept = || async { listener.accept().await.map(sansrpc_tokio::host::no_delay) };
-    let connection = |stream: tokio::net::TcpStream| {
-        let (state, handshake) = (state.clone(), handshake.clone());
-        // The machine counts sessions per peer address (`max_sessions_per_peer`).
-        let peer = stream.peer_addr().ok().map(|a| a.ip());
-        async move {
-            if let Ok(stream) = handshake.run(stream).await {
-                serve_socket(stream, &Socket { state, peer }, times, MAX_BODY).await;
-            }
-        }
+    // The machine counts sessions per peer address (`max_sessions_per_peer`).
+    let socket = |peer| Socket {
+        state: state.clone(),
+        peer,
     };
-    let listener = Listener {
-        refusal: sansrpc_tokio::host::HTTP_BUSY.into(),
-        max_connections: serve.max_connections,
-        drain: DRAIN,
-    };
-    let result = listener
-        .run(accept, connection, shutdown, || state.end_sessions())
-        .await;
+    let result = serve_http(listener, &serve, times, MAX_BODY, socket, shutdown, || {
+        state.end_sessions()
+    })
+    .await;
     timers.abort();
     result
 }
@@ -172,7 +110,7 @@ pub(crate) fn serving(
     let state = State::new(server, builder);
     state.lock().validator =
         checks_tokens.then(|| validator.unwrap_or_else(|| Arc::new(|_: &str| TokenCheck::Invalid)));
-    let timers = tokio::spawn(run_timers(state.clone()));
+    let timers = tokio::spawn(timers(state.clone()));
     (state, timers)
 }
 
@@ -204,11 +142,8 @@ pub(crate) struct Shared {
     stateless: HashMap<u64, Running, Keys>,
     /// The response writing each stream, and how to wake it.
     pub(crate) writers: Writers,
-    /// The timer task: woken when the machine's next deadline moved earlier than the one
-    /// it sleeps until.
-    timer: Arc<Notify>,
-    /// The deadline the timer task sleeps until (`None`: none, it waits to be told).
-    timer_at: Option<Instant>,
+    /// The timer task, woken when the machine's next deadline moved earlier.
+    timer: Wakeup,
     /// Checks bearer tokens, when the configuration requires them.
     validator: Option<Validator>,
 }
@@ -225,8 +160,7 @@ impl State {
             sessions: HashMap::default(),
             stateless: HashMap::default(),
             writers: Writers::default(),
-            timer: Arc::new(Notify::new()),
-            timer_at: None,
+            timer: Wakeup::default(),
             validator: None,
         })))
     }
@@ -253,13 +187,8 @@ impl Shared {
     /// machine's next deadline may have moved).
     fn settle(&mut self) {
         self.wake();
-        // Only a deadline earlier than the timer task's needs it now; a later one it finds
-        // when it wakes (most calls move nothing earlier: no wake-up per call).
         let next = self.server.poll_timeout();
-        if next.is_some_and(|at| self.timer_at.map_or(true, |armed| at < armed)) {
-            self.timer_at = next;
-            self.timer.notify_one();
-        }
+        self.timer.moved(next);
     }
 
     /// Wakes the writers of the streams the machine made ready and stops the connections
@@ -281,26 +210,20 @@ impl Shared {
 }
 
 /// Sleeps until the machine's next deadline (or until it may have moved), then runs it.
-async fn run_timers(state: State) {
-    loop {
-        let (wait, timer) = {
-            let mut shared = state.lock();
-            let at = shared.server.poll_timeout();
-            shared.timer_at = at;
-            let wait = at.map(|at| shared.clock.until(at));
-            (wait, Arc::clone(&shared.timer))
-        };
-        match wait {
-            Some(wait) => {
-                let _ = tokio::time::timeout(wait, timer.notified()).await;
-            }
-            None => timer.notified().await,
-        }
+async fn timers(state: State) {
+    let sleep = || {
+        let shared = &mut *state.lock();
+        shared
+            .timer
+            .sleep(shared.server.poll_timeout(), &shared.clock)
+    };
+    run_timers(sleep, || {
         let mut shared = state.lock();
         let now = shared.now();
         shared.server.handle_timeout(now);
         shared.wake();
-    }
+    })
+    .await
 }
 
 /// Where a connection's frames go.
@@ -411,18 +334,11 @@ struct Socket {
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send> Answerer<S> for Socket {
     fn refusal(&self, fault: HttpFault) -> Vec<u8> {
-        let mut out = Vec::new();
-        streamable::refusal(fault).write(&mut out);
-        out
+        streamable::refusal(fault).to_bytes()
     }
 
-    async fn answer(
-        &self,
-        socket: &mut S,
-        head: Head,
-        body: Vec<u8>,
-        reader: &mut Requests,
-    ) -> bool {
+    async fn answer(&self, socket: &mut S, request: Request, reader: &mut Requests) -> bool {
+        let (head, body) = request;
         let state = &self.state;
         match dispatch(
             state,
@@ -667,55 +583,19 @@ pub(crate) fn closed(state: &State, writer: &Writer) {
 
 /// The machine's streams, as the drivers of their responses see them.
 impl Streams for State {
+    type Machine = streamable::Server;
     type Head = streamable::StreamHead;
+    const POLL: PollStream<streamable::Server> = streamable::Server::poll_stream;
+    const POLL_PARTS: PollParts<streamable::Server, streamable::StreamHead> =
+        streamable::Server::poll_stream_parts;
 
-    fn poll(
-        &self,
-        writer: &mut Writer,
-        out: &mut Vec<u8>,
-    ) -> Option<(BodyStep, Option<Arc<Notify>>)> {
+    fn locked<R>(&self, f: impl FnOnce(&mut streamable::Server, &mut Writers) -> R) -> R {
         let shared = &mut *self.lock();
-        let server = &mut shared.server;
-        shared
-            .writers
-            .step(writer, |stream| server.poll_stream(stream, out))
-    }
-
-    fn poll_parts(
-        &self,
-        writer: &mut Writer,
-        head: &mut Option<streamable::StreamHead>,
-        data: &mut Vec<u8>,
-    ) -> Option<(BodyStep, Option<Arc<Notify>>)> {
-        let shared = &mut *self.lock();
-        let server = &mut shared.server;
-        shared.writers.step(writer, |stream| {
-            server.poll_stream_parts(stream, head, data)
-        })
+        f(&mut shared.server, &mut shared.writers)
     }
 
     fn closed(&self, writer: &Writer) {
         closed(self, writer);
-    }
-
-    fn release(&self, writer: &Writer) {
-        self.lock().writers.release(writer);
-    }
-}
-
-/// The token check of a request: what the machine needs to decide, and the principal for
-/// the handlers.
-fn authorize(validator: Option<&Validator>, head: &Head) -> (Authorized, Option<Principal>) {
-    let Some(validator) = validator else {
-        return (Authorized::NotRequired, None);
-    };
-    match streamable::bearer_token(head) {
-        None => (Authorized::Missing, None),
-        Some(token) => match validator(token) {
-            TokenCheck::Valid(principal) => (Authorized::Valid, Some(principal)),
-            TokenCheck::Invalid => (Authorized::Invalid, None),
-            TokenCheck::InsufficientScope(scope) => (Authorized::InsufficientScope(scope), None),
-        },
     }
 }
 

@@ -2,7 +2,10 @@
 //! A2A's JSON-RPC binding: one JSON body, or Server-Sent Events as they come) tells the
 //! driver that moves the bytes, and the request rules such servers share.
 
-use super::Head;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use super::{write_head, Head};
 
 /// What a machine's `poll_stream` did with one response stream: the same contract for
 /// every protocol, so one driver loop writes them all.
@@ -48,7 +51,7 @@ pub fn bearer_token(head: &Head) -> Option<&str> {
 /// sansrpc::codec::http::chunk_line(&mut out, 300);
 /// assert_eq!(out, b"12c\r\n");
 /// ```
-pub fn chunk_line(out: &mut alloc::vec::Vec<u8>, len: usize) {
+pub fn chunk_line(out: &mut Vec<u8>, len: usize) {
     let mut digits = [0u8; 16];
     let mut n = len;
     let mut i = digits.len();
@@ -62,4 +65,75 @@ pub fn chunk_line(out: &mut alloc::vec::Vec<u8>, len: usize) {
     }
     out.extend_from_slice(&digits[i..]);
     out.extend_from_slice(b"\r\n");
+}
+
+/// What a server's driver found of a request's bearer token, with the application's
+/// validator, for the protocol machine to decide on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Authorized {
+    /// No validator (the server takes no tokens): nothing was checked.
+    NotRequired,
+    /// No `Authorization: Bearer` token: 401.
+    Missing,
+    /// A token the validator refused (expired, another audience): 401 `invalid_token`.
+    Invalid,
+    /// A valid token without these scopes: 403 `insufficient_scope`.
+    InsufficientScope(String),
+    /// A valid token.
+    Valid,
+}
+
+/// An HTTP answer to write whole: a status, header fields and a body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WholeResponse {
+    /// The status.
+    pub status: u16,
+    /// The header fields (besides `content-length`).
+    pub headers: Vec<(&'static str, String)>,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+impl WholeResponse {
+    /// `status`, with no field and no body.
+    pub fn new(status: u16) -> Self {
+        WholeResponse {
+            status,
+            headers: Vec::new(),
+            body: Vec::new(),
+        }
+    }
+
+    /// `status` with a JSON `body`.
+    pub fn json(status: u16, body: Vec<u8>) -> Self {
+        let mut r = WholeResponse::new(status);
+        r.headers
+            .push(("content-type", String::from("application/json")));
+        r.body = body;
+        r
+    }
+
+    /// The same with the field `name: value` added.
+    pub fn header(mut self, name: &'static str, value: &str) -> Self {
+        self.headers.push((name, String::from(value)));
+        self
+    }
+
+    /// The response on the wire: head (with `content-length`) and body.
+    pub fn write(&self, out: &mut Vec<u8>) {
+        let headers: Vec<(&str, &[u8])> = self
+            .headers
+            .iter()
+            .map(|(n, v)| (*n, v.as_bytes()))
+            .collect();
+        write_head(out, self.status, Some(self.body.len()), &headers);
+        out.extend_from_slice(&self.body);
+    }
+
+    /// [`write`](Self::write) into a new buffer.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.write(&mut out);
+        out
+    }
 }
