@@ -333,6 +333,13 @@ async fn the_wire_keeps_the_json_rpc_and_version_rules() {
             json!(1),
             -32600,
         ),
+        // The A2A TCK's JSON-RPC cases: no method, an id that is an object.
+        (r#"{"jsonrpc":"2.0","id":5,"params":{}}"#, json!(5), -32600),
+        (
+            r#"{"jsonrpc":"2.0","id":{"bad":"type"},"method":"SendMessage"}"#,
+            json!(null),
+            -32600,
+        ),
         (
             r#"{"jsonrpc":"2.0","id":"a","method":"tasks/get"}"#,
             json!("a"),

@@ -53,7 +53,7 @@ impl A2aService {
         Self::with_options(agent, card, config, Options::default())
     }
 
-    /// [`new`](Self::new) with [`Options`] ([`Options::serve`] is the standalone
+    /// [`new`](Self::new) with [`Options`] (`Options::server.serve` is the standalone
     /// listener's and does not apply).
     pub fn with_options(
         agent: impl Agent,
