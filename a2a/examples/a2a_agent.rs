@@ -5,6 +5,9 @@
 //! ```text
 //! PORT=3000 cargo run -p sansrpc-a2a --example a2a_agent
 //! ```
+//!
+//! With `A2A_PUSH=1` its card declares push notifications (the contract's agent does not),
+//! and the agent POSTs each task's events to the webhooks its clients configure.
 
 use sansrpc_a2a::echo::{agent_card, EchoAgent};
 use sansrpc_a2a::http::Config;
@@ -17,7 +20,10 @@ async fn main() -> std::io::Result<()> {
         .unwrap_or(3000);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     let port = listener.local_addr()?.port();
-    let card = agent_card(&format!("http://127.0.0.1:{port}/a2a"));
+    let mut card = agent_card(&format!("http://127.0.0.1:{port}/a2a"));
+    if std::env::var("A2A_PUSH").is_ok_and(|v| v == "1") {
+        card.capabilities.push_notifications = Some(true);
+    }
     println!("a2a_agent listening on http://127.0.0.1:{port}/a2a");
     let stop = async {
         let _ = tokio::signal::ctrl_c().await;

@@ -585,3 +585,63 @@ async fn our_client_drives_a2a_js_sdks_own_server_through_the_contract() {
     );
     contract(&base, Server::Js).await;
 }
+
+/// What both SDKs' push scripts report: every event of a `slow 2` task posted to their
+/// receiver with their token, and the config methods.
+fn push_report(token: &str) -> Value {
+    let posted = [
+        "task",
+        "statusUpdate",
+        "statusUpdate",
+        "artifactUpdate",
+        "statusUpdate",
+    ];
+    json!({
+        "received": posted.iter().map(|kind| json!([token, kind])).collect::<Vec<_>>(),
+        "last_state": "TASK_STATE_COMPLETED",
+        "listed": [[true, token]],
+        "got": token,
+        "made": "second",
+        "after_delete": ["second"],
+    })
+}
+
+/// The example agent with push notifications declared (`A2A_PUSH=1`).
+fn pushing_agent() -> (interop::Running, String) {
+    interop::built_example("sansrpc-a2a", "a2a_agent");
+    let env = [("PORT", "0"), ("A2A_PUSH", "1")];
+    let (process, line) = interop::start_example("sansrpc-a2a", "a2a_agent", &env);
+    let url = line
+        .strip_prefix("a2a_agent listening on ")
+        .and_then(|u| u.strip_suffix("/a2a"))
+        .unwrap()
+        .to_owned();
+    (process, url)
+}
+
+#[test]
+fn both_sdks_clients_get_push_notifications_from_the_example_agent() {
+    let site = interop::pip_install(env!("CARGO_MANIFEST_DIR"), "a2a-python");
+    let js = interop::interop(env!("CARGO_MANIFEST_DIR"), "a2a-js");
+    interop::npm_ci(&js, "@a2a-js/sdk");
+    let (_agent, base) = pushing_agent();
+    let python = interop::interop(env!("CARGO_MANIFEST_DIR"), "a2a-python").join("push.py");
+    let mut py = Command::new("python3");
+    py.arg(python)
+        .arg(&base)
+        .env("PYTHONPATH", &site)
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    let mut node = Command::new("node");
+    node.arg(js.join("push.mjs")).arg(&base);
+    let runs = [(&mut py, "tok-py"), (&mut node, "tok-js")];
+    for (command, token) in runs {
+        let out = interop::output_within(command, interop::CLIENT_TIMEOUT);
+        assert!(
+            out.status.success(),
+            "{token}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report, push_report(token));
+    }
+}
