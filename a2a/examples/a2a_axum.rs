@@ -60,21 +60,14 @@ async fn main() -> std::io::Result<()> {
     axum::serve(listener, app).await
 }
 
-/// An MCP server with one tool, as `docs/mcp.md` builds it.
+/// An MCP server (its tools, resources and prompts as `docs/mcp.md` adds them).
 fn mcp_service() -> sansrpc_mcp::tokio::McpService {
     use sansrpc::connection::{Config, Profile};
-    use sansrpc_mcp::server::{Context, McpError, ServerBuilder};
 
-    #[derive(serde::Deserialize, schemars::JsonSchema)]
-    struct Echo {
-        text: String,
-    }
-    let echo = |_: Context, echo: Echo| async move { Ok::<_, McpError>(echo.text) };
-    let server = ServerBuilder::new("echo", "1")
-        .tool("echo", "Echoes its text", echo)
-        .build();
+    let server = sansrpc_mcp::server::ServerBuilder::new("beside-a2a", "1").build();
+    let config = Config::for_profile(Profile::Mcp);
     let builder = sansrpc_tokio::Builder::new()
-        .config(Config::for_profile(Profile::Mcp))
+        .config(config)
         .router(server.router());
     sansrpc_mcp::tokio::McpService::new(builder, server.streamable_config())
 }
