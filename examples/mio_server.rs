@@ -16,8 +16,8 @@ use mio::{Events, Interest, Poll, Token};
 use sansrpc::connection::{Config, Connection};
 use sansrpc::driver::{self, StreamIo, Timers, UNSENT_LOW_WATER};
 use sansrpc::router::{Reply, Router};
-use sansrpc::runtime::Clock;
 use sansrpc::Instant;
+use sansrpc_runtime::Clock;
 
 struct Peer {
     socket: TcpStream,

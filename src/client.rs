@@ -5,7 +5,7 @@
 //! of the request it answers ([`PeerRequest`]).
 //!
 //! The futures and blocking adapters' `Client`s are each a thin layer over this module (and
-//! [`runtime::Observe`](crate::runtime::Observe) for their interceptors): they differ only in
+//! `sansrpc_runtime::Observe` for their interceptors): they differ only in
 //! how a caller waits. A client for a driver of your own can be too.
 //!
 //! ```

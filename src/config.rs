@@ -4,9 +4,6 @@ use core::time::Duration;
 
 use crate::codec::Framing;
 use crate::connection::keepalive::HeartbeatConfig;
-use crate::connection::lsp::PROCESS_CHECK;
-#[cfg(feature = "streams")]
-use crate::connection::stream::StreamConfig;
 use crate::endpoint::guard::RateLimit;
 use crate::endpoint::profile::Profile;
 use crate::error::code;
@@ -304,5 +301,39 @@ impl Config {
     /// The framing this config gives a byte stream: the one set, or the profile's.
     pub fn stream_framing(&self) -> Framing {
         self.framing.unwrap_or(self.profile.default_framing())
+    }
+}
+
+/// How often the editor's process (`processId`) is checked by default.
+pub const PROCESS_CHECK: Duration = Duration::from_secs(3);
+
+/// Bounds of one connection's streams.
+#[cfg(feature = "streams")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StreamConfig {
+    /// Most streams open at once (default 64).
+    pub max_open: usize,
+    /// Most pulls queued for one stream (default 64).
+    pub max_queued_pulls: usize,
+    /// Most items in one pull answer, whatever `max` the puller asks for (default 1024).
+    pub max_items_per_pull: u32,
+    /// A pull answer is sent once it holds this many bytes of items, even short of `max`
+    /// (default 256 KiB).
+    pub max_answer_bytes: usize,
+    /// A stream with no pull waiting is freed after this long (default 60 s).
+    pub idle_timeout: Duration,
+}
+
+#[cfg(feature = "streams")]
+impl Default for StreamConfig {
+    fn default() -> Self {
+        StreamConfig {
+            max_open: 64,
+            max_queued_pulls: 64,
+            max_items_per_pull: 1024,
+            max_answer_bytes: 256 * 1024,
+            idle_timeout: Duration::from_secs(60),
+        }
     }
 }

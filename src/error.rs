@@ -205,3 +205,112 @@ impl std::error::Error for ProtocolError {}
 /// What a handler or a layer returns: `Ok` once the result JSON is in the output buffer, or
 /// the error object to answer with.
 pub type Outcome = Result<(), ErrorObject<'static>>;
+
+/// Why one of our requests ended without a response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EndReason {
+    /// Its deadline passed ([`Connection::handle_timeout`](crate::connection::Connection::handle_timeout)).
+    TimedOut,
+    /// The application cancelled it ([`Connection::cancel_call`](crate::connection::Connection::cancel_call)).
+    Cancelled,
+    /// The connection closed first.
+    Closed,
+    /// The peer sent an error with a `null` id under [`NullIdPolicy::FailAll`](crate::connection::NullIdPolicy::FailAll).
+    PeerError,
+    /// The peer answered it with a malformed response.
+    MalformedResponse(ProtocolError),
+    /// The transport's exchange that carried it ended without its answer
+    /// ([`Connection::end_unanswered`](crate::connection::Connection::end_unanswered)): over
+    /// HTTP, `status` is what the server answered instead (`413` for a body over its limit,
+    /// `204`, a `502` from a proxy), `None` when the request could not be sent or the
+    /// response not read (connection refused or reset, a malformed response).
+    Unanswered {
+        /// The HTTP status of the exchange, when one came.
+        status: Option<u16>,
+    },
+}
+
+/// Why a message could not be sent. The caller's mistake or the caller's back-pressure,
+/// never the peer's fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SendError {
+    /// The endpoint is closed.
+    Closed,
+    /// [`Config::max_pending_outgoing`](crate::Config::max_pending_outgoing) requests are already pending.
+    TooManyPending,
+    /// More than [`Config::max_buffered_output`](crate::Config::max_buffered_output) bytes wait to be transmitted: drain
+    /// [`Connection::poll_transmit`](crate::connection::Connection::poll_transmit) first.
+    OutputFull,
+    /// Typed params failed to serialize (a map with non-string keys, a failing `Serialize`).
+    InvalidParams,
+    /// The connection is not open yet (connecting, or waiting to reconnect): nothing may be
+    /// sent ([`ext::reconnect::State`](crate::ext::reconnect::State)).
+    Connecting,
+    /// The transport cannot carry notifications outside answers (plain HTTP,
+    /// [`Config::push`](crate::Config::push) false), so a subscription cannot be made over it.
+    NoPush,
+}
+
+impl fmt::Display for SendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SendError::Closed => "the endpoint is closed",
+            SendError::TooManyPending => "too many requests pending",
+            SendError::OutputFull => "too much output waiting to be transmitted",
+            SendError::InvalidParams => "params do not serialize to JSON",
+            SendError::Connecting => "the connection is not open yet",
+            SendError::NoPush => {
+                "subscriptions need a transport that carries notifications (WebSocket, TCP, \
+                 IPC, stdio), not plain HTTP"
+            }
+        })
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for SendError {}
+
+/// [`Connection::respond`](crate::connection::Connection::respond) was given a handle with nothing to answer: already answered,
+/// dropped by a close, or from another endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnknownRequest;
+
+impl fmt::Display for UnknownRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("no request in flight with this handle")
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for UnknownRequest {}
+
+/// [`Connection::handle_message`](crate::connection::Connection::handle_message) refused a message because events or output are backed
+/// up: drain [`Connection::poll_event`](crate::connection::Connection::poll_event) and [`Connection::poll_transmit`](crate::connection::Connection::poll_transmit), then hand it in again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backpressure;
+
+impl fmt::Display for Backpressure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("events or output backed up; drain them first")
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for Backpressure {}
+
+/// [`Connection::handle_input`](crate::connection::Connection::handle_input) was called on an endpoint configured for a message transport
+/// (`framing: None`): a wiring mistake of the caller's. Nothing was taken; hand whole
+/// messages to [`Connection::handle_message`](crate::connection::Connection::handle_message) instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotAByteStream;
+
+impl fmt::Display for NotAByteStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("handle_input on an endpoint without framing; use handle_message")
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for NotAByteStream {}

@@ -639,6 +639,28 @@ pub(crate) fn needs_no_escape(s: &str) -> bool {
     s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\')
 }
 
+/// Appends `value` as JSON, with no `Value` between. With `std`, serde_json writes straight
+/// into the buffer; without it serde_json offers only `to_vec`, one allocation per value.
+pub(crate) fn write_json<T: serde::Serialize + ?Sized>(
+    out: &mut alloc::vec::Vec<u8>,
+    value: &T,
+) -> Result<(), serde_json::Error> {
+    #[cfg(feature = "std")]
+    {
+        let start = out.len();
+        let result = value.serialize(&mut serde_json::Serializer::new(&mut *out));
+        if result.is_err() {
+            out.truncate(start);
+        }
+        result
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        out.extend_from_slice(&serde_json::to_vec(value)?);
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

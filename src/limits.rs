@@ -49,6 +49,16 @@ pub struct Limits {
     /// is `null` is a notification; a 1.0 response may carry both `result` and `error` as
     /// long as one of them is `null`. Answers to 1.0 requests are written in 1.0 form.
     pub accept_v1: bool,
+    /// Read `"params": null` on a request or notification as no `params` at all (default
+    /// `false`: JSON-RPC 2.0 allows only an array or an object, and strict peers are
+    /// answered `-32600`).
+    ///
+    /// Always on under [`Profile::Lsp`](crate::Profile::Lsp), whatever is set here: editors
+    /// (Zed, Emacs's eglot, IntelliJ's LSP4IJ, Atom) send `"params": null` on `shutdown`,
+    /// `exit` and other parameterless messages, and the LSP ecosystem reads it as absent.
+    /// A method that needs params then gets none, and its handler answers as it does for
+    /// absent params (`-32602` Invalid params, typically).
+    pub null_params_as_absent: bool,
 }
 
 impl Limits {
@@ -64,6 +74,7 @@ impl Limits {
         max_id_len: 256,
         batch_too_large_as_invalid_request: false,
         accept_v1: false,
+        null_params_as_absent: false,
     };
 }
 

@@ -24,7 +24,7 @@ use core::fmt;
 use serde::de::{self, DeserializeOwned, Visitor};
 use serde::Serialize;
 
-use crate::endpoint::EndReason;
+use crate::error::EndReason;
 use crate::error::{code, ErrorObject};
 use crate::raw::RawValue;
 
@@ -61,7 +61,7 @@ pub enum CallError {
     Ended(EndReason),
     /// The call was refused locally before it went out (params that do not serialize, too
     /// many requests pending, the connection already closed).
-    Send(crate::endpoint::SendError),
+    Send(crate::error::SendError),
     /// A client interceptor refused the call before it went out (a client-side rate
     /// limit, for one); see [`crate::ext::interceptors`].
     Intercepted(ErrorObject<'static>),
@@ -77,8 +77,7 @@ impl CallError {
     pub fn is_closed(&self) -> bool {
         matches!(
             self,
-            CallError::Ended(EndReason::Closed)
-                | CallError::Send(crate::endpoint::SendError::Closed)
+            CallError::Ended(EndReason::Closed) | CallError::Send(crate::error::SendError::Closed)
         )
     }
 
@@ -132,8 +131,9 @@ pub fn decode_result<M: Method<Result: serde::de::DeserializeOwned>>(
 }
 
 /// Decodes params into `T` exactly as the [`Router`](crate::router::Router) does for typed
-/// handlers: by name from an object, by position from an array (missing trailing positions
-/// read as `null`), absent params as if every position were missing. For handlers that run
+/// handlers: by name from an object, by position from an array (a struct's missing trailing
+/// positions as if left out by name: an `Option` reads as `None`, a required one is named in
+/// the error; a tuple's read as `null`), absent params as if every position were missing. For handlers that run
 /// outside the router (an async adapter's); build it once per method, decode per call.
 ///
 /// ```
@@ -191,27 +191,7 @@ impl<T> fmt::Debug for ParamsDecoder<T> {
     }
 }
 
-/// Appends `value` as JSON, with no `Value` between. With `std`, serde_json writes straight
-/// into the buffer; without it serde_json offers only `to_vec`, one allocation per value.
-pub(crate) fn write_json<T: Serialize + ?Sized>(
-    out: &mut Vec<u8>,
-    value: &T,
-) -> Result<(), serde_json::Error> {
-    #[cfg(feature = "std")]
-    {
-        let start = out.len();
-        let result = value.serialize(&mut serde_json::Serializer::new(&mut *out));
-        if result.is_err() {
-            out.truncate(start);
-        }
-        result
-    }
-    #[cfg(not(feature = "std"))]
-    {
-        out.extend_from_slice(&serde_json::to_vec(value)?);
-        Ok(())
-    }
-}
+pub(crate) use crate::json::write_json;
 
 /// Serializes typed params into `buf` (cleared first) and returns them as they go on the
 /// wire: `None` for `()` or `None` (serialized as `null`: no params member at all), the
@@ -220,8 +200,8 @@ pub(crate) fn write_json<T: Serialize + ?Sized>(
 pub fn encode_params<'b, P: Serialize + ?Sized>(
     params: &P,
     buf: &'b mut Vec<u8>,
-) -> Result<Option<&'b RawValue>, crate::endpoint::SendError> {
-    use crate::endpoint::SendError;
+) -> Result<Option<&'b RawValue>, crate::error::SendError> {
+    use crate::error::SendError;
     buf.clear();
     write_json(buf, params).map_err(|_| SendError::InvalidParams)?;
     // serde_json wrote it, so it is one valid JSON value.
@@ -237,7 +217,7 @@ pub fn encode_params<'b, P: Serialize + ?Sized>(
 /// params to an endpoint on another thread or task (the adapters' clients).
 pub fn encode_params_owned<P: Serialize + ?Sized>(
     params: &P,
-) -> Result<Option<alloc::boxed::Box<RawValue>>, crate::endpoint::SendError> {
+) -> Result<Option<alloc::boxed::Box<RawValue>>, crate::error::SendError> {
     let mut buf = Vec::new();
     Ok(encode_params(params, &mut buf)?.map(alloc::borrow::ToOwned::to_owned))
 }
@@ -325,7 +305,8 @@ impl<'de> de::Deserializer<'de> for Sniffer<'_> {
 }
 
 /// Decodes params into `T`: by name from an object, by position from an array (missing
-/// trailing positions read as `null`, so `Option` fields may be left out), and absent params
+/// trailing positions of a struct as if left out by name, so `Option` fields may be left out
+/// and a required one is named in the error; a tuple's read as `null`), and absent params
 /// as if every position were missing. Errors are `-32602` with a message meant for the
 /// caller: what was expected, never where in our code.
 pub(crate) fn decode_params<T: DeserializeOwned>(
@@ -354,6 +335,9 @@ pub(crate) fn decode_params<T: DeserializeOwned>(
             padded = without_member(text, "_meta");
             padded.as_str()
         }
+        // A struct's params left out: decoded by name, so a required one is named ("missing
+        // field `to`") and the `Option` ones read as `None`.
+        (None, Some(_)) if shape.names.is_some() => "{}",
         (None, Some(n)) => {
             padded = pad("[]", n);
             padded.as_str()
@@ -367,6 +351,12 @@ pub(crate) fn decode_params<T: DeserializeOwned>(
                 Err(e) => e,
             };
             match array_len(text) {
+                // A struct's: its trailing params by name (see above).
+                Some(len) if len < n && shape.names.is_some() => {
+                    let names = shape.names.unwrap_or_default();
+                    padded = by_names(text, names).unwrap_or_else(|| pad(text, n - len));
+                    padded.as_str()
+                }
                 Some(len) if len < n => {
                     padded = pad(text, n - len);
                     padded.as_str()
@@ -444,6 +434,36 @@ fn pad(array: &str, missing: usize) -> String {
     }
     out.push(']');
     out
+}
+
+/// The array `text` (already validated, at most as long as `names`) as an object: its
+/// elements under the first of `names`, in order. A struct's params given short by position
+/// then decode as by name: a required one left out is named by the decoder ("missing field
+/// `to`"), an `Option` one reads as `None`.
+fn by_names(text: &str, names: &[&str]) -> Option<String> {
+    let mut s = crate::json::Scanner::new(text.as_bytes());
+    s.expect(b'[').ok()?;
+    let mut out = alloc::vec::Vec::with_capacity(text.len() + 16 * names.len());
+    out.push(b'{');
+    if s.peek_ws()? != b']' {
+        for (i, name) in names.iter().enumerate() {
+            s.peek_ws()?;
+            let start = s.pos;
+            s.value(1, crate::Limits::MAX_DEPTH_CAP).ok()?;
+            if i > 0 {
+                out.push(b',');
+            }
+            crate::json::write_str(&mut out, name);
+            out.push(b':');
+            out.extend_from_slice(&text.as_bytes()[start..s.pos]);
+            match s.peek_ws()? {
+                b',' => s.pos += 1,
+                _ => break,
+            }
+        }
+    }
+    out.push(b'}');
+    String::from_utf8(out).ok()
 }
 
 /// Number of elements of a JSON array text (already validated).

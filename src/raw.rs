@@ -77,7 +77,7 @@ impl RawValue {
         #[cfg(not(feature = "std"))]
         let text = {
             let mut out = alloc::vec::Vec::with_capacity(128);
-            crate::method::write_json(&mut out, value)?;
+            crate::json::write_json(&mut out, value)?;
             // serde_json writes UTF-8; a failure here would be serde_json's bug.
             alloc::string::String::from_utf8(out).map_err(serde::ser::Error::custom)?
         };
@@ -92,7 +92,7 @@ impl RawValue {
         scratch: &mut alloc::vec::Vec<u8>,
     ) -> Result<Box<RawValue>, serde_json::Error> {
         scratch.clear();
-        crate::method::write_json(scratch, value)?;
+        crate::json::write_json(scratch, value)?;
         // SAFETY: serde_json's serializer writes only UTF-8: strings and keys as they are
         // (escaped), everything else ASCII; its own `to_string` relies on the same.
         let text = unsafe { core::str::from_utf8_unchecked(scratch) };

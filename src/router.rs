@@ -262,7 +262,7 @@ impl fmt::Debug for Next<'_> {
 }
 
 /// The `rpc.` notifications a peer's extensions send (pub/sub deliveries,
-/// [`crate::ext::pubsub`]): the only `rpc.` names an application registers handlers for
+/// `sansrpc-pubsub`): the only `rpc.` names an application registers handlers for
 /// ([`Router::raw_notification`], [`Router::notification`]), on the subscribing side.
 pub const PEER_NOTIFICATIONS: [&str; 2] = ["rpc.notification", "rpc.notification.persistent"];
 

@@ -309,3 +309,72 @@ fn a_shutdown_handed_out_but_never_answered_is_not_a_clean_exit() {
     ));
     assert_eq!(conn.exit_code(), Some(1));
 }
+
+/// Zed, Emacs's eglot, LSP4IJ and Atom send `"params": null` on parameterless messages: the
+/// profile reads it as absent, so `initialized`, `shutdown` and `exit` work as without it
+/// and the exit is clean.
+#[test]
+fn null_params_on_initialized_shutdown_and_exit_are_read_as_absent_and_exit_is_0() {
+    let mut conn = lsp();
+    let now = Instant::ZERO;
+    assert_eq!(feed(&mut conn, INITIALIZE, now), ["initialize"]);
+    sent(&mut conn);
+    let initialized = r#"{"jsonrpc":"2.0","method":"initialized","params":null}"#;
+    assert_eq!(feed(&mut conn, initialized, now), ["initialized"]);
+    let shutdown = r#"{"jsonrpc":"2.0","id":2,"method":"shutdown","params":null}"#;
+    conn.handle_input(&frame(shutdown), now).unwrap();
+    match conn.poll_event() {
+        Some(Event::Request { handle, request }) => {
+            assert_eq!(request.method, "shutdown");
+            assert!(request.params.is_none(), "null is absent");
+            conn.respond(handle, Ok(RawValue::from_json("null").unwrap()));
+        }
+        other => panic!("shutdown not handed out: {other:?}"),
+    }
+    assert_eq!(
+        sent(&mut conn),
+        "Content-Length: 38\r\n\r\n{\"jsonrpc\":\"2.0\",\"result\":null,\"id\":2}"
+    );
+    let exit = r#"{"jsonrpc":"2.0","method":"exit","params":null}"#;
+    assert_eq!(
+        feed(&mut conn, exit, now),
+        [format!("closed {:?}", CloseReason::Exit { code: 0 })]
+    );
+    assert_eq!(conn.exit_code(), Some(0));
+    assert_eq!(sent(&mut conn), "", "nothing refused");
+}
+
+/// Null params on a request whose method takes params reach it as absent too (its handler
+/// decides: lsp-types' params do not decode from nothing, `-32602`); with whitespace
+/// around the `null`, and in a batch, the same.
+#[test]
+fn null_params_on_any_request_reach_the_application_as_absent() {
+    let mut conn = lsp();
+    let now = Instant::ZERO;
+    feed(&mut conn, INITIALIZE, now);
+    sent(&mut conn);
+    let hover = r#"{"jsonrpc":"2.0","id":3,"method":"textDocument/hover","params": null }"#;
+    conn.handle_input(&frame(hover), now).unwrap();
+    match conn.poll_event() {
+        Some(Event::Request { request, .. }) => assert!(request.params.is_none()),
+        other => panic!("hover not handed out: {other:?}"),
+    }
+}
+
+/// Outside the profile, JSON-RPC 2.0 is kept: `"params": null` is an Invalid Request.
+#[test]
+fn null_params_are_refused_outside_the_lsp_profile() {
+    for profile in [Profile::JsonRpc, Profile::Mcp] {
+        let mut config = Config::for_profile(profile);
+        config.framing = Some(sansrpc::codec::Framing::ContentLength);
+        let mut conn = Connection::new(config, Instant::ZERO);
+        let shutdown = r#"{"jsonrpc":"2.0","id":2,"method":"shutdown","params":null}"#;
+        assert!(feed(&mut conn, shutdown, Instant::ZERO).is_empty());
+        assert!(
+            sent(&mut conn).contains(
+                r#"{"code":-32600,"message":"Invalid Request: params must be an array or an object"},"id":2}"#
+            ),
+            "{profile:?}"
+        );
+    }
+}

@@ -130,7 +130,10 @@ fn wrong_params_give_a_helpful_invalid_params() {
         ),
         (Some(r#"{"minuend": 1}"#), "missing field `subtrahend`"),
         (Some("[1, 2, 3]"), "expected at most 2 params, got 3"),
-        (None, "invalid type: null"),
+        // A required param left out is named, by position as by name.
+        (Some("[1]"), "missing field `subtrahend`"),
+        (Some("[]"), "missing field `minuend`"),
+        (None, "missing field `minuend`"),
     ] {
         let e = dispatch(&r, "subtract", params).unwrap_err();
         assert_eq!(e.code, -32602, "{params:?}");

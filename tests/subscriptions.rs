@@ -8,8 +8,8 @@ use sansrpc::connection::subscriptions::{
     ClientSubscriptions, IdStyle, LagPolicy, MethodSubscription, Notice, Popped, Pushed,
     SubscriptionQueue,
 };
-use sansrpc::connection::{Config, Connection, Event, SendError};
-use sansrpc::{Id, Instant, RawValue};
+use sansrpc::connection::{CloseReason, Config, Connection, Event, SendError};
+use sansrpc::{ErrorObject, Id, Instant, RawValue};
 
 const NOW: Instant = Instant::ZERO;
 
@@ -228,9 +228,101 @@ fn solana_numbers_and_custom_fields_reach_the_client() {
     assert_eq!(notices(&mut client, &mut routes).len(), 1);
 }
 
+/// Bytes a queue holds for `items` items of `len` bytes of JSON each.
+fn room_for(items: usize, len: usize) -> usize {
+    items * (len + sansrpc::connection::subscriptions::ITEM_OVERHEAD)
+}
+
+/// Every frame on `wire` that is a notification carries a `result`: the only shape
+/// Ethereum's clients read.
+fn every_notification_has_a_result(wire: &str) {
+    for body in bodies(wire) {
+        if body.contains(r#""method":"eth_subscription""#) {
+            assert!(
+                body.contains(r#","result":"#),
+                "a notification without a result: {body}"
+            );
+        }
+    }
+}
+
 #[test]
-fn a_queue_dropping_the_oldest_tells_the_subscriber_how_many_it_missed() {
-    let d = MethodSubscription::ethereum().with_capacity(3, 1 << 20);
+fn the_ethereum_declaration_closes_the_connection_of_a_subscriber_that_cannot_keep_up() {
+    let eth = MethodSubscription::ethereum();
+    assert_eq!(eth.lag, LagPolicy::Disconnect);
+    assert!(!eth.notices);
+    assert_eq!(eth.max_bytes, 1 << 20);
+    let d = eth.with_capacity(room_for(2, 1));
+    let mut queue = SubscriptionQueue::new(&d);
+    assert_eq!(queue.push(raw("0")), Pushed::Queued);
+    assert_eq!(queue.push(raw("1")), Pushed::Queued);
+    assert_eq!(queue.push(raw("2")), Pushed::Overflowed);
+    assert_eq!(queue.push(raw("3")), Pushed::Closed);
+    let (mut server, mut client, mut routes, sub) = subscribed(&d);
+    while let Some(popped) = queue.pop() {
+        server.send_popped(sub, &popped).unwrap();
+    }
+    // The connection closes after what it wrote, as go-ethereum closes a client whose
+    // queue overflowed: no notification of another shape.
+    let mut reasons = Vec::new();
+    while let Some(event) = server.poll_event() {
+        if let Event::Closed { reason } = event {
+            reasons.push(reason);
+        }
+    }
+    assert_eq!(reasons, [CloseReason::SubscriberLagged]);
+    assert_eq!(server.subscriptions(), 0);
+    let wire = send(&mut server, &mut client);
+    every_notification_has_a_result(&wire);
+    assert_eq!(
+        notices(&mut client, &mut routes),
+        [(7, Notice::Item(raw("0"))), (7, Notice::Item(raw("1")))]
+    );
+}
+
+#[test]
+fn without_notices_a_queue_drops_or_ends_silently_and_the_server_close_sends_no_error() {
+    for lag in [LagPolicy::DropOldest, LagPolicy::Close] {
+        let d = MethodSubscription::ethereum()
+            .with_capacity(room_for(2, 1))
+            .with_lag(lag);
+        let mut queue = SubscriptionQueue::new(&d);
+        for n in 0..4 {
+            queue.push(raw(&n.to_string()));
+        }
+        let (mut server, mut client, mut routes, sub) = subscribed(&d);
+        while let Some(popped) = queue.pop() {
+            server.send_popped(sub, &popped).unwrap();
+        }
+        let wire = send(&mut server, &mut client);
+        every_notification_has_a_result(&wire);
+        let items: Vec<_> = notices(&mut client, &mut routes)
+            .into_iter()
+            .map(|(_, n)| n)
+            .collect();
+        match lag {
+            LagPolicy::DropOldest => {
+                assert_eq!(items, [Notice::Item(raw("2")), Notice::Item(raw("3"))]);
+                assert_eq!(server.subscriptions(), 1);
+                // The server's own close with an error: it just stops.
+                assert!(server.end_subscription(sub, Some(&ErrorObject::internal_error())));
+                assert_eq!(send(&mut server, &mut client), "");
+            }
+            _ => {
+                // Ended after what it held, as after eth_unsubscribe.
+                assert_eq!(items, [Notice::Item(raw("0")), Notice::Item(raw("1"))]);
+                assert_eq!(server.subscriptions(), 0);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_queue_dropping_the_oldest_with_notices_tells_the_subscriber_how_many_it_missed() {
+    let d = MethodSubscription::ethereum()
+        .with_capacity(room_for(3, 1))
+        .with_lag(LagPolicy::DropOldest)
+        .with_notices(true);
     let mut queue = SubscriptionQueue::new(&d);
     for n in 0..3 {
         assert_eq!(queue.push(raw(&n.to_string())), Pushed::Queued);
@@ -257,10 +349,12 @@ fn a_queue_dropping_the_oldest_tells_the_subscriber_how_many_it_missed() {
 }
 
 #[test]
-fn a_queue_that_closes_on_lag_ends_the_subscription_with_an_error_after_what_it_held() {
+fn a_queue_that_closes_on_lag_with_notices_ends_the_subscription_with_an_error_after_what_it_held()
+{
     let d = MethodSubscription::ethereum()
-        .with_capacity(2, 1 << 20)
-        .with_lag(LagPolicy::Close);
+        .with_capacity(room_for(2, 1))
+        .with_lag(LagPolicy::Close)
+        .with_notices(true);
     let mut queue = SubscriptionQueue::new(&d);
     assert_eq!(queue.push(raw("0")), Pushed::Queued);
     assert_eq!(queue.push(raw("1")), Pushed::Queued);
@@ -288,20 +382,33 @@ fn a_queue_that_closes_on_lag_ends_the_subscription_with_an_error_after_what_it_
 
 #[test]
 fn a_queue_is_bounded_by_bytes_and_keeps_one_item_larger_than_the_bound() {
-    let d = MethodSubscription::ethereum().with_capacity(100, 10);
+    let overhead = sansrpc::connection::subscriptions::ITEM_OVERHEAD;
+    let d = MethodSubscription::ethereum()
+        // "12345678" and "12" side by side, not "1234".
+        .with_capacity(2 * overhead + 10 + 5)
+        .with_lag(LagPolicy::DropOldest)
+        .with_notices(true);
     let mut queue = SubscriptionQueue::new(&d);
     assert_eq!(queue.push(raw("\"12345678\"")), Pushed::Queued);
+    assert!(queue.has_room(4));
+    assert!(!queue.has_room(80));
     assert_eq!(queue.push(raw("\"1234\"")), Pushed::Lagged { dropped: 1 });
-    assert_eq!(queue.bytes(), 6);
+    assert_eq!(queue.bytes(), 6 + overhead);
     assert_eq!(
-        queue.push(raw(&format!("\"{}\"", "x".repeat(50)))),
+        queue.push(raw(&format!("\"{}\"", "x".repeat(200)))),
         Pushed::Lagged { dropped: 2 }
     );
-    assert_eq!((queue.len(), queue.bytes()), (1, 52));
+    assert_eq!((queue.len(), queue.bytes()), (1, 202 + overhead));
     queue.close();
     assert_eq!((queue.len(), queue.bytes()), (0, 0));
     assert_eq!(queue.push(raw("1")), Pushed::Closed);
     assert_eq!(queue.pop(), None);
+    // A thousand small items (a block's logs) fit the default bound.
+    let mut queue = SubscriptionQueue::new(&MethodSubscription::ethereum());
+    let log = raw(&format!("\"{}\"", "l".repeat(600)));
+    for _ in 0..1000 {
+        assert_eq!(queue.push(log.clone()), Pushed::Queued);
+    }
 }
 
 #[test]
@@ -358,11 +465,13 @@ proptest! {
     /// notice.
     #[test]
     fn a_queue_holds_its_bounds_and_accounts_for_every_item(
-        capacity in 1usize..8,
-        max_bytes in 1usize..40,
+        max_bytes in 1usize..400,
         ops in prop::collection::vec(prop::option::of(1usize..12), 0..200),
     ) {
-        let d = MethodSubscription::ethereum().with_capacity(capacity, max_bytes);
+        let d = MethodSubscription::ethereum()
+            .with_capacity(max_bytes)
+            .with_lag(LagPolicy::DropOldest)
+            .with_notices(true);
         let mut queue = SubscriptionQueue::new(&d);
         let (mut pushed, mut handed, mut lagged) = (0u64, 0u64, 0u64);
         let mut last = None;
@@ -385,7 +494,6 @@ proptest! {
                     None => {}
                 },
             }
-            prop_assert!(queue.len() <= capacity);
             prop_assert!(queue.len() <= 1 || queue.bytes() <= max_bytes);
         }
         while let Some(popped) = queue.pop() {
@@ -458,7 +566,7 @@ fn the_router_and_the_shared_machinery_serve_a_subscription_to_an_inbox() {
         woken.fetch_add(1, Ordering::Relaxed);
     }));
     let mut subscribed = Subscribed::new();
-    let inbox = Inbox::new(eth.capacity);
+    let inbox = Inbox::new(eth.max_bytes);
     let params = raw(r#"["newHeads"]"#);
     subscribed
         .subscribe(

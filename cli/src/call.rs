@@ -390,13 +390,17 @@ impl Tokio {
                     .map_err(|e| format!("cannot connect to {url}: {e}"))?
             }
             Kind::Http(url) => {
-                // Spawns the connection's driver on this runtime; nothing connects yet.
-                let _entered = runtime.enter();
-                match tls {
-                    Some(tls) => http::connect_tls(url, builder, tls),
-                    None => http::connect(url, builder),
-                }
-                .map_err(|e| format!("not an HTTP URL: {e}"))?
+                // Connects (and spawns the connection's driver) on this runtime, as above.
+                let connect = async {
+                    match tls {
+                        Some(tls) => http::connect_tls(url, builder, tls).await,
+                        None => http::connect(url, builder).await,
+                    }
+                };
+                runtime
+                    .block_on(async { tokio::time::timeout(timeout, connect).await })
+                    .map_err(|_| format!("cannot connect to {url}: timed out"))?
+                    .map_err(|e| format!("cannot connect to {url}: {e}"))?
             }
             _ => unreachable!("served by the blocking adapter"),
         };

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use sansrpc::ext::pubsub::HubConfig;
-use sansrpc::ext::store::{self, MemoryStore, Retention, RetentionPolicy};
 use sansrpc::router::{MethodDoc, Router};
 use sansrpc::{ErrorObject, RawValue};
+use sansrpc_pubsub::hub::HubConfig;
+use sansrpc_pubsub::store::{self, MemoryStore, Retention, RetentionPolicy};
 use sansrpc_pubsub::PubSub;
 use sansrpc_store_nats::{NatsBus, NatsStore};
 use sansrpc_store_redb::RedbStore;
@@ -154,7 +154,7 @@ impl PubSubArgs {
                 );
             (store::boxed(store), None)
         };
-        let reporter = Box::new(|r: &sansrpc::ext::pubsub::Report| tracing::warn!("{r}"));
+        let reporter = Box::new(|r: &sansrpc_pubsub::hub::Report| tracing::warn!("{r}"));
         let pubsub = Arc::new(PubSub::with_reporter(store, config, reporter));
         if let Some((bus, events)) = bus {
             let forward = Box::new(move |topic: &str, data: &RawValue| {
@@ -189,7 +189,7 @@ fn publish(
 /// The `publish` answer once the store has the message.
 fn published(
     delivered: usize,
-    appended: Result<Option<u64>, sansrpc::ext::pubsub::PublishError>,
+    appended: Result<Option<u64>, sansrpc_pubsub::hub::PublishError>,
 ) -> String {
     let sequence = match appended {
         Ok(Some(s)) => s.to_string(),
@@ -218,8 +218,7 @@ pub fn register(router: &mut Router, hub: &Hub, persistent_connections: bool) {
     registered.expect("publish registers once");
     let _ = router.document("publish", MethodDoc::summary(PUBLISH_DOC));
     if !persistent_connections {
-        sansrpc::ext::pubsub::refuse_subscriptions(router)
-            .expect("the pub/sub names register once");
+        sansrpc_pubsub::hub::refuse_subscriptions(router).expect("the pub/sub names register once");
     }
 }
 
@@ -246,7 +245,7 @@ pub fn register_async(
         .sync()
         .document("publish", MethodDoc::summary(PUBLISH_DOC));
     if !persistent_connections {
-        sansrpc::ext::pubsub::refuse_subscriptions(router.sync())
+        sansrpc_pubsub::hub::refuse_subscriptions(router.sync())
             .expect("the pub/sub names register once");
     }
 }

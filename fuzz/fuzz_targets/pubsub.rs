@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use sansrpc::ext::pubsub::{Handled, Hub, HubConfig, SessionId, METHODS};
-use sansrpc::ext::store::{MemoryStore, RetentionPolicy};
-use sansrpc::ext::topic::{matches, validate_topic};
+use sansrpc_pubsub::hub::{Handled, Hub, HubConfig, SessionId, METHODS};
+use sansrpc_pubsub::store::{MemoryStore, RetentionPolicy};
+use sansrpc_pubsub::topic::{matches, validate_topic};
 use sansrpc::{Instant, RawValue};
 
 #[derive(Arbitrary, Debug)]

@@ -14,7 +14,12 @@ sansrpc-oauth's end-to-end test (oauth/tests/python_as.rs):
   it answers what the token was issued for;
 - /stats: how many registrations, authorizations, code exchanges and refreshes were made.
 
-    python3 oauth_server.py PORT --tls CERT KEY [--access-ttl SECONDS]
+With --jwt-secret the access tokens are JWTs (HS256, PyJWT) naming the issuer (`iss`), the
+client (`sub`, `client_id`), the resource they were asked for (`aud`, RFC 8707), the scope
+and the expiry: what a resource server elsewhere (the sansrpc MCP server of
+mcp/tests/mcp_oauth.rs) checks with the shared secret, without asking this server.
+
+    python3 oauth_server.py PORT --tls CERT KEY [--access-ttl SECONDS] [--jwt-secret SECRET]
 
 PORT 0 picks a free port; the server prints `listening on PORT` once it accepts connections.
 """
@@ -25,6 +30,7 @@ import sys
 import time
 
 import anyio
+import jwt
 import uvicorn
 from pydantic import AnyHttpUrl, ConfigDict, TypeAdapter
 from starlette.applications import Starlette
@@ -55,6 +61,7 @@ options = argparse.ArgumentParser()
 options.add_argument("port", type=int)
 options.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"), required=True)
 options.add_argument("--access-ttl", type=int, default=3600)
+options.add_argument("--jwt-secret", help="issue access tokens as HS256 JWTs signed with this secret")
 args = options.parse_args()
 
 # URLs without a trailing slash on an empty path: the issuer is compared as a string.
@@ -99,13 +106,28 @@ class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken,
         return self.codes.get(authorization_code)
 
     def _issue(self, client_id: str, scopes: list[str], resource: str | None) -> OAuthToken:
-        access = secrets.token_urlsafe(32)
+        expires_at = int(time.time()) + self.access_ttl
+        if args.jwt_secret:
+            claims = {
+                "iss": self.issuer,
+                "sub": client_id,
+                "client_id": client_id,
+                "scope": " ".join(scopes),
+                "iat": int(time.time()),
+                "exp": expires_at,
+                "jti": secrets.token_urlsafe(16),
+            }
+            if resource:
+                claims["aud"] = resource
+            access = jwt.encode(claims, args.jwt_secret, algorithm="HS256")
+        else:
+            access = secrets.token_urlsafe(32)
         refresh = secrets.token_urlsafe(32)
         self.access[access] = AccessToken(
             token=access,
             client_id=client_id,
             scopes=scopes,
-            expires_at=int(time.time()) + self.access_ttl,
+            expires_at=expires_at,
             resource=resource,
         )
         self.refresh[refresh] = RefreshToken(token=refresh, client_id=client_id, scopes=scopes, resource=resource)

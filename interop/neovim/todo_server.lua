@@ -181,6 +181,12 @@ local function main()
   wait_for("the diagnostics of version " .. version, function()
     return published[#published] == version
   end)
+  -- The server debounces its analysis: a version superseded within it publishes nothing,
+  -- and no version publishes after a newer one did.
+  for i = 2, #published do
+    check(published[i - 1] < published[i], "diagnostics of version %s after version %s",
+      tostring(published[i]), tostring(published[i - 1]))
+  end
   local expected = {}
   for row, text in ipairs(final) do
     local from = 1

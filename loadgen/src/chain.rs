@@ -12,6 +12,15 @@ pub const BLOCK_BYTES: usize = 1024;
 /// A new block every 100 ms: 10 blocks a second.
 pub const BLOCK_TIME: Duration = Duration::from_millis(100);
 
+/// The block time a server runs with: `LOADGEN_BLOCK_MS` when the load generator sets it
+/// (it does for 10,000 subscribers, so that its one client keeps up), else [`BLOCK_TIME`].
+pub fn block_time() -> Duration {
+    std::env::var("LOADGEN_BLOCK_MS")
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+        .map_or(BLOCK_TIME, Duration::from_millis)
+}
+
 /// A block header as Ethereum's `newHeads` sends it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -1,6 +1,8 @@
 //! Method subscriptions in the Ethereum shape: many WebSocket subscribers to `newHeads` on
 //! one node process, sansrpc (`heads-sansrpc-server`) against jsonrpsee
-//! (`heads-jsonrpsee-server`), both making a 1 KiB block every 100 ms (`chain.rs`).
+//! (`heads-jsonrpsee-server`), both making a 1 KiB block every 100 ms (`chain.rs`); and the
+//! same blocks through sansrpc's topic pub/sub (`heads-pubsub-server`: `rpc.subscribe` to
+//! the topic `newHeads`, `rpc.notification` carrying each header as its `data`).
 //!
 //! Each subscriber opens its own connection, sends `eth_subscribe(["newHeads"])`, keeps the
 //! id it is answered, and reads: every notification must be an `eth_subscription` carrying
@@ -115,11 +117,60 @@ struct Notification<'a> {
 #[derive(Deserialize)]
 struct NotificationParams<'a> {
     #[serde(borrow)]
-    subscription: &'a RawValue,
+    subscription: Option<&'a RawValue>,
     #[serde(borrow)]
     result: Option<&'a RawValue>,
     /// sansrpc's notice that the server dropped items for this subscriber.
     lagged: Option<u64>,
+    /// Topic pub/sub: the topic, and the item.
+    #[serde(borrow)]
+    topic: Option<&'a str>,
+    #[serde(borrow)]
+    data: Option<&'a RawValue>,
+}
+
+/// How a subscriber subscribes, and how its notifications look.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// `eth_subscribe(["newHeads"])`, `eth_subscription` notifications with `{subscription,
+    /// result}`, `eth_unsubscribe([id])` answered `true`.
+    Ethereum,
+    /// `rpc.subscribe({topic: "newHeads"})`, `rpc.notification` with `{topic, data}`,
+    /// `rpc.unsubscribe({topic})` answered `{"unsubscribed": true}`.
+    Topic,
+}
+
+impl Protocol {
+    fn subscribe(self) -> &'static str {
+        match self {
+            Protocol::Ethereum => {
+                r#"{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["newHeads"]}"#
+            }
+            Protocol::Topic => {
+                r#"{"jsonrpc":"2.0","id":1,"method":"rpc.subscribe","params":{"topic":"newHeads"}}"#
+            }
+        }
+    }
+
+    fn unsubscribe(self, id: &str) -> String {
+        match self {
+            Protocol::Ethereum => format!(
+                r#"{{"jsonrpc":"2.0","id":2,"method":"eth_unsubscribe","params":[{id}]}}"#
+            ),
+            Protocol::Topic => {
+                r#"{"jsonrpc":"2.0","id":2,"method":"rpc.unsubscribe","params":{"topic":"newHeads"}}"#
+                    .to_owned()
+            }
+        }
+    }
+
+    /// The answer to the unsubscribe, spaces left out.
+    fn unsubscribed(self) -> &'static str {
+        match self {
+            Protocol::Ethereum => "true",
+            Protocol::Topic => r#"{"unsubscribed":true}"#,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -133,29 +184,31 @@ struct Answer<'a> {
 /// One subscriber: its connection, its subscription id (as JSON), the last block it got.
 struct Subscriber {
     ws: Ws,
+    protocol: Protocol,
     id: String,
     last: Option<u64>,
 }
 
 impl Subscriber {
     /// Connects and subscribes to `newHeads`.
-    async fn open(addr: SocketAddr) -> Result<Subscriber, String> {
+    async fn open(addr: SocketAddr, protocol: Protocol) -> Result<Subscriber, String> {
         let stream = connect(addr).await?;
         let (mut ws, _) = tokio_tungstenite::client_async(format!("ws://{addr}/"), stream)
             .await
             .map_err(io)?;
-        let subscribe =
-            r#"{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["newHeads"]}"#;
-        ws.send(Message::text(subscribe)).await.map_err(io)?;
+        ws.send(Message::text(protocol.subscribe()))
+            .await
+            .map_err(io)?;
         let text = next_text(&mut ws).await?;
         let answer: Answer = serde_json::from_str(&text).map_err(io)?;
         match (answer.jsonrpc, answer.id, answer.result) {
             ("2.0", Some(1), Some(id)) => Ok(Subscriber {
                 id: id.get().to_owned(),
                 ws,
+                protocol,
                 last: None,
             }),
-            _ => Err(format!("eth_subscribe answered {text}")),
+            _ => Err(format!("the subscribe was answered {text}")),
         }
     }
 
@@ -165,13 +218,21 @@ impl Subscriber {
             return shared.error(&format!("not a notification: {text:.200}"));
         };
         let params = n.params;
-        if n.jsonrpc != "2.0"
-            || n.method != "eth_subscription"
-            || params.subscription.get() != self.id
-        {
+        let (ours, item) = match self.protocol {
+            Protocol::Ethereum => (
+                n.method == "eth_subscription"
+                    && params.subscription.map(RawValue::get) == Some(&*self.id),
+                params.result,
+            ),
+            Protocol::Topic => (
+                n.method == "rpc.notification" && params.topic == Some("newHeads"),
+                params.data,
+            ),
+        };
+        if n.jsonrpc != "2.0" || !ours {
             return shared.error(&format!("not this subscription's: {text:.200}"));
         }
-        let Some(result) = params.result else {
+        let Some(result) = item else {
             if params.lagged.is_none() {
                 shared.error(&format!("a notification without a result: {text:.200}"));
             }
@@ -224,18 +285,17 @@ impl Subscriber {
                 }
             }
         }
-        let unsubscribe = format!(
-            r#"{{"jsonrpc":"2.0","id":2,"method":"eth_unsubscribe","params":[{}]}}"#,
-            self.id
-        );
+        let unsubscribe = self.protocol.unsubscribe(&self.id);
         self.ws.send(Message::text(unsubscribe)).await.map_err(io)?;
+        let unsubscribed = self.protocol.unsubscribed();
         let answered = async {
             loop {
                 let text = next_text(&mut self.ws).await?;
                 if let Ok(answer) = serde_json::from_str::<Answer>(&text) {
                     if answer.id.is_some() {
                         let right = answer.id == Some(2)
-                            && answer.result.map(RawValue::get) == Some("true");
+                            && answer.result.map(|r| r.get().replace(' ', ""))
+                                == Some(unsubscribed.to_owned());
                         return Ok::<_, String>((right, text));
                     }
                 }
@@ -244,9 +304,9 @@ impl Subscriber {
         };
         match tokio::time::timeout(Duration::from_secs(5), answered).await {
             Ok(Ok((true, _))) => {}
-            Ok(Ok((false, text))) => shared.error(&format!("eth_unsubscribe answered {text}")),
+            Ok(Ok((false, text))) => shared.error(&format!("the unsubscribe was answered {text}")),
             Ok(Err(e)) => return Err(e),
-            Err(_) => return Err("no answer to eth_unsubscribe within 5 s".into()),
+            Err(_) => return Err("no answer to the unsubscribe within 5 s".into()),
         }
         let _ = self.ws.close(None).await;
         Ok(())
@@ -306,10 +366,12 @@ fn stat_time(pid: u32) -> Result<Duration, String> {
 
 /// Runs the workload against the server `pid` at `addr`: `subscribers` subscriptions,
 /// `warmup`, then the measured `window`.
+#[allow(clippy::too_many_arguments)]
 pub async fn run(
     addr: SocketAddr,
     pid: u32,
     rss: impl Fn() -> Result<u64, String>,
+    protocol: Protocol,
     subscribers: usize,
     warmup: Duration,
     window: Duration,
@@ -318,7 +380,7 @@ pub async fn run(
     let mut subs = Vec::with_capacity(subscribers);
     let all: Vec<usize> = (0..subscribers).collect();
     for chunk in all.chunks(50) {
-        for sub in join_all(chunk.iter().map(|_| Subscriber::open(addr))).await {
+        for sub in join_all(chunk.iter().map(|_| Subscriber::open(addr, protocol))).await {
             subs.push(sub?);
         }
     }

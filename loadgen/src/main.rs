@@ -39,8 +39,11 @@
 //!   axum); hyper's HTTP/2
 //!   client. The standalone sansrpc servers speak HTTP/1.1 only. See `h2.rs`.
 //! - Method subscriptions, Ethereum's `newHeads` (`heads-sansrpc-server` against
-//!   `heads-jsonrpsee-server`, both single-threaded, a 1 KiB block every 100 ms): S
-//!   WebSocket subscribers (default 1,000), each on its own connection; over a measured
+//!   `heads-jsonrpsee-server`, both single-threaded, a 1 KiB block every 100 ms; beside
+//!   them the floor, `heads-floor-server`, and sansrpc's topic pub/sub fed by one
+//!   publisher, `heads-pubsub-server`): S WebSocket subscribers (a table for 1,000 and one
+//!   for 10,000, or `--subscribers S`; beyond 1,000 the block time grows with S, to 1 s
+//!   for 10,000, so that the one client keeps up), each on its own connection; over a measured
 //!   window (10 s, 3 s with `--quick`, after 1 s of warm-up) the notifications delivered per
 //!   second (counted by the subscribers, each one checked), the server's CPU time per
 //!   notification (`/proc/<pid>`), its RSS; blocks a subscriber missed are reported.
@@ -82,8 +85,8 @@ const DEPTH: usize = 64;
 struct Options {
     requests: u64,
     connections: usize,
-    /// Subscribers of the newHeads workload.
-    subscribers: usize,
+    /// Subscribers of the newHeads workload: a table for each count.
+    subscribers: Vec<usize>,
     runs: usize,
     quick: bool,
     /// Only the tables whose title contains this (`--only`), case-insensitive.
@@ -113,7 +116,7 @@ fn options() -> Options {
     Options {
         requests: requests.unwrap_or(if quick { 2_000 } else { 20_000 }),
         connections: connections.unwrap_or(if quick { 200 } else { 1_000 }) as usize,
-        subscribers: subscribers.unwrap_or(1_000),
+        subscribers: subscribers.map_or_else(|| vec![1_000, 10_000], |s| vec![s]),
         runs: if quick { 1 } else { 5 },
         quick,
         only,
@@ -522,21 +525,28 @@ async fn memory(opts: &Options, name: &str, transport: Transport) -> Cell {
 }
 
 /// The newHeads workload's servers: the name in the table, the binary (`floor`: one
-/// encoded frame written to every socket, see `heads_floor_server.rs`).
-const HEADS_SERVERS: [(&str, &str); 3] = [
-    ("floor", "heads-floor-server"),
-    ("sansrpc", "heads-sansrpc-server"),
-    ("jsonrpsee", "heads-jsonrpsee-server"),
+/// encoded frame written to every socket, see `heads_floor_server.rs`), how it is
+/// subscribed to.
+const HEADS_SERVERS: [(&str, &str, heads::Protocol); 4] = [
+    ("floor", "heads-floor-server", heads::Protocol::Ethereum),
+    ("sansrpc", "heads-sansrpc-server", heads::Protocol::Ethereum),
+    ("sansrpc pub/sub (topic)", "heads-pubsub-server", heads::Protocol::Topic),
+    ("jsonrpsee", "heads-jsonrpsee-server", heads::Protocol::Ethereum),
 ];
 
-/// Runs the newHeads workload: a fresh server process per run, the servers taking turns.
-/// Each server's runs (or why one failed), in the order of the turns.
-async fn new_heads(opts: &Options) -> Vec<Vec<Result<heads::Outcome, String>>> {
+/// Runs the newHeads workload with `subscribers`: a fresh server process per run, the
+/// servers taking turns. Each server's runs (or why one failed), in the order of the turns.
+async fn new_heads(
+    opts: &Options,
+    subscribers: usize,
+) -> Vec<Vec<Result<heads::Outcome, String>>> {
+    // The servers (started from here) read the block time from the environment.
+    std::env::set_var("LOADGEN_BLOCK_MS", heads_block_ms(subscribers).to_string());
     let window = Duration::from_secs(if opts.quick { 3 } else { 10 });
     let runs = if opts.quick { 1 } else { 3 };
     let mut rows: Vec<Vec<_>> = HEADS_SERVERS.iter().map(|_| Vec::new()).collect();
     for _ in 0..runs {
-        for ((_, bin), row) in HEADS_SERVERS.iter().zip(&mut rows) {
+        for ((_, bin, protocol), row) in HEADS_SERVERS.iter().zip(&mut rows) {
             let run = async {
                 let server = Server::start(bin, &[])?;
                 let pid = server.child.id();
@@ -544,18 +554,29 @@ async fn new_heads(opts: &Options) -> Vec<Vec<Result<heads::Outcome, String>>> {
                     server.addr,
                     pid,
                     || server.rss(),
-                    opts.subscribers,
+                    *protocol,
+                    subscribers,
                     Duration::from_secs(1),
                     window,
                 );
-                tokio::time::timeout(WORKLOAD_LIMIT, work)
+                // Opening 10,000 connections alone takes a while.
+                let limit = WORKLOAD_LIMIT * (1 + subscribers as u32 / 2_000);
+                tokio::time::timeout(limit, work)
                     .await
-                    .map_err(|_| format!("no end within {WORKLOAD_LIMIT:?}"))?
+                    .map_err(|_| format!("no end within {limit:?}"))?
             };
             row.push(run.await);
         }
     }
     rows
+}
+
+/// The newHeads block time for `subscribers`, in milliseconds: 100 ms up to 1,000
+/// subscribers (10,000 notifications a second), then longer, so that the load generator's
+/// one client, which checks every notification, keeps up (1 s for 10,000: as many
+/// notifications a second).
+fn heads_block_ms(subscribers: usize) -> u64 {
+    (subscribers as u64 / 10).max(100)
 }
 
 /// Prints the newHeads table; the errors (wrong notifications or answers, failed runs).
@@ -568,10 +589,10 @@ fn print_heads(title: &str, rows: &[Vec<Result<heads::Outcome, String>>]) -> u64
     println!("|---|---:|---:|---:|---:|---:|---:|---:|");
     let base = HEADS_SERVERS
         .iter()
-        .position(|(name, _)| *name == "jsonrpsee")
+        .position(|(name, ..)| *name == "jsonrpsee")
         .expect("jsonrpsee is a server");
     let mut errors = 0;
-    for ((name, _), runs) in HEADS_SERVERS.iter().zip(rows) {
+    for ((name, ..), runs) in HEADS_SERVERS.iter().zip(rows) {
         let failed = runs.iter().find_map(|r| r.as_ref().err());
         let mut ok: Vec<&heads::Outcome> = runs.iter().filter_map(|r| r.as_ref().ok()).collect();
         if let Some(why) = failed {
@@ -797,15 +818,17 @@ async fn main() {
         });
     }
 
-    let heads_title = format!(
-        "Method subscriptions: {} WebSocket subscribers to newHeads, a 1 KiB block every 100 ms",
-        opts.subscribers
-    );
-    let heads_rows = if opts.wants(&heads_title) {
-        Some(new_heads(&opts).await)
-    } else {
-        None
-    };
+    let mut heads_tables = Vec::new();
+    for &subscribers in &opts.subscribers {
+        let title = format!(
+            "Method subscriptions: {subscribers} WebSocket subscribers to newHeads, a 1 KiB block every {} ms",
+            heads_block_ms(subscribers)
+        );
+        if opts.wants(&title) {
+            let rows = new_heads(&opts, subscribers).await;
+            heads_tables.push((title, rows));
+        }
+    }
 
     let mut errors = 0;
     for table in &tables {
@@ -813,8 +836,8 @@ async fn main() {
         errors += table.errors();
     }
     errors += http.print();
-    if let Some(rows) = &heads_rows {
-        errors += print_heads(&heads_title, rows);
+    for (title, rows) in &heads_tables {
+        errors += print_heads(title, rows);
     }
     println!("\nload average at end: {}", loadavg());
     if errors > 0 {

@@ -18,9 +18,7 @@ use std::time::Duration;
 
 use sansrpc_lsp::lsp_types::request::{Request, WorkspaceConfiguration};
 use sansrpc_lsp::lsp_types::{ConfigurationItem, ConfigurationParams, MessageType};
-use sansrpc_lsp::server::{Context, LspError, ServerBuilder};
-use sansrpc_tokio::sansrpc::{Config, Profile};
-use sansrpc_tokio::{spawn, stdio, Builder};
+use sansrpc_lsp::server::{Context, LspError, Server, ServerBuilder};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -60,14 +58,10 @@ async fn greet(cx: Context, p: GreetParams) -> Result<String, LspError> {
     if let Some(progress) = &progress {
         progress.report(Some("thinking".into()), Some(50)).await;
     }
-    if p.wait_ms > 0 {
-        tokio::select! {
-            () = tokio::time::sleep(Duration::from_millis(p.wait_ms)) => {}
-            () = cx.cancelled() => {
-                eprintln!("greet: cancelled");
-                return Err(LspError::cancelled());
-            }
-        }
+    // Thinks for `wait_ms`, unless the editor cancels first.
+    if p.wait_ms > 0 && !cx.debounce(Duration::from_millis(p.wait_ms)).await {
+        eprintln!("greet: cancelled");
+        return Err(LspError::cancelled());
     }
     if let Some(progress) = progress {
         progress.end(None).await;
@@ -75,49 +69,37 @@ async fn greet(cx: Context, p: GreetParams) -> Result<String, LspError> {
     Ok(format!("{salutation}, {}!", p.name))
 }
 
-/// `--max-inflight N` (N >= 1), and `--stdio`.
-fn max_inflight() -> Result<Option<usize>, String> {
+/// `--max-inflight N` (N >= 1), and `--stdio`; on a bad argument, the usage of `name`, and
+/// exit status 2.
+pub fn max_inflight(name: &str) -> Option<usize> {
     let mut max = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let value = match arg.as_str() {
             "--stdio" => continue,
             "--max-inflight" => args.next(),
-            _ => match arg.strip_prefix("--max-inflight=") {
-                Some(v) => Some(v.to_owned()),
-                None => return Err(format!("unknown argument {arg:?}")),
-            },
+            _ => arg.strip_prefix("--max-inflight=").map(str::to_owned),
         };
-        let n = value
-            .and_then(|v| v.parse::<usize>().ok())
-            .filter(|&n| n > 0)
-            .ok_or("--max-inflight takes a number of requests, at least 1")?;
+        let Some(n) = value.and_then(|v| v.parse().ok()).filter(|&n| n > 0) else {
+            eprintln!("{name}: bad argument {arg:?}\nusage: {name} [--max-inflight N (>= 1)]");
+            std::process::exit(2)
+        };
         max = Some(n);
     }
-    Ok(max)
+    max
+}
+
+pub fn server() -> Server {
+    let builder = ServerBuilder::new("context", "1.0").keep_documents(false);
+    builder.request::<Greet, _, _>(greet).build()
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let max_inflight = max_inflight().unwrap_or_else(|e| {
-        eprintln!("context_server: {e}\nusage: context_server [--max-inflight N]");
-        std::process::exit(2)
-    });
-    let server = ServerBuilder::new("context", "1.0")
-        .keep_documents(false)
-        .request::<Greet, _, _>(greet)
-        .build();
-    let mut config = Config::for_profile(Profile::Lsp);
-    if let Some(n) = max_inflight {
-        config.max_inflight_incoming = n;
-    }
-    let builder = Builder::new().config(config);
-    let conn = spawn(builder.router(server.router()), stdio());
-    let ended = conn.driver.await?;
-    if let Err(e) = &ended {
-        eprintln!("context_server: {e}");
-    }
-    // The LSP lifecycle: 0 after `shutdown` was answered, 1 otherwise. Exiting rather than
-    // returning: tokio's stdin reads on a thread that a return would wait for.
-    std::process::exit(conn.client.exit_code().unwrap_or(i32::from(ended.is_err())))
+async fn main() {
+    let max = max_inflight("context_server");
+    // Stdio under the LSP profile; 0 after `shutdown` was answered, 1 otherwise.
+    let status = server()
+        .serve_stdio_with(|c| c.max_inflight_incoming = max.unwrap_or(c.max_inflight_incoming))
+        .await;
+    std::process::exit(status)
 }

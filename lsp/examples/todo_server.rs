@@ -1,15 +1,15 @@
 use std::time::Duration;
 
-use sansrpc_lsp::lsp_types::notification::{DidChangeTextDocument, DidOpenTextDocument};
+use sansrpc_lsp::document::TextDocument;
 use sansrpc_lsp::lsp_types::request::HoverRequest;
 use sansrpc_lsp::lsp_types::*;
-use sansrpc_lsp::server::{Context, LspError, ServerBuilder};
-use sansrpc_tokio::sansrpc::{Config, Profile};
-use sansrpc_tokio::{spawn, stdio, Builder};
+use sansrpc_lsp::server::{Context, LspError, Server, ServerBuilder};
 
-async fn analyse(cx: Context, uri: Uri) {
-    let Some(doc) = cx.document(&uri) else { return };
-    tokio::time::sleep(Duration::from_millis(20)).await;
+/// Each new version of a document, once typing pauses: one warning per `TODO`.
+async fn analyse(cx: Context, doc: TextDocument) {
+    if !cx.debounce(Duration::from_millis(50)).await {
+        return; // superseded: the newer version's analysis runs instead
+    }
     let text = doc.to_string();
     let todo = |(at, _)| Diagnostic {
         range: doc.range_of(at..at + 4),
@@ -19,39 +19,33 @@ async fn analyse(cx: Context, uri: Uri) {
         ..Diagnostic::default()
     };
     let diagnostics = text.match_indices("TODO").map(todo).collect();
+    let uri = doc.uri().clone();
     cx.publish_diagnostics(uri, diagnostics, Some(doc.version()))
         .await;
 }
 
 async fn hover(cx: Context, params: HoverParams) -> Result<Option<Hover>, LspError> {
     let at = params.text_document_position_params;
-    let Some(doc) = cx.document(&at.text_document.uri) else {
-        return Ok(None);
-    };
-    let Some(line) = doc.line(at.position.line) else {
-        return Ok(None);
-    };
-    let value = format!("version {}: {line}", doc.version());
-    let contents = HoverContents::Markup(MarkupContent {
-        kind: MarkupKind::PlainText,
-        value,
+    let line = cx.document(&at.text_document.uri).and_then(|doc| {
+        let line = doc.line(at.position.line)?;
+        Some(format!("version {}: {line}", doc.version()))
     });
-    Ok(Some(Hover {
-        contents,
+    Ok(line.map(|value| Hover {
+        contents: HoverContents::Markup(MarkupContent {
+            kind: MarkupKind::PlainText,
+            value,
+        }),
         range: None,
     }))
 }
 
+pub fn server() -> Server {
+    let builder = ServerBuilder::new("todo", "1.0").on_change(analyse);
+    builder.request::<HoverRequest, _, _>(hover).build()
+}
+
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let server = ServerBuilder::new("todo", "1.0")
-        .notification::<DidOpenTextDocument, _, _>(|cx, p| analyse(cx, p.text_document.uri))
-        .notification::<DidChangeTextDocument, _, _>(|cx, p| analyse(cx, p.text_document.uri))
-        .request::<HoverRequest, _, _>(hover)
-        .build();
-    let builder = Builder::new().config(Config::for_profile(Profile::Lsp));
-    let conn = spawn(builder.router(server.router()), stdio());
-    let ended = conn.driver.await?;
-    // The LSP lifecycle: 0 after `shutdown` was answered, 1 otherwise.
-    std::process::exit(conn.client.exit_code().unwrap_or(i32::from(ended.is_err())))
+async fn main() {
+    // Stdio under the LSP profile; 0 after `shutdown` was answered, 1 otherwise.
+    std::process::exit(server().serve_stdio().await)
 }

@@ -8,7 +8,9 @@
 //! [`Context`](server::Context) that reaches the editor, the capabilities follow from what
 //! is registered, and the documents are kept for it, in the negotiated position encoding.
 //! One definition runs on tokio, smol and async-std (`futures` feature, on by default) and
-//! on the blocking adapter's threads (`blocking` feature).
+//! on the blocking adapter's threads (`blocking` feature). `server.serve_stdio().await`
+//! (`tokio` feature) and `server.serve_stdio_blocking()` (`blocking`) serve it on stdio in
+//! one call, under the LSP profile, and return the exit status.
 //!
 //! `client` (the module of the `client` feature) is a typed language client: it starts a server as a
 //! child process on tokio, initializes it with given capabilities (VS Code's and

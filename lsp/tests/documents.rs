@@ -690,3 +690,52 @@ fn line_endings_across_the_ropes_pieces() {
         line.repeat(count)
     );
 }
+
+/// The lines of a text as a reader splits them, with no rope: at each LF, CRLF or lone CR;
+/// each line's byte offsets without its ending.
+fn model_lines(text: &str) -> Vec<(usize, usize)> {
+    let bytes = text.as_bytes();
+    let (mut lines, mut start, mut i) = (Vec::new(), 0, 0);
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\r' if bytes.get(i + 1) == Some(&b'\n') => {
+                lines.push((start, i));
+                i += 2;
+                start = i;
+            }
+            b'\r' | b'\n' => {
+                lines.push((start, i));
+                i += 1;
+                start = i;
+            }
+            _ => i += 1,
+        }
+    }
+    lines.push((start, bytes.len()));
+    lines
+}
+
+proptest::proptest! {
+    /// `lines()`, `line_offsets` and `line_start` agree with the model on texts of LF,
+    /// CRLF, lone CR, non-BMP characters, CJK and U+2028 (not a line break).
+    #[test]
+    fn lines_and_their_byte_offsets_agree_with_a_model(
+        pieces in proptest::collection::vec(
+            proptest::sample::select(vec!["a", "\n", "\r", "\r\n", "😀", "日本", "\u{2028}", " TODO"]),
+            0..40,
+        )
+    ) {
+        let text: String = pieces.concat();
+        let doc = doc(&text, Utf16);
+        let model = model_lines(&text);
+        let lines: Vec<_> = doc.lines().collect();
+        proptest::prop_assert_eq!(lines.len(), model.len());
+        for (line, &(start, end)) in lines.iter().zip(&model) {
+            proptest::prop_assert_eq!(line.offsets.clone(), start..end);
+            proptest::prop_assert_eq!(&*line.text, &text[start..end]);
+            proptest::prop_assert_eq!(doc.line_offsets(line.number), Some(start..end));
+            proptest::prop_assert_eq!(doc.line_start(line.number), Some(start));
+        }
+        proptest::prop_assert_eq!(doc.line_offsets(model.len() as u32), None);
+    }
+}

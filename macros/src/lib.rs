@@ -9,8 +9,11 @@
 //! sansrpc crate.
 //!
 //! A signature the server or the client could not serve (a method without `&self`, a
-//! method that is not `async`, a return that is not a `Result`) and a wire name used twice
-//! are compile errors at the span that causes them.
+//! method that is not `async`, a return that is not a `Result` or an alias of one) and a
+//! wire name used twice are compile errors at the span that causes them.
+//!
+//! A method or subscription may set its own `namespace` (several in one trait); the
+//! clients leave trailing `Option` arguments that are `None` out of positional params.
 
 use std::collections::BTreeMap;
 
@@ -136,8 +139,9 @@ struct Param {
 
 enum Kind {
     Method {
-        /// `T` of `Result<T, E>`.
-        ok: Type,
+        /// `T` of `Result<T, E>` as written; `None` for another path, perhaps an alias
+        /// (`RpcResult<T>`): see [`ok_type`].
+        ok: Option<Type>,
         /// The whole return type, as written.
         ret: Type,
     },
@@ -149,6 +153,10 @@ enum Kind {
         unsubscribe: (String, Span),
         ids: Option<Ident>,
         lag: Option<Ident>,
+        /// The queue's bound in bytes (`capacity = 4 << 20`).
+        capacity: Option<Box<Expr>>,
+        /// sansrpc's notices (`notices = true`).
+        notices: Option<syn::LitBool>,
     },
 }
 
@@ -380,6 +388,10 @@ fn parse_rpc(f: &TraitItemFn, namespace: Option<&str>) -> syn::Result<Rpc> {
     let mut unsubscribe = None;
     let mut ids = None;
     let mut lag = None;
+    let mut capacity = None;
+    let mut notices = None;
+    // The trait's namespace, unless this method names its own (`""`: none).
+    let mut namespace = namespace.map(str::to_owned);
     for nv in attr_args(marker)? {
         let key = nv
             .path
@@ -390,6 +402,10 @@ fn parse_rpc(f: &TraitItemFn, namespace: Option<&str>) -> syn::Result<Rpc> {
             "name" => {
                 name = string_value(&nv.value)?;
                 name_span = nv.value.span();
+            }
+            "namespace" => {
+                let ns = string_value(&nv.value)?;
+                namespace = (!ns.is_empty()).then_some(ns);
             }
             "param_kind" => {
                 let w = word(&nv.value)?;
@@ -426,22 +442,30 @@ fn parse_rpc(f: &TraitItemFn, namespace: Option<&str>) -> syn::Result<Rpc> {
             "lag" if is_subscription => {
                 let w = word(&nv.value)?;
                 let variant = match w.to_string().as_str() {
+                    "disconnect" => "Disconnect",
                     "drop_oldest" => "DropOldest",
                     "close" => "Close",
                     _ => {
                         return Err(syn::Error::new(
                             w.span(),
-                            "expected `drop_oldest` or `close`",
+                            "expected `disconnect`, `drop_oldest` or `close`",
                         ))
                     }
                 };
                 lag = Some(Ident::new(variant, w.span()));
             }
+            "capacity" if is_subscription => capacity = Some(Box::new(nv.value.clone())),
+            "notices" if is_subscription => match &nv.value {
+                Expr::Lit(ExprLit {
+                    lit: Lit::Bool(b), ..
+                }) => notices = Some(b.clone()),
+                other => return Err(syn::Error::new(other.span(), "expected `true` or `false`")),
+            },
             _ => {
                 let expected = if is_subscription {
-                    "`name`, `item`, `notification`, `unsubscribe`, `param_kind`, `ids` or `lag`"
+                    "`name`, `namespace`, `item`, `notification`, `unsubscribe`, `param_kind`, `ids`, `lag`, `capacity` or `notices`"
                 } else {
-                    "`name` or `param_kind`"
+                    "`name`, `namespace` or `param_kind`"
                 };
                 return Err(syn::Error::new(
                     nv.path.span(),
@@ -450,6 +474,7 @@ fn parse_rpc(f: &TraitItemFn, namespace: Option<&str>) -> syn::Result<Rpc> {
             }
         }
     }
+    let namespace = namespace.as_deref();
     let wire = wire_name(namespace, &name);
 
     let kind = if is_subscription {
@@ -493,20 +518,20 @@ fn parse_rpc(f: &TraitItemFn, namespace: Option<&str>) -> syn::Result<Rpc> {
             unsubscribe,
             ids,
             lag,
+            capacity,
+            notices,
         }
     } else {
         let ReturnType::Type(_, ret) = &sig.output else {
-            return Err(syn::Error::new(
-                sig.paren_token.span.join(),
-                "an #[rpc] method returns `Result<T, E>` (E: Into<ErrorObject<'static>>)",
-            ));
+            return Err(syn::Error::new(sig.paren_token.span.join(), RETURNS));
         };
-        let ok = result_ok(ret).ok_or_else(|| {
-            syn::Error::new(
-                ret.span(),
-                "an #[rpc] method returns `Result<T, E>` (E: Into<ErrorObject<'static>>)",
-            )
-        })?;
+        // `Result<T, E>` as written; any other path may be an alias of it (`RpcResult<T>`),
+        // which only the compiler can see through: `T` is then asked of the type itself.
+        let ok = match (result_ok(ret), &**ret) {
+            (Some(ok), _) => Some(ok),
+            (None, Type::Path(_)) => None,
+            _ => return Err(syn::Error::new(ret.span(), RETURNS)),
+        };
         Kind::Method {
             ok,
             ret: (**ret).clone(),
@@ -522,6 +547,18 @@ fn parse_rpc(f: &TraitItemFn, namespace: Option<&str>) -> syn::Result<Rpc> {
         kind,
     })
 }
+
+/// `T` of a method's return: as written, or asked of the type (an alias of `Result`)
+/// through the support trait, whose error says what to write when it is no `Result`.
+fn ok_type(ok: &Option<Type>, ret: &Type, support: &TokenStream2) -> TokenStream2 {
+    match ok {
+        Some(ok) => quote!(#ok),
+        None => quote_spanned! {ret.span()=> <#ret as #support::RpcReturn>::Ok},
+    }
+}
+
+/// What an #[rpc] method returns, said where it returns something else.
+const RETURNS: &str = "an #[rpc] method returns `Result<T, E>` (E: Into<ErrorObject<'static>>), or an alias of it (`RpcResult<T>`)";
 
 /// `T` of a `Result<T, E>` (any path ending in `Result` with two arguments).
 fn result_ok(ty: &Type) -> Option<Type> {
@@ -542,6 +579,84 @@ fn result_ok(ty: &Type) -> Option<Type> {
     Some(ok)
 }
 
+/// True for `Option<T>` as written (any path ending in `Option` with one argument).
+fn is_option(ty: &Type) -> bool {
+    let Type::Path(p) = ty else { return false };
+    p.path.segments.last().is_some_and(|last| {
+        last.ident == "Option"
+            && matches!(&last.arguments, PathArguments::AngleBracketed(a) if a.args.len() == 1)
+    })
+}
+
+/// The type of a method's args by position: `()` without any (no params sent), else the
+/// args struct ([`positional_args`]).
+fn args_type(args: &Ident, rpc: &Rpc) -> TokenStream2 {
+    match rpc.params.is_empty() {
+        true => quote!(()),
+        false => quote!(#args),
+    }
+}
+
+/// The args of `rpc` by position, as the client builds them: `()` or the args struct.
+fn args_value(args: &Ident, rpc: &Rpc) -> TokenStream2 {
+    let names = rpc.params.iter().map(|p| &p.name);
+    match rpc.params.is_empty() {
+        true => quote!(()),
+        false => quote!(#args( #( #names, )* )),
+    }
+}
+
+/// The struct a client sends `rpc`'s args by position in: a JSON array in declared order
+/// whose trailing `Option` args that are `None` are left out (`["newHeads"]`, not
+/// `["newHeads", null]`: go-ethereum refuses more args than a method takes).
+fn positional_args(args: &Ident, rpc: &Rpc, support: &TokenStream2) -> TokenStream2 {
+    if rpc.params.is_empty() {
+        return TokenStream2::new();
+    }
+    let types = rpc.params.iter().map(|p| &p.ty);
+    let n = rpc.params.len();
+    let indexes: Vec<syn::Index> = (0..n).map(syn::Index::from).collect();
+    // From the last arg back, while they are `Option`s: each `None` shortens the array.
+    let trailing = rpc
+        .params
+        .iter()
+        .rev()
+        .take_while(|p| is_option(&p.ty))
+        .count();
+    let shorten = (n - trailing..n).rev().map(|i| {
+        let index = syn::Index::from(i);
+        quote! {
+            if len == #i + 1 && ::core::option::Option::is_none(&self.#index) {
+                len = #i;
+            }
+        }
+    });
+    quote! {
+        #[doc(hidden)]
+        #[allow(non_camel_case_types, dead_code)]
+        struct #args( #( #types, )* );
+
+        impl #support::serde::Serialize for #args {
+            fn serialize<S: #support::serde::Serializer>(
+                &self,
+                serializer: S,
+            ) -> ::core::result::Result<S::Ok, S::Error> {
+                use #support::serde::ser::SerializeSeq as _;
+                #[allow(unused_mut)]
+                let mut len: usize = #n;
+                #( #shorten )*
+                let mut seq = serializer.serialize_seq(::core::option::Option::Some(len))?;
+                #(
+                    if #indexes < len {
+                        seq.serialize_element(&self.#indexes)?;
+                    }
+                )*
+                seq.end()
+            }
+        }
+    }
+}
+
 /// Names of the hidden items of one method.
 struct Hidden {
     /// The params struct (by name and by position on the server; by name on the client).
@@ -552,6 +667,8 @@ struct Hidden {
     positional: Ident,
     /// The subscription's declaration.
     declaration: Ident,
+    /// The args by position, as the client sends them (trailing `None`s left out).
+    args: Ident,
 }
 
 fn hidden(trait_name: &Ident, rpc: &Rpc) -> Hidden {
@@ -562,6 +679,7 @@ fn hidden(trait_name: &Ident, rpc: &Rpc) -> Hidden {
         method: Ident::new(&format!("{base}_Method"), span),
         positional: Ident::new(&format!("{base}_Positional"), span),
         declaration: Ident::new(&format!("{base}_DECLARATION").to_uppercase(), span),
+        args: Ident::new(&format!("{base}_Args"), span),
     }
 }
 
@@ -574,7 +692,6 @@ fn hidden_items(trait_name: &Ident, rpcs: &[Rpc], support: &TokenStream2) -> Tok
         let h = hidden(trait_name, rpc);
         let (params, method, positional) = (&h.params, &h.method, &h.positional);
         let wire = &rpc.wire;
-        let names: Vec<_> = rpc.params.iter().map(|p| &p.name).collect();
         let types: Vec<_> = rpc.params.iter().map(|p| &p.ty).collect();
         // Every type the trait names, so its imports are used whichever sides are made (a
         // client alone drops the error type and the pending subscription).
@@ -594,16 +711,30 @@ fn hidden_items(trait_name: &Ident, rpcs: &[Rpc], support: &TokenStream2) -> Tok
             #[allow(non_camel_case_types, dead_code)]
             type #declared = fn(#pending #( #types ),*) -> #ret;
         });
+        // By name, an `Option` that is `None` is left out, as by position at the end.
+        let fields = rpc.params.iter().map(|p| {
+            let (name, ty) = (&p.name, &p.ty);
+            match is_option(ty) {
+                true => quote! {
+                    #[serde(skip_serializing_if = "::core::option::Option::is_none")]
+                    #name: #ty
+                },
+                false => quote!(#name: #ty),
+            }
+        });
         out.extend(quote! {
             #[doc(hidden)]
             #[allow(non_camel_case_types, dead_code)]
             #[derive(#support::serde::Serialize, #support::serde::Deserialize)]
             #[serde(crate = #serde_path)]
-            struct #params { #( #names: #types, )* }
+            struct #params { #( #fields, )* }
         });
-        let Kind::Method { ok, .. } = &rpc.kind else {
+        out.extend(positional_args(&h.args, rpc, support));
+        let Kind::Method { ok, ret } = &rpc.kind else {
             continue;
         };
+        let ok = ok_type(ok, ret, support);
+        let args = args_type(&h.args, rpc);
         out.extend(quote! {
 
             #[doc(hidden)]
@@ -620,7 +751,7 @@ fn hidden_items(trait_name: &Ident, rpcs: &[Rpc], support: &TokenStream2) -> Tok
             enum #positional {}
             impl #support::Method for #positional {
                 const NAME: &'static str = #wire;
-                type Params = ( #( #types, )* );
+                type Params = #args;
                 type Result = #ok;
             }
         });
@@ -633,6 +764,8 @@ fn hidden_items(trait_name: &Ident, rpcs: &[Rpc], support: &TokenStream2) -> Tok
             unsubscribe,
             ids,
             lag,
+            capacity,
+            notices,
             ..
         } = &rpc.kind
         {
@@ -644,11 +777,15 @@ fn hidden_items(trait_name: &Ident, rpcs: &[Rpc], support: &TokenStream2) -> Tok
             let lag = lag
                 .as_ref()
                 .map(|lag| quote!(.with_lag(#support::LagPolicy::#lag)));
+            let capacity = capacity
+                .as_ref()
+                .map(|bytes| quote_spanned!(bytes.span()=> .with_capacity(#bytes)));
+            let notices = notices.as_ref().map(|on| quote!(.with_notices(#on)));
             out.extend(quote! {
                 #[doc(hidden)]
                 #[allow(dead_code)]
                 const #declaration: #support::MethodSubscription =
-                    #support::MethodSubscription::new(#wire, #notification, #unsubscribe) #ids #lag;
+                    #support::MethodSubscription::new(#wire, #notification, #unsubscribe) #ids #lag #capacity #notices;
             });
         }
     }
@@ -687,7 +824,8 @@ fn server(item: &ItemTrait, rpcs: &[Rpc], support: &TokenStream2) -> TokenStream
                         router.method::<#method, _, _>(move |params: #params| {
                             let this = ::std::sync::Arc::clone(&this);
                             async move {
-                                this.#ident(#( params.#names ),*).await.map_err(#into)
+                                let result = this.#ident(#( params.#names ),*).await;
+                                #support::RpcReturn::into_result(result).map_err(#into)
                             }
                         })?;
                     }
@@ -791,7 +929,8 @@ fn sync_server(item: &ItemTrait, rpcs: &[Rpc], support: &TokenStream2) -> TokenS
             {
                 let this = ::std::sync::Arc::clone(&this);
                 router.method::<#method, _>(move |params: #params| {
-                    this.#ident(#( params.#names ),*).map_err(#into)
+                    let result = this.#ident(#( params.#names ),*);
+                    #support::RpcReturn::into_result(result).map_err(#into)
                 })?;
             }
         });
@@ -848,11 +987,11 @@ fn blocking_client(item: &ItemTrait, rpcs: &[Rpc], support: &TokenStream2) -> To
         let types: Vec<_> = rpc.params.iter().map(|p| &p.ty).collect();
         let params = &h.params;
         let (method, build) = match rpc.param_kind {
-            ParamKind::Array => (&h.positional, quote!(( #( #names, )* ))),
+            ParamKind::Array => (&h.positional, args_value(&h.args, rpc)),
             ParamKind::Map => (&h.method, quote!(#params { #( #names ),* })),
         };
         let ok = match &rpc.kind {
-            Kind::Method { ok, .. } => ok,
+            Kind::Method { ok, ret } => ok_type(ok, ret, support),
             Kind::Subscription { item: ty, .. } => {
                 let declaration = &h.declaration;
                 let output = quote!(::core::result::Result<::sansrpc_blocking::Subscription<#ty>, #support::CallError>);
@@ -910,11 +1049,12 @@ fn client(item: &ItemTrait, rpcs: &[Rpc], support: &TokenStream2) -> TokenStream
         let types: Vec<_> = rpc.params.iter().map(|p| &p.ty).collect();
         let params = &h.params;
         let build = match rpc.param_kind {
-            ParamKind::Array => quote!(( #( #names, )* )),
+            ParamKind::Array => args_value(&h.args, rpc),
             ParamKind::Map => quote!(#params { #( #names ),* }),
         };
         match &rpc.kind {
-            Kind::Method { ok, .. } => {
+            Kind::Method { ok, ret } => {
+                let ok = ok_type(ok, ret, support);
                 let method = match rpc.param_kind {
                     ParamKind::Array => &h.positional,
                     ParamKind::Map => &h.method,

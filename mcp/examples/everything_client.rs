@@ -15,7 +15,17 @@
 //!   their arguments); each carries the `Mcp-Param-*` headers of the tool's `x-mcp-header`
 //!   arguments (SEP-2243), plain or `=?base64?…?=`, none for a null argument;
 //! - `http-invalid-tool-headers`: every tool listed called, and the listing leaves out the
-//!   tools whose `x-mcp-header` marks break the rules, so they are never called.
+//!   tools whose `x-mcp-header` marks break the rules, so they are never called;
+//! - `json-schema-2020-12-preservation`: `json_schema_echo` called with the input schema of
+//!   `json_schema_2020_12_tool` as it came (`$schema`, `$defs`, `$anchor`, `allOf`, `if`…);
+//! - `json-schema-ref-no-deref`: the tools listed, nothing called (and the schema's network
+//!   `$ref` never fetched: the client keeps schemas as JSON, unresolved);
+//! - `auth/*`: OAuth 2.1 through `Connect::oauth` (`sansrpc_oauth`): discovery from the
+//!   401, a Client ID Metadata Document URL where the server takes one, else dynamic
+//!   registration, or the pre-registered client of `MCP_CONFORMANCE_CONTEXT`; the code flow
+//!   with PKCE done by a headless user agent (the suite's authorization server approves at
+//!   once); then every tool called. A refused flow (an `iss` or resource mismatch, a
+//!   step-up that never ends) exits non-zero with the OAuth step and the server's error.
 //!
 //! `MCP_CONFORMANCE_PROTOCOL_VERSION` picks the revision: 2026-07-28 starts with
 //! `server/discover` and sends `_meta` on every request (`ClientBuilder::discover`),
@@ -28,12 +38,41 @@
 
 use sansrpc::connection::{Config, Profile};
 use sansrpc_mcp::client::ClientBuilder;
+use sansrpc_mcp::tokio::oauth::driver::{
+    Authorizer, AuthorizerBuilder, HeadlessUserAgent, HyperTransport,
+};
+use sansrpc_mcp::tokio::oauth::{ClientMetadata, PreRegistered};
+use sansrpc_mcp::tokio::Connect;
 use sansrpc_mcp::types::{version, CreateMessageResult, ElicitResult};
 use sansrpc_tokio::{sansrpc, Builder};
 use serde_json::{json, Value};
 
+/// The Client ID Metadata Document URL the suite expects (`auth/basic-cimd`).
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// Where the authorization server sends the user agent back (never fetched: the headless
+/// user agent stops at it).
+const REDIRECT_URI: &str = "http://127.0.0.1:3000/callback";
+
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() {
+    if let Err(e) = run().await {
+        // The error and its sources, said whole (an OAuth step and the server's error, a
+        // TLS failure and its reason).
+        let mut said = e.to_string();
+        let mut source = e.source();
+        while let Some(cause) = source {
+            if !said.contains(&cause.to_string()) {
+                said = format!("{said}: {cause}");
+            }
+            source = cause.source();
+        }
+        eprintln!("everything_client: {said}");
+        std::process::exit(1);
+    }
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let url = std::env::args()
         .skip(1)
         .next_back()
@@ -56,9 +95,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .router(mcp.router());
     // Each `tools/call` POST carries the `Mcp-Param-*` headers of the tools listed.
     let headers = mcp.param_headers();
-    let conn = sansrpc_mcp::tokio::connect_with_headers(&url, builder, move |frame| {
-        headers.for_frame(frame)
-    })?;
+    let mut connect = Connect::new(&url).headers_for(move |frame| headers.for_frame(frame));
+    if scenario.starts_with("auth/") {
+        connect = connect
+            .oauth(authorizer(&url)?)
+            .protocol_version(if revision.is_empty() {
+                version::LATEST
+            } else {
+                &revision
+            });
+    }
+    let conn = connect.connect(builder)?;
     // The stateless revision has no handshake: `server/discover`, then `_meta` on every
     // request. The session revisions initialize.
     let server = if version::is_stateless(&revision) {
@@ -79,6 +126,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             "sse-retry" => named("test_reconnection", json!({})),
             "http-custom-headers" => context_calls()?,
+            "json-schema-2020-12-preservation" => {
+                let focal = tools
+                    .iter()
+                    .find(|t| t.name == "json_schema_2020_12_tool")
+                    .ok_or("the server lists no json_schema_2020_12_tool")?;
+                named("json_schema_echo", json!({"schema": focal.input_schema}))
+            }
+            "json-schema-ref-no-deref" => Vec::new(),
             _ => names.iter().map(|&n| (n.to_owned(), json!({}))).collect(),
         };
         for (name, arguments) in wanted {
@@ -120,6 +175,29 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     conn.shutdown.shutdown(std::time::Duration::from_secs(1));
     conn.driver.await??;
     Ok(())
+}
+
+/// The OAuth client of the `auth/*` scenarios for the resource `url`: pre-registered when
+/// the scenario's context gives a client, else a CIMD URL or dynamic registration; the
+/// user's part headless.
+fn authorizer(url: &str) -> Result<AuthorizerBuilder, Box<dyn std::error::Error>> {
+    let mut config = sansrpc_mcp::tokio::oauth::Config::authorization_code(url, REDIRECT_URI)?
+        .client_metadata_url(CLIENT_METADATA_URL)?
+        .registration(ClientMetadata::new("sansrpc-everything-client"));
+    if let Ok(context) = std::env::var("MCP_CONFORMANCE_CONTEXT") {
+        let context: Value = serde_json::from_str(&context)?;
+        if let Some(id) = context["client_id"].as_str() {
+            let mut client = PreRegistered::new(id);
+            if let Some(secret) = context["client_secret"].as_str() {
+                client = client.secret(secret);
+            }
+            config = config.pre_registered(client);
+        }
+    }
+    let transport = HyperTransport::new();
+    Ok(Authorizer::builder(config)
+        .transport(transport.clone())
+        .user_agent(HeadlessUserAgent::new(transport)))
 }
 
 /// The calls the scenario's context names: `{"toolCalls": [{"name", "arguments"}, …]}` in

@@ -42,7 +42,6 @@ fn server() -> Server {
     ServerBuilder::new("client-listen-test", "1")
         .list_changed(ListKind::Tools)
         .list_changed(ListKind::Resources)
-        .list_changed(ListKind::Prompts)
         .resource_subscriptions()
         .tool("noop", "Does nothing", |_: Context, ()| async {
             Ok::<_, McpError>(String::new())
@@ -171,7 +170,7 @@ fn each_subscription_gets_what_it_asked_for_and_nothing_else() {
         let server = server();
         let (client, mut seen) = stateless(&server).await;
         assert!(client.is_stateless());
-        // Tools and prompts asked for; this server has no prompts: only tools is honoured.
+        // Tools and prompts asked for; this server does not announce prompts (it has none, and did not declare that they change): only tools is honoured.
         let mut tools = client
             .listen(filter(
                 json!({"toolsListChanged": true, "promptsListChanged": true}),

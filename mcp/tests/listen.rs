@@ -28,7 +28,6 @@ fn server() -> Server {
     ServerBuilder::new("listen-test", "1")
         .list_changed(ListKind::Tools)
         .list_changed(ListKind::Resources)
-        .list_changed(ListKind::Prompts)
         .resource_subscriptions()
         .tool("noop", "Does nothing", |_: Context, ()| async {
             Ok::<_, McpError>(String::new())
@@ -85,7 +84,7 @@ fn listen_streams_get_their_acknowledgment_then_only_what_they_asked_for() {
     run(async {
         let server = server();
         let (client, mut seen) = connect(&server).await;
-        // Tools and prompts asked for; this server has no prompts: only tools is honoured.
+        // Tools and prompts asked for; this server does not announce prompts (it has none, and did not declare that they change): only tools is honoured.
         let tools = client.call_raw(
             "subscriptions/listen",
             Some(&listen_params(
@@ -170,19 +169,19 @@ fn listen_is_refused_on_a_session_and_when_its_filter_is_too_large() {
     });
 }
 
-/// A host that records what the server sends and holds the acknowledgment's future open
+/// A peer that records what the server sends and holds the acknowledgment's future open
 /// until the test lets it go: what happens between the acknowledgment and the listener's
 /// registration is then in the test's hands.
 struct Held {
     sent: std::sync::Mutex<Vec<String>>,
     gate: std::sync::Mutex<Option<futures::channel::oneshot::Receiver<()>>>,
-    session: std::sync::Arc<sansrpc_mcp::server::Session>,
+    locals: std::sync::Arc<sansrpc_runtime::Locals>,
 }
 
 struct Nobody;
 
-impl sansrpc_mcp::server::Notifier for Nobody {
-    fn notify(&self, _: &str, _: Value) -> bool {
+impl sansrpc_runtime::ConnectionNotifier for Nobody {
+    fn notify(&self, _: &str, _: Box<RawValue>) -> bool {
         true
     }
     fn is_closed(&self) -> bool {
@@ -190,25 +189,25 @@ impl sansrpc_mcp::server::Notifier for Nobody {
     }
 }
 
-impl sansrpc_mcp::server::Host for Held {
+impl sansrpc_mcp::server::Peer for Held {
     fn call(
         &self,
         _: &str,
-        _: Value,
-    ) -> sansrpc_mcp::server::BoxFuture<Result<Value, sansrpc::ErrorObject<'static>>> {
+        _: Box<RawValue>,
+    ) -> sansrpc_mcp::server::BoxFuture<Result<Box<RawValue>, sansrpc::ErrorObject<'static>>> {
         Box::pin(async { Err(sansrpc::ErrorObject::new(-32601, "no calls here")) })
     }
-    fn notify(&self, method: &str, _: Value) -> sansrpc_mcp::server::BoxFuture<bool> {
+    fn notify(&self, method: &str, _: Box<RawValue>) -> sansrpc_mcp::server::BoxFuture<bool> {
         self.sent.lock().unwrap().push(method.to_owned());
         match self.gate.lock().unwrap().take() {
             Some(gate) => Box::pin(async move { gate.await.is_ok() }),
             None => Box::pin(async { true }),
         }
     }
-    fn progress(&self, _: Value) -> sansrpc_mcp::server::BoxFuture<bool> {
+    fn progress(&self, _: Box<RawValue>) -> sansrpc_mcp::server::BoxFuture<bool> {
         Box::pin(async { false })
     }
-    fn progress_token(&self) -> Option<Value> {
+    fn progress_token(&self) -> Option<sansrpc::Id<'static>> {
         None
     }
     fn is_cancelled(&self) -> bool {
@@ -217,14 +216,20 @@ impl sansrpc_mcp::server::Host for Held {
     fn cancelled(&self) -> sansrpc_mcp::server::BoxFuture<()> {
         Box::pin(futures::future::pending())
     }
-    fn session(&self) -> std::sync::Arc<sansrpc_mcp::server::Session> {
-        self.session.clone()
+    fn locals(&self) -> std::sync::Arc<sansrpc_runtime::Locals> {
+        self.locals.clone()
     }
-    fn notifier(&self) -> std::sync::Arc<dyn sansrpc_mcp::server::Notifier> {
+    fn notifier(&self) -> std::sync::Arc<dyn sansrpc_runtime::ConnectionNotifier> {
         std::sync::Arc::new(Nobody)
     }
-    fn request_id(&self) -> Option<sansrpc_mcp::types::RequestId> {
-        Some(sansrpc_mcp::types::RequestId::Number(9))
+    fn request_id(&self) -> Option<sansrpc::Id<'static>> {
+        Some(sansrpc::Id::number(9))
+    }
+    fn http(&self) -> Option<std::sync::Arc<sansrpc::codec::http::HttpRequest>> {
+        None
+    }
+    fn profile(&self) -> sansrpc::connection::Profile {
+        sansrpc::connection::Profile::Mcp
     }
 }
 
@@ -236,7 +241,7 @@ fn a_change_right_after_the_acknowledgment_is_not_missed() {
     let host = std::sync::Arc::new(Held {
         sent: Default::default(),
         gate: std::sync::Mutex::new(Some(gate)),
-        session: Default::default(),
+        locals: Default::default(),
     });
     let meta: Value = serde_json::from_str(META).unwrap();
     let params = json!({"_meta": meta, "notifications": {"toolsListChanged": true}});
@@ -301,7 +306,7 @@ fn the_fanout_gets_what_is_announced_and_apply_and_resync_stay_local() {
         assert_eq!(method, "notifications/subscriptions/acknowledged");
         until(|| server.open_subscriptions() == 1).await;
 
-        // Announced: delivered here, then handed out; a kind the server has nothing of
+        // Announced: delivered here, then handed out; a kind the server does not announce
         // (prompts) is neither.
         assert_eq!(server.list_changed(ListKind::Tools), 1);
         assert_eq!(server.list_changed(ListKind::Prompts), 0);

@@ -25,7 +25,6 @@ fn server() -> Server {
     ServerBuilder::new("client-listen-http-test", "1")
         .list_changed(ListKind::Tools)
         .list_changed(ListKind::Resources)
-        .list_changed(ListKind::Prompts)
         .resource_subscriptions()
         .tool("noop", "Does nothing", |_: Context, ()| async {
             Ok::<_, McpError>(String::new())

@@ -1,4 +1,4 @@
-//! The MCP client over HTTPS (`sansrpc_mcp::tokio::connect_tls`, rustls): against
+//! The MCP client over HTTPS (`sansrpc_mcp::tokio::Connect::tls`, rustls): against
 //! this crate's own MCP server serving TLS (`ServeOptions::tls`), and against a server
 //! written with the official MCP Python SDK 2.3.0 behind TLS
 //! (`interop/mcp-python/http_server.py --tls`, uvicorn's); and the Python SDK's client
@@ -111,7 +111,10 @@ async fn the_client_over_https_to_our_own_server_on_both_revisions() {
 
     // A session (2025-11-25), closed with its DELETE.
     let mcp = ClientBuilder::new("tls-client", "1");
-    let conn = sansrpc_mcp::tokio::connect_tls(&url, builder(&mcp), Arc::clone(&trusted)).unwrap();
+    let conn = mcp::Connect::new(&url)
+        .tls(Arc::clone(&trusted))
+        .connect(builder(&mcp))
+        .unwrap();
     let client = mcp.initialize(&conn).await.unwrap();
     assert_eq!(client.server_info().name, "tls-test");
     adds(&client).await;
@@ -119,16 +122,26 @@ async fn the_client_over_https_to_our_own_server_on_both_revisions() {
 
     // The stateless revision (2026-07-28).
     let mcp = ClientBuilder::new("tls-client", "1");
-    let conn = sansrpc_mcp::tokio::connect_tls(&url, builder(&mcp), trusted).unwrap();
+    let conn = mcp::Connect::new(&url)
+        .tls(trusted)
+        .connect(builder(&mcp))
+        .unwrap();
     let client = mcp.discover(&conn).await.unwrap();
     assert!(client.is_stateless());
     adds(&client).await;
 
-    // The default roots (Mozilla's) do not trust the test's certificate: not served.
+    // The default roots (Mozilla's) do not trust the test's certificate: not served, and
+    // the error says why (rustls' reason) and with whom.
     let mcp = ClientBuilder::new("tls-client", "1");
     let conn = sansrpc_mcp::tokio::connect(&url, builder(&mcp)).unwrap();
-    let refused = tokio::time::timeout(Duration::from_secs(3), mcp.initialize(&conn)).await;
-    assert!(!matches!(refused, Ok(Ok(_))), "served without trust");
+    let refused = tokio::time::timeout(Duration::from_secs(10), mcp.initialize(&conn))
+        .await
+        .expect("a TLS failure is told at once");
+    let error = refused.expect_err("served without trust").to_string();
+    assert!(
+        error.contains("TLS with localhost") && error.contains("UnknownIssuer"),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -177,7 +190,10 @@ async fn the_client_over_https_to_the_python_sdk_server() {
     let url = format!("https://localhost:{port}/mcp");
     let trusted = tls::client_config_with_roots([cert]).unwrap();
     let mcp = ClientBuilder::new("tls-client", "1");
-    let conn = sansrpc_mcp::tokio::connect_tls(&url, builder(&mcp), trusted).unwrap();
+    let conn = mcp::Connect::new(&url)
+        .tls(trusted)
+        .connect(builder(&mcp))
+        .unwrap();
     let client = mcp.initialize(&conn).await.unwrap();
     assert_eq!(client.server_info().name, "python-sdk-http-server");
     adds(&client).await;

@@ -7,11 +7,12 @@
 //! elicitation, the multi round-trip requests). Each scenario must pass every check it
 //! runs; there is no list of expected failures.
 //!
-//! The client side: the suite's mock servers against the `everything_client` example (the
-//! typed client of `sansrpc_mcp::client` over Streamable HTTP) in the scenarios initialize,
-//! tools_call, elicitation-sep1034-client-defaults and sse-retry, and on the stateless
-//! revision in tools_call, request-metadata, http-standard-headers and
-//! sep-2322-client-request-state.
+//! The client side: the suite's mock servers (and mock authorization servers) against the
+//! `everything_client` example (the typed client of `sansrpc_mcp::client` over Streamable
+//! HTTP, with OAuth 2.1 through `sansrpc_mcp::tokio::Connect::oauth`): every client
+//! scenario the suite lists for each of 2025-11-25 and 2026-07-28, the `auth/*` ones
+//! included (the extension scenarios aside), each run on its own, with no list of expected
+//! failures.
 
 #[path = "../../tests/support/interop.rs"]
 mod support;
@@ -313,131 +314,277 @@ fn a_dropped_stateless_response_does_not_stop(server: fn() -> (Running, String))
     assert!(String::from_utf8_lossy(&seen).starts_with("HTTP/1.1 200"));
 }
 
-/// One client scenario against `everything_client`: the suite starts its mock server and
-/// runs the client with the server's URL; every check must pass, without warnings. The
-/// session revision's scenarios run at the suite's default revision; the stateless ones at
-/// 2026-07-28, where the client starts with `server/discover` (`ClientBuilder::discover`)
-/// and some checks must be seen to succeed (not be skipped): the named requests' `Mcp-Name`
-/// header, the retry after -32022, the declared capabilities, each `Mcp-Param-*` header of
-/// the `x-mcp-header` arguments (SEP-2243), and each invalid tool left uncalled.
-#[test]
-fn the_client_passes_the_client_scenarios() {
+/// Every client scenario the suite lists for `version` (`list --client`): the name of
+/// each that names `version` among its revisions; the extension scenarios (marked
+/// `[extension]`) are not.
+fn client_scenarios(dir: &std::path::Path, version: &str) -> Vec<String> {
+    let out = support::output_within(
+        Command::new("bash")
+            .arg(dir.join("run.sh"))
+            .args(["list", "--client"]),
+        support::CLIENT_TIMEOUT,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("  - "))
+        .filter_map(|l| {
+            let (name, versions) = l.split_once(' ')?;
+            let versions = versions
+                .trim()
+                .trim_start_matches('[')
+                .trim_end_matches(']');
+            versions
+                .split(',')
+                .any(|v| v.trim() == version)
+                .then(|| name.to_owned())
+        })
+        .collect()
+}
+
+/// The checks (by scenario) that must be seen to succeed, not skipped: the named requests'
+/// `Mcp-Name` header, the retry after -32022, the declared capabilities, each `Mcp-Param-*`
+/// header of the `x-mcp-header` arguments (SEP-2243), each invalid tool left uncalled; and
+/// of the authorization scenarios, the flow's steps (registration or the identity the
+/// server asked for, PKCE, the `resource` parameter, the token used) and each refusal.
+const CLIENT_CHECKS: &[(&str, &[&str])] = &[
+    (
+        "request-metadata",
+        &[
+            "Client retries with a supported version",
+            "Client declares valid roots capability",
+            "Client declares valid sampling capability",
+            "Client declares valid elicitation capability",
+        ],
+    ),
+    (
+        "http-standard-headers",
+        &[
+            "Mcp-Name header on tools/call request",
+            "Mcp-Name header on resources/read request",
+            "Mcp-Name header on prompts/get request",
+        ],
+    ),
+    (
+        "http-custom-headers",
+        &[
+            "Client supports custom headers",
+            "Mcp-Param-Region header (string value)",
+            "Mcp-Param-Priority header (integer value)",
+            "Mcp-Param-Verbose header (boolean value)",
+            "Mcp-Param-Debug header (boolean value)",
+            "Mcp-Param-EmptyVal header (string value)",
+            "Mcp-Param-Method header (string value)",
+            "Mcp-Param-NonAscii header (string value)",
+            "Mcp-Param-Whitespace header (string value)",
+            "Mcp-Param-LeadingSpace header (string value)",
+            "Mcp-Param-TrailingSpace header (string value)",
+            "Mcp-Param-InternalSpace header (string value)",
+            "Mcp-Param-ControlChar header (string value)",
+            "Mcp-Param-CrLf header (string value)",
+            "Mcp-Param-Tab header (string value)",
+            "number-typed float_val is served unannotated",
+            "Mcp-Param headers for parameters without x-mcp-header",
+            "omit Mcp-Param header when parameter value is null",
+        ],
+    ),
+    (
+        "http-invalid-tool-headers",
+        &[
+            "Client MUST keep valid tools while excluding invalid ones",
+            "tool 'invalid_empty_header'",
+            "tool 'invalid_object_header'",
+            "tool 'invalid_array_header'",
+            "tool 'invalid_null_header'",
+            "tool 'invalid_number_header'",
+            "tool 'invalid_duplicate_same_case'",
+            "tool 'invalid_duplicate_diff_case'",
+            "tool 'invalid_space_in_name'",
+            "tool 'invalid_colon_in_name'",
+            "tool 'invalid_non_ascii_name'",
+            "tool 'invalid_control_char_name'",
+        ],
+    ),
+    (
+        "auth/metadata-default",
+        &[
+            "[prm-pathbased-requested",
+            "[client-registration",
+            "[pkce-verifier-matches-challenge",
+            "[resource-parameter-matches-prm",
+            "[valid-bearer-token",
+        ],
+    ),
+    ("auth/basic-cimd", &["URL-based client ID"]),
+    (
+        "auth/pre-registration",
+        &["[valid-bearer-token", "[pkce-verifier-matches-challenge"],
+    ),
+    (
+        "auth/scope-step-up",
+        &["[scope-step-up-initial", "[scope-step-up-escalation"],
+    ),
+    ("auth/scope-retry-limit", &["[scope-retry-limit"]),
+    (
+        "auth/token-endpoint-auth-basic",
+        &["[token-endpoint-auth-method"],
+    ),
+    (
+        "auth/token-endpoint-auth-post",
+        &["[token-endpoint-auth-method"],
+    ),
+    (
+        "auth/token-endpoint-auth-none",
+        &["[token-endpoint-auth-method"],
+    ),
+    (
+        "auth/authorization-server-migration",
+        &[
+            "[sep-2352-reregister-on-as-change",
+            "[sep-2352-no-reuse-on-as-change",
+        ],
+    ),
+    (
+        "auth/iss-supported",
+        &["[sep-2468-client-compare-iss-supported"],
+    ),
+    (
+        "auth/iss-supported-missing",
+        &["[sep-2468-client-reject-missing-iss"],
+    ),
+    (
+        "json-schema-2020-12-preservation",
+        &["$schema", "$defs", "additionalProperties"],
+    ),
+];
+
+/// One client scenario against `everything_client`: the suite starts its mock server (and
+/// its mock authorization servers) and runs the client with the server's URL; every check
+/// must pass, without warnings, and the checks of [`CLIENT_CHECKS`] must be seen to
+/// succeed. The report when it did not.
+fn client_scenario(
+    dir: &std::path::Path,
+    client: &std::path::Path,
+    version: &str,
+    name: &str,
+) -> Option<String> {
+    let mut command = Command::new("bash");
+    command
+        .arg(dir.join("run.sh"))
+        .args(["client", "--command"])
+        .arg(client)
+        .args(["--scenario", name, "--spec-version", version])
+        .args(["--timeout", "60000"]);
+    let out = support::output_within(&mut command, support::CLIENT_TIMEOUT);
+    // Client runs print their summary on stderr.
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let passed = report
+        .lines()
+        .find(|l| l.starts_with("Passed: "))
+        .unwrap_or_default()
+        .to_owned();
+    eprintln!("client {name} ({version}): {passed}");
+    let must_succeed = CLIENT_CHECKS
+        .iter()
+        .find(|(s, _)| *s == name)
+        .map_or(&[][..], |(_, c)| c);
+    let not_seen: Vec<&str> = must_succeed
+        .iter()
+        .copied()
+        .filter(|check| {
+            !report
+                .lines()
+                .any(|l| l.contains(check) && l.contains("SUCCESS"))
+        })
+        .collect();
+    if out.status.success() && passed.contains(", 0 failed, 0 warnings") && not_seen.is_empty() {
+        None
+    } else {
+        Some(format!(
+            "{name} ({version}): {passed}; not SUCCESS: {not_seen:?}\n{report}"
+        ))
+    }
+}
+
+/// Every client scenario of `version`, each a run of its own (four at a time); fails with
+/// the report of each that did not pass. `must_include`: scenarios the suite must list.
+fn every_client_scenario(version: &str, must_include: &[&str]) {
     let dir = support::interop(env!("CARGO_MANIFEST_DIR"), "mcp-conformance");
     support::npm_ci(&dir, "@modelcontextprotocol/conformance");
     let client = support::example("sansrpc-mcp", "everything_client");
-    let stateless = Some("2026-07-28");
-    let scenarios: [(&str, Option<&str>, &[&str]); 10] = [
-        ("initialize", None, &[]),
-        ("tools_call", None, &[]),
-        ("elicitation-sep1034-client-defaults", None, &[]),
-        ("sse-retry", None, &[]),
-        ("tools_call", stateless, &[]),
-        (
-            "request-metadata",
-            stateless,
-            &[
-                "Client retries with a supported version",
-                "Client declares valid roots capability",
-                "Client declares valid sampling capability",
-                "Client declares valid elicitation capability",
-            ],
-        ),
-        (
-            "http-standard-headers",
-            stateless,
-            &[
-                "Mcp-Name header on tools/call request",
-                "Mcp-Name header on resources/read request",
-                "Mcp-Name header on prompts/get request",
-            ],
-        ),
-        ("sep-2322-client-request-state", stateless, &[]),
-        (
-            "http-custom-headers",
-            stateless,
-            &[
-                "Client supports custom headers",
-                "Mcp-Param-Region header (string value)",
-                "Mcp-Param-Priority header (integer value)",
-                "Mcp-Param-Verbose header (boolean value)",
-                "Mcp-Param-Debug header (boolean value)",
-                "Mcp-Param-EmptyVal header (string value)",
-                "Mcp-Param-Method header (string value)",
-                "Mcp-Param-NonAscii header (string value)",
-                "Mcp-Param-Whitespace header (string value)",
-                "Mcp-Param-LeadingSpace header (string value)",
-                "Mcp-Param-TrailingSpace header (string value)",
-                "Mcp-Param-InternalSpace header (string value)",
-                "Mcp-Param-ControlChar header (string value)",
-                "Mcp-Param-CrLf header (string value)",
-                "Mcp-Param-Tab header (string value)",
-                "number-typed float_val is served unannotated",
-                "Mcp-Param headers for parameters without x-mcp-header",
-                "omit Mcp-Param header when parameter value is null",
-            ],
-        ),
-        (
-            "http-invalid-tool-headers",
-            stateless,
-            &[
-                "Client MUST keep valid tools while excluding invalid ones",
-                "tool 'invalid_empty_header'",
-                "tool 'invalid_object_header'",
-                "tool 'invalid_array_header'",
-                "tool 'invalid_null_header'",
-                "tool 'invalid_number_header'",
-                "tool 'invalid_duplicate_same_case'",
-                "tool 'invalid_duplicate_diff_case'",
-                "tool 'invalid_space_in_name'",
-                "tool 'invalid_colon_in_name'",
-                "tool 'invalid_non_ascii_name'",
-                "tool 'invalid_control_char_name'",
-            ],
-        ),
-    ];
-    let failed = side_by_side(&scenarios, |&(name, version, must_succeed)| {
-        let mut command = Command::new("bash");
-        command
-            .arg(dir.join("run.sh"))
-            .args(["client", "--command"])
-            .arg(&client)
-            .args(["--scenario", name, "--timeout", "60000"]);
-        if let Some(version) = version {
-            command.args(["--spec-version", version]);
-        }
-        let out = support::output_within(&mut command, support::CLIENT_TIMEOUT);
-        // Client runs print their summary on stderr.
-        let report = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+    let names = client_scenarios(&dir, version);
+    for name in must_include {
+        assert!(
+            names.iter().any(|n| n == name),
+            "{name} is not listed: {names:?}"
         );
-        let passed = report
-            .lines()
-            .find(|l| l.starts_with("Passed: "))
-            .unwrap_or_default()
-            .to_owned();
-        let name = format!("{name} ({})", version.unwrap_or("default revision"));
-        eprintln!("client {name}: {passed}");
-        let not_seen: Vec<&str> = must_succeed
-            .iter()
-            .copied()
-            .filter(|check| {
-                !report
-                    .lines()
-                    .any(|l| l.contains(check) && l.contains("SUCCESS"))
-            })
-            .collect();
-        if !out.status.success()
-            || !passed.contains(", 0 failed, 0 warnings")
-            || !not_seen.is_empty()
-        {
-            Some(format!(
-                "{name}: {passed}; not SUCCESS: {not_seen:?}\n{report}"
-            ))
-        } else {
-            None
-        }
-    });
-    assert!(failed.is_empty(), "{}", failed.join("\n"));
+    }
+    let failed = side_by_side(&names, |name| client_scenario(&dir, &client, version, name));
+    assert!(
+        failed.is_empty(),
+        "{} of {} client scenarios failed:\n{}",
+        failed.len(),
+        names.len(),
+        failed.join("\n")
+    );
+}
+
+/// The client scenarios of the session revision (2025-11-25): the lifecycle, tools,
+/// elicitation defaults, the SSE retry, the JSON Schema 2020-12 keywords kept, and the
+/// authorization scenarios (discovery in each of its places, CIMD, pre-registration,
+/// dynamic registration with each token-endpoint authentication, the scope from the
+/// challenge or the metadata or none, step-up and its limit).
+#[test]
+fn every_client_scenario_of_the_session_revision_2025_11_25() {
+    every_client_scenario(
+        "2025-11-25",
+        &[
+            "initialize",
+            "tools_call",
+            "sse-retry",
+            "json-schema-2020-12-preservation",
+            "auth/metadata-default",
+            "auth/basic-cimd",
+            "auth/pre-registration",
+            "auth/scope-step-up",
+            "auth/scope-retry-limit",
+            "auth/token-endpoint-auth-basic",
+        ],
+    );
+}
+
+/// The client scenarios of the stateless revision (2026-07-28), where the client starts
+/// with `server/discover`: the request `_meta`, the standard and custom headers, the
+/// `requestState` rounds, the JSON Schema scenarios, and the authorization scenarios (those
+/// of 2025-11-25 again, the resource mismatch, `offline_access`, the authorization server's
+/// migration, and each `iss` check, a refusal among them).
+#[test]
+fn every_client_scenario_of_the_stateless_revision_2026_07_28() {
+    every_client_scenario(
+        "2026-07-28",
+        &[
+            "tools_call",
+            "request-metadata",
+            "http-standard-headers",
+            "http-custom-headers",
+            "http-invalid-tool-headers",
+            "sep-2322-client-request-state",
+            "json-schema-ref-no-deref",
+            "json-schema-2020-12-preservation",
+            "auth/metadata-var3",
+            "auth/resource-mismatch",
+            "auth/offline-access-scope",
+            "auth/authorization-server-migration",
+            "auth/iss-wrong-issuer",
+            "auth/metadata-issuer-mismatch",
+        ],
+    );
 }

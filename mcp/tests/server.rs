@@ -608,13 +608,159 @@ fn capabilities_promise_only_what_the_server_declared() {
             json!({"tools": {"listChanged": true}, "resources": {"subscribe": true},
                 "prompts": {"listChanged": true}})
         );
-        // A declaration for a list the server does not have declares nothing.
+        // A list declared to change is offered while it is empty (it fills while serving:
+        // `add_tool`, `add_resource`…); subscriptions to resources it has none of, and may
+        // never have, are not.
         let empty = ServerBuilder::new("empty", "1")
             .list_changed(ListKind::Tools)
             .resource_subscriptions()
             .build();
         let (session, discover) = both_capabilities(&empty).await;
+        assert_eq!(
+            session,
+            json!({"tools": {"listChanged": true}, "logging": {}})
+        );
+        assert_eq!(discover, json!({"tools": {"listChanged": true}}));
+        let empty = ServerBuilder::new("empty", "1")
+            .resource_subscriptions()
+            .build();
+        let (session, _) = both_capabilities(&empty).await;
         assert_eq!(session, json!({"logging": {}}));
-        assert_eq!(discover, json!({}));
+    });
+}
+
+/// Resources, templates and prompts added and removed while serving (declared ones too),
+/// each change announced; a URI, template or name taken is refused and changes nothing; a
+/// template that does not parse is refused saying why. The state given to the builder is
+/// what every handler reads; a handler asking for state it was not given fails as an
+/// internal error.
+#[test]
+fn resources_templates_and_prompts_come_and_go_while_serving() {
+    use sansrpc_mcp::server::AddError;
+    #[derive(Default)]
+    struct Hits(std::sync::atomic::AtomicU64);
+    run(async {
+        let server = ServerBuilder::new("catalog", "1")
+            .list_changed(ListKind::Resources)
+            .list_changed(ListKind::Prompts)
+            .with_state(Hits::default())
+            .resource(
+                Resource::new("memo://declared", "declared"),
+                |_, uri| async move { Ok(vec![ResourceContents::text(uri, None, "declared")]) },
+            )
+            .tool("hits", "Counts", |cx: Context, ()| async move {
+                let hits = cx.state::<Hits>()?;
+                let n = hits.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                Ok::<_, McpError>(n.to_string())
+            })
+            .tool(
+                "unknown_state",
+                "Asks for state nobody gave",
+                |cx: Context, ()| async move {
+                    cx.state::<String>()?;
+                    Ok::<_, McpError>("never")
+                },
+            )
+            .build();
+        let (client, _) = connect(&server).await;
+        let caps = initialize(&client, json!({})).await["capabilities"].clone();
+        assert_eq!(caps["prompts"], json!({"listChanged": true}), "{caps}");
+
+        // Added: listed and read.
+        let text = |uri: String, text: &'static str| async move {
+            Ok(vec![ResourceContents::text(uri, None, text)])
+        };
+        server
+            .add_resource(Resource::new("memo://added", "added"), move |_, uri| {
+                text(uri, "added")
+            })
+            .unwrap();
+        server
+            .add_resource_template(
+                ResourceTemplate::new("tag://{name}", "tag"),
+                |_, uri, vars| async move {
+                    Ok(vec![ResourceContents::text(
+                        uri,
+                        None,
+                        format!("tag {}", vars["name"]),
+                    )])
+                },
+            )
+            .unwrap();
+        server
+            .add_prompt(Prompt::new("hello"), |_, _| async move {
+                Ok(GetPromptResult::new(Vec::new()))
+            })
+            .unwrap();
+        server.list_changed(ListKind::Resources);
+        server.list_changed(ListKind::Prompts);
+        let listed = call(&client, "resources/list", json!({})).await.unwrap();
+        let uris: Vec<&str> = listed["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["uri"].as_str().unwrap())
+            .collect();
+        assert_eq!(uris, ["memo://declared", "memo://added"]);
+        let read = call(&client, "resources/read", json!({"uri": "tag://rust"}))
+            .await
+            .unwrap();
+        assert_eq!(read["contents"][0]["text"], "tag rust");
+        let read = call(&client, "resources/read", json!({"uri": "memo://added"}))
+            .await
+            .unwrap();
+        assert_eq!(read["contents"][0]["text"], "added");
+        let prompts = call(&client, "prompts/list", json!({})).await.unwrap();
+        assert_eq!(prompts["prompts"][0]["name"], "hello");
+
+        // Taken: refused, nothing changed.
+        let again = server
+            .add_resource(Resource::new("memo://declared", "again"), move |_, uri| {
+                text(uri, "again")
+            });
+        assert_eq!(again, Err(AddError::Exists));
+        let again = server.add_prompt(Prompt::new("hello"), |_, _| async move {
+            Ok(GetPromptResult::new(Vec::new()))
+        });
+        assert_eq!(again, Err(AddError::Exists));
+        let bad = server.add_resource_template(
+            ResourceTemplate::new("tag://{", "bad"),
+            |_, uri, _| async move { Ok(vec![ResourceContents::text(uri, None, "never")]) },
+        );
+        assert!(matches!(bad, Err(AddError::Template(_))), "{bad:?}");
+
+        // Removed, a declared one too: neither listed nor read.
+        assert!(server.remove_resource("memo://declared"));
+        assert!(server.remove_resource_template("tag://{name}"));
+        assert!(server.remove_prompt("hello"));
+        assert!(!server.remove_prompt("hello"), "already gone");
+        let listed = call(&client, "resources/list", json!({})).await.unwrap();
+        assert_eq!(listed["resources"].as_array().unwrap().len(), 1);
+        for uri in ["memo://declared", "tag://rust"] {
+            let gone = call(&client, "resources/read", json!({"uri": uri})).await;
+            assert_eq!(code(gone.unwrap_err()).0, -32002, "{uri}");
+        }
+        let gone = call(&client, "prompts/get", json!({"name": "hello"})).await;
+        assert_eq!(code(gone.unwrap_err()).0, -32602);
+
+        // The state every handler shares.
+        for want in ["1", "2"] {
+            let answer = call(&client, "tools/call", json!({"name": "hits"}))
+                .await
+                .unwrap();
+            assert_eq!(answer["content"][0]["text"], want);
+        }
+        assert_eq!(
+            server
+                .state::<Hits>()
+                .unwrap()
+                .0
+                .load(std::sync::atomic::Ordering::SeqCst),
+            2
+        );
+        let answer = call(&client, "tools/call", json!({"name": "unknown_state"})).await;
+        let said = format!("{answer:?}");
+        assert!(!said.contains("String"), "the type is not told: {said}");
+        assert!(said.contains("no state"), "{said}");
     });
 }

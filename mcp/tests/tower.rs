@@ -349,14 +349,13 @@ async fn the_bare_hyper_example_serves_mcp_over_http1_and_h2c() {
 }
 
 /// The `rust,ignore` snippets of `doc` (below `../`) that follow a link to `example`
-/// (`adapters/tokio/examples/<example>.rs`) before the next link to another example: each is
+/// (`mcp/examples/<example>.rs`) before the next link to another example: each is
 /// in the example as it is, so the guide shows code that compiles.
 fn snippets_are_in_example(doc: &str, example: &str) -> usize {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../");
     let text = std::fs::read_to_string(format!("{root}{doc}")).unwrap();
     let link = format!("examples/{example}.rs)");
-    let source =
-        std::fs::read_to_string(format!("{root}adapters/tokio/examples/{example}.rs")).unwrap();
+    let source = std::fs::read_to_string(format!("{root}mcp/examples/{example}.rs")).unwrap();
     let mut current = false;
     let mut checked = 0;
     let mut rest = text.as_str();
@@ -702,4 +701,59 @@ async fn the_bare_hyper_example_serves_websocket_over_http2_beside_mcp() {
         answer["result"]["serverInfo"]["name"], "hyper-mcp",
         "{answer}"
     );
+}
+
+/// The mounted service's own refusals carry the JSON-RPC error body the standalone server's
+/// do (issue 60): a body over the 4 MiB bound is 413 with an error of `null` id that names
+/// it, not an empty body; a `Host` outside the allowed ones is 403 whose message names the
+/// host and the setting that allows it.
+#[tokio::test]
+async fn the_mounted_service_refuses_with_a_json_rpc_error_that_says_why() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = axum::Router::new().route_service("/mcp", echo_service());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    // One request on a new connection: the answer's status and its body as JSON.
+    let exchange = |host: String, body: Vec<u8>| async move {
+        let mut tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .unwrap();
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\
+             Connection: close\r\n\r\n",
+            body.len()
+        );
+        tcp.write_all(head.as_bytes()).await.unwrap();
+        // The server may answer (and close) before it read the whole body.
+        let _ = tcp.write_all(&body).await;
+        let mut answer = Vec::new();
+        let _ = tcp.read_to_end(&mut answer).await;
+        let text = String::from_utf8_lossy(&answer).into_owned();
+        let (head, body) = text
+            .split_once("\r\n\r\n")
+            .unwrap_or_else(|| panic!("{text}"));
+        let status: u16 = head[9..12].parse().unwrap();
+        let body: Value =
+            serde_json::from_str(body.trim()).unwrap_or_else(|e| panic!("{e}: {text}"));
+        (status, body)
+    };
+    let init = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+
+    let mut large = init.to_vec();
+    large.resize(4 * 1024 * 1024 + 1, b' ');
+    let (status, body) = exchange(format!("127.0.0.1:{port}"), large).await;
+    assert_eq!(status, 413, "{body}");
+    assert_eq!(body["id"], Value::Null, "{body}");
+    assert_eq!(body["error"]["code"], -32600, "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("Payload Too Large"), "{message}");
+
+    let (status, body) = exchange("mcp.example.com".into(), init.to_vec()).await;
+    assert_eq!(status, 403, "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains(r#""mcp.example.com""#), "{message}");
+    assert!(message.contains("streamable::Config::hosts"), "{message}");
+    assert!(message.contains("Hosts::List"), "{message}");
 }

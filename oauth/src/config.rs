@@ -219,7 +219,7 @@ impl Config {
             scope: None,
             authorization_server: None,
             refresh_margin: Duration::from_secs(60),
-            max_step_ups: 3,
+            max_step_ups: 2,
             discovery_headers: Vec::new(),
             max_body: 256 * 1024,
             offline_access: true,
@@ -281,16 +281,20 @@ impl Config {
         self
     }
 
-    /// Gives up after this many step-ups in a row for `insufficient_scope` (default 3).
+    /// Gives up after this many step-ups in a row for `insufficient_scope` (default 2: with
+    /// the authorization before them, three authorization requests for one refusal, the
+    /// most the MCP conformance suite allows a client that meets a scope it never gets).
     pub fn max_step_ups(mut self, n: u32) -> Config {
         self.max_step_ups = n;
         self
     }
 
-    /// Sends this header with every metadata request (MCP adds `MCP-Protocol-Version`).
+    /// Sends this header with every metadata request (MCP adds `MCP-Protocol-Version`),
+    /// in place of one of the same name given before.
     pub fn discovery_header(mut self, name: &str, value: impl Into<String>) -> Config {
-        self.discovery_headers
-            .push((name.to_ascii_lowercase(), value.into()));
+        let name = name.to_ascii_lowercase();
+        self.discovery_headers.retain(|(n, _)| *n != name);
+        self.discovery_headers.push((name, value.into()));
         self
     }
 

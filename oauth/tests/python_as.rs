@@ -12,19 +12,19 @@
 //! server's `error` and `error_description`: a wrong client secret at the token and
 //! refresh steps, a bad code, and a certificate nobody trusts.
 
+#[path = "../../tests/support/oauth_as.rs"]
+mod oauth_as;
 #[path = "../../tests/support/interop.rs"]
 mod support;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
 use sansrpc_oauth::driver::rustls::pki_types::CertificateDer;
 use sansrpc_oauth::driver::{
-    Authorizer, BoxFuture, HeadlessUserAgent, HttpTransport, HyperTransport, UserAgent,
+    Authorizer, BoxFuture, HeadlessUserAgent, HttpTransport, HyperTransport, LoopbackBrowser,
+    UserAgent,
 };
 use sansrpc_oauth::store::{ClientSource, MemoryStore, TokenStore};
 use sansrpc_oauth::{
@@ -32,83 +32,33 @@ use sansrpc_oauth::{
     Step,
 };
 use serde_json::Value;
-use support::Running;
 
 const REDIRECT: &str = "http://127.0.0.1:9/callback";
 
 /// The SDK's authorization server on a free port, serving HTTPS with a certificate for
 /// 127.0.0.1 issued by a CA made here; the CA's certificate.
 struct Server {
-    _process: Running,
-    port: u16,
+    running: oauth_as::AuthServer,
     ca: CertificateDer<'static>,
 }
 
 impl Server {
     fn start(name: &str) -> Server {
-        let dir =
-            std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("oauth-{name}"));
-        std::fs::create_dir_all(&dir).unwrap();
-        let ca_key = KeyPair::generate().unwrap();
-        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca_params
-            .distinguished_name
-            .push(DnType::CommonName, "sansrpc-oauth test CA");
-        ca_params.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
-        let ca_cert = ca_params.self_signed(&ca_key).unwrap();
-        let issuer = Issuer::new(ca_params, ca_key);
-        let leaf_key = KeyPair::generate().unwrap();
-        let leaf_params =
-            CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()]).unwrap();
-        let leaf = leaf_params.signed_by(&leaf_key, &issuer).unwrap();
-        let (cert_file, key_file) = (dir.join("cert.pem"), dir.join("key.pem"));
-        std::fs::write(&cert_file, leaf.pem() + &ca_cert.pem()).unwrap();
-        std::fs::write(&key_file, leaf_key.serialize_pem()).unwrap();
-
-        let sdk = support::pip_install(env!("CARGO_MANIFEST_DIR"), "mcp-python");
-        let script =
-            support::interop(env!("CARGO_MANIFEST_DIR"), "mcp-python").join("oauth_server.py");
-        let mut process = Running(
-            Command::new("python3")
-                .arg(script)
-                .args(["0", "--tls"])
-                .args([&cert_file, &key_file])
-                .env("PYTHONPATH", sdk)
-                .env("PYTHONDONTWRITEBYTECODE", "1")
-                .stdout(Stdio::piped())
-                .stderr(Stdio::inherit())
-                .spawn()
-                .expect("python3 runs the SDK's authorization server"),
+        let ca = oauth_as::TestCa::new("sansrpc-oauth test CA");
+        let running = oauth_as::AuthServer::start(
+            env!("CARGO_MANIFEST_DIR"),
+            &format!("oauth-{name}"),
+            &ca,
+            &[],
         );
-        let stdout = process.0.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let line = rx
-            .recv_timeout(Duration::from_secs(60))
-            .expect("the SDK's authorization server says where it listens");
-        let port = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("not a port: {line:?}"))
-            .parse()
-            .unwrap();
         Server {
-            _process: process,
-            port,
-            ca: ca_cert.der().clone(),
+            running,
+            ca: CertificateDer::from(ca.der),
         }
     }
 
     fn url(&self, path: &str) -> String {
-        format!("https://127.0.0.1:{}{path}", self.port)
+        self.running.url(path)
     }
 
     fn transport(&self) -> HyperTransport {
@@ -405,6 +355,68 @@ async fn a_bad_code_and_an_untrusted_certificate_name_their_steps() {
             .url
             .as_deref()
             .is_some_and(|u| u.starts_with(&server.url("/.well-known/"))),
+        "{error}"
+    );
+}
+
+/// The user's part in a browser (`LoopbackBrowser`): the authorizer listens on the redirect
+/// URI's loopback port and "opens" the authorization URL in a browser that follows its
+/// redirects with GETs, the last one to that port, which answers it a page saying the
+/// window may be closed; the code it carried gets the token. A redirect URI a browser
+/// could not bring back here is refused, saying why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_user_part_in_a_browser_comes_back_on_a_loopback_port() {
+    let server = Server::start("browser");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let redirect = format!("http://127.0.0.1:{port}/callback");
+    let (shown, mut page) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let transport = server.transport();
+    let browser = LoopbackBrowser::with_opener(move |url| {
+        let (transport, shown) = (transport.clone(), shown.clone());
+        let mut at = url::Url::parse(url).map_err(|e| e.to_string())?;
+        tokio::spawn(async move {
+            for _ in 0..5 {
+                let answer = transport.send(HttpRequest::get(at.as_str())).await.unwrap();
+                match answer.header("location") {
+                    Some(location) => at = at.join(location).unwrap(),
+                    None => {
+                        let _ = shown.send(String::from_utf8_lossy(&answer.body).into_owned());
+                        return;
+                    }
+                }
+            }
+        });
+        Ok(())
+    });
+    let config = Config::authorization_code(&server.url("/mcp"), &redirect).unwrap();
+    let authorizer = Authorizer::builder(config)
+        .transport(server.transport())
+        .user_agent(browser)
+        .build()
+        .unwrap();
+    let me = whoami(&server, &authorizer).await;
+    assert_eq!(me["resource"], server.url("/mcp"));
+    let page = page.recv().await.unwrap();
+    assert!(page.contains("You may close this window"), "{page}");
+
+    // Not loopback (nor with a port): the flow fails at the user's part, saying why.
+    let far =
+        Config::authorization_code(&server.url("/mcp"), "https://app.example/callback").unwrap();
+    let authorizer = Authorizer::builder(far)
+        .transport(server.transport())
+        .user_agent(LoopbackBrowser::with_opener(|_| Ok(())))
+        .build()
+        .unwrap();
+    let error = authorizer.authorize().await.unwrap_err();
+    assert_eq!(error.step, Step::Authorization, "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("not http on a loopback address with a port"),
         "{error}"
     );
 }

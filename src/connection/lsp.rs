@@ -10,6 +10,9 @@
 //!   status 0 after `shutdown`, 1 without; the drivers return it;
 //! - `$/setTrace` (and `initialize`'s `trace`) set the trace level
 //!   [`Connection::log_trace`](super::Connection::log_trace) sends `$/logTrace` at;
+//! - `"params": null` on any request or notification is read as no params
+//!   ([`Limits::null_params_as_absent`](crate::Limits::null_params_as_absent)): editors send
+//!   it on `shutdown` and `exit`, and the LSP ecosystem reads it so;
 //! - the `processId` of `initialize` is checked on a timer
 //!   ([`Event::CheckProcess`](super::Event::CheckProcess)): a server whose editor died
 //!   exits with status 1.
@@ -26,8 +29,7 @@ use crate::error::{code, ErrorObject};
 use crate::raw::RawValue;
 use crate::time::Instant;
 
-/// How often the editor's process (`processId`) is checked by default.
-pub const PROCESS_CHECK: Duration = Duration::from_secs(3);
+pub use crate::config::PROCESS_CHECK;
 
 /// Where an LSP connection is in its lifecycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -136,6 +136,11 @@ pub enum CloseReason {
     Expired(Expiry),
     /// The peer did not answer our `ping` within the heartbeat's timeout.
     HeartbeatTimeout,
+    /// A method subscription's queue overflowed under
+    /// [`LagPolicy::Disconnect`](subscriptions::LagPolicy::Disconnect): the subscriber
+    /// read too slowly, and the connection closed as go-ethereum closes it.
+    #[cfg(feature = "subscriptions")]
+    SubscriberLagged,
     /// LSP: the client sent `exit` (status 0 after `shutdown`, 1 without), or its process
     /// is gone (status 1). The process should exit with `code`.
     Exit {
@@ -230,7 +235,7 @@ pub enum Event<'a> {
         sub: u64,
     },
     /// LSP: is the editor's process (`initialize`'s `processId`) still running? A driver
-    /// on `std` checks ([`runtime::process_alive`](crate::runtime::process_alive)) and, when
+    /// on `std` checks (`sansrpc_runtime::process_alive`) and, when
     /// it is gone, calls [`Connection::handle_client_gone`]. Asked every
     /// [`Config::process_check`].
     CheckProcess {
@@ -1576,8 +1581,10 @@ impl Connection {
         // Written here, from a number: JSON.
         let text = core::str::from_utf8(&id).unwrap_or("null");
         self.respond(handle, Ok(RawValue::from_validated(text)));
+        self.subs
+            .active
+            .insert(sub, subscriptions::Active::new(decl, &id));
         self.subs.buf = id;
-        self.subs.active.insert(sub, decl);
         Some(sub)
     }
 
@@ -1588,29 +1595,57 @@ impl Connection {
     /// down).
     #[cfg(feature = "subscriptions")]
     pub fn send_item(&mut self, sub: u64, item: &RawValue) -> Result<(), SendError> {
-        self.send_notice(sub, |d, sub, out| d.write_item(sub, item, out))
+        let active = *self.subs.active.get(&sub).ok_or(SendError::Closed)?;
+        // The pieces around the item, the id included, were written once; the whole is
+        // framed where the endpoint keeps its output.
+        let shape = &self.subs.shapes[active.decl];
+        let parts: [&[u8]; 5] = [
+            &shape.head,
+            active.id(),
+            &shape.mid,
+            item.get().as_bytes(),
+            b"}}",
+        ];
+        self.endpoint.send_parts(&parts)
     }
 
     /// Tells subscription `sub` it missed `dropped` items
-    /// ([`LagPolicy::DropOldest`](subscriptions::LagPolicy::DropOldest)).
+    /// ([`LagPolicy::DropOldest`](subscriptions::LagPolicy::DropOldest)), when its
+    /// declaration's [`notices`](subscriptions::MethodSubscription::notices) are on; sends
+    /// nothing otherwise.
     #[cfg(feature = "subscriptions")]
     pub fn send_lagged(&mut self, sub: u64, dropped: u64) -> Result<(), SendError> {
+        let decl = self.subs.active.get(&sub).ok_or(SendError::Closed)?.decl;
+        if !self.subs.declarations[decl].notices {
+            return Ok(());
+        }
         self.send_notice(sub, |d, sub, out| d.write_lagged(sub, dropped, out))
     }
 
     /// Sends what a [`SubscriptionQueue`](subscriptions::SubscriptionQueue) popped: an item,
-    /// a lag notice, or the end of an overflowed subscription. The errors of
+    /// a lag notice, or the end of an overflowed subscription, by its declaration's
+    /// [`LagPolicy`](subscriptions::LagPolicy): under `Close` it ends
+    /// ([`end_subscription`](Connection::end_subscription), with
+    /// [`lagged_error`](subscriptions::lagged_error)); under `Disconnect` the connection
+    /// closes ([`CloseReason::SubscriberLagged`]) after what it has written. The errors of
     /// [`send_item`](Connection::send_item).
     #[cfg(feature = "subscriptions")]
-    pub fn send_popped(
+    pub fn send_popped<T: AsRef<RawValue>>(
         &mut self,
         sub: u64,
-        popped: &subscriptions::Popped,
+        popped: &subscriptions::Popped<T>,
     ) -> Result<(), SendError> {
         match popped {
-            subscriptions::Popped::Item(item) => self.send_item(sub, item),
+            subscriptions::Popped::Item(item) => self.send_item(sub, item.as_ref()),
             subscriptions::Popped::Lagged(n) => self.send_lagged(sub, *n),
             subscriptions::Popped::Overflowed => {
+                let decl = self.subs.active.get(&sub).ok_or(SendError::Closed)?.decl;
+                if self.subs.declarations[decl].lag == subscriptions::LagPolicy::Disconnect {
+                    self.subs.active.remove(&sub);
+                    let now = self.endpoint_now();
+                    self.close_with(CloseReason::SubscriberLagged, now);
+                    return Ok(());
+                }
                 match self.end_subscription(sub, Some(&subscriptions::lagged_error())) {
                     true => Ok(()),
                     false => Err(SendError::Closed),
@@ -1619,12 +1654,16 @@ impl Connection {
         }
     }
 
-    /// The server ends subscription `sub`: with `error`, a last notification carrying it
-    /// (`{"subscription": id, "error": {...}}`) tells the subscriber; without, it just
-    /// stops (as jsonrpsee's and geth's servers do). False when it was not active.
+    /// The server ends subscription `sub`: with `error`, and a declaration whose
+    /// [`notices`](subscriptions::MethodSubscription::notices) are on, a last notification
+    /// carrying it (`{"subscription": id, "error": {...}}`) tells the subscriber; otherwise
+    /// it just stops (as jsonrpsee's and geth's servers do). False when it was not active.
     #[cfg(feature = "subscriptions")]
     pub fn end_subscription(&mut self, sub: u64, error: Option<&ErrorObject<'_>>) -> bool {
-        if let Some(error) = error {
+        let Some(decl) = self.subs.active.get(&sub).map(|a| a.decl) else {
+            return false;
+        };
+        if let (Some(error), true) = (error, self.subs.declarations[decl].notices) {
             let _ = self.send_notice(sub, |d, sub, out| d.write_error(sub, error, out));
         }
         self.subs.active.remove(&sub).is_some()
@@ -1642,7 +1681,7 @@ impl Connection {
         sub: u64,
         write: impl FnOnce(&subscriptions::MethodSubscription, u64, &mut Vec<u8>),
     ) -> Result<(), SendError> {
-        let decl = *self.subs.active.get(&sub).ok_or(SendError::Closed)?;
+        let decl = self.subs.active.get(&sub).ok_or(SendError::Closed)?.decl;
         let declaration = &self.subs.declarations[decl];
         // Written in place: our own writing around a value that is JSON.
         self.endpoint

@@ -47,10 +47,10 @@ use alloc::boxed::Box;
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::time::Duration;
 
-use crate::endpoint::{EndReason, Endpoint, IncomingId, UnknownRequest};
+use crate::endpoint::{Endpoint, IncomingId};
 use crate::error::ErrorObject;
+use crate::error::{EndReason, UnknownRequest};
 use crate::json::Scanner;
 use crate::limits::Limits;
 use crate::message::{Notification, Request};
@@ -78,34 +78,7 @@ pub mod code {
     pub const TOO_MANY_PULLS: i64 = -32022;
 }
 
-/// Bounds of one connection's streams.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct StreamConfig {
-    /// Most streams open at once (default 64).
-    pub max_open: usize,
-    /// Most pulls queued for one stream (default 64).
-    pub max_queued_pulls: usize,
-    /// Most items in one pull answer, whatever `max` the puller asks for (default 1024).
-    pub max_items_per_pull: u32,
-    /// A pull answer is sent once it holds this many bytes of items, even short of `max`
-    /// (default 256 KiB).
-    pub max_answer_bytes: usize,
-    /// A stream with no pull waiting is freed after this long (default 60 s).
-    pub idle_timeout: Duration,
-}
-
-impl Default for StreamConfig {
-    fn default() -> Self {
-        StreamConfig {
-            max_open: 64,
-            max_queued_pulls: 64,
-            max_items_per_pull: 1024,
-            max_answer_bytes: 256 * 1024,
-            idle_timeout: Duration::from_secs(60),
-        }
-    }
-}
+pub use crate::config::StreamConfig;
 
 /// A producer of items written straight into an answer: what a stream method returns
 /// when its items come from plain code (an iterator: [`from_iter`]).
@@ -128,7 +101,7 @@ where
         match self.0.next() {
             None => Produced::End,
             Some(Err(e)) => Produced::Error(e),
-            Some(Ok(item)) => match crate::method::write_json(out, &item) {
+            Some(Ok(item)) => match crate::json::write_json(out, &item) {
                 Ok(()) => Produced::Item,
                 Err(_) => Produced::Error(ErrorObject::internal_error()),
             },

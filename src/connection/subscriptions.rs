@@ -20,16 +20,18 @@
 //! (which answers the id) or answers an error. From then on the connection answers the
 //! unsubscribe method itself (`true`, or `false` for an id it does not know) and tells the
 //! driver ([`Event::Unsubscribed`](super::Event::Unsubscribed)); items go out with
-//! [`Connection::send_item`](super::Connection::send_item), a lag notice with
-//! [`Connection::send_lagged`](super::Connection::send_lagged), and the server ends one with
+//! [`Connection::send_item`](super::Connection::send_item), a lag notice (with notices on)
+//! with [`Connection::send_lagged`](super::Connection::send_lagged), and the server ends one with
 //! [`Connection::end_subscription`](super::Connection::end_subscription). Closing the
 //! connection ends them all.
 //!
 //! Items wait in a [`SubscriptionQueue`] between the producer and the connection, one per
-//! subscription, bounded by count and bytes, with the declaration's [`LagPolicy`]: a
-//! subscriber that stops reading never grows the server's memory past it. The driver keeps
-//! the queue behind its runtime's lock and moves items into the connection while the
-//! connection's output has room.
+//! subscription, bounded by bytes, with the declaration's [`LagPolicy`]: a subscriber that
+//! stops reading never grows the server's memory past it. The driver keeps the queue
+//! behind its runtime's lock and moves items into the connection while the connection's
+//! output has room. Every notification is `{"<id>": id, "<result>": item}` unless the
+//! declaration opts in to sansrpc's notices ([`MethodSubscription::notices`]): Ethereum's
+//! clients read nothing else.
 //!
 //! # The client side
 //! [`ClientSubscriptions`] routes a client's notifications: a subscribe call registered
@@ -63,22 +65,40 @@ pub enum IdStyle {
     Number,
 }
 
-/// What a subscription's queue does when its subscriber reads slower than items come.
+/// What happens when a subscriber reads slower than items come and its queue is full
+/// ([`MethodSubscription::max_bytes`]). A producer that waits for room (the adapters' async
+/// `send`, the blocking one) never meets it: it follows the reader instead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum LagPolicy {
-    /// Drop the oldest queued items to make room, and tell the subscriber how many it
-    /// missed before the next item: a notification whose params carry `"lagged": n` in
-    /// place of the result (sansrpc's clients surface it as a lag; a client that knows
-    /// nothing of it sees a notification without a result). The default.
+    /// Close the subscriber's connection, as go-ethereum does with a client whose
+    /// notification queue overflows: the client sees its connection end (every client
+    /// library reports that, and most reconnect and subscribe again), never a notification
+    /// it cannot read, and never a silent gap. What was written before stays written. The
+    /// default: Ethereum, Substrate and Solana clients read every notification's `result`.
     #[default]
+    Disconnect,
+    /// Drop the oldest queued items to make room. With the declaration's
+    /// [`notices`](MethodSubscription::notices) on, the subscriber is told how many it
+    /// missed before its next item (a notification whose params carry `"lagged": n` in
+    /// place of the result; sansrpc's clients surface it as a lag); without, the items are
+    /// dropped silently (a gap in the numbers of blocks, say).
     DropOldest,
-    /// End the subscription: a last notification whose params carry an `"error"`
-    /// ([`code::SUBSCRIPTION_LAGGED`](crate::error::code::SUBSCRIPTION_LAGGED)) in place of
-    /// the result, then nothing. For clients that would rather resubscribe than miss items
-    /// silently (a block follower).
+    /// End the subscription after the items queued before, as if the client had
+    /// unsubscribed: nothing more is sent for it. With the declaration's
+    /// [`notices`](MethodSubscription::notices) on, a last notification whose params carry
+    /// an `"error"` ([`code::SUBSCRIPTION_LAGGED`](crate::error::code::SUBSCRIPTION_LAGGED))
+    /// in place of the result says why; without, it just stops (what an Ethereum client
+    /// reads after `eth_unsubscribe`).
     Close,
 }
+
+/// Bytes a queued item is charged beyond its JSON (its pointer, counts, the queue's slot):
+/// a flood of tiny items meets the byte bound as surely as a few large ones.
+pub const ITEM_OVERHEAD: usize = 64;
+
+/// The default bound of each subscription's queue: 1 MiB of items.
+pub const DEFAULT_MAX_BYTES: usize = 1 << 20;
 
 /// The declaration of one kind of method subscription.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -96,18 +116,25 @@ pub struct MethodSubscription {
     pub result_field: &'static str,
     /// How ids are written.
     pub ids: IdStyle,
-    /// Most items queued per subscription (default 64).
-    pub capacity: usize,
-    /// Most bytes of items queued per subscription (default 1 MiB); one item larger than
-    /// it is queued alone.
+    /// Most bytes of items queued per subscription between its producer and the connection
+    /// (default [`DEFAULT_MAX_BYTES`], 1 MiB), each item counted as its JSON plus
+    /// [`ITEM_OVERHEAD`]; one item larger than it is queued alone. A client's reader holds
+    /// as much unread.
     pub max_bytes: usize,
-    /// What a full queue does (default [`LagPolicy::DropOldest`]).
+    /// What a full queue does (default [`LagPolicy::Disconnect`]).
     pub lag: LagPolicy,
+    /// Whether notifications may carry sansrpc's notices besides items: `"lagged": n`
+    /// ([`LagPolicy::DropOldest`]) and the `"error"` that ends a subscription
+    /// ([`LagPolicy::Close`], or the server's close with an error). Off by default: every
+    /// notification is then `{"<id>": id, "<result>": item}`, the only shape Ethereum,
+    /// Substrate and Solana clients know (ethers and viem break on anything else).
+    pub notices: bool,
 }
 
 impl MethodSubscription {
     /// A declaration with these three methods, the members `subscription` and `result`,
-    /// string ids, 64 items and 1 MiB per queue, dropping the oldest when full.
+    /// string ids, 1 MiB per queue, the connection closed when it overflows
+    /// ([`LagPolicy::Disconnect`]), no notices besides items.
     pub const fn new(
         subscribe: &'static str,
         notification: &'static str,
@@ -120,13 +147,15 @@ impl MethodSubscription {
             id_field: "subscription",
             result_field: "result",
             ids: IdStyle::String,
-            capacity: 64,
-            max_bytes: 1 << 20,
-            lag: LagPolicy::DropOldest,
+            max_bytes: DEFAULT_MAX_BYTES,
+            lag: LagPolicy::Disconnect,
+            notices: false,
         }
     }
 
-    /// Ethereum's: `eth_subscribe` / `eth_subscription` / `eth_unsubscribe`, hex ids.
+    /// Ethereum's: `eth_subscribe` / `eth_subscription` / `eth_unsubscribe`, hex ids, the
+    /// defaults of [`new`](Self::new) (as geth: a client that cannot keep up is
+    /// disconnected).
     pub const fn ethereum() -> Self {
         MethodSubscription::new("eth_subscribe", "eth_subscription", "eth_unsubscribe")
             .with_ids(IdStyle::Hex)
@@ -145,9 +174,8 @@ impl MethodSubscription {
         self
     }
 
-    /// These bounds of each subscription's queue (at least one item).
-    pub const fn with_capacity(mut self, items: usize, bytes: usize) -> Self {
-        self.capacity = if items == 0 { 1 } else { items };
+    /// This bound, in bytes, of each subscription's queue ([`max_bytes`](Self::max_bytes)).
+    pub const fn with_capacity(mut self, bytes: usize) -> Self {
         self.max_bytes = bytes;
         self
     }
@@ -155,6 +183,14 @@ impl MethodSubscription {
     /// This lag policy.
     pub const fn with_lag(mut self, lag: LagPolicy) -> Self {
         self.lag = lag;
+        self
+    }
+
+    /// Whether sansrpc's notices (`lagged`, `error`) may go out
+    /// ([`notices`](Self::notices)): for clients that read them (sansrpc's own), never for
+    /// Ethereum's.
+    pub const fn with_notices(mut self, notices: bool) -> Self {
+        self.notices = notices;
         self
     }
 
@@ -278,13 +314,15 @@ pub enum Pushed {
     /// Queued.
     Queued,
     /// Queued after dropping the oldest items (`dropped`, counted since the last lag
-    /// notice went out) under [`LagPolicy::DropOldest`].
+    /// notice went out, or since the queue began when notices are off) under
+    /// [`LagPolicy::DropOldest`].
     Lagged {
         /// Items dropped and not yet told.
         dropped: u64,
     },
-    /// The queue was full under [`LagPolicy::Close`]: the subscription is over (the
-    /// driver ends it with [`lagged_error`]). Nothing was queued.
+    /// The queue was full under [`LagPolicy::Close`] or [`LagPolicy::Disconnect`]: the
+    /// subscription is over (the driver ends it, or closes the connection, once the items
+    /// queued before have been handed out). Nothing was queued.
     Overflowed,
     /// The subscription is over (unsubscribed, ended, the connection closed): nothing was
     /// queued.
@@ -293,64 +331,89 @@ pub enum Pushed {
 
 /// What [`SubscriptionQueue::pop`] hands out, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Popped {
-    /// Tell the subscriber it missed this many items (before the next item).
+pub enum Popped<T = Box<RawValue>> {
+    /// Tell the subscriber it missed this many items (before the next item); only when the
+    /// declaration's [`notices`](MethodSubscription::notices) are on.
     Lagged(u64),
     /// The next item.
-    Item(Box<RawValue>),
-    /// The subscription overflowed under [`LagPolicy::Close`]: end it with
-    /// [`lagged_error`] (after the items queued before, which are handed out first).
+    Item(T),
+    /// The subscription overflowed under [`LagPolicy::Close`] or
+    /// [`LagPolicy::Disconnect`]: end it, or close the connection
+    /// ([`Connection::send_popped`](super::Connection::send_popped) does either), after the
+    /// items queued before, which are handed out first.
     Overflowed,
 }
 
-/// One subscription's items between its producer and the connection: bounded by count and
-/// bytes, with the declaration's lag policy. No lock inside: a driver keeps it behind its
+/// One subscription's items between its producer and the connection: bounded by bytes
+/// ([`MethodSubscription::max_bytes`], each item charged [`ITEM_OVERHEAD`] beyond its
+/// JSON), with the declaration's lag policy. No lock inside: a driver keeps it behind its
 /// runtime's (the producer pushes, the connection's driver pops while output has room).
+///
+/// Items are anything that holds JSON (`T: AsRef<RawValue>`): `Box<RawValue>`, or a
+/// reference-counted one shared by the queues of many subscribers (fan-out).
 #[derive(Debug)]
-pub struct SubscriptionQueue {
-    items: VecDeque<Box<RawValue>>,
+pub struct SubscriptionQueue<T = Box<RawValue>> {
+    items: VecDeque<T>,
+    /// Bytes charged for the items queued.
     bytes: usize,
-    capacity: usize,
     max_bytes: usize,
     lag: LagPolicy,
+    notices: bool,
     /// Items dropped since the last lag notice was handed out.
     dropped: u64,
     overflowed: bool,
     closed: bool,
 }
 
-impl SubscriptionQueue {
-    /// An empty queue with `declaration`'s bounds and policy.
+/// What an item of `size` bytes of JSON is charged in a queue.
+pub const fn charge(size: usize) -> usize {
+    size.saturating_add(ITEM_OVERHEAD)
+}
+
+impl<T: AsRef<RawValue>> SubscriptionQueue<T> {
+    /// An empty queue with `declaration`'s bound and policy.
     pub fn new(declaration: &MethodSubscription) -> Self {
         SubscriptionQueue {
             items: VecDeque::new(),
             bytes: 0,
-            capacity: declaration.capacity.max(1),
             max_bytes: declaration.max_bytes,
             lag: declaration.lag,
+            notices: declaration.notices,
             dropped: 0,
             overflowed: false,
             closed: false,
         }
     }
 
+    fn size(item: &T) -> usize {
+        charge(item.as_ref().get().len())
+    }
+
+    /// True when an item of `size` bytes of JSON would be queued now without meeting the
+    /// bound (the queue is empty, or it fits): what a producer that waits for room waits
+    /// for. Also true once the subscription is over (a push then says so).
+    pub fn has_room(&self, size: usize) -> bool {
+        self.closed
+            || self.overflowed
+            || self.items.is_empty()
+            || self.bytes.saturating_add(charge(size)) <= self.max_bytes
+    }
+
     /// Queues `item` (see [`Pushed`]).
-    pub fn push(&mut self, item: Box<RawValue>) -> Pushed {
+    pub fn push(&mut self, item: T) -> Pushed {
         if self.closed || self.overflowed {
             return Pushed::Closed;
         }
-        let size = item.get().len();
-        let full = |q: &Self| {
-            !q.items.is_empty() && (q.items.len() >= q.capacity || q.bytes + size > q.max_bytes)
-        };
+        let size = Self::size(&item);
+        let full = |q: &Self| !q.items.is_empty() && q.bytes.saturating_add(size) > q.max_bytes;
         if full(self) {
-            if self.lag == LagPolicy::Close {
+            if self.lag != LagPolicy::DropOldest {
                 self.overflowed = true;
                 return Pushed::Overflowed;
             }
             while full(self) {
                 if let Some(old) = self.items.pop_front() {
-                    self.bytes -= old.get().len();
+                    self.bytes -= Self::size(&old);
                     self.dropped += 1;
                 }
             }
@@ -363,17 +426,21 @@ impl SubscriptionQueue {
         }
     }
 
-    /// The next thing to send: a lag notice first when items were dropped, then the items
-    /// in order, then the overflow; `None` when there is nothing (or it is closed).
-    pub fn pop(&mut self) -> Option<Popped> {
+    /// The next thing to send: a lag notice first when items were dropped (and notices
+    /// are on), then the items in order, then the overflow; `None` when there is nothing
+    /// (or it is closed).
+    pub fn pop(&mut self) -> Option<Popped<T>> {
         if self.closed {
             return None;
         }
         if self.dropped > 0 {
-            return Some(Popped::Lagged(core::mem::take(&mut self.dropped)));
+            let dropped = core::mem::take(&mut self.dropped);
+            if self.notices {
+                return Some(Popped::Lagged(dropped));
+            }
         }
         if let Some(item) = self.items.pop_front() {
-            self.bytes -= item.get().len();
+            self.bytes -= Self::size(&item);
             return Some(Popped::Item(item));
         }
         if self.overflowed {
@@ -386,11 +453,11 @@ impl SubscriptionQueue {
     /// Puts back what [`pop`](Self::pop) handed out and the connection could not take
     /// ([`SendError::OutputFull`](crate::connection::SendError::OutputFull)): it is handed
     /// out first next time.
-    pub fn restore(&mut self, popped: Popped) {
+    pub fn restore(&mut self, popped: Popped<T>) {
         match popped {
             Popped::Lagged(n) => self.dropped += n,
             Popped::Item(item) => {
-                self.bytes += item.get().len();
+                self.bytes += Self::size(&item);
                 self.items.push_front(item);
             }
             Popped::Overflowed => {
@@ -413,6 +480,12 @@ impl SubscriptionQueue {
         self.closed
     }
 
+    /// True once the queue overflowed (under [`LagPolicy::Close`] or
+    /// [`LagPolicy::Disconnect`]): nothing more is queued.
+    pub fn is_overflowed(&self) -> bool {
+        self.overflowed
+    }
+
     /// Items queued.
     pub fn len(&self) -> usize {
         self.items.len()
@@ -420,12 +493,150 @@ impl SubscriptionQueue {
 
     /// True when nothing is queued (no item, no lag notice, no overflow).
     pub fn is_empty(&self) -> bool {
-        self.items.is_empty() && self.dropped == 0 && !self.overflowed
+        self.items.is_empty() && (self.dropped == 0 || !self.notices) && !self.overflowed
     }
 
-    /// Bytes of items queued.
+    /// Bytes charged for the items queued (their JSON plus [`ITEM_OVERHEAD`] each): at
+    /// most [`max_bytes`](MethodSubscription::max_bytes), or one item's.
     pub fn bytes(&self) -> usize {
         self.bytes
+    }
+}
+
+/// A declaration's notification around its items, written once: `head` up to the
+/// subscription id, `mid` between the id and the item, then the item and `}}`.
+#[derive(Debug, Default)]
+pub(crate) struct Shape {
+    /// `{"jsonrpc":"2.0","method":"<notification>","params":{"<id_field>":`
+    pub head: Vec<u8>,
+    /// `,"<result_field>":`
+    pub mid: Vec<u8>,
+}
+
+impl Shape {
+    fn of(declaration: &MethodSubscription) -> Shape {
+        let mut head = Vec::new();
+        crate::message::write_call_with(
+            &mut head,
+            crate::message::Version::V2,
+            None,
+            declaration.notification,
+            Some(|out: &mut Vec<u8>| {
+                out.push(b'{');
+                write_key(declaration.id_field, out);
+            }),
+        );
+        // Without the call's closing brace: the params go on after it.
+        head.pop();
+        let mut mid = Vec::from(&b","[..]);
+        write_key(declaration.result_field, &mut mid);
+        Shape { head, mid }
+    }
+}
+
+/// A map kept as a sorted vector: what a connection's few subscriptions need (a B-tree's
+/// node holds eleven entries however many are in it, a cost every connection pays).
+/// Lookups are binary searches; keys that grow (subscription numbers, request handles) are
+/// inserted at the end.
+#[derive(Debug, Clone)]
+pub(crate) struct VecMap<K, V>(Vec<(K, V)>);
+
+impl<K, V> Default for VecMap<K, V> {
+    fn default() -> Self {
+        VecMap(Vec::new())
+    }
+}
+
+impl<K: Ord + Copy, V> VecMap<K, V> {
+    fn find(&self, key: &K) -> Result<usize, usize> {
+        self.0.binary_search_by(|(k, _)| k.cmp(key))
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, key: &K) -> Option<&V> {
+        self.find(key).ok().map(|at| &self.0[at].1)
+    }
+
+    /// The value of `key`, to change.
+    pub fn get_mut(&mut self, key: &K) -> Option<&mut V> {
+        match self.find(key) {
+            Ok(at) => Some(&mut self.0[at].1),
+            Err(_) => None,
+        }
+    }
+
+    /// True when `key` is in.
+    pub fn contains_key(&self, key: &K) -> bool {
+        self.find(key).is_ok()
+    }
+
+    /// Sets `key`'s value; the one it replaces.
+    pub fn insert(&mut self, key: K, value: V) -> Option<V> {
+        match self.find(&key) {
+            Ok(at) => Some(core::mem::replace(&mut self.0[at].1, value)),
+            Err(at) => {
+                // One entry's room at first, then doubling: most connections keep one.
+                if self.0.len() == self.0.capacity() {
+                    self.0.reserve_exact(self.0.len().max(1));
+                }
+                self.0.insert(at, (key, value));
+                None
+            }
+        }
+    }
+
+    /// Takes `key` out; its value.
+    pub fn remove(&mut self, key: &K) -> Option<V> {
+        let at = self.find(key).ok()?;
+        let (_, value) = self.0.remove(at);
+        if self.0.is_empty() {
+            // A connection whose subscriptions are over holds nothing for them.
+            self.0 = Vec::new();
+        }
+        Some(value)
+    }
+
+    /// The smallest key.
+    pub fn first_key(&self) -> Option<K> {
+        self.0.first().map(|(k, _)| *k)
+    }
+
+    /// How many keys.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Empties it, and gives its memory back.
+    pub fn clear(&mut self) {
+        self.0 = Vec::new();
+    }
+}
+
+/// One active subscription: its declaration's index, and its id as JSON (written once).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Active {
+    pub decl: usize,
+    id: [u8; 24],
+    id_len: u8,
+}
+
+impl Active {
+    /// Declaration `decl`'s subscription whose id is the JSON `id` (at most 22 bytes: a
+    /// quoted decimal `u64`).
+    pub fn new(decl: usize, id: &[u8]) -> Active {
+        let mut bytes = [0; 24];
+        let len = id.len().min(bytes.len());
+        bytes[..len].copy_from_slice(&id[..len]);
+        Active {
+            decl,
+            id: bytes,
+            id_len: len as u8,
+        }
+    }
+
+    /// The id, as JSON.
+    pub fn id(&self) -> &[u8] {
+        &self.id[..usize::from(self.id_len)]
     }
 }
 
@@ -435,8 +646,10 @@ impl SubscriptionQueue {
 pub(crate) struct Table {
     /// Declarations met so far (by their subscribe method), small.
     pub declarations: Vec<MethodSubscription>,
-    /// Active subscriptions: number → declaration index.
-    pub active: BTreeMap<u64, usize>,
+    /// Each declaration's notification around its items, by the same index.
+    pub shapes: Vec<Shape>,
+    /// Active subscriptions: number → declaration index and id.
+    pub active: VecMap<u64, Active>,
     pub next: u64,
     /// Scratch for notification params.
     pub buf: Vec<u8>,
@@ -455,7 +668,11 @@ impl Table {
         match self.declarations.iter().position(|d| d == declaration) {
             Some(at) => at,
             None => {
+                // Room for this one only: most connections use one declaration.
+                self.declarations.reserve_exact(1);
+                self.shapes.reserve_exact(1);
                 self.declarations.push(declaration.clone());
+                self.shapes.push(Shape::of(declaration));
                 self.declarations.len() - 1
             }
         }
@@ -474,7 +691,7 @@ impl Table {
             }
         };
         let sub = declaration.read_id(&id)?;
-        (self.active.get(&sub) == Some(&decl)).then_some(sub)
+        (self.active.get(&sub).map(|a| a.decl) == Some(decl)).then_some(sub)
     }
 }
 

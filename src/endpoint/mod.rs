@@ -7,6 +7,7 @@ mod progress;
 mod tables;
 mod typed;
 
+pub use crate::error::{Backpressure, EndReason, NotAByteStream, SendError, UnknownRequest};
 pub use profile::Profile;
 #[cfg(feature = "progress")]
 pub use progress::Progress;
@@ -139,31 +140,6 @@ impl RequestOptions {
     }
 }
 
-/// Why one of our requests ended without a response.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum EndReason {
-    /// Its deadline passed ([`Connection::handle_timeout`](crate::connection::Connection::handle_timeout)).
-    TimedOut,
-    /// The application cancelled it ([`Connection::cancel_call`](crate::connection::Connection::cancel_call)).
-    Cancelled,
-    /// The connection closed first.
-    Closed,
-    /// The peer sent an error with a `null` id under [`NullIdPolicy::FailAll`].
-    PeerError,
-    /// The peer answered it with a malformed response.
-    MalformedResponse(ProtocolError),
-    /// The transport's exchange that carried it ended without its answer
-    /// ([`Connection::end_unanswered`](crate::connection::Connection::end_unanswered)): over
-    /// HTTP, `status` is what the server answered instead (`413` for a body over its limit,
-    /// `204`, a `502` from a proxy), `None` when the request could not be sent or the
-    /// response not read (connection refused or reset, a malformed response).
-    Unanswered {
-        /// The HTTP status of the exchange, when one came.
-        status: Option<u16>,
-    },
-}
-
 /// Something the application should know or act on; from [`Connection::poll_event`](crate::connection::Connection::poll_event).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -222,90 +198,6 @@ pub enum Event<'a> {
     /// The connection is closed: every pending request has ended. The last event.
     Closed,
 }
-
-/// Why a message could not be sent. The caller's mistake or the caller's back-pressure,
-/// never the peer's fault.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum SendError {
-    /// The endpoint is closed.
-    Closed,
-    /// [`Config::max_pending_outgoing`] requests are already pending.
-    TooManyPending,
-    /// More than [`Config::max_buffered_output`] bytes wait to be transmitted: drain
-    /// [`Connection::poll_transmit`](crate::connection::Connection::poll_transmit) first.
-    OutputFull,
-    /// Typed params failed to serialize (a map with non-string keys, a failing `Serialize`).
-    InvalidParams,
-    /// The connection is not open yet (connecting, or waiting to reconnect): nothing may be
-    /// sent ([`ext::reconnect::State`](crate::ext::reconnect::State)).
-    Connecting,
-    /// The transport cannot carry notifications outside answers (plain HTTP,
-    /// [`Config::push`] false), so a subscription cannot be made over it.
-    NoPush,
-}
-
-impl fmt::Display for SendError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            SendError::Closed => "the endpoint is closed",
-            SendError::TooManyPending => "too many requests pending",
-            SendError::OutputFull => "too much output waiting to be transmitted",
-            SendError::InvalidParams => "params do not serialize to JSON",
-            SendError::Connecting => "the connection is not open yet",
-            SendError::NoPush => {
-                "subscriptions need a transport that carries notifications (WebSocket, TCP, \
-                 IPC, stdio), not plain HTTP"
-            }
-        })
-    }
-}
-
-#[cfg(feature = "std")]
-impl std::error::Error for SendError {}
-
-/// [`Connection::respond`](crate::connection::Connection::respond) was given a handle with nothing to answer: already answered,
-/// dropped by a close, or from another endpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct UnknownRequest;
-
-impl fmt::Display for UnknownRequest {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("no request in flight with this handle")
-    }
-}
-
-#[cfg(feature = "std")]
-impl std::error::Error for UnknownRequest {}
-
-/// [`Connection::handle_message`](crate::connection::Connection::handle_message) refused a message because events or output are backed
-/// up: drain [`Connection::poll_event`](crate::connection::Connection::poll_event) and [`Connection::poll_transmit`](crate::connection::Connection::poll_transmit), then hand it in again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Backpressure;
-
-impl fmt::Display for Backpressure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("events or output backed up; drain them first")
-    }
-}
-
-#[cfg(feature = "std")]
-impl std::error::Error for Backpressure {}
-
-/// [`Connection::handle_input`](crate::connection::Connection::handle_input) was called on an endpoint configured for a message transport
-/// (`framing: None`): a wiring mistake of the caller's. Nothing was taken; hand whole
-/// messages to [`Connection::handle_message`](crate::connection::Connection::handle_message) instead.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NotAByteStream;
-
-impl fmt::Display for NotAByteStream {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("handle_input on an endpoint without framing; use handle_message")
-    }
-}
-
-#[cfg(feature = "std")]
-impl std::error::Error for NotAByteStream {}
 
 /// What an event record in the queue is about, for entries that borrow from the arena.
 #[derive(Debug, Clone, Copy)]
@@ -612,7 +504,10 @@ const MAX_BATCH_SIZES: usize = 64;
 
 impl Endpoint {
     /// A new, open endpoint.
-    pub fn new(config: Config) -> Self {
+    pub fn new(mut config: Config) -> Self {
+        // The LSP ecosystem reads `"params": null` as absent; the profile says so, not the
+        // limits a caller may have replaced whole.
+        config.limits.null_params_as_absent |= config.profile == Profile::Lsp;
         Endpoint {
             decoder: config.framing.map(|f| Decoder::new(f, &config.limits)),
             classifier: Classifier::new(config.limits),
@@ -1475,6 +1370,40 @@ impl Endpoint {
         crate::message::write_call_with(&mut body, Version::V2, None, method, Some(params));
         self.push_frame(&body);
         self.body = body;
+        Ok(())
+    }
+
+    /// Sends a message whose body is `parts` one after the other (a notification put
+    /// together from pieces written once, around an item), framed where it is written: no
+    /// body buffer between, the parts copied once. Newline framing (which must look at
+    /// every byte) goes through the body buffer as [`push_frame`](Self::push_frame) does.
+    pub(crate) fn send_parts(&mut self, parts: &[&[u8]]) -> Result<(), SendError> {
+        self.check_send()?;
+        let framing = self
+            .decoder
+            .as_ref()
+            .map(Decoder::framing)
+            .or(self.config.framing);
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        match framing {
+            Some(codec::Framing::Newline) => {
+                let mut body = core::mem::take(&mut self.body);
+                body.clear();
+                parts.iter().for_each(|p| body.extend_from_slice(p));
+                self.push_frame(&body);
+                self.body = body;
+            }
+            framed => self.out.push(self.output_tag, |out| {
+                out.reserve(len + 32);
+                if framed.is_some() {
+                    // Content-Length (or Auto, which writes it).
+                    out.extend_from_slice(b"Content-Length: ");
+                    out.extend_from_slice(itoa::Buffer::new().format(len).as_bytes());
+                    out.extend_from_slice(b"\r\n\r\n");
+                }
+                parts.iter().for_each(|p| out.extend_from_slice(p));
+            }),
+        }
         Ok(())
     }
 

@@ -10,7 +10,9 @@ use crate::raw::RawValue;
 /// [`Config::cancel_method`](super::Config::cancel_method),
 /// [`Config::progress_method`](super::Config::progress_method) and the default framing.
 /// The profile decides the params shapes and whether a cancelled request is answered;
-/// both sending and receiving follow it.
+/// both sending and receiving follow it. Under `Lsp`, `"params": null` is read as absent
+/// ([`Limits::null_params_as_absent`](crate::Limits::null_params_as_absent)); the others
+/// refuse it, as JSON-RPC 2.0 says.
 ///
 /// | | cancel | cancelled request | progress | framing |
 /// |---|---|---|---|---|

@@ -36,8 +36,8 @@ use crate::RawValue;
 ///
 /// Requests and notifications may be sent only while [`Open`](State::Open); a reconnecting
 /// client refuses them in the other states with a typed error
-/// ([`SendError::Connecting`](crate::endpoint::SendError::Connecting) or
-/// [`SendError::Closed`](crate::endpoint::SendError::Closed)).
+/// ([`SendError::Connecting`](crate::error::SendError::Connecting) or
+/// [`SendError::Closed`](crate::error::SendError::Closed)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum State {
     /// Connecting (a handshake in progress, or waiting for the next reconnect attempt):
@@ -680,13 +680,13 @@ impl Reconnector {
     /// Whether a caller may send now: `Ok` while open, [`SendError::Connecting`] while
     /// (re)connecting, [`SendError::Closed`] once closing or closed.
     ///
-    /// [`SendError::Connecting`]: crate::endpoint::SendError::Connecting
-    /// [`SendError::Closed`]: crate::endpoint::SendError::Closed
-    pub fn admit(&self) -> Result<(), crate::endpoint::SendError> {
+    /// [`SendError::Connecting`]: crate::error::SendError::Connecting
+    /// [`SendError::Closed`]: crate::error::SendError::Closed
+    pub fn admit(&self) -> Result<(), crate::error::SendError> {
         match self.state {
             State::Open => Ok(()),
-            State::Connecting => Err(crate::endpoint::SendError::Connecting),
-            State::Closing | State::Closed => Err(crate::endpoint::SendError::Closed),
+            State::Connecting => Err(crate::error::SendError::Connecting),
+            State::Closing | State::Closed => Err(crate::error::SendError::Closed),
         }
     }
 

@@ -886,7 +886,7 @@ fn parse_i64(raw: &[u8]) -> Option<i64> {
 }
 
 /// Decides what an object is from its members (JSON-RPC 2.0 sections 4 and 5).
-fn decide(frame: &[u8], m: Members, limits: &Limits, entry: &mut RawEntry) {
+fn decide(frame: &[u8], mut m: Members, limits: &Limits, entry: &mut RawEntry) {
     let version = match m.jsonrpc {
         Some(true) => Some(Version::V2),
         None if limits.accept_v1 => Some(Version::V1),
@@ -910,7 +910,13 @@ fn decide(frame: &[u8], m: Members, limits: &Limits, entry: &mut RawEntry) {
         } else if method.is_err() {
             Some(InvalidReason::MethodNotString)
         } else if matches!(m.params, Some((_, first)) if first != b'[' && first != b'{') {
-            Some(InvalidReason::BadParams)
+            // The scanner took the value whole: one starting with `n` is the literal `null`.
+            if m.params.is_some_and(|(_, first)| first == b'n') && limits.null_params_as_absent {
+                m.params = None;
+                None
+            } else {
+                Some(InvalidReason::BadParams)
+            }
         } else {
             None
         };

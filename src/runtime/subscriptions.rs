@@ -8,13 +8,18 @@
 //!   the sink it then holds ([`SubscriptionSink`]) pushes items into the subscription's
 //!   queue from any thread and tells the driver ([`Hub`]), which moves them into the
 //!   connection while less than [`OUTPUT_ROOM`] of its output waits ([`Served::poll`]).
+//!   A [`Fanout`] sends one item to many subscriptions (of any connections): serialized
+//!   once, shared by every queue.
 //! - The calling side: [`Subscribed`] keeps a client's routes
 //!   ([`ClientSubscriptions`]) and each subscription's [`Inbox`], which the caller reads as
 //!   a stream ([`Inbox::poll_next`]) or an iterator ([`Inbox::next_blocking`]).
 //!
-//! How a driver wakes is its own: the hub calls the function it was made with
-//! ([`Hub::new`]) when a sink or a decision has something for it, and inboxes and sinks
-//! wake both a task's [`Waker`] and a thread waiting on them.
+//! The subscriptions of one connection share one lock, in its [`Hub`]: a sink's send
+//! takes it once, and the driver takes it once per turn for every subscription with
+//! something to send. How a driver wakes is its own: the hub calls the function it was
+//! made with ([`Hub::new`]) when a sink or a decision has something for it (once until the
+//! driver has looked), and sinks and inboxes wake both a task's [`Waker`] and a thread
+//! waiting on them.
 
 use alloc::boxed::Box;
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -27,7 +32,8 @@ use core::task::{Context, Poll, Waker};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
 use crate::connection::subscriptions::{
-    ClientSubscriptions, MethodSubscription, Notice, Popped, Pushed, SubscriptionQueue, OUTPUT_ROOM,
+    charge, ClientSubscriptions, MethodSubscription, Notice, Popped, Pushed, SubscriptionQueue,
+    VecMap, ITEM_OVERHEAD, OUTPUT_ROOM,
 };
 use crate::connection::{Connection, IncomingId, RequestOptions, SendError, Timeout};
 use crate::error::ErrorObject;
@@ -47,11 +53,14 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub enum Ended {
     /// The client unsubscribed.
     Unsubscribed,
-    /// The connection closed (the client went away, or the server shut down).
+    /// The connection closed (the client went away, the server shut down, or another
+    /// subscription of the connection overflowed under
+    /// [`LagPolicy::Disconnect`](crate::connection::subscriptions::LagPolicy::Disconnect)).
     Closed,
-    /// The client read too slowly under
-    /// [`LagPolicy::Close`](crate::connection::subscriptions::LagPolicy::Close): it was
-    /// told with a last notification carrying the error.
+    /// The client read too slowly: this subscription's queue overflowed under
+    /// [`LagPolicy::Close`](crate::connection::subscriptions::LagPolicy::Close) (it ends) or
+    /// [`LagPolicy::Disconnect`](crate::connection::subscriptions::LagPolicy::Disconnect)
+    /// (its connection closes).
     Lagged,
     /// The server ended it ([`SubscriptionSink::close`], or every sink was dropped).
     ByServer,
@@ -96,15 +105,73 @@ enum Decision {
     Dropped,
 }
 
-/// What the handlers and sinks of one connection share with its driver: the decisions on
-/// subscribe requests, and the subscriptions with something for the driver.
+/// An item in a queue: serialized for this subscription alone, or shared by the queues of
+/// a fan-out.
+#[derive(Debug)]
+enum Item {
+    Own(Box<RawValue>),
+    Shared(Arc<RawValue>),
+}
+
+impl AsRef<RawValue> for Item {
+    fn as_ref(&self) -> &RawValue {
+        match self {
+            Item::Own(json) => json,
+            Item::Shared(json) => json,
+        }
+    }
+}
+
+/// One accepted subscription, as its sinks and the driver share it (in the hub's lock).
+struct SubState {
+    queue: SubscriptionQueue<Item>,
+    ended: Option<Ended>,
+    /// The server asked to end it, with this error (after what is queued).
+    close: Option<Option<ErrorObject<'static>>>,
+    sinks: usize,
+    /// In the hub's ready list (or the driver's backlog).
+    scheduled: bool,
+    /// Active on the connection: the driver sends what is queued (cleared when the driver
+    /// ends it).
+    live: bool,
+    /// Tasks waiting for the end ([`SubscriptionSink::poll_closed`]).
+    closing: Vec<Waker>,
+    /// Tasks waiting for room ([`SubscriptionSink::poll_send`]).
+    room: Vec<Waker>,
+}
+
+impl SubState {
+    /// Over for the sinks: they learn why (the first reason stays).
+    fn over(&mut self, why: Ended) {
+        self.ended.get_or_insert(why);
+        self.closing.drain(..).for_each(Waker::wake);
+        self.room.drain(..).for_each(Waker::wake);
+    }
+}
+
+/// What the handlers and sinks of one connection share with its driver, behind one lock:
+/// the decisions on subscribe requests, every accepted subscription's queue, and which of
+/// them have something for the driver.
 pub struct Hub {
-    decisions: Mutex<Vec<(IncomingId, MethodSubscription, Decision)>>,
-    ready: Mutex<Vec<u64>>,
-    /// Set after a push to `decisions` or `ready`: the driver's turn of a connection with
-    /// nothing handed over costs one atomic swap instead of two locks.
+    state: Mutex<HubState>,
+    /// Set when something was handed over and the driver was woken for it: the driver's
+    /// turn of a connection with nothing handed over costs one atomic swap, not a lock,
+    /// and a burst of sends wakes it once.
     pending: AtomicBool,
+    /// Threads blocked in a sink's [`send`](SubscriptionSink::send) or
+    /// [`wait_closed`](SubscriptionSink::wait_closed).
+    changed: Condvar,
     wake: Box<dyn Fn() + Send + Sync>,
+}
+
+#[derive(Default)]
+struct HubState {
+    decisions: Vec<(IncomingId, MethodSubscription, Decision)>,
+    subs: VecMap<u64, SubState>,
+    /// Subscriptions with something for the driver, in the order they got it.
+    ready: Vec<u64>,
+    /// Threads waiting on `changed`.
+    sleepers: usize,
 }
 
 impl fmt::Debug for Hub {
@@ -117,70 +184,58 @@ impl fmt::Debug for Hub {
 
 impl Hub {
     /// A hub that calls `wake` when it has something for the driver (a decision, items, a
-    /// close, the last sink gone). `wake` runs on the thread of whoever handed it over.
+    /// close, the last sink gone) and has not called it since the driver last looked
+    /// ([`Served::is_idle`]). `wake` runs on the thread of whoever handed it over, outside
+    /// the hub's lock.
     pub fn new(wake: impl Fn() + Send + Sync + 'static) -> Arc<Hub> {
         Arc::new(Hub {
-            decisions: Mutex::new(Vec::new()),
-            ready: Mutex::new(Vec::new()),
+            state: Mutex::new(HubState::default()),
             pending: AtomicBool::new(false),
+            changed: Condvar::new(),
             wake: Box::new(wake),
         })
     }
 
     fn decide(&self, handle: IncomingId, declaration: MethodSubscription, decision: Decision) {
-        lock(&self.decisions).push((handle, declaration, decision));
+        lock(&self.state)
+            .decisions
+            .push((handle, declaration, decision));
         self.notify();
     }
 
+    /// Wakes the driver unless it was woken and has not looked yet.
     fn notify(&self) {
-        self.pending.store(true, Ordering::Release);
-        (self.wake)();
-    }
-}
-
-struct SubState {
-    queue: SubscriptionQueue,
-    ended: Option<Ended>,
-    /// The server asked to end it, with this error (after what is queued).
-    close: Option<Option<ErrorObject<'static>>>,
-    sinks: usize,
-    /// In the hub's ready list (or the driver's backlog).
-    scheduled: bool,
-    wakers: Vec<Waker>,
-}
-
-/// One accepted subscription, shared by its sinks and the driver.
-struct SubShared {
-    sub: u64,
-    state: Mutex<SubState>,
-    /// Threads waiting for the end ([`SubscriptionSink::wait_closed`]).
-    over: Condvar,
-    hub: Arc<Hub>,
-}
-
-impl SubShared {
-    /// Tells the driver there is something to do for this subscription.
-    fn schedule(&self, state: &mut SubState) {
-        if !state.scheduled {
-            state.scheduled = true;
-            lock(&self.hub.ready).push(self.sub);
-            self.hub.notify();
+        if !self.pending.swap(true, Ordering::AcqRel) {
+            (self.wake)();
         }
     }
 
-    /// Over for the sinks: they learn why (the first reason stays).
-    fn over(&self, state: &mut SubState, why: Ended) {
-        state.ended.get_or_insert(why);
-        for waker in state.wakers.drain(..) {
-            waker.wake();
+    /// Puts `sub` in the ready list; true when the driver must be told (call
+    /// [`notify`](Self::notify) once the lock is released).
+    fn schedule(state: &mut HubState, sub: u64) -> bool {
+        match state.subs.get_mut(&sub) {
+            Some(s) if !s.scheduled => {
+                s.scheduled = true;
+                state.ready.push(sub);
+                true
+            }
+            _ => false,
         }
-        self.over.notify_all();
     }
 
-    /// Over for the driver too: nothing queued is sent any more.
-    fn end(&self, state: &mut SubState, why: Ended) {
-        state.queue.close();
-        self.over(state, why);
+    /// Wakes the threads blocked on this hub, if any.
+    fn changed(&self, state: &HubState) {
+        if state.sleepers > 0 {
+            self.changed.notify_all();
+        }
+    }
+
+    /// Blocks this thread until `changed` is notified.
+    fn sleep<'a>(&'a self, mut state: MutexGuard<'a, HubState>) -> MutexGuard<'a, HubState> {
+        state.sleepers += 1;
+        let mut state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+        state.sleepers -= 1;
+        state
     }
 }
 
@@ -261,102 +316,223 @@ impl Drop for PendingSubscription {
 /// over. Cheap to clone, and usable from any thread; the subscription ends (without an
 /// error) once every clone is dropped and what was sent has gone out.
 ///
-/// Sending never waits: each item goes into the subscription's queue, bounded by the
-/// declaration's [`capacity`](MethodSubscription::capacity) and
-/// [`max_bytes`](MethodSubscription::max_bytes), and the driver moves items into the
-/// connection while its output has room. When a subscriber reads slower than items come,
-/// the declaration's [`LagPolicy`](crate::connection::subscriptions::LagPolicy) decides:
-/// the oldest are dropped and the subscriber told how many, or the subscription ends with
-/// an error (then [`send`](Self::send) fails with [`Ended::Lagged`]). A subscriber that
-/// never reads costs the server that bound and no more.
+/// Items wait in the subscription's queue, bounded by the declaration's
+/// [`max_bytes`](MethodSubscription::max_bytes) (1 MiB by default), and the driver moves
+/// them into the connection while its output has room. [`send`](Self::send) (and the
+/// async adapters' `send`) waits for room in the queue, so a producer follows a slow
+/// reader without losing an item; [`try_send`](Self::try_send) never waits, and a full
+/// queue meets the declaration's
+/// [`LagPolicy`](crate::connection::subscriptions::LagPolicy): the connection closes (the
+/// default, as go-ethereum does), the oldest items are dropped, or the subscription ends
+/// (then `try_send` fails with [`Ended::Lagged`]). A subscriber that never reads costs the
+/// server that bound and no more; one that never reads while a producer waits on it is
+/// closed by the connection's write-stall timeout, and the producer's `send` fails then.
 pub struct SubscriptionSink {
-    shared: Arc<SubShared>,
+    hub: Arc<Hub>,
+    sub: u64,
 }
 
 impl fmt::Debug for SubscriptionSink {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SubscriptionSink")
-            .field("sub", &self.shared.sub)
-            .field("ended", &lock(&self.shared.state).ended)
+            .field("sub", &self.sub)
+            .field("ended", &self.ended())
             .finish()
     }
 }
 
 impl Clone for SubscriptionSink {
     fn clone(&self) -> Self {
-        lock(&self.shared.state).sinks += 1;
+        if let Some(s) = lock(&self.hub.state).subs.get_mut(&self.sub) {
+            s.sinks += 1;
+        }
         SubscriptionSink {
-            shared: Arc::clone(&self.shared),
+            hub: Arc::clone(&self.hub),
+            sub: self.sub,
         }
     }
 }
 
 impl Drop for SubscriptionSink {
     fn drop(&mut self) {
-        let mut state = lock(&self.shared.state);
-        state.sinks -= 1;
-        if state.sinks == 0 && state.ended.is_none() {
-            self.shared.schedule(&mut state);
+        let mut state = lock(&self.hub.state);
+        let Some(s) = state.subs.get_mut(&self.sub) else {
+            return;
+        };
+        s.sinks -= 1;
+        if s.sinks > 0 {
+            return;
+        }
+        if s.ended.is_some() && !s.scheduled {
+            // Over, and the driver is done with it.
+            state.subs.remove(&self.sub);
+            return;
+        }
+        // The driver ends it once what is queued has gone out.
+        let notify = Hub::schedule(&mut state, self.sub);
+        drop(state);
+        if notify {
+            self.hub.notify();
         }
     }
+}
+
+/// The JSON of `item`, or the server's own bug (a value that does not serialize).
+fn serialize<T: serde::Serialize + ?Sized>(item: &T) -> Option<Box<RawValue>> {
+    RawValue::from_serialize(item).ok()
 }
 
 impl SubscriptionSink {
     /// The subscription's number on its connection (its id, as the declaration writes it).
     pub fn id(&self) -> u64 {
-        self.shared.sub
+        self.sub
     }
 
-    /// Queues `item` for the subscriber. The error says why the subscription is over.
-    pub fn send<T: serde::Serialize + ?Sized>(&self, item: &T) -> Result<(), Ended> {
-        match RawValue::from_serialize(item).ok() {
-            Some(item) => self.send_raw(item),
-            // A value that does not serialize is the server's own bug: it ends the
-            // subscription rather than sending the client something else.
-            None => {
-                self.close(Some(ErrorObject::internal_error()));
-                Err(Ended::ByServer)
-            }
+    fn ended(&self) -> Option<Ended> {
+        match lock(&self.hub.state).subs.get(&self.sub) {
+            Some(s) => s.ended,
+            None => Some(Ended::Closed),
         }
     }
 
-    /// Queues an item already in JSON.
+    /// A value that does not serialize is the server's own bug: it ends the subscription
+    /// rather than sending the client something else.
+    fn unserializable(&self) -> Ended {
+        self.close(Some(ErrorObject::internal_error()));
+        Ended::ByServer
+    }
+
+    /// Queues `item` for the subscriber, blocking this thread while the queue has no room
+    /// for it (the subscriber reads slower than items come): the producer follows the
+    /// reader. The error says why the subscription is over. Not from the connection's
+    /// driver thread (or an async task: the adapters' async `send` waits as a future).
+    pub fn send<T: serde::Serialize + ?Sized>(&self, item: &T) -> Result<(), Ended> {
+        let item = serialize(item).ok_or_else(|| self.unserializable())?;
+        self.send_item(Item::Own(item))
+    }
+
+    /// [`send`](Self::send) of an item already in JSON.
     pub fn send_raw(&self, item: Box<RawValue>) -> Result<(), Ended> {
-        let mut state = lock(&self.shared.state);
-        if let Some(why) = state.ended {
+        self.send_item(Item::Own(item))
+    }
+
+    fn send_item(&self, item: Item) -> Result<(), Ended> {
+        let size = item.as_ref().get().len();
+        let mut state = lock(&self.hub.state);
+        loop {
+            let s = state.subs.get_mut(&self.sub).ok_or(Ended::Closed)?;
+            if let Some(why) = s.ended {
+                return Err(why);
+            }
+            if s.queue.has_room(size) {
+                return self.push(state, item);
+            }
+            state = self.hub.sleep(state);
+        }
+    }
+
+    /// Queues `item` for the subscriber without waiting: when the queue is full, the
+    /// declaration's lag policy decides (see the type's docs). The error says why the
+    /// subscription is over.
+    pub fn try_send<T: serde::Serialize + ?Sized>(&self, item: &T) -> Result<(), Ended> {
+        let item = serialize(item).ok_or_else(|| self.unserializable())?;
+        self.try_send_raw(item)
+    }
+
+    /// [`try_send`](Self::try_send) of an item already in JSON.
+    pub fn try_send_raw(&self, item: Box<RawValue>) -> Result<(), Ended> {
+        self.push(lock(&self.hub.state), Item::Own(item))
+    }
+
+    /// [`try_send`](Self::try_send) of an item serialized once and shared by the queues of
+    /// many subscribers (what [`Fanout`] sends): no copy of it is made for this one.
+    pub fn try_send_shared(&self, item: Arc<RawValue>) -> Result<(), Ended> {
+        self.push(lock(&self.hub.state), Item::Shared(item))
+    }
+
+    /// Queues `item` (taken from `slot`) once the queue has room for it, or says why the
+    /// subscription is over; `Pending` with `task`'s waker kept while it has no room: the
+    /// async adapters' waiting `send`. `slot` keeps the item while pending.
+    pub fn poll_send(
+        &self,
+        task: &mut Context<'_>,
+        slot: &mut Option<Box<RawValue>>,
+    ) -> Poll<Result<(), Ended>> {
+        let Some(item) = slot.as_ref() else {
+            return Poll::Ready(Ok(()));
+        };
+        let size = item.get().len();
+        let mut state = lock(&self.hub.state);
+        let Some(s) = state.subs.get_mut(&self.sub) else {
+            return Poll::Ready(Err(Ended::Closed));
+        };
+        if let Some(why) = s.ended {
+            return Poll::Ready(Err(why));
+        }
+        if !s.queue.has_room(size) {
+            if !s.room.iter().any(|w| w.will_wake(task.waker())) {
+                s.room.push(task.waker().clone());
+            }
+            return Poll::Pending;
+        }
+        let item = slot.take().map(Item::Own).expect("checked above");
+        Poll::Ready(self.push(state, item))
+    }
+
+    /// Pushes `item` into the queue (the lag policy deciding when it is full), with the hub
+    /// locked as `state`.
+    fn push(&self, mut state: MutexGuard<'_, HubState>, item: Item) -> Result<(), Ended> {
+        let HubState { subs, ready, .. } = &mut *state;
+        let s = subs.get_mut(&self.sub).ok_or(Ended::Closed)?;
+        if let Some(why) = s.ended {
             return Err(why);
         }
-        if state.close.is_some() {
+        if s.close.is_some() {
             return Err(Ended::ByServer);
         }
-        let pushed = state.queue.push(item);
-        // The overflow, too, is for the driver to send (after what is queued).
-        self.shared.schedule(&mut state);
-        match pushed {
+        let pushed = s.queue.push(item);
+        let result = match pushed {
             Pushed::Queued | Pushed::Lagged { .. } => Ok(()),
-            // Over for the sinks now; the driver still sends what was queued, then the
-            // error.
+            // Over for the sinks now; the driver still sends what was queued, then ends
+            // it (or closes the connection).
             Pushed::Overflowed => {
-                self.shared.over(&mut state, Ended::Lagged);
+                s.over(Ended::Lagged);
                 Err(Ended::Lagged)
             }
-            _ => Err(state.ended.unwrap_or(Ended::Closed)),
+            _ => Err(s.ended.unwrap_or(Ended::Closed)),
+        };
+        // The overflow, too, is for the driver to act on (after what is queued).
+        let notify = !s.scheduled;
+        if notify {
+            s.scheduled = true;
+            ready.push(self.sub);
         }
+        if result.is_err() {
+            self.hub.changed(&state);
+        }
+        drop(state);
+        if notify {
+            self.hub.notify();
+        }
+        result
     }
 
     /// True once the subscription is over.
     pub fn is_closed(&self) -> bool {
-        lock(&self.shared.state).ended.is_some()
+        self.ended().is_some()
     }
 
     /// Why the subscription is over, once it is: `task`'s waker is woken when it happens.
     pub fn poll_closed(&self, task: &mut Context<'_>) -> Poll<Ended> {
-        let mut state = lock(&self.shared.state);
-        if let Some(why) = state.ended {
+        let mut state = lock(&self.hub.state);
+        let Some(s) = state.subs.get_mut(&self.sub) else {
+            return Poll::Ready(Ended::Closed);
+        };
+        if let Some(why) = s.ended {
             return Poll::Ready(why);
         }
-        if !state.wakers.iter().any(|w| w.will_wake(task.waker())) {
-            state.wakers.push(task.waker().clone());
+        if !s.closing.iter().any(|w| w.will_wake(task.waker())) {
+            s.closing.push(task.waker().clone());
         }
         Poll::Pending
     }
@@ -364,44 +540,114 @@ impl SubscriptionSink {
     /// Blocks this thread until the subscription is over (the client unsubscribed or went
     /// away, the server ended it, it overflowed), and says why.
     pub fn wait_closed(&self) -> Ended {
-        let mut state = lock(&self.shared.state);
+        let mut state = lock(&self.hub.state);
         loop {
-            if let Some(why) = state.ended {
-                return why;
+            match state.subs.get(&self.sub) {
+                None => return Ended::Closed,
+                Some(s) => {
+                    if let Some(why) = s.ended {
+                        return why;
+                    }
+                }
             }
-            state = self
-                .shared
-                .over
-                .wait(state)
-                .unwrap_or_else(|e| e.into_inner());
+            state = self.hub.sleep(state);
         }
     }
 
-    /// Ends the subscription once what is queued has gone out: with `error`, a last
-    /// notification carrying it tells the subscriber why; without, it just stops (as geth
+    /// Ends the subscription once what is queued has gone out: with `error` (and a
+    /// declaration whose [`notices`](MethodSubscription::notices) are on), a last
+    /// notification carrying it tells the subscriber why; otherwise it just stops (as geth
     /// and jsonrpsee do).
     pub fn close(&self, error: Option<ErrorObject<'static>>) {
-        let mut state = lock(&self.shared.state);
-        if state.ended.is_none() && state.close.is_none() {
-            state.close = Some(error);
-            self.shared.schedule(&mut state);
+        let mut state = lock(&self.hub.state);
+        let Some(s) = state.subs.get_mut(&self.sub) else {
+            return;
+        };
+        if s.ended.is_none() && s.close.is_none() {
+            s.close = Some(error);
+            let notify = Hub::schedule(&mut state, self.sub);
+            drop(state);
+            if notify {
+                self.hub.notify();
+            }
         }
     }
 }
 
-/// The subscriptions a driver serves on one connection: their queues and the hub they
-/// share with the handlers and sinks. The driver runs the handlers its own way; this keeps
-/// everything else.
+/// One item to many subscriptions, of one connection or of many: serialized once, and
+/// shared (reference-counted) by every subscriber's queue, with each subscription's own
+/// bound and lag policy. For a node's `newHeads`, a price feed, any event every
+/// subscriber of a kind gets.
+///
+/// A handler adds the sink it accepted ([`add`](Self::add)) and may return: no task per
+/// subscriber waits for items. [`send`](Self::send) never waits (a subscriber whose queue
+/// is full meets its lag policy, by default its connection closes); subscriptions that
+/// are over leave the fan-out as it meets them.
+#[derive(Debug, Default)]
+pub struct Fanout {
+    sinks: Mutex<Vec<SubscriptionSink>>,
+}
+
+impl Fanout {
+    /// A fan-out with no subscriber.
+    pub fn new() -> Fanout {
+        Fanout::default()
+    }
+
+    /// Adds a subscription: it gets every item sent from now on.
+    pub fn add(&self, sink: impl Into<SubscriptionSink>) {
+        lock(&self.sinks).push(sink.into());
+    }
+
+    /// Subscriptions in the fan-out (some may have ended since the last send).
+    pub fn len(&self) -> usize {
+        lock(&self.sinks).len()
+    }
+
+    /// True when no subscription is in the fan-out.
+    pub fn is_empty(&self) -> bool {
+        lock(&self.sinks).is_empty()
+    }
+
+    /// Serializes `item` once and queues it for every subscription; those that are over
+    /// leave. The number it was queued for; a value that does not serialize (the server's
+    /// bug) is queued for none, and ends every subscription with an internal error.
+    pub fn send<T: serde::Serialize + ?Sized>(&self, item: &T) -> usize {
+        match serialize(item) {
+            Some(json) => self.send_shared(Arc::from(json)),
+            None => {
+                for sink in core::mem::take(&mut *lock(&self.sinks)) {
+                    sink.close(Some(ErrorObject::internal_error()));
+                }
+                0
+            }
+        }
+    }
+
+    /// Queues `item`, already in JSON and shared, for every subscription; those that are
+    /// over leave. The number it was queued for.
+    pub fn send_shared(&self, item: Arc<RawValue>) -> usize {
+        let mut sinks = lock(&self.sinks);
+        sinks.retain(|sink| sink.try_send_shared(Arc::clone(&item)).is_ok());
+        sinks.len()
+    }
+}
+
+/// The subscriptions a driver serves on one connection: which are active, the subscribe
+/// requests they came with, and the hub they share with the handlers and sinks. The
+/// driver runs the handlers its own way; this keeps everything else.
 pub struct Served {
     hub: Arc<Hub>,
-    /// Accepted subscriptions: number → (shared state, subscribe request).
-    active: BTreeMap<u64, (Arc<SubShared>, IncomingId)>,
+    /// Accepted subscriptions: number → subscribe request.
+    active: VecMap<u64, IncomingId>,
     /// Subscribe requests accepted, → their subscription.
-    accepted: BTreeMap<IncomingId, u64>,
+    accepted: VecMap<IncomingId, u64>,
     /// Subscribe requests handed to a handler and not decided on yet.
-    undecided: BTreeSet<IncomingId>,
+    undecided: VecMap<IncomingId, ()>,
     /// Subscriptions with items left that the output had no room for.
     backlog: Vec<u64>,
+    /// The ready list taken from the hub, kept for its allocation.
+    todo: Vec<u64>,
 }
 
 impl fmt::Debug for Served {
@@ -417,10 +663,11 @@ impl Served {
     pub fn new(hub: Arc<Hub>) -> Served {
         Served {
             hub,
-            active: BTreeMap::new(),
-            accepted: BTreeMap::new(),
-            undecided: BTreeSet::new(),
+            active: VecMap::default(),
+            accepted: VecMap::default(),
+            undecided: VecMap::default(),
             backlog: Vec::new(),
+            todo: Vec::new(),
         }
     }
 
@@ -435,7 +682,7 @@ impl Served {
         handle: IncomingId,
         declaration: &MethodSubscription,
     ) -> PendingSubscription {
-        self.undecided.insert(handle);
+        self.undecided.insert(handle, ());
         PendingSubscription::new(handle, declaration.clone(), Arc::clone(&self.hub))
     }
 
@@ -443,7 +690,7 @@ impl Served {
     /// decided on yet, it is answered as cancelled now (true), and the handler's decision,
     /// when it comes, does nothing (an accept fails with [`NotAccepted`]).
     pub fn cancel(&mut self, conn: &mut Connection, handle: IncomingId) -> bool {
-        if !self.undecided.remove(&handle) {
+        if self.undecided.remove(&handle).is_none() {
             return false;
         }
         conn.respond_cancelled(handle);
@@ -456,7 +703,8 @@ impl Served {
     }
 
     /// True when nothing is handed over, scheduled or held back: a driver's turn may skip
-    /// [`poll`](Self::poll). Clears the hub's flag, so call `poll` when it says false.
+    /// [`poll`](Self::poll). Clears the hub's flag (the next hand-over wakes the driver
+    /// again), so call `poll` when it says false.
     pub fn is_idle(&self) -> bool {
         !self.hub.pending.swap(false, Ordering::AcqRel) && self.backlog.is_empty()
     }
@@ -470,88 +718,133 @@ impl Served {
     /// The client unsubscribed `sub`: its sinks learn it. The subscribe request it came
     /// with, whose handler is over.
     pub fn unsubscribed(&mut self, sub: u64) -> Option<IncomingId> {
-        self.end(sub, Ended::Unsubscribed)
+        let hub = Arc::clone(&self.hub);
+        let mut state = lock(&hub.state);
+        self.end(&mut state, sub, Ended::Unsubscribed)
     }
 
     /// Ends `sub` on our side: its sinks learn why. The subscribe request it came with.
-    fn end(&mut self, sub: u64, why: Ended) -> Option<IncomingId> {
-        let (shared, handle) = self.active.remove(&sub)?;
-        shared.end(&mut lock(&shared.state), why);
+    fn end(&mut self, state: &mut HubState, sub: u64, why: Ended) -> Option<IncomingId> {
+        let handle = self.active.remove(&sub)?;
         self.accepted.remove(&handle);
+        if let Some(s) = state.subs.get_mut(&sub) {
+            s.queue.close();
+            s.over(why);
+            s.scheduled = false;
+            s.live = false;
+            if s.sinks == 0 {
+                state.subs.remove(&sub);
+            }
+        }
+        self.hub.changed(state);
         Some(handle)
     }
 
     /// The connection closed: every subscription is over, and decisions still to take are
     /// dropped (accepts waiting fail with [`NotAccepted`]).
     pub fn clear(&mut self) {
-        for sub in self.active.keys().copied().collect::<Vec<_>>() {
-            self.end(sub, Ended::Closed);
+        let hub = Arc::clone(&self.hub);
+        let mut state = lock(&hub.state);
+        while let Some(sub) = self.active.first_key() {
+            self.end(&mut state, sub, Ended::Closed);
         }
         self.backlog.clear();
         self.undecided.clear();
-        let decisions = core::mem::take(&mut *lock(&self.hub.decisions));
+        state.ready.clear();
+        let decisions = core::mem::take(&mut state.decisions);
+        drop(state);
         drop(decisions);
     }
 
     /// Takes the handlers' decisions and moves queued items into the connection while its
-    /// output has room. `over` is told the subscribe request of each subscription that
-    /// ends here (its handler, if it still runs, may be dropped). True when anything moved.
+    /// output has room, in one turn of the hub's lock. `over` is told the subscribe request
+    /// of each subscription that ends here (its handler, if it still runs, may be
+    /// dropped). True when anything moved.
     pub fn poll(&mut self, conn: &mut Connection, over: &mut dyn FnMut(IncomingId)) -> bool {
         let mut progress = false;
-        let decisions = core::mem::take(&mut *lock(&self.hub.decisions));
-        for (handle, declaration, decision) in decisions {
-            progress = true;
-            self.decide(conn, handle, &declaration, decision);
+        // Cloned so that the lock's guard does not borrow `self` (the handle is in every
+        // sink, so this is one count up and down, no allocation).
+        let hub = Arc::clone(&self.hub);
+        let mut state = lock(&hub.state);
+        let mut replies = Vec::new();
+        if !state.decisions.is_empty() {
+            for (handle, declaration, decision) in core::mem::take(&mut state.decisions) {
+                progress = true;
+                if let Some(reply) = self.decide(conn, &mut state, handle, &declaration, decision) {
+                    replies.push(reply);
+                }
+            }
         }
-        let mut todo = core::mem::take(&mut self.backlog);
-        todo.extend(core::mem::take(&mut *lock(&self.hub.ready)));
-        for sub in todo {
-            progress |= self.pump(conn, sub, over);
+        let mut todo = core::mem::take(&mut self.todo);
+        todo.append(&mut self.backlog);
+        todo.append(&mut state.ready);
+        let mut ended = Vec::new();
+        for &sub in &todo {
+            progress |= self.pump(conn, &mut state, sub, &mut ended);
+        }
+        todo.clear();
+        self.todo = todo;
+        for (sub, why) in ended {
+            if let Some(handle) = self.end(&mut state, sub, why) {
+                over(handle);
+            }
+        }
+        drop(state);
+        // Outside the lock: a reply may run its receiver's code.
+        for (reply, sink) in replies {
+            reply(sink);
         }
         progress
     }
 
+    /// Acts on a handler's decision; an accept's reply and what it gets, to hand over once
+    /// the lock is released.
     fn decide(
         &mut self,
         conn: &mut Connection,
+        state: &mut HubState,
         handle: IncomingId,
         declaration: &MethodSubscription,
         decision: Decision,
-    ) {
-        if !self.undecided.remove(&handle) {
+    ) -> Option<(AcceptReply, Option<SubscriptionSink>)> {
+        if self.undecided.remove(&handle).is_none() {
             // Cancelled by the peer (answered then), or the connection closed.
-            if let Decision::Accept(reply) = decision {
-                reply(None);
-            }
-            return;
+            return match decision {
+                Decision::Accept(reply) => Some((reply, None)),
+                _ => None,
+            };
         }
         match decision {
             Decision::Accept(reply) => {
                 let Some(sub) = conn.accept_subscription(handle, declaration) else {
-                    reply(None);
-                    return;
+                    return Some((reply, None));
                 };
-                let shared = Arc::new(SubShared {
+                state.subs.insert(
                     sub,
-                    state: Mutex::new(SubState {
+                    SubState {
                         queue: SubscriptionQueue::new(declaration),
                         ended: None,
                         close: None,
                         sinks: 1,
                         scheduled: false,
-                        wakers: Vec::new(),
-                    }),
-                    over: Condvar::new(),
-                    hub: Arc::clone(&self.hub),
-                });
-                self.active.insert(sub, (Arc::clone(&shared), handle));
+                        live: true,
+                        closing: Vec::new(),
+                        room: Vec::new(),
+                    },
+                );
+                self.active.insert(sub, handle);
                 self.accepted.insert(handle, sub);
                 // A reply whose handler is gone drops the sink: the subscription ends when
                 // the driver sees it (the last sink gone).
-                reply(Some(SubscriptionSink { shared }));
+                let sink = SubscriptionSink {
+                    hub: Arc::clone(&self.hub),
+                    sub,
+                };
+                Some((reply, Some(sink)))
             }
             Decision::Reject(error) => {
                 conn.respond(handle, Err(&error));
+                None
             }
             Decision::Dropped => {
                 let error = ErrorObject::fixed(
@@ -559,58 +852,70 @@ impl Served {
                     "Internal error: the subscription was neither accepted nor rejected",
                 );
                 conn.respond(handle, Err(&error));
+                None
             }
         }
     }
 
-    /// Moves `sub`'s queued items into the connection while its output has room; ends it
-    /// when the server asked to, or its last sink is gone, once its queue is empty.
-    fn pump(&mut self, conn: &mut Connection, sub: u64, over: &mut dyn FnMut(IncomingId)) -> bool {
-        let Some((shared, _)) = self.active.get(&sub) else {
+    /// Moves `sub`'s queued items into the connection while its output has room; notes it
+    /// in `ended` when it overflowed, when the server asked to end it, or its last sink is
+    /// gone, once its queue is empty.
+    fn pump(
+        &mut self,
+        conn: &mut Connection,
+        state: &mut HubState,
+        sub: u64,
+        ended: &mut Vec<(u64, Ended)>,
+    ) -> bool {
+        let Some(s) = state.subs.get_mut(&sub).filter(|s| s.live) else {
             return false;
         };
-        let shared = Arc::clone(shared);
-        let mut state = lock(&shared.state);
         let mut progress = false;
-        let mut ended = None;
+        let mut moved = false;
+        let mut over = None;
         loop {
             if conn.buffered_output() >= OUTPUT_ROOM {
                 // Left scheduled: tried again once the output has drained.
                 self.backlog.push(sub);
-                return progress;
+                break;
             }
-            let Some(popped) = state.queue.pop() else {
+            let Some(popped) = s.queue.pop() else {
+                s.scheduled = false;
                 break;
             };
+            moved = true;
             let overflowed = matches!(popped, Popped::Overflowed);
             match conn.send_popped(sub, &popped) {
                 Ok(()) if overflowed => {
-                    ended = Some(Ended::Lagged);
+                    over = Some(Ended::Lagged);
                     break;
                 }
                 Ok(()) => progress = true,
                 Err(SendError::OutputFull) => {
-                    state.queue.restore(popped);
+                    s.queue.restore(popped);
                     self.backlog.push(sub);
-                    return progress;
+                    break;
                 }
                 Err(_) => {
-                    ended = Some(Ended::Closed);
+                    over = Some(Ended::Closed);
                     break;
                 }
             }
         }
-        state.scheduled = false;
-        if ended.is_none() && (state.close.is_some() || state.sinks == 0) {
-            let error = state.close.take().flatten();
-            conn.end_subscription(sub, error.as_ref());
-            ended = Some(Ended::ByServer);
+        if moved {
+            // Room for the producers that wait for it.
+            s.room.drain(..).for_each(Waker::wake);
         }
-        drop(state);
-        if let Some(why) = ended {
-            if let Some(handle) = self.end(sub, why) {
-                over(handle);
-            }
+        if over.is_none() && !s.scheduled && (s.close.is_some() || s.sinks == 0) {
+            let error = s.close.take().flatten();
+            conn.end_subscription(sub, error.as_ref());
+            over = Some(Ended::ByServer);
+        }
+        if moved && over.is_none() {
+            self.hub.changed(state);
+        }
+        if let Some(why) = over {
+            ended.push((sub, why));
             progress = true;
         }
         progress
@@ -632,8 +937,8 @@ impl Drop for Served {
 pub enum SubscriptionError {
     /// This many items were missed: the server dropped them for a slow reader (it said so,
     /// [`LagPolicy::DropOldest`](crate::connection::subscriptions::LagPolicy::DropOldest)),
-    /// or the client did, holding at most the declaration's capacity unread. The
-    /// subscription goes on.
+    /// or the client did, holding at most the declaration's
+    /// [`max_bytes`](MethodSubscription::max_bytes) unread. The subscription goes on.
     Lagged(u64),
     /// An item did not decode as the subscription's type. The subscription goes on.
     Decode(serde_json::Error),
@@ -659,7 +964,8 @@ impl std::error::Error for SubscriptionError {}
 pub type Next = Result<Box<RawValue>, SubscriptionError>;
 
 /// What the driver hands one client subscription's reader: its notices, bounded by the
-/// declaration's capacity (past it the oldest are dropped and counted as a lag).
+/// declaration's [`max_bytes`](MethodSubscription::max_bytes) (past it the oldest are
+/// dropped and counted as a lag).
 pub struct Inbox {
     state: Mutex<InboxState>,
     /// Threads waiting for a notice ([`Inbox::next_blocking`]).
@@ -668,11 +974,21 @@ pub struct Inbox {
 
 struct InboxState {
     notices: VecDeque<Notice>,
-    capacity: usize,
-    /// Items this side dropped, unread, to keep within `capacity`.
+    /// Bytes charged for the notices unread (their JSON plus `ITEM_OVERHEAD` each).
+    bytes: usize,
+    max_bytes: usize,
+    /// Items this side dropped, unread, to keep within `max_bytes`.
     dropped: u64,
     ended: bool,
     waker: Option<Waker>,
+}
+
+/// What a notice is charged in an inbox.
+fn notice_size(notice: &Notice) -> usize {
+    match notice {
+        Notice::Item(item) => charge(item.get().len()),
+        _ => ITEM_OVERHEAD,
+    }
 }
 
 impl fmt::Debug for Inbox {
@@ -684,12 +1000,15 @@ impl fmt::Debug for Inbox {
 }
 
 impl Inbox {
-    /// An empty inbox holding at most `capacity` notices unread.
-    pub fn new(capacity: usize) -> Arc<Inbox> {
+    /// An empty inbox holding at most `max_bytes` of notices unread (each charged its JSON
+    /// plus [`ITEM_OVERHEAD`]; one larger is held alone): a declaration's
+    /// [`max_bytes`](MethodSubscription::max_bytes).
+    pub fn new(max_bytes: usize) -> Arc<Inbox> {
         Arc::new(Inbox {
             state: Mutex::new(InboxState {
                 notices: VecDeque::new(),
-                capacity: capacity.max(1),
+                bytes: 0,
+                max_bytes,
                 dropped: 0,
                 ended: false,
                 waker: None,
@@ -704,13 +1023,19 @@ impl Inbox {
             return;
         }
         let ends = matches!(notice, Notice::Ended(_));
-        if state.notices.len() >= state.capacity && !ends {
-            match state.notices.pop_front() {
-                Some(Notice::Item(_)) => state.dropped += 1,
-                Some(Notice::Lagged(n)) => state.dropped += n,
-                _ => {}
+        let size = notice_size(&notice);
+        while !ends && !state.notices.is_empty() && state.bytes + size > state.max_bytes {
+            let Some(old) = state.notices.pop_front() else {
+                break;
+            };
+            state.bytes -= notice_size(&old);
+            match old {
+                Notice::Item(_) => state.dropped += 1,
+                Notice::Lagged(n) => state.dropped += n,
+                Notice::Ended(_) => {}
             }
         }
+        state.bytes += size;
         state.notices.push_back(notice);
         state.ended |= ends;
         Inbox::wake(&mut state, &self.arrived);
@@ -737,11 +1062,16 @@ impl Inbox {
         while let Some(Notice::Lagged(n)) = state.notices.front() {
             lagged += n;
             state.notices.pop_front();
+            state.bytes -= ITEM_OVERHEAD;
         }
         if lagged > 0 {
             return Some(Some(Err(SubscriptionError::Lagged(lagged))));
         }
-        match state.notices.pop_front() {
+        let notice = state.notices.pop_front();
+        if let Some(notice) = &notice {
+            state.bytes -= notice_size(notice);
+        }
+        match notice {
             Some(Notice::Item(item)) => Some(Some(Ok(item))),
             Some(Notice::Ended(e)) => Some(Some(Err(SubscriptionError::Ended(e)))),
             Some(Notice::Lagged(n)) => Some(Some(Err(SubscriptionError::Lagged(n)))),

@@ -136,17 +136,11 @@ pub struct Now {
 pub use sansrpc::codec::http::{Authorized, WholeResponse as Response};
 
 /// The answer to a request the adapter could not read ([`HttpFault`]): a JSON-RPC error
-/// (id `null`, `-32600`) that names the fault, with `connection: close`. An adapter writes
-/// it and closes.
+/// (id `null`, `-32600`) that names the fault
+/// ([`WholeResponse::refusal`](sansrpc::codec::http::WholeResponse::refusal)), with
+/// `connection: close`. An adapter writes it and closes.
 pub fn refusal(fault: HttpFault) -> Response {
-    let why = match fault {
-        HttpFault::BadRequest => "Bad Request: malformed HTTP request",
-        HttpFault::BodyTooLarge => "Payload too large: the request body is over the limit",
-        HttpFault::HeadTooLarge => "Request Header Fields Too Large",
-        HttpFault::NotImplemented => "Not Implemented: unsupported transfer coding",
-    };
-    let error = crate::A2aError::new(crate::ErrorKind::InvalidRequest, why);
-    Response::json(fault.status(), rpc::error_body("null", &error)).header("connection", "close")
+    Response::refusal(fault.status()).header("connection", "close")
 }
 
 /// What to do with one HTTP request; from [`Server::handle_request`].

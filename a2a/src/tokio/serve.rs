@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sansrpc::codec::http::{Head, HttpFault};
-use sansrpc::runtime::Clock;
 use sansrpc_oauth::driver::{HttpTransport, HyperTransport};
 use sansrpc_oauth::HttpRequest;
+use sansrpc_runtime::Clock;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;

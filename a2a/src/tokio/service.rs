@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use sansrpc_tokio::service::{
-    head_of, read_body, response, status as bare, stream_response, Body, ResponseFuture, StreamHead,
+    head_of, read_body, refusal, stream_response, whole, Body, ResponseFuture, StreamHead,
 };
 
 use super::serve::{serving, Background, Dispatched, Options, State};
@@ -83,21 +83,17 @@ where
         let (parts, body) = request.into_parts();
         let head = match head_of(&parts, true) {
             Ok(head) => head,
-            Err(fault) => return Box::pin(std::future::ready(Ok(bare(fault.status())))),
+            Err(fault) => return Box::pin(std::future::ready(Ok(refusal(fault.status())))),
         };
         let inner = Arc::clone(&self.0);
         Box::pin(async move {
             let max = inner.state.lock().server.config().max_body;
             let body = match read_body(body, max).await {
                 Ok(body) => body,
-                Err(status) => return Ok(bare(status)),
+                Err(status) => return Ok(refusal(status)),
             };
             Ok(match inner.state.dispatch(&head, &body) {
-                Dispatched::Whole(answer) => {
-                    let fields = answer.headers.iter().map(|(n, v)| (*n, v.as_bytes()));
-                    let fields: Vec<_> = fields.collect();
-                    response(answer.status, fields, Body::full(answer.body))
-                }
+                Dispatched::Whole(answer) => whole(answer),
                 Dispatched::Stream(writer) => {
                     stream_response(inner.state.clone(), writer, || {}).await
                 }

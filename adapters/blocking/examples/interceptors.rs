@@ -13,11 +13,11 @@ use std::time::Duration;
 
 use calculator::{Add, Operands};
 use sansrpc::ext::interceptors::{
-    system_clock, AuthLayer, BearerToken, Interceptors, Metrics, MetricsLayer, RateLimitLayer,
-    TokenBucket,
+    AuthLayer, BearerToken, Interceptors, Metrics, MetricsLayer, RateLimitLayer, TokenBucket,
 };
 use sansrpc::Timeout;
 use sansrpc_blocking::{connect_tcp, serve_tcp, Options};
+use sansrpc_runtime::system_clock;
 
 /// Counts requests and errors; a real service would use `FacadeMetrics` (feature `metrics`).
 #[derive(Default)]

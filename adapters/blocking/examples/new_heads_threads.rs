@@ -28,7 +28,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 for number in 0u64..3 {
                     let head = serde_json::json!({ "number": format!("{number:#x}") });
                     if sink.send(&head).is_err() {
-                        return; // unsubscribed, gone, or lagged (LagPolicy::Close)
+                        return; // unsubscribed or gone (send waits while the queue is full)
                     }
                 }
                 let _ = ended.send(sink.wait_closed());

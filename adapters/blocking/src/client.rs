@@ -15,8 +15,8 @@ use sansrpc::client::{self as shared, send_batch, BatchEntry, RawResult, SendBat
 use sansrpc::connection::{EndReason, RequestOptions, SendError, Timeout};
 use sansrpc::ext::interceptors::Interceptors;
 use sansrpc::method::{CallError, Method, NotificationMethod};
-use sansrpc::runtime::{Locals, Observe, ObserveBatch};
 use sansrpc::{Id, RawValue};
+use sansrpc_runtime::{Locals, Observe, ObserveBatch};
 
 use crate::driver::{self, Cmd, Handlers, Op};
 use crate::pool::join_by;
@@ -52,9 +52,11 @@ pub(crate) struct Link {
     /// Set by the driver once the connection is closed.
     pub closed: AtomicBool,
     /// State the application keeps per connection ([`Client::local`]).
-    pub locals: Locals,
+    pub locals: Arc<Locals>,
     /// The status the connection ended with for the process; `i64::MIN` until then.
     pub exit: AtomicI64,
+    /// The connection's protocol profile.
+    pub profile: sansrpc::Profile,
 }
 
 /// The application's hold on a connection: the last one dropped closes it.
@@ -105,8 +107,9 @@ impl Client {
             cmds,
             default_timeout: config.connection.default_timeout,
             closed: AtomicBool::new(false),
-            locals: Locals::default(),
+            locals: Arc::default(),
             exit: AtomicI64::new(i64::MIN),
+            profile: config.connection.profile,
         });
         let driver = driver::spawn(transport, handlers, config, Arc::clone(&link), start)?;
         let owner = Owner {
@@ -131,6 +134,12 @@ impl Client {
         }
     }
 
+    /// The protocol profile the connection was configured with
+    /// (`Options::for_profile`): a protocol layer checks that its conventions are in force.
+    pub fn profile(&self) -> sansrpc::Profile {
+        self.link.profile
+    }
+
     /// The connection's own value of type `T`, made with `T::default()` the first time it
     /// is asked for: state a protocol keeps per connection (an MCP server's session, an LSP
     /// server's open documents), shared by every handler on it, dropped with the
@@ -138,6 +147,11 @@ impl Client {
     /// avoid meeting another layer's.
     pub fn local<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
         self.link.locals.get::<T>()
+    }
+
+    /// Every value [`local`](Self::local) keeps for this connection.
+    pub fn locals(&self) -> Arc<Locals> {
+        Arc::clone(&self.link.locals)
     }
 
     /// The status the process should exit with, once the connection is over: under the

@@ -79,6 +79,7 @@
 mod client;
 mod driver;
 mod extension;
+mod peer;
 mod pool;
 pub mod reconnect;
 mod stream;
@@ -98,10 +99,11 @@ pub use reconnect::Reconnect;
 pub use sansrpc::client::{BatchSlot, RawResult};
 pub use sansrpc::method::CallError;
 pub use sansrpc::Timeout;
+pub use sansrpc_runtime::{BoxFuture, ConnectionNotifier, Peer};
 pub use stream::{StreamIter, StreamOptions, TypedIter};
 pub use subscription::{
-    Ended, NotAccepted, PendingSubscription, RawSubscription, Subscription, SubscriptionError,
-    SubscriptionSink,
+    Ended, Fanout, NotAccepted, PendingSubscription, RawSubscription, Subscription,
+    SubscriptionError, SubscriptionSink,
 };
 pub use transport::{connect_tcp, serve_stdio, serve_stdio_status, serve_tcp, spawn_child, Server};
 #[cfg(unix)]
@@ -140,6 +142,36 @@ pub struct Options {
     /// A per-connection extension (pub/sub, see `sansrpc-pubsub`), default none: it
     /// answers the requests it owns before the router and sends its notifications.
     pub extension: Option<Extension>,
+    /// Called with every event the driver does not act on itself (framing and protocol
+    /// errors, rejected frames, unknown responses), default none: for logging.
+    pub on_event: Option<EventHook>,
+}
+
+/// A function called on the connection's driver thread with each event the driver does
+/// not act on itself, and the connection (to send the peer a notification with
+/// [`Client::notify_raw_queued`]). Keep it short: the connection waits for it.
+#[derive(Clone)]
+pub struct EventHook(Arc<EventFn>);
+
+type EventFn = dyn for<'a> Fn(&Client, sansrpc::connection::Event<'a>) + Send + Sync;
+
+impl EventHook {
+    /// A hook calling `f`.
+    pub fn new(
+        f: impl for<'a> Fn(&Client, sansrpc::connection::Event<'a>) + Send + Sync + 'static,
+    ) -> EventHook {
+        EventHook(Arc::new(f))
+    }
+
+    pub(crate) fn call(&self, peer: &Client, event: sansrpc::connection::Event<'_>) {
+        (self.0)(peer, event);
+    }
+}
+
+impl fmt::Debug for EventHook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("EventHook")
+    }
 }
 
 /// Which way bytes went past a [`Tap`].
@@ -196,6 +228,7 @@ impl Options {
             read_buffers: 4,
             tap: None,
             extension: None,
+            on_event: None,
         }
     }
 

@@ -24,7 +24,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 pub use sansrpc::runtime::subscriptions::{
-    Ended, NotAccepted, PendingSubscription, SubscriptionError, SubscriptionSink,
+    Ended, Fanout, NotAccepted, PendingSubscription, SubscriptionError, SubscriptionSink,
 };
 
 use crate::client::{wait_answer, Client};
@@ -35,9 +35,9 @@ use crate::client::{wait_answer, Client};
 /// said why), when the connection ends, and after [`unsubscribe`](Self::unsubscribe).
 /// Dropping it unsubscribes (the answer is not waited for).
 ///
-/// It holds at most the declaration's [`capacity`](MethodSubscription::capacity) items
+/// It holds at most the declaration's [`max_bytes`](MethodSubscription::max_bytes) of items
 /// unread; past that the oldest are dropped and it yields [`SubscriptionError::Lagged`],
-/// as it does when the server dropped items for a slow reader.
+/// as it does when the server said it dropped items for a slow reader.
 pub struct RawSubscription {
     client: Client,
     key: u64,
@@ -163,7 +163,7 @@ impl Client {
         declaration: &MethodSubscription,
         params: Option<&RawValue>,
     ) -> Result<RawSubscription, CallError> {
-        let inbox = Inbox::new(declaration.capacity);
+        let inbox = Inbox::new(declaration.max_bytes);
         let (declaration, params) = (declaration.clone(), params.map(ToOwned::to_owned));
         // Set by the driver before the answer can come.
         let key = Arc::new(AtomicU64::new(0));

@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use calculator::*;
 use common::within;
-use sansrpc::ext::interceptors::system_clock;
 use sansrpc::ext::interceptors::{
     AuthLayer, BearerToken, ClientMetrics, ClientRateLimit, Interceptors, Metrics, MetricsLayer,
     TokenBucket,
@@ -19,6 +18,7 @@ use sansrpc::method::CallError;
 use sansrpc::Timeout;
 use sansrpc::{ErrorObject, RawValue};
 use sansrpc_blocking::{connect_tcp, serve_tcp, Client, Options, Server};
+use sansrpc_runtime::system_clock;
 
 const LIMIT: Duration = Duration::from_secs(30);
 const T: Timeout = Timeout::After(Duration::from_secs(10));

@@ -164,10 +164,80 @@ fn dropping_the_iterator_unsubscribes() {
     });
 }
 
+/// A queue's bound that holds `n` items of `len` bytes of JSON.
+fn room_for(n: usize, len: usize) -> usize {
+    n * (len + sansrpc::connection::subscriptions::ITEM_OVERHEAD)
+}
+
+#[test]
+fn a_producer_that_sends_follows_a_held_reader_without_losing_an_item() {
+    within(LIMIT, || {
+        // The defaults: 1 MiB a queue, the connection closed when try_send overflows it.
+        let eth = MethodSubscription::ethereum();
+        let (server, client, sinks, hold) = serve(eth.clone());
+        let mut heads = client.subscribe::<_, String>(&eth, &("items",)).unwrap();
+        let sink = sinks.recv().unwrap();
+        client.notify_raw("hold", None).unwrap();
+        hold.held.recv().unwrap();
+        // 2,000 items of 1 KiB (2 MiB) while the server's driver is held: send waits for
+        // room (the queue's bound) instead of dropping or closing.
+        let producer = sink.clone();
+        let sent = std::thread::spawn(move || {
+            for n in 0..2000u64 {
+                producer
+                    .send(&format!("{n:04}{}", "x".repeat(1020)))
+                    .unwrap();
+            }
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!sent.is_finished(), "the producer waits for room");
+        hold.release.send(()).unwrap();
+        for n in 0..2000u64 {
+            let item = heads.next().expect("an item").expect("not an error");
+            assert_eq!(item[..4], format!("{n:04}"));
+        }
+        sent.join().unwrap();
+        drop(heads);
+        client.close();
+        server.shutdown();
+    });
+}
+
+#[test]
+fn a_subscriber_that_cannot_keep_up_is_disconnected_by_default() {
+    within(LIMIT, || {
+        let eth = MethodSubscription::ethereum().with_capacity(room_for(4, 1));
+        let (server, client, sinks, hold) = serve(eth.clone());
+        let mut heads = client.subscribe::<_, u64>(&eth, &("items",)).unwrap();
+        let sink = sinks.recv().unwrap();
+        client.notify_raw("hold", None).unwrap();
+        hold.held.recv().unwrap();
+        for n in 0..4u64 {
+            sink.try_send(&n).unwrap();
+        }
+        assert_eq!(sink.try_send(&4), Err(Ended::Lagged));
+        assert_eq!(sink.wait_closed(), Ended::Lagged);
+        hold.release.send(()).unwrap();
+        // What was queued, then the end of the connection (no lag notice, no error).
+        assert_eq!(items(&mut heads, 4), [0, 1, 2, 3]);
+        assert!(heads.next().is_none());
+        let after = client.call_raw("eth_blockNumber", None);
+        assert!(
+            matches!(after, Err(CallError::Ended(_) | CallError::Send(_))),
+            "the connection is closed: {after:?}"
+        );
+        client.close();
+        server.shutdown();
+    });
+}
+
 #[test]
 fn a_slow_reader_is_told_how_many_items_the_server_dropped() {
     within(LIMIT, || {
-        let small = MethodSubscription::ethereum().with_capacity(4, 1 << 20);
+        let small = MethodSubscription::ethereum()
+            .with_capacity(room_for(4, 2))
+            .with_lag(LagPolicy::DropOldest)
+            .with_notices(true);
         let (server, client, sinks, hold) = serve(small.clone());
         let mut heads = client.subscribe::<_, u64>(&small, &("items",)).unwrap();
         let sink = sinks.recv().unwrap();
@@ -175,7 +245,7 @@ fn a_slow_reader_is_told_how_many_items_the_server_dropped() {
         client.notify_raw("hold", None).unwrap();
         hold.held.recv().unwrap();
         for n in 0..100u64 {
-            sink.send(&n).unwrap();
+            sink.try_send(&n).unwrap();
         }
         hold.release.send(()).unwrap();
         match heads.next() {
@@ -196,17 +266,18 @@ fn a_slow_reader_is_told_how_many_items_the_server_dropped() {
 fn lag_policy_close_ends_a_slow_reader_after_the_items_queued() {
     within(LIMIT, || {
         let strict = MethodSubscription::ethereum()
-            .with_capacity(4, 1 << 20)
-            .with_lag(LagPolicy::Close);
+            .with_capacity(room_for(4, 1))
+            .with_lag(LagPolicy::Close)
+            .with_notices(true);
         let (server, client, sinks, hold) = serve(strict.clone());
         let mut heads = client.subscribe::<_, u64>(&strict, &("items",)).unwrap();
         let sink = sinks.recv().unwrap();
         client.notify_raw("hold", None).unwrap();
         hold.held.recv().unwrap();
         for n in 0..4u64 {
-            sink.send(&n).unwrap();
+            sink.try_send(&n).unwrap();
         }
-        assert_eq!(sink.send(&4), Err(Ended::Lagged));
+        assert_eq!(sink.try_send(&4), Err(Ended::Lagged));
         assert_eq!(sink.wait_closed(), Ended::Lagged);
         hold.release.send(()).unwrap();
         assert_eq!(items(&mut heads, 4), [0, 1, 2, 3]);
@@ -223,7 +294,8 @@ fn lag_policy_close_ends_a_slow_reader_after_the_items_queued() {
 #[test]
 fn the_servers_close_ends_the_iterator_after_its_items() {
     within(LIMIT, || {
-        let eth = MethodSubscription::ethereum();
+        // sansrpc's notices on: the server's error reaches the client.
+        let eth = MethodSubscription::ethereum().with_notices(true);
         let (server, client, sinks, _hold) = serve(eth.clone());
         let mut with_error = client.subscribe::<_, u64>(&eth, &("items",)).unwrap();
         let sink = sinks.recv().unwrap();

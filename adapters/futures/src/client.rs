@@ -18,8 +18,8 @@ use sansrpc::connection::{EndReason, IncomingId, Progress, Timeout};
 use sansrpc::ext::interceptors::Interceptors;
 pub use sansrpc::method::CallError;
 use sansrpc::method::{Method, NotificationMethod};
-use sansrpc::runtime::{Observe, ObserveBatch};
 use sansrpc::{Id, RawValue};
+use sansrpc_runtime::{Observe, ObserveBatch};
 
 /// What a handle asks of the driver.
 #[derive(Debug)]
@@ -94,18 +94,27 @@ pub struct Client {
     /// Hooks around every outgoing call; see [`Client::with_interceptors`].
     interceptors: Option<Arc<Interceptors>>,
     /// State the application keeps per connection: [`Client::local`].
-    locals: Arc<sansrpc::runtime::Locals>,
+    locals: Arc<sansrpc_runtime::Locals>,
+    /// The connection's protocol profile: [`Client::profile`].
+    profile: sansrpc::Profile,
 }
 
 impl Client {
-    pub(crate) fn new(tx: mpsc::UnboundedSender<Command>) -> Self {
+    pub(crate) fn new(tx: mpsc::UnboundedSender<Command>, profile: sansrpc::Profile) -> Self {
         Client {
             tx,
+            profile,
             keys: Arc::new(AtomicU64::new(0)),
             exit: Arc::new(AtomicI64::new(i64::MIN)),
             interceptors: None,
             locals: Arc::default(),
         }
+    }
+
+    /// The protocol profile the connection was configured with (`Config::for_profile`): a
+    /// protocol layer checks that its conventions are in force.
+    pub fn profile(&self) -> sansrpc::Profile {
+        self.profile
     }
 
     /// The connection's own value of type `T`, made with `T::default()` the first time it
@@ -131,6 +140,11 @@ impl Client {
     /// ```
     pub fn local<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
         self.locals.get::<T>()
+    }
+
+    /// Every value [`local`](Self::local) keeps for this connection.
+    pub fn locals(&self) -> Arc<sansrpc_runtime::Locals> {
+        Arc::clone(&self.locals)
     }
 
     /// Where the driver records the status the connection ended with

@@ -114,7 +114,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
         let (tx, commands) = mpsc::unbounded();
         let (shutdown_tx, shutdown_rx) = mpsc::unbounded();
         let serving = parts.router.is_some();
-        let client = Client::new(tx);
+        let client = Client::new(tx, conn.config().profile);
         let driver = Driver {
             conn,
             transport,

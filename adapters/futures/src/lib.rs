@@ -53,6 +53,7 @@ mod context;
 mod driver;
 mod extension;
 mod http_request;
+mod peer;
 pub mod reconnect;
 mod router;
 mod server;
@@ -74,10 +75,11 @@ pub use extension::Extension;
 pub use http_request::{HttpRequest, HttpRequests, Principal, MAX_RECORDED};
 pub use reconnect::{CallOptions, GaveUp, Reconnect, StateWatch, Supervisor};
 pub use router::{AsyncRouter, BoxFuture, HandlerResult};
+pub use sansrpc_runtime::{ConnectionNotifier, Peer};
 pub use stream::{RawStream, StreamOptions, TypedStream};
 pub use subscription::{
-    Ended, NotAccepted, PendingSubscription, RawSubscription, Subscription, SubscriptionError,
-    SubscriptionSink,
+    Ended, Fanout, NotAccepted, PendingSubscription, RawSubscription, Subscription,
+    SubscriptionError, SubscriptionSink,
 };
 #[cfg(feature = "async-io")]
 pub use timer::AsyncIoTimer;
@@ -124,4 +126,28 @@ pub mod __macros {
     pub use sansrpc::runtime::subscriptions::PendingSubscription as SyncPendingSubscription;
     pub use sansrpc::ErrorObject;
     pub use serde;
+
+    /// What an `#[rpc]` method returns: a `Result`, whatever alias names it
+    /// (`RpcResult<T>`), its `T` what the client gets.
+    #[diagnostic::on_unimplemented(
+        message = "an #[rpc] method returns `Result<T, E>` or an alias of it, not `{Self}`",
+        label = "not a `Result<T, E>`",
+        note = "write `Result<T, ErrorObject<'static>>` (or any `E: Into<ErrorObject<'static>>`), or an alias of it such as `type RpcResult<T> = Result<T, ErrorObject<'static>>;`"
+    )]
+    pub trait RpcReturn {
+        /// What a call gets.
+        type Ok;
+        /// The error, turned into the error object.
+        type Err;
+        /// The `Result` itself.
+        fn into_result(self) -> Result<Self::Ok, Self::Err>;
+    }
+
+    impl<T, E> RpcReturn for Result<T, E> {
+        type Ok = T;
+        type Err = E;
+        fn into_result(self) -> Result<T, E> {
+            self
+        }
+    }
 }

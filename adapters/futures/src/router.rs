@@ -371,7 +371,7 @@ impl AsyncRouter {
     ///         }
     ///         let Ok(sink) = pending.accept().await else { return };
     ///         for number in 0u64.. {
-    ///             if sink.send(&serde_json::json!({ "number": format!("{number:#x}") })).is_err() {
+    ///             if sink.send(&serde_json::json!({ "number": format!("{number:#x}") })).await.is_err() {
     ///                 break; // Unsubscribed, or the client went away.
     ///             }
     ///             # break;

@@ -277,9 +277,7 @@ impl Server {
                     closed = Some(reason);
                     self.clear();
                 }
-                connection::Event::CheckProcess { pid }
-                    if !sansrpc::runtime::process_alive(pid) =>
-                {
+                connection::Event::CheckProcess { pid } if !sansrpc_runtime::process_alive(pid) => {
                     conn.handle_client_gone(now);
                 }
                 connection::Event::CheckProcess { .. } => {}

@@ -32,7 +32,7 @@ use sansrpc::{ErrorObject, RawValue};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-pub use sansrpc::runtime::subscriptions::{Ended, NotAccepted, SubscriptionError};
+pub use sansrpc::runtime::subscriptions::{Ended, Fanout, NotAccepted, SubscriptionError};
 pub(crate) use sansrpc::runtime::subscriptions::{Inbox, Subscribed};
 
 use crate::client::{Client, Command};
@@ -81,21 +81,28 @@ impl PendingSubscription {
 /// over. Cheap to clone; the subscription ends (without an error) once every clone is
 /// dropped and what was sent has gone out.
 ///
-/// Sending never waits: each item goes into the subscription's queue, bounded by the
-/// declaration's [`capacity`](MethodSubscription::capacity) and
-/// [`max_bytes`](MethodSubscription::max_bytes), and the driver moves items into the
-/// connection while its output has room. When a subscriber reads slower than items come,
-/// the declaration's [`LagPolicy`](sansrpc::connection::subscriptions::LagPolicy) decides:
-/// the oldest are dropped and the subscriber told how many, or the subscription ends with
-/// an error (then [`send`](Self::send) fails with [`Ended::Lagged`]). A subscriber that
-/// never reads costs the server that bound and no more.
+/// Items wait in the subscription's queue, bounded by the declaration's
+/// [`max_bytes`](MethodSubscription::max_bytes) (1 MiB by default), and the driver moves
+/// them into the connection while its output has room. [`send`](Self::send) waits for
+/// room in the queue, so a producer follows a slow reader (a node catching up, a block
+/// with a thousand logs) without losing an item; [`try_send`](Self::try_send) never waits,
+/// and a full queue meets the declaration's
+/// [`LagPolicy`](sansrpc::connection::subscriptions::LagPolicy): by default the connection
+/// closes, as go-ethereum closes a client that cannot keep up (the others: drop the
+/// oldest, or end the subscription; then `try_send` fails with [`Ended::Lagged`]). A
+/// subscriber that never reads costs the server that bound and no more; while a producer
+/// waits on one, the connection's write-stall timeout closes it and `send` fails.
 ///
-/// A handler runs in the connection's driver, which moves items out between its polls: a
-/// handler that sends more items at once than the queue holds (a backlog after a pause)
-/// yields between them (`tokio::task::yield_now().await`), or they are dropped like a slow
-/// reader's.
+/// To send one item to many subscribers, add their sinks to a
+/// [`Fanout`](crate::Fanout): it is serialized once.
 #[derive(Debug, Clone)]
 pub struct SubscriptionSink(shared::SubscriptionSink);
+
+impl From<SubscriptionSink> for shared::SubscriptionSink {
+    fn from(sink: SubscriptionSink) -> Self {
+        sink.0
+    }
+}
 
 impl SubscriptionSink {
     /// The subscription's number on its connection (its id, as the declaration writes it).
@@ -103,14 +110,31 @@ impl SubscriptionSink {
         self.0.id()
     }
 
-    /// Queues `item` for the subscriber. The error says why the subscription is over.
-    pub fn send<T: Serialize + ?Sized>(&self, item: &T) -> Result<(), Ended> {
-        self.0.send(item)
+    /// Queues `item` for the subscriber once its queue has room for it (at once when it
+    /// has). The error says why the subscription is over.
+    pub async fn send<T: Serialize + ?Sized>(&self, item: &T) -> Result<(), Ended> {
+        match RawValue::from_serialize(item) {
+            Ok(json) => self.send_raw(json).await,
+            // The server's own bug: the core's sink ends the subscription for it.
+            Err(_) => self.0.try_send(item),
+        }
     }
 
-    /// Queues an item already in JSON.
-    pub fn send_raw(&self, item: Box<RawValue>) -> Result<(), Ended> {
-        self.0.send_raw(item)
+    /// [`send`](Self::send) of an item already in JSON.
+    pub async fn send_raw(&self, item: Box<RawValue>) -> Result<(), Ended> {
+        let mut slot = Some(item);
+        futures::future::poll_fn(|cx| self.0.poll_send(cx, &mut slot)).await
+    }
+
+    /// Queues `item` for the subscriber without waiting: a full queue meets the lag
+    /// policy. The error says why the subscription is over.
+    pub fn try_send<T: Serialize + ?Sized>(&self, item: &T) -> Result<(), Ended> {
+        self.0.try_send(item)
+    }
+
+    /// [`try_send`](Self::try_send) of an item already in JSON.
+    pub fn try_send_raw(&self, item: Box<RawValue>) -> Result<(), Ended> {
+        self.0.try_send_raw(item)
     }
 
     /// True once the subscription is over.
@@ -125,8 +149,9 @@ impl SubscriptionSink {
         futures::future::poll_fn(move |cx| sink.poll_closed(cx))
     }
 
-    /// Ends the subscription once what is queued has gone out: with `error`, a last
-    /// notification carrying it tells the subscriber why; without, it just stops (as geth
+    /// Ends the subscription once what is queued has gone out: with `error` (and a
+    /// declaration whose [`notices`](MethodSubscription::notices) are on), a last
+    /// notification carrying it tells the subscriber why; otherwise it just stops (as geth
     /// and jsonrpsee do).
     pub fn close(&self, error: Option<ErrorObject<'static>>) {
         self.0.close(error)
@@ -149,7 +174,9 @@ pub(crate) struct Served(Option<Serving>);
 struct Serving {
     core: shared::Served,
     waker: Arc<AtomicWaker>,
-    tasks: FuturesUnordered<BoxFuture<IncomingId>>,
+    /// The handlers still running (none kept once all have returned, as with a `Fanout`:
+    /// a connection then holds nothing for them).
+    tasks: Option<FuturesUnordered<BoxFuture<IncomingId>>>,
     by_handle: BTreeMap<IncomingId, Task>,
 }
 
@@ -168,7 +195,7 @@ impl Serving {
         Serving {
             core: shared::Served::new(hub),
             waker,
-            tasks: FuturesUnordered::new(),
+            tasks: None,
             by_handle: BTreeMap::new(),
         }
     }
@@ -195,7 +222,10 @@ impl Served {
             .map(|_| ());
         let (abort, registration) = AbortHandle::new_pair();
         let task = Abortable::new(work, registration).map(move |_| handle);
-        serving.tasks.push(task.boxed());
+        serving
+            .tasks
+            .get_or_insert_with(FuturesUnordered::new)
+            .push(task.boxed());
         serving.by_handle.insert(handle, Task { abort });
     }
 
@@ -231,7 +261,7 @@ impl Served {
         for (_, task) in std::mem::take(&mut serving.by_handle) {
             task.abort.abort();
         }
-        serving.tasks.clear();
+        serving.tasks = None;
     }
 
     /// Runs the handlers, takes their decisions, and moves queued items into the
@@ -243,20 +273,30 @@ impl Served {
         };
         // Registered before anything is looked at, so a wake in between is not lost.
         serving.waker.register(cx.waker());
-        if serving.core.is_idle() && serving.tasks.is_empty() {
+        if serving.core.is_idle() && serving.tasks.is_none() {
             // No handler running, nothing decided or scheduled, nothing held back: what a
             // connection serving no subscription pays on each turn of its driver.
             return false;
         }
         let mut progress = false;
-        let me = Arc::as_ptr(&serving.waker) as usize;
-        let outer = POLLING.with(|p| p.replace(me));
-        while let Poll::Ready(Some(handle)) = serving.tasks.poll_next_unpin(cx) {
-            progress = true;
-            // Finished: a subscription it accepted goes on with its sinks.
-            serving.by_handle.remove(&handle);
+        // The handlers, when some run (a connection whose handlers have all returned, as
+        // with a `Fanout`, pays nothing for them).
+        if let Some(tasks) = &mut serving.tasks {
+            let me = Arc::as_ptr(&serving.waker) as usize;
+            let outer = POLLING.with(|p| p.replace(me));
+            while let Poll::Ready(Some(handle)) = tasks.poll_next_unpin(cx) {
+                progress = true;
+                // Finished: a subscription it accepted goes on with its sinks.
+                serving.by_handle.remove(&handle);
+            }
+            POLLING.with(|p| p.set(outer));
+            if tasks.is_empty() {
+                // Given back, with the emptied node of the handles: every connection pays
+                // for what it keeps.
+                serving.tasks = None;
+                serving.by_handle = BTreeMap::new();
+            }
         }
-        POLLING.with(|p| p.set(outer));
         // Taken after the handlers ran: what they handed over while polled is seen now.
         let mut over = Vec::new();
         progress |= serving.core.poll(conn, &mut |handle| over.push(handle));
@@ -274,9 +314,9 @@ impl Served {
 /// [`SubscriptionError::Ended`] when it said why), when the connection ends, and after
 /// [`unsubscribe`](Self::unsubscribe); dropping it unsubscribes.
 ///
-/// It holds at most the declaration's [`capacity`](MethodSubscription::capacity) items
+/// It holds at most the declaration's [`max_bytes`](MethodSubscription::max_bytes) of items
 /// unread; past that the oldest are dropped and the stream yields
-/// [`SubscriptionError::Lagged`], as it does when the server dropped items.
+/// [`SubscriptionError::Lagged`], as it does when the server said it dropped items.
 pub struct RawSubscription {
     client: Client,
     key: u64,
@@ -403,7 +443,7 @@ impl Client {
     ) -> Result<RawSubscription, CallError> {
         let key = self.next_key();
         let (reply, rx) = oneshot::channel();
-        let inbox = Inbox::new(declaration.capacity);
+        let inbox = Inbox::new(declaration.max_bytes);
         self.command(Command::Subscribe {
             key,
             declaration: declaration.clone(),

@@ -11,11 +11,12 @@ use common::{within, LIMIT};
 use futures::channel::mpsc;
 use futures::StreamExt;
 use sansrpc::ext::interceptors::{
-    system_clock, AuthLayer, BearerToken, ClientRateLimit, Interceptors, TokenBucket,
+    AuthLayer, BearerToken, ClientRateLimit, Interceptors, TokenBucket,
 };
 use sansrpc::method::{CallError, NotificationMethod};
 use sansrpc::{ErrorObject, RawValue};
 use sansrpc_futures::{transport, AsyncIoTimer, AsyncRouter, Builder, Client};
+use sansrpc_runtime::system_clock;
 
 enum Seen {}
 impl NotificationMethod for Seen {

@@ -33,7 +33,7 @@ fn a_substrate_subscription_under_smol_streams_and_unsubscribes() {
                     })
                     .detach();
                     for n in 0u64.. {
-                        if sink.send(&n).is_err() {
+                        if sink.send(&n).await.is_err() {
                             break;
                         }
                         async_io::Timer::after(Duration::from_millis(5)).await;

@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use sansrpc::codec::Framing;
-use sansrpc::ext::pubsub::{HubConfig, PublishError};
-use sansrpc::ext::store::{DynStore, MemoryStore, RetentionPolicy};
 use sansrpc::{ErrorObject, RawValue};
+use sansrpc_pubsub::hub::{HubConfig, PublishError};
+use sansrpc_pubsub::store::{DynStore, MemoryStore, RetentionPolicy};
 use sansrpc_pubsub::PubSub;
 use sansrpc_tokio::{AsyncRouter, Builder, Extension};
 
@@ -132,7 +132,7 @@ fn contention(c: &mut Criterion) {
     group.sample_size(10);
     let stores: [(&str, MakeStore); 2] = [
         ("memory", || {
-            sansrpc::ext::store::boxed(MemoryStore::new(RetentionPolicy::default()))
+            sansrpc_pubsub::store::boxed(MemoryStore::new(RetentionPolicy::default()))
         }),
         ("store_50us", || {
             Box::new(Slow {

@@ -5,10 +5,10 @@
 
 use std::sync::Arc;
 
-use sansrpc::ext::pubsub::HubConfig;
-use sansrpc::ext::store::{MemoryStore, RetentionPolicy};
 use sansrpc::router::Router;
 use sansrpc::RawValue;
+use sansrpc_pubsub::hub::HubConfig;
+use sansrpc_pubsub::store::{MemoryStore, RetentionPolicy};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let router = Router::new();

@@ -23,8 +23,8 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use sansrpc::ext::pubsub::HubConfig;
-//! use sansrpc::ext::store::{MemoryStore, RetentionPolicy};
+//! use sansrpc_pubsub::hub::HubConfig;
+//! use sansrpc_pubsub::store::{MemoryStore, RetentionPolicy};
 //! use sansrpc_pubsub::PubSub;
 //!
 //! let store = MemoryStore::new(RetentionPolicy::default());
@@ -41,6 +41,10 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod hub;
+pub mod store;
+pub mod topic;
+
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -48,13 +52,13 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant as StdInstant, SystemTime, UNIX_EPOCH};
 
-use futures_channel::oneshot;
-use sansrpc::connection::hook::{ConnectionExtension, ConnectionHook, Item, Taken, Wake};
-use sansrpc::ext::pubsub::{
+use crate::hub::{
     AppendId, Handled, Hub, HubConfig, NodeEvent, Outgoing, PublishError, Report, SessionId,
     StoreTask,
 };
-use sansrpc::ext::store::{self, DynStore, Store};
+use crate::store::{DynStore, Store};
+use futures_channel::oneshot;
+use sansrpc::connection::hook::{ConnectionExtension, ConnectionHook, Item, Taken, Wake};
 use sansrpc::{Instant, RawValue};
 
 /// Where [`Report`]s go.

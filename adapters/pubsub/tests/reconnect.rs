@@ -6,10 +6,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use sansrpc::ext::pubsub::HubConfig;
 use sansrpc::ext::reconnect::{Backoff, PendingPolicy, ReconnectPolicy, State};
-use sansrpc::ext::store::{MemoryStore, RetentionPolicy};
 use sansrpc::RawValue;
+use sansrpc_pubsub::hub::HubConfig;
+use sansrpc_pubsub::store::{MemoryStore, RetentionPolicy};
 use sansrpc_pubsub::PubSub;
 use sansrpc_tokio::reconnect;
 use sansrpc_tokio::{AsyncRouter, Builder, Extension};

@@ -10,11 +10,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sansrpc::codec::Framing;
-use sansrpc::ext::pubsub::HubConfig;
-use sansrpc::ext::store::{MemoryStore, RetentionPolicy, Store};
 use sansrpc::router::Router;
 use sansrpc::ErrorObject;
 use sansrpc_blocking::{serve_tcp, Extension, Options, Server};
+use sansrpc_pubsub::hub::HubConfig;
+use sansrpc_pubsub::store::{MemoryStore, RetentionPolicy, Store};
 use sansrpc_pubsub::PubSub;
 use serde_json::{json, Value};
 

@@ -11,9 +11,9 @@ use crate::runtime::Runtime;
 use crate::{check_topic, nats, Error, DEFAULT_TIMEOUT, LOG_PREFIX, PUB_PREFIX};
 
 /// Something another node (or this node's store) did, for the local pub/sub hub: the core's
-/// [`NodeEvent`](sansrpc::ext::pubsub::NodeEvent), which `sansrpc_pubsub::PubSub::join_cluster`
+/// [`NodeEvent`](sansrpc_pubsub::hub::NodeEvent), which `sansrpc_pubsub::PubSub::join_cluster`
 /// applies.
-pub use sansrpc::ext::pubsub::NodeEvent as BusEvent;
+pub use sansrpc_pubsub::hub::NodeEvent as BusEvent;
 
 /// A connection to NATS that carries ephemeral publishes between nodes and tells of
 /// persistent appends made by any node.

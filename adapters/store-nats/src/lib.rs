@@ -6,7 +6,7 @@
 //! acknowledged.
 //!
 //! ```no_run
-//! use sansrpc::ext::store::{RetentionPolicy, Store};
+//! use sansrpc_pubsub::store::{RetentionPolicy, Store};
 //! use sansrpc::RawValue;
 //! use sansrpc_store_nats::NatsStore;
 //!
@@ -34,7 +34,7 @@
 //! refused, as are topics that are not valid NATS subjects without wildcards.
 //!
 //! # Durability
-//! [`Store::append`](sansrpc::ext::store::Store::append) returns once JetStream acknowledged
+//! [`Store::append`](sansrpc_pubsub::store::Store::append) returns once JetStream acknowledged
 //! the message (stored in the stream's file storage on the server; nats-server syncs to disk
 //! on its own `sync_interval`, so a power loss on the NATS host may lose the last moments
 //! unless the server is configured to sync always). A subscription save returns once the
@@ -43,12 +43,12 @@
 //! loading, the higher of the two floors wins.
 //!
 //! Age retention is enforced by the NATS server with its own clock, so
-//! [`Store::expire`](sansrpc::ext::store::Store::expire) does nothing here. JetStream counts
+//! [`Store::expire`](sansrpc_pubsub::store::Store::expire) does nothing here. JetStream counts
 //! `max_bytes` over whole stored messages (subject, headers and data), not data alone, and
 //! would accept a message larger than `max_bytes` only to drop it at once; so each stream's
 //! `max_msg_size` is set just under `max_bytes` and such a message is refused with an error
 //! (the embedded store keeps it alone instead). Every
-//! node should use the same [`RetentionPolicy`](sansrpc::ext::store::RetentionPolicy): the
+//! node should use the same [`RetentionPolicy`](sansrpc_pubsub::store::RetentionPolicy): the
 //! first use of a topic by a node writes its limits to the stream.
 //!
 //! # Bounds
@@ -59,7 +59,7 @@
 //! beyond which creating a stream or appending fails with an error. The subscription
 //! records in the KV bucket are bounded by the hub
 //! (`HubConfig::max_persistent_ids`), counted through
-//! [`Store::subscriptions`](sansrpc::ext::store::Store::subscriptions).
+//! [`Store::subscriptions`](sansrpc_pubsub::store::Store::subscriptions).
 #![deny(missing_docs)]
 
 use std::time::Duration;

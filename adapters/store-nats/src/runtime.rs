@@ -2,7 +2,7 @@
 //! be called from any thread, including a worker of another tokio runtime: the caller never
 //! runs `block_on`, it waits on a std channel for the reply.
 //!
-//! [`Store`]: sansrpc::ext::store::Store
+//! [`Store`]: sansrpc_pubsub::store::Store
 
 use std::future::Future;
 use std::sync::mpsc;

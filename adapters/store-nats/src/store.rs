@@ -8,8 +8,8 @@ use async_nats::jetstream::context::{ConsumerInfoErrorKind, GetStreamErrorKind};
 use async_nats::jetstream::stream::{self, DirectGetErrorKind, DiscardPolicy, StorageType};
 use async_nats::jetstream::{self, kv, ErrorCode};
 use futures::StreamExt;
-use sansrpc::ext::store::{Retention, RetentionPolicy, Store, StoredMessage, SubscriptionState};
 use sansrpc::RawValue;
+use sansrpc_pubsub::store::{Retention, RetentionPolicy, Store, StoredMessage, SubscriptionState};
 
 use crate::runtime::Runtime;
 use crate::{

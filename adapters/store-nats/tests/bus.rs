@@ -6,8 +6,8 @@ use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
 use common::{wait_until, NatsServer};
-use sansrpc::ext::store::{RetentionPolicy, Store, SubscriptionState};
 use sansrpc::RawValue;
+use sansrpc_pubsub::store::{RetentionPolicy, Store, SubscriptionState};
 use sansrpc_store_nats::{BusEvent, Error, NatsBus, NatsStore};
 
 const WAIT: Duration = Duration::from_secs(30);

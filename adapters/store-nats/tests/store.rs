@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use async_nats::jetstream;
 use common::{wait_until, NatsServer};
-use sansrpc::ext::store::{Retention, RetentionPolicy, Store, StoredMessage, SubscriptionState};
 use sansrpc::RawValue;
+use sansrpc_pubsub::store::{Retention, RetentionPolicy, Store, StoredMessage, SubscriptionState};
 use sansrpc_store_nats::{Error, NatsStore};
 
 fn raw(s: &str) -> &RawValue {

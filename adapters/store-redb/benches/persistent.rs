@@ -3,8 +3,8 @@
 //! much as the code.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use sansrpc::ext::store::{RetentionPolicy, Store, SubscriptionState};
 use sansrpc::RawValue;
+use sansrpc_pubsub::store::{RetentionPolicy, Store, SubscriptionState};
 use sansrpc_store_redb::RedbStore;
 
 fn persistent(c: &mut Criterion) {

@@ -3,8 +3,8 @@
 //!
 //! `cargo run -p sansrpc-store-redb --example append`
 
-use sansrpc::ext::store::{RetentionPolicy, Store};
 use sansrpc::RawValue;
+use sansrpc_pubsub::store::{RetentionPolicy, Store};
 use sansrpc_store_redb::RedbStore;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

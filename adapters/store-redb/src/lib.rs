@@ -1,7 +1,7 @@
 //! The embedded durable store behind sansrpc persistent subscriptions: one
 //! [redb](https://www.redb.org) file per server.
 //!
-//! [`RedbStore`] implements [`sansrpc::ext::store::Store`]. Every [`Store::append`],
+//! [`RedbStore`] implements [`sansrpc_pubsub::store::Store`]. Every [`Store::append`],
 //! [`Store::save_subscription`] and [`Store::delete_subscription`] is one committed redb write
 //! transaction with redb's default durability (the file is synced before commit returns), so
 //! whatever returned `Ok` survives a crash of the process or of the machine.
@@ -41,7 +41,7 @@
 //!
 //! # Example
 //! ```
-//! use sansrpc::ext::store::{RetentionPolicy, Store, SubscriptionState};
+//! use sansrpc_pubsub::store::{RetentionPolicy, Store, SubscriptionState};
 //! use sansrpc::RawValue;
 //! use sansrpc_store_redb::RedbStore;
 //!
@@ -67,8 +67,10 @@ pub mod events;
 pub use events::RedbEventStore;
 
 use redb::{Database, ReadableTable, TableDefinition, WriteTransaction};
-use sansrpc::ext::store::{RetentionPolicy, Store, StoredMessage, SubscriptionState, TopicBudget};
 use sansrpc::RawValue;
+use sansrpc_pubsub::store::{
+    RetentionPolicy, Store, StoredMessage, SubscriptionState, TopicBudget,
+};
 
 const LOG: TableDefinition<(&str, u64), (u64, &str)> = TableDefinition::new("log");
 const TOPICS: TableDefinition<&str, (u64, u64, u64)> = TableDefinition::new("topics");

@@ -17,8 +17,8 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use sansrpc::ext::store::{Retention, RetentionPolicy, Store, SubscriptionState};
 use sansrpc::RawValue;
+use sansrpc_pubsub::store::{Retention, RetentionPolicy, Store, SubscriptionState};
 use sansrpc_store_redb::RedbStore;
 
 const CHILD_ENV: &str = "SANSRPC_REDB_CRASH_CHILD";

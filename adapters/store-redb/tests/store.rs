@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use sansrpc::ext::store::{Retention, RetentionPolicy, Store, StoredMessage, SubscriptionState};
 use sansrpc::RawValue;
+use sansrpc_pubsub::store::{Retention, RetentionPolicy, Store, StoredMessage, SubscriptionState};
 use sansrpc_store_redb::RedbStore;
 
 fn raw(s: &str) -> &RawValue {

@@ -14,7 +14,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let url = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "http://127.0.0.1:7702/".into());
-    let client = http::connect(&url, Builder::new())?.client;
+    let client = http::connect(&url, Builder::new()).await?.client;
 
     let sum = client.call::<Add>(&Pair { a: 1.5, b: 2.0 }).await?;
     println!("1.5 + 2 = {sum}");

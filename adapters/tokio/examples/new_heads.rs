@@ -20,9 +20,10 @@ async fn main() -> std::io::Result<()> {
             let mut blocks = tokio::time::interval(Duration::from_millis(200));
             for number in 0u64.. {
                 blocks.tick().await;
-                // Queued (bounded, oldest dropped); an error once the client has left.
+                // Waits while its queue (1 MiB) is full; an error once the client left.
                 if sink
                     .send(&json!({ "number": format!("{number:#x}") }))
+                    .await
                     .is_err()
                 {
                     break;

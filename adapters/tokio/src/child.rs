@@ -56,6 +56,16 @@ impl ChildProcess {
         self.child.id()
     }
 
+    /// The child's stderr, when `command` piped it (`Stdio::piped()`); once.
+    pub fn take_stderr(&mut self) -> Option<tokio::process::ChildStderr> {
+        self.child.stderr.take()
+    }
+
+    /// The child's exit status if it has exited, without waiting.
+    pub fn try_status(&mut self) -> io::Result<Option<ExitStatus>> {
+        self.child.try_wait()
+    }
+
     /// Shuts down gracefully and returns the child's exit status: closes the child's stdin
     /// (nothing more is sent), keeps reading its answers and notifications until it exits
     /// or `grace` passes, then kills it. Calls still pending when its output ends fail with

@@ -84,7 +84,7 @@ pub use sansrpc::codec::http::Origins;
 pub use sansrpc::Timeout;
 pub use sansrpc_futures::{
     sansrpc, AsyncRouter, Batch, BatchSlot, BoxFuture, Builder, ByteStream, CallError, Cancelled,
-    Client, CloseWithSession, Driver, Ended, Extension, HandlerResult, NotAccepted,
+    Client, CloseWithSession, Driver, Ended, Extension, Fanout, HandlerResult, NotAccepted,
     NotificationContext, PendingBatch, PendingCall, PendingSubscription, RawResult, RawStream,
     RawSubscription, Received, RequestContext, ShutdownHandle, StreamOptions, Subscription,
     SubscriptionError, SubscriptionSink, Timer, Transport, TypedStream,

@@ -332,7 +332,7 @@ impl Wakeup {
     pub fn sleep(
         &mut self,
         next: Option<sansrpc::Instant>,
-        clock: &sansrpc::runtime::Clock,
+        clock: &sansrpc_runtime::Clock,
     ) -> (Option<Duration>, Arc<Notify>) {
         self.at = next;
         (next.map(|at| clock.until(at)), Arc::clone(&self.notify))

@@ -5,7 +5,7 @@
 //!   `https://` URLs and trust
 //!   the Mozilla root certificates (webpki-roots). For a private CA or a self-signed
 //!   certificate, build a config with [`client_config_with_roots`] and use
-//!   `ws::connect_tls`, `http::connect_tls` or `sansrpc_mcp::tokio::connect_tls`; for the system's
+//!   `ws::connect_tls`, `http::connect_tls` or `sansrpc_mcp::tokio::Connect::tls`; for the system's
 //!   own store, [`client_config_with_native_roots`].
 //! - Servers: set [`ServeOptions::tls`](crate::ServeOptions::tls) to a config from
 //!   [`server_config`]; every accepted connection does the TLS handshake first, within the

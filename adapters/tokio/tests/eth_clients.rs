@@ -1,7 +1,9 @@
 //! The eth_node example against Ethereum clients not written here, pinned in interop/eth:
 //! viem and ethers v6 (package-lock.json), web3.py 8 (requirements.txt). Each runs its
 //! script against one node process (HTTP and WebSocket on one port) and prints a report,
-//! checked here whole.
+//! checked here whole. In burst mode the node grows by 65 blocks at once, then by 1,000
+//! (a node catching up), on the library's defaults: every head and every log reaches each
+//! client in order, with `eth_subscribe` registered through `#[subscription]` and by hand.
 
 #[path = "../../../tests/support/interop.rs"]
 mod interop;
@@ -13,7 +15,25 @@ use serde_json::{json, Value};
 
 /// The eth_node example on a free port: the process and its port.
 fn node() -> (Example, String) {
-    let mut node = Example::start_with_env("sansrpc-tokio", "eth_node", &[("PORT", "0")]);
+    node_with(&[])
+}
+
+/// The blocks (and logs, one a block) a burst node makes: 65 at once, then 1,000.
+const BURST: u64 = 65 + 1000;
+
+/// The eth_node example in burst mode, `eth_subscribe` mounted as `mount` says
+/// (`"trait"`: `#[subscription]`; `"router"`: by hand).
+fn burst_node(mount: &str) -> (Example, String) {
+    node_with(&[("ETH_NODE_BURSTS", "65,1000"), ("ETH_NODE_MOUNT", mount)])
+}
+
+/// The eth_node example on a free port with `env`: the process and its port.
+fn node_with(env: &[(&str, &str)]) -> (Example, String) {
+    let env: Vec<(&str, &str)> = [("PORT", "0")]
+        .into_iter()
+        .chain(env.iter().copied())
+        .collect();
+    let mut node = Example::start_with_env("sansrpc-tokio", "eth_node", &env);
     let line = node.line();
     let port = line
         .strip_prefix("listening on 127.0.0.1:")
@@ -37,12 +57,87 @@ fn report(command: &mut Command, what: &str) -> Value {
 }
 
 fn node_script(script: &str, port: &str) -> Value {
+    node_script_with(script, &[port])
+}
+
+fn node_script_with(script: &str, args: &[&str]) -> Value {
     let dir = interop(env!("CARGO_MANIFEST_DIR"), "eth");
     npm_ci(&dir, "viem");
     npm_ci(&dir, "ethers");
     let mut node = Command::new("node");
-    node.arg(dir.join(script)).arg(port).current_dir(&dir);
+    node.arg(dir.join(script)).args(args).current_dir(&dir);
     report(&mut node, script)
+}
+
+#[test]
+fn viem_gets_every_head_and_log_of_two_bursts_in_order() {
+    for mount in ["trait", "router"] {
+        let (_node, port) = burst_node(mount);
+        let report = node_script_with("burst_viem.mjs", &[&port, &BURST.to_string()]);
+        assert_eq!(
+            report,
+            json!({
+                "heads": BURST,
+                "headsInOrder": true,
+                "logs": BURST,
+                "logsInOrder": true,
+                // watchBlocks calls onBlock(undefined) for a notification without a result.
+                "undefinedBlocks": 0,
+                "errors": 0,
+                "unhandled": 0,
+            }),
+            "eth_subscribe mounted by {mount}"
+        );
+    }
+}
+
+#[test]
+fn ethers_gets_every_head_and_log_of_two_bursts_in_order() {
+    for mount in ["trait", "router"] {
+        let (_node, port) = burst_node(mount);
+        let report = node_script_with("burst_ethers.mjs", &[&port, &BURST.to_string()]);
+        assert_eq!(
+            report,
+            json!({
+                "heads": BURST,
+                "headsInOrder": true,
+                "logs": BURST,
+                "logsInOrder": true,
+                "errors": 0,
+                // on("block") died on an unhandled rejection at a notification without a result.
+                "unhandled": 0,
+            }),
+            "eth_subscribe mounted by {mount}"
+        );
+    }
+}
+
+#[test]
+fn web3py_gets_every_head_and_log_of_two_bursts_in_order() {
+    let dir = interop(env!("CARGO_MANIFEST_DIR"), "eth");
+    let packages = pip_install(env!("CARGO_MANIFEST_DIR"), "eth");
+    for mount in ["trait", "router"] {
+        let (_node, port) = burst_node(mount);
+        let mut python = Command::new("python3");
+        python
+            .arg(dir.join("burst_web3py.py"))
+            .arg(&port)
+            .arg(BURST.to_string())
+            .env("PYTHONPATH", &packages)
+            .env("PYTHONDONTWRITEBYTECODE", "1");
+        let report = report(&mut python, "burst_web3py.py");
+        assert_eq!(
+            report,
+            json!({
+                "heads": BURST,
+                "headsInOrder": true,
+                "logs": BURST,
+                "logsInOrder": true,
+                "other": 0,
+            }),
+            "eth_subscribe mounted by {mount}"
+        );
+    }
 }
 
 #[test]

@@ -103,7 +103,9 @@ async fn sansrpc_client_follows_hardhats_node() {
     let (_node, port) = tokio::task::spawn_blocking(hardhat).await.unwrap();
     let work = async {
         // HTTP: a call and a batch.
-        let over_http = http::connect(&format!("http://127.0.0.1:{port}"), Builder::new()).unwrap();
+        let over_http = http::connect(&format!("http://127.0.0.1:{port}"), Builder::new())
+            .await
+            .unwrap();
         let client = &over_http.client;
         assert_eq!(over_http.chain_id().await.unwrap(), "0x7a69");
         let genesis = over_http

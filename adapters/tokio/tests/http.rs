@@ -65,6 +65,7 @@ async fn calculator_over_http() {
     within(LIMIT, async {
         let (addr, stop, task) = server(Config::default()).await;
         let client = http::connect(&format!("http://{addr}/"), Builder::new())
+            .await
             .unwrap()
             .client;
         let p = Pair { a: 6.0, b: 3.0 };
@@ -128,6 +129,7 @@ async fn http_errors_reach_the_client() {
         config.limits.max_frame_bytes = 256;
         let (addr, stop, _task) = server(config).await;
         let client = http::connect(&format!("http://{addr}/"), Builder::new())
+            .await
             .unwrap()
             .client;
         let big = format!("[\"{}\"]", "x".repeat(1024));
@@ -793,7 +795,9 @@ async fn the_client_keeps_its_connection_and_reconnects_when_the_server_closes_i
             respond("200 OK", "application/json", &body)
         })
         .await;
-        let conn = http::connect(&format!("http://{addr}/"), Builder::new()).unwrap();
+        let conn = http::connect(&format!("http://{addr}/"), Builder::new())
+            .await
+            .unwrap();
         let mut on = Vec::new();
         for _ in 0..5 {
             let answer = conn.client.call_raw("which", None).await.unwrap();
@@ -825,6 +829,7 @@ async fn the_client_keeps_its_connection_and_reconnects_when_the_server_closes_i
         })
         .await;
         let client = http::connect(&format!("http://{addr}/"), Builder::new())
+            .await
             .unwrap()
             .client;
         for _ in 0..3 {
@@ -864,6 +869,7 @@ async fn an_error_status_is_the_calls_error_with_its_json_rpc_error_when_it_has_
         })
         .await;
         let client = http::connect(&format!("http://{addr}/"), Builder::new())
+            .await
             .unwrap()
             .client;
         let failing = client.call_raw("failing", None).await.unwrap_err();

@@ -103,7 +103,7 @@ impl EthServer for Node {
             let _ = ended.send(watch.closed().await);
         });
         for n in 0u64.. {
-            if sink.send(&n).is_err() {
+            if sink.send(&n).await.is_err() {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(1)).await;
@@ -485,4 +485,209 @@ async fn a_sync_servers_subscription_streams_to_the_generated_async_client() {
             .unwrap();
     })
     .await;
+}
+
+/// A dev node's API as a new user writes it (its own module: its client's names are
+/// `EthClient`'s too).
+mod dev {
+    use super::{serve, within, Block, LIMIT};
+    use futures::StreamExt;
+    use sansrpc::ErrorObject;
+    use sansrpc_tokio::{sansrpc, AsyncRouter, CallError, PendingSubscription};
+
+    /// `Result` under another name, as nodes write it.
+    pub type RpcResult<T> = Result<T, ErrorObject<'static>>;
+
+    /// A dev node's API as a new user writes it: three namespaces in one trait, an alias of
+    /// `Result`, trailing `Option` args.
+    #[sansrpc_tokio::rpc(server, client, namespace = "eth")]
+    pub trait DevNode {
+        /// `eth_chainId`.
+        #[method(name = "chainId")]
+        async fn chain_id(&self) -> RpcResult<String>;
+
+        /// `eth_getBalance(address, block?)`.
+        #[method(name = "getBalance")]
+        async fn balance(&self, address: String, block: Option<String>) -> RpcResult<String>;
+
+        /// `eth_getBlockByNumber(number, full)` by name, `full` optional.
+        #[method(name = "getBlockByNumber", param_kind = map)]
+        async fn block(&self, number: String, full: Option<bool>) -> RpcResult<Option<Block>>;
+
+        /// `net_version`.
+        #[method(name = "version", namespace = "net")]
+        async fn net_version(&self) -> RpcResult<String>;
+
+        /// `web3_clientVersion`.
+        #[method(name = "clientVersion", namespace = "web3")]
+        async fn client_version(&self) -> RpcResult<String>;
+
+        /// `eth_subscribe(kind, filter?)`.
+        #[subscription(name = "subscribe", item = u64, notification = "subscription", unsubscribe = "unsubscribe", ids = hex)]
+        async fn heads(&self, pending: PendingSubscription, kind: String, filter: Option<Block>);
+    }
+
+    struct Dev;
+
+    impl DevNodeServer for Dev {
+        async fn chain_id(&self) -> RpcResult<String> {
+            Ok("0x539".to_owned())
+        }
+        async fn balance(&self, address: String, block: Option<String>) -> RpcResult<String> {
+            Ok(format!(
+                "{address}@{}",
+                block.as_deref().unwrap_or("latest")
+            ))
+        }
+        async fn block(&self, number: String, full: Option<bool>) -> RpcResult<Option<Block>> {
+            let full = full.unwrap_or(false);
+            Ok(Some(Block { number, full }))
+        }
+        async fn net_version(&self) -> RpcResult<String> {
+            Ok("1337".to_owned())
+        }
+        async fn client_version(&self) -> RpcResult<String> {
+            Ok("dev/0.1".to_owned())
+        }
+        async fn heads(&self, pending: PendingSubscription, kind: String, filter: Option<Block>) {
+            let Ok(sink) = pending.accept().await else {
+                return;
+            };
+            let first = kind.len() as u64 + u64::from(filter.is_some());
+            for n in first..first + 3 {
+                if sink.send(&n).await.is_err() {
+                    return;
+                }
+            }
+            sink.closed().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn several_namespaces_and_an_alias_of_result_in_one_trait() {
+        within(LIMIT, async {
+            let conn = serve(Dev.into_router().unwrap()).await;
+            assert_eq!(conn.chain_id().await.unwrap(), "0x539");
+            assert_eq!(conn.net_version().await.unwrap(), "1337");
+            assert_eq!(conn.client_version().await.unwrap(), "dev/0.1");
+            // The wire names, as any client sends them.
+            for (method, expected) in [
+                ("eth_chainId", r#""0x539""#),
+                ("net_version", r#""1337""#),
+                ("web3_clientVersion", r#""dev/0.1""#),
+            ] {
+                let raw = conn.client.call_raw(method, None).await.unwrap();
+                assert_eq!(raw.get(), expected);
+            }
+        })
+        .await;
+    }
+
+    /// A server that refuses more positional args than a method takes, as go-ethereum's
+    /// argument parser does: the sansrpc router's own check on typed params (`(String,)`
+    /// takes one), for a method and for `eth_subscribe`.
+    fn strict_node() -> AsyncRouter {
+        sansrpc::method!(GetBalance = "eth_getBalance", (String,) => String);
+        let mut router = AsyncRouter::new();
+        router
+            .method::<GetBalance, _, _>(|(address,)| async move { Ok(format!("{address}@latest")) })
+            .unwrap();
+        let eth = sansrpc::connection::subscriptions::MethodSubscription::ethereum();
+        router
+            .subscription(eth, |pending, (kind,): (String,)| async move {
+                let Ok(sink) = pending.accept().await else {
+                    return;
+                };
+                let _ = sink.send(&(kind.len() as u64)).await;
+                sink.closed().await;
+            })
+            .unwrap();
+        router
+    }
+
+    #[tokio::test]
+    async fn trailing_none_args_are_left_out_for_a_server_that_refuses_extra_args() {
+        within(LIMIT, async {
+            let conn = serve(strict_node()).await;
+            // Left out: `["0xabc"]`, which the strict server takes.
+            assert_eq!(
+                conn.balance("0xabc".to_owned(), None).await.unwrap(),
+                "0xabc@latest"
+            );
+            // Given, the arg goes on the wire, and this server refuses it as geth would.
+            let refused = conn
+                .balance("0xabc".to_owned(), Some("0x10".to_owned()))
+                .await
+                .unwrap_err();
+            match refused {
+                CallError::Rpc(e) => {
+                    assert_eq!(e.code, -32602);
+                    assert!(
+                        e.message.contains("expected at most 1 params, got 2"),
+                        "{e:?}"
+                    );
+                }
+                other => panic!("refused, not {other:?}"),
+            }
+            // The subscription's filter left out: `["newHeads"]`.
+            let mut heads = conn.heads("newHeads".to_owned(), None).await.unwrap();
+            assert_eq!(heads.next().await.unwrap().unwrap(), 8);
+            assert!(heads.unsubscribe().await.unwrap());
+            // The generated server takes both shapes.
+            let conn = serve(Dev.into_router().unwrap()).await;
+            assert_eq!(
+                conn.balance("0xabc".to_owned(), Some("0x10".to_owned()))
+                    .await
+                    .unwrap(),
+                "0xabc@0x10"
+            );
+            assert_eq!(
+                conn.balance("0xabc".to_owned(), None).await.unwrap(),
+                "0xabc@latest"
+            );
+            let mut heads = conn.heads("newHeads".to_owned(), None).await.unwrap();
+            assert_eq!(heads.next().await.unwrap().unwrap(), 8);
+            // By name, a `None` is left out too.
+            let block = conn.block("0x1".to_owned(), None).await.unwrap().unwrap();
+            assert_eq!((block.number.as_str(), block.full), ("0x1", false));
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn a_missing_param_is_named_in_the_error() {
+        within(LIMIT, async {
+            let conn = serve(Dev.into_router().unwrap()).await;
+            for params in [None, Some("[]"), Some("{}"), Some(r#"{"full":true}"#)] {
+                let params = params.map(|p| sansrpc::RawValue::from_string(p.to_owned()).unwrap());
+                let e = match conn
+                    .client
+                    .call_raw(
+                        if params.as_ref().is_some_and(|p| p.get().starts_with('{')) {
+                            "eth_getBlockByNumber"
+                        } else {
+                            "eth_getBalance"
+                        },
+                        params.as_deref(),
+                    )
+                    .await
+                {
+                    Err(CallError::Rpc(e)) => e,
+                    other => panic!("refused, not {other:?}"),
+                };
+                assert_eq!(e.code, -32602);
+                let name = if e.message.contains("number") {
+                    "number"
+                } else {
+                    "address"
+                };
+                assert_eq!(
+                    e.message,
+                    format!("Invalid params: missing field `{name}`"),
+                    "{params:?}"
+                );
+            }
+        })
+        .await;
+    }
 }

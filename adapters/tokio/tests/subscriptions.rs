@@ -12,10 +12,12 @@ use std::time::Duration;
 
 use common::{within, LIMIT};
 use futures::StreamExt;
-use sansrpc::connection::subscriptions::{LagPolicy, MethodSubscription};
+use sansrpc::connection::subscriptions::{LagPolicy, MethodSubscription, ITEM_OVERHEAD};
 use sansrpc::connection::SendError;
 use sansrpc::ErrorObject;
-use sansrpc_tokio::{http, sansrpc, ws, AsyncRouter, Builder, CallError, Ended, ServeOptions};
+use sansrpc_tokio::{
+    http, sansrpc, ws, AsyncRouter, Builder, CallError, Ended, Fanout, ServeOptions,
+};
 use sansrpc_tokio::{Subscription, SubscriptionError};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
@@ -25,10 +27,14 @@ type Reports = mpsc::UnboundedReceiver<Ended>;
 
 /// A router with `declaration` serving these kinds of subscription (the params are
 /// `[kind, count]`):
-/// - `"count"`: items 0..count, then it waits; how it ended is reported;
+/// - `"count"`: items 0..count, each sent when the queue has room, then it waits; how it
+///   ended is reported;
+/// - `"burst"`: items 0..count queued at once without waiting (`try_send`: a full queue
+///   meets the lag policy), then it waits;
 /// - `"ticks"`: an item every 5 ms until it is over; how it ended is reported;
 /// - `"close"`: items 0..count, then the server ends it with an error (-32050);
-/// - `"big"`: items of 64 KiB, one a millisecond, until sending fails; why is reported;
+/// - `"big"`: items of 64 KiB, one a millisecond without waiting for room, until sending
+///   fails; why is reported;
 /// - `"slow"`: accepted after `count` milliseconds, then as `"ticks"`;
 /// - anything else is rejected with -32602.
 fn router(declaration: MethodSubscription) -> (AsyncRouter, Reports) {
@@ -38,7 +44,7 @@ fn router(declaration: MethodSubscription) -> (AsyncRouter, Reports) {
         .subscription(declaration, move |pending, (kind, count): (String, u64)| {
             let tx = tx.clone();
             async move {
-                if !["count", "ticks", "close", "big", "slow"].contains(&kind.as_str()) {
+                if !["count", "burst", "ticks", "close", "big", "slow"].contains(&kind.as_str()) {
                     return pending.reject(ErrorObject::fixed(-32602, "unknown subscription"));
                 }
                 if kind == "slow" {
@@ -54,27 +60,33 @@ fn router(declaration: MethodSubscription) -> (AsyncRouter, Reports) {
                 match kind.as_str() {
                     "count" => {
                         for n in 0..count {
-                            sink.send(&n).unwrap();
+                            sink.send(&n).await.unwrap();
+                        }
+                        std::future::pending::<()>().await;
+                    }
+                    "burst" => {
+                        for n in 0..count {
+                            let _ = sink.try_send(&n);
                         }
                         std::future::pending::<()>().await;
                     }
                     "ticks" | "slow" => {
                         for n in 0u64.. {
                             tokio::time::sleep(Duration::from_millis(5)).await;
-                            if sink.send(&n).is_err() {
+                            if sink.send(&n).await.is_err() {
                                 break;
                             }
                         }
                     }
                     "close" => {
                         for n in 0..count {
-                            sink.send(&n).unwrap();
+                            sink.send(&n).await.unwrap();
                         }
                         sink.close(Some(ErrorObject::fixed(-32050, "no more")));
                     }
                     _ => {
                         let big = "x".repeat(64 * 1024);
-                        while sink.send(&big).is_ok() {
+                        while sink.try_send(&big).is_ok() {
                             tokio::time::sleep(Duration::from_millis(1)).await;
                         }
                     }
@@ -210,11 +222,16 @@ async fn a_subscribe_dropped_before_its_answer_is_unsubscribed_once_it_comes() {
 #[tokio::test]
 async fn the_servers_close_ends_the_stream_after_its_items_with_the_error() {
     within(LIMIT, async {
-        let (router, mut reports) = router(eth());
+        // With sansrpc's notices on: the error reaches sansrpc's client.
+        let noticed = eth().with_notices(true);
+        let (router, mut reports) = router(noticed.clone());
         let (url, _stop) = ws_server(router).await;
         let conn = ws::connect(&url, Builder::new()).await.unwrap();
-        let mut closing: Subscription<u64> =
-            conn.client.subscribe(&eth(), &("close", 4)).await.unwrap();
+        let mut closing: Subscription<u64> = conn
+            .client
+            .subscribe(&noticed, &("close", 4))
+            .await
+            .unwrap();
         assert_eq!(items(&mut closing, 4).await, [0, 1, 2, 3]);
         match closing.next().await {
             Some(Err(SubscriptionError::Ended(e))) => {
@@ -286,14 +303,17 @@ async fn the_stream_ends_with_the_connection_and_the_server_sees_the_client_go()
 #[tokio::test]
 async fn a_slow_reader_is_told_how_many_items_it_missed() {
     within(LIMIT, async {
-        let declaration = eth().with_capacity(8, 1 << 20);
+        let declaration = eth()
+            .with_capacity(8 * (1 + ITEM_OVERHEAD))
+            .with_lag(LagPolicy::DropOldest)
+            .with_notices(true);
         let (router, _reports) = router(declaration.clone());
         let (url, _stop) = ws_server(router).await;
         let conn = ws::connect(&url, Builder::new()).await.unwrap();
-        // 1,000 items sent at once, and read only after a while.
+        // 1,000 items queued at once without waiting, and read only after a while.
         let mut counted: Subscription<u64> = conn
             .client
-            .subscribe(&declaration, &("count", 1000))
+            .subscribe(&declaration, &("burst", 1000))
             .await
             .unwrap();
         tokio::time::sleep(Duration::from_millis(300)).await;
@@ -331,7 +351,10 @@ fn framed(body: &str) -> Vec<u8> {
 #[tokio::test]
 async fn lag_policy_close_ends_a_subscriber_that_never_reads() {
     within(LIMIT, async {
-        let declaration = eth().with_capacity(4, 1 << 20).with_lag(LagPolicy::Close);
+        let declaration = eth()
+            .with_capacity(4 * (64 * 1024 + 2 + ITEM_OVERHEAD))
+            .with_lag(LagPolicy::Close)
+            .with_notices(true);
         let (router, mut reports) = router(declaration);
         let (addr, _stop) = tcp_server(router).await;
         // A raw client: it subscribes, then reads nothing.
@@ -367,6 +390,50 @@ async fn lag_policy_close_ends_a_subscriber_that_never_reads() {
 }
 
 #[tokio::test]
+async fn by_default_a_subscriber_that_never_reads_is_disconnected_without_another_shape() {
+    within(LIMIT, async {
+        let (router, mut reports) = router(eth());
+        let (addr, _stop) = tcp_server(router).await;
+        // A raw client: it subscribes, then reads nothing.
+        let mut raw = std::net::TcpStream::connect(addr).unwrap();
+        let subscribe = r#"{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["big",0]}"#;
+        raw.write_all(&framed(subscribe)).unwrap();
+        // The producer's try_send fails: the queue (1 MiB) overflowed.
+        assert_eq!(reports.recv().await, Some(Ended::Lagged));
+        // Read now, the connection holds items, then ends: as go-ethereum, no lag notice
+        // and no error notification.
+        let wire = tokio::task::spawn_blocking(move || {
+            raw.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut wire = Vec::new();
+            raw.read_to_end(&mut wire).unwrap();
+            wire
+        })
+        .await
+        .unwrap();
+        // Every whole frame after the answer is a notification with a result.
+        let (mut rest, mut frames) = (&wire[..], Vec::new());
+        while let Some(end) = rest.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = std::str::from_utf8(&rest[..end]).unwrap();
+            let len: usize = head.trim_start_matches("Content-Length: ").parse().unwrap();
+            let Some(body) = rest.get(end + 4..end + 4 + len) else {
+                break; // cut by the close
+            };
+            frames.push(String::from_utf8(body.to_vec()).unwrap());
+            rest = &rest[end + 4 + len..];
+        }
+        assert!(frames[0].contains(r#""result":"0x1""#), "{}", frames[0]);
+        assert!(frames.len() > 1);
+        for frame in &frames[1..] {
+            assert!(
+                frame.starts_with(r#"{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":"0x1","result":"xxx"#),
+                "{frame:.200}"
+            );
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn plain_http_refuses_subscriptions_on_both_sides() {
     within(LIMIT, async {
         let (router, _reports) = router(eth());
@@ -377,7 +444,9 @@ async fn plain_http_refuses_subscriptions_on_both_sides() {
         tokio::spawn(http::serve(listener, builder, shutdown, Duration::from_secs(1)));
 
         // Our client does not send it.
-        let conn = http::connect(&format!("http://{addr}"), Builder::new()).unwrap();
+        let conn = http::connect(&format!("http://{addr}"), Builder::new())
+            .await
+            .unwrap();
         let refused = conn
             .client
             .subscribe::<_, u64>(&eth(), &("count", 1))
@@ -435,7 +504,9 @@ async fn one_port_serves_http_and_websocket() {
             listener, builder, options, shutdown, grace,
         ));
 
-        let over_http = http::connect(&format!("http://{addr}"), Builder::new()).unwrap();
+        let over_http = http::connect(&format!("http://{addr}"), Builder::new())
+            .await
+            .unwrap();
         assert_eq!(
             over_http.client.call::<ChainId>(&()).await.unwrap(),
             "0x539"
@@ -520,6 +591,132 @@ async fn a_unix_socket_carries_subscriptions_as_geths_ipc_does() {
         drop(ticks);
         assert_eq!(reports.recv().await, Some(Ended::Unsubscribed));
         let _ = std::fs::remove_dir_all(&dir);
+    })
+    .await;
+}
+
+/// A router whose `eth_subscribe` adds each accepted sink to `fanout` (the handler ends).
+fn fanout_router(declaration: MethodSubscription, fanout: std::sync::Arc<Fanout>) -> AsyncRouter {
+    let mut router = AsyncRouter::new();
+    router
+        .subscription(declaration, move |pending, (_kind,): (String,)| {
+            let fanout = std::sync::Arc::clone(&fanout);
+            async move {
+                if let Ok(sink) = pending.accept().await {
+                    fanout.add(sink);
+                }
+            }
+        })
+        .unwrap();
+    router
+}
+
+#[tokio::test]
+async fn a_fanout_sends_each_item_once_to_every_subscriber_in_order() {
+    within(LIMIT, async {
+        let fanout = std::sync::Arc::new(Fanout::new());
+        let (url, _stop) = ws_server(fanout_router(eth(), fanout.clone())).await;
+        let mut conns = Vec::new();
+        let mut streams = Vec::new();
+        for _ in 0..3 {
+            let conn = ws::connect(&url, Builder::new()).await.unwrap();
+            let heads: Subscription<u64> =
+                conn.client.subscribe(&eth(), &("newHeads",)).await.unwrap();
+            streams.push(heads);
+            conns.push(conn);
+        }
+        // Accepted: each handler added its sink (the answer goes out after the accept).
+        while fanout.len() < 3 {
+            tokio::task::yield_now().await;
+        }
+        for n in 0..200u64 {
+            assert_eq!(fanout.send(&n), 3);
+        }
+        for heads in &mut streams {
+            assert_eq!(items(heads, 200).await, (0..200).collect::<Vec<_>>());
+        }
+        // One unsubscribes: it leaves the fan-out at the next send; the others go on.
+        let gone = streams.pop().unwrap();
+        assert!(gone.unsubscribe().await.unwrap());
+        assert_eq!(fanout.send(&200u64), 2);
+        assert_eq!(fanout.len(), 2);
+        for heads in &mut streams {
+            assert_eq!(items(heads, 1).await, [200]);
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_fanout_disconnects_a_subscriber_that_never_reads_and_the_others_get_every_item() {
+    within(LIMIT, async {
+        // 64 KiB a queue: the silent subscriber meets it fast.
+        let small = eth().with_capacity(64 << 10);
+        let fanout = std::sync::Arc::new(Fanout::new());
+        let (addr, _stop) = tcp_server(fanout_router(small.clone(), fanout.clone())).await;
+        // The silent one: subscribes over raw TCP, reads nothing.
+        let mut silent = std::net::TcpStream::connect(addr).unwrap();
+        let subscribe =
+            r#"{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["newHeads"]}"#;
+        silent.write_all(&framed(subscribe)).unwrap();
+        // The reader, on its own task.
+        let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let reader = sansrpc_tokio::spawn(Builder::new(), sansrpc_tokio::tcp(stream));
+        let mut heads: Subscription<String> = reader
+            .client
+            .subscribe(&small, &("newHeads",))
+            .await
+            .unwrap();
+        while fanout.len() < 2 {
+            tokio::task::yield_now().await;
+        }
+        let (progress, mut read) = tokio::sync::watch::channel(0u64);
+        let follow = tokio::spawn(async move {
+            let mut seen = 0u64;
+            loop {
+                let item = heads.next().await.unwrap().unwrap();
+                if item == "end" {
+                    return seen;
+                }
+                assert_eq!(item[..6], format!("{seen:06}"), "in order");
+                seen += 1;
+                progress.send_replace(seen);
+            }
+        });
+        // 1 KiB items until the subscriber that never reads is gone (its queue, 64 KiB,
+        // full once its socket's buffers are), then 100 more. The reader (whose queue is as
+        // small) is waited for every 32 items: never 64 KiB behind.
+        let (mut n, mut after) = (0u64, None);
+        while after.is_none_or(|first| n < first + 100) {
+            assert!(n < 100_000, "the silent subscriber was never disconnected");
+            let to = fanout.send(&format!("{n:06}{}", "x".repeat(1018)));
+            if n == 0 {
+                assert_eq!(to, 2);
+            }
+            if to == 1 && after.is_none() {
+                after = Some(n);
+            }
+            if n % 32 == 31 {
+                read.wait_for(|&seen| seen > n).await.unwrap();
+            }
+            n += 1;
+        }
+        fanout.send("end");
+        assert_eq!(follow.await.unwrap(), n, "the reader got every item");
+        assert_eq!(fanout.len(), 1);
+        // Its connection was closed (as geth closes it), after what was written.
+        let wire = tokio::task::spawn_blocking(move || {
+            silent
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            let mut wire = Vec::new();
+            silent.read_to_end(&mut wire).unwrap();
+            wire
+        })
+        .await
+        .unwrap();
+        assert!(!wire.is_empty());
+        assert!(!String::from_utf8_lossy(&wire).contains("lagged"));
     })
     .await;
 }

@@ -20,7 +20,7 @@ use tokio::net::TcpListener;
 #[tokio::test]
 async fn the_blocking_servers_subscription_streams_to_the_tokio_client() {
     within(LIMIT, async {
-        let eth = MethodSubscription::ethereum().with_capacity(8, 1 << 20);
+        let eth = MethodSubscription::ethereum().with_capacity(8 * 66);
         let (sinks_tx, sinks) = mpsc::channel();
         let sinks_tx = Mutex::new(sinks_tx);
         let mut router = Router::new();
@@ -102,7 +102,7 @@ async fn the_tokio_servers_subscription_iterates_on_the_blocking_client() {
                         let _ = ended_tx.send(watch.await);
                     });
                     for n in 0..count {
-                        sink.send(&n).unwrap();
+                        sink.send(&n).await.unwrap();
                     }
                     std::future::pending::<()>().await;
                 }

@@ -135,6 +135,57 @@ impl CaseResult {
     }
 }
 
+/// What became of a server that stopped the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fate {
+    /// The process exited (stdio), or nothing accepts connections at its address any more.
+    Gone,
+    /// It closed the connection, and could not be brought back on a new one.
+    Closed,
+    /// It keeps the connection and answers nothing.
+    Silent,
+    /// It was restarted or reconnected to too many times.
+    Restarts,
+}
+
+impl Fate {
+    /// The short name the JSON report uses.
+    pub fn key(self) -> &'static str {
+        match self {
+            Fate::Gone => "gone",
+            Fate::Closed => "closed",
+            Fate::Silent => "silent",
+            Fate::Restarts => "restarts",
+        }
+    }
+}
+
+/// Why a run ended early: after which case, what became of the server, and how it showed.
+#[derive(Debug, Clone)]
+pub struct Abort {
+    /// The last case run (`None`: before the first).
+    pub after: Option<String>,
+    /// What became of the server.
+    pub fate: Fate,
+    /// What was seen, in words.
+    pub why: String,
+}
+
+impl std::fmt::Display for Abort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let what = match self.fate {
+            Fate::Gone => "the server is gone",
+            Fate::Closed => "the server closed the connection and could not be reached again",
+            Fate::Silent => "the server stopped answering",
+            Fate::Restarts => "the server failed too often",
+        };
+        match &self.after {
+            Some(case) => write!(f, "{what} after case {case}: {}", self.why),
+            None => write!(f, "{what}: {}", self.why),
+        }
+    }
+}
+
 /// Runs cases against one target, keeping a connection and restoring it when needed.
 pub struct Runner {
     kind: Kind,
@@ -144,7 +195,7 @@ pub struct Runner {
     probes: u64,
     restarts: u32,
     /// Set when the run cannot go on.
-    pub aborted: Option<String>,
+    pub aborted: Option<Abort>,
 }
 
 /// Restarts (or reconnections) allowed in one run.
@@ -212,19 +263,46 @@ impl Runner {
         Ok(())
     }
 
-    /// After a server stopped answering: start it again, or reconnect.
-    fn recover(&mut self) {
+    /// After a server died or closed the connection in case `after`: start it again, or
+    /// reconnect. A socket nothing accepts any more is a server gone.
+    fn recover(&mut self, after: &str) {
         self.conn = None;
+        let after = Some(after.to_owned());
         if self.restarts >= MAX_RESTARTS {
-            self.aborted = Some(format!(
-                "stopped after {MAX_RESTARTS} restarts of the server or reconnections"
-            ));
+            self.aborted = Some(Abort {
+                after,
+                fate: Fate::Restarts,
+                why: format!(
+                    "stopped after {MAX_RESTARTS} restarts of the server or reconnections"
+                ),
+            });
             return;
         }
         self.restarts += 1;
         if let Err(why) = self.connect() {
-            self.aborted = Some(format!("could not restore the server: {why}"));
+            let (fate, why) = match refused(&self.kind) {
+                Some(refusal) => (Fate::Gone, refusal),
+                None => (Fate::Closed, why),
+            };
+            self.aborted = Some(Abort { after, fate, why });
         }
+    }
+
+    /// How a connection that ended shows the server's fate: its exit (stdio), nothing
+    /// accepting connections at its address (a socket: the process is gone), or only the
+    /// connection closed.
+    fn ended(&self, conn: &mut Conn) -> (Fate, String) {
+        if let Some(status) = conn.exit_status() {
+            return (Fate::Gone, status);
+        }
+        if let Some(refusal) = refused(&self.kind) {
+            return (Fate::Gone, format!("the server is gone: {refusal}"));
+        }
+        let how = match self.is_socket() {
+            true => "the server closed the connection (it accepts new ones: the process lives)",
+            false => "the server closed the connection",
+        };
+        (Fate::Closed, how.into())
     }
 
     fn is_socket(&self) -> bool {
@@ -246,11 +324,11 @@ impl Runner {
             received: Vec::new(),
         };
         if self.conn.is_none() && self.aborted.is_none() {
-            self.recover();
+            self.recover("(the connection was lost)");
         }
-        if let Some(why) = &self.aborted {
+        if let Some(abort) = &self.aborted {
             result.failure = Some(Failure::NotRun);
-            result.why = format!("not run: {why}");
+            result.why = format!("not run: {abort}");
             return (result, Vec::new());
         }
         let (probe, probe_id) = self.probe_body();
@@ -291,6 +369,7 @@ impl Runner {
             }
         };
         let secs = deadline_secs(timeout);
+        let mut closed_first = false;
         // The answer itself, when one is required.
         if matches!(
             case.expect,
@@ -326,22 +405,25 @@ impl Runner {
                     Failure::TimedOut,
                     format!("timed out: no answer within {secs} s"),
                 ),
-                Recv::Closed => {
-                    let why = conn
-                        .exit_status()
-                        .unwrap_or_else(|| "the server closed the connection".into());
-                    fail(
-                        &mut result,
-                        Failure::Dead,
-                        format!("{why} instead of answering"),
-                    );
-                }
+                Recv::Closed => closed_first = true,
             }
         }
-        if result.failure == Some(Failure::Dead) {
-            self.recover();
+        if closed_first {
+            let Some(mut conn) = self.conn.take() else {
+                unreachable!("connected above")
+            };
+            let (_, why) = self.ended(&mut conn);
+            fail(
+                &mut result,
+                Failure::Dead,
+                format!("{why}, instead of answering"),
+            );
+            self.recover(&case.id);
             return (result, strays);
         }
+        let Some(conn) = self.conn.as_mut() else {
+            unreachable!("connected above")
+        };
         // The probe: the server must still answer, and say nothing else first.
         conn.send(&probe);
         let deadline = Instant::now() + timeout;
@@ -405,6 +487,12 @@ impl Runner {
                 }
             }
         }
+        // A socket closed: the process may be gone (nothing accepts connections any more).
+        if let (Some(None), true) = (&closed, socket) {
+            if let Some(refusal) = refused(&self.kind) {
+                closed = Some(Some(format!("the server is gone: {refusal}")));
+            }
+        }
         match closed {
             Some(Some(status)) => {
                 fail(&mut result, Failure::Dead, status);
@@ -429,11 +517,13 @@ impl Runner {
                 }
             }
             Some(None) => {
-                fail(
-                    &mut result,
-                    Failure::Dead,
-                    "the server closed the connection".into(),
-                );
+                let why = match socket {
+                    true => {
+                        "the server closed the connection (it accepts new ones: the process lives)"
+                    }
+                    false => "the server closed the connection",
+                };
+                fail(&mut result, Failure::Dead, why.into());
                 lost = true;
             }
             None => {}
@@ -442,15 +532,55 @@ impl Runner {
             // A server that is alive but silent would make every case after this one
             // wait its timeout: the rest is reported as not run instead.
             self.conn = None;
-            self.aborted = Some(format!(
-                "the server stopped answering after case {} (no answer to a probe request within {secs} s)",
-                case.id
-            ));
+            self.aborted = Some(Abort {
+                after: Some(case.id.clone()),
+                fate: Fate::Silent,
+                why: format!("no answer to a probe request within {secs} s"),
+            });
         } else if lost {
-            self.recover();
+            self.recover(&case.id);
         }
         (result, strays)
     }
+}
+
+/// Why `kind`'s address accepts no connection, when it does not (the server's process is
+/// gone, or never listened); `None` when it accepts one, or for stdio. A moment is given
+/// first to a process that is still exiting.
+fn refused(kind: &Kind) -> Option<String> {
+    let attempt = || -> std::io::Result<()> {
+        match kind {
+            Kind::Tcp(addr) => reach(addr),
+            Kind::Ws(url) | Kind::Http(url) => reach(robust::authority(url)),
+            #[cfg(unix)]
+            Kind::Unix(path) => std::os::unix::net::UnixStream::connect(path).map(drop),
+            _ => Ok(()),
+        }
+    };
+    std::thread::sleep(Duration::from_millis(100));
+    let e = attempt().err()?;
+    let place = match kind {
+        Kind::Unix(path) => path.display().to_string(),
+        Kind::Ws(url) | Kind::Http(url) => robust::authority(url).to_owned(),
+        Kind::Tcp(addr) => addr.clone(),
+        Kind::Stdio(_) => String::new(),
+    };
+    Some(format!(
+        "nothing accepts connections at {place} any more ({e})"
+    ))
+}
+
+/// Connects to `addr` (any of its addresses) within 2 s.
+fn reach(addr: &str) -> std::io::Result<()> {
+    use std::net::ToSocketAddrs;
+    let mut last = std::io::Error::from(std::io::ErrorKind::AddrNotAvailable);
+    for at in addr.to_socket_addrs()? {
+        match std::net::TcpStream::connect_timeout(&at, Duration::from_secs(2)) {
+            Ok(_) => return Ok(()),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
 }
 
 fn deadline_secs(d: Duration) -> String {
@@ -484,7 +614,7 @@ pub struct Outcome {
     /// Fuzz violations.
     pub violations: Vec<Violation>,
     /// Why the run ended early, if it did.
-    pub aborted: Option<String>,
+    pub aborted: Option<Abort>,
 }
 
 /// A progress bar on stderr, when stderr is a terminal.
@@ -572,6 +702,7 @@ fn suite(runner: &mut Runner, args: &CheckArgs, seed: u64) -> Outcome {
         runner.timeout,
         args.strict,
         args.close_wait.map(Duration::from_secs_f64),
+        runner.aborted.as_ref().map(ToString::to_string),
     ));
     let mut violations: Vec<Violation> = Vec::new();
     let mut fuzz = None;

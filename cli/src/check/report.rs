@@ -188,8 +188,8 @@ pub fn text(header: &Header, outcome: &Outcome, verbose: bool) -> String {
         count("NOT RUN"),
         outcome.violations.len()
     );
-    if let Some(why) = &outcome.aborted {
-        let _ = writeln!(out, "  the run ended early: {why}");
+    if let Some(abort) = &outcome.aborted {
+        let _ = writeln!(out, "  the run ended early: {abort}");
     }
     let verdict = if ok(outcome) {
         "PASS: every required case passed"
@@ -284,7 +284,14 @@ pub fn json(header: &Header, outcome: &Outcome) -> Value {
         "elapsed_secs": header.elapsed.as_secs_f64(),
         "restarts": header.restarts,
         "ok": ok(outcome),
-        "aborted": outcome.aborted,
+        "aborted": outcome.aborted.as_ref().map(ToString::to_string),
+        // After which case the server stopped, and what became of it ("gone": the process
+        // exited or nothing accepts connections; "closed": it closed the connection;
+        // "silent": it answers nothing; "restarts": it failed too often).
+        "stopped": outcome.aborted.as_ref().map(|a| json!({
+            "after": a.after,
+            "server": a.fate.key(),
+        })),
         "passed": outcome.results.iter().filter(|r| r.passed()).count(),
         "failed": outcome.results.iter().filter(|r| !r.passed()).count(),
         "failed_required": failed,

@@ -82,7 +82,7 @@ impl Write for Sock {
 }
 
 /// `host:port` of a `ws://` or `http://` URL.
-fn authority(url: &str) -> &str {
+pub(super) fn authority(url: &str) -> &str {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     rest.split('/').next().unwrap_or(rest)
 }
@@ -302,40 +302,73 @@ fn write_gone(sock: &mut Sock, bytes: &[u8]) -> bool {
     }
 }
 
+/// True when `e` says nothing accepts connections at the address: the server is not
+/// there (gone), which is no fault of the case that tried.
+fn refused(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::ConnectionRefused | ErrorKind::NotFound | ErrorKind::AddrNotAvailable
+    )
+}
+
 /// The robustness cases for `kind` (none over stdio: there is one connection), required
 /// when `strict`; an abuser may stay open `close_wait` after its abuse ([`CLOSE_WAIT`] when
-/// `None`).
+/// `None`). With `not_run` (why the run ended early), none is run: each is reported not
+/// run, as one whose connection is refused.
 pub fn run(
     kind: &Kind,
     framing: Framing,
     timeout: Duration,
     strict: bool,
     close_wait: Option<Duration>,
+    not_run: Option<String>,
 ) -> Vec<CaseResult> {
     let close_wait = close_wait.unwrap_or(CLOSE_WAIT);
     let mut results = Vec::new();
     if matches!(kind, Kind::Stdio(_)) {
         return results;
     }
-    let mut add =
-        |id: &str, title: &str, expected: &str, outcome: std::io::Result<(bool, String)>| {
-            let (ok, why) = outcome.unwrap_or_else(|e| (false, format!("could not start: {e}")));
-            results.push(CaseResult {
-                id: id.into(),
-                section: Section::Robustness,
-                title: title.into(),
-                required: strict,
-                expected: expected.into(),
-                failure: (!ok).then_some(Failure::Dead),
-                why,
-                sent: Vec::new(),
-                received: Vec::new(),
-            });
+    let mut add = |id: &str,
+                   title: &str,
+                   expected: &str,
+                   run: &mut dyn FnMut() -> std::io::Result<(bool, String)>| {
+        let outcome = match &not_run {
+            Some(why) => Err(std::io::Error::new(
+                ErrorKind::ConnectionRefused,
+                why.clone(),
+            )),
+            None => run(),
         };
+        let (failure, why) = match outcome {
+            Ok((true, why)) => (None, why),
+            Ok((false, why)) => (Some(Failure::Dead), why),
+            // Nothing accepts the connection: the server is not there, so the case could
+            // not run; that is no advice about how the server treats an abuser.
+            Err(e) if refused(&e) => (
+                Some(Failure::NotRun),
+                match &not_run {
+                    Some(why) => format!("not run: {why}"),
+                    None => format!("not run: the server refuses connections ({e})"),
+                },
+            ),
+            Err(e) => (Some(Failure::Dead), format!("could not start: {e}")),
+        };
+        results.push(CaseResult {
+            id: id.into(),
+            section: Section::Robustness,
+            title: title.into(),
+            required: strict,
+            expected: expected.into(),
+            failure,
+            why,
+            sent: Vec::new(),
+            received: Vec::new(),
+        });
+    };
     let meter = |k: &Kind| Meter::new(k, framing, timeout);
     let served = "every call of another client answered; the abusive connection closed";
     if !matches!(kind, Kind::Http(_)) {
-        let outcome = (|| {
+        let mut outcome = || {
             let mut sock = match kind {
                 Kind::Ws(url) => ws_upgrade(url)?,
                 _ => connect(kind)?,
@@ -351,30 +384,30 @@ pub fn run(
             }
             let abuse: Abuse = Box::new(move || write_gone(&mut sock, &burst));
             Ok(measure(&mut meter(kind), abuse, true, close_wait))
-        })();
+        };
         add(
             "flood-without-reading",
             "a peer sending requests and never reading its answers",
             served,
-            outcome,
+            &mut outcome,
         );
     }
     if let Kind::Ws(url) = kind {
-        let outcome = (|| {
+        let mut outcome = || {
             let mut sock = ws_upgrade(url)?;
             sock.timeouts(Duration::from_millis(50), Duration::from_millis(50));
             let pings: Vec<u8> = (0..64).flat_map(|_| ws_frame(0x9, &[b'p'; 125])).collect();
             let abuse: Abuse = Box::new(move || write_gone(&mut sock, &pings));
             Ok(measure(&mut meter(kind), abuse, false, close_wait))
-        })();
+        };
         add(
             "ping-flood",
             "a WebSocket peer sending pings and never reading the pongs",
             "every call of another client answered (closing the abuser is optional)",
-            outcome,
+            &mut outcome,
         );
     }
-    let outcome = (|| {
+    let mut outcome = || {
         let mut sock = connect(kind)?;
         // A header value or a message body that never ends.
         let (start, trickle): (&[u8], &[u8]) = match kind {
@@ -403,12 +436,12 @@ pub fn run(
             false
         });
         Ok(measure(&mut meter(kind), abuse, true, close_wait))
-    })();
+    };
     add(
         "slowloris",
         "a peer trickling one byte of a message every 500 ms",
         served,
-        outcome,
+        &mut outcome,
     );
     results
 }

@@ -182,7 +182,7 @@ async fn main() -> io::Result<()> {
     let local = tokio::task::LocalSet::new();
     let producer = Rc::clone(&subscribers);
     local.spawn_local(async move {
-        let mut ticks = tokio::time::interval(chain::BLOCK_TIME);
+        let mut ticks = tokio::time::interval(chain::block_time());
         for n in 0u64.. {
             ticks.tick().await;
             let header = serde_json::to_string(&chain::header(n)).expect("a header serializes");

@@ -46,7 +46,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (heads, _) = broadcast::channel::<Arc<Header>>(16);
     let producer = heads.clone();
     tokio::spawn(async move {
-        let mut ticks = tokio::time::interval(chain::BLOCK_TIME);
+        let mut ticks = tokio::time::interval(chain::block_time());
         for n in 0u64.. {
             ticks.tick().await;
             let _ = producer.send(Arc::new(chain::header(n)));

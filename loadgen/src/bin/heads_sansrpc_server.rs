@@ -3,9 +3,11 @@
 //! header follows as an `eth_subscription` notification, `eth_unsubscribe(id)` ends it.
 //!
 //! The chain grows a block every 100 ms (`chain::BLOCK_TIME`), each header 1 KiB of JSON
-//! (`chain::header`). A producer task publishes each block once on a broadcast channel;
-//! each subscription's handler takes it from there and sends it into its sink. The
-//! adapter's default options, except at most 10,000 connections (as `heads-jsonrpsee-server`).
+//! (`chain::header`). Every subscription's sink goes into one `Fanout` as its handler
+//! accepts it (the handler then ends: no task per subscriber); the producer sends each
+//! block to the fan-out once, which serializes it once and queues it, shared, for every
+//! subscriber, each with its own bound and the declaration's lag policy. The adapter's
+//! default options, except at most 10,000 connections (as `heads-jsonrpsee-server`).
 //!
 //! `heads-sansrpc-server [ADDR]` (default `127.0.0.1:0`): the first line on stdout is the
 //! bound address; it serves until killed.
@@ -20,35 +22,21 @@ use std::time::Duration;
 
 use sansrpc::connection::subscriptions::MethodSubscription;
 use sansrpc::ErrorObject;
-use sansrpc_tokio::{ws, AsyncRouter, Builder, ServeOptions};
-use tokio::sync::broadcast;
+use sansrpc_tokio::{ws, AsyncRouter, Builder, Fanout, ServeOptions};
 
-use chain::Header;
-
-fn router(heads: broadcast::Sender<Arc<Header>>) -> AsyncRouter {
+fn router(heads: Arc<Fanout>) -> AsyncRouter {
     let mut router = AsyncRouter::new();
     router
         .subscription(
             MethodSubscription::ethereum(),
             move |pending, (kind,): (String,)| {
-                let mut blocks = heads.subscribe();
+                let heads = Arc::clone(&heads);
                 async move {
                     if kind != "newHeads" {
                         return pending.reject(ErrorObject::fixed(-32602, "newHeads only"));
                     }
-                    let Ok(sink) = pending.accept().await else {
-                        return;
-                    };
-                    loop {
-                        match blocks.recv().await {
-                            Ok(header) => {
-                                if sink.send(&*header).is_err() {
-                                    return; // unsubscribed, or gone
-                                }
-                            }
-                            Err(broadcast::error::RecvError::Lagged(_)) => continue,
-                            Err(broadcast::error::RecvError::Closed) => return,
-                        }
+                    if let Ok(sink) = pending.accept().await {
+                        heads.add(sink);
                     }
                 }
             },
@@ -62,13 +50,13 @@ async fn main() -> std::io::Result<()> {
     let addr = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:0".into());
-    let (heads, _) = broadcast::channel(16);
-    let producer = heads.clone();
+    let heads = Arc::new(Fanout::new());
+    let producer = Arc::clone(&heads);
     tokio::spawn(async move {
-        let mut ticks = tokio::time::interval(chain::BLOCK_TIME);
+        let mut ticks = tokio::time::interval(chain::block_time());
         for n in 0u64.. {
             ticks.tick().await;
-            let _ = producer.send(Arc::new(chain::header(n)));
+            producer.send(&chain::header(n));
         }
     });
     let listener = tokio::net::TcpListener::bind(&addr).await?;

@@ -7,14 +7,12 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use sansrpc_lsp::client::{capabilities, LanguageClient};
-//! use sansrpc_lsp::lsp_types::request::HoverRequest;
+//! use sansrpc_lsp::client::{capabilities, Command, LanguageClient};
 //! use sansrpc_lsp::lsp_types::*;
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let mut command = tokio::process::Command::new("pylsp");
 //! let client = LanguageClient::builder(capabilities::neovim())
-//!     .start(&mut command)
+//!     .start(&mut Command::new("pylsp"))
 //!     .await?;
 //! let uri: Uri = "file:///tmp/a.py".parse()?;
 //! client.open(uri.clone(), "python", "import os\n").await?;
@@ -22,21 +20,16 @@
 //! let end = client.document(&uri).unwrap().end_position();
 //! let version = client.edit(&uri, Range::new(end, end), "é = 1\n").await?;
 //! let diagnostics = client.diagnostics(&uri, version).await?;
-//! let hover = client
-//!     .request::<HoverRequest>(HoverParams {
-//!         text_document_position_params: TextDocumentPositionParams::new(
-//!             TextDocumentIdentifier::new(uri),
-//!             Position::new(0, 8),
-//!         ),
-//!         work_done_progress_params: WorkDoneProgressParams::default(),
-//!     })
-//!     .await?;
+//! let hover = client.hover(&uri, Position::new(0, 8)).await?;
 //! let status = client.shutdown(Duration::from_secs(5)).await?;
 //! assert!(status.success());
 //! # let _ = (diagnostics, hover);
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! A server of this crate's can be driven the same way in the test's own process, with no
+//! binary: [`ClientBuilder::start_in_process`].
 //!
 //! What the client answers the server by itself: `workspace/configuration` (one `null` per
 //! item, or what [`ClientBuilder::configuration`] gives), `window/workDoneProgress/create`,
@@ -59,22 +52,30 @@ use lsp_types::notification::{
     LogMessage, Notification, PublishDiagnostics, ShowMessage,
 };
 use lsp_types::request::{
-    ApplyWorkspaceEdit, Initialize, RegisterCapability, Request, ShowMessageRequest, Shutdown,
-    UnregisterCapability, WorkDoneProgressCreate, WorkspaceConfiguration,
+    ApplyWorkspaceEdit, Completion, DocumentDiagnosticRequest, DocumentSymbolRequest, Formatting,
+    GotoDefinition, HoverRequest, Initialize, RegisterCapability, Request, ShowMessageRequest,
+    Shutdown, UnregisterCapability, WorkDoneProgressCreate, WorkspaceConfiguration,
 };
 use lsp_types::{
-    ApplyWorkspaceEditResponse, ClientCapabilities, ClientInfo, ConfigurationItem,
+    ApplyWorkspaceEditResponse, ClientCapabilities, ClientInfo, CompletionContext,
+    CompletionParams, CompletionResponse, CompletionTriggerKind, ConfigurationItem,
     ConfigurationParams, Diagnostic, DidChangeTextDocumentParams, DidCloseTextDocumentParams,
-    DidOpenTextDocumentParams, InitializeParams, InitializeResult, InitializedParams,
-    LogMessageParams, MessageType, PublishDiagnosticsParams, Range, ServerCapabilities,
-    ShowMessageParams, TextDocumentContentChangeEvent, TextDocumentIdentifier, TextDocumentItem,
-    TextDocumentSyncCapability, TextDocumentSyncKind, Uri, VersionedTextDocumentIdentifier,
-    WorkspaceFolder,
+    DidOpenTextDocumentParams, DocumentDiagnosticParams, DocumentDiagnosticReportResult,
+    DocumentFormattingParams, DocumentSymbolParams, DocumentSymbolResponse, FormattingOptions,
+    GotoDefinitionParams, GotoDefinitionResponse, Hover, HoverParams, InitializeParams,
+    InitializeResult, InitializedParams, LogMessageParams, MessageType, PartialResultParams,
+    Position, PublishDiagnosticsParams, Range, ServerCapabilities, ShowMessageParams,
+    TextDocumentContentChangeEvent, TextDocumentIdentifier, TextDocumentItem,
+    TextDocumentPositionParams, TextDocumentSyncCapability, TextDocumentSyncKind, TextEdit, Uri,
+    VersionedTextDocumentIdentifier, WorkDoneProgressParams, WorkspaceFolder,
 };
 use sansrpc::method::CallError;
 use sansrpc::{Config, ErrorObject, RawValue};
 use sansrpc_tokio::{AsyncRouter, Builder, ChildProcess, RequestContext};
 use serde_json::Value;
+/// tokio's `Command`, which [`ClientBuilder::start`] takes (no need to turn on tokio's
+/// `process` feature yourself).
+pub use tokio::process::Command;
 use tokio::sync::watch;
 
 use crate::document::{DocumentError, Documents, PositionEncoding, TextDocument};
@@ -107,6 +108,45 @@ pub enum ClientError {
     Document(DocumentError),
     /// The connection to the server is closed.
     Closed,
+    /// The server's command could not be started (a missing binary, say).
+    Start {
+        /// The command, as it would be typed.
+        command: String,
+        /// Why.
+        error: io::Error,
+    },
+    /// The server ended (its output closed) while the client waited for `during`.
+    Exited {
+        /// The command, as it would be typed (or the in-process server's name).
+        command: String,
+        /// What the client was waiting for (`initialize`, a request's method).
+        during: String,
+        /// The process's exit status, when it had one within a second.
+        status: Option<ExitStatus>,
+        /// The last lines it wrote to stderr (at most [`STDERR_KEPT`] bytes).
+        stderr: String,
+    },
+    /// The server did not answer `initialize` within
+    /// [`ClientBuilder::initialize_timeout`]; it was shut down.
+    InitializeTimeout {
+        /// The command, as it would be typed.
+        command: String,
+        /// The timeout.
+        timeout: Duration,
+        /// The last lines it wrote to stderr.
+        stderr: String,
+    },
+}
+
+/// How much of a server's stderr the client keeps for its errors: the last 4 KiB.
+pub const STDERR_KEPT: usize = 4096;
+
+/// `stderr`'s tail, introduced, or nothing when it is empty.
+fn stderr_tail(stderr: &str) -> String {
+    match stderr.trim_end() {
+        "" => String::from("; it wrote nothing to stderr"),
+        tail => format!("; the end of its stderr:\n{tail}"),
+    }
 }
 
 impl fmt::Display for ClientError {
@@ -119,6 +159,38 @@ impl fmt::Display for ClientError {
             }
             ClientError::Document(e) => write!(f, "{e}"),
             ClientError::Closed => f.write_str("the connection to the language server is closed"),
+            ClientError::Start { command, error } => {
+                write!(
+                    f,
+                    "the language server `{command}` could not be started: {error}"
+                )
+            }
+            ClientError::Exited {
+                command,
+                during,
+                status,
+                stderr,
+            } => {
+                let status = match status {
+                    Some(status) => status.to_string(),
+                    None => "no exit status yet".to_owned(),
+                };
+                write!(
+                    f,
+                    "the language server `{command}` ended during {during} ({status}){}",
+                    stderr_tail(stderr)
+                )
+            }
+            ClientError::InitializeTimeout {
+                command,
+                timeout,
+                stderr,
+            } => write!(
+                f,
+                "the language server `{command}` did not answer initialize within {timeout:?} \
+                 (ClientBuilder::initialize_timeout){}",
+                stderr_tail(stderr)
+            ),
         }
     }
 }
@@ -130,7 +202,10 @@ impl std::error::Error for ClientError {
             ClientError::Call(e) => Some(e),
             ClientError::Decode { error, .. } => Some(error),
             ClientError::Document(e) => Some(e),
-            ClientError::Closed => None,
+            ClientError::Start { error, .. } => Some(error),
+            ClientError::Closed
+            | ClientError::Exited { .. }
+            | ClientError::InitializeTimeout { .. } => None,
         }
     }
 }
@@ -189,6 +264,8 @@ pub struct ClientBuilder {
     initialization_options: Option<Value>,
     configuration: Arc<ConfigurationFn>,
     config: Config,
+    initialize_timeout: Duration,
+    forward_stderr: bool,
 }
 
 impl fmt::Debug for ClientBuilder {
@@ -214,7 +291,24 @@ impl ClientBuilder {
             initialization_options: None,
             configuration: Arc::new(|_| Value::Null),
             config: Config::default(),
+            initialize_timeout: INITIALIZE_TIMEOUT,
+            forward_stderr: true,
         }
+    }
+
+    /// How long the server may take to answer `initialize` (default 30 s): past it,
+    /// [`start`](Self::start) shuts it down and fails with
+    /// [`ClientError::InitializeTimeout`].
+    pub fn initialize_timeout(mut self, timeout: Duration) -> Self {
+        self.initialize_timeout = timeout;
+        self
+    }
+
+    /// Whether the server's stderr is copied to this process's stderr as it comes (default
+    /// on); either way its last [`STDERR_KEPT`] bytes are kept for the errors.
+    pub fn forward_stderr(mut self, on: bool) -> Self {
+        self.forward_stderr = on;
+        self
     }
 
     /// The name (and version) the client gives in `initialize`'s `clientInfo`.
@@ -256,20 +350,75 @@ impl ClientBuilder {
         self
     }
 
-    /// Starts `command` (with piped stdin and stdout; its stderr is left as it is set) and
-    /// initializes it: `initialize` with the capabilities, then `initialized`. Fails when
-    /// the process does not start or `initialize` fails (the process is then shut down).
-    /// The process is killed if the client is dropped without
+    /// Starts `command` (with piped stdin, stdout and stderr: its stderr is copied to this
+    /// process's as it comes, see [`forward_stderr`](Self::forward_stderr), and its end
+    /// kept for errors) and initializes it: `initialize` with the capabilities, then
+    /// `initialized`. Fails, naming the command, when the process does not start
+    /// ([`ClientError::Start`]), ends before it is initialized ([`ClientError::Exited`],
+    /// with its exit status and the end of its stderr), or does not answer `initialize` in
+    /// time ([`ClientError::InitializeTimeout`]); the process is shut down then. The
+    /// process is killed if the client is dropped without
     /// [`shutdown`](LanguageClient::shutdown) (`kill_on_drop`).
-    pub async fn start(
-        self,
-        command: &mut tokio::process::Command,
-    ) -> Result<LanguageClient, ClientError> {
+    pub async fn start(self, command: &mut Command) -> Result<LanguageClient, ClientError> {
+        let name = describe(command);
         let shared = Arc::new(Shared::default());
         let router = client_router(&shared, &self.configuration);
-        let builder = Builder::new().config(self.config).router(router);
-        let child = sansrpc_tokio::spawn_child(builder, command.kill_on_drop(true))?;
+        let builder = Builder::new().config(self.config.clone()).router(router);
+        command
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        let mut child =
+            sansrpc_tokio::spawn_child(builder, command).map_err(|error| ClientError::Start {
+                command: name.clone(),
+                error,
+            })?;
+        let stderr = Arc::new(Tail::default());
+        if let Some(pipe) = child.take_stderr() {
+            tokio::spawn(Arc::clone(&stderr).keep(pipe, self.forward_stderr));
+        }
         let conn = child.client.clone();
+        self.initialize(conn, Peer::Child(child), name, shared, stderr)
+            .await
+    }
+
+    /// Serves `server` in this process, on the current tokio runtime, and connects to it
+    /// over an in-memory stream (Content-Length frames, as on stdio, under the server's LSP
+    /// profile), initialized: the way to unit-test a server with the client's typed calls,
+    /// its document sync and its diagnostics, with no process. [`LanguageClient::shutdown`]
+    /// gives the status the server's `serve` returned.
+    pub async fn start_in_process(
+        self,
+        server: &crate::server::Server,
+    ) -> Result<LanguageClient, ClientError> {
+        let (ours, theirs) = tokio::io::duplex(64 * 1024);
+        let (read, write) = tokio::io::split(theirs);
+        let server = server.clone();
+        let served = tokio::spawn(async move {
+            server
+                .serve(sansrpc_tokio::stream(read, write), |_| {})
+                .await
+        });
+        let shared = Arc::new(Shared::default());
+        let router = client_router(&shared, &self.configuration);
+        let builder = Builder::new().config(self.config.clone()).router(router);
+        let (read, write) = tokio::io::split(ours);
+        let spawned = sansrpc_tokio::spawn(builder, sansrpc_tokio::stream(read, write));
+        let conn = spawned.client.clone();
+        let peer = Peer::InProcess { served, spawned };
+        let name = "in-process server".to_owned();
+        let stderr = Arc::new(Tail::default());
+        self.initialize(conn, peer, name, shared, stderr).await
+    }
+
+    /// `initialize` and `initialized` on `conn`; on failure, `peer` is ended.
+    async fn initialize(
+        self,
+        conn: sansrpc_tokio::Client,
+        peer: Peer,
+        command: String,
+        shared: Arc<Shared>,
+        stderr: Arc<Tail>,
+    ) -> Result<LanguageClient, ClientError> {
         #[allow(deprecated)] // root_uri: servers still read it (pylsp does).
         let params = InitializeParams {
             process_id: Some(std::process::id()),
@@ -285,12 +434,39 @@ impl ClientBuilder {
             client_info: Some(self.info),
             ..InitializeParams::default()
         };
-        let initialized = call::<Initialize>(&conn, &params).await;
-        let result = match initialized {
+        let answered =
+            tokio::time::timeout(self.initialize_timeout, call::<Initialize>(&conn, &params)).await;
+        let failed = match answered {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(ClientError::Call(e))) if e.is_closed() => Err(None),
+            Ok(Err(e)) => Err(Some(e)),
+            Err(_) => Err(Some(ClientError::InitializeTimeout {
+                command: command.clone(),
+                timeout: self.initialize_timeout,
+                stderr: String::new(),
+            })),
+        };
+        let result = match failed {
             Ok(result) => result,
-            Err(e) => {
-                let _ = child.shutdown(Duration::from_secs(1)).await;
-                return Err(e);
+            Err(error) => {
+                let status = peer.end(Duration::from_secs(1)).await;
+                let stderr = stderr.text().await;
+                return Err(match error {
+                    Some(ClientError::InitializeTimeout {
+                        command, timeout, ..
+                    }) => ClientError::InitializeTimeout {
+                        command,
+                        timeout,
+                        stderr,
+                    },
+                    Some(e) => e,
+                    None => ClientError::Exited {
+                        command,
+                        during: Initialize::METHOD.to_owned(),
+                        status,
+                        stderr,
+                    },
+                });
             }
         };
         // The server's choice, or UTF-16 when it makes none (LSP 3.17).
@@ -302,18 +478,133 @@ impl ClientBuilder {
             .unwrap_or(PositionEncoding::Utf16);
         shared.lock().documents.set_encoding(encoding);
         if let Err(e) = notify::<Initialized>(&conn, &InitializedParams {}).await {
-            let _ = child.shutdown(Duration::from_secs(1)).await;
+            let _ = peer.end(Duration::from_secs(1)).await;
             return Err(e);
         }
         Ok(LanguageClient {
             sync: SyncKind::of(&result.capabilities),
             conn,
-            child: Mutex::new(Some(child)),
+            peer: tokio::sync::Mutex::new(Some(peer)),
+            command,
+            stderr,
             shared,
             params,
             result,
             encoding,
         })
+    }
+}
+
+/// How long a server may take to answer `initialize`, unless told otherwise.
+pub const INITIALIZE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// `command` as it would be typed: the program and its arguments.
+fn describe(command: &Command) -> String {
+    let command = command.as_std();
+    std::iter::once(command.get_program())
+        .chain(command.get_args())
+        .map(|part| part.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The server the client talks to: a child process, or a server in this process.
+enum Peer {
+    Child(ChildProcess),
+    InProcess {
+        served: tokio::task::JoinHandle<i32>,
+        spawned: sansrpc_tokio::Spawned,
+    },
+}
+
+impl Peer {
+    /// Ends it (closes its input; waits `grace`, then kills or aborts it); its status.
+    async fn end(self, grace: Duration) -> Option<ExitStatus> {
+        match self {
+            Peer::Child(child) => child.shutdown(grace).await.ok(),
+            Peer::InProcess { served, spawned } => {
+                spawned.shutdown.shutdown(grace);
+                let code = match tokio::time::timeout(grace, served).await {
+                    Ok(Ok(code)) => code,
+                    _ => 1,
+                };
+                Some(exit_status(code))
+            }
+        }
+    }
+
+    /// Its status if it has ended, waiting up to a second for it.
+    async fn status(&mut self) -> Option<ExitStatus> {
+        for _ in 0..20 {
+            match self {
+                Peer::Child(child) => {
+                    if let Ok(Some(status)) = child.try_status() {
+                        return Some(status);
+                    }
+                }
+                Peer::InProcess { served, .. } if served.is_finished() => {
+                    return (&mut *served).await.ok().map(exit_status);
+                }
+                Peer::InProcess { .. } => {}
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        None
+    }
+}
+
+/// An exit status with `code`, for a server that ran in this process.
+fn exit_status(code: i32) -> ExitStatus {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        ExitStatus::from_raw((code & 0xff) << 8)
+    }
+    #[cfg(windows)]
+    {
+        use std::os::windows::process::ExitStatusExt;
+        ExitStatus::from_raw(code as u32)
+    }
+}
+
+/// The end of a server's stderr, kept as it comes.
+#[derive(Default)]
+struct Tail {
+    kept: Mutex<VecDeque<u8>>,
+    /// Set once the pipe has ended.
+    done: tokio::sync::Notify,
+    ended: std::sync::atomic::AtomicBool,
+}
+
+impl Tail {
+    /// Reads `pipe` to its end, keeping its last [`STDERR_KEPT`] bytes (and copying it to
+    /// this process's stderr when `forward`).
+    async fn keep(self: Arc<Self>, mut pipe: tokio::process::ChildStderr, forward: bool) {
+        use std::io::Write;
+        use tokio::io::AsyncReadExt;
+        let mut chunk = [0; 4096];
+        while let Ok(n @ 1..) = pipe.read(&mut chunk).await {
+            if forward {
+                let _ = std::io::stderr().write_all(&chunk[..n]);
+            }
+            let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+            kept.extend(&chunk[..n]);
+            let over = kept.len().saturating_sub(STDERR_KEPT);
+            kept.drain(..over);
+        }
+        self.ended.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.done.notify_waiters();
+    }
+
+    /// What is kept, once the pipe ended (or after a second: a grandchild may hold it).
+    async fn text(&self) -> String {
+        let ended = self.done.notified();
+        if !self.ended.load(std::sync::atomic::Ordering::SeqCst) {
+            let _ = tokio::time::timeout(Duration::from_secs(1), ended).await;
+        }
+        let kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        let bytes: Vec<u8> = kept.iter().copied().collect();
+        String::from_utf8_lossy(&bytes).into_owned()
     }
 }
 
@@ -509,7 +800,10 @@ fn raw<T: serde::Serialize>(params: &T) -> Result<Option<Box<RawValue>>, ClientE
 /// conversion in the negotiated encoding.
 pub struct LanguageClient {
     conn: sansrpc_tokio::Client,
-    child: Mutex<Option<ChildProcess>>,
+    peer: tokio::sync::Mutex<Option<Peer>>,
+    /// The server's command, for errors.
+    command: String,
+    stderr: Arc<Tail>,
     shared: Arc<Shared>,
     sync: SyncKind,
     params: InitializeParams,
@@ -553,9 +847,113 @@ impl LanguageClient {
         &self.conn
     }
 
-    /// Sends the request `R` and decodes its result.
+    /// Sends the request `R` and decodes its result. When the server has ended, the error
+    /// says so, with its exit status and the end of its stderr ([`ClientError::Exited`]).
     pub async fn request<R: Request>(&self, params: R::Params) -> Result<R::Result, ClientError> {
-        call::<R>(&self.conn, &params).await
+        match call::<R>(&self.conn, &params).await {
+            Err(ClientError::Call(e)) if e.is_closed() => Err(self.ended(R::METHOD).await),
+            answer => answer,
+        }
+    }
+
+    /// The error for a server found ended while waiting for `during`: [`ClientError::Closed`]
+    /// after [`shutdown`](Self::shutdown), else [`ClientError::Exited`].
+    async fn ended(&self, during: &str) -> ClientError {
+        let status = match self.peer.lock().await.as_mut() {
+            Some(peer) => peer.status().await,
+            None => return ClientError::Closed,
+        };
+        ClientError::Exited {
+            command: self.command.clone(),
+            during: during.to_owned(),
+            status,
+            stderr: self.stderr.text().await,
+        }
+    }
+
+    /// `textDocument/hover` at `position` of `uri`.
+    pub async fn hover(&self, uri: &Uri, position: Position) -> Result<Option<Hover>, ClientError> {
+        self.request::<HoverRequest>(HoverParams {
+            text_document_position_params: at(uri, position),
+            work_done_progress_params: WorkDoneProgressParams::default(),
+        })
+        .await
+    }
+
+    /// `textDocument/definition` at `position` of `uri`.
+    pub async fn definition(
+        &self,
+        uri: &Uri,
+        position: Position,
+    ) -> Result<Option<GotoDefinitionResponse>, ClientError> {
+        self.request::<GotoDefinition>(GotoDefinitionParams {
+            text_document_position_params: at(uri, position),
+            work_done_progress_params: WorkDoneProgressParams::default(),
+            partial_result_params: PartialResultParams::default(),
+        })
+        .await
+    }
+
+    /// `textDocument/completion` at `position` of `uri` (invoked, no trigger character).
+    pub async fn completion(
+        &self,
+        uri: &Uri,
+        position: Position,
+    ) -> Result<Option<CompletionResponse>, ClientError> {
+        self.request::<Completion>(CompletionParams {
+            text_document_position: at(uri, position),
+            work_done_progress_params: WorkDoneProgressParams::default(),
+            partial_result_params: PartialResultParams::default(),
+            context: Some(CompletionContext {
+                trigger_kind: CompletionTriggerKind::INVOKED,
+                trigger_character: None,
+            }),
+        })
+        .await
+    }
+
+    /// `textDocument/documentSymbol` of `uri`.
+    pub async fn document_symbols(
+        &self,
+        uri: &Uri,
+    ) -> Result<Option<DocumentSymbolResponse>, ClientError> {
+        self.request::<DocumentSymbolRequest>(DocumentSymbolParams {
+            text_document: TextDocumentIdentifier::new(uri.clone()),
+            work_done_progress_params: WorkDoneProgressParams::default(),
+            partial_result_params: PartialResultParams::default(),
+        })
+        .await
+    }
+
+    /// `textDocument/formatting` of `uri` with `options`: the edits, in the negotiated
+    /// encoding (apply them with [`change`](Self::change) to keep the copies in step).
+    pub async fn formatting(
+        &self,
+        uri: &Uri,
+        options: FormattingOptions,
+    ) -> Result<Option<Vec<TextEdit>>, ClientError> {
+        self.request::<Formatting>(DocumentFormattingParams {
+            text_document: TextDocumentIdentifier::new(uri.clone()),
+            options,
+            work_done_progress_params: WorkDoneProgressParams::default(),
+        })
+        .await
+    }
+
+    /// Pull diagnostics (`textDocument/diagnostic`, LSP 3.17) of `uri`: the server's report
+    /// now, for servers that answer it rather than publish.
+    pub async fn pull_diagnostics(
+        &self,
+        uri: &Uri,
+    ) -> Result<DocumentDiagnosticReportResult, ClientError> {
+        self.request::<DocumentDiagnosticRequest>(DocumentDiagnosticParams {
+            text_document: TextDocumentIdentifier::new(uri.clone()),
+            identifier: None,
+            previous_result_id: None,
+            work_done_progress_params: WorkDoneProgressParams::default(),
+            partial_result_params: PartialResultParams::default(),
+        })
+        .await
     }
 
     /// Sends the notification `N` (for the documents, use [`open`](Self::open),
@@ -720,12 +1118,12 @@ impl LanguageClient {
                 }
             }
             if self.conn.is_closed() {
-                return Err(ClientError::Closed);
+                return Err(self.ended(PublishDiagnostics::METHOD).await);
             }
             tokio::select! {
                 changed = published.changed() => {
                     if changed.is_err() {
-                        return Err(ClientError::Closed);
+                        return Err(self.ended(PublishDiagnostics::METHOD).await);
                     }
                 }
                 () = tokio::time::sleep(CLOSED_POLL) => {}
@@ -740,20 +1138,34 @@ impl LanguageClient {
 
     /// Shuts the server down as LSP says: `shutdown`, then `exit`, then waits up to `grace`
     /// for the process to end (it is killed after that) and gives its exit status (0
-    /// from a server that honours the lifecycle). When `shutdown` fails, `exit` is still
-    /// sent and the process still ended; the error is given.
+    /// from a server that honours the lifecycle; for an in-process server, the status its
+    /// `serve` returned). When `shutdown` fails, `exit` is still sent and the process still
+    /// ended; the error is given.
     pub async fn shutdown(&self, grace: Duration) -> Result<ExitStatus, ClientError> {
-        let child = self
-            .child
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-            .ok_or(ClientError::Closed)?;
+        let peer = self.peer.lock().await.take().ok_or(ClientError::Closed)?;
         let answered = call::<Shutdown>(&self.conn, &()).await;
         let _ = notify::<Exit>(&self.conn, &()).await;
-        let status = child.shutdown(grace).await?;
-        answered.map(|()| status)
+        let status = peer.end(grace).await;
+        match (answered, status) {
+            (Ok(()), Some(status)) => Ok(status),
+            (Ok(()), None) => Err(ClientError::Io(io::Error::other(format!(
+                "the language server `{}`: no exit status",
+                self.command
+            )))),
+            (Err(ClientError::Call(e)), status) if e.is_closed() => Err(ClientError::Exited {
+                command: self.command.clone(),
+                during: Shutdown::METHOD.to_owned(),
+                status,
+                stderr: self.stderr.text().await,
+            }),
+            (Err(e), _) => Err(e),
+        }
     }
+}
+
+/// The text document position `position` of `uri`.
+fn at(uri: &Uri, position: Position) -> TextDocumentPositionParams {
+    TextDocumentPositionParams::new(TextDocumentIdentifier::new(uri.clone()), position)
 }
 
 #[cfg(test)]

@@ -26,5 +26,5 @@ mod warning;
 
 pub use encoding::{PositionEncoding, UnknownPositionEncoding};
 pub use store::Documents;
-pub use text::{Resolved, ResolvedRange, TextDocument};
+pub use text::{DocumentLine, Resolved, ResolvedRange, TextDocument};
 pub use warning::{Adjustment, DocumentError, Endpoint, Warning};

@@ -33,6 +33,17 @@ pub struct TextDocument {
     text: Rope,
 }
 
+/// One line of a document, as [`TextDocument::lines`] gives it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DocumentLine<'a> {
+    /// Its number, from 0.
+    pub number: u32,
+    /// The byte offsets of its text in the document, its line ending left out.
+    pub offsets: std::ops::Range<usize>,
+    /// Its text without its line ending: borrowed when it lies in one piece of the rope.
+    pub text: Cow<'a, str>,
+}
+
 /// A position resolved to a place in the text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Resolved {
@@ -168,6 +179,50 @@ impl TextDocument {
     pub fn line(&self, line: u32) -> Option<Cow<'_, str>> {
         let line = self.line_bounds(line as usize)?;
         Some(self.slice(line.start, line.end))
+    }
+
+    /// The byte offsets of line `line`'s text in the document, its line ending left out
+    /// (`&text[offsets]` is [`line`](Self::line)); `None` past the last line.
+    ///
+    /// ```
+    /// # use sansrpc_lsp::document::{PositionEncoding, TextDocument};
+    /// let uri: sansrpc_lsp::lsp_types::Uri = "file:///a.txt".parse().unwrap();
+    /// let doc = TextDocument::new(uri, "plaintext", 1, "a😀\r\nb\rc", PositionEncoding::Utf16);
+    /// assert_eq!(doc.line_offsets(0), Some(0..5));
+    /// assert_eq!(doc.line_offsets(1), Some(7..8));
+    /// assert_eq!(doc.line_offsets(2), Some(9..10));
+    /// assert_eq!(doc.line_offsets(3), None);
+    /// ```
+    pub fn line_offsets(&self, line: u32) -> Option<std::ops::Range<usize>> {
+        let bounds = self.line_bounds(line as usize)?;
+        Some(bounds.start..bounds.end)
+    }
+
+    /// The byte offset where line `line` starts; `None` past the last line.
+    pub fn line_start(&self, line: u32) -> Option<usize> {
+        self.line_offsets(line).map(|offsets| offsets.start)
+    }
+
+    /// Every line in order, with its number and byte offsets, its line ending left out:
+    /// what an analysis walks (`lines().filter(..).map(|l| doc.range_of(l.offsets))`).
+    ///
+    /// ```
+    /// # use sansrpc_lsp::document::{PositionEncoding, TextDocument};
+    /// let uri: sansrpc_lsp::lsp_types::Uri = "file:///a.txt".parse().unwrap();
+    /// let doc = TextDocument::new(uri, "plaintext", 1, "one\r\ntwo\n", PositionEncoding::Utf16);
+    /// let lines: Vec<_> = doc.lines().map(|l| (l.number, l.offsets, l.text.into_owned())).collect();
+    /// assert_eq!(lines, [(0, 0..3, "one".to_owned()), (1, 5..8, "two".to_owned()), (2, 9..9, String::new())]);
+    /// ```
+    pub fn lines(&self) -> impl Iterator<Item = DocumentLine<'_>> + '_ {
+        (0..self.line_count()).filter_map(move |number| {
+            let offsets = self.line_offsets(number)?;
+            let text = self.slice(offsets.start, offsets.end);
+            Some(DocumentLine {
+                number,
+                offsets,
+                text,
+            })
+        })
     }
 
     /// The range of line `line`'s text (not its line ending); `None` past the last line.

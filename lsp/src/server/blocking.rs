@@ -7,71 +7,12 @@
 
 use std::sync::Arc;
 
-use sansrpc::method::CallError;
+use lsp_types::request::{Initialize, Request};
 use sansrpc::router::{Router, Staged};
-use sansrpc::{ErrorObject, RawValue};
-use sansrpc_blocking::{Client, NotificationContext, RequestContext};
+use sansrpc::ErrorObject;
+use sansrpc_blocking::{NotificationContext, RequestContext};
 
-use super::context::{BoxFuture, Host};
-use super::session::Session;
 use super::Server;
-
-/// The editor, for a request (on a worker: calls wait there) or a notification (on the
-/// driver thread: sends are queued, calls refused).
-struct BlockingHost {
-    peer: Client,
-    request: Option<RequestContext>,
-}
-
-impl Host for BlockingHost {
-    fn call(
-        &self,
-        method: &str,
-        params: Box<RawValue>,
-    ) -> BoxFuture<Result<Box<RawValue>, ErrorObject<'static>>> {
-        let answer = match &self.request {
-            // Blocks this worker until the editor answers: the handler runs here alone.
-            Some(cx) => cx.call_raw(method, Some(&params)).map_err(|e| match e {
-                CallError::Rpc(e) => e,
-                e => ErrorObject::new(-32603, format!("{method}: {e}")),
-            }),
-            None => Err(ErrorObject::new(
-                -32603,
-                format!(
-                    "{method}: a notification handler on the blocking adapter runs on the \
-                     connection's driver thread and cannot wait for the editor's answer \
-                     (call from a request handler)"
-                ),
-            )),
-        };
-        Box::pin(std::future::ready(answer))
-    }
-
-    fn notify(&self, method: &str, params: Box<RawValue>) -> BoxFuture<bool> {
-        let sent = match &self.request {
-            Some(cx) => cx.notify_raw(method, Some(&params)).is_ok(),
-            None => self.peer.notify_raw_queued(method, Some(&params)),
-        };
-        Box::pin(std::future::ready(sent))
-    }
-
-    fn session(&self) -> Arc<Session> {
-        self.peer.local::<Session>()
-    }
-
-    fn is_cancelled(&self) -> bool {
-        self.request
-            .as_ref()
-            .is_some_and(RequestContext::is_cancelled)
-    }
-
-    fn cancelled(&self) -> BoxFuture<()> {
-        match &self.request {
-            Some(cx) => Box::pin(cx.cancelled()),
-            None => Box::pin(std::future::pending()),
-        }
-    }
-}
 
 /// The error a handler gets outside the blocking adapter's threads.
 fn outside(method: &str) -> ErrorObject<'static> {
@@ -118,12 +59,17 @@ impl Server {
                     let Some(cx) = RequestContext::current() else {
                         return Box::new(move |_| Err(outside(method)));
                     };
-                    let host = Arc::new(BlockingHost {
-                        peer: cx.peer().clone(),
-                        request: Some(cx),
-                    });
+                    let profile = cx.peer().profile();
+                    let host = cx.into_peer();
+                    // Told from the worker: a request's sends wait for this thread.
+                    let told = (method == Initialize::METHOD).then(|| Arc::clone(&host));
                     let answer = server.handle_request(method, params, host);
                     Box::new(move |out| {
+                        if let Some(warned) =
+                            told.and_then(|host| super::serve::check_profile(profile, &host))
+                        {
+                            pollster::block_on(warned);
+                        }
                         let raw = pollster::block_on(answer)?;
                         out.extend_from_slice(raw.get().as_bytes());
                         Ok(())
@@ -138,10 +84,7 @@ impl Server {
                     let Some(cx) = NotificationContext::current() else {
                         return;
                     };
-                    let host = Arc::new(BlockingHost {
-                        peer: cx.peer().clone(),
-                        request: None,
-                    });
+                    let host = cx.into_peer();
                     pollster::block_on(server.handle_notification(method, params, host));
                 })
                 .unwrap_or_else(|e| panic!("mounting {method}: {e}"));

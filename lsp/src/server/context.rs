@@ -1,9 +1,8 @@
-//! What a handler knows and how it reaches the editor: [`Context`], and the [`Host`] an
-//! adapter gives it.
+//! What a handler knows and how it reaches the editor: [`Context`], over the [`Peer`]
+//! (`sansrpc_runtime::Peer`) an adapter gives it.
 
 use std::fmt;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -17,36 +16,17 @@ use lsp_types::{
     ShowMessageParams, Uri, WorkDoneProgress, WorkDoneProgressBegin, WorkDoneProgressCreateParams,
     WorkDoneProgressEnd, WorkDoneProgressReport,
 };
-use sansrpc::{ErrorObject, RawValue};
 use serde::Serialize;
 
 use super::session::Session;
+use super::versions::{self, Signal};
 use super::LspError;
 use crate::document::{Documents, PositionEncoding, TextDocument};
 
-/// A boxed future, as [`Host`] returns them.
-pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
-
-/// What a driver gives the server for one request or notification: the way to the editor
-/// and the connection's [`Session`]. The adapters implement it (the `futures` feature's
-/// serves tokio, smol and async-std; the `blocking` feature's, plain threads); the
-/// protocol logic never sees a socket.
-pub trait Host: Send + Sync + 'static {
-    /// Calls the editor; its result or its error.
-    fn call(
-        &self,
-        method: &str,
-        params: Box<RawValue>,
-    ) -> BoxFuture<Result<Box<RawValue>, ErrorObject<'static>>>;
-    /// Sends the editor a notification; false when the connection is gone.
-    fn notify(&self, method: &str, params: Box<RawValue>) -> BoxFuture<bool>;
-    /// The connection's session (one per connection).
-    fn session(&self) -> Arc<Session>;
-    /// The editor cancelled the request (always false for a notification).
-    fn is_cancelled(&self) -> bool;
-    /// Resolves when the editor cancels the request (never, for a notification).
-    fn cancelled(&self) -> BoxFuture<()>;
-}
+/// The driver's side of a handler: `sansrpc_runtime::Peer`, which every adapter
+/// implements once (`sansrpc_futures`, `sansrpc_blocking`) and the MCP and A2A crates use
+/// too.
+pub use sansrpc_runtime::{BoxFuture, Peer};
 
 /// The progress tokens a request carried (`workDoneToken`, `partialResultToken`).
 #[derive(Debug, Clone, Default)]
@@ -67,10 +47,13 @@ pub(crate) struct Tokens {
 /// in a request means a place in that text).
 #[derive(Clone)]
 pub struct Context {
-    host: Arc<dyn Host>,
+    host: Arc<dyn Peer>,
     session: Arc<Session>,
     documents: Arc<Documents>,
     tokens: Arc<Tokens>,
+    /// In the analysis of a document's version ([`ServerBuilder::on_change`](super::ServerBuilder::on_change)): set once a
+    /// newer version arrives or the document closes.
+    superseded: Option<Signal>,
 }
 
 impl fmt::Debug for Context {
@@ -89,15 +72,22 @@ static CREATED: AtomicU64 = AtomicU64::new(1);
 impl Context {
     /// The context of a request or notification handed out now: the documents as they are
     /// now (for a document notification, once it is applied).
-    pub(crate) fn new(host: Arc<dyn Host>, tokens: Tokens) -> Self {
-        let session = host.session();
+    pub(crate) fn new(host: Arc<dyn Peer>, tokens: Tokens) -> Self {
+        let session = host.locals().get::<Session>();
         let documents = session.documents_now();
         Context {
             host,
             session,
             documents,
             tokens: Arc::new(tokens),
+            superseded: None,
         }
+    }
+
+    /// This context, for the analysis of a version that `superseded` ends.
+    pub(crate) fn for_version(mut self, superseded: Signal) -> Self {
+        self.superseded = Some(superseded);
+        self
     }
 
     /// The connection's session: documents, the negotiated encoding, the client's
@@ -130,14 +120,51 @@ impl Context {
     }
 
     /// True once the editor cancelled this request (`$/cancelRequest`); a handler that
-    /// stops answers with [`LspError::cancelled`]. Always false in a notification.
+    /// stops answers with [`LspError::cancelled`]. In the analysis of a document's version
+    /// ([`ServerBuilder::on_change`](super::ServerBuilder::on_change)): true once a newer version arrived or the document
+    /// closed, and the analysis is wasted. Always false in a notification.
     pub fn is_cancelled(&self) -> bool {
-        self.host.is_cancelled()
+        self.host.is_cancelled() || self.superseded.as_ref().is_some_and(Signal::is_set)
     }
 
-    /// Resolves when the editor cancels this request (never, in a notification).
+    /// Resolves when [`is_cancelled`](Self::is_cancelled) turns true (never, in a
+    /// notification).
     pub fn cancelled(&self) -> impl Future<Output = ()> + Send + 'static {
-        self.host.cancelled()
+        match &self.superseded {
+            Some(signal) => signal.wait(),
+            None => self.host.cancelled(),
+        }
+    }
+
+    /// Waits `pause`, unless cancelled first ([`is_cancelled`](Self::is_cancelled)): true
+    /// when the pause passed and the work is still wanted. The debounce of an analysis
+    /// that should not run on every keystroke:
+    /// `if !cx.debounce(Duration::from_millis(100)).await { return }`. On tokio's timer
+    /// inside a tokio runtime; elsewhere (threads, smol) on a thread that sleeps `pause`.
+    pub async fn debounce(&self, pause: std::time::Duration) -> bool {
+        if self.is_cancelled() {
+            return false;
+        }
+        versions::first_of(versions::sleep(pause), Box::pin(self.cancelled())).await
+            && !self.is_cancelled()
+    }
+
+    /// The value `compute` makes of `doc`, computed once per version of the document and
+    /// kept while it is open (one value per type `T`, of the latest version asked for):
+    /// the parse an analysis, a hover and a completion of one version share. Two handlers
+    /// asking at once may both compute it; one value is kept.
+    pub fn cached<T: Send + Sync + 'static>(
+        &self,
+        doc: &TextDocument,
+        compute: impl FnOnce(&TextDocument) -> T,
+    ) -> Arc<T> {
+        if let Some(value) = self.session.cached::<T>(doc.uri(), doc.version()) {
+            return value;
+        }
+        let value = Arc::new(compute(doc));
+        self.session
+            .cache(doc.uri(), doc.version(), Arc::clone(&value));
+        value
     }
 
     /// Sends the editor the notification `N`; false when the connection is gone or the
@@ -164,13 +191,17 @@ impl Context {
     }
 
     /// Publishes the diagnostics of `uri` (`textDocument/publishDiagnostics`), for the
-    /// document's `version` when given.
+    /// document's `version` when given. In the analysis of a version that was superseded
+    /// (a newer one arrived, or the document closed), nothing is sent: false.
     pub async fn publish_diagnostics(
         &self,
         uri: Uri,
         diagnostics: Vec<Diagnostic>,
         version: Option<i32>,
     ) -> bool {
+        if self.superseded.as_ref().is_some_and(Signal::is_set) {
+            return false;
+        }
         let params = PublishDiagnosticsParams::new(uri, diagnostics, version);
         self.notify::<PublishDiagnostics>(params).await
     }

@@ -4,11 +4,13 @@
 //! the negotiated position encoding.
 //!
 //! [`ServerBuilder`] declares the handlers; [`Server`] is the protocol logic, a function of
-//! a request and a [`Host`] (the adapter's way to the editor), so one definition runs on
+//! a request and a [`Peer`] (the adapter's way to the editor), so one definition runs on
 //! tokio and on the futures driver (smol, async-std) with the `futures` feature
 //! (`Server::router`), and on the blocking adapter's threads with the `blocking` feature
-//! (`Server::blocking_router`). Give the connection
-//! `sansrpc::Config::for_profile(Profile::Lsp)`: the lifecycle (requests before
+//! (`Server::blocking_router`). `Server::serve_stdio` (`tokio` feature) and
+//! `Server::serve_stdio_blocking` serve it on stdio under `Profile::Lsp` and return the
+//! exit status; a connection of your own needs `sansrpc::Config::for_profile(Profile::Lsp)`
+//! (without it the server says so at `initialize`): the lifecycle (requests before
 //! `initialize` refused, `exit`'s status, the editor's process watched), ordered
 //! notifications and `$/cancelRequest` are the connection machine's.
 //!
@@ -41,7 +43,11 @@
 
 mod capabilities;
 mod context;
+#[cfg(any(feature = "tokio", feature = "blocking"))]
+mod frames;
+mod serve;
 mod session;
+mod versions;
 
 #[cfg(feature = "blocking")]
 mod blocking;
@@ -65,10 +71,10 @@ use sansrpc::{ErrorObject, RawValue};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
-pub use context::{BoxFuture, Context, Host, WorkDone};
+pub use context::{BoxFuture, Context, Peer, WorkDone};
 pub use session::Session;
 
-use crate::document::{PositionEncoding, Warning};
+use crate::document::{PositionEncoding, TextDocument, Warning};
 use context::Tokens;
 
 /// Why a handler did not give its result: the JSON-RPC error that answers the request.
@@ -127,6 +133,7 @@ type RequestFn = dyn Fn(Context, Option<&RawValue>) -> BoxFuture<Result<Box<RawV
     + Sync;
 type NotificationFn = dyn Fn(Context, Option<&RawValue>) -> BoxFuture<()> + Send + Sync;
 type CapabilitiesFn = dyn Fn(&mut ServerCapabilities) + Send + Sync;
+type ChangeFn = dyn Fn(Context, TextDocument) -> BoxFuture<()> + Send + Sync;
 
 /// Declares a language server: its handlers, capabilities and position encodings.
 pub struct ServerBuilder {
@@ -136,6 +143,8 @@ pub struct ServerBuilder {
     encodings: Vec<PositionEncoding>,
     documents: bool,
     capabilities: Option<Box<CapabilitiesFn>>,
+    on_change: Option<Box<ChangeFn>>,
+    clear_on_close: bool,
 }
 
 impl fmt::Debug for ServerBuilder {
@@ -172,6 +181,8 @@ impl ServerBuilder {
             encodings: PositionEncoding::ALL.to_vec(),
             documents: true,
             capabilities: None,
+            on_change: None,
+            clear_on_close: true,
         }
     }
 
@@ -215,7 +226,8 @@ impl ServerBuilder {
     /// editor. Notifications run one at a time in arrival order, each before any request
     /// that came after it. For `didOpen`, `didChange` and `didClose` the document is
     /// already updated when the handler runs. Params that do not decode are dropped, with
-    /// a `window/logMessage` warning to the editor.
+    /// one `window/logMessage` warning to the editor (for those three, the documents'
+    /// warning: the handler does not run).
     ///
     /// # Panics
     /// When `N` is `exit`, `$/cancelRequest` or `$/setTrace` (the connection machine takes
@@ -242,6 +254,54 @@ impl ServerBuilder {
         };
         let old = self.notifications.insert(N::METHOD, Box::new(run));
         assert!(old.is_none(), "{} is registered twice", N::METHOD);
+        self
+    }
+
+    /// Runs `hook` on every new version of a document (a `didOpen`, a `didChange`), with
+    /// the document as that version left it: the one place for an analysis that publishes
+    /// diagnostics. It runs beside the connection, which reads on meanwhile (on the tokio
+    /// runtime when the server runs in one; otherwise, on the blocking adapter or smol, on
+    /// a thread of its own), after the notification's own handler was started.
+    ///
+    /// A version that is superseded (a newer one arrives, or the document closes) cancels
+    /// its analysis: the hook's [`Context::is_cancelled`] turns true, [`Context::cancelled`]
+    /// resolves, [`Context::debounce`] returns false, and its
+    /// [`publish_diagnostics`](Context::publish_diagnostics) sends nothing, so diagnostics
+    /// of an old version never overwrite a newer one's. A hook that waits for a pause in
+    /// typing first:
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use sansrpc_lsp::server::ServerBuilder;
+    ///
+    /// let server = ServerBuilder::new("lint", "1.0")
+    ///     .on_change(|cx, doc| async move {
+    ///         if !cx.debounce(Duration::from_millis(100)).await {
+    ///             return; // a newer version came within 100 ms
+    ///         }
+    ///         let diagnostics = Vec::new(); // the analysis of `doc`
+    ///         cx.publish_diagnostics(doc.uri().clone(), diagnostics, Some(doc.version())).await;
+    ///     })
+    ///     .build();
+    /// ```
+    ///
+    /// Runs only while the server keeps documents ([`keep_documents`](Self::keep_documents)).
+    /// At the end of the connection an analysis still running is not waited for.
+    pub fn on_change<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(Context, TextDocument) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.on_change = Some(Box::new(move |cx, doc| Box::pin(hook(cx, doc))));
+        self
+    }
+
+    /// Whether a `didClose` clears the document's diagnostics in the editor (default on):
+    /// the server publishes an empty list for it, as LSP asks of a server whose diagnostics
+    /// are about open documents only. Off for a server that reports on files whether they
+    /// are open or not.
+    pub fn clear_diagnostics_on_close(mut self, on: bool) -> Self {
+        self.clear_on_close = on;
         self
     }
 
@@ -292,6 +352,8 @@ impl ServerBuilder {
             encodings: self.encodings,
             documents: self.documents,
             capabilities,
+            on_change: self.on_change,
+            clear_on_close: self.clear_on_close,
         }))
     }
 }
@@ -303,6 +365,8 @@ struct Inner {
     encodings: Vec<PositionEncoding>,
     documents: bool,
     capabilities: ServerCapabilities,
+    on_change: Option<Box<ChangeFn>>,
+    clear_on_close: bool,
 }
 
 /// A language server, built by [`ServerBuilder`]: the protocol logic, for any adapter.
@@ -374,7 +438,7 @@ impl Server {
         &self,
         method: &str,
         params: Option<&RawValue>,
-        host: Arc<dyn Host>,
+        host: Arc<dyn Peer>,
     ) -> BoxFuture<Result<Box<RawValue>, ErrorObject<'static>>> {
         let tokens = params
             .and_then(|p| serde_json::from_str::<TokenParams>(p.get()).ok())
@@ -415,23 +479,47 @@ impl Server {
         &self,
         method: &str,
         params: Option<&RawValue>,
-        host: Arc<dyn Host>,
+        host: Arc<dyn Peer>,
     ) -> BoxFuture<()> {
-        let warnings = if self.0.documents {
-            self.apply_document(&host.session(), method, params)
+        let session = host.locals().get::<Session>();
+        let applied = if self.0.documents {
+            self.apply_document(&session, method, params)
         } else {
-            Vec::new()
+            Applied::default()
         };
+        let decoded = applied.decoded;
+        let warnings = applied.warnings;
         // After the change: the handler's documents include it.
         let cx = Context::new(host, Tokens::default());
+        let mut cleared = None;
+        match applied.version {
+            Some(Version::New(uri)) => {
+                let signal = session.supersede(&uri);
+                if let (Some(hook), Some(doc)) = (&self.0.on_change, cx.document(&uri)) {
+                    let cx = cx.clone().for_version(signal);
+                    versions::run_beside(hook(cx, doc));
+                }
+            }
+            Some(Version::Closed(uri)) => {
+                session.closed(&uri);
+                cleared = self.0.clear_on_close.then_some(uri);
+            }
+            None => {}
+        }
+        // Params the documents could not decode are warned about once, above: the
+        // application's handler of the same notification would fail on them too.
         let handler = self
             .0
             .notifications
             .get(method)
+            .filter(|_| decoded)
             .map(|h| h(cx.clone(), params));
         Box::pin(async move {
             for warning in warnings {
                 cx.log_message(MessageType::WARNING, warning).await;
+            }
+            if let Some(uri) = cleared {
+                cx.publish_diagnostics(uri, Vec::new(), None).await;
             }
             if let Some(handler) = handler {
                 handler.await;
@@ -439,14 +527,16 @@ impl Server {
         })
     }
 
-    /// Applies a document notification to the session's documents; what is worth a
-    /// warning (past the spec's clamps: a malformed edit, a document not open).
+    /// Applies a document notification to the session's documents: what is worth a
+    /// warning (past the spec's clamps: a malformed edit, a document not open), whether its
+    /// params decoded (not: the warning says why, and nothing changed), and which document
+    /// has a new version or was closed.
     fn apply_document(
         &self,
         session: &Session,
         method: &str,
         params: Option<&RawValue>,
-    ) -> Vec<String> {
+    ) -> Applied {
         let warn = |warnings: Vec<Warning>| -> Vec<String> {
             warnings
                 .into_iter()
@@ -454,32 +544,52 @@ impl Server {
                 .map(|w| format!("{method}: {w}"))
                 .collect()
         };
+        let undecoded = |e: ErrorObject<'static>| Applied {
+            warnings: vec![format!("{method}: {}", e.message)],
+            decoded: false,
+            version: None,
+        };
+        let failed = |e: crate::document::DocumentError| Applied {
+            warnings: vec![format!("{method}: {e}")],
+            ..Applied::default()
+        };
         match method {
             m if m == DidOpenTextDocument::METHOD => {
                 match decode::<DidOpenTextDocumentParams>(params) {
-                    Ok(p) => warn(session.with_documents(|d| d.did_open(&p))),
-                    Err(e) => vec![format!("{m}: {}", e.message)],
+                    Ok(p) => Applied {
+                        warnings: warn(session.with_documents(|d| d.did_open(&p))),
+                        decoded: true,
+                        version: Some(Version::New(p.text_document.uri)),
+                    },
+                    Err(e) => undecoded(e),
                 }
             }
             m if m == DidChangeTextDocument::METHOD => {
                 match decode::<DidChangeTextDocumentParams>(params) {
                     Ok(p) => match session.with_documents(|d| d.did_change(&p)) {
-                        Ok(warnings) => warn(warnings),
-                        Err(e) => vec![format!("{m}: {e}")],
+                        Ok(warnings) => Applied {
+                            warnings: warn(warnings),
+                            decoded: true,
+                            version: Some(Version::New(p.text_document.uri)),
+                        },
+                        Err(e) => failed(e),
                     },
-                    Err(e) => vec![format!("{m}: {}", e.message)],
+                    Err(e) => undecoded(e),
                 }
             }
             m if m == DidCloseTextDocument::METHOD => {
                 match decode::<DidCloseTextDocumentParams>(params) {
                     Ok(p) => match session.with_documents(|d| d.did_close(&p)) {
-                        Ok(_) => Vec::new(),
-                        Err(e) => vec![format!("{m}: {e}")],
+                        Ok(_) => Applied {
+                            version: Some(Version::Closed(p.text_document.uri)),
+                            ..Applied::default()
+                        },
+                        Err(e) => failed(e),
                     },
-                    Err(e) => vec![format!("{m}: {}", e.message)],
+                    Err(e) => undecoded(e),
                 }
             }
-            _ => Vec::new(),
+            _ => Applied::default(),
         }
     }
 
@@ -500,6 +610,31 @@ impl Server {
         };
         to_raw(&result).map_err(|e| ErrorObject::new(-32603, format!("initialize's result: {e}")))
     }
+}
+
+/// What applying a document notification did.
+struct Applied {
+    /// What to warn the editor about.
+    warnings: Vec<String>,
+    /// Whether its params decoded.
+    decoded: bool,
+    /// The document it gave a new version, or closed.
+    version: Option<Version>,
+}
+
+impl Default for Applied {
+    fn default() -> Self {
+        Applied {
+            warnings: Vec::new(),
+            decoded: true,
+            version: None,
+        }
+    }
+}
+
+enum Version {
+    New(lsp_types::Uri),
+    Closed(lsp_types::Uri),
 }
 
 /// `value` as JSON text (serde_json writes it, so it is valid).

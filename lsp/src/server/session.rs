@@ -1,9 +1,11 @@
 //! What a server keeps per connection: [`Session`].
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use lsp_types::{InitializeParams, Uri};
 
+use super::versions::{Cached, Signal};
 use crate::document::{Documents, PositionEncoding, TextDocument};
 
 /// One connection's state: the client's `initialize` params, the position encoding
@@ -23,6 +25,9 @@ struct State {
     /// made while one of them still holds them copies the map first (the texts are ropes,
     /// shared, not copied).
     documents: Arc<Documents>,
+    /// Per open document: the signal of the analysis of its latest version (set when a
+    /// newer one arrives or it closes), and what was computed from its versions.
+    versions: BTreeMap<Uri, (Signal, Cached)>,
 }
 
 impl Session {
@@ -34,6 +39,11 @@ impl Session {
     /// `initialize` negotiated another).
     pub fn encoding(&self) -> PositionEncoding {
         self.lock().documents.encoding()
+    }
+
+    /// Whether the client sent `initialize`.
+    pub fn is_initialized(&self) -> bool {
+        self.lock().initialize.is_some()
     }
 
     /// The client's `initialize` params, once it sent them.
@@ -69,5 +79,47 @@ impl Session {
         let mut state = self.lock();
         state.initialize = Some(params);
         Arc::make_mut(&mut state.documents).set_encoding(encoding);
+    }
+
+    /// A new version of `uri` is in: the analysis of the one before is superseded; the
+    /// signal of this one's.
+    pub(crate) fn supersede(&self, uri: &Uri) -> Signal {
+        let signal = Signal::default();
+        let mut state = self.lock();
+        let entry = state.versions.entry(uri.clone()).or_default();
+        let old = std::mem::replace(&mut entry.0, signal.clone());
+        drop(state);
+        old.set();
+        signal
+    }
+
+    /// `uri` was closed: its analysis is superseded, and what was cached of it dropped.
+    pub(crate) fn closed(&self, uri: &Uri) {
+        let old = self.lock().versions.remove(uri);
+        if let Some((signal, _)) = old {
+            signal.set();
+        }
+    }
+
+    /// The value of type `T` cached for `version` of `uri`.
+    pub(crate) fn cached<T: Send + Sync + 'static>(
+        &self,
+        uri: &Uri,
+        version: i32,
+    ) -> Option<Arc<T>> {
+        self.lock().versions.get(uri)?.1.get(version)
+    }
+
+    /// Caches `value` for `version` of `uri` while it is open (and no later version's is).
+    pub(crate) fn cache<T: Send + Sync + 'static>(&self, uri: &Uri, version: i32, value: Arc<T>) {
+        let mut state = self.lock();
+        if state.documents.contains(uri) {
+            state
+                .versions
+                .entry(uri.clone())
+                .or_default()
+                .1
+                .put(version, value);
+        }
     }
 }

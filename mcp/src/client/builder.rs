@@ -140,7 +140,7 @@ impl ClientBuilder {
     /// The `x-mcp-header` marks (SEP-2243) of the tools the clients this builder starts
     /// (and its clones) have listed, shared: give it to the HTTP transport, which asks it
     /// for the `Mcp-Param-*` headers of each `tools/call` (with
-    /// `sansrpc_mcp::tokio::connect_with_headers`). One builder per server: the
+    /// `sansrpc_mcp::tokio::Connect::headers_for`). One builder per server: the
     /// marks are remembered by tool name.
     pub fn param_headers(&self) -> ParamHeaders {
         self.param_headers.clone()
@@ -280,7 +280,7 @@ impl ClientBuilder {
     ///
     /// `client` is the connection's [`Client`], by value or borrowed, or anything that
     /// lends one: every connection of `sansrpc-tokio` does (`&conn` for a
-    /// `sansrpc_tokio::Spawned`, from `mcp_client::connect` or `spawn`, and for a
+    /// `sansrpc_tokio::Spawned`, from `sansrpc_mcp::tokio::connect` or `spawn`, and for a
     /// `ChildProcess`, from `spawn_child`). The [`McpClient`] keeps its own handle.
     ///
     /// Over Streamable HTTP, when the server loses the session later (HTTP 404), the client
@@ -288,6 +288,7 @@ impl ClientBuilder {
     pub async fn initialize(&self, client: impl AsRef<Client>) -> Result<McpClient, ClientError> {
         let client = client.as_ref().clone();
         let init = self.handshake(&client).await?;
+        let failures = client.local::<TransportFailures>();
         Ok(McpClient {
             _closer: Arc::new(Closer(client.clone())),
             client,
@@ -298,6 +299,7 @@ impl ClientBuilder {
             listens: self.listens.clone(),
             renewal: Some(Arc::new(Renewal::new(self))),
             idempotent: Arc::default(),
+            failures,
         })
     }
 
@@ -308,9 +310,12 @@ impl ClientBuilder {
             "capabilities": self.capabilities(),
             "clientInfo": self.info,
         });
+        let failures = client.local::<TransportFailures>();
+        let seen = failures.count();
         let result = client
             .call_raw(methods::INITIALIZE, Some(&raw_json(&params)))
-            .await?;
+            .await
+            .map_err(|e| ClientError::of_call(methods::INITIALIZE, e, &failures, seen))?;
         let init: InitializeResult = decode(methods::INITIALIZE, result.get())?;
         if !version::HANDSHAKE.contains(&init.protocol_version.as_str()) {
             return Err(ClientError::Version(init.protocol_version));
@@ -355,8 +360,10 @@ impl ClientBuilder {
         let client = client.as_ref().clone();
         let mut chosen = version::STATELESS.to_owned();
         let mut retried = false;
+        let failures = client.local::<TransportFailures>();
         let result = loop {
             let params = serde_json::json!({ "_meta": self.request_meta(&chosen) });
+            let seen = failures.count();
             match client
                 .call_raw(methods::SERVER_DISCOVER, Some(&raw_json(&params)))
                 .await
@@ -382,7 +389,14 @@ impl ClientBuilder {
                     }
                     retried = true;
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => {
+                    return Err(ClientError::of_call(
+                        methods::SERVER_DISCOVER,
+                        e,
+                        &failures,
+                        seen,
+                    ))
+                }
             }
         };
         let discovered: DiscoverResult = decode(methods::SERVER_DISCOVER, result.get())?;
@@ -422,6 +436,7 @@ impl ClientBuilder {
             listens: self.listens.clone(),
             renewal: None,
             idempotent: Arc::default(),
+            failures,
         })
     }
 

@@ -30,6 +30,8 @@ pub struct McpClient {
     pub(super) renewal: Option<Arc<Renewal>>,
     /// The tools listed with `idempotentHint: true`: sent again after a cut connection.
     pub(super) idempotent: Arc<Idempotent>,
+    /// The causes the transport recorded for the exchanges it could not make.
+    pub(super) failures: Arc<TransportFailures>,
 }
 
 /// Asks the connection to close when dropped (with the last [`McpClient`] clone).
@@ -191,6 +193,7 @@ impl McpClient {
                 .renewal
                 .as_ref()
                 .map_or(0, |r| r.generation.load(Ordering::Acquire));
+            let failed_before = self.failures.count();
             let pending = match progress {
                 Some((token, timeout, cap)) => {
                     self.client
@@ -201,6 +204,12 @@ impl McpClient {
             let error = match pending.await {
                 Ok(result) => return Ok(result),
                 Err(error) => error,
+            };
+            // The transport could not deliver it (no connection, no authorization): the
+            // server did not run it, and sending it again now would fail the same way.
+            let error = match ClientError::of_call(method, error, &self.failures, failed_before) {
+                ClientError::Call(error) => error,
+                not_delivered => return Err(not_delivered),
             };
             let loss = match (retry::Loss::of(&error), &self.renewal) {
                 // A 404 is a lost session only where there is one.

@@ -44,7 +44,7 @@
 //! `Mcp-Param-<Name>` header. The client remembers those marks from the `tools/list` pages it
 //! reads, leaves out of what it returns the tools whose marks break the revision's rules
 //! (and refuses to call them), and says through [`ParamHeaders`] which headers each
-//! `tools/call` carries; `sansrpc_mcp::tokio::connect_with_headers` sends them. The
+//! `tools/call` carries; `sansrpc_mcp::tokio::Connect::headers_for` sends them. The
 //! marks are read into the same model the server checks them with,
 //! [`crate::streamable::ParamHeader`].
 
@@ -170,6 +170,90 @@ pub enum ClientError {
     /// or 504): the server may or may not have run it, and the client did not send it again
     /// (it is not known to be idempotent, or it was already sent twice). See [`retry`].
     OutcomeUnknown(&'static str),
+    /// The request for `method` could not reach the server, for the reason the transport
+    /// gave (`cause`): the connection could not be made (the address refused; a TLS failure
+    /// with rustls' reason and the host), or the authorization failed (the OAuth step and
+    /// the authorization server's `error` and `error_description`: downcast `cause` to
+    /// `sansrpc_oauth::Error`). The server did not run it. The Streamable HTTP client of
+    /// `sansrpc_mcp::tokio` tells these; see [`TransportFailures`].
+    Transport {
+        /// The method called.
+        method: &'static str,
+        /// Why, with its sources.
+        cause: Arc<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+/// What a transport tells the connection's clients of the exchanges it could not make (the
+/// connection refused, a TLS failure, an authorization that failed): the last cause, and how
+/// many there were. The core ends such a call as
+/// [`EndReason::Unanswered`](sansrpc::connection::EndReason::Unanswered), which carries no
+/// cause; the typed client reads it here and fails the call with
+/// [`ClientError::Transport`]. One per connection ([`Client::local`]); the Streamable HTTP
+/// client of `sansrpc_mcp::tokio` records into it.
+///
+/// A call that ends unanswered is given the cause recorded while it was out: when several
+/// calls fail at once, each is given the last cause (the connection's, as a rule the same).
+#[derive(Default)]
+pub struct TransportFailures {
+    count: AtomicU64,
+    last: Mutex<Option<Arc<dyn std::error::Error + Send + Sync>>>,
+}
+
+impl fmt::Debug for TransportFailures {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TransportFailures")
+            .field("count", &self.count())
+            .field("last", &self.last().map(|e| e.to_string()))
+            .finish()
+    }
+}
+
+impl TransportFailures {
+    /// Records `cause` as the reason of the exchange that just failed; call it before the
+    /// connection ends the exchange's calls.
+    pub fn record(&self, cause: Arc<dyn std::error::Error + Send + Sync>) {
+        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Some(cause);
+        self.count.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// How many failures were recorded so far (read before a call, for [`since`](Self::since)).
+    pub fn count(&self) -> u64 {
+        self.count.load(Ordering::Acquire)
+    }
+
+    /// The last cause recorded, if any.
+    pub fn last(&self) -> Option<Arc<dyn std::error::Error + Send + Sync>> {
+        self.last
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The last cause, when one was recorded after [`count`](Self::count) was `seen`.
+    pub fn since(&self, seen: u64) -> Option<Arc<dyn std::error::Error + Send + Sync>> {
+        if self.count() > seen {
+            self.last()
+        } else {
+            None
+        }
+    }
+}
+
+/// `error` and its sources, each said once: `client error (Connect): TLS with localhost:
+/// invalid peer certificate: UnknownIssuer`.
+pub(crate) fn with_sources(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = cause.source();
+    }
+    out
 }
 
 impl ClientError {
@@ -178,6 +262,34 @@ impl ClientError {
         match self {
             ClientError::Call(CallError::Rpc(e)) => Some(e),
             _ => None,
+        }
+    }
+
+    /// The transport's reason, when the request could not reach the server
+    /// ([`ClientError::Transport`], also inside [`ClientError::SessionLost`]).
+    pub fn transport(&self) -> Option<&(dyn std::error::Error + Send + Sync + 'static)> {
+        match self {
+            ClientError::Transport { cause, .. } => Some(cause.as_ref()),
+            ClientError::SessionLost {
+                cause: Some(cause), ..
+            } => cause.transport(),
+            _ => None,
+        }
+    }
+
+    /// `error`, or [`ClientError::Transport`] when it is a call `method` ended unanswered
+    /// after `failures` recorded a cause (after the count `seen`).
+    pub(crate) fn of_call(
+        method: &'static str,
+        error: CallError,
+        failures: &TransportFailures,
+        seen: u64,
+    ) -> ClientError {
+        match (&error, failures.since(seen)) {
+            (CallError::Ended(sansrpc::connection::EndReason::Unanswered { .. }), Some(cause)) => {
+                ClientError::Transport { method, cause }
+            }
+            _ => ClientError::Call(error),
         }
     }
 }
@@ -248,6 +360,10 @@ impl fmt::Display for ClientError {
                 f,
                 "{method}: the connection was cut before the answer; the server may or may not have run it"
             ),
+            ClientError::Transport { method, cause } => {
+                write!(f, "{method}: the request did not get through: ")?;
+                f.write_str(&with_sources(cause.as_ref()))
+            }
         }
     }
 }
@@ -260,6 +376,7 @@ impl std::error::Error for ClientError {
             ClientError::SessionLost {
                 cause: Some(cause), ..
             } => Some(cause),
+            ClientError::Transport { cause, .. } => Some(cause.as_ref()),
             _ => None,
         }
     }

@@ -3,90 +3,11 @@
 //! adapter's worker thread ([`pollster::block_on`]); asking the client (sampling,
 //! elicitation, roots) blocks that worker only, as a blocking handler's call does.
 
-use crate::raw_json;
-use std::sync::Arc;
-
 use sansrpc::router::Router;
 use sansrpc::ErrorObject;
-use sansrpc_blocking::{Client, RequestContext};
-use serde_json::Value;
+use sansrpc_blocking::RequestContext;
 
-use super::context::{BoxFuture, Host};
-use super::state::{Notifier, Session};
-use super::{read_params, request_id, Server, NOTIFICATIONS, REQUESTS};
-
-struct BlockingHost {
-    cx: RequestContext,
-    peer: Client,
-}
-
-impl Host for BlockingHost {
-    fn call(&self, method: &str, params: Value) -> BoxFuture<Result<Value, ErrorObject<'static>>> {
-        let (peer, method) = (self.peer.clone(), method.to_owned());
-        Box::pin(async move {
-            // Blocks this worker until the client answers: the handler runs here alone.
-            match peer.call_raw(&method, Some(&raw_json(&params))) {
-                Ok(result) => serde_json::from_str(result.get()).map_err(|e| {
-                    ErrorObject::new(-32603, format!("the client's answer to {method}: {e}"))
-                }),
-                Err(sansrpc::method::CallError::Rpc(e)) => Err(e),
-                Err(e) => Err(ErrorObject::new(-32603, format!("{method}: {e}"))),
-            }
-        })
-    }
-
-    fn notify(&self, method: &str, params: Value) -> BoxFuture<bool> {
-        let sent = self
-            .peer
-            .notify_raw(method, Some(&raw_json(&params)))
-            .is_ok();
-        Box::pin(std::future::ready(sent))
-    }
-
-    fn progress(&self, value: Value) -> BoxFuture<bool> {
-        let sent = self.cx.report_progress(&raw_json(&value));
-        Box::pin(std::future::ready(sent.unwrap_or(false)))
-    }
-
-    fn progress_token(&self) -> Option<Value> {
-        let mut json = Vec::new();
-        self.cx.progress_token()?.write_json(&mut json);
-        serde_json::from_slice(&json).ok()
-    }
-
-    fn is_cancelled(&self) -> bool {
-        self.cx.is_cancelled()
-    }
-
-    fn cancelled(&self) -> BoxFuture<()> {
-        Box::pin(self.cx.cancelled())
-    }
-
-    fn session(&self) -> Arc<Session> {
-        self.peer.local::<Session>()
-    }
-
-    fn notifier(&self) -> Arc<dyn Notifier> {
-        Arc::new(PeerNotifier(self.peer.clone()))
-    }
-
-    fn request_id(&self) -> Option<crate::types::RequestId> {
-        request_id(self.cx.id())
-    }
-}
-
-/// Notifies a session from outside its requests, without waiting for its driver.
-struct PeerNotifier(Client);
-
-impl Notifier for PeerNotifier {
-    fn notify(&self, method: &str, params: Value) -> bool {
-        self.0.notify_raw_queued(method, Some(&raw_json(&params)))
-    }
-
-    fn is_closed(&self) -> bool {
-        self.0.is_closed()
-    }
-}
+use super::{read_params, Server, NOTIFICATIONS, REQUESTS};
 
 impl Server {
     /// The server as the core's [`Router`], for the blocking adapter
@@ -112,11 +33,8 @@ impl Server {
                         ErrorObject::new(-32603, "an MCP method outside the blocking adapter")
                     })?;
                     let params = read_params(params)?;
-                    let host: Arc<dyn Host> = Arc::new(BlockingHost {
-                        peer: cx.peer().clone(),
-                        cx,
-                    });
-                    let raw = pollster::block_on(server.handle_raw(method, params, host))?;
+                    let raw =
+                        pollster::block_on(server.handle_raw(method, params, cx.into_peer()))?;
                     out.extend_from_slice(raw.get().as_bytes());
                     Ok(())
                 })

@@ -1,8 +1,6 @@
 //! What a handler knows about its request, and how it reaches the client: [`Context`].
 
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 use sansrpc::ErrorObject;
@@ -18,41 +16,52 @@ use crate::types::{
     ListRootsResult, LoggingLevel, RequestMeta,
 };
 
-/// A boxed future, as the [`Host`] trait returns them.
-pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+/// What a driver gives the MCP server for one request: `sansrpc_runtime::Peer`, the one
+/// face every adapter implements (the futures adapter's serves tokio, smol and async-std;
+/// the blocking adapter's, plain threads) and the LSP and A2A crates use too. The protocol
+/// logic never sees a socket.
+pub use sansrpc_runtime::{BoxFuture, Peer};
 
-/// What a driver gives the MCP server for one request: the way to the client on behalf of
-/// the request, and the connection's state. The adapters implement it (the `futures`
-/// feature's one serves tokio, smol and async-std; a blocking driver's call returns a
-/// future that is already complete); the protocol logic never sees a socket.
-pub trait Host: Send + Sync + 'static {
-    /// Calls the client on behalf of the request (on its stream, where the transport has
-    /// one); the result or the client's error.
-    fn call(&self, method: &str, params: Value) -> BoxFuture<Result<Value, ErrorObject<'static>>>;
-    /// Sends a notification on behalf of the request; false when the connection is gone.
-    fn notify(&self, method: &str, params: Value) -> BoxFuture<bool>;
-    /// Reports progress on the request's progress token (MCP `notifications/progress`
-    /// with `value`'s members); false when the request carried no token.
-    fn progress(&self, value: Value) -> BoxFuture<bool>;
-    /// The request's progress token, if it carried one.
-    fn progress_token(&self) -> Option<Value>;
-    /// The client cancelled the request.
-    fn is_cancelled(&self) -> bool;
-    /// Resolves when the client cancels the request.
-    fn cancelled(&self) -> BoxFuture<()>;
+/// What the MCP server reads of its [`Peer`], in MCP's own types.
+pub(crate) trait McpPeer {
     /// The connection's session state (one per connection).
     fn session(&self) -> Arc<Session>;
     /// A way to notify the session outside this request (list-changed, resource updates).
-    fn notifier(&self) -> Arc<dyn Notifier>;
-    /// The request's JSON-RPC id (a `subscriptions/listen` stream is known by it); `None`
-    /// where the driver does not tell it, and then `subscriptions/listen` is refused.
-    fn request_id(&self) -> Option<crate::types::RequestId> {
-        None
+    fn session_notifier(&self) -> Arc<dyn Notifier>;
+    /// The request's JSON-RPC id, as MCP's `RequestId`.
+    fn mcp_request_id(&self) -> Option<crate::types::RequestId>;
+    /// Sends a notification whose params are a JSON value.
+    fn notify_value(&self, method: &str, params: &Value) -> BoxFuture<bool>;
+}
+
+impl<P: Peer + ?Sized> McpPeer for P {
+    fn session(&self) -> Arc<Session> {
+        self.locals().get::<Session>()
     }
-    /// The HTTP request this call came in (its token's principal, its header fields), on
-    /// an HTTP transport that records it; `None` elsewhere.
-    fn http(&self) -> Option<Arc<sansrpc::codec::http::HttpRequest>> {
-        None
+
+    fn session_notifier(&self) -> Arc<dyn Notifier> {
+        Arc::new(RawNotifier(self.notifier()))
+    }
+
+    fn mcp_request_id(&self) -> Option<crate::types::RequestId> {
+        super::request_id(&self.request_id()?)
+    }
+
+    fn notify_value(&self, method: &str, params: &Value) -> BoxFuture<bool> {
+        self.notify(method, crate::raw_json(params))
+    }
+}
+
+/// A connection's notifier as MCP's [`Notifier`] of JSON values.
+struct RawNotifier(Arc<dyn sansrpc_runtime::ConnectionNotifier>);
+
+impl Notifier for RawNotifier {
+    fn notify(&self, method: &str, params: Value) -> bool {
+        self.0.notify(method, crate::raw_json(&params))
+    }
+
+    fn is_closed(&self) -> bool {
+        self.0.is_closed()
     }
 }
 
@@ -85,7 +94,7 @@ pub struct Context {
 }
 
 pub(crate) struct Inner {
-    pub host: Arc<dyn Host>,
+    pub host: Arc<dyn Peer>,
     /// The server answering: a handler may announce changes through it.
     pub server: super::Server,
     /// Boxed: most requests carry none, and the context stays small.
@@ -186,12 +195,14 @@ impl Context {
         if let Some(message) = message {
             value["message"] = json!(message);
         }
-        self.inner.host.progress(value).await
+        self.inner.host.progress(crate::raw_json(&value)).await
     }
 
     /// The request's progress token, if it carried one.
     pub fn progress_token(&self) -> Option<Value> {
-        self.inner.host.progress_token()
+        let mut json = Vec::new();
+        self.inner.host.progress_token()?.write_json(&mut json);
+        serde_json::from_slice(&json).ok()
     }
 
     /// The level at which log messages reach the client, or `None` when none do: on a
@@ -217,12 +228,16 @@ impl Context {
             return false;
         };
         let params = json!({ "level": level, "data": data });
+        let params = crate::raw_json(&params);
         self.inner.host.notify(notifications::MESSAGE, params).await
     }
 
     /// Sends any notification on behalf of the request.
     pub async fn notify(&self, method: &str, params: Value) -> bool {
-        self.inner.host.notify(method, params).await
+        self.inner
+            .host
+            .notify(method, crate::raw_json(&params))
+            .await
     }
 
     /// Asks the user for input (`elicitation/create`); `key` names the request on the
@@ -281,13 +296,13 @@ impl Context {
                     .map(|mut v| v["params"].take())
                     .map_err(McpError::internal)?,
             };
-            let value = self
+            let answer = self
                 .inner
                 .host
-                .call(&method, params)
+                .call(&method, crate::raw_json(&params))
                 .await
                 .map_err(McpError::Rpc)?;
-            return serde_json::from_value(value).map_err(|e| {
+            return serde_json::from_str(answer.get()).map_err(|e| {
                 McpError::Rpc(ErrorObject::new(
                     -32603,
                     format!("the client's answer to {method} is malformed: {e}"),

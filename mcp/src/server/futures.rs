@@ -1,92 +1,10 @@
 //! The server on a `sansrpc_futures::AsyncRouter`: tokio (through sansrpc-tokio), smol,
 //! async-std, over any transport those adapters speak.
 
-use crate::raw_json;
-use std::sync::Arc;
-
 use sansrpc::ErrorObject;
-use sansrpc_futures::{AsyncRouter, Client, RequestContext};
-use serde_json::Value;
+use sansrpc_futures::{AsyncRouter, RequestContext};
 
-use super::context::{BoxFuture, Host};
-use super::state::{Notifier, Session};
-use super::{read_params, request_id, Server, NOTIFICATIONS, REQUESTS};
-
-struct FuturesHost {
-    cx: RequestContext,
-}
-
-impl Host for FuturesHost {
-    fn call(&self, method: &str, params: Value) -> BoxFuture<Result<Value, ErrorObject<'static>>> {
-        let call = self.cx.call_raw(method, Some(&raw_json(&params)));
-        let method = method.to_owned();
-        Box::pin(async move {
-            match call.await {
-                Ok(result) => serde_json::from_str(result.get()).map_err(|e| {
-                    ErrorObject::new(-32603, format!("the client's answer to {method}: {e}"))
-                }),
-                Err(sansrpc_futures::CallError::Rpc(e)) => Err(e),
-                Err(e) => Err(ErrorObject::new(-32603, format!("{method}: {e}"))),
-            }
-        })
-    }
-
-    fn notify(&self, method: &str, params: Value) -> BoxFuture<bool> {
-        let sent = self.cx.notify_raw(method, Some(&raw_json(&params)));
-        Box::pin(async move { sent.await.is_ok() })
-    }
-
-    fn progress(&self, value: Value) -> BoxFuture<bool> {
-        let cx = self.cx.clone();
-        Box::pin(async move { cx.report_progress(&raw_json(&value)).await.unwrap_or(false) })
-    }
-
-    fn progress_token(&self) -> Option<Value> {
-        let id = self.cx.progress_token()?;
-        let mut json = Vec::new();
-        id.write_json(&mut json);
-        serde_json::from_slice(&json).ok()
-    }
-
-    fn is_cancelled(&self) -> bool {
-        self.cx.is_cancelled()
-    }
-
-    fn cancelled(&self) -> BoxFuture<()> {
-        Box::pin(self.cx.cancelled())
-    }
-
-    fn session(&self) -> Arc<Session> {
-        self.cx.peer().local::<Session>()
-    }
-
-    fn notifier(&self) -> Arc<dyn Notifier> {
-        Arc::new(ClientNotifier(self.cx.peer().clone()))
-    }
-
-    fn http(&self) -> Option<Arc<sansrpc::codec::http::HttpRequest>> {
-        self.cx.http()
-    }
-
-    fn request_id(&self) -> Option<crate::types::RequestId> {
-        request_id(self.cx.id())
-    }
-}
-
-/// Notifies a session through a handle on its connection.
-struct ClientNotifier(Client);
-
-impl Notifier for ClientNotifier {
-    fn notify(&self, method: &str, params: Value) -> bool {
-        // The notification is queued when the future is made; nobody needs to wait.
-        drop(self.0.notify_raw(method, Some(&raw_json(&params))));
-        !self.0.is_closed()
-    }
-
-    fn is_closed(&self) -> bool {
-        self.0.is_closed()
-    }
-}
+use super::{read_params, Server, NOTIFICATIONS, REQUESTS};
 
 impl Server {
     /// The server as an [`AsyncRouter`], for the tokio adapter (`sansrpc_mcp::tokio::serve`
@@ -133,10 +51,7 @@ fn request(
        + 'static {
     use futures::future::{ready, Either};
     match read_params(params) {
-        Ok(params) => {
-            let host: Arc<dyn Host> = Arc::new(FuturesHost { cx });
-            Either::Left(server.handle_raw(method, params, host))
-        }
+        Ok(params) => Either::Left(server.handle_raw(method, params, cx.into_peer())),
         Err(e) => Either::Right(ready(Err(e))),
     }
 }
@@ -154,7 +69,7 @@ mod tests {
     #[test]
     fn a_calls_future_stays_small() {
         let server = crate::server::ServerBuilder::new("a", "1").build();
-        let call = |host: std::sync::Arc<dyn super::Host>| {
+        let call = |host: std::sync::Arc<dyn super::super::Peer>| {
             server.handle_raw("tools/call", Default::default(), host)
         };
         let size = returned_size(&call);

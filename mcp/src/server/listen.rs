@@ -15,7 +15,7 @@ use std::task::{Context as TaskContext, Poll, Waker};
 
 use serde_json::{json, Map, Value};
 
-use super::context::Host;
+use super::context::Peer;
 use crate::types::{RequestId, SubscriptionFilter};
 
 /// One open `subscriptions/listen` request.
@@ -25,7 +25,7 @@ pub(crate) struct Listener {
     pub id: RequestId,
     /// What the server agreed to send.
     pub filter: SubscriptionFilter,
-    host: Arc<dyn Host>,
+    host: Arc<dyn Peer>,
     end: Mutex<End>,
 }
 
@@ -54,7 +54,7 @@ impl Listener {
         }
         let host = Arc::clone(&self.host);
         // The adapters queue a notification when its future is made.
-        drop(host.notify(method, Value::Object(params)));
+        drop(host.notify(method, crate::raw_json(&Value::Object(params))));
         !host.is_cancelled()
     }
 
@@ -109,7 +109,7 @@ impl Listeners {
         &self,
         id: RequestId,
         filter: SubscriptionFilter,
-        host: Arc<dyn Host>,
+        host: Arc<dyn Peer>,
     ) -> Registered<'_> {
         let mut inner = self.lock();
         inner.next += 1;

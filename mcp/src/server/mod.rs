@@ -4,7 +4,7 @@
 //!
 //! [`ServerBuilder`] declares what the server offers; tool input (and output) schemas come
 //! from the Rust types of the handlers' parameters through [`schemars`]. The protocol
-//! logic ([`Server::handle`]) is a function of the request and a [`Host`], the adapter's
+//! logic ([`Server::handle`]) is a function of the request and a [`Peer`], the adapter's
 //! way to the client for that request: it never does I/O itself, so the same server runs
 //! on tokio, on smol or async-std, and on plain threads. With the `futures` feature,
 //! [`Server::router`] mounts it on a `sansrpc_futures::AsyncRouter` (re-exported by
@@ -30,8 +30,10 @@
 //! # let _ = server;
 //! ```
 
+mod app_state;
 #[cfg(feature = "blocking")]
 mod blocking;
+mod catalog;
 mod context;
 mod fanout;
 #[cfg(feature = "futures")]
@@ -50,13 +52,15 @@ use sansrpc::ErrorObject;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
-pub use context::{BoxFuture, Context, Host};
+pub use catalog::{AddError, MAX_ADDED_ENTRIES};
+pub use context::{BoxFuture, Context, Peer};
 pub use fanout::{Change, Fanout, RESYNC_META};
 pub use state::{Notifier, Session};
 pub use tool::{Json, ToolOutput};
 pub use uri_template::UriTemplate;
 
-use context::Inner;
+use catalog::Entries;
+use context::{Inner, McpPeer};
 use listen::Listeners;
 use state::{Carried, Sealer, Sessions, MAX_INPUT_RESPONSES, MAX_SUBSCRIPTIONS};
 
@@ -245,9 +249,15 @@ struct Declared {
     tools: Vec<ToolEntry>,
     /// The tools [`Server::add_tool`] added while serving (after `tools` in the list).
     added: std::sync::RwLock<Vec<ToolEntry>>,
-    resources: Vec<ResourceEntry>,
-    templates: Vec<TemplateEntry>,
-    prompts: Vec<PromptEntry>,
+    /// The resources, templates and prompts: the builder's, then what was added while
+    /// serving ([`Server::add_resource`] and the others).
+    resources: Entries<ResourceEntry>,
+    templates: Entries<TemplateEntry>,
+    prompts: Entries<PromptEntry>,
+    /// How many resources, templates and prompts the builder declared.
+    declared_counts: [usize; 3],
+    /// What [`ServerBuilder::with_state`] gave the handlers.
+    state: app_state::AppState,
     completion: Option<CompleteFn>,
     page_size: usize,
     cache: (u64, CacheScope),
@@ -271,21 +281,27 @@ impl Declared {
         self.added.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// True when the server announces changes of list `kind` (declared, and it has such a
-    /// list).
-    fn announces(&self, kind: ListKind) -> bool {
-        let has = match kind {
-            ListKind::Tools => self.has_tools(),
-            ListKind::Resources => !self.resources.is_empty() || !self.templates.is_empty(),
-            ListKind::Prompts => !self.prompts.is_empty(),
-        };
-        has && self.list_changes[kind as usize]
+    /// True when the server offers list `kind`: it has such items, or declared that the
+    /// list changes while it serves (it may be empty now).
+    fn offers(&self, kind: ListKind) -> bool {
+        self.list_changes[kind as usize]
+            || match kind {
+                ListKind::Tools => self.has_tools(),
+                ListKind::Resources => !self.resources.is_empty() || !self.templates.is_empty(),
+                ListKind::Prompts => !self.prompts.is_empty(),
+            }
     }
 
-    /// True when clients may subscribe to resource updates (declared, and it has
+    /// True when the server announces changes of list `kind` (declared with
+    /// [`ServerBuilder::list_changed`]).
+    fn announces(&self, kind: ListKind) -> bool {
+        self.list_changes[kind as usize]
+    }
+
+    /// True when clients may subscribe to resource updates (declared, and it offers
     /// resources).
     fn subscribable(&self) -> bool {
-        self.subscriptions && (!self.resources.is_empty() || !self.templates.is_empty())
+        self.subscriptions && self.offers(ListKind::Resources)
     }
 }
 
@@ -313,9 +329,11 @@ impl ServerBuilder {
                 instructions: None,
                 tools: Vec::new(),
                 added: Default::default(),
-                resources: Vec::new(),
-                templates: Vec::new(),
-                prompts: Vec::new(),
+                resources: Entries::default(),
+                templates: Entries::default(),
+                prompts: Entries::default(),
+                declared_counts: [0; 3],
+                state: Default::default(),
                 completion: None,
                 page_size: 100,
                 cache: (0, CacheScope::Public),
@@ -438,11 +456,11 @@ impl ServerBuilder {
         F: Fn(Context, String) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Vec<ResourceContents>, McpError>> + Send + 'static,
     {
-        let read = Arc::new(read);
-        let read: ReadFn = Arc::new(move |cx, uri, _| Box::pin(read(cx, uri)));
+        let read = catalog::resource_reader(read);
         self.declared
             .resources
             .push(ResourceEntry { resource, read });
+        self.declared.declared_counts[0] += 1;
         self
     }
 
@@ -460,13 +478,13 @@ impl ServerBuilder {
     {
         let parsed = UriTemplate::parse(&template.uri_template)
             .unwrap_or_else(|e| panic!("resource template {:?}: {e}", template.uri_template));
-        let read = Arc::new(read);
-        let read: ReadFn = Arc::new(move |cx, uri, vars| Box::pin(read(cx, uri, vars)));
+        let read = catalog::template_reader(read);
         self.declared.templates.push(TemplateEntry {
             template,
             parsed,
             read,
         });
+        self.declared.declared_counts[1] += 1;
         self
     }
 
@@ -476,9 +494,9 @@ impl ServerBuilder {
         F: Fn(Context, BTreeMap<String, String>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<GetPromptResult, McpError>> + Send + 'static,
     {
-        let get = Arc::new(get);
-        let get: PromptFn = Arc::new(move |cx, args| Box::pin(get(cx, args)));
+        let get = catalog::prompt_getter(get);
         self.declared.prompts.push(PromptEntry { prompt, get });
+        self.declared.declared_counts[2] += 1;
         self
     }
 
@@ -897,7 +915,7 @@ impl Server {
         &self,
         method: &str,
         params: Option<Value>,
-        host: Arc<dyn Host>,
+        host: Arc<dyn Peer>,
     ) -> BoxFuture<Result<Value, ErrorObject<'static>>> {
         let method = known_method(method);
         Box::pin(
@@ -916,7 +934,7 @@ impl Server {
         &self,
         method: &str,
         params: Params,
-        host: Arc<dyn Host>,
+        host: Arc<dyn Peer>,
     ) -> impl std::future::Future<Output = Result<Box<sansrpc::RawValue>, ErrorObject<'static>>>
            + Send
            + 'static {
@@ -929,7 +947,7 @@ impl Server {
         self,
         method: &'static str,
         params: Params,
-        host: Arc<dyn Host>,
+        host: Arc<dyn Peer>,
         into: fn(Reply) -> R,
     ) -> Result<R, ErrorObject<'static>> {
         let request = match self.read(method, params, &*host) {
@@ -1032,7 +1050,7 @@ impl Server {
     /// `subscriptions/listen`: acknowledges the part of the filter this server can honour,
     /// then stays pending, delivering what was asked for, until the client cancels it or
     /// the server ends it.
-    async fn listen(&self, request: Request, host: Arc<dyn Host>) -> Result<Value, McpError> {
+    async fn listen(&self, request: Request, host: Arc<dyn Peer>) -> Result<Value, McpError> {
         let params: SubscriptionsListenRequestParams =
             serde_json::from_value(Value::Object(request.params))
                 .map_err(|e| McpError::invalid_params(format!("subscriptions/listen: {e}")))?;
@@ -1063,7 +1081,7 @@ impl Server {
             extra: JsonObject::new(),
         };
         let id = host
-            .request_id()
+            .mcp_request_id()
             .ok_or_else(|| McpError::internal("this transport gives no request id"))?;
         // The acknowledgment first: nothing goes on the stream before it.
         let ack = SubscriptionsAcknowledgedNotificationParams {
@@ -1074,7 +1092,7 @@ impl Server {
         // The adapters queue a notification when its future is made: the acknowledgment is
         // queued, then the listener registered, so a change from then on goes out after
         // the acknowledgment and none falls between the two.
-        let acknowledged = host.notify(notifications::SUBSCRIPTIONS_ACKNOWLEDGED, ack);
+        let acknowledged = host.notify_value(notifications::SUBSCRIPTIONS_ACKNOWLEDGED, &ack);
         let registered = shared.listeners.register(id.clone(), filter, host.clone());
         if !acknowledged.await {
             return Err(McpError::internal("the connection is gone"));
@@ -1100,18 +1118,18 @@ impl Server {
         let shared = &self.shared;
         let announces = |kind| shared.announces(kind).then_some(true);
         ServerCapabilities {
-            tools: shared.has_tools().then(|| ToolsCapability {
+            tools: shared.offers(ListKind::Tools).then(|| ToolsCapability {
                 list_changed: announces(ListKind::Tools),
                 ..Default::default()
             }),
-            resources: (!shared.resources.is_empty() || !shared.templates.is_empty()).then(|| {
-                ResourcesCapability {
+            resources: shared
+                .offers(ListKind::Resources)
+                .then(|| ResourcesCapability {
                     subscribe: shared.subscribable().then_some(true),
                     list_changed: announces(ListKind::Resources),
                     ..Default::default()
-                }
-            }),
-            prompts: (!shared.prompts.is_empty()).then(|| PromptsCapability {
+                }),
+            prompts: shared.offers(ListKind::Prompts).then(|| PromptsCapability {
                 list_changed: announces(ListKind::Prompts),
                 ..Default::default()
             }),
@@ -1121,7 +1139,7 @@ impl Server {
         }
     }
 
-    fn read(&self, method: &str, params: Params, host: &dyn Host) -> Result<Request, McpError> {
+    fn read(&self, method: &str, params: Params, host: &dyn Peer) -> Result<Request, McpError> {
         let Params {
             value,
             arguments,
@@ -1205,7 +1223,7 @@ impl Server {
         })
     }
 
-    fn context(&self, request: &Request, host: Arc<dyn Host>, may_ask: bool) -> Context {
+    fn context(&self, request: &Request, host: Arc<dyn Peer>, may_ask: bool) -> Context {
         Context {
             inner: Arc::new(Inner {
                 host,
@@ -1230,7 +1248,7 @@ impl Server {
         &self,
         method: &str,
         request: Request,
-        host: Arc<dyn Host>,
+        host: Arc<dyn Peer>,
     ) -> Result<Reply, McpError> {
         let shared = &self.shared;
         let stateless = request.stateless;
@@ -1256,18 +1274,20 @@ impl Server {
                 return self.page(&request, "tools", &tools).map(Reply::Value);
             }
             methods::RESOURCES_LIST => {
-                let list: Vec<&Resource> = shared.resources.iter().map(|r| &r.resource).collect();
+                let resources = shared.resources.read();
+                let list: Vec<&Resource> = resources.iter().map(|r| &r.resource).collect();
                 return self.page(&request, "resources", &list).map(Reply::Value);
             }
             methods::RESOURCES_TEMPLATES_LIST => {
-                let list: Vec<&ResourceTemplate> =
-                    shared.templates.iter().map(|t| &t.template).collect();
+                let templates = shared.templates.read();
+                let list: Vec<&ResourceTemplate> = templates.iter().map(|t| &t.template).collect();
                 return self
                     .page(&request, "resourceTemplates", &list)
                     .map(Reply::Value);
             }
             methods::PROMPTS_LIST => {
-                let list: Vec<&Prompt> = shared.prompts.iter().map(|p| &p.prompt).collect();
+                let prompts = shared.prompts.read();
+                let list: Vec<&Prompt> = prompts.iter().map(|p| &p.prompt).collect();
                 return self.page(&request, "prompts", &list).map(Reply::Value);
             }
             methods::SUBSCRIPTIONS_LISTEN => {
@@ -1299,7 +1319,7 @@ impl Server {
                     if !s.registered {
                         s.registered = true;
                         drop(s);
-                        shared.sessions.register(&session, host.notifier());
+                        shared.sessions.register(&session, host.session_notifier());
                     }
                 }
                 json!({})
@@ -1319,9 +1339,14 @@ impl Server {
                     serde_json::from_value(Value::Object(request.params.clone()))
                         .map_err(|e| McpError::invalid_params(e.to_string()))?;
                 let known = match &params.reference {
-                    Reference::Prompt(p) => shared.prompts.iter().any(|e| e.prompt.name == p.name),
+                    Reference::Prompt(p) => shared
+                        .prompts
+                        .read()
+                        .iter()
+                        .any(|e| e.prompt.name == p.name),
                     Reference::Resource(r) => shared
                         .templates
+                        .read()
                         .iter()
                         .any(|t| t.template.uri_template == r.uri),
                 };
@@ -1346,7 +1371,7 @@ impl Server {
         Ok(Reply::Value(value))
     }
 
-    fn initialize(&self, request: Request, host: &dyn Host) -> Result<Value, McpError> {
+    fn initialize(&self, request: Request, host: &dyn Peer) -> Result<Value, McpError> {
         let params: InitializeRequestParams = serde_json::from_value(Value::Object(request.params))
             .map_err(|e| McpError::invalid_params(format!("initialize: {e}")))?;
         let asked = params.protocol_version.as_str();
@@ -1364,7 +1389,9 @@ impl Server {
             if !s.registered {
                 s.registered = true;
                 drop(s);
-                self.shared.sessions.register(&session, host.notifier());
+                self.shared
+                    .sessions
+                    .register(&session, host.session_notifier());
             }
         }
         let mut result = json!({
@@ -1420,7 +1447,7 @@ impl Server {
         &self,
         method: &str,
         mut request: Request,
-        host: Arc<dyn Host>,
+        host: Arc<dyn Peer>,
     ) -> Result<Reply, McpError> {
         // Moved out of the params (no copy): nothing after reads them there.
         let name = match method {
@@ -1611,7 +1638,14 @@ impl Server {
         arguments: Option<Value>,
         cx: Context,
     ) -> Result<Value, McpError> {
-        let Some(entry) = self.shared.prompts.iter().find(|p| p.prompt.name == name) else {
+        let found = {
+            let prompts = self.shared.prompts.read();
+            prompts
+                .iter()
+                .find(|p| p.prompt.name == name)
+                .map(|p| (p.prompt.arguments.clone(), Arc::clone(&p.get)))
+        };
+        let Some((wanted, get)) = found else {
             return Err(McpError::invalid_params(format!("Unknown prompt: {name}")));
         };
         let args: BTreeMap<String, String> = match arguments {
@@ -1620,7 +1654,7 @@ impl Server {
                 McpError::invalid_params("prompt arguments must be an object of strings")
             })?,
         };
-        for wanted in entry.prompt.arguments.iter().flatten() {
+        for wanted in wanted.iter().flatten() {
             if wanted.required == Some(true) && !args.contains_key(&wanted.name) {
                 return Err(McpError::invalid_params(format!(
                     "missing required argument {:?}",
@@ -1628,7 +1662,7 @@ impl Server {
                 )));
             }
         }
-        let result = (entry.get)(cx, args).await?;
+        let result = get(cx, args).await?;
         serde_json::to_value(result).map_err(McpError::internal)
     }
 
@@ -1639,15 +1673,19 @@ impl Server {
             )));
         }
         let shared = &self.shared;
-        let found = if let Some(entry) = shared.resources.iter().find(|r| r.resource.uri == uri) {
-            Some((Arc::clone(&entry.read), BTreeMap::new()))
-        } else {
-            shared.templates.iter().find_map(|t| {
+        let fixed = shared
+            .resources
+            .read()
+            .iter()
+            .find(|r| r.resource.uri == uri)
+            .map(|entry| (Arc::clone(&entry.read), BTreeMap::new()));
+        let found = fixed.or_else(|| {
+            shared.templates.read().iter().find_map(|t| {
                 t.parsed
                     .matches(uri)
                     .map(|vars| (Arc::clone(&t.read), vars))
             })
-        };
+        });
         let Some((read, vars)) = found else {
             let data = json!({ "uri": uri });
             // 2025-11-25 says -32002 for an unknown resource; 2026-07-28 (SEP-2164) -32602.

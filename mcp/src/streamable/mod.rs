@@ -210,16 +210,15 @@ pub use sansrpc::codec::http::{Authorized, WholeResponse as Response};
 /// know 501): a JSON-RPC error (id `null`) that names the fault, and `connection: close`
 /// (what follows on the connection cannot be framed). An adapter writes it and closes.
 pub fn refusal(fault: HttpFault) -> Response {
-    let why = match fault {
-        HttpFault::BadRequest => "Bad Request: malformed HTTP request",
-        HttpFault::BodyTooLarge => "Payload Too Large: the request body is over the limit",
-        HttpFault::HeadTooLarge => {
-            "Request Header Fields Too Large: the request head is over the limit"
-        }
-        HttpFault::NotImplemented => "Not Implemented: unsupported transfer coding",
-    };
-    Response::json(fault.status(), error_body(None, -32600, why, None))
-        .header("connection", "close")
+    status_refusal(fault.status()).header("connection", "close")
+}
+
+/// The answer with `status` that an adapter gives without the machine (a fault of the
+/// request's framing, a body over the limit, a server that closes or is past its bounds): a
+/// JSON-RPC error (id `null`) that names it, as every refusal of the machine carries one
+/// (HTTP's, the same for every JSON-RPC server: [`Response::refusal`]).
+pub fn status_refusal(status: u16) -> Response {
+    Response::refusal(status)
 }
 
 /// A JSON-RPC error response's bytes: `id` as sent (`null` without one), `data` raw JSON.
@@ -575,16 +574,34 @@ impl Server {
         (verdict, scanned)
     }
 
-    /// Host and Origin (DNS-rebinding protection): 403 for one not allowed.
+    /// Host and Origin (DNS-rebinding protection): 403 for one not allowed, whose message
+    /// names the value refused (its first 100 bytes) and the setting that allows it.
     fn check_origin(&self, head: &Head) -> Result<(), Response> {
-        let forbidden = |why: &str| Response::json(403, error_body(None, -32600, why, None));
+        let forbidden = |what: &str, value: &str, setting: &str| {
+            let value = match value.char_indices().nth(100) {
+                Some((end, _)) => &value[..end],
+                None => value,
+            };
+            let why = format!(
+                "Forbidden: {what} {value:?} not allowed (the server allows it with {setting})"
+            );
+            Response::json(403, error_body(None, -32600, &why, None))
+        };
         let host = rules::text(head, "host").unwrap_or_default();
         if !self.config.hosts.allows(host) {
-            return Err(forbidden("Forbidden: Host not allowed"));
+            return Err(forbidden(
+                "Host",
+                host,
+                "streamable::Config::hosts: Hosts::List of its names, or Hosts::Any behind a proxy that checks them",
+            ));
         }
         if let Some(origin) = rules::text(head, "origin") {
             if !self.config.origins.allows(origin, &self.config.hosts) {
-                return Err(forbidden("Forbidden: Origin not allowed"));
+                return Err(forbidden(
+                    "Origin",
+                    origin,
+                    "streamable::Config::origins: Origins::List of its origins, or a Host allowed by streamable::Config::hosts",
+                ));
             }
         }
         Ok(())

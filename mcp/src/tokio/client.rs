@@ -7,16 +7,28 @@
 //! (sampling, elicitation, roots) reach your [`Builder`]'s router, and their answers are
 //! POSTed back.
 //!
-//! `https://` URLs are served over rustls (feature `tls`): [`connect`] trusts the Mozilla
-//! root certificates, [`connect_tls`] the roots of a config you give (a private CA, a
-//! self-signed certificate, or the system's store). The connections are made the way the
-//! JSON-RPC HTTP client makes its own (`http::connect`), TCP then TLS.
+//! `https://` URLs are served over rustls: [`connect`] trusts the Mozilla root
+//! certificates, [`Connect::tls`](super::Connect::tls) the roots of a config you give (a
+//! private CA, a self-signed certificate, or the system's store). The connections are made
+//! the way the JSON-RPC HTTP client makes its own (`http::connect`), TCP then TLS. The
+//! headers and credentials of [`Connect`](super::Connect) (a static header, a bearer token,
+//! OAuth 2.1) go on every request: the POSTs, the GET stream and its resumptions, the
+//! `DELETE`; a 401 or 403 goes to the credentials, which may refresh, authorize or step up
+//! before the request is sent again.
+//!
+//! A request that could not reach the server (the connection refused, a TLS failure, an
+//! authorization that failed) ends its call with `EndReason::Unanswered`, and its cause is
+//! kept for the call's error: the typed client fails it with
+//! [`ClientError::Transport`](crate::client::ClientError::Transport) (TLS with rustls'
+//! reason and the host, the address refused, the OAuth step and the server's `error`);
+//! [`last_failure`] gives it to other callers.
 //!
 //! On the stateless revision (2026-07-28) the `_meta` of each request gives its
 //! `MCP-Protocol-Version`, and every POST carries `Mcp-Method` (and `Mcp-Name` where the
 //! request names something). A `tools/call` also carries the `Mcp-Param-*` headers of the
 //! tool's `x-mcp-header` arguments (SEP-2243) when the connection was made with
-//! [`connect_with_headers`] and the typed client's `ParamHeaders`. Cancelling a 2026-07-28
+//! [`Connect::headers_for`](super::Connect::headers_for) and the typed client's
+//! `ParamHeaders`. Cancelling a 2026-07-28
 //! request (`notifications/cancelled`, as when its call is dropped) closes its POST's
 //! response stream instead of POSTing the notification: on that revision closing the stream
 //! is how a client cancels over HTTP (a `subscriptions/listen` is forgotten by the server).
@@ -38,29 +50,33 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use crate::client::TransportFailures;
 use crate::streamable::encode_header_value;
 use http_body_util::{BodyExt, Empty, Full};
 use hyper::body::Bytes;
-use hyper::header::{ACCEPT, CONTENT_TYPE};
+use hyper::header::{
+    HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE,
+};
 use hyper::{Method, Request, Uri};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use sansrpc::codec::sse;
 use sansrpc::connection::EndReason;
 use sansrpc::Connection;
 use sansrpc::Instant;
+use sansrpc_oauth::driver::{CredentialProvider, Retry};
 use tokio::sync::mpsc;
 
 use sansrpc_tokio::host::{HttpStream as Stream, HttpTarget as Target};
 use sansrpc_tokio::{BoxFuture, Builder, Received, Transport};
 
-type Http = hyper_util::client::legacy::Client<
-    Dial,
-    http_body_util::combinators::BoxBody<Bytes, hyper::Error>,
->;
+/// A request's body.
+type Body = http_body_util::combinators::BoxBody<Bytes, hyper::Error>;
+
+type Http = hyper_util::client::legacy::Client<Dial, Body>;
 
 /// Makes the HTTP client's connections: TCP to the endpoint's host, and TLS over it for
 /// `https://`, as the JSON-RPC HTTP client makes its own ([`Target`]).
@@ -127,13 +143,20 @@ struct Session {
 }
 
 /// The extra headers of a `tools/call` POST, from its frame.
-type ExtraHeaders = dyn Fn(&[u8]) -> Vec<(String, String)> + Send + Sync;
+pub(super) type ExtraHeaders = dyn Fn(&[u8]) -> Vec<(String, String)> + Send + Sync;
 
 #[derive(Clone)]
 struct Shared {
     http: Http,
-    /// Asked for the extra headers of each `tools/call` (see [`connect_with_headers`]).
+    /// Asked for the extra headers of each `tools/call` (see
+    /// [`Connect::headers_for`](super::Connect::headers_for)).
     extra: Option<Arc<ExtraHeaders>>,
+    /// On every request ([`Connect::header`](super::Connect::header)).
+    headers: Arc<Vec<(HeaderName, HeaderValue)>>,
+    /// Each request's `Authorization`, and what to do with a 401 or 403.
+    credentials: Option<Arc<dyn CredentialProvider>>,
+    /// Where the causes of the exchanges that could not be made are told.
+    failures: Arc<OnceLock<Arc<TransportFailures>>>,
     uri: Uri,
     session: Arc<Mutex<Session>>,
     /// Messages for the connection: bounded, so a server that floods waits on its stream.
@@ -244,94 +267,59 @@ fn sent(frame: &[u8]) -> Frame {
     }
 }
 
-/// Connects to the Streamable HTTP MCP endpoint at `url` (`http://`, or `https://` with
-/// the `tls` feature, trusting the Mozilla root certificates) and spawns the connection's
-/// driver on the current tokio runtime. Nothing is sent until you call `initialize`.
+/// Connects to the Streamable HTTP MCP endpoint at `url` (`http://`, or `https://` trusting
+/// the Mozilla root certificates) and spawns the connection's driver on the current tokio
+/// runtime; nothing is sent until you call `initialize`. [`Connect`](super::Connect) says
+/// more: the certificates to trust, headers and credentials on every request, the per-call
+/// headers of SEP-2243.
 pub fn connect(url: &str, builder: Builder) -> io::Result<sansrpc_tokio::Spawned> {
-    open(url, builder, None, None)
+    super::Connect::new(url).connect(builder)
 }
 
-/// [`connect`] to an `https://` URL trusting what `tls` trusts: a private CA or a
-/// self-signed certificate ([`tls::client_config_with_roots`](sansrpc_tokio::tls::client_config_with_roots)),
-/// or the system's certificate store ([`tls::client_config_with_native_roots`](sansrpc_tokio::tls::client_config_with_native_roots)).
-pub fn connect_tls(
-    url: &str,
-    builder: Builder,
-    tls: Arc<sansrpc_tokio::tls::rustls::ClientConfig>,
-) -> io::Result<sansrpc_tokio::Spawned> {
-    open(url, builder, None, Some(tls))
+/// The reason the transport gave for the last exchange it could not make on `client`'s
+/// connection (the connection refused, a TLS failure, an authorization that failed), for a
+/// call that ended with [`EndReason::Unanswered`] on a connection [`connect`] made; the
+/// typed client (`sansrpc_mcp::client::McpClient`) gives it in its error by itself
+/// ([`ClientError::Transport`](crate::client::ClientError::Transport)).
+pub fn last_failure(
+    client: &sansrpc_tokio::Client,
+) -> Option<Arc<dyn std::error::Error + Send + Sync>> {
+    client.local::<TransportFailures>().last()
 }
 
-/// [`connect`], and each `tools/call` POST also carries the headers `headers` gives for its
-/// body (a name and a value each, sent as they are): the `Mcp-Param-*` headers of the
-/// tool's `x-mcp-header` arguments (SEP-2243), from the typed client's
-/// `sansrpc_mcp::client::ParamHeaders`, which remembers the marks of the tools it listed:
-///
-/// ```no_run
-/// use sansrpc::connection::{Config, Profile};
-/// use sansrpc_mcp::client::ClientBuilder;
-/// use sansrpc_tokio::Builder;
-///
-/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-/// let mcp = ClientBuilder::new("me", "1");
-/// let builder = Builder::new().config(Config::for_profile(Profile::Mcp)).router(mcp.router());
-/// let headers = mcp.param_headers();
-/// let conn = sansrpc_mcp::tokio::connect_with_headers(
-///     "http://127.0.0.1:3000/mcp",
-///     builder,
-///     move |frame| headers.for_frame(frame),
-/// )?;
-/// let server = mcp.discover(conn.client.clone()).await?;
-/// for tool in server.all_tools().await? {
-///     println!("{}", tool.name);
-/// }
-/// # Ok(()) }
-/// ```
-pub fn connect_with_headers<F>(
-    url: &str,
-    builder: Builder,
-    headers: F,
-) -> io::Result<sansrpc_tokio::Spawned>
-where
-    F: Fn(&[u8]) -> Vec<(String, String)> + Send + Sync + 'static,
-{
-    open(url, builder, Some(Arc::new(headers)), None)
-}
-
-/// [`connect_with_headers`] to an `https://` URL trusting what `tls` trusts (see
-/// [`connect_tls`]).
-pub fn connect_tls_with_headers<F>(
-    url: &str,
-    builder: Builder,
-    tls: Arc<sansrpc_tokio::tls::rustls::ClientConfig>,
-    headers: F,
-) -> io::Result<sansrpc_tokio::Spawned>
-where
-    F: Fn(&[u8]) -> Vec<(String, String)> + Send + Sync + 'static,
-{
-    open(url, builder, Some(Arc::new(headers)), Some(tls))
+/// What [`Connect`](super::Connect) gives [`open`].
+pub(super) struct Settings {
+    pub(super) tls: Tls,
+    pub(super) headers: Vec<(HeaderName, HeaderValue)>,
+    pub(super) credentials: Option<Arc<dyn CredentialProvider>>,
+    pub(super) per_frame: Option<Arc<ExtraHeaders>>,
 }
 
 type Tls = Option<Arc<sansrpc_tokio::tls::rustls::ClientConfig>>;
 
-fn open(
+pub(super) fn open(
     url: &str,
     builder: Builder,
-    extra: Option<Arc<ExtraHeaders>>,
-    tls: Tls,
+    settings: Settings,
 ) -> io::Result<sansrpc_tokio::Spawned> {
     let uri: Uri = url
         .parse()
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    let target = Target::of(url, tls)?;
+    let target = Target::of(url, settings.tls)?;
     let http = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
         .build(Dial(Arc::new(target)));
     let (incoming, rx) = mpsc::channel(INCOMING);
     let session: Arc<Mutex<Session>> = Arc::default();
+    // The connection's record of failures, where its clients read them: set once spawned,
+    // before any request can go out.
+    let failures: Arc<OnceLock<Arc<TransportFailures>>> = Arc::default();
     let transport = Messages {
         shared: Shared {
             http,
-            extra,
+            extra: settings.per_frame,
+            headers: Arc::new(settings.headers),
+            credentials: settings.credentials,
+            failures: Arc::clone(&failures),
             uri,
             session: Arc::clone(&session),
             incoming,
@@ -350,6 +338,7 @@ fn open(
         .local::<sansrpc_tokio::CloseWithSession>()
         .set();
     let _ = spawned.client.local::<SessionOf>().0.set(session);
+    let _ = failures.set(spawned.client.local::<TransportFailures>());
     Ok(spawned)
 }
 
@@ -405,9 +394,7 @@ impl Transport for Messages {
         while let Some(len) = conn.poll_transmit(&mut self.buf) {
             let frame = self.buf.split_off(self.buf.len() - len);
             let mut described = sent(&frame);
-            if let (Some("tools/call"), Some(extra)) =
-                (described.method.as_deref(), &self.shared.extra)
-            {
+            if let Some(extra) = &self.shared.extra {
                 described.extra = extra(&frame);
             }
             if described.method.as_deref() == Some("initialize") {
@@ -491,24 +478,124 @@ impl Transport for Messages {
 /// What [`send`] gives: the response, and the session id the request carried.
 type Sent = (hyper::Response<hyper::body::Incoming>, Option<String>);
 
+/// The most times one request is sent again after its credentials changed (a refresh, an
+/// authorization, a step-up); the authorizer has its own, smaller, limits.
+const AUTH_RESENDS: usize = 8;
+
+/// Why [`send`] gave no response.
+enum Failure {
+    /// No connection could be made (refused, no route, TLS), or the request could not be
+    /// built: nothing reached the server.
+    Unsent(Arc<dyn std::error::Error + Send + Sync>),
+    /// The authorization failed (or the server refused the static token): the OAuth error,
+    /// and the status the server answered the request with (401 or 403) if it did.
+    Unauthorized(Arc<sansrpc_oauth::Error>, Option<u16>),
+    /// The exchange failed after the request went out.
+    Cut,
+}
+
+impl Failure {
+    /// Tells the connection's clients why (for the failures that have a cause to tell);
+    /// the status to end the request's calls with.
+    fn tell(self, shared: &Shared) -> Option<u16> {
+        let (cause, status): (Arc<dyn std::error::Error + Send + Sync>, _) = match self {
+            Failure::Unsent(cause) => (cause, None),
+            // Not a lost answer: the typed client must not send it again (that would run
+            // the failed authorization again).
+            Failure::Unauthorized(error, status) => (error, Some(status.unwrap_or(401))),
+            Failure::Cut => return None,
+        };
+        if let Some(failures) = shared.failures.get() {
+            failures.record(cause);
+        }
+        status
+    }
+}
+
 /// One request to the endpoint with the session's headers (an `initialize` starts a new
-/// session: it carries no session id).
+/// session: it carries no session id), the connection's own headers and its credentials.
+/// A 401 or 403 goes to the credentials, which may refresh, authorize or step up: the
+/// request is then sent again.
 async fn send(
     shared: &Shared,
     method: Method,
     body: Option<Bytes>,
     frame: Option<&Frame>,
     last_event_id: Option<&str>,
-) -> Result<Sent, Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<Sent, Failure> {
+    let mut resends = 0;
+    loop {
+        let authorization = match &shared.credentials {
+            Some(credentials) => credentials
+                .authorization()
+                .await
+                .map_err(|e| Failure::Unauthorized(Arc::new(e), None))?,
+            None => None,
+        };
+        let (request, carried) = request(
+            shared,
+            &method,
+            body.clone(),
+            frame,
+            last_event_id,
+            authorization.as_deref(),
+        )
+        .map_err(|e| Failure::Unsent(Arc::new(e)))?;
+        let response = match shared.http.request(request).await {
+            Ok(response) => response,
+            Err(e) if e.is_connect() => return Err(Failure::Unsent(Arc::new(e))),
+            Err(_) => return Err(Failure::Cut),
+        };
+        let Some(credentials) = &shared.credentials else {
+            return Ok((response, carried));
+        };
+        let status = response.status().as_u16();
+        let challenges: Vec<&str> = match status {
+            401 | 403 => response
+                .headers()
+                .get_all(WWW_AUTHENTICATE)
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .collect(),
+            _ => Vec::new(),
+        };
+        let retry = credentials
+            .on_response(status, &challenges, authorization.as_deref())
+            .await
+            .map_err(|e| Failure::Unauthorized(Arc::new(e), Some(status)))?;
+        if retry == Retry::No || resends == AUTH_RESENDS {
+            return Ok((response, carried));
+        }
+        resends += 1;
+    }
+}
+
+/// The request [`send`] sends, and the session id it carries.
+fn request(
+    shared: &Shared,
+    method: &Method,
+    body: Option<Bytes>,
+    frame: Option<&Frame>,
+    last_event_id: Option<&str>,
+    authorization: Option<&str>,
+) -> Result<(Request<Body>, Option<String>), hyper::http::Error> {
     let mut request = Request::builder()
         .method(method.clone())
         .uri(shared.uri.clone());
-    request = match method {
+    if let Some(headers) = request.headers_mut() {
+        for (name, value) in shared.headers.iter() {
+            headers.append(name.clone(), value.clone());
+        }
+    }
+    request = match *method {
         Method::GET => request.header(ACCEPT, "text/event-stream"),
         _ => request
             .header(ACCEPT, "application/json, text/event-stream")
             .header(CONTENT_TYPE, "application/json"),
     };
+    if let Some(authorization) = authorization {
+        request = request.header(AUTHORIZATION, authorization);
+    }
     let initialize = frame.is_some_and(|f| f.method.as_deref() == Some("initialize"));
     let carried = {
         let mut session = shared.session.lock().unwrap_or_else(|e| e.into_inner());
@@ -550,8 +637,34 @@ async fn send(
         Some(b) => Full::new(b).map_err(|e| match e {}).boxed(),
         None => Empty::new().map_err(|e| match e {}).boxed(),
     };
-    Ok((shared.http.request(request.body(body)?).await?, carried))
+    Ok((request.body(body)?, carried))
 }
+
+/// The server asks for credentials the connection was not given: said once, for the call's
+/// error.
+#[derive(Debug)]
+struct CredentialsNeeded {
+    status: u16,
+    challenge: Option<String>,
+}
+
+impl std::fmt::Display for CredentialsNeeded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the server answered {} and asks for authorization",
+            self.status
+        )?;
+        if let Some(challenge) = &self.challenge {
+            write!(f, " (WWW-Authenticate: {challenge})")?;
+        }
+        f.write_str(
+            "; the connection has no credentials: give it some (Connect::bearer, Connect::oauth)",
+        )
+    }
+}
+
+impl std::error::Error for CredentialsNeeded {}
 
 /// Ends the requests of `frame` still waiting, with `status` (see [`Incoming::Ended`]).
 async fn ended(shared: &Shared, frame: Bytes, status: Option<u16>) {
@@ -578,13 +691,38 @@ async fn post(shared: Shared, frame: Vec<u8>, described: Frame, opens: bool) {
     let frame = Bytes::from(frame);
     let kept = described.request.then(|| frame.clone());
     let sent = send(&shared, Method::POST, Some(frame), Some(&described), None).await;
-    let Ok((response, carried)) = sent else {
-        if let Some(frame) = kept {
-            ended(&shared, frame, None).await;
+    let (response, carried) = match sent {
+        Ok(sent) => sent,
+        Err(failure) => {
+            if let Some(frame) = kept {
+                let status = failure.tell(&shared);
+                ended(&shared, frame, status).await;
+            }
+            return;
         }
-        return;
     };
     let status = response.status();
+    let challenge = response
+        .headers()
+        .get(WWW_AUTHENTICATE)
+        .and_then(|v| v.to_str().ok());
+    let unauthorized = status == hyper::StatusCode::UNAUTHORIZED
+        || status == hyper::StatusCode::FORBIDDEN && challenge.is_some();
+    if let (Some(frame), None, true) = (&kept, &shared.credentials, unauthorized) {
+        // Without credentials the answer is all there is: the call fails saying what the
+        // server asks for (its body, an error with no id, would say only "Unauthorized").
+        let needed = CredentialsNeeded {
+            status: status.as_u16(),
+            challenge: challenge.map(str::to_owned),
+        };
+        if let Some(failures) = shared.failures.get() {
+            failures.record(Arc::new(needed));
+        }
+        let frame = frame.clone();
+        let _ = response.into_body().collect().await;
+        ended(&shared, frame, Some(status.as_u16())).await;
+        return;
+    }
     if status == hyper::StatusCode::NOT_FOUND && carried.is_some() {
         if let Some(frame) = kept {
             ended(&shared, frame, Some(404)).await;

@@ -1,7 +1,7 @@
 //! MCP's Streamable HTTP on tokio (feature `tokio`): the 2025-11-25 session revision (and
 //! older clients) and the stateless 2026-07-28 revision, served standalone ([`serve`],
 //! [`serve_with`]) or mounted in an axum or hyper app ([`McpService`]), and called
-//! ([`connect`]). Every decision is the sans-I/O machine's
+//! ([`connect`], [`Connect`] for TLS roots, headers and credentials on every request). Every decision is the sans-I/O machine's
 //! ([`streamable::Server`](crate::streamable::Server)); this module moves bytes, on the
 //! listener, request reader and tower conversions that every sansrpc-tokio server shares
 //! (`sansrpc_tokio::host`).
@@ -22,11 +22,14 @@
 
 mod channel;
 mod client;
+mod connect;
 mod serve;
 mod service;
 
-pub use client::{
-    connect, connect_tls, connect_tls_with_headers, connect_with_headers, session_id,
-};
+pub use client::{connect, last_failure, session_id};
+pub use connect::Connect;
+/// The OAuth 2.1 client ([`Connect::oauth`]): `sansrpc-oauth`, re-exported so an MCP client
+/// needs no other dependency for it.
+pub use sansrpc_oauth as oauth;
 pub use serve::{serve, serve_with, Options, TokenCheck, Validator};
 pub use service::McpService;

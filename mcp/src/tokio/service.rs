@@ -9,7 +9,7 @@ use crate::streamable::{self, Extensions};
 use sansrpc::codec::http::Head;
 
 use sansrpc_tokio::service::{
-    head_of, read_body, response, status as bare, stream_response, Body, ResponseFuture, StreamHead,
+    head_of, read_body, refusal as bare, stream_response, whole, Body, ResponseFuture, StreamHead,
 };
 use sansrpc_tokio::Builder;
 
@@ -97,13 +97,6 @@ where
         let mcp = Arc::clone(&self.0);
         Box::pin(async move { Ok(answer(&mcp.state, prepared).await) })
     }
-}
-
-/// A whole response the machine gave.
-fn whole(answer: streamable::Response) -> http::Response<Body> {
-    let fields = answer.headers.iter().map(|(n, v)| (*n, v.as_bytes()));
-    let fields: Vec<_> = fields.collect();
-    response(answer.status, fields, Body::full(answer.body))
 }
 
 /// A request as the machine reads it: its head (boxed: the request's future keeps it

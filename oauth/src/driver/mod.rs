@@ -1,8 +1,9 @@
 //! The machine run on tokio: an [`Authorizer`] that gives each request to a protected
 //! resource its `Authorization` header and handles the 401 and 403 answers, over an
 //! [`HttpTransport`] ([`HyperTransport`]: hyper-util's client with rustls), with the
-//! user's part behind [`UserAgent`] ([`HeadlessUserAgent`] follows the redirects with
-//! GETs) and the tokens behind a [`TokenStore`].
+//! user's part behind [`UserAgent`] ([`LoopbackBrowser`] opens the user's browser and takes
+//! the redirect on a loopback port; [`HeadlessUserAgent`] follows the redirects with GETs,
+//! for tests and servers that approve at once) and the tokens behind a [`TokenStore`].
 //!
 //! One flow runs at a time, in a task of its own: the requests that need it (a 401, a
 //! token about to expire) wait for its end together, and a caller that goes away does not
@@ -33,6 +34,7 @@
 //! # }
 //! ```
 
+mod browser;
 mod headless;
 mod transport;
 
@@ -50,6 +52,7 @@ use crate::machine::{AuthorizationRequest, Credential, OAuthClient, Output, Verd
 use crate::store::{MemoryStore, TokenSet, TokenStore};
 use crate::Config;
 
+pub use browser::LoopbackBrowser;
 pub use headless::HeadlessUserAgent;
 /// rustls, for a [`rustls::ClientConfig`] or a root certificate
 /// ([`rustls::pki_types::CertificateDer`]) given to [`HyperTransport`].
@@ -224,6 +227,25 @@ impl AuthorizerBuilder {
     pub fn store(mut self, store: impl TokenStore + 'static) -> AuthorizerBuilder {
         self.store = Some(Arc::new(store));
         self
+    }
+
+    /// Whether [`transport`](Self::transport) was given: a protocol client that builds the
+    /// authorizer for its connection gives its own (the same TLS trust) only when not.
+    pub fn has_transport(&self) -> bool {
+        self.transport.is_some()
+    }
+
+    /// Sends this header with every metadata request ([`Config::discovery_header`]), in
+    /// place of one of the same name: a protocol client adds what its specification asks
+    /// (MCP: `MCP-Protocol-Version`).
+    pub fn discovery_header(mut self, name: &str, value: impl Into<String>) -> AuthorizerBuilder {
+        self.config = self.config.discovery_header(name, value);
+        self
+    }
+
+    /// The canonical URI of the resource the authorizer is for.
+    pub fn resource(&self) -> &str {
+        self.config.resource()
     }
 
     /// Reads the time with `clock` (default: [`SystemTime::now`]); tests move it.

@@ -113,6 +113,44 @@ impl WholeResponse {
         r
     }
 
+    /// The answer with `status` a JSON-RPC server over HTTP gives without its machine (a
+    /// fault of the request's framing, a body over the limit, a server that closes or is
+    /// past its bounds): a JSON-RPC error with id `null` that names it, `-32600` for what
+    /// the request did and `-32603` for what the server did.
+    ///
+    /// ```
+    /// use sansrpc::codec::http::WholeResponse;
+    ///
+    /// let refused = WholeResponse::refusal(413);
+    /// assert_eq!((refused.status, &refused.headers[0].1[..]), (413, "application/json"));
+    /// assert!(refused.body.starts_with(br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Payload Too Large"#));
+    /// ```
+    pub fn refusal(status: u16) -> Self {
+        let (code, why) = match status {
+            400 => ("-32600", "Bad Request: malformed HTTP request"),
+            413 => (
+                "-32600",
+                "Payload Too Large: the request body is over the limit",
+            ),
+            431 => (
+                "-32600",
+                "Request Header Fields Too Large: the request head is over the limit",
+            ),
+            501 => ("-32600", "Not Implemented: unsupported transfer coding"),
+            503 => (
+                "-32603",
+                "Service Unavailable: the server could not serve it now",
+            ),
+            _ => ("-32603", "Internal error"),
+        };
+        let mut body = Vec::from(&br#"{"jsonrpc":"2.0","id":null,"error":{"code":"#[..]);
+        body.extend_from_slice(code.as_bytes());
+        body.extend_from_slice(br#","message":""#);
+        body.extend_from_slice(why.as_bytes());
+        body.extend_from_slice(br#""}}"#);
+        WholeResponse::json(status, body)
+    }
+
     /// The same with the field `name: value` added.
     pub fn header(mut self, name: &'static str, value: &str) -> Self {
         self.headers.push((name, String::from(value)));

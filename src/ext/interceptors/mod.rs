@@ -30,7 +30,7 @@
 //! ## Time
 //!
 //! The core reads no clock: layers that measure or limit take a clock function returning
-//! an [`Instant`](crate::Instant). With `std`, [`system_clock`] is one.
+//! an [`Instant`](crate::Instant): `sansrpc_runtime::system_clock` on `std`, or your own.
 
 mod auth;
 mod client;
@@ -60,10 +60,3 @@ pub const REDACTED: &str = "<redacted>";
 
 /// A clock function: the current time on the caller's clock.
 pub type Clock = alloc::boxed::Box<dyn Fn() -> crate::Instant + Send + Sync>;
-
-/// A clock on `std::time::Instant`, counting from the moment it is made.
-#[cfg(feature = "std")]
-pub fn system_clock() -> impl Fn() -> crate::Instant + Send + Sync + Clone + 'static {
-    let epoch = std::time::Instant::now();
-    move || crate::Instant::from_duration(epoch.elapsed())
-}

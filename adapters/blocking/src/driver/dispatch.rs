@@ -481,15 +481,19 @@ impl Driver {
                     self.closed.store(true, Ordering::Relaxed);
                     self.link.closed.store(true, Ordering::Relaxed);
                 }
-                Event::CheckProcess { pid } if !sansrpc::runtime::process_alive(pid) => {
+                Event::CheckProcess { pid } if !sansrpc_runtime::process_alive(pid) => {
                     self.conn.handle_client_gone(now);
                 }
-                Event::FrameError(e @ FrameError::WrongFraming { .. }) => {
-                    tracing::warn!("sansrpc: {e}");
+                // Framing faults, refused frames, stray responses: the connection answered
+                // whatever needed an answer; they are worth a log line at most.
+                other => {
+                    if let Event::FrameError(e @ FrameError::WrongFraming { .. }) = &other {
+                        tracing::warn!("sansrpc: {e}");
+                    }
+                    if let Some(hook) = &self.on_event {
+                        hook.call(&crate::Client::peer(Arc::clone(&self.link)), other);
+                    }
                 }
-                // Other framing faults, refused frames, stray responses: the connection
-                // answered whatever needed an answer, and a caller has nothing to do.
-                _ => {}
             }
         }
         any

@@ -141,6 +141,7 @@ pub(crate) fn spawn(
         closed: Arc::new(AtomicBool::new(false)),
         link,
         grace: config.connection.end_grace,
+        on_event: config.on_event.clone(),
     };
     let (size, buffers, pool) = (
         config.read_size.max(1),
@@ -182,6 +183,8 @@ struct Driver {
     /// whether it is closed.
     link: Arc<Link>,
     grace: Duration,
+    /// [`Options::on_event`](crate::Options::on_event).
+    on_event: Option<crate::EventHook>,
 }
 
 impl Driver {

@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use sansrpc::ext::store::{MemoryStore, Store, StoredMessage, SubscriptionState};
 use sansrpc::RawValue;
+use sansrpc_pubsub::store::{MemoryStore, Store, StoredMessage, SubscriptionState};
 
 pub struct Slow {
     pub inner: MemoryStore,

@@ -173,6 +173,20 @@ pub fn status(status: u16) -> http::Response<Body> {
     response(status, [], Body::empty())
 }
 
+/// An answer a machine wrote whole ([`WholeResponse`](sansrpc::codec::http::WholeResponse)).
+pub fn whole(answer: sansrpc::codec::http::WholeResponse) -> http::Response<Body> {
+    let fields = answer.headers.iter().map(|(n, v)| (*n, v.as_bytes()));
+    let fields: Vec<_> = fields.collect();
+    response(answer.status, fields, Body::full(answer.body))
+}
+
+/// The answer with `status` a JSON-RPC server's service gives without its machine, with
+/// the JSON-RPC error body naming it
+/// ([`WholeResponse::refusal`](sansrpc::codec::http::WholeResponse::refusal)).
+pub fn refusal(status: u16) -> http::Response<Body> {
+    whole(sansrpc::codec::http::WholeResponse::refusal(status))
+}
+
 /// The request head as the core reads it: `parts` judged by the core's rules for a head
 /// ([`Head::from_checked_parts`]: the `Host` from the URI's authority when there is no such field,
 /// as in HTTP/2; the framing fields left out: hyper has read the body), keeping the

@@ -10,7 +10,7 @@ use http::header::{HeaderName, HeaderValue};
 use sansrpc::codec::http::BodyStep;
 use tokio::sync::{mpsc, Notify};
 
-use super::{status as bare, Body};
+use super::{refusal, Body};
 use crate::streams::{Streams, Writer, WRITE_STALL};
 
 /// Events of one streamed answer waiting for hyper to take them; beyond it the stream
@@ -33,7 +33,7 @@ pub trait StreamHead {
 /// then its body: whole when the machine wrote it all at once (a JSON answer), else
 /// streamed by a task of its own. `after` runs once the response is over. A stream that
 /// ends before any head (what it answered ended first, or a newer response took it over)
-/// is answered `503`: nothing was served.
+/// is answered `503` with its JSON-RPC error ([`refusal`]): nothing was served.
 pub async fn stream_response<T, A>(streams: T, writer: Writer, after: A) -> http::Response<Body>
 where
     T: Streams,
@@ -58,7 +58,7 @@ where
             Some((BodyStep::Wait, Some(notify))) => notify.notified().await,
             Some(_) | None => {
                 pump.ended = true;
-                return bare(503);
+                return refusal(503);
             }
         }
     };

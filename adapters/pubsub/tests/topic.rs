@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use proptest::prelude::*;
-use sansrpc::ext::topic::{matches, validate_pattern, validate_topic, TopicLimits, Trie};
+use sansrpc_pubsub::topic::{matches, validate_pattern, validate_topic, TopicLimits, Trie};
 
 fn token() -> impl Strategy<Value = String> {
     prop_oneof![

@@ -8,10 +8,10 @@
 //! and is a wildcard only when it is `*` or `>` alone (`a*` is refused, not a literal, so no
 //! one mistakes it for a prefix match).
 
-use alloc::collections::BTreeMap;
-use alloc::string::String;
-use alloc::vec::Vec;
 use core::fmt;
+use std::collections::BTreeMap;
+use std::string::String;
+use std::vec::Vec;
 
 /// Bounds on topics and patterns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,7 +66,6 @@ impl fmt::Display for TopicError {
     }
 }
 
-#[cfg(feature = "std")]
 impl std::error::Error for TopicError {}
 
 /// Checks a subscription pattern (wildcards allowed).
@@ -139,7 +138,7 @@ pub struct Trie<K> {
 #[derive(Debug, Clone)]
 struct Node<K> {
     literal: BTreeMap<String, Node<K>>,
-    star: Option<alloc::boxed::Box<Node<K>>>,
+    star: Option<std::boxed::Box<Node<K>>>,
     /// Keys whose pattern ends here.
     here: Vec<K>,
     /// Keys whose pattern has `>` as the next (last) token.
@@ -291,7 +290,7 @@ mod tokens {
     pub(super) struct Tokens<'a> {
         inline: [&'a str; INLINE],
         len: usize,
-        spill: alloc::vec::Vec<&'a str>,
+        spill: std::vec::Vec<&'a str>,
     }
 
     impl<'a> Tokens<'a> {
@@ -299,7 +298,7 @@ mod tokens {
             Tokens {
                 inline: [""; INLINE],
                 len: 0,
-                spill: alloc::vec::Vec::new(),
+                spill: std::vec::Vec::new(),
             }
         }
 
@@ -328,7 +327,7 @@ mod tokens {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use alloc::vec;
+    use std::vec;
 
     #[test]
     fn validation() {

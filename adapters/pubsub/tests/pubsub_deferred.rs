@@ -4,9 +4,9 @@
 
 use std::collections::VecDeque;
 
-use sansrpc::ext::pubsub::{Handled, Hub, HubConfig, SessionId, StoreDone, StoreOp, StoreTask};
-use sansrpc::ext::store::{MemoryStore, RetentionPolicy};
 use sansrpc::{Instant, RawValue};
+use sansrpc_pubsub::hub::{Handled, Hub, HubConfig, SessionId, StoreDone, StoreOp, StoreTask};
+use sansrpc_pubsub::store::{MemoryStore, RetentionPolicy};
 use serde_json::{json, Value};
 
 /// A hub and a store whose tasks wait until the test performs them.

@@ -5,10 +5,10 @@
 use std::collections::{BTreeSet, VecDeque};
 
 use proptest::prelude::*;
-use sansrpc::ext::pubsub::{HubConfig, InlineHub, SessionId};
-use sansrpc::ext::store::MemoryStore;
-use sansrpc::ext::topic::matches;
 use sansrpc::{Instant, RawValue};
+use sansrpc_pubsub::hub::{HubConfig, InlineHub, SessionId};
+use sansrpc_pubsub::store::MemoryStore;
+use sansrpc_pubsub::topic::matches;
 
 const MAX_SUBS: usize = 3;
 const MAX_QUEUED: usize = 4;

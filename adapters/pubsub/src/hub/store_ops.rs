@@ -3,18 +3,18 @@
 //! into [`Hub::handle_store`](super::Hub::handle_store); plus [`InlineHub`], which performs
 //! them at once for callers that may block (tests, an in-memory store, a single thread).
 
-use alloc::boxed::Box;
-use alloc::collections::BTreeSet;
-use alloc::string::{String, ToString};
-use alloc::vec::Vec;
 use core::ops::{Deref, DerefMut};
+use std::boxed::Box;
+use std::collections::BTreeSet;
+use std::string::{String, ToString};
+use std::vec::Vec;
 
 use super::{Handled, Hub, HubConfig, PublishError, Published, SessionId};
-use crate::error::ErrorObject;
-use crate::ext::store::{Store, StoredMessage, SubscriptionState};
-use crate::raw::RawValue;
-use crate::router::Outcome;
-use crate::time::Instant;
+use crate::store::{Store, StoredMessage, SubscriptionState};
+use sansrpc::error::ErrorObject;
+use sansrpc::router::Outcome;
+use sansrpc::Instant;
+use sansrpc::RawValue;
 
 /// Names one [`StoreTask`]; its result goes back with it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -231,8 +231,8 @@ impl StoreOp {
 /// its own methods replace the hub's that need the store.
 ///
 /// ```
-/// use sansrpc::ext::pubsub::{HubConfig, InlineHub};
-/// use sansrpc::ext::store::{MemoryStore, RetentionPolicy};
+/// use sansrpc_pubsub::hub::{HubConfig, InlineHub};
+/// use sansrpc_pubsub::store::{MemoryStore, RetentionPolicy};
 /// use sansrpc::{Instant, RawValue};
 ///
 /// let mut hub = InlineHub::new(MemoryStore::new(RetentionPolicy::default()), HubConfig::default());

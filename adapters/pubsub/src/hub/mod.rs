@@ -14,7 +14,7 @@
 //!   which then move [`Hub::pop_answer`] and [`Hub::pop_outgoing`] into their endpoint while
 //!   it accepts output;
 //! - performs the store's work: [`Hub::poll_store`] hands out [`StoreTask`]s in the order
-//!   to perform them; [`StoreTask::perform`] runs one on a [`Store`](crate::ext::store::Store)
+//!   to perform them; [`StoreTask::perform`] runs one on a [`Store`](crate::store::Store)
 //!   (blocking as long as the store does: off the lock, off any async worker), and
 //!   [`Hub::handle_store`] takes the task back with its result. The hub never calls a store, so no lock is
 //!   held across store I/O. [`InlineHub`] does all of this at once for a caller that may
@@ -58,24 +58,24 @@
 //!   finds its messages when it comes back; retention bounds the log.
 //! - Every store failure answers the peer `-32603` and is reported to the operator.
 
-use crate::sync::Arc;
-use alloc::borrow::ToOwned;
-use alloc::boxed::Box;
-use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
-use alloc::string::{String, ToString};
-use alloc::vec::Vec;
 use core::fmt::{self, Write as _};
 use core::time::Duration;
+use std::borrow::ToOwned;
+use std::boxed::Box;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::string::{String, ToString};
+use std::sync::Arc;
+use std::vec::Vec;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{code, ErrorObject};
-use crate::ext::store::{StoredMessage, SubscriptionState};
-use crate::ext::topic::{validate_pattern, validate_topic, TopicError, TopicLimits, Trie};
-use crate::method::{write_json, ParamsDecoder};
-use crate::raw::RawValue;
-use crate::router::Outcome;
-use crate::time::Instant;
+use crate::store::{StoredMessage, SubscriptionState};
+use crate::topic::{validate_pattern, validate_topic, TopicError, TopicLimits, Trie};
+use sansrpc::error::{code, ErrorObject};
+use sansrpc::method::ParamsDecoder;
+use sansrpc::router::Outcome;
+use sansrpc::Instant;
+use sansrpc::RawValue;
 
 mod store_ops;
 
@@ -105,12 +105,12 @@ pub const METHODS: [&str; 10] = [
 /// a message naming the transports that can. A server offers it on such transports instead
 /// of a hub, so a client learns why rather than subscribing into silence.
 pub fn refuse_subscriptions(
-    router: &mut crate::router::Router,
-) -> Result<(), crate::router::RegisterError> {
+    router: &mut sansrpc::router::Router,
+) -> Result<(), sansrpc::router::RegisterError> {
     for name in METHODS {
         router.extension(name, |_, _| {
             Err(ErrorObject::new(
-                crate::error::code::METHOD_NOT_FOUND,
+                sansrpc::error::code::METHOD_NOT_FOUND,
                 "Subscriptions need a connection that stays open (WebSocket, TCP, Unix socket \
                  or stdio); this transport cannot push notifications",
             ))
@@ -169,7 +169,7 @@ pub struct HubConfig {
     /// Most persistent subscription ids the store keeps, attached to a connection or not
     /// (default 10,000). A subscribe that would create a new id beyond it is refused with
     /// [`TOO_MANY_PERSISTENT_IDS`]; an id the store knows is always served. The count is
-    /// taken from [`Store::subscriptions`](crate::ext::store::Store::subscriptions) once and at every idle sweep, and kept up to date
+    /// taken from [`Store::subscriptions`](crate::store::Store::subscriptions) once and at every idle sweep, and kept up to date
     /// by this hub in between (with a store shared by several nodes, ids the other nodes
     /// created in between are counted at the next sweep).
     pub max_persistent_ids: usize,
@@ -231,8 +231,9 @@ impl Outgoing {
 
     /// The notification's params object.
     pub fn params(&self) -> &RawValue {
-        // Written by the hub from validated pieces.
-        RawValue::from_validated(&self.params)
+        // SAFETY: the hub wrote the params itself, as one JSON object of an escaped topic
+        // and values that were valid JSON already (see `publish` and `notification`).
+        unsafe { RawValue::from_json_unchecked(&self.params) }
     }
 }
 
@@ -314,7 +315,6 @@ impl fmt::Display for PublishError {
     }
 }
 
-#[cfg(feature = "std")]
 impl std::error::Error for PublishError {}
 
 impl PublishError {
@@ -709,7 +709,7 @@ fn decode<T: serde::de::DeserializeOwned>(
 }
 
 fn topic_error(topic: &str, e: TopicError) -> ErrorObject<'static> {
-    invalid(alloc::format!("Invalid params: topic {topic:?}: {e}"))
+    invalid(std::format!("Invalid params: topic {topic:?}: {e}"))
 }
 
 /// Appends `"key":"value"` JSON-escaped (a `&str` always serializes).
@@ -764,7 +764,7 @@ impl Hub {
     }
 
     fn save(&mut self, id: &str, state: &SubscriptionState, operation: &'static str) {
-        let states = alloc::vec![(id.to_string(), state.clone())];
+        let states = std::vec![(id.to_string(), state.clone())];
         self.task(StoreOp::Save { states }, Then::Quiet(operation));
     }
 
@@ -1111,7 +1111,7 @@ impl Hub {
                 })
                 .into(),
             "rpc.subscribe.persistent" => decode::<PersistentParams>(params)
-                .and_then(|p| self.subscribe_persistent(session, alloc::vec![p], false))
+                .and_then(|p| self.subscribe_persistent(session, std::vec![p], false))
                 .into(),
             "rpc.subscribe.persistent.batch" => decode::<PersistentBatchParams>(params)
                 .and_then(|p| {
@@ -1169,9 +1169,7 @@ impl Hub {
                 })
                 .into(),
             "rpc.unsubscribe.persistent" => decode::<IdParams>(params)
-                .map(|p| {
-                    self.unsubscribe_persistent(session, alloc::vec![p.subscription_id], false)
-                })
+                .map(|p| self.unsubscribe_persistent(session, std::vec![p.subscription_id], false))
                 .into(),
             _ => decode::<IdsParams>(params)
                 .and_then(|p| {
@@ -1213,7 +1211,7 @@ impl Hub {
 
     fn check_batch(&self, len: usize) -> Result<(), ErrorObject<'static>> {
         if len > self.config.max_batch {
-            return Err(invalid(alloc::format!(
+            return Err(invalid(std::format!(
                 "Invalid params: at most {} entries per batch",
                 self.config.max_batch
             )));
@@ -1230,7 +1228,7 @@ impl Hub {
         if have + new > self.config.max_subscriptions {
             return Err(ErrorObject::new(
                 TOO_MANY_SUBSCRIPTIONS,
-                alloc::format!(
+                std::format!(
                     "Too many subscriptions: at most {} per connection",
                     self.config.max_subscriptions
                 ),
@@ -1386,19 +1384,19 @@ impl Hub {
         for (i, p) in subs.iter().enumerate() {
             let id = &p.subscription_id;
             if id.is_empty() || id.len() > self.config.max_subscription_id_len {
-                return Err(invalid(alloc::format!(
+                return Err(invalid(std::format!(
                     "Invalid params: a subscription_id is 1 to {} bytes",
                     self.config.max_subscription_id_len
                 )));
             }
             if subs[..i].iter().any(|q| q.subscription_id == *id) {
-                return Err(invalid(alloc::format!(
+                return Err(invalid(std::format!(
                     "Invalid params: subscription_id {id:?} appears twice"
                 )));
             }
             match validate_topic(&p.topic, &self.config.topics) {
                 Err(TopicError::Wildcard) => {
-                    return Err(invalid(alloc::format!(
+                    return Err(invalid(std::format!(
                         "Invalid params: topic {:?}: persistent subscriptions take an exact \
                          topic (sequence ids are per topic)",
                         p.topic
@@ -1447,7 +1445,7 @@ impl Hub {
                 Some(_) if !self.config.takeover => {
                     return Err(ErrorObject::new(
                         SUBSCRIPTION_IN_USE,
-                        alloc::format!(
+                        std::format!(
                             "Subscription {:?} is active on another connection",
                             p.subscription_id
                         ),
@@ -1496,7 +1494,7 @@ impl Hub {
                 None => (stored, new),
             };
             if state.topic != p.topic {
-                return Err(invalid(alloc::format!(
+                return Err(invalid(std::format!(
                     "Invalid params: subscription_id {:?} is bound to topic {:?}; \
                      unsubscribe it first to reuse the id",
                     p.subscription_id,
@@ -1514,7 +1512,7 @@ impl Hub {
         if !fresh.is_empty() && stored + fresh.len() > self.config.max_persistent_ids {
             return Err(ErrorObject::new(
                 TOO_MANY_PERSISTENT_IDS,
-                alloc::format!(
+                std::format!(
                     "Too many persistent subscriptions: this server keeps at most {} ids; \
                      reuse an id or unsubscribe one",
                     self.config.max_persistent_ids
@@ -1679,7 +1677,7 @@ impl Hub {
         saves: &mut Vec<(String, SubscriptionState)>,
     ) -> Result<bool, ErrorObject<'static>> {
         let Some(active) = self.persistent.get_mut(id).filter(|a| a.session == session) else {
-            return Err(invalid(alloc::format!(
+            return Err(invalid(std::format!(
                 "Invalid params: no persistent subscription {id:?} is active on this connection"
             )));
         };
@@ -1943,7 +1941,7 @@ fn persistent_item(id: &str, m: &StoredMessage) -> Outgoing {
 ///
 /// ```
 /// let mut s = String::new();
-/// sansrpc::ext::pubsub::write_rfc3339(&mut s, 1_766_750_400_000);
+/// sansrpc_pubsub::hub::write_rfc3339(&mut s, 1_766_750_400_000);
 /// assert_eq!(s, "2025-12-26T12:00:00Z");
 /// ```
 pub fn write_rfc3339(out: &mut String, ms: u64) {
@@ -1972,4 +1970,17 @@ pub fn write_rfc3339(out: &mut String, ms: u64) {
         let _ = write!(out, ".{millis:03}");
     }
     out.push('Z');
+}
+
+/// Appends `value` as JSON (nothing when it fails to serialize).
+fn write_json<T: serde::Serialize + ?Sized>(
+    out: &mut Vec<u8>,
+    value: &T,
+) -> Result<(), serde_json::Error> {
+    let start = out.len();
+    let written = serde_json::to_writer(&mut *out, value);
+    if written.is_err() {
+        out.truncate(start);
+    }
+    written
 }

@@ -16,15 +16,15 @@
 //!   from [`Store::read`].
 //! - A [`SubscriptionState`] is saved whole; the state machine saves it after acks.
 
-use alloc::borrow::ToOwned;
-use alloc::boxed::Box;
-use alloc::collections::{BTreeMap, BTreeSet};
-use alloc::string::String;
-use alloc::vec::Vec;
 use core::fmt;
 use core::time::Duration;
+use std::borrow::ToOwned;
+use std::boxed::Box;
+use std::collections::{BTreeMap, BTreeSet};
+use std::string::String;
+use std::vec::Vec;
 
-use crate::RawValue;
+use sansrpc::RawValue;
 
 /// How much of a topic's log is kept (seed §11.6). `None` means no bound of that kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -264,7 +264,7 @@ impl<S: Store> Store for TextErrors<S> {
 }
 
 fn text(e: impl fmt::Display) -> String {
-    alloc::format!("{e}")
+    std::format!("{e}")
 }
 
 impl<S: Store + ?Sized> Store for Box<S> {
@@ -503,7 +503,7 @@ impl Default for MemoryStore {
 struct MemoryTopic {
     last: u64,
     bytes: u64,
-    messages: alloc::collections::VecDeque<StoredMessage>,
+    messages: std::collections::VecDeque<StoredMessage>,
 }
 
 impl MemoryStore {
@@ -732,11 +732,11 @@ mod tests {
     #[test]
     fn memory_store_bounds_the_bytes_of_all_topics_together() {
         // Each message: a 1-byte topic name and 100 bytes of data.
-        let data = raw(&alloc::format!("\"{}\"", "x".repeat(98)));
+        let data = raw(&std::format!("\"{}\"", "x".repeat(98)));
         let mut store = MemoryStore::new(RetentionPolicy::default()).with_max_total_bytes(1_000);
         // Ever new topics, each far under its own retention: the total still holds.
         for i in 0..500u32 {
-            let topic = alloc::format!("{}", char::from(b'a' + (i % 26) as u8));
+            let topic = std::format!("{}", char::from(b'a' + (i % 26) as u8));
             store.append(&topic, 0, &data).unwrap();
             assert!(store.total_bytes() <= 1_000, "{}", store.total_bytes());
         }
@@ -747,7 +747,7 @@ mod tests {
         store.read("z", 0, 100, &mut out).unwrap();
         let newest = store.last_sequence("z").unwrap();
         assert_eq!(out.last().map(|m| m.sequence), Some(newest));
-        let big = raw(&alloc::format!("\"{}\"", "y".repeat(5_000)));
+        let big = raw(&std::format!("\"{}\"", "y".repeat(5_000)));
         let before = store.last_sequence("q").unwrap();
         assert_eq!(store.append("q", 0, &big).unwrap(), before + 1);
         assert_eq!(
@@ -795,7 +795,7 @@ mod tests {
         assert_eq!(store.last_sequence("a").unwrap(), 3);
         assert_eq!(store.append("a", 0, &raw("1")).unwrap(), 4);
         for i in 0..1000 {
-            store.append(&alloc::format!("t{i}"), 0, &raw("1")).unwrap();
+            store.append(&std::format!("t{i}"), 0, &raw("1")).unwrap();
         }
         assert_eq!(
             store.topic_count(),

@@ -6,10 +6,10 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use sansrpc::ext::pubsub::{HubConfig, InlineHub};
-use sansrpc::ext::store::MemoryStore;
-use sansrpc::ext::topic::{matches, Trie};
 use sansrpc::RawValue;
+use sansrpc_pubsub::hub::{HubConfig, InlineHub};
+use sansrpc_pubsub::store::MemoryStore;
+use sansrpc_pubsub::topic::{matches, Trie};
 
 /// `n` patterns over `n / 10` tenants: `tenant.{t}.orders.{i}` literals, and for every
 /// tenth subscription `tenant.{t}.*.{i}` or `tenant.{t}.>`.

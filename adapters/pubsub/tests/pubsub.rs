@@ -5,14 +5,14 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use sansrpc::ext::pubsub::{
+use sansrpc::{Instant, RawValue};
+use sansrpc_pubsub::hub::{
     HubConfig, InlineHub, Report, SessionId, SUBSCRIPTION_IN_USE, TOO_MANY_PERSISTENT_IDS,
     TOO_MANY_SUBSCRIPTIONS,
 };
-use sansrpc::ext::store::{
+use sansrpc_pubsub::store::{
     MemoryStore, Never, RetentionPolicy, Store, StoredMessage, SubscriptionState,
 };
-use sansrpc::{Instant, RawValue};
 use serde_json::{json, Value};
 
 /// 2025-12-26T12:00:00Z, the seed's example timestamp.
@@ -888,7 +888,7 @@ fn timestamps_are_rfc3339() {
     ];
     for (ms, text) in cases {
         let mut s = String::new();
-        sansrpc::ext::pubsub::write_rfc3339(&mut s, ms);
+        sansrpc_pubsub::hub::write_rfc3339(&mut s, ms);
         assert_eq!(s, text);
     }
 }
@@ -1090,8 +1090,8 @@ fn has<S: Store>(hub: &mut InlineHub<S>, id: &str) -> bool {
 
 #[test]
 fn a_transport_without_push_refuses_every_subscription_method_with_a_reason() {
-    use sansrpc::ext::pubsub::{refuse_subscriptions, METHODS};
     use sansrpc::router::{Reply, Router};
+    use sansrpc_pubsub::hub::{refuse_subscriptions, METHODS};
     let mut router = Router::new();
     refuse_subscriptions(&mut router).unwrap();
     let mut reply = Reply::default();

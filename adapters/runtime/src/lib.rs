@@ -1,0 +1,232 @@
+//! sansrpc-runtime: what every driver on `std` shares, beside the sans-I/O core (which reads
+//! no clock, takes no lock and asks nothing of the operating system): a [`Clock`] that
+//! turns `std::time::Instant` into the core's [`Instant`] and back, per-connection values
+//! shared by handlers ([`Locals`]), whether a process still runs ([`process_alive`], for an
+//! LSP server whose editor died), the client interceptors' view of each call, timed
+//! ([`Observe`], [`ObserveBatch`]), and [`Peer`]: the one face a protocol crate
+//! (`sansrpc-lsp`, `sansrpc-mcp`, `sansrpc-a2a`) needs of a driver, which the futures and
+//! the blocking adapters each implement once.
+#![deny(missing_docs)]
+
+use std::sync::Arc;
+
+use sansrpc::client::{BatchEntry, RawResult};
+use sansrpc::ext::interceptors::{CallOutcome, Interceptors};
+use sansrpc::method::CallError;
+use sansrpc::{Instant, RawValue};
+
+mod peer;
+
+pub use peer::{BoxFuture, ConnectionNotifier, Peer};
+
+/// One value per type, kept per connection by a driver: the state a protocol layer keeps
+/// for a connection (an MCP server's session, an LSP server's open documents), shared by
+/// every handler on it. The futures adapter's `Client::local` and the blocking adapter's
+/// `Peer::local` hand these out.
+#[derive(Default)]
+pub struct Locals(
+    std::sync::Mutex<
+        Vec<(
+            core::any::TypeId,
+            std::sync::Arc<dyn core::any::Any + Send + Sync>,
+        )>,
+    >,
+);
+
+impl core::fmt::Debug for Locals {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let n = self.0.lock().map_or(0, |l| l.len());
+        f.debug_struct("Locals").field("values", &n).finish()
+    }
+}
+
+impl Locals {
+    /// The value of type `T`, made with `T::default()` the first time it is asked for.
+    pub fn get<T: Default + Send + Sync + 'static>(&self) -> std::sync::Arc<T> {
+        use std::sync::Arc;
+        let id = core::any::TypeId::of::<T>();
+        let find = |values: &[(core::any::TypeId, Arc<dyn core::any::Any + Send + Sync>)]| {
+            let (_, value) = values.iter().find(|(t, _)| *t == id)?;
+            Arc::clone(value).downcast::<T>().ok()
+        };
+        if let Some(value) = find(&self.0.lock().unwrap_or_else(|e| e.into_inner())) {
+            return value;
+        }
+        // Made outside the lock (a `Default` may ask for another local); the first value
+        // stored wins.
+        let made = Arc::new(T::default());
+        let mut values = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(value) = find(&values) {
+            return value;
+        }
+        values.push((
+            id,
+            Arc::clone(&made) as Arc<dyn core::any::Any + Send + Sync>,
+        ));
+        made
+    }
+}
+
+/// A monotonic clock for drivers on `std`: [`Instant`]s measured from when it was made,
+/// and back to `std::time::Instant` for sleeping.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    start: std::time::Instant,
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Clock::new()
+    }
+}
+
+impl Clock {
+    /// A clock whose epoch is now.
+    pub fn new() -> Self {
+        Clock {
+            start: std::time::Instant::now(),
+        }
+    }
+
+    /// The current time.
+    pub fn now(&self) -> Instant {
+        self.instant(std::time::Instant::now())
+    }
+
+    /// `at` on this clock (the epoch when earlier).
+    pub fn instant(&self, at: std::time::Instant) -> Instant {
+        Instant::from_duration(at.saturating_duration_since(self.start))
+    }
+
+    /// `at` as a `std::time::Instant`, to sleep until.
+    pub fn to_std(&self, at: Instant) -> std::time::Instant {
+        self.start + at.since_epoch()
+    }
+
+    /// How long from now until `at` (zero when it passed): a poller's timeout.
+    pub fn until(&self, at: Instant) -> core::time::Duration {
+        self.to_std(at)
+            .saturating_duration_since(std::time::Instant::now())
+    }
+}
+
+/// True while the process `pid` runs (for [`Event::CheckProcess`]: an LSP server whose
+/// editor died exits). On Linux it reads `/proc` (a zombie counts as gone); on other Unix
+/// systems it asks `kill -0`; elsewhere it cannot tell and answers true.
+///
+/// [`Event::CheckProcess`]: sansrpc::connection::Event::CheckProcess
+pub fn process_alive(pid: u32) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            // The state follows the command name, which is in parentheses.
+            Ok(stat) => !stat
+                .rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+            Err(_) => false,
+        }
+    }
+    #[cfg(all(unix, not(target_os = "linux")))]
+    {
+        std::process::Command::new("kill")
+            .args(["-0", &format!("{pid}")])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .map_or(true, |s| s.success())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
+    }
+}
+
+/// A call the client interceptors saw go out, to report to their
+/// [`after`](sansrpc::ext::interceptors::Interceptor::after) hooks with the time it took: the
+/// futures and blocking clients' one way of running them.
+#[derive(Debug)]
+pub struct Observe {
+    chain: Arc<Interceptors>,
+    method: String,
+    start: std::time::Instant,
+}
+
+impl Observe {
+    /// Runs the `before` hooks of `chain` (none: nothing to observe) on a call or
+    /// notification about to go out, which they may change; a refusal is
+    /// [`CallError::Intercepted`] and the call must not be sent.
+    pub fn before(
+        chain: Option<&Arc<Interceptors>>,
+        method: &str,
+        params: &mut Option<std::boxed::Box<RawValue>>,
+        notification: bool,
+    ) -> Result<Option<Observe>, CallError> {
+        let Some(chain) = chain else {
+            return Ok(None);
+        };
+        chain.before(method, params, notification)?;
+        Ok(Some(Observe {
+            chain: Arc::clone(chain),
+            method: method.to_string(),
+            start: std::time::Instant::now(),
+        }))
+    }
+
+    /// Runs the `after` hooks with how the call ended and the time since `before`.
+    pub fn after<T>(&self, result: &Result<T, CallError>) {
+        self.chain
+            .after(&self.method, CallOutcome::of(result), self.start.elapsed());
+    }
+}
+
+/// A batch the client interceptors saw go out: [`Observe`] for every entry of it.
+#[derive(Debug)]
+pub struct ObserveBatch {
+    chain: Arc<Interceptors>,
+    /// The calls' methods, in the order of their results.
+    methods: Vec<String>,
+    start: std::time::Instant,
+}
+
+impl ObserveBatch {
+    /// Runs the `before` hooks of `chain` on every entry in order (calls and notifications
+    /// alike); the first refusal is [`CallError::Intercepted`] and nothing of the batch may
+    /// be sent.
+    pub fn before(
+        chain: Option<&Arc<Interceptors>>,
+        entries: &mut [BatchEntry],
+    ) -> Result<Option<ObserveBatch>, CallError> {
+        let Some(chain) = chain else {
+            return Ok(None);
+        };
+        let mut methods = Vec::new();
+        for entry in entries {
+            chain.before(&entry.method, &mut entry.params, !entry.call)?;
+            if entry.call {
+                methods.push(entry.method.to_string());
+            }
+        }
+        Ok(Some(ObserveBatch {
+            chain: Arc::clone(chain),
+            methods,
+            start: std::time::Instant::now(),
+        }))
+    }
+
+    /// Runs the `after` hooks for each call with its result (when the batch was answered).
+    pub fn after(&self, results: &Result<Vec<RawResult>, CallError>) {
+        let Ok(results) = results else { return };
+        let elapsed = self.start.elapsed();
+        for (method, result) in self.methods.iter().zip(results) {
+            self.chain.after(method, CallOutcome::of(result), elapsed);
+        }
+    }
+}
+
+/// A clock function on `std::time::Instant`, counting from the moment it is made: what the
+/// interceptors' rate limits and metrics take as their clock
+/// ([`ext::interceptors::Clock`](sansrpc::ext::interceptors::Clock)).
+pub fn system_clock() -> impl Fn() -> Instant + Send + Sync + Clone + 'static {
+    let epoch = std::time::Instant::now();
+    move || Instant::from_duration(epoch.elapsed())
+}

@@ -1,0 +1,77 @@
+//! [`Peer`]: the other side of a connection as a handler sees it, on behalf of one request.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use sansrpc::codec::http::HttpRequest;
+use sansrpc::connection::Profile;
+use sansrpc::{ErrorObject, Id, RawValue};
+
+use crate::Locals;
+
+/// A boxed future that may move between threads, as [`Peer`] returns them.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// The peer of a connection as a protocol crate's handler sees it, on behalf of one
+/// request (or of the connection, for a notification's handler): what `sansrpc-lsp`,
+/// `sansrpc-mcp` and `sansrpc-a2a` need of a driver, so one protocol definition runs on
+/// every driver. `sansrpc-futures` implements it over its request context (tokio, smol,
+/// async-std); `sansrpc-blocking` over its own, where a call's future blocks the worker
+/// thread the handler runs on. A driver of your own implements it the same way.
+///
+/// Params and results are raw JSON: the protocol crate writes and reads them.
+pub trait Peer: Send + Sync + 'static {
+    /// Calls the peer on behalf of the request (on its stream, where the transport has
+    /// one): the result, or the peer's error object; a call that could not be made or was
+    /// not answered (the connection closed, a deadline) is a `-32603` error naming the
+    /// method and why.
+    fn call(
+        &self,
+        method: &str,
+        params: Box<RawValue>,
+    ) -> BoxFuture<Result<Box<RawValue>, ErrorObject<'static>>>;
+
+    /// Sends a notification on behalf of the request; false when the connection is gone.
+    fn notify(&self, method: &str, params: Box<RawValue>) -> BoxFuture<bool>;
+
+    /// Reports progress on the request's progress token (the profile's progress
+    /// notification, with `value`'s members); false when the request carried no token.
+    fn progress(&self, value: Box<RawValue>) -> BoxFuture<bool>;
+
+    /// The request's progress token, if it carried one.
+    fn progress_token(&self) -> Option<Id<'static>>;
+
+    /// True once the peer cancelled the request (or the connection closed).
+    fn is_cancelled(&self) -> bool;
+
+    /// Resolves when the peer cancels the request; never, for a notification's handler.
+    fn cancelled(&self) -> BoxFuture<()>;
+
+    /// The values kept for the connection, one per type ([`Locals::get`]): a protocol's
+    /// session state.
+    fn locals(&self) -> Arc<Locals>;
+
+    /// A handle that notifies the peer outside this request, for as long as the
+    /// connection lasts (list changes, resource updates).
+    fn notifier(&self) -> Arc<dyn ConnectionNotifier>;
+
+    /// The request's id, when the handler answers a request and the driver tells it.
+    fn request_id(&self) -> Option<Id<'static>>;
+
+    /// The HTTP request the call came in, on an HTTP transport that records it (its
+    /// token's principal, its header fields); `None` elsewhere.
+    fn http(&self) -> Option<Arc<HttpRequest>>;
+
+    /// The profile the connection runs under (what a protocol crate checks it was given).
+    fn profile(&self) -> Profile;
+}
+
+/// Notifies the peer of one connection outside any request; see [`Peer::notifier`].
+pub trait ConnectionNotifier: Send + Sync {
+    /// Queues notification `method` with `params`; false once the connection is gone.
+    fn notify(&self, method: &str, params: Box<RawValue>) -> bool;
+
+    /// True once the connection is gone.
+    fn is_closed(&self) -> bool;
+}
