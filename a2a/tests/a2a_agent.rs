@@ -350,6 +350,17 @@ async fn the_wire_keeps_the_json_rpc_and_version_rules() {
             json!(2),
             -32602,
         ),
+        // A message without its REQUIRED role or parts (the TCK's business-logic cases).
+        (
+            r#"{"jsonrpc":"2.0","id":8,"method":"SendMessage","params":{"message":{"messageId":"m","parts":[{"text":"echo x"}]}}}"#,
+            json!(8),
+            -32602,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":9,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER"}}}"#,
+            json!(9),
+            -32602,
+        ),
     ] {
         let (status, kind, body) = post(&url, &v, sent).await;
         assert_eq!((status, kind.as_str()), (200, "application/json"), "{sent}");

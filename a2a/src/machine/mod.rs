@@ -305,6 +305,12 @@ impl TaskMachine {
         if message.message_id.is_empty() {
             return Err(A2aError::invalid_params("message.messageId is required"));
         }
+        // REQUIRED in the specification's proto; a2a-sdk refuses it missing as well.
+        if message.role == Role::Unspecified {
+            return Err(A2aError::invalid_params(
+                "message.role is required (ROLE_USER)",
+            ));
+        }
         let ids = [
             ("messageId", Some(&message.message_id)),
             ("taskId", message.task_id.as_ref()),
