@@ -72,3 +72,63 @@ async fn the_axum_app_serves_its_agent_beside_mcp() {
     let answer = String::from_utf8_lossy(&out.stdout);
     assert!(answer.contains("\"serverInfo\""), "{answer}");
 }
+
+#[tokio::test]
+async fn the_tck_agent_keeps_every_task_working_until_it_is_canceled() {
+    use sansrpc_a2a::types::GetTaskRequest;
+    interop::built_example("sansrpc-a2a", "a2a_tck_agent");
+    let (_agent, line) = interop::start_example(
+        "sansrpc-a2a",
+        "a2a_tck_agent",
+        &[("PORT", "0"), ("RESUBSCRIBE_TIMEOUT_MS", "300")],
+    );
+    let base = line
+        .strip_prefix("a2a_tck_agent listening on ")
+        .and_then(|u| u.strip_suffix('/'))
+        .unwrap_or_else(|| panic!("first line: {line}"))
+        .to_owned();
+    let client = Client::resolve(&base).await.unwrap();
+    let port = base.rsplit(':').next().unwrap();
+    assert_eq!(client.url(), format!("http://localhost:{port}/"));
+    let send = |id: &str, task: Option<&str>| {
+        let mut message = Message::text(Role::User, id, "Hello");
+        message.task_id = task.map(str::to_owned);
+        SendMessageRequest {
+            message,
+            ..Default::default()
+        }
+    };
+    let working = |answer: SendMessageResponse| match answer {
+        SendMessageResponse::Task(task) if task.status.state == TaskState::Working => task,
+        other => panic!("not a working task: {other:?}"),
+    };
+    // Working once the agent's turn is over, and still working after a follow-up.
+    let task = working(client.send_message(&send("m-1", None)).await.unwrap());
+    let again = working(
+        client
+            .send_message(&send("m-2", Some(&task.id)))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(again.id, task.id);
+    let get = GetTaskRequest {
+        id: task.id.clone(),
+        ..Default::default()
+    };
+    let got = client.get_task(&get).await.unwrap();
+    assert_eq!(got.status.state, TaskState::Working);
+    let ids: Vec<_> = got.history.iter().map(|m| m.message_id.as_str()).collect();
+    assert_eq!(ids, ["m-1", "m-2"]);
+    assert_eq!(
+        client.cancel_task(&task.id).await.unwrap().status.state,
+        TaskState::Canceled
+    );
+    // The TCK's resubscribe message waits first, then works like the rest.
+    let waited = working(
+        client
+            .send_message(&send("test-resubscribe-message-id-1", None))
+            .await
+            .unwrap(),
+    );
+    assert_ne!(waited.id, task.id);
+}
