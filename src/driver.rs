@@ -1,7 +1,7 @@
 //! What every driver needs beyond its I/O, written once and sans-I/O like the rest of the
 //! core: a byte-stream helper ([`StreamIo`]) and a timer set for many connections
 //! ([`Timers`]). What a driver on `std` needs from its host (a clock, per-connection
-//! values, the process check) is in [`runtime`](crate::runtime).
+//! values, the process check, method subscriptions' sinks) is in the `sansrpc-runtime` crate.
 //!
 //! A driver of a byte stream (TCP, a Unix socket, a pipe, stdio) owns one [`Connection`]
 //! and one [`StreamIo`] per connection, and repeats one turn whenever the socket is ready

@@ -116,8 +116,6 @@ pub mod message;
 pub mod method;
 mod raw;
 pub mod router;
-#[cfg(feature = "std")]
-pub mod runtime;
 mod sync;
 mod time;
 

@@ -9,11 +9,7 @@ use core::cmp::Ordering;
 use core::fmt;
 use core::time::Duration;
 
-#[cfg(any(
-    feature = "discover",
-    feature = "streams",
-    all(feature = "std", feature = "subscriptions")
-))]
+#[cfg(any(feature = "discover", feature = "streams", feature = "subscriptions"))]
 use serde::de::DeserializeOwned;
 #[cfg(feature = "discover")]
 use serde_json::{json, Map, Value};
@@ -43,18 +39,18 @@ type OpenFn = dyn Fn(Option<&RawValue>) -> Result<crate::connection::stream::Box
     + Sync;
 
 /// A method subscription's handler, given the request's params: its work for the pending
-/// subscription, or the error the subscribe is answered with.
-#[cfg(all(feature = "std", feature = "subscriptions"))]
-type SubscribeFn =
-    dyn Fn(Option<&RawValue>) -> Result<Subscribe, ErrorObject<'static>> + Send + Sync;
+/// subscription (of the driver's type), or the error the subscribe is answered with.
+#[cfg(feature = "subscriptions")]
+type SubscribeFn = dyn Fn(Option<&RawValue>) -> Result<Opened, ErrorObject<'static>> + Send + Sync;
 
 /// A subscription handler's work for one subscribe request
-/// ([`Router::open_subscription`]): the driver runs it where it runs handlers (a worker
-/// thread), with the request's pending subscription.
-#[cfg(all(feature = "std", feature = "subscriptions"))]
-pub type Subscribe = Box<dyn FnOnce(crate::runtime::subscriptions::PendingSubscription) + Send>;
+/// ([`Router::open_subscription`]), as the driver that registered it made it
+/// ([`Router::subscription_with`]): the driver downcasts it to its own type and runs it
+/// where it runs handlers, with the request's pending subscription.
+#[cfg(feature = "subscriptions")]
+pub type Opened = Box<dyn core::any::Any + Send>;
 
-#[cfg(all(feature = "std", feature = "subscriptions"))]
+#[cfg(feature = "subscriptions")]
 use crate::connection::subscriptions::MethodSubscription;
 
 enum Handler {
@@ -315,7 +311,7 @@ pub struct Router {
     #[cfg(feature = "streams")]
     streams: BTreeMap<String, Box<OpenFn>>,
     /// Method subscriptions (`connection::subscriptions`), by subscribe method.
-    #[cfg(all(feature = "std", feature = "subscriptions"))]
+    #[cfg(feature = "subscriptions")]
     subscriptions: BTreeMap<String, (MethodSubscription, Box<SubscribeFn>)>,
     /// Methods served elsewhere (an adapter's async handlers, streams), listed by
     /// `rpc.discover`: their params' shape, documentation, and whether they open a stream.
@@ -353,7 +349,7 @@ impl Router {
             layers: Vec::new(),
             #[cfg(feature = "streams")]
             streams: BTreeMap::new(),
-            #[cfg(all(feature = "std", feature = "subscriptions"))]
+            #[cfg(feature = "subscriptions")]
             subscriptions: BTreeMap::new(),
             #[cfg(feature = "discover")]
             listed: BTreeMap::new(),
@@ -606,29 +602,26 @@ impl Router {
         Ok(())
     }
 
-    /// Registers a method subscription ([`connection::subscriptions`](crate::connection::subscriptions)),
-    /// served by a driver with threads (the blocking adapter; the async adapters take
-    /// theirs on their `AsyncRouter`): a request to `declaration`'s subscribe method runs
-    /// `handler` where the driver runs handlers (a worker thread), with the request's
-    /// [`PendingSubscription`](crate::runtime::subscriptions::PendingSubscription) and the
-    /// params decoded as `P` (`-32602` when they do not fit; the layers' gates decide
-    /// first, as for every call). The handler accepts, blocking its thread until the
-    /// connection has answered the id, and gets a
-    /// [`SubscriptionSink`](crate::runtime::subscriptions::SubscriptionSink) usable from any
-    /// thread; or it rejects with an error. It may send from where it is, or hand the sink
-    /// to a producer of its own and return (a long loop holds a worker of the pool). The
-    /// connection answers the unsubscribe method itself; before any subscription of the
-    /// connection the router answers it `false`. A driver that does not serve
+    /// Registers a method subscription ([`connection::subscriptions`](crate::connection::subscriptions))
+    /// for a driver that serves them: a request to `declaration`'s subscribe method has
+    /// its params decoded as `P` (`-32602` when they do not fit; the layers' gates decide
+    /// first, as for every call) and given to `open`, whose value the driver takes back
+    /// from [`open_subscription`](Self::open_subscription) and runs where it runs handlers.
+    /// The value's type is the driver's own (`sansrpc-runtime`'s `SubscriptionRouter`
+    /// registers a handler of its `PendingSubscription` this way); the router only keeps
+    /// it. The connection answers the unsubscribe method itself; before any subscription
+    /// of the connection the router answers it `false`. A driver that does not serve
     /// subscriptions ([`dispatch`](Self::dispatch)) answers the subscribe method `-32601`.
-    #[cfg(all(feature = "std", feature = "subscriptions"))]
-    pub fn subscription<P, F>(
+    #[cfg(feature = "subscriptions")]
+    pub fn subscription_with<P, T, F>(
         &mut self,
         declaration: MethodSubscription,
-        handler: F,
+        open: F,
     ) -> Result<(), RegisterError>
     where
-        P: DeserializeOwned + Send + 'static,
-        F: Fn(crate::runtime::subscriptions::PendingSubscription, P) + Send + Sync + 'static,
+        P: DeserializeOwned + 'static,
+        T: Send + 'static,
+        F: Fn(P) -> T + Send + Sync + 'static,
     {
         let name = declaration.subscribe;
         if name.starts_with("rpc.") {
@@ -647,11 +640,8 @@ impl Router {
             Ok(())
         })?;
         let shape = param_shape::<P>();
-        let handler = alloc::sync::Arc::new(handler);
-        let open = move |params: Option<&RawValue>| -> Result<Subscribe, ErrorObject<'static>> {
-            let params = decode_params::<P>(params, &shape)?;
-            let handler = alloc::sync::Arc::clone(&handler);
-            Ok(Box::new(move |pending| handler(pending, params)))
+        let open = move |params: Option<&RawValue>| -> Result<Opened, ErrorObject<'static>> {
+            Ok(Box::new(open(decode_params::<P>(params, &shape)?)))
         };
         #[cfg(feature = "discover")]
         self.listed.insert(
@@ -664,23 +654,23 @@ impl Router {
     }
 
     /// The declaration of the subscription whose subscribe method is `method`, if one was
-    /// registered with [`Router::subscription`].
-    #[cfg(all(feature = "std", feature = "subscriptions"))]
+    /// registered with [`Router::subscription_with`].
+    #[cfg(feature = "subscriptions")]
     pub fn subscription_of(&self, method: &str) -> Option<&MethodSubscription> {
         self.subscriptions
             .get(method)
             .map(|(declaration, _)| declaration)
     }
 
-    /// A subscribe request `call` to a method registered with [`Router::subscription`],
+    /// A subscribe request `call` to a method registered with [`Router::subscription_with`],
     /// past the layers' gates: the handler's work with its declaration, or the error to
     /// answer (refused by a layer, params that do not fit); `None` when `call`'s method is
     /// not a subscribe method.
-    #[cfg(all(feature = "std", feature = "subscriptions"))]
+    #[cfg(feature = "subscriptions")]
     pub fn open_subscription(
         &self,
         call: &Call<'_>,
-    ) -> Option<(&MethodSubscription, Result<Subscribe, ErrorObject<'static>>)> {
+    ) -> Option<(&MethodSubscription, Result<Opened, ErrorObject<'static>>)> {
         let (declaration, open) = self.subscriptions.get(call.method)?;
         let opened = self.admit(call).and_then(|admitted| match admitted {
             Admit::Unchanged => open(call.params),

@@ -910,7 +910,7 @@ fn sync_server(item: &ItemTrait, rpcs: &[Rpc], support: &TokenStream2) -> TokenS
                 mounts.extend(quote! {
                     {
                         let this = ::std::sync::Arc::clone(&this);
-                        router.subscription(#declaration, move |pending: #support::SyncPendingSubscription, params: #params| {
+                        #support::SubscriptionRouter::subscription(&mut *router, #declaration, move |pending: #support::SyncPendingSubscription, params: #params| {
                             this.#ident(pending, #( params.#names ),*)
                         })?;
                     }

@@ -534,12 +534,12 @@ impl Shape {
     }
 }
 
-/// A map kept as a sorted vector: what a connection's few subscriptions need (a B-tree's
+/// A map kept as a sorted vector, for the drivers too: what a connection's few subscriptions need (a B-tree's
 /// node holds eleven entries however many are in it, a cost every connection pays).
 /// Lookups are binary searches; keys that grow (subscription numbers, request handles) are
 /// inserted at the end.
 #[derive(Debug, Clone)]
-pub(crate) struct VecMap<K, V>(Vec<(K, V)>);
+pub struct VecMap<K, V>(Vec<(K, V)>);
 
 impl<K, V> Default for VecMap<K, V> {
     fn default() -> Self {
@@ -604,6 +604,11 @@ impl<K: Ord + Copy, V> VecMap<K, V> {
     /// How many keys.
     pub fn len(&self) -> usize {
         self.0.len()
+    }
+
+    /// True when it holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 
     /// Empties it, and gives its memory back.

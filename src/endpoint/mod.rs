@@ -1377,6 +1377,7 @@ impl Endpoint {
     /// together from pieces written once, around an item), framed where it is written: no
     /// body buffer between, the parts copied once. Newline framing (which must look at
     /// every byte) goes through the body buffer as [`push_frame`](Self::push_frame) does.
+    #[cfg(feature = "subscriptions")]
     pub(crate) fn send_parts(&mut self, parts: &[&[u8]]) -> Result<(), SendError> {
         self.check_send()?;
         let framing = self

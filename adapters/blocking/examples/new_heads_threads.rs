@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use sansrpc::connection::subscriptions::MethodSubscription;
 use sansrpc::router::Router;
 use sansrpc::ErrorObject;
-use sansrpc_blocking::{connect_tcp, serve_tcp, Options};
+use sansrpc_blocking::{connect_tcp, serve_tcp, Options, SubscriptionRouter};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (ended_tx, ended) = mpsc::channel();

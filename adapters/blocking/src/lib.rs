@@ -33,7 +33,7 @@
 //! `max` at a time, so an iterator that blocks never stalls the connection. Clients read
 //! streams as iterators ([`Client::stream`]), with pulls pipelined.
 //!
-//! A method subscription ([`Router::subscription`](sansrpc::router::Router::subscription),
+//! A method subscription ([`SubscriptionRouter::subscription`],
 //! the Ethereum shape) runs its handler on the pool with a [`PendingSubscription`]; once
 //! accepted, its [`SubscriptionSink`] sends from any thread into a queue bounded by the
 //! declaration, which the driver thread empties into the connection. Clients follow one as
@@ -103,7 +103,7 @@ pub use sansrpc_runtime::{BoxFuture, ConnectionNotifier, Peer};
 pub use stream::{StreamIter, StreamOptions, TypedIter};
 pub use subscription::{
     Ended, Fanout, NotAccepted, PendingSubscription, RawSubscription, Subscription,
-    SubscriptionError, SubscriptionSink,
+    SubscriptionError, SubscriptionRouter, SubscriptionSink,
 };
 pub use transport::{connect_tcp, serve_stdio, serve_stdio_status, serve_tcp, spawn_child, Server};
 #[cfg(unix)]

@@ -1,13 +1,13 @@
 //! Method subscriptions in the Ethereum shape on threads
 //! ([`sansrpc::connection::subscriptions`]): a client's [`Subscription`], an iterator of
 //! items. The serving side is the core's
-//! ([`Router::subscription`](sansrpc::router::Router::subscription), whose handler gets a
-//! [`PendingSubscription`](sansrpc::runtime::subscriptions::PendingSubscription) and then a
-//! [`SubscriptionSink`](sansrpc::runtime::subscriptions::SubscriptionSink) usable from any
+//! ([`SubscriptionRouter::subscription`], whose handler gets a
+//! [`PendingSubscription`](sansrpc_runtime::subscriptions::PendingSubscription) and then a
+//! [`SubscriptionSink`](sansrpc_runtime::subscriptions::SubscriptionSink) usable from any
 //! thread); the driver thread moves the sinks' items into the connection.
 //!
 //! Every rule is the core's, and so is the state shared between threads (the sinks, the
-//! client's inboxes: [`sansrpc::runtime::subscriptions`], shared with the futures adapter):
+//! client's inboxes: [`sansrpc_runtime::subscriptions`], shared with the futures adapter):
 //! this file only waits.
 
 use std::fmt;
@@ -18,13 +18,14 @@ use std::sync::{mpsc, Arc};
 use sansrpc::connection::subscriptions::MethodSubscription;
 use sansrpc::connection::Timeout;
 use sansrpc::method::CallError;
-use sansrpc::runtime::subscriptions::{answer_false, Inbox, Next};
 use sansrpc::RawValue;
+use sansrpc_runtime::subscriptions::{answer_false, Inbox, Next};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-pub use sansrpc::runtime::subscriptions::{
-    Ended, Fanout, NotAccepted, PendingSubscription, SubscriptionError, SubscriptionSink,
+pub use sansrpc_runtime::subscriptions::{
+    Ended, Fanout, NotAccepted, PendingSubscription, SubscriptionError, SubscriptionRouter,
+    SubscriptionSink,
 };
 
 use crate::client::{wait_answer, Client};

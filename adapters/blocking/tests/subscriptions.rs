@@ -16,7 +16,7 @@ use sansrpc::router::Router;
 use sansrpc::ErrorObject;
 use sansrpc_blocking::{
     connect_tcp, serve_tcp, Client, Ended, Options, Server, Subscription, SubscriptionError,
-    SubscriptionSink,
+    SubscriptionRouter, SubscriptionSink,
 };
 
 const LIMIT: Duration = Duration::from_secs(30);

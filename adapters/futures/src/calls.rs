@@ -5,8 +5,8 @@ use futures::channel::oneshot;
 use sansrpc::client::{send_batch, Answered, Callers};
 use sansrpc::connection::Connection;
 use sansrpc::connection::{RequestOptions, SendError};
-use sansrpc::runtime::subscriptions::answer_false;
 use sansrpc::Instant;
+use sansrpc_runtime::subscriptions::answer_false;
 
 use crate::client::{CallError, Command, RawResult};
 use crate::subscription::Subscribed;

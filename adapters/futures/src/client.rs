@@ -444,8 +444,8 @@ impl Client {
     /// `interceptors`: each [`before`](sansrpc::ext::interceptors::Interceptor::before)
     /// hook runs in the calling task before the call is handed to the driver, each
     /// [`after`](sansrpc::ext::interceptors::Interceptor::after) hook when the call's
-    /// future completes, with the time elapsed on [`std::time::Instant`] (not when the
-    /// future is dropped first). A refusal fails the call with [`CallError::Intercepted`]
+    /// future completes (not when it is dropped first), with the time elapsed on the host's
+    /// clock ([`sansrpc_runtime::time::Instant`]). A refusal fails the call with [`CallError::Intercepted`]
     /// and sends nothing. Other handles on the connection are not affected.
     pub fn with_interceptors(&self, interceptors: Interceptors) -> Client {
         Client {

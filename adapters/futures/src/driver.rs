@@ -75,9 +75,9 @@ pub struct Driver<T, Tm> {
     conn: Connection,
     transport: T,
     timer: Tm,
-    start: std::time::Instant,
+    start: sansrpc_runtime::time::Instant,
     /// The latest deadline a sleep completed for: the clock is never read as earlier.
-    reached: Option<std::time::Instant>,
+    reached: Option<sansrpc_runtime::time::Instant>,
     commands: mpsc::UnboundedReceiver<Command>,
     commands_open: bool,
     /// A command the connection refused for a full output buffer, retried once it drains.
@@ -86,7 +86,7 @@ pub struct Driver<T, Tm> {
     shutdown_rx: mpsc::UnboundedReceiver<Duration>,
     sleep: Sleep,
     /// Once the connection finished: until when closing the transport may take.
-    closing: Option<std::time::Instant>,
+    closing: Option<sansrpc_runtime::time::Instant>,
     calls: Calls,
     server: Server,
     on_event: Option<EventHook>,
@@ -119,7 +119,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             conn,
             transport,
             timer,
-            start: std::time::Instant::now(),
+            start: sansrpc_runtime::time::Instant::now(),
             reached: None,
             commands,
             commands_open: true,
@@ -175,8 +175,8 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
         }
     }
 
-    fn clock(&self) -> std::time::Instant {
-        let now = std::time::Instant::now();
+    fn clock(&self) -> sansrpc_runtime::time::Instant {
+        let now = sansrpc_runtime::time::Instant::now();
         self.reached.map_or(now, |r| r.max(now))
     }
 

@@ -123,8 +123,10 @@ pub mod __macros {
     pub use sansrpc::connection::subscriptions::{IdStyle, LagPolicy, MethodSubscription};
     pub use sansrpc::method::Method;
     pub use sansrpc::router::{RegisterError, Router};
-    pub use sansrpc::runtime::subscriptions::PendingSubscription as SyncPendingSubscription;
     pub use sansrpc::ErrorObject;
+    pub use sansrpc_runtime::subscriptions::{
+        PendingSubscription as SyncPendingSubscription, SubscriptionRouter,
+    };
     pub use serde;
 
     /// What an `#[rpc]` method returns: a `Result`, whatever alias names it

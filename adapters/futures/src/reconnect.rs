@@ -250,7 +250,7 @@ impl Reconnect {
                 Jitter::from_std_random_state(),
                 sansrpc::Instant::ZERO,
             ),
-            start: std::time::Instant::now(),
+            start: sansrpc_runtime::time::Instant::now(),
             sleep: Sleep::default(),
             requests,
             watch: watch.clone(),
@@ -419,7 +419,7 @@ struct Shared<Tm>(Arc<Tm>);
 impl<Tm: Timer> Timer for Shared<Tm> {
     fn sleep_until(
         &self,
-        deadline: std::time::Instant,
+        deadline: sansrpc_runtime::time::Instant,
     ) -> impl Future<Output = ()> + Send + 'static {
         self.0.sleep_until(deadline)
     }
@@ -454,7 +454,7 @@ pub struct Supervisor<C, T, Tm> {
     timer: Arc<Tm>,
     rc: Reconnector,
     /// The epoch of the reconnector's clock.
-    start: std::time::Instant,
+    start: sansrpc_runtime::time::Instant,
     sleep: Sleep,
     requests: mpsc::UnboundedReceiver<Request>,
     watch: Arc<Watch>,

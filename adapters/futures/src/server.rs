@@ -373,7 +373,7 @@ fn observed(
     let method = request.method.to_string();
     let params = request.params.as_deref().map(ToOwned::to_owned);
     let id = request.id.to_owned_id();
-    let start = std::time::Instant::now();
+    let start = sansrpc_runtime::time::Instant::now();
     async move {
         let result = work.await;
         let outcome = result.as_ref().map(|_| ()).map_err(Clone::clone);

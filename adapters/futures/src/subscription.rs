@@ -7,7 +7,7 @@
 //! [`LagPolicy`](sansrpc::connection::subscriptions::LagPolicy), and routes a client's
 //! notifications ([`ClientSubscriptions`](sansrpc::connection::subscriptions::ClientSubscriptions)).
 //! The sinks, the hub they share with the driver and the client's inboxes are the core's
-//! too ([`sansrpc::runtime::subscriptions`], shared with the blocking adapter); this file
+//! too ([`sansrpc_runtime::subscriptions`], shared with the blocking adapter); this file
 //! runs the handlers' futures and wakes the driver's task.
 
 use std::cell::Cell;
@@ -27,13 +27,13 @@ use futures::{FutureExt, Stream, StreamExt};
 use sansrpc::connection::subscriptions::MethodSubscription;
 use sansrpc::connection::{Connection, IncomingId, Timeout};
 use sansrpc::method::CallError;
-use sansrpc::runtime::subscriptions as shared;
 use sansrpc::{ErrorObject, RawValue};
+use sansrpc_runtime::subscriptions as shared;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-pub use sansrpc::runtime::subscriptions::{Ended, Fanout, NotAccepted, SubscriptionError};
-pub(crate) use sansrpc::runtime::subscriptions::{Inbox, Subscribed};
+pub use sansrpc_runtime::subscriptions::{Ended, Fanout, NotAccepted, SubscriptionError};
+pub(crate) use sansrpc_runtime::subscriptions::{Inbox, Subscribed};
 
 use crate::client::{Client, Command};
 use crate::router::BoxFuture;

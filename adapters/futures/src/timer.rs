@@ -1,8 +1,8 @@
 //! The one thing the driver needs from a runtime besides I/O: sleeping until an instant.
 
+use sansrpc_runtime::time::Instant;
 use std::future::Future;
 use std::task::Context;
-use std::time::Instant;
 
 use futures::FutureExt;
 
@@ -11,7 +11,8 @@ use crate::router::BoxFuture;
 /// Sleeps until a deadline on the runtime's timer.
 ///
 /// The driver asks for one sleep at a time, for its next deadline (the connection's
-/// [`poll_timeout`](sansrpc::connection::Connection::poll_timeout)).
+/// [`poll_timeout`](sansrpc::connection::Connection::poll_timeout)), on the host's clock
+/// ([`sansrpc_runtime::time::Instant`]: std's, or `performance.now()` in a browser).
 pub trait Timer: Send + Sync + 'static {
     /// A future that completes at or after `deadline`.
     fn sleep_until(&self, deadline: Instant) -> impl Future<Output = ()> + Send + 'static;

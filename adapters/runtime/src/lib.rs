@@ -1,6 +1,6 @@
 //! sansrpc-runtime: what every driver on `std` shares, beside the sans-I/O core (which reads
 //! no clock, takes no lock and asks nothing of the operating system): a [`Clock`] that
-//! turns `std::time::Instant` into the core's [`Instant`] and back, per-connection values
+//! turns the host's [`time::Instant`] into the core's [`Instant`] and back, per-connection values
 //! shared by handlers ([`Locals`]), whether a process still runs ([`process_alive`], for an
 //! LSP server whose editor died), the client interceptors' view of each call, timed
 //! ([`Observe`], [`ObserveBatch`]), and [`Peer`]: the one face a protocol crate
@@ -16,6 +16,18 @@ use sansrpc::method::CallError;
 use sansrpc::{Instant, RawValue};
 
 mod peer;
+pub mod subscriptions;
+
+/// The host's monotonic clock, which every driver's [`Clock`] and timer read:
+/// `std::time::Instant`, except in a browser (`wasm32-unknown-unknown`), where std has no
+/// clock (its `Instant::now` panics) and `web_time`'s `Instant`, on `performance.now()`,
+/// stands in with the same API.
+pub mod time {
+    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+    pub use std::time::Instant;
+    #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+    pub use web_time::Instant;
+}
 
 pub use peer::{BoxFuture, ConnectionNotifier, Peer};
 
@@ -68,10 +80,10 @@ impl Locals {
 }
 
 /// A monotonic clock for drivers on `std`: [`Instant`]s measured from when it was made,
-/// and back to `std::time::Instant` for sleeping.
+/// and back to the host's [`time::Instant`] for sleeping.
 #[derive(Debug, Clone, Copy)]
 pub struct Clock {
-    start: std::time::Instant,
+    start: time::Instant,
 }
 
 impl Default for Clock {
@@ -84,29 +96,29 @@ impl Clock {
     /// A clock whose epoch is now.
     pub fn new() -> Self {
         Clock {
-            start: std::time::Instant::now(),
+            start: time::Instant::now(),
         }
     }
 
     /// The current time.
     pub fn now(&self) -> Instant {
-        self.instant(std::time::Instant::now())
+        self.instant(time::Instant::now())
     }
 
     /// `at` on this clock (the epoch when earlier).
-    pub fn instant(&self, at: std::time::Instant) -> Instant {
+    pub fn instant(&self, at: time::Instant) -> Instant {
         Instant::from_duration(at.saturating_duration_since(self.start))
     }
 
-    /// `at` as a `std::time::Instant`, to sleep until.
-    pub fn to_std(&self, at: Instant) -> std::time::Instant {
+    /// `at` as the host's [`time::Instant`], to sleep until.
+    pub fn to_std(&self, at: Instant) -> time::Instant {
         self.start + at.since_epoch()
     }
 
     /// How long from now until `at` (zero when it passed): a poller's timeout.
     pub fn until(&self, at: Instant) -> core::time::Duration {
         self.to_std(at)
-            .saturating_duration_since(std::time::Instant::now())
+            .saturating_duration_since(time::Instant::now())
     }
 }
 
@@ -148,7 +160,7 @@ pub fn process_alive(pid: u32) -> bool {
 pub struct Observe {
     chain: Arc<Interceptors>,
     method: String,
-    start: std::time::Instant,
+    start: time::Instant,
 }
 
 impl Observe {
@@ -168,7 +180,7 @@ impl Observe {
         Ok(Some(Observe {
             chain: Arc::clone(chain),
             method: method.to_string(),
-            start: std::time::Instant::now(),
+            start: time::Instant::now(),
         }))
     }
 
@@ -185,7 +197,7 @@ pub struct ObserveBatch {
     chain: Arc<Interceptors>,
     /// The calls' methods, in the order of their results.
     methods: Vec<String>,
-    start: std::time::Instant,
+    start: time::Instant,
 }
 
 impl ObserveBatch {
@@ -209,7 +221,7 @@ impl ObserveBatch {
         Ok(Some(ObserveBatch {
             chain: Arc::clone(chain),
             methods,
-            start: std::time::Instant::now(),
+            start: time::Instant::now(),
         }))
     }
 
@@ -223,10 +235,10 @@ impl ObserveBatch {
     }
 }
 
-/// A clock function on `std::time::Instant`, counting from the moment it is made: what the
+/// A clock function on the host's [`time::Instant`], counting from the moment it is made: what the
 /// interceptors' rate limits and metrics take as their clock
 /// ([`ext::interceptors::Clock`](sansrpc::ext::interceptors::Clock)).
 pub fn system_clock() -> impl Fn() -> Instant + Send + Sync + Clone + 'static {
-    let epoch = std::time::Instant::now();
+    let epoch = time::Instant::now();
     move || Instant::from_duration(epoch.elapsed())
 }

@@ -199,23 +199,23 @@ fn web3py_async_websocket_subscribe_and_unsubscribe() {
 }
 
 #[test]
-fn the_readme_shows_the_new_heads_examples_as_they_are() {
+fn the_subscriptions_guide_shows_the_new_heads_node_as_it_is() {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let guide = std::fs::read_to_string(format!("{root}/docs/subscriptions.md")).unwrap();
     let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
-    for name in ["new_heads", "new_heads_client"] {
-        let path = format!("{}/examples/{name}.rs", env!("CARGO_MANIFEST_DIR"));
-        let example = std::fs::read_to_string(path).unwrap();
+    let path = format!("{}/examples/new_heads.rs", env!("CARGO_MANIFEST_DIR"));
+    let example = std::fs::read_to_string(path).unwrap();
+    assert!(
+        guide.contains(&format!("```rust,ignore\n{example}```")),
+        "docs/subscriptions.md must show examples/new_heads.rs as it is"
+    );
+    let lines = example.lines().count();
+    for (page, text) in [("docs/subscriptions.md", &guide), ("README.md", &readme)] {
         assert!(
-            readme.contains(&format!("```rust,ignore\n{example}```")),
-            "README.md must show examples/{name}.rs as it is"
+            text.contains(&format!("in {lines} lines"))
+                || text.contains(&format!("is {lines} lines")),
+            "{page} must state the example's {lines} lines"
         );
-        if name == "new_heads" {
-            let lines = example.lines().count();
-            assert!(
-                readme.contains(&format!("in {lines} lines")),
-                "README.md must state the example's {lines} lines"
-            );
-        }
     }
 }
 

@@ -14,6 +14,7 @@ use futures::StreamExt;
 use sansrpc::connection::subscriptions::MethodSubscription;
 use sansrpc::router::Router;
 use sansrpc::ErrorObject;
+use sansrpc_blocking::SubscriptionRouter;
 use sansrpc_tokio::{sansrpc, AsyncRouter, Builder, Ended};
 use tokio::net::TcpListener;
 

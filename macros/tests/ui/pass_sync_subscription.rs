@@ -1,6 +1,6 @@
 // A sync server with a subscription: mounted on the core Router (the blocking adapter
 // serves it), its handler given the core's pending subscription.
-use sansrpc::runtime::subscriptions::PendingSubscription;
+use sansrpc_runtime::subscriptions::PendingSubscription;
 use sansrpc::ErrorObject;
 
 #[sansrpc_futures::rpc(sync, namespace = "eth")]

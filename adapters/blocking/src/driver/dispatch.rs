@@ -19,9 +19,9 @@ use sansrpc::connection::stream::Produced;
 use sansrpc::connection::Event;
 use sansrpc::connection::{IncomingId, Profile};
 use sansrpc::method::CallError;
-use sansrpc::router::{Call, Reply, Router, Subscribe};
-use sansrpc::runtime::subscriptions::PendingSubscription;
+use sansrpc::router::{Call, Reply, Router};
 use sansrpc::{ErrorObject, Id, Instant, RawValue, Request};
+use sansrpc_runtime::subscriptions::{PendingSubscription, Subscribe};
 
 use super::{Cmd, Driver};
 use crate::client::{Client, Link};
@@ -382,7 +382,9 @@ impl Driver {
                         params: request.params.as_deref(),
                         id: Some(&request.id),
                     };
-                    if let Some((declaration, opened)) = self.router.open_subscription(&call) {
+                    if let Some((declaration, opened)) =
+                        sansrpc_runtime::subscriptions::open(&self.router, &call)
+                    {
                         let cx = context(&request, Arc::new(AtomicBool::new(false)), &conn);
                         match opened {
                             Ok(work) => {

@@ -16,8 +16,8 @@ use sansrpc::connection::IncomingId;
 use sansrpc::driver::StreamIo;
 use sansrpc::method::CallError;
 use sansrpc::router::{Reply, Router};
-use sansrpc::runtime::subscriptions::{Hub, Served, Subscribed};
 use sansrpc::Instant;
+use sansrpc_runtime::subscriptions::{Hub, Served, Subscribed};
 
 mod dispatch;
 

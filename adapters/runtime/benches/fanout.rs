@@ -21,8 +21,8 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use sansrpc::connection::subscriptions::MethodSubscription;
 use sansrpc::connection::{Config, Connection, Event};
-use sansrpc::runtime::subscriptions::{Fanout, Hub, Served, SubscriptionSink};
 use sansrpc::Instant;
+use sansrpc_runtime::subscriptions::{Fanout, Hub, Served, SubscriptionSink};
 use serde::Serialize;
 
 /// Subscribers per notification.

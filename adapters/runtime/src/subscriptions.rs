@@ -1,5 +1,5 @@
 //! Method subscriptions on a driver with threads
-//! ([`connection::subscriptions`](crate::connection::subscriptions)): what every `std`
+//! ([`connection::subscriptions`](sansrpc::connection::subscriptions)): what every `std`
 //! driver (the futures adapter's, the blocking adapter's, yours) needs beside the
 //! connection machine, whatever runs its handlers.
 //!
@@ -21,25 +21,24 @@
 //! driver has looked), and sinks and inboxes wake both a task's [`Waker`] and a thread
 //! waiting on them.
 
-use alloc::boxed::Box;
-use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
-use alloc::string::String;
-use alloc::sync::Arc;
-use alloc::vec::Vec;
 use core::fmt;
 use core::sync::atomic::{AtomicBool, Ordering};
 use core::task::{Context, Poll, Waker};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
 use std::sync::{Condvar, Mutex, MutexGuard};
 
-use crate::connection::subscriptions::{
+use sansrpc::connection::subscriptions::{
     charge, ClientSubscriptions, MethodSubscription, Notice, Popped, Pushed, SubscriptionQueue,
     VecMap, ITEM_OVERHEAD, OUTPUT_ROOM,
 };
-use crate::connection::{Connection, IncomingId, RequestOptions, SendError, Timeout};
-use crate::error::ErrorObject;
-use crate::method::CallError;
-use crate::raw::RawValue;
-use crate::time::Instant;
+use sansrpc::connection::{Connection, IncomingId, RequestOptions, SendError, Timeout};
+use sansrpc::method::CallError;
+use sansrpc::router::{Call, RegisterError, Router};
+use sansrpc::ErrorObject;
+use sansrpc::Instant;
+use sansrpc::RawValue;
+use serde::de::DeserializeOwned;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -55,11 +54,11 @@ pub enum Ended {
     Unsubscribed,
     /// The connection closed (the client went away, the server shut down, or another
     /// subscription of the connection overflowed under
-    /// [`LagPolicy::Disconnect`](crate::connection::subscriptions::LagPolicy::Disconnect)).
+    /// [`LagPolicy::Disconnect`](sansrpc::connection::subscriptions::LagPolicy::Disconnect)).
     Closed,
     /// The client read too slowly: this subscription's queue overflowed under
-    /// [`LagPolicy::Close`](crate::connection::subscriptions::LagPolicy::Close) (it ends) or
-    /// [`LagPolicy::Disconnect`](crate::connection::subscriptions::LagPolicy::Disconnect)
+    /// [`LagPolicy::Close`](sansrpc::connection::subscriptions::LagPolicy::Close) (it ends) or
+    /// [`LagPolicy::Disconnect`](sansrpc::connection::subscriptions::LagPolicy::Disconnect)
     /// (its connection closes).
     Lagged,
     /// The server ended it ([`SubscriptionSink::close`], or every sink was dropped).
@@ -239,6 +238,77 @@ impl Hub {
     }
 }
 
+/// A subscription handler's work for one subscribe request, as a [`Router`] registered
+/// with [`SubscriptionRouter::subscription`] hands it to the driver ([`open`]): run it
+/// where handlers run, with the request's [`PendingSubscription`].
+pub type Subscribe = Box<dyn FnOnce(PendingSubscription) + Send>;
+
+/// Method subscriptions on the core [`Router`], for a driver with threads (the blocking
+/// adapter; the async adapters take theirs on their own router): bring it into scope and
+/// call `router.subscription(declaration, handler)`.
+pub trait SubscriptionRouter {
+    /// Registers a method subscription: a request to `declaration`'s subscribe method runs
+    /// `handler` where the driver runs handlers (a worker thread), with the request's
+    /// [`PendingSubscription`] and the params decoded as `P` (`-32602` when they do not
+    /// fit; the layers' gates decide first, as for every call). The handler accepts,
+    /// blocking its thread until the connection has answered the id, and gets a
+    /// [`SubscriptionSink`] usable from any thread; or it rejects with an error. It may
+    /// send from where it is, or hand the sink to a producer of its own and return (a long
+    /// loop holds a worker of the pool). See [`Router::subscription_with`].
+    fn subscription<P, F>(
+        &mut self,
+        declaration: MethodSubscription,
+        handler: F,
+    ) -> Result<(), RegisterError>
+    where
+        P: DeserializeOwned + Send + 'static,
+        F: Fn(PendingSubscription, P) + Send + Sync + 'static;
+}
+
+impl SubscriptionRouter for Router {
+    fn subscription<P, F>(
+        &mut self,
+        declaration: MethodSubscription,
+        handler: F,
+    ) -> Result<(), RegisterError>
+    where
+        P: DeserializeOwned + Send + 'static,
+        F: Fn(PendingSubscription, P) + Send + Sync + 'static,
+    {
+        let handler = Arc::new(handler);
+        self.subscription_with(declaration, move |params: P| -> Subscribe {
+            let handler = Arc::clone(&handler);
+            Box::new(move |pending| handler(pending, params))
+        })
+    }
+}
+
+/// The subscribe request `call` to a method registered with
+/// [`SubscriptionRouter::subscription`], past the layers' gates: its work with its
+/// declaration, or the error to answer; `None` when `call`'s method is not a subscribe
+/// method ([`Router::open_subscription`], its value taken as a [`Subscribe`]).
+pub fn open<'r>(
+    router: &'r Router,
+    call: &Call<'_>,
+) -> Option<(
+    &'r MethodSubscription,
+    Result<Subscribe, ErrorObject<'static>>,
+)> {
+    let (declaration, opened) = router.open_subscription(call)?;
+    let work = opened.and_then(|opened| {
+        opened
+            .downcast::<Subscribe>()
+            .map(|work| *work)
+            .map_err(|_| {
+                ErrorObject::fixed(
+                    sansrpc::error::code::INTERNAL_ERROR,
+                    "this subscription was registered for another driver",
+                )
+            })
+    });
+    Some((declaration, work))
+}
+
 /// A subscribe request its handler has not decided on yet: accept it (the client gets its
 /// subscription id, and the handler a [`SubscriptionSink`]) or [`reject`](Self::reject)
 /// it with an error. Dropped undecided, the request is answered `-32603`.
@@ -322,7 +392,7 @@ impl Drop for PendingSubscription {
 /// async adapters' `send`) waits for room in the queue, so a producer follows a slow
 /// reader without losing an item; [`try_send`](Self::try_send) never waits, and a full
 /// queue meets the declaration's
-/// [`LagPolicy`](crate::connection::subscriptions::LagPolicy): the connection closes (the
+/// [`LagPolicy`](sansrpc::connection::subscriptions::LagPolicy): the connection closes (the
 /// default, as go-ethereum does), the oldest items are dropped, or the subscription ends
 /// (then `try_send` fails with [`Ended::Lagged`]). A subscriber that never reads costs the
 /// server that bound and no more; one that never reads while a producer waits on it is
@@ -848,7 +918,7 @@ impl Served {
             }
             Decision::Dropped => {
                 let error = ErrorObject::fixed(
-                    crate::error::code::INTERNAL_ERROR,
+                    sansrpc::error::code::INTERNAL_ERROR,
                     "Internal error: the subscription was neither accepted nor rejected",
                 );
                 conn.respond(handle, Err(&error));
@@ -936,14 +1006,14 @@ impl Drop for Served {
 #[non_exhaustive]
 pub enum SubscriptionError {
     /// This many items were missed: the server dropped them for a slow reader (it said so,
-    /// [`LagPolicy::DropOldest`](crate::connection::subscriptions::LagPolicy::DropOldest)),
+    /// [`LagPolicy::DropOldest`](sansrpc::connection::subscriptions::LagPolicy::DropOldest)),
     /// or the client did, holding at most the declaration's
     /// [`max_bytes`](MethodSubscription::max_bytes) unread. The subscription goes on.
     Lagged(u64),
     /// An item did not decode as the subscription's type. The subscription goes on.
     Decode(serde_json::Error),
     /// The server ended the subscription with this error (a slow reader under
-    /// [`LagPolicy::Close`](crate::connection::subscriptions::LagPolicy::Close), say). The
+    /// [`LagPolicy::Close`](sansrpc::connection::subscriptions::LagPolicy::Close), say). The
     /// subscription ends after it.
     Ended(ErrorObject<'static>),
 }
@@ -1242,7 +1312,7 @@ impl Subscribed {
     pub fn unsubscribe_call(&self, key: u64) -> Option<(&'static str, Box<RawValue>)> {
         let id = self.routes.id_of(key)?;
         let method = self.routes.declaration_of(key)?.unsubscribe;
-        let params = RawValue::from_string(alloc::format!("[{id}]")).ok()?;
+        let params = RawValue::from_string(format!("[{id}]")).ok()?;
         Some((method, params))
     }
 

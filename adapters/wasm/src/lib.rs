@@ -1,0 +1,114 @@
+//! sansrpc-wasm: sansrpc in the browser (`wasm32-unknown-unknown`, in a page or a worker).
+//!
+//! The connection is the same [`Connection`](sansrpc::Connection) and the same driver as on
+//! every other runtime, the futures adapter's ([`sansrpc_futures`]): the browser gives it a
+//! [`WebSocket`] transport, a [`BrowserTimer`] on `setTimeout` for its deadlines, and
+//! `performance.now()` as its clock ([`sansrpc_runtime::time::Instant`]); the driver runs
+//! as a task of `wasm-bindgen-futures` ([`spawn`]). The [`Client`] is the futures one:
+//! typed calls with deadlines, notifications, batches, method subscriptions
+//! ([`Client::subscribe`], the `eth_subscribe` shape); [`reconnect`] gives a client that
+//! reconnects when its WebSocket is lost.
+//!
+//! ```no_run
+//! use sansrpc::method::Method;
+//!
+//! enum Add {}
+//! impl Method for Add {
+//!     const NAME: &'static str = "add";
+//!     type Params = (f64, f64);
+//!     type Result = f64;
+//! }
+//!
+//! async fn add() -> Result<f64, Box<dyn std::error::Error>> {
+//!     let client = sansrpc_wasm::connect("ws://127.0.0.1:7701").await?;
+//!     Ok(client.call::<Add>(&(1.0, 2.0)).await?)
+//! }
+//! ```
+//!
+//! `docs/browser.md` has the rest: the `Cargo.toml`, the build with wasm-bindgen's CLI, a
+//! page, and the server's `Origin` setting.
+#![deny(missing_docs)]
+
+mod local;
+pub mod reconnect;
+mod timer;
+mod websocket;
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures::channel::oneshot;
+
+pub use sansrpc;
+pub use sansrpc_futures;
+pub use sansrpc_futures::{
+    Batch, BatchSlot, Builder, CallError, Client, PendingBatch, PendingCall, RawResult,
+    RawSubscription, ShutdownHandle, Subscription, SubscriptionError, Timeout, Transport,
+};
+pub use timer::BrowserTimer;
+pub use websocket::WebSocket;
+
+/// A connection whose driver runs as a task of the page (or worker): what [`spawn`] and
+/// [`connect_with`] give.
+#[derive(Debug)]
+pub struct Spawned {
+    /// Calls the peer.
+    pub client: Client,
+    /// Shuts the connection down gracefully.
+    pub shutdown: ShutdownHandle,
+    /// The driver's task: completes when the connection ends.
+    pub driver: DriverTask,
+}
+
+/// Lends the connection's [`client`](Spawned::client).
+impl AsRef<Client> for Spawned {
+    fn as_ref(&self) -> &Client {
+        &self.client
+    }
+}
+
+/// The end of a driver spawned on the page: what it finished with (an error when the
+/// socket failed, or the heartbeat went unanswered). Dropping it leaves the driver running.
+#[derive(Debug)]
+pub struct DriverTask(oneshot::Receiver<io::Result<()>>);
+
+impl Future for DriverTask {
+    type Output = io::Result<()>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll(cx).map(|done| {
+            done.unwrap_or_else(|_| Err(io::Error::other("the driver's task was dropped")))
+        })
+    }
+}
+
+/// Builds the connection over `transport` with the [`BrowserTimer`], and runs its driver as
+/// a task of the page (`wasm_bindgen_futures::spawn_local`).
+pub fn spawn<T: Transport>(builder: Builder, transport: T) -> Spawned {
+    let (client, driver) = builder.connect(transport, BrowserTimer);
+    let shutdown = driver.shutdown_handle();
+    let (tx, rx) = oneshot::channel();
+    wasm_bindgen_futures::spawn_local(async move {
+        let _ = tx.send(driver.await);
+    });
+    Spawned {
+        client,
+        shutdown,
+        driver: DriverTask(rx),
+    }
+}
+
+/// Opens a WebSocket to `url` and runs a connection over it with `builder`'s config (and
+/// router: the server may call the page too). Fails as [`WebSocket::connect`] does.
+pub async fn connect_with(builder: Builder, url: &str) -> io::Result<Spawned> {
+    let socket = WebSocket::connect(url, &builder.connection_config().limits).await?;
+    Ok(spawn(builder, socket))
+}
+
+/// Opens a WebSocket to `url` and gives the [`Client`] of a connection over it with the
+/// default config; the connection ends when the last handle on it is dropped.
+pub async fn connect(url: &str) -> io::Result<Client> {
+    Ok(connect_with(Builder::new(), url).await?.client)
+}

@@ -1,0 +1,199 @@
+//! Runs `tests/browser.rs` in headless Chromium, against the project's own servers started
+//! here on 127.0.0.1: the WebSocket calculator (`sansrpc-tokio`'s `ws_server` example), the
+//! Ethereum node (`eth_node`, a block every 100 ms), and sansrpc WebSocket servers in this
+//! process whose one method, `never`, is never answered (the deadline test's).
+//!
+//! Their URLs reach the browser test baked in at compile time (`option_env!`): this test
+//! builds it for `wasm32-unknown-unknown` with cargo and runs it with
+//! `wasm-bindgen-test-runner` (cargo's runner for the target), which serves it on a page
+//! of its own at `http://127.0.0.1:PORT` and drives Chromium through chromedriver. The
+//! examples keep their default `Origin` rule ([`Origins::SameAsHosts`]): a page of a
+//! loopback host is accepted, as a developer's page on `localhost` is. The server that
+//! never answers lists the page's origin (`Origins::List`), as a server whose pages come
+//! from a site of its own does; one more lists another origin only, and refuses the page.
+//!
+//! Needs: Debian's `chromium` and `chromium-driver`, the `wasm32-unknown-unknown` target
+//! and `wasm-bindgen-cli` at the version of `wasm-bindgen` in Cargo.lock, which
+//! `scripts/provision-wasm` installs (`scripts/test` and `.ci/run` call it). Without them
+//! the test fails and says so: it never skips.
+#![cfg(not(target_arch = "wasm32"))]
+
+#[path = "../../../tests/support/processes.rs"]
+mod processes;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use processes::{output_within, Example};
+use sansrpc_tokio::{sansrpc, ws, AsyncRouter, Builder, Origins, ServeOptions};
+
+/// The tests in tests/browser.rs, each of which must have run and passed.
+const BROWSER_TESTS: usize = 14;
+
+/// A program on `PATH`, or at one of `fallbacks`.
+fn find(env: &str, program: &str, fallbacks: &[PathBuf]) -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os(env) {
+        return Some(PathBuf::from(path));
+    }
+    let on_path = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
+        .map(|dir| dir.join(program));
+    on_path
+        .chain(fallbacks.iter().cloned())
+        .find(|p| p.is_file())
+}
+
+/// A sansrpc WebSocket server whose method `never` is never answered (`ping` is, and
+/// `hang_up` is, then closes the connection), accepting pages
+/// of `origins` only (as a user configures it: `ServeOptions::allowed_origins`), on a
+/// thread of its own (its runtime and listener end with the test process); its URL.
+fn never_answering_server(origins: Origins) -> String {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            let mut router = AsyncRouter::new();
+            router
+                .raw_method("never", |_| std::future::pending())
+                .unwrap();
+            router
+                .raw_method("ping", |_| async {
+                    Ok(sansrpc::RawValue::from_string("\"pong\"".to_owned()).unwrap())
+                })
+                .unwrap();
+            // Answers, and closes the connection (the reconnecting client's test).
+            router
+                .raw_method_with_context("hang_up", |ctx, _| async move {
+                    let peer = ctx.peer().clone();
+                    tokio::spawn(async move { peer.close().await });
+                    Ok(sansrpc::RawValue::from_string("true".to_owned()).unwrap())
+                })
+                .unwrap();
+            let builder = Builder::new().router(router);
+            let mut options = ServeOptions::default();
+            options.allowed_origins = origins;
+            let shutdown = std::future::pending::<()>();
+            ws::serve_with_options(listener, builder, options, shutdown, Duration::from_secs(1))
+                .await
+                .unwrap();
+        });
+    });
+    let addr = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+    format!("ws://{addr}")
+}
+
+/// The URL in an example's first line (`calculator on ws://127.0.0.1:PORT`, `listening on
+/// 127.0.0.1:PORT`).
+fn ws_url(line: &str) -> String {
+    let addr = line.rsplit(' ').next().unwrap();
+    let addr = addr.strip_prefix("ws://").unwrap_or(addr);
+    assert!(addr.starts_with("127.0.0.1:"), "no address in {line:?}");
+    format!("ws://{addr}")
+}
+
+#[test]
+fn the_browser_tests_pass_in_headless_chromium() {
+    let provision = "run scripts/provision-wasm (Debian's chromium and chromium-driver, and \
+                     wasm-bindgen-cli at Cargo.lock's wasm-bindgen version)";
+    let chromedriver = find(
+        "CHROMEDRIVER",
+        "chromedriver",
+        &[PathBuf::from("/usr/bin/chromedriver")],
+    )
+    .unwrap_or_else(|| panic!("no chromedriver: {provision}"));
+    let cargo_bin = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+        .map(|home| home.join("bin").join("wasm-bindgen-test-runner"));
+    let runner = find(
+        "WASM_BINDGEN_TEST_RUNNER",
+        "wasm-bindgen-test-runner",
+        &cargo_bin.into_iter().collect::<Vec<_>>(),
+    )
+    .unwrap_or_else(|| panic!("no wasm-bindgen-test-runner: {provision}"));
+
+    let mut calculator = Example::start("sansrpc-tokio", "ws_server", &["127.0.0.1:0"]);
+    let calculator_url = ws_url(&calculator.line());
+    let mut node = Example::start_with_env(
+        "sansrpc-tokio",
+        "eth_node",
+        &[("PORT", "0"), ("ETH_NODE_BLOCK_MS", "100")],
+    );
+    let node_url = ws_url(&node.line());
+    // The page's origin: wasm-bindgen-test-runner serves it at this address. The server
+    // that never answers lists it, as a user lists the origin of their page; another lists
+    // only a site's, and refuses the page.
+    let page = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let never_url = never_answering_server(Origins::List(vec![format!("http://{page}")]));
+    let refusing_url =
+        never_answering_server(Origins::List(vec!["https://app.example.com".to_owned()]));
+
+    let manifest = env!("CARGO_MANIFEST_DIR");
+    // This test binary is target/<profile>/deps/<name>: the same target folder.
+    let exe = std::env::current_exe().unwrap();
+    let target_dir = exe.ancestors().nth(3).unwrap().to_owned();
+    let mut test = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    test.current_dir(manifest)
+        .args(["test", "-p", "sansrpc-wasm"])
+        .args(["--target", "wasm32-unknown-unknown", "--test", "browser"])
+        .arg("--target-dir")
+        .arg(&target_dir)
+        .env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER", &runner)
+        .env("CHROMEDRIVER", &chromedriver)
+        .env("WASM_BINDGEN_TEST_TIMEOUT", "300")
+        .env("SANSRPC_WASM_CALCULATOR_URL", &calculator_url)
+        .env("SANSRPC_WASM_ETH_NODE_URL", &node_url)
+        .env("SANSRPC_WASM_NEVER_URL", &never_url)
+        .env("SANSRPC_WASM_REFUSING_URL", &refusing_url)
+        .env("WASM_BINDGEN_TEST_ADDRESS", page.to_string());
+    // Not the variables cargo set for this test (a build script watching one would
+    // rebuild, here and in the next plain build).
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy();
+        if key.starts_with("CARGO_PKG_")
+            || key.starts_with("CARGO_BIN_EXE_")
+            || [
+                "CARGO_MANIFEST_DIR",
+                "CARGO_MANIFEST_PATH",
+                "CARGO_CRATE_NAME",
+                "CARGO_PRIMARY_PACKAGE",
+                "CARGO_TARGET_TMPDIR",
+                "CARGO_RUSTC_CURRENT_DIR",
+            ]
+            .contains(&&*key)
+        {
+            test.env_remove(&*key);
+        }
+    }
+    // A cold build of the wasm test and its dependencies on a slow machine: minutes.
+    let out = output_within(&mut test, Duration::from_secs(1800));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the browser tests failed ({}):\n--- stdout:\n{stdout}\n--- stderr:\n{stderr}",
+        out.status
+    );
+    // Every test ran in the browser: none filtered out or ignored.
+    let summary = format!("test result: ok. {BROWSER_TESTS} passed; 0 failed; 0 ignored");
+    assert!(
+        stdout.contains(&summary),
+        "expected {summary:?}:\n--- stdout:\n{stdout}\n--- stderr:\n{stderr}"
+    );
+    assert!(
+        stdout.contains("Running headless tests in Chrome"),
+        "not run in headless Chromium:\n{stdout}"
+    );
+    calculator.kill();
+    node.kill();
+}
