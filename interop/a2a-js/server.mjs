@@ -11,6 +11,8 @@ import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from "@a2a-js/sd
 import { agentCardHandler, jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/server/express";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+// The time between `slow`'s steps: the contract's 100 ms unless STEP_MS says (loadgen: 0).
+const STEP_MS = Number(process.env.STEP_MS ?? 100);
 const canceled = new Set();
 
 class Echo {
@@ -39,7 +41,7 @@ class Echo {
       status("TASK_STATE_COMPLETED");
     } else if (word === "slow" && /^\d+$/.test(arg)) {
       for (let i = 1; i <= Number(arg); i++) {
-        await sleep(100);
+        await sleep(STEP_MS);
         status("TASK_STATE_WORKING", say(`step ${i}`));
       }
       artifact("done");

@@ -3,6 +3,8 @@ server: its DefaultRequestHandlerV2, in-memory task store, JSON-RPC and agent ca
 on Starlette, served by uvicorn on 127.0.0.1:$PORT. For sansrpc-a2a's client to drive.
 
     PORT=0 python3 server.py      # prints "listening on http://127.0.0.1:<port>"
+
+STEP_MS sets the time between `slow`'s steps (default 100, the contract's; loadgen sets 0).
 """
 
 import asyncio
@@ -29,6 +31,9 @@ from a2a.types.a2a_pb2 import (
 )
 
 
+STEP = int(os.environ.get("STEP_MS", "100")) / 1000
+
+
 class Echo(AgentExecutor):
     async def execute(self, context: RequestContext, queue: EventQueue) -> None:
         text = context.get_user_input().strip()
@@ -49,7 +54,7 @@ class Echo(AgentExecutor):
             await updater.complete()
         elif word == "slow" and rest.isdigit():
             for i in range(1, int(rest) + 1):
-                await asyncio.sleep(0.1)
+                await asyncio.sleep(STEP)
                 await updater.update_status(TaskState.TASK_STATE_WORKING, say(f"step {i}"))
             await updater.add_artifact([new_text_part("done")])
             await updater.complete()
