@@ -18,7 +18,6 @@ use std::time::Duration;
 use crate::agent::{Agent, BoxFuture, Publisher};
 use crate::machine::Run;
 use crate::types::{AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Artifact, TaskState};
-use crate::version::{JSONRPC_BINDING, PROTOCOL_VERSION};
 
 /// The largest `n` of `slow <n>`; more is rejected.
 pub const MAX_SLOW_STEPS: u32 = 1000;
@@ -128,12 +127,7 @@ pub fn agent_card(jsonrpc_url: &str) -> AgentCard {
         description: "Echoes text, streams slow steps, asks a question and waits to be \
                       canceled: the sansrpc A2A example agent."
             .into(),
-        supported_interfaces: vec![AgentInterface {
-            url: jsonrpc_url.into(),
-            protocol_binding: JSONRPC_BINDING.into(),
-            tenant: None,
-            protocol_version: PROTOCOL_VERSION.into(),
-        }],
+        supported_interfaces: vec![AgentInterface::jsonrpc(jsonrpc_url)],
         version: env!("CARGO_PKG_VERSION").into(),
         capabilities: AgentCapabilities {
             streaming: Some(true),

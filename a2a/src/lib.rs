@@ -76,8 +76,11 @@
 pub mod agent;
 pub mod echo;
 mod error;
+pub mod http;
 pub mod machine;
 pub mod methods;
+#[cfg(feature = "tokio")]
+pub mod tokio;
 pub mod types;
 pub mod version;
 

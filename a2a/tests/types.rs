@@ -269,3 +269,37 @@ fn every_methods_params_decode_through_the_core() {
     assert!(is_streaming(SEND_STREAMING_MESSAGE) && is_streaming(SUBSCRIBE_TO_TASK));
     assert!(!is_streaming(SEND_MESSAGE));
 }
+
+/// ProtoJSON parsers take a field by its proto name as well as its JSON name (the SDKs
+/// do; the TCK sends `task_id`): every multi-word member reads either way, and is written
+/// in camelCase.
+#[test]
+fn proto_field_names_read_as_json_names() {
+    let p = params::<ListTaskPushNotificationConfigs>(Some(
+        json!({"task_id": "t", "page_size": 5, "page_token": "x"}),
+    ));
+    assert_eq!((p.task_id.as_str(), p.page_size), ("t", 5));
+    let p = params::<SendMessage>(Some(json!({
+        "message": {"message_id": "m", "role": "ROLE_USER", "context_id": "c",
+            "reference_task_ids": ["r"], "parts": [{"text": "hi", "media_type": "text/plain"}]},
+        "configuration": {"accepted_output_modes": ["text/plain"], "history_length": 2,
+            "return_immediately": true}
+    })));
+    assert_eq!(p.message.message_id, "m");
+    assert_eq!(p.message.context_id.as_deref(), Some("c"));
+    assert_eq!(p.message.reference_task_ids, ["r"]);
+    assert_eq!(p.message.parts[0].media_type.as_deref(), Some("text/plain"));
+    let c = p.configuration.unwrap();
+    assert_eq!((c.history_length, c.return_immediately), (Some(2), true));
+    let l = params::<ListTasks>(Some(
+        json!({"context_id": "c", "include_artifacts": true, "status_timestamp_after": "2026-01-01T00:00:00Z"}),
+    ));
+    assert_eq!(l.include_artifacts, Some(true));
+    assert!(l.status_timestamp_after.is_some());
+    let event: StreamResponse = serde_json::from_value(json!({"status_update": {
+        "task_id": "t", "context_id": "c", "status": {"state": "TASK_STATE_WORKING"}}}))
+    .unwrap();
+    let written = serde_json::to_value(&event).unwrap();
+    assert_eq!(written["statusUpdate"]["taskId"], "t");
+    assert_eq!(written["statusUpdate"]["contextId"], "c");
+}

@@ -862,6 +862,7 @@ pub fn write_head(
     out.extend_from_slice(b"\r\n");
 }
 
+mod body;
 mod exchange;
 #[cfg(feature = "std")]
 mod extensions;
@@ -872,6 +873,7 @@ mod response;
 mod tests;
 mod unframe;
 
+pub use body::{bearer_token, chunk_line, Authorized, BodyStep, WholeResponse};
 pub use exchange::{Exchange, Refusal};
 pub use fields::as_text;
 pub use fields::Fields;

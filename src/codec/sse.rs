@@ -25,6 +25,37 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
 
+mod store;
+
+pub use store::{EventStore, MemoryEventStore};
+
+/// Appends the id of event `seq` of stream `stream` (`stream.seq`): unique in a server that
+/// numbers its streams once, and naming its stream, so a `Last-Event-ID` says where to
+/// resume ([`parse_event_id`]).
+///
+/// ```
+/// let mut id = Vec::new();
+/// sansrpc::codec::sse::event_id(7, 3, &mut id);
+/// assert_eq!(id, b"7.3");
+/// assert_eq!(sansrpc::codec::sse::parse_event_id(" 7.3 "), Some((7, 3)));
+/// assert_eq!(sansrpc::codec::sse::parse_event_id("7"), None);
+/// ```
+pub fn event_id(stream: u64, seq: u64, out: &mut Vec<u8>) {
+    let mut buf = itoa::Buffer::new();
+    out.extend_from_slice(buf.format(stream).as_bytes());
+    out.push(b'.');
+    out.extend_from_slice(buf.format(seq).as_bytes());
+}
+
+/// An [`event_id`] read back: its stream and sequence number.
+pub fn parse_event_id(text: &str) -> Option<(u64, u64)> {
+    let (stream, seq) = text.trim().split_once('.')?;
+    if stream.len() > 20 || seq.len() > 20 {
+        return None;
+    }
+    Some((stream.parse().ok()?, seq.parse().ok()?))
+}
+
 /// Appends one event: its `id` and `event` name (a CR or LF in either is dropped, so a
 /// field can never end early, and a NUL in the `id`, which decoders would ignore), the `retry` delay in milliseconds, and `data` as one
 /// `data:` line per line of it (an empty `data` gives one empty `data:` line: MCP's

@@ -207,6 +207,21 @@ impl TaskMachine {
         self.tasks.get(id).map(|e| &e.task)
     }
 
+    /// The ids of the tasks kept, in no particular order.
+    pub fn task_ids(&self) -> impl Iterator<Item = &str> {
+        self.tasks.keys().map(String::as_str)
+    }
+
+    /// The task stream `stream` watches, while it is open.
+    pub fn stream_task(&self, stream: StreamId) -> Option<&str> {
+        self.streams.get(&stream).map(String::as_str)
+    }
+
+    /// The task waiter `waiter` waits on, while it waits.
+    pub fn waiter_task(&self, waiter: WaiterId) -> Option<&str> {
+        self.waiters.get(&waiter).map(String::as_str)
+    }
+
     /// How many tasks are kept.
     pub fn len(&self) -> usize {
         self.tasks.len()
@@ -289,6 +304,12 @@ impl TaskMachine {
         let limits = &self.config.limits;
         if message.message_id.is_empty() {
             return Err(A2aError::invalid_params("message.messageId is required"));
+        }
+        // REQUIRED in the specification's proto; a2a-sdk refuses it missing as well.
+        if message.role == Role::Unspecified {
+            return Err(A2aError::invalid_params(
+                "message.role is required (ROLE_USER)",
+            ));
         }
         let ids = [
             ("messageId", Some(&message.message_id)),

@@ -19,6 +19,7 @@ pub struct AgentCard {
     pub description: String,
     /// `supportedInterfaces` (REQUIRED): one per binding, the preferred first.
     #[serde(default, deserialize_with = "nullable")]
+    #[serde(alias = "supported_interfaces")]
     pub supported_interfaces: Vec<AgentInterface>,
     /// `provider`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -28,6 +29,7 @@ pub struct AgentCard {
     pub version: String,
     /// `documentationUrl`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "documentation_url")]
     pub documentation_url: Option<String>,
     /// `capabilities` (REQUIRED).
     #[serde(default)]
@@ -38,6 +40,7 @@ pub struct AgentCard {
         deserialize_with = "nullable",
         skip_serializing_if = "BTreeMap::is_empty"
     )]
+    #[serde(alias = "security_schemes")]
     pub security_schemes: BTreeMap<String, SecurityScheme>,
     /// `securityRequirements`: the schemes a client must satisfy (any one entry).
     #[serde(
@@ -45,12 +48,15 @@ pub struct AgentCard {
         deserialize_with = "nullable",
         skip_serializing_if = "Vec::is_empty"
     )]
+    #[serde(alias = "security_requirements")]
     pub security_requirements: Vec<SecurityRequirement>,
     /// `defaultInputModes` (REQUIRED): media types the agent takes.
     #[serde(default, deserialize_with = "nullable")]
+    #[serde(alias = "default_input_modes")]
     pub default_input_modes: Vec<String>,
     /// `defaultOutputModes` (REQUIRED): media types the agent produces.
     #[serde(default, deserialize_with = "nullable")]
+    #[serde(alias = "default_output_modes")]
     pub default_output_modes: Vec<String>,
     /// `skills` (REQUIRED).
     #[serde(default, deserialize_with = "nullable")]
@@ -64,6 +70,7 @@ pub struct AgentCard {
     pub signatures: Vec<AgentCardSignature>,
     /// `iconUrl`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "icon_url")]
     pub icon_url: Option<String>,
 }
 
@@ -76,6 +83,7 @@ pub struct AgentInterface {
     pub url: String,
     /// `protocolBinding` (REQUIRED): `JSONRPC`, `GRPC`, `HTTP+JSON` or another.
     #[serde(default, deserialize_with = "nullable")]
+    #[serde(alias = "protocol_binding")]
     pub protocol_binding: String,
     /// `tenant`: a routing value the client puts in every request to this interface.
     #[serde(
@@ -86,7 +94,20 @@ pub struct AgentInterface {
     pub tenant: Option<String>,
     /// `protocolVersion` (REQUIRED): `1.0`.
     #[serde(default, deserialize_with = "nullable")]
+    #[serde(alias = "protocol_version")]
     pub protocol_version: String,
+}
+
+impl AgentInterface {
+    /// The JSON-RPC binding of protocol version 1.0 at `url` (the endpoint's absolute URL).
+    pub fn jsonrpc(url: &str) -> AgentInterface {
+        AgentInterface {
+            url: url.into(),
+            protocol_binding: crate::version::JSONRPC_BINDING.into(),
+            tenant: None,
+            protocol_version: crate::version::PROTOCOL_VERSION.into(),
+        }
+    }
 }
 
 /// The organization behind the agent (§4.4.2).
@@ -118,6 +139,7 @@ pub struct AgentCapabilities {
         deserialize_with = "opt_bool",
         skip_serializing_if = "Option::is_none"
     )]
+    #[serde(alias = "push_notifications")]
     pub push_notifications: Option<bool>,
     /// `extensions`: the protocol extensions supported.
     #[serde(
@@ -132,6 +154,7 @@ pub struct AgentCapabilities {
         deserialize_with = "opt_bool",
         skip_serializing_if = "Option::is_none"
     )]
+    #[serde(alias = "extended_agent_card")]
     pub extended_agent_card: Option<bool>,
 }
 
@@ -198,6 +221,7 @@ pub struct AgentSkill {
         deserialize_with = "nullable",
         skip_serializing_if = "Vec::is_empty"
     )]
+    #[serde(alias = "input_modes")]
     pub input_modes: Vec<String>,
     /// `outputModes`: media types, when they differ from the card's defaults.
     #[serde(
@@ -205,6 +229,7 @@ pub struct AgentSkill {
         deserialize_with = "nullable",
         skip_serializing_if = "Vec::is_empty"
     )]
+    #[serde(alias = "output_modes")]
     pub output_modes: Vec<String>,
     /// `securityRequirements`: for this skill.
     #[serde(
@@ -212,6 +237,7 @@ pub struct AgentSkill {
         deserialize_with = "nullable",
         skip_serializing_if = "Vec::is_empty"
     )]
+    #[serde(alias = "security_requirements")]
     pub security_requirements: Vec<SecurityRequirement>,
 }
 
@@ -264,14 +290,19 @@ pub struct SecurityRequirement {
 #[serde(rename_all = "camelCase")]
 pub enum SecurityScheme {
     /// `apiKeySecurityScheme`.
+    #[serde(alias = "api_key_security_scheme")]
     ApiKeySecurityScheme(ApiKeySecurityScheme),
     /// `httpAuthSecurityScheme`.
+    #[serde(alias = "http_auth_security_scheme")]
     HttpAuthSecurityScheme(HttpAuthSecurityScheme),
     /// `oauth2SecurityScheme`.
+    #[serde(alias = "oauth2_security_scheme")]
     Oauth2SecurityScheme(OAuth2SecurityScheme),
     /// `openIdConnectSecurityScheme`.
+    #[serde(alias = "open_id_connect_security_scheme")]
     OpenIdConnectSecurityScheme(OpenIdConnectSecurityScheme),
     /// `mtlsSecurityScheme`.
+    #[serde(alias = "mtls_security_scheme")]
     MtlsSecurityScheme(MutualTlsSecurityScheme),
 }
 
@@ -314,6 +345,7 @@ pub struct HttpAuthSecurityScheme {
         deserialize_with = "opt_string",
         skip_serializing_if = "Option::is_none"
     )]
+    #[serde(alias = "bearer_format")]
     pub bearer_format: Option<String>,
 }
 
@@ -337,6 +369,7 @@ pub struct OAuth2SecurityScheme {
         deserialize_with = "opt_string",
         skip_serializing_if = "Option::is_none"
     )]
+    #[serde(alias = "oauth2_metadata_url")]
     pub oauth2_metadata_url: Option<String>,
 }
 
@@ -353,6 +386,7 @@ pub struct OpenIdConnectSecurityScheme {
     pub description: Option<String>,
     /// `openIdConnectUrl` (REQUIRED): the discovery document.
     #[serde(default, deserialize_with = "nullable")]
+    #[serde(alias = "open_id_connect_url")]
     pub open_id_connect_url: String,
 }
 
@@ -374,14 +408,17 @@ pub struct MutualTlsSecurityScheme {
 #[serde(rename_all = "camelCase")]
 pub enum OAuthFlows {
     /// `authorizationCode`.
+    #[serde(alias = "authorization_code")]
     AuthorizationCode(AuthorizationCodeOAuthFlow),
     /// `clientCredentials`.
+    #[serde(alias = "client_credentials")]
     ClientCredentials(ClientCredentialsOAuthFlow),
     /// `implicit` (deprecated by the specification).
     Implicit(ImplicitOAuthFlow),
     /// `password` (deprecated by the specification).
     Password(PasswordOAuthFlow),
     /// `deviceCode`: RFC 8628.
+    #[serde(alias = "device_code")]
     DeviceCode(DeviceCodeOAuthFlow),
 }
 
@@ -391,9 +428,11 @@ pub enum OAuthFlows {
 pub struct AuthorizationCodeOAuthFlow {
     /// `authorizationUrl` (REQUIRED).
     #[serde(default, deserialize_with = "nullable")]
+    #[serde(alias = "authorization_url")]
     pub authorization_url: String,
     /// `tokenUrl` (REQUIRED).
     #[serde(default, deserialize_with = "nullable")]
+    #[serde(alias = "token_url")]
     pub token_url: String,
     /// `refreshUrl`.
     #[serde(
@@ -401,6 +440,7 @@ pub struct AuthorizationCodeOAuthFlow {
         deserialize_with = "opt_string",
         skip_serializing_if = "Option::is_none"
     )]
+    #[serde(alias = "refresh_url")]
     pub refresh_url: Option<String>,
     /// `scopes` (REQUIRED): scope name to description.
     #[serde(default, deserialize_with = "nullable")]
@@ -411,6 +451,7 @@ pub struct AuthorizationCodeOAuthFlow {
         deserialize_with = "nullable",
         skip_serializing_if = "is_false"
     )]
+    #[serde(alias = "pkce_required")]
     pub pkce_required: bool,
 }
 
@@ -420,6 +461,7 @@ pub struct AuthorizationCodeOAuthFlow {
 pub struct ClientCredentialsOAuthFlow {
     /// `tokenUrl` (REQUIRED).
     #[serde(default, deserialize_with = "nullable")]
+    #[serde(alias = "token_url")]
     pub token_url: String,
     /// `refreshUrl`.
     #[serde(
@@ -427,6 +469,7 @@ pub struct ClientCredentialsOAuthFlow {
         deserialize_with = "opt_string",
         skip_serializing_if = "Option::is_none"
     )]
+    #[serde(alias = "refresh_url")]
     pub refresh_url: Option<String>,
     /// `scopes` (REQUIRED).
     #[serde(default, deserialize_with = "nullable")]
@@ -443,6 +486,7 @@ pub struct ImplicitOAuthFlow {
         deserialize_with = "opt_string",
         skip_serializing_if = "Option::is_none"
     )]
+    #[serde(alias = "authorization_url")]
     pub authorization_url: Option<String>,
     /// `refreshUrl`.
     #[serde(
@@ -450,6 +494,7 @@ pub struct ImplicitOAuthFlow {
         deserialize_with = "opt_string",
         skip_serializing_if = "Option::is_none"
     )]
+    #[serde(alias = "refresh_url")]
     pub refresh_url: Option<String>,
     /// `scopes`.
     #[serde(
@@ -470,6 +515,7 @@ pub struct PasswordOAuthFlow {
         deserialize_with = "opt_string",
         skip_serializing_if = "Option::is_none"
     )]
+    #[serde(alias = "token_url")]
     pub token_url: Option<String>,
     /// `refreshUrl`.
     #[serde(
@@ -477,6 +523,7 @@ pub struct PasswordOAuthFlow {
         deserialize_with = "opt_string",
         skip_serializing_if = "Option::is_none"
     )]
+    #[serde(alias = "refresh_url")]
     pub refresh_url: Option<String>,
     /// `scopes`.
     #[serde(
@@ -493,9 +540,11 @@ pub struct PasswordOAuthFlow {
 pub struct DeviceCodeOAuthFlow {
     /// `deviceAuthorizationUrl` (REQUIRED).
     #[serde(default, deserialize_with = "nullable")]
+    #[serde(alias = "device_authorization_url")]
     pub device_authorization_url: String,
     /// `tokenUrl` (REQUIRED).
     #[serde(default, deserialize_with = "nullable")]
+    #[serde(alias = "token_url")]
     pub token_url: String,
     /// `refreshUrl`.
     #[serde(
@@ -503,6 +552,7 @@ pub struct DeviceCodeOAuthFlow {
         deserialize_with = "opt_string",
         skip_serializing_if = "Option::is_none"
     )]
+    #[serde(alias = "refresh_url")]
     pub refresh_url: Option<String>,
     /// `scopes` (REQUIRED).
     #[serde(default, deserialize_with = "nullable")]

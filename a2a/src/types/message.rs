@@ -191,7 +191,7 @@ impl<'de> Visitor<'de> for PartVisitor {
                         .next_value::<Option<String>>()?
                         .filter(|s| !s.is_empty())
                 }
-                "mediaType" => {
+                "mediaType" | "media_type" => {
                     media_type = map
                         .next_value::<Option<String>>()?
                         .filter(|s| !s.is_empty())
@@ -218,6 +218,7 @@ impl<'de> Visitor<'de> for PartVisitor {
 pub struct Message {
     /// `messageId` (REQUIRED): unique, made by the message's creator.
     #[serde(default, deserialize_with = "nullable")]
+    #[serde(alias = "message_id")]
     pub message_id: String,
     /// `contextId`: the conversation this message belongs to.
     #[serde(
@@ -225,6 +226,7 @@ pub struct Message {
         deserialize_with = "opt_string",
         skip_serializing_if = "Option::is_none"
     )]
+    #[serde(alias = "context_id")]
     pub context_id: Option<String>,
     /// `taskId`: the task this message continues.
     #[serde(
@@ -232,6 +234,7 @@ pub struct Message {
         deserialize_with = "opt_string",
         skip_serializing_if = "Option::is_none"
     )]
+    #[serde(alias = "task_id")]
     pub task_id: Option<String>,
     /// `role` (REQUIRED): who sent it.
     #[serde(default, skip_serializing_if = "Role::is_unspecified")]
@@ -259,6 +262,7 @@ pub struct Message {
         deserialize_with = "nullable",
         skip_serializing_if = "Vec::is_empty"
     )]
+    #[serde(alias = "reference_task_ids")]
     pub reference_task_ids: Vec<String>,
 }
 
@@ -285,6 +289,7 @@ impl Message {
 pub struct Artifact {
     /// `artifactId` (REQUIRED): unique within the task.
     #[serde(default, deserialize_with = "nullable")]
+    #[serde(alias = "artifact_id")]
     pub artifact_id: String,
     /// `name`: human-readable.
     #[serde(

@@ -20,9 +20,11 @@ pub struct SendMessageConfiguration {
         deserialize_with = "nullable",
         skip_serializing_if = "Vec::is_empty"
     )]
+    #[serde(alias = "accepted_output_modes")]
     pub accepted_output_modes: Vec<String>,
     /// `taskPushNotificationConfig`: a webhook for this task's updates (its `taskId` empty).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "task_push_notification_config")]
     pub task_push_notification_config: Option<TaskPushNotificationConfig>,
     /// `historyLength`: at most this many recent messages in the returned task (0: none;
     /// absent: no limit).
@@ -31,6 +33,7 @@ pub struct SendMessageConfiguration {
         deserialize_with = "opt_int32",
         skip_serializing_if = "Option::is_none"
     )]
+    #[serde(alias = "history_length")]
     pub history_length: Option<i32>,
     /// `returnImmediately`: answer as soon as the task exists instead of when it is
     /// terminal or interrupted.
@@ -39,6 +42,7 @@ pub struct SendMessageConfiguration {
         deserialize_with = "nullable",
         skip_serializing_if = "super::serde_util::is_false"
     )]
+    #[serde(alias = "return_immediately")]
     pub return_immediately: bool,
 }
 
@@ -88,6 +92,7 @@ pub struct GetTaskRequest {
         deserialize_with = "opt_int32",
         skip_serializing_if = "Option::is_none"
     )]
+    #[serde(alias = "history_length")]
     pub history_length: Option<i32>,
 }
 
@@ -108,6 +113,7 @@ pub struct ListTasksRequest {
         deserialize_with = "opt_string",
         skip_serializing_if = "Option::is_none"
     )]
+    #[serde(alias = "context_id")]
     pub context_id: Option<String>,
     /// `status`: only tasks in this state (`Unspecified`: any).
     #[serde(default, skip_serializing_if = "TaskState::is_unspecified")]
@@ -118,6 +124,7 @@ pub struct ListTasksRequest {
         deserialize_with = "opt_int32",
         skip_serializing_if = "Option::is_none"
     )]
+    #[serde(alias = "page_size")]
     pub page_size: Option<i32>,
     /// `pageToken`: the `nextPageToken` of the page before.
     #[serde(
@@ -125,6 +132,7 @@ pub struct ListTasksRequest {
         deserialize_with = "opt_string",
         skip_serializing_if = "Option::is_none"
     )]
+    #[serde(alias = "page_token")]
     pub page_token: Option<String>,
     /// `historyLength`: at most this many recent messages per task.
     #[serde(
@@ -132,9 +140,11 @@ pub struct ListTasksRequest {
         deserialize_with = "opt_int32",
         skip_serializing_if = "Option::is_none"
     )]
+    #[serde(alias = "history_length")]
     pub history_length: Option<i32>,
     /// `statusTimestampAfter`: only tasks whose status was recorded at or after this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "status_timestamp_after")]
     pub status_timestamp_after: Option<Timestamp>,
     /// `includeArtifacts`: with the tasks' artifacts (absent: without).
     #[serde(
@@ -142,6 +152,7 @@ pub struct ListTasksRequest {
         deserialize_with = "opt_bool",
         skip_serializing_if = "Option::is_none"
     )]
+    #[serde(alias = "include_artifacts")]
     pub include_artifacts: Option<bool>,
 }
 
@@ -155,12 +166,15 @@ pub struct ListTasksResponse {
     pub tasks: Vec<Task>,
     /// `nextPageToken`: for the next page; empty on the last.
     #[serde(default, deserialize_with = "nullable")]
+    #[serde(alias = "next_page_token")]
     pub next_page_token: String,
     /// `pageSize`: the page size used.
     #[serde(default, deserialize_with = "int32")]
+    #[serde(alias = "page_size")]
     pub page_size: i32,
     /// `totalSize`: how many tasks match the filters, over all pages.
     #[serde(default, deserialize_with = "int32")]
+    #[serde(alias = "total_size")]
     pub total_size: i32,
 }
 
@@ -244,6 +258,7 @@ pub struct TaskPushNotificationConfig {
         deserialize_with = "opt_string",
         skip_serializing_if = "Option::is_none"
     )]
+    #[serde(alias = "task_id")]
     pub task_id: Option<String>,
     /// `url` (REQUIRED): where the agent POSTs the updates.
     #[serde(default, deserialize_with = "nullable")]
@@ -273,6 +288,7 @@ pub struct GetTaskPushNotificationConfigRequest {
     pub tenant: Option<String>,
     /// `taskId` (REQUIRED).
     #[serde(default, deserialize_with = "nullable")]
+    #[serde(alias = "task_id")]
     pub task_id: String,
     /// `id` (REQUIRED): of the configuration.
     #[serde(default, deserialize_with = "nullable")]
@@ -292,6 +308,7 @@ pub struct DeleteTaskPushNotificationConfigRequest {
     pub tenant: Option<String>,
     /// `taskId` (REQUIRED).
     #[serde(default, deserialize_with = "nullable")]
+    #[serde(alias = "task_id")]
     pub task_id: String,
     /// `id` (REQUIRED): of the configuration.
     #[serde(default, deserialize_with = "nullable")]
@@ -311,9 +328,11 @@ pub struct ListTaskPushNotificationConfigsRequest {
     pub tenant: Option<String>,
     /// `taskId` (REQUIRED).
     #[serde(default, deserialize_with = "nullable")]
+    #[serde(alias = "task_id")]
     pub task_id: String,
     /// `pageSize`: at most this many (0: the server's choice).
     #[serde(default, deserialize_with = "int32", skip_serializing_if = "is_zero")]
+    #[serde(alias = "page_size")]
     pub page_size: i32,
     /// `pageToken`: the `nextPageToken` of the page before.
     #[serde(
@@ -321,6 +340,7 @@ pub struct ListTaskPushNotificationConfigsRequest {
         deserialize_with = "opt_string",
         skip_serializing_if = "Option::is_none"
     )]
+    #[serde(alias = "page_token")]
     pub page_token: Option<String>,
 }
 
@@ -341,6 +361,7 @@ pub struct ListTaskPushNotificationConfigsResponse {
         deserialize_with = "nullable",
         skip_serializing_if = "String::is_empty"
     )]
+    #[serde(alias = "next_page_token")]
     pub next_page_token: String,
 }
 

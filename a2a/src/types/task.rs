@@ -137,6 +137,7 @@ pub struct Task {
         deserialize_with = "nullable",
         skip_serializing_if = "String::is_empty"
     )]
+    #[serde(alias = "context_id")]
     pub context_id: String,
     /// `status` (REQUIRED).
     #[serde(default)]
@@ -170,9 +171,11 @@ pub struct Task {
 pub struct TaskStatusUpdateEvent {
     /// `taskId` (REQUIRED).
     #[serde(default, deserialize_with = "nullable")]
+    #[serde(alias = "task_id")]
     pub task_id: String,
     /// `contextId` (REQUIRED).
     #[serde(default, deserialize_with = "nullable")]
+    #[serde(alias = "context_id")]
     pub context_id: String,
     /// `status` (REQUIRED): the new status.
     #[serde(default)]
@@ -192,9 +195,11 @@ pub struct TaskStatusUpdateEvent {
 pub struct TaskArtifactUpdateEvent {
     /// `taskId` (REQUIRED).
     #[serde(default, deserialize_with = "nullable")]
+    #[serde(alias = "task_id")]
     pub task_id: String,
     /// `contextId` (REQUIRED).
     #[serde(default, deserialize_with = "nullable")]
+    #[serde(alias = "context_id")]
     pub context_id: String,
     /// `artifact` (REQUIRED): the artifact, or with `append` the parts to add to it.
     #[serde(default)]
@@ -213,6 +218,7 @@ pub struct TaskArtifactUpdateEvent {
         deserialize_with = "nullable",
         skip_serializing_if = "super::serde_util::is_false"
     )]
+    #[serde(alias = "last_chunk")]
     pub last_chunk: bool,
     /// `metadata`.
     #[serde(
@@ -234,8 +240,10 @@ pub enum StreamResponse {
     /// A message (the only event of a message-only stream).
     Message(Message),
     /// A status change.
+    #[serde(alias = "status_update")]
     StatusUpdate(TaskStatusUpdateEvent),
     /// An artifact change.
+    #[serde(alias = "artifact_update")]
     ArtifactUpdate(TaskArtifactUpdateEvent),
 }
 

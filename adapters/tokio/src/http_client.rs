@@ -200,6 +200,27 @@ impl Target {
     }
 }
 
+/// Makes a hyper-util client's connections to one [`Target`]: TCP to its host, and TLS
+/// over it for `https://` (whatever URI the client asks for, the connection is to the
+/// target's host: a client of one endpoint).
+#[derive(Clone)]
+pub struct Dial(pub Arc<Target>);
+
+impl tower_service::Service<Uri> for Dial {
+    type Response = hyper_util::rt::TokioIo<Stream>;
+    type Error = io::Error;
+    type Future = BoxFuture<io::Result<hyper_util::rt::TokioIo<Stream>>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _: Uri) -> Self::Future {
+        let connecting = self.0.connect();
+        Box::pin(async move { connecting.await.map(hyper_util::rt::TokioIo::new) })
+    }
+}
+
 /// `error` of the same kind, said with what was being done (`doing`), and kept as the source.
 fn failed(doing: String, error: io::Error) -> io::Error {
     io::Error::new(error.kind(), Failed { doing, error })

@@ -63,6 +63,7 @@ mod registry;
 mod request;
 #[cfg(feature = "tower")]
 pub mod service;
+mod streams;
 #[cfg(feature = "tls")]
 pub mod tls;
 mod wire;

@@ -51,7 +51,7 @@ use crate::types::error_codes::{
     HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,
 };
 use crate::types::version::{self, STATELESS};
-use sansrpc::codec::http::{write_head, Head, HttpFault, Method};
+use sansrpc::codec::http::{Head, HttpFault, Method};
 use sansrpc::codec::sse;
 use sansrpc::driver::Timers;
 use sansrpc::message::{Classified, Classifier, Incoming, Scanned};
@@ -60,15 +60,15 @@ use sansrpc::{Id, Limits};
 
 mod param;
 mod rules;
-mod store;
 mod stream;
 
 // The `Host` and `Origin` rules are HTTP's, the same for every server (`codec::http`).
 pub use param::ParamHeader;
-pub use rules::{bearer_token, decode_header_value, encode_header_value};
+pub use rules::{decode_header_value, encode_header_value};
+pub use sansrpc::codec::http::bearer_token;
 pub use sansrpc::codec::http::{Extensions, Headers, HttpRequest, Principal};
 pub use sansrpc::codec::http::{Hosts, Origins};
-pub use store::{EventStore, MemoryEventStore};
+pub use sansrpc::codec::sse::{EventStore, MemoryEventStore};
 
 pub use stream::StreamHead;
 use stream::{Kind, Mode, Stream};
@@ -201,66 +201,9 @@ impl Auth {
     }
 }
 
-/// What the adapter's token validator found, for [`Server::handle_request`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Authorized {
-    /// No [`Config::auth`]: nothing was checked.
-    NotRequired,
-    /// No `Authorization: Bearer` token: 401.
-    Missing,
-    /// A token the validator refused (expired, another audience): 401 `invalid_token`.
-    Invalid,
-    /// A valid token without these scopes: 403 `insufficient_scope`.
-    InsufficientScope(String),
-    /// A valid token.
-    Valid,
-}
-
-/// An HTTP answer to write whole.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Response {
-    /// The status.
-    pub status: u16,
-    /// The header fields (besides `content-length`).
-    pub headers: Vec<(&'static str, String)>,
-    /// The body.
-    pub body: Vec<u8>,
-}
-
-impl Response {
-    fn new(status: u16) -> Self {
-        Response {
-            status,
-            headers: Vec::new(),
-            body: Vec::new(),
-        }
-    }
-
-    pub(crate) fn json(status: u16, body: Vec<u8>) -> Self {
-        let mut r = Response::new(status);
-        r.headers
-            .push(("content-type", String::from("application/json")));
-        r.body = body;
-        r
-    }
-
-    fn header(mut self, name: &'static str, value: &str) -> Self {
-        self.headers.push((name, String::from(value)));
-        self
-    }
-
-    /// The response on the wire: head (with `content-length`) and body.
-    pub fn write(&self, out: &mut Vec<u8>) {
-        let headers: Vec<(&str, &[u8])> = self
-            .headers
-            .iter()
-            .map(|(n, v)| (*n, v.as_bytes()))
-            .collect();
-        write_head(out, self.status, Some(self.body.len()), &headers);
-        out.extend_from_slice(&self.body);
-    }
-}
+// What the adapter's token validator found, and an answer written whole: HTTP's, the same
+// for every server (`codec::http`).
+pub use sansrpc::codec::http::{Authorized, WholeResponse as Response};
 
 /// The answer to a request the adapter could not read on ([`HttpFault`]: a malformed head
 /// 400, a body over the limit 413, a head over the limit 431, a transfer coding it does not
@@ -272,26 +215,10 @@ pub fn refusal(fault: HttpFault) -> Response {
 
 /// The answer with `status` that an adapter gives without the machine (a fault of the
 /// request's framing, a body over the limit, a server that closes or is past its bounds): a
-/// JSON-RPC error (id `null`) that names it, as every refusal of the machine carries one.
+/// JSON-RPC error (id `null`) that names it, as every refusal of the machine carries one
+/// (HTTP's, the same for every JSON-RPC server: [`Response::refusal`]).
 pub fn status_refusal(status: u16) -> Response {
-    let (code, why) = match status {
-        400 => (-32600, "Bad Request: malformed HTTP request"),
-        413 => (
-            -32600,
-            "Payload Too Large: the request body is over the limit",
-        ),
-        431 => (
-            -32600,
-            "Request Header Fields Too Large: the request head is over the limit",
-        ),
-        501 => (-32600, "Not Implemented: unsupported transfer coding"),
-        503 => (
-            -32603,
-            "Service Unavailable: the server could not serve it now",
-        ),
-        _ => (-32603, "Internal error"),
-    };
-    Response::json(status, error_body(None, code, why, None))
+    Response::refusal(status)
 }
 
 /// A JSON-RPC error response's bytes: `id` as sent (`null` without one), `data` raw JSON.
@@ -359,20 +286,10 @@ pub enum Verdict {
     },
 }
 
-/// What [`Server::poll_stream`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Step {
-    /// Nothing to write now: wait until the stream is [ready](Server::poll_ready).
-    Wait,
-    /// Bytes were appended: write them, then poll again.
-    Data,
-    /// Bytes may have been appended: write them; the response is complete.
-    End,
-    /// The response must be cut (the client does not read it, or its session is gone):
-    /// close the connection without writing more.
-    Abort,
-}
+/// What [`Server::poll_stream`] did: the core's [`BodyStep`](sansrpc::codec::http::BodyStep),
+/// the contract every machine that writes its responses piece by piece keeps (wait until
+/// the stream is [ready](Server::poll_ready), write and poll again, write and end, cut).
+pub use sansrpc::codec::http::BodyStep as Step;
 
 /// What closing a stream's response means; from [`Server::handle_stream_closed`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1008,7 +925,7 @@ impl Server {
             let why = "Bad Request: Mcp-Session-Id header is required";
             return Verdict::Respond(Response::json(400, error_body(None, -32000, why, None)));
         };
-        let resumed = rules::text(head, "last-event-id").and_then(Stream::parse_event_id);
+        let resumed = rules::text(head, "last-event-id").and_then(sse::parse_event_id);
         let Some(&key) = session_key(&self.ids, id) else {
             if let Some((stream, seq)) = resumed {
                 if !self.streams.contains_key(&stream)
@@ -1300,7 +1217,7 @@ impl Server {
         if s.resumable {
             s.seq += 1;
             let mut eid = Vec::new();
-            Stream::event_id(stream, s.seq, &mut eid);
+            sse::event_id(stream, s.seq, &mut eid);
             let eid = core::str::from_utf8(&eid).unwrap_or_default();
             sse::encode_event(&mut event, Some(eid), Some("message"), text, None);
             self.store.append(stream, s.seq, &event, now);
@@ -1391,7 +1308,7 @@ impl Server {
             head.write(&mut prefix, len);
         }
         if sse && len > 0 {
-            stream::chunk_line(&mut prefix, len);
+            sansrpc::codec::http::chunk_line(&mut prefix, len);
             out.extend_from_slice(b"\r\n");
         }
         if sse && step == Step::End {

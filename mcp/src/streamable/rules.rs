@@ -66,16 +66,6 @@ pub(super) fn accepts(head: &Head, medias: &[&str]) -> bool {
     listed == all
 }
 
-/// The token of an `Authorization: Bearer …` header.
-pub fn bearer_token(head: &Head) -> Option<&str> {
-    let value = text(head, "authorization")?;
-    let (scheme, token) = value.split_once(' ')?;
-    scheme
-        .eq_ignore_ascii_case("bearer")
-        .then(|| token.trim())
-        .filter(|t| !t.is_empty())
-}
-
 /// A header value as MCP sends it: plain ASCII, or `=?base64?…?=` around the base64 of
 /// UTF-8 (for values that cannot be plain). `None` for a value that claims the encoding
 /// and is not valid base64 or UTF-8.

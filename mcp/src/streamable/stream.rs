@@ -104,23 +104,6 @@ impl Stream {
         }
     }
 
-    /// The id of event `seq` of stream `id`: unique in the server, and naming its stream.
-    pub fn event_id(id: u64, seq: u64, out: &mut Vec<u8>) {
-        let mut buf = itoa::Buffer::new();
-        out.extend_from_slice(buf.format(id).as_bytes());
-        out.push(b'.');
-        out.extend_from_slice(buf.format(seq).as_bytes());
-    }
-
-    /// Parses an event id back into its stream and sequence number.
-    pub fn parse_event_id(text: &str) -> Option<(u64, u64)> {
-        let (stream, seq) = text.trim().split_once('.')?;
-        if stream.len() > 20 || seq.len() > 20 {
-            return None;
-        }
-        Some((stream.parse().ok()?, seq.parse().ok()?))
-    }
-
     /// Starts an SSE response: the head, and for a resumable stream the priming event (its
     /// last id and the reconnection delay).
     pub fn open_sse(&mut self, id: u64, retry_ms: u32, session_id: Option<&[u8]>) {
@@ -132,7 +115,7 @@ impl Stream {
         });
         if self.resumable {
             let mut eid = Vec::with_capacity(24);
-            Stream::event_id(id, self.seq, &mut eid);
+            sse::event_id(id, self.seq, &mut eid);
             let eid = core::str::from_utf8(&eid).unwrap_or_default();
             sse::encode_event(&mut self.out, Some(eid), None, "", Some(retry_ms));
         }
@@ -235,21 +218,4 @@ impl StreamHead {
         let length = (!self.sse).then_some(len);
         sansrpc::codec::http::write_head(out, self.status, length, &headers[..named]);
     }
-}
-
-/// The line that starts a chunk of `len` bytes of a chunked body.
-pub(super) fn chunk_line(out: &mut Vec<u8>, len: usize) {
-    let mut digits = [0u8; 16];
-    let mut n = len;
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b"0123456789abcdef"[n % 16];
-        n /= 16;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
-    out.extend_from_slice(b"\r\n");
 }

@@ -674,7 +674,7 @@ fn arguments_mirrored_in_headers_must_agree() {
 
 /// A store shared between two servers, standing for a durable one across a restart: the
 /// memory store's events plus the owners and the last stream a durable store keeps.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 struct Kept(std::sync::Arc<std::sync::Mutex<Durable>>);
 
 /// The events, and the owner of each stream.
@@ -686,9 +686,13 @@ impl Kept {
     }
 }
 
-impl Default for MemoryEventStore {
+impl Default for Kept {
     fn default() -> Self {
-        MemoryEventStore::new(1 << 20, Duration::from_secs(600))
+        let events = MemoryEventStore::new(1 << 20, Duration::from_secs(600));
+        Kept(std::sync::Arc::new(std::sync::Mutex::new((
+            events,
+            BTreeMap::new(),
+        ))))
     }
 }
 

@@ -1,16 +1,16 @@
 //! The standalone server: it reads HTTP requests on the listener every sansrpc-tokio
-//! server shares (with its [`ServeOptions`]: the connection cap and its `503`, TLS, the
+//! server shares (with its [`ServeOptions`](sansrpc_tokio::ServeOptions): the connection cap and its `503`, TLS, the
 //! time limits of a request's head and body), runs one connection per session (and one per
 //! stateless request) with your [`Builder`]'s router, and writes what the machine says.
 
 use std::collections::HashMap;
-use std::future::{poll_fn, Future};
+use std::future::Future;
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::streamable::{self, Authorized, Closed, Step, Verdict};
-use sansrpc::codec::http::{BodyKind, Fields, Head, HttpFault, RequestDecoder};
+use crate::streamable::{self, Closed, Verdict};
+use sansrpc::codec::http::{Fields, Head, HttpFault};
 use sansrpc::message::Scanned;
 use sansrpc::Connection;
 use sansrpc::Instant;
@@ -19,23 +19,18 @@ use sansrpc_runtime::Clock;
 use smallvec::SmallVec;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
-use tokio::sync::Notify;
 
-use sansrpc_tokio::host::{within, Handshake, Listener, Part, Requests, Times, CONTINUE, SMALL};
-use sansrpc_tokio::{Builder, ServeOptions};
+use sansrpc_tokio::host::{
+    authorize, run_timers, serve_http, write_stream, Answerer, Keys, PollParts, PollStream,
+    Request, Requests, Streams, Times, Wakeup, Writer, Writers,
+};
+pub use sansrpc_tokio::host::{TokenCheck, Validator};
+use sansrpc_tokio::Builder;
 
 use super::channel::{Engine, Handed, Outbox};
 
 /// Largest request body read (a JSON-RPC message or batch).
 pub(crate) const MAX_BODY: usize = 4 << 20;
-/// Bytes a client may send ahead (a pipelined next request) while one of its responses
-/// streams; past it the client is cut off (it is not waiting for that response).
-const MAX_AHEAD: usize = 64 * 1024;
-/// How long a write may wait on a client that does not read before it is cut off.
-pub(crate) const WRITE_STALL: Duration = sansrpc::connection::NETWORK_WRITE_STALL_TIMEOUT;
-/// How long the TCP connections may take to end once the server stops; then they are
-/// aborted.
-const DRAIN: Duration = Duration::from_secs(1);
 /// Messages waiting for one session's connection; a POST beyond it waits (back-pressure).
 const SESSION_QUEUE: usize = 64;
 
@@ -51,80 +46,17 @@ pub async fn serve(
     serve_with(listener, builder, config, Options::default(), shutdown).await
 }
 
-/// What the application's token validator says of a bearer token.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TokenCheck {
-    /// A valid token, for this principal: its calls' handlers see it
-    /// ([`RequestContext::http`](sansrpc_tokio::RequestContext::http)).
-    Valid(Principal),
-    /// Expired, revoked, for another audience, unknown: 401 `invalid_token`.
-    Invalid,
-    /// Valid, without the scope named: 403 `insufficient_scope`.
-    InsufficientScope(String),
-}
-
-/// Checks a bearer token (the text after `Bearer `).
-pub type Validator = Arc<dyn Fn(&str) -> TokenCheck + Send + Sync>;
-
-/// What [`serve_with`] adds to [`serve`].
-#[derive(Default)]
-#[non_exhaustive]
-pub struct Options {
-    /// Checks every request's bearer token when `streamable::Config::auth` is set (then a
-    /// request without a token is 401, as the machine decides). Without a validator every
-    /// token is invalid.
-    pub validator: Option<Validator>,
-    /// Where the SSE events of resumable streams wait for a client that reconnects with
-    /// `Last-Event-ID`; in memory (`streamable::MemoryEventStore`, bounded by the config's
-    /// `store_bytes` and `store_age`) when `None`. A durable store (`sansrpc-store-redb`'s
-    /// `RedbEventStore`) keeps them across a restart: it is flushed once per turn, before
-    /// anything it took is written to a client.
-    pub event_store: Option<Box<dyn streamable::EventStore>>,
-    /// The listener's side, as for every server of this crate: the connections served at
-    /// once ([`ServeOptions::max_connections`]; one beyond it is answered `503`), TLS
-    /// ([`ServeOptions::tls`]: `https://`), and the time a client has for a request head
-    /// and body (the builder config's `frame_timeout` and `idle_timeout`, with the network
-    /// defaults when [`ServeOptions::network_defaults`] is on: 30 s each). The WebSocket and
-    /// CORS fields do not apply: the `Origin`s and `Host`s served are the
-    /// [`streamable::Config`]'s.
-    pub serve: ServeOptions,
-}
-
-impl std::fmt::Debug for Options {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Options")
-            .field("validator", &self.validator.is_some())
-            .field("event_store", &self.event_store.is_some())
-            .field("serve", &self.serve)
-            .finish()
-    }
-}
-
-impl Options {
-    /// Bearer tokens checked by `validator`.
-    pub fn validator(
-        mut self,
-        validator: impl Fn(&str) -> TokenCheck + Send + Sync + 'static,
-    ) -> Self {
-        self.validator = Some(Arc::new(validator));
-        self
-    }
-
-    /// SSE events kept in `store` (see [`Options::event_store`]).
-    pub fn event_store(mut self, store: impl streamable::EventStore + 'static) -> Self {
-        self.event_store = Some(Box::new(store));
-        self
-    }
-
-    /// The listener served with `options` (see [`Options::serve`]).
-    pub fn serve_options(mut self, options: ServeOptions) -> Self {
-        self.serve = options;
-        self
-    }
-}
+/// What [`serve_with`] adds to [`serve`] (and [`McpService::with_options`](super::McpService::with_options)
+/// to `new`): the validator that checks every request's bearer token when
+/// `streamable::Config::auth` is set (then a request without a token is 401, as the machine
+/// decides; without a validator every token is invalid), the event store of resumable
+/// streams (a durable one, `sansrpc-store-redb`'s `RedbEventStore`, keeps them across a
+/// restart), and the listener's side. The `Origin`s and `Host`s served are the
+/// [`streamable::Config`]'s (the CORS fields of [`ServeOptions`](sansrpc_tokio::ServeOptions) do not apply).
+pub use sansrpc_tokio::host::ServerOptions as Options;
 
 /// [`serve`] with [`Options`]: a bearer-token validator (OAuth 2.1 resource server), an
-/// event store, and the listener's [`ServeOptions`] (connection cap, TLS, request time
+/// event store, and the listener's [`ServeOptions`](sansrpc_tokio::ServeOptions) (connection cap, TLS, request time
 /// limits). The handlers of each call see the HTTP request it came in (the principal, the
 /// header fields) through [`RequestContext::http`](sansrpc_tokio::RequestContext::http).
 ///
@@ -141,32 +73,22 @@ pub async fn serve_with(
         validator,
         event_store,
         serve,
+        ..
     } = options;
     // A request's time limits are the builder config's, as for the other servers; the
     // sessions' connections run on the builder as it is (a session's life is the machine's
     // `session_idle`, not a socket's).
     let times = Times::of(serve.builder(builder.clone()).connection_config());
-    let handshake = Handshake::new(&serve, times);
     let (state, timers) = serving(builder, config, validator, event_store);
-    let accept = || async { listener.accept().await.map(sansrpc_tokio::host::no_delay) };
-    let connection = |stream: tokio::net::TcpStream| {
-        let (state, handshake) = (state.clone(), handshake.clone());
-        // The machine counts sessions per peer address (`max_sessions_per_peer`).
-        let peer = stream.peer_addr().ok().map(|a| a.ip());
-        async move {
-            if let Ok(stream) = handshake.run(stream).await {
-                serve_socket(stream, state, times, peer).await;
-            }
-        }
+    // The machine counts sessions per peer address (`max_sessions_per_peer`).
+    let socket = |peer| Socket {
+        state: state.clone(),
+        peer,
     };
-    let listener = Listener {
-        refusal: sansrpc_tokio::host::HTTP_BUSY.into(),
-        max_connections: serve.max_connections,
-        drain: DRAIN,
-    };
-    let result = listener
-        .run(accept, connection, shutdown, || state.end_sessions())
-        .await;
+    let result = serve_http(listener, &serve, times, MAX_BODY, socket, shutdown, || {
+        state.end_sessions()
+    })
+    .await;
     timers.abort();
     result
 }
@@ -188,7 +110,7 @@ pub(crate) fn serving(
     let state = State::new(server, builder);
     state.lock().validator =
         checks_tokens.then(|| validator.unwrap_or_else(|| Arc::new(|_: &str| TokenCheck::Invalid)));
-    let timers = tokio::spawn(run_timers(state.clone()));
+    let timers = tokio::spawn(timers(state.clone()));
     (state, timers)
 }
 
@@ -218,53 +140,12 @@ pub(crate) struct Shared {
     sessions: HashMap<u64, Running, Keys>,
     /// Stateless requests' connections, by stream.
     stateless: HashMap<u64, Running, Keys>,
-    /// The response writing each stream (its writer number) and how to wake it. A newer
-    /// response for a stream (a client resuming it with `Last-Event-ID` before this side
-    /// saw the old one go) takes it over; the old writer then ends.
-    /// Its `Notify` is made when the response first waits (a JSON answer written at once
-    /// never does).
-    pub(crate) waiting: HashMap<u64, (u64, Option<Arc<Notify>>), Keys>,
-    next_writer: u64,
-    /// The timer task: woken when the machine's next deadline moved earlier than the one
-    /// it sleeps until.
-    timer: Arc<Notify>,
-    /// The deadline the timer task sleeps until (`None`: none, it waits to be told).
-    timer_at: Option<Instant>,
+    /// The response writing each stream, and how to wake it.
+    pub(crate) writers: Writers,
+    /// The timer task, woken when the machine's next deadline moved earlier.
+    timer: Wakeup,
     /// Checks bearer tokens, when the configuration requires them.
     validator: Option<Validator>,
-}
-
-/// The hashing of the machine's own keys (sessions and streams: numbers it counts out, not
-/// chosen by clients, so nothing to flood a table with): one multiplication, not SipHash.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct Keys;
-
-impl std::hash::BuildHasher for Keys {
-    type Hasher = KeyHasher;
-    fn build_hasher(&self) -> KeyHasher {
-        KeyHasher(0)
-    }
-}
-
-/// [`Keys`]' hasher.
-#[derive(Debug)]
-pub(crate) struct KeyHasher(u64);
-
-impl std::hash::Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        // Odd: distinct keys stay distinct in every low bit; the high bits mixed.
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
 }
 
 #[derive(Clone)]
@@ -278,10 +159,8 @@ impl State {
             builder,
             sessions: HashMap::default(),
             stateless: HashMap::default(),
-            waiting: HashMap::default(),
-            next_writer: 0,
-            timer: Arc::new(Notify::new()),
-            timer_at: None,
+            writers: Writers::default(),
+            timer: Wakeup::default(),
             validator: None,
         })))
     }
@@ -304,53 +183,12 @@ impl Shared {
         self.clock.now()
     }
 
-    /// Makes a new response the writer of `stream`; a writer it replaces is woken to end.
-    fn writer(&mut self, stream: u64) -> Writer {
-        self.next_writer += 1;
-        let old = self.waiting.insert(stream, (self.next_writer, None));
-        if let Some((_, Some(old))) = old {
-            old.notify_one();
-        }
-        Writer {
-            stream,
-            id: self.next_writer,
-            notify: None,
-        }
-    }
-
-    /// What `writer` waits on for more of its stream, made now if it has none; called
-    /// under the same lock as the look at the stream that found nothing, so no wake-up
-    /// falls between the two.
-    pub(crate) fn listen(&mut self, writer: &mut Writer) -> Arc<Notify> {
-        if let Some(notify) = &writer.notify {
-            return Arc::clone(notify);
-        }
-        let notify = Arc::new(Notify::new());
-        if let Some(entry) = self.waiting.get_mut(&writer.stream) {
-            if entry.0 == writer.id {
-                entry.1 = Some(Arc::clone(&notify));
-            }
-        }
-        writer.notify = Some(Arc::clone(&notify));
-        notify
-    }
-
-    /// True while `writer` still writes its stream.
-    pub(crate) fn owns(&self, writer: &Writer) -> bool {
-        self.waiting.get(&writer.stream).map(|w| w.0) == Some(writer.id)
-    }
-
     /// What [`wake`](Self::wake) does, then tells the timer task to look again (the
     /// machine's next deadline may have moved).
     fn settle(&mut self) {
         self.wake();
-        // Only a deadline earlier than the timer task's needs it now; a later one it finds
-        // when it wakes (most calls move nothing earlier: no wake-up per call).
         let next = self.server.poll_timeout();
-        if next.is_some_and(|at| self.timer_at.map_or(true, |armed| at < armed)) {
-            self.timer_at = next;
-            self.timer.notify_one();
-        }
+        self.timer.moved(next);
     }
 
     /// Wakes the writers of the streams the machine made ready and stops the connections
@@ -360,9 +198,7 @@ impl Shared {
         // Durable before any of it reaches a client.
         self.server.flush_store();
         while let Some(stream) = self.server.poll_ready() {
-            if let Some((_, Some(notify))) = self.waiting.get(&stream) {
-                notify.notify_one();
-            }
+            self.writers.wake(stream);
         }
         while let Some(event) = self.server.poll_event() {
             let streamable::Event::SessionEnded { session } = event;
@@ -374,34 +210,20 @@ impl Shared {
 }
 
 /// Sleeps until the machine's next deadline (or until it may have moved), then runs it.
-async fn run_timers(state: State) {
-    loop {
-        let (wait, timer) = {
-            let mut shared = state.lock();
-            let at = shared.server.poll_timeout();
-            shared.timer_at = at;
-            let wait = at.map(|at| shared.clock.until(at));
-            (wait, Arc::clone(&shared.timer))
-        };
-        match wait {
-            Some(wait) => {
-                let _ = tokio::time::timeout(wait, timer.notified()).await;
-            }
-            None => timer.notified().await,
-        }
+async fn timers(state: State) {
+    let sleep = || {
+        let shared = &mut *state.lock();
+        shared
+            .timer
+            .sleep(shared.server.poll_timeout(), &shared.clock)
+    };
+    run_timers(sleep, || {
         let mut shared = state.lock();
         let now = shared.now();
         shared.server.handle_timeout(now);
         shared.wake();
-    }
-}
-
-/// A response writing a stream.
-pub(crate) struct Writer {
-    pub(crate) stream: u64,
-    id: u64,
-    /// Made when it first waits ([`Shared::listen`]).
-    notify: Option<Arc<Notify>>,
+    })
+    .await
 }
 
 /// Where a connection's frames go.
@@ -503,102 +325,39 @@ fn entropy(out: &mut [u8]) {
     }
 }
 
-/// One TCP connection: its requests one after another (HTTP/1.1 keep-alive).
-async fn serve_socket<S: AsyncRead + AsyncWrite + Unpin>(
-    mut socket: S,
+/// One socket's side of the server: its requests answered as the machine decides.
+struct Socket {
     state: State,
-    times: Times,
+    /// The client's address (the machine counts sessions per address).
     peer: Option<std::net::IpAddr>,
-) {
-    let mut requests = Requests::new(RequestDecoder::keeping_fields(MAX_BODY));
-    loop {
-        let Some((head, body)) = read_request(&mut socket, &mut requests, times).await else {
-            return;
-        };
-        let keep_alive = head.keep_alive;
-        if !answer(&mut socket, &state, head, body, &mut requests, peer).await || !keep_alive {
-            let _ = socket.shutdown().await;
-            return;
-        }
-    }
 }
 
-/// Reads the next request (its head and body, each within its time limit); `None` when
-/// the connection ended, was too slow, or sent something that is not HTTP (answered 4xx
-/// first).
-async fn read_request<S: AsyncRead + AsyncWrite + Unpin>(
-    socket: &mut S,
-    requests: &mut Requests,
-    times: Times,
-) -> Option<(Head, Vec<u8>)> {
-    let head = next_part(socket, requests, times.head, "request head").await;
-    let head = match head {
-        Ok(Part::Head(head)) => head,
-        Ok(Part::Fault(fault)) => {
-            let _ = write_response(socket, &streamable::refusal(fault)).await;
-            return None;
-        }
-        _ => return None,
-    };
-    if head.body == BodyKind::None {
-        return Some((head, Vec::new()));
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Answerer<S> for Socket {
+    fn refusal(&self, fault: HttpFault) -> Vec<u8> {
+        streamable::refusal(fault).to_bytes()
     }
-    if requests.too_large(&head) {
-        let refusal = streamable::refusal(HttpFault::BodyTooLarge);
-        let _ = write_response(socket, &refusal).await;
-        return None;
-    }
-    if head.expect_continue {
-        let _ = socket.write_all(CONTINUE).await;
-    }
-    match next_part(socket, requests, times.body, "request body").await {
-        Ok(Part::Body { used, len }) => {
-            let body = requests.body(len).to_vec();
-            requests.consume(used);
-            Some((head, body))
-        }
-        Ok(Part::Fault(fault)) => {
-            let _ = write_response(socket, &streamable::refusal(fault)).await;
-            None
-        }
-        _ => None,
-    }
-}
 
-/// The next part of a request on `socket`, within `limit` (no timer when it was read
-/// already: a body that came with its head, a pipelined request).
-async fn next_part<S: AsyncRead + Unpin>(
-    socket: &mut S,
-    requests: &mut Requests,
-    limit: Option<Duration>,
-    what: &'static str,
-) -> io::Result<Part> {
-    match requests.buffered() {
-        Ok(part) => Ok(part),
-        Err(_) => within(limit, what, poll_fn(|cx| requests.poll_part(socket, cx))).await,
-    }
-}
-
-/// Answers one request as the machine decides; false when the connection must close.
-async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
-    socket: &mut S,
-    state: &State,
-    head: Head,
-    body: Vec<u8>,
-    reader: &mut Requests,
-    peer: Option<std::net::IpAddr>,
-) -> bool {
-    match dispatch(state, head, body, streamable::Extensions::default(), peer)
+    async fn answer(&self, socket: &mut S, request: Request, reader: &mut Requests) -> bool {
+        let (head, body) = request;
+        let state = &self.state;
+        match dispatch(
+            state,
+            head,
+            body,
+            streamable::Extensions::default(),
+            self.peer,
+        )
         .deliver()
         .await
-    {
-        Dispatched::Whole(response) => write_response(socket, &response).await,
-        Dispatched::Stream(writer, after) => {
-            let keep = write_stream(socket, state, writer, reader).await;
-            after.run();
-            keep
+        {
+            Dispatched::Whole(response) => write_response(socket, &response).await,
+            Dispatched::Stream(writer, after) => {
+                let keep = write_stream(socket, state, writer, reader).await;
+                after.run();
+                keep
+            }
+            Dispatched::Close => false,
         }
-        Dispatched::Close => false,
     }
 }
 
@@ -679,7 +438,7 @@ pub(crate) fn dispatch(
         let writer = match verdict {
             Verdict::Open { stream, .. }
             | Verdict::Stateless { stream }
-            | Verdict::Listen { stream } => Some(shared.writer(stream)),
+            | Verdict::Listen { stream } => Some(shared.writers.writer(stream)),
             _ => None,
         };
         // The calls the body carries, as the machine read them (for their handlers).
@@ -806,74 +565,11 @@ async fn write_response<S: AsyncWrite + Unpin>(
     socket.write_all(&out).await.is_ok()
 }
 
-/// Writes the response of `writer`'s stream as the machine produces it, until it ends (or
-/// a newer response takes the stream over); watches the socket meanwhile, so a client that
-/// goes away closes the stream (which cancels a stateless request), and one that floods it
-/// while it waits for this response is cut off. False when the connection must close.
-async fn write_stream<S: AsyncRead + AsyncWrite + Unpin>(
-    socket: &mut S,
-    state: &State,
-    mut writer: Writer,
-    reader: &mut Requests,
-) -> bool {
-    let stream = writer.stream;
-    let mut wrote = false;
-    let mut out = Vec::new();
-    let keep = loop {
-        out.clear();
-        let (step, notify) = {
-            let mut shared = state.lock();
-            if !shared.owns(&writer) {
-                // Resumed elsewhere: this response just ends.
-                break false;
-            }
-            let step = shared.server.poll_stream(stream, &mut out);
-            let notify = (step == Step::Wait).then(|| shared.listen(&mut writer));
-            (step, notify)
-        };
-        if !out.is_empty() {
-            // A client that stops reading is cut off at the network write-stall timeout.
-            let write = tokio::time::timeout(WRITE_STALL, socket.write_all(&out));
-            if !matches!(write.await, Ok(Ok(()))) {
-                closed(state, &writer);
-                break false;
-            }
-            wrote = true;
-        }
-        match step {
-            Step::Data => continue,
-            // Ended with nothing written (its session ended before it answered): the
-            // connection closes, so the client is not left waiting for a response.
-            Step::End => break wrote,
-            Step::Wait => {}
-            _ => break false,
-        }
-        // A pipelined next request is read ahead, kept for after this response.
-        let need = reader.read_ahead() + SMALL;
-        let notify = notify.unwrap_or_default();
-        tokio::select! {
-            _ = notify.notified() => {}
-            read = poll_fn(|cx| reader.poll_read(socket, cx, need)) => match read {
-                Ok(n) if n > 0 && reader.read_ahead() <= MAX_AHEAD => {}
-                _ => {
-                    closed(state, &writer);
-                    break false;
-                }
-            },
-        }
-    };
-    let mut shared = state.lock();
-    if shared.owns(&writer) {
-        shared.waiting.remove(&stream);
-    }
-    keep
-}
-
 /// The client closed the response of `writer` before its end (nothing happens when a
 /// newer response writes the stream now).
 pub(crate) fn closed(state: &State, writer: &Writer) {
     let mut shared = state.lock();
-    if !shared.owns(writer) {
+    if !shared.writers.owns(writer) {
         return;
     }
     let now = shared.now();
@@ -885,19 +581,21 @@ pub(crate) fn closed(state: &State, writer: &Writer) {
     shared.settle();
 }
 
-/// The token check of a request: what the machine needs to decide, and the principal for
-/// the handlers.
-fn authorize(validator: Option<&Validator>, head: &Head) -> (Authorized, Option<Principal>) {
-    let Some(validator) = validator else {
-        return (Authorized::NotRequired, None);
-    };
-    match streamable::bearer_token(head) {
-        None => (Authorized::Missing, None),
-        Some(token) => match validator(token) {
-            TokenCheck::Valid(principal) => (Authorized::Valid, Some(principal)),
-            TokenCheck::Invalid => (Authorized::Invalid, None),
-            TokenCheck::InsufficientScope(scope) => (Authorized::InsufficientScope(scope), None),
-        },
+/// The machine's streams, as the drivers of their responses see them.
+impl Streams for State {
+    type Machine = streamable::Server;
+    type Head = streamable::StreamHead;
+    const POLL: PollStream<streamable::Server> = streamable::Server::poll_stream;
+    const POLL_PARTS: PollParts<streamable::Server, streamable::StreamHead> =
+        streamable::Server::poll_stream_parts;
+
+    fn locked<R>(&self, f: impl FnOnce(&mut streamable::Server, &mut Writers) -> R) -> R {
+        let shared = &mut *self.lock();
+        f(&mut shared.server, &mut shared.writers)
+    }
+
+    fn closed(&self, writer: &Writer) {
+        closed(self, writer);
     }
 }
 

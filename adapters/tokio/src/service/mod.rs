@@ -56,10 +56,12 @@ use sansrpc::codec::http::{Head, HttpFault};
 use tokio::sync::mpsc;
 
 mod rpc;
+mod stream;
 #[cfg(feature = "ws")]
 mod ws;
 
 pub use rpc::RpcService;
+pub use stream::{stream_response, StreamHead};
 #[cfg(feature = "ws")]
 pub use ws::WsService;
 
@@ -169,6 +171,20 @@ pub fn response<'a>(
 /// A bare `status`.
 pub fn status(status: u16) -> http::Response<Body> {
     response(status, [], Body::empty())
+}
+
+/// An answer a machine wrote whole ([`WholeResponse`](sansrpc::codec::http::WholeResponse)).
+pub fn whole(answer: sansrpc::codec::http::WholeResponse) -> http::Response<Body> {
+    let fields = answer.headers.iter().map(|(n, v)| (*n, v.as_bytes()));
+    let fields: Vec<_> = fields.collect();
+    response(answer.status, fields, Body::full(answer.body))
+}
+
+/// The answer with `status` a JSON-RPC server's service gives without its machine, with
+/// the JSON-RPC error body naming it
+/// ([`WholeResponse::refusal`](sansrpc::codec::http::WholeResponse::refusal)).
+pub fn refusal(status: u16) -> http::Response<Body> {
+    whole(sansrpc::codec::http::WholeResponse::refusal(status))
 }
 
 /// The request head as the core reads it: `parts` judged by the core's rules for a head

@@ -1,12 +1,13 @@
 //! Where SSE events wait for a client that reconnects with `Last-Event-ID`: bounded in
 //! bytes and in age, in memory by default; a durable store (the redb one) keeps them
-//! across a restart.
+//! across a restart. Shared by every server that resumes its streams (MCP's Streamable
+//! HTTP, A2A's JSON-RPC binding).
 
+use alloc::collections::{BTreeMap, VecDeque};
+use alloc::vec::Vec;
 use core::time::Duration;
-use std::collections::{BTreeMap, VecDeque};
-use std::vec::Vec;
 
-use sansrpc::Instant;
+use crate::Instant;
 
 /// A store of the SSE events sent on resumable streams, by stream and sequence number.
 ///

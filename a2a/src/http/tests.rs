@@ -1,0 +1,281 @@
+//! The machine by hand, on virtual time: every bound and the error past it, keep-alives,
+//! a stream kept for its client and forgotten after its wait, resumption with and without
+//! the events.
+
+use std::time::Duration;
+
+use sansrpc::codec::http::{BodyStep, Head};
+use sansrpc::Instant;
+use serde_json::Value;
+
+use super::*;
+use crate::machine::SeededIds;
+use crate::types::{AgentCapabilities, TaskState};
+
+fn card() -> AgentCard {
+    let mut card = crate::echo::agent_card("http://127.0.0.1:3000/a2a");
+    card.capabilities = AgentCapabilities {
+        streaming: Some(true),
+        push_notifications: Some(true),
+        ..Default::default()
+    };
+    card
+}
+
+fn at(ms: u64) -> Now {
+    Now {
+        instant: Instant::ZERO + Duration::from_millis(ms),
+        utc: Timestamp::from_unix_millis(1_700_000_000_000 + ms as i64).unwrap(),
+    }
+}
+
+fn head(fields: &[(&str, &str)]) -> Head {
+    let mut all = vec![("a2a-version", "1.0")];
+    all.extend_from_slice(fields);
+    let fields = all.iter().map(|(n, v)| (*n, v.as_bytes()));
+    Head::from_checked_parts("POST", "/a2a", fields, true).unwrap()
+}
+
+fn call(server: &mut Server, method: &str, params: Value, now: Now) -> Verdict {
+    call_with(server, &[], method, params, now)
+}
+
+fn call_with(
+    server: &mut Server,
+    fields: &[(&str, &str)],
+    method: &str,
+    params: Value,
+    now: Now,
+) -> Verdict {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let body = serde_json::to_vec(&body).unwrap();
+    server.handle_request(&head(fields), &body, Authorized::NotRequired, now)
+}
+
+fn send(text: &str) -> Value {
+    serde_json::json!({"message": {"messageId": text, "role": "ROLE_USER", "parts": [{"text": text}]}})
+}
+
+fn error_code(verdict: &Verdict) -> i64 {
+    let Verdict::Respond(r) = verdict else {
+        panic!("{verdict:?}")
+    };
+    let v: Value = serde_json::from_slice(&r.body).unwrap();
+    v["error"]["code"].as_i64().unwrap_or_else(|| panic!("{v}"))
+}
+
+fn stream(verdict: Verdict) -> u64 {
+    let Verdict::Stream(s) = verdict else {
+        panic!("{verdict:?}")
+    };
+    s
+}
+
+/// Everything `stream` has now, as HTTP/1.1.
+fn drain(server: &mut Server, stream: u64) -> (String, BodyStep) {
+    let mut out = Vec::new();
+    let step = server.poll_stream(stream, &mut out);
+    (String::from_utf8(out).unwrap(), step)
+}
+
+fn runs(server: &mut Server) -> Vec<RunId> {
+    std::iter::from_fn(|| server.poll_event())
+        .filter_map(|e| match e {
+            Event::Run(run) => Some(run.id),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn streams_and_waiting_requests_are_bounded_with_an_internal_error_past_them() {
+    let config = Config {
+        max_streams: 2,
+        max_waiting: 1,
+        ..Config::default()
+    };
+    let mut server = Server::new(config, card(), SeededIds::new(1));
+    stream(call(&mut server, "SendStreamingMessage", send("a"), at(0)));
+    stream(call(&mut server, "SendStreamingMessage", send("b"), at(0)));
+    assert_eq!(
+        error_code(&call(&mut server, "SendStreamingMessage", send("c"), at(0))),
+        -32603
+    );
+    stream(call(&mut server, "SendMessage", send("d"), at(0)));
+    assert_eq!(
+        error_code(&call(&mut server, "SendMessage", send("e"), at(0))),
+        -32603
+    );
+    // Refused requests kept nothing: three tasks.
+    assert_eq!(server.tasks().len(), 3);
+    let body = vec![b' '; server.config().max_body + 1];
+    let Verdict::Respond(r) =
+        server.handle_request(&head(&[]), &body, Authorized::NotRequired, at(0))
+    else {
+        panic!()
+    };
+    assert_eq!(r.status, 413);
+}
+
+#[test]
+fn an_idle_stream_gets_keep_alives_and_a_waiting_answer_comes_whole() {
+    let mut server = Server::new(Config::default(), card(), SeededIds::new(2));
+    let s = stream(call(
+        &mut server,
+        "SendStreamingMessage",
+        send("slow"),
+        at(0),
+    ));
+    let (first, step) = drain(&mut server, s);
+    assert_eq!(step, BodyStep::Data);
+    assert!(first.starts_with("HTTP/1.1 200 OK\r\n"), "{first}");
+    assert!(first.contains("transfer-encoding: chunked"), "{first}");
+    assert!(
+        first.contains("retry: 1000") && first.contains("TASK_STATE_SUBMITTED"),
+        "{first}"
+    );
+    assert_eq!(drain(&mut server, s), (String::new(), BodyStep::Wait));
+    assert_eq!(server.poll_timeout(), Some(at(15_000).instant));
+    server.handle_timeout(at(15_000));
+    assert_eq!(server.poll_ready(), Some(s));
+    let (ping, _) = drain(&mut server, s);
+    assert!(ping.contains(": keep-alive"), "{ping}");
+
+    // A blocking SendMessage: nothing until the task is interrupted, then one JSON body.
+    let w = stream(call(&mut server, "SendMessage", send("ask"), at(20_000)));
+    let run = runs(&mut server).pop().unwrap();
+    assert_eq!(drain(&mut server, w), (String::new(), BodyStep::Wait));
+    let update = Update::status(TaskState::InputRequired, None);
+    server.handle_update(at(20_001), run, update).unwrap();
+    let (answer, step) = drain(&mut server, w);
+    assert_eq!(step, BodyStep::End);
+    assert!(
+        answer.contains("content-length:") && answer.contains("TASK_STATE_INPUT_REQUIRED"),
+        "{answer}"
+    );
+}
+
+#[test]
+fn a_broken_stream_is_kept_for_its_client_then_forgotten() {
+    let config = Config {
+        detached: Duration::from_secs(10),
+        ..Config::default()
+    };
+    let mut server = Server::new(config, card(), SeededIds::new(3));
+    let s = stream(call(
+        &mut server,
+        "SendStreamingMessage",
+        send("slow"),
+        at(0),
+    ));
+    let run = runs(&mut server)[0];
+    let task_id = server.tasks().task_ids().next().unwrap().to_owned();
+    drain(&mut server, s);
+    server.handle_stream_closed(s, at(1));
+    // Events go on into the store while nobody reads.
+    server
+        .handle_update(at(2), run, Update::status(TaskState::Working, None))
+        .unwrap();
+    let resumed = call_with(
+        &mut server,
+        &[("last-event-id", &format!("{s}.1"))],
+        "SubscribeToTask",
+        serde_json::json!({"id": task_id}),
+        at(3),
+    );
+    assert_eq!(stream(resumed), s, "the same stream, resumed");
+    let (replayed, _) = drain(&mut server, s);
+    assert!(
+        replayed.contains("TASK_STATE_WORKING") && !replayed.contains("TASK_STATE_SUBMITTED"),
+        "{replayed}"
+    );
+    assert!(replayed.contains(&format!("id: {s}.2")), "{replayed}");
+
+    // Broken again and not resumed within its wait: forgotten, and a Last-Event-ID that
+    // names it starts a fresh subscription (the task first).
+    server.handle_stream_closed(s, at(4));
+    assert_eq!(server.streams(), 1);
+    server.handle_timeout(at(10_004));
+    assert_eq!(server.streams(), 0);
+    let fresh = call_with(
+        &mut server,
+        &[("last-event-id", &format!("{s}.2"))],
+        "SubscribeToTask",
+        serde_json::json!({"id": task_id}),
+        at(10_005),
+    );
+    let fresh = stream(fresh);
+    assert_ne!(fresh, s);
+    let (first, _) = drain(&mut server, fresh);
+    assert!(first.contains("\"task\":{"), "{first}");
+}
+
+#[test]
+fn push_configs_are_bounded_per_task_and_checked() {
+    let config = Config {
+        push: PushLimits {
+            max_per_task: 1,
+            ..PushLimits::default()
+        },
+        ..Config::default()
+    };
+    let mut server = Server::new(config, card(), SeededIds::new(4));
+    stream(call(&mut server, "SendMessage", send("wait"), at(0)));
+    let run = runs(&mut server)[0];
+    let task_id = server.tasks().task_ids().next().unwrap().to_owned();
+    let create = |url: &str| serde_json::json!({"taskId": task_id, "url": url});
+    let Verdict::Respond(ok) = call(
+        &mut server,
+        "CreateTaskPushNotificationConfig",
+        create("http://h/1"),
+        at(1),
+    ) else {
+        panic!()
+    };
+    assert!(String::from_utf8_lossy(&ok.body).contains("\"id\":\"push-1\""));
+    assert_eq!(
+        error_code(&call(
+            &mut server,
+            "CreateTaskPushNotificationConfig",
+            create("http://h/2"),
+            at(1)
+        )),
+        -32602
+    );
+    assert_eq!(
+        error_code(&call(
+            &mut server,
+            "CreateTaskPushNotificationConfig",
+            create("file:///x"),
+            at(1)
+        )),
+        -32602
+    );
+    let unknown = serde_json::json!({"taskId": "nope", "url": "http://h/1"});
+    assert_eq!(
+        error_code(&call(
+            &mut server,
+            "CreateTaskPushNotificationConfig",
+            unknown,
+            at(1)
+        )),
+        -32001
+    );
+    // The task's next event goes to the config's URL.
+    server
+        .handle_update(at(2), run, Update::status(TaskState::Working, None))
+        .unwrap();
+    let pushes: Vec<Delivery> = std::iter::from_fn(|| server.poll_event())
+        .filter_map(|e| match e {
+            Event::Push(d) => Some(*d),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        pushes.len(),
+        2,
+        "the task as it was, then the update: {pushes:?}"
+    );
+    assert_eq!(pushes[1].url, "http://h/1");
+    assert!(String::from_utf8_lossy(&pushes[1].body).contains("statusUpdate"));
+}
