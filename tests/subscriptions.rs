@@ -9,29 +9,11 @@ use sansrpc::connection::subscriptions::{
     SubscriptionQueue,
 };
 use sansrpc::connection::{CloseReason, Config, Connection, Event, SendError};
-use sansrpc::{ErrorObject, Id, Instant, RawValue};
+use sansrpc::{ErrorObject, Id};
 
-const NOW: Instant = Instant::ZERO;
-
-fn raw(json: &str) -> Box<RawValue> {
-    RawValue::from_string(json.to_owned()).unwrap()
-}
-
-/// Moves everything `from` wrote into `to`; the text moved.
-fn send(from: &mut Connection, to: &mut Connection) -> String {
-    let mut wire = Vec::new();
-    while from.poll_transmit(&mut wire).is_some() {}
-    to.handle_input(&wire, NOW).unwrap();
-    String::from_utf8(wire).unwrap()
-}
-
-/// The body of every frame in `wire`.
-fn bodies(wire: &str) -> Vec<String> {
-    wire.split("Content-Length: ")
-        .filter(|f| !f.is_empty())
-        .map(|f| f[f.find("\r\n\r\n").unwrap() + 4..].to_owned())
-        .collect()
-}
+#[path = "support/wire.rs"]
+mod wire;
+use wire::{bodies, raw, send, NOW};
 
 /// A server that accepted one `eth_subscribe` from a client: (server, client, the
 /// client's table, the subscription's number on the server).

@@ -4,29 +4,11 @@
 
 use sansrpc::connection::subscriptions::MethodSubscription;
 use sansrpc::connection::{Config, Connection, Event};
-use sansrpc::{Id, Instant, RawValue};
+use sansrpc::Id;
 
-const NOW: Instant = Instant::ZERO;
-
-fn raw(json: &str) -> Box<RawValue> {
-    RawValue::from_string(json.to_owned()).unwrap()
-}
-
-/// Moves everything `from` wrote into `to`; the text moved.
-fn send(from: &mut Connection, to: &mut Connection) -> String {
-    let mut wire = Vec::new();
-    while from.poll_transmit(&mut wire).is_some() {}
-    to.handle_input(&wire, NOW).unwrap();
-    String::from_utf8(wire).unwrap()
-}
-
-/// The body of every frame in `wire`.
-fn bodies(wire: &str) -> Vec<String> {
-    wire.split("Content-Length: ")
-        .filter(|f| !f.is_empty())
-        .map(|f| f[f.find("\r\n\r\n").unwrap() + 4..].to_owned())
-        .collect()
-}
+#[path = "../../../tests/support/wire.rs"]
+mod wire;
+use wire::{bodies, raw, send, NOW};
 
 /// The core router's subscriptions, and the machinery every threaded driver shares
 /// (`sansrpc_runtime::subscriptions`), in virtual time: a handler accepts, a sink queues, the
