@@ -785,7 +785,6 @@ impl Arguments {
 }
 
 /// A JSON-RPC id as MCP's `RequestId` (a string or an integer; `None` for others).
-#[cfg(any(feature = "futures", feature = "blocking"))]
 pub(crate) fn request_id(id: &sansrpc::Id<'_>) -> Option<crate::types::RequestId> {
     let mut json = Vec::new();
     id.write_json(&mut json);
