@@ -186,7 +186,7 @@ pub use error::{ErrorObject, ProtocolError};
 pub use id::{Id, IdKind};
 pub use limits::Limits;
 pub use message::{Classified, Classifier, Incoming, Notification, Request, Response, Version};
-pub use raw::{InvalidJson, MemberName, Members, RawValue};
+pub use raw::{ArrayWriter, InvalidJson, MemberName, Members, ObjectWriter, RawValue};
 pub use time::Instant;
 
 /// The machinery under [`Connection`], for this crate's own tests, benches and fuzz

@@ -35,18 +35,44 @@ impl RawValue {
             .map_err(|_| InvalidJson)
     }
 
-    /// Wraps `json` without checking it: for text put together from pieces each known to be
-    /// valid (names and punctuation written by hand around values serde_json wrote), where
-    /// [`from_json`](RawValue::from_json) would scan it again for nothing.
+    /// Writes one JSON object from pieces each valid on its own (member names escaped here,
+    /// values given as [`RawValue`]s, strings or serializable values) into `scratch`
+    /// (cleared first), and takes one allocation of its exact size: text put together
+    /// without [`from_json`](RawValue::from_json) scanning it again, valid by construction.
     ///
-    /// # Safety
-    /// `json` must be exactly one JSON value, nested at most
-    /// [`Limits::MAX_DEPTH_CAP`](crate::Limits::MAX_DEPTH_CAP) deep: this crate reads a raw
-    /// value's text as such (passing over its strings and brackets unchecked) wherever it
-    /// meets it again.
-    #[inline]
-    pub unsafe fn from_json_unchecked(json: &str) -> &RawValue {
-        RawValue::from_validated(json)
+    /// ```
+    /// use sansrpc::RawValue;
+    /// let data = RawValue::from_json("[1,2]").unwrap();
+    /// let mut scratch = Vec::new();
+    /// let params = RawValue::write_object(&mut scratch, |o| -> Result<(), serde_json::Error> {
+    ///     o.string("topic", "a.\"b\"");
+    ///     o.raw("data", data);
+    ///     o.array("seen", |a| {
+    ///         a.object(|o| o.value("ok", &true))?;
+    ///         a.value(&7)
+    ///     })
+    /// })
+    /// .unwrap();
+    /// assert_eq!(
+    ///     params.get(),
+    ///     r#"{"topic":"a.\"b\"","data":[1,2],"seen":[{"ok":true},7]}"#
+    /// );
+    /// ```
+    ///
+    /// # Errors
+    /// The closure's error (the first a [`value`](ObjectWriter::value) met serializing,
+    /// passed on with `?`), with nothing kept. A closure that cannot fail names
+    /// [`Infallible`](core::convert::Infallible) and is matched with `let Ok(raw) = ...`.
+    pub fn write_object<E>(
+        scratch: &mut alloc::vec::Vec<u8>,
+        members: impl FnOnce(&mut ObjectWriter<'_>) -> Result<(), E>,
+    ) -> Result<Box<RawValue>, E> {
+        scratch.clear();
+        ObjectWriter::write(scratch, members)?;
+        // SAFETY: the writers put only ASCII punctuation, names and strings escaped by
+        // serde_json's writer, and text of values (UTF-8) into `scratch`.
+        let text = unsafe { core::str::from_utf8_unchecked(scratch) };
+        Ok(RawValue::boxed_from_validated(Box::from(text)))
     }
 
     /// serde_json's raw JSON text as this crate's, not scanned again: serde_json read it as
@@ -238,6 +264,173 @@ impl PartialEq<&str> for MemberName<'_> {
     }
 }
 
+/// The members of an object being written ([`RawValue::write_object`]): each call writes
+/// one member, its name escaped, in the order called.
+pub struct ObjectWriter<'a> {
+    out: &'a mut alloc::vec::Vec<u8>,
+    first: bool,
+}
+
+impl<'a> ObjectWriter<'a> {
+    fn write<E>(
+        out: &'a mut alloc::vec::Vec<u8>,
+        members: impl FnOnce(&mut ObjectWriter<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        out.push(b'{');
+        let mut writer = ObjectWriter { out, first: true };
+        // Closed even after an error, so that text whose error was ignored stays valid.
+        let written = members(&mut writer);
+        writer.out.push(b'}');
+        written
+    }
+
+    fn name(&mut self, name: &str) {
+        let comma = !core::mem::replace(&mut self.first, false);
+        if is_plain(name) {
+            // A name is short: its pieces pushed into room reserved once.
+            self.out.reserve(name.len() + 4);
+            if comma {
+                self.out.push(b',');
+            }
+            self.out.push(b'"');
+            self.out.extend_from_slice(name.as_bytes());
+            self.out.extend_from_slice(b"\":");
+        } else {
+            if comma {
+                self.out.push(b',');
+            }
+            write_string(self.out, name);
+            self.out.push(b':');
+        }
+    }
+
+    /// A member whose value is JSON text already.
+    pub fn raw(&mut self, name: &str, value: &RawValue) {
+        self.name(name);
+        self.out.extend_from_slice(value.get().as_bytes());
+    }
+
+    /// A member whose value is a string, escaped here.
+    pub fn string(&mut self, name: &str, value: &str) {
+        self.name(name);
+        write_string(self.out, value);
+    }
+
+    /// A member whose value serde_json writes.
+    ///
+    /// # Errors
+    /// `value`'s own serialization error (the object is then abandoned).
+    pub fn value<T: serde::Serialize + ?Sized>(
+        &mut self,
+        name: &str,
+        value: &T,
+    ) -> Result<(), serde_json::Error> {
+        self.name(name);
+        write_value(self.out, value)
+    }
+
+    /// A member whose value is an array, its elements written by `elements`.
+    ///
+    /// # Errors
+    /// The first error of `elements`.
+    pub fn array<E>(
+        &mut self,
+        name: &str,
+        elements: impl FnOnce(&mut ArrayWriter<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.name(name);
+        self.out.push(b'[');
+        let mut writer = ArrayWriter {
+            out: self.out,
+            first: true,
+        };
+        let written = elements(&mut writer);
+        self.out.push(b']');
+        written
+    }
+}
+
+/// The elements of an array being written ([`ObjectWriter::array`]).
+pub struct ArrayWriter<'a> {
+    out: &'a mut alloc::vec::Vec<u8>,
+    first: bool,
+}
+
+impl ArrayWriter<'_> {
+    fn next(&mut self) {
+        if !core::mem::replace(&mut self.first, false) {
+            self.out.push(b',');
+        }
+    }
+
+    /// An element that is an object, its members written by `members`.
+    ///
+    /// # Errors
+    /// The first error of `members`.
+    pub fn object<E>(
+        &mut self,
+        members: impl FnOnce(&mut ObjectWriter<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.next();
+        ObjectWriter::write(self.out, members)
+    }
+
+    /// An element serde_json writes.
+    ///
+    /// # Errors
+    /// `value`'s own serialization error.
+    pub fn value<T: serde::Serialize + ?Sized>(
+        &mut self,
+        value: &T,
+    ) -> Result<(), serde_json::Error> {
+        self.next();
+        write_value(self.out, value)
+    }
+}
+
+/// `value` as serde_json writes it, or `null` in its place when it fails to serialize (so
+/// that the text stays valid should the caller go on).
+fn write_value<T: serde::Serialize + ?Sized>(
+    out: &mut alloc::vec::Vec<u8>,
+    value: &T,
+) -> Result<(), serde_json::Error> {
+    crate::json::write_json(out, value).inspect_err(|_| out.extend_from_slice(b"null"))
+}
+
+/// `text` as a JSON string, escaped as serde_json escapes it.
+fn write_string(out: &mut alloc::vec::Vec<u8>, text: &str) {
+    // Most names and many strings need no escape: copied as they are, without serde's
+    // serializer around them.
+    if is_plain(text) {
+        out.reserve(text.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(text.as_bytes());
+        out.push(b'"');
+    } else {
+        // A string always serializes, and writing to a `Vec` does not fail.
+        let _ = crate::json::write_json(out, text);
+    }
+}
+
+/// True when `text` is written in a JSON string as it is: no control character, quote or
+/// backslash.
+#[inline]
+fn is_plain(text: &str) -> bool {
+    /// The bytes a JSON string escapes.
+    static ESCAPED: [bool; 256] = {
+        let mut table = [false; 256];
+        let mut b = 0;
+        while b < 0x20 {
+            table[b] = true;
+            b += 1;
+        }
+        table[b'"' as usize] = true;
+        table[b'\\' as usize] = true;
+        table
+    };
+    text.bytes().all(|b| !ESCAPED[b as usize])
+}
+
 /// The text given to [`RawValue::from_json`] was not one JSON value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InvalidJson;
@@ -310,5 +503,66 @@ impl<'de> serde::Deserialize<'de> for Box<RawValue> {
         let raw = Box::<serde_json::value::RawValue>::deserialize(deserializer)?;
         let text: Box<str> = raw.into();
         Ok(RawValue::boxed_from_validated(text))
+    }
+}
+
+#[cfg(all(test, feature = "std"))]
+mod tests {
+    use super::*;
+    use alloc::vec::Vec;
+    use std::collections::BTreeMap;
+
+    /// A map serde_json cannot write (its keys are not strings).
+    fn unwritable() -> BTreeMap<(u8, u8), u8> {
+        BTreeMap::from([((1, 2), 3)])
+    }
+
+    #[test]
+    fn written_objects_are_one_valid_value() {
+        let mut scratch = b"left over".to_vec();
+        let raw = RawValue::write_object(&mut scratch, |o| -> Result<(), serde_json::Error> {
+            o.string("\u{1F600} \"q\"\n", "\u{0}é\\");
+            o.array("empty", |_| Ok(()))?;
+            o.array("nested", |a| {
+                a.object(|_| Ok(()))?;
+                a.object(|o| o.array("x", |a| a.value(&[1, 2])))
+            })?;
+            o.raw("null", RawValue::NULL);
+            o.value("n", &-1.5)
+        })
+        .unwrap();
+        assert!(RawValue::from_json(raw.get()).is_ok(), "{raw}");
+        let back: serde_json::Value = raw.deserialize().unwrap();
+        assert_eq!(back["\u{1F600} \"q\"\n"], "\u{0}é\\");
+        assert_eq!(back["nested"][1]["x"], serde_json::json!([[1, 2]]));
+        assert_eq!(back["n"], -1.5);
+        let Ok(empty) =
+            RawValue::write_object(&mut scratch, |_| Ok::<_, core::convert::Infallible>(()));
+        assert_eq!(empty.get(), "{}");
+    }
+
+    #[test]
+    fn a_failed_value_is_an_error_and_ignored_it_leaves_valid_text() {
+        let mut scratch = Vec::new();
+        let failed = RawValue::write_object(&mut scratch, |o| {
+            o.string("a", "b");
+            o.value("bad", &unwritable())
+        });
+        assert!(failed.is_err());
+        // A caller that ignores the errors still gets one JSON value, `null` in their place.
+        let raw = RawValue::write_object(&mut scratch, |o| -> Result<(), serde_json::Error> {
+            let _ = o.value("bad", &unwritable());
+            let _ = o.array("list", |a| -> Result<(), serde_json::Error> {
+                let _ = a.value(&unwritable());
+                a.object(|o| o.value("bad", &unwritable()))
+            });
+            o.string("after", "ok");
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(
+            raw.get(),
+            r#"{"bad":null,"list":[null,{"bad":null}],"after":"ok"}"#
+        );
     }
 }

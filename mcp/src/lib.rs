@@ -84,41 +84,28 @@ fn text_result<'a>(
     texts: impl IntoIterator<Item = &'a str>,
     is_error: Option<bool>,
 ) -> Box<sansrpc::RawValue> {
-    out.clear();
     // The members in the order of the type's fields, as its derived `Serialize` writes them.
-    out.push(b'{');
-    if let Some(kind) = result_type {
-        out.extend_from_slice(br#""resultType":"#);
-        string_into(out, kind.as_str());
-        out.push(b',');
-    }
-    out.extend_from_slice(br#""content":["#);
-    for (i, text) in texts.into_iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
+    let written = sansrpc::RawValue::write_object(out, |o| {
+        if let Some(kind) = result_type {
+            o.string("resultType", kind.as_str());
         }
-        out.extend_from_slice(br#"{"type":"text","text":"#);
-        string_into(out, text);
-        out.push(b'}');
-    }
-    out.push(b']');
-    match is_error {
-        Some(true) => out.extend_from_slice(br#","isError":true"#),
-        Some(false) => out.extend_from_slice(br#","isError":false"#),
-        None => {}
-    }
-    out.push(b'}');
-    // SAFETY: one JSON object of this function's ASCII names and punctuation around the
-    // strings serde_json wrote (UTF-8), two levels deep: UTF-8 and valid JSON.
-    let raw = unsafe { sansrpc::RawValue::from_json_unchecked(std::str::from_utf8_unchecked(out)) };
-    raw.to_owned()
-}
-
-/// `text` as a JSON string, as serde_json writes it, appended to `out`.
-#[cfg_attr(not(any(feature = "futures", feature = "blocking")), allow(dead_code))]
-fn string_into(out: &mut Vec<u8>, text: &str) {
-    // Writing to a `Vec` does not fail.
-    let _ = serde_json::to_writer(out, text);
+        o.array("content", |a| {
+            for text in texts {
+                a.object(|o| {
+                    o.string("type", "text");
+                    o.string("text", text);
+                    Ok(())
+                })?;
+            }
+            Ok(())
+        })?;
+        match is_error {
+            Some(is_error) => o.value("isError", &is_error),
+            None => Ok(()),
+        }
+    });
+    // Strings and a bool always serialize.
+    written.unwrap_or_else(|_| sansrpc::RawValue::NULL.to_owned())
 }
 
 /// Runs `write` with this thread's scratch buffer, where a value is written before its one

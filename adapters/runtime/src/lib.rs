@@ -36,18 +36,22 @@ pub use peer::{BoxFuture, ConnectionNotifier, Peer};
 /// every handler on it. The futures adapter's `Client::local` and the blocking adapter's
 /// `Peer::local` hand these out.
 #[derive(Default)]
-pub struct Locals(
-    std::sync::Mutex<
-        Vec<(
-            core::any::TypeId,
-            std::sync::Arc<dyn core::any::Any + Send + Sync>,
-        )>,
-    >,
+pub struct Locals {
+    /// The first value stored: most connections keep one (their protocol's session), read
+    /// here on every request without taking the lock.
+    first: std::sync::OnceLock<Local>,
+    /// The others, and the lock under which any value is stored.
+    rest: std::sync::Mutex<Vec<Local>>,
+}
+
+type Local = (
+    core::any::TypeId,
+    std::sync::Arc<dyn core::any::Any + Send + Sync>,
 );
 
 impl core::fmt::Debug for Locals {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let n = self.0.lock().map_or(0, |l| l.len());
+        let n = usize::from(self.first.get().is_some()) + self.rest.lock().map_or(0, |l| l.len());
         f.debug_struct("Locals").field("values", &n).finish()
     }
 }
@@ -57,24 +61,37 @@ impl Locals {
     pub fn get<T: Default + Send + Sync + 'static>(&self) -> std::sync::Arc<T> {
         use std::sync::Arc;
         let id = core::any::TypeId::of::<T>();
-        let find = |values: &[(core::any::TypeId, Arc<dyn core::any::Any + Send + Sync>)]| {
-            let (_, value) = values.iter().find(|(t, _)| *t == id)?;
-            Arc::clone(value).downcast::<T>().ok()
+        let take = |(t, value): &Local| {
+            (*t == id)
+                .then(|| Arc::clone(value).downcast::<T>().ok())
+                .flatten()
         };
-        if let Some(value) = find(&self.0.lock().unwrap_or_else(|e| e.into_inner())) {
+        if let Some(value) = self.first.get().and_then(take) {
+            return value;
+        }
+        let find = |rest: &[Local]| {
+            self.first
+                .get()
+                .and_then(take)
+                .or_else(|| rest.iter().find_map(take))
+        };
+        if let Some(value) = find(&self.rest.lock().unwrap_or_else(|e| e.into_inner())) {
             return value;
         }
         // Made outside the lock (a `Default` may ask for another local); the first value
-        // stored wins.
+        // stored wins, and values are stored under the lock only.
         let made = Arc::new(T::default());
-        let mut values = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(value) = find(&values) {
+        let mut rest = self.rest.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(value) = find(&rest) {
             return value;
         }
-        values.push((
+        let local: Local = (
             id,
             Arc::clone(&made) as Arc<dyn core::any::Any + Send + Sync>,
-        ));
+        );
+        if let Err(local) = self.first.set(local) {
+            rest.push(local);
+        }
         made
     }
 }
@@ -241,4 +258,64 @@ impl ObserveBatch {
 pub fn system_clock() -> impl Fn() -> Instant + Send + Sync + Clone + 'static {
     let epoch = time::Instant::now();
     move || Instant::from_duration(epoch.elapsed())
+}
+
+#[cfg(test)]
+mod locals_tests {
+    use super::Locals;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    static MADE: AtomicUsize = AtomicUsize::new(0);
+
+    #[derive(Default)]
+    struct Session(AtomicUsize);
+
+    /// A value whose `Default` asks for another local (as a protocol's state may).
+    struct Documents(Arc<Session>);
+
+    thread_local! {
+        static LOCALS: std::cell::RefCell<Option<Arc<Locals>>> = const { std::cell::RefCell::new(None) };
+    }
+
+    impl Default for Documents {
+        fn default() -> Self {
+            MADE.fetch_add(1, Ordering::SeqCst);
+            let locals = LOCALS
+                .with(|l| l.borrow().clone())
+                .expect("set by the test");
+            Documents(locals.get::<Session>())
+        }
+    }
+
+    #[test]
+    fn one_value_per_type_the_first_stored_wins_and_a_default_may_ask_for_another() {
+        let locals = Arc::new(Locals::default());
+        LOCALS.with(|l| *l.borrow_mut() = Some(Arc::clone(&locals)));
+        // `Documents` made first asks for `Session` while it is made: the session lands in
+        // the first slot, the documents among the rest.
+        let documents = locals.get::<Documents>();
+        let session = locals.get::<Session>();
+        assert!(Arc::ptr_eq(&documents.0, &session));
+        assert!(Arc::ptr_eq(&locals.get::<Documents>(), &documents));
+        session.0.fetch_add(1, Ordering::SeqCst);
+        assert_eq!(locals.get::<Session>().0.load(Ordering::SeqCst), 1);
+        assert_eq!(MADE.load(Ordering::SeqCst), 1);
+        assert_eq!(format!("{locals:?}"), "Locals { values: 2 }");
+    }
+
+    #[test]
+    fn threads_asking_at_once_share_one_value() {
+        let locals = Arc::new(Locals::default());
+        let got: Vec<Arc<Session>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| locals.get::<Session>()))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(got.iter().all(|v| Arc::ptr_eq(v, &got[0])));
+        assert!(Arc::ptr_eq(&locals.get::<Session>(), &got[0]));
+        let _ = locals.get::<u64>();
+        assert_eq!(format!("{locals:?}"), "Locals { values: 2 }");
+    }
 }

@@ -220,7 +220,7 @@ impl Default for HubConfig {
 #[derive(Debug, Clone)]
 pub struct Outgoing {
     method: &'static str,
-    params: Arc<str>,
+    params: Arc<RawValue>,
 }
 
 impl Outgoing {
@@ -231,9 +231,7 @@ impl Outgoing {
 
     /// The notification's params object.
     pub fn params(&self) -> &RawValue {
-        // SAFETY: the hub wrote the params itself, as one JSON object of an escaped topic
-        // and values that were valid JSON already (see `publish` and `notification`).
-        unsafe { RawValue::from_json_unchecked(&self.params) }
+        &self.params
     }
 }
 
@@ -449,13 +447,13 @@ impl Queues {
         let Some(s) = self.sessions.get_mut(&id) else {
             return false;
         };
-        let size = item.params.len();
+        let size = item.params.get().len();
         while !s.queue.is_empty()
             && (s.queue.len() >= config.max_queued.max(1)
                 || s.bytes + size > config.max_queued_bytes)
         {
             if let Some(old) = s.queue.pop_front() {
-                s.bytes -= old.params.len();
+                s.bytes -= old.params.get().len();
                 s.dropped += 1;
             }
         }
@@ -608,6 +606,8 @@ pub struct Hub {
     /// Ids of subscribes under way, with how many: a sweep keeps them.
     reserved: BTreeMap<String, usize>,
     matched: Vec<SessionId>,
+    /// Where notification params are written before their one copy is taken.
+    scratch: Vec<u8>,
     tasks: VecDeque<StoreTask>,
     waiting: BTreeMap<u64, Then>,
     next_token: u64,
@@ -712,13 +712,6 @@ fn topic_error(topic: &str, e: TopicError) -> ErrorObject<'static> {
     invalid(std::format!("Invalid params: topic {topic:?}: {e}"))
 }
 
-/// Appends `"key":"value"` JSON-escaped (a `&str` always serializes).
-fn push_str(out: &mut String, value: &str) {
-    let mut buf = Vec::new();
-    let _ = write_json(&mut buf, value);
-    out.push_str(core::str::from_utf8(&buf).unwrap_or("\"\""));
-}
-
 impl Hub {
     /// A hub. Its store lives with whoever performs its [`StoreTask`]s.
     pub fn new(config: HubConfig) -> Self {
@@ -739,6 +732,7 @@ impl Hub {
             pending_fresh: 0,
             reserved: BTreeMap::new(),
             matched: Vec::new(),
+            scratch: Vec::new(),
             tasks: VecDeque::new(),
             waiting: BTreeMap::new(),
             next_token: 1,
@@ -1020,7 +1014,7 @@ impl Hub {
     pub fn pop_outgoing(&mut self, session: SessionId) -> Option<Outgoing> {
         let s = self.queues.sessions.get_mut(&session)?;
         let item = s.queue.pop_front()?;
-        s.bytes -= item.params.len();
+        s.bytes -= item.params.get().len();
         if s.queue.is_empty() {
             s.drop_reported = false;
         }
@@ -1325,12 +1319,11 @@ impl Hub {
         matched.sort_unstable();
         matched.dedup();
         if !matched.is_empty() {
-            let mut params = String::with_capacity(topic.len() + data.get().len() + 20);
-            params.push_str("{\"topic\":");
-            push_str(&mut params, topic);
-            params.push_str(",\"data\":");
-            params.push_str(data.get());
-            params.push('}');
+            let Ok(params) = RawValue::write_object(&mut self.scratch, |o| {
+                o.string("topic", topic);
+                o.raw("data", data);
+                Ok::<_, core::convert::Infallible>(())
+            });
             let item = Outgoing {
                 method: NOTIFICATION,
                 params: Arc::from(params),
@@ -1919,16 +1912,19 @@ fn millis(d: Duration) -> u64 {
 }
 
 fn persistent_item(id: &str, m: &StoredMessage) -> Outgoing {
-    let mut params = String::with_capacity(m.topic.len() + m.data.get().len() + id.len() + 96);
-    params.push_str("{\"subscription_id\":");
-    push_str(&mut params, id);
-    params.push_str(",\"topic\":");
-    push_str(&mut params, &m.topic);
-    let _ = write!(params, ",\"sequence_id\":{},\"timestamp\":\"", m.sequence);
-    write_rfc3339(&mut params, m.timestamp_ms);
-    params.push_str("\",\"data\":");
-    params.push_str(m.data.get());
-    params.push('}');
+    let mut timestamp = String::with_capacity(24);
+    write_rfc3339(&mut timestamp, m.timestamp_ms);
+    let mut scratch = Vec::with_capacity(m.topic.len() + m.data.get().len() + id.len() + 96);
+    // Only `value` could fail, and a u64 always serializes.
+    let params = RawValue::write_object(&mut scratch, |o| {
+        o.string("subscription_id", id);
+        o.string("topic", &m.topic);
+        o.value("sequence_id", &m.sequence)?;
+        o.string("timestamp", &timestamp);
+        o.raw("data", &m.data);
+        Ok::<_, serde_json::Error>(())
+    })
+    .unwrap_or_else(|_| RawValue::NULL.to_owned());
     Outgoing {
         method: PERSISTENT_NOTIFICATION,
         params: Arc::from(params),
