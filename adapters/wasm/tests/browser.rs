@@ -25,6 +25,10 @@ use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
 
 #[path = "../../futures/fixtures/calculator.rs"]
 mod calc;
+#[path = "browser/lsp.rs"]
+mod lsp;
+#[path = "browser/worker.rs"]
+mod worker;
 use calc::{Add, AddPositional, Divide, Multiply, Pair, Subtract, Tick, Ticks};
 
 wasm_bindgen_test_configure!(run_in_browser);
@@ -265,8 +269,9 @@ async fn new_heads_arrive_then_the_subscription_ends() {
 }
 
 /// What the page calls of an Ethereum node: `EthClient`, on every `AsRef<Client>`, is
-/// generated from it (the node implements the same methods with `#[rpc(server)]`).
-#[sansrpc_futures::rpc(client, namespace = "eth")]
+/// generated from it (the node implements the same methods with `#[rpc(server)]`), through
+/// `sansrpc_wasm::rpc` (the `macros` feature).
+#[sansrpc_wasm::rpc(client, namespace = "eth")]
 trait Eth {
     #[method(name = "chainId")]
     async fn chain_id(&self) -> Result<String, ErrorObject<'static>>;

@@ -29,7 +29,7 @@ use processes::{output_within, Example};
 use sansrpc_tokio::{sansrpc, ws, AsyncRouter, Builder, Origins, ServeOptions};
 
 /// The tests in tests/browser.rs, each of which must have run and passed.
-const BROWSER_TESTS: usize = 14;
+const BROWSER_TESTS: usize = 19;
 
 /// A program on `PATH`, or at one of `fallbacks`.
 fn find(env: &str, program: &str, fallbacks: &[PathBuf]) -> Option<PathBuf> {
