@@ -29,6 +29,13 @@
 //! page, and the server's `Origin` setting.
 #![deny(missing_docs)]
 
+/// The Rust snippets of docs/browser.md, compiled as doctests of this crate (on the host,
+/// where the browser's APIs are stubs: they are `no_run`). The page's is `ignore`:
+/// `examples/calculator_page.rs` is it.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/browser.md")]
+mod guide_browser {}
+
 mod executor;
 mod inbox;
 mod local;

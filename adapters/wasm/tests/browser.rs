@@ -41,6 +41,9 @@ const ETH_NODE: Option<&str> = option_env!("SANSRPC_WASM_ETH_NODE_URL");
 const NEVER: Option<&str> = option_env!("SANSRPC_WASM_NEVER_URL");
 /// The same server accepting only `https://app.example.com`: it refuses this page.
 const REFUSING: Option<&str> = option_env!("SANSRPC_WASM_REFUSING_URL");
+/// `http://127.0.0.1:PORT/`: the example page (`examples/calculator_page.rs`) as
+/// `scripts/wasm-page` wrote it, after `wasm-opt -Oz`.
+const PAGE: Option<&str> = option_env!("SANSRPC_WASM_PAGE_URL");
 
 fn url(url: Option<&'static str>) -> &'static str {
     url.expect("built without the servers' URLs: run it through tests/chromium.rs")
@@ -429,4 +432,41 @@ async fn output_waits_while_the_browser_holds_a_mebibyte_unsent() {
     let (first, second) = futures::future::join(first, second).await;
     assert_eq!(first.unwrap().get(), "\"pong\"");
     assert_eq!(second.unwrap().get(), "\"pong\"");
+}
+
+#[wasm_bindgen::prelude::wasm_bindgen(inline_js = r#"
+export async function load_page(base, calculator, node) {
+  for (const [id, url] of [["sum", calculator], ["head", node]]) {
+    const p = document.createElement("p");
+    p.id = id;
+    p.dataset.url = url;
+    document.body.appendChild(p);
+  }
+  const glue = await import(base + "calculator_page.js");
+  await glue.default({ module_or_path: base + "calculator_page_bg.wasm" });
+}
+
+export function text_of(id) {
+  return document.getElementById(id).textContent;
+}
+"#)]
+extern "C" {
+    /// Adds the page's two elements (with the servers' URLs) to this page, and loads the
+    /// example page's module from `base`, which starts it.
+    async fn load_page(base: &str, calculator: &str, node: &str);
+
+    /// The text of the element `id`.
+    fn text_of(id: &str) -> String;
+}
+
+#[wasm_bindgen_test]
+async fn the_example_page_runs_as_wasm_opt_left_it() {
+    load_page(url(PAGE), url(CALCULATOR), url(ETH_NODE)).await;
+    // It writes its sum, then each new block: wait for both (the test's timeout bounds it).
+    let timer = BrowserTimer;
+    while !(text_of("sum") == "1 + 2 = 3" && text_of("head").starts_with("block \"0x")) {
+        timer
+            .sleep_until(Instant::now() + Duration::from_millis(20))
+            .await;
+    }
 }
