@@ -2,12 +2,15 @@
 //!
 //! The connection is the same [`Connection`](sansrpc::Connection) and the same driver as on
 //! every other runtime, the futures adapter's ([`sansrpc_futures`]): the browser gives it a
-//! [`WebSocket`] transport, a [`BrowserTimer`] on `setTimeout` for its deadlines, and
-//! `performance.now()` as its clock ([`sansrpc_runtime::time::Instant`]); the driver runs
-//! as a task of `wasm-bindgen-futures` ([`spawn`]). The [`Client`] is the futures one:
-//! typed calls with deadlines, notifications, batches, method subscriptions
-//! ([`Client::subscribe`], the `eth_subscribe` shape); [`reconnect`] gives a client that
-//! reconnects when its WebSocket is lost.
+//! [`WebSocket`] or a [`PostMessage`] transport (a worker, a `MessagePort`), a
+//! [`BrowserTimer`] on `setTimeout` for its deadlines, and `performance.now()` as its clock
+//! ([`sansrpc_runtime::time::Instant`]); the driver runs as a task of `wasm-bindgen-futures`
+//! ([`spawn`]), and its handlers' work beside it on the [`BrowserExecutor`]. The [`Client`]
+//! is the futures one: typed calls with deadlines, notifications, batches, method
+//! subscriptions ([`Client::subscribe`], the `eth_subscribe` shape); [`reconnect`] gives a
+//! client that reconnects when its WebSocket is lost. A server (a router, `sansrpc-lsp`'s
+//! language server) runs in a Web Worker with the page as its client: [`connect_port`],
+//! [`serve_this_worker`], [`connect_worker`].
 //!
 //! ```no_run
 //! use sansrpc::method::Method;
@@ -26,7 +29,7 @@
 //! ```
 //!
 //! `docs/browser.md` has the rest: the `Cargo.toml`, the build with wasm-bindgen's CLI, a
-//! page, and the server's `Origin` setting.
+//! page, the server's `Origin` setting, and a language server in a worker.
 #![deny(missing_docs)]
 
 /// The Rust snippets of docs/browser.md, compiled as doctests of this crate (on the host,

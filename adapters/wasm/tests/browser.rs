@@ -167,6 +167,16 @@ async fn a_deadline_fires_on_set_timeout() {
     assert_eq!(answered.unwrap(), 3.0);
 }
 
+/// Every path that reads the clock or sleeps on wasm32 runs in one of these tests, so none
+/// traps at run time: the `BrowserTimer` (here), the driver's deadline sleep
+/// (`a_deadline_fires_on_set_timeout`), the WebSocket's `bufferedAmount` re-check
+/// (`output_waits_while_the_browser_holds_a_mebibyte_unsent`), the reconnect supervisor's
+/// backoff and clock (`a_reconnecting_client_opens_a_new_socket_when_the_server_hangs_up`),
+/// sansrpc-runtime's `Clock`, `system_clock` and timed client interceptors
+/// (`the_runtime_clocks_read_performance_now`), the server's timing of async calls for its
+/// router's layers (`worker::a_router_in_a_worker_answers_the_page`), and the
+/// `BrowserExecutor`'s spawn and sleep under sansrpc-lsp's debounced analysis
+/// (`lsp::a_language_server_in_a_worker_answers_a_hover_after_edits_with_emoji`).
 #[wasm_bindgen_test]
 async fn the_browser_timer_sleeps_until_its_deadline_and_a_dropped_sleep_is_cleared() {
     let timer = BrowserTimer;
