@@ -5,7 +5,7 @@
 //! `sansrpc_futures::AsyncRouter`; `NameSyncServer` for the core `Router` and the blocking
 //! adapter) and a client extension (`NameClient`, implemented for
 //! every `AsRef<sansrpc_futures::Client>`). Use it through `sansrpc_futures::rpc` or
-//! `sansrpc_tokio::rpc` (their `macros` feature); the guide is `docs/methods.md` of the
+//! `sansrpc_tokio::rpc` or `sansrpc_wasm::rpc` (their `macros` feature); the guide is `docs/methods.md` of the
 //! sansrpc crate.
 //!
 //! A signature the server or the client could not serve (a method without `&self`, a
@@ -46,6 +46,13 @@ pub fn rpc(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn rpc_tokio(args: TokenStream, item: TokenStream) -> TokenStream {
     expand(args.into(), item.into(), "::sansrpc_tokio").into()
+}
+
+/// `rpc` as `sansrpc_wasm` re-exports it: the generated code goes through `::sansrpc_wasm`,
+/// so a page that depends only on `sansrpc-wasm` can use it.
+#[proc_macro_attribute]
+pub fn rpc_wasm(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand(args.into(), item.into(), "::sansrpc_wasm").into()
 }
 
 fn expand(args: TokenStream2, item: TokenStream2, default_crate: &str) -> TokenStream2 {

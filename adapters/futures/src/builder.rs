@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use sansrpc::connection::{Config, Connection, Event};
 use sansrpc::Instant;
+use sansrpc_runtime::Executor;
 
 use crate::client::Client;
 use crate::driver::{Driver, Parts};
@@ -27,6 +28,7 @@ pub struct Builder {
     on_event: Option<EventHook>,
     /// Extension: per-connection hook (pub/sub), set with `Builder::extension`.
     pub(crate) extension: Option<Extension>,
+    executor: Option<Arc<dyn Executor>>,
 }
 
 impl fmt::Debug for Builder {
@@ -57,6 +59,7 @@ impl Builder {
             max_queued_notifications: 1024,
             on_event: None,
             extension: None,
+            executor: None,
         }
     }
 
@@ -118,6 +121,23 @@ impl Builder {
         self
     }
 
+    /// Gives handlers `executor` for work that outlives them ([`Peer::executor`]): what a
+    /// protocol crate runs beside the connection, and sleeps on, where it can start no thread
+    /// of its own (a browser's page or worker; `sansrpc-wasm` gives its own). None by
+    /// default: such work then runs as it does on std (on tokio's runtime when there is one,
+    /// else on a thread).
+    ///
+    /// [`Peer::executor`]: sansrpc_runtime::Peer::executor
+    pub fn executor(mut self, executor: impl Executor) -> Self {
+        self.executor = Some(Arc::new(executor));
+        self
+    }
+
+    /// True once an [`executor`](Builder::executor) was given.
+    pub fn has_executor(&self) -> bool {
+        self.executor.is_some()
+    }
+
     /// Builds the connection over `transport`, sleeping on `timer`: a [`Client`] to call the
     /// peer with, and the [`Driver`] future to spawn (or await) that does all the work.
     pub fn connect<T: Transport, Tm: Timer>(
@@ -140,6 +160,7 @@ impl Builder {
             max_queued: self.max_queued_notifications,
             on_event: self.on_event,
             wake,
+            executor: self.executor,
         };
         Driver::new(conn, transport, timer, parts)
     }

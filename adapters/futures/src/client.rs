@@ -97,18 +97,40 @@ pub struct Client {
     locals: Arc<sansrpc_runtime::Locals>,
     /// The connection's protocol profile: [`Client::profile`].
     profile: sansrpc::Profile,
+    /// The builder's executor, for handlers' work beside the connection.
+    executor: Executors,
+}
+
+/// The builder's executor, if any (shown only as there or not).
+#[derive(Clone)]
+struct Executors(Option<Arc<dyn sansrpc_runtime::Executor>>);
+
+impl std::fmt::Debug for Executors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "Some(..)" } else { "None" })
+    }
 }
 
 impl Client {
-    pub(crate) fn new(tx: mpsc::UnboundedSender<Command>, profile: sansrpc::Profile) -> Self {
+    pub(crate) fn new(
+        tx: mpsc::UnboundedSender<Command>,
+        profile: sansrpc::Profile,
+        executor: Option<Arc<dyn sansrpc_runtime::Executor>>,
+    ) -> Self {
         Client {
             tx,
             profile,
+            executor: Executors(executor),
             keys: Arc::new(AtomicU64::new(0)),
             exit: Arc::new(AtomicI64::new(i64::MIN)),
             interceptors: None,
             locals: Arc::default(),
         }
+    }
+
+    /// The executor the connection's [`Builder`](crate::Builder) was given, if any.
+    pub fn executor(&self) -> Option<Arc<dyn sansrpc_runtime::Executor>> {
+        self.executor.0.clone()
     }
 
     /// The protocol profile the connection was configured with (`Config::for_profile`): a

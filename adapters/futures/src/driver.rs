@@ -66,6 +66,8 @@ pub(crate) struct Parts {
     pub on_event: Option<EventHook>,
     /// Woken by the connection's extension.
     pub wake: Option<Arc<AtomicWaker>>,
+    /// What handlers run work beside the connection on ([`Peer::executor`](sansrpc_runtime::Peer::executor)).
+    pub executor: Option<Arc<dyn sansrpc_runtime::Executor>>,
 }
 
 /// Asks a driver to shut down gracefully; from [`Driver::shutdown_handle`].
@@ -143,7 +145,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
         let (tx, commands) = mpsc::unbounded();
         let (shutdown_tx, shutdown_rx) = mpsc::unbounded();
         let serving = parts.router.is_some();
-        let client = Client::new(tx, conn.config().profile);
+        let client = Client::new(tx, conn.config().profile, parts.executor);
         let driver = Driver {
             conn,
             transport,

@@ -75,7 +75,7 @@ pub use extension::Extension;
 pub use http_request::{HttpRequest, HttpRequests, Principal, MAX_RECORDED};
 pub use reconnect::{CallOptions, GaveUp, Reconnect, StateWatch, Supervisor};
 pub use router::{AsyncRouter, BoxFuture, HandlerResult};
-pub use sansrpc_runtime::{ConnectionNotifier, Peer};
+pub use sansrpc_runtime::{ConnectionNotifier, Executor, Peer};
 pub use stream::{RawStream, StreamOptions, TypedStream};
 pub use subscription::{
     Ended, Fanout, NotAccepted, PendingSubscription, RawSubscription, Subscription,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use sansrpc::codec::http::HttpRequest;
 use sansrpc::connection::Profile;
 use sansrpc::{ErrorObject, Id, RawValue};
-use sansrpc_runtime::{BoxFuture, ConnectionNotifier, Locals, Peer};
+use sansrpc_runtime::{BoxFuture, ConnectionNotifier, Executor, Locals, Peer};
 
 use crate::{CallError, Client, NotificationContext, RequestContext};
 
@@ -117,6 +117,10 @@ impl Peer for FuturesPeer {
 
     fn profile(&self) -> Profile {
         self.client.profile()
+    }
+
+    fn executor(&self) -> Option<Arc<dyn Executor>> {
+        self.client.executor()
     }
 }
 

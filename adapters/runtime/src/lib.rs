@@ -29,7 +29,7 @@ pub mod time {
     pub use web_time::Instant;
 }
 
-pub use peer::{BoxFuture, ConnectionNotifier, Peer};
+pub use peer::{BoxFuture, ConnectionNotifier, Executor, Peer};
 
 /// One value per type, kept per connection by a driver: the state a protocol layer keeps
 /// for a connection (an MCP server's session, an LSP server's open documents), shared by

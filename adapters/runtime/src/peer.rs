@@ -3,6 +3,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use sansrpc::codec::http::HttpRequest;
 use sansrpc::connection::Profile;
@@ -65,6 +66,26 @@ pub trait Peer: Send + Sync + 'static {
 
     /// The profile the connection runs under (what a protocol crate checks it was given).
     fn profile(&self) -> Profile;
+
+    /// The [`Executor`] the connection's driver was given, for work that outlives a handler
+    /// (an LSP server's analysis of a document's version) where a protocol crate cannot
+    /// start a thread of its own: in a browser. `None` (the default) when it was given none.
+    fn executor(&self) -> Option<Arc<dyn Executor>> {
+        None
+    }
+}
+
+/// How a driver runs work beside its connection, and sleeps, where a protocol crate can
+/// neither start a thread nor find a runtime of its own (a browser page or worker, whose
+/// one thread runs everything). A driver given one hands it to handlers through
+/// [`Peer::executor`]; without one, a protocol crate does as it does on std (tokio's
+/// runtime when there is one, else a thread).
+pub trait Executor: Send + Sync + 'static {
+    /// Runs `work` to its end beside the connection, on the driver's executor.
+    fn spawn(&self, work: BoxFuture<()>);
+
+    /// A future done after `wait`, on the driver's timer.
+    fn sleep(&self, wait: Duration) -> BoxFuture<()>;
 }
 
 /// Notifies the peer of one connection outside any request; see [`Peer::notifier`].

@@ -2,12 +2,15 @@
 //!
 //! The connection is the same [`Connection`](sansrpc::Connection) and the same driver as on
 //! every other runtime, the futures adapter's ([`sansrpc_futures`]): the browser gives it a
-//! [`WebSocket`] transport, a [`BrowserTimer`] on `setTimeout` for its deadlines, and
-//! `performance.now()` as its clock ([`sansrpc_runtime::time::Instant`]); the driver runs
-//! as a task of `wasm-bindgen-futures` ([`spawn`]). The [`Client`] is the futures one:
-//! typed calls with deadlines, notifications, batches, method subscriptions
-//! ([`Client::subscribe`], the `eth_subscribe` shape); [`reconnect`] gives a client that
-//! reconnects when its WebSocket is lost.
+//! [`WebSocket`] or a [`PostMessage`] transport (a worker, a `MessagePort`), a
+//! [`BrowserTimer`] on `setTimeout` for its deadlines, and `performance.now()` as its clock
+//! ([`sansrpc_runtime::time::Instant`]); the driver runs as a task of `wasm-bindgen-futures`
+//! ([`spawn`]), and its handlers' work beside it on the [`BrowserExecutor`]. The [`Client`]
+//! is the futures one: typed calls with deadlines, notifications, batches, method
+//! subscriptions ([`Client::subscribe`], the `eth_subscribe` shape); [`reconnect`] gives a
+//! client that reconnects when its WebSocket is lost. A server (a router, `sansrpc-lsp`'s
+//! language server) runs in a Web Worker with the page as its client: [`connect_port`],
+//! [`serve_this_worker`], [`connect_worker`].
 //!
 //! ```no_run
 //! use sansrpc::method::Method;
@@ -26,10 +29,20 @@
 //! ```
 //!
 //! `docs/browser.md` has the rest: the `Cargo.toml`, the build with wasm-bindgen's CLI, a
-//! page, and the server's `Origin` setting.
+//! page, the server's `Origin` setting, and a language server in a worker.
 #![deny(missing_docs)]
 
+/// The Rust snippets of docs/browser.md, compiled as doctests of this crate (on the host,
+/// where the browser's APIs are stubs: they are `no_run`). The page's is `ignore`:
+/// `examples/calculator_page.rs` is it.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/browser.md")]
+mod guide_browser {}
+
+mod executor;
+mod inbox;
 mod local;
+mod message;
 pub mod reconnect;
 mod timer;
 mod websocket;
@@ -40,7 +53,10 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use futures::channel::oneshot;
+use wasm_bindgen::{JsCast, JsValue};
 
+pub use executor::BrowserExecutor;
+pub use message::PostMessage;
 pub use sansrpc;
 pub use sansrpc_futures;
 pub use sansrpc_futures::{
@@ -49,6 +65,17 @@ pub use sansrpc_futures::{
 };
 pub use timer::BrowserTimer;
 pub use websocket::WebSocket;
+
+/// A typed API from one trait (the `macros` feature): a server trait (`NameServer`, mounted on
+/// an [`AsyncRouter`](sansrpc_futures::AsyncRouter), in a worker) and a client extension
+/// (`NameClient`, on every `AsRef<Client>`: a [`Client`], a [`Spawned`]), as
+/// [`sansrpc_futures::rpc`] makes them, for a crate that depends on this one only:
+/// `#[sansrpc_wasm::rpc(client, namespace = "eth")]`. See `docs/browser.md`.
+#[cfg(feature = "macros")]
+pub use sansrpc_macros::rpc_wasm as rpc;
+
+#[doc(hidden)]
+pub use sansrpc_futures::__macros;
 
 /// A connection whose driver runs as a task of the page (or worker): what [`spawn`] and
 /// [`connect_with`] give.
@@ -85,8 +112,15 @@ impl Future for DriverTask {
 }
 
 /// Builds the connection over `transport` with the [`BrowserTimer`], and runs its driver as
-/// a task of the page (`wasm_bindgen_futures::spawn_local`).
+/// a task of the page (`wasm_bindgen_futures::spawn_local`). Its handlers get the
+/// [`BrowserExecutor`] for work that outlives them (an LSP server's analysis), unless the
+/// builder has an executor already.
 pub fn spawn<T: Transport>(builder: Builder, transport: T) -> Spawned {
+    let builder = if builder.has_executor() {
+        builder
+    } else {
+        builder.executor(BrowserExecutor)
+    };
     let (client, driver) = builder.connect(transport, BrowserTimer);
     let shutdown = driver.shutdown_handle();
     let (tx, rx) = oneshot::channel();
@@ -107,8 +141,42 @@ pub async fn connect_with(builder: Builder, url: &str) -> io::Result<Spawned> {
     Ok(spawn(builder, socket))
 }
 
+/// Inside a dedicated worker: serves the peer that started it (the page) over the worker's
+/// `postMessage`, with `builder`'s router and config ([`PostMessage::this_worker`]). The
+/// connection runs until it is shut down, or ends (LSP's `exit`); the worker stays.
+/// Fails with [`io::ErrorKind::Unsupported`] outside a dedicated worker.
+pub fn serve_this_worker(builder: Builder) -> io::Result<Spawned> {
+    let transport = PostMessage::this_worker(&builder.connection_config().limits)?;
+    Ok(spawn(builder, transport))
+}
+
+/// From the page: a connection to the dedicated `worker` over its `postMessage`
+/// ([`PostMessage::worker`]), with `builder`'s config (and router: the worker may call the
+/// page too).
+pub fn connect_worker(worker: &web_sys::Worker, builder: Builder) -> Spawned {
+    let transport = PostMessage::worker(worker, &builder.connection_config().limits);
+    spawn(builder, transport)
+}
+
+/// A connection over `port`, one end of a `MessageChannel` (the other kept by a worker, an
+/// iframe or the page), with `builder`'s config and router ([`PostMessage::port`]).
+pub fn connect_port(port: web_sys::MessagePort, builder: Builder) -> Spawned {
+    let transport = PostMessage::port(port, &builder.connection_config().limits);
+    spawn(builder, transport)
+}
+
 /// Opens a WebSocket to `url` and gives the [`Client`] of a connection over it with the
 /// default config; the connection ends when the last handle on it is dropped.
 pub async fn connect(url: &str) -> io::Result<Client> {
     Ok(connect_with(Builder::new(), url).await?.client)
+}
+
+/// A JavaScript exception as an I/O error of `kind`.
+pub(crate) fn js_error(kind: io::ErrorKind, what: &str, error: JsValue) -> io::Error {
+    let message = error
+        .dyn_ref::<js_sys::Error>()
+        .map(|e| String::from(e.message()))
+        .or_else(|| error.as_string())
+        .unwrap_or_else(|| format!("{error:?}"));
+    io::Error::new(kind, format!("{what}: {message}"))
 }

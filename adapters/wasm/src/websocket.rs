@@ -1,28 +1,24 @@
 //! The browser's `WebSocket` as a message transport of the futures driver.
 
 use std::cell::RefCell;
-use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use sansrpc::connection::Connection;
 use sansrpc::{Instant, Limits};
 use sansrpc_futures::{Received, Transport};
 use wasm_bindgen::closure::Closure;
-use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen::JsCast;
 use web_sys::{BinaryType, CloseEvent, MessageEvent};
 
+use crate::inbox::{Inbox, Over};
 use crate::local::SingleThread;
 use crate::timer::Sleep;
-
-/// Messages handed to the connection per turn of the driver, so that a flooding peer
-/// cannot keep the page's one thread.
-const MESSAGES_PER_TURN: usize = 64;
 
 /// Bytes the browser may hold unsent (`bufferedAmount`) before the transport takes no more
 /// output from the connection, whose own output bound then pushes back on its callers.
@@ -32,32 +28,12 @@ const SEND_HIGH_WATER: u32 = 1 << 20;
 /// no event for it).
 const SEND_RECHECK: Duration = Duration::from_millis(10);
 
-/// How many messages' worth of bytes (of the limit on one message) received messages may
-/// hold while the connection takes none: the browser reads on whatever the page does, so
-/// this is the one bound on what a peer that sends faster than the page handles costs it.
-const INBOX_MESSAGES: usize = 4;
-
 /// What the browser told the socket's callbacks, for the driver to take.
-#[derive(Default)]
 struct Shared {
     opened: bool,
     /// The socket closed (or failed): its close code and reason.
     closed: Option<(u16, String)>,
-    /// A close the transport asked for itself, and why (a message over the limits).
-    refused: Option<String>,
-    inbox: VecDeque<Vec<u8>>,
-    inbox_bytes: usize,
-    max_message: usize,
-    max_inbox: usize,
-    waker: Option<Waker>,
-}
-
-impl Shared {
-    fn wake(&mut self) {
-        if let Some(waker) = self.waker.take() {
-            waker.wake();
-        }
-    }
+    inbox: Inbox,
 }
 
 /// The socket and its callbacks; the callbacks are taken off the socket before they are
@@ -110,16 +86,6 @@ impl fmt::Debug for WebSocket {
     }
 }
 
-/// A JavaScript exception as an I/O error of `kind`.
-fn js_error(kind: io::ErrorKind, what: &str, error: JsValue) -> io::Error {
-    let message = error
-        .dyn_ref::<js_sys::Error>()
-        .map(|e| String::from(e.message()))
-        .or_else(|| error.as_string())
-        .unwrap_or_else(|| format!("{error:?}"));
-    io::Error::new(kind, format!("{what}: {message}"))
-}
-
 impl WebSocket {
     /// Opens a WebSocket to `url` (`ws://` or `wss://`) and waits until it is open, with
     /// messages bounded by `limits` (the builder's:
@@ -132,13 +98,12 @@ impl WebSocket {
     /// server all look the same (close code 1006); the browser's console says which.
     pub async fn connect(url: &str, limits: &Limits) -> io::Result<WebSocket> {
         let socket = web_sys::WebSocket::new(url)
-            .map_err(|e| js_error(io::ErrorKind::InvalidInput, url, e))?;
+            .map_err(|e| crate::js_error(io::ErrorKind::InvalidInput, url, e))?;
         socket.set_binary_type(BinaryType::Arraybuffer);
-        let max_message = limits.max_frame_bytes;
         let shared = Rc::new(RefCell::new(Shared {
-            max_message,
-            max_inbox: max_message.saturating_mul(INBOX_MESSAGES),
-            ..Shared::default()
+            opened: false,
+            closed: None,
+            inbox: Inbox::new(limits),
         }));
 
         let on_open = {
@@ -146,7 +111,7 @@ impl WebSocket {
             Closure::<dyn FnMut()>::new(move || {
                 let mut shared = shared.borrow_mut();
                 shared.opened = true;
-                shared.wake();
+                shared.inbox.wake();
             })
         };
         let on_message = {
@@ -161,28 +126,23 @@ impl WebSocket {
                         None => return,
                     },
                 };
-                let mut shared = shared.borrow_mut();
-                if shared.refused.is_some() {
+                let inbox = &mut shared.borrow_mut().inbox;
+                if inbox.is_refused() {
                     return;
                 }
-                let refusal = if bytes.len() > shared.max_message {
-                    Some((
-                        1009,
-                        format!("message of {} bytes over the limit", bytes.len()),
-                    ))
-                } else if shared.inbox_bytes + bytes.len() > shared.max_inbox {
-                    Some((1008, "client not keeping up".to_owned()))
-                } else {
-                    None
-                };
-                if let Some((code, reason)) = refusal {
-                    let _ = socket.close_with_code_and_reason(code, &reason);
-                    shared.refused = Some(format!("{reason} (closed with {code})"));
-                } else {
-                    shared.inbox_bytes += bytes.len();
-                    shared.inbox.push_back(bytes);
+                match inbox.check(bytes.len()) {
+                    Ok(()) => inbox.push(bytes),
+                    Err(over) => {
+                        let (code, reason) = match over {
+                            Over::Message(n) => {
+                                (1009, format!("message of {n} bytes over the limit"))
+                            }
+                            Over::Backlog => (1008, "client not keeping up".to_owned()),
+                        };
+                        let _ = socket.close_with_code_and_reason(code, &reason);
+                        inbox.refuse(format!("{reason} (closed with {code})"));
+                    }
                 }
-                shared.wake();
             })
         };
         let on_close = {
@@ -190,7 +150,7 @@ impl WebSocket {
             Closure::<dyn FnMut(CloseEvent)>::new(move |event: CloseEvent| {
                 let mut shared = shared.borrow_mut();
                 shared.closed = Some((event.code(), event.reason()));
-                shared.wake();
+                shared.inbox.end();
             })
         };
         socket.set_onopen(Some(on_open.as_ref().unchecked_ref()));
@@ -235,7 +195,7 @@ impl Future for Opening {
             return Poll::Ready(Err(closed));
         }
         if !shared.opened {
-            shared.waker = Some(cx.waker().clone());
+            shared.inbox.wait(cx);
             return Poll::Pending;
         }
         drop(shared);
@@ -254,42 +214,12 @@ impl Transport for WebSocket {
         conn: &mut Connection,
         now: Instant,
     ) -> Poll<io::Result<Received>> {
-        let mut shared = self.0 .0.shared.borrow_mut();
-        let mut taken = 0;
-        while let Some(message) = shared.inbox.front() {
-            if taken == MESSAGES_PER_TURN {
-                return Poll::Ready(Ok(Received::Data));
-            }
-            if conn.handle_message(message, now).is_err() {
-                // Backed up: offered again once the driver has drained the connection.
-                return Poll::Ready(Ok(if taken > 0 {
-                    Received::Data
-                } else {
-                    Received::Stalled
-                }));
-            }
-            let len = message.len();
-            shared.inbox.pop_front();
-            shared.inbox_bytes -= len;
-            taken += 1;
-        }
-        if let Some(refused) = shared.refused.take() {
-            drop(shared);
-            conn.handle_end_of_input(now);
-            return Poll::Ready(Err(io::Error::new(io::ErrorKind::InvalidData, refused)));
-        }
-        if shared.closed.is_some() {
-            drop(shared);
-            conn.handle_end_of_input(now);
-            return Poll::Ready(Ok(Received::End));
-        }
-        // Woken by the next message or the close.
-        shared.waker = Some(cx.waker().clone());
-        if taken > 0 {
-            Poll::Ready(Ok(Received::Drained))
-        } else {
-            Poll::Pending
-        }
+        self.0
+             .0
+            .shared
+            .borrow_mut()
+            .inbox
+            .poll_receive(cx, conn, now)
     }
 
     fn poll_transmit(
@@ -318,7 +248,7 @@ impl Transport for WebSocket {
             socket
                 .socket
                 .send_with_str(text)
-                .map_err(|e| js_error(io::ErrorKind::NotConnected, "WebSocket send", e))?;
+                .map_err(|e| crate::js_error(io::ErrorKind::NotConnected, "WebSocket send", e))?;
         }
     }
 
@@ -329,7 +259,7 @@ impl Transport for WebSocket {
             socket
                 .socket
                 .close_with_code(1000)
-                .map_err(|e| js_error(io::ErrorKind::Other, "WebSocket close", e))?;
+                .map_err(|e| crate::js_error(io::ErrorKind::Other, "WebSocket close", e))?;
         }
         Poll::Ready(Ok(()))
     }

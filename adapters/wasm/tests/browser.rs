@@ -25,6 +25,10 @@ use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
 
 #[path = "../../futures/fixtures/calculator.rs"]
 mod calc;
+#[path = "browser/lsp.rs"]
+mod lsp;
+#[path = "browser/worker.rs"]
+mod worker;
 use calc::{Add, AddPositional, Divide, Multiply, Pair, Subtract, Tick, Ticks};
 
 wasm_bindgen_test_configure!(run_in_browser);
@@ -37,6 +41,9 @@ const ETH_NODE: Option<&str> = option_env!("SANSRPC_WASM_ETH_NODE_URL");
 const NEVER: Option<&str> = option_env!("SANSRPC_WASM_NEVER_URL");
 /// The same server accepting only `https://app.example.com`: it refuses this page.
 const REFUSING: Option<&str> = option_env!("SANSRPC_WASM_REFUSING_URL");
+/// `http://127.0.0.1:PORT/`: the example page (`examples/calculator_page.rs`) as
+/// `scripts/wasm-page` wrote it, after `wasm-opt -Oz`.
+const PAGE: Option<&str> = option_env!("SANSRPC_WASM_PAGE_URL");
 
 fn url(url: Option<&'static str>) -> &'static str {
     url.expect("built without the servers' URLs: run it through tests/chromium.rs")
@@ -160,6 +167,16 @@ async fn a_deadline_fires_on_set_timeout() {
     assert_eq!(answered.unwrap(), 3.0);
 }
 
+/// Every path that reads the clock or sleeps on wasm32 runs in one of these tests, so none
+/// traps at run time: the `BrowserTimer` (here), the driver's deadline sleep
+/// (`a_deadline_fires_on_set_timeout`), the WebSocket's `bufferedAmount` re-check
+/// (`output_waits_while_the_browser_holds_a_mebibyte_unsent`), the reconnect supervisor's
+/// backoff and clock (`a_reconnecting_client_opens_a_new_socket_when_the_server_hangs_up`),
+/// sansrpc-runtime's `Clock`, `system_clock` and timed client interceptors
+/// (`the_runtime_clocks_read_performance_now`), the server's timing of async calls for its
+/// router's layers (`worker::a_router_in_a_worker_answers_the_page`), and the
+/// `BrowserExecutor`'s spawn and sleep under sansrpc-lsp's debounced analysis
+/// (`lsp::a_language_server_in_a_worker_answers_a_hover_after_edits_with_emoji`).
 #[wasm_bindgen_test]
 async fn the_browser_timer_sleeps_until_its_deadline_and_a_dropped_sleep_is_cleared() {
     let timer = BrowserTimer;
@@ -265,8 +282,9 @@ async fn new_heads_arrive_then_the_subscription_ends() {
 }
 
 /// What the page calls of an Ethereum node: `EthClient`, on every `AsRef<Client>`, is
-/// generated from it (the node implements the same methods with `#[rpc(server)]`).
-#[sansrpc_futures::rpc(client, namespace = "eth")]
+/// generated from it (the node implements the same methods with `#[rpc(server)]`), through
+/// `sansrpc_wasm::rpc` (the `macros` feature).
+#[sansrpc_wasm::rpc(client, namespace = "eth")]
 trait Eth {
     #[method(name = "chainId")]
     async fn chain_id(&self) -> Result<String, ErrorObject<'static>>;
@@ -424,4 +442,41 @@ async fn output_waits_while_the_browser_holds_a_mebibyte_unsent() {
     let (first, second) = futures::future::join(first, second).await;
     assert_eq!(first.unwrap().get(), "\"pong\"");
     assert_eq!(second.unwrap().get(), "\"pong\"");
+}
+
+#[wasm_bindgen::prelude::wasm_bindgen(inline_js = r#"
+export async function load_page(base, calculator, node) {
+  for (const [id, url] of [["sum", calculator], ["head", node]]) {
+    const p = document.createElement("p");
+    p.id = id;
+    p.dataset.url = url;
+    document.body.appendChild(p);
+  }
+  const glue = await import(base + "calculator_page.js");
+  await glue.default({ module_or_path: base + "calculator_page_bg.wasm" });
+}
+
+export function text_of(id) {
+  return document.getElementById(id).textContent;
+}
+"#)]
+extern "C" {
+    /// Adds the page's two elements (with the servers' URLs) to this page, and loads the
+    /// example page's module from `base`, which starts it.
+    async fn load_page(base: &str, calculator: &str, node: &str);
+
+    /// The text of the element `id`.
+    fn text_of(id: &str) -> String;
+}
+
+#[wasm_bindgen_test]
+async fn the_example_page_runs_as_wasm_opt_left_it() {
+    load_page(url(PAGE), url(CALCULATOR), url(ETH_NODE)).await;
+    // It writes its sum, then each new block: wait for both (the test's timeout bounds it).
+    let timer = BrowserTimer;
+    while !(text_of("sum") == "1 + 2 = 3" && text_of("head").starts_with("block \"0x")) {
+        timer
+            .sleep_until(Instant::now() + Duration::from_millis(20))
+            .await;
+    }
 }

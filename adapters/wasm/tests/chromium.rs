@@ -12,6 +12,12 @@
 //! never answers lists the page's origin (`Origins::List`), as a server whose pages come
 //! from a site of its own does; one more lists another origin only, and refuses the page.
 //!
+//! The example page of `docs/browser.md` (`examples/calculator_page.rs`) is built first as a
+//! user ships it, by `scripts/wasm-page` (release, wasm-bindgen, `wasm-opt -Oz`, its size
+//! budget), and served here over HTTP (with `Access-Control-Allow-Origin`, the test page
+//! being of another port); a browser test loads the optimized module into its page and waits
+//! for its two lines: the module wasm-opt wrote runs.
+//!
 //! Needs: Debian's `chromium` and `chromium-driver`, the `wasm32-unknown-unknown` target
 //! and `wasm-bindgen-cli` at the version of `wasm-bindgen` in Cargo.lock, which
 //! `scripts/provision-wasm` installs (`scripts/test` and `.ci/run` call it). Without them
@@ -29,7 +35,7 @@ use processes::{output_within, Example};
 use sansrpc_tokio::{sansrpc, ws, AsyncRouter, Builder, Origins, ServeOptions};
 
 /// The tests in tests/browser.rs, each of which must have run and passed.
-const BROWSER_TESTS: usize = 14;
+const BROWSER_TESTS: usize = 20;
 
 /// A program on `PATH`, or at one of `fallbacks`.
 fn find(env: &str, program: &str, fallbacks: &[PathBuf]) -> Option<PathBuf> {
@@ -89,6 +95,51 @@ fn never_answering_server(origins: Origins) -> String {
     format!("ws://{addr}")
 }
 
+/// Serves the files of `dir` over HTTP/1.1 on a thread of its own (it ends with the test
+/// process), to pages of any origin; its URL, with a trailing `/`.
+fn static_server(dir: PathBuf) -> String {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = String::new();
+            let mut reader = BufReader::new(&stream);
+            if reader.read_line(&mut request).is_err() {
+                continue;
+            }
+            // The rest of the head (the page's requests have no body).
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                line.clear();
+            }
+            let path = request.split(' ').nth(1).unwrap_or("/");
+            let name = path.trim_start_matches('/');
+            let file = (!name.contains("..") && !name.is_empty())
+                .then(|| std::fs::read(dir.join(name)).ok())
+                .flatten();
+            let kind = match name.rsplit('.').next() {
+                Some("js") => "text/javascript",
+                Some("wasm") => "application/wasm",
+                _ => "text/html",
+            };
+            let (status, body) = match file {
+                Some(body) => ("200 OK", body),
+                None => ("404 Not Found", Vec::new()),
+            };
+            let head = format!(
+                "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\n\
+                 Access-Control-Allow-Origin: *\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(&body);
+        }
+    });
+    format!("http://{addr}/")
+}
+
 /// The URL in an example's first line (`calculator on ws://127.0.0.1:PORT`, `listening on
 /// 127.0.0.1:PORT`).
 fn ws_url(line: &str) -> String {
@@ -96,6 +147,28 @@ fn ws_url(line: &str) -> String {
     let addr = addr.strip_prefix("ws://").unwrap_or(addr);
     assert!(addr.starts_with("127.0.0.1:"), "no address in {line:?}");
     format!("ws://{addr}")
+}
+
+/// Leaves out of `command` the variables cargo set for this test (a build script watching one
+/// would rebuild, here and in the next plain build).
+fn without_cargo_test_env(command: &mut Command) {
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy();
+        if key.starts_with("CARGO_PKG_")
+            || key.starts_with("CARGO_BIN_EXE_")
+            || [
+                "CARGO_MANIFEST_DIR",
+                "CARGO_MANIFEST_PATH",
+                "CARGO_CRATE_NAME",
+                "CARGO_PRIMARY_PACKAGE",
+                "CARGO_TARGET_TMPDIR",
+                "CARGO_RUSTC_CURRENT_DIR",
+            ]
+            .contains(&&*key)
+        {
+            command.env_remove(&*key);
+        }
+    }
 }
 
 #[test]
@@ -142,6 +215,24 @@ fn the_browser_tests_pass_in_headless_chromium() {
     // This test binary is target/<profile>/deps/<name>: the same target folder.
     let exe = std::env::current_exe().unwrap();
     let target_dir = exe.ancestors().nth(3).unwrap().to_owned();
+
+    // The example page, optimized and within its budget, served for the browser test.
+    let page_dir = target_dir.join("wasm-page");
+    let mut build = Command::new(format!("{manifest}/../../scripts/wasm-page"));
+    build
+        .arg(&page_dir)
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .env("WASM_BINDGEN", runner.with_file_name("wasm-bindgen"));
+    without_cargo_test_env(&mut build);
+    // A cold release build of the page on a slow machine: minutes.
+    let built = output_within(&mut build, Duration::from_secs(1800));
+    assert!(
+        built.status.success(),
+        "scripts/wasm-page failed ({}):\n{}",
+        built.status,
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let page_url = static_server(page_dir);
     let mut test = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     test.current_dir(manifest)
         .args(["test", "-p", "sansrpc-wasm"])
@@ -155,26 +246,9 @@ fn the_browser_tests_pass_in_headless_chromium() {
         .env("SANSRPC_WASM_ETH_NODE_URL", &node_url)
         .env("SANSRPC_WASM_NEVER_URL", &never_url)
         .env("SANSRPC_WASM_REFUSING_URL", &refusing_url)
+        .env("SANSRPC_WASM_PAGE_URL", &page_url)
         .env("WASM_BINDGEN_TEST_ADDRESS", page.to_string());
-    // Not the variables cargo set for this test (a build script watching one would
-    // rebuild, here and in the next plain build).
-    for (key, _) in std::env::vars_os() {
-        let key = key.to_string_lossy();
-        if key.starts_with("CARGO_PKG_")
-            || key.starts_with("CARGO_BIN_EXE_")
-            || [
-                "CARGO_MANIFEST_DIR",
-                "CARGO_MANIFEST_PATH",
-                "CARGO_CRATE_NAME",
-                "CARGO_PRIMARY_PACKAGE",
-                "CARGO_TARGET_TMPDIR",
-                "CARGO_RUSTC_CURRENT_DIR",
-            ]
-            .contains(&&*key)
-        {
-            test.env_remove(&*key);
-        }
-    }
+    without_cargo_test_env(&mut test);
     // A cold build of the wasm test and its dependencies on a slow machine: minutes.
     let out = output_within(&mut test, Duration::from_secs(1800));
     let stdout = String::from_utf8_lossy(&out.stdout);

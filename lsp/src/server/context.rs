@@ -70,6 +70,11 @@ impl fmt::Debug for Context {
 static CREATED: AtomicU64 = AtomicU64::new(1);
 
 impl Context {
+    /// The editor's side of the connection, as the driver gives it.
+    pub(crate) fn host(&self) -> &dyn Peer {
+        &*self.host
+    }
+
     /// The context of a request or notification handed out now: the documents as they are
     /// now (for a document notification, once it is applied).
     pub(crate) fn new(host: Arc<dyn Peer>, tokens: Tokens) -> Self {
@@ -140,13 +145,14 @@ impl Context {
     /// when the pause passed and the work is still wanted. The debounce of an analysis
     /// that should not run on every keystroke:
     /// `if !cx.debounce(Duration::from_millis(100)).await { return }`. On tokio's timer
-    /// inside a tokio runtime; elsewhere (threads, smol) on a thread that sleeps `pause`.
+    /// inside a tokio runtime; else on the timer of the executor the driver was given (in a
+    /// browser: `setTimeout`); elsewhere (threads, smol) on a thread that sleeps `pause`.
     pub async fn debounce(&self, pause: std::time::Duration) -> bool {
         if self.is_cancelled() {
             return false;
         }
-        versions::first_of(versions::sleep(pause), Box::pin(self.cancelled())).await
-            && !self.is_cancelled()
+        let pause = versions::sleep(&*self.host, pause);
+        versions::first_of(pause, Box::pin(self.cancelled())).await && !self.is_cancelled()
     }
 
     /// The value `compute` makes of `doc`, computed once per version of the document and

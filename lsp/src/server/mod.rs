@@ -260,8 +260,9 @@ impl ServerBuilder {
     /// Runs `hook` on every new version of a document (a `didOpen`, a `didChange`), with
     /// the document as that version left it: the one place for an analysis that publishes
     /// diagnostics. It runs beside the connection, which reads on meanwhile (on the tokio
-    /// runtime when the server runs in one; otherwise, on the blocking adapter or smol, on
-    /// a thread of its own), after the notification's own handler was started.
+    /// runtime when the server runs in one; else on the executor the driver was given, as
+    /// `sansrpc-wasm`'s in a browser; otherwise, on the blocking adapter or smol, on a
+    /// thread of its own), after the notification's own handler was started.
     ///
     /// A version that is superseded (a newer one arrives, or the document closes) cancels
     /// its analysis: the hook's [`Context::is_cancelled`] turns true, [`Context::cancelled`]
@@ -497,7 +498,8 @@ impl Server {
                 let signal = session.supersede(&uri);
                 if let (Some(hook), Some(doc)) = (&self.0.on_change, cx.document(&uri)) {
                     let cx = cx.clone().for_version(signal);
-                    versions::run_beside(hook(cx, doc));
+                    let analysis = hook(cx.clone(), doc);
+                    versions::run_beside(cx.host(), analysis);
                 }
             }
             Some(Version::Closed(uri)) => {

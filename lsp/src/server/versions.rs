@@ -1,7 +1,7 @@
 //! Work on a document's versions, beside the connection: the signal that a version was
 //! superseded, a timer and a way to run the analysis hook that work on every runtime the
-//! server does (tokio's when there is one, else a thread of their own), and the cache of
-//! values computed per version.
+//! server does (tokio's when there is one, else the executor the driver was given, as in a
+//! browser, else a thread of their own), and the cache of values computed per version.
 
 use std::any::{Any, TypeId};
 use std::future::Future;
@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context as TaskContext, Poll, Waker};
 use std::time::Duration;
 
-use super::context::BoxFuture;
+use super::context::{BoxFuture, Peer};
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
@@ -65,12 +65,16 @@ impl Future for SignalWait {
     }
 }
 
-/// Resolves after `wait`: on tokio's timer inside a tokio runtime, else on a thread that
-/// sleeps that long (a thread per call: meant for a debounce, not for a hot loop).
-pub(crate) fn sleep(wait: Duration) -> BoxFuture<()> {
+/// Resolves after `wait`: on tokio's timer inside a tokio runtime, else on the timer of the
+/// executor `host`'s driver was given (a browser's), else on a thread that sleeps that long
+/// (a thread per call: meant for a debounce, not for a hot loop).
+pub(crate) fn sleep(host: &dyn Peer, wait: Duration) -> BoxFuture<()> {
     #[cfg(feature = "tokio")]
     if tokio::runtime::Handle::try_current().is_ok() {
         return Box::pin(tokio::time::sleep(wait));
+    }
+    if let Some(executor) = host.executor() {
+        return executor.sleep(wait);
     }
     let elapsed = Signal::default();
     let set = elapsed.clone();
@@ -105,12 +109,17 @@ pub(crate) async fn first_of(first: BoxFuture<()>, second: BoxFuture<()>) -> boo
     Race(first, second).await
 }
 
-/// Runs `work` beside the connection: on the current tokio runtime when there is one,
-/// else to its end on a thread of its own.
-pub(crate) fn run_beside(work: BoxFuture<()>) {
+/// Runs `work` beside the connection: on the current tokio runtime when there is one, else
+/// on the executor `host`'s driver was given (a browser's: no thread there), else to its end
+/// on a thread of its own.
+pub(crate) fn run_beside(host: &dyn Peer, work: BoxFuture<()>) {
     #[cfg(feature = "tokio")]
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {
         runtime.spawn(work);
+        return;
+    }
+    if let Some(executor) = host.executor() {
+        executor.spawn(work);
         return;
     }
     let spawned = std::thread::Builder::new()
