@@ -80,7 +80,7 @@ impl<'a> Scanner<'a> {
 
     /// Skips whitespace and returns the next byte without consuming it.
     #[inline]
-    pub fn peek_ws(&mut self) -> Option<u8> {
+    pub(crate) fn peek_ws(&mut self) -> Option<u8> {
         while let Some(&b) = self.bytes.get(self.pos) {
             match b {
                 b' ' | b'\n' | b'\r' | b'\t' => self.pos += 1,
@@ -405,7 +405,7 @@ impl<'a> Scanner<'a> {
     /// Passes over the value at the next non-whitespace byte of text known to be valid
     /// JSON (a [`RawValue`](crate::RawValue)'s) and returns its span: only strings and
     /// brackets are followed, nothing is checked again.
-    pub fn valid_value(&mut self) -> Span {
+    pub(crate) fn valid_value(&mut self) -> Span {
         self.peek_ws();
         let start = self.pos;
         let bytes = self.bytes;

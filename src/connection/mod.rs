@@ -1478,13 +1478,6 @@ impl Connection {
 
     // ----- streams -----
 
-    /// True while another stream may open: a driver asks before running a stream method's
-    /// handler, and answers [`refuse_stream`](Connection::refuse_stream) otherwise.
-    #[cfg(feature = "streams")]
-    pub fn can_open_stream(&self) -> bool {
-        self.streams.has_room()
-    }
-
     /// How many more streams may open now.
     #[cfg(feature = "streams")]
     pub fn stream_room(&self) -> usize {
@@ -1614,7 +1607,7 @@ impl Connection {
     /// declaration's [`notices`](subscriptions::MethodSubscription::notices) are on; sends
     /// nothing otherwise.
     #[cfg(feature = "subscriptions")]
-    pub fn send_lagged(&mut self, sub: u64, dropped: u64) -> Result<(), SendError> {
+    pub(crate) fn send_lagged(&mut self, sub: u64, dropped: u64) -> Result<(), SendError> {
         let decl = self.subs.active.get(&sub).ok_or(SendError::Closed)?.decl;
         if !self.subs.declarations[decl].notices {
             return Ok(());

@@ -224,12 +224,6 @@ impl<P> StreamTable<P> {
         self.streams.len() < self.config.max_open
     }
 
-    /// The producer of an open stream, for an adapter that lends it out (to a worker
-    /// thread) and gives its items back later.
-    pub fn producer_mut(&mut self, stream: u64) -> Option<&mut P> {
-        self.streams.get_mut(&stream)?.producer.as_mut()
-    }
-
     /// Pulls queued over every stream.
     pub fn queued_pulls(&self) -> usize {
         self.streams.values().map(|e| e.pulls.len()).sum()
@@ -537,7 +531,7 @@ impl<P> StreamTable<P> {
 
     /// A stream the table freed since the last call (ended, cancelled, idle too long), so
     /// a caller that keeps producers outside the table drops the one of that stream.
-    pub fn poll_freed(&mut self) -> Option<u64> {
+    pub(crate) fn poll_freed(&mut self) -> Option<u64> {
         self.freed.pop_front()
     }
 
@@ -618,7 +612,7 @@ impl<P> Entry<P> {
 /// sansrpc has it; a connection under MCP moves it: [`Profile::own_code`]).
 ///
 /// [`Profile::own_code`]: crate::endpoint::Profile::own_code
-pub fn too_many_streams() -> ErrorObject<'static> {
+pub(crate) fn too_many_streams() -> ErrorObject<'static> {
     ErrorObject::fixed(code::TOO_MANY_STREAMS, "Too many open streams")
 }
 
@@ -694,7 +688,7 @@ fn pull_params(params: Option<&RawValue>) -> Option<(u64, u64)> {
 }
 
 /// The stream id in a `{"stream": id}` params object.
-pub fn stream_param(params: Option<&RawValue>) -> Option<u64> {
+pub(crate) fn stream_param(params: Option<&RawValue>) -> Option<u64> {
     pull_params(params).map(|(s, _)| s)
 }
 

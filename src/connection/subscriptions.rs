@@ -230,16 +230,8 @@ impl MethodSubscription {
         }
     }
 
-    /// The params of a notification for subscription `sub`: `{"<id>": id, "<result>": item}`.
-    pub fn write_item(&self, sub: u64, item: &RawValue, out: &mut Vec<u8>) {
-        self.write_params(sub, out, |out| {
-            write_key(self.result_field, out);
-            out.extend_from_slice(item.get().as_bytes());
-        });
-    }
-
     /// The params of a lag notice: `{"<id>": id, "lagged": n}`.
-    pub fn write_lagged(&self, sub: u64, dropped: u64, out: &mut Vec<u8>) {
+    pub(crate) fn write_lagged(&self, sub: u64, dropped: u64, out: &mut Vec<u8>) {
         self.write_params(sub, out, |out| {
             out.extend_from_slice(b"\"lagged\":");
             out.extend_from_slice(itoa::Buffer::new().format(dropped).as_bytes());
@@ -248,7 +240,7 @@ impl MethodSubscription {
 
     /// The params of the notification that ends a subscription with an error:
     /// `{"<id>": id, "error": {...}}`.
-    pub fn write_error(&self, sub: u64, error: &ErrorObject<'_>, out: &mut Vec<u8>) {
+    pub(crate) fn write_error(&self, sub: u64, error: &ErrorObject<'_>, out: &mut Vec<u8>) {
         self.write_params(sub, out, |out| {
             out.extend_from_slice(b"\"error\":");
             error.write_json(out);
@@ -286,7 +278,7 @@ fn write_hex(mut n: u64, out: &mut Vec<u8>) {
 }
 
 /// The error a subscription ended with under [`LagPolicy::Close`].
-pub fn lagged_error() -> ErrorObject<'static> {
+pub(crate) fn lagged_error() -> ErrorObject<'static> {
     ErrorObject::fixed(
         crate::error::code::SUBSCRIPTION_LAGGED,
         "Subscription closed: the subscriber read too slowly",
@@ -300,7 +292,7 @@ pub const OUTPUT_ROOM: usize = 64 * 1024;
 
 /// The answer to a subscribe request over a transport that cannot push (plain HTTP,
 /// [`Config::push`](crate::Config::push) false): `-32601`, as geth answers it.
-pub fn no_push_error() -> ErrorObject<'static> {
+pub(crate) fn no_push_error() -> ErrorObject<'static> {
     ErrorObject::fixed(
         crate::error::code::METHOD_NOT_FOUND,
         "Subscriptions are not supported over plain HTTP: subscribe over WebSocket, TCP, IPC or stdio",
@@ -480,12 +472,6 @@ impl<T: AsRef<RawValue>> SubscriptionQueue<T> {
         self.closed
     }
 
-    /// True once the queue overflowed (under [`LagPolicy::Close`] or
-    /// [`LagPolicy::Disconnect`]): nothing more is queued.
-    pub fn is_overflowed(&self) -> bool {
-        self.overflowed
-    }
-
     /// Items queued.
     pub fn len(&self) -> usize {
         self.items.len()
@@ -662,7 +648,7 @@ pub(crate) struct Table {
 
 impl Table {
     /// The declaration whose unsubscribe method `method` is.
-    pub fn unsubscribe_method(&self, method: &str) -> Option<usize> {
+    pub(crate) fn unsubscribe_method(&self, method: &str) -> Option<usize> {
         self.declarations
             .iter()
             .position(|d| d.unsubscribe == method)

@@ -738,7 +738,7 @@ impl Endpoint {
     /// still processed and a partial one is reported, while answers to requests already
     /// received can still be sent. Close it later with [`close`](Endpoint::close) (the
     /// connection machine does, once its handlers have answered). Further input is ignored.
-    pub fn finish_input(&mut self, now: Instant) {
+    pub(crate) fn finish_input(&mut self, now: Instant) {
         self.now = now;
         if self.closed {
             return;
@@ -1682,7 +1682,7 @@ impl Endpoint {
     /// The event [`poll_event`](Endpoint::poll_event) would return next, left in the queue:
     /// for a layer above the endpoint (the connection machine) that decides by an event's
     /// content whether to take it itself.
-    pub fn peek_event(&mut self) -> Option<Event<'_>> {
+    pub(crate) fn peek_event(&mut self) -> Option<Event<'_>> {
         self.refill_events();
         let at = self.next_index()?;
         let record = self.events.get(at)?.clone();

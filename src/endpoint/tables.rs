@@ -140,7 +140,7 @@ impl Outgoing {
 
     /// Moves a pending request's deadline later (progress); never earlier.
     #[cfg(feature = "progress")]
-    pub fn extend_deadline(&mut self, id: u64, deadline: Instant) {
+    pub(crate) fn extend_deadline(&mut self, id: u64, deadline: Instant) {
         if let Some(Slot::Pending(Some(old))) = self.pending.get_mut(&id) {
             if deadline > *old {
                 *old = deadline;
@@ -169,7 +169,7 @@ impl Outgoing {
     }
 
     /// Removes and returns one request whose deadline is at or before `now`.
-    pub fn pop_expired(&mut self, now: Instant) -> Option<u64> {
+    pub(crate) fn pop_expired(&mut self, now: Instant) -> Option<u64> {
         let &((d, id), ()) = self.deadlines.first()?;
         if d > now {
             return None;
@@ -309,7 +309,7 @@ impl<K: Ord, V> SortedDeque<K, V> {
         Some(&self.entries[i].1)
     }
 
-    pub fn pop_last(&mut self) -> Option<(K, V)> {
+    pub(crate) fn pop_last(&mut self) -> Option<(K, V)> {
         let last = self.entries.pop_back();
         self.shrink();
         last
@@ -349,7 +349,7 @@ impl<V> SortedDeque<u64, V> {
     /// [`get`](SortedDeque::get) for keys handed out in sequence (handles): while none
     /// before `key` has left, it sits at its distance from the first, found without a
     /// search.
-    pub fn get_seq(&self, key: u64) -> Option<&V> {
+    pub(crate) fn get_seq(&self, key: u64) -> Option<&V> {
         self.index_seq(key).map(|i| &self.entries[i].1)
     }
 
@@ -458,7 +458,7 @@ impl Incoming {
     }
 
     /// The handle of the in-flight request with wire id `id`.
-    pub fn handle_of(&self, id: &Id<'_>) -> Option<IncomingId> {
+    pub(crate) fn handle_of(&self, id: &Id<'_>) -> Option<IncomingId> {
         let at = self.find_peer(id).ok()?;
         Some(IncomingId(self.by_peer_id[at]))
     }
@@ -577,7 +577,7 @@ impl Incoming {
         self.in_flight.get_mut(&handle.0)
     }
 
-    pub fn open_batch(&mut self) -> u64 {
+    pub(crate) fn open_batch(&mut self) -> u64 {
         // Keys start at 1: an entry's batch is an `Option<NonZeroU64>`.
         self.next_batch += 1;
         let key = self.next_batch;
@@ -599,11 +599,11 @@ impl Incoming {
 
     /// Removes a batch, returning its array body when it holds answers. Give the buffer back
     /// with [`Incoming::recycle`] once written.
-    pub fn close_batch(&mut self, key: u64) -> Option<BatchAnswer> {
+    pub(crate) fn close_batch(&mut self, key: u64) -> Option<BatchAnswer> {
         self.batches.remove(&key)
     }
 
-    pub fn recycle(&mut self, mut body: Vec<u8>) {
+    pub(crate) fn recycle(&mut self, mut body: Vec<u8>) {
         if self.spare.len() < 8 {
             body.clear();
             self.spare.push(body);
@@ -629,7 +629,7 @@ pub(super) struct EarlyCancels {
 
 impl EarlyCancels {
     /// Remembers a cancel for `id` until `expiry`, forgetting the oldest beyond `capacity`.
-    pub fn remember(&mut self, id: Id<'static>, expiry: Instant, capacity: usize) {
+    pub(crate) fn remember(&mut self, id: Id<'static>, expiry: Instant, capacity: usize) {
         if capacity == 0 {
             return;
         }
@@ -664,7 +664,7 @@ impl EarlyCancels {
         }
     }
 
-    pub fn next_expiry(&self) -> Option<Instant> {
+    pub(crate) fn next_expiry(&self) -> Option<Instant> {
         self.entries.front().map(|&(_, t)| t)
     }
 

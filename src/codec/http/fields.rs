@@ -114,7 +114,7 @@ impl Fields {
     }
 
     /// Sets the request target.
-    pub fn set_target(&mut self, target: &str) {
+    pub(crate) fn set_target(&mut self, target: &str) {
         self.target = self.append(target.as_bytes());
     }
 
@@ -187,7 +187,7 @@ impl Fields {
     /// [`get`](Self::get) for a `name` in lower case: when every name here is known to be
     /// in lower case too (`http`'s), compared byte for byte rather than letter by letter
     /// in either case.
-    pub fn get_lowercase(&self, name: &str) -> Option<&[u8]> {
+    pub(crate) fn get_lowercase(&self, name: &str) -> Option<&[u8]> {
         debug_assert!(!name.bytes().any(|b| b.is_ascii_uppercase()));
         self.find(name.as_bytes(), self.lower)
     }
@@ -206,14 +206,6 @@ impl Fields {
         let (name, text) = (name.as_bytes(), &self.text);
         self.spans
             .retain(|s| !text[range(s.name)].eq_ignore_ascii_case(name));
-    }
-
-    /// Writes every name in lower case, in place.
-    pub fn lowercase_names(&mut self) {
-        for s in &self.spans {
-            self.text[range(s.name)].make_ascii_lowercase();
-        }
-        self.lower = true;
     }
 
     /// The fields of `http`'s names, which are in lower case (its `HeaderName` lowers them
