@@ -150,7 +150,7 @@ impl Builder {
         let mut conn = Connection::new(config, Instant::ZERO);
         // Extension: per-connection hook (pub/sub), woken through the driver's waker.
         let wake = self.extension.as_ref().map(|ext| {
-            let (hook, waker) = ext.open();
+            let (hook, waker) = crate::extension::open(ext);
             conn.set_hook(hook);
             waker
         });

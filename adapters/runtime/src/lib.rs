@@ -15,8 +15,11 @@ use sansrpc::ext::interceptors::{CallOutcome, Interceptors};
 use sansrpc::method::CallError;
 use sansrpc::{Instant, RawValue};
 
+mod extension;
 mod peer;
 pub mod subscriptions;
+
+pub use extension::Extension;
 
 /// The host's monotonic clock, which every driver's [`Clock`] and timer read:
 /// `std::time::Instant`, except in a browser (`wasm32-unknown-unknown`), where std has no
