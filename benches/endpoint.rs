@@ -11,7 +11,7 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use sansrpc::codec::{Decoder, Framing};
 use sansrpc::connection::{Config, RequestOptions, Timeout};
-use sansrpc::internals::{Endpoint, Event};
+use sansrpc::internals::{Endpoint, EndpointEvent as Event};
 use sansrpc::{Instant, Limits, RawValue};
 use serde_json::value::RawValue as SerdeRaw;
 

@@ -194,5 +194,5 @@ pub use time::Instant;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod internals {
-    pub use crate::endpoint::{BatchBuilder, Endpoint, Event};
+    pub use crate::endpoint::{BatchBuilder, Endpoint, EndpointEvent};
 }

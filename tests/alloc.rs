@@ -179,7 +179,7 @@ fn the_counter_counts() {
 #[test]
 fn endpoint_round_trip_allocates_nothing_when_warm() {
     use sansrpc::connection::{Config, RequestOptions};
-    use sansrpc::internals::{Endpoint, Event};
+    use sansrpc::internals::{Endpoint, EndpointEvent as Event};
     use sansrpc::Instant;
 
     let mut client = Endpoint::new(Config::default());

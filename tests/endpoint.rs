@@ -8,7 +8,7 @@ use sansrpc::codec::Framing;
 use sansrpc::connection::{
     Config, EndReason, NotAByteStream, NullIdPolicy, RequestOptions, SendError, Timeout,
 };
-use sansrpc::internals::{Endpoint, Event};
+use sansrpc::internals::{Endpoint, EndpointEvent as Event};
 use sansrpc::{Instant, RawValue};
 use std::time::Duration;
 

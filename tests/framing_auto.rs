@@ -2,7 +2,7 @@
 
 use sansrpc::codec::{encode_frame, Decoder, FrameError, Framing};
 use sansrpc::connection::{Config, Profile};
-use sansrpc::internals::{Endpoint, Event};
+use sansrpc::internals::{Endpoint, EndpointEvent as Event};
 use sansrpc::{Instant, Limits};
 
 const BODIES: [&str; 3] = [

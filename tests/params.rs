@@ -3,7 +3,7 @@
 
 use sansrpc::codec::{encode_frame, Decoder, Framing};
 use sansrpc::connection::{Config, RequestOptions};
-use sansrpc::internals::{Endpoint, Event};
+use sansrpc::internals::{Endpoint, EndpointEvent as Event};
 use sansrpc::method::{Method, ParamsDecoder};
 use sansrpc::router::{Reply, Router};
 use sansrpc::{ErrorObject, Id, Instant, RawValue, Request, Version};

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use sansrpc::codec::Framing;
 use sansrpc::connection::{Config, Expiry, RateLimit, RequestOptions};
-use sansrpc::internals::{Endpoint, Event};
+use sansrpc::internals::{Endpoint, EndpointEvent as Event};
 use sansrpc::{Instant, RawValue};
 
 fn endpoint(f: impl FnOnce(&mut Config)) -> Endpoint {

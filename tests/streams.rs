@@ -7,7 +7,7 @@ use sansrpc::connection::stream::{
     code, stream_id, Produced, ReadItem, StreamConfig, StreamReader, StreamTable, NEXT_METHOD,
 };
 use sansrpc::connection::{Config, EndReason, RequestId, RequestOptions, Timeout};
-use sansrpc::internals::{Endpoint, Event};
+use sansrpc::internals::{Endpoint, EndpointEvent as Event};
 use sansrpc::method::CallError;
 use sansrpc::{ErrorObject, Id, Instant, RawValue};
 

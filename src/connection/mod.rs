@@ -1109,15 +1109,15 @@ impl Connection {
     fn pass(&mut self) -> Option<Event<'_>> {
         let event = self.endpoint.poll_event()?;
         Some(match event {
-            endpoint::Event::Request { id, request } => {
+            endpoint::EndpointEvent::Request { id, request } => {
                 self.running.insert(id);
                 Event::Request {
                     handle: id,
                     request,
                 }
             }
-            endpoint::Event::Notification(n) => Event::Notification(n),
-            endpoint::Event::Response { id, result } => match self.calls.settle(id) {
+            endpoint::EndpointEvent::Notification(n) => Event::Notification(n),
+            endpoint::EndpointEvent::Response { id, result } => match self.calls.settle(id) {
                 Some((token, index, last)) => Event::Answer {
                     token,
                     index,
@@ -1126,19 +1126,21 @@ impl Connection {
                 },
                 None => Event::UnknownResponse(orphan(id, result)),
             },
-            endpoint::Event::Expired(e) => {
+            endpoint::EndpointEvent::Expired(e) => {
                 self.reason.get_or_insert(CloseReason::Expired(e));
                 Event::Expired(e)
             }
-            endpoint::Event::UnknownResponse(r) => Event::UnknownResponse(r),
-            endpoint::Event::ErrorWithoutId(e) => Event::ErrorWithoutId(e),
-            endpoint::Event::ProtocolError { id, error } => Event::ProtocolError { id, error },
-            endpoint::Event::FrameError(e) => Event::FrameError(e),
-            endpoint::Event::Rejected(r) => Event::Rejected(r),
+            endpoint::EndpointEvent::UnknownResponse(r) => Event::UnknownResponse(r),
+            endpoint::EndpointEvent::ErrorWithoutId(e) => Event::ErrorWithoutId(e),
+            endpoint::EndpointEvent::ProtocolError { id, error } => {
+                Event::ProtocolError { id, error }
+            }
+            endpoint::EndpointEvent::FrameError(e) => Event::FrameError(e),
+            endpoint::EndpointEvent::Rejected(r) => Event::Rejected(r),
             // `decide` takes these before they get here.
-            endpoint::Event::Ended { .. }
-            | endpoint::Event::PeerCancelled { .. }
-            | endpoint::Event::Closed => return None,
+            endpoint::EndpointEvent::Ended { .. }
+            | endpoint::EndpointEvent::PeerCancelled { .. }
+            | endpoint::EndpointEvent::Closed => return None,
         })
     }
 
@@ -1619,7 +1621,7 @@ impl Connection {
     /// a lag notice, or the end of an overflowed subscription, by its declaration's
     /// [`LagPolicy`](subscriptions::LagPolicy): under `Close` it ends
     /// ([`end_subscription`](Connection::end_subscription), with
-    /// [`lagged_error`](subscriptions::lagged_error)); under `Disconnect` the connection
+    /// the lag error); under `Disconnect` the connection
     /// closes ([`CloseReason::SubscriberLagged`]) after what it has written. The errors of
     /// [`send_item`](Connection::send_item).
     #[cfg(feature = "subscriptions")]
@@ -1791,7 +1793,7 @@ fn by_name(request: bool, method: &str, heartbeat: bool) -> ByName {
 }
 
 fn decide(
-    event: endpoint::Event<'_>,
+    event: endpoint::EndpointEvent<'_>,
     hook: Option<&mut Box<dyn ConnectionHook>>,
     buf: &mut Vec<u8>,
     heartbeat: bool,
@@ -1799,7 +1801,7 @@ fn decide(
     #[cfg(feature = "subscriptions")] subs: &subscriptions::Table,
 ) -> Take {
     match event {
-        endpoint::Event::Request { id, request } => {
+        endpoint::EndpointEvent::Request { id, request } => {
             #[cfg(feature = "subscriptions")]
             if let Some(decl) = subs.unsubscribe_method(&request.method) {
                 return Take::Unsubscribe(id, subs.named(decl, request.params.as_deref()));
@@ -1829,14 +1831,16 @@ fn decide(
             }
             Take::Pass
         }
-        endpoint::Event::Notification(n) if lsp.is_some_and(|l| l.takes(false, &n.method)) => {
+        endpoint::EndpointEvent::Notification(n)
+            if lsp.is_some_and(|l| l.takes(false, &n.method)) =>
+        {
             let lsp = lsp.expect("checked");
             match lsp.notification(&n.method, n.params.as_deref()) {
                 lsp::Gate::Pass => Take::Pass,
                 gate => Take::LspNotification(gate),
             }
         }
-        endpoint::Event::Notification(n) => match by_name(false, &n.method, heartbeat) {
+        endpoint::EndpointEvent::Notification(n) => match by_name(false, &n.method, heartbeat) {
             #[cfg(feature = "streams")]
             ByName::StreamCancel => Take::StreamCancel(stream::stream_param(n.params.as_deref())),
             ByName::Beat(method) => Take::Beat(method),
@@ -1844,10 +1848,10 @@ fn decide(
             ByName::Stream => Take::Pass,
             ByName::Nothing => Take::Pass,
         },
-        endpoint::Event::PeerCancelled { id } => Take::PeerCancelled(id),
-        endpoint::Event::Response { id, .. } => Take::Response(id),
-        endpoint::Event::Ended { id, reason } => Take::Ended(id, reason),
-        endpoint::Event::Closed => Take::Closed,
+        endpoint::EndpointEvent::PeerCancelled { id } => Take::PeerCancelled(id),
+        endpoint::EndpointEvent::Response { id, .. } => Take::Response(id),
+        endpoint::EndpointEvent::Ended { id, reason } => Take::Ended(id, reason),
+        endpoint::EndpointEvent::Closed => Take::Closed,
         _ => Take::Pass,
     }
 }

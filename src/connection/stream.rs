@@ -522,7 +522,7 @@ impl<P> StreamTable<P> {
     }
 
     /// Frees every stream and drops every producer (the connection closed; its pulls need
-    /// no answer). Not reported by [`poll_freed`](StreamTable::poll_freed).
+    /// no answer). Not reported as freed.
     pub fn clear(&mut self) {
         self.streams.clear();
         self.spare.clear();

@@ -21,7 +21,7 @@
 //! unsubscribe method itself (`true`, or `false` for an id it does not know) and tells the
 //! driver ([`Event::Unsubscribed`](super::Event::Unsubscribed)); items go out with
 //! [`Connection::send_item`](super::Connection::send_item), a lag notice (with notices on)
-//! with [`Connection::send_lagged`](super::Connection::send_lagged), and the server ends one with
+//! with [`Connection::send_popped`](super::Connection::send_popped), and the server ends one with
 //! [`Connection::end_subscription`](super::Connection::end_subscription). Closing the
 //! connection ends them all.
 //!

@@ -357,8 +357,8 @@ impl Endpoint {
     }
 
     /// Fires the guard's deadlines at `now`: records the time where it was missing, then
-    /// closes the endpoint when a timeout passed ([`Event::Expired`](super::Event), then
-    /// [`Event::Closed`](super::Event)).
+    /// closes the endpoint when a timeout passed ([`EndpointEvent::Expired`](super::EndpointEvent), then
+    /// [`EndpointEvent::Closed`](super::EndpointEvent)).
     pub(super) fn guard_timeout(&mut self, now: Instant) {
         if self.closed {
             return;

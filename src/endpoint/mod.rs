@@ -143,7 +143,7 @@ impl RequestOptions {
 /// Something the application should know or act on; from [`Connection::poll_event`](crate::connection::Connection::poll_event).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Event<'a> {
+pub enum EndpointEvent<'a> {
     /// The peer sent a request: answer it exactly once with [`Connection::respond`](crate::connection::Connection::respond).
     Request {
         /// The handle to answer with.
@@ -192,7 +192,7 @@ pub enum Event<'a> {
     Rejected(Rejection),
     /// The endpoint closed the connection by itself: a protection timeout passed
     /// ([`Config::idle_timeout`], [`Config::frame_timeout`],
-    /// [`Config::write_stall_timeout`]). [`Event::Closed`] follows;
+    /// [`Config::write_stall_timeout`]). [`EndpointEvent::Closed`] follows;
     /// the adapter closes the transport.
     Expired(Expiry),
     /// The connection is closed: every pending request has ended. The last event.
@@ -392,7 +392,7 @@ enum Action {
 ///
 /// # What the endpoint answers by itself
 /// - A frame that is not JSON, an empty batch, a batch or nesting over the limits: one error
-///   response with id `null` ([`Event::Rejected`] tells the application).
+///   response with id `null` ([`EndpointEvent::Rejected`] tells the application).
 /// - An invalid request object: `-32600` with its id when the id is valid.
 /// - A request while [`Config::max_inflight_incoming`] are in flight: `-32002` Server busy.
 /// - A request over [`Config::rate_limit`]: its code (`-32002` by default); a notification
@@ -408,7 +408,7 @@ enum Action {
 /// # A complete run loop
 /// Two endpoints over an in-memory link with a virtual clock:
 /// ```
-/// use sansrpc::internals::{Endpoint, Event};
+/// use sansrpc::internals::{Endpoint, EndpointEvent};
 /// use sansrpc::connection::{Config, RequestOptions};
 /// use sansrpc::{Instant, RawValue};
 ///
@@ -427,7 +427,7 @@ enum Action {
 ///     let taken = server.handle_input(&wire, now).unwrap();
 ///     wire.drain(..taken);
 ///     while let Some(event) = server.poll_event() {
-///         if let Event::Request { id, request } = event {
+///         if let EndpointEvent::Request { id, request } = event {
 ///             assert_eq!(request.method, "add");
 ///             let (a, b): (i64, i64) = request.params.unwrap().deserialize().unwrap();
 ///             let sum = (a + b).to_string();
@@ -439,7 +439,7 @@ enum Action {
 ///     while server.poll_transmit(&mut back).is_some() {}
 ///     client.handle_input(&back, now).unwrap();
 ///     while let Some(event) = client.poll_event() {
-///         if let Event::Response { id, result } = event {
+///         if let EndpointEvent::Response { id, result } = event {
 ///             assert_eq!(id, call);
 ///             answer = Some(result.unwrap().get().to_owned());
 ///         }
@@ -642,7 +642,7 @@ impl Endpoint {
     ///
     /// Refused with [`Backpressure`] while events or output are backed up; drain them and
     /// hand it in again. An oversize message is answered with `-32004` and reported as
-    /// [`Event::FrameError`]. After close, messages are ignored.
+    /// [`EndpointEvent::FrameError`]. After close, messages are ignored.
     pub fn handle_message(&mut self, message: &[u8], now: Instant) -> Result<(), Backpressure> {
         self.handle_message_tagged(message, 0, now)
     }
@@ -1275,8 +1275,8 @@ impl Endpoint {
         Ok(id)
     }
 
-    /// Sends a request and returns its id, which the matching [`Event::Response`] (or
-    /// [`Event::Ended`]) carries. Ids are sequential integers from 1, never reused.
+    /// Sends a request and returns its id, which the matching [`EndpointEvent::Response`] (or
+    /// [`EndpointEvent::Ended`]) carries. Ids are sequential integers from 1, never reused.
     pub fn send_request(
         &mut self,
         method: &str,
@@ -1409,7 +1409,7 @@ impl Endpoint {
     }
 
     /// Starts an outgoing batch: add calls to the builder, then [`BatchBuilder::send`] it
-    /// as one array. Responses arrive as ordinary [`Event::Response`]s, matched by id,
+    /// as one array. Responses arrive as ordinary [`EndpointEvent::Response`]s, matched by id,
     /// whatever order the peer answers in.
     pub fn batch(&mut self, now: Instant) -> BatchBuilder<'_> {
         BatchBuilder {
@@ -1421,7 +1421,7 @@ impl Endpoint {
         }
     }
 
-    /// Answers a request the peer sent (the handle from [`Event::Request`]), with a result or
+    /// Answers a request the peer sent (the handle from [`EndpointEvent::Request`]), with a result or
     /// an error object. A request in a batch is held until the whole batch is answered, then
     /// the batch's array goes out as one frame.
     pub fn respond(
@@ -1458,7 +1458,7 @@ impl Endpoint {
         done
     }
 
-    /// Answers a request the peer cancelled (after [`Event::PeerCancelled`]) with
+    /// Answers a request the peer cancelled (after [`EndpointEvent::PeerCancelled`]) with
     /// [`Config::cancelled_code`] and the message "Request cancelled", or, when the profile
     /// does not answer cancelled requests (MCP), forgets it and writes nothing.
     pub fn respond_cancelled(&mut self, id: IncomingId) -> Result<(), UnknownRequest> {
@@ -1512,7 +1512,7 @@ impl Endpoint {
     }
 
     /// Closes the endpoint: every pending request ends with [`EndReason::Closed`], requests
-    /// in flight are dropped without an answer, then [`Event::Closed`]. Output already
+    /// in flight are dropped without an answer, then [`EndpointEvent::Closed`]. Output already
     /// queued can still be drained. Idempotent.
     pub fn close(&mut self, now: Instant) {
         self.now = now;
@@ -1605,7 +1605,7 @@ impl Endpoint {
     /// The next event, borrowing from the endpoint until the next call; `None` when there
     /// is none.
     #[inline]
-    pub fn poll_event(&mut self) -> Option<Event<'_>> {
+    pub fn poll_event(&mut self) -> Option<EndpointEvent<'_>> {
         self.refill_events();
         let at = self.next_index()?;
         let record = self.take(at)?;
@@ -1682,7 +1682,7 @@ impl Endpoint {
     /// The event [`poll_event`](Endpoint::poll_event) would return next, left in the queue:
     /// for a layer above the endpoint (the connection machine) that decides by an event's
     /// content whether to take it itself.
-    pub(crate) fn peek_event(&mut self) -> Option<Event<'_>> {
+    pub(crate) fn peek_event(&mut self) -> Option<EndpointEvent<'_>> {
         self.refill_events();
         let at = self.next_index()?;
         let record = self.events.get(at)?.clone();
@@ -1825,7 +1825,7 @@ impl Endpoint {
     }
 
     #[inline]
-    fn event_of(&self, record: Record) -> Event<'_> {
+    fn event_of(&self, record: Record) -> EndpointEvent<'_> {
         match record {
             Record::Entry {
                 start,
@@ -1837,30 +1837,32 @@ impl Endpoint {
                 let frame = unsafe { frame_str(&self.arena[start..end]) };
                 match (entry.materialize(frame), role) {
                     (Incoming::Request(request), Role::Request(id)) => {
-                        Event::Request { id, request }
+                        EndpointEvent::Request { id, request }
                     }
-                    (Incoming::Notification(n), _) => Event::Notification(n),
-                    (Incoming::Response(r), Role::Response(id)) => Event::Response {
+                    (Incoming::Notification(n), _) => EndpointEvent::Notification(n),
+                    (Incoming::Response(r), Role::Response(id)) => EndpointEvent::Response {
                         id,
                         result: r.result,
                     },
                     (Incoming::Response(Response { result: Err(e), .. }), Role::NullIdError) => {
-                        Event::ErrorWithoutId(e)
+                        EndpointEvent::ErrorWithoutId(e)
                     }
-                    (Incoming::Response(r), _) => Event::UnknownResponse(r),
-                    (Incoming::BadResponse { id, error }, _) => Event::ProtocolError { id, error },
+                    (Incoming::Response(r), _) => EndpointEvent::UnknownResponse(r),
+                    (Incoming::BadResponse { id, error }, _) => {
+                        EndpointEvent::ProtocolError { id, error }
+                    }
                     // Requests are recorded only with their own role, invalid entries never.
                     (Incoming::Request(_) | Incoming::Invalid(_), _) => {
                         unreachable!("request or invalid entry recorded with a foreign role")
                     }
                 }
             }
-            Record::Ended(id, reason) => Event::Ended { id, reason },
-            Record::PeerCancelled(id) => Event::PeerCancelled { id },
-            Record::Frame(e) => Event::FrameError(e),
-            Record::Rejected(r) => Event::Rejected(r),
-            Record::Expired(e) => Event::Expired(e),
-            Record::Closed => Event::Closed,
+            Record::Ended(id, reason) => EndpointEvent::Ended { id, reason },
+            Record::PeerCancelled(id) => EndpointEvent::PeerCancelled { id },
+            Record::Frame(e) => EndpointEvent::FrameError(e),
+            Record::Rejected(r) => EndpointEvent::Rejected(r),
+            Record::Expired(e) => EndpointEvent::Expired(e),
+            Record::Closed => EndpointEvent::Closed,
         }
     }
 

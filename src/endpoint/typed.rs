@@ -43,7 +43,7 @@ impl Endpoint {
     /// answered either way.
     ///
     /// ```
-    /// use sansrpc::internals::{Endpoint, Event};
+    /// use sansrpc::internals::{Endpoint, EndpointEvent};
     /// use sansrpc::Config;
     /// use sansrpc::Instant;
     ///
@@ -52,7 +52,7 @@ impl Endpoint {
     /// let mut wire = Vec::new();
     /// sansrpc::codec::encode_frame(sansrpc::codec::Framing::ContentLength, frame, &mut wire);
     /// ep.handle_input(&wire, Instant::ZERO);
-    /// let Some(Event::Request { id, .. }) = ep.poll_event() else { panic!() };
+    /// let Some(EndpointEvent::Request { id, .. }) = ep.poll_event() else { panic!() };
     /// ep.respond_typed(id, Ok(&3)).unwrap();
     /// let mut out = Vec::new();
     /// ep.poll_transmit(&mut out);

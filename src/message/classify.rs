@@ -46,7 +46,7 @@ pub enum Classified<'a> {
     /// The frame held a non-empty batch; iterate over its entries. Answer with one array
     /// holding a response for every entry that [needs one](Incoming::needs_response), or
     /// nothing at all when none does.
-    Batch(Batch<'a>),
+    Batch(BatchEntries<'a>),
     /// The frame as a whole is refused: answer with [`Rejection::error`] and id `null`.
     Rejected(Rejection),
 }
@@ -116,12 +116,12 @@ impl Rejection {
 
 /// The entries of a batch, in the order the peer sent them.
 #[derive(Debug, Clone)]
-pub struct Batch<'a> {
+pub struct BatchEntries<'a> {
     frame: &'a str,
     entries: core::slice::Iter<'a, RawEntry>,
 }
 
-impl<'a> Iterator for Batch<'a> {
+impl<'a> Iterator for BatchEntries<'a> {
     type Item = Incoming<'a>;
 
     #[inline]
@@ -134,7 +134,7 @@ impl<'a> Iterator for Batch<'a> {
     }
 }
 
-impl ExactSizeIterator for Batch<'_> {}
+impl ExactSizeIterator for BatchEntries<'_> {}
 
 impl Classifier {
     /// A classifier enforcing `limits`.
@@ -160,7 +160,7 @@ impl Classifier {
             Ok(Shape::Single) => {
                 Classified::Single(self.entries[0].materialize(unsafe { frame_str(frame) }))
             }
-            Ok(Shape::Batch) => Classified::Batch(Batch {
+            Ok(Shape::Batch) => Classified::Batch(BatchEntries {
                 frame: unsafe { frame_str(frame) },
                 entries: self.entries.iter(),
             }),

@@ -12,7 +12,7 @@ mod encode;
 use alloc::borrow::Cow;
 
 pub(crate) use classify::{frame_str, Entries, RawEntry, Shape};
-pub use classify::{Batch, Classified, Classifier, Rejection, Scanned};
+pub use classify::{BatchEntries, Classified, Classifier, Rejection, Scanned};
 pub(crate) use encode::write_call;
 #[cfg(feature = "subscriptions")]
 pub(crate) use encode::write_call_with;

@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use sansrpc::connection::{Config, EndReason, IncomingId, RequestId};
-use sansrpc::internals::{Endpoint, Event};
+use sansrpc::internals::{Endpoint, EndpointEvent as Event};
 use sansrpc::{ErrorObject, Instant, RawValue};
 use std::time::Duration;
 

@@ -14,7 +14,7 @@ use sansrpc::connection::{
     Config, EndReason, IncomingId, RequestId, RequestOptions, SendError, Timeout,
 };
 use sansrpc::error::code;
-use sansrpc::internals::{Endpoint, Event};
+use sansrpc::internals::{Endpoint, EndpointEvent as Event};
 use sansrpc::{ErrorObject, Instant, RawValue};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};

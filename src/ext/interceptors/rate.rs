@@ -52,7 +52,7 @@ impl TokenBucket {
     }
 
     /// Takes a token at `now`; when the bucket is empty, says how long until the next one.
-    pub(crate) fn try_take(&self, now: Instant) -> Result<(), Duration> {
+    pub fn try_take(&self, now: Instant) -> Result<(), Duration> {
         let now = nanos(now.since_epoch());
         let mut tat = self.tat.load(Ordering::Relaxed);
         loop {
