@@ -522,11 +522,9 @@ fn serve_tokio(addr: &str, ws: bool, protect: &ProtectArgs, hub: &pubsub::Hub) -
         let mut options = protect.serve_options();
         options.tls = protect.tls()?;
         if ws {
-            sansrpc_tokio::ws::serve_with_options(listener, builder, options, forever, grace)
-                .await?;
+            sansrpc_tokio::ws::serve_with(listener, builder, options, forever, grace).await?;
         } else {
-            sansrpc_tokio::http::serve_with_options(listener, builder, options, forever, grace)
-                .await?;
+            sansrpc_tokio::http::serve_with(listener, builder, options, forever, grace).await?;
         }
         Ok(())
     })

@@ -595,28 +595,12 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
     grace: Duration,
 ) -> io::Result<()> {
-    let handler_timeout = Duration::from_secs(60);
-    serve_with(listener, builder, handler_timeout, shutdown, grace).await
-}
-
-/// [`serve`], with how long each request's handlers may run before they are dropped (their
-/// requests then go unanswered in the response).
-pub async fn serve_with(
-    listener: tokio::net::TcpListener,
-    builder: Builder,
-    handler_timeout: Duration,
-    shutdown: impl Future<Output = ()>,
-    grace: Duration,
-) -> io::Result<()> {
-    let options = ServeOptions {
-        handler_timeout,
-        ..ServeOptions::default()
-    };
-    serve_with_options(listener, builder, options, shutdown, grace).await
+    serve_with(listener, builder, ServeOptions::default(), shutdown, grace).await
 }
 
 /// [`serve`] with its [`ServeOptions`]: the connection limit (a connection beyond it is
-/// answered `503` and closed), the handlers' time, and CORS.
+/// answered `503` and closed), the handlers' time ([`ServeOptions::handler_timeout`]: how
+/// long each request's handlers may run before they are dropped), and CORS.
 ///
 /// With [`ServeOptions::cors`] set, a preflight (`OPTIONS` with
 /// `Access-Control-Request-Method`) from an allowed origin is answered `204` with
@@ -634,7 +618,7 @@ pub async fn serve_with(
 /// connection is closed). A connection whose answer the peer takes no byte of for
 /// [`write_stall_timeout`](sansrpc::connection::Config::write_stall_timeout) (a peer that
 /// sends and never reads) is closed.
-pub async fn serve_with_options(
+pub async fn serve_with(
     listener: tokio::net::TcpListener,
     builder: Builder,
     options: ServeOptions,
@@ -671,13 +655,13 @@ pub async fn serve_with_options(
 
 /// JSON-RPC over HTTP and over WebSocket on one port, as geth and Hardhat serve them
 /// (`http://127.0.0.1:8545` and `ws://127.0.0.1:8545`): a connection whose first request
-/// asks for `Upgrade: websocket` becomes a WebSocket connection (as [`ws::serve_with_options`]
-/// serves it: its `Origin` rule, keep-alive), any other is served as [`serve_with_options`]
+/// asks for `Upgrade: websocket` becomes a WebSocket connection (as [`ws::serve_with`]
+/// serves it: its `Origin` rule, keep-alive), any other is served as [`serve_with`]
 /// serves it (one message per POST; no subscriptions). Both run with `builder`'s router,
 /// under one connection limit and one shutdown; the first request head is due within the
 /// HTTP head limit.
 ///
-/// [`ws::serve_with_options`]: crate::ws::serve_with_options
+/// [`ws::serve_with`]: crate::ws::serve_with
 #[cfg(feature = "ws")]
 pub async fn serve_with_websocket(
     listener: tokio::net::TcpListener,

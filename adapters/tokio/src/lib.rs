@@ -9,7 +9,7 @@
 //! text frame) and [`http`] (one message per POST), on the same driver. [`reconnect`]: a
 //! client that reconnects over TCP, Unix sockets, WebSocket or a respawned child process.
 //!
-//! Servers facing the internet: [`ServeOptions`] (the `*_with` / `serve_with_options`
+//! Servers facing the internet: [`ServeOptions`] (the `*_with`
 //! variants, and `sansrpc_mcp::tokio::Options::serve`) bounds the connections at once, serves TLS, and
 //! configures WebSocket `Origin`s and HTTP CORS. Every server accepts on one loop: the
 //! same connection cap, busy answer and shutdown. The endpoint's own rules (rate limit,
@@ -134,7 +134,7 @@ pub struct ServeOptions {
     pub accept_binary: bool,
     /// HTTP only: CORS for these origins (default none: no CORS headers, `OPTIONS` is
     /// `405`; [`Origins::SameAsHosts`] means those of a loopback host). See
-    /// [`http::serve_with_options`].
+    /// [`http::serve_with`].
     pub cors: Option<Origins>,
     /// HTTP only: how long a browser may cache a preflight answer (default 10 minutes).
     pub cors_max_age: Duration,

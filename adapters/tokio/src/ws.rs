@@ -549,47 +549,26 @@ pub async fn connect_tls(
 }
 
 /// Serves WebSocket connections on `listener` like [`serve_tcp`](crate::serve_tcp) (each
-/// handshake on the connection's own task), with the default [`KeepAlive`].
+/// handshake on the connection's own task), with the default [`ServeOptions`] (the default
+/// [`KeepAlive`] among them).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     builder: Builder,
     shutdown: impl Future<Output = ()>,
     grace: Duration,
 ) -> io::Result<()> {
-    serve_with(
-        listener,
-        builder,
-        Some(KeepAlive::default()),
-        shutdown,
-        grace,
-    )
-    .await
-}
-
-/// [`serve`] with its own keep-alive (or none).
-pub async fn serve_with(
-    listener: tokio::net::TcpListener,
-    builder: Builder,
-    keepalive: Option<KeepAlive>,
-    shutdown: impl Future<Output = ()>,
-    grace: Duration,
-) -> io::Result<()> {
-    let options = ServeOptions {
-        keepalive,
-        ..ServeOptions::default()
-    };
-    serve_with_options(listener, builder, options, shutdown, grace).await
+    serve_with(listener, builder, ServeOptions::default(), shutdown, grace).await
 }
 
 /// [`serve`] with its [`ServeOptions`]: the connection limit (an upgrade beyond it is
 /// answered `503`), the `Origin` allow-list (a handshake from another origin is answered
 /// `403`, one without `Origin` as [`ServeOptions::allow_missing_origin`] says) and the
-/// keep-alive.
+/// keep-alive ([`ServeOptions::keepalive`]).
 ///
 /// The endpoint's [`frame_timeout`](sansrpc::connection::Config::frame_timeout), when set,
 /// also bounds the handshake. A WebSocket frame half received counts as silence, which the
 /// [`idle_timeout`](sansrpc::connection::Config::idle_timeout) ends.
-pub async fn serve_with_options(
+pub async fn serve_with(
     listener: tokio::net::TcpListener,
     builder: Builder,
     options: ServeOptions,

@@ -375,7 +375,11 @@ async fn a_handler_past_its_time_goes_unanswered_and_its_connection_closes() {
         };
         let limit = Duration::from_millis(300);
         let grace = Duration::from_secs(1);
-        let task = tokio::spawn(http::serve_with(listener, builder, limit, shutdown, grace));
+        let mut options = sansrpc_tokio::ServeOptions::default();
+        options.handler_timeout = limit;
+        let task = tokio::spawn(http::serve_with(
+            listener, builder, options, shutdown, grace,
+        ));
         let mut stream = TcpStream::connect(addr).await.unwrap();
         let mut received = Vec::new();
         let add = r#"{"jsonrpc":"2.0","id":7,"method":"add","params":[1,2]}"#;

@@ -56,10 +56,12 @@ async fn a_websocket_server_drops_a_raw_tcp_peer_that_never_answers_pings() {
         let addr = listener.local_addr().unwrap();
         let builder = Builder::new().router(calculator());
         let shutdown = std::future::pending::<()>();
+        let mut options = sansrpc_tokio::ServeOptions::default();
+        options.keepalive = Some(KEEPALIVE);
         let server = tokio::spawn(ws::serve_with(
             listener,
             builder,
-            Some(KEEPALIVE),
+            options,
             shutdown,
             Duration::ZERO,
         ));

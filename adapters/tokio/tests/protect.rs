@@ -47,12 +47,8 @@ async fn start(kind: Kind, options: ServeOptions, config: Config) -> Running {
         Kind::Tcp => tokio::spawn(sansrpc_tokio::serve_tcp_with(
             listener, b, options, shutdown, grace,
         )),
-        Kind::Ws => tokio::spawn(ws::serve_with_options(
-            listener, b, options, shutdown, grace,
-        )),
-        Kind::Http => tokio::spawn(http::serve_with_options(
-            listener, b, options, shutdown, grace,
-        )),
+        Kind::Ws => tokio::spawn(ws::serve_with(listener, b, options, shutdown, grace)),
+        Kind::Http => tokio::spawn(http::serve_with(listener, b, options, shutdown, grace)),
     };
     Running { addr, _stop: stop }
 }
@@ -505,7 +501,7 @@ async fn an_http_peer_that_never_reads_is_closed_at_the_write_stall_timeout() {
             let _ = stopped.await;
         };
         let options = ServeOptions::default();
-        tokio::spawn(http::serve_with_options(
+        tokio::spawn(http::serve_with(
             listener,
             builder,
             options,

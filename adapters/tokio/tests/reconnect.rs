@@ -184,10 +184,12 @@ async fn websocket_server_killed_and_restarted() {
                     None => rebind(addr).await,
                 };
                 let builder = Builder::new().router(calculator());
+                let mut options = sansrpc_tokio::ServeOptions::default();
+                options.keepalive = None;
                 tokio::spawn(sansrpc_tokio::ws::serve_with(
                     listener,
                     builder,
-                    None,
+                    options,
                     forever(),
                     Duration::ZERO,
                 ))

@@ -42,7 +42,7 @@ async fn websocket_over_tls() {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let (stop, stopped) = oneshot::channel::<()>();
-        let serving = tokio::spawn(ws::serve_with_options(
+        let serving = tokio::spawn(ws::serve_with(
             listener,
             Builder::new().router(calculator()),
             options(server),
@@ -87,7 +87,7 @@ async fn http_over_tls() {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let (stop, stopped) = oneshot::channel::<()>();
-        let serving = tokio::spawn(http::serve_with_options(
+        let serving = tokio::spawn(http::serve_with(
             listener,
             Builder::new().router(calculator()),
             options(server),

@@ -31,9 +31,9 @@ async fn server(
     };
     let builder = builder.router(calculator());
     let grace = Duration::from_secs(1);
-    let task = tokio::spawn(ws::serve_with(
-        listener, builder, keepalive, shutdown, grace,
-    ));
+    let mut options = sansrpc_tokio::ServeOptions::default();
+    options.keepalive = keepalive;
+    let task = tokio::spawn(ws::serve_with(listener, builder, options, shutdown, grace));
     (url, stop, task)
 }
 

@@ -86,7 +86,7 @@ fn never_answering_server(origins: Origins) -> String {
             let mut options = ServeOptions::default();
             options.allowed_origins = origins;
             let shutdown = std::future::pending::<()>();
-            ws::serve_with_options(listener, builder, options, shutdown, Duration::from_secs(1))
+            ws::serve_with(listener, builder, options, shutdown, Duration::from_secs(1))
                 .await
                 .unwrap();
         });

@@ -51,5 +51,5 @@ async fn main() -> std::io::Result<()> {
         .router(AsyncRouter::new())
         .extension(Extension::new(pubsub));
     let shutdown = std::future::pending::<()>();
-    ws::serve_with_options(listener, builder, options, shutdown, Duration::from_secs(1)).await
+    ws::serve_with(listener, builder, options, shutdown, Duration::from_secs(1)).await
 }

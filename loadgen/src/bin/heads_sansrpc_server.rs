@@ -66,5 +66,5 @@ async fn main() -> std::io::Result<()> {
     options.max_connections = 10_000;
     let builder = Builder::new().router(router(heads));
     let shutdown = std::future::pending::<()>();
-    ws::serve_with_options(listener, builder, options, shutdown, Duration::from_secs(1)).await
+    ws::serve_with(listener, builder, options, shutdown, Duration::from_secs(1)).await
 }

@@ -56,10 +56,10 @@ async fn main() -> std::io::Result<()> {
     match transport.as_str() {
         "tcp" => sansrpc_tokio::serve_tcp_with(listener, builder, options, shutdown, grace).await,
         "ws" => {
-            sansrpc_tokio::ws::serve_with_options(listener, builder, options, shutdown, grace).await
+            sansrpc_tokio::ws::serve_with(listener, builder, options, shutdown, grace).await
         }
         "http" => {
-            sansrpc_tokio::http::serve_with_options(listener, builder, options, shutdown, grace)
+            sansrpc_tokio::http::serve_with(listener, builder, options, shutdown, grace)
                 .await
         }
         other => Err(std::io::Error::other(format!(

@@ -16,7 +16,7 @@ use super::{read_body, Body, ResponseFuture};
 use crate::{Builder, Origins, Received, ServeOptions, TokioTimer, Transport};
 
 /// JSON-RPC over HTTP POST, one message (or batch) per request body, with the rules of
-/// [`http::serve_with_options`](crate::http::serve_with_options): `405` with `Allow: POST`
+/// [`http::serve_with`](crate::http::serve_with): `405` with `Allow: POST`
 /// for another method, `415` for a body not `application/json`, `413` past the endpoint's
 /// [`max_frame_bytes`](sansrpc::Limits::max_frame_bytes) (read no further), `200` with the
 /// answer, `204` when the body held no request (notifications, answered once dispatched),
