@@ -81,12 +81,13 @@
 mod config;
 mod event;
 mod ids;
-mod list;
+pub(crate) mod list;
 pub(crate) mod size;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::mem;
 
+pub use crate::store::Change;
 pub use config::{Config, Limits};
 pub use event::{Event, Run, RunId, SendMode, Sent, StreamId, Update, UpdateError, WaiterId};
 pub use ids::{IdSource, SeededIds};
@@ -111,6 +112,24 @@ pub struct TaskMachine {
     /// The last run, stream or waiter id handed out.
     counter: u64,
     events: VecDeque<Event>,
+    /// [`track_changes`](TaskMachine::track_changes): the changes not yet taken.
+    tracking: bool,
+    changes: VecDeque<Change>,
+    /// While a change from another process is applied: its version.
+    applying: Option<u64>,
+}
+
+/// What became of a change from another process ([`TaskMachine::handle_remote`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Remote {
+    /// The copy of the task here took it (its streams got the event).
+    Applied,
+    /// Nothing to do: the task is not held here, the change is one the copy has, or the
+    /// task runs here (its copy here is the one that counts).
+    Ignored,
+    /// The copy here missed changes before this one: load the task again and
+    /// [`adopt`](TaskMachine::adopt) it.
+    Gap,
 }
 
 /// One task and what goes on around it.
@@ -122,6 +141,8 @@ struct Entry {
     /// Beside `task.artifacts`, index for index.
     artifacts: Vec<ArtifactInfo>,
     artifact_bytes: usize,
+    /// One more at every change of the task.
+    version: u64,
 }
 
 struct ActiveRun {
@@ -194,6 +215,219 @@ impl TaskMachine {
             waiters: BTreeMap::new(),
             counter: 0,
             events: VecDeque::new(),
+            tracking: false,
+            changes: VecDeque::new(),
+            applying: None,
+        }
+    }
+
+    /// Keeps a [`Change`] for every change of a task from now on, for
+    /// [`poll_change`](Self::poll_change) (off by default). The HTTP machine turns it on
+    /// when it has a task store, and drains the changes after every input: a driver that
+    /// turns it on must do the same, or they pile up.
+    pub fn track_changes(&mut self, on: bool) {
+        self.tracking = on;
+        if !on {
+            self.changes.clear();
+        }
+    }
+
+    /// The next change of a task, oldest first (with [`track_changes`](Self::track_changes)).
+    pub fn poll_change(&mut self) -> Option<Change> {
+        self.changes.pop_front()
+    }
+
+    /// The version of task `id`: 1 when created, one more at every change (a message, a
+    /// status, an artifact) since.
+    pub fn version(&self, id: &str) -> Option<u64> {
+        self.tasks.get(id).map(|e| e.version)
+    }
+
+    /// Whether an agent run of task `id` goes on in this machine (or a message waits for
+    /// one).
+    pub fn runs_here(&self, id: &str) -> bool {
+        self.tasks
+            .get(id)
+            .is_some_and(|e| e.run.is_some() || !e.queued.is_empty())
+    }
+
+    /// The tasks held here that streams watch and that do not run here: those whose events
+    /// come from other processes.
+    pub fn watched_elsewhere(&self) -> Vec<String> {
+        self.tasks
+            .iter()
+            .filter(|(_, e)| !e.streams.is_empty() && e.run.is_none())
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    /// Takes `task` at `version` as a store has it (saved by another process, or before a
+    /// restart), in place of the copy held here unless that one is as new or runs here.
+    /// Streams open on the task get its status when it changed (and end when it is
+    /// terminal). True when the task was taken; `Err` when there is no room for it (every
+    /// task kept is running).
+    pub fn adopt(&mut self, version: u64, task: Task) -> Result<bool, A2aError> {
+        let artifacts: Vec<ArtifactInfo> = task
+            .artifacts
+            .iter()
+            .map(|a| ArtifactInfo {
+                bytes: size::artifact_size(a),
+                closed: false,
+            })
+            .collect();
+        let artifact_bytes = artifacts.iter().map(|a| a.bytes).sum();
+        let id = task.id.clone();
+        let time = task.status.timestamp.unwrap_or_default();
+        let Some(entry) = self.tasks.get_mut(&id) else {
+            self.make_room()?;
+            self.by_status.insert((time, id.clone()));
+            self.tasks.insert(
+                id,
+                Entry {
+                    task,
+                    run: None,
+                    queued: VecDeque::new(),
+                    streams: Vec::new(),
+                    artifacts,
+                    artifact_bytes,
+                    version,
+                },
+            );
+            return Ok(true);
+        };
+        if entry.run.is_some() || !entry.queued.is_empty() || version <= entry.version {
+            return Ok(false);
+        }
+        let old = (entry.task.status.timestamp.unwrap_or_default(), id.clone());
+        let moved = entry.task.status != task.status;
+        entry.task = task;
+        entry.artifacts = artifacts;
+        entry.artifact_bytes = artifact_bytes;
+        entry.version = version;
+        self.by_status.remove(&old);
+        self.by_status.insert((time, id.clone()));
+        if moved && !entry.streams.is_empty() {
+            let state = entry.task.status.state;
+            let last = state.is_terminal()
+                || (state == TaskState::InputRequired && self.config.end_streams_on_input_required);
+            let streams = if last {
+                mem::take(&mut entry.streams)
+            } else {
+                entry.streams.clone()
+            };
+            if last {
+                for s in &streams {
+                    self.streams.remove(s);
+                }
+            }
+            let event = TaskStatusUpdateEvent {
+                task_id: id,
+                context_id: entry.task.context_id.clone(),
+                status: entry.task.status.clone(),
+                metadata: None,
+            };
+            self.events.push_back(Event::Stream {
+                streams,
+                response: StreamResponse::StatusUpdate(event),
+                last,
+            });
+        }
+        Ok(true)
+    }
+
+    /// A change another process made ([`Change`], from a [`Fanout`](crate::store::Fanout)),
+    /// applied to the copy of the task held here: its streams get the event as if the
+    /// change were made here. A change is applied once, in version order; a task that runs
+    /// here takes nothing from elsewhere but a terminal status (a `CancelTask` another
+    /// process answered), which stops its run. Applying records no change of its own (it is
+    /// not announced again), except that terminal status on a task running here, whose copy
+    /// is then saved.
+    pub fn handle_remote(&mut self, now: Timestamp, change: &Change) -> Remote {
+        let Some(event) = &change.event else {
+            return Remote::Ignored;
+        };
+        let Some(entry) = self.tasks.get(&change.task_id) else {
+            return Remote::Ignored;
+        };
+        let id = change.task_id.as_str();
+        if entry.task.status.state.is_terminal() {
+            return Remote::Ignored;
+        }
+        if entry.run.is_some() || !entry.queued.is_empty() {
+            let StreamResponse::StatusUpdate(e) = event else {
+                return Remote::Ignored;
+            };
+            if !e.status.state.is_terminal() {
+                return Remote::Ignored;
+            }
+            let time = e.status.timestamp.unwrap_or(now);
+            let (state, message) = (e.status.state, e.status.message.clone());
+            self.set_status(time, id, state, message, e.metadata.clone());
+            let entry = self.tasks.get_mut(id).expect("present");
+            entry.version = entry.version.max(change.version);
+            // Saved, not announced again: the others have it.
+            if let Some(last) = self.changes.back_mut().filter(|c| c.task_id == id) {
+                last.version = entry.version;
+                last.event = None;
+            }
+            if let Some(run) = entry.run.take() {
+                self.runs.remove(&run.id);
+                self.events.push_back(Event::Stop {
+                    run: run.id,
+                    task_id: id.to_owned(),
+                });
+            }
+            return Remote::Applied;
+        }
+        if change.version <= entry.version {
+            return Remote::Ignored;
+        }
+        if change.version > entry.version + 1 {
+            return Remote::Gap;
+        }
+        self.applying = Some(change.version);
+        let applied = match event {
+            StreamResponse::StatusUpdate(e) => {
+                let time = e.status.timestamp.unwrap_or(now);
+                let (state, message) = (e.status.state, e.status.message.clone());
+                self.set_status(time, id, state, message, e.metadata.clone());
+                true
+            }
+            StreamResponse::ArtifactUpdate(e) => self
+                .apply_artifact(
+                    id,
+                    e.artifact.clone(),
+                    e.append,
+                    e.last_chunk,
+                    e.metadata.clone(),
+                )
+                .is_ok(),
+            _ => false,
+        };
+        self.applying = None;
+        if applied {
+            Remote::Applied
+        } else {
+            Remote::Gap
+        }
+    }
+
+    /// Task `task_id` changed: its version moves on, and the change is kept for the driver.
+    fn changed(&mut self, task_id: &str, event: Option<StreamResponse>) {
+        let Some(entry) = self.tasks.get_mut(task_id) else {
+            return;
+        };
+        if let Some(version) = self.applying {
+            entry.version = version;
+            return;
+        }
+        entry.version += 1;
+        if self.tracking {
+            self.changes.push_back(Change {
+                task_id: task_id.to_owned(),
+                version: entry.version,
+                event,
+            });
         }
     }
 
@@ -269,6 +503,7 @@ impl TaskMachine {
                 self.check_follow_up(&task_id, &message, mode)?;
                 let entry = self.tasks.get_mut(&task_id).expect("checked");
                 entry.task.history.push(message.clone());
+                self.changed(&task_id, None);
                 task_id
             }
             None => self.create_task(now, &message, mode)?,
@@ -456,8 +691,10 @@ impl TaskMachine {
                 streams: Vec::new(),
                 artifacts: Vec::new(),
                 artifact_bytes: 0,
+                version: 0,
             },
         );
+        self.changed(&id, None);
         Ok(id)
     }
 
@@ -656,7 +893,15 @@ impl TaskMachine {
             timestamp: Some(now),
         };
         let last = state.is_terminal() || (state == TaskState::InputRequired && end_on_input);
-        if !entry.streams.is_empty() {
+        let event = (!entry.streams.is_empty() || self.tracking).then(|| {
+            StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+                task_id: entry.task.id.clone(),
+                context_id: entry.task.context_id.clone(),
+                status: entry.task.status.clone(),
+                metadata,
+            })
+        });
+        if let Some(response) = event.clone().filter(|_| !entry.streams.is_empty()) {
             let streams = if last {
                 mem::take(&mut entry.streams)
             } else {
@@ -667,18 +912,14 @@ impl TaskMachine {
                     self.streams.remove(s);
                 }
             }
-            let event = TaskStatusUpdateEvent {
-                task_id: entry.task.id.clone(),
-                context_id: entry.task.context_id.clone(),
-                status: entry.task.status.clone(),
-                metadata,
-            };
             self.events.push_back(Event::Stream {
                 streams,
-                response: StreamResponse::StatusUpdate(event),
+                response,
                 last,
             });
         }
+        self.changed(task_id, event);
+        let entry = self.tasks.get_mut(task_id).expect("present");
         let mut answered = Vec::new();
         if state.is_terminal() || state.is_interrupted() {
             if let Some(run) = &mut entry.run {
@@ -789,21 +1030,24 @@ impl TaskMachine {
                 entry.artifact_bytes += bytes;
             }
         }
-        if !entry.streams.is_empty() {
-            let event = TaskArtifactUpdateEvent {
+        let event = (!entry.streams.is_empty() || self.tracking).then(|| {
+            StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
                 task_id: entry.task.id.clone(),
                 context_id: entry.task.context_id.clone(),
                 artifact,
                 append,
                 last_chunk,
                 metadata,
-            };
+            })
+        });
+        if let Some(response) = event.clone().filter(|_| !entry.streams.is_empty()) {
             self.events.push_back(Event::Stream {
                 streams: entry.streams.clone(),
-                response: StreamResponse::ArtifactUpdate(event),
+                response,
                 last: false,
             });
         }
+        self.changed(task_id, event);
         Ok(())
     }
 
@@ -935,67 +1179,12 @@ impl TaskMachine {
     /// `nextPageToken` marks where the page ended, so a page that follows skips no task
     /// that was there before (a task updated meanwhile moves to the front).
     pub fn list_tasks(&self, request: &ListTasksRequest) -> Result<ListTasksResponse, A2aError> {
-        let page_size = match request.page_size {
-            None => list::DEFAULT_PAGE_SIZE,
-            Some(n) if (1..=list::MAX_PAGE_SIZE).contains(&n) => n,
-            Some(n) => {
-                return Err(A2aError::invalid_params(format!(
-                    "pageSize must be between 1 and {}, not {n}",
-                    list::MAX_PAGE_SIZE
-                )))
-            }
-        };
-        let history_length = history_length(request.history_length)?;
-        let cursor = match request.page_token.as_deref() {
-            None => None,
-            Some(token) => Some(list::decode_cursor(token).ok_or_else(|| {
-                A2aError::invalid_params("pageToken is not a token this agent gave")
-            })?),
-        };
-        let with_artifacts = request.include_artifacts == Some(true);
-        let passes = |task: &Task| {
-            request
-                .context_id
-                .as_ref()
-                .map_or(true, |c| *c == task.context_id)
-                && (request.status == TaskState::Unspecified || request.status == task.status.state)
-                && request.status_timestamp_after.map_or(true, |after| {
-                    task.status.timestamp.is_some_and(|t| t >= after)
-                })
-        };
-        let mut total = 0usize;
-        let mut tasks = Vec::new();
-        let mut more = false;
-        let mut last = None;
-        for key in self.by_status.iter().rev() {
-            let task = &self.tasks[&key.1].task;
-            if !passes(task) {
-                continue;
-            }
-            total += 1;
-            if cursor
-                .as_ref()
-                .is_some_and(|(t, id)| (key.0, key.1.as_str()) >= (*t, id.as_str()))
-            {
-                continue;
-            }
-            if tasks.len() < page_size as usize {
-                tasks.push(snapshot(task, history_length, with_artifacts));
-                last = Some(key);
-            } else {
-                more = true;
-            }
-        }
-        let next_page_token = match last {
-            Some((t, id)) if more => list::encode_cursor(*t, id),
-            _ => String::new(),
-        };
-        Ok(ListTasksResponse {
-            tasks,
-            next_page_token,
-            page_size,
-            total_size: i32::try_from(total).unwrap_or(i32::MAX),
-        })
+        let ordered = self
+            .by_status
+            .iter()
+            .rev()
+            .map(|key| &self.tasks[&key.1].task);
+        list::page(ordered, request)
     }
 }
 
