@@ -64,12 +64,18 @@
 
 use std::time::Duration;
 
+#[cfg(feature = "a2a")]
+mod a2a;
 mod bus;
+#[cfg(any(feature = "mcp", feature = "a2a"))]
+mod fanout;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod runtime;
 mod store;
 
+#[cfg(feature = "a2a")]
+pub use a2a::{A2aFanout, NatsTaskStore, TaskBucket, A2A_QUEUE};
 pub use bus::{BusEvent, NatsBus};
 #[cfg(feature = "mcp")]
 pub use mcp::{McpFanout, MCP_QUEUE};
