@@ -66,19 +66,16 @@ impl Server {
             }
         }
         if let Some(store) = &mut self.task_store {
-            if !changed.is_empty() {
-                for id in &changed {
-                    if let (Some(task), Some(version)) =
-                        (self.tasks.task(id), self.tasks.version(id))
-                    {
-                        if store.save(version, task).is_err() {
-                            self.store_errors += 1;
-                        }
+            for id in &changed {
+                if let (Some(task), Some(version)) = (self.tasks.task(id), self.tasks.version(id)) {
+                    if store.save(version, task).is_err() {
+                        self.store_errors += 1;
                     }
                 }
-                if store.flush().is_err() {
-                    self.store_errors += 1;
-                }
+            }
+            // Every turn, changes or not: a store may hold saves a failed flush kept.
+            if store.flush().is_err() {
+                self.store_errors += 1;
             }
         }
         for change in announced {

@@ -97,12 +97,18 @@ pub fn bucket_name(agent: &str) -> Result<String, Error> {
 /// (at most the timeout). So a task a request changed is in the bucket before the answer to
 /// that request is written. Loads and lists see the waiting saves too.
 ///
+/// While the connection to NATS is down, every call but `save` fails at once (the server
+/// counts it and goes on; `GetTask` answers an internal error naming it) and the saves
+/// wait, at most one per task; they are put at the first flush after the reconnection
+/// (the fan-out's resync makes one), so the bucket catches up with what changed meanwhile.
+///
 /// # Bounds
 /// The bucket holds at most [`TaskBucket::max_bytes`] (the oldest records go first) and
 /// keeps records [`TaskBucket::max_age`]; `ListTasks` reads at most
 /// [`TaskBucket::max_listed`] tasks, one round trip each.
 pub struct NatsTaskStore {
     runtime: Runtime,
+    client: async_nats::Client,
     kv: kv::Store,
     bucket: TaskBucket,
     pending: BTreeMap<String, Vec<u8>>,
@@ -130,13 +136,13 @@ impl NatsTaskStore {
         let runtime = Runtime::start("sansrpc-a2a-tasks", bucket.timeout)?;
         let url = url.to_owned();
         let (timeout, max_bytes, max_age) = (bucket.timeout, bucket.max_bytes, bucket.max_age);
-        let kv = runtime.run(async move {
+        let (client, kv) = runtime.run(async move {
             let client = async_nats::ConnectOptions::new()
                 .name("sansrpc a2a tasks")
                 .connect(url)
                 .await
                 .map_err(nats("connect"))?;
-            let mut js = jetstream::new(client);
+            let mut js = jetstream::new(client.clone());
             js.set_timeout(timeout);
             let config = stream::Config {
                 description: Some("sansrpc A2A tasks".into()),
@@ -145,10 +151,11 @@ impl NatsTaskStore {
                 discard: DiscardPolicy::Old,
                 ..Default::default()
             };
-            open_bucket(&js, &name, config).await
+            Ok((client, open_bucket(&js, &name, config).await?))
         })?;
         Ok(NatsTaskStore {
             runtime,
+            client,
             kv,
             bucket,
             pending: BTreeMap::new(),
@@ -158,6 +165,20 @@ impl NatsTaskStore {
 
 fn boxed(e: Error) -> StoreError {
     Box::new(e)
+}
+
+impl NatsTaskStore {
+    /// Fails at once while the connection is down, rather than holding the server's turn
+    /// for the timeout.
+    fn connected(&self, op: &'static str) -> Result<(), StoreError> {
+        if self.client.connection_state() == async_nats::connection::State::Connected {
+            return Ok(());
+        }
+        Err(boxed(Error::Nats {
+            op,
+            source: "not connected to NATS".into(),
+        }))
+    }
 }
 
 impl TaskStore for NatsTaskStore {
@@ -174,6 +195,7 @@ impl TaskStore for NatsTaskStore {
         if id.is_empty() {
             return Ok(None);
         }
+        self.connected("load task")?;
         let kv = self.kv.clone();
         let key = escape(id);
         let found = self
@@ -184,6 +206,7 @@ impl TaskStore for NatsTaskStore {
     }
 
     fn list(&mut self, each: &mut dyn FnMut(Task)) -> Result<(), StoreError> {
+        self.connected("list tasks")?;
         let kv = self.kv.clone();
         let max = self.bucket.max_listed;
         let found = self
@@ -220,10 +243,12 @@ impl TaskStore for NatsTaskStore {
         if self.pending.is_empty() {
             return Ok(());
         }
+        self.connected("save task")?;
         let kv = self.kv.clone();
-        let puts: Vec<(String, Vec<u8>)> = std::mem::take(&mut self.pending)
-            .into_iter()
-            .map(|(id, record)| (escape(&id), record))
+        let puts: Vec<(String, Vec<u8>)> = self
+            .pending
+            .iter()
+            .map(|(id, record)| (escape(id), record.clone()))
             .collect();
         self.runtime
             .run(async move {
@@ -236,7 +261,9 @@ impl TaskStore for NatsTaskStore {
                 }
                 Ok(())
             })
-            .map_err(boxed)
+            .map_err(boxed)?;
+        self.pending.clear();
+        Ok(())
     }
 }
 

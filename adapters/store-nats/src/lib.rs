@@ -75,7 +75,7 @@ mod runtime;
 mod store;
 
 #[cfg(feature = "a2a")]
-pub use a2a::{A2aFanout, NatsTaskStore, TaskBucket, A2A_QUEUE};
+pub use a2a::{bucket_name, A2aFanout, NatsTaskStore, TaskBucket, A2A_QUEUE};
 pub use bus::{BusEvent, NatsBus};
 #[cfg(feature = "mcp")]
 pub use mcp::{McpFanout, MCP_QUEUE};

@@ -279,3 +279,29 @@ async fn two_processes_behind_haproxy_share_tasks_and_their_events() {
     .await
     .expect("done within 90 s");
 }
+
+/// The snippets of `docs/a2a.md` after its link to this example are in the example as they
+/// are (indentation aside).
+#[test]
+fn the_guide_shows_the_cluster_example_as_it_is() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../");
+    let doc = std::fs::read_to_string(format!("{root}docs/a2a.md")).unwrap();
+    let source =
+        std::fs::read_to_string(format!("{root}adapters/store-nats/examples/a2a_cluster.rs"))
+            .unwrap();
+    let lines = |text: &str| text.lines().map(str::trim).collect::<Vec<_>>().join("\n");
+    let source = lines(&source);
+    let after = doc
+        .split_once("examples/a2a_cluster.rs)")
+        .expect("the guide links the example")
+        .1;
+    let block = after
+        .split_once("```rust,ignore\n")
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .expect("a snippet follows the link")
+        .0;
+    assert!(
+        source.contains(&lines(block)),
+        "not in a2a_cluster.rs:\n{block}"
+    );
+}
