@@ -135,7 +135,7 @@ fn a_stream_on_another_process_gets_the_changes_of_the_process_that_runs_the_tas
     assert_eq!(b.adopt(version, task), Ok(true));
     assert!(!b.runs_here(&id));
     let stream = subscribe(&mut b, &id);
-    assert_eq!(b.watched_elsewhere(), [id.clone()]);
+    assert_eq!(b.watched_elsewhere(), std::slice::from_ref(&id));
     drain(&mut b);
 
     a.handle_update(at(2), run, Update::artifact(Artifact::text("x", "half")))

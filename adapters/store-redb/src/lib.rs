@@ -40,7 +40,7 @@
 //! Its tables (`sse_*`) are its own; give it a file of its own.
 //!
 //! # A2A tasks
-//! [`RedbTaskStore`] (feature `a2a`, module `tasks`) implements sansrpc-a2a's `TaskStore`:
+//! `RedbTaskStore` (feature `a2a`, module `tasks`) implements sansrpc-a2a's `TaskStore`:
 //! an A2A agent's tasks, with their history and artifacts, kept across a restart.
 //!
 //! # Example
