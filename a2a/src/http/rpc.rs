@@ -323,7 +323,7 @@ impl Server {
                 let config = params::<TaskPushNotificationConfig>(raw)?;
                 let task = config.task_id.clone().unwrap_or_default();
                 self.refresh(&task)?;
-                if self.tasks.task(&task).is_none() {
+                if !self.tasks.contains(&task) {
                     return Err(A2aError::task_not_found(&task));
                 }
                 self.add_push(&task, config).map(|c| to_json(&c))
@@ -334,14 +334,14 @@ impl Server {
             }
             methods::LIST_TASK_PUSH_NOTIFICATION_CONFIGS => {
                 let p = params::<ListTaskPushNotificationConfigsRequest>(raw)?;
-                if self.tasks.task(&p.task_id).is_none() {
+                if !self.tasks.contains(&p.task_id) {
                     return Err(A2aError::task_not_found(&p.task_id));
                 }
                 Ok(to_json(&self.push.list(&p.task_id)))
             }
             _ => {
                 let p = params::<DeleteTaskPushNotificationConfigRequest>(raw)?;
-                if self.tasks.task(&p.task_id).is_none() {
+                if !self.tasks.contains(&p.task_id) {
                     return Err(A2aError::task_not_found(&p.task_id));
                 }
                 if let Some(watcher) = self.push.delete(&p.task_id, &p.id) {

@@ -68,7 +68,7 @@ impl Server {
         if let Some(store) = &mut self.task_store {
             for id in &changed {
                 if let (Some(task), Some(version)) = (self.tasks.task(id), self.tasks.version(id)) {
-                    if store.save(version, task).is_err() {
+                    if store.save(version, &task).is_err() {
                         self.store_errors += 1;
                     }
                 }
@@ -129,8 +129,9 @@ impl Server {
         }
         for id in self.tasks.task_ids() {
             if self.tasks.runs_here(id) || !all.contains_key(id) {
-                let task = self.tasks.task(id).expect("listed");
-                all.insert(id.to_owned(), task.clone());
+                if let Some(task) = self.tasks.task(id) {
+                    all.insert(id.to_owned(), task);
+                }
             }
         }
         let mut ordered: Vec<&Task> = all.values().collect();

@@ -29,14 +29,48 @@ pub(crate) fn decode_cursor(token: &str) -> Option<(Timestamp, String)> {
     Some((time, id.to_owned()))
 }
 
+/// What `ListTasks` reads of a task.
+pub(crate) trait Listed {
+    /// Its place in the order: its status time, then its id.
+    fn key(&self) -> (Timestamp, &str);
+    fn context_id(&self) -> &str;
+    fn state(&self) -> TaskState;
+    fn time(&self) -> Option<Timestamp>;
+    /// The task as the page has it.
+    fn snapshot(&self, history_length: Option<usize>, with_artifacts: bool) -> Task;
+}
+
+impl Listed for &Task {
+    fn key(&self) -> (Timestamp, &str) {
+        key(self)
+    }
+
+    fn context_id(&self) -> &str {
+        &self.context_id
+    }
+
+    fn state(&self) -> TaskState {
+        self.status.state
+    }
+
+    fn time(&self) -> Option<Timestamp> {
+        self.status.timestamp
+    }
+
+    fn snapshot(&self, history_length: Option<usize>, with_artifacts: bool) -> Task {
+        snapshot(self, history_length, with_artifacts)
+    }
+}
+
 /// A task's place in `ListTasks`' order: its status time, then its id.
 pub(crate) fn key(task: &Task) -> (Timestamp, &str) {
     (task.status.timestamp.unwrap_or_default(), task.id.as_str())
 }
 
-/// The page of `tasks` (most recently updated first, by [`key`]) that `request` asks for.
-pub(crate) fn page<'a>(
-    tasks: impl Iterator<Item = &'a Task>,
+/// The page of `tasks` (most recently updated first, by [`Listed::key`]) that `request`
+/// asks for.
+pub(crate) fn page<L: Listed>(
+    tasks: impl Iterator<Item = L>,
     request: &ListTasksRequest,
 ) -> Result<ListTasksResponse, A2aError> {
     let page_size = match request.page_size {
@@ -57,41 +91,41 @@ pub(crate) fn page<'a>(
             })?),
         };
     let with_artifacts = request.include_artifacts == Some(true);
-    let passes = |task: &Task| {
+    let passes = |task: &L| {
         request
             .context_id
             .as_ref()
-            .map_or(true, |c| *c == task.context_id)
-            && (request.status == TaskState::Unspecified || request.status == task.status.state)
-            && request.status_timestamp_after.map_or(true, |after| {
-                task.status.timestamp.is_some_and(|t| t >= after)
-            })
+            .map_or(true, |c| c == task.context_id())
+            && (request.status == TaskState::Unspecified || request.status == task.state())
+            && request
+                .status_timestamp_after
+                .map_or(true, |after| task.time().is_some_and(|t| t >= after))
     };
     let mut total = 0usize;
     let mut page = Vec::new();
     let mut more = false;
     let mut last = None;
     for task in tasks {
-        if !passes(task) {
+        if !passes(&task) {
             continue;
         }
         total += 1;
-        let at = key(task);
+        let (time, id) = task.key();
         if cursor
             .as_ref()
-            .is_some_and(|(t, id)| at >= (*t, id.as_str()))
+            .is_some_and(|(t, c)| (time, id) >= (*t, c.as_str()))
         {
             continue;
         }
         if page.len() < page_size as usize {
-            page.push(snapshot(task, history_length, with_artifacts));
-            last = Some(at);
+            page.push(task.snapshot(history_length, with_artifacts));
+            last = Some((time, id.to_owned()));
         } else {
             more = true;
         }
     }
     let next_page_token = match last {
-        Some((t, id)) if more => encode_cursor(t, id),
+        Some((t, id)) if more => encode_cursor(t, &id),
         _ => String::new(),
     };
     Ok(ListTasksResponse {

@@ -103,7 +103,7 @@ use crate::{A2aError, ErrorKind};
 pub struct TaskMachine {
     config: Config,
     ids: Box<dyn IdSource + Send>,
-    tasks: BTreeMap<String, Entry>,
+    tasks: BTreeMap<String, Slot>,
     /// Every task by (status time, id): `ListTasks`' order, and eviction's.
     by_status: BTreeSet<(Timestamp, String)>,
     runs: BTreeMap<RunId, String>,
@@ -130,6 +130,155 @@ pub enum Remote {
     /// The copy here missed changes before this one: load the task again and
     /// [`adopt`](TaskMachine::adopt) it.
     Gap,
+}
+
+/// A task kept: live (being worked on, watched or waited for) or, once it is terminal and
+/// nothing goes on around it, frozen: its JSON, which is all a finished task needs to be
+/// read, at a fraction of the memory of its structs.
+enum Slot {
+    Live(Box<Entry>),
+    Frozen(Frozen),
+}
+
+/// A terminal task that nothing watches: what `ListTasks` filters on, and the task as JSON.
+struct Frozen {
+    version: u64,
+    state: TaskState,
+    time: Option<Timestamp>,
+    context_id: Box<str>,
+    json: Box<[u8]>,
+}
+
+impl Slot {
+    fn live(&self) -> Option<&Entry> {
+        match self {
+            Slot::Live(entry) => Some(entry),
+            Slot::Frozen(_) => None,
+        }
+    }
+
+    fn live_mut(&mut self) -> Option<&mut Entry> {
+        match self {
+            Slot::Live(entry) => Some(entry),
+            Slot::Frozen(_) => None,
+        }
+    }
+
+    fn version(&self) -> u64 {
+        match self {
+            Slot::Live(entry) => entry.version,
+            Slot::Frozen(f) => f.version,
+        }
+    }
+
+    fn state(&self) -> TaskState {
+        match self {
+            Slot::Live(entry) => entry.task.status.state,
+            Slot::Frozen(f) => f.state,
+        }
+    }
+
+    fn context_id(&self) -> &str {
+        match self {
+            Slot::Live(entry) => &entry.task.context_id,
+            Slot::Frozen(f) => &f.context_id,
+        }
+    }
+
+    fn time(&self) -> Option<Timestamp> {
+        match self {
+            Slot::Live(entry) => entry.task.status.timestamp,
+            Slot::Frozen(f) => f.time,
+        }
+    }
+
+    /// The task `id` (this slot's), whole.
+    fn task(&self, id: &str) -> Task {
+        match self {
+            Slot::Live(entry) => entry.task.clone(),
+            Slot::Frozen(f) => f.thaw(id),
+        }
+    }
+
+    /// The task `id` (this slot's) as a reader gets it (see [`snapshot`]).
+    fn snapshot(&self, id: &str, history_length: Option<usize>, with_artifacts: bool) -> Task {
+        match self {
+            Slot::Live(entry) => snapshot(&entry.task, history_length, with_artifacts),
+            Slot::Frozen(f) => {
+                let mut task = f.thaw(id);
+                if let Some(n) = history_length {
+                    let cut = task.history.len().saturating_sub(n);
+                    task.history.drain(..cut);
+                }
+                if !with_artifacts {
+                    task.artifacts = Vec::new();
+                }
+                task
+            }
+        }
+    }
+}
+
+/// Deepest nesting a frozen task's JSON may have: serde_json reads 128 levels, and an
+/// agent's data (a `Value` it built) may be deeper. Such a task stays live.
+const MAX_FROZEN_DEPTH: usize = 100;
+
+/// How deeply `json` nests (objects and arrays), strings skipped.
+fn json_depth(json: &[u8]) -> usize {
+    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &b in json {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+impl Frozen {
+    /// `task` frozen, unless its JSON would not read back (too deep).
+    fn of(version: u64, task: &Task) -> Option<Frozen> {
+        let json = serde_json::to_vec(task).ok()?;
+        if json_depth(&json) > MAX_FROZEN_DEPTH {
+            return None;
+        }
+        Some(Frozen {
+            version,
+            state: task.status.state,
+            time: task.status.timestamp,
+            context_id: task.context_id.as_str().into(),
+            json: json.into_boxed_slice(),
+        })
+    }
+
+    /// The task back from its JSON (the machine's own, shallow enough to read back). Should
+    /// it not read, what the slot knows of it: its id, context and status.
+    fn thaw(&self, id: &str) -> Task {
+        serde_json::from_slice(&self.json).unwrap_or_else(|_| Task {
+            id: id.to_owned(),
+            context_id: self.context_id.to_string(),
+            status: TaskStatus {
+                state: self.state,
+                message: None,
+                timestamp: self.time,
+            },
+            ..Task::default()
+        })
+    }
 }
 
 /// One task and what goes on around it.
@@ -195,10 +344,26 @@ fn snapshot(task: &Task, history_length: Option<usize>, with_artifacts: bool) ->
     }
 }
 
-fn state_error(kind: ErrorKind, task: &Task, what: &str) -> A2aError {
-    let state = task.status.state.as_str();
-    A2aError::new(kind, format!("Task {} is {state}: {what}", task.id))
-        .with_metadata("taskId", task.id.clone())
+/// The live entry of task `id`, which the caller knows to be live (not terminal, or with a
+/// run, a message or a stream around it).
+fn live<'a>(tasks: &'a BTreeMap<String, Slot>, id: &str) -> &'a Entry {
+    tasks
+        .get(id)
+        .and_then(Slot::live)
+        .expect("a task with something going on is live")
+}
+
+fn live_mut<'a>(tasks: &'a mut BTreeMap<String, Slot>, id: &str) -> &'a mut Entry {
+    tasks
+        .get_mut(id)
+        .and_then(Slot::live_mut)
+        .expect("a task with something going on is live")
+}
+
+fn state_error(kind: ErrorKind, id: &str, state: TaskState, what: &str) -> A2aError {
+    let state = state.as_str();
+    A2aError::new(kind, format!("Task {id} is {state}: {what}"))
+        .with_metadata("taskId", id.to_owned())
         .with_metadata("state", state)
 }
 
@@ -240,7 +405,7 @@ impl TaskMachine {
     /// The version of task `id`: 1 when created, one more at every change (a message, a
     /// status, an artifact) since.
     pub fn version(&self, id: &str) -> Option<u64> {
-        self.tasks.get(id).map(|e| e.version)
+        self.tasks.get(id).map(Slot::version)
     }
 
     /// Whether an agent run of task `id` goes on in this machine (or a message waits for
@@ -248,6 +413,7 @@ impl TaskMachine {
     pub fn runs_here(&self, id: &str) -> bool {
         self.tasks
             .get(id)
+            .and_then(Slot::live)
             .is_some_and(|e| e.run.is_some() || !e.queued.is_empty())
     }
 
@@ -256,7 +422,10 @@ impl TaskMachine {
     pub fn watched_elsewhere(&self) -> Vec<String> {
         self.tasks
             .iter()
-            .filter(|(_, e)| !e.streams.is_empty() && e.run.is_none())
+            .filter(|(_, slot)| {
+                slot.live()
+                    .is_some_and(|e| !e.streams.is_empty() && e.run.is_none())
+            })
             .map(|(id, _)| id.clone())
             .collect()
     }
@@ -278,22 +447,39 @@ impl TaskMachine {
         let artifact_bytes = artifacts.iter().map(|a| a.bytes).sum();
         let id = task.id.clone();
         let time = task.status.timestamp.unwrap_or_default();
-        let Some(entry) = self.tasks.get_mut(&id) else {
-            self.make_room()?;
-            self.by_status.insert((time, id.clone()));
-            self.tasks.insert(
-                id,
-                Entry {
-                    task,
-                    run: None,
-                    queued: VecDeque::new(),
-                    streams: Vec::new(),
-                    artifacts,
-                    artifact_bytes,
-                    version,
-                },
-            );
-            return Ok(true);
+        let fresh = |task, artifacts, artifact_bytes| {
+            Slot::Live(Box::new(Entry {
+                task,
+                run: None,
+                queued: VecDeque::new(),
+                streams: Vec::new(),
+                artifacts,
+                artifact_bytes,
+                version,
+            }))
+        };
+        let entry = match self.tasks.get_mut(&id) {
+            None => {
+                self.make_room()?;
+                self.by_status.insert((time, id.clone()));
+                self.tasks
+                    .insert(id.clone(), fresh(task, artifacts, artifact_bytes));
+                self.freeze_if_done(&id);
+                return Ok(true);
+            }
+            Some(Slot::Frozen(frozen)) => {
+                if version <= frozen.version {
+                    return Ok(false);
+                }
+                let old = (frozen.time.unwrap_or_default(), id.clone());
+                self.by_status.remove(&old);
+                self.by_status.insert((time, id.clone()));
+                self.tasks
+                    .insert(id.clone(), fresh(task, artifacts, artifact_bytes));
+                self.freeze_if_done(&id);
+                return Ok(true);
+            }
+            Some(Slot::Live(entry)) => entry,
         };
         if entry.run.is_some() || !entry.queued.is_empty() || version <= entry.version {
             return Ok(false);
@@ -321,7 +507,7 @@ impl TaskMachine {
                 }
             }
             let event = TaskStatusUpdateEvent {
-                task_id: id,
+                task_id: id.clone(),
                 context_id: entry.task.context_id.clone(),
                 status: entry.task.status.clone(),
                 metadata: None,
@@ -332,7 +518,28 @@ impl TaskMachine {
                 last,
             });
         }
+        self.freeze_if_done(&id);
         Ok(true)
+    }
+
+    /// Freezes task `id` when it is terminal and nothing goes on around it any more (no
+    /// run, no message waiting, no stream): from then on it is kept as its JSON.
+    fn freeze_if_done(&mut self, id: &str) {
+        let Some(slot) = self.tasks.get_mut(id) else {
+            return;
+        };
+        let Slot::Live(entry) = slot else {
+            return;
+        };
+        let done = entry.task.status.state.is_terminal()
+            && entry.run.is_none()
+            && entry.queued.is_empty()
+            && entry.streams.is_empty();
+        if done {
+            if let Some(frozen) = Frozen::of(entry.version, &entry.task) {
+                *slot = Slot::Frozen(frozen);
+            }
+        }
     }
 
     /// A change another process made ([`Change`], from a [`Fanout`](crate::store::Fanout)),
@@ -346,13 +553,14 @@ impl TaskMachine {
         let Some(event) = &change.event else {
             return Remote::Ignored;
         };
-        let Some(entry) = self.tasks.get(&change.task_id) else {
+        let Some(slot) = self.tasks.get(&change.task_id) else {
             return Remote::Ignored;
         };
         let id = change.task_id.as_str();
-        if entry.task.status.state.is_terminal() {
+        if slot.state().is_terminal() {
             return Remote::Ignored;
         }
+        let entry = live(&self.tasks, id);
         if entry.run.is_some() || !entry.queued.is_empty() {
             let StreamResponse::StatusUpdate(e) = event else {
                 return Remote::Ignored;
@@ -363,7 +571,11 @@ impl TaskMachine {
             let time = e.status.timestamp.unwrap_or(now);
             let (state, message) = (e.status.state, e.status.message.clone());
             self.set_status(time, id, state, message, e.metadata.clone());
-            let entry = self.tasks.get_mut(id).expect("present");
+            let entry = self
+                .tasks
+                .get_mut(id)
+                .and_then(Slot::live_mut)
+                .expect("present");
             entry.version = entry.version.max(change.version);
             // Saved, not announced again: the others have it.
             if let Some(last) = self.changes.back_mut().filter(|c| c.task_id == id) {
@@ -377,6 +589,7 @@ impl TaskMachine {
                     task_id: id.to_owned(),
                 });
             }
+            self.freeze_if_done(id);
             return Remote::Applied;
         }
         if change.version <= entry.version {
@@ -406,6 +619,7 @@ impl TaskMachine {
         };
         self.applying = None;
         if applied {
+            self.freeze_if_done(id);
             Remote::Applied
         } else {
             Remote::Gap
@@ -414,7 +628,7 @@ impl TaskMachine {
 
     /// Task `task_id` changed: its version moves on, and the change is kept for the driver.
     fn changed(&mut self, task_id: &str, event: Option<StreamResponse>) {
-        let Some(entry) = self.tasks.get_mut(task_id) else {
+        let Some(entry) = self.tasks.get_mut(task_id).and_then(Slot::live_mut) else {
             return;
         };
         if let Some(version) = self.applying {
@@ -436,9 +650,14 @@ impl TaskMachine {
         &self.config
     }
 
-    /// The task `id`, whole.
-    pub fn task(&self, id: &str) -> Option<&Task> {
-        self.tasks.get(id).map(|e| &e.task)
+    /// The task `id`, whole (a copy: a finished task is kept as its JSON, read back here).
+    pub fn task(&self, id: &str) -> Option<Task> {
+        self.tasks.get(id).map(|slot| slot.task(id))
+    }
+
+    /// Whether task `id` is kept.
+    pub fn contains(&self, id: &str) -> bool {
+        self.tasks.contains_key(id)
     }
 
     /// The ids of the tasks kept, in no particular order.
@@ -501,7 +720,7 @@ impl TaskMachine {
         let task_id = match message.task_id.clone() {
             Some(task_id) => {
                 self.check_follow_up(&task_id, &message, mode)?;
-                let entry = self.tasks.get_mut(&task_id).expect("checked");
+                let entry = live_mut(&mut self.tasks, &task_id);
                 entry.task.history.push(message.clone());
                 self.changed(&task_id, None);
                 task_id
@@ -514,7 +733,7 @@ impl TaskMachine {
             metadata,
             waiter: None,
         };
-        let entry = &self.tasks[&task_id];
+        let entry = live(&self.tasks, &task_id);
         let sent = if immediate {
             Sent::Task(Box::new(snapshot(&entry.task, history_length, true)))
         } else if mode == SendMode::Streaming {
@@ -526,7 +745,7 @@ impl TaskMachine {
             queued.waiter = Some(Waiter { id, history_length });
             Sent::Waiting(id)
         };
-        let entry = self.tasks.get_mut(&task_id).expect("present");
+        let entry = live_mut(&mut self.tasks, &task_id);
         if entry.run.is_some() {
             entry.queued.push_back(queued);
         } else {
@@ -590,18 +809,20 @@ impl TaskMachine {
         mode: SendMode,
     ) -> Result<(), A2aError> {
         let limits = &self.config.limits;
-        let entry = self
+        let slot = self
             .tasks
             .get(task_id)
             .ok_or_else(|| A2aError::task_not_found(task_id))?;
-        let task = &entry.task;
-        if task.status.state.is_terminal() {
+        if slot.state().is_terminal() {
             return Err(state_error(
                 ErrorKind::UnsupportedOperation,
-                task,
+                task_id,
+                slot.state(),
                 "a terminal task takes no more messages",
             ));
         }
+        let entry = live(&self.tasks, task_id);
+        let task = &entry.task;
         if let Some(context_id) = message
             .context_id
             .as_ref()
@@ -684,7 +905,7 @@ impl TaskMachine {
         self.by_status.insert((now, id.clone()));
         self.tasks.insert(
             id.clone(),
-            Entry {
+            Slot::Live(Box::new(Entry {
                 task,
                 run: None,
                 queued: VecDeque::new(),
@@ -692,7 +913,7 @@ impl TaskMachine {
                 artifacts: Vec::new(),
                 artifact_bytes: 0,
                 version: 0,
-            },
+            })),
         );
         self.changed(&id, None);
         Ok(id)
@@ -721,7 +942,7 @@ impl TaskMachine {
         let victim = self
             .by_status
             .iter()
-            .find(|(_, id)| self.tasks[id].task.status.state.is_terminal())
+            .find(|(_, id)| self.tasks[id].state().is_terminal())
             .cloned();
         let Some(key) = victim else {
             return Err(A2aError::new(
@@ -730,14 +951,14 @@ impl TaskMachine {
             ));
         };
         self.by_status.remove(&key);
-        let entry = self.tasks.remove(&key.1).expect("indexed");
+        let slot = self.tasks.remove(&key.1).expect("indexed");
         // A terminal task has no streams, waiters or queued messages left; its run may
         // not have reported its end yet.
-        if let Some(run) = entry.run {
+        if let Some(run) = slot.live().and_then(|e| e.run.as_ref()) {
             self.runs.remove(&run.id);
             self.events.push_back(Event::Stop {
                 run: run.id,
-                task_id: key.1,
+                task_id: key.1.clone(),
             });
         }
         Ok(())
@@ -746,11 +967,7 @@ impl TaskMachine {
     fn open_stream(&mut self, task_id: &str, first: Task) -> StreamId {
         let id = StreamId(self.next_counter());
         self.streams.insert(id, task_id.to_owned());
-        self.tasks
-            .get_mut(task_id)
-            .expect("present")
-            .streams
-            .push(id);
+        live_mut(&mut self.tasks, task_id).streams.push(id);
         self.events.push_back(Event::Stream {
             streams: vec![id],
             response: StreamResponse::Task(first),
@@ -761,7 +978,7 @@ impl TaskMachine {
 
     fn start_run(&mut self, task_id: &str, queued: Queued) {
         let id = RunId(self.next_counter());
-        let entry = self.tasks.get_mut(task_id).expect("present");
+        let entry = live_mut(&mut self.tasks, task_id);
         entry.run = Some(ActiveRun {
             id,
             waiters: queued.waiter.into_iter().collect(),
@@ -779,7 +996,7 @@ impl TaskMachine {
     /// Answers `waiter` with the task as it is now.
     fn reply(&mut self, task_id: &str, waiter: Waiter) {
         self.waiters.remove(&waiter.id);
-        let task = snapshot(&self.tasks[task_id].task, waiter.history_length, true);
+        let task = self.tasks[task_id].snapshot(task_id, waiter.history_length, true);
         self.events.push_back(Event::Reply {
             waiter: waiter.id,
             response: SendMessageResponse::Task(task),
@@ -798,7 +1015,7 @@ impl TaskMachine {
             .get(&run)
             .cloned()
             .ok_or(UpdateError::UnknownRun(run))?;
-        let state = self.tasks[&task_id].task.status.state;
+        let state = self.tasks[&task_id].state();
         if state.is_terminal() {
             return Err(UpdateError::Finished(state));
         }
@@ -851,7 +1068,7 @@ impl TaskMachine {
         if message.role == Role::Unspecified {
             message.role = Role::Agent;
         }
-        let task = &self.tasks[task_id].task;
+        let task = &live(&self.tasks, task_id).task;
         message.task_id.get_or_insert_with(|| task.id.clone());
         message
             .context_id
@@ -870,7 +1087,7 @@ impl TaskMachine {
     ) {
         let max_history = self.config.limits.max_history;
         let end_on_input = self.config.end_streams_on_input_required;
-        let entry = self.tasks.get_mut(task_id).expect("present");
+        let entry = live_mut(&mut self.tasks, task_id);
         let task = &mut entry.task;
         if let Some(m) = &message {
             if task.history.len() < max_history {
@@ -919,7 +1136,7 @@ impl TaskMachine {
             });
         }
         self.changed(task_id, event);
-        let entry = self.tasks.get_mut(task_id).expect("present");
+        let entry = live_mut(&mut self.tasks, task_id);
         let mut answered = Vec::new();
         if state.is_terminal() || state.is_interrupted() {
             if let Some(run) = &mut entry.run {
@@ -968,7 +1185,7 @@ impl TaskMachine {
             artifact.artifact_id = self.ids.next_id();
         }
         let (max_artifacts, max_bytes) = (limits.max_artifacts, limits.max_artifact_bytes);
-        let entry = self.tasks.get_mut(task_id).expect("present");
+        let entry = live_mut(&mut self.tasks, task_id);
         let index = entry
             .task
             .artifacts
@@ -1060,7 +1277,7 @@ impl TaskMachine {
         let Some(task_id) = self.runs.remove(&run) else {
             return;
         };
-        let entry = self.tasks.get_mut(&task_id).expect("a run's task is kept");
+        let entry = live_mut(&mut self.tasks, &task_id);
         let waiters = entry.run.take().map(|r| r.waiters).unwrap_or_default();
         let next = if entry.task.status.state.is_terminal() {
             None
@@ -1073,6 +1290,7 @@ impl TaskMachine {
         if let Some(queued) = next {
             self.start_run(&task_id, queued);
         }
+        self.freeze_if_done(&task_id);
     }
 
     /// `CancelTask`: a task that is not terminal becomes canceled (its streams get the
@@ -1084,27 +1302,31 @@ impl TaskMachine {
         request: &CancelTaskRequest,
     ) -> Result<Task, A2aError> {
         let id = &request.id;
-        let entry = self
+        let slot = self
             .tasks
             .get(id)
             .ok_or_else(|| A2aError::task_not_found(id))?;
-        if entry.task.status.state.is_terminal() {
+        if slot.state().is_terminal() {
             return Err(state_error(
                 ErrorKind::TaskNotCancelable,
-                &entry.task,
+                id,
+                slot.state(),
                 "it cannot be canceled",
             ));
         }
         self.set_status(now, id, TaskState::Canceled, None, None);
-        let entry = self.tasks.get_mut(id).expect("present");
-        if let Some(run) = entry.run.take() {
+        let entry = live_mut(&mut self.tasks, id);
+        let run = entry.run.take();
+        let task = entry.task.clone();
+        if let Some(run) = run {
             self.runs.remove(&run.id);
             self.events.push_back(Event::Stop {
                 run: run.id,
                 task_id: id.clone(),
             });
         }
-        Ok(entry.task.clone())
+        self.freeze_if_done(id);
+        Ok(task)
     }
 
     /// `SubscribeToTask`: a stream of the task's events, the task first. A terminal task
@@ -1114,17 +1336,19 @@ impl TaskMachine {
         request: &SubscribeToTaskRequest,
     ) -> Result<StreamId, A2aError> {
         let id = &request.id;
-        let entry = self
+        let slot = self
             .tasks
             .get(id)
             .ok_or_else(|| A2aError::task_not_found(id))?;
-        if entry.task.status.state.is_terminal() {
+        if slot.state().is_terminal() {
             return Err(state_error(
                 ErrorKind::UnsupportedOperation,
-                &entry.task,
+                id,
+                slot.state(),
                 "a terminal task has no more events",
             ));
         }
+        let entry = live(&self.tasks, id);
         if entry.streams.len() >= self.config.limits.max_streams_per_task {
             return Err(self.streams_full(id));
         }
@@ -1136,7 +1360,7 @@ impl TaskMachine {
     /// task are not affected.
     pub fn close_stream(&mut self, stream: StreamId) {
         if let Some(task_id) = self.streams.remove(&stream) {
-            if let Some(entry) = self.tasks.get_mut(&task_id) {
+            if let Some(entry) = self.tasks.get_mut(&task_id).and_then(Slot::live_mut) {
                 entry.streams.retain(|s| *s != stream);
             }
         }
@@ -1148,7 +1372,7 @@ impl TaskMachine {
         let Some(task_id) = self.waiters.remove(&waiter) else {
             return;
         };
-        let Some(entry) = self.tasks.get_mut(&task_id) else {
+        let Some(entry) = self.tasks.get_mut(&task_id).and_then(Slot::live_mut) else {
             return;
         };
         if let Some(run) = &mut entry.run {
@@ -1164,11 +1388,11 @@ impl TaskMachine {
     /// `GetTask`: the task, with at most `historyLength` recent messages.
     pub fn get_task(&self, request: &GetTaskRequest) -> Result<Task, A2aError> {
         let history_length = history_length(request.history_length)?;
-        let entry = self
+        let slot = self
             .tasks
             .get(&request.id)
             .ok_or_else(|| A2aError::task_not_found(&request.id))?;
-        Ok(snapshot(&entry.task, history_length, true))
+        Ok(slot.snapshot(&request.id, history_length, true))
     }
 
     /// `ListTasks`: the tasks that pass the filters, most recently updated first (by
@@ -1183,8 +1407,33 @@ impl TaskMachine {
             .by_status
             .iter()
             .rev()
-            .map(|key| &self.tasks[&key.1].task);
+            .map(|key| Kept(&key.1, &self.tasks[&key.1]));
         list::page(ordered, request)
+    }
+}
+
+/// A task kept, as `ListTasks` reads it.
+struct Kept<'a>(&'a str, &'a Slot);
+
+impl list::Listed for Kept<'_> {
+    fn key(&self) -> (Timestamp, &str) {
+        (self.1.time().unwrap_or_default(), self.0)
+    }
+
+    fn context_id(&self) -> &str {
+        self.1.context_id()
+    }
+
+    fn state(&self) -> TaskState {
+        self.1.state()
+    }
+
+    fn time(&self) -> Option<Timestamp> {
+        self.1.time()
+    }
+
+    fn snapshot(&self, history_length: Option<usize>, with_artifacts: bool) -> Task {
+        self.1.snapshot(self.0, history_length, with_artifacts)
     }
 }
 
