@@ -228,12 +228,19 @@ fn a_cancel_answered_by_another_process_stops_the_run_where_it_runs() {
     assert!(a
         .handle_update(at(4), run, Update::status(TaskState::Completed, None))
         .is_err());
-    // A saves its copy (a run's late save must not win) but announces nothing again.
+    // A saves its copy (a run's late save must not win) and announces it once: a third
+    // process that took a change of A's with the cancel's version first takes this one.
     let saved = changes(&mut a);
     assert_eq!(saved.len(), 1);
-    assert_eq!(saved[0].event, None);
-    assert!(saved[0].version >= cancel.version);
+    assert!(saved[0].version > cancel.version, "{saved:?}");
+    assert!(matches!(
+        &saved[0].event,
+        Some(StreamResponse::StatusUpdate(s)) if s.status.state == TaskState::Canceled
+    ));
     assert_eq!(a.task(&id).unwrap().status.state, TaskState::Canceled);
+    // B, whose copy is terminal, ignores it: no loop.
+    assert_eq!(b.handle_remote(at(4), &saved[0]), Remote::Ignored);
+    assert_eq!(b.poll_change(), None);
 }
 
 #[test]

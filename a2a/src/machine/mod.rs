@@ -548,7 +548,9 @@ impl TaskMachine {
     /// here takes nothing from elsewhere but a terminal status (a `CancelTask` another
     /// process answered), which stops its run. Applying records no change of its own (it is
     /// not announced again), except that terminal status on a task running here, whose copy
-    /// is then saved.
+    /// is then saved and announced once (a process that took this run's own change of the
+    /// same version first takes it then; the one that canceled ignores it, its copy being
+    /// terminal).
     pub fn handle_remote(&mut self, now: Timestamp, change: &Change) -> Remote {
         let Some(event) = &change.event else {
             return Remote::Ignored;
@@ -576,11 +578,12 @@ impl TaskMachine {
                 .get_mut(id)
                 .and_then(Slot::live_mut)
                 .expect("present");
-            entry.version = entry.version.max(change.version);
-            // Saved, not announced again: the others have it.
+            entry.version = entry.version.max(change.version + 1);
+            // Saved, and announced once more with a version past the cancel's: a process
+            // that took this run's own change of the cancel's version first (each process
+            // made one) ignored the cancel, and takes this one.
             if let Some(last) = self.changes.back_mut().filter(|c| c.task_id == id) {
                 last.version = entry.version;
-                last.event = None;
             }
             if let Some(run) = entry.run.take() {
                 self.runs.remove(&run.id);

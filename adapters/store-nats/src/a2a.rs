@@ -309,7 +309,8 @@ impl TaskStore for NatsTaskStore {
 ///
 /// # Delivery
 /// As [`McpFanout`](crate::McpFanout)'s: at most once, no loop (`no_echo`; a change applied
-/// from elsewhere is not announced again), nothing stored by core NATS. Each change carries
+/// from elsewhere is not announced again, but for a cancel reaching the process that runs
+/// the task, which announces the canceled task once more), nothing stored by core NATS. Each change carries
 /// the task's version, so a process applies a task's changes once and in order, and one
 /// that sees a version jump (it missed a change) loads the task from the store instead. What
 /// may be lost is covered by a resync (every process loads again the tasks its streams
