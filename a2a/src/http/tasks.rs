@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::{Event, Now, Server};
 use crate::machine::{list, Remote};
 use crate::store::{Change, StoreError, TaskStore};
-use crate::types::{GetTaskRequest, ListTasksRequest, ListTasksResponse, Task};
+use crate::types::{GetTaskRequest, ListTasksRequest, ListTasksResponse, Task, TaskState};
 use crate::{A2aError, ErrorKind};
 
 impl Server {
@@ -83,12 +83,14 @@ impl Server {
         }
     }
 
-    /// With a store, hands the machine task `id` as the store has it, unless it runs here.
+    /// With a store, hands the machine task `id` as the store has it, unless it runs here
+    /// or is terminal here already.
     pub(super) fn refresh(&mut self, id: &str) -> Result<(), A2aError> {
         let Some(store) = &mut self.task_store else {
             return Ok(());
         };
-        if self.tasks.runs_here(id) {
+        // What runs here is newest here; a terminal task changes no more.
+        if self.tasks.runs_here(id) || self.tasks.state(id).is_some_and(TaskState::is_terminal) {
             return Ok(());
         }
         match store.load(id) {

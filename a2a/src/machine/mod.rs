@@ -663,6 +663,11 @@ impl TaskMachine {
         self.tasks.contains_key(id)
     }
 
+    /// The state of task `id`.
+    pub fn state(&self, id: &str) -> Option<TaskState> {
+        self.tasks.get(id).map(Slot::state)
+    }
+
     /// The ids of the tasks kept, in no particular order.
     pub fn task_ids(&self) -> impl Iterator<Item = &str> {
         self.tasks.keys().map(String::as_str)
