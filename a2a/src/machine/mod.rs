@@ -360,6 +360,23 @@ fn live_mut<'a>(tasks: &'a mut BTreeMap<String, Slot>, id: &str) -> &'a mut Entr
         .expect("a task with something going on is live")
 }
 
+/// The streams of `entry` that get a status event: all of them; when it is their `last`,
+/// they are closed (out of `entry` and of `open`, the machine's index).
+fn take_streams(
+    entry: &mut Entry,
+    last: bool,
+    open: &mut BTreeMap<StreamId, String>,
+) -> Vec<StreamId> {
+    if !last {
+        return entry.streams.clone();
+    }
+    let streams = mem::take(&mut entry.streams);
+    for s in &streams {
+        open.remove(s);
+    }
+    streams
+}
+
 fn state_error(kind: ErrorKind, id: &str, state: TaskState, what: &str) -> A2aError {
     let state = state.as_str();
     A2aError::new(kind, format!("Task {id} is {state}: {what}"))
@@ -496,16 +513,7 @@ impl TaskMachine {
             let state = entry.task.status.state;
             let last = state.is_terminal()
                 || (state == TaskState::InputRequired && self.config.end_streams_on_input_required);
-            let streams = if last {
-                mem::take(&mut entry.streams)
-            } else {
-                entry.streams.clone()
-            };
-            if last {
-                for s in &streams {
-                    self.streams.remove(s);
-                }
-            }
+            let streams = take_streams(entry, last, &mut self.streams);
             let event = TaskStatusUpdateEvent {
                 task_id: id.clone(),
                 context_id: entry.task.context_id.clone(),
@@ -1127,16 +1135,7 @@ impl TaskMachine {
             })
         });
         if let Some(response) = event.clone().filter(|_| !entry.streams.is_empty()) {
-            let streams = if last {
-                mem::take(&mut entry.streams)
-            } else {
-                entry.streams.clone()
-            };
-            if last {
-                for s in &streams {
-                    self.streams.remove(s);
-                }
-            }
+            let streams = take_streams(entry, last, &mut self.streams);
             self.events.push_back(Event::Stream {
                 streams,
                 response,

@@ -14,17 +14,20 @@
 //!   ends a stream A serves on the task.
 
 mod common;
+#[path = "../../../a2a/tests/support/events.rs"]
+mod events;
 #[path = "../../../tests/support/processes.rs"]
 mod processes;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use events::describe;
 use processes::{free_port, start_haproxy, Example, Running};
 use sansrpc_a2a::tokio::{Client, EventStream};
 use sansrpc_a2a::types::{
     AgentCard, GetTaskRequest, ListTasksRequest, Message, Role, SendMessageConfiguration,
-    SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskState,
+    SendMessageRequest, SendMessageResponse, Task, TaskState,
 };
 
 /// Two example processes behind HAProxy, on one NATS.
@@ -140,32 +143,6 @@ async fn next_to(client: &Client, cluster: &Cluster, port: u16) {
     panic!("the balancer sent three requests in a row to port {port}");
 }
 
-/// One line per event: its kind, state and texts.
-fn describe(event: &StreamResponse) -> String {
-    let texts = |parts: &[sansrpc_a2a::types::Part]| {
-        parts
-            .iter()
-            .filter_map(|p| p.as_text())
-            .collect::<Vec<_>>()
-            .join(",")
-    };
-    match event {
-        StreamResponse::Task(t) => format!("task {}", t.status.state.as_str()),
-        StreamResponse::StatusUpdate(s) => format!(
-            "status {} {}",
-            s.status.state.as_str(),
-            s.status
-                .message
-                .as_ref()
-                .map_or(String::new(), |m| texts(&m.parts))
-        )
-        .trim_end()
-        .to_owned(),
-        StreamResponse::ArtifactUpdate(a) => format!("artifact {}", texts(&a.artifact.parts)),
-        StreamResponse::Message(m) => format!("message {}", texts(&m.parts)),
-    }
-}
-
 /// Every event of `stream` to its end (20 s at most: a stream whose events do not come
 /// fails here, saying which).
 async fn collect(stream: &mut EventStream, which: &str) -> Vec<String> {
@@ -217,7 +194,7 @@ async fn two_processes_behind_haproxy_share_tasks_and_their_events() {
             [
                 "status TASK_STATE_WORKING step 20",
                 "artifact done",
-                "status TASK_STATE_COMPLETED"
+                "status TASK_STATE_COMPLETED "
             ],
             "{events:?}"
         );
@@ -264,7 +241,7 @@ async fn two_processes_behind_haproxy_share_tasks_and_their_events() {
         .await;
         assert_eq!(
             events.last().map(String::as_str),
-            Some("status TASK_STATE_CANCELED"),
+            Some("status TASK_STATE_CANCELED "),
             "{events:?}"
         );
         let stopped = format!("run {} stopped", waiting.id);
