@@ -79,6 +79,7 @@ mod error;
 pub mod http;
 pub mod machine;
 pub mod methods;
+pub mod store;
 #[cfg(feature = "tokio")]
 pub mod tokio;
 pub mod types;

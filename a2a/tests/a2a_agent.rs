@@ -3,12 +3,15 @@
 //! (installed with pip from `interop/a2a-python/requirements.txt`), and over raw HTTP for
 //! the wire details (the card, the version rules, the SSE framing, `Last-Event-ID`).
 
+#[path = "support/events.rs"]
+mod events;
 #[path = "../../tests/support/interop.rs"]
 mod interop;
 
 use std::process::Command;
 use std::time::Duration;
 
+use events::describe;
 use sansrpc_a2a::tokio::Client;
 use sansrpc_a2a::types::{
     GetTaskRequest, ListTasksRequest, Message, Role, SendMessageConfiguration, SendMessageRequest,
@@ -46,30 +49,6 @@ fn task(answer: SendMessageResponse) -> Task {
     match answer {
         SendMessageResponse::Task(task) => task,
         other => panic!("not a task: {other:?}"),
-    }
-}
-
-/// One line per event: its kind, state and texts.
-fn describe(event: &StreamResponse) -> String {
-    let texts = |parts: &[sansrpc_a2a::types::Part]| {
-        parts
-            .iter()
-            .filter_map(|p| p.as_text())
-            .collect::<Vec<_>>()
-            .join(",")
-    };
-    match event {
-        StreamResponse::Task(t) => format!("task {}", t.status.state.as_str()),
-        StreamResponse::StatusUpdate(s) => format!(
-            "status {} {}",
-            s.status.state.as_str(),
-            s.status
-                .message
-                .as_ref()
-                .map_or(String::new(), |m| texts(&m.parts))
-        ),
-        StreamResponse::ArtifactUpdate(a) => format!("artifact {}", texts(&a.artifact.parts)),
-        StreamResponse::Message(m) => format!("message {}", texts(&m.parts)),
     }
 }
 

@@ -1050,3 +1050,64 @@ fn return_immediately_answers_with_the_task_and_a_run_still_starts() {
         panic!()
     };
 }
+
+/// A finished task is kept as its JSON once nothing goes on around it: it reads back as it
+/// was (whole, by `GetTask` with a history length, by `ListTasks` without artifacts), its
+/// data however deep (past what JSON reads back, the task stays as it was kept).
+#[test]
+fn a_finished_task_reads_back_as_it_was_however_deep_its_data() {
+    use sansrpc_a2a::types::PartContent;
+    for depth in [0, 90, 140] {
+        let mut m = TaskMachine::new(Config::default(), SeededIds::new(3));
+        let mut message = user("m-1", "keep");
+        message.metadata = Some(json!({"n": 1.5, "s": "\"]}"}).as_object().unwrap().clone());
+        let Ok(Sent::Waiting(_)) = m.handle_send(at(0), send(message), SendMode::Blocking) else {
+            panic!()
+        };
+        let Some(Event::Run(run)) = drain(&mut m).into_iter().next() else {
+            panic!()
+        };
+        let mut value = json!({"leaf": [1, -2, 3.25, null, true, "x"]});
+        for _ in 0..depth {
+            value = json!([value]);
+        }
+        let mut artifact = Artifact::text("a-1", "text");
+        artifact.parts.push(Part::new(PartContent::Data(value)));
+        artifact
+            .parts
+            .push(Part::new(PartContent::Raw(vec![0, 1, 254, 255])));
+        m.handle_update(at(1), run.id, Update::artifact(artifact))
+            .unwrap();
+        let said = Message::text(Role::Agent, "", "done");
+        m.handle_update(
+            at(2),
+            run.id,
+            Update::status(TaskState::Completed, Some(said)),
+        )
+        .unwrap();
+        let live = m.task(&run.task.id).unwrap();
+        m.handle_run_end(run.id);
+        drain(&mut m);
+        assert_eq!(m.task(&run.task.id).unwrap(), live, "depth {depth}");
+        let get = GetTaskRequest {
+            id: live.id.clone(),
+            history_length: Some(1),
+            ..Default::default()
+        };
+        let got = m.get_task(&get).unwrap();
+        assert_eq!(got.history, live.history[1..], "depth {depth}");
+        assert_eq!(got.artifacts, live.artifacts);
+        let listed = m.list_tasks(&ListTasksRequest::default()).unwrap();
+        assert_eq!(listed.tasks.len(), 1);
+        assert!(listed.tasks[0].artifacts.is_empty());
+        assert_eq!(listed.tasks[0].history, live.history);
+        // Still a task like any other: not continued, not canceled, not subscribed to.
+        let cancel = CancelTaskRequest {
+            id: live.id.clone(),
+            ..Default::default()
+        };
+        let refused = m.handle_cancel(at(3), &cancel).unwrap_err();
+        assert_eq!(refused.kind(), ErrorKind::TaskNotCancelable);
+        assert_eq!(m.version(&live.id), Some(3));
+    }
+}

@@ -34,23 +34,7 @@ use sansrpc_mcp::client::{ClientBuilder, ClientError, ListenNotification, McpCli
 use sansrpc_mcp::types::{CallToolResult, ElicitRequestParams, ElicitResult, SubscriptionFilter};
 use sansrpc_tokio::Builder;
 use serde_json::json;
-use support::{Example, Running};
-
-/// The HAProxy binary.
-fn haproxy() -> PathBuf {
-    if let Some(path) = std::env::var_os("HAPROXY") {
-        return path.into();
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/usr/local/sbin")])
-        .map(|dir| dir.join("haproxy"))
-        .find(|p| p.is_file())
-        .expect(
-            "haproxy not found ($HAPROXY, PATH, /usr/sbin): run scripts/test, which installs \
-             Debian's haproxy package as root, or install it (apt-get install haproxy)",
-        )
-}
+use support::{free_port, start_haproxy, Example, Running};
 
 /// A real nats-server on a free loopback port (core NATS: the fan-out needs no JetStream),
 /// killed when dropped. Found in `$NATS_SERVER`, on `PATH` or in `/usr/sbin`.
@@ -96,12 +80,6 @@ impl Nats {
     }
 }
 
-/// A port free on loopback now (for the balancer, which is given its port).
-fn free_port() -> u16 {
-    let socket = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    socket.local_addr().unwrap().port()
-}
-
 const KEY: &str = "8f1c2a7d5e3b90c4a6f2d8e1b7c3a9f05d4e6b2c8a1f3d7e9b5c0a2f4d6e8b1c";
 
 /// Three example processes behind HAProxy.
@@ -142,32 +120,15 @@ impl Cluster {
         }
         let lb = free_port();
         let config = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../deploy/haproxy/mcp.cfg");
-        let mut command = Command::new(haproxy());
-        command
-            .arg("-db")
-            .arg("-f")
-            .arg(&config)
-            .env("MCP_LB_PORT", lb.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit());
-        for (i, port) in ports.iter().enumerate() {
-            command.env(format!("MCP_PORT_{}", i + 1), port.to_string());
-        }
-        let mut haproxy = Running(
-            command
-                .spawn()
-                .unwrap_or_else(|e| panic!("start haproxy: {e}")),
-        );
-        // Up when it accepts connections (10 s at most).
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", lb)).is_err() {
-            if let Some(status) = haproxy.0.try_wait().unwrap() {
-                panic!("haproxy exited ({status}) with {}", config.display());
-            }
-            assert!(Instant::now() < deadline, "haproxy did not listen in 10 s");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let env: Vec<(String, String)> = std::iter::once(("MCP_LB_PORT".into(), lb.to_string()))
+            .chain(
+                ports
+                    .iter()
+                    .enumerate()
+                    .map(|(i, port)| (format!("MCP_PORT_{}", i + 1), port.to_string())),
+            )
+            .collect();
+        let haproxy = start_haproxy(&config, &env, lb);
         Cluster {
             processes,
             ports,

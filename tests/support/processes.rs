@@ -357,3 +357,54 @@ impl Example {
 pub fn run_example(package: &str, name: &str, args: &[&str]) -> Vec<String> {
     Example::start(package, name, args).finish()
 }
+
+/// HAProxy's binary: `$HAPROXY`, else `haproxy` on `PATH`, in `/usr/sbin` or
+/// `/usr/local/sbin` (`scripts/test` and `.ci/run` install Debian's package when it is
+/// missing). The tests that start it fail without it: they never skip.
+pub fn haproxy() -> PathBuf {
+    if let Some(path) = std::env::var_os("HAPROXY") {
+        return path.into();
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/usr/local/sbin")])
+        .map(|dir| dir.join("haproxy"))
+        .find(|p| p.is_file())
+        .expect(
+            "haproxy not found ($HAPROXY, PATH, /usr/sbin): run scripts/test, which installs \
+             Debian's haproxy package as root, or install it (apt-get install haproxy)",
+        )
+}
+
+/// A port free on loopback now (for a program that must be given its port, as HAProxy).
+pub fn free_port() -> u16 {
+    let socket = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    socket.local_addr().unwrap().port()
+}
+
+/// HAProxy in the foreground (`-db`) with the config at `config` and `env` (the config's
+/// `"${VAR}"`s), killed when dropped; returns once it accepts connections on `port` (10 s
+/// at most).
+pub fn start_haproxy(config: &Path, env: &[(String, String)], port: u16) -> Running {
+    let mut haproxy = Running(
+        Command::new(haproxy())
+            .arg("-db")
+            .arg("-f")
+            .arg(config)
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start haproxy: {e}")),
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Some(status) = haproxy.0.try_wait().unwrap() {
+            panic!("haproxy exited ({status}) with {}", config.display());
+        }
+        assert!(Instant::now() < deadline, "haproxy did not listen in 10 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    haproxy
+}

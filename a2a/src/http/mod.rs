@@ -38,6 +38,7 @@
 mod push;
 mod rpc;
 mod stream;
+mod tasks;
 #[cfg(test)]
 mod tests;
 
@@ -50,6 +51,7 @@ use sansrpc::driver::Timers;
 use sansrpc::Instant;
 
 use crate::machine::{self, Run, RunId, StreamId, TaskMachine, Update, UpdateError, WaiterId};
+use crate::store::{Change, TaskStore};
 use crate::types::{AgentCard, Timestamp};
 use crate::version::AGENT_CARD_PATH;
 
@@ -164,6 +166,9 @@ pub enum Event {
     Stop(RunId),
     /// POST this notification.
     Push(Box<Delivery>),
+    /// Hand this change of a task to the [`Fanout`](crate::store::Fanout), for the other
+    /// processes (with [`Server::announce_changes`]).
+    Announce(Box<Change>),
 }
 
 /// What a timer is for.
@@ -195,6 +200,10 @@ pub struct Server {
     ready: BTreeSet<u64>,
     events: VecDeque<Event>,
     push: push::Configs,
+    /// Where tasks are kept beyond the machine (see [`crate::store`]).
+    task_store: Option<Box<dyn TaskStore>>,
+    store_errors: u64,
+    announce: bool,
 }
 
 impl std::fmt::Debug for Server {
@@ -242,6 +251,9 @@ impl Server {
             store_armed: false,
             ready: BTreeSet::new(),
             events: VecDeque::new(),
+            task_store: None,
+            store_errors: 0,
+            announce: false,
         }
     }
 
@@ -404,5 +416,6 @@ impl Server {
                 }
             }
         }
+        self.persist();
     }
 }

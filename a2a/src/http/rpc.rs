@@ -158,13 +158,16 @@ impl Server {
             methods::SEND_STREAMING_MESSAGE => return self.send(id, raw, SendMode::Streaming, now),
             methods::SUBSCRIBE_TO_TASK => return self.subscribe(head, id, raw, now),
             methods::GET_TASK => params::<GetTaskRequest>(raw)
-                .and_then(|p| self.tasks.get_task(&p))
+                .and_then(|p| self.get_task(&p))
                 .map(|t| to_json(&t)),
             methods::LIST_TASKS => params::<ListTasksRequest>(raw)
-                .and_then(|p| self.tasks.list_tasks(&p))
+                .and_then(|p| self.list_tasks(&p))
                 .map(|t| to_json(&t)),
             methods::CANCEL_TASK => params::<CancelTaskRequest>(raw)
-                .and_then(|p| self.tasks.handle_cancel(now.utc, &p))
+                .and_then(|p| {
+                    self.refresh(&p.id)?;
+                    self.tasks.handle_cancel(now.utc, &p)
+                })
                 .map(|t| to_json(&t)),
             methods::GET_EXTENDED_AGENT_CARD => return self.extended_card(&id, auth),
             push => self.push_call(push, raw),
@@ -198,6 +201,11 @@ impl Server {
                 ),
             );
             return answer(&id, Err(error));
+        }
+        if let Some(task) = &request.message.task_id {
+            if let Err(e) = self.refresh(task) {
+                return answer(&id, Err(e));
+            }
         }
         let sent = match self.tasks.handle_send(now.utc, request, mode) {
             Ok(sent) => sent,
@@ -258,6 +266,9 @@ impl Server {
         if let Err(e) = self.can_stream() {
             return answer(&id, Err(e));
         }
+        if let Err(e) = self.refresh(&request.id) {
+            return answer(&id, Err(e));
+        }
         match self.tasks.handle_subscribe(&request) {
             Ok(stream) => Verdict::Stream(self.open_sse(stream, id, now.instant)),
             Err(e) => answer(&id, Err(e)),
@@ -311,7 +322,8 @@ impl Server {
             methods::CREATE_TASK_PUSH_NOTIFICATION_CONFIG => {
                 let config = params::<TaskPushNotificationConfig>(raw)?;
                 let task = config.task_id.clone().unwrap_or_default();
-                if self.tasks.task(&task).is_none() {
+                self.refresh(&task)?;
+                if !self.tasks.contains(&task) {
                     return Err(A2aError::task_not_found(&task));
                 }
                 self.add_push(&task, config).map(|c| to_json(&c))
@@ -322,14 +334,14 @@ impl Server {
             }
             methods::LIST_TASK_PUSH_NOTIFICATION_CONFIGS => {
                 let p = params::<ListTaskPushNotificationConfigsRequest>(raw)?;
-                if self.tasks.task(&p.task_id).is_none() {
+                if !self.tasks.contains(&p.task_id) {
                     return Err(A2aError::task_not_found(&p.task_id));
                 }
                 Ok(to_json(&self.push.list(&p.task_id)))
             }
             _ => {
                 let p = params::<DeleteTaskPushNotificationConfigRequest>(raw)?;
-                if self.tasks.task(&p.task_id).is_none() {
+                if !self.tasks.contains(&p.task_id) {
                     return Err(A2aError::task_not_found(&p.task_id));
                 }
                 if let Some(watcher) = self.push.delete(&p.task_id, &p.id) {

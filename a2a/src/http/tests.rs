@@ -279,3 +279,198 @@ fn push_configs_are_bounded_per_task_and_checked() {
     assert_eq!(pushes[1].url, "http://h/1");
     assert!(String::from_utf8_lossy(&pushes[1].body).contains("statusUpdate"));
 }
+
+/// A task store two servers share, in memory (a test's stand-in for one bucket); `fail`
+/// makes every call fail.
+#[derive(Clone, Default)]
+struct SharedStore {
+    tasks: std::sync::Arc<std::sync::Mutex<BTreeMap<String, Vec<u8>>>>,
+    fail: bool,
+}
+
+impl TaskStore for SharedStore {
+    fn save(
+        &mut self,
+        version: u64,
+        task: &crate::types::Task,
+    ) -> Result<(), crate::store::StoreError> {
+        if self.fail {
+            return Err("the disk is gone".into());
+        }
+        let record = crate::store::encode_task(version, task);
+        self.tasks.lock().unwrap().insert(task.id.clone(), record);
+        Ok(())
+    }
+
+    fn load(
+        &mut self,
+        id: &str,
+    ) -> Result<Option<(u64, crate::types::Task)>, crate::store::StoreError> {
+        if self.fail {
+            return Err("the disk is gone".into());
+        }
+        let tasks = self.tasks.lock().unwrap();
+        tasks
+            .get(id)
+            .map(|r| crate::store::decode_task(r))
+            .transpose()
+    }
+
+    fn list(
+        &mut self,
+        each: &mut dyn FnMut(crate::types::Task),
+    ) -> Result<(), crate::store::StoreError> {
+        if self.fail {
+            return Err("the disk is gone".into());
+        }
+        for record in self.tasks.lock().unwrap().values() {
+            each(crate::store::decode_task(record)?.1);
+        }
+        Ok(())
+    }
+}
+
+/// The result of a JSON answer.
+fn result(verdict: &Verdict) -> Value {
+    let Verdict::Respond(r) = verdict else {
+        panic!("{verdict:?}")
+    };
+    let v: Value = serde_json::from_slice(&r.body).unwrap();
+    v.get("result").cloned().unwrap_or_else(|| panic!("{v}"))
+}
+
+/// What `from` announced, handed to `to` as the fan-out would; the rest of `from`'s events.
+fn carry(from: &mut Server, to: &mut Server, now: Now) -> Vec<Event> {
+    let mut rest = Vec::new();
+    while let Some(event) = from.poll_event() {
+        match event {
+            Event::Announce(change) => to.handle_remote(now, &change),
+            other => rest.push(other),
+        }
+    }
+    rest
+}
+
+fn pair() -> (Server, Server) {
+    let store = SharedStore::default();
+    let [a, b] = [1, 2].map(|seed| {
+        let mut server = Server::new(Config::default(), card(), SeededIds::new(seed));
+        server.set_task_store(Box::new(store.clone()));
+        server.announce_changes(true);
+        server
+    });
+    (a, b)
+}
+
+fn run_of(events: &[Event]) -> RunId {
+    events
+        .iter()
+        .find_map(|e| match e {
+            Event::Run(run) => Some(run.id),
+            _ => None,
+        })
+        .expect("a run")
+}
+
+/// Two servers on one store, the changes carried between them by hand: a task created on
+/// A is read and listed on B, a stream on B gets A's events, and B's cancel stops A's run.
+#[test]
+fn two_servers_on_one_store_share_tasks_events_and_cancels() {
+    let (mut a, mut b) = pair();
+    let immediately = serde_json::json!({
+        "message": {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "work"}]},
+        "configuration": {"returnImmediately": true},
+    });
+    let created = result(&call(&mut a, "SendMessage", immediately, at(0)));
+    let id = created["task"]["id"].as_str().unwrap().to_owned();
+    let run = run_of(&carry(&mut a, &mut b, at(0)));
+    a.handle_update(at(1), run, Update::status(TaskState::Working, None))
+        .unwrap();
+    carry(&mut a, &mut b, at(1));
+
+    let got = result(&call(
+        &mut b,
+        "GetTask",
+        serde_json::json!({"id": id}),
+        at(2),
+    ));
+    assert_eq!(got["status"]["state"], "TASK_STATE_WORKING");
+    let listed = result(&call(&mut b, "ListTasks", serde_json::json!({}), at(2)));
+    assert_eq!(listed["tasks"][0]["id"], id.as_str());
+
+    let on_b = stream(call(
+        &mut b,
+        "SubscribeToTask",
+        serde_json::json!({"id": id}),
+        at(3),
+    ));
+    let artifact = crate::types::Artifact::text("a-1", "half");
+    a.handle_update(at(4), run, Update::artifact(artifact))
+        .unwrap();
+    carry(&mut a, &mut b, at(4));
+    let (text, _) = drain(&mut b, on_b);
+    assert!(text.contains("\"half\""), "{text}");
+
+    let canceled = result(&call(
+        &mut b,
+        "CancelTask",
+        serde_json::json!({"id": id}),
+        at(5),
+    ));
+    assert_eq!(canceled["status"]["state"], "TASK_STATE_CANCELED");
+    let (text, step) = drain(&mut b, on_b);
+    assert!(text.contains("TASK_STATE_CANCELED"), "{text}");
+    assert_eq!(step, BodyStep::End);
+    let on_a = carry(&mut b, &mut a, at(5));
+    assert!(on_a.is_empty(), "B runs nothing: {on_a:?}");
+    let stopped = carry(&mut a, &mut b, at(5));
+    assert!(
+        stopped
+            .iter()
+            .any(|e| matches!(e, Event::Stop(r) if *r == run)),
+        "{stopped:?}"
+    );
+    assert!(a
+        .handle_update(at(6), run, Update::status(TaskState::Completed, None))
+        .is_err());
+    let got = result(&call(
+        &mut a,
+        "GetTask",
+        serde_json::json!({"id": id}),
+        at(7),
+    ));
+    assert_eq!(got["status"]["state"], "TASK_STATE_CANCELED");
+    assert_eq!(got["artifacts"][0]["artifactId"], "a-1");
+    assert_eq!((a.store_errors(), b.store_errors()), (0, 0));
+}
+
+/// A store that fails: reads answer an internal error that says so, and are counted.
+#[test]
+fn a_failing_store_is_an_internal_error_not_a_panic() {
+    let mut server = Server::new(Config::default(), card(), SeededIds::new(1));
+    server.set_task_store(Box::new(SharedStore {
+        fail: true,
+        ..Default::default()
+    }));
+    let verdict = call(
+        &mut server,
+        "GetTask",
+        serde_json::json!({"id": "t-1"}),
+        at(0),
+    );
+    assert_eq!(error_code(&verdict), -32603);
+    let verdict = call(&mut server, "ListTasks", serde_json::json!({}), at(0));
+    assert_eq!(error_code(&verdict), -32603);
+    // A new task is still taken (kept in memory); its saves fail and are counted.
+    let created = result(&call(
+        &mut server,
+        "SendMessage",
+        serde_json::json!({
+            "message": {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "x"}]},
+            "configuration": {"returnImmediately": true},
+        }),
+        at(1),
+    ));
+    assert_eq!(created["task"]["status"]["state"], "TASK_STATE_SUBMITTED");
+    assert!(server.store_errors() >= 3, "{}", server.store_errors());
+}

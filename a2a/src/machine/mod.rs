@@ -81,12 +81,13 @@
 mod config;
 mod event;
 mod ids;
-mod list;
+pub(crate) mod list;
 pub(crate) mod size;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::mem;
 
+pub use crate::store::Change;
 pub use config::{Config, Limits};
 pub use event::{Event, Run, RunId, SendMode, Sent, StreamId, Update, UpdateError, WaiterId};
 pub use ids::{IdSource, SeededIds};
@@ -102,7 +103,7 @@ use crate::{A2aError, ErrorKind};
 pub struct TaskMachine {
     config: Config,
     ids: Box<dyn IdSource + Send>,
-    tasks: BTreeMap<String, Entry>,
+    tasks: BTreeMap<String, Slot>,
     /// Every task by (status time, id): `ListTasks`' order, and eviction's.
     by_status: BTreeSet<(Timestamp, String)>,
     runs: BTreeMap<RunId, String>,
@@ -111,6 +112,173 @@ pub struct TaskMachine {
     /// The last run, stream or waiter id handed out.
     counter: u64,
     events: VecDeque<Event>,
+    /// [`track_changes`](TaskMachine::track_changes): the changes not yet taken.
+    tracking: bool,
+    changes: VecDeque<Change>,
+    /// While a change from another process is applied: its version.
+    applying: Option<u64>,
+}
+
+/// What became of a change from another process ([`TaskMachine::handle_remote`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Remote {
+    /// The copy of the task here took it (its streams got the event).
+    Applied,
+    /// Nothing to do: the task is not held here, the change is one the copy has, or the
+    /// task runs here (its copy here is the one that counts).
+    Ignored,
+    /// The copy here missed changes before this one: load the task again and
+    /// [`adopt`](TaskMachine::adopt) it.
+    Gap,
+}
+
+/// A task kept: live (being worked on, watched or waited for) or, once it is terminal and
+/// nothing goes on around it, frozen: its JSON, which is all a finished task needs to be
+/// read, at a fraction of the memory of its structs.
+enum Slot {
+    Live(Box<Entry>),
+    Frozen(Frozen),
+}
+
+/// A terminal task that nothing watches: what `ListTasks` filters on, and the task as JSON.
+struct Frozen {
+    version: u64,
+    state: TaskState,
+    time: Option<Timestamp>,
+    context_id: Box<str>,
+    json: Box<[u8]>,
+}
+
+impl Slot {
+    fn live(&self) -> Option<&Entry> {
+        match self {
+            Slot::Live(entry) => Some(entry),
+            Slot::Frozen(_) => None,
+        }
+    }
+
+    fn live_mut(&mut self) -> Option<&mut Entry> {
+        match self {
+            Slot::Live(entry) => Some(entry),
+            Slot::Frozen(_) => None,
+        }
+    }
+
+    fn version(&self) -> u64 {
+        match self {
+            Slot::Live(entry) => entry.version,
+            Slot::Frozen(f) => f.version,
+        }
+    }
+
+    fn state(&self) -> TaskState {
+        match self {
+            Slot::Live(entry) => entry.task.status.state,
+            Slot::Frozen(f) => f.state,
+        }
+    }
+
+    fn context_id(&self) -> &str {
+        match self {
+            Slot::Live(entry) => &entry.task.context_id,
+            Slot::Frozen(f) => &f.context_id,
+        }
+    }
+
+    fn time(&self) -> Option<Timestamp> {
+        match self {
+            Slot::Live(entry) => entry.task.status.timestamp,
+            Slot::Frozen(f) => f.time,
+        }
+    }
+
+    /// The task `id` (this slot's), whole.
+    fn task(&self, id: &str) -> Task {
+        match self {
+            Slot::Live(entry) => entry.task.clone(),
+            Slot::Frozen(f) => f.thaw(id),
+        }
+    }
+
+    /// The task `id` (this slot's) as a reader gets it (see [`snapshot`]).
+    fn snapshot(&self, id: &str, history_length: Option<usize>, with_artifacts: bool) -> Task {
+        match self {
+            Slot::Live(entry) => snapshot(&entry.task, history_length, with_artifacts),
+            Slot::Frozen(f) => {
+                let mut task = f.thaw(id);
+                if let Some(n) = history_length {
+                    let cut = task.history.len().saturating_sub(n);
+                    task.history.drain(..cut);
+                }
+                if !with_artifacts {
+                    task.artifacts = Vec::new();
+                }
+                task
+            }
+        }
+    }
+}
+
+/// Deepest nesting a frozen task's JSON may have: serde_json reads 128 levels, and an
+/// agent's data (a `Value` it built) may be deeper. Such a task stays live.
+const MAX_FROZEN_DEPTH: usize = 100;
+
+/// How deeply `json` nests (objects and arrays), strings skipped.
+fn json_depth(json: &[u8]) -> usize {
+    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &b in json {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+impl Frozen {
+    /// `task` frozen, unless its JSON would not read back (too deep).
+    fn of(version: u64, task: &Task) -> Option<Frozen> {
+        let json = serde_json::to_vec(task).ok()?;
+        if json_depth(&json) > MAX_FROZEN_DEPTH {
+            return None;
+        }
+        Some(Frozen {
+            version,
+            state: task.status.state,
+            time: task.status.timestamp,
+            context_id: task.context_id.as_str().into(),
+            json: json.into_boxed_slice(),
+        })
+    }
+
+    /// The task back from its JSON (the machine's own, shallow enough to read back). Should
+    /// it not read, what the slot knows of it: its id, context and status.
+    fn thaw(&self, id: &str) -> Task {
+        serde_json::from_slice(&self.json).unwrap_or_else(|_| Task {
+            id: id.to_owned(),
+            context_id: self.context_id.to_string(),
+            status: TaskStatus {
+                state: self.state,
+                message: None,
+                timestamp: self.time,
+            },
+            ..Task::default()
+        })
+    }
 }
 
 /// One task and what goes on around it.
@@ -122,6 +290,8 @@ struct Entry {
     /// Beside `task.artifacts`, index for index.
     artifacts: Vec<ArtifactInfo>,
     artifact_bytes: usize,
+    /// One more at every change of the task.
+    version: u64,
 }
 
 struct ActiveRun {
@@ -174,10 +344,43 @@ fn snapshot(task: &Task, history_length: Option<usize>, with_artifacts: bool) ->
     }
 }
 
-fn state_error(kind: ErrorKind, task: &Task, what: &str) -> A2aError {
-    let state = task.status.state.as_str();
-    A2aError::new(kind, format!("Task {} is {state}: {what}", task.id))
-        .with_metadata("taskId", task.id.clone())
+/// The live entry of task `id`, which the caller knows to be live (not terminal, or with a
+/// run, a message or a stream around it).
+fn live<'a>(tasks: &'a BTreeMap<String, Slot>, id: &str) -> &'a Entry {
+    tasks
+        .get(id)
+        .and_then(Slot::live)
+        .expect("a task with something going on is live")
+}
+
+fn live_mut<'a>(tasks: &'a mut BTreeMap<String, Slot>, id: &str) -> &'a mut Entry {
+    tasks
+        .get_mut(id)
+        .and_then(Slot::live_mut)
+        .expect("a task with something going on is live")
+}
+
+/// The streams of `entry` that get a status event: all of them; when it is their `last`,
+/// they are closed (out of `entry` and of `open`, the machine's index).
+fn take_streams(
+    entry: &mut Entry,
+    last: bool,
+    open: &mut BTreeMap<StreamId, String>,
+) -> Vec<StreamId> {
+    if !last {
+        return entry.streams.clone();
+    }
+    let streams = mem::take(&mut entry.streams);
+    for s in &streams {
+        open.remove(s);
+    }
+    streams
+}
+
+fn state_error(kind: ErrorKind, id: &str, state: TaskState, what: &str) -> A2aError {
+    let state = state.as_str();
+    A2aError::new(kind, format!("Task {id} is {state}: {what}"))
+        .with_metadata("taskId", id.to_owned())
         .with_metadata("state", state)
 }
 
@@ -194,6 +397,262 @@ impl TaskMachine {
             waiters: BTreeMap::new(),
             counter: 0,
             events: VecDeque::new(),
+            tracking: false,
+            changes: VecDeque::new(),
+            applying: None,
+        }
+    }
+
+    /// Keeps a [`Change`] for every change of a task from now on, for
+    /// [`poll_change`](Self::poll_change) (off by default). The HTTP machine turns it on
+    /// when it has a task store, and drains the changes after every input: a driver that
+    /// turns it on must do the same, or they pile up.
+    pub fn track_changes(&mut self, on: bool) {
+        self.tracking = on;
+        if !on {
+            self.changes.clear();
+        }
+    }
+
+    /// The next change of a task, oldest first (with [`track_changes`](Self::track_changes)).
+    pub fn poll_change(&mut self) -> Option<Change> {
+        self.changes.pop_front()
+    }
+
+    /// The version of task `id`: 1 when created, one more at every change (a message, a
+    /// status, an artifact) since.
+    pub fn version(&self, id: &str) -> Option<u64> {
+        self.tasks.get(id).map(Slot::version)
+    }
+
+    /// Whether an agent run of task `id` goes on in this machine (or a message waits for
+    /// one).
+    pub fn runs_here(&self, id: &str) -> bool {
+        self.tasks
+            .get(id)
+            .and_then(Slot::live)
+            .is_some_and(|e| e.run.is_some() || !e.queued.is_empty())
+    }
+
+    /// The tasks held here that streams watch and that do not run here: those whose events
+    /// come from other processes.
+    pub fn watched_elsewhere(&self) -> Vec<String> {
+        self.tasks
+            .iter()
+            .filter(|(_, slot)| {
+                slot.live()
+                    .is_some_and(|e| !e.streams.is_empty() && e.run.is_none())
+            })
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    /// Takes `task` at `version` as a store has it (saved by another process, or before a
+    /// restart), in place of the copy held here unless that one is as new or runs here.
+    /// Streams open on the task get its status when it changed (and end when it is
+    /// terminal). True when the task was taken; `Err` when there is no room for it (every
+    /// task kept is running).
+    pub fn adopt(&mut self, version: u64, task: Task) -> Result<bool, A2aError> {
+        let artifacts: Vec<ArtifactInfo> = task
+            .artifacts
+            .iter()
+            .map(|a| ArtifactInfo {
+                bytes: size::artifact_size(a),
+                closed: false,
+            })
+            .collect();
+        let artifact_bytes = artifacts.iter().map(|a| a.bytes).sum();
+        let id = task.id.clone();
+        let time = task.status.timestamp.unwrap_or_default();
+        let fresh = |task, artifacts, artifact_bytes| {
+            Slot::Live(Box::new(Entry {
+                task,
+                run: None,
+                queued: VecDeque::new(),
+                streams: Vec::new(),
+                artifacts,
+                artifact_bytes,
+                version,
+            }))
+        };
+        let entry = match self.tasks.get_mut(&id) {
+            None => {
+                self.make_room()?;
+                self.by_status.insert((time, id.clone()));
+                self.tasks
+                    .insert(id.clone(), fresh(task, artifacts, artifact_bytes));
+                self.freeze_if_done(&id);
+                return Ok(true);
+            }
+            Some(Slot::Frozen(frozen)) => {
+                if version <= frozen.version {
+                    return Ok(false);
+                }
+                let old = (frozen.time.unwrap_or_default(), id.clone());
+                self.by_status.remove(&old);
+                self.by_status.insert((time, id.clone()));
+                self.tasks
+                    .insert(id.clone(), fresh(task, artifacts, artifact_bytes));
+                self.freeze_if_done(&id);
+                return Ok(true);
+            }
+            Some(Slot::Live(entry)) => entry,
+        };
+        if entry.run.is_some() || !entry.queued.is_empty() || version <= entry.version {
+            return Ok(false);
+        }
+        let old = (entry.task.status.timestamp.unwrap_or_default(), id.clone());
+        let moved = entry.task.status != task.status;
+        entry.task = task;
+        entry.artifacts = artifacts;
+        entry.artifact_bytes = artifact_bytes;
+        entry.version = version;
+        self.by_status.remove(&old);
+        self.by_status.insert((time, id.clone()));
+        if moved && !entry.streams.is_empty() {
+            let state = entry.task.status.state;
+            let last = state.is_terminal()
+                || (state == TaskState::InputRequired && self.config.end_streams_on_input_required);
+            let streams = take_streams(entry, last, &mut self.streams);
+            let event = TaskStatusUpdateEvent {
+                task_id: id.clone(),
+                context_id: entry.task.context_id.clone(),
+                status: entry.task.status.clone(),
+                metadata: None,
+            };
+            self.events.push_back(Event::Stream {
+                streams,
+                response: StreamResponse::StatusUpdate(event),
+                last,
+            });
+        }
+        self.freeze_if_done(&id);
+        Ok(true)
+    }
+
+    /// Freezes task `id` when it is terminal and nothing goes on around it any more (no
+    /// run, no message waiting, no stream): from then on it is kept as its JSON.
+    fn freeze_if_done(&mut self, id: &str) {
+        let Some(slot) = self.tasks.get_mut(id) else {
+            return;
+        };
+        let Slot::Live(entry) = slot else {
+            return;
+        };
+        let done = entry.task.status.state.is_terminal()
+            && entry.run.is_none()
+            && entry.queued.is_empty()
+            && entry.streams.is_empty();
+        if done {
+            if let Some(frozen) = Frozen::of(entry.version, &entry.task) {
+                *slot = Slot::Frozen(frozen);
+            }
+        }
+    }
+
+    /// A change another process made ([`Change`], from a [`Fanout`](crate::store::Fanout)),
+    /// applied to the copy of the task held here: its streams get the event as if the
+    /// change were made here. A change is applied once, in version order; a task that runs
+    /// here takes nothing from elsewhere but a terminal status (a `CancelTask` another
+    /// process answered), which stops its run. Applying records no change of its own (it is
+    /// not announced again), except that terminal status on a task running here, whose copy
+    /// is then saved and announced once (a process that took this run's own change of the
+    /// same version first takes it then; the one that canceled ignores it, its copy being
+    /// terminal).
+    pub fn handle_remote(&mut self, now: Timestamp, change: &Change) -> Remote {
+        let Some(event) = &change.event else {
+            return Remote::Ignored;
+        };
+        let Some(slot) = self.tasks.get(&change.task_id) else {
+            return Remote::Ignored;
+        };
+        let id = change.task_id.as_str();
+        if slot.state().is_terminal() {
+            return Remote::Ignored;
+        }
+        let entry = live(&self.tasks, id);
+        if entry.run.is_some() || !entry.queued.is_empty() {
+            let StreamResponse::StatusUpdate(e) = event else {
+                return Remote::Ignored;
+            };
+            if !e.status.state.is_terminal() {
+                return Remote::Ignored;
+            }
+            let time = e.status.timestamp.unwrap_or(now);
+            let (state, message) = (e.status.state, e.status.message.clone());
+            self.set_status(time, id, state, message, e.metadata.clone());
+            let entry = self
+                .tasks
+                .get_mut(id)
+                .and_then(Slot::live_mut)
+                .expect("present");
+            entry.version = entry.version.max(change.version + 1);
+            // Saved, and announced once more with a version past the cancel's: a process
+            // that took this run's own change of the cancel's version first (each process
+            // made one) ignored the cancel, and takes this one.
+            if let Some(last) = self.changes.back_mut().filter(|c| c.task_id == id) {
+                last.version = entry.version;
+            }
+            if let Some(run) = entry.run.take() {
+                self.runs.remove(&run.id);
+                self.events.push_back(Event::Stop {
+                    run: run.id,
+                    task_id: id.to_owned(),
+                });
+            }
+            self.freeze_if_done(id);
+            return Remote::Applied;
+        }
+        if change.version <= entry.version {
+            return Remote::Ignored;
+        }
+        if change.version > entry.version + 1 {
+            return Remote::Gap;
+        }
+        self.applying = Some(change.version);
+        let applied = match event {
+            StreamResponse::StatusUpdate(e) => {
+                let time = e.status.timestamp.unwrap_or(now);
+                let (state, message) = (e.status.state, e.status.message.clone());
+                self.set_status(time, id, state, message, e.metadata.clone());
+                true
+            }
+            StreamResponse::ArtifactUpdate(e) => self
+                .apply_artifact(
+                    id,
+                    e.artifact.clone(),
+                    e.append,
+                    e.last_chunk,
+                    e.metadata.clone(),
+                )
+                .is_ok(),
+            _ => false,
+        };
+        self.applying = None;
+        if applied {
+            self.freeze_if_done(id);
+            Remote::Applied
+        } else {
+            Remote::Gap
+        }
+    }
+
+    /// Task `task_id` changed: its version moves on, and the change is kept for the driver.
+    fn changed(&mut self, task_id: &str, event: Option<StreamResponse>) {
+        let Some(entry) = self.tasks.get_mut(task_id).and_then(Slot::live_mut) else {
+            return;
+        };
+        if let Some(version) = self.applying {
+            entry.version = version;
+            return;
+        }
+        entry.version += 1;
+        if self.tracking {
+            self.changes.push_back(Change {
+                task_id: task_id.to_owned(),
+                version: entry.version,
+                event,
+            });
         }
     }
 
@@ -202,9 +661,19 @@ impl TaskMachine {
         &self.config
     }
 
-    /// The task `id`, whole.
-    pub fn task(&self, id: &str) -> Option<&Task> {
-        self.tasks.get(id).map(|e| &e.task)
+    /// The task `id`, whole (a copy: a finished task is kept as its JSON, read back here).
+    pub fn task(&self, id: &str) -> Option<Task> {
+        self.tasks.get(id).map(|slot| slot.task(id))
+    }
+
+    /// Whether task `id` is kept.
+    pub fn contains(&self, id: &str) -> bool {
+        self.tasks.contains_key(id)
+    }
+
+    /// The state of task `id`.
+    pub fn state(&self, id: &str) -> Option<TaskState> {
+        self.tasks.get(id).map(Slot::state)
     }
 
     /// The ids of the tasks kept, in no particular order.
@@ -267,8 +736,9 @@ impl TaskMachine {
         let task_id = match message.task_id.clone() {
             Some(task_id) => {
                 self.check_follow_up(&task_id, &message, mode)?;
-                let entry = self.tasks.get_mut(&task_id).expect("checked");
+                let entry = live_mut(&mut self.tasks, &task_id);
                 entry.task.history.push(message.clone());
+                self.changed(&task_id, None);
                 task_id
             }
             None => self.create_task(now, &message, mode)?,
@@ -279,7 +749,7 @@ impl TaskMachine {
             metadata,
             waiter: None,
         };
-        let entry = &self.tasks[&task_id];
+        let entry = live(&self.tasks, &task_id);
         let sent = if immediate {
             Sent::Task(Box::new(snapshot(&entry.task, history_length, true)))
         } else if mode == SendMode::Streaming {
@@ -291,7 +761,7 @@ impl TaskMachine {
             queued.waiter = Some(Waiter { id, history_length });
             Sent::Waiting(id)
         };
-        let entry = self.tasks.get_mut(&task_id).expect("present");
+        let entry = live_mut(&mut self.tasks, &task_id);
         if entry.run.is_some() {
             entry.queued.push_back(queued);
         } else {
@@ -355,18 +825,20 @@ impl TaskMachine {
         mode: SendMode,
     ) -> Result<(), A2aError> {
         let limits = &self.config.limits;
-        let entry = self
+        let slot = self
             .tasks
             .get(task_id)
             .ok_or_else(|| A2aError::task_not_found(task_id))?;
-        let task = &entry.task;
-        if task.status.state.is_terminal() {
+        if slot.state().is_terminal() {
             return Err(state_error(
                 ErrorKind::UnsupportedOperation,
-                task,
+                task_id,
+                slot.state(),
                 "a terminal task takes no more messages",
             ));
         }
+        let entry = live(&self.tasks, task_id);
+        let task = &entry.task;
         if let Some(context_id) = message
             .context_id
             .as_ref()
@@ -449,15 +921,17 @@ impl TaskMachine {
         self.by_status.insert((now, id.clone()));
         self.tasks.insert(
             id.clone(),
-            Entry {
+            Slot::Live(Box::new(Entry {
                 task,
                 run: None,
                 queued: VecDeque::new(),
                 streams: Vec::new(),
                 artifacts: Vec::new(),
                 artifact_bytes: 0,
-            },
+                version: 0,
+            })),
         );
+        self.changed(&id, None);
         Ok(id)
     }
 
@@ -484,7 +958,7 @@ impl TaskMachine {
         let victim = self
             .by_status
             .iter()
-            .find(|(_, id)| self.tasks[id].task.status.state.is_terminal())
+            .find(|(_, id)| self.tasks[id].state().is_terminal())
             .cloned();
         let Some(key) = victim else {
             return Err(A2aError::new(
@@ -493,14 +967,14 @@ impl TaskMachine {
             ));
         };
         self.by_status.remove(&key);
-        let entry = self.tasks.remove(&key.1).expect("indexed");
+        let slot = self.tasks.remove(&key.1).expect("indexed");
         // A terminal task has no streams, waiters or queued messages left; its run may
         // not have reported its end yet.
-        if let Some(run) = entry.run {
+        if let Some(run) = slot.live().and_then(|e| e.run.as_ref()) {
             self.runs.remove(&run.id);
             self.events.push_back(Event::Stop {
                 run: run.id,
-                task_id: key.1,
+                task_id: key.1.clone(),
             });
         }
         Ok(())
@@ -509,11 +983,7 @@ impl TaskMachine {
     fn open_stream(&mut self, task_id: &str, first: Task) -> StreamId {
         let id = StreamId(self.next_counter());
         self.streams.insert(id, task_id.to_owned());
-        self.tasks
-            .get_mut(task_id)
-            .expect("present")
-            .streams
-            .push(id);
+        live_mut(&mut self.tasks, task_id).streams.push(id);
         self.events.push_back(Event::Stream {
             streams: vec![id],
             response: StreamResponse::Task(first),
@@ -524,7 +994,7 @@ impl TaskMachine {
 
     fn start_run(&mut self, task_id: &str, queued: Queued) {
         let id = RunId(self.next_counter());
-        let entry = self.tasks.get_mut(task_id).expect("present");
+        let entry = live_mut(&mut self.tasks, task_id);
         entry.run = Some(ActiveRun {
             id,
             waiters: queued.waiter.into_iter().collect(),
@@ -542,7 +1012,7 @@ impl TaskMachine {
     /// Answers `waiter` with the task as it is now.
     fn reply(&mut self, task_id: &str, waiter: Waiter) {
         self.waiters.remove(&waiter.id);
-        let task = snapshot(&self.tasks[task_id].task, waiter.history_length, true);
+        let task = self.tasks[task_id].snapshot(task_id, waiter.history_length, true);
         self.events.push_back(Event::Reply {
             waiter: waiter.id,
             response: SendMessageResponse::Task(task),
@@ -561,7 +1031,7 @@ impl TaskMachine {
             .get(&run)
             .cloned()
             .ok_or(UpdateError::UnknownRun(run))?;
-        let state = self.tasks[&task_id].task.status.state;
+        let state = self.tasks[&task_id].state();
         if state.is_terminal() {
             return Err(UpdateError::Finished(state));
         }
@@ -614,7 +1084,7 @@ impl TaskMachine {
         if message.role == Role::Unspecified {
             message.role = Role::Agent;
         }
-        let task = &self.tasks[task_id].task;
+        let task = &live(&self.tasks, task_id).task;
         message.task_id.get_or_insert_with(|| task.id.clone());
         message
             .context_id
@@ -633,7 +1103,7 @@ impl TaskMachine {
     ) {
         let max_history = self.config.limits.max_history;
         let end_on_input = self.config.end_streams_on_input_required;
-        let entry = self.tasks.get_mut(task_id).expect("present");
+        let entry = live_mut(&mut self.tasks, task_id);
         let task = &mut entry.task;
         if let Some(m) = &message {
             if task.history.len() < max_history {
@@ -656,29 +1126,24 @@ impl TaskMachine {
             timestamp: Some(now),
         };
         let last = state.is_terminal() || (state == TaskState::InputRequired && end_on_input);
-        if !entry.streams.is_empty() {
-            let streams = if last {
-                mem::take(&mut entry.streams)
-            } else {
-                entry.streams.clone()
-            };
-            if last {
-                for s in &streams {
-                    self.streams.remove(s);
-                }
-            }
-            let event = TaskStatusUpdateEvent {
+        let event = (!entry.streams.is_empty() || self.tracking).then(|| {
+            StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
                 task_id: entry.task.id.clone(),
                 context_id: entry.task.context_id.clone(),
                 status: entry.task.status.clone(),
                 metadata,
-            };
+            })
+        });
+        if let Some(response) = event.clone().filter(|_| !entry.streams.is_empty()) {
+            let streams = take_streams(entry, last, &mut self.streams);
             self.events.push_back(Event::Stream {
                 streams,
-                response: StreamResponse::StatusUpdate(event),
+                response,
                 last,
             });
         }
+        self.changed(task_id, event);
+        let entry = live_mut(&mut self.tasks, task_id);
         let mut answered = Vec::new();
         if state.is_terminal() || state.is_interrupted() {
             if let Some(run) = &mut entry.run {
@@ -727,7 +1192,7 @@ impl TaskMachine {
             artifact.artifact_id = self.ids.next_id();
         }
         let (max_artifacts, max_bytes) = (limits.max_artifacts, limits.max_artifact_bytes);
-        let entry = self.tasks.get_mut(task_id).expect("present");
+        let entry = live_mut(&mut self.tasks, task_id);
         let index = entry
             .task
             .artifacts
@@ -789,21 +1254,24 @@ impl TaskMachine {
                 entry.artifact_bytes += bytes;
             }
         }
-        if !entry.streams.is_empty() {
-            let event = TaskArtifactUpdateEvent {
+        let event = (!entry.streams.is_empty() || self.tracking).then(|| {
+            StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
                 task_id: entry.task.id.clone(),
                 context_id: entry.task.context_id.clone(),
                 artifact,
                 append,
                 last_chunk,
                 metadata,
-            };
+            })
+        });
+        if let Some(response) = event.clone().filter(|_| !entry.streams.is_empty()) {
             self.events.push_back(Event::Stream {
                 streams: entry.streams.clone(),
-                response: StreamResponse::ArtifactUpdate(event),
+                response,
                 last: false,
             });
         }
+        self.changed(task_id, event);
         Ok(())
     }
 
@@ -816,7 +1284,7 @@ impl TaskMachine {
         let Some(task_id) = self.runs.remove(&run) else {
             return;
         };
-        let entry = self.tasks.get_mut(&task_id).expect("a run's task is kept");
+        let entry = live_mut(&mut self.tasks, &task_id);
         let waiters = entry.run.take().map(|r| r.waiters).unwrap_or_default();
         let next = if entry.task.status.state.is_terminal() {
             None
@@ -829,6 +1297,7 @@ impl TaskMachine {
         if let Some(queued) = next {
             self.start_run(&task_id, queued);
         }
+        self.freeze_if_done(&task_id);
     }
 
     /// `CancelTask`: a task that is not terminal becomes canceled (its streams get the
@@ -840,27 +1309,31 @@ impl TaskMachine {
         request: &CancelTaskRequest,
     ) -> Result<Task, A2aError> {
         let id = &request.id;
-        let entry = self
+        let slot = self
             .tasks
             .get(id)
             .ok_or_else(|| A2aError::task_not_found(id))?;
-        if entry.task.status.state.is_terminal() {
+        if slot.state().is_terminal() {
             return Err(state_error(
                 ErrorKind::TaskNotCancelable,
-                &entry.task,
+                id,
+                slot.state(),
                 "it cannot be canceled",
             ));
         }
         self.set_status(now, id, TaskState::Canceled, None, None);
-        let entry = self.tasks.get_mut(id).expect("present");
-        if let Some(run) = entry.run.take() {
+        let entry = live_mut(&mut self.tasks, id);
+        let run = entry.run.take();
+        let task = entry.task.clone();
+        if let Some(run) = run {
             self.runs.remove(&run.id);
             self.events.push_back(Event::Stop {
                 run: run.id,
                 task_id: id.clone(),
             });
         }
-        Ok(entry.task.clone())
+        self.freeze_if_done(id);
+        Ok(task)
     }
 
     /// `SubscribeToTask`: a stream of the task's events, the task first. A terminal task
@@ -870,17 +1343,19 @@ impl TaskMachine {
         request: &SubscribeToTaskRequest,
     ) -> Result<StreamId, A2aError> {
         let id = &request.id;
-        let entry = self
+        let slot = self
             .tasks
             .get(id)
             .ok_or_else(|| A2aError::task_not_found(id))?;
-        if entry.task.status.state.is_terminal() {
+        if slot.state().is_terminal() {
             return Err(state_error(
                 ErrorKind::UnsupportedOperation,
-                &entry.task,
+                id,
+                slot.state(),
                 "a terminal task has no more events",
             ));
         }
+        let entry = live(&self.tasks, id);
         if entry.streams.len() >= self.config.limits.max_streams_per_task {
             return Err(self.streams_full(id));
         }
@@ -892,7 +1367,7 @@ impl TaskMachine {
     /// task are not affected.
     pub fn close_stream(&mut self, stream: StreamId) {
         if let Some(task_id) = self.streams.remove(&stream) {
-            if let Some(entry) = self.tasks.get_mut(&task_id) {
+            if let Some(entry) = self.tasks.get_mut(&task_id).and_then(Slot::live_mut) {
                 entry.streams.retain(|s| *s != stream);
             }
         }
@@ -904,7 +1379,7 @@ impl TaskMachine {
         let Some(task_id) = self.waiters.remove(&waiter) else {
             return;
         };
-        let Some(entry) = self.tasks.get_mut(&task_id) else {
+        let Some(entry) = self.tasks.get_mut(&task_id).and_then(Slot::live_mut) else {
             return;
         };
         if let Some(run) = &mut entry.run {
@@ -920,11 +1395,11 @@ impl TaskMachine {
     /// `GetTask`: the task, with at most `historyLength` recent messages.
     pub fn get_task(&self, request: &GetTaskRequest) -> Result<Task, A2aError> {
         let history_length = history_length(request.history_length)?;
-        let entry = self
+        let slot = self
             .tasks
             .get(&request.id)
             .ok_or_else(|| A2aError::task_not_found(&request.id))?;
-        Ok(snapshot(&entry.task, history_length, true))
+        Ok(slot.snapshot(&request.id, history_length, true))
     }
 
     /// `ListTasks`: the tasks that pass the filters, most recently updated first (by
@@ -935,67 +1410,37 @@ impl TaskMachine {
     /// `nextPageToken` marks where the page ended, so a page that follows skips no task
     /// that was there before (a task updated meanwhile moves to the front).
     pub fn list_tasks(&self, request: &ListTasksRequest) -> Result<ListTasksResponse, A2aError> {
-        let page_size = match request.page_size {
-            None => list::DEFAULT_PAGE_SIZE,
-            Some(n) if (1..=list::MAX_PAGE_SIZE).contains(&n) => n,
-            Some(n) => {
-                return Err(A2aError::invalid_params(format!(
-                    "pageSize must be between 1 and {}, not {n}",
-                    list::MAX_PAGE_SIZE
-                )))
-            }
-        };
-        let history_length = history_length(request.history_length)?;
-        let cursor = match request.page_token.as_deref() {
-            None => None,
-            Some(token) => Some(list::decode_cursor(token).ok_or_else(|| {
-                A2aError::invalid_params("pageToken is not a token this agent gave")
-            })?),
-        };
-        let with_artifacts = request.include_artifacts == Some(true);
-        let passes = |task: &Task| {
-            request
-                .context_id
-                .as_ref()
-                .map_or(true, |c| *c == task.context_id)
-                && (request.status == TaskState::Unspecified || request.status == task.status.state)
-                && request.status_timestamp_after.map_or(true, |after| {
-                    task.status.timestamp.is_some_and(|t| t >= after)
-                })
-        };
-        let mut total = 0usize;
-        let mut tasks = Vec::new();
-        let mut more = false;
-        let mut last = None;
-        for key in self.by_status.iter().rev() {
-            let task = &self.tasks[&key.1].task;
-            if !passes(task) {
-                continue;
-            }
-            total += 1;
-            if cursor
-                .as_ref()
-                .is_some_and(|(t, id)| (key.0, key.1.as_str()) >= (*t, id.as_str()))
-            {
-                continue;
-            }
-            if tasks.len() < page_size as usize {
-                tasks.push(snapshot(task, history_length, with_artifacts));
-                last = Some(key);
-            } else {
-                more = true;
-            }
-        }
-        let next_page_token = match last {
-            Some((t, id)) if more => list::encode_cursor(*t, id),
-            _ => String::new(),
-        };
-        Ok(ListTasksResponse {
-            tasks,
-            next_page_token,
-            page_size,
-            total_size: i32::try_from(total).unwrap_or(i32::MAX),
-        })
+        let ordered = self
+            .by_status
+            .iter()
+            .rev()
+            .map(|key| Kept(&key.1, &self.tasks[&key.1]));
+        list::page(ordered, request)
+    }
+}
+
+/// A task kept, as `ListTasks` reads it.
+struct Kept<'a>(&'a str, &'a Slot);
+
+impl list::Listed for Kept<'_> {
+    fn key(&self) -> (Timestamp, &str) {
+        (self.1.time().unwrap_or_default(), self.0)
+    }
+
+    fn context_id(&self) -> &str {
+        self.1.context_id()
+    }
+
+    fn state(&self) -> TaskState {
+        self.1.state()
+    }
+
+    fn time(&self) -> Option<Timestamp> {
+        self.1.time()
+    }
+
+    fn snapshot(&self, history_length: Option<usize>, with_artifacts: bool) -> Task {
+        self.1.snapshot(self.0, history_length, with_artifacts)
     }
 }
 

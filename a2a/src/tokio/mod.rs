@@ -23,5 +23,5 @@ mod service;
 
 pub use client::{Client, ClientError, EventStream};
 pub use sansrpc_tokio::host::{TokenCheck, Validator};
-pub use serve::{serve, serve_with, Options};
+pub use serve::{serve, serve_with, Options, Peers};
 pub use service::A2aService;

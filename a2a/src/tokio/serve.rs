@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::io;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sansrpc::codec::http::{Head, HttpFault};
@@ -25,6 +25,7 @@ use sansrpc_tokio::host::{
 use crate::agent::{Agent, BoxFuture, Host, Publisher};
 use crate::http::{self, Delivery, Event, Now, Verdict};
 use crate::machine::{RunId, SeededIds, Update};
+use crate::store::{Change, Fanout, TaskStore};
 use crate::types::{AgentCard, Timestamp};
 
 /// What [`serve_with`] and [`A2aService::with_options`](super::A2aService::with_options)
@@ -52,6 +53,14 @@ pub struct Options {
     /// Notifications waiting to be sent (default 1024); past it a notification is
     /// dropped, so a webhook that does not answer slows nothing else.
     pub push_queue: usize,
+    /// Where tasks are kept beyond the machine's memory (see [`crate::store`]): none by
+    /// default (the machine's memory is the store); `sansrpc-store-redb`'s
+    /// `RedbTaskStore` keeps them across restarts, `sansrpc-store-nats`'s `NatsTaskStore`
+    /// shares them among the processes of the agent.
+    pub task_store: Option<Box<dyn TaskStore>>,
+    /// The link to the other processes of the agent: the server attaches itself to it, and
+    /// a [`Fanout`] set on it carries the changes of tasks both ways.
+    pub peers: Option<Peers>,
 }
 
 impl Default for Options {
@@ -63,6 +72,8 @@ impl Default for Options {
             push_attempts: 3,
             push_backoff: Duration::from_millis(200),
             push_queue: 1024,
+            task_store: None,
+            peers: None,
         }
     }
 }
@@ -96,6 +107,92 @@ impl Options {
     pub fn push_client(mut self, client: impl HttpTransport) -> Self {
         self.push_client = Some(Arc::new(client));
         self
+    }
+
+    /// Tasks kept in `store` as well.
+    pub fn task_store(mut self, store: impl TaskStore + 'static) -> Self {
+        self.task_store = Some(Box::new(store));
+        self
+    }
+
+    /// The server attached to `peers`.
+    pub fn peers(mut self, peers: Peers) -> Self {
+        self.peers = Some(peers);
+        self
+    }
+}
+
+/// The link between one server and the other processes of the same agent: a
+/// [`Fanout`] set on it ([`set_fanout`](Self::set_fanout)) gets every change of a task
+/// made here, and hands the changes made elsewhere back with [`apply`](Self::apply) (as
+/// `sansrpc-store-nats`'s `A2aFanout` does over NATS). Give a clone to the server
+/// ([`Options::peers`]); it holds no server alive.
+#[derive(Clone, Default)]
+pub struct Peers(Arc<Mutex<Link>>);
+
+#[derive(Default)]
+struct Link {
+    fanout: Option<Arc<dyn Fanout>>,
+    server: Option<Weak<Mutex<Shared>>>,
+}
+
+impl std::fmt::Debug for Peers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let link = self.link();
+        f.debug_struct("Peers")
+            .field("fanout", &link.fanout.is_some())
+            .field("server", &link.server.is_some())
+            .finish()
+    }
+}
+
+impl Peers {
+    /// A link with no server and no fan-out yet.
+    pub fn new() -> Peers {
+        Peers::default()
+    }
+
+    fn link(&self) -> MutexGuard<'_, Link> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sets (or, with `None`, removes) the fan-out; returns the one it replaces.
+    pub fn set_fanout(&self, fanout: Option<Arc<dyn Fanout>>) -> Option<Arc<dyn Fanout>> {
+        std::mem::replace(&mut self.link().fanout, fanout)
+    }
+
+    fn fanout(&self) -> Option<Arc<dyn Fanout>> {
+        self.link().fanout.clone()
+    }
+
+    fn server(&self) -> Option<State> {
+        self.link().server.as_ref()?.upgrade().map(State)
+    }
+
+    /// A change another process made: applied by the server attached here
+    /// ([`http::Server::handle_remote`]). False when no server is attached (any more).
+    pub fn apply(&self, change: &Change) -> bool {
+        let Some(state) = self.server() else {
+            return false;
+        };
+        let mut shared = state.lock();
+        let now = shared.now();
+        shared.server.handle_remote(now, change);
+        state.settle(&mut shared);
+        true
+    }
+
+    /// Changes from other processes may have been lost: the server attached here loads
+    /// again the tasks its streams watch that run elsewhere ([`http::Server::resync`]).
+    pub fn resync(&self) -> bool {
+        let Some(state) = self.server() else {
+            return false;
+        };
+        let mut shared = state.lock();
+        let now = shared.now();
+        shared.server.resync(now);
+        state.settle(&mut shared);
+        true
     }
 }
 
@@ -133,7 +230,9 @@ pub async fn serve_with(
         state.stop()
     })
     .await;
-    tasks.abort();
+    // Once they are gone, so is the machine (and the task store it holds: a file is free
+    // to open again when this returns, runs aside).
+    tasks.stop().await;
     result
 }
 
@@ -144,6 +243,13 @@ impl Background {
     pub(crate) fn abort(&self) {
         self.0.abort();
         self.1.abort();
+    }
+
+    /// Aborts both tasks and waits until they are dropped.
+    async fn stop(self) {
+        self.abort();
+        let _ = self.0.await;
+        let _ = self.1.await;
     }
 }
 
@@ -168,6 +274,10 @@ pub(crate) fn serving(
     if let Some(extended) = &options.extended_card {
         server.set_extended_card(extended);
     }
+    if let Some(store) = options.task_store {
+        server.set_task_store(store);
+    }
+    server.announce_changes(options.peers.is_some());
     let (push, deliveries) = mpsc::channel(options.push_queue.max(1));
     let state = State(Arc::new(Mutex::new(Shared {
         server,
@@ -178,7 +288,11 @@ pub(crate) fn serving(
         timer: Wakeup::default(),
         validator: options.server.validator,
         push,
+        peers: options.peers.clone(),
     })));
+    if let Some(peers) = &options.peers {
+        peers.link().server = Some(Arc::downgrade(&state.0));
+    }
     let client = options
         .push_client
         .unwrap_or_else(|| Arc::new(HyperTransport::new().timeout(Duration::from_secs(10))));
@@ -204,6 +318,7 @@ pub(crate) struct Shared {
     timer: Wakeup,
     validator: Option<Validator>,
     push: mpsc::Sender<Delivery>,
+    peers: Option<Peers>,
 }
 
 /// The server behind its lock.
@@ -267,6 +382,11 @@ impl State {
                     // Past the queue's bound the notification is dropped: a webhook that
                     // does not answer slows nothing else.
                     let _ = shared.push.try_send(*delivery);
+                }
+                Event::Announce(change) => {
+                    if let Some(fanout) = shared.peers.as_ref().and_then(Peers::fanout) {
+                        fanout.announce(&change);
+                    }
                 }
             }
         }

@@ -28,6 +28,8 @@
 //! | subscription record | key `<S escaped>` in the KV bucket `SANSRPC_SUBSCRIPTIONS`: topic, floor and out-of-order acks |
 //! | ephemeral publish to `T` | core NATS subject `sansrpc.pub.T` |
 //! | MCP change of server `N` (feature `mcp`, `McpFanout`) | core NATS subject `sansrpc.pub.mcp.<N escaped>.<kind>` |
+//! | A2A task `T` of agent `A` (feature `a2a`, `NatsTaskStore`) | key `<T escaped>` in the KV bucket `SANSRPC_A2A_<A escaped>`: the task's version and JSON |
+//! | A2A task change of agent `A` (feature `a2a`, `A2aFanout`) | core NATS subject `sansrpc.pub.a2a.<A escaped>.changes` |
 //!
 //! Escaping keeps ASCII letters, digits and `-`, and writes every other byte as `_XX` (hex),
 //! so distinct names stay distinct. Names longer than [`MAX_NAME_LEN`] once escaped are
@@ -64,12 +66,18 @@
 
 use std::time::Duration;
 
+#[cfg(feature = "a2a")]
+mod a2a;
 mod bus;
+#[cfg(any(feature = "mcp", feature = "a2a"))]
+mod fanout;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod runtime;
 mod store;
 
+#[cfg(feature = "a2a")]
+pub use a2a::{bucket_name, A2aFanout, NatsTaskStore, TaskBucket, A2A_QUEUE};
 pub use bus::{BusEvent, NatsBus};
 #[cfg(feature = "mcp")]
 pub use mcp::{McpFanout, MCP_QUEUE};

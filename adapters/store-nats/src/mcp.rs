@@ -1,16 +1,11 @@
 //! [`McpFanout`]: MCP change fan-out across server processes over core NATS (feature `mcp`).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use async_nats::connection::State;
-use futures::StreamExt;
 use sansrpc_mcp::server::{Change, Fanout, ListKind, Server};
-use tokio::sync::mpsc;
 
-use crate::bus::round_trip;
-use crate::runtime::Runtime;
-use crate::{escape, nats, Error, DEFAULT_TIMEOUT, PUB_PREFIX};
+use crate::fanout::{Inbox, Link, Outbox};
+use crate::{escape, Error, PUB_PREFIX};
 
 /// How many announced changes may wait to be published; past it a change is dropped,
 /// counted, and the other processes are asked to resync.
@@ -85,17 +80,14 @@ pub const MCP_QUEUE: usize = 1024;
 pub struct McpFanout {
     server: Server,
     hook: Arc<Hook>,
-    counters: Arc<Counters>,
-    client: async_nats::Client,
-    subject: String,
     // Last: dropping it stops the tasks (and their clones of the server).
-    _runtime: Runtime,
+    link: Link,
 }
 
 impl std::fmt::Debug for McpFanout {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpFanout")
-            .field("subjects", &self.subject)
+            .field("subjects", &self.link.subject())
             .field("connected", &self.is_connected())
             .field("dropped", &self.dropped())
             .field("received", &self.received())
@@ -104,35 +96,35 @@ impl std::fmt::Debug for McpFanout {
     }
 }
 
-#[derive(Default)]
-struct Counters {
-    dropped: AtomicU64,
-    received: AtomicU64,
-    resyncs: AtomicU64,
-    /// Changes were dropped since the last `resync` publish.
-    lost: AtomicBool,
-}
-
-/// What the server holds ([`Server::set_fanout`]): the connection's state and the queue
-/// of the publishing task. It does not own the runtime, so the server does not keep the
-/// fan-out alive.
-struct Hook {
-    client: async_nats::Client,
-    queue: mpsc::Sender<Change>,
-    counters: Arc<Counters>,
-}
+/// What the server holds ([`Server::set_fanout`]): the publishing task's queue. It does
+/// not own the runtime, so the server does not keep the fan-out alive.
+struct Hook(Arc<Outbox>);
 
 impl Fanout for Hook {
     fn announce(&self, change: &Change) {
-        if self.client.connection_state() != State::Connected {
-            self.counters.dropped.fetch_add(1, Ordering::Relaxed);
-            self.counters.lost.store(true, Ordering::Relaxed);
-            return;
+        if let Some((suffix, payload)) = encode(change) {
+            self.0.send(suffix, payload.into_bytes());
         }
-        if self.queue.try_send(change.clone()).is_err() {
-            self.counters.dropped.fetch_add(1, Ordering::Relaxed);
-            self.counters.lost.store(true, Ordering::Relaxed);
+    }
+}
+
+/// What the other processes' changes do here.
+struct Listeners(Server);
+
+impl Inbox for Listeners {
+    fn heard(&self, suffix: &str, payload: &[u8]) -> bool {
+        match decode(suffix, payload) {
+            Ok(Some(change)) => {
+                self.0.apply(&change);
+                true
+            }
+            // `resync` is the link's own.
+            Ok(None) | Err(()) => false,
         }
+    }
+
+    fn resync(&self) {
+        self.0.resync();
     }
 }
 
@@ -143,100 +135,55 @@ impl McpFanout {
     /// server; fails when NATS is unreachable. Dropping the returned value removes the
     /// fan-out again.
     pub fn connect(url: &str, server: &Server) -> Result<Self, Error> {
-        let runtime = Runtime::start("sansrpc-mcp-fanout", DEFAULT_TIMEOUT)?;
         let subject = format!("{PUB_PREFIX}mcp.{}", escape(&server.info().name));
-        let url = url.to_owned();
-        let (events_tx, events) = mpsc::unbounded_channel();
-        let wildcard = format!("{subject}.>");
-        let (client, heard) = runtime.run(async move {
-            let client = async_nats::ConnectOptions::new()
-                .name("sansrpc mcp fanout")
-                .no_echo()
-                .event_callback(move |event| {
-                    let _ = events_tx.send(event);
-                    async {}
-                })
-                .connect(url)
-                .await
-                .map_err(nats("connect"))?;
-            let heard = client
-                .subscribe(wildcard)
-                .await
-                .map_err(nats("subscribe"))?;
-            round_trip(&client).await?;
-            Ok((client, heard))
-        })?;
-        let counters = Arc::new(Counters::default());
-        let (queue, queued) = mpsc::channel(MCP_QUEUE);
-        let hook = Arc::new(Hook {
-            client: client.clone(),
-            queue,
-            counters: counters.clone(),
-        });
-        let prefix = format!("{subject}.");
-        runtime.spawn(publish(
-            client.clone(),
-            prefix.clone(),
-            queued,
-            counters.clone(),
-        ));
-        runtime.spawn(receive(
-            heard,
-            prefix.clone(),
-            server.clone(),
-            counters.clone(),
-        ));
-        runtime.spawn(watch(
-            client.clone(),
-            events,
-            prefix,
-            server.clone(),
-            counters.clone(),
-        ));
+        let link = Link::connect(
+            url,
+            "sansrpc mcp fanout",
+            subject,
+            MCP_QUEUE,
+            Arc::new(Listeners(server.clone())),
+        )?;
+        let hook = Arc::new(Hook(link.outbox.clone()));
         server.set_fanout(Some(hook.clone()));
         Ok(McpFanout {
             server: server.clone(),
             hook,
-            counters,
-            client,
-            subject,
-            _runtime: runtime,
+            link,
         })
     }
 
     /// The subjects' common prefix: `sansrpc.pub.mcp.<escaped server name>`.
     pub fn subject_prefix(&self) -> &str {
-        &self.subject
+        self.link.subject()
     }
 
     /// Whether the connection to NATS is up.
     pub fn is_connected(&self) -> bool {
-        self.client.connection_state() == State::Connected
+        self.link.is_connected()
     }
 
     /// How many changes this process announced that were not handed to NATS (announced
     /// while disconnected, or past [`MCP_QUEUE`] waiting, or refused by the client).
     pub fn dropped(&self) -> u64 {
-        self.counters.dropped.load(Ordering::Relaxed)
+        self.link.dropped()
     }
 
     /// How many changes from other processes this one delivered to its listeners.
     pub fn received(&self) -> u64 {
-        self.counters.received.load(Ordering::Relaxed)
+        self.link.received()
     }
 
     /// How many times this process resynced its listeners ([`Server::resync`]): after its
     /// own reconnections, at other processes' `resync`, and when NATS dropped messages for
     /// it.
     pub fn resyncs(&self) -> u64 {
-        self.counters.resyncs.load(Ordering::Relaxed)
+        self.link.resyncs()
     }
 
     /// Waits until the NATS server processed everything this process published so far
     /// (and so passed it on to every connected process).
     pub fn flush(&self) -> Result<(), Error> {
-        let client = self.client.clone();
-        self._runtime.run(async move { round_trip(&client).await })
+        self.link.flush()
     }
 }
 
@@ -286,96 +233,6 @@ fn decode(suffix: &str, payload: &[u8]) -> Result<Option<Change>, ()> {
         _ => return Err(()),
     };
     Ok(Some(Change::ListChanged(kind)))
-}
-
-/// Publishes the queued changes in order; after a loss, asks every process to resync.
-async fn publish(
-    client: async_nats::Client,
-    prefix: String,
-    mut queued: mpsc::Receiver<Change>,
-    counters: Arc<Counters>,
-) {
-    while let Some(change) = queued.recv().await {
-        let Some((suffix, payload)) = encode(&change) else {
-            continue;
-        };
-        if client
-            .publish(format!("{prefix}{suffix}"), payload.into())
-            .await
-            .is_err()
-        {
-            counters.dropped.fetch_add(1, Ordering::Relaxed);
-            counters.lost.store(true, Ordering::Relaxed);
-        }
-        // Dropped for a full queue: the others may have missed something.
-        if client.connection_state() == State::Connected
-            && counters.lost.swap(false, Ordering::Relaxed)
-        {
-            let _ = client.publish(format!("{prefix}resync"), "{}".into()).await;
-        }
-    }
-}
-
-/// Delivers what the other processes announce to this process's listeners.
-async fn receive(
-    mut heard: async_nats::Subscriber,
-    prefix: String,
-    server: Server,
-    counters: Arc<Counters>,
-) {
-    while let Some(message) = heard.next().await {
-        let Some(suffix) = message.subject.strip_prefix(prefix.as_str()) else {
-            continue;
-        };
-        match decode(suffix, &message.payload) {
-            Ok(Some(change)) => {
-                server.apply(&change);
-                counters.received.fetch_add(1, Ordering::Relaxed);
-            }
-            Ok(None) => {
-                server.resync();
-                counters.resyncs.fetch_add(1, Ordering::Relaxed);
-            }
-            // Not ours to understand (another version's subject, a bad payload): ignored.
-            Err(()) => {}
-        }
-    }
-}
-
-/// Follows the connection: after a reconnection (subscription registered again), asks the
-/// others to resync and resyncs locally; after NATS dropped messages for us, resyncs.
-async fn watch(
-    client: async_nats::Client,
-    mut events: mpsc::UnboundedReceiver<async_nats::Event>,
-    prefix: String,
-    server: Server,
-    counters: Arc<Counters>,
-) {
-    let mut was_down = false;
-    while let Some(event) = events.recv().await {
-        match event {
-            async_nats::Event::Disconnected => was_down = true,
-            async_nats::Event::Connected if was_down => {
-                was_down = false;
-                // The client re-subscribes before it takes further commands: once this
-                // round trip returns, the server sends us every later publish.
-                if round_trip(&client).await.is_err() {
-                    continue;
-                }
-                // Whatever this process dropped while down: the others resync.
-                counters.lost.store(false, Ordering::Relaxed);
-                let _ = client.publish(format!("{prefix}resync"), "{}".into()).await;
-                // Whatever the others published while we were down: ours resync.
-                server.resync();
-                counters.resyncs.fetch_add(1, Ordering::Relaxed);
-            }
-            async_nats::Event::SlowConsumer(_) => {
-                server.resync();
-                counters.resyncs.fetch_add(1, Ordering::Relaxed);
-            }
-            _ => {}
-        }
-    }
 }
 
 #[cfg(test)]

@@ -239,6 +239,35 @@ async fn mirror_floor<I>(
     Ok(())
 }
 
+/// Opens the key-value bucket `bucket`, creating it first (one value per key, file
+/// storage, with `config`'s description, `max_bytes`, `max_age` and discard policy) when
+/// there is none. The bucket's stream is created as a KV bucket would be, without the
+/// client's `create_key_value`, whose account-info query does not parse on nats-server 2.9.
+pub(crate) async fn open_bucket(
+    js: &jetstream::Context,
+    bucket: &str,
+    config: stream::Config,
+) -> Result<kv::Store, Error> {
+    if let Ok(kv) = js.get_key_value(bucket).await {
+        return Ok(kv);
+    }
+    js.get_or_create_stream(stream::Config {
+        name: format!("KV_{bucket}"),
+        subjects: vec![format!("$KV.{bucket}.>")],
+        max_messages_per_subject: 1,
+        max_messages: -1,
+        storage: StorageType::File,
+        allow_rollup: true,
+        deny_delete: true,
+        allow_direct: true,
+        num_replicas: 1,
+        ..config
+    })
+    .await
+    .map_err(nats("create bucket"))?;
+    js.get_key_value(bucket).await.map_err(nats("open bucket"))
+}
+
 impl NatsStore {
     /// Connects to the NATS server at `url` (e.g. `nats://127.0.0.1:4222`) with JetStream
     /// enabled, and opens (or creates) the subscription bucket.
@@ -265,31 +294,13 @@ impl NatsStore {
             js.set_timeout(timeout);
             // The bucket's stream is created as a KV bucket would be, without the client's
             // create_key_value, whose account-info query does not parse on nats-server 2.9.
-            let kv = match js.get_key_value(SUBSCRIPTIONS_BUCKET).await {
-                Ok(kv) => kv,
-                Err(_) => {
-                    js.get_or_create_stream(stream::Config {
-                        name: format!("KV_{SUBSCRIPTIONS_BUCKET}"),
-                        description: Some("sansrpc persistent subscriptions".into()),
-                        subjects: vec![format!("$KV.{SUBSCRIPTIONS_BUCKET}.>")],
-                        max_messages_per_subject: 1,
-                        max_messages: -1,
-                        max_bytes: -1,
-                        storage: StorageType::File,
-                        allow_rollup: true,
-                        deny_delete: true,
-                        allow_direct: true,
-                        num_replicas: 1,
-                        discard: DiscardPolicy::New,
-                        ..Default::default()
-                    })
-                    .await
-                    .map_err(nats("create subscription bucket"))?;
-                    js.get_key_value(SUBSCRIPTIONS_BUCKET)
-                        .await
-                        .map_err(nats("open subscription bucket"))?
-                }
+            let bucket = stream::Config {
+                description: Some("sansrpc persistent subscriptions".into()),
+                max_bytes: -1,
+                discard: DiscardPolicy::New,
+                ..Default::default()
             };
+            let kv = open_bucket(&js, SUBSCRIPTIONS_BUCKET, bucket).await?;
             Ok((js, kv))
         })?;
         Ok(NatsStore {

@@ -39,6 +39,10 @@
 //! [`EventStore::flush`](sansrpc_mcp::streamable::EventStore::flush) (once per driver turn) commits.
 //! Its tables (`sse_*`) are its own; give it a file of its own.
 //!
+//! # A2A tasks
+//! `RedbTaskStore` (feature `a2a`, module `tasks`) implements sansrpc-a2a's `TaskStore`:
+//! an A2A agent's tasks, with their history and artifacts, kept across a restart.
+//!
 //! # Example
 //! ```
 //! use sansrpc_pubsub::store::{RetentionPolicy, Store, SubscriptionState};
@@ -65,6 +69,10 @@ use std::path::Path;
 
 pub mod events;
 pub use events::RedbEventStore;
+#[cfg(feature = "a2a")]
+pub mod tasks;
+#[cfg(feature = "a2a")]
+pub use tasks::RedbTaskStore;
 
 use redb::{Database, ReadableTable, TableDefinition, WriteTransaction};
 use sansrpc::RawValue;
