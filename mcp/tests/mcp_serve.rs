@@ -326,3 +326,53 @@ fn refusals_carry_a_json_rpc_error_body() {
         .unwrap()
         .starts_with("Request Header Fields Too Large"));
 }
+
+/// A browser page of an allowed origin reaches the standalone server: its preflight is
+/// answered `204`, and its `initialize` answer lets it read the session's id; a page of
+/// another site gets `403` with no CORS field.
+#[test]
+fn a_page_of_a_loopback_origin_gets_cors_and_another_site_does_not() {
+    let port = serve_noop(mcp::Options::default());
+    let mut s = connect(port);
+    write!(
+        s,
+        "OPTIONS /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: http://localhost:5173\r\n\
+         Access-Control-Request-Method: POST\r\n\
+         Access-Control-Request-Headers: content-type, authorization\r\n\r\n"
+    )
+    .unwrap();
+    let preflight = response(&mut s);
+    assert!(preflight.starts_with("HTTP/1.1 204"), "{preflight}");
+    let lower = preflight.to_ascii_lowercase();
+    assert!(lower.contains("access-control-allow-origin: http://localhost:5173\r\n"));
+    assert!(lower.contains("access-control-allow-methods: get, post, delete\r\n"));
+    assert!(lower.contains("access-control-allow-headers: content-type, authorization\r\n"));
+
+    let init = initialize(port).replacen(
+        "Content-Type",
+        "Origin: http://localhost:5173\r\nContent-Type",
+        1,
+    );
+    s.write_all(init.as_bytes()).unwrap();
+    let answer = response(&mut s).to_ascii_lowercase();
+    assert!(answer.starts_with("http/1.1 200"), "{answer}");
+    assert!(answer.contains("mcp-session-id: "), "{answer}");
+    assert!(answer.contains("access-control-allow-origin: http://localhost:5173\r\n"));
+    assert!(answer.contains(
+        "access-control-expose-headers: mcp-session-id, mcp-protocol-version, www-authenticate\r\n"
+    ));
+
+    let mut other = connect(port);
+    let init = initialize(port).replacen(
+        "Content-Type",
+        "Origin: https://evil.example\r\nContent-Type",
+        1,
+    );
+    other.write_all(init.as_bytes()).unwrap();
+    let refused = response(&mut other).to_ascii_lowercase();
+    assert!(refused.starts_with("http/1.1 403"), "{refused}");
+    assert!(
+        !refused.contains("access-control-allow-origin"),
+        "{refused}"
+    );
+}

@@ -757,3 +757,51 @@ async fn the_mounted_service_refuses_with_a_json_rpc_error_that_says_why() {
     assert!(message.contains("streamable::Config::hosts"), "{message}");
     assert!(message.contains("Hosts::List"), "{message}");
 }
+
+/// A browser page of an allowed origin (a dev server on another loopback port) reaches the
+/// mounted MCP service: its preflight is answered, and it may read the session's id.
+#[tokio::test]
+async fn a_page_of_a_loopback_origin_gets_cors_from_the_mounted_service() {
+    let (_app, port) = axum_app();
+    let conn = Conn::h1(port).await;
+    let page = ("origin", "http://localhost:5173");
+    let preflight = [
+        page,
+        ("access-control-request-method", "POST"),
+        (
+            "access-control-request-headers",
+            "content-type, mcp-session-id",
+        ),
+    ];
+    let answer = conn.send(port, "OPTIONS", "/mcp", &preflight, "").await;
+    assert_eq!(answer.status, 204, "{answer:?}");
+    assert_eq!(
+        answer.header("access-control-allow-origin"),
+        "http://localhost:5173"
+    );
+    assert_eq!(
+        answer.header("access-control-allow-headers"),
+        "content-type, mcp-session-id"
+    );
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "page", "version": "1"}}});
+    let answer = conn
+        .send(
+            port,
+            "POST",
+            "/mcp",
+            &[JSON, ACCEPT, page],
+            &init.to_string(),
+        )
+        .await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    assert!(!answer.header("mcp-session-id").is_empty(), "{answer:?}");
+    assert_eq!(
+        answer.header("access-control-allow-origin"),
+        "http://localhost:5173"
+    );
+    assert!(answer
+        .header("access-control-expose-headers")
+        .contains("mcp-session-id"));
+}

@@ -495,7 +495,31 @@ impl Server {
     /// [`handle_request`](Server::handle_request) for a request from `peer` (the client's
     /// address, as the adapter saw the connection), which
     /// [`Config::max_sessions_per_peer`] counts sessions by.
+    ///
+    /// A request from a page of an allowed origin ([`Config::origins`]) gets CORS: its
+    /// preflight is answered `204`, and every answer lets that origin read it and the MCP
+    /// headers (`Mcp-Session-Id`, `MCP-Protocol-Version`, `WWW-Authenticate`).
     pub fn handle_request_from(
+        &mut self,
+        head: &Head,
+        body: &[u8],
+        auth: Authorized,
+        peer: Option<IpAddr>,
+        now: Instant,
+        entropy: &mut dyn FnMut(&mut [u8]),
+    ) -> Verdict {
+        let verdict = self.decide(head, body, auth, peer, now, entropy);
+        match head.origin.as_deref() {
+            Some(origin) if self.config.origins.allows(origin, &self.config.hosts) => {
+                self.with_cors(verdict, origin)
+            }
+            _ => verdict,
+        }
+    }
+
+    /// The verdict as [`handle_request_from`](Server::handle_request_from) gives it, before
+    /// CORS.
+    fn decide(
         &mut self,
         head: &Head,
         body: &[u8],
@@ -523,6 +547,19 @@ impl Server {
         }
         if let Err(refused) = self.check_origin(head) {
             return Verdict::Respond(refused);
+        }
+        // A preflight carries no token: it is answered before the token is asked for.
+        if let (Method::Options, true, Some(_)) = (
+            head.method,
+            head.cors_request_method,
+            head.origin.as_deref(),
+        ) {
+            let methods = if self.config.sessions {
+                "GET, POST, DELETE"
+            } else {
+                "POST"
+            };
+            return Verdict::Respond(rules::preflight(head, methods));
         }
         if let Some(refused) = self.check_auth(&auth) {
             return Verdict::Respond(refused);
@@ -572,6 +609,40 @@ impl Server {
             (true, None) => Some(Scanned::new(body)),
         };
         (verdict, scanned)
+    }
+
+    /// `verdict` with CORS for allowed page origin `origin`: its response lets the origin
+    /// read it, or its stream's will.
+    fn with_cors(&mut self, verdict: Verdict, origin: &str) -> Verdict {
+        let add = |mut response: Response| {
+            for (name, value) in rules::cors_fields(origin) {
+                let value = core::str::from_utf8(value).unwrap_or_default();
+                response = response.header(name, value);
+            }
+            response
+        };
+        match verdict {
+            Verdict::Respond(response) => Verdict::Respond(add(response)),
+            Verdict::Deliver { session, response } => Verdict::Deliver {
+                session,
+                response: add(response),
+            },
+            Verdict::Ended { session, response } => Verdict::Ended {
+                session,
+                response: add(response),
+            },
+            Verdict::Open { stream, .. }
+            | Verdict::Stateless { stream }
+            | Verdict::Listen { stream } => {
+                if let Some(s) = self.streams.get_mut(&stream) {
+                    s.cors = Some(origin.into());
+                    if let Some(head) = &mut s.head {
+                        head.allow_origin = Some(origin.into());
+                    }
+                }
+                verdict
+            }
+        }
     }
 
     /// Host and Origin (DNS-rebinding protection): 403 for one not allowed, whose message

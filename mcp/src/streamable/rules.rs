@@ -363,6 +363,36 @@ pub(super) fn unsupported_data(requested: Option<&str>) -> Vec<u8> {
     data
 }
 
+/// The response headers a page may read besides the simple ones: the session, the
+/// revision, and the challenge an OAuth client reads its metadata URL from.
+const EXPOSED: &[u8] = b"mcp-session-id, mcp-protocol-version, www-authenticate";
+
+/// The CORS header fields of an answer to a request from allowed page origin `origin`:
+/// the origin may read it, and the MCP headers with it.
+pub(super) fn cors_fields(origin: &str) -> [(&'static str, &[u8]); 3] {
+    [
+        ("access-control-allow-origin", origin.as_bytes()),
+        ("access-control-expose-headers", EXPOSED),
+        ("vary", b"Origin"),
+    ]
+}
+
+/// The request headers a preflight allows when it names none: what MCP's clients send.
+const ALLOWED: &str = "content-type, accept, authorization, mcp-session-id, \
+    mcp-protocol-version, last-event-id, mcp-method, mcp-name";
+
+/// The answer to a CORS preflight (`OPTIONS` with `Access-Control-Request-Method`):
+/// `204` allowing `methods` and the headers the page asked for (else MCP's), cached by the
+/// browser for ten minutes. The origin's own fields are every CORS answer's
+/// ([`cors_fields`]).
+pub(super) fn preflight(head: &Head, methods: &str) -> Response {
+    let requested = head.cors_request_headers.as_deref().unwrap_or(ALLOWED);
+    Response::new(204)
+        .header("access-control-allow-methods", methods)
+        .header("access-control-allow-headers", requested)
+        .header("access-control-max-age", "600")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -70,6 +70,9 @@ pub(super) struct Stream {
     pub json_status: fn(Option<i64>) -> u16,
     /// Its response names the session (the stream of the `initialize` that made it).
     pub announce: bool,
+    /// The `Origin` its response lets read it (CORS), when its request came from a page of
+    /// an allowed origin.
+    pub cors: Option<Box<str>>,
     /// The deadline of its POST's JSON window, when it waits in the server's queue of
     /// windows rather than among its timers (an entry there naming another deadline, or
     /// none, is stale).
@@ -99,6 +102,7 @@ impl Stream {
             last_write: now,
             json_status: |_| 200,
             announce: false,
+            cors: None,
             window: None,
             queued_ready: false,
         }
@@ -112,6 +116,7 @@ impl Stream {
             status: 200,
             sse: true,
             session_id: session_id.map(<[u8]>::to_vec),
+            allow_origin: self.cors.clone(),
         });
         if self.resumable {
             let mut eid = Vec::with_capacity(24);
@@ -135,6 +140,7 @@ impl Stream {
             status,
             sse: false,
             session_id,
+            allow_origin: self.cors.clone(),
         });
         // Room for the HTTP/1.1 head written in front of it as it is taken.
         self.out
@@ -182,11 +188,15 @@ pub struct StreamHead {
     /// The session the response names (`Mcp-Session-Id`): on the answer to the
     /// `initialize` that started it.
     pub session_id: Option<Vec<u8>>,
+    /// The `Origin` a page may read the response from (CORS): its request came with this
+    /// allowed origin ([`Config::origins`](super::Config::origins)).
+    pub allow_origin: Option<Box<str>>,
 }
 
 impl StreamHead {
     /// Its header fields besides the framing ones (`content-length`,
-    /// `transfer-encoding`) and `mcp-session-id` ([`session_id`](Self::session_id)).
+    /// `transfer-encoding`), `mcp-session-id` ([`session_id`](Self::session_id)) and CORS's
+    /// ([`extra_fields`](Self::extra_fields)).
     pub fn fields(&self) -> &'static [(&'static str, &'static str)] {
         if self.sse {
             &[
@@ -199,9 +209,22 @@ impl StreamHead {
         }
     }
 
+    /// Its header fields that vary: `mcp-session-id`, and with an allowed origin CORS's
+    /// `access-control-allow-origin`, `-expose-headers` and `vary`.
+    pub fn extra_fields<'a>(&'a self, mut push: impl FnMut(&'static str, &'a [u8])) {
+        if let Some(id) = &self.session_id {
+            push("mcp-session-id", id);
+        }
+        if let Some(origin) = &self.allow_origin {
+            for (name, value) in super::rules::cors_fields(origin) {
+                push(name, value);
+            }
+        }
+    }
+
     /// The head as HTTP/1.1: a JSON body of `len` bytes, or a chunked one.
     pub(super) fn write(&self, out: &mut Vec<u8>, len: usize) {
-        let mut headers: [(&str, &[u8]); 5] = [("", b""); 5];
+        let mut headers: [(&str, &[u8]); 8] = [("", b""); 8];
         let mut named = 0;
         for &(name, value) in self.fields() {
             headers[named] = (name, value.as_bytes());
@@ -211,10 +234,10 @@ impl StreamHead {
             headers[named] = ("transfer-encoding", b"chunked");
             named += 1;
         }
-        if let Some(id) = &self.session_id {
-            headers[named] = ("mcp-session-id", id);
+        self.extra_fields(|name, value| {
+            headers[named] = (name, value);
             named += 1;
-        }
+        });
         let length = (!self.sse).then_some(len);
         sansrpc::codec::http::write_head(out, self.status, length, &headers[..named]);
     }

@@ -1510,3 +1510,162 @@ fn a_closed_response_forgets_its_window() {
     server.handle_timeout(t0 + Duration::from_secs(1));
     assert_eq!(server.poll_timeout(), idle);
 }
+
+/// The value of header `name` in `headers`, when present.
+fn field<'a>(headers: &'a [(&'static str, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| v.as_str())
+}
+
+#[test]
+fn a_page_of_an_allowed_origin_gets_cors_and_reads_the_session() {
+    // A token is required: the preflight, which carries none, is answered all the same.
+    let mut server = Server::new(Config {
+        auth: Some(Auth::new(
+            "http://127.0.0.1:3000/mcp",
+            "http://127.0.0.1:3000/.well-known/oauth-protected-resource/mcp",
+            "https://auth.example.com",
+        )),
+        ..Config::default()
+    });
+    let now = Instant::ZERO;
+    let page = ("origin", "http://localhost:5173");
+    let (head, _) = request(
+        "OPTIONS",
+        &[
+            page,
+            ("access-control-request-method", "POST"),
+            (
+                "access-control-request-headers",
+                "content-type, mcp-session-id",
+            ),
+        ],
+        "",
+    );
+    let Verdict::Respond(r) =
+        server.handle_request(&head, &[], Authorized::Missing, now, &mut entropy)
+    else {
+        panic!()
+    };
+    assert_eq!(r.status, 204);
+    let h = &r.headers;
+    assert_eq!(
+        field(h, "access-control-allow-origin"),
+        Some("http://localhost:5173")
+    );
+    assert_eq!(
+        field(h, "access-control-allow-methods"),
+        Some("GET, POST, DELETE")
+    );
+    assert_eq!(
+        field(h, "access-control-allow-headers"),
+        Some("content-type, mcp-session-id")
+    );
+    assert_eq!(field(h, "access-control-max-age"), Some("600"));
+    assert_eq!(field(h, "vary"), Some("Origin"));
+
+    // The page's POST without a token: the 401 lets the page read the challenge.
+    let (head, body) = request("POST", &[ACCEPT, page], INITIALIZE);
+    let Verdict::Respond(r) =
+        server.handle_request(&head, &body, Authorized::Missing, now, &mut entropy)
+    else {
+        panic!()
+    };
+    assert_eq!(r.status, 401);
+    assert_eq!(
+        field(&r.headers, "access-control-allow-origin"),
+        Some("http://localhost:5173")
+    );
+    let exposed = field(&r.headers, "access-control-expose-headers").unwrap();
+    assert!(exposed.contains("www-authenticate") && exposed.contains("mcp-session-id"));
+
+    // With its token, the page's initialize opens a session whose answer names it, and
+    // the page may read that name.
+    let Verdict::Open {
+        session,
+        stream,
+        new_session: true,
+    } = server.handle_request(&head, &body, Authorized::Valid, now, &mut entropy)
+    else {
+        panic!("a new session")
+    };
+    let result = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}"#;
+    server.handle_outgoing(session, result.as_bytes(), stream, now);
+    let (text, step) = drain(&mut server, stream);
+    assert_eq!(step, Step::End);
+    assert!(text.contains("mcp-session-id: "), "{text}");
+    assert!(
+        text.contains("access-control-allow-origin: http://localhost:5173\r\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("access-control-expose-headers: mcp-session-id, mcp-protocol-version, www-authenticate\r\n"),
+        "{text}"
+    );
+    assert!(text.contains("vary: Origin\r\n"), "{text}");
+}
+
+#[test]
+fn cors_goes_only_to_allowed_origins() {
+    let mut server = Server::new(Config::default());
+    let now = Instant::ZERO;
+    // Another site: refused before anything, with no CORS field (the browser hides it).
+    let (head, _) = request(
+        "OPTIONS",
+        &[
+            ("origin", "https://evil.example"),
+            ("access-control-request-method", "POST"),
+        ],
+        "",
+    );
+    let Verdict::Respond(r) =
+        server.handle_request(&head, &[], Authorized::NotRequired, now, &mut entropy)
+    else {
+        panic!()
+    };
+    assert_eq!(r.status, 403);
+    assert_eq!(field(&r.headers, "access-control-allow-origin"), None);
+    // No Origin (not a browser): no CORS fields, and OPTIONS is no method of MCP's.
+    let (head, _) = request("OPTIONS", &[("access-control-request-method", "POST")], "");
+    let Verdict::Respond(r) =
+        server.handle_request(&head, &[], Authorized::NotRequired, now, &mut entropy)
+    else {
+        panic!()
+    };
+    assert_eq!(r.status, 405);
+    assert_eq!(field(&r.headers, "access-control-allow-origin"), None);
+    let (_, id) = session(&mut server, now);
+    initialized(&mut server, &id, now);
+    // An allowed page on a stateless server is told POST only.
+    let mut stateless = Server::new(Config {
+        sessions: false,
+        ..Config::default()
+    });
+    let (head, _) = request(
+        "OPTIONS",
+        &[
+            ("origin", "http://127.0.0.1:8080"),
+            ("access-control-request-method", "POST"),
+        ],
+        "",
+    );
+    let Verdict::Respond(r) =
+        stateless.handle_request(&head, &[], Authorized::NotRequired, now, &mut entropy)
+    else {
+        panic!()
+    };
+    assert_eq!(r.status, 204);
+    assert_eq!(
+        field(&r.headers, "access-control-allow-methods"),
+        Some("POST")
+    );
+    assert_eq!(
+        field(&r.headers, "access-control-allow-headers"),
+        Some(
+            "content-type, accept, authorization, mcp-session-id, mcp-protocol-version, \
+             last-event-id, mcp-method, mcp-name"
+        )
+    );
+}

@@ -152,7 +152,7 @@ async fn answer<B: http_body::Body>(state: &State, prepared: Prepared<B>) -> htt
     }
 }
 
-/// A stream's head as hyper writes it: the machine's fields, and the session it names.
+/// A stream's head as hyper writes it: the machine's fields, the session it names, CORS's.
 impl StreamHead for streamable::StreamHead {
     fn status(&self) -> u16 {
         self.status
@@ -162,8 +162,8 @@ impl StreamHead for streamable::StreamHead {
         streamable::StreamHead::fields(self)
     }
 
-    fn extra(&self) -> Option<(&'static str, &[u8])> {
-        self.session_id.as_deref().map(|id| ("mcp-session-id", id))
+    fn extra<'a>(&'a self, push: &mut dyn FnMut(&'static str, &'a [u8])) {
+        self.extra_fields(push);
     }
 }
 

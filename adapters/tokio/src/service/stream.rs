@@ -23,9 +23,10 @@ pub trait StreamHead {
     fn status(&self) -> u16;
     /// Its header fields besides the framing ones, all static.
     fn fields(&self) -> &'static [(&'static str, &'static str)];
-    /// One more field whose value is the response's own (MCP's `mcp-session-id`).
-    fn extra(&self) -> Option<(&'static str, &[u8])> {
-        None
+    /// The fields whose values are the response's own (MCP's `mcp-session-id`, CORS's
+    /// allowed origin), each given to `push`.
+    fn extra<'a>(&'a self, push: &mut dyn FnMut(&'static str, &'a [u8])) {
+        let _ = push;
     }
 }
 
@@ -100,11 +101,11 @@ fn head_response(head: &impl StreamHead, body: Body) -> http::Response<Body> {
             HeaderValue::from_static(value),
         );
     }
-    if let Some((name, value)) = head.extra() {
+    head.extra(&mut |name, value| {
         if let Ok(value) = HeaderValue::from_bytes(value) {
             fields.append(HeaderName::from_static(name), value);
         }
-    }
+    });
     response
 }
 
