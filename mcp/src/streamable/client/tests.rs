@@ -1,6 +1,7 @@
 //! The machine alone, with virtual time: each rule of the client, and bad input.
 
 use super::*;
+use crate::streamable::encode_header_value;
 
 fn at(ms: u64) -> Instant {
     Instant::from_millis(ms)
@@ -39,6 +40,12 @@ fn send(m: &mut HttpClient, frame: &str, now: Instant) {
     m.send_frame(frame.as_bytes().to_vec(), Vec::new(), now);
 }
 
+/// `frame` sent, and the one request it makes at once.
+fn post(m: &mut HttpClient, frame: &str, now: Instant) -> ClientRequest {
+    send(m, frame, now);
+    one(m)
+}
+
 /// The head of an answer.
 fn head(m: &mut HttpClient, exchange: u64, status: u16, headers: &[(&str, &str)]) {
     let fields = headers.iter().map(|(n, v)| (*n, v.as_bytes()));
@@ -50,8 +57,7 @@ fn calling(change: impl FnOnce(&mut ClientConfig)) -> (HttpClient, ClientRequest
     let mut config = ClientConfig::default();
     change(&mut config);
     let mut m = HttpClient::new(config);
-    send(&mut m, CALL, at(0));
-    let call = one(&mut m);
+    let call = post(&mut m, CALL, at(0));
     (m, call)
 }
 
@@ -111,8 +117,7 @@ fn in_session(m: &mut HttpClient) -> u64 {
 #[test]
 fn initialize_carries_no_session_and_its_answer_sets_session_and_version() {
     let mut m = machine();
-    send(&mut m, INIT, at(0));
-    let init = one(&mut m);
+    let init = post(&mut m, INIT, at(0));
     assert_eq!(init.method, Method::Post);
     assert_eq!(init.body.as_deref(), Some(INIT.as_bytes()));
     assert_eq!(
@@ -136,8 +141,7 @@ fn initialize_carries_no_session_and_its_answer_sets_session_and_version() {
     assert_eq!(m.exchanges(), 0);
 
     // Every later request carries both; a new `initialize` does not carry the old id.
-    send(&mut m, CALL, at(0));
-    let call = one(&mut m);
+    let call = post(&mut m, CALL, at(0));
     assert_eq!(call.header("mcp-session-id"), Some("s1"));
     assert_eq!(call.header("mcp-protocol-version"), Some("2025-06-18"));
     assert_eq!(call.header("mcp-method"), Some("tools/call"));
@@ -168,8 +172,7 @@ fn own_and_extra_headers_go_on_the_requests() {
 #[test]
 fn initialized_opens_the_get_stream_and_later_posts_wait_for_it() {
     let mut m = machine();
-    send(&mut m, INIT, at(0));
-    let init = one(&mut m);
+    let init = post(&mut m, INIT, at(0));
     answer(
         &mut m,
         init.exchange,
@@ -178,8 +181,7 @@ fn initialized_opens_the_get_stream_and_later_posts_wait_for_it() {
         INIT_OK,
     );
     events(&mut m);
-    send(&mut m, INITIALIZED, at(10));
-    let initialized = one(&mut m);
+    let initialized = post(&mut m, INITIALIZED, at(10));
     assert_eq!(initialized.header("mcp-session-id"), Some("s1"));
     send(&mut m, CALL, at(20));
     assert!(
@@ -213,8 +215,7 @@ fn initialized_opens_the_get_stream_and_later_posts_wait_for_it() {
     assert!(!m.handle_failure(get.exchange, ExchangeFailure::Cut, at(50)));
     assert!(requests(&mut m).is_empty());
     // A second `notifications/initialized` in the same session opens nothing.
-    send(&mut m, INITIALIZED, at(60));
-    let again = one(&mut m);
+    let again = post(&mut m, INITIALIZED, at(60));
     answer(&mut m, again.exchange, 202, &[], "");
     assert!(requests(&mut m).is_empty());
 }
@@ -222,8 +223,7 @@ fn initialized_opens_the_get_stream_and_later_posts_wait_for_it() {
 #[test]
 fn the_gate_opens_by_itself_when_the_server_never_answers() {
     let mut m = machine();
-    send(&mut m, INITIALIZED, at(0));
-    let _initialized = one(&mut m);
+    let _initialized = post(&mut m, INITIALIZED, at(0));
     send(&mut m, CALL, at(1));
     assert!(requests(&mut m).is_empty());
     m.handle_timeout(at(9_999));
@@ -237,8 +237,7 @@ fn the_gate_opens_by_itself_when_the_server_never_answers() {
 #[test]
 fn a_refused_initialized_or_a_failed_get_opens_the_gate() {
     let mut m = machine();
-    send(&mut m, INITIALIZED, at(0));
-    let initialized = one(&mut m);
+    let initialized = post(&mut m, INITIALIZED, at(0));
     send(&mut m, CALL, at(0));
     head(&mut m, initialized.exchange, 400, &[]);
     assert_eq!(one(&mut m).body.as_deref(), Some(CALL.as_bytes()));
@@ -251,8 +250,7 @@ fn a_refused_initialized_or_a_failed_get_opens_the_gate() {
     assert!(events(&mut m).is_empty());
 
     let mut m = machine();
-    send(&mut m, INITIALIZED, at(0));
-    let initialized = one(&mut m);
+    let initialized = post(&mut m, INITIALIZED, at(0));
     send(&mut m, CALL, at(0));
     answer(&mut m, initialized.exchange, 202, &[], "");
     let get = one(&mut m);
@@ -265,8 +263,7 @@ fn a_refused_initialized_or_a_failed_get_opens_the_gate() {
 fn an_sse_answer_dropped_is_resumed_after_the_servers_retry() {
     let mut m = machine();
     in_session(&mut m);
-    send(&mut m, CALL, at(100));
-    let call = one(&mut m);
+    let call = post(&mut m, CALL, at(100));
     head(&mut m, call.exchange, 200, &[SSE]);
     m.handle_body(call.exchange, b"id: e1\nretry: 250\ndata:\n\n", at(100));
     // Cut in the middle of the next event: resumed from e1, after 250 ms.
@@ -299,8 +296,7 @@ fn an_sse_answer_dropped_is_resumed_after_the_servers_retry() {
 fn a_stream_closed_before_its_answer_is_polled_again() {
     let mut m = machine();
     in_session(&mut m);
-    send(&mut m, CALL, at(0));
-    let call = one(&mut m);
+    let call = post(&mut m, CALL, at(0));
     answer(&mut m, call.exchange, 200, &[SSE], "id: p\ndata:\n\n");
     assert!(events(&mut m).is_empty());
     m.handle_timeout(at(1_000));
@@ -311,8 +307,7 @@ fn a_stream_closed_before_its_answer_is_polled_again() {
 fn resumptions_are_counted_and_need_event_ids() {
     let mut m = machine();
     in_session(&mut m);
-    send(&mut m, CALL, at(0));
-    let call = one(&mut m);
+    let call = post(&mut m, CALL, at(0));
     answer(&mut m, call.exchange, 200, &[SSE], "id: p\ndata:\n\n");
     let mut now = 0;
     for _ in 0..5 {
@@ -325,8 +320,7 @@ fn resumptions_are_counted_and_need_event_ids() {
     assert_eq!(m.poll_timeout(), None);
 
     // No id: nothing to resume from.
-    send(&mut m, CALL, at(0));
-    let call = one(&mut m);
+    let call = post(&mut m, CALL, at(0));
     answer(&mut m, call.exchange, 200, &[SSE], ": a comment\n\n");
     assert_eq!(events(&mut m), [ended(CALL, None)]);
 }
@@ -335,8 +329,7 @@ fn resumptions_are_counted_and_need_event_ids() {
 fn a_resumption_refused_or_unsent_gives_the_calls_up() {
     let mut m = machine();
     in_session(&mut m);
-    send(&mut m, CALL, at(0));
-    let call = one(&mut m);
+    let call = post(&mut m, CALL, at(0));
     answer(&mut m, call.exchange, 200, &[SSE], "id: p\ndata:\n\n");
     m.handle_timeout(at(1_000));
     let resume = one(&mut m);
@@ -345,8 +338,7 @@ fn a_resumption_refused_or_unsent_gives_the_calls_up() {
     assert_eq!(events(&mut m), [ended(CALL, None)]);
     assert_eq!(m.poll_abort(), Some(resume.exchange));
 
-    send(&mut m, CALL, at(0));
-    let call = one(&mut m);
+    let call = post(&mut m, CALL, at(0));
     answer(&mut m, call.exchange, 200, &[SSE], "id: p\ndata:\n\n");
     m.handle_timeout(at(2_000));
     let resume = one(&mut m);
@@ -358,12 +350,10 @@ fn a_resumption_refused_or_unsent_gives_the_calls_up() {
 fn no_resumption_once_on_another_session() {
     let mut m = machine();
     in_session(&mut m);
-    send(&mut m, CALL, at(0));
-    let call = one(&mut m);
+    let call = post(&mut m, CALL, at(0));
     head(&mut m, call.exchange, 200, &[SSE]);
     m.handle_body(call.exchange, b"id: p\ndata:\n\n", at(0));
-    send(&mut m, INIT, at(0));
-    let init = one(&mut m);
+    let init = post(&mut m, INIT, at(0));
     answer(
         &mut m,
         init.exchange,
@@ -381,8 +371,7 @@ fn no_resumption_once_on_another_session() {
 fn a_404_with_a_session_ends_the_calls_without_reading_the_body() {
     let mut m = machine();
     in_session(&mut m);
-    send(&mut m, CALL, at(0));
-    let call = one(&mut m);
+    let call = post(&mut m, CALL, at(0));
     head(&mut m, call.exchange, 404, &[JSON]);
     assert_eq!(events(&mut m), [ended(CALL, Some(404))]);
     assert_eq!(m.poll_abort(), Some(call.exchange));
@@ -395,8 +384,7 @@ fn a_404_with_a_session_ends_the_calls_without_reading_the_body() {
 
     // Without a session a 404 is an answer like another: its body is read.
     let mut m = machine();
-    send(&mut m, CALL, at(0));
-    let call = one(&mut m);
+    let call = post(&mut m, CALL, at(0));
     answer(&mut m, call.exchange, 404, &[JSON], CALL_OK);
     assert_eq!(events(&mut m), [message(CALL_OK), ended(CALL, Some(404))]);
 }
@@ -404,8 +392,7 @@ fn a_404_with_a_session_ends_the_calls_without_reading_the_body() {
 #[test]
 fn unauthorized_without_credentials_is_said_and_with_them_is_read() {
     let mut m = machine();
-    send(&mut m, CALL, at(0));
-    let call = one(&mut m);
+    let call = post(&mut m, CALL, at(0));
     answer(
         &mut m,
         call.exchange,
@@ -428,8 +415,7 @@ fn unauthorized_without_credentials_is_said_and_with_them_is_read() {
 
     // A 403 without a challenge is an answer.
     let mut m = machine();
-    send(&mut m, CALL, at(0));
-    let call = one(&mut m);
+    let call = post(&mut m, CALL, at(0));
     answer(&mut m, call.exchange, 403, &[JSON], CALL_OK);
     assert_eq!(events(&mut m), [message(CALL_OK), ended(CALL, Some(403))]);
 
@@ -449,8 +435,7 @@ fn failures_end_the_calls_and_say_whether_to_record_a_cause() {
         (ExchangeFailure::Cut, None, false),
     ] {
         let mut m = machine();
-        send(&mut m, CALL, at(0));
-        let call = one(&mut m);
+        let call = post(&mut m, CALL, at(0));
         assert_eq!(m.handle_failure(call.exchange, kind, at(0)), record);
         assert_eq!(events(&mut m), [ended(CALL, status)]);
         assert_eq!(m.exchanges(), 0);
@@ -467,16 +452,14 @@ fn failures_end_the_calls_and_say_whether_to_record_a_cause() {
     assert!(events(&mut m).is_empty());
     // A JSON body cut off ends its calls with no status.
     let mut m = machine();
-    send(&mut m, CALL, at(0));
-    let call = one(&mut m);
+    let call = post(&mut m, CALL, at(0));
     head(&mut m, call.exchange, 200, &[]);
     m.handle_body(call.exchange, b"{\"jsonrpc\":", at(0));
     m.handle_failure(call.exchange, ExchangeFailure::Cut, at(0));
     assert_eq!(events(&mut m), [ended(CALL, None)]);
     // A batch waits for its answers like a request.
     let batch = format!("[{CALL}]");
-    send(&mut m, &batch, at(0));
-    let sent = one(&mut m);
+    let sent = post(&mut m, &batch, at(0));
     m.handle_failure(sent.exchange, ExchangeFailure::Unsent, at(0));
     assert_eq!(events(&mut m), [ended(&batch, None)]);
 }
@@ -486,8 +469,7 @@ const STATELESS_CALL: &str = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","p
 #[test]
 fn a_stateless_request_is_cancelled_by_closing_its_stream() {
     let mut m = machine();
-    send(&mut m, STATELESS_CALL, at(0));
-    let call = one(&mut m);
+    let call = post(&mut m, STATELESS_CALL, at(0));
     assert_eq!(call.header("mcp-protocol-version"), Some("2026-07-28"));
     assert_eq!(call.header("mcp-name"), Some("slow"));
     head(&mut m, call.exchange, 200, &[SSE]);
@@ -515,8 +497,7 @@ fn a_stateless_request_is_cancelled_by_closing_its_stream() {
 
     // A cancellation of what is not open is POSTed, with the revision the requests named.
     let cancel = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":8}}"#;
-    send(&mut m, cancel, at(0));
-    let sent = one(&mut m);
+    let sent = post(&mut m, cancel, at(0));
     assert_eq!(sent.header("mcp-protocol-version"), Some("2026-07-28"));
     assert_eq!(sent.body.as_deref(), Some(cancel.as_bytes()));
 }
@@ -578,8 +559,7 @@ fn a_json_answer_over_the_limit_is_cut_off() {
 #[test]
 fn no_session_id_means_no_session_header_and_no_delete() {
     let mut m = machine();
-    send(&mut m, INIT, at(0));
-    let init = one(&mut m);
+    let init = post(&mut m, INIT, at(0));
     // A session id that is not text is not taken either.
     m.handle_head(
         init.exchange,
@@ -592,8 +572,7 @@ fn no_session_id_means_no_session_header_and_no_delete() {
     );
     rest(&mut m, init.exchange, INIT_OK.as_bytes());
     assert_eq!(m.session_id(), None);
-    send(&mut m, CALL, at(0));
-    let call = one(&mut m);
+    let call = post(&mut m, CALL, at(0));
     assert_eq!(call.header("mcp-session-id"), None);
     assert_eq!(call.header("mcp-protocol-version"), Some("2025-06-18"));
     m.close(at(0));
@@ -645,8 +624,7 @@ fn unknown_exchanges_and_nonsense_are_ignored() {
     head(&mut m, 99, 200, &[]);
     rest(&mut m, 99, b"data: x\n\n");
     assert!(!m.handle_failure(99, ExchangeFailure::Cut, at(0)));
-    send(&mut m, "not json", at(0));
-    let sent = one(&mut m);
+    let sent = post(&mut m, "not json", at(0));
     assert_eq!(sent.header("mcp-method"), None);
     answer(&mut m, sent.exchange, 200, &[JSON], "{oops");
     // What does not parse is the connection's to judge; nothing waits for it here.
