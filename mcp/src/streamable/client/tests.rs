@@ -631,3 +631,109 @@ fn unknown_exchanges_and_nonsense_are_ignored() {
     assert_eq!(events(&mut m), [message("{oops")]);
     assert_eq!(m.exchanges(), 0);
 }
+
+/// Any order of inputs, for exchanges known or not, with bodies of any bytes: no panic,
+/// and nothing kept once every exchange is over and the timers have run.
+#[test]
+fn arbitrary_inputs_never_panic_and_leave_nothing_behind() {
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let frames = [INIT, INITIALIZED, CALL, STATELESS_CALL, "[1]", "{", ""];
+    let cancel = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}"#;
+    let bodies: [&[u8]; 6] = [
+        b"id: 1\nretry: 5\ndata:\n\n",
+        CALL_OK.as_bytes(),
+        INIT_OK.as_bytes(),
+        b"data: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}\n\n",
+        b"\xff\xfe\r\n\r:\n",
+        b"",
+    ];
+    let statuses = [200, 202, 401, 403, 404, 500];
+    // What the rounds reached, so that the test shows it went through the rules.
+    let (mut resumed, mut messages, mut ended) = (0, 0, 0);
+    for round in 0..200 {
+        let mut m = machine();
+        let mut open: Vec<u64> = Vec::new();
+        let mut now = 0;
+        for _ in 0..60 {
+            now += next(3_000);
+            let pick = next(open.len().max(1) as u64) as usize;
+            let exchange = open.get(pick).copied();
+            match next(12) {
+                0 | 1 => send(&mut m, frames[next(frames.len() as u64) as usize], at(now)),
+                2 => send(&mut m, cancel, at(now)),
+                3 if round % 7 == 0 => m.close(at(now)),
+                4..=6 => {
+                    let status = statuses[next(6) as usize];
+                    let kind = if next(3) == 0 { JSON } else { SSE };
+                    let id = ("mcp-session-id", if next(2) == 0 { "a" } else { "b" });
+                    let fields = [kind, id].map(|(n, v)| (n, v.as_bytes()));
+                    m.handle_head(exchange.unwrap_or(1_000), status, fields, at(now));
+                }
+                7..=9 => {
+                    let body = bodies[next(6) as usize];
+                    m.handle_body(exchange.unwrap_or(1_000), body, at(now));
+                }
+                10 => {
+                    if let Some(e) = exchange {
+                        open.remove(pick);
+                        m.handle_end(e, at(now));
+                    }
+                }
+                _ => {
+                    if let Some(e) = exchange {
+                        open.remove(pick);
+                        let kind =
+                            [ExchangeFailure::Unsent, ExchangeFailure::Cut][next(2) as usize];
+                        m.handle_failure(e, kind, at(now));
+                    }
+                }
+            }
+            m.handle_timeout(at(now));
+            for request in requests(&mut m) {
+                resumed += usize::from(request.header("last-event-id").is_some());
+                open.push(request.exchange);
+            }
+            while let Some(e) = m.poll_abort() {
+                open.retain(|&o| o != e);
+            }
+            for event in events(&mut m) {
+                match event {
+                    ClientEvent::Message(_) => messages += 1,
+                    ClientEvent::Ended { .. } => ended += 1,
+                    _ => {}
+                }
+            }
+        }
+        // Every exchange ends; the timers run out.
+        for _ in 0..20 {
+            for e in core::mem::take(&mut open) {
+                m.handle_failure(e, ExchangeFailure::Unsent, at(now));
+            }
+            now += 60_000;
+            m.handle_timeout(at(now));
+            open.extend(requests(&mut m).iter().map(|r| r.exchange));
+            while m.poll_abort().is_some() {}
+            events(&mut m);
+        }
+        assert!(open.is_empty(), "round {round}: {open:?}");
+        assert_eq!(m.exchanges(), 0, "round {round}: {m:?}");
+        let tables = (
+            m.wires.len(),
+            m.stateless.len(),
+            m.ready.len(),
+            m.gated.len(),
+        );
+        assert_eq!(tables, (0, 0, 0, 0), "round {round}: {m:?}");
+        assert_eq!(m.poll_timeout(), None, "round {round}");
+    }
+    assert!(
+        resumed >= 10 && messages >= 50 && ended >= 100,
+        "{resumed} {messages} {ended}"
+    );
+}
