@@ -58,6 +58,7 @@ use sansrpc::message::{Classified, Classifier, Incoming, Scanned};
 use sansrpc::Instant;
 use sansrpc::{Id, Limits};
 
+pub mod client;
 mod param;
 mod rules;
 mod stream;
