@@ -4,12 +4,12 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sansrpc::codec::sse::{encode_event, Decoder, Event, Limits, SseError};
+use sansrpc::codec::sse::{encode_event, SseDecoder, SseError, SseEvent, SseLimits};
 
-type Seen = Vec<Result<Event, SseError>>;
+type Seen = Vec<Result<SseEvent, SseError>>;
 
-fn decode(limits: Limits, input: &[u8], sizes: &[usize]) -> (Seen, String) {
-    let mut decoder = Decoder::new(limits);
+fn decode(limits: SseLimits, input: &[u8], sizes: &[usize]) -> (Seen, String) {
+    let mut decoder = SseDecoder::new(limits);
     let mut seen = Vec::new();
     let mut rest = input;
     let mut i = 0;
@@ -27,7 +27,7 @@ fuzz_target!(|data: &[u8]| {
     if data.len() < 5 {
         return;
     }
-    let mut limits = Limits::default();
+    let mut limits = SseLimits::default();
     limits.max_line = [8, 64, 1024, 65536][usize::from(data[0] & 3)];
     limits.max_event = [16, 256, 4096, 1 << 20][usize::from(data[0] >> 2 & 3)];
     let sizes: Vec<usize> = data[1..5].iter().map(|&b| 1 + usize::from(b)).collect();
@@ -41,7 +41,7 @@ fuzz_target!(|data: &[u8]| {
         let mut wire = Vec::new();
         let event_name = Some(event.event.as_str()).filter(|e| !e.is_empty());
         encode_event(&mut wire, None, event_name, &event.data, None);
-        let roomy = Limits::default();
+        let roomy = SseLimits::default();
         let (again, _) = decode(roomy, &wire, &[usize::MAX]);
         match again.as_slice() {
             [Ok(e)] => {

@@ -14,13 +14,13 @@
 //! smuggling).
 //!
 //! ```
-//! use sansrpc::codec::http::{write_head, BodyKind, HttpStep, Method, RequestDecoder};
+//! use sansrpc::codec::http::{write_head, BodyKind, HttpStep, HttpMethod, RequestDecoder};
 //!
 //! let mut wire = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
 //!     Content-Length: 2\r\n\r\n{}".to_vec();
 //! let mut decoder = RequestDecoder::new(1 << 20);
 //! let HttpStep::Head(used, head) = decoder.decode(&mut wire).unwrap() else { panic!() };
-//! assert_eq!((head.method, head.json, head.body), (Method::Post, true, BodyKind::Length(2)));
+//! assert_eq!((head.method, head.json, head.body), (HttpMethod::Post, true, BodyKind::Length(2)));
 //! assert!(head.keep_alive);
 //! let HttpStep::Body(_, body) = decoder.decode(&mut wire[used..]).unwrap() else { panic!() };
 //! assert_eq!(body, b"{}");
@@ -49,7 +49,7 @@ const MAX_CHUNK_LINE: usize = 1024;
 
 /// The request method, as far as a JSON-RPC server tells them apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Method {
+pub enum HttpMethod {
     /// `POST`: a JSON-RPC exchange.
     Post,
     /// `OPTIONS`: a CORS preflight, or a question about the server.
@@ -81,7 +81,7 @@ pub enum BodyKind {
 #[non_exhaustive]
 pub struct Head {
     /// The method.
-    pub method: Method,
+    pub method: HttpMethod,
     /// `Content-Type: application/json`, with no charset or a UTF-8 one.
     pub json: bool,
     /// How the body is framed.
@@ -218,11 +218,11 @@ impl Head {
     fn bare(method: &str, http10: bool) -> Head {
         Head {
             method: match method {
-                "POST" => Method::Post,
-                "OPTIONS" => Method::Options,
-                "GET" => Method::Get,
-                "DELETE" => Method::Delete,
-                _ => Method::Other,
+                "POST" => HttpMethod::Post,
+                "OPTIONS" => HttpMethod::Options,
+                "GET" => HttpMethod::Get,
+                "DELETE" => HttpMethod::Delete,
+                _ => HttpMethod::Other,
             },
             json: false,
             body: BodyKind::None,

@@ -1,16 +1,16 @@
 //! Server-Sent Events (the WHATWG HTML `text/event-stream` format), as MCP's Streamable
 //! HTTP uses them: a server encodes events ([`encode_event`], [`encode_comment`]); a
-//! client decodes them incrementally ([`Decoder`]), fed any chunking, within bounds on the
+//! client decodes them incrementally ([`SseDecoder`]), fed any chunking, within bounds on the
 //! line and event sizes.
 //!
 //! ```
-//! use sansrpc::codec::sse::{encode_event, Decoder, Limits};
+//! use sansrpc::codec::sse::{encode_event, SseDecoder, SseLimits};
 //!
 //! let mut wire = Vec::new();
 //! encode_event(&mut wire, Some("7.1"), Some("message"), "{\"a\":1}\nsecond line", Some(500));
 //! assert_eq!(wire, b"id: 7.1\nevent: message\nretry: 500\ndata: {\"a\":1}\ndata: second line\n\n");
 //!
-//! let mut decoder = Decoder::new(Limits::default());
+//! let mut decoder = SseDecoder::new(SseLimits::default());
 //! let mut events = Vec::new();
 //! for piece in wire.chunks(3) {
 //!     decoder.feed(piece, |event| events.push(event));
@@ -119,7 +119,7 @@ pub fn encode_comment(out: &mut Vec<u8>, text: &str) {
 
 /// One event, decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Event {
+pub struct SseEvent {
     /// The event's type (`message` when it named none).
     pub event: String,
     /// Its data lines, joined with `\n`.
@@ -130,10 +130,10 @@ pub struct Event {
     pub retry: Option<u64>,
 }
 
-/// Bounds of a [`Decoder`].
+/// Bounds of a [`SseDecoder`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Limits {
+pub struct SseLimits {
     /// Longest line (default 64 KiB): a longer one is skipped with [`SseError::LineTooLong`].
     pub max_line: usize,
     /// Largest event data (default 4 MiB): a larger event is dropped with
@@ -141,9 +141,9 @@ pub struct Limits {
     pub max_event: usize,
 }
 
-impl Default for Limits {
+impl Default for SseLimits {
     fn default() -> Self {
-        Limits {
+        SseLimits {
             max_line: 64 * 1024,
             max_event: 4 << 20,
         }
@@ -154,9 +154,9 @@ impl Default for Limits {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SseError {
-    /// A line over [`Limits::max_line`]: skipped up to its end.
+    /// A line over [`SseLimits::max_line`]: skipped up to its end.
     LineTooLong,
-    /// An event whose data grew over [`Limits::max_event`]: dropped up to its end.
+    /// An event whose data grew over [`SseLimits::max_event`]: dropped up to its end.
     EventTooLarge,
 }
 
@@ -179,8 +179,8 @@ impl std::error::Error for SseError {}
 /// an event with no data is not dispatched. Invalid UTF-8 is decoded lossily (U+FFFD), as
 /// browsers do.
 #[derive(Debug, Clone)]
-pub struct Decoder {
-    limits: Limits,
+pub struct SseDecoder {
+    limits: SseLimits,
     line: Vec<u8>,
     /// The line under way is over the limit: skip to its end.
     skipping: bool,
@@ -201,10 +201,10 @@ pub struct Decoder {
     reconnect: Option<u64>,
 }
 
-impl Decoder {
+impl SseDecoder {
     /// A decoder within `limits`.
-    pub fn new(limits: Limits) -> Self {
-        Decoder {
+    pub fn new(limits: SseLimits) -> Self {
+        SseDecoder {
             limits,
             line: Vec::new(),
             skipping: false,
@@ -235,11 +235,11 @@ impl Decoder {
     }
 
     /// Takes `bytes`, handing each event dispatched (or fault) to `each`, in order.
-    pub fn feed(&mut self, bytes: &[u8], mut each: impl FnMut(Result<Event, SseError>)) {
+    pub fn feed(&mut self, bytes: &[u8], mut each: impl FnMut(Result<SseEvent, SseError>)) {
         self.feed_dyn(bytes, &mut each);
     }
 
-    fn feed_dyn(&mut self, mut bytes: &[u8], each: &mut dyn FnMut(Result<Event, SseError>)) {
+    fn feed_dyn(&mut self, mut bytes: &[u8], each: &mut dyn FnMut(Result<SseEvent, SseError>)) {
         if self.at_start {
             const BOM: &[u8] = b"\xEF\xBB\xBF";
             while self.bom_seen < BOM.len() && !bytes.is_empty() {
@@ -295,7 +295,7 @@ impl Decoder {
         partial
     }
 
-    fn take_part(&mut self, part: &[u8], each: &mut dyn FnMut(Result<Event, SseError>)) {
+    fn take_part(&mut self, part: &[u8], each: &mut dyn FnMut(Result<SseEvent, SseError>)) {
         if self.skipping {
             return;
         }
@@ -308,7 +308,7 @@ impl Decoder {
         self.line.extend_from_slice(part);
     }
 
-    fn end_line(&mut self, each: &mut dyn FnMut(Result<Event, SseError>)) {
+    fn end_line(&mut self, each: &mut dyn FnMut(Result<SseEvent, SseError>)) {
         if self.skipping {
             self.skipping = false;
             return;
@@ -319,7 +319,7 @@ impl Decoder {
         self.line.clear();
     }
 
-    fn process(&mut self, line: &[u8], each: &mut dyn FnMut(Result<Event, SseError>)) {
+    fn process(&mut self, line: &[u8], each: &mut dyn FnMut(Result<SseEvent, SseError>)) {
         if line.is_empty() {
             return self.dispatch(each);
         }
@@ -362,7 +362,7 @@ impl Decoder {
         }
     }
 
-    fn dispatch(&mut self, each: &mut dyn FnMut(Result<Event, SseError>)) {
+    fn dispatch(&mut self, each: &mut dyn FnMut(Result<SseEvent, SseError>)) {
         self.committed_id.clone_from(&self.last_id);
         let retry = self.retry.take();
         let event = core::mem::take(&mut self.event);
@@ -372,7 +372,7 @@ impl Decoder {
         }
         let mut data = core::mem::take(&mut self.data);
         data.pop();
-        each(Ok(Event {
+        each(Ok(SseEvent {
             event: if event.is_empty() {
                 String::from("message")
             } else {
@@ -394,8 +394,8 @@ mod tests {
     use super::*;
     use alloc::vec;
 
-    fn decode(chunks: &[&[u8]]) -> Vec<Result<Event, SseError>> {
-        let mut decoder = Decoder::new(Limits::default());
+    fn decode(chunks: &[&[u8]]) -> Vec<Result<SseEvent, SseError>> {
+        let mut decoder = SseDecoder::new(SseLimits::default());
         let mut out = Vec::new();
         for c in chunks {
             decoder.feed(c, |e| out.push(e));
@@ -403,7 +403,7 @@ mod tests {
         out
     }
 
-    fn data(events: &[Result<Event, SseError>]) -> Vec<String> {
+    fn data(events: &[Result<SseEvent, SseError>]) -> Vec<String> {
         events
             .iter()
             .map(|e| e.as_ref().map(|e| e.data.clone()).unwrap_or_default())
@@ -473,7 +473,7 @@ mod tests {
 
     #[test]
     fn limits_hold_whatever_the_input() {
-        let mut decoder = Decoder::new(Limits {
+        let mut decoder = SseDecoder::new(SseLimits {
             max_line: 100,
             max_event: 1000,
         });
@@ -502,7 +502,7 @@ mod tests {
     fn the_event_limit_counts_invalid_utf8_as_its_replacement() {
         // 100 invalid bytes are 300 bytes of U+FFFD: over a 256-byte event limit (found
         // by the sse fuzz target in CI).
-        let mut decoder = Decoder::new(Limits {
+        let mut decoder = SseDecoder::new(SseLimits {
             max_line: 1024,
             max_event: 256,
         });
@@ -526,7 +526,7 @@ mod tests {
         ] {
             let mut wire = Vec::new();
             encode_event(&mut wire, id, name, text, retry);
-            let mut decoder = Decoder::new(Limits::default());
+            let mut decoder = SseDecoder::new(SseLimits::default());
             let mut out = Vec::new();
             decoder.feed(&wire, |e| out.push(e));
             // An empty data line is an event with empty data (MCP's priming event).
@@ -543,7 +543,7 @@ mod tests {
 
     #[test]
     fn the_last_event_id_counts_from_complete_events_only() {
-        let mut d = Decoder::new(Limits::default());
+        let mut d = SseDecoder::new(SseLimits::default());
         let mut seen = Vec::new();
         // MCP's priming event: an id, a retry, one empty data line.
         d.feed(b"id: s.0\nretry: 500\ndata: \n\n", |e| seen.push(e));

@@ -45,7 +45,7 @@ mod tests;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
-use sansrpc::codec::http::{Head, HttpFault, Method};
+use sansrpc::codec::http::{Head, HttpFault, HttpMethod};
 use sansrpc::codec::sse::{EventStore, MemoryEventStore};
 use sansrpc::driver::Timers;
 use sansrpc::Instant;
@@ -299,14 +299,14 @@ impl Server {
         let path = head.target().split('?').next().unwrap_or_default();
         if path == self.config.card_path {
             return Verdict::Respond(match head.method {
-                Method::Get => Response::json(200, self.card_json.clone()),
+                HttpMethod::Get => Response::json(200, self.card_json.clone()),
                 _ => Response::new(405).header("allow", "GET"),
             });
         }
         if path != self.config.path {
             return Verdict::Respond(Response::new(404));
         }
-        if head.method != Method::Post {
+        if head.method != HttpMethod::Post {
             return Verdict::Respond(Response::new(405).header("allow", "POST"));
         }
         if body.len() > self.config.max_body {

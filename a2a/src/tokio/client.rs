@@ -365,7 +365,7 @@ impl Client {
             Answer::Stream(body) if status == 200 => Ok(EventStream {
                 body,
                 id,
-                decoder: sse::Decoder::new(sse::Limits::default()),
+                decoder: sse::SseDecoder::new(sse::SseLimits::default()),
                 events: VecDeque::new(),
                 ended: false,
             }),
@@ -567,8 +567,8 @@ fn rpc_result<T: DeserializeOwned>(
 pub struct EventStream {
     body: Incoming,
     id: u64,
-    decoder: sse::Decoder,
-    events: VecDeque<Result<sse::Event, sse::SseError>>,
+    decoder: sse::SseDecoder,
+    events: VecDeque<Result<sse::SseEvent, sse::SseError>>,
     ended: bool,
 }
 

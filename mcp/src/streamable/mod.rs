@@ -51,7 +51,7 @@ use crate::types::error_codes::{
     HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,
 };
 use crate::types::version::{self, STATELESS};
-use sansrpc::codec::http::{Head, HttpFault, Method};
+use sansrpc::codec::http::{Head, HttpFault, HttpMethod};
 use sansrpc::codec::sse;
 use sansrpc::driver::Timers;
 use sansrpc::message::{Classified, Classifier, Incoming, Scanned};
@@ -550,7 +550,7 @@ impl Server {
             return Verdict::Respond(refused);
         }
         // A preflight carries no token: it is answered before the token is asked for.
-        if let (Method::Options, true, Some(_)) = (
+        if let (HttpMethod::Options, true, Some(_)) = (
             head.method,
             head.cors_request_method,
             head.origin.as_deref(),
@@ -566,9 +566,9 @@ impl Server {
             return Verdict::Respond(refused);
         }
         match head.method {
-            Method::Post => self.post(head, body, peer, now, entropy),
-            Method::Get if self.config.sessions => self.get(head, now),
-            Method::Delete if self.config.sessions => self.delete(head),
+            HttpMethod::Post => self.post(head, body, peer, now, entropy),
+            HttpMethod::Get if self.config.sessions => self.get(head, now),
+            HttpMethod::Delete if self.config.sessions => self.delete(head),
             _ => {
                 let allow = if self.config.sessions {
                     "GET, POST, DELETE"

@@ -67,7 +67,7 @@ use hyper::body::Bytes;
 use hyper::header::{HeaderName, HeaderValue, AUTHORIZATION, WWW_AUTHENTICATE};
 use hyper::{Method, Request, Uri};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use sansrpc::codec::http::Method as HttpMethod;
+use sansrpc::codec::http::HttpMethod;
 use sansrpc::connection::EndReason;
 use sansrpc::Connection;
 use sansrpc::Instant;

@@ -28,7 +28,7 @@
 use alloc::borrow::ToOwned;
 use alloc::string::String;
 
-use super::{Head, Hosts, Method, Origins};
+use super::{Head, Hosts, HttpMethod, Origins};
 
 /// An answer given from the head, without the connection machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,13 +82,13 @@ impl Exchange {
         };
         let mut request_headers = None;
         let refused =
-            if cors.is_some() && head.method == Method::Options && head.cors_request_method {
+            if cors.is_some() && head.method == HttpMethod::Options && head.cors_request_method {
                 request_headers = head.cors_request_headers;
                 Some(match allow_origin {
                     Some(_) => Refusal::Preflight,
                     None => Refusal::Forbidden,
                 })
-            } else if head.method != Method::Post {
+            } else if head.method != HttpMethod::Post {
                 Some(Refusal::NotPost)
             } else if !head.json {
                 Some(Refusal::Status(415))

@@ -286,7 +286,7 @@ fn expect_continue_methods_and_cors_headers_are_read() {
          Access-Control-Request-Method: POST\r\n\
          Access-Control-Request-Headers: content-type, x-id\r\n\r\n",
     );
-    assert_eq!(head.method, Method::Options);
+    assert_eq!(head.method, HttpMethod::Options);
     assert_eq!(head.origin.as_deref(), Some("https://app.example"));
     assert!(head.cors_request_method);
     assert_eq!(
@@ -296,10 +296,13 @@ fn expect_continue_methods_and_cors_headers_are_read() {
     assert!(head_of("POST / HTTP/1.1\r\nExpect: 100-Continue\r\n\r\n").expect_continue);
     // HTTP/1.0 clients cannot be sent 100 (RFC 9110 §10.1.1).
     assert!(!head_of("POST / HTTP/1.0\r\nExpect: 100-continue\r\n\r\n").expect_continue);
-    assert_eq!(head_of("GET / HTTP/1.1\r\n\r\n").method, Method::Get);
-    assert_eq!(head_of("DELETE / HTTP/1.1\r\n\r\n").method, Method::Delete);
-    assert_eq!(head_of("PUT / HTTP/1.1\r\n\r\n").method, Method::Other);
-    assert_eq!(head_of("post / HTTP/1.1\r\n\r\n").method, Method::Other);
+    assert_eq!(head_of("GET / HTTP/1.1\r\n\r\n").method, HttpMethod::Get);
+    assert_eq!(
+        head_of("DELETE / HTTP/1.1\r\n\r\n").method,
+        HttpMethod::Delete
+    );
+    assert_eq!(head_of("PUT / HTTP/1.1\r\n\r\n").method, HttpMethod::Other);
+    assert_eq!(head_of("post / HTTP/1.1\r\n\r\n").method, HttpMethod::Other);
     let plain = head_of("POST / HTTP/1.1\r\n\r\n");
     assert_eq!((plain.origin, plain.cors_request_method), (None, false));
 }
@@ -528,7 +531,9 @@ fn a_chunked_body_is_joined_in_place_at_the_start_of_the_buffer() {
     assert_eq!(joined.as_ptr(), start);
     assert!(!decoder.in_body());
     let rest = &mut wire[head.len() + used..];
-    assert!(matches!(decoder.decode(rest), Ok(HttpStep::Head(_, h)) if h.method == Method::Get));
+    assert!(
+        matches!(decoder.decode(rest), Ok(HttpStep::Head(_, h)) if h.method == HttpMethod::Get)
+    );
 
     let mut decoder = RequestDecoder::new(6);
     let mut wire = head.to_vec();
@@ -764,7 +769,7 @@ fn a_request_head_names_the_target_host_and_length() {
     };
     assert_eq!(
         (head.method, head.json, head.body),
-        (Method::Post, true, BodyKind::Length(17))
+        (HttpMethod::Post, true, BodyKind::Length(17))
     );
     let HttpStep::Body(_, body) = decoder.decode(&mut out[used..]).unwrap() else {
         panic!("a body")
@@ -900,7 +905,7 @@ fn a_head_from_parts_follows_the_decoders_rules() {
         ],
     )
     .expect("a preflight");
-    assert_eq!(preflight.method, Method::Options);
+    assert_eq!(preflight.method, HttpMethod::Options);
     assert!(preflight.cors_request_method && !preflight.keep_alive);
     // Refusals: both framings, a second differing length, an unknown coding, a control
     // byte in a value; too many fields, too many bytes.

@@ -32,7 +32,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::string::String;
 use std::vec::Vec;
 
-use sansrpc::codec::http::Method;
+use sansrpc::codec::http::HttpMethod;
 use sansrpc::codec::sse;
 use sansrpc::Instant;
 
@@ -61,7 +61,7 @@ pub struct ClientConfig {
     /// cut off, with [`ClientFault::BodyTooLarge`].
     pub max_body: usize,
     /// Bounds of the SSE decoder (a line, an event).
-    pub sse: sse::Limits,
+    pub sse: sse::SseLimits,
     /// Events ([`poll_event`](HttpClient::poll_event)) waiting before
     /// [`is_backed_up`](HttpClient::is_backed_up) (default 256).
     pub max_events: usize,
@@ -83,7 +83,7 @@ impl Default for ClientConfig {
             headers: Vec::new(),
             credentials: false,
             max_body: 8 << 20,
-            sse: sse::Limits::default(),
+            sse: sse::SseLimits::default(),
             max_events: 256,
             resumes: 5,
             retry: Duration::from_secs(1),
@@ -99,7 +99,7 @@ pub struct ClientRequest {
     /// Names the exchange in the inputs that follow.
     pub exchange: u64,
     /// `POST`, `GET` or `DELETE`.
-    pub method: Method,
+    pub method: HttpMethod,
     /// The header fields, names in lower case (without `Authorization`: the driver's
     /// credentials add it).
     pub headers: Vec<(Cow<'static, str>, String)>,
@@ -228,7 +228,7 @@ enum Phase {
 /// An event stream being read, across its resumptions.
 #[derive(Debug)]
 struct Reader {
-    decoder: sse::Decoder,
+    decoder: sse::SseDecoder,
     retry: Duration,
     /// The last complete event's id, across resumptions.
     resume_from: String,
@@ -603,7 +603,7 @@ impl HttpClient {
         task.status = status;
         task.phase = if event_stream {
             Phase::Sse(Box::new(Reader {
-                decoder: sse::Decoder::new(self.config.sse),
+                decoder: sse::SseDecoder::new(self.config.sse),
                 retry: self.config.retry,
                 resume_from: String::new(),
                 resumes: 0,
@@ -834,7 +834,7 @@ impl HttpClient {
             reader.retry = Duration::from_millis(ms);
         }
         // A new stream starts a new decoder (what was cut mid-event is replayed whole).
-        reader.decoder = sse::Decoder::new(self.config.sse);
+        reader.decoder = sse::SseDecoder::new(self.config.sse);
         reader.resume_at = Some(now + reader.retry);
         reader.flowing = false;
         if let Some(wire) = task.wire.take() {

@@ -118,7 +118,7 @@ fn in_session(m: &mut HttpClient) -> u64 {
 fn initialize_carries_no_session_and_its_answer_sets_session_and_version() {
     let mut m = machine();
     let init = post(&mut m, INIT, at(0));
-    assert_eq!(init.method, Method::Post);
+    assert_eq!(init.method, HttpMethod::Post);
     assert_eq!(init.body.as_deref(), Some(INIT.as_bytes()));
     assert_eq!(
         init.header("accept"),
@@ -191,7 +191,7 @@ fn initialized_opens_the_get_stream_and_later_posts_wait_for_it() {
     assert_eq!(m.poll_timeout(), Some(at(10_010)));
     answer(&mut m, initialized.exchange, 202, &[], "");
     let get = one(&mut m);
-    assert_eq!(get.method, Method::Get);
+    assert_eq!(get.method, HttpMethod::Get);
     assert_eq!(get.header("accept"), Some("text/event-stream"));
     assert_eq!(get.header("content-type"), None);
     assert_eq!(get.header("mcp-session-id"), Some("s1"));
@@ -275,7 +275,7 @@ fn an_sse_answer_dropped_is_resumed_after_the_servers_retry() {
     assert!(requests(&mut m).is_empty());
     m.handle_timeout(at(450));
     let resume = one(&mut m);
-    assert_eq!(resume.method, Method::Get);
+    assert_eq!(resume.method, HttpMethod::Get);
     assert_eq!(resume.header("last-event-id"), Some("e1"));
     assert_eq!(resume.header("mcp-session-id"), Some("s1"));
     assert_eq!(resume.body, None);
@@ -587,7 +587,7 @@ fn close_deletes_the_session_and_waits_at_most_close_wait() {
     m.close(at(100));
     assert!(!m.is_closed());
     let delete = one(&mut m);
-    assert_eq!(delete.method, Method::Delete);
+    assert_eq!(delete.method, HttpMethod::Delete);
     assert_eq!(delete.header("mcp-session-id"), Some("s1"));
     assert_eq!(delete.header("mcp-protocol-version"), Some("2025-06-18"));
     head(&mut m, delete.exchange, 200, &[]);

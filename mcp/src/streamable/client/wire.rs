@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::string::String;
 use std::vec::Vec;
 
-use sansrpc::codec::http::Method;
+use sansrpc::codec::http::HttpMethod;
 use serde_json::value::RawValue as Json;
 
 use super::{ClientConfig, ClientRequest, Role, Task};
@@ -140,16 +140,16 @@ pub(super) fn request(
         _ => None,
     };
     let method = match (&task.role, &post) {
-        (_, Some(_)) => Method::Post,
-        (Role::Delete, _) => Method::Delete,
-        _ => Method::Get,
+        (_, Some(_)) => HttpMethod::Post,
+        (Role::Delete, _) => HttpMethod::Delete,
+        _ => HttpMethod::Get,
     };
     let mut headers: Vec<(Cow<'static, str>, String)> = config
         .headers
         .iter()
         .map(|(n, v)| (Cow::Owned(n.to_ascii_lowercase()), v.clone()))
         .collect();
-    if method == Method::Get {
+    if method == HttpMethod::Get {
         headers.push(("accept".into(), "text/event-stream".into()));
     } else {
         headers.push((
