@@ -1607,55 +1607,48 @@ fn a_page_of_an_allowed_origin_gets_cors_and_reads_the_session() {
     assert!(text.contains("vary: Origin\r\n"), "{text}");
 }
 
+/// The machine's answer to a bodiless `method` request with `headers` (no token needed).
+fn answer_to(server: &mut Server, method: &str, headers: &[(&str, &str)]) -> Response {
+    let (head, _) = request(method, headers, "");
+    let verdict = server.handle_request(
+        &head,
+        &[],
+        Authorized::NotRequired,
+        Instant::ZERO,
+        &mut entropy,
+    );
+    let Verdict::Respond(r) = verdict else {
+        panic!("{verdict:?}")
+    };
+    r
+}
+
 #[test]
 fn cors_goes_only_to_allowed_origins() {
     let mut server = Server::new(Config::default());
-    let now = Instant::ZERO;
+    let asks = ("access-control-request-method", "POST");
     // Another site: refused before anything, with no CORS field (the browser hides it).
-    let (head, _) = request(
+    let r = answer_to(
+        &mut server,
         "OPTIONS",
-        &[
-            ("origin", "https://evil.example"),
-            ("access-control-request-method", "POST"),
-        ],
-        "",
+        &[("origin", "https://evil.example"), asks],
     );
-    let Verdict::Respond(r) =
-        server.handle_request(&head, &[], Authorized::NotRequired, now, &mut entropy)
-    else {
-        panic!()
-    };
     assert_eq!(r.status, 403);
     assert_eq!(field(&r.headers, "access-control-allow-origin"), None);
     // No Origin (not a browser): no CORS fields, and OPTIONS is no method of MCP's.
-    let (head, _) = request("OPTIONS", &[("access-control-request-method", "POST")], "");
-    let Verdict::Respond(r) =
-        server.handle_request(&head, &[], Authorized::NotRequired, now, &mut entropy)
-    else {
-        panic!()
-    };
+    let r = answer_to(&mut server, "OPTIONS", &[asks]);
     assert_eq!(r.status, 405);
     assert_eq!(field(&r.headers, "access-control-allow-origin"), None);
-    let (_, id) = session(&mut server, now);
-    initialized(&mut server, &id, now);
     // An allowed page on a stateless server is told POST only.
     let mut stateless = Server::new(Config {
         sessions: false,
         ..Config::default()
     });
-    let (head, _) = request(
+    let r = answer_to(
+        &mut stateless,
         "OPTIONS",
-        &[
-            ("origin", "http://127.0.0.1:8080"),
-            ("access-control-request-method", "POST"),
-        ],
-        "",
+        &[("origin", "http://127.0.0.1:8080"), asks],
     );
-    let Verdict::Respond(r) =
-        stateless.handle_request(&head, &[], Authorized::NotRequired, now, &mut entropy)
-    else {
-        panic!()
-    };
     assert_eq!(r.status, 204);
     assert_eq!(
         field(&r.headers, "access-control-allow-methods"),
