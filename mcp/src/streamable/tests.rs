@@ -533,16 +533,21 @@ fn bounds_sessions_streams_and_unread_responses() {
     assert_eq!(server.sessions.get(&key).unwrap().waiting.len(), 4);
 }
 
-#[test]
-fn tokens_and_the_protected_resource_metadata() {
-    let mut server = Server::new(Config {
+/// A server that asks every request for a token of `https://auth.example.com`.
+fn protected() -> Server {
+    Server::new(Config {
         auth: Some(Auth::new(
             "http://127.0.0.1:3000/mcp",
             "http://127.0.0.1:3000/.well-known/oauth-protected-resource/mcp",
             "https://auth.example.com",
         )),
         ..Config::default()
-    });
+    })
+}
+
+#[test]
+fn tokens_and_the_protected_resource_metadata() {
+    let mut server = protected();
     let now = Instant::ZERO;
     let (head, body) = request("POST", &[ACCEPT], INITIALIZE);
     let Verdict::Respond(r) =
@@ -1522,14 +1527,7 @@ fn field<'a>(headers: &'a [(&'static str, String)], name: &str) -> Option<&'a st
 #[test]
 fn a_page_of_an_allowed_origin_gets_cors_and_reads_the_session() {
     // A token is required: the preflight, which carries none, is answered all the same.
-    let mut server = Server::new(Config {
-        auth: Some(Auth::new(
-            "http://127.0.0.1:3000/mcp",
-            "http://127.0.0.1:3000/.well-known/oauth-protected-resource/mcp",
-            "https://auth.example.com",
-        )),
-        ..Config::default()
-    });
+    let mut server = protected();
     let now = Instant::ZERO;
     let page = ("origin", "http://localhost:5173");
     let (head, _) = request(
