@@ -429,8 +429,10 @@ pub fn encode_header(opcode: Opcode, len: usize, mask: Option<[u8; 4]>, out: &mu
     out.extend_from_slice(&bytes[..n]);
 }
 
-/// Writes a final frame's header into `bytes` and returns its length.
-fn write_header(
+/// Writes a final frame's header into `bytes` and returns its length: for a transport that
+/// writes the header from its own bytes and the payload from where it is (a vectored
+/// write), as [`encode_header`] would append it.
+pub fn write_header(
     opcode: Opcode,
     len: usize,
     mask: Option<[u8; 4]>,

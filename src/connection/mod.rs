@@ -814,6 +814,20 @@ impl Connection {
         self.endpoint.peek_transmit()
     }
 
+    /// The messages of [`peek_transmit`](Connection::peek_transmit) one by one, for a
+    /// message transport that frames them itself and writes them straight from the
+    /// connection's buffer (a WebSocket server: each frame's header from its own, the
+    /// payload from here, in one vectored write) rather than copying each out with
+    /// [`poll_transmit`](Connection::poll_transmit); then it reports how many of their
+    /// bytes went out with [`consume_transmit`](Connection::consume_transmit). The first
+    /// is without what of it was consumed already.
+    pub fn peek_messages(&mut self) -> impl Iterator<Item = &[u8]> + '_ {
+        if self.endpoint.buffered_output() == 0 {
+            self.drain_hook();
+        }
+        self.endpoint.transmit_frames()
+    }
+
     /// The first `n` bytes of [`peek_transmit`](Connection::peek_transmit) were written.
     /// Call [`handle_write`](Connection::handle_write) too (the
     /// [`StreamIo`](crate::driver::StreamIo) helper does both).

@@ -1575,6 +1575,11 @@ impl Endpoint {
         self.out.bytes()
     }
 
+    /// The frames of [`peek_transmit`](Endpoint::peek_transmit), one by one.
+    pub(crate) fn transmit_frames(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        self.out.frames()
+    }
+
     /// The first `n` bytes of [`peek_transmit`](Endpoint::peek_transmit) were written:
     /// they are dropped from the output (a frame may be left partly written; the rest of
     /// it comes first).

@@ -69,6 +69,18 @@ impl Output {
         &self.buf[self.head..]
     }
 
+    /// The frames queued, in order: the first without what of it was consumed.
+    pub(super) fn frames(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        let mut at = self.head;
+        let mut taken = self.front_taken;
+        self.frames.iter().map(move |&(len, _)| {
+            let len = len - core::mem::take(&mut taken);
+            let frame = &self.buf[at..at + len];
+            at += len;
+            frame
+        })
+    }
+
     /// The rest of the next frame (all of it unless bytes of it were consumed), and its tag.
     #[cfg(test)]
     pub(super) fn front(&self) -> Option<(&[u8], u64)> {
@@ -166,6 +178,25 @@ mod tests {
         assert!(out.is_empty());
         assert_eq!(out.len(), 0);
         assert_eq!(out.front(), None);
+    }
+
+    #[test]
+    fn frames_are_listed_one_by_one_the_first_without_what_was_consumed() {
+        let mut out = Output::default();
+        assert_eq!(out.frames().count(), 0);
+        frame(&mut out, b"abc");
+        frame(&mut out, b"defg");
+        frame(&mut out, b"h");
+        let all: Vec<&[u8]> = out.frames().collect();
+        assert_eq!(all, [&b"abc"[..], b"defg", b"h"]);
+        out.consume(4);
+        let rest: Vec<&[u8]> = out.frames().collect();
+        assert_eq!(rest, [&b"efg"[..], b"h"]);
+        out.consume(3);
+        let rest: Vec<&[u8]> = out.frames().collect();
+        assert_eq!(rest, [&b"h"[..]]);
+        out.consume(1);
+        assert_eq!(out.frames().count(), 0);
     }
 
     #[test]

@@ -30,13 +30,19 @@ use crate::transport::{Received, Transport};
 /// Commands taken per turn of the loop, so a flood of calls cannot starve input.
 const COMMANDS_PER_TURN: usize = 64;
 
-/// Which of the driver's channels have its task's waker, this poll: a channel polled
-/// pending keeps it until the task is next woken, so the later passes of the same poll only
-/// look (a registration is most of a poll's cost, twice a pass otherwise).
+/// Which of the driver's sources have its task's waker, this poll: a source polled pending
+/// keeps it until the task is next woken, so the later passes of the same poll only look,
+/// or skip it (a registration is most of a poll's cost, and each wakeup takes two passes:
+/// the one that moved, and the one that finds nothing left).
 #[derive(Debug, Default, Clone, Copy)]
 struct Listening {
     commands: bool,
     shutdown: bool,
+    /// The transport's receive side was polled pending: it wakes the task when input
+    /// comes.
+    receive: bool,
+    /// The sleep was polled pending for this target: it wakes the task then.
+    timer: Option<sansrpc_runtime::time::Instant>,
 }
 
 /// The next message of `rx`: polled (so that one sent later wakes the task) until it was
@@ -293,9 +299,15 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
         }
         let target = deadline.map(|d| self.start + d.since_epoch());
         let target = target.into_iter().chain(self.closing).min();
+        if target.is_some() && target == self.listening.timer {
+            // Armed for it and pending this poll.
+            return false;
+        }
         let fired = self.sleep.poll_until(cx, &self.timer, target);
-        if let (true, Some(target)) = (fired, target) {
-            self.reached = Some(self.clock().max(target));
+        match (fired, target) {
+            (true, Some(target)) => self.reached = Some(self.clock().max(target)),
+            (false, target) => self.listening.timer = target,
+            (true, None) => {}
         }
         fired
     }
@@ -338,31 +350,33 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
         if self.done {
             return Poll::Ready(Ok(()));
         }
-        // The transport said it waits for more input and will wake the task: this poll
-        // does not ask it again.
-        let mut receive_waits = false;
         self.listening = Listening::default();
         self.transport.start_turn();
+        self.server.start_turn();
+        // Registered before the connection drains its hook (with its events), so a wake in
+        // between is not lost; once a poll: a wake that takes it during the poll has the
+        // task polled again, which registers it again.
+        if let Some(wake) = &self.wake {
+            wake.register(cx.waker());
+        }
         loop {
-            // Registered before the connection drains its hook (with its events), so a wake
-            // in between is not lost.
-            if let Some(wake) = &self.wake {
-                wake.register(cx.waker());
-            }
             // One look at the clock a pass (each is a call into the kernel's clock page, about
             // 30 ns, and a pass takes far less than the connection's timeouts can tell).
             let now = self.now();
             let mut progress = self.poll_commands(cx, now);
             let reading =
                 self.conn.wants_input() && self.server.notifications.len() < self.server.max_queued;
-            if reading && !receive_waits {
+            // The transport said it waits for more input and will wake the task: this poll
+            // does not ask it again.
+            if reading && !self.listening.receive {
                 match self.transport.poll_receive(cx, &mut self.conn, now) {
                     Poll::Ready(Ok(Received::Data | Received::End)) => progress = true,
                     Poll::Ready(Ok(Received::Drained)) => {
                         progress = true;
-                        receive_waits = true;
+                        self.listening.receive = true;
                     }
-                    Poll::Ready(Ok(Received::Stalled)) | Poll::Pending => {}
+                    Poll::Pending => self.listening.receive = true,
+                    Poll::Ready(Ok(Received::Stalled)) => {}
                     Poll::Ready(Err(e)) => {
                         let _ = self.finish();
                         return Poll::Ready(Err(e));

@@ -174,6 +174,8 @@ pub(crate) struct Served(Option<Serving>);
 struct Serving {
     core: shared::Served,
     waker: Arc<AtomicWaker>,
+    /// The task's waker is in `waker` since this poll of the driver began.
+    registered: bool,
     /// The handlers still running (none kept once all have returned, as with a `Fanout`:
     /// a connection then holds nothing for them).
     tasks: Option<FuturesUnordered<BoxFuture<IncomingId>>>,
@@ -195,6 +197,7 @@ impl Serving {
         Serving {
             core: shared::Served::new(hub),
             waker,
+            registered: false,
             tasks: None,
             by_handle: BTreeMap::new(),
         }
@@ -264,6 +267,14 @@ impl Served {
         serving.tasks = None;
     }
 
+    /// A new poll of the driver begins: the task's waker is registered again at the next
+    /// [`poll`](Self::poll).
+    pub(crate) fn start_turn(&mut self) {
+        if let Some(serving) = &mut self.0 {
+            serving.registered = false;
+        }
+    }
+
     /// Runs the handlers, takes their decisions, and moves queued items into the
     /// connection while its output has room. True when anything moved.
     pub(crate) fn poll(&mut self, cx: &mut Context<'_>, conn: &mut Connection) -> bool {
@@ -271,8 +282,13 @@ impl Served {
         let Some(serving) = &mut self.0 else {
             return false;
         };
-        // Registered before anything is looked at, so a wake in between is not lost.
-        serving.waker.register(cx.waker());
+        // Registered before anything is looked at, so a wake in between is not lost; once
+        // a poll of the driver (a wake that takes it during the poll has the task polled
+        // again, which registers it again).
+        if !serving.registered {
+            serving.waker.register(cx.waker());
+            serving.registered = true;
+        }
         if serving.core.is_idle() && serving.tasks.is_none() {
             // No handler running, nothing decided or scheduled, nothing held back: what a
             // connection serving no subscription pays on each turn of its driver.

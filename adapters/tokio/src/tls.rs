@@ -129,6 +129,24 @@ impl AsyncWrite for ServerStream {
         }
     }
 
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            ServerStream::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            ServerStream::Tls(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            ServerStream::Plain(s) => s.is_write_vectored(),
+            ServerStream::Tls(s) => s.is_write_vectored(),
+        }
+    }
+
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             ServerStream::Plain(s) => Pin::new(s).poll_flush(cx),

@@ -3,6 +3,7 @@
 //! demand, given back when idle.
 
 use std::io;
+use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -79,6 +80,22 @@ impl Input {
         // declares a large message costs memory only as its bytes come.
         let need = self.start + need;
         let want = self.size.get().max(need.min(self.end + CHUNK));
+        if self.buf.is_empty() {
+            // Given back while idle: read into the stack first, so that a look at a quiet
+            // connection (a subscriber's, woken to send) allocates and zeroes nothing.
+            let mut probe = [MaybeUninit::<u8>::uninit(); SMALL];
+            let mut buf = ReadBuf::uninit(&mut probe);
+            std::task::ready!(Pin::new(stream).poll_read(cx, &mut buf))?;
+            let read = buf.filled();
+            if !read.is_empty() {
+                self.buf.reserve_exact(want.max(read.len()));
+                self.buf.extend_from_slice(read);
+                self.buf.resize(want.max(read.len()), 0);
+                self.size.read(read.len());
+                self.end = read.len();
+            }
+            return Poll::Ready(Ok(read.len()));
+        }
         if self.buf.len() < want {
             // Zero-filled once per size: reads then reuse it.
             self.buf.resize(want, 0);
@@ -142,6 +159,12 @@ impl Output {
             self.unflushed = true;
         }
         Poll::Ready(Ok(()))
+    }
+
+    /// Bytes were written to the stream past this buffer (straight from the connection's):
+    /// they are flushed with the next [`poll_flushed`](Output::poll_flushed).
+    pub(crate) fn wrote(&mut self) {
+        self.unflushed = true;
     }
 
     /// Flushes what was written.

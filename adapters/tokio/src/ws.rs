@@ -18,7 +18,7 @@
 
 use std::future::Future;
 use std::hash::{BuildHasher, RandomState};
-use std::io;
+use std::io::{self, IoSlice};
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
@@ -73,12 +73,16 @@ struct Pinger {
     timer: Pin<Box<Sleep>>,
     awaiting: bool,
     due: bool,
+    /// The timer was polled pending this turn of the driver (it wakes the task when due):
+    /// the turn's later passes do not poll it again until it is reset.
+    polled: bool,
 }
 
 impl Pinger {
     fn reset(&mut self, after: Duration) {
         let at = tokio::time::Instant::now() + after;
         self.timer.as_mut().reset(at);
+        self.polled = false;
     }
 }
 
@@ -141,6 +145,7 @@ where
             timer: Box::pin(tokio::time::sleep(config.interval)),
             awaiting: false,
             due: false,
+            polled: false,
         });
         let masks = (role == Role::Client).then(|| Masks {
             hasher: RandomState::new(),
@@ -184,6 +189,12 @@ where
 {
     fn is_message_based(&self) -> bool {
         true
+    }
+
+    fn start_turn(&mut self) {
+        if let Some(p) = &mut self.pinger {
+            p.polled = false;
+        }
     }
 
     fn poll_receive(
@@ -273,7 +284,8 @@ where
         cx: &mut Context<'_>,
         conn: &mut Connection,
     ) -> Poll<io::Result<()>> {
-        if let Some(p) = &mut self.pinger {
+        if let Some(p) = self.pinger.as_mut().filter(|p| !p.polled) {
+            p.polled = true;
             if p.timer.as_mut().poll(cx).is_ready() {
                 if p.awaiting {
                     let e = format!("no pong within {:?}", p.config.timeout);
@@ -289,6 +301,18 @@ where
         loop {
             if !self.output.pending() {
                 self.output.reset();
+                self.take_control();
+                // A server's frames are not masked: their payloads go out from where the
+                // connection wrote them, with no copy into the write buffer.
+                if self.output.buf.is_empty()
+                    && self.masks.is_none()
+                    && self.stream.is_write_vectored()
+                {
+                    if ready!(self.poll_write_direct(cx, conn))? {
+                        continue;
+                    }
+                    return self.output.poll_flushed(&mut self.stream, cx);
+                }
                 self.take_output(conn);
                 if self.output.buf.is_empty() {
                     return self.output.poll_flushed(&mut self.stream, cx);
@@ -315,9 +339,8 @@ impl<S> WebSocket<S>
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
-    /// Fills the empty write buffer: the keep-alive's ping, the pong owed, then the
-    /// connection's messages, each framed where the connection wrote it, up to [`CHUNK`].
-    fn take_output(&mut self, conn: &mut Connection) {
+    /// Puts the keep-alive's ping and the pong owed in the empty write buffer.
+    fn take_control(&mut self) {
         if let Some(p) = self.pinger.as_mut().filter(|p| p.due) {
             p.due = false;
             let mask = self.mask();
@@ -327,6 +350,72 @@ where
             let mask = self.mask();
             encode_frame(Opcode::Pong, &payload, mask, &mut self.output.buf);
         }
+    }
+
+    /// Writes the connection's queued messages as unmasked text frames in one vectored
+    /// write, each header from here and each payload from the connection's buffer, up to
+    /// [`DIRECT_FRAMES`] frames or [`CHUNK`] bytes. What the socket took of a frame only in
+    /// part goes, with the rest of that frame, to the write buffer (written before
+    /// anything else); the connection is told of every message written or moved so.
+    /// `Ready(Ok(false))`: nothing was queued.
+    fn poll_write_direct(
+        &mut self,
+        cx: &mut Context<'_>,
+        conn: &mut Connection,
+    ) -> Poll<io::Result<bool>> {
+        if conn.peek_messages().next().is_none() {
+            return Poll::Ready(Ok(false));
+        }
+        let mut heads = [([0u8; websocket::MAX_HEADER], 0usize, 0usize); DIRECT_FRAMES];
+        let (mut count, mut bytes) = (0, 0);
+        for message in conn.peek_messages() {
+            if count == DIRECT_FRAMES || bytes >= CHUNK {
+                break;
+            }
+            let (head, n, len) = &mut heads[count];
+            *n = websocket::write_header(Opcode::Text, message.len(), None, head);
+            *len = message.len();
+            bytes += *n + *len;
+            count += 1;
+        }
+        let written = {
+            let mut slices = [IoSlice::new(&[]); 2 * DIRECT_FRAMES];
+            for (i, message) in conn.peek_messages().take(count).enumerate() {
+                let (head, n, _) = &heads[i];
+                slices[2 * i] = IoSlice::new(&head[..*n]);
+                slices[2 * i + 1] = IoSlice::new(message);
+            }
+            let slices = &slices[..2 * count];
+            ready!(Pin::new(&mut self.stream).poll_write_vectored(cx, slices))?
+        };
+        if written == 0 {
+            return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+        }
+        self.output.wrote();
+        let mut left = written;
+        let mut whole = 0;
+        for (head, n, len) in &heads[..count] {
+            if left >= n + len {
+                left -= n + len;
+                whole += len;
+                continue;
+            }
+            // Taken in part: the rest of this frame is written from the buffer.
+            conn.consume_transmit(whole);
+            let message = conn.peek_messages().next().unwrap_or_default();
+            let buf = &mut self.output.buf;
+            buf.extend_from_slice(&head[left.min(*n)..*n]);
+            buf.extend_from_slice(message.get(left.saturating_sub(*n)..).unwrap_or_default());
+            conn.consume_transmit(*len);
+            return Poll::Ready(Ok(true));
+        }
+        conn.consume_transmit(whole);
+        Poll::Ready(Ok(true))
+    }
+
+    /// Fills the write buffer (after [`take_control`](Self::take_control)) with the
+    /// connection's messages, each framed where the connection wrote it, up to [`CHUNK`].
+    fn take_output(&mut self, conn: &mut Connection) {
         let reserve = websocket::header_len(usize::MAX, self.masks.is_some());
         while self.output.buf.len() < CHUNK {
             let start = self.output.buf.len();
@@ -343,6 +432,10 @@ where
 
 /// Most messages handed in per [`Transport::poll_receive`] before the answers are written.
 const MESSAGES_PER_TURN: usize = 64;
+
+/// Most frames of one vectored write straight from the connection's buffer (two slices
+/// each, far below any system's limit on them).
+const DIRECT_FRAMES: usize = 16;
 
 /// tungstenite's config for the opening handshake, with its message and frame size bounds
 /// set to `limits`' [`max_frame_bytes`](Limits::max_frame_bytes) (after the handshake the

@@ -346,3 +346,65 @@ async fn a_large_message_arriving_over_many_reads_is_answered_and_the_next_one_t
     })
     .await;
 }
+
+/// Answers far larger than the socket takes at once, asked for by a peer that reads only
+/// once it has asked for all of them: the server writes each frame's payload straight from
+/// the connection's buffer and, where the socket took a frame only in part, the rest of it
+/// from its own; every answer arrives whole, framed once, and in order.
+#[tokio::test]
+async fn large_answers_to_a_peer_that_reads_late_arrive_whole_and_in_order() {
+    use sansrpc::RawValue;
+    use sansrpc_tokio::AsyncRouter;
+    use tokio::io::AsyncWriteExt;
+    within(LIMIT, async {
+        let mut router = AsyncRouter::new();
+        router
+            .raw_method("fill", |params| async move {
+                let (n, byte): (usize, char) = params
+                    .and_then(|p| serde_json::from_str(p.get()).ok())
+                    .unwrap_or((0, 'x'));
+                Ok(RawValue::from_serialize(&byte.to_string().repeat(n)).unwrap())
+            })
+            .unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("ws://{}", listener.local_addr().unwrap());
+        let (stop, stopped) = oneshot::channel::<()>();
+        let shutdown = async move {
+            let _ = stopped.await;
+        };
+        let options = sansrpc_tokio::ServeOptions::default();
+        let builder = Builder::new().router(router);
+        let grace = Duration::from_secs(1);
+        tokio::spawn(ws::serve_with(listener, builder, options, shutdown, grace));
+        let (mut stream, _, mut read) = upgraded(&url, &[]).await;
+        // 24 answers of 40-200 KiB (3 MiB in all), asked for before any is read; small
+        // ones between them, so that frames of each header size share a write.
+        let sizes: Vec<usize> = (0..48)
+            .map(|i| if i % 2 == 0 { 40_000 + i * 3_331 } else { i })
+            .collect();
+        for (i, n) in sizes.iter().enumerate() {
+            let byte = char::from(b'a' + (i % 26) as u8);
+            let call =
+                format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"fill","params":[{n},"{byte}"]}}"#);
+            stream
+                .write_all(&client_frame(0x81, call.as_bytes()))
+                .await
+                .unwrap();
+        }
+        let seen = read_events(&mut stream, &mut read, sizes.len()).await;
+        for (i, (answer, n)) in seen.iter().zip(&sizes).enumerate() {
+            let byte = char::from(b'a' + (i % 26) as u8);
+            let want = format!(
+                r#"{{"jsonrpc":"2.0","result":"{}","id":{i}}}"#,
+                byte.to_string().repeat(*n)
+            );
+            assert!(
+                answer == &want,
+                "answer {i} of {} bytes differs",
+                answer.len()
+            );
+        }
+        let _ = stop.send(());
+    })
+    .await;
+}
