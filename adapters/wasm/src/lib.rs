@@ -42,6 +42,8 @@ mod guide_browser {}
 mod executor;
 mod inbox;
 mod local;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 mod message;
 pub mod reconnect;
 mod timer;
