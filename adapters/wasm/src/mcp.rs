@@ -311,6 +311,18 @@ struct Messages {
     closing: bool,
 }
 
+/// The connection is over: the exchanges still under way (the session's GET stream, a
+/// resumption) are aborted, not left to the browser.
+impl Drop for Messages {
+    fn drop(&mut self) {
+        if let Ok(mut state) = self.shared.state.try_borrow_mut() {
+            for (_, controller) in state.exchanges.drain() {
+                controller.abort();
+            }
+        }
+    }
+}
+
 impl Messages {
     /// Runs the machine's timers due, and arms the sleep until its next deadline.
     fn poll_timer(&mut self, cx: &mut Context<'_>, state: &mut State) {
