@@ -3,9 +3,8 @@
 //! [`McpClient`](sansrpc_mcp::client::McpClient)) on a connection whose messages are
 //! `fetch` requests, as `sansrpc_mcp::tokio::connect` gives it on tokio.
 //!
-//! Every rule of the transport is the sans-I/O machine's,
-//! [`HttpClient`](sansrpc_mcp::streamable::client::HttpClient): each message the connection
-//! sends is a `POST` whose headers it decides (`Accept`, `Content-Type`, `Mcp-Session-Id`,
+//! Every rule of the transport is the sans-I/O machine's, [`HttpClient`]: each message the
+//! connection sends is a `POST` whose headers it decides (`Accept`, `Content-Type`, `Mcp-Session-Id`,
 //! `MCP-Protocol-Version`, the 2026-07-28 per-request headers); the answers come as one
 //! JSON body or as Server-Sent Events; the session's `GET` stream opens after
 //! `notifications/initialized`; a dropped event stream is resumed with `Last-Event-ID`
