@@ -10,6 +10,7 @@
 //!
 //! ```sh
 //! PORT=3000 cargo run -p sansrpc-mcp --example everything_server
+//! MCP_ORIGINS=http://127.0.0.1:8080 cargo run -p sansrpc-mcp --example everything_server
 //! bash interop/mcp-conformance/run.sh server --url http://127.0.0.1:3000/mcp --scenario ping
 //! python3 interop/mcp-python/client.py "cargo run -q -p sansrpc-mcp --example everything_server -- --stdio"
 //! ```
@@ -39,7 +40,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     println!("listening on http://{}/mcp", listener.local_addr()?);
     // The `Mcp-Param-*` headers checked are those the tools' schemas mark (SEP-2243).
-    let config = server.streamable_config();
+    let mut config = server.streamable_config();
+    // MCP_ORIGINS=http://127.0.0.1:8080,https://app.example.com: the browser pages that may
+    // call it (their preflight answered, Mcp-Session-Id exposed to them); without it, pages
+    // of a loopback host.
+    if let Ok(origins) = std::env::var("MCP_ORIGINS") {
+        let origins = origins.split(',').map(|o| o.trim().to_owned()).collect();
+        config.origins = sansrpc_mcp::streamable::Origins::List(origins);
+    }
     let stop = async {
         let _ = tokio::signal::ctrl_c().await;
     };

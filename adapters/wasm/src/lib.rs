@@ -10,7 +10,8 @@
 //! subscriptions ([`Client::subscribe`], the `eth_subscribe` shape); [`reconnect`] gives a
 //! client that reconnects when its WebSocket is lost. A server (a router, `sansrpc-lsp`'s
 //! language server) runs in a Web Worker with the page as its client: [`connect_port`],
-//! [`serve_this_worker`], [`connect_worker`].
+//! [`serve_this_worker`], [`connect_worker`]. With the `mcp` feature, `mcp` is the MCP
+//! client over Streamable HTTP with `fetch` (`sansrpc-mcp`'s typed client).
 //!
 //! ```no_run
 //! use sansrpc::method::Method;
@@ -42,6 +43,8 @@ mod guide_browser {}
 mod executor;
 mod inbox;
 mod local;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 mod message;
 pub mod reconnect;
 mod timer;

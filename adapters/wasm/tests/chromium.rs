@@ -1,7 +1,10 @@
 //! Runs `tests/browser.rs` in headless Chromium, against the project's own servers started
 //! here on 127.0.0.1: the WebSocket calculator (`sansrpc-tokio`'s `ws_server` example), the
-//! Ethereum node (`eth_node`, a block every 100 ms), and sansrpc WebSocket servers in this
-//! process whose one method, `never`, is never answered (the deadline test's).
+//! Ethereum node (`eth_node`, a block every 100 ms), the MCP server (`sansrpc-mcp`'s
+//! `everything_server`, listing the test page's origin in `MCP_ORIGINS`, and a proxy in
+//! front of it that cuts one event stream, for the client's resumption), and sansrpc
+//! WebSocket servers in this process whose one method, `never`, is never answered (the
+//! deadline test's).
 //!
 //! Their URLs reach the browser test baked in at compile time (`option_env!`): this test
 //! builds it for `wasm32-unknown-unknown` with cargo and runs it with
@@ -12,11 +15,11 @@
 //! never answers lists the page's origin (`Origins::List`), as a server whose pages come
 //! from a site of its own does; one more lists another origin only, and refuses the page.
 //!
-//! The example page of `docs/browser.md` (`examples/calculator_page.rs`) is built first as a
-//! user ships it, by `scripts/wasm-page` (release, wasm-bindgen, `wasm-opt -Oz`, its size
+//! The example pages of `docs/browser.md` (`examples/calculator_page.rs`, `mcp_page.rs`) are
+//! built first as a user ships them, by `scripts/wasm-page` (release, wasm-bindgen, `wasm-opt -Oz`, its size
 //! budget), and served here over HTTP (with `Access-Control-Allow-Origin`, the test page
-//! being of another port); a browser test loads the optimized module into its page and waits
-//! for its two lines: the module wasm-opt wrote runs.
+//! being of another port); a browser test loads each optimized module into its page and
+//! waits for its lines: the modules wasm-opt wrote run.
 //!
 //! Needs: Debian's `chromium` and `chromium-driver`, the `wasm32-unknown-unknown` target
 //! and `wasm-bindgen-cli` at the version of `wasm-bindgen` in Cargo.lock, which
@@ -35,7 +38,94 @@ use processes::{output_within, Example};
 use sansrpc_tokio::{sansrpc, ws, AsyncRouter, Builder, Origins, ServeOptions};
 
 /// The tests in tests/browser.rs, each of which must have run and passed.
-const BROWSER_TESTS: usize = 20;
+const BROWSER_TESTS: usize = 25;
+
+/// The progress token of the browser test's resumed call: the cutting proxy ends the
+/// answer's connection after its second progress notification.
+const CUT_MARKER: &[u8] = b"\"progressToken\":650265";
+
+/// What the cutting proxy saw.
+#[derive(Default)]
+struct Cuts {
+    /// Connections it cut (after the second progress notification of [`CUT_MARKER`]).
+    cut: std::sync::atomic::AtomicUsize,
+    /// A request with `Last-Event-ID` went through it after the cut.
+    resumed: std::sync::atomic::AtomicBool,
+}
+
+/// A TCP proxy to `upstream` on a thread of its own (it ends with the test process), which
+/// cuts the first connection whose answer carries [`CUT_MARKER`] twice (both ways closed,
+/// right after the bytes of the second): the network drop that resuming an event stream is
+/// for. The server has no way to close a request's stream on purpose (SEP-1699): the proxy
+/// stands for a network that loses the connection. Its URL (the server's path), and what it
+/// saw.
+fn cutting_proxy(upstream: std::net::SocketAddr) -> (String, std::sync::Arc<Cuts>) {
+    use std::io::{Read, Write};
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let cuts = Arc::new(Cuts::default());
+    let seen = Arc::clone(&cuts);
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let (Ok(client), Ok(server)) = (client, TcpStream::connect(upstream)) else {
+                continue;
+            };
+            let (mut from_client, mut to_server) =
+                (client.try_clone().unwrap(), server.try_clone().unwrap());
+            let cuts = Arc::clone(&seen);
+            // The requests: any `Last-Event-ID` after the cut is the resumption.
+            std::thread::spawn(move || {
+                let mut buf = vec![0; 16 * 1024];
+                while let Ok(n @ 1..) = from_client.read(&mut buf) {
+                    let text = String::from_utf8_lossy(&buf[..n]).to_ascii_lowercase();
+                    if text.contains("last-event-id:") && cuts.cut.load(Ordering::Acquire) > 0 {
+                        cuts.resumed.store(true, Ordering::Release);
+                    }
+                    if to_server.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+                let _ = to_server.shutdown(Shutdown::Write);
+            });
+            let cuts = Arc::clone(&seen);
+            let (mut from_server, mut to_client) = (server, client);
+            // The answers: the markers counted across reads (the last bytes of the one
+            // before kept, shorter than the marker: a marker is counted once).
+            std::thread::spawn(move || {
+                let mut buf = vec![0; 16 * 1024];
+                let mut window: Vec<u8> = Vec::new();
+                let mut markers = 0;
+                while let Ok(n @ 1..) = from_server.read(&mut buf) {
+                    window.extend_from_slice(&buf[..n]);
+                    markers += window
+                        .windows(CUT_MARKER.len())
+                        .filter(|w| *w == CUT_MARKER)
+                        .count();
+                    let keep = window.len().saturating_sub(CUT_MARKER.len() - 1);
+                    window.drain(..keep);
+                    if to_client.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                    let first = || {
+                        cuts.cut
+                            .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire)
+                            .is_ok()
+                    };
+                    if markers >= 2 && first() {
+                        let _ = to_client.shutdown(Shutdown::Both);
+                        let _ = from_server.shutdown(Shutdown::Both);
+                        return;
+                    }
+                }
+                let _ = to_client.shutdown(Shutdown::Write);
+            });
+        }
+    });
+    (format!("http://{addr}/mcp"), cuts)
+}
 
 /// A program on `PATH`, or at one of `fallbacks`.
 fn find(env: &str, program: &str, fallbacks: &[PathBuf]) -> Option<PathBuf> {
@@ -210,6 +300,25 @@ fn the_browser_tests_pass_in_headless_chromium() {
     let never_url = never_answering_server(Origins::List(vec![format!("http://{page}")]));
     let refusing_url =
         never_answering_server(Origins::List(vec!["https://app.example.com".to_owned()]));
+    // The MCP server, allowing the test page's origin as a user allows their page's
+    // (`streamable::Config::origins`, here through the example's `MCP_ORIGINS`).
+    let page_origin = format!("http://{page}");
+    let mut mcp = Example::start_with_env(
+        "sansrpc-mcp",
+        "everything_server",
+        &[("PORT", "0"), ("MCP_ORIGINS", &page_origin)],
+    );
+    let mcp_line = mcp.line();
+    let mcp_url = mcp_line
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("no address in {mcp_line:?}"))
+        .to_owned();
+    let mcp_addr = mcp_url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .parse()
+        .unwrap();
+    let (mcp_cut_url, cuts) = cutting_proxy(mcp_addr);
 
     let manifest = env!("CARGO_MANIFEST_DIR");
     // This test binary is target/<profile>/deps/<name>: the same target folder.
@@ -247,6 +356,8 @@ fn the_browser_tests_pass_in_headless_chromium() {
         .env("SANSRPC_WASM_NEVER_URL", &never_url)
         .env("SANSRPC_WASM_REFUSING_URL", &refusing_url)
         .env("SANSRPC_WASM_PAGE_URL", &page_url)
+        .env("SANSRPC_WASM_MCP_URL", &mcp_url)
+        .env("SANSRPC_WASM_MCP_CUT_URL", &mcp_cut_url)
         .env("WASM_BINDGEN_TEST_ADDRESS", page.to_string());
     without_cargo_test_env(&mut test);
     // A cold build of the wasm test and its dependencies on a slow machine: minutes.
@@ -268,6 +379,18 @@ fn the_browser_tests_pass_in_headless_chromium() {
         stdout.contains("Running headless tests in Chrome"),
         "not run in headless Chromium:\n{stdout}"
     );
+    // The MCP test's call was cut once, and resumed with `Last-Event-ID`.
+    use std::sync::atomic::Ordering;
+    assert_eq!(
+        cuts.cut.load(Ordering::Acquire),
+        1,
+        "the proxy cut no stream"
+    );
+    assert!(
+        cuts.resumed.load(Ordering::Acquire),
+        "no request with Last-Event-ID after the cut"
+    );
     calculator.kill();
     node.kill();
+    mcp.kill();
 }

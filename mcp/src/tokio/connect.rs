@@ -9,20 +9,8 @@ use sansrpc_oauth::driver::{AuthorizerBuilder, CredentialProvider, HyperTranspor
 use sansrpc_tokio::Builder;
 
 use super::client::{open, ExtraHeaders, Settings};
+use crate::streamable::client::OWN_HEADERS;
 use crate::types::version;
-
-/// The headers the transport sets itself, which [`Connect::header`] refuses.
-const OWN_HEADERS: &[&str] = &[
-    "accept",
-    "content-type",
-    "content-length",
-    "host",
-    "mcp-session-id",
-    "mcp-protocol-version",
-    "mcp-method",
-    "mcp-name",
-    "last-event-id",
-];
 
 /// How to reach a Streamable HTTP MCP server: its URL, the certificates to trust, and what
 /// every request of the session carries (static headers, a bearer token, or OAuth 2.1

@@ -46,12 +46,26 @@ use wire::{describe, init_version, is_response, request, visible, Frame, Session
 /// refresh, an authorization, a step-up); the authorizer has its own, smaller, limits.
 pub const AUTH_RESENDS: usize = 8;
 
+/// The header fields the machine sets itself (lower case): a driver refuses them among the
+/// user's own ([`ClientConfig::headers`]).
+pub const OWN_HEADERS: &[&str] = &[
+    "accept",
+    "content-type",
+    "content-length",
+    "host",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "mcp-method",
+    "mcp-name",
+    "last-event-id",
+];
+
 /// How an [`HttpClient`] behaves; every bound it keeps is here.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ClientConfig {
-    /// Headers on every request (the user's own; the machine's are refused by the driver's
-    /// builder).
+    /// Headers on every request (the user's own; the machine's, [`OWN_HEADERS`], are refused
+    /// by the driver's builder).
     pub headers: Vec<(String, String)>,
     /// The driver has credentials: a 401 or 403 is theirs to handle. Without, a request
     /// answered 401 (or 403 with a challenge) fails with
