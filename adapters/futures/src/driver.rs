@@ -23,7 +23,7 @@ use crate::builder::EventHook;
 use crate::calls::Calls;
 use crate::client::{Client, Command};
 use crate::router::AsyncRouter;
-use crate::server::Server;
+use crate::server::{Polled, Server};
 use crate::timer::{Sleep, Timer};
 use crate::transport::{Received, Transport};
 
@@ -286,7 +286,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
         routed.any
     }
 
-    fn poll_handlers(&mut self, cx: &mut Context<'_>, now: Instant) -> bool {
+    fn poll_handlers(&mut self, cx: &mut Context<'_>, now: Instant) -> Polled {
         self.server.poll(cx, &mut self.conn, now)
     }
 
@@ -366,6 +366,9 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             let mut progress = self.poll_commands(cx, now);
             let reading =
                 self.conn.wants_input() && self.server.notifications.len() < self.server.max_queued;
+            // Input left unread this pass (not asked for, or refused): room made by a write
+            // may let it in.
+            let mut unread = !reading;
             // The transport said it waits for more input and will wake the task: this poll
             // does not ask it again.
             if reading && !self.listening.receive {
@@ -376,7 +379,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                         self.listening.receive = true;
                     }
                     Poll::Pending => self.listening.receive = true,
-                    Poll::Ready(Ok(Received::Stalled)) => {}
+                    Poll::Ready(Ok(Received::Stalled)) => unread = true,
                     Poll::Ready(Err(e)) => {
                         let _ = self.finish();
                         return Poll::Ready(Err(e));
@@ -384,7 +387,8 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                 }
             }
             progress |= self.route_events(now);
-            progress |= self.poll_handlers(cx, now);
+            let handlers = self.poll_handlers(cx, now);
+            progress |= handlers == Polled::Again;
             let before = self.conn.transmitted();
             let flushed = match self.transport.poll_transmit(cx, &mut self.conn) {
                 Poll::Ready(Ok(())) => true,
@@ -395,8 +399,20 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                 Poll::Pending => false,
             };
             let wrote = self.conn.transmitted() > before;
-            progress |= wrote;
             let pending = !flushed || self.conn.buffered_output() > 0;
+            // Subscription items moved and written (a fan-out's notification, the common
+            // wakeup of a subscriber's connection): another pass would find nothing to do,
+            // unless something waits for the room the write made, or the connection is not
+            // in its steady state (closing, or not taking input). Anything else that moved
+            // passes again.
+            if wrote || handlers == Polled::Moved {
+                progress |= (flushed && self.conn.buffered_output() > 0)
+                    || self.deferred.is_some()
+                    || self.server.served.is_held_back()
+                    || !self.server.producers.is_empty()
+                    || unread
+                    || !self.conn.wants_input();
+            }
             self.conn.handle_write(wrote, pending, now);
             if self.conn.is_finished() {
                 if self.closing.is_none() {

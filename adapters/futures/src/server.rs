@@ -308,7 +308,7 @@ impl Server {
         cx: &mut Context<'_>,
         conn: &mut Connection,
         now: Instant,
-    ) -> bool {
+    ) -> Polled {
         let mut progress = false;
         while let Poll::Ready(Some((id, outcome))) = self.running.poll_next_unpin(cx) {
             progress = true;
@@ -334,11 +334,12 @@ impl Server {
             });
             progress |= taken > 0;
         }
-        progress |= self.served.poll(cx, conn);
         if progress {
             // Newly started handlers must be polled to register their wakers.
-            return true;
+            self.served.poll(cx, conn);
+            return Polled::Again;
         }
+        let moved = self.served.poll(cx, conn);
         while let Some(front) = self.notifications.front_mut() {
             match front.poll_unpin(cx) {
                 Poll::Ready(()) => {
@@ -350,8 +351,26 @@ impl Server {
                 Poll::Pending => break,
             }
         }
-        progress
+        match (progress, moved) {
+            (true, _) => Polled::Again,
+            (false, true) => Polled::Moved,
+            (false, false) => Polled::Idle,
+        }
     }
+}
+
+/// What a poll of the handlers did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Polled {
+    /// Nothing moved.
+    Idle,
+    /// Only subscription items (or their decisions) moved into the connection: once they
+    /// are written, the driver has nothing more to do for them unless some are held back
+    /// for want of room.
+    Moved,
+    /// Handlers answered, started or produced, or the in-order notification moved: the
+    /// driver passes again.
+    Again,
 }
 
 /// Answers request `id` with its handler's outcome (`None`: it was cancelled).

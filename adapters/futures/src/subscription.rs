@@ -267,6 +267,11 @@ impl Served {
         serving.tasks = None;
     }
 
+    /// True when some subscription's items wait for room in the connection's output.
+    pub(crate) fn is_held_back(&self) -> bool {
+        self.0.as_ref().is_some_and(|s| s.core.is_held_back())
+    }
+
     /// A new poll of the driver begins: the task's waker is registered again at the next
     /// [`poll`](Self::poll).
     pub(crate) fn start_turn(&mut self) {
