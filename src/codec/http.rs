@@ -773,6 +773,10 @@ fn parse_length(value: &[u8]) -> Option<u64> {
 
 /// `application/json`, with no charset or a UTF-8 one.
 fn is_json(value: &[u8]) -> bool {
+    // What nearly every client sends, at once.
+    if value.eq_ignore_ascii_case(b"application/json") {
+        return true;
+    }
     let mut parts = value.split(|&b| b == b';').map(trim);
     let media = parts.next().unwrap_or_default();
     media.eq_ignore_ascii_case(b"application/json")
