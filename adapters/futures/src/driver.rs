@@ -343,12 +343,13 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
         let mut receive_waits = false;
         self.listening = Listening::default();
         self.transport.start_turn();
+        // Registered before the connection drains its hook (with its events), so a wake in
+        // between is not lost; once a poll (the waker is the poll's: a wake taking it during
+        // a pass has this task polled again, which registers it again).
+        if let Some(wake) = &self.wake {
+            wake.register(cx.waker());
+        }
         loop {
-            // Registered before the connection drains its hook (with its events), so a wake
-            // in between is not lost.
-            if let Some(wake) = &self.wake {
-                wake.register(cx.waker());
-            }
             // One look at the clock a pass (each is a call into the kernel's clock page, about
             // 30 ns, and a pass takes far less than the connection's timeouts can tell).
             let now = self.now();

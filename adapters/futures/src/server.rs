@@ -299,7 +299,12 @@ impl Server {
         now: Instant,
     ) -> bool {
         let mut progress = false;
-        while let Poll::Ready(Some((id, outcome))) = self.running.poll_next_unpin(cx) {
+        // None running: nothing to poll (a handler started later is polled as it starts,
+        // in the pass its start makes).
+        while !self.running.is_empty() {
+            let Poll::Ready(Some((id, outcome))) = self.running.poll_next_unpin(cx) else {
+                break;
+            };
             progress = true;
             self.aborts.remove(&id);
             respond(conn, id, outcome);
