@@ -493,7 +493,8 @@ impl RequestDecoder {
         // The fields' table is left unwritten until the parser fills it (2 KiB set up for
         // every head cost more than reading its few fields); only the parsed fields are
         // read from it.
-        let mut headers = [const { core::mem::MaybeUninit::<httparse::Header>::uninit() }; MAX_HEADERS];
+        let mut headers =
+            [const { core::mem::MaybeUninit::<httparse::Header>::uninit() }; MAX_HEADERS];
         let mut request = httparse::Request::new(&mut []);
         let parsed = request.parse_with_uninit_headers(lines, &mut headers);
         // Still partial: the next parse is due at a line end after these bytes.

@@ -548,7 +548,12 @@ impl Origin<'_> {
     /// serves nothing (no client to give it).
     pub(crate) fn context(&self, signal: CancelSignal) -> Option<RequestContext> {
         let peer = self.peer?.clone();
-        Some(RequestContext::new(self.request(), self.handle, peer, signal))
+        Some(RequestContext::new(
+            self.request(),
+            self.handle,
+            peer,
+            signal,
+        ))
     }
 }
 
