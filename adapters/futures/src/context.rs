@@ -13,6 +13,7 @@ use sansrpc::connection::IncomingId;
 use sansrpc::{Id, RawValue};
 
 use crate::client::{CallError, Client};
+use crate::router::Origin;
 
 /// The request an async handler answers, and the connection it came on; given to handlers
 /// registered with [`AsyncRouter::method_with_context`](crate::AsyncRouter::method_with_context)
@@ -105,7 +106,15 @@ impl RequestContext {
     /// own as an argument. A synchronous call handler runs to its end, so it is never
     /// cancelled; it reports progress with [`queue_progress`](Self::queue_progress).
     pub fn current() -> Option<RequestContext> {
-        CURRENT.with(|c| c.borrow().clone())
+        CURRENT.with(|c| match &*c.borrow() {
+            Current::None => None,
+            Current::Made(cx) => Some(RequestContext::clone(cx)),
+            // SAFETY: an origin is current only while `with_origin` runs, which borrows it
+            // for that long and takes it back (also when its work panics) before it
+            // returns; nothing borrowed from it outlives this call (the context owns its
+            // parts).
+            Current::Origin(origin) => unsafe { &**origin }.context(CancelSignal::never()),
+        })
     }
 
     /// A client on the connection the request came on: calls and notifications to the
@@ -211,17 +220,58 @@ impl RequestContext {
     }
 }
 
+/// This thread's [`RequestContext::current`].
+enum Current {
+    None,
+    /// A context made (a stream handler's, with its own cancellation): boxed, so that the
+    /// slot moved in and out for every request stays two words.
+    Made(Box<RequestContext>),
+    /// The request a synchronous handler answers: its context is made only if the handler
+    /// asks for it (most never do).
+    Origin(*const Origin<'static>),
+}
+
 thread_local! {
-    static CURRENT: RefCell<Option<RequestContext>> = const { RefCell::new(None) };
+    static CURRENT: RefCell<Current> = const { RefCell::new(Current::None) };
+}
+
+/// Puts the context that was current back, as the work that had another returns (or
+/// unwinds).
+struct Restore(Option<Current>);
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        if let Some(before) = self.0.take() {
+            CURRENT.with(|c| *c.borrow_mut() = before);
+        }
+    }
+}
+
+/// Runs `f` with `current` as this thread's [`RequestContext::current`].
+fn with<R>(current: Current, f: impl FnOnce() -> R) -> R {
+    let before = CURRENT.with(|c| std::mem::replace(&mut *c.borrow_mut(), current));
+    let _restore = Restore(Some(before));
+    f()
 }
 
 /// Runs `f` with `cx` as this thread's [`RequestContext::current`].
 pub(crate) fn with_current<R>(cx: Option<RequestContext>, f: impl FnOnce() -> R) -> R {
-    let Some(cx) = cx else { return f() };
-    let before = CURRENT.with(|c| c.borrow_mut().replace(cx));
-    let result = f();
-    CURRENT.with(|c| *c.borrow_mut() = before);
-    result
+    match cx {
+        Some(cx) => with(Current::Made(Box::new(cx)), f),
+        None => f(),
+    }
+}
+
+/// Runs `f` with the context of the request from `origin` as this thread's
+/// [`RequestContext::current`], made only if `f` asks for it (a synchronous handler
+/// answering the request). On a connection that serves nothing there is none.
+pub(crate) fn with_origin<R>(origin: &Origin<'_>, f: impl FnOnce() -> R) -> R {
+    if origin.peer.is_none() {
+        return f();
+    }
+    // The lifetime is forgotten while `f` runs, which is all the pointer is current for.
+    let origin = (origin as *const Origin<'_>).cast::<Origin<'static>>();
+    with(Current::Origin(origin), f)
 }
 
 /// A request's cancellation flag, set by the driver, awaited by the handler.

@@ -456,13 +456,11 @@ impl AsyncRouter {
         match async_call {
             Some(Handler::Plain(f)) => return Work::Call(f(params), None),
             Some(Handler::Context(f)) => {
-                let Some(peer) = origin.peer else {
+                let signal = CancelSignal::default();
+                let Some(cx) = origin.context(signal.clone()) else {
                     let e = ErrorObject::internal_error();
                     return Work::Call(futures::future::ready(Err(e)).boxed(), None);
                 };
-                let signal = CancelSignal::default();
-                let request = origin.request.clone();
-                let cx = RequestContext::new(request, origin.handle, peer.clone(), signal.clone());
                 return Work::Call(f(cx, params), Some(signal));
             }
             None => {}
@@ -521,14 +519,42 @@ fn admitted_params<'a>(admitted: &'a Admit, params: Option<&'a RawValue>) -> Opt
     }
 }
 
-/// Where a request came from, for the context of handlers that take one.
+/// Where a request came from, for the context of handlers that take one: what it is made
+/// of, made into a [`RequestContext`] only for a handler that asks for it (most never do,
+/// and its tokens are found by scanning the params).
 pub(crate) struct Origin<'a> {
     /// A client on the request's connection.
     pub peer: Option<&'a Client>,
     /// The request's handle on its connection.
     pub handle: sansrpc::connection::IncomingId,
+    /// The request's id.
+    pub id: &'a sansrpc::Id<'a>,
+    /// The request's params (its progress tokens are read from them).
+    pub params: Option<&'a RawValue>,
+    /// The connection's profile (where the tokens are).
+    pub profile: sansrpc::Profile,
+    /// The connection's client handles `window/workDoneProgress/create`.
+    pub creates_progress: bool,
+}
+
+impl Origin<'_> {
     /// The request: its id and its tokens.
-    pub request: sansrpc::client::PeerRequest,
+    pub(crate) fn request(&self) -> sansrpc::client::PeerRequest {
+        let (id, params) = (self.id, self.params);
+        sansrpc::client::PeerRequest::new(id, params, self.profile, self.creates_progress)
+    }
+
+    /// The context of a handler whose cancellation is `signal`; `None` on a connection that
+    /// serves nothing (no client to give it).
+    pub(crate) fn context(&self, signal: CancelSignal) -> Option<RequestContext> {
+        let peer = self.peer?.clone();
+        Some(RequestContext::new(
+            self.request(),
+            self.handle,
+            peer,
+            signal,
+        ))
+    }
 }
 
 /// A typed result as raw JSON; `-32603` when it does not serialize.

@@ -10,7 +10,6 @@ use std::task::{Context, Poll};
 use futures::future::{AbortHandle, Abortable};
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
-use sansrpc::client::PeerRequest;
 use sansrpc::codec::FrameError;
 use sansrpc::connection::stream::Produced;
 use sansrpc::connection::{self, CloseReason, Connection, Event, IncomingId};
@@ -19,7 +18,7 @@ use sansrpc::{ErrorObject, Instant, Notification};
 
 use crate::calls::Calls;
 use crate::client::{CallError, Client};
-use crate::context::{with_current, CancelSignal, RequestContext};
+use crate::context::{with_current, with_origin, CancelSignal};
 use crate::router::{AsyncRouter, BoxFuture, HandlerResult, Origin, Work};
 use crate::stream::Producer;
 use crate::subscription::Served;
@@ -149,22 +148,16 @@ impl Server {
                     let origin = Origin {
                         peer: self.peer.as_ref(),
                         handle,
-                        request: PeerRequest::new(&request.id, params, profile, creates_progress),
+                        id: &request.id,
+                        params,
+                        profile,
+                        creates_progress,
                     };
-                    // What a synchronous handler (or a stream's) sees as its context.
+                    // What a stream's handler sees as its context while it makes the stream.
                     let stream_signal = router
                         .is_stream(&request.method)
                         .then(CancelSignal::default);
-                    let cx = |signal: Option<CancelSignal>| {
-                        let peer = self.peer.clone()?;
-                        let signal = signal.unwrap_or_else(CancelSignal::never);
-                        let request = origin.request.clone();
-                        Some(RequestContext::new(request, handle, peer, signal))
-                    };
-                    let opening = stream_signal
-                        .is_some()
-                        .then(|| cx(stream_signal.clone()))
-                        .flatten();
+                    let opening = stream_signal.clone().and_then(|s| origin.context(s));
                     let work = std::panic::catch_unwind(AssertUnwindSafe(|| {
                         with_current(opening, || {
                             router.request(&request.method, params, &request.id, &origin)
@@ -173,7 +166,8 @@ impl Server {
                     let work = match work {
                         Ok(Work::Sync) => {
                             let core = router.core();
-                            with_current(cx(None), || core.dispatch(&request, &mut self.reply));
+                            // A synchronous handler's context, made if it asks.
+                            with_origin(&origin, || core.dispatch(&request, &mut self.reply));
                             self.reply.answer(conn, handle);
                             continue;
                         }
@@ -310,7 +304,12 @@ impl Server {
         now: Instant,
     ) -> Polled {
         let mut progress = false;
-        while let Poll::Ready(Some((id, outcome))) = self.running.poll_next_unpin(cx) {
+        // None running: nothing to poll (a handler started later is polled as it starts,
+        // in the pass its start makes).
+        while !self.running.is_empty() {
+            let Poll::Ready(Some((id, outcome))) = self.running.poll_next_unpin(cx) else {
+                break;
+            };
             progress = true;
             self.aborts.remove(&id);
             respond(conn, id, outcome);

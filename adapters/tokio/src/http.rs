@@ -136,6 +136,9 @@ struct HttpServer<S> {
     exchange: Exchange,
     /// One timer for the connection's limits, moved only when it fires early.
     timer: Pin<Box<Sleep>>,
+    /// The timer was polled this turn of the driver: it holds the task's waker until it
+    /// fires (a reset keeps it), so the turn's later passes need not register it again.
+    timer_polled: bool,
     /// When the last exchange ended (or the connection opened).
     idle_since: Clock,
     /// When the body's head came, or the body was handed in.
@@ -155,17 +158,28 @@ struct HttpServer<S> {
     peer_closed: bool,
 }
 
+/// The `Date` header's value, and what is made from it: made once a second.
+struct Date {
+    /// Until when it holds.
+    until: Option<Clock>,
+    value: String,
+    /// The head of a plain answer (`200`, JSON, kept alive, HTTP/1.1, no CORS) but for its
+    /// length and the blank line: written whole for nearly every answer.
+    ok: Vec<u8>,
+}
+
 thread_local! {
-    /// The `Date` header's value, and until when it holds: made once a second.
-    static DATE: RefCell<(Option<Clock>, String)> = const { RefCell::new((None, String::new())) };
+    static DATE: RefCell<Date> = const {
+        RefCell::new(Date { until: None, value: String::new(), ok: Vec::new() })
+    };
 }
 
 /// Calls `f` with the `Date` header's value at `at` (an origin server with a clock sends
 /// it, RFC 9110 §6.6.1), reading the wall clock only when the second has changed.
-fn with_date(at: Clock, f: impl FnOnce(&[u8])) {
+fn with_date(at: Clock, f: impl FnOnce(&Date)) {
     DATE.with(|date| {
         let mut date = date.borrow_mut();
-        let stale = match date.0 {
+        let stale = match date.until {
             Some(until) => at >= until,
             None => true,
         };
@@ -175,10 +189,39 @@ fn with_date(at: Clock, f: impl FnOnce(&[u8])) {
                 .duration_since(SystemTime::UNIX_EPOCH)
                 .map_or(0, |d| d.subsec_nanos());
             let left = Duration::from_nanos(u64::from(1_000_000_000 - into));
-            *date = (Some(at + left), httpdate::fmt_http_date(wall));
+            let value = httpdate::fmt_http_date(wall);
+            // What `write_answer_head` writes for such an answer, without its length.
+            let mut ok = std::mem::take(&mut date.ok);
+            ok.clear();
+            let fields: [(&str, &[u8]); 2] = [
+                ("date", value.as_bytes()),
+                ("content-type", b"application/json"),
+            ];
+            write_head(&mut ok, 200, None, &fields);
+            ok.truncate(ok.len() - 2);
+            *date = Date {
+                until: Some(at + left),
+                value,
+                ok,
+            };
         }
-        f(date.1.as_bytes());
+        f(&date);
     });
+}
+
+/// Appends `n` in decimal.
+fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
 }
 
 impl<S> HttpServer<S>
@@ -196,6 +239,7 @@ where
             http10: false,
             exchange: NO_EXCHANGE,
             timer: Box::pin(tokio::time::sleep_until(now + serving.period())),
+            timer_polled: false,
             idle_since: now,
             since: now,
             now: Instant::from_duration(Duration::ZERO),
@@ -292,7 +336,20 @@ where
         after: After,
     ) {
         let at = self.clock(None);
+        let plain = status == 200 && after == After::Next && !self.http10;
+        if plain && self.serving.cors.is_none() {
+            if let Some(length) = length {
+                // The plain answer's head, made once a second.
+                return with_date(at, |date| {
+                    out.extend_from_slice(&date.ok);
+                    out.extend_from_slice(b"content-length: ");
+                    push_decimal(out, length);
+                    out.extend_from_slice(b"\r\n\r\n");
+                });
+            }
+        }
         with_date(at, |date| {
+            let date = date.value.as_bytes();
             const MOST: usize = 10;
             let mut headers: [(&str, &[u8]); MOST] = [("", b""); MOST];
             let mut n = 0;
@@ -363,6 +420,10 @@ where
     /// Fires the connection's limits: the phase to go on with, or the error ending the
     /// connection at once.
     fn poll_limits(&mut self, cx: &mut Context<'_>) -> io::Result<()> {
+        // Once a turn: a timer that fires wakes the task, whose next turn polls it again.
+        if std::mem::replace(&mut self.timer_polled, true) {
+            return Ok(());
+        }
         while self.timer.as_mut().poll(cx).is_ready() {
             let now = Clock::now();
             let serving = self.serving.clone();
@@ -515,6 +576,10 @@ where
                 }
             }
         }
+    }
+
+    fn start_turn(&mut self) {
+        self.timer_polled = false;
     }
 
     fn poll_transmit(
