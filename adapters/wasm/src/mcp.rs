@@ -55,7 +55,8 @@ use sansrpc::{Connection, Instant};
 use sansrpc_futures::{Builder, Client, CloseWithSession, Received, Transport};
 use sansrpc_mcp::client::TransportFailures;
 use sansrpc_mcp::streamable::client::{
-    ClientConfig, ClientEvent, ClientRequest, ExchangeFailure, HttpClient, OWN_HEADERS,
+    ClientConfig, ClientEvent, ClientRequest, ExchangeFailure, ExtraHeaders, HttpClient,
+    OWN_HEADERS,
 };
 use sansrpc_runtime::Clock;
 use wasm_bindgen::prelude::wasm_bindgen;
@@ -72,9 +73,6 @@ extern "C" {
     #[wasm_bindgen(js_name = fetch)]
     fn fetch_with_init(input: &str, init: &web_sys::RequestInit) -> js_sys::Promise;
 }
-
-/// The extra headers of a POST, from its frame (the `Mcp-Param-*` of a `tools/call`).
-type ExtraHeaders = dyn Fn(&[u8]) -> Vec<(String, String)> + Send + Sync;
 
 /// How to reach a Streamable HTTP MCP server from a page: its URL, the headers every request
 /// carries (an `Authorization` of your own), the per-call headers of SEP-2243; then
@@ -399,20 +397,10 @@ impl Transport for Fetch {
         conn: &mut Connection,
     ) -> Poll<io::Result<()>> {
         let this = &mut self.0 .0;
-        this.buf.clear();
-        let mut sent = false;
         let mut state = this.shared.state.borrow_mut();
         let now = this.shared.clock.now();
-        while let Some(len) = conn.poll_transmit(&mut this.buf) {
-            let frame = this.buf.split_off(this.buf.len() - len);
-            let extra = match &this.shared.extra {
-                Some(extra) => extra(&frame),
-                None => Vec::new(),
-            };
-            state.machine.send_frame(frame, extra, now);
-            sent = true;
-        }
-        if sent {
+        let extra = this.shared.extra.as_deref();
+        if state.machine.send_queued(conn, &mut this.buf, extra, now) {
             this.shared.pump(&mut state);
         }
         Poll::Ready(Ok(()))

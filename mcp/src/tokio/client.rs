@@ -120,8 +120,7 @@ pub fn session_id(client: &sansrpc_tokio::Client) -> Option<String> {
     state.machine.session_id().map(str::to_owned)
 }
 
-/// The extra headers of a `tools/call` POST, from its frame.
-pub(super) type ExtraHeaders = dyn Fn(&[u8]) -> Vec<(String, String)> + Send + Sync;
+pub(super) use crate::streamable::client::ExtraHeaders;
 
 /// What the connection's transport and its exchanges share: the machine
 /// ([`HttpClient`]) deciding every request and reading every answer, and what moves bytes.
@@ -352,20 +351,10 @@ impl Transport for Messages {
         _: &mut Context<'_>,
         conn: &mut Connection,
     ) -> Poll<io::Result<()>> {
-        self.buf.clear();
-        let mut sent = false;
         let mut state = self.shared.state();
         let now = self.shared.now();
-        while let Some(len) = conn.poll_transmit(&mut self.buf) {
-            let frame = self.buf.split_off(self.buf.len() - len);
-            let extra = match &self.shared.extra {
-                Some(extra) => extra(&frame),
-                None => Vec::new(),
-            };
-            state.machine.send_frame(frame, extra, now);
-            sent = true;
-        }
-        if sent {
+        let extra = self.shared.extra.as_deref();
+        if state.machine.send_queued(conn, &mut self.buf, extra, now) {
             self.shared.pump(&mut state);
         }
         Poll::Ready(Ok(()))

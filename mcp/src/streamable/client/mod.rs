@@ -36,6 +36,10 @@ use sansrpc::codec::http::HttpMethod;
 use sansrpc::codec::sse;
 use sansrpc::Instant;
 
+/// The extra headers of a frame's POST (the `Mcp-Param-*` of a `tools/call`), from its
+/// bytes: what a driver gives [`HttpClient::send_queued`].
+pub type ExtraHeaders = dyn Fn(&[u8]) -> Vec<(String, String)> + Send + Sync;
+
 #[cfg(test)]
 mod tests;
 mod wire;
@@ -367,6 +371,27 @@ impl HttpClient {
         };
         self.tasks.insert(id, task);
         id
+    }
+
+    /// Sends every frame `conn` has queued, each with the extra headers `extra` gives it
+    /// ([`send_frame`](Self::send_frame)), taking them through `buf`; true when any was
+    /// sent. What a driver's `Transport::poll_transmit` does with the machine.
+    pub fn send_queued(
+        &mut self,
+        conn: &mut sansrpc::Connection,
+        buf: &mut Vec<u8>,
+        extra: Option<&ExtraHeaders>,
+        now: Instant,
+    ) -> bool {
+        buf.clear();
+        let mut sent = false;
+        while let Some(len) = conn.poll_transmit(buf) {
+            let frame = buf.split_off(buf.len() - len);
+            let extra = extra.map(|extra| extra(&frame)).unwrap_or_default();
+            self.send_frame(frame, extra, now);
+            sent = true;
+        }
+        sent
     }
 
     /// A frame the connection sends (`Connection::poll_transmit`), with the extra headers
