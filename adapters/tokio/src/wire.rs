@@ -163,6 +163,7 @@ impl Output {
 
     /// Bytes were written to the stream past this buffer (straight from the connection's):
     /// they are flushed with the next [`poll_flushed`](Output::poll_flushed).
+    #[cfg(feature = "ws")]
     pub(crate) fn wrote(&mut self) {
         self.unflushed = true;
     }

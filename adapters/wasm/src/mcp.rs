@@ -50,13 +50,11 @@ use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, Waker};
 
 use sansrpc::codec::http::HttpMethod;
-use sansrpc::connection::EndReason;
 use sansrpc::{Connection, Instant};
 use sansrpc_futures::{Builder, Client, CloseWithSession, Received, Transport};
 use sansrpc_mcp::client::TransportFailures;
 use sansrpc_mcp::streamable::client::{
-    ClientConfig, ClientEvent, ClientRequest, ExchangeFailure, ExtraHeaders, HttpClient,
-    OWN_HEADERS,
+    ClientConfig, ClientRequest, ExchangeFailure, ExtraHeaders, HandedOver, HttpClient, OWN_HEADERS,
 };
 use sansrpc_runtime::Clock;
 use wasm_bindgen::prelude::wasm_bindgen;
@@ -188,7 +186,8 @@ pub fn session_id(client: &Client) -> Option<String> {
 
 /// The reason the transport gave for the last exchange it could not make on `client`'s
 /// connection (a `fetch` that failed), for a call that ended with
-/// [`EndReason::Unanswered`]; the typed client gives it in its error by itself.
+/// [`EndReason::Unanswered`](sansrpc::connection::EndReason::Unanswered); the typed client
+/// gives it in its error by itself.
 pub fn last_failure(client: &Client) -> Option<Arc<dyn std::error::Error + Send + Sync>> {
     client.local::<TransportFailures>().last()
 }
@@ -365,29 +364,14 @@ impl Transport for Fetch {
         let mut state = shared.state.borrow_mut();
         state.waker = Some(cx.waker().clone());
         this.poll_timer(cx, &mut state);
-        loop {
-            let message = match this.held.take() {
-                Some(message) => message,
-                None => match state.machine.poll_event() {
-                    Some(ClientEvent::Message(message)) => message,
-                    Some(ClientEvent::Ended { frame, status }) => {
-                        conn.end_unanswered(&frame, EndReason::Unanswered { status }, now);
-                        wake_readers(&mut state);
-                        return Poll::Ready(Ok(Received::Data));
-                    }
-                    Some(ClientEvent::Fault(fault)) => {
-                        shared.record(Arc::new(fault));
-                        continue;
-                    }
-                    Some(_) | None => return Poll::Pending,
-                },
-            };
-            if conn.handle_message(&message, now).is_err() {
-                this.held = Some(message);
-                return Poll::Ready(Ok(Received::Stalled));
+        let record = |fault| shared.record(Arc::new(fault));
+        match state.machine.hand_over(conn, &mut this.held, now, record) {
+            HandedOver::Taken => {
+                wake_readers(&mut state);
+                Poll::Ready(Ok(Received::Data))
             }
-            wake_readers(&mut state);
-            return Poll::Ready(Ok(Received::Data));
+            HandedOver::Stalled => Poll::Ready(Ok(Received::Stalled)),
+            HandedOver::Nothing => Poll::Pending,
         }
     }
 

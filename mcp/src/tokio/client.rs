@@ -60,7 +60,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::task::{Context, Poll, Waker};
 
 use crate::client::TransportFailures;
-use crate::streamable::client::{ClientConfig, ClientEvent, ClientRequest, ExchangeFailure};
+use crate::streamable::client::{ClientConfig, ClientRequest, ExchangeFailure, HandedOver};
 use crate::streamable::client::{HttpClient, AUTH_RESENDS};
 use http_body_util::{BodyExt, Empty, Full};
 use hyper::body::Bytes;
@@ -68,7 +68,6 @@ use hyper::header::{HeaderName, HeaderValue, AUTHORIZATION, WWW_AUTHENTICATE};
 use hyper::{Method, Request, Uri};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use sansrpc::codec::http::HttpMethod;
-use sansrpc::connection::EndReason;
 use sansrpc::Connection;
 use sansrpc::Instant;
 use sansrpc_oauth::driver::{CredentialProvider, Retry};
@@ -189,8 +188,9 @@ pub fn connect(url: &str, builder: Builder) -> io::Result<sansrpc_tokio::Spawned
 
 /// The reason the transport gave for the last exchange it could not make on `client`'s
 /// connection (the connection refused, a TLS failure, an authorization that failed), for a
-/// call that ended with [`EndReason::Unanswered`] on a connection [`connect`] made; the
-/// typed client (`sansrpc_mcp::client::McpClient`) gives it in its error by itself
+/// call that ended with
+/// [`EndReason::Unanswered`](sansrpc::connection::EndReason::Unanswered) on a connection
+/// [`connect`] made; the typed client (`sansrpc_mcp::client::McpClient`) gives it in its error by itself
 /// ([`ClientError::Transport`](crate::client::ClientError::Transport)).
 pub fn last_failure(
     client: &sansrpc_tokio::Client,
@@ -318,31 +318,19 @@ impl Transport for Messages {
         let mut state = shared.state();
         state.waker = Some(cx.waker().clone());
         self.poll_timer(cx, &mut state);
-        loop {
-            let message = match self.held.take() {
-                Some(message) => message,
-                None => match state.machine.poll_event() {
-                    Some(ClientEvent::Message(message)) => message,
-                    Some(ClientEvent::Ended { frame, status }) => {
-                        conn.end_unanswered(&frame, EndReason::Unanswered { status }, now);
-                        shared.room.notify_waiters();
-                        return Poll::Ready(Ok(Received::Data));
-                    }
-                    Some(ClientEvent::Fault(fault)) => {
-                        if let Some(failures) = shared.failures.get() {
-                            failures.record(Arc::new(fault));
-                        }
-                        continue;
-                    }
-                    None => return Poll::Pending,
-                },
-            };
-            if conn.handle_message(&message, now).is_err() {
-                self.held = Some(message);
-                return Poll::Ready(Ok(Received::Stalled));
+        let failures = shared.failures.get();
+        let record = |fault| {
+            if let Some(failures) = failures {
+                failures.record(Arc::new(fault));
             }
-            shared.room.notify_waiters();
-            return Poll::Ready(Ok(Received::Data));
+        };
+        match state.machine.hand_over(conn, &mut self.held, now, record) {
+            HandedOver::Taken => {
+                shared.room.notify_waiters();
+                Poll::Ready(Ok(Received::Data))
+            }
+            HandedOver::Stalled => Poll::Ready(Ok(Received::Stalled)),
+            HandedOver::Nothing => Poll::Pending,
         }
     }
 

@@ -156,6 +156,18 @@ pub enum ClientEvent {
     Fault(ClientFault),
 }
 
+/// What [`HttpClient::hand_over`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandedOver {
+    /// A message went into the connection, or an exchange's calls ended: room was made
+    /// (body readers waiting for it may go on).
+    Taken,
+    /// The connection has no room: the message waits in the slot.
+    Stalled,
+    /// Nothing to hand over.
+    Nothing,
+}
+
 /// Why an exchange could not be made, as the driver saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -371,6 +383,43 @@ impl HttpClient {
         };
         self.tasks.insert(id, task);
         id
+    }
+
+    /// Hands `conn` what the machine has for it, a message held back in `held` first: a
+    /// server's message (`Connection::handle_message`; one the connection has no room for
+    /// is put back in `held`), or the end of an exchange's waiting calls
+    /// (`Connection::end_unanswered`); `fault` records why calls are about to end. What a
+    /// driver's `Transport::poll_receive` does with the machine.
+    pub fn hand_over(
+        &mut self,
+        conn: &mut sansrpc::Connection,
+        held: &mut Option<Vec<u8>>,
+        now: Instant,
+        mut fault: impl FnMut(ClientFault),
+    ) -> HandedOver {
+        loop {
+            let message = match held.take() {
+                Some(message) => message,
+                None => match self.poll_event() {
+                    Some(ClientEvent::Message(message)) => message,
+                    Some(ClientEvent::Ended { frame, status }) => {
+                        let reason = sansrpc::connection::EndReason::Unanswered { status };
+                        conn.end_unanswered(&frame, reason, now);
+                        return HandedOver::Taken;
+                    }
+                    Some(ClientEvent::Fault(why)) => {
+                        fault(why);
+                        continue;
+                    }
+                    None => return HandedOver::Nothing,
+                },
+            };
+            if conn.handle_message(&message, now).is_err() {
+                *held = Some(message);
+                return HandedOver::Stalled;
+            }
+            return HandedOver::Taken;
+        }
     }
 
     /// Sends every frame `conn` has queued, each with the extra headers `extra` gives it
