@@ -209,21 +209,6 @@ fn with_date(at: Clock, f: impl FnOnce(&Date)) {
     });
 }
 
-/// Appends `n` in decimal.
-fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[at..]);
-}
-
 impl<S> HttpServer<S>
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
@@ -343,7 +328,7 @@ where
                 return with_date(at, |date| {
                     out.extend_from_slice(&date.ok);
                     out.extend_from_slice(b"content-length: ");
-                    push_decimal(out, length);
+                    out.extend_from_slice(itoa::Buffer::new().format(length).as_bytes());
                     out.extend_from_slice(b"\r\n\r\n");
                 });
             }
