@@ -7,8 +7,9 @@ use std::fmt;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use futures::channel::mpsc;
@@ -30,10 +31,11 @@ use crate::transport::{Received, Transport};
 /// Commands taken per turn of the loop, so a flood of calls cannot starve input.
 const COMMANDS_PER_TURN: usize = 64;
 
-/// Which of the driver's sources have its task's waker, this poll: a source polled pending
-/// keeps it until the task is next woken, so the later passes of the same poll only look,
-/// or skip it (a registration is most of a poll's cost, and each wakeup takes two passes:
-/// the one that moved, and the one that finds nothing left).
+/// Which of the driver's sources were polled pending and have not been woken since: each
+/// holds a waker of its own ([`Wakers`]), so the driver leaves it unpolled until that waker
+/// fires (a registration or a look is most of a poll's cost, and a subscriber's connection
+/// is woken once per notification it sends, with nothing new on its channels, socket or
+/// timer).
 #[derive(Debug, Default, Clone, Copy)]
 struct Listening {
     commands: bool,
@@ -45,23 +47,78 @@ struct Listening {
     timer: Option<sansrpc_runtime::time::Instant>,
 }
 
-/// The next message of `rx`: polled (so that one sent later wakes the task) until it was
-/// once pending this poll (`listening`), then only looked at.
+/// The sources that woke the task since the driver last looked: [`Wakers`] set their bit
+/// here, then wake the task.
+#[derive(Debug, Default)]
+struct Woken {
+    bits: AtomicU8,
+    task: AtomicWaker,
+}
+
+/// The commands' and the shutdown's channels.
+const COMMANDS: u8 = 1;
+/// The transport (its reads, writes, and what it waits on for them).
+const SOCKET: u8 = 2;
+/// The connection's sleep.
+const TIMER: u8 = 4;
+
+/// A waker of one source: records the source in [`Woken`] and wakes the task.
+struct Source {
+    woken: Arc<Woken>,
+    bit: u8,
+}
+
+impl Wake for Source {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.bits.fetch_or(self.bit, Ordering::AcqRel);
+        self.woken.task.wake();
+    }
+}
+
+/// A waker per source the driver polls, made once per connection: each source keeps the
+/// same one, so no registration clones a waker again.
+struct Wakers {
+    woken: Arc<Woken>,
+    commands: Waker,
+    socket: Waker,
+    timer: Waker,
+}
+
+impl Default for Wakers {
+    fn default() -> Self {
+        let woken = Arc::new(Woken::default());
+        let waker = |bit| {
+            Waker::from(Arc::new(Source {
+                woken: woken.clone(),
+                bit,
+            }))
+        };
+        Wakers {
+            commands: waker(COMMANDS),
+            socket: waker(SOCKET),
+            timer: waker(TIMER),
+            woken,
+        }
+    }
+}
+
+/// The next message of `rx`: polled with `waker` until it is pending (`listening`), then
+/// left alone until that waker fires.
 fn next<T>(
     rx: &mut mpsc::UnboundedReceiver<T>,
-    cx: &mut Context<'_>,
+    waker: &Waker,
     listening: &mut bool,
 ) -> Poll<Option<T>> {
-    if !*listening {
-        let next = rx.poll_next_unpin(cx);
-        *listening = next.is_pending();
-        return next;
+    if *listening {
+        return Poll::Pending;
     }
-    match rx.try_recv() {
-        Ok(message) => Poll::Ready(Some(message)),
-        Err(mpsc::TryRecvError::Closed) => Poll::Ready(None),
-        Err(mpsc::TryRecvError::Empty) => Poll::Pending,
-    }
+    let next = rx.poll_next_unpin(&mut Context::from_waker(waker));
+    *listening = next.is_pending();
+    next
 }
 
 /// What a [`Builder`](crate::Builder) gives the driver besides the connection.
@@ -121,6 +178,7 @@ pub struct Driver<T, Tm> {
     shutdown_tx: mpsc::UnboundedSender<Duration>,
     shutdown_rx: mpsc::UnboundedReceiver<Duration>,
     listening: Listening,
+    wakers: Wakers,
     sleep: Sleep,
     /// Once the connection finished: until when closing the transport may take.
     closing: Option<sansrpc_runtime::time::Instant>,
@@ -164,6 +222,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             shutdown_tx,
             shutdown_rx,
             listening: Listening::default(),
+            wakers: Wakers::default(),
             sleep: Sleep::default(),
             closing: None,
             calls: Calls::default(),
@@ -210,6 +269,8 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
     /// tower service handing it a request body and taking the answer, with no channel and
     /// no wakeup between them).
     pub fn transport_mut(&mut self) -> &mut T {
+        // What the owner hands it is not announced by any waker: the next poll asks.
+        self.listening = Listening::default();
         &mut self.transport
     }
 
@@ -229,7 +290,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
         Instant::from_duration(self.clock().saturating_duration_since(self.start))
     }
 
-    fn poll_commands(&mut self, cx: &mut Context<'_>, now: Instant) -> bool {
+    fn poll_commands(&mut self, now: Instant) -> bool {
         let mut progress = false;
         if let Some(command) = self.deferred.take() {
             self.deferred = self.calls.apply(&mut self.conn, command, now);
@@ -242,7 +303,8 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             if !self.commands_open {
                 break;
             }
-            match next(&mut self.commands, cx, &mut self.listening.commands) {
+            let waker = &self.wakers.commands;
+            match next(&mut self.commands, waker, &mut self.listening.commands) {
                 Poll::Ready(Some(Command::Close(done))) => {
                     progress = true;
                     self.closers.push(done);
@@ -263,7 +325,8 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                 Poll::Pending => break,
             }
         }
-        let shutdown = next(&mut self.shutdown_rx, cx, &mut self.listening.shutdown);
+        let (waker, listening) = (&self.wakers.commands, &mut self.listening.shutdown);
+        let shutdown = next(&mut self.shutdown_rx, waker, listening);
         if let Poll::Ready(Some(grace)) = shutdown {
             // Handlers in flight get the grace; then the connection drops what still runs.
             self.conn.shutdown(grace, now);
@@ -291,7 +354,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
     }
 
     /// Fires the connection's deadline; sleeps until the next one.
-    fn poll_timer(&mut self, cx: &mut Context<'_>, now: Instant) -> bool {
+    fn poll_timer(&mut self, now: Instant) -> bool {
         let deadline = self.conn.poll_timeout();
         if deadline.is_some_and(|d| d <= now) {
             self.conn.handle_timeout(now);
@@ -300,9 +363,10 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
         let target = deadline.map(|d| self.start + d.since_epoch());
         let target = target.into_iter().chain(self.closing).min();
         if target.is_some() && target == self.listening.timer {
-            // Armed for it and pending this poll.
+            // Armed for it, and its waker has not fired.
             return false;
         }
+        let cx = &mut Context::from_waker(&self.wakers.timer);
         let fired = self.sleep.poll_until(cx, &self.timer, target);
         match (fired, target) {
             (true, Some(target)) => self.reached = Some(self.clock().max(target)),
@@ -350,7 +414,6 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
         if self.done {
             return Poll::Ready(Ok(()));
         }
-        self.listening = Listening::default();
         self.transport.start_turn();
         self.server.start_turn();
         // Registered before the connection drains its hook (with its events), so a wake in
@@ -359,11 +422,30 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
         if let Some(wake) = &self.wake {
             wake.register(cx.waker());
         }
+        // The same for the sources' wakers, before their bits are taken.
+        self.wakers.woken.task.register(cx.waker());
+        if !self.transport.wakes_on_input() {
+            self.listening.receive = false;
+            self.transport.woken();
+        }
         loop {
+            // The sources woken since the last look are polled this pass.
+            let woke = self.wakers.woken.bits.swap(0, Ordering::AcqRel);
+            if woke & COMMANDS != 0 {
+                self.listening.commands = false;
+                self.listening.shutdown = false;
+            }
+            if woke & SOCKET != 0 {
+                self.listening.receive = false;
+                self.transport.woken();
+            }
+            if woke & TIMER != 0 {
+                self.listening.timer = None;
+            }
             // One look at the clock a pass (each is a call into the kernel's clock page, about
             // 30 ns, and a pass takes far less than the connection's timeouts can tell).
             let now = self.now();
-            let mut progress = self.poll_commands(cx, now);
+            let mut progress = self.poll_commands(now);
             let reading =
                 self.conn.wants_input() && self.server.notifications.len() < self.server.max_queued;
             // Input left unread this pass (not asked for, or refused): room made by a write
@@ -372,7 +454,8 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             // The transport said it waits for more input and will wake the task: this poll
             // does not ask it again.
             if reading && !self.listening.receive {
-                match self.transport.poll_receive(cx, &mut self.conn, now) {
+                let socket = &mut Context::from_waker(&self.wakers.socket);
+                match self.transport.poll_receive(socket, &mut self.conn, now) {
                     Poll::Ready(Ok(Received::Data | Received::End)) => progress = true,
                     Poll::Ready(Ok(Received::Drained)) => {
                         progress = true;
@@ -390,7 +473,8 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             let handlers = self.poll_handlers(cx, now);
             progress |= handlers == Polled::Again;
             let before = self.conn.transmitted();
-            let flushed = match self.transport.poll_transmit(cx, &mut self.conn) {
+            let socket = &mut Context::from_waker(&self.wakers.socket);
+            let flushed = match self.transport.poll_transmit(socket, &mut self.conn) {
                 Poll::Ready(Ok(())) => true,
                 Poll::Ready(Err(e)) => {
                     let _ = self.finish();
@@ -422,7 +506,8 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                     progress = true;
                 }
                 let deadline = self.closing.unwrap_or_else(|| self.clock());
-                let closed = self.transport.poll_close(cx).is_ready();
+                let socket = &mut Context::from_waker(&self.wakers.socket);
+                let closed = self.transport.poll_close(socket).is_ready();
                 if closed || self.clock() >= deadline {
                     return Poll::Ready(self.finish());
                 }
@@ -431,7 +516,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             // restarted) moves the deadline, and the sleep is armed for it before the task
             // waits (armed before, it kept the old one until something else woke the task);
             // and a connection whose close completed at once arms none.
-            progress |= self.poll_timer(cx, now);
+            progress |= self.poll_timer(now);
             if !progress {
                 return Poll::Pending;
             }

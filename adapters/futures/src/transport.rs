@@ -59,6 +59,17 @@ pub trait Transport: Send + Unpin + 'static {
         conn: &mut Connection,
     ) -> Poll<io::Result<()>>;
 
+    /// True when [`poll_receive`](Transport::poll_receive) keeps the contract of a
+    /// future's poll: it returns `Pending` (or [`Received::Drained`]) only after arranging
+    /// for `cx`'s waker to be woken when it has more to do (the socket's readiness, a
+    /// yield's `wake_by_ref`). The driver then polls it only after that waker fired, not
+    /// on every wakeup of its task (a subscriber's connection woken for each notification
+    /// it sends would look at a quiet socket each time). False by default: the driver asks
+    /// again on every wakeup, for a transport whose input also waits on what it writes.
+    fn wakes_on_input(&self) -> bool {
+        false
+    }
+
     /// True when the transport carries messages the peer did not ask for, outside
     /// answers (the default). Plain HTTP, one answer per POST, does not: the driver then
     /// sets [`Config::push`](sansrpc::Config::push) false, and method subscriptions are
@@ -71,6 +82,14 @@ pub trait Transport: Send + Unpin + 'static {
     /// what it reads per turn, so that one flooding peer cannot keep the executor's thread,
     /// starts counting again. Nothing by default.
     fn start_turn(&mut self) {}
+
+    /// The waker the driver gives this transport (with every `cx` of its polls) fired since
+    /// the last call, or the transport does not [wake on input](Transport::wakes_on_input)
+    /// (then it is called every turn): what the transport waits on with that waker beside
+    /// the socket (a keep-alive's timer) may be due. Until the next call nothing it
+    /// registered with it has fired, so such a wait need not be polled. Nothing by
+    /// default.
+    fn woken(&mut self) {}
 
     /// Flushes and closes the sending side.
     fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
@@ -125,6 +144,10 @@ where
 {
     fn start_turn(&mut self) {
         self.io.end_turn();
+    }
+
+    fn wakes_on_input(&self) -> bool {
+        true
     }
 
     fn poll_receive(

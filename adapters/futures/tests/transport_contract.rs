@@ -1,7 +1,9 @@
 //! The driver's side of the [`Transport`] contract, over an in-memory message transport:
 //! after [`Received::Drained`] the driver does not ask the transport again until it is
 //! woken (a WebSocket would spend a whole read attempt finding nothing), and after
-//! [`Received::Data`] it asks again in the same turn.
+//! [`Received::Data`] it asks again in the same turn; a transport that
+//! [wakes on input](Transport::wakes_on_input) is asked again only once the waker it was
+//! given fired, however often the task is polled for other reasons.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -35,11 +37,17 @@ struct Memory {
     inbox: Arc<Mutex<Inbox>>,
     /// Report `Drained` (else `Data`) after handing messages in.
     drained: bool,
+    /// What [`Transport::wakes_on_input`] says.
+    wakes: bool,
 }
 
 impl Transport for Memory {
     fn is_message_based(&self) -> bool {
         true
+    }
+
+    fn wakes_on_input(&self) -> bool {
+        self.wakes
     }
 
     fn poll_receive(
@@ -98,6 +106,7 @@ fn run(drained: bool) -> (usize, usize) {
     let transport = Memory {
         inbox: inbox.clone(),
         drained,
+        wakes: false,
     };
     let (_client, mut driver) = Builder::new()
         .router(router)
@@ -120,4 +129,55 @@ fn after_drained_the_driver_waits_to_be_woken_before_reading_again() {
     let (receives, recorded) = run(false);
     assert_eq!(recorded, 3);
     assert!(receives >= 6, "{receives} receives");
+}
+
+/// Polls with no wake in between (as a task woken by something else is): how many times
+/// the transport was asked for input.
+#[test]
+fn a_transport_that_wakes_on_input_is_asked_only_after_its_waker_fired() {
+    let asked = |wakes: bool| {
+        let recorded = Arc::new(AtomicUsize::new(0));
+        let mut router = AsyncRouter::new();
+        let count = recorded.clone();
+        router
+            .notification::<Record, _, _>(move |_| {
+                count.fetch_add(1, Ordering::SeqCst);
+                async {}
+            })
+            .unwrap();
+        let inbox = Arc::new(Mutex::new(Inbox::default()));
+        let transport = Memory {
+            inbox: inbox.clone(),
+            drained: true,
+            wakes,
+        };
+        let (_client, mut driver) = Builder::new()
+            .router(router)
+            .connect(transport, AsyncIoTimer);
+        let waker = futures::task::noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        assert!(Pin::new(&mut driver).poll(&mut cx).is_pending());
+        let first = inbox.lock().unwrap().receives;
+        // Polled again, its waker not woken: a message queued in between is not announced.
+        inbox.lock().unwrap().messages.push_back(notification(1));
+        for _ in 0..3 {
+            assert!(Pin::new(&mut driver).poll(&mut cx).is_pending());
+        }
+        let unwoken = inbox.lock().unwrap().receives - first;
+        let before = recorded.load(Ordering::SeqCst);
+        // Its waker fires: the next poll asks, and the message is handled.
+        let wake = inbox.lock().unwrap().waker.take().expect("a waker");
+        wake.wake();
+        assert!(Pin::new(&mut driver).poll(&mut cx).is_pending());
+        assert_eq!(
+            recorded.load(Ordering::SeqCst),
+            1,
+            "the message after the wake"
+        );
+        (unwoken, before)
+    };
+    // Asked on each of the three polls; the first found the message.
+    assert_eq!(asked(false), (3, 1));
+    // Never asked until woken.
+    assert_eq!(asked(true), (0, 0));
 }

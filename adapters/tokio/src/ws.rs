@@ -73,8 +73,10 @@ struct Pinger {
     timer: Pin<Box<Sleep>>,
     awaiting: bool,
     due: bool,
-    /// The timer was polled pending this turn of the driver (it wakes the task when due):
-    /// the turn's later passes do not poll it again until it is reset.
+    /// The timer was polled pending, with the driver's waker, and that waker has not fired
+    /// since ([`Transport::woken`]): it is not polled again until then or until it is
+    /// reset (a subscriber's connection, woken for each notification, does not look at it
+    /// each time).
     polled: bool,
 }
 
@@ -191,7 +193,11 @@ where
         true
     }
 
-    fn start_turn(&mut self) {
+    fn wakes_on_input(&self) -> bool {
+        true
+    }
+
+    fn woken(&mut self) {
         if let Some(p) = &mut self.pinger {
             p.polled = false;
         }
