@@ -1590,9 +1590,8 @@ impl Connection {
         // Written here, from a number: JSON.
         let text = core::str::from_utf8(&id).unwrap_or("null");
         self.respond(handle, Ok(RawValue::from_validated(text)));
-        self.subs
-            .active
-            .insert(sub, subscriptions::Active::new(decl, &id));
+        let active = subscriptions::Active::new(decl, &self.subs.shapes[decl], &id);
+        self.subs.active.insert(sub, active);
         self.subs.buf = id;
         Some(sub)
     }
@@ -1604,9 +1603,13 @@ impl Connection {
     /// down).
     #[cfg(feature = "subscriptions")]
     pub fn send_item(&mut self, sub: u64, item: &RawValue) -> Result<(), SendError> {
-        let active = *self.subs.active.get(&sub).ok_or(SendError::Closed)?;
+        let active = self.subs.active.get(&sub).ok_or(SendError::Closed)?;
         // The pieces around the item, the id included, were written once; the whole is
         // framed where the endpoint keeps its output.
+        if let Some(prefix) = active.prefix() {
+            let parts: [&[u8]; 3] = [prefix, item.get().as_bytes(), b"}}"];
+            return self.endpoint.send_parts(&parts);
+        }
         let shape = &self.subs.shapes[active.decl];
         let parts: [&[u8]; 5] = [
             &shape.head,

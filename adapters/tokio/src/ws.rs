@@ -369,24 +369,27 @@ where
         cx: &mut Context<'_>,
         conn: &mut Connection,
     ) -> Poll<io::Result<bool>> {
-        if conn.peek_messages().next().is_none() {
-            return Poll::Ready(Ok(false));
-        }
         let mut heads = [([0u8; websocket::MAX_HEADER], 0usize, 0usize); DIRECT_FRAMES];
         let (mut count, mut bytes) = (0, 0);
-        for message in conn.peek_messages() {
-            if count == DIRECT_FRAMES || bytes >= CHUNK {
-                break;
-            }
-            let (head, n, len) = &mut heads[count];
-            *n = websocket::write_header(Opcode::Text, message.len(), None, head);
-            *len = message.len();
-            bytes += *n + *len;
-            count += 1;
-        }
         let written = {
+            // One look at the connection's frames: headers here, payloads where they are.
+            let mut messages: [&[u8]; DIRECT_FRAMES] = [&[]; DIRECT_FRAMES];
+            for message in conn.peek_messages() {
+                if count == DIRECT_FRAMES || bytes >= CHUNK {
+                    break;
+                }
+                let (head, n, len) = &mut heads[count];
+                *n = websocket::write_header(Opcode::Text, message.len(), None, head);
+                *len = message.len();
+                bytes += *n + *len;
+                messages[count] = message;
+                count += 1;
+            }
+            if count == 0 {
+                return Poll::Ready(Ok(false));
+            }
             let mut slices = [IoSlice::new(&[]); 2 * DIRECT_FRAMES];
-            for (i, message) in conn.peek_messages().take(count).enumerate() {
+            for (i, message) in messages[..count].iter().enumerate() {
                 let (head, n, _) = &heads[i];
                 slices[2 * i] = IoSlice::new(&head[..*n]);
                 slices[2 * i + 1] = IoSlice::new(message);
