@@ -148,18 +148,17 @@ impl Builder {
         let mut config = self.config.for_transport(transport.is_message_based());
         config.push &= transport.can_push();
         let mut conn = Connection::new(config, Instant::ZERO);
-        // Extension: per-connection hook (pub/sub), woken through the driver's waker.
-        let wake = self.extension.as_ref().map(|ext| {
-            let (hook, waker) = crate::extension::open(ext);
-            conn.set_hook(hook);
-            waker
-        });
+        // Extension: per-connection hook (pub/sub), which wakes the driver's task.
+        let woken = Arc::new(crate::wake::Woken::default());
+        if let Some(ext) = &self.extension {
+            conn.set_hook(crate::extension::open(ext, &woken));
+        }
         let parts = Parts {
             router: self.router,
             max_concurrent: self.max_concurrent,
             max_queued: self.max_queued_notifications,
             on_event: self.on_event,
-            wake,
+            woken,
             executor: self.executor,
         };
         Driver::new(conn, transport, timer, parts)

@@ -7,14 +7,12 @@ use std::fmt;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use futures::channel::mpsc;
 use futures::stream::FuturesUnordered;
-use futures::task::AtomicWaker;
 use futures::StreamExt;
 use sansrpc::connection::{CloseReason, Connection};
 use sansrpc::router::Reply;
@@ -27,6 +25,7 @@ use crate::router::AsyncRouter;
 use crate::server::{Polled, Server};
 use crate::timer::{Sleep, Timer};
 use crate::transport::{Received, Transport};
+use crate::wake::{Wakers, Woken, COMMANDS, SOCKET, TIMER};
 
 /// Commands taken per turn of the loop, so a flood of calls cannot starve input.
 const COMMANDS_PER_TURN: usize = 64;
@@ -45,65 +44,6 @@ struct Listening {
     receive: bool,
     /// The sleep was polled pending for this target: it wakes the task then.
     timer: Option<sansrpc_runtime::time::Instant>,
-}
-
-/// The sources that woke the task since the driver last looked: [`Wakers`] set their bit
-/// here, then wake the task.
-#[derive(Debug, Default)]
-struct Woken {
-    bits: AtomicU8,
-    task: AtomicWaker,
-}
-
-/// The commands' and the shutdown's channels.
-const COMMANDS: u8 = 1;
-/// The transport (its reads, writes, and what it waits on for them).
-const SOCKET: u8 = 2;
-/// The connection's sleep.
-const TIMER: u8 = 4;
-
-/// A waker of one source: records the source in [`Woken`] and wakes the task.
-struct Source {
-    woken: Arc<Woken>,
-    bit: u8,
-}
-
-impl Wake for Source {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.woken.bits.fetch_or(self.bit, Ordering::AcqRel);
-        self.woken.task.wake();
-    }
-}
-
-/// A waker per source the driver polls, made once per connection: each source keeps the
-/// same one, so no registration clones a waker again.
-struct Wakers {
-    woken: Arc<Woken>,
-    commands: Waker,
-    socket: Waker,
-    timer: Waker,
-}
-
-impl Default for Wakers {
-    fn default() -> Self {
-        let woken = Arc::new(Woken::default());
-        let waker = |bit| {
-            Waker::from(Arc::new(Source {
-                woken: woken.clone(),
-                bit,
-            }))
-        };
-        Wakers {
-            commands: waker(COMMANDS),
-            socket: waker(SOCKET),
-            timer: waker(TIMER),
-            woken,
-        }
-    }
 }
 
 /// The next message of `rx`: polled with `waker` until it is pending (`listening`), then
@@ -127,8 +67,9 @@ pub(crate) struct Parts {
     pub max_concurrent: usize,
     pub max_queued: usize,
     pub on_event: Option<EventHook>,
-    /// Woken by the connection's extension.
-    pub wake: Option<Arc<AtomicWaker>>,
+    /// What wakes the driver's task: its sources, its subscriptions, and the connection's
+    /// extension.
+    pub woken: Arc<Woken>,
     /// What handlers run work beside the connection on ([`Peer::executor`](sansrpc_runtime::Peer::executor)).
     pub executor: Option<Arc<dyn sansrpc_runtime::Executor>>,
 }
@@ -185,8 +126,6 @@ pub struct Driver<T, Tm> {
     calls: Calls,
     server: Server,
     on_event: Option<EventHook>,
-    /// Woken by the connection's extension when it queued notifications.
-    wake: Option<Arc<AtomicWaker>>,
     reason: Option<CloseReason>,
     /// The clients' record of the status the connection ended with.
     exit: Arc<std::sync::atomic::AtomicI64>,
@@ -222,7 +161,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             shutdown_tx,
             shutdown_rx,
             listening: Listening::default(),
-            wakers: Wakers::default(),
+            wakers: Wakers::new(parts.woken.clone()),
             sleep: Sleep::default(),
             closing: None,
             calls: Calls::default(),
@@ -241,10 +180,9 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                 // Handlers' contexts call the peer through it (it keeps the commands open,
                 // which only matters for a connection that serves nothing).
                 peer: serving.then(|| client.clone()),
-                served: Default::default(),
+                served: crate::subscription::Served::new(parts.woken),
             },
             on_event: parts.on_event,
-            wake: parts.wake,
             reason: None,
             exit: client.exit_cell(),
             closers: Vec::new(),
@@ -415,22 +353,16 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             return Poll::Ready(Ok(()));
         }
         self.transport.start_turn();
-        self.server.start_turn();
-        // Registered before the connection drains its hook (with its events), so a wake in
-        // between is not lost; once a poll: a wake that takes it during the poll has the
-        // task polled again, which registers it again.
-        if let Some(wake) = &self.wake {
-            wake.register(cx.waker());
-        }
-        // The same for the sources' wakers, before their bits are taken.
-        self.wakers.woken.task.register(cx.waker());
+        // Kept before the sources' bits are taken and the connection drains its hook (with
+        // its events), so that no wake in between is lost.
+        self.wakers.polled_with(cx.waker());
         if !self.transport.wakes_on_input() {
             self.listening.receive = false;
             self.transport.woken();
         }
         loop {
             // The sources woken since the last look are polled this pass.
-            let woke = self.wakers.woken.bits.swap(0, Ordering::AcqRel);
+            let woke = self.wakers.woken.take();
             if woke & COMMANDS != 0 {
                 self.listening.commands = false;
                 self.listening.shutdown = false;

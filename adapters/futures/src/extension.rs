@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use futures::task::AtomicWaker;
 use sansrpc::connection::hook::ConnectionHook;
 
 use crate::builder::Builder;
+use crate::wake::Woken;
 
 pub use sansrpc_runtime::Extension;
 
@@ -20,13 +20,9 @@ impl Builder {
     }
 }
 
-/// One connection's hook, and the waker it wakes the driver with when it queued
+/// One connection's hook, which wakes the driver's task (`woken`) when it queued
 /// notifications (the connection sends them as output has room).
-pub(crate) fn open(extension: &Extension) -> (Box<dyn ConnectionHook>, Arc<AtomicWaker>) {
-    let waker = Arc::new(AtomicWaker::new());
-    let wake = {
-        let waker = Arc::clone(&waker);
-        Arc::new(move || waker.wake())
-    };
-    (extension.open(wake), waker)
+pub(crate) fn open(extension: &Extension, woken: &Arc<Woken>) -> Box<dyn ConnectionHook> {
+    let woken = Arc::clone(woken);
+    extension.open(Arc::new(move || woken.wake()))
 }

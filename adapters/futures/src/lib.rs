@@ -61,6 +61,7 @@ mod stream;
 mod subscription;
 mod timer;
 pub mod transport;
+mod wake;
 #[cfg(feature = "async-io")]
 pub use child::{child_process, ChildProcess};
 pub use child::{ClosableWriter, WriterCloser};

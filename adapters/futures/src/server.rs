@@ -290,11 +290,6 @@ impl Server {
         Routed { any, closed }
     }
 
-    /// A new poll of the driver begins.
-    pub(crate) fn start_turn(&mut self) {
-        self.served.start_turn();
-    }
-
     /// Polls request handlers (answering the finished ones), stream producers, and the
     /// notification in turn.
     pub(crate) fn poll(

@@ -22,7 +22,6 @@ use std::task::{Context, Poll};
 use futures::channel::oneshot;
 use futures::future::{AbortHandle, Abortable};
 use futures::stream::FuturesUnordered;
-use futures::task::AtomicWaker;
 use futures::{FutureExt, Stream, StreamExt};
 use sansrpc::connection::subscriptions::MethodSubscription;
 use sansrpc::connection::{Connection, IncomingId, Timeout};
@@ -37,6 +36,7 @@ pub(crate) use sansrpc_runtime::subscriptions::{Inbox, Subscribed};
 
 use crate::client::{Client, Command};
 use crate::router::BoxFuture;
+use crate::wake::Woken;
 
 // ----- the serving side -----
 
@@ -168,14 +168,16 @@ struct Task {
 
 /// The subscriptions a driver serves: the core's table, and the handlers' futures. Made
 /// at the first subscribe request: a connection that serves none pays nothing for it.
-#[derive(Default)]
-pub(crate) struct Served(Option<Serving>);
+pub(crate) struct Served {
+    serving: Option<Serving>,
+    /// What wakes the driver's task.
+    woken: Arc<Woken>,
+}
 
 struct Serving {
     core: shared::Served,
-    waker: Arc<AtomicWaker>,
-    /// The task's waker is in `waker` since this poll of the driver began.
-    registered: bool,
+    /// What wakes the driver's task (the hub's wake; its address tells the driver polling).
+    woken: Arc<Woken>,
     /// The handlers still running (none kept once all have returned, as with a `Fanout`:
     /// a connection then holds nothing for them).
     tasks: Option<FuturesUnordered<BoxFuture<IncomingId>>>,
@@ -183,21 +185,19 @@ struct Serving {
 }
 
 impl Serving {
-    fn new() -> Serving {
-        let waker = Arc::new(AtomicWaker::new());
-        let woken = Arc::clone(&waker);
+    fn new(woken: &Arc<Woken>) -> Serving {
+        let wake = Arc::clone(woken);
         // A handler that sends from inside the driver's own poll of it needs no wake: the
         // driver takes what was handed over right after (a wake there would cost the
         // connection a whole extra turn per item).
         let hub = shared::Hub::new(move || {
-            if POLLING.with(Cell::get) != Arc::as_ptr(&woken) as usize {
-                woken.wake();
+            if POLLING.with(Cell::get) != Arc::as_ptr(&wake) as usize {
+                wake.wake();
             }
         });
         Serving {
             core: shared::Served::new(hub),
-            waker,
-            registered: false,
+            woken: Arc::clone(woken),
             tasks: None,
             by_handle: BTreeMap::new(),
         }
@@ -211,6 +211,15 @@ impl Serving {
 }
 
 impl Served {
+    /// Nothing served yet; the hub, made at the first subscribe request, wakes the task
+    /// through `woken`.
+    pub(crate) fn new(woken: Arc<Woken>) -> Served {
+        Served {
+            serving: None,
+            woken,
+        }
+    }
+
     /// Starts the handler of a subscribe request.
     pub(crate) fn start(
         &mut self,
@@ -218,7 +227,8 @@ impl Served {
         declaration: &MethodSubscription,
         work: Subscribe,
     ) {
-        let serving = self.0.get_or_insert_with(Serving::new);
+        let woken = &self.woken;
+        let serving = self.serving.get_or_insert_with(|| Serving::new(woken));
         let pending = PendingSubscription(serving.core.pending(handle, declaration));
         let work = std::panic::AssertUnwindSafe(work(pending))
             .catch_unwind()
@@ -235,7 +245,7 @@ impl Served {
     /// The peer cancelled request `handle`: true when it was a subscribe still undecided
     /// (its handler is dropped and the request answered as cancelled).
     pub(crate) fn cancel(&mut self, conn: &mut Connection, handle: IncomingId) -> bool {
-        let Some(serving) = &mut self.0 else {
+        let Some(serving) = &mut self.serving else {
             return false;
         };
         let Some(task) = serving.by_handle.get(&handle) else {
@@ -250,7 +260,7 @@ impl Served {
 
     /// The client unsubscribed `sub`: its sinks learn it, its handler is dropped.
     pub(crate) fn unsubscribed(&mut self, sub: u64) {
-        if let Some(serving) = &mut self.0 {
+        if let Some(serving) = &mut self.serving {
             if let Some(handle) = serving.core.unsubscribed(sub) {
                 serving.stop(handle);
             }
@@ -259,7 +269,9 @@ impl Served {
 
     /// The connection closed: every subscription is over, every handler dropped.
     pub(crate) fn clear(&mut self) {
-        let Some(serving) = &mut self.0 else { return };
+        let Some(serving) = &mut self.serving else {
+            return;
+        };
         serving.core.clear();
         for (_, task) in std::mem::take(&mut serving.by_handle) {
             task.abort.abort();
@@ -269,31 +281,18 @@ impl Served {
 
     /// True when some subscription's items wait for room in the connection's output.
     pub(crate) fn is_held_back(&self) -> bool {
-        self.0.as_ref().is_some_and(|s| s.core.is_held_back())
-    }
-
-    /// A new poll of the driver begins: the task's waker is registered again at the next
-    /// [`poll`](Self::poll).
-    pub(crate) fn start_turn(&mut self) {
-        if let Some(serving) = &mut self.0 {
-            serving.registered = false;
-        }
+        self.serving.as_ref().is_some_and(|s| s.core.is_held_back())
     }
 
     /// Runs the handlers, takes their decisions, and moves queued items into the
     /// connection while its output has room. True when anything moved.
     pub(crate) fn poll(&mut self, cx: &mut Context<'_>, conn: &mut Connection) -> bool {
         // Nothing served yet: nothing can have been handed over.
-        let Some(serving) = &mut self.0 else {
+        let Some(serving) = &mut self.serving else {
             return false;
         };
-        // Registered before anything is looked at, so a wake in between is not lost; once
-        // a poll of the driver (a wake that takes it during the poll has the task polled
-        // again, which registers it again).
-        if !serving.registered {
-            serving.waker.register(cx.waker());
-            serving.registered = true;
-        }
+        // The hub wakes the task through the driver's `Woken`, which holds the task's waker
+        // since the poll began.
         if serving.core.is_idle() && serving.tasks.is_none() {
             // No handler running, nothing decided or scheduled, nothing held back: what a
             // connection serving no subscription pays on each turn of its driver.
@@ -303,7 +302,7 @@ impl Served {
         // The handlers, when some run (a connection whose handlers have all returned, as
         // with a `Fanout`, pays nothing for them).
         if let Some(tasks) = &mut serving.tasks {
-            let me = Arc::as_ptr(&serving.waker) as usize;
+            let me = Arc::as_ptr(&serving.woken) as usize;
             let outer = POLLING.with(|p| p.replace(me));
             while let Poll::Ready(Some(handle)) = tasks.poll_next_unpin(cx) {
                 progress = true;

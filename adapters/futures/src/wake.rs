@@ -1,0 +1,108 @@
+//! What wakes a driver's task, and which of its sources did.
+//!
+//! Each source the driver polls (the commands' channels, the transport, the sleep) is
+//! given a waker of its own ([`Wakers`]): it records its bit in [`Woken`], then wakes the
+//! task; the driver leaves a source it polled pending alone until its bit is set. The
+//! subscription hub and a connection's extension wake the task through the same
+//! [`Woken`]. The task's waker is kept there across wakes (a wake does not take it, as
+//! `AtomicWaker`'s does), so a driver polled by the same task again, the common case,
+//! registers nothing: a subscriber's connection woken once per notification it sends
+//! spends no atomic operation on its wakers.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Wake, Waker};
+
+/// The commands' and the shutdown's channels.
+pub(crate) const COMMANDS: u8 = 1;
+/// The transport (its reads, writes, and what it waits on for them).
+pub(crate) const SOCKET: u8 = 2;
+/// The connection's sleep.
+pub(crate) const TIMER: u8 = 4;
+
+/// The sources that woke the task since the driver last looked, and the task's waker.
+#[derive(Debug, Default)]
+pub(crate) struct Woken {
+    bits: AtomicU8,
+    task: Mutex<Option<Waker>>,
+}
+
+impl Woken {
+    /// Wakes the task (with the waker it was last polled with).
+    pub(crate) fn wake(&self) {
+        let task = self
+            .task
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        // Outside the lock: an executor may poll the task from its wake.
+        if let Some(task) = task {
+            task.wake();
+        }
+    }
+
+    /// The task is polled with `waker`, which differs from the one kept.
+    pub(crate) fn set_task(&self, waker: &Waker) {
+        *self.task.lock().unwrap_or_else(PoisonError::into_inner) = Some(waker.clone());
+    }
+
+    /// The sources woken since the last call.
+    pub(crate) fn take(&self) -> u8 {
+        self.bits.swap(0, Ordering::AcqRel)
+    }
+}
+
+/// A waker of one source: records the source in [`Woken`] and wakes the task.
+struct Source {
+    woken: Arc<Woken>,
+    bit: u8,
+}
+
+impl Wake for Source {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.bits.fetch_or(self.bit, Ordering::AcqRel);
+        self.woken.wake();
+    }
+}
+
+/// A waker per source the driver polls, made once per connection: each source keeps the
+/// same one, so no registration clones a waker again.
+pub(crate) struct Wakers {
+    pub woken: Arc<Woken>,
+    pub commands: Waker,
+    pub socket: Waker,
+    pub timer: Waker,
+    /// The task's waker kept in `woken`, to tell at no cost whether a poll's is the same.
+    task: Option<Waker>,
+}
+
+impl Wakers {
+    pub(crate) fn new(woken: Arc<Woken>) -> Wakers {
+        let waker = |bit| {
+            Waker::from(Arc::new(Source {
+                woken: woken.clone(),
+                bit,
+            }))
+        };
+        Wakers {
+            commands: waker(COMMANDS),
+            socket: waker(SOCKET),
+            timer: waker(TIMER),
+            woken,
+            task: None,
+        }
+    }
+
+    /// The task is polled with `waker`: kept for the sources' wakes unless it is the one
+    /// kept already.
+    pub(crate) fn polled_with(&mut self, waker: &Waker) {
+        if !self.task.as_ref().is_some_and(|t| t.will_wake(waker)) {
+            self.woken.set_task(waker);
+            self.task = Some(waker.clone());
+        }
+    }
+}
