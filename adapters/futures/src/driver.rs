@@ -378,14 +378,16 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             // 30 ns, and a pass takes far less than the connection's timeouts can tell).
             let now = self.now();
             let mut progress = self.poll_commands(now);
-            let reading =
-                self.conn.wants_input() && self.server.notifications.len() < self.server.max_queued;
             // Input left unread this pass (not asked for, or refused): room made by a write
-            // may let it in.
-            let mut unread = !reading;
-            // The transport said it waits for more input and will wake the task: this poll
-            // does not ask it again.
-            if reading && !self.listening.receive {
+            // may let it in. None while the transport waits for input and will wake the
+            // task: it is not asked until then.
+            let mut unread = false;
+            let reading = !self.listening.receive
+                && self.conn.wants_input()
+                && self.server.notifications.len() < self.server.max_queued;
+            if !self.listening.receive && !reading {
+                unread = true;
+            } else if reading {
                 let socket = &mut Context::from_waker(&self.wakers.socket);
                 match self.transport.poll_receive(socket, &mut self.conn, now) {
                     Poll::Ready(Ok(Received::Data | Received::End)) => progress = true,
@@ -419,15 +421,16 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             // Subscription items moved and written (a fan-out's notification, the common
             // wakeup of a subscriber's connection): another pass would find nothing to do,
             // unless something waits for the room the write made, or the connection is not
-            // in its steady state (closing, or not taking input). Anything else that moved
-            // passes again.
+            // in its steady state (closing, or not taking input; a transport waiting for
+            // input wakes the task when some comes). Anything else that moved passes again.
             if wrote || handlers == Polled::Moved {
                 progress |= (flushed && self.conn.buffered_output() > 0)
                     || self.deferred.is_some()
                     || self.server.served.is_held_back()
                     || !self.server.producers.is_empty()
                     || unread
-                    || !self.conn.wants_input();
+                    || self.conn.is_closing()
+                    || (!self.listening.receive && !self.conn.wants_input());
             }
             self.conn.handle_write(wrote, pending, now);
             if self.conn.is_finished() {
