@@ -24,9 +24,9 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
-use std::task::{ready, Context, Poll};
+use std::task::{ready, Context, Poll, Waker};
 
 use futures::FutureExt;
 use http_body_util::Full;
@@ -39,6 +39,7 @@ use sansrpc::connection::EndReason;
 use sansrpc::{Connection, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
+use tokio_util::io::InspectReader;
 
 use crate::{BoxFuture, Builder, Received, Spawned, Transport};
 
@@ -110,6 +111,7 @@ async fn open(
         reused: true,
         ..Exchange::default()
     };
+    let nudge = Arc::new(Nudge::default());
     let transport = HttpClient {
         max_body,
         target,
@@ -118,6 +120,8 @@ async fn open(
         done: VecDeque::new(),
         frame: Vec::new(),
         stale: true,
+        waker: Waker::from(Arc::clone(&nudge)),
+        nudge,
     };
     Ok(crate::spawn(builder, transport))
 }
@@ -398,44 +402,7 @@ fn poll_whole<B: Body>(
 }
 
 /// A connection's stream, telling whether any byte came since its flag was cleared.
-struct Watched {
-    stream: Stream,
-    read: Arc<AtomicBool>,
-}
-
-impl AsyncRead for Watched {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        let before = buf.filled().len();
-        let read = Pin::new(&mut this.stream).poll_read(cx, buf);
-        if buf.filled().len() > before {
-            this.read.store(true, Ordering::Relaxed);
-        }
-        read
-    }
-}
-
-impl AsyncWrite for Watched {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
-    }
-}
+type Watched = InspectReader<Stream, Box<dyn FnMut(&[u8]) + Send>>;
 
 /// One HTTP/1.1 connection: hyper's handle to send on it, and the future that runs it
 /// (polled by the transport, on the connection's task).
@@ -465,10 +432,13 @@ impl Conn {
     /// hyper's HTTP/1.1 over `stream`.
     async fn over(stream: Stream) -> io::Result<Conn> {
         let read = Arc::new(AtomicBool::new(false));
-        let watched = Watched {
-            stream,
-            read: Arc::clone(&read),
+        let came = Arc::clone(&read);
+        let watch = move |bytes: &[u8]| {
+            if !bytes.is_empty() {
+                came.store(true, Ordering::Relaxed);
+            }
         };
+        let watched: Watched = InspectReader::new(stream, Box::new(watch));
         let (sender, driver) = http1::handshake(TokioIo::new(watched))
             .await
             .map_err(io::Error::other)?;
@@ -673,6 +643,39 @@ struct HttpClient {
     /// The exchanges have not been polled since the task was woken or a frame came: what
     /// they wait for may have come. (Polled, they wake the task when it does.)
     stale: bool,
+    /// The waker the exchanges are polled with ([`Nudge`]).
+    nudge: Arc<Nudge>,
+    waker: Waker,
+}
+
+/// The task's waker as the exchanges see it: a wake while the transport polls them (hyper
+/// wakes its connection's task when a request is queued, or a body wants more) has them
+/// polled again at once, not the whole task.
+#[derive(Default)]
+struct Nudge {
+    task: futures::task::AtomicWaker,
+    /// [`IDLE`], [`POLLING`], or [`WOKEN`] while polling.
+    state: AtomicU8,
+}
+
+const IDLE: u8 = 0;
+const POLLING: u8 = 1;
+const WOKEN: u8 = 2;
+
+impl std::task::Wake for Nudge {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        let woken =
+            self.state
+                .compare_exchange(POLLING, WOKEN, Ordering::AcqRel, Ordering::Acquire);
+        if let Ok(_) | Err(WOKEN) = woken {
+            return;
+        }
+        self.task.wake();
+    }
 }
 impl HttpClient {
     /// Starts the POSTs waiting on free exchanges and drives every exchange; true when a
@@ -709,11 +712,24 @@ impl HttpClient {
             };
             self.exchanges[at].start(frame);
         }
+        self.nudge.task.register(cx.waker());
+        let inner = &mut Context::from_waker(&self.waker);
         let mut ended = false;
-        for exchange in &mut self.exchanges {
-            if let Poll::Ready(done) = exchange.poll(cx, &self.target, self.max_body) {
-                self.done.push_back(done);
-                ended = true;
+        for round in 0..4 {
+            self.nudge.state.store(POLLING, Ordering::Release);
+            for exchange in &mut self.exchanges {
+                if let Poll::Ready(done) = exchange.poll(inner, &self.target, self.max_body) {
+                    self.done.push_back(done);
+                    ended = true;
+                }
+            }
+            let state = self.nudge.state.swap(IDLE, Ordering::AcqRel);
+            if state == POLLING {
+                break;
+            }
+            if round == 3 {
+                // Woken while polled, again and again: by the task, after the others.
+                cx.waker().wake_by_ref();
             }
         }
         if ended && !self.waiting.is_empty() {
