@@ -1,6 +1,6 @@
-//! HTTP/1.1 for JSON-RPC (RFC 9112), without I/O: for a server, request heads and bodies
-//! cut from the bytes a transport read, and response heads written; for a client, request
-//! heads written and responses cut ([`ResponseDecoder`], [`write_request_head`]).
+//! HTTP/1.1 for JSON-RPC (RFC 9112), without I/O, for a server: request heads and bodies
+//! cut from the bytes a transport read, and response heads written. (The clients make
+//! their requests with hyper's HTTP client.)
 //!
 //! JSON-RPC over HTTP is one message per POST body. [`RequestDecoder`] yields a request's
 //! [`Head`] (what a JSON-RPC server decides on: the method, the media type, the body's
@@ -71,9 +71,6 @@ pub enum BodyKind {
     Length(u64),
     /// `Transfer-Encoding: chunked`.
     Chunked,
-    /// Everything until the connection closes: a response with neither `Content-Length`
-    /// nor `Transfer-Encoding` (never a request's body).
-    UntilClose,
 }
 
 /// What a JSON-RPC server needs from a request head.
@@ -419,11 +416,10 @@ impl RequestDecoder {
         self.state != State::Head
     }
 
-    /// Expects a body framed as `body` next (a response's, whose head the client's decoder
-    /// read): [`BodyKind::UntilClose`] is read by the caller, not here.
-    pub(super) fn expect_body(&mut self, body: BodyKind) {
+    /// Expects a body framed as `body` next.
+    fn expect_body(&mut self, body: BodyKind) {
         self.state = match body {
-            BodyKind::None | BodyKind::UntilClose => State::Head,
+            BodyKind::None => State::Head,
             BodyKind::Length(n) => State::Length(usize::try_from(n).unwrap_or(usize::MAX)),
             BodyKind::Chunked => State::Chunked {
                 out: 0,
@@ -874,7 +870,6 @@ mod exchange;
 mod extensions;
 mod fields;
 mod request;
-mod response;
 #[cfg(test)]
 mod tests;
 mod unframe;
@@ -888,4 +883,3 @@ pub use request::Extensions;
 pub use request::{Headers, HttpRequest, Principal};
 pub use unframe::{Parts, Unframer};
 
-pub use response::{write_request_head, ResponseDecoder, ResponseHead, ResponseStep};

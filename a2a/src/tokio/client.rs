@@ -19,7 +19,7 @@ use sansrpc_oauth::driver::{CredentialProvider, Retry};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use sansrpc_tokio::host::{Dial, HttpTarget};
+use sansrpc_tokio::host::{self, Dial, HttpTarget};
 
 use crate::methods::{self, *};
 use crate::types::{
@@ -445,18 +445,10 @@ enum Answer {
     Stream(Incoming),
 }
 
-async fn read_whole(mut body: Incoming) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| format!("the answer was cut: {e}"))?;
-        if let Ok(data) = frame.into_data() {
-            if out.len() + data.len() > MAX_ANSWER {
-                return Err(format!("the answer is over {MAX_ANSWER} bytes"));
-            }
-            out.extend_from_slice(&data);
-        }
-    }
-    Ok(out)
+async fn read_whole(body: Incoming) -> Result<Vec<u8>, String> {
+    host::read_whole(body, MAX_ANSWER)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// Sends the request `build` makes (with the `A2A-Version` header and, when there are

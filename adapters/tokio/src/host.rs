@@ -8,7 +8,8 @@
 //! machine writes stream by stream ([`Streams`], [`Writers`], [`write_stream`]; for the
 //! tower services `service::stream_response`), the bearer-token validator an application
 //! gives its server ([`Validator`], [`TokenCheck`]), the connections a client dials
-//! ([`HttpTarget`], [`HttpStream`], [`Dial`]), and, for the tower services, the conversions
+//! ([`HttpTarget`], [`HttpStream`], [`Dial`]) and the answers they read whole
+//! ([`read_whole`]), and, for the tower services, the conversions
 //! between `http`'s types and the core's ([`service`](crate::service)'s `Body`, `head_of`,
 //! `read_body`, `response`). What a request means and how it is answered is the
 //! protocol's own.
@@ -24,4 +25,6 @@ pub use crate::{no_delay, tune, Listener, HTTP_BUSY};
 pub use sansrpc::codec::http::{Authorized, BodyStep};
 
 #[cfg(feature = "http")]
-pub use crate::http_client::{Dial, Stream as HttpStream, Target as HttpTarget};
+pub use crate::http_client::{
+    read_whole, BodyError, Dial, Stream as HttpStream, Target as HttpTarget,
+};

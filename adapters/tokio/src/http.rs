@@ -14,8 +14,9 @@
 //! and the write-stall limit is the machine's.
 //!
 //! The client ([`connect`]) is a transport under the ordinary [`Client`](crate::Client): one
-//! POST per call, notification or batch, on HTTP/1.1 connections it keeps alive, with the
-//! same codec; the response body goes back to the connection.
+//! POST per call, notification or batch, on HTTP/1.1 connections it keeps alive, made by
+//! hyper's client (as the MCP and A2A clients' are); the response body goes back to the
+//! connection.
 
 use std::cell::RefCell;
 use std::future::Future;

@@ -1,7 +1,8 @@
 //! The HTTP client: a message transport under the ordinary [`Client`](crate::Client). Each
 //! frame the connection sends is one POST; the response body is handed back to the same
-//! connection. Requests and responses are the core's HTTP/1.1 codec
-//! ([`write_request_head`], [`ResponseDecoder`]), as the server's are.
+//! connection. The exchanges are hyper's (`hyper::client::conn::http1`) over the connections
+//! [`Target::connect`] makes, as the MCP and A2A clients' are (through hyper-util's pool);
+//! this transport keeps its connections itself, for the rules below.
 //!
 //! HTTP/1.1 carries one exchange at a time per TCP connection, so the transport keeps a few
 //! (at most [`MAX_CONNECTIONS`]), each kept alive for the next POST: a slow call does not
@@ -10,6 +11,8 @@
 //! notification reaches the server before the calls and notifications sent after it. An
 //! idle connection the server closed is noticed and dropped; a POST that meets the close
 //! of a reused connection before any byte of its answer is sent again once, on a new one.
+//! A response body is read whole, at most the builder config's
+//! [`max_frame_bytes`](sansrpc::Limits::max_frame_bytes): a longer one fails its POST.
 //!
 //! An exchange that ends without answering its calls ends them through the core
 //! ([`Connection::end_unanswered`]) with [`EndReason::Unanswered`]: with the HTTP status
@@ -18,18 +21,25 @@
 //! read. The connection itself stays up: the next call connects again.
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
-use std::task::{ready, Context, Poll};
+use std::task::{ready, Context, Poll, Waker};
 
 use futures::FutureExt;
-use hyper::Uri;
-use sansrpc::codec::http::{write_request_head, BodyKind, ResponseDecoder, ResponseStep};
+use http_body_util::Full;
+use hyper::body::{Body, Buf, Bytes, Incoming};
+use hyper::client::conn::http1;
+use hyper::header::{HeaderValue, ACCEPT, CONTENT_TYPE, HOST};
+use hyper::{Method, Request, Response, Uri};
+use hyper_util::rt::TokioIo;
 use sansrpc::connection::EndReason;
 use sansrpc::{Connection, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
+use tokio_util::io::InspectReader;
 
 use crate::{BoxFuture, Builder, Received, Spawned, Transport};
 
@@ -40,8 +50,8 @@ pub const MAX_CONNECTIONS: usize = 8;
 /// own output bound pushes back on its callers.
 const MAX_WAITING: usize = 64;
 
-/// Bytes read at a time.
-const READ: usize = 16 * 1024;
+/// The `Content-Type` and `Accept` of every POST.
+const JSON: HeaderValue = HeaderValue::from_static("application/json");
 
 /// Connects to the JSON-RPC server at `url` (`http://`, or `https://` with the `tls` feature,
 /// trusting the Mozilla roots) and spawns the connection's driver on the current tokio
@@ -89,15 +99,19 @@ async fn open(
         #[cfg(feature = "tls")]
         tls,
     )?);
-    let first = target.connect().await?;
+    let first = Conn::over(target.connect().await?).await?;
     // A cancellation could reach no exchange: HTTP/1.1 answers one request at a time per
-    // connection, and a server's connection machine knows only its own connection's ids.
+    // connection, and a server's connection machine knows only its own connections' ids.
     // A call given up on (dropped, or past its deadline) is forgotten here instead.
     let builder = builder.configure(|c| c.cancellation = false);
     let max_body = builder.connection_config().limits.max_frame_bytes;
-    let mut kept = Exchange::new(max_body);
     // Idle since it was made: a server that closed it meanwhile gets the POST again once.
-    (kept.stream, kept.reused) = (Some(first), true);
+    let kept = Exchange {
+        conn: Some(first),
+        reused: true,
+        ..Exchange::default()
+    };
+    let nudge = Arc::new(Nudge::default());
     let transport = HttpClient {
         max_body,
         target,
@@ -105,6 +119,9 @@ async fn open(
         exchanges: vec![kept],
         done: VecDeque::new(),
         frame: Vec::new(),
+        stale: true,
+        waker: Waker::from(Arc::clone(&nudge)),
+        nudge,
     };
     Ok(crate::spawn(builder, transport))
 }
@@ -128,7 +145,11 @@ impl Target {
         let port = authority
             .port_u16()
             .unwrap_or(if secure { 443 } else { 80 });
-        let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_owned();
+        let path = Uri::from(
+            uri.path_and_query()
+                .cloned()
+                .unwrap_or_else(|| "/".parse().unwrap()),
+        );
         #[cfg(feature = "tls")]
         let tls = match secure {
             true => {
@@ -149,7 +170,7 @@ impl Target {
         }
         Ok(Target {
             addr: format!("{host}:{port}"),
-            host: authority.as_str().to_owned(),
+            host: HeaderValue::from_str(authority.as_str()).map_err(|_| invalid("not a host"))?,
             path,
             #[cfg(feature = "tls")]
             tls,
@@ -163,9 +184,9 @@ pub struct Target {
     /// `host:port`, to connect to.
     addr: String,
     /// The `Host` header.
-    host: String,
-    /// The request target.
-    path: String,
+    host: HeaderValue,
+    /// The request target (its path and query).
+    path: Uri,
     #[cfg(feature = "tls")]
     tls: Option<(
         tokio_rustls::TlsConnector,
@@ -266,39 +287,17 @@ impl hyper_util::client::legacy::connect::Connection for Stream {
     }
 }
 
-impl Stream {
-    fn poll_read(&mut self, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        match self {
-            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            #[cfg(feature = "tls")]
-            Stream::Tls(s) => Pin::new(s).poll_read(cx, buf),
-        }
-    }
-
-    fn poll_write(&mut self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        match self {
-            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
-            #[cfg(feature = "tls")]
-            Stream::Tls(s) => Pin::new(s).poll_write(cx, buf),
-        }
-    }
-
-    fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self {
-            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
-            #[cfg(feature = "tls")]
-            Stream::Tls(s) => Pin::new(s).poll_flush(cx),
-        }
-    }
-}
-
 impl AsyncRead for Stream {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Stream::poll_read(self.get_mut(), cx, buf)
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            #[cfg(feature = "tls")]
+            Stream::Tls(s) => Pin::new(s).poll_read(cx, buf),
+        }
     }
 }
 
@@ -308,11 +307,19 @@ impl AsyncWrite for Stream {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Stream::poll_write(self.get_mut(), cx, buf)
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            #[cfg(feature = "tls")]
+            Stream::Tls(s) => Pin::new(s).poll_write(cx, buf),
+        }
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Stream::poll_flush(self.get_mut(), cx)
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+            #[cfg(feature = "tls")]
+            Stream::Tls(s) => Pin::new(s).poll_flush(cx),
+        }
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -324,10 +331,202 @@ impl AsyncWrite for Stream {
     }
 }
 
+/// Why a body was not read whole ([`read_whole`]).
+#[derive(Debug)]
+pub enum BodyError<E> {
+    /// It is longer than the bytes allowed (the limit).
+    Over(usize),
+    /// Its stream failed (the connection broke under it).
+    Failed(E),
+}
+
+impl<E: std::fmt::Display> std::fmt::Display for BodyError<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BodyError::Over(max) => write!(f, "the body is over {max} bytes"),
+            BodyError::Failed(e) => write!(f, "the body was cut: {e}"),
+        }
+    }
+}
+
+impl<E: std::error::Error + 'static> std::error::Error for BodyError<E> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            BodyError::Over(_) => None,
+            BodyError::Failed(e) => Some(e),
+        }
+    }
+}
+
+/// Reads `body` whole, at most `max` bytes (a longer one is refused by its announced length
+/// before it is read, else once it passes `max`): the bodies a client reads (the JSON-RPC
+/// client's answers, A2A's) and a tower service's requests (`service::read_body`).
+pub async fn read_whole<B: Body>(body: B, max: usize) -> Result<Vec<u8>, BodyError<B::Error>> {
+    let mut body = std::pin::pin!(body);
+    let mut out = Vec::new();
+    std::future::poll_fn(|cx| poll_whole(body.as_mut(), cx, &mut out, max)).await?;
+    Ok(out)
+}
+
+/// [`read_whole`] as a poll: appends what `body` has to `out` until it ends.
+fn poll_whole<B: Body>(
+    mut body: Pin<&mut B>,
+    cx: &mut Context<'_>,
+    out: &mut Vec<u8>,
+    max: usize,
+) -> Poll<Result<(), BodyError<B::Error>>> {
+    loop {
+        let hint = body.size_hint();
+        if out.len() as u64 + hint.lower() > max as u64 {
+            return Poll::Ready(Err(BodyError::Over(max)));
+        }
+        if out.is_empty() {
+            out.reserve(hint.exact().map_or(0, |n| n as usize));
+        }
+        let Some(frame) = ready!(body.as_mut().poll_frame(cx)) else {
+            return Poll::Ready(Ok(()));
+        };
+        let Ok(mut data) = frame.map_err(BodyError::Failed)?.into_data() else {
+            continue; // Trailers.
+        };
+        if out.len() + data.remaining() > max {
+            return Poll::Ready(Err(BodyError::Over(max)));
+        }
+        while data.has_remaining() {
+            let chunk = data.chunk();
+            out.extend_from_slice(chunk);
+            let n = chunk.len();
+            data.advance(n);
+        }
+    }
+}
+
+/// A connection's stream, telling whether any byte came since its flag was cleared.
+type Watched = InspectReader<Stream, Box<dyn FnMut(&[u8]) + Send>>;
+
+/// One HTTP/1.1 connection: hyper's handle to send on it, and the future that runs it
+/// (polled by the transport, on the connection's task).
+struct Conn {
+    sender: http1::SendRequest<Full<Bytes>>,
+    driver: http1::Connection<TokioIo<Watched>, Full<Bytes>>,
+    /// The driver ended: the connection is closed (what it read may still be taken).
+    ended: bool,
+    /// Some byte came since the last POST was sent.
+    read: Arc<AtomicBool>,
+}
+
+/// A POST's response, its head to come.
+type Responding = Pin<Box<dyn Future<Output = hyper::Result<Response<Incoming>>> + Send>>;
+
+/// Where a POST is.
+enum Phase {
+    /// Waiting for its connection to take it.
+    Unsent,
+    /// Taken: its response's head to come.
+    Sent(Responding),
+    /// Its response's status, and its body read so far.
+    Body(u16, Incoming, Vec<u8>),
+}
+
+impl Conn {
+    /// hyper's HTTP/1.1 over `stream`.
+    async fn over(stream: Stream) -> io::Result<Conn> {
+        let read = Arc::new(AtomicBool::new(false));
+        let came = Arc::clone(&read);
+        let watch = move |bytes: &[u8]| {
+            if !bytes.is_empty() {
+                came.store(true, Ordering::Relaxed);
+            }
+        };
+        let watched: Watched = InspectReader::new(stream, Box::new(watch));
+        let (sender, driver) = http1::handshake(TokioIo::new(watched))
+            .await
+            .map_err(io::Error::other)?;
+        Ok(Conn {
+            sender,
+            driver,
+            ended: false,
+            read,
+        })
+    }
+
+    /// Runs the connection (while it lasts).
+    fn drive(&mut self, cx: &mut Context<'_>) {
+        if !self.ended && Pin::new(&mut self.driver).poll(cx).is_ready() {
+            self.ended = true;
+        }
+    }
+
+    /// Moves `job` on: `Ready(Ok)` with the status and body of its response, `Err(sent)`
+    /// when the connection failed it (`sent`: after the connection took it).
+    fn poll_job(
+        &mut self,
+        cx: &mut Context<'_>,
+        job: &mut Job,
+        target: &Target,
+        max_body: usize,
+    ) -> Poll<Result<(u16, Vec<u8>), bool>> {
+        // Only the driver moves what the job waits for, and the job is looked at after each
+        // of its polls: the job's channels need not wake the task (a wake from inside its
+        // own poll would only have it polled again, for nothing).
+        let quiet = &mut Context::from_waker(futures::task::noop_waker_ref());
+        loop {
+            self.drive(cx);
+            let step = match &mut job.phase {
+                Phase::Unsent => match self.sender.poll_ready(quiet) {
+                    Poll::Ready(Ok(())) => {
+                        self.read.store(false, Ordering::Relaxed);
+                        let request = post(target, job.frame.clone());
+                        job.phase = Phase::Sent(Box::pin(self.sender.send_request(request)));
+                        continue; // The driver writes it.
+                    }
+                    Poll::Ready(Err(_)) => return Poll::Ready(Err(false)),
+                    Poll::Pending => Poll::Pending,
+                },
+                Phase::Sent(responding) => match responding.as_mut().poll(quiet) {
+                    Poll::Ready(Ok(response)) => {
+                        let status = response.status().as_u16();
+                        job.phase = Phase::Body(status, response.into_body(), Vec::new());
+                        continue;
+                    }
+                    Poll::Ready(Err(_)) => return Poll::Ready(Err(true)),
+                    Poll::Pending => Poll::Pending,
+                },
+                Phase::Body(status, body, out) => {
+                    match poll_whole(Pin::new(body), quiet, out, max_body) {
+                        Poll::Ready(Ok(())) => {
+                            return Poll::Ready(Ok((*status, std::mem::take(out))))
+                        }
+                        Poll::Ready(Err(_)) => return Poll::Ready(Err(true)),
+                        Poll::Pending => Poll::Pending,
+                    }
+                }
+            };
+            // A connection over gives nothing more.
+            return match self.ended {
+                true => Poll::Ready(Err(!matches!(job.phase, Phase::Unsent))),
+                false => step,
+            };
+        }
+    }
+}
+
+/// The POST of `frame` to `target`.
+fn post(target: &Target, frame: Bytes) -> Request<Full<Bytes>> {
+    let mut request = Request::new(Full::new(frame));
+    *request.method_mut() = Method::POST;
+    *request.uri_mut() = target.path.clone();
+    let headers = request.headers_mut();
+    headers.insert(HOST, target.host.clone());
+    headers.insert(CONTENT_TYPE, JSON);
+    headers.insert(ACCEPT, JSON);
+    request
+}
+
 /// How one POST ended.
 struct Done {
     /// The frame it carried.
-    frame: Vec<u8>,
+    frame: Bytes,
     /// The status and the body, when a response came.
     response: Option<(u16, Vec<u8>)>,
 }
@@ -335,258 +534,97 @@ struct Done {
 /// One POST being made.
 struct Job {
     /// The frame: the request's body.
-    frame: Vec<u8>,
-    /// The request's head.
-    head: Vec<u8>,
-    /// Bytes of head and body written.
-    written: usize,
-    flushed: bool,
-    /// The response's status and whether the server keeps the connection, once its head
-    /// came.
-    status: Option<(u16, bool)>,
-    /// Some byte of the response came.
-    answered: bool,
+    frame: Bytes,
+    phase: Phase,
     /// Sent again already, after the close of a reused connection.
     retried: bool,
     /// Notifications only: the frames after it wait until it is answered.
     ordered: bool,
 }
 
-/// One TCP connection and the POST on it, if any.
+/// One connection and the POST on it, if any.
+#[derive(Default)]
 struct Exchange {
-    stream: Option<Stream>,
-    connecting: Option<BoxFuture<io::Result<Stream>>>,
-    /// The stream carried a POST before this one (the server may have closed it while it
-    /// was idle).
+    conn: Option<Conn>,
+    connecting: Option<BoxFuture<io::Result<Conn>>>,
+    /// The connection carried a POST before this one (the server may have closed it while
+    /// it was idle).
     reused: bool,
     job: Option<Job>,
-    buf: Vec<u8>,
-    /// Bytes of `buf` read.
-    len: usize,
-    decoder: ResponseDecoder,
-    max_body: usize,
 }
 
 impl Exchange {
-    fn new(max_body: usize) -> Self {
-        Exchange {
-            stream: None,
-            connecting: None,
-            reused: false,
-            job: None,
-            buf: Vec::new(),
-            len: 0,
-            decoder: ResponseDecoder::new(max_body),
-            max_body,
-        }
-    }
-
     /// Starts the POST of `frame`.
-    fn start(&mut self, target: &Target, frame: Vec<u8>) {
-        let ordered = Connection::requests_in(&frame) == 0;
-        let mut head = Vec::new();
-        let accept: &[u8] = b"application/json";
-        write_request_head(
-            &mut head,
-            &target.path,
-            &target.host,
-            frame.len(),
-            &[("accept", accept)],
-        );
+    fn start(&mut self, frame: Bytes) {
         self.job = Some(Job {
+            ordered: Connection::requests_in(&frame) == 0,
             frame,
-            head,
-            written: 0,
-            flushed: false,
-            status: None,
-            answered: false,
+            phase: Phase::Unsent,
             retried: false,
-            ordered,
         });
     }
 
     /// Drives the connection and its POST: `Ready` with how the POST ended.
-    fn poll(&mut self, cx: &mut Context<'_>, target: &Arc<Target>) -> Poll<Done> {
-        loop {
-            if self.job.is_none() {
-                self.watch_idle(cx);
-                return Poll::Pending;
-            }
-            if self.stream.is_none() {
-                let connecting = self.connecting.get_or_insert_with(|| target.connect());
-                let connected = ready!(connecting.poll_unpin(cx));
-                self.connecting = None;
-                match connected {
-                    Ok(stream) => (self.stream, self.reused) = (Some(stream), false),
-                    Err(_) => return Poll::Ready(self.failed()),
-                }
-            }
-            if let Err(()) = ready!(self.poll_send(cx)) {
-                match self.broken() {
-                    Some(done) => return Poll::Ready(done),
-                    None => continue,
-                }
-            }
-            // `None`: the connection broke and the POST goes again on a new one.
-            if let Some(done) = ready!(self.poll_response(cx)) {
-                return Poll::Ready(done);
-            }
-        }
-    }
-
-    /// Writes the request: head, then body, then a flush.
-    fn poll_send(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ()>> {
-        let (Some(stream), Some(job)) = (&mut self.stream, &mut self.job) else {
-            return Poll::Ready(Err(()));
-        };
-        while job.written < job.head.len() + job.frame.len() {
-            let out = match job.head.get(job.written..) {
-                Some(head) if !head.is_empty() => head,
-                _ => &job.frame[job.written - job.head.len()..],
-            };
-            match ready!(stream.poll_write(cx, out)) {
-                Ok(0) | Err(_) => return Poll::Ready(Err(())),
-                Ok(n) => job.written += n,
-            }
-        }
-        if !job.flushed {
-            ready!(stream.poll_flush(cx)).map_err(|_| ())?;
-            job.flushed = true;
-        }
-        Poll::Ready(Ok(()))
-    }
-
-    /// Reads the response: `Some` once the POST is over, `None` when it is to be sent again.
-    fn poll_response(&mut self, cx: &mut Context<'_>) -> Poll<Option<Done>> {
-        loop {
-            match self.decode() {
-                Ok(Some(done)) => return Poll::Ready(Some(done)),
-                Ok(None) => {}
-                Err(()) => return Poll::Ready(Some(self.failed())),
-            }
-            if self.len == self.buf.len() {
-                self.buf.resize(self.len + READ, 0);
-            }
-            let (Some(stream), Some(job)) = (&mut self.stream, &mut self.job) else {
-                return Poll::Ready(self.broken());
-            };
-            let mut read = ReadBuf::new(&mut self.buf[self.len..]);
-            let result = ready!(stream.poll_read(cx, &mut read));
-            let n = read.filled().len();
-            match result {
-                Ok(()) if n > 0 => {
-                    self.len += n;
-                    job.answered = true;
-                }
-                // The end of the connection: of a body read until it, or of the exchange.
-                Ok(()) => {
-                    let body = self.decoder.finish(&self.buf[..self.len]);
-                    if let (Some((status, _)), Some(body)) = (job.status, body) {
-                        let response = Some((status, body.to_vec()));
-                        let frame = std::mem::take(&mut job.frame);
-                        self.reset(false);
-                        return Poll::Ready(Some(Done { frame, response }));
-                    }
-                    return Poll::Ready(self.broken());
-                }
-                Err(_) => return Poll::Ready(self.broken()),
-            }
-        }
-    }
-
-    /// Decodes what was read: the POST's end once its response is whole; `Err` for a
-    /// response that cannot be read.
-    fn decode(&mut self) -> Result<Option<Done>, ()> {
+    fn poll(&mut self, cx: &mut Context<'_>, target: &Arc<Target>, max_body: usize) -> Poll<Done> {
         loop {
             let Some(job) = &mut self.job else {
-                return Ok(None);
+                // Idle: dropped once the server closes it (or sends what nobody asked for).
+                if let Some(conn) = &mut self.conn {
+                    conn.drive(cx);
+                    if conn.ended {
+                        self.conn = None;
+                    }
+                }
+                return Poll::Pending;
             };
-            match self
-                .decoder
-                .decode(&mut self.buf[..self.len])
-                .map_err(|_| ())?
-            {
-                ResponseStep::Incomplete(_) => {
-                    self.len = self.decoder.reclaim(&mut self.buf[..self.len]);
-                    return Ok(None);
-                }
-                ResponseStep::Head(used, head) => {
-                    self.buf.copy_within(used..self.len, 0);
-                    self.len -= used;
-                    if head.status < 200 {
-                        continue; // 100 Continue, and the like.
-                    }
-                    job.status = Some((head.status, head.keep_alive));
-                    if head.body == BodyKind::None {
-                        let frame = std::mem::take(&mut job.frame);
-                        self.reset(head.keep_alive);
-                        let response = Some((head.status, Vec::new()));
-                        return Ok(Some(Done { frame, response }));
+            let conn = match &mut self.conn {
+                Some(conn) => conn,
+                None => {
+                    let connecting = self.connecting.get_or_insert_with(|| {
+                        let target = Arc::clone(target);
+                        async move { Conn::over(target.connect().await?).await }.boxed()
+                    });
+                    let connected = ready!(connecting.poll_unpin(cx));
+                    self.connecting = None;
+                    self.reused = false;
+                    match connected {
+                        Ok(conn) => self.conn.insert(conn),
+                        Err(_) => return Poll::Ready(self.failed()),
                     }
                 }
-                ResponseStep::Body(used, body) => {
-                    let (status, keep) = job.status.unwrap_or((200, false));
-                    let response = Some((status, body.to_vec()));
+            };
+            match ready!(conn.poll_job(cx, job, target, max_body)) {
+                Ok(response) => {
                     let frame = std::mem::take(&mut job.frame);
-                    self.len -= used.min(self.len);
-                    self.reset(keep);
-                    return Ok(Some(Done { frame, response }));
+                    self.job = None;
+                    if conn.ended {
+                        self.conn = None;
+                    }
+                    self.reused = self.conn.is_some();
+                    let response = Some(response);
+                    return Poll::Ready(Done { frame, response });
                 }
+                // Not taken by a kept connection the server closed: on a new one.
+                Err(false) if self.reused => {}
+                // The close of a kept connection met before any byte of the answer (the
+                // server closed it while it was idle): sent again once, on a new one.
+                Err(true) if self.reused && !conn.read.load(Ordering::Relaxed) && !job.retried => {
+                    job.retried = true;
+                }
+                Err(_) => return Poll::Ready(self.failed()),
             }
+            job.phase = Phase::Unsent;
+            self.conn = None;
         }
-    }
-
-    /// The POST is over: the connection is kept for the next one when `keep` (and nothing
-    /// more was read from it), else dropped.
-    fn reset(&mut self, keep: bool) {
-        self.job = None;
-        if !keep || self.len > 0 {
-            self.stream = None;
-        }
-        self.reused = self.stream.is_some();
-        self.len = 0;
-        self.buf = Vec::new();
-    }
-
-    /// The connection broke under the POST: sent again once on a new connection when it was
-    /// a reused one that gave nothing back (the server closed it while it was idle), else
-    /// the POST failed.
-    fn broken(&mut self) -> Option<Done> {
-        self.stream = None;
-        let job = self.job.as_mut()?;
-        if self.reused && !job.answered && !job.retried {
-            job.retried = true;
-            (job.written, job.flushed, job.status) = (0, false, None);
-            self.len = 0;
-            self.decoder = ResponseDecoder::new(self.max_body);
-            return None;
-        }
-        Some(self.failed())
     }
 
     /// The POST failed: no response.
     fn failed(&mut self) -> Done {
-        let frame = self.job.take().map(|j| j.frame).unwrap_or_default();
-        self.stream = None;
-        self.decoder = ResponseDecoder::new(self.max_body);
-        self.len = 0;
-        self.buf = Vec::new();
+        self.conn = None;
+        let frame = self.job.take().map_or_else(Bytes::new, |j| j.frame);
         Done {
             frame,
             response: None,
-        }
-    }
-
-    /// An idle connection: dropped once the server closes it (or sends what nobody asked
-    /// for).
-    fn watch_idle(&mut self, cx: &mut Context<'_>) {
-        let Some(stream) = &mut self.stream else {
-            return;
-        };
-        let mut byte = [0u8; 1];
-        let mut read = ReadBuf::new(&mut byte);
-        if stream.poll_read(cx, &mut read).is_ready() {
-            self.stream = None;
         }
     }
 }
@@ -596,18 +634,54 @@ struct HttpClient {
     target: Arc<Target>,
     max_body: usize,
     /// Frames taken from the connection, waiting for an exchange.
-    waiting: VecDeque<Vec<u8>>,
+    waiting: VecDeque<Bytes>,
     exchanges: Vec<Exchange>,
     /// POSTs over, to hand to the connection.
     done: VecDeque<Done>,
     /// Where the connection writes its frames.
     frame: Vec<u8>,
+    /// The exchanges have not been polled since the task was woken or a frame came: what
+    /// they wait for may have come. (Polled, they wake the task when it does.)
+    stale: bool,
+    /// The waker the exchanges are polled with ([`Nudge`]).
+    nudge: Arc<Nudge>,
+    waker: Waker,
 }
 
+/// The task's waker as the exchanges see it: a wake while the transport polls them (hyper
+/// wakes its connection's task when a request is queued, or a body wants more) has them
+/// polled again at once, not the whole task.
+#[derive(Default)]
+struct Nudge {
+    task: futures::task::AtomicWaker,
+    /// [`IDLE`], [`POLLING`], or [`WOKEN`] while polling.
+    state: AtomicU8,
+}
+
+const IDLE: u8 = 0;
+const POLLING: u8 = 1;
+const WOKEN: u8 = 2;
+
+impl std::task::Wake for Nudge {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        let woken =
+            self.state
+                .compare_exchange(POLLING, WOKEN, Ordering::AcqRel, Ordering::Acquire);
+        if let Ok(_) | Err(WOKEN) = woken {
+            return;
+        }
+        self.task.wake();
+    }
+}
 impl HttpClient {
     /// Starts the POSTs waiting on free exchanges and drives every exchange; true when a
     /// POST ended.
     fn poll_io(&mut self, cx: &mut Context<'_>) -> bool {
+        self.stale = false;
         while let Some(frame) = self.waiting.pop_front() {
             // A POST of notifications is answered (the server has taken them) before the
             // next frame goes: `notify(..).await` then `call(..)` reach the server in order.
@@ -623,12 +697,12 @@ impl HttpClient {
             let free = self
                 .exchanges
                 .iter()
-                .position(|e| e.job.is_none() && e.stream.is_some())
+                .position(|e| e.job.is_none() && e.conn.is_some())
                 .or_else(|| self.exchanges.iter().position(|e| e.job.is_none()));
             let at = match free {
                 Some(at) => at,
                 None if self.exchanges.len() < MAX_CONNECTIONS => {
-                    self.exchanges.push(Exchange::new(self.max_body));
+                    self.exchanges.push(Exchange::default());
                     self.exchanges.len() - 1
                 }
                 None => {
@@ -636,13 +710,26 @@ impl HttpClient {
                     break;
                 }
             };
-            self.exchanges[at].start(&self.target, frame);
+            self.exchanges[at].start(frame);
         }
+        self.nudge.task.register(cx.waker());
+        let inner = &mut Context::from_waker(&self.waker);
         let mut ended = false;
-        for exchange in &mut self.exchanges {
-            if let Poll::Ready(done) = exchange.poll(cx, &self.target) {
-                self.done.push_back(done);
-                ended = true;
+        for round in 0..4 {
+            self.nudge.state.store(POLLING, Ordering::Release);
+            for exchange in &mut self.exchanges {
+                if let Poll::Ready(done) = exchange.poll(inner, &self.target, self.max_body) {
+                    self.done.push_back(done);
+                    ended = true;
+                }
+            }
+            let state = self.nudge.state.swap(IDLE, Ordering::AcqRel);
+            if state == POLLING {
+                break;
+            }
+            if round == 3 {
+                // Woken while polled, again and again: by the task, after the others.
+                cx.waker().wake_by_ref();
             }
         }
         if ended && !self.waiting.is_empty() {
@@ -669,7 +756,7 @@ impl Transport for HttpClient {
         conn: &mut Connection,
         now: Instant,
     ) -> Poll<io::Result<Received>> {
-        if self.done.is_empty() {
+        if self.done.is_empty() && self.stale {
             self.poll_io(cx);
         }
         let Some(done) = self.done.pop_front() else {
@@ -702,9 +789,11 @@ impl Transport for HttpClient {
             if conn.poll_transmit(&mut self.frame).is_none() {
                 break;
             }
-            self.waiting.push_back(std::mem::take(&mut self.frame));
+            self.waiting
+                .push_back(Bytes::from(std::mem::take(&mut self.frame)));
+            self.stale = true;
         }
-        if self.poll_io(cx) {
+        if self.stale && self.poll_io(cx) {
             // A POST ended here: the driver hands it to the connection on its next pass.
             cx.waker().wake_by_ref();
         }
@@ -713,5 +802,9 @@ impl Transport for HttpClient {
 
     fn poll_close(&mut self, _: &mut Context<'_>) -> Poll<io::Result<()>> {
         Poll::Ready(Ok(()))
+    }
+
+    fn start_turn(&mut self) {
+        self.stale = true;
     }
 }

@@ -723,9 +723,10 @@ async fn a_refused_body_still_arriving_does_not_reset_the_connection() {
 }
 
 /// A server written by hand for the client's tests: each POST on each connection is
-/// answered with what `answer(connection, body)` gives (connections numbered from 1), and the
-/// connection is closed after `per_connection` answers (without saying so, as a server whose
-/// keep-alive timeout ran out does). Returns its address and how many connections it took.
+/// answered with what `answer(connection, body)` gives (connections numbered from 1; an
+/// empty answer closes the connection instead), and the connection is closed after
+/// `per_connection` answers (without saying so, as a server whose keep-alive timeout ran
+/// out does). Returns its address and how many connections it took.
 async fn scripted(
     per_connection: usize,
     answer: impl Fn(usize, &serde_json::Value) -> String + Send + Sync + 'static,
@@ -748,6 +749,9 @@ async fn scripted(
                     };
                     let request: serde_json::Value = serde_json::from_slice(&body).unwrap();
                     let response = answer(n, &request);
+                    if response.is_empty() {
+                        return;
+                    }
                     stream.write_all(response.as_bytes()).await.unwrap();
                 }
             });
@@ -883,6 +887,114 @@ async fn an_error_status_is_the_calls_error_with_its_json_rpc_error_when_it_has_
             let e = client.call_raw(method, None).await.unwrap_err();
             assert_eq!(e.to_string(), unanswered(Some(status)).to_string(), "{method}");
             assert!(matches!(e, CallError::Ended(EndReason::Unanswered { status: Some(s) }) if s == status));
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_post_that_meets_the_close_of_a_kept_connection_is_sent_again_once() {
+    use std::collections::HashMap;
+    use std::sync::atomic::Ordering;
+    use std::sync::{Arc, Mutex};
+    within(LIMIT, async {
+        // Each connection answers its first POST (with its number) and closes under its
+        // second, having read it, before answering anything.
+        let seen = Arc::new(Mutex::new(HashMap::<usize, usize>::new()));
+        let posts = Arc::clone(&seen);
+        let (addr, accepted) = scripted(usize::MAX, move |n, request| {
+            let mut seen = posts.lock().unwrap();
+            let count = seen.entry(n).or_default();
+            *count += 1;
+            match count {
+                1 => {
+                    let body =
+                        format!(r#"{{"jsonrpc":"2.0","id":{},"result":{n}}}"#, request["id"]);
+                    respond("200 OK", "application/json", &body)
+                }
+                _ => String::new(),
+            }
+        })
+        .await;
+        let client = http::connect(&format!("http://{addr}/"), Builder::new())
+            .await
+            .unwrap()
+            .client;
+        let mut on = Vec::new();
+        for _ in 0..3 {
+            on.push(
+                client
+                    .call_raw("which", None)
+                    .await
+                    .unwrap()
+                    .get()
+                    .to_owned(),
+            );
+        }
+        // The second and third calls met the close of the connection kept from the call
+        // before and went again on a new one.
+        assert_eq!(on, ["1", "2", "3"]);
+        assert_eq!(accepted.load(Ordering::SeqCst), 3);
+        let posts: usize = seen.lock().unwrap().values().sum();
+        assert_eq!(posts, 5);
+
+        // A server that closes under every POST: the first call is sent twice (its
+        // connection was made at `connect` and waited), a call on a new connection once.
+        let (addr, accepted) = scripted(usize::MAX, |_, _| String::new()).await;
+        let client = http::connect(&format!("http://{addr}/"), Builder::new())
+            .await
+            .unwrap()
+            .client;
+        let unanswered = CallError::Ended(EndReason::Unanswered { status: None });
+        for connections in [2, 3] {
+            let e = client.call_raw("which", None).await.unwrap_err();
+            assert_eq!(e.to_string(), unanswered.to_string());
+            assert_eq!(accepted.load(Ordering::SeqCst), connections);
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_answer_over_the_clients_frame_limit_fails_its_call() {
+    within(LIMIT, async {
+        let big = "x".repeat(4096);
+        let (addr, _) = scripted(usize::MAX, move |_, request| {
+            let id = &request["id"];
+            let body = match request["method"].as_str().unwrap() {
+                "small" => return respond("200 OK", "application/json", &format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":1}}"#
+                )),
+                _ => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"{big}"}}"#),
+            };
+            match request["method"].as_str().unwrap() {
+                // Its length said first: refused before it is read.
+                "big" => respond("200 OK", "application/json", &body),
+                // In chunks of no announced length: refused once past the limit.
+                _ => {
+                    let chunks: String = body
+                        .as_bytes()
+                        .chunks(512)
+                        .map(|c| format!("{:x}\r\n{}\r\n", c.len(), std::str::from_utf8(c).unwrap()))
+                        .collect();
+                    format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n{chunks}0\r\n\r\n")
+                }
+            }
+        })
+        .await;
+        let mut config = Config::default();
+        config.limits.max_frame_bytes = 1024;
+        let client = http::connect(&format!("http://{addr}/"), Builder::new().config(config))
+            .await
+            .unwrap()
+            .client;
+        let unanswered = CallError::Ended(EndReason::Unanswered { status: None });
+        for method in ["big", "big_chunked", "small", "big"] {
+            let answer = client.call_raw(method, None).await;
+            match method {
+                "small" => assert_eq!(answer.unwrap().get(), "1"),
+                _ => assert_eq!(answer.unwrap_err().to_string(), unanswered.to_string(), "{method}"),
+            }
         }
     })
     .await;

@@ -66,7 +66,7 @@ use http_body_util::{BodyExt, Empty, Full};
 use hyper::body::Bytes;
 use hyper::header::{HeaderName, HeaderValue, AUTHORIZATION, WWW_AUTHENTICATE};
 use hyper::{Method, Request, Uri};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioExecutor;
 use sansrpc::codec::http::HttpMethod;
 use sansrpc::Connection;
 use sansrpc::Instant;
@@ -74,33 +74,13 @@ use sansrpc_oauth::driver::{CredentialProvider, Retry};
 use tokio::sync::Notify;
 use tokio::time::Sleep;
 
-use sansrpc_tokio::host::{HttpStream as Stream, HttpTarget as Target};
-use sansrpc_tokio::{BoxFuture, Builder, Received, Transport};
+use sansrpc_tokio::host::{Dial, HttpTarget as Target};
+use sansrpc_tokio::{Builder, Received, Transport};
 
 /// A request's body.
 type Body = http_body_util::combinators::BoxBody<Bytes, hyper::Error>;
 
 type Http = hyper_util::client::legacy::Client<Dial, Body>;
-
-/// Makes the HTTP client's connections: TCP to the endpoint's host, and TLS over it for
-/// `https://`, as the JSON-RPC HTTP client makes its own ([`Target`]).
-#[derive(Clone)]
-struct Dial(Arc<Target>);
-
-impl tower_service::Service<Uri> for Dial {
-    type Response = TokioIo<Stream>;
-    type Error = io::Error;
-    type Future = BoxFuture<io::Result<TokioIo<Stream>>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, _: Uri) -> Self::Future {
-        let connecting = self.0.connect();
-        Box::pin(async move { connecting.await.map(TokioIo::new) })
-    }
-}
 
 /// The session of a connection [`connect`] made, as the connection's handles see it
 /// ([`session_id`]).

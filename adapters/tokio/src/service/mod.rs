@@ -215,33 +215,17 @@ pub fn head_of(parts: &http::request::Parts, keep: bool) -> Result<Head, HttpFau
     )
 }
 
-/// Reads `body` whole, up to `max` bytes: else the status to answer (`413` past it, `400`
-/// when the body failed).
+/// Reads `body` whole, up to `max` bytes ([`host::read_whole`](crate::host::read_whole)):
+/// else the status to answer (`413` past it, `400` when the body failed).
 pub async fn read_body<B>(body: B, max: usize) -> Result<Vec<u8>, u16>
 where
     B: http_body::Body,
 {
-    use http_body::Body as _;
-    if body.size_hint().lower() > max as u64 {
-        return Err(413);
-    }
-    let mut body = std::pin::pin!(body);
-    let mut out = Vec::with_capacity(body.size_hint().exact().map_or(0, |n| n as usize));
-    while let Some(frame) = std::future::poll_fn(|cx| body.as_mut().poll_frame(cx)).await {
-        let Ok(frame) = frame else { return Err(400) };
-        if let Ok(data) = frame.into_data() {
-            use bytes::Buf;
-            if out.len() + data.remaining() > max {
-                return Err(413);
-            }
-            let mut data = data;
-            while data.has_remaining() {
-                let chunk = data.chunk();
-                out.extend_from_slice(chunk);
-                let n = chunk.len();
-                data.advance(n);
-            }
-        }
-    }
-    Ok(out)
+    use crate::host::BodyError;
+    crate::host::read_whole(body, max)
+        .await
+        .map_err(|e| match e {
+            BodyError::Over(_) => 413,
+            BodyError::Failed(_) => 400,
+        })
 }
