@@ -882,4 +882,3 @@ pub use fields::Fields;
 pub use request::Extensions;
 pub use request::{Headers, HttpRequest, Principal};
 pub use unframe::{Parts, Unframer};
-

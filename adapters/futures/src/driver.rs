@@ -421,8 +421,9 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             // Subscription items moved and written (a fan-out's notification, the common
             // wakeup of a subscriber's connection): another pass would find nothing to do,
             // unless something waits for the room the write made, or the connection is not
-            // in its steady state (closing, or not taking input; a transport waiting for
-            // input wakes the task when some comes). Anything else that moved passes again.
+            // in its steady state (closing or closed, or not taking input; a transport
+            // waiting for input wakes the task when some comes). Anything else that moved
+            // passes again.
             if wrote || handlers == Polled::Moved {
                 progress |= (flushed && self.conn.buffered_output() > 0)
                     || self.deferred.is_some()
@@ -430,6 +431,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
                     || !self.server.producers.is_empty()
                     || unread
                     || self.conn.is_closing()
+                    || self.conn.is_closed()
                     || (!self.listening.receive && !self.conn.wants_input());
             }
             self.conn.handle_write(wrote, pending, now);
