@@ -73,9 +73,9 @@ use crate::types::{
     ClientCapabilities, CompleteRequestParams, CompleteResult, Completion, CompletionArgument,
     CreateMessageRequestParams, CreateMessageResult, DiscoverResult, ElicitRequestParams,
     ElicitResult, ElicitationCapability, GetPromptRequestParams, GetPromptResult, Implementation,
-    InitializeResult, InputRequest, InputRequests, JsonObject, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListRootsResult, ListToolsResult,
-    LoggingLevel, Prompt, ReadResourceResult, Reference, RequestId, Resource, ResourceTemplate,
+    InitializeResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListRootsRequestParams, ListRootsResult, ListToolsResult, LoggingLevel,
+    Prompt, ReadResourceResult, Reference, RequestId, Resource, ResourceTemplate,
     ResourceUpdatedNotificationParams, Root, RootsCapability, SamplingCapability,
     SubscriptionFilter, SubscriptionsAcknowledgedNotificationParams, SubscriptionsListenResult,
     Tool,
@@ -397,8 +397,17 @@ fn decode<T: DeserializeOwned>(method: &'static str, json: &str) -> Result<T, Cl
 #[serde(rename_all = "camelCase")]
 struct Round {
     result_type: Option<String>,
-    input_requests: Option<InputRequests>,
+    input_requests: Option<BTreeMap<String, RawInputRequest>>,
     request_state: Option<String>,
+}
+
+/// One of a round's input requests ([`InputRequest`](crate::types::InputRequest)) as the
+/// client reads it: its params are decoded by the handler that answers it.
+#[derive(serde::Deserialize)]
+struct RawInputRequest {
+    method: String,
+    #[serde(default)]
+    params: Option<Box<RawValue>>,
 }
 
 fn page(cursor: Option<&str>) -> Value {
