@@ -466,20 +466,33 @@ impl ClientBuilder {
         })
     }
 
-    /// Fulfils one of the server's input requests with this client's handlers: its params
-    /// decoded for the handler there is (a round of `method`'s call).
+    /// Fulfils one of the server's input requests (`{"method": …, "params": …}`) with this
+    /// client's handlers: its params decoded for the handler there is (a round of
+    /// `method`'s call).
     pub(super) async fn answer(
         &self,
         method: &'static str,
-        request: RawInputRequest,
+        request: Value,
     ) -> Result<Value, ClientError> {
         let refused = |e: ErrorObject<'static>| ClientError::Call(CallError::Rpc(e));
         let undecoded = |error| ClientError::Decode { method, error };
+        let Value::Object(mut request) = request else {
+            let e = "an input request that is not an object";
+            return Err(undecoded(serde::de::Error::custom(e)));
+        };
+        let Some(Value::String(name)) = request.remove("method") else {
+            return Err(undecoded(serde::de::Error::missing_field("method")));
+        };
+        // As text, for the handler's own decoder (`null` is none).
+        let params = request
+            .remove("params")
+            .filter(|p| !p.is_null())
+            .map(|p| p.to_string());
         let params = || {
-            let params = request.params.as_deref().map(RawValue::get);
+            let params = params.as_deref();
             params.ok_or_else(|| undecoded(serde::de::Error::missing_field("params")))
         };
-        let answer = match request.method.as_str() {
+        let answer = match name.as_str() {
             methods::ELICITATION_CREATE => {
                 let Some(elicitation) = &self.elicitation else {
                     return Err(ClientError::Unanswerable(
@@ -505,10 +518,10 @@ impl ClientBuilder {
                 sampling(params()?).map_err(undecoded)?
             }
             methods::ROOTS_LIST => {
-                // Checked as before it was answered (`null` is none).
-                if let Some(params) = &request.params {
+                // Checked before it is answered.
+                if let Ok(params) = params() {
                     let _: ListRootsRequestParams =
-                        serde_json::from_str(params.get()).map_err(undecoded)?;
+                        serde_json::from_str(params).map_err(undecoded)?;
                 }
                 let Some(roots) = &self.roots else {
                     return Err(ClientError::Unanswerable(methods::ROOTS_LIST.into()));
@@ -521,7 +534,7 @@ impl ClientBuilder {
                 })
                 .expect("MCP types serialize"));
             }
-            _ => return Err(ClientError::Unanswerable(request.method)),
+            _ => return Err(ClientError::Unanswerable(name)),
         };
         let answer = answer.await.map_err(refused)?;
         serde_json::from_str(answer.get()).map_err(undecoded)

@@ -397,17 +397,10 @@ fn decode<T: DeserializeOwned>(method: &'static str, json: &str) -> Result<T, Cl
 #[serde(rename_all = "camelCase")]
 struct Round {
     result_type: Option<String>,
-    input_requests: Option<BTreeMap<String, RawInputRequest>>,
+    /// The input requests ([`InputRequest`](crate::types::InputRequest)s) by key, each as
+    /// JSON: its params are decoded by the handler that answers it.
+    input_requests: Option<JsonObject>,
     request_state: Option<String>,
-}
-
-/// One of a round's input requests ([`InputRequest`](crate::types::InputRequest)) as the
-/// client reads it: its params are decoded by the handler that answers it.
-#[derive(serde::Deserialize)]
-struct RawInputRequest {
-    method: String,
-    #[serde(default)]
-    params: Option<Box<RawValue>>,
 }
 
 fn page(cursor: Option<&str>) -> Value {
