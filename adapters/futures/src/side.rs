@@ -64,14 +64,14 @@ pub(crate) mod sealed {
 /// The [`Side`] of a connection that only calls: the peer's requests are answered
 /// `-32601` (method not found), its notifications go to the client's subscriptions or
 /// nowhere. No router, no handler, no stream producer, no subscription served.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ClientOnly {
     _private: (),
 }
 
 impl sealed::Side for ClientOnly {
     fn new(_: &mut Parts, _: &Client) -> Self {
-        ClientOnly::default()
+        ClientOnly { _private: () }
     }
 
     fn running(&self) -> usize {
