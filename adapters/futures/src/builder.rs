@@ -11,6 +11,7 @@ use crate::client::Client;
 use crate::driver::{Driver, Parts};
 use crate::extension::Extension;
 use crate::router::AsyncRouter;
+use crate::side::{ClientOnly, Side};
 use crate::timer::Timer;
 use crate::transport::Transport;
 
@@ -145,6 +146,29 @@ impl Builder {
         transport: T,
         timer: Tm,
     ) -> (Client, Driver<T, Tm>) {
+        self.connect_as(transport, timer)
+    }
+
+    /// Like [`connect`](Builder::connect), for a connection that only calls the peer: its
+    /// driver serves nothing ([`ClientOnly`]: the peer's requests get `-32601`, a router set
+    /// on this builder is not used), so the program carries none of the server's code (the
+    /// dispatch, the handlers' scheduling, stream producers, subscriptions served), which
+    /// matters where its size does (a browser page). Everything else is as with `connect`:
+    /// calls, batches, notifications, the method subscriptions it makes, the config, the
+    /// event hook.
+    pub fn connect_client<T: Transport, Tm: Timer>(
+        self,
+        transport: T,
+        timer: Tm,
+    ) -> (Client, Driver<T, Tm, ClientOnly>) {
+        self.connect_as(transport, timer)
+    }
+
+    fn connect_as<T: Transport, Tm: Timer, S: Side>(
+        self,
+        transport: T,
+        timer: Tm,
+    ) -> (Client, Driver<T, Tm, S>) {
         let mut config = self.config.for_transport(transport.is_message_based());
         config.push &= transport.can_push();
         let mut conn = Connection::new(config, Instant::ZERO);

@@ -13,7 +13,7 @@ use crate::subscription::Subscribed;
 
 /// The callers waiting, by the token their call (or batch) went out with.
 #[derive(Default)]
-pub(crate) struct Calls {
+pub struct Calls {
     waiters:
         Callers<oneshot::Sender<RawResult>, oneshot::Sender<Result<Vec<RawResult>, CallError>>>,
     /// Our method subscriptions: their routes and streams.

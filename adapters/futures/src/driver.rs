@@ -2,7 +2,6 @@
 //! I/O. Every protocol rule (correlation, batches, cancellation, streams, heartbeat, the
 //! close phases) is the core's; this file reads, writes, sleeps and runs handlers.
 
-use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::future::Future;
 use std::io;
@@ -12,17 +11,16 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use futures::channel::mpsc;
-use futures::stream::FuturesUnordered;
 use futures::StreamExt;
 use sansrpc::connection::{CloseReason, Connection};
-use sansrpc::router::Reply;
 use sansrpc::Instant;
 
 use crate::builder::EventHook;
 use crate::calls::Calls;
 use crate::client::{Client, Command};
 use crate::router::AsyncRouter;
-use crate::server::{Polled, Server};
+use crate::server::Polled;
+use crate::side::{Serving, Side};
 use crate::timer::{Sleep, Timer};
 use crate::transport::{Received, Transport};
 use crate::wake::{Wakers, Woken, COMMANDS, SOCKET, TIMER};
@@ -62,16 +60,16 @@ fn next<T>(
 }
 
 /// What a [`Builder`](crate::Builder) gives the driver besides the connection.
-pub(crate) struct Parts {
-    pub router: Option<Arc<AsyncRouter>>,
-    pub max_concurrent: usize,
-    pub max_queued: usize,
-    pub on_event: Option<EventHook>,
+pub struct Parts {
+    pub(crate) router: Option<Arc<AsyncRouter>>,
+    pub(crate) max_concurrent: usize,
+    pub(crate) max_queued: usize,
+    pub(crate) on_event: Option<EventHook>,
     /// What wakes the driver's task: its sources, its subscriptions, and the connection's
     /// extension.
-    pub woken: Arc<Woken>,
+    pub(crate) woken: Arc<Woken>,
     /// What handlers run work beside the connection on ([`Peer::executor`](sansrpc_runtime::Peer::executor)).
-    pub executor: Option<Arc<dyn sansrpc_runtime::Executor>>,
+    pub(crate) executor: Option<Arc<dyn sansrpc_runtime::Executor>>,
 }
 
 /// Asks a driver to shut down gracefully; from [`Driver::shutdown_handle`].
@@ -105,7 +103,13 @@ impl ShutdownHandle {
 /// running handler); polls handlers and stream producers; sleeps until the connection's
 /// next deadline; writes output. It completes with an error of kind
 /// [`io::ErrorKind::TimedOut`] when a heartbeat went unanswered.
-pub struct Driver<T, Tm> {
+///
+/// `S` is what it does with the peer's requests: serve them on the builder's router
+/// ([`Serving`](crate::Serving), from [`Builder::connect`](crate::Builder::connect)), or
+/// answer them `-32601` and only call ([`ClientOnly`](crate::ClientOnly), from
+/// [`Builder::connect_client`](crate::Builder::connect_client), which leaves the server's
+/// code out of the program).
+pub struct Driver<T, Tm, S = Serving> {
     conn: Connection,
     transport: T,
     timer: Tm,
@@ -124,7 +128,7 @@ pub struct Driver<T, Tm> {
     /// Once the connection finished: until when closing the transport may take.
     closing: Option<sansrpc_runtime::time::Instant>,
     calls: Calls,
-    server: Server,
+    server: S,
     on_event: Option<EventHook>,
     reason: Option<CloseReason>,
     /// The clients' record of the status the connection ended with.
@@ -134,21 +138,26 @@ pub struct Driver<T, Tm> {
     done: bool,
 }
 
-impl<T, Tm> fmt::Debug for Driver<T, Tm> {
+impl<T, Tm, S: Side> fmt::Debug for Driver<T, Tm, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Driver")
             .field("connection", &self.conn)
-            .field("running", &self.server.running.len())
+            .field("running", &self.server.running())
             .finish()
     }
 }
 
-impl<T: Transport, Tm: Timer> Driver<T, Tm> {
-    pub(crate) fn new(conn: Connection, transport: T, timer: Tm, parts: Parts) -> (Client, Self) {
+impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
+    pub(crate) fn new(
+        conn: Connection,
+        transport: T,
+        timer: Tm,
+        mut parts: Parts,
+    ) -> (Client, Self) {
         let (tx, commands) = mpsc::unbounded();
         let (shutdown_tx, shutdown_rx) = mpsc::unbounded();
-        let serving = parts.router.is_some();
-        let client = Client::new(tx, conn.config().profile, parts.executor);
+        let client = Client::new(tx, conn.config().profile, parts.executor.take());
+        let server = S::new(&mut parts, &client);
         let driver = Driver {
             conn,
             transport,
@@ -165,23 +174,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             sleep: Sleep::default(),
             closing: None,
             calls: Calls::default(),
-            server: Server {
-                router: parts.router.unwrap_or_default(),
-                serving,
-                reply: Reply::default(),
-                running: FuturesUnordered::new(),
-                aborts: BTreeMap::new(),
-                waiting: VecDeque::new(),
-                notifications: VecDeque::new(),
-                max_concurrent: parts.max_concurrent,
-                max_queued: parts.max_queued,
-                producers: BTreeMap::new(),
-                stream_signals: BTreeMap::new(),
-                // Handlers' contexts call the peer through it (it keeps the commands open,
-                // which only matters for a connection that serves nothing).
-                peer: serving.then(|| client.clone()),
-                served: crate::subscription::Served::new(parts.woken),
-            },
+            server,
             on_event: parts.on_event,
             reason: None,
             exit: client.exit_cell(),
@@ -196,11 +189,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
     /// quiet can wait unpolled (an owner that drives it inline, one exchange at a time,
     /// can keep it for the next one) without holding anything up.
     pub fn is_quiet(&self) -> bool {
-        self.server.running.is_empty()
-            && self.server.waiting.is_empty()
-            && self.server.notifications.is_empty()
-            && self.server.producers.is_empty()
-            && self.conn.requests_in_flight() == 0
+        self.server.is_idle() && self.conn.requests_in_flight() == 0
     }
 
     /// The transport, for an owner that drives the connection inline between its polls (a
@@ -269,7 +258,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             // Handlers in flight get the grace; then the connection drops what still runs.
             self.conn.shutdown(grace, now);
             progress = true;
-        } else if !self.commands_open && !self.server.serving && self.conn.wants_input() {
+        } else if !self.commands_open && !self.server.serving() && self.conn.wants_input() {
             // Nobody can call any more and nothing is served: nothing left to do.
             self.conn.shutdown(Duration::ZERO, now);
             progress = true;
@@ -382,9 +371,8 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             // may let it in. None while the transport waits for input and will wake the
             // task: it is not asked until then.
             let mut unread = false;
-            let reading = !self.listening.receive
-                && self.conn.wants_input()
-                && self.server.notifications.len() < self.server.max_queued;
+            let reading =
+                !self.listening.receive && self.conn.wants_input() && self.server.takes_input();
             if !self.listening.receive && !reading {
                 unread = true;
             } else if reading {
@@ -427,8 +415,7 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
             if wrote || handlers == Polled::Moved {
                 progress |= (flushed && self.conn.buffered_output() > 0)
                     || self.deferred.is_some()
-                    || self.server.served.is_held_back()
-                    || !self.server.producers.is_empty()
+                    || self.server.waits_for_room()
                     || unread
                     || self.conn.is_closing()
                     || self.conn.is_closed()
@@ -463,9 +450,9 @@ impl<T: Transport, Tm: Timer> Driver<T, Tm> {
 
 // Nothing in the driver is ever pinned in place: the timer is only borrowed, the transport
 // is `Unpin`, and every future it holds is boxed.
-impl<T, Tm> Unpin for Driver<T, Tm> {}
+impl<T, Tm, S> Unpin for Driver<T, Tm, S> {}
 
-impl<T: Transport, Tm: Timer> Future for Driver<T, Tm> {
+impl<T: Transport, Tm: Timer, S: Side> Future for Driver<T, Tm, S> {
     type Output = io::Result<()>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

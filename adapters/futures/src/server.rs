@@ -19,6 +19,7 @@ use sansrpc::{ErrorObject, Instant, Notification};
 use crate::calls::Calls;
 use crate::client::{CallError, Client};
 use crate::context::{with_current, with_origin, CancelSignal};
+use crate::driver::Parts;
 use crate::router::{AsyncRouter, BoxFuture, HandlerResult, Origin, Work};
 use crate::stream::Producer;
 use crate::subscription::Served;
@@ -27,7 +28,7 @@ use crate::subscription::Served;
 const ITEMS_PER_TURN: usize = 4096;
 
 /// What [`Server::route`] did.
-pub(crate) struct Routed {
+pub struct Routed {
     /// Some event was handled.
     pub any: bool,
     /// The connection closed, and why.
@@ -48,24 +49,99 @@ fn unpanicked(result: std::thread::Result<HandlerResult>) -> HandlerResult {
     result.unwrap_or_else(|_| Err(ErrorObject::internal_error()))
 }
 
-/// The peer's requests and notifications being handled, and the streams being produced.
-pub(crate) struct Server {
-    pub router: Arc<AsyncRouter>,
-    pub serving: bool,
-    pub reply: Reply,
-    pub running: FuturesUnordered<Running>,
+/// The [`Side`](crate::Side) of a connection that serves the peer (the driver's default):
+/// the peer's requests and notifications being handled on its router, and the streams and
+/// subscriptions being produced.
+pub struct Server {
+    pub(crate) router: Arc<AsyncRouter>,
+    pub(crate) serving: bool,
+    pub(crate) reply: Reply,
+    pub(crate) running: FuturesUnordered<Running>,
     /// How to stop each running handler: drop it, or signal its context.
-    pub aborts: BTreeMap<IncomingId, (AbortHandle, Option<CancelSignal>)>,
-    pub waiting: VecDeque<(IncomingId, Guarded, Option<CancelSignal>)>,
-    pub notifications: VecDeque<BoxFuture<()>>,
-    pub max_concurrent: usize,
-    pub max_queued: usize,
-    pub producers: BTreeMap<u64, Producer>,
+    pub(crate) aborts: BTreeMap<IncomingId, (AbortHandle, Option<CancelSignal>)>,
+    pub(crate) waiting: VecDeque<(IncomingId, Guarded, Option<CancelSignal>)>,
+    pub(crate) notifications: VecDeque<BoxFuture<()>>,
+    pub(crate) max_concurrent: usize,
+    pub(crate) max_queued: usize,
+    pub(crate) producers: BTreeMap<u64, Producer>,
     /// The contexts of stream handlers, set when their stream goes.
-    pub stream_signals: BTreeMap<u64, CancelSignal>,
-    pub peer: Option<Client>,
+    pub(crate) stream_signals: BTreeMap<u64, CancelSignal>,
+    pub(crate) peer: Option<Client>,
     /// The method subscriptions served.
-    pub served: Served,
+    pub(crate) served: Served,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("serving", &self.serving)
+            .field("running", &self.running.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl crate::side::sealed::Side for Server {
+    fn new(parts: &mut Parts, client: &Client) -> Self {
+        let serving = parts.router.is_some();
+        Server {
+            router: parts.router.take().unwrap_or_default(),
+            serving,
+            reply: Reply::default(),
+            running: FuturesUnordered::new(),
+            aborts: BTreeMap::new(),
+            waiting: VecDeque::new(),
+            notifications: VecDeque::new(),
+            max_concurrent: parts.max_concurrent,
+            max_queued: parts.max_queued,
+            producers: BTreeMap::new(),
+            stream_signals: BTreeMap::new(),
+            // Handlers' contexts call the peer through it (it keeps the commands open,
+            // which only matters for a connection that serves nothing).
+            peer: serving.then(|| client.clone()),
+            served: crate::subscription::Served::new(parts.woken.clone()),
+        }
+    }
+
+    fn running(&self) -> usize {
+        self.running.len()
+    }
+
+    fn is_idle(&self) -> bool {
+        self.running.is_empty()
+            && self.waiting.is_empty()
+            && self.notifications.is_empty()
+            && self.producers.is_empty()
+    }
+
+    fn serving(&self) -> bool {
+        self.serving
+    }
+
+    fn takes_input(&self) -> bool {
+        self.notifications.len() < self.max_queued
+    }
+
+    fn waits_for_room(&self) -> bool {
+        self.served.is_held_back() || !self.producers.is_empty()
+    }
+
+    fn route(
+        &mut self,
+        conn: &mut Connection,
+        calls: &mut Calls,
+        on_event: Option<&(dyn for<'a> Fn(Event<'a>) + Send + Sync)>,
+        now: Instant,
+    ) -> Routed {
+        Server::route(self, conn, calls, on_event, now)
+    }
+
+    fn poll(&mut self, cx: &mut Context<'_>, conn: &mut Connection, now: Instant) -> Polled {
+        Server::poll(self, cx, conn, now)
+    }
+
+    fn clear(&mut self) {
+        Server::clear(self);
+    }
 }
 
 impl Server {
@@ -355,7 +431,7 @@ impl Server {
 
 /// What a poll of the handlers did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Polled {
+pub enum Polled {
     /// Nothing moved.
     Idle,
     /// Only subscription items (or their decisions) moved into the connection: once they

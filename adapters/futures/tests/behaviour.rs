@@ -12,7 +12,9 @@ use futures::channel::{mpsc, oneshot};
 use futures::{AsyncReadExt, StreamExt};
 use sansrpc::connection::Timeout;
 use sansrpc::method::{Method, NotificationMethod};
-use sansrpc_futures::{transport, AsyncIoTimer, AsyncRouter, Builder, Client, ShutdownHandle};
+use sansrpc_futures::{
+    transport, AsyncIoTimer, AsyncRouter, Builder, CallError, Client, ShutdownHandle,
+};
 
 enum Sleep {}
 impl Method for Sleep {
@@ -367,5 +369,40 @@ fn client_shutdown_fails_its_pending_calls() {
         // The server sees the connection end and drops the handler.
         server.driver.await.unwrap();
         assert_eq!(signals.cancelled.next().await, Some(60_000));
+    }));
+}
+
+/// A connection that only calls (`Builder::connect_client`): its calls are answered; the
+/// peer's notifications to it are taken (the calls behind them are not held up) and its
+/// requests answered -32601; once its last client is gone, it closes, and the serving peer
+/// ends too.
+#[test]
+fn a_client_only_connection_calls_and_answers_the_peers_requests_method_not_found() {
+    smol::block_on(within(LIMIT, async {
+        let listener = async_net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (router, _signals) = sleeper();
+        let server = smol::spawn(async move {
+            let (stream, _) = listener.accept().await.unwrap();
+            let builder = Builder::new().router(router);
+            let (client, driver) = builder.connect(transport::tcp(stream), AsyncIoTimer);
+            let driver = smol::spawn(driver);
+            client.notify::<Record>(&(7,)).await.unwrap();
+            let refused = client.call::<Sleep>(&(1,)).await;
+            (refused, driver)
+        });
+        let stream = async_net::TcpStream::connect(addr).await.unwrap();
+        let (client, driver) = Builder::new().connect_client(transport::tcp(stream), AsyncIoTimer);
+        let driver = smol::spawn(driver);
+        assert_eq!(client.call::<Sleep>(&(5,)).await.unwrap(), 5);
+        let (refused, server_driver) = server.await;
+        match refused {
+            Err(CallError::Rpc(e)) => assert_eq!(e.code, -32601, "{e:?}"),
+            other => panic!("the client-only side answered {other:?}"),
+        }
+        assert_eq!(client.call::<Sleep>(&(1,)).await.unwrap(), 1);
+        drop(client);
+        driver.await.unwrap();
+        server_driver.await.unwrap();
     }));
 }

@@ -119,12 +119,30 @@ impl Future for DriverTask {
 /// [`BrowserExecutor`] for work that outlives them (an LSP server's analysis), unless the
 /// builder has an executor already.
 pub fn spawn<T: Transport>(builder: Builder, transport: T) -> Spawned {
-    let builder = if builder.has_executor() {
+    run(with_executor(builder).connect(transport, BrowserTimer))
+}
+
+/// Like [`spawn`], for a connection that only calls the peer
+/// ([`Builder::connect_client`]): the peer's requests are answered `-32601` (a router set
+/// on `builder` is not used), and the page carries none of the server's code. What
+/// [`connect`] runs.
+pub fn spawn_client<T: Transport>(builder: Builder, transport: T) -> Spawned {
+    run(with_executor(builder).connect_client(transport, BrowserTimer))
+}
+
+/// `builder`, with the [`BrowserExecutor`] unless it has an executor.
+fn with_executor(builder: Builder) -> Builder {
+    if builder.has_executor() {
         builder
     } else {
         builder.executor(BrowserExecutor)
-    };
-    let (client, driver) = builder.connect(transport, BrowserTimer);
+    }
+}
+
+/// Runs `driver` as a task of the page.
+fn run<T: Transport, S: sansrpc_futures::Side + 'static>(
+    (client, driver): (Client, sansrpc_futures::Driver<T, BrowserTimer, S>),
+) -> Spawned {
     let shutdown = driver.shutdown_handle();
     let (tx, rx) = oneshot::channel();
     wasm_bindgen_futures::spawn_local(async move {
@@ -169,9 +187,14 @@ pub fn connect_port(port: web_sys::MessagePort, builder: Builder) -> Spawned {
 }
 
 /// Opens a WebSocket to `url` and gives the [`Client`] of a connection over it with the
-/// default config; the connection ends when the last handle on it is dropped.
+/// default config; the connection ends when the last handle on it is dropped. It only
+/// calls ([`spawn_client`]: the server's requests are answered `-32601`, and the page
+/// carries none of the code that serves them); [`connect_with`] a builder with a router
+/// serves them.
 pub async fn connect(url: &str) -> io::Result<Client> {
-    Ok(connect_with(Builder::new(), url).await?.client)
+    let builder = Builder::new();
+    let socket = WebSocket::connect(url, &builder.connection_config().limits).await?;
+    Ok(spawn_client(builder, socket).client)
 }
 
 /// A JavaScript exception as an I/O error of `kind`.

@@ -3,9 +3,14 @@
 
 use super::*;
 
-type Answer<T> = BoxFuture<Result<T, ErrorObject<'static>>>;
-type SamplingFn = dyn Fn(CreateMessageRequestParams) -> Answer<CreateMessageResult> + Send + Sync;
-type ElicitationFn = dyn Fn(ElicitRequestParams) -> Answer<ElicitResult> + Send + Sync;
+type Answer = BoxFuture<Result<Box<RawValue>, ErrorObject<'static>>>;
+/// The sampling handler on the request's params as JSON text: it decodes them (into the
+/// handler's own type, so that a client without a handler carries no decoder for the
+/// sampling types), runs the handler and writes its answer.
+type SamplingFn = dyn Fn(&str) -> Result<Answer, serde_json::Error> + Send + Sync;
+/// The elicitation handler as [`SamplingFn`] is the sampling one; `true` when the client
+/// declared URL mode (a URL-mode request is refused without it).
+type ElicitationFn = dyn Fn(&str, bool) -> Result<Answer, Refusal> + Send + Sync;
 type NotificationFn = dyn Fn(&str, &Value) + Send + Sync;
 
 /// Who the client is, and how it answers what the server asks.
@@ -35,12 +40,27 @@ impl fmt::Debug for ClientBuilder {
     }
 }
 
-fn decode_params<T: DeserializeOwned>(
-    params: Option<Box<RawValue>>,
-) -> Result<T, ErrorObject<'static>> {
-    let json = params.as_deref().map_or("{}", RawValue::get);
-    serde_json::from_str(json)
-        .map_err(|e| ErrorObject::new(error_codes::INVALID_PARAMS, format!("invalid params: {e}")))
+/// Why a handler of the server's requests did not run.
+enum Refusal {
+    /// Its params are not what the method takes.
+    Params(serde_json::Error),
+    /// A URL-mode elicitation, which this client did not declare.
+    UrlMode,
+}
+
+impl Refusal {
+    /// The error the server's request is answered with.
+    fn error(self) -> ErrorObject<'static> {
+        match self {
+            Refusal::Params(e) => {
+                ErrorObject::new(error_codes::INVALID_PARAMS, format!("invalid params: {e}"))
+            }
+            Refusal::UrlMode => ErrorObject::new(
+                error_codes::INVALID_PARAMS,
+                "URL-mode elicitation was not declared by this client",
+            ),
+        }
+    }
 }
 
 impl ClientBuilder {
@@ -75,7 +95,10 @@ impl ClientBuilder {
         F: Fn(CreateMessageRequestParams) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<CreateMessageResult, ErrorObject<'static>>> + Send + 'static,
     {
-        self.sampling = Some(Arc::new(move |p| Box::pin(handler(p))));
+        self.sampling = Some(Arc::new(move |params: &str| {
+            let answer = handler(serde_json::from_str(params)?);
+            Ok(Box::pin(async move { Ok(raw_json(&answer.await?)) }) as Answer)
+        }));
         self
     }
 
@@ -88,7 +111,15 @@ impl ClientBuilder {
         F: Fn(ElicitRequestParams) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<ElicitResult, ErrorObject<'static>>> + Send + 'static,
     {
-        self.elicitation = Some(Arc::new(move |p| Box::pin(handler(p))));
+        self.elicitation = Some(Arc::new(move |params: &str, url: bool| {
+            let params: ElicitRequestParams =
+                serde_json::from_str(params).map_err(Refusal::Params)?;
+            if matches!(params, ElicitRequestParams::Url(_)) && !url {
+                return Err(Refusal::UrlMode);
+            }
+            let answer = handler(params);
+            Ok(Box::pin(async move { Ok(raw_json(&answer.await?)) }) as Answer)
+        }));
         self
     }
 
@@ -201,23 +232,18 @@ impl ClientBuilder {
         );
         if let Some(sampling) = self.sampling.clone() {
             let r = router.raw_method(methods::SAMPLING_CREATE_MESSAGE, move |params| {
-                let sampling = sampling.clone();
-                async move { Ok(raw_json(&sampling(decode_params(params)?).await?)) }
+                let json = params.as_deref().map_or("{}", RawValue::get);
+                let answer = sampling(json).map_err(|e| Refusal::Params(e).error());
+                async move { answer?.await }
             });
             registered(r, methods::SAMPLING_CREATE_MESSAGE);
         }
         if let Some(elicitation) = self.elicitation.clone() {
             let url = self.url_elicitation;
             let r = router.raw_method(methods::ELICITATION_CREATE, move |params| {
-                let elicitation = elicitation.clone();
-                async move {
-                    let request: ElicitRequestParams = decode_params(params)?;
-                    if matches!(request, ElicitRequestParams::Url(_)) && !url {
-                        let e = "URL-mode elicitation was not declared by this client";
-                        return Err(ErrorObject::new(error_codes::INVALID_PARAMS, e));
-                    }
-                    Ok(raw_json(&elicitation(request).await?))
-                }
+                let json = params.as_deref().map_or("{}", RawValue::get);
+                let answer = elicitation(json, url).map_err(Refusal::error);
+                async move { answer?.await }
             });
             registered(r, methods::ELICITATION_CREATE);
         }
@@ -440,44 +466,77 @@ impl ClientBuilder {
         })
     }
 
-    /// Fulfils one of the server's input requests with this client's handlers.
-    pub(super) async fn answer(&self, request: InputRequest) -> Result<Value, ClientError> {
+    /// Fulfils one of the server's input requests (`{"method": …, "params": …}`) with this
+    /// client's handlers: its params decoded for the handler there is (a round of
+    /// `method`'s call).
+    pub(super) async fn answer(
+        &self,
+        method: &'static str,
+        request: Value,
+    ) -> Result<Value, ClientError> {
         let refused = |e: ErrorObject<'static>| ClientError::Call(CallError::Rpc(e));
-        let value = match request {
-            InputRequest::Elicit(params) => {
+        let undecoded = |error| ClientError::Decode { method, error };
+        let Value::Object(mut request) = request else {
+            let e = "an input request that is not an object";
+            return Err(undecoded(serde::de::Error::custom(e)));
+        };
+        let Some(Value::String(name)) = request.remove("method") else {
+            return Err(undecoded(serde::de::Error::missing_field("method")));
+        };
+        // As text, for the handler's own decoder (`null` is none).
+        let params = request
+            .remove("params")
+            .filter(|p| !p.is_null())
+            .map(|p| p.to_string());
+        let params = || {
+            let params = params.as_deref();
+            params.ok_or_else(|| undecoded(serde::de::Error::missing_field("params")))
+        };
+        let answer = match name.as_str() {
+            methods::ELICITATION_CREATE => {
                 let Some(elicitation) = &self.elicitation else {
                     return Err(ClientError::Unanswerable(
                         methods::ELICITATION_CREATE.into(),
                     ));
                 };
-                if matches!(params, ElicitRequestParams::Url(_)) && !self.url_elicitation {
-                    return Err(ClientError::Unanswerable(
-                        "elicitation/create (URL mode)".into(),
-                    ));
+                match elicitation(params()?, self.url_elicitation) {
+                    Ok(answer) => answer,
+                    Err(Refusal::Params(error)) => return Err(undecoded(error)),
+                    Err(Refusal::UrlMode) => {
+                        return Err(ClientError::Unanswerable(
+                            "elicitation/create (URL mode)".into(),
+                        ))
+                    }
                 }
-                serde_json::to_value(elicitation(params).await.map_err(refused)?)
             }
-            InputRequest::CreateMessage(params) => {
+            methods::SAMPLING_CREATE_MESSAGE => {
                 let Some(sampling) = &self.sampling else {
                     return Err(ClientError::Unanswerable(
                         methods::SAMPLING_CREATE_MESSAGE.into(),
                     ));
                 };
-                serde_json::to_value(sampling(params).await.map_err(refused)?)
+                sampling(params()?).map_err(undecoded)?
             }
-            InputRequest::ListRoots(_) => {
+            methods::ROOTS_LIST => {
+                // Checked before it is answered.
+                if let Ok(params) = params() {
+                    let _: ListRootsRequestParams =
+                        serde_json::from_str(params).map_err(undecoded)?;
+                }
                 let Some(roots) = &self.roots else {
                     return Err(ClientError::Unanswerable(methods::ROOTS_LIST.into()));
                 };
                 let roots = roots.lock().unwrap_or_else(PoisonError::into_inner).clone();
-                serde_json::to_value(ListRootsResult {
+                return Ok(serde_json::to_value(ListRootsResult {
                     meta: None,
                     roots,
                     extra: JsonObject::new(),
                 })
+                .expect("MCP types serialize"));
             }
-            InputRequest::Other { method, .. } => return Err(ClientError::Unanswerable(method)),
+            _ => return Err(ClientError::Unanswerable(name)),
         };
-        Ok(value.expect("MCP types serialize"))
+        let answer = answer.await.map_err(refused)?;
+        serde_json::from_str(answer.get()).map_err(undecoded)
     }
 }

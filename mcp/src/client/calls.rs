@@ -163,7 +163,7 @@ impl McpClient {
             }
             let mut answers = JsonObject::new();
             for (key, request) in round.input_requests.unwrap_or_default() {
-                answers.insert(key, stateless.answers.answer(request).await?);
+                answers.insert(key, stateless.answers.answer(method, request).await?);
             }
             if let Value::Object(map) = &mut params {
                 map.insert("inputResponses".into(), Value::Object(answers));

@@ -73,9 +73,9 @@ use crate::types::{
     ClientCapabilities, CompleteRequestParams, CompleteResult, Completion, CompletionArgument,
     CreateMessageRequestParams, CreateMessageResult, DiscoverResult, ElicitRequestParams,
     ElicitResult, ElicitationCapability, GetPromptRequestParams, GetPromptResult, Implementation,
-    InitializeResult, InputRequest, InputRequests, JsonObject, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListRootsResult, ListToolsResult,
-    LoggingLevel, Prompt, ReadResourceResult, Reference, RequestId, Resource, ResourceTemplate,
+    InitializeResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListRootsRequestParams, ListRootsResult, ListToolsResult, LoggingLevel,
+    Prompt, ReadResourceResult, Reference, RequestId, Resource, ResourceTemplate,
     ResourceUpdatedNotificationParams, Root, RootsCapability, SamplingCapability,
     SubscriptionFilter, SubscriptionsAcknowledgedNotificationParams, SubscriptionsListenResult,
     Tool,
@@ -397,7 +397,9 @@ fn decode<T: DeserializeOwned>(method: &'static str, json: &str) -> Result<T, Cl
 #[serde(rename_all = "camelCase")]
 struct Round {
     result_type: Option<String>,
-    input_requests: Option<InputRequests>,
+    /// The input requests ([`InputRequest`](crate::types::InputRequest)s) by key, each as
+    /// JSON: its params are decoded by the handler that answers it.
+    input_requests: Option<JsonObject>,
     request_state: Option<String>,
 }
 
