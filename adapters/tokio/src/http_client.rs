@@ -362,8 +362,12 @@ impl<E: std::error::Error + 'static> std::error::Error for BodyError<E> {
 /// before it is read, else once it passes `max`): the bodies a client reads (the JSON-RPC
 /// client's answers, A2A's) and a tower service's requests (`service::read_body`).
 pub async fn read_whole<B: Body>(body: B, max: usize) -> Result<Vec<u8>, BodyError<B::Error>> {
+    let hint = body.size_hint();
+    if hint.lower() > max as u64 {
+        return Err(BodyError::Over(max));
+    }
+    let mut out = Vec::with_capacity(hint.exact().map_or(0, |n| n.min(max as u64) as usize));
     let mut body = std::pin::pin!(body);
-    let mut out = Vec::new();
     std::future::poll_fn(|cx| poll_whole(body.as_mut(), cx, &mut out, max)).await?;
     Ok(out)
 }
