@@ -3,7 +3,7 @@
 
 use futures::channel::oneshot;
 use sansrpc::client::{send_batch, Answered, Callers};
-use sansrpc::connection::Connection;
+use sansrpc::connection::{Connection, Event};
 use sansrpc::connection::{RequestOptions, SendError};
 use sansrpc::Instant;
 use sansrpc_runtime::subscriptions::answer_false;
@@ -229,5 +229,32 @@ impl Calls {
     pub(crate) fn clear(&mut self) {
         self.waiters.clear();
         self.subs.clear();
+    }
+}
+
+/// Our call's answer (or its end) that `event` carries, owned, for [`Calls::answer`]:
+/// `(token, index, result, last)` of an [`Event::Answer`] or an [`Event::Ended`], which both
+/// sides of a driver hand over so; any other event is given back.
+pub(crate) fn answer_in(event: Event<'_>) -> Result<(u64, usize, RawResult, bool), Event<'_>> {
+    match event {
+        Event::Answer {
+            token,
+            index,
+            result,
+            last,
+        } => {
+            let result = match result {
+                Ok(raw) => Ok(raw.into_owned()),
+                Err(e) => Err(CallError::Rpc(e.into_owned())),
+            };
+            Ok((token, index, result, last))
+        }
+        Event::Ended {
+            token,
+            index,
+            reason,
+            last,
+        } => Ok((token, index, Err(CallError::Ended(reason)), last)),
+        event => Err(event),
     }
 }

@@ -17,7 +17,7 @@ use sansrpc::router::Reply;
 use sansrpc::{ErrorObject, Instant, Notification};
 
 use crate::calls::Calls;
-use crate::client::{CallError, Client};
+use crate::client::Client;
 use crate::context::{with_current, with_origin, CancelSignal};
 use crate::driver::Parts;
 use crate::router::{AsyncRouter, BoxFuture, HandlerResult, Origin, Work};
@@ -214,6 +214,13 @@ impl Server {
         let creates_progress = conn.client_creates_progress();
         while let Some(event) = conn.poll_event() {
             any = true;
+            let event = match crate::calls::answer_in(event) {
+                Ok((token, index, result, last)) => {
+                    calls.answer(conn, token, index, result, last, now);
+                    continue;
+                }
+                Err(event) => event,
+            };
             match event {
                 connection::Event::Request { handle, request } => {
                     if room == 0 && router.is_stream(&request.method) {
@@ -300,27 +307,8 @@ impl Server {
                         Err(_) => conn.notification_done(),
                     }
                 }
-                connection::Event::Answer {
-                    token,
-                    index,
-                    result,
-                    last,
-                } => {
-                    let result = match result {
-                        Ok(raw) => Ok(raw.into_owned()),
-                        Err(e) => Err(CallError::Rpc(e.into_owned())),
-                    };
-                    calls.answer(conn, token, index, result, last, now);
-                }
-                connection::Event::Ended {
-                    token,
-                    index,
-                    reason,
-                    last,
-                } => {
-                    let ended = Err(CallError::Ended(reason));
-                    calls.answer(conn, token, index, ended, last, now)
-                }
+                // Taken above.
+                connection::Event::Answer { .. } | connection::Event::Ended { .. } => {}
                 connection::Event::Cancel { handle } => {
                     if let Some((abort, cx)) = self.aborts.get(&handle) {
                         match cx {

@@ -12,7 +12,7 @@ use sansrpc::connection::{self, Connection, Event};
 use sansrpc::{ErrorObject, Instant};
 
 use crate::calls::Calls;
-use crate::client::{CallError, Client};
+use crate::client::Client;
 use crate::driver::Parts;
 use crate::server::{Polled, Routed};
 
@@ -105,6 +105,13 @@ impl sealed::Side for ClientOnly {
         let mut closed = None;
         while let Some(event) = conn.poll_event() {
             any = true;
+            let event = match crate::calls::answer_in(event) {
+                Ok((token, index, result, last)) => {
+                    calls.answer(conn, token, index, result, last, now);
+                    continue;
+                }
+                Err(event) => event,
+            };
             match event {
                 connection::Event::Request { handle, .. } => {
                     conn.respond(handle, Err(&ErrorObject::method_not_found()));
@@ -113,27 +120,8 @@ impl sealed::Side for ClientOnly {
                     calls.subs.notification(&n.method, n.params.as_deref());
                     conn.notification_done();
                 }
-                connection::Event::Answer {
-                    token,
-                    index,
-                    result,
-                    last,
-                } => {
-                    let result = match result {
-                        Ok(raw) => Ok(raw.into_owned()),
-                        Err(e) => Err(CallError::Rpc(e.into_owned())),
-                    };
-                    calls.answer(conn, token, index, result, last, now);
-                }
-                connection::Event::Ended {
-                    token,
-                    index,
-                    reason,
-                    last,
-                } => {
-                    let ended = Err(CallError::Ended(reason));
-                    calls.answer(conn, token, index, ended, last, now)
-                }
+                // Taken above.
+                connection::Event::Answer { .. } | connection::Event::Ended { .. } => {}
                 // Nothing runs: nothing to cancel, to unsubscribe or to stop producing.
                 connection::Event::Cancel { .. }
                 | connection::Event::Unsubscribed { .. }
