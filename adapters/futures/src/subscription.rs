@@ -169,12 +169,12 @@ struct Task {
 /// The subscriptions a driver serves: the core's table, and the handlers' futures. Made
 /// at the first subscribe request: a connection that serves none pays nothing for it.
 pub(crate) struct Served {
-    serving: Option<Serving>,
+    serving: Option<Hosted>,
     /// What wakes the driver's task.
     woken: Arc<Woken>,
 }
 
-struct Serving {
+struct Hosted {
     core: shared::Served,
     /// What wakes the driver's task (the hub's wake; its address tells the driver polling).
     woken: Arc<Woken>,
@@ -184,8 +184,8 @@ struct Serving {
     by_handle: BTreeMap<IncomingId, Task>,
 }
 
-impl Serving {
-    fn new(woken: &Arc<Woken>) -> Serving {
+impl Hosted {
+    fn new(woken: &Arc<Woken>) -> Hosted {
         let wake = Arc::clone(woken);
         // A handler that sends from inside the driver's own poll of it needs no wake: the
         // driver takes what was handed over right after (a wake there would cost the
@@ -195,7 +195,7 @@ impl Serving {
                 wake.wake();
             }
         });
-        Serving {
+        Hosted {
             core: shared::Served::new(hub),
             woken: Arc::clone(woken),
             tasks: None,
@@ -228,7 +228,7 @@ impl Served {
         work: Subscribe,
     ) {
         let woken = &self.woken;
-        let serving = self.serving.get_or_insert_with(|| Serving::new(woken));
+        let serving = self.serving.get_or_insert_with(|| Hosted::new(woken));
         let pending = PendingSubscription(serving.core.pending(handle, declaration));
         let work = std::panic::AssertUnwindSafe(work(pending))
             .catch_unwind()
