@@ -341,14 +341,7 @@ impl Server {
                 connection::Event::CheckProcess { .. } => {}
                 // Only worth logging: unknown responses, errors without id, protocol and
                 // framing faults, refused frames, expiries.
-                other => {
-                    if let Event::FrameError(e @ FrameError::WrongFraming { .. }) = &other {
-                        tracing::warn!("sansrpc: {e}");
-                    }
-                    if let Some(hook) = on_event {
-                        hook(other);
-                    }
-                }
+                other => unrouted(other, on_event),
             }
         }
         Routed { any, closed }
@@ -468,4 +461,19 @@ fn observed(
         result
     }
     .boxed()
+}
+
+/// An event no side acts on (an unknown response, an error without id, a protocol or
+/// framing fault, a refused frame, an expiry): a framing mistake is logged, and every one
+/// goes to the builder's event hook, if any.
+pub(crate) fn unrouted(
+    event: Event<'_>,
+    on_event: Option<&(dyn for<'a> Fn(Event<'a>) + Send + Sync)>,
+) {
+    if let Event::FrameError(e @ FrameError::WrongFraming { .. }) = &event {
+        tracing::warn!("sansrpc: {e}");
+    }
+    if let Some(hook) = on_event {
+        hook(event);
+    }
 }

@@ -7,7 +7,6 @@
 
 use std::task::Context;
 
-use sansrpc::codec::FrameError;
 use sansrpc::connection::{self, Connection, Event};
 use sansrpc::{ErrorObject, Instant};
 
@@ -132,14 +131,7 @@ impl sealed::Side for ClientOnly {
                 }
                 connection::Event::CheckProcess { .. } => {}
                 // Only worth logging, as on a server.
-                other => {
-                    if let Event::FrameError(e @ FrameError::WrongFraming { .. }) = &other {
-                        tracing::warn!("sansrpc: {e}");
-                    }
-                    if let Some(hook) = on_event {
-                        hook(other);
-                    }
-                }
+                other => crate::server::unrouted(other, on_event),
             }
         }
         Routed { any, closed }
