@@ -166,7 +166,10 @@ impl Head {
         {
             return Err(HttpFault::BadRequest);
         }
-        let mut kept = Fields::with_capacity(if keep { 256 + target.len() } else { 0 }, 0);
+        let mut kept = match keep {
+            true => Fields::with_capacity(256 + target.len(), 8),
+            false => Fields::new(),
+        };
         if keep {
             kept.set_target(target);
         }
