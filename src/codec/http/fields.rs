@@ -7,7 +7,6 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::ops::Range;
 
-
 /// Where a field's name and value lie in [`Fields`]' buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Span {
