@@ -3,7 +3,8 @@
 //! turns the host's [`time::Instant`] into the core's [`Instant`] and back, per-connection values
 //! shared by handlers ([`Locals`]), whether a process still runs ([`process_alive`], for an
 //! LSP server whose editor died), the client interceptors' view of each call, timed
-//! ([`Observe`], [`ObserveBatch`]), and [`Peer`]: the one face a protocol crate
+//! ([`Observe`], [`ObserveBatch`]), our calls' answers handed to their callers
+//! ([`calls::Answer`]), and [`Peer`]: the one face a protocol crate
 //! (`sansrpc-lsp`, `sansrpc-mcp`, `sansrpc-a2a`) needs of a driver, which the futures and
 //! the blocking adapters each implement once.
 #![deny(missing_docs)]
@@ -15,6 +16,7 @@ use sansrpc::ext::interceptors::{CallOutcome, Interceptors};
 use sansrpc::method::CallError;
 use sansrpc::{Instant, RawValue};
 
+pub mod calls;
 mod extension;
 mod peer;
 pub mod subscriptions;
