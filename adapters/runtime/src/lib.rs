@@ -34,7 +34,10 @@ pub mod time {
     pub use web_time::Instant;
 }
 
-pub use peer::{BoxFuture, ConnectionNotifier, Executor, Peer};
+pub use peer::{
+    call_error, BoxFuture, CallFuture, ConnectionNotifier, DriverPeer, Executor, Peer,
+    PeerConnection, PeerContext,
+};
 
 /// One value per type, kept per connection by a driver: the state a protocol layer keeps
 /// for a connection (an MCP server's session, an LSP server's open documents), shared by
