@@ -6,7 +6,7 @@
 //! ([`Observe`], [`ObserveBatch`]), our calls' answers handed to their callers
 //! ([`calls::Answer`]), and [`Peer`]: the one face a protocol crate
 //! (`sansrpc-lsp`, `sansrpc-mcp`, `sansrpc-a2a`) needs of a driver, which the futures and
-//! the blocking adapters each implement once.
+//! the blocking adapters both make with [`DriverPeer`].
 #![deny(missing_docs)]
 
 use std::sync::Arc;

@@ -23,9 +23,10 @@ pub type CallFuture = BoxFuture<Result<Box<RawValue>, ErrorObject<'static>>>;
 /// The peer of a connection as a protocol crate's handler sees it, on behalf of one
 /// request (or of the connection, for a notification's handler): what `sansrpc-lsp`,
 /// `sansrpc-mcp` and `sansrpc-a2a` need of a driver, so one protocol definition runs on
-/// every driver. `sansrpc-futures` implements it over its request context (tokio, smol,
-/// async-std); `sansrpc-blocking` over its own, where a call's future blocks the worker
-/// thread the handler runs on. A driver of your own implements it the same way.
+/// every driver. [`DriverPeer`] implements it over a driver's connection handle and its
+/// request context: `sansrpc-futures`'s (tokio, smol, async-std) and `sansrpc-blocking`'s,
+/// where a call's future blocks the worker thread the handler runs on. A driver of your own
+/// uses it the same way (or implements this trait itself).
 ///
 /// Params and results are raw JSON: the protocol crate writes and reads them.
 pub trait Peer: Send + Sync + 'static {
