@@ -7,27 +7,19 @@
 
 use std::sync::Arc;
 
-use sansrpc::codec::http::HttpRequest;
 use sansrpc::connection::Profile;
-use sansrpc::method::CallError;
-use sansrpc::{ErrorObject, Id, RawValue};
-use sansrpc_runtime::{BoxFuture, ConnectionNotifier, Locals, Peer};
+use sansrpc::{ErrorObject, RawValue};
+use sansrpc_runtime::{
+    call_error, BoxFuture, CallFuture, ConnectionNotifier, DriverPeer, Locals, Peer,
+    PeerConnection, PeerContext,
+};
 
 use crate::{Client, NotificationContext, RequestContext};
-
-/// The connection, and the request when the handler answers one.
-struct BlockingPeer {
-    client: Client,
-    request: Option<RequestContext>,
-}
 
 impl RequestContext {
     /// This request's [`Peer`], for a protocol crate's handler run on this worker.
     pub fn into_peer(self) -> Arc<dyn Peer> {
-        Arc::new(BlockingPeer {
-            client: self.peer().clone(),
-            request: Some(self),
-        })
+        Arc::new(DriverPeer::request(self.peer().clone(), self))
     }
 }
 
@@ -36,90 +28,68 @@ impl NotificationContext {
     /// driver thread: its notifications are queued, its calls refused (they would wait for
     /// the thread that reads the answer).
     pub fn into_peer(self) -> Arc<dyn Peer> {
-        Arc::new(BlockingPeer {
-            client: self.peer().clone(),
-            request: None,
-        })
+        Arc::new(DriverPeer::<_, RequestContext>::connection(
+            self.peer().clone(),
+        ))
     }
 }
 
-impl Peer for BlockingPeer {
-    fn call(
-        &self,
-        method: &str,
-        params: Box<RawValue>,
-    ) -> BoxFuture<Result<Box<RawValue>, ErrorObject<'static>>> {
-        let (request, method) = (self.request.clone(), method.to_owned());
+/// A request's handler runs on a worker thread: what it sends goes at once, and a call's
+/// future blocks the worker until the peer answers (the handler runs there alone).
+impl PeerContext for RequestContext {
+    fn call_for(&self, method: &str, params: Box<RawValue>) -> CallFuture {
+        let (cx, method) = (self.clone(), method.to_owned());
         Box::pin(async move {
-            let Some(cx) = request else {
-                return Err(ErrorObject::new(
-                    -32603,
-                    format!(
-                        "{method}: a notification handler on the blocking adapter runs on the \
-                         connection's driver thread and cannot wait for the peer's answer \
-                         (call from a request handler)"
-                    ),
-                ));
-            };
-            // Blocks this worker until the peer answers: the handler runs here alone.
-            cx.call_raw(&method, Some(&params)).map_err(|e| match e {
-                CallError::Rpc(e) => e,
-                e => ErrorObject::new(-32603, format!("{method}: {e}")),
-            })
+            cx.call_raw(&method, Some(&params))
+                .map_err(|e| call_error(&method, e))
         })
     }
 
-    fn notify(&self, method: &str, params: Box<RawValue>) -> BoxFuture<bool> {
-        let sent = match &self.request {
-            Some(cx) => cx.notify_raw(method, Some(&params)).is_ok(),
-            None => self.client.notify_raw_queued(method, Some(&params)),
-        };
+    fn notify_for(&self, method: &str, params: Box<RawValue>) -> BoxFuture<bool> {
+        let sent = self.notify_raw(method, Some(&params)).is_ok();
         Box::pin(std::future::ready(sent))
     }
 
-    fn progress(&self, value: Box<RawValue>) -> BoxFuture<bool> {
-        let sent = self
-            .request
-            .as_ref()
-            .is_some_and(|cx| cx.report_progress(&value).unwrap_or(false));
+    fn progress_for(&self, value: Box<RawValue>) -> BoxFuture<bool> {
+        let sent = self.report_progress(&value).unwrap_or(false);
         Box::pin(std::future::ready(sent))
     }
 
-    fn progress_token(&self) -> Option<Id<'static>> {
-        self.request.as_ref()?.progress_token().cloned()
+    fn cancel_seen(&self) -> bool {
+        self.is_cancelled()
     }
 
-    fn is_cancelled(&self) -> bool {
-        self.request
-            .as_ref()
-            .is_some_and(RequestContext::is_cancelled)
+    fn cancel_signal(&self) -> BoxFuture<()> {
+        Box::pin(self.cancelled())
+    }
+}
+
+/// A notification's handler runs on the connection's driver thread: its notifications are
+/// queued, and it cannot wait for an answer, which that thread reads.
+impl PeerConnection for Client {
+    fn call_outside(&self, method: &str, _: Box<RawValue>) -> CallFuture {
+        let refused = ErrorObject::new(
+            -32603,
+            format!(
+                "{method}: a notification handler on the blocking adapter runs on the \
+                 connection's driver thread and cannot wait for the peer's answer \
+                 (call from a request handler)"
+            ),
+        );
+        Box::pin(std::future::ready(Err(refused)))
     }
 
-    fn cancelled(&self) -> BoxFuture<()> {
-        match &self.request {
-            Some(cx) => Box::pin(cx.cancelled()),
-            None => Box::pin(std::future::pending()),
-        }
+    fn notify_outside(&self, method: &str, params: Box<RawValue>) -> BoxFuture<bool> {
+        let sent = self.notify_raw_queued(method, Some(&params));
+        Box::pin(std::future::ready(sent))
     }
 
     fn locals(&self) -> Arc<Locals> {
-        self.client.locals()
-    }
-
-    fn notifier(&self) -> Arc<dyn ConnectionNotifier> {
-        Arc::new(self.client.clone())
-    }
-
-    fn request_id(&self) -> Option<Id<'static>> {
-        Some(self.request.as_ref()?.id().clone())
-    }
-
-    fn http(&self) -> Option<Arc<HttpRequest>> {
-        None
+        Client::locals(self)
     }
 
     fn profile(&self) -> Profile {
-        self.client.profile()
+        Client::profile(self)
     }
 }
 

@@ -19,7 +19,7 @@ use sansrpc::connection::subscriptions::MethodSubscription;
 use sansrpc::connection::Timeout;
 use sansrpc::method::CallError;
 use sansrpc::RawValue;
-use sansrpc_runtime::subscriptions::{answer_false, Inbox, Next};
+use sansrpc_runtime::subscriptions::{answer_false, decode, Inbox, Next, Reader};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -41,25 +41,19 @@ use crate::client::{wait_answer, Client};
 /// as it does when the server said it dropped items for a slow reader.
 pub struct RawSubscription {
     client: Client,
-    key: u64,
-    id: Box<RawValue>,
-    inbox: Arc<Inbox>,
-    /// Unsubscribed, or the iterator ended: nothing to do when dropped.
-    done: bool,
+    reader: Reader,
 }
 
 impl fmt::Debug for RawSubscription {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RawSubscription")
-            .field("id", &self.id.get())
-            .finish()
+        self.reader.fmt(f)
     }
 }
 
 impl RawSubscription {
     /// The subscription id the server gave (its JSON: `"0x1"`, `31`).
     pub fn id(&self) -> &RawValue {
-        &self.id
+        self.reader.id()
     }
 
     /// Decodes each item as `T`.
@@ -73,8 +67,8 @@ impl RawSubscription {
     /// Unsubscribes and waits for the server's answer (`true` when it ended the
     /// subscription). The iterator is over either way.
     pub fn unsubscribe(mut self) -> Result<bool, CallError> {
-        self.done = true;
-        let key = self.key;
+        self.reader.finish();
+        let key = self.reader.key();
         let (tx, rx) = mpsc::channel();
         self.client.run(Box::new(move |conn, now, waiters| {
             let token = waiters.token();
@@ -94,19 +88,14 @@ impl Iterator for RawSubscription {
     type Item = Next;
 
     fn next(&mut self) -> Option<Next> {
-        if self.done {
-            return None;
-        }
-        let next = self.inbox.next_blocking();
-        self.done = next.is_none();
-        next
+        self.reader.next_blocking()
     }
 }
 
 impl Drop for RawSubscription {
     fn drop(&mut self) {
-        if !self.done {
-            let key = self.key;
+        if self.reader.finish() {
+            let key = self.reader.key();
             let _ = self.client.run(Box::new(move |conn, now, waiters| {
                 waiters.subs.abandon(conn, key, now);
             }));
@@ -148,8 +137,7 @@ impl<T: DeserializeOwned> Iterator for Subscription<T> {
     type Item = Result<T, SubscriptionError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let next = self.raw.next()?;
-        Some(next.and_then(|raw| raw.deserialize().map_err(SubscriptionError::Decode)))
+        self.raw.next().map(decode)
     }
 }
 
@@ -193,10 +181,7 @@ impl Client {
         }
         Ok(RawSubscription {
             client: self.clone(),
-            key,
-            id: answer?,
-            inbox,
-            done: false,
+            reader: Reader::new(key, answer?, inbox),
         })
     }
 

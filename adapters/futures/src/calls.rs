@@ -1,11 +1,14 @@
 //! Our calls in the driver: commands from `Client`s handed to the connection, and the
 //! callers waiting for each token's answers.
 
+use std::sync::Arc;
+
 use futures::channel::oneshot;
 use sansrpc::client::{send_batch, Answered, Callers};
 use sansrpc::connection::{Connection, Event};
 use sansrpc::connection::{RequestOptions, SendError};
 use sansrpc::Instant;
+use sansrpc_runtime::calls::Answer;
 use sansrpc_runtime::subscriptions::answer_false;
 
 use crate::client::{CallError, Command, RawResult};
@@ -28,183 +31,124 @@ impl Calls {
         command: Command,
         now: Instant,
     ) -> Option<Command> {
-        match command {
+        // Sent from the command as it is (how many answers it waits for), so that one the
+        // full output refuses goes back whole; its caller is told after.
+        let sent = match &command {
             Command::Cancel(key) => {
-                self.waiters.forget(key);
+                self.waiters.forget(*key);
                 // A subscribe is not cancelled (a node may not know how): its answer is
                 // awaited, and the subscription it made ended at once.
-                if !self.subs.abandon(conn, key, now) {
-                    conn.cancel_call(key, now);
+                if !self.subs.abandon(conn, *key, now) {
+                    conn.cancel_call(*key, now);
                 }
+                return None;
             }
-            Command::Subscribe { ref reply, .. } if reply.is_canceled() => {}
+            // The driver takes these itself; one left at the end drops (its caller's wait
+            // is over).
+            Command::Close(_) => return None,
+            // The caller left before it went out.
+            Command::Call { reply, .. } | Command::Subscribe { reply, .. }
+                if reply.is_canceled() =>
+            {
+                return None
+            }
+            Command::Batch { reply, .. } if reply.is_canceled() => return None,
             Command::Subscribe {
                 key,
                 declaration,
                 params,
                 timeout,
                 inbox,
-                reply,
+                ..
             } => {
-                let sent = self.subs.subscribe(
-                    conn,
-                    key,
-                    &declaration,
-                    params.as_deref(),
-                    timeout,
-                    inbox.clone(),
-                    now,
-                );
-                match sent {
-                    Ok(()) => self.waiters.call(key, reply),
-                    Err(SendError::OutputFull) => {
-                        return Some(Command::Subscribe {
-                            key,
-                            declaration,
-                            params,
-                            timeout,
-                            inbox,
-                            reply,
-                        })
-                    }
-                    Err(e) => {
-                        let _ = reply.send(Err(CallError::Send(e)));
-                    }
-                }
+                let (params, inbox) = (params.as_deref(), Arc::clone(inbox));
+                let subs = &mut self.subs;
+                subs.subscribe(conn, *key, declaration, params, *timeout, inbox, now)
+                    .map(|()| 1)
             }
-            Command::Unsubscribe { key, call, reply } => {
-                match self.subs.unsubscribe(conn, key, call, now) {
-                    Err(SendError::OutputFull) => {
-                        return Some(Command::Unsubscribe { key, call, reply })
-                    }
-                    // Never bound, or over already (the server ended it).
-                    Ok(false) => {
-                        if let Some(reply) = reply {
-                            let _ = reply.send(Ok(answer_false()));
-                        }
-                    }
-                    Ok(true) => {
-                        if let Some(reply) = reply {
-                            self.waiters.call(call, reply);
-                        }
-                    }
-                    Err(e) => {
-                        if let Some(reply) = reply {
-                            let _ = reply.send(Err(CallError::Send(e)));
-                        }
-                    }
-                }
-            }
-            // The driver takes these itself; one left at the end drops (its caller's wait
-            // is over).
-            Command::Close(_) => {}
-            // The caller left before it went out.
-            Command::Call { ref reply, .. } if reply.is_canceled() => {}
-            Command::Batch { ref reply, .. } if reply.is_canceled() => {}
+            Command::Unsubscribe { key, call, .. } => self
+                .subs
+                .unsubscribe(conn, *key, *call, now)
+                .map(usize::from),
             Command::Call {
                 key,
                 method,
                 params,
-                timeout,
-                progress,
+                options,
                 on_behalf,
-                reply,
+                ..
             } => {
-                let mut options = RequestOptions::timeout(timeout);
-                options.progress = progress.clone();
-                let sent = match on_behalf {
-                    Some(handle) => {
-                        conn.call_for(handle, key, &method, params.as_deref(), options, now)
-                    }
-                    None => conn.call(key, &method, params.as_deref(), options, now),
-                };
-                match sent {
-                    Ok(()) => self.waiters.call(key, reply),
-                    Err(SendError::OutputFull) => {
-                        return Some(Command::Call {
-                            key,
-                            method,
-                            params,
-                            timeout,
-                            progress,
-                            on_behalf,
-                            reply,
-                        })
-                    }
-                    Err(e) => {
-                        let _ = reply.send(Err(CallError::Send(e)));
-                    }
+                let (params, options) = (params.as_deref(), options.clone());
+                match on_behalf {
+                    Some(handle) => conn.call_for(*handle, *key, method, params, options, now),
+                    None => conn.call(*key, method, params, options, now),
                 }
+                .map(|()| 1)
             }
             Command::Notify {
                 method,
                 params,
                 on_behalf,
-                ack,
-            } => match match on_behalf {
-                Some(handle) => conn.notify_for(handle, &method, params.as_deref()),
-                None => conn.notify(&method, params.as_deref()),
-            } {
-                Err(SendError::OutputFull) => {
-                    return Some(Command::Notify {
-                        method,
-                        params,
-                        on_behalf,
-                        ack,
-                    })
-                }
-                r => {
-                    let _ = ack.send(r.map_err(CallError::Send));
-                }
-            },
+                ..
+            } => match on_behalf {
+                Some(handle) => conn.notify_for(*handle, method, params.as_deref()),
+                None => conn.notify(method, params.as_deref()),
+            }
+            .map(|()| 0),
             Command::Progress {
                 token,
                 value,
                 on_behalf,
-                ack,
-            } => match match on_behalf {
-                Some(handle) => conn.send_progress_for(handle, &token, &value),
-                None => conn.send_progress(&token, &value),
-            } {
-                Err(SendError::OutputFull) => {
-                    return Some(Command::Progress {
-                        token,
-                        value,
-                        on_behalf,
-                        ack,
-                    })
-                }
-                r => {
-                    let _ = ack.send(r.map_err(CallError::Send));
-                }
-            },
+                ..
+            } => match on_behalf {
+                Some(handle) => conn.send_progress_for(*handle, token, value),
+                None => conn.send_progress(token, value),
+            }
+            .map(|()| 0),
             Command::Batch {
                 key,
                 entries,
                 timeout,
-                reply,
-            } => {
-                let options = RequestOptions::timeout(timeout);
-                match send_batch(conn, key, &entries, &options, now) {
-                    Err(SendError::OutputFull) => {
-                        return Some(Command::Batch {
-                            key,
-                            entries,
-                            timeout,
-                            reply,
-                        })
-                    }
-                    Err(e) => {
-                        let _ = reply.send(Err(CallError::Send(e)));
-                    }
-                    Ok(0) => {
-                        let _ = reply.send(Ok(Vec::new()));
-                    }
-                    Ok(n) => self.waiters.batch(key, n, reply),
+                ..
+            } => send_batch(conn, *key, entries, &RequestOptions::timeout(*timeout), now),
+        };
+        if let Err(SendError::OutputFull) = sent {
+            return Some(command);
+        }
+        self.settle(command, sent.map_err(CallError::Send));
+        None
+    }
+
+    /// Tells a command's caller how it went out, or makes it wait for its answers (`sent`:
+    /// how many).
+    fn settle(&mut self, command: Command, sent: Result<usize, CallError>) {
+        match command {
+            Command::Call { key, reply, .. } | Command::Subscribe { key, reply, .. } => {
+                match sent {
+                    Ok(_) => self.waiters.call(key, reply),
+                    Err(e) => drop(reply.send(Err(e))),
                 }
             }
+            Command::Unsubscribe {
+                call,
+                reply: Some(reply),
+                ..
+            } => match sent {
+                // Never bound, or over already (the server ended it).
+                Ok(0) => drop(reply.send(Ok(answer_false()))),
+                Ok(_) => self.waiters.call(call, reply),
+                Err(e) => drop(reply.send(Err(e))),
+            },
+            Command::Notify { ack, .. } | Command::Progress { ack, .. } => {
+                drop(ack.send(sent.map(drop)));
+            }
+            Command::Batch { key, reply, .. } => match sent {
+                Ok(0) => drop(reply.send(Ok(Vec::new()))),
+                Ok(n) => self.waiters.batch(key, n, reply),
+                Err(e) => drop(reply.send(Err(e))),
+            },
+            Command::Unsubscribe { reply: None, .. } | Command::Cancel(_) | Command::Close(_) => {}
         }
-        None
     }
 
     /// Gives the answer of one call to whoever waits for its token.
@@ -213,12 +157,22 @@ impl Calls {
         conn: &mut Connection,
         token: u64,
         index: usize,
-        mut result: RawResult,
+        result: RawResult,
         last: bool,
         now: Instant,
     ) {
-        self.subs.answer(conn, token, &mut result, now);
-        match self.waiters.answer(token, index, result, last) {
+        let answer = Answer {
+            token,
+            index,
+            result,
+            last,
+        };
+        self.hand_over(conn, answer, now);
+    }
+
+    /// Gives `answer` to whoever waits for it ([`Answer::hand_over`]).
+    pub(crate) fn hand_over(&mut self, conn: &mut Connection, answer: Answer, now: Instant) {
+        match answer.hand_over(conn, &mut self.subs, &mut self.waiters, now) {
             Some(Answered::Call(reply, result)) => drop(reply.send(result)),
             Some(Answered::Batch(reply, results)) => drop(reply.send(Ok(results))),
             None => {}
@@ -233,28 +187,8 @@ impl Calls {
 }
 
 /// Our call's answer (or its end) that `event` carries, owned, for [`Calls::answer`]:
-/// `(token, index, result, last)` of an [`Event::Answer`] or an [`Event::Ended`], which both
-/// sides of a driver hand over so; any other event is given back.
+/// `(token, index, result, last)` of an [`Event::Answer`] or an [`Event::Ended`]
+/// ([`Answer::take`]); any other event is given back.
 pub(crate) fn answer_in(event: Event<'_>) -> Result<(u64, usize, RawResult, bool), Event<'_>> {
-    match event {
-        Event::Answer {
-            token,
-            index,
-            result,
-            last,
-        } => {
-            let result = match result {
-                Ok(raw) => Ok(raw.into_owned()),
-                Err(e) => Err(CallError::Rpc(e.into_owned())),
-            };
-            Ok((token, index, result, last))
-        }
-        Event::Ended {
-            token,
-            index,
-            reason,
-            last,
-        } => Ok((token, index, Err(CallError::Ended(reason)), last)),
-        event => Err(event),
-    }
+    Answer::take(event).map(|a| (a.token, a.index, a.result, a.last))
 }

@@ -14,7 +14,7 @@ use std::time::Duration;
 use futures::channel::{mpsc, oneshot};
 use sansrpc::client::{self as shared, BatchEntry, SendBatch};
 pub use sansrpc::client::{BatchSlot, RawResult};
-use sansrpc::connection::{EndReason, IncomingId, Progress, Timeout};
+use sansrpc::connection::{EndReason, IncomingId, RequestOptions, Timeout};
 use sansrpc::ext::interceptors::Interceptors;
 pub use sansrpc::method::CallError;
 use sansrpc::method::{Method, NotificationMethod};
@@ -28,8 +28,7 @@ pub(crate) enum Command {
         key: u64,
         method: Cow<'static, str>,
         params: Option<Box<RawValue>>,
-        timeout: Timeout,
-        progress: Option<Progress>,
+        options: RequestOptions,
         /// Made for this request of the peer's (on its stream, where the transport has one).
         on_behalf: Option<IncomingId>,
         reply: oneshot::Sender<RawResult>,
@@ -213,8 +212,14 @@ impl Client {
         params: &M::Params,
         timeout: Timeout,
     ) -> impl Future<Output = Result<M::Result, CallError>> + Send {
-        let pending = shared::encode(params)
-            .map(|params| self.start(Cow::Borrowed(M::NAME), params, timeout, None, None));
+        let pending = shared::encode(params).map(|params| {
+            self.start(
+                Cow::Borrowed(M::NAME),
+                params,
+                RequestOptions::timeout(timeout),
+                None,
+            )
+        });
         async move { shared::decode::<M>(&pending?.await?) }
     }
 
@@ -231,7 +236,7 @@ impl Client {
         timeout: Timeout,
     ) -> PendingCall {
         let (method, params) = shared::owned(method, params);
-        self.start(method, params, timeout, None, None)
+        self.start(method, params, RequestOptions::timeout(timeout), None)
     }
 
     /// Calls `method` with raw params, a deadline, and a progress token (an integer or a
@@ -248,11 +253,8 @@ impl Client {
         cap: Duration,
     ) -> PendingCall {
         let (method, params) = shared::owned(method, params);
-        let progress = Some(Progress {
-            token: token.into(),
-            cap,
-        });
-        self.start(method, params, Timeout::After(timeout), progress, None)
+        let options = RequestOptions::timeout(Timeout::After(timeout)).with_progress(token, cap);
+        self.start(method, params, options, None)
     }
 
     /// Reports progress on `token` (the one the peer sent with its request) with `value`,
@@ -293,15 +295,14 @@ impl Client {
         params: Option<&RawValue>,
     ) -> PendingCall {
         let (method, params) = shared::owned(method, params);
-        self.start(method, params, Timeout::Default, None, Some(on_behalf))
+        self.start(method, params, RequestOptions::default(), Some(on_behalf))
     }
 
     fn start(
         &self,
         method: Cow<'static, str>,
         mut params: Option<Box<RawValue>>,
-        timeout: Timeout,
-        progress: Option<Progress>,
+        options: RequestOptions,
         on_behalf: Option<IncomingId>,
     ) -> PendingCall {
         let observe = match Observe::before(self.interceptors.as_ref(), &method, &mut params, false)
@@ -315,8 +316,7 @@ impl Client {
             key,
             method,
             params,
-            timeout,
-            progress,
+            options,
             on_behalf,
             reply,
         });

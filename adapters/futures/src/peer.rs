@@ -2,19 +2,28 @@
 //! `sansrpc-a2a`) reach the other side of the connection through, made from a handler's
 //! context ([`RequestContext::into_peer`], [`NotificationContext::into_peer`]).
 
+use std::future::Future;
 use std::sync::Arc;
 
 use sansrpc::codec::http::HttpRequest;
 use sansrpc::connection::Profile;
-use sansrpc::{ErrorObject, Id, RawValue};
-use sansrpc_runtime::{BoxFuture, ConnectionNotifier, Executor, Locals, Peer};
+use sansrpc::RawValue;
+use sansrpc_runtime::{
+    call_error, BoxFuture, CallFuture, ConnectionNotifier, DriverPeer, Executor, Locals, Peer,
+    PeerConnection, PeerContext,
+};
 
-use crate::{CallError, Client, NotificationContext, RequestContext};
+use crate::{CallError, Client, NotificationContext, PendingCall, RequestContext};
 
-/// The connection, and the request when the handler answers one.
-struct FuturesPeer {
-    client: Client,
-    request: Option<RequestContext>,
+/// `call`'s answer, a failure as [`call_error`] words it.
+fn answered(call: PendingCall, method: &str) -> CallFuture {
+    let method = method.to_owned();
+    Box::pin(async move { call.await.map_err(|e| call_error(&method, e)) })
+}
+
+/// True once `sent` is queued for the wire; false when the connection is gone.
+fn queued(sent: impl Future<Output = Result<(), CallError>> + Send + 'static) -> BoxFuture<bool> {
+    Box::pin(async move { sent.await.is_ok() })
 }
 
 impl RequestContext {
@@ -22,10 +31,7 @@ impl RequestContext {
     /// on behalf of the request (on its stream, where the transport has one), progress on
     /// its token, cancellation is its own.
     pub fn into_peer(self) -> Arc<dyn Peer> {
-        Arc::new(FuturesPeer {
-            client: self.peer().clone(),
-            request: Some(self),
-        })
+        Arc::new(DriverPeer::request(self.peer().clone(), self))
     }
 }
 
@@ -33,94 +39,60 @@ impl NotificationContext {
     /// The connection's [`Peer`], for a protocol crate's notification handler (no request:
     /// no progress token, never cancelled).
     pub fn into_peer(self) -> Arc<dyn Peer> {
-        Arc::new(FuturesPeer {
-            client: self.peer().clone(),
-            request: None,
-        })
+        Arc::new(DriverPeer::<_, RequestContext>::connection(
+            self.peer().clone(),
+        ))
     }
 }
 
-/// A failed call as the peer's error object, or `-32603` naming the method and why.
-pub(crate) fn call_error(method: &str, error: CallError) -> ErrorObject<'static> {
-    match error {
-        CallError::Rpc(e) => e,
-        e => ErrorObject::new(-32603, format!("{method}: {e}")),
-    }
-}
-
-impl Peer for FuturesPeer {
-    fn call(
-        &self,
-        method: &str,
-        params: Box<RawValue>,
-    ) -> BoxFuture<Result<Box<RawValue>, ErrorObject<'static>>> {
-        let call = match &self.request {
-            Some(cx) => cx.call_raw(method, Some(&params)),
-            None => self.client.call_raw(method, Some(&params)),
-        };
-        let method = method.to_owned();
-        Box::pin(async move { call.await.map_err(|e| call_error(&method, e)) })
+/// On behalf of the request: on its stream, where the transport has one.
+impl PeerContext for RequestContext {
+    fn call_for(&self, method: &str, params: Box<RawValue>) -> CallFuture {
+        answered(self.call_raw(method, Some(&params)), method)
     }
 
-    fn notify(&self, method: &str, params: Box<RawValue>) -> BoxFuture<bool> {
-        match &self.request {
-            Some(cx) => {
-                let sent = cx.notify_raw(method, Some(&params));
-                Box::pin(async move { sent.await.is_ok() })
-            }
-            None => {
-                let sent = self.client.notify_raw(method, Some(&params));
-                Box::pin(async move { sent.await.is_ok() })
-            }
-        }
+    fn notify_for(&self, method: &str, params: Box<RawValue>) -> BoxFuture<bool> {
+        queued(self.notify_raw(method, Some(&params)))
     }
 
-    fn progress(&self, value: Box<RawValue>) -> BoxFuture<bool> {
-        let Some(cx) = self.request.clone() else {
-            return Box::pin(std::future::ready(false));
-        };
+    fn progress_for(&self, value: Box<RawValue>) -> BoxFuture<bool> {
+        let cx = self.clone();
         Box::pin(async move { cx.report_progress(&value).await.unwrap_or(false) })
     }
 
-    fn progress_token(&self) -> Option<Id<'static>> {
-        self.request.as_ref()?.progress_token().cloned()
+    fn cancel_seen(&self) -> bool {
+        self.is_cancelled()
     }
 
-    fn is_cancelled(&self) -> bool {
-        self.request
-            .as_ref()
-            .is_some_and(RequestContext::is_cancelled)
+    fn cancel_signal(&self) -> BoxFuture<()> {
+        Box::pin(self.cancelled())
     }
 
-    fn cancelled(&self) -> BoxFuture<()> {
-        match &self.request {
-            Some(cx) => Box::pin(cx.cancelled()),
-            None => Box::pin(std::future::pending()),
-        }
+    fn http_request(&self) -> Option<Arc<HttpRequest>> {
+        self.http()
+    }
+}
+
+/// Calls and notifications of the connection, from a notification's handler.
+impl PeerConnection for Client {
+    fn call_outside(&self, method: &str, params: Box<RawValue>) -> CallFuture {
+        answered(self.call_raw(method, Some(&params)), method)
+    }
+
+    fn notify_outside(&self, method: &str, params: Box<RawValue>) -> BoxFuture<bool> {
+        queued(self.notify_raw(method, Some(&params)))
     }
 
     fn locals(&self) -> Arc<Locals> {
-        self.client.locals()
-    }
-
-    fn notifier(&self) -> Arc<dyn ConnectionNotifier> {
-        Arc::new(self.client.clone())
-    }
-
-    fn request_id(&self) -> Option<Id<'static>> {
-        Some(self.request.as_ref()?.id().clone())
-    }
-
-    fn http(&self) -> Option<Arc<HttpRequest>> {
-        self.request.as_ref()?.http()
+        Client::locals(self)
     }
 
     fn profile(&self) -> Profile {
-        self.client.profile()
+        Client::profile(self)
     }
 
     fn executor(&self) -> Option<Arc<dyn Executor>> {
-        self.client.executor()
+        Client::executor(self)
     }
 }
 

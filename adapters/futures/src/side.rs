@@ -9,6 +9,7 @@ use std::task::Context;
 
 use sansrpc::connection::{self, Connection, Event};
 use sansrpc::{ErrorObject, Instant};
+use sansrpc_runtime::calls::Answer;
 
 use crate::calls::Calls;
 use crate::client::Client;
@@ -104,9 +105,9 @@ impl sealed::Side for ClientOnly {
         let mut closed = None;
         while let Some(event) = conn.poll_event() {
             any = true;
-            let event = match crate::calls::answer_in(event) {
-                Ok((token, index, result, last)) => {
-                    calls.answer(conn, token, index, result, last, now);
+            let event = match Answer::take(event) {
+                Ok(answer) => {
+                    calls.hand_over(conn, answer, now);
                     continue;
                 }
                 Err(event) => event,

@@ -339,25 +339,19 @@ impl Served {
 /// [`SubscriptionError::Lagged`], as it does when the server said it dropped items.
 pub struct RawSubscription {
     client: Client,
-    key: u64,
-    id: Box<RawValue>,
-    inbox: Arc<Inbox>,
-    /// Unsubscribed, or the stream ended: nothing to do when dropped.
-    done: bool,
+    reader: shared::Reader,
 }
 
 impl fmt::Debug for RawSubscription {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RawSubscription")
-            .field("id", &self.id.get())
-            .finish()
+        self.reader.fmt(f)
     }
 }
 
 impl RawSubscription {
     /// The subscription id the server gave (its JSON: `"0x1"`, `31`).
     pub fn id(&self) -> &RawValue {
-        &self.id
+        self.reader.id()
     }
 
     /// Decodes each item as `T`.
@@ -371,11 +365,11 @@ impl RawSubscription {
     /// Unsubscribes: the server's answer (`true` when it ended the subscription). The
     /// stream is over either way.
     pub async fn unsubscribe(mut self) -> Result<bool, CallError> {
-        self.done = true;
+        self.reader.finish();
         let (reply, rx) = oneshot::channel();
         let call = self.client.next_key();
         self.client.command(Command::Unsubscribe {
-            key: self.key,
+            key: self.reader.key(),
             call,
             reply: Some(reply),
         });
@@ -390,20 +384,16 @@ impl Stream for RawSubscription {
     type Item = Result<Box<RawValue>, SubscriptionError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let next = self.inbox.poll_next(cx);
-        if let Poll::Ready(None) = next {
-            self.done = true;
-        }
-        next
+        self.reader.poll_next(cx)
     }
 }
 
 impl Drop for RawSubscription {
     fn drop(&mut self) {
-        if !self.done {
+        if self.reader.finish() {
             let call = self.client.next_key();
             self.client.command(Command::Unsubscribe {
-                key: self.key,
+                key: self.reader.key(),
                 call,
                 reply: None,
             });
@@ -444,9 +434,8 @@ impl<T: DeserializeOwned> Stream for Subscription<T> {
     type Item = Result<T, SubscriptionError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        Pin::new(&mut self.raw).poll_next(cx).map(|item| {
-            item.map(|r| r.and_then(|raw| raw.deserialize().map_err(SubscriptionError::Decode)))
-        })
+        let next = Pin::new(&mut self.raw).poll_next(cx);
+        next.map(|item| item.map(shared::decode))
     }
 }
 
@@ -481,10 +470,7 @@ impl Client {
         guard.disarm();
         Ok(RawSubscription {
             client: self.clone(),
-            key,
-            id: answer?,
-            inbox,
-            done: false,
+            reader: shared::Reader::new(key, answer?, inbox),
         })
     }
 

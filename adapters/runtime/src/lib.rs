@@ -3,9 +3,10 @@
 //! turns the host's [`time::Instant`] into the core's [`Instant`] and back, per-connection values
 //! shared by handlers ([`Locals`]), whether a process still runs ([`process_alive`], for an
 //! LSP server whose editor died), the client interceptors' view of each call, timed
-//! ([`Observe`], [`ObserveBatch`]), and [`Peer`]: the one face a protocol crate
+//! ([`Observe`], [`ObserveBatch`]), our calls' answers handed to their callers
+//! ([`calls::Answer`]), and [`Peer`]: the one face a protocol crate
 //! (`sansrpc-lsp`, `sansrpc-mcp`, `sansrpc-a2a`) needs of a driver, which the futures and
-//! the blocking adapters each implement once.
+//! the blocking adapters both make with [`DriverPeer`].
 #![deny(missing_docs)]
 
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use sansrpc::ext::interceptors::{CallOutcome, Interceptors};
 use sansrpc::method::CallError;
 use sansrpc::{Instant, RawValue};
 
+pub mod calls;
 mod extension;
 mod peer;
 pub mod subscriptions;
@@ -32,7 +34,10 @@ pub mod time {
     pub use web_time::Instant;
 }
 
-pub use peer::{BoxFuture, ConnectionNotifier, Executor, Peer};
+pub use peer::{
+    call_error, BoxFuture, CallFuture, ConnectionNotifier, DriverPeer, Executor, Peer,
+    PeerConnection, PeerContext,
+};
 
 /// One value per type, kept per connection by a driver: the state a protocol layer keeps
 /// for a connection (an MCP server's session, an LSP server's open documents), shared by

@@ -1,12 +1,15 @@
 //! [`Peer`]: the other side of a connection as a handler sees it, on behalf of one request.
 
 use std::future::Future;
+use std::ops::Deref;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use sansrpc::client::PeerRequest;
 use sansrpc::codec::http::HttpRequest;
 use sansrpc::connection::Profile;
+use sansrpc::method::CallError;
 use sansrpc::{ErrorObject, Id, RawValue};
 
 use crate::Locals;
@@ -14,12 +17,16 @@ use crate::Locals;
 /// A boxed future that may move between threads, as [`Peer`] returns them.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
+/// A call's answer as [`Peer::call`] gives it: the result, or an error object.
+pub type CallFuture = BoxFuture<Result<Box<RawValue>, ErrorObject<'static>>>;
+
 /// The peer of a connection as a protocol crate's handler sees it, on behalf of one
 /// request (or of the connection, for a notification's handler): what `sansrpc-lsp`,
 /// `sansrpc-mcp` and `sansrpc-a2a` need of a driver, so one protocol definition runs on
-/// every driver. `sansrpc-futures` implements it over its request context (tokio, smol,
-/// async-std); `sansrpc-blocking` over its own, where a call's future blocks the worker
-/// thread the handler runs on. A driver of your own implements it the same way.
+/// every driver. [`DriverPeer`] implements it over a driver's connection handle and its
+/// request context: `sansrpc-futures`'s (tokio, smol, async-std) and `sansrpc-blocking`'s,
+/// where a call's future blocks the worker thread the handler runs on. A driver of your own
+/// uses it the same way (or implements this trait itself).
 ///
 /// Params and results are raw JSON: the protocol crate writes and reads them.
 pub trait Peer: Send + Sync + 'static {
@@ -95,4 +102,151 @@ pub trait ConnectionNotifier: Send + Sync {
 
     /// True once the connection is gone.
     fn is_closed(&self) -> bool;
+}
+
+/// A failed call as [`Peer::call`] gives it: the peer's error object, or `-32603` naming
+/// the method and why (the connection closed, a deadline).
+pub fn call_error(method: &str, error: CallError) -> ErrorObject<'static> {
+    match error {
+        CallError::Rpc(e) => e,
+        e => ErrorObject::new(-32603, format!("{method}: {e}")),
+    }
+}
+
+/// A driver's handle on its connection, as its [`DriverPeer`] uses it: what a notification's
+/// handler reaches the peer through, and what every handler shares.
+pub trait PeerConnection: ConnectionNotifier + Clone + 'static {
+    /// Calls the peer outside any request, for a notification's handler ([`Peer::call`]).
+    fn call_outside(&self, method: &str, params: Box<RawValue>) -> CallFuture;
+
+    /// Sends a notification outside any request, for a notification's handler
+    /// ([`Peer::notify`]).
+    fn notify_outside(&self, method: &str, params: Box<RawValue>) -> BoxFuture<bool>;
+
+    /// The connection's values ([`Peer::locals`]).
+    fn locals(&self) -> Arc<Locals>;
+
+    /// The connection's profile ([`Peer::profile`]).
+    fn profile(&self) -> Profile;
+
+    /// The driver's executor ([`Peer::executor`]); `None` by default.
+    fn executor(&self) -> Option<Arc<dyn Executor>> {
+        None
+    }
+}
+
+/// A driver's context of one request of the peer's, as its [`DriverPeer`] uses it: it derefs
+/// to the request ([`PeerRequest`]: its id, its progress token), and acts on its behalf.
+pub trait PeerContext: Deref<Target = PeerRequest> + Send + Sync + 'static {
+    /// Calls the peer on behalf of the request ([`Peer::call`]).
+    fn call_for(&self, method: &str, params: Box<RawValue>) -> CallFuture;
+
+    /// Sends a notification on behalf of the request ([`Peer::notify`]).
+    fn notify_for(&self, method: &str, params: Box<RawValue>) -> BoxFuture<bool>;
+
+    /// Reports progress on the request's token ([`Peer::progress`]).
+    fn progress_for(&self, value: Box<RawValue>) -> BoxFuture<bool>;
+
+    /// True once the peer cancelled the request ([`Peer::is_cancelled`]).
+    fn cancel_seen(&self) -> bool;
+
+    /// Resolves when the peer cancels the request ([`Peer::cancelled`]).
+    fn cancel_signal(&self) -> BoxFuture<()>;
+
+    /// The HTTP request the call came in ([`Peer::http`]); `None` by default.
+    fn http_request(&self) -> Option<Arc<HttpRequest>> {
+        None
+    }
+}
+
+/// The [`Peer`] of a driver whose connection handle is `C` and whose request context is
+/// `R`, made from a handler's context: on behalf of the request when there is one; for a
+/// notification's handler, of the connection (no progress token, no id, never cancelled).
+pub struct DriverPeer<C, R> {
+    connection: C,
+    request: Option<R>,
+}
+
+impl<C, R> DriverPeer<C, R> {
+    /// The peer of a request's handler.
+    pub fn request(connection: C, request: R) -> Self {
+        DriverPeer {
+            connection,
+            request: Some(request),
+        }
+    }
+
+    /// The peer of a notification's handler.
+    pub fn connection(connection: C) -> Self {
+        DriverPeer {
+            connection,
+            request: None,
+        }
+    }
+}
+
+impl<C: PeerConnection, R: PeerContext> Peer for DriverPeer<C, R> {
+    fn call(
+        &self,
+        method: &str,
+        params: Box<RawValue>,
+    ) -> BoxFuture<Result<Box<RawValue>, ErrorObject<'static>>> {
+        match &self.request {
+            Some(cx) => cx.call_for(method, params),
+            None => self.connection.call_outside(method, params),
+        }
+    }
+
+    fn notify(&self, method: &str, params: Box<RawValue>) -> BoxFuture<bool> {
+        match &self.request {
+            Some(cx) => cx.notify_for(method, params),
+            None => self.connection.notify_outside(method, params),
+        }
+    }
+
+    fn progress(&self, value: Box<RawValue>) -> BoxFuture<bool> {
+        match &self.request {
+            Some(cx) => cx.progress_for(value),
+            None => Box::pin(std::future::ready(false)),
+        }
+    }
+
+    fn progress_token(&self) -> Option<Id<'static>> {
+        self.request.as_ref()?.progress_token().cloned()
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.request.as_ref().is_some_and(R::cancel_seen)
+    }
+
+    fn cancelled(&self) -> BoxFuture<()> {
+        match &self.request {
+            Some(cx) => cx.cancel_signal(),
+            None => Box::pin(std::future::pending()),
+        }
+    }
+
+    fn locals(&self) -> Arc<Locals> {
+        self.connection.locals()
+    }
+
+    fn notifier(&self) -> Arc<dyn ConnectionNotifier> {
+        Arc::new(self.connection.clone())
+    }
+
+    fn request_id(&self) -> Option<Id<'static>> {
+        Some(self.request.as_ref()?.id().clone())
+    }
+
+    fn http(&self) -> Option<Arc<HttpRequest>> {
+        self.request.as_ref()?.http_request()
+    }
+
+    fn profile(&self) -> Profile {
+        self.connection.profile()
+    }
+
+    fn executor(&self) -> Option<Arc<dyn Executor>> {
+        self.connection.executor()
+    }
 }

@@ -1354,3 +1354,78 @@ impl Drop for Subscribed {
 pub fn answer_false() -> Box<RawValue> {
     RawValue::from_string(String::from("false")).expect("JSON")
 }
+
+/// One of a client's subscriptions as its reader holds it, on every driver: the key its
+/// driver knows it by, the id the server gave, its [`Inbox`], and whether it is over
+/// (unsubscribed, or read to its end; then nothing is left to end when it is dropped). The
+/// futures and the blocking adapters' `RawSubscription` are one of these and their client.
+pub struct Reader {
+    key: u64,
+    id: Box<RawValue>,
+    inbox: Arc<Inbox>,
+    done: bool,
+}
+
+impl fmt::Debug for Reader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // As the drivers' subscriptions show themselves.
+        f.debug_struct("RawSubscription")
+            .field("id", &self.id.get())
+            .finish()
+    }
+}
+
+impl Reader {
+    /// The subscription the driver knows as `key`, whose id the server answered, read from
+    /// `inbox`.
+    pub fn new(key: u64, id: Box<RawValue>, inbox: Arc<Inbox>) -> Reader {
+        Reader {
+            key,
+            id,
+            inbox,
+            done: false,
+        }
+    }
+
+    /// The subscription id the server gave (its JSON: `"0x1"`, `31`).
+    pub fn id(&self) -> &RawValue {
+        &self.id
+    }
+
+    /// The key its driver knows it by (its subscribe call's).
+    pub fn key(&self) -> u64 {
+        self.key
+    }
+
+    /// Over from now on (unsubscribed, or dropped): true when it was not yet, and its
+    /// driver still has to end it.
+    pub fn finish(&mut self) -> bool {
+        !core::mem::replace(&mut self.done, true)
+    }
+
+    /// The next item, lag or error (`Ready(None)` once over), or `Pending` with `task`'s
+    /// waker kept ([`Inbox::poll_next`]).
+    pub fn poll_next(&mut self, task: &mut Context<'_>) -> Poll<Option<Next>> {
+        let next = self.inbox.poll_next(task);
+        if let Poll::Ready(None) = next {
+            self.done = true;
+        }
+        next
+    }
+
+    /// The next item, lag or error (`None` once over), blocking this thread until there is
+    /// one ([`Inbox::next_blocking`]).
+    pub fn next_blocking(&mut self) -> Option<Next> {
+        if self.done {
+            return None;
+        }
+        let next = self.inbox.next_blocking();
+        self.done = next.is_none();
+        next
+    }
+}
+
+/// A subscription's item decoded as `T`: what a typed subscription yields for each `next`.
+pub fn decode<T: DeserializeOwned>(next: Next) -> Result<T, SubscriptionError> {
+    next.and_then(|raw| raw.deserialize().map_err(SubscriptionError::Decode))
+}

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context as TaskContext, Poll, Waker};
 use std::time::Duration;
 
-use sansrpc::client::{self as shared, PeerRequest, RawResult};
+use sansrpc::client::{PeerRequest, RawResult};
 use sansrpc::codec::FrameError;
 use sansrpc::connection::stream::Produced;
 use sansrpc::connection::Event;
@@ -21,6 +21,7 @@ use sansrpc::connection::{IncomingId, Profile};
 use sansrpc::method::CallError;
 use sansrpc::router::{Call, Reply, Router};
 use sansrpc::{ErrorObject, Id, Instant, RawValue, Request};
+use sansrpc_runtime::calls::Answer;
 use sansrpc_runtime::subscriptions::{PendingSubscription, Subscribe};
 
 use super::{Cmd, Driver};
@@ -439,25 +440,11 @@ impl Driver {
                     }
                     self.conn.notification_done();
                 }
-                Event::Answer {
-                    token,
-                    index,
-                    result,
-                    last,
-                } => {
-                    let result = shared::answer(result);
-                    let conn = &mut self.conn;
-                    self.waiters.answer(conn, token, index, result, last, now);
-                }
-                Event::Ended {
-                    token,
-                    index,
-                    reason,
-                    last,
-                } => {
-                    let ended = Err(CallError::Ended(reason));
-                    let conn = &mut self.conn;
-                    self.waiters.answer(conn, token, index, ended, last, now);
+                // Owned, to whoever waits for it.
+                event @ (Event::Answer { .. } | Event::Ended { .. }) => {
+                    if let Ok(answer) = Answer::take(event) {
+                        self.waiters.hand_over(&mut self.conn, answer, now);
+                    }
                 }
                 Event::Cancel { handle } => {
                     if let Some(flag) = self.inflight.get(&handle) {

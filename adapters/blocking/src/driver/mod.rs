@@ -17,6 +17,7 @@ use sansrpc::driver::StreamIo;
 use sansrpc::method::CallError;
 use sansrpc::router::{Reply, Router};
 use sansrpc::Instant;
+use sansrpc_runtime::calls::Answer;
 use sansrpc_runtime::subscriptions::{Hub, Served, Subscribed};
 
 mod dispatch;
@@ -46,20 +47,10 @@ impl Waiters {
         self.next
     }
 
-    /// Gives the answer of one call to whoever waits for its token; a subscribe's id is
-    /// bound first, before any later notification is read.
-    fn answer(
-        &mut self,
-        conn: &mut Connection,
-        token: u64,
-        index: usize,
-        mut result: RawResult,
-        last: bool,
-        now: Instant,
-    ) {
-        self.subs.answer(conn, token, &mut result, now);
-        // The caller may have given up; then nobody wants the answer.
-        match self.callers.answer(token, index, result, last) {
+    /// Gives `answer` to whoever waits for it ([`Answer::hand_over`]); the caller may have
+    /// given up, and then nobody wants it.
+    fn hand_over(&mut self, conn: &mut Connection, answer: Answer, now: Instant) {
+        match answer.hand_over(conn, &mut self.subs, &mut self.callers, now) {
             Some(Answered::Call(tx, result)) => drop(tx.send(result)),
             Some(Answered::Batch(tx, results)) => drop(tx.send(Ok(results))),
             None => {}
