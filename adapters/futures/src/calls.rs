@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use futures::channel::oneshot;
 use sansrpc::client::{send_batch, Answered, Callers};
-use sansrpc::connection::{Connection, Event};
+use sansrpc::connection::Connection;
 use sansrpc::connection::{RequestOptions, SendError};
 use sansrpc::Instant;
 use sansrpc_runtime::calls::Answer;
@@ -151,25 +151,6 @@ impl Calls {
         }
     }
 
-    /// Gives the answer of one call to whoever waits for its token.
-    pub(crate) fn answer(
-        &mut self,
-        conn: &mut Connection,
-        token: u64,
-        index: usize,
-        result: RawResult,
-        last: bool,
-        now: Instant,
-    ) {
-        let answer = Answer {
-            token,
-            index,
-            result,
-            last,
-        };
-        self.hand_over(conn, answer, now);
-    }
-
     /// Gives `answer` to whoever waits for it ([`Answer::hand_over`]).
     pub(crate) fn hand_over(&mut self, conn: &mut Connection, answer: Answer, now: Instant) {
         match answer.hand_over(conn, &mut self.subs, &mut self.waiters, now) {
@@ -184,11 +165,4 @@ impl Calls {
         self.waiters.clear();
         self.subs.clear();
     }
-}
-
-/// Our call's answer (or its end) that `event` carries, owned, for [`Calls::answer`]:
-/// `(token, index, result, last)` of an [`Event::Answer`] or an [`Event::Ended`]
-/// ([`Answer::take`]); any other event is given back.
-pub(crate) fn answer_in(event: Event<'_>) -> Result<(u64, usize, RawResult, bool), Event<'_>> {
-    Answer::take(event).map(|a| (a.token, a.index, a.result, a.last))
 }

@@ -15,6 +15,7 @@ use sansrpc::connection::stream::Produced;
 use sansrpc::connection::{self, CloseReason, Connection, Event, IncomingId};
 use sansrpc::router::Reply;
 use sansrpc::{ErrorObject, Instant, Notification};
+use sansrpc_runtime::calls::Answer;
 
 use crate::calls::Calls;
 use crate::client::Client;
@@ -214,9 +215,9 @@ impl Server {
         let creates_progress = conn.client_creates_progress();
         while let Some(event) = conn.poll_event() {
             any = true;
-            let event = match crate::calls::answer_in(event) {
-                Ok((token, index, result, last)) => {
-                    calls.answer(conn, token, index, result, last, now);
+            let event = match Answer::take(event) {
+                Ok(answer) => {
+                    calls.hand_over(conn, answer, now);
                     continue;
                 }
                 Err(event) => event,
