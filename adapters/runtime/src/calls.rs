@@ -25,6 +25,7 @@ pub struct Answer {
 
 impl Answer {
     /// The answer `event` carries, owned; any other event is given back.
+    #[inline]
     pub fn take(event: Event<'_>) -> Result<Answer, Event<'_>> {
         match event {
             Event::Answer {

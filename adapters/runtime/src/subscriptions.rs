@@ -516,6 +516,7 @@ impl SubscriptionSink {
 
     /// [`try_send`](Self::try_send) of an item serialized once and shared by the queues of
     /// many subscribers (what [`Fanout`] sends): no copy of it is made for this one.
+    #[inline]
     pub fn try_send_shared(&self, item: Arc<RawValue>) -> Result<(), Ended> {
         self.push(lock(&self.hub.state), Item::Shared(item))
     }
