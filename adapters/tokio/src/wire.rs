@@ -181,3 +181,62 @@ impl Output {
         Poll::Ready(Ok(()))
     }
 }
+
+/// Writes `bufs` to `stream` as one vectored write. On Linux a plain TCP socket (tokio's
+/// `TcpStream`, or a server's stream without TLS) is written with `sendmsg`, as its
+/// single-buffer writes already are with `send`: tokio writes a vectored one with `writev`,
+/// which goes through the kernel's file layer first (about a tenth more of the kernel's
+/// time per small write to a subscriber, measured with perf on loopback, 1,000 WebSocket
+/// subscribers). Any other stream writes as it writes.
+#[cfg(feature = "ws")]
+pub(crate) fn poll_write_vectored<S>(
+    stream: &mut S,
+    cx: &mut Context<'_>,
+    bufs: &[io::IoSlice<'_>],
+) -> Poll<io::Result<usize>>
+where
+    S: tokio::io::AsyncWrite + Unpin + 'static,
+{
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    if let Some(tcp) = plain_tcp(stream) {
+        return poll_send_vectored(tcp, cx, bufs);
+    }
+    Pin::new(stream).poll_write_vectored(cx, bufs)
+}
+
+/// The TCP socket under `stream` when it is one with nothing between (the type is known
+/// when the stream's generic code is made: no cost at run time).
+#[cfg(all(feature = "ws", any(target_os = "linux", target_os = "android")))]
+fn plain_tcp<S: 'static>(stream: &mut S) -> Option<&tokio::net::TcpStream> {
+    let stream: &dyn std::any::Any = stream;
+    if let Some(tcp) = stream.downcast_ref::<tokio::net::TcpStream>() {
+        return Some(tcp);
+    }
+    #[cfg(feature = "tls")]
+    if let Some(crate::tls::ServerStream::Plain(tcp)) =
+        stream.downcast_ref::<crate::tls::ServerStream>()
+    {
+        return Some(tcp);
+    }
+    None
+}
+
+/// `sendmsg` of `bufs` once `tcp` is writable, with `MSG_NOSIGNAL` (a peer gone is an
+/// error, not a signal), as std's `send` does.
+#[cfg(all(feature = "ws", any(target_os = "linux", target_os = "android")))]
+fn poll_send_vectored(
+    tcp: &tokio::net::TcpStream,
+    cx: &mut Context<'_>,
+    bufs: &[io::IoSlice<'_>],
+) -> Poll<io::Result<usize>> {
+    loop {
+        std::task::ready!(tcp.poll_write_ready(cx))?;
+        let sent = tcp.try_io(tokio::io::Interest::WRITABLE, || {
+            socket2::SockRef::from(tcp).send_vectored_with_flags(bufs, libc::MSG_NOSIGNAL)
+        });
+        match sent {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            sent => return Poll::Ready(sent),
+        }
+    }
+}

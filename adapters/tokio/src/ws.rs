@@ -395,7 +395,7 @@ where
                 slices[2 * i + 1] = IoSlice::new(message);
             }
             let slices = &slices[..2 * count];
-            ready!(Pin::new(&mut self.stream).poll_write_vectored(cx, slices))?
+            ready!(crate::wire::poll_write_vectored(&mut self.stream, cx, slices))?
         };
         if written == 0 {
             return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
