@@ -55,7 +55,11 @@ fn show(id: &str, text: &str) -> Result<(), JsError> {
 pub async fn start() -> Result<(), JsError> {
     let calculator = sansrpc_wasm::connect(&url("sum", "ws://127.0.0.1:7701")?).await?;
     let sum = calculator.call::<Add>(&Pair { a: 1.0, b: 2.0 }).await?;
-    show("sum", &format!("1 + 2 = {sum}"))?;
+    // Printed by JavaScript's `Number#toString`: Rust's `{sum}` would bring core's float
+    // printing into the page (10 KB of its module).
+    let sum = js_sys::Number::from(sum).to_string_with_radix(10);
+    let sum = String::from(sum.map_err(|_| JsError::new("a sum not printable"))?);
+    show("sum", &["1 + 2 = ", &sum].concat())?;
 
     let node = sansrpc_wasm::connect(&url("head", "ws://127.0.0.1:8545")?).await?;
     let eth = MethodSubscription::ethereum();
