@@ -11,13 +11,19 @@
 use futures::StreamExt;
 use sansrpc_wasm::sansrpc::connection::subscriptions::MethodSubscription;
 use sansrpc_wasm::sansrpc::method::Method;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 
 #[derive(Serialize)]
 struct Pair {
     a: f64,
     b: f64,
+}
+
+/// What the page reads of a `newHeads` item (the node's other members are skipped).
+#[derive(Deserialize)]
+struct Head {
+    number: String,
 }
 
 /// The calculator's `add`, by name: `{"a": 1, "b": 2}`.
@@ -64,10 +70,10 @@ pub async fn start() -> Result<(), JsError> {
     let node = sansrpc_wasm::connect(&url("head", "ws://127.0.0.1:8545")?).await?;
     let eth = MethodSubscription::ethereum();
     let mut heads = node
-        .subscribe::<_, serde_json::Value>(&eth, &("newHeads",))
+        .subscribe::<_, Head>(&eth, &("newHeads",))
         .await?;
     while let Some(head) = heads.next().await {
-        show("head", &format!("block {}", head?["number"]))?;
+        show("head", &["block \"", &head?.number, "\""].concat())?;
     }
     Ok(())
 }
