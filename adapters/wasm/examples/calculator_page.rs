@@ -69,9 +69,7 @@ pub async fn start() -> Result<(), JsError> {
 
     let node = sansrpc_wasm::connect(&url("head", "ws://127.0.0.1:8545")?).await?;
     let eth = MethodSubscription::ethereum();
-    let mut heads = node
-        .subscribe::<_, Head>(&eth, &("newHeads",))
-        .await?;
+    let mut heads = node.subscribe::<_, Head>(&eth, &("newHeads",)).await?;
     while let Some(head) = heads.next().await {
         show("head", &["block \"", &head?.number, "\""].concat())?;
     }
