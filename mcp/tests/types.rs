@@ -1580,3 +1580,46 @@ fn constants() {
     assert!(!methods::CLIENT_REQUESTS_2026_07_28.contains(&methods::INITIALIZE));
     assert!(methods::CLIENT_REQUESTS_2026_07_28.contains(&methods::SERVER_DISCOVER));
 }
+
+/// The objects with an `extra` map read their members one by one (no `#[serde(flatten)]`
+/// buffer, for the size of a browser page): what they keep and refuse is what the
+/// flattened form kept and refused.
+#[test]
+fn objects_with_extra_members_read_as_the_flattened_form_did() {
+    let text = r#"{"tools":[],"x-vendor":{"a":1},"nextCursor":null,"x-vendor":2}"#;
+    let list: ListToolsResult = serde_json::from_str(text).unwrap();
+    assert!(list.tools.is_empty());
+    assert_eq!(list.next_cursor, None);
+    // An unknown member given twice keeps its last value.
+    assert_eq!(list.extra.get("x-vendor"), Some(&json!(2)));
+
+    let error = |text: &str| {
+        serde_json::from_str::<ListToolsResult>(text)
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(error(r#"{"nextCursor":"c"}"#).starts_with("missing field `tools`"));
+    assert!(error(r#"{"tools":[],"tools":[]}"#).starts_with("duplicate field `tools`"));
+    assert!(error("[]").contains("expected struct ListToolsResult"));
+    assert!(error(r#"{"tools":{}}"#).contains("expected a sequence"));
+
+    // `structuredContent` keeps a present `null`; absent, it is `None`.
+    let text = r#"{"content":[],"structuredContent":null,"isError":null}"#;
+    let result: CallToolResult = serde_json::from_str(text).unwrap();
+    assert_eq!(result.structured_content, Some(Value::Null));
+    assert_eq!(result.is_error, None);
+    let result: CallToolResult = serde_json::from_str(r#"{"content":[]}"#).unwrap();
+    assert_eq!(result.structured_content, None);
+
+    // Members of nested objects (`_meta` keys are names with a slash) and their extras.
+    let text = r#"{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true,"y":1},"z":{}},
+        "serverInfo":{"name":"s","version":"1"},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"m","version":"2"},"k":3}}"#;
+    let init: InitializeResult = serde_json::from_str(text).unwrap();
+    let tools = init.capabilities.tools.as_ref().unwrap();
+    assert_eq!(tools.list_changed, Some(true));
+    assert_eq!(tools.extra.get("y"), Some(&json!(1)));
+    assert_eq!(init.capabilities.extra.get("z"), Some(&json!({})));
+    let meta = init.meta.unwrap();
+    assert_eq!(meta.server_info.unwrap().name, "m");
+    assert_eq!(meta.extra.get("k"), Some(&json!(3)));
+}

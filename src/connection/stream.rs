@@ -44,11 +44,11 @@
 
 use alloc::borrow::ToOwned;
 use alloc::boxed::Box;
-use alloc::collections::{BTreeMap, VecDeque};
+use alloc::collections::VecDeque;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use crate::endpoint::{Endpoint, IncomingId};
+use crate::endpoint::{Endpoint, IncomingId, SortedDeque};
 use crate::error::ErrorObject;
 use crate::error::{EndReason, UnknownRequest};
 use crate::json::Scanner;
@@ -182,7 +182,9 @@ struct Entry<P> {
 pub struct StreamTable<P> {
     config: StreamConfig,
     next_id: u64,
-    streams: BTreeMap<u64, Entry<P>>,
+    /// By id: ids are handed out in order, so a sorted ring (a B-tree of its own cost a
+    /// page 5 KB of code).
+    streams: SortedDeque<u64, Entry<P>>,
     /// Where the last `produce` stopped, for fairness between streams.
     cursor: u64,
     spare: Vec<Vec<u8>>,
@@ -196,7 +198,7 @@ impl<P> StreamTable<P> {
         StreamTable {
             config,
             next_id: 1,
-            streams: BTreeMap::new(),
+            streams: SortedDeque::default(),
             cursor: 0,
             spare: Vec::new(),
             freed: VecDeque::new(),
@@ -226,7 +228,7 @@ impl<P> StreamTable<P> {
 
     /// Pulls queued over every stream.
     pub fn queued_pulls(&self) -> usize {
-        self.streams.values().map(|e| e.pulls.len()).sum()
+        self.streams.iter().map(|(_, e)| e.pulls.len()).sum()
     }
 
     /// Opens a stream for the request `request` (the call of a stream-returning method) and
@@ -388,8 +390,8 @@ impl<P> StreamTable<P> {
     /// True when some stream has a pull waiting and a producer to ask.
     pub fn wants_items(&self) -> bool {
         self.streams
-            .values()
-            .any(|e| !e.pulls.is_empty() && e.producer.is_some())
+            .iter()
+            .any(|(_, e)| !e.pulls.is_empty() && e.producer.is_some())
     }
 
     /// Asks the producers of streams with pulls waiting for items, through `next`, and
@@ -414,11 +416,10 @@ impl<P> StreamTable<P> {
         F: FnMut(u64, &mut P, &mut Vec<u8>, Demand) -> Produced,
     {
         let mut taken = 0;
-        let ids: Vec<u64> = {
-            let after = self.streams.range(self.cursor + 1..).map(|(&k, _)| k);
-            let before = self.streams.range(..=self.cursor).map(|(&k, _)| k);
-            after.chain(before).collect()
-        };
+        // Those after the cursor first, then the others.
+        let mut ids: Vec<u64> = self.streams.iter().map(|&(k, _)| k).collect();
+        let done = ids.partition_point(|&k| k <= self.cursor);
+        ids.rotate_left(done);
         let max_bytes = self.config.max_answer_bytes;
         let mut freed = Vec::new();
         for id in ids {
@@ -515,9 +516,9 @@ impl<P> StreamTable<P> {
     pub fn poll_timeout(&self) -> Option<Instant> {
         let idle = self.config.idle_timeout;
         self.streams
-            .values()
-            .filter(|e| e.pulls.is_empty())
-            .map(|e| e.last_active + idle)
+            .iter()
+            .filter(|(_, e)| e.pulls.is_empty())
+            .map(|(_, e)| e.last_active + idle)
             .min()
     }
 

@@ -28,6 +28,7 @@ use crate::raw::RawValue;
 use crate::time::Instant;
 use crate::Classifier;
 
+pub(crate) use tables::SortedDeque;
 use tables::{EarlyCancels, Outgoing};
 
 pub use guard::{write_refusal, Expiry, RateLimit};

@@ -3,8 +3,6 @@
 //! by progress on that token, up to a hard cap.
 
 #[cfg(feature = "progress")]
-use alloc::collections::BTreeMap;
-#[cfg(feature = "progress")]
 use core::time::Duration;
 
 use crate::id::{Id, IdKind};
@@ -37,11 +35,12 @@ struct Watch {
     cap: Instant,
 }
 
-/// Requests watched for progress, by token.
+/// Requests watched for progress, by token (a sorted ring, as the endpoint's other tables:
+/// a B-tree of its own cost a page 5 KB of code).
 #[cfg(feature = "progress")]
 #[derive(Debug, Default)]
 pub(super) struct Watched {
-    by_token: BTreeMap<Id<'static>, Watch>,
+    by_token: super::SortedDeque<Id<'static>, Watch>,
 }
 
 #[cfg(feature = "progress")]

@@ -213,7 +213,7 @@ fn shrink<T>(entries: &mut VecDeque<T>) {
 /// contiguous block (a B-tree allocates a node per few entries, half full). Keys out of
 /// order are placed by binary search and moved into place, bounded by the table's limit.
 #[derive(Debug)]
-pub(super) struct SortedDeque<K, V> {
+pub(crate) struct SortedDeque<K, V> {
     entries: VecDeque<(K, V)>,
 }
 
@@ -325,6 +325,18 @@ impl<K: Ord, V> SortedDeque<K, V> {
         let first = self.entries.pop_front();
         self.shrink();
         first
+    }
+
+    /// The entries, in key order.
+    #[cfg(feature = "streams")]
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &(K, V)> {
+        self.entries.iter()
+    }
+
+    /// The values, in key order.
+    #[cfg(feature = "streams")]
+    pub(crate) fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
+        self.entries.iter_mut().map(|(_, v)| v)
     }
 
     /// Removes every entry, in key order.

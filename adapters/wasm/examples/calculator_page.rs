@@ -11,13 +11,19 @@
 use futures::StreamExt;
 use sansrpc_wasm::sansrpc::connection::subscriptions::MethodSubscription;
 use sansrpc_wasm::sansrpc::method::Method;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 
 #[derive(Serialize)]
 struct Pair {
     a: f64,
     b: f64,
+}
+
+/// What the page reads of a `newHeads` item (the node's other members are skipped).
+#[derive(Deserialize)]
+struct Head {
+    number: String,
 }
 
 /// The calculator's `add`, by name: `{"a": 1, "b": 2}`.
@@ -55,15 +61,17 @@ fn show(id: &str, text: &str) -> Result<(), JsError> {
 pub async fn start() -> Result<(), JsError> {
     let calculator = sansrpc_wasm::connect(&url("sum", "ws://127.0.0.1:7701")?).await?;
     let sum = calculator.call::<Add>(&Pair { a: 1.0, b: 2.0 }).await?;
-    show("sum", &format!("1 + 2 = {sum}"))?;
+    // Printed by JavaScript's `Number#toString`: Rust's `{sum}` would bring core's float
+    // printing into the page (10 KB of its module).
+    let sum = js_sys::Number::from(sum).to_string_with_radix(10);
+    let sum = String::from(sum.map_err(|_| JsError::new("a sum not printable"))?);
+    show("sum", &["1 + 2 = ", &sum].concat())?;
 
     let node = sansrpc_wasm::connect(&url("head", "ws://127.0.0.1:8545")?).await?;
     let eth = MethodSubscription::ethereum();
-    let mut heads = node
-        .subscribe::<_, serde_json::Value>(&eth, &("newHeads",))
-        .await?;
+    let mut heads = node.subscribe::<_, Head>(&eth, &("newHeads",)).await?;
     while let Some(head) = heads.next().await {
-        show("head", &format!("block {}", head?["number"]))?;
+        show("head", &["block \"", &head?.number, "\""].concat())?;
     }
     Ok(())
 }

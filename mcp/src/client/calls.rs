@@ -322,8 +322,12 @@ impl McpClient {
         arguments: impl Serialize,
     ) -> Result<CallToolResult, ClientError> {
         let params = tool_params(name, arguments)?;
-        self.param_headers.check(name, params.arguments.as_ref())?;
-        self.request(methods::TOOLS_CALL, &params).await
+        let arguments = params.get("arguments").and_then(Value::as_object);
+        self.param_headers.check(name, arguments)?;
+        let result = self
+            .call(methods::TOOLS_CALL, Value::Object(params), None)
+            .await?;
+        decode(methods::TOOLS_CALL, result.get())
     }
 
     /// [`call_tool`](Self::call_tool) with a progress token: the server's
@@ -339,8 +343,9 @@ impl McpClient {
         cap: Duration,
     ) -> Result<CallToolResult, ClientError> {
         let params = tool_params(name, arguments)?;
-        self.param_headers.check(name, params.arguments.as_ref())?;
-        let mut params = serde_json::to_value(params).expect("MCP types serialize");
+        let arguments = params.get("arguments").and_then(Value::as_object);
+        self.param_headers.check(name, arguments)?;
+        let mut params = Value::Object(params);
         params["_meta"] = serde_json::json!({ "progressToken": token });
         let result = self
             .call(methods::TOOLS_CALL, params, Some((token, timeout, cap)))

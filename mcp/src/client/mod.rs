@@ -69,8 +69,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::types::{
-    error_codes, methods, notifications, version, CallToolRequestParams, CallToolResult,
-    ClientCapabilities, CompleteRequestParams, CompleteResult, Completion, CompletionArgument,
+    error_codes, methods, notifications, version, CallToolResult, ClientCapabilities,
+    CompleteRequestParams, CompleteResult, Completion, CompletionArgument,
     CreateMessageRequestParams, CreateMessageResult, DiscoverResult, ElicitRequestParams,
     ElicitResult, ElicitationCapability, GetPromptRequestParams, GetPromptResult, Implementation,
     InitializeResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
@@ -410,19 +410,24 @@ fn page(cursor: Option<&str>) -> Value {
     }
 }
 
-fn tool_params(
-    name: &str,
-    arguments: impl Serialize,
-) -> Result<CallToolRequestParams, ClientError> {
-    let arguments = match serde_json::to_value(arguments) {
-        Ok(Value::Object(map)) => Some(map),
-        Ok(Value::Null) => None,
+/// The params of a `tools/call` of `name` with `arguments`: the object
+/// [`CallToolRequestParams`](crate::types::CallToolRequestParams) writes for them, made here so that a client does not carry
+/// that type's writer (its other members are the stateless round's input responses, with
+/// the sampling, elicitation and roots results).
+fn tool_params(name: &str, arguments: impl Serialize) -> Result<JsonObject, ClientError> {
+    let mut params = JsonObject::new();
+    params.insert("name".into(), Value::String(name.into()));
+    match serde_json::to_value(arguments) {
+        Ok(Value::Object(map)) => {
+            params.insert("arguments".into(), Value::Object(map));
+        }
+        Ok(Value::Null) => {}
         Ok(other) => {
             return Err(ClientError::Arguments(format!(
                 "must be an object, not {other}"
             )))
         }
         Err(e) => return Err(ClientError::Arguments(e.to_string())),
-    };
-    Ok(CallToolRequestParams::new(name, arguments))
+    }
+    Ok(params)
 }

@@ -6,12 +6,12 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::JsonObject;
 
 /// Capabilities a client may support.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct ClientCapabilities {
     /// Experimental, non-standard capabilities.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -36,6 +36,15 @@ pub struct ClientCapabilities {
     #[serde(flatten)]
     pub extra: JsonObject,
 }
+
+deserialize_with_extra!(ClientCapabilities {
+    experimental: "experimental",
+    roots: "roots",
+    sampling: "sampling",
+    elicitation: "elicitation",
+    tasks: "tasks",
+    extensions: "extensions",
+});
 
 impl ClientCapabilities {
     /// Whether the client declared `roots`.
@@ -73,7 +82,7 @@ impl ClientCapabilities {
 }
 
 /// `ClientCapabilities.roots`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RootsCapability {
     /// 2025-11-25: whether the client sends `notifications/roots/list_changed` (the
@@ -85,8 +94,12 @@ pub struct RootsCapability {
     pub extra: JsonObject,
 }
 
+deserialize_with_extra!(RootsCapability {
+    list_changed: "listChanged",
+});
+
 /// `ClientCapabilities.sampling`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct SamplingCapability {
     /// Present if the client supports `includeContext` values other than `"none"`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -99,8 +112,13 @@ pub struct SamplingCapability {
     pub extra: JsonObject,
 }
 
+deserialize_with_extra!(SamplingCapability {
+    context: "context",
+    tools: "tools",
+});
+
 /// `ClientCapabilities.elicitation`. An empty object means form mode only.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct ElicitationCapability {
     /// Present if the client supports form-mode elicitation.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -113,8 +131,13 @@ pub struct ElicitationCapability {
     pub extra: JsonObject,
 }
 
+deserialize_with_extra!(ElicitationCapability {
+    form: "form",
+    url: "url",
+});
+
 /// `ClientCapabilities.tasks` (2025-11-25, experimental).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct ClientTasksCapability {
     /// Present if the client supports `tasks/list`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -130,8 +153,14 @@ pub struct ClientTasksCapability {
     pub extra: JsonObject,
 }
 
+deserialize_with_extra!(ClientTasksCapability {
+    list: "list",
+    cancel: "cancel",
+    requests: "requests",
+});
+
 /// `ClientCapabilities.tasks.requests` (2025-11-25).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct ClientTaskRequests {
     /// `{"createMessage": {}}`: task-augmented `sampling/createMessage`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -144,8 +173,13 @@ pub struct ClientTaskRequests {
     pub extra: JsonObject,
 }
 
+deserialize_with_extra!(ClientTaskRequests {
+    sampling: "sampling",
+    elicitation: "elicitation",
+});
+
 /// Capabilities a server may support.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct ServerCapabilities {
     /// Experimental, non-standard capabilities.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -177,6 +211,17 @@ pub struct ServerCapabilities {
     pub extra: JsonObject,
 }
 
+deserialize_with_extra!(ServerCapabilities {
+    experimental: "experimental",
+    logging: "logging",
+    completions: "completions",
+    prompts: "prompts",
+    resources: "resources",
+    tools: "tools",
+    tasks: "tasks",
+    extensions: "extensions",
+});
+
 impl ServerCapabilities {
     /// Whether the server offers the extension `id` (2026-07-28).
     pub fn supports_extension(&self, id: &str) -> bool {
@@ -185,7 +230,7 @@ impl ServerCapabilities {
 }
 
 /// `ServerCapabilities.prompts`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PromptsCapability {
     /// Whether the server sends `notifications/prompts/list_changed`.
@@ -196,8 +241,12 @@ pub struct PromptsCapability {
     pub extra: JsonObject,
 }
 
+deserialize_with_extra!(PromptsCapability {
+    list_changed: "listChanged",
+});
+
 /// `ServerCapabilities.resources`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourcesCapability {
     /// Whether the server supports resource subscriptions (`resources/subscribe` in
@@ -212,8 +261,13 @@ pub struct ResourcesCapability {
     pub extra: JsonObject,
 }
 
+deserialize_with_extra!(ResourcesCapability {
+    subscribe: "subscribe",
+    list_changed: "listChanged",
+});
+
 /// `ServerCapabilities.tools`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolsCapability {
     /// Whether the server sends `notifications/tools/list_changed`.
@@ -224,8 +278,12 @@ pub struct ToolsCapability {
     pub extra: JsonObject,
 }
 
+deserialize_with_extra!(ToolsCapability {
+    list_changed: "listChanged",
+});
+
 /// `ServerCapabilities.tasks` (2025-11-25, experimental).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct ServerTasksCapability {
     /// Present if the server supports `tasks/list`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -241,8 +299,14 @@ pub struct ServerTasksCapability {
     pub extra: JsonObject,
 }
 
+deserialize_with_extra!(ServerTasksCapability {
+    list: "list",
+    cancel: "cancel",
+    requests: "requests",
+});
+
 /// `ServerCapabilities.tasks.requests` (2025-11-25).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct ServerTaskRequests {
     /// `{"call": {}}`: task-augmented `tools/call`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -251,3 +315,5 @@ pub struct ServerTaskRequests {
     #[serde(flatten)]
     pub extra: JsonObject,
 }
+
+deserialize_with_extra!(ServerTaskRequests { tools: "tools" });

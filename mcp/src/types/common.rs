@@ -309,7 +309,7 @@ pub struct PaginatedRequestParams {
 /// `resources/subscribe` and `resources/unsubscribe`.
 ///
 /// Serializes as `{}` in 2025-11-25; a 2026-07-28 result sets `resultType`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EmptyResult {
     /// Result metadata.
@@ -322,6 +322,11 @@ pub struct EmptyResult {
     #[serde(flatten)]
     pub extra: JsonObject,
 }
+
+deserialize_with_extra!(EmptyResult {
+    meta: "_meta",
+    result_type: "resultType",
+});
 
 macro_rules! string_tag {
     ($(#[$doc:meta])* $name:ident, $variant:ident, $value:literal) => {

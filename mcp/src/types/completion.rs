@@ -69,7 +69,7 @@ pub struct CompletionContext {
 }
 
 /// Result of `completion/complete`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CompleteResult {
     /// Result metadata.
@@ -84,6 +84,12 @@ pub struct CompleteResult {
     #[serde(flatten)]
     pub extra: JsonObject,
 }
+
+deserialize_with_extra!(CompleteResult {
+    meta: "_meta",
+    result_type: "resultType",
+    completion: "completion" required,
+});
 
 /// `CompleteResult.completion`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

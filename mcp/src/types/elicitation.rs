@@ -565,7 +565,7 @@ impl From<Vec<String>> for ElicitValue {
 
 /// Result of `elicitation/create` (sent by the client; in 2026-07-28 an input response,
 /// with no `resultType`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ElicitResult {
     /// 2025-11-25: result metadata.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
@@ -579,6 +579,12 @@ pub struct ElicitResult {
     #[serde(flatten)]
     pub extra: JsonObject,
 }
+
+deserialize_with_extra!(ElicitResult {
+    meta: "_meta",
+    action: "action" required,
+    content: "content",
+});
 
 impl ElicitResult {
     /// An `accept` with form data.

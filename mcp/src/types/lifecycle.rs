@@ -24,7 +24,7 @@ pub struct InitializeRequestParams {
 }
 
 /// Result of `initialize` (2025-11-25 and earlier).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeResult {
     /// Result metadata.
@@ -44,6 +44,14 @@ pub struct InitializeResult {
     pub extra: JsonObject,
 }
 
+deserialize_with_extra!(InitializeResult {
+    meta: "_meta",
+    protocol_version: "protocolVersion" required,
+    capabilities: "capabilities" required,
+    server_info: "serverInfo" required,
+    instructions: "instructions",
+});
+
 /// Params of `notifications/initialized` (2025-11-25 and earlier).
 pub type InitializedNotificationParams = super::NotificationParams;
 
@@ -56,7 +64,7 @@ pub type DiscoverRequestParams = super::RequestParams;
 /// (`io.modelcontextprotocol/serverInfo`, [`ResultMeta::server_info`]).
 /// `resultType`, `ttlMs` and `cacheScope` are required by the schema; they are `Option`s
 /// only so that a lenient reader accepts a result without them.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DiscoverResult {
     /// Result metadata (SHOULD carry `serverInfo`).
@@ -82,6 +90,16 @@ pub struct DiscoverResult {
     #[serde(flatten)]
     pub extra: JsonObject,
 }
+
+deserialize_with_extra!(DiscoverResult {
+    meta: "_meta",
+    result_type: "resultType",
+    supported_versions: "supportedVersions" required,
+    capabilities: "capabilities" required,
+    instructions: "instructions",
+    ttl_ms: "ttlMs",
+    cache_scope: "cacheScope",
+});
 
 impl DiscoverResult {
     /// A complete discover result with every schema-required member set.

@@ -1,6 +1,6 @@
 //! The `_meta` objects of request params, results and notification params.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::{
     ClientCapabilities, Implementation, JsonObject, LoggingLevel, ProgressToken, RequestId,
@@ -13,7 +13,7 @@ use super::{
 /// them gets `-32602`); 2025-11-25 only knows `progressToken`. All fields are optional here
 /// so one type reads both; every other key (trace context, `related-task`, vendor keys) is
 /// kept in [`extra`](Self::extra).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct RequestMeta {
     /// `progressToken`: the sender wants `notifications/progress` with this token.
     #[serde(rename = "progressToken", skip_serializing_if = "Option::is_none")]
@@ -53,6 +53,14 @@ pub struct RequestMeta {
     pub extra: JsonObject,
 }
 
+deserialize_with_extra!(RequestMeta {
+    progress_token: "progressToken",
+    protocol_version: "io.modelcontextprotocol/protocolVersion",
+    client_capabilities: "io.modelcontextprotocol/clientCapabilities",
+    client_info: "io.modelcontextprotocol/clientInfo",
+    log_level: "io.modelcontextprotocol/logLevel",
+});
+
 impl RequestMeta {
     /// The `_meta` a 2026-07-28 request needs: a protocol version and client capabilities.
     pub fn stateless(
@@ -76,7 +84,7 @@ impl RequestMeta {
 }
 
 /// The `_meta` of a result (`ResultMetaObject`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct ResultMeta {
     /// `io.modelcontextprotocol/serverInfo` (2026-07-28): the server's identity; servers
     /// SHOULD include it in every result.
@@ -97,6 +105,11 @@ pub struct ResultMeta {
     pub extra: JsonObject,
 }
 
+deserialize_with_extra!(ResultMeta {
+    server_info: "io.modelcontextprotocol/serverInfo",
+    subscription_id: "io.modelcontextprotocol/subscriptionId",
+});
+
 impl ResultMeta {
     /// A `_meta` naming the server.
     pub fn server_info(server_info: Implementation) -> Self {
@@ -108,7 +121,7 @@ impl ResultMeta {
 }
 
 /// The `_meta` of notification params (`NotificationMetaObject`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct NotificationMeta {
     /// `io.modelcontextprotocol/subscriptionId` (2026-07-28): on every notification sent on a
     /// `subscriptions/listen` stream, the id of that listen request (same JSON type); absent
@@ -122,6 +135,10 @@ pub struct NotificationMeta {
     #[serde(flatten)]
     pub extra: JsonObject,
 }
+
+deserialize_with_extra!(NotificationMeta {
+    subscription_id: "io.modelcontextprotocol/subscriptionId",
+});
 
 impl NotificationMeta {
     /// A `_meta` tagging a notification with its subscription.

@@ -28,6 +28,8 @@ pub mod error_codes;
 pub mod meta_keys;
 pub mod version;
 
+#[macro_use]
+mod serde_util;
 mod capabilities;
 mod common;
 mod completion;
@@ -42,7 +44,6 @@ mod prompts;
 mod resources;
 mod roots;
 mod sampling;
-mod serde_util;
 mod subscriptions;
 mod tasks;
 mod tools;

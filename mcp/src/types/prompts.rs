@@ -51,7 +51,7 @@ pub struct PromptArgument {
 pub type ListPromptsRequestParams = super::PaginatedRequestParams;
 
 /// Result of `prompts/list`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListPromptsResult {
     /// Result metadata.
@@ -75,6 +75,15 @@ pub struct ListPromptsResult {
     #[serde(flatten)]
     pub extra: JsonObject,
 }
+
+deserialize_with_extra!(ListPromptsResult {
+    meta: "_meta",
+    result_type: "resultType",
+    prompts: "prompts" required,
+    next_cursor: "nextCursor",
+    ttl_ms: "ttlMs",
+    cache_scope: "cacheScope",
+});
 
 /// Params of `prompts/get`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -107,7 +116,7 @@ pub struct GetPromptRequestParams {
 
 /// Result of `prompts/get` (for an input-required answer see
 /// [`ResultOrInputRequired`](super::ResultOrInputRequired)).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GetPromptResult {
     /// Result metadata.
@@ -125,6 +134,13 @@ pub struct GetPromptResult {
     #[serde(flatten)]
     pub extra: JsonObject,
 }
+
+deserialize_with_extra!(GetPromptResult {
+    meta: "_meta",
+    result_type: "resultType",
+    description: "description",
+    messages: "messages" required,
+});
 
 /// A message of a prompt.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

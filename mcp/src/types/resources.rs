@@ -85,7 +85,7 @@ pub type ListResourcesRequestParams = super::PaginatedRequestParams;
 pub type ListResourceTemplatesRequestParams = super::PaginatedRequestParams;
 
 /// Result of `resources/list`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListResourcesResult {
     /// Result metadata.
@@ -110,8 +110,17 @@ pub struct ListResourcesResult {
     pub extra: JsonObject,
 }
 
+deserialize_with_extra!(ListResourcesResult {
+    meta: "_meta",
+    result_type: "resultType",
+    resources: "resources" required,
+    next_cursor: "nextCursor",
+    ttl_ms: "ttlMs",
+    cache_scope: "cacheScope",
+});
+
 /// Result of `resources/templates/list`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListResourceTemplatesResult {
     /// Result metadata.
@@ -135,6 +144,15 @@ pub struct ListResourceTemplatesResult {
     #[serde(flatten)]
     pub extra: JsonObject,
 }
+
+deserialize_with_extra!(ListResourceTemplatesResult {
+    meta: "_meta",
+    result_type: "resultType",
+    resource_templates: "resourceTemplates" required,
+    next_cursor: "nextCursor",
+    ttl_ms: "ttlMs",
+    cache_scope: "cacheScope",
+});
 
 /// Params of `resources/read`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -176,7 +194,7 @@ impl ReadResourceRequestParams {
 ///
 /// A resource that does not exist is a JSON-RPC error, not an empty `contents`: `-32602`
 /// in 2026-07-28, `-32002` before, both with [`ResourceNotFoundData`](super::ResourceNotFoundData).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReadResourceResult {
     /// Result metadata.
@@ -197,6 +215,14 @@ pub struct ReadResourceResult {
     #[serde(flatten)]
     pub extra: JsonObject,
 }
+
+deserialize_with_extra!(ReadResourceResult {
+    meta: "_meta",
+    result_type: "resultType",
+    contents: "contents" required,
+    ttl_ms: "ttlMs",
+    cache_scope: "cacheScope",
+});
 
 /// Params of `resources/subscribe` and `resources/unsubscribe` (2025-11-25 and earlier;
 /// 2026-07-28 uses `subscriptions/listen`).

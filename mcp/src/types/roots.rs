@@ -23,7 +23,7 @@ pub type ListRootsRequestParams = super::RequestParams;
 
 /// Result of `roots/list` (sent by the client; in 2026-07-28 an input response, with no
 /// `resultType`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct ListRootsResult {
     /// Result metadata (2025-11-25).
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
@@ -34,6 +34,11 @@ pub struct ListRootsResult {
     #[serde(flatten)]
     pub extra: JsonObject,
 }
+
+deserialize_with_extra!(ListRootsResult {
+    meta: "_meta",
+    roots: "roots" required,
+});
 
 /// Params of `notifications/roots/list_changed` (2025-11-25 and earlier).
 pub type RootsListChangedNotificationParams = super::NotificationParams;

@@ -241,7 +241,7 @@ pub struct ModelHint {
 
 /// Result of `sampling/createMessage` (sent by the client; in 2026-07-28 an input
 /// response, with no `resultType`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateMessageResult {
     /// Result metadata.
@@ -260,6 +260,14 @@ pub struct CreateMessageResult {
     #[serde(flatten)]
     pub extra: JsonObject,
 }
+
+deserialize_with_extra!(CreateMessageResult {
+    meta: "_meta",
+    role: "role" required,
+    content: "content" required,
+    model: "model" required,
+    stop_reason: "stopReason",
+});
 
 /// Why sampling stopped; an open set.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

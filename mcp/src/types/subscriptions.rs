@@ -7,7 +7,7 @@ use super::{JsonObject, NotificationMeta, RequestId, RequestMeta, ResultMeta, Re
 
 /// The notification types a client opts in to on a listen stream (all opt-in: the server
 /// MUST NOT send types not requested here).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SubscriptionFilter {
     /// `notifications/tools/list_changed`.
@@ -26,6 +26,13 @@ pub struct SubscriptionFilter {
     #[serde(flatten)]
     pub extra: JsonObject,
 }
+
+deserialize_with_extra!(SubscriptionFilter {
+    tools_list_changed: "toolsListChanged",
+    prompts_list_changed: "promptsListChanged",
+    resources_list_changed: "resourcesListChanged",
+    resource_subscriptions: "resourceSubscriptions",
+});
 
 /// Params of `subscriptions/listen`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -51,7 +58,7 @@ pub struct SubscriptionsAcknowledgedNotificationParams {
 /// Result of `subscriptions/listen`: sent only when the server ends the subscription
 /// gracefully; otherwise empty. Its `_meta` carries the subscription id (the listen
 /// request's id).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SubscriptionsListenResult {
     /// Result metadata (required: the subscription id).
@@ -64,6 +71,11 @@ pub struct SubscriptionsListenResult {
     #[serde(flatten)]
     pub extra: JsonObject,
 }
+
+deserialize_with_extra!(SubscriptionsListenResult {
+    meta: "_meta",
+    result_type: "resultType",
+});
 
 impl SubscriptionsListenResult {
     /// The result that closes the subscription opened by request `subscription_id`.

@@ -61,7 +61,7 @@ pub struct Task {
 }
 
 /// Result of a task-augmented request.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateTaskResult {
     /// Result metadata.
@@ -73,6 +73,11 @@ pub struct CreateTaskResult {
     #[serde(flatten)]
     pub extra: JsonObject,
 }
+
+deserialize_with_extra!(CreateTaskResult {
+    meta: "_meta",
+    task: "task" required,
+});
 
 /// Params of `tasks/get`, `tasks/result` and `tasks/cancel`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -115,7 +120,7 @@ pub type CancelTaskResult = TaskResult;
 
 /// Result of `tasks/result`: the result of the original request (e.g. a `CallToolResult`),
 /// kept as a JSON object.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GetTaskPayloadResult {
     /// Result metadata.
@@ -129,8 +134,13 @@ pub struct GetTaskPayloadResult {
     pub extra: JsonObject,
 }
 
+deserialize_with_extra!(GetTaskPayloadResult {
+    meta: "_meta",
+    result_type: "resultType",
+});
+
 /// Result of `tasks/list`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListTasksResult {
     /// Result metadata.
@@ -145,6 +155,12 @@ pub struct ListTasksResult {
     #[serde(flatten)]
     pub extra: JsonObject,
 }
+
+deserialize_with_extra!(ListTasksResult {
+    meta: "_meta",
+    tasks: "tasks" required,
+    next_cursor: "nextCursor",
+});
 
 /// Params of `notifications/tasks/status`: the task's fields plus `_meta`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

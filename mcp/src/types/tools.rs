@@ -122,7 +122,7 @@ pub enum TaskSupport {
 pub type ListToolsRequestParams = super::PaginatedRequestParams;
 
 /// Result of `tools/list`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListToolsResult {
     /// Result metadata.
@@ -146,6 +146,15 @@ pub struct ListToolsResult {
     #[serde(flatten)]
     pub extra: JsonObject,
 }
+
+deserialize_with_extra!(ListToolsResult {
+    meta: "_meta",
+    result_type: "resultType",
+    tools: "tools" required,
+    next_cursor: "nextCursor",
+    ttl_ms: "ttlMs",
+    cache_scope: "cacheScope",
+});
 
 /// Params of `tools/call`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -195,7 +204,7 @@ impl CallToolRequestParams {
 ///
 /// Errors of the tool itself are results with `isError: true`; unknown tools and other
 /// protocol failures are JSON-RPC errors.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallToolResult {
     /// Result metadata.
@@ -221,6 +230,14 @@ pub struct CallToolResult {
     #[serde(flatten)]
     pub extra: JsonObject,
 }
+
+deserialize_with_extra!(CallToolResult {
+    meta: "_meta",
+    result_type: "resultType",
+    content: "content" required,
+    structured_content: "structuredContent" present,
+    is_error: "isError",
+});
 
 impl CallToolResult {
     /// A successful result with these content blocks.
