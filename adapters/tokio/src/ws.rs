@@ -395,7 +395,11 @@ where
                 slices[2 * i + 1] = IoSlice::new(message);
             }
             let slices = &slices[..2 * count];
-            ready!(crate::wire::poll_write_vectored(&mut self.stream, cx, slices))?
+            ready!(crate::wire::poll_write_vectored(
+                &mut self.stream,
+                cx,
+                slices
+            ))?
         };
         if written == 0 {
             return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
