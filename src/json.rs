@@ -23,7 +23,7 @@ pub(crate) struct Span {
 
 impl Span {
     #[inline]
-    pub fn of<'a>(&self, text: &'a str) -> &'a str {
+    pub(crate) fn of<'a>(&self, text: &'a str) -> &'a str {
         &text[self.start..self.end]
     }
 }
@@ -37,7 +37,7 @@ pub(crate) struct StrTok {
 
 impl StrTok {
     /// An empty token at position 0.
-    pub const EMPTY: StrTok = StrTok {
+    pub(crate) const EMPTY: StrTok = StrTok {
         span: Span { start: 0, end: 0 },
         escaped: false,
     };
@@ -74,7 +74,7 @@ pub(crate) struct Scanner<'a> {
 
 impl<'a> Scanner<'a> {
     #[inline]
-    pub fn new(bytes: &'a [u8]) -> Self {
+    pub(crate) fn new(bytes: &'a [u8]) -> Self {
         Scanner { bytes, pos: 0 }
     }
 
@@ -92,7 +92,7 @@ impl<'a> Scanner<'a> {
 
     /// Skips whitespace, then consumes `expected` or fails.
     #[inline]
-    pub fn expect(&mut self, expected: u8) -> Result<(), JsonError> {
+    pub(crate) fn expect(&mut self, expected: u8) -> Result<(), JsonError> {
         if self.peek_ws() == Some(expected) {
             self.pos += 1;
             Ok(())
@@ -107,7 +107,7 @@ impl<'a> Scanner<'a> {
     /// ([`Scanner::skip_string`]) returns one flag in a register rather than a token through
     /// memory (which stalled on store forwarding).
     #[inline]
-    pub fn string(&mut self) -> Result<StrTok, JsonError> {
+    pub(crate) fn string(&mut self) -> Result<StrTok, JsonError> {
         let start = self.pos + 1;
         let escaped = self.skip_string()?;
         Ok(StrTok {
@@ -126,7 +126,7 @@ impl<'a> Scanner<'a> {
     /// ends within eight bytes: those are passed over here with one look, in the caller,
     /// and every other goes on in [`skip_string_rest`](Self::skip_string_rest).
     #[inline]
-    pub fn skip_string(&mut self) -> Result<bool, JsonError> {
+    pub(crate) fn skip_string(&mut self) -> Result<bool, JsonError> {
         debug_assert_eq!(self.bytes.get(self.pos), Some(&b'"'));
         let start = self.pos + 1;
         self.pos = start;
@@ -227,7 +227,7 @@ impl<'a> Scanner<'a> {
 
     /// Scans a number at `pos` per the JSON grammar; returns its span.
     #[inline]
-    pub fn number(&mut self) -> Result<Span, JsonError> {
+    pub(crate) fn number(&mut self) -> Result<Span, JsonError> {
         let start = self.pos;
         self.skip_number()?;
         Ok(Span {
@@ -280,7 +280,7 @@ impl<'a> Scanner<'a> {
 
     /// Consumes the literal `word` (`true`, `false` or `null`) at `pos`.
     #[inline]
-    pub fn literal(&mut self, word: &[u8]) -> Result<(), JsonError> {
+    pub(crate) fn literal(&mut self, word: &[u8]) -> Result<(), JsonError> {
         if self.bytes.get(self.pos..self.pos + word.len()) == Some(word) {
             self.pos += word.len();
             Ok(())
@@ -294,7 +294,7 @@ impl<'a> Scanner<'a> {
     /// `depth` is the nesting depth of the value's container (0 at top level); an array or
     /// object that would be deeper than `max_depth` fails with [`JsonError::TooDeep`].
     #[inline]
-    pub fn value(&mut self, depth: u32, max_depth: u32) -> Result<Span, JsonError> {
+    pub(crate) fn value(&mut self, depth: u32, max_depth: u32) -> Result<Span, JsonError> {
         let first = self.peek_ws().ok_or(JsonError::Syntax)?;
         let start = self.pos;
         self.skip_value(first, depth, max_depth)?;
@@ -450,7 +450,7 @@ impl<'a> Scanner<'a> {
 
     /// Scans `"key" :` and leaves `pos` before the member's value.
     #[inline]
-    pub fn key(&mut self) -> Result<StrTok, JsonError> {
+    pub(crate) fn key(&mut self) -> Result<StrTok, JsonError> {
         if self.peek_ws() != Some(b'"') {
             return Err(JsonError::Syntax);
         }
@@ -471,7 +471,7 @@ impl<'a> Scanner<'a> {
 
     /// True when only whitespace remains.
     #[inline]
-    pub fn at_end(&mut self) -> bool {
+    pub(crate) fn at_end(&mut self) -> bool {
         self.peek_ws().is_none()
     }
 }
@@ -513,7 +513,7 @@ pub(crate) struct Unescape<'a> {
 }
 
 impl<'a> Unescape<'a> {
-    pub fn new(token: &'a str) -> Self {
+    pub(crate) fn new(token: &'a str) -> Self {
         Unescape {
             rest: token.chars(),
         }

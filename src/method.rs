@@ -215,7 +215,7 @@ pub fn encode_params<'b, P: Serialize + ?Sized>(
 
 /// [`encode_params`] into a fresh buffer, owning the result: for callers that hand the
 /// params to an endpoint on another thread or task (the adapters' clients).
-pub fn encode_params_owned<P: Serialize + ?Sized>(
+pub(crate) fn encode_params_owned<P: Serialize + ?Sized>(
     params: &P,
 ) -> Result<Option<alloc::boxed::Box<RawValue>>, crate::error::SendError> {
     let mut buf = Vec::new();

@@ -653,15 +653,6 @@ impl Router {
         Ok(())
     }
 
-    /// The declaration of the subscription whose subscribe method is `method`, if one was
-    /// registered with [`Router::subscription_with`].
-    #[cfg(feature = "subscriptions")]
-    pub fn subscription_of(&self, method: &str) -> Option<&MethodSubscription> {
-        self.subscriptions
-            .get(method)
-            .map(|(declaration, _)| declaration)
-    }
-
     /// A subscribe request `call` to a method registered with [`Router::subscription_with`],
     /// past the layers' gates: the handler's work with its declaration, or the error to
     /// answer (refused by a layer, params that do not fit); `None` when `call`'s method is
@@ -797,8 +788,8 @@ impl Router {
         !self.layers.is_empty()
     }
 
-    /// Hands the sizes of the batches `connection` has received since the last call
-    /// ([`Connection::poll_batch_size`]) to every layer's [`Layer::batch`]. Drivers that
+    /// Hands the sizes of the batches `connection` has received since the last call to
+    /// every layer's [`Layer::batch`]. Drivers that
     /// drain events themselves call it after each input; [`Router::serve`] calls it.
     pub fn observe_batches(&self, connection: &mut Connection) {
         while let Some(size) = connection.poll_batch_size() {

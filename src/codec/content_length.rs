@@ -197,7 +197,7 @@ impl ContentLengthDecoder {
 
     /// True while a frame is partly received; see
     /// [`Decoder::in_frame`](super::Decoder::in_frame).
-    pub fn in_frame(&self) -> bool {
+    pub(crate) fn in_frame(&self) -> bool {
         !matches!(self.state, State::Header(_)) || self.buf.len() > 0
     }
 

@@ -385,7 +385,7 @@ impl Decoder {
     /// skipped). Meaningful once [`Decoder::next_frame`] has returned `None`; the endpoint
     /// times such a frame out ([`Config::frame_timeout`](crate::endpoint::Config)).
     #[inline]
-    pub fn in_frame(&self) -> bool {
+    pub(crate) fn in_frame(&self) -> bool {
         match &self.inner {
             Inner::ContentLength(d) => d.in_frame(),
             Inner::Newline(d) => d.in_frame(),

@@ -155,7 +155,7 @@ impl NewlineDecoder {
 
     /// True while a line is partly received; see
     /// [`Decoder::in_frame`](super::Decoder::in_frame).
-    pub fn in_frame(&self) -> bool {
+    pub(crate) fn in_frame(&self) -> bool {
         self.discarding || self.buf.len() > 0
     }
 

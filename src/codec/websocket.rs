@@ -402,7 +402,7 @@ fn close_event(payload: &[u8]) -> Result<WsEvent<'_>, WsFault> {
 }
 
 /// XORs `payload` with the masking key (§5.3), a word at a time.
-pub fn apply_mask(payload: &mut [u8], key: [u8; 4]) {
+pub(crate) fn apply_mask(payload: &mut [u8], key: [u8; 4]) {
     let wide = u64::from_ne_bytes([
         key[0], key[1], key[2], key[3], key[0], key[1], key[2], key[3],
     ]);
@@ -423,7 +423,7 @@ pub const MAX_HEADER: usize = 14;
 
 /// Appends a final frame's header for a payload of `len` bytes, with the masking key if
 /// there is one (a client's frames are masked, a server's are not).
-pub fn encode_header(opcode: Opcode, len: usize, mask: Option<[u8; 4]>, out: &mut Vec<u8>) {
+pub(crate) fn encode_header(opcode: Opcode, len: usize, mask: Option<[u8; 4]>, out: &mut Vec<u8>) {
     let mut bytes = [0u8; MAX_HEADER];
     let n = write_header(opcode, len, mask, &mut bytes);
     out.extend_from_slice(&bytes[..n]);
@@ -431,7 +431,7 @@ pub fn encode_header(opcode: Opcode, len: usize, mask: Option<[u8; 4]>, out: &mu
 
 /// Writes a final frame's header into `bytes` and returns its length: for a transport that
 /// writes the header from its own bytes and the payload from where it is (a vectored
-/// write), as [`encode_header`] would append it.
+/// write), as [`encode_frame`] writes it before the payload.
 pub fn write_header(
     opcode: Opcode,
     len: usize,
@@ -459,7 +459,7 @@ pub fn write_header(
     n
 }
 
-/// The length of the header [`encode_header`] writes.
+/// The length of the header [`write_header`] writes.
 pub fn header_len(len: usize, masked: bool) -> usize {
     let base = if len < 126 {
         2

@@ -83,7 +83,7 @@ pub(super) struct Lsp {
 }
 
 impl Lsp {
-    pub fn new(check_every: Duration) -> Self {
+    pub(super) fn new(check_every: Duration) -> Self {
         Lsp {
             state: State::Uninitialized,
             trace: Trace::Off,
@@ -98,7 +98,7 @@ impl Lsp {
     }
 
     /// The application answered request `handle`.
-    pub fn answered(&mut self, handle: IncomingId) {
+    pub(super) fn answered(&mut self, handle: IncomingId) {
         if self.shutdown == Some(handle) {
             self.shutdown = None;
             self.shutdown_answered = true;
@@ -107,7 +107,7 @@ impl Lsp {
 
     /// The names the lifecycle looks at in its present state (every call before
     /// `initialize` and after `shutdown`).
-    pub fn takes(&self, request: bool, method: &str) -> bool {
+    pub(super) fn takes(&self, request: bool, method: &str) -> bool {
         self.state != State::Running
             || match method {
                 "initialize" | "shutdown" => request,
@@ -117,7 +117,7 @@ impl Lsp {
     }
 
     /// What to do with a request of the peer.
-    pub fn request(&self, method: &str) -> Gate {
+    pub(super) fn request(&self, method: &str) -> Gate {
         match (self.state, method) {
             (State::Uninitialized, "initialize") => Gate::Initialize,
             (State::Uninitialized, _) => Gate::Refuse(ErrorObject::fixed(
@@ -138,7 +138,7 @@ impl Lsp {
     }
 
     /// What to do with a notification of the peer.
-    pub fn notification(&self, method: &str, params: Option<&RawValue>) -> Gate {
+    pub(super) fn notification(&self, method: &str, params: Option<&RawValue>) -> Gate {
         match (self.state, method) {
             (_, "exit") => Gate::Exit(if self.state == State::ShutDown { 0 } else { 1 }),
             (State::Running, "$/setTrace") => {
@@ -160,7 +160,7 @@ impl Lsp {
     }
 
     /// `initialize` came: the client's process, trace level and progress capability.
-    pub fn initialize(&mut self, params: Option<&RawValue>, now: Instant) {
+    pub(super) fn initialize(&mut self, params: Option<&RawValue>, now: Instant) {
         #[derive(Deserialize, Default)]
         #[serde(rename_all = "camelCase")]
         struct Window {
@@ -198,7 +198,7 @@ impl Lsp {
     }
 
     /// The check timer fired: the driver is asked to look at the process.
-    pub fn handle_timeout(&mut self, now: Instant) {
+    pub(super) fn handle_timeout(&mut self, now: Instant) {
         if let Some(at) = self.next_check.filter(|&at| at <= now) {
             self.check_due = true;
             self.next_check = Some(at.max(now) + self.check_every);

@@ -850,7 +850,7 @@ impl Connection {
     }
 
     /// The size of the next batch received since the last call, for metrics layers.
-    pub fn poll_batch_size(&mut self) -> Option<usize> {
+    pub(crate) fn poll_batch_size(&mut self) -> Option<usize> {
         self.endpoint.poll_batch_size()
     }
 
@@ -1341,12 +1341,6 @@ impl Connection {
         self.endpoint.send_progress(token, value)
     }
 
-    /// The tag of the message the peer's request `handle` came in (0 when untagged; see
-    /// [`handle_message_tagged`](Connection::handle_message_tagged)).
-    pub fn tag_of(&self, handle: IncomingId) -> u64 {
-        self.endpoint.tag_of(handle)
-    }
-
     /// Sends a notification on behalf of the peer's request `handle` (progress, a log
     /// message): it carries that request's tag, so a transport with a stream per request
     /// sends it on the request's stream.
@@ -1485,11 +1479,6 @@ impl Connection {
                 lsp.answered(handle);
             }
         }
-    }
-
-    /// The wire id of a request still running, for a handler's context.
-    pub fn peer_id(&self, handle: IncomingId) -> Option<&Id<'static>> {
-        self.endpoint.peer_id(handle)
     }
 
     // ----- streams -----

@@ -91,7 +91,7 @@ impl Tags {
     }
 }
 
-pub use crate::config::{Config, NullIdPolicy};
+pub(crate) use crate::config::{Config, NullIdPolicy};
 
 /// When a request should time out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -652,7 +652,7 @@ impl Endpoint {
     /// (not 0): the requests in it keep the tag, and every frame written for them (their
     /// answers, what is sent on their behalf, an error answering the message itself)
     /// carries it ([`poll_transmit_tagged`](Endpoint::poll_transmit_tagged)).
-    pub fn handle_message_tagged(
+    pub(crate) fn handle_message_tagged(
         &mut self,
         message: &[u8],
         tag: u64,
@@ -675,7 +675,7 @@ impl Endpoint {
     /// classifier has scanned already ([`Scanned`]): what it found is read, not found
     /// again, when it was found under this endpoint's limits. On [`Backpressure`] hand it
     /// in again later (it is scanned then).
-    pub fn handle_scanned_tagged(
+    pub(crate) fn handle_scanned_tagged(
         &mut self,
         message: &mut Scanned,
         tag: u64,
@@ -803,7 +803,7 @@ impl Endpoint {
     /// are handed out and unanswered as allowed ([`Config::hold_when_busy`]), or a
     /// notification's handler has not finished ([`Config::ordered_notifications`]). The
     /// rest of the input is still read, up to [`Config::max_held_bytes`].
-    pub fn is_holding(&self) -> bool {
+    pub(crate) fn is_holding(&self) -> bool {
         let over =
             self.config.hold_when_busy && self.incoming.len() > self.config.max_inflight_incoming;
         over || (self.queued_calls > 0 && (self.barrier() || self.busy_full()))
@@ -844,7 +844,7 @@ impl Endpoint {
     /// The handler of a notification handed out has finished: under
     /// [`Config::ordered_notifications`], the requests and notifications behind it may be
     /// handed out. Call it once per notification (drivers do; extra calls do nothing).
-    pub fn notification_done(&mut self) {
+    pub(crate) fn notification_done(&mut self) {
         self.notifying = self.notifying.saturating_sub(1);
     }
 
@@ -1469,7 +1469,7 @@ impl Endpoint {
 
     /// The tag of a request the peer sent and we have not answered yet (0 when its message
     /// came untagged).
-    pub fn tag_of(&self, id: IncomingId) -> u64 {
+    pub(crate) fn tag_of(&self, id: IncomingId) -> u64 {
         self.tags.get(id.0).unwrap_or(0)
     }
 
@@ -1477,11 +1477,6 @@ impl Endpoint {
     /// on behalf of); the tag before.
     pub(crate) fn set_output_tag(&mut self, tag: u64) -> u64 {
         core::mem::replace(&mut self.output_tag, tag)
-    }
-
-    /// The wire id of a request the peer sent and we have not answered yet.
-    pub fn peer_id(&self, id: IncomingId) -> Option<&Id<'static>> {
-        self.incoming.get(id).map(|e| &e.peer_id)
     }
 
     /// Cancels one of our requests: it ends with [`EndReason::Cancelled`] at once, a late
@@ -1565,14 +1560,14 @@ impl Endpoint {
     /// ([`Connection::notify_for`](crate::connection::Connection::notify_for)), 0 for
     /// the rest. A transport with a stream per message (MCP's Streamable HTTP) sends each
     /// frame on its tag's stream.
-    pub fn poll_transmit_tagged(&mut self, buf: &mut Vec<u8>) -> Option<(usize, u64)> {
+    pub(crate) fn poll_transmit_tagged(&mut self, buf: &mut Vec<u8>) -> Option<(usize, u64)> {
         self.out.take_front(buf)
     }
 
     /// Every byte of output queued, framed, to write as it is (a byte-stream driver writes
     /// straight from here and then calls [`consume_transmit`](Endpoint::consume_transmit)
     /// with how many bytes went out). Empty when there is nothing to send.
-    pub fn peek_transmit(&self) -> &[u8] {
+    pub(crate) fn peek_transmit(&self) -> &[u8] {
         self.out.bytes()
     }
 
@@ -1598,13 +1593,13 @@ impl Endpoint {
     /// Bytes of memory the output buffer holds: at most about twice
     /// [`buffered_output`](Endpoint::buffered_output) (plus a few KiB), whatever the
     /// driver takes per turn; an emptied buffer keeps at most 64 KiB.
-    pub fn output_capacity(&self) -> usize {
+    pub(crate) fn output_capacity(&self) -> usize {
         self.out.capacity()
     }
 
     /// The size of the next incoming batch seen since the last call (for metrics); `None`
     /// when there is none. Only the first 64 undrained sizes are kept.
-    pub fn poll_batch_size(&mut self) -> Option<usize> {
+    pub(crate) fn poll_batch_size(&mut self) -> Option<usize> {
         self.batch_sizes.pop_front()
     }
 

@@ -45,26 +45,26 @@ pub(super) struct Watched {
 
 #[cfg(feature = "progress")]
 impl Watched {
-    pub fn insert(&mut self, token: Id<'static>, id: u64, base: Duration, cap: Instant) {
+    pub(super) fn insert(&mut self, token: Id<'static>, id: u64, base: Duration, cap: Instant) {
         self.by_token.insert(token, Watch { id, base, cap });
     }
 
     /// The request watched under `token` and its new deadline after progress at `now`.
-    pub fn extend(&self, token: &Id<'_>, now: Instant) -> Option<(u64, Instant)> {
+    pub(super) fn extend(&self, token: &Id<'_>, now: Instant) -> Option<(u64, Instant)> {
         let w = self.by_token.get(&token.to_owned_id())?;
         Some((w.id, (now + w.base).min(w.cap)))
     }
 
     /// Forgets tokens whose request is no longer pending.
-    pub fn retain(&mut self, mut pending: impl FnMut(u64) -> bool) {
+    pub(super) fn retain(&mut self, mut pending: impl FnMut(u64) -> bool) {
         self.by_token.retain(|_, w| pending(w.id));
     }
 
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.by_token.len()
     }
 
-    pub fn clear(&mut self) {
+    pub(super) fn clear(&mut self) {
         self.by_token.clear();
     }
 }

@@ -46,11 +46,11 @@ const SWEEP: usize = 64;
 const _: () = assert!(core::mem::size_of::<Slot>() == core::mem::size_of::<Option<Instant>>());
 
 impl Outgoing {
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.live
     }
 
-    pub fn insert(&mut self, id: u64, deadline: Option<Instant>) {
+    pub(super) fn insert(&mut self, id: u64, deadline: Option<Instant>) {
         // Our ids are never reused: a new one goes last, and replaces nothing.
         match self.pending.insert(id, Slot::Pending(deadline)) {
             None => self.live += 1,
@@ -72,7 +72,7 @@ impl Outgoing {
     }
 
     /// Removes a pending request; false when it was not pending.
-    pub fn remove(&mut self, id: u64) -> bool {
+    pub(super) fn remove(&mut self, id: u64) -> bool {
         let Some(deadline) = self.end(id) else {
             return false;
         };
@@ -151,12 +151,12 @@ impl Outgoing {
         }
     }
 
-    pub fn contains(&self, id: u64) -> bool {
+    pub(super) fn contains(&self, id: u64) -> bool {
         matches!(self.pending.get(&id), Some(Slot::Pending(_)))
     }
 
     /// The only pending request, if exactly one is pending.
-    pub fn single(&self) -> Option<u64> {
+    pub(super) fn single(&self) -> Option<u64> {
         // The ring's ends are always pending: with one pending, it is the first.
         match (self.live, self.pending.first()) {
             (1, Some(&(id, Slot::Pending(_)))) => Some(id),
@@ -164,7 +164,7 @@ impl Outgoing {
         }
     }
 
-    pub fn next_deadline(&self) -> Option<Instant> {
+    pub(super) fn next_deadline(&self) -> Option<Instant> {
         self.deadlines.first().map(|&((d, _), ())| d)
     }
 
@@ -181,7 +181,7 @@ impl Outgoing {
     }
 
     /// Removes every pending request, in id order.
-    pub fn drain(&mut self) -> impl Iterator<Item = u64> {
+    pub(super) fn drain(&mut self) -> impl Iterator<Item = u64> {
         self.deadlines.clear();
         self.live = 0;
         self.ended = 0;
@@ -191,7 +191,7 @@ impl Outgoing {
             .filter_map(|(id, slot)| matches!(slot, Slot::Pending(_)).then_some(id))
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.pending.is_empty() && self.deadlines.is_empty()
     }
 }
@@ -226,11 +226,11 @@ impl<K, V> Default for SortedDeque<K, V> {
 }
 
 impl<K: Ord, V> SortedDeque<K, V> {
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
@@ -255,7 +255,7 @@ impl<K: Ord, V> SortedDeque<K, V> {
     }
 
     /// Inserts or replaces; returns the value replaced.
-    pub fn insert(&mut self, key: K, value: V) -> Option<V> {
+    pub(crate) fn insert(&mut self, key: K, value: V) -> Option<V> {
         match self.find(&key) {
             Ok(i) => Some(core::mem::replace(&mut self.entries[i].1, value)),
             Err(i) if i == self.entries.len() => {
@@ -270,7 +270,7 @@ impl<K: Ord, V> SortedDeque<K, V> {
     }
 
     #[inline]
-    pub fn get_mut<Q: Ord + ?Sized>(&mut self, key: &Q) -> Option<&mut V>
+    pub(crate) fn get_mut<Q: Ord + ?Sized>(&mut self, key: &Q) -> Option<&mut V>
     where
         K: core::borrow::Borrow<Q>,
     {
@@ -283,7 +283,7 @@ impl<K: Ord, V> SortedDeque<K, V> {
         Some(&mut self.entries[i].1)
     }
 
-    pub fn remove<Q: Ord + ?Sized>(&mut self, key: &Q) -> Option<V>
+    pub(crate) fn remove<Q: Ord + ?Sized>(&mut self, key: &Q) -> Option<V>
     where
         K: core::borrow::Borrow<Q>,
     {
@@ -293,15 +293,15 @@ impl<K: Ord, V> SortedDeque<K, V> {
         Some(value)
     }
 
-    pub fn first(&self) -> Option<&(K, V)> {
+    pub(crate) fn first(&self) -> Option<&(K, V)> {
         self.entries.front()
     }
 
-    pub fn last(&self) -> Option<&(K, V)> {
+    pub(crate) fn last(&self) -> Option<&(K, V)> {
         self.entries.back()
     }
 
-    pub fn get<Q: Ord + ?Sized>(&self, key: &Q) -> Option<&V>
+    pub(crate) fn get<Q: Ord + ?Sized>(&self, key: &Q) -> Option<&V>
     where
         K: core::borrow::Borrow<Q>,
     {
@@ -316,12 +316,12 @@ impl<K: Ord, V> SortedDeque<K, V> {
     }
 
     /// Keeps the entries for which `keep` is true, in order.
-    pub fn retain(&mut self, mut keep: impl FnMut(&K, &mut V) -> bool) {
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&K, &mut V) -> bool) {
         self.entries.retain_mut(|(k, v)| keep(k, v));
         self.shrink();
     }
 
-    pub fn pop_first(&mut self) -> Option<(K, V)> {
+    pub(crate) fn pop_first(&mut self) -> Option<(K, V)> {
         let first = self.entries.pop_front();
         self.shrink();
         first
@@ -340,11 +340,11 @@ impl<K: Ord, V> SortedDeque<K, V> {
     }
 
     /// Removes every entry, in key order.
-    pub fn drain(&mut self) -> impl Iterator<Item = (K, V)> {
+    pub(crate) fn drain(&mut self) -> impl Iterator<Item = (K, V)> {
         core::mem::take(&mut self.entries).into_iter()
     }
 
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.entries.clear();
         self.shrink();
     }
@@ -393,7 +393,7 @@ pub(super) struct InFlight {
 
 impl InFlight {
     /// The key of the incoming batch this request belongs to, if any.
-    pub fn batch(&self) -> Option<u64> {
+    pub(super) fn batch(&self) -> Option<u64> {
         self.batch.map(NonZeroU64::get)
     }
 }
@@ -410,7 +410,7 @@ pub(super) struct BatchAnswer {
 
 impl BatchAnswer {
     /// Prepares `body` for one more answer.
-    pub fn entry(&mut self) -> &mut Vec<u8> {
+    pub(super) fn entry(&mut self) -> &mut Vec<u8> {
         if self.answers == 0 {
             self.body.clear();
             self.body.push(b'[');
@@ -441,7 +441,7 @@ pub(super) struct Incoming {
 }
 
 impl Incoming {
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.in_flight.len()
     }
 
@@ -478,7 +478,7 @@ impl Incoming {
     /// Where a new request with wire id `id` goes, found once for both the duplicate check
     /// and [`Incoming::insert`]; `Err` with the handle of the request in flight under the
     /// same id.
-    pub fn place(&self, id: &Id<'_>) -> Result<Place, IncomingId> {
+    pub(super) fn place(&self, id: &Id<'_>) -> Result<Place, IncomingId> {
         match self.find_peer(id) {
             Ok(at) => Err(IncomingId(self.by_peer_id[at])),
             Err(at) => Ok(Place(at)),
@@ -487,7 +487,7 @@ impl Incoming {
 
     /// Records a request at the place [`Incoming::place`] found for its id, with no change
     /// to the table in between.
-    pub fn insert(
+    pub(super) fn insert(
         &mut self,
         peer_id: &Id<'_>,
         version: Version,
@@ -516,7 +516,7 @@ impl Incoming {
         IncomingId(handle)
     }
 
-    pub fn remove(&mut self, handle: IncomingId) -> Option<InFlight> {
+    pub(super) fn remove(&mut self, handle: IncomingId) -> Option<InFlight> {
         let h = handle.0;
         // Answers mostly leave in the order their ids came: the handle is then first (or
         // last) in the index, found without comparing ids.
@@ -551,7 +551,7 @@ impl Incoming {
     /// The entry is read where it lies and dropped there: moved out whole, its fields were
     /// copied in pieces of other widths than they were written in, a stalled store-to-load
     /// forward on every answer.
-    pub fn answer(
+    pub(super) fn answer(
         &mut self,
         handle: IncomingId,
         single: &mut Vec<u8>,
@@ -581,11 +581,7 @@ impl Incoming {
         self.remove(handle).map(|_| settled)
     }
 
-    pub fn get(&self, handle: IncomingId) -> Option<&InFlight> {
-        self.in_flight.get_seq(handle.0)
-    }
-
-    pub fn get_mut(&mut self, handle: IncomingId) -> Option<&mut InFlight> {
+    pub(super) fn get_mut(&mut self, handle: IncomingId) -> Option<&mut InFlight> {
         self.in_flight.get_mut(&handle.0)
     }
 
@@ -605,7 +601,7 @@ impl Incoming {
         key
     }
 
-    pub fn batch(&mut self, key: u64) -> Option<&mut BatchAnswer> {
+    pub(super) fn batch(&mut self, key: u64) -> Option<&mut BatchAnswer> {
         self.batches.get_mut(&key)
     }
 
@@ -622,13 +618,13 @@ impl Incoming {
         }
     }
 
-    pub fn clear(&mut self) {
+    pub(super) fn clear(&mut self) {
         self.in_flight.clear();
         self.by_peer_id.clear();
         self.batches.clear();
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.in_flight.is_empty() && self.by_peer_id.is_empty() && self.batches.is_empty()
     }
 }
@@ -653,7 +649,7 @@ impl EarlyCancels {
 
     /// Takes a remembered cancel for `id`, if there is a live one.
     #[inline]
-    pub fn take(&mut self, id: &Id<'_>, now: Instant) -> bool {
+    pub(super) fn take(&mut self, id: &Id<'_>, now: Instant) -> bool {
         // Asked for every request; nearly always none is remembered.
         !self.entries.is_empty() && self.take_remembered(id, now)
     }
@@ -670,7 +666,7 @@ impl EarlyCancels {
         }
     }
 
-    pub fn expire(&mut self, now: Instant) {
+    pub(super) fn expire(&mut self, now: Instant) {
         while self.entries.front().is_some_and(|&(_, t)| t <= now) {
             self.entries.pop_front();
         }
@@ -680,11 +676,11 @@ impl EarlyCancels {
         self.entries.front().map(|&(_, t)| t)
     }
 
-    pub fn clear(&mut self) {
+    pub(super) fn clear(&mut self) {
         self.entries.clear();
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 }

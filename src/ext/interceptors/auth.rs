@@ -97,7 +97,7 @@ impl AuthLayer<fn(&str) -> bool> {
 }
 
 /// Compares two byte strings in time that depends on their lengths only.
-pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }

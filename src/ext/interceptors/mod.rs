@@ -40,7 +40,7 @@ mod logging;
 mod metrics;
 mod rate;
 
-pub use auth::{constant_time_eq, AuthLayer, UNAUTHORIZED};
+pub use auth::{AuthLayer, UNAUTHORIZED};
 #[cfg(feature = "tracing")]
 pub use client::ClientLogging;
 pub use client::ClientRateLimit;
