@@ -653,6 +653,15 @@ impl Router {
         Ok(())
     }
 
+    /// The declaration of the subscription whose subscribe method is `method`, if one was
+    /// registered with [`Router::subscription_with`].
+    #[cfg(feature = "subscriptions")]
+    pub fn subscription_of(&self, method: &str) -> Option<&MethodSubscription> {
+        self.subscriptions
+            .get(method)
+            .map(|(declaration, _)| declaration)
+    }
+
     /// A subscribe request `call` to a method registered with [`Router::subscription_with`],
     /// past the layers' gates: the handler's work with its declaration, or the error to
     /// answer (refused by a layer, params that do not fit); `None` when `call`'s method is
