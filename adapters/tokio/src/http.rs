@@ -42,7 +42,6 @@ use crate::{Origins, ServeOptions, Transport};
 #[cfg(feature = "tls")]
 pub use crate::http_client::connect_tls;
 pub use crate::http_client::{connect, MAX_CONNECTIONS};
-pub use hyper;
 
 /// Room kept in front of an answer in the write buffer for its head, which is written
 /// there once the answer's length is known (a longer head is moved in front).
