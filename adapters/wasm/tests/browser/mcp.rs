@@ -1,4 +1,4 @@
-//! The MCP client over `fetch` (`sansrpc_wasm::mcp`) against the project's `everything_server`
+//! The MCP client over `fetch` (`sansrpc_mcp::wasm`) against the project's `everything_server`
 //! (started by tests/chromium.rs, listing this page's origin): both revisions, JSON and SSE
 //! answers, progress, a stream cut by the network and resumed with `Last-Event-ID`, and the
 //! session's `DELETE` checked from the server's side.
@@ -38,7 +38,7 @@ fn client(url: Option<&'static str>) -> (ClientBuilder, Spawned, Progress) {
     let builder = Builder::new()
         .config(Config::for_profile(Profile::Mcp))
         .router(mcp.router());
-    let conn = sansrpc_wasm::mcp::connect(crate::url(url), builder).expect("connect");
+    let conn = sansrpc_mcp::wasm::connect(crate::url(url), builder).expect("connect");
     (mcp, conn, progress)
 }
 
@@ -103,7 +103,7 @@ async fn an_mcp_session_initializes_calls_tools_with_json_and_sse_answers_and_en
     assert_eq!(server.protocol_version(), version::V2025_11_25);
     assert_eq!(server.server_info().name, "sansrpc-everything-server");
     // The session id came in a header CORS exposes to the page.
-    let session = sansrpc_wasm::mcp::session_id(&conn.client).expect("a session id");
+    let session = sansrpc_mcp::wasm::session_id(&conn.client).expect("a session id");
     assert_eq!(session.len(), 32, "{session:?}");
 
     let tools = server.all_tools().await.expect("tools/list");
@@ -160,7 +160,7 @@ async fn the_stateless_revision_discovers_and_calls_with_json_and_sse_answers() 
     let server = mcp.discover(&conn).await.expect("server/discover");
     assert!(server.is_stateless());
     assert_eq!(server.protocol_version(), version::V2026_07_28);
-    assert_eq!(sansrpc_wasm::mcp::session_id(&conn.client), None);
+    assert_eq!(sansrpc_mcp::wasm::session_id(&conn.client), None);
     let tools = server.all_tools().await.expect("tools/list");
     assert!(tools.iter().any(|t| t.name == "slow"));
     let sum = server
@@ -184,7 +184,7 @@ async fn a_server_that_is_not_there_is_a_clear_transport_error() {
     let builder = Builder::new()
         .config(Config::for_profile(Profile::Mcp))
         .router(mcp.router());
-    let conn = sansrpc_wasm::mcp::connect("http://127.0.0.1:9/mcp", builder).unwrap();
+    let conn = sansrpc_mcp::wasm::connect("http://127.0.0.1:9/mcp", builder).unwrap();
     let err = mcp.initialize(&conn).await.unwrap_err();
     let cause = err.transport().expect("the transport's reason").to_string();
     assert!(
@@ -192,7 +192,7 @@ async fn a_server_that_is_not_there_is_a_clear_transport_error() {
         "{cause}"
     );
     // And a header the transport sets itself is refused before anything is sent.
-    let refused = sansrpc_wasm::mcp::Connect::new(crate::url(MCP))
+    let refused = sansrpc_mcp::wasm::Connect::new(crate::url(MCP))
         .header("Mcp-Session-Id", "mine")
         .connect(Builder::new())
         .unwrap_err();
