@@ -95,7 +95,10 @@ impl Transport for Pipe {
 struct Never;
 
 impl Timer for Never {
-    fn sleep_until(&self, _: std::time::Instant) -> impl Future<Output = ()> + Send + 'static {
+    fn sleep_until(
+        &self,
+        _: sansrpc_runtime::time::Instant,
+    ) -> impl Future<Output = ()> + Send + 'static {
         std::future::pending()
     }
 }

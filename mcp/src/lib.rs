@@ -6,6 +6,9 @@
 //! types that follow the schema's JSON names exactly. [`streamable`] is the Streamable HTTP
 //! transport as a sans-I/O machine (sessions, JSON or Server-Sent Events, resumption, the
 //! header rules of each revision, Host/Origin checks, the OAuth resource-server answers).
+//! Its transports are behind features: the module `tokio` serves and calls it on tokio
+//! (feature `tokio`), the module `wasm` calls it from a browser page with `fetch` (feature
+//! `wasm`, for `wasm32-unknown-unknown`).
 //!
 //! ```
 //! use sansrpc_mcp::types::{CallToolResult, ContentBlock};
@@ -27,6 +30,8 @@ pub mod streamable;
 #[cfg(feature = "tokio")]
 pub mod tokio;
 pub mod types;
+#[cfg(feature = "wasm")]
+pub mod wasm;
 
 /// A value as raw JSON, for the adapters' raw handlers and calls (the MCP types and
 /// `serde_json` values always serialise).

@@ -3,6 +3,7 @@
 //! templates, prompts, completion, logging, subscriptions, ping) with lists followed across
 //! pages, and every callback (sampling, elicitation with SEP-1034 defaults, roots, the
 //! server's notifications). Errors come back as the server's JSON-RPC error.
+#![cfg(not(target_arch = "wasm32"))]
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -11,6 +11,7 @@
 //! count) it expects, bounded by `run`'s 20 s. Where a test shows that something did *not*
 //! come, it sends a later notification on the same connection and checks that this one
 //! comes next (one connection keeps its order).
+#![cfg(not(target_arch = "wasm32"))]
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};

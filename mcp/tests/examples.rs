@@ -1,5 +1,6 @@
 //! The MCP examples the README and docs/ name, run: each one's output (or what its peer
 //! gets) compared with the exact values it computes, so a broken example fails here.
+#![cfg(not(target_arch = "wasm32"))]
 
 #[path = "../../tests/support/interop.rs"]
 mod interop;

@@ -6,6 +6,7 @@
 //! `REFUSED_STREAM` reset past the streams it allows, and `GOAWAY` when the refusals pile
 //! up), keep its RSS under a stated bound, and serve a well-behaved client on another
 //! connection (MCP `initialize` and `tools/call`) throughout.
+#![cfg(not(target_arch = "wasm32"))]
 
 #[path = "../../tests/support/interop.rs"]
 mod support;

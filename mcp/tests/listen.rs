@@ -8,6 +8,7 @@
 //! (2025-11-25) has no `subscriptions/listen`. Over Streamable HTTP the conformance suite
 //! checks the same (`mcp_conformance.rs`) and `mcp_listen_http.rs` that a closed stream
 //! ends its subscription.
+#![cfg(not(target_arch = "wasm32"))]
 
 use std::time::Duration;
 

@@ -11,6 +11,7 @@
 //! is the server's. After warm-up the count per call does not vary from run to run; each
 //! revision's figure must stay at or under its ceiling (`CEILING_*` below): lower a ceiling
 //! as the path allocates less, and raise one only with the reason in the commit.
+#![cfg(not(target_arch = "wasm32"))]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

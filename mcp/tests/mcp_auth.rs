@@ -6,6 +6,7 @@
 //! header fields reach the tool's handler (`Context::http`), on a 2025-11-25 session and on
 //! a stateless 2026-07-28 request; the `Authorization` field itself is not handed on. The
 //! same with the tower service mounted in an axum app.
+#![cfg(not(target_arch = "wasm32"))]
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

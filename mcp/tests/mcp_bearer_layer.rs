@@ -11,6 +11,7 @@
 //! The server side of a remote deployment on the way: the state every handler shares
 //! (`ServerBuilder::with_state`, read with `Context::state`), and a resource and a prompt
 //! added and removed while serving, each change announced with `list_changed`.
+#![cfg(not(target_arch = "wasm32"))]
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

@@ -4,6 +4,7 @@
 //! returns, and dropping the last `McpClient` does the same in the background. Either way
 //! the server forgot the session: a request naming it afterwards is answered 404. The
 //! client is made from a borrowed connection (`initialize(&conn)`), no clone.
+#![cfg(not(target_arch = "wasm32"))]
 
 #[path = "../../tests/support/common.rs"]
 mod common;

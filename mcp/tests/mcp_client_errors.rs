@@ -6,6 +6,7 @@
 //! issuer nobody trusts; an expiry past) and the host, or the address refused; the rustls
 //! error itself is among its sources. A server that asks for credentials the connection
 //! was not given is said so, with its challenge.
+#![cfg(not(target_arch = "wasm32"))]
 
 use std::process::Command;
 use std::time::Duration;

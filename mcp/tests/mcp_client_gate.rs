@@ -4,6 +4,7 @@
 //! until the stream's answer head is in (a server may send its requests there), but a
 //! server that never answers the GET holds them 10 s at most, and a server that refuses
 //! the GET (405) holds them not at all.
+#![cfg(not(target_arch = "wasm32"))]
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

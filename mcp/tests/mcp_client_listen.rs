@@ -8,6 +8,7 @@
 //!
 //! Each step waits for the notification (or the server-side count) it expects; the server's
 //! count is polled, bounded by 10 s.
+#![cfg(not(target_arch = "wasm32"))]
 
 use std::time::{Duration, Instant};
 

@@ -5,6 +5,7 @@
 //! (`interop/mcp-python/http_client.py --ca`, httpx) against this crate's server over HTTPS
 //! with the conformance suite's tool set. The certificates are made by the test (rcgen); a
 //! client that does not trust them is not served.
+#![cfg(not(target_arch = "wasm32"))]
 
 #[path = "../../tests/support/common.rs"]
 mod common;

@@ -19,6 +19,7 @@
 //!
 //! `haproxy` is looked for in `$HAPROXY`, on `PATH` and in `/usr/sbin` (`scripts/test` and
 //! `.ci/run` install Debian's package when it is missing).
+#![cfg(not(target_arch = "wasm32"))]
 
 #[path = "../../tests/support/interop.rs"]
 mod support;

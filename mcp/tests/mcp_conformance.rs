@@ -13,6 +13,7 @@
 //! scenario the suite lists for each of 2025-11-25 and 2026-07-28, the `auth/*` ones
 //! included (the extension scenarios aside), each run on its own, with no list of expected
 //! failures.
+#![cfg(not(target_arch = "wasm32"))]
 
 #[path = "../../tests/support/interop.rs"]
 mod support;

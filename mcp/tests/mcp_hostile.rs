@@ -14,6 +14,7 @@
 //! adapter: bytes sent ahead while a response streams are bounded; a stream resumed while
 //! its old response is still attached takes it over and the old response ends; the late
 //! close of the old response no longer detaches the resumed one).
+#![cfg(not(target_arch = "wasm32"))]
 
 #[path = "../../tests/support/common.rs"]
 mod common;

@@ -5,6 +5,7 @@
 //! an elicitation and a sampling request from inside a tool answered by the client's
 //! router and POSTed back, and a `slow` call whose SSE stream the server closes after two
 //! progress notifications (`--close-sse-after 2`), resumed with `Last-Event-ID`.
+#![cfg(not(target_arch = "wasm32"))]
 
 #[path = "../../tests/support/common.rs"]
 mod common;

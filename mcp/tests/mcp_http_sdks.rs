@@ -7,6 +7,7 @@
 //! an `input_required` result and a retried call on 2026-07-28), a resource and a prompt;
 //! and with `--resume`, the `slow` call's SSE stream cut after two progress notifications
 //! and resumed by the SDK with `Last-Event-ID`, nothing lost and nothing repeated.
+#![cfg(not(target_arch = "wasm32"))]
 
 #[path = "../../tests/support/interop.rs"]
 mod support;

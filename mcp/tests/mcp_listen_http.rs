@@ -3,6 +3,7 @@
 //! acknowledgment and carries the changes asked for; closing the stream cancels the
 //! subscription (the server forgets it), and `Server::end_subscriptions` ends the stream
 //! with a `complete` result.
+#![cfg(not(target_arch = "wasm32"))]
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -17,6 +17,7 @@
 //!   fails the call naming the token step and the server's `invalid_client`.
 //! - The Python SDK's own OAuth client (`OAuthClientProvider`) against the same protected
 //!   server, on both revisions (interop/mcp-python/oauth_client.py).
+#![cfg(not(target_arch = "wasm32"))]
 
 #[path = "../../tests/support/oauth_as.rs"]
 mod oauth_as;

@@ -4,6 +4,7 @@
 //! and started again on the same file, and the same resumption gets the same events, byte
 //! for byte, from the new process, to that session only. The session itself is gone: its
 //! next POST is 404 (the client starts a new one).
+#![cfg(not(target_arch = "wasm32"))]
 
 #[path = "../../tests/support/interop.rs"]
 mod support;

@@ -4,6 +4,7 @@
 //! tokio) goes through the same calls against each: tools listed across pages, a tool that
 //! asks the client (elicitation) and logs, a resource, a bad call, a call abandoned and
 //! cancelled. What it sees must be the same on all three.
+#![cfg(not(target_arch = "wasm32"))]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

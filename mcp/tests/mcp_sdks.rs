@@ -9,6 +9,7 @@
 //! the wire (the server's output is teed to a file and counted), and the server goes on
 //! serving. And the other direction: the `mcp_client` example drives a server written with
 //! the Python SDK.
+#![cfg(not(target_arch = "wasm32"))]
 
 #[path = "../../tests/support/interop.rs"]
 mod support;

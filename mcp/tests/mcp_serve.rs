@@ -3,6 +3,7 @@
 //! time limits of the builder's config, HTTPS with `ServeOptions::tls`, and the
 //! `Mcp-Param-*` headers a `sansrpc_mcp` server derives from its tools' `x-mcp-header` marks
 //! (`Server::streamable_config`). Raw HTTP/1.1 clients on loopback sockets.
+#![cfg(not(target_arch = "wasm32"))]
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -10,6 +10,7 @@
 //! client sends after the kill reaches the next process, however fast it comes: nothing
 //! waits on a timer. Each tool run appends `TOOL TAG` to a file, where TAG names the
 //! server that ran it: what ran, and where, is read there.
+#![cfg(not(target_arch = "wasm32"))]
 
 #[path = "../../tests/support/common.rs"]
 mod common;

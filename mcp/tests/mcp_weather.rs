@@ -1,6 +1,7 @@
 //! The README's MCP server: the `weather` example is the README's snippet word for word,
 //! and run as a child process over stdio it declares its tool with the schema derived from
 //! its Rust type and answers a call, to a sansrpc client under the MCP profile.
+#![cfg(not(target_arch = "wasm32"))]
 
 #[path = "../../tests/support/interop.rs"]
 mod support;

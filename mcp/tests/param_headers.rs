@@ -3,6 +3,7 @@
 //! `=?base64?…?=`; integers and booleans as their JSON text; none for a null or absent
 //! argument), and the tools whose marks break the rules are left out of the listing and
 //! never called. Against a scripted server over loopback TCP.
+#![cfg(not(target_arch = "wasm32"))]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -3,6 +3,7 @@
 //! ([`Connection::handle_scanned_tagged`]) reads that rather than scanning again: what the
 //! connection does must be exactly what it does with the bytes alone, and what it found under
 //! other limits is not used.
+#![cfg(not(target_arch = "wasm32"))]
 
 use sansrpc::codec::http::Head;
 use sansrpc::connection::Config;

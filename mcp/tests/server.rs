@@ -2,6 +2,7 @@
 //! sansrpc client under the MCP profile: schemas from Rust types, pagination, bad input,
 //! asking the client from inside a tool on a session, logging levels, resource templates
 //! and updates, and the stateless revision's multi round-trip requests.
+#![cfg(not(target_arch = "wasm32"))]
 
 mod support;
 use support::run;

@@ -1,6 +1,7 @@
 //! The tower services mounted in an app: the `axum_app` example (its process, on a free
 //! port) over HTTP/1.1 and over h2c with hyper's client (HTTP/2 only, prior knowledge, one
 //! connection), and services with their options in a hyper server of the test's own.
+#![cfg(not(target_arch = "wasm32"))]
 
 #[path = "../../tests/support/interop.rs"]
 mod support;

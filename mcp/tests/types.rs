@@ -1,6 +1,7 @@
 //! Round-trip tests of the MCP message types against real messages: the 2026-07-28 schema
 //! examples, every JSON-RPC message in the 2025-11-25 and 2026-07-28 specification pages,
 //! and the exact messages the MCP conformance suite sends or expects.
+#![cfg(not(target_arch = "wasm32"))]
 
 use std::collections::BTreeMap;
 use std::fs;

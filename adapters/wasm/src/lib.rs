@@ -10,8 +10,9 @@
 //! subscriptions ([`Client::subscribe`], the `eth_subscribe` shape); [`reconnect`] gives a
 //! client that reconnects when its WebSocket is lost. A server (a router, `sansrpc-lsp`'s
 //! language server) runs in a Web Worker with the page as its client: [`connect_port`],
-//! [`serve_this_worker`], [`connect_worker`]. With the `mcp` feature, `mcp` is the MCP
-//! client over Streamable HTTP with `fetch` (`sansrpc-mcp`'s typed client).
+//! [`serve_this_worker`], [`connect_worker`]. The MCP client over Streamable HTTP with
+//! `fetch` is `sansrpc-mcp`'s (`sansrpc_mcp::wasm`, its `wasm` feature), on this crate's
+//! [`spawn`], [`Sleep`], [`SingleThread`] and [`js_error`].
 //!
 //! ```no_run
 //! use sansrpc::method::Method;
@@ -43,8 +44,6 @@ mod guide_browser {}
 mod executor;
 mod inbox;
 mod local;
-#[cfg(feature = "mcp")]
-pub mod mcp;
 mod message;
 pub mod reconnect;
 mod timer;
@@ -59,6 +58,7 @@ use futures::channel::oneshot;
 use wasm_bindgen::{JsCast, JsValue};
 
 pub use executor::BrowserExecutor;
+pub use local::SingleThread;
 pub use message::PostMessage;
 pub use sansrpc;
 pub use sansrpc_futures;
@@ -66,7 +66,7 @@ pub use sansrpc_futures::{
     Batch, BatchSlot, Builder, CallError, Client, PendingBatch, PendingCall, RawResult,
     RawSubscription, ShutdownHandle, Subscription, SubscriptionError, Timeout, Transport,
 };
-pub use timer::BrowserTimer;
+pub use timer::{BrowserTimer, Sleep};
 pub use websocket::WebSocket;
 
 /// A typed API from one trait (the `macros` feature): a server trait (`NameServer`, mounted on
@@ -197,8 +197,9 @@ pub async fn connect(url: &str) -> io::Result<Client> {
     Ok(spawn_client(builder, socket).client)
 }
 
-/// A JavaScript exception as an I/O error of `kind`.
-pub(crate) fn js_error(kind: io::ErrorKind, what: &str, error: JsValue) -> io::Error {
+/// A JavaScript exception (what a `Result<_, JsValue>` of `web-sys` fails with) as an I/O
+/// error of `kind`, its message prefixed with `what` (`"fetch: Failed to fetch"`).
+pub fn js_error(kind: io::ErrorKind, what: &str, error: JsValue) -> io::Error {
     let message = error
         .dyn_ref::<js_sys::Error>()
         .map(|e| String::from(e.message()))

@@ -13,13 +13,51 @@ compile_error!(
 );
 
 /// A value the driver's `Send + 'static` bounds (a [`Transport`](sansrpc_futures::Transport),
-/// a [`Timer`](sansrpc_futures::Timer)'s sleep) can hold although it is not `Send`: a
-/// WebSocket, a `setTimeout` callback.
+/// a [`Timer`](sansrpc_futures::Timer)'s sleep, a [`Client::local`](crate::Client::local))
+/// can hold although it is not `Send`: a WebSocket, a `setTimeout` callback, an `Rc` of a
+/// transport's state (`sansrpc-mcp`'s `fetch` transport holds its own in one).
 ///
 /// Sound because a wasm32 module built without the `atomics` target feature has one thread
 /// (no `std::thread::spawn`, no shared memory): a value never leaves the thread that made
-/// it. Builds with `atomics` are refused at compile time.
-pub(crate) struct SingleThread<T>(pub(crate) T);
+/// it. Builds with `atomics` are refused at compile time, and [`new`](Self::new) panics
+/// on any other target (where this crate builds only for its documentation's examples).
+pub struct SingleThread<T>(pub(crate) T);
+
+impl<T> SingleThread<T> {
+    /// Wraps `value`.
+    ///
+    /// # Panics
+    ///
+    /// Outside wasm32 (on the host, where this crate builds only for its docs' examples):
+    /// there, another thread could take the value.
+    pub fn new(value: T) -> Self {
+        if cfg!(not(target_arch = "wasm32")) {
+            panic!("SingleThread is only for the browser's one thread (wasm32)");
+        }
+        SingleThread(value)
+    }
+
+    /// The value.
+    pub fn get(&self) -> &T {
+        &self.0
+    }
+
+    /// The value, to change.
+    pub fn get_mut(&mut self) -> &mut T {
+        &mut self.0
+    }
+
+    /// Unwraps the value.
+    pub fn into_inner(self) -> T {
+        self.0
+    }
+}
+
+impl<T> std::fmt::Debug for SingleThread<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SingleThread(..)")
+    }
+}
 
 // SAFETY: see the type's documentation: there is no other thread to send it to.
 unsafe impl<T> Send for SingleThread<T> {}

@@ -41,8 +41,11 @@ impl Timer for BrowserTimer {
     }
 }
 
-/// A future done at or after its deadline on `performance.now()`, woken by `setTimeout`.
-pub(crate) struct Sleep {
+/// A future done at or after its deadline on `performance.now()`, woken by `setTimeout`
+/// (cleared when the sleep is dropped first): what [`BrowserTimer`] sleeps on, for a
+/// transport that keeps its own deadlines (`sansrpc-mcp`'s over `fetch`). It is not `Send`
+/// (it holds the callback); [`SingleThread`] carries it where the driver asks for `Send`.
+pub struct Sleep {
     deadline: Instant,
     /// Set by the callback: the armed timeout has run.
     fired: Rc<Cell<bool>>,
@@ -51,8 +54,19 @@ pub(crate) struct Sleep {
     armed: Option<(JsValue, Closure<dyn FnMut()>)>,
 }
 
+impl std::fmt::Debug for Sleep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sleep")
+            .field("deadline", &self.deadline)
+            .field("armed", &self.armed.is_some())
+            .finish()
+    }
+}
+
 impl Sleep {
-    pub(crate) fn until(deadline: Instant) -> Self {
+    /// A sleep until `deadline` (`performance.now()`); nothing is armed until it is first
+    /// polled.
+    pub fn until(deadline: Instant) -> Self {
         Sleep {
             deadline,
             fired: Rc::new(Cell::new(false)),

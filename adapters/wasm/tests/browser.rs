@@ -27,8 +27,6 @@ use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
 mod calc;
 #[path = "browser/lsp.rs"]
 mod lsp;
-#[path = "browser/mcp.rs"]
-mod mcp;
 #[path = "browser/worker.rs"]
 mod worker;
 use calc::{Add, AddPositional, Divide, Multiply, Pair, Subtract, Tick, Ticks};

@@ -1,5 +1,5 @@
 //! The MCP example page of `docs/browser.md`: an MCP client in the browser over Streamable
-//! HTTP with `fetch` (`sansrpc_wasm::mcp`), against the project's `everything_server`
+//! HTTP with `fetch` (`sansrpc_mcp::wasm`), against the project's `everything_server`
 //! (`sansrpc-mcp`'s example, run with `MCP_ORIGINS` listing the page's origin): it
 //! initializes a session, lists the server's tools, calls `add`, and ends the session
 //! (`DELETE`).
@@ -42,7 +42,7 @@ pub async fn start() -> Result<(), JsError> {
     let builder = Builder::new()
         .config(Config::for_profile(Profile::Mcp))
         .router(mcp.router());
-    let conn = sansrpc_wasm::mcp::connect(&url, builder)?;
+    let conn = sansrpc_mcp::wasm::connect(&url, builder)?;
     let server = mcp.initialize(&conn).await?;
     let tools = server.all_tools().await?;
     show(

@@ -1,7 +1,11 @@
-//! The MCP client over `fetch` (`sansrpc_wasm::mcp`) against the project's `everything_server`
-//! (started by tests/chromium.rs, listing this page's origin): both revisions, JSON and SSE
-//! answers, progress, a stream cut by the network and resumed with `Last-Event-ID`, and the
-//! session's `DELETE` checked from the server's side.
+//! The MCP client over `fetch` (`sansrpc_mcp::wasm`) in a real browser, against the
+//! project's `everything_server` (started by tests/chromium.rs, listing this page's origin):
+//! both revisions, JSON and SSE answers, progress, a stream cut by the network and resumed
+//! with `Last-Event-ID`, the session's `DELETE` checked from the server's side, and the
+//! example page (`examples/mcp_page.rs`) as `scripts/wasm-page` left it. tests/chromium.rs
+//! builds this file for `wasm32-unknown-unknown` with the servers' URLs and runs it with
+//! `wasm-bindgen-test-runner` in headless Chromium.
+#![cfg(all(target_arch = "wasm32", feature = "wasm"))]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -13,12 +17,22 @@ use sansrpc_wasm::{Builder, Spawned};
 use serde_json::json;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
-use wasm_bindgen_test::wasm_bindgen_test;
+use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
+
+wasm_bindgen_test_configure!(run_in_browser);
 
 /// `http://127.0.0.1:PORT/mcp` of the everything server, and of the proxy in front of it
-/// that cuts the answer carrying the progress token 650265 after its second notification.
-const MCP: Option<&str> = option_env!("SANSRPC_WASM_MCP_URL");
-const MCP_CUT: Option<&str> = option_env!("SANSRPC_WASM_MCP_CUT_URL");
+/// that cuts the answer carrying the progress token 650265 after its second notification;
+/// baked in by tests/chromium.rs.
+const MCP: Option<&str> = option_env!("SANSRPC_MCP_URL");
+const MCP_CUT: Option<&str> = option_env!("SANSRPC_MCP_CUT_URL");
+/// `http://127.0.0.1:PORT/`: the example page (`examples/mcp_page.rs`) as
+/// `scripts/wasm-page` wrote it, after `wasm-opt -Oz`.
+const PAGE: Option<&str> = option_env!("SANSRPC_MCP_PAGE_URL");
+
+fn url(url: Option<&'static str>) -> &'static str {
+    url.expect("built without the servers' URLs: run it through tests/chromium.rs")
+}
 
 /// The progress notifications a client received: (token, progress).
 type Progress = Arc<Mutex<Vec<(i64, f64)>>>;
@@ -38,7 +52,7 @@ fn client(url: Option<&'static str>) -> (ClientBuilder, Spawned, Progress) {
     let builder = Builder::new()
         .config(Config::for_profile(Profile::Mcp))
         .router(mcp.router());
-    let conn = sansrpc_wasm::mcp::connect(crate::url(url), builder).expect("connect");
+    let conn = sansrpc_mcp::wasm::connect(crate::url(url), builder).expect("connect");
     (mcp, conn, progress)
 }
 
@@ -90,7 +104,7 @@ async fn ping_status(session: &str) -> u16 {
     init.set_headers(&headers);
     init.set_body(&r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#.into());
     let window = web_sys::window().unwrap();
-    let response = JsFuture::from(window.fetch_with_str_and_init(crate::url(MCP), &init))
+    let response = JsFuture::from(window.fetch_with_str_and_init(url(MCP), &init))
         .await
         .expect("the server answers");
     response.unchecked_into::<web_sys::Response>().status()
@@ -103,7 +117,7 @@ async fn an_mcp_session_initializes_calls_tools_with_json_and_sse_answers_and_en
     assert_eq!(server.protocol_version(), version::V2025_11_25);
     assert_eq!(server.server_info().name, "sansrpc-everything-server");
     // The session id came in a header CORS exposes to the page.
-    let session = sansrpc_wasm::mcp::session_id(&conn.client).expect("a session id");
+    let session = sansrpc_mcp::wasm::session_id(&conn.client).expect("a session id");
     assert_eq!(session.len(), 32, "{session:?}");
 
     let tools = server.all_tools().await.expect("tools/list");
@@ -160,7 +174,7 @@ async fn the_stateless_revision_discovers_and_calls_with_json_and_sse_answers() 
     let server = mcp.discover(&conn).await.expect("server/discover");
     assert!(server.is_stateless());
     assert_eq!(server.protocol_version(), version::V2026_07_28);
-    assert_eq!(sansrpc_wasm::mcp::session_id(&conn.client), None);
+    assert_eq!(sansrpc_mcp::wasm::session_id(&conn.client), None);
     let tools = server.all_tools().await.expect("tools/list");
     assert!(tools.iter().any(|t| t.name == "slow"));
     let sum = server
@@ -184,7 +198,7 @@ async fn a_server_that_is_not_there_is_a_clear_transport_error() {
     let builder = Builder::new()
         .config(Config::for_profile(Profile::Mcp))
         .router(mcp.router());
-    let conn = sansrpc_wasm::mcp::connect("http://127.0.0.1:9/mcp", builder).unwrap();
+    let conn = sansrpc_mcp::wasm::connect("http://127.0.0.1:9/mcp", builder).unwrap();
     let err = mcp.initialize(&conn).await.unwrap_err();
     let cause = err.transport().expect("the transport's reason").to_string();
     assert!(
@@ -192,7 +206,7 @@ async fn a_server_that_is_not_there_is_a_clear_transport_error() {
         "{cause}"
     );
     // And a header the transport sets itself is refused before anything is sent.
-    let refused = sansrpc_wasm::mcp::Connect::new(crate::url(MCP))
+    let refused = sansrpc_mcp::wasm::Connect::new(url(MCP))
         .header("Mcp-Session-Id", "mine")
         .connect(Builder::new())
         .unwrap_err();
@@ -226,7 +240,7 @@ extern "C" {
 
 #[wasm_bindgen_test]
 async fn the_mcp_example_page_runs_as_wasm_opt_left_it() {
-    load_mcp_page(crate::url(crate::PAGE), crate::url(MCP)).await;
+    load_mcp_page(url(PAGE), url(MCP)).await;
     // It lists the tools, then writes the sum (the test's timeout bounds the wait).
     let timer = sansrpc_wasm::BrowserTimer;
     while mcp_text_of("mcp-sum") != "2 + 3 = 5" {

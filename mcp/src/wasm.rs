@@ -1,7 +1,9 @@
-//! An MCP client in the browser over Streamable HTTP with `fetch` (feature `mcp`): the
-//! typed client of `sansrpc_mcp::client` ([`ClientBuilder`](sansrpc_mcp::client::ClientBuilder),
-//! [`McpClient`](sansrpc_mcp::client::McpClient)) on a connection whose messages are
-//! `fetch` requests, as `sansrpc_mcp::tokio::connect` gives it on tokio.
+//! An MCP client in the browser over Streamable HTTP with `fetch` (feature `wasm`, for
+//! `wasm32-unknown-unknown`): the typed client of [`client`](crate::client)
+//! ([`ClientBuilder`](crate::client::ClientBuilder),
+//! [`McpClient`](crate::client::McpClient)) on a connection whose messages are `fetch`
+//! requests, as `sansrpc_mcp::tokio::connect` gives it on tokio. The connection's driver is
+//! `sansrpc-wasm`'s (its [`Builder`], its [`Spawned`] task of the page, its timers).
 //!
 //! Every rule of the transport is the sans-I/O machine's, [`HttpClient`]: each message the
 //! connection sends is a `POST` whose headers it decides (`Accept`, `Content-Type`, `Mcp-Session-Id`,
@@ -17,12 +19,12 @@
 //! `setTimeout` until its deadlines.
 //!
 //! The page reads an answer of another origin only if the server lets it: the server must
-//! list the page's origin (`sansrpc_mcp::streamable::Config::origins`), which also answers
-//! its preflight and exposes `Mcp-Session-Id` and `MCP-Protocol-Version` to it (a server
-//! that does not expose `Mcp-Session-Id` leaves the page without a session). The browser
+//! list the page's origin ([`Config::origins`](crate::streamable::Config::origins)), which
+//! also answers its preflight and exposes `Mcp-Session-Id` and `MCP-Protocol-Version` to it
+//! (a server that does not expose `Mcp-Session-Id` leaves the page without a session). The browser
 //! does not tell a page why a `fetch` failed (the server unreachable, or a CORS refusal
 //! look the same): the call fails with
-//! [`ClientError::Transport`](sansrpc_mcp::client::ClientError::Transport) saying so, and
+//! [`ClientError::Transport`](crate::client::ClientError::Transport) saying so, and
 //! the browser's console says which.
 //!
 //! ```no_run
@@ -33,7 +35,7 @@
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let mcp = ClientBuilder::new("my-page", "1.0.0");
 //! let builder = Builder::new().config(Config::for_profile(Profile::Mcp)).router(mcp.router());
-//! let conn = sansrpc_wasm::mcp::connect("http://127.0.0.1:3000/mcp", builder)?;
+//! let conn = sansrpc_mcp::wasm::connect("http://127.0.0.1:3000/mcp", builder)?;
 //! let server = mcp.initialize(&conn).await?;
 //! let sum = server.call_tool("add", serde_json::json!({"a": 1, "b": 2})).await?;
 //! server.close().await; // DELETE: the session ends
@@ -52,18 +54,16 @@ use std::task::{Context, Poll, Waker};
 use sansrpc::codec::http::HttpMethod;
 use sansrpc::{Connection, Instant};
 use sansrpc_futures::{Builder, Client, CloseWithSession, Received, Transport};
-use sansrpc_mcp::client::TransportFailures;
-use sansrpc_mcp::streamable::client::{
-    ClientConfig, ClientRequest, ExchangeFailure, ExtraHeaders, HandedOver, HttpClient, OWN_HEADERS,
-};
 use sansrpc_runtime::Clock;
+use sansrpc_wasm::{js_error, SingleThread, Sleep, Spawned};
 use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 
-use crate::local::SingleThread;
-use crate::timer::Sleep;
-use crate::Spawned;
+use crate::client::TransportFailures;
+use crate::streamable::client::{
+    ClientConfig, ClientRequest, ExchangeFailure, ExtraHeaders, HandedOver, HttpClient, OWN_HEADERS,
+};
 
 #[wasm_bindgen]
 extern "C" {
@@ -115,7 +115,7 @@ impl Connect {
 
     /// Extra headers for each POST, from its frame: on the stateless revision, the
     /// `Mcp-Param-*` headers of a `tools/call` (SEP-2243), from the typed client's
-    /// [`ParamHeaders`](sansrpc_mcp::client::ParamHeaders):
+    /// [`ParamHeaders`](crate::client::ParamHeaders):
     /// `.headers_for(move |frame| headers.for_frame(frame))` with
     /// `let headers = mcp.param_headers();`.
     pub fn headers_for<F>(mut self, headers: F) -> Connect
@@ -136,9 +136,9 @@ impl Connect {
         let invalid = |why: String| io::Error::new(io::ErrorKind::InvalidInput, why);
         // The browser's own parsing (a relative URL is of the page's origin).
         web_sys::Request::new_with_str(&self.url)
-            .map_err(|e| crate::js_error(io::ErrorKind::InvalidInput, &self.url, e))?;
-        let check = web_sys::Headers::new()
-            .map_err(|e| crate::js_error(io::ErrorKind::Other, "Headers", e))?;
+            .map_err(|e| js_error(io::ErrorKind::InvalidInput, &self.url, e))?;
+        let check =
+            web_sys::Headers::new().map_err(|e| js_error(io::ErrorKind::Other, "Headers", e))?;
         let mut headers = Vec::with_capacity(self.headers.len());
         for (name, value) in self.headers {
             let lower = name.to_ascii_lowercase();
@@ -148,7 +148,7 @@ impl Connect {
                 )));
             }
             check.append(&name, &value).map_err(|e| {
-                crate::js_error(
+                js_error(
                     io::ErrorKind::InvalidInput,
                     &format!("the header `{name}`"),
                     e,
@@ -156,8 +156,10 @@ impl Connect {
             })?;
             headers.push((lower, value));
         }
-        let mut config = ClientConfig::default();
-        config.headers = headers;
+        let config = ClientConfig {
+            headers,
+            ..ClientConfig::default()
+        };
         Ok(open(self.url, builder, config, self.per_frame))
     }
 }
@@ -179,7 +181,7 @@ struct SessionOf(OnceLock<SingleThread<Rc<Shared>>>);
 /// page), or for a connection [`connect`] did not make.
 pub fn session_id(client: &Client) -> Option<String> {
     let of = client.local::<SessionOf>();
-    let shared = &of.0.get()?.0;
+    let shared = of.0.get()?.get();
     let state = shared.state.borrow();
     state.machine.session_id().map(str::to_owned)
 }
@@ -227,7 +229,7 @@ impl Shared {
                     wasm_bindgen_futures::spawn_local(run(Rc::clone(self), request, signal));
                 }
                 Err(e) => {
-                    let cause = crate::js_error(io::ErrorKind::Other, "AbortController", e);
+                    let cause = js_error(io::ErrorKind::Other, "AbortController", e);
                     let now = self.clock.now();
                     if state
                         .machine
@@ -274,21 +276,21 @@ fn open(
             room: Vec::new(),
         }),
     });
-    let transport = Fetch(SingleThread(Messages {
+    let transport = Fetch(SingleThread::new(Messages {
         shared: Rc::clone(&shared),
         held: None,
         buf: Vec::new(),
         timer: None,
         closing: false,
     }));
-    let spawned = crate::spawn(builder, transport);
+    let spawned = sansrpc_wasm::spawn(builder, transport);
     // The typed client's last handle ends the session (DELETE) when it goes.
     spawned.client.local::<CloseWithSession>().set();
     let _ = spawned
         .client
         .local::<SessionOf>()
         .0
-        .set(SingleThread(shared));
+        .set(SingleThread::new(shared));
     let _ = failures.set(spawned.client.local::<TransportFailures>());
     spawned
 }
@@ -359,7 +361,7 @@ impl Transport for Fetch {
         conn: &mut Connection,
         now: Instant,
     ) -> Poll<io::Result<Received>> {
-        let this = &mut self.0 .0;
+        let this = self.0.get_mut();
         let shared = Rc::clone(&this.shared);
         let mut state = shared.state.borrow_mut();
         state.waker = Some(cx.waker().clone());
@@ -380,7 +382,7 @@ impl Transport for Fetch {
         _: &mut Context<'_>,
         conn: &mut Connection,
     ) -> Poll<io::Result<()>> {
-        let this = &mut self.0 .0;
+        let this = self.0.get_mut();
         let mut state = this.shared.state.borrow_mut();
         let now = this.shared.clock.now();
         let extra = this.shared.extra.as_deref();
@@ -393,7 +395,7 @@ impl Transport for Fetch {
     /// Ends the session with `DELETE` (when there is one) and waits for the answer, at
     /// most the machine's `close_wait`.
     fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = &mut self.0 .0;
+        let this = self.0.get_mut();
         let shared = Rc::clone(&this.shared);
         let mut state = shared.state.borrow_mut();
         state.waker = Some(cx.waker().clone());
@@ -527,7 +529,7 @@ async fn send(
     signal: &web_sys::AbortSignal,
 ) -> Result<web_sys::Response, io::Error> {
     let failed = |e: JsValue| {
-        let e = crate::js_error(io::ErrorKind::ConnectionRefused, "fetch", e);
+        let e = js_error(io::ErrorKind::ConnectionRefused, "fetch", e);
         io::Error::new(
             e.kind(),
             format!(
@@ -540,10 +542,10 @@ async fn send(
     let init = web_sys::RequestInit::new();
     init.set_method(method_name(request.method));
     let headers =
-        web_sys::Headers::new().map_err(|e| crate::js_error(io::ErrorKind::Other, "Headers", e))?;
+        web_sys::Headers::new().map_err(|e| js_error(io::ErrorKind::Other, "Headers", e))?;
     for (name, value) in &request.headers {
         headers.append(name, value).map_err(|e| {
-            crate::js_error(
+            js_error(
                 io::ErrorKind::InvalidInput,
                 &format!("the header `{name}`"),
                 e,
@@ -562,7 +564,7 @@ async fn send(
         .map_err(failed)?;
     response
         .dyn_into::<web_sys::Response>()
-        .map_err(|e| crate::js_error(io::ErrorKind::InvalidData, "fetch's answer", e))
+        .map_err(|e| js_error(io::ErrorKind::InvalidData, "fetch's answer", e))
 }
 
 fn method_name(method: HttpMethod) -> &'static str {
