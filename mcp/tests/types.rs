@@ -1624,3 +1624,192 @@ fn objects_with_extra_members_read_as_the_flattened_form_did() {
     assert_eq!(meta.server_info.unwrap().name, "m");
     assert_eq!(meta.extra.get("k"), Some(&json!(3)));
 }
+
+/// What `ContentBlock` and `ResourceContents` read with serde's derived decoders (an internally
+/// tagged and an untagged enum, through serde's `Content` buffer): the reference the
+/// hand-written decoders are held to.
+mod derived {
+    use sansrpc_mcp::types::{
+        AudioContent, BlobResourceContents, ImageContent, Resource, TextContent,
+        TextResourceContents,
+    };
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(tag = "type")]
+    pub enum ContentBlock {
+        #[serde(rename = "text")]
+        Text(TextContent),
+        #[serde(rename = "image")]
+        Image(ImageContent),
+        #[serde(rename = "audio")]
+        Audio(AudioContent),
+        #[serde(rename = "resource_link")]
+        ResourceLink(Resource),
+        #[serde(rename = "resource")]
+        Resource(EmbeddedResource),
+    }
+
+    #[derive(Debug, Deserialize)]
+    pub struct EmbeddedResource {
+        pub resource: ResourceContents,
+        pub annotations: Option<sansrpc_mcp::types::Annotations>,
+        #[serde(rename = "_meta")]
+        pub meta: Option<sansrpc_mcp::types::MetaObject>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(untagged)]
+    pub enum ResourceContents {
+        Text(TextResourceContents),
+        Blob(BlobResourceContents),
+    }
+}
+
+/// `text` read as `T` (from the text and from a `Value` when it is JSON) and as the derived
+/// `R`: both accept it or both refuse it, and what they read writes the same JSON (`T` written
+/// by its own `Serialize`, `R` compared through `same`).
+#[track_caller]
+fn reads_as_derived<T, R>(text: &str, same: impl Fn(&T, &R) -> bool) -> Result<T, String>
+where
+    T: DeserializeOwned + std::fmt::Debug,
+    R: DeserializeOwned + std::fmt::Debug,
+{
+    let ours = serde_json::from_str::<T>(text);
+    let theirs = serde_json::from_str::<R>(text);
+    match (&ours, &theirs) {
+        (Ok(a), Ok(b)) => assert!(same(a, b), "{text}: {a:?} is not {b:?}"),
+        (Err(_), Err(_)) => {}
+        _ => panic!("{text}: ours {ours:?}, derived {theirs:?}"),
+    }
+    if let Ok(value) = serde_json::from_str::<Value>(text) {
+        let ours = serde_json::from_value::<T>(value.clone());
+        let theirs = serde_json::from_value::<R>(value);
+        assert_eq!(
+            ours.is_ok(),
+            theirs.is_ok(),
+            "{text} as a Value: {ours:?}, {theirs:?}"
+        );
+    }
+    ours.map_err(|e| e.to_string())
+}
+
+fn same_contents(a: &ResourceContents, b: &derived::ResourceContents) -> bool {
+    match (a, b) {
+        (ResourceContents::Text(a), derived::ResourceContents::Text(b)) => a == b,
+        (ResourceContents::Blob(a), derived::ResourceContents::Blob(b)) => a == b,
+        _ => false,
+    }
+}
+
+fn same_block(a: &ContentBlock, b: &derived::ContentBlock) -> bool {
+    match (a, b) {
+        (ContentBlock::Text(a), derived::ContentBlock::Text(b)) => a == b,
+        (ContentBlock::Image(a), derived::ContentBlock::Image(b)) => a == b,
+        (ContentBlock::Audio(a), derived::ContentBlock::Audio(b)) => a == b,
+        (ContentBlock::ResourceLink(a), derived::ContentBlock::ResourceLink(b)) => a == b,
+        (ContentBlock::Resource(a), derived::ContentBlock::Resource(b)) => {
+            same_contents(&a.resource, &b.resource)
+                && a.annotations == b.annotations
+                && a.meta == b.meta
+        }
+        _ => false,
+    }
+}
+
+/// `ContentBlock` reads its `type` then the rest of the object without serde's `Content`
+/// buffer: every variant, the tag anywhere in the object, unknown members, and every refusal
+/// are what the derived internally tagged enum read.
+#[test]
+fn content_blocks_read_as_the_tagged_enum_did() {
+    let block =
+        |text: &str| reads_as_derived::<ContentBlock, derived::ContentBlock>(text, same_block);
+    let accepted = [
+        r#"{"type":"text","text":"hi"}"#,
+        r#"{"text":"hi","type":"text"}"#,
+        r#"{"text":"hi","x":[1,{"y":2}],"type":"text","z":null}"#,
+        r#"{"type":"text","text":"hi","annotations":{"audience":["user"],"priority":0.5},"_meta":{"k":1}}"#,
+        r#"{"_meta":{"k":1},"annotations":{"priority":1},"text":"hi","type":"text"}"#,
+        r#"{"type":"image","data":"aGk=","mimeType":"image/png"}"#,
+        r#"{"mimeType":"image/png","type":"image","data":"aGk=","text":5}"#,
+        r#"{"type":"audio","data":"aGk=","mimeType":"audio/wav","_meta":{}}"#,
+        r#"{"type":"resource_link","uri":"file:///a","name":"a","size":3,"icons":[{"src":"i"}]}"#,
+        r#"{"uri":"file:///a","name":"a","type":"resource_link","title":"A","mimeType":null}"#,
+        r#"{"type":"resource","resource":{"uri":"u","text":"t"}}"#,
+        r#"{"resource":{"uri":"u","blob":"YQ==","mimeType":"x"},"type":"resource"}"#,
+        // A tagged enum also reads an array: the tag, then the variant's fields.
+        r#"["text","hi",null,null]"#,
+    ];
+    for text in accepted {
+        let ours = block(text).unwrap();
+        // What it reads, it writes back with its `type`.
+        let again: ContentBlock =
+            serde_json::from_value(serde_json::to_value(&ours).unwrap()).unwrap();
+        assert_eq!(again, ours);
+    }
+    let block = |text: &str| block(text).unwrap_err();
+    assert!(block(r#"{"text":"hi"}"#).starts_with("missing field `type`"));
+    assert!(block(r#"{"type":"video","data":"x"}"#).starts_with("unknown variant `video`"));
+    assert!(block(r#"{"text":"a","x":1,"type":"video"}"#).starts_with("unknown variant `video`"));
+    // A variant's index is no tag in JSON.
+    assert!(block(r#"{"type":0,"text":"hi"}"#).contains("expected variant identifier"));
+    assert!(block(r#"{"type":null}"#).contains("invalid type: null"));
+    assert!(block(r#"{"type":"text"}"#).starts_with("missing field `text`"));
+    assert!(block(r#"{"type":"image","data":"x"}"#).starts_with("missing field `mimeType`"));
+    assert!(block(r#"{"type":"text","text":1}"#).contains("invalid type: integer `1`"));
+    assert!(block(r#"{"text":1,"type":"text"}"#).contains("invalid type: integer `1`"));
+    assert!(
+        block(r#"{"type":"text","text":"a","type":"text"}"#).starts_with("duplicate field `type`")
+    );
+    assert!(block(r#"{"type":"text","text":"a","text":"b"}"#).starts_with("duplicate field `text`"));
+    assert!(block(r#"{"text":"a","type":"text","text":"b"}"#).starts_with("duplicate field `text`"));
+    assert!(block(r#"{"type":"resource","resource":{"uri":"u"}}"#)
+        .contains("did not match any variant"));
+    assert!(block(r#""text""#).contains("expected internally tagged enum ContentBlock"));
+    assert!(block("[]").starts_with("missing field `type`"));
+    assert!(block(r#"{"type":"text","text":"a""#).contains("EOF"));
+}
+
+/// `ResourceContents` reads its members once, without serde's `Content` buffer: text when
+/// the object is text contents, else a blob, else the untagged enum's refusal.
+#[test]
+fn resource_contents_read_as_the_untagged_enum_did() {
+    let contents = |text: &str| {
+        reads_as_derived::<ResourceContents, derived::ResourceContents>(text, same_contents)
+    };
+    let text = |text: &str| matches!(contents(text), Ok(ResourceContents::Text(_)));
+    let blob = |text: &str| matches!(contents(text), Ok(ResourceContents::Blob(_)));
+    assert!(text(r#"{"uri":"u","text":"t"}"#));
+    assert!(text(
+        r#"{"text":"t","mimeType":"text/plain","uri":"u","_meta":{"k":[1]},"x":{}}"#
+    ));
+    assert!(text(
+        r#"{"uri":"u","text":"t","mimeType":null,"_meta":null}"#
+    ));
+    assert!(blob(r#"{"uri":"u","blob":"YQ=="}"#));
+    assert!(blob(
+        r#"{"blob":"YQ==","uri":"u","mimeType":"image/png","_meta":{"k":1}}"#
+    ));
+    // Both: text. A `text` that text contents refuse leaves a blob.
+    assert!(text(r#"{"uri":"u","text":"t","blob":"YQ=="}"#));
+    assert!(text(r#"{"uri":"u","text":"t","blob":7}"#));
+    assert!(blob(r#"{"uri":"u","text":7,"blob":"YQ=="}"#));
+    assert!(blob(r#"{"uri":"u","text":"a","text":"b","blob":"YQ=="}"#));
+    assert!(text(r#"{"uri":"u","text":"a","blob":"b","blob":"c"}"#));
+    // An array is the text contents' fields in order.
+    assert!(text(r#"["u",null,"t",null]"#));
+
+    let error = |text: &str| contents(text).unwrap_err();
+    let no_match = "data did not match any variant of untagged enum ResourceContents";
+    assert!(error(r#"{"uri":"u"}"#).starts_with(no_match));
+    assert!(error(r#"{"uri":"u","text":null,"blob":1}"#).starts_with(no_match));
+    assert!(error(r#"{"uri":"u","text":"a","text":"b"}"#).starts_with(no_match));
+    assert!(error(r#"{"text":"t"}"#).starts_with("missing field `uri`"));
+    assert!(error(r#"{"uri":"u","uri":"v","text":"t"}"#).starts_with("duplicate field `uri`"));
+    assert!(error(r#"{"uri":1,"text":"t"}"#).contains("invalid type: integer `1`"));
+    assert!(error(r#"{"uri":"u","text":"t","mimeType":2}"#).contains("invalid type: integer `2`"));
+    assert!(error(r#"{"uri":"u","text":"t","_meta":[]}"#).contains("invalid type: sequence"));
+    assert!(error(r#""u""#).contains("expected untagged enum ResourceContents"));
+    assert!(error(r#"["u",null,"t"]"#).contains("invalid length 3"));
+    assert!(error(r#"{"uri":"u","text":"t""#).contains("EOF"));
+}

@@ -6,8 +6,10 @@ use super::{Annotations, MetaObject, Resource};
 
 /// A content block of a tool result or prompt message, tagged by `type` (`ContentBlock`).
 ///
-/// The variant structs do not carry `type` themselves: the enum writes and reads it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// The variant structs do not carry `type` themselves: the enum writes and reads it. It reads
+/// what `#[serde(tag = "type")]` reads (an object, or an array of the tag then the fields),
+/// without serde's `Content` buffer.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type")]
 pub enum ContentBlock {
     /// `"text"`.
@@ -25,6 +27,55 @@ pub enum ContentBlock {
     /// `"resource"`: a resource embedded in the message.
     #[serde(rename = "resource")]
     Resource(EmbeddedResource),
+}
+
+/// The `type`s of [`ContentBlock`], in the order of its variants.
+const CONTENT_BLOCK_TYPES: &[&str] = &["text", "image", "audio", "resource_link", "resource"];
+
+impl<'de> Deserialize<'de> for ContentBlock {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+        use serde::de::{MapAccess, SeqAccess, Visitor};
+
+        use super::serde_util::{AfterTag, VariantTag};
+
+        /// The variant `kind` (an index of [`CONTENT_BLOCK_TYPES`]) read from `rest`.
+        fn variant<'de, D: serde::Deserializer<'de>>(
+            kind: usize,
+            rest: D,
+        ) -> Result<ContentBlock, D::Error> {
+            Ok(match kind {
+                0 => ContentBlock::Text(Deserialize::deserialize(rest)?),
+                1 => ContentBlock::Image(Deserialize::deserialize(rest)?),
+                2 => ContentBlock::Audio(Deserialize::deserialize(rest)?),
+                3 => ContentBlock::ResourceLink(Deserialize::deserialize(rest)?),
+                _ => ContentBlock::Resource(Deserialize::deserialize(rest)?),
+            })
+        }
+
+        struct Block;
+        impl<'de> Visitor<'de> for Block {
+            type Value = ContentBlock;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("internally tagged enum ContentBlock")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ContentBlock, A::Error> {
+                let (kind, rest) = AfterTag::read(map, "type", VariantTag(CONTENT_BLOCK_TYPES))?;
+                variant(kind, MapAccessDeserializer::new(rest))
+            }
+
+            // serde's tagged enums also read an array: the tag, then the variant's fields.
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ContentBlock, A::Error> {
+                match seq.next_element_seed(VariantTag(CONTENT_BLOCK_TYPES))? {
+                    Some(kind) => variant(kind, SeqAccessDeserializer::new(seq)),
+                    None => Err(serde::de::Error::missing_field("type")),
+                }
+            }
+        }
+        deserializer.deserialize_any(Block)
+    }
 }
 
 impl ContentBlock {
@@ -142,13 +193,104 @@ pub struct EmbeddedResource {
 
 /// The contents of a resource or sub-resource: text or a base64 blob (untagged; an object
 /// with `text` is text, one with `blob` is a blob).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+///
+/// It reads what `#[serde(untagged)]` reads (text when the object is text contents, else a
+/// blob when it is blob contents), member by member, without serde's `Content` buffer.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum ResourceContents {
     /// Text contents.
     Text(TextResourceContents),
     /// Binary contents.
     Blob(BlobResourceContents),
+}
+
+impl<'de> Deserialize<'de> for ResourceContents {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::value::SeqAccessDeserializer;
+        use serde::de::{Error, IgnoredAny, MapAccess, SeqAccess, Visitor};
+        use serde_json::Value;
+
+        /// Reads the member `name` once into `slot`; twice is refused, as both variants
+        /// refuse it.
+        fn once<'de, A: MapAccess<'de>, T: Deserialize<'de>>(
+            map: &mut A,
+            slot: &mut Option<T>,
+            name: &'static str,
+        ) -> Result<(), A::Error> {
+            if slot.is_some() {
+                return Err(A::Error::duplicate_field(name));
+            }
+            *slot = Some(map.next_value()?);
+            Ok(())
+        }
+
+        /// The string a variant's own member (`text`, `blob`) holds: `None` when absent,
+        /// given twice (that variant refuses it) or not a string.
+        fn string(member: Option<Option<Value>>) -> Option<String> {
+            match member {
+                Some(Some(Value::String(s))) => Some(s),
+                _ => None,
+            }
+        }
+
+        struct Contents;
+        impl<'de> Visitor<'de> for Contents {
+            type Value = ResourceContents;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("untagged enum ResourceContents")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let (mut uri, mut mime_type, mut meta) = (None::<String>, None, None);
+                // `None` absent, `Some(None)` given twice, else the value given.
+                let (mut text, mut blob) = (None::<Option<Value>>, None::<Option<Value>>);
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "uri" => once(&mut map, &mut uri, "uri")?,
+                        "mimeType" => once(&mut map, &mut mime_type, "mimeType")?,
+                        "_meta" => once(&mut map, &mut meta, "_meta")?,
+                        "text" | "blob" => {
+                            let slot = if key == "text" { &mut text } else { &mut blob };
+                            let value = map.next_value::<Value>()?;
+                            *slot = Some(slot.is_none().then_some(value));
+                        }
+                        _ => drop(map.next_value::<IgnoredAny>()?),
+                    }
+                }
+                let uri = uri.ok_or_else(|| A::Error::missing_field("uri"))?;
+                let (mime_type, meta) = (mime_type.flatten(), meta.flatten());
+                if let Some(text) = string(text) {
+                    Ok(ResourceContents::Text(TextResourceContents {
+                        uri,
+                        mime_type,
+                        text,
+                        meta,
+                    }))
+                } else if let Some(blob) = string(blob) {
+                    Ok(ResourceContents::Blob(BlobResourceContents {
+                        uri,
+                        mime_type,
+                        blob,
+                        meta,
+                    }))
+                } else {
+                    Err(A::Error::custom(
+                        "data did not match any variant of untagged enum ResourceContents",
+                    ))
+                }
+            }
+
+            // serde's untagged enum also reads an array: the fields of the text contents (a
+            // blob's, of the same types, never gets there).
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                Deserialize::deserialize(SeqAccessDeserializer::new(seq))
+                    .map(ResourceContents::Text)
+            }
+        }
+        deserializer.deserialize_any(Contents)
+    }
 }
 
 impl ResourceContents {

@@ -101,3 +101,125 @@ macro_rules! deserialize_with_extra {
         }
     };
 }
+
+/// The members of an object read up to its tag member, then the rest of the object: what an
+/// internally tagged enum (`#[serde(tag = "...")]`) reads, without serde's `Content` buffer
+/// (which keeps every member and instantiates each variant's decoder once more for it). The
+/// members before the tag (none when the tag comes first, as every MCP SDK writes it) are kept
+/// as JSON values and given back first; a second tag member is refused ("duplicate field"),
+/// as serde refuses it.
+pub(crate) struct AfterTag<A> {
+    before: std::vec::IntoIter<(String, serde_json::Value)>,
+    value: Option<serde_json::Value>,
+    map: A,
+    tag: &'static str,
+}
+
+impl<A> AfterTag<A> {
+    /// Reads `map` up to its member `tag` and that member's value with `seed`; an object
+    /// without it is refused ("missing field").
+    pub(crate) fn read<'de, T>(
+        mut map: A,
+        tag: &'static str,
+        seed: T,
+    ) -> Result<(T::Value, Self), A::Error>
+    where
+        A: serde::de::MapAccess<'de>,
+        T: serde::de::DeserializeSeed<'de>,
+    {
+        let mut before = Vec::new();
+        loop {
+            match map.next_key::<String>()? {
+                Some(key) if key == tag => {
+                    let value = map.next_value_seed(seed)?;
+                    let rest = AfterTag {
+                        before: before.into_iter(),
+                        value: None,
+                        map,
+                        tag,
+                    };
+                    return Ok((value, rest));
+                }
+                Some(key) => {
+                    let value = map.next_value()?;
+                    before.push((key, value));
+                }
+                None => return Err(serde::de::Error::missing_field(tag)),
+            }
+        }
+    }
+}
+
+impl<'de, A: serde::de::MapAccess<'de>> serde::de::MapAccess<'de> for AfterTag<A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: serde::de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, A::Error> {
+        use serde::de::{value::StringDeserializer, Error};
+        let key = match self.before.next() {
+            Some((key, value)) => {
+                self.value = Some(value);
+                key
+            }
+            None => match self.map.next_key::<String>()? {
+                Some(key) if key == self.tag => return Err(A::Error::duplicate_field(self.tag)),
+                Some(key) => key,
+                None => return Ok(None),
+            },
+        };
+        seed.deserialize(StringDeserializer::new(key)).map(Some)
+    }
+
+    fn next_value_seed<V: serde::de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: V,
+    ) -> Result<V::Value, A::Error> {
+        match self.value.take() {
+            Some(value) => seed.deserialize(value).map_err(serde::de::Error::custom),
+            None => self.map.next_value_seed(seed),
+        }
+    }
+}
+
+/// The index of the variant named by a tag member among `variants`: what serde's derived
+/// variant identifier reads (the name as a string or bytes, or the variant's index).
+pub(crate) struct VariantTag(pub &'static [&'static str]);
+
+impl<'de> serde::de::DeserializeSeed<'de> for VariantTag {
+    type Value = usize;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<usize, D::Error> {
+        deserializer.deserialize_identifier(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for VariantTag {
+    type Value = usize;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("variant identifier")
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<usize, E> {
+        match usize::try_from(v) {
+            Ok(i) if i < self.0.len() => Ok(i),
+            _ => Err(E::invalid_value(
+                serde::de::Unexpected::Unsigned(v),
+                &format!("variant index 0 <= i < {}", self.0.len()).as_str(),
+            )),
+        }
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<usize, E> {
+        self.0
+            .iter()
+            .position(|name| *name == v)
+            .ok_or_else(|| E::unknown_variant(v, self.0))
+    }
+
+    fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<usize, E> {
+        self.visit_str(&String::from_utf8_lossy(v))
+    }
+}
