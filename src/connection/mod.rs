@@ -414,6 +414,9 @@ enum NextByName {
     Pass(usize),
     /// The response to our request: handed out if a call waits for it, else dropped.
     Response(RequestId),
+    /// A request to a connection that serves nothing, at this place in the endpoint's
+    /// queue: answered `-32601` here.
+    Unserved(usize),
     /// It takes more than the name to tell: build the event and decide.
     Look,
 }
@@ -439,6 +442,8 @@ enum Take {
     Closed,
     /// The LSP lifecycle answers a request itself.
     LspRefuse(IncomingId, ErrorObject<'static>),
+    /// A request to a connection that serves nothing: answered `-32601`.
+    Unserved(IncomingId),
     /// `initialize`, with its params.
     LspInitialize(Option<Box<RawValue>>),
     LspShutdown(IncomingId),
@@ -857,7 +862,25 @@ impl Connection {
     /// The next event for the driver; `None` when there is none. The connection handles
     /// stream pulls, heartbeats, the hook's requests and peer cancels of streams itself.
     pub fn poll_event(&mut self) -> Option<Event<'_>> {
-        if let Some(lsp) = self.lsp.as_mut().filter(|l| l.check_due) {
+        self.poll_event_as::<true>()
+    }
+
+    /// Like [`poll_event`](Connection::poll_event), for a connection that serves nothing
+    /// and only calls the peer: the peer's requests are answered `-32601` (method not
+    /// found) here and never handed out, and none of the serving side is consulted (the
+    /// hook, the streams served, the method subscriptions accepted, the LSP lifecycle).
+    /// Answers, ended calls, notifications, heartbeats, closing and what is only worth
+    /// logging come as from `poll_event`. A driver that only calls uses it instead of
+    /// `poll_event`, so that its program carries none of the server's paths.
+    pub fn poll_client_event(&mut self) -> Option<Event<'_>> {
+        self.poll_event_as::<false>()
+    }
+
+    /// [`poll_event`](Connection::poll_event) when `SERVE`, else
+    /// [`poll_client_event`](Connection::poll_client_event).
+    #[inline]
+    fn poll_event_as<const SERVE: bool>(&mut self) -> Option<Event<'_>> {
+        if let Some(lsp) = self.lsp.as_mut().filter(|l| SERVE && l.check_due) {
             lsp.check_due = false;
             if let (Some(pid), false) = (lsp.pid, self.endpoint.is_closed()) {
                 return Some(Event::CheckProcess { pid });
@@ -865,10 +888,17 @@ impl Connection {
         }
         loop {
             let by_name = match self.hook {
-                None => self.by_name_next(),
-                Some(_) => NextByName::Look,
+                Some(_) if SERVE => NextByName::Look,
+                _ => self.by_name_next::<SERVE>(),
             };
             match by_name {
+                NextByName::Unserved(at) => {
+                    let id = self.endpoint.poll_call(at).and_then(|call| call.request);
+                    if let Some(id) = id {
+                        self.refuse_unserved(id);
+                    }
+                    continue;
+                }
                 // What no extension takes, known by its method alone: built once, handed out.
                 NextByName::Pass(at) => return self.pass_call(at),
                 NextByName::Response(id) => {
@@ -887,6 +917,7 @@ impl Connection {
                 _ => self.endpoint.peek_event(),
             };
             let take = match next {
+                Some(event) if !SERVE => decide_client(event, self.heartbeat.is_some()),
                 Some(event) => decide(
                     event,
                     self.hook.as_mut(),
@@ -898,7 +929,7 @@ impl Connection {
                 ),
                 None => {
                     #[cfg(feature = "streams")]
-                    if let Some(stream) = self.streams.poll_freed() {
+                    if let Some(stream) = self.streams.poll_freed().filter(|_| SERVE) {
                         return Some(Event::StreamClosed { stream });
                     }
                     if self.settle_input() {
@@ -906,11 +937,17 @@ impl Connection {
                     }
                     // The hook's notifications join the output here too, for drivers whose
                     // transport asks for frames only when `buffered_output` shows some.
-                    self.drain_hook();
+                    if SERVE {
+                        self.drain_hook();
+                    }
                     return None;
                 }
             };
             match take {
+                Take::Unserved(id) => {
+                    self.endpoint.poll_event();
+                    self.refuse_unserved(id);
+                }
                 Take::Pass => return self.pass(),
                 Take::Hooked(id, answer) => {
                     self.endpoint.poll_event();
@@ -961,7 +998,7 @@ impl Connection {
                 Take::PeerCancelled(id) => {
                     self.endpoint.poll_event();
                     #[cfg(feature = "streams")]
-                    if self.streams.handle_peer_cancelled(&mut self.endpoint, id) {
+                    if SERVE && self.streams.handle_peer_cancelled(&mut self.endpoint, id) {
                         continue;
                     }
                     if self.running.contains(&id) {
@@ -1052,13 +1089,23 @@ impl Connection {
         }
     }
 
+    /// Answers the peer's request `id` to a connection that serves nothing: `-32601`.
+    #[inline(never)]
+    fn refuse_unserved(&mut self, id: IncomingId) {
+        let _ = self
+            .endpoint
+            .respond(id, Err(&ErrorObject::method_not_found()));
+    }
+
     /// Whether the next event is a request or notification that no part of the machine
     /// takes (no stream method, no stream cancel, no heartbeat), as [`decide`] would find
     /// without a hook, or a response, or there is none, or telling takes more than its
     /// method name.
-    fn by_name_next(&mut self) -> NextByName {
+    /// Without `SERVE`, every request is [`NextByName::Unserved`].
+    #[inline]
+    fn by_name_next<const SERVE: bool>(&mut self) -> NextByName {
         let heartbeat = self.heartbeat.is_some();
-        let lsp = self.lsp.as_ref();
+        let lsp = self.lsp.as_ref().filter(|_| SERVE);
         #[cfg(feature = "subscriptions")]
         let subs = &self.subs;
         #[cfg(not(feature = "subscriptions"))]
@@ -1066,12 +1113,15 @@ impl Connection {
         match self.endpoint.peek_next() {
             None => NextByName::Empty,
             Some(Peek::Call {
+                request: true, at, ..
+            }) if !SERVE => NextByName::Unserved(at),
+            Some(Peek::Call {
                 request,
                 method,
                 at,
             }) if by_name(request, method, heartbeat) == ByName::Nothing
                 && !lsp.is_some_and(|l| l.takes(request, method))
-                && !subs_take(subs, request, method) =>
+                && !(SERVE && subs_take(subs, request, method)) =>
             {
                 NextByName::Pass(at)
             }
@@ -1853,6 +1903,23 @@ fn decide(
             #[cfg(feature = "streams")]
             ByName::Stream => Take::Pass,
             ByName::Nothing => Take::Pass,
+        },
+        endpoint::EndpointEvent::PeerCancelled { id } => Take::PeerCancelled(id),
+        endpoint::EndpointEvent::Response { id, .. } => Take::Response(id),
+        endpoint::EndpointEvent::Ended { id, reason } => Take::Ended(id, reason),
+        endpoint::EndpointEvent::Closed => Take::Closed,
+        _ => Take::Pass,
+    }
+}
+
+/// [`decide`] for a connection that serves nothing: its requests are
+/// [`Take::Unserved`], and only the heartbeat looks at notifications.
+fn decide_client(event: endpoint::EndpointEvent<'_>, heartbeat: bool) -> Take {
+    match event {
+        endpoint::EndpointEvent::Request { id, .. } => Take::Unserved(id),
+        endpoint::EndpointEvent::Notification(n) => match by_name(false, &n.method, heartbeat) {
+            ByName::Beat(method) => Take::Beat(method),
+            _ => Take::Pass,
         },
         endpoint::EndpointEvent::PeerCancelled { id } => Take::PeerCancelled(id),
         endpoint::EndpointEvent::Response { id, .. } => Take::Response(id),

@@ -150,8 +150,8 @@ impl Builder {
     }
 
     /// Like [`connect`](Builder::connect), for a connection that only calls the peer: its
-    /// driver serves nothing ([`ClientOnly`]: the peer's requests get `-32601`, a router set
-    /// on this builder is not used), so the program carries none of the server's code (the
+    /// driver serves nothing ([`ClientOnly`]: the peer's requests get `-32601`, a router or
+    /// an extension set on this builder is not used), so the program carries none of the server's code (the
     /// dispatch, the handlers' scheduling, stream producers, subscriptions served), which
     /// matters where its size does (a browser page). Everything else is as with `connect`:
     /// calls, batches, notifications, the method subscriptions it makes, the config, the
@@ -174,7 +174,7 @@ impl Builder {
         let mut conn = Connection::new(config, Instant::ZERO);
         // Extension: per-connection hook (pub/sub), which wakes the driver's task.
         let woken = Arc::new(crate::wake::Woken::default());
-        if let Some(ext) = &self.extension {
+        if let Some(ext) = self.extension.as_ref().filter(|_| S::SERVES) {
             conn.set_hook(crate::extension::open(ext, &woken));
         }
         let parts = Parts {

@@ -82,6 +82,8 @@ impl std::fmt::Debug for Server {
 }
 
 impl crate::side::sealed::Side for Server {
+    const SERVES: bool = true;
+
     fn new(parts: &mut Parts, client: &Client) -> Self {
         let serving = parts.router.is_some();
         Server {
