@@ -329,8 +329,12 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
         }
         match self.reason {
             Some(CloseReason::HeartbeatTimeout) => {
-                let timeout = self.conn.config().heartbeat.map(|h| h.timeout);
-                let e = format!("no pong within {timeout:?}");
+                // In milliseconds, not `Duration`'s `Debug`: its formatting is 2 KB of a
+                // browser page.
+                let heartbeat = self.conn.config().heartbeat;
+                let timeout = heartbeat.map_or(0, |h| h.timeout.as_millis());
+                let timeout = u64::try_from(timeout).unwrap_or(u64::MAX);
+                let e = format!("no pong within {timeout} ms");
                 Err(io::Error::new(io::ErrorKind::TimedOut, e))
             }
             _ => Ok(()),
