@@ -18,7 +18,6 @@ use sansrpc::Instant;
 use crate::builder::EventHook;
 use crate::calls::Calls;
 use crate::client::{Client, Command};
-use crate::router::AsyncRouter;
 use crate::server::Polled;
 use crate::side::{Serving, Side};
 use crate::timer::{Sleep, Timer};
@@ -61,7 +60,8 @@ fn next<T>(
 
 /// What a [`Builder`](crate::Builder) gives the driver besides the connection.
 pub struct Parts {
-    pub(crate) router: Option<Arc<AsyncRouter>>,
+    /// An `Arc<AsyncRouter>`, as the builder holds it.
+    pub(crate) router: Option<crate::builder::ErasedRouter>,
     pub(crate) max_concurrent: usize,
     pub(crate) max_queued: usize,
     pub(crate) on_event: Option<EventHook>,
