@@ -220,7 +220,7 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
     fn poll_commands(&mut self, now: Instant) -> bool {
         let mut progress = false;
         if let Some(command) = self.deferred.take() {
-            self.deferred = self.calls.apply(&mut self.conn, command, now);
+            self.deferred = self.calls.apply::<S>(&mut self.conn, command, now);
             if self.deferred.is_some() {
                 return false;
             }
@@ -240,7 +240,7 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
                 }
                 Poll::Ready(Some(command)) => {
                     progress = true;
-                    self.deferred = self.calls.apply(&mut self.conn, command, now);
+                    self.deferred = self.calls.apply::<S>(&mut self.conn, command, now);
                     if self.deferred.is_some() {
                         break;
                     }
@@ -317,7 +317,7 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
         }
         for command in commands {
             let now = self.now();
-            self.calls.apply(&mut self.conn, command, now);
+            self.calls.apply::<S>(&mut self.conn, command, now);
         }
         self.calls.clear();
         self.closers.clear();
