@@ -1101,6 +1101,7 @@ impl Connection {
     /// takes (no stream method, no stream cancel, no heartbeat), as [`decide`] would find
     /// without a hook, or a response, or there is none, or telling takes more than its
     /// method name.
+    ///
     /// Without `SERVE`, every request is [`NextByName::Unserved`].
     #[inline]
     fn by_name_next<const SERVE: bool>(&mut self) -> NextByName {
