@@ -414,9 +414,6 @@ enum NextByName {
     Pass(usize),
     /// The response to our request: handed out if a call waits for it, else dropped.
     Response(RequestId),
-    /// A request to a connection that serves nothing, at this place in the endpoint's
-    /// queue: answered `-32601` here.
-    Unserved(usize),
     /// It takes more than the name to tell: build the event and decide.
     Look,
 }
@@ -442,8 +439,6 @@ enum Take {
     Closed,
     /// The LSP lifecycle answers a request itself.
     LspRefuse(IncomingId, ErrorObject<'static>),
-    /// A request to a connection that serves nothing: answered `-32601`.
-    Unserved(IncomingId),
     /// `initialize`, with its params.
     LspInitialize(Option<Box<RawValue>>),
     LspShutdown(IncomingId),
@@ -862,25 +857,7 @@ impl Connection {
     /// The next event for the driver; `None` when there is none. The connection handles
     /// stream pulls, heartbeats, the hook's requests and peer cancels of streams itself.
     pub fn poll_event(&mut self) -> Option<Event<'_>> {
-        self.poll_event_as::<true>()
-    }
-
-    /// Like [`poll_event`](Connection::poll_event), for a connection that serves nothing
-    /// and only calls the peer: the peer's requests are answered `-32601` (method not
-    /// found) here and never handed out, and none of the serving side is consulted (the
-    /// hook, the streams served, the method subscriptions accepted, the LSP lifecycle).
-    /// Answers, ended calls, notifications, heartbeats, closing and what is only worth
-    /// logging come as from `poll_event`. A driver that only calls uses it instead of
-    /// `poll_event`, so that its program carries none of the server's paths.
-    pub fn poll_client_event(&mut self) -> Option<Event<'_>> {
-        self.poll_event_as::<false>()
-    }
-
-    /// [`poll_event`](Connection::poll_event) when `SERVE`, else
-    /// [`poll_client_event`](Connection::poll_client_event).
-    #[inline]
-    fn poll_event_as<const SERVE: bool>(&mut self) -> Option<Event<'_>> {
-        if let Some(lsp) = self.lsp.as_mut().filter(|l| SERVE && l.check_due) {
+        if let Some(lsp) = self.lsp.as_mut().filter(|l| l.check_due) {
             lsp.check_due = false;
             if let (Some(pid), false) = (lsp.pid, self.endpoint.is_closed()) {
                 return Some(Event::CheckProcess { pid });
@@ -888,17 +865,10 @@ impl Connection {
         }
         loop {
             let by_name = match self.hook {
-                Some(_) if SERVE => NextByName::Look,
-                _ => self.by_name_next::<SERVE>(),
+                None => self.by_name_next(),
+                Some(_) => NextByName::Look,
             };
             match by_name {
-                NextByName::Unserved(at) => {
-                    let id = self.endpoint.poll_call(at).and_then(|call| call.request);
-                    if let Some(id) = id {
-                        self.refuse_unserved(id);
-                    }
-                    continue;
-                }
                 // What no extension takes, known by its method alone: built once, handed out.
                 NextByName::Pass(at) => return self.pass_call(at),
                 NextByName::Response(id) => {
@@ -917,7 +887,6 @@ impl Connection {
                 _ => self.endpoint.peek_event(),
             };
             let take = match next {
-                Some(event) if !SERVE => decide_client(event, self.heartbeat.is_some()),
                 Some(event) => decide(
                     event,
                     self.hook.as_mut(),
@@ -929,7 +898,7 @@ impl Connection {
                 ),
                 None => {
                     #[cfg(feature = "streams")]
-                    if let Some(stream) = self.streams.poll_freed().filter(|_| SERVE) {
+                    if let Some(stream) = self.streams.poll_freed() {
                         return Some(Event::StreamClosed { stream });
                     }
                     if self.settle_input() {
@@ -937,17 +906,11 @@ impl Connection {
                     }
                     // The hook's notifications join the output here too, for drivers whose
                     // transport asks for frames only when `buffered_output` shows some.
-                    if SERVE {
-                        self.drain_hook();
-                    }
+                    self.drain_hook();
                     return None;
                 }
             };
             match take {
-                Take::Unserved(id) => {
-                    self.endpoint.poll_event();
-                    self.refuse_unserved(id);
-                }
                 Take::Pass => return self.pass(),
                 Take::Hooked(id, answer) => {
                     self.endpoint.poll_event();
@@ -998,7 +961,7 @@ impl Connection {
                 Take::PeerCancelled(id) => {
                     self.endpoint.poll_event();
                     #[cfg(feature = "streams")]
-                    if SERVE && self.streams.handle_peer_cancelled(&mut self.endpoint, id) {
+                    if self.streams.handle_peer_cancelled(&mut self.endpoint, id) {
                         continue;
                     }
                     if self.running.contains(&id) {
@@ -1089,6 +1052,106 @@ impl Connection {
         }
     }
 
+    /// Like [`poll_event`](Connection::poll_event), for a connection that serves nothing
+    /// and only calls the peer: the peer's requests are answered `-32601` (method not
+    /// found) here and never handed out, and none of the serving side is consulted (the
+    /// hook, the streams served, the method subscriptions accepted, the LSP lifecycle).
+    /// Answers, ended calls, notifications, heartbeats, closing and what is only worth
+    /// logging come as from `poll_event`. A driver that only calls uses it instead of
+    /// `poll_event`, so that its program carries none of the server's paths.
+    pub fn poll_client_event(&mut self) -> Option<Event<'_>> {
+        loop {
+            let heartbeat = self.heartbeat.is_some();
+            let next = match self.endpoint.peek_next() {
+                None => ClientNext::Empty,
+                Some(Peek::Call {
+                    request: true, at, ..
+                }) => ClientNext::Unserved(at),
+                Some(Peek::Call {
+                    request: false,
+                    method,
+                    at,
+                }) if !matches!(by_name(false, method, heartbeat), ByName::Beat(_)) => {
+                    ClientNext::Pass(at)
+                }
+                Some(Peek::Response(id)) => ClientNext::Response(id),
+                Some(_) => ClientNext::Look,
+            };
+            let take = match next {
+                ClientNext::Unserved(at) => {
+                    let id = self.endpoint.poll_call(at).and_then(|call| call.request);
+                    if let Some(id) = id {
+                        self.refuse_unserved(id);
+                    }
+                    continue;
+                }
+                ClientNext::Pass(at) => return self.pass_call(at),
+                ClientNext::Response(id) => {
+                    if self.calls.contains(id) {
+                        return self.pass_response();
+                    }
+                    // A call whose token was forgotten: nobody wants the answer.
+                    self.endpoint.poll_event();
+                    continue;
+                }
+                ClientNext::Look => match self.endpoint.peek_event() {
+                    Some(event) => decide_client(event, heartbeat),
+                    None => ClientTake::Settle,
+                },
+                ClientNext::Empty => ClientTake::Settle,
+            };
+            match take {
+                ClientTake::Settle => {
+                    if self.settle_input() {
+                        continue;
+                    }
+                    return None;
+                }
+                ClientTake::Pass => return self.pass(),
+                ClientTake::Unserved(id) => {
+                    self.endpoint.poll_event();
+                    self.refuse_unserved(id);
+                }
+                ClientTake::Beat(method) => {
+                    self.endpoint.poll_event();
+                    self.endpoint.notification_done();
+                    let now = self.endpoint_now();
+                    let heartbeat = self.heartbeat.as_mut();
+                    let heard = heartbeat.map(|h| h.handle_notification(method, now));
+                    if heard == Some(Heard::Ping) {
+                        // A pong that finds the output full is dropped; the peer pings again.
+                        let _ = self.endpoint.send_notification(keepalive::PONG, None);
+                    }
+                }
+                // Nothing of the peer's runs here: nothing to cancel.
+                ClientTake::PeerCancelled => {
+                    self.endpoint.poll_event();
+                }
+                ClientTake::Response(id) => {
+                    if self.calls.contains(id) {
+                        return self.pass();
+                    }
+                    self.endpoint.poll_event();
+                }
+                ClientTake::Ended(id, reason) => {
+                    self.endpoint.poll_event();
+                    if let Some((token, index, last)) = self.calls.settle(id) {
+                        return Some(Event::Ended {
+                            token,
+                            index,
+                            reason,
+                            last,
+                        });
+                    }
+                }
+                ClientTake::Closed => {
+                    self.endpoint.poll_event();
+                    return Some(self.closed());
+                }
+            }
+        }
+    }
+
     /// Answers the peer's request `id` to a connection that serves nothing: `-32601`.
     #[inline(never)]
     fn refuse_unserved(&mut self, id: IncomingId) {
@@ -1101,12 +1164,9 @@ impl Connection {
     /// takes (no stream method, no stream cancel, no heartbeat), as [`decide`] would find
     /// without a hook, or a response, or there is none, or telling takes more than its
     /// method name.
-    ///
-    /// Without `SERVE`, every request is [`NextByName::Unserved`].
-    #[inline]
-    fn by_name_next<const SERVE: bool>(&mut self) -> NextByName {
+    fn by_name_next(&mut self) -> NextByName {
         let heartbeat = self.heartbeat.is_some();
-        let lsp = self.lsp.as_ref().filter(|_| SERVE);
+        let lsp = self.lsp.as_ref();
         #[cfg(feature = "subscriptions")]
         let subs = &self.subs;
         #[cfg(not(feature = "subscriptions"))]
@@ -1114,15 +1174,12 @@ impl Connection {
         match self.endpoint.peek_next() {
             None => NextByName::Empty,
             Some(Peek::Call {
-                request: true, at, ..
-            }) if !SERVE => NextByName::Unserved(at),
-            Some(Peek::Call {
                 request,
                 method,
                 at,
             }) if by_name(request, method, heartbeat) == ByName::Nothing
                 && !lsp.is_some_and(|l| l.takes(request, method))
-                && !(SERVE && subs_take(subs, request, method)) =>
+                && !subs_take(subs, request, method) =>
             {
                 NextByName::Pass(at)
             }
@@ -1913,20 +1970,48 @@ fn decide(
     }
 }
 
-/// [`decide`] for a connection that serves nothing: its requests are
-/// [`Take::Unserved`], and only the heartbeat looks at notifications.
-fn decide_client(event: endpoint::EndpointEvent<'_>, heartbeat: bool) -> Take {
+/// What [`Connection::poll_client_event`] finds next, told by the method name alone.
+enum ClientNext {
+    /// No event is queued.
+    Empty,
+    /// A request, at this place in the endpoint's queue: answered `-32601`.
+    Unserved(usize),
+    /// A notification the heartbeat does not take, at this place in the queue.
+    Pass(usize),
+    /// The response to our request.
+    Response(RequestId),
+    /// It takes more than the name to tell.
+    Look,
+}
+
+/// What [`Connection::poll_client_event`] does with the endpoint's next event
+/// ([`decide_client`]).
+enum ClientTake {
+    /// Nothing queued: the end of input settled, or nothing.
+    Settle,
+    Pass,
+    Unserved(IncomingId),
+    Beat(&'static str),
+    PeerCancelled,
+    Response(RequestId),
+    Ended(RequestId, EndReason),
+    Closed,
+}
+
+/// [`decide`] for a connection that serves nothing: its requests are answered `-32601`,
+/// and only the heartbeat looks at notifications.
+fn decide_client(event: endpoint::EndpointEvent<'_>, heartbeat: bool) -> ClientTake {
     match event {
-        endpoint::EndpointEvent::Request { id, .. } => Take::Unserved(id),
+        endpoint::EndpointEvent::Request { id, .. } => ClientTake::Unserved(id),
         endpoint::EndpointEvent::Notification(n) => match by_name(false, &n.method, heartbeat) {
-            ByName::Beat(method) => Take::Beat(method),
-            _ => Take::Pass,
+            ByName::Beat(method) => ClientTake::Beat(method),
+            _ => ClientTake::Pass,
         },
-        endpoint::EndpointEvent::PeerCancelled { id } => Take::PeerCancelled(id),
-        endpoint::EndpointEvent::Response { id, .. } => Take::Response(id),
-        endpoint::EndpointEvent::Ended { id, reason } => Take::Ended(id, reason),
-        endpoint::EndpointEvent::Closed => Take::Closed,
-        _ => Take::Pass,
+        endpoint::EndpointEvent::PeerCancelled { .. } => ClientTake::PeerCancelled,
+        endpoint::EndpointEvent::Response { id, .. } => ClientTake::Response(id),
+        endpoint::EndpointEvent::Ended { id, reason } => ClientTake::Ended(id, reason),
+        endpoint::EndpointEvent::Closed => ClientTake::Closed,
+        _ => ClientTake::Pass,
     }
 }
 

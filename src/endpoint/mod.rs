@@ -877,8 +877,8 @@ impl Endpoint {
     fn process_decoded(&mut self) {
         // Asked after every input and every drained queue, and nearly always with nothing
         // there once frames come whole: answered here, without the call.
-        if let Fed(Some(decoded)) = self.fed {
-            if self.decoder.as_ref().is_some_and(|d| !d.is_idle()) {
+        if self.decoder.as_ref().is_some_and(|d| !d.is_idle()) {
+            if let Fed(Some(decoded)) = self.fed {
                 decoded(self, false);
             }
         }
