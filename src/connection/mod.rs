@@ -1190,7 +1190,7 @@ impl Connection {
 
     /// Hands the endpoint's next event, the request or notification at `at` in its queue
     /// ([`NextByName::Pass`]), to the driver: built once, here, from the endpoint's entry.
-    #[inline]
+    #[inline(always)]
     fn pass_call(&mut self, at: usize) -> Option<Event<'_>> {
         let call = self.endpoint.poll_call(at)?;
         Some(match call.request {
@@ -1320,6 +1320,7 @@ impl Connection {
 
     /// Once the queue is empty: tells the endpoint the input ended, and closes when
     /// draining is done. True when that queued events.
+    #[inline(always)]
     fn settle_input(&mut self) -> bool {
         if self.input_ended && !self.input_finished && !self.endpoint.is_closed() {
             self.input_finished = true;

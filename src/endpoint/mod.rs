@@ -1807,7 +1807,7 @@ impl Endpoint {
     /// What the next event is, told without building it: for the connection machine's
     /// routing, which needs only a call's method name or a response's request. `None` when
     /// there is none (then [`peek_event`](Endpoint::peek_event) would find none either).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn peek_next(&mut self) -> Option<Peek<'_>> {
         self.refill_events();
         let at = self.next_index()?;
