@@ -22,7 +22,7 @@ pub(crate) struct Span {
 }
 
 impl Span {
-    #[inline]
+    #[inline(always)]
     pub(crate) fn of<'a>(&self, text: &'a str) -> &'a str {
         &text[self.start..self.end]
     }

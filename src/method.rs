@@ -109,7 +109,13 @@ impl fmt::Display for CallError {
             CallError::Ended(EndReason::Unanswered { status: None }) => {
                 f.write_str("the request could not be sent, or its answer not read")
             }
-            CallError::Ended(r) => write!(f, "the request ended without an answer: {r:?}"),
+            CallError::Ended(EndReason::Cancelled) => f.write_str("the request was cancelled"),
+            CallError::Ended(EndReason::PeerError) => {
+                f.write_str("the peer answered with an error whose id is null")
+            }
+            CallError::Ended(EndReason::MalformedResponse(e)) => {
+                write!(f, "the peer's answer is malformed: {e}")
+            }
             CallError::Send(e) => write!(f, "the request was not sent: {e}"),
             CallError::Intercepted(e) => write!(f, "an interceptor refused the call: {e}"),
         }

@@ -1052,6 +1052,114 @@ impl Connection {
         }
     }
 
+    /// Like [`poll_event`](Connection::poll_event), for a connection that serves nothing
+    /// and only calls the peer: the peer's requests are answered `-32601` (method not
+    /// found) here and never handed out, and none of the serving side is consulted (the
+    /// hook, the streams served, the method subscriptions accepted, the LSP lifecycle).
+    /// Answers, ended calls, notifications, heartbeats, closing and what is only worth
+    /// logging come as from `poll_event`. A driver that only calls uses it instead of
+    /// `poll_event`, so that its program carries none of the server's paths.
+    pub fn poll_client_event(&mut self) -> Option<Event<'_>> {
+        loop {
+            let heartbeat = self.heartbeat.is_some();
+            let next = match self.endpoint.peek_next() {
+                None => ClientNext::Empty,
+                Some(Peek::Call {
+                    request: true, at, ..
+                }) => ClientNext::Unserved(at),
+                Some(Peek::Call {
+                    request: false,
+                    method,
+                    at,
+                }) if !matches!(by_name(false, method, heartbeat), ByName::Beat(_)) => {
+                    ClientNext::Pass(at)
+                }
+                Some(Peek::Response(id)) => ClientNext::Response(id),
+                Some(_) => ClientNext::Look,
+            };
+            let take = match next {
+                ClientNext::Unserved(at) => {
+                    let id = self.endpoint.poll_call(at).and_then(|call| call.request);
+                    if let Some(id) = id {
+                        self.refuse_unserved(id);
+                    }
+                    continue;
+                }
+                ClientNext::Pass(at) => return self.pass_call(at),
+                ClientNext::Response(id) => {
+                    if self.calls.contains(id) {
+                        return self.pass_response();
+                    }
+                    // A call whose token was forgotten: nobody wants the answer.
+                    self.endpoint.poll_event();
+                    continue;
+                }
+                ClientNext::Look => match self.endpoint.peek_event() {
+                    Some(event) => decide_client(event, heartbeat),
+                    None => ClientTake::Settle,
+                },
+                ClientNext::Empty => ClientTake::Settle,
+            };
+            match take {
+                ClientTake::Settle => {
+                    if self.settle_input() {
+                        continue;
+                    }
+                    return None;
+                }
+                ClientTake::Pass => return self.pass(),
+                ClientTake::Unserved(id) => {
+                    self.endpoint.poll_event();
+                    self.refuse_unserved(id);
+                }
+                ClientTake::Beat(method) => {
+                    self.endpoint.poll_event();
+                    self.endpoint.notification_done();
+                    let now = self.endpoint_now();
+                    let heartbeat = self.heartbeat.as_mut();
+                    let heard = heartbeat.map(|h| h.handle_notification(method, now));
+                    if heard == Some(Heard::Ping) {
+                        // A pong that finds the output full is dropped; the peer pings again.
+                        let _ = self.endpoint.send_notification(keepalive::PONG, None);
+                    }
+                }
+                // Nothing of the peer's runs here: nothing to cancel.
+                ClientTake::PeerCancelled => {
+                    self.endpoint.poll_event();
+                }
+                ClientTake::Response(id) => {
+                    if self.calls.contains(id) {
+                        return self.pass();
+                    }
+                    self.endpoint.poll_event();
+                }
+                ClientTake::Ended(id, reason) => {
+                    self.endpoint.poll_event();
+                    if let Some((token, index, last)) = self.calls.settle(id) {
+                        return Some(Event::Ended {
+                            token,
+                            index,
+                            reason,
+                            last,
+                        });
+                    }
+                }
+                ClientTake::Closed => {
+                    self.endpoint.poll_event();
+                    return Some(self.closed());
+                }
+            }
+        }
+    }
+
+    /// Answers the peer's request `id` to a connection that serves nothing: `-32601`.
+    #[inline(never)]
+    fn refuse_unserved(&mut self, id: IncomingId) {
+        let _ = self
+            .endpoint
+            .respond(id, Err(&ErrorObject::method_not_found()));
+    }
+
     /// Whether the next event is a request or notification that no part of the machine
     /// takes (no stream method, no stream cancel, no heartbeat), as [`decide`] would find
     /// without a hook, or a response, or there is none, or telling takes more than its
@@ -1082,7 +1190,7 @@ impl Connection {
 
     /// Hands the endpoint's next event, the request or notification at `at` in its queue
     /// ([`NextByName::Pass`]), to the driver: built once, here, from the endpoint's entry.
-    #[inline]
+    #[inline(always)]
     fn pass_call(&mut self, at: usize) -> Option<Event<'_>> {
         let call = self.endpoint.poll_call(at)?;
         Some(match call.request {
@@ -1212,6 +1320,7 @@ impl Connection {
 
     /// Once the queue is empty: tells the endpoint the input ended, and closes when
     /// draining is done. True when that queued events.
+    #[inline(always)]
     fn settle_input(&mut self) -> bool {
         if self.input_ended && !self.input_finished && !self.endpoint.is_closed() {
             self.input_finished = true;
@@ -1859,6 +1968,51 @@ fn decide(
         endpoint::EndpointEvent::Ended { id, reason } => Take::Ended(id, reason),
         endpoint::EndpointEvent::Closed => Take::Closed,
         _ => Take::Pass,
+    }
+}
+
+/// What [`Connection::poll_client_event`] finds next, told by the method name alone.
+enum ClientNext {
+    /// No event is queued.
+    Empty,
+    /// A request, at this place in the endpoint's queue: answered `-32601`.
+    Unserved(usize),
+    /// A notification the heartbeat does not take, at this place in the queue.
+    Pass(usize),
+    /// The response to our request.
+    Response(RequestId),
+    /// It takes more than the name to tell.
+    Look,
+}
+
+/// What [`Connection::poll_client_event`] does with the endpoint's next event
+/// ([`decide_client`]).
+enum ClientTake {
+    /// Nothing queued: the end of input settled, or nothing.
+    Settle,
+    Pass,
+    Unserved(IncomingId),
+    Beat(&'static str),
+    PeerCancelled,
+    Response(RequestId),
+    Ended(RequestId, EndReason),
+    Closed,
+}
+
+/// [`decide`] for a connection that serves nothing: its requests are answered `-32601`,
+/// and only the heartbeat looks at notifications.
+fn decide_client(event: endpoint::EndpointEvent<'_>, heartbeat: bool) -> ClientTake {
+    match event {
+        endpoint::EndpointEvent::Request { id, .. } => ClientTake::Unserved(id),
+        endpoint::EndpointEvent::Notification(n) => match by_name(false, &n.method, heartbeat) {
+            ByName::Beat(method) => ClientTake::Beat(method),
+            _ => ClientTake::Pass,
+        },
+        endpoint::EndpointEvent::PeerCancelled { .. } => ClientTake::PeerCancelled,
+        endpoint::EndpointEvent::Response { id, .. } => ClientTake::Response(id),
+        endpoint::EndpointEvent::Ended { id, reason } => ClientTake::Ended(id, reason),
+        endpoint::EndpointEvent::Closed => ClientTake::Closed,
+        _ => ClientTake::Pass,
     }
 }
 

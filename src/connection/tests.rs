@@ -32,8 +32,20 @@ enum Seen {
 }
 
 fn events(c: &mut Connection) -> Vec<Seen> {
+    events_of(c, Connection::poll_event)
+}
+
+/// The events of [`Connection::poll_client_event`].
+fn client_events(c: &mut Connection) -> Vec<Seen> {
+    events_of(c, Connection::poll_client_event)
+}
+
+fn events_of(
+    c: &mut Connection,
+    poll: for<'a> fn(&'a mut Connection) -> Option<Event<'a>>,
+) -> Vec<Seen> {
     let mut out = Vec::new();
-    while let Some(e) = c.poll_event() {
+    while let Some(e) = poll(c) {
         out.push(match e {
             Event::Request { handle, request } => Seen::Request(
                 handle,
@@ -385,6 +397,86 @@ fn heartbeat_is_answered_inside_and_a_silent_peer_times_out() {
         vec![Seen::Closed(CloseReason::HeartbeatTimeout)]
     );
     assert!(client.is_finished(), "nothing left to write");
+}
+
+#[test]
+fn a_connection_that_only_calls_answers_the_peers_requests_itself() {
+    let answer_only = Config {
+        heartbeat: Some(HeartbeatConfig::answer_only()),
+        ..Config::default()
+    };
+    let mut client = Connection::new(answer_only, Instant::ZERO);
+    let mut server = Connection::new(Config::default(), Instant::ZERO);
+    let now = Instant::ZERO;
+    client
+        .call(1, "add", Some(raw("[1,2]")), RequestOptions::default(), now)
+        .unwrap();
+    send(&mut client, &mut server, now);
+    let handle = request_handle(&events(&mut server));
+    server.respond(handle, Ok(raw("3")));
+    // A request by its plain name, a stream pull, a method name with an escape (told only
+    // once its event is built), a notification, and a heartbeat ping.
+    server
+        .call(
+            7,
+            "window/showMessage",
+            None,
+            RequestOptions::default(),
+            now,
+        )
+        .unwrap();
+    server
+        .call(
+            8,
+            "rpc.stream.next",
+            Some(raw("[1]")),
+            RequestOptions::default(),
+            now,
+        )
+        .unwrap();
+    server.notify("news", Some(raw("[\"a\"]"))).unwrap();
+    server.notify(keepalive::PING, None).unwrap();
+    send(&mut server, &mut client, now);
+    let escaped = r#"{"jsonrpc":"2.0","id":"e","method":"\u0061dd"}"#;
+    let frame = [
+        "Content-Length: ",
+        &escaped.len().to_string(),
+        "\r\n\r\n",
+        escaped,
+    ]
+    .concat();
+    client.handle_input(frame.as_bytes(), now).unwrap();
+    assert_eq!(
+        client_events(&mut client),
+        vec![
+            Seen::Answer(1, 0, Ok("3".into()), true),
+            Seen::Notification("news".into(), Some("[\"a\"]".into())),
+        ],
+        "the requests are answered, not handed out; the ping is answered too"
+    );
+    assert_eq!(client.running(), 0);
+    let wire = send(&mut client, &mut server, now);
+    assert_eq!(wire.matches("-32601").count(), 3, "{wire}");
+    assert!(wire.contains("\"id\":\"e\""), "{wire}");
+    assert!(wire.contains("\"pong\""), "{wire}");
+    assert_eq!(
+        events(&mut server),
+        vec![
+            Seen::Answer(7, 0, Err(-32601), true),
+            Seen::Answer(8, 0, Err(-32601), true),
+            // No heartbeat here: the pong is a notification; the answer to "e" none of
+            // the server's calls waits for.
+            Seen::Notification("pong".into(), None),
+            Seen::Other,
+        ]
+    );
+
+    // Its close is as `poll_event`'s.
+    client.close(now);
+    assert_eq!(
+        client_events(&mut client),
+        vec![Seen::Closed(CloseReason::Local)]
+    );
 }
 
 #[test]

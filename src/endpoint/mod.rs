@@ -459,6 +459,9 @@ enum Action {
 pub struct Endpoint {
     config: Config,
     decoder: Option<Decoder>,
+    /// What decodes the frames the decoder holds; set once [`handle_input`](Endpoint::handle_input)
+    /// has fed it.
+    fed: Fed,
     classifier: Classifier,
     now: Instant,
     closed: bool,
@@ -503,6 +506,19 @@ pub struct Endpoint {
 /// How many incoming batch sizes [`Endpoint::poll_batch_size`] keeps when nobody drains them.
 const MAX_BATCH_SIZES: usize = 64;
 
+/// How the endpoint reaches the frames its decoder holds: through this pointer, set once
+/// [`Endpoint::handle_input`] has fed the decoder, so that a program that only hands in
+/// whole messages ([`Endpoint::handle_message`]) carries none of the byte-stream framings'
+/// decoding (6 KB of a browser page's code).
+#[derive(Clone, Copy)]
+struct Fed(Option<fn(&mut Endpoint, bool)>);
+
+impl fmt::Debug for Fed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() { "Fed" } else { "Unfed" })
+    }
+}
+
 impl Endpoint {
     /// A new, open endpoint.
     pub fn new(mut config: Config) -> Self {
@@ -511,6 +527,7 @@ impl Endpoint {
         config.limits.null_params_as_absent |= config.profile == Profile::Lsp;
         Endpoint {
             decoder: config.framing.map(|f| Decoder::new(f, &config.limits)),
+            fed: Fed(None),
             classifier: Classifier::new(config.limits),
             config,
             now: Instant::ZERO,
@@ -598,6 +615,7 @@ impl Endpoint {
         if self.decoder.is_none() {
             return Err(NotAByteStream);
         }
+        self.fed = Fed(Some(Endpoint::decoded));
         self.now = now;
         if self.closed {
             return Ok(bytes.len());
@@ -745,8 +763,9 @@ impl Endpoint {
             return;
         }
         self.process_decoded();
-        if let Some(e) = self.decoder.as_mut().and_then(Decoder::finish) {
-            self.events.push_back(Record::Frame(e));
+        // A decoder never fed has nothing to finish.
+        if let Fed(Some(decoded)) = self.fed {
+            decoded(self, true);
         }
     }
 
@@ -859,7 +878,19 @@ impl Endpoint {
         // Asked after every input and every drained queue, and nearly always with nothing
         // there once frames come whole: answered here, without the call.
         if self.decoder.as_ref().is_some_and(|d| !d.is_idle()) {
+            if let Fed(Some(decoded)) = self.fed {
+                decoded(self, false);
+            }
+        }
+    }
+
+    /// What [`Fed`] points to: the frames the decoder holds processed, or (`finish`) the
+    /// end of its input told.
+    fn decoded(&mut self, finish: bool) {
+        if !finish {
             self.process_buffered();
+        } else if let Some(e) = self.decoder.as_mut().and_then(Decoder::finish) {
+            self.events.push_back(Record::Frame(e));
         }
     }
 
@@ -1776,7 +1807,7 @@ impl Endpoint {
     /// What the next event is, told without building it: for the connection machine's
     /// routing, which needs only a call's method name or a response's request. `None` when
     /// there is none (then [`peek_event`](Endpoint::peek_event) would find none either).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn peek_next(&mut self) -> Option<Peek<'_>> {
         self.refill_events();
         let at = self.next_index()?;

@@ -583,7 +583,7 @@ impl RawEntry {
 ///
 /// Small enough to inline, so the `Cow` is built where it goes (built here and returned, it
 /// was stored in pieces and read back whole at once: a stalled store-to-load forward).
-#[inline]
+#[inline(always)]
 fn text(frame: &str, tok: StrTok) -> Cow<'_, str> {
     let raw = tok.span.of(frame);
     if tok.escaped {

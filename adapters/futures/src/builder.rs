@@ -1,5 +1,6 @@
 //! Setting up a connection: [`Builder`].
 
+use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
@@ -17,13 +18,19 @@ use crate::transport::Transport;
 
 pub(crate) type EventHook = Arc<dyn for<'a> Fn(Event<'a>) + Send + Sync>;
 
+/// The builder's router, an `Arc<AsyncRouter>` (see [`Builder`]'s field).
+pub(crate) type ErasedRouter = Arc<dyn Any + Send + Sync>;
+
 /// Sets up a connection: the connection's one [`Config`] (framing, limits, deadlines,
 /// profile, heartbeat, streams, close phases), the router that serves the peer's requests,
 /// and the driver's own bounds. Cheap to clone, for accept loops.
 #[derive(Clone)]
 pub struct Builder {
     config: Config,
-    router: Option<Arc<AsyncRouter>>,
+    /// An `Arc<AsyncRouter>`, held as `dyn Any`: the router's drop (its tables, its
+    /// handlers) is in a program only when one is set, not in one that only calls (a
+    /// browser page's, 4 KB of its code).
+    router: Option<ErasedRouter>,
     max_concurrent: usize,
     max_queued_notifications: usize,
     on_event: Option<EventHook>,
@@ -36,7 +43,13 @@ impl fmt::Debug for Builder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Builder")
             .field("config", &self.config)
-            .field("router", &self.router)
+            .field(
+                "router",
+                &self
+                    .router
+                    .as_ref()
+                    .and_then(|r| r.downcast_ref::<AsyncRouter>()),
+            )
             .field("max_concurrent", &self.max_concurrent)
             .field("max_queued_notifications", &self.max_queued_notifications)
             .finish()
@@ -150,8 +163,8 @@ impl Builder {
     }
 
     /// Like [`connect`](Builder::connect), for a connection that only calls the peer: its
-    /// driver serves nothing ([`ClientOnly`]: the peer's requests get `-32601`, a router set
-    /// on this builder is not used), so the program carries none of the server's code (the
+    /// driver serves nothing ([`ClientOnly`]: the peer's requests get `-32601`, a router or
+    /// an extension set on this builder is not used), so the program carries none of the server's code (the
     /// dispatch, the handlers' scheduling, stream producers, subscriptions served), which
     /// matters where its size does (a browser page). Everything else is as with `connect`:
     /// calls, batches, notifications, the method subscriptions it makes, the config, the
@@ -174,7 +187,7 @@ impl Builder {
         let mut conn = Connection::new(config, Instant::ZERO);
         // Extension: per-connection hook (pub/sub), which wakes the driver's task.
         let woken = Arc::new(crate::wake::Woken::default());
-        if let Some(ext) = &self.extension {
+        if let Some(ext) = self.extension.as_ref().filter(|_| S::SERVES) {
             conn.set_hook(crate::extension::open(ext, &woken));
         }
         let parts = Parts {

@@ -12,6 +12,7 @@ use sansrpc_runtime::calls::Answer;
 use sansrpc_runtime::subscriptions::answer_false;
 
 use crate::client::{CallError, Command, RawResult};
+use crate::side::sealed::Side;
 use crate::subscription::Subscribed;
 
 /// The callers waiting, by the token their call (or batch) went out with.
@@ -25,7 +26,10 @@ pub struct Calls {
 
 impl Calls {
     /// Hands one command to the connection; gives it back when the output buffer is full.
-    pub(crate) fn apply(
+    /// On a driver of side `S` that serves nothing ([`ClientOnly`](crate::ClientOnly)) no
+    /// handler runs, so no command is on behalf of a peer's request: the tagged sends are
+    /// not in its program.
+    pub(crate) fn apply<S: Side>(
         &mut self,
         conn: &mut Connection,
         command: Command,
@@ -79,8 +83,8 @@ impl Calls {
                 ..
             } => {
                 let (params, options) = (params.as_deref(), options.clone());
-                match on_behalf {
-                    Some(handle) => conn.call_for(*handle, *key, method, params, options, now),
+                match on_behalf.filter(|_| S::SERVES) {
+                    Some(handle) => conn.call_for(handle, *key, method, params, options, now),
                     None => conn.call(*key, method, params, options, now),
                 }
                 .map(|()| 1)
@@ -90,8 +94,8 @@ impl Calls {
                 params,
                 on_behalf,
                 ..
-            } => match on_behalf {
-                Some(handle) => conn.notify_for(*handle, method, params.as_deref()),
+            } => match on_behalf.filter(|_| S::SERVES) {
+                Some(handle) => conn.notify_for(handle, method, params.as_deref()),
                 None => conn.notify(method, params.as_deref()),
             }
             .map(|()| 0),
@@ -100,8 +104,8 @@ impl Calls {
                 value,
                 on_behalf,
                 ..
-            } => match on_behalf {
-                Some(handle) => conn.send_progress_for(*handle, token, value),
+            } => match on_behalf.filter(|_| S::SERVES) {
+                Some(handle) => conn.send_progress_for(handle, token, value),
                 None => conn.send_progress(token, value),
             }
             .map(|()| 0),

@@ -18,7 +18,6 @@ use sansrpc::Instant;
 use crate::builder::EventHook;
 use crate::calls::Calls;
 use crate::client::{Client, Command};
-use crate::router::AsyncRouter;
 use crate::server::Polled;
 use crate::side::{Serving, Side};
 use crate::timer::{Sleep, Timer};
@@ -61,7 +60,8 @@ fn next<T>(
 
 /// What a [`Builder`](crate::Builder) gives the driver besides the connection.
 pub struct Parts {
-    pub(crate) router: Option<Arc<AsyncRouter>>,
+    /// An `Arc<AsyncRouter>`, as the builder holds it.
+    pub(crate) router: Option<crate::builder::ErasedRouter>,
     pub(crate) max_concurrent: usize,
     pub(crate) max_queued: usize,
     pub(crate) on_event: Option<EventHook>,
@@ -220,7 +220,7 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
     fn poll_commands(&mut self, now: Instant) -> bool {
         let mut progress = false;
         if let Some(command) = self.deferred.take() {
-            self.deferred = self.calls.apply(&mut self.conn, command, now);
+            self.deferred = self.calls.apply::<S>(&mut self.conn, command, now);
             if self.deferred.is_some() {
                 return false;
             }
@@ -240,7 +240,7 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
                 }
                 Poll::Ready(Some(command)) => {
                     progress = true;
-                    self.deferred = self.calls.apply(&mut self.conn, command, now);
+                    self.deferred = self.calls.apply::<S>(&mut self.conn, command, now);
                     if self.deferred.is_some() {
                         break;
                     }
@@ -317,7 +317,7 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
         }
         for command in commands {
             let now = self.now();
-            self.calls.apply(&mut self.conn, command, now);
+            self.calls.apply::<S>(&mut self.conn, command, now);
         }
         self.calls.clear();
         self.closers.clear();
@@ -329,8 +329,12 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
         }
         match self.reason {
             Some(CloseReason::HeartbeatTimeout) => {
-                let timeout = self.conn.config().heartbeat.map(|h| h.timeout);
-                let e = format!("no pong within {timeout:?}");
+                // In milliseconds, not `Duration`'s `Debug`: its formatting is 2 KB of a
+                // browser page.
+                let heartbeat = self.conn.config().heartbeat;
+                let timeout = heartbeat.map_or(0, |h| h.timeout.as_millis());
+                let timeout = u64::try_from(timeout).unwrap_or(u64::MAX);
+                let e = format!("no pong within {timeout} ms");
                 Err(io::Error::new(io::ErrorKind::TimedOut, e))
             }
             _ => Ok(()),

@@ -82,10 +82,14 @@ impl std::fmt::Debug for Server {
 }
 
 impl crate::side::sealed::Side for Server {
+    const SERVES: bool = true;
+
     fn new(parts: &mut Parts, client: &Client) -> Self {
-        let serving = parts.router.is_some();
+        let router = parts.router.take();
+        let router = router.and_then(|r| r.downcast::<AsyncRouter>().ok());
+        let serving = router.is_some();
         Server {
-            router: parts.router.take().unwrap_or_default(),
+            router: router.unwrap_or_default(),
             serving,
             reply: Reply::default(),
             running: FuturesUnordered::new(),

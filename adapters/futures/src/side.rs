@@ -8,7 +8,7 @@
 use std::task::Context;
 
 use sansrpc::connection::{self, Connection, Event};
-use sansrpc::{ErrorObject, Instant};
+use sansrpc::Instant;
 use sansrpc_runtime::calls::Answer;
 
 use crate::calls::Calls;
@@ -30,6 +30,8 @@ pub(crate) mod sealed {
 
     /// The driver's view of its side (see [`Side`](super::Side)).
     pub trait Side: Send + Sized {
+        /// It serves the peer: the builder's extension (pub/sub) is set on its connection.
+        const SERVES: bool;
         /// The side of a new connection whose clients share `client`'s commands.
         fn new(parts: &mut Parts, client: &Client) -> Self;
         /// Handlers running, for the driver's `Debug`.
@@ -70,6 +72,8 @@ pub struct ClientOnly {
 }
 
 impl sealed::Side for ClientOnly {
+    const SERVES: bool = false;
+
     fn new(_: &mut Parts, _: &Client) -> Self {
         ClientOnly { _private: () }
     }
@@ -103,7 +107,9 @@ impl sealed::Side for ClientOnly {
     ) -> Routed {
         let mut any = false;
         let mut closed = None;
-        while let Some(event) = conn.poll_event() {
+        // The connection answers the peer's requests itself (`-32601`) and consults none
+        // of its serving side: the server's paths are not in this driver's program.
+        while let Some(event) = conn.poll_client_event() {
             any = true;
             let event = match Answer::take(event) {
                 Ok(answer) => {
@@ -113,24 +119,21 @@ impl sealed::Side for ClientOnly {
                 Err(event) => event,
             };
             match event {
-                connection::Event::Request { handle, .. } => {
-                    conn.respond(handle, Err(&ErrorObject::method_not_found()));
-                }
                 connection::Event::Notification(n) => {
                     calls.subs.notification(&n.method, n.params.as_deref());
                     conn.notification_done();
                 }
                 // Taken above.
                 connection::Event::Answer { .. } | connection::Event::Ended { .. } => {}
-                // Nothing runs: nothing to cancel, to unsubscribe or to stop producing.
-                connection::Event::Cancel { .. }
+                // Not from `poll_client_event`: requests are answered there, nothing runs
+                // (nothing to cancel, to unsubscribe or to stop producing), and the LSP
+                // lifecycle (the editor's process watched) is a server's.
+                connection::Event::Request { .. }
+                | connection::Event::Cancel { .. }
                 | connection::Event::Unsubscribed { .. }
-                | connection::Event::StreamClosed { .. } => {}
+                | connection::Event::StreamClosed { .. }
+                | connection::Event::CheckProcess { .. } => {}
                 connection::Event::Closed { reason } => closed = Some(reason),
-                connection::Event::CheckProcess { pid } if !sansrpc_runtime::process_alive(pid) => {
-                    conn.handle_client_gone(now);
-                }
-                connection::Event::CheckProcess { .. } => {}
                 // Only worth logging, as on a server.
                 other => crate::server::unrouted(other, on_event),
             }

@@ -243,8 +243,10 @@ impl Transport for WebSocket {
             if conn.poll_transmit(&mut socket.out).is_none() {
                 return Poll::Ready(Ok(()));
             }
-            let text = std::str::from_utf8(&socket.out)
-                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+            // A message, not the `Utf8Error`: its `Debug` would come into the page.
+            let text = std::str::from_utf8(&socket.out).map_err(|_| {
+                io::Error::new(io::ErrorKind::InvalidData, "a frame to send is not UTF-8")
+            })?;
             socket
                 .socket
                 .send_with_str(text)
