@@ -177,6 +177,11 @@ pub fn browser_tests(args: &[&str], tools: &Tools, page: std::net::SocketAddr) -
         .env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER", &tools.runner)
         .env("CHROMEDRIVER", &tools.chromedriver)
         .env("WASM_BINDGEN_TEST_TIMEOUT", "300")
+        // How long the runner waits for chromedriver to listen: 5 s by default, which a busy
+        // machine (the suite's other tests, the other browser test's driver starting) once
+        // exceeded in CI ("driver failed to bind port during startup"). It restarts a driver
+        // that has not bound after 10 s, until this much has passed.
+        .env("WASM_BINDGEN_TEST_DRIVER_TIMEOUT", "120")
         .env("WASM_BINDGEN_TEST_ADDRESS", page.to_string());
     without_cargo_test_env(&mut test);
     test
