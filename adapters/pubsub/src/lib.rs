@@ -60,6 +60,7 @@ use crate::store::{DynStore, Store};
 use futures_channel::oneshot;
 use sansrpc::connection::hook::{ConnectionExtension, ConnectionHook, Item, Taken, Wake};
 use sansrpc::{Instant, RawValue};
+use sansrpc_runtime::KeyMap;
 
 /// Where [`Report`]s go.
 pub type Reporter = Box<dyn Fn(&Report) + Send + Sync>;
@@ -97,7 +98,8 @@ struct State {
     /// A store that does not wait ([`Store::waits`] false, memory): its operations are
     /// performed at once under the lock, where a handoff to the worker would cost more.
     inline: Option<DynStore>,
-    wakes: BTreeMap<SessionId, Wake>,
+    /// Each session's wake, looked up for every session a publish queued something for.
+    wakes: KeyMap<SessionId, Wake>,
     receipts: BTreeMap<AppendId, oneshot::Sender<Result<u64, PublishError>>>,
     /// What the worker sleeps until (`None`: it is busy, or sleeps with no deadline).
     sleeping_until: Option<Instant>,
@@ -180,7 +182,7 @@ impl PubSub {
             state: Mutex::new(State {
                 hub: Hub::new(config),
                 inline,
-                wakes: BTreeMap::new(),
+                wakes: KeyMap::default(),
                 receipts: BTreeMap::new(),
                 sleeping_until: None,
                 sleeping: false,

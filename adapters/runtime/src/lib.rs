@@ -18,10 +18,12 @@ use sansrpc::{Instant, RawValue};
 
 pub mod calls;
 mod extension;
+mod keys;
 mod peer;
 pub mod subscriptions;
 
 pub use extension::Extension;
+pub use keys::{KeyHasher, KeyMap, Keys};
 
 /// The host's monotonic clock, which every driver's [`Clock`] and timer read:
 /// `std::time::Instant`, except in a browser (`wasm32-unknown-unknown`), where std has no

@@ -35,36 +35,7 @@ pub const WRITE_STALL: Duration = sansrpc::connection::NETWORK_WRITE_STALL_TIMEO
 
 /// The hashing of a machine's own keys (sessions and streams: numbers it counts out, not
 /// chosen by clients, so nothing to flood a table with): one multiplication, not SipHash.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Keys;
-
-impl std::hash::BuildHasher for Keys {
-    type Hasher = KeyHasher;
-    fn build_hasher(&self) -> KeyHasher {
-        KeyHasher(0)
-    }
-}
-
-/// [`Keys`]' hasher.
-#[derive(Debug)]
-pub struct KeyHasher(u64);
-
-impl std::hash::Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        // Odd: distinct keys stay distinct in every low bit; the high bits mixed.
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-}
+pub use sansrpc_runtime::{KeyHasher, Keys};
 
 /// A response writing a stream (from [`Writers::writer`]).
 #[derive(Debug)]

@@ -1633,28 +1633,7 @@ fn window_live(streams: &KeyMap<Stream>, &(at, stream): &(Instant, u64)) -> bool
 /// never picks one that is stored), so they are hashed by one multiplication: an
 /// entry is found, added and removed without a B-tree's search or its nodes' shifts of
 /// values of 150 bytes and more.
-type KeyMap<V> = std::collections::HashMap<u64, V, core::hash::BuildHasherDefault<IdHasher>>;
-
-/// Hashes a key of a [`KeyMap`]: Fibonacci hashing, the key times 2^64 / φ.
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl core::hash::Hasher for IdHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        // Only `u64`s are hashed; any other key would come here a byte at a time.
-        for &b in bytes {
-            self.write_u64(self.0 ^ u64::from(b));
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
+type KeyMap<V> = sansrpc_runtime::KeyMap<u64, V>;
 
 /// The length of the session ids the server makes: 128 random bits in hex.
 const SESSION_ID_LEN: usize = 32;
