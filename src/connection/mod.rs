@@ -871,12 +871,10 @@ impl Connection {
             match by_name {
                 // What no extension takes, known by its method alone: built once, handed out.
                 NextByName::Pass(at) => return self.pass_call(at),
-                NextByName::Response(id) => {
-                    if self.calls.contains(id) {
-                        return self.pass_response();
-                    }
-                    // A call whose token was forgotten: nobody wants the answer.
-                    self.endpoint.poll_event();
+                NextByName::Response(id) if self.calls.contains(id) => return self.pass_response(),
+                // A call whose token was forgotten: nobody wants the answer.
+                NextByName::Response(_) => {
+                    self.skip_event();
                     continue;
                 }
                 NextByName::Empty | NextByName::Look => {}
@@ -947,15 +945,7 @@ impl Connection {
                     continue;
                 }
                 Take::Beat(method) => {
-                    self.endpoint.poll_event();
-                    self.endpoint.notification_done();
-                    let now = self.endpoint_now();
-                    let heartbeat = self.heartbeat.as_mut();
-                    let heard = heartbeat.map(|h| h.handle_notification(method, now));
-                    if heard == Some(Heard::Ping) {
-                        // A pong that finds the output full is dropped; the peer pings again.
-                        let _ = self.endpoint.send_notification(keepalive::PONG, None);
-                    }
+                    self.take_beat(method);
                     continue;
                 }
                 Take::PeerCancelled(id) => {
@@ -969,22 +959,12 @@ impl Connection {
                     }
                     continue;
                 }
-                Take::Response(id) => {
-                    if self.calls.contains(id) {
-                        return self.pass();
-                    }
-                    // A call whose token was forgotten: nobody wants the answer.
-                    self.endpoint.poll_event();
-                }
+                Take::Response(id) if self.calls.contains(id) => return self.pass(),
+                // A call whose token was forgotten: nobody wants the answer.
+                Take::Response(_) => self.skip_event(),
                 Take::Ended(id, reason) => {
-                    self.endpoint.poll_event();
-                    if let Some((token, index, last)) = self.calls.settle(id) {
-                        return Some(Event::Ended {
-                            token,
-                            index,
-                            reason,
-                            last,
-                        });
+                    if let Some(ended) = self.take_ended(id, reason) {
+                        return Some(ended);
                     }
                     continue;
                 }
@@ -1086,12 +1066,10 @@ impl Connection {
                     continue;
                 }
                 ClientNext::Pass(at) => return self.pass_call(at),
-                ClientNext::Response(id) => {
-                    if self.calls.contains(id) {
-                        return self.pass_response();
-                    }
-                    // A call whose token was forgotten: nobody wants the answer.
-                    self.endpoint.poll_event();
+                ClientNext::Response(id) if self.calls.contains(id) => return self.pass_response(),
+                // A call whose token was forgotten: nobody wants the answer.
+                ClientNext::Response(_) => {
+                    self.skip_event();
                     continue;
                 }
                 ClientNext::Look => match self.endpoint.peek_event() {
@@ -1112,36 +1090,14 @@ impl Connection {
                     self.endpoint.poll_event();
                     self.refuse_unserved(id);
                 }
-                ClientTake::Beat(method) => {
-                    self.endpoint.poll_event();
-                    self.endpoint.notification_done();
-                    let now = self.endpoint_now();
-                    let heartbeat = self.heartbeat.as_mut();
-                    let heard = heartbeat.map(|h| h.handle_notification(method, now));
-                    if heard == Some(Heard::Ping) {
-                        // A pong that finds the output full is dropped; the peer pings again.
-                        let _ = self.endpoint.send_notification(keepalive::PONG, None);
-                    }
-                }
+                ClientTake::Beat(method) => self.take_beat(method),
                 // Nothing of the peer's runs here: nothing to cancel.
-                ClientTake::PeerCancelled => {
-                    self.endpoint.poll_event();
-                }
-                ClientTake::Response(id) => {
-                    if self.calls.contains(id) {
-                        return self.pass();
-                    }
-                    self.endpoint.poll_event();
-                }
+                ClientTake::PeerCancelled => self.skip_event(),
+                ClientTake::Response(id) if self.calls.contains(id) => return self.pass(),
+                ClientTake::Response(_) => self.skip_event(),
                 ClientTake::Ended(id, reason) => {
-                    self.endpoint.poll_event();
-                    if let Some((token, index, last)) = self.calls.settle(id) {
-                        return Some(Event::Ended {
-                            token,
-                            index,
-                            reason,
-                            last,
-                        });
+                    if let Some(ended) = self.take_ended(id, reason) {
+                        return Some(ended);
                     }
                 }
                 ClientTake::Closed => {
@@ -1150,6 +1106,41 @@ impl Connection {
                 }
             }
         }
+    }
+
+    /// Takes the endpoint's next event and drops it: handled here, or nobody wants it.
+    #[inline]
+    fn skip_event(&mut self) {
+        self.endpoint.poll_event();
+    }
+
+    /// Takes the endpoint's next event, a heartbeat notification (`method`): a ping is
+    /// answered with a pong, a pong is noted. Rare beside the other events: kept out of line.
+    #[inline(never)]
+    fn take_beat(&mut self, method: &str) {
+        self.endpoint.poll_event();
+        self.endpoint.notification_done();
+        let now = self.endpoint_now();
+        let heartbeat = self.heartbeat.as_mut();
+        let heard = heartbeat.map(|h| h.handle_notification(method, now));
+        if heard == Some(Heard::Ping) {
+            // A pong that finds the output full is dropped; the peer pings again.
+            let _ = self.endpoint.send_notification(keepalive::PONG, None);
+        }
+    }
+
+    /// Takes the endpoint's next event, the end of our call `id` without an answer: the
+    /// [`Event::Ended`] for its caller, none when nobody waits for it (its token forgotten).
+    #[inline]
+    fn take_ended(&mut self, id: RequestId, reason: EndReason) -> Option<Event<'static>> {
+        self.endpoint.poll_event();
+        let (token, index, last) = self.calls.settle(id)?;
+        Some(Event::Ended {
+            token,
+            index,
+            reason,
+            last,
+        })
     }
 
     /// Answers the peer's request `id` to a connection that serves nothing: `-32601`.
