@@ -99,7 +99,7 @@ struct State {
     /// performed at once under the lock, where a handoff to the worker would cost more.
     inline: Option<DynStore>,
     /// Each session's wake, looked up for every session a publish queued something for.
-    wakes: KeyMap<SessionId, Wake>,
+    wakes: KeyMap<SessionId, Arc<SessionWake>>,
     receipts: BTreeMap<AppendId, oneshot::Sender<Result<u64, PublishError>>>,
     /// What the worker sleeps until (`None`: it is busy, or sleeps with no deadline).
     sleeping_until: Option<Instant>,
@@ -321,7 +321,7 @@ impl Drop for PubSub {
 /// What to do once the lock is released.
 #[derive(Default)]
 struct Settled {
-    wakes: Vec<Wake>,
+    wakes: Vec<Arc<SessionWake>>,
     reports: Vec<Report>,
     worker: bool,
 }
@@ -355,7 +355,7 @@ impl Shared {
         if settled.worker {
             self.worker.notify_all();
         }
-        settled.wakes.iter().for_each(|w| w());
+        settled.wakes.iter().for_each(|w| w.wake());
         settled.reports.iter().for_each(|r| (self.reporter)(r));
     }
 
@@ -460,32 +460,45 @@ fn settle(state: &mut State) -> Settled {
 
 impl ConnectionExtension for PubSub {
     fn open(&self, wake: Wake) -> Box<dyn ConnectionHook> {
-        let ready = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&ready);
-        let wake: Wake = Arc::new(move || {
-            flag.store(true, Ordering::Release);
-            wake();
+        let wake = Arc::new(SessionWake {
+            ready: AtomicBool::new(false),
+            wake,
         });
         let session = self.shared.with(|state| {
             let session = state.hub.connect();
-            state.wakes.insert(session, wake);
+            state.wakes.insert(session, Arc::clone(&wake));
             session
         });
         Box::new(Hook {
             shared: Arc::clone(&self.shared),
             session,
-            ready,
+            wake,
             held: None,
             closed: false,
         })
     }
 }
 
+/// How a session's connection is woken: its flag (the hub queued something since its last
+/// drain) set, then its driver's wake. One allocation for both, as a publish wakes every
+/// subscribed session.
+struct SessionWake {
+    ready: AtomicBool,
+    wake: Wake,
+}
+
+impl SessionWake {
+    fn wake(&self) {
+        self.ready.store(true, Ordering::Release);
+        (self.wake)();
+    }
+}
+
 struct Hook {
     shared: Arc<Shared>,
     session: SessionId,
-    /// Set by the wake: the hub queued something since the last drain.
-    ready: Arc<AtomicBool>,
+    /// Its flag is set by the wake: the hub queued something since the last drain.
+    wake: Arc<SessionWake>,
     /// A notification the endpoint had no room for.
     held: Option<Outgoing>,
     closed: bool,
@@ -513,7 +526,7 @@ impl ConnectionHook for Hook {
     }
 
     fn drain(&mut self, send: &mut dyn FnMut(Item<'_>) -> bool) -> bool {
-        if !self.ready.swap(false, Ordering::AcqRel) {
+        if !self.wake.ready.swap(false, Ordering::AcqRel) {
             if let Some(item) = self.held.take() {
                 if !send(Item::Notification(item.method(), item.params())) {
                     self.held = Some(item);
@@ -530,7 +543,7 @@ impl ConnectionHook for Hook {
         if let Some(item) = self.held.take() {
             if !send(Item::Notification(item.method(), item.params())) {
                 self.held = Some(item);
-                self.ready.store(true, Ordering::Release);
+                self.wake.ready.store(true, Ordering::Release);
                 return true;
             }
         }
@@ -544,7 +557,7 @@ impl ConnectionHook for Hook {
             }
         }
         // Stopped early: more may wait.
-        self.ready.store(true, Ordering::Release);
+        self.wake.ready.store(true, Ordering::Release);
         true
     }
 
