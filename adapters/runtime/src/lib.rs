@@ -4,7 +4,8 @@
 //! shared by handlers ([`Locals`]), whether a process still runs ([`process_alive`], for an
 //! LSP server whose editor died), the client interceptors' view of each call, timed
 //! ([`Observe`], [`ObserveBatch`]), our calls' answers handed to their callers
-//! ([`calls::Answer`]), and [`Peer`]: the one face a protocol crate
+//! ([`calls::Answer`]), the hash tables of numbers a program counts out itself
+//! ([`KeyMap`]: connections, sessions, streams), and [`Peer`]: the one face a protocol crate
 //! (`sansrpc-lsp`, `sansrpc-mcp`, `sansrpc-a2a`) needs of a driver, which the futures and
 //! the blocking adapters both make with [`DriverPeer`].
 #![deny(missing_docs)]
