@@ -479,6 +479,16 @@ impl Queues {
     }
 }
 
+/// Gives back the room of a table most of whose entries have left (a burst of connections
+/// gone): a hash table otherwise keeps the size of its fullest moment, where the B-tree it
+/// replaced freed its nodes. Shrunk to twice what is left once under a quarter is used, so
+/// each shrink follows as many removals as the table holds: amortized, one per removal.
+pub(crate) fn shrink_when_sparse<K: Eq + core::hash::Hash, V>(map: &mut KeyMap<K, V>) {
+    if map.capacity() > 64 && map.len() < map.capacity() / 4 {
+        map.shrink_to(map.len() * 2);
+    }
+}
+
 /// A request the hub took and answers later: see [`Handled::Later`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Ticket(u64);
@@ -938,6 +948,7 @@ impl Hub {
         let Some(s) = self.queues.sessions.remove(&session) else {
             return;
         };
+        shrink_when_sparse(&mut self.queues.sessions);
         for pattern in &s.patterns {
             self.trie.remove(pattern, session);
         }
@@ -1987,4 +1998,37 @@ fn write_json<T: serde::Serialize + ?Sized>(
         out.truncate(start);
     }
     written
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sessions_table_gives_back_its_room_when_a_burst_of_connections_has_left() {
+        let mut hub = Hub::new(HubConfig::default());
+        let sessions: Vec<SessionId> = (0..10_000).map(|_| hub.connect()).collect();
+        let full = hub.queues.sessions.capacity();
+        assert!(full >= 10_000);
+        for &session in &sessions[10..] {
+            hub.disconnect(session);
+        }
+        assert_eq!(hub.sessions(), 10);
+        assert!(
+            hub.queues.sessions.capacity() <= 64,
+            "{}",
+            hub.queues.sessions.capacity()
+        );
+        // The ten left are all still there and served.
+        assert!(sessions[..10]
+            .iter()
+            .all(|s| hub.queues.sessions.contains_key(s)));
+        // A table that is still well used keeps its room.
+        let more: Vec<SessionId> = (0..1_000).map(|_| hub.connect()).collect();
+        let room = hub.queues.sessions.capacity();
+        for &session in &more[..500] {
+            hub.disconnect(session);
+        }
+        assert_eq!(hub.queues.sessions.capacity(), room);
+    }
 }
