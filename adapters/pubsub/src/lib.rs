@@ -569,7 +569,7 @@ impl ConnectionHook for Hook {
         self.shared.with(|state| {
             state.hub.disconnect(session);
             state.wakes.remove(&session);
-            hub::shrink_when_sparse(&mut state.wakes);
+            sansrpc_runtime::shrink_when_sparse(&mut state.wakes);
         });
     }
 }

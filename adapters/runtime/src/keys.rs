@@ -40,6 +40,17 @@ impl core::hash::Hasher for KeyHasher {
     }
 }
 
+/// Gives back the room of a [`KeyMap`] most of whose entries have left (a burst of
+/// connections gone): a hash table otherwise keeps the size of its fullest moment, where a
+/// B-tree frees its nodes. Call it after a removal. Shrunk to twice what is left once under a
+/// quarter is used, so each shrink follows as many removals as the table holds: amortized,
+/// one per removal.
+pub fn shrink_when_sparse<K: Eq + core::hash::Hash, V>(map: &mut KeyMap<K, V>) {
+    if map.capacity() > 64 && map.len() < map.capacity() / 4 {
+        map.shrink_to(map.len() * 2);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

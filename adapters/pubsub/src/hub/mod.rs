@@ -76,7 +76,7 @@ use sansrpc::method::ParamsDecoder;
 use sansrpc::router::Outcome;
 use sansrpc::Instant;
 use sansrpc::RawValue;
-use sansrpc_runtime::KeyMap;
+use sansrpc_runtime::{shrink_when_sparse, KeyMap};
 
 mod store_ops;
 
@@ -476,16 +476,6 @@ impl Queues {
             self.report(Report::Dropped { session: id, total });
         }
         true
-    }
-}
-
-/// Gives back the room of a table most of whose entries have left (a burst of connections
-/// gone): a hash table otherwise keeps the size of its fullest moment, where the B-tree it
-/// replaced freed its nodes. Shrunk to twice what is left once under a quarter is used, so
-/// each shrink follows as many removals as the table holds: amortized, one per removal.
-pub(crate) fn shrink_when_sparse<K: Eq + core::hash::Hash, V>(map: &mut KeyMap<K, V>) {
-    if map.capacity() > 64 && map.len() < map.capacity() / 4 {
-        map.shrink_to(map.len() * 2);
     }
 }
 
