@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use sansrpc::codec::http::{Head, HttpFault};
 use sansrpc_oauth::driver::{HttpTransport, HyperTransport};
 use sansrpc_oauth::HttpRequest;
-use sansrpc_runtime::Clock;
+use sansrpc_runtime::{remove_and_shrink, Clock};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -366,7 +366,7 @@ impl State {
                     let task = tokio::spawn(async move {
                         work.await;
                         let mut shared = state.lock();
-                        shared.runs.remove(&id.get());
+                        remove_and_shrink(&mut shared.runs, &id.get());
                         let now = shared.now();
                         shared.server.handle_run_end(now, id);
                         state.settle(&mut shared);
@@ -374,7 +374,7 @@ impl State {
                     shared.runs.insert(id.get(), task.abort_handle());
                 }
                 Event::Stop(run) => {
-                    if let Some(task) = shared.runs.remove(&run.get()) {
+                    if let Some(task) = remove_and_shrink(&mut shared.runs, &run.get()) {
                         task.abort();
                     }
                 }

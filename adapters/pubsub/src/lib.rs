@@ -568,8 +568,7 @@ impl ConnectionHook for Hook {
         let session = self.session;
         self.shared.with(|state| {
             state.hub.disconnect(session);
-            state.wakes.remove(&session);
-            sansrpc_runtime::shrink_when_sparse(&mut state.wakes);
+            sansrpc_runtime::remove_and_shrink(&mut state.wakes, &session);
         });
     }
 }

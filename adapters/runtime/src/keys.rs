@@ -51,6 +51,20 @@ pub fn shrink_when_sparse<K: Eq + core::hash::Hash, V>(map: &mut KeyMap<K, V>) {
     }
 }
 
+/// Removes `key` from `map` and gives back the room a burst left
+/// ([`shrink_when_sparse`]): what every table of sessions, streams or runs that come and go
+/// removes with, so that none keeps the size of its fullest moment.
+pub fn remove_and_shrink<K: Eq + core::hash::Hash, V>(
+    map: &mut KeyMap<K, V>,
+    key: &K,
+) -> Option<V> {
+    let removed = map.remove(key);
+    if removed.is_some() {
+        shrink_when_sparse(map);
+    }
+    removed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,5 +83,25 @@ mod tests {
         assert!((0..10_000).all(|k| map[&k] == k * 3));
         assert_ne!(keys.hash_one(1u64), keys.hash_one(2u64));
         assert_ne!(keys.hash_one((1u64, 2u64)), keys.hash_one((2u64, 1u64)));
+    }
+
+    #[test]
+    fn a_table_emptied_by_removals_gives_its_room_back() {
+        let mut map: KeyMap<u64, [u8; 64]> = KeyMap::default();
+        map.extend((0..10_000).map(|k| (k, [0; 64])));
+        let full = map.capacity();
+        assert!(full >= 10_000);
+        for k in 10..10_000 {
+            assert!(remove_and_shrink(&mut map, &k).is_some());
+        }
+        assert_eq!(remove_and_shrink(&mut map, &10_000), None);
+        assert_eq!(map.len(), 10);
+        // Shrunk as it emptied: a table of 10 keeps at most what 64 entries need.
+        assert!(
+            map.capacity() <= 128,
+            "{} of {full} places kept",
+            map.capacity()
+        );
+        assert!((0..10).all(|k| map.contains_key(&k)));
     }
 }

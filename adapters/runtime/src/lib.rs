@@ -24,7 +24,7 @@ mod peer;
 pub mod subscriptions;
 
 pub use extension::Extension;
-pub use keys::{shrink_when_sparse, KeyHasher, KeyMap, Keys};
+pub use keys::{remove_and_shrink, shrink_when_sparse, KeyHasher, KeyMap, Keys};
 
 /// The host's monotonic clock, which every driver's [`Clock`] and timer read:
 /// `std::time::Instant`, except in a browser (`wasm32-unknown-unknown`), where std has no

@@ -104,7 +104,7 @@ impl Writers {
     /// `writer` is done: its stream has no writer any more (unless a newer one took it).
     pub fn release(&mut self, writer: &Writer) {
         if self.owns(writer) {
-            self.waiting.remove(&writer.stream);
+            sansrpc_runtime::remove_and_shrink(&mut self.waiting, &writer.stream);
         }
     }
 

@@ -57,6 +57,7 @@ use sansrpc::driver::Timers;
 use sansrpc::message::{Classified, Classifier, Incoming, Scanned};
 use sansrpc::Instant;
 use sansrpc::{Id, Limits};
+use sansrpc_runtime::remove_and_shrink;
 
 pub mod client;
 mod param;
@@ -1107,7 +1108,7 @@ impl Server {
 
     /// Forgets session `key`: its streams end, its events go.
     fn end_session(&mut self, key: u64) {
-        let Some(session) = self.sessions.remove(&key) else {
+        let Some(session) = remove_and_shrink(&mut self.sessions, &key) else {
             return;
         };
         self.ids.remove(&session.id);
@@ -1124,7 +1125,7 @@ impl Server {
         for stream in session.streams {
             self.store.remove(stream);
             self.timers.set(Timer::Stream(stream), None);
-            if let Some(mut s) = self.streams.remove(&stream) {
+            if let Some(mut s) = remove_and_shrink(&mut self.streams, &stream) {
                 if s.attached {
                     // An attached response ends now: it is cut (nothing more will come).
                     s.done = true;
@@ -1463,7 +1464,7 @@ impl Server {
     /// stream), so they would only fill the store, one entry per request, for as long as
     /// the session lives.
     fn finish(&mut self, stream: u64) {
-        let Some(s) = self.streams.remove(&stream) else {
+        let Some(s) = remove_and_shrink(&mut self.streams, &stream) else {
             return;
         };
         self.store.remove(stream);
@@ -1488,12 +1489,12 @@ impl Server {
         s.attached = false;
         s.clear();
         if s.kind == Kind::Replay {
-            self.streams.remove(&stream);
+            remove_and_shrink(&mut self.streams, &stream);
             return Closed::Nothing;
         }
         if s.session == 0 {
             self.stateless = self.stateless.saturating_sub(1);
-            self.streams.remove(&stream);
+            remove_and_shrink(&mut self.streams, &stream);
             self.timers.set(Timer::Stream(stream), None);
             return Closed::Cancel;
         }

@@ -31,10 +31,10 @@ const ACCEPT: (&str, &str) = ("accept", "application/json, text/event-stream");
 
 /// Not random, but never the same twice (a server refuses to reuse a session id).
 fn entropy(bytes: &mut [u8]) {
-    static NEXT: core::sync::atomic::AtomicU8 = core::sync::atomic::AtomicU8::new(0);
-    let n = NEXT.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+    static NEXT: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, core::sync::atomic::Ordering::Relaxed).to_le_bytes();
     for (i, b) in bytes.iter_mut().enumerate() {
-        *b = (i as u8).wrapping_mul(17) ^ n;
+        *b = (i as u8).wrapping_mul(17) ^ n[i % 4];
     }
 }
 
@@ -199,6 +199,40 @@ fn session_rules_missing_unknown_and_deleted() {
     };
     assert_eq!(r.status, 404, "a terminated session");
     assert_eq!(server.sessions(), 0);
+}
+
+#[test]
+fn the_session_and_stream_tables_give_their_room_back_after_a_burst() {
+    let mut server = Server::new(Config {
+        max_sessions: 2_000,
+        ..Config::default()
+    });
+    let now = Instant::ZERO;
+    let ids: Vec<(u64, String)> = (0..1_000)
+        .map(|_| {
+            let (key, id) = session(&mut server, now);
+            initialized(&mut server, &id, now);
+            (key, id)
+        })
+        .collect();
+    let full = server.sessions.capacity();
+    assert!(full >= 1_000);
+    for (key, id) in &ids[..990] {
+        let (head, _) = request("DELETE", &[("mcp-session-id", id)], "");
+        let verdict = server.handle_request(&head, &[], Authorized::NotRequired, now, &mut entropy);
+        assert!(matches!(verdict, Verdict::Ended { session, .. } if session == *key));
+    }
+    assert_eq!(server.sessions(), 10);
+    // A table that held 1,000 sessions keeps room for few more than the 10 left.
+    let kept = server.sessions.capacity();
+    assert!(kept <= 64, "{kept} of {full} places kept for 10 sessions");
+    assert!(server.streams.capacity() <= 64, "{}", server.streams.capacity());
+    // The 10 left still answer.
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    for (key, id) in &ids[990..] {
+        let verdict = post(&mut server, &[("mcp-session-id", id)], list, now);
+        assert!(matches!(verdict, Verdict::Open { session, .. } if session == *key), "{verdict:?}");
+    }
 }
 
 #[test]

@@ -15,7 +15,7 @@ use sansrpc::message::Scanned;
 use sansrpc::Connection;
 use sansrpc::Instant;
 use sansrpc_futures::{HttpRequest, HttpRequests, Principal, ShutdownHandle};
-use sansrpc_runtime::Clock;
+use sansrpc_runtime::{remove_and_shrink, Clock};
 use smallvec::SmallVec;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -202,7 +202,7 @@ impl Shared {
         }
         while let Some(event) = self.server.poll_event() {
             let streamable::Event::SessionEnded { session } = event;
-            if let Some(running) = self.sessions.remove(&session) {
+            if let Some(running) = remove_and_shrink(&mut self.sessions, &session) {
                 running.shutdown.shutdown(Duration::ZERO);
             }
         }
@@ -285,11 +285,11 @@ fn start(shared: &Shared, state: &State, target: Target) -> Running {
         let mut shared = ended.lock();
         match target {
             Target::Session(session) => {
-                shared.sessions.remove(&session);
+                remove_and_shrink(&mut shared.sessions, &session);
                 shared.server.handle_session_closed(session);
             }
             Target::Stream(stream) => {
-                shared.stateless.remove(&stream);
+                remove_and_shrink(&mut shared.stateless, &stream);
             }
         }
         shared.settle();
@@ -397,7 +397,7 @@ impl After {
                 }
             }
             After::End(state, stream) => {
-                if let Some(running) = state.lock().stateless.remove(&stream) {
+                if let Some(running) = remove_and_shrink(&mut state.lock().stateless, &stream) {
                     running.shutdown.shutdown(Duration::ZERO);
                 }
             }
@@ -517,7 +517,7 @@ pub(crate) fn dispatch(
         }
         (Verdict::Listen { .. }, Some(writer)) => Dispatched::Stream(writer, After::Nothing).into(),
         (Verdict::Ended { session, response }, _) => {
-            if let Some(running) = state.lock().sessions.remove(&session) {
+            if let Some(running) = remove_and_shrink(&mut state.lock().sessions, &session) {
                 running.shutdown.shutdown(Duration::ZERO);
             }
             Dispatched::Whole(response).into()
@@ -574,7 +574,7 @@ pub(crate) fn closed(state: &State, writer: &Writer) {
     }
     let now = shared.now();
     if shared.server.handle_stream_closed(writer.stream, now) == Closed::Cancel {
-        if let Some(running) = shared.stateless.remove(&writer.stream) {
+        if let Some(running) = remove_and_shrink(&mut shared.stateless, &writer.stream) {
             running.shutdown.shutdown(Duration::ZERO);
         }
     }

@@ -76,7 +76,7 @@ use sansrpc::method::ParamsDecoder;
 use sansrpc::router::Outcome;
 use sansrpc::Instant;
 use sansrpc::RawValue;
-use sansrpc_runtime::{shrink_when_sparse, KeyMap};
+use sansrpc_runtime::{remove_and_shrink, KeyMap};
 
 mod store_ops;
 
@@ -935,10 +935,9 @@ impl Hub {
     /// released (their acknowledged state stays in the store), its queue and unsent answers
     /// dropped.
     pub fn disconnect(&mut self, session: SessionId) {
-        let Some(s) = self.queues.sessions.remove(&session) else {
+        let Some(s) = remove_and_shrink(&mut self.queues.sessions, &session) else {
             return;
         };
-        shrink_when_sparse(&mut self.queues.sessions);
         for pattern in &s.patterns {
             self.trie.remove(pattern, session);
         }
