@@ -39,10 +39,10 @@ pub async fn start() -> Result<(), JsError> {
         .get_attribute("data-url")
         .unwrap_or_else(|| "http://127.0.0.1:3000/mcp".to_owned());
     let mcp = ClientBuilder::new("mcp-page", "1.0.0");
-    let builder = Builder::new()
-        .config(Config::for_profile(Profile::Mcp))
-        .router(mcp.router());
-    let conn = sansrpc_mcp::wasm::connect(&url, builder)?;
+    // The connection answers what the MCP client does (the server's `ping`, and sampling,
+    // elicitation or roots when the client has their handlers): no router of its own.
+    let builder = Builder::new().config(Config::for_profile(Profile::Mcp));
+    let conn = sansrpc_mcp::wasm::connect_answering(&url, builder, mcp.answers())?;
     let server = mcp.initialize(&conn).await?;
     let tools = server.all_tools().await?;
     show(

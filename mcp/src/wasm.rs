@@ -34,8 +34,11 @@
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let mcp = ClientBuilder::new("my-page", "1.0.0");
-//! let builder = Builder::new().config(Config::for_profile(Profile::Mcp)).router(mcp.router());
-//! let conn = sansrpc_mcp::wasm::connect("http://127.0.0.1:3000/mcp", builder)?;
+//! let builder = Builder::new().config(Config::for_profile(Profile::Mcp));
+//! // What the client answers of the server (`ping`, sampling, elicitation, roots) and its
+//! // notifications, with no router: the page carries none of the router's serving code.
+//! let url = "http://127.0.0.1:3000/mcp";
+//! let conn = sansrpc_mcp::wasm::connect_answering(url, builder, mcp.answers())?;
 //! let server = mcp.initialize(&conn).await?;
 //! let sum = server.call_tool("add", serde_json::json!({"a": 1, "b": 2})).await?;
 //! server.close().await; // DELETE: the session ends
@@ -133,6 +136,30 @@ impl Connect {
     /// An error (`InvalidInput`) for a URL the browser cannot parse, or a header that is
     /// not one or that the transport sets itself.
     pub fn connect(self, builder: Builder) -> io::Result<Spawned> {
+        self.open_with(builder, sansrpc_wasm::spawn)
+    }
+
+    /// Like [`connect`](Self::connect), for a page whose connection answers only what the
+    /// MCP client does ([`ClientBuilder::answers`](crate::client::ClientBuilder::answers):
+    /// the server's `ping`, sampling, elicitation and roots, and its notifications): a
+    /// router set on `builder` is not used, and the page carries none of the router's
+    /// serving code (about 90 KB of the example page).
+    pub fn connect_answering(
+        self,
+        builder: Builder,
+        answers: Arc<dyn sansrpc_futures::Answers>,
+    ) -> io::Result<Spawned> {
+        self.open_with(builder, move |builder, transport| {
+            sansrpc_wasm::spawn_answering(builder, transport, answers)
+        })
+    }
+
+    /// Checks the URL and headers, then runs the connection's driver with `spawn`.
+    fn open_with(
+        self,
+        builder: Builder,
+        spawn: impl FnOnce(Builder, Fetch) -> Spawned,
+    ) -> io::Result<Spawned> {
         let invalid = |why: String| io::Error::new(io::ErrorKind::InvalidInput, why);
         // The browser's own parsing (a relative URL is of the page's origin).
         web_sys::Request::new_with_str(&self.url)
@@ -160,7 +187,7 @@ impl Connect {
             headers,
             ..ClientConfig::default()
         };
-        Ok(open(self.url, builder, config, self.per_frame))
+        Ok(open(self.url, builder, config, self.per_frame, spawn))
     }
 }
 
@@ -169,6 +196,16 @@ impl Connect {
 /// `initialize`. Fails as [`Connect::connect`] does.
 pub fn connect(url: &str, builder: Builder) -> io::Result<Spawned> {
     Connect::new(url).connect(builder)
+}
+
+/// Like [`connect`], with the connection answering only what the MCP client does
+/// ([`Connect::connect_answering`]): `connect_answering(url, Builder::new(), mcp.answers())`.
+pub fn connect_answering(
+    url: &str,
+    builder: Builder,
+    answers: Arc<dyn sansrpc_futures::Answers>,
+) -> io::Result<Spawned> {
+    Connect::new(url).connect_answering(builder, answers)
 }
 
 /// The session of a connection [`connect`] made, as the connection's handles see it.
@@ -262,6 +299,7 @@ fn open(
     builder: Builder,
     config: ClientConfig,
     extra: Option<Arc<ExtraHeaders>>,
+    spawn: impl FnOnce(Builder, Fetch) -> Spawned,
 ) -> Spawned {
     let failures: Arc<OnceLock<Arc<TransportFailures>>> = Arc::default();
     let shared = Rc::new(Shared {
@@ -283,7 +321,7 @@ fn open(
         timer: None,
         closing: false,
     }));
-    let spawned = sansrpc_wasm::spawn(builder, transport);
+    let spawned = spawn(builder, transport);
     // The typed client's last handle ends the session (DELETE) when it goes.
     spawned.client.local::<CloseWithSession>().set();
     let _ = spawned

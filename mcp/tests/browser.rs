@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use sansrpc::connection::{Config, Profile};
 use sansrpc_mcp::client::{ClientBuilder, McpClient};
-use sansrpc_mcp::types::{version, CallToolResult, ContentBlock};
+use sansrpc_mcp::types::{version, CallToolResult, ContentBlock, CreateMessageResult};
 use sansrpc_wasm::{Builder, Spawned};
 use serde_json::json;
 use wasm_bindgen::JsCast;
@@ -37,23 +37,40 @@ fn url(url: Option<&'static str>) -> &'static str {
 /// The progress notifications a client received: (token, progress).
 type Progress = Arc<Mutex<Vec<(i64, f64)>>>;
 
-/// A client that keeps the progress it is told, and its connection to `url`.
-fn client(url: Option<&'static str>) -> (ClientBuilder, Spawned, Progress) {
+/// How a test's connection answers the server: with the MCP client's own answers and no
+/// router (`connect_answering`, as the example page does), or on a router the client's
+/// handlers are mounted on (`connect`).
+#[derive(Clone, Copy, PartialEq)]
+enum Answering {
+    Alone,
+    OnARouter,
+}
+
+/// A client that keeps the progress it is told and answers the server's sampling requests
+/// ("pong from the page"), and its connection to `url`.
+fn client(url: Option<&'static str>, answering: Answering) -> (ClientBuilder, Spawned, Progress) {
     let progress = Progress::default();
     let kept = Arc::clone(&progress);
-    let mcp =
-        ClientBuilder::new("sansrpc-wasm-test", "1.0.0").on_notification(move |method, params| {
+    let mcp = ClientBuilder::new("sansrpc-wasm-test", "1.0.0")
+        .on_notification(move |method, params| {
             if method == "notifications/progress" {
                 let token = params["progressToken"].as_i64().unwrap_or(-1);
                 let step = params["progress"].as_f64().unwrap_or(-1.0);
                 kept.lock().unwrap().push((token, step));
             }
+        })
+        .on_sampling(|_| async move {
+            let answer = json!({"role": "assistant", "model": "page-model",
+                "content": {"type": "text", "text": "pong from the page"}});
+            Ok(serde_json::from_value::<CreateMessageResult>(answer).unwrap())
         });
-    let builder = Builder::new()
-        .config(Config::for_profile(Profile::Mcp))
-        .router(mcp.router());
-    let conn = sansrpc_mcp::wasm::connect(crate::url(url), builder).expect("connect");
-    (mcp, conn, progress)
+    let builder = Builder::new().config(Config::for_profile(Profile::Mcp));
+    let url = crate::url(url);
+    let conn = match answering {
+        Answering::Alone => sansrpc_mcp::wasm::connect_answering(url, builder, mcp.answers()),
+        Answering::OnARouter => sansrpc_mcp::wasm::connect(url, builder.router(mcp.router())),
+    };
+    (mcp, conn.expect("connect"), progress)
 }
 
 fn text(result: &CallToolResult) -> &str {
@@ -112,7 +129,7 @@ async fn ping_status(session: &str) -> u16 {
 
 #[wasm_bindgen_test]
 async fn an_mcp_session_initializes_calls_tools_with_json_and_sse_answers_and_ends_with_delete() {
-    let (mcp, conn, progress) = client(MCP);
+    let (mcp, conn, progress) = client(MCP, Answering::Alone);
     let server = mcp.initialize(&conn).await.expect("initialize");
     assert_eq!(server.protocol_version(), version::V2025_11_25);
     assert_eq!(server.server_info().name, "sansrpc-everything-server");
@@ -142,6 +159,13 @@ async fn an_mcp_session_initializes_calls_tools_with_json_and_sse_answers_and_en
         .await
         .unwrap();
     assert_eq!(overflow.is_error, Some(true));
+    // The server asks the page's model from inside a tool: its request comes on the call's
+    // event stream, the page's answer goes in a POST of its own.
+    let sampled = server
+        .call_tool("test_sampling", json!({"prompt": "ping?"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&sampled), "LLM response: pong from the page");
 
     // The session lives on the server until the client closes it (DELETE).
     assert_eq!(ping_status(&session).await, 200);
@@ -156,7 +180,7 @@ async fn an_mcp_session_initializes_calls_tools_with_json_and_sse_answers_and_en
 
 #[wasm_bindgen_test]
 async fn an_event_stream_cut_by_the_network_is_resumed_with_last_event_id() {
-    let (mcp, conn, progress) = client(MCP_CUT);
+    let (mcp, conn, progress) = client(MCP_CUT, Answering::OnARouter);
     let server = mcp.initialize(&conn).await.expect("initialize");
     // The proxy cuts this call's answer after its second progress notification; the client
     // resumes the stream after the server's `retry` delay and reads the rest: every step
@@ -170,7 +194,7 @@ async fn an_event_stream_cut_by_the_network_is_resumed_with_last_event_id() {
 
 #[wasm_bindgen_test]
 async fn the_stateless_revision_discovers_and_calls_with_json_and_sse_answers() {
-    let (mcp, conn, progress) = client(MCP);
+    let (mcp, conn, progress) = client(MCP, Answering::Alone);
     let server = mcp.discover(&conn).await.expect("server/discover");
     assert!(server.is_stateless());
     assert_eq!(server.protocol_version(), version::V2026_07_28);

@@ -1040,6 +1040,27 @@ impl Connection {
     /// logging come as from `poll_event`. A driver that only calls uses it instead of
     /// `poll_event`, so that its program carries none of the server's paths.
     pub fn poll_client_event(&mut self) -> Option<Event<'_>> {
+        self.client_event(false)
+    }
+
+    /// Like [`poll_client_event`](Connection::poll_client_event), for a client that answers
+    /// the few requests its peer sends it (an MCP client: the server's `ping`, sampling,
+    /// elicitation, roots): the peer's requests are handed out as [`Event::Request`] for
+    /// the driver to [`respond`](Connection::respond) to, and their cancellations as
+    /// [`Event::Cancel`]. Still none of the serving side is consulted (the hook, the
+    /// streams served, the method subscriptions accepted, the LSP lifecycle), so a driver
+    /// that answers through one function of its own carries none of the server's paths.
+    pub fn poll_answering_event(&mut self) -> Option<Event<'_>> {
+        self.client_event(true)
+    }
+
+    /// The events of a connection that calls (see [`poll_client_event`]), the peer's
+    /// requests handed out when it `answers` them. Inlined into each of the two, so that
+    /// a program that never answers carries none of that path.
+    ///
+    /// [`poll_client_event`]: Connection::poll_client_event
+    #[inline(always)]
+    fn client_event(&mut self, answers: bool) -> Option<Event<'_>> {
         loop {
             let heartbeat = self.heartbeat.is_some();
             let next = match self.endpoint.peek_next() {
@@ -1058,6 +1079,7 @@ impl Connection {
                 Some(_) => ClientNext::Look,
             };
             let take = match next {
+                ClientNext::Unserved(at) if answers => return self.pass_call(at),
                 ClientNext::Unserved(at) => {
                     let id = self.endpoint.poll_call(at).and_then(|call| call.request);
                     if let Some(id) = id {
@@ -1086,13 +1108,18 @@ impl Connection {
                     return None;
                 }
                 ClientTake::Pass => return self.pass(),
+                ClientTake::Unserved(_) if answers => return self.pass(),
                 ClientTake::Unserved(id) => {
                     self.endpoint.poll_event();
                     self.refuse_unserved(id);
                 }
                 ClientTake::Beat(method) => self.take_beat(method),
-                // Nothing of the peer's runs here: nothing to cancel.
-                ClientTake::PeerCancelled => self.skip_event(),
+                ClientTake::PeerCancelled(id) if answers && self.running.contains(&id) => {
+                    self.endpoint.poll_event();
+                    return Some(Event::Cancel { handle: id });
+                }
+                // Nothing of the peer's runs here (or no longer): nothing to cancel.
+                ClientTake::PeerCancelled(_) => self.skip_event(),
                 ClientTake::Response(id) if self.calls.contains(id) => return self.pass(),
                 ClientTake::Response(_) => self.skip_event(),
                 ClientTake::Ended(id, reason) => {
@@ -1966,7 +1993,8 @@ fn decide(
 enum ClientNext {
     /// No event is queued.
     Empty,
-    /// A request, at this place in the endpoint's queue: answered `-32601`.
+    /// A request, at this place in the endpoint's queue: answered `-32601` (or handed out
+    /// by [`Connection::poll_answering_event`]).
     Unserved(usize),
     /// A notification the heartbeat does not take, at this place in the queue.
     Pass(usize),
@@ -1984,14 +2012,15 @@ enum ClientTake {
     Pass,
     Unserved(IncomingId),
     Beat(&'static str),
-    PeerCancelled,
+    PeerCancelled(IncomingId),
     Response(RequestId),
     Ended(RequestId, EndReason),
     Closed,
 }
 
-/// [`decide`] for a connection that serves nothing: its requests are answered `-32601`,
-/// and only the heartbeat looks at notifications.
+/// [`decide`] for a connection that serves nothing: its requests are answered `-32601`
+/// (or handed out, by [`Connection::poll_answering_event`]), and only the heartbeat looks
+/// at notifications.
 fn decide_client(event: endpoint::EndpointEvent<'_>, heartbeat: bool) -> ClientTake {
     match event {
         endpoint::EndpointEvent::Request { id, .. } => ClientTake::Unserved(id),
@@ -1999,7 +2028,7 @@ fn decide_client(event: endpoint::EndpointEvent<'_>, heartbeat: bool) -> ClientT
             ByName::Beat(method) => ClientTake::Beat(method),
             _ => ClientTake::Pass,
         },
-        endpoint::EndpointEvent::PeerCancelled { .. } => ClientTake::PeerCancelled,
+        endpoint::EndpointEvent::PeerCancelled { id } => ClientTake::PeerCancelled(id),
         endpoint::EndpointEvent::Response { id, .. } => ClientTake::Response(id),
         endpoint::EndpointEvent::Ended { id, reason } => ClientTake::Ended(id, reason),
         endpoint::EndpointEvent::Closed => ClientTake::Closed,

@@ -40,6 +40,11 @@ fn client_events(c: &mut Connection) -> Vec<Seen> {
     events_of(c, Connection::poll_client_event)
 }
 
+/// The events of [`Connection::poll_answering_event`].
+fn answering_events(c: &mut Connection) -> Vec<Seen> {
+    events_of(c, Connection::poll_answering_event)
+}
+
 fn events_of(
     c: &mut Connection,
     poll: for<'a> fn(&'a mut Connection) -> Option<Event<'a>>,
@@ -399,8 +404,9 @@ fn heartbeat_is_answered_inside_and_a_silent_peer_times_out() {
     assert!(client.is_finished(), "nothing left to write");
 }
 
-#[test]
-fn a_connection_that_only_calls_answers_the_peers_requests_itself() {
+/// A client (whose heartbeat only answers pings) and a server, the client's call `add`
+/// (token 1) answered `3` by the server and waiting for the client to read it.
+fn a_call_answered() -> (Connection, Connection) {
     let answer_only = Config {
         heartbeat: Some(HeartbeatConfig::answer_only()),
         ..Config::default()
@@ -414,38 +420,45 @@ fn a_connection_that_only_calls_answers_the_peers_requests_itself() {
     send(&mut client, &mut server, now);
     let handle = request_handle(&events(&mut server));
     server.respond(handle, Ok(raw("3")));
-    // A request by its plain name, a stream pull, a method name with an escape (told only
-    // once its event is built), a notification, and a heartbeat ping.
-    server
-        .call(
-            7,
-            "window/showMessage",
-            None,
-            RequestOptions::default(),
-            now,
-        )
-        .unwrap();
-    server
-        .call(
-            8,
-            "rpc.stream.next",
-            Some(raw("[1]")),
-            RequestOptions::default(),
-            now,
-        )
-        .unwrap();
+    (client, server)
+}
+
+/// The server's calls 7 and 8 (method, params) to the client, a notification `news`, a
+/// heartbeat ping, then a request with id `"e"` whose method name is written with an
+/// `escaped` character (told only once its event is built), as the client reads them.
+fn peer_traffic(
+    server: &mut Connection,
+    client: &mut Connection,
+    calls: [(&str, Option<&str>); 2],
+    escaped: &str,
+) {
+    let now = Instant::ZERO;
+    for (token, (method, params)) in (7..).zip(calls) {
+        let options = RequestOptions::default();
+        server
+            .call(token, method, params.map(raw), options, now)
+            .unwrap();
+    }
     server.notify("news", Some(raw("[\"a\"]"))).unwrap();
     server.notify(keepalive::PING, None).unwrap();
-    send(&mut server, &mut client, now);
-    let escaped = r#"{"jsonrpc":"2.0","id":"e","method":"\u0061dd"}"#;
-    let frame = [
-        "Content-Length: ",
-        &escaped.len().to_string(),
-        "\r\n\r\n",
-        escaped,
-    ]
-    .concat();
+    send(server, client, now);
+    let request = [r#"{"jsonrpc":"2.0","id":"e","method":""#, escaped, r#""}"#].concat();
+    let length = request.len().to_string();
+    let frame = ["Content-Length: ", &length, "\r\n\r\n", &request].concat();
     client.handle_input(frame.as_bytes(), now).unwrap();
+}
+
+#[test]
+fn a_connection_that_only_calls_answers_the_peers_requests_itself() {
+    let (mut client, mut server) = a_call_answered();
+    let now = Instant::ZERO;
+    // A request by its plain name, a stream pull, a method name with an escape (told only
+    // once its event is built), a notification, and a heartbeat ping.
+    let calls = [
+        ("window/showMessage", None),
+        ("rpc.stream.next", Some("[1]")),
+    ];
+    peer_traffic(&mut server, &mut client, calls, "\\u0061dd");
     assert_eq!(
         client_events(&mut client),
         vec![
@@ -475,6 +488,71 @@ fn a_connection_that_only_calls_answers_the_peers_requests_itself() {
     client.close(now);
     assert_eq!(
         client_events(&mut client),
+        vec![Seen::Closed(CloseReason::Local)]
+    );
+}
+
+#[test]
+fn a_client_that_answers_gets_the_peers_requests_and_their_cancellations() {
+    let (mut client, mut server) = a_call_answered();
+    let now = Instant::ZERO;
+    // Two requests (one by a name told only once its event is built), a notification and
+    // a heartbeat ping.
+    let calls = [("ping", None), ("sampling/createMessage", Some("{}"))];
+    peer_traffic(&mut server, &mut client, calls, "\\u0070ing");
+    let seen = answering_events(&mut client);
+    let handles: Vec<IncomingId> = seen
+        .iter()
+        .filter_map(|s| match s {
+            Seen::Request(h, ..) => Some(*h),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(handles.len(), 3, "{seen:?}");
+    assert_eq!(
+        seen,
+        vec![
+            Seen::Answer(1, 0, Ok("3".into()), true),
+            Seen::Request(handles[0], "ping".into(), None),
+            Seen::Request(
+                handles[1],
+                "sampling/createMessage".into(),
+                Some("{}".into())
+            ),
+            Seen::Notification("news".into(), Some("[\"a\"]".into())),
+            Seen::Request(handles[2], "ping".into(), None),
+        ],
+        "the requests are handed out in order; the heartbeat's ping is answered"
+    );
+    assert_eq!(client.running(), 3);
+    client.respond(handles[0], Ok(raw("{}")));
+    client.respond(handles[2], Ok(raw("{}")));
+    let wire = send(&mut client, &mut server, now);
+    assert!(wire.contains("\"pong\""), "{wire}");
+    assert!(wire.contains("\"id\":\"e\""), "{wire}");
+    assert!(!wire.contains("-32601"), "{wire}");
+    // The server gives up on its sampling request: the client hears it.
+    assert!(server.cancel_call(8, now));
+    send(&mut server, &mut client, now);
+    assert_eq!(
+        answering_events(&mut client),
+        vec![Seen::Cancel(handles[1])]
+    );
+    client.respond_cancelled(handles[1]);
+    assert_eq!(client.running(), 0);
+    // A cancellation of what is answered already is not reported.
+    server
+        .call(9, "ping", None, RequestOptions::default(), now)
+        .unwrap();
+    send(&mut server, &mut client, now);
+    let late = request_handle(&answering_events(&mut client));
+    client.respond(late, Ok(raw("{}")));
+    assert!(server.cancel_call(9, now));
+    send(&mut server, &mut client, now);
+    assert!(answering_events(&mut client).is_empty());
+    client.close(now);
+    assert_eq!(
+        answering_events(&mut client),
         vec![Seen::Closed(CloseReason::Local)]
     );
 }

@@ -12,7 +12,7 @@ use crate::client::Client;
 use crate::driver::{Driver, Parts};
 use crate::extension::Extension;
 use crate::router::AsyncRouter;
-use crate::side::{ClientOnly, Side};
+use crate::side::{Answering, Answers, ClientOnly, Side};
 use crate::timer::Timer;
 use crate::transport::Transport;
 
@@ -174,6 +174,21 @@ impl Builder {
         transport: T,
         timer: Tm,
     ) -> (Client, Driver<T, Tm, ClientOnly>) {
+        self.connect_as(transport, timer)
+    }
+
+    /// Like [`connect_client`](Builder::connect_client), for a client that answers the few
+    /// requests its peer sends (an MCP client: the server's `ping`, sampling, elicitation,
+    /// roots) through `answers` ([`Answering`]), which also hears the peer's notifications.
+    /// A router or an extension set on this builder is not used; none of the server's code
+    /// is in the program but the running of `answers`' work.
+    pub fn connect_answering<T: Transport, Tm: Timer>(
+        mut self,
+        transport: T,
+        timer: Tm,
+        answers: Arc<dyn Answers>,
+    ) -> (Client, Driver<T, Tm, Answering>) {
+        self.router = Some(Arc::new(answers));
         self.connect_as(transport, timer)
     }
 

@@ -50,6 +50,12 @@ fn unpanicked(result: std::thread::Result<HandlerResult>) -> HandlerResult {
     result.unwrap_or_else(|_| Err(ErrorObject::internal_error()))
 }
 
+/// `work` with a panic caught as an internal error.
+pub(crate) fn guarded(work: BoxFuture<HandlerResult>) -> Guarded {
+    let unpanicked: fn(_) -> _ = unpanicked;
+    AssertUnwindSafe(work).catch_unwind().map(unpanicked)
+}
+
 /// The [`Side`](crate::Side) of a connection that serves the peer (the driver's default):
 /// the peer's requests and notifications being handled on its router, and the streams and
 /// subscriptions being produced.
@@ -163,8 +169,7 @@ impl Server {
         work: BoxFuture<HandlerResult>,
         cx: Option<CancelSignal>,
     ) {
-        let unpanicked: fn(_) -> _ = unpanicked;
-        let mut work = AssertUnwindSafe(work).catch_unwind().map(unpanicked);
+        let mut work = guarded(work);
         if self.running.len() < self.max_concurrent {
             let mut first = Context::from_waker(futures::task::noop_waker_ref());
             match work.poll_unpin(&mut first) {
@@ -430,7 +435,7 @@ pub enum Polled {
 }
 
 /// Answers request `id` with its handler's outcome (`None`: it was cancelled).
-fn respond(conn: &mut Connection, id: IncomingId, outcome: Option<HandlerResult>) {
+pub(crate) fn respond(conn: &mut Connection, id: IncomingId, outcome: Option<HandlerResult>) {
     match outcome {
         Some(Ok(raw)) => conn.respond(id, Ok(&raw)),
         Some(Err(e)) => conn.respond(id, Err(&e)),

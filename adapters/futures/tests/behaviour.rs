@@ -372,6 +372,31 @@ fn client_shutdown_fails_its_pending_calls() {
     }));
 }
 
+/// The server of the two tests below, on `sleeper`'s router: its first connection's client
+/// runs `then` (its driver spawned); the task gives what `then` gave, and the driver.
+async fn serve_then<R, Fut>(
+    then: impl FnOnce(Client) -> Fut + Send + 'static,
+) -> (
+    std::net::SocketAddr,
+    smol::Task<(R, smol::Task<std::io::Result<()>>)>,
+)
+where
+    R: Send + 'static,
+    Fut: std::future::Future<Output = R> + Send + 'static,
+{
+    let listener = async_net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (router, _signals) = sleeper();
+    let server = smol::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let builder = Builder::new().router(router);
+        let (client, driver) = builder.connect(transport::tcp(stream), AsyncIoTimer);
+        let driver = smol::spawn(driver);
+        (then(client).await, driver)
+    });
+    (addr, server)
+}
+
 /// A connection that only calls (`Builder::connect_client`): its calls are answered; the
 /// peer's notifications to it are taken (the calls behind them are not held up) and its
 /// requests answered -32601; once its last client is gone, it closes, and the serving peer
@@ -379,18 +404,11 @@ fn client_shutdown_fails_its_pending_calls() {
 #[test]
 fn a_client_only_connection_calls_and_answers_the_peers_requests_method_not_found() {
     smol::block_on(within(LIMIT, async {
-        let listener = async_net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (router, _signals) = sleeper();
-        let server = smol::spawn(async move {
-            let (stream, _) = listener.accept().await.unwrap();
-            let builder = Builder::new().router(router);
-            let (client, driver) = builder.connect(transport::tcp(stream), AsyncIoTimer);
-            let driver = smol::spawn(driver);
+        let (addr, server) = serve_then(|client| async move {
             client.notify::<Record>(&(7,)).await.unwrap();
-            let refused = client.call::<Sleep>(&(1,)).await;
-            (refused, driver)
-        });
+            client.call::<Sleep>(&(1,)).await
+        })
+        .await;
         let stream = async_net::TcpStream::connect(addr).await.unwrap();
         let (client, driver) = Builder::new().connect_client(transport::tcp(stream), AsyncIoTimer);
         let driver = smol::spawn(driver);
@@ -400,6 +418,101 @@ fn a_client_only_connection_calls_and_answers_the_peers_requests_method_not_foun
             Err(CallError::Rpc(e)) => assert_eq!(e.code, -32601, "{e:?}"),
             other => panic!("the client-only side answered {other:?}"),
         }
+        assert_eq!(client.call::<Sleep>(&(1,)).await.unwrap(), 1);
+        drop(client);
+        driver.await.unwrap();
+        server_driver.await.unwrap();
+    }));
+}
+
+/// What the answering client of the test below answers: `ping` at once, `slow` never (until
+/// the peer gives up on it), `boom` with a panic; it records the notifications it hears.
+struct Replies {
+    heard: mpsc::UnboundedSender<String>,
+    dropped: mpsc::UnboundedSender<&'static str>,
+}
+
+/// Tells when the work it is part of is dropped.
+struct DropSignal(mpsc::UnboundedSender<&'static str>);
+
+impl Drop for DropSignal {
+    fn drop(&mut self) {
+        let _ = self.0.unbounded_send("slow dropped");
+    }
+}
+
+impl sansrpc_futures::Answers for Replies {
+    fn request(
+        &self,
+        method: &str,
+        _params: Option<Box<sansrpc::RawValue>>,
+    ) -> Option<sansrpc_futures::BoxFuture<sansrpc_futures::HandlerResult>> {
+        use futures::FutureExt;
+        match method {
+            "ping" => {
+                Some(async { Ok(sansrpc::RawValue::from_json("{}").unwrap().to_owned()) }.boxed())
+            }
+            "slow" => {
+                let signal = DropSignal(self.dropped.clone());
+                Some(
+                    async move {
+                        let _signal = signal;
+                        futures::future::pending::<()>().await;
+                        unreachable!()
+                    }
+                    .boxed(),
+                )
+            }
+            "boom" => Some(async { panic!("a handler's bug") }.boxed()),
+            _ => None,
+        }
+    }
+
+    fn notification(&self, method: &str, params: Option<&sansrpc::RawValue>) {
+        let params = params.map_or("", |p| p.get());
+        let _ = self.heard.unbounded_send(format!("{method} {params}"));
+    }
+}
+
+/// A client that answers its peer through one `Answers` (`Builder::connect_answering`, as
+/// an MCP client answers its server): its own calls are answered; the peer's requests get
+/// what it answers (at once, or a panic as an internal error, or -32601 for a method it does
+/// not take), its notifications reach it, and a request the peer gives up on has its work
+/// dropped.
+#[test]
+fn an_answering_client_answers_its_peers_requests_and_drops_what_the_peer_cancels() {
+    smol::block_on(within(LIMIT, async {
+        let (addr, server) = serve_then(|client| async move {
+            client.notify::<Record>(&(7,)).await.unwrap();
+            let ping = client.call_raw("ping", None).await;
+            let boom = client.call_raw("boom", None).await;
+            let unknown = client.call_raw("nope", None).await;
+            let slow = client
+                .call_raw_with("slow", None, Timeout::After(Duration::from_millis(200)))
+                .await;
+            (ping, boom, unknown, slow)
+        })
+        .await;
+        let (heard, mut heard_rx) = mpsc::unbounded();
+        let (dropped, mut dropped_rx) = mpsc::unbounded();
+        let answers: Arc<dyn sansrpc_futures::Answers> = Arc::new(Replies { heard, dropped });
+        let stream = async_net::TcpStream::connect(addr).await.unwrap();
+        let (client, driver) =
+            Builder::new().connect_answering(transport::tcp(stream), AsyncIoTimer, answers);
+        let driver = smol::spawn(driver);
+        assert_eq!(client.call::<Sleep>(&(5,)).await.unwrap(), 5);
+        let ((ping, boom, unknown, slow), server_driver) = server.await;
+        assert_eq!(ping.unwrap().get(), "{}");
+        let code = |r: sansrpc_futures::RawResult| match r {
+            Err(CallError::Rpc(e)) => e.code,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(code(boom), -32603);
+        assert_eq!(code(unknown), -32601);
+        assert!(slow.unwrap_err().is_timeout());
+        assert_eq!(heard_rx.next().await.as_deref(), Some("record [7]"));
+        // The server's connection sent the cancellation with its deadline: the work went.
+        assert_eq!(dropped_rx.next().await, Some("slow dropped"));
         assert_eq!(client.call::<Sleep>(&(1,)).await.unwrap(), 1);
         drop(client);
         driver.await.unwrap();

@@ -130,6 +130,18 @@ pub fn spawn_client<T: Transport>(builder: Builder, transport: T) -> Spawned {
     run(with_executor(builder).connect_client(transport, BrowserTimer))
 }
 
+/// Like [`spawn_client`], for a client that answers the few requests its peer sends
+/// through `answers` ([`Builder::connect_answering`]: an MCP client's `ping`, sampling,
+/// elicitation, roots); a router set on `builder` is not used, and the page carries none
+/// of the router's serving code.
+pub fn spawn_answering<T: Transport>(
+    builder: Builder,
+    transport: T,
+    answers: std::sync::Arc<dyn sansrpc_futures::Answers>,
+) -> Spawned {
+    run(with_executor(builder).connect_answering(transport, BrowserTimer, answers))
+}
+
 /// `builder`, with the [`BrowserExecutor`] unless it has an executor.
 fn with_executor(builder: Builder) -> Builder {
     if builder.has_executor() {

@@ -224,72 +224,16 @@ impl ClientBuilder {
         let registered = |r: Result<(), sansrpc::router::RegisterError>, name: &str| {
             r.unwrap_or_else(|e| panic!("mounting {name}: {e}"));
         };
-        registered(
-            router.raw_method(methods::PING, |_| async {
-                Ok(raw_json(&JsonObject::new()))
-            }),
-            methods::PING,
-        );
-        if let Some(sampling) = self.sampling.clone() {
-            let r = router.raw_method(methods::SAMPLING_CREATE_MESSAGE, move |params| {
-                let json = params.as_deref().map_or("{}", RawValue::get);
-                let answer = sampling(json).map_err(|e| Refusal::Params(e).error());
-                async move { answer?.await }
-            });
-            registered(r, methods::SAMPLING_CREATE_MESSAGE);
+        let answerer = Arc::new(self.answerer());
+        for method in answerer.answered() {
+            let answerer = Arc::clone(&answerer);
+            let r = router.raw_method(method, move |params| answerer.answer(method, params));
+            registered(r, method);
         }
-        if let Some(elicitation) = self.elicitation.clone() {
-            let url = self.url_elicitation;
-            let r = router.raw_method(methods::ELICITATION_CREATE, move |params| {
-                let json = params.as_deref().map_or("{}", RawValue::get);
-                let answer = elicitation(json, url).map_err(Refusal::error);
-                async move { answer?.await }
-            });
-            registered(r, methods::ELICITATION_CREATE);
-        }
-        if let Some(roots) = self.roots.clone() {
-            let r = router.raw_method(methods::ROOTS_LIST, move |_| {
-                let roots = roots.lock().unwrap_or_else(PoisonError::into_inner).clone();
-                async move {
-                    Ok(raw_json(&ListRootsResult {
-                        meta: None,
-                        roots,
-                        extra: JsonObject::new(),
-                    }))
-                }
-            });
-            registered(r, methods::ROOTS_LIST);
-        }
-        let methods = notifications::SERVER_2025_11_25
-            .iter()
-            .chain([&notifications::SUBSCRIPTIONS_ACKNOWLEDGED]);
-        for &method in methods {
-            if method == notifications::CANCELLED {
-                // The connection handles cancellation of the server's requests itself.
-                continue;
-            }
-            let listen = LISTEN_METHODS.contains(&method);
-            let acknowledged = method == notifications::SUBSCRIPTIONS_ACKNOWLEDGED;
-            let handler = self.notifications.clone().filter(|_| !acknowledged);
-            if handler.is_none() && !listen && !acknowledged {
-                continue;
-            }
-            let listens = self.listens.clone();
-            let optional = handler.is_none();
+        for (method, optional) in answerer.heard() {
+            let answerer = Arc::clone(&answerer);
             let r = router.raw_notification(method, move |params| {
-                let value = params
-                    .and_then(|p| serde_json::from_str(p.get()).ok())
-                    .unwrap_or_else(|| Value::Object(JsonObject::new()));
-                if acknowledged {
-                    listens.acknowledged(value);
-                } else {
-                    if listen {
-                        listens.deliver(method, &value);
-                    }
-                    if let Some(handler) = &handler {
-                        handler(method, &value);
-                    }
-                }
+                answerer.hear(method, params.as_deref());
                 async {}
             });
             match r {
@@ -297,6 +241,27 @@ impl ClientBuilder {
                 Err(_) if optional => {}
                 r => registered(r, method),
             }
+        }
+    }
+
+    /// What this client answers of the server's requests (`ping`, and sampling,
+    /// elicitation and roots when it has their handlers) and hears of its notifications,
+    /// for a connection with no router of its own:
+    /// [`sansrpc_futures::Builder::connect_answering`], or
+    /// `sansrpc_mcp::wasm::Connect::answering` in a browser page, whose driver then carries
+    /// none of the router's serving code. The same handlers as [`mount`](Self::mount)'s.
+    pub fn answers(&self) -> Arc<dyn sansrpc_futures::Answers> {
+        Arc::new(self.answerer())
+    }
+
+    fn answerer(&self) -> Answerer {
+        Answerer {
+            sampling: self.sampling.clone(),
+            elicitation: self.elicitation.clone(),
+            url_elicitation: self.url_elicitation,
+            roots: self.roots.clone(),
+            notifications: self.notifications.clone(),
+            listens: self.listens.clone(),
         }
     }
 
@@ -538,5 +503,116 @@ impl ClientBuilder {
         };
         let answer = answer.await.map_err(refused)?;
         serde_json::from_str(answer.get()).map_err(undecoded)
+    }
+}
+
+/// The client's handlers of the server's requests and notifications, as
+/// [`ClientBuilder::mount`] registers them and [`ClientBuilder::answers`] gives them.
+struct Answerer {
+    sampling: Option<Arc<SamplingFn>>,
+    elicitation: Option<Arc<ElicitationFn>>,
+    url_elicitation: bool,
+    roots: Option<Arc<Mutex<Vec<Root>>>>,
+    notifications: Option<Arc<NotificationFn>>,
+    listens: Listens,
+}
+
+impl Answerer {
+    /// The server's requests answered: `ping`, and those with a handler.
+    fn answered(&self) -> impl Iterator<Item = &'static str> {
+        [
+            Some(methods::PING),
+            self.sampling
+                .as_ref()
+                .map(|_| methods::SAMPLING_CREATE_MESSAGE),
+            self.elicitation
+                .as_ref()
+                .map(|_| methods::ELICITATION_CREATE),
+            self.roots.as_ref().map(|_| methods::ROOTS_LIST),
+        ]
+        .into_iter()
+        .flatten()
+    }
+
+    /// The answer to the server's request `method` (`-32601` for one not answered).
+    fn answer(&self, method: &str, params: Option<Box<RawValue>>) -> Answer {
+        let json = params.as_deref().map_or("{}", RawValue::get);
+        let answer = match method {
+            methods::PING => return Box::pin(async { Ok(raw_json(&JsonObject::new())) }),
+            methods::SAMPLING_CREATE_MESSAGE => self
+                .sampling
+                .as_ref()
+                .map(|sampling| sampling(json).map_err(|e| Refusal::Params(e).error())),
+            methods::ELICITATION_CREATE => self
+                .elicitation
+                .as_ref()
+                .map(|elicitation| elicitation(json, self.url_elicitation).map_err(Refusal::error)),
+            methods::ROOTS_LIST => self.roots.as_ref().map(|roots| {
+                let roots = roots.lock().unwrap_or_else(PoisonError::into_inner).clone();
+                Ok(Box::pin(async move {
+                    Ok(raw_json(&ListRootsResult {
+                        meta: None,
+                        roots,
+                        extra: JsonObject::new(),
+                    }))
+                }) as Answer)
+            }),
+            _ => None,
+        };
+        match answer {
+            Some(Ok(answer)) => answer,
+            Some(Err(e)) => Box::pin(async move { Err(e) }),
+            None => Box::pin(async { Err(ErrorObject::method_not_found()) }),
+        }
+    }
+
+    /// The server's notifications heard, each with whether the application's own handler
+    /// may have it instead (one of the listen stream's, with no
+    /// [`on_notification`](ClientBuilder::on_notification) handler here).
+    fn heard(&self) -> impl Iterator<Item = (&'static str, bool)> + '_ {
+        notifications::SERVER_2025_11_25
+            .iter()
+            .chain([&notifications::SUBSCRIPTIONS_ACKNOWLEDGED])
+            .copied()
+            // The connection handles cancellation of the server's requests itself.
+            .filter(|&method| method != notifications::CANCELLED)
+            .filter_map(|method| {
+                let listen = LISTEN_METHODS.contains(&method);
+                let acknowledged = method == notifications::SUBSCRIPTIONS_ACKNOWLEDGED;
+                let handled = self.notifications.is_some() && !acknowledged;
+                (handled || listen || acknowledged).then_some((method, !handled))
+            })
+    }
+
+    /// The server's notification `method`, to the listen streams and the application's
+    /// handler; one this client does not hear is dropped.
+    fn hear(&self, method: &str, params: Option<&RawValue>) {
+        let Some((method, _)) = self.heard().find(|(m, _)| *m == method) else {
+            return;
+        };
+        let value = params
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or_else(|| Value::Object(JsonObject::new()));
+        if method == notifications::SUBSCRIPTIONS_ACKNOWLEDGED {
+            self.listens.acknowledged(value);
+            return;
+        }
+        if LISTEN_METHODS.contains(&method) {
+            self.listens.deliver(method, &value);
+        }
+        if let Some(handler) = &self.notifications {
+            handler(method, &value);
+        }
+    }
+}
+
+impl sansrpc_futures::Answers for Answerer {
+    fn request(&self, method: &str, params: Option<Box<RawValue>>) -> Option<Answer> {
+        let answered = self.answered().find(|&m| m == method)?;
+        Some(self.answer(answered, params))
+    }
+
+    fn notification(&self, method: &str, params: Option<&RawValue>) {
+        self.hear(method, params);
     }
 }

@@ -32,7 +32,9 @@ const ACCEPT: (&str, &str) = ("accept", "application/json, text/event-stream");
 /// Not random, but never the same twice (a server refuses to reuse a session id).
 fn entropy(bytes: &mut [u8]) {
     static NEXT: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
-    let n = NEXT.fetch_add(1, core::sync::atomic::Ordering::Relaxed).to_le_bytes();
+    let n = NEXT
+        .fetch_add(1, core::sync::atomic::Ordering::Relaxed)
+        .to_le_bytes();
     for (i, b) in bytes.iter_mut().enumerate() {
         *b = (i as u8).wrapping_mul(17) ^ n[i % 4];
     }
@@ -226,12 +228,19 @@ fn the_session_and_stream_tables_give_their_room_back_after_a_burst() {
     // A table that held 1,000 sessions keeps room for few more than the 10 left.
     let kept = server.sessions.capacity();
     assert!(kept <= 64, "{kept} of {full} places kept for 10 sessions");
-    assert!(server.streams.capacity() <= 64, "{}", server.streams.capacity());
+    assert!(
+        server.streams.capacity() <= 64,
+        "{}",
+        server.streams.capacity()
+    );
     // The 10 left still answer.
     let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
     for (key, id) in &ids[990..] {
         let verdict = post(&mut server, &[("mcp-session-id", id)], list, now);
-        assert!(matches!(verdict, Verdict::Open { session, .. } if session == *key), "{verdict:?}");
+        assert!(
+            matches!(verdict, Verdict::Open { session, .. } if session == *key),
+            "{verdict:?}"
+        );
     }
 }
 
