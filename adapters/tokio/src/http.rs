@@ -368,7 +368,12 @@ where
         }
         let after = self.after();
         let out = &mut self.output.buf;
-        out.resize(HEAD_ROOM, 0);
+        // The room for the head in front of the answer: kept from the last answer (its
+        // bytes are never sent), zero-filled only when the buffer is new.
+        if out.len() != HEAD_ROOM {
+            out.clear();
+            out.resize(HEAD_ROOM, 0);
+        }
         if conn.poll_transmit(out).is_some() {
             let mut out = std::mem::take(&mut self.output.buf);
             let mut head = std::mem::take(&mut self.head);
@@ -389,17 +394,20 @@ where
             self.phase = Phase::Write(after);
             return true;
         }
-        out.clear();
+        if conn.requests_in_flight() != 0 {
+            // Not answered yet: the room stays for the answer, and nothing is to be written.
+            self.output.written = self.output.buf.len();
+            return false;
+        }
         // The body is handled, its events routed, and no request of it is left to answer:
         // notifications only, which get no answer.
-        if conn.requests_in_flight() == 0 {
-            let mut out = std::mem::take(&mut self.output.buf);
-            self.write_answer_head(&mut out, 204, None, after);
-            self.output.buf = out;
-            self.phase = Phase::Write(after);
-            return true;
-        }
-        false
+        let mut out = std::mem::take(&mut self.output.buf);
+        out.clear();
+        self.write_answer_head(&mut out, 204, None, after);
+        self.output.buf = out;
+        self.output.written = 0;
+        self.phase = Phase::Write(after);
+        true
     }
 
     /// Fires the connection's limits: the phase to go on with, or the error ending the
@@ -584,7 +592,7 @@ where
             if let Phase::Write(after) = self.phase {
                 ready!(self.answered(after, cx))?;
             }
-            self.output.reset();
+            self.output.reset_keeping(HEAD_ROOM);
             if !self.take_answer(conn) {
                 return self.output.poll_flushed(&mut self.stream, cx);
             }

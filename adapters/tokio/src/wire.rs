@@ -143,6 +143,19 @@ impl Output {
         }
     }
 
+    /// Everything was written: as [`reset`](Output::reset), but the first `room` bytes of
+    /// the buffer stay, for the next output to write its front into from their end (HTTP's
+    /// head room): they are not zero-filled again for each answer. Nothing is pending.
+    #[cfg(feature = "http")]
+    pub(crate) fn reset_keeping(&mut self, room: usize) {
+        if self.buf.capacity() > SMALL && !self.unflushed {
+            self.reset();
+            return;
+        }
+        self.buf.truncate(room);
+        self.written = self.buf.len();
+    }
+
     /// Writes all of the buffer to `stream` (not flushed yet).
     pub(crate) fn poll_write_out<S: tokio::io::AsyncWrite + Unpin>(
         &mut self,
