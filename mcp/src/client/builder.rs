@@ -248,7 +248,7 @@ impl ClientBuilder {
     /// elicitation and roots when it has their handlers) and hears of its notifications,
     /// for a connection with no router of its own:
     /// [`sansrpc_futures::Builder::connect_answering`], or
-    /// `sansrpc_mcp::wasm::Connect::answering` in a browser page, whose driver then carries
+    /// `sansrpc_mcp::wasm::connect_answering` in a browser page, whose driver then carries
     /// none of the router's serving code. The same handlers as [`mount`](Self::mount)'s.
     pub fn answers(&self) -> Arc<dyn sansrpc_futures::Answers> {
         Arc::new(self.answerer())
