@@ -51,6 +51,7 @@ fn unpanicked(result: std::thread::Result<HandlerResult>) -> HandlerResult {
 }
 
 /// `work` with a panic caught as an internal error.
+#[inline]
 pub(crate) fn guarded(work: BoxFuture<HandlerResult>) -> Guarded {
     let unpanicked: fn(_) -> _ = unpanicked;
     AssertUnwindSafe(work).catch_unwind().map(unpanicked)

@@ -54,6 +54,7 @@ pub fn shrink_when_sparse<K: Eq + core::hash::Hash, V>(map: &mut KeyMap<K, V>) {
 /// Removes `key` from `map` and gives back the room a burst left
 /// ([`shrink_when_sparse`]): what every table of sessions, streams or runs that come and go
 /// removes with, so that none keeps the size of its fullest moment.
+#[inline]
 pub fn remove_and_shrink<K: Eq + core::hash::Hash, V>(
     map: &mut KeyMap<K, V>,
     key: &K,
