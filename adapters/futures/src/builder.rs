@@ -188,6 +188,7 @@ impl Builder {
         timer: Tm,
         answers: Arc<dyn Answers>,
     ) -> (Client, Driver<T, Tm, Answering>) {
+        // In the slot of what serves the peer, where the `Answering` side looks for it.
         self.router = Some(Arc::new(answers));
         self.connect_as(transport, timer)
     }

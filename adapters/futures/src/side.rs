@@ -151,14 +151,16 @@ impl std::fmt::Debug for Answering {
 }
 
 impl Answering {
+    /// Starts the work answering request `handle`: answered at once when it is ready,
+    /// else kept in `running`.
     fn start(
-        &mut self,
+        answers: Option<&dyn Answers>,
+        running: &mut Vec<(IncomingId, Guarded)>,
         conn: &mut Connection,
         handle: IncomingId,
         method: &str,
         params: Option<Box<RawValue>>,
     ) {
-        let answers = self.answers.as_deref();
         let work = std::panic::catch_unwind(AssertUnwindSafe(|| {
             answers.and_then(|a| a.request(method, params))
         }));
@@ -171,7 +173,7 @@ impl Answering {
         let mut first = Context::from_waker(futures::task::noop_waker_ref());
         match work.poll_unpin(&mut first) {
             Poll::Ready(outcome) => respond(conn, handle, Some(outcome)),
-            Poll::Pending => self.running.push((handle, work)),
+            Poll::Pending => running.push((handle, work)),
         }
     }
 }
@@ -200,9 +202,9 @@ impl sealed::Side for Answering {
         now: Instant,
     ) -> Routed {
         let poll: PollEvent = Connection::poll_answering_event;
-        let answers = self.answers.clone();
+        let (answers, running) = (self.answers.as_deref(), &mut self.running);
         let heard = |method: &str, params: Option<&RawValue>| {
-            if let Some(answers) = &answers {
+            if let Some(answers) = answers {
                 let heard = std::panic::catch_unwind(AssertUnwindSafe(|| {
                     answers.notification(method, params)
                 }));
@@ -210,10 +212,12 @@ impl sealed::Side for Answering {
             }
         };
         let serve = |conn: &mut Connection, peer: PeerCall| match peer {
-            PeerCall::Request(handle, method, params) => self.start(conn, handle, &method, params),
+            PeerCall::Request(handle, method, params) => {
+                Answering::start(answers, running, conn, handle, &method, params)
+            }
             PeerCall::Cancel(handle) => {
-                if let Some(i) = self.running.iter().position(|(h, _)| *h == handle) {
-                    drop(self.running.swap_remove(i));
+                if let Some(i) = running.iter().position(|(h, _)| *h == handle) {
+                    drop(running.swap_remove(i));
                     conn.respond_cancelled(handle);
                 }
             }

@@ -227,7 +227,11 @@ impl ClientBuilder {
         let answerer = Arc::new(self.answerer());
         for method in answerer.answered() {
             let answerer = Arc::clone(&answerer);
-            let r = router.raw_method(method, move |params| answerer.answer(method, params));
+            let r = router.raw_method(method, move |params| {
+                // Each method registered is one `answer` takes.
+                let answer = answerer.answer(method, params);
+                answer.unwrap_or_else(|| Box::pin(async { Err(ErrorObject::method_not_found()) }))
+            });
             registered(r, method);
         }
         for (method, optional) in answerer.heard() {
@@ -534,11 +538,12 @@ impl Answerer {
         .flatten()
     }
 
-    /// The answer to the server's request `method` (`-32601` for one not answered).
-    fn answer(&self, method: &str, params: Option<Box<RawValue>>) -> Answer {
+    /// The answer to the server's request `method`, `None` for one not answered (the
+    /// server gets `-32601`).
+    fn answer(&self, method: &str, params: Option<Box<RawValue>>) -> Option<Answer> {
         let json = params.as_deref().map_or("{}", RawValue::get);
         let answer = match method {
-            methods::PING => return Box::pin(async { Ok(raw_json(&JsonObject::new())) }),
+            methods::PING => return Some(Box::pin(async { Ok(raw_json(&JsonObject::new())) })),
             methods::SAMPLING_CREATE_MESSAGE => self
                 .sampling
                 .as_ref()
@@ -559,11 +564,7 @@ impl Answerer {
             }),
             _ => None,
         };
-        match answer {
-            Some(Ok(answer)) => answer,
-            Some(Err(e)) => Box::pin(async move { Err(e) }),
-            None => Box::pin(async { Err(ErrorObject::method_not_found()) }),
-        }
+        Some(answer?.unwrap_or_else(|e| Box::pin(async move { Err(e) })))
     }
 
     /// The server's notifications heard, each with whether the application's own handler
@@ -608,8 +609,7 @@ impl Answerer {
 
 impl sansrpc_futures::Answers for Answerer {
     fn request(&self, method: &str, params: Option<Box<RawValue>>) -> Option<Answer> {
-        let answered = self.answered().find(|&m| m == method)?;
-        Some(self.answer(answered, params))
+        self.answer(method, params)
     }
 
     fn notification(&self, method: &str, params: Option<&RawValue>) {
