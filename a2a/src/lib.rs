@@ -23,11 +23,11 @@
 //! notifications) belongs to the transport layers that drive the machine.
 //!
 //! A streamed exchange in which the agent asks a question, driven by hand (a driver
-//! starts the agent on each [`Event::Run`](machine::Event::Run) and feeds its updates
+//! starts the agent on each [`TaskEvent::Run`](machine::TaskEvent::Run) and feeds its updates
 //! back):
 //!
 //! ```
-//! use sansrpc_a2a::machine::{Event, SeededIds, SendMode, Sent, TaskMachine, Update};
+//! use sansrpc_a2a::machine::{TaskEvent, SeededIds, SendMode, Sent, TaskMachine, Update};
 //! use sansrpc_a2a::types::{Message, Role, SendMessageRequest, StreamResponse, TaskState, Timestamp};
 //!
 //! let mut machine = TaskMachine::new(Default::default(), SeededIds::new(42));
@@ -39,18 +39,18 @@
 //! let Ok(Sent::Stream(stream)) = machine.handle_send(now, send(ask), SendMode::Streaming) else {
 //!     panic!()
 //! };
-//! let Some(Event::Stream { response: StreamResponse::Task(task), .. }) = machine.poll_event()
+//! let Some(TaskEvent::Stream { response: StreamResponse::Task(task), .. }) = machine.poll_event()
 //! else {
 //!     panic!()
 //! };
 //! assert_eq!(task.status.state, TaskState::Submitted);
-//! let Some(Event::Run(run)) = machine.poll_event() else { panic!() };
+//! let Some(TaskEvent::Run(run)) = machine.poll_event() else { panic!() };
 //!
 //! // The agent asks; the stream gets the status and ends.
 //! let question = Message::text(Role::Agent, "", "what?");
 //! machine.handle_update(now, run.id, Update::status(TaskState::InputRequired, Some(question))).unwrap();
 //! machine.handle_run_end(run.id);
-//! let Some(Event::Stream { streams, last: true, .. }) = machine.poll_event() else { panic!() };
+//! let Some(TaskEvent::Stream { streams, last: true, .. }) = machine.poll_event() else { panic!() };
 //! assert_eq!(streams, [stream]);
 //!
 //! // The answer continues the same task, in the same context.
@@ -60,12 +60,12 @@
 //! let Ok(Sent::Stream(_)) = machine.handle_send(now, send(answer), SendMode::Streaming) else {
 //!     panic!()
 //! };
-//! let Some(Event::Stream { response: StreamResponse::Task(again), .. }) = machine.poll_event()
+//! let Some(TaskEvent::Stream { response: StreamResponse::Task(again), .. }) = machine.poll_event()
 //! else {
 //!     panic!()
 //! };
 //! assert_eq!((again.id, again.status.state), (task.id, TaskState::InputRequired));
-//! let Some(Event::Run(run)) = machine.poll_event() else { panic!() };
+//! let Some(TaskEvent::Run(run)) = machine.poll_event() else { panic!() };
 //! assert_eq!(run.message.first_text(), Some("blue"));
 //! // History: the question, the agent's question, the answer; user messages as sent.
 //! assert_eq!(run.task.history.len(), 3);

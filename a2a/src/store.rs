@@ -3,7 +3,7 @@
 //!
 //! Without a store the [`TaskMachine`](crate::TaskMachine)'s own map is the store: tasks in
 //! memory, bounded by [`Limits::max_tasks`](crate::machine::Limits::max_tasks), gone with
-//! the process. With one ([`Server::set_task_store`](crate::http::Server::set_task_store),
+//! the process. With one ([`Server::set_task_store`](crate::http::Endpoint::set_task_store),
 //! or `Options::task_store` on tokio) the machine still holds the tasks it works on, and
 //! the HTTP machine calls the store around it, as it calls the SSE
 //! [`EventStore`](sansrpc::codec::sse::EventStore):
@@ -25,7 +25,7 @@
 //! when told to ([`TaskMachine::track_changes`](crate::TaskMachine::track_changes)), the
 //! HTTP machine hands those with an event to the adapter
 //! ([`http::Event::Announce`](crate::http::Event::Announce)), a [`Fanout`] carries them to
-//! the other processes, and there [`Server::handle_remote`](crate::http::Server::handle_remote)
+//! the other processes, and there [`Server::handle_remote`](crate::http::Endpoint::handle_remote)
 //! applies them to the copy of the task that process holds for its own streams (its
 //! `SubscribeToTask` streams on a task running elsewhere). A terminal status from elsewhere
 //! (a `CancelTask` answered by another process) also stops the run here.

@@ -4,8 +4,8 @@
 mod support;
 
 use sansrpc_a2a::machine::{
-    Config, Event, Limits, Run, RunId, SeededIds, SendMode, Sent, StreamId, TaskMachine, Update,
-    UpdateError, WaiterId,
+    Limits, Run, RunId, SeededIds, SendMode, Sent, StreamId, TaskConfig, TaskEvent, TaskMachine,
+    Update, UpdateError, WaiterId,
 };
 use sansrpc_a2a::types::{
     Artifact, CancelTaskRequest, GetTaskRequest, ListTasksRequest, Message, Part, Role,
@@ -17,13 +17,13 @@ use serde_json::json;
 use support::{at, drain, follow_up, send, send_with, user};
 
 fn machine() -> TaskMachine {
-    TaskMachine::new(Config::default(), SeededIds::new(7))
+    TaskMachine::new(TaskConfig::default(), SeededIds::new(7))
 }
 
 fn machine_with(edit: impl FnOnce(&mut Limits)) -> TaskMachine {
     let mut limits = Limits::default();
     edit(&mut limits);
-    TaskMachine::new(Config::with_limits(limits), SeededIds::new(7))
+    TaskMachine::new(TaskConfig::with_limits(limits), SeededIds::new(7))
 }
 
 /// Sends `message` (blocking) and returns the waiter and the run it started.
@@ -32,7 +32,7 @@ fn start(m: &mut TaskMachine, now: Timestamp, message: Message) -> (WaiterId, Bo
         panic!("not waiting")
     };
     let events = drain(m);
-    let [Event::Run(run)] = &events[..] else {
+    let [TaskEvent::Run(run)] = &events[..] else {
         panic!("{events:?}")
     };
     (w, run.clone())
@@ -47,11 +47,11 @@ fn status(
     m.handle_update(now, run, Update::status(state, None))
 }
 
-fn stream_events(events: &[Event]) -> Vec<(Vec<StreamId>, StreamResponse, bool)> {
+fn stream_events(events: &[TaskEvent]) -> Vec<(Vec<StreamId>, StreamResponse, bool)> {
     events
         .iter()
         .filter_map(|e| match e {
-            Event::Stream {
+            TaskEvent::Stream {
                 streams,
                 response,
                 last,
@@ -61,11 +61,11 @@ fn stream_events(events: &[Event]) -> Vec<(Vec<StreamId>, StreamResponse, bool)>
         .collect()
 }
 
-fn replies(events: &[Event]) -> Vec<(WaiterId, Task)> {
+fn replies(events: &[TaskEvent]) -> Vec<(WaiterId, Task)> {
     events
         .iter()
         .filter_map(|e| match e {
-            Event::Reply {
+            TaskEvent::Reply {
                 waiter,
                 response: SendMessageResponse::Task(t),
             } => Some((*waiter, t.clone())),
@@ -219,7 +219,7 @@ fn a_blocking_answer_and_a_streams_first_task_use_the_requests_history_length() 
     };
     assert_eq!(first.history.len(), 1);
     assert_eq!(first.history[0].message_id, "m-2");
-    let Some(Event::Run(run)) = events.into_iter().last() else {
+    let Some(TaskEvent::Run(run)) = events.into_iter().last() else {
         panic!()
     };
     status(&mut m, at(3), run.id, TaskState::InputRequired).unwrap();
@@ -233,7 +233,7 @@ fn a_blocking_answer_and_a_streams_first_task_use_the_requests_history_length() 
     ) else {
         panic!()
     };
-    let Some(Event::Run(run)) = drain(&mut m).pop() else {
+    let Some(TaskEvent::Run(run)) = drain(&mut m).pop() else {
         panic!()
     };
     status(&mut m, at(5), run.id, TaskState::Completed).unwrap();
@@ -363,7 +363,7 @@ fn every_stream_of_a_task_gets_the_same_events_and_they_end_together() {
         panic!()
     };
     let events = drain(&mut m);
-    let Some(Event::Run(run)) = events.last().cloned() else {
+    let Some(TaskEvent::Run(run)) = events.last().cloned() else {
         panic!()
     };
     let sub = SubscribeToTaskRequest {
@@ -407,14 +407,14 @@ fn every_stream_of_a_task_gets_the_same_events_and_they_end_together() {
 #[test]
 fn input_required_ends_streams_unless_configured_otherwise() {
     for end in [true, false] {
-        let mut config = Config::default();
+        let mut config = TaskConfig::default();
         config.end_streams_on_input_required = end;
         let mut m = TaskMachine::new(config, SeededIds::new(1));
         let Ok(Sent::Stream(s)) = m.handle_send(at(0), send(user("m", "x")), SendMode::Streaming)
         else {
             panic!()
         };
-        let Some(Event::Run(run)) = drain(&mut m).pop() else {
+        let Some(TaskEvent::Run(run)) = drain(&mut m).pop() else {
             panic!()
         };
         status(&mut m, at(1), run.id, TaskState::InputRequired).unwrap();
@@ -429,7 +429,7 @@ fn input_required_ends_streams_unless_configured_otherwise() {
                 SendMode::Blocking,
             )
             .unwrap();
-        let Some(Event::Run(run)) = drain(&mut m).pop() else {
+        let Some(TaskEvent::Run(run)) = drain(&mut m).pop() else {
             panic!()
         };
         status(&mut m, at(3), run.id, TaskState::Completed).unwrap();
@@ -463,7 +463,7 @@ fn messages_sent_while_a_run_goes_on_wait_their_turn_each_answered_by_its_own_ru
     assert_eq!(answered.iter().map(|(w, _)| *w).collect::<Vec<_>>(), [w1]);
     m.handle_run_end(run1.id);
     let events = drain(&mut m);
-    let [Event::Run(run2)] = &events[..] else {
+    let [TaskEvent::Run(run2)] = &events[..] else {
         panic!("{events:?}")
     };
     assert_eq!(run2.message.message_id, "m-2");
@@ -523,7 +523,7 @@ fn cancel_stops_the_run_and_answers_everyone_waiting() {
         answered,
         [(w1, TaskState::Canceled), (w2, TaskState::Canceled)]
     );
-    assert!(events.contains(&Event::Stop {
+    assert!(events.contains(&TaskEvent::Stop {
         run: run.id,
         task_id: task.id.clone()
     }));
@@ -831,7 +831,7 @@ fn past_max_tasks_the_oldest_finished_task_goes_and_with_none_finished_a_message
         drain(m)
             .into_iter()
             .filter_map(|e| match e {
-                Event::Stop { run, .. } => Some(run),
+                TaskEvent::Stop { run, .. } => Some(run),
                 _ => None,
             })
             .collect::<Vec<_>>()
@@ -962,7 +962,7 @@ fn past_max_streams_and_max_queued_the_request_is_refused() {
     else {
         panic!()
     };
-    let Some(Event::Run(run)) = drain(&mut m).pop() else {
+    let Some(TaskEvent::Run(run)) = drain(&mut m).pop() else {
         panic!()
     };
     let id = run.task.id.clone();
@@ -1015,7 +1015,7 @@ fn past_max_streams_and_max_queued_the_request_is_refused() {
 
 #[test]
 fn an_id_source_that_repeats_itself_is_an_internal_error_not_a_hang() {
-    let mut m = TaskMachine::new(Config::default(), || "same".to_owned());
+    let mut m = TaskMachine::new(TaskConfig::default(), || "same".to_owned());
     let _ = start(&mut m, at(0), user("m-1", "x"));
     assert_eq!(
         kind_of(m.handle_send(at(1), send(user("m-2", "x")), SendMode::Blocking)),
@@ -1040,7 +1040,7 @@ fn return_immediately_answers_with_the_task_and_a_run_still_starts() {
     assert_eq!(task.status.state, TaskState::Submitted);
     assert_eq!(task.history.len(), 1);
     let events = drain(&mut m);
-    assert!(matches!(&events[..], [Event::Run(r)] if r.task.id == task.id));
+    assert!(matches!(&events[..], [TaskEvent::Run(r)] if r.task.id == task.id));
     // It has no effect on a stream.
     let Ok(Sent::Stream(_)) = m.handle_send(
         at(1),
@@ -1058,13 +1058,13 @@ fn return_immediately_answers_with_the_task_and_a_run_still_starts() {
 fn a_finished_task_reads_back_as_it_was_however_deep_its_data() {
     use sansrpc_a2a::types::PartContent;
     for depth in [0, 90, 140] {
-        let mut m = TaskMachine::new(Config::default(), SeededIds::new(3));
+        let mut m = TaskMachine::new(TaskConfig::default(), SeededIds::new(3));
         let mut message = user("m-1", "keep");
         message.metadata = Some(json!({"n": 1.5, "s": "\"]}"}).as_object().unwrap().clone());
         let Ok(Sent::Waiting(_)) = m.handle_send(at(0), send(message), SendMode::Blocking) else {
             panic!()
         };
-        let Some(Event::Run(run)) = drain(&mut m).into_iter().next() else {
+        let Some(TaskEvent::Run(run)) = drain(&mut m).into_iter().next() else {
             panic!()
         };
         let mut value = json!({"leaf": [1, -2, 3.25, null, true, "x"]});

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use proptest::prelude::*;
 use sansrpc_a2a::machine::{
-    Config, Event, Limits, RunId, SeededIds, SendMode, Sent, StreamId, TaskMachine, Update,
+    Limits, RunId, SeededIds, SendMode, Sent, StreamId, TaskConfig, TaskEvent, TaskMachine, Update,
     UpdateError, WaiterId,
 };
 use sansrpc_a2a::types::{
@@ -91,25 +91,25 @@ fn observe(m: &mut TaskMachine) -> (Vec<Abs>, Vec<RunId>) {
     let runs = events
         .iter()
         .filter_map(|e| match e {
-            Event::Run(run) => Some(run.id),
+            TaskEvent::Run(run) => Some(run.id),
             _ => None,
         })
         .collect();
     (abstracted(events), runs)
 }
 
-fn abstracted(events: Vec<Event>) -> Vec<Abs> {
+fn abstracted(events: Vec<TaskEvent>) -> Vec<Abs> {
     events
         .into_iter()
         .map(|e| match e {
-            Event::Run(run) => Abs::Run(run.task.id.clone()),
-            Event::Stop { run, .. } => Abs::Stop(run),
-            Event::Reply {
+            TaskEvent::Run(run) => Abs::Run(run.task.id.clone()),
+            TaskEvent::Stop { run, .. } => Abs::Stop(run),
+            TaskEvent::Reply {
                 waiter,
                 response: SendMessageResponse::Task(t),
             } => Abs::Reply(waiter, t.status.state),
-            Event::Reply { .. } => panic!("a reply that is not a task"),
-            Event::Stream {
+            TaskEvent::Reply { .. } => panic!("a reply that is not a task"),
+            TaskEvent::Stream {
                 streams,
                 response,
                 last,
@@ -191,13 +191,13 @@ impl Model {
     }
 }
 
-fn config() -> Config {
+fn config() -> TaskConfig {
     let mut limits = Limits::default();
     limits.max_tasks = MAX_TASKS;
     limits.max_history = MAX_HISTORY;
     limits.max_streams_per_task = MAX_STREAMS;
     limits.max_queued_messages = MAX_QUEUED;
-    Config::with_limits(limits)
+    TaskConfig::with_limits(limits)
 }
 
 fn request(

@@ -5,7 +5,7 @@
 mod support;
 
 use sansrpc_a2a::machine::{
-    Change, Event, Remote, RunId, SeededIds, SendMode, Sent, StreamId, TaskMachine, Update,
+    Change, Remote, RunId, SeededIds, SendMode, Sent, StreamId, TaskEvent, TaskMachine, Update,
 };
 use sansrpc_a2a::types::{
     Artifact, CancelTaskRequest, StreamResponse, SubscribeToTaskRequest, Task, TaskState,
@@ -29,7 +29,7 @@ fn start(machine: &mut TaskMachine, text: &str) -> (String, RunId) {
     let run = drain(machine)
         .into_iter()
         .find_map(|e| match e {
-            Event::Run(run) => Some(run),
+            TaskEvent::Run(run) => Some(run),
             _ => None,
         })
         .unwrap();
@@ -45,11 +45,11 @@ fn subscribe(machine: &mut TaskMachine, id: &str) -> StreamId {
 }
 
 /// What `stream` got from `events`: one line per event, `!` after the last.
-fn seen(events: &[Event], stream: StreamId) -> Vec<String> {
+fn seen(events: &[TaskEvent], stream: StreamId) -> Vec<String> {
     events
         .iter()
         .filter_map(|e| match e {
-            Event::Stream {
+            TaskEvent::Stream {
                 streams,
                 response,
                 last,
@@ -206,7 +206,7 @@ fn a_cancel_answered_by_another_process_stops_the_run_where_it_runs() {
     // B stops no run: none runs there.
     assert!(!drain(&mut b)
         .iter()
-        .any(|e| matches!(e, Event::Stop { .. })));
+        .any(|e| matches!(e, TaskEvent::Stop { .. })));
     let cancel = changes(&mut b).pop().unwrap();
     assert_eq!(cancel.version, version + 1);
 
@@ -221,7 +221,7 @@ fn a_cancel_answered_by_another_process_stops_the_run_where_it_runs() {
     assert!(
         events
             .iter()
-            .any(|e| matches!(e, Event::Stop { run: r, .. } if *r == run)),
+            .any(|e| matches!(e, TaskEvent::Stop { run: r, .. } if *r == run)),
         "{events:?}"
     );
     assert_eq!(seen(&events, watching), ["status TASK_STATE_CANCELED !"]);
@@ -248,7 +248,7 @@ fn adopting_needs_room_like_any_task() {
     let mut limits = sansrpc_a2a::machine::Limits::default();
     limits.max_tasks = 1;
     let mut a = TaskMachine::new(
-        sansrpc_a2a::machine::Config::with_limits(limits),
+        sansrpc_a2a::machine::TaskConfig::with_limits(limits),
         SeededIds::new(1),
     );
     let (id, _run) = start(&mut a, "wait");

@@ -10,7 +10,7 @@
 //!
 //! The second workload is the same call over Streamable HTTP without the HTTP library: a
 //! POST's head (the fields an MCP client sends, as `http`'s checked fields) and body go to
-//! the Streamable HTTP machine (`sansrpc_mcp::streamable::Server`), which hands the scanned
+//! the Streamable HTTP machine (`sansrpc_mcp::streamable::Endpoint`), which hands the scanned
 //! body to the session's connection tagged with its stream; the connection's answer goes
 //! back to the machine, and the response is taken as parts (head, body), as a tower
 //! service takes it. `scripts/instructions` counts `mcp_http_call_once`.
@@ -168,7 +168,7 @@ fn mcp_call_once(bench: &mut Bench, call: &[u8]) -> usize {
 /// The machine, and the sessions' side of it: one session's connection is fed what the
 /// machine hands it and writes its answers back into the machine.
 struct Http {
-    machine: streamable::Server,
+    machine: streamable::Endpoint,
     /// The body handed to the session, with its stream's tag, not yet read.
     inbox: Option<(Scanned, u64)>,
     session: u64,
@@ -232,7 +232,7 @@ fn entropy(bytes: &mut [u8]) {
 impl HttpBench {
     /// A machine with one session, initialized over it.
     fn new() -> Self {
-        let mut machine = streamable::Server::new(streamable::Config::default());
+        let mut machine = streamable::Endpoint::new(streamable::Config::default());
         let head = http_head(None);
         let (verdict, scanned) = machine.handle_request_owned(
             &head,

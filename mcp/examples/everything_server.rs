@@ -5,7 +5,7 @@
 //! the official SDKs' interop clients call (`add`, `slow`, `ask_name`, `sample`,
 //! `test://hello`, `greet`): `mcp/tests/mcp_sdks.rs` (stdio) and
 //! `mcp_http_sdks.rs` (HTTP) drive it with the Python and TypeScript SDKs. The protocol is `sansrpc_mcp::server`, the transport
-//! `sansrpc_mcp::tokio` (the core's `sansrpc_mcp::streamable` machine); everything here is the
+//! `sansrpc_mcp::tokio` (the sans-I/O `sansrpc_mcp::streamable` machine); everything here is the
 //! application, written once for both revisions.
 //!
 //! ```sh

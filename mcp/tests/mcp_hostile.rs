@@ -1,5 +1,5 @@
 //! Hostile clients against the `everything_server` example (MCP's Streamable HTTP, the core's
-//! `sansrpc_mcp::streamable::Server` deciding): many sessions (past `max_sessions`, 1024),
+//! `sansrpc_mcp::streamable::Endpoint` deciding): many sessions (past `max_sessions`, 1024),
 //! never-read SSE streams, huge and garbage `Last-Event-ID` values, header floods and
 //! stalled heads and bodies, all from raw `std::net::TcpStream` clients, while a
 //! well-behaved client does a full initialize + `tools/call add` every 200 ms. The server

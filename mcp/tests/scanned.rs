@@ -1,5 +1,5 @@
 //! A body the Streamable HTTP machine read comes back with what it found in it
-//! ([`Server::handle_request_owned`]), and a connection handed it
+//! ([`Endpoint::handle_request_owned`]), and a connection handed it
 //! ([`Connection::handle_scanned_tagged`]) reads that rather than scanning again: what the
 //! connection does must be exactly what it does with the bytes alone, and what it found under
 //! other limits is not used.
@@ -9,7 +9,7 @@ use sansrpc::codec::http::Head;
 use sansrpc::connection::Config;
 use sansrpc::message::Scanned;
 use sansrpc::{Connection, Instant, Limits, Profile};
-use sansrpc_mcp::streamable::{Authorized, Config as McpConfig, Server, Step, Verdict};
+use sansrpc_mcp::streamable::{Authorized, Config as McpConfig, Endpoint, Step, Verdict};
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
 
@@ -36,7 +36,7 @@ fn entropy(bytes: &mut [u8]) {
     }
 }
 
-fn post(server: &mut Server, session: Option<&str>, body: &str) -> (Verdict, Option<Scanned>) {
+fn post(server: &mut Endpoint, session: Option<&str>, body: &str) -> (Verdict, Option<Scanned>) {
     server.handle_request_owned(
         &head(session),
         body.as_bytes().to_vec(),
@@ -48,7 +48,7 @@ fn post(server: &mut Server, session: Option<&str>, body: &str) -> (Verdict, Opt
 }
 
 /// Opens a session (its `initialize` answered); its id.
-fn session(server: &mut Server) -> String {
+fn session(server: &mut Endpoint) -> String {
     let (
         Verdict::Open {
             session, stream, ..
@@ -113,7 +113,7 @@ fn opened((verdict, scanned): (Verdict, Option<Scanned>), new: bool) -> Scanned 
 
 #[test]
 fn a_delivered_body_comes_back_scanned_and_reads_as_its_bytes_do() {
-    let mut server = Server::new(McpConfig::default());
+    let mut server = Endpoint::new(McpConfig::default());
     let scanned = opened(post(&mut server, None, INITIALIZE), true);
     assert_eq!(scanned.bytes(), INITIALIZE.as_bytes());
     let seen = same_both_ways(scanned, Limits::default());
@@ -123,7 +123,7 @@ fn a_delivered_body_comes_back_scanned_and_reads_as_its_bytes_do() {
 
 #[test]
 fn a_batch_read_from_what_the_machine_found_matches_it_read_from_its_bytes() {
-    let mut server = Server::new(McpConfig::default());
+    let mut server = Endpoint::new(McpConfig::default());
     // A session first: the batch is posted in it.
     let id = session(&mut server);
     let scanned = opened(post(&mut server, Some(&id), BATCH), false);
@@ -140,7 +140,7 @@ fn a_batch_read_from_what_the_machine_found_matches_it_read_from_its_bytes() {
 
 #[test]
 fn what_was_found_under_other_limits_is_not_used() {
-    let mut server = Server::new(McpConfig::default());
+    let mut server = Endpoint::new(McpConfig::default());
     let id = session(&mut server);
     let (_, scanned) = post(&mut server, Some(&id), BATCH);
     // The machine took the batch under its limits; a connection allowing two entries
@@ -163,7 +163,7 @@ fn a_body_not_scanned_and_a_body_refused() {
     assert!(!scanned.is_scanned());
     same_both_ways(scanned, Limits::default());
     // Refused by the machine (no session named, not initialize): nothing handed on.
-    let mut server = Server::new(McpConfig::default());
+    let mut server = Endpoint::new(McpConfig::default());
     let (verdict, scanned) = post(
         &mut server,
         None,

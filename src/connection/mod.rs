@@ -681,7 +681,7 @@ impl Connection {
     /// [`handle_message_tagged`](Connection::handle_message_tagged) for a message a
     /// classifier has scanned already ([`Scanned`](crate::message::Scanned), as the
     /// Streamable HTTP machine hands on the body it read:
-    /// `sansrpc_mcp::streamable::Server::handle_request_owned`):
+    /// `sansrpc_mcp::streamable::Endpoint::handle_request_owned`):
     /// what it found is read rather than found a second time, when it was found under this
     /// connection's [`Limits`](crate::Limits). On [`Backpressure`] hand it in again later.
     pub fn handle_scanned_tagged(

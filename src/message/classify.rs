@@ -200,7 +200,7 @@ impl Classifier {
 /// ([`Connection::handle_scanned_tagged`](crate::Connection::handle_scanned_tagged)) reads
 /// the entries found rather than scanning the bytes a second time, when it scans with the
 /// same [`Limits`]. The Streamable HTTP machine makes them, for the body it classified
-/// (`sansrpc_mcp::streamable::Server::handle_request_owned`);
+/// (`sansrpc_mcp::streamable::Endpoint::handle_request_owned`);
 /// [`Scanned::new`] makes one not scanned yet.
 ///
 /// The bytes cannot be changed once scanned: what was found stays true of them.

@@ -3,13 +3,13 @@
 //! agent and posts the push notifications.
 //!
 //! For each request the adapter parsed (a [`Head`] from a decoder that keeps the header
-//! fields, and the body), [`Server::handle_request`] gives a [`Verdict`]:
+//! fields, and the body), [`Endpoint::handle_request`] gives a [`Verdict`]:
 //!
 //! - [`Verdict::Respond`]: write the [`Response`] (the agent card at
 //!   [`Config::card_path`], every answer known at once, every refusal);
-//! - [`Verdict::Stream`]: write what [`Server::poll_stream`] gives (or
-//!   [`Server::poll_stream_parts`] for hyper) until it ends, waking when the stream is
-//!   [ready](Server::poll_ready): one JSON answer that comes later (a `SendMessage` that
+//! - [`Verdict::Stream`]: write what [`Endpoint::poll_stream`] gives (or
+//!   [`Endpoint::poll_stream_parts`] for hyper) until it ends, waking when the stream is
+//!   [ready](Endpoint::poll_ready): one JSON answer that comes later (a `SendMessage` that
 //!   waits for its task to finish or ask for input), or Server-Sent Events
 //!   (`SendStreamingMessage`, `SubscribeToTask`), each event a JSON-RPC response.
 //!
@@ -33,7 +33,7 @@
 //! with configs comes out as [`Event::Push`] for each of them, for the adapter to POST.
 //!
 //! Time is an argument ([`Now`]); the agent's runs are the adapter's
-//! ([`Event::Run`], [`Event::Stop`], [`Server::handle_update`], [`Server::handle_run_end`]).
+//! ([`Event::Run`], [`Event::Stop`], [`Endpoint::handle_update`], [`Endpoint::handle_run_end`]).
 
 mod push;
 mod rpc;
@@ -60,7 +60,7 @@ use stream::Stream;
 pub use stream::StreamHead;
 
 /// How the A2A endpoint behaves; every bound it keeps is here (the tasks' own are the task
-/// machine's, [`machine::Config`]).
+/// machine's, [`machine::TaskConfig`]).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Config {
@@ -69,7 +69,7 @@ pub struct Config {
     /// Where the agent card is served (default `/.well-known/agent-card.json`).
     pub card_path: String,
     /// The task machine's config.
-    pub tasks: machine::Config,
+    pub tasks: machine::TaskConfig,
     /// Largest request body (default 4 MiB; the adapter's decoder refuses more with 413).
     pub max_body: usize,
     /// Most SSE streams at once, those kept for a client to resume included (default
@@ -107,7 +107,7 @@ impl Default for Config {
         Config {
             path: String::from("/a2a"),
             card_path: String::from(AGENT_CARD_PATH),
-            tasks: machine::Config::default(),
+            tasks: machine::TaskConfig::default(),
             max_body: 4 << 20,
             max_streams: 1024,
             max_waiting: 1024,
@@ -145,29 +145,29 @@ pub fn refusal(fault: HttpFault) -> Response {
     Response::refusal(fault.status()).header("connection", "close")
 }
 
-/// What to do with one HTTP request; from [`Server::handle_request`].
+/// What to do with one HTTP request; from [`Endpoint::handle_request`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Verdict {
     /// Write this response.
     Respond(Response),
-    /// Serve this stream ([`Server::poll_stream`]) until it ends.
+    /// Serve this stream ([`Endpoint::poll_stream`]) until it ends.
     Stream(u64),
 }
 
-/// What the machine asks of its adapter; from [`Server::poll_event`].
+/// What the machine asks of its adapter; from [`Endpoint::poll_event`].
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Event {
     /// Start the agent on this run; report what it publishes with
-    /// [`Server::handle_update`] and its end with [`Server::handle_run_end`].
+    /// [`Endpoint::handle_update`] and its end with [`Endpoint::handle_run_end`].
     Run(Box<Run>),
     /// Stop this run (its task was canceled or evicted): drop the agent's future.
     Stop(RunId),
     /// POST this notification.
     Push(Box<Delivery>),
     /// Hand this change of a task to the [`Fanout`](crate::store::Fanout), for the other
-    /// processes (with [`Server::announce_changes`]).
+    /// processes (with [`Endpoint::announce_changes`]).
     Announce(Box<Change>),
 }
 
@@ -181,7 +181,7 @@ enum Timer {
 }
 
 /// The A2A endpoint; see the [module documentation](self).
-pub struct Server {
+pub struct Endpoint {
     config: Config,
     card: AgentCard,
     card_json: Vec<u8>,
@@ -206,16 +206,16 @@ pub struct Server {
     announce: bool,
 }
 
-impl std::fmt::Debug for Server {
+impl std::fmt::Debug for Endpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Server")
+        f.debug_struct("Endpoint")
             .field("tasks", &self.tasks)
             .field("streams", &self.streams.len())
             .finish_non_exhaustive()
     }
 }
 
-impl Server {
+impl Endpoint {
     /// The endpoint of the agent described by `card`, its tasks' ids from `ids`.
     pub fn new(
         config: Config,
@@ -223,7 +223,7 @@ impl Server {
         ids: impl machine::IdSource + Send + 'static,
     ) -> Self {
         let store = MemoryEventStore::new(config.store_bytes, config.store_age);
-        Server::with_store(config, card, ids, Box::new(store))
+        Endpoint::with_store(config, card, ids, Box::new(store))
     }
 
     /// [`new`](Self::new), the SSE events kept in `store`.
@@ -234,7 +234,7 @@ impl Server {
         store: Box<dyn EventStore>,
     ) -> Self {
         let card_json = serde_json::to_vec(&card).expect("a card serializes");
-        Server {
+        Endpoint {
             tasks: TaskMachine::new(config.tasks.clone(), ids),
             push: push::Configs::new(config.push.clone()),
             config,
@@ -386,14 +386,14 @@ impl Server {
     fn drain(&mut self, now: Now) {
         while let Some(event) = self.tasks.poll_event() {
             match event {
-                machine::Event::Run(run) => self.events.push_back(Event::Run(run)),
-                machine::Event::Stop { run, .. } => self.events.push_back(Event::Stop(run)),
-                machine::Event::Reply { waiter, response } => {
+                machine::TaskEvent::Run(run) => self.events.push_back(Event::Run(run)),
+                machine::TaskEvent::Stop { run, .. } => self.events.push_back(Event::Stop(run)),
+                machine::TaskEvent::Reply { waiter, response } => {
                     if let Some(stream) = self.by_waiter.remove(&waiter) {
                         self.reply(stream, &response);
                     }
                 }
-                machine::Event::Stream {
+                machine::TaskEvent::Stream {
                     streams,
                     response,
                     last,

@@ -9,7 +9,7 @@ use sansrpc::codec::http::Head;
 use sansrpc::codec::sse;
 
 use super::stream::result_body;
-use super::{Authorized, Now, Response, Server, Verdict};
+use super::{Authorized, Endpoint, Now, Response, Verdict};
 use crate::machine::{SendMode, Sent};
 use crate::methods;
 use crate::types::{
@@ -77,7 +77,7 @@ fn version(head: &Head) -> Option<String> {
     })
 }
 
-impl Server {
+impl Endpoint {
     pub(super) fn call(&mut self, head: &Head, body: &[u8], auth: Authorized, now: Now) -> Verdict {
         let value: serde_json::Value = match serde_json::from_slice(body) {
             Ok(v) => v,

@@ -6,7 +6,7 @@ use sansrpc::codec::http::{chunk_line, BodyStep};
 use sansrpc::codec::sse;
 use sansrpc::Instant;
 
-use super::{Now, Server, Timer};
+use super::{Endpoint, Now, Timer};
 use crate::machine::{StreamId, WaiterId};
 use crate::types::SendMessageResponse;
 
@@ -43,7 +43,7 @@ pub(super) struct Stream {
     pub last_write: Instant,
 }
 
-/// The head of a stream's HTTP response, as [`Server::poll_stream_parts`] gives it.
+/// The head of a stream's HTTP response, as [`Endpoint::poll_stream_parts`] gives it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamHead {
     /// The status.
@@ -94,7 +94,7 @@ pub(super) fn result_body(id: &str, result: &[u8]) -> Vec<u8> {
     out
 }
 
-impl Server {
+impl Endpoint {
     /// A JSON answer that comes when `waiter` is answered.
     pub(super) fn open_json(&mut self, waiter: WaiterId, id: String, now: Instant) -> u64 {
         let stream = self.fresh();

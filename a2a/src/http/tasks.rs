@@ -3,13 +3,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{Event, Now, Server};
+use super::{Endpoint, Event, Now};
 use crate::machine::{list, Remote};
 use crate::store::{Change, StoreError, TaskStore};
 use crate::types::{GetTaskRequest, ListTasksRequest, ListTasksResponse, Task, TaskState};
 use crate::{A2aError, ErrorKind};
 
-impl Server {
+impl Endpoint {
     /// Keeps the tasks in `store` as well as in the machine (see [`crate::store`]): every
     /// change saved, reads from the store, a task that does not run here loaded from it
     /// before it is continued, canceled or subscribed to.

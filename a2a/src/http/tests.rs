@@ -36,12 +36,12 @@ fn head(fields: &[(&str, &str)]) -> Head {
     Head::from_checked_parts("POST", "/a2a", fields, true).unwrap()
 }
 
-fn call(server: &mut Server, method: &str, params: Value, now: Now) -> Verdict {
+fn call(server: &mut Endpoint, method: &str, params: Value, now: Now) -> Verdict {
     call_with(server, &[], method, params, now)
 }
 
 fn call_with(
-    server: &mut Server,
+    server: &mut Endpoint,
     fields: &[(&str, &str)],
     method: &str,
     params: Value,
@@ -72,13 +72,13 @@ fn stream(verdict: Verdict) -> u64 {
 }
 
 /// Everything `stream` has now, as HTTP/1.1.
-fn drain(server: &mut Server, stream: u64) -> (String, BodyStep) {
+fn drain(server: &mut Endpoint, stream: u64) -> (String, BodyStep) {
     let mut out = Vec::new();
     let step = server.poll_stream(stream, &mut out);
     (String::from_utf8(out).unwrap(), step)
 }
 
-fn runs(server: &mut Server) -> Vec<RunId> {
+fn runs(server: &mut Endpoint) -> Vec<RunId> {
     std::iter::from_fn(|| server.poll_event())
         .filter_map(|e| match e {
             Event::Run(run) => Some(run.id),
@@ -94,7 +94,7 @@ fn streams_and_waiting_requests_are_bounded_with_an_internal_error_past_them() {
         max_waiting: 1,
         ..Config::default()
     };
-    let mut server = Server::new(config, card(), SeededIds::new(1));
+    let mut server = Endpoint::new(config, card(), SeededIds::new(1));
     stream(call(&mut server, "SendStreamingMessage", send("a"), at(0)));
     stream(call(&mut server, "SendStreamingMessage", send("b"), at(0)));
     assert_eq!(
@@ -119,7 +119,7 @@ fn streams_and_waiting_requests_are_bounded_with_an_internal_error_past_them() {
 
 #[test]
 fn an_idle_stream_gets_keep_alives_and_a_waiting_answer_comes_whole() {
-    let mut server = Server::new(Config::default(), card(), SeededIds::new(2));
+    let mut server = Endpoint::new(Config::default(), card(), SeededIds::new(2));
     let s = stream(call(
         &mut server,
         "SendStreamingMessage",
@@ -161,7 +161,7 @@ fn a_broken_stream_is_kept_for_its_client_then_forgotten() {
         detached: Duration::from_secs(10),
         ..Config::default()
     };
-    let mut server = Server::new(config, card(), SeededIds::new(3));
+    let mut server = Endpoint::new(config, card(), SeededIds::new(3));
     let s = stream(call(
         &mut server,
         "SendStreamingMessage",
@@ -219,7 +219,7 @@ fn push_configs_are_bounded_per_task_and_checked() {
         },
         ..Config::default()
     };
-    let mut server = Server::new(config, card(), SeededIds::new(4));
+    let mut server = Endpoint::new(config, card(), SeededIds::new(4));
     stream(call(&mut server, "SendMessage", send("wait"), at(0)));
     let run = runs(&mut server)[0];
     let task_id = server.tasks().task_ids().next().unwrap().to_owned();
@@ -340,7 +340,7 @@ fn result(verdict: &Verdict) -> Value {
 }
 
 /// What `from` announced, handed to `to` as the fan-out would; the rest of `from`'s events.
-fn carry(from: &mut Server, to: &mut Server, now: Now) -> Vec<Event> {
+fn carry(from: &mut Endpoint, to: &mut Endpoint, now: Now) -> Vec<Event> {
     let mut rest = Vec::new();
     while let Some(event) = from.poll_event() {
         match event {
@@ -351,10 +351,10 @@ fn carry(from: &mut Server, to: &mut Server, now: Now) -> Vec<Event> {
     rest
 }
 
-fn pair() -> (Server, Server) {
+fn pair() -> (Endpoint, Endpoint) {
     let store = SharedStore::default();
     let [a, b] = [1, 2].map(|seed| {
-        let mut server = Server::new(Config::default(), card(), SeededIds::new(seed));
+        let mut server = Endpoint::new(Config::default(), card(), SeededIds::new(seed));
         server.set_task_store(Box::new(store.clone()));
         server.announce_changes(true);
         server
@@ -447,7 +447,7 @@ fn two_servers_on_one_store_share_tasks_events_and_cancels() {
 /// A store that fails: reads answer an internal error that says so, and are counted.
 #[test]
 fn a_failing_store_is_an_internal_error_not_a_panic() {
-    let mut server = Server::new(Config::default(), card(), SeededIds::new(1));
+    let mut server = Endpoint::new(Config::default(), card(), SeededIds::new(1));
     server.set_task_store(Box::new(SharedStore {
         fail: true,
         ..Default::default()

@@ -49,7 +49,7 @@ impl Default for Limits {
 /// How the task machine behaves.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Config {
+pub struct TaskConfig {
     /// The bounds.
     pub limits: Limits,
     /// Streams end when their task reaches input required, as well as at a terminal state
@@ -61,21 +61,21 @@ pub struct Config {
     pub end_streams_on_input_required: bool,
 }
 
-impl Default for Config {
-    fn default() -> Config {
-        Config {
+impl Default for TaskConfig {
+    fn default() -> TaskConfig {
+        TaskConfig {
             limits: Limits::default(),
             end_streams_on_input_required: true,
         }
     }
 }
 
-impl Config {
+impl TaskConfig {
     /// The default config with `limits`.
-    pub fn with_limits(limits: Limits) -> Config {
-        Config {
+    pub fn with_limits(limits: Limits) -> TaskConfig {
+        TaskConfig {
             limits,
-            ..Config::default()
+            ..TaskConfig::default()
         }
     }
 }

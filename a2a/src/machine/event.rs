@@ -56,9 +56,9 @@ pub enum Sent {
     /// `returnImmediately`: the answer, now (the task as it is, the message in its
     /// history).
     Task(Box<Task>),
-    /// The answer comes later as [`Event::Reply`] for this waiter.
+    /// The answer comes later as [`TaskEvent::Reply`] for this waiter.
     Waiting(WaiterId),
-    /// The events come as [`Event::Stream`] naming this stream, the task first.
+    /// The events come as [`TaskEvent::Stream`] naming this stream, the task first.
     Stream(StreamId),
 }
 
@@ -94,7 +94,7 @@ impl Run {
 /// What the task machine asks of its driver. Take them with
 /// [`TaskMachine::poll_event`](super::TaskMachine::poll_event) after every input.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Event {
+pub enum TaskEvent {
     /// Start the agent on this run (one run per task at a time), and report its end with
     /// [`TaskMachine::handle_run_end`](super::TaskMachine::handle_run_end).
     Run(Box<Run>),

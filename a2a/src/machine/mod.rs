@@ -16,8 +16,8 @@
 //!   [`drop_waiter`](TaskMachine::drop_waiter).
 //!
 //! After each input it drains [`poll_event`](TaskMachine::poll_event): start a run
-//! ([`Event::Run`]), stop one ([`Event::Stop`]), answer a waiting `SendMessage`
-//! ([`Event::Reply`]), send an event to streams ([`Event::Stream`]). Time is an input: the
+//! ([`TaskEvent::Run`]), stop one ([`TaskEvent::Stop`]), answer a waiting `SendMessage`
+//! ([`TaskEvent::Reply`]), send an event to streams ([`TaskEvent::Stream`]). Time is an input: the
 //! current UTC time goes with every input that records a status.
 //!
 //! # The rules it keeps
@@ -35,7 +35,7 @@
 //!   to one already sent, until its `lastChunk`.
 //! - A stream gets the task first, then every status and artifact update in order, the
 //!   same as every other stream of the task; it ends after a terminal status (and after
-//!   input required, see [`Config::end_streams_on_input_required`]).
+//!   input required, see [`TaskConfig::end_streams_on_input_required`]).
 //! - A blocking `SendMessage` is answered when its run reaches a terminal or interrupted
 //!   state, or ends; `returnImmediately` answers at once.
 //! - `CancelTask` cancels a task that is not terminal (its run is stopped) and answers
@@ -45,7 +45,7 @@
 //! - Every collection is bounded by [`Limits`], with a defined error past each bound.
 //!
 //! ```
-//! use sansrpc_a2a::machine::{Event, SeededIds, SendMode, Sent, TaskMachine, Update};
+//! use sansrpc_a2a::machine::{TaskEvent, SeededIds, SendMode, Sent, TaskMachine, Update};
 //! use sansrpc_a2a::types::{
 //!     Artifact, Message, Role, SendMessageRequest, SendMessageResponse, TaskState, Timestamp,
 //! };
@@ -60,13 +60,13 @@
 //!     panic!()
 //! };
 //! // The driver starts the agent on the run...
-//! let Some(Event::Run(run)) = machine.poll_event() else { panic!() };
+//! let Some(TaskEvent::Run(run)) = machine.poll_event() else { panic!() };
 //! assert_eq!(run.message.first_text(), Some("echo hi"));
 //! // ...which publishes an artifact and completes the task.
 //! machine.handle_update(now, run.id, Update::artifact(Artifact::text("", "hi"))).unwrap();
 //! machine.handle_update(now, run.id, Update::status(TaskState::Completed, None)).unwrap();
 //! // The waiting SendMessage is answered with the completed task.
-//! let Some(Event::Reply { waiter: w, response: SendMessageResponse::Task(task) }) =
+//! let Some(TaskEvent::Reply { waiter: w, response: SendMessageResponse::Task(task) }) =
 //!     machine.poll_event()
 //! else {
 //!     panic!()
@@ -88,8 +88,8 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::mem;
 
 pub use crate::store::Change;
-pub use config::{Config, Limits};
-pub use event::{Event, Run, RunId, SendMode, Sent, StreamId, Update, UpdateError, WaiterId};
+pub use config::{Limits, TaskConfig};
+pub use event::{Run, RunId, SendMode, Sent, StreamId, TaskEvent, Update, UpdateError, WaiterId};
 pub use ids::{IdSource, SeededIds};
 
 use crate::types::{
@@ -101,7 +101,7 @@ use crate::{A2aError, ErrorKind};
 
 /// The tasks of one agent, and everything watching them. See the [module docs](self).
 pub struct TaskMachine {
-    config: Config,
+    config: TaskConfig,
     ids: Box<dyn IdSource + Send>,
     tasks: BTreeMap<String, Slot>,
     /// Every task by (status time, id): `ListTasks`' order, and eviction's.
@@ -111,7 +111,7 @@ pub struct TaskMachine {
     waiters: BTreeMap<WaiterId, String>,
     /// The last run, stream or waiter id handed out.
     counter: u64,
-    events: VecDeque<Event>,
+    events: VecDeque<TaskEvent>,
     /// [`track_changes`](TaskMachine::track_changes): the changes not yet taken.
     tracking: bool,
     changes: VecDeque<Change>,
@@ -386,7 +386,7 @@ fn state_error(kind: ErrorKind, id: &str, state: TaskState, what: &str) -> A2aEr
 
 impl TaskMachine {
     /// A machine with no tasks, taking its ids from `ids`.
-    pub fn new(config: Config, ids: impl IdSource + Send + 'static) -> TaskMachine {
+    pub fn new(config: TaskConfig, ids: impl IdSource + Send + 'static) -> TaskMachine {
         TaskMachine {
             config,
             ids: Box::new(ids),
@@ -520,7 +520,7 @@ impl TaskMachine {
                 status: entry.task.status.clone(),
                 metadata: None,
             };
-            self.events.push_back(Event::Stream {
+            self.events.push_back(TaskEvent::Stream {
                 streams,
                 response: StreamResponse::StatusUpdate(event),
                 last,
@@ -595,7 +595,7 @@ impl TaskMachine {
             }
             if let Some(run) = entry.run.take() {
                 self.runs.remove(&run.id);
-                self.events.push_back(Event::Stop {
+                self.events.push_back(TaskEvent::Stop {
                     run: run.id,
                     task_id: id.to_owned(),
                 });
@@ -657,7 +657,7 @@ impl TaskMachine {
     }
 
     /// The config.
-    pub fn config(&self) -> &Config {
+    pub fn config(&self) -> &TaskConfig {
         &self.config
     }
 
@@ -702,7 +702,7 @@ impl TaskMachine {
     }
 
     /// The next thing the driver must do, if any.
-    pub fn poll_event(&mut self) -> Option<Event> {
+    pub fn poll_event(&mut self) -> Option<TaskEvent> {
         self.events.pop_front()
     }
 
@@ -972,7 +972,7 @@ impl TaskMachine {
         // not have reported its end yet.
         if let Some(run) = slot.live().and_then(|e| e.run.as_ref()) {
             self.runs.remove(&run.id);
-            self.events.push_back(Event::Stop {
+            self.events.push_back(TaskEvent::Stop {
                 run: run.id,
                 task_id: key.1.clone(),
             });
@@ -984,7 +984,7 @@ impl TaskMachine {
         let id = StreamId(self.next_counter());
         self.streams.insert(id, task_id.to_owned());
         live_mut(&mut self.tasks, task_id).streams.push(id);
-        self.events.push_back(Event::Stream {
+        self.events.push_back(TaskEvent::Stream {
             streams: vec![id],
             response: StreamResponse::Task(first),
             last: false,
@@ -1000,7 +1000,7 @@ impl TaskMachine {
             waiters: queued.waiter.into_iter().collect(),
         });
         self.runs.insert(id, task_id.to_owned());
-        self.events.push_back(Event::Run(Box::new(Run {
+        self.events.push_back(TaskEvent::Run(Box::new(Run {
             id,
             message: queued.message,
             task: entry.task.clone(),
@@ -1013,7 +1013,7 @@ impl TaskMachine {
     fn reply(&mut self, task_id: &str, waiter: Waiter) {
         self.waiters.remove(&waiter.id);
         let task = self.tasks[task_id].snapshot(task_id, waiter.history_length, true);
-        self.events.push_back(Event::Reply {
+        self.events.push_back(TaskEvent::Reply {
             waiter: waiter.id,
             response: SendMessageResponse::Task(task),
         });
@@ -1136,7 +1136,7 @@ impl TaskMachine {
         });
         if let Some(response) = event.clone().filter(|_| !entry.streams.is_empty()) {
             let streams = take_streams(entry, last, &mut self.streams);
-            self.events.push_back(Event::Stream {
+            self.events.push_back(TaskEvent::Stream {
                 streams,
                 response,
                 last,
@@ -1265,7 +1265,7 @@ impl TaskMachine {
             })
         });
         if let Some(response) = event.clone().filter(|_| !entry.streams.is_empty()) {
-            self.events.push_back(Event::Stream {
+            self.events.push_back(TaskEvent::Stream {
                 streams: entry.streams.clone(),
                 response,
                 last: false,
@@ -1327,7 +1327,7 @@ impl TaskMachine {
         let task = entry.task.clone();
         if let Some(run) = run {
             self.runs.remove(&run.id);
-            self.events.push_back(Event::Stop {
+            self.events.push_back(TaskEvent::Stop {
                 run: run.id,
                 task_id: id.clone(),
             });

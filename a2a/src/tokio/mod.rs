@@ -1,7 +1,7 @@
 //! A2A on tokio (feature `tokio`): an agent served standalone ([`serve`], [`serve_with`],
 //! on the listener every sansrpc-tokio server shares) or mounted in an axum or hyper app
 //! ([`A2aService`], beside MCP's `McpService`), and called ([`Client`]). Every decision is
-//! the sans-I/O machine's ([`http::Server`](crate::http::Server)); this module moves
+//! the sans-I/O machine's ([`http::Endpoint`](crate::http::Endpoint)); this module moves
 //! bytes, runs the agent, and posts the push notifications, on the request loop, stream
 //! writers and tower conversions every sansrpc-tokio server shares
 //! (`sansrpc_tokio::host`).

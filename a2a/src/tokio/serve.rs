@@ -170,7 +170,7 @@ impl Peers {
     }
 
     /// A change another process made: applied by the server attached here
-    /// ([`http::Server::handle_remote`]). False when no server is attached (any more).
+    /// ([`http::Endpoint::handle_remote`]). False when no server is attached (any more).
     pub fn apply(&self, change: &Change) -> bool {
         let Some(state) = self.server() else {
             return false;
@@ -183,7 +183,7 @@ impl Peers {
     }
 
     /// Changes from other processes may have been lost: the server attached here loads
-    /// again the tasks its streams watch that run elsewhere ([`http::Server::resync`]).
+    /// again the tasks its streams watch that run elsewhere ([`http::Endpoint::resync`]).
     pub fn resync(&self) -> bool {
         let Some(state) = self.server() else {
             return false;
@@ -268,8 +268,8 @@ pub(crate) fn serving(
     });
     let ids = SeededIds::new(seed);
     let mut server = match options.server.event_store {
-        Some(store) => http::Server::with_store(config, card, ids, store),
-        None => http::Server::new(config, card, ids),
+        Some(store) => http::Endpoint::with_store(config, card, ids, store),
+        None => http::Endpoint::new(config, card, ids),
     };
     if let Some(extended) = &options.extended_card {
         server.set_extended_card(extended);
@@ -308,7 +308,7 @@ pub(crate) fn serving(
 
 /// What every request and run of one server shares.
 pub(crate) struct Shared {
-    pub(crate) server: http::Server,
+    pub(crate) server: http::Endpoint,
     clock: Clock,
     pub(crate) writers: Writers,
     /// The agent's runs going on.
@@ -506,12 +506,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Answerer<S> for Socket {
 
 /// The machine's streams, as the drivers of their responses see them.
 impl Streams for State {
-    type Machine = http::Server;
+    type Machine = http::Endpoint;
     type Head = http::StreamHead;
-    const POLL: PollStream<http::Server> = http::Server::poll_stream;
-    const POLL_PARTS: PollParts<http::Server, http::StreamHead> = http::Server::poll_stream_parts;
+    const POLL: PollStream<http::Endpoint> = http::Endpoint::poll_stream;
+    const POLL_PARTS: PollParts<http::Endpoint, http::StreamHead> =
+        http::Endpoint::poll_stream_parts;
 
-    fn locked<R>(&self, f: impl FnOnce(&mut http::Server, &mut Writers) -> R) -> R {
+    fn locked<R>(&self, f: impl FnOnce(&mut http::Endpoint, &mut Writers) -> R) -> R {
         let shared = &mut *self.lock();
         f(&mut shared.server, &mut shared.writers)
     }

@@ -15,7 +15,7 @@ use crate::http;
 use crate::types::AgentCard;
 
 /// A2A's JSON-RPC binding, as [`serve_with`](super::serve_with) serves it: every decision
-/// is the sans-I/O [`http::Server`]'s (the card, the methods, JSON or SSE answers,
+/// is the sans-I/O [`http::Endpoint`]'s (the card, the methods, JSON or SSE answers,
 /// `Last-Event-ID`, the bounds); this service converts the requests and streams the
 /// answers.
 ///

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use sansrpc_a2a::agent::{Agent, BoxFuture, Host, Publisher};
 use sansrpc_a2a::machine::{
-    Config, Event, RunId, SeededIds, SendMode, Sent, StreamId, TaskMachine, Update, UpdateError,
-    WaiterId,
+    RunId, SeededIds, SendMode, Sent, StreamId, TaskConfig, TaskEvent, TaskMachine, Update,
+    UpdateError, WaiterId,
 };
 use sansrpc_a2a::types::{
     Message, Role, SendMessageConfiguration, SendMessageRequest, SendMessageResponse,
@@ -61,7 +61,7 @@ pub fn send_with(message: Message, configuration: SendMessageConfiguration) -> S
 }
 
 /// Every event the machine has for its driver now.
-pub fn drain(machine: &mut TaskMachine) -> Vec<Event> {
+pub fn drain(machine: &mut TaskMachine) -> Vec<TaskEvent> {
     std::iter::from_fn(|| machine.poll_event()).collect()
 }
 
@@ -144,10 +144,10 @@ pub struct Harness {
 
 impl Harness {
     pub fn new(agent: impl Agent) -> Harness {
-        Harness::with_config(agent, Config::default())
+        Harness::with_config(agent, TaskConfig::default())
     }
 
-    pub fn with_config(agent: impl Agent, config: Config) -> Harness {
+    pub fn with_config(agent: impl Agent, config: TaskConfig) -> Harness {
         Harness {
             machine: TaskMachine::new(config, SeededIds::new(61)),
             agent: Arc::new(agent),
@@ -264,25 +264,25 @@ impl Harness {
         }
     }
 
-    fn on_event(&mut self, event: Event) {
+    fn on_event(&mut self, event: TaskEvent) {
         match event {
-            Event::Run(run) => {
+            TaskEvent::Run(run) => {
                 self.started.push(run.id);
                 let publisher = Publisher::new(&run, self.host.clone());
                 let future = self.agent.execute(*run.clone(), publisher);
                 self.runs.push((run.id, future));
             }
-            Event::Stop { run, .. } => {
+            TaskEvent::Stop { run, .. } => {
                 self.stopped.push(run);
                 self.runs.retain(|(r, _)| *r != run);
             }
-            Event::Reply { waiter, response } => {
+            TaskEvent::Reply { waiter, response } => {
                 assert!(
                     self.replies.insert(waiter, response).is_none(),
                     "two answers"
                 );
             }
-            Event::Stream {
+            TaskEvent::Stream {
                 streams,
                 response,
                 last,

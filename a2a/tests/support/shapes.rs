@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use sansrpc_a2a::echo::agent_card;
-use sansrpc_a2a::machine::{Config, Event, SeededIds, SendMode, TaskMachine, Update};
+use sansrpc_a2a::machine::{SeededIds, SendMode, TaskConfig, TaskEvent, TaskMachine, Update};
 use sansrpc_a2a::types::*;
 use sansrpc_a2a::{A2aError, ErrorKind};
 use serde_json::{json, Value};
@@ -79,7 +79,7 @@ pub fn own_samples() -> Vec<(String, &'static str, Value)> {
         |name: &str, ty: &'static str, value: Value| out.push((format!("rust-{name}"), ty, value));
 
     // A task through the machine: created, asked, continued, completed; streamed.
-    let mut m = TaskMachine::new(Config::default(), SeededIds::new(9));
+    let mut m = TaskMachine::new(TaskConfig::default(), SeededIds::new(9));
     let mut first = user("m-1", "ask");
     first.metadata = Some(
         json!({"n": 1, "deep": {"x": [true, null]}})
@@ -91,7 +91,7 @@ pub fn own_samples() -> Vec<(String, &'static str, Value)> {
         .handle_send(at(0), send(first), SendMode::Streaming)
         .unwrap();
     let mut events = super::drain(&mut m);
-    let Some(Event::Run(run)) = events.pop() else {
+    let Some(TaskEvent::Run(run)) = events.pop() else {
         panic!()
     };
     let question = Message::text(Role::Agent, "", "what?");
@@ -112,7 +112,7 @@ pub fn own_samples() -> Vec<(String, &'static str, Value)> {
         )
         .unwrap();
     let mut more = super::drain(&mut m);
-    let Some(Event::Run(run)) = more.pop() else {
+    let Some(TaskEvent::Run(run)) = more.pop() else {
         panic!()
     };
     events.extend(more);
@@ -139,7 +139,7 @@ pub fn own_samples() -> Vec<(String, &'static str, Value)> {
         .unwrap();
     events.extend(super::drain(&mut m));
     for (i, event) in events.iter().enumerate() {
-        if let Event::Stream { response, .. } = event {
+        if let TaskEvent::Stream { response, .. } = event {
             add(
                 &format!("stream-{i}"),
                 "StreamResponse",

@@ -88,7 +88,7 @@ pub fn bucket_name(agent: &str) -> Result<String, Error> {
 /// letters, digits and `-` kept, every other byte `_XX`), the value the task as
 /// [`encode_task`] writes it (its version and its A2A JSON). A task larger than the NATS
 /// server's `max_payload` (1 MiB by default) cannot be saved: the save fails and the
-/// server counts it (`http::Server::store_errors`).
+/// server counts it (`http::Endpoint::store_errors`).
 ///
 /// # When it writes
 /// [`save`](TaskStore::save)s wait in memory (the newest of each task) until

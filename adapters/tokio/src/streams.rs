@@ -137,8 +137,8 @@ pub type PollParts<M, H> = fn(&mut M, u64, &mut Option<H>, &mut Vec<u8>) -> Body
 /// loop here, the tower service's body) see it: the machine and its [`Writers`] under the
 /// server's one lock.
 pub trait Streams: Clone + Send + Sync + 'static {
-    /// The protocol machine that writes the answers (MCP's `streamable::Server`, A2A's
-    /// `http::Server`).
+    /// The protocol machine that writes the answers (MCP's `streamable::Endpoint`, A2A's
+    /// `http::Endpoint`).
     type Machine: Send + 'static;
     /// The head of a stream's response, as the machine gives it to a driver whose HTTP
     /// library writes heads itself (hyper).

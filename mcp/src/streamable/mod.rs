@@ -5,7 +5,7 @@
 //!
 //! For each request the adapter parsed (a [`Head`] from a decoder made with
 //! [`RequestDecoder::keeping_fields`](sansrpc::codec::http::RequestDecoder::keeping_fields),
-//! and the body), [`Server::handle_request`] gives a [`Verdict`]:
+//! and the body), [`Endpoint::handle_request`] gives a [`Verdict`]:
 //!
 //! - [`Verdict::Respond`]: write the [`Response`]; nothing else happens (refusals: Host or
 //!   Origin not allowed (403), no token (401), a wrong method (405), `Accept` (406),
@@ -16,18 +16,18 @@
 //! - [`Verdict::Open`]: a POST carrying requests, in a session (a new one for
 //!   `initialize`): hand the body to the session's connection tagged with the stream
 //!   ([`Connection::handle_message_tagged`](sansrpc::connection::Connection::handle_message_tagged);
-//!   or, with the body as [`Server::handle_request_owned`] gives it back, scanned already,
+//!   or, with the body as [`Endpoint::handle_request_owned`] gives it back, scanned already,
 //!   [`Connection::handle_scanned_tagged`](sansrpc::connection::Connection::handle_scanned_tagged)),
-//!   then write what [`Server::poll_stream`] gives until it ends;
+//!   then write what [`Endpoint::poll_stream`] gives until it ends;
 //! - [`Verdict::Stateless`]: a 2026-07-28 request: run it on a connection of its own,
-//!   whose every frame goes to [`Server::handle_stream_output`]; serve the stream as above;
+//!   whose every frame goes to [`Endpoint::handle_stream_output`]; serve the stream as above;
 //!   if the client closes the response first, drop that connection (that cancels the
 //!   request);
 //! - [`Verdict::Listen`]: a GET: serve the stream (the session's own messages, or a stream
 //!   resumed from `Last-Event-ID`);
 //! - [`Verdict::Ended`]: a DELETE: stop the session's connection, write the response.
 //!
-//! A session's connection hands its frames to [`Server::handle_outgoing`] with their tags
+//! A session's connection hands its frames to [`Endpoint::handle_outgoing`] with their tags
 //! ([`Connection::poll_transmit_tagged`](sansrpc::connection::Connection::poll_transmit_tagged)):
 //! answers and the messages sent for a request go on that request's stream, others on
 //! the session's GET stream (they wait, bounded, until one opens). A stream answers with
@@ -37,7 +37,7 @@
 //! [`EventStore`] so a client that lost its stream gets what it missed with `GET` and
 //! `Last-Event-ID`. Idle SSE streams get keep-alive comments.
 //!
-//! Time is an argument ([`Server::poll_timeout`], [`Server::handle_timeout`]); session ids
+//! Time is an argument ([`Endpoint::poll_timeout`], [`Endpoint::handle_timeout`]); session ids
 //! come from the adapter's entropy (they must be unguessable).
 
 use core::net::IpAddr;
@@ -103,7 +103,7 @@ pub struct Config {
     /// before a new `initialize` may evict it from a full table (default 60 s).
     pub evict_idle_floor: Duration,
     /// Most sessions one peer address holds at once (default `None`: no limit; the adapter
-    /// names the peer, [`Server::handle_request_from`]). An `initialize` from a peer at
+    /// names the peer, [`Endpoint::handle_request_from`]). An `initialize` from a peer at
     /// its limit evicts that peer's oldest session still in its handshake, else is 429.
     pub max_sessions_per_peer: Option<usize>,
     /// Most streams of one session open at once, its GET stream included (default 64); a
@@ -139,7 +139,7 @@ pub struct Config {
     pub auth: Option<Auth>,
     /// Tool arguments mirrored in `Mcp-Param-` headers, checked on 2026-07-28 `tools/call`
     /// requests (default none). [`ParamHeader::of_tool`] reads them from a tool's input
-    /// schema; `sansrpc_mcp::server::Server::streamable_config` fills them from its tools.
+    /// schema; `sansrpc_mcp::server::Endpoint::streamable_config` fills them from its tools.
     pub param_headers: Vec<ParamHeader>,
 }
 
@@ -173,7 +173,7 @@ impl Default for Config {
 
 /// OAuth 2.1 resource-server settings (MCP's authorization, RFC 9728): the adapter checks
 /// the bearer token with the application's validator and tells
-/// [`Server::handle_request`] what it found ([`Authorized`]).
+/// [`Endpoint::handle_request`] what it found ([`Authorized`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Auth {
@@ -244,7 +244,7 @@ pub(crate) fn error_body(
     out
 }
 
-/// What to do with one HTTP request; from [`Server::handle_request`].
+/// What to do with one HTTP request; from [`Endpoint::handle_request`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Verdict {
@@ -269,7 +269,7 @@ pub enum Verdict {
         new_session: bool,
     },
     /// A 2026-07-28 request: run the body on a connection of its own, each of its frames
-    /// to [`Server::handle_stream_output`] with `stream`; serve `stream`.
+    /// to [`Endpoint::handle_stream_output`] with `stream`; serve `stream`.
     Stateless {
         /// Its stream.
         stream: u64,
@@ -288,12 +288,12 @@ pub enum Verdict {
     },
 }
 
-/// What [`Server::poll_stream`] did: the core's [`BodyStep`](sansrpc::codec::http::BodyStep),
+/// What [`Endpoint::poll_stream`] did: the core's [`BodyStep`](sansrpc::codec::http::BodyStep),
 /// the contract every machine that writes its responses piece by piece keeps (wait until
-/// the stream is [ready](Server::poll_ready), write and poll again, write and end, cut).
+/// the stream is [ready](Endpoint::poll_ready), write and poll again, write and end, cut).
 pub use sansrpc::codec::http::BodyStep as Step;
 
-/// What closing a stream's response means; from [`Server::handle_stream_closed`].
+/// What closing a stream's response means; from [`Endpoint::handle_stream_closed`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Closed {
@@ -306,7 +306,7 @@ pub enum Closed {
     Detached,
 }
 
-/// An event for the adapter; from [`Server::poll_event`].
+/// An event for the adapter; from [`Endpoint::poll_event`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Event {
@@ -349,7 +349,7 @@ enum Timer {
 }
 
 /// The Streamable HTTP endpoint; see the [module documentation](self).
-pub struct Server {
+pub struct Endpoint {
     config: Config,
     /// Sessions by their `Mcp-Session-Id` (held in the map's nodes, not each behind a
     /// pointer of its own: a lookup among many sessions reads a few nodes, not a session
@@ -374,23 +374,23 @@ pub struct Server {
     ready: VecDeque<u64>,
     events: VecDeque<Event>,
     classifier: Classifier,
-    /// The ids of the requests in the last body read ([`Server::request_ids`]).
+    /// The ids of the requests in the last body read ([`Endpoint::request_ids`]).
     call_ids: Vec<Id<'static>>,
     /// Whether the classifier's entries are a batch's, while they are those of the body of the request
-    /// being handled ([`Server::handle_request_owned`] hands them on with it).
+    /// being handled ([`Endpoint::handle_request_owned`] hands them on with it).
     body_scan: Option<bool>,
     /// The event store's age timer runs.
     store_armed: bool,
-    /// Where [`Server::poll_stream`] writes the HTTP/1.1 framing in front of what it takes.
+    /// Where [`Endpoint::poll_stream`] writes the HTTP/1.1 framing in front of what it takes.
     scratch: Vec<u8>,
-    /// Responses are taken as parts ([`Server::poll_stream_parts`]): a JSON answer is kept
+    /// Responses are taken as parts ([`Endpoint::poll_stream_parts`]): a JSON answer is kept
     /// without room for a head in front of it (its buffer then becomes the body as it is).
     parts: bool,
 }
 
-impl core::fmt::Debug for Server {
+impl core::fmt::Debug for Endpoint {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Server")
+        f.debug_struct("Endpoint")
             .field("sessions", &self.sessions.len())
             .field("streams", &self.streams.len())
             .finish()
@@ -404,17 +404,17 @@ enum Route {
     Nowhere,
 }
 
-impl Server {
+impl Endpoint {
     /// An endpoint with `config` and the default in-memory event store.
     pub fn new(config: Config) -> Self {
         let store = MemoryEventStore::new(config.store_bytes, config.store_age);
-        Server::with_store(config, Box::new(store))
+        Endpoint::with_store(config, Box::new(store))
     }
 
     /// An endpoint keeping its events in `store`.
     pub fn with_store(config: Config, store: Box<dyn EventStore>) -> Self {
         let store_last = store.last_stream();
-        Server {
+        Endpoint {
             config,
             ids: BTreeMap::new(),
             sessions: KeyMap::default(),
@@ -445,7 +445,7 @@ impl Server {
     }
 
     /// The ids of the requests (calls, not notifications) in the body of the request
-    /// [`handle_request`](Server::handle_request) read last, in order: a transport that
+    /// [`handle_request`](Endpoint::handle_request) read last, in order: a transport that
     /// keeps per call what its handler should see of the HTTP request (its headers, its
     /// principal) records them without reading the body again. Empty after a request
     /// with no body or one refused before it was read.
@@ -482,7 +482,7 @@ impl Server {
     /// Decides what to do with one HTTP request: its head, its body (empty for GET and
     /// DELETE), what the token validator found, the time, and a source of unguessable
     /// bytes (for new session ids). The same as
-    /// [`handle_request_from`](Server::handle_request_from) with no peer address named.
+    /// [`handle_request_from`](Endpoint::handle_request_from) with no peer address named.
     pub fn handle_request(
         &mut self,
         head: &Head,
@@ -494,7 +494,7 @@ impl Server {
         self.handle_request_from(head, body, auth, None, now, entropy)
     }
 
-    /// [`handle_request`](Server::handle_request) for a request from `peer` (the client's
+    /// [`handle_request`](Endpoint::handle_request) for a request from `peer` (the client's
     /// address, as the adapter saw the connection), which
     /// [`Config::max_sessions_per_peer`] counts sessions by.
     ///
@@ -519,7 +519,7 @@ impl Server {
         }
     }
 
-    /// The verdict as [`handle_request_from`](Server::handle_request_from) gives it, before
+    /// The verdict as [`handle_request_from`](Endpoint::handle_request_from) gives it, before
     /// CORS.
     fn decide(
         &mut self,
@@ -583,7 +583,7 @@ impl Server {
         }
     }
 
-    /// [`handle_request_from`](Server::handle_request_from) taking the body: when the
+    /// [`handle_request_from`](Endpoint::handle_request_from) taking the body: when the
     /// verdict hands it to a connection ([`Verdict::Deliver`], [`Verdict::Open`],
     /// [`Verdict::Stateless`]), the body comes back with what the machine's reading of it
     /// found ([`Scanned`]), which the connection then reads instead of scanning the body a
@@ -1532,7 +1532,7 @@ impl Server {
 
     // ----- time -----
 
-    /// The next instant [`handle_timeout`](Server::handle_timeout) has work at.
+    /// The next instant [`handle_timeout`](Endpoint::handle_timeout) has work at.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let window = self.windows.iter().find(|w| window_live(&self.streams, w));
         match (self.timers.next_deadline(), window) {
@@ -1737,7 +1737,7 @@ fn metadata(auth: &Auth) -> Response {
 #[cfg(test)]
 mod tests;
 
-/// What [`Server::answers`] finds in `frame`: one result response, or no response, when
+/// What [`Endpoint::answers`] finds in `frame`: one result response, or no response, when
 /// its top-level keys tell ([`leading_member`](sansrpc::message::leading_member)); `None`
 /// (classify the whole frame) for anything else (an error response: its code is wanted).
 /// The frames are the ones this server's connections wrote.

@@ -49,9 +49,9 @@ pub(super) struct Stream {
     /// The head of the attached response, not taken yet.
     pub head: Option<StreamHead>,
     /// Body bytes for the attached response (the JSON answer, or events), not taken yet;
-    /// the HTTP/1.1 framing is added as they are taken ([`Server::poll_stream`]).
+    /// the HTTP/1.1 framing is added as they are taken ([`Endpoint::poll_stream`]).
     ///
-    /// [`Server::poll_stream`]: super::Server::poll_stream
+    /// [`Endpoint::poll_stream`]: super::Endpoint::poll_stream
     pub out: Vec<u8>,
     /// Events waiting while no response is attached and nothing keeps them (a stream of a
     /// revision without resumption, or the session's GET stream before one opens),
@@ -77,9 +77,9 @@ pub(super) struct Stream {
     /// windows rather than among its timers (an entry there naming another deadline, or
     /// none, is stale).
     pub window: Option<Instant>,
-    /// It waits in the server's queue of ready streams ([`Server::poll_ready`]).
+    /// It waits in the server's queue of ready streams ([`Endpoint::poll_ready`]).
     ///
-    /// [`Server::poll_ready`]: super::Server::poll_ready
+    /// [`Endpoint::poll_ready`]: super::Endpoint::poll_ready
     pub queued_ready: bool,
 }
 
@@ -173,12 +173,12 @@ impl Stream {
 /// Room kept in front of a JSON answer for its HTTP/1.1 head.
 const HEAD_ROOM: usize = 160;
 
-/// The head of a stream's HTTP response, as [`Server::poll_stream_parts`] gives it: for a
+/// The head of a stream's HTTP response, as [`Endpoint::poll_stream_parts`] gives it: for a
 /// driver whose HTTP library writes the head and frames the body itself (hyper, HTTP/2).
-/// [`Server::poll_stream`] writes the same head as HTTP/1.1.
+/// [`Endpoint::poll_stream`] writes the same head as HTTP/1.1.
 ///
-/// [`Server::poll_stream_parts`]: super::Server::poll_stream_parts
-/// [`Server::poll_stream`]: super::Server::poll_stream
+/// [`Endpoint::poll_stream_parts`]: super::Endpoint::poll_stream_parts
+/// [`Endpoint::poll_stream`]: super::Endpoint::poll_stream
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamHead {
     /// The status.

@@ -40,7 +40,7 @@ fn entropy(bytes: &mut [u8]) {
     }
 }
 
-fn post(server: &mut Server, headers: &[(&str, &str)], body: &str, now: Instant) -> Verdict {
+fn post(server: &mut Endpoint, headers: &[(&str, &str)], body: &str, now: Instant) -> Verdict {
     let mut all = vec![ACCEPT];
     all.extend_from_slice(headers);
     let (head, body) = request("POST", &all, body);
@@ -48,7 +48,7 @@ fn post(server: &mut Server, headers: &[(&str, &str)], body: &str, now: Instant)
 }
 
 /// Everything `stream` writes now, as text, and whether it ended.
-fn drain(server: &mut Server, stream: u64) -> (String, Step) {
+fn drain(server: &mut Endpoint, stream: u64) -> (String, Step) {
     let mut out = Vec::new();
     let mut step;
     loop {
@@ -70,7 +70,7 @@ fn progress(n: u32) -> String {
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
 
 /// Opens a session; its id.
-fn session(server: &mut Server, now: Instant) -> (u64, String) {
+fn session(server: &mut Endpoint, now: Instant) -> (u64, String) {
     let Verdict::Open {
         session,
         stream,
@@ -99,7 +99,7 @@ fn session(server: &mut Server, now: Instant) -> (u64, String) {
 const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 
 /// Finishes session `id`'s handshake with `notifications/initialized`.
-fn initialized(server: &mut Server, id: &str, now: Instant) {
+fn initialized(server: &mut Endpoint, id: &str, now: Instant) {
     let verdict = post(server, &[("mcp-session-id", id)], INITIALIZED, now);
     assert!(
         matches!(&verdict, Verdict::Deliver { response, .. } if response.status == 202),
@@ -108,7 +108,7 @@ fn initialized(server: &mut Server, id: &str, now: Instant) {
 }
 
 /// The sessions the machine told the adapter to stop.
-fn ended(server: &mut Server) -> Vec<u64> {
+fn ended(server: &mut Endpoint) -> Vec<u64> {
     let mut ended = Vec::new();
     while let Some(Event::SessionEnded { session }) = server.poll_event() {
         ended.push(session);
@@ -118,7 +118,7 @@ fn ended(server: &mut Server) -> Vec<u64> {
 
 #[test]
 fn a_session_answers_json_then_sse_when_progress_comes_first() {
-    let mut server = Server::new(Config::default());
+    let mut server = Endpoint::new(Config::default());
     let now = Instant::ZERO;
     let (key, id) = session(&mut server, now);
     let version = ("mcp-protocol-version", "2025-11-25");
@@ -169,7 +169,7 @@ fn a_session_answers_json_then_sse_when_progress_comes_first() {
 
 #[test]
 fn session_rules_missing_unknown_and_deleted() {
-    let mut server = Server::new(Config::default());
+    let mut server = Endpoint::new(Config::default());
     let now = Instant::ZERO;
     let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
     let Verdict::Respond(r) = post(&mut server, &[], list, now) else {
@@ -205,7 +205,7 @@ fn session_rules_missing_unknown_and_deleted() {
 
 #[test]
 fn the_session_and_stream_tables_give_their_room_back_after_a_burst() {
-    let mut server = Server::new(Config {
+    let mut server = Endpoint::new(Config {
         max_sessions: 2_000,
         ..Config::default()
     });
@@ -246,7 +246,7 @@ fn the_session_and_stream_tables_give_their_room_back_after_a_burst() {
 
 #[test]
 fn hosts_origins_methods_and_media_types() {
-    let mut server = Server::new(Config::default());
+    let mut server = Endpoint::new(Config::default());
     let now = Instant::ZERO;
     let mut bytes = b"POST /mcp HTTP/1.1\r\nhost: evil.example.com\r\norigin: http://evil.example.com\r\naccept: application/json, text/event-stream\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n".to_vec();
     let Ok(HttpStep::Head(_, head)) = RequestDecoder::keeping_fields(100).decode(&mut bytes) else {
@@ -305,7 +305,7 @@ fn meta(version: &str) -> String {
 
 #[test]
 fn stateless_header_rules_come_in_the_revisions_order() {
-    let mut server = Server::new(Config::default());
+    let mut server = Endpoint::new(Config::default());
     let now = Instant::ZERO;
     let v = ("mcp-protocol-version", "2026-07-28");
     let discover = ("mcp-method", "server/discover");
@@ -385,7 +385,7 @@ fn stateless_header_rules_come_in_the_revisions_order() {
 
 #[test]
 fn a_stateless_answer_is_json_with_404_for_an_unknown_method_and_sse_after_progress() {
-    let mut server = Server::new(Config::default());
+    let mut server = Endpoint::new(Config::default());
     let now = Instant::ZERO;
     let v = ("mcp-protocol-version", "2026-07-28");
     let body = format!(
@@ -433,7 +433,7 @@ fn a_stateless_answer_is_json_with_404_for_an_unknown_method_and_sse_after_progr
 
 #[test]
 fn a_dropped_stream_is_resumed_with_last_event_id_and_loses_nothing() {
-    let mut server = Server::new(Config::default());
+    let mut server = Endpoint::new(Config::default());
     let now = Instant::ZERO;
     let (key, id) = session(&mut server, now);
     let sid = ("mcp-session-id", id.as_str());
@@ -474,7 +474,7 @@ fn a_dropped_stream_is_resumed_with_last_event_id_and_loses_nothing() {
 
 #[test]
 fn messages_for_no_request_wait_for_the_get_stream() {
-    let mut server = Server::new(Config::default());
+    let mut server = Endpoint::new(Config::default());
     let now = Instant::ZERO;
     let (key, id) = session(&mut server, now);
     let changed = r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#;
@@ -506,7 +506,7 @@ fn messages_for_no_request_wait_for_the_get_stream() {
 
 #[test]
 fn a_slow_answer_gets_an_sse_stream_with_keep_alives() {
-    let mut server = Server::new(Config::default());
+    let mut server = Endpoint::new(Config::default());
     let now = Instant::ZERO;
     let (_, id) = session(&mut server, now);
     let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}}"#;
@@ -531,7 +531,7 @@ fn a_slow_answer_gets_an_sse_stream_with_keep_alives() {
 
 #[test]
 fn bounds_sessions_streams_and_unread_responses() {
-    let mut server = Server::new(Config {
+    let mut server = Endpoint::new(Config {
         max_sessions: 2,
         max_streams_per_session: 2,
         max_stream_buffer: 4096,
@@ -577,8 +577,8 @@ fn bounds_sessions_streams_and_unread_responses() {
 }
 
 /// A server that asks every request for a token of `https://auth.example.com`.
-fn protected() -> Server {
-    Server::new(Config {
+fn protected() -> Endpoint {
+    Endpoint::new(Config {
         auth: Some(Auth::new(
             "http://127.0.0.1:3000/mcp",
             "http://127.0.0.1:3000/.well-known/oauth-protected-resource/mcp",
@@ -655,7 +655,7 @@ fn arguments_mirrored_in_headers_must_agree() {
         param_headers: vec![ParamHeader::new("weather", "Region", "region")],
         ..Config::default()
     };
-    let mut server = Server::new(config);
+    let mut server = Endpoint::new(config);
     let now = Instant::ZERO;
     let call = |tool: &str, region: Option<&str>| {
         let args = region.map_or(String::new(), |r| format!(r#""region":"{r}""#));
@@ -775,7 +775,7 @@ impl EventStore for Kept {
 fn after_a_restart_a_durable_store_replays_what_a_stream_missed_to_its_session_only() {
     let kept = Kept::default();
     let now = Instant::ZERO;
-    let mut before = Server::with_store(Config::default(), Box::new(kept.clone()));
+    let mut before = Endpoint::with_store(Config::default(), Box::new(kept.clone()));
     let (key, id) = session(&mut before, now);
     let sid = ("mcp-session-id", id.as_str());
     let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}}"#;
@@ -794,8 +794,8 @@ fn after_a_restart_a_durable_store_replays_what_a_stream_missed_to_its_session_o
     before.flush_store();
     drop(before);
 
-    let mut after = Server::with_store(Config::default(), Box::new(kept.clone()));
-    let get = |server: &mut Server, session: &str, last: &str| {
+    let mut after = Endpoint::with_store(Config::default(), Box::new(kept.clone()));
+    let get = |server: &mut Endpoint, session: &str, last: &str| {
         let (head, _) = request(
             "GET",
             &[
@@ -854,7 +854,7 @@ fn a_mirrored_number_compares_as_a_number() {
         param_headers: vec![ParamHeader::new("queue", "Priority", "priority")],
         ..Config::default()
     };
-    let mut server = Server::new(config);
+    let mut server = Endpoint::new(config);
     let mut send = |value: &str, header: &str| {
         let body = format!(
             r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"queue","arguments":{{"priority":{value}}},{}}}}}"#,
@@ -885,7 +885,7 @@ fn a_mirrored_number_compares_as_a_number() {
 /// nothing after a request with no body.
 #[test]
 fn the_ids_of_a_bodys_calls_are_read_once_by_the_machine() {
-    let mut server = Server::new(Config::default());
+    let mut server = Endpoint::new(Config::default());
     let now = Instant::ZERO;
     let (_, id) = session(&mut server, now);
     let sid = ("mcp-session-id", id.as_str());
@@ -911,7 +911,7 @@ fn with_no_json_window_every_answer_is_an_event_stream() {
         ..Config::default()
     };
     let keepalive = config.keepalive;
-    let mut server = Server::new(config);
+    let mut server = Endpoint::new(config);
     let now = Instant::ZERO;
     let Verdict::Open {
         session: key,
@@ -961,7 +961,7 @@ fn with_no_json_window_every_answer_is_an_event_stream() {
 fn a_finished_stream_leaves_nothing_in_the_store() {
     let kept = Kept::default();
     let now = Instant::ZERO;
-    let mut server = Server::with_store(Config::default(), Box::new(kept.clone()));
+    let mut server = Endpoint::with_store(Config::default(), Box::new(kept.clone()));
     let (key, id) = session(&mut server, now);
     let sid = ("mcp-session-id", id.as_str());
     for n in 2..202 {
@@ -992,7 +992,7 @@ fn a_finished_stream_leaves_nothing_in_the_store() {
 
 #[test]
 fn a_half_open_session_ends_at_its_handshake_deadline_an_initialized_one_lives_on() {
-    let mut server = Server::new(Config::default());
+    let mut server = Endpoint::new(Config::default());
     let t0 = Instant::ZERO;
     let (half, _) = session(&mut server, t0);
     let (by_note, note_id) = session(&mut server, t0);
@@ -1047,7 +1047,7 @@ fn a_half_open_session_ends_at_its_handshake_deadline_an_initialized_one_lives_o
 
 #[test]
 fn a_full_table_evicts_the_oldest_half_open_session_then_the_idlest_past_the_floor() {
-    let mut server = Server::new(Config {
+    let mut server = Endpoint::new(Config {
         max_sessions: 3,
         ..Config::default()
     });
@@ -1064,7 +1064,7 @@ fn a_full_table_evicts_the_oldest_half_open_session_then_the_idlest_past_the_flo
         max_sessions: 2,
         ..Config::default()
     };
-    let mut other = Server::new(late);
+    let mut other = Endpoint::new(late);
     let (_, x_id) = session(&mut other, t0);
     initialized(&mut other, &x_id, t0);
     let Verdict::Open {
@@ -1112,7 +1112,7 @@ fn a_full_table_evicts_the_oldest_half_open_session_then_the_idlest_past_the_flo
 
 #[test]
 fn a_peer_at_its_session_limit_displaces_its_own_half_open_sessions_only() {
-    let mut server = Server::new(Config {
+    let mut server = Endpoint::new(Config {
         max_sessions_per_peer: Some(2),
         ..Config::default()
     });
@@ -1120,7 +1120,7 @@ fn a_peer_at_its_session_limit_displaces_its_own_half_open_sessions_only() {
     let one = IpAddr::from([10, 0, 0, 1]);
     let two = IpAddr::from([10, 0, 0, 2]);
     let (head, body) = request("POST", &[ACCEPT], INITIALIZE);
-    let init = |server: &mut Server, peer: IpAddr| {
+    let init = |server: &mut Endpoint, peer: IpAddr| {
         let verdict = server.handle_request_from(
             &head,
             &body,
@@ -1198,7 +1198,7 @@ fn error_of(r: &Response) -> (String, i64, String) {
 
 #[test]
 fn every_refusal_carries_a_json_rpc_error_with_a_null_id() {
-    let mut server = Server::new(Config::default());
+    let mut server = Endpoint::new(Config::default());
     let now = Instant::ZERO;
     // 404: another path.
     let mut wire = Vec::from(&b"GET /other HTTP/1.1\r\nhost: 127.0.0.1:3000\r\n\r\n"[..]);
@@ -1259,7 +1259,7 @@ fn every_refusal_carries_a_json_rpc_error_with_a_null_id() {
 
 #[test]
 fn initialize_in_a_batch_is_refused_naming_the_fault() {
-    let mut server = Server::new(Config::default());
+    let mut server = Endpoint::new(Config::default());
     let now = Instant::ZERO;
     let two = format!(
         "[{INITIALIZE},{}]",
@@ -1294,7 +1294,7 @@ fn initialize_in_a_batch_is_refused_naming_the_fault() {
 /// frame is classified whole.
 #[test]
 fn peeking_at_an_answer_agrees_with_classifying_it() {
-    let mut server = Server::new(Config::default());
+    let mut server = Endpoint::new(Config::default());
     let frames: [&[u8]; 9] = [
         br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"8"}]}}"#,
         br#" { "id" : "a\"b" , "jsonrpc":"2.0", "result": [1, {"x": null}] }"#,
@@ -1342,7 +1342,7 @@ fn peeking_at_an_answer_agrees_with_classifying_it() {
 
 /// Everything `stream` gives now as parts: its head when it comes, its body bytes appended.
 fn drain_parts(
-    server: &mut Server,
+    server: &mut Endpoint,
     stream: u64,
     head: &mut Option<StreamHead>,
     body: &mut Vec<u8>,
@@ -1355,8 +1355,8 @@ fn drain_parts(
     }
 }
 
-/// The head and body [`Server::poll_stream_parts`] gives are the response
-/// [`Server::poll_stream`] writes as HTTP/1.1, read back: a JSON answer naming its session,
+/// The head and body [`Endpoint::poll_stream_parts`] gives are the response
+/// [`Endpoint::poll_stream`] writes as HTTP/1.1, read back: a JSON answer naming its session,
 /// an SSE answer naming it (no JSON window), and a call's events up to their end.
 #[test]
 fn the_parts_of_a_response_are_the_response_poll_stream_writes() {
@@ -1371,7 +1371,7 @@ fn the_parts_of_a_response_are_the_response_poll_stream_writes() {
             json_window: window,
             ..Config::default()
         };
-        let (mut wire, mut parts) = (Server::new(config.clone()), Server::new(config));
+        let (mut wire, mut parts) = (Endpoint::new(config.clone()), Endpoint::new(config));
         // Each response on both: the bytes written, read back; and the parts given.
         let mut ids = Vec::new();
         for turn in 0..2 {
@@ -1466,14 +1466,14 @@ fn the_parts_of_a_response_are_the_response_poll_stream_writes() {
 }
 
 /// Answers `id` in session `key` on `stream` (the connection's frame back to the machine).
-fn answer(server: &mut Server, key: u64, stream: u64, id: u32, now: Instant) {
+fn answer(server: &mut Endpoint, key: u64, stream: u64, id: u32, now: Instant) {
     let frame = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#);
     server.handle_outgoing(key, frame.as_bytes(), stream, now);
 }
 
 #[test]
 fn json_windows_answered_in_time_leave_no_deadline_and_a_slow_one_still_turns_to_sse() {
-    let mut server = Server::new(Config::default());
+    let mut server = Endpoint::new(Config::default());
     let t0 = Instant::ZERO;
     let (key, id) = session(&mut server, t0);
     initialized(&mut server, &id, t0);
@@ -1515,7 +1515,7 @@ fn json_windows_answered_in_time_leave_no_deadline_and_a_slow_one_still_turns_to
 
 #[test]
 fn a_clock_that_goes_back_still_gets_every_window_in_order() {
-    let mut server = Server::new(Config::default());
+    let mut server = Endpoint::new(Config::default());
     let t0 = Instant::from_millis(10_000);
     let (_, id) = session(&mut server, t0);
     initialized(&mut server, &id, t0);
@@ -1541,7 +1541,7 @@ fn a_clock_that_goes_back_still_gets_every_window_in_order() {
 
 #[test]
 fn a_closed_response_forgets_its_window() {
-    let mut server = Server::new(Config::default());
+    let mut server = Endpoint::new(Config::default());
     let t0 = Instant::ZERO;
     let (_, id) = session(&mut server, t0);
     initialized(&mut server, &id, t0);
@@ -1649,7 +1649,7 @@ fn a_page_of_an_allowed_origin_gets_cors_and_reads_the_session() {
 }
 
 /// The machine's answer to a bodiless `method` request with `headers` (no token needed).
-fn answer_to(server: &mut Server, method: &str, headers: &[(&str, &str)]) -> Response {
+fn answer_to(server: &mut Endpoint, method: &str, headers: &[(&str, &str)]) -> Response {
     let (head, _) = request(method, headers, "");
     let verdict = server.handle_request(
         &head,
@@ -1666,7 +1666,7 @@ fn answer_to(server: &mut Server, method: &str, headers: &[(&str, &str)]) -> Res
 
 #[test]
 fn cors_goes_only_to_allowed_origins() {
-    let mut server = Server::new(Config::default());
+    let mut server = Endpoint::new(Config::default());
     let asks = ("access-control-request-method", "POST");
     // Another site: refused before anything, with no CORS field (the browser hides it).
     let r = answer_to(
@@ -1681,7 +1681,7 @@ fn cors_goes_only_to_allowed_origins() {
     assert_eq!(r.status, 405);
     assert_eq!(field(&r.headers, "access-control-allow-origin"), None);
     // An allowed page on a stateless server is told POST only.
-    let mut stateless = Server::new(Config {
+    let mut stateless = Endpoint::new(Config {
         sessions: false,
         ..Config::default()
     });

@@ -2,7 +2,7 @@
 //! older clients) and the stateless 2026-07-28 revision, served standalone ([`serve`],
 //! [`serve_with`]) or mounted in an axum or hyper app ([`McpService`]), and called
 //! ([`connect`], [`Connect`] for TLS roots, headers and credentials on every request). Every
-//! decision is a sans-I/O machine's ([`streamable::Server`](crate::streamable::Server), and
+//! decision is a sans-I/O machine's ([`streamable::Endpoint`](crate::streamable::Endpoint), and
 //! [`streamable::client::HttpClient`](crate::streamable::client::HttpClient) for the
 //! client); this module moves bytes, on the listener, request reader and tower conversions
 //! that every sansrpc-tokio server shares (`sansrpc_tokio::host`).

@@ -104,8 +104,8 @@ pub(crate) fn serving(
 ) -> (State, tokio::task::JoinHandle<()>) {
     let checks_tokens = config.auth.is_some();
     let server = match event_store {
-        Some(store) => streamable::Server::with_store(config, store),
-        None => streamable::Server::new(config),
+        Some(store) => streamable::Endpoint::with_store(config, store),
+        None => streamable::Endpoint::new(config),
     };
     let state = State::new(server, builder);
     state.lock().validator =
@@ -133,7 +133,7 @@ impl Drop for Running {
 
 /// What every task shares; never locked across an await.
 pub(crate) struct Shared {
-    pub(crate) server: streamable::Server,
+    pub(crate) server: streamable::Endpoint,
     clock: Clock,
     builder: Builder,
     /// Session connections, by the machine's session key.
@@ -152,7 +152,7 @@ pub(crate) struct Shared {
 pub(crate) struct State(Arc<Mutex<Shared>>);
 
 impl State {
-    fn new(server: streamable::Server, builder: Builder) -> Self {
+    fn new(server: streamable::Endpoint, builder: Builder) -> Self {
         State(Arc::new(Mutex::new(Shared {
             server,
             clock: Clock::new(),
@@ -583,13 +583,13 @@ pub(crate) fn closed(state: &State, writer: &Writer) {
 
 /// The machine's streams, as the drivers of their responses see them.
 impl Streams for State {
-    type Machine = streamable::Server;
+    type Machine = streamable::Endpoint;
     type Head = streamable::StreamHead;
-    const POLL: PollStream<streamable::Server> = streamable::Server::poll_stream;
-    const POLL_PARTS: PollParts<streamable::Server, streamable::StreamHead> =
-        streamable::Server::poll_stream_parts;
+    const POLL: PollStream<streamable::Endpoint> = streamable::Endpoint::poll_stream;
+    const POLL_PARTS: PollParts<streamable::Endpoint, streamable::StreamHead> =
+        streamable::Endpoint::poll_stream_parts;
 
-    fn locked<R>(&self, f: impl FnOnce(&mut streamable::Server, &mut Writers) -> R) -> R {
+    fn locked<R>(&self, f: impl FnOnce(&mut streamable::Endpoint, &mut Writers) -> R) -> R {
         let shared = &mut *self.lock();
         f(&mut shared.server, &mut shared.writers)
     }
@@ -615,7 +615,7 @@ fn http_request(
 }
 
 /// Records the HTTP request for each call the machine read in the request's body
-/// (`ids`, from [`streamable::Server::request_ids`]); the ids recorded.
+/// (`ids`, from [`streamable::Endpoint::request_ids`]); the ids recorded.
 fn record(requests: &HttpRequests, ids: Ids, request: impl FnOnce() -> Arc<HttpRequest>) -> Ids {
     if ids.is_empty() {
         return ids;

@@ -16,7 +16,7 @@ use sansrpc_tokio::Builder;
 use super::serve::{dispatch, serving, Dispatched, Options, State, MAX_BODY};
 
 /// MCP's Streamable HTTP, both revisions on one route, as [`serve_with`] serves it:
-/// every decision is the core's [`streamable::Server`] (statuses, sessions, JSON or SSE,
+/// every decision is the sans-I/O [`streamable::Endpoint`] (statuses, sessions, JSON or SSE,
 /// resumption, the `Host` and `Origin` checks, bearer tokens and the RFC 9728 metadata
 /// document at its own path, the bounds of sessions, streams and queued events); this
 /// service converts the requests and streams the answers.
