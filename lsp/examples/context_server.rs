@@ -69,10 +69,11 @@ async fn greet(cx: Context, p: GreetParams) -> Result<String, LspError> {
     Ok(format!("{salutation}, {}!", p.name))
 }
 
-/// `--max-inflight N` (N >= 1), and `--stdio`; on a bad argument, the usage of `name`, and
-/// exit status 2.
-pub fn max_inflight(name: &str) -> Option<usize> {
-    let mut max = None;
+/// The connection's configuration from the arguments: `--max-inflight N` (N >= 1), and
+/// `--stdio`; on a bad argument, the usage of `name`, and exit status 2. The server sets the
+/// LSP profile's conventions on it itself.
+pub fn config(name: &str) -> sansrpc::Config {
+    let mut config = sansrpc::Config::default();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let value = match arg.as_str() {
@@ -84,9 +85,9 @@ pub fn max_inflight(name: &str) -> Option<usize> {
             eprintln!("{name}: bad argument {arg:?}\nusage: {name} [--max-inflight N (>= 1)]");
             std::process::exit(2)
         };
-        max = Some(n);
+        config.max_inflight_incoming = n;
     }
-    max
+    config
 }
 
 pub fn server() -> Server {
@@ -96,10 +97,7 @@ pub fn server() -> Server {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    let max = max_inflight("context_server");
     // Stdio under the LSP profile; 0 after `shutdown` was answered, 1 otherwise.
-    let status = server()
-        .serve_stdio_with(|c| c.max_inflight_incoming = max.unwrap_or(c.max_inflight_incoming))
-        .await;
+    let status = server().serve_stdio_with(config("context_server")).await;
     std::process::exit(status)
 }

@@ -16,12 +16,8 @@
 mod context_server;
 
 fn main() {
-    let max = context_server::max_inflight("context_server_threads");
     // Stdio under the LSP profile, on threads; 0 after `shutdown` was answered, 1 otherwise.
-    std::process::exit(
-        context_server::server().serve_stdio_blocking_with(|options| {
-            let c = &mut options.connection;
-            c.max_inflight_incoming = max.unwrap_or(c.max_inflight_incoming);
-        }),
-    )
+    std::process::exit(context_server::server().serve_stdio_blocking_with(
+        sansrpc_blocking::Options::new(context_server::config("context_server_threads")),
+    ))
 }

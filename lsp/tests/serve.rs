@@ -164,11 +164,8 @@ async fn undecodable_did_open_params_are_warned_about_once() {
 fn serve(server: sansrpc_lsp::server::Server) -> (Editor, tokio::task::JoinHandle<i32>) {
     let (editor, server_end) = tokio::io::duplex(1 << 16);
     let (read, write) = tokio::io::split(server_end);
-    let served = tokio::spawn(async move {
-        server
-            .serve(sansrpc_tokio::stream(read, write), |_| {})
-            .await
-    });
+    let served =
+        tokio::spawn(async move { server.serve(sansrpc_tokio::stream(read, write)).await });
     let editor = Editor {
         io: editor,
         read: Vec::new(),

@@ -163,7 +163,9 @@ impl EventHook {
         EventHook(Arc::new(f))
     }
 
-    pub(crate) fn call(&self, peer: &Client, event: sansrpc::connection::Event<'_>) {
+    /// Calls the hook: what the driver does with each event; for a hook that wraps
+    /// another (`sansrpc-lsp`'s, which calls the one its caller gave after its own).
+    pub fn call(&self, peer: &Client, event: sansrpc::connection::Event<'_>) {
         (self.0)(peer, event);
     }
 }

@@ -314,5 +314,5 @@ async fn main() -> std::io::Result<()> {
     // As geth: web3.py sends its requests in binary WebSocket frames.
     let mut options = ServeOptions::default();
     options.accept_binary = true;
-    http::serve_with_websocket(listener, builder, options, shutdown, grace).await
+    http::serve_upgrading_with(listener, builder, options, shutdown, grace).await
 }

@@ -37,5 +37,5 @@ async fn main() -> std::io::Result<()> {
     let shutdown = async { _ = tokio::signal::ctrl_c().await };
     let (builder, options) = (Builder::new().router(router), ServeOptions::default());
     let grace = Duration::from_secs(1);
-    http::serve_with_websocket(listener, builder, options, shutdown, grace).await
+    http::serve_upgrading_with(listener, builder, options, shutdown, grace).await
 }

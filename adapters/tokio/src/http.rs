@@ -719,9 +719,25 @@ pub async fn serve_with(
 /// under one connection limit and one shutdown; the first request head is due within the
 /// HTTP head limit.
 ///
+/// With the default [`ServeOptions`]; [`serve_upgrading_with`] takes them.
+///
 /// [`ws::serve_with`]: crate::ws::serve_with
 #[cfg(feature = "ws")]
-pub async fn serve_with_websocket(
+pub async fn serve_upgrading(
+    listener: tokio::net::TcpListener,
+    builder: Builder,
+    shutdown: impl Future<Output = ()>,
+    grace: Duration,
+) -> io::Result<()> {
+    serve_upgrading_with(listener, builder, ServeOptions::default(), shutdown, grace).await
+}
+
+/// [`serve_upgrading`] with its [`ServeOptions`]: the connection limit and the HTTP rules
+/// of [`serve_with`], the `Origin` allow-list and keep-alive of [`ws::serve_with`].
+///
+/// [`ws::serve_with`]: crate::ws::serve_with
+#[cfg(feature = "ws")]
+pub async fn serve_upgrading_with(
     listener: tokio::net::TcpListener,
     builder: Builder,
     options: ServeOptions,
@@ -849,7 +865,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Rewind<S> {
     }
 }
 
-/// A connection of [`serve_with_websocket`]: HTTP or WebSocket.
+/// A connection of [`serve_upgrading_with`]: HTTP or WebSocket.
 #[cfg(feature = "ws")]
 enum OnePort<S> {
     Http(HttpServer<S>),

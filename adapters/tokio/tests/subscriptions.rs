@@ -500,7 +500,7 @@ async fn one_port_serves_http_and_websocket() {
         let shutdown = std::future::pending::<()>();
         let options = ServeOptions::default();
         let grace = Duration::from_secs(1);
-        tokio::spawn(http::serve_with_websocket(
+        tokio::spawn(http::serve_upgrading_with(
             listener, builder, options, shutdown, grace,
         ));
 

@@ -393,11 +393,8 @@ impl ClientBuilder {
         let (ours, theirs) = tokio::io::duplex(64 * 1024);
         let (read, write) = tokio::io::split(theirs);
         let server = server.clone();
-        let served = tokio::spawn(async move {
-            server
-                .serve(sansrpc_tokio::stream(read, write), |_| {})
-                .await
-        });
+        let served =
+            tokio::spawn(async move { server.serve(sansrpc_tokio::stream(read, write)).await });
         let shared = Arc::new(Shared::default());
         let router = client_router(&shared, &self.configuration);
         let builder = Builder::new().config(self.config.clone()).router(router);

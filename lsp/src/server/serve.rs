@@ -5,9 +5,9 @@
 #[cfg(any(feature = "futures", feature = "blocking", feature = "tokio"))]
 use std::sync::Arc;
 
-#[cfg(feature = "tokio")]
+#[cfg(any(feature = "tokio", feature = "blocking"))]
 use sansrpc::Config;
-#[cfg(any(feature = "futures", feature = "blocking"))]
+#[cfg(any(feature = "futures", feature = "blocking", feature = "tokio"))]
 use sansrpc::Profile;
 
 #[cfg(any(feature = "futures", feature = "blocking"))]
@@ -47,6 +47,21 @@ pub(crate) fn check_profile(profile: Profile, host: &Arc<dyn Peer>) -> Option<Bo
     Some(host.notify(LogMessage::METHOD, params))
 }
 
+/// `config` under the LSP profile: its conventions (the lifecycle, ordered notifications,
+/// `$/cancelRequest` and `$/progress`, Content-Length framing) set, everything else (limits,
+/// timeouts, `max_inflight_incoming`…) as given. What the serve family does to the
+/// configuration it is given, so `Config::default()` with a limit changed is enough.
+#[cfg(any(feature = "tokio", feature = "blocking"))]
+fn under_lsp(mut config: Config) -> Config {
+    let lsp = Config::for_profile(Profile::Lsp);
+    config.profile = lsp.profile;
+    config.framing = lsp.framing;
+    config.cancel_method = lsp.cancel_method;
+    config.progress_method = lsp.progress_method;
+    config.ordered_notifications = lsp.ordered_notifications;
+    config
+}
+
 #[cfg(feature = "tokio")]
 impl Server {
     /// Serves the server on this process's stdin and stdout, on the current tokio runtime,
@@ -66,29 +81,45 @@ impl Server {
     /// }
     /// ```
     pub async fn serve_stdio(&self) -> i32 {
-        self.serve(sansrpc_tokio::stdio(), |_| {}).await
+        self.serve_stdio_with(Config::default()).await
     }
 
-    /// Serves as [`serve_stdio`](Self::serve_stdio) does, with the connection's
-    /// configuration changed by `configure` first (limits, `max_inflight_incoming`…; it
-    /// starts as `Config::for_profile(Profile::Lsp)`).
-    pub async fn serve_stdio_with(&self, configure: impl FnOnce(&mut Config)) -> i32 {
-        self.serve(sansrpc_tokio::stdio(), configure).await
+    /// Serves as [`serve_stdio`](Self::serve_stdio) does, on a connection configured by
+    /// `config` (limits, timeouts, `max_inflight_incoming`…) under the LSP profile's
+    /// conventions, which the server sets itself:
+    ///
+    /// ```no_run
+    /// # use sansrpc_lsp::server::ServerBuilder;
+    /// # async fn run() -> i32 {
+    /// # let server = ServerBuilder::new("mine", "1.0").build();
+    /// let mut config = sansrpc::Config::default();
+    /// config.limits.max_frame_bytes = 64 << 20; // files up to about 64 MiB
+    /// server.serve_stdio_with(config).await
+    /// # }
+    /// ```
+    pub async fn serve_stdio_with(&self, config: Config) -> i32 {
+        self.serve_with(sansrpc_tokio::stdio(), config).await
     }
 
     /// Serves the server over `transport` (a socket, a pipe, an in-memory stream: see
-    /// [`sansrpc_tokio::stream`]) as [`serve_stdio_with`](Self::serve_stdio_with) does; the
-    /// exit status.
-    pub async fn serve<T: sansrpc_tokio::Transport>(
+    /// [`sansrpc_tokio::stream`]) as [`serve_stdio`](Self::serve_stdio) does; the exit
+    /// status.
+    pub async fn serve<T: sansrpc_tokio::Transport>(&self, transport: T) -> i32 {
+        self.serve_with(transport, Config::default()).await
+    }
+
+    /// [`serve`](Self::serve) on a connection configured by `config`, as
+    /// [`serve_stdio_with`](Self::serve_stdio_with) takes it.
+    pub async fn serve_with<T: sansrpc_tokio::Transport>(
         &self,
         transport: T,
-        configure: impl FnOnce(&mut Config),
+        config: Config,
     ) -> i32 {
         // Dropped frames told on stderr, and in the editor's log once it initialized.
         let frames = super::frames::FrameLog::default();
         let peer = Arc::new(std::sync::OnceLock::<sansrpc_tokio::Client>::new());
         let seen = Arc::clone(&peer);
-        let builder = self.builder(configure).on_event(move |event| {
+        let builder = self.builder(config).on_event(move |event| {
             let Some(message) = frames.report(&event, std::time::Instant::now()) else {
                 return;
             };
@@ -113,14 +144,13 @@ impl Server {
         conn.client.exit_code().unwrap_or(i32::from(ended.is_err()))
     }
 
-    /// The tokio adapter's connection builder for this server: its router, under
-    /// `Config::for_profile(Profile::Lsp)` changed by `configure`. For a driver of your own
-    /// (a listener, a connection you keep a handle to); [`serve`](Self::serve) uses it.
-    pub fn builder(&self, configure: impl FnOnce(&mut Config)) -> sansrpc_tokio::Builder {
-        let mut config = Config::for_profile(Profile::Lsp);
-        configure(&mut config);
+    /// The tokio adapter's connection builder for this server: its router, on a connection
+    /// configured by `config` under the LSP profile's conventions (as
+    /// [`serve_stdio_with`](Self::serve_stdio_with) takes it). For a driver of your own (a
+    /// listener, a connection you keep a handle to); [`serve`](Self::serve) uses it.
+    pub fn builder(&self, config: Config) -> sansrpc_tokio::Builder {
         sansrpc_tokio::Builder::new()
-            .config(config)
+            .config(under_lsp(config))
             .router(self.router())
     }
 }
@@ -138,17 +168,17 @@ impl Server {
     /// std::process::exit(server.serve_stdio_blocking())
     /// ```
     pub fn serve_stdio_blocking(&self) -> i32 {
-        self.serve_stdio_blocking_with(|_| {})
+        self.serve_stdio_blocking_with(sansrpc_blocking::Options::new(Config::default()))
     }
 
     /// Serves as [`serve_stdio_blocking`](Self::serve_stdio_blocking) does, with the
-    /// adapter's options changed by `configure` first (they start as
-    /// `Options::for_profile(Profile::Lsp)`).
-    pub fn serve_stdio_blocking_with(
-        &self,
-        configure: impl FnOnce(&mut sansrpc_blocking::Options),
-    ) -> i32 {
-        let mut options = sansrpc_blocking::Options::for_profile(Profile::Lsp);
+    /// adapter's `options` (its workers, its connection's limits and timeouts…), the
+    /// connection under the LSP profile's conventions, which the server sets itself. An
+    /// event hook of `options` is called after the server's own (which tells dropped frames
+    /// on stderr and in the editor's log).
+    pub fn serve_stdio_blocking_with(&self, mut options: sansrpc_blocking::Options) -> i32 {
+        options.connection = under_lsp(options.connection);
+        let theirs = options.on_event.take();
         // Dropped frames told on stderr, and in the editor's log once it initialized.
         let frames = super::frames::FrameLog::default();
         options.on_event = Some(sansrpc_blocking::EventHook::new(move |peer, event| {
@@ -158,8 +188,10 @@ impl Server {
                     peer.notify_raw_queued(LOG_MESSAGE, Some(params));
                 });
             }
+            if let Some(theirs) = &theirs {
+                theirs.call(peer, event);
+            }
         }));
-        configure(&mut options);
         match sansrpc_blocking::serve_stdio_status(Arc::new(self.blocking_router()), options) {
             Ok(status) => status,
             Err(e) => {
