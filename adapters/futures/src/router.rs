@@ -208,31 +208,11 @@ impl AsyncRouter {
         Ok(())
     }
 
-    /// Registers an async raw method handler that gets the request's [`RequestContext`];
-    /// see [`method_with_context`](AsyncRouter::method_with_context).
+    /// Registers an async raw method handler that gets the request's [`RequestContext`]
+    /// (see [`method_with_context`](AsyncRouter::method_with_context)) and its params lent:
+    /// borrowed from the connection's frame, read before the future is made, not copied
+    /// for it (what the future keeps, the handler copies: `params.map(ToOwned::to_owned)`).
     pub fn raw_method_with_context<F, Fut>(
-        &mut self,
-        name: &str,
-        handler: F,
-    ) -> Result<(), RegisterError>
-    where
-        F: Fn(RequestContext, Option<Box<RawValue>>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = HandlerResult> + Send + 'static,
-    {
-        self.check(name)?;
-        let call = move |cx, params: Option<&RawValue>| -> BoxFuture<HandlerResult> {
-            handler(cx, params.map(ToOwned::to_owned)).boxed()
-        };
-        self.methods
-            .insert(name.to_owned(), Handler::Context(Box::new(call)));
-        self.sync.list_external_raw(name, false);
-        Ok(())
-    }
-
-    /// [`raw_method_with_context`](AsyncRouter::raw_method_with_context) for a handler that
-    /// reads its params before its future is made: they are lent to it, borrowed from the
-    /// connection's frame, not copied for it (what it keeps, it copies itself).
-    pub fn raw_method_with_context_borrowed<F, Fut>(
         &mut self,
         name: &str,
         handler: F,

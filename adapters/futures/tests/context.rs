@@ -429,7 +429,7 @@ fn lsp_work_done_progress_and_partial_results() {
     }));
 }
 
-/// A handler registered with `raw_method_with_context_borrowed` reads its params before its
+/// A handler registered with `raw_method_with_context` reads its params before its
 /// future is made (they are lent, not copied); one that answers at once (answered as it is
 /// routed) and one that waits (polled again among the running handlers) are both
 /// answered, each with what it read from its own params.
@@ -439,7 +439,7 @@ fn a_handler_reads_its_lent_params_before_its_future_and_both_kinds_answer() {
         let mut server = AsyncRouter::new();
         for (method, wait) in [("now", false), ("later", true)] {
             server
-                .raw_method_with_context_borrowed(method, move |_cx, params: Option<&RawValue>| {
+                .raw_method_with_context(method, move |_cx, params: Option<&RawValue>| {
                     // Read here, before the future: only what is read goes into it.
                     let name = params
                         .and_then(|p| p.members())

@@ -728,7 +728,7 @@ fn answer_with<R: Request>(
 ) {
     let f = Arc::new(f);
     let registered = router.raw_method_with_context(R::METHOD, move |_: RequestContext, params| {
-        let answer = crate::server::decode::<R::Params>(params.as_deref()).and_then(|p| {
+        let answer = crate::server::decode::<R::Params>(params).and_then(|p| {
             crate::server::to_raw(&f(p))
                 .map_err(|e| ErrorObject::new(-32603, format!("{}: {e}", R::METHOD)))
         });

@@ -31,7 +31,7 @@ impl Server {
                     let warned = (method == Initialize::METHOD)
                         .then(|| super::serve::check_profile(profile, &host))
                         .flatten();
-                    let answer = server.handle_request(method, params.as_deref(), host);
+                    let answer = server.handle_request(method, params, host);
                     match warned {
                         Some(warned) => Box::pin(async move {
                             warned.await;

@@ -24,7 +24,7 @@ impl Server {
         for method in REQUESTS {
             let server = self.clone();
             router
-                .raw_method_with_context_borrowed(method, move |cx: RequestContext, params| {
+                .raw_method_with_context(method, move |cx: RequestContext, params| {
                     request(server.clone(), method, cx, params)
                 })
                 .unwrap_or_else(|e| panic!("mounting {method}: {e}"));
