@@ -599,44 +599,91 @@ pub(crate) fn write_str(out: &mut alloc::vec::Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
-/// Appends the escaped contents of `s`, without quotes.
+/// Appends the escaped contents of `s`, without quotes, as serde_json escapes them: the
+/// runs that need no escape copied whole (found a word at a time), `"`, `\\` and the
+/// control bytes escaped.
 pub(crate) fn write_str_body(out: &mut alloc::vec::Vec<u8>, s: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = s.as_bytes();
     let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let esc: &[u8] = match b {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0x08 => b"\\b",
-            0x0c => b"\\f",
-            0x00..=0x1f => &[],
-            _ => continue,
+    loop {
+        let plain = start + plain_prefix(&bytes[start..]);
+        out.extend_from_slice(&bytes[start..plain]);
+        let Some(&b) = bytes.get(plain) else {
+            return;
         };
-        out.extend_from_slice(&bytes[start..i]);
-        if esc.is_empty() {
-            out.extend_from_slice(&[
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            _ => out.extend_from_slice(&[
                 b'\\',
                 b'u',
                 b'0',
                 b'0',
                 HEX[(b >> 4) as usize],
                 HEX[(b & 15) as usize],
-            ]);
-        } else {
-            out.extend_from_slice(esc);
+            ]),
         }
-        start = i + 1;
+        start = plain + 1;
     }
-    out.extend_from_slice(&bytes[start..]);
+}
+
+/// How many bytes at the start of `bytes` a JSON string holds as they are (no control
+/// byte, quote or backslash), read eight at a time.
+#[inline]
+pub(crate) fn plain_prefix(bytes: &[u8]) -> usize {
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    const HIGH: u64 = ONES << 7;
+    // Whether a byte of `word` is below 0x20, a quote or a backslash: the high bit a byte
+    // keeps after a subtraction that crosses zero in it, and that it did not have before.
+    // Exact as a yes or no (a borrow only marks bytes above one that is found).
+    let escapes = |word: u64| {
+        let quote = word ^ (ONES * u64::from(b'"'));
+        let backslash = word ^ (ONES * u64::from(b'\\'));
+        let found = (word.wrapping_sub(ONES * 0x20) & !word)
+            | (quote.wrapping_sub(ONES) & !quote)
+            | (backslash.wrapping_sub(ONES) & !backslash);
+        found & HIGH != 0
+    };
+    let mut plain = 0;
+    for chunk in bytes.chunks_exact(8) {
+        let word = u64::from_ne_bytes([
+            chunk[0], chunk[1], chunk[2], chunk[3], chunk[4], chunk[5], chunk[6], chunk[7],
+        ]);
+        if escapes(word) {
+            break;
+        }
+        plain += 8;
+    }
+    /// The bytes a JSON string escapes.
+    static ESCAPED: [bool; 256] = {
+        let mut table = [false; 256];
+        let mut b = 0;
+        while b < 0x20 {
+            table[b] = true;
+            b += 1;
+        }
+        table[b'"' as usize] = true;
+        table[b'\\' as usize] = true;
+        table
+    };
+    let rest = &bytes[plain..];
+    plain
+        + rest
+            .iter()
+            .position(|&b| ESCAPED[usize::from(b)])
+            .unwrap_or(rest.len())
 }
 
 /// True when `s` can be written between quotes as it is.
+#[inline]
 pub(crate) fn needs_no_escape(s: &str) -> bool {
-    s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\')
+    plain_prefix(s.as_bytes()) == s.len()
 }
 
 /// Appends `value` as JSON, with no `Value` between. With `std`, serde_json writes straight
@@ -727,6 +774,50 @@ mod tests {
                         Err(_) => assert!(json.is_err(), "{text:?}: serde_json reads it"),
                     }
                 }
+            }
+        }
+    }
+
+    /// Strings are escaped as serde_json escapes them, whatever byte needs it and wherever
+    /// it falls (within a word of eight or in the bytes after the last whole one), and the
+    /// plain prefix ends at the first such byte.
+    #[test]
+    fn strings_are_written_as_serde_json_writes_them() {
+        let specials = [
+            "", "\"", "\\", "\n", "\r", "\t", "\u{8}", "\u{c}", "\u{0}", "\u{1f}", "\u{7f}", "é",
+            "😀", " ", "/",
+        ];
+        for len in 0..20 {
+            for at in 0..=len {
+                for special in specials {
+                    for twice in [false, true] {
+                        let mut text = "a".repeat(at);
+                        text.push_str(special);
+                        text.push_str(&"b".repeat(len - at));
+                        if twice {
+                            text.push_str(special);
+                        }
+                        let mut out = alloc::vec::Vec::new();
+                        write_str(&mut out, &text);
+                        assert_eq!(out, serde_json::to_vec(&text).unwrap(), "{text:?}");
+                        let first = text
+                            .bytes()
+                            .position(|b| b < 0x20 || b == b'"' || b == b'\\')
+                            .unwrap_or(text.len());
+                        assert_eq!(plain_prefix(text.as_bytes()), first, "{text:?}");
+                        assert_eq!(needs_no_escape(&text), first == text.len(), "{text:?}");
+                    }
+                }
+            }
+        }
+        // Every byte value, alone and at each place of a word.
+        for b in 0..=0x7fu8 {
+            for at in 0..9 {
+                let mut text = "x".repeat(at);
+                text.push(char::from(b));
+                let mut out = alloc::vec::Vec::new();
+                write_str(&mut out, &text);
+                assert_eq!(out, serde_json::to_vec(&text).unwrap(), "{text:?}");
             }
         }
     }

@@ -286,7 +286,7 @@ impl<'a> ObjectWriter<'a> {
 
     fn name(&mut self, name: &str) {
         let comma = !core::mem::replace(&mut self.first, false);
-        if is_plain(name) {
+        if crate::json::needs_no_escape(name) {
             // A name is short: its pieces pushed into room reserved once.
             self.out.reserve(name.len() + 4);
             if comma {
@@ -401,7 +401,7 @@ fn write_value<T: serde::Serialize + ?Sized>(
 fn write_string(out: &mut alloc::vec::Vec<u8>, text: &str) {
     // Most names and many strings need no escape: copied as they are, without serde's
     // serializer around them.
-    if is_plain(text) {
+    if crate::json::needs_no_escape(text) {
         out.reserve(text.len() + 2);
         out.push(b'"');
         out.extend_from_slice(text.as_bytes());
@@ -410,25 +410,6 @@ fn write_string(out: &mut alloc::vec::Vec<u8>, text: &str) {
         // A string always serializes, and writing to a `Vec` does not fail.
         let _ = crate::json::write_json(out, text);
     }
-}
-
-/// True when `text` is written in a JSON string as it is: no control character, quote or
-/// backslash.
-#[inline]
-fn is_plain(text: &str) -> bool {
-    /// The bytes a JSON string escapes.
-    static ESCAPED: [bool; 256] = {
-        let mut table = [false; 256];
-        let mut b = 0;
-        while b < 0x20 {
-            table[b] = true;
-            b += 1;
-        }
-        table[b'"' as usize] = true;
-        table[b'\\' as usize] = true;
-        table
-    };
-    text.bytes().all(|b| !ESCAPED[b as usize])
 }
 
 /// The text given to [`RawValue::from_json`] was not one JSON value.
