@@ -123,7 +123,7 @@ pub(crate) fn drain_into(
     let mut sent = false;
     hook.drain(&mut |item| match item {
         Item::Notification(method, params) => {
-            let ok = endpoint.send_notification(method, Some(params)).is_ok();
+            let ok = endpoint.send_notification_framed(method, params).is_ok();
             sent |= ok;
             ok
         }

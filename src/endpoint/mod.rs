@@ -1387,6 +1387,29 @@ impl Endpoint {
         Ok(())
     }
 
+    /// [`send_notification`](Endpoint::send_notification) written where it is framed, the
+    /// params copied once (no body buffer between), when the method name needs no escape:
+    /// what a hook's notifications (the pub/sub hub's fan-out) take per subscriber. Kept
+    /// apart so that a client that only calls carries none of it.
+    pub(crate) fn send_notification_framed(
+        &mut self,
+        method: &str,
+        params: &RawValue,
+    ) -> Result<(), SendError> {
+        if !crate::json::needs_no_escape(method) {
+            return self.send_notification(method, Some(params));
+        }
+        let head = b"{\"jsonrpc\":\"2.0\",\"method\":\"";
+        let parts: [&[u8]; 5] = [
+            head,
+            method.as_bytes(),
+            b"\",\"params\":",
+            params.get().as_bytes(),
+            b"}",
+        ];
+        self.send_parts(&parts)
+    }
+
     /// [`send_notification`](Endpoint::send_notification) with params that `params`
     /// appends in place (one JSON value): a subscription's notice written around its item
     /// with no buffer between.
@@ -1409,7 +1432,6 @@ impl Endpoint {
     /// together from pieces written once, around an item), framed where it is written: no
     /// body buffer between, the parts copied once. Newline framing (which must look at
     /// every byte) goes through the body buffer as [`push_frame`](Self::push_frame) does.
-    #[cfg(feature = "subscriptions")]
     pub(crate) fn send_parts(&mut self, parts: &[&[u8]]) -> Result<(), SendError> {
         self.check_send()?;
         let framing = self
