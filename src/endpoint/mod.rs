@@ -2015,3 +2015,42 @@ impl Drop for BatchBuilder<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A notification written where it is framed is the notification `send_notification`
+    /// writes, byte for byte, in every framing and whether or not its method needs an
+    /// escape (params with a line break, which newline framing turns into a space).
+    #[test]
+    fn a_framed_notification_is_the_notification() {
+        let params = RawValue::from_json("{\"a\":\"x\\ny\",\"b\":\n[1]}").unwrap();
+        for framing in [
+            None,
+            Some(codec::Framing::ContentLength),
+            Some(codec::Framing::Newline),
+            Some(codec::Framing::Auto),
+        ] {
+            for method in ["rpc.notification", "say \"hi\"\n", ""] {
+                let written = |framed: bool| {
+                    let mut endpoint = Endpoint::new(Config {
+                        framing,
+                        ..Config::default()
+                    });
+                    let sent = match framed {
+                        true => endpoint.send_notification_framed(method, params),
+                        false => endpoint.send_notification(method, Some(params)),
+                    };
+                    assert!(sent.is_ok());
+                    let mut out = Vec::new();
+                    while endpoint.poll_transmit(&mut out).is_some() {}
+                    out
+                };
+                let expected = written(false);
+                assert!(!expected.is_empty());
+                assert_eq!(written(true), expected, "{framing:?} {method:?}");
+            }
+        }
+    }
+}
