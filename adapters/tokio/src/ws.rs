@@ -29,6 +29,7 @@ use sansrpc::codec::websocket::{
 };
 use sansrpc::Connection;
 use sansrpc::{Instant, Limits};
+use smallvec::SmallVec;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -369,36 +370,35 @@ where
         cx: &mut Context<'_>,
         conn: &mut Connection,
     ) -> Poll<io::Result<bool>> {
-        let mut heads = [([0u8; websocket::MAX_HEADER], 0usize, 0usize); DIRECT_FRAMES];
-        let (mut count, mut bytes) = (0, 0);
+        // Filled as far as used (one frame on most turns), not zeroed whole each turn.
+        let mut heads =
+            SmallVec::<[([u8; websocket::MAX_HEADER], usize, usize); DIRECT_FRAMES]>::new();
+        let mut bytes = 0;
         let written = {
             // One look at the connection's frames: headers here, payloads where they are.
-            let mut messages: [&[u8]; DIRECT_FRAMES] = [&[]; DIRECT_FRAMES];
+            let mut messages = SmallVec::<[&[u8]; DIRECT_FRAMES]>::new();
             for message in conn.peek_messages() {
-                if count == DIRECT_FRAMES || bytes >= CHUNK {
+                if messages.len() == DIRECT_FRAMES || bytes >= CHUNK {
                     break;
                 }
-                let (head, n, len) = &mut heads[count];
-                *n = websocket::write_header(Opcode::Text, message.len(), None, head);
-                *len = message.len();
-                bytes += *n + *len;
-                messages[count] = message;
-                count += 1;
+                let mut head = [0u8; websocket::MAX_HEADER];
+                let n = websocket::write_header(Opcode::Text, message.len(), None, &mut head);
+                heads.push((head, n, message.len()));
+                bytes += n + message.len();
+                messages.push(message);
             }
-            if count == 0 {
+            if messages.is_empty() {
                 return Poll::Ready(Ok(false));
             }
-            let mut slices = [IoSlice::new(&[]); 2 * DIRECT_FRAMES];
-            for (i, message) in messages[..count].iter().enumerate() {
-                let (head, n, _) = &heads[i];
-                slices[2 * i] = IoSlice::new(&head[..*n]);
-                slices[2 * i + 1] = IoSlice::new(message);
+            let mut slices = SmallVec::<[IoSlice<'_>; 2 * DIRECT_FRAMES]>::new();
+            for ((head, n, _), message) in heads.iter().zip(&messages) {
+                slices.push(IoSlice::new(&head[..*n]));
+                slices.push(IoSlice::new(message));
             }
-            let slices = &slices[..2 * count];
             ready!(crate::wire::poll_write_vectored(
                 &mut self.stream,
                 cx,
-                slices
+                &slices
             ))?
         };
         if written == 0 {
@@ -407,7 +407,7 @@ where
         self.output.wrote();
         let mut left = written;
         let mut whole = 0;
-        for (head, n, len) in &heads[..count] {
+        for (head, n, len) in &heads {
             if left >= n + len {
                 left -= n + len;
                 whole += len;
