@@ -717,23 +717,8 @@ pub async fn serve_with(
 /// serves it: its `Origin` rule, keep-alive), any other is served as [`serve_with`]
 /// serves it (one message per POST; no subscriptions). Both run with `builder`'s router,
 /// under one connection limit and one shutdown; the first request head is due within the
-/// HTTP head limit.
-///
-/// With the default [`ServeOptions`]; [`serve_upgrading_with`] takes them.
-///
-/// [`ws::serve_with`]: crate::ws::serve_with
-#[cfg(feature = "ws")]
-pub async fn serve_upgrading(
-    listener: tokio::net::TcpListener,
-    builder: Builder,
-    shutdown: impl Future<Output = ()>,
-    grace: Duration,
-) -> io::Result<()> {
-    serve_upgrading_with(listener, builder, ServeOptions::default(), shutdown, grace).await
-}
-
-/// [`serve_upgrading`] with its [`ServeOptions`]: the connection limit and the HTTP rules
-/// of [`serve_with`], the `Origin` allow-list and keep-alive of [`ws::serve_with`].
+/// HTTP head limit. `options` as both take them (`_with`, as every `serve*_with`: the
+/// [`ServeOptions`]).
 ///
 /// [`ws::serve_with`]: crate::ws::serve_with
 #[cfg(feature = "ws")]
