@@ -600,8 +600,8 @@ pub(crate) fn write_str(out: &mut alloc::vec::Vec<u8>, s: &str) {
 }
 
 /// Appends the escaped contents of `s`, without quotes, as serde_json escapes them: the
-/// runs that need no escape copied whole (found a word at a time), `"`, `\\` and the
-/// control bytes escaped.
+/// runs that need no escape copied whole (found a word at a time), the quote, the backslash
+/// and the control bytes escaped.
 pub(crate) fn write_str_body(out: &mut alloc::vec::Vec<u8>, s: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = s.as_bytes();

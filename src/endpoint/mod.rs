@@ -1389,8 +1389,7 @@ impl Endpoint {
 
     /// [`send_notification`](Endpoint::send_notification) written where it is framed, the
     /// params copied once (no body buffer between), when the method name needs no escape:
-    /// what a hook's notifications (the pub/sub hub's fan-out) take per subscriber. Kept
-    /// apart so that a client that only calls carries none of it.
+    /// what a hook's notifications (the pub/sub hub's fan-out) take per subscriber.
     pub(crate) fn send_notification_framed(
         &mut self,
         method: &str,
