@@ -46,18 +46,24 @@ impl StrTok {
 const ONES: u64 = u64::MAX / 255;
 const HIGHS: u64 = ONES << 7;
 
-/// The bytes of `x` (eight bytes of a string, the first lowest) that need attention: a
-/// quote, a backslash, a control byte or a byte from 0x80, each with its high bit set. Only
-/// the lowest flag is exact (a borrow may flag a byte after it).
+/// The bytes of `x` (eight bytes of a string, the first lowest) that a JSON string
+/// escapes: a quote, a backslash or a control byte, each with its high bit set. Only the
+/// lowest flag is exact (a borrow may flag a byte after it).
 #[inline(always)]
-fn specials(x: u64) -> u64 {
-    let ctrl = x.wrapping_sub(ONES * 0x20);
+fn escaped(x: u64) -> u64 {
+    let ctrl = x.wrapping_sub(ONES * 0x20) & !x;
     let q = x ^ (ONES * b'"' as u64);
     let quote = q.wrapping_sub(ONES) & !q;
     let s = x ^ (ONES * b'\\' as u64);
     let slash = s.wrapping_sub(ONES) & !s;
-    // `ctrl` and the high bit of `x` together flag bytes < 0x20 and >= 0x80.
-    (ctrl | x | quote | slash) & HIGHS
+    (ctrl | quote | slash) & HIGHS
+}
+
+/// The bytes of `x` that need attention when a string is read: those [`escaped`] flags and
+/// the bytes from 0x80, each with its high bit set. Only the lowest flag is exact.
+#[inline(always)]
+fn specials(x: u64) -> u64 {
+    escaped(x) | (x & HIGHS)
 }
 
 /// Is `b` a byte that ends the fast path inside a string (quote, backslash, control, non-ASCII)?
@@ -634,29 +640,16 @@ pub(crate) fn write_str_body(out: &mut alloc::vec::Vec<u8>, s: &str) {
 }
 
 /// How many bytes at the start of `bytes` a JSON string holds as they are (no control
-/// byte, quote or backslash), read eight at a time.
+/// byte, quote or backslash), read eight at a time ([`escaped`]).
 #[inline]
 pub(crate) fn plain_prefix(bytes: &[u8]) -> usize {
-    const ONES: u64 = u64::from_ne_bytes([1; 8]);
-    const HIGH: u64 = ONES << 7;
-    // Whether a byte of `word` is below 0x20, a quote or a backslash: the high bit a byte
-    // keeps after a subtraction that crosses zero in it, and that it did not have before.
-    // Exact as a yes or no (a borrow only marks bytes above one that is found).
-    let escapes = |word: u64| {
-        let quote = word ^ (ONES * u64::from(b'"'));
-        let backslash = word ^ (ONES * u64::from(b'\\'));
-        let found = (word.wrapping_sub(ONES * 0x20) & !word)
-            | (quote.wrapping_sub(ONES) & !quote)
-            | (backslash.wrapping_sub(ONES) & !backslash);
-        found & HIGH != 0
-    };
     let mut plain = 0;
     for chunk in bytes.chunks_exact(8) {
-        let word = u64::from_ne_bytes([
-            chunk[0], chunk[1], chunk[2], chunk[3], chunk[4], chunk[5], chunk[6], chunk[7],
-        ]);
-        if escapes(word) {
-            break;
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let mask = escaped(u64::from_le_bytes(word));
+        if mask != 0 {
+            return plain + (mask.trailing_zeros() / 8) as usize;
         }
         plain += 8;
     }
