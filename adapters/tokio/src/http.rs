@@ -156,6 +156,8 @@ struct HttpServer<S> {
     shut: bool,
     /// The peer closed its side (a read found the end): the close has nothing to read.
     peer_closed: bool,
+    /// A write of the answer under way found the socket full.
+    write_blocked: bool,
 }
 
 /// The `Date` header's value, and what is made from it: made once a second.
@@ -233,6 +235,7 @@ where
             stray: Vec::new(),
             shut: false,
             peer_closed: false,
+            write_blocked: false,
             serving,
         }
     }
@@ -459,8 +462,11 @@ where
             After::Next => {
                 self.phase = Phase::Head;
                 self.idle_since = self.clock(None);
-                if self.requests.read_ahead() > 0 {
-                    // A pipelined request waits in the buffer: read it.
+                // A pipelined request waits in the buffer: read it. Or the answer took
+                // more than one turn to write: its last bytes were this buffer's, which
+                // the driver does not count as the connection's output going out, so it
+                // would not offer the input it left unread again.
+                if self.requests.read_ahead() > 0 || std::mem::take(&mut self.write_blocked) {
                     cx.waker().wake_by_ref();
                 }
             }
@@ -519,7 +525,12 @@ where
         self.now = now;
         loop {
             let part = match self.phase {
-                Phase::Await | Phase::Write(_) => return Poll::Pending,
+                // One exchange at a time: what the peer sends next waits until the answer
+                // is written. Not `Pending`, which would promise a wake when input comes
+                // (no read is pending to give one: the last read may have taken the body's
+                // last byte): input left unread, which the driver offers again once a
+                // write has gone out (the answer's last byte among them).
+                Phase::Await | Phase::Write(_) => return Poll::Ready(Ok(Received::Stalled)),
                 Phase::Ended => return Poll::Ready(Ok(self.end(conn, now))),
                 Phase::Offer { used, len } => {
                     if conn.handle_message(self.requests.body(len), now).is_err() {
@@ -586,7 +597,14 @@ where
         }
         loop {
             if self.output.pending() {
-                ready!(self.output.poll_write_out(&mut self.stream, cx))?;
+                if self
+                    .output
+                    .poll_write_out(&mut self.stream, cx)?
+                    .is_pending()
+                {
+                    self.write_blocked = true;
+                    return Poll::Pending;
+                }
                 continue;
             }
             if let Phase::Write(after) = self.phase {

@@ -368,7 +368,9 @@ async fn a_handler_past_its_time_goes_unanswered_and_its_connection_closes() {
         router
             .method::<Stall, _, _>(|()| futures::future::pending())
             .unwrap();
-        let builder = Builder::new().router(router);
+        let mut config = Config::default();
+        config.limits.max_frame_bytes = 32 << 20;
+        let builder = Builder::new().config(config).router(router);
         let (stop, stopped) = oneshot::channel::<()>();
         let shutdown = async move {
             let _ = stopped.await;
@@ -634,7 +636,9 @@ async fn shutdown_answers_what_runs_refuses_what_is_arriving_and_closes_the_rest
             let _ = stopped.await;
         };
         let grace = Duration::from_secs(10);
-        let builder = Builder::new().router(router);
+        let mut config = Config::default();
+        config.limits.max_frame_bytes = 32 << 20;
+        let builder = Builder::new().config(config).router(router);
         let task = tokio::spawn(http::serve(listener, builder, shutdown, grace));
 
         // Running: its handler has started.
@@ -996,6 +1000,137 @@ async fn an_answer_over_the_clients_frame_limit_fails_its_call() {
                 _ => assert_eq!(answer.unwrap_err().to_string(), unanswered.to_string(), "{method}"),
             }
         }
+    })
+    .await;
+}
+
+/// A server of `router` over HTTP with frames up to 32 MiB; stop it with the sender.
+async fn serve_router(
+    router: sansrpc_tokio::AsyncRouter,
+) -> (
+    SocketAddr,
+    oneshot::Sender<()>,
+    JoinHandle<std::io::Result<()>>,
+) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let mut config = Config::default();
+    config.limits.max_frame_bytes = 32 << 20;
+    let builder = Builder::new().config(config).router(router);
+    let shutdown = async move {
+        let _ = stopped.await;
+    };
+    let grace = Duration::from_secs(1);
+    (
+        addr,
+        stop,
+        tokio::spawn(http::serve(listener, builder, shutdown, grace)),
+    )
+}
+
+/// The result of an answer, its id checked.
+fn result_of(answer: &[u8], id: u64) -> serde_json::Value {
+    let v: serde_json::Value = serde_json::from_slice(answer).unwrap();
+    assert_eq!(v["id"], id);
+    v["result"].clone()
+}
+
+/// An 8 MiB answer (more than loopback's socket buffers hold, so it takes more than one
+/// write) arrives whole and in order, and the connection then answers the next request
+/// at once (it waited for the server's timer: the server did not read again after a write
+/// that took more than one turn).
+#[tokio::test]
+async fn an_answer_larger_than_the_socket_takes_at_once_arrives_whole() {
+    within(LIMIT, async {
+        let mut router = sansrpc_tokio::AsyncRouter::new();
+        router
+            .sync()
+            .raw_method("echo", |params, out| {
+                out.extend_from_slice(params.map_or("null", |p| p.get()).as_bytes());
+                Ok(())
+            })
+            .unwrap();
+        let (addr, stop, task) = serve_router(router).await;
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        // Distinct bytes along the string, so that a piece out of place shows.
+        let text: String = (0..8 << 20)
+            .map(|i| char::from(b'a' + (i % 23) as u8))
+            .collect();
+        let body = format!(r#"{{"jsonrpc":"2.0","id":7,"method":"echo","params":["{text}"]}}"#);
+        stream.write_all(post_head(&body).as_bytes()).await.unwrap();
+        // Read by its length (`read_response` looks at all it has after each read).
+        let mut head = Vec::new();
+        while !head.ends_with(b"\r\n\r\n") {
+            head.push(stream.read_u8().await.unwrap());
+        }
+        let headers = String::from_utf8(head).unwrap().to_ascii_lowercase();
+        assert!(headers.starts_with("http/1.1 200"), "{headers}");
+        assert!(
+            headers.contains("content-type: application/json"),
+            "{headers}"
+        );
+        let length: usize = headers
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .map(|n| n.trim().parse().unwrap())
+            .unwrap();
+        let mut answer = vec![0; length];
+        stream.read_exact(&mut answer).await.unwrap();
+        let echoed = result_of(&answer, 7);
+        // Compared without printing 8 MiB when they differ.
+        let echoed = echoed[0].as_str().unwrap_or_default();
+        assert!(
+            echoed == text,
+            "{} bytes echoed of {}",
+            echoed.len(),
+            text.len()
+        );
+        let small = r#"{"jsonrpc":"2.0","id":8,"method":"echo","params":[1]}"#;
+        stream.write_all(post_head(small).as_bytes()).await.unwrap();
+        let mut received = Vec::new();
+        let (status, _, answer) = read_response(&mut stream, &mut received).await;
+        assert_eq!(status, 200);
+        assert_eq!(result_of(answer.as_bytes(), 8), serde_json::json!([1]));
+        assert!(received.is_empty(), "nothing after the answers");
+        let _ = stop.send(());
+        task.await.unwrap().unwrap();
+    })
+    .await;
+}
+
+/// An answer a handler gives later (not at its first poll) lets the connection's next
+/// request in at once: the server waited for its timer (the head limit) before reading
+/// again, its last read having taken the request's last byte.
+#[tokio::test]
+async fn after_an_answer_given_later_the_next_request_is_read_at_once() {
+    within(LIMIT, async {
+        let mut router = sansrpc_tokio::AsyncRouter::new();
+        router
+            .raw_method("later", |params| async move {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                Ok(params.expect("params are given"))
+            })
+            .unwrap();
+        let (addr, stop, task) = serve_router(router).await;
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let mut received = Vec::new();
+        let started = Instant::now();
+        for id in 0..5u64 {
+            let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"later","params":[{id}]}}"#);
+            stream.write_all(post_head(&body).as_bytes()).await.unwrap();
+            let (status, _, answer) = read_response(&mut stream, &mut received).await;
+            assert_eq!(status, 200);
+            assert_eq!(result_of(answer.as_bytes(), id), serde_json::json!([id]));
+        }
+        // Five answers 20 ms each, where one wait for the timer took the head limit (20 s).
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        let _ = stop.send(());
+        task.await.unwrap().unwrap();
     })
     .await;
 }
