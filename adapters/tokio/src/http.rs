@@ -360,6 +360,79 @@ where
         });
     }
 
+    /// Writes the answer to the body handed in straight from the connection's output when
+    /// it is a plain one (`200`, JSON, kept alive, HTTP/1.1, no CORS), the connection has
+    /// it and the socket takes vectored writes: one write of the head made once a second
+    /// (the date's), the length and the body, with nothing copied; what the socket does
+    /// not take is copied into the write buffer and goes out as any answer does. True when
+    /// the answer is taken so; false when [`take_answer`](Self::take_answer) is to take it
+    /// (the socket was not ready either: it copies the answer and waits for it).
+    fn write_plain_answer(
+        &mut self,
+        conn: &mut Connection,
+        cx: &mut Context<'_>,
+    ) -> io::Result<bool> {
+        let plain = self.phase == Phase::Await
+            && self.keep_alive
+            && !self.http10
+            && self.serving.cors.is_none()
+            && self.stream.is_write_vectored();
+        if !plain {
+            return Ok(false);
+        }
+        let Some(body) = conn.peek_messages().next() else {
+            return Ok(false);
+        };
+        let len = body.len();
+        let mut digits = itoa::Buffer::new();
+        let mut length = [0u8; 48];
+        let length = {
+            let mut at = 0;
+            for part in [
+                b"content-length: ".as_slice(),
+                digits.format(len).as_bytes(),
+                b"\r\n\r\n",
+            ] {
+                length[at..at + part.len()].copy_from_slice(part);
+                at += part.len();
+            }
+            &length[..at]
+        };
+        let at = self.clock(None);
+        let mut sent = Poll::Pending;
+        let output = &mut self.output;
+        let stream = &mut self.stream;
+        with_date(at, |date| {
+            let parts = [date.ok.as_slice(), length, body];
+            let bufs = parts.map(io::IoSlice::new);
+            sent = crate::wire::poll_write_vectored(stream, cx, &bufs);
+            match sent {
+                Poll::Ready(Ok(n)) if n < parts.iter().map(|p| p.len()).sum() => {
+                    // What the socket did not take goes out from the write buffer.
+                    output.buf.clear();
+                    output.written = 0;
+                    let mut n = n;
+                    for part in parts {
+                        let skip = n.min(part.len());
+                        output.buf.extend_from_slice(&part[skip..]);
+                        n -= skip;
+                    }
+                }
+                _ => {}
+            }
+        });
+        match sent {
+            Poll::Pending => Ok(false),
+            Poll::Ready(Err(e)) => Err(e),
+            Poll::Ready(Ok(_)) => {
+                self.output.wrote();
+                conn.consume_transmit(len);
+                self.phase = Phase::Write(After::Next);
+                Ok(true)
+            }
+        }
+    }
+
     /// Takes the answer to the body handed in, when the connection has it: true when an
     /// answer is now in the write buffer.
     fn take_answer(&mut self, conn: &mut Connection) -> bool {
@@ -611,6 +684,9 @@ where
                 ready!(self.answered(after, cx))?;
             }
             self.output.reset_keeping(HEAD_ROOM);
+            if self.write_plain_answer(conn, cx)? {
+                continue;
+            }
             if !self.take_answer(conn) {
                 return self.output.poll_flushed(&mut self.stream, cx);
             }

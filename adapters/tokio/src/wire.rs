@@ -176,7 +176,6 @@ impl Output {
 
     /// Bytes were written to the stream past this buffer (straight from the connection's):
     /// they are flushed with the next [`poll_flushed`](Output::poll_flushed).
-    #[cfg(feature = "ws")]
     pub(crate) fn wrote(&mut self) {
         self.unflushed = true;
     }
@@ -201,7 +200,7 @@ impl Output {
 /// which goes through the kernel's file layer first (about a tenth more of the kernel's
 /// time per small write to a subscriber, measured with perf on loopback, 1,000 WebSocket
 /// subscribers). Any other stream writes as it writes.
-#[cfg(feature = "ws")]
+#[cfg(any(feature = "ws", feature = "http"))]
 pub(crate) fn poll_write_vectored<S>(
     stream: &mut S,
     cx: &mut Context<'_>,
@@ -219,7 +218,10 @@ where
 
 /// The TCP socket under `stream` when it is one with nothing between (the type is known
 /// when the stream's generic code is made: no cost at run time).
-#[cfg(all(feature = "ws", any(target_os = "linux", target_os = "android")))]
+#[cfg(all(
+    any(feature = "ws", feature = "http"),
+    any(target_os = "linux", target_os = "android")
+))]
 fn plain_tcp<S: 'static>(stream: &mut S) -> Option<&tokio::net::TcpStream> {
     let stream: &dyn std::any::Any = stream;
     if let Some(tcp) = stream.downcast_ref::<tokio::net::TcpStream>() {
@@ -236,7 +238,10 @@ fn plain_tcp<S: 'static>(stream: &mut S) -> Option<&tokio::net::TcpStream> {
 
 /// `sendmsg` of `bufs` once `tcp` is writable, with `MSG_NOSIGNAL` (a peer gone is an
 /// error, not a signal), as std's `send` does.
-#[cfg(all(feature = "ws", any(target_os = "linux", target_os = "android")))]
+#[cfg(all(
+    any(feature = "ws", feature = "http"),
+    any(target_os = "linux", target_os = "android")
+))]
 fn poll_send_vectored(
     tcp: &tokio::net::TcpStream,
     cx: &mut Context<'_>,

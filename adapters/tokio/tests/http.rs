@@ -1036,10 +1036,12 @@ fn result_of(answer: &[u8], id: u64) -> serde_json::Value {
     v["result"].clone()
 }
 
-/// An 8 MiB answer (more than loopback's socket buffers hold, so it takes more than one
-/// write) arrives whole and in order, and the connection then answers the next request
-/// at once (it waited for the server's timer: the server did not read again after a write
-/// that took more than one turn).
+/// A plain answer goes out in one vectored write from the connection's output, and what
+/// the socket does not take is written from the server's buffer: an 8 MiB answer (more
+/// than loopback's socket buffers hold, so the first write is always partial) arrives
+/// whole and in order, and the connection then answers the next request at once (it
+/// waited for the server's timer once: the server did not read again after a write that
+/// took more than one turn).
 #[tokio::test]
 async fn an_answer_larger_than_the_socket_takes_at_once_arrives_whole() {
     within(LIMIT, async {
