@@ -172,7 +172,29 @@ impl ChildTransport {
     }
 }
 
+/// Every hook of the child's stream, forwarded: its read budget starts again each turn
+/// (`start_turn`), and it wakes the task on input (`wakes_on_input`).
 impl Transport for ChildTransport {
+    fn is_message_based(&self) -> bool {
+        self.stream.is_message_based()
+    }
+
+    fn wakes_on_input(&self) -> bool {
+        self.stream.wakes_on_input()
+    }
+
+    fn can_push(&self) -> bool {
+        self.stream.can_push()
+    }
+
+    fn start_turn(&mut self) {
+        self.stream.start_turn();
+    }
+
+    fn woken(&mut self) {
+        self.stream.woken();
+    }
+
     fn poll_receive(
         &mut self,
         cx: &mut Context<'_>,

@@ -239,6 +239,44 @@ async fn a_killed_child_process_is_respawned() {
     .await;
 }
 
+/// A child process's connection reads on past the driver's budget of one turn (256 KiB):
+/// each turn starts its count again. (It did not: the transport kept its first turn's
+/// count, and after 256 KiB from the child the driver spun without reading.)
+#[tokio::test]
+async fn a_child_process_connection_reads_past_one_turns_budget() {
+    within(LIMIT, async {
+        let connector = || {
+            let mut command =
+                tokio::process::Command::new(env!("CARGO_BIN_EXE_sansrpc-tokio-calculator"));
+            std::future::ready(reconnect::ChildTransport::spawn(&mut command))
+        };
+        let conn = reconnect::spawn(Builder::new(), patient(PendingPolicy::Fail), connector);
+        let client = conn.client;
+        client.wait_open().await.unwrap();
+        // About 60 bytes an answer with its Content-Length head: 600 KiB in all.
+        for round in 0..50 {
+            let calls = (0..200).map(|i| {
+                let pair = Pair {
+                    a: f64::from(round * 200 + i),
+                    b: 1.0,
+                };
+                let client = &client;
+                async move { client.call::<Add>(&pair).await }
+            });
+            for (i, sum) in futures::future::join_all(calls)
+                .await
+                .into_iter()
+                .enumerate()
+            {
+                assert_eq!(sum.unwrap(), f64::from(round * 200 + i as u32) + 1.0);
+            }
+        }
+        client.close().await;
+        conn.task.await.unwrap().unwrap();
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn gives_up_after_max_attempts_with_a_typed_error() {
     within(LIMIT, async {
