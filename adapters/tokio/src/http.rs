@@ -944,7 +944,9 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Rewind<S> {
     }
 }
 
-/// A connection of [`serve_upgrading_with`]: HTTP or WebSocket.
+/// A connection of [`serve_upgrading_with`]: HTTP or WebSocket, every hook of the
+/// transport passed on to the one it is (a WebSocket's keep-alive timer is looked at
+/// when the driver's wake says it may be due: `woken`).
 #[cfg(feature = "ws")]
 enum OnePort<S> {
     Http(HttpServer<S>),
@@ -962,6 +964,20 @@ where
 
     fn can_push(&self) -> bool {
         matches!(self, OnePort::Ws(_))
+    }
+
+    fn wakes_on_input(&self) -> bool {
+        match self {
+            OnePort::Http(t) => t.wakes_on_input(),
+            OnePort::Ws(t) => t.wakes_on_input(),
+        }
+    }
+
+    fn woken(&mut self) {
+        match self {
+            OnePort::Http(t) => t.woken(),
+            OnePort::Ws(t) => t.woken(),
+        }
     }
 
     fn poll_receive(

@@ -51,6 +51,21 @@ async fn a_websocket_client_drops_a_server_that_never_answers_pings() {
 
 #[tokio::test]
 async fn a_websocket_server_drops_a_raw_tcp_peer_that_never_answers_pings() {
+    pinged_then_dropped(false).await;
+}
+
+/// The same through the server of HTTP and WebSocket on one port: its WebSockets ping too.
+/// (They did not: the port's transport did not pass the driver's wakes on to the
+/// WebSocket, whose keep-alive timer was then never looked at again.)
+#[tokio::test]
+async fn a_websocket_upgraded_on_the_http_port_drops_a_peer_that_never_answers_pings() {
+    pinged_then_dropped(true).await;
+}
+
+/// A peer that completes the WebSocket handshake and never answers a ping is pinged and
+/// dropped within the keep-alive's interval and timeout, by `ws::serve_with` or (with
+/// `upgrading`) `http::serve_upgrading_with`.
+async fn pinged_then_dropped(upgrading: bool) {
     within(LIMIT, async {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -58,13 +73,13 @@ async fn a_websocket_server_drops_a_raw_tcp_peer_that_never_answers_pings() {
         let shutdown = std::future::pending::<()>();
         let mut options = sansrpc_tokio::ServeOptions::default();
         options.keepalive = Some(KEEPALIVE);
-        let server = tokio::spawn(ws::serve_with(
-            listener,
-            builder,
-            options,
-            shutdown,
-            Duration::ZERO,
-        ));
+        let grace = Duration::ZERO;
+        let server = match upgrading {
+            false => tokio::spawn(ws::serve_with(listener, builder, options, shutdown, grace)),
+            true => tokio::spawn(sansrpc_tokio::http::serve_upgrading_with(
+                listener, builder, options, shutdown, grace,
+            )),
+        };
         let mut peer = TcpStream::connect(addr).await.unwrap();
         let handshake = format!(
             "GET / HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
