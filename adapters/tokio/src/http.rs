@@ -4,11 +4,13 @@
 //! core's sans-I/O [`sansrpc::codec::http`] codec: one loop per connection, one connection
 //! machine for all of its exchanges. A body is handed to the machine where it lies in the
 //! read buffer (a chunked one joined in place), as one message (it classifies it: parse
-//! errors, batches, notifications), and the frame it sends back is the answer, written
-//! behind its head in the write buffer; `204` when the body held no request (notifications
-//! only: answered once their handlers are dispatched, not when they finish). HTTP/1.1
-//! answers one request at a time per connection, so ids from different exchanges never
-//! meet; a pipelined request waits in the read buffer for the answer before it. Nothing is
+//! errors, batches, notifications), and the frame it sends back is the answer: a plain one
+//! (`200`, kept alive, no CORS) written with its head in one vectored write straight from
+//! the connection's output, any other behind its head in the write buffer; `204` when the
+//! body held no request (notifications only: answered once their handlers are dispatched,
+//! not when they finish). HTTP/1.1 answers one request at a time per connection, so ids
+//! from different exchanges never meet; a pipelined request waits in the read buffer for
+//! the answer before it. Nothing is
 //! built or timed per request: the head, body and handler time limits share one timer per
 //! connection, moved only when it fires (or when a limit would end sooner than it is set),
 //! and the write-stall limit is the machine's.
