@@ -20,21 +20,26 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-/// The calculator served over HTTP with `config`; stop it with the sender.
-async fn server(
-    config: Config,
-) -> (
+/// A running server: its address, the sender that stops it, its task.
+type Serving = (
     SocketAddr,
     oneshot::Sender<()>,
     JoinHandle<std::io::Result<()>>,
-) {
+);
+
+/// The calculator served over HTTP with `config`; stop it with the sender.
+async fn server(config: Config) -> Serving {
+    serve_builder(Builder::new().config(config).router(calculator())).await
+}
+
+/// `builder` served over HTTP; stop it with the sender.
+async fn serve_builder(builder: Builder) -> Serving {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
     let shutdown = async move {
         let _ = stopped.await;
     };
-    let builder = Builder::new().config(config).router(calculator());
     let grace = Duration::from_secs(1);
     (
         addr,
@@ -1005,28 +1010,10 @@ async fn an_answer_over_the_clients_frame_limit_fails_its_call() {
 }
 
 /// A server of `router` over HTTP with frames up to 32 MiB; stop it with the sender.
-async fn serve_router(
-    router: sansrpc_tokio::AsyncRouter,
-) -> (
-    SocketAddr,
-    oneshot::Sender<()>,
-    JoinHandle<std::io::Result<()>>,
-) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (stop, stopped) = oneshot::channel::<()>();
+async fn serve_router(router: sansrpc_tokio::AsyncRouter) -> Serving {
     let mut config = Config::default();
     config.limits.max_frame_bytes = 32 << 20;
-    let builder = Builder::new().config(config).router(router);
-    let shutdown = async move {
-        let _ = stopped.await;
-    };
-    let grace = Duration::from_secs(1);
-    (
-        addr,
-        stop,
-        tokio::spawn(http::serve(listener, builder, shutdown, grace)),
-    )
+    serve_builder(Builder::new().config(config).router(router)).await
 }
 
 /// The result of an answer, its id checked.
