@@ -234,6 +234,10 @@ impl Endpoint {
         store: Box<dyn EventStore>,
     ) -> Self {
         let card_json = serde_json::to_vec(&card).expect("a card serializes");
+        // On a durable store, new streams are numbered above what it holds from before a
+        // restart: a stream number never names another run's events (a new stream's
+        // replay would otherwise give the old stream's later events, of another task).
+        let next = store.last_stream();
         Endpoint {
             tasks: TaskMachine::new(config.tasks.clone(), ids),
             push: push::Configs::new(config.push.clone()),
@@ -245,7 +249,7 @@ impl Endpoint {
             by_stream: BTreeMap::new(),
             by_waiter: BTreeMap::new(),
             sse_streams: 0,
-            next: 0,
+            next,
             store,
             timers: Timers::new(),
             store_armed: false,
@@ -281,6 +285,15 @@ impl Endpoint {
     /// HTTP streams open (SSE streams, kept ones included, and waiting answers).
     pub fn streams(&self) -> usize {
         self.streams.len()
+    }
+
+    /// Makes the events the store took since the last call durable (a durable store
+    /// commits them; the in-memory one has nothing to do). A driver calls it once per
+    /// turn, after handing the machine its input and before waking the writers of the
+    /// streams it made ready, so a store commits once per turn rather than once per
+    /// event, and nothing reaches a client that a crash could take back.
+    pub fn flush_store(&mut self) {
+        self.store.flush();
     }
 
     fn fresh(&mut self) -> u64 {

@@ -390,6 +390,8 @@ impl State {
                 }
             }
         }
+        // Durable before any of it reaches a client.
+        shared.server.flush_store();
         while let Some(stream) = shared.server.poll_ready() {
             shared.writers.wake(stream);
         }

@@ -186,3 +186,107 @@ fn the_store_forgets_the_oldest_finished_tasks_past_its_bound() {
     assert_eq!(kept, ["newest", "running"]);
     assert_eq!(store.load("running").unwrap().unwrap().0, 2);
 }
+
+/// An A2A server's SSE events kept in a `RedbEventStore`: after a restart on the same
+/// file new streams are numbered above the old ones, so resuming a new stream replays its
+/// own events only. (The numbers started again at 1, and a new stream's
+/// replay gave the old stream of that number's later events: another task's.)
+#[test]
+fn a2a_streams_after_a_restart_never_replay_another_runs_events() {
+    use std::time::Duration;
+
+    use sansrpc::codec::http::{BodyStep, Head};
+    use sansrpc::Instant;
+    use sansrpc_a2a::http::{Authorized, Endpoint, Event, Now, Verdict};
+    use sansrpc_a2a::machine::{SeededIds, Update};
+    use sansrpc_a2a::types::{AgentCapabilities, Timestamp};
+    use sansrpc_store_redb::RedbEventStore;
+
+    let at = |ms: u64| Now {
+        instant: Instant::ZERO + Duration::from_millis(ms),
+        utc: Timestamp::from_unix_millis(1_700_000_000_000 + ms as i64).unwrap(),
+    };
+    let head = |last: Option<String>| {
+        let mut fields = vec![("a2a-version".to_owned(), "1.0".to_owned())];
+        fields.extend(last.map(|id| ("last-event-id".to_owned(), id)));
+        let fields = fields.iter().map(|(n, v)| (n.as_str(), v.as_bytes()));
+        Head::from_checked_parts("POST", "/a2a", fields, true).unwrap()
+    };
+    let call = |server: &mut Endpoint, method: &str, params: serde_json::Value, last, now| {
+        let body =
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let body = serde_json::to_vec(&body).unwrap();
+        match server.handle_request(&head(last), &body, Authorized::NotRequired, now) {
+            Verdict::Stream(s) => s,
+            other => panic!("{other:?}"),
+        }
+    };
+    let stream_of = |server: &mut Endpoint, text: &str, now| {
+        let message = serde_json::json!({"message": {"messageId": text, "role": "ROLE_USER", "parts": [{"text": text}]}});
+        let s = call(server, "SendStreamingMessage", message, None, now);
+        let run = std::iter::from_fn(|| server.poll_event())
+            .find_map(|e| match e {
+                Event::Run(run) => Some(run.id),
+                _ => None,
+            })
+            .unwrap();
+        (s, run)
+    };
+    let drain = |server: &mut Endpoint, s| {
+        let mut out = Vec::new();
+        let step = server.poll_stream(s, &mut out);
+        assert!(!matches!(step, BodyStep::End), "the stream goes on");
+        String::from_utf8(out).unwrap()
+    };
+    let server = |path: &std::path::Path| {
+        let store = RedbEventStore::open(path, 1 << 20, Duration::from_secs(600)).unwrap();
+        let mut card = sansrpc_a2a::echo::agent_card("http://127.0.0.1:3000/a2a");
+        card.capabilities = AgentCapabilities {
+            streaming: Some(true),
+            ..Default::default()
+        };
+        let mut config = sansrpc_a2a::http::Config::default();
+        config.detached = Duration::from_secs(60);
+        Endpoint::with_store(config, card, SeededIds::new(7), Box::new(store))
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("events.redb");
+
+    // The first run: a stream with five events, the last four while nobody reads.
+    let mut first = server(&path);
+    let (old, run) = stream_of(&mut first, "old", at(0));
+    drain(&mut first, old);
+    first.handle_stream_closed(old, at(1));
+    for ms in 2..6 {
+        first
+            .handle_update(at(ms), run, Update::status(TaskState::Working, None))
+            .unwrap();
+    }
+    first.flush_store();
+    drop(first);
+
+    // After the restart: a new task's stream, numbered above the old one.
+    let mut second = server(&path);
+    let (new, _) = stream_of(&mut second, "new", at(10_000));
+    assert!(new > old, "new stream {new}, old {old}");
+    let task = second.tasks().task_ids().next().unwrap().to_owned();
+    let first_events = drain(&mut second, new);
+    assert!(
+        first_events.contains(&format!("id: {new}.1")),
+        "{first_events}"
+    );
+    second.handle_stream_closed(new, at(10_001));
+    let resumed = call(
+        &mut second,
+        "SubscribeToTask",
+        serde_json::json!({"id": task}),
+        Some(format!("{new}.1")),
+        at(10_002),
+    );
+    assert_eq!(resumed, new);
+    let replayed = drain(&mut second, new);
+    assert!(
+        !replayed.contains(&format!("id: {new}.2")),
+        "another run's events replayed: {replayed}"
+    );
+}
