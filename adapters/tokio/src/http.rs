@@ -937,12 +937,34 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Rewind<S> {
         Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
     }
 
+    // Passed on: the HTTP answer and the WebSocket frames go out in one vectored write
+    // only on a stream that says it takes them.
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().stream).poll_flush(cx)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+    }
+}
+
+#[cfg(feature = "ws")]
+impl<S> Rewind<S> {
+    /// The stream under the bytes put back.
+    pub(crate) fn get_ref(&self) -> &S {
+        &self.stream
     }
 }
 

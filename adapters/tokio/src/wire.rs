@@ -233,6 +233,18 @@ fn plain_tcp<S: 'static>(stream: &mut S) -> Option<&tokio::net::TcpStream> {
     {
         return Some(tcp);
     }
+    // A connection of `http::serve_upgrading_with`: its head's bytes put back in front.
+    #[cfg(all(feature = "http", feature = "ws"))]
+    if let Some(rewind) = stream.downcast_ref::<crate::http::Rewind<tokio::net::TcpStream>>() {
+        return Some(rewind.get_ref());
+    }
+    #[cfg(all(feature = "http", feature = "ws", feature = "tls"))]
+    if let Some(crate::tls::ServerStream::Plain(tcp)) = stream
+        .downcast_ref::<crate::http::Rewind<crate::tls::ServerStream>>()
+        .map(crate::http::Rewind::get_ref)
+    {
+        return Some(tcp);
+    }
     None
 }
 
