@@ -4,7 +4,7 @@
 //! initializes a session, lists the server's tools, calls `add`, and ends the session
 //! (`DELETE`).
 //!
-//! Built as a `.wasm` (a `cdylib`) for wasm-bindgen's CLI, then shrunk with `wasm-opt -Oz`
+//! Built as a `.wasm` (a `cdylib`) for wasm-bindgen's CLI, then shrunk with `wasm-opt`
 //! (`scripts/wasm-page`, which CI runs with its size budget); `mcp_page.html` beside it is
 //! the page. The server's URL is the `data-url` of the element it writes into
 //! (`http://127.0.0.1:3000/mcp` without one). The browser test loads the optimized module

@@ -8,7 +8,7 @@
 //! builds it for `wasm32-unknown-unknown` (`--no-default-features --features wasm`) with
 //! cargo and runs it with `wasm-bindgen-test-runner`, which serves it on a page of its own
 //! and drives Chromium through chromedriver. The example page is built first as a user
-//! ships it, by `scripts/wasm-page` (release, wasm-bindgen, `wasm-opt -Oz`, its size
+//! ships it, by `scripts/wasm-page` (release, wasm-bindgen, `wasm-opt`, its size
 //! budget), and served over HTTP; a browser test loads the optimized module and waits for
 //! its lines. The tools and the page's build are `tests/support/browser.rs`, shared with
 //! sansrpc-wasm's `tests/chromium.rs`.

@@ -89,7 +89,7 @@ pub fn without_cargo_test_env(command: &mut Command) {
 }
 
 /// The example page `page` (`calculator_page`, `mcp_page`) built as a user ships it by
-/// `scripts/wasm-page` (release, wasm-bindgen, `wasm-opt -Oz`, its size budget) into
+/// `scripts/wasm-page` (release, wasm-bindgen, `wasm-opt`, its size budget) into
 /// `target/wasm-page-<page>`, and served over HTTP for the browser test; its URL.
 pub fn build_and_serve_page(page: &str, tools: &Tools) -> String {
     let target_dir = target_dir();

@@ -1,7 +1,7 @@
 //! The example page of `docs/browser.md`: calls the calculator (`sansrpc-tokio`'s
 //! `ws_server` example) and shows the Ethereum node's `newHeads` (`eth_node`) as they arrive.
 //!
-//! Built as a `.wasm` (a `cdylib`) for wasm-bindgen's CLI, then shrunk with `wasm-opt -Oz`
+//! Built as a `.wasm` (a `cdylib`) for wasm-bindgen's CLI, then shrunk with `wasm-opt`
 //! (`scripts/wasm-page`, which CI runs with its size budget); `calculator_page.html` beside
 //! it is the page. The servers' URLs are the `data-url` of the elements it writes into
 //! (`ws://127.0.0.1:7701` and `ws://127.0.0.1:8545` without one). The browser test loads the

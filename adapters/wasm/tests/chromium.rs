@@ -15,7 +15,7 @@
 //! from a site of its own does; one more lists another origin only, and refuses the page.
 //!
 //! The example page of `docs/browser.md` (`examples/calculator_page.rs`) is built first as a
-//! user ships it, by `scripts/wasm-page` (release, wasm-bindgen, `wasm-opt -Oz`, its size
+//! user ships it, by `scripts/wasm-page` (release, wasm-bindgen, `wasm-opt`, its size
 //! budget), and served here over HTTP (with `Access-Control-Allow-Origin`, the test page
 //! being of another port); a browser test loads the optimized module into its page and
 //! waits for its lines: the module wasm-opt wrote runs.
