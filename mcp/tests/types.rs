@@ -1758,6 +1758,12 @@ fn content_blocks_read_as_the_tagged_enum_did() {
     assert!(block(r#"{"type":"image","data":"x"}"#).starts_with("missing field `mimeType`"));
     assert!(block(r#"{"type":"text","text":1}"#).contains("invalid type: integer `1`"));
     assert!(block(r#"{"text":1,"type":"text"}"#).contains("invalid type: integer `1`"));
+    // A tag after other members: the object is read again with the tag first, and its error
+    // has the position in the sender's text only.
+    assert_eq!(
+        block(r#"{"text":1,"type":"text"}"#),
+        "invalid type: integer `1`, expected a string at line 1 column 24"
+    );
     assert!(
         block(r#"{"type":"text","text":"a","type":"text"}"#).starts_with("duplicate field `type`")
     );

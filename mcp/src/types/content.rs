@@ -37,7 +37,7 @@ impl<'de> Deserialize<'de> for ContentBlock {
         use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
         use serde::de::{MapAccess, SeqAccess, Visitor};
 
-        use super::serde_util::{AfterTag, VariantTag};
+        use super::serde_util::{read_reordered, AfterTag, Tagged, VariantTag};
 
         /// The variant `kind` (an index of [`CONTENT_BLOCK_TYPES`]) read from `rest`.
         fn variant<'de, D: serde::Deserializer<'de>>(
@@ -62,8 +62,10 @@ impl<'de> Deserialize<'de> for ContentBlock {
             }
 
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ContentBlock, A::Error> {
-                let (kind, rest) = AfterTag::read(map, "type", VariantTag(CONTENT_BLOCK_TYPES))?;
-                variant(kind, MapAccessDeserializer::new(rest))
+                match AfterTag::read(map, "type", VariantTag(CONTENT_BLOCK_TYPES))? {
+                    Tagged::First(kind, rest) => variant(kind, MapAccessDeserializer::new(rest)),
+                    Tagged::Reordered(text) => read_reordered(&text),
+                }
             }
 
             // serde's tagged enums also read an array: the tag, then the variant's fields.

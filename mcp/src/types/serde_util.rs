@@ -104,50 +104,93 @@ macro_rules! deserialize_with_extra {
 
 /// The members of an object read up to its tag member, then the rest of the object: what an
 /// internally tagged enum (`#[serde(tag = "...")]`) reads, without serde's `Content` buffer
-/// (which keeps every member and instantiates each variant's decoder once more for it). The
-/// members before the tag (none when the tag comes first, as every MCP SDK writes it) are kept
-/// as JSON values and given back first; a second tag member is refused ("duplicate field"),
-/// as serde refuses it.
+/// (which keeps every member and instantiates each variant's decoder once more for it). A
+/// second tag member is refused ("duplicate field"), as serde refuses it.
 pub(crate) struct AfterTag<A> {
-    before: std::vec::IntoIter<(String, serde_json::Value)>,
-    value: Option<serde_json::Value>,
     map: A,
     tag: &'static str,
 }
 
+/// What [`AfterTag::read`] found.
+pub(crate) enum Tagged<T, A> {
+    /// The tag came first (as every MCP SDK writes it): its value read with the seed, and
+    /// the rest of the object.
+    First(T, AfterTag<A>),
+    /// Members came before the tag: the whole object written again as JSON text with the
+    /// tag first, for the enum to read as it reads a tag that comes first. Its decoders are
+    /// then only ever instantiated for the deserializers the program reads with, not once
+    /// more for `serde_json::Value` (the members kept as values and given back first cost a
+    /// browser page's MCP client 11.7 KB of code: every variant's member types read from a
+    /// `Value` too).
+    Reordered(String),
+}
+
 impl<A> AfterTag<A> {
-    /// Reads `map` up to its member `tag` and that member's value with `seed`; an object
-    /// without it is refused ("missing field").
+    /// Reads `map` up to its member `tag`: when it is the first member, its value with
+    /// `seed`; else the object with the tag moved first ([`Tagged`]). An object without it
+    /// is refused ("missing field").
     pub(crate) fn read<'de, T>(
         mut map: A,
         tag: &'static str,
         seed: T,
-    ) -> Result<(T::Value, Self), A::Error>
+    ) -> Result<Tagged<T::Value, A>, A::Error>
     where
         A: serde::de::MapAccess<'de>,
         T: serde::de::DeserializeSeed<'de>,
     {
-        let mut before = Vec::new();
-        loop {
-            match map.next_key::<String>()? {
-                Some(key) if key == tag => {
-                    let value = map.next_value_seed(seed)?;
-                    let rest = AfterTag {
-                        before: before.into_iter(),
-                        value: None,
-                        map,
-                        tag,
-                    };
-                    return Ok((value, rest));
-                }
-                Some(key) => {
-                    let value = map.next_value()?;
-                    before.push((key, value));
-                }
-                None => return Err(serde::de::Error::missing_field(tag)),
+        use serde::de::Error;
+        use serde_json::Value;
+
+        let mut members = Vec::<(String, Value)>::new();
+        let mut tag_value = None;
+        while let Some(key) = map.next_key::<String>()? {
+            if key != tag {
+                members.push((key, map.next_value()?));
+            } else if tag_value.is_some() {
+                return Err(A::Error::duplicate_field(tag));
+            } else if members.is_empty() {
+                let value = map.next_value_seed(seed)?;
+                return Ok(Tagged::First(value, AfterTag { map, tag }));
+            } else {
+                tag_value = Some(map.next_value::<Value>()?);
             }
         }
+        let Some(tag_value) = tag_value else {
+            return Err(A::Error::missing_field(tag));
+        };
+        // Written member by member (a map would drop a member given twice, which the
+        // variant's decoder refuses).
+        let mut text = String::from("{");
+        let mut write = |key: &str, value: &Value| {
+            if text.len() > 1 {
+                text.push(',');
+            }
+            text.push_str(&Value::from(key).to_string());
+            text.push(':');
+            text.push_str(&value.to_string());
+        };
+        write(tag, &tag_value);
+        for (key, value) in &members {
+            write(key, value);
+        }
+        text.push('}');
+        Ok(Tagged::Reordered(text))
     }
+}
+
+/// `serde_json::from_str` of an object [`Tagged::Reordered`] wrote, its error given to the
+/// deserializer that read the original as `E` without the position in the text written
+/// (which is not the sender's; a deserializer of text adds its own).
+pub(crate) fn read_reordered<T, E>(text: &str) -> Result<T, E>
+where
+    T: serde::de::DeserializeOwned,
+    E: serde::de::Error,
+{
+    serde_json::from_str(text).map_err(|e| {
+        let message = e.to_string();
+        let at = format!(" at line {} column {}", e.line(), e.column());
+        E::custom(message.strip_suffix(at.as_str()).unwrap_or(&message))
+    })
 }
 
 impl<'de, A: serde::de::MapAccess<'de>> serde::de::MapAccess<'de> for AfterTag<A> {
@@ -158,16 +201,10 @@ impl<'de, A: serde::de::MapAccess<'de>> serde::de::MapAccess<'de> for AfterTag<A
         seed: K,
     ) -> Result<Option<K::Value>, A::Error> {
         use serde::de::{value::StringDeserializer, Error};
-        let key = match self.before.next() {
-            Some((key, value)) => {
-                self.value = Some(value);
-                key
-            }
-            None => match self.map.next_key::<String>()? {
-                Some(key) if key == self.tag => return Err(A::Error::duplicate_field(self.tag)),
-                Some(key) => key,
-                None => return Ok(None),
-            },
+        let key = match self.map.next_key::<String>()? {
+            Some(key) if key == self.tag => return Err(A::Error::duplicate_field(self.tag)),
+            Some(key) => key,
+            None => return Ok(None),
         };
         seed.deserialize(StringDeserializer::new(key)).map(Some)
     }
@@ -176,10 +213,7 @@ impl<'de, A: serde::de::MapAccess<'de>> serde::de::MapAccess<'de> for AfterTag<A
         &mut self,
         seed: V,
     ) -> Result<V::Value, A::Error> {
-        match self.value.take() {
-            Some(value) => seed.deserialize(value).map_err(serde::de::Error::custom),
-            None => self.map.next_value_seed(seed),
-        }
+        self.map.next_value_seed(seed)
     }
 }
 
