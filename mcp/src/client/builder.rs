@@ -591,15 +591,17 @@ impl Answerer {
         let Some((method, _)) = self.heard().find(|(m, _)| *m == method) else {
             return;
         };
-        let value = params
-            .and_then(|p| serde_json::from_str(p.get()).ok())
-            .unwrap_or_else(|| Value::Object(JsonObject::new()));
+        // The listen streams read their typed params from the text, not from the `Value`: a
+        // typed decoder instantiated for `serde_json::Value` too is code a browser page
+        // carries twice.
+        let text = params.map_or("{}", RawValue::get);
         if method == notifications::SUBSCRIPTIONS_ACKNOWLEDGED {
-            self.listens.acknowledged(value);
+            self.listens.acknowledged(text);
             return;
         }
+        let value = serde_json::from_str(text).unwrap_or_else(|_| Value::Object(JsonObject::new()));
         if LISTEN_METHODS.contains(&method) {
-            self.listens.deliver(method, &value);
+            self.listens.deliver(method, text, &value);
         }
         if let Some(handler) = &self.notifications {
             handler(method, &value);

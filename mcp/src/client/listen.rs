@@ -57,12 +57,13 @@ impl ListenNotification {
         }
     }
 
-    fn decode(method: &str, params: &Value) -> Self {
+    /// The notification `method` with `params` (`text` as JSON).
+    fn decode(method: &str, text: &str, params: &Value) -> Self {
         match method {
             notifications::TOOLS_LIST_CHANGED => ListenNotification::ToolsListChanged,
             notifications::PROMPTS_LIST_CHANGED => ListenNotification::PromptsListChanged,
             notifications::RESOURCES_LIST_CHANGED => ListenNotification::ResourcesListChanged,
-            notifications::RESOURCES_UPDATED => match serde_json::from_value(params.clone()) {
+            notifications::RESOURCES_UPDATED => match serde_json::from_str(text) {
                 Ok(updated) => ListenNotification::ResourceUpdated(updated),
                 Err(_) => ListenNotification::Other {
                     method: method.to_owned(),
@@ -129,12 +130,18 @@ impl fmt::Debug for Listens {
     }
 }
 
-/// The subscription id in a notification's `_meta`.
+/// The subscription id in a notification's `_meta`: a string, or an integer that fits an
+/// `i64`, as a [`RequestId`] reads it (taken from the `Value` by hand, so no decoder is
+/// instantiated for `Value`).
 fn subscription_id(params: &Value) -> Option<RequestId> {
-    let id = params
+    match params
         .get("_meta")?
-        .get("io.modelcontextprotocol/subscriptionId")?;
-    serde_json::from_value(id.clone()).ok()
+        .get("io.modelcontextprotocol/subscriptionId")?
+    {
+        Value::String(s) => Some(RequestId::String(s.clone())),
+        Value::Number(n) => n.as_i64().map(RequestId::Number),
+        _ => None,
+    }
 }
 
 impl Listens {
@@ -163,10 +170,10 @@ impl Listens {
         Poll::Pending
     }
 
-    /// `notifications/subscriptions/acknowledged`: the one being opened is acknowledged.
-    /// One nobody waits for is ignored.
-    pub(super) fn acknowledged(&self, params: Value) {
-        let Ok(ack) = serde_json::from_value::<SubscriptionsAcknowledgedNotificationParams>(params)
+    /// `notifications/subscriptions/acknowledged` with its params' text: the one being
+    /// opened is acknowledged. One nobody waits for is ignored.
+    pub(super) fn acknowledged(&self, params: &str) {
+        let Ok(ack) = serde_json::from_str::<SubscriptionsAcknowledgedNotificationParams>(params)
         else {
             return;
         };
@@ -201,8 +208,9 @@ impl Listens {
         drop(cancelled);
     }
 
-    /// A notification a listen stream carries: held for its subscription, if it is open.
-    pub(super) fn deliver(&self, method: &str, params: &Value) {
+    /// A notification a listen stream carries (its params as `text` and as `params`): held
+    /// for its subscription, if it is open.
+    pub(super) fn deliver(&self, method: &str, text: &str, params: &Value) {
         let Some(id) = subscription_id(params) else {
             return;
         };
@@ -216,7 +224,7 @@ impl Listens {
         }
         queue
             .held
-            .push_back(ListenNotification::decode(method, params));
+            .push_back(ListenNotification::decode(method, text, params));
         if let Some(waker) = queue.waker.take() {
             waker.wake();
         }
