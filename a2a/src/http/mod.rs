@@ -287,6 +287,17 @@ impl Endpoint {
         self.streams.len()
     }
 
+    /// Numbers the endpoint's new HTTP streams from `base` on (never below what the
+    /// event store holds, nor below streams already numbered). A server among several
+    /// behind one balancer gives each process a random base, so that an SSE event id of
+    /// one process's stream names none of another's: a `Last-Event-ID` that reaches
+    /// another process starts a fresh subscription there, rather than resuming that
+    /// process's stream of the same number (another subscriber's, whose events it numbers
+    /// otherwise). The tokio server does this itself.
+    pub fn number_streams_from(&mut self, base: u64) {
+        self.next = self.next.max(base);
+    }
+
     /// Makes the events the store took since the last call durable (a durable store
     /// commits them; the in-memory one has nothing to do). A driver calls it once per
     /// turn, after handing the machine its input and before waking the writers of the

@@ -474,3 +474,45 @@ fn a_failing_store_is_an_internal_error_not_a_panic() {
     assert_eq!(created["task"]["status"]["state"], "TASK_STATE_SUBMITTED");
     assert!(server.store_errors() >= 3, "{}", server.store_errors());
 }
+
+/// Two servers of one agent behind a balancer, each numbering its streams from its own
+/// base: a `Last-Event-ID` of one server's stream that reaches the other starts a fresh
+/// subscription there (the task first), not a resume of the other's stream of the same
+/// number, which another subscriber of the task reads. With both numbering from the same
+/// base it took that stream over.
+#[test]
+fn a_resume_that_reaches_another_server_starts_fresh() {
+    let (mut a, mut b) = pair();
+    a.number_streams_from(1 << 20);
+    b.number_streams_from(2 << 20);
+    let s = stream(call(&mut a, "SendStreamingMessage", send("slow"), at(0)));
+    assert!(s > 1 << 20, "{s}");
+    // The task created on a, announced to b.
+    carry(&mut a, &mut b, at(1));
+    let task_id = a.tasks().task_ids().next().unwrap().to_owned();
+    // Another subscriber of the task on b, its stream open.
+    let theirs = stream(call(
+        &mut b,
+        "SubscribeToTask",
+        serde_json::json!({"id": task_id}),
+        at(2),
+    ));
+    assert!(theirs > 2 << 20, "{theirs}");
+    // a's subscriber reconnects through b with the id of its stream on a.
+    let resumed = stream(call_with(
+        &mut b,
+        &[("last-event-id", &format!("{s}.1"))],
+        "SubscribeToTask",
+        serde_json::json!({"id": task_id}),
+        at(3),
+    ));
+    assert_ne!(
+        resumed, theirs,
+        "the other subscriber's stream was taken over"
+    );
+    let (first, _) = drain(&mut b, resumed);
+    assert!(
+        first.contains("\"task\":{"),
+        "a fresh subscription, the task first: {first}"
+    );
+}

@@ -271,6 +271,11 @@ pub(crate) fn serving(
         Some(store) => http::Endpoint::with_store(config, card, ids, store),
         None => http::Endpoint::new(config, card, ids),
     };
+    // Each process its own range of stream numbers (2^20 streams from a random base under
+    // 2^52), so that a resume reaching another process behind a balancer names none of
+    // its streams and starts fresh there.
+    let base = getrandom::u64().unwrap_or(seed.rotate_left(29)) & 0xffff_ffff;
+    server.number_streams_from(base << 20);
     if let Some(extended) = &options.extended_card {
         server.set_extended_card(extended);
     }
