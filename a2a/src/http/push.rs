@@ -105,9 +105,17 @@ impl Configs {
         config.task_id = Some(task.to_owned());
         let id = match config.id.clone() {
             Some(id) if !id.is_empty() => id,
+            // One the task's configs do not use already (a client may have chosen
+            // `push-1`): the new config would replace that one.
             _ => {
-                self.next += 1;
-                format!("push-{}", self.next)
+                let in_use = self.by_task.get(task);
+                loop {
+                    self.next += 1;
+                    let id = format!("push-{}", self.next);
+                    if !in_use.is_some_and(|c| c.iter().any(|c| c.id.as_deref() == Some(&id))) {
+                        break id;
+                    }
+                }
             }
         };
         config.id = Some(id.clone());

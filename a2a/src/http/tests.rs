@@ -516,3 +516,41 @@ fn a_resume_that_reaches_another_server_starts_fresh() {
         "a fresh subscription, the task first: {first}"
     );
 }
+
+/// A push config created without an id gets one its task's configs do not use: a client
+/// that named its own `push-1` keeps it. (The new config replaced it.)
+#[test]
+fn a_push_config_given_no_id_never_takes_one_in_use() {
+    let mut server = Endpoint::new(Config::default(), card(), SeededIds::new(4));
+    stream(call(&mut server, "SendMessage", send("wait"), at(0)));
+    let task_id = server.tasks().task_ids().next().unwrap().to_owned();
+    let created = |server: &mut Endpoint, params: Value| match call(
+        server,
+        "CreateTaskPushNotificationConfig",
+        params,
+        at(1),
+    ) {
+        Verdict::Respond(ok) => {
+            serde_json::from_slice::<Value>(&ok.body).unwrap()["result"].clone()
+        }
+        other => panic!("{other:?}"),
+    };
+    let named = serde_json::json!({"taskId": task_id, "id": "push-1", "url": "http://h/1"});
+    assert_eq!(created(&mut server, named)["id"], "push-1");
+    let unnamed = serde_json::json!({"taskId": task_id, "url": "http://h/2"});
+    assert_eq!(created(&mut server, unnamed)["id"], "push-2");
+    let list = serde_json::json!({"taskId": task_id});
+    let Verdict::Respond(listed) =
+        call(&mut server, "ListTaskPushNotificationConfigs", list, at(2))
+    else {
+        panic!()
+    };
+    let listed: Value = serde_json::from_slice(&listed.body).unwrap();
+    let urls: Vec<_> = listed["result"]["configs"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{listed}"))
+        .iter()
+        .map(|c| c["url"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(urls, ["http://h/1", "http://h/2"]);
+}
