@@ -4,16 +4,16 @@
 //! core's sans-I/O [`sansrpc::codec::http`] codec: one loop per connection, one connection
 //! machine for all of its exchanges. A body is handed to the machine where it lies in the
 //! read buffer (a chunked one joined in place), as one message (it classifies it: parse
-//! errors, batches, notifications), and the frame it sends back is the answer: a large plain
-//! one (`200`, kept alive, no CORS) written with its head in one vectored write straight
-//! from the connection's output, any other behind its head in the write buffer; `204` when the
-//! body held no request (notifications only: answered once their handlers are dispatched,
-//! not when they finish). HTTP/1.1 answers one request at a time per connection, so ids
-//! from different exchanges never meet; a pipelined request waits in the read buffer for
-//! the answer before it. Nothing is
-//! built or timed per request: the head, body and handler time limits share one timer per
-//! connection, moved only when it fires (or when a limit would end sooner than it is set),
-//! and the write-stall limit is the machine's.
+//! errors, batches, notifications), and the frame it sends back is the answer: a large
+//! plain one (`200`, kept alive, no CORS) written with its head in one vectored write
+//! straight from the connection's output, any other behind its head in the write buffer;
+//! `204` when the body held no request (notifications only: answered once their handlers
+//! are dispatched, not when they finish). HTTP/1.1 answers one request at a time per
+//! connection, so ids from different exchanges never meet; a pipelined request waits in the
+//! read buffer for the answer before it. Nothing is built or timed per request: the head,
+//! body and handler time limits share one timer per connection, moved only when it fires
+//! (or when a limit would end sooner than it is set), and the write-stall limit is the
+//! machine's.
 //!
 //! The client ([`connect`]) is a transport under the ordinary [`Client`](crate::Client): one
 //! POST per call, notification or batch, on HTTP/1.1 connections it keeps alive, made by
@@ -324,6 +324,13 @@ where
         }
     }
 
+    /// True when the answer with `status` followed by `after` has the plain head that
+    /// [`with_date`] keeps made (`200`, JSON, kept alive, HTTP/1.1, no CORS) but for its
+    /// length.
+    fn plain(&self, status: u16, after: After) -> bool {
+        status == 200 && after == After::Next && !self.http10 && self.serving.cors.is_none()
+    }
+
     /// Appends the answer's head: `status`, the date, `Connection` as `after` says, the
     /// exchange's fields ([`Exchange::headers`]: the JSON type for `200`, CORS, `Allow`),
     /// the length.
@@ -335,8 +342,7 @@ where
         after: After,
     ) {
         let at = self.clock(None);
-        let plain = status == 200 && after == After::Next && !self.http10;
-        if plain && self.serving.cors.is_none() {
+        if self.plain(status, after) {
             if let Some(length) = length {
                 // The plain answer's head, made once a second.
                 return with_date(at, |date| {
@@ -384,12 +390,9 @@ where
         conn: &mut Connection,
         cx: &mut Context<'_>,
     ) -> io::Result<bool> {
-        let plain = self.phase == Phase::Await
-            && self.keep_alive
-            && !self.http10
-            && self.serving.cors.is_none()
-            && self.stream.is_write_vectored();
-        if !plain {
+        let after = self.after();
+        if self.phase != Phase::Await || !self.plain(200, after) || !self.stream.is_write_vectored()
+        {
             return Ok(false);
         }
         let Some(body) = conn.peek_messages().next().filter(|b| b.len() >= DIRECT_AT) else {
@@ -439,7 +442,7 @@ where
             Poll::Ready(Ok(_)) => {
                 self.output.wrote();
                 conn.consume_transmit(len);
-                self.phase = Phase::Write(After::Next);
+                self.phase = Phase::Write(after);
                 Ok(true)
             }
         }
