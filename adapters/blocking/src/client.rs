@@ -202,40 +202,17 @@ impl Client {
         shared::decode::<M>(&raw)
     }
 
-    /// Calls `method` with raw params, with the connection's default deadline.
-    pub fn call_raw(&self, method: &str, params: Option<&RawValue>) -> RawResult {
-        self.call_raw_with(method, params, Timeout::Default)
-    }
+    sansrpc_runtime::raw_calls!(RawResult);
 
-    /// Calls `method` with raw params and its own deadline.
-    pub fn call_raw_with(
+    /// Calls `method` with raw params and `options` ([`raw_calls!`](sansrpc_runtime::raw_calls)).
+    fn call_raw_options(
         &self,
         method: &str,
         params: Option<&RawValue>,
-        timeout: Timeout,
+        options: RequestOptions,
     ) -> RawResult {
         let (method, params) = shared::owned(method, params);
-        self.start(method, params, RequestOptions::timeout(timeout))?
-            .wait()
-    }
-
-    /// Calls `method` with raw params, a deadline, and a progress token (an integer or a
-    /// string): each progress notification on `token` extends the deadline by `timeout`
-    /// again, never past `cap` after sending ([`RequestOptions::with_progress`]). Put the
-    /// token in the params where the peer expects it.
-    pub fn call_raw_with_progress(
-        &self,
-        method: &str,
-        params: Option<&RawValue>,
-        timeout: Duration,
-        token: impl Into<Id<'static>>,
-        cap: Duration,
-    ) -> RawResult {
-        let (method, params) = shared::owned(method, params);
-        let options = RequestOptions::timeout(Timeout::After(timeout)).with_progress(token, cap);
-        let mut pending = self.start(method, params, options)?;
-        pending.limit = Some(cap.max(timeout));
-        pending.wait()
+        self.start(method, params, options)?.wait()
     }
 
     /// Sends a request through the interceptors without waiting for its answer.
@@ -247,6 +224,11 @@ impl Client {
     ) -> Result<Pending, CallError> {
         let observe = Observe::before(self.interceptors.as_ref(), &method, &mut params, false)?;
         let limit = self.limit(options.timeout);
+        // Progress may push the deadline out as far as its cap.
+        let limit = match &options.progress {
+            Some(progress) => limit.map(|limit| limit.max(progress.cap)),
+            None => limit,
+        };
         let (tx, rx) = mpsc::channel();
         self.run(Box::new(move |c, now, waiters| {
             let token = waiters.token();

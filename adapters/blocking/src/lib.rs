@@ -99,7 +99,7 @@ pub use reconnect::Reconnect;
 pub use sansrpc::client::{BatchSlot, RawResult};
 pub use sansrpc::method::CallError;
 pub use sansrpc::Timeout;
-pub use sansrpc_runtime::{BoxFuture, ConnectionNotifier, Peer};
+pub use sansrpc_runtime::{BoxFuture, ConnectionNotifier, Peer, PeerConnection, PeerContext};
 pub use stream::{StreamIter, StreamOptions, TypedIter};
 pub use subscription::{
     Ended, Fanout, NotAccepted, PendingSubscription, RawSubscription, Subscription,

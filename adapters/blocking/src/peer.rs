@@ -1,42 +1,32 @@
-//! This adapter's [`Peer`]: what a protocol crate's handlers (`sansrpc-lsp`, `sansrpc-mcp`)
-//! reach the other side of the connection through, made from a handler's context
-//! ([`RequestContext::into_peer`], [`NotificationContext::into_peer`]). A request's handler
-//! runs on a worker thread, so its calls' futures block that worker while the peer answers;
-//! a notification's handler runs on the connection's driver thread, so what it sends is
-//! queued and it cannot wait for an answer.
+//! This adapter's [`Peer`](sansrpc_runtime::Peer): what a protocol crate's handlers
+//! (`sansrpc-lsp`, `sansrpc-mcp`) reach the other side of the connection through. A
+//! request's context becomes one with [`PeerContext::into_peer`]; a notification's handler
+//! has the connection ([`NotificationContext::peer`]), which becomes one with
+//! [`PeerConnection::into_peer`]. A request's handler runs on a worker thread, so its calls'
+//! futures block that worker while the peer answers; a notification's handler runs on the
+//! connection's driver thread, so what it sends is queued and it cannot wait for an answer.
+//!
+//! [`NotificationContext::peer`]: crate::NotificationContext::peer
 
 use std::sync::Arc;
 
 use sansrpc::connection::Profile;
 use sansrpc::{ErrorObject, RawValue};
 use sansrpc_runtime::{
-    call_error, BoxFuture, CallFuture, ConnectionNotifier, DriverPeer, Locals, Peer,
-    PeerConnection, PeerContext,
+    call_error, BoxFuture, CallFuture, ConnectionNotifier, Locals, PeerConnection, PeerContext,
 };
 
-use crate::{Client, NotificationContext, RequestContext};
-
-impl RequestContext {
-    /// This request's [`Peer`], for a protocol crate's handler run on this worker.
-    pub fn into_peer(self) -> Arc<dyn Peer> {
-        Arc::new(DriverPeer::request(self.peer().clone(), self))
-    }
-}
-
-impl NotificationContext {
-    /// The connection's [`Peer`], for a protocol crate's notification handler run on the
-    /// driver thread: its notifications are queued, its calls refused (they would wait for
-    /// the thread that reads the answer).
-    pub fn into_peer(self) -> Arc<dyn Peer> {
-        Arc::new(DriverPeer::<_, RequestContext>::connection(
-            self.peer().clone(),
-        ))
-    }
-}
+use crate::{Client, RequestContext};
 
 /// A request's handler runs on a worker thread: what it sends goes at once, and a call's
 /// future blocks the worker until the peer answers (the handler runs there alone).
 impl PeerContext for RequestContext {
+    type Connection = Client;
+
+    fn connection(&self) -> &Client {
+        self.peer()
+    }
+
     fn call_for(&self, method: &str, params: Box<RawValue>) -> CallFuture {
         let (cx, method) = (self.clone(), method.to_owned());
         Box::pin(async move {
@@ -67,6 +57,8 @@ impl PeerContext for RequestContext {
 /// A notification's handler runs on the connection's driver thread: its notifications are
 /// queued, and it cannot wait for an answer, which that thread reads.
 impl PeerConnection for Client {
+    type Request = RequestContext;
+
     fn call_outside(&self, method: &str, _: Box<RawValue>) -> CallFuture {
         let refused = ErrorObject::new(
             -32603,

@@ -10,8 +10,6 @@
 //! client's inboxes: [`sansrpc_runtime::subscriptions`], shared with the futures adapter):
 //! this file only waits.
 
-use std::fmt;
-use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 
@@ -30,40 +28,24 @@ pub use sansrpc_runtime::subscriptions::{
 
 use crate::client::{wait_answer, Client};
 
-/// A subscription to the peer, read as an [`Iterator`] of raw JSON items: from
-/// [`Client::subscribe_raw`]. Each `next` blocks until a notification comes; the iterator
-/// ends when the server ends the subscription (after [`SubscriptionError::Ended`] when it
-/// said why), when the connection ends, and after [`unsubscribe`](Self::unsubscribe).
-/// Dropping it unsubscribes (the answer is not waited for).
-///
-/// It holds at most the declaration's [`max_bytes`](MethodSubscription::max_bytes) of items
-/// unread; past that the oldest are dropped and it yields [`SubscriptionError::Lagged`],
-/// as it does when the server said it dropped items for a slow reader.
-pub struct RawSubscription {
-    client: Client,
-    reader: Reader,
-}
+sansrpc_runtime::subscription_types! {
+    /// A subscription to the peer, read as an [`Iterator`] of raw JSON items: from
+    /// [`Client::subscribe_raw`]. Each `next` blocks until a notification comes; the iterator
+    /// ends when the server ends the subscription (after [`SubscriptionError::Ended`] when it
+    /// said why), when the connection ends, and after [`unsubscribe`](Self::unsubscribe).
+    /// Dropping it unsubscribes (the answer is not waited for).
+    ///
+    /// It holds at most the declaration's [`max_bytes`](MethodSubscription::max_bytes) of items
+    /// unread; past that the oldest are dropped and it yields [`SubscriptionError::Lagged`],
+    /// as it does when the server said it dropped items for a slow reader.
+    RawSubscription(Client);
 
-impl fmt::Debug for RawSubscription {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.reader.fmt(f)
-    }
+    /// A [`RawSubscription`] whose items decode as `T`: from [`Client::subscribe`]. An
+    /// [`Iterator`] of `Result<T, SubscriptionError>`.
+    Subscription<T>;
 }
 
 impl RawSubscription {
-    /// The subscription id the server gave (its JSON: `"0x1"`, `31`).
-    pub fn id(&self) -> &RawValue {
-        self.reader.id()
-    }
-
-    /// Decodes each item as `T`.
-    pub fn typed<T: DeserializeOwned>(self) -> Subscription<T> {
-        Subscription {
-            raw: self,
-            _item: PhantomData,
-        }
-    }
-
     /// Unsubscribes and waits for the server's answer (`true` when it ended the
     /// subscription). The iterator is over either way.
     pub fn unsubscribe(mut self) -> Result<bool, CallError> {
@@ -103,33 +85,10 @@ impl Drop for RawSubscription {
     }
 }
 
-/// A [`RawSubscription`] whose items decode as `T`: from [`Client::subscribe`]. An
-/// [`Iterator`] of `Result<T, SubscriptionError>`.
-pub struct Subscription<T> {
-    raw: RawSubscription,
-    _item: PhantomData<fn() -> T>,
-}
-
-impl<T> fmt::Debug for Subscription<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.raw.fmt(f)
-    }
-}
-
 impl<T> Subscription<T> {
-    /// The subscription id the server gave.
-    pub fn id(&self) -> &RawValue {
-        self.raw.id()
-    }
-
     /// Unsubscribes ([`RawSubscription::unsubscribe`]).
     pub fn unsubscribe(self) -> Result<bool, CallError> {
         self.raw.unsubscribe()
-    }
-
-    /// The raw iterator.
-    pub fn into_raw(self) -> RawSubscription {
-        self.raw
     }
 }
 

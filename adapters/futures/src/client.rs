@@ -9,7 +9,6 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use futures::channel::{mpsc, oneshot};
 use sansrpc::client::{self as shared, BatchEntry, SendBatch};
@@ -223,37 +222,16 @@ impl Client {
         async move { shared::decode::<M>(&pending?.await?) }
     }
 
-    /// Calls `method` with raw params, with the connection's default deadline.
-    pub fn call_raw(&self, method: &str, params: Option<&RawValue>) -> PendingCall {
-        self.call_raw_with(method, params, Timeout::Default)
-    }
+    sansrpc_runtime::raw_calls!(PendingCall);
 
-    /// Calls `method` with raw params and its own deadline.
-    pub fn call_raw_with(
+    /// Calls `method` with raw params and `options` ([`raw_calls!`](sansrpc_runtime::raw_calls)).
+    fn call_raw_options(
         &self,
         method: &str,
         params: Option<&RawValue>,
-        timeout: Timeout,
+        options: RequestOptions,
     ) -> PendingCall {
         let (method, params) = shared::owned(method, params);
-        self.start(method, params, RequestOptions::timeout(timeout), None)
-    }
-
-    /// Calls `method` with raw params, a deadline, and a progress token (an integer or a
-    /// string): each progress notification on `token` extends the deadline by `timeout`
-    /// again, never past `cap` after sending
-    /// ([`RequestOptions::with_progress`](sansrpc::connection::RequestOptions::with_progress)).
-    /// Put the token in the params where the peer expects it.
-    pub fn call_raw_with_progress(
-        &self,
-        method: &str,
-        params: Option<&RawValue>,
-        timeout: Duration,
-        token: impl Into<Id<'static>>,
-        cap: Duration,
-    ) -> PendingCall {
-        let (method, params) = shared::owned(method, params);
-        let options = RequestOptions::timeout(Timeout::After(timeout)).with_progress(token, cap);
         self.start(method, params, options, None)
     }
 

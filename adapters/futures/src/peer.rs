@@ -1,6 +1,10 @@
-//! This adapter's [`Peer`]: what a protocol crate's handlers (`sansrpc-lsp`, `sansrpc-mcp`,
-//! `sansrpc-a2a`) reach the other side of the connection through, made from a handler's
-//! context ([`RequestContext::into_peer`], [`NotificationContext::into_peer`]).
+//! This adapter's [`Peer`](sansrpc_runtime::Peer): what a protocol crate's handlers
+//! (`sansrpc-lsp`, `sansrpc-mcp`, `sansrpc-a2a`) reach the other side of the connection
+//! through. A request's context becomes one with [`PeerContext::into_peer`]; a
+//! notification's handler has the connection ([`NotificationContext::peer`]), which becomes
+//! one with [`PeerConnection::into_peer`].
+//!
+//! [`NotificationContext::peer`]: crate::NotificationContext::peer
 
 use std::future::Future;
 use std::sync::Arc;
@@ -9,11 +13,11 @@ use sansrpc::codec::http::HttpRequest;
 use sansrpc::connection::Profile;
 use sansrpc::RawValue;
 use sansrpc_runtime::{
-    call_error, BoxFuture, CallFuture, ConnectionNotifier, DriverPeer, Executor, Locals, Peer,
-    PeerConnection, PeerContext,
+    call_error, BoxFuture, CallFuture, ConnectionNotifier, Executor, Locals, PeerConnection,
+    PeerContext,
 };
 
-use crate::{CallError, Client, NotificationContext, PendingCall, RequestContext};
+use crate::{CallError, Client, PendingCall, RequestContext};
 
 /// `call`'s answer, a failure as [`call_error`] words it.
 fn answered(call: PendingCall, method: &str) -> CallFuture {
@@ -26,27 +30,14 @@ fn queued(sent: impl Future<Output = Result<(), CallError>> + Send + 'static) ->
     Box::pin(async move { sent.await.is_ok() })
 }
 
-impl RequestContext {
-    /// This request's [`Peer`], for a protocol crate's handler: calls and notifications go
-    /// on behalf of the request (on its stream, where the transport has one), progress on
-    /// its token, cancellation is its own.
-    pub fn into_peer(self) -> Arc<dyn Peer> {
-        Arc::new(DriverPeer::request(self.peer().clone(), self))
-    }
-}
-
-impl NotificationContext {
-    /// The connection's [`Peer`], for a protocol crate's notification handler (no request:
-    /// no progress token, never cancelled).
-    pub fn into_peer(self) -> Arc<dyn Peer> {
-        Arc::new(DriverPeer::<_, RequestContext>::connection(
-            self.peer().clone(),
-        ))
-    }
-}
-
 /// On behalf of the request: on its stream, where the transport has one.
 impl PeerContext for RequestContext {
+    type Connection = Client;
+
+    fn connection(&self) -> &Client {
+        self.peer()
+    }
+
     fn call_for(&self, method: &str, params: Box<RawValue>) -> CallFuture {
         answered(self.call_raw(method, Some(&params)), method)
     }
@@ -75,6 +66,8 @@ impl PeerContext for RequestContext {
 
 /// Calls and notifications of the connection, from a notification's handler.
 impl PeerConnection for Client {
+    type Request = RequestContext;
+
     fn call_outside(&self, method: &str, params: Box<RawValue>) -> CallFuture {
         answered(self.call_raw(method, Some(&params)), method)
     }

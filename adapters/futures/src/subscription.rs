@@ -12,9 +12,7 @@
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
-use std::fmt;
 use std::future::Future;
-use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -329,39 +327,22 @@ impl Served {
 
 // ----- the calling side -----
 
-/// A subscription to the peer, read as a [`Stream`] of raw JSON items: from
-/// [`Client::subscribe_raw`]. It ends when the server ends the subscription (after
-/// [`SubscriptionError::Ended`] when it said why), when the connection ends, and after
-/// [`unsubscribe`](Self::unsubscribe); dropping it unsubscribes.
-///
-/// It holds at most the declaration's [`max_bytes`](MethodSubscription::max_bytes) of items
-/// unread; past that the oldest are dropped and the stream yields
-/// [`SubscriptionError::Lagged`], as it does when the server said it dropped items.
-pub struct RawSubscription {
-    client: Client,
-    reader: shared::Reader,
-}
+sansrpc_runtime::subscription_types! {
+    /// A subscription to the peer, read as a [`Stream`] of raw JSON items: from
+    /// [`Client::subscribe_raw`]. It ends when the server ends the subscription (after
+    /// [`SubscriptionError::Ended`] when it said why), when the connection ends, and after
+    /// [`unsubscribe`](Self::unsubscribe); dropping it unsubscribes.
+    ///
+    /// It holds at most the declaration's [`max_bytes`](MethodSubscription::max_bytes) of items
+    /// unread; past that the oldest are dropped and the stream yields
+    /// [`SubscriptionError::Lagged`], as it does when the server said it dropped items.
+    RawSubscription(Client);
 
-impl fmt::Debug for RawSubscription {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.reader.fmt(f)
-    }
+    /// A [`RawSubscription`] whose items decode as `T`: from [`Client::subscribe`].
+    Subscription<T>;
 }
 
 impl RawSubscription {
-    /// The subscription id the server gave (its JSON: `"0x1"`, `31`).
-    pub fn id(&self) -> &RawValue {
-        self.reader.id()
-    }
-
-    /// Decodes each item as `T`.
-    pub fn typed<T: DeserializeOwned>(self) -> Subscription<T> {
-        Subscription {
-            raw: self,
-            _item: PhantomData,
-        }
-    }
-
     /// Unsubscribes: the server's answer (`true` when it ended the subscription). The
     /// stream is over either way.
     pub async fn unsubscribe(mut self) -> Result<bool, CallError> {
@@ -401,32 +382,10 @@ impl Drop for RawSubscription {
     }
 }
 
-/// A [`RawSubscription`] whose items decode as `T`: from [`Client::subscribe`].
-pub struct Subscription<T> {
-    raw: RawSubscription,
-    _item: PhantomData<fn() -> T>,
-}
-
-impl<T> fmt::Debug for Subscription<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.raw.fmt(f)
-    }
-}
-
 impl<T> Subscription<T> {
-    /// The subscription id the server gave.
-    pub fn id(&self) -> &RawValue {
-        self.raw.id()
-    }
-
     /// Unsubscribes ([`RawSubscription::unsubscribe`]).
     pub async fn unsubscribe(self) -> Result<bool, CallError> {
         self.raw.unsubscribe().await
-    }
-
-    /// The raw stream.
-    pub fn into_raw(self) -> RawSubscription {
-        self.raw
     }
 }
 

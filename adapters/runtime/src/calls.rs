@@ -69,3 +69,54 @@ impl Answer {
         callers.answer(self.token, self.index, self.result, self.last)
     }
 }
+
+/// Declares a driver client's raw calls, alike on every driver but for what a call gives
+/// (`$answer`: the futures adapter's `PendingCall`, the blocking adapter's `RawResult`):
+/// `call_raw`, `call_raw_with` and `call_raw_with_progress`, each a set of
+/// [`RequestOptions`](sansrpc::connection::RequestOptions) for the client's own
+/// `fn call_raw_options(&self, method: &str, params: Option<&RawValue>, options:
+/// RequestOptions) -> $answer`. Used inside the client's `impl` block.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! raw_calls {
+    ($answer:ty) => {
+        /// Calls `method` with raw params, with the connection's default deadline.
+        pub fn call_raw(
+            &self,
+            method: &str,
+            params: Option<&$crate::__private::RawValue>,
+        ) -> $answer {
+            self.call_raw_with(method, params, $crate::__private::Timeout::Default)
+        }
+
+        /// Calls `method` with raw params and its own deadline.
+        pub fn call_raw_with(
+            &self,
+            method: &str,
+            params: Option<&$crate::__private::RawValue>,
+            timeout: $crate::__private::Timeout,
+        ) -> $answer {
+            let options = $crate::__private::RequestOptions::timeout(timeout);
+            self.call_raw_options(method, params, options)
+        }
+
+        /// Calls `method` with raw params, a deadline, and a progress token (an integer or
+        /// a string): each progress notification on `token` extends the deadline by
+        /// `timeout` again, never past `cap` after sending
+        /// ([`RequestOptions::with_progress`](sansrpc::connection::RequestOptions::with_progress)).
+        /// Put the token in the params where the peer expects it.
+        pub fn call_raw_with_progress(
+            &self,
+            method: &str,
+            params: Option<&$crate::__private::RawValue>,
+            timeout: ::core::time::Duration,
+            token: impl Into<$crate::__private::Id<'static>>,
+            cap: ::core::time::Duration,
+        ) -> $answer {
+            let deadline = $crate::__private::Timeout::After(timeout);
+            let options =
+                $crate::__private::RequestOptions::timeout(deadline).with_progress(token, cap);
+            self.call_raw_options(method, params, options)
+        }
+    };
+}

@@ -271,6 +271,14 @@ pub fn system_clock() -> impl Fn() -> Instant + Send + Sync + Clone + 'static {
     move || Instant::from_duration(epoch.elapsed())
 }
 
+/// What [`subscription_types!`] and [`raw_calls!`] name in the crate that uses them.
+#[doc(hidden)]
+pub mod __private {
+    pub use sansrpc::connection::{RequestOptions, Timeout};
+    pub use sansrpc::{Id, RawValue};
+    pub use serde::de::DeserializeOwned;
+}
+
 #[cfg(test)]
 mod locals_tests {
     use super::Locals;

@@ -115,7 +115,10 @@ pub fn call_error(method: &str, error: CallError) -> ErrorObject<'static> {
 
 /// A driver's handle on its connection, as its [`DriverPeer`] uses it: what a notification's
 /// handler reaches the peer through, and what every handler shares.
-pub trait PeerConnection: ConnectionNotifier + Clone + 'static {
+pub trait PeerConnection: ConnectionNotifier + Clone + Sized + 'static {
+    /// The driver's context of a request ([`PeerContext`]), on this connection.
+    type Request: PeerContext<Connection = Self>;
+
     /// Calls the peer outside any request, for a notification's handler ([`Peer::call`]).
     fn call_outside(&self, method: &str, params: Box<RawValue>) -> CallFuture;
 
@@ -133,11 +136,23 @@ pub trait PeerConnection: ConnectionNotifier + Clone + 'static {
     fn executor(&self) -> Option<Arc<dyn Executor>> {
         None
     }
+
+    /// The connection's [`Peer`], for a protocol crate's notification handler: no request,
+    /// so no progress token, no id, never cancelled.
+    fn into_peer(self) -> Arc<dyn Peer> {
+        Arc::new(DriverPeer::<Self, Self::Request>::connection(self))
+    }
 }
 
 /// A driver's context of one request of the peer's, as its [`DriverPeer`] uses it: it derefs
 /// to the request ([`PeerRequest`]: its id, its progress token), and acts on its behalf.
-pub trait PeerContext: Deref<Target = PeerRequest> + Send + Sync + 'static {
+pub trait PeerContext: Deref<Target = PeerRequest> + Send + Sync + Sized + 'static {
+    /// The driver's handle on the connection the request came in on.
+    type Connection: PeerConnection<Request = Self>;
+
+    /// The connection the request came in on.
+    fn connection(&self) -> &Self::Connection;
+
     /// Calls the peer on behalf of the request ([`Peer::call`]).
     fn call_for(&self, method: &str, params: Box<RawValue>) -> CallFuture;
 
@@ -156,6 +171,13 @@ pub trait PeerContext: Deref<Target = PeerRequest> + Send + Sync + 'static {
     /// The HTTP request the call came in ([`Peer::http`]); `None` by default.
     fn http_request(&self) -> Option<Arc<HttpRequest>> {
         None
+    }
+
+    /// This request's [`Peer`], for a protocol crate's handler: calls and notifications go
+    /// on behalf of the request (on its stream, where the transport has one), progress on
+    /// its token, cancellation is its own.
+    fn into_peer(self) -> Arc<dyn Peer> {
+        Arc::new(DriverPeer::request(self.connection().clone(), self))
     }
 }
 

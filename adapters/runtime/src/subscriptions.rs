@@ -1433,3 +1433,69 @@ impl Reader {
 pub fn decode<T: DeserializeOwned>(next: Next) -> Result<T, SubscriptionError> {
     next.and_then(|raw| raw.deserialize().map_err(SubscriptionError::Decode))
 }
+
+/// Declares a driver's two subscription types around a [`Reader`]: `RawSubscription` (its
+/// client, `$client`, and the reader) and `Subscription<T>` (one whose items decode as `T`),
+/// with what they do alike on every driver (`Debug`, `id`, `typed`, `into_raw`). The driver
+/// adds how it waits: `unsubscribe`, its `Iterator` or `Stream`, and the `Drop` that
+/// unsubscribes. The futures and the blocking adapters declare theirs with it; the doc
+/// comments given before each name are the types' own.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! subscription_types {
+    (
+        $(#[$raw_doc:meta])* RawSubscription($client:ty);
+        $(#[$typed_doc:meta])* Subscription<T>;
+    ) => {
+        $(#[$raw_doc])*
+        pub struct RawSubscription {
+            client: $client,
+            reader: $crate::subscriptions::Reader,
+        }
+
+        impl ::core::fmt::Debug for RawSubscription {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                self.reader.fmt(f)
+            }
+        }
+
+        impl RawSubscription {
+            /// The subscription id the server gave (its JSON: `"0x1"`, `31`).
+            pub fn id(&self) -> &$crate::__private::RawValue {
+                self.reader.id()
+            }
+
+            /// Decodes each item as `T`.
+            pub fn typed<T: $crate::__private::DeserializeOwned>(self) -> Subscription<T> {
+                Subscription {
+                    raw: self,
+                    _item: ::core::marker::PhantomData,
+                }
+            }
+        }
+
+        $(#[$typed_doc])*
+        pub struct Subscription<T> {
+            raw: RawSubscription,
+            _item: ::core::marker::PhantomData<fn() -> T>,
+        }
+
+        impl<T> ::core::fmt::Debug for Subscription<T> {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                self.raw.fmt(f)
+            }
+        }
+
+        impl<T> Subscription<T> {
+            /// The subscription id the server gave.
+            pub fn id(&self) -> &$crate::__private::RawValue {
+                self.raw.id()
+            }
+
+            /// The raw subscription, its items undecoded.
+            pub fn into_raw(self) -> RawSubscription {
+                self.raw
+            }
+        }
+    };
+}

@@ -20,6 +20,7 @@ pub use crate::streams::{
     PollParts, PollStream, Request, ServerOptions, Streams, TokenCheck, Validator, Wakeup, Writer,
     Writers, WRITE_STALL,
 };
+pub use crate::tcp::PlainOrTls;
 pub use crate::wire::SMALL;
 pub use crate::{no_delay, tune, Listener, HTTP_BUSY};
 pub use sansrpc::codec::http::{Authorized, BodyStep};

@@ -37,7 +37,6 @@ use hyper::{Method, Request, Response, Uri};
 use hyper_util::rt::TokioIo;
 use sansrpc::connection::EndReason;
 use sansrpc::{Connection, Instant};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_util::io::InspectReader;
 
@@ -270,86 +269,21 @@ impl std::error::Error for Failed {
     }
 }
 
-/// One TCP connection, plain or TLS.
-pub enum Stream {
-    /// Plain TCP (`http://`).
-    Plain(TcpStream),
-    /// TLS over TCP (`https://`).
-    #[cfg(feature = "tls")]
-    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
-}
+/// One TCP connection, plain (`http://`) or TLS (`https://`).
+pub type Stream = crate::tcp::PlainOrTls<ClientTls>;
+
+/// rustls's client stream, what an `https://` connection is.
+#[cfg(feature = "tls")]
+type ClientTls = tokio_rustls::client::TlsStream<TcpStream>;
+/// Without TLS no `https://` connection is made: the TLS variant is never built.
+#[cfg(not(feature = "tls"))]
+type ClientTls = TcpStream;
 
 /// What hyper-util's pooled client asks of a connection it did not make itself (the MCP
 /// client dials with [`Target::connect`]).
 impl hyper_util::client::legacy::connect::Connection for Stream {
     fn connected(&self) -> hyper_util::client::legacy::connect::Connected {
         hyper_util::client::legacy::connect::Connected::new()
-    }
-}
-
-impl AsyncRead for Stream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            #[cfg(feature = "tls")]
-            Stream::Tls(s) => Pin::new(s).poll_read(cx, buf),
-        }
-    }
-}
-
-impl AsyncWrite for Stream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
-            #[cfg(feature = "tls")]
-            Stream::Tls(s) => Pin::new(s).poll_write(cx, buf),
-        }
-    }
-
-    // Passed on, so that hyper writes a request's head and body in one vectored write
-    // (it copies the body into its own buffer for a stream that takes none).
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
-            #[cfg(feature = "tls")]
-            Stream::Tls(s) => Pin::new(s).poll_write_vectored(cx, bufs),
-        }
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        match self {
-            Stream::Plain(s) => s.is_write_vectored(),
-            #[cfg(feature = "tls")]
-            Stream::Tls(s) => s.is_write_vectored(),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
-            #[cfg(feature = "tls")]
-            Stream::Tls(s) => Pin::new(s).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
-            #[cfg(feature = "tls")]
-            Stream::Tls(s) => Pin::new(s).poll_shutdown(cx),
-        }
     }
 }
 

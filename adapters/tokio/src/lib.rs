@@ -64,6 +64,7 @@ mod request;
 #[cfg(feature = "tower")]
 pub mod service;
 mod streams;
+mod tcp;
 #[cfg(feature = "tls")]
 pub mod tls;
 mod wire;

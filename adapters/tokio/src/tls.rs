@@ -15,14 +15,11 @@
 //! The crypto is `ring`; rustls is re-exported as [`rustls`] to build configs with.
 
 use std::io;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 pub use rustls;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
 /// A client config that trusts the Mozilla root certificates (what `wss://` and `https://`
@@ -81,14 +78,8 @@ pub fn server_config(
     Ok(Arc::new(config))
 }
 
-/// An accepted connection: plain TCP, or TLS over it.
-#[derive(Debug)]
-pub enum ServerStream {
-    /// No TLS configured.
-    Plain(TcpStream),
-    /// After the TLS handshake.
-    Tls(Box<tokio_rustls::server::TlsStream<TcpStream>>),
-}
+/// An accepted connection: plain TCP, or TLS over it (after the handshake).
+pub type ServerStream = crate::tcp::PlainOrTls<tokio_rustls::server::TlsStream<TcpStream>>;
 
 /// Does the server side of the TLS handshake on `stream` when `tls` is set.
 pub(crate) async fn accept(
@@ -100,64 +91,6 @@ pub(crate) async fn accept(
         Some(config) => {
             let acceptor = tokio_rustls::TlsAcceptor::from(Arc::clone(config));
             Ok(ServerStream::Tls(Box::new(acceptor.accept(stream).await?)))
-        }
-    }
-}
-
-impl AsyncRead for ServerStream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            ServerStream::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            ServerStream::Tls(s) => Pin::new(s).poll_read(cx, buf),
-        }
-    }
-}
-
-impl AsyncWrite for ServerStream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            ServerStream::Plain(s) => Pin::new(s).poll_write(cx, buf),
-            ServerStream::Tls(s) => Pin::new(s).poll_write(cx, buf),
-        }
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            ServerStream::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
-            ServerStream::Tls(s) => Pin::new(s).poll_write_vectored(cx, bufs),
-        }
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        match self {
-            ServerStream::Plain(s) => s.is_write_vectored(),
-            ServerStream::Tls(s) => s.is_write_vectored(),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            ServerStream::Plain(s) => Pin::new(s).poll_flush(cx),
-            ServerStream::Tls(s) => Pin::new(s).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            ServerStream::Plain(s) => Pin::new(s).poll_shutdown(cx),
-            ServerStream::Tls(s) => Pin::new(s).poll_shutdown(cx),
         }
     }
 }

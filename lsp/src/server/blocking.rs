@@ -10,7 +10,7 @@ use std::sync::Arc;
 use lsp_types::request::{Initialize, Request};
 use sansrpc::router::{Router, Staged};
 use sansrpc::ErrorObject;
-use sansrpc_blocking::{NotificationContext, RequestContext};
+use sansrpc_blocking::{NotificationContext, PeerConnection, PeerContext, RequestContext};
 
 use super::Server;
 
@@ -84,7 +84,7 @@ impl Server {
                     let Some(cx) = NotificationContext::current() else {
                         return;
                     };
-                    let host = cx.into_peer();
+                    let host = cx.peer().clone().into_peer();
                     pollster::block_on(server.handle_notification(method, params, host));
                 })
                 .unwrap_or_else(|e| panic!("mounting {method}: {e}"));

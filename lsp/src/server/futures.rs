@@ -2,7 +2,9 @@
 //! async-std, over any transport those adapters speak.
 
 use lsp_types::request::{Initialize, Request};
-use sansrpc_futures::{AsyncRouter, NotificationContext, RequestContext};
+use sansrpc_futures::{
+    AsyncRouter, NotificationContext, PeerConnection, PeerContext, RequestContext,
+};
 
 use super::Server;
 
@@ -46,7 +48,11 @@ impl Server {
             let server = self.clone();
             router
                 .raw_notification_with_context(method, move |cx: NotificationContext, params| {
-                    server.handle_notification(method, params.as_deref(), cx.into_peer())
+                    server.handle_notification(
+                        method,
+                        params.as_deref(),
+                        cx.peer().clone().into_peer(),
+                    )
                 })
                 .unwrap_or_else(|e| panic!("mounting {method}: {e}"));
         }

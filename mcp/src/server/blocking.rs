@@ -5,7 +5,7 @@
 
 use sansrpc::router::Router;
 use sansrpc::ErrorObject;
-use sansrpc_blocking::RequestContext;
+use sansrpc_blocking::{PeerContext, RequestContext};
 
 use super::{read_params, Server, NOTIFICATIONS, REQUESTS};
 

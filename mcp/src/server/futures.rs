@@ -2,7 +2,7 @@
 //! async-std, over any transport those adapters speak.
 
 use sansrpc::ErrorObject;
-use sansrpc_futures::{AsyncRouter, RequestContext};
+use sansrpc_futures::{AsyncRouter, PeerContext, RequestContext};
 
 use super::{read_params, Server, NOTIFICATIONS, REQUESTS};
 
