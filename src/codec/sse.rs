@@ -134,7 +134,9 @@ pub struct SseEvent {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SseLimits {
-    /// Longest line (default 64 KiB): a longer one is skipped with [`SseError::LineTooLong`].
+    /// Longest line other than a data line (default 64 KiB): a longer one is skipped with
+    /// [`SseError::LineTooLong`]. A data line may be as long as [`max_event`](Self::max_event)
+    /// allows its event's data to be.
     pub max_line: usize,
     /// Largest event data (default 4 MiB): a larger event is dropped with
     /// [`SseError::EventTooLarge`].
@@ -299,11 +301,26 @@ impl SseDecoder {
         if self.skipping {
             return;
         }
-        if self.line.len() + part.len() > self.limits.max_line {
-            self.skipping = true;
-            self.line.clear();
-            each(Err(SseError::LineTooLong));
-            return;
+        let len = self.line.len() + part.len();
+        if len > self.limits.max_line {
+            // A data line may be as long as an event's data (a server writes a message as
+            // one line): the event's limit governs it.
+            if !is_data_line(&self.line, part) {
+                self.skipping = true;
+                self.line.clear();
+                each(Err(SseError::LineTooLong));
+                return;
+            }
+            if len > self.limits.max_event.saturating_add(DATA_FIELD.len() + 1) {
+                self.skipping = true;
+                self.line.clear();
+                if !self.dropping {
+                    self.dropping = true;
+                    self.data.clear();
+                    each(Err(SseError::EventTooLarge));
+                }
+                return;
+            }
         }
         self.line.extend_from_slice(part);
     }
@@ -385,6 +402,19 @@ impl SseDecoder {
     }
 }
 
+/// How a data line starts.
+const DATA_FIELD: &[u8] = b"data:";
+
+/// True when the line that `line` and then `part` begin is a data line, or may be one (it
+/// is a shorter start of one: with a line limit under five bytes, wherever the stream was
+/// cut the line is told the same way).
+fn is_data_line(line: &[u8], part: &[u8]) -> bool {
+    let have = line.len().min(DATA_FIELD.len());
+    let rest = &DATA_FIELD[have..];
+    let more = part.len().min(rest.len());
+    line[..have] == DATA_FIELD[..have] && part[..more] == rest[..more]
+}
+
 fn lossy(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -392,6 +422,7 @@ fn lossy(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::format;
     use alloc::vec;
 
     fn decode(chunks: &[&[u8]]) -> Vec<Result<SseEvent, SseError>> {
@@ -479,7 +510,8 @@ mod tests {
         });
         let mut out = Vec::new();
         let long = vec![b'x'; 10_000];
-        decoder.feed(b"data: ", |e| out.push(e));
+        // A line other than data: skipped, the event goes on.
+        decoder.feed(b"event: ", |e| out.push(e));
         for _ in 0..100 {
             decoder.feed(&long, |e| out.push(e));
         }
@@ -487,6 +519,20 @@ mod tests {
         decoder.feed(b"\ndata: ok\n\n", |e| out.push(e));
         assert_eq!(out[0], Err(SseError::LineTooLong));
         assert_eq!(out[1].as_ref().unwrap().data, "ok");
+        // A data line over the event's limit: the whole event is dropped, the line's
+        // bytes never held past the limit.
+        let mut out = Vec::new();
+        decoder.feed(b"data: ", |e| out.push(e));
+        for _ in 0..100 {
+            decoder.feed(&long, |e| out.push(e));
+        }
+        assert!(decoder.line.capacity() <= 10_000 + 1000);
+        decoder.feed(b"\ndata: in the same event\n\ndata: next\n\n", |e| {
+            out.push(e)
+        });
+        assert_eq!(out[0], Err(SseError::EventTooLarge));
+        assert_eq!(out[1].as_ref().unwrap().data, "next");
+        assert_eq!(out.len(), 2);
         let mut out = Vec::new();
         for _ in 0..20 {
             decoder.feed(b"data: ", |e| out.push(e));
@@ -496,6 +542,26 @@ mod tests {
         decoder.feed(b"\ndata: after\n\n", |e| out.push(e));
         assert_eq!(out, [Err(SseError::EventTooLarge), out[1].clone()]);
         assert_eq!(out[1].as_ref().unwrap().data, "after");
+    }
+
+    #[test]
+    fn a_data_line_may_be_as_long_as_an_event() {
+        // A server writes each message as one data line: a 1 MiB tool result, in pieces
+        // of any size, with the default limits (64 KiB lines, 4 MiB events).
+        let message = format!("{{\"result\":\"{}\"}}", "r".repeat(1 << 20));
+        let wire = format!("id: 7\nevent: message\ndata: {message}\n\n");
+        for piece in [1000, 4096, 65_536, wire.len()] {
+            let chunks: Vec<&[u8]> = wire.as_bytes().chunks(piece).collect();
+            let out = decode(&chunks);
+            assert_eq!(out.len(), 1, "in pieces of {piece}");
+            let event = out[0].as_ref().unwrap();
+            assert_eq!((event.data.len(), &event.id[..]), (message.len(), "7"));
+        }
+        // A line that only starts like one is held to the line limit.
+        let wire = format!("datum: {}\ndata: ok\n\n", "d".repeat(70_000));
+        let out = decode(&[wire.as_bytes()]);
+        assert_eq!(out[0], Err(SseError::LineTooLong));
+        assert_eq!(out[1].as_ref().unwrap().data, "ok");
     }
 
     #[test]

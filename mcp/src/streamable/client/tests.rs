@@ -503,6 +503,24 @@ fn a_stateless_request_is_cancelled_by_closing_its_stream() {
 }
 
 #[test]
+fn an_answer_of_a_megabyte_on_one_sse_line_arrives() {
+    // Servers (ours, the SDKs) write each message as one data line: with the default
+    // limits an answer over the line limit (64 KiB) was skipped and the call lost.
+    let (mut m, call) = calling(|_| {});
+    head(&mut m, call.exchange, 200, &[SSE]);
+    let answer = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"result":{{"content":[{{"type":"text","text":"{}"}}]}}}}"#,
+        "t".repeat(1 << 20)
+    );
+    let wire = format!("id: 1\nevent: message\ndata: {answer}\n\n");
+    for piece in wire.as_bytes().chunks(16 * 1024) {
+        m.handle_body(call.exchange, piece, at(0));
+    }
+    m.handle_end(call.exchange, at(0));
+    assert_eq!(events(&mut m).first(), Some(&message(&answer)));
+}
+
+#[test]
 fn a_huge_or_malformed_event_is_a_fault_and_bounded() {
     let (mut m, call) = calling(|c| {
         c.sse.max_event = 1024;
