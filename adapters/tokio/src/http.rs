@@ -876,10 +876,14 @@ async fn sniff<S: AsyncRead + Unpin>(mut stream: S) -> io::Result<(Rewind<S>, bo
     use tokio::io::AsyncReadExt;
     const MAX_HEAD: usize = 16 * 1024;
     let mut read = Vec::new();
+    // Where the search for the head's end goes on from: each byte is looked at once.
+    let mut scanned = 0;
     let end = loop {
-        if let Some(at) = read.windows(4).position(|w| w == b"\r\n\r\n") {
+        if let Some(at) = head_end(&read, scanned) {
             break at;
         }
+        // The last two bytes may begin the blank line.
+        scanned = read.len().saturating_sub(2);
         if read.len() >= MAX_HEAD {
             // Left to the HTTP server, which answers it 431.
             break read.len();
@@ -907,6 +911,22 @@ async fn sniff<S: AsyncRead + Unpin>(mut stream: S) -> io::Result<(Rewind<S>, bo
         stream,
     };
     Ok((rewind, websocket))
+}
+
+/// Where the head in `read` ends (the blank line after its fields), looking from `from` on:
+/// lines end with CRLF or, as RFC 9112 §2.2 lets a server accept and the HTTP server does,
+/// a bare LF.
+#[cfg(feature = "ws")]
+fn head_end(read: &[u8], from: usize) -> Option<usize> {
+    let mut at = from;
+    while let Some(lf) = read[at..].iter().position(|&b| b == b'\n') {
+        let after = &read[at + lf + 1..];
+        if after.starts_with(b"\n") || after.starts_with(b"\r\n") {
+            return Some(at + lf);
+        }
+        at += lf + 1;
+    }
+    None
 }
 
 /// A stream with bytes already read from it put back in front.
