@@ -928,6 +928,38 @@ fn hostile_clients_against(mut server: Server) {
 
 // ----- server bugs these clients found (fixed; these keep them fixed) -----
 
+/// Was a bug: a request refused from its head (413 for a body over the limit) was answered
+/// and the socket closed at once with the body still arriving: closing with unread input
+/// resets the connection, so a client that writes its whole body before reading (as most
+/// HTTP libraries do without `Expect: 100-continue`) had its write fail (a broken pipe or a
+/// reset) and reported that instead of the 413. Fixed: the server closes its side, then
+/// reads and drops what the client still sends, for a second at most (RFC 9112 §9.6).
+#[test]
+fn a_refused_body_is_read_so_its_refusal_arrives() {
+    let server = Server::start();
+    let port = server.port;
+    for round in 0..3 {
+        let mut conn = Conn::open(port).unwrap();
+        // More than the sockets' buffers hold between them (4 MiB and 6 MiB at most).
+        let body = vec![b' '; 16 << 20];
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        // As a simple client does: the whole request written, then the answer read.
+        conn.s.write_all(head.as_bytes()).unwrap();
+        let sent = conn.s.write_all(&body);
+        assert!(
+            sent.is_ok(),
+            "round {round}: the body's write failed: {sent:?}"
+        );
+        match conn.head() {
+            Ok(reply) => assert_eq!(reply.status, 413, "round {round}: {reply:?}"),
+            Err(e) => panic!("round {round}: no 413 but {e} (the body's write: {sent:?})"),
+        }
+    }
+}
+
 /// Was a bug: the bytes a client sends on a connection whose SSE response is open (a GET stream,
 /// a POST answered with SSE) are appended to the connection's input without bound while
 /// the response lasts ("a pipelined next request: kept for after this response", in

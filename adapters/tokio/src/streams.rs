@@ -454,31 +454,54 @@ where
 {
     let mut requests = Requests::new(RequestDecoder::keeping_fields(max_body));
     loop {
-        let Some((head, body)) = read_request(&mut socket, &mut requests, times, server).await
-        else {
-            return;
+        let request = match read_request(&mut socket, &mut requests, times, server).await {
+            Read::Request(head, body) => (head, body),
+            Read::Refused => return close_lingering(&mut socket).await,
+            Read::Over => return,
         };
-        let keep_alive = head.keep_alive;
-        if !server
-            .answer(&mut socket, (head, body), &mut requests)
-            .await
-            || !keep_alive
-        {
-            let _ = socket.shutdown().await;
-            return;
+        let keep_alive = request.0.keep_alive;
+        if !server.answer(&mut socket, request, &mut requests).await || !keep_alive {
+            return close_lingering(&mut socket).await;
         }
     }
 }
 
-/// Reads the next request (its head and body, each within its time limit); `None` when
-/// the connection ended, was too slow, or sent something that is not HTTP (answered with
-/// the server's refusal first).
+/// How long a closing connection reads what its peer still sends ([`close_lingering`]).
+const LINGER: Duration = Duration::from_secs(1);
+
+/// Closes `socket` in stages (RFC 9112 §9.6): our side first, then what the peer still
+/// sends (a body refused from its head, a request pipelined behind the last answer) is
+/// read and dropped until it closes its side, for [`LINGER`] at most. Closing with unread
+/// input would reset the connection: a peer writing its body before it reads would have
+/// its write fail and never read the answer, and its stack may drop an answer not yet read.
+async fn close_lingering<S: AsyncRead + AsyncWrite + Unpin>(socket: &mut S) {
+    use tokio::io::AsyncReadExt;
+    if socket.shutdown().await.is_err() {
+        return;
+    }
+    let mut sink = [0; 16 * 1024];
+    let drained = async { while let Ok(1..) = socket.read(&mut sink).await {} };
+    let _ = tokio::time::timeout(LINGER, drained).await;
+}
+
+/// What [`read_request`] read.
+enum Read {
+    /// A request, its head and its whole body.
+    Request(Head, Vec<u8>),
+    /// Something refused, answered with the server's refusal: the connection closes.
+    Refused,
+    /// The connection ended or was too slow.
+    Over,
+}
+
+/// Reads the next request (its head and body, each within its time limit), or answers
+/// what is not HTTP, or too large, with the server's refusal.
 async fn read_request<S, A>(
     socket: &mut S,
     requests: &mut Requests,
     times: Times,
     server: &A,
-) -> Option<(Head, Vec<u8>)>
+) -> Read
 where
     S: AsyncRead + AsyncWrite + Unpin,
     A: Answerer<S>,
@@ -488,16 +511,16 @@ where
         Ok(Part::Head(head)) => head,
         Ok(Part::Fault(fault)) => {
             let _ = socket.write_all(&refuse(fault)).await;
-            return None;
+            return Read::Refused;
         }
-        _ => return None,
+        _ => return Read::Over,
     };
     if head.body == BodyKind::None {
-        return Some((head, Vec::new()));
+        return Read::Request(head, Vec::new());
     }
     if requests.too_large(&head) {
         let _ = socket.write_all(&refuse(HttpFault::BodyTooLarge)).await;
-        return None;
+        return Read::Refused;
     }
     if head.expect_continue {
         let _ = socket.write_all(CONTINUE).await;
@@ -506,13 +529,13 @@ where
         Ok(Part::Body { used, len }) => {
             let body = requests.body(len).to_vec();
             requests.consume(used);
-            Some((head, body))
+            Read::Request(head, body)
         }
         Ok(Part::Fault(fault)) => {
             let _ = socket.write_all(&refuse(fault)).await;
-            None
+            Read::Refused
         }
-        _ => None,
+        _ => Read::Over,
     }
 }
 
