@@ -271,6 +271,14 @@ pub fn system_clock() -> impl Fn() -> Instant + Send + Sync + Clone + 'static {
     move || Instant::from_duration(epoch.elapsed())
 }
 
+/// A new router (`R::default()`, a driver's router) with what `mount` registers on it: a
+/// protocol crate's `router()` for each driver, its `mount` given the new router.
+pub fn mounted<R: Default>(mount: impl FnOnce(&mut R)) -> R {
+    let mut router = R::default();
+    mount(&mut router);
+    router
+}
+
 /// What [`subscription_types!`] and [`raw_calls!`] name in the crate that uses them.
 #[doc(hidden)]
 pub mod __private {

@@ -39,9 +39,7 @@ impl Server {
     /// that would read the answer. The connection reads nothing while a notification's
     /// handler runs, so keep those short, and ask the editor from request handlers.
     pub fn blocking_router(&self) -> Router {
-        let mut router = Router::new();
-        self.mount_blocking(&mut router);
-        router
+        sansrpc_runtime::mounted(|router| self.mount_blocking(router))
     }
 
     /// Registers the server's methods on `router`, beside the application's own.

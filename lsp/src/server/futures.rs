@@ -14,9 +14,7 @@ impl Server {
     /// `Config::for_profile(Profile::Lsp)` (without it, the server writes a warning to stderr
     /// and the editor's log at `initialize`), or serve with `serve_stdio`, which does.
     pub fn router(&self) -> AsyncRouter {
-        let mut router = AsyncRouter::new();
-        self.mount(&mut router);
-        router
+        sansrpc_runtime::mounted(|router| self.mount(router))
     }
 
     /// Registers the server's methods on `router`, beside the application's own.

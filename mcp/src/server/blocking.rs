@@ -15,9 +15,7 @@ impl Server {
     /// `sansrpc_blocking::Options::for_profile(Profile::Mcp)` (the MCP profile and its
     /// newline framing).
     pub fn blocking_router(&self) -> Router {
-        let mut router = Router::new();
-        self.mount_blocking(&mut router);
-        router
+        sansrpc_runtime::mounted(|router| self.mount_blocking(router))
     }
 
     /// Registers the server's methods on `router`, beside the application's own.

@@ -11,9 +11,7 @@ impl Server {
     /// for Streamable HTTP, `serve_stdio` for stdio) and the futures driver (smol,
     /// async-std). Give the connection `Config::for_profile(Profile::Mcp)`.
     pub fn router(&self) -> AsyncRouter {
-        let mut router = AsyncRouter::new();
-        self.mount(&mut router);
-        router
+        sansrpc_runtime::mounted(|router| self.mount(router))
     }
 
     /// Registers the server's methods on `router`, beside the application's own.
