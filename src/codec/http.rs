@@ -739,18 +739,22 @@ fn parse_chunk_size(line: &[u8]) -> Result<usize, HttpFault> {
         .iter()
         .position(|b| !b.is_ascii_hexdigit())
         .unwrap_or(line.len());
-    // Whitespace may come before an extension's ';' (RFC 9112 §7.1.1), nothing else.
+    // Whitespace may come before an extension's ';' (RFC 9112 §7.1.1), nothing else; and no
+    // control byte but HTAB in an extension (a bare CR is not a line end here, and a proxy
+    // in front that took it for one would frame the body otherwise: §2.2).
     let rest = &line[digits..];
     let ext = rest.iter().position(|b| !matches!(b, b' ' | b'\t'));
     let ext_ok = match ext {
-        Some(at) => rest[at] == b';',
+        Some(at) => rest[at] == b';' && rest.iter().all(|&b| b == b'\t' || !b.is_ascii_control()),
         None => true,
     };
-    if digits == 0 || digits > 16 || !ext_ok {
+    // Leading zeros are digits like any other (`1*HEXDIG`): the size's own are at most 16.
+    let zeros = line[..digits].iter().take_while(|&&b| b == b'0').count();
+    if digits == 0 || digits - zeros > 16 || !ext_ok {
         return Err(HttpFault::BadRequest);
     }
     let mut size: u64 = 0;
-    for &b in &line[..digits] {
+    for &b in &line[zeros..digits] {
         let d = (b as char).to_digit(16).unwrap_or(0);
         size = size
             .checked_mul(16)
@@ -760,10 +764,15 @@ fn parse_chunk_size(line: &[u8]) -> Result<usize, HttpFault> {
     usize::try_from(size).map_err(|_| HttpFault::BadRequest)
 }
 
-/// A `Content-Length` value: decimal digits only.
+/// A `Content-Length` value: decimal digits only (leading zeros allowed, `1*DIGIT`).
 fn parse_length(value: &[u8]) -> Option<u64> {
     let value = trim(value);
-    if value.is_empty() || value.len() > 19 || !value.iter().all(u8::is_ascii_digit) {
+    if value.is_empty() || !value.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let zeros = value.iter().take_while(|&&b| b == b'0').count();
+    let value = &value[zeros..];
+    if value.len() > 19 {
         return None;
     }
     value.iter().try_fold(0u64, |n, &b| {

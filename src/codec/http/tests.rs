@@ -167,15 +167,31 @@ fn a_chunked_body_holds_its_data_not_its_framing() {
 }
 
 #[test]
+fn sizes_and_lengths_may_have_leading_zeros() {
+    let chunked = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n\
+                   00000000000000000002;name=\"v\"\t\r\n[]\r\n0000\r\n\r\n";
+    let (seen, _) = decode(chunked.as_bytes(), 100, usize::MAX);
+    assert_eq!(bodies(&seen), vec![&b"[]"[..]]);
+    let length = "POST / HTTP/1.1\r\nContent-Length: 000000000000000000002\r\n\r\n[]";
+    let (seen, _) = decode(length.as_bytes(), 100, usize::MAX);
+    assert_eq!(bodies(&seen), vec![&b"[]"[..]]);
+    // Twenty significant digits are still too many.
+    let over = "POST / HTTP/1.1\r\nContent-Length: 10000000000000000000000\r\n\r\n";
+    assert_eq!(fault_of(over), HttpFault::BadRequest);
+}
+
+#[test]
 fn broken_chunk_framing_is_a_bad_request() {
     let start = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
     for body in [
-        "zz\r\n",                    // not hex
-        "\r\n",                      // no size
-        "5\nhello\r\n0\r\n\r\n",     // bare LF
-        "5\r\nhelloXY0\r\n\r\n",     // no CRLF after the data
-        "5 x\r\nhello\r\n0\r\n\r\n", // after the size: only an extension, after ';'
-        "11111111111111111\r\n",     // 17 hex digits
+        "zz\r\n",                         // not hex
+        "\r\n",                           // no size
+        "5\nhello\r\n0\r\n\r\n",          // bare LF
+        "5\r\nhelloXY0\r\n\r\n",          // no CRLF after the data
+        "5 x\r\nhello\r\n0\r\n\r\n",      // after the size: only an extension, after ';'
+        "11111111111111111\r\n",          // 17 hex digits
+        "5;a\rXX\r\nhello\r\n0\r\n\r\n",  // a bare CR in an extension
+        "5;a=\x01\r\nhello\r\n0\r\n\r\n", // a control byte in one
     ] {
         assert_eq!(
             fault_of(&format!("{start}{body}")),
