@@ -928,6 +928,50 @@ fn hostile_clients_against(mut server: Server) {
 
 // ----- server bugs these clients found (fixed; these keep them fixed) -----
 
+/// Was a bug: an SSE answer to an HTTP/1.0 request (what nginx sends upstream by default,
+/// `proxy_http_version 1.0`) was sent with `Transfer-Encoding: chunked`, which HTTP/1.0 does
+/// not have (RFC 9112 §6.1): the client read the chunk-size lines as event data. Fixed: the
+/// events go out unframed and the connection's close ends them.
+#[test]
+fn an_sse_answer_to_http_1_0_ends_with_the_close() {
+    let server = Server::start();
+    let port = server.port;
+    let (_conn, id) = session(port).expect("a session");
+    let mut raw = request(port, "POST", &session_headers(&id), &slow(7, 1.5));
+    raw.splice(
+        ..b"POST /mcp HTTP/1.1".len(),
+        b"POST /mcp HTTP/1.0".iter().copied(),
+    );
+    // Asks to be kept alive, as HTTP/1.0 clients may: still closed after the answer.
+    let at = find(&raw, b"\r\n\r\n").unwrap();
+    raw.splice(at..at, b"\r\nConnection: keep-alive".iter().copied());
+    let mut s = connect(port).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(&raw).unwrap();
+    let mut all = Vec::new();
+    s.read_to_end(&mut all)
+        .expect("the answer, ended by the close");
+    let text = String::from_utf8_lossy(&all);
+    let (head, body) = text.split_once("\r\n\r\n").expect("a head");
+    let head = head.to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(head.contains("content-type: text/event-stream"), "{head}");
+    assert!(!head.contains("transfer-encoding"), "{head}");
+    assert!(head.contains("connection: close"), "{head}");
+    // Only events: the progress, then the answer, with no chunk framing between.
+    let events: Vec<&str> = body.split("\n\n").filter(|e| !e.is_empty()).collect();
+    assert!(
+        events.iter().all(|e| e.lines().all(|l| l.starts_with("id:")
+            || l.starts_with("event:")
+            || l.starts_with("data:")
+            || l.starts_with("retry:")
+            || l.starts_with(':'))),
+        "{body}"
+    );
+    assert!(body.contains("notifications/progress"), "{body}");
+    assert!(body.contains(r#"slept 1.5 s"}]},"id":7}"#), "{body}");
+}
+
 /// Was a bug: a request refused from its head (413 for a body over the limit) was answered
 /// and the socket closed at once with the body still arriving: closing with unread input
 /// resets the connection, so a client that writes its whole body before reading (as most

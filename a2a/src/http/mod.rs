@@ -337,6 +337,13 @@ impl Endpoint {
             return Verdict::Respond(refusal(HttpFault::BodyTooLarge));
         }
         let verdict = self.call(head, body, authorized, now);
+        // Whichever request a stream's response answers now (a resumption may be another).
+        if let Some(s) = match verdict {
+            Verdict::Stream(stream) => self.streams.get_mut(&stream),
+            Verdict::Respond(_) => None,
+        } {
+            s.close_delimited = head.http10;
+        }
         self.drain(now);
         verdict
     }

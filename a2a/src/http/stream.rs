@@ -41,6 +41,9 @@ pub(super) struct Stream {
     /// The response was cut (its client did not read).
     pub cut: bool,
     pub last_write: Instant,
+    /// Its response answers an HTTP/1.0 request: events go out unframed, their end is the
+    /// connection's close (no chunked coding for HTTP/1.0, RFC 9112 §6.1).
+    pub close_delimited: bool,
 }
 
 /// The head of a stream's HTTP response, as [`Endpoint::poll_stream_parts`] gives it.
@@ -79,6 +82,7 @@ impl Stream {
             done: false,
             cut: false,
             last_write: now,
+            close_delimited: false,
         }
     }
 }
@@ -187,17 +191,20 @@ impl Endpoint {
     pub fn poll_stream(&mut self, stream: u64, out: &mut Vec<u8>) -> BodyStep {
         let start = out.len();
         let mut head = None;
+        let close_delimited = self.streams.get(&stream).is_some_and(|s| s.close_delimited);
         let step = self.take(stream, &mut head, out);
         let len = out.len() - start;
         let mut prefix = Vec::new();
         let sse = match &head {
             Some(h) => {
                 let length = (!h.sse).then_some(len);
-                let chunked: &[(&str, &[u8])] = &[("transfer-encoding", b"chunked")];
                 let mut fields: Vec<(&str, &[u8])> =
                     h.fields().iter().map(|(n, v)| (*n, v.as_bytes())).collect();
                 if h.sse {
-                    fields.extend_from_slice(chunked);
+                    fields.push(match close_delimited {
+                        false => ("transfer-encoding", b"chunked"),
+                        true => ("connection", b"close"),
+                    });
                 }
                 sansrpc::codec::http::write_head(&mut prefix, h.status, length, &fields);
                 h.sse
@@ -207,11 +214,13 @@ impl Endpoint {
                 .get(&stream)
                 .map_or(true, |s| matches!(s.kind, Kind::Sse(_))),
         };
-        if sse && len > 0 {
+        // Events answering HTTP/1.0 are not chunked: their end is the connection's close.
+        let chunked = sse && !close_delimited;
+        if chunked && len > 0 {
             chunk_line(&mut prefix, len);
             out.extend_from_slice(b"\r\n");
         }
-        if sse && step == BodyStep::End {
+        if chunked && step == BodyStep::End {
             out.extend_from_slice(b"0\r\n\r\n");
         }
         out.splice(start..start, prefix);

@@ -155,6 +155,48 @@ fn an_idle_stream_gets_keep_alives_and_a_waiting_answer_comes_whole() {
     );
 }
 
+/// HTTP/1.0 has no chunked coding (RFC 9112 §6.1): a stream answering it sends its events
+/// unframed and ends with the connection's close (as nginx asks upstream by default).
+#[test]
+fn a_stream_answering_http_1_0_is_not_chunked() {
+    let mut server = Endpoint::new(Config::default(), card(), SeededIds::new(2));
+    let mut old = head(&[]);
+    old.http10 = true;
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": send("ask")});
+    let body = serde_json::to_vec(&body).unwrap();
+    let verdict = server.handle_request(&old, &body, Authorized::NotRequired, at(0));
+    let s = stream(verdict);
+    let run = runs(&mut server).pop().unwrap();
+    let (first, step) = drain(&mut server, s);
+    assert_eq!(step, BodyStep::Data);
+    assert!(first.contains("connection: close\r\n"), "{first}");
+    assert!(!first.contains("transfer-encoding"), "{first}");
+    let body = first.split_once("\r\n\r\n").unwrap().1;
+    assert!(
+        body.starts_with("retry: ") || body.starts_with("id: "),
+        "{body:?}"
+    );
+    let update = Update::status(TaskState::InputRequired, None);
+    server.handle_update(at(1), run, update).unwrap();
+    let (rest, step) = drain(&mut server, s);
+    assert_eq!(step, BodyStep::End);
+    assert!(
+        rest.starts_with("id: ") && rest.ends_with("\n\n"),
+        "{rest:?}"
+    );
+    assert!(rest.contains("TASK_STATE_INPUT_REQUIRED"), "{rest}");
+
+    // The same request as HTTP/1.1: chunked.
+    let s = stream(call(
+        &mut server,
+        "SendStreamingMessage",
+        send("ask"),
+        at(2),
+    ));
+    let (first, _) = drain(&mut server, s);
+    assert!(first.contains("transfer-encoding: chunked"), "{first}");
+}
+
 #[test]
 fn a_broken_stream_is_kept_for_its_client_then_forgotten() {
     let config = Config {

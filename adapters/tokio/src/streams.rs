@@ -459,7 +459,10 @@ where
             Read::Refused => return close_lingering(&mut socket).await,
             Read::Over => return,
         };
-        let keep_alive = request.0.keep_alive;
+        // An HTTP/1.0 connection persists only when the response says `keep-alive` too
+        // (RFC 9112 §9.3), which these answers never do (and an SSE answer to one ends
+        // with the close): it closes after its answer.
+        let keep_alive = request.0.keep_alive && !request.0.http10;
         if !server.answer(&mut socket, request, &mut requests).await || !keep_alive {
             return close_lingering(&mut socket).await;
         }

@@ -288,6 +288,18 @@ pub enum Verdict {
     },
 }
 
+impl Verdict {
+    /// The stream it serves, for those that serve one.
+    fn stream(&self) -> Option<u64> {
+        match *self {
+            Verdict::Open { stream, .. }
+            | Verdict::Stateless { stream }
+            | Verdict::Listen { stream } => Some(stream),
+            _ => None,
+        }
+    }
+}
+
 /// What [`Endpoint::poll_stream`] did: the core's [`BodyStep`](sansrpc::codec::http::BodyStep),
 /// the contract every machine that writes its responses piece by piece keeps (wait until
 /// the stream is [ready](Endpoint::poll_ready), write and poll again, write and end, cut).
@@ -511,6 +523,13 @@ impl Endpoint {
         entropy: &mut dyn FnMut(&mut [u8]),
     ) -> Verdict {
         let verdict = self.decide(head, body, auth, peer, now, entropy);
+        // Whichever request a stream's response answers now (a resumption may be another).
+        if let Some(s) = verdict
+            .stream()
+            .and_then(|stream| self.streams.get_mut(&stream))
+        {
+            s.close_delimited = head.http10;
+        }
         match head.origin.as_deref() {
             Some(origin) if self.config.origins.allows(origin, &self.config.hosts) => {
                 self.with_cors(verdict, origin)
@@ -1371,20 +1390,23 @@ impl Endpoint {
     pub fn poll_stream(&mut self, stream: u64, out: &mut Vec<u8>) -> Step {
         let start = out.len();
         let mut head = None;
+        let close_delimited = self.streams.get(&stream).is_some_and(|s| s.close_delimited);
         let (step, sse) = self.take_stream(stream, &mut head, out);
+        // Events answering HTTP/1.0 are not chunked: their end is the connection's close.
+        let chunked = sse && !close_delimited;
         // The HTTP/1.1 framing around what was taken: the head, and for events one chunk
         // of what came since the last turn, then the last chunk at the end.
         let mut prefix = core::mem::take(&mut self.scratch);
         prefix.clear();
         let len = out.len() - start;
         if let Some(head) = head {
-            head.write(&mut prefix, len);
+            head.write(&mut prefix, len, close_delimited);
         }
-        if sse && len > 0 {
+        if chunked && len > 0 {
             sansrpc::codec::http::chunk_line(&mut prefix, len);
             out.extend_from_slice(b"\r\n");
         }
-        if sse && step == Step::End {
+        if chunked && step == Step::End {
             out.extend_from_slice(b"0\r\n\r\n");
         }
         if !prefix.is_empty() {

@@ -81,6 +81,9 @@ pub(super) struct Stream {
     ///
     /// [`Endpoint::poll_ready`]: super::Endpoint::poll_ready
     pub queued_ready: bool,
+    /// Its response answers an HTTP/1.0 request: events go out unframed, their end is the
+    /// connection's close (no chunked coding for HTTP/1.0, RFC 9112 §6.1).
+    pub close_delimited: bool,
 }
 
 impl Stream {
@@ -105,6 +108,7 @@ impl Stream {
             cors: None,
             window: None,
             queued_ready: false,
+            close_delimited: false,
         }
     }
 
@@ -222,8 +226,9 @@ impl StreamHead {
         }
     }
 
-    /// The head as HTTP/1.1: a JSON body of `len` bytes, or a chunked one.
-    pub(super) fn write(&self, out: &mut Vec<u8>, len: usize) {
+    /// The head as HTTP/1.1: a JSON body of `len` bytes, or a chunked one; or, answering
+    /// HTTP/1.0 (`close_delimited`), events ended by the connection's close.
+    pub(super) fn write(&self, out: &mut Vec<u8>, len: usize, close_delimited: bool) {
         let mut headers: [(&str, &[u8]); 8] = [("", b""); 8];
         let mut named = 0;
         for &(name, value) in self.fields() {
@@ -231,7 +236,10 @@ impl StreamHead {
             named += 1;
         }
         if self.sse {
-            headers[named] = ("transfer-encoding", b"chunked");
+            headers[named] = match close_delimited {
+                false => ("transfer-encoding", b"chunked"),
+                true => ("connection", b"close"),
+            };
             named += 1;
         }
         self.extra_fields(|name, value| {
