@@ -470,3 +470,48 @@ fn a_refresh_that_fails_at_once_is_waited_for_and_reported() {
         assert!(c.poll().is_none());
     }
 }
+
+#[test]
+fn a_refresh_answered_unavailable_or_too_many_requests_keeps_the_refresh_token() {
+    let busy = [
+        HttpResponse::json(503, &json!({"error": "temporarily_unavailable"})),
+        HttpResponse::json(429, &json!({"error": "slow_down"})),
+        HttpResponse::json(500, &json!({"error": "server_error"})),
+        HttpResponse::json(400, &json!({"error": "temporarily_unavailable"})),
+    ];
+    for answer in busy {
+        let status = answer.status;
+        let mut c = authorized();
+        let late = t0() + Duration::from_secs(3600 - 30);
+        assert_eq!(c.credential(late), Credential::Bearer(bearer("at-1")));
+        let (id, request) = sent(&mut c);
+        assert_eq!(form_of(&request)["refresh_token"], "rt-1");
+        c.handle_response(id, answer, late);
+        // The flow fails with the server's error: no new authorization, and the tokens
+        // are not saved away.
+        let error = loop {
+            match c.poll() {
+                Some(Output::Save(credentials)) => {
+                    assert!(credentials.tokens.is_some(), "{status}: tokens dropped")
+                }
+                Some(Output::Failed(error)) => break error,
+                other => panic!("{status}: {other:?}"),
+            }
+        };
+        assert_eq!(error.step, Step::Refresh, "{status}");
+        assert_eq!(error.server_error().unwrap().status, status);
+        assert!(c.poll().is_none(), "{status}");
+        assert!(!c.is_busy(), "{status}");
+        assert_eq!(c.tokens().unwrap().refresh_token.as_deref(), Some("rt-1"));
+
+        // A later try sends the same refresh token, and succeeds.
+        assert_eq!(c.credential(late), Credential::Bearer(bearer("at-1")));
+        let (id, request) = sent(&mut c);
+        let form = form_of(&request);
+        assert_eq!(form["grant_type"], "refresh_token", "{status}");
+        assert_eq!(form["refresh_token"], "rt-1", "{status}");
+        c.handle_response(id, token_answer("at-2", Some("rt-2"), 3600), late);
+        finished(&mut c);
+        assert_eq!(c.credential(late), Credential::Bearer(bearer("at-2")));
+    }
+}

@@ -295,7 +295,7 @@ impl OAuthClient {
         let step = token_step(grant);
         if !answer.is_success() {
             let cause = wire::failure(&answer);
-            let refused = matches!(cause, Cause::Server(_)) || matches!(answer.status, 400 | 401);
+            let refused = refuses_grant(answer.status, &cause);
             let invalid_client = matches!(&cause, Cause::Server(e) if e.error == "invalid_client");
             if invalid_client
                 && self
@@ -357,4 +357,17 @@ impl OAuthClient {
         self.flow = None;
         self.outputs.push_back(Output::Done);
     }
+}
+
+/// Whether a failed token answer says the grant is not usable (RFC 6749 §5.2: errors are
+/// 400, or 401 for the client's authentication): a 4xx other than 408 and 429 whose
+/// `error` is not `temporarily_unavailable` or `server_error`. A 5xx, a 408, a 429 or
+/// such an `error` says the server cannot answer now: the refresh token stays, and a
+/// later try may succeed.
+fn refuses_grant(status: u16, cause: &Cause) -> bool {
+    let busy = matches!(
+        cause,
+        Cause::Server(e) if matches!(e.error.as_str(), "temporarily_unavailable" | "server_error")
+    );
+    (400..500).contains(&status) && !matches!(status, 408 | 429) && !busy
 }
