@@ -274,3 +274,36 @@ async fn a_server_that_asks_for_credentials_the_connection_lacks_says_so() {
     session.call_tool("ping_tool", ()).await.unwrap();
     session.close().await;
 }
+
+/// `Connect::oauth` sends the authorizer's tokens to this URL: an authorizer for another
+/// resource (RFC 8707 audience) is refused at `connect`, naming both; one for the same
+/// resource spelled another way (case, default port, fragment) is taken.
+#[tokio::test]
+async fn an_oauth_authorizer_for_another_resource_is_refused() {
+    use sansrpc_mcp::tokio::oauth::driver::Authorizer;
+    use sansrpc_mcp::tokio::oauth::Config as OAuthConfig;
+    let redirect = "http://127.0.0.1:8765/callback";
+    let authorizer = |resource: &str| {
+        Authorizer::builder(OAuthConfig::authorization_code(resource, redirect).unwrap())
+    };
+    let client = ClientBuilder::new("errors-client", "1");
+    let error = mcp::Connect::new("https://b.example/mcp")
+        .oauth(authorizer("https://a.example/mcp"))
+        .connect(builder(&client))
+        .unwrap_err();
+    assert_eq!(error.kind(), std::io::ErrorKind::InvalidInput);
+    let text = error.to_string();
+    assert!(text.contains("https://a.example/mcp"), "{text}");
+    assert!(text.contains("https://b.example/mcp"), "{text}");
+    // Another path of the same host is another resource too.
+    let error = mcp::Connect::new("https://a.example/other")
+        .oauth(authorizer("https://a.example/mcp"))
+        .connect(builder(&client))
+        .unwrap_err();
+    assert_eq!(error.kind(), std::io::ErrorKind::InvalidInput);
+
+    let same = mcp::Connect::new("HTTPS://A.Example:443/mcp#top")
+        .oauth(authorizer("https://a.example/mcp"))
+        .connect(builder(&client));
+    assert!(same.is_ok(), "{:?}", same.err());
+}

@@ -132,9 +132,11 @@ impl Connect {
     }
 
     /// OAuth 2.1 for this server: [`connect`](Self::connect) builds the authorizer from
-    /// `authorizer` (its resource is this URL), adding what the MCP specification adds
-    /// (`MCP-Protocol-Version` on the discovery requests) and, when it was given no
-    /// transport, one that trusts what this connection trusts ([`tls`](Self::tls)).
+    /// `authorizer` (its resource must be this URL, compared in canonical form: an
+    /// authorizer for another resource is refused with `InvalidInput`), adding what the
+    /// MCP specification adds (`MCP-Protocol-Version` on the discovery requests) and, when
+    /// it was given no transport, one that trusts what this connection trusts
+    /// ([`tls`](Self::tls)).
     ///
     /// ```no_run
     /// use sansrpc_mcp::tokio::Connect;
@@ -204,8 +206,8 @@ impl Connect {
     /// until the first call (`initialize`, or `server/discover` on 2026-07-28).
     ///
     /// An error (`InvalidInput`) for a URL that is not `http://` or `https://`, a header
-    /// that is not one or that the transport sets itself, or an OAuth configuration the
-    /// authorizer refuses.
+    /// that is not one or that the transport sets itself, an OAuth authorizer for another
+    /// resource than this URL, or an OAuth configuration the authorizer refuses.
     pub fn connect(self, builder: Builder) -> io::Result<sansrpc_tokio::Spawned> {
         let invalid = |why: String| io::Error::new(io::ErrorKind::InvalidInput, why);
         let mut headers = Vec::with_capacity(self.headers.len());
@@ -230,6 +232,19 @@ impl Connect {
         }
         let credentials = match self.oauth {
             Some(authorizer) => {
+                // The authorizer's tokens go to this URL: they must be for it (RFC 8707
+                // §2, the MCP specification's token audience binding). A URL that is not
+                // one is for `open` to refuse.
+                if let Ok(url) = sansrpc_oauth::uri::canonical_resource(&self.url) {
+                    if url != authorizer.resource() {
+                        return Err(invalid(format!(
+                            "the OAuth authorizer is for the resource `{}`, not for `{url}`: \
+                             its tokens would be sent to a resource they are not for \
+                             (build its Config with this URL)",
+                            authorizer.resource()
+                        )));
+                    }
+                }
                 let mut authorizer =
                     authorizer.discovery_header("MCP-Protocol-Version", self.protocol_version);
                 if !authorizer.has_transport() {
