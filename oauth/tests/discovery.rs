@@ -50,6 +50,37 @@ fn without_a_challenge_url_the_path_aware_location_then_the_root() {
 }
 
 #[test]
+fn a_plain_http_challenge_url_is_ignored_for_the_well_known_locations() {
+    // A metadata URL in the clear (not loopback) could be rewritten on the way: the
+    // well-known locations of the (https) resource are asked instead.
+    let mut c = client(config());
+    unauthorized(
+        &mut c,
+        r#"resource_metadata="http://mcp.example.com/.well-known/oauth-protected-resource/mcp""#,
+    );
+    let id = get(&mut c, PRM_URL);
+    c.handle_response(id, HttpResponse::new(404), t0());
+    let id = get(&mut c, PRM_ROOT);
+    c.handle_response(id, HttpResponse::new(404), t0());
+    let error = failed(&mut c);
+    assert_eq!(
+        error.cause,
+        Cause::NotFound {
+            tried: vec![PRM_URL.into(), PRM_ROOT.into()]
+        }
+    );
+
+    // On a loopback host, plain http is fine (as for every other endpoint).
+    let local = Config::authorization_code("http://127.0.0.1:3000/mcp", REDIRECT).unwrap();
+    let mut c = client(local);
+    unauthorized(
+        &mut c,
+        r#"resource_metadata="http://127.0.0.1:3000/custom/prm""#,
+    );
+    get(&mut c, "http://127.0.0.1:3000/custom/prm");
+}
+
+#[test]
 fn a_failing_challenge_url_falls_back_to_the_well_known_locations() {
     let mut c = client(config());
     unauthorized(

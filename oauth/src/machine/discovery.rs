@@ -27,12 +27,16 @@ impl OAuthClient {
 
     pub(super) fn discover_resource(&mut self) {
         let mut candidates = Vec::new();
+        // The challenge's metadata URL, when it is https or loopback like every other
+        // URL the flow follows: a document fetched in the clear could name another
+        // authorization server. One that is not is ignored, for the well-known locations
+        // of the configured resource (itself https or loopback).
         let named = self
             .flow
             .as_ref()
             .and_then(|f| f.challenge.as_ref())
             .and_then(|c| c.resource_metadata.as_deref())
-            .filter(|url| uri::parse_http(url).is_ok());
+            .filter(|url| uri::parse_http(url).is_ok_and(|u| uri::secure_or_loopback(&u)));
         if let Some(url) = named {
             candidates.push(url.to_owned());
         }
