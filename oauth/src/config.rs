@@ -275,7 +275,8 @@ impl Config {
         Ok(self)
     }
 
-    /// Refreshes a token this long before it expires (default 60 s).
+    /// Refreshes a token this long before it expires (default 60 s), or after half its
+    /// lifetime when that comes first (a 60 s token is refreshed after 30 s).
     pub fn refresh_margin(mut self, margin: Duration) -> Config {
         self.refresh_margin = margin;
         self

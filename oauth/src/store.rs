@@ -101,6 +101,10 @@ pub struct TokenSet {
     /// When the access token expires, in seconds since the Unix epoch (`None`: not said).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<u64>,
+    /// When the access token was issued, in seconds since the Unix epoch (`None`: not
+    /// known, as for tokens stored before this was kept): with `expires_at`, its lifetime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issued_at: Option<u64>,
     /// The scope granted (or, when the server did not say, the scope asked for).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
@@ -124,10 +128,20 @@ impl TokenSet {
             .map(|at| at.saturating_sub(unix_seconds(now)))
     }
 
-    /// Whether the token is expired, or expires within `margin` of `now`.
+    /// The token's lifetime in seconds, when both ends are known.
+    pub fn lifetime(&self) -> Option<u64> {
+        Some(self.expires_at?.saturating_sub(self.issued_at?))
+    }
+
+    /// Whether the token is expired, or expires within `margin` of `now`; the margin is at
+    /// most half the token's lifetime when that is known (a 60 s token with a 60 s margin
+    /// is refreshed after 30 s, not at every request).
     pub fn expires_within(&self, now: SystemTime, margin: Duration) -> bool {
-        self.remaining(now)
-            .is_some_and(|left| left <= margin.as_secs())
+        let margin = match self.lifetime() {
+            Some(lifetime) => margin.as_secs().min(lifetime / 2),
+            None => margin.as_secs(),
+        };
+        self.remaining(now).is_some_and(|left| left <= margin)
     }
 }
 
@@ -140,6 +154,7 @@ impl fmt::Debug for TokenSet {
                 &self.refresh_token.as_ref().map(|_| "<redacted>"),
             )
             .field("expires_at", &self.expires_at)
+            .field("issued_at", &self.issued_at)
             .field("scope", &self.scope)
             .field("issuer", &self.issuer)
             .field("resource", &self.resource)

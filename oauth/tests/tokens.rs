@@ -309,6 +309,7 @@ fn stored_credentials_from_another_authorization_server_are_dropped() {
             access_token: "old-at".into(),
             refresh_token: Some("old-rt".into()),
             expires_at: None,
+            issued_at: None,
             scope: None,
             issuer: Some("https://old-auth.example.com".into()),
             resource: Some(RS.into()),
@@ -357,6 +358,7 @@ fn stored_tokens_are_used_and_refreshed_after_discovery() {
             access_token: "at-9".into(),
             refresh_token: Some("rt-9".into()),
             expires_at: Some(1_700_000_000 + 10),
+            issued_at: None,
             scope: Some("files:read".into()),
             issuer: Some(AS.into()),
             resource: Some(RS.into()),
@@ -446,6 +448,7 @@ fn a_refresh_that_fails_at_once_is_waited_for_and_reported() {
             access_token: "at-9".into(),
             refresh_token: Some("rt-9".into()),
             expires_at: Some(1_700_000_000 + 10),
+            issued_at: None,
             scope: None,
             issuer: Some(AS.into()),
             resource: Some(RS.into()),
@@ -514,4 +517,38 @@ fn a_refresh_answered_unavailable_or_too_many_requests_keeps_the_refresh_token()
         finished(&mut c);
         assert_eq!(c.credential(late), Credential::Bearer(bearer("at-2")));
     }
+}
+
+#[test]
+fn a_token_shorter_lived_than_twice_the_margin_is_refreshed_after_half_its_lifetime() {
+    let mut c = authorized();
+    let late = t0() + Duration::from_secs(3600 - 30);
+    assert_eq!(c.credential(late), Credential::Bearer(bearer("at-1")));
+    let (id, _) = sent(&mut c);
+    // A 60 s token (no longer than the 60 s margin): used for 30 s, not refreshed at
+    // every request.
+    c.handle_response(id, token_answer("at-2", None, 60), late);
+    finished(&mut c);
+    for s in [0, 1, 29] {
+        let now = late + Duration::from_secs(s);
+        assert_eq!(c.credential(now), Credential::Bearer(bearer("at-2")), "{s}");
+        assert!(!c.is_busy(), "refreshed after {s} s");
+        assert!(c.poll().is_none());
+    }
+    let half = late + Duration::from_secs(30);
+    assert_eq!(c.credential(half), Credential::Bearer(bearer("at-2")));
+    let (id, request) = sent(&mut c);
+    assert_eq!(form_of(&request)["refresh_token"], "rt-1");
+
+    // A 0 s token: used once (for the request that waited for it), then refreshed.
+    c.handle_response(id, token_answer("at-3", None, 0), half);
+    finished(&mut c);
+    assert_eq!(c.credential(half), Credential::Bearer(bearer("at-3")));
+    assert!(!c.is_busy());
+    assert_eq!(c.credential(half), Credential::Wait);
+    let (id, request) = sent(&mut c);
+    assert_eq!(form_of(&request)["grant_type"], "refresh_token");
+    c.handle_response(id, token_answer("at-4", None, 3600), half);
+    finished(&mut c);
+    assert_eq!(c.credential(half), Credential::Bearer(bearer("at-4")));
 }

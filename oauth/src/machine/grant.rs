@@ -335,6 +335,7 @@ impl OAuthClient {
                     .flatten()
             }),
             expires_at,
+            issued_at: Some(unix_seconds(now)),
             scope: answer.scope.or_else(|| {
                 if refreshed {
                     previous.as_ref().and_then(|t| t.scope.clone())
@@ -353,6 +354,7 @@ impl OAuthClient {
         };
         self.proven = false;
         self.rejected = false;
+        self.unused = true;
         self.save();
         self.flow = None;
         self.outputs.push_back(Output::Done);

@@ -208,6 +208,11 @@ pub struct OAuthClient {
     proven: bool,
     /// The resource answered 401 to the current token.
     rejected: bool,
+    /// The current token came from a flow and no request has been given it or sent it
+    /// yet: it is given once before its expiry is judged (a token issued with
+    /// `expires_in` 0 serves the request that waited for it, rather than start another
+    /// flow at once).
+    unused: bool,
     resource_metadata: Option<ProtectedResourceMetadata>,
     server_metadata: Option<AuthorizationServerMetadata>,
     /// The issuer chosen, as the resource's metadata (or the configuration) names it.
@@ -238,6 +243,7 @@ impl OAuthClient {
             origin: Origin::Stored,
             proven: false,
             rejected: false,
+            unused: false,
             resource_metadata: None,
             server_metadata: None,
             issuer: None,
@@ -297,9 +303,10 @@ impl OAuthClient {
     }
 
     /// The credential for a request sent at `now`. A token that expires within the
-    /// configured margin starts a refresh (or, with no refresh token, a new grant when the
-    /// token is past its expiry or the grant needs no user); a token still valid is used
-    /// while a refresh or a step-up runs.
+    /// configured margin (at most half its lifetime) starts a refresh (or, with no refresh
+    /// token, a new grant when the token is past its expiry or the grant needs no user); a
+    /// token still valid is used while a refresh or a step-up runs. A token a flow just
+    /// obtained is given to one request before its expiry is judged.
     pub fn credential(&mut self, now: SystemTime) -> Credential {
         let Some(tokens) = &self.credentials.tokens else {
             return if self.flow.is_some() {
@@ -312,7 +319,14 @@ impl OAuthClient {
         // A token the resource has not refused and that has not expired serves while a
         // flow runs (a refresh before expiry, a step-up for another request).
         let usable = !self.rejected && !expired;
-        if self.flow.is_none() && tokens.expires_within(now, self.config.refresh_margin) {
+        // A token just obtained serves its first request, even one expiring now (not
+        // one past its expiry).
+        let past = tokens.expires_at.is_some_and(|at| unix_seconds(now) > at);
+        let first_use = std::mem::take(&mut self.unused) && self.flow.is_none() && !past;
+        if self.flow.is_none()
+            && !first_use
+            && tokens.expires_within(now, self.config.refresh_margin)
+        {
             let refreshable = tokens.refresh_token.is_some();
             let unattended = matches!(self.config.grant, Grant::ClientCredentials);
             if refreshable {
@@ -355,6 +369,9 @@ impl OAuthClient {
             .as_ref()
             .map(TokenSet::authorization);
         let for_current = sent.is_some() && sent == current.as_deref();
+        if for_current {
+            self.unused = false;
+        }
         if status != 401 && status != 403 {
             if for_current {
                 self.proven = true;
