@@ -146,9 +146,54 @@ pub fn same_endpoint(a: &Url, b: &Url) -> bool {
         && a.path() == b.path()
 }
 
+/// Parameters of a redirect or authorization URL whose values are secrets or bind one,
+/// left out of messages.
+const SECRET_PARAMETERS: [&str; 5] = ["code", "state", "access_token", "id_token", "refresh_token"];
+
+/// `url` (a URL or not) for a message: the values of its `code`, `state` and token
+/// parameters, in the query or the fragment, replaced with `<redacted>`
+/// (`…/callback?code=<redacted>&state=<redacted>`), the rest as it is.
+pub fn redacted(url: &str) -> String {
+    let Some(start) = url.find(['?', '#']) else {
+        return url.to_owned();
+    };
+    let mut out = String::with_capacity(url.len());
+    out.push_str(&url[..start]);
+    let mut rest = &url[start..];
+    while let Some(separator) = rest.chars().next() {
+        out.push(separator);
+        rest = &rest[separator.len_utf8()..];
+        let end = rest.find(['&', '#', ';']).unwrap_or(rest.len());
+        let pair = &rest[..end];
+        match pair.split_once('=') {
+            Some((name, _)) if SECRET_PARAMETERS.contains(&name) => {
+                out.push_str(name);
+                out.push_str("=<redacted>");
+            }
+            _ => out.push_str(pair),
+        }
+        rest = &rest[end..];
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn redacted_urls() {
+        assert_eq!(
+            redacted("http://127.0.0.1:9/cb?code=abc&state=xyz&iss=https%3A%2F%2Fas"),
+            "http://127.0.0.1:9/cb?code=<redacted>&state=<redacted>&iss=https%3A%2F%2Fas"
+        );
+        assert_eq!(
+            redacted("cb#access_token=t;state=s&x"),
+            "cb#access_token=<redacted>;state=<redacted>&x"
+        );
+        assert_eq!(redacted("https://h.example/p"), "https://h.example/p");
+        assert_eq!(redacted("?codex=1&code"), "?codex=1&code");
+    }
 
     #[test]
     fn canonical_resources() {

@@ -357,6 +357,30 @@ fn an_error_on_the_redirect_is_believed_only_after_its_iss() {
 }
 
 #[test]
+fn a_refused_redirect_is_told_without_its_code_and_state() {
+    // Errors are displayed and logged: the code and the state in the redirect are not.
+    let (mut c, user) = at_the_redirect(false);
+    c.handle_redirect(&format!(
+        "http://127.0.0.1:8765/other?code=secret-code-1&state={}",
+        user.state
+    ));
+    let text = failed(&mut c).to_string();
+    assert!(!text.contains("secret-code-1"), "{text}");
+    assert!(!text.contains(&user.state), "{text}");
+    assert!(text.contains("http://127.0.0.1:8765/other?code="), "{text}");
+
+    let (mut c, user) = at_the_redirect(false);
+    c.handle_redirect(&format!(
+        "127.0.0.1:8765/callback?state={}&code=secret-code-2#x",
+        user.state
+    ));
+    let text = failed(&mut c).to_string();
+    assert!(!text.contains("secret-code-2"), "{text}");
+    assert!(!text.contains(&user.state), "{text}");
+    assert!(text.contains("is not a URL"), "{text}");
+}
+
+#[test]
 fn a_redirect_elsewhere_or_with_repeated_parameters_is_refused() {
     let (mut c, user) = at_the_redirect(false);
     c.handle_redirect(&format!(

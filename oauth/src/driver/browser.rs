@@ -130,10 +130,10 @@ impl LoopbackBrowser {
                     .map_err(|e| format!("accepting the redirect on {address}: {e}"))?;
                 if let Some(target) = answer(stream, redirect.path()).await {
                     // The target is absolute (`/callback?code=…`): on the redirect's origin.
-                    return redirect
-                        .join(&target)
-                        .map(String::from)
-                        .map_err(|e| format!("the browser came back to `{target}`: {e}"));
+                    return redirect.join(&target).map(String::from).map_err(|e| {
+                        let target = crate::uri::redacted(&target);
+                        format!("the browser came back to `{target}`: {e}")
+                    });
                 }
             }
         })

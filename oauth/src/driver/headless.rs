@@ -57,9 +57,10 @@ impl HeadlessUserAgent {
                     let location = answer.header("location").ok_or_else(|| {
                         format!("{at} answered {} without a Location", answer.status)
                     })?;
-                    let next = at
-                        .join(location)
-                        .map_err(|e| format!("{at} redirected to `{location}`, not a URL: {e}"))?;
+                    let next = at.join(location).map_err(|e| {
+                        let location = uri::redacted(location);
+                        format!("{at} redirected to `{location}`, not a URL: {e}")
+                    })?;
                     if uri::same_endpoint(&next, &target) {
                         return Ok(next.into());
                     }

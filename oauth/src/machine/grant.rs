@@ -158,10 +158,14 @@ impl OAuthClient {
     /// The code in `redirect`, after the checks: the redirect URI, `state`, RFC 9207's
     /// `iss` (before anything else in the answer is believed), then an `error`.
     pub(super) fn read_redirect(&self, redirect: &str, state: &str) -> Result<String, Cause> {
-        let url = Url::parse(redirect)
-            .map_err(|e| Cause::Invalid(format!("the redirect `{redirect}` is not a URL: {e}")))?;
+        // Errors are displayed and logged: the code and state in `redirect` are not.
+        let url = Url::parse(redirect).map_err(|e| {
+            let redirect = uri::redacted(redirect);
+            Cause::Invalid(format!("the redirect `{redirect}` is not a URL: {e}"))
+        })?;
         if let Grant::AuthorizationCode { redirect_uri, .. } = &self.config.grant {
             if !uri::same_endpoint(&url, redirect_uri) {
+                let redirect = uri::redacted(redirect);
                 return Err(Cause::Invalid(format!(
                     "the user agent came back to `{redirect}`, not to the redirect URI `{redirect_uri}`"
                 )));
