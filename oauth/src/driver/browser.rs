@@ -18,12 +18,18 @@ type Opener = dyn Fn(&str) -> Result<(), String> + Send + Sync;
 /// The longest request head the redirect listener reads.
 const MAX_HEAD: usize = 16 * 1024;
 
+/// How many requests to the redirect path with another `state` the listener answers 400
+/// and ignores before it gives up (any local page can send them).
+const MAX_STRAY: usize = 16;
+
 /// The user's part in a browser: listens on the redirect URI's loopback address and port
 /// (`http://127.0.0.1:8765/callback`: `http`, a loopback host, an explicit port), opens the
 /// authorization URL, and waits for the browser to come back to the redirect URI; the
 /// browser is answered a short page that says it may be closed. Requests to other paths
-/// of the port are answered 404 and waiting goes on, up to the time limit (five minutes by
-/// default).
+/// of the port are answered 404, and requests to the redirect path whose `state` is not
+/// the one sent (any local page can send one) 400, and waiting goes on, up to the time
+/// limit (five minutes by default); after 16 such requests to the redirect path it gives
+/// up.
 ///
 /// ```no_run
 /// use sansrpc_oauth::driver::{Authorizer, LoopbackBrowser};
@@ -123,17 +129,31 @@ impl LoopbackBrowser {
             .map_err(|e| format!("listening on {address} for the redirect: {e}"))?;
         (self.opener)(&request.url)?;
         let waited = tokio::time::timeout(self.timeout, async {
+            let mut strays = 0;
             loop {
                 let (stream, _) = listener
                     .accept()
                     .await
                     .map_err(|e| format!("accepting the redirect on {address}: {e}"))?;
-                if let Some(target) = answer(stream, redirect.path()).await {
-                    // The target is absolute (`/callback?code=…`): on the redirect's origin.
-                    return redirect.join(&target).map(String::from).map_err(|e| {
-                        let target = crate::uri::redacted(&target);
-                        format!("the browser came back to `{target}`: {e}")
-                    });
+                match answer(stream, redirect.path(), &request.state).await {
+                    Request::Other => {}
+                    Request::Stray => {
+                        strays += 1;
+                        if strays >= MAX_STRAY {
+                            return Err(format!(
+                                "{strays} requests came to {} without the state sent: given up",
+                                request.redirect_uri
+                            ));
+                        }
+                    }
+                    Request::Redirect(target) => {
+                        // The target is absolute (`/callback?code=…`): on the redirect's
+                        // origin.
+                        return redirect.join(&target).map(String::from).map_err(|e| {
+                            let target = crate::uri::redacted(&target);
+                            format!("the browser came back to `{target}`: {e}")
+                        });
+                    }
                 }
             }
         })
@@ -147,16 +167,27 @@ impl LoopbackBrowser {
     }
 }
 
-/// Reads one request on `stream`: its target when its path is `path` (the browser is told
-/// it may close the window), else `None` (answered 404).
-async fn answer(mut stream: TcpStream, path: &str) -> Option<String> {
+/// A request the redirect listener read.
+enum Request {
+    /// To the redirect path with the `state` sent: its target.
+    Redirect(String),
+    /// To the redirect path without that `state` (answered 400).
+    Stray,
+    /// Anything else (answered 404), or not a request.
+    Other,
+}
+
+/// Reads one request on `stream`: the redirect when its path is `path` and its `state` is
+/// `state` (the browser is told it may close the window); a stray one (400) when its path
+/// is `path` but its `state` is not; anything else (404).
+async fn answer(mut stream: TcpStream, path: &str, state: &str) -> Request {
     let mut head = Vec::new();
     let mut buf = [0u8; 2048];
     while !head.windows(4).any(|w| w == b"\r\n\r\n") {
         let read = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buf)).await;
         match read {
             Ok(Ok(n)) if n > 0 && head.len() + n <= MAX_HEAD => head.extend_from_slice(&buf[..n]),
-            _ => return None,
+            _ => return Request::Other,
         }
     }
     let line = head.split(|&b| b == b'\r').next().unwrap_or_default();
@@ -166,14 +197,30 @@ async fn answer(mut stream: TcpStream, path: &str) -> Option<String> {
         (Some("GET"), Some(target)) => target.to_owned(),
         _ => String::new(),
     };
-    let ours = target.split('?').next() == Some(path);
-    let (status, body) = if ours {
-        (
+    let (target_path, query) = target.split_once('?').unwrap_or((&target, ""));
+    let request = if target_path != path {
+        Request::Other
+    } else {
+        let sent = url::form_urlencoded::parse(query.as_bytes())
+            .find(|(name, _)| name == "state")
+            .map(|(_, value)| value);
+        if sent.as_deref() == Some(state) {
+            Request::Redirect(target.clone())
+        } else {
+            Request::Stray
+        }
+    };
+    let (status, body) = match request {
+        Request::Redirect(_) => (
             "200 OK",
             "<!doctype html><title>Authorized</title><p>Authorized. You may close this window.",
-        )
-    } else {
-        ("404 Not Found", "<!doctype html><title>Not found</title>")
+        ),
+        Request::Stray => (
+            "400 Bad Request",
+            "<!doctype html><title>Bad request</title><p>Not the authorization this \
+             application waits for.",
+        ),
+        Request::Other => ("404 Not Found", "<!doctype html><title>Not found</title>"),
     };
     let response = format!(
         "HTTP/1.1 {status}\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\n\
@@ -182,7 +229,7 @@ async fn answer(mut stream: TcpStream, path: &str) -> Option<String> {
     );
     let _ = stream.write_all(response.as_bytes()).await;
     let _ = stream.shutdown().await;
-    ours.then_some(target)
+    request
 }
 
 impl UserAgent for LoopbackBrowser {
