@@ -61,8 +61,8 @@ impl std::fmt::Debug for LoopbackBrowser {
 impl LoopbackBrowser {
     /// Opens the URL in the system's browser: the program `$BROWSER` names when it is set
     /// (given the URL as its argument), else `xdg-open` (Linux and the BSDs), `open`
-    /// (macOS) or `start` (Windows). The URL is also printed on the standard error, for a
-    /// user whose browser did not open.
+    /// (macOS) or `rundll32.exe url.dll,FileProtocolHandler` (Windows, no shell). The URL
+    /// is also printed on the standard error, for a user whose browser did not open.
     pub fn system() -> LoopbackBrowser {
         LoopbackBrowser::with_opener(|url| {
             eprintln!("Open this URL in a browser to authorize: {url}");
@@ -70,9 +70,12 @@ impl LoopbackBrowser {
                 Some(browser) => std::process::Command::new(browser),
                 None if cfg!(target_os = "macos") => std::process::Command::new("open"),
                 None if cfg!(windows) => {
-                    let mut start = std::process::Command::new("cmd");
-                    start.args(["/C", "start", ""]);
-                    start
+                    // Not `cmd /C start "" <url>`: std does not escape arguments for cmd,
+                    // and the `&` of a query would end the command and start another.
+                    // rundll32 hands the URL to the protocol handler without a shell.
+                    let mut open = std::process::Command::new("rundll32.exe");
+                    open.arg("url.dll,FileProtocolHandler");
+                    open
                 }
                 None => std::process::Command::new("xdg-open"),
             };
