@@ -306,4 +306,13 @@ async fn an_oauth_authorizer_for_another_resource_is_refused() {
         .oauth(authorizer("https://a.example/mcp"))
         .connect(builder(&client));
     assert!(same.is_ok(), "{:?}", same.err());
+    // A resource that is the server's origin covers its endpoint; a sibling path does not.
+    let origin = mcp::Connect::new("https://a.example/mcp")
+        .oauth(authorizer("https://a.example"))
+        .connect(builder(&client));
+    assert!(origin.is_ok(), "{:?}", origin.err());
+    let sibling = mcp::Connect::new("https://a.example/mcp2")
+        .oauth(authorizer("https://a.example/mcp"))
+        .connect(builder(&client));
+    assert!(sibling.is_err());
 }

@@ -132,8 +132,9 @@ impl Connect {
     }
 
     /// OAuth 2.1 for this server: [`connect`](Self::connect) builds the authorizer from
-    /// `authorizer` (its resource must be this URL, compared in canonical form: an
-    /// authorizer for another resource is refused with `InvalidInput`), adding what the
+    /// `authorizer` (its resource must be this URL or a parent of it on the same origin,
+    /// compared in canonical form: an authorizer for another resource is refused with
+    /// `InvalidInput`), adding what the
     /// MCP specification adds (`MCP-Protocol-Version` on the discovery requests) and, when
     /// it was given no transport, one that trusts what this connection trusts
     /// ([`tls`](Self::tls)).
@@ -233,10 +234,12 @@ impl Connect {
         let credentials = match self.oauth {
             Some(authorizer) => {
                 // The authorizer's tokens go to this URL: they must be for it (RFC 8707
-                // §2, the MCP specification's token audience binding). A URL that is not
-                // one is for `open` to refuse.
+                // §2, the MCP specification's token audience binding): its resource is
+                // this URL or a parent of it on the same origin (a server at `/mcp` may
+                // name its origin, as RFC 9728 §3.3 is read). A URL that is not one is for
+                // `open` to refuse.
                 if let Ok(url) = sansrpc_oauth::uri::canonical_resource(&self.url) {
-                    if url != authorizer.resource() {
+                    if !sansrpc_oauth::uri::resource_covers(authorizer.resource(), &url) {
                         return Err(invalid(format!(
                             "the OAuth authorizer is for the resource `{}`, not for `{url}`: \
                              its tokens would be sent to a resource they are not for \

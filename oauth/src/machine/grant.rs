@@ -366,14 +366,19 @@ impl OAuthClient {
 }
 
 /// Whether a failed token answer says the grant is not usable (RFC 6749 §5.2: errors are
-/// 400, or 401 for the client's authentication): a 4xx other than 408 and 429 whose
-/// `error` is not `temporarily_unavailable` or `server_error`. A 5xx, a 408, a 429 or
-/// such an `error` says the server cannot answer now: the refresh token stays, and a
-/// later try may succeed.
+/// 400, or 401 for the client's authentication): a 400 or 401, or another 4xx but 408 and
+/// 429 that carries an OAuth error object, whose `error` is not `temporarily_unavailable`
+/// or `server_error`. A 5xx, a 408, a 429, such an `error`, or another 4xx without an
+/// error object (a proxy's 403 or 404 page) says nothing of the grant: the refresh token
+/// stays, and a later try may succeed.
 fn refuses_grant(status: u16, cause: &Cause) -> bool {
-    let busy = matches!(
-        cause,
-        Cause::Server(e) if matches!(e.error.as_str(), "temporarily_unavailable" | "server_error")
-    );
-    (400..500).contains(&status) && !matches!(status, 408 | 429) && !busy
+    let (oauth, busy) = match cause {
+        Cause::Server(e) => (
+            true,
+            matches!(e.error.as_str(), "temporarily_unavailable" | "server_error"),
+        ),
+        _ => (false, false),
+    };
+    let said = matches!(status, 400 | 401) || (oauth && (400..500).contains(&status));
+    said && !matches!(status, 408 | 429) && !busy
 }
