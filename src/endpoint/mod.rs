@@ -501,6 +501,10 @@ pub struct Endpoint {
     /// Notifications handed out under [`Config::ordered_notifications`] whose handlers
     /// have not finished ([`Endpoint::notification_done`]).
     notifying: usize,
+    /// The batch whose entries are being processed (0: none): an answer given meanwhile
+    /// (a request the batch itself cancels) does not send its array, which goes out once
+    /// every entry is processed.
+    processing: u64,
 }
 
 /// How many incoming batch sizes [`Endpoint::poll_batch_size`] keeps when nobody drains them.
@@ -552,6 +556,7 @@ impl Endpoint {
             queued_requests: 0,
             queued_calls: 0,
             notifying: 0,
+            processing: 0,
         }
     }
 
@@ -973,9 +978,11 @@ impl Endpoint {
                 if self.batch_sizes.len() < MAX_BATCH_SIZES {
                     self.batch_sizes.push_back(entries.len());
                 }
+                self.processing = batch;
                 for entry in &entries {
                     self.process_entry(start, end, entry, Some(batch));
                 }
+                self.processing = 0;
                 self.settle_batch(batch);
             }
         }
@@ -1501,8 +1508,9 @@ impl Endpoint {
         let done = match answered {
             None => Err(UnknownRequest),
             Some(batch) => {
-                if let Some((key, true)) = batch {
-                    self.send_batch(key);
+                match batch {
+                    Some((key, true)) if key != self.processing => self.send_batch(key),
+                    _ => {}
                 }
                 Ok(())
             }
