@@ -69,6 +69,38 @@ fn requests_before_initialize_get_server_not_initialized_and_notifications_are_d
     assert!(sent(&mut conn).contains(r#""code":-32600"#));
 }
 
+/// LSP 3.17's `InitializeError`: a server that answers `initialize` with an error (`retry`:
+/// true) lets the client send it again; until one succeeds, the server is not initialized.
+/// The second `initialize` was refused "may only be sent once", and requests between went
+/// to the application.
+#[test]
+fn initialize_answered_with_an_error_may_be_sent_again() {
+    let mut conn = lsp();
+    let now = Instant::ZERO;
+    conn.handle_input(&frame(INITIALIZE), now).unwrap();
+    let Some(Event::Request { handle, .. }) = conn.poll_event() else {
+        panic!("initialize handed out");
+    };
+    let retry = RawValue::from_json(r#"{"retry":true}"#).unwrap();
+    let error = sansrpc::ErrorObject::new(1, "not ready").with_data(retry);
+    conn.respond(handle, Err(&error));
+    assert!(sent(&mut conn).contains(r#""error":{"code":1"#));
+    // Not initialized: requests refused, as before the first.
+    let hover = r#"{"jsonrpc":"2.0","id":7,"method":"textDocument/hover","params":{}}"#;
+    assert!(feed(&mut conn, hover, now).is_empty());
+    assert!(sent(&mut conn).contains(r#""code":-32002"#));
+    // The retry is handed out, answered, and the server runs.
+    let again = INITIALIZE.replace(r#""id":1"#, r#""id":2"#);
+    assert_eq!(feed(&mut conn, &again, now), ["initialize"]);
+    assert!(sent(&mut conn).contains(r#""result":null,"id":2"#));
+    assert_eq!(feed(&mut conn, hover, now), ["textDocument/hover"]);
+    // Now initialized: once only.
+    sent(&mut conn);
+    let third = INITIALIZE.replace(r#""id":1"#, r#""id":3"#);
+    assert!(feed(&mut conn, &third, now).is_empty());
+    assert!(sent(&mut conn).contains(r#""code":-32600"#));
+}
+
 #[test]
 fn after_shutdown_requests_are_invalid_and_exit_ends_with_status_0() {
     let mut conn = lsp();

@@ -3,7 +3,9 @@
 //!
 //! - before `initialize`, a request is answered `-32002` ServerNotInitialized and a
 //!   notification dropped (`exit` excepted);
-//! - a second `initialize` is answered `-32600`;
+//! - a second `initialize` is answered `-32600`, unless the application answered the
+//!   first with an error (LSP's `InitializeError` with `retry`: the client may send it
+//!   again), which leaves the server uninitialized;
 //! - after `shutdown`, a request is answered `-32600` InvalidRequest and a notification
 //!   dropped (`exit` excepted);
 //! - `exit` closes the connection ([`CloseReason::Exit`](super::CloseReason::Exit)) with
@@ -76,6 +78,9 @@ pub(super) struct Lsp {
     pub check_every: Duration,
     /// The client said it handles `window/workDoneProgress/create`.
     pub work_done_progress: bool,
+    /// The `initialize` request handed to the application, until it is answered: an error
+    /// leaves the server uninitialized (the client may retry).
+    pub initializing: Option<IncomingId>,
     /// The `shutdown` request handed to the application, until it is answered.
     pub shutdown: Option<IncomingId>,
     /// `shutdown` was answered: only then is the exit clean (status 0).
@@ -92,13 +97,20 @@ impl Lsp {
             check_due: false,
             check_every,
             work_done_progress: false,
+            initializing: None,
             shutdown: None,
             shutdown_answered: false,
         }
     }
 
-    /// The application answered request `handle`.
-    pub(super) fn answered(&mut self, handle: IncomingId) {
+    /// The application answered request `handle` (`ok`: with a result, not an error).
+    pub(super) fn answered(&mut self, handle: IncomingId, ok: bool) {
+        if self.initializing == Some(handle) {
+            self.initializing = None;
+            if !ok && self.state == State::Running {
+                self.state = State::Uninitialized;
+            }
+        }
         if self.shutdown == Some(handle) {
             self.shutdown = None;
             self.shutdown_answered = true;
@@ -159,8 +171,14 @@ impl Lsp {
         }
     }
 
-    /// `initialize` came: the client's process, trace level and progress capability.
-    pub(super) fn initialize(&mut self, params: Option<&RawValue>, now: Instant) {
+    /// `initialize` came (request `handle`): the client's process, trace level and progress
+    /// capability.
+    pub(super) fn initialize(
+        &mut self,
+        handle: IncomingId,
+        params: Option<&RawValue>,
+        now: Instant,
+    ) {
         #[derive(Deserialize, Default)]
         #[serde(rename_all = "camelCase")]
         struct Window {
@@ -186,6 +204,7 @@ impl Lsp {
             .and_then(|p| crate::de::from_str(p.get()).ok())
             .unwrap_or_default();
         self.state = State::Running;
+        self.initializing = Some(handle);
         self.pid = params.process_id;
         self.trace = params.trace.and_then(Trace::parse).unwrap_or_default();
         self.work_done_progress = params

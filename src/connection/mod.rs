@@ -440,7 +440,7 @@ enum Take {
     /// The LSP lifecycle answers a request itself.
     LspRefuse(IncomingId, ErrorObject<'static>),
     /// `initialize`, with its params.
-    LspInitialize(Option<Box<RawValue>>),
+    LspInitialize(IncomingId, Option<Box<RawValue>>),
     LspShutdown(IncomingId),
     /// An unsubscribe request, with the subscription it names (if it is one of ours).
     #[cfg(feature = "subscriptions")]
@@ -986,10 +986,10 @@ impl Connection {
                     self.endpoint.poll_event();
                     let _ = self.endpoint.respond(id, Err(&error));
                 }
-                Take::LspInitialize(params) => {
+                Take::LspInitialize(handle, params) => {
                     let now = self.endpoint_now();
                     if let Some(lsp) = self.lsp.as_mut() {
-                        lsp.initialize(params.as_deref(), now);
+                        lsp.initialize(handle, params.as_deref(), now);
                     }
                     return self.pass();
                 }
@@ -1575,7 +1575,7 @@ impl Connection {
         if self.running.remove(&handle) {
             let _ = self.endpoint.respond(handle, result);
             if let Some(lsp) = self.lsp.as_mut() {
-                lsp.answered(handle);
+                lsp.answered(handle, result.is_ok());
             }
         }
     }
@@ -1590,9 +1590,10 @@ impl Connection {
         result: Result<&T, &ErrorObject<'_>>,
     ) {
         if self.running.remove(&handle) {
+            let ok = result.is_ok();
             let _ = self.endpoint.respond_typed(handle, result);
             if let Some(lsp) = self.lsp.as_mut() {
-                lsp.answered(handle);
+                lsp.answered(handle, ok);
             }
         }
     }
@@ -1603,7 +1604,7 @@ impl Connection {
         if self.running.remove(&handle) {
             let _ = self.endpoint.respond_cancelled(handle);
             if let Some(lsp) = self.lsp.as_mut() {
-                lsp.answered(handle);
+                lsp.answered(handle, false);
             }
         }
     }
@@ -1944,7 +1945,7 @@ fn decide(
                     lsp::Gate::Refuse(error) => return Take::LspRefuse(id, error),
                     lsp::Gate::Initialize => {
                         let params = request.params.as_deref().map(ToOwned::to_owned);
-                        return Take::LspInitialize(params);
+                        return Take::LspInitialize(id, params);
                     }
                     lsp::Gate::Shutdown => return Take::LspShutdown(id),
                     _ => {}
