@@ -238,6 +238,87 @@ fn a_batch_answers_each_call_with_its_index_and_marks_the_last() {
     assert_eq!(client.waiting_calls(), 0);
 }
 
+/// `Classifier::scanned` hands on what a classification found only for a frame that can be
+/// the one classified: bytes of its length that are not text (or no classification of the
+/// shape named) go on unscanned, and the connection scans them (a parse error), never
+/// reading them as text. They were read as text unchecked (undefined behaviour), or
+/// indexed an empty classification (a panic).
+#[test]
+fn scanned_bytes_that_cannot_be_those_classified_are_scanned_again() {
+    use crate::message::{Classified, Classifier, Scanned};
+    let frame = br#"{"jsonrpc":"2.0","method":"m","id":1}"#;
+    let mut classifier = Classifier::new(Config::default().limits);
+    assert!(matches!(classifier.classify(frame), Classified::Single(_)));
+    let good = classifier.scanned(frame.to_vec(), false);
+    assert!(good.is_scanned());
+    assert!(matches!(classifier.classify(frame), Classified::Single(_)));
+    let mut other = classifier.scanned(vec![0xff; frame.len()], false);
+    assert!(!other.is_scanned());
+    let shorter = classifier.scanned(frame[..10].to_vec(), false);
+    assert!(!shorter.is_scanned());
+    // A batch named where the frame was single; anything after a rejection.
+    assert!(matches!(classifier.classify(frame), Classified::Single(_)));
+    assert!(!classifier.scanned(frame.to_vec(), true).is_scanned());
+    assert!(matches!(
+        classifier.classify(b"[]"),
+        Classified::Rejected(_)
+    ));
+    assert!(!classifier.scanned(b"[]".to_vec(), false).is_scanned());
+    // The connection scans what came unscanned: a parse error, answered.
+    let mut config = Config::default();
+    config.framing = Some(crate::codec::Framing::Newline);
+    let mut server = Connection::new(config, Instant::ZERO);
+    server
+        .handle_scanned_tagged(&mut other, 0, Instant::ZERO)
+        .unwrap();
+    let seen = events(&mut server);
+    assert!(
+        !seen.iter().any(|s| matches!(s, Seen::Request(..))),
+        "{seen:?}"
+    );
+    let mut out = Vec::new();
+    while server.poll_transmit(&mut out).is_some() {}
+    assert!(String::from_utf8(out).unwrap().contains(r#""code":-32700"#));
+    let _: Scanned = good;
+}
+
+/// A batch whose request the peer cancels in the same batch, before it was handed out: the
+/// batch's answers still go out as one array once every entry is processed (the cancelled
+/// request's answer, the invalid entry's, the other request's). The array went out when
+/// the cancel answered the only request registered so far, and what followed went out as
+/// single objects.
+#[test]
+fn a_cancel_inside_a_batch_keeps_its_answers_in_one_array() {
+    let mut config = Config::default();
+    config.framing = Some(crate::codec::Framing::Newline);
+    let mut server = Connection::new(config, Instant::ZERO);
+    let now = Instant::ZERO;
+    let batch = br#"[{"jsonrpc":"2.0","method":"work","id":1},{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":1}},{"jsonrpc":"2.0","method":"work","id":2},{"jsonrpc":"2.0","method":1}]"#;
+    let mut wire = batch.to_vec();
+    wire.push(b'\n');
+    server.handle_input(&wire, now).unwrap();
+    let seen = events(&mut server);
+    let handle = request_handle(&seen);
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    let mut out = Vec::new();
+    while server.poll_transmit(&mut out).is_some() {}
+    assert!(out.is_empty(), "{}", String::from_utf8_lossy(&out));
+    server.respond(handle, Ok(raw("\"done\"")));
+    while server.poll_transmit(&mut out).is_some() {}
+    let text = String::from_utf8(out).unwrap();
+    let frames: Vec<&str> = text.lines().collect();
+    assert_eq!(frames.len(), 1, "{text}");
+    let answers: Vec<serde_json::Value> = serde_json::from_str(frames[0]).unwrap();
+    assert_eq!(answers.len(), 3, "{text}");
+    let of = |id: serde_json::Value| answers.iter().find(|a| a["id"] == id).cloned();
+    assert_eq!(of(1.into()).unwrap()["error"]["code"], -32800);
+    assert_eq!(of(2.into()).unwrap()["result"], "done");
+    assert_eq!(
+        of(serde_json::Value::Null).unwrap()["error"]["code"],
+        -32600
+    );
+}
+
 /// The last answer of a batch is told apart among calls of other tokens waiting on both
 /// sides of it, whatever order the answers come in (the oldest first, or from the middle).
 #[test]

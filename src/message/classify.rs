@@ -36,6 +36,10 @@ use crate::raw::RawValue;
 pub struct Classifier {
     limits: Limits,
     entries: Vec<RawEntry>,
+    /// The length of the frame the last scan found `Ok` ([`usize::MAX`] after any other),
+    /// and whether it was a batch.
+    scanned_len: usize,
+    scanned_batch: bool,
 }
 
 /// The classification of one frame.
@@ -142,6 +146,8 @@ impl Classifier {
         Classifier {
             limits,
             entries: Vec::new(),
+            scanned_len: usize::MAX,
+            scanned_batch: false,
         }
     }
 
@@ -176,10 +182,14 @@ impl Classifier {
     /// every such copy stalled on store-to-load forwarding.
     pub(crate) fn scan(&mut self, frame: &[u8]) -> Result<Shape, Rejection> {
         self.entries.clear();
+        self.scanned_len = usize::MAX;
         if frame.len() > self.limits.max_frame_bytes {
             return Err(Rejection::FrameTooLarge);
         }
-        scan_frame(frame, &self.limits, &mut self.entries)
+        let shape = scan_frame(frame, &self.limits, &mut self.entries)?;
+        self.scanned_len = frame.len();
+        self.scanned_batch = matches!(shape, Shape::Batch);
+        Ok(shape)
     }
 
     /// Takes the entries the last [`Classifier::scan`] found, for a caller that reads them
@@ -272,8 +282,18 @@ impl Classifier {
     /// The caller passes the bytes classified, unchanged, and `batch`: whether that
     /// classification was [`Classified::Batch`] (else it was [`Classified::Single`]; a
     /// rejected frame is handed on with [`Scanned::new`]).
+    ///
+    /// The connection reads the frame as the text the scan found it to be: a frame that
+    /// cannot be the one classified (another length, not UTF-8, no classification of that
+    /// shape) is handed on as if not scanned ([`Scanned::new`]), and scanned again. Bytes
+    /// changed in place otherwise may be misread (or panic), never read as text they are
+    /// not.
     pub fn scanned(&mut self, frame: Vec<u8>, batch: bool) -> Scanned {
-        debug_assert!(!self.entries.is_empty() && (batch || self.entries.len() == 1));
+        // Once taken (a batch's entries are), they are not this frame's any more.
+        let shaped = batch == self.scanned_batch && !self.entries.is_empty();
+        if !shaped || frame.len() != self.scanned_len || core::str::from_utf8(&frame).is_err() {
+            return Scanned::new(frame);
+        }
         let entries = match batch {
             false => Entries::One(self.entries[0]),
             true => Entries::Batch(self.take_entries()),
