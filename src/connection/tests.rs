@@ -265,8 +265,10 @@ fn scanned_bytes_that_cannot_be_those_classified_are_scanned_again() {
     ));
     assert!(!classifier.scanned(b"[]".to_vec(), false).is_scanned());
     // The connection scans what came unscanned: a parse error, answered.
-    let mut config = Config::default();
-    config.framing = Some(crate::codec::Framing::Newline);
+    let config = Config {
+        framing: Some(crate::codec::Framing::Newline),
+        ..Config::default()
+    };
     let mut server = Connection::new(config, Instant::ZERO);
     server
         .handle_scanned_tagged(&mut other, 0, Instant::ZERO)
@@ -289,8 +291,10 @@ fn scanned_bytes_that_cannot_be_those_classified_are_scanned_again() {
 /// single objects.
 #[test]
 fn a_cancel_inside_a_batch_keeps_its_answers_in_one_array() {
-    let mut config = Config::default();
-    config.framing = Some(crate::codec::Framing::Newline);
+    let config = Config {
+        framing: Some(crate::codec::Framing::Newline),
+        ..Config::default()
+    };
     let mut server = Connection::new(config, Instant::ZERO);
     let now = Instant::ZERO;
     let batch = br#"[{"jsonrpc":"2.0","method":"work","id":1},{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":1}},{"jsonrpc":"2.0","method":"work","id":2},{"jsonrpc":"2.0","method":1}]"#;
