@@ -238,11 +238,10 @@ fn a_batch_answers_each_call_with_its_index_and_marks_the_last() {
     assert_eq!(client.waiting_calls(), 0);
 }
 
-/// `Classifier::scanned` hands on what a classification found only for a frame that can be
-/// the one classified: bytes of its length that are not text (or no classification of the
-/// shape named) go on unscanned, and the connection scans them (a parse error), never
-/// reading them as text. They were read as text unchecked (undefined behaviour), or
-/// indexed an empty classification (a panic).
+/// `Classifier::scanned` hands on what a classification found only for text: bytes that are
+/// not (or no classification of the shape named) go on unscanned, and the connection scans
+/// them (a parse error), never reading them as text. They were read as text unchecked
+/// (undefined behaviour), or indexed an empty classification (a panic).
 #[test]
 fn scanned_bytes_that_cannot_be_those_classified_are_scanned_again() {
     use crate::message::{Classified, Classifier, Scanned};
@@ -254,16 +253,16 @@ fn scanned_bytes_that_cannot_be_those_classified_are_scanned_again() {
     assert!(matches!(classifier.classify(frame), Classified::Single(_)));
     let mut other = classifier.scanned(vec![0xff; frame.len()], false);
     assert!(!other.is_scanned());
-    let shorter = classifier.scanned(frame[..10].to_vec(), false);
-    assert!(!shorter.is_scanned());
-    // A batch named where the frame was single; anything after a rejection.
-    assert!(matches!(classifier.classify(frame), Classified::Single(_)));
-    assert!(!classifier.scanned(frame.to_vec(), true).is_scanned());
+    // After a rejection, and once a batch's entries were handed on: nothing to hand on.
     assert!(matches!(
         classifier.classify(b"[]"),
         Classified::Rejected(_)
     ));
     assert!(!classifier.scanned(b"[]".to_vec(), false).is_scanned());
+    let batch = br#"[{"jsonrpc":"2.0","method":"m","id":1}]"#;
+    assert!(matches!(classifier.classify(batch), Classified::Batch(_)));
+    assert!(classifier.scanned(batch.to_vec(), true).is_scanned());
+    assert!(!classifier.scanned(batch.to_vec(), true).is_scanned());
     // The connection scans what came unscanned: a parse error, answered.
     let config = Config {
         framing: Some(crate::codec::Framing::Newline),

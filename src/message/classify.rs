@@ -36,10 +36,6 @@ use crate::raw::RawValue;
 pub struct Classifier {
     limits: Limits,
     entries: Vec<RawEntry>,
-    /// The length of the frame the last scan found `Ok` ([`usize::MAX`] after any other),
-    /// and whether it was a batch.
-    scanned_len: usize,
-    scanned_batch: bool,
 }
 
 /// The classification of one frame.
@@ -146,8 +142,6 @@ impl Classifier {
         Classifier {
             limits,
             entries: Vec::new(),
-            scanned_len: usize::MAX,
-            scanned_batch: false,
         }
     }
 
@@ -182,14 +176,10 @@ impl Classifier {
     /// every such copy stalled on store-to-load forwarding.
     pub(crate) fn scan(&mut self, frame: &[u8]) -> Result<Shape, Rejection> {
         self.entries.clear();
-        self.scanned_len = usize::MAX;
         if frame.len() > self.limits.max_frame_bytes {
             return Err(Rejection::FrameTooLarge);
         }
-        let shape = scan_frame(frame, &self.limits, &mut self.entries)?;
-        self.scanned_len = frame.len();
-        self.scanned_batch = matches!(shape, Shape::Batch);
-        Ok(shape)
+        scan_frame(frame, &self.limits, &mut self.entries)
     }
 
     /// Takes the entries the last [`Classifier::scan`] found, for a caller that reads them
@@ -283,15 +273,17 @@ impl Classifier {
     /// classification was [`Classified::Batch`] (else it was [`Classified::Single`]; a
     /// rejected frame is handed on with [`Scanned::new`]).
     ///
-    /// The connection reads the frame as the text the scan found it to be: a frame that
-    /// cannot be the one classified (another length, not UTF-8, no classification of that
-    /// shape) is handed on as if not scanned ([`Scanned::new`]), and scanned again. Bytes
-    /// changed in place otherwise may be misread (or panic), never read as text they are
-    /// not.
+    /// The connection reads the frame as text: bytes that are not (so not the frame
+    /// classified), or no classification of the shape named (none left, as after a
+    /// rejected frame or once a batch's entries were handed on), go on as if not scanned
+    /// ([`Scanned::new`]) and are scanned again. Other bytes than those classified may be
+    /// misread, or panic on a position they do not have; never read as text they are not.
     pub fn scanned(&mut self, frame: Vec<u8>, batch: bool) -> Scanned {
-        // Once taken (a batch's entries are), they are not this frame's any more.
-        let shaped = batch == self.scanned_batch && !self.entries.is_empty();
-        if !shaped || frame.len() != self.scanned_len || core::str::from_utf8(&frame).is_err() {
+        let shaped = match batch {
+            false => self.entries.len() == 1,
+            true => !self.entries.is_empty(),
+        };
+        if !shaped || core::str::from_utf8(&frame).is_err() {
             return Scanned::new(frame);
         }
         let entries = match batch {
