@@ -747,7 +747,7 @@ impl Upgrade {
         // The error type is tungstenite's.
         #[allow(clippy::result_large_err)]
         let check = |request: &HsRequest, response: HsResponse| {
-            if origin_allowed(&self.origins, self.allow_missing_origin, request) {
+            if self.origin_allowed(request) {
                 Ok(response)
             } else {
                 let mut refusal = ErrorResponse::new(Some("origin not allowed".into()));
@@ -760,25 +760,30 @@ impl Upgrade {
             .await
             .map_err(io_error)?;
         let (stream, read) = ws.into_inner().into_parts();
-        let mut ws = WebSocket::new(stream, Role::Server, read, &self.limits, self.keepalive);
-        if self.accept_binary {
-            ws.decoder =
-                WsDecoder::new(Role::Server, self.limits.max_frame_bytes).accept_binary(true);
-        }
-        Ok(ws)
+        Ok(self.transport(stream, read))
     }
-}
 
-/// True when the handshake's `Origin` is accepted.
-pub(crate) fn origin_allowed<B>(
-    origins: &Origins,
-    allow_missing: bool,
-    request: &tungstenite::http::Request<B>,
-) -> bool {
-    match request.headers().get("origin") {
-        None => allow_missing,
-        Some(origin) => origin
-            .to_str()
-            .is_ok_and(|o| origins.allows(o, &Hosts::Loopback)),
+    /// True when the handshake's `Origin` is accepted.
+    pub(crate) fn origin_allowed<B>(&self, request: &tungstenite::http::Request<B>) -> bool {
+        match request.headers().get("origin") {
+            None => self.allow_missing_origin,
+            Some(origin) => origin
+                .to_str()
+                .is_ok_and(|o| self.origins.allows(o, &Hosts::Loopback)),
+        }
+    }
+
+    /// The server's transport over `stream`, whose opening handshake is done (`read`: the
+    /// bytes read past it), with the message bound, the keep-alive and the binary frame
+    /// rule ([`ServeOptions::accept_binary`]) of the server's options. The standalone
+    /// server and the tower service both open their connections here.
+    pub(crate) fn transport<S>(&self, stream: S, read: Vec<u8>) -> WebSocket<S>
+    where
+        S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+    {
+        let mut ws = WebSocket::new(stream, Role::Server, read, &self.limits, self.keepalive);
+        ws.decoder = WsDecoder::new(Role::Server, self.limits.max_frame_bytes)
+            .accept_binary(self.accept_binary);
+        ws
     }
 }

@@ -360,3 +360,52 @@ async fn rpc_service_handlers_finish_when_the_client_goes_away() {
         "the handler finished after the reset"
     );
 }
+
+/// [`ServeOptions::accept_binary`](sansrpc_tokio::ServeOptions::accept_binary) holds
+/// through the WebSocket tower service as it does in `ws::serve_with`: a binary frame with
+/// a request is answered when it is set (web3.py's frames), and closes the connection with
+/// 1003 when not.
+#[tokio::test]
+async fn ws_service_takes_binary_frames_only_with_accept_binary() {
+    use futures::{SinkExt, StreamExt};
+    use sansrpc::method::Method;
+    use sansrpc_tokio::service::WsService;
+    use sansrpc_tokio::ws::tungstenite::protocol::frame::coding::CloseCode;
+    use sansrpc_tokio::ws::tungstenite::Message;
+    use sansrpc_tokio::{AsyncRouter, Builder, ServeOptions};
+
+    enum Double {}
+    impl Method for Double {
+        const NAME: &'static str = "double";
+        type Params = (u64,);
+        type Result = u64;
+    }
+    let call = r#"{"jsonrpc":"2.0","method":"double","params":[21],"id":1}"#;
+    for accept_binary in [true, false] {
+        let mut router = AsyncRouter::new();
+        router
+            .method::<Double, _, _>(|(n,)| async move { Ok(2 * n) })
+            .unwrap();
+        let mut options = ServeOptions::default();
+        options.accept_binary = accept_binary;
+        let ws = WsService::with_options(Builder::new().router(router), &options);
+        let (port, _) = serve(axum::Router::new().route_service("/ws", ws)).await;
+        let url = format!("ws://127.0.0.1:{port}/ws");
+        let (mut raw, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
+        raw.send(Message::Binary(call.as_bytes().to_vec().into()))
+            .await
+            .unwrap();
+        let first = tokio::time::timeout(Duration::from_secs(10), raw.next()).await;
+        let first = first.expect("no answer in 10 s").expect("stream ended");
+        match (accept_binary, first.unwrap()) {
+            (true, Message::Text(answer)) => {
+                let answer: Value = serde_json::from_str(&answer).unwrap();
+                assert_eq!(answer["result"], 42, "{answer}");
+            }
+            (false, Message::Close(Some(frame))) => {
+                assert_eq!(frame.code, CloseCode::Unsupported);
+            }
+            (accept_binary, other) => panic!("accept_binary {accept_binary}: {other:?}"),
+        }
+    }
+}

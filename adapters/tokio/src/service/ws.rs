@@ -4,12 +4,9 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use sansrpc::codec::websocket::Role;
-use sansrpc::Limits;
-
 use super::{Body, ResponseFuture};
-use crate::ws::{origin_allowed, KeepAlive, WebSocket};
-use crate::{Builder, Origins, ServeOptions};
+use crate::ws::Upgrade;
+use crate::{Builder, ServeOptions};
 
 /// JSON-RPC over WebSocket at a route, over HTTP/1.1 and HTTP/2.
 ///
@@ -25,17 +22,17 @@ use crate::{Builder, Origins, ServeOptions};
 /// [`ServeOptions::allow_missing_origin`] (`403` otherwise), a request that is no
 /// handshake gets `400`; then hyper's upgrade hands over the connection (or the stream),
 /// and the same transport as the standalone server's (the core's WebSocket codec, the
-/// keep-alive, the message limit of the builder's config) runs it on a task of its own
+/// keep-alive, the message limit of the builder's config, binary frames refused with 1003
+/// or taken as text as [`ServeOptions::accept_binary`] says) runs it on a task of its own
 /// with `builder`'s router.
 #[derive(Clone)]
 pub struct WsService(Arc<Ws>);
 
 struct Ws {
     builder: Builder,
-    limits: Limits,
-    origins: Origins,
-    allow_missing: bool,
-    keepalive: Option<KeepAlive>,
+    /// The standalone server's rules: the `Origin` check, and the transport (message
+    /// bound, keep-alive, [`ServeOptions::accept_binary`]).
+    upgrade: Upgrade,
 }
 
 impl std::fmt::Debug for WsService {
@@ -50,15 +47,13 @@ impl WsService {
         Self::with_options(builder, &ServeOptions::default())
     }
 
-    /// The service of `builder` with `options`' `Origin`s, keep-alive and network defaults.
+    /// The service of `builder` with `options`' `Origin`s, keep-alive, binary frame rule
+    /// ([`ServeOptions::accept_binary`]) and network defaults.
     pub fn with_options(builder: Builder, options: &ServeOptions) -> Self {
         let builder = options.builder(builder);
         WsService(Arc::new(Ws {
-            limits: builder.connection_config().limits,
+            upgrade: Upgrade::new(options, &builder),
             builder,
-            origins: options.allowed_origins.clone(),
-            allow_missing: options.allow_missing_origin,
-            keepalive: options.keepalive,
         }))
     }
 }
@@ -77,7 +72,7 @@ where
 
     fn call(&mut self, mut request: http::Request<B>) -> ResponseFuture {
         let ws = Arc::clone(&self.0);
-        let answer = if !origin_allowed(&ws.origins, ws.allow_missing, &request) {
+        let answer = if !ws.upgrade.origin_allowed(&request) {
             super::status(403)
         } else {
             match opening(&request) {
@@ -116,7 +111,7 @@ async fn run(ws: Arc<Ws>, upgrade: hyper::upgrade::OnUpgrade) {
         return;
     };
     let stream = hyper_util::rt::TokioIo::new(upgraded);
-    let transport = WebSocket::new(stream, Role::Server, Vec::new(), &ws.limits, ws.keepalive);
+    let transport = ws.upgrade.transport(stream, Vec::new());
     let connection = crate::spawn(ws.builder.clone(), transport);
     let _ = connection.driver.await;
 }
