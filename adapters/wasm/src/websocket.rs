@@ -28,6 +28,16 @@ const SEND_HIGH_WATER: u32 = 1 << 20;
 /// no event for it).
 const SEND_RECHECK: Duration = Duration::from_millis(10);
 
+/// The close code when a received message is over the limit: RFC 6455's 1009 (message too
+/// big, §7.4.1) in the private-use range (§7.4.2). A page cannot send 1009 itself: the
+/// browser's `WebSocket.close()` takes only 1000 and 3000-4999 and throws for any other
+/// code (the socket then closed with 1000 when dropped, a normal closure to the server).
+const CLOSE_TOO_BIG: u16 = 4009;
+
+/// The close code when the received messages not taken yet are over their bound: 1008
+/// (policy violation, RFC 6455 §7.4.1) in the private-use range, as [`CLOSE_TOO_BIG`].
+const CLOSE_BACKLOG: u16 = 4008;
+
 /// What the browser told the socket's callbacks, for the driver to take.
 struct Shared {
     opened: bool,
@@ -69,11 +79,13 @@ impl Drop for Socket {
 /// [`BrowserTimer`](crate::BrowserTimer), or [`spawn`](crate::spawn) does both.
 ///
 /// Bounds: a received message over the connection's
-/// [`max_frame_bytes`](Limits::max_frame_bytes) closes the socket (1009); received messages
-/// the connection has not taken may hold 4 such messages' worth of bytes, beyond which the
-/// socket is closed (1008): the browser reads whatever the page does, so this is the bound
-/// on what a peer sending faster than the page handles costs. Output waits while the
-/// browser holds 1 MiB unsent.
+/// [`max_frame_bytes`](Limits::max_frame_bytes) closes the socket (code 4009); received
+/// messages the connection has not taken may hold 4 such messages' worth of bytes, beyond
+/// which the socket is closed (4008): the browser reads whatever the page does, so this is
+/// the bound on what a peer sending faster than the page handles costs. The codes are
+/// RFC 6455's 1009 (too big) and 1008 (policy) moved to the private-use range, the only
+/// one besides 1000 a page may close with. Output waits while the browser holds 1 MiB
+/// unsent.
 pub struct WebSocket(SingleThread<Socket>);
 
 impl fmt::Debug for WebSocket {
@@ -134,13 +146,23 @@ impl WebSocket {
                     Ok(()) => inbox.push(bytes),
                     Err(over) => {
                         let (code, reason) = match over {
-                            Over::Message(n) => {
-                                (1009, format!("message of {n} bytes over the limit"))
-                            }
-                            Over::Backlog => (1008, "client not keeping up".to_owned()),
+                            Over::Message(n) => (
+                                CLOSE_TOO_BIG,
+                                format!("message of {n} bytes over the limit"),
+                            ),
+                            Over::Backlog => (CLOSE_BACKLOG, "client not keeping up".to_owned()),
                         };
-                        let _ = socket.close_with_code_and_reason(code, &reason);
-                        inbox.refuse(format!("{reason} (closed with {code})"));
+                        // The browser throws for a code it does not send; the socket
+                        // would then close with 1000 when dropped, as if all was well.
+                        let why = match socket.close_with_code_and_reason(code, &reason) {
+                            Ok(()) => format!("{reason} (closed with {code})"),
+                            Err(e) => {
+                                let what = format!("closing with {code}");
+                                let e = crate::js_error(io::ErrorKind::Other, &what, e);
+                                format!("{reason} ({e})")
+                            }
+                        };
+                        inbox.refuse(why);
                     }
                 }
             })
