@@ -11,10 +11,14 @@
 //! header, before its payload is buffered), a protocol violation (unmasked client frame,
 //! reserved bits or opcodes, an oversize or fragmented control frame) with 1002, invalid
 //! UTF-8 in a text message or close reason with 1007. A close frame from the peer is
-//! answered with its own code. Pings are answered (a peer that pings and never reads holds
-//! one pending pong, the newest); with a [`KeepAlive`], a ping goes out every interval and
-//! the connection fails if its pong does not come within the timeout. Calls pending when
-//! the socket closes fail with [`CallError::is_closed`](crate::CallError::is_closed).
+//! answered with its own code. A close this side starts lingers (RFC 6455 §7.1.1): what
+//! the peer still sends is read and dropped until its close frame (a server, which then
+//! closes the TCP connection) or the end of its stream (a client, waiting for the server to
+//! close first), for the driver's linger period at most. Pings are answered (a peer that
+//! pings and never reads holds one pending pong, the newest); with a [`KeepAlive`], a ping
+//! goes out every interval and the connection fails if its pong does not come within the
+//! timeout. Calls pending when the socket closes fail with
+//! [`CallError::is_closed`](crate::CallError::is_closed).
 
 use std::future::Future;
 use std::hash::{BuildHasher, RandomState};
@@ -109,7 +113,24 @@ pub struct WebSocket<S> {
     /// a reason.
     close: (Option<u16>, &'static str),
     close_sent: bool,
+    /// How the peer's side stands, for the lingering close.
+    peer: Peer,
+    /// The largest message the decoder takes (for the decoder of the lingering close).
+    max_message: usize,
     pinger: Option<Pinger>,
+}
+
+/// What the transport saw of the peer's side of the close.
+#[derive(Debug, Default)]
+struct Peer {
+    /// Its close frame came.
+    closed: bool,
+    /// Its end of the stream was read (or reading it failed): nothing more can come.
+    ended: bool,
+    /// The decoder refused its input (the lingering close reads on from there).
+    faulted: bool,
+    /// The lingering close's decoder is in place.
+    lingering: bool,
 }
 
 /// Masking keys for a client's frames (RFC 6455 §5.3: unpredictable to the page a browser
@@ -164,6 +185,8 @@ where
             pong: None,
             close: (None, ""),
             close_sent: false,
+            peer: Peer::default(),
+            max_message: limits.max_frame_bytes,
             pinger,
         }
     }
@@ -236,6 +259,7 @@ where
             let step = self.decoder.decode(self.input.data());
             let used = match step {
                 Err(fault) => {
+                    self.peer.faulted = true;
                     let close = (Some(fault.code), fault.reason);
                     return Poll::Ready(Ok(self.end(conn, now, close)));
                 }
@@ -266,16 +290,21 @@ where
                 }
                 Ok(Step::Event(used, WsEvent::Close { code, .. })) => {
                     self.input.consume(used);
+                    self.peer.closed = true;
                     // Answered with the peer's own code (RFC 6455 §5.5.1).
                     return Poll::Ready(Ok(self.end(conn, now, (code, ""))));
                 }
                 Ok(Step::Incomplete(need)) => {
                     match self.input.poll_fill(&mut self.stream, cx, need) {
                         Poll::Ready(Ok(0)) => {
-                            return Poll::Ready(Ok(self.end(conn, now, (None, ""))))
+                            self.peer.ended = true;
+                            return Poll::Ready(Ok(self.end(conn, now, (None, ""))));
                         }
                         Poll::Ready(Ok(_)) => continue,
-                        Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                        Poll::Ready(Err(e)) => {
+                            self.peer.ended = true;
+                            return Poll::Ready(Err(e));
+                        }
                         Poll::Pending if taken > 0 => return Poll::Ready(Ok(Received::Drained)),
                         Poll::Pending => return Poll::Pending,
                     }
@@ -291,6 +320,10 @@ where
         cx: &mut Context<'_>,
         conn: &mut Connection,
     ) -> Poll<io::Result<()>> {
+        if self.close_sent {
+            // Closing: no ping nor pong after our close frame (the close writes it out).
+            return Poll::Ready(Ok(()));
+        }
         if let Some(p) = self.pinger.as_mut().filter(|p| !p.polled) {
             p.polled = true;
             if p.timer.as_mut().poll(cx).is_ready() {
@@ -338,6 +371,16 @@ where
         }
         ready!(self.output.poll_write_out(&mut self.stream, cx))?;
         ready!(self.output.poll_flushed(&mut self.stream, cx))?;
+        // The closing handshake (RFC 6455 §5.5.1, §7.1.1): what the peer still sends is read
+        // and dropped until its close frame comes, for a server, which then closes the TCP
+        // connection; until the server closes it, for a client. Closing with input unread
+        // would reset the connection, and what was not sent yet (our close frame, behind
+        // output the peer had not read) would be lost: the peer would see 1006. The driver
+        // bounds the wait (its linger period, a second).
+        let client = self.masks.is_some();
+        if !self.peer.ended && (client || !self.peer.closed) {
+            ready!(self.poll_linger(cx));
+        }
         Pin::new(&mut self.stream).poll_shutdown(cx)
     }
 }
@@ -346,6 +389,63 @@ impl<S> WebSocket<S>
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
+    /// Reads and drops what the peer sends after our close frame, until its close frame
+    /// (a server; a client reads on, to the end) or the end of its stream.
+    fn poll_linger(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let client = self.masks.is_some();
+        if !self.peer.lingering {
+            self.peer.lingering = true;
+            if self.peer.faulted {
+                // A decoder of its own from the refused frame on, binary frames taken too:
+                // after a binary frame refused (1003, web3.py's) the frames behind it are
+                // read, to the peer's close. After any other fault it refuses the same
+                // frame again, and the input is read as bytes to the peer's end.
+                self.peer.faulted = false;
+                let role = if client { Role::Client } else { Role::Server };
+                self.decoder = WsDecoder::new(role, self.max_message).accept_binary(true);
+            }
+        }
+        // Bounded per turn: a peer that floods lets the driver's deadline come.
+        for _ in 0..64 {
+            let need = if self.peer.faulted || self.peer.closed {
+                // Only its end is awaited now: the bytes are dropped unread.
+                let all = self.input.len();
+                self.input.consume(all);
+                1
+            } else {
+                match self.decoder.decode(self.input.data()) {
+                    Err(_) => {
+                        self.peer.faulted = true;
+                        continue;
+                    }
+                    Ok(Step::Event(used, WsEvent::Close { .. })) => {
+                        self.input.consume(used);
+                        self.peer.closed = true;
+                        if !client {
+                            return Poll::Ready(());
+                        }
+                        continue;
+                    }
+                    Ok(Step::Event(used, _) | Step::Fragment(used)) => {
+                        self.input.consume(used);
+                        continue;
+                    }
+                    Ok(Step::Incomplete(need)) => need,
+                }
+            };
+            match self.input.poll_fill(&mut self.stream, cx, need) {
+                Poll::Ready(Ok(0) | Err(_)) => {
+                    self.peer.ended = true;
+                    return Poll::Ready(());
+                }
+                Poll::Ready(Ok(_)) => {}
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+
     /// Puts the keep-alive's ping and the pong owed in the empty write buffer.
     fn take_control(&mut self) {
         if let Some(p) = self.pinger.as_mut().filter(|p| p.due) {

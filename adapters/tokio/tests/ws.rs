@@ -408,3 +408,70 @@ async fn large_answers_to_a_peer_that_reads_late_arrive_whole_and_in_order() {
     })
     .await;
 }
+
+/// A server that closes (here for a protocol fault: a binary frame) while its peer keeps
+/// sending reads on after its close frame, dropping what comes, until the peer's close
+/// frame (RFC 6455 §5.5.1, §7.1.1). Closed with input unread, the socket is reset, and
+/// what it had not sent yet (answers the peer has not read, then the close frame) is lost:
+/// the peer sees its connection reset, no close frame (1006).
+#[tokio::test]
+async fn a_closing_server_reads_until_the_peers_close_so_its_close_frame_arrives() {
+    use sansrpc::method::Method;
+    use sansrpc_tokio::{AsyncRouter, ServeOptions};
+
+    enum Sleep {}
+    impl Method for Sleep {
+        const NAME: &'static str = "sleep";
+        type Params = (u64,);
+        type Result = u64;
+    }
+    let call = |ms: u64, id: u64| {
+        let call = format!(r#"{{"jsonrpc":"2.0","method":"sleep","params":[{ms}],"id":{id}}}"#);
+        Message::Text(call.into())
+    };
+    within(LIMIT, async {
+        let mut router = AsyncRouter::new();
+        router
+            .method::<Sleep, _, _>(|(ms,)| async move {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                Ok(ms)
+            })
+            .unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut options = ServeOptions::default();
+        options.keepalive = None;
+        let builder = Builder::new().router(router);
+        let shutdown = std::future::pending();
+        let grace = Duration::from_secs(1);
+        tokio::spawn(ws::serve_with(listener, builder, options, shutdown, grace));
+        // A client with a small receive window: the answers it does not read yet fill it,
+        // and what the server writes after them waits in the server's send queue.
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_recv_buffer_size(2048).unwrap();
+        let tcp = socket.connect(addr).await.unwrap();
+        let url = format!("ws://{addr}");
+        let (raw, _) = tokio_tungstenite::client_async(url, tcp).await.unwrap();
+        let (mut tx, mut rx) = raw.split();
+        for id in 0..200 {
+            tx.feed(call(0, id)).await.unwrap();
+        }
+        // A request still answered after the input ended (its handler takes 200 ms), then
+        // the fault, then frames that go on coming while the server answers and closes.
+        tx.feed(call(200, 200)).await.unwrap();
+        tx.feed(Message::Binary(b"{}".to_vec().into()))
+            .await
+            .unwrap();
+        tx.flush().await.unwrap();
+        for id in 201..260 {
+            if tx.send(call(0, id)).await.is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        // Reading at last, within the server's linger period: the answers, then its close
+        // frame with its code.
+        assert_eq!(close_code(&mut rx).await, Some(CloseCode::Unsupported));
+    })
+    .await;
+}
