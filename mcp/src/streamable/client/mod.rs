@@ -617,9 +617,11 @@ impl HttpClient {
             }
         }
         let (session_id, challenge) = (session_id.flatten(), challenge.flatten());
-        let event_stream = content_type
-            .flatten()
-            .is_some_and(|v| v.starts_with("text/event-stream"));
+        // A media type is case-insensitive (RFC 9110 §8.3.1).
+        let event_stream = content_type.flatten().is_some_and(|v| {
+            v.get(..17)
+                .is_some_and(|t| t.eq_ignore_ascii_case("text/event-stream"))
+        });
         if self.opener == Some(id) && !(status == 202 && self.is_opening_post(id)) {
             self.open_gate();
         }
@@ -632,7 +634,15 @@ impl HttpClient {
             // A resumption of an event stream: a new body for the same reader.
             (_, Phase::Sse(reader)) => {
                 reader.flowing = success;
-                if !success {
+                if success {
+                    return;
+                }
+                // A server that cannot answer now (restarting behind a proxy, busy) is
+                // tried again as a dropped stream is; a refusal (the stream or the session
+                // is gone) gives it up.
+                if status >= 500 || status == 429 {
+                    self.dropped(id, now);
+                } else {
                     self.finish_read(id, false, now);
                 }
                 return;
@@ -683,8 +693,11 @@ impl HttpClient {
                     task.phase = Phase::Discard { end: None };
                     return;
                 }
-                if let Some(session) = session_id {
-                    self.session.id = Some(session.to_owned());
+                // The session is the one the answer to `initialize` names (none when it
+                // names none); another answer's header does not move it (an old request's
+                // late answer may carry the session before a renewal).
+                if task.initialize() {
+                    self.session.id = session_id.map(str::to_owned);
                 }
             }
         }
@@ -733,8 +746,13 @@ impl HttpClient {
                     Ok(_) => {}
                     Err(e) => faults.push(e),
                 });
-                if !reader.decoder.last_event_id().is_empty() {
-                    reader.resume_from = reader.decoder.last_event_id().to_owned();
+                let last = reader.decoder.last_event_id();
+                if !last.is_empty() && last != reader.resume_from {
+                    reader.resume_from = last.to_owned();
+                    // Progress: the resumptions are counted from here (a server that
+                    // closes its stream to be polled, SEP-1699, is followed for as long as
+                    // its events come; attempts that bring none are bounded).
+                    reader.resumes = 0;
                 }
                 for message in &messages {
                     reader.answered |= is_response(message);
@@ -869,8 +887,9 @@ impl HttpClient {
                 false
             }
             Phase::Sse(_) => {
-                // The resumption could not be made.
-                self.finish_read(id, false, now);
+                // The resumption could not be made (the server restarting): tried again, as
+                // long as the resumptions are not used up.
+                self.dropped(id, now);
                 false
             }
         }
@@ -926,7 +945,9 @@ impl HttpClient {
         reader.resume_at = Some(now + reader.retry);
         reader.flowing = false;
         if let Some(wire) = task.wire.take() {
+            // Still open (a resumption answered 5xx): what is left of it is not read.
             self.wires.remove(&wire);
+            self.aborts.push_back(wire);
         }
     }
 

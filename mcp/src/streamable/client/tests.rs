@@ -338,12 +338,125 @@ fn a_resumption_refused_or_unsent_gives_the_calls_up() {
     assert_eq!(events(&mut m), [ended(CALL, None)]);
     assert_eq!(m.poll_abort(), Some(resume.exchange));
 
+    // A resumption that could not be sent (the server restarting) is tried again, as long
+    // as the resumptions are not used up; so is one answered 5xx.
     let call = post(&mut m, CALL, at(0));
     answer(&mut m, call.exchange, 200, &[SSE], "id: p\ndata:\n\n");
     m.handle_timeout(at(2_000));
     let resume = one(&mut m);
     assert!(!m.handle_failure(resume.exchange, ExchangeFailure::Unsent, at(2_000)));
-    assert_eq!(events(&mut m), [ended(CALL, None)]);
+    assert_eq!(events(&mut m), []);
+    m.handle_timeout(at(3_000));
+    let resume = one(&mut m);
+    m.handle_head(resume.exchange, 503, [], at(3_000));
+    assert_eq!(m.poll_abort(), Some(resume.exchange));
+    assert_eq!(events(&mut m), []);
+    let mut now = 3_000;
+    for _ in 0..3 {
+        now += 1_000;
+        m.handle_timeout(at(now));
+        let resume = one(&mut m);
+        assert_eq!(resume.header("last-event-id"), Some("p"));
+        assert!(!m.handle_failure(resume.exchange, ExchangeFailure::Unsent, at(now)));
+    }
+    assert_eq!(
+        events(&mut m),
+        [ended(CALL, None)],
+        "five tries that brought nothing"
+    );
+    assert_eq!(m.poll_timeout(), None);
+}
+
+/// A server may close a call's event stream after each event and let the client poll
+/// (SEP-1699, 2025-11-25): followed for as long as events come. The resumptions were counted
+/// over the stream's life, and the sixth poll gave the call up while the server worked on.
+#[test]
+fn a_stream_closed_to_be_polled_is_followed_while_its_events_come() {
+    let mut m = machine();
+    in_session(&mut m);
+    let call = post(&mut m, CALL, at(0));
+    answer(
+        &mut m,
+        call.exchange,
+        200,
+        &[SSE],
+        "id: 1\nretry: 500\ndata:\n\n",
+    );
+    let progress = r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":2,"progress":1}}"#;
+    let mut now = 0;
+    for n in 2..14 {
+        now += 500;
+        m.handle_timeout(at(now));
+        let resume = one(&mut m);
+        let last = (n - 1).to_string();
+        assert_eq!(resume.header("last-event-id"), Some(last.as_str()));
+        let body = format!("id: {n}\ndata: {progress}\n\n");
+        answer(&mut m, resume.exchange, 200, &[SSE], &body);
+        assert_eq!(events(&mut m), [message(progress)], "poll {n}");
+    }
+    now += 500;
+    m.handle_timeout(at(now));
+    let resume = one(&mut m);
+    answer(
+        &mut m,
+        resume.exchange,
+        200,
+        &[SSE],
+        &format!("id: 14\ndata: {CALL_OK}\n\n"),
+    );
+    assert_eq!(events(&mut m), [message(CALL_OK), ended(CALL, Some(200))]);
+    assert_eq!(m.poll_timeout(), None);
+}
+
+/// The session is the one the answer to `initialize` names: a late answer to an old request
+/// that still carries the old session's id (servers echo it on every answer) does not move
+/// the client back to it, and an `initialize` answered with no id leaves none.
+#[test]
+fn only_the_answer_to_initialize_names_the_session() {
+    let mut m = machine();
+    in_session(&mut m);
+    let old = post(&mut m, CALL, at(0));
+    let init = post(&mut m, INIT, at(0));
+    answer(
+        &mut m,
+        init.exchange,
+        200,
+        &[JSON, ("mcp-session-id", "s2")],
+        INIT_OK,
+    );
+    answer(
+        &mut m,
+        old.exchange,
+        200,
+        &[JSON, ("mcp-session-id", "s1")],
+        CALL_OK,
+    );
+    events(&mut m);
+    let next = post(&mut m, CALL, at(0));
+    assert_eq!(next.header("mcp-session-id"), Some("s2"));
+    answer(&mut m, next.exchange, 200, &[JSON], CALL_OK);
+    let init = post(&mut m, INIT, at(0));
+    answer(&mut m, init.exchange, 200, &[JSON], INIT_OK);
+    events(&mut m);
+    let next = post(&mut m, CALL, at(0));
+    assert_eq!(next.header("mcp-session-id"), None);
+}
+
+/// A media type is case-insensitive (RFC 9110 §8.3.1): `Text/Event-Stream` is read as events.
+#[test]
+fn an_event_stream_named_in_any_case_is_read_as_events() {
+    let mut m = machine();
+    in_session(&mut m);
+    let call = post(&mut m, CALL, at(0));
+    let sse = ("Content-Type", "Text/Event-Stream; charset=UTF-8");
+    answer(
+        &mut m,
+        call.exchange,
+        200,
+        &[sse],
+        &format!("id: 1\ndata: {CALL_OK}\n\n"),
+    );
+    assert_eq!(events(&mut m), [message(CALL_OK), ended(CALL, Some(200))]);
 }
 
 #[test]
