@@ -320,8 +320,11 @@ pub struct HttpClient {
     gate: Option<Instant>,
     /// The task whose head opens the gate (the GET stream, or the POST that asks for it).
     opener: Option<u64>,
-    /// The 2026-07-28 POSTs open, by request id: a `notifications/cancelled` for one ends it.
-    stateless: BTreeMap<String, u64>,
+    /// The POSTs of one request each still open, by request id: a `notifications/cancelled`
+    /// for one ends it (on 2026-07-28 instead of being POSTed, which is how a client cancels
+    /// there; on the session revisions after it is POSTed, as a server need not answer a
+    /// cancelled request, nor end its stream).
+    open_calls: BTreeMap<String, u64>,
     aborts: VecDeque<u64>,
     events: VecDeque<ClientEvent>,
     /// `close` was called: `Some(deadline)` while the `DELETE` is out.
@@ -342,7 +345,7 @@ impl HttpClient {
             gated: VecDeque::new(),
             gate: None,
             opener: None,
-            stateless: BTreeMap::new(),
+            open_calls: BTreeMap::new(),
             aborts: VecDeque::new(),
             events: VecDeque::new(),
             closing: None,
@@ -459,21 +462,33 @@ impl HttpClient {
         }
         let opens = method == Some("notifications/initialized")
             && !core::mem::replace(&mut self.session.listening, true);
+        let mut cancelled = None;
         if let Some(id) = &described.cancels {
-            if let Some(task) = self.stateless.remove(id) {
-                self.drop_task(task);
-                return;
+            if let Some(task) = self.open_calls.remove(id) {
+                let stateless = self.tasks.get(&task).is_some_and(|t| {
+                    matches!(&t.role, Role::Post { described, .. } if described.version.is_some())
+                });
+                if stateless {
+                    self.drop_task(task);
+                    return;
+                }
+                // Ended once the cancellation is on its way (a server that honours it
+                // sends nothing more on that stream, and may never end it).
+                cancelled = Some(task);
             }
         }
-        let stateless = described.id.clone().filter(|_| described.version.is_some());
+        let call = described.id.clone();
         let task = self.add(Role::Post {
             frame,
             described,
             extra,
             opens,
         });
-        if let Some(id) = stateless {
-            self.stateless.insert(id, task);
+        if let Some(id) = call {
+            self.open_calls.insert(id, task);
+        }
+        if let Some(call) = cancelled {
+            self.drop_task(call);
         }
         if opens {
             // Closed before any later frame is posted; it opens by itself after
@@ -985,8 +1000,8 @@ impl HttpClient {
         }
         if let Role::Post { described, .. } = &task.role {
             if let Some(key) = &described.id {
-                if self.stateless.get(key) == Some(&id) {
-                    self.stateless.remove(key);
+                if self.open_calls.get(key) == Some(&id) {
+                    self.open_calls.remove(key);
                 }
             }
         }

@@ -442,6 +442,26 @@ fn only_the_answer_to_initialize_names_the_session() {
     assert_eq!(next.header("mcp-session-id"), None);
 }
 
+/// A call cancelled on a session revision: its cancellation is POSTed, and its own stream
+/// is ended (a server need not answer a cancelled request, nor end its stream: it was read
+/// for the rest of the session, a connection and a task each).
+#[test]
+fn a_cancelled_calls_stream_is_ended_once_its_cancellation_is_posted() {
+    let mut m = machine();
+    in_session(&mut m);
+    let call = post(&mut m, CALL, at(0));
+    head(&mut m, call.exchange, 200, &[SSE]);
+    m.handle_body(call.exchange, b"id: 1\ndata:\n\n", at(0));
+    let cancel = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}"#;
+    let sent = post(&mut m, cancel, at(10));
+    assert_eq!(sent.body.as_deref(), Some(cancel.as_bytes()));
+    assert_eq!(m.poll_abort(), Some(call.exchange));
+    answer(&mut m, sent.exchange, 202, &[], "");
+    // Nothing of the call is told again (the connection ended it as cancelled).
+    assert_eq!(events(&mut m), []);
+    assert_eq!(m.exchanges(), 1, "only the GET stream is left");
+}
+
 /// A media type is case-insensitive (RFC 9110 §8.3.1): `Text/Event-Stream` is read as events.
 #[test]
 fn an_event_stream_named_in_any_case_is_read_as_events() {
@@ -856,7 +876,7 @@ fn arbitrary_inputs_never_panic_and_leave_nothing_behind() {
         assert_eq!(m.exchanges(), 0, "round {round}: {m:?}");
         let tables = (
             m.wires.len(),
-            m.stateless.len(),
+            m.open_calls.len(),
             m.ready.len(),
             m.gated.len(),
         );
