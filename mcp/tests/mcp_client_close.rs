@@ -3,7 +3,8 @@
 //! HTTP exchange): `McpClient::close().await` ends the session with a `DELETE` before it
 //! returns, and dropping the last `McpClient` does the same in the background. Either way
 //! the server forgot the session: a request naming it afterwards is answered 404. The
-//! client is made from a borrowed connection (`initialize(&conn)`), no clone.
+//! client is made from a borrowed connection (`initialize(&conn)`), no clone. And against
+//! a server that refuses the `DELETE` while its GET stream stays open: closing ends it.
 #![cfg(not(target_arch = "wasm32"))]
 
 #[path = "../../tests/support/common.rs"]
@@ -211,4 +212,83 @@ fn builder(mcp: &ClientBuilder) -> Builder {
     Builder::new()
         .config(Config::for_profile(Profile::Mcp))
         .router(mcp.router())
+}
+
+/// Was a bug: the client's exchanges outlived its connection. A server that answers the
+/// session's `DELETE` 405 (the specification allows it) while its GET stream stays open
+/// kept that GET (its socket, its task, the client's shared state) for ever after
+/// `close()`. The server here is a few lines over a real socket, as such a server behaves:
+/// `initialize` answered with a session, the GET stream opened and never ended, `DELETE`
+/// refused. Once the client closed, the GET connection ends.
+#[tokio::test]
+async fn closing_ends_the_get_stream_of_a_server_that_refuses_delete() {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (opened, mut get_opened) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let (ended, mut get_ended) = tokio::sync::mpsc::unbounded_channel::<()>();
+    tokio::spawn(async move {
+        loop {
+            let (socket, _) = listener.accept().await.unwrap();
+            let (opened, ended) = (opened.clone(), ended.clone());
+            tokio::spawn(async move {
+                let mut socket = BufReader::new(socket);
+                let mut line = String::new();
+                socket.read_line(&mut line).await.unwrap();
+                let method = line.split(' ').next().unwrap_or_default().to_owned();
+                let mut length = 0;
+                loop {
+                    let mut field = String::new();
+                    socket.read_line(&mut field).await.unwrap();
+                    if field.trim().is_empty() {
+                        break;
+                    }
+                    if let Some((name, value)) = field.split_once(':') {
+                        if name.eq_ignore_ascii_case("content-length") {
+                            length = value.trim().parse().unwrap();
+                        }
+                    }
+                }
+                let mut body = vec![0; length];
+                socket.read_exact(&mut body).await.unwrap();
+                let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                let answer = match (method.as_str(), message["method"].as_str()) {
+                    ("POST", Some("initialize")) => {
+                        let result = json!({"jsonrpc": "2.0", "id": message["id"], "result": {
+                            "protocolVersion": "2025-06-18", "capabilities": {},
+                            "serverInfo": {"name": "raw", "version": "1"}}});
+                        let text = result.to_string();
+                        format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nmcp-session-id: raw-1\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}", text.len())
+                    }
+                    ("POST", _) => "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_owned(),
+                    ("GET", _) => {
+                        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+                        socket.get_mut().write_all(head.as_bytes()).await.unwrap();
+                        let _ = opened.send(());
+                        // Open until the client goes: its end is what the test waits for.
+                        let mut rest = Vec::new();
+                        let _ = socket.read_to_end(&mut rest).await;
+                        let _ = ended.send(());
+                        return;
+                    }
+                    _ => "HTTP/1.1 405 Method Not Allowed\r\nallow: GET, POST\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_owned(),
+                };
+                let _ = socket.get_mut().write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    let client = ClientBuilder::new("close-client", "1");
+    let conn = sansrpc_mcp::tokio::Connect::new(format!("http://127.0.0.1:{port}/mcp"))
+        .connect(builder(&client))
+        .unwrap();
+    let session = client.initialize(&conn).await.unwrap();
+    let limit = Duration::from_secs(10);
+    tokio::time::timeout(limit, get_opened.recv())
+        .await
+        .expect("the GET stream opens");
+    session.close().await;
+    drop(conn);
+    tokio::time::timeout(limit, get_ended.recv())
+        .await
+        .expect("the GET stream ends once the client closed");
 }

@@ -254,6 +254,18 @@ struct Messages {
     closing: bool,
 }
 
+/// The connection is over: its exchanges still under way go with it (a GET stream the
+/// server keeps open after refusing the session's `DELETE` held its socket, its task and
+/// this state for ever).
+impl Drop for Messages {
+    fn drop(&mut self) {
+        let mut state = self.shared.state();
+        for (_, exchange) in state.exchanges.drain() {
+            exchange.abort();
+        }
+    }
+}
+
 impl Messages {
     /// Runs the machine's timers due, and arms the sleep until its next deadline.
     fn poll_timer(&mut self, cx: &mut Context<'_>, state: &mut State) {
