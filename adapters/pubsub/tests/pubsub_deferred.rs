@@ -181,6 +181,52 @@ fn an_ack_is_answered_after_it_is_saved_and_a_failed_save_is_an_internal_error()
         std::iter::from_fn(|| d.hub.poll_report()).any(|r| r.to_string().contains("disk on fire")),
         "the operator is told"
     );
+    // Was a bug: the client retries the same acknowledgement, which was answered `true` at
+    // once without a save (the state in memory had it already), and lost at the next
+    // restart. It is saved, then answered.
+    d.settle(); // the read that fills the window again
+    d.request(s, "rpc.acknowledge.persistent", ack(2));
+    assert!(d.answers(s).is_empty());
+    assert!(matches!(d.step(), StoreOp::Save { .. }));
+    assert_eq!(d.answers(s), [Ok(json!({"acknowledged": true}))]);
+    d.settle();
+    d.hub.disconnect(s);
+    d.settle();
+    let t = d.hub.connect();
+    d.request(t, "rpc.subscribe.persistent", sub("p"));
+    d.settle();
+    assert_eq!(
+        d.answers(t)[0].as_ref().unwrap()["resumed_from_sequence"],
+        2
+    );
+}
+
+/// A failed acknowledgement's state, not retried by the client, is saved when its
+/// connection ends (it was not: the last-seen time was fresh, so nothing was written).
+#[test]
+fn a_failed_acknowledgement_is_saved_when_its_connection_ends() {
+    let mut d = Deferred::new(HubConfig::default());
+    let s = d.hub.connect();
+    d.request(s, "rpc.subscribe.persistent", sub("p"));
+    d.settle();
+    d.answers(s);
+    d.publish("t", 1);
+    d.settle();
+    assert_eq!(d.sequences(s), [1]);
+    let ack = json!({"subscription_id": "p", "sequence_id": 1});
+    d.request(s, "rpc.acknowledge.persistent", ack);
+    d.fail();
+    assert_eq!(d.answers(s), [Err(-32603)]);
+    d.settle();
+    d.hub.disconnect(s);
+    d.settle();
+    let t = d.hub.connect();
+    d.request(t, "rpc.subscribe.persistent", sub("p"));
+    d.settle();
+    assert_eq!(
+        d.answers(t)[0].as_ref().unwrap()["resumed_from_sequence"],
+        1
+    );
 }
 
 #[test]

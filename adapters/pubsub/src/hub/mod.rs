@@ -377,6 +377,10 @@ struct Active {
     filling: bool,
     /// Something changed while it was: read again when it is back.
     refill: bool,
+    /// A save of its acknowledgements failed: its state in memory is ahead of the store's,
+    /// and is saved again with the next acknowledgement (the same one retried too) or when
+    /// its connection ends.
+    unsaved: bool,
 }
 
 impl Active {
@@ -571,7 +575,8 @@ enum Then {
     },
     Prepared(Box<Job>),
     Created(Box<Job>),
-    Acked(SessionId, Ticket, String),
+    /// The acknowledgements saved: their answer, and the ids whose states were saved.
+    Acked(SessionId, Ticket, String, Vec<String>),
     Removed {
         session: SessionId,
         ticket: Ticket,
@@ -848,10 +853,15 @@ impl Hub {
                 self.end_job(&job);
                 self.queues.answer(job.session, job.ticket, Err(e));
             }
-            (Then::Acked(session, ticket, json), StoreDone::Saved) => {
+            (Then::Acked(session, ticket, json, _), StoreDone::Saved) => {
                 self.queues.answer(session, ticket, Ok(json));
             }
-            (Then::Acked(session, ticket, _), _) => {
+            (Then::Acked(session, ticket, _, ids), _) => {
+                for id in ids {
+                    if let Some(active) = self.persistent.get_mut(&id) {
+                        active.unsaved = true;
+                    }
+                }
                 let op = "saving an acknowledgement";
                 let e = self.queues.store_error(op, &failed.unwrap_or_default());
                 self.queues.answer(session, ticket, Err(e));
@@ -943,7 +953,13 @@ impl Hub {
         }
         for id in &s.persistent {
             if let Some(mut active) = self.detach(id) {
-                self.touch(id, &mut active.state);
+                if active.unsaved {
+                    // What a failed save left in memory only: tried once more.
+                    active.state.last_seen_ms = self.wall_ms;
+                    self.save(id, &active.state, "saving a subscription");
+                } else {
+                    self.touch(id, &mut active.state);
+                }
             }
         }
     }
@@ -1200,7 +1216,8 @@ impl Hub {
         }
         let json = String::from_utf8_lossy(&out[start..]).into_owned();
         let ticket = self.ticket();
-        let then = Then::Acked(session, ticket, json);
+        let ids = saves.iter().map(|(id, _)| id.clone()).collect();
+        let then = Then::Acked(session, ticket, json, ids);
         self.task(StoreOp::Save { states: saves }, then);
         Handled::Later(ticket)
     }
@@ -1624,6 +1641,7 @@ impl Hub {
                 in_flight: BTreeMap::new(),
                 filling: false,
                 refill: false,
+                unsaved: false,
             },
         );
     }
@@ -1686,7 +1704,9 @@ impl Hub {
             return Ok(false);
         }
         active.clear_due(&mut self.deadlines, sequence);
-        if active.state.ack(sequence) {
+        // Saved when it moves the state, and when the last save failed: the client's retry
+        // of the same acknowledgement is then answered only once it is stored.
+        if active.state.ack(sequence) | core::mem::take(&mut active.unsaved) {
             active.state.last_seen_ms = self.wall_ms;
             match saves.iter_mut().find(|(s, _)| s == id) {
                 Some((_, state)) => *state = active.state.clone(),
