@@ -201,6 +201,42 @@ fn an_ack_is_answered_after_it_is_saved_and_a_failed_save_is_an_internal_error()
     );
 }
 
+/// Was a bug: a read of the log that failed was never made again, and a subscriber with
+/// nothing in flight got nothing until another publish, an ack or a resubscribe. It is read
+/// again a second later.
+#[test]
+fn a_failed_read_of_the_log_is_made_again() {
+    let mut d = Deferred::new(HubConfig::default());
+    let s = d.hub.connect();
+    d.request(s, "rpc.subscribe.persistent", sub("p"));
+    d.settle();
+    d.answers(s);
+    d.publish("t", 1);
+    // The store performs everything but the reads, which fail.
+    let mut failed = 0;
+    loop {
+        d.collect();
+        let Some(task) = d.tasks.pop_front() else {
+            break;
+        };
+        let done = match task.op() {
+            StoreOp::Read { .. } => {
+                failed += 1;
+                StoreDone::Failed("network down".into())
+            }
+            _ => task.perform(&mut d.store),
+        };
+        d.hub.handle_store(task, done, Instant::ZERO);
+    }
+    assert_eq!(failed, 1);
+    assert_eq!(d.sequences(s), Vec::<u64>::new());
+    let later = Instant::from_duration(std::time::Duration::from_secs(1));
+    assert!(d.hub.poll_timeout().is_some_and(|t| t <= later));
+    d.hub.handle_timeout(later, 1_000);
+    d.settle();
+    assert_eq!(d.sequences(s), [1]);
+}
+
 /// A failed acknowledgement's state, not retried by the client, is saved when its
 /// connection ends (it was not: the last-seen time was fresh, so nothing was written).
 #[test]

@@ -406,6 +406,9 @@ type Deadlines = BTreeSet<(Instant, u64, u64)>;
 
 const MAX_REPORTS: usize = 256;
 
+/// How long after a failed read of the log a persistent subscription's is tried again.
+const READ_RETRY: Duration = Duration::from_secs(1);
+
 #[derive(Debug, Default)]
 struct Queues {
     /// By id: a hash table, as a notification to every subscriber looks up each of them
@@ -609,6 +612,11 @@ pub struct Hub {
     next_expire: Option<Instant>,
     /// When the next sweep for idle persistent ids is due.
     next_sweep: Option<Instant>,
+    /// The persistent subscriptions whose read of the log failed, read again at
+    /// `next_refill` (nothing else would: a subscriber with nothing in flight waits on a
+    /// publish, an ack or a resubscribe).
+    stalled: BTreeSet<String>,
+    next_refill: Option<Instant>,
     /// The wall clock last given to [`Hub::handle_timeout`] or [`Hub::publish`] (ms since the
     /// Unix epoch; 0 before any): the time written as a subscription's last-seen time.
     wall_ms: u64,
@@ -740,6 +748,8 @@ impl Hub {
             next_key: 1,
             next_expire: None,
             next_sweep: None,
+            stalled: BTreeSet::new(),
+            next_refill: None,
             wall_ms: 0,
             stored_ids: None,
             pending_fresh: 0,
@@ -1766,6 +1776,8 @@ impl Hub {
             queues,
             persistent,
             deadlines,
+            stalled,
+            next_refill,
             ..
         } = self;
         let Some(active) = persistent.get_mut(id).filter(|a| a.key == key) else {
@@ -1776,6 +1788,9 @@ impl Hub {
             Ok(messages) => messages,
             Err(e) => {
                 queues.store_error("reading messages", &e);
+                // Read again a little later.
+                stalled.insert(id.into());
+                next_refill.get_or_insert(now.saturating_add(READ_RETRY));
                 return;
             }
         };
@@ -1838,6 +1853,12 @@ impl Hub {
                 let cadence = (idle / 16).max(self.config.expire_interval);
                 self.next_sweep = Some(now.saturating_add(cadence));
                 self.sweep(idle);
+            }
+        }
+        if self.next_refill.is_some_and(|t| t <= now) {
+            self.next_refill = None;
+            for id in core::mem::take(&mut self.stalled) {
+                self.fill(&id);
             }
         }
         let due: Vec<(u64, u64)> = self
@@ -1914,7 +1935,8 @@ impl Hub {
     pub fn poll_timeout(&self) -> Option<Instant> {
         let expire = self.next_expire.unwrap_or(Instant::ZERO);
         let acks = self.deadlines.first().map(|&(due, _, _)| due);
-        Some(acks.map_or(expire, |a| a.min(expire)))
+        let first = acks.map_or(expire, |a| a.min(expire));
+        Some(self.next_refill.map_or(first, |r| r.min(first)))
     }
 }
 
