@@ -237,6 +237,40 @@ fn a_failed_read_of_the_log_is_made_again() {
     assert_eq!(d.sequences(s), [1]);
 }
 
+/// Was a bug: a batch subscribe naming a new id and one attached elsewhere took a copy of
+/// the attached one's state when the ids were loaded, and attached that copy once the new
+/// id was saved: the acks its holder made meanwhile were undone (delivered again, and the
+/// next save wrote the older floor over them).
+#[test]
+fn a_batch_subscribe_takes_over_with_the_acks_made_while_it_waited() {
+    let mut d = Deferred::new(HubConfig::default());
+    let a = d.hub.connect();
+    d.request(a, "rpc.subscribe.persistent", sub("p"));
+    d.settle();
+    d.answers(a);
+    d.publish("t", 1);
+    d.publish("t", 2);
+    d.settle();
+    assert_eq!(d.sequences(a), [1, 2]);
+    let b = d.hub.connect();
+    let both = json!({"subscriptions": [
+        {"subscription_id": "q", "topic": "t"},
+        {"subscription_id": "p", "topic": "t"}
+    ]});
+    d.request(b, "rpc.subscribe.persistent.batch", both);
+    assert!(matches!(d.step(), StoreOp::Prepare { .. }));
+    // While q is saved, p's holder acknowledges both.
+    for n in [1, 2] {
+        let ack = json!({"subscription_id": "p", "sequence_id": n});
+        d.request(a, "rpc.acknowledge.persistent", ack);
+    }
+    d.settle();
+    let answer = d.answers(b).remove(0).unwrap();
+    assert_eq!(answer["subscriptions"][1]["subscription_id"], "p");
+    assert_eq!(answer["subscriptions"][1]["resumed_from_sequence"], 2);
+    assert_eq!(d.sequences(b), Vec::<u64>::new(), "nothing delivered again");
+}
+
 /// A failed acknowledgement's state, not retried by the client, is saved when its
 /// connection ends (it was not: the last-seen time was fresh, so nothing was written).
 #[test]

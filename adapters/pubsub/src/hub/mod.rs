@@ -1571,6 +1571,12 @@ impl Hub {
         }
         let mut floors = Vec::with_capacity(subs.len());
         for (p, state) in subs.iter().zip(states) {
+            // Attached meanwhile (the copy taken when the ids were loaded is older than
+            // the acks its holder made while the new ids were saved): memory is newer.
+            let state = match self.persistent.get(&p.subscription_id) {
+                Some(active) => active.state.clone(),
+                None => state,
+            };
             floors.push(state.ack_floor);
             // Subscribing again on the same connection starts over from the floor too.
             self.attach(session, &p.subscription_id, state);
