@@ -53,19 +53,28 @@ impl Runtime {
         })
     }
 
-    /// Runs `op` on the runtime thread and waits (at most the timeout) for its result.
+    /// Runs `op` on the runtime thread and waits for its result, at most the timeout: past
+    /// it the operation is dropped there (not left running beside the operations after it,
+    /// which the store's callers order), and the caller gets [`Error::Timeout`].
     pub(crate) fn run<T, F>(&self, op: F) -> Result<T, Error>
     where
         F: Future<Output = Result<T, Error>> + Send + 'static,
         T: Send + 'static,
     {
         let (tx, rx) = mpsc::sync_channel(1);
+        let timeout = self.timeout;
         self.handle.spawn(async move {
-            let _ = tx.send(op.await);
+            let result = match tokio::time::timeout(timeout, op).await {
+                Ok(result) => result,
+                Err(_) => Err(Error::Timeout(timeout)),
+            };
+            let _ = tx.send(result);
         });
-        match rx.recv_timeout(self.timeout) {
+        // The runtime's timer answers in time; this bound is only for a runtime thread that
+        // cannot (it stopped, or something blocks it).
+        match rx.recv_timeout(timeout.saturating_add(Duration::from_secs(5))) {
             Ok(result) => result,
-            Err(mpsc::RecvTimeoutError::Timeout) => Err(Error::Timeout(self.timeout)),
+            Err(mpsc::RecvTimeoutError::Timeout) => Err(Error::Timeout(timeout)),
             Err(mpsc::RecvTimeoutError::Disconnected) => Err(Error::Runtime(
                 std::io::Error::other("the runtime thread stopped"),
             )),
@@ -86,5 +95,34 @@ impl Drop for Runtime {
         if let Some(shutdown) = self.shutdown.take() {
             let _ = shutdown.send(());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    use super::*;
+
+    /// Was a bug: an operation past the timeout went on running on the runtime thread after
+    /// its caller was told it failed, beside the operations after it (a save's later steps
+    /// interleaved with the next save's; an append reported failed landed anyway).
+    #[test]
+    fn an_operation_past_the_timeout_is_dropped_not_left_running() {
+        let runtime = Runtime::start("timeout-test", Duration::from_millis(50)).unwrap();
+        let finished = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&finished);
+        let slow = async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            flag.store(true, Ordering::SeqCst);
+            Ok(())
+        };
+        assert!(matches!(runtime.run(slow), Err(Error::Timeout(_))));
+        // Well past when it would have finished: the runtime still runs (a quick operation
+        // is answered), and the slow one never did.
+        std::thread::sleep(Duration::from_millis(400));
+        assert_eq!(runtime.run(async { Ok(7) }).unwrap(), 7);
+        assert!(!finished.load(Ordering::SeqCst));
     }
 }
