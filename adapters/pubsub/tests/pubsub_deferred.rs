@@ -91,6 +91,25 @@ impl Deferred {
             .collect()
     }
 
+    /// A new connection subscribed to `p` on `t`, its answer taken.
+    fn subscribed(&mut self) -> SessionId {
+        let s = self.hub.connect();
+        self.request(s, "rpc.subscribe.persistent", sub("p"));
+        self.settle();
+        self.answers(s);
+        s
+    }
+
+    /// `s` goes, and a new connection subscribes to `p` again: where it resumes from.
+    fn resumed_after(&mut self, s: SessionId) -> Value {
+        self.hub.disconnect(s);
+        self.settle();
+        let t = self.hub.connect();
+        self.request(t, "rpc.subscribe.persistent", sub("p"));
+        self.settle();
+        self.answers(t)[0].as_ref().unwrap()["resumed_from_sequence"].clone()
+    }
+
     fn publish(&mut self, topic: &str, n: u64) {
         let data = RawValue::from_string(n.to_string()).unwrap();
         self.hub
@@ -190,15 +209,7 @@ fn an_ack_is_answered_after_it_is_saved_and_a_failed_save_is_an_internal_error()
     assert!(matches!(d.step(), StoreOp::Save { .. }));
     assert_eq!(d.answers(s), [Ok(json!({"acknowledged": true}))]);
     d.settle();
-    d.hub.disconnect(s);
-    d.settle();
-    let t = d.hub.connect();
-    d.request(t, "rpc.subscribe.persistent", sub("p"));
-    d.settle();
-    assert_eq!(
-        d.answers(t)[0].as_ref().unwrap()["resumed_from_sequence"],
-        2
-    );
+    assert_eq!(d.resumed_after(s), 2);
 }
 
 /// Was a bug: a read of the log that failed was never made again, and a subscriber with
@@ -207,10 +218,7 @@ fn an_ack_is_answered_after_it_is_saved_and_a_failed_save_is_an_internal_error()
 #[test]
 fn a_failed_read_of_the_log_is_made_again() {
     let mut d = Deferred::new(HubConfig::default());
-    let s = d.hub.connect();
-    d.request(s, "rpc.subscribe.persistent", sub("p"));
-    d.settle();
-    d.answers(s);
+    let s = d.subscribed();
     d.publish("t", 1);
     // The store performs everything but the reads, which fail.
     let mut failed = 0;
@@ -244,10 +252,7 @@ fn a_failed_read_of_the_log_is_made_again() {
 #[test]
 fn a_batch_subscribe_takes_over_with_the_acks_made_while_it_waited() {
     let mut d = Deferred::new(HubConfig::default());
-    let a = d.hub.connect();
-    d.request(a, "rpc.subscribe.persistent", sub("p"));
-    d.settle();
-    d.answers(a);
+    let a = d.subscribed();
     d.publish("t", 1);
     d.publish("t", 2);
     d.settle();
@@ -276,10 +281,7 @@ fn a_batch_subscribe_takes_over_with_the_acks_made_while_it_waited() {
 #[test]
 fn a_failed_acknowledgement_is_saved_when_its_connection_ends() {
     let mut d = Deferred::new(HubConfig::default());
-    let s = d.hub.connect();
-    d.request(s, "rpc.subscribe.persistent", sub("p"));
-    d.settle();
-    d.answers(s);
+    let s = d.subscribed();
     d.publish("t", 1);
     d.settle();
     assert_eq!(d.sequences(s), [1]);
@@ -288,15 +290,7 @@ fn a_failed_acknowledgement_is_saved_when_its_connection_ends() {
     d.fail();
     assert_eq!(d.answers(s), [Err(-32603)]);
     d.settle();
-    d.hub.disconnect(s);
-    d.settle();
-    let t = d.hub.connect();
-    d.request(t, "rpc.subscribe.persistent", sub("p"));
-    d.settle();
-    assert_eq!(
-        d.answers(t)[0].as_ref().unwrap()["resumed_from_sequence"],
-        1
-    );
+    assert_eq!(d.resumed_after(s), 1);
 }
 
 #[test]
