@@ -598,7 +598,9 @@ impl HttpClient {
             if let Phase::Sse(reader) = &mut task.phase {
                 if reader.resume_at.is_some_and(|at| at <= now) {
                     reader.resume_at = None;
-                    self.ready.push_back((id, Some(reader.resume_from.clone())));
+                    // Without an id (a GET stream that gave none): a new stream.
+                    let from = Some(reader.resume_from.clone()).filter(|id| !id.is_empty());
+                    self.ready.push_back((id, from));
                 }
             }
         }
@@ -769,6 +771,10 @@ impl HttpClient {
                     // its events come; attempts that bring none are bounded).
                     reader.resumes = 0;
                 }
+                if !messages.is_empty() {
+                    // A message is progress too (a GET stream without ids).
+                    reader.resumes = 0;
+                }
                 for message in &messages {
                     reader.answered |= is_response(message);
                 }
@@ -829,8 +835,11 @@ impl HttpClient {
             }
             Phase::Sse(reader) => {
                 // A server may close a stream before its answer on purpose, and let the
-                // client poll: resumed as if dropped.
-                if reader.answered {
+                // client poll: resumed as if dropped. The session's GET stream, which
+                // answers nothing, is opened again whenever it ends (a server MAY close it
+                // at any time, the client reconnecting after `retry`).
+                let listen = matches!(task.role, Role::Listen);
+                if reader.answered && !listen {
                     self.finish_read(id, true, now);
                 } else {
                     self.dropped(id, now);
@@ -938,7 +947,9 @@ impl HttpClient {
 
     /// An event stream dropped (cut, or ended before its answer): resumed from the last
     /// complete event after the server's `retry` delay, if the server gave ids, the
-    /// resumptions are not used up, and the connection is on the same session.
+    /// resumptions are not used up, and the connection is on the same session. The
+    /// session's GET stream is opened again even without ids (a new stream, then), unless
+    /// the session is closing.
     fn dropped(&mut self, id: u64, now: Instant) {
         let Some(task) = self.tasks.get_mut(&id) else {
             return;
@@ -947,7 +958,9 @@ impl HttpClient {
             return;
         };
         let other_session = task.carried.is_some() && self.session.id != task.carried;
-        if reader.resume_from.is_empty() || reader.resumes >= self.config.resumes || other_session {
+        let listen = matches!(task.role, Role::Listen) && self.closing.is_none();
+        let nothing_to_resume = reader.resume_from.is_empty() && !listen;
+        if nothing_to_resume || reader.resumes >= self.config.resumes || other_session {
             self.finish_read(id, false, now);
             return;
         }

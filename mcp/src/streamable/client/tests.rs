@@ -200,7 +200,7 @@ fn initialized_opens_the_get_stream_and_later_posts_wait_for_it() {
     head(&mut m, get.exchange, 200, &[SSE]);
     let call = one(&mut m);
     assert_eq!(call.body.as_deref(), Some(CALL.as_bytes()));
-    // Messages for no request arrive on it; it is not resumed when it has no ids.
+    // Messages for no request arrive on it.
     m.handle_body(
         get.exchange,
         b"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n",
@@ -212,12 +212,66 @@ fn initialized_opens_the_get_stream_and_later_posts_wait_for_it() {
             r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#
         )]
     );
+    // Cut without ids: opened again, a new stream, after the retry delay (a second).
     assert!(!m.handle_failure(get.exchange, ExchangeFailure::Cut, at(50)));
     assert!(requests(&mut m).is_empty());
     // A second `notifications/initialized` in the same session opens nothing.
     let again = post(&mut m, INITIALIZED, at(60));
     answer(&mut m, again.exchange, 202, &[], "");
     assert!(requests(&mut m).is_empty());
+    m.handle_timeout(at(1_050));
+    let reopened = one(&mut m);
+    assert_eq!(reopened.method, HttpMethod::Get);
+    assert_eq!(reopened.header("last-event-id"), None);
+    assert_eq!(reopened.header("mcp-session-id"), Some("s1"));
+}
+
+/// Was a bug: the session's GET stream was not opened again once it ended. A server MAY
+/// close it at any time (2025-11-25), and the client reconnects after `retry`: with its
+/// last event id when it gave ids; else as a new stream. Notifications and requests of the
+/// server (`list_changed`, sampling) were lost for the rest of the session.
+#[test]
+fn the_get_stream_is_opened_again_when_the_server_ends_it() {
+    let mut m = machine();
+    let get = in_session(&mut m);
+    let changed = r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#;
+    // Ended cleanly after an event with an id and a retry of 300 ms: resumed from it.
+    let event = format!("id: g1\nretry: 300\ndata: {changed}\n\n");
+    rest(&mut m, get, event.as_bytes());
+    assert_eq!(events(&mut m), [message(changed)]);
+    assert!(requests(&mut m).is_empty());
+    m.handle_timeout(at(300));
+    let resumed = one(&mut m);
+    assert_eq!(resumed.method, HttpMethod::Get);
+    assert_eq!(resumed.header("last-event-id"), Some("g1"));
+    // Each time it ends after a message, again; ended five times with nothing: given up.
+    let event = format!("data: {changed}\n\n");
+    answer(&mut m, resumed.exchange, 200, &[SSE], &event);
+    assert_eq!(events(&mut m), [message(changed)]);
+    let mut now = 300;
+    for _ in 0..5 {
+        now += 300;
+        m.handle_timeout(at(now));
+        let again = one(&mut m);
+        assert_eq!(again.header("last-event-id"), Some("g1"));
+        answer(&mut m, again.exchange, 200, &[SSE], ": keep-alive\n\n");
+    }
+    m.handle_timeout(at(now + 300));
+    assert!(requests(&mut m).is_empty());
+    assert_eq!(m.poll_timeout(), None);
+}
+
+/// Closing the session does not open the GET stream again when it ends.
+#[test]
+fn a_closing_session_does_not_open_its_get_stream_again() {
+    let mut m = machine();
+    let get = in_session(&mut m);
+    m.close(at(10));
+    let delete = one(&mut m);
+    assert_eq!(delete.method, HttpMethod::Delete);
+    m.handle_end(get, at(20));
+    m.handle_timeout(at(5_000));
+    assert!(requests(&mut m).iter().all(|r| r.method != HttpMethod::Get));
 }
 
 #[test]
