@@ -168,6 +168,10 @@ pub struct WsDecoder {
     max_message: usize,
     /// The fragments of a text message so far.
     partial: Vec<u8>,
+    /// How much of `partial` is known to be whole UTF-8 characters: each fragment is
+    /// checked as it comes (RFC 6455 §8.1: fail as soon as the text cannot be UTF-8), a
+    /// character cut at its end checked with the next.
+    checked: usize,
     /// A fragmented message is open.
     fragmented: bool,
     /// `partial` holds a message handed out by the last step: cleared at the next.
@@ -196,6 +200,7 @@ impl WsDecoder {
             role,
             max_message,
             partial: Vec::new(),
+            checked: 0,
             fragmented: false,
             delivered: false,
             binary: false,
@@ -215,6 +220,7 @@ impl WsDecoder {
     pub fn decode<'a>(&'a mut self, input: &'a mut [u8]) -> Result<Step<'a>, WsFault> {
         if self.delivered {
             self.delivered = false;
+            self.checked = 0;
             if self.partial.capacity() > KEEP_PARTIAL {
                 self.partial = Vec::new();
             } else {
@@ -243,14 +249,20 @@ impl WsDecoder {
             Opcode::Text | Opcode::Binary | Opcode::Continuation => {
                 self.fragmented = true;
                 self.partial.extend_from_slice(payload);
+                let invalid = WsFault::new(close_code::INVALID, "invalid UTF-8");
+                match core::str::from_utf8(&self.partial[self.checked..]) {
+                    Ok(_) => self.checked = self.partial.len(),
+                    // A character cut at the fragment's end: the next one completes it.
+                    Err(e) if e.error_len().is_none() && !header.fin => {
+                        self.checked += e.valid_up_to();
+                    }
+                    Err(_) => return Err(invalid),
+                }
                 if !header.fin {
                     return Ok(Step::Fragment(used));
                 }
                 self.fragmented = false;
                 self.delivered = true;
-                if core::str::from_utf8(&self.partial).is_err() {
-                    return Err(WsFault::new(close_code::INVALID, "invalid UTF-8"));
-                }
                 WsEvent::Text(&self.partial)
             }
             Opcode::Ping => WsEvent::Ping(payload),

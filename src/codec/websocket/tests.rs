@@ -165,6 +165,25 @@ fn protocol_errors_have_their_close_codes() {
     let mut wire = raw(0x01, &[0xE2, 0x82]);
     wire.extend(raw(0x80, &[0x28]));
     assert_eq!(fault(Role::Server, wire).code, close_code::INVALID);
+    // Invalid UTF-8 in a fragment fails at once (RFC 6455 §8.1), not at the message's end:
+    // it was buffered up to the message limit first. Here the message never ends.
+    let mut decoder = WsDecoder::new(Role::Server, 1024);
+    let mut first = raw(0x01, b"ok");
+    assert!(matches!(decoder.decode(&mut first), Ok(Step::Fragment(_))));
+    let mut bad = raw(0x00, &[b'a', 0xFF]);
+    assert_eq!(
+        decoder.decode(&mut bad).unwrap_err().code,
+        close_code::INVALID
+    );
+    // A character cut at a fragment's end waits for the next (which here cannot end it).
+    let mut decoder = WsDecoder::new(Role::Server, 1024);
+    let mut first = raw(0x01, &[0xE2, 0x82]);
+    assert!(matches!(decoder.decode(&mut first), Ok(Step::Fragment(_))));
+    let mut next = raw(0x00, &[b'x']);
+    assert_eq!(
+        decoder.decode(&mut next).unwrap_err().code,
+        close_code::INVALID
+    );
     // ...and valid UTF-8 split across fragments is fine.
     let mut wire = raw(0x01, &[0xE2, 0x82]);
     wire.extend(raw(0x80, &[0xAC]));
