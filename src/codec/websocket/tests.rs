@@ -179,7 +179,7 @@ fn protocol_errors_have_their_close_codes() {
     let mut decoder = WsDecoder::new(Role::Server, 1024);
     let mut first = raw(0x01, &[0xE2, 0x82]);
     assert!(matches!(decoder.decode(&mut first), Ok(Step::Fragment(_))));
-    let mut next = raw(0x00, &[b'x']);
+    let mut next = raw(0x00, b"x");
     assert_eq!(
         decoder.decode(&mut next).unwrap_err().code,
         close_code::INVALID
