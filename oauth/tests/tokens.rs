@@ -481,6 +481,8 @@ fn a_refresh_answered_unavailable_or_too_many_requests_keeps_the_refresh_token()
         HttpResponse::json(429, &json!({"error": "slow_down"})),
         HttpResponse::json(500, &json!({"error": "server_error"})),
         HttpResponse::json(400, &json!({"error": "temporarily_unavailable"})),
+        // Not a refusal, whatever it names: the registration stays too.
+        HttpResponse::json(503, &json!({"error": "invalid_client"})),
         // A proxy's page, not the authorization server's word on the grant.
         HttpResponse::new(404)
             .with_header("content-type", "text/html")
@@ -512,6 +514,7 @@ fn a_refresh_answered_unavailable_or_too_many_requests_keeps_the_refresh_token()
         assert!(c.poll().is_none(), "{status}");
         assert!(!c.is_busy(), "{status}");
         assert_eq!(c.tokens().unwrap().refresh_token.as_deref(), Some("rt-1"));
+        assert!(c.credentials().client.is_some(), "{status}: registration dropped");
 
         // A later try sends the same refresh token, and succeeds.
         assert_eq!(c.credential(late), Credential::Bearer(bearer("at-1")));

@@ -300,7 +300,9 @@ impl OAuthClient {
         if !answer.is_success() {
             let cause = wire::failure(&answer);
             let refused = refuses_grant(answer.status, &cause);
-            let invalid_client = matches!(&cause, Cause::Server(e) if e.error == "invalid_client");
+            // Only a refusal says the registration is gone (not a 5xx that names the error).
+            let invalid_client =
+                refused && matches!(&cause, Cause::Server(e) if e.error == "invalid_client");
             if invalid_client
                 && self
                     .credentials
