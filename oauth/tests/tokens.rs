@@ -514,7 +514,10 @@ fn a_refresh_answered_unavailable_or_too_many_requests_keeps_the_refresh_token()
         assert!(c.poll().is_none(), "{status}");
         assert!(!c.is_busy(), "{status}");
         assert_eq!(c.tokens().unwrap().refresh_token.as_deref(), Some("rt-1"));
-        assert!(c.credentials().client.is_some(), "{status}: registration dropped");
+        assert!(
+            c.credentials().client.is_some(),
+            "{status}: registration dropped"
+        );
 
         // A later try sends the same refresh token, and succeeds.
         assert_eq!(c.credential(late), Credential::Bearer(bearer("at-1")));

@@ -77,6 +77,28 @@ fn version(head: &Head) -> Option<String> {
     })
 }
 
+const EXTENDED_NEEDS: &str = "GetExtendedAgentCard needs an authenticated client";
+
+/// The HTTP refusal of a request without the credentials it needs (`why`), as the
+/// validator judged them (`authorized`): 401 with `WWW-Authenticate: Bearer` when missing or
+/// invalid, 403 naming the scope when insufficient; `None` when they do (or nothing was
+/// checked: no validator).
+fn refusal(id: &str, authorized: &Authorized, why: &str) -> Option<Verdict> {
+    let (status, challenge) = match authorized {
+        Authorized::Valid | Authorized::NotRequired => return None,
+        Authorized::InsufficientScope(scope) => (
+            403,
+            format!("Bearer error=\"insufficient_scope\", scope=\"{scope}\""),
+        ),
+        Authorized::Invalid => (401, "Bearer error=\"invalid_token\"".to_owned()),
+        _ => (401, "Bearer".to_owned()),
+    };
+    let error = A2aError::new(ErrorKind::InvalidRequest, why);
+    Some(Verdict::Respond(
+        Response::json(status, error_body(id, &error)).header("www-authenticate", &challenge),
+    ))
+}
+
 impl Endpoint {
     pub(super) fn call(&mut self, head: &Head, body: &[u8], auth: Authorized, now: Now) -> Verdict {
         let value: serde_json::Value = match serde_json::from_slice(body) {
@@ -151,6 +173,15 @@ impl Endpoint {
         }
         if let Err(error) = check_version(version(head).as_deref()) {
             return answer(&id, Err(error));
+        }
+        // A card that declares security requirements is an agent that takes no request
+        // without credentials (A2A §3.3.2: missing or invalid ones are refused), checked by
+        // the server's validator; the extended card has its own rule below.
+        if method != methods::GET_EXTENDED_AGENT_CARD && !self.card.security_requirements.is_empty()
+        {
+            if let Some(refused) = refusal(&id, &auth, "This agent needs an authenticated client") {
+                return refused;
+            }
         }
         let raw = envelope.params;
         let result = match method.as_str() {
@@ -286,25 +317,13 @@ impl Endpoint {
         let Some(card) = &self.extended else {
             return answer(id, Err(ErrorKind::ExtendedAgentCardNotConfigured.into()));
         };
-        let refused = match authorized {
-            Authorized::Valid => None,
-            Authorized::NotRequired if !self.config.extended_card_needs_token => None,
-            Authorized::InsufficientScope(scope) => Some((
-                403,
-                format!("Bearer error=\"insufficient_scope\", scope=\"{scope}\""),
-            )),
-            Authorized::Invalid => Some((401, "Bearer error=\"invalid_token\"".to_owned())),
-            _ => Some((401, "Bearer".to_owned())),
+        // Without a validator it is refused as a token missing, when it needs one.
+        let authorized = match authorized {
+            Authorized::NotRequired if self.config.extended_card_needs_token => Authorized::Missing,
+            checked => checked,
         };
-        if let Some((status, challenge)) = refused {
-            let error = A2aError::new(
-                ErrorKind::InvalidRequest,
-                "GetExtendedAgentCard needs an authenticated client",
-            );
-            return Verdict::Respond(
-                Response::json(status, error_body(id, &error))
-                    .header("www-authenticate", &challenge),
-            );
+        if let Some(refused) = refusal(id, &authorized, EXTENDED_NEEDS) {
+            return refused;
         }
         answer(id, Ok(card.clone()))
     }

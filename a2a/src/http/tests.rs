@@ -155,6 +155,58 @@ fn an_idle_stream_gets_keep_alives_and_a_waiting_answer_comes_whole() {
     );
 }
 
+/// A card that declares security requirements: every request needs credentials the
+/// validator takes (A2A §3.3.2), answered 401 with a challenge otherwise (403 naming the
+/// scope for a token without it). They were served to anyone: the validator guarded only the
+/// extended card. A card that declares none is a public agent.
+#[test]
+fn a_card_with_security_requirements_refuses_requests_without_credentials() {
+    let mut card = card();
+    let requirement: crate::types::SecurityRequirement =
+        serde_json::from_value(serde_json::json!({"schemes": {"bearer": {"list": []}}}))
+            .unwrap_or_default();
+    card.security_requirements = vec![requirement];
+    let mut server = Endpoint::new(Config::default(), card, SeededIds::new(2));
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}});
+    let body = serde_json::to_vec(&body).unwrap();
+    let cases = [
+        (Authorized::Missing, 401, "Bearer"),
+        (Authorized::Invalid, 401, "Bearer error=\"invalid_token\""),
+        (
+            Authorized::InsufficientScope("tasks".into()),
+            403,
+            "Bearer error=\"insufficient_scope\", scope=\"tasks\"",
+        ),
+    ];
+    for (authorized, status, challenge) in cases {
+        let Verdict::Respond(refused) = server.handle_request(&head(&[]), &body, authorized, at(0))
+        else {
+            panic!("a refusal")
+        };
+        assert_eq!(refused.status, status);
+        let header = refused
+            .headers
+            .iter()
+            .find(|(n, _)| *n == "www-authenticate");
+        assert_eq!(header.map(|(_, v)| v.as_str()), Some(challenge));
+    }
+    let Verdict::Respond(served) =
+        server.handle_request(&head(&[]), &body, Authorized::Valid, at(0))
+    else {
+        panic!("an answer")
+    };
+    assert_eq!(served.status, 200);
+    assert!(String::from_utf8_lossy(&served.body).contains("\"tasks\""));
+    // A public agent (no requirement): served without credentials.
+    let mut public = Endpoint::new(Config::default(), self::card(), SeededIds::new(2));
+    let Verdict::Respond(served) =
+        public.handle_request(&head(&[]), &body, Authorized::Missing, at(0))
+    else {
+        panic!("an answer")
+    };
+    assert_eq!(served.status, 200);
+}
+
 /// HTTP/1.0 has no chunked coding (RFC 9112 §6.1): a stream answering it sends its events
 /// unframed and ends with the connection's close (as nginx asks upstream by default).
 #[test]
