@@ -244,3 +244,38 @@ async fn an_agent_mounted_beside_mcp_in_axum() {
     }
     assert_eq!(n, 5);
 }
+
+/// Was a bug: an agent whose run panics left its task working for ever (its blocking caller
+/// waiting, its follow-ups queued, the task never evicted). The task fails, and the caller
+/// gets it.
+#[tokio::test]
+async fn an_agent_that_panics_fails_its_task() {
+    use sansrpc_a2a::agent::{BoxFuture, Publisher};
+    use sansrpc_a2a::machine::Run;
+    let (listener, base) = listen().await;
+    let card = agent_card(&format!("{base}/a2a"));
+    let agent = |_run: Run, _events: Publisher| -> BoxFuture<()> {
+        Box::pin(async { panic!("an agent's bug") })
+    };
+    tokio::spawn(sansrpc_a2a::tokio::serve_with(
+        listener,
+        agent,
+        card,
+        Config::default(),
+        Options::default(),
+        std::future::pending(),
+    ));
+    let client = Client::resolve(&base).await.unwrap();
+    let request = SendMessageRequest {
+        message: Message::text(Role::User, "m-panic", "anything"),
+        ..Default::default()
+    };
+    let answer = tokio::time::timeout(Duration::from_secs(10), client.send_message(&request))
+        .await
+        .expect("answered, not left waiting")
+        .unwrap();
+    let SendMessageResponse::Task(task) = answer else {
+        panic!("{answer:?}")
+    };
+    assert_eq!(task.status.state, sansrpc_a2a::types::TaskState::Failed);
+}

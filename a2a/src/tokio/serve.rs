@@ -7,6 +7,8 @@ use std::io;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use futures_util::FutureExt;
+
 use sansrpc::codec::http::{Head, HttpFault};
 use sansrpc_oauth::driver::{HttpTransport, HyperTransport};
 use sansrpc_oauth::HttpRequest;
@@ -26,7 +28,7 @@ use crate::agent::{Agent, BoxFuture, Host, Publisher};
 use crate::http::{self, Delivery, Event, Now, Verdict};
 use crate::machine::{RunId, SeededIds, Update};
 use crate::store::{Change, Fanout, TaskStore};
-use crate::types::{AgentCard, Timestamp};
+use crate::types::{AgentCard, TaskState, Timestamp};
 
 /// What [`serve_with`] and [`A2aService::with_options`](super::A2aService::with_options)
 /// add to the defaults.
@@ -369,10 +371,20 @@ impl State {
                     let work = shared.agent.execute(*run, publisher);
                     let state = self.clone();
                     let task = tokio::spawn(async move {
-                        work.await;
+                        // An agent that panics fails its task (it was left working for
+                        // ever: its blocking callers waiting, its follow-ups queued, never
+                        // evicted).
+                        let panicked = std::panic::AssertUnwindSafe(work)
+                            .catch_unwind()
+                            .await
+                            .is_err();
                         let mut shared = state.lock();
                         remove_and_shrink(&mut shared.runs, &id.get());
                         let now = shared.now();
+                        if panicked {
+                            let failed = Update::status(TaskState::Failed, None);
+                            let _ = shared.server.handle_update(now, id, failed);
+                        }
                         shared.server.handle_run_end(now, id);
                         state.settle(&mut shared);
                     });
