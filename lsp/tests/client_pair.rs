@@ -307,3 +307,50 @@ async fn a_server_that_never_answers_initialize_fails_after_the_stated_timeout()
         "{text}"
     );
 }
+
+/// Was a bug: the client's capability sets say it answers `workspace/workspaceFolders` and
+/// `window/showDocument`, and it answered both -32601. It answers its folders (those
+/// `initialize` named) and `success: false` (it shows no document).
+#[tokio::test(flavor = "current_thread")]
+async fn the_client_answers_what_its_capabilities_say_it_does() {
+    let server = ServerBuilder::new("asks", "1")
+        .request::<HoverRequest, _, _>(|cx, _| async move {
+            let folders = cx
+                .call::<request::WorkspaceFoldersRequest>(())
+                .await?
+                .unwrap_or_default();
+            let show = ShowDocumentParams {
+                uri: "file:///asks.txt".parse().unwrap(),
+                external: None,
+                take_focus: None,
+                selection: None,
+            };
+            let shown = cx.call::<request::ShowDocument>(show).await?;
+            let names: Vec<String> = folders.iter().map(|f| f.uri.to_string()).collect();
+            let text = format!("{} {}", names.join(","), shown.success);
+            Ok(Some(Hover {
+                contents: HoverContents::Scalar(MarkedString::String(text)),
+                range: None,
+            }))
+        })
+        .build();
+    for caps in [capabilities::neovim(), capabilities::vscode()] {
+        let client = LanguageClient::builder(caps)
+            .root("file:///project".parse().unwrap())
+            .start_in_process(&server)
+            .await
+            .unwrap();
+        let uri: Uri = "file:///asks.txt".parse().unwrap();
+        client.open(uri.clone(), "text", "x").await.unwrap();
+        let hover = client.hover(&uri, Position::new(0, 0)).await.unwrap();
+        let Some(Hover {
+            contents: HoverContents::Scalar(MarkedString::String(text)),
+            ..
+        }) = hover
+        else {
+            panic!("{hover:?}")
+        };
+        assert_eq!(text, "file:///project false");
+        client.shutdown(WAIT).await.unwrap();
+    }
+}

@@ -13,7 +13,8 @@ use std::sync::Arc;
 use sansrpc::connection::Profile;
 use sansrpc::{ErrorObject, RawValue};
 use sansrpc_runtime::{
-    call_error, BoxFuture, CallFuture, ConnectionNotifier, Locals, PeerConnection, PeerContext,
+    call_error, params_of, BoxFuture, CallFuture, ConnectionNotifier, Locals, PeerConnection,
+    PeerContext,
 };
 
 use crate::{Client, RequestContext};
@@ -30,13 +31,13 @@ impl PeerContext for RequestContext {
     fn call_for(&self, method: &str, params: Box<RawValue>) -> CallFuture {
         let (cx, method) = (self.clone(), method.to_owned());
         Box::pin(async move {
-            cx.call_raw(&method, Some(&params))
+            cx.call_raw(&method, params_of(&params))
                 .map_err(|e| call_error(&method, e))
         })
     }
 
     fn notify_for(&self, method: &str, params: Box<RawValue>) -> BoxFuture<bool> {
-        let sent = self.notify_raw(method, Some(&params)).is_ok();
+        let sent = self.notify_raw(method, params_of(&params)).is_ok();
         Box::pin(std::future::ready(sent))
     }
 
@@ -72,7 +73,7 @@ impl PeerConnection for Client {
     }
 
     fn notify_outside(&self, method: &str, params: Box<RawValue>) -> BoxFuture<bool> {
-        let sent = self.notify_raw_queued(method, Some(&params));
+        let sent = self.notify_raw_queued(method, params_of(&params));
         Box::pin(std::future::ready(sent))
     }
 
@@ -88,7 +89,7 @@ impl PeerConnection for Client {
 /// Notifies from outside any request, without waiting for the driver.
 impl ConnectionNotifier for Client {
     fn notify(&self, method: &str, params: Box<RawValue>) -> bool {
-        self.notify_raw_queued(method, Some(&params))
+        self.notify_raw_queued(method, params_of(&params))
     }
 
     fn is_closed(&self) -> bool {

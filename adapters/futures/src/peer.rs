@@ -13,8 +13,8 @@ use sansrpc::codec::http::HttpRequest;
 use sansrpc::connection::Profile;
 use sansrpc::RawValue;
 use sansrpc_runtime::{
-    call_error, BoxFuture, CallFuture, ConnectionNotifier, Executor, Locals, PeerConnection,
-    PeerContext,
+    call_error, params_of, BoxFuture, CallFuture, ConnectionNotifier, Executor, Locals,
+    PeerConnection, PeerContext,
 };
 
 use crate::{CallError, Client, PendingCall, RequestContext};
@@ -39,11 +39,11 @@ impl PeerContext for RequestContext {
     }
 
     fn call_for(&self, method: &str, params: Box<RawValue>) -> CallFuture {
-        answered(self.call_raw(method, Some(&params)), method)
+        answered(self.call_raw(method, params_of(&params)), method)
     }
 
     fn notify_for(&self, method: &str, params: Box<RawValue>) -> BoxFuture<bool> {
-        queued(self.notify_raw(method, Some(&params)))
+        queued(self.notify_raw(method, params_of(&params)))
     }
 
     fn progress_for(&self, value: Box<RawValue>) -> BoxFuture<bool> {
@@ -69,11 +69,11 @@ impl PeerConnection for Client {
     type Request = RequestContext;
 
     fn call_outside(&self, method: &str, params: Box<RawValue>) -> CallFuture {
-        answered(self.call_raw(method, Some(&params)), method)
+        answered(self.call_raw(method, params_of(&params)), method)
     }
 
     fn notify_outside(&self, method: &str, params: Box<RawValue>) -> BoxFuture<bool> {
-        queued(self.notify_raw(method, Some(&params)))
+        queued(self.notify_raw(method, params_of(&params)))
     }
 
     fn locals(&self) -> Arc<Locals> {
@@ -92,7 +92,7 @@ impl PeerConnection for Client {
 /// Notifies through a handle on the connection; the notification is queued as it is made.
 impl ConnectionNotifier for Client {
     fn notify(&self, method: &str, params: Box<RawValue>) -> bool {
-        drop(self.notify_raw(method, Some(&params)));
+        drop(self.notify_raw(method, params_of(&params)));
         !self.is_closed()
     }
 

@@ -38,7 +38,7 @@ pub mod time {
 }
 
 pub use peer::{
-    call_error, BoxFuture, CallFuture, ConnectionNotifier, DriverPeer, Executor, Peer,
+    call_error, params_of, BoxFuture, CallFuture, ConnectionNotifier, DriverPeer, Executor, Peer,
     PeerConnection, PeerContext,
 };
 

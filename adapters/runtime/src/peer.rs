@@ -104,6 +104,14 @@ pub trait ConnectionNotifier: Send + Sync {
     fn is_closed(&self) -> bool;
 }
 
+/// The params a [`Peer`]'s call or notification goes with: none for `null` (what a
+/// protocol crate's `()` params serialize to: LSP's `workspace/workspaceFolders`,
+/// `workspace/codeLens/refresh`), which JSON-RPC does not allow as params and strict peers
+/// refuse (-32600); the params themselves otherwise.
+pub fn params_of(params: &RawValue) -> Option<&RawValue> {
+    (params.get() != "null").then_some(params)
+}
+
 /// A failed call as [`Peer::call`] gives it: the peer's error object, or `-32603` naming
 /// the method and why (the connection closed, a deadline).
 pub fn call_error(method: &str, error: CallError) -> ErrorObject<'static> {

@@ -53,8 +53,9 @@ use lsp_types::notification::{
 };
 use lsp_types::request::{
     ApplyWorkspaceEdit, Completion, DocumentDiagnosticRequest, DocumentSymbolRequest, Formatting,
-    GotoDefinition, HoverRequest, Initialize, RegisterCapability, Request, ShowMessageRequest,
-    Shutdown, UnregisterCapability, WorkDoneProgressCreate, WorkspaceConfiguration,
+    GotoDefinition, HoverRequest, Initialize, RegisterCapability, Request, ShowDocument,
+    ShowMessageRequest, Shutdown, UnregisterCapability, WorkDoneProgressCreate,
+    WorkspaceConfiguration, WorkspaceFoldersRequest,
 };
 use lsp_types::{
     ApplyWorkspaceEditResponse, ClientCapabilities, ClientInfo, CompletionContext,
@@ -64,8 +65,8 @@ use lsp_types::{
     DocumentFormattingParams, DocumentSymbolParams, DocumentSymbolResponse, FormattingOptions,
     GotoDefinitionParams, GotoDefinitionResponse, Hover, HoverParams, InitializeParams,
     InitializeResult, InitializedParams, LogMessageParams, MessageType, PartialResultParams,
-    Position, PublishDiagnosticsParams, Range, ServerCapabilities, ShowMessageParams,
-    TextDocumentContentChangeEvent, TextDocumentIdentifier, TextDocumentItem,
+    Position, PublishDiagnosticsParams, Range, ServerCapabilities, ShowDocumentResult,
+    ShowMessageParams, TextDocumentContentChangeEvent, TextDocumentIdentifier, TextDocumentItem,
     TextDocumentPositionParams, TextDocumentSyncCapability, TextDocumentSyncKind, TextEdit, Uri,
     VersionedTextDocumentIdentifier, WorkDoneProgressParams, WorkspaceFolder,
 };
@@ -326,6 +327,14 @@ impl ClientBuilder {
         self
     }
 
+    /// The workspace folders: the root's, when there is one (`initialize` names them, and
+    /// `workspace/workspaceFolders` is answered with them).
+    fn folders(&self) -> Option<Vec<WorkspaceFolder>> {
+        let uri = self.root.clone()?;
+        let name = "root".into();
+        Some(vec![WorkspaceFolder { name, uri }])
+    }
+
     /// `initialize`'s `initializationOptions` (default none).
     pub fn initialization_options(mut self, options: Value) -> Self {
         self.initialization_options = Some(options);
@@ -362,7 +371,7 @@ impl ClientBuilder {
     pub async fn start(self, command: &mut Command) -> Result<LanguageClient, ClientError> {
         let name = describe(command);
         let shared = Arc::new(Shared::default());
-        let router = client_router(&shared, &self.configuration);
+        let router = client_router(&shared, &self.configuration, self.folders());
         let builder = Builder::new().config(self.config.clone()).router(router);
         command
             .stderr(std::process::Stdio::piped())
@@ -396,7 +405,7 @@ impl ClientBuilder {
         let served =
             tokio::spawn(async move { server.serve(sansrpc_tokio::stream(read, write)).await });
         let shared = Arc::new(Shared::default());
-        let router = client_router(&shared, &self.configuration);
+        let router = client_router(&shared, &self.configuration, self.folders());
         let builder = Builder::new().config(self.config.clone()).router(router);
         let (read, write) = tokio::io::split(ours);
         let spawned = sansrpc_tokio::spawn(builder, sansrpc_tokio::stream(read, write));
@@ -420,12 +429,7 @@ impl ClientBuilder {
         let params = InitializeParams {
             process_id: Some(std::process::id()),
             root_uri: self.root.clone(),
-            workspace_folders: self.root.map(|uri| {
-                vec![WorkspaceFolder {
-                    name: "root".into(),
-                    uri,
-                }]
-            }),
+            workspace_folders: self.folders(),
             initialization_options: self.initialization_options,
             capabilities: self.capabilities,
             client_info: Some(self.info),
@@ -684,8 +688,17 @@ impl Shared {
 
 /// The client's side of the connection: what it answers the server, and the notifications
 /// it keeps.
-fn client_router(shared: &Arc<Shared>, configuration: &Arc<ConfigurationFn>) -> AsyncRouter {
+fn client_router(
+    shared: &Arc<Shared>,
+    configuration: &Arc<ConfigurationFn>,
+    folders: Option<Vec<WorkspaceFolder>>,
+) -> AsyncRouter {
     let mut router = AsyncRouter::new();
+    // What both capability sets say the client answers: its folders (those `initialize`
+    // named), and `window/showDocument`, which it cannot do (`success: false`, as it
+    // applies no workspace edit). They were answered -32601.
+    answer_with::<WorkspaceFoldersRequest>(&mut router, move |()| folders.clone());
+    answer_with::<ShowDocument>(&mut router, |_| ShowDocumentResult { success: false });
     let answer = configuration.clone();
     answer_with::<WorkspaceConfiguration>(&mut router, move |p: ConfigurationParams| {
         p.items.iter().map(|item| answer(item)).collect()
