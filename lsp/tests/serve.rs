@@ -293,13 +293,25 @@ async fn cached_values_are_computed_once_per_version() {
         assert_eq!(editor.next().await["result"]["contents"], "v1 has 3 words");
     }
     assert_eq!(computed.load(Ordering::SeqCst), 1, "once for version 1");
+    // Was a bug: opened again at the version it has (the crate's own client opens at 1),
+    // with another text, it was given the value of the text before at that version.
+    editor.send(did_open(uri, "a b c d")).await;
+    editor.send(hover(13)).await;
+    let answer = loop {
+        // (The editor is warned that the document was open already.)
+        let message = editor.next().await;
+        if message["id"] == 13 {
+            break message;
+        }
+    };
+    assert_eq!(answer["result"]["contents"], "v1 has 4 words");
     editor.send(did_change(uri, 2, "a b")).await;
     editor.send(hover(12)).await;
     assert_eq!(editor.next().await["result"]["contents"], "v2 has 2 words");
     assert_eq!(
         computed.load(Ordering::SeqCst),
-        2,
-        "once more for version 2"
+        3,
+        "once more for the text opened again, once for version 2"
     );
 }
 

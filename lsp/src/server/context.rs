@@ -164,12 +164,15 @@ impl Context {
         doc: &TextDocument,
         compute: impl FnOnce(&TextDocument) -> T,
     ) -> Arc<T> {
-        if let Some(value) = self.session.cached::<T>(doc.uri(), doc.version()) {
-            return value;
-        }
+        let text = match self.session.cached::<T>(doc.uri(), doc.version()) {
+            Ok(value) => return value,
+            Err(text) => text,
+        };
         let value = Arc::new(compute(doc));
-        self.session
-            .cache(doc.uri(), doc.version(), Arc::clone(&value));
+        if let Some(text) = text {
+            self.session
+                .cache(doc.uri(), doc.version(), Arc::clone(&value), &text);
+        }
         value
     }
 

@@ -88,6 +88,9 @@ impl Session {
         let mut state = self.lock();
         let entry = state.versions.entry(uri.clone()).or_default();
         let old = std::mem::replace(&mut entry.0, signal.clone());
+        // What was cached is of the text before: a version does not tell texts apart when
+        // it does not grow (a document opened again at 1, a change whose version did not).
+        entry.1 = Default::default();
         drop(state);
         old.set();
         signal
@@ -101,25 +104,35 @@ impl Session {
         }
     }
 
-    /// The value of type `T` cached for `version` of `uri`.
+    /// The value of type `T` cached for `version` of `uri`; else the signal of `uri`'s text
+    /// now, to cache a value computed from it with ([`cache`](Self::cache)).
     pub(crate) fn cached<T: Send + Sync + 'static>(
         &self,
         uri: &Uri,
         version: i32,
-    ) -> Option<Arc<T>> {
-        self.lock().versions.get(uri)?.1.get(version)
+    ) -> Result<Arc<T>, Option<Signal>> {
+        let state = self.lock();
+        let entry = state.versions.get(uri).ok_or(None)?;
+        entry.1.get(version).ok_or_else(|| Some(entry.0.clone()))
     }
 
-    /// Caches `value` for `version` of `uri` while it is open (and no later version's is).
-    pub(crate) fn cache<T: Send + Sync + 'static>(&self, uri: &Uri, version: i32, value: Arc<T>) {
+    /// Caches `value` for `version` of `uri` while it is open (and no later version's is),
+    /// if its text is still the one it was computed from (`text`: the signal
+    /// [`cached`](Self::cached) gave); a value computed from a text replaced meanwhile is
+    /// not kept.
+    pub(crate) fn cache<T: Send + Sync + 'static>(
+        &self,
+        uri: &Uri,
+        version: i32,
+        value: Arc<T>,
+        text: &Signal,
+    ) {
         let mut state = self.lock();
-        if state.documents.contains(uri) {
-            state
-                .versions
-                .entry(uri.clone())
-                .or_default()
-                .1
-                .put(version, value);
+        if !state.documents.contains(uri) {
+            return;
+        }
+        if let Some(entry) = state.versions.get_mut(uri).filter(|e| e.0.same(text)) {
+            entry.1.put(version, value);
         }
     }
 }

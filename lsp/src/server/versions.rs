@@ -28,6 +28,11 @@ struct SignalState {
 }
 
 impl Signal {
+    /// True when `other` is this very signal (not a copy of its state).
+    pub fn same(&self, other: &Signal) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
     /// Sets it, waking every waiter.
     pub fn set(&self) {
         let wakers = {
