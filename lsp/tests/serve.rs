@@ -355,3 +355,46 @@ fn on_threads_a_connection_without_the_profile_is_told_too() {
     assert_eq!(frames[1]["id"], 1, "{frames:?}");
     listening.shutdown();
 }
+
+/// Was a bug: work-done progress begun by a handler that then returned early (`?`, or
+/// cancelled) was never ended, and the editor's indicator spun for ever. Dropped, it ends.
+#[tokio::test]
+async fn work_done_progress_dropped_without_its_end_is_ended() {
+    use sansrpc_lsp::lsp_types::request::HoverRequest;
+    use sansrpc_lsp::server::LspError;
+    let server = ServerBuilder::new("progress", "1.0")
+        .request::<HoverRequest, _, _>(|cx, _| async move {
+            let _progress = cx.work_done("scanning").await;
+            Err::<Option<sansrpc_lsp::lsp_types::Hover>, _>(LspError::internal("gave up"))
+        })
+        .build();
+    let mut editor = served(server).await;
+    editor
+        .send(
+            json!({"jsonrpc": "2.0", "id": 2, "method": "textDocument/hover",
+                     "params": {"textDocument": {"uri": "file:///p.txt"},
+                                "position": {"line": 0, "character": 0},
+                                "workDoneToken": "w-1"}}),
+        )
+        .await;
+    let mut kinds = Vec::new();
+    let three = async {
+        while kinds.len() < 3 {
+            let frame = editor.next().await;
+            if frame["method"] == "$/progress" {
+                assert_eq!(frame["params"]["token"], "w-1", "{frame}");
+                let kind = &frame["params"]["value"]["kind"];
+                kinds.push(kind.as_str().unwrap().to_owned());
+            } else if frame["id"] == 2 {
+                assert!(frame["error"].is_object(), "{frame}");
+                kinds.push("answer".to_owned());
+            }
+        }
+    };
+    let limit = std::time::Duration::from_secs(10);
+    tokio::time::timeout(limit, three)
+        .await
+        .expect("the begin, the answer and the end");
+    assert_eq!(kinds[0], "begin");
+    assert!(kinds.contains(&"end".to_owned()), "{kinds:?}");
+}

@@ -260,6 +260,7 @@ impl Context {
         let done = WorkDone {
             cx: self.clone(),
             token,
+            ended: false,
         };
         let begin = WorkDoneProgressBegin {
             title: title.into(),
@@ -288,11 +289,15 @@ impl Context {
     }
 }
 
-/// Work-done progress under way ([`Context::work_done`]): report, then end it.
+/// Work-done progress under way ([`Context::work_done`]): report, then end it. Dropped
+/// without [`end`](Self::end) (a handler that returns early, with `?` or cancelled), it is
+/// ended all the same, so the editor's indicator does not spin for ever (LSP: begin,
+/// reports, end on each token).
 #[derive(Debug)]
 pub struct WorkDone {
     cx: Context,
     token: ProgressToken,
+    ended: bool,
 }
 
 impl WorkDone {
@@ -312,16 +317,33 @@ impl WorkDone {
     }
 
     /// Ends the progress with a last `message`.
-    pub async fn end(self, message: Option<String>) -> bool {
+    pub async fn end(mut self, message: Option<String>) -> bool {
+        self.ended = true;
         self.send(WorkDoneProgress::End(WorkDoneProgressEnd { message }))
             .await
     }
 
-    async fn send(&self, value: WorkDoneProgress) -> bool {
-        let params = ProgressParams {
+    fn params(&self, value: WorkDoneProgress) -> ProgressParams {
+        ProgressParams {
             token: self.token.clone(),
             value: ProgressParamsValue::WorkDone(value),
-        };
-        self.cx.notify::<Progress>(params).await
+        }
+    }
+
+    async fn send(&self, value: WorkDoneProgress) -> bool {
+        self.cx.notify::<Progress>(self.params(value)).await
+    }
+}
+
+impl Drop for WorkDone {
+    fn drop(&mut self) {
+        if self.ended {
+            return;
+        }
+        let end = WorkDoneProgress::End(WorkDoneProgressEnd { message: None });
+        // Queued as it is made (a drop cannot wait for the send).
+        if let Ok(params) = super::to_raw(&self.params(end)) {
+            self.cx.host.notifier().notify(Progress::METHOD, params);
+        }
     }
 }
