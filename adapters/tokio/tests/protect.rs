@@ -365,12 +365,14 @@ async fn a_tcp_slowloris_is_dropped_at_the_frame_timeout_and_an_idle_peer_at_the
         let normal = sansrpc_tokio::spawn(Builder::new(), sansrpc_tokio::tcp(stream));
         assert_eq!(add(&normal.client, 1.0).await, 2.0);
 
+        // Each time is taken before what starts the server's timer (a busy machine may run
+        // this task late after it).
+        let start = Instant::now();
         let mut slow = TcpStream::connect(server.addr).await.unwrap();
         let frame = format!("Content-Length: {}\r\n\r\n{CALL}", CALL.len());
         slow.write_all(&frame.as_bytes()[..frame.len() / 2])
             .await
             .unwrap();
-        let start = Instant::now();
         assert_eq!(read_to_close(&mut slow).await, "");
         let took = start.elapsed();
         assert!(took >= Duration::from_millis(500), "dropped after {took:?}");
@@ -380,8 +382,8 @@ async fn a_tcp_slowloris_is_dropped_at_the_frame_timeout_and_an_idle_peer_at_the
         );
         assert_eq!(add(&normal.client, 2.0).await, 3.0);
 
-        let mut idle = TcpStream::connect(server.addr).await.unwrap();
         let start = Instant::now();
+        let mut idle = TcpStream::connect(server.addr).await.unwrap();
         assert_eq!(read_to_close(&mut idle).await, "");
         assert!(start.elapsed() >= Duration::from_secs(5));
     })
@@ -394,12 +396,13 @@ async fn an_http_slowloris_is_dropped_at_the_timeout() {
         let mut config = Config::default();
         config.frame_timeout = Some(Duration::from_millis(500));
         let server = start(Kind::Http, ServeOptions::default(), config).await;
-        // Half a head, then nothing: closed by the head timeout.
+        // Half a head, then nothing: closed by the head timeout. (Each time is taken before
+        // what starts the server's timer: a busy machine may run this task late after it.)
+        let start = Instant::now();
         let mut slow = TcpStream::connect(server.addr).await.unwrap();
         slow.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Ty")
             .await
             .unwrap();
-        let start = Instant::now();
         read_to_close(&mut slow).await;
         assert!(start.elapsed() >= Duration::from_millis(500));
         // A whole head and half a body: 408, then closed.
@@ -416,9 +419,9 @@ async fn an_http_slowloris_is_dropped_at_the_timeout() {
             "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{CALL}",
             CALL.len()
         );
+        let start = Instant::now();
         kept.write_all(keep_alive.as_bytes()).await.unwrap();
         assert!(read_response(&mut kept).await.starts_with("HTTP/1.1 200"));
-        let start = Instant::now();
         assert_eq!(read_to_close(&mut kept).await, "");
         assert!(start.elapsed() >= Duration::from_millis(500));
         // A normal request meanwhile is answered.
