@@ -84,15 +84,7 @@ const EXTENDED_NEEDS: &str = "GetExtendedAgentCard needs an authenticated client
 /// invalid, 403 naming the scope when insufficient; `None` when they do (or nothing was
 /// checked: no validator).
 fn refusal(id: &str, authorized: &Authorized, why: &str) -> Option<Verdict> {
-    let (status, challenge) = match authorized {
-        Authorized::Valid | Authorized::NotRequired => return None,
-        Authorized::InsufficientScope(scope) => (
-            403,
-            format!("Bearer error=\"insufficient_scope\", scope=\"{scope}\""),
-        ),
-        Authorized::Invalid => (401, "Bearer error=\"invalid_token\"".to_owned()),
-        _ => (401, "Bearer".to_owned()),
-    };
+    let (status, challenge) = authorized.refusal("")?;
     let error = A2aError::new(ErrorKind::InvalidRequest, why);
     Some(Verdict::Respond(
         Response::json(status, error_body(id, &error)).header("www-authenticate", &challenge),

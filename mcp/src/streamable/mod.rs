@@ -702,39 +702,15 @@ impl Endpoint {
     /// The answer to a request without a valid token, when tokens are required.
     fn check_auth(&self, found: &Authorized) -> Option<Response> {
         let auth = self.config.auth.as_ref()?;
-        let challenge = |extra: &str| {
-            let mut value = String::from("Bearer resource_metadata=\"");
-            value.push_str(&auth.metadata_url);
-            value.push('"');
-            value.push_str(extra);
-            value
+        let params = format!("resource_metadata=\"{}\"", auth.metadata_url);
+        let (status, challenge) = found.refusal(&params)?;
+        let why = match found {
+            Authorized::Missing => "Unauthorized",
+            Authorized::Invalid => "Unauthorized: invalid token",
+            _ => "Forbidden: insufficient scope",
         };
-        match found {
-            Authorized::Valid | Authorized::NotRequired => None,
-            Authorized::Missing => Some(
-                Response::json(401, error_body(None, -32600, "Unauthorized", None))
-                    .header("www-authenticate", &challenge("")),
-            ),
-            Authorized::Invalid => Some(
-                Response::json(
-                    401,
-                    error_body(None, -32600, "Unauthorized: invalid token", None),
-                )
-                .header("www-authenticate", &challenge(", error=\"invalid_token\"")),
-            ),
-            Authorized::InsufficientScope(scope) => {
-                let mut extra = String::from(", error=\"insufficient_scope\", scope=\"");
-                extra.push_str(scope);
-                extra.push('"');
-                Some(
-                    Response::json(
-                        403,
-                        error_body(None, -32600, "Forbidden: insufficient scope", None),
-                    )
-                    .header("www-authenticate", &challenge(&extra)),
-                )
-            }
-        }
+        let body = error_body(None, -32600, why, None);
+        Some(Response::json(status, body).header("www-authenticate", &challenge))
     }
 
     fn post(

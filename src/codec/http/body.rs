@@ -83,6 +83,42 @@ pub enum Authorized {
     Valid,
 }
 
+impl Authorized {
+    /// The refusal this finding calls for (RFC 6750 §3): its status (401, or 403 for a
+    /// missing scope) and its `WWW-Authenticate` value, `Bearer`, then `params` (the
+    /// server's own, such as MCP's `resource_metadata="…"`) and the error; `None` when the
+    /// request goes on (a valid token, or nothing checked).
+    pub fn refusal(&self, params: &str) -> Option<(u16, String)> {
+        let (status, error) = match self {
+            Authorized::Valid | Authorized::NotRequired => return None,
+            Authorized::Missing => (401, None),
+            Authorized::Invalid => (401, Some(("invalid_token", None))),
+            Authorized::InsufficientScope(scope) => {
+                (403, Some(("insufficient_scope", Some(scope.as_str()))))
+            }
+        };
+        let mut challenge = String::from("Bearer");
+        let mut sep = " ";
+        if !params.is_empty() {
+            challenge.push_str(sep);
+            challenge.push_str(params);
+            sep = ", ";
+        }
+        if let Some((error, scope)) = error {
+            challenge.push_str(sep);
+            challenge.push_str("error=\"");
+            challenge.push_str(error);
+            challenge.push('"');
+            if let Some(scope) = scope {
+                challenge.push_str(", scope=\"");
+                challenge.push_str(scope);
+                challenge.push('"');
+            }
+        }
+        Some((status, challenge))
+    }
+}
+
 /// An HTTP answer to write whole: a status, header fields and a body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WholeResponse {
