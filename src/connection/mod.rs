@@ -541,6 +541,23 @@ impl Connection {
         &self.endpoint
     }
 
+    /// True when every table is empty, the endpoint's and the connection's: no call
+    /// waiting, no request of the peer running, nothing remembered, queued or buffered
+    /// (feature `internals`: this crate's own tests).
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
+    pub fn is_idle(&self) -> bool {
+        let idle = self.endpoint.is_idle()
+            && self.calls.len() == 0
+            && self.running.is_empty()
+            && self.hook_later.is_empty();
+        #[cfg(feature = "streams")]
+        let idle = idle && self.streams.is_empty();
+        #[cfg(feature = "subscriptions")]
+        let idle = idle && self.subs.active.is_empty();
+        idle
+    }
+
     /// Our requests the peer has not answered yet. Unlike
     /// [`waiting_calls`](Connection::waiting_calls), an answer received and not yet handed
     /// out by [`poll_event`](Connection::poll_event) no longer counts.
