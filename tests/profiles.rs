@@ -11,7 +11,15 @@ use serde_json::{json, Value};
 use std::time::Duration;
 
 fn pair(profile: Profile) -> Pair {
-    Pair::with(Config::for_profile(profile), Config::for_profile(profile))
+    Pair::with(config(profile), config(profile))
+}
+
+/// The profile's config, without the LSP server's lifecycle (it would refuse requests
+/// before `initialize`): these tests are of the profiles' shapes on the wire.
+fn config(profile: Profile) -> Config {
+    let mut c = Config::for_profile(profile);
+    c.lsp_lifecycle = false;
+    c
 }
 
 /// The frames a side sent, decoded from its framing.
@@ -30,14 +38,14 @@ fn frames(sent: &[Vec<u8>], framing: Framing) -> Vec<Value> {
 #[test]
 fn each_profile_frames_its_own_way() {
     let mut p = pair(Profile::Mcp);
-    p.a.ep.send_notification("ping", None).unwrap();
+    p.a.conn.notify("ping", None).unwrap();
     p.drive();
     assert_eq!(
         p.a.sent,
         vec![b"{\"jsonrpc\":\"2.0\",\"method\":\"ping\"}\n".to_vec()]
     );
     let mut p = pair(Profile::Lsp);
-    p.a.ep.send_notification("exit", None).unwrap();
+    p.a.conn.notify("exit", None).unwrap();
     p.drive();
     let sent = String::from_utf8(p.a.sent[0].clone()).unwrap();
     assert!(sent.starts_with("Content-Length: 33\r\n\r\n"), "{sent}");
@@ -48,12 +56,11 @@ fn mcp_cancel_sent_by_us_names_request_id_with_a_reason() {
     let mut p = pair(Profile::Mcp);
     p.chunk = 3;
     let id =
-        p.a.ep
-            .send_request("tools/call", None, RequestOptions::default(), p.now)
+        p.a.call("tools/call", None, RequestOptions::default(), p.now)
             .unwrap();
     p.drive();
     let incoming = p.b.requests()[0];
-    assert!(p.a.ep.cancel(id, p.now));
+    assert!(p.a.conn.cancel_call(id, p.now));
     p.drive();
     let sent = frames(&p.a.sent, Framing::Newline);
     assert_eq!(
@@ -69,34 +76,32 @@ fn mcp_cancel_sent_by_us_names_request_id_with_a_reason() {
 fn mcp_cancelled_request_gets_no_response_on_the_wire() {
     let mut p = pair(Profile::Mcp);
     let id =
-        p.a.ep
-            .send_request("slow", None, RequestOptions::default(), p.now)
+        p.a.call("slow", None, RequestOptions::default(), p.now)
             .unwrap();
     p.drive();
     let incoming = p.b.requests()[0];
-    p.a.ep.cancel(id, p.now);
+    p.a.conn.cancel_call(id, p.now);
     p.drive();
     assert!(p.b.events.contains(&Ev::PeerCancelled(incoming)));
     let before = p.b.sent.len();
     // Whether the handler reports cancellation or finishes anyway, nothing goes out.
-    p.b.ep.respond_cancelled(incoming).unwrap();
+    p.b.respond_cancelled(incoming).unwrap();
     p.drive();
     assert_eq!(p.b.sent.len(), before, "no response after an MCP cancel");
-    assert!(p.b.ep.is_idle());
+    assert!(p.b.conn.is_idle());
 
     // The same for an answer the handler produced after the cancel.
     let id =
-        p.a.ep
-            .send_request("slow", None, RequestOptions::default(), p.now)
+        p.a.call("slow", None, RequestOptions::default(), p.now)
             .unwrap();
     p.drive();
     let incoming = *p.b.requests().last().unwrap();
-    p.a.ep.cancel(id, p.now);
+    p.a.conn.cancel_call(id, p.now);
     p.drive();
     p.b.respond(incoming, "\"late\"");
     p.drive();
     assert_eq!(p.b.sent.len(), before);
-    assert!(p.b.ep.is_idle() && p.a.ep.is_idle());
+    assert!(p.b.conn.is_idle() && p.a.conn.is_idle());
 }
 
 /// A request cancelled before it was handed out (both in one read) is never seen, and
@@ -111,7 +116,7 @@ fn a_request_cancelled_before_it_was_handed_out_is_never_seen() {
     p.drive();
     assert!(p.b.requests().is_empty());
     assert!(p.b.sent.is_empty());
-    assert!(p.b.ep.is_idle());
+    assert!(p.b.conn.is_idle());
 }
 
 #[test]
@@ -166,42 +171,35 @@ fn mcp_early_cancel_drops_the_request_silently() {
 fn lsp_cancel_both_ways_keeps_its_shape_and_answers() {
     let mut p = pair(Profile::Lsp);
     let id =
-        p.a.ep
-            .send_request("slow", None, RequestOptions::default(), p.now)
+        p.a.call("slow", None, RequestOptions::default(), p.now)
             .unwrap();
     p.drive();
     let incoming = p.b.requests()[0];
-    p.a.ep.cancel(id, p.now);
+    p.a.conn.cancel_call(id, p.now);
     p.drive();
     assert_eq!(
         frames(&p.a.sent, Framing::ContentLength).last().unwrap(),
         &json!({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 1}})
     );
     assert!(p.b.events.contains(&Ev::PeerCancelled(incoming)));
-    p.b.ep.respond_cancelled(incoming).unwrap();
+    p.b.respond_cancelled(incoming).unwrap();
     p.drive();
     let answer = frames(&p.b.sent, Framing::ContentLength);
     assert_eq!(answer.last().unwrap()["error"]["code"], -32800);
-    assert_eq!(
-        p.a.take_events(),
-        vec![Ev::Ended {
-            id,
-            reason: EndReason::Cancelled
-        }]
-    );
+    // A call cancelled with `cancel_call` is forgotten: no event, not even for the answer
+    // (the endpoint gave `Ended(Cancelled)`).
+    assert_eq!(p.a.take_events(), vec![]);
+    assert_eq!(p.a.conn.waiting_calls(), 0);
 }
 
 #[test]
 fn mcp_timeout_sends_a_cancel_with_the_timeout_reason() {
     let mut p = pair(Profile::Mcp);
     let options = RequestOptions::timeout(Timeout::After(Duration::from_secs(5)));
-    let id = p.a.ep.send_request("slow", None, options, p.now).unwrap();
+    let id = p.a.call("slow", None, options, p.now).unwrap();
     p.drive();
     assert!(p.step_timeout());
-    assert!(p.a.events.contains(&Ev::Ended {
-        id,
-        reason: EndReason::TimedOut
-    }));
+    assert!(p.a.events.contains(&pair::ended(id, EndReason::TimedOut)));
     assert_eq!(
         frames(&p.a.sent, Framing::Newline).last().unwrap()["params"],
         json!({"requestId": 1, "reason": "Request timed out"})
@@ -211,14 +209,14 @@ fn mcp_timeout_sends_a_cancel_with_the_timeout_reason() {
 #[test]
 fn mcp_progress_sent_in_mcp_shape() {
     let mut p = pair(Profile::Mcp);
-    p.b.ep
+    p.b.conn
         .send_progress(
             &Id::string("tok"),
             raw(r#"{"progress": 3, "total": 10, "message": "m"}"#),
         )
         .unwrap();
-    p.b.ep.send_progress(&Id::number(7), raw("0.5")).unwrap();
-    p.b.ep.send_progress(&Id::number(8), raw("{}")).unwrap();
+    p.b.conn.send_progress(&Id::number(7), raw("0.5")).unwrap();
+    p.b.conn.send_progress(&Id::number(8), raw("{}")).unwrap();
     p.drive();
     let sent = frames(&p.b.sent, Framing::Newline);
     assert_eq!(
@@ -239,7 +237,7 @@ fn mcp_progress_sent_in_mcp_shape() {
 #[test]
 fn lsp_progress_sent_in_lsp_shape() {
     let mut p = pair(Profile::Lsp);
-    p.b.ep
+    p.b.conn
         .send_progress(&Id::string("t"), raw(r#"{"kind":"report"}"#))
         .unwrap();
     p.drive();
@@ -257,26 +255,23 @@ fn progress_extends_the_deadline(profile: Profile, token: Id<'static>) {
     let mut p = pair(profile);
     let options = RequestOptions::timeout(Timeout::After(Duration::from_secs(5)))
         .with_progress(token.clone(), Duration::from_secs(12));
-    let id = p.a.ep.send_request("slow", None, options, p.now).unwrap();
+    let id = p.a.call("slow", None, options, p.now).unwrap();
     p.drive();
     for _ in 0..2 {
         p.advance(Duration::from_secs(4));
-        p.b.ep.send_progress(&token, raw("1")).unwrap();
+        p.b.conn.send_progress(&token, raw("1")).unwrap();
         p.drive();
     }
     // 8 s after sending, beyond the 5 s base: still pending, deadline now 13 → capped at 12.
     assert!(!p.a.events.iter().any(|e| matches!(e, Ev::Ended { .. })));
-    assert_eq!(p.a.ep.pending_requests(), 1);
+    assert_eq!(p.a.conn.unanswered_requests(), 1);
     p.advance(Duration::from_secs(3));
-    p.b.ep.send_progress(&token, raw("2")).unwrap();
+    p.b.conn.send_progress(&token, raw("2")).unwrap();
     p.drive();
-    assert_eq!(p.a.ep.pending_requests(), 1, "11 s: alive");
+    assert_eq!(p.a.conn.unanswered_requests(), 1, "11 s: alive");
     p.advance(Duration::from_secs(1));
     assert!(
-        p.a.events.contains(&Ev::Ended {
-            id,
-            reason: EndReason::TimedOut
-        }),
+        p.a.events.contains(&pair::ended(id, EndReason::TimedOut)),
         "the cap at 12 s holds"
     );
 }
@@ -304,7 +299,7 @@ fn progress_in_the_other_profiles_shape_extends_nothing() {
     );
     let options = RequestOptions::timeout(Timeout::After(Duration::from_secs(5)))
         .with_progress(9, Duration::from_secs(60));
-    let id = p.a.ep.send_request("slow", None, options, p.now).unwrap();
+    let id = p.a.call("slow", None, options, p.now).unwrap();
     p.drive();
     p.advance(Duration::from_secs(4));
     p.b_to_a.extend_from_slice(
@@ -312,10 +307,7 @@ fn progress_in_the_other_profiles_shape_extends_nothing() {
     );
     p.drive();
     p.advance(Duration::from_secs(1));
-    assert!(p.a.events.contains(&Ev::Ended {
-        id,
-        reason: EndReason::TimedOut
-    }));
+    assert!(p.a.events.contains(&pair::ended(id, EndReason::TimedOut)));
 }
 
 #[test]

@@ -1,12 +1,14 @@
-//! A pair of endpoints over an in-memory link with a virtual clock, as quinn's `Pair`.
+//! A pair of connections over an in-memory link with a virtual clock, as quinn's `Pair`.
 #![allow(dead_code)]
 
-use sansrpc::connection::{Config, EndReason, IncomingId, RequestId};
-use sansrpc::internals::{Endpoint, EndpointEvent as Event};
+use sansrpc::connection::{
+    CloseReason, Config, Connection, EndReason, Event, Expiry, IncomingId, RequestOptions,
+    SendError,
+};
 use sansrpc::{ErrorObject, Instant, RawValue};
 use std::time::Duration;
 
-/// An event copied out of the endpoint, so tests can collect and inspect them.
+/// An event copied out of the connection, so tests can collect and inspect them.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Ev {
     Request {
@@ -19,27 +21,50 @@ pub enum Ev {
         method: String,
         params: Option<String>,
     },
+    /// [`Event::Answer`]: the answer to the call or batch `token`, its place `index` in it.
     Response {
-        id: RequestId,
+        token: u64,
+        index: usize,
         result: Result<String, (i64, String)>,
     },
     Ended {
-        id: RequestId,
+        token: u64,
+        index: usize,
         reason: EndReason,
     },
+    /// [`Event::Cancel`]: the peer cancelled a request of it handed out and running.
     PeerCancelled(IncomingId),
     Unknown(String),
     ErrorWithoutId(i64),
     Protocol,
     Frame(String),
     Rejected,
-    Closed,
+    Expired(Expiry),
+    Closed(CloseReason),
+}
+
+/// The answer to the single call `token`.
+pub fn answer(token: u64, result: &str) -> Ev {
+    Ev::Response {
+        token,
+        index: 0,
+        result: Ok(result.into()),
+    }
+}
+
+/// The single call `token` ended without an answer.
+pub fn ended(token: u64, reason: EndReason) -> Ev {
+    Ev::Ended {
+        token,
+        index: 0,
+        reason,
+    }
 }
 
 pub fn copy(e: Event<'_>) -> Ev {
     match e {
-        Event::Request { id, request } => Ev::Request {
-            id,
+        Event::Request { handle, request } => Ev::Request {
+            id: handle,
             method: request.method.into_owned(),
             params: request.params.map(|p| p.get().to_owned()),
             wire_id: request.id.to_string(),
@@ -48,20 +73,36 @@ pub fn copy(e: Event<'_>) -> Ev {
             method: n.method.into_owned(),
             params: n.params.map(|p| p.get().to_owned()),
         },
-        Event::Response { id, result } => Ev::Response {
-            id,
+        Event::Answer {
+            token,
+            index,
+            result,
+            ..
+        } => Ev::Response {
+            token,
+            index,
             result: result
                 .map(|r| r.get().to_owned())
                 .map_err(|e| (e.code, e.message.into_owned())),
         },
-        Event::Ended { id, reason } => Ev::Ended { id, reason },
-        Event::PeerCancelled { id } => Ev::PeerCancelled(id),
+        Event::Ended {
+            token,
+            index,
+            reason,
+            ..
+        } => Ev::Ended {
+            token,
+            index,
+            reason,
+        },
+        Event::Cancel { handle } => Ev::PeerCancelled(handle),
         Event::UnknownResponse(r) => Ev::Unknown(r.id.to_string()),
         Event::ErrorWithoutId(e) => Ev::ErrorWithoutId(e.code),
         Event::ProtocolError { .. } => Ev::Protocol,
         Event::FrameError(e) => Ev::Frame(e.to_string()),
         Event::Rejected(_) => Ev::Rejected,
-        Event::Closed => Ev::Closed,
+        Event::Expired(x) => Ev::Expired(x),
+        Event::Closed { reason } => Ev::Closed(reason),
         other => panic!("unexpected event {other:?}"),
     }
 }
@@ -72,24 +113,68 @@ pub fn raw(json: &str) -> &RawValue {
 
 /// One side of the pair.
 pub struct Side {
-    pub ep: Endpoint,
+    pub conn: Connection,
     /// Events drained so far, in order.
     pub events: Vec<Ev>,
     /// Every frame this side transmitted, as bytes.
     pub sent: Vec<Vec<u8>>,
+    /// The last token [`call`](Side::call) gave.
+    token: u64,
 }
 
+/// A side is its connection too: `side.handle_input(..)` is the connection's. (Its own
+/// [`call`](Side::call) and [`respond`](Side::respond) come first.)
+impl std::ops::Deref for Side {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        &self.conn
+    }
+}
+
+impl std::ops::DerefMut for Side {
+    fn deref_mut(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+}
+
+/// An answer given to a handle that was not running (answered already, or the connection
+/// closed): the connection ignored it.
+#[derive(Debug, PartialEq)]
+pub struct NotRunning;
+
 impl Side {
-    fn new(config: Config) -> Self {
+    /// One side alone, at time zero.
+    pub fn new(config: Config) -> Self {
         Side {
-            ep: Endpoint::new(config),
+            conn: Connection::new(config, Instant::ZERO),
             events: Vec::new(),
             sent: Vec::new(),
+            token: 0,
         }
     }
 
+    /// A fresh token, for a call or a batch.
+    pub fn token(&mut self) -> u64 {
+        self.token += 1;
+        self.token
+    }
+
+    /// Calls `method` under a fresh token, and returns the token.
+    pub fn call(
+        &mut self,
+        method: &str,
+        params: Option<&RawValue>,
+        options: RequestOptions,
+        now: Instant,
+    ) -> Result<u64, SendError> {
+        let token = self.token();
+        self.conn.call(token, method, params, options, now)?;
+        Ok(token)
+    }
+
     pub fn drain_events(&mut self) {
-        while let Some(e) = self.ep.poll_event() {
+        while let Some(e) = self.conn.poll_event() {
             self.events.push(copy(e));
         }
     }
@@ -110,18 +195,43 @@ impl Side {
             .collect()
     }
 
+    /// Answers a request; [`NotRunning`] when the handle was not running (the connection's
+    /// `respond` ignores such a handle: the count of requests running tells).
+    pub fn respond_with(
+        &mut self,
+        id: IncomingId,
+        result: Result<&RawValue, &ErrorObject<'_>>,
+    ) -> Result<(), NotRunning> {
+        let running = self.conn.running();
+        self.conn.respond(id, result);
+        match self.conn.running() + 1 == running {
+            true => Ok(()),
+            false => Err(NotRunning),
+        }
+    }
+
+    /// Answers a request running.
     pub fn respond(&mut self, id: IncomingId, json: &str) {
-        self.ep.respond(id, Ok(raw(json))).unwrap();
+        self.respond_with(id, Ok(raw(json))).unwrap();
     }
 
     pub fn respond_err(&mut self, id: IncomingId, code: i64, message: &str) {
-        self.ep
-            .respond(id, Err(&ErrorObject::new(code, message.to_owned())))
-            .unwrap();
+        let error = ErrorObject::new(code, message.to_owned());
+        self.respond_with(id, Err(&error)).unwrap();
+    }
+
+    /// Answers a request running as cancelled.
+    pub fn respond_cancelled(&mut self, id: IncomingId) -> Result<(), NotRunning> {
+        let running = self.conn.running();
+        self.conn.respond_cancelled(id);
+        match self.conn.running() + 1 == running {
+            true => Ok(()),
+            false => Err(NotRunning),
+        }
     }
 }
 
-/// Two endpoints, a link, and a clock.
+/// Two connections, a link, and a clock.
 pub struct Pair {
     pub a: Side,
     pub b: Side,
@@ -152,7 +262,7 @@ impl Pair {
     fn transmit(side: &mut Side, link: &mut Vec<u8>) -> bool {
         let mut any = false;
         let mut frame = Vec::new();
-        while side.ep.poll_transmit(&mut frame).is_some() {
+        while side.conn.poll_transmit(&mut frame).is_some() {
             link.extend_from_slice(&frame);
             side.sent.push(std::mem::take(&mut frame));
             any = true;
@@ -169,7 +279,7 @@ impl Pair {
             let end = (offset + chunk).min(link.len());
             let mut piece = &link[offset..end];
             while !piece.is_empty() {
-                let used = side.ep.handle_input(piece, now).unwrap();
+                let used = side.conn.handle_input(piece, now).unwrap();
                 piece = &piece[used..];
                 offset += used;
                 side.drain_events();
@@ -205,15 +315,15 @@ impl Pair {
     /// Jumps the clock to the earliest deadline of either side and fires it; false when no
     /// deadline is set.
     pub fn step_timeout(&mut self) -> bool {
-        let next = [self.a.ep.poll_timeout(), self.b.ep.poll_timeout()]
+        let next = [self.a.conn.poll_timeout(), self.b.conn.poll_timeout()]
             .into_iter()
             .flatten()
             .min();
         match next {
             Some(t) => {
                 self.now = self.now.max(t);
-                self.a.ep.handle_timeout(self.now);
-                self.b.ep.handle_timeout(self.now);
+                self.a.conn.handle_timeout(self.now);
+                self.b.conn.handle_timeout(self.now);
                 self.drive();
                 true
             }
@@ -223,8 +333,8 @@ impl Pair {
 
     pub fn advance(&mut self, d: Duration) {
         self.now = self.now + d;
-        self.a.ep.handle_timeout(self.now);
-        self.b.ep.handle_timeout(self.now);
+        self.a.conn.handle_timeout(self.now);
+        self.b.conn.handle_timeout(self.now);
         self.drive();
     }
 }
