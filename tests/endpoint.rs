@@ -1,14 +1,16 @@
-//! The Endpoint: correlation, deadlines, cancellation, batches, null-id errors, close and
-//! back-pressure, driven as a pair over an in-memory link with a virtual clock.
+//! The connection's wire protocol: correlation, deadlines, cancellation, batches, null-id
+//! errors, close and back-pressure, driven as a pair over an in-memory link with a virtual
+//! clock. (Ported from the inner `Endpoint` to `Connection`: a call is known by its token,
+//! and its wire id is read off the wire.)
 
 mod pair;
 
-use pair::{raw, Ev, Pair};
+use pair::{raw, Ev, Pair, Side};
 use sansrpc::codec::Framing;
 use sansrpc::connection::{
-    Config, EndReason, NotAByteStream, NullIdPolicy, RequestOptions, SendError, Timeout,
+    CloseReason, Config, EndReason, Event, NotAByteStream, NullIdPolicy, RequestOptions, SendError,
+    Timeout,
 };
-use sansrpc::internals::{Endpoint, EndpointEvent as Event};
 use sansrpc::{Instant, RawValue};
 use std::time::Duration;
 
@@ -25,10 +27,7 @@ fn config(f: impl FnOnce(&mut Config)) -> Config {
 #[test]
 fn request_and_response_round_trip() {
     let mut p = Pair::new();
-    let id =
-        p.a.ep
-            .send_request("add", Some(raw("[1,2]")), opts(), p.now)
-            .unwrap();
+    let id = p.a.call("add", Some(raw("[1,2]")), opts(), p.now).unwrap();
     p.drive();
     let events = p.b.take_events();
     let [Ev::Request {
@@ -46,14 +45,8 @@ fn request_and_response_round_trip() {
     );
     p.b.respond(*incoming, "3");
     p.drive();
-    assert_eq!(
-        p.a.take_events(),
-        vec![Ev::Response {
-            id,
-            result: Ok("3".into())
-        }]
-    );
-    assert!(p.a.ep.is_idle() && p.b.ep.is_idle());
+    assert_eq!(p.a.take_events(), vec![pair::answer(id, "3")]);
+    assert!(p.a.conn.is_idle() && p.b.conn.is_idle());
 }
 
 #[test]
@@ -62,8 +55,7 @@ fn responses_match_in_any_order_and_split_anywhere() {
     p.chunk = 1;
     let ids: Vec<_> = (0..5)
         .map(|i| {
-            p.a.ep
-                .send_request("echo", Some(raw(&format!("[{i}]"))), opts(), p.now)
+            p.a.call("echo", Some(raw(&format!("[{i}]"))), opts(), p.now)
                 .unwrap()
         })
         .collect();
@@ -84,7 +76,11 @@ fn responses_match_in_any_order_and_split_anywhere() {
         p.a.take_events()
             .into_iter()
             .map(|e| match e {
-                Ev::Response { id, result } => (id, result.unwrap()),
+                Ev::Response {
+                    token,
+                    index: 0,
+                    result,
+                } => (token, result.unwrap()),
                 other => panic!("{other:?}"),
             })
             .collect();
@@ -100,47 +96,55 @@ fn responses_match_in_any_order_and_split_anywhere() {
 #[test]
 fn both_sides_send_requests() {
     let mut p = Pair::new();
-    let from_a = p.a.ep.send_request("a.m", None, opts(), p.now).unwrap();
-    let from_b = p.b.ep.send_request("b.m", None, opts(), p.now).unwrap();
-    assert_eq!(from_a.get(), 1);
-    assert_eq!(from_b.get(), 1, "each side numbers its own requests");
+    let from_a = p.a.call("a.m", None, opts(), p.now).unwrap();
+    let from_b = p.b.call("b.m", None, opts(), p.now).unwrap();
     p.drive();
+    let wire_ids = |events: &[Ev]| -> Vec<String> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Ev::Request { wire_id, .. } => Some(wire_id.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(wire_ids(&p.b.events), ["1"]);
+    assert_eq!(
+        wire_ids(&p.a.events),
+        ["1"],
+        "each side numbers its own requests"
+    );
     let (ra, rb) = (p.a.requests(), p.b.requests());
     p.a.respond(ra[0], "\"from a\"");
     p.b.respond(rb[0], "\"from b\"");
     p.drive();
-    assert!(p.a.events.contains(&Ev::Response {
-        id: from_a,
-        result: Ok("\"from b\"".into())
-    }));
-    assert!(p.b.events.contains(&Ev::Response {
-        id: from_b,
-        result: Ok("\"from a\"".into())
-    }));
+    assert!(p.a.events.contains(&pair::answer(from_a, "\"from b\"")));
+    assert!(p.b.events.contains(&pair::answer(from_b, "\"from a\"")));
 }
 
 #[test]
 fn ids_are_sequential_and_never_reused_while_pending() {
-    let mut ep = Endpoint::new(Config::default());
-    let ids: Vec<u64> = (0..100)
-        .map(|_| {
-            ep.send_request("m", None, opts(), Instant::ZERO)
-                .unwrap()
-                .get()
-        })
-        .collect();
-    assert_eq!(ids, (1..=100).collect::<Vec<_>>());
-    let cancelled = ep.send_request("m", None, opts(), Instant::ZERO).unwrap();
-    assert!(ep.cancel(cancelled, Instant::ZERO));
-    assert_eq!(
-        ep.send_request("m", None, opts(), Instant::ZERO)
-            .unwrap()
-            .get(),
-        102
-    );
+    let mut ep = Side::new(Config::default());
+    // The ids on the wire of the requests sent since the last look.
+    let wire_ids = |ep: &mut Side| -> Vec<u64> {
+        transmitted(ep)
+            .iter()
+            .filter(|f| f["method"] == "m")
+            .map(|f| f["id"].as_u64().unwrap())
+            .collect()
+    };
+    for _ in 0..100 {
+        ep.call("m", None, opts(), Instant::ZERO).unwrap();
+    }
+    assert_eq!(wire_ids(&mut ep), (1..=100).collect::<Vec<_>>());
+    let cancelled = ep.call("m", None, opts(), Instant::ZERO).unwrap();
+    assert!(ep.cancel_call(cancelled, Instant::ZERO));
+    assert_eq!(wire_ids(&mut ep), [101]);
+    ep.call("m", None, opts(), Instant::ZERO).unwrap();
+    assert_eq!(wire_ids(&mut ep), [102]);
 }
 
-fn feed(ep: &mut Endpoint, frames: &[&str]) -> Vec<Ev> {
+fn feed(ep: &mut Side, frames: &[&str]) -> Vec<Ev> {
     let mut wire = Vec::new();
     for f in frames {
         sansrpc::codec::encode_frame(Framing::ContentLength, f.as_bytes(), &mut wire);
@@ -153,7 +157,7 @@ fn feed(ep: &mut Endpoint, frames: &[&str]) -> Vec<Ev> {
     out
 }
 
-fn transmitted(ep: &mut Endpoint) -> Vec<serde_json::Value> {
+fn transmitted(ep: &mut Side) -> Vec<serde_json::Value> {
     let mut frames = Vec::new();
     let mut decoder = sansrpc::codec::Decoder::new(Framing::ContentLength, &Default::default());
     let mut buf = Vec::new();
@@ -167,16 +171,16 @@ fn transmitted(ep: &mut Endpoint) -> Vec<serde_json::Value> {
 
 #[test]
 fn unknown_and_late_responses() {
-    let mut ep = Endpoint::new(config(|c| c.cancellation = false));
+    let mut ep = Side::new(config(|c| c.cancellation = false));
     let id = ep
-        .send_request(
+        .call(
             "m",
             None,
             RequestOptions::timeout(Timeout::After(Duration::from_secs(1))),
             Instant::ZERO,
         )
         .unwrap();
-    let other = ep.send_request("m", None, opts(), Instant::ZERO).unwrap();
+    let other = ep.call("m", None, opts(), Instant::ZERO).unwrap();
     transmitted(&mut ep);
     // An id we never sent is reported, and otherwise ignored.
     assert_eq!(
@@ -190,26 +194,16 @@ fn unknown_and_late_responses() {
     // Timed out, then answered late: the late answer is dropped silently.
     ep.handle_timeout(Instant::from_millis(1000));
     let events: Vec<_> = std::iter::from_fn(|| ep.poll_event().map(pair::copy)).collect();
-    assert_eq!(
-        events,
-        vec![Ev::Ended {
-            id,
-            reason: EndReason::TimedOut
-        }]
-    );
+    assert_eq!(events, vec![pair::ended(id, EndReason::TimedOut)]);
     assert_eq!(
         feed(&mut ep, &[r#"{"jsonrpc":"2.0","result":1,"id":1}"#]),
         vec![]
     );
     // Cancelled, then answered late: dropped too.
-    assert!(ep.cancel(other, Instant::from_millis(1000)));
-    assert_eq!(
-        ep.poll_event().map(pair::copy),
-        Some(Ev::Ended {
-            id: other,
-            reason: EndReason::Cancelled
-        })
-    );
+    assert!(ep.cancel_call(other, Instant::from_millis(1000)));
+    // A call cancelled is forgotten: no event for it (the endpoint gave `Ended(Cancelled)`).
+    assert_eq!(ep.poll_event().map(pair::copy), None);
+    assert_eq!(ep.waiting_calls(), 0);
     assert_eq!(
         feed(&mut ep, &[r#"{"jsonrpc":"2.0","result":1,"id":2}"#]),
         vec![]
@@ -223,7 +217,7 @@ fn unknown_and_late_responses() {
 
 #[test]
 fn a_peer_reusing_an_in_flight_id_gets_an_error_and_the_first_request_stands() {
-    let mut ep = Endpoint::new(Config::default());
+    let mut ep = Side::new(Config::default());
     let events = feed(
         &mut ep,
         &[
@@ -239,7 +233,7 @@ fn a_peer_reusing_an_in_flight_id_gets_an_error_and_the_first_request_stands() {
     let Ev::Request { id, .. } = &events[0] else {
         panic!()
     };
-    ep.respond(*id, Ok(raw("\"done\""))).unwrap();
+    ep.respond_with(*id, Ok(raw("\"done\""))).unwrap();
     assert_eq!(
         transmitted(&mut ep),
         vec![serde_json::json!({"jsonrpc":"2.0","result":"done","id":7})]
@@ -250,16 +244,16 @@ fn a_peer_reusing_an_in_flight_id_gets_an_error_and_the_first_request_stands() {
         1
     );
     // Responding twice is the caller's mistake, reported as such.
-    assert!(ep.respond(*id, Ok(raw("1"))).is_err());
+    assert!(ep.respond_with(*id, Ok(raw("1"))).is_err());
 }
 
 #[test]
 fn deadlines() {
-    let mut ep = Endpoint::new(config(|c| c.cancel_on_timeout = false));
+    let mut ep = Side::new(config(|c| c.cancel_on_timeout = false));
     let t0 = Instant::from_millis(500);
-    let default = ep.send_request("m", None, opts(), t0).unwrap();
+    let default = ep.call("m", None, opts(), t0).unwrap();
     let short = ep
-        .send_request(
+        .call(
             "m",
             None,
             RequestOptions::timeout(Timeout::After(Duration::from_secs(2))),
@@ -267,21 +261,18 @@ fn deadlines() {
         )
         .unwrap();
     let never = ep
-        .send_request("m", None, RequestOptions::timeout(Timeout::Never), t0)
+        .call("m", None, RequestOptions::timeout(Timeout::Never), t0)
         .unwrap();
     transmitted(&mut ep);
     assert_eq!(ep.poll_timeout(), Some(t0 + Duration::from_secs(2)));
     // Before any deadline, nothing changes.
     ep.handle_timeout(t0 + Duration::from_millis(1999));
     assert!(ep.poll_event().is_none());
-    assert_eq!(ep.pending_requests(), 3);
+    assert_eq!(ep.unanswered_requests(), 3);
     ep.handle_timeout(t0 + Duration::from_secs(2));
     assert_eq!(
         ep.poll_event().map(pair::copy),
-        Some(Ev::Ended {
-            id: short,
-            reason: EndReason::TimedOut
-        })
+        Some(pair::ended(short, EndReason::TimedOut))
     );
     assert_eq!(
         ep.poll_timeout(),
@@ -291,38 +282,31 @@ fn deadlines() {
     ep.handle_timeout(t0 + Duration::from_secs(3600));
     assert_eq!(
         ep.poll_event().map(pair::copy),
-        Some(Ev::Ended {
-            id: default,
-            reason: EndReason::TimedOut
-        })
+        Some(pair::ended(default, EndReason::TimedOut))
     );
     assert!(ep.poll_event().is_none());
-    assert_eq!(ep.pending_requests(), 1);
+    assert_eq!(ep.unanswered_requests(), 1);
     assert_eq!(ep.poll_timeout(), None);
-    assert!(ep.cancel(never, t0));
+    assert!(ep.cancel_call(never, t0));
 }
 
 #[test]
 fn timing_out_sends_a_cancel_by_default() {
     let mut p = Pair::new();
     let id =
-        p.a.ep
-            .send_request(
-                "slow",
-                None,
-                RequestOptions::timeout(Timeout::After(Duration::from_secs(5))),
-                p.now,
-            )
-            .unwrap();
+        p.a.call(
+            "slow",
+            None,
+            RequestOptions::timeout(Timeout::After(Duration::from_secs(5))),
+            p.now,
+        )
+        .unwrap();
     p.drive();
     let incoming = p.b.requests()[0];
     assert!(p.step_timeout());
     assert_eq!(
         p.a.take_events(),
-        vec![Ev::Ended {
-            id,
-            reason: EndReason::TimedOut
-        }]
+        vec![pair::ended(id, EndReason::TimedOut)]
     );
     assert!(p.b.events.contains(&Ev::PeerCancelled(incoming)));
 }
@@ -330,19 +314,15 @@ fn timing_out_sends_a_cancel_by_default() {
 #[test]
 fn cancelling_an_outgoing_request() {
     let mut p = Pair::new();
-    let id = p.a.ep.send_request("slow", None, opts(), p.now).unwrap();
+    let id = p.a.call("slow", None, opts(), p.now).unwrap();
     p.drive();
     let incoming = p.b.requests()[0];
-    assert!(p.a.ep.cancel(id, p.now));
-    assert!(!p.a.ep.cancel(id, p.now), "only once");
+    assert!(p.a.conn.cancel_call(id, p.now));
+    assert!(!p.a.conn.cancel_call(id, p.now), "only once");
     p.drive();
-    assert_eq!(
-        p.a.take_events(),
-        vec![Ev::Ended {
-            id,
-            reason: EndReason::Cancelled
-        }]
-    );
+    // A call cancelled is forgotten: no event for it (the endpoint gave `Ended(Cancelled)`).
+    assert_eq!(p.a.take_events(), vec![]);
+    assert_eq!(p.a.conn.waiting_calls(), 0);
     let last_sent = String::from_utf8(p.a.sent.last().unwrap().clone()).unwrap();
     assert!(
         last_sent.ends_with(r#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":1}}"#),
@@ -350,7 +330,7 @@ fn cancelling_an_outgoing_request() {
     );
     // The server is told and answers with the cancelled code; the client ignores the answer.
     assert!(p.b.events.contains(&Ev::PeerCancelled(incoming)));
-    p.b.ep.respond_cancelled(incoming).unwrap();
+    p.b.respond_cancelled(incoming).unwrap();
     p.drive();
     let answer = String::from_utf8(p.b.sent.last().unwrap().clone()).unwrap();
     assert!(
@@ -360,12 +340,12 @@ fn cancelling_an_outgoing_request() {
         "{answer}"
     );
     assert!(p.a.take_events().is_empty());
-    assert!(p.a.ep.is_idle() && p.b.ep.is_idle());
+    assert!(p.a.conn.is_idle() && p.b.conn.is_idle());
 }
 
 #[test]
 fn a_cancel_that_arrives_first_is_remembered_bounded_in_count_and_time() {
-    let mut ep = Endpoint::new(config(|c| {
+    let mut ep = Side::new(config(|c| {
         c.early_cancel_capacity = 2;
         c.early_cancel_ttl = Duration::from_secs(10);
     }));
@@ -420,7 +400,7 @@ fn a_cancel_that_arrives_first_is_remembered_bounded_in_count_and_time() {
 /// the endpoint stopped taking input with no event to hand out.
 #[test]
 fn frames_that_leave_no_event_never_stop_the_input() {
-    let mut ep = Endpoint::new(config(|c| {
+    let mut ep = Side::new(config(|c| {
         c.limits.max_frame_bytes = 256;
         c.early_cancel_capacity = 2;
     }));
@@ -460,7 +440,7 @@ fn frames_that_leave_no_event_never_stop_the_input() {
 
 #[test]
 fn incoming_batch_is_answered_once_all_are_answered_in_any_order() {
-    let mut ep = Endpoint::new(Config::default());
+    let mut ep = Side::new(Config::default());
     let events = feed(
         &mut ep,
         &[
@@ -475,12 +455,12 @@ fn incoming_batch_is_answered_once_all_are_answered_in_any_order() {
             _ => None,
         })
         .collect();
-    ep.respond(reqs[1], Ok(raw("\"b\""))).unwrap();
+    ep.respond_with(reqs[1], Ok(raw("\"b\""))).unwrap();
     assert!(
         transmitted(&mut ep).is_empty(),
         "held until the whole batch is answered"
     );
-    ep.respond(reqs[0], Ok(raw("\"a\""))).unwrap();
+    ep.respond_with(reqs[0], Ok(raw("\"a\""))).unwrap();
     let out = transmitted(&mut ep);
     assert_eq!(out.len(), 1);
     let arr = out[0].as_array().unwrap();
@@ -510,12 +490,14 @@ fn incoming_batch_is_answered_once_all_are_answered_in_any_order() {
 #[test]
 fn outgoing_batch_handles_match_by_id() {
     let mut p = Pair::new();
-    let mut batch = p.a.ep.batch(p.now);
-    let x = batch.request("x", Some(raw("[1]")), opts()).unwrap();
+    // The batch's calls are told apart by their index under its token.
+    let token = p.a.token();
+    let mut batch = p.a.conn.batch(token, p.now);
+    batch.call("x", Some(raw("[1]")), opts()).unwrap();
     batch.notify("note", None).unwrap();
-    let y = batch.request("y", None, opts()).unwrap();
-    batch.send().unwrap();
-    assert_eq!(p.a.ep.pending_requests(), 2);
+    batch.call("y", None, opts()).unwrap();
+    assert_eq!(batch.send().unwrap(), 2);
+    assert_eq!(p.a.conn.unanswered_requests(), 2);
     p.drive();
     assert_eq!(p.a.sent.len(), 1, "one frame for the whole batch");
     let reqs = p.b.requests();
@@ -534,21 +516,25 @@ fn outgoing_batch_handles_match_by_id() {
         got,
         vec![
             Ev::Response {
-                id: x,
+                token,
+                index: 0,
                 result: Ok("\"X\"".into())
             },
             Ev::Response {
-                id: y,
+                token,
+                index: 1,
                 result: Ok("\"Y\"".into())
             }
         ]
     );
     // A batch dropped unsent registers nothing.
-    let mut dropped = p.a.ep.batch(p.now);
-    dropped.request("z", None, opts()).unwrap();
+    let token = p.a.token();
+    let mut dropped = p.a.conn.batch(token, p.now);
+    dropped.call("z", None, opts()).unwrap();
     drop(dropped);
-    assert_eq!(p.a.ep.pending_requests(), 0);
-    assert_eq!(p.a.ep.buffered_output(), 0);
+    assert_eq!(p.a.conn.unanswered_requests(), 0);
+    assert_eq!(p.a.conn.waiting_calls(), 0);
+    assert_eq!(p.a.conn.buffered_output(), 0);
 }
 
 #[test]
@@ -556,48 +542,43 @@ fn error_with_null_id_policies() {
     let null_error =
         r#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"},"id":null}"#;
     // FailSingle (default): one pending request takes the error.
-    let mut ep = Endpoint::new(Config::default());
-    let id = ep.send_request("m", None, opts(), Instant::ZERO).unwrap();
+    let mut ep = Side::new(Config::default());
+    let id = ep.call("m", None, opts(), Instant::ZERO).unwrap();
     assert_eq!(
         feed(&mut ep, &[null_error]),
         vec![Ev::Response {
-            id,
+            token: id,
+            index: 0,
             result: Err((-32700, "Parse error".into()))
         }]
     );
-    assert_eq!(ep.pending_requests(), 0);
+    assert_eq!(ep.unanswered_requests(), 0);
     // With two pending it cannot be attributed: reported only.
-    ep.send_request("m", None, opts(), Instant::ZERO).unwrap();
-    ep.send_request("m", None, opts(), Instant::ZERO).unwrap();
+    ep.call("m", None, opts(), Instant::ZERO).unwrap();
+    ep.call("m", None, opts(), Instant::ZERO).unwrap();
     assert_eq!(
         feed(&mut ep, &[null_error]),
         vec![Ev::ErrorWithoutId(-32700)]
     );
-    assert_eq!(ep.pending_requests(), 2);
+    assert_eq!(ep.unanswered_requests(), 2);
     // Report never fails anything.
-    let mut ep = Endpoint::new(config(|c| c.null_id_policy = NullIdPolicy::Report));
-    ep.send_request("m", None, opts(), Instant::ZERO).unwrap();
+    let mut ep = Side::new(config(|c| c.null_id_policy = NullIdPolicy::Report));
+    ep.call("m", None, opts(), Instant::ZERO).unwrap();
     assert_eq!(
         feed(&mut ep, &[null_error]),
         vec![Ev::ErrorWithoutId(-32700)]
     );
-    assert_eq!(ep.pending_requests(), 1);
+    assert_eq!(ep.unanswered_requests(), 1);
     // FailAll ends everything.
-    let mut ep = Endpoint::new(config(|c| c.null_id_policy = NullIdPolicy::FailAll));
-    let a = ep.send_request("m", None, opts(), Instant::ZERO).unwrap();
-    let b = ep.send_request("m", None, opts(), Instant::ZERO).unwrap();
+    let mut ep = Side::new(config(|c| c.null_id_policy = NullIdPolicy::FailAll));
+    let a = ep.call("m", None, opts(), Instant::ZERO).unwrap();
+    let b = ep.call("m", None, opts(), Instant::ZERO).unwrap();
     assert_eq!(
         feed(&mut ep, &[null_error]),
         vec![
             Ev::ErrorWithoutId(-32700),
-            Ev::Ended {
-                id: a,
-                reason: EndReason::PeerError
-            },
-            Ev::Ended {
-                id: b,
-                reason: EndReason::PeerError
-            }
+            pair::ended(a, EndReason::PeerError),
+            pair::ended(b, EndReason::PeerError)
         ]
     );
     assert!(
@@ -610,14 +591,14 @@ fn error_with_null_id_policies() {
 fn close_ends_everything_exactly_once_and_empties_every_table() {
     let mut p = Pair::new();
     let ids: Vec<_> = (0..3)
-        .map(|_| p.a.ep.send_request("m", None, opts(), p.now).unwrap())
+        .map(|_| p.a.call("m", None, opts(), p.now).unwrap())
         .collect();
-    p.b.ep.send_request("from_b", None, opts(), p.now).unwrap();
+    p.b.call("from_b", None, opts(), p.now).unwrap();
     p.drive();
     let incoming = p.a.requests();
     assert_eq!(incoming.len(), 1);
-    p.a.ep.close(p.now);
-    p.a.ep.close(p.now);
+    p.a.conn.close(p.now);
+    p.a.conn.close(p.now);
     p.drive();
     let events = p.a.take_events();
     let ended: Vec<_> = events
@@ -637,33 +618,32 @@ fn close_ends_everything_exactly_once_and_empties_every_table() {
         assert_eq!(
             events
                 .iter()
-                .filter(|e| matches!(e, Ev::Ended { id: x, .. } if x == id))
+                .filter(|e| matches!(e, Ev::Ended { token: x, .. } if x == id))
                 .count(),
             1
         );
     }
-    assert_eq!(events.last(), Some(&Ev::Closed));
-    assert_eq!(events.iter().filter(|e| **e == Ev::Closed).count(), 1);
+    let closed = Ev::Closed(CloseReason::Local);
+    assert_eq!(events.last(), Some(&closed));
+    assert_eq!(events.iter().filter(|e| **e == closed).count(), 1);
     // The unanswered incoming request is dropped without a write.
-    assert!(p.a.ep.respond(incoming[0], Ok(raw("1"))).is_err());
-    assert_eq!(p.a.ep.buffered_output(), 0);
-    assert!(p.a.ep.is_idle());
-    assert_eq!(
-        p.a.ep.send_request("m", None, opts(), p.now),
-        Err(SendError::Closed)
-    );
-    assert_eq!(p.a.ep.send_notification("m", None), Err(SendError::Closed));
+    assert!(p.a.respond_with(incoming[0], Ok(raw("1"))).is_err());
+    assert_eq!(p.a.conn.buffered_output(), 0);
+    assert!(p.a.conn.is_idle());
+    assert_eq!(p.a.call("m", None, opts(), p.now), Err(SendError::Closed));
+    assert_eq!(p.a.conn.notify("m", None), Err(SendError::Closed));
 }
 
 #[test]
 fn end_of_input_reports_a_partial_frame_and_closes() {
-    let mut ep = Endpoint::new(Config::default());
-    let id = ep.send_request("m", None, opts(), Instant::ZERO).unwrap();
+    let mut ep = Side::new(Config::default());
+    let id = ep.call("m", None, opts(), Instant::ZERO).unwrap();
     assert_eq!(
         ep.handle_input(b"Content-Length: 50\r\n\r\n{\"json", Instant::ZERO)
             .unwrap(),
         28
     );
+    // The connection lets handlers running answer first (none here), then closes.
     ep.handle_end_of_input(Instant::ZERO);
     let events: Vec<_> = std::iter::from_fn(|| ep.poll_event().map(pair::copy)).collect();
     assert!(
@@ -673,11 +653,8 @@ fn end_of_input_reports_a_partial_frame_and_closes() {
     assert_eq!(
         events[1..],
         [
-            Ev::Ended {
-                id,
-                reason: EndReason::Closed
-            },
-            Ev::Closed
+            pair::ended(id, EndReason::Closed),
+            Ev::Closed(CloseReason::PeerClosed)
         ]
     );
     assert_eq!(
@@ -690,16 +667,16 @@ fn end_of_input_reports_a_partial_frame_and_closes() {
 
 #[test]
 fn bounded_pending_in_flight_and_output() {
-    let mut ep = Endpoint::new(config(|c| {
+    let mut ep = Side::new(config(|c| {
         c.max_pending_outgoing = 2;
         c.max_inflight_incoming = 1;
         c.hold_when_busy = false;
         c.max_buffered_output = 200;
     }));
-    ep.send_request("m", None, opts(), Instant::ZERO).unwrap();
-    ep.send_request("m", None, opts(), Instant::ZERO).unwrap();
+    ep.call("m", None, opts(), Instant::ZERO).unwrap();
+    ep.call("m", None, opts(), Instant::ZERO).unwrap();
     assert_eq!(
-        ep.send_request("m", None, opts(), Instant::ZERO),
+        ep.call("m", None, opts(), Instant::ZERO),
         Err(SendError::TooManyPending)
     );
     transmitted(&mut ep);
@@ -717,8 +694,8 @@ fn bounded_pending_in_flight_and_output() {
     assert_eq!(out[0]["id"], 2);
     // Output beyond its bound refuses sends until drained.
     let big = RawValue::from_string(format!("[\"{}\"]", "x".repeat(300))).unwrap();
-    ep.send_notification("n", Some(&big)).unwrap();
-    assert_eq!(ep.send_notification("n", None), Err(SendError::OutputFull));
+    ep.notify("n", Some(&big)).unwrap();
+    assert_eq!(ep.notify("n", None), Err(SendError::OutputFull));
     // ...and leaves input unprocessed (back-pressure), until the output is drained.
     let mut wire = Vec::new();
     sansrpc::codec::encode_frame(
@@ -740,7 +717,7 @@ fn bounded_pending_in_flight_and_output() {
 fn input_beyond_unpolled_events_is_pushed_back() {
     let mut limits = sansrpc::Limits::default();
     limits.max_frame_bytes = 256;
-    let mut ep = Endpoint::new(config(|c| c.limits = limits));
+    let mut ep = Side::new(config(|c| c.limits = limits));
     let mut wire = Vec::new();
     // About 75 KB: far more than the decoder's bound of frame + header limits (8.4 KB).
     for i in 0..1000 {
@@ -770,7 +747,7 @@ fn input_beyond_unpolled_events_is_pushed_back() {
 
 #[test]
 fn handle_input_on_a_message_endpoint_is_an_error_not_a_panic() {
-    let mut server = Endpoint::new(config(|c| c.framing = None));
+    let mut server = Side::new(config(|c| c.framing = None));
     let request = br#"{"jsonrpc":"2.0","method":"m","id":1}"#;
     assert_eq!(
         server.handle_input(request, Instant::ZERO),
@@ -784,18 +761,22 @@ fn handle_input_on_a_message_endpoint_is_an_error_not_a_panic() {
 
 #[test]
 fn message_transports_use_handle_message() {
-    let mut server = Endpoint::new(config(|c| c.framing = None));
+    let mut server = Side::new(config(|c| c.framing = None));
     server
         .handle_message(
             br#"{"jsonrpc":"2.0","method":"m","params":[1],"id":"w"}"#,
             Instant::ZERO,
         )
         .unwrap();
-    let Some(Event::Request { id, request }) = server.poll_event() else {
+    let Some(Event::Request {
+        handle: id,
+        request,
+    }) = server.poll_event()
+    else {
         panic!()
     };
     assert_eq!(request.params.unwrap().get(), "[1]");
-    server.respond(id, Ok(raw("true"))).unwrap();
+    server.respond_with(id, Ok(raw("true"))).unwrap();
     let mut out = Vec::new();
     server.poll_transmit(&mut out).unwrap();
     assert_eq!(
@@ -814,7 +795,7 @@ fn message_transports_use_handle_message() {
     // Oversize: -32004, id null.
     let mut limits = sansrpc::Limits::default();
     limits.max_frame_bytes = 16;
-    let mut small = Endpoint::new(config(|c| {
+    let mut small = Side::new(config(|c| {
         c.framing = None;
         c.limits = limits;
     }));
@@ -831,35 +812,29 @@ fn message_transports_use_handle_message() {
 fn garbage_on_a_stream_is_reported_and_the_stream_goes_on() {
     let mut p = Pair::new();
     p.a_to_b.extend_from_slice(b"junk before the header\r\n");
-    let id = p.a.ep.send_request("m", None, opts(), p.now).unwrap();
+    let id = p.a.call("m", None, opts(), p.now).unwrap();
     p.drive();
     assert!(p.b.events.iter().any(|e| matches!(e, Ev::Frame(_))));
     let r = p.b.requests()[0];
     p.b.respond(r, "1");
     p.drive();
-    assert_eq!(
-        p.a.take_events(),
-        vec![Ev::Response {
-            id,
-            result: Ok("1".into())
-        }]
-    );
+    assert_eq!(p.a.take_events(), vec![pair::answer(id, "1")]);
 }
 
 #[test]
 fn malformed_response_to_a_pending_request_ends_it() {
-    let mut ep = Endpoint::new(Config::default());
-    let id = ep.send_request("m", None, opts(), Instant::ZERO).unwrap();
+    let mut ep = Side::new(Config::default());
+    let id = ep.call("m", None, opts(), Instant::ZERO).unwrap();
     let events = feed(
         &mut ep,
         &[r#"{"jsonrpc":"2.0","result":1,"error":{"code":1,"message":"x"},"id":1}"#],
     );
     assert_eq!(
         events,
-        vec![Ev::Ended {
+        vec![pair::ended(
             id,
-            reason: EndReason::MalformedResponse(sansrpc::ProtocolError::ResultAndError)
-        }]
+            EndReason::MalformedResponse(sansrpc::ProtocolError::ResultAndError)
+        )]
     );
     let events = feed(
         &mut ep,
@@ -877,7 +852,7 @@ fn malformed_response_to_a_pending_request_ends_it() {
 /// a caller following the contract once (transmit, events, transmit) left them unanswered.
 #[test]
 fn frames_taken_are_processed_even_past_the_output_bound() {
-    let mut ep = Endpoint::new(config(|c| {
+    let mut ep = Side::new(config(|c| {
         c.max_inflight_incoming = 1;
         c.max_buffered_output = 100;
     }));
@@ -895,7 +870,7 @@ fn frames_taken_are_processed_even_past_the_output_bound() {
     let mut notes = 0;
     while let Some(e) = ep.poll_event() {
         match e {
-            Event::Request { id, .. } => ep.respond(id, Ok(raw("null"))).unwrap(),
+            Event::Request { handle: id, .. } => ep.respond_with(id, Ok(raw("null"))).unwrap(),
             Event::Notification(_) => notes += 1,
             other => panic!("{other:?}"),
         }
@@ -913,7 +888,7 @@ fn frames_taken_are_processed_even_past_the_output_bound() {
 /// is answered, in order, as room frees.
 #[test]
 fn a_burst_beyond_the_in_flight_bound_waits_and_is_answered() {
-    let mut ep = Endpoint::new(config(|c| c.max_inflight_incoming = 2));
+    let mut ep = Side::new(config(|c| c.max_inflight_incoming = 2));
     let mut wire = Vec::new();
     for i in 1..=50 {
         let body = format!(r#"{{"jsonrpc":"2.0","method":"m","id":{i}}}"#);
@@ -930,13 +905,13 @@ fn a_burst_beyond_the_in_flight_bound_waits_and_is_answered() {
         let mut handles = Vec::new();
         while let Some(event) = ep.poll_event() {
             match event {
-                Event::Request { id, .. } => handles.push(id),
+                Event::Request { handle: id, .. } => handles.push(id),
                 other => panic!("unexpected {other:?}"),
             }
         }
         assert!(handles.len() <= 2, "never more than the bound in flight");
         for id in handles {
-            ep.respond(id, Ok(RawValue::from_json("true").unwrap()))
+            ep.respond_with(id, Ok(RawValue::from_json("true").unwrap()))
                 .unwrap();
         }
         for frame in transmitted(&mut ep) {
@@ -953,7 +928,7 @@ fn a_burst_beyond_the_in_flight_bound_waits_and_is_answered() {
 /// misparsed or answered twice.
 #[test]
 fn held_input_offered_in_odd_chunks_is_decoded_intact() {
-    let mut ep = Endpoint::new(config(|c| c.max_inflight_incoming = 8));
+    let mut ep = Side::new(config(|c| c.max_inflight_incoming = 8));
     let mut wire = Vec::new();
     for i in 0..2_000 {
         let body = format!(r#"{{"jsonrpc":"2.0","method":"add","params":[{i},1],"id":{i}}}"#);
@@ -976,14 +951,14 @@ fn held_input_offered_in_odd_chunks_is_decoded_intact() {
         }
         while let Some(event) = ep.poll_event() {
             match event {
-                Event::Request { id, .. } => waiting.push_back(id),
+                Event::Request { handle: id, .. } => waiting.push_back(id),
                 other => panic!("unexpected {other:?}"),
             }
         }
         // Answer the three oldest, as a pool of handlers would, a few at a time.
         for _ in 0..3 {
             if let Some(id) = waiting.pop_front() {
-                ep.respond(id, Ok(RawValue::from_json("1").unwrap()))
+                ep.respond_with(id, Ok(RawValue::from_json("1").unwrap()))
                     .unwrap();
             }
         }
@@ -1011,7 +986,9 @@ fn under_mcp_sansrpcs_own_codes_leave_the_server_error_range() {
         c.max_inflight_incoming = 1;
         c.hold_when_busy = false;
         c.limits.max_batch_len = 2;
-        let mut ep = Endpoint::new(c);
+        // Without the LSP server's lifecycle (it would refuse requests before `initialize`).
+        c.lsp_lifecycle = false;
+        let mut ep = Side::new(c);
         let events = feed(
             &mut ep,
             &[
@@ -1033,7 +1010,7 @@ fn under_mcp_sansrpcs_own_codes_leave_the_server_error_range() {
             panic!("{profile:?}: the first request surfaces")
         };
         let not_found = ErrorObject::new(-32002, "Resource not found");
-        ep.respond(id, Err(&not_found)).unwrap();
+        ep.respond_with(id, Err(&not_found)).unwrap();
         assert_eq!(transmitted(&mut ep)[0]["error"]["code"], -32002);
         let mut refusal = Vec::new();
         write_refusal(profile, None, &mut refusal);
