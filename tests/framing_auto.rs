@@ -1,8 +1,7 @@
 //! `Framing::Auto`, and framing mistakes reported loudly with a hint, at any chunking.
 
 use sansrpc::codec::{encode_frame, Decoder, FrameError, Framing};
-use sansrpc::connection::{Config, Profile};
-use sansrpc::internals::{Endpoint, EndpointEvent as Event};
+use sansrpc::connection::{Config, Connection, Event, Profile};
 use sansrpc::{Instant, Limits};
 
 const BODIES: [&str; 3] = [
@@ -134,7 +133,7 @@ fn a_content_length_header_on_a_newline_decoder_is_reported_first() {
 
 #[test]
 fn an_mcp_endpoint_fed_content_length_says_so() {
-    let mut ep = Endpoint::new(Config::for_profile(Profile::Mcp));
+    let mut ep = Connection::new(Config::for_profile(Profile::Mcp), Instant::ZERO);
     let input = wire(Framing::ContentLength, "");
     assert_eq!(ep.handle_input(&input, Instant::ZERO), Ok(input.len()));
     let Some(Event::FrameError(e)) = ep.poll_event() else {
@@ -151,15 +150,15 @@ fn an_auto_endpoint_answers_in_the_peers_framing() {
     for framing in [Framing::Newline, Framing::ContentLength] {
         let mut config = Config::default();
         config.framing = Some(Framing::Auto);
-        let mut ep = Endpoint::new(config);
+        let mut ep = Connection::new(config, Instant::ZERO);
         let mut input = Vec::new();
         encode_frame(framing, BODIES[0].as_bytes(), &mut input);
         assert_eq!(ep.handle_input(&input, Instant::ZERO), Ok(input.len()));
-        let Some(Event::Request { id, .. }) = ep.poll_event() else {
+        let Some(Event::Request { handle, .. }) = ep.poll_event() else {
             panic!()
         };
-        ep.respond(id, Ok(sansrpc::RawValue::from_json("1").unwrap()))
-            .unwrap();
+        ep.respond(handle, Ok(sansrpc::RawValue::from_json("1").unwrap()));
+        assert_eq!(ep.running(), 0, "answered");
         let mut out = Vec::new();
         while ep.poll_transmit(&mut out).is_some() {}
         let mut expected = Vec::new();
