@@ -2,8 +2,7 @@
 //! `Id` and `RawValue`, and typed answers.
 
 use sansrpc::codec::{encode_frame, Decoder, Framing};
-use sansrpc::connection::{Config, RequestOptions};
-use sansrpc::internals::{Endpoint, EndpointEvent as Event};
+use sansrpc::connection::{Config, Connection, Event, RequestOptions};
 use sansrpc::method::{Method, ParamsDecoder};
 use sansrpc::router::{Reply, Router};
 use sansrpc::{ErrorObject, Id, Instant, RawValue, Request, Version};
@@ -128,7 +127,7 @@ impl Method for Find {
     type Result = Found;
 }
 
-fn sent(ep: &mut Endpoint) -> Vec<Value> {
+fn sent(ep: &mut Connection) -> Vec<Value> {
     let mut buf = Vec::new();
     while ep.poll_transmit(&mut buf).is_some() {}
     let mut decoder = Decoder::new(Framing::ContentLength, &Default::default());
@@ -142,8 +141,9 @@ fn sent(ep: &mut Endpoint) -> Vec<Value> {
 
 #[test]
 fn a_called_method_needs_only_serialize_params() {
-    let mut ep = Endpoint::new(Config::default());
-    ep.call::<Find>(
+    let mut ep = Connection::new(Config::default(), Instant::ZERO);
+    ep.call_typed::<Find>(
+        1,
         &Query { name: "x" },
         RequestOptions::default(),
         Instant::ZERO,
@@ -211,7 +211,7 @@ fn ids_serialize_and_deserialize_exactly() {
 
 #[test]
 fn respond_typed_serializes_or_answers_internal_error() {
-    let mut ep = Endpoint::new(Config::default());
+    let mut ep = Connection::new(Config::default(), Instant::ZERO);
     let mut wire = Vec::new();
     for id in [1, 2, 3] {
         let frame = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"m"}}"#);
@@ -221,21 +221,21 @@ fn respond_typed_serializes_or_answers_internal_error() {
         .expect("a byte-stream endpoint");
     let mut ids = Vec::new();
     while let Some(e) = ep.poll_event() {
-        if let Event::Request { id, .. } = e {
-            ids.push(id);
+        if let Event::Request { handle, .. } = e {
+            ids.push(handle);
         }
     }
-    ep.respond_typed(ids[0], Ok(&Sum { sum: 4 })).unwrap();
+    assert_eq!(ep.running(), 3);
+    ep.respond_typed(ids[0], Ok(&Sum { sum: 4 }));
     // A map with non-string keys does not serialize to JSON.
     let bad: std::collections::BTreeMap<Vec<u8>, u8> = [(vec![1], 1)].into();
-    ep.respond_typed(ids[1], Ok(&bad)).unwrap();
-    ep.respond_typed::<()>(ids[2], Err(&ErrorObject::new(5, "no".to_owned())))
-        .unwrap();
-    assert!(
-        ep.respond_typed(ids[0], Ok(&1)).is_err(),
-        "answered once only"
-    );
+    ep.respond_typed(ids[1], Ok(&bad));
+    ep.respond_typed::<()>(ids[2], Err(&ErrorObject::new(5, "no".to_owned())));
+    assert_eq!(ep.running(), 0, "each answered");
+    // Answered once only: a second answer to a handle is ignored.
+    ep.respond_typed(ids[0], Ok(&1));
     let out = sent(&mut ep);
+    assert_eq!(out.len(), 3, "answered once only: {out:?}");
     assert_eq!(
         out[0],
         json!({"jsonrpc": "2.0", "result": {"sum": 4}, "id": 1})
