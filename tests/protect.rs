@@ -4,14 +4,15 @@
 use std::time::Duration;
 
 use sansrpc::codec::Framing;
-use sansrpc::connection::{Config, Expiry, RateLimit, RequestOptions};
-use sansrpc::internals::{Endpoint, EndpointEvent as Event};
+use sansrpc::connection::{
+    CloseReason, Config, Connection, Event, Expiry, RateLimit, RequestOptions,
+};
 use sansrpc::{Instant, RawValue};
 
-fn endpoint(f: impl FnOnce(&mut Config)) -> Endpoint {
+fn endpoint(f: impl FnOnce(&mut Config)) -> Connection {
     let mut c = Config::default();
     f(&mut c);
-    Endpoint::new(c)
+    Connection::new(c, Instant::ZERO)
 }
 
 fn frame(body: &str) -> Vec<u8> {
@@ -23,7 +24,7 @@ fn ms(n: u64) -> Instant {
 }
 
 /// Everything the endpoint has to send, as text.
-fn sent(ep: &mut Endpoint) -> String {
+fn sent(ep: &mut Connection) -> String {
     let mut out = Vec::new();
     while ep.poll_transmit(&mut out).is_some() {}
     String::from_utf8(out).unwrap()
@@ -34,30 +35,32 @@ enum Ev {
     Request(String),
     Notification(String),
     Expired(Expiry),
-    Closed,
+    Closed(CloseReason),
     Other,
 }
 
 /// Drains the events; requests are answered with `"ok"`.
-fn events(ep: &mut Endpoint, answer: bool) -> Vec<Ev> {
+fn events(ep: &mut Connection, answer: bool) -> Vec<Ev> {
     let mut seen = Vec::new();
     let mut answers = Vec::new();
     while let Some(e) = ep.poll_event() {
         seen.push(match e {
-            Event::Request { id, request } => {
-                answers.push(id);
+            Event::Request { handle, request } => {
+                answers.push(handle);
                 Ev::Request(request.method.into_owned())
             }
             Event::Notification(n) => Ev::Notification(n.method.into_owned()),
             Event::Expired(x) => Ev::Expired(x),
-            Event::Closed => Ev::Closed,
+            Event::Closed { reason } => Ev::Closed(reason),
             _ => Ev::Other,
         });
     }
     if answer {
         let ok = RawValue::from_json("\"ok\"").unwrap();
         for id in answers {
-            ep.respond(id, Ok(ok)).unwrap();
+            let running = ep.running();
+            ep.respond(id, Ok(ok));
+            assert_eq!(ep.running() + 1, running, "answered");
         }
     }
     seen
@@ -140,25 +143,28 @@ fn rate_limit_counts_each_batch_entry_and_uses_a_configured_code() {
 #[test]
 fn responses_and_cancellations_are_not_rate_limited() {
     let mut ep = endpoint(|c| c.rate_limit = Some(RateLimit::new(0, 1)));
-    let id = ep
-        .send_request("q", None, RequestOptions::default(), ms(0))
+    ep.call(1, "q", None, RequestOptions::default(), ms(0))
         .unwrap();
-    sent(&mut ep);
+    // Our request's id on the wire.
+    let id = sent(&mut ep);
+    let id: serde_json::Value =
+        serde_json::from_str(&id[id.find("\r\n\r\n").unwrap() + 4..]).unwrap();
+    let id = id["id"].as_u64().unwrap();
     let mut input = request(1, "work");
     input.extend(frame(
         r#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":1}}"#,
     ));
     input.extend(frame(&format!(
         r#"{{"jsonrpc":"2.0","id":{},"result":1}}"#,
-        id.get()
+        id
     )));
     ep.handle_input(&input, ms(1)).unwrap();
     let mut kinds = Vec::new();
     while let Some(e) = ep.poll_event() {
         kinds.push(match e {
             Event::Request { .. } => "request",
-            Event::PeerCancelled { .. } => "cancelled",
-            Event::Response { .. } => "response",
+            Event::Cancel { .. } => "cancelled",
+            Event::Answer { .. } => "response",
             _ => "other",
         });
     }
@@ -187,7 +193,10 @@ fn idle_timeout_closes_a_quiet_connection() {
     assert!(ep.is_closed());
     assert_eq!(
         events(&mut ep, false),
-        vec![Ev::Expired(Expiry::Idle), Ev::Closed]
+        vec![
+            Ev::Expired(Expiry::Idle),
+            Ev::Closed(CloseReason::Expired(Expiry::Idle))
+        ]
     );
     assert_eq!(ep.poll_timeout(), None);
 }
@@ -228,7 +237,10 @@ fn write_stall_timeout_closes_a_peer_that_does_not_read() {
     assert!(ep.is_closed());
     assert_eq!(
         events(&mut ep, false),
-        vec![Ev::Expired(Expiry::WriteStall), Ev::Closed]
+        vec![
+            Ev::Expired(Expiry::WriteStall),
+            Ev::Closed(CloseReason::Expired(Expiry::WriteStall))
+        ]
     );
 }
 
@@ -266,7 +278,7 @@ fn idle_timeout_waits_for_work_in_flight() {
     ep.handle_input(&request(1, "slow"), ms(0)).unwrap();
     let mut handle = None;
     while let Some(e) = ep.poll_event() {
-        if let Event::Request { id, .. } = e {
+        if let Event::Request { handle: id, .. } = e {
             handle = Some(id);
         }
     }
@@ -274,8 +286,8 @@ fn idle_timeout_waits_for_work_in_flight() {
     assert_eq!(ep.poll_timeout(), None);
     ep.handle_timeout(ms(60_000));
     assert!(!ep.is_closed());
-    ep.respond(handle.unwrap(), Ok(RawValue::from_json("1").unwrap()))
-        .unwrap();
+    ep.respond(handle.unwrap(), Ok(RawValue::from_json("1").unwrap()));
+    assert_eq!(ep.running(), 0, "answered");
     // The endpoint was not told when the answer came: it asks at once, then counts from then.
     assert_eq!(ep.poll_timeout(), Some(ms(60_000)));
     ep.handle_timeout(ms(100_000));
@@ -288,7 +300,7 @@ fn idle_timeout_waits_for_work_in_flight() {
         c.idle_timeout = Some(idle);
         c.default_timeout = None;
     });
-    ep.send_request("q", None, RequestOptions::default(), ms(0))
+    ep.call(1, "q", None, RequestOptions::default(), ms(0))
         .unwrap();
     ep.handle_timeout(ms(50_000));
     assert!(!ep.is_closed());
@@ -321,7 +333,10 @@ fn frame_timeout_drops_a_slowloris_peer() {
     assert!(ep.is_closed());
     assert_eq!(
         events(&mut ep, false),
-        vec![Ev::Expired(Expiry::PartialFrame), Ev::Closed]
+        vec![
+            Ev::Expired(Expiry::PartialFrame),
+            Ev::Closed(CloseReason::Expired(Expiry::PartialFrame))
+        ]
     );
 }
 
@@ -350,7 +365,7 @@ fn frame_timeout_restarts_with_each_frame_and_covers_newline_framing() {
 
 #[test]
 fn protection_is_off_by_default() {
-    let mut ep = Endpoint::new(Config::default());
+    let mut ep = Connection::new(Config::default(), Instant::ZERO);
     let slow = request(1, "work");
     ep.handle_input(&slow[..10], ms(0)).unwrap();
     assert_eq!(ep.poll_timeout(), None);
@@ -403,7 +418,7 @@ mod bucket {
 /// write-stall default of `sansrpc serve` in real time.)
 #[test]
 fn the_network_defaults_close_at_their_stated_values() {
-    let network = || Endpoint::new(Config::default().with_network_defaults());
+    let network = || Connection::new(Config::default().with_network_defaults(), Instant::ZERO);
     assert_eq!(
         sansrpc::connection::NETWORK_IDLE_TIMEOUT,
         Duration::from_secs(300)
@@ -426,7 +441,10 @@ fn the_network_defaults_close_at_their_stated_values() {
     ep.handle_timeout(ms(301_000));
     assert_eq!(
         events(&mut ep, false),
-        vec![Ev::Expired(Expiry::Idle), Ev::Closed]
+        vec![
+            Ev::Expired(Expiry::Idle),
+            Ev::Closed(CloseReason::Expired(Expiry::Idle))
+        ]
     );
 
     // A frame's first half at 1 s, and never the rest.
@@ -439,7 +457,10 @@ fn the_network_defaults_close_at_their_stated_values() {
     ep.handle_timeout(ms(31_000));
     assert_eq!(
         events(&mut ep, false),
-        vec![Ev::Expired(Expiry::PartialFrame), Ev::Closed]
+        vec![
+            Ev::Expired(Expiry::PartialFrame),
+            Ev::Closed(CloseReason::Expired(Expiry::PartialFrame))
+        ]
     );
 
     // Answers that wait to be written from 1 s on, with no byte taken.
@@ -458,6 +479,9 @@ fn the_network_defaults_close_at_their_stated_values() {
     ep.handle_timeout(ms(31_000));
     assert_eq!(
         events(&mut ep, false),
-        vec![Ev::Expired(Expiry::WriteStall), Ev::Closed]
+        vec![
+            Ev::Expired(Expiry::WriteStall),
+            Ev::Closed(CloseReason::Expired(Expiry::WriteStall))
+        ]
     );
 }
