@@ -176,37 +176,42 @@ fn the_counter_counts() {
     );
 }
 
+/// One call per round between two connections over the wire protocol, the clock moving on
+/// each round (so every call's deadline is a new one): ported from the inner endpoint, it
+/// counts the same path with the connection's call and handle tables around it.
 #[test]
 fn endpoint_round_trip_allocates_nothing_when_warm() {
-    use sansrpc::connection::{Config, RequestOptions};
-    use sansrpc::internals::{Endpoint, EndpointEvent as Event};
+    use sansrpc::connection::{Config, Connection, Event, RequestOptions};
     use sansrpc::Instant;
 
-    let mut client = Endpoint::new(Config::default());
-    let mut server = Endpoint::new(Config::default());
+    let mut client = Connection::new(Config::default(), Instant::ZERO);
+    let mut server = Connection::new(Config::default(), Instant::ZERO);
     let params = RawValue::from_json("[1,2]").unwrap();
     let result = RawValue::from_json("3").unwrap();
     let (mut wire, mut back) = (Vec::with_capacity(4096), Vec::with_capacity(4096));
     let mut round = |t: u64| {
         let now = Instant::from_millis(t);
-        let id = client
-            .send_request("add", Some(params), RequestOptions::default(), now)
+        client
+            .call(t, "add", Some(params), RequestOptions::default(), now)
             .unwrap();
         wire.clear();
         while client.poll_transmit(&mut wire).is_some() {}
         assert_eq!(server.handle_input(&wire, now).unwrap(), wire.len());
         while let Some(event) = server.poll_event() {
-            let Event::Request { id, .. } = event else {
+            let Event::Request { handle, .. } = event else {
                 panic!("{event:?}")
             };
-            server.respond(id, Ok(result)).unwrap();
+            server.respond(handle, Ok(result));
         }
+        assert_eq!(server.running(), 0, "answered");
         back.clear();
         while server.poll_transmit(&mut back).is_some() {}
         assert_eq!(client.handle_input(&back, now).unwrap(), back.len());
         let mut answered = false;
         while let Some(event) = client.poll_event() {
-            assert!(matches!(event, Event::Response { id: got, result: Ok(_) } if got == id));
+            assert!(
+                matches!(event, Event::Answer { token, index: 0, result: Ok(_), last: true } if token == t)
+            );
             answered = true;
         }
         assert!(answered);
