@@ -1,13 +1,15 @@
-//! Pull-based streams and `$/progress` between two real endpoints over an in-memory link,
-//! with a virtual clock.
+//! Pull-based streams and `$/progress` between two real connections over an in-memory link,
+//! with a virtual clock. The server's streams are the connection's own (its stream table
+//! answers the pulls; the driver keeps the producers).
 
 use std::time::Duration;
 
+use std::collections::HashMap;
+
 use sansrpc::connection::stream::{
-    code, stream_id, Produced, ReadItem, StreamConfig, StreamReader, StreamTable, NEXT_METHOD,
+    code, stream_id, Produced, ReadItem, StreamConfig, StreamReader, NEXT_METHOD,
 };
-use sansrpc::connection::{Config, EndReason, RequestId, RequestOptions, Timeout};
-use sansrpc::internals::{Endpoint, EndpointEvent as Event};
+use sansrpc::connection::{Config, Connection, EndReason, Event, RequestOptions, Timeout};
 use sansrpc::method::CallError;
 use sansrpc::{ErrorObject, Id, Instant, RawValue};
 
@@ -38,96 +40,96 @@ fn step(c: &mut Count, out: &mut Vec<u8>) -> Produced {
     Produced::Item
 }
 
-struct Side {
-    ep: Endpoint,
-}
-
-fn link(from: &mut Endpoint, to: &mut Endpoint, now: Instant) {
+fn link(from: &mut Connection, to: &mut Connection, now: Instant) {
     let mut wire = Vec::new();
     while from.poll_transmit(&mut wire).is_some() {}
     let mut rest = &wire[..];
     while !rest.is_empty() {
         let n = to.handle_input(rest, now).unwrap();
         rest = &rest[n..];
-        assert!(n > 0, "endpoint pushed back in a test that drains it");
+        assert!(n > 0, "connection pushed back in a test that drains it");
     }
 }
 
-/// The server: a stream method `count` (params `[to]`) and the stream table.
+/// The server: a stream method `count` (params `[to]`), served by the connection's own
+/// stream table (it answers `rpc.stream.next` and `rpc.stream.cancel` itself); the
+/// producers kept here by stream id.
 struct Server {
-    side: Side,
-    table: StreamTable<Count>,
+    conn: Connection,
+    producers: HashMap<u64, Count>,
     fail: Option<i64>,
 }
 
 impl Server {
     fn new(config: StreamConfig) -> Self {
+        Server::with(Config::default(), config)
+    }
+
+    fn with(mut config: Config, streams: StreamConfig) -> Self {
+        config.streams = streams;
         Server {
-            side: Side {
-                ep: Endpoint::new(Config::default()),
-            },
-            table: StreamTable::new(config),
+            conn: Connection::new(config, Instant::ZERO),
+            producers: HashMap::new(),
             fail: None,
         }
+    }
+
+    /// Streams open in the connection's table.
+    fn open_streams(&self) -> usize {
+        self.conn.config().streams.max_open - self.conn.stream_room()
     }
 
     /// Routes every event; produces.
     fn run(&mut self, now: Instant) {
         loop {
             let mut opens = Vec::new();
-            while let Some(event) = self.side.ep.poll_event() {
+            while let Some(event) = self.conn.poll_event() {
                 match event {
-                    Event::Request { id, request } => {
-                        let owned = request.clone().into_owned();
-                        if self
-                            .table
-                            .handle_request(&mut self.side.ep, id, &owned, now)
-                        {
-                            continue;
-                        }
-                        assert_eq!(owned.method, "count");
-                        let to: (u64,) = owned.params.unwrap().deserialize().unwrap();
-                        opens.push((id, to.0));
+                    Event::Request { handle, request } => {
+                        assert_eq!(request.method, "count");
+                        let to: (u64,) = request.params.unwrap().deserialize().unwrap();
+                        opens.push((handle, to.0));
                     }
-                    Event::Notification(n) => {
-                        let n = n.into_owned();
-                        self.table.handle_notification(&mut self.side.ep, &n);
-                    }
-                    Event::PeerCancelled { id } => {
-                        self.table.handle_peer_cancelled(&mut self.side.ep, id);
+                    Event::StreamClosed { stream } => {
+                        self.producers.remove(&stream);
                     }
                     _ => {}
                 }
             }
-            for (id, to) in opens {
+            for (handle, to) in opens {
                 let mut c = count(to);
                 c.fail = self.fail;
-                self.table.open(&mut self.side.ep, id, c, now).unwrap();
+                // Past the bound the request is answered with the error, and no stream opens.
+                if let Some(stream) = self.conn.open_stream(handle, now) {
+                    self.producers.insert(stream, c);
+                }
             }
-            if !self.table.wants_items() {
+            if !self.conn.wants_items() {
                 break;
             }
-            self.table
-                .produce(&mut self.side.ep, now, 100, |_, c, out, _| step(c, out));
+            let producers = &mut self.producers;
+            self.conn.produce(now, 100, |stream, out, _| {
+                step(producers.get_mut(&stream).unwrap(), out)
+            });
         }
     }
 }
 
-/// The client: one reader, pulls sent as it asks.
+/// The client: one reader, pulls sent as it asks; each call under its own token.
 struct Client {
-    side: Side,
+    conn: Connection,
+    token: u64,
     reader: Option<StreamReader>,
-    pulls: Vec<(RequestId, u64)>,
+    pulls: Vec<(u64, u64)>,
     opened: Option<Result<u64, (i64, String)>>,
-    open_call: Option<RequestId>,
+    open_call: Option<u64>,
 }
 
 impl Client {
     fn new() -> Self {
         Client {
-            side: Side {
-                ep: Endpoint::new(Config::default()),
-            },
+            conn: Connection::new(Config::default(), Instant::ZERO),
+            token: 0,
             reader: None,
             pulls: Vec::new(),
             opened: None,
@@ -135,35 +137,32 @@ impl Client {
         }
     }
 
+    fn call(&mut self, method: &str, params: Option<&RawValue>, now: Instant) -> u64 {
+        self.token += 1;
+        self.conn
+            .call(self.token, method, params, RequestOptions::default(), now)
+            .unwrap();
+        self.token
+    }
+
     fn open(&mut self, to: u64, now: Instant) {
         let params = RawValue::from_json(&format!("[{to}]")).unwrap().to_owned();
-        let id = self
-            .side
-            .ep
-            .send_request("count", Some(&params), RequestOptions::default(), now)
-            .unwrap();
-        self.open_call = Some(id);
+        let token = self.call("count", Some(&params), now);
+        self.open_call = Some(token);
     }
 
     fn send_pulls(&mut self, now: Instant) {
-        let Some(reader) = self.reader.as_mut() else {
-            return;
-        };
-        while let Some(seq) = reader.next_pull() {
-            let params = reader.pull_params().to_owned();
-            let id = self
-                .side
-                .ep
-                .send_request(NEXT_METHOD, Some(&params), RequestOptions::default(), now)
-                .unwrap();
-            self.pulls.push((id, seq));
+        while let Some(seq) = self.reader.as_mut().and_then(StreamReader::next_pull) {
+            let params = self.reader.as_ref().unwrap().pull_params().to_owned();
+            let token = self.call(NEXT_METHOD, Some(&params), now);
+            self.pulls.push((token, seq));
         }
     }
 
     fn events(&mut self, window: usize, max: u32) {
-        while let Some(event) = self.side.ep.poll_event() {
+        while let Some(event) = self.conn.poll_event() {
             match event {
-                Event::Response { id, result } if Some(id) == self.open_call => {
+                Event::Answer { token, result, .. } if Some(token) == self.open_call => {
                     self.opened = Some(match result {
                         Ok(r) => {
                             let s = stream_id(&r).expect("a stream id");
@@ -173,8 +172,8 @@ impl Client {
                         Err(e) => Err((e.code, e.message.into_owned())),
                     });
                 }
-                Event::Response { id, result } => {
-                    let Some(i) = self.pulls.iter().position(|p| p.0 == id) else {
+                Event::Answer { token, result, .. } => {
+                    let Some(i) = self.pulls.iter().position(|p| p.0 == token) else {
                         continue;
                     };
                     let (_, seq) = self.pulls.remove(i);
@@ -184,8 +183,8 @@ impl Client {
                         Err(e) => reader.handle_answer(seq, Err(CallError::Rpc(e.into_owned()))),
                     }
                 }
-                Event::Ended { id, reason } => {
-                    if let Some(i) = self.pulls.iter().position(|p| p.0 == id) {
+                Event::Ended { token, reason, .. } => {
+                    if let Some(i) = self.pulls.iter().position(|p| p.0 == token) {
                         let (_, seq) = self.pulls.remove(i);
                         let reader = self.reader.as_mut().unwrap();
                         reader.handle_answer(seq, Err(CallError::Ended(reason)));
@@ -210,9 +209,9 @@ fn read_all(
     let mut items = Vec::new();
     for _ in 0..10_000 {
         client.send_pulls(now);
-        link(&mut client.side.ep, &mut server.side.ep, now);
+        link(&mut client.conn, &mut server.conn, now);
         server.run(now);
-        link(&mut server.side.ep, &mut client.side.ep, now);
+        link(&mut server.conn, &mut client.conn, now);
         client.events(window, max);
         if let Some(Err(e)) = &client.opened {
             panic!("open failed: {e:?}");
@@ -252,8 +251,8 @@ fn items_arrive_in_order_then_the_end() {
         );
         assert!(matches!(end, ReadItem::End));
         // The end freed the stream; pulls pipelined past it were answered too.
-        assert_eq!(server.table.len(), 0);
-        assert_eq!(server.side.ep.requests_in_flight(), 0);
+        assert_eq!(server.open_streams(), 0);
+        assert_eq!(server.conn.requests_in_flight(), 0);
     }
 }
 
@@ -279,7 +278,7 @@ fn a_failure_comes_after_the_items_before_it() {
         ReadItem::Failed(CallError::Rpc(e)) => assert_eq!(e.code, -32099),
         other => panic!("expected the producer's error, got {other:?}"),
     }
-    assert_eq!(server.table.len(), 0);
+    assert_eq!(server.open_streams(), 0);
 }
 
 #[test]
@@ -289,23 +288,24 @@ fn cancel_mid_stream_frees_both_sides() {
     client.open(1_000_000, Instant::ZERO);
     let (items, _) = read_all(&mut server, &mut client, 4, 2, Instant::ZERO, 10);
     assert_eq!(items, (1..=10).collect::<Vec<_>>());
-    assert_eq!(server.table.len(), 1);
+    assert_eq!(server.open_streams(), 1);
     let reader = client.reader.as_mut().unwrap();
     assert!(reader.cancel());
     let params = reader.cancel_params();
     client
-        .side
-        .ep
-        .send_notification("rpc.stream.cancel", Some(&params))
+        .conn
+        .notify("rpc.stream.cancel", Some(&params))
         .unwrap();
     assert!(matches!(reader.poll_item(), ReadItem::End));
     assert_eq!(reader.buffered_items(), 0);
-    link(&mut client.side.ep, &mut server.side.ep, Instant::ZERO);
+    link(&mut client.conn, &mut server.conn, Instant::ZERO);
     server.run(Instant::ZERO);
-    assert_eq!(server.table.len(), 0);
-    assert_eq!(server.table.queued_pulls(), 0);
-    // Every pull it had queued was answered (as the end).
-    assert_eq!(server.side.ep.requests_in_flight(), 0);
+    assert_eq!(server.open_streams(), 0);
+    // The connection told the driver to drop the producer.
+    assert!(server.producers.is_empty());
+    // Every pull it had queued was answered (as the end): the peer's requests the
+    // connection holds are its queued pulls.
+    assert_eq!(server.conn.requests_in_flight(), 0);
 }
 
 /// Sends one raw request to the server and returns the answer.
@@ -316,22 +316,16 @@ fn ask(
     params: &str,
 ) -> Result<String, i64> {
     let params = RawValue::from_json(params).unwrap().to_owned();
-    let id = client
-        .side
-        .ep
-        .send_request(
-            method,
-            Some(&params),
-            RequestOptions::default(),
-            Instant::ZERO,
-        )
-        .unwrap();
-    link(&mut client.side.ep, &mut server.side.ep, Instant::ZERO);
+    let id = client.call(method, Some(&params), Instant::ZERO);
+    link(&mut client.conn, &mut server.conn, Instant::ZERO);
     server.run(Instant::ZERO);
-    link(&mut server.side.ep, &mut client.side.ep, Instant::ZERO);
+    link(&mut server.conn, &mut client.conn, Instant::ZERO);
     let mut answer = None;
-    while let Some(event) = client.side.ep.poll_event() {
-        if let Event::Response { id: got, result } = event {
+    while let Some(event) = client.conn.poll_event() {
+        if let Event::Answer {
+            token: got, result, ..
+        } = event
+        {
             if got == id {
                 answer = Some(result.map(|r| r.get().to_owned()).map_err(|e| e.code));
             }
@@ -410,10 +404,9 @@ fn unknown_streams_bad_params_and_the_cancel_answer() {
 #[test]
 fn under_mcp_the_stream_codes_move_out_of_mcps_range() {
     use sansrpc::connection::Profile;
-    let mut server = Server::new(StreamConfig::default());
     let mut config = Config::for_profile(Profile::Mcp);
     config.framing = Some(sansrpc::codec::Framing::ContentLength);
-    server.side.ep = Endpoint::new(config);
+    let mut server = Server::with(config, StreamConfig::default());
     let mut client = Client::new();
     assert_eq!(
         ask(&mut server, &mut client, NEXT_METHOD, r#"{"stream":99}"#),
@@ -444,45 +437,51 @@ fn open_streams_and_queued_pulls_are_bounded() {
         ask(&mut server, &mut client, "count", "[5]"),
         Err(code::TOO_MANY_STREAMS)
     );
-    assert_eq!(server.table.len(), 3);
+    assert_eq!(server.open_streams(), 3);
 
     // A stream that never ends and has nothing ready (a producer that stays Pending):
     // pulls queue, up to the bound.
-    let mut pending: StreamTable<()> = StreamTable::new(config);
-    let mut ep = Endpoint::new(Config::default());
-    let mut peer = Endpoint::new(Config::default());
-    let open = peer
-        .send_request("s", None, RequestOptions::default(), Instant::ZERO)
+    let mut ep = Server::with(Config::default(), config).conn;
+    let mut peer = Connection::new(Config::default(), Instant::ZERO);
+    let open = 100;
+    peer.call(open, "s", None, RequestOptions::default(), Instant::ZERO)
         .unwrap();
-    let pulls: Vec<_> = (0..3)
-        .map(|_| {
+    let pulls: Vec<u64> = (0..3)
+        .map(|i| {
             let p = RawValue::from_json(r#"{"stream":1}"#).unwrap();
-            peer.send_request(
+            peer.call(
+                i,
                 NEXT_METHOD,
                 Some(p),
                 RequestOptions::default(),
                 Instant::ZERO,
             )
-            .unwrap()
+            .unwrap();
+            i
         })
         .collect();
     link(&mut peer, &mut ep, Instant::ZERO);
-    let mut requests = Vec::new();
-    while let Some(Event::Request { id, request }) = ep.poll_event() {
-        requests.push((id, request.into_owned()));
+    // The opening request is handed out and opens the stream at once; the connection
+    // takes the pulls behind it itself.
+    let mut opened = Vec::new();
+    while let Some(event) = ep.poll_event() {
+        match event {
+            Event::Request { handle, .. } => opened.push(ep.open_stream(handle, Instant::ZERO)),
+            other => panic!("{other:?}"),
+        }
     }
-    let (first, _) = requests.remove(0);
-    pending.open(&mut ep, first, (), Instant::ZERO).unwrap();
-    for (id, request) in &requests {
-        assert!(pending.handle_request(&mut ep, *id, request, Instant::ZERO));
-    }
-    pending.produce(&mut ep, Instant::ZERO, 10, |_, _, _, _| Produced::Pending);
-    assert_eq!(pending.queued_pulls(), 2);
+    assert_eq!(opened, [Some(1)]);
+    ep.produce(Instant::ZERO, 10, |_, _, _| Produced::Pending);
+    // The pulls queued are the peer's requests the connection holds.
+    assert_eq!(ep.requests_in_flight(), 2);
     link(&mut ep, &mut peer, Instant::ZERO);
     let mut answered = Vec::new();
     while let Some(event) = peer.poll_event() {
-        if let Event::Response { id, result } = event {
-            answered.push((id, result.map(|r| r.get().to_owned()).map_err(|e| e.code)));
+        if let Event::Answer { token, result, .. } = event {
+            answered.push((
+                token,
+                result.map(|r| r.get().to_owned()).map_err(|e| e.code),
+            ));
         }
     }
     assert_eq!(answered.len(), 2, "{answered:?}");
@@ -497,15 +496,29 @@ fn a_stream_nobody_pulls_is_freed_after_its_idle_timeout() {
     let mut server = Server::new(config);
     let mut client = Client::new();
     ask(&mut server, &mut client, "count", "[5]").unwrap();
-    assert_eq!(server.table.len(), 1);
+    assert_eq!(server.open_streams(), 1);
+    // The stream's idle deadline is the connection's only one here.
     assert_eq!(
-        server.table.poll_timeout(),
+        server.conn.poll_timeout(),
         Some(Instant::from_millis(10_000))
     );
-    assert_eq!(server.table.handle_timeout(Instant::from_millis(9_999)), 0);
-    assert_eq!(server.table.handle_timeout(Instant::from_millis(10_000)), 1);
-    assert!(server.table.is_empty());
-    assert_eq!(server.table.poll_timeout(), None);
+    // How many streams a timeout freed: each tells the driver to drop its producer.
+    let freed = |server: &mut Server, at: u64| {
+        server.conn.handle_timeout(Instant::from_millis(at));
+        let mut freed = 0;
+        while let Some(event) = server.conn.poll_event() {
+            if let Event::StreamClosed { stream } = event {
+                assert!(server.producers.remove(&stream).is_some());
+                freed += 1;
+            }
+        }
+        freed
+    };
+    assert_eq!(freed(&mut server, 9_999), 0);
+    assert_eq!(freed(&mut server, 10_000), 1);
+    assert_eq!(server.open_streams(), 0);
+    assert!(server.producers.is_empty());
+    assert_eq!(server.conn.poll_timeout(), None);
 }
 
 #[test]
@@ -551,7 +564,7 @@ fn a_pull_that_times_out_fails_the_reader() {
 
 // ----- $/progress -----
 
-fn progress(from: &mut Endpoint, to: &mut Endpoint, token: i64, now: Instant) {
+fn progress(from: &mut Connection, to: &mut Connection, token: i64, now: Instant) {
     from.send_progress(
         &Id::number(token),
         RawValue::from_json(r#"{"pct":1}"#).unwrap(),
@@ -560,11 +573,11 @@ fn progress(from: &mut Endpoint, to: &mut Endpoint, token: i64, now: Instant) {
     link(from, to, now);
 }
 
-fn ended(ep: &mut Endpoint) -> Vec<(RequestId, EndReason)> {
+fn ended(ep: &mut Connection) -> Vec<(u64, EndReason)> {
     let mut out = Vec::new();
     while let Some(event) = ep.poll_event() {
-        if let Event::Ended { id, reason } = event {
-            out.push((id, reason));
+        if let Event::Ended { token, reason, .. } = event {
+            out.push((token, reason));
         }
     }
     out
@@ -572,12 +585,13 @@ fn ended(ep: &mut Endpoint) -> Vec<(RequestId, EndReason)> {
 
 #[test]
 fn progress_keeps_a_request_alive_past_its_base_deadline_up_to_the_cap() {
-    let mut client = Endpoint::new(Config::default());
-    let mut server = Endpoint::new(Config::default());
+    let mut client = Connection::new(Config::default(), Instant::ZERO);
+    let mut server = Connection::new(Config::default(), Instant::ZERO);
     let options = RequestOptions::timeout(Timeout::After(Duration::from_secs(10)))
         .with_progress(42, Duration::from_secs(30));
-    let id = client
-        .send_request("slow", None, options, Instant::ZERO)
+    let id = 1;
+    client
+        .call(id, "slow", None, options, Instant::ZERO)
         .unwrap();
     link(&mut client, &mut server, Instant::ZERO);
     assert_eq!(client.poll_timeout(), Some(Instant::from_millis(10_000)));
@@ -619,11 +633,12 @@ fn progress_keeps_a_request_alive_past_its_base_deadline_up_to_the_cap() {
 
 #[test]
 fn without_progress_the_base_deadline_holds() {
-    let mut client = Endpoint::new(Config::default());
+    let mut client = Connection::new(Config::default(), Instant::ZERO);
     let options = RequestOptions::timeout(Timeout::After(Duration::from_secs(10)))
         .with_progress(1, Duration::from_secs(60));
-    let id = client
-        .send_request("slow", None, options, Instant::ZERO)
+    let id = 1;
+    client
+        .call(id, "slow", None, options, Instant::ZERO)
         .unwrap();
     client.handle_timeout(Instant::from_millis(10_000));
     assert_eq!(ended(&mut client), [(id, EndReason::TimedOut)]);
@@ -631,7 +646,7 @@ fn without_progress_the_base_deadline_holds() {
     let options = RequestOptions::timeout(Timeout::After(Duration::from_secs(10)))
         .with_progress(2, Duration::from_secs(4));
     client
-        .send_request("slow", None, options, Instant::from_millis(10_000))
+        .call(2, "slow", None, options, Instant::from_millis(10_000))
         .unwrap();
     assert_eq!(client.poll_timeout(), Some(Instant::from_millis(14_000)));
 }
@@ -689,27 +704,29 @@ mod property {
         ) {
             let mut config = StreamConfig::default();
             config.max_items_per_pull = server_max;
-            let mut table: StreamTable<Pausing> = StreamTable::new(config);
-            let mut server = Endpoint::new(Config::default());
-            let mut client = Endpoint::new(Config::default());
+            // The connection's own stream table serves the stream; the producer is kept here.
+            let mut server = Server::with(Config::default(), config).conn;
+            let mut client = Connection::new(Config::default(), Instant::ZERO);
             let now = Instant::ZERO;
-            let open = client.send_request("s", None, RequestOptions::default(), now).unwrap();
+            let open = 0;
+            client.call(open, "s", None, RequestOptions::default(), now).unwrap();
             link(&mut client, &mut server, now);
-            let Some(Event::Request { id, .. }) = server.poll_event() else {
+            let Some(Event::Request { handle, .. }) = server.poll_event() else {
                 panic!("the opening request");
             };
-            let producer = Pausing { next: 1, to, pauses, calls: 0 };
-            table.open(&mut server, id, producer, now).unwrap();
+            let mut producer = Pausing { next: 1, to, pauses, calls: 0 };
+            prop_assert_eq!(server.open_stream(handle, now), Some(1));
             link(&mut server, &mut client, now);
             let mut reader = None;
             while let Some(event) = client.poll_event() {
-                if let Event::Response { id, result } = event {
-                    assert_eq!(id, open);
+                if let Event::Answer { token, result, .. } = event {
+                    assert_eq!(token, open);
                     reader = Some(StreamReader::new(stream_id(&result.unwrap()).unwrap(), window, max));
                 }
             }
             let mut reader = reader.unwrap();
-            let mut pulls: Vec<(RequestId, u64)> = Vec::new();
+            let mut pulls: Vec<(u64, u64)> = Vec::new();
+            let mut token = open;
             let mut items = Vec::new();
             let mut ended = false;
             let mut turn = 0;
@@ -722,30 +739,31 @@ mod property {
                 if all || step == 0 {
                     while let Some(seq) = reader.next_pull() {
                         let params = reader.pull_params().to_owned();
-                        let id = client
-                            .send_request(NEXT_METHOD, Some(&params), RequestOptions::default(), now)
+                        token += 1;
+                        client
+                            .call(token, NEXT_METHOD, Some(&params), RequestOptions::default(), now)
                             .unwrap();
-                        pulls.push((id, seq));
+                        pulls.push((token, seq));
                     }
                 }
                 if all || step == 1 {
                     link(&mut client, &mut server, now);
-                    let mut requests = Vec::new();
-                    while let Some(Event::Request { id, request }) = server.poll_event() {
-                        requests.push((id, request.into_owned()));
-                    }
-                    for (id, request) in requests {
-                        prop_assert!(table.handle_request(&mut server, id, &request, now));
+                    // Every request is a pull, which the connection takes itself.
+                    while let Some(event) = server.poll_event() {
+                        prop_assert!(
+                            matches!(event, Event::StreamClosed { stream: 1 }),
+                            "{:?}", event
+                        );
                     }
                 }
                 if all || step == 2 {
-                    table.produce(&mut server, now, budget, |_, p, out, _| pausing_step(p, out));
+                    server.produce(now, budget, |_, out, _| pausing_step(&mut producer, out));
                 }
                 if all || step == 3 {
                     link(&mut server, &mut client, now);
                     while let Some(event) = client.poll_event() {
-                        if let Event::Response { id, result } = event {
-                            let i = pulls.iter().position(|p| p.0 == id).expect("a pull");
+                        if let Event::Answer { token, result, .. } = event {
+                            let i = pulls.iter().position(|p| p.0 == token).expect("a pull");
                             let (_, seq) = pulls.remove(i);
                             match result {
                                 Ok(r) => reader.handle_answer(seq, Ok(&r)),
@@ -768,19 +786,19 @@ mod property {
                     }
                 }
                 prop_assert!(reader.buffered_items() <= (window + 1) * max as usize);
-                prop_assert!(table.queued_pulls() <= window);
+                // The pulls queued: the peer's requests the connection holds.
+                prop_assert!(server.requests_in_flight() <= window);
             }
             prop_assert_eq!(items, (1..=to).collect::<Vec<_>>());
             // Pulls still in flight past the end are answered; then nothing is left.
             link(&mut client, &mut server, now);
-            let mut requests = Vec::new();
-            while let Some(Event::Request { id, request }) = server.poll_event() {
-                requests.push((id, request.into_owned()));
+            while let Some(event) = server.poll_event() {
+                prop_assert!(
+                    matches!(event, Event::StreamClosed { stream: 1 }),
+                    "{:?}", event
+                );
             }
-            for (id, request) in requests {
-                table.handle_request(&mut server, id, &request, now);
-            }
-            prop_assert_eq!(table.len(), 0);
+            prop_assert_eq!(server.config().streams.max_open - server.stream_room(), 0);
             prop_assert_eq!(server.requests_in_flight(), 0);
         }
     }
