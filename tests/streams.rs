@@ -446,20 +446,13 @@ fn open_streams_and_queued_pulls_are_bounded() {
     let open = 100;
     peer.call(open, "s", None, RequestOptions::default(), Instant::ZERO)
         .unwrap();
-    let pulls: Vec<u64> = (0..3)
-        .map(|i| {
-            let p = RawValue::from_json(r#"{"stream":1}"#).unwrap();
-            peer.call(
-                i,
-                NEXT_METHOD,
-                Some(p),
-                RequestOptions::default(),
-                Instant::ZERO,
-            )
+    let pulls: Vec<u64> = (0..3).collect();
+    for &token in &pulls {
+        let p = RawValue::from_json(r#"{"stream":1}"#).unwrap();
+        let options = RequestOptions::default();
+        peer.call(token, NEXT_METHOD, Some(p), options, Instant::ZERO)
             .unwrap();
-            i
-        })
-        .collect();
+    }
     link(&mut peer, &mut ep, Instant::ZERO);
     // The opening request is handed out and opens the stream at once; the connection
     // takes the pulls behind it itself.
