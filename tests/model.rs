@@ -1,5 +1,6 @@
-//! The Endpoint against a reference model: arbitrary sequences of operations on both sides
-//! of a simulated link that delays, splits and reorders frames and may be cut.
+//! The wire protocol of two connections against a reference model: arbitrary sequences of
+//! operations on both sides of a simulated link that delays, splits and reorders frames and
+//! may be cut.
 //!
 //! The model and the link live in `tests/sim/`; the fuzz target `endpoint` runs the same
 //! checks on libFuzzer's inputs. 256 cases by default; `MODEL_CASES=20000 cargo test

@@ -1,13 +1,13 @@
-//! A simulated link between two endpoints: frames sit in flight until delivered, may be
+//! A simulated link between two connections: frames sit in flight until delivered, may be
 //! delivered in another order (whole frames, never bytes), in pieces of any size, and the
 //! whole connection may be cut.
 
 use sansrpc::codec::{encode_frame, Decoder, Framing};
-use sansrpc::internals::Endpoint;
+use sansrpc::connection::Connection;
 use sansrpc::{Instant, Limits};
 use std::collections::VecDeque;
 
-/// How the endpoints are wired: a byte stream with a framing, or whole messages.
+/// How the connections are wired: a byte stream with a framing, or whole messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Transport {
     Stream(Framing),
@@ -73,7 +73,7 @@ impl Wire {
                     while let Some(frame) = decoder.next_frame() {
                         match frame {
                             Ok(body) => bodies.push(body.to_vec()),
-                            Err(e) => panic!("an endpoint transmitted a bad frame: {e}"),
+                            Err(e) => panic!("a connection transmitted a bad frame: {e}"),
                         }
                     }
                 }
@@ -124,16 +124,16 @@ impl Wire {
     }
 
     /// Hands at most `limit` bytes (or messages) of the stream to `ep` in pieces of at most
-    /// `chunk` bytes, calling `drain` after each input call. Stops early when the endpoint
+    /// `chunk` bytes, calling `drain` after each input call. Stops early when the connection
     /// takes nothing even after draining (its output is backed up). Returns whether anything
     /// was taken.
     pub fn deliver(
         &mut self,
-        ep: &mut Endpoint,
+        ep: &mut Connection,
         limit: usize,
         chunk: usize,
         now: Instant,
-        drain: &mut dyn FnMut(&mut Endpoint),
+        drain: &mut dyn FnMut(&mut Connection),
     ) -> bool {
         let chunk = chunk.max(1);
         if self.transport == Transport::Messages {

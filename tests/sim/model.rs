@@ -1,20 +1,26 @@
-//! A reference model of two endpoints over a [`Link`], checked against the real machines
-//! after every operation: plain maps and sets of what each side sent, saw, answered and
-//! transmitted, and the deadlines it set.
+//! A reference model of two connections' wire protocol over a [`Link`], checked against the
+//! real machines after every operation: plain maps and sets of what each side sent, saw,
+//! answered and transmitted, and the deadlines it set.
 //!
 //! A failed check panics with what went wrong. Once arbitrary bytes were injected into the
 //! link (`Op::Garbage`, `Op::Forge`) the peer's behaviour is no longer predictable, so the checks that
-//! depend on it are relaxed; the ones about the endpoint's own bookkeeping (every request
+//! depend on it are relaxed; the ones about the connection's own bookkeeping (every request
 //! ends exactly once, never before its deadline; every table empty after close; every
 //! frame transmitted is valid JSON-RPC) always hold.
+//!
+//! Each call's token is its request's id on the wire (a batch's, its first request's id,
+//! and its calls are told apart by index): the model numbers requests as the connection
+//! does, and checks that numbering on the wire. A call cancelled ends without an event (the
+//! connection forgets its token), so the model ends it itself. The connection's close
+//! phases (the grace for handlers at the end of input, the linger for output) are zero
+//! here, so a cut link closes both sides at once; `tests/connection_sim/` covers them.
 
 use super::link::{Link, Transport};
 use sansrpc::codec::FrameError;
 use sansrpc::connection::{
-    Config, EndReason, IncomingId, RequestId, RequestOptions, SendError, Timeout,
+    Config, Connection, EndReason, Event, IncomingId, RequestOptions, SendError, Timeout,
 };
 use sansrpc::error::code;
-use sansrpc::internals::{Endpoint, EndpointEvent as Event};
 use sansrpc::{ErrorObject, Instant, RawValue};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -84,7 +90,7 @@ pub enum Op {
         bytes: Vec<u8>,
         framed: bool,
     },
-    /// A plausible message, not from the endpoint, on the stream from `from`: see [`forged`].
+    /// A plausible message, not from the connection, on the stream from `from`: see [`forged`].
     Forge {
         from: u8,
         kind: u8,
@@ -116,7 +122,7 @@ pub fn forged(kind: u8, id: u16) -> String {
     }
 }
 
-/// How the two endpoints are configured.
+/// How the two connections are configured.
 #[derive(Debug, Clone, Copy)]
 pub struct Setup {
     pub transport: Transport,
@@ -146,11 +152,15 @@ impl Setup {
             c.early_cancel_ttl = Duration::from_secs(5);
             c.limits.max_frame_bytes = 1024;
         }
+        // The end of input closes at once (after one turn of the clock), and a closed side
+        // keeps no timer for its output: as the wire protocol alone did.
+        c.end_grace = Duration::ZERO;
+        c.linger = Duration::ZERO;
         c
     }
 }
 
-/// An event copied out of the endpoint.
+/// An event copied out of the connection; answers and ends by the request's wire id.
 #[derive(Debug, Clone)]
 enum Ev {
     Request {
@@ -164,11 +174,11 @@ enum Ev {
         params: Option<String>,
     },
     Response {
-        id: RequestId,
+        id: u64,
         result: Result<String, (i64, String)>,
     },
     Ended {
-        id: RequestId,
+        id: u64,
         reason: EndReason,
     },
     PeerCancelled(IncomingId),
@@ -179,8 +189,8 @@ enum Ev {
 
 fn copy(e: Event<'_>) -> Ev {
     match e {
-        Event::Request { id, request } => Ev::Request {
-            id,
+        Event::Request { handle, request } => Ev::Request {
+            id: handle,
             method: request.method.into_owned(),
             params: request.params.map(|p| p.get().to_owned()),
             wire: request.id.as_u64(),
@@ -189,21 +199,35 @@ fn copy(e: Event<'_>) -> Ev {
             method: n.method.into_owned(),
             params: n.params.map(|p| p.get().to_owned()),
         },
-        Event::Response { id, result } => Ev::Response {
-            id,
+        // The token is the wire id of the call, or of its batch's first call.
+        Event::Answer {
+            token,
+            index,
+            result,
+            ..
+        } => Ev::Response {
+            id: token + index as u64,
             result: result
                 .map(|r| r.get().to_owned())
                 .map_err(|e| (e.code, e.message.into_owned())),
         },
-        Event::Ended { id, reason } => Ev::Ended { id, reason },
-        Event::PeerCancelled { id } => Ev::PeerCancelled(id),
+        Event::Ended {
+            token,
+            index,
+            reason,
+            ..
+        } => Ev::Ended {
+            id: token + index as u64,
+            reason,
+        },
+        Event::Cancel { handle } => Ev::PeerCancelled(handle),
         Event::FrameError(e) => Ev::Frame(e),
-        Event::Closed => Ev::Closed,
+        Event::Closed { .. } => Ev::Closed,
         other => Ev::Other(format!("{other:?}")),
     }
 }
 
-fn drain_into(ep: &mut Endpoint, out: &mut Vec<Ev>) {
+fn drain_into(ep: &mut Connection, out: &mut Vec<Ev>) {
     while let Some(e) = ep.poll_event() {
         out.push(copy(e));
     }
@@ -263,7 +287,10 @@ enum End {
 /// A request this side sent.
 #[derive(Debug)]
 struct OutReq {
-    rid: RequestId,
+    /// Its id on the wire.
+    id: u64,
+    /// The token of its call: its own id, or its batch's first.
+    call: u64,
     token: u64,
     deadline: Option<Instant>,
     /// Index into `SideModel::batches`.
@@ -309,7 +336,7 @@ struct SideModel {
     seen_notes: BTreeSet<u64>,
     /// The application's answers, by the peer's request id.
     answers: BTreeMap<u64, Answer>,
-    /// Errors the endpoint answered by itself (early cancel, busy), seen on its wire.
+    /// Errors the connection answered by itself (early cancel, busy), seen on its wire.
     auto: BTreeMap<u64, i64>,
     tx_responses: BTreeMap<u64, usize>,
     peer_batches: BTreeMap<usize, BatchState>,
@@ -348,7 +375,7 @@ impl SideModel {
             .count()
     }
 
-    /// The error a send should fail with, given the endpoint's output backlog.
+    /// The error a send should fail with, given the connection's output backlog.
     fn send_error(&self, buffered: usize) -> Option<SendError> {
         if self.closed {
             Some(SendError::Closed)
@@ -378,14 +405,13 @@ impl SideModel {
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Ctx {
     Plain,
-    Cancel(usize, u64),
     Timeout,
     Cut,
 }
 
-/// Two endpoints, a link, a clock, and the model of both sides.
+/// Two connections, a link, a clock, and the model of both sides.
 pub struct Sim {
-    eps: [Endpoint; 2],
+    eps: [Connection; 2],
     m: [SideModel; 2],
     link: Link,
     now: Instant,
@@ -402,8 +428,8 @@ impl Sim {
     pub fn new(setup: Setup) -> Self {
         Sim {
             eps: [
-                Endpoint::new(setup.config(0)),
-                Endpoint::new(setup.config(1)),
+                Connection::new(setup.config(0), Instant::ZERO),
+                Connection::new(setup.config(1), Instant::ZERO),
             ],
             m: [
                 SideModel::new(setup.config(0)),
@@ -448,7 +474,7 @@ impl Sim {
                 self.fire_timeouts();
             }
             Op::AdvanceToNext { early_ms } => {
-                let next = self.eps.iter().filter_map(Endpoint::poll_timeout).min();
+                let next = self.eps.iter().filter_map(Connection::poll_timeout).min();
                 if let Some(t) = next {
                     let early = Duration::from_millis((*early_ms).into());
                     self.now = self.now.max(Instant::from_duration(
@@ -523,37 +549,43 @@ impl Sim {
                 (self.m[s].pending().count() >= self.m[s].config.max_pending_outgoing)
                     .then_some(SendError::TooManyPending)
             });
-        let got = self.eps[s].send_request(
+        let id = self.m[s].next_id;
+        let got = self.eps[s].call(
+            id,
             "m",
             Some(RawValue::from_json(&params).unwrap()),
             RequestOptions::timeout(timeout),
             self.now,
         );
         match (got, expect) {
-            (Ok(rid), None) => self.sent_request(s, rid, token, deadline, None),
+            (Ok(()), None) => self.sent_request(s, id, id, token, deadline, None),
             (Err(e), Some(x)) if e == x => {}
             (got, expect) => {
-                panic!("side {s}: send_request gave {got:?}, the model expected {expect:?}")
+                panic!("side {s}: call gave {got:?}, the model expected {expect:?}")
             }
         }
         self.drain(s);
     }
 
+    /// A request sent as `id` on the wire (checked there: `check_transmitted`), under the
+    /// call token `call`.
     fn sent_request(
         &mut self,
         s: usize,
-        rid: RequestId,
+        id: u64,
+        call: u64,
         token: u64,
         deadline: Option<Instant>,
         batch: Option<usize>,
     ) {
         let m = &mut self.m[s];
-        assert_eq!(rid.get(), m.next_id, "side {s}: request ids are sequential");
+        assert_eq!(id, m.next_id, "side {s}: request ids are sequential");
         m.next_id += 1;
         m.out.insert(
-            rid.get(),
+            id,
             OutReq {
-                rid,
+                id,
+                call,
                 token,
                 deadline,
                 batch,
@@ -567,15 +599,14 @@ impl Sim {
         let token = self.token();
         let params = format!("{{\"n\":{token}}}");
         let expect = self.m[s].send_error(self.eps[s].buffered_output());
-        let got =
-            self.eps[s].send_notification("note", Some(RawValue::from_json(&params).unwrap()));
+        let got = self.eps[s].notify("note", Some(RawValue::from_json(&params).unwrap()));
         match (got, expect) {
             (Ok(()), None) => {
                 self.m[s].notes_sent.insert(token);
             }
             (Err(e), Some(x)) if e == x => {}
             (got, expect) => {
-                panic!("side {s}: send_notification gave {got:?}, the model expected {expect:?}")
+                panic!("side {s}: notify gave {got:?}, the model expected {expect:?}")
             }
         }
     }
@@ -587,7 +618,9 @@ impl Sim {
         let mut requests = Vec::new();
         let mut notes = Vec::new();
         let mut next_id = self.m[s].next_id;
-        let mut builder = self.eps[s].batch(now);
+        // The batch's token: the id its first request gets.
+        let call = next_id;
+        let mut builder = self.eps[s].batch(call, now);
         for entry in entries {
             self.next_token += 1;
             let token = self.next_token;
@@ -601,18 +634,14 @@ impl Sim {
                             .then_some(SendError::TooManyPending)
                     });
                     match (
-                        builder.request("m", params, RequestOptions::timeout(timeout)),
+                        builder.call("m", params, RequestOptions::timeout(timeout)),
                         expect,
                     ) {
-                        (Ok(rid), None) => {
-                            assert_eq!(
-                                rid.get(),
-                                next_id,
-                                "side {s}: batch request ids are sequential"
-                            );
+                        (Ok(()), None) => {
+                            // Its id, and index `next_id - call` under the batch's token.
+                            requests.push((next_id, token, deadline));
                             next_id += 1;
                             pending += 1;
-                            requests.push((rid, token, deadline));
                         }
                         (Err(e), Some(x)) if e == x => {}
                         (got, expect) => panic!(
@@ -631,7 +660,10 @@ impl Sim {
         }
         let sent = if send {
             match (builder.send(), base_error) {
-                (Ok(()), None) => true,
+                (Ok(n), None) => {
+                    assert_eq!(n, requests.len(), "side {s}: the calls a batch holds");
+                    true
+                }
                 (Err(e), Some(x)) if e == x => false,
                 (got, expect) => {
                     panic!("side {s}: batch send gave {got:?}, the model expected {expect:?}")
@@ -644,8 +676,8 @@ impl Sim {
         if sent {
             let b = self.m[s].batches;
             self.m[s].batches += 1;
-            for (rid, token, deadline) in requests {
-                self.sent_request(s, rid, token, deadline, Some(b));
+            for (id, token, deadline) in requests {
+                self.sent_request(s, id, call, token, deadline, Some(b));
             }
             self.m[s].notes_sent.extend(notes);
         } else {
@@ -653,9 +685,14 @@ impl Sim {
             self.m[s].next_id = next_id;
         }
         assert_eq!(
-            self.eps[s].pending_requests(),
+            self.eps[s].unanswered_requests(),
             self.m[s].pending().count(),
             "side {s}: a dropped batch forgets its requests"
+        );
+        assert_eq!(
+            self.eps[s].waiting_calls(),
+            self.m[s].pending().count(),
+            "side {s}: a dropped batch registers no call"
         );
         self.drain(s);
     }
@@ -679,7 +716,9 @@ impl Sim {
         let r = &m.inc[&handle];
         let expect_ok = !m.closed && !r.answered && !r.dropped;
         let answer = Answer::new(r.token, ok);
-        let result = match &answer {
+        // The connection ignores an answer to a handle not running: the count tells.
+        let running = self.eps[s].running();
+        match &answer {
             Answer::Ok(t) => {
                 self.eps[s].respond(handle, Ok(RawValue::from_json(&t.to_string()).unwrap()))
             }
@@ -687,10 +726,10 @@ impl Sim {
                 self.eps[s].respond(handle, Err(&ErrorObject::new(*c, msg.clone())))
             }
         };
+        let taken = self.eps[s].running() + 1 == running;
         assert_eq!(
-            result.is_ok(),
-            expect_ok,
-            "side {s}: respond({handle:?}) gave {result:?}"
+            taken, expect_ok,
+            "side {s}: respond({handle:?}) taken: {taken}"
         );
         if expect_ok {
             let m = &mut self.m[s];
@@ -712,9 +751,11 @@ impl Sim {
         self.drain(s);
     }
 
+    /// Cancels the call of a request: the request alone, or every call of its batch still
+    /// waiting (a batch is one token).
     fn cancel(&mut self, s: usize, pick: usize) {
         let m = &self.m[s];
-        let pending: Vec<u64> = m.pending().map(|o| o.rid.get()).collect();
+        let pending: Vec<u64> = m.pending().map(|o| o.id).collect();
         let all: Vec<u64> = m.out.keys().copied().collect();
         let id = if pick & 3 != 0 && !pending.is_empty() {
             pending[pick / 4 % pending.len()]
@@ -723,19 +764,20 @@ impl Sim {
         } else {
             return;
         };
-        let o = &m.out[&id];
-        let expect = o.ended.is_none();
-        self.ctx = Ctx::Cancel(s, id);
-        let got = self.eps[s].cancel(o.rid, self.now);
-        assert_eq!(got, expect, "side {s}: cancel({id}) gave {got}");
-        self.drain(s);
-        if expect {
-            assert_eq!(
-                self.m[s].out[&id].ended,
-                Some(End::Cancelled),
-                "side {s}: cancel({id}) ended it at once"
-            );
+        let call = m.out[&id].call;
+        let cancelled: Vec<u64> = m
+            .pending()
+            .filter(|o| o.call == call)
+            .map(|o| o.id)
+            .collect();
+        let expect = !cancelled.is_empty();
+        let got = self.eps[s].cancel_call(call, self.now);
+        assert_eq!(got, expect, "side {s}: cancel_call({call}) gave {got}");
+        // They end at once, without an event (none may come for them: `on_event`).
+        for id in cancelled {
+            self.m[s].out.get_mut(&id).unwrap().ended = Some(End::Cancelled);
         }
+        self.drain(s);
     }
 
     fn fire_timeouts(&mut self) {
@@ -748,7 +790,7 @@ impl Sim {
                 assert!(
                     !matches!(o.deadline, Some(d) if d <= now),
                     "side {s}: request {} is past its deadline {:?} at {now:?} and still pending",
-                    o.rid,
+                    o.id,
                     o.deadline
                 );
             }
@@ -801,7 +843,11 @@ impl Sim {
         self.ctx = Ctx::Cut;
         for s in 0..2 {
             self.m[s].closed = true;
+            // The input ended: frames received are handed out, then, with no grace, the
+            // connection closes at the next timeout (at once if no handler runs).
             self.eps[s].handle_end_of_input(self.now);
+            self.drain(s);
+            self.eps[s].handle_timeout(self.now);
             self.drain(s);
         }
     }
@@ -902,7 +948,7 @@ impl Sim {
             Ev::Response { id, result } => {
                 let o = m
                     .out
-                    .get_mut(&id.get())
+                    .get_mut(&id)
                     .unwrap_or_else(|| panic!("side {s}: response to unknown {id}"));
                 assert_eq!(
                     o.ended, None,
@@ -910,7 +956,7 @@ impl Sim {
                 );
                 o.ended = Some(End::Response);
                 if !tainted {
-                    let w = id.get();
+                    let w = id;
                     match (peer.answers.get(&w), peer.auto.get(&w)) {
                         (Some(a), _) => assert!(
                             a.matches(&result),
@@ -926,7 +972,7 @@ impl Sim {
             Ev::Ended { id, reason } => {
                 let o = m
                     .out
-                    .get_mut(&id.get())
+                    .get_mut(&id)
                     .unwrap_or_else(|| panic!("side {s}: unknown {id} ended"));
                 assert_eq!(
                     o.ended, None,
@@ -950,12 +996,9 @@ impl Sim {
                         End::TimedOut
                     }
                     EndReason::Cancelled => {
-                        assert_eq!(
-                            self.ctx,
-                            Ctx::Cancel(s, id.get()),
-                            "side {s}: {id} cancelled unasked"
-                        );
-                        End::Cancelled
+                        // `cancel_call` ends a call silently (its `ended` is set already, so
+                        // the check above fails first for one the model cancelled).
+                        panic!("side {s}: {id} ended Cancelled as an event")
                     }
                     EndReason::Closed => {
                         assert!(m.closed, "side {s}: {id} ended Closed while open");
@@ -1004,7 +1047,7 @@ impl Sim {
                     assert!(
                         o.ended.is_some(),
                         "side {s}: {} still pending at Closed",
-                        o.rid
+                        o.id
                     );
                 }
                 for r in m.inc.values_mut() {
@@ -1174,9 +1217,14 @@ impl Sim {
             let (ep, m) = (&self.eps[s], &self.m[s]);
             assert_eq!(ep.is_closed(), m.closed, "side {s}: is_closed");
             assert_eq!(
-                ep.pending_requests(),
+                ep.unanswered_requests(),
                 m.pending().count(),
                 "side {s}: pending requests"
+            );
+            assert_eq!(
+                ep.waiting_calls(),
+                m.pending().count(),
+                "side {s}: calls waiting"
             );
             assert_eq!(
                 ep.requests_in_flight(),
@@ -1215,13 +1263,13 @@ impl Sim {
                 if let Some(o) = self.m[s].pending().next() {
                     panic!(
                         "side {s}: request {} still pending with everything answered and delivered",
-                        o.rid
+                        o.id
                     );
                 }
             }
         }
         for _ in 0..1000 {
-            let Some(t) = self.eps.iter().filter_map(Endpoint::poll_timeout).min() else {
+            let Some(t) = self.eps.iter().filter_map(Connection::poll_timeout).min() else {
                 break;
             };
             self.now = self.now.max(t);
@@ -1245,7 +1293,7 @@ impl Sim {
             assert!(ep.poll_event().is_none(), "side {s}: events after Closed");
             assert!(ep.is_idle(), "side {s}: not idle after close");
             for o in m.out.values() {
-                assert!(o.ended.is_some(), "side {s}: request {} never ended", o.rid);
+                assert!(o.ended.is_some(), "side {s}: request {} never ended", o.id);
             }
             if self.tainted {
                 continue;
