@@ -40,12 +40,12 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::connection::{Connection, EndReason, Profile, RequestOptions, SendError, Timeout};
-use crate::endpoint::SortedDeque;
 use crate::error::ErrorObject;
 use crate::id::Id;
 use crate::method::{encode_params_owned, CallError, Method, NotificationMethod};
 use crate::raw::RawValue;
 use crate::time::Instant;
+use crate::wire::SortedDeque;
 
 /// What a raw call produces: the result JSON, or why there is none.
 pub type RawResult = Result<Box<RawValue>, CallError>;

@@ -4,10 +4,10 @@ use core::time::Duration;
 
 use crate::codec::Framing;
 use crate::connection::keepalive::HeartbeatConfig;
-use crate::endpoint::guard::RateLimit;
-use crate::endpoint::profile::Profile;
 use crate::error::code;
 use crate::limits::Limits;
+use crate::wire::guard::RateLimit;
+use crate::wire::profile::Profile;
 
 /// What to do with an error response whose id is `null`: the peer could not parse something
 /// we sent, and could not tell which request it was.

@@ -106,7 +106,6 @@ mod config;
 pub mod connection;
 pub mod de;
 pub mod driver;
-mod endpoint;
 pub mod error;
 pub mod ext;
 pub mod id;
@@ -118,6 +117,7 @@ mod raw;
 pub mod router;
 mod sync;
 mod time;
+mod wire;
 
 /// The Rust snippets of the README and of the guides in docs/ (one module each), compiled
 /// and run as doctests of this crate. A snippet that needs an adapter crate is marked
@@ -188,11 +188,3 @@ pub use limits::Limits;
 pub use message::{Classified, Classifier, Incoming, Notification, Request, Response, Version};
 pub use raw::{ArrayWriter, InvalidJson, MemberName, Members, ObjectWriter, RawValue};
 pub use time::Instant;
-
-/// The machinery under [`Connection`], for this crate's own tests, benches and fuzz
-/// targets (feature `internals`): not part of the public API, and not stable.
-#[cfg(feature = "internals")]
-#[doc(hidden)]
-pub mod internals {
-    pub use crate::endpoint::{BatchBuilder, Endpoint, EndpointEvent};
-}

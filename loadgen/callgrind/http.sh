@@ -18,7 +18,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 dir=${CALLGRIND_OUT:-$(mktemp -d)}
 mkdir -p "$dir"
 out=$dir/callgrind.out
-coproc SRV { exec valgrind --tool=callgrind --callgrind-out-file="$out" "$@" 2>/dev/null; }
+coproc SRV { exec valgrind --tool=callgrind --cache-sim="${CACHE_SIM:-no}" --callgrind-out-file="$out" "$@" 2>/dev/null; }
 read -r addr <&"${SRV[0]}"
 addr=${addr#http://}
 exec 3>&2 2>/dev/null

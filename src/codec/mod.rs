@@ -383,7 +383,7 @@ impl Decoder {
     /// Returns true while a frame has started arriving and is not complete yet (its header
     /// or part of its body is buffered, or a refused frame's body or garbage is still being
     /// skipped). Meaningful once [`Decoder::next_frame`] has returned `None`; the endpoint
-    /// times such a frame out ([`Config::frame_timeout`](crate::endpoint::Config)).
+    /// times such a frame out ([`Config::frame_timeout`](crate::wire::Config)).
     #[inline]
     pub(crate) fn in_frame(&self) -> bool {
         match &self.inner {

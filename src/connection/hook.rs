@@ -7,18 +7,18 @@
 //!    answers it when the hook answers now, or when [`ConnectionHook::drain`] hands out its
 //!    answer (the hook waits on a store);
 //! 3. calls [`ConnectionHook::drain`] whenever it was woken (and again while it returns
-//!    `true`, once its output has room), sending each notification to the endpoint and
-//!    stopping when the endpoint's output is full (back-pressure);
+//!    `true`, once its output has room), sending each notification to the wire and
+//!    stopping when the wire's output is full (back-pressure);
 //! 4. calls [`ConnectionHook::close`] once when the connection ends.
 
 use crate::sync::Arc;
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
-use crate::endpoint::{Endpoint, IncomingId};
 use crate::error::ErrorObject;
 use crate::error::Outcome;
 use crate::raw::RawValue;
+use crate::wire::{IncomingId, Wire};
 
 /// Asks a connection's driver to call [`ConnectionHook::drain`] soon. Callable from any
 /// thread, any number of times; cheap.
@@ -44,7 +44,7 @@ pub trait ConnectionHook: Send {
     ) -> Option<Taken>;
 
     /// Hands queued answers and notifications to `send`, answers first and then
-    /// notifications oldest first, until `send` returns `false` (the endpoint's output is
+    /// notifications oldest first, until `send` returns `false` (the wire's output is
     /// full: that notification is kept and offered first next time) or none is left.
     /// Returns `true` when some remain. An answer is always accepted.
     fn drain(&mut self, send: &mut dyn FnMut(Item<'_>) -> bool) -> bool;
@@ -91,46 +91,46 @@ pub(crate) fn ask(
 
 /// Answers request `id` with a result JSON (checked) or an error.
 pub(crate) fn send_answer(
-    endpoint: &mut Endpoint,
+    wire: &mut Wire,
     id: IncomingId,
     answer: Result<&[u8], &ErrorObject<'_>>,
 ) {
-    // Fails only when the endpoint closed meanwhile: nobody to answer.
+    // Fails only when the wire closed meanwhile: nobody to answer.
     let _ = match answer {
         Ok(buf) => match core::str::from_utf8(buf)
             .ok()
             .and_then(|t| RawValue::from_json(t).ok())
         {
-            Some(result) => endpoint.respond(id, Ok(result)),
-            None => endpoint.respond(id, Err(&ErrorObject::internal_error())),
+            Some(result) => wire.respond(id, Ok(result)),
+            None => wire.respond(id, Err(&ErrorObject::internal_error())),
         },
-        Err(e) => endpoint.respond(id, Err(e)),
+        Err(e) => wire.respond(id, Err(e)),
     };
 }
 
-/// Moves `hook`'s answers and notifications into `endpoint` until its output is full
+/// Moves `hook`'s answers and notifications into `wire` until its output is full
 /// (driver step 3); `later` maps the numbers of requests taken with [`Taken::Later`] to
 /// their ids (an answered one is removed). `true` when at least one frame was queued, so
 /// the driver should write and call again.
 pub(crate) fn drain_into(
     hook: &mut dyn ConnectionHook,
-    endpoint: &mut Endpoint,
+    wire: &mut Wire,
     later: &mut Vec<(u64, IncomingId)>,
 ) -> bool {
-    if endpoint.is_closed() {
+    if wire.is_closed() {
         return false;
     }
     let mut sent = false;
     hook.drain(&mut |item| match item {
         Item::Notification(method, params) => {
-            let ok = endpoint.send_notification_framed(method, params).is_ok();
+            let ok = wire.send_notification_framed(method, params).is_ok();
             sent |= ok;
             ok
         }
         Item::Answer(number, answer) => {
             if let Some(at) = later.iter().position(|(n, _)| *n == number) {
                 let (_, id) = later.swap_remove(at);
-                send_answer(endpoint, id, answer.map(str::as_bytes));
+                send_answer(wire, id, answer.map(str::as_bytes));
                 sent = true;
             }
             true

@@ -1,5 +1,5 @@
 //! The Language Server Protocol's lifecycle, kept by the connection machine under
-//! [`Profile::Lsp`](crate::endpoint::Profile::Lsp), so that no LSP server writes it again:
+//! [`Profile::Lsp`](crate::wire::Profile::Lsp), so that no LSP server writes it again:
 //!
 //! - before `initialize`, a request is answered `-32002` ServerNotInitialized and a
 //!   notification dropped (`exit` excepted);
@@ -26,10 +26,10 @@ use core::time::Duration;
 
 use serde::Deserialize;
 
-use crate::endpoint::IncomingId;
 use crate::error::{code, ErrorObject};
 use crate::raw::RawValue;
 use crate::time::Instant;
+use crate::wire::IncomingId;
 
 pub use crate::config::PROCESS_CHECK;
 

@@ -18,7 +18,7 @@
 //! - a **connection hook** ([`ConnectionHook`], pub/sub): offered the peer's requests
 //!   before the driver sees them, its notifications sent as output has room;
 //! - the **close phases**: a shutdown or the end of the peer's input lets handlers in
-//!   flight answer for a grace period, then the endpoint closes, then queued output gets a
+//!   flight answer for a grace period, then the wire closes, then queued output gets a
 //!   linger period to reach the peer.
 //!
 //! - under the LSP profile, a **server's lifecycle** ([`Config::lsp_lifecycle`]): requests
@@ -28,12 +28,27 @@
 //!   [`Connection::log_trace`], and the editor's process checked on a timer
 //!   ([`Event::CheckProcess`]).
 //!
+//! # What the connection answers by itself
+//! - A frame that is not JSON, an empty batch, a batch or nesting over the limits: one error
+//!   response with id `null` ([`Event::Rejected`] tells the driver).
+//! - An invalid request object: `-32600` with its id when the id is valid.
+//! - A request while [`Config::max_inflight_incoming`] are in flight: `-32002` Server busy.
+//! - A request over [`Config::rate_limit`]: its code (`-32002` by default); a notification
+//!   over it is dropped and counted ([`Connection::dropped_notifications`]).
+//! - A request reusing the id of one of the peer's requests still in flight: `-32600` "id
+//!   already in use by a request in flight", with that id; the first request stands.
+//! - A request whose cancellation arrived first: [`Config::cancelled_code`].
+//! - An oversize frame: `-32004` with id `null`.
+//!
+//! Responses are never answered, whatever is wrong with them (answering garbage with
+//! garbage makes error storms between two peers).
+//!
 //! # The LSP lifecycle
 //! See the list above; `initialize` and `shutdown` still reach the application, which
 //! answers them. A connection that sends `initialize` itself is an LSP client and keeps
 //! none of it.
 //!
-//! Like the endpoint it never reads a clock, never blocks, never spawns and never locks:
+//! It never reads a clock, never blocks, never spawns and never locks:
 //! time is an argument, and [`poll_timeout`](Connection::poll_timeout) is the one deadline
 //! for all of the above.
 //!
@@ -89,12 +104,12 @@ use core::fmt;
 use core::time::Duration;
 
 use crate::codec::FrameError;
-use crate::endpoint::{self, BatchBuilder, Endpoint, Peek};
 use crate::error::{ErrorObject, ProtocolError};
 use crate::id::Id;
-use crate::message::{Notification, Rejection, Request, Response};
+use crate::message::{Incoming, Notification, Rejection, Request, Response};
 use crate::raw::RawValue;
 use crate::time::Instant;
+use crate::wire::{BatchBuilder, Peek, Record, Role, Wire};
 use hook::ConnectionHook;
 use keepalive::{Beat, Heard, Heartbeat};
 #[cfg(feature = "streams")]
@@ -112,8 +127,8 @@ pub use crate::config::{
     Config, NullIdPolicy, NETWORK_FRAME_TIMEOUT, NETWORK_IDLE_TIMEOUT, NETWORK_WRITE_STALL_TIMEOUT,
 };
 #[cfg(feature = "progress")]
-pub use crate::endpoint::Progress;
-pub use crate::endpoint::{
+pub use crate::wire::Progress;
+pub use crate::wire::{
     write_refusal, Backpressure, EndReason, Expiry, IncomingId, NotAByteStream, Profile, RateLimit,
     RequestId, RequestOptions, SendError, Timeout, UnknownRequest,
 };
@@ -132,7 +147,7 @@ pub enum CloseReason {
     Shutdown,
     /// [`Connection::close`] was called.
     Local,
-    /// A protection timeout of the endpoint passed (idle, frame, write stall).
+    /// A protection timeout of the wire passed (idle, frame, write stall).
     Expired(Expiry),
     /// The peer did not answer our `ping` within the heartbeat's timeout.
     HeartbeatTimeout,
@@ -259,14 +274,14 @@ enum Phase {
         until: Instant,
         reason: CloseReason,
     },
-    /// The endpoint is closed; output may drain until the deadline.
+    /// The wire is closed; output may drain until the deadline.
     Closed {
         until: Instant,
     },
 }
 
 /// Our calls waiting: request id, token, index in its batch, and whether it came in a
-/// batch. Kept sorted by request id (the endpoint numbers our requests in increasing order,
+/// batch. Kept sorted by request id (the wire numbers our requests in increasing order,
 /// so a new call goes at the end): lookups are binary searches and the steady state
 /// allocates nothing. Answers mostly come in that order, so the oldest call is taken by
 /// moving `head` past it, and the vector is compacted once half of it is behind `head`
@@ -356,7 +371,7 @@ impl Calls {
     }
 }
 
-/// The peer's requests handed out and not answered, sorted (the endpoint numbers them in
+/// The peer's requests handed out and not answered, sorted (the wire numbers them in
 /// increasing order).
 #[derive(Debug, Default)]
 struct Running(VecDeque<IncomingId>);
@@ -404,13 +419,13 @@ impl Running {
     }
 }
 
-/// What the endpoint's next event is, told by its method name alone (without a hook).
+/// What the wire's next event is, told by its method name alone (without a hook).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum NextByName {
     /// No event is queued.
     Empty,
     /// A request or notification no part of the machine takes, at this place in the
-    /// endpoint's queue: hand it out.
+    /// wire's queue: hand it out.
     Pass(usize),
     /// The response to our request: handed out if a call waits for it, else dropped.
     Response(RequestId),
@@ -418,7 +433,7 @@ enum NextByName {
     Look,
 }
 
-/// What [`Connection::poll_event`] does with the endpoint's next event, decided while it
+/// What [`Connection::poll_event`] does with the wire's next event, decided while it
 /// is borrowed and done after.
 enum Take {
     /// Hand it to the driver.
@@ -453,7 +468,7 @@ enum Take {
 /// One connection: the wire protocol and everything per connection around it; see the
 /// [module documentation](self).
 pub struct Connection {
-    endpoint: Endpoint,
+    wire: Wire,
     calls: Calls,
     /// The peer's requests handed out as [`Event::Request`] and not answered yet.
     running: Running,
@@ -469,10 +484,10 @@ pub struct Connection {
     /// Requests the hook answers later, by its number.
     hook_later: Vec<(u64, IncomingId)>,
     phase: Phase,
-    /// The peer's input ended; the endpoint is told once its queued frames are processed.
+    /// The peer's input ended; the wire is told once its queued frames are processed.
     input_ended: bool,
     input_finished: bool,
-    /// Why the endpoint closed, when we closed it.
+    /// Why the wire closed, when we closed it.
     reason: Option<CloseReason>,
     /// The driver still holds output it has not written.
     driver_pending: bool,
@@ -484,7 +499,7 @@ pub struct Connection {
 impl fmt::Debug for Connection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("Connection");
-        d.field("endpoint", &self.endpoint)
+        d.field("wire", &self.wire)
             .field("phase", &self.phase)
             .field("calls", &self.calls.len())
             .field("running", &self.running.len());
@@ -505,7 +520,7 @@ impl Connection {
             heartbeat: config.heartbeat.map(|h| Heartbeat::new(h, now)),
             #[cfg(feature = "subscriptions")]
             subs: subscriptions::Table::default(),
-            endpoint: Endpoint::new(config),
+            wire: Wire::new(config),
             calls: Calls::default(),
             running: Running::default(),
             hook: None,
@@ -531,23 +546,16 @@ impl Connection {
 
     /// The config.
     pub fn config(&self) -> &Config {
-        self.endpoint.config()
+        self.wire.config()
     }
 
-    /// The machinery under the connection (feature `internals`: this crate's own tests).
-    #[cfg(feature = "internals")]
-    #[doc(hidden)]
-    pub fn endpoint(&self) -> &Endpoint {
-        &self.endpoint
-    }
-
-    /// True when every table is empty, the endpoint's and the connection's: no call
+    /// True when every table is empty, the wire's and the connection's: no call
     /// waiting, no request of the peer running, nothing remembered, queued or buffered
     /// (feature `internals`: this crate's own tests).
     #[cfg(feature = "internals")]
     #[doc(hidden)]
     pub fn is_idle(&self) -> bool {
-        let idle = self.endpoint.is_idle()
+        let idle = self.wire.is_idle()
             && self.calls.len() == 0
             && self.running.is_empty()
             && self.hook_later.is_empty();
@@ -562,29 +570,29 @@ impl Connection {
     /// [`waiting_calls`](Connection::waiting_calls), an answer received and not yet handed
     /// out by [`poll_event`](Connection::poll_event) no longer counts.
     pub fn unanswered_requests(&self) -> usize {
-        self.endpoint.pending_requests()
+        self.wire.pending_requests()
     }
 
     /// The peer's requests received and not answered yet (held ones included).
     pub fn requests_in_flight(&self) -> usize {
-        self.endpoint.requests_in_flight()
+        self.wire.requests_in_flight()
     }
 
     /// Requests the rate limit ([`Config::rate_limit`]) answered with its error so far.
     pub fn rate_limited_requests(&self) -> u64 {
-        self.endpoint.rate_limited_requests()
+        self.wire.rate_limited_requests()
     }
 
     /// Bytes of memory the output buffer holds: at most about twice
     /// [`buffered_output`](Connection::buffered_output) (plus a few KiB), whatever the
     /// driver takes per turn; an emptied buffer keeps at most 64 KiB.
     pub fn output_capacity(&self) -> usize {
-        self.endpoint.output_capacity()
+        self.wire.output_capacity()
     }
 
     /// Notifications the rate limit ([`Config::rate_limit`]) dropped so far.
     pub fn dropped_notifications(&self) -> u64 {
-        self.endpoint.dropped_notifications()
+        self.wire.dropped_notifications()
     }
 
     /// True while the peer's requests or notifications are held back: as many requests are
@@ -592,14 +600,14 @@ impl Connection {
     /// notification's handler has not finished ([`Config::ordered_notifications`]). The
     /// rest of the input is still read, up to [`Config::max_held_bytes`].
     pub fn is_holding(&self) -> bool {
-        self.endpoint.is_holding()
+        self.wire.is_holding()
     }
 
     /// Bytes of output taken so far (by [`poll_transmit`](Connection::poll_transmit) and
     /// [`consume_transmit`](Connection::consume_transmit)): a driver compares it before and
     /// after writing to know whether a byte went out.
     pub fn transmitted(&self) -> u64 {
-        self.endpoint.transmitted()
+        self.wire.transmitted()
     }
 
     /// True while the connection takes input: open, not shutting down, and with room for
@@ -607,7 +615,7 @@ impl Connection {
     /// driver stops reading otherwise, and tries again once its output is written or a
     /// handler answered.
     pub fn wants_input(&self) -> bool {
-        self.takes_input() && self.endpoint.wants_input()
+        self.takes_input() && self.wire.wants_input()
     }
 
     /// The handler of a notification from [`Event::Notification`] has finished. Under
@@ -616,7 +624,7 @@ impl Connection {
     /// driver calls it once per notification, when its handler (async ones included) is
     /// done; otherwise it does nothing.
     pub fn notification_done(&mut self) {
-        self.endpoint.notification_done();
+        self.wire.notification_done();
     }
 
     /// True once the connection takes no more input, for good: it is shutting down
@@ -632,9 +640,9 @@ impl Connection {
         matches!(self.phase, Phase::Open) && !self.input_ended
     }
 
-    /// True once the endpoint is closed ([`Event::Closed`] is queued or was polled).
+    /// True once the wire is closed ([`Event::Closed`] is queued or was polled).
     pub fn is_closed(&self) -> bool {
-        self.endpoint.is_closed()
+        self.wire.is_closed()
     }
 
     /// True once the connection is over and its output written (the driver reported no
@@ -661,13 +669,13 @@ impl Connection {
     /// While shutting down input is taken and ignored.
     pub fn handle_input(&mut self, bytes: &[u8], now: Instant) -> Result<usize, NotAByteStream> {
         if !self.takes_input() {
-            return if self.endpoint.config().framing.is_none() {
+            return if self.wire.config().framing.is_none() {
                 Err(NotAByteStream)
             } else {
                 Ok(bytes.len())
             };
         }
-        self.endpoint.handle_input(bytes, now)
+        self.wire.handle_input(bytes, now)
     }
 
     /// Takes one whole message from a message transport (WebSocket, HTTP); refused with
@@ -676,7 +684,7 @@ impl Connection {
         if !self.takes_input() {
             return Ok(());
         }
-        self.endpoint.handle_message(message, now)
+        self.wire.handle_message(message, now)
     }
 
     /// Like [`handle_message`](Connection::handle_message), marking the message with `tag`:
@@ -692,7 +700,7 @@ impl Connection {
         if !self.takes_input() {
             return Ok(());
         }
-        self.endpoint.handle_message_tagged(message, tag, now)
+        self.wire.handle_message_tagged(message, tag, now)
     }
 
     /// [`handle_message_tagged`](Connection::handle_message_tagged) for a message a
@@ -710,7 +718,7 @@ impl Connection {
         if !self.takes_input() {
             return Ok(());
         }
-        self.endpoint.handle_scanned_tagged(message, tag, now)
+        self.wire.handle_scanned_tagged(message, tag, now)
     }
 
     /// The peer's input ended: everything it sent before still runs, for up to
@@ -726,26 +734,26 @@ impl Connection {
         self.input_ended = true;
         if matches!(self.phase, Phase::Open) {
             self.phase = Phase::Draining {
-                until: now.saturating_add(self.endpoint.config().end_grace),
+                until: now.saturating_add(self.wire.config().end_grace),
                 reason: CloseReason::PeerClosed,
             };
         }
     }
 
     /// Tells the connection how writing went: `wrote` when bytes left for the peer,
-    /// `pending` when the driver still holds output it could not write. The endpoint's
+    /// `pending` when the driver still holds output it could not write. The wire's
     /// write-stall rule runs on it, and [`is_finished`](Connection::is_finished) waits for
     /// the driver's output at close.
     pub fn handle_write(&mut self, wrote: bool, pending: bool, now: Instant) {
         self.driver_pending = pending;
-        self.endpoint.handle_write(wrote, pending, now);
+        self.wire.handle_write(wrote, pending, now);
         self.check_finished(now);
     }
 
     /// Runs everything due at `now`: our calls' deadlines, the protection timeouts, idle
     /// streams, the heartbeat, the grace and linger periods.
     pub fn handle_timeout(&mut self, now: Instant) {
-        self.endpoint.handle_timeout(now);
+        self.wire.handle_timeout(now);
         #[cfg(feature = "streams")]
         self.streams.handle_timeout(now);
         if let Some(lsp) = self.lsp.as_mut() {
@@ -755,7 +763,7 @@ impl Connection {
             match self.heartbeat.as_mut().and_then(|h| h.handle_timeout(now)) {
                 Some(Beat::SendPing) => {
                     // A ping that finds the output full is skipped; the next one goes.
-                    let _ = self.endpoint.send_notification(keepalive::PING, None);
+                    let _ = self.wire.send_notification(keepalive::PING, None);
                 }
                 Some(Beat::Dead) => self.close_with(CloseReason::HeartbeatTimeout, now),
                 None => {}
@@ -772,7 +780,7 @@ impl Connection {
     /// The next instant [`handle_timeout`](Connection::handle_timeout) has work at (it may
     /// be already past: call it at once then).
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let mut next = self.endpoint.poll_timeout();
+        let mut next = self.wire.poll_timeout();
         #[cfg(feature = "streams")]
         {
             next = min(next, self.streams.poll_timeout());
@@ -797,11 +805,11 @@ impl Connection {
     /// Appends the next frame to write to `buf` and returns its length; `None` when there is
     /// none. The hook's notifications are taken here, as output has room.
     pub fn poll_transmit(&mut self, buf: &mut Vec<u8>) -> Option<usize> {
-        if let Some(n) = self.endpoint.poll_transmit(buf) {
+        if let Some(n) = self.wire.poll_transmit(buf) {
             return Some(n);
         }
         if self.drain_hook() {
-            return self.endpoint.poll_transmit(buf);
+            return self.wire.poll_transmit(buf);
         }
         None
     }
@@ -810,11 +818,11 @@ impl Connection {
     /// [`handle_message_tagged`](Connection::handle_message_tagged)): the tag of the message whose
     /// request the frame answers or was sent for.
     pub fn poll_transmit_tagged(&mut self, buf: &mut Vec<u8>) -> Option<(usize, u64)> {
-        if let Some(frame) = self.endpoint.poll_transmit_tagged(buf) {
+        if let Some(frame) = self.wire.poll_transmit_tagged(buf) {
             return Some(frame);
         }
         if self.drain_hook() {
-            return self.endpoint.poll_transmit_tagged(buf);
+            return self.wire.poll_transmit_tagged(buf);
         }
         None
     }
@@ -825,10 +833,10 @@ impl Connection {
     /// notifications join the output here too, as it has room. Empty when there is
     /// nothing to send.
     pub fn peek_transmit(&mut self) -> &[u8] {
-        if self.endpoint.buffered_output() == 0 {
+        if self.wire.buffered_output() == 0 {
             self.drain_hook();
         }
-        self.endpoint.peek_transmit()
+        self.wire.peek_transmit()
     }
 
     /// The messages of [`peek_transmit`](Connection::peek_transmit) one by one, for a
@@ -839,36 +847,36 @@ impl Connection {
     /// bytes went out with [`consume_transmit`](Connection::consume_transmit). The first
     /// is without what of it was consumed already.
     pub fn peek_messages(&mut self) -> impl Iterator<Item = &[u8]> + '_ {
-        if self.endpoint.buffered_output() == 0 {
+        if self.wire.buffered_output() == 0 {
             self.drain_hook();
         }
-        self.endpoint.transmit_frames()
+        self.wire.transmit_frames()
     }
 
     /// The first `n` bytes of [`peek_transmit`](Connection::peek_transmit) were written.
     /// Call [`handle_write`](Connection::handle_write) too (the
     /// [`StreamIo`](crate::driver::StreamIo) helper does both).
     pub fn consume_transmit(&mut self, n: usize) {
-        self.endpoint.consume_transmit(n);
+        self.wire.consume_transmit(n);
     }
 
-    /// Moves the hook's queued notifications into the endpoint's output while it has
+    /// Moves the hook's queued notifications into the wire's output while it has
     /// room; true when some moved.
     fn drain_hook(&mut self) -> bool {
         match self.hook.as_deref_mut() {
-            Some(hook) => hook::drain_into(hook, &mut self.endpoint, &mut self.hook_later),
+            Some(hook) => hook::drain_into(hook, &mut self.wire, &mut self.hook_later),
             None => false,
         }
     }
 
     /// Bytes of output queued and not yet taken by [`poll_transmit`](Connection::poll_transmit).
     pub fn buffered_output(&self) -> usize {
-        self.endpoint.buffered_output()
+        self.wire.buffered_output()
     }
 
     /// The size of the next batch received since the last call, for metrics layers.
     pub(crate) fn poll_batch_size(&mut self) -> Option<usize> {
-        self.endpoint.poll_batch_size()
+        self.wire.poll_batch_size()
     }
 
     /// The next event for the driver; `None` when there is none. The connection handles
@@ -876,7 +884,7 @@ impl Connection {
     pub fn poll_event(&mut self) -> Option<Event<'_>> {
         if let Some(lsp) = self.lsp.as_mut().filter(|l| l.check_due) {
             lsp.check_due = false;
-            if let (Some(pid), false) = (lsp.pid, self.endpoint.is_closed()) {
+            if let (Some(pid), false) = (lsp.pid, self.wire.is_closed()) {
                 return Some(Event::CheckProcess { pid });
             }
         }
@@ -899,7 +907,7 @@ impl Connection {
             let next = match by_name {
                 // Nothing queued: looking again would find nothing.
                 NextByName::Empty => None,
-                _ => self.endpoint.peek_event(),
+                _ => self.wire.peek_record(),
             };
             let take = match next {
                 Some(event) => decide(
@@ -928,20 +936,20 @@ impl Connection {
             match take {
                 Take::Pass => return self.pass(),
                 Take::Hooked(id, answer) => {
-                    self.endpoint.poll_event();
+                    self.wire.take_record();
                     let answer = answer.as_ref().map(|()| &self.hook_buf[..]);
-                    hook::send_answer(&mut self.endpoint, id, answer);
+                    hook::send_answer(&mut self.wire, id, answer);
                 }
                 Take::HookLater(id, number) => {
-                    self.endpoint.poll_event();
+                    self.wire.take_record();
                     self.hook_later.push((number, id));
                 }
                 #[cfg(feature = "streams")]
                 Take::Stream(id, request) => {
-                    self.endpoint.poll_event();
+                    self.wire.take_record();
                     let now = self.endpoint_now();
                     let streams = &mut self.streams;
-                    if !streams.handle_request(&mut self.endpoint, id, &request, now) {
+                    if !streams.handle_request(&mut self.wire, id, &request, now) {
                         // Not a stream method after all: a request like any other. It was
                         // polled, so it goes out owned.
                         self.running.insert(id);
@@ -954,10 +962,10 @@ impl Connection {
                 }
                 #[cfg(feature = "streams")]
                 Take::StreamCancel(stream) => {
-                    self.endpoint.poll_event();
-                    self.endpoint.notification_done();
+                    self.wire.take_record();
+                    self.wire.notification_done();
                     if let Some(stream) = stream {
-                        self.streams.cancel(&mut self.endpoint, stream);
+                        self.streams.cancel(&mut self.wire, stream);
                     }
                     continue;
                 }
@@ -966,9 +974,9 @@ impl Connection {
                     continue;
                 }
                 Take::PeerCancelled(id) => {
-                    self.endpoint.poll_event();
+                    self.wire.take_record();
                     #[cfg(feature = "streams")]
-                    if self.streams.handle_peer_cancelled(&mut self.endpoint, id) {
+                    if self.streams.handle_peer_cancelled(&mut self.wire, id) {
                         continue;
                     }
                     if self.running.contains(&id) {
@@ -986,22 +994,22 @@ impl Connection {
                     continue;
                 }
                 Take::Closed => {
-                    self.endpoint.poll_event();
+                    self.wire.take_record();
                     return Some(self.closed());
                 }
                 #[cfg(feature = "subscriptions")]
                 Take::Unsubscribe(id, sub) => {
-                    self.endpoint.poll_event();
+                    self.wire.take_record();
                     let ended = sub.is_some_and(|sub| self.subs.active.remove(&sub).is_some());
                     let answer = RawValue::from_validated(if ended { "true" } else { "false" });
-                    let _ = self.endpoint.respond(id, Ok(answer));
+                    let _ = self.wire.respond(id, Ok(answer));
                     if let (true, Some(sub)) = (ended, sub) {
                         return Some(Event::Unsubscribed { sub });
                     }
                 }
                 Take::LspRefuse(id, error) => {
-                    self.endpoint.poll_event();
-                    let _ = self.endpoint.respond(id, Err(&error));
+                    self.wire.take_record();
+                    let _ = self.wire.respond(id, Err(&error));
                 }
                 Take::LspInitialize(handle, params) => {
                     let now = self.endpoint_now();
@@ -1018,8 +1026,8 @@ impl Connection {
                     return self.pass();
                 }
                 Take::LspNotification(gate) => {
-                    self.endpoint.poll_event();
-                    self.endpoint.notification_done();
+                    self.wire.take_record();
+                    self.wire.notification_done();
                     match gate {
                         lsp::Gate::Exit(code) => {
                             let now = self.endpoint_now();
@@ -1032,7 +1040,7 @@ impl Connection {
                                 // for up to `end_grace`; nothing after `exit` is read.
                                 self.input_ended = true;
                                 self.phase = Phase::Draining {
-                                    until: now.saturating_add(self.endpoint.config().end_grace),
+                                    until: now.saturating_add(self.wire.config().end_grace),
                                     reason,
                                 };
                             }
@@ -1080,7 +1088,7 @@ impl Connection {
     fn client_event(&mut self, answers: bool) -> Option<Event<'_>> {
         loop {
             let heartbeat = self.heartbeat.is_some();
-            let next = match self.endpoint.peek_next() {
+            let next = match self.wire.peek_next() {
                 None => ClientNext::Empty,
                 Some(Peek::Call {
                     request: true, at, ..
@@ -1098,7 +1106,7 @@ impl Connection {
             let take = match next {
                 ClientNext::Unserved(at) if answers => return self.pass_call(at),
                 ClientNext::Unserved(at) => {
-                    let id = self.endpoint.poll_call(at).and_then(|call| call.request);
+                    let id = self.wire.poll_call(at).and_then(|call| call.request);
                     if let Some(id) = id {
                         self.refuse_unserved(id);
                     }
@@ -1111,7 +1119,7 @@ impl Connection {
                     self.skip_event();
                     continue;
                 }
-                ClientNext::Look => match self.endpoint.peek_event() {
+                ClientNext::Look => match self.wire.peek_record() {
                     Some(event) => decide_client(event, heartbeat),
                     None => ClientTake::Settle,
                 },
@@ -1127,12 +1135,12 @@ impl Connection {
                 ClientTake::Pass => return self.pass(),
                 ClientTake::Unserved(_) if answers => return self.pass(),
                 ClientTake::Unserved(id) => {
-                    self.endpoint.poll_event();
+                    self.wire.take_record();
                     self.refuse_unserved(id);
                 }
                 ClientTake::Beat(method) => self.take_beat(method),
                 ClientTake::PeerCancelled(id) if answers && self.running.contains(&id) => {
-                    self.endpoint.poll_event();
+                    self.wire.take_record();
                     return Some(Event::Cancel { handle: id });
                 }
                 // Nothing of the peer's runs here (or no longer): nothing to cancel.
@@ -1145,39 +1153,39 @@ impl Connection {
                     }
                 }
                 ClientTake::Closed => {
-                    self.endpoint.poll_event();
+                    self.wire.take_record();
                     return Some(self.closed());
                 }
             }
         }
     }
 
-    /// Takes the endpoint's next event and drops it: handled here, or nobody wants it.
+    /// Takes the wire's next event and drops it: handled here, or nobody wants it.
     #[inline]
     fn skip_event(&mut self) {
-        self.endpoint.poll_event();
+        self.wire.take_record();
     }
 
-    /// Takes the endpoint's next event, a heartbeat notification (`method`): a ping is
+    /// Takes the wire's next event, a heartbeat notification (`method`): a ping is
     /// answered with a pong, a pong is noted. Rare beside the other events: kept out of line.
     #[inline(never)]
     fn take_beat(&mut self, method: &str) {
-        self.endpoint.poll_event();
-        self.endpoint.notification_done();
+        self.wire.take_record();
+        self.wire.notification_done();
         let now = self.endpoint_now();
         let heartbeat = self.heartbeat.as_mut();
         let heard = heartbeat.map(|h| h.handle_notification(method, now));
         if heard == Some(Heard::Ping) {
             // A pong that finds the output full is dropped; the peer pings again.
-            let _ = self.endpoint.send_notification(keepalive::PONG, None);
+            let _ = self.wire.send_notification(keepalive::PONG, None);
         }
     }
 
-    /// Takes the endpoint's next event, the end of our call `id` without an answer: the
+    /// Takes the wire's next event, the end of our call `id` without an answer: the
     /// [`Event::Ended`] for its caller, none when nobody waits for it (its token forgotten).
     #[inline]
     fn take_ended(&mut self, id: RequestId, reason: EndReason) -> Option<Event<'static>> {
-        self.endpoint.poll_event();
+        self.wire.take_record();
         let (token, index, last) = self.calls.settle(id)?;
         Some(Event::Ended {
             token,
@@ -1190,9 +1198,7 @@ impl Connection {
     /// Answers the peer's request `id` to a connection that serves nothing: `-32601`.
     #[inline(never)]
     fn refuse_unserved(&mut self, id: IncomingId) {
-        let _ = self
-            .endpoint
-            .respond(id, Err(&ErrorObject::method_not_found()));
+        let _ = self.wire.respond(id, Err(&ErrorObject::method_not_found()));
     }
 
     /// Whether the next event is a request or notification that no part of the machine
@@ -1206,7 +1212,7 @@ impl Connection {
         let subs = &self.subs;
         #[cfg(not(feature = "subscriptions"))]
         let subs = &();
-        match self.endpoint.peek_next() {
+        match self.wire.peek_next() {
             None => NextByName::Empty,
             Some(Peek::Call {
                 request,
@@ -1223,11 +1229,11 @@ impl Connection {
         }
     }
 
-    /// Hands the endpoint's next event, the request or notification at `at` in its queue
-    /// ([`NextByName::Pass`]), to the driver: built once, here, from the endpoint's entry.
+    /// Hands the wire's next event, the request or notification at `at` in its queue
+    /// ([`NextByName::Pass`]), to the driver: built once, here, from the wire's entry.
     #[inline(always)]
     fn pass_call(&mut self, at: usize) -> Option<Event<'_>> {
-        let call = self.endpoint.poll_call(at)?;
+        let call = self.wire.poll_call(at)?;
         Some(match call.request {
             Some(handle) => {
                 self.running.insert(handle);
@@ -1240,15 +1246,15 @@ impl Connection {
         })
     }
 
-    /// Hands the endpoint's next event, the response to one of our calls, to the driver as
-    /// its answer: built once, here, from the endpoint's entry.
+    /// Hands the wire's next event, the response to one of our calls, to the driver as
+    /// its answer: built once, here, from the wire's entry.
     #[inline]
     fn pass_response(&mut self) -> Option<Event<'_>> {
         // Asked first for the reason `pass_call` gives.
-        if !self.endpoint.next_is_response() {
+        if !self.wire.next_is_response() {
             return self.pass();
         }
-        let response = self.endpoint.poll_response()?;
+        let response = self.wire.poll_response()?;
         let result = response.entry.outcome(response.frame);
         Some(match self.calls.settle(response.id) {
             Some((token, index, last)) => Event::Answer {
@@ -1261,47 +1267,49 @@ impl Connection {
         })
     }
 
-    /// Hands the endpoint's next event to the driver, noting what it implies.
+    /// Hands the next record of the queue to the driver as its event, noting what it
+    /// implies: a request runs, a call is answered, an expiry is why the connection closes.
     #[inline]
     fn pass(&mut self) -> Option<Event<'_>> {
-        let event = self.endpoint.poll_event()?;
-        Some(match event {
-            endpoint::EndpointEvent::Request { id, request } => {
-                self.running.insert(id);
-                Event::Request {
-                    handle: id,
-                    request,
+        let (record, frame) = self.wire.take_record()?;
+        Some(match record {
+            Record::Entry { entry, role, .. } => match (entry.materialize(frame), role) {
+                (Incoming::Request(request), Role::Request(handle)) => {
+                    self.running.insert(handle);
+                    Event::Request { handle, request }
                 }
-            }
-            endpoint::EndpointEvent::Notification(n) => Event::Notification(n),
-            endpoint::EndpointEvent::Response { id, result } => match self.calls.settle(id) {
-                Some((token, index, last)) => Event::Answer {
-                    token,
-                    index,
-                    result,
-                    last,
+                (Incoming::Notification(n), _) => Event::Notification(n),
+                (Incoming::Response(r), Role::Response(id)) => match self.calls.settle(id) {
+                    Some((token, index, last)) => Event::Answer {
+                        token,
+                        index,
+                        result: r.result,
+                        last,
+                    },
+                    None => Event::UnknownResponse(orphan(id, r.result)),
                 },
-                None => Event::UnknownResponse(orphan(id, result)),
+                (Incoming::Response(Response { result: Err(e), .. }), Role::NullIdError) => {
+                    Event::ErrorWithoutId(e)
+                }
+                (Incoming::Response(r), _) => Event::UnknownResponse(r),
+                (Incoming::BadResponse { id, error }, _) => Event::ProtocolError { id, error },
+                // Requests are recorded only with their own role, invalid entries never.
+                (Incoming::Request(_) | Incoming::Invalid(_), _) => {
+                    unreachable!("request or invalid entry recorded with a foreign role")
+                }
             },
-            endpoint::EndpointEvent::Expired(e) => {
+            Record::Expired(e) => {
                 self.reason.get_or_insert(CloseReason::Expired(e));
                 Event::Expired(e)
             }
-            endpoint::EndpointEvent::UnknownResponse(r) => Event::UnknownResponse(r),
-            endpoint::EndpointEvent::ErrorWithoutId(e) => Event::ErrorWithoutId(e),
-            endpoint::EndpointEvent::ProtocolError { id, error } => {
-                Event::ProtocolError { id, error }
-            }
-            endpoint::EndpointEvent::FrameError(e) => Event::FrameError(e),
-            endpoint::EndpointEvent::Rejected(r) => Event::Rejected(r),
+            Record::Frame(e) => Event::FrameError(e),
+            Record::Rejected(r) => Event::Rejected(r),
             // `decide` takes these before they get here.
-            endpoint::EndpointEvent::Ended { .. }
-            | endpoint::EndpointEvent::PeerCancelled { .. }
-            | endpoint::EndpointEvent::Closed => return None,
+            Record::Ended(..) | Record::PeerCancelled(_) | Record::Closed => return None,
         })
     }
 
-    /// The endpoint closed: everything per connection goes.
+    /// The wire closed: everything per connection goes.
     fn closed(&mut self) -> Event<'static> {
         let reason = self.reason.take().unwrap_or(match self.phase {
             Phase::Draining { reason, .. } => reason,
@@ -1333,7 +1341,7 @@ impl Connection {
             // A peer that stopped reading will not take what is queued: no linger for it.
             let linger = match reason {
                 CloseReason::Expired(Expiry::WriteStall) => Duration::ZERO,
-                _ => self.endpoint.config().linger,
+                _ => self.wire.config().linger,
             };
             self.phase = Phase::Closed {
                 until: now.saturating_add(linger),
@@ -1353,14 +1361,14 @@ impl Connection {
         matches!(self.reason, Some(CloseReason::Expired(Expiry::WriteStall)))
     }
 
-    /// Once the queue is empty: tells the endpoint the input ended, and closes when
+    /// Once the queue is empty: tells the wire the input ended, and closes when
     /// draining is done. True when that queued events.
     #[inline(always)]
     fn settle_input(&mut self) -> bool {
-        if self.input_ended && !self.input_finished && !self.endpoint.is_closed() {
+        if self.input_ended && !self.input_finished && !self.wire.is_closed() {
             self.input_finished = true;
             let now = self.endpoint_now();
-            self.endpoint.finish_input(now);
+            self.wire.finish_input(now);
             return true;
         }
         if let Phase::Draining { reason, .. } = self.phase {
@@ -1370,9 +1378,9 @@ impl Connection {
             // the end of the peer's input, what it sent before is handed out and answered
             // too, in order (a `shutdown` behind a `didChange` still runs).
             let handlers_done = self.running.is_empty()
-                && self.endpoint.notifications_running() == 0
-                && (reason != CloseReason::PeerClosed || self.endpoint.calls_queued() == 0);
-            if handlers_done && input_done && !self.endpoint.is_closed() {
+                && self.wire.notifications_running() == 0
+                && (reason != CloseReason::PeerClosed || self.wire.calls_queued() == 0);
+            if handlers_done && input_done && !self.wire.is_closed() {
                 let now = self.endpoint_now();
                 self.close_with(reason, now);
                 return true;
@@ -1382,26 +1390,26 @@ impl Connection {
     }
 
     fn close_with(&mut self, reason: CloseReason, now: Instant) {
-        if self.endpoint.is_closed() {
+        if self.wire.is_closed() {
             return;
         }
         self.reason = Some(reason);
-        self.endpoint.close(now);
-        self.endpoint.discard_queued_calls();
+        self.wire.close(now);
+        self.wire.discard_queued_calls();
     }
 
     fn check_finished(&mut self, now: Instant) {
         if let Phase::Closed { until } = self.phase {
-            let flushed = self.endpoint.buffered_output() == 0 && !self.driver_pending;
+            let flushed = self.wire.buffered_output() == 0 && !self.driver_pending;
             if flushed || now >= until {
                 self.finished = true;
             }
         }
     }
 
-    /// The latest time the endpoint was told.
+    /// The latest time the wire was told.
     fn endpoint_now(&self) -> Instant {
-        self.endpoint.now()
+        self.wire.now()
     }
 
     // ----- calls -----
@@ -1420,7 +1428,7 @@ impl Connection {
         if !matches!(self.phase, Phase::Open) {
             return Err(SendError::Closed);
         }
-        let id = self.endpoint.send_request(method, params, options, now)?;
+        let id = self.wire.send_request(method, params, options, now)?;
         self.calls.insert(token, id, 0, false);
         if method == "initialize" {
             // This side is an LSP client: the server's lifecycle is not ours to keep.
@@ -1445,7 +1453,7 @@ impl Connection {
         if !matches!(self.phase, Phase::Open) {
             return Err(SendError::Closed);
         }
-        let id = self.endpoint.call::<M>(params, options, now)?;
+        let id = self.wire.call::<M>(params, options, now)?;
         self.calls.insert(token, id, 0, false);
         if M::NAME == "initialize" {
             self.lsp = None;
@@ -1462,7 +1470,7 @@ impl Connection {
         if !matches!(self.phase, Phase::Open | Phase::Draining { .. }) {
             return Err(SendError::Closed);
         }
-        self.endpoint.notify::<N>(params)
+        self.wire.notify::<N>(params)
     }
 
     /// Sends a notification. Refused once the connection shuts down.
@@ -1470,7 +1478,7 @@ impl Connection {
         if !matches!(self.phase, Phase::Open | Phase::Draining { .. }) {
             return Err(SendError::Closed);
         }
-        self.endpoint.send_notification(method, params)
+        self.wire.send_notification(method, params)
     }
 
     /// Reports progress on `token` to the peer: a notification of
@@ -1482,7 +1490,7 @@ impl Connection {
     ///   it is an object (`{"progress": 3, "total": 10, "message": "…"}`), else
     ///   `"progress": value` (a bare number).
     pub fn send_progress(&mut self, token: &Id<'_>, value: &RawValue) -> Result<(), SendError> {
-        self.endpoint.send_progress(token, value)
+        self.wire.send_progress(token, value)
     }
 
     /// Sends a notification on behalf of the peer's request `handle` (progress, a log
@@ -1494,7 +1502,7 @@ impl Connection {
         method: &str,
         params: Option<&RawValue>,
     ) -> Result<(), SendError> {
-        let tag = self.endpoint.tag_of(handle);
+        let tag = self.wire.tag_of(handle);
         if tag == 0 {
             return self.notify(method, params);
         }
@@ -1513,7 +1521,7 @@ impl Connection {
         options: RequestOptions,
         now: Instant,
     ) -> Result<(), SendError> {
-        let tag = self.endpoint.tag_of(handle);
+        let tag = self.wire.tag_of(handle);
         self.with_tag(tag, |c| c.call(token, method, params, options, now))
     }
 
@@ -1525,15 +1533,15 @@ impl Connection {
         token: &Id<'_>,
         value: &RawValue,
     ) -> Result<(), SendError> {
-        let tag = self.endpoint.tag_of(handle);
+        let tag = self.wire.tag_of(handle);
         self.with_tag(tag, |c| c.send_progress(token, value))
     }
 
     /// Runs `send` with the frames it writes tagged `tag`.
     fn with_tag<R>(&mut self, tag: u64, send: impl FnOnce(&mut Self) -> R) -> R {
-        let before = self.endpoint.set_output_tag(tag);
+        let before = self.wire.set_output_tag(tag);
         let result = send(self);
-        self.endpoint.set_output_tag(before);
+        self.wire.set_output_tag(before);
         result
     }
 
@@ -1542,7 +1550,7 @@ impl Connection {
     pub fn batch(&mut self, token: u64, now: Instant) -> CallBatch<'_> {
         let open = matches!(self.phase, Phase::Open);
         CallBatch {
-            inner: self.endpoint.batch(now),
+            inner: self.wire.batch(now),
             calls: &mut self.calls,
             token,
             ids: Vec::new(),
@@ -1560,7 +1568,7 @@ impl Connection {
     pub fn end_unanswered(&mut self, frame: &[u8], reason: EndReason, now: Instant) -> usize {
         let mut ended = 0;
         request_ids(frame, |id| {
-            ended += usize::from(self.endpoint.end(RequestId(id), reason, now));
+            ended += usize::from(self.wire.end(RequestId(id), reason, now));
         });
         ended
     }
@@ -1579,7 +1587,7 @@ impl Connection {
     pub fn cancel_call(&mut self, token: u64, now: Instant) -> bool {
         let ids = self.calls.forget(token);
         for id in &ids {
-            self.endpoint.cancel(*id, now);
+            self.wire.cancel(*id, now);
         }
         !ids.is_empty()
     }
@@ -1590,7 +1598,7 @@ impl Connection {
     /// valid (answered, or the connection closed).
     pub fn respond(&mut self, handle: IncomingId, result: Result<&RawValue, &ErrorObject<'_>>) {
         if self.running.remove(&handle) {
-            let _ = self.endpoint.respond(handle, result);
+            let _ = self.wire.respond(handle, result);
             if let Some(lsp) = self.lsp.as_mut() {
                 lsp.answered(handle, result.is_ok());
             }
@@ -1601,6 +1609,22 @@ impl Connection {
     /// buffer) or an error object, as [`respond`](Connection::respond) does. A result that
     /// does not serialize is answered `-32603` Internal error: the request is answered
     /// either way.
+    ///
+    /// ```
+    /// use sansrpc::connection::{Config, Connection, Event};
+    /// use sansrpc::Instant;
+    ///
+    /// let mut conn = Connection::new(Config::default(), Instant::ZERO);
+    /// let frame = br#"{"jsonrpc":"2.0","id":1,"method":"sum","params":[1,2]}"#;
+    /// let mut wire = Vec::new();
+    /// sansrpc::codec::encode_frame(sansrpc::codec::Framing::ContentLength, frame, &mut wire);
+    /// conn.handle_input(&wire, Instant::ZERO).unwrap();
+    /// let Some(Event::Request { handle, .. }) = conn.poll_event() else { panic!() };
+    /// conn.respond_typed(handle, Ok(&3));
+    /// let mut out = Vec::new();
+    /// conn.poll_transmit(&mut out);
+    /// assert!(out.ends_with(br#"{"jsonrpc":"2.0","result":3,"id":1}"#));
+    /// ```
     pub fn respond_typed<T: serde::Serialize + ?Sized>(
         &mut self,
         handle: IncomingId,
@@ -1608,7 +1632,7 @@ impl Connection {
     ) {
         if self.running.remove(&handle) {
             let ok = result.is_ok();
-            let _ = self.endpoint.respond_typed(handle, result);
+            let _ = self.wire.respond_typed(handle, result);
             if let Some(lsp) = self.lsp.as_mut() {
                 lsp.answered(handle, ok);
             }
@@ -1619,7 +1643,7 @@ impl Connection {
     /// with nothing when the profile says so (MCP).
     pub fn respond_cancelled(&mut self, handle: IncomingId) {
         if self.running.remove(&handle) {
-            let _ = self.endpoint.respond_cancelled(handle);
+            let _ = self.wire.respond_cancelled(handle);
             if let Some(lsp) = self.lsp.as_mut() {
                 lsp.answered(handle, false);
             }
@@ -1640,7 +1664,7 @@ impl Connection {
     /// Answers a stream-opening request with the "too many streams" error.
     #[cfg(feature = "streams")]
     pub fn refuse_stream(&mut self, handle: IncomingId) {
-        let error = self.endpoint.own_error(stream::too_many_streams());
+        let error = self.wire.own_error(stream::too_many_streams());
         self.respond(handle, Err(&error));
     }
 
@@ -1653,7 +1677,7 @@ impl Connection {
             return None;
         }
         self.streams
-            .open(&mut self.endpoint, handle, (), now)
+            .open(&mut self.wire, handle, (), now)
             .ok()
             .flatten()
     }
@@ -1661,22 +1685,28 @@ impl Connection {
     /// True when some stream has a pull waiting: call [`produce`](Connection::produce).
     #[cfg(feature = "streams")]
     pub fn wants_items(&self) -> bool {
-        !self.endpoint.is_closed() && self.streams.wants_items()
+        !self.wire.is_closed() && self.streams.wants_items()
     }
 
     /// Asks for stream items through `next` (stream id, the answer buffer to append one
-    /// JSON value to, what the pulls want) and answers pulls as they fill; at most `budget`
-    /// items. See [`StreamTable::produce`].
+    /// JSON value to, what the pulls want) and answers pulls as they fill: at their `max`
+    /// items, at [`StreamConfig::max_answer_bytes`], when the producer has nothing ready
+    /// ([`Produced::Pending`]) and the answer holds at least one item, at the end and on
+    /// failure. Stops after `budget` items over all streams (so one fast stream cannot
+    /// starve the connection) and returns how many it took. `next` must append exactly one
+    /// JSON value to the buffer when it returns [`Produced::Item`]; an item that is not
+    /// valid JSON fails the stream with `-32603`. A producer run elsewhere (an iterator on
+    /// a worker thread) gathers no more than the [`Demand`] it is given.
     #[cfg(feature = "streams")]
     pub fn produce<F>(&mut self, now: Instant, budget: usize, mut next: F) -> usize
     where
         F: FnMut(u64, &mut Vec<u8>, Demand) -> Produced,
     {
-        if self.endpoint.is_closed() {
+        if self.wire.is_closed() {
             return 0;
         }
         self.streams
-            .produce(&mut self.endpoint, now, budget, |id, (), out, demand| {
+            .produce(&mut self.wire, now, budget, |id, (), out, demand| {
                 next(id, out, demand)
             })
     }
@@ -1701,17 +1731,17 @@ impl Connection {
         if !self.running.contains(&handle) {
             return None;
         }
-        if !self.endpoint.config().push {
-            let error = self.endpoint.own_error(subscriptions::no_push_error());
+        if !self.wire.config().push {
+            let error = self.wire.own_error(subscriptions::no_push_error());
             self.respond(handle, Err(&error));
             return None;
         }
-        if self.subs.active.len() >= self.endpoint.config().max_subscriptions {
+        if self.subs.active.len() >= self.wire.config().max_subscriptions {
             let error = ErrorObject::fixed(
                 crate::error::code::SERVER_BUSY,
                 "Server busy: too many subscriptions",
             );
-            let error = self.endpoint.own_error(error);
+            let error = self.wire.own_error(error);
             self.respond(handle, Err(&error));
             return None;
         }
@@ -1739,10 +1769,10 @@ impl Connection {
     pub fn send_item(&mut self, sub: u64, item: &RawValue) -> Result<(), SendError> {
         let active = self.subs.active.get(&sub).ok_or(SendError::Closed)?;
         // The pieces around the item, the id included, were written once; the whole is
-        // framed where the endpoint keeps its output.
+        // framed where the wire keeps its output.
         if let Some(prefix) = active.prefix() {
             let parts: [&[u8]; 3] = [prefix, item.get().as_bytes(), b"}}"];
-            return self.endpoint.send_parts(&parts);
+            return self.wire.send_parts(&parts);
         }
         let shape = &self.subs.shapes[active.decl];
         let parts: [&[u8]; 5] = [
@@ -1752,7 +1782,7 @@ impl Connection {
             item.get().as_bytes(),
             b"}}",
         ];
-        self.endpoint.send_parts(&parts)
+        self.wire.send_parts(&parts)
     }
 
     /// Tells subscription `sub` it missed `dropped` items
@@ -1830,7 +1860,7 @@ impl Connection {
         let decl = self.subs.active.get(&sub).ok_or(SendError::Closed)?.decl;
         let declaration = &self.subs.declarations[decl];
         // Written in place: our own writing around a value that is JSON.
-        self.endpoint
+        self.wire
             .send_notification_with(declaration.notification, |out| write(declaration, sub, out))
     }
 
@@ -1914,7 +1944,7 @@ impl Connection {
     }
 }
 
-/// Decides what to do with the endpoint's next event while it is borrowed.
+/// Decides what to do with the wire's next event while it is borrowed.
 /// What the machine itself does with a request (`request`) or notification, by its method
 /// name alone: the one place these names are told apart.
 #[derive(Debug, PartialEq, Eq)]
@@ -1944,15 +1974,20 @@ fn by_name(request: bool, method: &str, heartbeat: bool) -> ByName {
 }
 
 fn decide(
-    event: endpoint::EndpointEvent<'_>,
+    (record, frame): (&Record, &str),
     hook: Option<&mut Box<dyn ConnectionHook>>,
     buf: &mut Vec<u8>,
     heartbeat: bool,
     lsp: Option<&lsp::Lsp>,
     #[cfg(feature = "subscriptions")] subs: &subscriptions::Table,
 ) -> Take {
-    match event {
-        endpoint::EndpointEvent::Request { id, request } => {
+    match *record {
+        Record::Entry {
+            entry,
+            role: Role::Request(id),
+            ..
+        } => {
+            let request = entry.request(frame);
             #[cfg(feature = "subscriptions")]
             if let Some(decl) = subs.unsubscribe_method(&request.method) {
                 return Take::Unsubscribe(id, subs.named(decl, request.params.as_deref()));
@@ -1982,27 +2017,36 @@ fn decide(
             }
             Take::Pass
         }
-        endpoint::EndpointEvent::Notification(n)
-            if lsp.is_some_and(|l| l.takes(false, &n.method)) =>
-        {
-            let lsp = lsp.expect("checked");
-            match lsp.notification(&n.method, n.params.as_deref()) {
-                lsp::Gate::Pass => Take::Pass,
-                gate => Take::LspNotification(gate),
+        Record::Entry {
+            entry,
+            role: Role::Notification,
+            ..
+        } => {
+            let n = entry.notification(frame);
+            if let Some(lsp) = lsp.filter(|l| l.takes(false, &n.method)) {
+                return match lsp.notification(&n.method, n.params.as_deref()) {
+                    lsp::Gate::Pass => Take::Pass,
+                    gate => Take::LspNotification(gate),
+                };
+            }
+            match by_name(false, &n.method, heartbeat) {
+                #[cfg(feature = "streams")]
+                ByName::StreamCancel => {
+                    Take::StreamCancel(stream::stream_param(n.params.as_deref()))
+                }
+                ByName::Beat(method) => Take::Beat(method),
+                #[cfg(feature = "streams")]
+                ByName::Stream => Take::Pass,
+                ByName::Nothing => Take::Pass,
             }
         }
-        endpoint::EndpointEvent::Notification(n) => match by_name(false, &n.method, heartbeat) {
-            #[cfg(feature = "streams")]
-            ByName::StreamCancel => Take::StreamCancel(stream::stream_param(n.params.as_deref())),
-            ByName::Beat(method) => Take::Beat(method),
-            #[cfg(feature = "streams")]
-            ByName::Stream => Take::Pass,
-            ByName::Nothing => Take::Pass,
-        },
-        endpoint::EndpointEvent::PeerCancelled { id } => Take::PeerCancelled(id),
-        endpoint::EndpointEvent::Response { id, .. } => Take::Response(id),
-        endpoint::EndpointEvent::Ended { id, reason } => Take::Ended(id, reason),
-        endpoint::EndpointEvent::Closed => Take::Closed,
+        Record::Entry {
+            role: Role::Response(id),
+            ..
+        } => Take::Response(id),
+        Record::PeerCancelled(id) => Take::PeerCancelled(id),
+        Record::Ended(id, reason) => Take::Ended(id, reason),
+        Record::Closed => Take::Closed,
         _ => Take::Pass,
     }
 }
@@ -2011,7 +2055,7 @@ fn decide(
 enum ClientNext {
     /// No event is queued.
     Empty,
-    /// A request, at this place in the endpoint's queue: answered `-32601` (or handed out
+    /// A request, at this place in the wire's queue: answered `-32601` (or handed out
     /// by [`Connection::poll_answering_event`]).
     Unserved(usize),
     /// A notification the heartbeat does not take, at this place in the queue.
@@ -2022,7 +2066,7 @@ enum ClientNext {
     Look,
 }
 
-/// What [`Connection::poll_client_event`] does with the endpoint's next event
+/// What [`Connection::poll_client_event`] does with the wire's next event
 /// ([`decide_client`]).
 enum ClientTake {
     /// Nothing queued: the end of input settled, or nothing.
@@ -2039,17 +2083,27 @@ enum ClientTake {
 /// [`decide`] for a connection that serves nothing: its requests are answered `-32601`
 /// (or handed out, by [`Connection::poll_answering_event`]), and only the heartbeat looks
 /// at notifications.
-fn decide_client(event: endpoint::EndpointEvent<'_>, heartbeat: bool) -> ClientTake {
-    match event {
-        endpoint::EndpointEvent::Request { id, .. } => ClientTake::Unserved(id),
-        endpoint::EndpointEvent::Notification(n) => match by_name(false, &n.method, heartbeat) {
+fn decide_client((record, frame): (&Record, &str), heartbeat: bool) -> ClientTake {
+    match *record {
+        Record::Entry {
+            role: Role::Request(id),
+            ..
+        } => ClientTake::Unserved(id),
+        Record::Entry {
+            entry,
+            role: Role::Notification,
+            ..
+        } => match by_name(false, &entry.notification(frame).method, heartbeat) {
             ByName::Beat(method) => ClientTake::Beat(method),
             _ => ClientTake::Pass,
         },
-        endpoint::EndpointEvent::PeerCancelled { id } => ClientTake::PeerCancelled(id),
-        endpoint::EndpointEvent::Response { id, .. } => ClientTake::Response(id),
-        endpoint::EndpointEvent::Ended { id, reason } => ClientTake::Ended(id, reason),
-        endpoint::EndpointEvent::Closed => ClientTake::Closed,
+        Record::Entry {
+            role: Role::Response(id),
+            ..
+        } => ClientTake::Response(id),
+        Record::PeerCancelled(id) => ClientTake::PeerCancelled(id),
+        Record::Ended(id, reason) => ClientTake::Ended(id, reason),
+        Record::Closed => ClientTake::Closed,
         _ => ClientTake::Pass,
     }
 }
@@ -2078,7 +2132,7 @@ fn subs_take(_: &(), _: bool, _: &str) -> bool {
 }
 
 /// Calls `f` with the id of each request (a member `method` and an integer `id`) in `frame`:
-/// one message or a batch of them, as the endpoint writes them. What does not scan is
+/// one message or a batch of them, as the wire writes them. What does not scan is
 /// passed over.
 fn request_ids(frame: &[u8], mut f: impl FnMut(u64)) {
     use crate::json::Scanner;

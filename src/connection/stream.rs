@@ -34,10 +34,10 @@
 //! ```
 //!
 //! # The two halves
-//! - [`StreamTable`]: a connection's server side. It holds each stream's producer (any type:
-//!   an iterator, an async stream) and its queued pulls; the adapter asks it which producers
-//!   have demand ([`StreamTable::produce`]) and the table writes the pull answers through the
-//!   connection.
+//! - The server side is the [`Connection`](crate::connection::Connection)'s: it answers the
+//!   pulls of the streams it opened ([`Connection::open_stream`](crate::connection::Connection::open_stream))
+//!   from the items its driver produces while there is demand
+//!   ([`Connection::produce`](crate::connection::Connection::produce)).
 //! - [`StreamReader`]: one stream's client side: the pipelining window, in-order delivery
 //!   of items, the end, and the params of each pull and of the cancel. It sends nothing
 //!   itself: the adapter sends the pulls it asks for and hands back their answers.
@@ -48,15 +48,15 @@ use alloc::collections::VecDeque;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use crate::endpoint::{Endpoint, IncomingId, SortedDeque};
 use crate::error::ErrorObject;
 use crate::error::{EndReason, UnknownRequest};
 use crate::json::Scanner;
 use crate::limits::Limits;
-use crate::message::{Notification, Request};
+use crate::message::Request;
 use crate::method::CallError;
 use crate::raw::RawValue;
 use crate::time::Instant;
+use crate::wire::{IncomingId, SortedDeque, Wire};
 
 /// The method that pulls items.
 pub const NEXT_METHOD: &str = "rpc.stream.next";
@@ -119,7 +119,7 @@ where
     Box::new(IterSource(iter))
 }
 
-/// How many items the pulls of a stream still want, as [`StreamTable::produce`] asks.
+/// How many items the pulls of a stream still want, as [`Connection::produce`](crate::connection::Connection::produce) asks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Demand {
@@ -129,7 +129,7 @@ pub struct Demand {
     pub total: u64,
 }
 
-/// What a producer gave when asked for an item by [`StreamTable::produce`].
+/// What a producer gave when asked for an item by [`Connection::produce`](crate::connection::Connection::produce).
 #[derive(Debug)]
 pub enum Produced {
     /// One JSON value was appended to the buffer.
@@ -171,15 +171,12 @@ struct Entry<P> {
 /// never calls a producer except inside [`produce`](StreamTable::produce), through the
 /// caller's closure.
 ///
-/// The adapter's loop: route requests to [`handle_request`](StreamTable::handle_request)
-/// (and notifications to [`handle_notification`](StreamTable::handle_notification)) before
-/// its router; open a stream with [`open`](StreamTable::open) when a handler returns a
-/// producer; call [`produce`](StreamTable::produce) while
-/// [`wants_items`](StreamTable::wants_items); honour
-/// [`poll_timeout`](StreamTable::poll_timeout) with
-/// [`handle_timeout`](StreamTable::handle_timeout); [`clear`](StreamTable::clear) on close.
+/// The connection routes stream requests to [`handle_request`](StreamTable::handle_request)
+/// and `rpc.stream.cancel` to [`cancel`](StreamTable::cancel) before its driver sees them,
+/// opens a stream with [`open`](StreamTable::open) for [`Connection::open_stream`](crate::connection::Connection::open_stream),
+/// and answers pulls through [`produce`](StreamTable::produce).
 #[derive(Debug)]
-pub struct StreamTable<P> {
+pub(crate) struct StreamTable<P> {
     config: StreamConfig,
     next_id: u64,
     /// By id: ids are handed out in order, so a sorted ring (a B-tree of its own cost a
@@ -194,7 +191,7 @@ pub struct StreamTable<P> {
 
 impl<P> StreamTable<P> {
     /// An empty table.
-    pub fn new(config: StreamConfig) -> Self {
+    pub(crate) fn new(config: StreamConfig) -> Self {
         StreamTable {
             config,
             next_id: 1,
@@ -206,50 +203,46 @@ impl<P> StreamTable<P> {
     }
 
     /// The bounds.
-    pub fn config(&self) -> &StreamConfig {
+    pub(crate) fn config(&self) -> &StreamConfig {
         &self.config
     }
 
     /// Streams open now.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.streams.len()
     }
 
     /// True when no stream is open.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(feature = "internals")]
+    pub(crate) fn is_empty(&self) -> bool {
         self.streams.is_empty()
     }
 
     /// True while another stream may open. An adapter checks it before running a stream
     /// method's handler, so a peer that floods opens never gets producers built.
-    pub fn has_room(&self) -> bool {
+    pub(crate) fn has_room(&self) -> bool {
         self.streams.len() < self.config.max_open
-    }
-
-    /// Pulls queued over every stream.
-    pub fn queued_pulls(&self) -> usize {
-        self.streams.iter().map(|(_, e)| e.pulls.len()).sum()
     }
 
     /// Opens a stream for the request `request` (the call of a stream-returning method) and
     /// answers it `{"stream": id}`; past [`StreamConfig::max_open`] answers it
     /// [`code::TOO_MANY_STREAMS`] instead and drops `producer`. Returns the stream id.
-    pub fn open(
+    pub(crate) fn open(
         &mut self,
-        endpoint: &mut Endpoint,
+        wire: &mut Wire,
         request: IncomingId,
         producer: P,
         now: Instant,
     ) -> Result<Option<u64>, UnknownRequest> {
         if !self.has_room() {
-            let error = endpoint.own_error(too_many_streams());
-            return endpoint.respond(request, Err(&error)).map(|()| None);
+            let error = wire.own_error(too_many_streams());
+            return wire.respond(request, Err(&error)).map(|()| None);
         }
         let id = self.next_id;
         let mut text = String::from("{\"stream\":");
         push_u64(&mut text, id);
         text.push('}');
-        endpoint.respond(request, Ok(RawValue::from_validated(&text)))?;
+        wire.respond(request, Ok(RawValue::from_validated(&text)))?;
         self.next_id += 1;
         let answer = self.spare.pop().unwrap_or_default();
         self.streams.insert(
@@ -268,9 +261,9 @@ impl<P> StreamTable<P> {
 
     /// Takes the request if it is one of the stream methods (and answers it, or queues it
     /// as a pull); false, touching nothing, for any other method.
-    pub fn handle_request(
+    pub(crate) fn handle_request(
         &mut self,
-        endpoint: &mut Endpoint,
+        wire: &mut Wire,
         id: IncomingId,
         request: &Request<'_>,
         now: Instant,
@@ -280,15 +273,15 @@ impl<P> StreamTable<P> {
             NEXT_METHOD => {
                 match self.pull(id, params, now) {
                     Err(error) => {
-                        let error = endpoint.own_error(error);
-                        let _ = endpoint.respond(id, Err(&error));
+                        let error = wire.own_error(error);
+                        let _ = wire.respond(id, Err(&error));
                     }
                     // A stream whose producer is over answers from what it kept.
                     Ok(stream) => {
                         let spent = self
                             .streams
                             .get_mut(&stream)
-                            .is_some_and(|e| e.producer.is_none() && e.settle(endpoint, now));
+                            .is_some_and(|e| e.producer.is_none() && e.settle(wire, now));
                         if spent {
                             self.free(stream);
                         }
@@ -299,7 +292,7 @@ impl<P> StreamTable<P> {
             CANCEL_METHOD => {
                 let answer = match stream_param(params) {
                     Some(stream) => {
-                        let open = self.cancel(endpoint, stream);
+                        let open = self.cancel(wire, stream);
                         Ok(RawValue::from_validated(if open {
                             "true"
                         } else {
@@ -308,39 +301,24 @@ impl<P> StreamTable<P> {
                     }
                     None => Err(invalid_stream_params()),
                 };
-                let _ = endpoint.respond(id, answer.as_ref().map(|r| *r));
+                let _ = wire.respond(id, answer.as_ref().map(|r| *r));
                 true
             }
             _ => false,
         }
     }
 
-    /// Takes a `rpc.stream.cancel` notification; false for any other notification.
-    pub fn handle_notification(
-        &mut self,
-        endpoint: &mut Endpoint,
-        notification: &Notification<'_>,
-    ) -> bool {
-        if notification.method != CANCEL_METHOD {
-            return false;
-        }
-        if let Some(stream) = stream_param(notification.params.as_deref()) {
-            self.cancel(endpoint, stream);
-        }
-        true
-    }
-
     /// The peer cancelled one of its requests: when it is a queued pull, it is answered
     /// cancelled and dropped from its queue (items gathered for it are lost). False when
     /// the request is not a queued pull.
-    pub fn handle_peer_cancelled(&mut self, endpoint: &mut Endpoint, id: IncomingId) -> bool {
+    pub(crate) fn handle_peer_cancelled(&mut self, wire: &mut Wire, id: IncomingId) -> bool {
         for entry in self.streams.values_mut() {
             if let Some(i) = entry.pulls.iter().position(|p| p.id == id) {
                 entry.pulls.remove(i);
                 if i == 0 {
                     entry.restart_answer();
                 }
-                let _ = endpoint.respond_cancelled(id);
+                let _ = wire.respond_cancelled(id);
                 return true;
             }
         }
@@ -375,12 +353,12 @@ impl<P> StreamTable<P> {
 
     /// Frees a stream: its producer is dropped and its queued pulls are answered as the end.
     /// False when it was not open.
-    pub fn cancel(&mut self, endpoint: &mut Endpoint, stream: u64) -> bool {
+    pub(crate) fn cancel(&mut self, wire: &mut Wire, stream: u64) -> bool {
         let Some(mut entry) = self.streams.remove(&stream) else {
             return false;
         };
         for pull in entry.pulls.drain(..) {
-            let _ = endpoint.respond(pull.id, Ok(RawValue::from_validated(EMPTY_END)));
+            let _ = wire.respond(pull.id, Ok(RawValue::from_validated(EMPTY_END)));
         }
         self.recycle(entry.answer);
         self.freed.push_back(stream);
@@ -388,7 +366,7 @@ impl<P> StreamTable<P> {
     }
 
     /// True when some stream has a pull waiting and a producer to ask.
-    pub fn wants_items(&self) -> bool {
+    pub(crate) fn wants_items(&self) -> bool {
         self.streams
             .iter()
             .any(|(_, e)| !e.pulls.is_empty() && e.producer.is_some())
@@ -405,9 +383,9 @@ impl<P> StreamTable<P> {
     /// gathers no more than that, and hands over what the front pull wants first). It must
     /// append exactly one JSON value to the buffer when it returns
     /// [`Produced::Item`]; an item that is not valid JSON fails the stream with `-32603`.
-    pub fn produce<F>(
+    pub(crate) fn produce<F>(
         &mut self,
-        endpoint: &mut Endpoint,
+        wire: &mut Wire,
         now: Instant,
         budget: usize,
         mut next: F,
@@ -459,13 +437,13 @@ impl<P> StreamTable<P> {
                         entry.count += 1;
                         let front = entry.pulls.front().map_or(1, |p| p.max);
                         if entry.count >= front || entry.answer.len() >= max_bytes {
-                            entry.answer_front(endpoint, false, now);
+                            entry.answer_front(wire, false, now);
                         }
                     }
                     Produced::Pending => {
                         entry.answer.truncate(mark);
                         if entry.count > 0 {
-                            entry.answer_front(endpoint, false, now);
+                            entry.answer_front(wire, false, now);
                         }
                         break;
                     }
@@ -481,7 +459,7 @@ impl<P> StreamTable<P> {
                     }
                 }
             }
-            if entry.producer.is_none() && entry.settle(endpoint, now) {
+            if entry.producer.is_none() && entry.settle(wire, now) {
                 freed.push(id);
             }
         }
@@ -493,7 +471,7 @@ impl<P> StreamTable<P> {
 
     /// Frees streams that had no pull waiting for [`StreamConfig::idle_timeout`] (a peer
     /// that opened streams and stopped pulling). Returns how many it freed.
-    pub fn handle_timeout(&mut self, now: Instant) -> usize {
+    pub(crate) fn handle_timeout(&mut self, now: Instant) -> usize {
         let idle = self.config.idle_timeout;
         let before = self.streams.len();
         let mut spent = Vec::new();
@@ -513,7 +491,7 @@ impl<P> StreamTable<P> {
     }
 
     /// The next instant [`handle_timeout`](StreamTable::handle_timeout) has work at.
-    pub fn poll_timeout(&self) -> Option<Instant> {
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
         let idle = self.config.idle_timeout;
         self.streams
             .iter()
@@ -524,7 +502,7 @@ impl<P> StreamTable<P> {
 
     /// Frees every stream and drops every producer (the connection closed; its pulls need
     /// no answer). Not reported as freed.
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.streams.clear();
         self.spare.clear();
         self.freed.clear();
@@ -561,7 +539,7 @@ impl<P> Entry<P> {
     }
 
     /// Answers the front pull with the items gathered.
-    fn answer_front(&mut self, endpoint: &mut Endpoint, done: bool, now: Instant) {
+    fn answer_front(&mut self, wire: &mut Wire, done: bool, now: Instant) {
         let Some(pull) = self.pulls.pop_front() else {
             return;
         };
@@ -572,14 +550,14 @@ impl<P> Entry<P> {
         });
         // Built from validated items between fixed text.
         let text = core::str::from_utf8(&self.answer).unwrap_or(EMPTY_END);
-        let _ = endpoint.respond(pull.id, Ok(RawValue::from_validated(text)));
+        let _ = wire.respond(pull.id, Ok(RawValue::from_validated(text)));
         self.last_active = now;
         self.restart_answer();
     }
 
     /// After the producer ended or failed: answers the queued pulls as far as the end
     /// allows. True once the end has been delivered (the stream can be freed).
-    fn settle(&mut self, endpoint: &mut Endpoint, now: Instant) -> bool {
+    fn settle(&mut self, wire: &mut Wire, now: Instant) -> bool {
         loop {
             if self.pulls.is_empty() {
                 return false;
@@ -587,23 +565,23 @@ impl<P> Entry<P> {
             match &self.finish {
                 None => return false,
                 Some(Finish::Done) => {
-                    self.answer_front(endpoint, true, now);
+                    self.answer_front(wire, true, now);
                     break;
                 }
                 Some(Finish::Failed(_)) if self.count > 0 => {
-                    self.answer_front(endpoint, false, now);
+                    self.answer_front(wire, false, now);
                 }
                 Some(Finish::Failed(e)) => {
                     let e = e.clone();
                     if let Some(pull) = self.pulls.pop_front() {
-                        let _ = endpoint.respond(pull.id, Err(&e));
+                        let _ = wire.respond(pull.id, Err(&e));
                     }
                     break;
                 }
             }
         }
         for pull in self.pulls.drain(..) {
-            let _ = endpoint.respond(pull.id, Ok(RawValue::from_validated(EMPTY_END)));
+            let _ = wire.respond(pull.id, Ok(RawValue::from_validated(EMPTY_END)));
         }
         true
     }
@@ -612,7 +590,7 @@ impl<P> Entry<P> {
 /// The answer to a stream-opening call past [`StreamConfig::max_open`] (its code as
 /// sansrpc has it; a connection under MCP moves it: [`Profile::own_code`]).
 ///
-/// [`Profile::own_code`]: crate::endpoint::Profile::own_code
+/// [`Profile::own_code`]: crate::wire::Profile::own_code
 pub(crate) fn too_many_streams() -> ErrorObject<'static> {
     ErrorObject::fixed(code::TOO_MANY_STREAMS, "Too many open streams")
 }

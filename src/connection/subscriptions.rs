@@ -51,10 +51,10 @@ use core::marker::PhantomData;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
-use crate::endpoint::SortedDeque;
 use crate::error::ErrorObject;
 use crate::id::Id;
 use crate::raw::RawValue;
+use crate::wire::SortedDeque;
 
 /// How a server writes its subscription ids.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -744,7 +744,7 @@ pub enum Notice {
 /// A client's subscriptions: calls in flight by key, then ids bound to keys, and the
 /// notifications read for them. One per connection, kept by the client's driver.
 ///
-/// Its tables are sorted rings, as the endpoint's (a B-tree of their own cost a browser page
+/// Its tables are sorted rings, as the wire's (a B-tree of their own cost a browser page
 /// about 5 KB of code each): keys are the driver's call tokens, which grow, so a key goes in
 /// with a push and mostly leaves near an end; ids are the server's (geth's are random), placed
 /// by binary search and moved into place, the shorter side of the ring at most (at 10,000

@@ -7,7 +7,7 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 use super::*;
-use crate::endpoint::Timeout;
+use crate::wire::Timeout;
 
 fn raw(s: &str) -> &RawValue {
     RawValue::from_json(s).unwrap()

@@ -15,13 +15,13 @@ use crate::id::Id;
 use crate::message::{write_error_response, Version};
 use crate::time::Instant;
 
-use super::Endpoint;
+use super::Wire;
 
 /// A per-connection rate limit on the peer's requests and notifications: a token bucket
 /// holding up to `burst` tokens, refilled at `per_second` tokens a second, starting full.
 ///
 /// Each incoming request and notification (each entry of a batch counts) takes one
-/// token. A request finding the bucket empty is answered by the endpoint itself with
+/// token. A request finding the bucket empty is answered by the wire itself with
 /// [`RateLimit::code`] (default `-32002` "Server busy: rate limit exceeded") and never
 /// surfaces as an event; a notification finding it empty is dropped and counted
 /// ([`Connection::dropped_notifications`](crate::connection::Connection::dropped_notifications)). Responses and cancellation notifications are
@@ -89,7 +89,7 @@ pub(super) const STALLED_OUTPUT: usize = 64 * 1024;
 const MICRO: u64 = 1_000_000;
 
 /// Where the frame the decoder holds stands. Only the peer's time counts: while the
-/// endpoint itself holds input back (its output or event queue full, its in-flight table
+/// wire itself holds input back (its output or event queue full, its in-flight table
 /// full), the clock is paused, and it goes on from where it stood once input is taken
 /// again.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -102,7 +102,7 @@ enum FrameClock {
     Unstamped(Duration),
     /// One is, and its clock runs as if it started at this instant.
     Since(Instant),
-    /// One is, while the endpoint holds input back; it had been arriving for this long.
+    /// One is, while the wire holds input back; it had been arriving for this long.
     Paused(Duration),
 }
 
@@ -115,13 +115,13 @@ struct Stall {
     most: usize,
 }
 
-/// The guard's state inside an [`Endpoint`].
+/// The guard's state inside an [`Wire`].
 #[derive(Debug, Default)]
 pub(super) struct Guard {
     /// Micro-tokens in the bucket, and when it was last refilled; `None` until first used.
     bucket: Option<(u64, Instant)>,
     /// The last input from the peer, or the moment the connection last stopped being busy;
-    /// `None` until the endpoint is first given the time.
+    /// `None` until the wire is first given the time.
     last_activity: Option<Instant>,
     /// Something was in flight when last looked at: the idle clock restarts once it is not.
     was_busy: bool,
@@ -183,7 +183,7 @@ impl Guard {
     }
 }
 
-/// What the endpoint decides about one incoming call under the rate limit.
+/// What the wire decides about one incoming call under the rate limit.
 pub(super) enum Admission {
     Admit,
     /// Answer the request with this code.
@@ -192,31 +192,31 @@ pub(super) enum Admission {
     Drop,
 }
 
-impl Endpoint {
+impl Wire {
     /// How many of the peer's notifications the rate limit ([`Config::rate_limit`](super::Config::rate_limit)) dropped.
-    pub fn dropped_notifications(&self) -> u64 {
+    pub(crate) fn dropped_notifications(&self) -> u64 {
         self.guard.dropped_notifications
     }
 
     /// How many of the peer's requests the rate limit ([`Config::rate_limit`](super::Config::rate_limit)) answered
     /// with its error.
-    pub fn rate_limited_requests(&self) -> u64 {
+    pub(crate) fn rate_limited_requests(&self) -> u64 {
         self.guard.limited_requests
     }
 
     /// Notes the driver's latest write attempt at `now`: `wrote` when at least one byte went
-    /// out, `pending` when output (the endpoint's or the driver's own) still waits to be
+    /// out, `pending` when output (the wire's or the driver's own) still waits to be
     /// written. Output pending while less than 256 KiB of it (or of the most output that
     /// waited meanwhile, if less) is written for
     /// [`Config::write_stall_timeout`](super::Config::write_stall_timeout) closes the
-    /// connection at [`Endpoint::handle_timeout`] ([`Expiry::WriteStall`]); drivers call
-    /// this after every write attempt and sleep until [`Endpoint::poll_timeout`] as usual.
+    /// connection at [`Wire::handle_timeout`] ([`Expiry::WriteStall`]); drivers call
+    /// this after every write attempt and sleep until [`Wire::poll_timeout`] as usual.
     /// A driver whose writes block calls it with `pending` before a write that may block.
     ///
     /// The bytes written are counted from the output the driver takes (what
-    /// [`transmitted`](Endpoint::transmitted) counts); a driver that keeps output of its
+    /// [`transmitted`](Wire::transmitted) counts); a driver that keeps output of its
     /// own should report `wrote` only for writes that emptied its buffer.
-    pub fn handle_write(&mut self, wrote: bool, pending: bool, now: Instant) {
+    pub(crate) fn handle_write(&mut self, wrote: bool, pending: bool, now: Instant) {
         self.now = self.now.max(now);
         // Nearly always nothing waits, before and after: no stall to start, keep or end.
         if pending || self.guard.write_stalled.is_some() {
@@ -228,7 +228,7 @@ impl Endpoint {
         }
     }
 
-    /// The write-stall part of [`handle_write`](Endpoint::handle_write).
+    /// The write-stall part of [`handle_write`](Wire::handle_write).
     fn note_stall(&mut self, wrote: bool, pending: bool, now: Instant) {
         let total = self.out.total() as usize;
         let buffered = self.buffered_output();
@@ -275,7 +275,7 @@ impl Endpoint {
 
     /// Notes whether something is in flight, and whether a frame is partly received (only
     /// once the decoder's complete frames are all processed: frames waiting on us are not
-    /// the peer's delay). `now` is `None` when the caller gave no time. While the endpoint
+    /// the peer's delay). `now` is `None` when the caller gave no time. While the wire
     /// holds input back, the partial frame's clock is paused.
     #[inline(always)]
     pub(super) fn guard_note(&mut self, now: Option<Instant>) {
@@ -290,7 +290,7 @@ impl Endpoint {
         }
     }
 
-    /// [`guard_note`](Endpoint::guard_note) with a frame partly received.
+    /// [`guard_note`](Wire::guard_note) with a frame partly received.
     #[inline(never)]
     fn note_partial_frame(&mut self, now: Option<Instant>) {
         let held = !self.has_room();
@@ -315,7 +315,7 @@ impl Endpoint {
     }
 
     /// True when the guard learned something without being told the time, and wants
-    /// [`Endpoint::handle_timeout`] called at once to be told.
+    /// [`Wire::handle_timeout`] called at once to be told.
     fn needs_stamp(&self) -> bool {
         let idle = self.config.idle_timeout.is_some()
             && (self.guard.last_activity.is_none() || (self.guard.was_busy && !self.busy()));
@@ -343,7 +343,7 @@ impl Endpoint {
         Some(self.guard.write_stalled?.since + self.config.write_stall_timeout?)
     }
 
-    /// The earliest of the guard's deadlines (the last instant the endpoint was given
+    /// The earliest of the guard's deadlines (the last instant the wire was given
     /// when it needs the time at once).
     pub(super) fn guard_deadline(&self) -> Option<Instant> {
         if self.closed {
@@ -357,8 +357,8 @@ impl Endpoint {
     }
 
     /// Fires the guard's deadlines at `now`: records the time where it was missing, then
-    /// closes the endpoint when a timeout passed ([`EndpointEvent::Expired`](super::EndpointEvent), then
-    /// [`EndpointEvent::Closed`](super::EndpointEvent)).
+    /// closes the wire when a timeout passed (records [`Expired`](super::Record::Expired), then
+    /// [`Closed`](super::Record::Closed)).
     pub(super) fn guard_timeout(&mut self, now: Instant) {
         if self.closed {
             return;
@@ -383,7 +383,7 @@ impl Endpoint {
 }
 
 /// Writes what a server at its connection limit sends on a connection it refuses before
-/// giving it an endpoint: one error response with id `null`, `-32002` "Server busy: too
+/// giving it a connection: one error response with id `null`, `-32002` "Server busy: too
 /// many connections" (its code as `profile` has it: [`Profile::own_code`]), framed with
 /// `framing` (`None`: the bare message).
 ///
@@ -400,7 +400,7 @@ pub fn write_refusal(profile: super::Profile, framing: Option<Framing>, out: &mu
 }
 
 /// The clock of a partial frame that had been arriving for `elapsed` and goes on now (or,
-/// without the time, as soon as the endpoint is told it).
+/// without the time, as soon as the wire is told it).
 fn resume(elapsed: Duration, now: Option<Instant>) -> FrameClock {
     match now {
         Some(now) => FrameClock::Since(Instant::from_duration(

@@ -1,4 +1,4 @@
-//! The endpoint's framed output: one buffer, the frames in it, and how much of it the
+//! The wire's framed output: one buffer, the frames in it, and how much of it the
 //! driver has taken.
 //!
 //! The driver takes output either a frame at a time (a copy into its own buffer, what a

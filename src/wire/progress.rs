@@ -35,7 +35,7 @@ struct Watch {
     cap: Instant,
 }
 
-/// Requests watched for progress, by token (a sorted ring, as the endpoint's other tables:
+/// Requests watched for progress, by token (a sorted ring, as the wire's other tables:
 /// a B-tree of its own cost a page 5 KB of code).
 #[cfg(feature = "progress")]
 #[derive(Debug, Default)]

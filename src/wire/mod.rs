@@ -1,4 +1,4 @@
-//! The [`Endpoint`]: one symmetric JSON-RPC connection as a state machine.
+//! The [`Wire`]: the wire protocol a [`Connection`](crate::connection::Connection) owns.
 
 pub(crate) mod guard;
 mod output;
@@ -21,8 +21,8 @@ use crate::codec::{self, Decoder, FrameError};
 use crate::error::{code, ErrorObject, ProtocolError};
 use crate::id::Id;
 use crate::message::{
-    frame_str, write_error_response, write_result_response, Entries, Incoming, Notification,
-    RawEntry, Rejection, Request, Response, Scanned, Shape, Version,
+    frame_str, write_error_response, write_result_response, Entries, Incoming, RawEntry, Rejection,
+    Scanned, Shape, Version,
 };
 use crate::raw::RawValue;
 use crate::time::Instant;
@@ -52,7 +52,7 @@ impl fmt::Display for RequestId {
 
 /// A handle to a request the peer sent, to answer it with [`Connection::respond`](crate::connection::Connection::respond).
 ///
-/// Handles are never reused within one endpoint, so a stale handle can never answer a
+/// Handles are never reused within one connection, so a stale handle can never answer a
 /// newer request that happens to carry the same wire id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct IncomingId(u64);
@@ -141,68 +141,9 @@ impl RequestOptions {
     }
 }
 
-/// Something the application should know or act on; from [`Connection::poll_event`](crate::connection::Connection::poll_event).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum EndpointEvent<'a> {
-    /// The peer sent a request: answer it exactly once with [`Connection::respond`](crate::connection::Connection::respond).
-    Request {
-        /// The handle to answer with.
-        id: IncomingId,
-        /// The request, borrowed from the endpoint's receive buffer.
-        request: Request<'a>,
-    },
-    /// The peer sent a notification: never answered.
-    Notification(Notification<'a>),
-    /// The response to one of our requests.
-    Response {
-        /// Which request.
-        id: RequestId,
-        /// The result or the error object.
-        result: Result<alloc::borrow::Cow<'a, RawValue>, ErrorObject<'a>>,
-    },
-    /// One of our requests ended without a response.
-    Ended {
-        /// Which request.
-        id: RequestId,
-        /// Why.
-        reason: EndReason,
-    },
-    /// The peer cancelled a request it sent; stop the work and answer it (typically with
-    /// [`Config::cancelled_code`]), or answer normally if the answer is already there.
-    PeerCancelled {
-        /// The request the peer cancelled.
-        id: IncomingId,
-    },
-    /// A response whose id matches no request we ever sent; ignored otherwise. (A late
-    /// response to a request that timed out or was cancelled is dropped silently.)
-    UnknownResponse(Response<'a>),
-    /// An error response with a `null` id that [`Config::null_id_policy`] did not attribute.
-    ErrorWithoutId(ErrorObject<'a>),
-    /// The peer sent a malformed response that matched no pending request.
-    ProtocolError {
-        /// The response's id, when it had a valid one.
-        id: Option<Id<'a>>,
-        /// What was wrong.
-        error: ProtocolError,
-    },
-    /// A framing fault in the input; the decoder has already resynchronised.
-    FrameError(FrameError),
-    /// A frame was refused as a whole (not JSON, empty batch, limits); the peer has been
-    /// answered with an error whose id is `null`.
-    Rejected(Rejection),
-    /// The endpoint closed the connection by itself: a protection timeout passed
-    /// ([`Config::idle_timeout`], [`Config::frame_timeout`],
-    /// [`Config::write_stall_timeout`]). [`EndpointEvent::Closed`] follows;
-    /// the adapter closes the transport.
-    Expired(Expiry),
-    /// The connection is closed: every pending request has ended. The last event.
-    Closed,
-}
-
 /// What an event record in the queue is about, for entries that borrow from the arena.
 #[derive(Debug, Clone, Copy)]
-enum Role {
+pub(crate) enum Role {
     Request(IncomingId),
     Notification,
     Response(RequestId),
@@ -224,7 +165,7 @@ impl Role {
 }
 
 #[derive(Debug, Clone)]
-enum Record {
+pub(crate) enum Record {
     Entry {
         start: usize,
         end: usize,
@@ -257,7 +198,7 @@ enum Verdict {
 
 /// Decides about a request the peer sent: refuse it (rate limit, busy, an id already in
 /// flight), drop it (cancelled before it came, where the profile does not answer that), or
-/// register it. Takes the endpoint's parts it needs, so that the caller can keep the id
+/// register it. Takes the wire's parts it needs, so that the caller can keep the id
 /// borrowed from the arena; the caller makes the owned id only where it is kept (the
 /// in-flight table's entry), not in a value moved on from here.
 fn decide_request(
@@ -297,7 +238,7 @@ fn decide_request(
     }
 }
 
-/// A request (`request` is its handle) or notification taken by [`Endpoint::poll_call`]:
+/// A request (`request` is its handle) or notification taken by [`Wire::poll_call`]:
 /// build it with [`RawEntry::request`] or [`RawEntry::notification`] from `frame`.
 pub(crate) struct PolledCall<'a> {
     pub request: Option<IncomingId>,
@@ -305,7 +246,7 @@ pub(crate) struct PolledCall<'a> {
     pub frame: &'a str,
 }
 
-/// The response to our request `id`, taken by [`Endpoint::poll_response`]: build its
+/// The response to our request `id`, taken by [`Wire::poll_response`]: build its
 /// outcome with [`RawEntry::outcome`] from `frame`.
 pub(crate) struct PolledResponse<'a> {
     pub id: RequestId,
@@ -313,10 +254,10 @@ pub(crate) struct PolledResponse<'a> {
     pub frame: &'a str,
 }
 
-/// The next event as [`Endpoint::peek_next`] tells it.
+/// The next event as [`Wire::peek_next`] tells it.
 pub(crate) enum Peek<'a> {
     /// A request (`request`) or notification whose method has no escapes, at `at` in the
-    /// queue ([`Endpoint::poll_call`] takes it there).
+    /// queue ([`Wire::poll_call`] takes it there).
     Call {
         request: bool,
         method: &'a str,
@@ -329,7 +270,7 @@ pub(crate) enum Peek<'a> {
 }
 
 /// Registers a request the peer sent at the place [`decide_request`] found, and queues its
-/// event: the entry at `start..end` of the arena. Takes the endpoint's parts it changes, so
+/// event: the entry at `start..end` of the arena. Takes the wire's parts it changes, so
 /// that the caller can keep the id borrowed from the arena.
 #[inline]
 fn register(
@@ -366,100 +307,20 @@ enum Action {
     Malformed(u64, ProtocolError),
 }
 
-/// One JSON-RPC connection as a state machine: symmetric (both sides send requests and
-/// notifications), with id correlation, deadlines, cancellation, batches and back-pressure,
-/// and no I/O.
-///
-/// # The calling contract
-/// The endpoint never reads a clock, never blocks and never does I/O. Drive it like this:
-///
-/// 1. **Input.** Hand arriving bytes to [`handle_input`](Endpoint::handle_input) (any
-///    chunking), or a whole message from a message transport to
-///    [`handle_message`](Endpoint::handle_message). `handle_input` returns how many bytes it
-///    took; it takes fewer only when events or output are backed up, and then wants them
-///    drained before the rest is offered (that is the back-pressure: stop reading the
-///    socket meanwhile). At end of input call [`handle_end_of_input`](Endpoint::handle_end_of_input).
-/// 2. **Application calls** at any time: [`send_request`](Endpoint::send_request),
-///    [`send_notification`](Endpoint::send_notification), [`batch`](Endpoint::batch),
-///    [`respond`](Endpoint::respond), [`cancel`](Endpoint::cancel), [`close`](Endpoint::close).
-/// 3. **Output.** After any input or call, drain [`poll_transmit`](Endpoint::poll_transmit)
-///    (one frame per call, into your buffer) and write the bytes; then drain
-///    [`poll_event`](Endpoint::poll_event) and act on each event (answering a request
-///    produces more output: drain again); then read [`poll_timeout`](Endpoint::poll_timeout)
-///    and call [`handle_timeout`](Endpoint::handle_timeout) when that instant comes.
-///
-/// Time is always an argument, as an [`Instant`] on the caller's clock: the same inputs give
-/// the same outputs, so tests can travel in time.
-///
-/// # What the endpoint answers by itself
-/// - A frame that is not JSON, an empty batch, a batch or nesting over the limits: one error
-///   response with id `null` ([`EndpointEvent::Rejected`] tells the application).
-/// - An invalid request object: `-32600` with its id when the id is valid.
-/// - A request while [`Config::max_inflight_incoming`] are in flight: `-32002` Server busy.
-/// - A request over [`Config::rate_limit`]: its code (`-32002` by default); a notification
-///   over it is dropped and counted ([`Endpoint::dropped_notifications`]).
-/// - A request reusing the id of one of the peer's requests still in flight: `-32600` "id
-///   already in use by a request in flight", with that id; the first request stands.
-/// - A request whose cancellation arrived first: [`Config::cancelled_code`].
-/// - An oversize frame: `-32004` with id `null`.
-///
-/// Responses are never answered, whatever is wrong with them (answering garbage with
-/// garbage makes error storms between two peers).
-///
-/// # A complete run loop
-/// Two endpoints over an in-memory link with a virtual clock:
-/// ```
-/// use sansrpc::internals::{Endpoint, EndpointEvent};
-/// use sansrpc::connection::{Config, RequestOptions};
-/// use sansrpc::{Instant, RawValue};
-///
-/// let mut client = Endpoint::new(Config::default());
-/// let mut server = Endpoint::new(Config::default());
-/// let mut now = Instant::ZERO;
-/// let params = RawValue::from_json("[1,2]").unwrap();
-/// let call = client.send_request("add", Some(params), RequestOptions::default(), now).unwrap();
-///
-/// let mut wire = Vec::new();
-/// let mut answer = None;
-/// while answer.is_none() {
-///     // Client → server.
-///     while client.poll_transmit(&mut wire).is_some() {}
-///     // Err only for an endpoint built for whole messages (`framing: None`).
-///     let taken = server.handle_input(&wire, now).unwrap();
-///     wire.drain(..taken);
-///     while let Some(event) = server.poll_event() {
-///         if let EndpointEvent::Request { id, request } = event {
-///             assert_eq!(request.method, "add");
-///             let (a, b): (i64, i64) = request.params.unwrap().deserialize().unwrap();
-///             let sum = (a + b).to_string();
-///             server.respond(id, Ok(RawValue::from_json(&sum).unwrap())).unwrap();
-///         }
-///     }
-///     // Server → client.
-///     let mut back = Vec::new();
-///     while server.poll_transmit(&mut back).is_some() {}
-///     client.handle_input(&back, now).unwrap();
-///     while let Some(event) = client.poll_event() {
-///         if let EndpointEvent::Response { id, result } = event {
-///             assert_eq!(id, call);
-///             answer = Some(result.unwrap().get().to_owned());
-///         }
-///     }
-///     // Sleep until the next deadline (here: jump there).
-///     if let Some(deadline) = client.poll_timeout() {
-///         if answer.is_none() {
-///             now = deadline;
-///             client.handle_timeout(now);
-///         }
-///     }
-/// }
-/// assert_eq!(answer.as_deref(), Some("3"));
-/// ```
+/// The wire protocol of one [`Connection`](crate::connection::Connection), which owns it:
+/// the framing decoder and the classifier, the queue of records (entries of the frames in
+/// its arena, and what happened: an answer ended, a cancel, a refused frame, an expiry) that
+/// the connection builds its [`Event`](crate::connection::Event)s from, our requests' ids
+/// and deadlines, the peer's requests in flight and its batches, the rate limit and
+/// protection timeouts, and the framed output. It has no API of its own: the connection
+/// reads its queue ([`peek_next`](Wire::peek_next), [`take_record`](Wire::take_record)) and
+/// calls its parts. Like the connection it never reads a clock, never blocks and never does
+/// I/O: time is an argument.
 #[derive(Debug)]
-pub struct Endpoint {
+pub(crate) struct Wire {
     config: Config,
     decoder: Option<Decoder>,
-    /// What decodes the frames the decoder holds; set once [`handle_input`](Endpoint::handle_input)
+    /// What decodes the frames the decoder holds; set once [`handle_input`](Wire::handle_input)
     /// has fed it.
     fed: Fed,
     classifier: Classifier,
@@ -476,7 +337,7 @@ pub struct Endpoint {
     events: VecDeque<Record>,
     /// Framed output, bounded by what is pending however the driver takes it.
     out: output::Output,
-    /// The tag of the message being processed ([`Endpoint::handle_message_tagged`]): its
+    /// The tag of the message being processed ([`Wire::handle_message_tagged`]): its
     /// requests keep it, and every answer to them carries it.
     input_tag: u64,
     /// The tag frames written now get.
@@ -492,14 +353,14 @@ pub struct Endpoint {
     params: Vec<u8>,
     /// Rate limit and protection timeouts.
     guard: guard::Guard,
-    /// Sizes of incoming batches not yet taken by [`Endpoint::poll_batch_size`]; bounded.
+    /// Sizes of incoming batches not yet taken by [`Wire::poll_batch_size`]; bounded.
     batch_sizes: VecDeque<usize>,
     /// Requests registered whose events are still queued (not handed out).
     queued_requests: usize,
     /// Requests and notifications queued (not handed out).
     queued_calls: usize,
     /// Notifications handed out under [`Config::ordered_notifications`] whose handlers
-    /// have not finished ([`Endpoint::notification_done`]).
+    /// have not finished ([`Wire::notification_done`]).
     notifying: usize,
     /// The batch whose entries are being processed (0: none): an answer given meanwhile
     /// (a request the batch itself cancels) does not send its array, which goes out once
@@ -507,15 +368,15 @@ pub struct Endpoint {
     processing: u64,
 }
 
-/// How many incoming batch sizes [`Endpoint::poll_batch_size`] keeps when nobody drains them.
+/// How many incoming batch sizes [`Wire::poll_batch_size`] keeps when nobody drains them.
 const MAX_BATCH_SIZES: usize = 64;
 
-/// How the endpoint reaches the frames its decoder holds: through this pointer, set once
-/// [`Endpoint::handle_input`] has fed the decoder, so that a program that only hands in
-/// whole messages ([`Endpoint::handle_message`]) carries none of the byte-stream framings'
+/// How the wire reaches the frames its decoder holds: through this pointer, set once
+/// [`Wire::handle_input`] has fed the decoder, so that a program that only hands in
+/// whole messages ([`Wire::handle_message`]) carries none of the byte-stream framings'
 /// decoding (6 KB of a browser page's code).
 #[derive(Clone, Copy)]
-struct Fed(Option<fn(&mut Endpoint, bool)>);
+struct Fed(Option<fn(&mut Wire, bool)>);
 
 impl fmt::Debug for Fed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -523,13 +384,13 @@ impl fmt::Debug for Fed {
     }
 }
 
-impl Endpoint {
-    /// A new, open endpoint.
-    pub fn new(mut config: Config) -> Self {
+impl Wire {
+    /// A new, open wire.
+    pub(crate) fn new(mut config: Config) -> Self {
         // The LSP ecosystem reads `"params": null` as absent; the profile says so, not the
         // limits a caller may have replaced whole.
         config.limits.null_params_as_absent |= config.profile == Profile::Lsp;
-        Endpoint {
+        Wire {
             decoder: config.framing.map(|f| Decoder::new(f, &config.limits)),
             fed: Fed(None),
             classifier: Classifier::new(config.limits),
@@ -561,38 +422,38 @@ impl Endpoint {
     }
 
     /// The configuration.
-    pub fn config(&self) -> &Config {
+    pub(crate) fn config(&self) -> &Config {
         &self.config
     }
 
-    /// True once [`close`](Endpoint::close) or [`handle_end_of_input`](Endpoint::handle_end_of_input) ran.
-    pub fn is_closed(&self) -> bool {
+    /// True once [`close`](Wire::close) or [`finish_input`](Wire::finish_input) ran.
+    pub(crate) fn is_closed(&self) -> bool {
         self.closed
     }
 
     /// Our requests awaiting a response.
-    pub fn pending_requests(&self) -> usize {
+    pub(crate) fn pending_requests(&self) -> usize {
         self.outgoing.len()
     }
 
     /// The peer's requests awaiting our answer.
-    pub fn requests_in_flight(&self) -> usize {
+    pub(crate) fn requests_in_flight(&self) -> usize {
         self.incoming.len()
     }
 
-    /// Bytes of output waiting for [`poll_transmit`](Endpoint::poll_transmit).
-    pub fn buffered_output(&self) -> usize {
+    /// Bytes of output waiting for [`poll_transmit`](Wire::poll_transmit).
+    pub(crate) fn buffered_output(&self) -> usize {
         self.out.len()
     }
 
-    /// The latest time the endpoint was told (by any call taking `now`).
-    pub fn now(&self) -> Instant {
+    /// The latest time the wire was told (by any call taking `now`).
+    pub(crate) fn now(&self) -> Instant {
         self.now
     }
 
     /// True when every table is empty: nothing pending, in flight, remembered or queued.
-    #[cfg_attr(not(feature = "internals"), allow(dead_code))] // the crate's own tests use it
-    pub fn is_idle(&self) -> bool {
+    #[cfg(feature = "internals")]
+    pub(crate) fn is_idle(&self) -> bool {
         self.outgoing.is_empty()
             && self.incoming.is_empty()
             && self.early.is_empty()
@@ -607,12 +468,12 @@ impl Endpoint {
     ///
     /// It takes them all unless events or output are backed up (more than a frame's worth
     /// of unpolled events, or more than [`Config::max_buffered_output`] of output): then drain
-    /// [`poll_event`](Endpoint::poll_event) and [`poll_transmit`](Endpoint::poll_transmit) and
+    /// the connection's events and [`poll_transmit`](Wire::poll_transmit) and
     /// offer the rest again. After close, input is taken and ignored.
     ///
-    /// Fails with [`NotAByteStream`], taking nothing, if the endpoint was configured for a
-    /// message transport (`framing: None`): use [`handle_message`](Endpoint::handle_message).
-    pub fn handle_input(
+    /// Fails with [`NotAByteStream`], taking nothing, if the wire was configured for a
+    /// message transport (`framing: None`): use [`handle_message`](Wire::handle_message).
+    pub(crate) fn handle_input(
         &mut self,
         mut bytes: &[u8],
         now: Instant,
@@ -620,7 +481,7 @@ impl Endpoint {
         if self.decoder.is_none() {
             return Err(NotAByteStream);
         }
-        self.fed = Fed(Some(Endpoint::decoded));
+        self.fed = Fed(Some(Wire::decoded));
         self.now = now;
         if self.closed {
             return Ok(bytes.len());
@@ -666,22 +527,26 @@ impl Endpoint {
     ///
     /// Refused with [`Backpressure`] while events or output are backed up; drain them and
     /// hand it in again. An oversize message is answered with `-32004` and reported as
-    /// [`EndpointEvent::FrameError`]. After close, messages are ignored.
-    pub fn handle_message(&mut self, message: &[u8], now: Instant) -> Result<(), Backpressure> {
+    /// a [`Record::Frame`]. After close, messages are ignored.
+    pub(crate) fn handle_message(
+        &mut self,
+        message: &[u8],
+        now: Instant,
+    ) -> Result<(), Backpressure> {
         self.handle_message_tagged(message, 0, now)
     }
 
-    /// Like [`handle_message`](Endpoint::handle_message), marking the message with `tag`
+    /// Like [`handle_message`](Wire::handle_message), marking the message with `tag`
     /// (not 0): the requests in it keep the tag, and every frame written for them (their
     /// answers, what is sent on their behalf, an error answering the message itself)
-    /// carries it ([`poll_transmit_tagged`](Endpoint::poll_transmit_tagged)).
+    /// carries it ([`poll_transmit_tagged`](Wire::poll_transmit_tagged)).
     pub(crate) fn handle_message_tagged(
         &mut self,
         message: &[u8],
         tag: u64,
         now: Instant,
     ) -> Result<(), Backpressure> {
-        self.tagged(tag, |endpoint| endpoint.take_scanned(message, None, now))
+        self.tagged(tag, |wire| wire.take_scanned(message, None, now))
     }
 
     /// Runs `take` with `tag` as the input's and the output's tag, then none.
@@ -694,9 +559,9 @@ impl Endpoint {
         result
     }
 
-    /// [`handle_message_tagged`](Endpoint::handle_message_tagged) for a message a
+    /// [`handle_message_tagged`](Wire::handle_message_tagged) for a message a
     /// classifier has scanned already ([`Scanned`]): what it found is read, not found
-    /// again, when it was found under this endpoint's limits. On [`Backpressure`] hand it
+    /// again, when it was found under this connection's limits. On [`Backpressure`] hand it
     /// in again later (it is scanned then).
     pub(crate) fn handle_scanned_tagged(
         &mut self,
@@ -706,9 +571,7 @@ impl Endpoint {
     ) -> Result<(), Backpressure> {
         // Refused for now (backpressure), it is scanned when handed in again.
         let found = message.take_found(&self.config.limits);
-        self.tagged(tag, |endpoint| {
-            endpoint.take_scanned(message.bytes(), found, now)
-        })
+        self.tagged(tag, |wire| wire.take_scanned(message.bytes(), found, now))
     }
 
     /// Takes `message`, classified as `found` says when something is found, else scanned
@@ -750,17 +613,9 @@ impl Endpoint {
         Ok(())
     }
 
-    /// Signals the end of input: a partial frame is reported, then the endpoint closes as
-    /// with [`close`](Endpoint::close).
-    #[cfg_attr(not(feature = "internals"), allow(dead_code))] // the crate's own tests use it
-    pub fn handle_end_of_input(&mut self, now: Instant) {
-        self.finish_input(now);
-        self.close(now);
-    }
-
-    /// Signals the end of input but keeps the endpoint open: frames already received are
+    /// Signals the end of input but keeps the wire open: frames already received are
     /// still processed and a partial one is reported, while answers to requests already
-    /// received can still be sent. Close it later with [`close`](Endpoint::close) (the
+    /// received can still be sent. Close it later with [`close`](Wire::close) (the
     /// connection machine does, once its handlers have answered). Further input is ignored.
     pub(crate) fn finish_input(&mut self, now: Instant) {
         self.now = now;
@@ -777,7 +632,7 @@ impl Endpoint {
     /// Ends requests whose deadline is at or before `now` (each with
     /// [`EndReason::TimedOut`], and a cancellation sent when configured) and forgets early
     /// cancels that expired. Before any deadline it changes nothing.
-    pub fn handle_timeout(&mut self, now: Instant) {
+    pub(crate) fn handle_timeout(&mut self, now: Instant) {
         self.now = now;
         while let Some(id) = self.outgoing.pop_expired(now) {
             self.events
@@ -800,7 +655,7 @@ impl Endpoint {
 
     /// Room in the arena for one more frame. With no event queued the arena holds nothing
     /// live, whatever its length: frames that leave no event (a cancellation of a request
-    /// not seen yet, a request answered at once) must not fill it, or the endpoint would
+    /// not seen yet, a request answered at once) must not fill it, or the wire would
     /// take no more input with nothing to hand out. [`reclaim_arena`](Self::reclaim_arena)
     /// empties it before the next frame goes in.
     fn has_event_room(&self) -> bool {
@@ -833,12 +688,12 @@ impl Endpoint {
         over || (self.queued_calls > 0 && (self.barrier() || self.busy_full()))
     }
 
-    /// True while the endpoint takes input: open, with room for its events (within
+    /// True while the wire takes input: open, with room for its events (within
     /// [`Config::max_held_bytes`] while holding) and for its answers (output within
     /// [`Config::max_buffered_output`], and within 64 KiB while writes are blocked). A
-    /// driver reads only then; [`handle_input`](Endpoint::handle_input) takes nothing
+    /// driver reads only then; [`handle_input`](Wire::handle_input) takes nothing
     /// otherwise.
-    pub fn wants_input(&self) -> bool {
+    pub(crate) fn wants_input(&self) -> bool {
         !self.closed && self.has_room()
     }
 
@@ -899,7 +754,7 @@ impl Endpoint {
         }
     }
 
-    /// [`process_decoded`](Endpoint::process_decoded) when the decoder holds something.
+    /// [`process_decoded`](Wire::process_decoded) when the decoder holds something.
     // Kept out of line so that the question before it is answered without its stack frame.
     #[inline(never)]
     fn process_buffered(&mut self) {
@@ -1314,9 +1169,9 @@ impl Endpoint {
         Ok(id)
     }
 
-    /// Sends a request and returns its id, which the matching [`EndpointEvent::Response`] (or
-    /// [`EndpointEvent::Ended`]) carries. Ids are sequential integers from 1, never reused.
-    pub fn send_request(
+    /// Sends a request and returns its id, which the matching response record (or
+    /// [`Record::Ended`]) carries. Ids are sequential integers from 1, never reused.
+    pub(crate) fn send_request(
         &mut self,
         method: &str,
         params: Option<&RawValue>,
@@ -1340,7 +1195,11 @@ impl Endpoint {
     /// - MCP: params `{"progressToken": token, …}`, where `…` is the members of `value` when
     ///   it is an object (`{"progress": 3, "total": 10, "message": "…"}`), else
     ///   `"progress": value` (a bare number).
-    pub fn send_progress(&mut self, token: &Id<'_>, value: &RawValue) -> Result<(), SendError> {
+    pub(crate) fn send_progress(
+        &mut self,
+        token: &Id<'_>,
+        value: &RawValue,
+    ) -> Result<(), SendError> {
         self.check_send()?;
         let profile = self.config.profile;
         let mut params = core::mem::take(&mut self.params);
@@ -1380,7 +1239,7 @@ impl Endpoint {
     }
 
     /// Sends a notification.
-    pub fn send_notification(
+    pub(crate) fn send_notification(
         &mut self,
         method: &str,
         params: Option<&RawValue>,
@@ -1394,7 +1253,7 @@ impl Endpoint {
         Ok(())
     }
 
-    /// [`send_notification`](Endpoint::send_notification) written where it is framed, the
+    /// [`send_notification`](Wire::send_notification) written where it is framed, the
     /// params copied once (no body buffer between), when the method name needs no escape:
     /// what a hook's notifications (the pub/sub hub's fan-out) take per subscriber.
     pub(crate) fn send_notification_framed(
@@ -1416,7 +1275,7 @@ impl Endpoint {
         self.send_parts(&parts)
     }
 
-    /// [`send_notification`](Endpoint::send_notification) with params that `params`
+    /// [`send_notification`](Wire::send_notification) with params that `params`
     /// appends in place (one JSON value): a subscription's notice written around its item
     /// with no buffer between.
     #[cfg(feature = "subscriptions")]
@@ -1469,11 +1328,11 @@ impl Endpoint {
     }
 
     /// Starts an outgoing batch: add calls to the builder, then [`BatchBuilder::send`] it
-    /// as one array. Responses arrive as ordinary [`EndpointEvent::Response`]s, matched by id,
+    /// as one array. Responses arrive as ordinary response records, matched by id,
     /// whatever order the peer answers in.
-    pub fn batch(&mut self, now: Instant) -> BatchBuilder<'_> {
+    pub(crate) fn batch(&mut self, now: Instant) -> BatchBuilder<'_> {
         BatchBuilder {
-            endpoint: self,
+            wire: self,
             now,
             ids: Vec::new(),
             body: Vec::new(),
@@ -1481,10 +1340,10 @@ impl Endpoint {
         }
     }
 
-    /// Answers a request the peer sent (the handle from [`EndpointEvent::Request`]), with a result or
+    /// Answers a request the peer sent (the handle of its request record), with a result or
     /// an error object. A request in a batch is held until the whole batch is answered, then
     /// the batch's array goes out as one frame.
-    pub fn respond(
+    pub(crate) fn respond(
         &mut self,
         id: IncomingId,
         result: Result<&RawValue, &ErrorObject<'_>>,
@@ -1519,10 +1378,10 @@ impl Endpoint {
         done
     }
 
-    /// Answers a request the peer cancelled (after [`EndpointEvent::PeerCancelled`]) with
+    /// Answers a request the peer cancelled (after [`Record::PeerCancelled`]) with
     /// [`Config::cancelled_code`] and the message "Request cancelled", or, when the profile
     /// does not answer cancelled requests (MCP), forgets it and writes nothing.
-    pub fn respond_cancelled(&mut self, id: IncomingId) -> Result<(), UnknownRequest> {
+    pub(crate) fn respond_cancelled(&mut self, id: IncomingId) -> Result<(), UnknownRequest> {
         let error = ErrorObject::fixed(self.config.cancelled_code, "Request cancelled");
         self.respond(id, Err(&error))
     }
@@ -1542,7 +1401,7 @@ impl Endpoint {
     /// Cancels one of our requests: it ends with [`EndReason::Cancelled`] at once, a late
     /// response is ignored, and (with [`Config::cancellation`]) the peer is sent a
     /// cancellation. Returns false when the request was not pending.
-    pub fn cancel(&mut self, id: RequestId, now: Instant) -> bool {
+    pub(crate) fn cancel(&mut self, id: RequestId, now: Instant) -> bool {
         self.now = now;
         if !self.outgoing.remove(id.0) {
             return false;
@@ -1558,7 +1417,7 @@ impl Endpoint {
     /// Ends one of our requests with `reason`, as if its deadline had passed but without a
     /// cancellation to the peer (the transport knows it will not be answered); a late
     /// response is ignored. False when it was not pending.
-    pub fn end(&mut self, id: RequestId, reason: EndReason, now: Instant) -> bool {
+    pub(crate) fn end(&mut self, id: RequestId, reason: EndReason, now: Instant) -> bool {
         self.now = now;
         if !self.outgoing.remove(id.0) {
             return false;
@@ -1567,10 +1426,10 @@ impl Endpoint {
         true
     }
 
-    /// Closes the endpoint: every pending request ends with [`EndReason::Closed`], requests
-    /// in flight are dropped without an answer, then [`EndpointEvent::Closed`]. Output already
+    /// Closes the wire: every pending request ends with [`EndReason::Closed`], requests
+    /// in flight are dropped without an answer, then [`Record::Closed`]. Output already
     /// queued can still be drained. Idempotent.
-    pub fn close(&mut self, now: Instant) {
+    pub(crate) fn close(&mut self, now: Instant) {
         self.now = now;
         if self.closed {
             return;
@@ -1591,8 +1450,7 @@ impl Endpoint {
     }
 
     /// Drops the peer's requests and notifications received and not handed out yet: once
-    /// closed, nothing can answer them. The connection machine calls it when it closes; the
-    /// endpoint alone hands them out after a close (its own end-of-input tests read them).
+    /// closed, nothing can answer them. The connection calls it when it closes.
     pub(crate) fn discard_queued_calls(&mut self) {
         if self.queued_calls > 0 {
             self.events.retain(|r| !is_call(r));
@@ -1606,16 +1464,16 @@ impl Endpoint {
     /// Appends the next frame to transmit to `buf` and returns its length; `None` when
     /// there is nothing to send.
     ///
-    /// A frame partly consumed through [`consume_transmit`](Endpoint::consume_transmit)
+    /// A frame partly consumed through [`consume_transmit`](Wire::consume_transmit)
     /// gives its rest. Memory is reclaimed as frames are taken, so the buffer holds at most
-    /// about twice [`buffered_output`](Endpoint::buffered_output) however many frames a
+    /// about twice [`buffered_output`](Wire::buffered_output) however many frames a
     /// driver takes per turn.
-    pub fn poll_transmit(&mut self, buf: &mut Vec<u8>) -> Option<usize> {
+    pub(crate) fn poll_transmit(&mut self, buf: &mut Vec<u8>) -> Option<usize> {
         self.poll_transmit_tagged(buf).map(|(len, _)| len)
     }
 
-    /// Like [`poll_transmit`](Endpoint::poll_transmit), with the frame's tag: the tag of
-    /// the message ([`handle_message_tagged`](Endpoint::handle_message_tagged)) whose
+    /// Like [`poll_transmit`](Wire::poll_transmit), with the frame's tag: the tag of
+    /// the message ([`handle_message_tagged`](Wire::handle_message_tagged)) whose
     /// request it answers or on whose behalf it was sent
     /// ([`Connection::notify_for`](crate::connection::Connection::notify_for)), 0 for
     /// the rest. A transport with a stream per message (MCP's Streamable HTTP) sends each
@@ -1625,33 +1483,33 @@ impl Endpoint {
     }
 
     /// Every byte of output queued, framed, to write as it is (a byte-stream driver writes
-    /// straight from here and then calls [`consume_transmit`](Endpoint::consume_transmit)
+    /// straight from here and then calls [`consume_transmit`](Wire::consume_transmit)
     /// with how many bytes went out). Empty when there is nothing to send.
     pub(crate) fn peek_transmit(&self) -> &[u8] {
         self.out.bytes()
     }
 
-    /// The frames of [`peek_transmit`](Endpoint::peek_transmit), one by one.
+    /// The frames of [`peek_transmit`](Wire::peek_transmit), one by one.
     pub(crate) fn transmit_frames(&self) -> impl Iterator<Item = &[u8]> + '_ {
         self.out.frames()
     }
 
-    /// The first `n` bytes of [`peek_transmit`](Endpoint::peek_transmit) were written:
+    /// The first `n` bytes of [`peek_transmit`](Wire::peek_transmit) were written:
     /// they are dropped from the output (a frame may be left partly written; the rest of
     /// it comes first).
-    pub fn consume_transmit(&mut self, n: usize) {
+    pub(crate) fn consume_transmit(&mut self, n: usize) {
         self.out.consume(n);
     }
 
-    /// Bytes of output taken so far (by [`poll_transmit`](Endpoint::poll_transmit) and
-    /// [`consume_transmit`](Endpoint::consume_transmit)): a driver compares it before and
+    /// Bytes of output taken so far (by [`poll_transmit`](Wire::poll_transmit) and
+    /// [`consume_transmit`](Wire::consume_transmit)): a driver compares it before and
     /// after writing to know whether a byte went out.
-    pub fn transmitted(&self) -> u64 {
+    pub(crate) fn transmitted(&self) -> u64 {
         self.out.total()
     }
 
     /// Bytes of memory the output buffer holds: at most about twice
-    /// [`buffered_output`](Endpoint::buffered_output) (plus a few KiB), whatever the
+    /// [`buffered_output`](Wire::buffered_output) (plus a few KiB), whatever the
     /// driver takes per turn; an emptied buffer keeps at most 64 KiB.
     pub(crate) fn output_capacity(&self) -> usize {
         self.out.capacity()
@@ -1663,18 +1521,40 @@ impl Endpoint {
         self.batch_sizes.pop_front()
     }
 
-    /// The next event, borrowing from the endpoint until the next call; `None` when there
-    /// is none.
+    /// Takes the next record of the queue for the connection to act on, with the text of
+    /// the frame its entry lies in (empty for a record that is not an entry); `None` when
+    /// there is none.
     #[inline]
-    pub fn poll_event(&mut self) -> Option<EndpointEvent<'_>> {
+    pub(crate) fn take_record(&mut self) -> Option<(Record, &str)> {
         self.refill_events();
         let at = self.next_index()?;
         let record = self.take(at)?;
-        Some(self.event_of(record))
+        let frame = self.entry_text(&record);
+        Some((record, frame))
+    }
+
+    /// The record [`take_record`](Wire::take_record) would take next, left in the queue:
+    /// the connection decides by its content whether to take it itself.
+    #[inline]
+    pub(crate) fn peek_record(&mut self) -> Option<(&Record, &str)> {
+        self.refill_events();
+        let at = self.next_index()?;
+        let record = self.events.get(at)?;
+        Some((record, self.entry_text(record)))
+    }
+
+    /// The text of the frame an entry record lies in; empty for any other record.
+    #[inline(always)]
+    fn entry_text(&self, record: &Record) -> &str {
+        match *record {
+            // SAFETY: as in `process_entry`: a scanned entry, unchanged in the arena since.
+            Record::Entry { start, end, .. } => unsafe { frame_str(&self.arena[start..end]) },
+            _ => "",
+        }
     }
 
     /// Where the next event to hand out is in the queue: the first, unless it is a request
-    /// or notification held back ([`Endpoint::is_holding`]); then the first event behind
+    /// or notification held back ([`Wire::is_holding`]); then the first event behind
     /// the held calls that is not a call (calls keep their order among themselves).
     #[inline]
     fn next_index(&self) -> Option<usize> {
@@ -1740,16 +1620,6 @@ impl Endpoint {
             .position(|r| matches!(r, Record::Entry { role: Role::Request(h), .. } if *h == handle))
     }
 
-    /// The event [`poll_event`](Endpoint::poll_event) would return next, left in the queue:
-    /// for a layer above the endpoint (the connection machine) that decides by an event's
-    /// content whether to take it itself.
-    pub(crate) fn peek_event(&mut self) -> Option<EndpointEvent<'_>> {
-        self.refill_events();
-        let at = self.next_index()?;
-        let record = self.events.get(at)?.clone();
-        Some(self.event_of(record))
-    }
-
     /// Whether the next event is an entry whose role `wanted` accepts.
     #[inline(always)]
     fn next_entry_is(&mut self, wanted: fn(&Role) -> bool) -> bool {
@@ -1790,13 +1660,13 @@ impl Endpoint {
             self.events.remove(at);
         }
         self.count_handed_out(&role);
-        // SAFETY: as in `decide`: a scanned entry, unchanged in the arena since.
+        // SAFETY: as in `process_entry`: a scanned entry, unchanged in the arena since.
         let frame = unsafe { frame_str(&self.arena[start..end]) };
         Some((role, entry, frame))
     }
 
-    /// Takes the request or notification [`peek_next`](Endpoint::peek_next) told of as
-    /// [`Peek::Call`] at `at`, nothing having changed the endpoint since, as its entry and
+    /// Takes the request or notification [`peek_next`](Wire::peek_next) told of as
+    /// [`Peek::Call`] at `at`, nothing having changed the wire since, as its entry and
     /// the text it lies in, without building it: the connection machine builds its own
     /// event from them, once (built here and moved into that event, its fields were stored
     /// in pieces and read back whole right away, a stalled store-to-load forward, twice).
@@ -1817,14 +1687,14 @@ impl Endpoint {
     }
 
     /// Whether the next event is the response to one of our requests
-    /// ([`poll_response`](Endpoint::poll_response) takes it).
+    /// ([`poll_response`](Wire::poll_response) takes it).
     #[inline]
     pub(crate) fn next_is_response(&mut self) -> bool {
         self.next_entry_is(Role::is_response)
     }
 
     /// Takes the next event when it is the response to one of our requests, as its entry
-    /// and the text it lies in, without building it (as [`poll_call`](Endpoint::poll_call)
+    /// and the text it lies in, without building it (as [`poll_call`](Wire::poll_call)
     /// does for calls). `None`, taking nothing, for any other event or none.
     pub(crate) fn poll_response(&mut self) -> Option<PolledResponse<'_>> {
         let (Role::Response(id), entry, frame) = self.poll_entry(Role::is_response)? else {
@@ -1835,7 +1705,7 @@ impl Endpoint {
 
     /// What the next event is, told without building it: for the connection machine's
     /// routing, which needs only a call's method name or a response's request. `None` when
-    /// there is none (then [`peek_event`](Endpoint::peek_event) would find none either).
+    /// there is none (then [`peek_record`](Wire::peek_record) would find none either).
     #[inline(always)]
     pub(crate) fn peek_next(&mut self) -> Option<Peek<'_>> {
         self.refill_events();
@@ -1850,7 +1720,7 @@ impl Endpoint {
                 if let Role::Response(id) = role {
                     return Some(Peek::Response(*id));
                 }
-                // SAFETY: as in `decide`: a scanned entry, unchanged in the arena since.
+                // SAFETY: as in `process_entry`: a scanned entry, unchanged in the arena since.
                 let frame = unsafe { frame_str(&self.arena[*start..*end]) };
                 match entry.plain_method(frame) {
                     Some((request, method)) => Peek::Call {
@@ -1873,7 +1743,7 @@ impl Endpoint {
         }
     }
 
-    /// [`refill_events`](Endpoint::refill_events) once the queue is empty.
+    /// [`refill_events`](Wire::refill_events) once the queue is empty.
     #[inline(never)]
     fn events_drained(&mut self) {
         // Every event handed out so far is dead: reuse the arena for frames the decoder
@@ -1885,54 +1755,12 @@ impl Endpoint {
         }
     }
 
-    #[inline]
-    fn event_of(&self, record: Record) -> EndpointEvent<'_> {
-        match record {
-            Record::Entry {
-                start,
-                end,
-                entry,
-                role,
-            } => {
-                // SAFETY: as in `decide`: a scanned entry, unchanged in the arena since.
-                let frame = unsafe { frame_str(&self.arena[start..end]) };
-                match (entry.materialize(frame), role) {
-                    (Incoming::Request(request), Role::Request(id)) => {
-                        EndpointEvent::Request { id, request }
-                    }
-                    (Incoming::Notification(n), _) => EndpointEvent::Notification(n),
-                    (Incoming::Response(r), Role::Response(id)) => EndpointEvent::Response {
-                        id,
-                        result: r.result,
-                    },
-                    (Incoming::Response(Response { result: Err(e), .. }), Role::NullIdError) => {
-                        EndpointEvent::ErrorWithoutId(e)
-                    }
-                    (Incoming::Response(r), _) => EndpointEvent::UnknownResponse(r),
-                    (Incoming::BadResponse { id, error }, _) => {
-                        EndpointEvent::ProtocolError { id, error }
-                    }
-                    // Requests are recorded only with their own role, invalid entries never.
-                    (Incoming::Request(_) | Incoming::Invalid(_), _) => {
-                        unreachable!("request or invalid entry recorded with a foreign role")
-                    }
-                }
-            }
-            Record::Ended(id, reason) => EndpointEvent::Ended { id, reason },
-            Record::PeerCancelled(id) => EndpointEvent::PeerCancelled { id },
-            Record::Frame(e) => EndpointEvent::FrameError(e),
-            Record::Rejected(r) => EndpointEvent::Rejected(r),
-            Record::Expired(e) => EndpointEvent::Expired(e),
-            Record::Closed => EndpointEvent::Closed,
-        }
-    }
-
-    /// The next instant [`handle_timeout`](Endpoint::handle_timeout) has work at; `None`
+    /// The next instant [`handle_timeout`](Wire::handle_timeout) has work at; `None`
     /// when no deadline is set. It may be an instant already past (with
-    /// [`Config::idle_timeout`] or [`Config::frame_timeout`] set, the endpoint asks this way
+    /// [`Config::idle_timeout`] or [`Config::frame_timeout`] set, the wire asks this way
     /// to be told the time after a change it saw without one): call `handle_timeout` at
     /// once then.
-    pub fn poll_timeout(&self) -> Option<Instant> {
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
         let table = match (self.outgoing.next_deadline(), self.early.next_expiry()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -1959,13 +1787,13 @@ fn write_call(out: &mut Vec<u8>, id: Option<&Id<'_>>, method: &str, params: Opti
     crate::message::write_call(out, Version::V2, id, method, params);
 }
 
-/// Builds an outgoing batch; from [`Endpoint::batch`].
+/// Builds an outgoing batch; from [`Wire::batch`].
 ///
 /// Dropping it without [`send`](BatchBuilder::send) sends nothing and forgets the requests
 /// it registered.
 #[derive(Debug)]
-pub struct BatchBuilder<'e> {
-    endpoint: &'e mut Endpoint,
+pub(crate) struct BatchBuilder<'e> {
+    wire: &'e mut Wire,
     now: Instant,
     ids: Vec<u64>,
     body: Vec<u8>,
@@ -1979,13 +1807,13 @@ impl BatchBuilder<'_> {
     }
 
     /// Adds a request and returns the id its response will carry.
-    pub fn request(
+    pub(crate) fn request(
         &mut self,
         method: &str,
         params: Option<&RawValue>,
         options: RequestOptions,
     ) -> Result<RequestId, SendError> {
-        let id = self.endpoint.register(options, self.now)?;
+        let id = self.wire.register(options, self.now)?;
         self.ids.push(id);
         self.entry();
         write_call(&mut self.body, Some(&Id::number(id as i64)), method, params);
@@ -1993,21 +1821,25 @@ impl BatchBuilder<'_> {
     }
 
     /// Adds a notification.
-    pub fn notify(&mut self, method: &str, params: Option<&RawValue>) -> Result<(), SendError> {
-        self.endpoint.check_send()?;
+    pub(crate) fn notify(
+        &mut self,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<(), SendError> {
+        self.wire.check_send()?;
         self.entry();
         write_call(&mut self.body, None, method, params);
         Ok(())
     }
 
     /// Sends the batch as one frame (nothing when it is empty).
-    pub fn send(mut self) -> Result<(), SendError> {
-        self.endpoint.check_send()?;
+    pub(crate) fn send(mut self) -> Result<(), SendError> {
+        self.wire.check_send()?;
         self.sent = true;
         if !self.body.is_empty() {
             self.body.push(b']');
             let body = core::mem::take(&mut self.body);
-            self.endpoint.push_frame(&body);
+            self.wire.push_frame(&body);
         }
         Ok(())
     }
@@ -2017,7 +1849,7 @@ impl Drop for BatchBuilder<'_> {
     fn drop(&mut self) {
         if !self.sent {
             for &id in &self.ids {
-                self.endpoint.outgoing.remove(id);
+                self.wire.outgoing.remove(id);
             }
         }
     }
@@ -2041,17 +1873,17 @@ mod tests {
         ] {
             for method in ["rpc.notification", "say \"hi\"\n", ""] {
                 let written = |framed: bool| {
-                    let mut endpoint = Endpoint::new(Config {
+                    let mut wire = Wire::new(Config {
                         framing,
                         ..Config::default()
                     });
                     let sent = match framed {
-                        true => endpoint.send_notification_framed(method, params),
-                        false => endpoint.send_notification(method, Some(params)),
+                        true => wire.send_notification_framed(method, params),
+                        false => wire.send_notification(method, Some(params)),
                     };
                     assert!(sent.is_ok());
                     let mut out = Vec::new();
-                    while endpoint.poll_transmit(&mut out).is_some() {}
+                    while wire.poll_transmit(&mut out).is_some() {}
                     out
                 };
                 let expected = written(false);

@@ -4,7 +4,7 @@ use crate::codec::Framing;
 use crate::id::Id;
 use crate::raw::RawValue;
 
-/// The protocol conventions an endpoint follows for cancellation, progress and framing.
+/// The protocol conventions a connection follows for cancellation, progress and framing.
 ///
 /// Choose one with [`Config::for_profile`](super::Config::for_profile), which also sets
 /// [`Config::cancel_method`](super::Config::cancel_method),

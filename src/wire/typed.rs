@@ -1,18 +1,18 @@
 //! Typed calls: `call::<M>(params)`, `notify::<N>(params)` and `respond_typed(id, &result)`
-//! on the endpoint.
+//! on the wire.
 
-use super::{Endpoint, IncomingId, RequestId, RequestOptions, SendError, UnknownRequest};
+use super::{IncomingId, RequestId, RequestOptions, SendError, UnknownRequest, Wire};
 use crate::error::ErrorObject;
 use crate::method::{encode_params, write_json, Method, NotificationMethod};
 use crate::raw::RawValue;
 use crate::time::Instant;
 
-impl Endpoint {
+impl Wire {
     /// Sends a request to `M`: the params are serialized straight into a reused buffer (no
     /// `serde_json::Value` between, see [`encode_params`]), then sent as
-    /// [`send_request`](Endpoint::send_request) does. Decode the answer with
+    /// [`send_request`](Wire::send_request) does. Decode the answer with
     /// [`decode_result::<M>`](crate::method::decode_result).
-    pub fn call<M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>>(
+    pub(crate) fn call<M: Method<Params: serde::Serialize, Result: serde::de::DeserializeOwned>>(
         &mut self,
         params: &M::Params,
         options: RequestOptions,
@@ -25,8 +25,8 @@ impl Endpoint {
         result
     }
 
-    /// Sends a notification to `N`, serializing the params as [`call`](Endpoint::call) does.
-    pub fn notify<N: NotificationMethod<Params: serde::Serialize>>(
+    /// Sends a notification to `N`, serializing the params as [`call`](Wire::call) does.
+    pub(crate) fn notify<N: NotificationMethod<Params: serde::Serialize>>(
         &mut self,
         params: &N::Params,
     ) -> Result<(), SendError> {
@@ -38,27 +38,10 @@ impl Endpoint {
     }
 
     /// Answers a request the peer sent with a typed result (serialized straight into a
-    /// reused buffer) or an error object, as [`respond`](Endpoint::respond) does. A result
+    /// reused buffer) or an error object, as [`respond`](Wire::respond) does. A result
     /// that fails to serialize is answered with `-32603` Internal error: the request is
     /// answered either way.
-    ///
-    /// ```
-    /// use sansrpc::internals::{Endpoint, EndpointEvent};
-    /// use sansrpc::Config;
-    /// use sansrpc::Instant;
-    ///
-    /// let mut ep = Endpoint::new(Config::default());
-    /// let frame = br#"{"jsonrpc":"2.0","id":1,"method":"sum","params":[1,2]}"#;
-    /// let mut wire = Vec::new();
-    /// sansrpc::codec::encode_frame(sansrpc::codec::Framing::ContentLength, frame, &mut wire);
-    /// ep.handle_input(&wire, Instant::ZERO);
-    /// let Some(EndpointEvent::Request { id, .. }) = ep.poll_event() else { panic!() };
-    /// ep.respond_typed(id, Ok(&3)).unwrap();
-    /// let mut out = Vec::new();
-    /// ep.poll_transmit(&mut out);
-    /// assert!(out.ends_with(br#"{"jsonrpc":"2.0","result":3,"id":1}"#));
-    /// ```
-    pub fn respond_typed<T: serde::Serialize + ?Sized>(
+    pub(crate) fn respond_typed<T: serde::Serialize + ?Sized>(
         &mut self,
         id: IncomingId,
         result: Result<&T, &ErrorObject<'_>>,

@@ -1,4 +1,4 @@
-//! The endpoint's bookkeeping: requests we sent and await, requests we received and owe an
+//! The wire's bookkeeping: requests we sent and await, requests we received and owe an
 //! answer, incoming batches being assembled, and cancels that arrived early.
 
 use alloc::collections::VecDeque;
@@ -207,7 +207,7 @@ fn shrink<T>(entries: &mut VecDeque<T>) {
     }
 }
 
-/// A map kept as a sorted ring buffer: the endpoint's keys mostly arrive in order (our ids,
+/// A map kept as a sorted ring buffer: the wire's keys mostly arrive in order (our ids,
 /// handles and deadlines grow) and leave from the front (answers in order, deadlines
 /// expiring), which a ring does with one push or pop and no node allocation, in one
 /// contiguous block (a B-tree allocates a node per few entries, half full). Keys out of
@@ -680,6 +680,7 @@ impl EarlyCancels {
         self.entries.clear();
     }
 
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))] // the crate's own tests use it
     pub(super) fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
