@@ -144,6 +144,39 @@ impl Configs {
         Ok(config)
     }
 
+    /// True when no config may be added however its task stands.
+    pub fn is_full(&self) -> bool {
+        self.total >= self.limits.max_configs
+    }
+
+    /// Forgets the configs of every task `kept` says is gone (the task machine evicted
+    /// it): the watchers to close.
+    pub fn prune(&mut self, kept: impl Fn(&str) -> bool) -> Vec<StreamId> {
+        let gone: Vec<String> = self
+            .by_task
+            .keys()
+            .filter(|task| !kept(task))
+            .cloned()
+            .collect();
+        let mut watchers = Vec::new();
+        for task in gone {
+            if let Some(configs) = self.by_task.remove(&task) {
+                self.total -= configs.len();
+            }
+            let of_task: Vec<StreamId> = self
+                .watchers
+                .iter()
+                .filter(|(_, t)| **t == task)
+                .map(|(s, _)| *s)
+                .collect();
+            for stream in of_task {
+                self.watchers.remove(&stream);
+                watchers.push(stream);
+            }
+        }
+        watchers
+    }
+
     pub fn get(&self, task: &str, id: &str) -> Result<TaskPushNotificationConfig, A2aError> {
         self.by_task
             .get(task)

@@ -369,6 +369,13 @@ impl Endpoint {
         task: &str,
         config: TaskPushNotificationConfig,
     ) -> Result<TaskPushNotificationConfig, A2aError> {
+        if self.push.is_full() {
+            // The configs of tasks the machine evicted since go first.
+            let tasks = &self.tasks;
+            for watcher in self.push.prune(|task| tasks.contains(task)) {
+                self.tasks.close_stream(watcher);
+            }
+        }
         let config = self.push.add(task, config)?;
         if !self.push.watched(task) {
             let request = SubscribeToTaskRequest {

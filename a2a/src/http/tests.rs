@@ -374,6 +374,49 @@ fn push_configs_are_bounded_per_task_and_checked() {
     assert!(String::from_utf8_lossy(&pushes[1].body).contains("statusUpdate"));
 }
 
+/// A task the machine evicts takes its push configs with it: the configs of tasks long
+/// gone counted against `max_configs`, so a long-running agent refused every new config
+/// with `-32603` once that many had been made over its life.
+#[test]
+fn an_evicted_task_frees_its_push_configs() {
+    let mut tasks = crate::machine::TaskConfig::default();
+    tasks.limits.max_tasks = 1;
+    let config = Config {
+        tasks,
+        push: PushLimits {
+            max_configs: 1,
+            ..PushLimits::default()
+        },
+        ..Config::default()
+    };
+    let mut server = Endpoint::new(config, card(), SeededIds::new(5));
+    let mut task_with_config = |server: &mut Endpoint, text: &str, t: u64| {
+        stream(call(server, "SendStreamingMessage", send(text), at(t)));
+        let run = runs(server)[0];
+        let task_id = server.tasks().task_ids().next().unwrap().to_owned();
+        let create = serde_json::json!({"taskId": task_id, "url": "http://h/1"});
+        let verdict = call(server, "CreateTaskPushNotificationConfig", create, at(t));
+        let Verdict::Respond(ok) = verdict else {
+            panic!("{verdict:?}")
+        };
+        let body = String::from_utf8_lossy(&ok.body).into_owned();
+        assert!(body.contains("\"url\":\"http://h/1\""), "{body}");
+        server
+            .handle_update(at(t + 1), run, Update::status(TaskState::Completed, None))
+            .unwrap();
+        while server.poll_event().is_some() {}
+        task_id
+    };
+    let first = task_with_config(&mut server, "a", 0);
+    // The next task evicts the first (finished, and one task is kept): its config goes too.
+    let second = task_with_config(&mut server, "b", 10);
+    assert_ne!(first, second);
+    assert_eq!(
+        server.tasks().task_ids().collect::<Vec<_>>(),
+        [second.as_str()]
+    );
+}
+
 /// A task store two servers share, in memory (a test's stand-in for one bucket); `fail`
 /// makes every call fail.
 #[derive(Clone, Default)]
