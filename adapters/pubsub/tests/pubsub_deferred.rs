@@ -416,3 +416,36 @@ fn subscribes_under_way_together_cannot_pass_the_subscription_limit() {
     assert!(d.answers(s)[0].is_ok());
     assert_eq!(d.hub.subscriptions(s), 1);
 }
+
+/// An unsubscribe sent while the same connection's subscribe of that id waits for the
+/// store comes after it: once both are answered the subscription is gone, in memory (no
+/// message delivered) and in the store (a new subscribe starts afresh). The store's tasks
+/// run in order, as a store worker runs them; the unsubscribe's removal ran between the
+/// subscribe's load and its save, so the save brought the subscription back.
+#[test]
+fn an_unsubscribe_right_after_a_subscribe_is_not_undone() {
+    let mut d = Deferred::new(HubConfig::default());
+    let s = d.hub.connect();
+    d.request(s, "rpc.subscribe.persistent", sub("p"));
+    let unsubscribe = json!({"subscription_id": "p"});
+    d.request(s, "rpc.unsubscribe.persistent", unsubscribe);
+    d.settle();
+    let answers = d.answers(s);
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    assert_eq!(answers[0].as_ref().unwrap()["subscription_id"], "p");
+    assert_eq!(answers[1], Ok(json!({"unsubscribed": true})), "{answers:?}");
+    d.publish("t", 1);
+    d.settle();
+    assert_eq!(d.sequences(s), [0u64; 0], "nothing for a subscription gone");
+    // The store has it no more: subscribed again, it starts after what was published.
+    d.publish("t", 2);
+    d.settle();
+    let t = d.hub.connect();
+    d.request(t, "rpc.subscribe.persistent", sub("p"));
+    d.settle();
+    assert_eq!(
+        d.answers(t)[0].as_ref().unwrap()["resumed_from_sequence"],
+        2,
+        "a fresh subscription"
+    );
+}

@@ -592,6 +592,35 @@ enum Then {
     Quiet(&'static str),
 }
 
+/// A persistent subscribe or unsubscribe held back to keep the order a connection sent
+/// them in: an unsubscribe of an id whose subscribe is under way waits for it (else the
+/// subscribe's save, coming after the removal, brought the subscription back), and a
+/// subscribe of an id such an unsubscribe holds waits behind it.
+#[derive(Debug)]
+enum Held {
+    Subscribe {
+        session: SessionId,
+        ticket: Ticket,
+        subs: Vec<PersistentParams>,
+        batch: bool,
+    },
+    Unsubscribe {
+        session: SessionId,
+        ticket: Ticket,
+        ids: Vec<String>,
+        batch: bool,
+    },
+}
+
+impl Held {
+    fn touches(&self, id: &str) -> bool {
+        match self {
+            Held::Subscribe { subs, .. } => subs.iter().any(|p| p.subscription_id == id),
+            Held::Unsubscribe { ids, .. } => ids.iter().any(|i| i == id),
+        }
+    }
+}
+
 /// The pub/sub state of a whole server: sessions, their subscriptions and queues, and the
 /// persistent subscriptions. It performs no store operation itself: it hands them out as
 /// [`StoreTask`]s (see the [module docs](self) for the calling contract and the policies).
@@ -626,6 +655,8 @@ pub struct Hub {
     pending_fresh: usize,
     /// Ids of subscribes under way, with how many: a sweep keeps them.
     reserved: BTreeMap<String, usize>,
+    /// Persistent subscribes and unsubscribes held back to keep their order, oldest first.
+    held: VecDeque<Held>,
     matched: Vec<SessionId>,
     /// Where notification params are written before their one copy is taken.
     scratch: Vec<u8>,
@@ -754,6 +785,7 @@ impl Hub {
             stored_ids: None,
             pending_fresh: 0,
             reserved: BTreeMap::new(),
+            held: VecDeque::new(),
             matched: Vec::new(),
             scratch: Vec::new(),
             tasks: VecDeque::new(),
@@ -924,6 +956,9 @@ impl Hub {
                 self.queues.store_error(operation, &e);
             }
             (Then::Quiet(_), _) => {}
+        }
+        if !self.held.is_empty() {
+            self.start_held();
         }
     }
 
@@ -1434,8 +1469,33 @@ impl Hub {
                 Ok(()) => {}
             }
         }
-        self.check_attach(session, &subs)?;
         let ticket = self.ticket();
+        if subs
+            .iter()
+            .any(|p| self.held.iter().any(|h| h.touches(&p.subscription_id)))
+        {
+            self.held.push_back(Held::Subscribe {
+                session,
+                ticket,
+                subs,
+                batch,
+            });
+            return Ok(Handled::Later(ticket));
+        }
+        self.start_subscribe(session, ticket, subs, batch)?;
+        Ok(Handled::Later(ticket))
+    }
+
+    /// A subscribe's checks against what is attached, its reservations, and its load from
+    /// the store (answered under `ticket` once that is done).
+    fn start_subscribe(
+        &mut self,
+        session: SessionId,
+        ticket: Ticket,
+        subs: Vec<PersistentParams>,
+        batch: bool,
+    ) -> Result<(), ErrorObject<'static>> {
+        self.check_attach(session, &subs)?;
         for p in &subs {
             *self.reserved.entry(p.subscription_id.clone()).or_default() += 1;
         }
@@ -1456,7 +1516,7 @@ impl Hub {
             room: 0,
         };
         self.task(op, Then::Prepared(Box::new(job)));
-        Ok(Handled::Later(ticket))
+        Ok(())
     }
 
     /// The takeover rule and the session's room, against what is attached now and the room
@@ -1686,8 +1746,32 @@ impl Hub {
         ids: Vec<String>,
         batch: bool,
     ) -> Handled {
-        let active = ids.iter().map(|id| self.detach(id).is_some()).collect();
         let ticket = self.ticket();
+        let waits =
+            |id: &String| self.reserved.contains_key(id) || self.held.iter().any(|h| h.touches(id));
+        if ids.iter().any(waits) {
+            self.held.push_back(Held::Unsubscribe {
+                session,
+                ticket,
+                ids,
+                batch,
+            });
+        } else {
+            self.start_unsubscribe(session, ticket, ids, batch);
+        }
+        Handled::Later(ticket)
+    }
+
+    /// An unsubscribe's detach and its removal from the store (answered under `ticket`
+    /// once that is done).
+    fn start_unsubscribe(
+        &mut self,
+        session: SessionId,
+        ticket: Ticket,
+        ids: Vec<String>,
+        batch: bool,
+    ) {
+        let active = ids.iter().map(|id| self.detach(id).is_some()).collect();
         let op = StoreOp::Remove { ids: ids.clone() };
         let then = Then::Removed {
             session,
@@ -1697,7 +1781,49 @@ impl Hub {
             batch,
         };
         self.task(op, then);
-        Handled::Later(ticket)
+    }
+
+    /// Starts the held subscribes and unsubscribes nothing holds any more, in order: an
+    /// unsubscribe once no subscribe of its ids is under way, either once no earlier held
+    /// one names its ids.
+    fn start_held(&mut self) {
+        let mut i = 0;
+        while i < self.held.len() {
+            let op = &self.held[i];
+            let blocked = |id: &str| {
+                self.held.iter().take(i).any(|h| h.touches(id))
+                    || (matches!(op, Held::Unsubscribe { .. }) && self.reserved.contains_key(id))
+            };
+            let waits = match op {
+                Held::Subscribe { subs, .. } => subs.iter().any(|p| blocked(&p.subscription_id)),
+                Held::Unsubscribe { ids, .. } => ids.iter().any(|id| blocked(id)),
+            };
+            if waits {
+                i += 1;
+                continue;
+            }
+            match self.held.remove(i).expect("in range") {
+                Held::Subscribe {
+                    session,
+                    ticket,
+                    subs,
+                    batch,
+                } => {
+                    if !self.queues.sessions.contains_key(&session) {
+                        continue;
+                    }
+                    if let Err(e) = self.start_subscribe(session, ticket, subs, batch) {
+                        self.queues.answer(session, ticket, Err(e));
+                    }
+                }
+                Held::Unsubscribe {
+                    session,
+                    ticket,
+                    ids,
+                    batch,
+                } => self.start_unsubscribe(session, ticket, ids, batch),
+            }
+        }
     }
 
     /// `Ok(false)` for a sequence never delivered to this subscription. A state to save goes
