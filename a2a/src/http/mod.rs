@@ -412,6 +412,19 @@ impl Endpoint {
         }
     }
 
+    /// A task whose push watcher ended (a stream ends when its task asks for input) and
+    /// that is not over: watched again, so that what it does once answered is posted too.
+    fn watch_again(&mut self, task: String) {
+        let request = crate::types::SubscribeToTaskRequest {
+            id: task,
+            ..Default::default()
+        };
+        // A terminal task has no stream: nothing more to post.
+        if let Ok(stream) = self.tasks.handle_subscribe(&request) {
+            self.push.watch_again(&request.id, stream);
+        }
+    }
+
     /// Hands the task machine's events on: answers to waiting requests and streams,
     /// runs and stops to the adapter, task updates to the push configs.
     fn drain(&mut self, now: Now) {
@@ -435,13 +448,17 @@ impl Endpoint {
                             self.send_event(stream, &json, last, now.instant);
                         } else if let Some(task) = self.push.watcher(id) {
                             let task = task.to_owned();
-                            for delivery in self.push.deliveries(&task, &json) {
-                                self.events.push_back(Event::Push(Box::new(delivery)));
+                            if !self.push.quiet(id) {
+                                for delivery in self.push.deliveries(&task, &json) {
+                                    self.events.push_back(Event::Push(Box::new(delivery)));
+                                }
                             }
                         }
                         if last {
                             self.by_stream.remove(&id);
-                            self.push.watch_ended(id);
+                            if let Some(task) = self.push.watch_ended(id) {
+                                self.watch_again(task);
+                            }
                         }
                     }
                 }

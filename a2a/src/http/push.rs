@@ -1,7 +1,7 @@
 //! Push notification configs (§3.1.7-3.1.10, §4.3): kept per task, bounded, and turned
 //! into the POSTs an adapter makes for each of the task's events.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::machine::StreamId;
 use crate::types::{ListTaskPushNotificationConfigsResponse, TaskPushNotificationConfig};
@@ -58,6 +58,9 @@ pub(super) struct Configs {
     total: usize,
     /// The task machine's stream that watches each task with configs.
     watchers: BTreeMap<StreamId, String>,
+    /// Watchers whose first event (the task as it is) is not posted: they watch again a
+    /// task whose last watcher ended when it asked for input.
+    quiet: BTreeSet<StreamId>,
     next: u64,
 }
 
@@ -68,6 +71,7 @@ impl Configs {
             by_task: BTreeMap::new(),
             total: 0,
             watchers: BTreeMap::new(),
+            quiet: BTreeSet::new(),
             next: 0,
         }
     }
@@ -171,6 +175,7 @@ impl Configs {
                 .collect();
             for stream in of_task {
                 self.watchers.remove(&stream);
+                self.quiet.remove(&stream);
                 watchers.push(stream);
             }
         }
@@ -209,6 +214,7 @@ impl Configs {
             .find(|(_, t)| *t == task)
             .map(|(s, _)| *s)?;
         self.watchers.remove(&watcher);
+        self.quiet.remove(&watcher);
         Some(watcher)
     }
 
@@ -224,8 +230,22 @@ impl Configs {
         self.watchers.get(&stream).map(String::as_str)
     }
 
-    pub fn watch_ended(&mut self, stream: StreamId) {
-        self.watchers.remove(&stream);
+    /// The watcher `stream` ended: the task it watched, when that still has configs.
+    pub fn watch_ended(&mut self, stream: StreamId) -> Option<String> {
+        self.quiet.remove(&stream);
+        let task = self.watchers.remove(&stream)?;
+        self.by_task.contains_key(&task).then_some(task)
+    }
+
+    /// Watches `task` again with `stream`, its first event (the task as it is) not posted.
+    pub fn watch_again(&mut self, task: &str, stream: StreamId) {
+        self.quiet.insert(stream);
+        self.watch(task, stream);
+    }
+
+    /// True (once) for a watcher's first event that is not posted.
+    pub fn quiet(&mut self, stream: StreamId) -> bool {
+        self.quiet.remove(&stream)
     }
 
     /// The notifications of one event of `task` (a `StreamResponse` as JSON).

@@ -390,7 +390,7 @@ fn an_evicted_task_frees_its_push_configs() {
         ..Config::default()
     };
     let mut server = Endpoint::new(config, card(), SeededIds::new(5));
-    let mut task_with_config = |server: &mut Endpoint, text: &str, t: u64| {
+    let task_with_config = |server: &mut Endpoint, text: &str, t: u64| {
         stream(call(server, "SendStreamingMessage", send(text), at(t)));
         let run = runs(server)[0];
         let task_id = server.tasks().task_ids().next().unwrap().to_owned();
@@ -414,6 +414,59 @@ fn an_evicted_task_frees_its_push_configs() {
     assert_eq!(
         server.tasks().task_ids().collect::<Vec<_>>(),
         [second.as_str()]
+    );
+}
+
+/// The pushes of a task go on after it asks for input and the client answers: the config's
+/// watcher was a task stream, which ends at input required like every stream, so nothing
+/// after it was ever posted.
+#[test]
+fn pushes_go_on_after_input_required() {
+    let mut server = Endpoint::new(Config::default(), card(), SeededIds::new(7));
+    let pushes = |server: &mut Endpoint| -> Vec<String> {
+        std::iter::from_fn(|| server.poll_event())
+            .filter_map(|e| match e {
+                Event::Push(d) => Some(String::from_utf8_lossy(&d.body).into_owned()),
+                _ => None,
+            })
+            .collect()
+    };
+    stream(call(&mut server, "SendMessage", send("ask"), at(0)));
+    let run = runs(&mut server)[0];
+    let task_id = server.tasks().task_ids().next().unwrap().to_owned();
+    let create = serde_json::json!({"taskId": task_id, "url": "http://h/1"});
+    call(
+        &mut server,
+        "CreateTaskPushNotificationConfig",
+        create,
+        at(1),
+    );
+    pushes(&mut server);
+    let update = Update::status(TaskState::InputRequired, None);
+    server.handle_update(at(2), run, update).unwrap();
+    server.handle_run_end(at(2), run);
+    let asked = pushes(&mut server);
+    assert!(
+        asked.len() == 1 && asked[0].contains("TASK_STATE_INPUT_REQUIRED"),
+        "{asked:?}"
+    );
+    // The client answers: the task runs again, and its updates are posted.
+    let answer = serde_json::json!({"message": {"messageId": "m2", "taskId": task_id,
+        "role": "ROLE_USER", "parts": [{"text": "yes"}]}});
+    call(&mut server, "SendMessage", answer, at(3));
+    let run = runs(&mut server).pop().expect("the task runs again");
+    let update = Update::status(TaskState::Completed, None);
+    server.handle_update(at(4), run, update).unwrap();
+    let after = pushes(&mut server);
+    assert!(
+        after.iter().any(|p| p.contains("TASK_STATE_COMPLETED")),
+        "the end is posted: {after:?}"
+    );
+    assert!(
+        !after
+            .iter()
+            .any(|p| p.contains("TASK_STATE_INPUT_REQUIRED")),
+        "nothing posted twice: {after:?}"
     );
 }
 
