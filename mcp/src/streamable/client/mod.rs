@@ -594,15 +594,25 @@ impl HttpClient {
                 }
             }
         }
+        let mut stale = Vec::new();
         for (&id, task) in self.tasks.iter_mut() {
             if let Phase::Sse(reader) = &mut task.phase {
                 if reader.resume_at.is_some_and(|at| at <= now) {
                     reader.resume_at = None;
+                    if task.carried.is_some() && task.carried != self.session.id {
+                        // The connection moved to another session meanwhile: the stream's
+                        // event ids are the old one's (as in `dropped`).
+                        stale.push(id);
+                        continue;
+                    }
                     // Without an id (a GET stream that gave none): a new stream.
                     let from = Some(reader.resume_from.clone()).filter(|id| !id.is_empty());
                     self.ready.push_back((id, from));
                 }
             }
+        }
+        for id in stale {
+            self.finish_read(id, false, now);
         }
     }
 

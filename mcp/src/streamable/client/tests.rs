@@ -554,6 +554,36 @@ fn no_resumption_once_on_another_session() {
     assert_eq!(m.poll_timeout(), None);
 }
 
+/// A stream cut on one session and due for resumption after the connection moved to
+/// another: its calls end, as when the cut came after the move. Resumed, the GET carried
+/// the new session with an event id of the old one.
+#[test]
+fn no_resumption_due_after_a_move_to_another_session() {
+    let mut m = machine();
+    in_session(&mut m);
+    let call = post(&mut m, CALL, at(0));
+    head(&mut m, call.exchange, 200, &[SSE]);
+    m.handle_body(call.exchange, b"id: p\nretry: 100\ndata:\n\n", at(0));
+    m.handle_failure(call.exchange, ExchangeFailure::Cut, at(0));
+    assert_eq!(m.poll_timeout(), Some(at(100)));
+    let init = post(&mut m, INIT, at(10));
+    answer(
+        &mut m,
+        init.exchange,
+        200,
+        &[JSON, ("mcp-session-id", "s2")],
+        INIT_OK,
+    );
+    events(&mut m);
+    m.handle_timeout(at(100));
+    let sent = requests(&mut m);
+    assert!(
+        sent.iter().all(|r| r.header("last-event-id").is_none()),
+        "no resumption on s2 of s1's stream: {sent:?}"
+    );
+    assert_eq!(events(&mut m), [ended(CALL, None)]);
+}
+
 #[test]
 fn a_404_with_a_session_ends_the_calls_without_reading_the_body() {
     let mut m = machine();
