@@ -1028,3 +1028,81 @@ fn the_calls_table_holds_exactly_the_calls_waiting() {
     assert_eq!(calls.len(), model.len());
     assert_eq!(calls.settle(RequestId(0)), None);
 }
+
+/// The calls table against a plain list, over random mixes of calls (single and batched,
+/// tokens in order or not), answers in any order and forgotten tokens: the same calls
+/// waiting, the same token, index and `last` for each answer, the same ids forgotten.
+#[test]
+fn the_calls_table_is_the_list_it_stands_for() {
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    for round in 0..200 {
+        let sorted_tokens = round % 2 == 0;
+        let mut calls = Calls::default();
+        // (id, token, index, batch)
+        let mut model: Vec<(u64, u64, usize, bool)> = Vec::new();
+        let mut next_id = 0u64;
+        let mut next_token = 0u64;
+        for _ in 0..400 {
+            match next(10) {
+                0..=3 => {
+                    let token = if sorted_tokens {
+                        next_token += 1;
+                        next_token
+                    } else {
+                        next(1_000)
+                    };
+                    if model.iter().any(|e| e.1 == token) {
+                        continue;
+                    }
+                    let n = if next(4) == 0 {
+                        1 + next(5) as usize
+                    } else {
+                        1
+                    };
+                    for index in 0..n {
+                        calls.insert(token, RequestId(next_id), index, n > 1);
+                        model.push((next_id, token, index, n > 1));
+                        next_id += 1;
+                    }
+                }
+                4..=7 if !model.is_empty() => {
+                    // Mostly the oldest, else any.
+                    let at = if next(3) == 0 {
+                        next(model.len() as u64) as usize
+                    } else {
+                        0
+                    };
+                    let (id, token, index, _) = model.remove(at);
+                    let last = !model.iter().any(|e| e.1 == token);
+                    assert_eq!(calls.settle(RequestId(id)), Some((token, index, last)));
+                    assert_eq!(calls.settle(RequestId(id)), None, "answered once");
+                }
+                8 if !model.is_empty() => {
+                    let token = model[next(model.len() as u64) as usize].1;
+                    let mut expected: Vec<RequestId> = model
+                        .iter()
+                        .filter(|e| e.1 == token)
+                        .map(|e| RequestId(e.0))
+                        .collect();
+                    model.retain(|e| e.1 != token);
+                    let mut got = calls.forget(token);
+                    got.sort();
+                    expected.sort();
+                    assert_eq!(got, expected);
+                }
+                _ => {}
+            }
+            assert_eq!(calls.len(), model.len());
+        }
+        for e in &model {
+            assert!(calls.contains(RequestId(e.0)));
+        }
+        assert!(!calls.contains(RequestId(next_id)));
+    }
+}
