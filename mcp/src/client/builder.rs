@@ -596,12 +596,12 @@ impl Answerer {
         // carries twice.
         let text = params.map_or("{}", RawValue::get);
         if method == notifications::SUBSCRIPTIONS_ACKNOWLEDGED {
-            self.listens.acknowledged(text);
+            self.listens.take(method, text, None);
             return;
         }
         let value = serde_json::from_str(text).unwrap_or_else(|_| Value::Object(JsonObject::new()));
         if LISTEN_METHODS.contains(&method) {
-            self.listens.deliver(method, text, &value);
+            self.listens.take(method, text, Some(&value));
         }
         if let Some(handler) = &self.notifications {
             handler(method, &value);

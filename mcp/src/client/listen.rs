@@ -109,7 +109,15 @@ struct Hub {
     slot: Slot,
     /// `listen` calls waiting for the slot.
     waiting: Vec<Waker>,
+    /// What takes the notifications of the listen streams ([`Listens::take`]), set by the
+    /// first `listen` ([`Listens::poll_slot`]): before one, no subscription is open or
+    /// being opened and they are dropped; a program that never listens carries none of
+    /// their decoding (7 KB of a browser page).
+    hear: Option<Hear>,
 }
+
+/// [`Listens::hear`], as [`Hub::hear`] holds it.
+type Hear = fn(&Listens, &str, &str, Option<&Value>);
 
 impl Hub {
     fn free_slot(&mut self) {
@@ -149,9 +157,28 @@ impl Listens {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// A notification of the listen streams (`method`, its params as `text`, and as a
+    /// `Value` for a listen method): to [`Listens::hear`] once a `listen` was made.
+    pub(super) fn take(&self, method: &str, text: &str, params: Option<&Value>) {
+        let hear = self.lock().hear;
+        if let Some(hear) = hear {
+            hear(self, method, text, params);
+        }
+    }
+
+    /// What [`take`](Self::take) hands on: `notifications/subscriptions/acknowledged`
+    /// (without a `Value`), or a notification a listen stream carries.
+    fn hear(&self, method: &str, text: &str, params: Option<&Value>) {
+        match params {
+            None => self.acknowledged(text),
+            Some(params) => self.deliver(method, text, params),
+        }
+    }
+
     /// Ready once this caller holds the slot (then [`Slot::Waiting`]).
     pub(super) fn poll_slot(&self, cx: &mut Context<'_>) -> Poll<()> {
         let mut hub = self.lock();
+        hub.hear = Some(Listens::hear);
         let abandoned_ended = match &mut hub.slot {
             Slot::Free => true,
             // Its request ended (answered, refused, closed) before an acknowledgement came:
@@ -172,7 +199,7 @@ impl Listens {
 
     /// `notifications/subscriptions/acknowledged` with its params' text: the one being
     /// opened is acknowledged. One nobody waits for is ignored.
-    pub(super) fn acknowledged(&self, params: &str) {
+    fn acknowledged(&self, params: &str) {
         let Ok(ack) = serde_json::from_str::<SubscriptionsAcknowledgedNotificationParams>(params)
         else {
             return;
@@ -210,7 +237,7 @@ impl Listens {
 
     /// A notification a listen stream carries (its params as `text` and as `params`): held
     /// for its subscription, if it is open.
-    pub(super) fn deliver(&self, method: &str, text: &str, params: &Value) {
+    fn deliver(&self, method: &str, text: &str, params: &Value) {
         let Some(id) = subscription_id(params) else {
             return;
         };
