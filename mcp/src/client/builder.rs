@@ -426,6 +426,8 @@ impl ClientBuilder {
             stateless: Some(Arc::new(Stateless {
                 meta: self.request_meta(&chosen),
                 answers: self.clone(),
+                rounds: McpClient::rounds,
+                screen: ParamHeaders::screen,
             })),
             param_headers: self.param_headers.clone(),
             listens: self.listens.clone(),

@@ -55,7 +55,27 @@ pub(super) struct Stateless {
     pub(super) meta: JsonObject,
     /// The handlers that answer `input_required` rounds.
     pub(super) answers: ClientBuilder,
+    /// [`McpClient::rounds`] and [`ParamHeaders::screen`], reached through here: only
+    /// [`ClientBuilder::discover`] sets them, so a program that never calls it carries
+    /// neither the rounds (the answers' decoders) nor the screening of `x-mcp-header` marks
+    /// (31 KB of a browser page).
+    pub(super) rounds: Rounds,
+    pub(super) screen: Screen,
 }
+
+/// [`McpClient::rounds`], as [`Stateless`] holds it.
+pub(super) type Rounds = for<'a> fn(
+    &'a McpClient,
+    &'a Stateless,
+    &'static str,
+    Value,
+    Option<(i64, Duration, Duration)>,
+) -> Pin<
+    Box<dyn Future<Output = Result<Box<RawValue>, ClientError>> + Send + 'a>,
+>;
+
+/// [`ParamHeaders::screen`], as [`Stateless`] holds it.
+pub(super) type Screen = fn(&ParamHeaders, Vec<Tool>, bool) -> Result<Vec<Tool>, ClientError>;
 
 impl McpClient {
     /// Ends the session and closes the connection, and waits until it is closed: the
@@ -132,48 +152,64 @@ impl McpClient {
     async fn call(
         &self,
         method: &'static str,
-        mut params: Value,
+        params: Value,
         progress: Option<(i64, Duration, Duration)>,
     ) -> Result<Box<RawValue>, ClientError> {
         if self.is_stateless() && methods::REMOVED_IN_2026_07_28.contains(&method) {
             return Err(ClientError::SessionOnly(method));
         }
-        let idempotent = self.idempotent(method, &params);
-        let mut attempts = retry::Attempts::default();
         let Some(stateless) = &self.stateless else {
+            let idempotent = self.idempotent(method, &params);
+            let mut attempts = retry::Attempts::default();
             return self
                 .send(method, &params, progress, idempotent, &mut attempts)
                 .await;
         };
-        if let Value::Object(map) = &mut params {
-            let meta = map
-                .entry("_meta")
-                .or_insert_with(|| Value::Object(JsonObject::new()));
-            if let Value::Object(meta) = meta {
-                meta.extend(stateless.meta.clone());
-            }
-        }
-        for _ in 0..MAX_ROUNDS {
-            let result = self
-                .send(method, &params, progress, idempotent, &mut attempts)
-                .await?;
-            let round: Round = decode(method, result.get())?;
-            if round.result_type.as_deref() != Some("input_required") {
-                return Ok(result);
-            }
-            let mut answers = JsonObject::new();
-            for (key, request) in round.input_requests.unwrap_or_default() {
-                answers.insert(key, stateless.answers.answer(method, request).await?);
-            }
+        (stateless.rounds)(self, stateless, method, params, progress).await
+    }
+
+    /// [`call`](Self::call) on the stateless revision: with the request `_meta` and as
+    /// many `input_required` rounds as the server needs (at most [`MAX_ROUNDS`]).
+    pub(super) fn rounds<'a>(
+        &'a self,
+        stateless: &'a Stateless,
+        method: &'static str,
+        mut params: Value,
+        progress: Option<(i64, Duration, Duration)>,
+    ) -> Pin<Box<dyn Future<Output = Result<Box<RawValue>, ClientError>> + Send + 'a>> {
+        Box::pin(async move {
+            let idempotent = self.idempotent(method, &params);
+            let mut attempts = retry::Attempts::default();
             if let Value::Object(map) = &mut params {
-                map.insert("inputResponses".into(), Value::Object(answers));
-                match round.request_state {
-                    Some(state) => map.insert("requestState".into(), Value::String(state)),
-                    None => map.remove("requestState"),
-                };
+                let meta = map
+                    .entry("_meta")
+                    .or_insert_with(|| Value::Object(JsonObject::new()));
+                if let Value::Object(meta) = meta {
+                    meta.extend(stateless.meta.clone());
+                }
             }
-        }
-        Err(ClientError::TooManyRounds(method))
+            for _ in 0..MAX_ROUNDS {
+                let result = self
+                    .send(method, &params, progress, idempotent, &mut attempts)
+                    .await?;
+                let round: Round = decode(method, result.get())?;
+                if round.result_type.as_deref() != Some("input_required") {
+                    return Ok(result);
+                }
+                let mut answers = JsonObject::new();
+                for (key, request) in round.input_requests.unwrap_or_default() {
+                    answers.insert(key, stateless.answers.answer(method, request).await?);
+                }
+                if let Value::Object(map) = &mut params {
+                    map.insert("inputResponses".into(), Value::Object(answers));
+                    match round.request_state {
+                        Some(state) => map.insert("requestState".into(), Value::String(state)),
+                        None => map.remove("requestState"),
+                    };
+                }
+            }
+            Err(ClientError::TooManyRounds(method))
+        })
     }
 
     /// Sends one request, and again after a lost session or a cut connection where the
@@ -280,8 +316,8 @@ impl McpClient {
     pub async fn list_tools(&self, cursor: Option<&str>) -> Result<ListToolsResult, ClientError> {
         let mut page: ListToolsResult = self.request(methods::TOOLS_LIST, &page(cursor)).await?;
         self.idempotent.learn(&page.tools, false);
-        if self.is_stateless() {
-            page.tools = self.param_headers.screen(page.tools, false)?;
+        if let Some(stateless) = &self.stateless {
+            page.tools = (stateless.screen)(&self.param_headers, page.tools, false)?;
         }
         Ok(page)
     }
@@ -298,8 +334,8 @@ impl McpClient {
             })
             .await?;
         self.idempotent.learn(&tools, true);
-        if self.is_stateless() {
-            return self.param_headers.screen(tools, true);
+        if let Some(stateless) = &self.stateless {
+            return (stateless.screen)(&self.param_headers, tools, true);
         }
         Ok(tools)
     }
