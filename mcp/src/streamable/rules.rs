@@ -193,10 +193,23 @@ struct Meta<'a> {
     capabilities: Option<&'a Json>,
 }
 
+/// `T` read from a message's bytes (`None` when it does not parse): `serde_json::from_slice`,
+/// or on wasm32 `serde_json::from_str` once they are known to be UTF-8, so that a browser
+/// page carries one of serde_json's readers, not two (6.2 KB of the MCP page: what the
+/// client reads of its frames and of the server's messages here, every other decoder
+/// reading text). Bytes that are not UTF-8 parse in neither there: the connection refuses
+/// such a message, and the server's event streams reach the client as text.
+pub(super) fn json_of<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Option<T> {
+    #[cfg(target_arch = "wasm32")]
+    return serde_json::from_str(core::str::from_utf8(bytes).ok()?).ok();
+    #[cfg(not(target_arch = "wasm32"))]
+    serde_json::from_slice(bytes).ok()
+}
+
 /// Reads what the 2026 checks need from a single JSON-RPC message; `None` for a body that
 /// is not one object (a batch, or not JSON).
 pub(super) fn stateless(body: &[u8]) -> Option<Stateless<'_>> {
-    let message: Message<'_> = serde_json::from_slice(body).ok()?;
+    let message: Message<'_> = json_of(body)?;
     let mut out = Stateless {
         id: message.id.map(Json::get),
         method: message.method,

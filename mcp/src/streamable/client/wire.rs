@@ -10,6 +10,7 @@ use serde_json::value::RawValue as Json;
 
 use super::{ClientConfig, ClientRequest, Role, Task};
 use crate::streamable::encode_header_value;
+use crate::streamable::rules::json_of;
 
 /// What every request of the session carries.
 #[derive(Debug, Default)]
@@ -64,8 +65,7 @@ pub(super) fn describe(frame: &[u8]) -> Frame {
     };
     let request = sent.method.is_some() && sent.id.is_some();
     let cancels = match sent.method {
-        Some("notifications/cancelled") => serde_json::from_slice::<Cancel<'_>>(frame)
-            .ok()
+        Some("notifications/cancelled") => json_of::<Cancel<'_>>(frame)
             .and_then(|c| c.params?.request_id)
             .map(|id| id.get().to_owned()),
         _ => None,
@@ -91,8 +91,8 @@ pub(super) fn is_response(message: &[u8]) -> bool {
         #[serde(borrow)]
         error: Option<&'a Json>,
     }
-    serde_json::from_slice::<Shape<'_>>(message)
-        .is_ok_and(|s| s.method.is_none() && (s.result.is_some() || s.error.is_some()))
+    json_of::<Shape<'_>>(message)
+        .is_some_and(|s| s.method.is_none() && (s.result.is_some() || s.error.is_some()))
 }
 
 /// The `protocolVersion` of an answer to `initialize`.
@@ -106,10 +106,7 @@ pub(super) fn init_version(message: &[u8]) -> Option<String> {
         #[serde(rename = "protocolVersion")]
         version: Option<String>,
     }
-    serde_json::from_slice::<Answer>(message)
-        .ok()?
-        .result?
-        .version
+    json_of::<Answer>(message)?.result?.version
 }
 
 /// A header value as text when it is visible ASCII (what HTTP libraries read as text).
