@@ -203,6 +203,30 @@ impl ClientBuilder {
         caps
     }
 
+    /// [`capabilities`](Self::capabilities) as JSON: the object its `Serialize` writes,
+    /// made here so that a client does not carry the writers of every capability type (a
+    /// browser page's MCP client: 3.6 KB). The members are the ones `capabilities` sets.
+    fn capabilities_json(&self) -> Value {
+        let mut caps = JsonObject::new();
+        if self.sampling.is_some() {
+            caps.insert("sampling".into(), Value::Object(JsonObject::new()));
+        }
+        if self.elicitation.is_some() {
+            let mut modes = JsonObject::new();
+            modes.insert("form".into(), Value::Object(JsonObject::new()));
+            if self.url_elicitation {
+                modes.insert("url".into(), Value::Object(JsonObject::new()));
+            }
+            caps.insert("elicitation".into(), Value::Object(modes));
+        }
+        if self.roots.is_some() {
+            let mut roots = JsonObject::new();
+            roots.insert("listChanged".into(), Value::Bool(true));
+            caps.insert("roots".into(), Value::Object(roots));
+        }
+        Value::Object(caps)
+    }
+
     /// The client's side as an [`AsyncRouter`]: give it to the connection's builder. Call
     /// it once the builder is complete: the router has the handlers given so far, and
     /// [`initialize`](Self::initialize) declares the capabilities of the handlers it has.
@@ -306,7 +330,7 @@ impl ClientBuilder {
     pub(super) async fn handshake(&self, client: &Client) -> Result<InitializeResult, ClientError> {
         let params = serde_json::json!({
             "protocolVersion": self.version,
-            "capabilities": self.capabilities(),
+            "capabilities": self.capabilities_json(),
             "clientInfo": self.info,
         });
         let failures = client.local::<TransportFailures>();
@@ -332,7 +356,7 @@ impl ClientBuilder {
         );
         meta.insert(
             "io.modelcontextprotocol/clientCapabilities".into(),
-            serde_json::to_value(self.capabilities()).expect("MCP types serialize"),
+            self.capabilities_json(),
         );
         meta.insert(
             "io.modelcontextprotocol/clientInfo".into(),
@@ -631,5 +655,43 @@ impl sansrpc_futures::Answers for Answerer {
 
     fn notification(&self, method: &str, params: Option<&RawValue>) {
         self.hear(method, params);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `capabilities_json` writes what `capabilities`' `Serialize` writes, for every set of
+    /// handlers.
+    #[test]
+    fn capabilities_json_is_what_capabilities_serialize() {
+        for mask in 0..16u8 {
+            let mut builder = ClientBuilder::new("c", "1");
+            if mask & 1 != 0 {
+                builder = builder.on_sampling(|_| async { Err(ErrorObject::method_not_found()) });
+            }
+            if mask & 2 != 0 {
+                builder =
+                    builder.on_elicitation(|_| async { Err(ErrorObject::method_not_found()) });
+            }
+            if mask & 4 != 0 {
+                builder = builder.url_elicitation();
+            }
+            if mask & 8 != 0 {
+                builder = builder.roots(Vec::new());
+            }
+            let serialized = serde_json::to_value(builder.capabilities()).unwrap();
+            assert_eq!(
+                builder.capabilities_json(),
+                serialized,
+                "handlers {mask:04b}"
+            );
+            assert_eq!(
+                builder.capabilities_json().to_string(),
+                serialized.to_string(),
+                "handlers {mask:04b}"
+            );
+        }
     }
 }
