@@ -28,7 +28,7 @@
 
 use core::time::Duration;
 use std::borrow::Cow;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::string::String;
 use std::vec::Vec;
 
@@ -40,10 +40,12 @@ use sansrpc::Instant;
 /// bytes: what a driver gives [`HttpClient::send_queued`].
 pub type ExtraHeaders = dyn Fn(&[u8]) -> Vec<(String, String)> + Send + Sync;
 
+mod sorted;
 #[cfg(test)]
 mod tests;
 mod wire;
 
+use sorted::SortedMap;
 use wire::{describe, init_version, is_response, request, visible, Frame, Session};
 
 /// The most times a driver sends one request again after its credentials changed (a
@@ -308,9 +310,9 @@ impl Task {
 pub struct HttpClient {
     config: ClientConfig,
     session: Session,
-    tasks: BTreeMap<u64, Task>,
+    tasks: SortedMap<u64, Task>,
     /// HTTP exchange → task.
-    wires: BTreeMap<u64, u64>,
+    wires: SortedMap<u64, u64>,
     next_id: u64,
     /// Tasks whose request is due, with the `Last-Event-ID` of a resumption.
     ready: VecDeque<(u64, Option<String>)>,
@@ -324,7 +326,7 @@ pub struct HttpClient {
     /// for one ends it (on 2026-07-28 instead of being POSTed, which is how a client cancels
     /// there; on the session revisions after it is POSTed, as a server need not answer a
     /// cancelled request, nor end its stream).
-    open_calls: BTreeMap<String, u64>,
+    open_calls: SortedMap<String, u64>,
     aborts: VecDeque<u64>,
     events: VecDeque<ClientEvent>,
     /// `close` was called: `Some(deadline)` while the `DELETE` is out.
@@ -338,14 +340,14 @@ impl HttpClient {
         HttpClient {
             config,
             session: Session::default(),
-            tasks: BTreeMap::new(),
-            wires: BTreeMap::new(),
+            tasks: SortedMap::new(),
+            wires: SortedMap::new(),
             next_id: 0,
             ready: VecDeque::new(),
             gated: VecDeque::new(),
             gate: None,
             opener: None,
-            open_calls: BTreeMap::new(),
+            open_calls: SortedMap::new(),
             aborts: VecDeque::new(),
             events: VecDeque::new(),
             closing: None,
