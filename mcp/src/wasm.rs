@@ -46,7 +46,6 @@
 //! ```
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
@@ -245,12 +244,22 @@ struct Shared {
 
 struct State {
     machine: HttpClient,
-    /// The exchanges under way, to abort one the machine no longer wants.
-    exchanges: HashMap<u64, web_sys::AbortController>,
+    /// The exchanges under way, to abort one the machine no longer wants: a few (the
+    /// session's GET stream, the POSTs in flight), so a list, not a hash map (whose code
+    /// for it was 2.9 KB of the MCP page).
+    exchanges: Vec<(u64, web_sys::AbortController)>,
     /// The transport's task, woken when the machine has events or a new deadline.
     waker: Option<Waker>,
     /// Body readers waiting for the connection to take messages.
     room: Vec<Waker>,
+}
+
+impl State {
+    /// Forgets `exchange`: its controller, if it is still under way.
+    fn end(&mut self, exchange: u64) -> Option<web_sys::AbortController> {
+        let at = self.exchanges.iter().position(|(e, _)| *e == exchange)?;
+        Some(self.exchanges.swap_remove(at).1)
+    }
 }
 
 impl Shared {
@@ -262,7 +271,7 @@ impl Shared {
             match web_sys::AbortController::new() {
                 Ok(controller) => {
                     let signal = controller.signal();
-                    state.exchanges.insert(exchange, controller);
+                    state.exchanges.push((exchange, controller));
                     wasm_bindgen_futures::spawn_local(run(Rc::clone(self), request, signal));
                 }
                 Err(e) => {
@@ -278,7 +287,7 @@ impl Shared {
             }
         }
         while let Some(exchange) = state.machine.poll_abort() {
-            if let Some(controller) = state.exchanges.remove(&exchange) {
+            if let Some(controller) = state.end(exchange) {
                 controller.abort();
             }
         }
@@ -309,7 +318,7 @@ fn open(
         clock: Clock::new(),
         state: RefCell::new(State {
             machine: HttpClient::new(config),
-            exchanges: HashMap::new(),
+            exchanges: Vec::new(),
             waker: None,
             room: Vec::new(),
         }),
@@ -352,7 +361,7 @@ struct Messages {
 impl Drop for Messages {
     fn drop(&mut self) {
         if let Ok(mut state) = self.shared.state.try_borrow_mut() {
-            for (_, controller) in state.exchanges.drain() {
+            for (_, controller) in state.exchanges.drain(..) {
                 controller.abort();
             }
         }
@@ -488,7 +497,7 @@ async fn run(shared: Rc<Shared>, request: ClientRequest, signal: web_sys::AbortS
             {
                 shared.record(Arc::new(cause));
             }
-            state.exchanges.remove(&exchange);
+            state.end(exchange);
             shared.pump(&mut state);
             return;
         }
@@ -521,7 +530,7 @@ async fn run(shared: Rc<Shared>, request: ClientRequest, signal: web_sys::AbortS
                 .handle_failure(exchange, ExchangeFailure::Cut, now);
         }
     }
-    state.exchanges.remove(&exchange);
+    state.end(exchange);
     shared.pump(&mut state);
 }
 
@@ -548,7 +557,7 @@ async fn read_body(
         };
         let bytes = bytes.to_vec();
         let mut state = shared.state.borrow_mut();
-        if !state.exchanges.contains_key(&exchange) {
+        if !state.exchanges.iter().any(|(e, _)| *e == exchange) {
             // Aborted by the machine meanwhile: nothing more of it is wanted.
             let _ = reader.cancel();
             return Err(());
