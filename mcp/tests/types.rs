@@ -1819,3 +1819,219 @@ fn resource_contents_read_as_the_untagged_enum_did() {
     assert!(error(r#"["u",null,"t"]"#).contains("invalid length 3"));
     assert!(error(r#"{"uri":"u","text":"t""#).contains("EOF"));
 }
+
+/// The inputs of [`content_blocks_read_member_by_member_as_before`], each with what
+/// `ContentBlock` read from it (`Ok` with the block, or the error's text) before its
+/// variants' members were read in one loop: members of every variant in any order, a
+/// variant's own members and another's (ignored whatever their type), null and absent,
+/// wrong types, members given twice, and each variant's required members missing.
+const CONTENT_BLOCK_CASES: &[(&str, &str)] = &[
+    (
+        r#"{"type":"text","text":"a","data":5,"mimeType":7,"uri":[],"name":{},"resource":1,"size":"x","icons":3,"title":4}"#,
+        r#"Ok(Text(TextContent { text: "a", annotations: None, meta: None }))"#,
+    ),
+    (
+        r#"{"type":"text","_meta":null,"annotations":null,"text":"a"}"#,
+        r#"Ok(Text(TextContent { text: "a", annotations: None, meta: None }))"#,
+    ),
+    (
+        r#"{"type":"text","text":null}"#,
+        r#"Err("invalid type: null, expected a string at line 1 column 26")"#,
+    ),
+    (
+        r#"{"type":"text","text":"a","annotations":{"priority":"high"}}"#,
+        r#"Err("invalid type: string \"high\", expected f64 at line 1 column 58")"#,
+    ),
+    (
+        r#"{"type":"text","text":"a","_meta":[1]}"#,
+        r#"Err("invalid type: sequence, expected a map at line 1 column 34")"#,
+    ),
+    (
+        r#"{"type":"text","text":"a","annotations":{},"annotations":{}}"#,
+        r#"Err("duplicate field `annotations` at line 1 column 56")"#,
+    ),
+    (
+        r#"{"type":"text","text":"a","_meta":{},"_meta":{}}"#,
+        r#"Err("duplicate field `_meta` at line 1 column 44")"#,
+    ),
+    (
+        r#"{"type":"image","mimeType":"image/png","data":"aGk=","annotations":{"audience":["assistant"]}}"#,
+        r#"Ok(Image(ImageContent { data: "aGk=", mime_type: "image/png", annotations: Some(Annotations { audience: Some([Assistant]), priority: None, last_modified: None }), meta: None }))"#,
+    ),
+    (
+        r#"{"type":"image","mimeType":"image/png"}"#,
+        r#"Err("missing field `data` at line 1 column 39")"#,
+    ),
+    (
+        r#"{"type":"image","data":"x","mimeType":null}"#,
+        r#"Err("invalid type: null, expected a string at line 1 column 42")"#,
+    ),
+    (
+        r#"{"type":"image","data":"x","mimeType":"a","mimeType":"b"}"#,
+        r#"Err("duplicate field `mimeType` at line 1 column 52")"#,
+    ),
+    (
+        r#"{"type":"image","data":"x","data":"y","mimeType":"a"}"#,
+        r#"Err("duplicate field `data` at line 1 column 33")"#,
+    ),
+    (
+        r#"{"type":"image","data":"x","mimeType":"a","text":[],"resource":null,"uri":1}"#,
+        r#"Ok(Image(ImageContent { data: "x", mime_type: "a", annotations: None, meta: None }))"#,
+    ),
+    (
+        r#"{"type":"audio","data":"x","mimeType":"audio/wav","annotations":null,"_meta":{"a":{"b":[]}}}"#,
+        r#"Ok(Audio(AudioContent { data: "x", mime_type: "audio/wav", annotations: None, meta: Some({"a": Object {"b": Array []}}) }))"#,
+    ),
+    (
+        r#"{"type":"audio","mimeType":"audio/wav"}"#,
+        r#"Err("missing field `data` at line 1 column 39")"#,
+    ),
+    (
+        r#"{"type":"audio","data":1,"mimeType":"audio/wav"}"#,
+        r#"Err("invalid type: integer `1`, expected a string at line 1 column 24")"#,
+    ),
+    (
+        r#"{"type":"resource_link","name":"n","uri":"u"}"#,
+        r#"Ok(ResourceLink(Resource { uri: "u", name: "n", title: None, description: None, mime_type: None, annotations: None, size: None, icons: None, meta: None }))"#,
+    ),
+    (
+        r#"{"type":"resource_link","uri":"u","name":"n","title":null,"description":null,"mimeType":null,"annotations":null,"size":null,"icons":null,"_meta":null}"#,
+        r#"Ok(ResourceLink(Resource { uri: "u", name: "n", title: None, description: None, mime_type: None, annotations: None, size: None, icons: None, meta: None }))"#,
+    ),
+    (
+        r#"{"type":"resource_link","_meta":{"k":1},"icons":[{"src":"s","mimeType":"image/png","sizes":["48x48"],"theme":"dark"}],"size":10,"annotations":{"lastModified":"2025-01-12T15:00:58Z"},"mimeType":"text/plain","description":"d","title":"t","name":"n","uri":"u","text":1,"data":2,"resource":3}"#,
+        r#"Ok(ResourceLink(Resource { uri: "u", name: "n", title: Some("t"), description: Some("d"), mime_type: Some("text/plain"), annotations: Some(Annotations { audience: None, priority: None, last_modified: Some("2025-01-12T15:00:58Z") }), size: Some(10), icons: Some([Icon { src: "s", mime_type: Some("image/png"), sizes: Some(["48x48"]), theme: Some(Dark) }]), meta: Some({"k": Number(1)}) }))"#,
+    ),
+    (
+        r#"{"type":"resource_link","name":"n"}"#,
+        r#"Err("missing field `uri` at line 1 column 35")"#,
+    ),
+    (
+        r#"{"type":"resource_link","uri":"u"}"#,
+        r#"Err("missing field `name` at line 1 column 34")"#,
+    ),
+    (
+        r#"{"type":"resource_link","uri":"u","name":"n","size":-1}"#,
+        r#"Err("invalid value: integer `-1`, expected u64 at line 1 column 54")"#,
+    ),
+    (
+        r#"{"type":"resource_link","uri":"u","name":"n","size":1.5}"#,
+        r#"Err("invalid type: floating point `1.5`, expected u64 at line 1 column 55")"#,
+    ),
+    (
+        r#"{"type":"resource_link","uri":"u","name":"n","icons":[{"theme":"blue","src":"s"}]}"#,
+        r#"Err("unknown variant `blue`, expected `light` or `dark` at line 1 column 69")"#,
+    ),
+    (
+        r#"{"type":"resource_link","uri":"u","name":"n","title":"a","title":"b"}"#,
+        r#"Err("duplicate field `title` at line 1 column 64")"#,
+    ),
+    (
+        r#"{"type":"resource_link","uri":"u","uri":"v","name":"n"}"#,
+        r#"Err("duplicate field `uri` at line 1 column 39")"#,
+    ),
+    (
+        r#"{"type":"resource_link","uri":"u","name":"n","mimeType":"a","mimeType":"b"}"#,
+        r#"Err("duplicate field `mimeType` at line 1 column 70")"#,
+    ),
+    (
+        r#"{"type":"resource_link","uri":"u","name":"n","size":1,"size":2}"#,
+        r#"Err("duplicate field `size` at line 1 column 60")"#,
+    ),
+    (
+        r#"{"type":"resource","resource":{"uri":"u","text":"t"},"annotations":{"priority":0.25},"_meta":{"m":true},"uri":5}"#,
+        r#"Ok(Resource(EmbeddedResource { resource: Text(TextResourceContents { uri: "u", mime_type: None, text: "t", meta: None }), annotations: Some(Annotations { audience: None, priority: Some(0.25), last_modified: None }), meta: Some({"m": Bool(true)}) }))"#,
+    ),
+    (
+        r#"{"type":"resource"}"#,
+        r#"Err("missing field `resource` at line 1 column 19")"#,
+    ),
+    (
+        r#"{"type":"resource","resource":null}"#,
+        r#"Err("invalid type: null, expected untagged enum ResourceContents at line 1 column 34")"#,
+    ),
+    (
+        r#"{"type":"resource","resource":{"uri":"u","text":"t"},"resource":{"uri":"u","text":"t"}}"#,
+        r#"Err("duplicate field `resource` at line 1 column 63")"#,
+    ),
+    (
+        r#"{"type":"text","text":"a","type":"image"}"#,
+        r#"Err("duplicate field `type` at line 1 column 32")"#,
+    ),
+    (
+        r#"{"type":"image","type":"image","data":"x","mimeType":"a"}"#,
+        r#"Err("duplicate field `type` at line 1 column 22")"#,
+    ),
+    (
+        r#"{"name":"n","type":"resource_link","uri":"u","size":2}"#,
+        r#"Ok(ResourceLink(Resource { uri: "u", name: "n", title: None, description: None, mime_type: None, annotations: None, size: Some(2), icons: None, meta: None }))"#,
+    ),
+    (
+        r#"{"data":"x","mimeType":"a","type":"audio","data":"y"}"#,
+        r#"Err("duplicate field `data` at line 1 column 53")"#,
+    ),
+    (
+        r#"{"type":"text","text":"a","x":{"deep":[1,2,{"y":null}]},"y":true}"#,
+        r#"Ok(Text(TextContent { text: "a", annotations: None, meta: None }))"#,
+    ),
+    (
+        r#"{"type":"text","text":"a","annotations":{"audience":["user","robot"]}}"#,
+        r#"Err("unknown variant `robot`, expected `user` or `assistant` at line 1 column 67")"#,
+    ),
+];
+
+/// `ContentBlock` reads what it read before its variants' members were read in one loop,
+/// and refuses what it refused with the same error; each result is also what the derived
+/// tagged enum gives ([`reads_as_derived`]).
+#[test]
+fn content_blocks_read_member_by_member_as_before() {
+    let inputs = [
+        r#"{"type":"text","text":"a","data":5,"mimeType":7,"uri":[],"name":{},"resource":1,"size":"x","icons":3,"title":4}"#,
+        r#"{"type":"text","_meta":null,"annotations":null,"text":"a"}"#,
+        r#"{"type":"text","text":null}"#,
+        r#"{"type":"text","text":"a","annotations":{"priority":"high"}}"#,
+        r#"{"type":"text","text":"a","_meta":[1]}"#,
+        r#"{"type":"text","text":"a","annotations":{},"annotations":{}}"#,
+        r#"{"type":"text","text":"a","_meta":{},"_meta":{}}"#,
+        r#"{"type":"image","mimeType":"image/png","data":"aGk=","annotations":{"audience":["assistant"]}}"#,
+        r#"{"type":"image","mimeType":"image/png"}"#,
+        r#"{"type":"image","data":"x","mimeType":null}"#,
+        r#"{"type":"image","data":"x","mimeType":"a","mimeType":"b"}"#,
+        r#"{"type":"image","data":"x","data":"y","mimeType":"a"}"#,
+        r#"{"type":"image","data":"x","mimeType":"a","text":[],"resource":null,"uri":1}"#,
+        r#"{"type":"audio","data":"x","mimeType":"audio/wav","annotations":null,"_meta":{"a":{"b":[]}}}"#,
+        r#"{"type":"audio","mimeType":"audio/wav"}"#,
+        r#"{"type":"audio","data":1,"mimeType":"audio/wav"}"#,
+        r#"{"type":"resource_link","name":"n","uri":"u"}"#,
+        r#"{"type":"resource_link","uri":"u","name":"n","title":null,"description":null,"mimeType":null,"annotations":null,"size":null,"icons":null,"_meta":null}"#,
+        r#"{"type":"resource_link","_meta":{"k":1},"icons":[{"src":"s","mimeType":"image/png","sizes":["48x48"],"theme":"dark"}],"size":10,"annotations":{"lastModified":"2025-01-12T15:00:58Z"},"mimeType":"text/plain","description":"d","title":"t","name":"n","uri":"u","text":1,"data":2,"resource":3}"#,
+        r#"{"type":"resource_link","name":"n"}"#,
+        r#"{"type":"resource_link","uri":"u"}"#,
+        r#"{"type":"resource_link","uri":"u","name":"n","size":-1}"#,
+        r#"{"type":"resource_link","uri":"u","name":"n","size":1.5}"#,
+        r#"{"type":"resource_link","uri":"u","name":"n","icons":[{"theme":"blue","src":"s"}]}"#,
+        r#"{"type":"resource_link","uri":"u","name":"n","title":"a","title":"b"}"#,
+        r#"{"type":"resource_link","uri":"u","uri":"v","name":"n"}"#,
+        r#"{"type":"resource_link","uri":"u","name":"n","mimeType":"a","mimeType":"b"}"#,
+        r#"{"type":"resource_link","uri":"u","name":"n","size":1,"size":2}"#,
+        r#"{"type":"resource","resource":{"uri":"u","text":"t"},"annotations":{"priority":0.25},"_meta":{"m":true},"uri":5}"#,
+        r#"{"type":"resource"}"#,
+        r#"{"type":"resource","resource":null}"#,
+        r#"{"type":"resource","resource":{"uri":"u","text":"t"},"resource":{"uri":"u","text":"t"}}"#,
+        r#"{"type":"text","text":"a","type":"image"}"#,
+        r#"{"type":"image","type":"image","data":"x","mimeType":"a"}"#,
+        r#"{"name":"n","type":"resource_link","uri":"u","size":2}"#,
+        r#"{"data":"x","mimeType":"a","type":"audio","data":"y"}"#,
+        r#"{"type":"text","text":"a","x":{"deep":[1,2,{"y":null}]},"y":true}"#,
+        r#"{"type":"text","text":"a","annotations":{"audience":["user","robot"]}}"#,
+    ];
+    for text in inputs {
+        let read = reads_as_derived::<ContentBlock, derived::ContentBlock>(text, same_block);
+        let got = format!("{read:?}");
+        match CONTENT_BLOCK_CASES.iter().find(|(t, _)| *t == text) {
+            Some((_, before)) => assert_eq!(got, *before, "{text}"),
+            None => panic!("{text}: no case (it reads {got})"),
+        }
+    }
+    assert_eq!(CONTENT_BLOCK_CASES.len(), inputs.len());
+}
