@@ -36,6 +36,13 @@ pub mod wasm;
 /// A value as raw JSON, for the adapters' raw handlers and calls (the MCP types and
 /// `serde_json` values always serialise).
 #[cfg_attr(not(any(feature = "futures", feature = "blocking")), allow(dead_code))]
+/// `value` as JSON text: what its `Display` writes (`{}`), through the writer every other
+/// JSON text of the crate is written with (a browser page then carries one instantiation of
+/// `Value`'s writer, not three: `Display`'s compact and pretty ones cost the MCP page 3.0 KB).
+pub(crate) fn json_text(value: &serde_json::Value) -> String {
+    serde_json::to_string(value).expect("a JSON value serializes")
+}
+
 pub(crate) fn raw_json(value: &impl serde::Serialize) -> Box<sansrpc::RawValue> {
     // What serde_json writes is one JSON value: not scanned again.
     with_scratch(|out| {

@@ -424,7 +424,8 @@ fn tool_params(name: &str, arguments: impl Serialize) -> Result<JsonObject, Clie
         Ok(Value::Null) => {}
         Ok(other) => {
             return Err(ClientError::Arguments(format!(
-                "must be an object, not {other}"
+                "must be an object, not {}",
+                crate::json_text(&other)
             )))
         }
         Err(e) => return Err(ClientError::Arguments(e.to_string())),

@@ -124,9 +124,10 @@ impl ParamHeaders {
                         if ParamHeader::header_text(value).is_err() {
                             return Err(ClientError::Arguments(format!(
                                 "{} is mirrored in Mcp-Param-{} and must be a string, a boolean \
-                                 or an integer within ±(2^53−1), not {value}",
+                                 or an integer within ±(2^53−1), not {}",
                                 mirror.path.join("."),
-                                mirror.header
+                                mirror.header,
+                                crate::json_text(value)
                             )));
                         }
                     }

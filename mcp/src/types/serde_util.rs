@@ -191,9 +191,9 @@ impl<A> AfterTag<A> {
             if text.len() > 1 {
                 text.push(',');
             }
-            text.push_str(&Value::from(key).to_string());
+            text.push_str(&crate::json_text(&Value::from(key)));
             text.push(':');
-            text.push_str(&value.to_string());
+            text.push_str(&crate::json_text(value));
         };
         write(tag, &tag_value);
         for (key, value) in &members {
