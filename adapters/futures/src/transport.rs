@@ -65,7 +65,9 @@ pub trait Transport: Send + Unpin + 'static {
     /// yield's `wake_by_ref`). The driver then polls it only after that waker fired, not
     /// on every wakeup of its task (a subscriber's connection woken for each notification
     /// it sends would look at a quiet socket each time). False by default: the driver asks
-    /// again on every wakeup, for a transport whose input also waits on what it writes.
+    /// again on every wakeup, for a transport whose input also waits on what it writes
+    /// (its polls are then given the task's own waker: which source woke the task tells the
+    /// driver nothing it would act on).
     fn wakes_on_input(&self) -> bool {
         false
     }

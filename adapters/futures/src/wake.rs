@@ -97,6 +97,15 @@ impl Wakers {
         }
     }
 
+    /// The waker the transport is polled with: its own (`own`), or the task's, `task`.
+    pub(crate) fn transport<'a>(&'a self, own: bool, task: &'a Waker) -> &'a Waker {
+        if own {
+            &self.socket
+        } else {
+            task
+        }
+    }
+
     /// The task is polled with `waker`: kept for the sources' wakes unless it is the one
     /// kept already.
     pub(crate) fn polled_with(&mut self, waker: &Waker) {
