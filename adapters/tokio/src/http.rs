@@ -25,7 +25,7 @@ use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{ready, Context, Poll};
+use std::task::{ready, Context, Poll, Waker};
 use std::time::{Duration, SystemTime};
 
 use sansrpc::codec::http::{
@@ -147,8 +147,13 @@ struct HttpServer<S> {
     exchange: Exchange,
     /// One timer for the connection's limits, moved only when it fires early.
     timer: Pin<Box<Sleep>>,
-    /// The timer was polled this turn of the driver: it holds the task's waker until it
-    /// fires (a reset keeps it), so the turn's later passes need not register it again.
+    /// The timer's deadline, kept here: the timer's own state is another cache line.
+    timer_due: Clock,
+    /// The waker the timer was last polled with, which it holds until it fires (a reset
+    /// keeps it), and it fires no earlier than its deadline: until then it need not be
+    /// polled again.
+    timer_waker: Option<Waker>,
+    /// The timer was looked at this turn of the driver: the turn's later passes need not.
     timer_polled: bool,
     /// When the last exchange ended (or the connection opened).
     idle_since: Clock,
@@ -237,6 +242,8 @@ where
             http10: false,
             exchange: NO_EXCHANGE,
             timer: Box::pin(tokio::time::sleep_until(now + serving.period())),
+            timer_due: now + serving.period(),
+            timer_waker: None,
             timer_polled: false,
             idle_since: now,
             since: now,
@@ -295,10 +302,16 @@ where
     fn arm(&mut self, limit: Option<Duration>) {
         if let Some(limit) = limit {
             let due = self.since + limit;
-            if due < self.timer.deadline() {
-                self.timer.as_mut().reset(due);
+            if due < self.timer_due {
+                self.reset_timer(due);
             }
         }
+    }
+
+    /// Moves the timer to `due`.
+    fn reset_timer(&mut self, due: Clock) {
+        self.timer.as_mut().reset(due);
+        self.timer_due = due;
     }
 
     /// Writes `refusal` as the exchange's answer.
@@ -508,6 +521,18 @@ where
         if std::mem::replace(&mut self.timer_polled, true) {
             return Ok(());
         }
+        // Armed with this waker, and not due: it has not fired (a tokio timer fires once the
+        // clock has reached its deadline), and still holds the waker.
+        let armed = self
+            .timer_waker
+            .as_ref()
+            .is_some_and(|w| w.will_wake(cx.waker()));
+        if armed && Clock::now() < self.timer_due {
+            return Ok(());
+        }
+        if !armed {
+            self.timer_waker = Some(cx.waker().clone());
+        }
         while self.timer.as_mut().poll(cx).is_ready() {
             let now = Clock::now();
             let serving = self.serving.clone();
@@ -535,10 +560,10 @@ where
                     self.keep_alive = false;
                     self.refuse(refusal);
                     self.phase = Phase::Write(After::Drop);
-                    self.timer.as_mut().reset(now + serving.period());
+                    self.reset_timer(now + serving.period());
                 }
-                Some(due) => self.timer.as_mut().reset(due),
-                None => self.timer.as_mut().reset(now + serving.period()),
+                Some(due) => self.reset_timer(due),
+                None => self.reset_timer(now + serving.period()),
             }
         }
         Ok(())
