@@ -266,7 +266,7 @@ pub(crate) fn with_current<R>(cx: Option<RequestContext>, f: impl FnOnce() -> R)
 /// [`RequestContext::current`], made only if `f` asks for it (a synchronous handler
 /// answering the request). On a connection that serves nothing there is none.
 pub(crate) fn with_origin<R>(origin: &Origin<'_>, f: impl FnOnce() -> R) -> R {
-    if origin.peer.is_none() {
+    if !origin.serving {
         return f();
     }
     // The lifetime is forgotten while `f` runs, which is all the pointer is current for.

@@ -503,8 +503,11 @@ fn admitted_params<'a>(admitted: &'a Admit, params: Option<&'a RawValue>) -> Opt
 /// of, made into a [`RequestContext`] only for a handler that asks for it (most never do,
 /// and its tokens are found by scanning the params).
 pub(crate) struct Origin<'a> {
-    /// A client on the request's connection.
-    pub peer: Option<&'a Client>,
+    /// A client on the request's connection: some when it serves.
+    pub peer: &'a Option<Client>,
+    /// The connection serves (`peer` is some), told without reading `peer` (another cache
+    /// line of the driver's, for each request).
+    pub serving: bool,
     /// The request's handle on its connection.
     pub handle: sansrpc::connection::IncomingId,
     /// The request's id.
@@ -527,7 +530,7 @@ impl Origin<'_> {
     /// The context of a handler whose cancellation is `signal`; `None` on a connection that
     /// serves nothing (no client to give it).
     pub(crate) fn context(&self, signal: CancelSignal) -> Option<RequestContext> {
-        let peer = self.peer?.clone();
+        let peer = self.peer.as_ref()?.clone();
         Some(RequestContext::new(
             self.request(),
             self.handle,

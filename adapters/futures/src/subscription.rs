@@ -167,7 +167,9 @@ struct Task {
 /// The subscriptions a driver serves: the core's table, and the handlers' futures. Made
 /// at the first subscribe request: a connection that serves none pays nothing for it.
 pub(crate) struct Served {
-    serving: Option<Hosted>,
+    /// Boxed: a connection that serves none (every plain request's) reads only whether
+    /// there is one, in the driver's line it reads anyway.
+    serving: Option<Box<Hosted>>,
     /// What wakes the driver's task.
     woken: Arc<Woken>,
 }
@@ -226,7 +228,9 @@ impl Served {
         work: Subscribe,
     ) {
         let woken = &self.woken;
-        let serving = self.serving.get_or_insert_with(|| Hosted::new(woken));
+        let serving = self
+            .serving
+            .get_or_insert_with(|| Box::new(Hosted::new(woken)));
         let pending = PendingSubscription(serving.core.pending(handle, declaration));
         let work = std::panic::AssertUnwindSafe(work(pending))
             .catch_unwind()

@@ -69,34 +69,24 @@ impl Wake for Source {
     }
 }
 
-/// A waker per source the driver polls, made once per connection: each source keeps the
-/// same one, so no registration clones a waker again.
+/// What the driver reads on every poll: the sources woken, and the task's waker kept
+/// there.
 pub(crate) struct Wakers {
+    /// The task's waker kept in `woken`, to tell at no cost whether a poll's is the same.
+    task: Option<Waker>,
     pub woken: Arc<Woken>,
+}
+
+/// A waker per source the driver polls, made once per connection: each source keeps the
+/// same one, so no registration clones a waker again. Kept apart from [`Wakers`], which
+/// every poll reads: a source's waker is read only when its source is polled.
+pub(crate) struct Sources {
     pub commands: Waker,
     pub socket: Waker,
     pub timer: Waker,
-    /// The task's waker kept in `woken`, to tell at no cost whether a poll's is the same.
-    task: Option<Waker>,
 }
 
-impl Wakers {
-    pub(crate) fn new(woken: Arc<Woken>) -> Wakers {
-        let waker = |bit| {
-            Waker::from(Arc::new(Source {
-                woken: woken.clone(),
-                bit,
-            }))
-        };
-        Wakers {
-            commands: waker(COMMANDS),
-            socket: waker(SOCKET),
-            timer: waker(TIMER),
-            woken,
-            task: None,
-        }
-    }
-
+impl Sources {
     /// The waker the transport is polled with: its own (`own`), or the task's, `task`.
     pub(crate) fn transport<'a>(&'a self, own: bool, task: &'a Waker) -> &'a Waker {
         if own {
@@ -104,6 +94,23 @@ impl Wakers {
         } else {
             task
         }
+    }
+}
+
+impl Wakers {
+    pub(crate) fn new(woken: Arc<Woken>) -> (Wakers, Sources) {
+        let waker = |bit| {
+            Waker::from(Arc::new(Source {
+                woken: woken.clone(),
+                bit,
+            }))
+        };
+        let sources = Sources {
+            commands: waker(COMMANDS),
+            socket: waker(SOCKET),
+            timer: waker(TIMER),
+        };
+        (Wakers { woken, task: None }, sources)
     }
 
     /// The task is polled with `waker`: kept for the sources' wakes unless it is the one

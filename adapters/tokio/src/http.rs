@@ -133,47 +133,52 @@ enum After {
 }
 
 /// The HTTP server side of one connection, as a message [`Transport`].
+// In this order: what a request reads and writes first, the rest last (with many
+// connections each is cold when its request comes, and each cache line touched is a miss),
+// from a line's start.
+#[repr(C, align(64))]
 struct HttpServer<S> {
-    stream: S,
-    requests: Requests,
-    output: Output,
     phase: Phase,
-    serving: Arc<Serving>,
     /// The exchange under way: the connection stays open after it.
     keep_alive: bool,
     /// HTTP/1.0 keep-alive asks for the header in the answer.
     http10: bool,
-    /// What the exchange's head decided (the core's rule, with its CORS answer).
-    exchange: Exchange,
-    /// One timer for the connection's limits, moved only when it fires early.
-    timer: Pin<Box<Sleep>>,
+    /// The timer was looked at this turn of the driver: the turn's later passes need not.
+    timer_polled: bool,
+    /// A write of the answer under way found the socket full.
+    write_blocked: bool,
+    /// The sending side is shut down: the close lingers, reading what still comes.
+    shut: bool,
+    /// The peer closed its side (a read found the end): the close has nothing to read.
+    peer_closed: bool,
+    serving: Arc<Serving>,
     /// The timer's deadline, kept here: the timer's own state is another cache line.
     timer_due: Clock,
     /// The waker the timer was last polled with, which it holds until it fires (a reset
     /// keeps it), and it fires no earlier than its deadline: until then it need not be
     /// polled again.
     timer_waker: Option<Waker>,
-    /// The timer was looked at this turn of the driver: the turn's later passes need not.
-    timer_polled: bool,
-    /// When the last exchange ended (or the connection opened).
-    idle_since: Clock,
-    /// When the body's head came, or the body was handed in.
-    since: Clock,
     /// The driver's time at its latest pass, and the timer's clock at the driver's first
     /// time seen (so that the time the driver gives each pass serves for the timer too,
     /// without reading the clock again).
     now: Instant,
     anchor: Option<(Clock, Instant)>,
-    /// Where an answer's head is written before it goes in front of the answer.
+    /// When the body's head came, or the body was handed in.
+    since: Clock,
+    /// When the last exchange ended (or the connection opened).
+    idle_since: Clock,
+    output: Output,
+    requests: Requests,
+    stream: S,
+    /// What the exchange's head decided (the core's rule, with its CORS answer).
+    exchange: Exchange,
+    /// One timer for the connection's limits, moved only when it fires early.
+    timer: Pin<Box<Sleep>>,
+    /// Where the head of an answer other than a plain one is written before it goes in
+    /// front of the answer.
     head: Vec<u8>,
     /// Frames no exchange waits for, dropped.
     stray: Vec<u8>,
-    /// The sending side is shut down: the close lingers, reading what still comes.
-    shut: bool,
-    /// The peer closed its side (a read found the end): the close has nothing to read.
-    peer_closed: bool,
-    /// A write of the answer under way found the socket full.
-    write_blocked: bool,
 }
 
 /// The `Date` header's value, and what is made from it: made once a second.
