@@ -163,6 +163,9 @@ struct HttpServer<S> {
     /// without reading the clock again).
     now: Instant,
     anchor: Option<(Clock, Instant)>,
+    /// The timer's clock at `now`, once asked for (an exchange asks up to four times, most
+    /// in one pass).
+    now_clock: Option<Clock>,
     /// When the body's head came, or the body was handed in.
     since: Clock,
     /// When the last exchange ended (or the connection opened).
@@ -254,6 +257,7 @@ where
             since: now,
             now: Instant::from_duration(Duration::ZERO),
             anchor: None,
+            now_clock: None,
             head: Vec::new(),
             stray: Vec::new(),
             shut: false,
@@ -263,11 +267,16 @@ where
         }
     }
 
-    /// The timer's clock at the driver's time `now` (the driver's latest, by default).
-    fn clock(&mut self, now: Option<Instant>) -> Clock {
-        let now = now.unwrap_or(self.now);
+    /// The timer's clock at the driver's latest time.
+    fn clock(&mut self) -> Clock {
+        if let Some(clock) = self.now_clock {
+            return clock;
+        }
+        let now = self.now;
         let (clock, at) = *self.anchor.get_or_insert_with(|| (Clock::now(), now));
-        clock + now.saturating_duration_since(at)
+        let clock = clock + now.saturating_duration_since(at);
+        self.now_clock = Some(clock);
+        clock
     }
 
     /// Starts an exchange at its head: the phase it begins with.
@@ -296,7 +305,7 @@ where
                 if expect_continue && refused.is_none() {
                     self.output.buf.extend_from_slice(CONTINUE);
                 }
-                self.since = self.clock(None);
+                self.since = self.clock();
                 self.arm(self.serving.times.body);
                 Phase::Body { refused }
             }
@@ -359,7 +368,7 @@ where
         length: Option<usize>,
         after: After,
     ) {
-        let at = self.clock(None);
+        let at = self.clock();
         if self.plain(status, after) {
             if let Some(length) = length {
                 // The plain answer's head, made once a second.
@@ -413,6 +422,10 @@ where
         {
             return Ok(false);
         }
+        // Less output than that: no message of it is (and a look costs more than this).
+        if conn.buffered_output() < DIRECT_AT {
+            return Ok(false);
+        }
         let Some(body) = conn.peek_messages().next().filter(|b| b.len() >= DIRECT_AT) else {
             return Ok(false);
         };
@@ -431,7 +444,7 @@ where
             }
             &length[..at]
         };
-        let at = self.clock(None);
+        let at = self.clock();
         let mut sent = Poll::Pending;
         let output = &mut self.output;
         let stream = &mut self.stream;
@@ -532,7 +545,7 @@ where
         if !self.plain(200, after) {
             return None;
         }
-        let at = self.clock(None);
+        let at = self.clock();
         let mut digits = itoa::Buffer::new();
         let digits = digits.format(length).as_bytes();
         let room = &mut self.output.buf[..HEAD_ROOM];
@@ -613,7 +626,7 @@ where
         match after {
             After::Next => {
                 self.phase = Phase::Head;
-                self.idle_since = self.clock(None);
+                self.idle_since = self.clock();
                 // A pipelined request waits in the buffer: read it. Or the answer took
                 // more than one turn to write: its last bytes were this buffer's, which
                 // the driver does not count as the connection's output going out, so it
@@ -674,7 +687,9 @@ where
         conn: &mut Connection,
         now: Instant,
     ) -> Poll<io::Result<Received>> {
-        self.now = now;
+        if now != self.now {
+            (self.now, self.now_clock) = (now, None);
+        }
         loop {
             let part = match self.phase {
                 // One exchange at a time: what the peer sends next waits until the answer
@@ -690,7 +705,7 @@ where
                     }
                     self.requests.consume(used);
                     self.phase = Phase::Await;
-                    self.since = self.clock(Some(now));
+                    self.since = self.clock();
                     self.arm(Some(self.serving.handler_timeout));
                     return Poll::Ready(Ok(Received::Data));
                 }
