@@ -119,19 +119,25 @@ pub struct Driver<T, Tm, S = Serving> {
     conn: Connection,
     done: bool,
     commands_open: bool,
+    /// `sleep` holds a sleep (one is dropped when no deadline is left): when it does not and
+    /// none is wanted, the sleep is not looked at.
+    sleeping: bool,
+    /// `closing` is set: the connection finished.
+    finished: bool,
     listening: Listening,
     start: sansrpc_runtime::time::Instant,
     /// The latest deadline a sleep completed for: the clock is never read as earlier.
     reached: Option<sansrpc_runtime::time::Instant>,
-    /// Once the connection finished: until when closing the transport may take.
-    closing: Option<sansrpc_runtime::time::Instant>,
-    sleep: Sleep,
-    on_event: Option<EventHook>,
     /// A command the connection refused for a full output buffer, retried once it drains.
     deferred: Option<Box<Command>>,
     wakers: Wakers,
     server: S,
     transport: T,
+    sleep: Sleep,
+    /// Once the connection finished: until when closing the transport may take.
+    closing: Option<sansrpc_runtime::time::Instant>,
+    /// Read only for an event no side acts on.
+    on_event: Option<EventHook>,
     sources: Sources,
     timer: Tm,
     commands: mpsc::UnboundedReceiver<Command>,
@@ -174,6 +180,8 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
             reached: None,
             commands,
             commands_open: true,
+            sleeping: false,
+            finished: false,
             deferred: None,
             shutdown_tx,
             shutdown_rx,
@@ -280,7 +288,7 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
     /// Acts on the connection's events.
     fn route_events(&mut self, now: Instant) -> bool {
         let (conn, calls, hook) = (&mut self.conn, &mut self.calls, &self.on_event);
-        let routed = self.server.route(conn, calls, hook.as_deref(), now);
+        let routed = self.server.route(conn, calls, hook, now);
         if let Some(reason) = routed.closed {
             self.reason = Some(reason);
         }
@@ -299,13 +307,20 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
             return true;
         }
         let target = deadline.map(|d| self.start + d.since_epoch());
-        let target = target.into_iter().chain(self.closing).min();
+        let closing = if self.finished { self.closing } else { None };
+        let target = target.into_iter().chain(closing).min();
         if target.is_some() && target == self.listening.timer {
             // Armed for it, and its waker has not fired.
             return false;
         }
+        if target.is_none() && !self.sleeping {
+            // No sleep, and none wanted (a plain request's turns).
+            self.listening.timer = None;
+            return false;
+        }
         let cx = &mut Context::from_waker(&self.sources.timer);
         let fired = self.sleep.poll_until(cx, &self.timer, target);
+        self.sleeping = target.is_some() && !fired;
         match (fired, target) {
             (true, Some(target)) => self.reached = Some(self.clock().max(target)),
             (false, target) => self.listening.timer = target,
@@ -449,6 +464,7 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
                     // The close may never complete (a peer that does not read): bounded.
                     let linger = self.conn.config().linger;
                     self.closing = Some(self.clock() + linger);
+                    self.finished = true;
                     progress = true;
                 }
                 let deadline = self.closing.unwrap_or_else(|| self.clock());

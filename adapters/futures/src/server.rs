@@ -17,6 +17,7 @@ use sansrpc::router::Reply;
 use sansrpc::{ErrorObject, Instant, Notification};
 use sansrpc_runtime::calls::Answer;
 
+use crate::builder::EventHook;
 use crate::calls::Calls;
 use crate::client::Client;
 use crate::context::{with_current, with_origin, CancelSignal};
@@ -66,6 +67,8 @@ pub(crate) fn guarded(work: BoxFuture<HandlerResult>) -> Guarded {
 #[repr(C)]
 pub struct Server {
     pub(crate) max_queued: usize,
+    /// It serves (has a router); then `peer` is some.
+    pub(crate) serving: bool,
     pub(crate) notifications: VecDeque<BoxFuture<()>>,
     pub(crate) router: Arc<AsyncRouter>,
     pub(crate) max_concurrent: usize,
@@ -74,8 +77,6 @@ pub struct Server {
     pub(crate) producers: BTreeMap<u64, Producer>,
     /// The method subscriptions served.
     pub(crate) served: Served,
-    /// It serves (has a router); then `peer` is some.
-    pub(crate) serving: bool,
     pub(crate) reply: Reply,
     pub(crate) peer: Option<Client>,
     /// How to stop each running handler: drop it, or signal its context.
@@ -146,7 +147,7 @@ impl crate::side::sealed::Side for Server {
         &mut self,
         conn: &mut Connection,
         calls: &mut Calls,
-        on_event: Option<&(dyn for<'a> Fn(Event<'a>) + Send + Sync)>,
+        on_event: &Option<EventHook>,
         now: Instant,
     ) -> Routed {
         Server::route(self, conn, calls, on_event, now)
@@ -216,7 +217,7 @@ impl Server {
         &mut self,
         conn: &mut Connection,
         calls: &mut Calls,
-        on_event: Option<&(dyn for<'a> Fn(Event<'a>) + Send + Sync)>,
+        on_event: &Option<EventHook>,
         now: Instant,
     ) -> Routed {
         let mut any = false;
@@ -483,14 +484,11 @@ fn observed(
 /// An event no side acts on (an unknown response, an error without id, a protocol or
 /// framing fault, a refused frame, an expiry): a framing mistake is logged, and every one
 /// goes to the builder's event hook, if any.
-pub(crate) fn unrouted(
-    event: Event<'_>,
-    on_event: Option<&(dyn for<'a> Fn(Event<'a>) + Send + Sync)>,
-) {
+pub(crate) fn unrouted(event: Event<'_>, on_event: &Option<EventHook>) {
     if let Event::FrameError(e @ FrameError::WrongFraming { .. }) = &event {
         tracing::warn!("sansrpc: {e}");
     }
-    if let Some(hook) = on_event {
+    if let Some(hook) = on_event.as_deref() {
         hook(event);
     }
 }

@@ -17,6 +17,7 @@ use sansrpc::connection::{self, Connection, Event, IncomingId};
 use sansrpc::{ErrorObject, Instant, RawValue};
 use sansrpc_runtime::calls::Answer;
 
+use crate::builder::EventHook;
 use crate::calls::Calls;
 use crate::client::Client;
 use crate::driver::Parts;
@@ -71,7 +72,7 @@ pub(crate) mod sealed {
             &mut self,
             conn: &mut Connection,
             calls: &mut Calls,
-            on_event: Option<&(dyn for<'a> Fn(Event<'a>) + Send + Sync)>,
+            on_event: &Option<EventHook>,
             now: Instant,
         ) -> Routed;
         /// Polls what runs beside the connection.
@@ -103,7 +104,7 @@ impl sealed::Side for ClientOnly {
         &mut self,
         conn: &mut Connection,
         calls: &mut Calls,
-        on_event: Option<&(dyn for<'a> Fn(Event<'a>) + Send + Sync)>,
+        on_event: &Option<EventHook>,
         now: Instant,
     ) -> Routed {
         // The connection answers the peer's requests itself (`-32601`) and consults none
@@ -198,7 +199,7 @@ impl sealed::Side for Answering {
         &mut self,
         conn: &mut Connection,
         calls: &mut Calls,
-        on_event: Option<&(dyn for<'a> Fn(Event<'a>) + Send + Sync)>,
+        on_event: &Option<EventHook>,
         now: Instant,
     ) -> Routed {
         let poll: PollEvent = Connection::poll_answering_event;
@@ -266,7 +267,7 @@ enum PeerCall {
 fn route_calls(
     conn: &mut Connection,
     calls: &mut Calls,
-    on_event: Option<&(dyn for<'a> Fn(Event<'a>) + Send + Sync)>,
+    on_event: &Option<EventHook>,
     now: Instant,
     poll: PollEvent,
     mut heard: impl FnMut(&str, Option<&RawValue>),
