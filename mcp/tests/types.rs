@@ -2035,3 +2035,230 @@ fn content_blocks_read_member_by_member_as_before() {
     }
     assert_eq!(CONTENT_BLOCK_CASES.len(), inputs.len());
 }
+
+/// The arrays of [`content_blocks_read_from_arrays_as_before`], each with what `ContentBlock`
+/// read from it (`Ok` with the block, or the error's text) when each variant's fields were
+/// read by its struct's derived decoder: the tag, then the variant's fields in order, every
+/// one of them required (an `Option` too), elements left over refused.
+const CONTENT_BLOCK_ARRAYS: &[(&str, &str)] = &[
+    (
+        r#"["text","hi",null,null]"#,
+        r#"Ok(Text(TextContent { text: "hi", annotations: None, meta: None }))"#,
+    ),
+    (
+        r#"["text","hi",{"priority":0.5,"audience":["user"]},{"k":[1]}]"#,
+        r#"Ok(Text(TextContent { text: "hi", annotations: Some(Annotations { audience: Some([User]), priority: Some(0.5), last_modified: None }), meta: Some({"k": Array [Number(1)]}) }))"#,
+    ),
+    (
+        r#"["text","hi"]"#,
+        r#"Err("invalid length 1, expected struct TextContent with 3 elements at line 1 column 13")"#,
+    ),
+    (
+        r#"["text","hi",null]"#,
+        r#"Err("invalid length 2, expected struct TextContent with 3 elements at line 1 column 18")"#,
+    ),
+    (
+        r#"["text","hi",null,null,1]"#,
+        r#"Err("trailing characters at line 1 column 24")"#,
+    ),
+    (
+        r#"["text"]"#,
+        r#"Err("invalid length 0, expected struct TextContent with 3 elements at line 1 column 8")"#,
+    ),
+    (
+        r#"["text",1,null,null]"#,
+        r#"Err("invalid type: integer `1`, expected a string at line 1 column 9")"#,
+    ),
+    (
+        r#"["text","hi",{"priority":"x"},null]"#,
+        r#"Err("invalid type: string \"x\", expected f64 at line 1 column 28")"#,
+    ),
+    (
+        r#"["text","hi",null,[1]]"#,
+        r#"Err("invalid type: sequence, expected a map at line 1 column 18")"#,
+    ),
+    (
+        r#"[0,"hi",null,null]"#,
+        r#"Err("invalid type: integer `0`, expected variant identifier at line 1 column 2")"#,
+    ),
+    (
+        r#"[1,"d","m",null,null]"#,
+        r#"Err("invalid type: integer `1`, expected variant identifier at line 1 column 2")"#,
+    ),
+    (
+        r#"[5,"hi",null,null]"#,
+        r#"Err("invalid type: integer `5`, expected variant identifier at line 1 column 2")"#,
+    ),
+    (
+        r#"["video","hi"]"#,
+        r#"Err("unknown variant `video`, expected one of `text`, `image`, `audio`, `resource_link`, `resource` at line 1 column 8")"#,
+    ),
+    (
+        r#"[null,"hi"]"#,
+        r#"Err("invalid type: null, expected variant identifier at line 1 column 5")"#,
+    ),
+    (r#"[]"#, r#"Err("missing field `type` at line 1 column 2")"#),
+    (
+        r#"["image","d","image/png",null,null]"#,
+        r#"Ok(Image(ImageContent { data: "d", mime_type: "image/png", annotations: None, meta: None }))"#,
+    ),
+    (
+        r#"["image","d","image/png",{"audience":["assistant"]},{"a":null}]"#,
+        r#"Ok(Image(ImageContent { data: "d", mime_type: "image/png", annotations: Some(Annotations { audience: Some([Assistant]), priority: None, last_modified: None }), meta: Some({"a": Null}) }))"#,
+    ),
+    (
+        r#"["image","d"]"#,
+        r#"Err("invalid length 1, expected struct ImageContent with 4 elements at line 1 column 13")"#,
+    ),
+    (
+        r#"["image","d","image/png"]"#,
+        r#"Err("invalid length 2, expected struct ImageContent with 4 elements at line 1 column 25")"#,
+    ),
+    (
+        r#"["image","d",null,null,null]"#,
+        r#"Err("invalid type: null, expected a string at line 1 column 17")"#,
+    ),
+    (
+        r#"["image","d","m",null,null,null]"#,
+        r#"Err("trailing characters at line 1 column 28")"#,
+    ),
+    (
+        r#"["audio","d","audio/wav",null,null]"#,
+        r#"Ok(Audio(AudioContent { data: "d", mime_type: "audio/wav", annotations: None, meta: None }))"#,
+    ),
+    (
+        r#"["audio","d","audio/wav",null]"#,
+        r#"Err("invalid length 3, expected struct AudioContent with 4 elements at line 1 column 30")"#,
+    ),
+    (
+        r#"["audio",1,"audio/wav",null,null]"#,
+        r#"Err("invalid type: integer `1`, expected a string at line 1 column 10")"#,
+    ),
+    (
+        r#"["resource_link","u","n",null,null,null,null,null,null,null]"#,
+        r#"Ok(ResourceLink(Resource { uri: "u", name: "n", title: None, description: None, mime_type: None, annotations: None, size: None, icons: None, meta: None }))"#,
+    ),
+    (
+        r#"["resource_link","u","n","t","d","text/plain",{"lastModified":"x"},5,[{"src":"s","theme":"dark"}],{"a":1}]"#,
+        r#"Ok(ResourceLink(Resource { uri: "u", name: "n", title: Some("t"), description: Some("d"), mime_type: Some("text/plain"), annotations: Some(Annotations { audience: None, priority: None, last_modified: Some("x") }), size: Some(5), icons: Some([Icon { src: "s", mime_type: None, sizes: None, theme: Some(Dark) }]), meta: Some({"a": Number(1)}) }))"#,
+    ),
+    (
+        r#"["resource_link","u","n"]"#,
+        r#"Err("invalid length 2, expected struct Resource with 9 elements at line 1 column 25")"#,
+    ),
+    (
+        r#"["resource_link","u","n","t","d","m",null,null]"#,
+        r#"Err("invalid length 7, expected struct Resource with 9 elements at line 1 column 47")"#,
+    ),
+    (
+        r#"["resource_link","u","n","t","d","m",null,null,null]"#,
+        r#"Err("invalid length 8, expected struct Resource with 9 elements at line 1 column 52")"#,
+    ),
+    (
+        r#"["resource_link","u","n",null,null,null,null,-1,null,null]"#,
+        r#"Err("invalid value: integer `-1`, expected u64 at line 1 column 47")"#,
+    ),
+    (
+        r#"["resource_link","u","n",null,null,null,null,1.5,null,null]"#,
+        r#"Err("invalid type: floating point `1.5`, expected u64 at line 1 column 48")"#,
+    ),
+    (
+        r#"["resource_link","u","n",null,null,null,null,null,[{"theme":"blue","src":"s"}],null]"#,
+        r#"Err("unknown variant `blue`, expected `light` or `dark` at line 1 column 66")"#,
+    ),
+    (
+        r#"["resource_link","u","n",null,null,null,null,null,null,null,null]"#,
+        r#"Err("trailing characters at line 1 column 61")"#,
+    ),
+    (
+        r#"["resource_link","u",null,null,null,null,null,null,null,null]"#,
+        r#"Err("invalid type: null, expected a string at line 1 column 25")"#,
+    ),
+    (
+        r#"["resource",{"uri":"u","text":"t"},null,null]"#,
+        r#"Ok(Resource(EmbeddedResource { resource: Text(TextResourceContents { uri: "u", mime_type: None, text: "t", meta: None }), annotations: None, meta: None }))"#,
+    ),
+    (
+        r#"["resource",{"uri":"u","blob":"YQ=="},{"priority":1},{"m":true}]"#,
+        r#"Ok(Resource(EmbeddedResource { resource: Blob(BlobResourceContents { uri: "u", mime_type: None, blob: "YQ==", meta: None }), annotations: Some(Annotations { audience: None, priority: Some(1.0), last_modified: None }), meta: Some({"m": Bool(true)}) }))"#,
+    ),
+    (
+        r#"["resource",{"uri":"u"},null,null]"#,
+        r#"Err("data did not match any variant of untagged enum ResourceContents at line 1 column 23")"#,
+    ),
+    (
+        r#"["resource",null,null,null]"#,
+        r#"Err("invalid type: null, expected untagged enum ResourceContents at line 1 column 16")"#,
+    ),
+    (
+        r#"["resource"]"#,
+        r#"Err("invalid length 0, expected struct EmbeddedResource with 3 elements at line 1 column 12")"#,
+    ),
+    (
+        r#"["resource",{"uri":"u","text":"t"}]"#,
+        r#"Err("invalid length 1, expected struct EmbeddedResource with 3 elements at line 1 column 35")"#,
+    ),
+    (
+        r#"["resource",{"uri":"u","text":"t"},null,null,null]"#,
+        r#"Err("trailing characters at line 1 column 46")"#,
+    ),
+];
+
+/// A `ContentBlock` as an array (what serde's tagged enum reads: the tag, then the variant's
+/// fields in order) reads as it did through each variant's derived decoder, errors and their
+/// positions included.
+#[test]
+fn content_blocks_read_from_arrays_as_before() {
+    let inputs = [
+        r#"["text","hi",null,null]"#,
+        r#"["text","hi",{"priority":0.5,"audience":["user"]},{"k":[1]}]"#,
+        r#"["text","hi"]"#,
+        r#"["text","hi",null]"#,
+        r#"["text","hi",null,null,1]"#,
+        r#"["text"]"#,
+        r#"["text",1,null,null]"#,
+        r#"["text","hi",{"priority":"x"},null]"#,
+        r#"["text","hi",null,[1]]"#,
+        r#"[0,"hi",null,null]"#,
+        r#"[1,"d","m",null,null]"#,
+        r#"[5,"hi",null,null]"#,
+        r#"["video","hi"]"#,
+        r#"[null,"hi"]"#,
+        r#"[]"#,
+        r#"["image","d","image/png",null,null]"#,
+        r#"["image","d","image/png",{"audience":["assistant"]},{"a":null}]"#,
+        r#"["image","d"]"#,
+        r#"["image","d","image/png"]"#,
+        r#"["image","d",null,null,null]"#,
+        r#"["image","d","m",null,null,null]"#,
+        r#"["audio","d","audio/wav",null,null]"#,
+        r#"["audio","d","audio/wav",null]"#,
+        r#"["audio",1,"audio/wav",null,null]"#,
+        r#"["resource_link","u","n",null,null,null,null,null,null,null]"#,
+        r#"["resource_link","u","n","t","d","text/plain",{"lastModified":"x"},5,[{"src":"s","theme":"dark"}],{"a":1}]"#,
+        r#"["resource_link","u","n"]"#,
+        r#"["resource_link","u","n","t","d","m",null,null]"#,
+        r#"["resource_link","u","n","t","d","m",null,null,null]"#,
+        r#"["resource_link","u","n",null,null,null,null,-1,null,null]"#,
+        r#"["resource_link","u","n",null,null,null,null,1.5,null,null]"#,
+        r#"["resource_link","u","n",null,null,null,null,null,[{"theme":"blue","src":"s"}],null]"#,
+        r#"["resource_link","u","n",null,null,null,null,null,null,null,null]"#,
+        r#"["resource_link","u",null,null,null,null,null,null,null,null]"#,
+        r#"["resource",{"uri":"u","text":"t"},null,null]"#,
+        r#"["resource",{"uri":"u","blob":"YQ=="},{"priority":1},{"m":true}]"#,
+        r#"["resource",{"uri":"u"},null,null]"#,
+        r#"["resource",null,null,null]"#,
+        r#"["resource"]"#,
+        r#"["resource",{"uri":"u","text":"t"}]"#,
+        r#"["resource",{"uri":"u","text":"t"},null,null,null]"#,
+    ];
+    for text in inputs {
+        let read = reads_as_derived::<ContentBlock, derived::ContentBlock>(text, same_block);
+        let got = format!("{read:?}");
+        match CONTENT_BLOCK_ARRAYS.iter().find(|(t, _)| *t == text) {
+            Some((_, before)) => assert_eq!(got, *before, "{text}"),
+            None => panic!("{text}: no case (it reads {got})"),
+        }
+    }
+    assert_eq!(CONTENT_BLOCK_ARRAYS.len(), inputs.len());
+}

@@ -34,22 +34,112 @@ const CONTENT_BLOCK_TYPES: &[&str] = &["text", "image", "audio", "resource_link"
 
 impl<'de> Deserialize<'de> for ContentBlock {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        use serde::de::value::SeqAccessDeserializer;
         use serde::de::{Error, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
         use super::serde_util::{read_reordered, AfterTag, Tagged, VariantTag};
 
-        /// The variant `kind` (an index of [`CONTENT_BLOCK_TYPES`]) read from `rest`.
-        fn variant<'de, D: serde::Deserializer<'de>>(
+        /// The variant `kind` (an index of [`CONTENT_BLOCK_TYPES`]) read from the rest of
+        /// an array: what the variant's derived decoder read from it, for the five in one
+        /// function (a derived decoder each cost a browser page's MCP client KBs more). Its
+        /// fields in order, each required (an `Option` too: "invalid length" when the array
+        /// ends before it); what follows is the caller's to refuse.
+        fn elements<'de, A: SeqAccess<'de>>(
             kind: usize,
-            rest: D,
-        ) -> Result<ContentBlock, D::Error> {
+            mut seq: A,
+        ) -> Result<ContentBlock, A::Error> {
+            /// The variants' structs as their derived decoders name them.
+            const EXPECTING: [&str; 5] = [
+                "struct TextContent with 3 elements",
+                "struct ImageContent with 4 elements",
+                "struct AudioContent with 4 elements",
+                "struct Resource with 9 elements",
+                "struct EmbeddedResource with 3 elements",
+            ];
+            /// The field `at` (counted from the variant's first).
+            fn next<'de, A: SeqAccess<'de>, T: Deserialize<'de>>(
+                seq: &mut A,
+                at: &mut usize,
+                kind: usize,
+            ) -> Result<T, A::Error> {
+                match seq.next_element()? {
+                    Some(value) => {
+                        *at += 1;
+                        Ok(value)
+                    }
+                    None => Err(A::Error::invalid_length(*at, &EXPECTING[kind])),
+                }
+            }
+            const LINK: usize = 3;
+            const RESOURCE: usize = 4;
+            let at = &mut 0;
+            let s = &mut seq;
+            // The fields, in each struct's order: text; data, mimeType; uri, name, title,
+            // description, mimeType; resource; then annotations (size and icons after it in a
+            // Resource), then _meta.
+            let resource = if kind == RESOURCE {
+                Some(next::<A, ResourceContents>(s, at, kind)?)
+            } else {
+                None
+            };
+            let first = if kind != RESOURCE {
+                next::<A, String>(s, at, kind)?
+            } else {
+                String::new()
+            };
+            let second = if (1..=LINK).contains(&kind) {
+                next::<A, String>(s, at, kind)?
+            } else {
+                String::new()
+            };
+            let (mut title, mut description, mut link_type) = (None, None, None);
+            if kind == LINK {
+                title = next(s, at, kind)?;
+                description = next(s, at, kind)?;
+                link_type = next(s, at, kind)?;
+            }
+            let annotations = next(s, at, kind)?;
+            let (mut size, mut icons) = (None, None);
+            if kind == LINK {
+                size = next(s, at, kind)?;
+                icons = next(s, at, kind)?;
+            }
+            let meta = next(s, at, kind)?;
+            if let Some(resource) = resource {
+                return Ok(ContentBlock::Resource(EmbeddedResource {
+                    resource,
+                    annotations,
+                    meta,
+                }));
+            }
             Ok(match kind {
-                0 => ContentBlock::Text(Deserialize::deserialize(rest)?),
-                1 => ContentBlock::Image(Deserialize::deserialize(rest)?),
-                2 => ContentBlock::Audio(Deserialize::deserialize(rest)?),
-                3 => ContentBlock::ResourceLink(Deserialize::deserialize(rest)?),
-                _ => ContentBlock::Resource(Deserialize::deserialize(rest)?),
+                0 => ContentBlock::Text(TextContent {
+                    text: first,
+                    annotations,
+                    meta,
+                }),
+                1 => ContentBlock::Image(ImageContent {
+                    data: first,
+                    mime_type: second,
+                    annotations,
+                    meta,
+                }),
+                2 => ContentBlock::Audio(AudioContent {
+                    data: first,
+                    mime_type: second,
+                    annotations,
+                    meta,
+                }),
+                _ => ContentBlock::ResourceLink(Resource {
+                    uri: first,
+                    name: second,
+                    title,
+                    description,
+                    mime_type: link_type,
+                    annotations,
+                    size,
+                    icons,
+                    meta,
+                }),
             })
         }
 
@@ -169,7 +259,7 @@ impl<'de> Deserialize<'de> for ContentBlock {
             // serde's tagged enums also read an array: the tag, then the variant's fields.
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ContentBlock, A::Error> {
                 match seq.next_element_seed(VariantTag(CONTENT_BLOCK_TYPES))? {
-                    Some(kind) => variant(kind, SeqAccessDeserializer::new(seq)),
+                    Some(kind) => elements(kind, seq),
                     None => Err(serde::de::Error::missing_field("type")),
                 }
             }
