@@ -227,6 +227,11 @@ impl ClientBuilder {
         Value::Object(caps)
     }
 
+    /// The client's `Implementation` as JSON: [`implementation_json`].
+    fn info_json(&self) -> Value {
+        implementation_json(&self.info)
+    }
+
     /// The client's side as an [`AsyncRouter`]: give it to the connection's builder. Call
     /// it once the builder is complete: the router has the handlers given so far, and
     /// [`initialize`](Self::initialize) declares the capabilities of the handlers it has.
@@ -331,7 +336,7 @@ impl ClientBuilder {
         let params = serde_json::json!({
             "protocolVersion": self.version,
             "capabilities": self.capabilities_json(),
-            "clientInfo": self.info,
+            "clientInfo": self.info_json(),
         });
         let failures = client.local::<TransportFailures>();
         let seen = failures.count();
@@ -360,7 +365,7 @@ impl ClientBuilder {
         );
         meta.insert(
             "io.modelcontextprotocol/clientInfo".into(),
-            serde_json::to_value(&self.info).expect("MCP types serialize"),
+            self.info_json(),
         );
         meta
     }
@@ -658,6 +663,44 @@ impl sansrpc_futures::Answers for Answerer {
     }
 }
 
+/// An `Implementation` as JSON: the object its `Serialize` writes (the members that are set,
+/// in its order), made here so that a client does not carry the writers of `Implementation`
+/// and `Icon` (a browser page's MCP client: KBs).
+fn implementation_json(info: &Implementation) -> Value {
+    fn put(object: &mut JsonObject, key: &str, value: &Option<String>) {
+        if let Some(value) = value {
+            object.insert(key.into(), Value::String(value.clone()));
+        }
+    }
+    let mut object = JsonObject::new();
+    object.insert("name".into(), Value::String(info.name.clone()));
+    put(&mut object, "title", &info.title);
+    object.insert("version".into(), Value::String(info.version.clone()));
+    put(&mut object, "description", &info.description);
+    if let Some(icons) = &info.icons {
+        let icons = icons.iter().map(|icon| {
+            let mut o = JsonObject::new();
+            o.insert("src".into(), Value::String(icon.src.clone()));
+            put(&mut o, "mimeType", &icon.mime_type);
+            if let Some(sizes) = &icon.sizes {
+                let sizes = sizes.iter().map(|s| Value::String(s.clone())).collect();
+                o.insert("sizes".into(), Value::Array(sizes));
+            }
+            if let Some(theme) = icon.theme {
+                let theme = match theme {
+                    crate::types::IconTheme::Light => "light",
+                    crate::types::IconTheme::Dark => "dark",
+                };
+                o.insert("theme".into(), Value::String(theme.into()));
+            }
+            Value::Object(o)
+        });
+        object.insert("icons".into(), Value::Array(icons.collect()));
+    }
+    put(&mut object, "websiteUrl", &info.website_url);
+    Value::Object(object)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -691,6 +734,58 @@ mod tests {
                 builder.capabilities_json().to_string(),
                 serialized.to_string(),
                 "handlers {mask:04b}"
+            );
+        }
+    }
+
+    /// `implementation_json` writes what `Implementation`'s `Serialize` writes: the
+    /// builder's, and others with every member (icons with and without theirs).
+    #[test]
+    fn implementation_json_is_what_implementation_serializes() {
+        use crate::types::{Icon, IconTheme};
+        let mut infos = vec![
+            ClientBuilder::new("c", "1").info,
+            ClientBuilder::new("", "").info,
+            ClientBuilder::new("a \"b\"\n", "2.0.0-rc.1").info,
+        ];
+        let icon = |theme| Icon {
+            src: "data:image/png;base64,aGk=".into(),
+            mime_type: Some("image/png".into()),
+            sizes: Some(vec!["48x48".into(), "any".into()]),
+            theme,
+        };
+        infos.push(Implementation {
+            name: "n".into(),
+            title: Some("T".into()),
+            version: "1".into(),
+            description: Some("d".into()),
+            icons: Some(vec![
+                icon(Some(IconTheme::Light)),
+                icon(Some(IconTheme::Dark)),
+                icon(None),
+                Icon {
+                    src: "s".into(),
+                    ..Default::default()
+                },
+                Icon {
+                    src: "s".into(),
+                    sizes: Some(Vec::new()),
+                    ..Default::default()
+                },
+            ]),
+            website_url: Some("https://example.com".into()),
+        });
+        infos.push(Implementation {
+            icons: Some(Vec::new()),
+            website_url: Some(String::new()),
+            ..Implementation::new("n", "v")
+        });
+        for info in infos {
+            let serialized = serde_json::to_value(&info).unwrap();
+            assert_eq!(implementation_json(&info), serialized, "{info:?}");
+            assert_eq!(
+                implementation_json(&info).to_string(),
+                serialized.to_string()
             );
         }
     }
