@@ -51,7 +51,7 @@
 use crate::raw_json;
 use std::borrow::Cow;
 use std::collections::VecDeque;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -60,6 +60,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use crate::streamable::client::sorted::SortedMap;
 use crate::streamable::ParamHeader;
 use sansrpc::connection::Timeout;
 use sansrpc::{ErrorObject, RawValue};

@@ -19,7 +19,7 @@ enum Marks {
 /// such header.
 #[derive(Clone, Default)]
 pub struct ParamHeaders {
-    tools: Arc<Mutex<HashMap<String, Marks>>>,
+    tools: Arc<Mutex<SortedMap<String, Marks>>>,
 }
 
 impl fmt::Debug for ParamHeaders {
@@ -35,7 +35,7 @@ impl ParamHeaders {
     /// The marks of `tool`, if it has any (or was rejected).
     fn marks(&self, tool: &str) -> Option<Marks> {
         let tools = self.tools.lock().unwrap_or_else(PoisonError::into_inner);
-        if tools.is_empty() {
+        if tools.len() == 0 {
             return None;
         }
         tools.get(tool).cloned()
@@ -80,7 +80,7 @@ impl ParamHeaders {
                 Err(reason) => changes.push((tool.name, Some(Marks::Rejected(reason)))),
             }
         }
-        let mut fresh = HashMap::new();
+        let mut fresh = SortedMap::new();
         let mut remembered = self.tools.lock().unwrap_or_else(PoisonError::into_inner);
         let marks = if afresh { &mut fresh } else { &mut *remembered };
         for (name, entry) in changes {
@@ -88,7 +88,7 @@ impl ParamHeaders {
                 None => {
                     marks.remove(&name);
                 }
-                Some(_) if marks.len() >= MAX_ITEMS && !marks.contains_key(&name) => {
+                Some(_) if marks.len() >= MAX_ITEMS && marks.get(&name).is_none() => {
                     return Err(ClientError::TooManyPages(methods::TOOLS_LIST));
                 }
                 Some(entry) => {
@@ -179,7 +179,8 @@ impl ParamHeaders {
             .tools
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .is_empty()
+            .len()
+            == 0
         {
             return Vec::new();
         }

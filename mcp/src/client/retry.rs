@@ -197,21 +197,39 @@ impl Renewal {
 
 /// The tools listed with `idempotentHint: true`, by name (shared by a client's clones).
 #[derive(Debug, Default)]
-pub(super) struct Idempotent(Mutex<HashSet<String>>);
+pub(super) struct Idempotent(Mutex<Names>);
+
+/// Names kept sorted, a few (the tools a server lists): a `HashSet` brought a browser
+/// page's MCP client its hashing.
+#[derive(Default)]
+pub(super) struct Names(Vec<String>);
+
+/// As a set prints: `{"a", "b"}`.
+impl std::fmt::Debug for Names {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(&self.0).finish()
+    }
+}
+
+impl Names {
+    fn find(&self, name: &str) -> Result<usize, usize> {
+        self.0.binary_search_by(|n| n.as_str().cmp(name))
+    }
+}
 
 impl Idempotent {
     /// Remembers what `tools` say; `all`: they are every tool (the others are forgotten).
     pub(super) fn learn(&self, tools: &[Tool], all: bool) {
         let mut known = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         if all {
-            known.clear();
+            known.0.clear();
         }
         for tool in tools {
             let hint = tool.annotations.as_ref().and_then(|a| a.idempotent_hint);
-            if hint == Some(true) {
-                known.insert(tool.name.clone());
-            } else {
-                known.remove(&tool.name);
+            match (known.find(&tool.name), hint == Some(true)) {
+                (Err(at), true) => known.0.insert(at, tool.name.clone()),
+                (Ok(at), false) => drop(known.0.remove(at)),
+                _ => {}
             }
         }
     }
@@ -220,7 +238,8 @@ impl Idempotent {
         self.0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .contains(tool)
+            .find(tool)
+            .is_ok()
     }
 }
 

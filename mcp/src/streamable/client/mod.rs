@@ -40,7 +40,7 @@ use sansrpc::Instant;
 /// bytes: what a driver gives [`HttpClient::send_queued`].
 pub type ExtraHeaders = dyn Fn(&[u8]) -> Vec<(String, String)> + Send + Sync;
 
-mod sorted;
+pub(crate) mod sorted;
 #[cfg(test)]
 mod tests;
 mod wire;

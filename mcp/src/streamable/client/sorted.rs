@@ -1,4 +1,5 @@
-//! [`SortedMap`]: the client machine's few tasks, exchanges and open calls.
+//! [`SortedMap`]: the client machine's few tasks, exchanges and open calls (and the typed
+//! client's tools' `x-mcp-header` marks).
 
 use core::borrow::Borrow;
 use core::fmt;
@@ -8,26 +9,26 @@ use std::vec::Vec;
 /// entries each; new tasks' and exchanges' ids grow, so they go at the end). Iterates in
 /// key order, as a `BTreeMap` does. The three tables as B-trees cost a browser page's MCP
 /// client 18.6 KB more (its B-tree code went from 18.6 KB to 5.4 KB, serde_json's `Map`).
-pub(super) struct SortedMap<K, V>(Vec<(K, V)>);
+pub(crate) struct SortedMap<K, V>(Vec<(K, V)>);
 
 impl<K, V> SortedMap<K, V> {
-    pub(super) const fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         SortedMap(Vec::new())
     }
 
-    pub(super) fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.0.len()
     }
 
-    pub(super) fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
         self.0.iter().map(|(k, v)| (k, v))
     }
 
-    pub(super) fn iter_mut(&mut self) -> impl Iterator<Item = (&K, &mut V)> {
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = (&K, &mut V)> {
         self.0.iter_mut().map(|(k, v)| (&*k, v))
     }
 
-    pub(super) fn values(&self) -> impl Iterator<Item = &V> {
+    pub(crate) fn values(&self) -> impl Iterator<Item = &V> {
         self.0.iter().map(|(_, v)| v)
     }
 }
@@ -40,14 +41,14 @@ impl<K: Ord, V> SortedMap<K, V> {
         self.0.binary_search_by(|(k, _)| k.borrow().cmp(key))
     }
 
-    pub(super) fn get<Q: Ord + ?Sized>(&self, key: &Q) -> Option<&V>
+    pub(crate) fn get<Q: Ord + ?Sized>(&self, key: &Q) -> Option<&V>
     where
         K: Borrow<Q>,
     {
         self.find(key).ok().map(|at| &self.0[at].1)
     }
 
-    pub(super) fn get_mut<Q: Ord + ?Sized>(&mut self, key: &Q) -> Option<&mut V>
+    pub(crate) fn get_mut<Q: Ord + ?Sized>(&mut self, key: &Q) -> Option<&mut V>
     where
         K: Borrow<Q>,
     {
@@ -56,7 +57,7 @@ impl<K: Ord, V> SortedMap<K, V> {
     }
 
     /// Sets `key`'s value; the one it replaces.
-    pub(super) fn insert(&mut self, key: K, value: V) -> Option<V> {
+    pub(crate) fn insert(&mut self, key: K, value: V) -> Option<V> {
         match self.find(&key) {
             Ok(at) => Some(core::mem::replace(&mut self.0[at].1, value)),
             Err(at) => {
@@ -67,12 +68,18 @@ impl<K: Ord, V> SortedMap<K, V> {
     }
 
     /// Takes `key` out; its value.
-    pub(super) fn remove<Q: Ord + ?Sized>(&mut self, key: &Q) -> Option<V>
+    pub(crate) fn remove<Q: Ord + ?Sized>(&mut self, key: &Q) -> Option<V>
     where
         K: Borrow<Q>,
     {
         let at = self.find(key).ok()?;
         Some(self.0.remove(at).1)
+    }
+}
+
+impl<K, V> Default for SortedMap<K, V> {
+    fn default() -> Self {
+        SortedMap::new()
     }
 }
 
