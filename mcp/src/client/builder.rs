@@ -333,11 +333,12 @@ impl ClientBuilder {
 
     /// `initialize`, its check, `notifications/initialized`.
     pub(super) async fn handshake(&self, client: &Client) -> Result<InitializeResult, ClientError> {
-        let params = serde_json::json!({
-            "protocolVersion": self.version,
-            "capabilities": self.capabilities_json(),
-            "clientInfo": self.info_json(),
-        });
+        // The object `json!` made of them, without its writer of each value into a `Value`.
+        let mut params = JsonObject::new();
+        params.insert("protocolVersion".into(), Value::from(self.version.as_str()));
+        params.insert("capabilities".into(), self.capabilities_json());
+        params.insert("clientInfo".into(), self.info_json());
+        let params = Value::Object(params);
         let failures = client.local::<TransportFailures>();
         let seen = failures.count();
         let result = client
