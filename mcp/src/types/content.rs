@@ -32,6 +32,20 @@ pub enum ContentBlock {
 /// The `type`s of [`ContentBlock`], in the order of its variants.
 const CONTENT_BLOCK_TYPES: &[&str] = &["text", "image", "audio", "resource_link", "resource"];
 
+/// Reads the member `name` of an object once into `slot`; a second time is refused
+/// (`duplicate field`), as serde's derived decoders refuse it.
+fn once<'de, A: serde::de::MapAccess<'de>, T: Deserialize<'de>>(
+    map: &mut A,
+    slot: &mut Option<T>,
+    name: &'static str,
+) -> Result<(), A::Error> {
+    if slot.is_some() {
+        return Err(<A::Error as serde::de::Error>::duplicate_field(name));
+    }
+    *slot = Some(map.next_value()?);
+    Ok(())
+}
+
 impl<'de> Deserialize<'de> for ContentBlock {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         use serde::de::{Error, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -152,18 +166,6 @@ impl<'de> Deserialize<'de> for ContentBlock {
             kind: usize,
             mut map: A,
         ) -> Result<ContentBlock, A::Error> {
-            /// Reads the member's value into `slot`, which must be empty.
-            fn once<'de, A: MapAccess<'de>, T: Deserialize<'de>>(
-                map: &mut A,
-                slot: &mut Option<T>,
-                name: &'static str,
-            ) -> Result<(), A::Error> {
-                if slot.is_some() {
-                    return Err(A::Error::duplicate_field(name));
-                }
-                *slot = Some(map.next_value()?);
-                Ok(())
-            }
             fn required<T, E: Error>(slot: Option<T>, name: &'static str) -> Result<T, E> {
                 slot.ok_or_else(|| E::missing_field(name))
             }
@@ -400,20 +402,6 @@ impl<'de> Deserialize<'de> for ResourceContents {
         use serde::de::value::SeqAccessDeserializer;
         use serde::de::{Error, IgnoredAny, MapAccess, SeqAccess, Visitor};
         use serde_json::Value;
-
-        /// Reads the member `name` once into `slot`; twice is refused, as both variants
-        /// refuse it.
-        fn once<'de, A: MapAccess<'de>, T: Deserialize<'de>>(
-            map: &mut A,
-            slot: &mut Option<T>,
-            name: &'static str,
-        ) -> Result<(), A::Error> {
-            if slot.is_some() {
-                return Err(A::Error::duplicate_field(name));
-            }
-            *slot = Some(map.next_value()?);
-            Ok(())
-        }
 
         /// The string a variant's own member (`text`, `blob`) holds: `None` when absent,
         /// given twice (that variant refuses it) or not a string.
