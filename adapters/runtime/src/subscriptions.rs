@@ -846,24 +846,34 @@ impl Served {
                 }
             }
         }
+        // The ready list is taken by swapping it with the emptied one of the last turn (both
+        // keep their allocations), not copied: a subscriber's turn has one entry in it.
         let mut todo = core::mem::take(&mut self.todo);
-        todo.append(&mut self.backlog);
-        todo.append(&mut state.ready);
+        if self.backlog.is_empty() {
+            core::mem::swap(&mut todo, &mut state.ready);
+        } else {
+            todo.append(&mut self.backlog);
+            todo.append(&mut state.ready);
+        }
         let mut ended = Vec::new();
         for &sub in &todo {
             progress |= self.pump(conn, &mut state, sub, &mut ended);
         }
         todo.clear();
         self.todo = todo;
-        for (sub, why) in ended {
-            if let Some(handle) = self.end(&mut state, sub, why) {
-                over(handle);
+        if !ended.is_empty() {
+            for (sub, why) in ended {
+                if let Some(handle) = self.end(&mut state, sub, why) {
+                    over(handle);
+                }
             }
         }
         drop(state);
         // Outside the lock: a reply may run its receiver's code.
-        for (reply, sink) in replies {
-            reply(sink);
+        if !replies.is_empty() {
+            for (reply, sink) in replies {
+                reply(sink);
+            }
         }
         progress
     }
@@ -973,7 +983,7 @@ impl Served {
                 }
             }
         }
-        if moved {
+        if moved && !s.room.is_empty() {
             // Room for the producers that wait for it.
             s.room.drain(..).for_each(Waker::wake);
         }
