@@ -391,7 +391,10 @@ impl Server {
             self.start(id, work, cx);
             progress = true;
         }
-        if conn.wants_items() {
+        // A stream's producer is kept from its opening to its `StreamClosed`: with none kept,
+        // no stream of the connection can want items (a subscriber's connection, woken once
+        // per notification, does not ask).
+        if !self.producers.is_empty() && conn.wants_items() {
             let producers = &mut self.producers;
             let taken = conn.produce(now, ITEMS_PER_TURN, |stream, out, _| {
                 let Some(producer) = producers.get_mut(&stream) else {
