@@ -470,36 +470,51 @@ where
         cx: &mut Context<'_>,
         conn: &mut Connection,
     ) -> Poll<io::Result<bool>> {
-        // Filled as far as used (one frame on most turns), not zeroed whole each turn.
-        let mut heads =
-            SmallVec::<[([u8; websocket::MAX_HEADER], usize, usize); DIRECT_FRAMES]>::new();
-        let mut bytes = 0;
+        // Filled as far as used, not zeroed whole each turn.
+        let mut heads = SmallVec::<[Head; DIRECT_FRAMES]>::new();
         let written = {
             // One look at the connection's frames: headers here, payloads where they are.
-            let mut messages = SmallVec::<[&[u8]; DIRECT_FRAMES]>::new();
-            for message in conn.peek_messages() {
-                if messages.len() == DIRECT_FRAMES || bytes >= CHUNK {
-                    break;
-                }
-                let mut head = [0u8; websocket::MAX_HEADER];
-                let n = websocket::write_header(Opcode::Text, message.len(), None, &mut head);
-                heads.push((head, n, message.len()));
-                bytes += n + message.len();
-                messages.push(message);
-            }
-            if messages.is_empty() {
+            let mut frames = conn.peek_messages();
+            let Some(first) = frames.next() else {
                 return Poll::Ready(Ok(false));
+            };
+            let head = Head::text(first.len());
+            match frames.next() {
+                // One frame (a subscriber's notification, most answers): two slices from
+                // the stack, none of the lists below.
+                None => {
+                    let slices = [IoSlice::new(head.bytes()), IoSlice::new(first)];
+                    let written = crate::wire::poll_write_vectored(&mut self.stream, cx, &slices);
+                    let written = ready!(written)?;
+                    heads.push(head);
+                    written
+                }
+                Some(second) => {
+                    let mut bytes = head.frame_len();
+                    heads.push(head);
+                    let mut messages = SmallVec::<[&[u8]; DIRECT_FRAMES]>::new();
+                    messages.push(first);
+                    for message in std::iter::once(second).chain(frames) {
+                        if messages.len() == DIRECT_FRAMES || bytes >= CHUNK {
+                            break;
+                        }
+                        let head = Head::text(message.len());
+                        bytes += head.frame_len();
+                        heads.push(head);
+                        messages.push(message);
+                    }
+                    let mut slices = SmallVec::<[IoSlice<'_>; 2 * DIRECT_FRAMES]>::new();
+                    for (head, message) in heads.iter().zip(&messages) {
+                        slices.push(IoSlice::new(head.bytes()));
+                        slices.push(IoSlice::new(message));
+                    }
+                    ready!(crate::wire::poll_write_vectored(
+                        &mut self.stream,
+                        cx,
+                        &slices
+                    ))?
+                }
             }
-            let mut slices = SmallVec::<[IoSlice<'_>; 2 * DIRECT_FRAMES]>::new();
-            for ((head, n, _), message) in heads.iter().zip(&messages) {
-                slices.push(IoSlice::new(&head[..*n]));
-                slices.push(IoSlice::new(message));
-            }
-            ready!(crate::wire::poll_write_vectored(
-                &mut self.stream,
-                cx,
-                &slices
-            ))?
         };
         if written == 0 {
             return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
@@ -507,19 +522,20 @@ where
         self.output.wrote();
         let mut left = written;
         let mut whole = 0;
-        for (head, n, len) in &heads {
-            if left >= n + len {
-                left -= n + len;
-                whole += len;
+        for head in &heads {
+            if left >= head.frame_len() {
+                left -= head.frame_len();
+                whole += head.payload;
                 continue;
             }
             // Taken in part: the rest of this frame is written from the buffer.
             conn.consume_transmit(whole);
             let message = conn.peek_messages().next().unwrap_or_default();
             let buf = &mut self.output.buf;
-            buf.extend_from_slice(&head[left.min(*n)..*n]);
-            buf.extend_from_slice(message.get(left.saturating_sub(*n)..).unwrap_or_default());
-            conn.consume_transmit(*len);
+            let n = head.len;
+            buf.extend_from_slice(&head.head[left.min(n)..n]);
+            buf.extend_from_slice(message.get(left.saturating_sub(n)..).unwrap_or_default());
+            conn.consume_transmit(head.payload);
             return Poll::Ready(Ok(true));
         }
         conn.consume_transmit(whole);
@@ -549,6 +565,33 @@ const MESSAGES_PER_TURN: usize = 64;
 /// Most frames of one vectored write straight from the connection's buffer (two slices
 /// each, far below any system's limit on them).
 const DIRECT_FRAMES: usize = 16;
+
+/// An unmasked text frame's header, written here, for a payload written from the
+/// connection's buffer.
+struct Head {
+    head: [u8; websocket::MAX_HEADER],
+    /// Bytes of `head` used.
+    len: usize,
+    /// The payload's length.
+    payload: usize,
+}
+
+impl Head {
+    fn text(payload: usize) -> Head {
+        let mut head = [0u8; websocket::MAX_HEADER];
+        let len = websocket::write_header(Opcode::Text, payload, None, &mut head);
+        Head { head, len, payload }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.head[..self.len]
+    }
+
+    /// The whole frame's length: header and payload.
+    fn frame_len(&self) -> usize {
+        self.len + self.payload
+    }
+}
 
 /// tungstenite's config for the opening handshake, with its message and frame size bounds
 /// set to `limits`' [`max_frame_bytes`](Limits::max_frame_bytes) (after the handshake the
