@@ -195,7 +195,7 @@ impl Builder {
 
     fn connect_as<T: Transport, Tm: Timer, S: Side>(
         self,
-        transport: T,
+        mut transport: T,
         timer: Tm,
     ) -> (Client, Driver<T, Tm, S>) {
         let mut config = self.config.for_transport(transport.is_message_based());
@@ -203,8 +203,9 @@ impl Builder {
         let mut conn = Connection::new(config, Instant::ZERO);
         // Extension: per-connection hook (pub/sub), which wakes the driver's task.
         let woken = Arc::new(crate::wake::Woken::default());
-        if let Some(ext) = self.extension.as_ref().filter(|_| S::SERVES) {
-            conn.set_hook(crate::extension::open(ext, &woken));
+        match self.extension.as_ref().filter(|_| S::SERVES) {
+            Some(ext) => conn.set_hook(crate::extension::open(ext, &woken)),
+            None => transport.without_extension(),
         }
         let parts = Parts {
             router: self.router,

@@ -93,6 +93,14 @@ pub trait Transport: Send + Unpin + 'static {
     /// default.
     fn woken(&mut self) {}
 
+    /// The connection has no extension's hook (pub/sub): its output grows only when
+    /// something is sent into it, never as it is looked at (a hook's notifications join the
+    /// output when [`Connection::peek_messages`] and the like find it empty). A transport
+    /// that writes straight from the connection's buffer can then stop once it has written
+    /// all of it, without looking again. Called at most once, before the first poll;
+    /// nothing by default.
+    fn without_extension(&mut self) {}
+
     /// Flushes and closes the sending side.
     fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
 }

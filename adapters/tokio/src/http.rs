@@ -1116,6 +1116,13 @@ where
         }
     }
 
+    fn without_extension(&mut self) {
+        match self {
+            OnePort::Http(t) => t.without_extension(),
+            OnePort::Ws(t) => t.without_extension(),
+        }
+    }
+
     fn poll_receive(
         &mut self,
         cx: &mut Context<'_>,

@@ -118,6 +118,10 @@ pub struct WebSocket<S> {
     /// The largest message the decoder takes (for the decoder of the lingering close).
     max_message: usize,
     pinger: Option<Pinger>,
+    /// The connection may have an extension's hook, whose notifications join its output
+    /// as the output is looked at: after writing all of it, it is looked at again (true
+    /// until the driver says otherwise).
+    extended: bool,
 }
 
 /// What the transport saw of the peer's side of the close.
@@ -188,6 +192,7 @@ where
             peer: Peer::default(),
             max_message: limits.max_frame_bytes,
             pinger,
+            extended: true,
         }
     }
 
@@ -225,6 +230,10 @@ where
         if let Some(p) = &mut self.pinger {
             p.polled = false;
         }
+    }
+
+    fn without_extension(&mut self) {
+        self.extended = false;
     }
 
     fn poll_receive(
@@ -348,7 +357,12 @@ where
                     && self.masks.is_none()
                     && self.stream.is_write_vectored()
                 {
-                    if ready!(self.poll_write_direct(cx, conn))? {
+                    let wrote = ready!(self.poll_write_direct(cx, conn))?;
+                    // Written whole, and nothing left to look at (a subscriber's
+                    // notification): flushed now, not after a second look that would find
+                    // the connection's output empty.
+                    let more = self.output.pending() || self.extended || conn.buffered_output() > 0;
+                    if wrote && more {
                         continue;
                     }
                     return self.output.poll_flushed(&mut self.stream, cx);
