@@ -363,23 +363,22 @@ struct Good {
     slowest: Duration,
 }
 
-/// While it is set, the session table may be full of hostile sessions: an `initialize`
-/// answered 503 is retried (a well-behaved client backs off); at any other time a 503 is a
-/// failure.
-static FLOOD: AtomicBool = AtomicBool::new(false);
-
-fn good_cycle(port: u16, n: u64, retried: &mut usize) -> io::Result<()> {
+/// `flood`: while it is set, the session table may be full of hostile sessions: an
+/// `initialize` answered 503 is retried (a well-behaved client backs off); at any other time
+/// a 503 is a failure. One flag per server: the two tests run side by side in one process
+/// (`cargo test`), and one's flood ending must not end the other's.
+fn good_cycle(port: u16, n: u64, retried: &mut usize, flood: &AtomicBool) -> io::Result<()> {
     let mut conn = Conn::open(port)?;
     let started = Instant::now();
     let id = loop {
         // The flag is read before the answer: a 503 counts as the flood's only when the
         // flood was already on when it was asked.
-        let flooding = FLOOD.load(Ordering::SeqCst);
+        let flooding = flood.load(Ordering::SeqCst);
         match initialize(&mut conn)? {
             Ok(id) => break id,
             Err(reply)
                 if matches!(reply.status, 503 | 404)
-                    && (flooding || FLOOD.load(Ordering::SeqCst)) =>
+                    && (flooding || flood.load(Ordering::SeqCst)) =>
             {
                 *retried += 1;
                 if started.elapsed() > Duration::from_secs(20) {
@@ -404,7 +403,12 @@ fn good_cycle(port: u16, n: u64, retried: &mut usize) -> io::Result<()> {
 }
 
 /// Sends on `ready` once it holds its session (and drops it unsent if it cannot get one).
-fn good_client(port: u16, stop: Arc<AtomicBool>, ready: mpsc::Sender<()>) -> Good {
+fn good_client(
+    port: u16,
+    stop: Arc<AtomicBool>,
+    flood: Arc<AtomicBool>,
+    ready: mpsc::Sender<()>,
+) -> Good {
     let mut good = Good::default();
     let (mut held, held_id) = match session(port) {
         Ok(session) => session,
@@ -419,7 +423,7 @@ fn good_client(port: u16, stop: Arc<AtomicBool>, ready: mpsc::Sender<()>) -> Goo
     while !stop.load(Ordering::SeqCst) {
         let started = Instant::now();
         n += 1;
-        match good_cycle(port, n, &mut good.retried_503) {
+        match good_cycle(port, n, &mut good.retried_503, &flood) {
             Ok(()) => good.cycles += 1,
             Err(e) => good.failures.push(format!("cycle {n}: {e}")),
         }
@@ -625,10 +629,11 @@ fn hostile_clients_against(mut server: Server) {
     let tally = Tally::default();
 
     let stop = Arc::new(AtomicBool::new(false));
+    let flood = Arc::new(AtomicBool::new(false));
     let (ready, has_session) = mpsc::channel();
     let good = {
-        let stop = Arc::clone(&stop);
-        thread::spawn(move || good_client(port, stop, ready))
+        let (stop, flood) = (Arc::clone(&stop), Arc::clone(&flood));
+        thread::spawn(move || good_client(port, stop, flood, ready))
     };
     match has_session.recv_timeout(TIMEOUT) {
         // Disconnected: it got no session; its report says why, and fails the test below.
@@ -818,7 +823,7 @@ fn hostile_clients_against(mut server: Server) {
 
     // 4. Many sessions: 1,500 initializes over 6 keep-alive connections; past 1024
     // sessions (the good client's and the hostile ones above included) they are 503.
-    FLOOD.store(true, Ordering::SeqCst);
+    flood.store(true, Ordering::SeqCst);
     let flood_started = Instant::now();
     let made = flood_sessions(port, 1500, 6, &tally);
     let flood_time = flood_started.elapsed();
@@ -833,7 +838,7 @@ fn hostile_clients_against(mut server: Server) {
         "the table is full: {full:?}"
     );
     delete_all(port, &made, 6, &tally);
-    FLOOD.store(false, Ordering::SeqCst);
+    flood.store(false, Ordering::SeqCst);
     let ok = tally.get("flood initialize", 200);
     let unavailable = tally.get("flood initialize", 503);
     // Displaced in their handshake by a concurrent `initialize` when the table was full
