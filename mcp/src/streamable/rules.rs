@@ -194,11 +194,10 @@ struct Meta<'a> {
 }
 
 /// `T` read from a message's bytes (`None` when it does not parse): `serde_json::from_slice`,
-/// or on wasm32 `serde_json::from_str` once they are known to be UTF-8, so that a browser
-/// page carries one of serde_json's readers, not two (6.2 KB of the MCP page: what the
-/// client reads of its frames and of the server's messages here, every other decoder
-/// reading text). Bytes that are not UTF-8 parse in neither there: the connection refuses
-/// such a message, and the server's event streams reach the client as text.
+/// or on wasm32 `serde_json::from_str` once they are known to be UTF-8, so that a program in
+/// a browser carries one of serde_json's readers, not two (every other decoder there reads
+/// text; the client reads its frames and the server's answers with the core's member
+/// reader, `client::wire`). Bytes that are not UTF-8 parse in neither.
 pub(super) fn json_of<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Option<T> {
     #[cfg(target_arch = "wasm32")]
     return serde_json::from_str(core::str::from_utf8(bytes).ok()?).ok();

@@ -972,3 +972,190 @@ fn arbitrary_inputs_never_panic_and_leave_nothing_behind() {
         "{resumed} {messages} {ended}"
     );
 }
+
+/// The readers of the frames sent and the answers got (`wire`'s `describe`, `is_response`,
+/// `init_version`) read what serde's derived decoding of the same shapes read, which they
+/// replace (kept here as the reference; `rules::stateless` is the server's, still derived).
+mod derived {
+    use serde_json::value::RawValue as Json;
+
+    use crate::streamable::rules::{json_of, stateless};
+
+    pub(super) fn describe(frame: &[u8]) -> String {
+        #[derive(serde::Deserialize)]
+        struct Cancel<'a> {
+            #[serde(borrow)]
+            params: Option<CancelParams<'a>>,
+        }
+        #[derive(serde::Deserialize)]
+        struct CancelParams<'a> {
+            #[serde(rename = "requestId", borrow)]
+            request_id: Option<&'a Json>,
+        }
+        let sent = match frame.trim_ascii_start().first() {
+            Some(b'[') => None,
+            _ => stateless(frame),
+        };
+        let Some(sent) = sent else {
+            let none: Option<&str> = None;
+            let request = frame.first() == Some(&b'[');
+            return format!("{:?}", (request, none, none, none, none, none));
+        };
+        let request = sent.method.is_some() && sent.id.is_some();
+        let cancels = match sent.method {
+            Some("notifications/cancelled") => json_of::<Cancel<'_>>(frame)
+                .and_then(|c| c.params?.request_id)
+                .map(|id| id.get().to_owned()),
+            _ => None,
+        };
+        format!(
+            "{:?}",
+            (
+                request,
+                sent.method,
+                sent.name,
+                sent.version,
+                sent.id.filter(|_| request),
+                cancels
+            )
+        )
+    }
+
+    pub(super) fn is_response(message: &[u8]) -> bool {
+        #[derive(serde::Deserialize)]
+        struct Shape<'a> {
+            #[serde(borrow)]
+            method: Option<&'a str>,
+            #[serde(borrow)]
+            result: Option<&'a Json>,
+            #[serde(borrow)]
+            error: Option<&'a Json>,
+        }
+        json_of::<Shape<'_>>(message)
+            .is_some_and(|s| s.method.is_none() && (s.result.is_some() || s.error.is_some()))
+    }
+
+    pub(super) fn init_version(message: &[u8]) -> Option<String> {
+        #[derive(serde::Deserialize)]
+        struct Answer {
+            result: Option<InitResult>,
+        }
+        #[derive(serde::Deserialize)]
+        struct InitResult {
+            #[serde(rename = "protocolVersion")]
+            version: Option<String>,
+        }
+        json_of::<Answer>(message)?.result?.version
+    }
+}
+
+#[test]
+fn frames_and_answers_read_as_serde_derived_read_them() {
+    let described = |frame: &[u8]| {
+        let f = wire::describe(frame);
+        format!(
+            "{:?}",
+            (
+                f.request,
+                f.method.as_deref(),
+                f.name,
+                f.version,
+                f.id.as_deref(),
+                f.cancels
+            )
+        )
+    };
+    let meta = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+    let frames: Vec<String> = vec![
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#.into(),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.into(),
+        r#"{"jsonrpc":"2.0","id":"a\"b","method":"tools/call","params":{"name":"add","arguments":{"a":1}}}"#.into(),
+        format!(r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"_meta":{meta},"name":"a\u00e9\n","arguments":{{}}}}}}"#),
+        format!(r#"{{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{{"_meta":{meta},"uri":"file:///x","name":"n"}}}}"#),
+        format!(r#"{{"jsonrpc":"2.0","id":7,"method":"prompts/get","params":{{"name":"p","uri":"u","_meta":{meta}}}}}"#),
+        r#"{"jsonrpc":"2.0","id":7,"method":"x","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":5}}}"#.into(),
+        r#"{"jsonrpc":"2.0","id":7,"method":"x","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":null}}}"#.into(),
+        r#"{"jsonrpc":"2.0","id":7,"method":"x","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"v","io.modelcontextprotocol/protocolVersion":"w"}}}"#.into(),
+        r#"{"jsonrpc":"2.0","id":7,"method":"x","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"v","io.modelcontextprotocol/clientCapabilities":1,"io.modelcontextprotocol/clientCapabilities":2}}}"#.into(),
+        r#"{"jsonrpc":"2.0","id":7,"method":"x","params":{"_meta":"text"}}"#.into(),
+        r#"{"jsonrpc":"2.0","id":7,"method":"x","params":{"_meta":null}}"#.into(),
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":3,"_meta":{"io.modelcontextprotocol/protocolVersion":"v"}}}"#.into(),
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"a","name":"b"}}"#.into(),
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"arguments":1,"arguments":2,"name":"a"}}"#.into(),
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"na\u006de":"a","x":1,"x":2}}"#.into(),
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":"text"}"#.into(),
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":null}"#.into(),
+        r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#.into(),
+        r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}"#.into(),
+        r#"{"jsonrpc":"2.0","id":1,"method":"ping","method":"ping"}"#.into(),
+        r#"{"jsonrpc":"2.0","id":1,"method":"pi\u006eg"}"#.into(),
+        r#"{"jsonrpc":"2.0","id":1,"method":7}"#.into(),
+        r#"{"jsonrpc":"2.0","id":1,"method":null}"#.into(),
+        r#"{"jsonrpc":"2.0","id":1,"result":{}}"#.into(),
+        r#"  {"jsonrpc":"2.0","id":1,"method":"ping"}  "#.into(),
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"x\"","reason":"r"}}"#.into(),
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}"#.into(),
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":null}}"#.into(),
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"requestId":2}}"#.into(),
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}"#.into(),
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":7}"#.into(),
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled"}"#.into(),
+        r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#.into(),
+        r#"  [1]"#.into(),
+        r#"{"jsonrpc":"2.0","id":1,"method":"ping""#.into(),
+        r#"{"jsonrpc":"2.0","id":1,"method":"ping"} x"#.into(),
+        r#""text""#.into(),
+        "".into(),
+        "{}".into(),
+    ];
+    // Not two readers that read nothing: a 2026-07-28 call is read whole.
+    assert_eq!(
+        described(frames[3].as_bytes()),
+        r#"(true, Some("tools/call"), Some("aé\n"), Some("2026-07-28"), Some("7"), None)"#
+    );
+    for frame in &frames {
+        assert_eq!(
+            described(frame.as_bytes()),
+            derived::describe(frame.as_bytes()),
+            "{frame}"
+        );
+    }
+    let invalid_utf8 = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"p\xffg\"}";
+    assert_eq!(described(invalid_utf8), derived::describe(invalid_utf8));
+    let answers = [
+        r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025\u002d06-18"}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":null}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"a","protocolVersion":"b"}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":null}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":"x"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{},"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"m"}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"error":null}"#,
+        r#"{"jsonrpc":"2.0","method":"ping","id":1}"#,
+        r#"{"jsonrpc":"2.0","method":"p\u0069ng","result":1}"#,
+        r#"{"jsonrpc":"2.0","method":null,"result":1}"#,
+        r#"{"jsonrpc":"2.0","method":3,"result":1}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":1,"error":null,"error":null}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":1"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":1}]"#,
+        r#""result""#,
+        "",
+    ];
+    for answer in answers {
+        let bytes = answer.as_bytes();
+        assert_eq!(
+            wire::is_response(bytes),
+            derived::is_response(bytes),
+            "{answer}"
+        );
+        assert_eq!(
+            wire::init_version(bytes),
+            derived::init_version(bytes),
+            "{answer}"
+        );
+    }
+}

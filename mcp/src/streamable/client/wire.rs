@@ -6,11 +6,9 @@ use std::string::String;
 use std::vec::Vec;
 
 use sansrpc::codec::http::HttpMethod;
-use serde_json::value::RawValue as Json;
 
 use super::{ClientConfig, ClientRequest, Role, Task};
 use crate::streamable::encode_header_value;
-use crate::streamable::rules::json_of;
 
 /// What every request of the session carries.
 #[derive(Debug, Default)]
@@ -42,19 +40,9 @@ pub(super) struct Frame {
 }
 
 pub(super) fn describe(frame: &[u8]) -> Frame {
-    #[derive(serde::Deserialize)]
-    struct Cancel<'a> {
-        #[serde(borrow)]
-        params: Option<CancelParams<'a>>,
-    }
-    #[derive(serde::Deserialize)]
-    struct CancelParams<'a> {
-        #[serde(rename = "requestId", borrow)]
-        request_id: Option<&'a Json>,
-    }
     let sent = match frame.trim_ascii_start().first() {
         Some(b'[') => None,
-        _ => crate::streamable::rules::stateless(frame),
+        _ => sent(frame),
     };
     let Some(sent) = sent else {
         // A batch (or what does not parse) waits for its answers.
@@ -65,9 +53,11 @@ pub(super) fn describe(frame: &[u8]) -> Frame {
     };
     let request = sent.method.is_some() && sent.id.is_some();
     let cancels = match sent.method {
-        Some("notifications/cancelled") => json_of::<Cancel<'_>>(frame)
-            .and_then(|c| c.params?.request_id)
-            .map(|id| id.get().to_owned()),
+        Some("notifications/cancelled") => sent
+            .params
+            .and_then(|params| members(params, ["requestId"]))
+            .and_then(|[id]| id)
+            .map(str::to_owned),
         _ => None,
     };
     Frame {
@@ -80,33 +70,125 @@ pub(super) fn describe(frame: &[u8]) -> Frame {
     }
 }
 
+/// What [`describe`] reads of a frame that is one message: what the server's checks of a
+/// 2026-07-28 request read of it (`rules::stateless`), read as they read it.
+struct Sent<'a> {
+    /// The request's id, as JSON text.
+    id: Option<&'a str>,
+    method: Option<&'a str>,
+    /// `params`, as JSON text.
+    params: Option<&'a str>,
+    /// `params.name` (tools/call, prompts/get) or `params.uri` (resources/read).
+    name: Option<String>,
+    /// The revision `params._meta` names.
+    version: Option<String>,
+}
+
+/// [`Sent`] of `frame`; `None` when it is not one JSON object (or is not UTF-8), or its
+/// `method` is no string without escapes.
+fn sent(frame: &[u8]) -> Option<Sent<'_>> {
+    let text = core::str::from_utf8(frame).ok()?;
+    let [id, method, params] = members(text, ["id", "method", "params"])?;
+    let method = match method {
+        Some(method) => Some(borrowed(method)?),
+        None => None,
+    };
+    // `params` that do not read as a whole are none (their `_meta` too); so is a `_meta`
+    // that does not, for the revision it names.
+    let (meta, name, uri) = params
+        .and_then(|params| {
+            let [meta, name, uri, _] = members(params, ["_meta", "name", "uri", "arguments"])?;
+            Some((meta, string(name)?, string(uri)?))
+        })
+        .unwrap_or_default();
+    let version = meta
+        .and_then(|meta| {
+            let [version, _] = members(
+                meta,
+                [
+                    "io.modelcontextprotocol/protocolVersion",
+                    "io.modelcontextprotocol/clientCapabilities",
+                ],
+            )?;
+            string(version)
+        })
+        .flatten();
+    let name = match method {
+        Some("tools/call" | "prompts/get") => name,
+        Some("resources/read") => uri,
+        _ => None,
+    };
+    Some(Sent {
+        id,
+        method,
+        params,
+        name,
+        version,
+    })
+}
+
+/// A JSON string's text, borrowed: `None` for another value, or one with escapes (as
+/// serde_json lends a `&str`).
+fn borrowed(json: &str) -> Option<&str> {
+    serde_json::from_str(json).ok()
+}
+
+/// A member's JSON string decoded (`Some(None)` for a member that is not there), or
+/// `None` for another value.
+fn string(json: Option<&str>) -> Option<Option<String>> {
+    match json {
+        Some(json) => serde_json::from_str(json).ok().map(Some),
+        None => Some(None),
+    }
+}
+
+/// The members `names` of the JSON object `text`, each as its JSON text (`null` as none),
+/// as serde's derived decoding of a struct of as many `Option`s finds them: `None` when
+/// `text` is not one JSON object, or when one of `names` comes twice. A client reads its
+/// frames and the server's answers with it, not with a derived decoder for each shape
+/// read (each with its field names' decoder, and its reading of a JSON array as the
+/// struct, never sent here): 9.7 KB of the MCP example page.
+fn members<'a, const N: usize>(text: &'a str, names: [&str; N]) -> Option<[Option<&'a str>; N]> {
+    let mut found = [None; N];
+    read_members(text, &names, &mut found)?;
+    Some(found)
+}
+
+/// [`members`], for any number of names (one function for every shape read).
+fn read_members<'a>(text: &'a str, names: &[&str], found: &mut [Option<&'a str>]) -> Option<()> {
+    let mut seen = 0u32;
+    for (name, value) in sansrpc::RawValue::from_json(text).ok()?.members()? {
+        let Some(at) = names.iter().position(|n| name == **n) else {
+            continue;
+        };
+        if seen & (1 << at) != 0 {
+            return None;
+        }
+        seen |= 1 << at;
+        if !value.is_null() {
+            found[at] = Some(value.get());
+        }
+    }
+    Some(())
+}
+
 /// True for a response (a result or an error, no method).
 pub(super) fn is_response(message: &[u8]) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Shape<'a> {
-        #[serde(borrow)]
-        method: Option<&'a str>,
-        #[serde(borrow)]
-        result: Option<&'a Json>,
-        #[serde(borrow)]
-        error: Option<&'a Json>,
+    let shape = core::str::from_utf8(message)
+        .ok()
+        .and_then(|text| members(text, ["method", "result", "error"]));
+    match shape {
+        Some([None, result, error]) => result.is_some() || error.is_some(),
+        // A method that is no string without escapes does not read either.
+        _ => false,
     }
-    json_of::<Shape<'_>>(message)
-        .is_some_and(|s| s.method.is_none() && (s.result.is_some() || s.error.is_some()))
 }
 
 /// The `protocolVersion` of an answer to `initialize`.
 pub(super) fn init_version(message: &[u8]) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Answer {
-        result: Option<InitResult>,
-    }
-    #[derive(serde::Deserialize)]
-    struct InitResult {
-        #[serde(rename = "protocolVersion")]
-        version: Option<String>,
-    }
-    json_of::<Answer>(message)?.result?.version
+    let [result] = members(core::str::from_utf8(message).ok()?, ["result"])?;
+    let [version] = members(result?, ["protocolVersion"])?;
+    string(version).flatten()
 }
 
 /// A header value as text when it is visible ASCII (what HTTP libraries read as text).
