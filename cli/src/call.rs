@@ -182,15 +182,26 @@ fn tap(framing: Framing, raw: bool, seen: Arc<Mutex<Seen>>) -> Tap {
                             }
                         }
                         if raw {
-                            eprintln!("{arrow} {}", target::show_bytes(body, usize::MAX));
+                            let shown = target::show_bytes(body, usize::MAX);
+                            trace_line(format_args!("{arrow} {shown}"));
                         }
                     }
-                    Err(e) if raw => eprintln!("{arrow} (framing error: {e})"),
+                    Err(e) if raw => trace_line(format_args!("{arrow} (framing error: {e})")),
                     Err(_) => {}
                 }
             }
         }
     })
+}
+
+/// Writes `line` and its newline to stderr in one write: a stdio server started by `call`
+/// shares that stderr, and `eprintln!` writes a line in pieces, between which the server's
+/// own log lines could land (seen as `-->` and the frame split by a server's log line).
+fn trace_line(line: std::fmt::Arguments<'_>) {
+    use std::io::Write as _;
+    let mut text = line.to_string();
+    text.push('\n');
+    let _ = std::io::stderr().write_all(text.as_bytes());
 }
 
 /// The id token of a request (an object with a method and an id).
