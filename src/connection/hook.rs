@@ -72,6 +72,11 @@ pub enum Taken {
 pub enum Item<'a> {
     /// A notification to send.
     Notification(&'a str, &'a RawValue),
+    /// A notification to send whose params many connections share (a publish to every
+    /// subscriber of a topic): where the driver writes the output's parts
+    /// ([`Connection::peek_message_parts`](crate::connection::Connection::peek_message_parts)),
+    /// they are written from here, not copied into each connection's output.
+    Shared(&'a str, &'a Arc<RawValue>),
     /// The answer to the request taken as [`Taken::Later`] with this number: its result
     /// JSON, or its error.
     Answer(u64, Result<&'a str, &'a ErrorObject<'static>>),
@@ -124,6 +129,11 @@ pub(crate) fn drain_into(
     hook.drain(&mut |item| match item {
         Item::Notification(method, params) => {
             let ok = wire.send_notification_framed(method, params).is_ok();
+            sent |= ok;
+            ok
+        }
+        Item::Shared(method, params) => {
+            let ok = wire.send_notification_shared(method, params).is_ok();
             sent |= ok;
             ok
         }

@@ -924,6 +924,20 @@ impl Connection {
         self.wire.transmit_frames()
     }
 
+    /// The messages of [`peek_messages`](Connection::peek_messages), each as three runs of
+    /// bytes in order (some of them empty), for a driver that writes them in one vectored
+    /// write: a shared item ([`send_shared_item`](Connection::send_shared_item)) is the
+    /// middle run, written from where it was serialized once for all its subscribers. Once
+    /// a driver has called it, the connection holds shared items rather than copying them;
+    /// [`peek_transmit`](Connection::peek_transmit) and
+    /// [`peek_messages`](Connection::peek_messages) copy them in when called.
+    pub fn peek_message_parts(&mut self) -> impl Iterator<Item = [&[u8]; 3]> + '_ {
+        if self.wire.buffered_output() == 0 {
+            self.drain_hook();
+        }
+        self.wire.transmit_parts()
+    }
+
     /// The first `n` bytes of [`peek_transmit`](Connection::peek_transmit) were written.
     /// Call [`handle_write`](Connection::handle_write) too (the
     /// [`StreamIo`](crate::driver::StreamIo) helper does both).
@@ -1854,6 +1868,28 @@ impl Connection {
             b"}}",
         ];
         self.wire.send_parts(&parts)
+    }
+
+    /// Sends `item` to subscription `sub`, as [`send_item`](Connection::send_item) does,
+    /// for an item shared by many subscribers (a fan-out's, serialized once): a driver
+    /// that writes the output's parts ([`peek_message_parts`](Connection::peek_message_parts))
+    /// writes it from there, and this connection's output holds only the bytes around it.
+    #[cfg(all(feature = "subscriptions", target_has_atomic = "ptr"))]
+    pub fn send_shared_item(
+        &mut self,
+        sub: u64,
+        item: &alloc::sync::Arc<RawValue>,
+    ) -> Result<(), SendError> {
+        if !self.wire.shares_items() {
+            return self.send_item(sub, item);
+        }
+        let active = self.subs.active.get(&sub).ok_or(SendError::Closed)?;
+        if let Some(prefix) = active.prefix() {
+            return self.wire.send_shared(&[prefix], item, b"}}");
+        }
+        let shape = &self.subs.shapes[active.decl];
+        let head: [&[u8]; 3] = [&shape.head, active.id(), &shape.mid];
+        self.wire.send_shared(&head, item, b"}}")
     }
 
     /// Tells subscription `sub` it missed `dropped` items

@@ -337,6 +337,9 @@ pub(crate) struct Wire {
     events: VecDeque<Record>,
     /// Framed output, bounded by what is pending however the driver takes it.
     out: output::Output,
+    /// The driver takes its output as parts: shared items are held, not copied
+    /// ([`send_shared`](Wire::send_shared)).
+    share_items: bool,
     /// The tag of the message being processed ([`Wire::handle_message_tagged`]): its
     /// requests keep it, and every answer to them carries it.
     input_tag: u64,
@@ -406,6 +409,7 @@ impl Wire {
             arena: Vec::new(),
             events: VecDeque::new(),
             out: output::Output::default(),
+            share_items: false,
             input_tag: 0,
             output_tag: 0,
             tags: Tags::default(),
@@ -1275,6 +1279,28 @@ impl Wire {
         self.send_parts(&parts)
     }
 
+    /// [`send_notification_framed`](Wire::send_notification_framed) with params that
+    /// many connections share: held, not copied, as [`send_shared`](Wire::send_shared)
+    /// holds an item.
+    pub(crate) fn send_notification_shared(
+        &mut self,
+        method: &str,
+        params: &output::Shared,
+    ) -> Result<(), SendError> {
+        if !self.share_items {
+            return self.send_notification_framed(method, params);
+        }
+        if !crate::json::needs_no_escape(method) {
+            return self.send_notification(method, Some(params));
+        }
+        let head: [&[u8]; 3] = [
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"",
+            method.as_bytes(),
+            b"\",\"params\":",
+        ];
+        self.send_shared(&head, params, b"}")
+    }
+
     /// [`send_notification`](Wire::send_notification) with params that `params`
     /// appends in place (one JSON value): a subscription's notice written around its item
     /// with no buffer between.
@@ -1325,6 +1351,53 @@ impl Wire {
             }),
         }
         Ok(())
+    }
+
+    /// Sends a message made of `head`'s parts, the shared `item` and `tail`, as
+    /// [`send_parts`](Wire::send_parts) would; once the driver takes its output as parts
+    /// ([`transmit_parts`](Wire::transmit_parts)) and the frames are not lines, the item
+    /// is held, not copied: each of a fan-out's subscribers writes it from where it was
+    /// serialized once.
+    pub(crate) fn send_shared(
+        &mut self,
+        head: &[&[u8]],
+        item: &output::Shared,
+        tail: &[u8],
+    ) -> Result<(), SendError> {
+        let framing = self
+            .decoder
+            .as_ref()
+            .map(Decoder::framing)
+            .or(self.config.framing);
+        if !self.share_items || framing == Some(codec::Framing::Newline) || head.len() > 4 {
+            // Copied, as every other message is.
+            let mut parts: [&[u8]; 6] = [&[]; 6];
+            parts[..head.len()].copy_from_slice(head);
+            parts[head.len()] = item.get().as_bytes();
+            parts[head.len() + 1] = tail;
+            return self.send_parts(&parts[..head.len() + 2]);
+        }
+        self.check_send()?;
+        let len = head.iter().map(|p| p.len()).sum::<usize>() + item.get().len() + tail.len();
+        let write_head = |out: &mut Vec<u8>| {
+            out.reserve(len - item.get().len() + 32);
+            if framing.is_some() {
+                // Content-Length (or Auto, which writes it).
+                out.extend_from_slice(b"Content-Length: ");
+                out.extend_from_slice(itoa::Buffer::new().format(len).as_bytes());
+                out.extend_from_slice(b"\r\n\r\n");
+            }
+            head.iter().for_each(|p| out.extend_from_slice(p));
+        };
+        self.out
+            .push_shared(self.output_tag, write_head, item, tail);
+        Ok(())
+    }
+
+    /// True once the driver takes its output as parts
+    /// ([`transmit_parts`](Wire::transmit_parts)): shared items are held, not copied.
+    pub(crate) fn shares_items(&self) -> bool {
+        self.share_items
     }
 
     /// Starts an outgoing batch: add calls to the builder, then [`BatchBuilder::send`] it
@@ -1485,13 +1558,24 @@ impl Wire {
     /// Every byte of output queued, framed, to write as it is (a byte-stream driver writes
     /// straight from here and then calls [`consume_transmit`](Wire::consume_transmit)
     /// with how many bytes went out). Empty when there is nothing to send.
-    pub(crate) fn peek_transmit(&self) -> &[u8] {
+    pub(crate) fn peek_transmit(&mut self) -> &[u8] {
+        self.out.materialize();
         self.out.bytes()
     }
 
     /// The frames of [`peek_transmit`](Wire::peek_transmit), one by one.
-    pub(crate) fn transmit_frames(&self) -> impl Iterator<Item = &[u8]> + '_ {
+    pub(crate) fn transmit_frames(&mut self) -> impl Iterator<Item = &[u8]> + '_ {
+        self.out.materialize();
         self.out.frames()
+    }
+
+    /// The frames of [`peek_transmit`](Wire::peek_transmit), one by one, each as three
+    /// runs of bytes (some empty): a shared item ([`send_shared`](Wire::send_shared)) is
+    /// the middle one, where it was serialized. From the first call on, shared items are
+    /// held rather than copied.
+    pub(crate) fn transmit_parts(&mut self) -> impl Iterator<Item = [&[u8]; 3]> + '_ {
+        self.share_items = true;
+        self.out.parts()
     }
 
     /// The first `n` bytes of [`peek_transmit`](Wire::peek_transmit) were written:

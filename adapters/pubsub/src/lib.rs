@@ -528,7 +528,7 @@ impl ConnectionHook for Hook {
     fn drain(&mut self, send: &mut dyn FnMut(Item<'_>) -> bool) -> bool {
         if !self.wake.ready.swap(false, Ordering::AcqRel) {
             if let Some(item) = self.held.take() {
-                if !send(Item::Notification(item.method(), item.params())) {
+                if !send(Item::Shared(item.method(), item.shared_params())) {
                     self.held = Some(item);
                     return true;
                 }
@@ -541,7 +541,7 @@ impl ConnectionHook for Hook {
             send(Item::Answer(ticket.get(), answer));
         }
         if let Some(item) = self.held.take() {
-            if !send(Item::Notification(item.method(), item.params())) {
+            if !send(Item::Shared(item.method(), item.shared_params())) {
                 self.held = Some(item);
                 self.wake.ready.store(true, Ordering::Release);
                 return true;
@@ -551,7 +551,7 @@ impl ConnectionHook for Hook {
             let Some(item) = state.hub.pop_outgoing(self.session) else {
                 return false;
             };
-            if !send(Item::Notification(item.method(), item.params())) {
+            if !send(Item::Shared(item.method(), item.shared_params())) {
                 self.held = Some(item);
                 break;
             }

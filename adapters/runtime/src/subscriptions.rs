@@ -966,7 +966,12 @@ impl Served {
             };
             moved = true;
             let overflowed = matches!(popped, Popped::Overflowed);
-            match conn.send_popped(sub, &popped) {
+            let sent = match &popped {
+                // Held, not copied, where the transport writes the item from here.
+                Popped::Item(Item::Shared(item)) => conn.send_shared_item(sub, item),
+                popped => conn.send_popped(sub, popped),
+            };
+            match sent {
                 Ok(()) if overflowed => {
                     over = Some(Ended::Lagged);
                     break;

@@ -474,7 +474,8 @@ where
     }
 
     /// Writes the connection's queued messages as unmasked text frames in one vectored
-    /// write, each header from here and each payload from the connection's buffer, up to
+    /// write, each header from here and each payload from where the connection keeps it
+    /// (its buffer, and a fan-out's shared item where it was serialized), up to
     /// [`DIRECT_FRAMES`] frames or [`CHUNK`] bytes. What the socket took of a frame only in
     /// part goes, with the rest of that frame, to the write buffer (written before
     /// anything else); the connection is told of every message written or moved so.
@@ -488,17 +489,32 @@ where
         let mut heads = SmallVec::<[Head; DIRECT_FRAMES]>::new();
         let written = {
             // One look at the connection's frames: headers here, payloads where they are.
-            let mut frames = conn.peek_messages();
+            let mut frames = conn.peek_message_parts();
             let Some(first) = frames.next() else {
                 return Poll::Ready(Ok(false));
             };
-            let head = Head::text(first.len());
+            let head = Head::text(first.iter().map(|p| p.len()).sum());
             match frames.next() {
-                // One frame (a subscriber's notification, most answers): two slices from
-                // the stack, none of the lists below.
+                // One frame (a subscriber's notification, most answers): slices from the
+                // stack, none of the lists below.
                 None => {
-                    let slices = [IoSlice::new(head.bytes()), IoSlice::new(first)];
-                    let written = crate::wire::poll_write_vectored(&mut self.stream, cx, &slices);
+                    let [a, b, c] = first;
+                    let slices = [
+                        IoSlice::new(head.bytes()),
+                        IoSlice::new(a),
+                        IoSlice::new(b),
+                        IoSlice::new(c),
+                    ];
+                    // Empty runs at the end are left out.
+                    let used = if !c.is_empty() {
+                        4
+                    } else if !b.is_empty() {
+                        3
+                    } else {
+                        2
+                    };
+                    let written =
+                        crate::wire::poll_write_vectored(&mut self.stream, cx, &slices[..used]);
                     let written = ready!(written)?;
                     heads.push(head);
                     written
@@ -506,21 +522,22 @@ where
                 Some(second) => {
                     let mut bytes = head.frame_len();
                     heads.push(head);
-                    let mut messages = SmallVec::<[&[u8]; DIRECT_FRAMES]>::new();
+                    let mut messages = SmallVec::<[[&[u8]; 3]; DIRECT_FRAMES]>::new();
                     messages.push(first);
                     for message in std::iter::once(second).chain(frames) {
                         if messages.len() == DIRECT_FRAMES || bytes >= CHUNK {
                             break;
                         }
-                        let head = Head::text(message.len());
+                        let head = Head::text(message.iter().map(|p| p.len()).sum());
                         bytes += head.frame_len();
                         heads.push(head);
                         messages.push(message);
                     }
-                    let mut slices = SmallVec::<[IoSlice<'_>; 2 * DIRECT_FRAMES]>::new();
+                    let mut slices = SmallVec::<[IoSlice<'_>; 4 * DIRECT_FRAMES]>::new();
                     for (head, message) in heads.iter().zip(&messages) {
                         slices.push(IoSlice::new(head.bytes()));
-                        slices.push(IoSlice::new(message));
+                        let parts = message.iter().filter(|p| !p.is_empty());
+                        slices.extend(parts.map(|p| IoSlice::new(p)));
                     }
                     ready!(crate::wire::poll_write_vectored(
                         &mut self.stream,
@@ -544,11 +561,15 @@ where
             }
             // Taken in part: the rest of this frame is written from the buffer.
             conn.consume_transmit(whole);
-            let message = conn.peek_messages().next().unwrap_or_default();
+            let message = conn.peek_message_parts().next().unwrap_or_default();
             let buf = &mut self.output.buf;
             let n = head.len;
             buf.extend_from_slice(&head.head[left.min(n)..n]);
-            buf.extend_from_slice(message.get(left.saturating_sub(n)..).unwrap_or_default());
+            let mut skip = left.saturating_sub(n);
+            for part in message {
+                buf.extend_from_slice(part.get(skip..).unwrap_or_default());
+                skip = skip.saturating_sub(part.len());
+            }
             conn.consume_transmit(head.payload);
             return Poll::Ready(Ok(true));
         }

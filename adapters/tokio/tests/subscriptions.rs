@@ -659,6 +659,56 @@ async fn a_fanout_sends_each_item_once_to_every_subscriber_in_order() {
     .await;
 }
 
+/// A fan-out's items are held once, not copied, by each WebSocket connection's output
+/// and written from there; one written only in part goes on from where the socket
+/// stopped. A subscriber with a 4 KiB receive buffer reads nothing while 300 items of
+/// 1 KiB pile up (the server's writes stop partway through frames), then reads them all:
+/// every item whole, in order.
+#[tokio::test]
+async fn a_websocket_subscriber_behind_gets_every_shared_item_whole() {
+    within(LIMIT, async {
+        let roomy = eth().with_capacity(1 << 20);
+        let fanout = std::sync::Arc::new(Fanout::new());
+        let (url, _stop) = ws_server(fanout_router(roomy, fanout.clone())).await;
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_recv_buffer_size(4096).unwrap();
+        let addr = url.trim_start_matches("ws://").parse().unwrap();
+        let stream = socket.connect(addr).await.unwrap().into_std().unwrap();
+        stream.set_nonblocking(false).unwrap();
+        let (to_read, read_now) = std::sync::mpsc::channel::<()>();
+        let reader = tokio::task::spawn_blocking(move || {
+            use tokio_tungstenite::tungstenite::{client, Message};
+            let (mut ws, _) = client::client(url.as_str(), stream).unwrap();
+            let subscribe =
+                r#"{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["newHeads"]}"#;
+            ws.send(Message::text(subscribe)).unwrap();
+            let answer = ws.read().unwrap().into_text().unwrap();
+            assert!(answer.contains(r#""result":"0x"#), "{answer}");
+            read_now.recv().unwrap();
+            (0..300)
+                .map(|_| ws.read().unwrap().into_text().unwrap().to_string())
+                .collect::<Vec<_>>()
+        });
+        while fanout.is_empty() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let item = |n: usize| format!("{n:06}{}", "x".repeat(1018));
+        for n in 0..300 {
+            assert_eq!(fanout.send(&item(n)), 1);
+        }
+        // The server writes until the peer's window is full.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        to_read.send(()).unwrap();
+        let frames = reader.await.unwrap();
+        for (n, frame) in frames.iter().enumerate() {
+            let v: serde_json::Value = serde_json::from_str(frame).unwrap();
+            assert_eq!(v["method"], "eth_subscription");
+            assert_eq!(v["params"]["result"], item(n), "item {n}");
+        }
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn a_fanout_disconnects_a_subscriber_that_never_reads_and_the_others_get_every_item() {
     within(LIMIT, async {

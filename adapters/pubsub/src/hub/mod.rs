@@ -234,6 +234,11 @@ impl Outgoing {
     pub fn params(&self) -> &RawValue {
         &self.params
     }
+
+    /// The params object, as the subscribers of the publish share it.
+    pub(crate) fn shared_params(&self) -> &Arc<RawValue> {
+        &self.params
+    }
 }
 
 /// Something the operator should know; the peer never sees these.
