@@ -203,10 +203,16 @@ impl Builder {
         let mut conn = Connection::new(config, Instant::ZERO);
         // Extension: per-connection hook (pub/sub), which wakes the driver's task.
         let woken = Arc::new(crate::wake::Woken::default());
-        match self.extension.as_ref().filter(|_| S::SERVES) {
-            Some(ext) => conn.set_hook(crate::extension::open(ext, &woken)),
-            None => transport.without_extension(),
-        }
+        let hooked = match self.extension.as_ref().filter(|_| S::SERVES) {
+            Some(ext) => {
+                conn.set_hook(crate::extension::open(ext, &woken));
+                true
+            }
+            None => {
+                transport.without_extension();
+                false
+            }
+        };
         let parts = Parts {
             router: self.router,
             max_concurrent: self.max_concurrent,
@@ -214,6 +220,7 @@ impl Builder {
             on_event: self.on_event,
             woken,
             executor: self.executor,
+            hooked,
         };
         Driver::new(conn, transport, timer, parts)
     }

@@ -41,6 +41,11 @@ struct Listening {
     receive: bool,
     /// The sleep was polled pending for this target: it wakes the task then.
     timer: Option<sansrpc_runtime::time::Instant>,
+    /// The connection's events were all taken, and nothing since could have made one: no
+    /// input, command, timeout or handler's answer, no request of the peer's in flight,
+    /// no hook. A subscriber's connection, woken once per notification it sends, does not
+    /// look at its events (a dozen cold cache lines with many connections).
+    routed: bool,
 }
 
 /// The next message of `rx`: polled with `waker` until it is pending (`listening`), then
@@ -70,6 +75,8 @@ pub struct Parts {
     pub(crate) woken: Arc<Woken>,
     /// What handlers run work beside the connection on ([`Peer::executor`](sansrpc_runtime::Peer::executor)).
     pub(crate) executor: Option<Arc<dyn sansrpc_runtime::Executor>>,
+    /// The connection has an extension's hook.
+    pub(crate) hooked: bool,
 }
 
 /// Asks a driver to shut down gracefully; from [`Driver::shutdown_handle`].
@@ -124,6 +131,8 @@ pub struct Driver<T, Tm, S = Serving> {
     sleeping: bool,
     /// `closing` is set: the connection finished.
     finished: bool,
+    /// The connection has a hook (an extension's): its events are always looked at.
+    hooked: bool,
     listening: Listening,
     start: sansrpc_runtime::time::Instant,
     /// The latest deadline a sleep completed for: the clock is never read as earlier.
@@ -182,6 +191,7 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
             commands_open: true,
             sleeping: false,
             finished: false,
+            hooked: parts.hooked,
             deferred: None,
             shutdown_tx,
             shutdown_rx,
@@ -388,6 +398,9 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
         loop {
             // The sources woken since the last look are polled this pass.
             let woke = self.wakers.woken.take();
+            if woke != 0 {
+                self.listening.routed = false;
+            }
             if woke & COMMANDS != 0 {
                 self.listening.commands = false;
                 self.listening.shutdown = false;
@@ -403,6 +416,9 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
             // 30 ns, and a pass takes far less than the connection's timeouts can tell).
             let now = self.now();
             let mut progress = self.poll_commands(now);
+            if progress {
+                self.listening.routed = false;
+            }
             // Input left unread this pass (not asked for, or refused): room made by a write
             // may let it in. None while the transport waits for input and will wake the
             // task: it is not asked until then.
@@ -412,6 +428,7 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
             if !self.listening.receive && !reading {
                 unread = true;
             } else if reading {
+                self.listening.routed = false;
                 let socket =
                     &mut Context::from_waker(self.sources.transport(own_waker, cx.waker()));
                 match self.transport.poll_receive(socket, &mut self.conn, now) {
@@ -428,9 +445,22 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
                     }
                 }
             }
-            progress |= self.route_events(now);
+            // A connection that stopped taking input (closing, closed by a handler, or
+            // holding input back while its output waits) is always looked at.
+            if !self.listening.routed || !self.conn.wants_input() {
+                progress |= self.route_events(now);
+                self.listening.routed = own_waker
+                    && self.listening.receive
+                    && !self.hooked
+                    && self.reason.is_none()
+                    && self.conn.wants_input()
+                    && self.conn.requests_in_flight() == 0;
+            }
             let handlers = self.poll_handlers(cx, now);
-            progress |= handlers == Polled::Again;
+            if handlers == Polled::Again {
+                progress = true;
+                self.listening.routed = false;
+            }
             let before = self.conn.transmitted();
             let socket = &mut Context::from_waker(self.sources.transport(own_waker, cx.waker()));
             let flushed = match self.transport.poll_transmit(socket, &mut self.conn) {
@@ -479,7 +509,10 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
             // restarted) moves the deadline, and the sleep is armed for it before the task
             // waits (armed before, it kept the old one until something else woke the task);
             // and a connection whose close completed at once arms none.
-            progress |= self.poll_timer(now);
+            if self.poll_timer(now) {
+                progress = true;
+                self.listening.routed = false;
+            }
             if !progress {
                 return Poll::Pending;
             }
