@@ -1342,10 +1342,7 @@ impl Wire {
             framed => self.out.push(self.output_tag, |out| {
                 out.reserve(len + 32);
                 if framed.is_some() {
-                    // Content-Length (or Auto, which writes it).
-                    out.extend_from_slice(b"Content-Length: ");
-                    out.extend_from_slice(itoa::Buffer::new().format(len).as_bytes());
-                    out.extend_from_slice(b"\r\n\r\n");
+                    content_length(out, len);
                 }
                 parts.iter().for_each(|p| out.extend_from_slice(p));
             }),
@@ -1358,6 +1355,7 @@ impl Wire {
     /// ([`transmit_parts`](Wire::transmit_parts)) and the frames are not lines, the item
     /// is held, not copied: each of a fan-out's subscribers writes it from where it was
     /// serialized once.
+    #[inline(never)]
     pub(crate) fn send_shared(
         &mut self,
         head: &[&[u8]],
@@ -1382,10 +1380,7 @@ impl Wire {
         let write_head = |out: &mut Vec<u8>| {
             out.reserve(len - item.get().len() + 32);
             if framing.is_some() {
-                // Content-Length (or Auto, which writes it).
-                out.extend_from_slice(b"Content-Length: ");
-                out.extend_from_slice(itoa::Buffer::new().format(len).as_bytes());
-                out.extend_from_slice(b"\r\n\r\n");
+                content_length(out, len);
             }
             head.iter().for_each(|p| out.extend_from_slice(p));
         };
@@ -1851,6 +1846,14 @@ impl Wire {
         };
         guard::min(table, self.guard_deadline())
     }
+}
+
+/// Writes the head of a Content-Length frame (the framing `Auto` writes too) of `len`
+/// bytes.
+fn content_length(out: &mut Vec<u8>, len: usize) {
+    out.extend_from_slice(b"Content-Length: ");
+    out.extend_from_slice(itoa::Buffer::new().format(len).as_bytes());
+    out.extend_from_slice(b"\r\n\r\n");
 }
 
 /// Writes a response with `result` or an error.

@@ -40,38 +40,11 @@ struct Hole {
 }
 
 impl Hole {
-    /// Bytes of the buffer behind the first `taken` bytes of its frame.
+    /// Its frame's bytes as three runs: `stored` is what of it the buffer holds.
     #[inline]
-    fn stored_in(&self, taken: usize) -> usize {
-        let len = self.item.get().len();
-        if taken <= self.at {
-            taken
-        } else if taken <= self.at + len {
-            self.at
-        } else {
-            taken - len
-        }
-    }
-
-    /// Bytes of the item in the first `taken` bytes of its frame.
-    #[inline]
-    fn item_in(&self, taken: usize) -> usize {
-        taken.saturating_sub(self.at).min(self.item.get().len())
-    }
-
-    /// Its frame's bytes from `taken` on, as three runs (some empty): `rest` is what of it
-    /// the buffer holds from there.
-    #[inline]
-    fn parts<'a>(&'a self, rest: &'a [u8], taken: usize) -> [&'a [u8]; 3] {
-        let item = self.item.get().as_bytes();
-        if taken <= self.at {
-            let (before, after) = rest.split_at(self.at - taken);
-            [before, item, after]
-        } else if taken < self.at + item.len() {
-            [&item[taken - self.at..], rest, &[]]
-        } else {
-            [rest, &[], &[]]
-        }
+    fn parts<'a>(&'a self, stored: &'a [u8]) -> [&'a [u8]; 3] {
+        let (before, after) = stored.split_at(self.at);
+        [before, self.item.get().as_bytes(), after]
     }
 }
 
@@ -88,8 +61,9 @@ pub(super) struct Output {
     total: u64,
     /// Frames consumed since the start: the number of the front one.
     popped: u64,
-    /// The frames that hold a shared item, in order.
-    holes: VecDeque<Hole>,
+    /// The frames that hold a shared item, in order (all let go at once: when everything
+    /// is written, or copied in).
+    holes: Vec<Hole>,
     /// Bytes of the shared items not consumed.
     held: usize,
 }
@@ -141,7 +115,7 @@ impl Output {
         let at = self.buf.len() - before;
         self.buf.extend_from_slice(tail);
         let len = item.get().len();
-        self.holes.push_back(Hole {
+        self.holes.push(Hole {
             frame: self.popped + self.frames.len() as u64,
             at,
             item: item.clone(),
@@ -150,61 +124,47 @@ impl Output {
         self.frames.push_back((self.buf.len() - before + len, tag));
     }
 
-    /// The shared item of the front frame, if it holds one.
-    #[inline]
-    fn front_hole(&self) -> Option<&Hole> {
-        self.holes.front().filter(|h| h.frame == self.popped)
-    }
-
-    /// The front frame is consumed whole (`len` of it, `stored` bytes of the buffer, from
-    /// where it was consumed to).
-    #[inline]
-    fn pop(&mut self, len: usize, stored: usize) {
-        self.frames.pop_front();
-        if self.front_hole().is_some() {
-            let hole = self.holes.pop_front();
-            let taken = hole.map_or(0, |h| h.item.get().len() - h.item_in(self.front_taken));
-            self.held -= taken;
-        }
-        self.head += stored;
-        self.total += (len - self.front_taken) as u64;
-        self.popped += 1;
-        self.front_taken = 0;
-    }
-
     /// Copies every shared item into the buffer, where its frame has it: the output is
     /// then one run of bytes ([`bytes`](Output::bytes)). Moves only what was queued from
     /// the first such frame on.
+    #[inline]
     pub(super) fn materialize(&mut self) {
-        let Some(first) = self.holes.front() else {
+        if !self.holes.is_empty() {
+            self.copy_items_in();
+        }
+    }
+
+    /// [`materialize`](Output::materialize) where some frame holds an item.
+    #[cold]
+    #[inline(never)]
+    fn copy_items_in(&mut self) {
+        let Some(first) = self.holes.first() else {
             return;
         };
-        // The frames before the first with an item are in the buffer as they are.
+        // The frames before the first with an item are in the buffer as they are; a frame
+        // with an item is never partly consumed (a partial consume copies the items in).
         let first = (first.frame - self.popped) as usize;
-        let before: usize = self.frames.iter().take(first).map(|f| f.0).sum();
-        let taken = if first > 0 { self.front_taken } else { 0 };
-        let stored = self.buf.split_off(self.head + before - taken);
-        let mut from = 0;
-        let mut taken = if first == 0 { self.front_taken } else { 0 };
-        let mut holes = core::mem::take(&mut self.holes).into_iter().peekable();
-        for (i, &(len, _)) in self.frames.iter().enumerate().skip(first) {
-            let frame = self.popped + i as u64;
-            match holes.next_if(|h| h.frame == frame) {
-                Some(h) => {
-                    let n = len - h.item.get().len() - h.stored_in(taken);
-                    for part in h.parts(&stored[from..from + n], taken) {
-                        self.buf.extend_from_slice(part);
-                    }
-                    from += n;
-                }
-                None => {
-                    let n = len - taken;
-                    self.buf.extend_from_slice(&stored[from..from + n]);
-                    from += n;
-                }
-            }
-            taken = 0;
+        let mut start = self.head - self.front_taken;
+        for i in 0..first {
+            start += self.frames[i].0;
         }
+        let stored = self.buf.split_off(start);
+        let (mut from, mut next) = (0, 0);
+        for i in first..self.frames.len() {
+            let frame = self.popped + i as u64;
+            let mut n = self.frames[i].0;
+            if let Some(h) = self.holes.get(next).filter(|h| h.frame == frame) {
+                next += 1;
+                n -= h.item.get().len();
+                self.buf.extend_from_slice(&stored[from..from + h.at]);
+                self.buf.extend_from_slice(h.item.get().as_bytes());
+                from += h.at;
+                n -= h.at;
+            }
+            self.buf.extend_from_slice(&stored[from..from + n]);
+            from += n;
+        }
+        self.holes.clear();
         self.held = 0;
     }
 
@@ -254,9 +214,8 @@ impl Output {
     /// length and tag.
     #[inline]
     pub(super) fn take_front(&mut self, out: &mut Vec<u8>) -> Option<(usize, u64)> {
-        if !self.holes.is_empty() {
-            return self.take_front_shared(out);
-        }
+        // Only a driver that took parts holds items; one taking copies copies them in.
+        self.materialize();
         let (len, tag) = self.frames.pop_front()?;
         let len = len - self.front_taken;
         out.extend_from_slice(&self.buf[self.head..self.head + len]);
@@ -268,34 +227,23 @@ impl Output {
         Some((len, tag))
     }
 
-    /// [`take_front`](Output::take_front) where some frame holds a shared item.
-    #[inline(never)]
-    fn take_front_shared(&mut self, out: &mut Vec<u8>) -> Option<(usize, u64)> {
-        let &(len, tag) = self.frames.front()?;
-        let taken = self.front_taken;
-        let stored = match self.front_hole() {
-            None => {
-                let stored = len - taken;
-                out.extend_from_slice(&self.buf[self.head..self.head + stored]);
-                stored
-            }
-            Some(h) => {
-                let stored = len - h.item.get().len() - h.stored_in(taken);
-                for part in h.parts(&self.buf[self.head..self.head + stored], taken) {
-                    out.extend_from_slice(part);
-                }
-                stored
-            }
-        };
-        self.pop(len, stored);
-        self.reclaim();
-        Some((len - taken, tag))
-    }
-
     /// `n` bytes from the front are written (at most [`len`](Output::len)).
     pub(super) fn consume(&mut self, mut n: usize) {
         if !self.holes.is_empty() {
-            return self.consume_shared(n);
+            let len = self.len();
+            if n >= len {
+                // All of it (a subscriber's notification written whole, most often).
+                self.total += len as u64;
+                self.popped += self.frames.len() as u64;
+                self.frames.clear();
+                self.holes.clear();
+                self.held = 0;
+                self.head = self.buf.len();
+                self.reclaim();
+                return;
+            }
+            // In part (the socket took some of it): the items are copied in, once.
+            self.materialize();
         }
         n = n.min(self.len());
         self.head += n;
@@ -313,58 +261,6 @@ impl Output {
             } else {
                 self.front_taken += n;
                 n = 0;
-            }
-        }
-        self.reclaim();
-    }
-
-    /// [`consume`](Output::consume) where some frame holds a shared item.
-    #[inline(never)]
-    fn consume_shared(&mut self, mut n: usize) {
-        let len = self.len();
-        if n >= len {
-            // All of it (a subscriber's notification written whole, most often).
-            self.total += len as u64;
-            self.popped += self.frames.len() as u64;
-            self.frames.clear();
-            self.holes.clear();
-            self.held = 0;
-            self.head = self.buf.len();
-            self.reclaim();
-            return;
-        }
-        while n > 0 {
-            let Some(&(len, _)) = self.frames.front() else {
-                break;
-            };
-            let taken = self.front_taken;
-            let rest = len - taken;
-            match self.front_hole() {
-                None if n >= rest => {
-                    n -= rest;
-                    self.pop(len, rest);
-                }
-                None => {
-                    self.front_taken += n;
-                    self.head += n;
-                    self.total += n as u64;
-                    n = 0;
-                }
-                Some(h) if n >= rest => {
-                    let stored = len - h.item.get().len() - h.stored_in(taken);
-                    n -= rest;
-                    self.pop(len, stored);
-                }
-                Some(h) => {
-                    let (stored, item) = (h.stored_in(taken), h.item_in(taken));
-                    let now = taken + n;
-                    let (stored, item) = (h.stored_in(now) - stored, h.item_in(now) - item);
-                    self.front_taken = now;
-                    self.head += stored;
-                    self.held -= item;
-                    self.total += n as u64;
-                    n = 0;
-                }
             }
         }
         self.reclaim();
@@ -409,19 +305,20 @@ impl<'a> Iterator for Parts<'a> {
     fn next(&mut self) -> Option<Self::Item> {
         let out = self.out;
         let &(len, _) = out.frames.get(self.next)?;
-        let taken = if self.next == 0 { out.front_taken } else { 0 };
         let frame = out.popped + self.next as u64;
-        self.next += 1;
         match out.holes.get(self.hole).filter(|h| h.frame == frame) {
+            // Never partly consumed.
             Some(h) => {
                 self.hole += 1;
-                let n = len - h.item.get().len() - h.stored_in(taken);
-                let parts = h.parts(&out.buf[self.at..self.at + n], taken);
+                self.next += 1;
+                let n = len - h.item.get().len();
+                let parts = h.parts(&out.buf[self.at..self.at + n]);
                 self.at += n;
                 Some(parts)
             }
             None => {
-                let n = len - taken;
+                let n = len - if self.next == 0 { out.front_taken } else { 0 };
+                self.next += 1;
                 let frame = &out.buf[self.at..self.at + n];
                 self.at += n;
                 Some([frame, &[], &[]])
@@ -594,17 +491,24 @@ mod tests {
     }
 
     #[test]
-    fn a_shared_item_is_held_not_copied_until_its_frame_is_consumed() {
+    fn a_shared_item_is_held_until_its_frame_is_written_whole_or_split() {
         let item = shared("\"held\"");
         let mut out = Output::default();
         out.push_shared(0, |_| {}, &item, b"");
         assert_eq!(Arc::strong_count(&item), 2);
         assert_eq!(out.capacity(), 0, "the item's bytes are not in the buffer");
         assert_eq!(out.parts().next(), Some([&b""[..], b"\"held\"", b""]));
-        out.consume(3);
-        assert_eq!(out.parts().next(), Some([&b"ld\""[..], b"", b""]));
+        // Written whole: let go, never copied.
+        out.consume(6);
+        assert_eq!(Arc::strong_count(&item), 1);
+        assert_eq!(out.capacity(), 0);
+        assert!(out.is_empty());
+        // Written in part: the rest is copied in, once, and the item let go.
+        out.push_shared(0, |b| b.push(b'<'), &item, b">");
         out.consume(3);
         assert_eq!(Arc::strong_count(&item), 1);
+        assert_eq!(out.parts().next(), Some([&b"eld\">"[..], b"", b""]));
+        out.consume(5);
         assert!(out.is_empty());
     }
 }
