@@ -1391,6 +1391,7 @@ impl Wire {
 
     /// True once the driver takes its output as parts
     /// ([`transmit_parts`](Wire::transmit_parts)): shared items are held, not copied.
+    #[cfg(all(feature = "subscriptions", target_has_atomic = "ptr"))]
     pub(crate) fn shares_items(&self) -> bool {
         self.share_items
     }
