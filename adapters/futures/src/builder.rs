@@ -206,7 +206,8 @@ impl Builder {
         let hooked = match self.extension.as_ref().filter(|_| S::SERVES) {
             Some(ext) => {
                 conn.set_hook(crate::extension::open(ext, &woken));
-                true
+                // The hook's notifications join the output where the transport asks for it.
+                !transport.takes_hook_output()
             }
             None => {
                 transport.without_extension();

@@ -75,7 +75,9 @@ pub struct Parts {
     pub(crate) woken: Arc<Woken>,
     /// What handlers run work beside the connection on ([`Peer::executor`](sansrpc_runtime::Peer::executor)).
     pub(crate) executor: Option<Arc<dyn sansrpc_runtime::Executor>>,
-    /// The connection has an extension's hook.
+    /// The connection has an extension's hook whose notifications join the output only
+    /// when its events are looked at (the transport does not
+    /// [take them](crate::Transport::takes_hook_output)).
     pub(crate) hooked: bool,
 }
 
@@ -131,7 +133,8 @@ pub struct Driver<T, Tm, S = Serving> {
     sleeping: bool,
     /// `closing` is set: the connection finished.
     finished: bool,
-    /// The connection has a hook (an extension's): its events are always looked at.
+    /// The connection has a hook (an extension's) whose notifications join the output only
+    /// when its events are looked at: they are looked at on every wakeup.
     hooked: bool,
     listening: Listening,
     start: sansrpc_runtime::time::Instant,

@@ -101,6 +101,18 @@ pub trait Transport: Send + Unpin + 'static {
     /// nothing by default.
     fn without_extension(&mut self) {}
 
+    /// True when every [`poll_transmit`](Transport::poll_transmit) asks the connection for
+    /// its output ([`Connection::peek_transmit`], [`Connection::peek_message_parts`],
+    /// [`Connection::poll_transmit`] and the like), whatever its
+    /// [`buffered_output`](Connection::buffered_output) shows: a hook's notifications then
+    /// join the output there, and the driver need not look at the connection's events
+    /// only to take them (a topic subscriber's connection woken for each publish). False
+    /// by default: the driver looks at the events of a connection with a hook on every
+    /// wakeup.
+    fn takes_hook_output(&self) -> bool {
+        false
+    }
+
     /// Flushes and closes the sending side.
     fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
 }
@@ -157,6 +169,10 @@ where
     }
 
     fn wakes_on_input(&self) -> bool {
+        true
+    }
+
+    fn takes_hook_output(&self) -> bool {
         true
     }
 

@@ -236,6 +236,10 @@ where
         self.extended = false;
     }
 
+    fn takes_hook_output(&self) -> bool {
+        true
+    }
+
     fn poll_receive(
         &mut self,
         cx: &mut Context<'_>,
