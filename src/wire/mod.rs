@@ -1097,13 +1097,18 @@ impl Wire {
         }
     }
 
-    fn push_frame(&mut self, body: &[u8]) {
-        // With `Framing::Auto`, the framing the peer's first bytes chose.
-        let framing = self
-            .decoder
+    /// The framing of what is written: the decoder's (with `Framing::Auto`, the one the
+    /// peer's first bytes chose), else the config's (`None` on a message transport).
+    #[inline]
+    fn framing(&self) -> Option<codec::Framing> {
+        self.decoder
             .as_ref()
             .map(Decoder::framing)
-            .or(self.config.framing);
+            .or(self.config.framing)
+    }
+
+    fn push_frame(&mut self, body: &[u8]) {
+        let framing = self.framing();
         self.out.push(self.output_tag, |out| match framing {
             Some(f) => codec::encode_frame(f, body, out),
             None => out.extend_from_slice(body),
@@ -1325,11 +1330,7 @@ impl Wire {
     /// every byte) goes through the body buffer as [`push_frame`](Self::push_frame) does.
     pub(crate) fn send_parts(&mut self, parts: &[&[u8]]) -> Result<(), SendError> {
         self.check_send()?;
-        let framing = self
-            .decoder
-            .as_ref()
-            .map(Decoder::framing)
-            .or(self.config.framing);
+        let framing = self.framing();
         let len: usize = parts.iter().map(|p| p.len()).sum();
         match framing {
             Some(codec::Framing::Newline) => {
@@ -1362,11 +1363,7 @@ impl Wire {
         item: &output::Shared,
         tail: &[u8],
     ) -> Result<(), SendError> {
-        let framing = self
-            .decoder
-            .as_ref()
-            .map(Decoder::framing)
-            .or(self.config.framing);
+        let framing = self.framing();
         if !self.share_items || framing == Some(codec::Framing::Newline) || head.len() > 4 {
             // Copied, as every other message is.
             let mut parts: [&[u8]; 6] = [&[]; 6];
