@@ -563,6 +563,10 @@ pub struct Connection {
     /// The driver still holds output it has not written.
     driver_pending: bool,
     finished: bool,
+    /// A heartbeat, the LSP lifecycle or a stream may hold a deadline: set with the first
+    /// of them, never cleared. Most connections have none of them, and their fields are
+    /// not read on every driver turn ([`poll_timeout`](Connection::poll_timeout)).
+    timed: bool,
     /// The LSP lifecycle, under [`Profile::Lsp`].
     lsp: Option<lsp::Lsp>,
 }
@@ -585,6 +589,7 @@ impl Connection {
     pub fn new(config: Config, now: Instant) -> Self {
         let lsp = (config.lsp_lifecycle && config.profile == Profile::Lsp)
             .then(|| lsp::Lsp::new(config.process_check));
+        let timed = config.heartbeat.is_some() || lsp.is_some();
         Connection {
             #[cfg(feature = "streams")]
             streams: StreamTable::new(config.streams),
@@ -603,6 +608,7 @@ impl Connection {
             reason: None,
             driver_pending: false,
             finished: false,
+            timed,
             lsp,
         }
     }
@@ -853,10 +859,10 @@ impl Connection {
     pub fn poll_timeout(&self) -> Option<Instant> {
         let mut next = self.wire.poll_timeout();
         #[cfg(feature = "streams")]
-        {
+        if self.timed {
             next = min(next, self.streams.poll_timeout());
         }
-        if matches!(self.phase, Phase::Open) {
+        if self.timed && matches!(self.phase, Phase::Open) {
             next = min(
                 next,
                 self.heartbeat.as_ref().and_then(Heartbeat::poll_timeout),
@@ -1761,6 +1767,7 @@ impl Connection {
         if !self.running.remove(&handle) {
             return None;
         }
+        self.timed = true;
         self.streams
             .open(&mut self.wire, handle, (), now)
             .ok()

@@ -340,6 +340,11 @@ pub(crate) struct Wire {
     /// The driver takes its output as parts: shared items are held, not copied
     /// ([`send_shared`](Wire::send_shared)).
     share_items: bool,
+    /// A request of ours with a deadline was sent, or a cancel remembered: the tables may
+    /// hold deadlines ([`poll_timeout`](Wire::poll_timeout) looks at them). Never cleared; a
+    /// server's connection, nearly always without either, is not asked for them on every
+    /// driver turn (their fields are other cache lines, cold with many connections).
+    timed: bool,
     /// The tag of the message being processed ([`Wire::handle_message_tagged`]): its
     /// requests keep it, and every answer to them carries it.
     input_tag: u64,
@@ -410,6 +415,7 @@ impl Wire {
             events: VecDeque::new(),
             out: output::Output::default(),
             share_items: false,
+            timed: false,
             input_tag: 0,
             output_tag: 0,
             tags: Tags::default(),
@@ -916,6 +922,7 @@ impl Wire {
                 }
                 None => {
                     let expiry = self.now + self.config.early_cancel_ttl;
+                    self.timed = true;
                     self.early
                         .remember(id, expiry, self.config.early_cancel_capacity);
                 }
@@ -1173,6 +1180,7 @@ impl Wire {
             }
             self.watched.insert(p.token, id, base, cap);
         }
+        self.timed |= deadline.is_some();
         self.outgoing.insert(id, deadline);
         self.guard_busy();
         Ok(id)
@@ -1838,9 +1846,12 @@ impl Wire {
     /// to be told the time after a change it saw without one): call `handle_timeout` at
     /// once then.
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
-        let table = match (self.outgoing.next_deadline(), self.early.next_expiry()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+        let table = match self.timed {
+            false => None,
+            true => match (self.outgoing.next_deadline(), self.early.next_expiry()) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
         };
         guard::min(table, self.guard_deadline())
     }
