@@ -24,5 +24,5 @@ impl Builder {
 /// notifications (the connection sends them as output has room).
 pub(crate) fn open(extension: &Extension, woken: &Arc<Woken>) -> Box<dyn ConnectionHook> {
     let woken = Arc::clone(woken);
-    extension.open(Arc::new(move || woken.wake()))
+    extension.open(Arc::new(move || woken.wake_task()))
 }

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Wake, Waker};
 
 use futures::channel::oneshot;
 use futures::future::{AbortHandle, Abortable};
@@ -41,6 +41,21 @@ use crate::wake::Woken;
 thread_local! {
     /// The waker of the driver polling its handlers on this thread (its address), if any.
     static POLLING: Cell<usize> = const { Cell::new(0) };
+}
+
+/// The subscription hub's wake of a driver's task. A handler that sends from inside the
+/// driver's own poll of it needs no wake: the driver takes what was handed over right
+/// after (a wake there would cost the connection a whole extra turn per item).
+impl Wake for Woken {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if POLLING.with(Cell::get) != Arc::as_ptr(self) as usize {
+            self.wake_task();
+        }
+    }
 }
 
 /// A subscribe request its handler has not decided on yet: [`accept`](Self::accept) it
@@ -186,15 +201,7 @@ struct Hosted {
 
 impl Hosted {
     fn new(woken: &Arc<Woken>) -> Hosted {
-        let wake = Arc::clone(woken);
-        // A handler that sends from inside the driver's own poll of it needs no wake: the
-        // driver takes what was handed over right after (a wake there would cost the
-        // connection a whole extra turn per item).
-        let hub = shared::Hub::new(move || {
-            if POLLING.with(Cell::get) != Arc::as_ptr(&wake) as usize {
-                wake.wake();
-            }
-        });
+        let hub = shared::Hub::with_waker(Waker::from(Arc::clone(woken)));
         Hosted {
             core: shared::Served::new(hub),
             woken: Arc::clone(woken),

@@ -28,8 +28,10 @@ pub(crate) struct Woken {
 }
 
 impl Woken {
-    /// Wakes the task (with the waker it was last polled with).
-    pub(crate) fn wake(&self) {
+    /// Wakes the task (with the waker it was last polled with). Named apart from
+    /// [`Wake::wake`](std::task::Wake::wake), which the subscription hub's wake is (it
+    /// skips the wake while the driver polls its own handlers).
+    pub(crate) fn wake_task(&self) {
         let task = self
             .task
             .lock()
@@ -65,7 +67,7 @@ impl Wake for Source {
 
     fn wake_by_ref(self: &Arc<Self>) {
         self.woken.bits.fetch_or(self.bit, Ordering::AcqRel);
-        self.woken.wake();
+        self.woken.wake_task();
     }
 }
 
