@@ -115,20 +115,23 @@ struct Stall {
     most: usize,
 }
 
-/// The guard's state inside an [`Wire`].
+/// The guard's state inside an [`Wire`]. Laid out in this order: what every write reads
+/// (the write stall, the frame clock, whether something was in flight) in the first cache
+/// line, the rate limit and idle clock after.
 #[derive(Debug, Default)]
+#[repr(C)]
 pub(super) struct Guard {
-    /// Micro-tokens in the bucket, and when it was last refilled; `None` until first used.
-    bucket: Option<(u64, Instant)>,
-    /// The last input from the peer, or the moment the connection last stopped being busy;
-    /// `None` until the wire is first given the time.
-    last_activity: Option<Instant>,
-    /// Something was in flight when last looked at: the idle clock restarts once it is not.
-    was_busy: bool,
     frame: FrameClock,
     /// Since when output has been waiting with too little of it written; `None` while none
     /// waits.
     write_stalled: Option<Stall>,
+    /// Something was in flight when last looked at: the idle clock restarts once it is not.
+    was_busy: bool,
+    /// The last input from the peer, or the moment the connection last stopped being busy;
+    /// `None` until the wire is first given the time.
+    last_activity: Option<Instant>,
+    /// Micro-tokens in the bucket, and when it was last refilled; `None` until first used.
+    bucket: Option<(u64, Instant)>,
     dropped_notifications: u64,
     limited_requests: u64,
 }
