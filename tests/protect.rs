@@ -305,6 +305,14 @@ fn idle_timeout_waits_for_work_in_flight() {
     ep.handle_timeout(ms(50_000));
     assert!(!ep.is_closed());
     assert_eq!(ep.poll_timeout(), None);
+    // Work that ends with no input (our call forgotten): the idle clock counts from then,
+    // not from the first time the connection was given while the call was in flight.
+    assert!(ep.cancel_call(1, ms(70_000)));
+    ep.handle_timeout(ms(70_000));
+    assert!(!ep.is_closed(), "idle since 70 s, not since 50 s");
+    assert_eq!(ep.poll_timeout(), Some(ms(80_000)));
+    ep.handle_timeout(ms(80_000));
+    assert!(ep.is_closed());
 }
 
 #[test]

@@ -226,8 +226,11 @@ impl Wire {
             self.note_stall(wrote, pending, now);
         }
         // Output written may have made room for input held back: the frame clock resumes.
+        // (Whether something is in flight is not asked: a request in flight comes with
+        // input, and ours with a send, each noted where it comes. With many connections the
+        // tables it reads are cache lines a write would read for nothing.)
         if !self.closed {
-            self.guard_note(Some(now));
+            self.guard_frame(Some(now));
         }
     }
 
@@ -282,9 +285,21 @@ impl Wire {
     /// holds input back, the partial frame's clock is paused.
     #[inline(always)]
     pub(super) fn guard_note(&mut self, now: Option<Instant>) {
+        self.note_busy();
+        self.guard_frame(now);
+    }
+
+    /// Notes whether something is in flight (the idle clock restarts once nothing is).
+    #[inline(always)]
+    pub(super) fn note_busy(&mut self) {
         if !self.guard.was_busy {
             self.guard.was_busy = self.busy();
         }
+    }
+
+    /// The partial frame's part of [`guard_note`](Wire::guard_note).
+    #[inline(always)]
+    fn guard_frame(&mut self, now: Option<Instant>) {
         // Nearly always, no frame is partly received: then nothing else is asked.
         if self.decoder.as_ref().is_some_and(|d| d.in_frame()) {
             self.note_partial_frame(now);
@@ -329,7 +344,11 @@ impl Wire {
 
     fn idle_deadline(&self) -> Option<Instant> {
         let timeout = self.config.idle_timeout?;
-        if self.busy() {
+        // Whatever comes in flight is noted as it comes (`was_busy`, cleared only once
+        // nothing is): a connection that was not busy is not, and its tables, cache lines a
+        // driver's every turn would read for nothing with many connections, are not asked.
+        debug_assert!(self.guard.was_busy || !self.busy());
+        if self.guard.was_busy && self.busy() {
             return None;
         }
         Some(self.guard.last_activity? + timeout)
@@ -368,7 +387,9 @@ impl Wire {
         }
         self.guard_note(Some(now));
         if self.guard.last_activity.is_none() || (self.guard.was_busy && !self.busy()) {
-            self.guard.was_busy = false;
+            // Still busy (the first stamp, with work in flight): noted, so the idle clock
+            // restarts once the work is over.
+            self.guard.was_busy = self.busy();
             self.guard.last_activity = Some(now);
         }
         let expiry = if self.write_deadline().is_some_and(|d| d <= now) {

@@ -643,6 +643,8 @@ impl Wire {
         if let Fed(Some(decoded)) = self.fed {
             decoded(self, true);
         }
+        // Requests the frames brought are in flight now (noted as after any input).
+        self.note_busy();
     }
 
     /// Ends requests whose deadline is at or before `now` (each with
