@@ -98,30 +98,35 @@ const MAX_HEAD: usize = 16 * 1024;
 
 /// A WebSocket connection (after the opening handshake) as a message [`Transport`].
 #[derive(Debug)]
+// Laid out in this order (not the compiler's): what each write reads (the socket, the
+// write buffer, the keep-alive's and the control frames' state, the flags) first, in as
+// few cache lines as it fits (a subscriber's connection is woken to write each
+// notification; with many connections each line is a miss), the reading side after.
+#[repr(C)]
 pub struct WebSocket<S> {
     stream: S,
-    decoder: WsDecoder,
-    /// For a client, whose frames are masked: the source of masking keys.
-    masks: Option<Masks>,
-    input: Input,
-    /// A text message the connection refused while backed up, offered again next time.
-    held: Option<Vec<u8>>,
     output: Output,
+    pinger: Option<Pinger>,
     /// The payload of the newest ping not answered yet.
     pong: Option<Vec<u8>>,
-    /// The close frame to send when the driver closes the transport: a code (or none) and
-    /// a reason.
-    close: (Option<u16>, &'static str),
+    /// For a client, whose frames are masked: the source of masking keys.
+    masks: Option<Masks>,
     close_sent: bool,
-    /// How the peer's side stands, for the lingering close.
-    peer: Peer,
-    /// The largest message the decoder takes (for the decoder of the lingering close).
-    max_message: usize,
-    pinger: Option<Pinger>,
     /// The connection may have an extension's hook, whose notifications join its output
     /// as the output is looked at: after writing all of it, it is looked at again (true
     /// until the driver says otherwise).
     extended: bool,
+    /// How the peer's side stands, for the lingering close.
+    peer: Peer,
+    decoder: WsDecoder,
+    input: Input,
+    /// A text message the connection refused while backed up, offered again next time.
+    held: Option<Vec<u8>>,
+    /// The close frame to send when the driver closes the transport: a code (or none) and
+    /// a reason.
+    close: (Option<u16>, &'static str),
+    /// The largest message the decoder takes (for the decoder of the lingering close).
+    max_message: usize,
 }
 
 /// What the transport saw of the peer's side of the close.
