@@ -155,14 +155,28 @@ async fn from_the_first_401_to_a_token_then_refreshed_before_expiry_after_it_and
         serde_json::json!({"registrations": 1, "authorizations": 1, "code_exchanges": 1, "refreshes": 0})
     );
 
-    // 30 s before expiry: the token still serves while its refresh runs; the refresh
-    // rotates both tokens.
+    // 30 s before expiry: the token still serves while the refresh it started runs in
+    // the background; that refresh rotates both tokens and keeps them in the store.
     offset.store(3600 - 30, Ordering::SeqCst);
     let during = authorizer.authorization().await.unwrap().unwrap();
     assert_eq!(during, format!("Bearer {}", first.access_token));
+    authorizer.settled().await.unwrap();
+    let background = authorizer.tokens().unwrap();
+    assert_ne!(background.access_token, first.access_token);
+    assert_ne!(background.refresh_token, first.refresh_token);
+    assert_eq!(
+        store.load(&server.url("/mcp")).unwrap().unwrap().tokens,
+        Some(background.clone())
+    );
+    assert_eq!(server.stats().await["refreshes"], 1);
+    // Settled, nothing runs: at once.
+    authorizer.settled().await.unwrap();
+
+    // A refresh asked for with none running is one more.
     let second = authorizer.refresh().await.unwrap();
-    assert_ne!(second.access_token, first.access_token);
-    assert_ne!(second.refresh_token, first.refresh_token);
+    assert_ne!(second.access_token, background.access_token);
+    assert_ne!(second.refresh_token, background.refresh_token);
+    assert_eq!(server.stats().await["refreshes"], 2);
     assert_eq!(
         whoami(&server, &authorizer).await["client_id"],
         me["client_id"]
@@ -203,7 +217,7 @@ async fn from_the_first_401_to_a_token_then_refreshed_before_expiry_after_it_and
     );
     assert_eq!(
         server.stats().await,
-        serde_json::json!({"registrations": 1, "authorizations": 1, "code_exchanges": 1, "refreshes": 3})
+        serde_json::json!({"registrations": 1, "authorizations": 1, "code_exchanges": 1, "refreshes": 4})
     );
 }
 

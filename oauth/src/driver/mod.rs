@@ -389,6 +389,24 @@ impl Authorizer {
         })
     }
 
+    /// Waits until no flow runs (a refresh that [`authorization`](Self::authorization)
+    /// started in the background, an authorization); how the last one ended, `Ok` at once
+    /// when none runs. A flow ends after its tokens are handed to the store, so this is
+    /// what to wait for before exiting.
+    pub async fn settled(&self) -> Result<(), Error> {
+        let mut result = Ok(());
+        loop {
+            let target = {
+                let mut state = self.lock();
+                if !state.machine.is_busy() && !state.machine.has_output() {
+                    return result;
+                }
+                self.kick(&mut state)
+            };
+            result = self.wait(target).await;
+        }
+    }
+
     /// The tokens held now.
     pub fn tokens(&self) -> Option<TokenSet> {
         self.lock().machine.tokens().cloned()
