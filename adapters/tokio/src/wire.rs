@@ -196,7 +196,7 @@ impl Output {
 
 /// Writes `bufs` to `stream` as one vectored write. On Linux a plain TCP socket (tokio's
 /// `TcpStream`, or a server's stream without TLS) is written with `send`, the pieces of a
-/// small write gathered first, and with `sendmsg` past that ([`poll_send_vectored`]):
+/// small write gathered first, and with `sendmsg` past that (`linux_tcp::poll_send_vectored`):
 /// tokio writes a vectored one with `writev`, which goes through the kernel's file layer
 /// first (about a tenth more of the kernel's time per small write to a subscriber, measured
 /// with perf on loopback, 1,000 WebSocket subscribers). Any other stream writes as it
@@ -211,136 +211,127 @@ where
     S: tokio::io::AsyncWrite + Unpin + 'static,
 {
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    if let Some(tcp) = plain_tcp(stream) {
-        return poll_send_vectored(tcp, cx, bufs);
+    if let Some(tcp) = linux_tcp::plain_tcp(stream) {
+        return linux_tcp::poll_send_vectored(tcp, cx, bufs);
     }
     Pin::new(stream).poll_write_vectored(cx, bufs)
 }
 
-/// The TCP socket under `stream` when it is one with nothing between (the type is known
-/// when the stream's generic code is made: no cost at run time).
+/// Writing a plain TCP socket on Linux: found under the stream's type, and written with
+/// `send` (small writes gathered) or `sendmsg`.
 #[cfg(all(
     any(feature = "ws", feature = "http"),
     any(target_os = "linux", target_os = "android")
 ))]
-fn plain_tcp<S: 'static>(stream: &mut S) -> Option<&tokio::net::TcpStream> {
-    let stream: &dyn std::any::Any = stream;
-    if let Some(tcp) = stream.downcast_ref::<tokio::net::TcpStream>() {
-        return Some(tcp);
-    }
-    #[cfg(feature = "tls")]
-    if let Some(crate::tls::ServerStream::Plain(tcp)) =
-        stream.downcast_ref::<crate::tls::ServerStream>()
-    {
-        return Some(tcp);
-    }
-    // A connection of `http::serve_upgrading_with`: its head's bytes put back in front.
-    #[cfg(all(feature = "http", feature = "ws"))]
-    if let Some(rewind) = stream.downcast_ref::<crate::http::Rewind<tokio::net::TcpStream>>() {
-        return Some(rewind.get_ref());
-    }
-    #[cfg(all(feature = "http", feature = "ws", feature = "tls"))]
-    if let Some(crate::tls::ServerStream::Plain(tcp)) = stream
-        .downcast_ref::<crate::http::Rewind<crate::tls::ServerStream>>()
-        .map(crate::http::Rewind::get_ref)
-    {
-        return Some(tcp);
-    }
-    None
-}
+mod linux_tcp {
+    use std::io;
+    use std::task::{Context, Poll};
 
-/// Frames up to this size are gathered into one buffer and sent with `send`, larger ones
-/// with `sendmsg` of their pieces (see [`poll_send_vectored`]).
-#[cfg(all(
-    any(feature = "ws", feature = "http"),
-    any(target_os = "linux", target_os = "android")
-))]
-const GATHER: usize = 4 * 1024;
-
-#[cfg(all(
-    any(feature = "ws", feature = "http"),
-    any(target_os = "linux", target_os = "android")
-))]
-thread_local! {
-    /// The thread's buffer that small vectored writes are gathered into: one for all the
-    /// connections a thread serves, so it stays in the cache from one write to the next
-    /// (a connection's own buffer would be cold with many connections).
-    static GATHERED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Sends `bufs` on `tcp` once it is writable, with `MSG_NOSIGNAL` (a peer gone is an
-/// error, not a signal), as std's `send` does: what the socket took of their concatenation.
-///
-/// Up to [`GATHER`] bytes in all (a subscriber's notification, most often: a frame head, a
-/// prefix and an item shared by every subscriber) are copied into the thread's buffer and
-/// sent with `send`; more, or one piece alone, are sent as they lie, with `sendmsg` for
-/// several. The kernel's `sendmsg` costs more than its `send` whatever the number of pieces
-/// (on loopback, a 1.1 KiB write to one of 200 sockets: 3.70-3.84 µs of CPU with
-/// `sendmsg`, one piece or four, against 3.51-3.57 µs copied and sent with `send`, the
-/// copy included; 4 KiB: 3.71-3.87 against 3.62-3.63). Past a few KiB the copy costs what
-/// the call saves.
-///
-/// Tried first without asking tokio whether the socket is writable: a socket that takes
-/// the bytes (almost every write: a subscriber's socket has room for the next notification)
-/// costs the call alone, not the readiness look, the task budget's and the registration's
-/// bookkeeping around it (about 140 instructions per write, a twentieth of a subscriber's
-/// notification). One that would block is written the ordinary way: tokio's readiness,
-/// still set from before, lets the write be tried again under `try_io`, whose
-/// `WouldBlock` clears it, and the next look registers the task's waker.
-#[cfg(all(
-    any(feature = "ws", feature = "http"),
-    any(target_os = "linux", target_os = "android")
-))]
-fn poll_send_vectored(
-    tcp: &tokio::net::TcpStream,
-    cx: &mut Context<'_>,
-    bufs: &[io::IoSlice<'_>],
-) -> Poll<io::Result<usize>> {
-    let len: usize = bufs.iter().map(|b| b.len()).sum();
-    if bufs.len() > 1 && len <= GATHER {
-        // Not re-entered: nothing below calls back into a write.
-        return GATHERED.with_borrow_mut(|gathered| {
-            gathered.clear();
-            gathered.reserve(GATHER);
-            bufs.iter().for_each(|b| gathered.extend_from_slice(b));
-            poll_send(tcp, cx, |socket| {
-                socket.send_with_flags(gathered, libc::MSG_NOSIGNAL)
-            })
-        });
+    /// The TCP socket under `stream` when it is one with nothing between (the type is known
+    /// when the stream's generic code is made: no cost at run time).
+    pub(super) fn plain_tcp<S: 'static>(stream: &mut S) -> Option<&tokio::net::TcpStream> {
+        let stream: &dyn std::any::Any = stream;
+        if let Some(tcp) = stream.downcast_ref::<tokio::net::TcpStream>() {
+            return Some(tcp);
+        }
+        #[cfg(feature = "tls")]
+        if let Some(crate::tls::ServerStream::Plain(tcp)) =
+            stream.downcast_ref::<crate::tls::ServerStream>()
+        {
+            return Some(tcp);
+        }
+        // A connection of `http::serve_upgrading_with`: its head's bytes put back in front.
+        #[cfg(all(feature = "http", feature = "ws"))]
+        if let Some(rewind) = stream.downcast_ref::<crate::http::Rewind<tokio::net::TcpStream>>() {
+            return Some(rewind.get_ref());
+        }
+        #[cfg(all(feature = "http", feature = "ws", feature = "tls"))]
+        if let Some(crate::tls::ServerStream::Plain(tcp)) = stream
+            .downcast_ref::<crate::http::Rewind<crate::tls::ServerStream>>()
+            .map(crate::http::Rewind::get_ref)
+        {
+            return Some(tcp);
+        }
+        None
     }
-    match bufs {
-        [one] => poll_send(tcp, cx, |socket| {
-            socket.send_with_flags(one, libc::MSG_NOSIGNAL)
-        }),
-        _ => poll_send(tcp, cx, |socket| {
-            socket.send_vectored_with_flags(bufs, libc::MSG_NOSIGNAL)
-        }),
-    }
-}
 
-/// `send` on `tcp`, tried at once and then once it is writable (see
-/// [`poll_send_vectored`]).
-#[cfg(all(
-    any(feature = "ws", feature = "http"),
-    any(target_os = "linux", target_os = "android")
-))]
-fn poll_send(
-    tcp: &tokio::net::TcpStream,
-    cx: &mut Context<'_>,
-    send: impl Fn(socket2::SockRef<'_>) -> io::Result<usize>,
-) -> Poll<io::Result<usize>> {
-    match send(socket2::SockRef::from(tcp)) {
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-        sent => return Poll::Ready(sent),
+    /// Frames up to this size are gathered into one buffer and sent with `send`, larger ones
+    /// with `sendmsg` of their pieces (see [`poll_send_vectored`]).
+    pub(super) const GATHER: usize = 4 * 1024;
+
+    thread_local! {
+        /// The thread's buffer that small vectored writes are gathered into: one for all the
+        /// connections a thread serves, so it stays in the cache from one write to the next
+        /// (a connection's own buffer would be cold with many connections).
+        static GATHERED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
-    loop {
-        std::task::ready!(tcp.poll_write_ready(cx))?;
-        let sent = tcp.try_io(tokio::io::Interest::WRITABLE, || {
-            send(socket2::SockRef::from(tcp))
-        });
-        match sent {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+
+    /// Sends `bufs` on `tcp` once it is writable, with `MSG_NOSIGNAL` (a peer gone is an
+    /// error, not a signal), as std's `send` does: what the socket took of their concatenation.
+    ///
+    /// Up to [`GATHER`] bytes in all (a subscriber's notification, most often: a frame head, a
+    /// prefix and an item shared by every subscriber) are copied into the thread's buffer and
+    /// sent with `send`; more, or one piece alone, are sent as they lie, with `sendmsg` for
+    /// several. The kernel's `sendmsg` costs more than its `send` whatever the number of pieces
+    /// (on loopback, a 1.1 KiB write to one of 200 sockets: 3.70-3.84 µs of CPU with
+    /// `sendmsg`, one piece or four, against 3.51-3.57 µs copied and sent with `send`, the
+    /// copy included; 4 KiB: 3.71-3.87 against 3.62-3.63). Past a few KiB the copy costs what
+    /// the call saves.
+    ///
+    /// Tried first without asking tokio whether the socket is writable: a socket that takes
+    /// the bytes (almost every write: a subscriber's socket has room for the next notification)
+    /// costs the call alone, not the readiness look, the task budget's and the registration's
+    /// bookkeeping around it (about 140 instructions per write, a twentieth of a subscriber's
+    /// notification). One that would block is written the ordinary way: tokio's readiness,
+    /// still set from before, lets the write be tried again under `try_io`, whose
+    /// `WouldBlock` clears it, and the next look registers the task's waker.
+    pub(super) fn poll_send_vectored(
+        tcp: &tokio::net::TcpStream,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let len: usize = bufs.iter().map(|b| b.len()).sum();
+        if bufs.len() > 1 && len <= GATHER {
+            // Not re-entered: nothing below calls back into a write.
+            return GATHERED.with_borrow_mut(|gathered| {
+                gathered.clear();
+                gathered.reserve(GATHER);
+                bufs.iter().for_each(|b| gathered.extend_from_slice(b));
+                poll_send(tcp, cx, |socket| {
+                    socket.send_with_flags(gathered, libc::MSG_NOSIGNAL)
+                })
+            });
+        }
+        match bufs {
+            [one] => poll_send(tcp, cx, |socket| {
+                socket.send_with_flags(one, libc::MSG_NOSIGNAL)
+            }),
+            _ => poll_send(tcp, cx, |socket| {
+                socket.send_vectored_with_flags(bufs, libc::MSG_NOSIGNAL)
+            }),
+        }
+    }
+
+    /// `send` on `tcp`, tried at once and then once it is writable (see
+    /// [`poll_send_vectored`]).
+    fn poll_send(
+        tcp: &tokio::net::TcpStream,
+        cx: &mut Context<'_>,
+        send: impl Fn(socket2::SockRef<'_>) -> io::Result<usize>,
+    ) -> Poll<io::Result<usize>> {
+        match send(socket2::SockRef::from(tcp)) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
             sent => return Poll::Ready(sent),
+        }
+        loop {
+            std::task::ready!(tcp.poll_write_ready(cx))?;
+            let sent = tcp.try_io(tokio::io::Interest::WRITABLE, || {
+                send(socket2::SockRef::from(tcp))
+            });
+            match sent {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                sent => return Poll::Ready(sent),
+            }
         }
     }
 }
@@ -356,7 +347,8 @@ mod tests {
     use tokio::io::AsyncReadExt as _;
     use tokio::net::{TcpListener, TcpStream};
 
-    use super::{poll_write_vectored, GATHER};
+    use super::linux_tcp::GATHER;
+    use super::poll_write_vectored;
 
     /// A connected pair on loopback: the writing end and the reading end.
     async fn pair() -> (TcpStream, TcpStream) {
