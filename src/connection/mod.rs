@@ -944,6 +944,22 @@ impl Connection {
         self.wire.transmit_parts()
     }
 
+    /// [`peek_message_parts`](Connection::peek_message_parts), each message with the item
+    /// shared by many subscribers ([`send_shared_item`](Connection::send_shared_item)) that
+    /// is its middle run, if any: a driver that renders a message into bytes of its own (a
+    /// frame's header, the runs gathered into one buffer) can keep what it made of an item
+    /// and reuse it for the next connection that sends the same item with the same bytes
+    /// around it, rather than render it again for each subscriber.
+    #[cfg(all(feature = "subscriptions", target_has_atomic = "ptr"))]
+    pub fn peek_message_parts_with_items(
+        &mut self,
+    ) -> impl Iterator<Item = ([&[u8]; 3], Option<&alloc::sync::Arc<RawValue>>)> + '_ {
+        if self.wire.buffered_output() == 0 {
+            self.drain_hook();
+        }
+        self.wire.transmit_parts_with_items()
+    }
+
     /// The first `n` bytes of [`peek_transmit`](Connection::peek_transmit) were written.
     /// Call [`handle_write`](Connection::handle_write) too (the
     /// [`StreamIo`](crate::driver::StreamIo) helper does both).

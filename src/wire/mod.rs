@@ -1587,6 +1587,16 @@ impl Wire {
         self.out.parts()
     }
 
+    /// [`transmit_parts`](Wire::transmit_parts), each frame with the shared item that is its
+    /// middle run, if any.
+    #[cfg(all(feature = "subscriptions", target_has_atomic = "ptr"))]
+    pub(crate) fn transmit_parts_with_items(
+        &mut self,
+    ) -> impl Iterator<Item = ([&[u8]; 3], Option<&output::Shared>)> + '_ {
+        self.share_items = true;
+        self.out.parts().with_items()
+    }
+
     /// The first `n` bytes of [`peek_transmit`](Wire::peek_transmit) were written:
     /// they are dropped from the output (a frame may be left partly written; the rest of
     /// it comes first).

@@ -298,11 +298,10 @@ pub(crate) struct Parts<'a> {
     hole: usize,
 }
 
-impl<'a> Iterator for Parts<'a> {
-    type Item = [&'a [u8]; 3];
-
+impl<'a> Parts<'a> {
+    /// The next frame's three runs, and the shared item that is its middle run, if any.
     #[inline]
-    fn next(&mut self) -> Option<Self::Item> {
+    fn next_with_item(&mut self) -> Option<([&'a [u8]; 3], Option<&'a Shared>)> {
         let out = self.out;
         let &(len, _) = out.frames.get(self.next)?;
         let frame = out.popped + self.next as u64;
@@ -314,16 +313,46 @@ impl<'a> Iterator for Parts<'a> {
                 let n = len - h.item.get().len();
                 let parts = h.parts(&out.buf[self.at..self.at + n]);
                 self.at += n;
-                Some(parts)
+                Some((parts, Some(&h.item)))
             }
             None => {
                 let n = len - if self.next == 0 { out.front_taken } else { 0 };
                 self.next += 1;
                 let frame = &out.buf[self.at..self.at + n];
                 self.at += n;
-                Some([frame, &[], &[]])
+                Some(([frame, &[], &[]], None))
             }
         }
+    }
+
+    /// The frames with the shared item each holds, if any.
+    #[cfg(all(feature = "subscriptions", target_has_atomic = "ptr"))]
+    pub(crate) fn with_items(self) -> WithItems<'a> {
+        WithItems(self)
+    }
+}
+
+impl<'a> Iterator for Parts<'a> {
+    type Item = [&'a [u8]; 3];
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_with_item().map(|(parts, _)| parts)
+    }
+}
+
+/// The frames of an [`Output`] as [`Parts`] gives them, each with the shared item that is
+/// its middle run, if any.
+#[cfg(all(feature = "subscriptions", target_has_atomic = "ptr"))]
+pub(crate) struct WithItems<'a>(Parts<'a>);
+
+#[cfg(all(feature = "subscriptions", target_has_atomic = "ptr"))]
+impl<'a> Iterator for WithItems<'a> {
+    type Item = ([&'a [u8]; 3], Option<&'a Shared>);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next_with_item()
     }
 }
 

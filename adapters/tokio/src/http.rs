@@ -451,7 +451,7 @@ where
         with_date(at, |date| {
             let parts = [date.ok.as_slice(), length, body];
             let bufs = parts.map(io::IoSlice::new);
-            sent = crate::wire::poll_write_vectored(stream, cx, &bufs);
+            sent = crate::wire::poll_write_vectored(stream, cx, &bufs, None);
             match sent {
                 Poll::Ready(Ok(n)) if n < parts.iter().map(|p| p.len()).sum() => {
                     // What the socket did not take goes out from the write buffer.

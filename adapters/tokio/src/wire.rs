@@ -202,20 +202,30 @@ impl Output {
 /// with perf on loopback, 1,000 WebSocket subscribers). Any other stream writes as it
 /// writes.
 #[cfg(any(feature = "ws", feature = "http"))]
+///
+/// `shared` is an item shared by many subscribers that one of `bufs` is, if one is
+/// ([`Connection::peek_shared_item`](sansrpc::Connection::peek_shared_item)): a thread that
+/// gathered the same bytes for the connection before sends them again as they are.
 pub(crate) fn poll_write_vectored<S>(
     stream: &mut S,
     cx: &mut Context<'_>,
     bufs: &[io::IoSlice<'_>],
+    shared: Option<&Shared>,
 ) -> Poll<io::Result<usize>>
 where
     S: tokio::io::AsyncWrite + Unpin + 'static,
 {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     if let Some(tcp) = linux_tcp::plain_tcp(stream) {
-        return linux_tcp::poll_send_vectored(tcp, cx, bufs);
+        return linux_tcp::poll_send_vectored(tcp, cx, bufs, shared);
     }
+    let _ = shared;
     Pin::new(stream).poll_write_vectored(cx, bufs)
 }
+
+/// An item shared by the notifications of many subscribers (a fan-out's).
+#[cfg(any(feature = "ws", feature = "http"))]
+pub(crate) type Shared = std::sync::Arc<sansrpc::RawValue>;
 
 /// Writing a plain TCP socket on Linux: found under the stream's type, and written with
 /// `send` (small writes gathered) or `sendmsg`.
@@ -226,6 +236,8 @@ where
 mod linux_tcp {
     use std::io;
     use std::task::{Context, Poll};
+
+    use super::Shared;
 
     /// The TCP socket under `stream` when it is one with nothing between (the type is known
     /// when the stream's generic code is made: no cost at run time).
@@ -259,11 +271,45 @@ mod linux_tcp {
     /// with `sendmsg` of their pieces (see [`poll_send_vectored`]).
     pub(super) const GATHER: usize = 4 * 1024;
 
+    /// The thread's buffer that small vectored writes are gathered into: one for all the
+    /// connections a thread serves, so it stays in the cache from one write to the next (a
+    /// connection's own buffer would be cold with many connections).
+    struct Gathered {
+        bytes: Vec<u8>,
+        /// The shared item one of the pieces gathered in `bytes` was, kept so that its address
+        /// names it (no other item can be at that address while it is kept).
+        item: Option<Shared>,
+    }
+
+    impl Gathered {
+        /// True when `bytes` holds `bufs` already: `item` is the one kept, and every other
+        /// piece has the same bytes (a subscriber's notification after another's of the same
+        /// item: the frame's header, the prefix with the subscription's id and the tail are
+        /// most often the same, and only they are compared).
+        fn holds(&self, bufs: &[io::IoSlice<'_>], len: usize, item: &Shared) -> bool {
+            if len != self.bytes.len()
+                || !self.item.as_ref().is_some_and(|i| Shared::ptr_eq(i, item))
+            {
+                return false;
+            }
+            let item = item.get().as_bytes();
+            let mut at = 0;
+            for b in bufs {
+                let n = b.len();
+                let is_item = b.as_ptr() == item.as_ptr() && n == item.len();
+                if !is_item && self.bytes[at..at + n] != **b {
+                    return false;
+                }
+                at += n;
+            }
+            true
+        }
+    }
+
     thread_local! {
-        /// The thread's buffer that small vectored writes are gathered into: one for all the
-        /// connections a thread serves, so it stays in the cache from one write to the next
-        /// (a connection's own buffer would be cold with many connections).
-        static GATHERED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        static GATHERED: std::cell::RefCell<Gathered> = const {
+            std::cell::RefCell::new(Gathered { bytes: Vec::new(), item: None })
+        };
     }
 
     /// Sends `bufs` on `tcp` once it is writable, with `MSG_NOSIGNAL` (a peer gone is an
@@ -285,20 +331,32 @@ mod linux_tcp {
     /// notification). One that would block is written the ordinary way: tokio's readiness,
     /// still set from before, lets the write be tried again under `try_io`, whose
     /// `WouldBlock` clears it, and the next look registers the task's waker.
+    ///
+    /// A write with a piece that is `shared`, an item many subscribers are sent, is not
+    /// gathered again when the thread's last gathered write was of the same item with the
+    /// same bytes around it (the next subscriber's notification of a fan-out): those bytes are
+    /// sent as they are, and the item is framed once per thread, not once per subscriber.
+    /// The buffer keeps that item (at most [`GATHER`] bytes) until the next gathered write.
     pub(super) fn poll_send_vectored(
         tcp: &tokio::net::TcpStream,
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
+        shared: Option<&Shared>,
     ) -> Poll<io::Result<usize>> {
         let len: usize = bufs.iter().map(|b| b.len()).sum();
         if bufs.len() > 1 && len <= GATHER {
             // Not re-entered: nothing below calls back into a write.
             return GATHERED.with_borrow_mut(|gathered| {
-                gathered.clear();
-                gathered.reserve(GATHER);
-                bufs.iter().for_each(|b| gathered.extend_from_slice(b));
+                if !shared.is_some_and(|item| gathered.holds(bufs, len, item)) {
+                    gathered.item = shared.cloned();
+                    let bytes = &mut gathered.bytes;
+                    bytes.clear();
+                    bytes.reserve(GATHER);
+                    bufs.iter().for_each(|b| bytes.extend_from_slice(b));
+                }
+                let bytes = &gathered.bytes;
                 poll_send(tcp, cx, |socket| {
-                    socket.send_with_flags(gathered, libc::MSG_NOSIGNAL)
+                    socket.send_with_flags(bytes, libc::MSG_NOSIGNAL)
                 })
             });
         }
@@ -397,9 +455,10 @@ mod tests {
                         (from < p.len()).then(|| IoSlice::new(&p[from..]))
                     })
                     .collect();
-                let n = std::future::poll_fn(|cx| poll_write_vectored(&mut writer, cx, &rest))
-                    .await
-                    .unwrap();
+                let n =
+                    std::future::poll_fn(|cx| poll_write_vectored(&mut writer, cx, &rest, None))
+                        .await
+                        .unwrap();
                 assert!(n > 0 && n <= total - done);
                 partial += usize::from(n < total - done);
                 done += n;
@@ -424,6 +483,112 @@ mod tests {
         round_trip(&[0, 5, 0, 7], 1).await;
         // More than the socket takes at once: partial writes, the rest written after.
         round_trip(&[4, 8 << 20, 2], 1).await;
+    }
+
+    /// Writes `pieces` whole to `writer` in one vectored write, `shared` being one of them;
+    /// what `reader` then reads.
+    async fn write_shared(
+        writer: &mut TcpStream,
+        reader: &mut TcpStream,
+        pieces: &[&[u8]],
+        shared: Option<&super::Shared>,
+    ) -> Vec<u8> {
+        let bufs: Vec<IoSlice<'_>> = pieces.iter().map(|p| IoSlice::new(p)).collect();
+        let total = pieces.iter().map(|p| p.len()).sum();
+        let n = std::future::poll_fn(|cx| poll_write_vectored(writer, cx, &bufs, shared))
+            .await
+            .unwrap();
+        assert_eq!(n, total, "a small write is taken whole");
+        let mut got = vec![0; total];
+        reader.read_exact(&mut got).await.unwrap();
+        got
+    }
+
+    #[tokio::test]
+    async fn a_shared_item_gathered_once_is_sent_again_only_with_the_same_bytes_around_it() {
+        let item: super::Shared = sansrpc::RawValue::from_string("[1,2,3]".into())
+            .unwrap()
+            .into();
+        let other: super::Shared = sansrpc::RawValue::from_string("[4,5,6]".into())
+            .unwrap()
+            .into();
+        let (mut w1, mut r1) = pair().await;
+        let (mut w2, mut r2) = pair().await;
+        // The first subscriber's frame is gathered, and the item kept with it.
+        let got = write_shared(
+            &mut w1,
+            &mut r1,
+            &[b"<", b"a", item.get().as_bytes(), b">"],
+            Some(&item),
+        )
+        .await;
+        assert_eq!(got, b"<a[1,2,3]>");
+        assert_eq!(std::sync::Arc::strong_count(&item), 2);
+        // The same item with the same bytes around it, to another socket.
+        let got = write_shared(
+            &mut w2,
+            &mut r2,
+            &[b"<", b"a", item.get().as_bytes(), b">"],
+            Some(&item),
+        )
+        .await;
+        assert_eq!(got, b"<a[1,2,3]>");
+        // The same item under another prefix, another tail, or the same length around it.
+        let got = write_shared(
+            &mut w1,
+            &mut r1,
+            &[b"<", b"b", item.get().as_bytes(), b">"],
+            Some(&item),
+        )
+        .await;
+        assert_eq!(got, b"<b[1,2,3]>");
+        let got = write_shared(
+            &mut w2,
+            &mut r2,
+            &[b"<", b"b", item.get().as_bytes(), b")"],
+            Some(&item),
+        )
+        .await;
+        assert_eq!(got, b"<b[1,2,3])");
+        let got = write_shared(
+            &mut w1,
+            &mut r1,
+            &[b"<<", item.get().as_bytes(), b">"],
+            Some(&item),
+        )
+        .await;
+        assert_eq!(got, b"<<[1,2,3]>");
+        // Another item of the same length and the same bytes around it.
+        let got = write_shared(
+            &mut w2,
+            &mut r2,
+            &[b"<<", other.get().as_bytes(), b">"],
+            Some(&other),
+        )
+        .await;
+        assert_eq!(got, b"<<[4,5,6]>");
+        assert_eq!(
+            std::sync::Arc::strong_count(&item),
+            1,
+            "let go for the next"
+        );
+        // The item's bytes written as a piece of their own, not named as shared.
+        let copy = item.get().as_bytes().to_vec();
+        let got = write_shared(&mut w1, &mut r1, &[b"<<", &copy, b">"], None).await;
+        assert_eq!(got, b"<<[1,2,3]>");
+        assert_eq!(
+            std::sync::Arc::strong_count(&other),
+            1,
+            "a write of no item keeps none"
+        );
+        let got = write_shared(
+            &mut w1,
+            &mut r1,
+            &[b"<<", other.get().as_bytes(), b">"],
+            Some(&other),
+        )
+        .await;
+        assert_eq!(got, b"<<[4,5,6]>");
     }
 
     #[tokio::test]

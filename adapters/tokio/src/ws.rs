@@ -498,10 +498,11 @@ where
         let mut heads = SmallVec::<[Head; DIRECT_FRAMES]>::new();
         let written = {
             // One look at the connection's frames: headers here, payloads where they are.
-            let mut frames = conn.peek_message_parts();
-            let Some(first) = frames.next() else {
+            let mut frames = conn.peek_message_parts_with_items();
+            let Some((first, shared)) = frames.next() else {
                 return Poll::Ready(Ok(false));
             };
+            let mut frames = frames.map(|(message, _)| message);
             let head = Head::text(first.iter().map(|p| p.len()).sum());
             match frames.next() {
                 // One frame (a subscriber's notification, most answers): slices from the
@@ -522,8 +523,10 @@ where
                     } else {
                         2
                     };
-                    let written =
-                        crate::wire::poll_write_vectored(&mut self.stream, cx, &slices[..used]);
+                    // The item shared with other subscribers, if any: a thread that wrote
+                    // the same frame of it to another connection writes that again.
+                    let (stream, slices) = (&mut self.stream, &slices[..used]);
+                    let written = crate::wire::poll_write_vectored(stream, cx, slices, shared);
                     let written = ready!(written)?;
                     heads.push(head);
                     written
@@ -551,7 +554,8 @@ where
                     ready!(crate::wire::poll_write_vectored(
                         &mut self.stream,
                         cx,
-                        &slices
+                        &slices,
+                        None
                     ))?
                 }
             }
