@@ -177,12 +177,18 @@ pub struct Hub {
     wake: Waker,
 }
 
+/// A list of subscriptions ready for the driver.
+type Ready = smallvec::SmallVec<[u64; 2]>;
+
 #[derive(Default)]
 struct HubState {
     decisions: Vec<(IncomingId, MethodSubscription, Decision)>,
     subs: VecMap<u64, SubState>,
-    /// Subscriptions with something for the driver, in the order they got it.
-    ready: Vec<u64>,
+    /// Subscriptions with something for the driver, in the order they got it: the first two
+    /// held here, in the hub's own cache lines (a subscriber's connection has one ready at a
+    /// time, and a buffer of its own would be one more line written by the producer's push
+    /// and read by the driver, cold with many subscribers).
+    ready: Ready,
     /// Threads waiting on `changed`.
     sleepers: usize,
 }
@@ -752,8 +758,8 @@ pub struct Served {
     undecided: VecMap<IncomingId, ()>,
     /// Subscriptions with items left that the output had no room for.
     backlog: Vec<u64>,
-    /// The ready list taken from the hub, kept for its allocation.
-    todo: Vec<u64>,
+    /// The ready list taken from the hub, kept for its allocation when it has one.
+    todo: Ready,
 }
 
 impl fmt::Debug for Served {
@@ -773,7 +779,7 @@ impl Served {
             accepted: VecMap::default(),
             undecided: VecMap::default(),
             backlog: Vec::new(),
-            todo: Vec::new(),
+            todo: Ready::new(),
         }
     }
 
@@ -882,12 +888,12 @@ impl Served {
             }
         }
         // The ready list is taken by swapping it with the emptied one of the last turn (both
-        // keep their allocations), not copied: a subscriber's turn has one entry in it.
+        // keep their allocations, if they have any), not copied element by element.
         let mut todo = core::mem::take(&mut self.todo);
         if self.backlog.is_empty() {
             core::mem::swap(&mut todo, &mut state.ready);
         } else {
-            todo.append(&mut self.backlog);
+            todo.extend(self.backlog.drain(..));
             todo.append(&mut state.ready);
         }
         let mut ended = Vec::new();
