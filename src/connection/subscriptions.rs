@@ -349,7 +349,7 @@ pub enum Popped<T = Box<RawValue>> {
 /// reference-counted one shared by the queues of many subscribers (fan-out).
 #[derive(Debug)]
 pub struct SubscriptionQueue<T = Box<RawValue>> {
-    items: Items<T>,
+    items: Fifo<T>,
     /// Bytes charged for the items queued.
     bytes: usize,
     max_bytes: usize,
@@ -361,34 +361,45 @@ pub struct SubscriptionQueue<T = Box<RawValue>> {
     closed: bool,
 }
 
-/// A queue's items, in order: the oldest in the queue itself while it is the only one (a
-/// fan-out's subscriber has one item at a time, and a deque's buffer would be one more cache
-/// line touched by the producer's push and again by the driver's pop, cold with many
-/// subscribers), the others in a deque behind it.
+/// A first-in first-out queue that holds its oldest item in itself while it is the only
+/// one, the others in a deque behind it: what a subscriber's queue needs, for the drivers
+/// too. A fan-out's subscriber has one item at a time, and a deque's buffer would be one
+/// more cache line written by the producer's push and read again by the driver's pop, cold
+/// with many subscribers.
 #[derive(Debug)]
-struct Items<T> {
+pub struct Fifo<T> {
     /// The oldest item, when it is not in `rest`; none while `rest` holds any other.
     first: Option<T>,
     rest: VecDeque<T>,
 }
 
-impl<T> Items<T> {
-    const fn new() -> Self {
-        Items {
+impl<T> Default for Fifo<T> {
+    fn default() -> Self {
+        Fifo::new()
+    }
+}
+
+impl<T> Fifo<T> {
+    /// An empty queue (no allocation).
+    pub const fn new() -> Self {
+        Fifo {
             first: None,
             rest: VecDeque::new(),
         }
     }
 
-    fn is_empty(&self) -> bool {
+    /// True when it holds no item.
+    pub fn is_empty(&self) -> bool {
         self.first.is_none() && self.rest.is_empty()
     }
 
-    fn len(&self) -> usize {
+    /// Items held.
+    pub fn len(&self) -> usize {
         usize::from(self.first.is_some()) + self.rest.len()
     }
 
-    fn push_back(&mut self, item: T) {
+    /// Adds `item` last.
+    pub fn push_back(&mut self, item: T) {
         if self.is_empty() {
             self.first = Some(item);
         } else {
@@ -396,13 +407,15 @@ impl<T> Items<T> {
         }
     }
 
-    fn push_front(&mut self, item: T) {
+    /// Puts `item` first (one taken out and handed back).
+    pub fn push_front(&mut self, item: T) {
         if let Some(first) = self.first.replace(item) {
             self.rest.push_front(first);
         }
     }
 
-    fn pop_front(&mut self) -> Option<T> {
+    /// Takes the oldest item.
+    pub fn pop_front(&mut self) -> Option<T> {
         self.first.take().or_else(|| self.rest.pop_front())
     }
 }
@@ -416,7 +429,7 @@ impl<T: AsRef<RawValue>> SubscriptionQueue<T> {
     /// An empty queue with `declaration`'s bound and policy.
     pub fn new(declaration: &MethodSubscription) -> Self {
         SubscriptionQueue {
-            items: Items::new(),
+            items: Fifo::new(),
             bytes: 0,
             max_bytes: declaration.max_bytes,
             lag: declaration.lag,
@@ -513,7 +526,7 @@ impl<T: AsRef<RawValue>> SubscriptionQueue<T> {
     /// is freed.
     pub fn close(&mut self) {
         self.closed = true;
-        self.items = Items::new();
+        self.items = Fifo::new();
         self.bytes = 0;
     }
 
@@ -996,7 +1009,7 @@ mod tests {
         // Every sequence of 8 steps of push, pop and restore (what the driver puts back),
         // against a deque.
         for steps in 0u32..3u32.pow(8) {
-            let (mut items, mut model) = (Items::new(), VecDeque::new());
+            let (mut items, mut model) = (Fifo::new(), VecDeque::new());
             let (mut next, mut popped) = (0u32, None);
             let mut s = steps;
             for _ in 0..8 {

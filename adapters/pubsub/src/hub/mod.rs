@@ -71,6 +71,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::store::{StoredMessage, SubscriptionState};
 use crate::topic::{validate_pattern, validate_topic, TopicError, TopicLimits, Trie};
+use sansrpc::connection::subscriptions::Fifo;
 use sansrpc::error::{code, ErrorObject};
 use sansrpc::method::ParamsDecoder;
 use sansrpc::router::Outcome;
@@ -349,7 +350,10 @@ pub struct Published {
 struct Session {
     patterns: BTreeSet<String>,
     persistent: BTreeSet<String>,
-    queue: VecDeque<Outgoing>,
+    /// The notifications queued: the oldest held here while it is the only one (a
+    /// subscriber's session has one at a time; a deque's buffer would be one more cache line
+    /// written by the publisher and read by the connection, cold with many sessions).
+    queue: Fifo<Outgoing>,
     /// Answers to requests the hub took with [`Handled::Later`], oldest first.
     answers: VecDeque<(Ticket, HubAnswer)>,
     bytes: usize,
