@@ -49,8 +49,9 @@
 //!   second (counted by the subscribers, each one checked), the server's CPU time per
 //!   notification (`/proc/<pid>`), its RSS; blocks a subscriber missed are reported.
 //!   Runs alternate between the servers (3 each, 1 with `--quick`); the median by CPU per
-//!   notification is shown, and the ratio of notifications per CPU-second to jsonrpsee's is
-//!   the median of the ratios of runs made in the same turn. See `heads.rs`.
+//!   notification is shown, and the ratios (CPU per notification to the floor's,
+//!   notifications per CPU-second to jsonrpsee's) are each the median of the ratios of runs
+//!   made in the same turn. See `heads.rs`.
 //!
 //! Throughput is the median of 5 runs (1 with `--quick`), after a short warm-up on a
 //! connection of its own. The servers of a workload run at once and take turns: a run of
@@ -599,14 +600,18 @@ fn heads_block_ms(subscribers: usize) -> u64 {
 fn print_heads(title: &str, rows: &[Vec<Result<heads::Outcome, String>>]) -> u64 {
     println!("\n### {title}\n");
     println!(
-        "| server | notifications/s | server CPU µs per notification | notifications per \
-         CPU-second | ratio to jsonrpsee (per CPU-second) | RSS MiB | missed | errors |"
+        "| server | notifications/s | server CPU µs per notification | ÷ floor (CPU per \
+         notification) | notifications per CPU-second | ratio to jsonrpsee (per CPU-second) | \
+         RSS MiB | missed | errors |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
-    let base = HEADS_SERVERS
-        .iter()
-        .position(|(name, ..)| *name == "jsonrpsee")
-        .expect("jsonrpsee is a server");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let at = |wanted: &str| {
+        HEADS_SERVERS
+            .iter()
+            .position(|(name, ..)| *name == wanted)
+            .expect("a server of the table")
+    };
+    let (base, floor) = (at("jsonrpsee"), at("floor"));
     let mut errors = 0;
     for ((name, ..), runs) in HEADS_SERVERS.iter().zip(rows) {
         let failed = runs.iter().find_map(|r| r.as_ref().err());
@@ -614,24 +619,29 @@ fn print_heads(title: &str, rows: &[Vec<Result<heads::Outcome, String>>]) -> u64
         if let Some(why) = failed {
             errors += 1;
             if ok.is_empty() {
-                println!("| {name} | failed: {why} | | | | | | 1 |");
+                println!("| {name} | failed: {why} | | | | | | | 1 |");
                 continue;
             }
             eprintln!("{name}: a run failed: {why}");
         }
-        // Paired ratios: run i of this server against run i of jsonrpsee (the same turn).
-        let mut ratios: Vec<f64> = runs
-            .iter()
-            .zip(&rows[base])
-            .filter_map(|(r, b)| match (r, b) {
-                (Ok(r), Ok(b)) => Some(r.per_cpu_second() / b.per_cpu_second()),
-                _ => None,
-            })
-            .collect();
-        ratios.sort_by(f64::total_cmp);
-        let ratio = ratios
-            .get(ratios.len() / 2)
-            .map_or("n/a".into(), |r| format!("{r:.2}"));
+        // Paired ratios: run i of this server against run i of jsonrpsee, and of the floor
+        // (the same turn, the machine as it was then), their median.
+        let paired = |other: usize, of: fn(&heads::Outcome) -> f64| {
+            let mut ratios: Vec<f64> = runs
+                .iter()
+                .zip(&rows[other])
+                .filter_map(|(r, b)| match (r, b) {
+                    (Ok(r), Ok(b)) => Some(of(r) / of(b)),
+                    _ => None,
+                })
+                .collect();
+            ratios.sort_by(f64::total_cmp);
+            ratios
+                .get(ratios.len() / 2)
+                .map_or("n/a".into(), |r| format!("{r:.2}"))
+        };
+        let ratio = paired(base, heads::Outcome::per_cpu_second);
+        let over_floor = paired(floor, heads::Outcome::cpu_us);
         let run_errors: u64 = ok.iter().map(|o| o.errors).sum();
         let missed: u64 = ok.iter().map(|o| o.missed).sum();
         errors += run_errors;
@@ -643,7 +653,8 @@ fn print_heads(title: &str, rows: &[Vec<Result<heads::Outcome, String>>]) -> u64
             String::new()
         };
         println!(
-            "| {name} | {} | {:.2}{spread} | {} | {ratio} | {:.1} | {missed} | {run_errors} |",
+            "| {name} | {} | {:.2}{spread} | {over_floor} | {} | {ratio} | {:.1} | {missed} | \
+             {run_errors} |",
             fmt_value(mid.per_second(), "requests"),
             mid.cpu_us(),
             fmt_value(mid.per_cpu_second(), "requests"),
