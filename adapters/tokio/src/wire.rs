@@ -506,89 +506,45 @@ mod tests {
 
     #[tokio::test]
     async fn a_shared_item_gathered_once_is_sent_again_only_with_the_same_bytes_around_it() {
-        let item: super::Shared = sansrpc::RawValue::from_string("[1,2,3]".into())
-            .unwrap()
-            .into();
-        let other: super::Shared = sansrpc::RawValue::from_string("[4,5,6]".into())
-            .unwrap()
-            .into();
-        let (mut w1, mut r1) = pair().await;
-        let (mut w2, mut r2) = pair().await;
-        // The first subscriber's frame is gathered, and the item kept with it.
-        let got = write_shared(
-            &mut w1,
-            &mut r1,
-            &[b"<", b"a", item.get().as_bytes(), b">"],
-            Some(&item),
-        )
-        .await;
-        assert_eq!(got, b"<a[1,2,3]>");
-        assert_eq!(std::sync::Arc::strong_count(&item), 2);
-        // The same item with the same bytes around it, to another socket.
-        let got = write_shared(
-            &mut w2,
-            &mut r2,
-            &[b"<", b"a", item.get().as_bytes(), b">"],
-            Some(&item),
-        )
-        .await;
-        assert_eq!(got, b"<a[1,2,3]>");
-        // The same item under another prefix, another tail, or the same length around it.
-        let got = write_shared(
-            &mut w1,
-            &mut r1,
-            &[b"<", b"b", item.get().as_bytes(), b">"],
-            Some(&item),
-        )
-        .await;
-        assert_eq!(got, b"<b[1,2,3]>");
-        let got = write_shared(
-            &mut w2,
-            &mut r2,
-            &[b"<", b"b", item.get().as_bytes(), b")"],
-            Some(&item),
-        )
-        .await;
-        assert_eq!(got, b"<b[1,2,3])");
-        let got = write_shared(
-            &mut w1,
-            &mut r1,
-            &[b"<<", item.get().as_bytes(), b">"],
-            Some(&item),
-        )
-        .await;
-        assert_eq!(got, b"<<[1,2,3]>");
-        // Another item of the same length and the same bytes around it.
-        let got = write_shared(
-            &mut w2,
-            &mut r2,
-            &[b"<<", other.get().as_bytes(), b">"],
-            Some(&other),
-        )
-        .await;
-        assert_eq!(got, b"<<[4,5,6]>");
-        assert_eq!(
-            std::sync::Arc::strong_count(&item),
-            1,
-            "let go for the next"
-        );
-        // The item's bytes written as a piece of their own, not named as shared.
+        let shared = |json: &str| -> super::Shared {
+            sansrpc::RawValue::from_string(json.into()).unwrap().into()
+        };
+        let (item, other) = (shared("[1,2,3]"), shared("[4,5,6]"));
         let copy = item.get().as_bytes().to_vec();
-        let got = write_shared(&mut w1, &mut r1, &[b"<<", &copy, b">"], None).await;
-        assert_eq!(got, b"<<[1,2,3]>");
+        let mut sockets = [pair().await, pair().await];
+        // Writes in turn, to one socket then the other: the bytes before the item, the item
+        // (named shared or not), the bytes after it; what the reader gets; the item's count of
+        // holders after it (the one the thread keeps included).
+        type Write<'a> = (&'a [&'a [u8]], Option<&'a super::Shared>, &'a [u8], usize);
+        let writes: [Write<'_>; 7] = [
+            // The first subscriber's frame is gathered, and the item kept with it.
+            (&[b"<", b"a"], Some(&item), b">", 2),
+            // The same item with the same bytes around it, to another socket.
+            (&[b"<", b"a"], Some(&item), b">", 2),
+            // The same item under another prefix, another tail, or other pieces around it.
+            (&[b"<", b"b"], Some(&item), b">", 2),
+            (&[b"<", b"b"], Some(&item), b")", 2),
+            (&[b"<<"], Some(&item), b">", 2),
+            // Another item of the same length with the same bytes around it: the first is
+            // let go.
+            (&[b"<<"], Some(&other), b">", 1),
+            // The item's bytes as a piece of their own, not named: no item kept.
+            (&[b"<<"], None, b">", 1),
+        ];
+        for (i, (before, shared, after, holders)) in writes.into_iter().enumerate() {
+            let middle = shared.map_or(&copy[..], |s| s.get().as_bytes());
+            let mut pieces = before.to_vec();
+            pieces.extend([middle, after]);
+            let (writer, reader) = &mut sockets[i % 2];
+            let got = write_shared(writer, reader, &pieces, shared).await;
+            assert_eq!(got, pieces.concat(), "write {i}");
+            assert_eq!(std::sync::Arc::strong_count(&item), holders, "write {i}");
+        }
         assert_eq!(
             std::sync::Arc::strong_count(&other),
             1,
             "a write of no item keeps none"
         );
-        let got = write_shared(
-            &mut w1,
-            &mut r1,
-            &[b"<<", other.get().as_bytes(), b">"],
-            Some(&other),
-        )
-        .await;
-        assert_eq!(got, b"<<[4,5,6]>");
     }
 
     #[tokio::test]
