@@ -53,7 +53,7 @@ use std::thread;
 use std::time::{Duration, Instant as StdInstant, SystemTime, UNIX_EPOCH};
 
 use crate::hub::{
-    AppendId, Handled, Hub, HubConfig, NodeEvent, Outgoing, PublishError, Report, SessionId,
+    AppendId, Handled, Hub, HubConfig, Next, NodeEvent, Outgoing, PublishError, Report, SessionId,
     StoreTask,
 };
 use crate::store::{DynStore, Store};
@@ -536,24 +536,36 @@ impl ConnectionHook for Hook {
             return false;
         }
         let mut state = self.shared.lock();
-        while let Some((ticket, answer)) = state.hub.pop_answer(self.session) {
-            let answer = answer.as_deref();
-            send(Item::Answer(ticket.get(), answer));
-        }
         if let Some(item) = self.held.take() {
+            // A notification held back goes after the answers, before the rest.
+            while let Some((ticket, answer)) = state.hub.pop_answer(self.session) {
+                send(Item::Answer(ticket.get(), answer.as_deref()));
+            }
             if !send(Item::Shared(item.method(), item.shared_params())) {
                 self.held = Some(item);
                 self.wake.ready.store(true, Ordering::Release);
                 return true;
             }
         }
+        // Answers and notifications in order, one look at the session for each (a
+        // subscriber's connection, woken for each notification, looks once).
         for _ in 0..DRAIN_PER_CALL {
-            let Some(item) = state.hub.pop_outgoing(self.session) else {
+            let Some((next, more)) = state.hub.pop_next(self.session) else {
                 return false;
             };
-            if !send(Item::Shared(item.method(), item.shared_params())) {
-                self.held = Some(item);
-                break;
+            match next {
+                Next::Answer(ticket, answer) => {
+                    send(Item::Answer(ticket.get(), answer.as_deref()));
+                }
+                Next::Outgoing(item) => {
+                    if !send(Item::Shared(item.method(), item.shared_params())) {
+                        self.held = Some(item);
+                        break;
+                    }
+                }
+            }
+            if !more {
+                return false;
             }
         }
         // Stopped early: more may wait.

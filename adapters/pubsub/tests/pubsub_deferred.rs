@@ -5,7 +5,9 @@
 use std::collections::VecDeque;
 
 use sansrpc::{Instant, RawValue};
-use sansrpc_pubsub::hub::{Handled, Hub, HubConfig, SessionId, StoreDone, StoreOp, StoreTask};
+use sansrpc_pubsub::hub::{
+    Handled, Hub, HubConfig, Next, SessionId, StoreDone, StoreOp, StoreTask,
+};
 use sansrpc_pubsub::store::{MemoryStore, RetentionPolicy};
 use serde_json::{json, Value};
 
@@ -448,4 +450,39 @@ fn an_unsubscribe_right_after_a_subscribe_is_not_undone() {
         2,
         "a fresh subscription"
     );
+}
+
+#[test]
+fn a_connection_takes_its_answers_before_its_notifications_and_learns_when_none_is_left() {
+    let mut d = Deferred::new(HubConfig::default());
+    let s = d.hub.connect();
+    d.request(s, "rpc.subscribe.persistent", sub("p"));
+    d.step();
+    d.publish("t", 2);
+    d.publish("t", 3);
+    d.settle();
+    // One answer and two notifications (the store's sequences 1 and 2) queued: taken in
+    // that order, each saying whether more waits.
+    let mut taken = Vec::new();
+    while let Some((next, more)) = d.hub.pop_next(s) {
+        taken.push(match next {
+            Next::Answer(_, answer) => {
+                let answer: Value = serde_json::from_str(&answer.unwrap()).unwrap();
+                (format!("answer {}", answer["subscription_id"]), more)
+            }
+            Next::Outgoing(o) => {
+                let v: Value = serde_json::from_str(o.params().get()).unwrap();
+                (format!("{} {}", o.method(), v["sequence_id"]), more)
+            }
+        });
+    }
+    assert_eq!(
+        taken,
+        [
+            ("answer \"p\"".to_string(), true),
+            ("rpc.notification.persistent 1".to_string(), true),
+            ("rpc.notification.persistent 2".to_string(), false),
+        ]
+    );
+    assert!(d.hub.pop_answer(s).is_none() && d.hub.pop_outgoing(s).is_none());
 }

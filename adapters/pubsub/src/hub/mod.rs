@@ -369,6 +369,16 @@ impl Session {
     fn subscriptions(&self) -> usize {
         self.patterns.len() + self.persistent.len()
     }
+
+    /// Takes the oldest notification queued.
+    fn pop_outgoing(&mut self) -> Option<Outgoing> {
+        let item = self.queue.pop_front()?;
+        self.bytes -= item.params.get().len();
+        if self.queue.is_empty() {
+            self.drop_reported = false;
+        }
+        Some(item)
+    }
 }
 
 /// A persistent subscription attached to a session.
@@ -493,6 +503,15 @@ impl Queues {
         }
         true
     }
+}
+
+/// What a session's connection sends next ([`Hub::pop_next`]).
+#[derive(Debug)]
+pub enum Next {
+    /// The answer to a request taken with [`Handled::Later`].
+    Answer(Ticket, HubAnswer),
+    /// A notification.
+    Outgoing(Outgoing),
 }
 
 /// A request the hub took and answers later: see [`Handled::Later`].
@@ -1090,13 +1109,20 @@ impl Hub {
 
     /// The next notification for `session`'s connection, oldest first.
     pub fn pop_outgoing(&mut self, session: SessionId) -> Option<Outgoing> {
+        self.queues.sessions.get_mut(&session)?.pop_outgoing()
+    }
+
+    /// What `session`'s connection sends next, answers ([`Hub::pop_answer`]) before
+    /// notifications ([`Hub::pop_outgoing`]), and whether more waits after it: one look at
+    /// the session for each (a subscriber's connection, woken for each message, looks once).
+    pub fn pop_next(&mut self, session: SessionId) -> Option<(Next, bool)> {
         let s = self.queues.sessions.get_mut(&session)?;
-        let item = s.queue.pop_front()?;
-        s.bytes -= item.params.get().len();
-        if s.queue.is_empty() {
-            s.drop_reported = false;
-        }
-        Some(item)
+        let next = match s.answers.pop_front() {
+            Some((ticket, answer)) => Next::Answer(ticket, answer),
+            None => Next::Outgoing(s.pop_outgoing()?),
+        };
+        let more = !s.answers.is_empty() || !s.queue.is_empty();
+        Some((next, more))
     }
 
     /// The next answer for `session`'s connection to a request taken with
