@@ -49,6 +49,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::task::Waker;
 use std::thread;
 use std::time::{Duration, Instant as StdInstant, SystemTime, UNIX_EPOCH};
 
@@ -60,7 +61,6 @@ use crate::store::{DynStore, Store};
 use futures_channel::oneshot;
 use sansrpc::connection::hook::{ConnectionExtension, ConnectionHook, Item, Taken, Wake};
 use sansrpc::{Instant, RawValue};
-use sansrpc_runtime::KeyMap;
 
 /// Where [`Report`]s go.
 pub type Reporter = Box<dyn Fn(&Report) + Send + Sync>;
@@ -98,8 +98,6 @@ struct State {
     /// A store that does not wait ([`Store::waits`] false, memory): its operations are
     /// performed at once under the lock, where a handoff to the worker would cost more.
     inline: Option<DynStore>,
-    /// Each session's wake, looked up for every session a publish queued something for.
-    wakes: KeyMap<SessionId, Arc<SessionWake>>,
     receipts: BTreeMap<AppendId, oneshot::Sender<Result<u64, PublishError>>>,
     /// What the worker sleeps until (`None`: it is busy, or sleeps with no deadline).
     sleeping_until: Option<Instant>,
@@ -182,7 +180,6 @@ impl PubSub {
             state: Mutex::new(State {
                 hub: Hub::new(config),
                 inline,
-                wakes: KeyMap::default(),
                 receipts: BTreeMap::new(),
                 sleeping_until: None,
                 sleeping: false,
@@ -321,7 +318,9 @@ impl Drop for PubSub {
 /// What to do once the lock is released.
 #[derive(Default)]
 struct Settled {
-    wakes: Vec<Arc<SessionWake>>,
+    /// The wakers of the sessions woken ([`Hub::poll_woken_waker`]): a session's is kept by
+    /// the hub with it, not looked up in a table of its own.
+    wakes: Vec<Waker>,
     reports: Vec<Report>,
     worker: bool,
 }
@@ -355,7 +354,7 @@ impl Shared {
         if settled.worker {
             self.worker.notify_all();
         }
-        settled.wakes.iter().for_each(|w| w.wake());
+        settled.wakes.into_iter().for_each(Waker::wake);
         settled.reports.iter().for_each(|r| (self.reporter)(r));
     }
 
@@ -435,10 +434,8 @@ impl Shared {
 /// Collects, under the lock, what the last hub calls queued for others.
 fn settle(state: &mut State) -> Settled {
     let mut settled = Settled::default();
-    while let Some(id) = state.hub.poll_woken() {
-        if let Some(w) = state.wakes.get(&id) {
-            settled.wakes.push(Arc::clone(w));
-        }
+    while let Some((_, waker)) = state.hub.poll_woken_waker() {
+        settled.wakes.extend(waker);
     }
     while let Some((id, result)) = state.hub.poll_appended() {
         if let Some(tx) = state.receipts.remove(&id) {
@@ -464,11 +461,8 @@ impl ConnectionExtension for PubSub {
             ready: AtomicBool::new(false),
             wake,
         });
-        let session = self.shared.with(|state| {
-            let session = state.hub.connect();
-            state.wakes.insert(session, Arc::clone(&wake));
-            session
-        });
+        let waker = Waker::from(Arc::clone(&wake));
+        let session = self.shared.with(|state| state.hub.connect_waking(waker));
         Box::new(Hook {
             shared: Arc::clone(&self.shared),
             session,
@@ -481,14 +475,18 @@ impl ConnectionExtension for PubSub {
 
 /// How a session's connection is woken: its flag (the hub queued something since its last
 /// drain) set, then its driver's wake. One allocation for both, as a publish wakes every
-/// subscribed session.
+/// subscribed session; the hub keeps it with the session as a [`Waker`].
 struct SessionWake {
     ready: AtomicBool,
     wake: Wake,
 }
 
-impl SessionWake {
-    fn wake(&self) {
+impl std::task::Wake for SessionWake {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
         self.ready.store(true, Ordering::Release);
         (self.wake)();
     }
@@ -578,10 +576,7 @@ impl ConnectionHook for Hook {
             return;
         }
         let session = self.session;
-        self.shared.with(|state| {
-            state.hub.disconnect(session);
-            sansrpc_runtime::remove_and_shrink(&mut state.wakes, &session);
-        });
+        self.shared.with(|state| state.hub.disconnect(session));
     }
 }
 

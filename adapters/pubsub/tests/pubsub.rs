@@ -172,6 +172,79 @@ fn seed_pubsub_shapes() {
         .is_none());
 }
 
+/// A waker that counts its wakes.
+struct Counting(std::sync::atomic::AtomicUsize);
+
+impl std::task::Wake for Counting {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &std::sync::Arc<Self>) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+#[test]
+fn a_woken_session_comes_out_once_in_order_with_its_waker_and_never_once_gone() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let mut hub = hub();
+    let counters: Vec<Arc<Counting>> = (0..3)
+        .map(|_| Arc::new(Counting(AtomicUsize::new(0))))
+        .collect();
+    let sessions: Vec<SessionId> = counters
+        .iter()
+        .map(|c| hub.connect_waking(std::task::Waker::from(Arc::clone(c))))
+        .collect();
+    let plain = hub.connect();
+    for &s in sessions.iter().chain([&plain]) {
+        let sub = call(&mut hub, s, "rpc.subscribe", json!({"topic": "t"}));
+        assert_eq!(sub, Ok(json!({"subscribed": true})));
+    }
+    // Woken once however many times it is queued something before it is handed out.
+    assert_eq!(publish(&mut hub, "t", json!(1)), 4);
+    assert_eq!(publish(&mut hub, "t", json!(2)), 4);
+    let mut woken = Vec::new();
+    while let Some((s, waker)) = hub.poll_woken_waker() {
+        woken.push((s, waker.is_some()));
+        waker.into_iter().for_each(std::task::Waker::wake);
+    }
+    let expected: Vec<(SessionId, bool)> = sessions
+        .iter()
+        .map(|&s| (s, true))
+        .chain([(plain, false)])
+        .collect();
+    assert_eq!(woken, expected, "in the order queued, each once");
+    let wakes: Vec<usize> = counters
+        .iter()
+        .map(|c| c.0.load(Ordering::Relaxed))
+        .collect();
+    assert_eq!(wakes, [1, 1, 1]);
+    // Handed out, it is put back by the next publish (its queue untouched meanwhile).
+    assert_eq!(publish(&mut hub, "t", json!(3)), 4);
+    assert_eq!(hub.poll_woken(), Some(sessions[0]));
+    // One gone while it waits in the list is never handed out; the others keep their order.
+    hub.disconnect(sessions[1]);
+    assert_eq!(hub.poll_woken(), Some(sessions[2]));
+    assert_eq!(hub.poll_woken(), Some(plain));
+    assert_eq!(hub.poll_woken(), None);
+    // A session gone after it was handed out leaves nothing behind either.
+    assert_eq!(publish(&mut hub, "t", json!(4)), 3);
+    hub.disconnect(sessions[0]);
+    assert_eq!(hub.poll_woken_waker().map(|(s, _)| s), Some(sessions[2]));
+    assert_eq!(
+        hub.poll_woken_waker().map(|(s, w)| (s, w.is_some())),
+        Some((plain, false))
+    );
+    assert!(hub.poll_woken_waker().is_none());
+    assert_eq!(
+        drain(&mut hub, sessions[2]).len(),
+        4,
+        "every notification kept"
+    );
+}
+
 #[test]
 fn seed_persistent_shapes() {
     let mut hub = hub();

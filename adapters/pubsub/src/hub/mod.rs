@@ -12,7 +12,9 @@
 //!   [`Hub::pop_answer`] for that session once its store tasks are done;
 //! - after any hub call, drains [`Hub::poll_woken`] and wakes those sessions' connections,
 //!   which then move [`Hub::pop_answer`] and [`Hub::pop_outgoing`] into their endpoint while
-//!   it accepts output;
+//!   it accepts output (or opens each session with [`Hub::connect_waking`], and drains
+//!   [`Hub::poll_woken_waker`]: the session's waker comes with it, no table of its own to
+//!   look it up in);
 //! - performs the store's work: [`Hub::poll_store`] hands out [`StoreTask`]s in the order
 //!   to perform them; [`StoreTask::perform`] runs one on a [`Store`](crate::store::Store)
 //!   (blocking as long as the store does: off the lock, off any async worker), and
@@ -59,6 +61,7 @@
 //! - Every store failure answers the peer `-32603` and is reported to the operator.
 
 use core::fmt::{self, Write as _};
+use core::task::Waker;
 use core::time::Duration;
 use std::borrow::ToOwned;
 use std::boxed::Box;
@@ -359,7 +362,12 @@ struct Session {
     bytes: usize,
     dropped: u64,
     drop_reported: bool,
-    wake_pending: bool,
+    /// The place in the woken list where this session waits to be returned by
+    /// [`Hub::poll_woken`], counted from the list's start ([`Woken`]); `None` or a place
+    /// already passed when it is not there.
+    woken_at: Option<u64>,
+    /// What wakes its connection ([`Hub::connect_waking`]), handed out with it.
+    waker: Option<Waker>,
     /// Room held for persistent subscriptions whose subscribe is between its checks and
     /// its attach (saving new ids), so concurrent subscribes cannot pass the limit together.
     room_held: usize,
@@ -433,8 +441,55 @@ struct Queues {
     /// By id: a hash table, as a notification to every subscriber looks up each of them
     /// (a B-tree's search of 1,000 sessions read four nodes or more a lookup).
     sessions: KeyMap<SessionId, Session>,
-    woken: VecDeque<SessionId>,
+    woken: Woken,
     reports: VecDeque<Report>,
+}
+
+/// The sessions queued something since they were last returned by [`Hub::poll_woken`], in
+/// order, each at most once, with its waker. Whether a session is in it is known from the
+/// session alone (the place it was put at, against how many have left): handing one out
+/// looks no session up, and a publish to many subscribers looks each up once.
+#[derive(Debug, Default)]
+struct Woken {
+    /// A session gone meanwhile leaves `None` in its place.
+    list: VecDeque<Option<(SessionId, Option<Waker>)>>,
+    /// Places handed out since the start: the front's place.
+    popped: u64,
+}
+
+impl Woken {
+    /// True while `s` waits in the list.
+    fn holds(&self, s: &Session) -> bool {
+        s.woken_at.is_some_and(|at| at >= self.popped)
+    }
+
+    /// Puts `s` (session `id`) last unless it is in the list.
+    fn push(&mut self, id: SessionId, s: &mut Session) {
+        if !self.holds(s) {
+            s.woken_at = Some(self.popped + self.list.len() as u64);
+            self.list.push_back(Some((id, s.waker.clone())));
+        }
+    }
+
+    /// Takes `s` out of the list, where it is (it is gone).
+    fn remove(&mut self, s: &Session) {
+        if let Some(at) = s.woken_at.filter(|_| self.holds(s)) {
+            if let Some(entry) = self.list.get_mut((at - self.popped) as usize) {
+                *entry = None;
+            }
+        }
+    }
+
+    /// The first session in the list, with its waker.
+    fn pop(&mut self) -> Option<(SessionId, Option<Waker>)> {
+        loop {
+            let entry = self.list.pop_front()?;
+            self.popped += 1;
+            if entry.is_some() {
+                return entry;
+            }
+        }
+    }
 }
 
 impl Queues {
@@ -455,15 +510,7 @@ impl Queues {
 
     fn wake(&mut self, id: SessionId) {
         if let Some(s) = self.sessions.get_mut(&id) {
-            Self::wake_session(&mut self.woken, id, s);
-        }
-    }
-
-    /// Puts `s` (session `id`) in the woken list unless it is there.
-    fn wake_session(woken: &mut VecDeque<SessionId>, id: SessionId, s: &mut Session) {
-        if !s.wake_pending {
-            s.wake_pending = true;
-            woken.push_back(id);
+            self.woken.push(id, s);
         }
     }
 
@@ -497,7 +544,7 @@ impl Queues {
         if report.is_some() {
             s.drop_reported = true;
         }
-        Self::wake_session(&mut self.woken, id, s);
+        self.woken.push(id, s);
         if let Some(total) = report {
             self.report(Report::Dropped { session: id, total });
         }
@@ -1008,9 +1055,23 @@ impl Hub {
 
     /// Opens a session for a new connection.
     pub fn connect(&mut self) -> SessionId {
+        self.open(None)
+    }
+
+    /// Opens a session for a new connection that `waker` wakes: [`Hub::poll_woken_waker`]
+    /// hands a clone of it out with the session each time the session is woken.
+    pub fn connect_waking(&mut self, waker: Waker) -> SessionId {
+        self.open(Some(waker))
+    }
+
+    fn open(&mut self, waker: Option<Waker>) -> SessionId {
         let id = SessionId(self.next_session);
         self.next_session += 1;
-        self.queues.sessions.insert(id, Session::default());
+        let session = Session {
+            waker,
+            ..Session::default()
+        };
+        self.queues.sessions.insert(id, session);
         id
     }
 
@@ -1021,6 +1082,7 @@ impl Hub {
         let Some(s) = remove_and_shrink(&mut self.queues.sessions, &session) else {
             return;
         };
+        self.queues.woken.remove(&s);
         for pattern in &s.patterns {
             self.trie.remove(pattern, session);
         }
@@ -1142,13 +1204,14 @@ impl Hub {
     /// A session that was queued something since it was last returned here: wake its
     /// connection so that it drains [`Hub::pop_answer`] and [`Hub::pop_outgoing`].
     pub fn poll_woken(&mut self) -> Option<SessionId> {
-        loop {
-            let id = self.queues.woken.pop_front()?;
-            if let Some(s) = self.queues.sessions.get_mut(&id) {
-                s.wake_pending = false;
-                return Some(id);
-            }
-        }
+        self.queues.woken.pop().map(|(id, _)| id)
+    }
+
+    /// [`Hub::poll_woken`] with the waker the session was opened with
+    /// ([`Hub::connect_waking`]; `None` for one opened with [`Hub::connect`]), to wake once
+    /// the hub's lock is released.
+    pub fn poll_woken_waker(&mut self) -> Option<(SessionId, Option<Waker>)> {
+        self.queues.woken.pop()
     }
 
     /// The next report for the operator (at most 256 are kept; older ones are dropped).
