@@ -538,8 +538,30 @@ enum Take {
 
 /// One connection: the wire protocol and everything per connection around it; see the
 /// [module documentation](self).
+// Laid out in this order (not the compiler's): the wire first (a call on it needs no
+// offset), then what every driver turn reads of the connection itself, in one cache line
+// (a subscriber's connection woken for each notification: with many connections each line
+// read is a miss), then the rest.
+#[repr(C)]
 pub struct Connection {
     wire: Wire,
+    phase: Phase,
+    hook: Option<Box<dyn ConnectionHook>>,
+    /// Why the wire closed, when we closed it.
+    reason: Option<CloseReason>,
+    /// The LSP lifecycle, under [`Profile::Lsp`] (boxed: whether a connection has one is
+    /// read every turn, and most have none).
+    lsp: Option<Box<lsp::Lsp>>,
+    /// The peer's input ended; the wire is told once its queued frames are processed.
+    input_ended: bool,
+    input_finished: bool,
+    /// The driver still holds output it has not written.
+    driver_pending: bool,
+    finished: bool,
+    /// A heartbeat, the LSP lifecycle or a stream may hold a deadline: set with the first
+    /// of them, never cleared. Most connections have none of them, and their fields are
+    /// not read on every driver turn ([`poll_timeout`](Connection::poll_timeout)).
+    timed: bool,
     calls: Calls,
     /// The peer's requests handed out as [`Event::Request`] and not answered yet.
     running: Running,
@@ -549,26 +571,10 @@ pub struct Connection {
     #[cfg(feature = "subscriptions")]
     subs: subscriptions::Table,
     heartbeat: Option<Heartbeat>,
-    hook: Option<Box<dyn ConnectionHook>>,
     /// Scratch space for the hook's answers.
     hook_buf: Vec<u8>,
     /// Requests the hook answers later, by its number.
     hook_later: Vec<(u64, IncomingId)>,
-    phase: Phase,
-    /// The peer's input ended; the wire is told once its queued frames are processed.
-    input_ended: bool,
-    input_finished: bool,
-    /// Why the wire closed, when we closed it.
-    reason: Option<CloseReason>,
-    /// The driver still holds output it has not written.
-    driver_pending: bool,
-    finished: bool,
-    /// A heartbeat, the LSP lifecycle or a stream may hold a deadline: set with the first
-    /// of them, never cleared. Most connections have none of them, and their fields are
-    /// not read on every driver turn ([`poll_timeout`](Connection::poll_timeout)).
-    timed: bool,
-    /// The LSP lifecycle, under [`Profile::Lsp`].
-    lsp: Option<lsp::Lsp>,
 }
 
 impl fmt::Debug for Connection {
@@ -588,7 +594,7 @@ impl Connection {
     /// A new connection at `now` (the heartbeat's clock starts there).
     pub fn new(config: Config, now: Instant) -> Self {
         let lsp = (config.lsp_lifecycle && config.profile == Profile::Lsp)
-            .then(|| lsp::Lsp::new(config.process_check));
+            .then(|| Box::new(lsp::Lsp::new(config.process_check)));
         let timed = config.heartbeat.is_some() || lsp.is_some();
         Connection {
             #[cfg(feature = "streams")]
@@ -1022,7 +1028,7 @@ impl Connection {
                     self.hook.as_mut(),
                     &mut self.hook_buf,
                     self.heartbeat.is_some(),
-                    self.lsp.as_ref(),
+                    self.lsp.as_deref(),
                     #[cfg(feature = "subscriptions")]
                     &self.subs,
                 ),

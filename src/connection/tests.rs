@@ -9,6 +9,31 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 use super::*;
 use crate::wire::Timeout;
 
+/// What a driver's turn reads of the connection itself (its phase, hook, close reason,
+/// whether it keeps the LSP lifecycle, its flags) lies in one cache line, right after the
+/// wire (which is first: a call on it needs no offset).
+#[test]
+fn a_turn_reads_one_cache_line_of_the_connection_beside_the_wire() {
+    use core::mem::{offset_of, size_of};
+    assert_eq!(offset_of!(Connection, wire), 0);
+    let line = size_of::<crate::wire::Wire>();
+    assert_eq!(line % 64, 0, "the wire fills whole lines");
+    for (name, at, size) in [
+        ("phase", offset_of!(Connection, phase), size_of::<Phase>()),
+        ("hook", offset_of!(Connection, hook), 16),
+        ("reason", offset_of!(Connection, reason), 8),
+        ("lsp", offset_of!(Connection, lsp), 8),
+        ("input_ended", offset_of!(Connection, input_ended), 1),
+        ("finished", offset_of!(Connection, finished), 1),
+        ("timed", offset_of!(Connection, timed), 1),
+    ] {
+        assert!(
+            at >= line && at + size <= line + 64,
+            "{name} at {at}, the line at {line}"
+        );
+    }
+}
+
 fn raw(s: &str) -> &RawValue {
     RawValue::from_json(s).unwrap()
 }
