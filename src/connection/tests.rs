@@ -20,9 +20,21 @@ fn a_turn_reads_one_cache_line_of_the_connection_beside_the_wire() {
     assert_eq!(line % 64, 0, "the wire fills whole lines");
     for (name, at, size) in [
         ("phase", offset_of!(Connection, phase), size_of::<Phase>()),
-        ("hook", offset_of!(Connection, hook), 16),
-        ("reason", offset_of!(Connection, reason), 8),
-        ("lsp", offset_of!(Connection, lsp), 8),
+        (
+            "hook",
+            offset_of!(Connection, hook),
+            size_of::<Option<Box<dyn ConnectionHook>>>(),
+        ),
+        (
+            "reason",
+            offset_of!(Connection, reason),
+            size_of::<Option<CloseReason>>(),
+        ),
+        (
+            "lsp",
+            offset_of!(Connection, lsp),
+            size_of::<Option<Box<lsp::Lsp>>>(),
+        ),
         ("input_ended", offset_of!(Connection, input_ended), 1),
         ("finished", offset_of!(Connection, finished), 1),
         ("timed", offset_of!(Connection, timed), 1),
