@@ -488,3 +488,71 @@ proptest! {
         prop_assert_eq!(pushed, handed + lagged);
     }
 }
+
+/// The core's rule for writing past the output ([`Connection::may_bypass`]): a connection
+/// whose messages a transport frames, open, with nothing queued, may let a notification
+/// go to its socket from elsewhere; what is written then ([`Connection::bypass_head`], the
+/// item, `}}`) is byte for byte what its output would have held. Not with output waiting,
+/// not on a connection that frames its own output, not once closing.
+#[test]
+fn a_notification_written_past_the_output_is_the_one_the_output_would_hold() {
+    let eth = MethodSubscription::ethereum();
+    // A WebSocket's: whole messages, no framing of its own.
+    let mut config = Config::default();
+    config.framing = None;
+    let mut server = Connection::new(config, NOW);
+    let subscribe = br#"{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["newHeads"]}"#;
+    server.handle_message(subscribe, NOW).unwrap();
+    let Some(Event::Request { handle, .. }) = server.poll_event() else {
+        panic!("the subscribe request")
+    };
+    let sub = server.accept_subscription(handle, &eth).unwrap();
+    // The answer waits: nothing may go past it.
+    assert!(!server.may_bypass());
+    let answer: Vec<u8> = server
+        .peek_message_parts()
+        .flatten()
+        .flatten()
+        .copied()
+        .collect();
+    server.consume_transmit(answer.len());
+    assert!(
+        server.may_bypass(),
+        "open, a transport's framing, nothing queued"
+    );
+
+    let item: std::sync::Arc<sansrpc::RawValue> =
+        std::sync::Arc::from(raw(r#"{"number":"0x1b4"}"#));
+    let head = server.bypass_head(sub).unwrap();
+    let bypassed = [&head[..], item.get().as_bytes(), b"}}"].concat();
+    server.send_shared_item(sub, &item).unwrap();
+    assert!(!server.may_bypass(), "a notification queued");
+    let queued: Vec<u8> = server
+        .peek_message_parts()
+        .flatten()
+        .flatten()
+        .copied()
+        .collect();
+    assert_eq!(
+        String::from_utf8(bypassed).unwrap(),
+        String::from_utf8(queued).unwrap()
+    );
+    assert_eq!(
+        server.bypass_head(sub + 1),
+        None,
+        "not an active subscription"
+    );
+
+    // A connection that frames its output (Content-Length) never lets it be bypassed.
+    let (framed, _, _, framed_sub) = subscribed(&eth);
+    assert!(!framed.may_bypass());
+    assert_eq!(framed.bypass_head(framed_sub), None);
+
+    // Closing: everything goes through the output, in order with the close.
+    let _ = server.peek_message_parts().count();
+    let queued = server.buffered_output();
+    server.consume_transmit(queued);
+    assert!(server.may_bypass());
+    server.shutdown(std::time::Duration::from_secs(1), NOW);
+    assert!(!server.may_bypass());
+}

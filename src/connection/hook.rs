@@ -51,6 +51,29 @@ pub trait ConnectionHook: Send {
 
     /// The connection ended; called once, after which the hook is dropped.
     fn close(&mut self);
+
+    /// The connection's driver parks with nothing queued
+    /// ([`Connection::open_hook_bypass`](super::Connection::open_hook_bypass)): the hook may
+    /// write its notifications through `bypass` itself, from where they are produced,
+    /// until [`close_bypass`](ConnectionHook::close_bypass), in the order it would have
+    /// handed them out, each as the output writes an [`Item::Shared`]
+    /// ([`notification_head`](super::bypass::notification_head), the params,
+    /// [`NOTIFICATION_TAIL`](super::bypass::NOTIFICATION_TAIL)). A write taken in part or
+    /// not at all ends it (see [`Bypassed`](super::bypass::Bypassed)): the hook wakes the
+    /// driver and hands out the rest through [`drain`](ConnectionHook::drain). True when
+    /// it took it; false (the default) when it does not write past the driver, or has
+    /// something for [`drain`](ConnectionHook::drain) first.
+    #[cfg(target_has_atomic = "ptr")]
+    fn open_bypass(&mut self, bypass: &Arc<dyn super::bypass::Bypass>) -> bool {
+        let _ = bypass;
+        false
+    }
+
+    /// Ends what [`open_bypass`](ConnectionHook::open_bypass) opened, first thing on the
+    /// driver's turn: from here the hook's notifications go through
+    /// [`drain`](ConnectionHook::drain). Nothing by default.
+    #[cfg(target_has_atomic = "ptr")]
+    fn close_bypass(&mut self) {}
 }
 
 /// The hook's answer to a request it took now: `Ok` with the result JSON in the scratch

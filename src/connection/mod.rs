@@ -115,6 +115,8 @@ use keepalive::{Beat, Heard, Heartbeat};
 #[cfg(feature = "streams")]
 use stream::{Demand, Produced, StreamTable};
 
+#[cfg(target_has_atomic = "ptr")]
+pub mod bypass;
 pub mod hook;
 pub mod keepalive;
 pub(crate) mod lsp;
@@ -625,6 +627,11 @@ impl Connection {
     /// queued as output once the events are drained.
     pub fn set_hook(&mut self, hook: Box<dyn ConnectionHook>) {
         self.hook = Some(hook);
+    }
+
+    /// True when the connection has a hook ([`set_hook`](Connection::set_hook)).
+    pub fn has_hook(&self) -> bool {
+        self.hook.is_some()
     }
 
     /// The config.
@@ -1919,6 +1926,75 @@ impl Connection {
         let shape = &self.subs.shapes[active.decl];
         let head: [&[u8]; 3] = [&shape.head, active.id(), &shape.mid];
         self.wire.send_shared(&head, item, b"}}")
+    }
+
+    /// True when a notification of an active subscription may bypass this connection's
+    /// output until its driver next takes a turn: written whole to the transport by the
+    /// task that produced it, as [`send_shared_item`](Connection::send_shared_item) followed
+    /// by a write of everything queued would write it. That is so while the connection is
+    /// open (not closing, not closed, no LSP lifecycle), nothing waits in its output, and
+    /// its messages are framed by a message-based transport that takes the output's parts
+    /// (a WebSocket's text frames), not in the output itself.
+    ///
+    /// A driver that parks with this true may let a fan-out write to its socket
+    /// ([`bypass_head`](Connection::bypass_head) gives the bytes before the item, `}}` the
+    /// bytes after it); the driver takes that back before anything else it does on its next
+    /// turn, and writes the rest of a notification the socket took only in part before
+    /// any other output. The order of what the peer receives is then the order the
+    /// notifications were produced in, as it would be through the output. Such a write is
+    /// not counted in [`transmitted`](Connection::transmitted); the idle clock counts input
+    /// only and is not moved by it, and a write the socket took whole never stalls.
+    #[cfg(target_has_atomic = "ptr")]
+    pub fn may_bypass(&self) -> bool {
+        self.takes_input()
+            && self.lsp.is_none()
+            && !self.wire.is_closed()
+            && self.wire.buffered_output() == 0
+            && self.wire.shares_items()
+            && !self.wire.frames_output()
+    }
+
+    /// Lets the hook's notifications ([`set_hook`](Connection::set_hook)) be written past
+    /// the output through `bypass` (see [`self::bypass`]), as a driver parks: false
+    /// (nothing opened) unless [`may_bypass`](Connection::may_bypass) holds, no request the
+    /// hook took waits for its answer, and the hook opens it
+    /// ([`ConnectionHook::open_bypass`]). Close it with
+    /// [`close_hook_bypass`](Connection::close_hook_bypass) first thing on the driver's
+    /// next turn.
+    #[cfg(target_has_atomic = "ptr")]
+    pub fn open_hook_bypass(&mut self, bypass: &alloc::sync::Arc<dyn bypass::Bypass>) -> bool {
+        if !self.hook_later.is_empty() || !self.may_bypass() {
+            return false;
+        }
+        self.hook
+            .as_mut()
+            .is_some_and(|hook| hook.open_bypass(bypass))
+    }
+
+    /// Ends what [`open_hook_bypass`](Connection::open_hook_bypass) opened: the hook's
+    /// notifications join the output again.
+    #[cfg(target_has_atomic = "ptr")]
+    pub fn close_hook_bypass(&mut self) {
+        if let Some(hook) = &mut self.hook {
+            hook.close_bypass();
+        }
+    }
+
+    /// The bytes a notification of subscription `sub` starts with, before its item (it ends
+    /// with `}}`): what a task writing it past the output
+    /// ([`may_bypass`](Connection::may_bypass)) writes around the item. `None` when `sub` is
+    /// not active or this connection's messages are framed in its output.
+    #[cfg(all(feature = "subscriptions", target_has_atomic = "ptr"))]
+    pub fn bypass_head(&self, sub: u64) -> Option<Vec<u8>> {
+        if !self.wire.shares_items() || self.wire.frames_output() {
+            return None;
+        }
+        let active = self.subs.active.get(&sub)?;
+        if let Some(prefix) = active.prefix() {
+            return Some(prefix.to_vec());
+        }
+        let shape = &self.subs.shapes[active.decl];
+        Some([&shape.head[..], active.id(), &shape.mid[..]].concat())
     }
 
     /// Tells subscription `sub` it missed `dropped` items

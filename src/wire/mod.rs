@@ -1404,9 +1404,17 @@ impl Wire {
 
     /// True once the driver takes its output as parts
     /// ([`transmit_parts`](Wire::transmit_parts)): shared items are held, not copied.
-    #[cfg(all(feature = "subscriptions", target_has_atomic = "ptr"))]
+    #[cfg(target_has_atomic = "ptr")]
     pub(crate) fn shares_items(&self) -> bool {
         self.share_items
+    }
+
+    /// True when the output itself frames messages (Content-Length headers, newlines): a
+    /// byte stream's decoder, or a configured framing. A message-based transport (a
+    /// WebSocket) frames them itself.
+    #[cfg(target_has_atomic = "ptr")]
+    pub(crate) fn frames_output(&self) -> bool {
+        self.framing().is_some()
     }
 
     /// Starts an outgoing batch: add calls to the builder, then [`BatchBuilder::send`] it
