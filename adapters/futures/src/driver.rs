@@ -133,6 +133,11 @@ pub struct Driver<T, Tm, S = Serving> {
     sleeping: bool,
     /// `closing` is set: the connection finished.
     finished: bool,
+    /// The subscriptions served write past the driver through the transport's bypass
+    /// (opened as the driver parked): closed first thing on the next turn.
+    bypassing: bool,
+    /// The connection's hook (pub/sub) does.
+    hook_bypassing: bool,
     /// The connection has a hook (an extension's) whose notifications join the output only
     /// when its events are looked at: they are looked at on every wakeup.
     hooked: bool,
@@ -194,6 +199,8 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
             commands_open: true,
             sleeping: false,
             finished: false,
+            bypassing: false,
+            hook_bypassing: false,
             hooked: parts.hooked,
             deferred: None,
             shutdown_tx,
@@ -384,6 +391,17 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
         if self.done {
             return Poll::Ready(Ok(()));
         }
+        if self.bypassing || self.hook_bypassing {
+            // Nothing is written past the driver from here; what the bypass took only in
+            // part is written first.
+            if std::mem::take(&mut self.bypassing) {
+                self.server.close_bypass();
+            }
+            if std::mem::take(&mut self.hook_bypassing) {
+                self.conn.close_hook_bypass();
+            }
+            self.transport.bypass_closed();
+        }
         self.transport.start_turn();
         // Kept before the sources' bits are taken and the connection drains its hook (with
         // its events), so that no wake in between is lost.
@@ -517,8 +535,39 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
                 self.listening.routed = false;
             }
             if !progress {
+                self.park(flushed);
                 return Poll::Pending;
             }
+        }
+    }
+
+    /// The task waits: a connection with subscriptions (method subscriptions, or a hook's
+    /// topics) and nothing queued lets their notifications be written past it (the core's
+    /// rule, [`Connection::may_bypass`]), so that a fan-out's send wakes no task. Both may
+    /// write through the transport's bypass, each in its own order: it writes one message
+    /// at a time, and after one it took in part it takes none.
+    fn park(&mut self, flushed: bool) {
+        if !flushed || self.hooked || self.finished {
+            return;
+        }
+        let served = self.server.may_bypass();
+        let hook = self.conn.has_hook();
+        if !(served || hook) {
+            return;
+        }
+        // Asked first: a transport that cannot (any but a WebSocket server's) says so at
+        // no cost, before the connection's rule reads its state.
+        let Some(bypass) = self.transport.bypass() else {
+            return;
+        };
+        if !self.conn.may_bypass() {
+            return;
+        }
+        if served {
+            self.bypassing = self.server.open_bypass(&bypass);
+        }
+        if hook {
+            self.hook_bypassing = self.conn.open_hook_bypass(&bypass);
         }
     }
 }

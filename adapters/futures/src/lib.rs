@@ -77,6 +77,7 @@ pub use extension::Extension;
 pub use http_request::{HttpRequest, HttpRequests, Principal, MAX_RECORDED};
 pub use reconnect::{CallOptions, GaveUp, Reconnect, StateWatch, Supervisor};
 pub use router::{AsyncRouter, BoxFuture, HandlerResult};
+pub use sansrpc_runtime::subscriptions::{Bypass, Bypassed};
 pub use sansrpc_runtime::{ConnectionNotifier, Executor, Peer, PeerConnection, PeerContext};
 pub use side::{Answering, Answers, ClientOnly, Serving, Side};
 pub use stream::{RawStream, StreamOptions, TypedStream};

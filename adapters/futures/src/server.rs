@@ -157,6 +157,18 @@ impl crate::side::sealed::Side for Server {
         Server::poll(self, cx, conn, now)
     }
 
+    fn may_bypass(&self) -> bool {
+        self.served.may_bypass()
+    }
+
+    fn open_bypass(&mut self, bypass: &std::sync::Arc<dyn crate::Bypass>) -> bool {
+        self.served.open_bypass(bypass)
+    }
+
+    fn close_bypass(&mut self) {
+        self.served.close_bypass();
+    }
+
     fn clear(&mut self) {
         Server::clear(self);
     }

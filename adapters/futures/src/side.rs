@@ -80,6 +80,20 @@ pub(crate) mod sealed {
             let _ = (cx, conn, now);
             Polled::Idle
         }
+        /// Lets the subscriptions served write past the driver through `bypass` (see
+        /// [`Transport::bypass`](crate::Transport::bypass)); false when none is active or
+        /// something waits for the driver. False by default.
+        fn open_bypass(&mut self, bypass: &std::sync::Arc<dyn crate::Bypass>) -> bool {
+            let _ = bypass;
+            false
+        }
+        /// True when [`open_bypass`](Side::open_bypass) could open: some subscription
+        /// is active. False by default.
+        fn may_bypass(&self) -> bool {
+            false
+        }
+        /// Closes what [`open_bypass`](Side::open_bypass) opened.
+        fn close_bypass(&mut self) {}
         /// The connection is over: drops what still runs.
         fn clear(&mut self) {}
     }

@@ -288,6 +288,26 @@ impl Served {
         serving.tasks = None;
     }
 
+    /// True when some subscription is active: a parked driver may let its sinks write past
+    /// it.
+    pub(crate) fn may_bypass(&self) -> bool {
+        self.serving.as_ref().is_some_and(|s| s.core.has_active())
+    }
+
+    /// See [`shared::Served::open_bypass`].
+    pub(crate) fn open_bypass(&mut self, bypass: &Arc<dyn shared::Bypass>) -> bool {
+        self.serving
+            .as_mut()
+            .is_some_and(|s| s.core.open_bypass(bypass))
+    }
+
+    /// See [`shared::Served::close_bypass`].
+    pub(crate) fn close_bypass(&mut self) {
+        if let Some(serving) = &mut self.serving {
+            serving.core.close_bypass();
+        }
+    }
+
     /// True when some subscription's items wait for room in the connection's output.
     pub(crate) fn is_held_back(&self) -> bool {
         self.serving.as_ref().is_some_and(|s| s.core.is_held_back())

@@ -2,12 +2,14 @@
 
 use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
 use futures::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadHalf, WriteHalf};
 use sansrpc::connection::Connection;
 use sansrpc::driver::StreamIo;
 use sansrpc::Instant;
+use sansrpc_runtime::subscriptions::Bypass;
 
 /// What [`Transport::poll_receive`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,6 +114,19 @@ pub trait Transport: Send + Unpin + 'static {
     fn takes_hook_output(&self) -> bool {
         false
     }
+
+    /// What a fan-out may write a notification through, from the task that produced it,
+    /// past the connection's output, while the driver is parked with nothing queued (the
+    /// core's rule: [`Connection::may_bypass`]): a WebSocket server's plain TCP socket.
+    /// `None` when the transport cannot, or holds bytes of its own not written yet; `None`
+    /// by default. The driver asks as it parks.
+    fn bypass(&mut self) -> Option<Arc<dyn Bypass>> {
+        None
+    }
+
+    /// The bypass last handed out is closed, first thing on the driver's turn: the rest of
+    /// a message it took only in part is written before anything else. Nothing by default.
+    fn bypass_closed(&mut self) {}
 
     /// Flushes and closes the sending side.
     fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>>;

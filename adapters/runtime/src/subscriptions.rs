@@ -20,6 +20,12 @@
 //! made with ([`Hub::new`]) when a sink or a decision has something for it (once until the
 //! driver has looked), and sinks and inboxes wake both a task's [`Waker`] and a thread
 //! waiting on them.
+//!
+//! A driver parked with nothing queued may let sinks write past it
+//! ([`Served::open_bypass`], under the core's rule
+//! [`Connection::may_bypass`](sansrpc::connection::Connection::may_bypass)): a send then
+//! writes the notification to the transport's socket from where it runs, through the
+//! transport's [`Bypass`], and no driver wakes for it.
 
 use core::fmt;
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -39,6 +45,8 @@ use sansrpc::ErrorObject;
 use sansrpc::Instant;
 use sansrpc::RawValue;
 use serde::de::DeserializeOwned;
+
+pub use sansrpc::connection::bypass::{Bypass, Bypassed};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -138,6 +146,10 @@ struct SubState {
     /// Tasks waiting on it: boxed, made for the first (most subscriptions never have one,
     /// and every item moved asks whether one waits for room).
     waiting: Option<Box<Waiting>>,
+    /// What its notifications start with, before the item, for a send that writes past
+    /// the driver ([`Connection::bypass_head`]); `None` when its connection frames its
+    /// messages itself.
+    head: Option<Box<[u8]>>,
 }
 
 /// Tasks waiting on a subscription.
@@ -191,6 +203,10 @@ struct HubState {
     ready: Ready,
     /// Threads waiting on `changed`.
     sleepers: usize,
+    /// Set while the driver is parked with nothing queued ([`Served::open_bypass`]): a
+    /// subscription with nothing queued writes its notification through it, past the
+    /// driver.
+    bypass: Option<Arc<dyn Bypass>>,
 }
 
 impl fmt::Debug for Hub {
@@ -593,13 +609,33 @@ impl SubscriptionSink {
     /// Pushes `item` into the queue (the lag policy deciding when it is full), with the hub
     /// locked as `state`.
     fn push(&self, mut state: MutexGuard<'_, HubState>, item: Item) -> Result<(), Ended> {
-        let HubState { subs, ready, .. } = &mut *state;
+        let HubState {
+            subs,
+            ready,
+            bypass,
+            ..
+        } = &mut *state;
         let s = subs.get_mut(&self.sub).ok_or(Ended::Closed)?;
         if let Some(why) = s.ended {
             return Err(why);
         }
         if s.close.is_some() {
             return Err(Ended::ByServer);
+        }
+        // The driver is parked with nothing queued: the notification may go to the socket
+        // from here, in the order it was sent.
+        if bypass.is_some() {
+            match write_past(bypass, s, &item) {
+                Some(Bypassed::Whole) => return Ok(()),
+                Some(Bypassed::Part) => {
+                    // The rest waits in the transport: the driver is woken to write it.
+                    drop(state);
+                    self.hub.notify();
+                    return Ok(());
+                }
+                // Through the output, as with no bypass; the driver is woken for it.
+                _ => {}
+            }
         }
         let pushed = s.queue.push(item);
         let result = match pushed {
@@ -684,6 +720,31 @@ impl SubscriptionSink {
             }
         }
     }
+}
+
+/// Writes `item` through `bypass` (set) when `s` has nothing queued, as the connection's
+/// output would write it: what the bypass made of it, or `None` when it was not tried. One
+/// not written whole ends the bypass: nothing more goes past the driver.
+#[inline(always)]
+fn write_past(
+    bypass: &mut Option<Arc<dyn Bypass>>,
+    s: &SubState,
+    item: &Item,
+) -> Option<Bypassed> {
+    let through = bypass.as_ref()?;
+    let head = s.head.as_deref()?;
+    if !s.live || s.scheduled || !s.queue.is_empty() {
+        return None;
+    }
+    let (json, shared) = match item {
+        Item::Shared(item) => (&**item, Some(item)),
+        Item::Own(item) => (&**item, None),
+    };
+    let written = through.try_write(head, json, shared, b"}}");
+    if written != Bypassed::Whole {
+        *bypass = None;
+    }
+    Some(written)
 }
 
 /// One item to many subscriptions, of one connection or of many: serialized once, and
@@ -821,6 +882,36 @@ impl Served {
         !self.hub.pending.swap(false, Ordering::AcqRel) && self.backlog.is_empty()
     }
 
+    /// True when some subscription is active on the connection (one a sink may send to).
+    pub fn has_active(&self) -> bool {
+        !self.active.is_empty()
+    }
+
+    /// Lets the sinks write past the driver through `bypass` until
+    /// [`close_bypass`](Self::close_bypass): call it as the driver parks, when the core
+    /// says so ([`Connection::may_bypass`]) and the transport's own buffer is empty. False
+    /// (nothing opened) when something is handed over, scheduled or held back, or no
+    /// subscription is active: the driver's next turn comes first.
+    pub fn open_bypass(&mut self, bypass: &Arc<dyn Bypass>) -> bool {
+        if self.active.is_empty() || !self.backlog.is_empty() {
+            return false;
+        }
+        let mut state = lock(&self.hub.state);
+        if !state.decisions.is_empty() || !state.ready.is_empty() {
+            return false;
+        }
+        state.bypass = Some(Arc::clone(bypass));
+        true
+    }
+
+    /// Ends what [`open_bypass`](Self::open_bypass) opened: from here every send goes
+    /// through the connection's output. Call it first thing on the driver's turn, before
+    /// the transport writes anything (a message the bypass took in part, whose rest the
+    /// transport keeps, comes first).
+    pub fn close_bypass(&mut self) {
+        lock(&self.hub.state).bypass = None;
+    }
+
     /// True when some subscription's items are held back for want of room in the
     /// connection's output: [`poll`](Self::poll) again once it has drained.
     pub fn is_held_back(&self) -> bool {
@@ -863,9 +954,12 @@ impl Served {
         self.backlog.clear();
         self.undecided.clear();
         state.ready.clear();
+        // The transport goes with the driver: nothing more is written through it.
+        let bypass = state.bypass.take();
         let decisions = core::mem::take(&mut state.decisions);
         drop(state);
         drop(decisions);
+        drop(bypass);
     }
 
     /// Takes the handlers' decisions and moves queued items into the connection while its
@@ -951,6 +1045,7 @@ impl Served {
                         scheduled: false,
                         live: true,
                         waiting: None,
+                        head: conn.bypass_head(sub).map(Vec::into_boxed_slice),
                     },
                 );
                 self.active.insert(sub, handle);

@@ -6,6 +6,8 @@ use sansrpc::connection::subscriptions::MethodSubscription;
 use sansrpc::connection::{Config, Connection, Event};
 use sansrpc::Id;
 
+#[path = "../../../tests/support/bypass.rs"]
+mod bypass;
 #[path = "../../../tests/support/wire.rs"]
 mod wire;
 use wire::{bodies, raw, send, NOW};
@@ -182,4 +184,122 @@ fn a_subscribe_cancelled_before_its_handler_decides_is_answered_cancelled() {
         bodies[0].contains(r#""id":1"#) && bodies[0].contains(r#""error""#),
         "{wire}"
     );
+}
+
+/// The hub's side of writing past a parked driver: while the driver has let it
+/// (`Served::open_bypass`), a sink's send of a subscription with nothing queued goes to the
+/// transport's `Bypass` as the whole notification the output would hold, and wakes no
+/// driver. It is not opened while something waits for the driver. The rest of a message
+/// taken in part stays with the transport and closes the bypass (the driver is woken); one
+/// not taken at all closes it and goes through the output. Either way what follows is
+/// queued, in order. The connection's end lets go of the transport.
+#[test]
+fn a_parked_drivers_subscriptions_write_past_it_in_order_until_it_takes_them_back() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    use bypass::Socket;
+    use sansrpc_runtime::subscriptions::{Bypass, Hub, Served, SubscriptionSink};
+
+    /// What the connection's output holds, taken as a transport takes it.
+    fn output(conn: &mut Connection) -> String {
+        let bytes: Vec<u8> = conn
+            .peek_message_parts()
+            .flatten()
+            .flatten()
+            .copied()
+            .collect();
+        conn.consume_transmit(bytes.len());
+        String::from_utf8(bytes).unwrap()
+    }
+
+    let eth = MethodSubscription::ethereum();
+    // A WebSocket's connection: whole messages, output taken as parts.
+    let mut config = Config::default();
+    config.framing = None;
+    let mut server = Connection::new(config, NOW);
+    assert_eq!(output(&mut server), "");
+    let wakes = Arc::new(AtomicUsize::new(0));
+    let woken = Arc::clone(&wakes);
+    let mut served = Served::new(Hub::new(move || {
+        woken.fetch_add(1, Ordering::Relaxed);
+    }));
+    let subscribe = br#"{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["newHeads"]}"#;
+    server.handle_message(subscribe, NOW).unwrap();
+    let Some(Event::Request { handle, .. }) = server.poll_event() else {
+        panic!("the subscribe request")
+    };
+    let socket = Arc::new(Socket::default());
+    let bypass: Arc<dyn Bypass> = socket.clone();
+    assert!(!served.open_bypass(&bypass), "no subscription active yet");
+    let sink: Arc<Mutex<Option<SubscriptionSink>>> = Arc::default();
+    let given = Arc::clone(&sink);
+    served
+        .pending(handle, &eth)
+        .accept_with(Box::new(move |s| *given.lock().unwrap() = s));
+    assert!(
+        !served.open_bypass(&bypass),
+        "a decision waits for the driver"
+    );
+    assert!(!served.is_idle());
+    served.poll(&mut server, &mut |_| {});
+    let sink = sink.lock().unwrap().take().expect("accepted");
+    assert!(output(&mut server).contains(r#""result":"0x1""#));
+    assert!(server.may_bypass());
+
+    // Parked, nothing queued: sent past the driver, whole, waking nothing.
+    assert!(served.open_bypass(&bypass));
+    socket.room(usize::MAX);
+    let before = wakes.load(Ordering::Relaxed);
+    sink.try_send(&1u64).unwrap();
+    sink.try_send(&2u64).unwrap();
+    assert_eq!(wakes.load(Ordering::Relaxed), before, "no driver woken");
+    assert!(served.is_idle(), "nothing handed over");
+    let took = socket.took();
+    let notification = |n: u64| {
+        format!(
+            r#"{{"jsonrpc":"2.0","method":"eth_subscription","params":{{"subscription":"0x1","result":{n}}}}}"#
+        )
+    };
+    assert_eq!(took, notification(1) + &notification(2));
+
+    // The driver takes it back: queued, woken, in the output as the same bytes.
+    served.close_bypass();
+    sink.try_send(&3u64).unwrap();
+    assert_eq!(wakes.load(Ordering::Relaxed), before + 1);
+    assert!(!served.open_bypass(&bypass), "an item waits for the driver");
+    assert!(!served.is_idle());
+    served.poll(&mut server, &mut |_| {});
+    assert!(!server.may_bypass(), "the item waits in the output");
+    assert_eq!(output(&mut server), notification(3));
+
+    // Taken in part: the rest stays with the transport, the bypass is over, the driver is
+    // woken, and the next item is queued behind.
+    assert!(server.may_bypass() && served.open_bypass(&bypass));
+    socket.room(10);
+    sink.try_send(&4u64).unwrap();
+    sink.try_send(&5u64).unwrap();
+    assert_eq!(wakes.load(Ordering::Relaxed), before + 2);
+    assert_eq!(socket.took() + &socket.rest(), notification(4));
+    assert!(!served.is_idle());
+    served.poll(&mut server, &mut |_| {});
+    assert_eq!(output(&mut server), notification(5));
+
+    // Not taken at all: through the output, and the bypass is over.
+    assert!(served.open_bypass(&bypass));
+    socket.room(0);
+    sink.try_send(&6u64).unwrap();
+    socket.room(usize::MAX);
+    sink.try_send(&7u64).unwrap();
+    assert_eq!(socket.took(), "");
+    assert!(!served.is_idle());
+    served.poll(&mut server, &mut |_| {});
+    assert_eq!(output(&mut server), notification(6) + &notification(7));
+
+    // The connection ends with the bypass open: the hub lets go of the transport.
+    assert!(served.open_bypass(&bypass));
+    assert_eq!(Arc::strong_count(&socket), 3);
+    served.clear();
+    assert_eq!(Arc::strong_count(&socket), 2);
+    assert!(sink.try_send(&8u64).is_err());
 }

@@ -343,6 +343,20 @@ mod linux_tcp {
         bufs: &[io::IoSlice<'_>],
         shared: Option<&Shared>,
     ) -> Poll<io::Result<usize>> {
+        poll_send(tcp, cx, |socket| send_vectored(socket, bufs, shared))
+    }
+
+    /// A peer gone is an error, not a signal; a socket with no room says so, whatever
+    /// the descriptor's mode (a fan-out's write past the driver never waits).
+    const FLAGS: libc::c_int = libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT;
+
+    /// One attempt of [`poll_send_vectored`]'s write, not waiting: `WouldBlock` when the
+    /// socket has no room.
+    pub(super) fn send_vectored(
+        socket: socket2::SockRef<'_>,
+        bufs: &[io::IoSlice<'_>],
+        shared: Option<&Shared>,
+    ) -> io::Result<usize> {
         let len: usize = bufs.iter().map(|b| b.len()).sum();
         if bufs.len() > 1 && len <= GATHER {
             // Not re-entered: nothing below calls back into a write.
@@ -354,19 +368,12 @@ mod linux_tcp {
                     bytes.reserve(GATHER);
                     bufs.iter().for_each(|b| bytes.extend_from_slice(b));
                 }
-                let bytes = &gathered.bytes;
-                poll_send(tcp, cx, |socket| {
-                    socket.send_with_flags(bytes, libc::MSG_NOSIGNAL)
-                })
+                socket.send_with_flags(&gathered.bytes, FLAGS)
             });
         }
         match bufs {
-            [one] => poll_send(tcp, cx, |socket| {
-                socket.send_with_flags(one, libc::MSG_NOSIGNAL)
-            }),
-            _ => poll_send(tcp, cx, |socket| {
-                socket.send_vectored_with_flags(bufs, libc::MSG_NOSIGNAL)
-            }),
+            [one] => socket.send_with_flags(one, FLAGS),
+            _ => socket.send_vectored_with_flags(bufs, FLAGS),
         }
     }
 
@@ -392,7 +399,100 @@ mod linux_tcp {
             }
         }
     }
+
+    /// The plain TCP socket under `stream` (see [`plain_tcp`]), as a descriptor.
+    #[cfg(feature = "ws")]
+    pub(crate) fn plain_tcp_fd<S: 'static>(stream: &mut S) -> Option<std::os::fd::RawFd> {
+        plain_tcp(stream).map(std::os::fd::AsRawFd::as_raw_fd)
+    }
+
+    /// A transport's plain TCP socket as the task of a fan-out writes to it, past the
+    /// connection's driver parked with nothing queued
+    /// ([`Bypass`](sansrpc_futures::Bypass)): one attempt, not waiting, gathered as the
+    /// driver's own writes are. The rest of a message the socket took in part is kept for
+    /// the transport to write first.
+    #[cfg(feature = "ws")]
+    #[derive(Debug)]
+    pub(crate) struct Bypassing {
+        state: std::sync::Mutex<BypassState>,
+    }
+
+    #[cfg(feature = "ws")]
+    #[derive(Debug)]
+    struct BypassState {
+        /// The transport's socket, while it holds it: cleared, under the lock, before the
+        /// transport lets the socket go.
+        fd: Option<std::os::fd::RawFd>,
+        /// What the socket did not take of the last message written.
+        rest: Vec<u8>,
+    }
+
+    #[cfg(feature = "ws")]
+    impl Bypassing {
+        pub(crate) fn new(fd: std::os::fd::RawFd) -> Self {
+            Bypassing {
+                state: std::sync::Mutex::new(BypassState {
+                    fd: Some(fd),
+                    rest: Vec::new(),
+                }),
+            }
+        }
+
+        fn state(&self) -> std::sync::MutexGuard<'_, BypassState> {
+            self.state.lock().unwrap_or_else(|e| e.into_inner())
+        }
+
+        /// Writes `parts` (one message, framed) without waiting.
+        pub(crate) fn write(
+            &self,
+            parts: &[&[u8]],
+            shared: Option<&Shared>,
+        ) -> sansrpc_futures::Bypassed {
+            use sansrpc_futures::Bypassed;
+            let mut state = self.state();
+            let Some(fd) = state.fd.filter(|_| state.rest.is_empty()) else {
+                return Bypassed::Not;
+            };
+            let slices: smallvec::SmallVec<[io::IoSlice<'_>; 6]> = parts
+                .iter()
+                .filter(|p| !p.is_empty())
+                .map(|p| io::IoSlice::new(p))
+                .collect();
+            let len: usize = parts.iter().map(|p| p.len()).sum();
+            // SAFETY: `fd` is the transport's socket, open while `state.fd` holds it: the
+            // transport clears it under this lock, held here, before it lets the socket go.
+            let socket = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+            match send_vectored(socket2::SockRef::from(&socket), &slices, shared) {
+                Ok(n) if n >= len => Bypassed::Whole,
+                Ok(n) if n > 0 => {
+                    let mut skip = n;
+                    for part in parts {
+                        state
+                            .rest
+                            .extend_from_slice(part.get(skip..).unwrap_or_default());
+                        skip = skip.saturating_sub(part.len());
+                    }
+                    Bypassed::Part
+                }
+                // No room, or failed: the driver's own write meets it.
+                _ => Bypassed::Not,
+            }
+        }
+
+        /// What the socket did not take of the last message written (empty when none).
+        pub(crate) fn take_rest(&self) -> Vec<u8> {
+            std::mem::take(&mut self.state().rest)
+        }
+
+        /// The transport lets its socket go: nothing more is written through this.
+        pub(crate) fn forget(&self) {
+            self.state().fd = None;
+        }
+    }
 }
+
+#[cfg(all(feature = "ws", any(target_os = "linux", target_os = "android")))]
+pub(crate) use linux_tcp::{plain_tcp_fd, Bypassing};
 
 #[cfg(all(
     test,

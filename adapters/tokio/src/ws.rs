@@ -127,6 +127,41 @@ pub struct WebSocket<S> {
     close: (Option<u16>, &'static str),
     /// The largest message the decoder takes (for the decoder of the lingering close).
     max_message: usize,
+    /// A server's plain TCP socket as a fan-out writes to it past the parked driver (see
+    /// [`Transport::bypass`]): made the first time the driver asks.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    bypass: Option<Arc<WsBypass>>,
+}
+
+/// A WebSocket server's socket written past the driver: a notification as one unmasked
+/// text frame.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+#[derive(Debug)]
+struct WsBypass(crate::wire::Bypassing);
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+impl sansrpc_futures::Bypass for WsBypass {
+    fn try_write(
+        &self,
+        head: &[u8],
+        item: &sansrpc::RawValue,
+        shared: Option<&Arc<sansrpc::RawValue>>,
+        tail: &[u8],
+    ) -> sansrpc_futures::Bypassed {
+        let item = item.get().as_bytes();
+        let frame = Head::text(head.len() + item.len() + tail.len());
+        self.0.write(&[frame.bytes(), head, item, tail], shared)
+    }
+}
+
+impl<S> Drop for WebSocket<S> {
+    fn drop(&mut self) {
+        // Before the socket goes: a fan-out's send never writes to a closed descriptor.
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        if let Some(bypass) = &self.bypass {
+            bypass.0.forget();
+        }
+    }
 }
 
 /// What the transport saw of the peer's side of the close.
@@ -198,6 +233,8 @@ where
             max_message: limits.max_frame_bytes,
             pinger,
             extended: true,
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            bypass: None,
         }
     }
 
@@ -243,6 +280,32 @@ where
 
     fn takes_hook_output(&self) -> bool {
         true
+    }
+
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn bypass(&mut self) -> Option<Arc<dyn sansrpc_futures::Bypass>> {
+        // A server's frames only (a client's are masked), with nothing of its own waiting.
+        if self.masks.is_some() || self.close_sent || self.output.pending() {
+            return None;
+        }
+        if self.bypass.is_none() {
+            let fd = crate::wire::plain_tcp_fd(&mut self.stream)?;
+            self.bypass = Some(Arc::new(WsBypass(crate::wire::Bypassing::new(fd))));
+        }
+        let bypass: Arc<dyn sansrpc_futures::Bypass> = self.bypass.clone()?;
+        Some(bypass)
+    }
+
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn bypass_closed(&mut self) {
+        if let Some(bypass) = &self.bypass {
+            let rest = bypass.0.take_rest();
+            if !rest.is_empty() {
+                // Written before anything else: nothing of the buffer waits while a bypass
+                // is open.
+                self.output.buf.extend_from_slice(&rest);
+            }
+        }
     }
 
     fn poll_receive(

@@ -820,3 +820,132 @@ async fn a_live_subscription_does_not_hold_shutdown_for_the_grace_period() {
     })
     .await;
 }
+
+/// A parked connection lets a fan-out write its notifications to the socket from the
+/// producer's thread ([`sansrpc::Connection::may_bypass`]); the connection's driver takes
+/// that back on each turn. Here the two race on two worker threads: three WebSocket
+/// subscribers with 4 KiB receive buffers, reading in bursts with pauses (so that some
+/// writes are taken in part or not at all, and the socket fills), each asking an `echo`
+/// of 3 KiB every 25 items (which wakes its driver between notifications, and whose answer
+/// the socket takes in part too), while a thread
+/// sends 3,000 items of 300 bytes; once subscribed, each subscribes again to a
+/// subscription whose handler sends 20 items as it is accepted. Every subscriber gets every
+/// item whole, once, in order, and every answer to its requests; no notification comes
+/// before the answer naming its subscription.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notifications_written_past_a_parked_driver_keep_their_order_with_its_own_output() {
+    within(LIMIT, async {
+        const ITEMS: usize = 3_000;
+        const SUBSCRIBERS: usize = 3;
+        let roomy = eth().with_capacity(4 << 20);
+        let fanout = std::sync::Arc::new(Fanout::new());
+        // `newHeads` joins the fan-out; `burst` sends 20 items from its handler at once.
+        let mut router = AsyncRouter::new();
+        let joins = fanout.clone();
+        router
+            .subscription(roomy, move |pending, (kind,): (String,)| {
+                let fanout = std::sync::Arc::clone(&joins);
+                async move {
+                    let Ok(sink) = pending.accept().await else {
+                        return;
+                    };
+                    if kind == "burst" {
+                        for n in 0..20u64 {
+                            sink.send(&n).await.unwrap();
+                        }
+                        sink.closed().await;
+                    } else {
+                        fanout.add(sink);
+                    }
+                }
+            })
+            .unwrap();
+        router
+            .raw_method("echo", |params| async move {
+                Ok(params.unwrap_or_else(|| sansrpc::RawValue::from_string("null".into()).unwrap()))
+            })
+            .unwrap();
+        let (url, _stop) = ws_server(router).await;
+        let item = |n: usize| format!("{n:06}{}", "y".repeat(294));
+        let mut readers = Vec::new();
+        for who in 0..SUBSCRIBERS {
+            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            socket.set_recv_buffer_size(4096).unwrap();
+            let addr = url.trim_start_matches("ws://").parse().unwrap();
+            let stream = socket.connect(addr).await.unwrap().into_std().unwrap();
+            stream.set_nonblocking(false).unwrap();
+            let url = url.clone();
+            readers.push(tokio::task::spawn_blocking(move || {
+                use tokio_tungstenite::tungstenite::{client, Message};
+                let (mut ws, _) = client::client(url.as_str(), stream).unwrap();
+                let subscribe =
+                    r#"{"jsonrpc":"2.0","id":0,"method":"eth_subscribe","params":["newHeads"]}"#;
+                ws.send(Message::text(subscribe)).unwrap();
+                let (mut seen, mut asked, mut answered) = (0usize, 0u64, 0u64);
+                let (mut heads, mut burst, mut bursts) = (None, None, 0u64);
+                while seen < ITEMS || answered < asked || bursts < 20 {
+                    let text = ws.read().unwrap().into_text().unwrap();
+                    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+                    if v["method"] == "eth_subscription" {
+                        let to = Some(&v["params"]["subscription"]);
+                        if to == burst.as_ref() {
+                            assert_eq!(v["params"]["result"], bursts, "subscriber {who}");
+                            bursts += 1;
+                            continue;
+                        }
+                        // Never before the answer that names its subscription.
+                        assert_eq!(to, heads.as_ref(), "subscriber {who}: {text}");
+                        assert_eq!(v["params"]["result"], item(seen), "subscriber {who}");
+                        seen += 1;
+                        if seen % 25 == 0 {
+                            asked += 1;
+                            // Answers of 3 KiB: the driver's own writes, too, are taken in
+                            // part by the small receive buffer.
+                            let echo = format!(
+                                r#"{{"jsonrpc":"2.0","id":{asked},"method":"echo","params":[{asked},"{}"]}}"#,
+                                "e".repeat(3000)
+                            );
+                            ws.send(Message::text(echo)).unwrap();
+                        }
+                        if seen % 200 == (who * 60) % 200 {
+                            // Behind for a while: the server's writes meet a full socket.
+                            std::thread::sleep(Duration::from_millis(15));
+                        }
+                    } else if v["id"] == 0 {
+                        heads = Some(v["result"].clone());
+                        // A second subscription, its items sent as it is accepted (the
+                        // driver parked with the first one active, nothing queued): they
+                        // come after its answer.
+                        let subscribe = r#"{"jsonrpc":"2.0","id":"burst","method":"eth_subscribe","params":["burst"]}"#;
+                        ws.send(Message::text(subscribe)).unwrap();
+                    } else if v["id"] == "burst" {
+                        burst = Some(v["result"].clone());
+                    } else {
+                        answered += 1;
+                        assert_eq!(v["id"], answered, "answers in order, subscriber {who}");
+                        assert_eq!(v["result"][0], answered);
+                        assert_eq!(v["result"][1].as_str().map(str::len), Some(3000));
+                    }
+                }
+                (seen, answered, bursts)
+            }));
+        }
+        while fanout.len() < SUBSCRIBERS {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let producer = std::thread::spawn(move || {
+            for n in 0..ITEMS {
+                assert_eq!(fanout.send(&item(n)), SUBSCRIBERS, "item {n}");
+                if n % 100 == 99 {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            }
+        });
+        for reader in readers {
+            let got = reader.await.unwrap();
+            assert_eq!(got, (ITEMS, ITEMS as u64 / 25, 20));
+        }
+        producer.join().unwrap();
+    })
+    .await;
+}
