@@ -59,6 +59,7 @@ use crate::hub::{
 };
 use crate::store::{DynStore, Store};
 use futures_channel::oneshot;
+use sansrpc::connection::bypass::Bypass;
 use sansrpc::connection::hook::{ConnectionExtension, ConnectionHook, Item, Taken, Wake};
 use sansrpc::{Instant, RawValue};
 
@@ -469,6 +470,7 @@ impl ConnectionExtension for PubSub {
             wake,
             held: None,
             closed: false,
+            subscribing: false,
         })
     }
 }
@@ -500,6 +502,9 @@ struct Hook {
     /// A notification the endpoint had no room for.
     held: Option<Outgoing>,
     closed: bool,
+    /// The connection asked to subscribe at least once: only then does its driver's park
+    /// take the hub's lock to let its notifications be written past it.
+    subscribing: bool,
 }
 
 impl ConnectionHook for Hook {
@@ -512,6 +517,7 @@ impl ConnectionHook for Hook {
         if !method.starts_with("rpc.") {
             return None;
         }
+        self.subscribing |= method.starts_with("rpc.subscribe");
         let (now, _) = self.shared.clocks();
         let session = self.session;
         let handled = self
@@ -569,6 +575,23 @@ impl ConnectionHook for Hook {
         // Stopped early: more may wait.
         self.wake.ready.store(true, Ordering::Release);
         true
+    }
+
+    fn open_bypass(&mut self, bypass: &Arc<dyn Bypass>) -> bool {
+        // What the connection refused goes first, through the output.
+        if !self.subscribing || self.held.is_some() || self.closed {
+            return false;
+        }
+        let session = self.session;
+        self.shared
+            .lock()
+            .hub
+            .open_bypass(session, Arc::clone(bypass))
+    }
+
+    fn close_bypass(&mut self) {
+        let session = self.session;
+        self.shared.lock().hub.close_bypass(session);
     }
 
     fn close(&mut self) {

@@ -15,6 +15,9 @@ use sansrpc_pubsub::store::{
 };
 use serde_json::{json, Value};
 
+#[path = "../../../tests/support/bypass.rs"]
+mod bypass;
+
 /// 2025-12-26T12:00:00Z, the seed's example timestamp.
 const WALL: u64 = 1_766_750_400_000;
 
@@ -243,6 +246,109 @@ fn a_woken_session_comes_out_once_in_order_with_its_waker_and_never_once_gone() 
         4,
         "every notification kept"
     );
+}
+
+/// A session whose connection's driver parked with nothing queued (`Hub::open_bypass`)
+/// has each publish written through the bypass as it is published, as the connection's
+/// output would write it, and is not woken. One taken in part ends it (the session is woken
+/// for the rest, and what follows is queued); so does one not taken at all (queued, and
+/// woken). It is not opened while anything waits for the connection, and a session gone
+/// lets go of it.
+#[test]
+fn a_parked_sessions_publishes_are_written_past_its_connection_until_one_is_not_taken_whole() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use bypass::Socket;
+    use sansrpc::connection::bypass::Bypass;
+
+    let mut hub = hub();
+    let wakes = Arc::new(Counting(AtomicUsize::new(0)));
+    let parked = hub.connect_waking(std::task::Waker::from(Arc::clone(&wakes)));
+    // Another subscriber, served as usual: what its connection gets is the reference.
+    let other = hub.connect();
+    for s in [parked, other] {
+        let sub = call(&mut hub, s, "rpc.subscribe", json!({"topic": "t.*"}));
+        assert_eq!(sub, Ok(json!({"subscribed": true})));
+    }
+    let socket = Arc::new(Socket::default());
+    socket.room(usize::MAX);
+    let bypass: Arc<dyn Bypass> = socket.clone();
+    let idle = hub.connect();
+    assert!(
+        !hub.open_bypass(idle, Arc::clone(&bypass)),
+        "subscribes to nothing"
+    );
+    // Each publish as the connection's output writes it: the hub's notification whole.
+    let sent = |hub: &mut InlineHub<MemoryStore>, n: u64| {
+        assert_eq!(publish(hub, "t.x", json!(n)), 2);
+        let item = hub.pop_outgoing(other).unwrap();
+        assert_eq!(hub.pop_outgoing(other).map(|o| o.method()), None);
+        format!(
+            r#"{{"jsonrpc":"2.0","method":"rpc.notification","params":{}}}"#,
+            item.params().get()
+        )
+    };
+    let woken = |hub: &mut InlineHub<MemoryStore>| {
+        std::iter::from_fn(|| hub.poll_woken()).collect::<Vec<_>>()
+    };
+
+    assert!(hub.open_bypass(parked, Arc::clone(&bypass)));
+    let expected = sent(&mut hub, 1) + &sent(&mut hub, 2);
+    assert_eq!(socket.took(), expected);
+    assert_eq!(hub.queued(parked), 0);
+    assert_eq!(woken(&mut hub), [other], "the parked session is not woken");
+    assert_eq!(wakes.0.load(Ordering::Relaxed), 0);
+
+    // Taken in part: the rest stays with the transport, the session is woken for it, and
+    // the next publish is queued.
+    socket.room(10);
+    let third = sent(&mut hub, 3);
+    assert_eq!(socket.took() + &socket.rest(), third);
+    socket.room(usize::MAX);
+    sent(&mut hub, 4);
+    assert_eq!(socket.took(), "");
+    let queued = drain(&mut hub, parked);
+    assert_eq!(queued.len(), 1);
+    assert_eq!(queued[0].1["data"], json!(4));
+    assert_eq!(woken(&mut hub), [parked, other]);
+
+    // Not opened while something waits for the connection.
+    sent(&mut hub, 5);
+    assert!(
+        !hub.open_bypass(parked, Arc::clone(&bypass)),
+        "a notification queued"
+    );
+    assert_eq!(drain(&mut hub, parked).len(), 1);
+    assert!(
+        !hub.open_bypass(parked, Arc::clone(&bypass)),
+        "woken, not looked at yet"
+    );
+    woken(&mut hub);
+
+    // Not taken at all: queued, woken, and the bypass is over.
+    assert!(hub.open_bypass(parked, Arc::clone(&bypass)));
+    socket.room(0);
+    sent(&mut hub, 6);
+    socket.room(usize::MAX);
+    sent(&mut hub, 7);
+    assert_eq!(socket.took(), "");
+    assert_eq!(drain(&mut hub, parked).len(), 2);
+    assert_eq!(woken(&mut hub), [parked, other]);
+
+    // Closed by the connection's driver: queued again.
+    assert!(hub.open_bypass(parked, Arc::clone(&bypass)));
+    hub.close_bypass(parked);
+    sent(&mut hub, 8);
+    assert_eq!((socket.took(), hub.queued(parked)), (String::new(), 1));
+    drain(&mut hub, parked);
+    woken(&mut hub);
+
+    // A session gone lets go of what writes for it.
+    assert!(hub.open_bypass(parked, Arc::clone(&bypass)));
+    assert_eq!(Arc::strong_count(&socket), 3);
+    hub.disconnect(parked);
+    assert_eq!(Arc::strong_count(&socket), 2);
 }
 
 #[test]

@@ -74,6 +74,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::store::{StoredMessage, SubscriptionState};
 use crate::topic::{validate_pattern, validate_topic, TopicError, TopicLimits, Trie};
+use sansrpc::connection::bypass::{notification_head, Bypass, Bypassed, NOTIFICATION_TAIL};
 use sansrpc::connection::subscriptions::Fifo;
 use sansrpc::error::{code, ErrorObject};
 use sansrpc::method::ParamsDecoder;
@@ -368,9 +369,38 @@ struct Session {
     woken_at: Option<u64>,
     /// What wakes its connection ([`Hub::connect_waking`]), handed out with it.
     waker: Option<Waker>,
+    /// Set while its connection's driver is parked with nothing queued and lets its
+    /// notifications be written past it ([`Hub::open_bypass`]).
+    bypass: Option<Through>,
     /// Room held for persistent subscriptions whose subscribe is between its checks and
     /// its attach (saving new ids), so concurrent subscribes cannot pass the limit together.
     room_held: usize,
+}
+
+/// What writes a session's notifications past its parked connection's driver.
+struct Through(Arc<dyn Bypass>);
+
+impl fmt::Debug for Through {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Through")
+    }
+}
+
+/// What a notification of each of the hub's methods starts with, as the connection's
+/// output writes it (the core's [`notification_head`]).
+#[derive(Debug)]
+struct Heads {
+    notification: Vec<u8>,
+    persistent: Vec<u8>,
+}
+
+impl Default for Heads {
+    fn default() -> Self {
+        Heads {
+            notification: notification_head(NOTIFICATION).unwrap_or_default(),
+            persistent: notification_head(PERSISTENT_NOTIFICATION).unwrap_or_default(),
+        }
+    }
 }
 
 impl Session {
@@ -443,6 +473,7 @@ struct Queues {
     sessions: KeyMap<SessionId, Session>,
     woken: Woken,
     reports: VecDeque<Report>,
+    heads: Heads,
 }
 
 /// The sessions queued something since they were last returned by [`Hub::poll_woken`], in
@@ -528,6 +559,33 @@ impl Queues {
         let Some(s) = self.sessions.get_mut(&id) else {
             return false;
         };
+        // Its connection's driver is parked with nothing queued, and nothing waits here:
+        // the notification goes to the socket now, from the publisher.
+        if let Some(through) = s.bypass.as_ref() {
+            if s.queue.is_empty() && s.answers.is_empty() {
+                let head = if item.method == NOTIFICATION {
+                    &self.heads.notification
+                } else {
+                    &self.heads.persistent
+                };
+                let params = &item.params;
+                match through
+                    .0
+                    .try_write(head, params, Some(params), NOTIFICATION_TAIL)
+                {
+                    Bypassed::Whole => return true,
+                    Bypassed::Part => {
+                        // The rest waits in the transport: its driver is woken to write it,
+                        // and nothing more goes past it.
+                        s.bypass = None;
+                        self.woken.push(id, s);
+                        return true;
+                    }
+                    // Queued as with no bypass, and the driver woken for it.
+                    Bypassed::Not => s.bypass = None,
+                }
+            }
+        }
         let size = item.params.get().len();
         while !s.queue.is_empty()
             && (s.queue.len() >= config.max_queued.max(1)
@@ -1167,6 +1225,34 @@ impl Hub {
     /// Notifications dropped from `session`'s queue because it was full.
     pub fn dropped(&self, session: SessionId) -> u64 {
         self.queues.sessions.get(&session).map_or(0, |s| s.dropped)
+    }
+
+    /// Lets `session`'s notifications be written through `bypass` as they are published,
+    /// past its connection's driver, until [`Hub::close_bypass`]: call it as the driver
+    /// parks with nothing queued (the core's rule,
+    /// [`Connection::open_hook_bypass`](sansrpc::connection::Connection::open_hook_bypass)).
+    /// Each is written as the connection's output would write it, in the order published;
+    /// one taken in part or not at all ends it (the rest, or the notification, waits for
+    /// the connection, which is woken). False (nothing opened) when something waits for
+    /// the connection, or the session subscribes to nothing.
+    pub fn open_bypass(&mut self, session: SessionId, bypass: Arc<dyn Bypass>) -> bool {
+        let Some(s) = self.queues.sessions.get_mut(&session) else {
+            return false;
+        };
+        let waits = !s.queue.is_empty() || !s.answers.is_empty() || self.queues.woken.holds(s);
+        if waits || s.subscriptions() == 0 {
+            return false;
+        }
+        s.bypass = Some(Through(bypass));
+        true
+    }
+
+    /// Ends what [`Hub::open_bypass`] opened: `session`'s notifications are queued for its
+    /// connection again. Call it first thing on the driver's turn.
+    pub fn close_bypass(&mut self, session: SessionId) {
+        if let Some(s) = self.queues.sessions.get_mut(&session) {
+            s.bypass = None;
+        }
     }
 
     /// The next notification for `session`'s connection, oldest first.
