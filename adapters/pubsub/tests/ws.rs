@@ -13,6 +13,10 @@ use sansrpc_pubsub::PubSub;
 use sansrpc_tokio::{ws, AsyncRouter, Builder, Extension};
 use serde_json::Value;
 
+#[path = "../../../tests/support/echoes.rs"]
+mod echoes;
+use echoes::Echoes;
+
 const LIMIT: Duration = Duration::from_secs(60);
 
 /// Three subscribers to `t` with 4 KiB receive buffers, reading in bursts with pauses (so
@@ -47,7 +51,12 @@ async fn publishes_written_past_a_parked_driver_keep_their_order_with_its_own_ou
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let shutdown = std::future::pending::<()>();
-        tokio::spawn(ws::serve(listener, builder, shutdown, Duration::from_secs(1)));
+        tokio::spawn(ws::serve(
+            listener,
+            builder,
+            shutdown,
+            Duration::from_secs(1),
+        ));
         let data = |n: usize| format!("{n:06}{}", "z".repeat(294));
         let (subscribed, all_subscribed) = std::sync::mpsc::channel::<()>();
         let mut readers = Vec::new();
@@ -60,41 +69,26 @@ async fn publishes_written_past_a_parked_driver_keep_their_order_with_its_own_ou
             readers.push(tokio::task::spawn_blocking(move || {
                 use ws::tungstenite::{client, Message};
                 let (mut ws, _) = client::client(format!("ws://{addr}"), stream).unwrap();
-                let subscribe = r#"{"jsonrpc":"2.0","id":0,"method":"rpc.subscribe","params":{"topic":"t"}}"#;
+                let subscribe =
+                    r#"{"jsonrpc":"2.0","id":0,"method":"rpc.subscribe","params":{"topic":"t"}}"#;
                 ws.send(Message::text(subscribe)).unwrap();
-                let (mut seen, mut asked, mut answered) = (0usize, 0u64, 0u64);
-                while seen < MESSAGES || answered < asked {
+                let (mut seen, mut echoes) = (0usize, Echoes::new(who));
+                while seen < MESSAGES || echoes.waiting() {
                     let text = ws.read().unwrap().into_text().unwrap();
                     let v: Value = serde_json::from_str(&text).unwrap();
                     if v["method"] == "rpc.notification" {
                         assert_eq!(v["params"]["topic"], "t");
                         assert_eq!(v["params"]["data"], data(seen), "subscriber {who}");
                         seen += 1;
-                        if seen % 25 == 0 {
-                            asked += 1;
-                            // Answers of 3 KiB: the driver's own writes, too, are taken in
-                            // part by the small receive buffer.
-                            let echo = format!(
-                                r#"{{"jsonrpc":"2.0","id":{asked},"method":"echo","params":[{asked},"{}"]}}"#,
-                                "e".repeat(3000)
-                            );
-                            ws.send(Message::text(echo)).unwrap();
-                        }
-                        if seen % 200 == (who * 60) % 200 {
-                            // Behind for a while: the publisher's writes meet a full socket.
-                            std::thread::sleep(Duration::from_millis(15));
-                        }
+                        echoes.after_item(&mut ws, seen);
                     } else if v["id"] == 0 {
                         assert_eq!(v["result"]["subscribed"], true, "{text}");
                         subscribed.send(()).unwrap();
                     } else {
-                        answered += 1;
-                        assert_eq!(v["id"], answered, "answers in order, subscriber {who}");
-                        assert_eq!(v["result"][0], answered);
-                        assert_eq!(v["result"][1].as_str().map(str::len), Some(3000));
+                        echoes.answer(&v);
                     }
                 }
-                (seen, answered)
+                (seen, echoes.answered)
             }));
         }
         drop(subscribed);

@@ -6,11 +6,14 @@
 
 #[path = "../../../tests/support/common.rs"]
 mod common;
+#[path = "../../../tests/support/echoes.rs"]
+mod echoes;
 
 use std::io::{Read, Write};
 use std::time::Duration;
 
 use common::{within, LIMIT};
+use echoes::Echoes;
 use futures::StreamExt;
 use sansrpc::connection::subscriptions::{LagPolicy, MethodSubscription, ITEM_OVERHEAD};
 use sansrpc::connection::SendError;
@@ -881,9 +884,9 @@ async fn notifications_written_past_a_parked_driver_keep_their_order_with_its_ow
                 let subscribe =
                     r#"{"jsonrpc":"2.0","id":0,"method":"eth_subscribe","params":["newHeads"]}"#;
                 ws.send(Message::text(subscribe)).unwrap();
-                let (mut seen, mut asked, mut answered) = (0usize, 0u64, 0u64);
+                let (mut seen, mut echoes) = (0usize, Echoes::new(who));
                 let (mut heads, mut burst, mut bursts) = (None, None, 0u64);
-                while seen < ITEMS || answered < asked || bursts < 20 {
+                while seen < ITEMS || echoes.waiting() || bursts < 20 {
                     let text = ws.read().unwrap().into_text().unwrap();
                     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
                     if v["method"] == "eth_subscription" {
@@ -897,20 +900,7 @@ async fn notifications_written_past_a_parked_driver_keep_their_order_with_its_ow
                         assert_eq!(to, heads.as_ref(), "subscriber {who}: {text}");
                         assert_eq!(v["params"]["result"], item(seen), "subscriber {who}");
                         seen += 1;
-                        if seen % 25 == 0 {
-                            asked += 1;
-                            // Answers of 3 KiB: the driver's own writes, too, are taken in
-                            // part by the small receive buffer.
-                            let echo = format!(
-                                r#"{{"jsonrpc":"2.0","id":{asked},"method":"echo","params":[{asked},"{}"]}}"#,
-                                "e".repeat(3000)
-                            );
-                            ws.send(Message::text(echo)).unwrap();
-                        }
-                        if seen % 200 == (who * 60) % 200 {
-                            // Behind for a while: the server's writes meet a full socket.
-                            std::thread::sleep(Duration::from_millis(15));
-                        }
+                        echoes.after_item(&mut ws, seen);
                     } else if v["id"] == 0 {
                         heads = Some(v["result"].clone());
                         // A second subscription, its items sent as it is accepted (the
@@ -921,13 +911,10 @@ async fn notifications_written_past_a_parked_driver_keep_their_order_with_its_ow
                     } else if v["id"] == "burst" {
                         burst = Some(v["result"].clone());
                     } else {
-                        answered += 1;
-                        assert_eq!(v["id"], answered, "answers in order, subscriber {who}");
-                        assert_eq!(v["result"][0], answered);
-                        assert_eq!(v["result"][1].as_str().map(str::len), Some(3000));
+                        echoes.answer(&v);
                     }
                 }
-                (seen, answered, bursts)
+                (seen, echoes.answered, bursts)
             }));
         }
         while fanout.len() < SUBSCRIBERS {
