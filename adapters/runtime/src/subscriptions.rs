@@ -726,11 +726,7 @@ impl SubscriptionSink {
 /// output would write it: what the bypass made of it, or `None` when it was not tried. One
 /// not written whole ends the bypass: nothing more goes past the driver.
 #[inline(always)]
-fn write_past(
-    bypass: &mut Option<Arc<dyn Bypass>>,
-    s: &SubState,
-    item: &Item,
-) -> Option<Bypassed> {
+fn write_past(bypass: &mut Option<Arc<dyn Bypass>>, s: &SubState, item: &Item) -> Option<Bypassed> {
     let through = bypass.as_ref()?;
     let head = s.head.as_deref()?;
     if !s.live || s.scheduled || !s.queue.is_empty() {
