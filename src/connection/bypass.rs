@@ -14,6 +14,7 @@
 
 use crate::raw::RawValue;
 use crate::sync::Arc;
+use crate::wire::{NOTIFICATION_CLOSE, NOTIFICATION_OPEN, NOTIFICATION_PARAMS};
 use alloc::vec::Vec;
 
 /// How a transport writes one message from the task that produced it, past its
@@ -54,15 +55,13 @@ pub fn notification_head(method: &str) -> Option<Vec<u8>> {
     if !crate::json::needs_no_escape(method) {
         return None;
     }
-    Some(
-        [
-            br#"{"jsonrpc":"2.0","method":""#,
-            method.as_bytes(),
-            br#"","params":"#,
-        ]
-        .concat(),
-    )
+    Some([NOTIFICATION_OPEN, method.as_bytes(), NOTIFICATION_PARAMS].concat())
 }
 
+/// What a subscription's notification ends with, after its item
+/// ([`Connection::bypass_head`](super::Connection::bypass_head) is what comes before).
+#[cfg(feature = "subscriptions")]
+pub const ITEM_TAIL: &[u8] = super::subscriptions::ITEM_TAIL;
+
 /// What a notification with shared params ends with, after them.
-pub const NOTIFICATION_TAIL: &[u8] = b"}";
+pub const NOTIFICATION_TAIL: &[u8] = NOTIFICATION_CLOSE;

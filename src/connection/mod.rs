@@ -1892,7 +1892,7 @@ impl Connection {
         // The pieces around the item, the id included, were written once; the whole is
         // framed where the wire keeps its output.
         if let Some(prefix) = active.prefix() {
-            let parts: [&[u8]; 3] = [prefix, item.get().as_bytes(), b"}}"];
+            let parts: [&[u8]; 3] = [prefix, item.get().as_bytes(), subscriptions::ITEM_TAIL];
             return self.wire.send_parts(&parts);
         }
         let shape = &self.subs.shapes[active.decl];
@@ -1901,7 +1901,7 @@ impl Connection {
             active.id(),
             &shape.mid,
             item.get().as_bytes(),
-            b"}}",
+            subscriptions::ITEM_TAIL,
         ];
         self.wire.send_parts(&parts)
     }
@@ -1921,11 +1921,13 @@ impl Connection {
         }
         let active = self.subs.active.get(&sub).ok_or(SendError::Closed)?;
         if let Some(prefix) = active.prefix() {
-            return self.wire.send_shared(&[prefix], item, b"}}");
+            return self
+                .wire
+                .send_shared(&[prefix], item, subscriptions::ITEM_TAIL);
         }
         let shape = &self.subs.shapes[active.decl];
         let head: [&[u8]; 3] = [&shape.head, active.id(), &shape.mid];
-        self.wire.send_shared(&head, item, b"}}")
+        self.wire.send_shared(&head, item, subscriptions::ITEM_TAIL)
     }
 
     /// True when a notification of an active subscription may bypass this connection's
@@ -1937,10 +1939,10 @@ impl Connection {
     /// (a WebSocket's text frames), not in the output itself.
     ///
     /// A driver that parks with this true may let a fan-out write to its socket
-    /// ([`bypass_head`](Connection::bypass_head) gives the bytes before the item, `}}` the
-    /// bytes after it); the driver takes that back before anything else it does on its next
-    /// turn, and writes the rest of a notification the socket took only in part before
-    /// any other output. The order of what the peer receives is then the order the
+    /// ([`bypass_head`](Connection::bypass_head) gives the bytes before the item,
+    /// [`bypass::ITEM_TAIL`] the bytes after it); the driver takes that back before
+    /// anything else it does on its next turn, and writes the rest of a notification the
+    /// socket took only in part before any other output. The order of what the peer receives is then the order the
     /// notifications were produced in, as it would be through the output. Such a write is
     /// not counted in [`transmitted`](Connection::transmitted); the idle clock counts input
     /// only and is not moved by it, and a write the socket took whole never stalls.

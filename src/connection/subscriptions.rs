@@ -101,6 +101,10 @@ pub enum LagPolicy {
 /// a flood of tiny items meets the byte bound as surely as a few large ones.
 pub const ITEM_OVERHEAD: usize = 64;
 
+/// What a subscription's notification ends with, after its item: the params object's and
+/// the message's closing braces.
+pub(crate) const ITEM_TAIL: &[u8] = b"}}";
+
 /// The default bound of each subscription's queue: 1 MiB of items.
 pub const DEFAULT_MAX_BYTES: usize = 1 << 20;
 

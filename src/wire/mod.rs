@@ -307,6 +307,12 @@ enum Action {
     Malformed(u64, ProtocolError),
 }
 
+/// A notification whose method needs no escape, written around its method and params (a
+/// hook's, a fan-out's): before the method, between it and the params, after them.
+pub(crate) const NOTIFICATION_OPEN: &[u8] = b"{\"jsonrpc\":\"2.0\",\"method\":\"";
+pub(crate) const NOTIFICATION_PARAMS: &[u8] = b"\",\"params\":";
+pub(crate) const NOTIFICATION_CLOSE: &[u8] = b"}";
+
 /// The wire protocol of one [`Connection`](crate::connection::Connection), which owns it:
 /// the framing decoder and the classifier, the queue of records (entries of the frames in
 /// its arena, and what happened: an answer ended, a cancel, a refused frame, an expiry) that
@@ -1289,13 +1295,12 @@ impl Wire {
         if !crate::json::needs_no_escape(method) {
             return self.send_notification(method, Some(params));
         }
-        let head = b"{\"jsonrpc\":\"2.0\",\"method\":\"";
         let parts: [&[u8]; 5] = [
-            head,
+            NOTIFICATION_OPEN,
             method.as_bytes(),
-            b"\",\"params\":",
+            NOTIFICATION_PARAMS,
             params.get().as_bytes(),
-            b"}",
+            NOTIFICATION_CLOSE,
         ];
         self.send_parts(&parts)
     }
@@ -1314,12 +1319,8 @@ impl Wire {
         if !crate::json::needs_no_escape(method) {
             return self.send_notification(method, Some(params));
         }
-        let head: [&[u8]; 3] = [
-            b"{\"jsonrpc\":\"2.0\",\"method\":\"",
-            method.as_bytes(),
-            b"\",\"params\":",
-        ];
-        self.send_shared(&head, params, b"}")
+        let head: [&[u8]; 3] = [NOTIFICATION_OPEN, method.as_bytes(), NOTIFICATION_PARAMS];
+        self.send_shared(&head, params, NOTIFICATION_CLOSE)
     }
 
     /// [`send_notification`](Wire::send_notification) with params that `params`

@@ -46,6 +46,7 @@ use sansrpc::Instant;
 use sansrpc::RawValue;
 use serde::de::DeserializeOwned;
 
+use sansrpc::connection::bypass::ITEM_TAIL;
 pub use sansrpc::connection::bypass::{Bypass, Bypassed};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -736,7 +737,7 @@ fn write_past(bypass: &mut Option<Arc<dyn Bypass>>, s: &SubState, item: &Item) -
         Item::Shared(item) => (&**item, Some(item)),
         Item::Own(item) => (&**item, None),
     };
-    let written = through.try_write(head, json, shared, b"}}");
+    let written = through.try_write(head, json, shared, ITEM_TAIL);
     if written != Bypassed::Whole {
         *bypass = None;
     }
