@@ -645,10 +645,13 @@ impl Connection {
     #[cfg(feature = "internals")]
     #[doc(hidden)]
     pub fn is_idle(&self) -> bool {
-        let idle = self.wire.is_idle()
-            && self.calls.len() == 0
-            && self.running.is_empty()
-            && self.hook_later.is_empty();
+        self.wire.is_idle() && self.tables_idle()
+    }
+
+    /// The connection's own tables are empty: no call waiting, no request of the peer
+    /// running, no stream or subscription open, no hook answer waiting.
+    fn tables_idle(&self) -> bool {
+        let idle = self.calls.len() == 0 && self.running.is_empty() && self.hook_later.is_empty();
         #[cfg(feature = "streams")]
         let idle = idle && self.streams.is_empty();
         #[cfg(feature = "subscriptions")]
@@ -740,6 +743,33 @@ impl Connection {
     /// period passed: the driver closes the transport and stops.
     pub fn is_finished(&self) -> bool {
         self.finished
+    }
+
+    /// True when nothing of any exchange is left in the connection: open, its input not
+    /// ended, nothing queued, held, partly decoded or waiting to be written, no request in
+    /// flight either way (nor handed out and unanswered), no subscription, stream, batch,
+    /// early cancellation or deadline, no hook, LSP lifecycle, heartbeat or rate limit (each
+    /// the connection's own state across exchanges).
+    ///
+    /// A blank connection is one any other blank connection of the same [`Config`] (and
+    /// time base) can stand in for: a server whose exchanges are independent of each other
+    /// (JSON-RPC over HTTP, one POST at a time on a connection) may keep a few blank
+    /// machines and hand each exchange whichever was used last, whose state is still in
+    /// the processor's cache, rather than one per network connection, each cold when its
+    /// request comes.
+    #[inline]
+    pub fn is_blank(&self) -> bool {
+        self.takes_input()
+            && !self.input_finished
+            && !self.finished
+            && !self.driver_pending
+            && self.reason.is_none()
+            && self.hook.is_none()
+            && self.lsp.is_none()
+            && self.heartbeat.is_none()
+            && self.hook_buf.is_empty()
+            && self.tables_idle()
+            && self.wire.is_blank()
     }
 
     /// The peer's requests handed out and not answered yet.

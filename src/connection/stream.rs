@@ -213,7 +213,6 @@ impl<P> StreamTable<P> {
     }
 
     /// True when no stream is open.
-    #[cfg(feature = "internals")]
     pub(crate) fn is_empty(&self) -> bool {
         self.streams.is_empty()
     }

@@ -365,6 +365,14 @@ impl Wire {
         Some(self.guard.write_stalled?.since + self.config.write_stall_timeout?)
     }
 
+    /// No deadline of the guard's is armed or can arm by itself: no idle timeout, no frame
+    /// partly received, no output stalled.
+    pub(super) fn guard_at_rest(&self) -> bool {
+        self.config.idle_timeout.is_none()
+            && matches!(self.guard.frame, FrameClock::Whole)
+            && self.guard.write_stalled.is_none()
+    }
+
     /// The earliest of the guard's deadlines (the last instant the wire was given
     /// when it needs the time at once).
     pub(super) fn guard_deadline(&self) -> Option<Instant> {

@@ -463,6 +463,29 @@ impl Wire {
         self.incoming.len()
     }
 
+    /// Nothing of any exchange is left: no event, output, input held or partly decoded,
+    /// request either way, batch, early cancellation, tag or deadline, and no rate limit
+    /// (whose bucket is the connection's own). See
+    /// [`Connection::is_blank`](crate::connection::Connection::is_blank).
+    #[inline]
+    pub(crate) fn is_blank(&self) -> bool {
+        #[cfg(feature = "progress")]
+        let watched = self.watched.len() == 0;
+        #[cfg(not(feature = "progress"))]
+        let watched = true;
+        !self.closed
+            && self.is_idle()
+            && self.decoder.as_ref().map_or(true, |d| d.buffered() == 0)
+            && self.queued_requests == 0
+            && self.queued_calls == 0
+            && self.notifying == 0
+            && watched
+            && self.tags.0.is_empty()
+            && self.batch_tags.0.is_empty()
+            && self.config.rate_limit.is_none()
+            && self.guard_at_rest()
+    }
+
     /// Bytes of output waiting for [`poll_transmit`](Wire::poll_transmit).
     pub(crate) fn buffered_output(&self) -> usize {
         self.out.len()
@@ -474,7 +497,6 @@ impl Wire {
     }
 
     /// True when every table is empty: nothing pending, in flight, remembered or queued.
-    #[cfg(feature = "internals")]
     pub(crate) fn is_idle(&self) -> bool {
         self.outgoing.is_empty()
             && self.incoming.is_empty()

@@ -680,7 +680,6 @@ impl EarlyCancels {
         self.entries.clear();
     }
 
-    #[cfg_attr(not(feature = "internals"), allow(dead_code))] // the crate's own tests use it
     pub(super) fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
