@@ -118,14 +118,17 @@ impl ShutdownHandle {
 /// answer them `-32601` and only call ([`ClientOnly`](crate::ClientOnly), from
 /// [`Builder::connect_client`](crate::Builder::connect_client), which leaves the server's
 /// code out of the program).
-// In this order, from a cache line's start: the connection (its own layout, at a line's
-// start), what every pass of the loop reads, the side's and the transport's state, then what
+// In this order, from a cache line's start: the connection (behind a pointer: it may be
+// lent, [`Transport::machines`]), what every pass of the loop reads, the side's and the transport's state, then what
 // only calls, commands and the end use. A connection among many is cold when its turn comes,
 // and each line a turn touches is a cache miss (a keep-alive HTTP request at 1,000
 // connections touched a dozen lines of the driver's own fields, spread over its 3.5 KiB).
 #[repr(C, align(64))]
 pub struct Driver<T, Tm, S = Serving> {
-    conn: Connection,
+    conn: Box<Connection>,
+    /// The machine was lent as the driver last waited ([`Transport::machines`]): the one
+    /// held now is another, blank, swapped back first thing on the next turn.
+    lent: bool,
     done: bool,
     commands_open: bool,
     /// `sleep` holds a sleep (one is dropped when no deadline is left): when it does not and
@@ -189,11 +192,17 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
         let client = Client::new(tx, conn.config().profile, parts.executor.take());
         let server = S::new(&mut parts, &client);
         let (wakers, sources) = Wakers::new(parts.woken.clone());
+        // Drivers that lend their machines read their times from one base, the machines'.
+        let start = match transport.machines() {
+            Some(machines) => machines.epoch(),
+            None => sansrpc_runtime::time::Instant::now(),
+        };
         let driver = Driver {
-            conn,
+            conn: Box::new(conn),
+            lent: false,
             transport,
             timer,
-            start: sansrpc_runtime::time::Instant::now(),
+            start,
             reached: None,
             commands,
             commands_open: true,
@@ -391,6 +400,12 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
         if self.done {
             return Poll::Ready(Ok(()));
         }
+        if std::mem::take(&mut self.lent) {
+            // The machine lent last on this thread, in place of the one held.
+            if let Some(machines) = self.transport.machines() {
+                machines.swap(&mut self.conn);
+            }
+        }
         if self.bypassing || self.hook_bypassing {
             // Nothing is written past the driver from here; what the bypass took only in
             // part is written first.
@@ -548,6 +563,20 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
     /// at a time, and after one it took in part it takes none.
     fn park(&mut self, flushed: bool) {
         if !flushed || self.hooked || self.finished {
+            return;
+        }
+        if let Some(machines) = self.transport.machines() {
+            // Nothing of an exchange left in the driver or its machine (a call of ours
+            // waiting is the machine's request in flight): any other blank machine of the
+            // server can stand in for it on the next turn.
+            let idle = self.server.is_idle()
+                && self.deferred.is_none()
+                && self.reason.is_none()
+                && self.closers.is_empty();
+            if idle && self.conn.is_blank() {
+                machines.lend(&mut self.conn);
+                self.lent = true;
+            }
             return;
         }
         let served = self.server.may_bypass();

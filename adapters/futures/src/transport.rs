@@ -11,6 +11,8 @@ use sansrpc::driver::StreamIo;
 use sansrpc::Instant;
 use sansrpc_runtime::subscriptions::Bypass;
 
+use crate::Machines;
+
 /// What [`Transport::poll_receive`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -121,6 +123,15 @@ pub trait Transport: Send + Unpin + 'static {
     /// `None` when the transport cannot, or holds bytes of its own not written yet; `None`
     /// by default. The driver asks as it parks.
     fn bypass(&mut self) -> Option<Arc<dyn Bypass>> {
+        None
+    }
+
+    /// Where the driver lends its connection machine while it waits with nothing of an
+    /// exchange in it ([`Connection::is_blank`]), taking one back on its next turn: for a
+    /// transport whose exchanges are independent of each other, so that any blank machine
+    /// of the server may serve any of its connections (an HTTP/1.1 server's). `None` by
+    /// default: the driver keeps its own.
+    fn machines(&self) -> Option<&Machines> {
         None
     }
 

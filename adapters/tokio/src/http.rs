@@ -76,6 +76,9 @@ struct Serving {
     handler_timeout: Duration,
     cors: Option<Origins>,
     cors_max_age: String,
+    /// The connections' blank machines: one POST at a time on a connection, and none
+    /// depends on another, so each exchange takes the machine used last on its thread.
+    machines: sansrpc_futures::Machines,
 }
 
 impl Serving {
@@ -88,6 +91,7 @@ impl Serving {
             handler_timeout: options.handler_timeout,
             cors: options.cors.clone(),
             cors_max_age: options.cors_max_age.as_secs().to_string(),
+            machines: sansrpc_futures::Machines::new(),
         })
     }
 
@@ -681,6 +685,12 @@ where
         false
     }
 
+    /// Exchanges are independent of each other: a blank machine of the server's may serve
+    /// any of its connections.
+    fn machines(&self) -> Option<&sansrpc_futures::Machines> {
+        Some(&self.serving.machines)
+    }
+
     fn poll_receive(
         &mut self,
         cx: &mut Context<'_>,
@@ -1120,6 +1130,13 @@ where
         match self {
             OnePort::Http(t) => t.without_extension(),
             OnePort::Ws(t) => t.without_extension(),
+        }
+    }
+
+    fn machines(&self) -> Option<&sansrpc_futures::Machines> {
+        match self {
+            OnePort::Http(t) => t.machines(),
+            OnePort::Ws(_) => None,
         }
     }
 

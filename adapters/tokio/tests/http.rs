@@ -356,6 +356,132 @@ async fn exchanges_on_one_keep_alive_connection_share_its_state_and_may_reuse_id
     .await;
 }
 
+/// A router with a synchronous `echo` (its params as its result, unparsed).
+fn echo_router() -> sansrpc_tokio::AsyncRouter {
+    let mut router = sansrpc_tokio::AsyncRouter::new();
+    router
+        .sync()
+        .raw_method("echo", |params, out| {
+            out.extend_from_slice(params.map_or("null", |p| p.get()).as_bytes());
+            Ok(())
+        })
+        .unwrap();
+    router
+}
+
+/// Many keep-alive connections at once, on two workers, each a run of exchanges whose
+/// handlers answer at once (`echo`), after some turns of their task (`later`), or never
+/// answer (a notification whose handler takes some turns, `note`), and batches of both:
+/// the server's connections take turns with its blank machines (`Connection::is_blank`),
+/// and every answer is its own request's, on its own connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_connections_exchanges_each_get_their_own_answers_while_machines_are_shared() {
+    within(LIMIT, async {
+        let notes = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let mut router = echo_router();
+        router
+            .raw_method("later", |params| async move {
+                let params = params.unwrap();
+                let turns: Vec<u64> = serde_json::from_str(params.get()).unwrap();
+                for _ in 0..turns[2] {
+                    tokio::task::yield_now().await;
+                }
+                Ok(params)
+            })
+            .unwrap();
+        let seen = notes.clone();
+        router
+            .raw_notification("note", move |_| {
+                let seen = seen.clone();
+                async move {
+                    for _ in 0..3 {
+                        tokio::task::yield_now().await;
+                    }
+                    seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+            })
+            .unwrap();
+        let (addr, stop, task) = serve_builder(Builder::new().router(router)).await;
+        const CONNECTIONS: u64 = 24;
+        const EXCHANGES: u64 = 40;
+        let clients = (0..CONNECTIONS).map(|c| {
+            tokio::spawn(async move {
+                let mut stream = TcpStream::connect(addr).await.unwrap();
+                let mut received = Vec::new();
+                let mut notes = 0;
+                for k in 0..EXCHANGES {
+                    let params = format!("[{c},{k},{}]", (c + k) % 4);
+                    let (body, expect) = match k % 4 {
+                        0 => (
+                            format!(r#"{{"jsonrpc":"2.0","id":{k},"method":"echo","params":{params}}}"#),
+                            Some(format!(r#"[{{"id":{k},"result":{params}}}]"#)),
+                        ),
+                        1 => (
+                            format!(r#"{{"jsonrpc":"2.0","id":{k},"method":"later","params":{params}}}"#),
+                            Some(format!(r#"[{{"id":{k},"result":{params}}}]"#)),
+                        ),
+                        2 => {
+                            notes += 1;
+                            (format!(r#"{{"jsonrpc":"2.0","method":"note","params":{params}}}"#), None)
+                        }
+                        _ => (
+                            format!(
+                                r#"[{{"jsonrpc":"2.0","id":"a{k}","method":"later","params":{params}}},{{"jsonrpc":"2.0","id":"b{k}","method":"echo","params":{params}}}]"#
+                            ),
+                            Some(format!(
+                                r#"[{{"id":"a{k}","result":{params}}},{{"id":"b{k}","result":{params}}}]"#
+                            )),
+                        ),
+                    };
+                    stream.write_all(post_head(&body).as_bytes()).await.unwrap();
+                    let (status, _, answer) = read_response(&mut stream, &mut received).await;
+                    match expect {
+                        None => assert_eq!((status, answer.as_str()), (204, ""), "{c} {k}"),
+                        Some(expect) => {
+                            assert_eq!(status, 200, "{c} {k}: {answer}");
+                            let answer: serde_json::Value = serde_json::from_str(&answer).unwrap();
+                            let mut answers = match answer {
+                                serde_json::Value::Array(all) => all,
+                                one => vec![one],
+                            };
+                            for a in &mut answers {
+                                a.as_object_mut().unwrap().remove("jsonrpc");
+                            }
+                            answers.sort_by_key(|a| a["id"].to_string());
+                            let expect: serde_json::Value = serde_json::from_str(&expect).unwrap();
+                            assert_eq!(serde_json::Value::Array(answers), expect, "{c} {k}");
+                        }
+                    }
+                }
+                // Kept open: a connection's end drops the handlers still running on it.
+                (notes, stream)
+            })
+        });
+        let (mut sent, mut streams) = (0, Vec::new());
+        for client in join_all(clients).await {
+            let (notes, stream) = client.unwrap();
+            sent += notes;
+            streams.push(stream);
+        }
+        // Every notification's handler ran to its end, none dropped with a machine.
+        let notes = &notes;
+        tokio::time::timeout(Duration::from_secs(10), async move {
+            while notes.load(std::sync::atomic::Ordering::SeqCst) < sent {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .unwrap_or_else(|_| {
+            let handled = notes.load(std::sync::atomic::Ordering::SeqCst);
+            panic!("{handled} of {sent} notifications handled")
+        });
+        drop(streams);
+        let _ = stop.send(());
+        task.await.unwrap().unwrap();
+    })
+    .await;
+}
+
 /// Never answers.
 enum Stall {}
 impl sansrpc::method::Method for Stall {
@@ -1032,14 +1158,7 @@ fn result_of(answer: &[u8], id: u64) -> serde_json::Value {
 #[tokio::test]
 async fn an_answer_larger_than_the_socket_takes_at_once_arrives_whole() {
     within(LIMIT, async {
-        let mut router = sansrpc_tokio::AsyncRouter::new();
-        router
-            .sync()
-            .raw_method("echo", |params, out| {
-                out.extend_from_slice(params.map_or("null", |p| p.get()).as_bytes());
-                Ok(())
-            })
-            .unwrap();
+        let router = echo_router();
         let (addr, stop, task) = serve_router(router).await;
         let mut stream = TcpStream::connect(addr).await.unwrap();
         // Distinct bytes along the string, so that a piece out of place shows.

@@ -1,0 +1,100 @@
+//! Blank connection machines shared by the connections of one server whose exchanges are
+//! independent of each other (JSON-RPC over HTTP/1.1: one POST at a time on a connection).
+//!
+//! A driver of such a server lends its machine here as it waits with nothing of an exchange
+//! left in it (the core's rule, [`Connection::is_blank`]), and takes one back first thing
+//! on its next turn: the one lent last on its thread, whose state is still in the
+//! processor's cache. With many keep-alive connections each request then touches its own
+//! socket's state and the HTTP exchange's, and not a whole machine of its own, cold since
+//! that connection's last request.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use sansrpc::connection::Connection;
+use sansrpc::Instant;
+
+/// Most machines kept on one thread, one a server; beyond it the oldest is dropped.
+const KEPT_PER_THREAD: usize = 16;
+
+thread_local! {
+    /// The machine lent last on this thread, by the key of its server's [`Machines`].
+    static KEPT: RefCell<Vec<(u64, Box<Connection>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The blank machines of one server's connections: a transport hands it to its driver
+/// ([`Transport::machines`](crate::Transport::machines)) when any blank machine of the
+/// server may serve any of its connections' exchanges.
+///
+/// Each thread keeps one, the one lent last. A driver lending its machine as it waits
+/// takes the one kept in exchange (a machine lent before, whose state it does not touch),
+/// and swaps them back first thing on its next turn: the exchange runs on the machine used
+/// last on the thread. A driver woken on another thread, where none is kept, goes on with
+/// the one it holds; every machine it may hold is blank.
+#[derive(Debug)]
+pub struct Machines {
+    key: u64,
+    /// The time base of every driver that lends and takes here: the machines' times are
+    /// read from it.
+    epoch: sansrpc_runtime::time::Instant,
+}
+
+impl Default for Machines {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Machines {
+    /// An empty set, for the connections of one server (of one builder and transport).
+    pub fn new() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        Machines {
+            key: NEXT.fetch_add(1, Ordering::Relaxed),
+            epoch: sansrpc_runtime::time::Instant::now(),
+        }
+    }
+
+    pub(crate) fn epoch(&self) -> sansrpc_runtime::time::Instant {
+        self.epoch
+    }
+
+    /// Swaps `conn` with the machine kept on this thread: false when none is kept.
+    #[inline]
+    pub(crate) fn swap(&self, conn: &mut Box<Connection>) -> bool {
+        KEPT.with_borrow_mut(|kept| {
+            let slot = match kept.last_mut() {
+                Some((key, slot)) if *key == self.key => slot,
+                // Another server's was lent since, on this thread.
+                _ => match kept.iter_mut().rev().find(|(key, _)| *key == self.key) {
+                    Some((_, slot)) => slot,
+                    None => return false,
+                },
+            };
+            std::mem::swap(slot, conn);
+            true
+        })
+    }
+
+    /// Keeps `conn`, blank, for the next exchange on this thread, and puts in its place
+    /// the one kept before (or, the first time, a new one).
+    #[inline]
+    pub(crate) fn lend(&self, conn: &mut Box<Connection>) {
+        debug_assert!(conn.is_blank());
+        if !self.swap(conn) {
+            self.keep(conn);
+        }
+    }
+
+    #[cold]
+    fn keep(&self, conn: &mut Box<Connection>) {
+        let spare = Box::new(Connection::new(conn.config().clone(), Instant::ZERO));
+        let lent = std::mem::replace(conn, spare);
+        KEPT.with_borrow_mut(|kept| {
+            if kept.len() >= KEPT_PER_THREAD {
+                kept.remove(0);
+            }
+            kept.push((self.key, lent));
+        });
+    }
+}
