@@ -1972,10 +1972,11 @@ impl Connection {
     /// ([`bypass_head`](Connection::bypass_head) gives the bytes before the item,
     /// [`bypass::ITEM_TAIL`] the bytes after it); the driver takes that back before
     /// anything else it does on its next turn, and writes the rest of a notification the
-    /// socket took only in part before any other output. The order of what the peer receives is then the order the
-    /// notifications were produced in, as it would be through the output. Such a write is
-    /// not counted in [`transmitted`](Connection::transmitted); the idle clock counts input
-    /// only and is not moved by it, and a write the socket took whole never stalls.
+    /// socket took only in part before any other output. The order of what the peer
+    /// receives is then the order the notifications were produced in, as it would be
+    /// through the output. Such a write is not counted in
+    /// [`transmitted`](Connection::transmitted); the idle clock counts input only and is
+    /// not moved by it, and a write the socket took whole never stalls.
     #[cfg(target_has_atomic = "ptr")]
     pub fn may_bypass(&self) -> bool {
         self.takes_input()

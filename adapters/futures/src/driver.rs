@@ -119,8 +119,8 @@ impl ShutdownHandle {
 /// [`Builder::connect_client`](crate::Builder::connect_client), which leaves the server's
 /// code out of the program).
 // In this order, from a cache line's start: the connection (behind a pointer: it may be
-// lent, [`Transport::machines`]), what every pass of the loop reads, the side's and the transport's state, then what
-// only calls, commands and the end use. A connection among many is cold when its turn comes,
+// lent, [`Transport::machines`]), what every pass of the loop reads, the side's and the
+// transport's state, then what only calls, commands and the end use. A connection among many is cold when its turn comes,
 // and each line a turn touches is a cache miss (a keep-alive HTTP request at 1,000
 // connections touched a dozen lines of the driver's own fields, spread over its 3.5 KiB).
 #[repr(C, align(64))]
@@ -567,12 +567,10 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
         }
         if let Some(machines) = self.transport.machines() {
             // Nothing of an exchange left in the driver or its machine (a call of ours
-            // waiting is the machine's request in flight): any other blank machine of the
-            // server can stand in for it on the next turn.
-            let idle = self.server.is_idle()
-                && self.deferred.is_none()
-                && self.reason.is_none()
-                && self.closers.is_empty();
+            // waiting is the machine's request in flight; a close asked for, or one that
+            // happened, leaves it not blank): any other blank machine of the server can
+            // stand in for it on the next turn.
+            let idle = self.server.is_idle() && self.deferred.is_none();
             if idle && self.conn.is_blank() {
                 machines.lend(&mut self.conn);
                 self.lent = true;
