@@ -98,3 +98,56 @@ impl Machines {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sansrpc::connection::Config;
+
+    fn blank() -> Box<Connection> {
+        let mut config = Config::default();
+        (config.framing, config.idle_timeout, config.frame_timeout) = (None, None, None);
+        Box::new(Connection::new(config, Instant::ZERO))
+    }
+
+    fn kept() -> usize {
+        KEPT.with_borrow(Vec::len)
+    }
+
+    #[test]
+    fn a_machine_lent_is_the_one_taken_back_on_its_thread() {
+        let machines = Machines::new();
+        let mut conn = blank();
+        let lent: *const Connection = &*conn;
+        assert!(!machines.swap(&mut conn), "none kept yet");
+        machines.lend(&mut conn);
+        assert!(!std::ptr::eq(&*conn, lent), "a spare held in its place");
+        assert!(conn.is_blank());
+        assert!(machines.swap(&mut conn));
+        assert!(std::ptr::eq(&*conn, lent), "the one lent, back");
+
+        // Another server's lent since: each takes back its own.
+        let other = Machines::new();
+        let mut theirs = blank();
+        let their_lent: *const Connection = &*theirs;
+        machines.lend(&mut conn);
+        other.lend(&mut theirs);
+        assert!(machines.swap(&mut conn));
+        assert!(std::ptr::eq(&*conn, lent));
+        assert!(other.swap(&mut theirs));
+        assert!(std::ptr::eq(&*theirs, their_lent));
+    }
+
+    #[test]
+    fn a_thread_keeps_at_most_its_bound_of_machines_whatever_the_servers() {
+        let servers: Vec<Machines> = (0..KEPT_PER_THREAD + 4).map(|_| Machines::new()).collect();
+        for machines in &servers {
+            machines.lend(&mut blank());
+            assert!(kept() <= KEPT_PER_THREAD);
+        }
+        assert_eq!(kept(), KEPT_PER_THREAD);
+        // The oldest were dropped; the newest are kept.
+        assert!(!servers[0].swap(&mut blank()));
+        assert!(servers[KEPT_PER_THREAD + 3].swap(&mut blank()));
+    }
+}
