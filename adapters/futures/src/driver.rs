@@ -110,7 +110,10 @@ impl ShutdownHandle {
 /// into the connection while it wants input; acts on the connection's events (answers to
 /// their callers, requests to handlers, notifications to the in-order queue, cancels to the
 /// running handler); polls handlers and stream producers; sleeps until the connection's
-/// next deadline; writes output. It completes with an error of kind
+/// next deadline; writes output. A pass that leaves everything written, the connection
+/// blank ([`Connection::is_blank`]) and nothing running is followed by one that only asks
+/// for input: the rest would find nothing (a keep-alive request's turn is one
+/// pass and a look for more). It completes with an error of kind
 /// [`io::ErrorKind::TimedOut`] when a heartbeat went unanswered.
 ///
 /// `S` is what it does with the peer's requests: serve them on the builder's router
@@ -431,6 +434,9 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
             self.listening.receive = false;
             self.transport.woken();
         }
+        // The last pass left nothing to do but wait for input: the machine blank, its side
+        // idle, everything written, no deadline passed (see `settled` below).
+        let mut settled = false;
         loop {
             // The sources woken since the last look are polled this pass.
             let woke = self.wakers.woken.take();
@@ -480,6 +486,15 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
                         return Poll::Ready(Err(e));
                     }
                 }
+            }
+            // The last pass settled, and nothing since: no source woke, no command came,
+            // no input (the transport now waits for it). A blank machine has no event to
+            // route, a side at rest no handler to poll, and nothing is left to write or to
+            // time: the rest of this pass would find nothing (the second pass of every
+            // keep-alive request: 530 instructions of its 10,100).
+            if settled && !progress && woke == 0 && self.listening.receive && !unread {
+                self.park_settled();
+                return Poll::Pending;
             }
             // A connection that stopped taking input (closing, closed by a handler, or
             // holding input back while its output waits) is always looked at.
@@ -545,14 +560,38 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
             // restarted) moves the deadline, and the sleep is armed for it before the task
             // waits (armed before, it kept the old one until something else woke the task);
             // and a connection whose close completed at once arms none.
-            if self.poll_timer(now) {
+            let fired = self.poll_timer(now);
+            if fired {
                 progress = true;
                 self.listening.routed = false;
             }
+            // Only when another pass comes: what it would find, if its input is pending.
+            settled = progress
+                && flushed
+                && !fired
+                && !unread
+                && handlers == Polled::Idle
+                && !self.finished
+                && self.deferred.is_none()
+                && self.server.is_idle()
+                && self.conn.is_blank();
             if !progress {
                 self.park(flushed);
                 return Poll::Pending;
             }
+        }
+    }
+
+    /// The task waits after a pass that found its machine blank and its side idle
+    /// (`settled` in [`poll_drive`](Self::poll_drive)), and nothing since: [`park`](Self::park)
+    /// without its checks, which that pass made.
+    fn park_settled(&mut self) {
+        match self.transport.machines() {
+            Some(machines) if !self.hooked => {
+                machines.lend(&mut self.conn);
+                self.lent = true;
+            }
+            _ => self.park(true),
         }
     }
 

@@ -3,7 +3,8 @@
 //! woken (a WebSocket would spend a whole read attempt finding nothing), and after
 //! [`Received::Data`] it asks again in the same turn; a transport that
 //! [wakes on input](Transport::wakes_on_input) is asked again only once the waker it was
-//! given fired, however often the task is polled for other reasons.
+//! given fired, however often the task is polled for other reasons; and a pass that left
+//! the machine blank is followed by one that only asks for input.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -31,6 +32,9 @@ struct Inbox {
     messages: VecDeque<Vec<u8>>,
     waker: Option<Waker>,
     receives: usize,
+    /// Calls of `poll_transmit`, and the frames it took.
+    transmits: usize,
+    sent: Vec<Vec<u8>>,
 }
 
 struct Memory {
@@ -76,7 +80,12 @@ impl Transport for Memory {
         _: &mut Context<'_>,
         conn: &mut Connection,
     ) -> Poll<io::Result<()>> {
-        while conn.poll_transmit(&mut Vec::new()).is_some() {}
+        let mut inbox = self.inbox.lock().unwrap();
+        inbox.transmits += 1;
+        let mut frame = Vec::new();
+        while conn.poll_transmit(&mut frame).is_some() {
+            inbox.sent.push(std::mem::take(&mut frame));
+        }
         Poll::Ready(Ok(()))
     }
 
@@ -180,4 +189,70 @@ fn a_transport_that_wakes_on_input_is_asked_only_after_its_waker_fired() {
     assert_eq!(asked(false), (3, 1));
     // Never asked until woken.
     assert_eq!(asked(true), (0, 0));
+}
+
+enum Double {}
+impl sansrpc::method::Method for Double {
+    const NAME: &'static str = "double";
+    type Params = (u64,);
+    type Result = u64;
+}
+
+/// Polls a driver serving `double` once per request, the request queued before each poll,
+/// with `configure`'s config: how many times the transport was asked for input and to
+/// transmit, and the answers sent.
+fn exchanges(
+    configure: impl FnOnce(&mut sansrpc::connection::Config),
+) -> (usize, usize, Vec<String>) {
+    let mut router = AsyncRouter::new();
+    router
+        .method::<Double, _, _>(|(n,)| async move { Ok(n * 2) })
+        .unwrap();
+    let inbox = Arc::new(Mutex::new(Inbox::default()));
+    let transport = Memory {
+        inbox: inbox.clone(),
+        drained: false,
+        wakes: false,
+    };
+    let (_client, mut driver) = Builder::new()
+        .router(router)
+        .configure(configure)
+        .connect(transport, AsyncIoTimer);
+    let waker = futures::task::noop_waker();
+    let mut cx = Context::from_waker(&waker);
+    for n in 1..=3 {
+        let request = format!(r#"{{"jsonrpc":"2.0","id":{n},"method":"double","params":[{n}]}}"#);
+        inbox
+            .lock()
+            .unwrap()
+            .messages
+            .push_back(request.into_bytes());
+        assert!(Pin::new(&mut driver).poll(&mut cx).is_pending());
+    }
+    let inbox = inbox.lock().unwrap();
+    let sent = inbox
+        .sent
+        .iter()
+        .map(|f| String::from_utf8(f.clone()).unwrap());
+    (inbox.receives, inbox.transmits, sent.collect())
+}
+
+#[test]
+fn a_pass_that_leaves_the_machine_blank_is_followed_only_by_a_look_for_input() {
+    let answers: Vec<String> = (1..=3)
+        .map(|n| format!(r#"{{"jsonrpc":"2.0","result":{},"id":{n}}}"#, n * 2))
+        .collect();
+    // Each poll: a pass takes the request, answers and writes it, and leaves the machine
+    // blank; the next only asks for input, finds none, and the task waits.
+    let (receives, transmits, sent) = exchanges(|_| {});
+    assert_eq!(sent, answers);
+    assert_eq!((receives, transmits), (6, 3));
+    // A machine with state of its own between exchanges (a deadline: the idle timeout) is
+    // never blank: the second pass looks at everything, as it always did.
+    let idle = |c: &mut sansrpc::connection::Config| {
+        c.idle_timeout = Some(std::time::Duration::from_secs(60))
+    };
+    let (receives, transmits, sent) = exchanges(idle);
+    assert_eq!(sent, answers);
+    assert_eq!((receives, transmits), (6, 6));
 }
