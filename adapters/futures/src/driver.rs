@@ -200,9 +200,14 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
             Some(machines) => machines.epoch(),
             None => sansrpc_runtime::time::Instant::now(),
         };
+        // A new machine is blank: such a driver starts as if it had lent it, and its first
+        // turn runs on the machine kept on its thread, grown by the exchanges before (a new
+        // machine's tables and buffers each allocate on first use: a dozen allocations for a
+        // connection's first request). Its own is kept in exchange.
+        let lent = transport.machines().is_some() && conn.is_blank();
         let driver = Driver {
             conn: Box::new(conn),
-            lent: false,
+            lent,
             transport,
             timer,
             start,

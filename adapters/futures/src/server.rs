@@ -217,7 +217,10 @@ impl Server {
         std::mem::take(&mut self.stream_signals)
             .values()
             .for_each(CancelSignal::set);
-        self.running.clear();
+        // Cleared only when it holds some: a clear builds the set anew (two allocations).
+        if !self.running.is_empty() {
+            self.running.clear();
+        }
         self.aborts.clear();
         self.waiting.clear();
         self.notifications.clear();
