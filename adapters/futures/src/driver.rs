@@ -112,9 +112,9 @@ impl ShutdownHandle {
 /// running handler); polls handlers and stream producers; sleeps until the connection's
 /// next deadline; writes output. A pass that leaves everything written, the connection
 /// blank ([`Connection::is_blank`]) and nothing running is followed by one that only asks
-/// for input: the rest would find nothing (a keep-alive request's turn is one
-/// pass and a look for more). It completes with an error of kind
-/// [`io::ErrorKind::TimedOut`] when a heartbeat went unanswered.
+/// for input: the rest would find nothing (a keep-alive request's turn is one pass and a
+/// look for more). It completes with an error of kind [`io::ErrorKind::TimedOut`] when a
+/// heartbeat went unanswered.
 ///
 /// `S` is what it does with the peer's requests: serve them on the builder's router
 /// ([`Serving`](crate::Serving), from [`Builder::connect`](crate::Builder::connect)), or
@@ -123,9 +123,10 @@ impl ShutdownHandle {
 /// code out of the program).
 // In this order, from a cache line's start: the connection (behind a pointer: it may be
 // lent, [`Transport::machines`]), what every pass of the loop reads, the side's and the
-// transport's state, then what only calls, commands and the end use. A connection among many is cold when its turn comes,
-// and each line a turn touches is a cache miss (a keep-alive HTTP request at 1,000
-// connections touched a dozen lines of the driver's own fields, spread over its 3.5 KiB).
+// transport's state, then what only calls, commands and the end use. A connection among
+// many is cold when its turn comes, and each line a turn touches is a cache miss (a
+// keep-alive HTTP request at 1,000 connections touched a dozen lines of the driver's own
+// fields, spread over its 3.5 KiB).
 #[repr(C, align(64))]
 pub struct Driver<T, Tm, S = Serving> {
     conn: Box<Connection>,

@@ -69,8 +69,7 @@ impl Input {
         cx: &mut Context<'_>,
         need: usize,
     ) -> Poll<io::Result<usize>> {
-        let end = self.buf.len();
-        if self.start == end {
+        if self.start == self.buf.len() {
             self.buf.clear();
             self.start = 0;
         } else if self.start > 0 && self.start + need > self.buf.capacity() {
@@ -78,10 +77,12 @@ impl Input {
             self.start = 0;
         }
         // Room for the frame, but at most a chunk past what has arrived: a header that
-        // declares a large message costs memory only as its bytes come.
+        // declares a large message costs memory only as its bytes come. At least a byte
+        // past it: the room is reserved here, exactly (a full `Vec` would grow by doubling
+        // in `poll_read_buf`).
         let end = self.buf.len();
         let need = self.start + need;
-        let want = self.size.get().max(need.min(end + CHUNK));
+        let want = self.size.get().max(need.min(end + CHUNK)).max(end + 1);
         if self.buf.capacity() == 0 {
             // Given back while idle: read into the stack first, so that a look at a quiet
             // connection (a subscriber's, woken to send) allocates nothing.
