@@ -443,6 +443,8 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
         // The last pass left nothing to do but wait for input: the machine blank, its side
         // idle, everything written, no deadline passed (see `settled` below).
         let mut settled = false;
+        // The time the last pass looked at.
+        let mut then = None;
         loop {
             // The sources woken since the last look are polled this pass.
             let woke = self.wakers.woken.take();
@@ -461,8 +463,14 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
                 self.listening.timer = None;
             }
             // One look at the clock a pass (each is a call into the kernel's clock page, about
-            // 30 ns, and a pass takes far less than the connection's timeouts can tell).
-            let now = self.now();
+            // 30 ns, and a pass takes far less than the connection's timeouts can tell). A
+            // pass after a settled one looks for commands and input at the last pass's time,
+            // and at the clock only if it goes on (the second pass of a keep-alive request,
+            // which mostly finds neither, reads no clock).
+            let mut now = match then {
+                Some(then) if settled => then,
+                _ => self.now(),
+            };
             let mut progress = self.poll_commands(now);
             if progress {
                 self.listening.routed = false;
@@ -502,6 +510,10 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
                 self.park_settled();
                 return Poll::Pending;
             }
+            if settled {
+                now = self.now();
+            }
+            then = Some(now);
             // A connection that stopped taking input (closing, closed by a handler, or
             // holding input back while its output waits) is always looked at.
             if !self.listening.routed || !self.conn.wants_input() {
