@@ -149,9 +149,6 @@ struct HttpServer<S> {
     http10: bool,
     /// The timer was looked at this turn of the driver: the turn's later passes need not.
     timer_polled: bool,
-    /// `now` is the driver's time of this turn (its input was looked at): the timer is
-    /// judged by it, without a look at the clock of its own.
-    now_seen: bool,
     /// A write of the answer under way found the socket full.
     write_blocked: bool,
     /// The sending side is shut down: the close lingers, reading what still comes.
@@ -260,7 +257,6 @@ where
             timer_due: now + serving.period(),
             timer_waker: None,
             timer_polled: false,
-            now_seen: false,
             idle_since: now,
             since: now,
             now: Instant::from_duration(Duration::ZERO),
@@ -582,22 +578,13 @@ where
             return Ok(());
         }
         // Armed with this waker, and not due: it has not fired (a tokio timer fires once the
-        // clock has reached its deadline), and still holds the waker. The driver's time of
-        // this turn serves, when there is one: it was read after whatever woke the task, and
-        // a timer that fired since wakes the task again, whose next turn polls it.
+        // clock has reached its deadline), and still holds the waker.
         let armed = self
             .timer_waker
             .as_ref()
             .is_some_and(|w| w.will_wake(cx.waker()));
-        if armed {
-            let now = if self.now_seen {
-                self.clock()
-            } else {
-                Clock::now()
-            };
-            if now < self.timer_due {
-                return Ok(());
-            }
+        if armed && Clock::now() < self.timer_due {
+            return Ok(());
         }
         if !armed {
             self.timer_waker = Some(cx.waker().clone());
@@ -713,7 +700,6 @@ where
         if now != self.now {
             (self.now, self.now_clock) = (now, None);
         }
-        self.now_seen = true;
         loop {
             let part = match self.phase {
                 // One exchange at a time: what the peer sends next waits until the answer
@@ -775,7 +761,6 @@ where
 
     fn start_turn(&mut self) {
         self.timer_polled = false;
-        self.now_seen = false;
     }
 
     fn poll_transmit(
