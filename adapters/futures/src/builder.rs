@@ -200,7 +200,9 @@ impl Builder {
     ) -> (Client, Driver<T, Tm, S>) {
         let mut config = self.config.for_transport(transport.is_message_based());
         config.push &= transport.can_push();
-        let mut conn = Connection::new(config, Instant::ZERO);
+        // Boxed where it is made: the driver holds it so (it may be lent), and a machine is
+        // large enough that each move is a `memcpy` worth avoiding.
+        let mut conn = Box::new(Connection::new(config, Instant::ZERO));
         // Extension: per-connection hook (pub/sub), which wakes the driver's task.
         let woken = Arc::new(crate::wake::Woken::default());
         let hooked = match self.extension.as_ref().filter(|_| S::SERVES) {

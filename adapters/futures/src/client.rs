@@ -85,10 +85,8 @@ pub(crate) enum Command {
 #[derive(Debug, Clone)]
 pub struct Client {
     tx: mpsc::UnboundedSender<Command>,
-    keys: Arc<AtomicU64>,
-    /// The status the connection ended with for the process (LSP `exit`), once it did;
-    /// `i64::MIN` until then.
-    exit: Arc<AtomicI64>,
+    /// The calls' keys and the connection's exit status, in one allocation.
+    counters: Arc<Counters>,
     /// Hooks around every outgoing call; see [`Client::with_interceptors`].
     interceptors: Option<Arc<Interceptors>>,
     /// State the application keeps per connection: [`Client::local`].
@@ -97,6 +95,26 @@ pub struct Client {
     profile: sansrpc::Profile,
     /// The builder's executor, for handlers' work beside the connection.
     executor: Executors,
+}
+
+/// What every handle of a connection shares but its commands' sender.
+#[derive(Debug)]
+struct Counters {
+    /// The next call's key.
+    keys: AtomicU64,
+    /// The status the connection ended with for the process (LSP `exit`), once it did;
+    /// `i64::MIN` until then.
+    exit: AtomicI64,
+}
+
+/// Where a driver records the status its connection ended with ([`Client::exit_code`]).
+#[derive(Debug)]
+pub(crate) struct ExitCell(Arc<Counters>);
+
+impl ExitCell {
+    pub(crate) fn store(&self, code: i32) {
+        self.0.exit.store(i64::from(code), Ordering::SeqCst);
+    }
 }
 
 /// The builder's executor, if any (shown only as there or not).
@@ -119,8 +137,10 @@ impl Client {
             tx,
             profile,
             executor: Executors(executor),
-            keys: Arc::new(AtomicU64::new(0)),
-            exit: Arc::new(AtomicI64::new(i64::MIN)),
+            counters: Arc::new(Counters {
+                keys: AtomicU64::new(0),
+                exit: AtomicI64::new(i64::MIN),
+            }),
             interceptors: None,
             locals: Arc::default(),
         }
@@ -169,8 +189,8 @@ impl Client {
 
     /// Where the driver records the status the connection ended with
     /// ([`Client::exit_code`]); held without keeping the connection's commands open.
-    pub(crate) fn exit_cell(&self) -> Arc<AtomicI64> {
-        Arc::clone(&self.exit)
+    pub(crate) fn exit_cell(&self) -> ExitCell {
+        ExitCell(Arc::clone(&self.counters))
     }
 
     /// The status the process should exit with, once the connection is over: under the
@@ -179,7 +199,7 @@ impl Client {
     /// and for other profiles. An LSP server's `main` ends with
     /// `std::process::exit(client.exit_code().unwrap_or(0))`.
     pub fn exit_code(&self) -> Option<i32> {
-        match self.exit.load(Ordering::SeqCst) {
+        match self.counters.exit.load(Ordering::SeqCst) {
             i64::MIN => None,
             code => i32::try_from(code).ok(),
         }
@@ -288,7 +308,7 @@ impl Client {
             Ok(observe) => observe,
             Err(e) => return PendingCall::failed(e, self.tx.clone()),
         };
-        let key = self.keys.fetch_add(1, Ordering::Relaxed);
+        let key = self.counters.keys.fetch_add(1, Ordering::Relaxed);
         let (reply, rx) = oneshot::channel();
         let sent = self.tx.unbounded_send(Command::Call {
             key,
@@ -380,7 +400,7 @@ impl Client {
 
     /// A key for a call of this connection's.
     pub(crate) fn next_key(&self) -> u64 {
-        self.keys.fetch_add(1, Ordering::Relaxed)
+        self.counters.keys.fetch_add(1, Ordering::Relaxed)
     }
 
     /// Hands `command` to the driver (dropped when it has finished).
@@ -535,7 +555,7 @@ impl SendBatch for Client {
         // never goes out.
         let sent = entries.and_then(|mut entries| {
             let observe = ObserveBatch::before(self.interceptors.as_ref(), &mut entries)?;
-            let key = self.keys.fetch_add(1, Ordering::Relaxed);
+            let key = self.counters.keys.fetch_add(1, Ordering::Relaxed);
             let (reply, rx) = oneshot::channel();
             let command = Command::Batch {
                 key,

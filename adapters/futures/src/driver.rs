@@ -170,7 +170,7 @@ pub struct Driver<T, Tm, S = Serving> {
     calls: Calls,
     reason: Option<CloseReason>,
     /// The clients' record of the status the connection ended with.
-    exit: Arc<std::sync::atomic::AtomicI64>,
+    exit: crate::client::ExitCell,
     /// The callers of [`Client::close`] waiting: dropped when the driver has finished.
     closers: Vec<futures::channel::oneshot::Sender<()>>,
 }
@@ -186,7 +186,7 @@ impl<T, Tm, S: Side> fmt::Debug for Driver<T, Tm, S> {
 
 impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
     pub(crate) fn new(
-        conn: Connection,
+        conn: Box<Connection>,
         transport: T,
         timer: Tm,
         mut parts: Parts,
@@ -207,7 +207,7 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
         // connection's first request). Its own is kept in exchange.
         let lent = transport.machines().is_some() && conn.is_blank();
         let driver = Driver {
-            conn: Box::new(conn),
+            conn,
             lent,
             transport,
             timer,
@@ -356,7 +356,7 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
             self.listening.timer = None;
             return false;
         }
-        let cx = &mut Context::from_waker(&self.sources.timer);
+        let cx = &mut Context::from_waker(self.sources.timer());
         let fired = self.sleep.poll_until(cx, &self.timer, target);
         self.sleeping = target.is_some() && !fired;
         match (fired, target) {
@@ -388,8 +388,7 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
         self.shutdown_rx.close();
         self.done = true;
         if let Some(code) = self.conn.exit_code() {
-            self.exit
-                .store(i64::from(code), std::sync::atomic::Ordering::SeqCst);
+            self.exit.store(code);
         }
         match self.reason {
             Some(CloseReason::HeartbeatTimeout) => {

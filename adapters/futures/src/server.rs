@@ -72,7 +72,10 @@ pub struct Server {
     pub(crate) notifications: VecDeque<BoxFuture<()>>,
     pub(crate) router: Arc<AsyncRouter>,
     pub(crate) max_concurrent: usize,
-    pub(crate) running: FuturesUnordered<Running>,
+    /// The handlers that wait, made with the first (a set costs two allocations to make
+    /// and two to drop, and most connections never have one: a synchronous handler, or one
+    /// that finishes without waiting, is answered as its request is routed).
+    pub(crate) running: Option<FuturesUnordered<Running>>,
     pub(crate) waiting: VecDeque<(IncomingId, Guarded, Option<CancelSignal>)>,
     pub(crate) producers: BTreeMap<u64, Producer>,
     /// The method subscriptions served.
@@ -89,7 +92,7 @@ impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Server")
             .field("serving", &self.serving)
-            .field("running", &self.running.len())
+            .field("running", &self.running_len())
             .finish_non_exhaustive()
     }
 }
@@ -105,7 +108,7 @@ impl crate::side::sealed::Side for Server {
             router: router.unwrap_or_default(),
             serving,
             reply: Reply::default(),
-            running: FuturesUnordered::new(),
+            running: None,
             aborts: BTreeMap::new(),
             waiting: VecDeque::new(),
             notifications: VecDeque::new(),
@@ -121,11 +124,11 @@ impl crate::side::sealed::Side for Server {
     }
 
     fn running(&self) -> usize {
-        self.running.len()
+        self.running_len()
     }
 
     fn is_idle(&self) -> bool {
-        self.running.is_empty()
+        self.running_len() == 0
             && self.waiting.is_empty()
             && self.notifications.is_empty()
             && self.producers.is_empty()
@@ -175,6 +178,11 @@ impl crate::side::sealed::Side for Server {
 }
 
 impl Server {
+    /// The handlers that wait.
+    fn running_len(&self) -> usize {
+        self.running.as_ref().map_or(0, FuturesUnordered::len)
+    }
+
     /// Starts a request's handler, or queues it behind the running ones. One with room to
     /// run is polled once at once: a handler that finishes without waiting (most do) is
     /// answered here, and never takes a place among the running ones, an abort handle or a
@@ -189,7 +197,7 @@ impl Server {
         cx: Option<CancelSignal>,
     ) {
         let mut work = guarded(work);
-        if self.running.len() < self.max_concurrent {
+        if self.running_len() < self.max_concurrent {
             let mut first = Context::from_waker(futures::task::noop_waker_ref());
             match work.poll_unpin(&mut first) {
                 Poll::Ready(outcome) => respond(conn, id, Some(outcome)),
@@ -204,7 +212,8 @@ impl Server {
         let (handle, registration) = AbortHandle::new_pair();
         self.aborts.insert(id, (handle, cx));
         let running = Abortable::new(work, registration).map(move |r| (id, r.ok()));
-        self.running.push(running.boxed());
+        let set = self.running.get_or_insert_with(FuturesUnordered::new);
+        set.push(running.boxed());
     }
 
     pub(crate) fn notify(&mut self, work: BoxFuture<()>) {
@@ -218,8 +227,8 @@ impl Server {
             .values()
             .for_each(CancelSignal::set);
         // Cleared only when it holds some: a clear builds the set anew (two allocations).
-        if !self.running.is_empty() {
-            self.running.clear();
+        if let Some(running) = self.running.as_mut().filter(|r| !r.is_empty()) {
+            running.clear();
         }
         self.aborts.clear();
         self.waiting.clear();
@@ -395,15 +404,15 @@ impl Server {
         let mut progress = false;
         // None running: nothing to poll (a handler started later is polled as it starts,
         // in the pass its start makes).
-        while !self.running.is_empty() {
-            let Poll::Ready(Some((id, outcome))) = self.running.poll_next_unpin(cx) else {
+        while let Some(running) = self.running.as_mut().filter(|r| !r.is_empty()) {
+            let Poll::Ready(Some((id, outcome))) = running.poll_next_unpin(cx) else {
                 break;
             };
             progress = true;
             self.aborts.remove(&id);
             respond(conn, id, outcome);
         }
-        while self.running.len() < self.max_concurrent {
+        while self.running_len() < self.max_concurrent {
             let Some((id, work, cx)) = self.waiting.pop_front() else {
                 break;
             };

@@ -9,6 +9,7 @@
 //! registers nothing: a subscriber's connection woken once per notification it sends
 //! spends no atomic operation on its wakers.
 
+use std::cell::OnceCell;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Wake, Waker};
@@ -81,36 +82,48 @@ pub(crate) struct Wakers {
 
 /// A waker per source the driver polls, made once per connection: each source keeps the
 /// same one, so no registration clones a waker again. Kept apart from [`Wakers`], which
-/// every poll reads: a source's waker is read only when its source is polled.
+/// every poll reads: a source's waker is read only when its source is polled. The
+/// transport's and the sleep's are made when first asked for: most transports are polled
+/// with the task's waker ([`Transport::wakes_on_input`](crate::Transport::wakes_on_input)),
+/// and a connection without deadlines never sleeps (each waker is an allocation).
 pub(crate) struct Sources {
     pub commands: Waker,
-    pub socket: Waker,
-    pub timer: Waker,
+    socket: OnceCell<Waker>,
+    timer: OnceCell<Waker>,
+    woken: Arc<Woken>,
 }
 
 impl Sources {
     /// The waker the transport is polled with: its own (`own`), or the task's, `task`.
     pub(crate) fn transport<'a>(&'a self, own: bool, task: &'a Waker) -> &'a Waker {
         if own {
-            &self.socket
+            self.socket.get_or_init(|| source(&self.woken, SOCKET))
         } else {
             task
         }
     }
+
+    /// The sleep's waker.
+    pub(crate) fn timer(&self) -> &Waker {
+        self.timer.get_or_init(|| source(&self.woken, TIMER))
+    }
+}
+
+/// The waker of the source `bit`.
+fn source(woken: &Arc<Woken>, bit: u8) -> Waker {
+    Waker::from(Arc::new(Source {
+        woken: woken.clone(),
+        bit,
+    }))
 }
 
 impl Wakers {
     pub(crate) fn new(woken: Arc<Woken>) -> (Wakers, Sources) {
-        let waker = |bit| {
-            Waker::from(Arc::new(Source {
-                woken: woken.clone(),
-                bit,
-            }))
-        };
         let sources = Sources {
-            commands: waker(COMMANDS),
-            socket: waker(SOCKET),
-            timer: waker(TIMER),
+            commands: source(&woken, COMMANDS),
+            socket: OnceCell::new(),
+            timer: OnceCell::new(),
+            woken: woken.clone(),
         };
         (Wakers { woken, task: None }, sources)
     }
