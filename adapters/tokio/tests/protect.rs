@@ -581,3 +581,28 @@ async fn a_unix_socket_flood_beyond_the_limit_is_refused() {
 fn grace() -> Duration {
     Duration::from_secs(1)
 }
+
+/// Under tokio's paused time (`start_paused`, test-util: what tests with virtual time run
+/// on), an idle HTTP connection is still closed at its head timeout. The server judges
+/// whether its timer can have fired by tokio's clock, which the auto-advance moves; judged
+/// by the driver's time of the turn, which lags a timer that fired, the timer was never
+/// polled again and the connection stayed open.
+#[tokio::test(start_paused = true)]
+async fn under_paused_time_an_idle_http_connection_is_closed_at_the_head_timeout() {
+    let limit = Duration::from_secs(2);
+    let mut config = Config::default();
+    config.frame_timeout = Some(limit);
+    let server = start(Kind::Http, ServeOptions::default(), config).await;
+    let request = format!(
+        "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{CALL}",
+        CALL.len()
+    );
+    let mut kept = TcpStream::connect(server.addr).await.unwrap();
+    kept.write_all(request.as_bytes()).await.unwrap();
+    let response = read_response(&mut kept).await;
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    let idle = tokio::time::Instant::now();
+    // `read_to_close` gives up after 20 s of the (paused) clock.
+    assert_eq!(read_to_close(&mut kept).await, "");
+    assert!(idle.elapsed() >= limit, "closed after {:?}", idle.elapsed());
+}
