@@ -435,6 +435,19 @@ async fn an_http_slowloris_is_dropped_at_the_timeout() {
     .await;
 }
 
+/// An HTTP server whose head timeout (the endpoint's frame timeout) is `limit`, and the
+/// text of one `add` request to it.
+async fn http_with_head_timeout(limit: Duration) -> (Running, String) {
+    let mut config = Config::default();
+    config.frame_timeout = Some(limit);
+    let server = start(Kind::Http, ServeOptions::default(), config).await;
+    let request = format!(
+        "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{CALL}",
+        CALL.len()
+    );
+    (server, request)
+}
+
 /// The head timeout counts from the end of the connection's last exchange, not from its
 /// opening, and does not cut an exchange under way: a kept-alive connection used for
 /// longer than the timeout stays open, a body that comes after the timeout would have
@@ -443,13 +456,7 @@ async fn an_http_slowloris_is_dropped_at_the_timeout() {
 async fn the_http_head_timeout_counts_from_the_last_exchange() {
     within(LIMIT, async {
         let limit = Duration::from_secs(2);
-        let mut config = Config::default();
-        config.frame_timeout = Some(limit);
-        let server = start(Kind::Http, ServeOptions::default(), config).await;
-        let request = format!(
-            "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{CALL}",
-            CALL.len()
-        );
+        let (server, request) = http_with_head_timeout(limit).await;
         let answered = |response: String| {
             assert!(response.starts_with("HTTP/1.1 200"), "{response}");
             assert!(response.ends_with(r#"{"jsonrpc":"2.0","result":3.0,"id":1}"#));
@@ -590,13 +597,7 @@ fn grace() -> Duration {
 #[tokio::test(start_paused = true)]
 async fn under_paused_time_an_idle_http_connection_is_closed_at_the_head_timeout() {
     let limit = Duration::from_secs(2);
-    let mut config = Config::default();
-    config.frame_timeout = Some(limit);
-    let server = start(Kind::Http, ServeOptions::default(), config).await;
-    let request = format!(
-        "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{CALL}",
-        CALL.len()
-    );
+    let (server, request) = http_with_head_timeout(limit).await;
     let mut kept = TcpStream::connect(server.addr).await.unwrap();
     kept.write_all(request.as_bytes()).await.unwrap();
     let response = read_response(&mut kept).await;
