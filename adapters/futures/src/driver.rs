@@ -84,7 +84,9 @@ pub struct Parts {
 /// Asks a driver to shut down gracefully; from [`Driver::shutdown_handle`].
 #[derive(Debug, Clone)]
 pub struct ShutdownHandle {
-    tx: mpsc::UnboundedSender<Duration>,
+    // The driver's wake state: a shutdown is a value there and a wake, no channel (two
+    // allocations a connection less).
+    woken: Arc<Woken>,
 }
 
 impl ShutdownHandle {
@@ -93,12 +95,12 @@ impl ShutdownHandle {
     /// [`CallError::is_closed`](crate::CallError::is_closed), unfinished handlers are dropped, queued output gets a
     /// short while to reach the peer. The driver future completes after that.
     pub fn shutdown(&self, grace: Duration) {
-        let _ = self.tx.unbounded_send(grace);
+        self.woken.ask_shutdown(grace);
     }
 
-    /// True once the driver has finished.
+    /// True once the driver has finished (or was dropped).
     pub fn is_finished(&self) -> bool {
-        self.tx.is_closed()
+        self.woken.is_finished()
     }
 }
 
@@ -165,14 +167,22 @@ pub struct Driver<T, Tm, S = Serving> {
     sources: Sources,
     timer: Tm,
     commands: mpsc::UnboundedReceiver<Command>,
-    shutdown_tx: mpsc::UnboundedSender<Duration>,
-    shutdown_rx: mpsc::UnboundedReceiver<Duration>,
     calls: Calls,
     reason: Option<CloseReason>,
     /// The clients' record of the status the connection ended with.
     exit: crate::client::ExitCell,
     /// The callers of [`Client::close`] waiting: dropped when the driver has finished.
     closers: Vec<futures::channel::oneshot::Sender<()>>,
+}
+
+impl<T, Tm, S> Drop for Driver<T, Tm, S> {
+    /// Dropped unfinished (its task aborted, an owner giving up on it): its shutdown
+    /// handles say it has finished, and what still wakes it finds no task.
+    fn drop(&mut self) {
+        if !self.done {
+            self.wakers.woken.finish();
+        }
+    }
 }
 
 impl<T, Tm, S: Side> fmt::Debug for Driver<T, Tm, S> {
@@ -192,7 +202,6 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
         mut parts: Parts,
     ) -> (Client, Self) {
         let (tx, commands) = mpsc::unbounded();
-        let (shutdown_tx, shutdown_rx) = mpsc::unbounded();
         let client = Client::new(tx, conn.config().profile, parts.executor.take());
         let server = S::new(&mut parts, &client);
         let (wakers, sources) = Wakers::new(parts.woken.clone());
@@ -221,8 +230,6 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
             hook_bypassing: false,
             hooked: parts.hooked,
             deferred: None,
-            shutdown_tx,
-            shutdown_rx,
             listening: Listening::default(),
             wakers,
             sources,
@@ -259,7 +266,7 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
     /// A handle to shut this driver down gracefully.
     pub fn shutdown_handle(&self) -> ShutdownHandle {
         ShutdownHandle {
-            tx: self.shutdown_tx.clone(),
+            woken: Arc::clone(&self.wakers.woken),
         }
     }
 
@@ -309,9 +316,13 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
                 Poll::Pending => break,
             }
         }
-        let (waker, listening) = (&self.sources.commands, &mut self.listening.shutdown);
-        let shutdown = next(&mut self.shutdown_rx, waker, listening);
-        if let Poll::Ready(Some(grace)) = shutdown {
+        // Looked at again only once the commands' bit is set (as a shutdown sets it).
+        let shutdown = match self.listening.shutdown {
+            true => None,
+            false => self.wakers.woken.take_shutdown(),
+        };
+        self.listening.shutdown = shutdown.is_none();
+        if let Some(grace) = shutdown {
             // Handlers in flight get the grace; then the connection drops what still runs.
             self.conn.shutdown(grace, now);
             progress = true;
@@ -385,7 +396,7 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
         }
         self.calls.clear();
         self.closers.clear();
-        self.shutdown_rx.close();
+        self.wakers.woken.finish();
         self.done = true;
         if let Some(code) = self.conn.exit_code() {
             self.exit.store(code);

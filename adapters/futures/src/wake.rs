@@ -10,21 +10,29 @@
 //! spends no atomic operation on its wakers.
 
 use std::cell::OnceCell;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Wake, Waker};
+use std::time::Duration;
 
-/// The commands' and the shutdown's channels.
+/// The commands' channel, and a shutdown asked for.
 pub(crate) const COMMANDS: u8 = 1;
 /// The transport (its reads, writes, and what it waits on for them).
 pub(crate) const SOCKET: u8 = 2;
 /// The connection's sleep.
 pub(crate) const TIMER: u8 = 4;
 
-/// The sources that woke the task since the driver last looked, and the task's waker.
+/// The sources that woke the task since the driver last looked, and the task's waker; a
+/// shutdown asked for ([`ShutdownHandle`](crate::ShutdownHandle)), and whether the driver
+/// has finished.
 #[derive(Debug, Default)]
 pub(crate) struct Woken {
     bits: AtomicU8,
+    /// The driver has finished, or was dropped: its task is not woken any more.
+    finished: AtomicBool,
+    /// The grace of a shutdown asked for and not taken yet, in nanoseconds plus one; 0 for
+    /// none. One slot, not a queue: a later shutdown replaces one not taken yet.
+    shutdown: AtomicU64,
     task: Mutex<Option<Waker>>,
 }
 
@@ -52,6 +60,43 @@ impl Woken {
     /// The sources woken since the last call.
     pub(crate) fn take(&self) -> u8 {
         self.bits.swap(0, Ordering::AcqRel)
+    }
+
+    /// Asks the driver to shut down with `grace`, and wakes its task (as its commands
+    /// would).
+    pub(crate) fn ask_shutdown(&self, grace: Duration) {
+        if self.is_finished() {
+            return;
+        }
+        let nanos = u64::try_from(grace.as_nanos()).map_or(u64::MAX, |n| n.saturating_add(1));
+        self.shutdown.store(nanos, Ordering::Release);
+        self.bits.fetch_or(COMMANDS, Ordering::AcqRel);
+        self.wake_task();
+    }
+
+    /// The grace of the shutdown asked for since the last call, if one was.
+    pub(crate) fn take_shutdown(&self) -> Option<Duration> {
+        match self.shutdown.swap(0, Ordering::AcqRel) {
+            0 => None,
+            nanos => Some(Duration::from_nanos(nanos - 1)),
+        }
+    }
+
+    /// The driver has finished (or is dropped): its task is let go, and later wakes (a
+    /// client dropped after it, a subscription's) find none.
+    pub(crate) fn finish(&self) {
+        self.finished.store(true, Ordering::Release);
+        let task = self
+            .task
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        drop(task);
+    }
+
+    /// [`finish`](Woken::finish) was called.
+    pub(crate) fn is_finished(&self) -> bool {
+        self.finished.load(Ordering::Acquire)
     }
 }
 

@@ -302,6 +302,41 @@ fn a_closed_connection_fails_pending_calls() {
 }
 
 #[test]
+fn a_shutdown_asked_before_the_first_poll_ends_the_driver_and_a_dropped_driver_is_finished() {
+    smol::block_on(within(LIMIT, async {
+        let listener = async_net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut peer = async_net::TcpStream::connect(addr).await.unwrap();
+        let (stream, _) = listener.accept().await.unwrap();
+        let (client, driver) = Builder::new().connect(transport::tcp(stream), AsyncIoTimer);
+        let handle = driver.shutdown_handle();
+        assert!(!handle.is_finished());
+        // Asked for before the driver ever ran, with its client and its peer still there.
+        handle.clone().shutdown(Duration::ZERO);
+        driver.await.unwrap();
+        assert!(handle.is_finished());
+        let mut byte = [0u8; 1];
+        assert_eq!(
+            peer.read(&mut byte).await.unwrap(),
+            0,
+            "the peer sees the end"
+        );
+        assert!(client.call::<Sleep>(&(1,)).await.unwrap_err().is_closed());
+
+        // A driver dropped without finishing (its task aborted) is finished too, and a
+        // shutdown asked of it does nothing.
+        let _peer = async_net::TcpStream::connect(addr).await.unwrap();
+        let (stream, _) = listener.accept().await.unwrap();
+        let (_client, driver) = Builder::new().connect(transport::tcp(stream), AsyncIoTimer);
+        let handle = driver.shutdown_handle();
+        assert!(!handle.is_finished());
+        drop(driver);
+        assert!(handle.is_finished());
+        handle.shutdown(Duration::ZERO);
+    }));
+}
+
+#[test]
 fn shutdown_lets_handlers_finish_within_the_grace_period() {
     smol::block_on(within(LIMIT, async {
         let (router, mut signals) = sleeper();
