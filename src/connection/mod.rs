@@ -621,6 +621,31 @@ impl Connection {
         }
     }
 
+    /// Makes this machine new for another connection: afterwards it is as
+    /// [`Connection::new`]`(config, now)` made it, and nothing of what it held is left (its
+    /// tables, hook, queued input and output, ids and state are dropped), but its output,
+    /// event and message buffers keep their capacity, emptied (each up to 4 KiB: one a
+    /// large exchange grew past that is let go). A server of many short connections (or a
+    /// device that reconnects) reuses one machine after another without allocating it and
+    /// growing its buffers again.
+    ///
+    /// ```
+    /// use sansrpc::connection::{Config, Connection};
+    /// use sansrpc::Instant;
+    ///
+    /// let mut conn = Connection::new(Config::default(), Instant::ZERO);
+    /// conn.handle_input(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\"}\n", Instant::ZERO).unwrap();
+    /// conn.handle_end_of_input(Instant::ZERO);
+    /// conn.renew(Config::default(), Instant::ZERO);
+    /// assert!(conn.is_blank());
+    /// assert!(conn.poll_event().is_none());
+    /// ```
+    pub fn renew(&mut self, config: Config, now: Instant) {
+        let mut fresh = Connection::new(config, now);
+        fresh.wire.keep_buffers(&mut self.wire);
+        *self = fresh;
+    }
+
     /// Gives the connection a hook (pub/sub): offered the peer's requests before they
     /// become [`Event::Request`], its notifications sent whenever output has room. When
     /// the hook's wake fires, poll events and transmit as usual: the notifications are

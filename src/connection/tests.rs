@@ -1143,3 +1143,72 @@ fn the_calls_table_is_the_list_it_stands_for() {
         assert!(!calls.contains(RequestId(next_id)));
     }
 }
+
+/// A renewed machine is a new one: nothing of its connection before is left (a call of
+/// ours waiting, a request of the peer's half-read, the end of its input), but its output
+/// buffer keeps its capacity.
+#[test]
+fn a_renewed_machine_is_new_and_keeps_its_output_buffer() {
+    let (mut server, mut client) = pair();
+    client
+        .call(
+            7,
+            "add",
+            Some(raw("[1,2]")),
+            RequestOptions::default(),
+            at(0),
+        )
+        .unwrap();
+    send(&mut client, &mut server, at(1));
+    let [Seen::Request(handle, ref method, _)] = events(&mut server)[..] else {
+        panic!("one request");
+    };
+    assert_eq!(method, "add");
+    server.respond(handle, Ok(raw("3")));
+    let mut out = Vec::new();
+    while server.poll_transmit(&mut out).is_some() {}
+    server.handle_write(true, false, at(2));
+    // Left in it: a call of ours waiting, half a request, the end of input.
+    server
+        .call(8, "ping", None, RequestOptions::default(), at(3))
+        .unwrap();
+    server
+        .handle_input(b"{\"jsonrpc\":\"2.0\",\"id\":", at(3))
+        .unwrap();
+    server.handle_end_of_input(at(4));
+    let capacity = server.output_capacity();
+    assert!(capacity > 0);
+    assert!(!server.is_blank());
+
+    server.renew(Config::default(), Instant::ZERO);
+    assert!(server.is_blank());
+    assert_eq!(server.waiting_calls(), 0);
+    assert_eq!(server.output_capacity(), capacity, "the buffer kept");
+    assert!(events(&mut server).is_empty());
+    assert!(
+        server.poll_transmit(&mut Vec::new()).is_none(),
+        "nothing queued"
+    );
+    // It serves the same id again, as a new connection would.
+    let mut client = Connection::new(Config::default(), Instant::ZERO);
+    client
+        .call(
+            7,
+            "add",
+            Some(raw("[2,3]")),
+            RequestOptions::default(),
+            at(0),
+        )
+        .unwrap();
+    send(&mut client, &mut server, at(1));
+    let [Seen::Request(handle, _, Some(ref params))] = events(&mut server)[..] else {
+        panic!("one request");
+    };
+    assert_eq!(params, "[2,3]");
+    server.respond(handle, Ok(raw("5")));
+    send(&mut server, &mut client, at(2));
+    assert_eq!(
+        client_events(&mut client),
+        [Seen::Answer(7, 0, Ok("5".into()), true)]
+    );
+}

@@ -313,6 +313,28 @@ pub(crate) const NOTIFICATION_OPEN: &[u8] = b"{\"jsonrpc\":\"2.0\",\"method\":\"
 pub(crate) const NOTIFICATION_PARAMS: &[u8] = b"\",\"params\":";
 pub(crate) const NOTIFICATION_CLOSE: &[u8] = b"}";
 
+/// The most bytes of capacity a renewed machine keeps of each buffer
+/// ([`Connection::renew`](crate::connection::Connection::renew)): one a large exchange grew
+/// past it is let go.
+pub(crate) const RENEW_KEEP: usize = 4 * 1024;
+
+/// `old`, emptied, in the place of `fresh` (new: it holds nothing and no memory), when its
+/// capacity is within [`RENEW_KEEP`] bytes.
+fn keep_vec<T>(fresh: &mut Vec<T>, old: &mut Vec<T>) {
+    if old.capacity().saturating_mul(core::mem::size_of::<T>()) <= RENEW_KEEP {
+        old.clear();
+        core::mem::swap(fresh, old);
+    }
+}
+
+/// [`keep_vec`] for a queue.
+fn keep_deque<T>(fresh: &mut VecDeque<T>, old: &mut VecDeque<T>) {
+    if old.capacity().saturating_mul(core::mem::size_of::<T>()) <= RENEW_KEEP {
+        old.clear();
+        core::mem::swap(fresh, old);
+    }
+}
+
 /// The wire protocol of one [`Connection`](crate::connection::Connection), which owns it:
 /// the framing decoder and the classifier, the queue of records (entries of the frames in
 /// its arena, and what happened: an answer ended, a cancel, a refused frame, an expiry) that
@@ -484,6 +506,17 @@ impl Wire {
             && self.batch_tags.0.is_empty()
             && self.config.rate_limit.is_none()
             && self.guard_at_rest()
+    }
+
+    /// Takes `old`'s buffers (output, events, input), emptied, where each is within
+    /// [`RENEW_KEEP`] bytes; this wire is new. Nothing else of `old` is taken.
+    pub(crate) fn keep_buffers(&mut self, old: &mut Wire) {
+        self.out.keep_buffers(&mut old.out);
+        keep_deque(&mut self.events, &mut old.events);
+        keep_vec(&mut self.arena, &mut old.arena);
+        keep_vec(&mut self.body, &mut old.body);
+        keep_vec(&mut self.params, &mut old.params);
+        keep_deque(&mut self.batch_sizes, &mut old.batch_sizes);
     }
 
     /// Bytes of output waiting for [`poll_transmit`](Wire::poll_transmit).

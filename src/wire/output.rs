@@ -69,6 +69,14 @@ pub(super) struct Output {
 }
 
 impl Output {
+    /// Takes `old`'s buffers, emptied, where each is within [`keep`](super::keep_vec)'s
+    /// bound (this output is new: nothing in it).
+    pub(super) fn keep_buffers(&mut self, old: &mut Output) {
+        super::keep_vec(&mut self.buf, &mut old.buf);
+        super::keep_deque(&mut self.frames, &mut old.frames);
+        super::keep_vec(&mut self.holes, &mut old.holes);
+    }
+
     /// Bytes queued and not consumed.
     pub(super) fn len(&self) -> usize {
         self.buf.len() - self.head + self.held

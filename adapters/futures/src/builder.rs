@@ -198,11 +198,16 @@ impl Builder {
         mut transport: T,
         timer: Tm,
     ) -> (Client, Driver<T, Tm, S>) {
-        let mut config = self.config.for_transport(transport.is_message_based());
-        config.push &= transport.can_push();
         // Boxed where it is made: the driver holds it so (it may be lent), and a machine is
-        // large enough that each move is a `memcpy` worth avoiding.
-        let mut conn = Box::new(Connection::new(config, Instant::ZERO));
+        // large enough that each move is a `memcpy` worth avoiding. A server whose blank
+        // machines are interchangeable ([`Transport::machines`]) reuses the machine of one
+        // of its ended connections, renewed, when its thread keeps one: of the same config.
+        let spare = transport.machines().and_then(crate::Machines::spare);
+        let mut conn = spare.unwrap_or_else(|| {
+            let mut config = self.config.for_transport(transport.is_message_based());
+            config.push &= transport.can_push();
+            Box::new(Connection::new(config, Instant::ZERO))
+        });
         // Extension: per-connection hook (pub/sub), which wakes the driver's task.
         let woken = Arc::new(crate::wake::Woken::default());
         let hooked = match self.extension.as_ref().filter(|_| S::SERVES) {

@@ -5,6 +5,7 @@
 use std::fmt;
 use std::future::Future;
 use std::io;
+use std::mem::ManuallyDrop;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
@@ -23,6 +24,10 @@ use crate::side::{Serving, Side};
 use crate::timer::{Sleep, Timer};
 use crate::transport::{Received, Transport};
 use crate::wake::{Sources, Wakers, Woken, COMMANDS, SOCKET, TIMER};
+
+/// Keeps the machine of an ended connection for its server's next one
+/// ([`machines::recycle`](crate::machines::recycle)): the server's key, the machine.
+type Recycle = fn(u64, Box<Connection>);
 
 /// Commands taken per turn of the loop, so a flood of calls cannot starve input.
 const COMMANDS_PER_TURN: usize = 64;
@@ -131,7 +136,8 @@ impl ShutdownHandle {
 // fields, spread over its 3.5 KiB).
 #[repr(C, align(64))]
 pub struct Driver<T, Tm, S = Serving> {
-    conn: Box<Connection>,
+    // Taken out as the driver is dropped (to be reused, `recycle`), and never used again.
+    conn: ManuallyDrop<Box<Connection>>,
     /// The machine was lent as the driver last waited ([`Transport::machines`]): the one
     /// held now is another, blank, swapped back first thing on the next turn.
     lent: bool,
@@ -173,6 +179,11 @@ pub struct Driver<T, Tm, S = Serving> {
     exit: crate::client::ExitCell,
     /// The callers of [`Client::close`] waiting: dropped when the driver has finished.
     closers: Vec<futures::channel::oneshot::Sender<()>>,
+    /// The key of the transport's [`Machines`](crate::Machines), and what keeps a machine
+    /// for the server's next connection on the thread the driver is dropped on (once
+    /// finished). A pointer, not a call: a program whose transports lend no machines (a
+    /// browser's) leaves the renewal's code out.
+    recycle: Option<(u64, Recycle)>,
 }
 
 impl<T, Tm, S> Drop for Driver<T, Tm, S> {
@@ -181,6 +192,14 @@ impl<T, Tm, S> Drop for Driver<T, Tm, S> {
     fn drop(&mut self) {
         if !self.done {
             self.wakers.woken.finish();
+        }
+        // SAFETY: taken once, here, as the driver is dropped; never used after.
+        let conn = unsafe { ManuallyDrop::take(&mut self.conn) };
+        match self.recycle {
+            // Finished: nothing runs on it any more (dropped unfinished, it may be
+            // half-way through anything: dropped too).
+            Some((key, recycle)) if self.done => recycle(key, conn),
+            _ => drop(conn),
         }
     }
 }
@@ -215,8 +234,14 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
         // machine's tables and buffers each allocate on first use: a dozen allocations for a
         // connection's first request). Its own is kept in exchange.
         let lent = transport.machines().is_some() && conn.is_blank();
+        let recycle = transport.machines().map(|m| {
+            (
+                m.key(),
+                crate::machines::recycle as fn(u64, Box<Connection>),
+            )
+        });
         let driver = Driver {
-            conn,
+            conn: ManuallyDrop::new(conn),
             lent,
             transport,
             timer,
@@ -242,6 +267,7 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
             exit: client.exit_cell(),
             closers: Vec::new(),
             done: false,
+            recycle,
         };
         (client, driver)
     }

@@ -17,9 +17,33 @@ use sansrpc::Instant;
 /// Most machines kept on one thread, one a server; beyond it the oldest is dropped.
 const KEPT_PER_THREAD: usize = 16;
 
+/// Most machines of ended connections kept on one thread, of all servers; beyond it one
+/// is dropped.
+const SPARES_PER_THREAD: usize = 64;
+
 thread_local! {
     /// The machine lent last on this thread, by the key of its server's [`Machines`].
     static KEPT: RefCell<Vec<(u64, Box<Connection>)>> = const { RefCell::new(Vec::new()) };
+    /// Machines of ended connections, renewed ([`Connection::renew`]), by the key of their
+    /// server's [`Machines`]: the server's next connection on this thread takes one rather
+    /// than a new machine, its buffers grown already.
+    static SPARES: RefCell<Vec<(u64, Box<Connection>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Keeps `conn`, the machine of an ended connection of the server whose [`Machines`] have
+/// `key`, for that server's next connection on this thread: renewed (nothing of its
+/// connection is left but its buffers' capacity), unless this thread keeps enough already
+/// (then it is dropped).
+pub(crate) fn recycle(key: u64, mut conn: Box<Connection>) {
+    let room = SPARES
+        .try_with(|spares| spares.borrow().len() < SPARES_PER_THREAD)
+        .unwrap_or(false);
+    if !room {
+        return;
+    }
+    let config = conn.config().clone();
+    conn.renew(config, Instant::ZERO);
+    let _ = SPARES.try_with(|spares| spares.borrow_mut().push((key, conn)));
 }
 
 /// The blank machines of one server's connections: a transport hands it to its driver
@@ -57,6 +81,24 @@ impl Machines {
 
     pub(crate) fn epoch(&self) -> sansrpc_runtime::time::Instant {
         self.epoch
+    }
+
+    /// What tells this server's machines from other servers' on a thread.
+    pub(crate) fn key(&self) -> u64 {
+        self.key
+    }
+
+    /// The machine of one of this server's ended connections kept on this thread
+    /// ([`recycle`]), renewed: as new, its buffers grown already.
+    pub(crate) fn spare(&self) -> Option<Box<Connection>> {
+        SPARES
+            .try_with(|spares| {
+                let mut spares = spares.borrow_mut();
+                let at = spares.iter().rposition(|(key, _)| *key == self.key)?;
+                Some(spares.swap_remove(at).1)
+            })
+            .ok()
+            .flatten()
     }
 
     /// Swaps `conn` with the machine kept on this thread: false when none is kept.
