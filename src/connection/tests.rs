@@ -1149,21 +1149,21 @@ fn the_calls_table_is_the_list_it_stands_for() {
 /// buffer keeps its capacity.
 #[test]
 fn a_renewed_machine_is_new_and_keeps_its_output_buffer() {
+    /// `client` asks `server` to add `params` (call 7): the request's handle and params.
+    fn add(client: &mut Connection, server: &mut Connection, params: &str) -> (IncomingId, String) {
+        let options = RequestOptions::default();
+        client
+            .call(7, "add", Some(raw(params)), options, at(0))
+            .unwrap();
+        send(client, server, at(1));
+        let [Seen::Request(handle, ref method, Some(ref params))] = events(server)[..] else {
+            panic!("one request");
+        };
+        assert_eq!(method, "add");
+        (handle, params.clone())
+    }
     let (mut server, mut client) = pair();
-    client
-        .call(
-            7,
-            "add",
-            Some(raw("[1,2]")),
-            RequestOptions::default(),
-            at(0),
-        )
-        .unwrap();
-    send(&mut client, &mut server, at(1));
-    let [Seen::Request(handle, ref method, _)] = events(&mut server)[..] else {
-        panic!("one request");
-    };
-    assert_eq!(method, "add");
+    let (handle, _) = add(&mut client, &mut server, "[1,2]");
     server.respond(handle, Ok(raw("3")));
     let mut out = Vec::new();
     while server.poll_transmit(&mut out).is_some() {}
@@ -1191,19 +1191,7 @@ fn a_renewed_machine_is_new_and_keeps_its_output_buffer() {
     );
     // It serves the same id again, as a new connection would.
     let mut client = Connection::new(Config::default(), Instant::ZERO);
-    client
-        .call(
-            7,
-            "add",
-            Some(raw("[2,3]")),
-            RequestOptions::default(),
-            at(0),
-        )
-        .unwrap();
-    send(&mut client, &mut server, at(1));
-    let [Seen::Request(handle, _, Some(ref params))] = events(&mut server)[..] else {
-        panic!("one request");
-    };
+    let (handle, params) = add(&mut client, &mut server, "[2,3]");
     assert_eq!(params, "[2,3]");
     server.respond(handle, Ok(raw("5")));
     send(&mut server, &mut client, at(2));
