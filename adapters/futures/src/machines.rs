@@ -32,11 +32,24 @@ thread_local! {
 
 /// Keeps `conn`, the machine of an ended connection of the server whose [`Machines`] have
 /// `key`, for that server's next connection on this thread: renewed (nothing of its
-/// connection is left but its buffers' capacity), unless this thread keeps enough already
-/// (then it is dropped).
+/// connection is left but its buffers' capacity), unless this thread keeps enough of this
+/// server's already (then it is dropped). A thread that keeps enough makes room by
+/// dropping one of another server's (which may have stopped: its spares are never taken).
 pub(crate) fn recycle(key: u64, mut conn: Box<Connection>) {
     let room = SPARES
-        .try_with(|spares| spares.borrow().len() < SPARES_PER_THREAD)
+        .try_with(|spares| {
+            let mut spares = spares.borrow_mut();
+            if spares.len() < SPARES_PER_THREAD {
+                return true;
+            }
+            match spares.iter().position(|(other, _)| *other != key) {
+                Some(at) => {
+                    spares.swap_remove(at);
+                    true
+                }
+                None => false,
+            }
+        })
         .unwrap_or(false);
     if !room {
         return;
@@ -154,6 +167,42 @@ mod tests {
 
     fn kept() -> usize {
         KEPT.with_borrow(Vec::len)
+    }
+
+    #[test]
+    fn an_ended_machine_is_renewed_for_its_servers_next_connection_within_a_bound() {
+        let (ours, theirs) = (Machines::new(), Machines::new());
+        let spares = || SPARES.with_borrow(Vec::len);
+        assert!(ours.spare().is_none());
+        // Another server's fill the thread's room.
+        for _ in 0..SPARES_PER_THREAD {
+            recycle(theirs.key(), blank());
+        }
+        assert_eq!(spares(), SPARES_PER_THREAD);
+        // Ours take the room of theirs, one by one, never beyond the bound.
+        let mut ended = blank();
+        ended.handle_end_of_input(Instant::ZERO);
+        assert!(!ended.is_blank());
+        let kept: *const Connection = &*ended;
+        recycle(ours.key(), ended);
+        assert_eq!(spares(), SPARES_PER_THREAD);
+        for _ in 1..SPARES_PER_THREAD {
+            recycle(ours.key(), blank());
+        }
+        assert!(theirs.spare().is_none(), "all of theirs made room");
+        // Full of ours: one more is dropped.
+        recycle(ours.key(), blank());
+        assert_eq!(spares(), SPARES_PER_THREAD);
+        let mut taken = Vec::new();
+        while let Some(conn) = ours.spare() {
+            assert!(conn.is_blank(), "renewed");
+            taken.push(conn);
+        }
+        assert_eq!(taken.len(), SPARES_PER_THREAD);
+        assert!(
+            taken.iter().any(|c| std::ptr::eq(&**c, kept)),
+            "the ended one, reused"
+        );
     }
 
     #[test]
