@@ -1200,3 +1200,24 @@ fn a_renewed_machine_is_new_and_keeps_its_output_buffer() {
         [Seen::Answer(7, 0, Ok("5".into()), true)]
     );
 }
+
+/// A renewed machine lets go of a buffer a large exchange grew past 4 KiB: what it keeps
+/// for the next connection is bounded, whatever the last one sent.
+#[test]
+fn a_renewed_machine_lets_a_large_buffer_go() {
+    let (mut server, mut client) = pair();
+    client
+        .call(1, "big", None, RequestOptions::default(), at(0))
+        .unwrap();
+    send(&mut client, &mut server, at(1));
+    let [Seen::Request(handle, _, _)] = events(&mut server)[..] else {
+        panic!("one request");
+    };
+    let big = alloc::format!("\"{}\"", "x".repeat(16 * 1024));
+    server.respond(handle, Ok(raw(&big)));
+    send(&mut server, &mut client, at(2));
+    assert!(server.output_capacity() > 16 * 1024);
+    server.renew(Config::default(), Instant::ZERO);
+    assert!(server.is_blank());
+    assert_eq!(server.output_capacity(), 0, "let go, not kept");
+}

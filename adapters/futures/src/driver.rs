@@ -233,13 +233,9 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
         // turn runs on the machine kept on its thread, grown by the exchanges before (a new
         // machine's tables and buffers each allocate on first use: a dozen allocations for a
         // connection's first request). Its own is kept in exchange.
-        let lent = transport.machines().is_some() && conn.is_blank();
-        let recycle = transport.machines().map(|m| {
-            (
-                m.key(),
-                crate::machines::recycle as fn(u64, Box<Connection>),
-            )
-        });
+        let machines = transport.machines();
+        let lent = machines.is_some() && conn.is_blank();
+        let recycle = machines.map(|m| (m.key(), crate::machines::recycle as Recycle));
         let driver = Driver {
             conn: ManuallyDrop::new(conn),
             lent,
