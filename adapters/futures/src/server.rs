@@ -222,15 +222,23 @@ impl Server {
     }
 
     pub(crate) fn clear(&mut self) {
-        self.producers.clear();
-        std::mem::take(&mut self.stream_signals)
-            .values()
-            .for_each(CancelSignal::set);
-        // Cleared only when it holds some: a clear builds the set anew (two allocations).
+        // Each cleared only when it holds some: clearing an empty map walks it to its end
+        // all the same, at every connection's end.
+        if !self.producers.is_empty() {
+            self.producers.clear();
+        }
+        if !self.stream_signals.is_empty() {
+            std::mem::take(&mut self.stream_signals)
+                .values()
+                .for_each(CancelSignal::set);
+        }
+        // A clear of the set builds it anew (two allocations).
         if let Some(running) = self.running.as_mut().filter(|r| !r.is_empty()) {
             running.clear();
         }
-        self.aborts.clear();
+        if !self.aborts.is_empty() {
+            self.aborts.clear();
+        }
         self.waiting.clear();
         self.notifications.clear();
         self.served.clear();

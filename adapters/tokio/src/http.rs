@@ -493,7 +493,7 @@ where
             return false;
         }
         let after = self.after();
-        let out = &mut self.output.buf;
+        let out = self.output.buffer();
         // The room for the head in front of the answer: kept from the last answer (its
         // bytes are never sent), zero-filled only when the buffer is new.
         if out.len() != HEAD_ROOM {

@@ -19,6 +19,90 @@ pub const SMALL: usize = 4 * 1024;
 /// written whole).
 pub(crate) const CHUNK: usize = 64 * 1024;
 
+/// The buffers of ended connections (and of quiet ones that gave theirs back), kept on
+/// their thread for the next connection's reads and answers: a new connection then
+/// allocates neither, nor grows one from nothing. At most [`SPARES`] are kept a thread, each
+/// of at least [`MIN_SPARE`] and at most [`SMALL`] bytes of capacity (a larger one goes
+/// back to the allocator, as a quiet connection's would).
+pub(crate) mod spare {
+    use std::cell::RefCell;
+
+    use super::SMALL;
+
+    /// Most buffers kept a thread.
+    pub(crate) const SPARES: usize = 64;
+    /// Smaller buffers are not worth keeping.
+    pub(crate) const MIN_SPARE: usize = 256;
+
+    thread_local! {
+        static KEPT: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// A kept buffer, empty, or a new one (no capacity) when the thread keeps none.
+    // Once a connection: out of the paths each request takes.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn take() -> Vec<u8> {
+        KEPT.try_with(|kept| kept.borrow_mut().pop())
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+    }
+
+    /// Keeps `buf`'s capacity for [`take`], emptied, when it is of a size kept and the
+    /// thread has room; drops it otherwise.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn give(mut buf: Vec<u8>) {
+        if !(MIN_SPARE..=SMALL).contains(&buf.capacity()) {
+            return;
+        }
+        buf.clear();
+        // On a thread ending (its keep gone), the buffer is dropped.
+        let _ = KEPT.try_with(|kept| {
+            let mut kept = kept.borrow_mut();
+            if kept.len() < SPARES {
+                kept.push(buf);
+            }
+        });
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn a_buffer_given_back_is_taken_again_empty_within_the_bounds() {
+            // On a thread of its own: the keep is the thread's.
+            std::thread::spawn(|| {
+                let mut buf = Vec::with_capacity(SMALL);
+                buf.extend_from_slice(b"the last connection's bytes");
+                let at = buf.as_ptr();
+                give(buf);
+                let again = take();
+                assert_eq!(again.as_ptr(), at, "the same allocation comes back");
+                assert!(again.is_empty() && again.capacity() >= SMALL);
+                // None kept now: a new buffer, with no capacity.
+                assert_eq!(take().capacity(), 0);
+                // Too small or too large to keep.
+                give(Vec::with_capacity(MIN_SPARE - 1));
+                give(Vec::with_capacity(SMALL + 1));
+                assert_eq!(take().capacity(), 0);
+                // At most `SPARES` kept.
+                for _ in 0..SPARES + 8 {
+                    give(Vec::with_capacity(MIN_SPARE));
+                }
+                let taken = std::iter::from_fn(|| Some(take()))
+                    .take_while(|b| b.capacity() > 0)
+                    .count();
+                assert_eq!(taken, SPARES);
+            })
+            .join()
+            .unwrap();
+        }
+    }
+}
+
 /// Bytes read from the stream and not consumed yet.
 #[derive(Debug)]
 pub(crate) struct Input {
@@ -91,6 +175,7 @@ impl Input {
             std::task::ready!(Pin::new(stream).poll_read(cx, &mut buf))?;
             let read = buf.filled();
             if !read.is_empty() {
+                self.buf = spare::take();
                 self.buf.reserve_exact(want.max(read.len()));
                 self.buf.extend_from_slice(read);
                 self.size.read(read.len());
@@ -107,7 +192,7 @@ impl Input {
             // Idle with nothing buffered: a quiet connection keeps a small buffer (and one
             // that just took a large message gives it back).
             if self.start == self.buf.len() && (self.size.idle() || self.buf.capacity() > SMALL) {
-                self.buf = Vec::new();
+                spare::give(std::mem::take(&mut self.buf));
                 self.start = 0;
             }
             return Poll::Pending;
@@ -115,6 +200,13 @@ impl Input {
         let n = n?;
         self.size.read(n);
         Poll::Ready(Ok(n))
+    }
+}
+
+impl Drop for Input {
+    /// The buffer is kept for the thread's next connection ([`spare`]).
+    fn drop(&mut self) {
+        spare::give(std::mem::take(&mut self.buf));
     }
 }
 
@@ -129,6 +221,16 @@ pub(crate) struct Output {
 
 #[cfg(any(feature = "ws", feature = "http"))]
 impl Output {
+    /// The buffer to write the next output into: one kept on the thread ([`spare`]) when it
+    /// has none yet.
+    #[cfg(feature = "http")]
+    pub(crate) fn buffer(&mut self) -> &mut Vec<u8> {
+        if self.buf.capacity() == 0 {
+            self.buf = spare::take();
+        }
+        &mut self.buf
+    }
+
     /// True while bytes wait to be written.
     pub(crate) fn pending(&self) -> bool {
         self.written < self.buf.len()
@@ -193,6 +295,14 @@ impl Output {
             self.unflushed = false;
         }
         Poll::Ready(Ok(()))
+    }
+}
+
+#[cfg(any(feature = "ws", feature = "http"))]
+impl Drop for Output {
+    /// The buffer is kept for the thread's next connection ([`spare`]).
+    fn drop(&mut self) {
+        spare::give(std::mem::take(&mut self.buf));
     }
 }
 
