@@ -738,7 +738,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> HeadOnly<S> {
     pub(crate) fn new(stream: S) -> Self {
         HeadOnly {
             stream,
-            buf: Vec::new(),
+            // One the thread keeps, when it does ([`crate::wire::spare`]): it becomes the
+            // connection's read buffer.
+            buf: crate::wire::spare::take(),
             pos: 0,
             head_end: None,
         }
@@ -780,12 +782,14 @@ impl<S: AsyncRead + Unpin> AsyncRead for HeadOnly<S> {
                 return Poll::Ready(Err(io::Error::new(io::ErrorKind::InvalidData, e)));
             }
             let old = this.buf.len();
-            this.buf.resize(old + 4096, 0);
-            let mut read = ReadBuf::new(&mut this.buf[old..]);
-            let polled = Pin::new(&mut this.stream).poll_read(cx, &mut read);
-            let n = read.filled().len();
-            this.buf.truncate(old + n);
-            ready!(polled)?;
+            // Into the spare capacity, uninitialized (4 KiB were zero-filled for every
+            // attempt to read, a pending one too).
+            this.buf.reserve(4096);
+            let n = ready!(tokio_util::io::poll_read_buf(
+                Pin::new(&mut this.stream),
+                cx,
+                &mut this.buf
+            ))?;
             if n == 0 {
                 return Poll::Ready(Ok(()));
             }
