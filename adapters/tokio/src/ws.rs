@@ -783,8 +783,9 @@ impl<S: AsyncRead + Unpin> AsyncRead for HeadOnly<S> {
             }
             let old = this.buf.len();
             // Into the spare capacity, uninitialized (4 KiB were zero-filled for every
-            // attempt to read, a pending one too).
-            this.buf.reserve(4096);
+            // attempt to read, a pending one too). Exactly 4 KiB more when it grows: a read
+            // takes at most that past the head bound checked above.
+            this.buf.reserve_exact(4096);
             let n = ready!(tokio_util::io::poll_read_buf(
                 Pin::new(&mut this.stream),
                 cx,
