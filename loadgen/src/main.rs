@@ -66,8 +66,8 @@
 //!
 //! `loadgen [--quick] [--requests N] [--connections M] [--subscribers S] [--open C]
 //! [--runs R] [--only TEXT]`; `--quick` (or `LOADGEN_QUICK=1`) is N = 2,000, M = 200,
-//! C = 1,000 and one run; `--runs` sets the turns each server takes (5 by default: more
-//! turns narrow a median on a noisy machine); `--only http` runs only the tables whose
+//! C = 1,000 and one run; `--runs` sets the turns each server takes (5 by default, 3 for
+//! the many-connections tables: more turns narrow a median on a noisy machine); `--only http` runs only the tables whose
 //! title contains "http" (any case).
 
 #[allow(dead_code)] // shared with the servers, which use the rest
@@ -100,6 +100,8 @@ struct Options {
     /// Connections of the many-connections workload.
     open: usize,
     runs: usize,
+    /// Turns of the many-connections workload (`--runs`; 3 by default).
+    open_runs: usize,
     quick: bool,
     /// Only the tables whose title contains this (`--only`), case-insensitive.
     only: Option<String>,
@@ -135,6 +137,7 @@ fn options() -> Options {
         subscribers: subscribers.map_or_else(|| vec![1_000, 10_000], |s| vec![s]),
         open: open.unwrap_or(if quick { 1_000 } else { 10_000 }),
         runs: runs.unwrap_or(if quick { 1 } else { 5 }),
+        open_runs: runs.unwrap_or(if quick { 1 } else { 3 }),
         quick,
         only,
     }
@@ -551,16 +554,21 @@ async fn memory(opts: &Options, name: &str, transport: Transport) -> Cell {
 const HEADS_SERVERS: [(&str, &str, heads::Protocol); 4] = [
     ("floor", "heads-floor-server", heads::Protocol::Ethereum),
     ("sansrpc", "heads-sansrpc-server", heads::Protocol::Ethereum),
-    ("sansrpc pub/sub (topic)", "heads-pubsub-server", heads::Protocol::Topic),
-    ("jsonrpsee", "heads-jsonrpsee-server", heads::Protocol::Ethereum),
+    (
+        "sansrpc pub/sub (topic)",
+        "heads-pubsub-server",
+        heads::Protocol::Topic,
+    ),
+    (
+        "jsonrpsee",
+        "heads-jsonrpsee-server",
+        heads::Protocol::Ethereum,
+    ),
 ];
 
 /// Runs the newHeads workload with `subscribers`: a fresh server process per run, the
 /// servers taking turns. Each server's runs (or why one failed), in the order of the turns.
-async fn new_heads(
-    opts: &Options,
-    subscribers: usize,
-) -> Vec<Vec<Result<heads::Outcome, String>>> {
+async fn new_heads(opts: &Options, subscribers: usize) -> Vec<Vec<Result<heads::Outcome, String>>> {
     // The servers (started from here) read the block time from the environment.
     std::env::set_var("LOADGEN_BLOCK_MS", heads_block_ms(subscribers).to_string());
     let window = Duration::from_secs(if opts.quick { 3 } else { 10 });

@@ -10,13 +10,15 @@
 //! time per connection (its setup and one request; read from `/proc` as the other tables
 //! read it) and its RSS growth per connection with all of them open. For TCP (the floor,
 //! sansrpc), WebSocket (the floor, sansrpc, jsonrpsee) and HTTP/1.1 (the floor, sansrpc,
-//! sansrpc-axum, jsonrpsee): the floors are `floor-server tcp|ws|http`. Connections are
+//! axum-floor, sansrpc-axum, jsonrpsee): the floors are `floor-server tcp|ws|http`, and
+//! `rpc-axum-floor-server` (axum answering each body as the floor does) is what any
+//! JSON-RPC service mounted in axum starts from. Connections are
 //! opened 200 at a time, and every server listens with a backlog of 4,096 (`backlog.rs`),
 //! so the kernel drops no handshake. Each server is started fresh, warmed up with 200
 //! connections, then the servers take turns: a run of each, 3 times over (1 with
-//! `--quick`); each column shows the median run, each ratio the median of the ratios of the
-//! runs made in the same turn. Between runs the connections are closed and the server given
-//! time to end them (until its CPU time stops growing, 5 s at most). Every run is bounded
+//! `--quick`, R with `--runs R`); each column shows the median run, each ratio the median
+//! of the ratios of the runs made in the same turn. Between runs the connections are
+//! closed and the server given time to end them (until its CPU time stops growing, 5 s at most). Every run is bounded
 //! in time (60 s).
 
 use std::time::{Duration, Instant};
@@ -179,6 +181,7 @@ fn servers(
         _ => &[
             ("floor", "floor-server", &["http"]),
             ("sansrpc", "sansrpc-server", &["http"]),
+            ("axum-floor", "rpc-axum-floor-server", &[]),
             ("sansrpc-axum", "sansrpc-axum-server", &["http"]),
             ("jsonrpsee", "jsonrpsee-server", &[]),
         ],
@@ -227,7 +230,7 @@ async fn scenario(opts: &Options, transport: Transport, count: usize) -> Vec<Row
         }
         rows.push(row);
     }
-    let runs = if opts.quick { 1 } else { 3 };
+    let runs = opts.open_runs;
     for _ in 0..runs {
         for row in &mut rows {
             let Some(server) = &row.server else { continue };

@@ -11,8 +11,8 @@ use std::io::Write as _;
 use std::time::Duration;
 
 use sansrpc::connection::{Config, Profile};
-use sansrpc_mcp::streamable;
 use sansrpc_mcp::server::{Context, McpError, ServerBuilder};
+use sansrpc_mcp::streamable;
 use sansrpc_tokio::Builder;
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]

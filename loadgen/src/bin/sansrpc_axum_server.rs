@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use sansrpc::connection::{Config, Profile};
 use sansrpc::method::Method;
-use sansrpc_mcp::streamable;
 use sansrpc_mcp::server::{Context, McpError, ServerBuilder};
+use sansrpc_mcp::streamable;
 use sansrpc_mcp::tokio::McpService;
 use sansrpc_tokio::service::RpcService;
 use sansrpc_tokio::{AsyncRouter, Builder};

@@ -55,12 +55,9 @@ async fn main() -> std::io::Result<()> {
     options.max_connections = 20_000;
     match transport.as_str() {
         "tcp" => sansrpc_tokio::serve_tcp_with(listener, builder, options, shutdown, grace).await,
-        "ws" => {
-            sansrpc_tokio::ws::serve_with(listener, builder, options, shutdown, grace).await
-        }
+        "ws" => sansrpc_tokio::ws::serve_with(listener, builder, options, shutdown, grace).await,
         "http" => {
-            sansrpc_tokio::http::serve_with(listener, builder, options, shutdown, grace)
-                .await
+            sansrpc_tokio::http::serve_with(listener, builder, options, shutdown, grace).await
         }
         other => Err(std::io::Error::other(format!(
             "unknown transport {other:?}: tcp, ws or http"
