@@ -119,4 +119,40 @@ fuzz_target!(|data: &[u8]| {
     let whole = decode(max_body, &stream, &[stream.len().max(1)], true);
     assert_eq!(decode(max_body, &stream, &reads, true), whole);
     assert_eq!(decode(max_body, &stream, &reads, false), whole);
+    opening_handshake(&stream);
 });
+
+/// The first head of `stream`, kept whole, judged as a WebSocket opening handshake by two
+/// `Origin` rules: an answer either way, `101` with a 28-byte accept key only for a `GET`
+/// upgrading to websocket, a refusal's status otherwise.
+fn opening_handshake(stream: &[u8]) {
+    use sansrpc::codec::http::{Hosts, HttpMethod, Origins};
+    use sansrpc::codec::websocket::handshake::{judge, OriginRule};
+    let mut buffer = stream.to_vec();
+    let Ok(HttpStep::Head(_, head)) = RequestDecoder::keeping_fields(0).decode(&mut buffer) else {
+        return;
+    };
+    let loopback = Origins::SameAsHosts;
+    let rules = [
+        OriginRule { origins: &Origins::Any, hosts: &Hosts::Any, allow_missing: true },
+        OriginRule { origins: &loopback, hosts: &Hosts::Loopback, allow_missing: false },
+    ];
+    for rule in &rules {
+        let mut answer = Vec::new();
+        match judge(&head, rule) {
+            Ok(opening) => {
+                assert_eq!(head.method, HttpMethod::Get);
+                assert_eq!(head.body, BodyKind::None);
+                assert_eq!(opening.accept().len(), 28);
+                opening.write(&mut answer);
+                assert!(answer.starts_with(b"HTTP/1.1 101 Switching Protocols\r\n"));
+            }
+            Err(refusal) => {
+                refusal.write(&mut answer);
+                let status = format!("HTTP/1.1 {} ", refusal.status());
+                assert!(answer.starts_with(status.as_bytes()));
+                assert!(answer.ends_with(refusal.reason().as_bytes()));
+            }
+        }
+    }
+}

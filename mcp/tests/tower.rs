@@ -570,16 +570,17 @@ async fn websocket_over_http2_by_extended_connect_answers_json_rpc() {
     assert!(items.contains(&json!({"jsonrpc":"2.0","result":7,"id":"1"})));
     assert!(items.contains(&json!({"jsonrpc":"2.0","result":["hello",5],"id":"9"})));
 
-    // Refusals are HTTP answers on their stream, as over HTTP/1.1: another protocol, a
-    // wrong or missing version, a plain GET are no opening handshake (400); a page of
-    // another site is refused by the `Origin` rule (403).
+    // Refusals are HTTP answers on their stream, as over HTTP/1.1: another protocol and a
+    // plain GET are no opening handshake (400); a wrong or missing version is answered
+    // 426, naming 13 (RFC 6455 §4.4); a page of another site is refused by the `Origin`
+    // rule (403).
     let (status, ..) = connect_ws(&send, port, "not-websocket", &[WS_VERSION]).await;
     assert_eq!(status, 400);
     let version_8 = [("sec-websocket-version", "8")];
     let (status, ..) = connect_ws(&send, port, "websocket", &version_8).await;
-    assert_eq!(status, 400);
+    assert_eq!(status, 426);
     let (status, ..) = connect_ws(&send, port, "websocket", &[]).await;
-    assert_eq!(status, 400);
+    assert_eq!(status, 426);
     let answer = conn.send(port, "GET", "/ws", &[WS_VERSION], "").await;
     assert_eq!(answer.status, 400, "{answer:?}");
     let evil = [WS_VERSION, ("origin", "https://evil.example.com")];

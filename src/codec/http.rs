@@ -723,10 +723,15 @@ fn transfer_coding(coded: &mut bool, value: &[u8]) -> Result<(), HttpFault> {
     }
 }
 
+/// The items of a comma-separated field value (`Connection`, `Upgrade`), trimmed.
+pub(crate) fn tokens(value: &[u8]) -> impl Iterator<Item = &[u8]> {
+    value.split(|&b| b == b',').map(trim)
+}
+
 /// A `Connection` field: whether it says `close`, and whether it says `keep-alive`.
 fn connection_tokens(value: &[u8]) -> (bool, bool) {
     let (mut close, mut keep) = (false, false);
-    for token in value.split(|&b| b == b',').map(trim) {
+    for token in tokens(value) {
         close |= token.eq_ignore_ascii_case(b"close");
         keep |= token.eq_ignore_ascii_case(b"keep-alive");
     }
@@ -825,6 +830,7 @@ fn text(value: &[u8]) -> Option<String> {
 fn reason(status: u16) -> &'static str {
     match status {
         100 => "Continue",
+        101 => "Switching Protocols",
         200 => "OK",
         202 => "Accepted",
         204 => "No Content",
@@ -837,6 +843,7 @@ fn reason(status: u16) -> &'static str {
         408 => "Request Timeout",
         413 => "Content Too Large",
         415 => "Unsupported Media Type",
+        426 => "Upgrade Required",
         431 => "Request Header Fields Too Large",
         500 => "Internal Server Error",
         501 => "Not Implemented",

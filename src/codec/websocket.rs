@@ -28,6 +28,9 @@
 use alloc::vec::Vec;
 use core::fmt;
 
+#[cfg(feature = "websocket-handshake")]
+pub mod handshake;
+
 /// Which end of the connection this is: a server reads masked frames and writes unmasked
 /// ones, a client the other way round (§5.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

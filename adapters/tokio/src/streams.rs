@@ -477,7 +477,7 @@ const LINGER: Duration = Duration::from_secs(1);
 /// read and dropped until it closes its side, for [`LINGER`] at most. Closing with unread
 /// input would reset the connection: a peer writing its body before it reads would have
 /// its write fail and never read the answer, and its stack may drop an answer not yet read.
-async fn close_lingering<S: AsyncRead + AsyncWrite + Unpin>(socket: &mut S) {
+pub(crate) async fn close_lingering<S: AsyncRead + AsyncWrite + Unpin>(socket: &mut S) {
     use tokio::io::AsyncReadExt;
     if socket.shutdown().await.is_err() {
         return;

@@ -1,7 +1,9 @@
 //! JSON-RPC over WebSocket: one message per text frame, on the shared driver.
 //!
-//! tokio-tungstenite does the opening handshake; after it the transport reads and writes
-//! the raw stream and frames it with the core's sans-I/O
+//! The server side of the opening handshake is the core's
+//! ([`sansrpc::codec::websocket::handshake`]: `101`, or `400`, `403`, `426` and `431`
+//! answered before the connection closes); a client's is tokio-tungstenite's. After it the
+//! transport reads and writes the raw stream and frames it with the core's sans-I/O
 //! [`sansrpc::codec::websocket`] codec: a message is unmasked in place in the
 //! read buffer and handed to the connection without a copy, and an answer is framed where
 //! the connection wrote it in the write buffer.
@@ -27,9 +29,10 @@ use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
-use sansrpc::codec::http::Hosts;
+use sansrpc::codec::http::{Hosts, HttpStep, RequestDecoder};
 use sansrpc::codec::websocket::{
-    self, encode_close, encode_frame, frame_in_place, Opcode, Role, Step, WsDecoder, WsEvent,
+    self, encode_close, encode_frame, frame_in_place, handshake, Opcode, Role, Step, WsDecoder,
+    WsEvent,
 };
 use sansrpc::Connection;
 use sansrpc::{Instant, Limits};
@@ -45,9 +48,6 @@ use tokio_tungstenite::MaybeTlsStream;
 use crate::wire::{Input, Output, CHUNK, SMALL};
 use crate::{Builder, Origins, Received, ServeOptions, Spawned, Transport};
 use std::sync::Arc;
-use tokio_tungstenite::tungstenite::handshake::server::{
-    ErrorResponse, Request as HsRequest, Response as HsResponse,
-};
 
 pub use tokio_tungstenite::tungstenite;
 
@@ -95,6 +95,9 @@ impl Pinger {
 
 /// Longest HTTP head accepted in the opening handshake.
 const MAX_HEAD: usize = 16 * 1024;
+
+/// The field of a refusal's answer.
+const CLOSE: &[(&str, &[u8])] = &[("connection", b"close")];
 
 /// A WebSocket connection (after the opening handshake) as a message [`Transport`].
 #[derive(Debug)]
@@ -777,28 +780,40 @@ impl<S: AsyncRead + Unpin> AsyncRead for HeadOnly<S> {
             if this.head_end.is_some() {
                 return Pin::new(&mut this.stream).poll_read(cx, out);
             }
-            if this.buf.len() >= MAX_HEAD {
-                let e = "handshake head over 16 KiB";
-                return Poll::Ready(Err(io::Error::new(io::ErrorKind::InvalidData, e)));
+            match ready!(poll_head(Pin::new(&mut this.stream), &mut this.buf, cx))? {
+                Some(end) => this.head_end = Some(end),
+                // The end of the stream: tungstenite sees it as such.
+                None if this.pos >= this.buf.len() => return Poll::Ready(Ok(())),
+                None => {}
             }
-            let old = this.buf.len();
-            // Into the spare capacity, uninitialized (4 KiB were zero-filled for every
-            // attempt to read, a pending one too). Exactly 4 KiB more when it grows: a read
-            // takes at most that past the head bound checked above.
-            this.buf.reserve_exact(4096);
-            let n = ready!(tokio_util::io::poll_read_buf(
-                Pin::new(&mut this.stream),
-                cx,
-                &mut this.buf
-            ))?;
-            if n == 0 {
-                return Poll::Ready(Ok(()));
-            }
-            let from = old.saturating_sub(3);
-            this.head_end = this.buf[from..]
-                .windows(4)
-                .position(|w| w == b"\r\n\r\n")
-                .map(|at| from + at + 4);
+        }
+    }
+}
+
+/// Reads from `stream` into `buf` until `buf` holds a whole HTTP head (up to its empty
+/// line, [`MAX_HEAD`] at most): where the head ends, or `None` when the stream ended first.
+/// A read takes at most 4 KiB past what is buffered.
+pub(crate) fn poll_head<S: AsyncRead + Unpin>(
+    mut stream: Pin<&mut S>,
+    buf: &mut Vec<u8>,
+    cx: &mut Context<'_>,
+) -> Poll<io::Result<Option<usize>>> {
+    loop {
+        if buf.len() >= MAX_HEAD {
+            let e = "handshake head over 16 KiB";
+            return Poll::Ready(Err(io::Error::new(io::ErrorKind::InvalidData, e)));
+        }
+        let old = buf.len();
+        // Into the spare capacity, uninitialized. Exactly 4 KiB more when it grows: a read
+        // takes at most that past the head bound checked above.
+        buf.reserve_exact(4096);
+        let n = ready!(tokio_util::io::poll_read_buf(stream.as_mut(), cx, buf))?;
+        if n == 0 {
+            return Poll::Ready(Ok(None));
+        }
+        let from = old.saturating_sub(3);
+        if let Some(at) = memchr::memmem::find(&buf[from..], b"\r\n\r\n") {
+            return Poll::Ready(Ok(Some(from + at + 4)));
         }
     }
 }
@@ -976,7 +991,6 @@ pub async fn serve_with(
 /// the `Origin` rule, the message bound, the keep-alive.
 #[derive(Debug)]
 pub(crate) struct Upgrade {
-    config: WebSocketConfig,
     origins: Origins,
     allow_missing_origin: bool,
     keepalive: Option<KeepAlive>,
@@ -988,7 +1002,6 @@ impl Upgrade {
     pub(crate) fn new(options: &ServeOptions, builder: &Builder) -> Self {
         let limits = builder.connection_config().limits;
         Upgrade {
-            config: config(&limits),
             origins: options.allowed_origins.clone(),
             allow_missing_origin: options.allow_missing_origin,
             keepalive: options.keepalive,
@@ -997,38 +1010,69 @@ impl Upgrade {
         }
     }
 
-    /// Does the server side of the opening handshake on `stream` (403 for an `Origin` not
-    /// allowed) and returns the transport.
-    pub(crate) async fn accept<S>(&self, stream: S) -> io::Result<WebSocket<S>>
+    /// Does the server side of the opening handshake on `stream` by the core's rules
+    /// ([`handshake`]): reads the head, answers `101` and returns the transport, or answers
+    /// the refusal (`400`, `403`, `426`; `431` for a head over 16 KiB) and fails.
+    pub(crate) async fn accept<S>(&self, mut stream: S) -> io::Result<WebSocket<S>>
     where
         S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
     {
-        // The error type is tungstenite's.
-        #[allow(clippy::result_large_err)]
-        let check = |request: &HsRequest, response: HsResponse| {
-            if self.origin_allowed(request) {
-                Ok(response)
-            } else {
-                let mut refusal = ErrorResponse::new(Some("origin not allowed".into()));
-                *refusal.status_mut() = tungstenite::http::StatusCode::FORBIDDEN;
-                Err(refusal)
+        use tokio::io::AsyncWriteExt as _;
+        // One the thread keeps, when it does ([`crate::wire::spare`]): it becomes the
+        // connection's read buffer.
+        let mut buf = crate::wire::spare::take();
+        let read = std::future::poll_fn(|cx| poll_head(Pin::new(&mut stream), &mut buf, cx));
+        let mut answer = Vec::new();
+        let refused = match read.await {
+            Ok(Some(end)) => {
+                let mut decoder = RequestDecoder::keeping_fields(0);
+                let judged = match decoder.decode(&mut buf[..end]) {
+                    Ok(HttpStep::Head(_, head)) => handshake::judge(&head, &self.origin_rule()),
+                    Ok(_) => Err(handshake::Refusal::BadRequest("a malformed head")),
+                    Err(fault) => {
+                        let status = fault.status();
+                        sansrpc::codec::http::write_head(&mut answer, status, Some(0), CLOSE);
+                        Err(handshake::Refusal::BadRequest("a malformed head"))
+                    }
+                };
+                match judged {
+                    Ok(opening) => {
+                        opening.write(&mut answer);
+                        stream.write_all(&answer).await?;
+                        stream.flush().await?;
+                        buf.drain(..end);
+                        return Ok(self.transport(stream, buf));
+                    }
+                    Err(refusal) => {
+                        if answer.is_empty() {
+                            refusal.write(&mut answer);
+                        }
+                        io::Error::new(io::ErrorKind::InvalidData, refusal.to_string())
+                    }
+                }
             }
+            Ok(None) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            // A head over the bound.
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                sansrpc::codec::http::write_head(&mut answer, 431, Some(0), CLOSE);
+                e
+            }
+            Err(e) => return Err(e),
         };
-        let stream = HeadOnly::new(stream);
-        let ws = tokio_tungstenite::accept_hdr_async_with_config(stream, check, Some(self.config))
-            .await
-            .map_err(io_error)?;
-        let (stream, read) = ws.into_inner().into_parts();
-        Ok(self.transport(stream, read))
+        // Answered, then closed with what the peer still sends read first: closing with
+        // unread input would reset the connection, and the peer could lose the answer.
+        if stream.write_all(&answer).await.is_ok() {
+            crate::streams::close_lingering(&mut stream).await;
+        }
+        Err(refused)
     }
 
-    /// True when the handshake's `Origin` is accepted.
-    pub(crate) fn origin_allowed<B>(&self, request: &tungstenite::http::Request<B>) -> bool {
-        match request.headers().get("origin") {
-            None => self.allow_missing_origin,
-            Some(origin) => origin
-                .to_str()
-                .is_ok_and(|o| self.origins.allows(o, &Hosts::Loopback)),
+    /// The `Origin` rule of the server's options.
+    pub(crate) fn origin_rule(&self) -> handshake::OriginRule<'_> {
+        handshake::OriginRule {
+            origins: &self.origins,
+            hosts: &Hosts::Loopback,
+            allow_missing: self.allow_missing_origin,
         }
     }
 

@@ -475,3 +475,64 @@ async fn a_closing_server_reads_until_the_peers_close_so_its_close_frame_arrives
     })
     .await;
 }
+
+/// Writes `wire` to `url`'s server and reads what it answers until it closes.
+async fn answer_to(url: &str, wire: &[u8]) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = url.trim_start_matches("ws://");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(wire).await.unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.unwrap();
+    String::from_utf8(answer).unwrap()
+}
+
+#[tokio::test]
+async fn a_refused_opening_handshake_is_answered_before_the_connection_closes() {
+    within(LIMIT, async {
+        let (url, stop, _task) = server(Builder::new(), None).await;
+        let addr = url.trim_start_matches("ws://").to_string();
+        let good = upgrade_request(&addr);
+        // Another version: 426, naming 13 (RFC 6455 §4.4).
+        let old = good.replace("Version: 13", "Version: 8");
+        let answer = answer_to(&url, old.as_bytes()).await;
+        assert!(
+            answer.starts_with("HTTP/1.1 426 Upgrade Required\r\n"),
+            "{answer}"
+        );
+        assert!(answer.contains("sec-websocket-version: 13\r\n"), "{answer}");
+        // A plain GET, and a key that is not 16 bytes in base64: 400.
+        let plain = format!("GET / HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+        let answer = answer_to(&url, plain.as_bytes()).await;
+        assert!(
+            answer.starts_with("HTTP/1.1 400 Bad Request\r\n"),
+            "{answer}"
+        );
+        assert!(answer.ends_with("no Upgrade: websocket"), "{answer}");
+        let short = good.replace("dGhlIHNhbXBsZSBub25jZQ==", "c2hvcnQ=");
+        let answer = answer_to(&url, short.as_bytes()).await;
+        assert!(
+            answer.starts_with("HTTP/1.1 400 Bad Request\r\n"),
+            "{answer}"
+        );
+        // A page of another site: 403 (the default `Origin` rule: loopback pages only).
+        let evil = good.replace("\r\n\r\n", "\r\nOrigin: https://evil.example\r\n\r\n");
+        let answer = answer_to(&url, evil.as_bytes()).await;
+        assert!(answer.starts_with("HTTP/1.1 403 Forbidden\r\n"), "{answer}");
+        // A head over 16 KiB: 431.
+        let huge = good.replace(
+            "\r\n\r\n",
+            &format!("\r\nX-Pad: {}\r\n\r\n", "a".repeat(17_000)),
+        );
+        let answer = answer_to(&url, huge.as_bytes()).await;
+        assert!(answer.starts_with("HTTP/1.1 431 "), "{answer}");
+        // A good one still opens, with the RFC's accept key for the RFC's nonce.
+        let (_stream, head, _) = upgraded(&url, b"").await;
+        assert!(
+            head.contains("sec-websocket-accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"),
+            "{head}"
+        );
+        let _ = stop.send(());
+    })
+    .await;
+}

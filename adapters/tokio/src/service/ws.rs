@@ -4,14 +4,20 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use sansrpc::codec::http::Head;
+use sansrpc::codec::websocket::handshake::{self, Refusal};
+
 use super::{Body, ResponseFuture};
 use crate::ws::Upgrade;
 use crate::{Builder, ServeOptions};
 
 /// JSON-RPC over WebSocket at a route, over HTTP/1.1 and HTTP/2.
 ///
-/// - HTTP/1.1: the opening handshake (`GET` with `Upgrade: websocket`) is checked and
-///   answered (`101`) by tungstenite's rules, as [`ws::serve`](crate::ws::serve) does.
+/// - HTTP/1.1: the opening handshake (`GET` with `Upgrade: websocket`) is judged and
+///   answered (`101`) by the core's rules
+///   ([`handshake::judge`](sansrpc::codec::websocket::handshake::judge)), as
+///   [`ws::serve`](crate::ws::serve) does: `400` for a request that is no handshake,
+///   `426` for a version other than 13, `403` for an `Origin` not allowed.
 /// - HTTP/2 (RFC 8441): an extended `CONNECT` whose `:protocol` is `websocket` (hyper's
 ///   [`hyper::ext::Protocol`] extension) with `Sec-WebSocket-Version: 13` is answered `200`
 ///   (no `Sec-WebSocket-Key`/`Accept` under HTTP/2); the WebSocket is that one stream. The
@@ -19,8 +25,7 @@ use crate::{Builder, ServeOptions};
 ///   a hyper server does with `http2().enable_connect_protocol()` on its builder.
 ///
 /// Either way the `Origin` is checked by [`ServeOptions::allowed_origins`] and
-/// [`ServeOptions::allow_missing_origin`] (`403` otherwise), a request that is no
-/// handshake gets `400`; then hyper's upgrade hands over the connection (or the stream),
+/// [`ServeOptions::allow_missing_origin`] (`403` otherwise); then hyper's upgrade hands over the connection (or the stream),
 /// and the same transport as the standalone server's (the core's WebSocket codec, the
 /// keep-alive, the message limit of the builder's config, binary frames refused with 1003
 /// or taken as text as [`ServeOptions::accept_binary`] says) runs it on a task of its own
@@ -72,36 +77,73 @@ where
 
     fn call(&mut self, mut request: http::Request<B>) -> ResponseFuture {
         let ws = Arc::clone(&self.0);
-        let answer = if !ws.upgrade.origin_allowed(&request) {
-            super::status(403)
-        } else {
-            match opening(&request) {
-                None => super::status(400),
-                Some(answer) => {
-                    let upgrade = hyper::upgrade::on(&mut request);
-                    tokio::spawn(run(ws, upgrade));
-                    answer
-                }
+        let answer = match opening(&ws.upgrade, &request) {
+            Ok(answer) => {
+                let upgrade = hyper::upgrade::on(&mut request);
+                tokio::spawn(run(ws, upgrade));
+                answer
             }
+            Err(refusal) => refused(refusal),
         };
         Box::pin(std::future::ready(Ok(answer)))
     }
 }
 
-/// The answer that opens the WebSocket `request` asks for, or `None` when it is no opening
-/// handshake: under HTTP/2 an extended `CONNECT` (RFC 8441), else tungstenite's HTTP/1.1
-/// handshake.
-fn opening<B>(request: &http::Request<B>) -> Option<http::Response<Body>> {
-    use tokio_tungstenite::tungstenite::handshake::server::create_response_with_body;
-    if request.version() < http::Version::HTTP_2 {
-        return create_response_with_body(request, Body::empty).ok();
+/// The answer that opens the WebSocket `request` asks for, or why it does not: under HTTP/2
+/// an extended `CONNECT` (its `Origin` judged as the core's handshake judges it), else the
+/// core's HTTP/1.1 opening handshake ([`handshake::judge`]).
+fn opening<B>(
+    upgrade: &Upgrade,
+    request: &http::Request<B>,
+) -> Result<http::Response<Body>, Refusal> {
+    let rule = upgrade.origin_rule();
+    if request.version() >= http::Version::HTTP_2 {
+        let origin = request.headers().get("origin").map(|o| o.to_str());
+        match origin {
+            None if rule.allow_missing => {}
+            Some(Ok(origin)) if rule.allows(Some(origin)) => {}
+            _ => return Err(Refusal::Origin),
+        }
+        let protocol = request.extensions().get::<hyper::ext::Protocol>();
+        let version = request.headers().get("sec-websocket-version");
+        if request.method() != http::Method::CONNECT
+            || !protocol.is_some_and(|p| p.as_str().eq_ignore_ascii_case("websocket"))
+        {
+            return Err(Refusal::BadRequest("no extended CONNECT for websocket"));
+        }
+        if !version.is_some_and(|v| v.as_bytes() == handshake::VERSION.as_bytes()) {
+            return Err(Refusal::Version);
+        }
+        return Ok(super::status(200));
     }
-    let protocol = request.extensions().get::<hyper::ext::Protocol>();
-    let version = request.headers().get("sec-websocket-version");
-    let websocket = request.method() == http::Method::CONNECT
-        && protocol.is_some_and(|p| p.as_str().eq_ignore_ascii_case("websocket"))
-        && version.is_some_and(|v| v.as_bytes() == b"13");
-    websocket.then(|| super::status(200))
+    let target = request.uri().path_and_query().map_or("/", |p| p.as_str());
+    let fields = request.headers().iter();
+    let fields = fields.map(|(name, value)| (name.as_str(), value.as_bytes()));
+    let method = request.method().as_str();
+    let mut head = Head::from_checked_parts(method, target, fields, true)
+        .map_err(|_| Refusal::BadRequest("a malformed head"))?;
+    head.http10 = request.version() < http::Version::HTTP_11;
+    let opening = handshake::judge(&head, &rule)?;
+    let fields: [(&str, &[u8]); 3] = [
+        ("upgrade", b"websocket"),
+        ("connection", b"Upgrade"),
+        ("sec-websocket-accept", opening.accept().as_bytes()),
+    ];
+    Ok(super::response(101, fields, Body::empty()))
+}
+
+/// The answer to a refused opening handshake: its status, its reason as text.
+fn refused(refusal: Refusal) -> http::Response<Body> {
+    let reason = refusal.reason();
+    let mut fields: Vec<(&str, &[u8])> = vec![("content-type", b"text/plain; charset=utf-8")];
+    if refusal == Refusal::Version {
+        fields.push(("sec-websocket-version", handshake::VERSION.as_bytes()));
+    }
+    super::response(
+        refusal.status(),
+        fields,
+        Body::full(reason.as_bytes().to_vec()),
+    )
 }
 
 /// Runs the WebSocket on the connection (HTTP/1.1) or stream (HTTP/2) `upgrade` hands
