@@ -59,7 +59,8 @@
 //! of the ratios of the runs made in the same turn; the lowest and highest run are shown.
 //! Every workload is bounded in time (60 s).
 //!
-//! - Many connections open at once (TCP, WebSocket, HTTP/1.1; the floors, sansrpc, jsonrpsee):
+//! - Many connections open at once (TCP, WebSocket, HTTP/1.1; the floors, sansrpc, jsonrpsee;
+//!   over HTTP/1.1 also sansrpc in axum and axum's floor):
 //!   C connections (default 10,000) opened and kept open, then one request on each; the
 //!   connections served per second, the server's CPU per connection, its RSS per
 //!   connection. See `many.rs`.
