@@ -241,6 +241,13 @@ async fn the_app_answers_healthz_rpc_and_ws_beside_each_other_over_http1() {
     ];
     let answer = conn.send(port, "GET", "/ws", &handshake, "").await;
     assert_eq!(answer.status, 403, "{answer:?}");
+    // Another version: 426, naming 13 (RFC 6455 §4.4), as the standalone server answers.
+    let mut old = handshake;
+    old[2].1 = "8";
+    let answer = conn.send(port, "GET", "/ws", &old[..4], "").await;
+    assert_eq!(answer.status, 426, "{answer:?}");
+    assert_eq!(answer.header("sec-websocket-version"), "13");
+    assert_eq!(answer.body, "WebSocket version 13 only");
     // And the HTTP/1.1 connection still serves.
     let health = conn.send(port, "GET", "/healthz", &[], "").await;
     assert_eq!(health.body, "ok");
