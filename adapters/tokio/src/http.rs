@@ -219,7 +219,13 @@ fn with_date(at: Clock, f: impl FnOnce(&Date)) {
                 .duration_since(SystemTime::UNIX_EPOCH)
                 .map_or(0, |d| d.subsec_nanos());
             let left = Duration::from_nanos(u64::from(1_000_000_000 - into));
-            let value = httpdate::fmt_http_date(wall);
+            // Into the last second's string: a new second allocates nothing (29 bytes).
+            let mut value = std::mem::take(&mut date.value);
+            value.clear();
+            let _ = std::fmt::Write::write_fmt(
+                &mut value,
+                format_args!("{}", httpdate::HttpDate::from(wall)),
+            );
             // What `write_answer_head` writes for such an answer, without its length.
             let mut ok = std::mem::take(&mut date.ok);
             ok.clear();
