@@ -222,10 +222,8 @@ fn with_date(at: Clock, f: impl FnOnce(&Date)) {
             // Into the last second's string: a new second allocates nothing (29 bytes).
             let mut value = std::mem::take(&mut date.value);
             value.clear();
-            let _ = std::fmt::Write::write_fmt(
-                &mut value,
-                format_args!("{}", httpdate::HttpDate::from(wall)),
-            );
+            use std::fmt::Write as _;
+            let _ = write!(value, "{}", httpdate::HttpDate::from(wall));
             // What `write_answer_head` writes for such an answer, without its length.
             let mut ok = std::mem::take(&mut date.ok);
             ok.clear();

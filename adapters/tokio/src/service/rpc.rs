@@ -97,7 +97,6 @@ where
         if let Some(refusal) = exchange.refused {
             return answered(self.0.reply(&exchange, refusal.status(), Vec::new()));
         }
-        drop(parts);
         let rpc = Arc::clone(&self.0);
         Box::pin(async move { Ok(rpc.answer(exchange, body).await) })
     }
