@@ -141,7 +141,7 @@ enum After {
 // connections each is cold when its request comes, and each cache line touched is a miss),
 // from a line's start.
 #[repr(C, align(64))]
-struct HttpServer<S> {
+pub(crate) struct HttpServer<S> {
     phase: Phase,
     /// The exchange under way: the connection stays open after it.
     keep_alive: bool,

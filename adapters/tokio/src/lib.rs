@@ -61,6 +61,7 @@ pub(crate) mod http_client;
 pub mod reconnect;
 mod registry;
 mod request;
+mod served;
 #[cfg(feature = "tower")]
 pub mod service;
 mod streams;
@@ -466,23 +467,12 @@ where
     H: Future<Output = io::Result<T>> + Send + 'static,
 {
     let builder = Arc::new(builder);
-    // The connection's task holds pointers only: a task's future is moved whole as it is
-    // spawned, polled to its end and its output read (tokio copies it five times, each
-    // time at its largest state's size), and the driver with its machine and transport is
-    // 3-4 KiB, a TLS handshake more. The handshake is boxed while it runs, the driver once
-    // made.
-    let connection = |stream| {
-        let setup = Box::pin(setup(stream));
-        let (builder, registry) = (builder.clone(), registry.clone());
-        async move {
-            let transport = setup.await?;
-            let (_client, driver) = Builder::clone(&builder).connect(transport, TokioTimer);
-            let driver = Box::new(driver);
-            // Freed as the connection ends (or its task is aborted).
-            let _registered = registry.register(driver.shutdown_handle());
-            driver.await
-        }
-    };
+    // The connection's task holds one pointer ([`served::Served`]): a task's future is
+    // moved whole as it is spawned, polled to its end and its output read (tokio copies it
+    // five times, each time at its largest state's size), the driver with its machine and
+    // transport is 3-4 KiB, a TLS handshake more, and a future past the task's first cache
+    // line costs a miss a turn with many connections.
+    let connection = |stream| served::Served::new(setup(stream), builder.clone(), registry.clone());
     let stop = || registry.stop(grace);
     listener.run(accept, connection, shutdown, stop).await
 }
