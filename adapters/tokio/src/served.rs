@@ -90,8 +90,8 @@ mod tests {
 
     type Http = crate::http::HttpServer<tokio::net::TcpStream>;
 
-    /// The task's future is one pointer, and whether the driver runs is told by its own
-    /// first cache line: the option adds no tag before it.
+    /// The task's future is one pointer, to the driver itself: the option adds no tag
+    /// before it (whether the driver runs is told by a value no driver's field can hold).
     #[test]
     fn a_served_connection_is_a_pointer_to_its_driver() {
         type Setup = std::future::Ready<io::Result<Http>>;
