@@ -880,3 +880,46 @@ fn field_bytes_read_as_text_as_from_utf8_reads_them() {
         );
     }
 }
+
+/// `token_is` tells a field name as `eq_ignore_ascii_case` does, for every token: each name
+/// the head reads, with every byte in turn replaced by every token byte, in both cases.
+#[test]
+fn a_field_name_is_told_as_a_case_blind_compare_tells_it() {
+    let names: [&[u8]; 8] = [
+        b"content-length",
+        b"transfer-encoding",
+        b"content-type",
+        b"connection",
+        b"expect",
+        b"origin",
+        b"access-control-request-method",
+        b"access-control-request-headers",
+    ];
+    let mut compared = 0;
+    for lower in names {
+        assert!(token_is(lower, lower));
+        assert!(token_is(&lower.to_ascii_uppercase(), lower));
+        assert!(!token_is(&lower[1..], lower) && !token_is(&[lower, b"x"].concat(), lower));
+        for at in 0..lower.len() {
+            for byte in 0..=255u8 {
+                let mut name = lower.to_vec();
+                name[at] = byte;
+                if !is_token(&name) {
+                    continue;
+                }
+                for name in [name.clone(), name.to_ascii_uppercase()] {
+                    assert_eq!(
+                        token_is(&name, lower),
+                        name.eq_ignore_ascii_case(lower),
+                        "{:?} against {:?}",
+                        String::from_utf8_lossy(&name),
+                        String::from_utf8_lossy(lower),
+                    );
+                    compared += 1;
+                }
+            }
+        }
+    }
+    // Every token byte (77 of them) at each of the names' 124 places, in two cases.
+    assert_eq!(compared, 124 * 77 * 2);
+}
