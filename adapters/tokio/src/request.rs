@@ -190,6 +190,13 @@ impl Requests {
         if let Some(need) = self.need {
             return Err(need);
         }
+        // Nothing read, and no body under way: where every keep-alive exchange ends, once
+        // its body is taken. The decoder would find no line to parse, and the read asked
+        // for is the one below for an empty input.
+        if self.input.len() == 0 && !self.decoder.in_body() {
+            self.need = Some(SMALL);
+            return Err(SMALL);
+        }
         match self.decoder.decode(self.input.data()) {
             Err(fault) => Ok(Part::Fault(fault)),
             Ok(HttpStep::Head(used, head)) => {
