@@ -17,7 +17,9 @@
 #   callgrind/http.sh burst 50 2000 target/release/sansrpc-server http
 #   callgrind/http.sh open 5000 target/release/floor-server http
 # CALLGRIND_OUT=dir keeps the dump there (for callgrind_annotate); CACHE_SIM=yes adds
-# callgrind's cache model (VG_EXTRA="--LL=2097152,16,64" sets its last level).
+# callgrind's cache model (VG_EXTRA="--LL=2097152,16,64" sets its last level);
+# VG_EXTRA="--dump-instr=yes" keeps each instruction's place, for footprint.py (the code a
+# request runs, in 64-byte lines).
 set -euo pipefail
 case "$1" in
   burst) work=("$1" "$2" "$3"); n=$3 unit=connection; shift 3 ;;
