@@ -512,14 +512,14 @@ impl<P> StreamTable<P> {
         self.freed.clear();
     }
 
-    /// A stream the table freed since the last call (ended, cancelled, idle too long), so
-    /// a caller that keeps producers outside the table drops the one of that stream.
     /// True when [`poll_freed`](StreamTable::poll_freed) has a stream to tell.
     #[inline]
     pub(crate) fn has_freed(&self) -> bool {
         !self.freed.is_empty()
     }
 
+    /// A stream the table freed since the last call (ended, cancelled, idle too long), so
+    /// a caller that keeps producers outside the table drops the one of that stream.
     pub(crate) fn poll_freed(&mut self) -> Option<u64> {
         self.freed.pop_front()
     }
