@@ -1,6 +1,6 @@
 //! What an async handler knows about the request it answers: [`RequestContext`].
 
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -106,15 +106,15 @@ impl RequestContext {
     /// own as an argument. A synchronous call handler runs to its end, so it is never
     /// cancelled; it reports progress with [`queue_progress`](Self::queue_progress).
     pub fn current() -> Option<RequestContext> {
-        CURRENT.with(|c| match &*c.borrow() {
+        // SAFETY (both): a context or an origin is current only while `with_current` or
+        // `with_origin` runs, which holds it (or borrows it) for that long and takes it
+        // back (also when its work panics) before it returns; nothing borrowed from it
+        // outlives this call (the context returned owns its parts).
+        match CURRENT.try_with(Cell::get).ok()? {
             Current::None => None,
-            Current::Made(cx) => Some(RequestContext::clone(cx)),
-            // SAFETY: an origin is current only while `with_origin` runs, which borrows it
-            // for that long and takes it back (also when its work panics) before it
-            // returns; nothing borrowed from it outlives this call (the context owns its
-            // parts).
-            Current::Origin(origin) => unsafe { &**origin }.context(CancelSignal::never()),
-        })
+            Current::Made(cx) => Some(RequestContext::clone(unsafe { &*cx })),
+            Current::Origin(origin) => unsafe { &*origin }.context(CancelSignal::never()),
+        }
     }
 
     /// A client on the connection the request came on: calls and notifications to the
@@ -220,44 +220,51 @@ impl RequestContext {
     }
 }
 
-/// This thread's [`RequestContext::current`].
+/// This thread's [`RequestContext::current`]: a pointer to what lives on the stack of the
+/// [`with_current`] or [`with_origin`] that set it, for as long as that call runs. Plain
+/// data in a `Cell`, so that setting and taking it back is a store each, twice a request:
+/// a `RefCell` of an owning enum cost 80 instructions of every request (the borrow flag,
+/// the drop of the value replaced, and the thread-local's destructor check).
+#[derive(Clone, Copy)]
 enum Current {
     None,
-    /// A context made (a stream handler's, with its own cancellation): boxed, so that the
-    /// slot moved in and out for every request stays two words.
-    Made(Box<RequestContext>),
+    /// A context made (a stream handler's, with its own cancellation).
+    Made(*const RequestContext),
     /// The request a synchronous handler answers: its context is made only if the handler
     /// asks for it (most never do).
     Origin(*const Origin<'static>),
 }
 
 thread_local! {
-    static CURRENT: RefCell<Current> = const { RefCell::new(Current::None) };
+    static CURRENT: Cell<Current> = const { Cell::new(Current::None) };
 }
 
 /// Puts the context that was current back, as the work that had another returns (or
 /// unwinds).
-struct Restore(Option<Current>);
+struct Restore(Current);
 
 impl Drop for Restore {
     fn drop(&mut self) {
-        if let Some(before) = self.0.take() {
-            CURRENT.with(|c| *c.borrow_mut() = before);
-        }
+        let _ = CURRENT.try_with(|c| c.set(self.0));
     }
 }
 
-/// Runs `f` with `current` as this thread's [`RequestContext::current`].
+/// Runs `f` with `current` as this thread's [`RequestContext::current`]; what it points to
+/// must outlive the call.
 fn with<R>(current: Current, f: impl FnOnce() -> R) -> R {
-    let before = CURRENT.with(|c| std::mem::replace(&mut *c.borrow_mut(), current));
-    let _restore = Restore(Some(before));
+    let Ok(before) = CURRENT.try_with(|c| c.replace(current)) else {
+        // The thread is ending: no context to give.
+        return f();
+    };
+    let _restore = Restore(before);
     f()
 }
 
 /// Runs `f` with `cx` as this thread's [`RequestContext::current`].
 pub(crate) fn with_current<R>(cx: Option<RequestContext>, f: impl FnOnce() -> R) -> R {
     match cx {
-        Some(cx) => with(Current::Made(Box::new(cx)), f),
+        // Kept here, and pointed to, while `f` runs.
+        Some(cx) => with(Current::Made(&cx), f),
         None => f(),
     }
 }

@@ -409,6 +409,16 @@ impl AsyncRouter {
         self.streams.contains_key(method) || self.sync.is_stream_method(method)
     }
 
+    /// True when a request to `method` is the core router's to answer at once
+    /// ([`Work::Sync`]): no async handler, stream or subscription has the name.
+    #[inline]
+    pub(crate) fn is_sync(&self, method: &str) -> bool {
+        !self.methods.contains_key(method)
+            && !self.streams.contains_key(method)
+            && !self.subscriptions.contains_key(method)
+            && !self.sync.is_stream_method(method)
+    }
+
     /// The work for a request to `method`.
     pub(crate) fn request(
         &self,
@@ -417,16 +427,13 @@ impl AsyncRouter {
         id: &sansrpc::Id<'_>,
         origin: &Origin<'_>,
     ) -> Work {
-        let async_call = self.methods.get(method);
-        let async_stream = self.streams.get(method);
-        let subscription = self.subscriptions.get(method);
-        let sync_stream =
-            async_call.is_none() && async_stream.is_none() && self.sync.is_stream_method(method);
-        if async_call.is_none() && async_stream.is_none() && !sync_stream && subscription.is_none()
-        {
+        if self.is_sync(method) {
             // The core router runs its own layers around its own handlers.
             return Work::Sync;
         }
+        let async_call = self.methods.get(method);
+        let async_stream = self.streams.get(method);
+        let subscription = self.subscriptions.get(method);
         // Handlers the core router does not run still pass its gates (auth, rate limit).
         let admitted = match self.admit(method, params, Some(id)) {
             Ok(admitted) => admitted,

@@ -15,7 +15,7 @@ use sansrpc::codec::FrameError;
 use sansrpc::connection::stream::Produced;
 use sansrpc::connection::{self, CloseReason, Connection, Event, IncomingId};
 use sansrpc::router::Reply;
-use sansrpc::{ErrorObject, Instant, Notification};
+use sansrpc::{ErrorObject, Instant, Notification, Request};
 use sansrpc_runtime::calls::Answer;
 
 use crate::builder::EventHook;
@@ -288,10 +288,6 @@ impl Server {
             }
             match event {
                 connection::Event::Request { handle, request } => {
-                    if room == 0 && router.is_stream(&request.method) {
-                        conn.refuse_stream(handle);
-                        continue;
-                    }
                     let params = request.params.as_deref();
                     let origin = Origin {
                         peer: &self.peer,
@@ -302,6 +298,18 @@ impl Server {
                         profile,
                         creates_progress,
                     };
+                    // Nearly every request: the core router's own method, answered here at
+                    // once, without the work that an async handler, a stream or a
+                    // subscription needs made (and moved back out of `catch_unwind`).
+                    if router.is_sync(&request.method) {
+                        let reply = run_sync(router.core(), &request, &origin);
+                        answer_sync(conn, handle, reply);
+                        continue;
+                    }
+                    if room == 0 && router.is_stream(&request.method) {
+                        conn.refuse_stream(handle);
+                        continue;
+                    }
                     // What a stream's handler sees as its context while it makes the stream.
                     let stream_signal = router
                         .is_stream(&request.method)
@@ -314,13 +322,8 @@ impl Server {
                     }));
                     let work = match work {
                         Ok(Work::Sync) => {
-                            let core = router.core();
-                            let mut kept = REPLY.try_with(Cell::take).ok().flatten();
-                            let reply = kept.get_or_insert_with(Box::default);
-                            // A synchronous handler's context, made if it asks.
-                            with_origin(&origin, || core.dispatch(&request, reply));
-                            reply.answer(conn, handle);
-                            let _ = REPLY.try_with(|slot| slot.set(kept));
+                            let reply = run_sync(router.core(), &request, &origin);
+                            answer_sync(conn, handle, reply);
                             continue;
                         }
                         Ok(work) => work,
@@ -503,6 +506,31 @@ pub(crate) fn respond(conn: &mut Connection, id: IncomingId, outcome: Option<Han
         Some(Err(e)) => conn.respond(id, Err(&e)),
         None => conn.respond_cancelled(id),
     }
+}
+
+/// Runs a request's synchronous handler through the core router, with the request's
+/// context made if the handler asks: the outcome in the reply this thread keeps (its buffer
+/// reused from request to request), for [`answer_sync`].
+#[inline]
+fn run_sync(
+    core: &sansrpc::router::Router,
+    request: &Request<'_>,
+    origin: &Origin<'_>,
+) -> Box<Reply> {
+    let mut reply = REPLY
+        .try_with(Cell::take)
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    with_origin(origin, || core.dispatch(request, &mut reply));
+    reply
+}
+
+/// Answers `handle` with what [`run_sync`] left in `reply`, and keeps the reply for the next.
+#[inline]
+fn answer_sync(conn: &mut Connection, handle: IncomingId, mut reply: Box<Reply>) {
+    reply.answer(conn, handle);
+    let _ = REPLY.try_with(|slot| slot.set(Some(reply)));
 }
 
 /// An async handler's work, reported to the core router's layers when it finishes
