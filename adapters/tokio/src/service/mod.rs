@@ -194,17 +194,21 @@ pub fn refusal(status: u16) -> http::Response<Body> {
 pub fn head_of(parts: &http::request::Parts, keep: bool) -> Result<Head, HttpFault> {
     use http::header::{CONNECTION, CONTENT_LENGTH, EXPECT, HOST, TRANSFER_ENCODING};
     let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-    let host = match parts.headers.contains_key(HOST) {
-        true => None,
-        false => parts
-            .uri
-            .authority()
-            .map(|a| ("host", a.as_str().as_bytes())),
+    // The authority asked for first: an HTTP/1.1 request's target has none (its origin
+    // form), and the field map is not searched for it.
+    let host = match parts.uri.authority() {
+        Some(a) if !parts.headers.contains_key(HOST) => Some(("host", a.as_str().as_bytes())),
+        _ => None,
+    };
+    // Compared one by one, not as `[..].contains`: that array of names was made and dropped
+    // for every field.
+    let framing = |name: &http::HeaderName| {
+        name == CONTENT_LENGTH || name == TRANSFER_ENCODING || name == CONNECTION || name == EXPECT
     };
     let fields = parts
         .headers
         .iter()
-        .filter(|(name, _)| ![CONTENT_LENGTH, TRANSFER_ENCODING, CONNECTION, EXPECT].contains(name))
+        .filter(|(name, _)| !framing(name))
         .map(|(name, value)| (name.as_str(), value.as_bytes()));
     // `http`'s types checked the names and values as they were made.
     Head::from_checked_parts(
