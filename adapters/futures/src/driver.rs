@@ -285,6 +285,71 @@ impl<T: Transport, Tm: Timer, S: Side> Driver<T, Tm, S> {
         &mut self.transport
     }
 
+    /// For an owner that drives the connection inline, one message at a time (a tower
+    /// service handing it a request body): hands `message` to the machine and routes its
+    /// events at once, within the call, then gives the machine to `take` for its output,
+    /// as the transport's `poll_transmit` would take it at the end of the turn a poll
+    /// makes. A handler that answers without waiting (most do) is answered in between.
+    ///
+    /// Only a driver at rest takes the message this way: nothing under way (no handler
+    /// running or queued, no request unanswered, no command deferred), nothing that woke it
+    /// since its last poll, no command waiting, its connection open and taking input.
+    /// Otherwise `None`, with `message` not taken: the owner hands it to the transport and
+    /// polls, as before. After `Some`, [`is_settled`](Self::is_settled) tells whether the
+    /// turn left work that needs a poll (a handler that waits, a command one sent).
+    ///
+    /// What it skips of a poll's turn is the bookkeeping a poll needs and a turn at rest
+    /// does not (the wakers, the sources' flags, the timer, a second pass finding nothing):
+    /// about 1,000 instructions of an `add` request through `sansrpc-tokio`'s `RpcService`.
+    pub fn exchange<R>(
+        &mut self,
+        message: &[u8],
+        take: impl FnOnce(&mut Connection) -> R,
+    ) -> Option<R> {
+        let at_rest = !self.done
+            && !self.finished
+            && !self.lent
+            && !self.hooked
+            && !self.bypassing
+            && !self.hook_bypassing
+            && self.commands_open
+            && self.reason.is_none()
+            && self.deferred.is_none()
+            && self.wakers.woken.peek() == 0
+            && self.server.is_idle()
+            && self.conn.requests_in_flight() == 0;
+        if !at_rest {
+            return None;
+        }
+        let now = self.now();
+        // A command waiting goes first, as the turn of a poll applies it first: then the
+        // owner's poll makes the turn.
+        if self.poll_commands(now) || self.reason.is_some() {
+            return None;
+        }
+        if self.conn.handle_message(message, now).is_err() {
+            return None;
+        }
+        self.route_events(now);
+        let before = self.conn.transmitted();
+        let taken = take(&mut self.conn);
+        let wrote = self.conn.transmitted() > before;
+        let pending = self.conn.buffered_output() > 0;
+        self.conn.handle_write(wrote, pending, now);
+        Some(taken)
+    }
+
+    /// After [`exchange`](Self::exchange): true when its turn left nothing that needs a
+    /// poll (no handler running or queued, no command deferred or sent, the connection
+    /// still open).
+    pub fn is_settled(&self) -> bool {
+        self.reason.is_none()
+            && self.deferred.is_none()
+            && self.wakers.woken.peek() == 0
+            && self.server.is_idle()
+            && !self.conn.is_closing()
+    }
+
     /// A handle to shut this driver down gracefully.
     pub fn shutdown_handle(&self) -> ShutdownHandle {
         ShutdownHandle {

@@ -57,6 +57,11 @@ impl Woken {
         *self.task.lock().unwrap_or_else(PoisonError::into_inner) = Some(waker.clone());
     }
 
+    /// The sources woken since the last [`take`](Self::take), left set.
+    pub(crate) fn peek(&self) -> u8 {
+        self.bits.load(Ordering::Acquire)
+    }
+
     /// The sources woken since the last call.
     pub(crate) fn take(&self) -> u8 {
         self.bits.swap(0, Ordering::AcqRel)

@@ -409,3 +409,91 @@ async fn ws_service_takes_binary_frames_only_with_accept_binary() {
         }
     }
 }
+
+/// Most requests are answered within one call on a machine at rest, the rest by polling
+/// it: on the same machines, one after another, a synchronous handler (with its context),
+/// an async one that waits, a batch of both held until both answer, a notification, a
+/// body that is not JSON, and the synchronous handler again.
+#[tokio::test]
+async fn rpc_service_answers_at_once_or_after_waiting_on_the_same_machines() {
+    use sansrpc::method::Method;
+    use sansrpc_tokio::service::RpcService;
+    use sansrpc_tokio::{AsyncRouter, Builder, RequestContext};
+
+    enum Add {}
+    impl Method for Add {
+        const NAME: &'static str = "add";
+        type Params = (i64, i64);
+        type Result = i64;
+    }
+    enum Later {}
+    impl Method for Later {
+        const NAME: &'static str = "later";
+        type Params = (u64,);
+        type Result = u64;
+    }
+    enum HasContext {}
+    impl Method for HasContext {
+        const NAME: &'static str = "has_context";
+        type Params = ();
+        type Result = bool;
+    }
+    let mut router = AsyncRouter::new();
+    let sync = router.sync();
+    sync.method::<Add, _>(|(a, b)| Ok(a + b)).unwrap();
+    sync.method::<HasContext, _>(|()| Ok(RequestContext::current().is_some()))
+        .unwrap();
+    router
+        .method::<Later, _, _>(|(n,)| async move {
+            // Waits once: answered by a later poll, not within the first.
+            tokio::task::yield_now().await;
+            Ok(n)
+        })
+        .unwrap();
+    let rpc = RpcService::new(Builder::new().router(router));
+    let (port, _) = serve(axum::Router::new().route_service("/rpc", rpc)).await;
+    let conn = Conn::h1(port).await;
+    let post = |body: &'static str| {
+        let conn = conn.clone();
+        async move { conn.send(port, "POST", "/rpc", &[JSON], body).await }
+    };
+    for _ in 0..2 {
+        let answer = post(r#"{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1}"#).await;
+        assert_eq!(answer.status, 200);
+        assert_eq!(
+            answer.json(),
+            serde_json::json!({"jsonrpc":"2.0","result":3,"id":1})
+        );
+
+        let answer = post(r#"{"jsonrpc":"2.0","method":"has_context","id":"c"}"#).await;
+        assert_eq!(answer.json()["result"], true, "{answer:?}");
+
+        let answer = post(r#"{"jsonrpc":"2.0","method":"later","params":[7],"id":2}"#).await;
+        assert_eq!(
+            answer.json(),
+            serde_json::json!({"jsonrpc":"2.0","result":7,"id":2})
+        );
+
+        let batch = r#"[{"jsonrpc":"2.0","method":"later","params":[5],"id":3},
+            {"jsonrpc":"2.0","method":"add","params":[2,2]},
+            {"jsonrpc":"2.0","method":"add","params":[3,4],"id":4}]"#;
+        let answer = post(batch).await;
+        assert_eq!(answer.status, 200);
+        let mut answers = answer.json().as_array().cloned().unwrap_or_default();
+        answers.sort_by_key(|a| a["id"].as_i64());
+        assert_eq!(
+            answers,
+            vec![
+                serde_json::json!({"jsonrpc":"2.0","result":5,"id":3}),
+                serde_json::json!({"jsonrpc":"2.0","result":7,"id":4}),
+            ]
+        );
+
+        let answer = post(r#"{"jsonrpc":"2.0","method":"add","params":[1,1]}"#).await;
+        assert_eq!(answer.status, 204, "{answer:?}");
+        assert!(answer.body.is_empty());
+
+        let answer = post(r#"{"jsonrpc":"2.0","method":"add","params":[1,"#).await;
+        assert_eq!(answer.json()["error"]["code"], -32700, "{answer:?}");
+    }
+}

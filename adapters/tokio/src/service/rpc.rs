@@ -116,26 +116,51 @@ impl Rpc {
         // finishes its handlers on a task of its own.
         let mut taken = Taken(Some(self.take()));
         let machine = taken.0.as_mut().expect("a machine was just taken");
-        // The body goes straight to the machine's transport, and the answer comes back the
-        // same way, within the driver's turn: no channel, no wakeup.
-        machine.driver.transport_mut().ask(body);
         let driver = &mut *machine.driver;
-        let mut driven = std::pin::pin!(std::future::poll_fn(|cx| {
-            let ended = std::pin::Pin::new(&mut *driver).poll(cx).is_ready();
-            match driver.transport_mut().answer.take() {
-                Some(answer) => Poll::Ready(Some(answer)),
-                // The connection ended before it answered.
-                None if ended => Poll::Ready(None),
-                None => Poll::Pending,
+        // A machine at rest takes the body and answers within one call, without a poll's
+        // turn: most requests are answered here.
+        let mut stray = Vec::new();
+        let answered = match driver.exchange(&body, |conn| take_answer(conn, &mut stray)) {
+            Some(Some(answer)) => {
+                if !driver.is_settled() {
+                    // What the turn left (a handler that waits, a command one sent) is
+                    // taken up as a poll's turn would go on to; the answer is already out.
+                    let _ = std::future::poll_fn(|cx| {
+                        Poll::Ready(std::pin::Pin::new(&mut *driver).poll(cx))
+                    })
+                    .await;
+                }
+                Ok(Some(answer))
             }
-        }));
-        // Most handlers answer within the first poll: the time limit's timer is set only for
-        // the others.
-        let first = std::future::poll_fn(|cx| Poll::Ready(driven.as_mut().poll(cx))).await;
-        let answered = match first {
-            Poll::Ready(answered) => Ok(answered),
-            // Boxed: the timer's room is taken only by the requests that wait for it.
-            Poll::Pending => Box::pin(tokio::time::timeout(self.handler_timeout, driven)).await,
+            quick => {
+                match quick {
+                    // Handed in and routed, its answer still to come: the polls take it.
+                    Some(None) => driver.transport_mut().handed_in(),
+                    // The body goes straight to the machine's transport, and the answer
+                    // comes back the same way, within the driver's turn: no channel, no
+                    // wakeup.
+                    _ => driver.transport_mut().ask(body),
+                }
+                let mut driven = std::pin::pin!(std::future::poll_fn(|cx| {
+                    let ended = std::pin::Pin::new(&mut *driver).poll(cx).is_ready();
+                    match driver.transport_mut().answer.take() {
+                        Some(answer) => Poll::Ready(Some(answer)),
+                        // The connection ended before it answered.
+                        None if ended => Poll::Ready(None),
+                        None => Poll::Pending,
+                    }
+                }));
+                // Most handlers answer within the first poll: the time limit's timer is set
+                // only for the others.
+                let first = std::future::poll_fn(|cx| Poll::Ready(driven.as_mut().poll(cx))).await;
+                match first {
+                    Poll::Ready(answered) => Ok(answered),
+                    // Boxed: the timer's room is taken only by the requests that wait for it.
+                    Poll::Pending => {
+                        Box::pin(tokio::time::timeout(self.handler_timeout, driven)).await
+                    }
+                }
+            }
         };
         match answered {
             Ok(Some(answer)) => {
@@ -289,6 +314,32 @@ impl Exchanges {
         self.answer = None;
         self.delivered = false;
     }
+
+    /// The next request's body was handed to the machine past the transport
+    /// ([`Driver::exchange`](crate::Driver::exchange)), and its answer is due.
+    fn handed_in(&mut self) {
+        self.message = None;
+        self.answer = None;
+        self.delivered = true;
+    }
+}
+
+/// The answer to the body handed in, once there is one: its first frame, or `Some(None)`
+/// once no request of it is left to answer (notifications only); `None` while one is.
+/// Frames past it, which nobody waits for, are dropped into `stray`.
+fn take_answer(conn: &mut Connection, stray: &mut Vec<u8>) -> Option<Option<Vec<u8>>> {
+    let mut out = Vec::new();
+    let answer = if conn.poll_transmit(&mut out).is_some() {
+        Some(Some(out))
+    } else if conn.requests_in_flight() == 0 {
+        Some(None)
+    } else {
+        None
+    };
+    while conn.poll_transmit(stray).is_some() {
+        stray.clear();
+    }
+    answer
 }
 
 impl Transport for Exchanges {
@@ -320,14 +371,8 @@ impl Transport for Exchanges {
         conn: &mut Connection,
     ) -> Poll<io::Result<()>> {
         if self.delivered {
-            let mut out = Vec::new();
-            if conn.poll_transmit(&mut out).is_some() {
-                self.answer = Some(Some(out));
-                self.delivered = false;
-            } else if conn.requests_in_flight() == 0 {
-                self.answer = Some(None);
-                self.delivered = false;
-            }
+            self.answer = take_answer(conn, &mut self.stray);
+            self.delivered = self.answer.is_none();
         }
         while conn.poll_transmit(&mut self.stray).is_some() {
             self.stray.clear();
