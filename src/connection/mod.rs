@@ -972,6 +972,17 @@ impl Connection {
         None
     }
 
+    /// For a transport that carries only answers (a plain HTTP POST, whose response is the
+    /// answer to its body and nothing else): drops the frames queued in front of the next
+    /// answer to the peer's requests (a response, or a batch's array), which answer nothing
+    /// (notifications and requests of ours, sent by a handler or a client: such a transport
+    /// has no way to send them), so that the next [`poll_transmit`](Connection::poll_transmit)
+    /// or [`peek_messages`](Connection::peek_messages) gives the answer, if it is queued.
+    /// All of them when no answer is. How many frames were dropped.
+    pub fn skip_to_answer(&mut self) -> usize {
+        self.wire.skip_to_answer()
+    }
+
     /// Every byte of output queued, framed, for a byte-stream driver to write straight
     /// from the connection's buffer (no copy into its own); then it reports how many bytes
     /// went out with [`consume_transmit`](Connection::consume_transmit). The hook's

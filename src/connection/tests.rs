@@ -1221,3 +1221,51 @@ fn a_renewed_machine_lets_a_large_buffer_go() {
     assert!(server.is_blank());
     assert_eq!(server.output_capacity(), 0, "let go, not kept");
 }
+
+/// For a transport that carries only answers (plain HTTP), what was sent besides the
+/// answers is dropped up to the next one: a notification and a call of ours before a
+/// response, before a batch's array; everything when no answer is queued.
+#[test]
+fn the_frames_in_front_of_the_next_answer_are_skipped_for_a_transport_of_answers() {
+    let now = Instant::ZERO;
+    let config = Config {
+        framing: None,
+        ..Config::default()
+    };
+    let mut server = Connection::new(config, now);
+    server
+        .handle_message(br#"{"jsonrpc":"2.0","id":1,"method":"m"}"#, now)
+        .unwrap();
+    let handle = request_handle(&events(&mut server));
+    server.notify("log", None).unwrap();
+    server
+        .call(7, "ask", None, RequestOptions::default(), now)
+        .unwrap();
+    server.respond(handle, Ok(raw("1")));
+    server.notify("after", None).unwrap();
+    assert_eq!(server.skip_to_answer(), 2);
+    let mut out = Vec::new();
+    server.poll_transmit(&mut out).unwrap();
+    assert_eq!(out, br#"{"jsonrpc":"2.0","result":1,"id":1}"#);
+    // The answer is next: nothing skipped.
+    server
+        .handle_message(
+            br#"[{"jsonrpc":"2.0","id":2,"method":"m"},{"jsonrpc":"2.0","method":"n"}]"#,
+            now,
+        )
+        .unwrap();
+    let seen = events(&mut server);
+    assert_eq!(server.skip_to_answer(), 1, "the notification `after`");
+    server.notify("log", None).unwrap();
+    server.respond(request_handle(&seen), Ok(raw("2")));
+    assert_eq!(server.skip_to_answer(), 1);
+    out.clear();
+    server.poll_transmit(&mut out).unwrap();
+    assert_eq!(out, br#"[{"jsonrpc":"2.0","result":2,"id":2}]"#);
+    assert_eq!(server.skip_to_answer(), 0);
+    // No answer queued: all of it.
+    server.notify("a", None).unwrap();
+    server.notify("b", None).unwrap();
+    assert_eq!(server.skip_to_answer(), 2);
+    assert_eq!(server.poll_transmit(&mut out), None);
+}

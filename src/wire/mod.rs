@@ -1145,7 +1145,7 @@ impl Wire {
                 let mut body = core::mem::take(&mut self.body);
                 body.clear();
                 write(&mut body);
-                self.push_frame(&body);
+                self.push_answer(&body);
                 self.body = body;
             }
         }
@@ -1166,7 +1166,7 @@ impl Wire {
             if b.answers > 0 {
                 b.body.push(b']');
                 let before = core::mem::replace(&mut self.output_tag, tag.unwrap_or(0));
-                self.push_frame(&b.body);
+                self.push_answer(&b.body);
                 self.output_tag = before;
             }
             self.incoming.recycle(b.body);
@@ -1184,11 +1184,22 @@ impl Wire {
     }
 
     fn push_frame(&mut self, body: &[u8]) {
+        self.push_frame_as(body, false);
+    }
+
+    /// Sends an answer to the peer's request (a response, or a batch's array).
+    fn push_answer(&mut self, body: &[u8]) {
+        self.push_frame_as(body, true);
+    }
+
+    #[inline]
+    fn push_frame_as(&mut self, body: &[u8], answer: bool) {
         let framing = self.framing();
-        self.out.push(self.output_tag, |out| match framing {
-            Some(f) => codec::encode_frame(f, body, out),
-            None => out.extend_from_slice(body),
-        });
+        self.out
+            .push_as(self.output_tag, answer, |out| match framing {
+                Some(f) => codec::encode_frame(f, body, out),
+                None => out.extend_from_slice(body),
+            });
     }
 
     /// Writes a cancellation of our request `id` in the profile's shape; `reason` goes into
@@ -1507,7 +1518,7 @@ impl Wire {
         if !body.is_empty() {
             let current = self.output_tag;
             let before = core::mem::replace(&mut self.output_tag, tag.unwrap_or(current));
-            self.push_frame(&body);
+            self.push_answer(&body);
             self.output_tag = before;
         }
         let done = match answered {
@@ -1616,6 +1627,12 @@ impl Wire {
     /// driver takes per turn.
     pub(crate) fn poll_transmit(&mut self, buf: &mut Vec<u8>) -> Option<usize> {
         self.poll_transmit_tagged(buf).map(|(len, _)| len)
+    }
+
+    /// Drops the frames queued in front of the next answer to the peer's request (all of
+    /// them when none is queued): how many. For a transport that carries only answers.
+    pub(crate) fn skip_to_answer(&mut self) -> usize {
+        self.out.skip_to_answer()
     }
 
     /// Like [`poll_transmit`](Wire::poll_transmit), with the frame's tag: the tag of

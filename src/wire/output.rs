@@ -27,6 +27,16 @@ const COMPACT_AT: usize = 4 * 1024;
 /// Capacity an emptied buffer keeps; a larger one (after a burst) is given back.
 const KEEP: usize = 64 * 1024;
 
+/// Set in a frame's length when it answers the peer's request: a length is at most
+/// `isize::MAX` (a `Vec`'s bound), so this bit is never part of one.
+const ANSWER: usize = 1 << (usize::BITS - 1);
+
+/// A frame's length, from its entry in [`Output::frames`].
+#[inline]
+fn length(entry: usize) -> usize {
+    entry & !ANSWER
+}
+
 /// An item shared by the frames of many connections.
 pub(crate) type Shared = Arc<RawValue>;
 
@@ -53,8 +63,9 @@ pub(super) struct Output {
     buf: Vec<u8>,
     /// `buf[..head]` is consumed.
     head: usize,
-    /// The length (shared items included) and tag of each frame from `head` on; the first
-    /// may be partly consumed (`front_taken` bytes of it).
+    /// The length (shared items included, with [`ANSWER`] set for an answer to the peer's
+    /// request) and tag of each frame from `head` on; the first may be partly consumed
+    /// (`front_taken` bytes of it).
     frames: VecDeque<(usize, u64)>,
     front_taken: usize,
     /// Bytes consumed since the start.
@@ -101,12 +112,31 @@ impl Output {
     /// Appends one frame written by `write`, with `tag`.
     #[inline]
     pub(super) fn push(&mut self, tag: u64, write: impl FnOnce(&mut Vec<u8>)) {
+        self.push_as(tag, false, write);
+    }
+
+    /// Appends one frame written by `write`, with `tag`; `answer` when it answers the
+    /// peer's request (a response, or a batch's array).
+    #[inline]
+    pub(super) fn push_as(&mut self, tag: u64, answer: bool, write: impl FnOnce(&mut Vec<u8>)) {
         let before = self.buf.len();
         write(&mut self.buf);
         let len = self.buf.len() - before;
         if len > 0 {
-            self.frames.push_back((len, tag));
+            self.frames
+                .push_back((len | if answer { ANSWER } else { 0 }, tag));
         }
+    }
+
+    /// Drops the frames in front of the first answer (all of them when none is queued):
+    /// how many. A transport that carries only answers has no way to send the others.
+    pub(super) fn skip_to_answer(&mut self) -> usize {
+        let mut skipped = 0;
+        while let Some(&(len, _)) = self.frames.front().filter(|f| f.0 & ANSWER == 0) {
+            self.consume(len - self.front_taken);
+            skipped += 1;
+        }
+        skipped
     }
 
     /// Appends one frame, with `tag`: what `head` writes, then `item` (held, not copied),
@@ -154,13 +184,13 @@ impl Output {
         let first = (first.frame - self.popped) as usize;
         let mut start = self.head - self.front_taken;
         for i in 0..first {
-            start += self.frames[i].0;
+            start += length(self.frames[i].0);
         }
         let stored = self.buf.split_off(start);
         let (mut from, mut next) = (0, 0);
         for i in first..self.frames.len() {
             let frame = self.popped + i as u64;
-            let mut n = self.frames[i].0;
+            let mut n = length(self.frames[i].0);
             if let Some(h) = self.holes.get(next).filter(|h| h.frame == frame) {
                 next += 1;
                 n -= h.item.get().len();
@@ -202,6 +232,7 @@ impl Output {
         let mut at = self.head;
         let mut taken = self.front_taken;
         self.frames.iter().map(move |&(len, _)| {
+            let len = length(len);
             let len = len - core::mem::take(&mut taken);
             let frame = &self.buf[at..at + len];
             at += len;
@@ -225,7 +256,7 @@ impl Output {
         // Only a driver that took parts holds items; one taking copies copies them in.
         self.materialize();
         let (len, tag) = self.frames.pop_front()?;
-        let len = len - self.front_taken;
+        let len = length(len) - self.front_taken;
         out.extend_from_slice(&self.buf[self.head..self.head + len]);
         self.head += len;
         self.total += len as u64;
@@ -257,10 +288,10 @@ impl Output {
         self.head += n;
         self.total += n as u64;
         while n > 0 {
-            let Some((front, _)) = self.frames.front_mut() else {
+            let Some(&(front, _)) = self.frames.front() else {
                 break;
             };
-            let rest = *front - self.front_taken;
+            let rest = length(front) - self.front_taken;
             if n >= rest {
                 n -= rest;
                 self.frames.pop_front();
@@ -311,7 +342,7 @@ impl<'a> Parts<'a> {
     #[inline]
     fn next_with_item(&mut self) -> Option<([&'a [u8]; 3], Option<&'a Shared>)> {
         let out = self.out;
-        let &(len, _) = out.frames.get(self.next)?;
+        let len = length(out.frames.get(self.next)?.0);
         let frame = out.popped + self.next as u64;
         match out.holes.get(self.hole).filter(|h| h.frame == frame) {
             // Never partly consumed.

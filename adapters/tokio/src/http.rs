@@ -434,6 +434,9 @@ where
         if conn.buffered_output() < DIRECT_AT {
             return Ok(false);
         }
+        // What a handler sent before the answer (a notification) is not it: plain HTTP has
+        // no way to send it.
+        conn.skip_to_answer();
         let Some(body) = conn.peek_messages().next().filter(|b| b.len() >= DIRECT_AT) else {
             return Ok(false);
         };
@@ -504,6 +507,7 @@ where
             out.clear();
             out.resize(HEAD_ROOM, 0);
         }
+        conn.skip_to_answer();
         if conn.poll_transmit(out).is_some() {
             let length = out.len() - HEAD_ROOM;
             if let Some(at) = self.put_plain_head(length, after) {

@@ -5,6 +5,8 @@
 
 #[path = "../../../tests/support/common.rs"]
 mod common;
+#[path = "support/noisy.rs"]
+mod noisy;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -1237,6 +1239,56 @@ async fn after_an_answer_given_later_the_next_request_is_read_at_once() {
             "{:?}",
             started.elapsed()
         );
+        let _ = stop.send(());
+        task.await.unwrap().unwrap();
+    })
+    .await;
+}
+
+/// Plain HTTP has no way to send the client what a handler sends it besides its answer
+/// (a notification, before the answer or after it): a POST's response is its body's
+/// answer, whatever the handler sent first (a large answer, written straight from the
+/// connection's output, too), and a notification sent between exchanges is not the next
+/// one's answer. (Before, the first notification went out as the answer, and the answer
+/// was left for the next exchange.)
+#[tokio::test]
+async fn what_a_handler_sends_besides_its_answer_never_takes_its_place_over_http() {
+    within(LIMIT, async {
+        let (router, mut kept) = noisy::router();
+        let (addr, stop, task) = serve_router(router).await;
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let mut received = Vec::new();
+        let large = format!("[\"{}\"]", "x".repeat(40 << 10));
+        for (id, params) in [(1u64, "[1]"), (2, large.as_str())] {
+            let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"noisy","params":{params}}}"#);
+            stream.write_all(post_head(&body).as_bytes()).await.unwrap();
+            let (status, _, answer) = read_response(&mut stream, &mut received).await;
+            assert_eq!(status, 200);
+            let expected: serde_json::Value = serde_json::from_str(params).unwrap();
+            assert_eq!(result_of(answer.as_bytes(), id), expected);
+        }
+        let batch = r#"[{"jsonrpc":"2.0","id":3,"method":"noisy","params":[3]},{"jsonrpc":"2.0","method":"noisy","params":[0]}]"#;
+        stream.write_all(post_head(batch).as_bytes()).await.unwrap();
+        let (status, _, answer) = read_response(&mut stream, &mut received).await;
+        assert_eq!(status, 200);
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&answer).unwrap(),
+            serde_json::json!([{"jsonrpc":"2.0","result":[3],"id":3}])
+        );
+        for id in [4u64, 6] {
+            let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"keep"}}"#);
+            stream.write_all(post_head(&body).as_bytes()).await.unwrap();
+            let (_, _, answer) = read_response(&mut stream, &mut received).await;
+            assert_eq!(result_of(answer.as_bytes(), id), true);
+            // Sent after the answer, before the next request.
+            let client = kept.recv().await.unwrap();
+            client.notify_raw("late", None).await.unwrap();
+            let body = format!(r#"{{"jsonrpc":"2.0","id":{},"method":"noisy","params":[5]}}"#, id + 1);
+            stream.write_all(post_head(&body).as_bytes()).await.unwrap();
+            let (_, _, answer) = read_response(&mut stream, &mut received).await;
+            assert_eq!(result_of(answer.as_bytes(), id + 1), serde_json::json!([5]));
+        }
+        drop(stream);
         let _ = stop.send(());
         task.await.unwrap().unwrap();
     })

@@ -13,6 +13,9 @@ use hyper::client::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::Value;
 
+#[path = "support/noisy.rs"]
+mod noisy;
+
 /// One connection to `port`, HTTP/1.1 or HTTP/2 (prior knowledge).
 #[derive(Clone)]
 enum Conn {
@@ -487,5 +490,55 @@ async fn rpc_service_answers_at_once_or_after_waiting_on_the_same_machines() {
 
         let answer = post(r#"{"jsonrpc":"2.0","method":"add","params":[1,"#).await;
         assert_eq!(answer.json()["error"]["code"], -32700, "{answer:?}");
+    }
+}
+
+/// Plain HTTP has no way to send the client what a handler sends it besides its answer: a
+/// POST's response is its body's answer, whatever the handler sent first, and a
+/// notification sent while its machine waits in the pool is not the next request's answer
+/// (before, each was taken as the answer), over HTTP/1.1 and h2c.
+#[tokio::test]
+async fn what_a_handler_sends_besides_its_answer_never_takes_its_place() {
+    use sansrpc_tokio::service::RpcService;
+    use sansrpc_tokio::Builder;
+
+    let (router, mut kept) = noisy::router();
+    let rpc = RpcService::new(Builder::new().router(router));
+    let (port, _) = serve(axum::Router::new().route_service("/rpc", rpc)).await;
+    for conn in [Conn::h1(port).await, Conn::h2(port).await] {
+        let post = |body: String| {
+            let conn = conn.clone();
+            async move { conn.send(port, "POST", "/rpc", &[JSON], &body).await }
+        };
+        let answer = post(r#"{"jsonrpc":"2.0","id":1,"method":"noisy","params":[1]}"#.into()).await;
+        assert_eq!(answer.status, 200);
+        assert_eq!(
+            answer.json(),
+            serde_json::json!({"jsonrpc":"2.0","result":[1],"id":1})
+        );
+        let batch = r#"[{"jsonrpc":"2.0","id":2,"method":"noisy","params":[2]},
+            {"jsonrpc":"2.0","method":"noisy","params":[0]}]"#;
+        let answer = post(batch.into()).await;
+        assert_eq!(
+            answer.json(),
+            serde_json::json!([{"jsonrpc":"2.0","result":[2],"id":2}])
+        );
+        for id in [3, 5] {
+            let answer = post(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"keep"}}"#)).await;
+            assert_eq!(answer.json()["result"], true, "{answer:?}");
+            // Sent after the answer, while the machine waits for the next request: it is
+            // queued at once, and taken (and dropped) when the machine serves again.
+            let client = kept.recv().await.unwrap();
+            let late = client.notify_raw("late", None);
+            let next = id + 1;
+            let body =
+                format!(r#"{{"jsonrpc":"2.0","id":{next},"method":"noisy","params":[{next}]}}"#);
+            let answer = post(body).await;
+            assert_eq!(
+                answer.json(),
+                serde_json::json!({"jsonrpc":"2.0","result":[next],"id":next})
+            );
+            late.await.unwrap();
+        }
     }
 }

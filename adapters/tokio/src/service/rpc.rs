@@ -329,6 +329,9 @@ impl Exchanges {
 /// Frames past it, which nobody waits for, are dropped into `stray`.
 fn take_answer(conn: &mut Connection, stray: &mut Vec<u8>) -> Option<Option<Vec<u8>>> {
     let mut out = Vec::new();
+    // What a handler or a client of the machine sent before the answer (a notification)
+    // is not it: plain HTTP has no way to send it.
+    conn.skip_to_answer();
     let answer = if conn.poll_transmit(&mut out).is_some() {
         Some(Some(out))
     } else if conn.requests_in_flight() == 0 {
