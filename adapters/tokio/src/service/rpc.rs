@@ -19,7 +19,9 @@ use crate::{Builder, Origins, Received, ServeOptions, TokioTimer, Transport};
 /// [`http::serve_with`](crate::http::serve_with): `405` with `Allow: POST`
 /// for another method, `415` for a body not `application/json`, `413` past the endpoint's
 /// [`max_frame_bytes`](sansrpc::Limits::max_frame_bytes) (read no further), `200` with the
-/// answer, `204` when the body held no request (notifications, answered once dispatched),
+/// answer, `204` when the body held no request (notifications, answered once dispatched;
+/// what a handler sends the client besides its answer has no way over plain HTTP and is
+/// dropped),
 /// CORS as [`ServeOptions::cors`] says (from the core's [`Exchange`]). Each request's
 /// handlers run on a connection machine that serves no other request meanwhile (so ids
 /// from different requests never meet, on HTTP/2 streams as on HTTP/1.1 connections; the
