@@ -232,8 +232,7 @@ impl Output {
         let mut at = self.head;
         let mut taken = self.front_taken;
         self.frames.iter().map(move |&(len, _)| {
-            let len = length(len);
-            let len = len - core::mem::take(&mut taken);
+            let len = length(len) - core::mem::take(&mut taken);
             let frame = &self.buf[at..at + len];
             at += len;
             frame

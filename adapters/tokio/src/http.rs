@@ -852,8 +852,8 @@ where
 /// [`max_frame_bytes`](sansrpc::Limits::max_frame_bytes) gets 413, read no further than the
 /// limit; the endpoint's answer with 200, or 204 when there is none (notifications). What
 /// a handler sends the client besides its answer (a notification, a call) has no way over
-/// plain HTTP and is dropped. A malformed request gets 400, a head over 32 KiB 431, a transfer coding other than
-/// `chunked` 501, and the connection is closed after them.
+/// plain HTTP and is dropped. A malformed request gets 400, a head over 32 KiB 431, a
+/// transfer coding other than `chunked` 501, and the connection is closed after them.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     builder: Builder,
